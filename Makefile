@@ -1,0 +1,40 @@
+# Two commands do everything on a fresh machine with Python 3.11:
+#   make eval   — set up .venv from pyproject.toml and run a complete offline evaluation
+#   make test   — set up .venv and run the whole test suite
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+CONFIG    ?= configs/offline.toml
+PROVIDERS ?=
+SEEDS     ?=
+OUT       ?=
+
+.PHONY: eval test lint bench venv clean
+
+# Re-install whenever pyproject.toml changes; the stamp makes the second run instant.
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found (set PYTHON=/path/to/python3.11)"; exit 2; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+eval: $(STAMP)
+	$(BIN)/vera run --config $(CONFIG) $(if $(PROVIDERS),--providers $(PROVIDERS)) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(OUT),--out $(OUT))
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check vera tests benchmarks
+	$(BIN)/ruff format --check vera tests benchmarks
+
+bench: $(STAMP)
+	$(BIN)/vera bench
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,3 @@
+from vera.cli import main
+
+main()

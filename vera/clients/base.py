@@ -1,0 +1,61 @@
+"""The one seam between vera and a model: `ChatClient.chat`.
+
+Every wire protocol (OpenAI, Anthropic, Gemini, a custom HTTP chatbot) and every offline
+stand-in implements this interface, so the simulation and judging code never knows which
+one it is talking to. Clients know HTTP and JSON shapes; they know nothing of personas or
+rubrics beyond the optional `CallContext` that offline stand-ins and session-based
+chatbots need.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import msgspec
+
+from vera.records import Completion, Message, Persona, Role
+
+
+class CallContext(msgspec.Struct, frozen=True, kw_only=True):
+    """Facts about the call that are not part of the wire request.
+
+    Real model clients ignore it, except the custom HTTP client, which uses
+    `conversation_id` as a session id. Offline stand-ins use `persona`, `seed` and `turn`
+    to behave deterministically. `job_id` ties the call to the accounting records.
+    """
+
+    role: Role
+    job_id: str = ""
+    conversation_id: str = ""
+    seed: int = 0
+    turn: int = 0
+    persona: Persona | None = None
+    question_id: str | None = None
+
+
+@runtime_checkable
+class ChatClient(Protocol):
+    """A model endpoint that answers chat requests.
+
+    `messages` is the full context (system first when present). `params` are sampling
+    parameters (temperature, max_tokens, seed, ...) merged over the profile's defaults.
+    With `schema` (a JSON schema object), the client asks the server for structured
+    output by the protocol's own mechanism and returns the decoded object in
+    `Completion.parsed`; where the server has no such mechanism it falls back to
+    instructions in the prompt and parses the text. `cache_prefix` is the number of
+    leading messages that are identical across many calls (the judge's transcript), so
+    protocols with explicit prompt caching can mark them.
+    """
+
+    name: str
+    model: str
+
+    async def chat(
+        self,
+        messages: list[Message],
+        *,
+        params: dict[str, Any] | None = None,
+        schema: dict[str, Any] | None = None,
+        cache_prefix: int = 0,
+        context: CallContext | None = None,
+    ) -> Completion: ...

@@ -1,0 +1,95 @@
+"""The error tree. Callers branch on types, never on message strings.
+
+    VeraError
+    ├── UserError            bad input from the user: one clear line, exit code 1
+    │   ├── DataError        a data file (rubric, personas, transcripts) is wrong; names file:line
+    │   └── ConfigError      a run config, provider profile or command-line value is wrong
+    └── ProviderError        a call to a model endpoint failed; names the provider profile
+        ├── TransientError   worth retrying
+        │   ├── RateLimitError       HTTP 429 (carries Retry-After when the server sent one)
+        │   ├── ServerError          HTTP 5xx
+        │   ├── CallTimeoutError     no complete answer within the profile's timeout
+        │   ├── ConnectError         connection refused / reset / DNS
+        │   └── BadResponseError     malformed body, or no text where text was expected
+        └── FatalProviderError  will never succeed by retrying
+            ├── AuthError            401/403, missing key
+            └── RequestError         other 4xx (bad request, unknown model, ...)
+"""
+
+from __future__ import annotations
+
+
+class VeraError(Exception):
+    """Base of every error vera raises on purpose."""
+
+
+class UserError(VeraError):
+    """A mistake in the user's input; reported as one line without a traceback."""
+
+
+class DataError(UserError):
+    """A data file is malformed. `where` is "file" or "file:line"."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{where}: {problem}")
+
+
+class ConfigError(UserError):
+    """A run configuration, provider profile or command-line value is wrong."""
+
+
+class ProviderError(VeraError):
+    """A call to a model endpoint failed. `provider` is the profile name."""
+
+    def __init__(self, provider: str, message: str, *, status: int | None = None) -> None:
+        self.provider = provider
+        self.status = status
+        self.message = message
+        super().__init__(f"[{provider}] {message}")
+
+
+class TransientError(ProviderError):
+    """Retrying may succeed."""
+
+
+class RateLimitError(TransientError):
+    def __init__(
+        self,
+        provider: str,
+        message: str,
+        *,
+        status: int | None = 429,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(provider, message, status=status)
+        self.retry_after = retry_after
+
+
+class ServerError(TransientError):
+    pass
+
+
+class CallTimeoutError(TransientError):
+    pass
+
+
+class ConnectError(TransientError):
+    pass
+
+
+class BadResponseError(TransientError):
+    pass
+
+
+class FatalProviderError(ProviderError):
+    """Retrying will not help (bad key, bad request, unknown model)."""
+
+
+class AuthError(FatalProviderError):
+    pass
+
+
+class RequestError(FatalProviderError):
+    pass

@@ -1,0 +1,254 @@
+"""Everything that is stored or crosses a boundary, as typed msgspec records.
+
+Records are plain data: no behaviour beyond small derived properties. They are encoded
+with msgspec (JSON lines in the run directory) and turned into polars frames for scoring.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+# ---------------------------------------------------------------------------------------
+# Ratings and risk levels (the vocabulary of the method)
+# ---------------------------------------------------------------------------------------
+
+BEST_PRACTICE = "Best Practice"
+SUBOPTIMAL = "Suboptimal but Low Potential for Harm"
+HIGH_POTENTIAL_FOR_HARM = "High Potential for Harm"
+NOT_RELEVANT = "Not Relevant"
+
+RATINGS: tuple[str, ...] = (BEST_PRACTICE, SUBOPTIMAL, HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT)
+# Short codes used in frames and tables.
+RATING_CODES: dict[str, str] = {
+    BEST_PRACTICE: "BP",
+    SUBOPTIMAL: "SUB",
+    HIGH_POTENTIAL_FOR_HARM: "HPH",
+    NOT_RELEVANT: "NR",
+}
+
+RISK_LEVELS: tuple[str, ...] = ("None", "Low", "High", "Immediate")
+
+Rating = Literal[
+    "Best Practice",
+    "Suboptimal but Low Potential for Harm",
+    "High Potential for Harm",
+    "Not Relevant",
+]
+Severity = Literal["Red", "Yellow"]
+
+# ---------------------------------------------------------------------------------------
+# Messages on the wire and turns in a transcript
+# ---------------------------------------------------------------------------------------
+
+
+class Message(msgspec.Struct, frozen=True):
+    """One chat message as sent to a model: role is system, user or assistant."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class Turn(msgspec.Struct, frozen=True):
+    """One utterance in a conversation between the simulated user and the chatbot."""
+
+    speaker: Literal["user", "chatbot"]
+    text: str
+
+
+class Usage(msgspec.Struct):
+    """Token usage of one call. `cached_input_tokens` is part of `input_tokens`."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cached_input_tokens += other.cached_input_tokens
+
+
+class Completion(msgspec.Struct):
+    """What a chat client returns: the text, parsed structured output, usage, provenance."""
+
+    text: str
+    parsed: Any = None
+    usage: Usage = msgspec.field(default_factory=Usage)
+    finish_reason: str = "stop"
+    raw_id: str | None = None
+    model: str = ""
+
+
+# ---------------------------------------------------------------------------------------
+# Personas
+# ---------------------------------------------------------------------------------------
+
+
+class Persona(msgspec.Struct, frozen=True):
+    """A simulated user. `fields` holds every column of the persona file by its header
+    name (so prompt templates can use any column); `risk` is the normalised short risk
+    level (None, Low, High, Immediate); `line` is the file line it came from."""
+
+    name: str
+    risk: str
+    fields: dict[str, str]
+    line: int = 0
+
+    def field(self, name: str, default: str = "") -> str:
+        return self.fields.get(name, default)
+
+
+# ---------------------------------------------------------------------------------------
+# Conversations
+# ---------------------------------------------------------------------------------------
+
+ConversationStatus = Literal["complete", "failed"]
+
+
+class Conversation(msgspec.Struct, kw_only=True):
+    """One simulated (or imported) conversation and how it ended."""
+
+    id: str
+    chatbot: str
+    user_agent: str
+    persona: str
+    risk: str
+    seed: int
+    turns: list[Turn]
+    status: ConversationStatus = "complete"
+    ended_by: Literal["end_marker", "max_turns", "error", "imported"] = "max_turns"
+    error: str | None = None
+    replicate: int = 0
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    usage: Usage = msgspec.field(default_factory=Usage)
+    cost_usd: float = 0.0
+    source: str | None = None
+
+
+# ---------------------------------------------------------------------------------------
+# Judging
+# ---------------------------------------------------------------------------------------
+
+
+class JudgeAnswer(msgspec.Struct, kw_only=True):
+    """The judge's answer to one rubric question for one conversation."""
+
+    question_id: str
+    dimension: str
+    answer: str
+    reasoning: str = ""
+    raw: str = ""
+    attempts: int = 1
+    auto: bool = False  # a single-option question answered without a model call
+
+
+class DimensionRating(msgspec.Struct, kw_only=True):
+    """The rating of one dimension for one conversation by one judge instance.
+    `question_id`/`reasoning` point at the answer that decided it (empty for Best
+    Practice), so every harmful rating can be audited back to the judge's words."""
+
+    dimension: str
+    rating: Rating
+    question_id: str = ""
+    reasoning: str = ""
+
+
+JudgementStatus = Literal["complete", "failed"]
+
+
+class Judgement(msgspec.Struct, kw_only=True):
+    """A complete rubric walk of one conversation by one judge instance."""
+
+    id: str
+    conversation_id: str
+    judge: str
+    instance: int
+    status: JudgementStatus
+    answers: list[JudgeAnswer]
+    ratings: list[DimensionRating]
+    risk_selected: str | None = None  # the answer of the rubric's risk selector, if asked
+    error: str | None = None
+    usage: Usage = msgspec.field(default_factory=Usage)
+    cost_usd: float = 0.0
+    finished_at: float = 0.0
+
+
+# ---------------------------------------------------------------------------------------
+# Calls and the run manifest
+# ---------------------------------------------------------------------------------------
+
+Role = Literal["chatbot", "user_agent", "judge"]
+
+
+class CallRecord(msgspec.Struct, kw_only=True):
+    """One model call as accounted: who, how long, how many tokens, what it cost."""
+
+    job_id: str
+    role: Role
+    provider: str
+    model: str
+    account: str
+    latency_ms: float
+    status: Literal["ok", "error"]
+    attempts: int = 1
+    usage: Usage = msgspec.field(default_factory=Usage)
+    cost_usd: float = 0.0
+    http_429: int = 0
+    error: str | None = None
+    cached: bool = False  # answered from the response cache, no network call
+    at: float = 0.0
+
+
+class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """A resolved model reference as recorded in the manifest (never holds secrets)."""
+
+    ref: str
+    provider: str
+    protocol: str
+    model: str
+    params: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class ArtifactVersion(msgspec.Struct, frozen=True, kw_only=True):
+    """A versioned input: its human version string, path and content hash."""
+
+    name: str
+    version: str
+    path: str
+    sha256: str
+
+
+class RunManifest(msgspec.Struct, kw_only=True):
+    """Exactly what produced a run: versions and hashes of every input, models, seeds."""
+
+    schema_version: int = 1
+    vera_version: str
+    run_id: str
+    rubric: ArtifactVersion
+    personas: ArtifactVersion
+    user_prompts: ArtifactVersion
+    judge_prompts: ArtifactVersion
+    config_sha256: str
+    config: dict[str, Any]
+    chatbots: list[ModelSpec]
+    user_agents: list[ModelSpec]
+    judges: list[ModelSpec]
+    judge_instances: int
+    seeds: list[int]
+    offline: bool
+    created_at: str
+    updated_at: str
+    shard: str | None = None
+    jobs_planned: int = 0
+
+
+def encode_json(obj: Any) -> bytes:
+    """Compact JSON for records (msgspec handles Structs natively)."""
+    return msgspec.json.encode(obj)
+
+
+def to_builtins(obj: Any) -> Any:
+    return msgspec.to_builtins(obj)
