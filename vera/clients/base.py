@@ -13,15 +13,17 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
-from vera.records import Completion, Message, Persona, Role
+from vera.records import Completion, Message, Persona, Role, Turn
 
 
 class CallContext(msgspec.Struct, frozen=True, kw_only=True):
     """Facts about the call that are not part of the wire request.
 
     Real model clients ignore it, except the custom HTTP client, which uses
-    `conversation_id` as a session id. Offline stand-ins use `persona`, `seed` and `turn`
-    to behave deterministically. `job_id` ties the call to the accounting records.
+    `conversation_id` as a session id. Offline stand-ins use the rest: `persona`, `seed`
+    and `turn` to behave deterministically, the end-marker rules to end a conversation,
+    and (for the lexical judge) the transcript as structured turns and the rubric key.
+    `job_id` ties the call to the accounting records.
     """
 
     role: Role
@@ -31,6 +33,11 @@ class CallContext(msgspec.Struct, frozen=True, kw_only=True):
     turn: int = 0
     persona: Persona | None = None
     question_id: str | None = None
+    rubric: str | None = None  # "name@version" of the rubric being walked
+    transcript: tuple[Turn, ...] | None = None
+    end_marker: str = ""
+    min_turns: int = 0
+    max_turns: int = 0
 
 
 @runtime_checkable

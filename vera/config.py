@@ -1,0 +1,117 @@
+"""The run configuration: what to evaluate, with what, and how.
+
+A config is a TOML file (see ``configs/``); every field has a default, so the smallest
+config is empty. Relative paths are resolved against the directory of the config file
+(or, for the built-in defaults, the repository root). Command-line options override
+the file. Unknown keys are errors, so a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from vera.errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class ConversationConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    max_turns: int = 30
+    min_turns: int = 10
+    first_speaker: Literal["user", "chatbot"] = "user"
+    opening_message: str = ""
+    chatbot_system_prompt: str = ""
+
+
+class JudgeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    instances: int = 1
+    max_attempts: int = 3
+
+
+class StatsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    resamples: int = 2000
+    confidence: float = 0.95
+    seed: int = 0
+
+
+class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    chatbots: list[str] = msgspec.field(
+        default_factory=lambda: ["offline/best-practice", "offline/risk-ignoring"]
+    )
+    user_agents: list[str] = msgspec.field(default_factory=lambda: ["offline/scripted-user"])
+    judges: list[str] = msgspec.field(default_factory=lambda: ["offline/lexical-judge"])
+    personas: str = "personas/vera-personas.tsv"
+    rubric: str = "rubrics/vera-si.tsv"
+    user_prompts: str = "personas/prompts"
+    judge_prompts: str = "rubrics/prompts"
+    providers: str = "providers"
+    seeds: list[int] = msgspec.field(default_factory=lambda: [1])
+    runs_dir: str = "runs"
+    max_concurrency: int = 256
+    persona_limit: int = 0  # 0 = every persona; otherwise the first N (quick trials)
+    conversation: ConversationConfig = msgspec.field(default_factory=ConversationConfig)
+    judge: JudgeConfig = msgspec.field(default_factory=JudgeConfig)
+    stats: StatsConfig = msgspec.field(default_factory=StatsConfig)
+    base_dir: str = ""  # where relative paths resolve; set on load, not in files
+
+    def path(self, value: str) -> Path:
+        p = Path(value).expanduser()
+        return p if p.is_absolute() else Path(self.base_dir or REPO_ROOT) / p
+
+    def check(self) -> None:
+        c = self.conversation
+        problems = []
+        if c.max_turns < 2:
+            problems.append("conversation.max_turns must be at least 2")
+        if not 0 <= c.min_turns <= c.max_turns:
+            problems.append("conversation.min_turns must be between 0 and max_turns")
+        if self.judge.instances < 1:
+            problems.append("judge.instances must be at least 1")
+        if self.judge.max_attempts < 1:
+            problems.append("judge.max_attempts must be at least 1")
+        if self.max_concurrency < 1:
+            problems.append("max_concurrency must be at least 1")
+        if not self.seeds:
+            problems.append("seeds must list at least one seed")
+        if len(set(self.seeds)) != len(self.seeds):
+            problems.append("seeds must not repeat")
+        for role in ("chatbots", "user_agents", "judges"):
+            if not getattr(self, role):
+                problems.append(f"{role} must list at least one model")
+        if not 0 < self.stats.confidence < 1:
+            problems.append("stats.confidence must be between 0 and 1")
+        if problems:
+            raise ConfigError("; ".join(problems))
+
+    def fingerprint(self) -> str:
+        """A hash of everything that decides results (not where files are written)."""
+        data = msgspec.to_builtins(self)
+        for key in ("base_dir", "runs_dir", "max_concurrency"):
+            data.pop(key, None)
+        return hashlib.sha256(msgspec.json.encode(data, order="sorted")).hexdigest()
+
+
+def load_config(path: str | Path | None) -> RunConfig:
+    """The config in `path`, or the built-in offline defaults when `path` is None."""
+    if path is None:
+        cfg = RunConfig(base_dir=str(REPO_ROOT))
+        cfg.check()
+        return cfg
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read config: {exc.strerror or exc}") from None
+    try:
+        cfg = msgspec.toml.decode(raw, type=RunConfig)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{p}: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise ConfigError(f"{p}: invalid TOML: {exc}") from None
+    cfg.base_dir = str(p.resolve().parent)
+    cfg.check()
+    return cfg

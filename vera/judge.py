@@ -1,0 +1,195 @@
+"""Judge one conversation: walk the rubric, one question per call, structured answers.
+
+The judge's context is built for prompt caching: the system message (instructions +
+the whole transcript) is identical for every question about one conversation, and the
+question comes last. Each answer must be a JSON object ``{"reasoning", "answer"}``
+whose answer is one of the question's options; an invalid answer is re-asked (bounded)
+with a short correction, then recorded as an error. It is never guessed.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import msgspec
+
+from vera.clients.base import CallContext, ChatClient
+from vera.errors import TransientError
+from vera.prompts import JudgePrompts
+from vera.records import Conversation, Judgement, Message, Turn, Usage
+from vera.rubric import Answer, Question, Rubric, walk_rubric
+
+JUDGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "reasoning": {"type": "string", "description": "Two to four sentences, citing the conversation."},
+        "answer": {"type": "string", "description": "Exactly one of the listed options."},
+    },
+    "required": ["reasoning", "answer"],
+    "additionalProperties": False,
+}
+
+
+class JudgeReply(msgspec.Struct):
+    answer: str
+    reasoning: str = ""
+
+
+class InvalidAnswerError(Exception):
+    """The judge gave no valid answer within the allowed attempts."""
+
+
+def render_transcript(turns: list[Turn] | tuple[Turn, ...]) -> str:
+    """The transcript format shared with VERA-MH: `user:` / `chatbot:` blocks."""
+    return "\n\n".join(f"{t.speaker}: {t.text}" for t in turns)
+
+
+_JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+
+
+def parse_reply(parsed: Any, text: str) -> JudgeReply | None:
+    """The structured reply, from the client's parsed object or leniently from text
+    (a JSON object somewhere in it, e.g. inside a code fence)."""
+    candidates: list[Any] = []
+    if isinstance(parsed, dict):
+        candidates.append(parsed)
+    m = _JSON_OBJECT.search(text or "")
+    if m:
+        try:
+            candidates.append(msgspec.json.decode(m.group(0)))
+        except msgspec.DecodeError:
+            pass
+    for c in candidates:
+        try:
+            return msgspec.convert(c, JudgeReply)
+        except msgspec.ValidationError:
+            continue
+    return None
+
+
+def match_option(answer: str, labels: tuple[str, ...]) -> str | None:
+    """Exact (case-insensitive, surrounding quotes/punctuation ignored) match only."""
+    clean = answer.strip().strip("\"'`*").rstrip(".!").strip().lower()
+    for label in labels:
+        if label.lower() == clean:
+            return label
+    return None
+
+
+class RubricJudge:
+    """Answers rubric questions about one conversation through a chat client."""
+
+    def __init__(
+        self,
+        conversation: Conversation,
+        rubric: Rubric,
+        prompts: JudgePrompts,
+        client: ChatClient,
+        *,
+        job_id: str,
+        params: dict[str, Any] | None = None,
+        max_attempts: int = 3,
+    ) -> None:
+        self.conversation = conversation
+        self.rubric = rubric
+        self.prompts = prompts
+        self.client = client
+        self.job_id = job_id
+        self.params = params
+        self.max_attempts = max_attempts
+        self.usage = Usage()
+        self.system = Message(
+            "system", prompts.system.render({"transcript": render_transcript(conversation.turns)})
+        )
+        self.turns = tuple(conversation.turns)
+
+    async def answer(self, q: Question) -> Answer:
+        labels = q.labels
+        options = " | ".join(labels)
+        prompt = self.prompts.question.render(
+            {
+                "question_id": q.id,
+                "dimension": q.dimension,
+                "question": q.text,
+                "guidance": q.guidance or "(none)",
+                "options": options,
+            }
+        )
+        messages = [self.system, Message("user", prompt)]
+        ctx = CallContext(
+            role="judge",
+            job_id=self.job_id,
+            conversation_id=self.conversation.id,
+            seed=self.conversation.seed,
+            question_id=q.id,
+            rubric=self.rubric.key,
+            transcript=self.turns,
+        )
+        last = ""
+        for attempt in range(1, self.max_attempts + 1):
+            reply = await self.client.chat(
+                messages, params=self.params, schema=JUDGE_SCHEMA, cache_prefix=1, context=ctx
+            )
+            self.usage.add(reply.usage)
+            parsed = parse_reply(reply.parsed, reply.text)
+            label = match_option(parsed.answer, labels) if parsed else None
+            if parsed and label:
+                return Answer(label, parsed.reasoning, reply.text, attempt)
+            last = parsed.answer if parsed else reply.text[:200]
+            messages = [
+                *messages,
+                Message("assistant", reply.text or "(empty)"),
+                Message("user", self.prompts.retry.render({"answer": last, "options": options})),
+            ]
+        raise InvalidAnswerError(
+            f"question {q.id}: no valid answer after {self.max_attempts} attempts "
+            f"(last: {last[:80]!r}; options: {options})"
+        )
+
+
+async def judge_conversation(
+    conversation: Conversation,
+    rubric: Rubric,
+    prompts: JudgePrompts,
+    client: ChatClient,
+    *,
+    judge_ref: str,
+    instance: int,
+    job_id: str,
+    params: dict[str, Any] | None = None,
+    max_attempts: int = 3,
+) -> Judgement:
+    """Walk the rubric for one conversation. A provider failure or an invalid answer
+    makes the judgement *failed* with the reason; it is then kept out of the scores."""
+    judge = RubricJudge(
+        conversation, rubric, prompts, client, job_id=job_id, params=params, max_attempts=max_attempts
+    )
+    try:
+        walk = await walk_rubric(rubric, judge.answer)
+    except (TransientError, InvalidAnswerError) as exc:
+        return Judgement(
+            id=job_id,
+            conversation_id=conversation.id,
+            judge=judge_ref,
+            instance=instance,
+            status="failed",
+            answers=[],
+            ratings=[],
+            error=f"{type(exc).__name__}: {exc}",
+            usage=judge.usage,
+            finished_at=time.time(),
+        )
+    return Judgement(
+        id=job_id,
+        conversation_id=conversation.id,
+        judge=judge_ref,
+        instance=instance,
+        status="complete",
+        answers=walk.answers,
+        ratings=walk.ratings,
+        risk_selected=walk.risk_selected,
+        usage=judge.usage,
+        finished_at=time.time(),
+    )

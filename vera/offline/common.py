@@ -1,0 +1,38 @@
+"""Small helpers shared by the offline stand-ins: seeded choice and completions."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+import msgspec
+
+from vera.records import Completion, Message, Usage
+
+
+def rng_for(*parts: object) -> random.Random:
+    """A random generator determined only by `parts` (never by Python's salted hash),
+    so the same seed and conversation give the same words on every machine."""
+    digest = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest()
+    return random.Random(int.from_bytes(digest, "big"))
+
+
+def estimate_tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+def completion(text: str, messages: list[Message], model: str, parsed: object = None) -> Completion:
+    """A Completion with usage estimated like a real model would report it."""
+    prompt = sum(estimate_tokens(m.content) for m in messages)
+    return Completion(
+        text=text,
+        parsed=parsed,
+        usage=Usage(input_tokens=prompt, output_tokens=estimate_tokens(text)),
+        finish_reason="stop",
+        raw_id=None,
+        model=model,
+    )
+
+
+def json_text(obj: object) -> str:
+    return msgspec.json.encode(obj).decode()

@@ -1,0 +1,388 @@
+"""Run a sweep on one event loop: simulate, judge as soon as each conversation ends,
+and stream every result into the run directory.
+
+`max_concurrency` workers pull conversation jobs from one deterministic queue; each
+worker simulates its conversation, persists it, then judges it with every (judge,
+instance) concurrently and persists each judgement. Provider limits (requests, tokens,
+calls in flight per account) are enforced underneath by the client pool, so the worker
+count only bounds memory and fairness, not the request rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from vera import __version__
+from vera.clients.base import ChatClient
+from vera.config import RunConfig
+from vera.errors import ConfigError, FatalProviderError
+from vera.judge import judge_conversation
+from vera.offline import lexical_judge
+from vera.personas import PersonaSet, check_templates, load_personas
+from vera.plan import JudgeSlot, Shard, conversation_jobs, judgement_id
+from vera.prompts import JudgePrompts, UserPrompts, load_judge_prompts, load_user_prompts
+from vera.records import ArtifactVersion, Conversation, Judgement, ModelSpec, Role, RunManifest
+from vera.rubric import Rubric, load_rubric, validate_rubric
+from vera.simulate import ConversationJob, SimulationSettings, simulate_conversation
+from vera.store import RunStore
+
+
+class Clients(Protocol):
+    """What the pipeline needs from a client pool."""
+
+    def client(self, ref: str, role: Role = "chatbot") -> ChatClient: ...
+
+    def spec(self, ref: str) -> ModelSpec: ...
+
+
+class Progress(Protocol):
+    def start(self, total_conversations: int, total_judgements: int) -> None: ...
+
+    def conversation(self, conv: Conversation, *, cached: bool) -> None: ...
+
+    def judgement(self, judgement: Judgement, *, cached: bool) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class NullProgress:
+    def start(self, total_conversations: int, total_judgements: int) -> None:
+        pass
+
+    def conversation(self, conv: Conversation, *, cached: bool) -> None:
+        pass
+
+    def judgement(self, judgement: Judgement, *, cached: bool) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+@dataclass
+class Inputs:
+    """Everything loaded and validated before a single call is made."""
+
+    config: RunConfig
+    rubric: Rubric
+    personas: PersonaSet
+    user_prompts: UserPrompts
+    judge_prompts: JudgePrompts
+
+    @classmethod
+    def load(cls, config: RunConfig) -> Inputs:
+        rubric = load_rubric(config.path(config.rubric))
+        problems = validate_rubric(rubric)
+        if problems:
+            more = f" (and {len(problems) - 1} more; run `vera validate rubric`)" if len(problems) > 1 else ""
+            raise ConfigError(problems[0].render(rubric.path) + more)
+        personas = load_personas(config.path(config.personas))
+        user_prompts = load_user_prompts(config.path(config.user_prompts))
+        issues = check_templates(user_prompts, personas.columns)
+        if issues:
+            raise ConfigError(issues[0].message)
+        judge_prompts = load_judge_prompts(config.path(config.judge_prompts))
+        return cls(config, rubric, personas, user_prompts, judge_prompts)
+
+    def settings(self) -> SimulationSettings:
+        c = self.config.conversation
+        return SimulationSettings(
+            max_turns=c.max_turns,
+            min_turns=c.min_turns,
+            first_speaker=c.first_speaker,
+            opening_message=c.opening_message,
+            chatbot_system_prompt=c.chatbot_system_prompt,
+        )
+
+    def selected_personas(self) -> tuple:
+        n = self.config.persona_limit
+        return self.personas.personas[:n] if n else self.personas.personas
+
+    def rubric_version(self) -> ArtifactVersion:
+        r = self.rubric
+        return ArtifactVersion(name=r.name, version=r.version, path=r.path, sha256=r.sha256)
+
+
+@dataclass
+class Sweep:
+    """A planned sweep: inputs, resolved models and the job list."""
+
+    inputs: Inputs
+    chatbots: list[ModelSpec]
+    user_agents: list[ModelSpec]
+    judges: list[ModelSpec]
+    jobs: list[ConversationJob]
+    slots: list[JudgeSlot]
+    shard: Shard | None = None
+    judge_specs: dict[str, ModelSpec] = field(default_factory=dict)
+
+    @property
+    def offline(self) -> bool:
+        return all(s.protocol == "offline" for s in (*self.chatbots, *self.user_agents, *self.judges))
+
+    def judgement_id(self, conv_id: str, slot: JudgeSlot) -> str:
+        i = self.inputs
+        return judgement_id(
+            conv_id,
+            self.judge_specs[slot.ref],
+            slot.instance,
+            i.rubric.sha256,
+            i.judge_prompts.version.sha256,
+            i.config.judge.max_attempts,
+        )
+
+    def manifest(self, run_id: str, created_at: str | None = None) -> RunManifest:
+        i = self.inputs
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        cfg = {k: v for k, v in _builtins(i.config).items() if k != "base_dir"}
+        return RunManifest(
+            vera_version=__version__,
+            run_id=run_id,
+            rubric=i.rubric_version(),
+            personas=i.personas.version,
+            user_prompts=i.user_prompts.version,
+            judge_prompts=i.judge_prompts.version,
+            config_sha256=i.config.fingerprint(),
+            config=cfg,
+            chatbots=self.chatbots,
+            user_agents=self.user_agents,
+            judges=self.judges,
+            judge_instances=i.config.judge.instances,
+            seeds=list(i.config.seeds),
+            offline=self.offline,
+            created_at=created_at or now,
+            updated_at=now,
+            shard=str(self.shard) if self.shard else None,
+            jobs_planned=len(self.jobs),
+        )
+
+
+def _builtins(obj: Any) -> dict[str, Any]:
+    import msgspec
+
+    return msgspec.to_builtins(obj)
+
+
+def plan_sweep(inputs: Inputs, clients: Clients, *, shard: Shard | None = None) -> Sweep:
+    cfg = inputs.config
+    chatbots = [clients.spec(r) for r in cfg.chatbots]
+    user_agents = [clients.spec(r) for r in cfg.user_agents]
+    judges = [clients.spec(r) for r in cfg.judges]
+    for spec in judges:
+        if spec.protocol == "offline" and spec.model == "lexical-judge" and not lexical_judge.supports(inputs.rubric.key):
+            raise ConfigError(
+                f"the offline lexical judge answers only the built-in rubric "
+                f"{lexical_judge.SUPPORTED_RUBRIC} 1.x, not {inputs.rubric.key} "
+                f"({inputs.rubric.path}); choose a model judge for this rubric"
+            )
+    jobs = conversation_jobs(
+        chatbots=chatbots,
+        user_agents=user_agents,
+        personas=inputs.selected_personas(),
+        seeds=list(cfg.seeds),
+        user_prompts_sha=inputs.user_prompts.version.sha256,
+        settings=inputs.settings(),
+        shard=shard,
+    )
+    slots = [JudgeSlot(j.ref, k) for j in judges for k in range(1, cfg.judge.instances + 1)]
+    return Sweep(
+        inputs=inputs,
+        chatbots=chatbots,
+        user_agents=user_agents,
+        judges=judges,
+        jobs=jobs,
+        slots=slots,
+        shard=shard,
+        judge_specs={j.ref: j for j in judges},
+    )
+
+
+@dataclass
+class SweepResult:
+    conversations: int = 0
+    conversations_failed: int = 0
+    conversations_reused: int = 0
+    judgements: int = 0
+    judgements_failed: int = 0
+    judgements_reused: int = 0
+    wall_s: float = 0.0
+    stopped: str | None = None  # why the sweep stopped early, if it did
+
+
+class Judging:
+    """Judges complete conversations with every (judge, instance) slot, skipping
+    judgements already in the store, and persists each one as it finishes."""
+
+    def __init__(self, sweep: Sweep, store: RunStore, clients: Clients, result: SweepResult, progress: Progress) -> None:
+        self.sweep, self.store, self.clients = sweep, store, clients
+        self.result, self.progress = result, progress
+
+    async def conversation(self, conv: Conversation) -> None:
+        if conv.status == "complete":
+            await asyncio.gather(*(self._one(conv, s) for s in self.sweep.slots))
+
+    async def _one(self, conv: Conversation, slot: JudgeSlot) -> None:
+        inputs = self.sweep.inputs
+        jid = self.sweep.judgement_id(conv.id, slot)
+        if self.store.done_judgement(jid):
+            self.result.judgements_reused += 1
+            self.progress.judgement(self.store.judgements[jid], cached=True)
+            return
+        try:
+            j = await judge_conversation(
+                conv,
+                inputs.rubric,
+                inputs.judge_prompts,
+                self.clients.client(slot.ref, "judge"),
+                judge_ref=slot.ref,
+                instance=slot.instance,
+                job_id=jid,
+                max_attempts=inputs.config.judge.max_attempts,
+            )
+        except FatalProviderError as exc:
+            j = failed_judgement(jid, conv.id, slot, exc)
+            self.result.stopped = str(exc)
+        self.store.add_judgement(j)
+        self.result.judgements += 1
+        self.result.judgements_failed += j.status == "failed"
+        self.progress.judgement(j, cached=False)
+
+
+def failed_judgement(jid: str, conv_id: str, slot: JudgeSlot, exc: Exception) -> Judgement:
+    return Judgement(
+        id=jid,
+        conversation_id=conv_id,
+        judge=slot.ref,
+        instance=slot.instance,
+        status="failed",
+        answers=[],
+        ratings=[],
+        error=f"{type(exc).__name__}: {exc}",
+        finished_at=time.time(),
+    )
+
+
+async def _workers(n: int, items: list[Any], work: Callable[[Any], Any], result: SweepResult, should_stop: Callable[[], bool]) -> None:
+    """`n` workers draining `items` in order; a fatal provider error (bad key, bad
+    request) stops new work everywhere instead of failing every remaining job."""
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    for item in items:
+        queue.put_nowait(item)
+
+    async def worker() -> None:
+        while not should_stop() and result.stopped is None:
+            try:
+                item = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            await work(item)
+
+    tasks = [asyncio.create_task(worker()) for _ in range(min(n, max(1, len(items))))]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
+
+
+async def run_sweep(
+    sweep: Sweep,
+    store: RunStore,
+    clients: Clients,
+    *,
+    max_concurrency: int,
+    progress: Progress | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> SweepResult:
+    """Run every job not already complete in `store`. Returns counts of what happened."""
+    inputs = sweep.inputs
+    settings = inputs.settings()
+    progress = progress or NullProgress()
+    result = SweepResult()
+    judging = Judging(sweep, store, clients, result, progress)
+    started = time.perf_counter()
+    progress.start(len(sweep.jobs), len(sweep.jobs) * len(sweep.slots))
+
+    async def conversation(job: ConversationJob) -> None:
+        conv = store.done_conversation(job.id)
+        if conv is not None:
+            result.conversations_reused += 1
+            progress.conversation(conv, cached=True)
+        else:
+            try:
+                conv = await simulate_conversation(
+                    job,
+                    chatbot=clients.client(job.chatbot, "chatbot"),
+                    user_agent=clients.client(job.user_agent, "user_agent"),
+                    prompts=inputs.user_prompts,
+                    settings=settings,
+                )
+            except FatalProviderError as exc:
+                conv = failed_conversation(job, exc)
+                result.stopped = str(exc)
+            store.add_conversation(conv)
+            result.conversations += 1
+            result.conversations_failed += conv.status == "failed"
+            progress.conversation(conv, cached=False)
+        await judging.conversation(conv)
+
+    try:
+        await _workers(max_concurrency, sweep.jobs, conversation, result, should_stop)
+    finally:
+        progress.stop()
+    result.wall_s = time.perf_counter() - started
+    return result
+
+
+async def judge_conversations(
+    sweep: Sweep,
+    store: RunStore,
+    clients: Clients,
+    conversations: list[Conversation],
+    *,
+    max_concurrency: int,
+    progress: Progress | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> SweepResult:
+    """Judge existing conversations (a simulate-only run, or imported transcripts)."""
+    progress = progress or NullProgress()
+    result = SweepResult()
+    judging = Judging(sweep, store, clients, result, progress)
+    started = time.perf_counter()
+    progress.start(0, len(conversations) * len(sweep.slots))
+    try:
+        await _workers(max_concurrency, conversations, judging.conversation, result, should_stop)
+    finally:
+        progress.stop()
+    result.wall_s = time.perf_counter() - started
+    return result
+
+
+def failed_conversation(job: ConversationJob, exc: Exception) -> Conversation:
+    now = time.time()
+    return Conversation(
+        id=job.id,
+        chatbot=job.chatbot,
+        user_agent=job.user_agent,
+        persona=job.persona.name,
+        risk=job.persona.risk,
+        seed=job.seed,
+        replicate=job.replicate,
+        turns=[],
+        status="failed",
+        ended_by="error",
+        error=f"{type(exc).__name__}: {exc}",
+        started_at=now,
+        finished_at=now,
+    )
+
+
+def new_run_dir(cfg: RunConfig, sweep_key: str) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    return cfg.path(cfg.runs_dir) / f"{stamp}-{sweep_key[:8]}"

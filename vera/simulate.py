@@ -1,0 +1,172 @@
+"""Simulate one conversation: the simulated user and the chatbot under test take turns.
+
+A *turn* is one message by either side (so 30 turns are 15 exchanges when the user
+speaks first). Every conversation starts from a fresh context: nothing is shared
+between conversations except the clients. The user-agent sees the persona prompt as its
+system message and the conversation from its side (the chatbot's messages as "user",
+its own as "assistant"), with the reminder attached to the newest chatbot message. The
+chatbot sees only the conversation (and an optional system prompt of the operator's),
+exactly as a real user's chatbot would.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+import msgspec
+
+from vera.clients.base import CallContext, ChatClient
+from vera.errors import BadResponseError, TransientError
+from vera.personas import render_user_reminder, render_user_system
+from vera.prompts import UserPrompts
+from vera.records import Conversation, Message, Persona, Turn, Usage
+
+
+class SimulationSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """How conversations run. Part of every conversation's job id."""
+
+    max_turns: int = 30
+    min_turns: int = 10
+    first_speaker: Literal["user", "chatbot"] = "user"
+    opening_message: str = ""  # said verbatim by the first speaker instead of generating
+    chatbot_system_prompt: str = ""
+    max_empty_replies: int = 2  # empty user-agent replies re-asked before giving up
+
+
+class ConversationJob(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    chatbot: str
+    user_agent: str
+    persona: Persona
+    seed: int  # the conversation's own seed, derived from the run seed
+    replicate: int
+
+
+def user_view(turns: list[Turn], reminder: str) -> list[Message]:
+    """The conversation as the user-agent sees it, reminder on the newest chatbot line."""
+    msgs = [Message("assistant" if t.speaker == "user" else "user", t.text) for t in turns]
+    if msgs and msgs[-1].role == "user":
+        msgs[-1] = Message("user", f"{msgs[-1].content}\n\n{reminder}")
+    else:
+        msgs.append(Message("user", reminder))
+    return msgs
+
+
+def chatbot_view(turns: list[Turn], system_prompt: str) -> list[Message]:
+    msgs = [Message("user" if t.speaker == "user" else "assistant", t.text) for t in turns]
+    return ([Message("system", system_prompt)] if system_prompt else []) + msgs
+
+
+def strip_end_marker(text: str, marker: str) -> tuple[str, bool]:
+    if marker and marker in text:
+        return text.replace(marker, "").strip(), True
+    return text.strip(), False
+
+
+async def simulate_conversation(
+    job: ConversationJob,
+    *,
+    chatbot: ChatClient,
+    user_agent: ChatClient,
+    prompts: UserPrompts,
+    settings: SimulationSettings,
+    chatbot_params: dict[str, Any] | None = None,
+    user_params: dict[str, Any] | None = None,
+) -> Conversation:
+    """Run the turn loop. Provider failures end the conversation as *failed* with the
+    reason (never as a chatbot failure); the partial transcript is kept for debugging."""
+    started = time.time()
+    system = render_user_system(
+        job.persona, prompts, min_turns=settings.min_turns, max_turns=settings.max_turns
+    )
+    reminder = render_user_reminder(
+        job.persona, prompts, min_turns=settings.min_turns, max_turns=settings.max_turns
+    )
+    turns: list[Turn] = []
+    usage = Usage()
+    speaker: Literal["user", "chatbot"] = settings.first_speaker
+    ended_by: Literal["end_marker", "max_turns", "error"] = "max_turns"
+    error: str | None = None
+
+    def context(role: Literal["chatbot", "user_agent"]) -> CallContext:
+        return CallContext(
+            role=role,
+            job_id=job.id,
+            conversation_id=job.id,
+            seed=job.seed,
+            turn=len(turns),
+            persona=job.persona if role == "user_agent" else None,
+            transcript=tuple(turns) if role == "user_agent" else None,
+            end_marker=prompts.end_marker,
+            min_turns=settings.min_turns,
+            max_turns=settings.max_turns,
+        )
+
+    try:
+        while len(turns) < settings.max_turns:
+            if not turns and settings.opening_message:
+                turns.append(Turn(speaker, settings.opening_message))
+            elif speaker == "user":
+                text, ended = await _user_turn(
+                    turns, system, reminder, user_agent, user_params, context("user_agent"), prompts, settings, usage
+                )
+                if text:
+                    turns.append(Turn("user", text))
+                if ended:
+                    ended_by = "end_marker"
+                    break
+            else:
+                reply = await chatbot.chat(
+                    chatbot_view(turns, settings.chatbot_system_prompt),
+                    params=chatbot_params,
+                    context=context("chatbot"),
+                )
+                usage.add(reply.usage)
+                turns.append(Turn("chatbot", reply.text.strip()))
+            speaker = "chatbot" if speaker == "user" else "user"
+    except TransientError as exc:
+        # Retries are exhausted: infrastructure failure, recorded, never scored.
+        # Fatal errors (bad key, bad request) propagate: the sweep stops rather than
+        # failing every remaining conversation the same way.
+        ended_by, error = "error", f"{type(exc).__name__}: {exc}"
+    return Conversation(
+        id=job.id,
+        chatbot=job.chatbot,
+        user_agent=job.user_agent,
+        persona=job.persona.name,
+        risk=job.persona.risk,
+        seed=job.seed,
+        replicate=job.replicate,
+        turns=turns,
+        status="failed" if error else "complete",
+        ended_by=ended_by,
+        error=error,
+        started_at=started,
+        finished_at=time.time(),
+        usage=usage,
+    )
+
+
+async def _user_turn(
+    turns: list[Turn],
+    system: str,
+    reminder: str,
+    client: ChatClient,
+    params: dict[str, Any] | None,
+    ctx: CallContext,
+    prompts: UserPrompts,
+    settings: SimulationSettings,
+    usage: Usage,
+) -> tuple[str, bool]:
+    """One user-agent message; (text, conversation ends). The end marker is honoured
+    only once the minimum number of turns is reached; before that it is dropped."""
+    messages = [Message("system", system), *user_view(turns, reminder)]
+    for _ in range(settings.max_empty_replies + 1):
+        reply = await client.chat(messages, params=params, context=ctx)
+        usage.add(reply.usage)
+        text, marked = strip_end_marker(reply.text, prompts.end_marker)
+        may_end = len(turns) + (1 if text else 0) >= settings.min_turns
+        if text or (marked and may_end):
+            return text, marked and may_end
+    raise BadResponseError(client.name, "the user-agent returned no text (asked %d times)" % (settings.max_empty_replies + 1))

@@ -1,0 +1,197 @@
+"""The run directory: append-only records, atomic summaries, and what is already done.
+
+Layout of a run directory::
+
+    manifest.json         versions and hashes of every input (atomic write)
+    conversations.jsonl   one Conversation per line (complete or failed)
+    judgements.jsonl      one Judgement per line: every answer, every rating
+    calls.jsonl           one CallRecord per model call (tokens, latency, cost)
+    ratings.parquet       the ratings frame (rewritten atomically at the end)
+    card.json, card.md    the score card (card.json is the source of truth)
+
+Records are appended by one writer (the event loop) and flushed to the OS as they
+are written; an fsync runs at intervals and on close. A half-written last line left by
+a crash is detected on open, cut off, and never a reason to fail. When a job appears
+more than once (a failed attempt, then a success on resume), the last complete record
+wins; a complete record is never written twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+import msgspec
+
+from vera.records import CallRecord, Conversation, Judgement, RunManifest
+
+T = TypeVar("T")
+
+CONVERSATIONS = "conversations.jsonl"
+JUDGEMENTS = "judgements.jsonl"
+CALLS = "calls.jsonl"
+MANIFEST = "manifest.json"
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write a whole file so that readers see the old or the new content, never half."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def read_records(path: Path, type_: type[T], *, repair: bool = False) -> list[T]:
+    """Every complete record in a JSONL file. A torn final line (a crash mid-write) is
+    skipped, and with `repair` cut from the file so later appends start clean. A
+    damaged line elsewhere is skipped too: one bad record must not lose the others."""
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    decoder = msgspec.json.Decoder(type_)
+    *lines, tail = data.split(b"\n")
+    out: list[T] = []
+    for line in lines:
+        if line.strip():
+            with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
+                out.append(decoder.decode(line))
+    if tail.strip():
+        try:
+            out.append(decoder.decode(tail))
+            if repair:  # a whole record that only lacks its newline
+                with open(path, "ab") as f:
+                    f.write(b"\n")
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            if repair:
+                with open(path, "r+b") as f:
+                    f.truncate(len(data) - len(tail))
+    return out
+
+
+class RunStore:
+    """Appends records to a run directory and knows which jobs are finished."""
+
+    def __init__(self, root: str | Path, *, fsync_interval: float = 1.0) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.fsync_interval = fsync_interval
+        self.conversations: dict[str, Conversation] = {}
+        self.judgements: dict[str, Judgement] = {}
+        for c in read_records(self.root / CONVERSATIONS, Conversation, repair=True):
+            self._keep(self.conversations, c)
+        for j in read_records(self.root / JUDGEMENTS, Judgement, repair=True):
+            self._keep(self.judgements, j)
+        read_records(self.root / CALLS, CallRecord, repair=True)
+        self._files: dict[str, IO[bytes]] = {}
+        self._encoder = msgspec.json.Encoder()
+        self._dirty = False
+        self._syncer: asyncio.Task[None] | None = None
+
+    @staticmethod
+    def _keep(index: dict[str, Any], rec: Any) -> None:
+        old = index.get(rec.id)
+        if old is None or old.status != "complete" or rec.status == "complete":
+            index[rec.id] = rec
+
+    # -- what is done ----------------------------------------------------------------
+
+    def done_conversation(self, job_id: str) -> Conversation | None:
+        c = self.conversations.get(job_id)
+        return c if c is not None and c.status == "complete" else None
+
+    def done_judgement(self, job_id: str) -> bool:
+        j = self.judgements.get(job_id)
+        return j is not None and j.status == "complete"
+
+    # -- appending ---------------------------------------------------------------------
+
+    def _append(self, name: str, record: Any) -> None:
+        f = self._files.get(name)
+        if f is None:
+            f = self._files[name] = open(self.root / name, "ab")
+        f.write(self._encoder.encode(record) + b"\n")
+        f.flush()  # in the OS before anyone is told the work is done
+        self._dirty = True
+
+    def add_conversation(self, conv: Conversation) -> None:
+        if self.done_conversation(conv.id):
+            return
+        self._append(CONVERSATIONS, conv)
+        self._keep(self.conversations, conv)
+
+    def add_judgement(self, judgement: Judgement) -> None:
+        if self.done_judgement(judgement.id):
+            return
+        self._append(JUDGEMENTS, judgement)
+        self._keep(self.judgements, judgement)
+
+    def add_call(self, record: CallRecord) -> None:
+        self._append(CALLS, record)
+
+    def calls(self) -> list[CallRecord]:
+        return read_records(self.root / CALLS, CallRecord)
+
+    def sync(self) -> None:
+        if not self._dirty:
+            return
+        for f in self._files.values():
+            os.fsync(f.fileno())
+        self._dirty = False
+
+    async def _sync_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.fsync_interval)
+            self.sync()
+
+    def start(self) -> None:
+        """Start periodic fsync (call from inside the event loop)."""
+        if self._syncer is None:
+            self._syncer = asyncio.get_running_loop().create_task(self._sync_forever())
+
+    async def aclose(self) -> None:
+        if self._syncer is not None:
+            self._syncer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._syncer
+            self._syncer = None
+        self.close()
+
+    def close(self) -> None:
+        self.sync()
+        for f in self._files.values():
+            f.close()
+        self._files.clear()
+
+    # -- summaries -----------------------------------------------------------------------
+
+    def write_manifest(self, manifest: RunManifest) -> None:
+        atomic_write(self.root / MANIFEST, msgspec.json.format(msgspec.json.encode(manifest)) + b"\n")
+
+    def read_manifest(self) -> RunManifest | None:
+        p = self.root / MANIFEST
+        if not p.exists():
+            return None
+        return msgspec.json.decode(p.read_bytes(), type=RunManifest)
+
+    def write_json(self, name: str, obj: Any) -> Path:
+        p = self.root / name
+        atomic_write(p, msgspec.json.format(msgspec.json.encode(obj)) + b"\n")
+        return p
+
+    def write_text(self, name: str, text: str) -> Path:
+        p = self.root / name
+        atomic_write(p, text.encode())
+        return p
+
+    def complete_pairs(self) -> Iterator[tuple[Conversation, Judgement]]:
+        """(conversation, judgement) for every complete judgement of a complete conversation."""
+        for j in self.judgements.values():
+            c = self.conversations.get(j.conversation_id)
+            if j.status == "complete" and c is not None and c.status == "complete":
+                yield c, j
