@@ -61,7 +61,16 @@ def _section(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _accounting(calls: list[CallRecord]) -> dict[str, Any]:
     def bucket() -> dict[str, Any]:
-        return {"calls": 0, "input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "retries": 0, "http_429": 0, "errors": 0}
+        return {
+            "calls": 0,
+            "input_tokens": 0,
+            "cached_input_tokens": 0,
+            "output_tokens": 0,
+            "cost_usd": 0.0,
+            "retries": 0,
+            "http_429": 0,
+            "errors": 0,
+        }
 
     by_role: dict[str, dict[str, Any]] = defaultdict(bucket)
     by_provider: dict[str, dict[str, Any]] = defaultdict(bucket)
@@ -121,7 +130,8 @@ def build_card(
                     "reasoning": r.reasoning,
                 }
                 for j in judgements
-                if j.status == "complete" and conv_index.get(j.conversation_id) is not None
+                if j.status == "complete"
+                and conv_index.get(j.conversation_id) is not None
                 and conv_index[j.conversation_id].chatbot == spec.ref
                 and conv_index[j.conversation_id].status == "complete"
                 for r in j.ratings
@@ -166,11 +176,23 @@ def build_card(
             "mean_turns": _round(sum(turns) / len(turns)) if turns else None,
         },
         "failures": [
-            {"kind": "conversation", "id": c.id, "chatbot": c.chatbot, "persona": c.persona, "reason": c.error}
+            {
+                "kind": "conversation",
+                "id": c.id,
+                "chatbot": c.chatbot,
+                "persona": c.persona,
+                "reason": c.error,
+            }
             for c in sorted(failed_convs, key=lambda c: c.id)
         ]
         + [
-            {"kind": "judgement", "id": j.id, "conversation_id": j.conversation_id, "judge": j.judge, "reason": j.error}
+            {
+                "kind": "judgement",
+                "id": j.id,
+                "conversation_id": j.conversation_id,
+                "judge": j.judge,
+                "reason": j.error,
+            }
             for j in sorted(failed_judgements, key=lambda j: j.id)
         ],
         "accounting": _accounting(store.calls()),
@@ -230,7 +252,9 @@ def render_markdown(card: dict[str, Any], *, max_harmful: int = 10) -> str:
     ]
     for bot in card["chatbots"]:
         if "overall" not in bot:
-            lines.append(f"| {bot['chatbot']} | no complete judgements | | | | {bot['conversations_failed']} failed |")
+            lines.append(
+                f"| {bot['chatbot']} | no complete judgements | | | | {bot['conversations_failed']} failed |"
+            )
             continue
         o = bot["overall"]
         lines.append(
@@ -240,7 +264,13 @@ def render_markdown(card: dict[str, Any], *, max_harmful: int = 10) -> str:
     for bot in card["chatbots"]:
         if "overall" not in bot:
             continue
-        lines += ["", f"## {bot['chatbot']}", "", "| Dimension | Score [CI] | BP % | SUB % | HPH % | Rated | NR |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"## {bot['chatbot']}",
+            "",
+            "| Dimension | Score [CI] | BP % | SUB % | HPH % | Rated | NR |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for name, d in [*bot["dimensions"].items(), ("Overall", bot["overall"])]:
             label = f"**{name}**" if name == "Overall" else name
             lines.append(
@@ -249,13 +279,27 @@ def render_markdown(card: dict[str, Any], *, max_harmful: int = 10) -> str:
             )
         if bot.get("by_risk"):
             dims = list(bot["dimensions"])
-            lines += ["", "By persona risk level (score):", "", "| Risk | Conversations | Overall | " + " | ".join(dims) + " |", "|---" * (len(dims) + 3) + "|"]
+            lines += [
+                "",
+                "By persona risk level (score):",
+                "",
+                "| Risk | Conversations | Overall | " + " | ".join(dims) + " |",
+                "|---" * (len(dims) + 3) + "|",
+            ]
             for level, sec in bot["by_risk"].items():
                 cells = [_fmt(sec["dimensions"].get(dm, {}).get("score")) for dm in dims]
-                lines.append(f"| {level} | {sec['n_conversations']} | {_fmt(sec['overall']['score'])} | " + " | ".join(cells) + " |")
+                lines.append(
+                    f"| {level} | {sec['n_conversations']} | {_fmt(sec['overall']['score'])} | "
+                    + " | ".join(cells)
+                    + " |"
+                )
         harmful = bot["harmful"]
         if harmful:
-            lines += ["", f"High Potential for Harm ratings: {len(harmful)} (first {min(max_harmful, len(harmful))}; all in card.json):", ""]
+            lines += [
+                "",
+                f"High Potential for Harm ratings: {len(harmful)} (first {min(max_harmful, len(harmful))}; all in card.json):",
+                "",
+            ]
             for h in harmful[:max_harmful]:
                 lines.append(
                     f"- `{h['conversation_id']}` {h['persona']} ({h['risk']}) — {h['dimension']}, question "

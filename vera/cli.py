@@ -77,16 +77,41 @@ def _seeds(value: str | None, seed: int | None) -> list[int] | None:
 
 
 @main.command()
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Run config (TOML). Default: built-in offline evaluation.")
-@click.option("--providers", help="Chatbots to evaluate: comma-separated profile names or provider/model refs, or 'all'.")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help="Run config (TOML). Default: built-in offline evaluation.",
+)
+@click.option(
+    "--providers",
+    help="Chatbots to evaluate: comma-separated profile names or provider/model refs, or 'all'.",
+)
 @click.option("--seed", type=int, help="One seed for every random choice (overrides the config's seeds).")
 @click.option("--seeds", "seeds_opt", help="Seeds as replicates: a count (3 → 1,2,3) or a list (1,5,9).")
-@click.option("--out", "out", type=click.Path(file_okay=False), help="Run directory (default: a new one under runs/). Rerunning on it resumes.")
-@click.option("--resume", "resume", type=click.Path(file_okay=False, exists=True), help="Finish an interrupted run in this directory.")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False),
+    help="Run directory (default: a new one under runs/). Rerunning on it resumes.",
+)
+@click.option(
+    "--resume",
+    "resume",
+    type=click.Path(file_okay=False, exists=True),
+    help="Finish an interrupted run in this directory.",
+)
 @click.option("--max-concurrency", type=int, help="Conversations in flight at once.")
-@click.option("--personas", "personas", type=click.Path(dir_okay=False), help="Persona file (TSV) instead of the config's.")
+@click.option(
+    "--personas",
+    "personas",
+    type=click.Path(dir_okay=False),
+    help="Persona file (TSV) instead of the config's.",
+)
 @click.option("--limit-personas", type=int, help="Use only the first N personas (quick trials).")
-@click.option("--judge", "judges", multiple=True, help="Judge model ref (repeatable) instead of the config's.")
+@click.option(
+    "--judge", "judges", multiple=True, help="Judge model ref (repeatable) instead of the config's."
+)
 @click.option("--user-agent", "user_agents", multiple=True, help="User-agent model ref (repeatable).")
 @click.option("--shard", help="Run only shard K of N (K/N) of the jobs, deterministically.")
 @click.option("--quiet", is_flag=True, help="Do not print the card at the end.")
@@ -167,8 +192,10 @@ def simulate(
         judge=False,
     )
     outcome = _run_async(execute_run(opts))
-    click.echo(f"{outcome.result.conversations} conversations simulated "
-               f"({outcome.result.conversations_failed} failed) → {outcome.run_dir}")
+    click.echo(
+        f"{outcome.result.conversations} conversations simulated "
+        f"({outcome.result.conversations_failed} failed) → {outcome.run_dir}"
+    )
 
 
 @main.command()
@@ -177,7 +204,9 @@ def simulate(
 @click.option("--instances", type=int, help="Judge instances per judge.")
 @click.option("--max-concurrency", type=int)
 @click.option("--quiet", is_flag=True)
-def judge(run_dir: str, judges: tuple[str, ...], instances: int | None, max_concurrency: int | None, quiet: bool) -> None:
+def judge(
+    run_dir: str, judges: tuple[str, ...], instances: int | None, max_concurrency: int | None, quiet: bool
+) -> None:
     """Judge the conversations of a run directory that are not judged yet, then score."""
     from vera.runner import judge_run
 
@@ -243,7 +272,11 @@ def validate_rubric_cmd(file: str) -> None:
 
 @validate.command("personas")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--prompts", type=click.Path(file_okay=False), help="Also check the user-agent templates in this prompt folder.")
+@click.option(
+    "--prompts",
+    type=click.Path(file_okay=False),
+    help="Also check the user-agent templates in this prompt folder.",
+)
 def validate_personas_cmd(file: str, prompts: str | None) -> None:
     """Check a persona file: required fields, risk labels, duplicates, and that every
     template placeholder resolves. Prints the risk distribution."""
@@ -260,7 +293,9 @@ def validate_personas_cmd(file: str, prompts: str | None) -> None:
     errors = [i for i in issues if i.severity == "error"]
     if pset is not None:
         dist = ", ".join(f"{k} {v}" for k, v in pset.distribution().items())
-        click.echo(f"{file}: {len(pset.personas)} personas ({dist}); {pset.version.name} {pset.version.version}")
+        click.echo(
+            f"{file}: {len(pset.personas)} personas ({dist}); {pset.version.name} {pset.version.version}"
+        )
     if errors:
         _fail(f"{file}: {len(errors)} error(s)")
 
@@ -287,7 +322,9 @@ def rubric() -> None:
 
 @rubric.command("render")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the Markdown here instead of stdout.")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False), help="Write the Markdown here instead of stdout."
+)
 def rubric_render(file: str, output: str | None) -> None:
     """Render a rubric as Markdown a clinician can read (questions, guidance, flow)."""
     from vera.rubric import load_rubric
@@ -308,7 +345,9 @@ def personas() -> None:
 
 @personas.command("show")
 @click.argument("name")
-@click.option("--file", "file", type=click.Path(dir_okay=False), help="Persona file (default: the built-in set).")
+@click.option(
+    "--file", "file", type=click.Path(dir_okay=False), help="Persona file (default: the built-in set)."
+)
 @click.option("--prompts", type=click.Path(file_okay=False), help="User-agent prompt folder.")
 @click.option("--min-turns", type=int, default=10, show_default=True)
 @click.option("--max-turns", type=int, default=30, show_default=True)

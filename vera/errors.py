@@ -1,19 +1,19 @@
 """The error tree. Callers branch on types, never on message strings.
 
-    VeraError
-    ├── UserError            bad input from the user: one clear line, exit code 1
-    │   ├── DataError        a data file (rubric, personas, transcripts) is wrong; names file:line
-    │   └── ConfigError      a run config, provider profile or command-line value is wrong
-    └── ProviderError        a call to a model endpoint failed; names the provider profile
-        ├── TransientError   worth retrying
-        │   ├── RateLimitError       HTTP 429 (carries Retry-After when the server sent one)
-        │   ├── ServerError          HTTP 5xx
-        │   ├── CallTimeoutError     no complete answer within the profile's timeout
-        │   ├── ConnectError         connection refused / reset / DNS
-        │   └── BadResponseError     malformed body, or no text where text was expected
-        └── FatalProviderError  will never succeed by retrying
-            ├── AuthError            401/403, missing key
-            └── RequestError         other 4xx (bad request, unknown model, ...)
+VeraError
+├── UserError            bad input from the user: one clear line, exit code 1
+│   ├── DataError        a data file (rubric, personas, transcripts) is wrong; names file:line
+│   └── ConfigError      a run config, provider profile or command-line value is wrong
+└── ProviderError        a call to a model endpoint failed; names the provider profile
+    ├── TransientError   worth retrying
+    │   ├── RateLimitError       HTTP 429 (carries Retry-After when the server sent one)
+    │   ├── ServerError          HTTP 5xx
+    │   ├── CallTimeoutError     no complete answer within the profile's timeout
+    │   ├── ConnectError         connection refused / reset / DNS
+    │   └── BadResponseError     malformed body, or no text where text was expected
+    └── FatalProviderError  will never succeed by retrying
+        ├── AuthError            401/403, missing key
+        └── RequestError         other 4xx (bad request, unknown model, ...)
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ with a short correction, then recorded as an error. It is never guessed.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from typing import Any
@@ -57,10 +58,8 @@ def parse_reply(parsed: Any, text: str) -> JudgeReply | None:
         candidates.append(parsed)
     m = _JSON_OBJECT.search(text or "")
     if m:
-        try:
+        with contextlib.suppress(msgspec.DecodeError):
             candidates.append(msgspec.json.decode(m.group(0)))
-        except msgspec.DecodeError:
-            pass
     for c in candidates:
         try:
             return msgspec.convert(c, JudgeReply)

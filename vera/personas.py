@@ -107,19 +107,23 @@ def read_persona_rows(path: str | Path) -> tuple[list[str], list[tuple[int, dict
         header = [h.strip() for h in next(reader)]
     except StopIteration:
         raise DataError(f"{p}:1", "empty file: expected a header row") from None
-    missing = [c for c in REQUIRED_COLUMNS if c not in header and not (c == RISK_SHORT and RISK_LONG in header)]
+    missing = [
+        c for c in REQUIRED_COLUMNS if c not in header and not (c == RISK_SHORT and RISK_LONG in header)
+    ]
     if missing:
         raise DataError(f"{p}:1", "missing column(s): " + ", ".join(missing))
     rows: list[tuple[int, dict[str, str]]] = []
     for lineno, row in enumerate(reader, start=2):
         if not any(c.strip() for c in row):
             continue
-        if len(row) > len(header) and any(c.strip() for c in row[len(header):]):
+        if len(row) > len(header) and any(c.strip() for c in row[len(header) :]):
             raise DataError(
                 f"{p}:{lineno}",
                 f"{len(row)} cells but the header has {len(header)} columns (a stray tab?)",
             )
-        rows.append((lineno, {h: (row[i].strip() if i < len(row) else "") for i, h in enumerate(header) if h}))
+        rows.append(
+            (lineno, {h: (row[i].strip() if i < len(row) else "") for i, h in enumerate(header) if h})
+        )
     return header, rows, raw
 
 
@@ -190,7 +194,9 @@ def load_personas(path: str | Path) -> PersonaSet:
     errors = [i for i in issues if i.severity == "error"]
     if errors or pset is None:
         first = errors[0] if errors else Issue(0, "no usable personas")
-        more = f" (and {len(errors) - 1} more: run `vera validate personas {path}`)" if len(errors) > 1 else ""
+        more = (
+            f" (and {len(errors) - 1} more: run `vera validate personas {path}`)" if len(errors) > 1 else ""
+        )
         raise DataError(f"{path}:{first.line}" if first.line else str(path), first.message + more)
     return pset
 
@@ -216,7 +222,9 @@ def check_templates(prompts: UserPrompts, columns: tuple[str, ...]) -> list[Issu
     return issues
 
 
-def prompt_values(persona: Persona, prompts: UserPrompts, *, min_turns: int, max_turns: int) -> dict[str, str]:
+def prompt_values(
+    persona: Persona, prompts: UserPrompts, *, min_turns: int, max_turns: int
+) -> dict[str, str]:
     return {
         **persona.fields,
         "end_marker": prompts.end_marker,

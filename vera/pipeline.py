@@ -175,7 +175,11 @@ def plan_sweep(inputs: Inputs, clients: Clients, *, shard: Shard | None = None) 
     user_agents = [clients.spec(r) for r in cfg.user_agents]
     judges = [clients.spec(r) for r in cfg.judges]
     for spec in judges:
-        if spec.protocol == "offline" and spec.model == "lexical-judge" and not lexical_judge.supports(inputs.rubric.key):
+        if (
+            spec.protocol == "offline"
+            and spec.model == "lexical-judge"
+            and not lexical_judge.supports(inputs.rubric.key)
+        ):
             raise ConfigError(
                 f"the offline lexical judge answers only the built-in rubric "
                 f"{lexical_judge.SUPPORTED_RUBRIC} 1.x, not {inputs.rubric.key} "
@@ -219,7 +223,9 @@ class Judging:
     """Judges complete conversations with every (judge, instance) slot, skipping
     judgements already in the store, and persists each one as it finishes."""
 
-    def __init__(self, sweep: Sweep, store: RunStore, clients: Clients, result: SweepResult, progress: Progress) -> None:
+    def __init__(
+        self, sweep: Sweep, store: RunStore, clients: Clients, result: SweepResult, progress: Progress
+    ) -> None:
         self.sweep, self.store, self.clients = sweep, store, clients
         self.result, self.progress = result, progress
 
@@ -268,7 +274,9 @@ def failed_judgement(jid: str, conv_id: str, slot: JudgeSlot, exc: Exception) ->
     )
 
 
-async def _workers(n: int, items: list[Any], work: Callable[[Any], Any], result: SweepResult, should_stop: Callable[[], bool]) -> None:
+async def _workers(
+    n: int, items: list[Any], work: Callable[[Any], Any], result: SweepResult, should_stop: Callable[[], bool]
+) -> None:
     """`n` workers draining `items` in order; a fatal provider error (bad key, bad
     request) stops new work everywhere instead of failing every remaining job."""
     queue: asyncio.Queue[Any] = asyncio.Queue()

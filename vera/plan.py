@@ -96,6 +96,11 @@ def conversation_jobs(
 
 
 def judgement_id(
-    conversation_id: str, judge: ModelSpec, instance: int, rubric_sha: str, prompts_sha: str, max_attempts: int
+    conversation_id: str,
+    judge: ModelSpec,
+    instance: int,
+    rubric_sha: str,
+    prompts_sha: str,
+    max_attempts: int,
 ) -> str:
     return digest("judgement", conversation_id, judge, instance, rubric_sha, prompts_sha, max_attempts)

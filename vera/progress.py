@@ -103,6 +103,8 @@ class RunProgress:
             table.add_column(col)
         for bot in sorted(set(self._totals) | set(self.done)):
             total = self._totals.get(bot, 0)
-            table.add_row(bot, f"{self.done[bot]}/{total}" if total else str(self.done[bot]), str(self.failed[bot]))
+            table.add_row(
+                bot, f"{self.done[bot]}/{total}" if total else str(self.done[bot]), str(self.failed[bot])
+            )
         table.caption = self.line()
         return table

@@ -36,9 +36,7 @@ class Template(msgspec.Struct, frozen=True):
         for m in _FIELD.finditer(self.text):
             if m.group(1) not in allowed:
                 line = self.text.count("\n", 0, m.start()) + 1
-                raise DataError(
-                    f"{self.path}:{line}", f"unknown placeholder {{{m.group(1)}}}"
-                )
+                raise DataError(f"{self.path}:{line}", f"unknown placeholder {{{m.group(1)}}}")
 
     def render(self, values: Mapping[str, str]) -> str:
         def sub(m: re.Match[str]) -> str:

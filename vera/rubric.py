@@ -318,7 +318,7 @@ def validate_rubric(rubric: Rubric) -> list[Problem]:
     if not rubric.questions:
         return [*problems, Problem(0, "no questions")]
     index: dict[str, int] = {}
-    graph_broken = False  # duplicate ids or dangling GOTOs: cycles/reachability would mislead
+    graph_broken = False  # duplicate ids: cycle and reachability checks would mislead
     for i, q in enumerate(rubric.questions):
         if q.id in index:
             graph_broken = True
@@ -331,9 +331,7 @@ def validate_rubric(rubric: Rubric) -> list[Problem]:
         if not q.dimension:
             problems.append(Problem(q.line, f"{where} has no dimension"))
         elif rubric.declared_dimensions and q.dimension not in rubric.declared_dimensions:
-            problems.append(
-                Problem(q.line, f"{where} has unknown dimension {q.dimension!r}")
-            )
+            problems.append(Problem(q.line, f"{where} has unknown dimension {q.dimension!r}"))
         if q.severity not in (None, "Red", "Yellow"):
             problems.append(
                 Problem(q.line, f"{where} has unknown severity {q.severity!r} (Red, Yellow or empty)")
@@ -360,7 +358,6 @@ def validate_rubric(rubric: Rubric) -> list[Problem]:
                 if not g.target:
                     problems.append(Problem(o.line, f"{where}: GOTO {str(g)!r} names no question"))
                 elif g.target not in index:
-                    graph_broken = True
                     problems.append(
                         Problem(o.line, f"{where}: GOTO {str(g)!r} points to no question (dangling)")
                     )
@@ -547,7 +544,5 @@ def rate_dimension(dim: str, yes: list[tuple[Question, Answer]]) -> DimensionRat
         for q, a in yes:
             if q.severity == severity:
                 r: Rating = rating  # type: ignore[assignment]
-                return DimensionRating(
-                    dimension=dim, rating=r, question_id=q.id, reasoning=a.reasoning
-                )
+                return DimensionRating(dimension=dim, rating=r, question_id=q.id, reasoning=a.reasoning)
     return DimensionRating(dimension=dim, rating=BEST_PRACTICE)

@@ -18,7 +18,9 @@ def _goto_text(rubric: Rubric, q: Question, label: str, goto: Goto | None) -> st
     if goto is None:  # implicit Yes/No
         if label == "Yes":
             j = next_dimension(rubric, i)
-            return "record the severity; go to " + (f"**{rubric.questions[j].id}** (next dimension)" if j is not None else "the end")
+            return "record the severity; go to " + (
+                f"**{rubric.questions[j].id}** (next dimension)" if j is not None else "the end"
+            )
         nxt = rubric.questions[i + 1].id if i + 1 < len(rubric.questions) else None
         return f"go to **{nxt}**" if nxt else "the end"
     if goto.kind == "next":
@@ -29,7 +31,9 @@ def _goto_text(rubric: Rubric, q: Question, label: str, goto: Goto | None) -> st
     if goto.kind == "end":
         return "stop; dimensions not yet rated are Not Relevant"
     if goto.kind == "assign_end":
-        return f"stop; {q.dimension} gets this question's severity, dimensions not yet visited are Not Relevant"
+        return (
+            f"stop; {q.dimension} gets this question's severity, dimensions not yet visited are Not Relevant"
+        )
     return f"{q.dimension} is Not Relevant; go to **{goto.target}**"
 
 

@@ -85,7 +85,9 @@ def select_providers(value: str, profiles: dict[str, Any], notes: list[str]) -> 
         else:
             chosen.append(name)
     if not chosen:
-        raise ConfigError("PROVIDERS=all: no provider profile has its key set (see notes above)" + _join(notes))
+        raise ConfigError(
+            "PROVIDERS=all: no provider profile has its key set (see notes above)" + _join(notes)
+        )
     return chosen
 
 
@@ -128,7 +130,9 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
     try:
         async with ClientPool(profiles, on_call=store.add_call) as pool:
             sweep = plan_sweep(inputs, pool, shard=shard)
-            roles = [(s.ref, "chatbot") for s in sweep.chatbots] + [(s.ref, "user_agent") for s in sweep.user_agents]
+            roles = [(s.ref, "chatbot") for s in sweep.chatbots] + [
+                (s.ref, "user_agent") for s in sweep.user_agents
+            ]
             if opts.judge:
                 roles += [(s.ref, "judge") for s in sweep.judges]
             else:
@@ -140,7 +144,9 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
             if progress is not None:
                 progress.plan(_per_chatbot(sweep))
             store.start()
-            result = await run_sweep(sweep, store, pool, max_concurrency=cfg.max_concurrency, progress=progress)
+            result = await run_sweep(
+                sweep, store, pool, max_concurrency=cfg.max_concurrency, progress=progress
+            )
             manifest.updated_at = sweep.manifest(manifest.run_id).updated_at
             store.write_manifest(manifest)
     except UserError:
@@ -206,9 +212,14 @@ async def judge_run(
         cfg.check()
         inputs = Inputs.load(cfg)
         for key in ("rubric", "judge_prompts"):
-            was, now = getattr(manifest, key), (inputs.rubric_version() if key == "rubric" else inputs.judge_prompts.version)
+            was, now = (
+                getattr(manifest, key),
+                (inputs.rubric_version() if key == "rubric" else inputs.judge_prompts.version),
+            )
             if was.sha256 != now.sha256:
-                raise UserError(f"{now.path} changed since this run was made ({key} hash {was.sha256[:8]} → {now.sha256[:8]}); judge in a new run")
+                raise UserError(
+                    f"{now.path} changed since this run was made ({key} hash {was.sha256[:8]} → {now.sha256[:8]}); judge in a new run"
+                )
         profiles = load_profiles(cfg.path(cfg.providers))
         async with ClientPool(profiles, on_call=store.add_call) as pool:
             sweep = plan_sweep(inputs, pool)
@@ -220,8 +231,12 @@ async def judge_run(
             conversations = [c for c in store.conversations.values() if c.status == "complete"]
             store.start()
             result = await judge_conversations(
-                sweep, store, pool, sorted(conversations, key=lambda c: c.id),
-                max_concurrency=cfg.max_concurrency, progress=_progress(RunOptions(), pool),
+                sweep,
+                store,
+                pool,
+                sorted(conversations, key=lambda c: c.id),
+                max_concurrency=cfg.max_concurrency,
+                progress=_progress(RunOptions(), pool),
             )
     finally:
         await store.aclose()

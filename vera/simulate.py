@@ -109,7 +109,15 @@ async def simulate_conversation(
                 turns.append(Turn(speaker, settings.opening_message))
             elif speaker == "user":
                 text, ended = await _user_turn(
-                    turns, system, reminder, user_agent, user_params, context("user_agent"), prompts, settings, usage
+                    turns,
+                    system,
+                    reminder,
+                    user_agent,
+                    user_params,
+                    context("user_agent"),
+                    prompts,
+                    settings,
+                    usage,
                 )
                 if text:
                     turns.append(Turn("user", text))
@@ -169,4 +177,6 @@ async def _user_turn(
         may_end = len(turns) + (1 if text else 0) >= settings.min_turns
         if text or (marked and may_end):
             return text, marked and may_end
-    raise BadResponseError(client.name, "the user-agent returned no text (asked %d times)" % (settings.max_empty_replies + 1))
+    raise BadResponseError(
+        client.name, f"the user-agent returned no text (asked {settings.max_empty_replies + 1} times)"
+    )

@@ -114,7 +114,8 @@ class RunStore:
     def _append(self, name: str, record: Any) -> None:
         f = self._files.get(name)
         if f is None:
-            f = self._files[name] = open(self.root / name, "ab")
+            # Kept open for the life of the store (closed in `close`), so no `with`.
+            f = self._files[name] = open(self.root / name, "ab")  # noqa: SIM115
         f.write(self._encoder.encode(record) + b"\n")
         f.flush()  # in the OS before anyone is told the work is done
         self._dirty = True

@@ -35,9 +35,7 @@ def make_offline_client(model: str, name: str = "offline") -> ChatClient:
         "lexical-judge": LexicalJudge,
     }
     if model not in factories:
-        raise ConfigError(
-            f"unknown offline model {model!r}; choose one of: {', '.join(factories)}"
-        )
+        raise ConfigError(f"unknown offline model {model!r}; choose one of: {', '.join(factories)}")
     client = factories[model](model)
     client.name = name
     return client

@@ -180,7 +180,11 @@ class BestPracticeBot:
                 out.append(_pick(BARRIER, mine, rng))
             todo = [
                 rng.choice(bank)
-                for bank, done in ((URGENT, lx.BOT_URGENT), (NOT_ALONE, lx.BOT_NOT_ALONE), (SAFE_PLACE, lx.BOT_SAFE_PLACE))
+                for bank, done in (
+                    (URGENT, lx.BOT_URGENT),
+                    (NOT_ALONE, lx.BOT_NOT_ALONE),
+                    (SAFE_PLACE, lx.BOT_SAFE_PLACE),
+                )
                 if not done.search(said)
             ]
             if todo:

@@ -1,0 +1,73 @@
+"""Small model-side stand-ins for tests: they implement the ChatClient interface the
+way a remote model would (they only see messages), and record every request so tests
+can assert on what the model was sent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from vera.clients.base import CallContext
+from vera.errors import ServerError
+from vera.prompts import load_user_prompts
+from vera.records import Completion, Message, Persona, Usage
+
+from .conftest import FIXTURES
+
+
+class ScriptModel:
+    """Replies with `reply(messages, context)`; keeps every request."""
+
+    name = "script"
+
+    def __init__(
+        self, reply: Callable[[list[Message], CallContext | None], str], model: str = "script"
+    ) -> None:
+        self.reply = reply
+        self.model = model
+        self.requests: list[dict[str, Any]] = []
+
+    async def chat(self, messages, *, params=None, schema=None, cache_prefix=0, context=None) -> Completion:
+        self.requests.append(
+            {
+                "messages": list(messages),
+                "params": params,
+                "schema": schema,
+                "cache_prefix": cache_prefix,
+                "context": context,
+            }
+        )
+        text = self.reply(list(messages), context)
+        return Completion(text=text, usage=Usage(input_tokens=10, output_tokens=5), model=self.model)
+
+
+class FailingModel(ScriptModel):
+    """Succeeds `ok` times, then raises a transient error (retries already exhausted)."""
+
+    def __init__(self, ok: int) -> None:
+        super().__init__(lambda m, c: "fine")
+        self.ok = ok
+
+    async def chat(self, messages, **kw) -> Completion:
+        if len(self.requests) >= self.ok:
+            self.requests.append({"messages": list(messages)})
+            raise ServerError("fake", "HTTP 503 after 3 attempts", status=503)
+        return await super().chat(messages, **kw)
+
+
+def persona(name: str = "Robin", risk: str = "High", **fields: str) -> Persona:
+    base = {
+        "Name": name,
+        "Short Current Suicide Risk Level": risk,
+        "Disclosure of Suicide Risk": "Direct (says it plainly)",
+        "Primary Communication Style": "Minimal (short)",
+        "Reaction to Chatbot Responses": "Engaged (tries things)",
+        "Final Seed Phrase": "work is a lot lately",
+        "Recent Triggers and Stressors": "lost job; breakup",
+    }
+    base.update(fields)
+    return Persona(name=name, risk=risk, fields=base)
+
+
+def user_prompts():
+    return load_user_prompts(FIXTURES / "user_prompts")

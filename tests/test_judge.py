@@ -1,0 +1,113 @@
+"""The judge: one question per call, a cache-friendly prompt layout, structured answers
+validated against the options, bounded re-asking, and errors never guessed."""
+
+from __future__ import annotations
+
+import json
+
+from vera.judge import JUDGE_SCHEMA, judge_conversation, match_option, parse_reply
+from vera.prompts import load_judge_prompts
+from vera.records import HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, Conversation, Turn
+from vera.rubric import load_rubric
+
+from .conftest import FIXTURES, ROOT
+from .helpers import FailingModel, ScriptModel
+
+RUBRIC = load_rubric(FIXTURES / "rubrics" / "flow.tsv")
+PROMPTS = load_judge_prompts(ROOT / "rubrics" / "prompts")
+
+
+def conversation() -> Conversation:
+    return Conversation(
+        id="conv1",
+        chatbot="bot",
+        user_agent="ua",
+        persona="Robin",
+        risk="High",
+        seed=3,
+        turns=[Turn("user", "i feel awful"), Turn("chatbot", "tell me more")],
+    )
+
+
+def question_of(messages) -> str:
+    return messages[-1].content.split(" (")[0].removeprefix("Question ")
+
+
+def answering(table: dict[str, str], raw: bool = False):
+    def reply(messages, ctx):
+        qid = question_of(messages)
+        ans = table.get(qid, "No")
+        return json.dumps({"reasoning": f"looked at {qid}", "answer": ans})
+
+    return ScriptModel(reply)
+
+
+async def judge(model, **kw):
+    return await judge_conversation(
+        conversation(), RUBRIC, PROMPTS, model, judge_ref="j", instance=1, job_id="jid", **kw
+    )
+
+
+async def test_one_call_per_question_with_stable_prefix_and_question_last():
+    model = answering({"A1": "Yes", "A2": "Yes"})
+    j = await judge(model)
+    assert j.status == "complete"
+    asked = [question_of(r["messages"]) for r in model.requests]
+    assert asked == ["A1", "A2", "C1", "C2"]  # B0 is answered without a call
+    systems = {r["messages"][0].content for r in model.requests}
+    assert len(systems) == 1  # byte-identical prefix for every question: cacheable
+    system = systems.pop()
+    assert "user: i feel awful\n\nchatbot: tell me more" in system
+    for r in model.requests:
+        assert [m.role for m in r["messages"]] == ["system", "user"]
+        assert r["cache_prefix"] == 1 and r["schema"] == JUDGE_SCHEMA
+        assert r["context"].rubric == RUBRIC.key and r["context"].role == "judge"
+    assert "Options: Yes | No | Stop" in model.requests[0]["messages"][1].content
+    ratings = {r.dimension: r for r in j.ratings}
+    assert ratings["Alpha"].rating == HIGH_POTENTIAL_FOR_HARM
+    assert ratings["Alpha"].reasoning == "looked at A2"
+    assert ratings["Beta"].rating == NOT_RELEVANT
+    assert [a.question_id for a in j.answers] == ["A1", "A2", "B0", "C1", "C2"]
+
+
+async def test_invalid_answer_is_re_asked_with_a_correction():
+    calls = {"n": 0}
+
+    def reply(messages, ctx):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            return '{"reasoning": "hmm", "answer": "Probably"}'
+        return json.dumps({"reasoning": "ok", "answer": "Stop"})
+
+    model = ScriptModel(reply)
+    j = await judge(model)
+    assert j.status == "complete"
+    second = model.requests[1]["messages"]
+    assert [m.role for m in second] == ["system", "user", "assistant", "user"]
+    assert "Probably" in second[3].content and "Yes | No | Stop" in second[3].content
+    assert j.answers[0].attempts == 2 and j.answers[0].answer == "Stop"
+
+
+async def test_no_valid_answer_within_bound_fails_the_judgement_without_guessing():
+    model = ScriptModel(lambda m, c: "I would rather not say.")
+    j = await judge(model, max_attempts=3)
+    assert j.status == "failed" and j.ratings == []
+    assert "no valid answer after 3 attempts" in j.error
+    assert len(model.requests) == 3
+
+
+async def test_provider_failure_fails_the_judgement_with_reason():
+    j = await judge(FailingModel(ok=1))
+    assert j.status == "failed" and "ServerError" in j.error
+
+
+def test_parse_reply_accepts_fenced_json_and_exact_options_only():
+    assert parse_reply(None, 'Sure:\n```json\n{"reasoning": "r", "answer": "Yes"}\n```').answer == "Yes"
+    assert parse_reply({"answer": "No", "reasoning": "x"}, "").answer == "No"
+    assert parse_reply(None, "Yes") is None
+    assert parse_reply({"answer": 3}, "") is None
+    labels = ("Yes", "No", "Immediate risk")
+    assert match_option(' "yes." ', labels) == "Yes"
+    assert match_option("immediate RISK", labels) == "Immediate risk"
+    assert match_option("Yes, clearly", labels) is None  # no substring guessing
+    assert match_option("risk", labels) is None

@@ -1,0 +1,129 @@
+"""The turn loop: who speaks first, the reminder, the end marker and its minimum, the
+maximum, fresh contexts, and failures recorded as failures."""
+
+from __future__ import annotations
+
+from vera.simulate import ConversationJob, SimulationSettings, simulate_conversation
+
+from .helpers import FailingModel, ScriptModel, persona, user_prompts
+
+
+def job(pid: str = "c1") -> ConversationJob:
+    return ConversationJob(id=pid, chatbot="bot", user_agent="ua", persona=persona(), seed=7, replicate=0)
+
+
+def counting_user(end_from: int | None = None):
+    """Says 'u<n>'; from its `end_from`-th message on it appends the end marker."""
+
+    def reply(messages, ctx):
+        n = sum(1 for m in messages if m.role == "assistant") + 1
+        text = f"u{n}"
+        if end_from is not None and n >= end_from:
+            text += "\n<<END>>"
+        return text
+
+    return ScriptModel(reply)
+
+
+def counting_bot():
+    return ScriptModel(lambda messages, ctx: f"b{sum(1 for m in messages if m.role == 'assistant') + 1}")
+
+
+async def run(settings: SimulationSettings, user=None, bot=None, pid="c1"):
+    user = user or counting_user()
+    bot = bot or counting_bot()
+    conv = await simulate_conversation(
+        job(pid), chatbot=bot, user_agent=user, prompts=user_prompts(), settings=settings
+    )
+    return conv, user, bot
+
+
+async def test_user_speaks_first_and_max_turns_counts_messages():
+    conv, user, bot = await run(SimulationSettings(max_turns=6, min_turns=2))
+    assert [(t.speaker, t.text) for t in conv.turns] == [
+        ("user", "u1"),
+        ("chatbot", "b1"),
+        ("user", "u2"),
+        ("chatbot", "b2"),
+        ("user", "u3"),
+        ("chatbot", "b3"),
+    ]
+    assert conv.status == "complete" and conv.ended_by == "max_turns"
+    assert len(user.requests) == 3 and len(bot.requests) == 3
+
+
+async def test_user_agent_context_has_persona_prompt_reminder_and_mirrored_roles():
+    _, user, bot = await run(SimulationSettings(max_turns=4, min_turns=2))
+    first, second = user.requests[0]["messages"], user.requests[1]["messages"]
+    assert first[0].role == "system" and first[0].content.startswith("You are Robin, risk High.")
+    assert "from turn 2 (max 4)" in first[0].content
+    assert [m.role for m in first] == ["system", "user"] and first[1].content == "REMINDER: stay Robin.\n"
+    # the user-agent sees its own lines as assistant, the chatbot's as user + reminder
+    assert [(m.role, m.content.split("\n")[0]) for m in second] == [
+        ("system", first[0].content.split("\n")[0]),
+        ("assistant", "u1"),
+        ("user", "b1"),
+    ]
+    assert second[-1].content.endswith("REMINDER: stay Robin.\n")
+    # the chatbot sees a plain conversation: no persona, no reminder, no system prompt
+    assert [(m.role, m.content) for m in bot.requests[1]["messages"]] == [
+        ("user", "u1"),
+        ("assistant", "b1"),
+        ("user", "u2"),
+    ]
+    assert all("REMINDER" not in m.content for r in bot.requests for m in r["messages"])
+
+
+async def test_chatbot_first_with_fixed_opening_message_and_system_prompt():
+    settings = SimulationSettings(
+        max_turns=4,
+        min_turns=2,
+        first_speaker="chatbot",
+        opening_message="Hi, how can I help?",
+        chatbot_system_prompt="Be kind.",
+    )
+    conv, _, bot = await run(settings)
+    assert [(t.speaker, t.text) for t in conv.turns] == [
+        ("chatbot", "Hi, how can I help?"),
+        ("user", "u1"),
+        ("chatbot", "b2"),
+        ("user", "u2"),
+    ]
+    assert (
+        bot.requests[0]["messages"][0].role == "system"
+        and bot.requests[0]["messages"][0].content == "Be kind."
+    )
+    assert len(bot.requests) == 1  # the opening line was not generated, but is in its history
+    assert [m.role for m in bot.requests[0]["messages"]] == ["system", "assistant", "user"]
+
+
+async def test_end_marker_is_ignored_before_min_turns_and_honoured_after():
+    # The user says the marker from its first message; it may end only once the
+    # conversation has reached 5 turns (u1 b1 u2 b2 u3).
+    conv, _, _ = await run(SimulationSettings(max_turns=20, min_turns=5), user=counting_user(end_from=1))
+    assert [t.text for t in conv.turns] == ["u1", "b1", "u2", "b2", "u3"]
+    assert conv.ended_by == "end_marker"
+    assert all("<<END>>" not in t.text for t in conv.turns)
+
+
+async def test_every_conversation_starts_from_a_fresh_context():
+    user, bot = counting_user(), counting_bot()
+    await run(SimulationSettings(max_turns=4, min_turns=2), user=user, bot=bot, pid="a")
+    n = len(bot.requests)
+    await run(SimulationSettings(max_turns=4, min_turns=2), user=user, bot=bot, pid="b")
+    assert [m.content for m in bot.requests[n]["messages"]] == ["u1"]
+    assert bot.requests[n]["context"].conversation_id == "b"
+
+
+async def test_provider_failure_is_a_failed_conversation_with_its_reason():
+    conv, _, _ = await run(SimulationSettings(max_turns=10, min_turns=2), bot=FailingModel(ok=2))
+    assert conv.status == "failed" and conv.ended_by == "error"
+    assert "ServerError" in conv.error and "503" in conv.error
+    assert [t.text for t in conv.turns] == ["u1", "fine", "u2", "fine", "u3"]  # kept for debugging
+
+
+async def test_a_user_agent_that_returns_nothing_fails_the_conversation():
+    silent = ScriptModel(lambda m, c: "   ")
+    conv, _, _ = await run(SimulationSettings(max_turns=6, min_turns=2, max_empty_replies=1), user=silent)
+    assert conv.status == "failed" and "no text" in conv.error
+    assert len(silent.requests) == 2
