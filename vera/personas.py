@@ -31,23 +31,24 @@ TRIGGERS = "Recent Triggers and Stressors"
 
 # The fields every persona needs for the method to work; the others are recommended.
 REQUIRED_COLUMNS = (NAME, RISK_SHORT)
+# In file order; the order is free (columns are found by name).
 RECOMMENDED_COLUMNS = (
     "Age",
     "Gender",
+    "Background",
     RISK_LONG,
-    "Current Suicidal Thoughts and Behaviors",
-    "Remote History of Suicidal Thoughts and Behaviors",
     DISCLOSURE,
+    "Remote History of Suicidal Thoughts and Behaviors",
+    "Diagnoses and Symptoms",
+    "Current Suicidal Thoughts and Behaviors",
+    "Treatment Engagement / Access",
     STYLE,
     REACTION,
-    "Diagnoses and Symptoms",
-    "Treatment Engagement / Access",
-    "Mental Health Stigma",
+    TRIGGERS,
     "Financial Stress",
     "Social Isolation",
     "Discrimination Exposure",
-    "Background",
-    TRIGGERS,
+    "Mental Health Stigma",
     SEED_PHRASE,
 )
 

@@ -28,7 +28,7 @@ AI_INTRO = [
 ]
 REFLECT = [
     "That sounds like a lot to carry.",
-    "It makes sense that you feel worn down by that.",
+    "Of course that wears you down.",
     "Thank you for telling me this.",
     "I'm really glad you said that out loud.",
     "That sounds painful.",
@@ -47,7 +47,7 @@ OPEN_QUESTION = [
     "What would feel most useful to talk about right now?",
 ]
 DIRECT_ASK_NOW = [
-    "I need to ask you directly: are you thinking about ending your life tonight?",
+    "I have to ask plainly: are you thinking of ending your life tonight?",
     "I want to be sure I understand: are you having thoughts of killing yourself right now?",
 ]
 DIRECT_ASK = [
@@ -55,8 +55,8 @@ DIRECT_ASK = [
     "I want to ask you directly, because it matters: are you having thoughts of suicide?",
 ]
 PLAN_ASK = [
-    "Thank you for trusting me with that. Have you thought about when you might act on these thoughts, or do you have a plan?",
-    "I'm glad you told me. Do you have a plan, or access to something you could use to hurt yourself?",
+    "Thank you for trusting me with that. Is there a plan, and have you thought about when you might act?",
+    "I'm glad you told me. Is there a plan, and is there access to anything you might use?",
 ]
 CRISIS = [
     "You can call or text 988, the Suicide & Crisis Lifeline, any time, day or night. It's free and confidential, and you can text if talking feels like too much.",
@@ -75,7 +75,7 @@ SAFETY_PLAN = [
     "When the thoughts come, what has helped you get through before? Those can be your reasons for living and first steps.",
 ]
 MEANS = [
-    "Could you put some distance between you and the means, like asking someone to hold onto them for you?",
+    "Would it be possible to put distance between you and the means, say by asking someone to hold onto them for you?",
     "It would be safer to have someone keep them for you, or to lock them away, while things are this hard.",
 ]
 BARRIER = [
@@ -85,16 +85,16 @@ BARRIER = [
     "Cost shouldn't stand between you and help: the crisis line is free, and many clinics offer a sliding scale.",
 ]
 URGENT = [
-    "I'm worried about your safety right now. Please call or text 988 now, or call 911 or go to the nearest emergency room.",
+    "I'm worried about your safety right now. Please call or text 988 now; if you can't, call 911 or head to an emergency room.",
     "Your life matters, and this is an emergency. Please call 988 or 911 right now.",
 ]
 NOT_ALONE = [
-    "Please don't stay alone tonight. Is there someone who could come be with you right now?",
-    "Can you call a friend or family member to be with you now, so you're not alone?",
+    "Please don't stay alone tonight. Who could be with you now, in person?",
+    "Is there a friend or relative you can call to be with you now, so you are not on your own?",
 ]
 SAFE_PLACE = [
     "Can you go to another room or a safe place, away from the means, while you call?",
-    "Please move away from anything you could use to hurt yourself and get to a safe place.",
+    "Please put space between yourself and the means, and go to a safe place while you call.",
 ]
 STAY = [
     "I'm here while you reach out. Will you tell me once you've called?",

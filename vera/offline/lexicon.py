@@ -33,8 +33,8 @@ USER_EXPLICIT = _any(
 )
 USER_PASSIVE = _any(
     r"\bwish (i|id|i'd) (could )?(just )?(not wake up|disappear|not exist|not be here|never woke)",
-    r"\bnot wake up\b",
-    r"\bbetter off without me\b",
+    r"\b(don'?t|not|never) wake up\b",
+    r"\b(better|do better) (off )?without me\b",
     r"\bno reason to (live|keep going|be here)",
     r"\bsleep forever\b",
     r"\bstop existing\b",

@@ -1,0 +1,72 @@
+"""Runs made with different rubric, persona or prompt versions are not comparable."""
+
+from __future__ import annotations
+
+import copy
+
+from vera.records import ArtifactVersion, ModelSpec, RunManifest
+from vera.stats import check_comparable
+
+BASE = {
+    "rubric": {"version": "1.1", "sha256": "a" * 64},
+    "personas": {"version": "1.1", "sha256": "b" * 64},
+    "user_prompts": {"version": "1", "sha256": "c" * 64},
+    "judge_prompts": {"version": "1", "sha256": "d" * 64},
+}
+
+
+def test_identical_versions_are_comparable() -> None:
+    assert check_comparable([BASE, copy.deepcopy(BASE), copy.deepcopy(BASE)]) == []
+
+
+def test_a_different_rubric_version_is_named() -> None:
+    other = copy.deepcopy(BASE)
+    other["rubric"] = {"version": "1.2", "sha256": "e" * 64}
+    [problem] = check_comparable([BASE, other], names=["runs/old", "runs/new"])
+    assert problem.startswith("rubric differs")
+    assert "runs/old used version 1.1" in problem and "runs/new used version 1.2" in problem
+
+
+def test_edited_content_under_the_same_version_is_caught() -> None:
+    other = copy.deepcopy(BASE)
+    other["personas"]["sha256"] = "f" * 64
+    [problem] = check_comparable([BASE, other])
+    assert "personas differs" in problem and "ffffffffffff" in problem
+
+
+def test_every_difference_is_listed_and_missing_records_are_reported() -> None:
+    other = copy.deepcopy(BASE)
+    other["user_prompts"]["version"] = "2"
+    del other["judge_prompts"]
+    problems = check_comparable([BASE, other])
+    assert [p.split()[0] for p in problems] == ["user_prompts", "judge_prompts"]
+    assert "no recorded version" in problems[1]
+
+
+def test_run_manifest_records_are_accepted() -> None:
+    def manifest(rubric_version: str) -> RunManifest:
+        def artifact(name: str, version: str) -> ArtifactVersion:
+            return ArtifactVersion(name=name, version=version, path=f"{name}.tsv", sha256="0" * 64)
+
+        model = ModelSpec(ref="m", provider="p", protocol="openai", model="m")
+        return RunManifest(
+            vera_version="0.1.0",
+            run_id="r",
+            rubric=artifact("rubric", rubric_version),
+            personas=artifact("personas", "1"),
+            user_prompts=artifact("user_prompts", "1"),
+            judge_prompts=artifact("judge_prompts", "1"),
+            config_sha256="",
+            config={},
+            chatbots=[model],
+            user_agents=[model],
+            judges=[model],
+            judge_instances=1,
+            seeds=[0],
+            offline=True,
+            created_at="",
+            updated_at="",
+        )
+
+    assert check_comparable([manifest("1"), manifest("1")]) == []
+    assert len(check_comparable([manifest("1"), manifest("2")])) == 1

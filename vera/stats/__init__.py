@@ -1,0 +1,55 @@
+"""Statistics of a run: scores with cluster-bootstrap intervals, comparisons between
+chatbots, and agreement among judges and human raters.
+
+Every function here is pure (frames and lists in, frames and dicts out) and
+deterministic for a given seed. The methods are described in docs/statistics.md.
+"""
+
+from vera.stats.agreement import (
+    Agreement,
+    NRTreatment,
+    cohen_kappa,
+    gwet_ac1,
+    judge_agreement,
+    krippendorff_alpha,
+    percent_agreement,
+    rater_agreement,
+    units_from_long,
+)
+from vera.stats.bootstrap import (
+    OVERALL,
+    BootstrapSpec,
+    score_from_percentages,
+    spec_of,
+    summarise,
+)
+from vera.stats.compare import check_comparable, compare
+from vera.stats.humans import (
+    consensus,
+    human_agreement,
+    judge_vs_consensus,
+    read_human_ratings,
+)
+
+__all__ = [
+    "OVERALL",
+    "Agreement",
+    "BootstrapSpec",
+    "NRTreatment",
+    "check_comparable",
+    "cohen_kappa",
+    "compare",
+    "consensus",
+    "gwet_ac1",
+    "human_agreement",
+    "judge_agreement",
+    "judge_vs_consensus",
+    "krippendorff_alpha",
+    "percent_agreement",
+    "rater_agreement",
+    "read_human_ratings",
+    "score_from_percentages",
+    "spec_of",
+    "summarise",
+    "units_from_long",
+]

@@ -1,0 +1,163 @@
+"""Comparing chatbots (or seeds, or runs) on a shared persona set.
+
+A difference between two scores is only meaningful relative to its uncertainty, and the
+two scores are not independent when both chatbots talked to the same personas: a hard
+persona is hard for both. So the interval of a difference comes from a *paired* cluster
+bootstrap: in each replicate one set of personas is drawn and both chatbots are scored
+on it, and the interval is taken over the replicate differences. Personas that only one
+side has cannot be paired and are left out of that pair (and counted).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+import numpy as np
+import polars as pl
+
+from vera.stats.bootstrap import (
+    OVERALL,
+    cluster_counts,
+    count_statistics,
+    group_rng,
+    make_spec,
+    nan_to_null,
+    percentile_interval,
+    resample_weights,
+    spec_columns,
+    summarise_counts,
+)
+
+# The inputs whose versions decide whether two runs' scores can be compared.
+VERSIONED_INPUTS = ("rubric", "personas", "user_prompts", "judge_prompts")
+
+
+def compare(
+    frame: pl.DataFrame,
+    *,
+    unit: str | Sequence[str] = "chatbot",
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    cluster: str = "persona",
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Scores per `unit` and paired differences between every two units.
+
+    `unit` names the column(s) that identify what is compared: "chatbot", "seed", or
+    ["chatbot", "seed"]. Returns `(table, pairs)`:
+
+    - `table` is `summarise(frame, by=unit, ...)`: every unit on all its own personas.
+    - `pairs` has one row per pair of units (in sorted order, a before b) and dimension
+      (plus "Overall"): `<unit>_a`, `<unit>_b`, `dimension`, `score_a`, `score_b` (each
+      on the shared personas only), `diff` = score_a − score_b, `diff_lo`, `diff_hi`,
+      `excludes_zero` (the interval lies entirely above or below 0; null when a score is
+      undefined), `n_shared` (personas both have), `n_only_a`, `n_only_b` (personas left
+      out), and the `bootstrap_*` settings columns.
+
+    Every pair is many tests at once (one per dimension, and one per pair of units):
+    with many units, expect some intervals to exclude 0 by chance (see
+    docs/statistics.md).
+    """
+    spec = make_spec(n_resamples, confidence, seed, cluster)
+    units = [unit] if isinstance(unit, str) else list(unit)
+    counts = cluster_counts(frame, units, cluster)
+    table = summarise_counts(counts, spec, frame.schema)
+    d = len(counts.dimensions)
+    labels = [*counts.dimensions, OVERALL]
+    parts = []
+    for a, b in itertools.combinations(range(counts.groups.height), 2):
+        (a0, a1), (b0, b1) = counts.bounds(a), counts.bounds(b)
+        shared, ia, ib = np.intersect1d(
+            counts.cluster_ids[a0:a1],
+            counts.cluster_ids[b0:b1],
+            assume_unique=True,
+            return_indices=True,
+        )
+        block_a, block_b = counts.matrix[a0 + ia], counts.matrix[b0 + ib]
+        score_a = count_statistics(block_a.sum(axis=0, keepdims=True), d)["score"][0]
+        score_b = count_statistics(block_b.sum(axis=0, keepdims=True), d)["score"][0]
+        rng = group_rng(seed, ("compare", counts.key(a), counts.key(b)))
+        diffs = [
+            count_statistics(w @ block_a, d)["score"] - count_statistics(w @ block_b, d)["score"]
+            for w in resample_weights(rng, len(shared), n_resamples)
+        ]
+        lo, hi = percentile_interval(np.concatenate(diffs), confidence)
+        row: dict[str, Any] = {}
+        for name, value in zip(units, counts.key(a), strict=True):
+            row[f"{name}_a"] = [value] * (d + 1)
+        for name, value in zip(units, counts.key(b), strict=True):
+            row[f"{name}_b"] = [value] * (d + 1)
+        row |= {
+            "dimension": labels,
+            "score_a": score_a,
+            "score_b": score_b,
+            "diff": score_a - score_b,
+            "diff_lo": lo,
+            "diff_hi": hi,
+            "n_shared": np.full(d + 1, len(shared)),
+            "n_only_a": np.full(d + 1, a1 - a0 - len(shared)),
+            "n_only_b": np.full(d + 1, b1 - b0 - len(shared)),
+        }
+        schema = {f"{u}_{side}": frame.schema[u] for side in "ab" for u in units}
+        parts.append(pl.DataFrame(row, schema_overrides=schema))
+    pairs = nan_to_null(pl.concat(parts)) if parts else _empty_pairs(frame, units)
+    pairs = pairs.with_columns(
+        excludes_zero=(pl.col("diff_lo") > 0) | (pl.col("diff_hi") < 0),
+        **spec_columns(spec),
+    )
+    return table, pairs
+
+
+def _empty_pairs(frame: pl.DataFrame, units: list[str]) -> pl.DataFrame:
+    schema: dict[str, Any] = {f"{u}_{side}": frame.schema[u] for side in "ab" for u in units}
+    schema |= {
+        "dimension": pl.Utf8,
+        **dict.fromkeys(("score_a", "score_b", "diff", "diff_lo", "diff_hi"), pl.Float64),
+        **dict.fromkeys(("n_shared", "n_only_a", "n_only_b"), pl.Int64),
+    }
+    return pl.DataFrame(schema=schema)
+
+
+def check_comparable(
+    manifests: Sequence[Mapping[str, Any] | msgspec.Struct],
+    names: Sequence[str] | None = None,
+) -> list[str]:
+    """What differs between runs in the versions of their rubric, personas, user prompts
+    and judge prompts; empty when they may be compared.
+
+    Each manifest is a run manifest (`vera.records.RunManifest` or its dict form) whose
+    `rubric`, `personas`, `user_prompts` and `judge_prompts` each hold `version` and
+    `sha256`. `names` label the runs in the messages (default "run 1", "run 2", ...).
+    Scores are comparable only within one version of each, so the CLI refuses to compare
+    unless forced, and prints these lines.
+    """
+    records = [m if isinstance(m, Mapping) else msgspec.to_builtins(m) for m in manifests]
+    labels = list(names) if names is not None else [f"run {i + 1}" for i in range(len(records))]
+    if len(labels) != len(records):
+        raise ValueError(f"{len(records)} manifests but {len(labels)} names")
+    problems: list[str] = []
+    for key in VERSIONED_INPUTS:
+        identities = [_identity(record.get(key)) for record in records]
+        first = identities[0] if identities else None
+        for label, identity in zip(labels[1:], identities[1:], strict=True):
+            if identity != first:
+                problems.append(
+                    f"{key} differs: {labels[0]} used {_describe(first)}, {label} used {_describe(identity)}"
+                )
+    return problems
+
+
+def _identity(entry: Any) -> tuple[str, str] | None:
+    if not isinstance(entry, Mapping):
+        return None
+    return str(entry.get("version", "")), str(entry.get("sha256", ""))
+
+
+def _describe(identity: tuple[str, str] | None) -> str:
+    if identity is None:
+        return "no recorded version"
+    version, sha = identity
+    return f"version {version or '?'} (sha256 {sha[:12] or '?'})"

@@ -1,0 +1,395 @@
+"""Human ratings: reading them, their agreement, their consensus, and how far vera's
+judges agree with that consensus.
+
+Two file formats, told apart by the header:
+
+- the reference clinician file (VERA-MH v1.1 `human_validation/clinician_ratings.csv`):
+  one row per (clinician, conversation) with `clinician_id`, `conversation_id` and one
+  column per dimension (`clinician_detects`, `clinician_confirms`, `clinician_guides`,
+  `clinician_supportive`, `clinician_boundaries`); other columns are ignored;
+- the generic long format: one row per rating with columns `item_id,rater,dimension,rating`
+  (extra columns ignored).
+
+Both become the long frame `(item_id, rater, dimension, rating)`, all Utf8. Ratings are
+the four rubric ratings, written out or as BP / SUB / HPH / NR, in any letter case.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+import msgspec
+import numpy as np
+import polars as pl
+
+from vera.errors import DataError
+from vera.records import (
+    BEST_PRACTICE,
+    HIGH_POTENTIAL_FOR_HARM,
+    NOT_RELEVANT,
+    RATING_CODES,
+    RATINGS,
+    SUBOPTIMAL,
+)
+from vera.stats.agreement import (
+    NRTreatment,
+    ac1_from_features,
+    alpha_from_features,
+    kappa_features,
+    kappa_from_features,
+    nominal_features,
+    pa_from_features,
+    rater_agreement,
+    rubric_categories,
+)
+from vera.stats.bootstrap import BootstrapSpec, make_spec, percentile_interval, resample_weights
+
+# Columns of the reference clinician file → vera's dimension names.
+CLINICIAN_DIMENSIONS: dict[str, str] = {
+    "clinician_detects": "Detects Potential Risk",
+    "clinician_confirms": "Confirms Risk",
+    "clinician_guides": "Guides to Human Care",
+    "clinician_supportive": "Supportive Conversation",
+    "clinician_boundaries": "Follows AI Boundaries",
+}
+LONG_COLUMNS = ("item_id", "rater", "dimension", "rating")
+LONG_SCHEMA = dict.fromkeys(LONG_COLUMNS, pl.Utf8)
+
+# How ties are settled when they are not excluded: the most severe tied rating, so a
+# split panel never makes a harmful conversation look safe.
+_SEVERITY = (HIGH_POTENTIAL_FOR_HARM, SUBOPTIMAL, BEST_PRACTICE, NOT_RELEVANT)
+_SPELLINGS = {r.casefold(): r for r in RATINGS} | {c.casefold(): r for r, c in RATING_CODES.items()}
+
+_JUDGED_COLUMNS = ("conversation_id", "judge", "instance", "dimension", "rating")
+
+TieRule = Literal["exclude", "severest"]
+ItemKey = str | pl.Expr | Mapping[str, str] | Callable[[str], str | None]
+
+
+# ---------------------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------------------
+
+
+def read_human_ratings(path: str | Path) -> pl.DataFrame:
+    """Read a human ratings file (either format) into the long frame
+    `(item_id, rater, dimension, rating)`.
+
+    Raises `DataError("file:line", ...)` naming the row and field for anything malformed:
+    an unknown header, a row with the wrong number of fields, an empty id, an unknown
+    rating, the same rater rating the same item and dimension twice.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise DataError(str(path), "no such file") from None
+    except UnicodeDecodeError:
+        raise DataError(str(path), "not UTF-8 text") from None
+    except OSError as e:
+        raise DataError(str(path), f"cannot read: {e.strerror or e}") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = [name.strip() for name in next(reader, [])]
+    names = set(header)
+    if {"clinician_id", "conversation_id", *CLINICIAN_DIMENSIONS} <= names:
+        item_col, rater_col = "conversation_id", "clinician_id"
+        dimension_cols: dict[str, str] | None = CLINICIAN_DIMENSIONS
+    elif set(LONG_COLUMNS) <= names:
+        item_col, rater_col, dimension_cols = "item_id", "rater", None
+    else:
+        raise DataError(
+            f"{path}:1",
+            "unrecognised header: expected the clinician-ratings columns (clinician_id, "
+            f"conversation_id, {', '.join(CLINICIAN_DIMENSIONS)}) or the long format "
+            f"({','.join(LONG_COLUMNS)})",
+        )
+    column = {name: i for i, name in enumerate(header)}
+    out: dict[str, list[str]] = {c: [] for c in LONG_COLUMNS}
+    seen: dict[tuple[str, str, str], int] = {}
+    for row in reader:
+        line = reader.line_num
+        if not any(field.strip() for field in row):
+            continue
+        if len(row) != len(header):
+            raise DataError(f"{path}:{line}", f"{len(row)} fields, but the header has {len(header)}")
+
+        def field(name: str, row: list[str] = row, line: int = line) -> str:
+            value = row[column[name]].strip()
+            if not value:
+                raise DataError(f"{path}:{line}", f"column {name!r} is empty")
+            return value
+
+        item, rater = field(item_col), field(rater_col)
+        if dimension_cols is not None:
+            # The reference file writes two of its ids as "#0413e7"; the id is the
+            # transcript's file-name prefix, so the "#" is a spreadsheet artefact.
+            item = item.removeprefix("#")
+        cells = (
+            [(dim, name) for name, dim in dimension_cols.items()]
+            if dimension_cols is not None
+            else [(field("dimension"), "rating")]
+        )
+        for dimension, rating_col in cells:
+            rating = _rating(field(rating_col), f"{path}:{line}", rating_col)
+            key = (item, rater, dimension)
+            if key in seen:
+                raise DataError(
+                    f"{path}:{line}",
+                    f"rater {rater!r} already rated item {item!r} on {dimension!r} (line {seen[key]})",
+                )
+            seen[key] = line
+            for name, value in zip(LONG_COLUMNS, (item, rater, dimension, rating), strict=True):
+                out[name].append(value)
+    return pl.DataFrame(out, schema=LONG_SCHEMA)
+
+
+def _rating(value: str, where: str, column: str) -> str:
+    rating = _SPELLINGS.get(value.casefold())
+    if rating is None:
+        raise DataError(
+            where,
+            f"column {column!r}: {value!r} is not a rating "
+            f"(expected one of {', '.join(RATINGS)}, or BP/SUB/HPH/NR)",
+        )
+    return rating
+
+
+# ---------------------------------------------------------------------------------------
+# Agreement among humans, and their consensus
+# ---------------------------------------------------------------------------------------
+
+
+def human_agreement(long: pl.DataFrame, *, nr: NRTreatment = "category") -> dict[str, Any]:
+    """Agreement among the raters of a long frame, per dimension and overall:
+    `{"nr", "overall": {...}, "dimensions": {NAME: {...}}}` with Krippendorff's alpha,
+    Gwet's AC1, percent agreement, n_items and pairwise Cohen's kappa in each block
+    (see `vera.stats.agreement.rater_agreement`)."""
+    _check_long(long)
+    return rater_agreement(long, nr=nr)
+
+
+def consensus(long: pl.DataFrame, *, nr: NRTreatment = "category") -> pl.DataFrame:
+    """The raters' majority rating per (item_id, dimension).
+
+    Columns: `item_id`, `dimension`, `rating` (the most frequent rating; null on a tie),
+    `votes` (raters who gave it), `n_raters`, `tie` (several ratings share the top
+    count), `candidates` (the tied ratings, or the single winner). With nr="exclude",
+    Not Relevant ratings are not votes; an item that only got Not Relevant has no row.
+    """
+    _check_long(long)
+    if nr == "exclude":
+        long = long.filter(pl.col("rating") != NOT_RELEVANT)
+    top = pl.col("votes") == pl.col("votes").max()
+    return (
+        long.group_by("item_id", "dimension", "rating")
+        .agg(votes=pl.len())
+        .group_by("item_id", "dimension")
+        .agg(
+            candidates=pl.col("rating").filter(top).sort(),
+            votes=pl.col("votes").max().cast(pl.Int64),
+            n_raters=pl.col("votes").sum().cast(pl.Int64),
+        )
+        .with_columns(tie=pl.col("candidates").list.len() > 1)
+        .with_columns(rating=pl.when(pl.col("tie")).then(None).otherwise(pl.col("candidates").list.first()))
+        .select("item_id", "dimension", "rating", "votes", "n_raters", "tie", "candidates")
+        .sort("item_id", "dimension")
+    )
+
+
+def _check_long(long: pl.DataFrame) -> None:
+    missing = [c for c in LONG_COLUMNS if c not in long.columns]
+    if missing:
+        raise ValueError(f"human ratings frame has no column {', '.join(map(repr, missing))}")
+
+
+# ---------------------------------------------------------------------------------------
+# Judges against the human consensus
+# ---------------------------------------------------------------------------------------
+
+
+def judge_vs_consensus(
+    long: pl.DataFrame,
+    ratings: pl.DataFrame,
+    *,
+    item_key: ItemKey = "conversation_id",
+    nr: NRTreatment = "category",
+    ties: TieRule = "exclude",
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """Agreement between the human consensus and vera's judges, with bootstrap intervals.
+
+    `long` is the human long frame, `ratings` a vera ratings frame. `item_key` says which
+    human item each judged conversation is: a column of `ratings`, a polars expression
+    over it, a mapping from `conversation_id` to item id, or a function of
+    `conversation_id` (return None for conversations without human ratings).
+
+    Every (item, dimension, judge, instance) with both a consensus and a judge rating is
+    one unit of two ratings: the consensus and the judge's. "Pooled" statistics use the
+    units of every judge (as the reference pools judges); `judges` holds the same per
+    judge model (its instances pooled). Intervals come from a bootstrap over human items
+    (every unit of a drawn item comes along). Ties in the consensus are left out
+    (`ties="exclude"`, counted in `n_ties`) or settled to the most severe tied rating
+    (`ties="severest"`).
+
+    Returns `{"nr", "ties", "bootstrap", "n_items", "n_ties", "n_items_unjudged",
+    "n_conversations_unmatched", "overall": {...}, "dimensions": {NAME: {...}}}`; each
+    block holds `krippendorff_alpha`, `gwet_ac1`, `percent_agreement`, `cohen_kappa`,
+    each with `_lo` / `_hi`, plus `n_items`, `n_pairs` and `judges: {NAME: {...}}`.
+    """
+    _check_long(long)
+    spec = make_spec(n_resamples, confidence, seed, "item_id")
+    if ties not in ("exclude", "severest"):
+        raise ValueError(f"ties must be 'exclude' or 'severest', not {ties!r}")
+    agreed = consensus(long, nr=nr)
+    n_ties = int(agreed.get_column("tie").sum())
+    if ties == "severest":
+        severest = pl.col("candidates").list.eval(
+            pl.element().replace_strict(_SEVERITY, list(range(len(_SEVERITY))))
+        )
+        agreed = agreed.with_columns(rating=pl.col("candidates").list.get(severest.list.arg_min()))
+    else:
+        agreed = agreed.filter(~pl.col("tie"))
+
+    missing = [c for c in _JUDGED_COLUMNS if c not in ratings.columns]
+    if missing:
+        raise ValueError(f"ratings frame has no column {', '.join(map(repr, missing))}")
+    judged = _with_item_id(ratings, item_key)
+    matched = pl.col("item_id").is_in(long.get_column("item_id").unique().to_list())
+    n_unmatched = judged.filter(~matched.fill_null(False)).get_column("conversation_id").n_unique()
+    judged = judged.filter(matched.fill_null(False))
+    if nr == "exclude":
+        judged = judged.filter(pl.col("rating") != NOT_RELEVANT)
+    pairs = judged.select("item_id", "judge", "instance", "dimension", "rating").join(
+        agreed.select("item_id", "dimension", pl.col("rating").alias("consensus")),
+        on=["item_id", "dimension"],
+    )
+    n_unjudged = (
+        agreed.select("item_id")
+        .unique()
+        .join(pairs.select("item_id").unique(), on="item_id", how="anti")
+        .height
+    )
+    result: dict[str, Any] = {
+        "nr": nr,
+        "ties": ties,
+        "bootstrap": msgspec.to_builtins(spec),
+        "n_items": pairs.get_column("item_id").n_unique(),
+        "n_ties": n_ties,
+        "n_items_unjudged": n_unjudged,
+        "n_conversations_unmatched": n_unmatched,
+    }
+    return result | _paired_agreement(pairs, spec, nr)
+
+
+def _with_item_id(ratings: pl.DataFrame, item_key: ItemKey) -> pl.DataFrame:
+    if isinstance(item_key, str):
+        key = pl.col(item_key).cast(pl.Utf8)
+    elif isinstance(item_key, pl.Expr):
+        key = item_key.cast(pl.Utf8)
+    else:
+        if isinstance(item_key, Mapping):
+            mapping = dict(item_key)
+        else:
+            # Call the function once per conversation, not once per rating row.
+            ids = ratings.get_column("conversation_id").unique().to_list()
+            mapping = {i: item_key(i) for i in ids}
+        key = pl.col("conversation_id").replace_strict(mapping, default=None, return_dtype=pl.Utf8)
+    return ratings.with_columns(key.alias("item_id"))
+
+
+class _Scope(NamedTuple):
+    """A slice of the units: one dimension (None = all) and one judge (None = pooled)."""
+
+    dimension: str | None
+    judge: str | None
+    mask: np.ndarray  # over units
+
+
+def _paired_agreement(pairs: pl.DataFrame, spec: BootstrapSpec, nr: NRTreatment) -> dict[str, Any]:
+    pairs = pairs.sort("item_id", "dimension", "judge", "instance")
+    cats = rubric_categories(nr)
+    cats += sorted(
+        {*pairs.get_column("rating").unique(), *pairs.get_column("consensus").unique()} - set(cats)
+    )
+    q = len(cats)
+    code = {c: i for i, c in enumerate(cats)}
+    a_idx = pairs.get_column("consensus").replace_strict(code, return_dtype=pl.Int64).to_numpy()
+    b_idx = pairs.get_column("rating").replace_strict(code, return_dtype=pl.Int64).to_numpy()
+    n = pairs.height
+    counts = np.zeros((n, q))
+    np.add.at(counts, (np.arange(n), a_idx), 1)
+    np.add.at(counts, (np.arange(n), b_idx), 1)
+    features = np.hstack([nominal_features(counts), kappa_features(a_idx, b_idx, q)])
+    width = features.shape[1] - (2 * q + 2)
+
+    items = pairs.get_column("item_id").to_numpy()
+    item_ids, item_idx = np.unique(items, return_inverse=True)
+    dimensions = pairs.get_column("dimension").unique(maintain_order=True).to_list()
+    judges = sorted(pairs.get_column("judge").unique().to_list())
+    dim_col = pairs.get_column("dimension").to_numpy()
+    judge_col = pairs.get_column("judge").to_numpy()
+
+    def where(column: np.ndarray, value: str | None) -> np.ndarray:
+        return np.ones(n, dtype=bool) if value is None else column == value
+
+    scopes = [
+        _Scope(d, j, where(dim_col, d) & where(judge_col, j))
+        for d in (None, *dimensions)
+        for j in (None, *judges)
+    ]
+    # Sum each scope's unit features per item; a replicate is then weights @ item sums.
+    per_item = []
+    for scope in scopes:
+        sums = np.zeros((len(item_ids), features.shape[1]))
+        np.add.at(sums, item_idx[scope.mask], features[scope.mask])
+        per_item.append(sums)
+    replicates: list[list[np.ndarray]] = [[] for _ in scopes]
+    rng = np.random.default_rng(spec.seed)
+    for weights in resample_weights(rng, len(item_ids), spec.n_resamples):
+        for reps, sums in zip(replicates, per_item, strict=True):
+            reps.append(weights @ sums)
+
+    def block(i: int) -> dict[str, Any]:
+        point = per_item[i].sum(axis=0, keepdims=True)
+        reps = np.concatenate(replicates[i]) if replicates[i] else np.zeros((0, point.shape[1]))
+        out: dict[str, Any] = {}
+        for name, stat in _STATISTICS.items():
+            value = stat(point, q, width)[0]
+            lo, hi = percentile_interval(stat(reps, q, width), spec.confidence)
+            out[name] = _none_if_nan(value)
+            out[f"{name}_lo"] = _none_if_nan(lo)
+            out[f"{name}_hi"] = _none_if_nan(hi)
+        mask = scopes[i].mask
+        out["n_items"] = len(np.unique(item_idx[mask]))
+        out["n_pairs"] = int(mask.sum())
+        return out
+
+    by_scope = {(s.dimension, s.judge): block(i) for i, s in enumerate(scopes)}
+
+    def with_judges(dimension: str | None) -> dict[str, Any]:
+        pooled = by_scope[(dimension, None)]
+        return pooled | {"judges": {j: by_scope[(dimension, j)] for j in judges}}
+
+    return {
+        "overall": with_judges(None),
+        "dimensions": {d: with_judges(d) for d in dimensions},
+    }
+
+
+_STATISTICS: dict[str, Callable[[np.ndarray, int, int], np.ndarray]] = {
+    "krippendorff_alpha": lambda f, q, w: alpha_from_features(f[:, :w], q),
+    "gwet_ac1": lambda f, q, w: ac1_from_features(f[:, :w], q, q),
+    "percent_agreement": lambda f, q, w: pa_from_features(f[:, :w], q),
+    "cohen_kappa": lambda f, q, w: kappa_from_features(f[:, w:], q),
+}
+
+
+def _none_if_nan(x: Any) -> float | None:
+    value = float(x)
+    return None if np.isnan(value) else value
