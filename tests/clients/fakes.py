@@ -1,0 +1,790 @@
+"""Fake protocol servers: real aiohttp servers on 127.0.0.1 that speak OpenAI Chat
+Completions (and Azure's variant), Anthropic Messages, Gemini generateContent and a
+custom chatbot API, for the client tests and the throughput benchmark.
+
+Each server records what it received (`server.received`: path, query, headers, JSON
+body, arrival time) and answers from a script of behaviours, then normally:
+
+    async with FakeOpenAI(key="sk-test-123456") as server:
+        server.script(Fail(429, retry_after="0.05"), Reply("hello"))
+        ... point a profile at server.base_url ...
+        assert server.received[-1].json["model"] == "gpt-4o"
+
+Behaviours: `Reply` (normal; text, parsed tool input, usage, cached tokens, delay),
+`Fail` (an HTTP error in the protocol's own error shape, optional Retry-After), `Slow`
+(answer after a delay), `Reset` (close the connection mid-response), `Malformed`
+(broken JSON), `Empty` (a well-formed reply without text), `Refusal` (the protocol's
+refusal shape with text), `Filtered` (no text, a safety finish reason), `Raw` (any
+bytes). Servers check what real APIs check (auth header, required fields, roles) and
+answer 400/401 in the real shape, so a client that sends a wrong request fails here too.
+
+Run one as a separate process for the benchmark:
+
+    python tests/clients/fakes.py openai --port 0 --latency-ms 200 --rpm 600
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import math
+import sys
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import orjson
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+# Per-request storage of the request's size in tokens (a typed key where aiohttp has them).
+TOKENS: Any = web.RequestKey("tokens", int) if hasattr(web, "RequestKey") else "tokens"
+
+# ---------------------------------------------------------------------------------------
+# Scripted behaviours
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A normal answer. `text` defaults to a canned reply (or, for structured requests,
+    an object built from the schema); `parsed` is the tool input for Anthropic."""
+
+    text: str | None = None
+    parsed: Any = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Fail:
+    """An HTTP error in the protocol's error shape."""
+
+    status: int
+    message: str = "scripted failure"
+    retry_after: str | None = None
+    code: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Slow:
+    """Answer normally, but only after `delay` seconds."""
+
+    delay: float
+
+
+@dataclass(frozen=True)
+class Reset:
+    """Start a 200 response, send a few bytes, then close the connection."""
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A 200 response whose body is not JSON."""
+
+
+@dataclass(frozen=True)
+class Empty:
+    """A well-formed 200 response with no text in it."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The model declines, in words (a refusal with text is an ordinary completion)."""
+
+    text: str = "I can't help with that request."
+
+
+@dataclass(frozen=True)
+class Filtered:
+    """No text at all, with a safety finish reason (Gemini: `prompt=True` blocks the
+    prompt itself via promptFeedback)."""
+
+    prompt: bool = False
+
+
+@dataclass(frozen=True)
+class Raw:
+    """Exactly these bytes, status and headers."""
+
+    body: bytes
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Behaviour = Reply | Fail | Slow | Reset | Malformed | Empty | Refusal | Filtered | Raw
+
+
+@dataclass
+class Received:
+    """One request as the server saw it."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    json: Any
+    at: float
+
+
+class BadRequest(Exception):
+    """The request is not what the real API accepts (answered as a 400)."""
+
+
+# ---------------------------------------------------------------------------------------
+# The common server
+# ---------------------------------------------------------------------------------------
+
+
+class FakeServer:
+    """A scripted protocol server on 127.0.0.1 (a random free port unless given).
+
+    `key=None` accepts any key. `latency` delays every answer; `rpm` enforces a
+    requests-per-minute limit the way providers do (a bucket refilled continuously, with
+    `burst_s` seconds of capacity), answering 429 with Retry-After when it is empty.
+    `record=False` keeps only counts (for long benchmark runs)."""
+
+    protocol = "base"
+
+    def __init__(
+        self,
+        *,
+        key: str | None = "sk-test-key-0123456789",
+        latency: float = 0.0,
+        rpm: float | None = None,
+        burst_s: float = 2.0,
+        port: int | None = None,
+        record: bool = True,
+    ) -> None:
+        self.key = key
+        self.record = record
+        self.requests = 0
+        self.latency = latency
+        self.received: list[Received] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.rate_limited = 0
+        self._script: deque[Behaviour] = deque()
+        self._counter = itertools.count(1)
+        self._port = port
+        self._rate = rpm / 60 if rpm else None
+        self._capacity = max(1.0, (rpm or 0) / 60 * burst_s)
+        self._level = self._capacity
+        self._last = 0.0
+        self._server: TestServer | None = None
+        self.app = web.Application()
+        self.routes(self.app)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> FakeServer:
+        self._server = TestServer(self.app, host="127.0.0.1", port=self._port)
+        await self._server.start_server()
+        return self
+
+    async def close(self) -> None:
+        if self._server is not None:
+            await self._server.close()
+            self._server = None
+
+    async def __aenter__(self) -> FakeServer:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def root(self) -> str:
+        assert self._server is not None, "server not started"
+        return f"http://127.0.0.1:{self._server.port}"
+
+    @property
+    def base_url(self) -> str:
+        """What a profile's base_url should be to reach this server."""
+        return self.root
+
+    def script(self, *behaviours: Behaviour) -> None:
+        """Queue behaviours for the next requests, in order."""
+        self._script.extend(behaviours)
+
+    # -- request handling ----------------------------------------------------------------
+
+    def routes(self, app: web.Application) -> None:
+        raise NotImplementedError
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        loop = asyncio.get_running_loop()
+        raw = await request.read()
+        request[TOKENS] = max(1, len(raw) // 4)  # about 4 bytes a token
+        try:
+            body = orjson.loads(raw) if raw else None
+        except orjson.JSONDecodeError:
+            body = None
+        self.requests += 1
+        if self.record:
+            self.received.append(
+                Received(
+                    request.method,
+                    request.path,
+                    dict(request.query),
+                    {k.lower(): v for k, v in request.headers.items()},
+                    body,
+                    loop.time(),
+                )
+            )
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if not self.authorized(request):
+                return self.auth_failure()
+            if (wait := self._take(loop.time())) is not None:
+                self.rate_limited += 1
+                return self.error(429, "rate limit reached", retry_after=f"{wait:.3f}")
+            if not isinstance(body, dict):
+                return self.error(400, "request body must be a JSON object")
+            try:
+                self.validate(request, body)
+            except BadRequest as exc:
+                return self.error(400, str(exc))
+            behaviour = self._script.popleft() if self._script else Reply()
+            delay = self.latency + (behaviour.delay if isinstance(behaviour, Slow | Reply) else 0)
+            if delay:
+                await asyncio.sleep(delay)
+            return await self.respond(request, body, behaviour)
+        finally:
+            self.in_flight -= 1
+
+    def _take(self, now: float) -> float | None:
+        """Take one request from the rate bucket; the wait until one is free if empty."""
+        if self._rate is None:
+            return None
+        if self._last:
+            self._level = min(self._capacity, self._level + (now - self._last) * self._rate)
+        self._last = now
+        if self._level >= 1:
+            self._level -= 1
+            return None
+        return (1 - self._level) / self._rate
+
+    async def respond(
+        self, request: web.Request, body: dict[str, Any], behaviour: Behaviour
+    ) -> web.StreamResponse:
+        if isinstance(behaviour, Fail):
+            return self.error(
+                behaviour.status,
+                behaviour.message,
+                retry_after=behaviour.retry_after,
+                code=behaviour.code,
+                headers=behaviour.headers,
+            )
+        if isinstance(behaviour, Raw):
+            return web.Response(body=behaviour.body, status=behaviour.status, headers=behaviour.headers)
+        if isinstance(behaviour, Malformed):
+            return web.Response(body=b'{"id": "x", "choices": [', content_type="application/json")
+        if isinstance(behaviour, Reset):
+            return await self._reset(request)
+        reply = behaviour if isinstance(behaviour, Reply) else Reply()
+        payload = self.payload(request, body, behaviour, reply)
+        return web.Response(
+            body=orjson.dumps(payload), content_type="application/json", headers=reply.headers
+        )
+
+    async def _reset(self, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.content_length = 4096
+        await response.prepare(request)
+        await response.write(b'{"id": "partial", "cho')
+        if request.transport is not None:
+            request.transport.close()
+        return response
+
+    def json_error(self, status: int, payload: Any, headers: dict[str, str]) -> web.Response:
+        return web.Response(
+            body=orjson.dumps(payload),
+            status=status,
+            content_type="application/json",
+            headers=headers,
+        )
+
+    def error(
+        self,
+        status: int,
+        message: str,
+        *,
+        retry_after: str | None = None,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> web.Response:
+        headers = dict(headers or {})
+        if retry_after is not None:
+            headers["Retry-After"] = retry_after
+        return self.json_error(status, self.error_payload(status, message, code), headers)
+
+    def next_id(self, prefix: str) -> str:
+        return f"{prefix}{next(self._counter):06d}"
+
+    # -- protocol hooks ------------------------------------------------------------------
+
+    def authorized(self, request: web.Request) -> bool:
+        raise NotImplementedError
+
+    def auth_failure(self) -> web.Response:
+        return self.error(401, "invalid authentication credentials")
+
+    def validate(self, request: web.Request, body: dict[str, Any]) -> None:
+        """Raise BadRequest where the real API would answer 400."""
+
+    def error_payload(self, status: int, message: str, code: str | None) -> Any:
+        raise NotImplementedError
+
+    def payload(self, request: web.Request, body: dict[str, Any], behaviour: Behaviour, reply: Reply) -> Any:
+        raise NotImplementedError
+
+
+def sample(schema: Any) -> Any:
+    """A small value that satisfies a (simple) JSON schema."""
+    if not isinstance(schema, dict):
+        return None
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object" or "properties" in schema:
+        return {k: sample(v) for k, v in schema.get("properties", {}).items()}
+    if kind == "array":
+        return []
+    if kind == "string":
+        return "ok"
+    if kind in ("number", "integer"):
+        return 0
+    if kind == "boolean":
+        return True
+    return None
+
+
+DEFAULT_OBJECT = {"answer": "Yes", "reasoning": "A scripted answer from the fake server."}
+
+
+def tokens(text: str) -> int:
+    return max(1, math.ceil(len(text) / 4))
+
+
+def _texts(value: Any) -> str:
+    """All the text in a request, for a rough token count."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return " ".join(_texts(v) for v in value.values())
+    if isinstance(value, list):
+        return " ".join(_texts(v) for v in value)
+    return ""
+
+
+# ---------------------------------------------------------------------------------------
+# OpenAI Chat Completions (and Azure OpenAI)
+# ---------------------------------------------------------------------------------------
+
+
+class FakeOpenAI(FakeServer):
+    """`POST /v1/chat/completions` (base_url = root + /v1), or with `azure=True`
+    `POST /openai/deployments/{deployment}/chat/completions?api-version=...`."""
+
+    protocol = "openai"
+
+    def __init__(self, *, azure: bool = False, **kwargs: Any) -> None:
+        self.azure = azure
+        super().__init__(**kwargs)
+
+    def routes(self, app: web.Application) -> None:
+        app.router.add_post("/v1/chat/completions", self.handle)
+        app.router.add_post("/openai/deployments/{deployment}/chat/completions", self.handle)
+
+    @property
+    def base_url(self) -> str:
+        return self.root if self.azure else f"{self.root}/v1"
+
+    def authorized(self, request: web.Request) -> bool:
+        if self.key is None:
+            return True
+        if self.azure:
+            return request.headers.get("api-key") == self.key
+        return request.headers.get("Authorization") == f"Bearer {self.key}"
+
+    def auth_failure(self) -> web.Response:
+        shown = f"{self.key[:3]}…{self.key[-4:]}" if self.key else ""
+        return self.error(401, f"Incorrect API key provided: {shown}.", code="invalid_api_key")
+
+    def validate(self, request: web.Request, body: dict[str, Any]) -> None:
+        if self.azure:
+            if "api-version" not in request.query:
+                raise BadRequest("api-version query parameter is required")
+        elif not isinstance(body.get("model"), str):
+            raise BadRequest("you must provide a model parameter")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise BadRequest("'messages' must be a non-empty array")
+        for m in messages:
+            if m.get("role") not in ("system", "developer", "user", "assistant"):
+                raise BadRequest(f"invalid role {m.get('role')!r}")
+        fmt = body.get("response_format")
+        if fmt is not None and fmt.get("type") == "json_schema":
+            spec = fmt.get("json_schema") or {}
+            if not isinstance(spec.get("name"), str) or not isinstance(spec.get("schema"), dict):
+                raise BadRequest("response_format.json_schema needs name and schema")
+        wants_json = fmt is not None and fmt.get("type") == "json_object"
+        if wants_json and "json" not in _texts(messages).lower():
+            raise BadRequest("'messages' must contain the word 'json' to use json_object")
+
+    def error_payload(self, status: int, message: str, code: str | None) -> Any:
+        kind = {429: "requests", 401: "invalid_request_error"}.get(status, "server_error")
+        if 400 <= status < 500 and status not in (401, 429):
+            kind = "invalid_request_error"
+        default_code = "rate_limit_exceeded" if status == 429 else None
+        return {"error": {"message": message, "type": kind, "param": None, "code": code or default_code}}
+
+    def payload(self, request: web.Request, body: dict[str, Any], behaviour: Behaviour, reply: Reply) -> Any:
+        fmt = body.get("response_format") or {}
+        content: str | None
+        refusal = None
+        finish = "stop"
+        if isinstance(behaviour, Empty):
+            content = ""
+        elif isinstance(behaviour, Refusal):
+            content, refusal = None, behaviour.text
+        elif isinstance(behaviour, Filtered):
+            content, finish = None, "content_filter"
+        elif reply.text is not None:
+            content = reply.text
+        elif fmt.get("type") == "json_schema":
+            content = orjson.dumps(sample(fmt["json_schema"]["schema"])).decode()
+        elif fmt.get("type") == "json_object":
+            content = orjson.dumps(DEFAULT_OBJECT).decode()
+        else:
+            content = f"Fake reply {self.requests}."
+        prompt = reply.input_tokens or request[TOKENS]
+        completion = reply.output_tokens or tokens(content or refusal or "")
+        return {
+            "id": self.next_id("chatcmpl-"),
+            "object": "chat.completion",
+            "created": 1700000000,
+            "model": body.get("model") or request.match_info.get("deployment", ""),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content, "refusal": refusal},
+                    "logprobs": None,
+                    "finish_reason": finish,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+                "prompt_tokens_details": {"cached_tokens": reply.cached_tokens, "audio_tokens": 0},
+                "completion_tokens_details": {"reasoning_tokens": 0},
+            },
+            "system_fingerprint": "fp_fake",
+        }
+
+
+# ---------------------------------------------------------------------------------------
+# Anthropic Messages
+# ---------------------------------------------------------------------------------------
+
+
+class FakeAnthropic(FakeServer):
+    """`POST /v1/messages` (base_url = root)."""
+
+    protocol = "anthropic"
+
+    def routes(self, app: web.Application) -> None:
+        app.router.add_post("/v1/messages", self.handle)
+
+    def authorized(self, request: web.Request) -> bool:
+        return self.key is None or request.headers.get("x-api-key") == self.key
+
+    def validate(self, request: web.Request, body: dict[str, Any]) -> None:
+        if not request.headers.get("anthropic-version"):
+            raise BadRequest("anthropic-version: header is required")
+        if not isinstance(body.get("model"), str):
+            raise BadRequest("model: Field required")
+        if not isinstance(body.get("max_tokens"), int):
+            raise BadRequest("max_tokens: Field required")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise BadRequest("messages: at least one message is required")
+        for m in messages:
+            if m.get("role") not in ("user", "assistant"):
+                raise BadRequest(
+                    f"messages: Unexpected role {m.get('role')!r}. Use the top-level `system` "
+                    "parameter for a system prompt"
+                )
+        if "seed" in body:
+            raise BadRequest("seed: Extra inputs are not permitted")
+        choice = body.get("tool_choice")
+        if choice is not None and choice.get("type") == "tool":
+            names = [t.get("name") for t in body.get("tools") or []]
+            if choice.get("name") not in names:
+                raise BadRequest("tool_choice.name must name one of the tools")
+
+    def error_payload(self, status: int, message: str, code: str | None) -> Any:
+        kinds = {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            403: "permission_error",
+            404: "not_found_error",
+            429: "rate_limit_error",
+            529: "overloaded_error",
+        }
+        error: dict[str, Any] = {"type": kinds.get(status, "api_error"), "message": message}
+        if code is not None:
+            error["details"] = {"error_code": code}
+        return {"type": "error", "error": error}
+
+    def payload(self, request: web.Request, body: dict[str, Any], behaviour: Behaviour, reply: Reply) -> Any:
+        content: list[dict[str, Any]]
+        stop = "end_turn"
+        choice = body.get("tool_choice") or {}
+        if isinstance(behaviour, Empty):
+            content = []
+        elif isinstance(behaviour, Refusal):
+            content, stop = [{"type": "text", "text": behaviour.text}], "refusal"
+        elif isinstance(behaviour, Filtered):
+            content, stop = [], "refusal"
+        elif choice.get("type") == "tool" and reply.text is None:
+            tool = next(t for t in body["tools"] if t["name"] == choice["name"])
+            value = reply.parsed if reply.parsed is not None else sample(tool["input_schema"])
+            content = [
+                {
+                    "type": "tool_use",
+                    "id": self.next_id("toolu_"),
+                    "name": tool["name"],
+                    "input": value,
+                }
+            ]
+            stop = "tool_use"
+        else:
+            content = [{"type": "text", "text": reply.text or f"Fake reply {self.requests}."}]
+        prompt = reply.input_tokens or request[TOKENS]
+        uncached = max(0, prompt - reply.cached_tokens - reply.cache_write_tokens)
+        return {
+            "id": self.next_id("msg_"),
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": uncached,
+                "cache_creation_input_tokens": reply.cache_write_tokens,
+                "cache_read_input_tokens": reply.cached_tokens,
+                "output_tokens": reply.output_tokens or tokens(_texts(content)),
+            },
+        }
+
+
+# ---------------------------------------------------------------------------------------
+# Gemini generateContent
+# ---------------------------------------------------------------------------------------
+
+
+class FakeGemini(FakeServer):
+    """`POST /v1beta/models/{model}:generateContent` (base_url = root)."""
+
+    protocol = "gemini"
+    _STATUS: ClassVar[dict[int, str]] = {
+        400: "INVALID_ARGUMENT",
+        403: "PERMISSION_DENIED",
+        404: "NOT_FOUND",
+        429: "RESOURCE_EXHAUSTED",
+        500: "INTERNAL",
+        503: "UNAVAILABLE",
+    }
+
+    def routes(self, app: web.Application) -> None:
+        app.router.add_post("/v1beta/models/{call}", self.handle)
+
+    def authorized(self, request: web.Request) -> bool:
+        return self.key is None or request.headers.get("x-goog-api-key") == self.key
+
+    def auth_failure(self) -> web.Response:
+        # The real API answers a bad key with 400 INVALID_ARGUMENT / API_KEY_INVALID.
+        payload = self.error_payload(400, "API key not valid. Please pass a valid API key.", None)
+        payload["error"]["details"] = [
+            {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}
+        ]
+        return self.json_error(400, payload, {})
+
+    def error(
+        self,
+        status: int,
+        message: str,
+        *,
+        retry_after: str | None = None,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> web.Response:
+        # Gemini says how long to wait in the body (RetryInfo), not in a header.
+        payload = self.error_payload(status, message, code)
+        if retry_after is not None:
+            payload["error"]["details"] = [
+                {
+                    "@type": "type.googleapis.com/google.rpc.RetryInfo",
+                    "retryDelay": f"{retry_after}s",
+                }
+            ]
+        return self.json_error(status, payload, dict(headers or {}))
+
+    def validate(self, request: web.Request, body: dict[str, Any]) -> None:
+        if not request.match_info["call"].endswith(":generateContent"):
+            raise BadRequest("unknown method")
+        contents = body.get("contents")
+        if not isinstance(contents, list) or not contents:
+            raise BadRequest("* GenerateContentRequest.contents: contents is not specified")
+        for c in contents:
+            if c.get("role") not in ("user", "model"):
+                raise BadRequest(f"Please use a valid role: user, model (got {c.get('role')!r})")
+        config = body.get("generationConfig") or {}
+        has_schema = "responseSchema" in config or "responseJsonSchema" in config
+        if has_schema and config.get("responseMimeType") != "application/json":
+            raise BadRequest("responseMimeType must be application/json with a response schema")
+
+    def error_payload(self, status: int, message: str, code: str | None) -> Any:
+        return {
+            "error": {
+                "code": status,
+                "message": message,
+                "status": self._STATUS.get(status, "UNKNOWN"),
+            }
+        }
+
+    def payload(self, request: web.Request, body: dict[str, Any], behaviour: Behaviour, reply: Reply) -> Any:
+        model = request.match_info["call"].split(":")[0]
+        config = body.get("generationConfig") or {}
+        prompt = reply.input_tokens or request[TOKENS]
+        usage: dict[str, Any] = {"promptTokenCount": prompt}
+        if reply.cached_tokens:
+            usage["cachedContentTokenCount"] = reply.cached_tokens
+        common = {
+            "usageMetadata": usage,
+            "modelVersion": model,
+            "responseId": self.next_id("resp-"),
+        }
+        if isinstance(behaviour, Filtered) and behaviour.prompt:
+            usage["totalTokenCount"] = prompt
+            return {"promptFeedback": {"blockReason": "SAFETY"}, **common}
+        if isinstance(behaviour, Filtered):
+            candidate: dict[str, Any] = {"finishReason": "SAFETY", "index": 0}
+            usage["totalTokenCount"] = prompt
+            return {"candidates": [candidate], **common}
+        if isinstance(behaviour, Empty):
+            text = ""
+        elif isinstance(behaviour, Refusal):
+            text = behaviour.text
+        elif reply.text is not None:
+            text = reply.text
+        elif "responseJsonSchema" in config or "responseSchema" in config:
+            schema = config.get("responseJsonSchema") or config.get("responseSchema")
+            text = orjson.dumps(sample(schema)).decode()
+        elif config.get("responseMimeType") == "application/json":
+            text = orjson.dumps(DEFAULT_OBJECT).decode()
+        else:
+            text = f"Fake reply {self.requests} from {model}."
+        out = reply.output_tokens or tokens(text)
+        usage.update(candidatesTokenCount=out, totalTokenCount=prompt + out)
+        parts = [{"text": text}] if text else []
+        return {
+            "candidates": [
+                {"content": {"parts": parts, "role": "model"}, "finishReason": "STOP", "index": 0}
+            ],
+            **common,
+        }
+
+
+# ---------------------------------------------------------------------------------------
+# A custom chatbot API
+# ---------------------------------------------------------------------------------------
+
+
+class FakeChatbot(FakeServer):
+    """A product's chat API: `POST /api/chat` or `/api/sessions/{id}/reply`, bearer auth,
+    answering `{"reply": {"text": ...}, "session": ...}`."""
+
+    protocol = "http"
+
+    def routes(self, app: web.Application) -> None:
+        app.router.add_post("/api/chat", self.handle)
+        app.router.add_post("/api/sessions/{session}/reply", self.handle)
+        app.router.add_put("/api/chat", self.handle)
+
+    def authorized(self, request: web.Request) -> bool:
+        return self.key is None or request.headers.get("Authorization") == f"Bearer {self.key}"
+
+    def error_payload(self, status: int, message: str, code: str | None) -> Any:
+        return {"detail": message}
+
+    def payload(self, request: web.Request, body: dict[str, Any], behaviour: Behaviour, reply: Reply) -> Any:
+        if isinstance(behaviour, Empty | Filtered):
+            return {"reply": {"text": ""}}
+        if isinstance(behaviour, Refusal):
+            text = behaviour.text
+        else:
+            text = reply.text or f"Bot reply {self.requests}."
+        return {"reply": {"text": text}, "session": body.get("session")}
+
+
+SERVERS: dict[str, type[FakeServer]] = {
+    "openai": FakeOpenAI,
+    "anthropic": FakeAnthropic,
+    "gemini": FakeGemini,
+    "http": FakeChatbot,
+}
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    server = SERVERS[args.protocol](
+        key=args.key or None,
+        latency=args.latency_ms / 1000,
+        rpm=args.rpm,
+        port=args.port or None,
+        record=False,
+    )
+    await server.start()
+    print(server.base_url, flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await server.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve one fake protocol until interrupted; prints its base URL first."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("protocol", choices=sorted(SERVERS))
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--rpm", type=float, default=None)
+    parser.add_argument("--key", default="", help="required key (default: accept any)")
+    args = parser.parse_args(argv)
+    try:
+        import uvloop
+
+        run: Any = uvloop.run
+    except ImportError:
+        run = asyncio.run
+    try:
+        run(_serve(args))
+    except KeyboardInterrupt:
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

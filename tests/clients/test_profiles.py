@@ -1,0 +1,170 @@
+"""Provider profiles: loading, validation messages, references, keys and .env."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vera.errors import ConfigError, DataError
+from vera.profiles import (
+    OFFLINE,
+    env_value,
+    load_profile,
+    load_profiles,
+    missing_key,
+    resolve_ref,
+)
+
+from .conftest import KEY_ENV, make_profile
+
+REPO_PROVIDERS = Path(__file__).resolve().parents[2] / "providers"
+
+
+def write(directory: Path, name: str, text: str) -> Path:
+    path = directory / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_the_example_profiles_in_the_repository_load() -> None:
+    profiles = load_profiles(REPO_PROVIDERS)
+    assert {"openai", "anthropic", "gemini", "ollama", "azure-openai", "my-chatbot-http"} <= set(profiles)
+    assert profiles["offline"] is OFFLINE
+    assert profiles["ollama"].api_key_env == ""  # local, no key
+    assert profiles["my-chatbot-http"].http is not None
+
+
+def test_name_is_the_file_stem_unless_given(tmp_path: Path) -> None:
+    write(tmp_path, "fast.toml", 'protocol = "openai"\nmodel = "gpt-4o-mini"\napi_key_env = "K"\n')
+    write(tmp_path, "other.toml", 'name = "judge"\nprotocol = "anthropic"\nmodel = "claude"\n')
+    profiles = load_profiles(tmp_path)
+    assert set(profiles) == {"fast", "judge", "offline"}
+    assert profiles["judge"].endpoint == "https://api.anthropic.com"
+    assert profiles["fast"].endpoint == "https://api.openai.com/v1"
+    assert profiles["judge"].structured == "tool"
+
+
+def test_missing_directory_gives_only_the_offline_profile(tmp_path: Path) -> None:
+    assert list(load_profiles(tmp_path / "nowhere")) == ["offline"]
+
+
+def test_unknown_key_names_file_line_and_field(tmp_path: Path) -> None:
+    path = write(tmp_path, "bad.toml", 'protocol = "openai"\nmodel = "m"\napi_key_env = "K"\nrmp = 500\n')
+    with pytest.raises(DataError) as caught:
+        load_profile(path)
+    assert caught.value.where == f"{path}:4"
+    assert "unknown field `rmp`" in caught.value.problem
+
+
+def test_wrong_type_names_the_field_path(tmp_path: Path) -> None:
+    path = write(tmp_path, "bad.toml", 'protocol = "openai"\nmodel = "m"\nrpm = "fast"\n')
+    with pytest.raises(DataError) as caught:
+        load_profile(path)
+    assert caught.value.where == f"{path}:3"
+    assert "`$.rpm`" in str(caught.value)
+
+
+def test_error_inside_a_table_points_at_the_key_in_that_table(tmp_path: Path) -> None:
+    text = (
+        'protocol = "azure_openai"\nbase_url = "https://x.openai.azure.com"\nmodel = "m"\n'
+        '[azure]\ndeployment = "d"\ndeploymnt = "typo"\n'
+    )
+    path = write(tmp_path, "az.toml", text)
+    with pytest.raises(DataError) as caught:
+        load_profile(path)
+    assert caught.value.where == f"{path}:6"
+    assert "deploymnt" in caught.value.problem and "$.azure" in caught.value.problem
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "message"),
+    [
+        ('protocol = "openai"\nmodel = "m"\napi_key_env = "K"\nrpm = 0\n', "rpm", "> 0"),
+        ('protocol = "smoke-signals"\n', "protocol", "Invalid enum value"),
+        (
+            'protocol = "openai"\nmodel = "m"\napi_key_env = "K"\n[http]\nurl = "x"\n',
+            "http",
+            "only applies to protocol 'http'",
+        ),
+        ('protocol = "http"\n', "http", "needs an [http] table"),
+        ('protocol = "gemini"\napi_key_env = "K"\n', "model", "needs a model"),
+        (
+            'protocol = "anthropic"\nmodel = "m"\nstructured_output = "json_schema"\n',
+            "structured_output",
+            "not available for protocol 'anthropic'",
+        ),
+    ],
+)
+def test_invalid_profiles_are_data_errors(tmp_path: Path, text: str, field: str, message: str) -> None:
+    path = write(tmp_path, "p.toml", text)
+    with pytest.raises(DataError) as caught:
+        load_profile(path)
+    assert str(path) in caught.value.where
+    assert message in caught.value.problem
+
+
+def test_toml_syntax_error_names_the_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "p.toml", 'protocol = "openai"\nmodel = \n')
+    with pytest.raises(DataError) as caught:
+        load_profile(path)
+    assert caught.value.where == f"{path}:2"
+
+
+def test_duplicate_names_are_refused(tmp_path: Path) -> None:
+    write(tmp_path, "a.toml", 'name = "same"\nprotocol = "anthropic"\nmodel = "m"\n')
+    write(tmp_path, "b.toml", 'name = "same"\nprotocol = "anthropic"\nmodel = "m"\n')
+    with pytest.raises(DataError, match="already used"):
+        load_profiles(tmp_path)
+
+
+def test_the_offline_name_is_reserved(tmp_path: Path) -> None:
+    write(tmp_path, "offline.toml", 'protocol = "anthropic"\nmodel = "m"\n')
+    with pytest.raises(DataError, match="reserved"):
+        load_profiles(tmp_path)
+
+
+def test_resolve_ref_by_name_and_with_a_model_override() -> None:
+    openai = make_profile("openrouter", "openai", "https://openrouter.ai/api/v1", model="gpt-4o")
+    profiles = {"openrouter": openai, "offline": OFFLINE}
+    assert resolve_ref("openrouter", profiles) == (openai, "gpt-4o")
+    assert resolve_ref("openrouter/meta-llama/llama-3.1-70b", profiles) == (
+        openai,
+        "meta-llama/llama-3.1-70b",
+    )
+    assert resolve_ref("offline/best-practice", profiles) == (OFFLINE, "best-practice")
+
+
+def test_unknown_ref_lists_the_known_profiles() -> None:
+    profiles = {"openai": make_profile("openai", "openai", ""), "offline": OFFLINE}
+    with pytest.raises(ConfigError, match="known profiles: offline, openai"):
+        resolve_ref("meta-llama/llama-3", profiles)
+    with pytest.raises(ConfigError):
+        resolve_ref("openai/", profiles)
+
+
+def test_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    profile = make_profile("p", "openai", "", api_key_env="NOT_SET_ANYWHERE")
+    assert missing_key(profile) == "NOT_SET_ANYWHERE"
+    assert missing_key(make_profile("q", "openai", "")) is None  # KEY_ENV is set
+    assert missing_key(OFFLINE) is None
+    bot = make_profile(
+        "bot",
+        "http",
+        "",
+        http={"url": "https://x/${BOT_HOST_PATH}", "headers": {"A": "${BOT_TOKEN}"}},
+    )
+    monkeypatch.setenv("BOT_HOST_PATH", "chat")
+    assert missing_key(bot) == "BOT_TOKEN"
+
+
+def test_dotenv_is_read_but_never_overrides_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / ".env").write_text(f"{KEY_ENV}=from-dotenv-file\nONLY_IN_DOTENV=dotenv-value-1\n")
+    monkeypatch.chdir(tmp_path)
+    assert env_value(KEY_ENV) == "sk-test-key-0123456789"  # the real variable wins
+    assert env_value("ONLY_IN_DOTENV") == "dotenv-value-1"
+    assert missing_key(make_profile("p", "openai", "", api_key_env="ONLY_IN_DOTENV")) is None
+    monkeypatch.delenv(KEY_ENV)
+    assert env_value(KEY_ENV) == "from-dotenv-file"

@@ -1,0 +1,225 @@
+"""Google Gemini: `POST {base_url}/v1beta/models/{model}:generateContent`.
+
+The key goes in the `x-goog-api-key` header (never in the URL, where it would end up in
+logs). System messages become `systemInstruction`; the assistant's turns have role
+`model`. Generic parameters are translated into `generationConfig` (`max_tokens` →
+`maxOutputTokens`, `top_p` → `topP`, `stop` → `stopSequences`, `seed`, `temperature`);
+anything else passes into `generationConfig` verbatim, so native keys
+(`thinkingConfig`, ...) can be set in the profile.
+
+Structured output: `json_schema` sets `responseMimeType: application/json` with the
+schema in `responseJsonSchema` (or `responseSchema`, per the profile's `[gemini]`
+table); `json_object` sets only the MIME type and adds instructions; `prompt` adds
+instructions. A blocked prompt or a candidate without text (safety, recitation, ...) is a
+`BadResponseError` naming the reason; a refusal written as text is an ordinary reply.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+import msgspec
+
+from vera.clients._structured import extract_json, merge_params, with_instructions
+from vera.clients._transport import decode, encode, profile_headers, send
+from vera.clients.base import CallContext
+from vera.errors import BadResponseError
+from vera.profiles import GeminiOptions, Profile, StructuredOutput
+from vera.records import Completion, Message, Usage
+
+_CONFIG_NAMES = {
+    "temperature": "temperature",
+    "top_p": "topP",
+    "top_k": "topK",
+    "max_tokens": "maxOutputTokens",
+    "max_completion_tokens": "maxOutputTokens",
+    "max_output_tokens": "maxOutputTokens",
+    "seed": "seed",
+    "presence_penalty": "presencePenalty",
+    "frequency_penalty": "frequencyPenalty",
+}
+_FILTERED = ("SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "LANGUAGE")
+
+
+class _Part(msgspec.Struct):
+    text: str | None = None
+    thought: bool | None = None
+
+
+class _Content(msgspec.Struct):
+    parts: list[_Part] = []
+
+
+class _Candidate(msgspec.Struct, rename="camel"):
+    content: _Content | None = None
+    finish_reason: str | None = None
+
+
+class _Feedback(msgspec.Struct, rename="camel"):
+    block_reason: str | None = None
+
+
+class _UsageMetadata(msgspec.Struct, rename="camel"):
+    prompt_token_count: int | None = 0
+    candidates_token_count: int | None = 0
+    thoughts_token_count: int | None = 0
+    cached_content_token_count: int | None = 0
+
+
+class _Response(msgspec.Struct, rename="camel"):
+    candidates: list[_Candidate] = []
+    prompt_feedback: _Feedback | None = None
+    usage_metadata: _UsageMetadata | None = None
+    response_id: str | None = None
+    model_version: str | None = None
+
+
+class GeminiClient:
+    """A `ChatClient` for the Gemini API's `generateContent`."""
+
+    __slots__ = (
+        "_headers",
+        "_options",
+        "_params",
+        "_session",
+        "_structured",
+        "_url",
+        "model",
+        "name",
+    )
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        *,
+        name: str,
+        model: str,
+        url: str,
+        headers: dict[str, str],
+        params: dict[str, Any] | None = None,
+        structured: StructuredOutput = "json_schema",
+        options: GeminiOptions | None = None,
+    ) -> None:
+        self.name = name
+        self.model = model
+        self._session = session
+        self._url = url
+        self._headers = headers
+        self._params = dict(params or {})
+        self._structured = structured
+        self._options = options or GeminiOptions()
+
+    @classmethod
+    def from_profile(
+        cls, session: aiohttp.ClientSession, profile: Profile, model: str, key: str | None
+    ) -> GeminiClient:
+        """Build the client a `gemini` profile describes."""
+        headers = profile_headers(profile)
+        if key:
+            headers["x-goog-api-key"] = key
+        model_id = model.removeprefix("models/")
+        return cls(
+            session,
+            name=profile.name,
+            model=model_id,
+            url=f"{profile.endpoint}/v1beta/models/{quote(model_id, safe='')}:generateContent",
+            headers=headers,
+            params=profile.params,
+            structured=profile.structured,
+            options=profile.gemini,
+        )
+
+    def __repr__(self) -> str:
+        return f"GeminiClient(name={self.name!r}, model={self.model!r}, url={self._url!r})"
+
+    async def chat(
+        self,
+        messages: list[Message],
+        *,
+        params: dict[str, Any] | None = None,
+        schema: dict[str, Any] | None = None,
+        cache_prefix: int = 0,
+        context: CallContext | None = None,
+    ) -> Completion:
+        """One generateContent call. Gemini caches shared prefixes implicitly, so
+        `cache_prefix` needs no marking; hits come back as `cachedContentTokenCount`."""
+        body = self.request_body(messages, params, schema)
+        raw = await send(self._session, self._url, encode(body), headers=self._headers, provider=self.name)
+        return self.parse(raw, structured=schema is not None)
+
+    def request_body(
+        self,
+        messages: list[Message],
+        params: dict[str, Any] | None,
+        schema: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        mode = self._structured if schema is not None else "none"
+        if schema is not None and mode in ("json_object", "prompt"):
+            messages = with_instructions(messages, schema)
+        system = [{"text": m.content} for m in messages if m.role == "system"]
+        contents = [
+            {"role": "model" if m.role == "assistant" else "user", "parts": [{"text": m.content}]}
+            for m in messages
+            if m.role != "system"
+        ]
+        config: dict[str, Any] = {}
+        for key, value in merge_params(self._params, params).items():
+            if key == "stop":
+                config["stopSequences"] = [value] if isinstance(value, str) else value
+            else:
+                config[_CONFIG_NAMES.get(key, key)] = value
+        if schema is not None and mode in ("json_schema", "json_object"):
+            config["responseMimeType"] = "application/json"
+            if mode == "json_schema":
+                config[self._options.schema_field] = schema
+        body: dict[str, Any] = {"contents": contents}
+        if system:
+            body["systemInstruction"] = {"parts": system}
+        if config:
+            body["generationConfig"] = config
+        if self._options.safety_settings:
+            body["safetySettings"] = self._options.safety_settings
+        return body
+
+    def parse(self, raw: bytes, *, structured: bool) -> Completion:
+        response = decode(raw, _Response, self.name)
+        if not response.candidates:
+            feedback = response.prompt_feedback
+            reason = feedback.block_reason if feedback else None
+            why = f"prompt blocked (blockReason={reason})" if reason else "response has no candidates"
+            raise BadResponseError(self.name, why)
+        candidate = response.candidates[0]
+        finish = candidate.finish_reason or "STOP"
+        parts = candidate.content.parts if candidate.content else []
+        text = "".join(p.text for p in parts if p.text and not p.thought)
+        if not text:
+            raise BadResponseError(self.name, f"candidate has no text (finishReason={finish})")
+        return Completion(
+            text=text,
+            parsed=extract_json(text) if structured else None,
+            usage=_usage(response.usage_metadata),
+            finish_reason=_finish(finish),
+            raw_id=response.response_id,
+            model=response.model_version or self.model,
+        )
+
+
+def _finish(reason: str) -> str:
+    if reason == "STOP":
+        return "stop"
+    if reason == "MAX_TOKENS":
+        return "length"
+    return "filtered" if reason in _FILTERED else reason.lower()
+
+
+def _usage(meta: _UsageMetadata | None) -> Usage:
+    """Thinking tokens are billed as output, so they count as output here."""
+    if meta is None:
+        return Usage()
+    return Usage(
+        input_tokens=meta.prompt_token_count or 0,
+        output_tokens=(meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0),
+        cached_input_tokens=meta.cached_content_token_count or 0,
+    )

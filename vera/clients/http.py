@@ -1,0 +1,196 @@
+"""A user's own chatbot behind HTTP, described by a request template in its profile.
+
+This is how a company evaluates its product rather than a raw model: vera sends what the
+product's API expects and reads the reply text from where the product puts it.
+
+    [http]
+    url = "https://bot.example.com/api/sessions/{{session_id}}/reply"
+    headers = { Authorization = "Bearer ${MY_BOT_TOKEN}" }
+    body = { history = "{{messages}}", message = "{{last_message}}", session = "{{session_id}}" }
+    response_path = "reply.text"
+
+- `"{{messages}}"` (a whole string value) becomes the history: a list of
+  `{role, content}` turns with the role names and keys of `[http.roles]`;
+- `{{last_message}}` and `{{session_id}}` are replaced inside any string (and the URL);
+  the session id is `CallContext.conversation_id`, one per simulated conversation;
+- `${VAR}` anywhere in the URL, headers or body is read from the environment once, when
+  the client is built, and is redacted from every error.
+
+There is no structured output: a chatbot is never the judge or the user-agent.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+import orjson
+
+from vera.clients._transport import encode, profile_headers, send, snippet
+from vera.clients.base import CallContext
+from vera.errors import BadResponseError, ConfigError
+from vera.profiles import HttpOptions, Profile, expand_env
+from vera.records import Completion, Message, Usage
+
+MESSAGES = "{{messages}}"
+LAST_MESSAGE = "{{last_message}}"
+SESSION_ID = "{{session_id}}"
+_PLACEHOLDER = re.compile(r"\{\{(?:last_message|session_id)\}\}")
+
+
+class HttpChatbotClient:
+    """A `ChatClient` for a chatbot endpoint described by an `[http]` profile table."""
+
+    __slots__ = (
+        "_body",
+        "_headers",
+        "_method",
+        "_options",
+        "_session",
+        "_url",
+        "model",
+        "name",
+    )
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        *,
+        name: str,
+        model: str,
+        options: HttpOptions,
+        headers: dict[str, str],
+        url: str,
+        body: dict[str, Any],
+    ) -> None:
+        self.name = name
+        self.model = model
+        self._session = session
+        self._options = options
+        self._method = options.method
+        self._headers = headers
+        self._url = url
+        self._body = body
+
+    @classmethod
+    def from_profile(
+        cls, session: aiohttp.ClientSession, profile: Profile, model: str, key: str | None
+    ) -> HttpChatbotClient:
+        """Build the client an `http` profile describes (env references expanded now)."""
+        options = profile.http
+        if options is None:
+            raise ConfigError(f"profile {profile.name!r}: protocol 'http' needs an [http] table")
+        headers = profile_headers(profile)
+        for header, value in options.headers.items():
+            headers[header] = expand_env(value, profile.name)
+        return cls(
+            session,
+            name=profile.name,
+            model=model or profile.name,
+            options=options,
+            headers=headers,
+            url=expand_env(options.url, profile.name),
+            body=_expand(options.body, profile.name),
+        )
+
+    def __repr__(self) -> str:
+        return f"HttpChatbotClient(name={self.name!r}, method={self._method!r})"
+
+    async def chat(
+        self,
+        messages: list[Message],
+        *,
+        params: dict[str, Any] | None = None,
+        schema: dict[str, Any] | None = None,
+        cache_prefix: int = 0,
+        context: CallContext | None = None,
+    ) -> Completion:
+        """Send the conversation so far; the reply is the text at `response_path`.
+        `params` are ignored: a product chooses its own sampling."""
+        if schema is not None:
+            raise ConfigError(
+                f"profile {self.name!r}: protocol 'http' has no structured output; "
+                "use it as the chatbot under test, not as a judge or user-agent"
+            )
+        session_id = context.conversation_id if context is not None else ""
+        body = self.request_body(messages, session_id)
+        url = self._url.replace(SESSION_ID, quote(session_id, safe=""))
+        raw = await send(
+            self._session,
+            url,
+            encode(body),
+            headers=self._headers,
+            provider=self.name,
+            method=self._method,
+        )
+        return Completion(text=self.reply_text(raw), usage=Usage(), model=self.model)
+
+    def request_body(self, messages: list[Message], session_id: str) -> Any:
+        roles = self._options.roles
+        names = {"user": roles.user, "assistant": roles.assistant, "system": roles.system}
+        history = [
+            {roles.role_key: names[m.role], roles.content_key: m.content} for m in messages if names[m.role]
+        ]
+        last = next((m.content for m in reversed(messages) if m.role == "user"), "")
+        return _render(self._body, history, last, session_id)
+
+    def reply_text(self, raw: bytes) -> str:
+        path = self._options.response_path
+        if not path:
+            text = raw.decode("utf-8", "replace").strip()
+        else:
+            try:
+                data = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                raise BadResponseError(self.name, f"reply is not JSON: {snippet(raw)}") from None
+            value = lookup(data, path)
+            if value is None or isinstance(value, dict | list | bool):
+                raise BadResponseError(self.name, f"no text at response_path {path!r} in {snippet(raw)}")
+            text = str(value)
+        if not text:
+            raise BadResponseError(self.name, "empty reply")
+        return text
+
+
+def lookup(data: Any, path: str) -> Any:
+    """The value at a dotted path (`reply.text`, `choices.0.message.content`,
+    `messages.-1.text`), or None where the path does not exist."""
+    for part in path.split("."):
+        if isinstance(data, list):
+            try:
+                data = data[int(part)]
+            except (ValueError, IndexError):
+                return None
+        elif isinstance(data, dict) and part in data:
+            data = data[part]
+        else:
+            return None
+    return data
+
+
+def _render(value: Any, history: list[dict[str, str]], last: str, session_id: str) -> Any:
+    if isinstance(value, str):
+        if value == MESSAGES:
+            return history
+        if "{{" in value:
+            # One pass, so a user message that happens to contain a placeholder stays as is.
+            values = {LAST_MESSAGE: last, SESSION_ID: session_id}
+            return _PLACEHOLDER.sub(lambda m: values[m.group(0)], value)
+        return value
+    if isinstance(value, dict):
+        return {k: _render(v, history, last, session_id) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_render(v, history, last, session_id) for v in value]
+    return value
+
+
+def _expand(value: Any, profile: str) -> Any:
+    if isinstance(value, str):
+        return expand_env(value, profile)
+    if isinstance(value, dict):
+        return {k: _expand(v, profile) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand(v, profile) for v in value]
+    return value

@@ -1,0 +1,218 @@
+"""OpenAI Chat Completions, and every server that speaks it.
+
+`POST {base_url}/chat/completions` with `Authorization: Bearer KEY` covers OpenAI and
+the OpenAI-compatible servers (vLLM, Ollama, llama.cpp, OpenRouter, Together, Groq,
+LiteLLM). Azure OpenAI's variant (`azure_openai` profiles) puts the deployment in the
+path, the API version in the query and the key in an `api-key` header.
+
+Structured output, by the profile's `structured_output`:
+- `json_schema`: `response_format: {type: json_schema, json_schema: {name, schema, strict}}`
+- `json_object`: `response_format: {type: json_object}` plus the schema as instructions
+  (the API insists the word JSON appears in the messages)
+- `prompt`: instructions only; `none`: nothing asked. The reply is always read leniently.
+
+Parameters pass through as given (`max_tokens` or `max_completion_tokens`, `seed`,
+`temperature`, ...), so whatever a server accepts can be set in the profile.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+import msgspec
+
+from vera.clients._structured import extract_json, merge_params, schema_name, with_instructions
+from vera.clients._transport import decode, encode, profile_headers, send
+from vera.clients.base import CallContext
+from vera.errors import BadResponseError
+from vera.profiles import AzureOptions, Profile, StructuredOutput
+from vera.records import Completion, Message, Usage
+
+_FINISH = {"stop": "stop", "length": "length", "content_filter": "filtered", "tool_calls": "tool"}
+
+
+class _PromptDetails(msgspec.Struct):
+    cached_tokens: int | None = 0
+
+
+class _Usage(msgspec.Struct):
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
+    prompt_tokens_details: _PromptDetails | None = None
+
+
+class _Message(msgspec.Struct):
+    content: str | list[dict[str, Any]] | None = None
+    refusal: str | None = None
+
+
+class _Choice(msgspec.Struct):
+    message: _Message | None = None
+    finish_reason: str | None = None
+
+
+class _Response(msgspec.Struct):
+    choices: list[_Choice] = []
+    usage: _Usage | None = None
+    id: str | None = None
+    model: str | None = None
+
+
+class OpenAIClient:
+    """A `ChatClient` for Chat Completions endpoints.
+
+    >>> client = OpenAIClient.from_profile(session, profile, "gpt-4o-mini", key)  # doctest: +SKIP
+    >>> await client.chat([Message("user", "Hello")], params={"temperature": 0})  # doctest: +SKIP
+    Completion(text='Hi! How can I help?', ...)
+    """
+
+    __slots__ = (
+        "_headers",
+        "_params",
+        "_send_model",
+        "_session",
+        "_structured",
+        "_url",
+        "model",
+        "name",
+    )
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        *,
+        name: str,
+        model: str,
+        url: str,
+        headers: dict[str, str],
+        params: dict[str, Any] | None = None,
+        structured: StructuredOutput = "json_schema",
+        send_model: bool = True,
+    ) -> None:
+        self.name = name
+        self.model = model
+        self._session = session
+        self._url = url
+        self._headers = headers
+        self._params = dict(params or {})
+        self._structured = structured
+        self._send_model = send_model
+
+    @classmethod
+    def from_profile(
+        cls, session: aiohttp.ClientSession, profile: Profile, model: str, key: str | None
+    ) -> OpenAIClient:
+        """Build the client an `openai` or `azure_openai` profile describes."""
+        headers = profile_headers(profile)
+        if profile.protocol == "azure_openai":
+            azure = profile.azure or AzureOptions()
+            # The deployment names the model on Azure; a `profile/model` ref names another.
+            deployment = azure.deployment if azure.deployment and model == profile.model else model
+            url = (
+                f"{profile.endpoint}/openai/deployments/{quote(deployment, safe='')}"
+                f"/chat/completions?api-version={quote(azure.api_version, safe='')}"
+            )
+            if key:
+                headers["api-key"] = key
+        else:
+            url = f"{profile.endpoint}/chat/completions"
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
+        return cls(
+            session,
+            name=profile.name,
+            model=model,
+            url=url,
+            headers=headers,
+            params=profile.params,
+            structured=profile.structured,
+            send_model=profile.protocol != "azure_openai",
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAIClient(name={self.name!r}, model={self.model!r}, url={self._url!r})"
+
+    async def chat(
+        self,
+        messages: list[Message],
+        *,
+        params: dict[str, Any] | None = None,
+        schema: dict[str, Any] | None = None,
+        cache_prefix: int = 0,
+        context: CallContext | None = None,
+    ) -> Completion:
+        """One Chat Completions call. `cache_prefix` needs nothing here: OpenAI caches
+        identical prefixes automatically, and reports the hits as cached tokens."""
+        body = self.request_body(messages, params, schema)
+        raw = await send(self._session, self._url, encode(body), headers=self._headers, provider=self.name)
+        return self.parse(raw, structured=schema is not None)
+
+    def request_body(
+        self,
+        messages: list[Message],
+        params: dict[str, Any] | None,
+        schema: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        mode = self._structured if schema is not None else "none"
+        if schema is not None and mode in ("json_object", "prompt"):
+            messages = with_instructions(messages, schema)
+        body: dict[str, Any] = {"model": self.model} if self._send_model else {}
+        # Message structs encode as {"role", "content"} objects: no per-call dict building.
+        body["messages"] = messages
+        body.update(merge_params(self._params, params))
+        if schema is not None and mode == "json_schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema_name(schema), "schema": schema, "strict": True},
+            }
+        elif schema is not None and mode == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        return body
+
+    def parse(self, raw: bytes, *, structured: bool) -> Completion:
+        response = decode(raw, _Response, self.name)
+        if not response.choices or response.choices[0].message is None:
+            raise BadResponseError(self.name, "response has no choices")
+        choice = response.choices[0]
+        message = choice.message
+        assert message is not None
+        finish = choice.finish_reason or "stop"
+        usage = _usage(response.usage)
+        text = _text(message.content)
+        if not text:
+            if message.refusal:
+                return Completion(
+                    text=message.refusal,
+                    usage=usage,
+                    finish_reason="refusal",
+                    raw_id=response.id,
+                    model=response.model or self.model,
+                )
+            raise BadResponseError(self.name, f"empty content (finish_reason={finish})")
+        return Completion(
+            text=text,
+            parsed=extract_json(text) if structured else None,
+            usage=usage,
+            finish_reason=_FINISH.get(finish, finish),
+            raw_id=response.id,
+            model=response.model or self.model,
+        )
+
+
+def _text(content: str | list[dict[str, Any]] | None) -> str:
+    if isinstance(content, list):  # some compatible servers answer with content parts
+        return "".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
+    return content or ""
+
+
+def _usage(usage: _Usage | None) -> Usage:
+    if usage is None:
+        return Usage()
+    details = usage.prompt_tokens_details
+    return Usage(
+        input_tokens=usage.prompt_tokens or 0,
+        output_tokens=usage.completion_tokens or 0,
+        cached_input_tokens=(details.cached_tokens or 0) if details else 0,
+    )

@@ -1,0 +1,198 @@
+"""The client pool: one aiohttp session, one `Account` per provider account, one
+`LimitedClient` per model reference and role.
+
+    async with ClientPool(profiles, on_call=store.record_call) as pool:
+        chatbot = pool.client("openai/gpt-4o", "chatbot")
+        judge = pool.client("anthropic", "judge")
+        completion = await chatbot.chat([Message("user", "hello")])
+
+Profiles that reach the same base URL with the same key share one Account, whatever
+their model or role, so a judge and a user-agent on one OpenAI key share its limits. When
+such profiles give different limits, the strictest applies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from vera.clients.anthropic import AnthropicClient
+from vera.clients.base import ChatClient
+from vera.clients.gemini import GeminiClient
+from vera.clients.http import HttpChatbotClient
+from vera.clients.openai import OpenAIClient
+from vera.errors import ConfigError
+from vera.limits import DEFAULT_OUTPUT_ESTIMATE, Account, LimitedClient, Prices, RetryPolicy
+from vera.profiles import Profile, api_key, missing_key, resolve_ref
+from vera.records import CallRecord, ModelSpec, Role
+
+
+class _ClientFactory(Protocol):
+    def from_profile(
+        self, session: aiohttp.ClientSession, profile: Profile, model: str, key: str | None
+    ) -> ChatClient: ...
+
+
+PROTOCOLS: dict[str, _ClientFactory] = {
+    "openai": OpenAIClient,
+    "azure_openai": OpenAIClient,
+    "anthropic": AnthropicClient,
+    "gemini": GeminiClient,
+    "http": HttpChatbotClient,
+}
+
+
+class ClientPool:
+    """Owns the HTTP session and builds (and caches) the limited client for a reference.
+
+    `connection_limit` caps open connections over all hosts (0 = no cap; the accounts'
+    `max_in_flight` is the real limit). `retry_base_delay` / `retry_max_delay` shape the
+    backoff of every client (tests make them small).
+    """
+
+    def __init__(
+        self,
+        profiles: Mapping[str, Profile],
+        *,
+        on_call: Callable[[CallRecord], object] | None = None,
+        connection_limit: int = 0,
+        retry_base_delay: float = 1.0,
+        retry_max_delay: float = 60.0,
+    ) -> None:
+        self.profiles = dict(profiles)
+        self._on_call = on_call
+        self._connection_limit = connection_limit
+        self._retry = (retry_base_delay, retry_max_delay)
+        self._session: aiohttp.ClientSession | None = None
+        self._clients: dict[tuple[str, str], LimitedClient] = {}
+        self._accounts: dict[tuple[str, str], Account] = {}
+
+    async def __aenter__(self) -> ClientPool:
+        connector = aiohttp.TCPConnector(
+            limit=self._connection_limit,
+            limit_per_host=0,
+            ttl_dns_cache=300,
+            force_close=False,
+        )
+        # No session-wide timeout: each call is bounded by its profile's timeout_s.
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    @property
+    def accounts(self) -> list[Account]:
+        """Every account in use, for a progress display."""
+        return list(self._accounts.values())
+
+    def spec(self, ref: str) -> ModelSpec:
+        """What a reference resolves to, for the run manifest (no secrets)."""
+        profile, model = resolve_ref(ref, self.profiles)
+        return ModelSpec(
+            ref=ref,
+            provider=profile.name,
+            protocol=profile.protocol,
+            model=model or profile.name,  # an http chatbot is named by its profile
+            params=dict(profile.params),
+        )
+
+    def client(self, ref: str, role: Role = "chatbot") -> ChatClient:
+        """The limited client for `ref` (`profile` or `profile/model`) in `role`.
+
+        Raises ConfigError for an unknown reference or a missing key (naming the profile
+        and the variable)."""
+        cached = self._clients.get((ref, role))
+        if cached is not None:
+            return cached
+        if self._session is None:
+            raise RuntimeError("ClientPool is not open: use `async with ClientPool(...)`")
+        profile, model = resolve_ref(ref, self.profiles)
+        inner: ChatClient
+        if profile.protocol == "offline":
+            from vera.offline import make_offline_client  # the offline stand-ins are optional
+
+            inner = make_offline_client(model, profile.name)
+            account = self._account(("offline", ""), "offline", [profile])
+        else:
+            if (var := missing_key(profile)) is not None:
+                raise ConfigError(
+                    f"profile {profile.name!r}: environment variable {var} is not set "
+                    "(export it or put it in .env)"
+                )
+            key = api_key(profile)
+            inner = PROTOCOLS[profile.protocol].from_profile(self._session, profile, model, key)
+            identity = _identity(profile, key)
+            account = self._account(identity, _label(profile), self._sharing(identity))
+        client = LimitedClient(
+            inner,
+            account,
+            RetryPolicy(profile.max_retries, base_delay=self._retry[0], max_delay=self._retry[1]),
+            provider=profile.name,
+            timeout_s=profile.timeout_s,
+            prices=Prices(
+                profile.price_input_per_mtok,
+                profile.price_output_per_mtok,
+                profile.price_cached_input_per_mtok,
+            ),
+            on_call=self._on_call,
+            role=role,
+            output_estimate=_max_output(profile.params),
+        )
+        self._clients[(ref, role)] = client
+        return client
+
+    def _account(self, identity: tuple[str, str], label: str, profiles: list[Profile]) -> Account:
+        account = self._accounts.get(identity)
+        if account is None:
+            account = Account(
+                label,
+                rpm=_strictest(p.rpm for p in profiles),
+                tpm=_strictest(p.tpm for p in profiles),
+                max_in_flight=_strictest(p.max_in_flight for p in profiles),
+            )
+            self._accounts[identity] = account
+        return account
+
+    def _sharing(self, identity: tuple[str, str]) -> list[Profile]:
+        """Every profile whose key is available and that reaches the same account."""
+        return [
+            p
+            for p in self.profiles.values()
+            if p.protocol != "offline" and missing_key(p) is None and _identity(p, api_key(p)) == identity
+        ]
+
+
+def _identity(profile: Profile, key: str | None) -> tuple[str, str]:
+    """(base URL, key fingerprint): the key itself is never kept as an identity."""
+    fingerprint = hashlib.sha256(key.encode()).hexdigest()[:16] if key else ""
+    return profile.endpoint, fingerprint
+
+
+def _label(profile: Profile) -> str:
+    host = urlsplit(profile.endpoint).netloc or profile.endpoint
+    return f"{host}[{profile.api_key_env}]" if profile.api_key_env else host
+
+
+def _strictest(values: Any) -> Any:
+    present = [v for v in values if v is not None]
+    return min(present) if present else None
+
+
+def _max_output(params: dict[str, Any]) -> int:
+    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+        if isinstance(params.get(key), int):
+            return int(params[key])
+    return DEFAULT_OUTPUT_ESTIMATE

@@ -1,0 +1,402 @@
+"""Provider profiles: one TOML file per model endpoint in `providers/`.
+
+A profile says how to reach a model (protocol, base URL, model id, the *name* of the
+environment variable holding the key), how hard it may be driven (requests and tokens
+per minute, calls in flight, timeout, retries) and what it costs. Roles (chatbot,
+user-agent, judge) are just uses of a profile, referenced as `name` or `name/model`.
+
+Keys are never stored in a profile: they are read from the environment (or a `.env` file
+in the working directory, which never overrides a real environment variable) when a
+client is built, remembered for redaction, and scrubbed from every error and record by
+`redact`.
+
+    profiles = load_profiles(Path("providers"))
+    profile, model = resolve_ref("openai/gpt-4o-mini", profiles)
+    if (var := missing_key(profile)) is not None:
+        print(f"skipping {profile.name}: {var} is not set")
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+from dotenv import dotenv_values
+
+from vera.errors import ConfigError, DataError
+
+ProtocolName = Literal["openai", "azure_openai", "anthropic", "gemini", "http", "offline"]
+StructuredOutput = Literal["json_schema", "json_object", "tool", "prompt", "none"]
+
+Positive = Annotated[float, msgspec.Meta(gt=0)]
+PositiveInt = Annotated[int, msgspec.Meta(gt=0)]
+NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+
+# Where each protocol lives when a profile gives no base_url.
+DEFAULT_BASE_URLS: dict[str, str] = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+    "gemini": "https://generativelanguage.googleapis.com",
+}
+
+# What `structured_output` means when a profile leaves it out, and what each protocol can do.
+DEFAULT_STRUCTURED: dict[str, StructuredOutput] = {
+    "openai": "json_schema",
+    "azure_openai": "json_schema",
+    "anthropic": "tool",
+    "gemini": "json_schema",
+    "http": "none",
+    "offline": "json_schema",
+}
+SUPPORTED_STRUCTURED: dict[str, frozenset[str]] = {
+    "openai": frozenset({"json_schema", "json_object", "prompt", "none"}),
+    "azure_openai": frozenset({"json_schema", "json_object", "prompt", "none"}),
+    "anthropic": frozenset({"tool", "prompt", "none"}),
+    "gemini": frozenset({"json_schema", "json_object", "prompt", "none"}),
+    "http": frozenset({"none"}),
+    "offline": frozenset({"json_schema", "json_object", "tool", "prompt", "none"}),
+}
+
+
+class AzureOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """`[azure]`: the deployment (defaults to the profile's model) and the API version."""
+
+    deployment: str = ""
+    api_version: str = "2024-10-21"
+
+
+class GeminiOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """`[gemini]`: which schema field to use and optional safety settings.
+
+    `responseJsonSchema` takes plain JSON Schema; older models only know `responseSchema`
+    (an OpenAPI subset). `safety_settings` is sent verbatim as `safetySettings`.
+    """
+
+    schema_field: Literal["responseJsonSchema", "responseSchema"] = "responseJsonSchema"
+    safety_settings: list[dict[str, str]] = msgspec.field(default_factory=list)
+
+
+class HttpRoles(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Names the chatbot's API uses for each side; an empty `system` drops system turns
+    (a product brings its own system prompt)."""
+
+    user: str = "user"
+    assistant: str = "assistant"
+    system: str = ""
+    role_key: str = "role"
+    content_key: str = "content"
+
+
+class HttpOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """`[http]`: a user's own chatbot endpoint, described by a request template.
+
+    `url`, header values and string values in `body` may reference environment variables
+    as `${VAR}`. In `body`, the string `"{{messages}}"` becomes the history as a list of
+    `{role, content}` turns, and `{{last_message}}` / `{{session_id}}` are replaced inside
+    strings. `response_path` is a dotted path to the reply text (`reply.text`,
+    `choices.0.message.content`); empty means the whole response body is the reply.
+    """
+
+    url: str
+    method: Literal["POST", "PUT", "PATCH"] = "POST"
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+    body: dict[str, Any] = msgspec.field(default_factory=lambda: {"messages": "{{messages}}"})
+    response_path: str = ""
+    roles: HttpRoles = msgspec.field(default_factory=HttpRoles)
+
+
+class Profile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One model endpoint as described by `providers/<name>.toml`.
+
+    Limits left out (`rpm`, `tpm`, `max_in_flight`) are not enforced. Prices are US
+    dollars per million tokens; `price_cached_input_per_mtok` defaults to the input price.
+    `in_all = false` keeps a profile (a local server that may not be running) out of
+    `PROVIDERS=all`; it can still be named explicitly.
+    """
+
+    protocol: ProtocolName
+    name: str = ""
+    description: str = ""
+    in_all: bool = True
+    base_url: str = ""
+    model: str = ""
+    api_key_env: str = ""
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+    rpm: Positive | None = None
+    tpm: Positive | None = None
+    max_in_flight: PositiveInt | None = None
+    timeout_s: Positive = 120.0
+    max_retries: Annotated[int, msgspec.Meta(ge=0)] = 6
+    price_input_per_mtok: NonNegative = 0.0
+    price_output_per_mtok: NonNegative = 0.0
+    price_cached_input_per_mtok: NonNegative | None = None
+    params: dict[str, Any] = msgspec.field(default_factory=dict)
+    structured_output: StructuredOutput | None = None
+    azure: AzureOptions | None = None
+    gemini: GeminiOptions | None = None
+    http: HttpOptions | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """The base URL in use (the protocol default when the profile gives none)."""
+        if self.protocol == "http" and self.http is not None and not self.base_url:
+            return self.http.url
+        return (self.base_url or DEFAULT_BASE_URLS.get(self.protocol, "")).rstrip("/")
+
+    @property
+    def structured(self) -> StructuredOutput:
+        """The structured-output mechanism in effect."""
+        return self.structured_output or DEFAULT_STRUCTURED[self.protocol]
+
+
+OFFLINE = Profile(
+    protocol="offline",
+    name="offline",
+    description="built-in stand-ins: offline/<model>",
+    in_all=False,
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Loading and validation
+# ---------------------------------------------------------------------------------------
+
+
+def load_profiles(directory: Path | str) -> dict[str, Profile]:
+    """Load every `*.toml` profile in `directory` (plus the built-in `offline`).
+
+    Raises `DataError` naming the file (and line, where it can be found) for unknown
+    keys, wrong types, protocol tables that do not fit, or duplicate names.
+    """
+    directory = Path(directory)
+    profiles: dict[str, Profile] = {OFFLINE.name: OFFLINE}
+    origin: dict[str, Path] = {}
+    for path in sorted(directory.glob("*.toml")) if directory.is_dir() else []:
+        profile = load_profile(path)
+        if profile.name == OFFLINE.name:
+            raise DataError(str(path), "the name 'offline' is reserved for the built-in stand-ins")
+        if profile.name in origin:
+            raise DataError(
+                str(path),
+                f"profile name {profile.name!r} is already used by {origin[profile.name]}",
+            )
+        origin[profile.name] = path
+        profiles[profile.name] = profile
+    return profiles
+
+
+def load_profile(path: Path) -> Profile:
+    """Load and check one profile file; its name is the file stem unless it sets `name`."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        profile = msgspec.toml.decode(text, type=Profile)
+    except msgspec.ValidationError as exc:
+        raise DataError(_where(path, text, str(exc)), str(exc)) from None
+    except msgspec.DecodeError as exc:
+        line = re.search(r"at line (\d+)", str(exc))
+        where = f"{path}:{line.group(1)}" if line else str(path)
+        raise DataError(where, f"not valid TOML: {exc}") from None
+    if not profile.name:
+        profile = msgspec.structs.replace(profile, name=path.stem)
+    problem = _check(profile)
+    if problem is not None:
+        field, message = problem
+        raise DataError(_where(path, text, f"`$.{field}`"), message)
+    return profile
+
+
+def _check(p: Profile) -> tuple[str, str] | None:
+    """Cross-field rules msgspec cannot express: (field, problem) or None."""
+    if "/" in p.name:
+        return "name", f"profile name {p.name!r} must not contain '/'"
+    tables = {"azure": "azure_openai", "gemini": "gemini", "http": "http"}
+    for table, protocol in tables.items():
+        if getattr(p, table) is not None and p.protocol != protocol:
+            return table, f"table [{table}] only applies to protocol {protocol!r}"
+    if p.protocol == "http" and p.http is None:
+        return "http", "protocol 'http' needs an [http] table with at least `url`"
+    if p.protocol == "azure_openai" and not p.base_url:
+        return "base_url", "protocol 'azure_openai' needs base_url (https://NAME.openai.azure.com)"
+    if p.protocol == "openai" and not p.base_url and not p.api_key_env:
+        return (
+            "api_key_env",
+            "the OpenAI API needs api_key_env (or set base_url for a local server)",
+        )
+    if p.protocol not in ("http", "offline") and not p.model:
+        return "model", f"protocol {p.protocol!r} needs a model"
+    if p.structured not in SUPPORTED_STRUCTURED[p.protocol]:
+        allowed = ", ".join(sorted(SUPPORTED_STRUCTURED[p.protocol]))
+        return (
+            "structured_output",
+            f"structured_output {p.structured!r} is not available for protocol "
+            f"{p.protocol!r} (one of: {allowed})",
+        )
+    return None
+
+
+_PATH_RE = re.compile(r"`\$\.([\w.\[\]]+)`")
+_UNKNOWN_RE = re.compile(r"unknown field `([^`]+)`")
+
+
+def _where(path: Path, text: str, message: str) -> str:
+    """`file:line` of the key a msgspec error points at, or `file` when it is not found.
+
+    tomllib keeps no positions, so this finds the key's line inside its table."""
+    keys: list[str] = []
+    if m := _PATH_RE.search(message):
+        keys = [k for k in re.split(r"[.\[\]]", m.group(1)) if k and not k.isdigit()]
+    if m := _UNKNOWN_RE.search(message):
+        keys.append(m.group(1))
+    if not keys:
+        return str(path)
+    table, key = ".".join(keys[:-1]), keys[-1]
+    key_re = re.compile(r"\s*[\"']?" + re.escape(key) + r"[\"']?\s*=")
+    current = ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            current = stripped.strip("[]").strip()
+            if current == ".".join(keys):
+                return f"{path}:{number}"
+        elif current == table and key_re.match(line):
+            return f"{path}:{number}"
+    return str(path)
+
+
+# ---------------------------------------------------------------------------------------
+# Model references
+# ---------------------------------------------------------------------------------------
+
+
+def resolve_ref(ref: str, profiles: Mapping[str, Profile]) -> tuple[Profile, str]:
+    """Turn `name` or `name/model` into (profile, model).
+
+    A model id may itself contain slashes (`openrouter/meta-llama/llama-3.1-70b`): the
+    reference is split at its first `/` only when the part before it is a profile name.
+
+    >>> resolve_ref("openai/gpt-4o-mini", profiles)  # doctest: +SKIP
+    (Profile(protocol='openai', name='openai', ...), 'gpt-4o-mini')
+    """
+    profile = profiles.get(ref)
+    if profile is not None:
+        return profile, profile.model
+    prefix, sep, model = ref.partition("/")
+    if sep and model and prefix in profiles:
+        return profiles[prefix], model
+    known = ", ".join(sorted(profiles)) or "(none)"
+    raise ConfigError(f"unknown model reference {ref!r}; known profiles: {known}")
+
+
+# ---------------------------------------------------------------------------------------
+# Keys and redaction
+# ---------------------------------------------------------------------------------------
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_SECRETS: set[str] = set()
+_dotenv_cache: dict[tuple[str, float], dict[str, str]] = {}
+
+
+def env_value(name: str) -> str | None:
+    """A variable from the environment, else from `./.env` (never overriding the former)."""
+    value = os.environ.get(name)
+    if value:
+        return value
+    return _dotenv().get(name) or None
+
+
+def _dotenv() -> dict[str, str]:
+    path = Path.cwd() / ".env"
+    try:
+        stamp = (str(path), path.stat().st_mtime)
+    except OSError:
+        return {}
+    if stamp not in _dotenv_cache:
+        _dotenv_cache[stamp] = {k: v for k, v in dotenv_values(path).items() if v is not None}
+    return _dotenv_cache[stamp]
+
+
+def env_refs(profile: Profile) -> list[str]:
+    """Every environment variable a profile needs: its key and any `${VAR}` it uses."""
+    names = [profile.api_key_env] if profile.api_key_env else []
+    texts = list(profile.headers.values())
+    if profile.http is not None:
+        texts += [profile.http.url, *profile.http.headers.values(), *_strings(profile.http.body)]
+    for text in texts:
+        names += [n for n in _ENV_REF.findall(text) if n not in names]
+    return names
+
+
+def missing_key(profile: Profile) -> str | None:
+    """The name of the first environment variable the profile needs but is not set."""
+    for name in env_refs(profile):
+        if env_value(name) is None:
+            return name
+    return None
+
+
+def skip_reason(profile: Profile) -> str | None:
+    """Why `PROVIDERS=all` leaves this profile out, or None when it can run."""
+    if not profile.in_all:
+        return "not part of PROVIDERS=all (in_all = false); name it to use it"
+    if (var := missing_key(profile)) is not None:
+        return f"environment variable {var} is not set"
+    return None
+
+
+def api_key(profile: Profile) -> str | None:
+    """The profile's key (None when it uses none), remembered for redaction."""
+    if not profile.api_key_env:
+        return None
+    value = env_value(profile.api_key_env)
+    if value is None:
+        raise ConfigError(
+            f"profile {profile.name!r}: environment variable {profile.api_key_env} is not set "
+            "(export it or put it in .env)"
+        )
+    remember_secret(value)
+    return value
+
+
+def expand_env(text: str, profile_name: str) -> str:
+    """Replace `${VAR}` with its value; every value substituted counts as a secret."""
+
+    def substitute(match: re.Match[str]) -> str:
+        value = env_value(match.group(1))
+        if value is None:
+            raise ConfigError(f"profile {profile_name!r}: environment variable {match.group(1)} is not set")
+        remember_secret(value)
+        return value
+
+    return _ENV_REF.sub(substitute, text)
+
+
+def remember_secret(value: str) -> None:
+    """Register a value that `redact` must scrub (too-short values would mangle text)."""
+    if len(value) >= 6:
+        _SECRETS.add(value)
+
+
+# Key shapes worth scrubbing even when they are not ours (a server echoing another key).
+_KEY_PATTERNS = re.compile(r"(?:sk-[A-Za-z0-9_\-*]{6,}|AIza[0-9A-Za-z_\-]{20,}|(?<=Bearer )[^\s\"',]+)")
+
+
+def redact(text: str, extra: Iterable[str] = ()) -> str:
+    """`text` with every known secret (and anything shaped like an API key) as `****`."""
+    for secret in (*_SECRETS, *extra):
+        if secret and secret in text:
+            text = text.replace(secret, "****")
+    return _KEY_PATTERNS.sub("****", text)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
