@@ -114,6 +114,9 @@ def _seeds(value: str | None, seed: int | None) -> list[int] | None:
 )
 @click.option("--user-agent", "user_agents", multiple=True, help="User-agent model ref (repeatable).")
 @click.option("--shard", help="Run only shard K of N (K/N) of the jobs, deterministically.")
+@click.option("--max-cost", type=float, help="Stop launching work before the accounted cost would pass this (USD).")
+@click.option("--no-cache", is_flag=True, help="Do not replay cached responses (they are still not paid twice within a run).")
+@click.option("--cache-dir", type=click.Path(file_okay=False), help="A response cache shared between runs.")
 @click.option("--quiet", is_flag=True, help="Do not print the card at the end.")
 def run(
     config_path: str | None,
@@ -128,9 +131,15 @@ def run(
     judges: tuple[str, ...],
     user_agents: tuple[str, ...],
     shard: str | None,
+    max_cost: float | None,
+    no_cache: bool,
+    cache_dir: str | None,
     quiet: bool,
 ) -> None:
-    """Simulate, judge and score: a complete evaluation into one run directory."""
+    """Simulate, judge and score: a complete evaluation into one run directory.
+
+    Rerunning the same command with the same --out (or --resume DIR) skips every job
+    already done. Ctrl-C stops gracefully; a second Ctrl-C exits at once."""
     from vera.runner import RunOptions, execute_run
 
     opts = RunOptions(
@@ -146,6 +155,9 @@ def run(
         user_agents=list(user_agents),
         shard=shard,
         judge=True,
+        cache=False if no_cache else None,
+        cache_dir=cache_dir,
+        max_cost=max_cost,
     )
     outcome = _run_async(execute_run(opts))
     _print_outcome(outcome, quiet=quiet)
@@ -199,19 +211,68 @@ def simulate(
 
 
 @main.command()
-@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.argument("run_dir", required=False, type=click.Path(file_okay=False, exists=True))
+@click.option("--transcripts", type=click.Path(exists=True), help="Import these transcripts (.txt / .jsonl file or folder) into a new run and judge them.")
+@click.option("--out", type=click.Path(file_okay=False), help="Run directory for imported transcripts.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Run config (rubric, judge prompts, providers) for imports.")
+@click.option("--personas", type=click.Path(dir_okay=False), help="Persona file giving imported conversations their risk level by name.")
 @click.option("--judge", "judges", multiple=True, help="Judge model ref (repeatable) instead of the run's.")
 @click.option("--instances", type=int, help="Judge instances per judge.")
 @click.option("--max-concurrency", type=int)
+@click.option("--max-cost", type=float, help="Budget in USD.")
+@click.option("--no-cache", is_flag=True)
 @click.option("--quiet", is_flag=True)
 def judge(
-    run_dir: str, judges: tuple[str, ...], instances: int | None, max_concurrency: int | None, quiet: bool
+    run_dir: str | None,
+    transcripts: str | None,
+    out: str | None,
+    config_path: str | None,
+    personas: str | None,
+    judges: tuple[str, ...],
+    instances: int | None,
+    max_concurrency: int | None,
+    max_cost: float | None,
+    no_cache: bool,
+    quiet: bool,
 ) -> None:
-    """Judge the conversations of a run directory that are not judged yet, then score."""
-    from vera.runner import judge_run
+    """Judge conversations that are not judged yet, then score.
 
-    outcome = _run_async(judge_run(Path(run_dir), list(judges), instances, max_concurrency))
+    Either RUN_DIR (e.g. after `vera simulate`, or with other judges), or
+    --transcripts PATH: conversations vera did not produce, in VERA-MH's text format
+    (`user:` / `chatbot:` blocks) or as JSON lines (see docs/transcripts.md)."""
+    from vera.runner import JudgeOptions, judge_run
+
+    if bool(run_dir) == bool(transcripts):
+        raise ConfigError("give either RUN_DIR or --transcripts PATH")
+    opts = JudgeOptions(
+        run_dir=run_dir,
+        transcripts=transcripts,
+        out=out,
+        config_path=config_path,
+        judges=list(judges),
+        instances=instances,
+        personas=personas,
+        max_concurrency=max_concurrency,
+        cache=False if no_cache else None,
+        max_cost=max_cost,
+    )
+    outcome = _run_async(judge_run(opts))
     _print_outcome(outcome, quiet=quiet)
+
+
+@main.command()
+@click.argument("out", type=click.Path(file_okay=False))
+@click.argument("shards", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True))
+def merge(out: str, shards: tuple[str, ...]) -> None:
+    """Combine shard run directories (`vera run --shard K/N`) into one run and score it.
+
+    The shards must belong to the same sweep (same inputs, models and settings)."""
+    from vera.merge import merge_runs
+
+    notes = merge_runs(Path(out), [Path(s) for s in shards])
+    for line in notes:
+        click.echo(line, err=True)
+    click.echo(f"merged {len(shards)} run(s) → {out}")
 
 
 @main.command()

@@ -53,6 +53,10 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     runs_dir: str = "runs"
     max_concurrency: int = 256
     persona_limit: int = 0  # 0 = every persona; otherwise the first N (quick trials)
+    cache: bool = True  # replay paid-for responses on reruns (never for offline stand-ins)
+    cache_dir: str = ""  # a shared cache folder; empty = the run directory
+    max_cost_usd: float = 0.0  # 0 = no budget; otherwise stop launching work before it
+    grace_s: float = 30.0  # after Ctrl-C/SIGTERM, how long in-flight work may finish
     conversation: ConversationConfig = msgspec.field(default_factory=ConversationConfig)
     judge: JudgeConfig = msgspec.field(default_factory=JudgeConfig)
     stats: StatsConfig = msgspec.field(default_factory=StatsConfig)
@@ -82,6 +86,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         for role in ("chatbots", "user_agents", "judges"):
             if not getattr(self, role):
                 problems.append(f"{role} must list at least one model")
+        if self.max_cost_usd < 0:
+            problems.append("max_cost_usd must not be negative")
         if not 0 < self.stats.confidence < 1:
             problems.append("stats.confidence must be between 0 and 1")
         if problems:
@@ -90,7 +96,7 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     def fingerprint(self) -> str:
         """A hash of everything that decides results (not where files are written)."""
         data = msgspec.to_builtins(self)
-        for key in ("base_dir", "runs_dir", "max_concurrency"):
+        for key in ("base_dir", "runs_dir", "max_concurrency", "cache", "cache_dir", "max_cost_usd", "grace_s"):
             data.pop(key, None)
         return hashlib.sha256(msgspec.json.encode(data, order="sorted")).hexdigest()
 

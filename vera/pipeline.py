@@ -124,7 +124,9 @@ class Sweep:
 
     @property
     def offline(self) -> bool:
-        return all(s.protocol == "offline" for s in (*self.chatbots, *self.user_agents, *self.judges))
+        """Any role played by a built-in stand-in: the numbers then describe the
+        stand-ins, not real models, and the card says so."""
+        return any(s.protocol == "offline" for s in (*self.chatbots, *self.user_agents, *self.judges))
 
     def judgement_id(self, conv_id: str, slot: JudgeSlot) -> str:
         i = self.inputs
@@ -169,22 +171,24 @@ def _builtins(obj: Any) -> dict[str, Any]:
     return msgspec.to_builtins(obj)
 
 
-def plan_sweep(inputs: Inputs, clients: Clients, *, shard: Shard | None = None) -> Sweep:
-    cfg = inputs.config
-    chatbots = [clients.spec(r) for r in cfg.chatbots]
-    user_agents = [clients.spec(r) for r in cfg.user_agents]
-    judges = [clients.spec(r) for r in cfg.judges]
+def check_judges(inputs: Inputs, judges: list[ModelSpec]) -> None:
+    """The lexical baseline judge can only answer the rubric it was written for."""
     for spec in judges:
-        if (
-            spec.protocol == "offline"
-            and spec.model == "lexical-judge"
-            and not lexical_judge.supports(inputs.rubric.key)
-        ):
+        lexical = spec.protocol == "offline" and spec.model == "lexical-judge"
+        if lexical and not lexical_judge.supports(inputs.rubric.key):
             raise ConfigError(
                 f"the offline lexical judge answers only the built-in rubric "
                 f"{lexical_judge.SUPPORTED_RUBRIC} 1.x, not {inputs.rubric.key} "
                 f"({inputs.rubric.path}); choose a model judge for this rubric"
             )
+
+
+def plan_sweep(inputs: Inputs, clients: Clients, *, shard: Shard | None = None) -> Sweep:
+    cfg = inputs.config
+    chatbots = [clients.spec(r) for r in cfg.chatbots]
+    user_agents = [clients.spec(r) for r in cfg.user_agents]
+    judges = [clients.spec(r) for r in cfg.judges]
+    check_judges(inputs, judges)
     jobs = conversation_jobs(
         chatbots=chatbots,
         user_agents=user_agents,
@@ -274,22 +278,55 @@ def failed_judgement(jid: str, conv_id: str, slot: JudgeSlot, exc: Exception) ->
     )
 
 
+class Budget:
+    """Stops new work before the accounted cost would pass a limit: a job is started only
+    if what is spent, plus the average cost of a finished job for every job in flight and
+    for the new one, stays within the limit."""
+
+    __slots__ = ("limit", "spent")
+
+    def __init__(self, limit: float, spent: Callable[[], float]) -> None:
+        self.limit = limit
+        self.spent = spent
+
+    def allows(self, started: int, finished: int) -> bool:
+        spent = self.spent()
+        average = spent / finished if finished else 0.0
+        return spent + average * (started - finished + 1) <= self.limit
+
+
 async def _workers(
-    n: int, items: list[Any], work: Callable[[Any], Any], result: SweepResult, should_stop: Callable[[], bool]
+    n: int,
+    items: list[Any],
+    work: Callable[[Any], Any],
+    result: SweepResult,
+    should_stop: Callable[[], str | None],
+    budget: Budget | None = None,
 ) -> None:
-    """`n` workers draining `items` in order; a fatal provider error (bad key, bad
-    request) stops new work everywhere instead of failing every remaining job."""
+    """`n` workers draining `items` in order. New work stops when `should_stop` gives a
+    reason (a signal), when the budget would be exceeded, or after a fatal provider error
+    (bad key, bad request) instead of failing every remaining job the same way."""
     queue: asyncio.Queue[Any] = asyncio.Queue()
     for item in items:
         queue.put_nowait(item)
+    counts = {"started": 0, "finished": 0}
 
     async def worker() -> None:
-        while not should_stop() and result.stopped is None:
+        while result.stopped is None:
+            reason = should_stop()
+            if reason:
+                result.stopped = reason
+                return
+            if budget is not None and not budget.allows(counts["started"], counts["finished"]):
+                result.stopped = f"budget: ${budget.spent():.2f} spent, limit ${budget.limit:.2f}"
+                return
             try:
                 item = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
+            counts["started"] += 1
             await work(item)
+            counts["finished"] += 1
 
     tasks = [asyncio.create_task(worker()) for _ in range(min(n, max(1, len(items))))]
     try:
@@ -306,13 +343,16 @@ async def run_sweep(
     *,
     max_concurrency: int,
     progress: Progress | None = None,
-    should_stop: Callable[[], bool] = lambda: False,
+    should_stop: Callable[[], str | None] = lambda: None,
+    budget: Budget | None = None,
+    result: SweepResult | None = None,
 ) -> SweepResult:
-    """Run every job not already complete in `store`. Returns counts of what happened."""
+    """Run every job not already complete in `store`; returns (and fills `result`, so a
+    caller that cancels the sweep still has the counts) what happened."""
     inputs = sweep.inputs
     settings = inputs.settings()
     progress = progress or NullProgress()
-    result = SweepResult()
+    result = result if result is not None else SweepResult()
     judging = Judging(sweep, store, clients, result, progress)
     started = time.perf_counter()
     progress.start(len(sweep.jobs), len(sweep.jobs) * len(sweep.slots))
@@ -341,7 +381,7 @@ async def run_sweep(
         await judging.conversation(conv)
 
     try:
-        await _workers(max_concurrency, sweep.jobs, conversation, result, should_stop)
+        await _workers(max_concurrency, sweep.jobs, conversation, result, should_stop, budget)
     finally:
         progress.stop()
     result.wall_s = time.perf_counter() - started
@@ -356,16 +396,18 @@ async def judge_conversations(
     *,
     max_concurrency: int,
     progress: Progress | None = None,
-    should_stop: Callable[[], bool] = lambda: False,
+    should_stop: Callable[[], str | None] = lambda: None,
+    budget: Budget | None = None,
+    result: SweepResult | None = None,
 ) -> SweepResult:
     """Judge existing conversations (a simulate-only run, or imported transcripts)."""
     progress = progress or NullProgress()
-    result = SweepResult()
+    result = result if result is not None else SweepResult()
     judging = Judging(sweep, store, clients, result, progress)
     started = time.perf_counter()
     progress.start(0, len(conversations) * len(sweep.slots))
     try:
-        await _workers(max_concurrency, conversations, judging.conversation, result, should_stop)
+        await _workers(max_concurrency, conversations, judging.conversation, result, should_stop, budget)
     finally:
         progress.stop()
     result.wall_s = time.perf_counter() - started

@@ -4,24 +4,47 @@ run the sweep on one event loop, score, and write the card.
 Input problems surface before any call is made. A resumed run must match the manifest
 already in its directory (same rubric, personas, prompts, models, settings): a
 difference is named and refused, because mixing them would pool incomparable scores.
+
+Stopping: the first Ctrl-C (or SIGTERM) stops launching new work and lets calls in
+flight finish for `grace_s` seconds before cancelling them; everything finished is
+already on disk and the message says how to resume. A second Ctrl-C exits at once
+(records are flushed as they are written, so resume still works).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from vera.cache import CACHE_FILE, CachedClient, ResponseCache
+from vera.clients.base import ChatClient
 from vera.clients.pool import ClientPool
 from vera.config import RunConfig, load_config
 from vera.errors import ConfigError, UserError
-from vera.pipeline import Inputs, Sweep, SweepResult, judge_conversations, new_run_dir, plan_sweep, run_sweep
+from vera.pipeline import (
+    Budget,
+    Inputs,
+    Sweep,
+    SweepResult,
+    check_judges,
+    judge_conversations,
+    new_run_dir,
+    plan_sweep,
+    run_sweep,
+)
 from vera.plan import Shard
-from vera.profiles import load_profiles, missing_key
+from vera.profiles import load_profiles, skip_reason
 from vera.progress import RunProgress
-from vera.records import RunManifest
+from vera.records import ModelSpec, Role, RunManifest
 from vera.report import score_run
 from vera.store import RunStore
 
@@ -41,6 +64,9 @@ class RunOptions:
     shard: str | None = None
     judge: bool = True
     progress: bool = True
+    cache: bool | None = None
+    cache_dir: str | None = None
+    max_cost: float | None = None
 
 
 @dataclass
@@ -66,6 +92,12 @@ def apply_options(cfg: RunConfig, opts: RunOptions, profiles: dict[str, Any], no
         cfg.judges = opts.judges
     if opts.user_agents:
         cfg.user_agents = opts.user_agents
+    if opts.cache is not None:
+        cfg.cache = opts.cache
+    if opts.cache_dir:
+        cfg.cache_dir = str(Path(opts.cache_dir).resolve())
+    if opts.max_cost is not None:
+        cfg.max_cost_usd = opts.max_cost
     cfg.check()
     return cfg
 
@@ -77,22 +109,15 @@ def select_providers(value: str, profiles: dict[str, Any], notes: list[str]) -> 
         return [v.strip() for v in value.split(",") if v.strip()]
     chosen: list[str] = []
     for name, profile in sorted(profiles.items()):
-        if profile.protocol == "offline":
-            continue
-        var = missing_key(profile)
-        if var is not None:
-            notes.append(f"skipped provider {name}: {var} is not set")
-        else:
+        reason = skip_reason(profile)
+        if reason is None:
             chosen.append(name)
+        elif profile.protocol != "offline":
+            notes.append(f"skipped provider {name}: {reason}")
     if not chosen:
-        raise ConfigError(
-            "PROVIDERS=all: no provider profile has its key set (see notes above)" + _join(notes)
-        )
+        detail = "; ".join(notes) or "no provider profiles found"
+        raise ConfigError(f"PROVIDERS=all: no provider profile has its key set ({detail})")
     return chosen
-
-
-def _join(notes: list[str]) -> str:
-    return "" if not notes else " — " + "; ".join(notes)
 
 
 def check_resume(existing: RunManifest, planned: RunManifest) -> None:
@@ -115,6 +140,92 @@ def check_resume(existing: RunManifest, planned: RunManifest) -> None:
         raise UserError("cannot resume: this run was made with different " + "; ".join(diffs))
 
 
+class CachingClients:
+    """The client pool seen through the response cache (offline stand-ins are free and
+    deterministic, so they are never cached)."""
+
+    def __init__(self, pool: ClientPool, cache: ResponseCache | None, on_call: Any) -> None:
+        self.pool, self.cache, self.on_call = pool, cache, on_call
+        self._clients: dict[tuple[str, str], ChatClient] = {}
+
+    def spec(self, ref: str) -> ModelSpec:
+        return self.pool.spec(ref)
+
+    def client(self, ref: str, role: Role = "chatbot") -> ChatClient:
+        key = (ref, role)
+        if key not in self._clients:
+            inner = self.pool.client(ref, role)
+            spec = self.pool.spec(ref)
+            use = self.cache is not None and spec.protocol != "offline"
+            self._clients[key] = CachedClient(inner, self.cache, spec, on_call=self.on_call) if use else inner  # type: ignore[arg-type]
+        return self._clients[key]
+
+
+class Stopper:
+    """Turns SIGINT/SIGTERM into a graceful stop, then a hard one."""
+
+    def __init__(self, grace_s: float, store: RunStore, run_dir: Path) -> None:
+        self.grace_s, self.store, self.run_dir = grace_s, store, run_dir
+        self.reason: str | None = None
+        self.task: asyncio.Task[Any] | None = None
+
+    def should_stop(self) -> str | None:
+        return self.reason
+
+    def _signal(self, name: str) -> None:
+        if self.reason is None:
+            self.reason = f"interrupted ({name})"
+            print(
+                f"\n{name}: no new work will start; letting calls in flight finish for up to "
+                f"{self.grace_s:.0f} s. Press Ctrl-C again to exit now.",
+                file=sys.stderr,
+                flush=True,
+            )
+            if self.task is not None:
+                asyncio.get_running_loop().call_later(self.grace_s, self.task.cancel)
+            return
+        self.store.close()  # every record is already flushed; make it durable
+        print(f"\nexiting now; resume with: vera run --resume {self.run_dir}", file=sys.stderr, flush=True)
+        os._exit(130)
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        loop = asyncio.get_running_loop()
+        sigs = [(signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")]
+        added = []
+        for sig, name in sigs:
+            try:
+                loop.add_signal_handler(sig, self._signal, name)
+                added.append(sig)
+            except (NotImplementedError, RuntimeError):  # not the main thread, or Windows
+                pass
+        try:
+            yield
+        finally:
+            for sig in added:
+                loop.remove_signal_handler(sig)
+
+
+async def _supervised(stopper: Stopper, coro: Any, result: SweepResult) -> SweepResult:
+    """Run the sweep; a cancellation after the grace period still returns the counts."""
+    stopper.task = asyncio.ensure_future(coro)
+    with stopper.installed():
+        try:
+            return await stopper.task
+        except asyncio.CancelledError:
+            if stopper.reason is None:
+                raise
+            result.stopped = f"{stopper.reason}; calls still in flight after {stopper.grace_s:.0f} s were cancelled"
+            return result
+
+
+def _cache(cfg: RunConfig, run_dir: Path) -> ResponseCache | None:
+    if not cfg.cache:
+        return None
+    folder = Path(cfg.cache_dir) if cfg.cache_dir else run_dir
+    return ResponseCache(folder / CACHE_FILE)
+
+
 async def execute_run(opts: RunOptions) -> RunOutcome:
     cfg = load_config(opts.config_path)
     profiles = load_profiles(cfg.path(cfg.providers))
@@ -127,12 +238,13 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
         raise UserError(f"{run_dir}: nothing to resume (no manifest.json)")
     fresh = not run_dir.exists()
     store = RunStore(run_dir)
+    cache: ResponseCache | None = None
+    result = SweepResult()
     try:
         async with ClientPool(profiles, on_call=store.add_call) as pool:
             sweep = plan_sweep(inputs, pool, shard=shard)
-            roles = [(s.ref, "chatbot") for s in sweep.chatbots] + [
-                (s.ref, "user_agent") for s in sweep.user_agents
-            ]
+            roles: list[tuple[str, Role]] = [(s.ref, "chatbot") for s in sweep.chatbots]
+            roles += [(s.ref, "user_agent") for s in sweep.user_agents]
             if opts.judge:
                 roles += [(s.ref, "judge") for s in sweep.judges]
             else:
@@ -140,12 +252,27 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
             for ref, role in roles:
                 pool.client(ref, role)  # a missing key or unknown model fails here, before any work
             manifest = _open_manifest(store, sweep, run_dir)
+            cache = _cache(cfg, run_dir)
+            clients = CachingClients(pool, cache, store.add_call)
             progress = _progress(opts, pool)
             if progress is not None:
                 progress.plan(_per_chatbot(sweep))
+            budget = _budget(cfg, pool)
+            stopper = Stopper(cfg.grace_s, store, run_dir)
             store.start()
-            result = await run_sweep(
-                sweep, store, pool, max_concurrency=cfg.max_concurrency, progress=progress
+            await _supervised(
+                stopper,
+                run_sweep(
+                    sweep,
+                    store,
+                    clients,
+                    max_concurrency=cfg.max_concurrency,
+                    progress=progress,
+                    should_stop=stopper.should_stop,
+                    budget=budget,
+                    result=result,
+                ),
+                result,
             )
             manifest.updated_at = sweep.manifest(manifest.run_id).updated_at
             store.write_manifest(manifest)
@@ -156,10 +283,18 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
         raise
     finally:
         await store.aclose()
+        if cache is not None:
+            cache.close()
     if result.stopped:
-        notes.append(f"stopped early: {result.stopped} (fix it, then rerun with --resume {run_dir})")
+        notes.append(f"stopped early: {result.stopped}. Resume with: vera run --resume {run_dir}")
     card = score_run(run_dir) if opts.judge else None
     return RunOutcome(run_dir=run_dir, result=result, card=card, notes=notes)
+
+
+def _budget(cfg: RunConfig, pool: ClientPool) -> Budget | None:
+    if not cfg.max_cost_usd:
+        return None
+    return Budget(cfg.max_cost_usd, lambda: sum(a.snapshot()["cost_usd"] for a in pool.accounts))
 
 
 def _progress(opts: RunOptions, pool: ClientPool) -> RunProgress | None:
@@ -186,59 +321,167 @@ def _open_manifest(store: RunStore, sweep: Sweep, run_dir: Path) -> RunManifest:
     return planned
 
 
-async def judge_run(
-    run_dir: Path, judges: list[str], instances: int | None, max_concurrency: int | None
-) -> RunOutcome:
-    """Judge the complete conversations of an existing run (e.g. after `vera simulate`),
-    with the run's judges or others. The rubric and judge prompts must still be the
-    ones in the manifest (their hashes are checked)."""
+@dataclass
+class JudgeOptions:
+    run_dir: str | None = None  # judge the conversations of this run
+    transcripts: str | None = None  # or import these transcripts into a new run
+    out: str | None = None
+    config_path: str | None = None
+    judges: list[str] = field(default_factory=list)
+    instances: int | None = None
+    personas: str | None = None
+    max_concurrency: int | None = None
+    cache: bool | None = None
+    max_cost: float | None = None
+
+
+async def judge_run(opts: JudgeOptions) -> RunOutcome:
+    """Judge the complete conversations of an existing run (e.g. after `vera simulate`)
+    with its judges or others, or import transcripts into a new run and judge them."""
+    if opts.transcripts:
+        return await _judge_imported(opts)
+    assert opts.run_dir is not None
+    run_dir = Path(opts.run_dir)
     store = RunStore(run_dir)
     manifest = store.read_manifest()
     if manifest is None:
         store.close()
         raise UserError(f"{run_dir}: not a vera run directory (no manifest.json)")
+    cfg = msgspec.convert(manifest.config, RunConfig)
+    cfg.base_dir = str(Path(manifest.rubric.path).resolve().parent)
+    cfg.rubric, cfg.personas = manifest.rubric.path, manifest.personas.path
+    cfg.user_prompts, cfg.judge_prompts = manifest.user_prompts.path, manifest.judge_prompts.path
+    cfg.judges = opts.judges or [j.ref for j in manifest.judges]
+    _judge_settings(cfg, opts)
     try:
-        cfg = msgspec.convert(manifest.config, RunConfig)
-        cfg.base_dir = str(Path(manifest.rubric.path).resolve().parent)
-        cfg.rubric = manifest.rubric.path
-        cfg.personas = manifest.personas.path
-        cfg.user_prompts = manifest.user_prompts.path
-        cfg.judge_prompts = manifest.judge_prompts.path
-        cfg.judges = judges or [j.ref for j in manifest.judges]
-        if instances:
-            cfg.judge.instances = instances
-        if max_concurrency:
-            cfg.max_concurrency = max_concurrency
-        cfg.check()
         inputs = Inputs.load(cfg)
-        for key in ("rubric", "judge_prompts"):
-            was, now = (
-                getattr(manifest, key),
-                (inputs.rubric_version() if key == "rubric" else inputs.judge_prompts.version),
-            )
+        for key, now in (("rubric", inputs.rubric_version()), ("judge_prompts", inputs.judge_prompts.version)):
+            was = getattr(manifest, key)
             if was.sha256 != now.sha256:
                 raise UserError(
-                    f"{now.path} changed since this run was made ({key} hash {was.sha256[:8]} → {now.sha256[:8]}); judge in a new run"
+                    f"{now.path} changed since this run was made ({key} {was.sha256[:8]} → {now.sha256[:8]}); "
+                    "judge in a new run"
                 )
-        profiles = load_profiles(cfg.path(cfg.providers))
+    except UserError:
+        store.close()
+        raise
+    conversations = [c for c in store.conversations.values() if c.status == "complete"]
+    return await _judge(cfg, inputs, store, run_dir, manifest, conversations, opts)
+
+
+def _judge_settings(cfg: RunConfig, opts: JudgeOptions) -> None:
+    if opts.instances:
+        cfg.judge.instances = opts.instances
+    if opts.max_concurrency:
+        cfg.max_concurrency = opts.max_concurrency
+    if opts.cache is not None:
+        cfg.cache = opts.cache
+    if opts.max_cost is not None:
+        cfg.max_cost_usd = opts.max_cost
+    cfg.check()
+
+
+async def _judge_imported(opts: JudgeOptions) -> RunOutcome:
+    from vera.plan import digest
+    from vera.transcripts import read_transcripts
+
+    cfg = load_config(opts.config_path)
+    if opts.judges:
+        cfg.judges = opts.judges
+    if opts.personas:
+        cfg.personas = str(Path(opts.personas).resolve())
+    _judge_settings(cfg, opts)
+    inputs = Inputs.load(cfg)
+    personas = inputs.personas if opts.personas else None
+    conversations = read_transcripts(opts.transcripts or "", personas)
+    run_dir = Path(opts.out) if opts.out else new_run_dir(cfg, digest("import", [c.id for c in conversations]))
+    store = RunStore(run_dir)
+    for c in conversations:
+        store.add_conversation(c)
+    chatbots = sorted({c.chatbot for c in conversations})
+    agents = sorted({c.user_agent for c in conversations})
+    cfg.chatbots, cfg.user_agents, cfg.seeds = chatbots, agents, [0]
+    manifest = store.read_manifest()
+    return await _judge(cfg, inputs, store, run_dir, manifest, conversations, opts, imported=(chatbots, agents))
+
+
+def _imported_spec(ref: str) -> ModelSpec:
+    return ModelSpec(ref=ref, provider="imported", protocol="imported", model=ref)
+
+
+async def _judge(
+    cfg: RunConfig,
+    inputs: Inputs,
+    store: RunStore,
+    run_dir: Path,
+    manifest: RunManifest | None,
+    conversations: list[Any],
+    opts: JudgeOptions,
+    imported: tuple[list[str], list[str]] | None = None,
+) -> RunOutcome:
+    profiles = load_profiles(cfg.path(cfg.providers))
+    cache: ResponseCache | None = None
+    result = SweepResult()
+    try:
         async with ClientPool(profiles, on_call=store.add_call) as pool:
-            sweep = plan_sweep(inputs, pool)
-            for spec in sweep.judges:
+            judges = [pool.spec(r) for r in cfg.judges]
+            for spec in judges:
                 pool.client(spec.ref, "judge")
-            manifest.judges = sweep.judges
-            manifest.judge_instances = cfg.judge.instances
-            store.write_manifest(manifest)
-            conversations = [c for c in store.conversations.values() if c.status == "complete"]
+            if imported is not None:
+                chatbots = [_imported_spec(r) for r in imported[0]]
+                agents = [_imported_spec(r) for r in imported[1]]
+            else:
+                assert manifest is not None
+                chatbots, agents = manifest.chatbots, manifest.user_agents
+            sweep = Sweep(
+                inputs=inputs,
+                chatbots=chatbots,
+                user_agents=agents,
+                judges=judges,
+                jobs=[],
+                slots=[],
+                judge_specs={j.ref: j for j in judges},
+            )
+            check_judges(inputs, judges)
+            sweep.slots = [s for j in judges for s in _slots(j.ref, cfg.judge.instances)]
+            planned = sweep.manifest(run_id=manifest.run_id if manifest else run_dir.name)
+            if manifest is not None:
+                planned.created_at = manifest.created_at
+                planned.jobs_planned = manifest.jobs_planned
+                planned.seeds = manifest.seeds
+                planned.config_sha256 = manifest.config_sha256
+                planned.offline = manifest.offline or sweep.offline
+            else:
+                planned.jobs_planned = len(conversations)
+            store.write_manifest(planned)
+            cache = _cache(cfg, run_dir)
+            clients = CachingClients(pool, cache, store.add_call)
+            stopper = Stopper(cfg.grace_s, store, run_dir)
             store.start()
-            result = await judge_conversations(
-                sweep,
-                store,
-                pool,
-                sorted(conversations, key=lambda c: c.id),
-                max_concurrency=cfg.max_concurrency,
-                progress=_progress(RunOptions(), pool),
+            await _supervised(
+                stopper,
+                judge_conversations(
+                    sweep,
+                    store,
+                    clients,
+                    sorted(conversations, key=lambda c: c.id),
+                    max_concurrency=cfg.max_concurrency,
+                    progress=RunProgress(accounts=lambda: [a.snapshot() for a in pool.accounts]),
+                    should_stop=stopper.should_stop,
+                    budget=_budget(cfg, pool),
+                    result=result,
+                ),
+                result,
             )
     finally:
         await store.aclose()
+        if cache is not None:
+            cache.close()
     notes = [f"stopped early: {result.stopped}"] if result.stopped else []
     return RunOutcome(run_dir=run_dir, result=result, card=score_run(run_dir), notes=notes)
+
+
+def _slots(ref: str, instances: int) -> list[Any]:
+    from vera.plan import JudgeSlot
+
+    return [JudgeSlot(ref, k) for k in range(1, instances + 1)]
