@@ -25,7 +25,7 @@ from vera.errors import ConfigError, FatalProviderError
 from vera.judge import judge_conversation
 from vera.offline import lexical_judge
 from vera.personas import PersonaSet, check_templates, load_personas
-from vera.plan import JudgeSlot, Shard, conversation_jobs, judgement_id
+from vera.plan import JudgeSlot, Shard, conversation_jobs, derive_seed, judgement_id
 from vera.prompts import JudgePrompts, UserPrompts, load_judge_prompts, load_user_prompts
 from vera.records import ArtifactVersion, Conversation, Judgement, ModelSpec, Role, RunManifest
 from vera.rubric import Rubric, load_rubric, validate_rubric
@@ -171,6 +171,13 @@ def _builtins(obj: Any) -> dict[str, Any]:
     return msgspec.to_builtins(obj)
 
 
+def seed_params(spec: ModelSpec, seed: int) -> dict[str, Any] | None:
+    """A profile with `seed = "auto"` in its params gets a sampling seed derived from the
+    job (the conversation's seed, or the judgement's id), so reruns with the same run
+    seeds ask providers that honour seeds for the same samples."""
+    return {"seed": seed} if spec.params.get("seed") == "auto" else None
+
+
 def check_judges(inputs: Inputs, judges: list[ModelSpec]) -> None:
     """The lexical baseline judge can only answer the rubric it was written for."""
     for spec in judges:
@@ -253,6 +260,7 @@ class Judging:
                 judge_ref=slot.ref,
                 instance=slot.instance,
                 job_id=jid,
+                params=seed_params(self.sweep.judge_specs[slot.ref], derive_seed(jid)),
                 max_attempts=inputs.config.judge.max_attempts,
             )
         except FatalProviderError as exc:
@@ -354,6 +362,7 @@ async def run_sweep(
     progress = progress or NullProgress()
     result = result if result is not None else SweepResult()
     judging = Judging(sweep, store, clients, result, progress)
+    specs = {s.ref: s for s in (*sweep.chatbots, *sweep.user_agents)}
     started = time.perf_counter()
     progress.start(len(sweep.jobs), len(sweep.jobs) * len(sweep.slots))
 
@@ -370,6 +379,8 @@ async def run_sweep(
                     user_agent=clients.client(job.user_agent, "user_agent"),
                     prompts=inputs.user_prompts,
                     settings=settings,
+                    chatbot_params=seed_params(specs[job.chatbot], job.seed),
+                    user_params=seed_params(specs[job.user_agent], job.seed),
                 )
             except FatalProviderError as exc:
                 conv = failed_conversation(job, exc)

@@ -44,7 +44,8 @@ from vera.pipeline import (
 from vera.plan import Shard
 from vera.profiles import load_profiles, skip_reason
 from vera.progress import RunProgress
-from vera.records import ModelSpec, Role, RunManifest
+from vera.events import EventLog, Fanout
+from vera.records import CallRecord, ModelSpec, Role, RunManifest
 from vera.report import score_run
 from vera.store import RunStore
 
@@ -239,9 +240,10 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
     fresh = not run_dir.exists()
     store = RunStore(run_dir)
     cache: ResponseCache | None = None
+    events: EventLog | None = None
     result = SweepResult()
     try:
-        async with ClientPool(profiles, on_call=store.add_call) as pool:
+        async with ClientPool(profiles, on_call=lambda r: _record_call(store, events, r)) as pool:
             sweep = plan_sweep(inputs, pool, shard=shard)
             roles: list[tuple[str, Role]] = [(s.ref, "chatbot") for s in sweep.chatbots]
             roles += [(s.ref, "user_agent") for s in sweep.user_agents]
@@ -252,8 +254,14 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
             for ref, role in roles:
                 pool.client(ref, role)  # a missing key or unknown model fails here, before any work
             manifest = _open_manifest(store, sweep, run_dir)
+            events = EventLog(run_dir)
+            events.log.info(
+                "run_started", run_id=manifest.run_id, jobs=len(sweep.jobs), chatbots=[s.ref for s in sweep.chatbots],
+                judges=[s.ref for s in sweep.judges] if opts.judge else [], shard=manifest.shard,
+                reused=sum(1 for j in sweep.jobs if store.done_conversation(j.id)),
+            )
             cache = _cache(cfg, run_dir)
-            clients = CachingClients(pool, cache, store.add_call)
+            clients = CachingClients(pool, cache, lambda r: _record_call(store, events, r))
             progress = _progress(opts, pool)
             if progress is not None:
                 progress.plan(_per_chatbot(sweep))
@@ -267,7 +275,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                     store,
                     clients,
                     max_concurrency=cfg.max_concurrency,
-                    progress=progress,
+                    progress=Fanout(progress, events),
                     should_stop=stopper.should_stop,
                     budget=budget,
                     result=result,
@@ -276,6 +284,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
             )
             manifest.updated_at = sweep.manifest(manifest.run_id).updated_at
             store.write_manifest(manifest)
+            events.log.info("run_finished", **_counts(result))
     except UserError:
         store.close()
         if fresh and not any(run_dir.iterdir()):
@@ -285,10 +294,22 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
         await store.aclose()
         if cache is not None:
             cache.close()
+        if events is not None:
+            events.close()
     if result.stopped:
         notes.append(f"stopped early: {result.stopped}. Resume with: vera run --resume {run_dir}")
     card = score_run(run_dir) if opts.judge else None
     return RunOutcome(run_dir=run_dir, result=result, card=card, notes=notes)
+
+
+def _record_call(store: RunStore, events: EventLog | None, record: CallRecord) -> None:
+    store.add_call(record)
+    if events is not None:
+        events.call(record)
+
+
+def _counts(result: SweepResult) -> dict[str, Any]:
+    return {k: v for k, v in vars(result).items() if v is not None}
 
 
 def _budget(cfg: RunConfig, pool: ClientPool) -> Budget | None:
@@ -421,9 +442,10 @@ async def _judge(
 ) -> RunOutcome:
     profiles = load_profiles(cfg.path(cfg.providers))
     cache: ResponseCache | None = None
+    events = EventLog(run_dir)
     result = SweepResult()
     try:
-        async with ClientPool(profiles, on_call=store.add_call) as pool:
+        async with ClientPool(profiles, on_call=lambda r: _record_call(store, events, r)) as pool:
             judges = [pool.spec(r) for r in cfg.judges]
             for spec in judges:
                 pool.client(spec.ref, "judge")
@@ -455,7 +477,7 @@ async def _judge(
                 planned.jobs_planned = len(conversations)
             store.write_manifest(planned)
             cache = _cache(cfg, run_dir)
-            clients = CachingClients(pool, cache, store.add_call)
+            clients = CachingClients(pool, cache, lambda r: _record_call(store, events, r))
             stopper = Stopper(cfg.grace_s, store, run_dir)
             store.start()
             await _supervised(
@@ -466,15 +488,17 @@ async def _judge(
                     clients,
                     sorted(conversations, key=lambda c: c.id),
                     max_concurrency=cfg.max_concurrency,
-                    progress=RunProgress(accounts=lambda: [a.snapshot() for a in pool.accounts]),
+                    progress=Fanout(RunProgress(accounts=lambda: [a.snapshot() for a in pool.accounts]), events),
                     should_stop=stopper.should_stop,
                     budget=_budget(cfg, pool),
                     result=result,
                 ),
                 result,
             )
+        events.log.info("judging_finished", **_counts(result))
     finally:
         await store.aclose()
+        events.close()
         if cache is not None:
             cache.close()
     notes = [f"stopped early: {result.stopped}"] if result.stopped else []
