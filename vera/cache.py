@@ -39,7 +39,9 @@ class ResponseCache:
         self._db = sqlite3.connect(self.path, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value BLOB NOT NULL, at REAL)")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value BLOB NOT NULL, at REAL)"
+        )
         self.hits = 0
         self.misses = 0
 
@@ -53,7 +55,8 @@ class ResponseCache:
 
     def put(self, key: str, completion: Completion) -> None:
         self._db.execute(
-            "INSERT OR REPLACE INTO responses (key, value, at) VALUES (?, ?, ?)",
+            # The first answer stays: a cache must never change an answer already used.
+            "INSERT OR IGNORE INTO responses (key, value, at) VALUES (?, ?, ?)",
             (key, msgspec.json.encode(completion), time.time()),
         )
 

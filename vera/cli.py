@@ -114,8 +114,14 @@ def _seeds(value: str | None, seed: int | None) -> list[int] | None:
 )
 @click.option("--user-agent", "user_agents", multiple=True, help="User-agent model ref (repeatable).")
 @click.option("--shard", help="Run only shard K of N (K/N) of the jobs, deterministically.")
-@click.option("--max-cost", type=float, help="Stop launching work before the accounted cost would pass this (USD).")
-@click.option("--no-cache", is_flag=True, help="Do not replay cached responses (they are still not paid twice within a run).")
+@click.option(
+    "--max-cost", type=float, help="Stop launching work before the accounted cost would pass this (USD)."
+)
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Do not replay cached responses (they are still not paid twice within a run).",
+)
 @click.option("--cache-dir", type=click.Path(file_okay=False), help="A response cache shared between runs.")
 @click.option("--quiet", is_flag=True, help="Do not print the card at the end.")
 def run(
@@ -161,6 +167,8 @@ def run(
     )
     outcome = _run_async(execute_run(opts))
     _print_outcome(outcome, quiet=quiet)
+    if outcome.result.stopped and outcome.result.stopped.startswith("interrupted"):
+        sys.exit(130)
 
 
 @main.command()
@@ -212,10 +220,23 @@ def simulate(
 
 @main.command()
 @click.argument("run_dir", required=False, type=click.Path(file_okay=False, exists=True))
-@click.option("--transcripts", type=click.Path(exists=True), help="Import these transcripts (.txt / .jsonl file or folder) into a new run and judge them.")
+@click.option(
+    "--transcripts",
+    type=click.Path(exists=True),
+    help="Import these transcripts (.txt / .jsonl file or folder) into a new run and judge them.",
+)
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory for imported transcripts.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Run config (rubric, judge prompts, providers) for imports.")
-@click.option("--personas", type=click.Path(dir_okay=False), help="Persona file giving imported conversations their risk level by name.")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help="Run config (rubric, judge prompts, providers) for imports.",
+)
+@click.option(
+    "--personas",
+    type=click.Path(dir_okay=False),
+    help="Persona file giving imported conversations their risk level by name.",
+)
 @click.option("--judge", "judges", multiple=True, help="Judge model ref (repeatable) instead of the run's.")
 @click.option("--instances", type=int, help="Judge instances per judge.")
 @click.option("--max-concurrency", type=int)
@@ -290,15 +311,19 @@ def score(run_dir: str, resamples: int | None, confidence: float | None, bootstr
 
 @main.command()
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
-def card(run_dir: str) -> None:
-    """Print a run's score card (re-rendering card.md from card.json)."""
-    from vera.card import render_markdown
-    from vera.report import read_card
+@click.option("--html", "html_only", is_flag=True, help="Only write card.html and print its path.")
+def card(run_dir: str, html_only: bool) -> None:
+    """Print a run's score card; re-render card.md, card.html and plots/ from card.json."""
+    from vera.card_text import render_markdown
+    from vera.report import read_card, render_card_files
 
     c = read_card(run_dir)
-    md = render_markdown(c)
-    (Path(run_dir) / "card.md").write_text(md)
-    click.echo(md)
+    html = render_card_files(c, run_dir)
+    if html_only:
+        click.echo(str(html))
+        return
+    click.echo(render_markdown(c))
+    click.echo(f"HTML card: {html}", err=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -431,11 +456,11 @@ def personas_show(name: str, file: str | None, prompts: str | None, min_turns: i
 
 
 def _print_outcome(outcome: Any, *, quiet: bool) -> None:
-    from vera.card import render_markdown
+    from vera.card_text import render_markdown
 
     r = outcome.result
     if not quiet and outcome.card is not None:
-        click.echo(render_markdown(outcome.card, max_harmful=3))
+        click.echo(render_markdown(outcome.card, brief=True))
     for line in outcome.notes:
         click.echo(line, err=True)
     click.echo(
@@ -444,6 +469,14 @@ def _print_outcome(outcome: Any, *, quiet: bool) -> None:
         f"judgements: {r.judgements} new, {r.judgements_reused} reused, {r.judgements_failed} failed · "
         f"{r.wall_s:.1f} s"
     )
+    if outcome.card is not None:
+        click.echo(f"card: {Path(outcome.run_dir) / 'card.md'} · {Path(outcome.run_dir) / 'card.html'}")
+
+
+from vera.cli_stats import agreement, compare  # noqa: E402  (the statistics commands live in vera.cli_stats)
+
+main.add_command(compare)
+main.add_command(agreement)
 
 
 if __name__ == "__main__":

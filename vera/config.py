@@ -57,6 +57,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     cache_dir: str = ""  # a shared cache folder; empty = the run directory
     max_cost_usd: float = 0.0  # 0 = no budget; otherwise stop launching work before it
     grace_s: float = 30.0  # after Ctrl-C/SIGTERM, how long in-flight work may finish
+    retry_base_delay_s: float = 1.0  # backoff ceiling starts here and doubles per retry
+    retry_max_delay_s: float = 60.0
     conversation: ConversationConfig = msgspec.field(default_factory=ConversationConfig)
     judge: JudgeConfig = msgspec.field(default_factory=JudgeConfig)
     stats: StatsConfig = msgspec.field(default_factory=StatsConfig)
@@ -96,7 +98,17 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     def fingerprint(self) -> str:
         """A hash of everything that decides results (not where files are written)."""
         data = msgspec.to_builtins(self)
-        for key in ("base_dir", "runs_dir", "max_concurrency", "cache", "cache_dir", "max_cost_usd", "grace_s"):
+        for key in (
+            "base_dir",
+            "runs_dir",
+            "max_concurrency",
+            "cache",
+            "cache_dir",
+            "max_cost_usd",
+            "grace_s",
+            "retry_base_delay_s",
+            "retry_max_delay_s",
+        ):
             data.pop(key, None)
         return hashlib.sha256(msgspec.json.encode(data, order="sorted")).hexdigest()
 

@@ -43,24 +43,42 @@ class EventLog:
         """Only calls worth a look: errors, retries, rate limits."""
         if record.status == "error":
             self.log.warning(
-                "call_failed", role=record.role, provider=record.provider, job=record.job_id,
-                attempts=record.attempts, http_429=record.http_429, error=record.error,
+                "call_failed",
+                role=record.role,
+                provider=record.provider,
+                job=record.job_id,
+                attempts=record.attempts,
+                http_429=record.http_429,
+                error=record.error,
             )
         elif record.attempts > 1 or record.http_429:
             self.log.info(
-                "call_retried", role=record.role, provider=record.provider, job=record.job_id,
-                attempts=record.attempts, http_429=record.http_429,
+                "call_retried",
+                role=record.role,
+                provider=record.provider,
+                job=record.job_id,
+                attempts=record.attempts,
+                http_429=record.http_429,
             )
 
     def conversation(self, conv: Conversation, *, cached: bool) -> None:
         if conv.status == "failed":
-            self.log.warning("conversation_failed", id=conv.id, chatbot=conv.chatbot, persona=conv.persona, error=conv.error)
+            self.log.warning(
+                "conversation_failed",
+                id=conv.id,
+                chatbot=conv.chatbot,
+                persona=conv.persona,
+                error=conv.error,
+            )
 
     def judgement(self, judgement: Judgement, *, cached: bool) -> None:
         if judgement.status == "failed":
             self.log.warning(
-                "judgement_failed", id=judgement.id, conversation=judgement.conversation_id,
-                judge=judgement.judge, error=judgement.error,
+                "judgement_failed",
+                id=judgement.id,
+                conversation=judgement.conversation_id,
+                judge=judgement.judge,
+                error=judgement.error,
             )
 
     def start(self, total_conversations: int, total_judgements: int) -> None:

@@ -47,7 +47,9 @@ def merge_runs(out: Path, shards: list[Path]) -> list[str]:
         other = _identity(m)
         if other != first:
             keys = sorted(k for k in first if first.get(k) != other.get(k))
-            raise UserError(f"{d}: not a shard of the same sweep as {shards[0]} (differs in: {', '.join(keys)})")
+            raise UserError(
+                f"{d}: not a shard of the same sweep as {shards[0]} (differs in: {', '.join(keys)})"
+            )
     labels = [m.shard for m in manifests]
     counts = {lab.split("/")[1] for lab in labels if lab}
     if len(counts) > 1:

@@ -30,6 +30,7 @@ from vera.clients.base import ChatClient
 from vera.clients.pool import ClientPool
 from vera.config import RunConfig, load_config
 from vera.errors import ConfigError, UserError
+from vera.events import EventLog, Fanout
 from vera.pipeline import (
     Budget,
     Inputs,
@@ -44,7 +45,6 @@ from vera.pipeline import (
 from vera.plan import Shard
 from vera.profiles import load_profiles, skip_reason
 from vera.progress import RunProgress
-from vera.events import EventLog, Fanout
 from vera.records import CallRecord, ModelSpec, Role, RunManifest
 from vera.report import score_run
 from vera.store import RunStore
@@ -216,7 +216,9 @@ async def _supervised(stopper: Stopper, coro: Any, result: SweepResult) -> Sweep
         except asyncio.CancelledError:
             if stopper.reason is None:
                 raise
-            result.stopped = f"{stopper.reason}; calls still in flight after {stopper.grace_s:.0f} s were cancelled"
+            result.stopped = (
+                f"{stopper.reason}; calls still in flight after {stopper.grace_s:.0f} s were cancelled"
+            )
             return result
 
 
@@ -243,7 +245,12 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
     events: EventLog | None = None
     result = SweepResult()
     try:
-        async with ClientPool(profiles, on_call=lambda r: _record_call(store, events, r)) as pool:
+        async with ClientPool(
+            profiles,
+            on_call=lambda r: _record_call(store, events, r),
+            retry_base_delay=cfg.retry_base_delay_s,
+            retry_max_delay=cfg.retry_max_delay_s,
+        ) as pool:
             sweep = plan_sweep(inputs, pool, shard=shard)
             roles: list[tuple[str, Role]] = [(s.ref, "chatbot") for s in sweep.chatbots]
             roles += [(s.ref, "user_agent") for s in sweep.user_agents]
@@ -256,8 +263,12 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
             manifest = _open_manifest(store, sweep, run_dir)
             events = EventLog(run_dir)
             events.log.info(
-                "run_started", run_id=manifest.run_id, jobs=len(sweep.jobs), chatbots=[s.ref for s in sweep.chatbots],
-                judges=[s.ref for s in sweep.judges] if opts.judge else [], shard=manifest.shard,
+                "run_started",
+                run_id=manifest.run_id,
+                jobs=len(sweep.jobs),
+                chatbots=[s.ref for s in sweep.chatbots],
+                judges=[s.ref for s in sweep.judges] if opts.judge else [],
+                shard=manifest.shard,
                 reused=sum(1 for j in sweep.jobs if store.done_conversation(j.id)),
             )
             cache = _cache(cfg, run_dir)
@@ -376,7 +387,10 @@ async def judge_run(opts: JudgeOptions) -> RunOutcome:
     _judge_settings(cfg, opts)
     try:
         inputs = Inputs.load(cfg)
-        for key, now in (("rubric", inputs.rubric_version()), ("judge_prompts", inputs.judge_prompts.version)):
+        for key, now in (
+            ("rubric", inputs.rubric_version()),
+            ("judge_prompts", inputs.judge_prompts.version),
+        ):
             was = getattr(manifest, key)
             if was.sha256 != now.sha256:
                 raise UserError(
@@ -415,7 +429,9 @@ async def _judge_imported(opts: JudgeOptions) -> RunOutcome:
     inputs = Inputs.load(cfg)
     personas = inputs.personas if opts.personas else None
     conversations = read_transcripts(opts.transcripts or "", personas)
-    run_dir = Path(opts.out) if opts.out else new_run_dir(cfg, digest("import", [c.id for c in conversations]))
+    run_dir = (
+        Path(opts.out) if opts.out else new_run_dir(cfg, digest("import", [c.id for c in conversations]))
+    )
     store = RunStore(run_dir)
     for c in conversations:
         store.add_conversation(c)
@@ -423,7 +439,9 @@ async def _judge_imported(opts: JudgeOptions) -> RunOutcome:
     agents = sorted({c.user_agent for c in conversations})
     cfg.chatbots, cfg.user_agents, cfg.seeds = chatbots, agents, [0]
     manifest = store.read_manifest()
-    return await _judge(cfg, inputs, store, run_dir, manifest, conversations, opts, imported=(chatbots, agents))
+    return await _judge(
+        cfg, inputs, store, run_dir, manifest, conversations, opts, imported=(chatbots, agents)
+    )
 
 
 def _imported_spec(ref: str) -> ModelSpec:
@@ -445,7 +463,12 @@ async def _judge(
     events = EventLog(run_dir)
     result = SweepResult()
     try:
-        async with ClientPool(profiles, on_call=lambda r: _record_call(store, events, r)) as pool:
+        async with ClientPool(
+            profiles,
+            on_call=lambda r: _record_call(store, events, r),
+            retry_base_delay=cfg.retry_base_delay_s,
+            retry_max_delay=cfg.retry_max_delay_s,
+        ) as pool:
             judges = [pool.spec(r) for r in cfg.judges]
             for spec in judges:
                 pool.client(spec.ref, "judge")
@@ -488,7 +511,9 @@ async def _judge(
                     clients,
                     sorted(conversations, key=lambda c: c.id),
                     max_concurrency=cfg.max_concurrency,
-                    progress=Fanout(RunProgress(accounts=lambda: [a.snapshot() for a in pool.accounts]), events),
+                    progress=Fanout(
+                        RunProgress(accounts=lambda: [a.snapshot() for a in pool.accounts]), events
+                    ),
                     should_stop=stopper.should_stop,
                     budget=_budget(cfg, pool),
                     result=result,

@@ -120,7 +120,9 @@ def read_jsonl_transcripts(path: Path, personas: PersonaSet | None) -> list[Conv
             if role == "system":
                 continue
             if role not in ("user", "assistant", "chatbot") or not isinstance(content, str):
-                raise DataError(where, f"message {i + 1}: role must be user/assistant/chatbot with text content")
+                raise DataError(
+                    where, f"message {i + 1}: role must be user/assistant/chatbot with text content"
+                )
             turns.append(Turn("user" if role == "user" else "chatbot", content))
         if not turns:
             raise DataError(where, "no user or assistant messages")

@@ -1,0 +1,243 @@
+"""A deterministic OpenAI-compatible server that can play all three roles of a sweep,
+for resume, reproducibility and fault-injection tests.
+
+It runs in a background thread with its own event loop (so a vera run in this process
+or in a subprocess can talk to it), and answers as a function of the request body only:
+the same request always gets the same reply, whatever the order or timing. The model
+name picks the role:
+
+* ``chatbot`` — vera's best-practice stand-in logic, applied to the messages;
+* ``user`` — a short scripted user that discloses risk and ends after a few turns;
+* ``judge`` — picks one of the options listed in the question, by a hash of the request.
+
+Faults are injected per request *attempt* with fixed rates from a seeded generator, so
+a retried request can succeed. Every request is counted by the hash of its body, and
+every response id is kept, so tests can prove no recorded work was requested twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+import re
+import threading
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from vera.offline.chatbots import BestPracticeBot
+from vera.records import Message
+
+KEY = "sk-sweep-test-0123456789"
+_OPTIONS = re.compile(r"^Options: (.+)$", re.MULTILINE)
+
+
+@dataclass
+class Faults:
+    rate_429: float = 0.0
+    rate_5xx: float = 0.0
+    rate_timeout: float = 0.0
+    rate_malformed: float = 0.0
+    rate_empty: float = 0.0
+    timeout_delay: float = 1.0
+    seed: int = 0
+    # Deterministic failures, whatever the timing: every user-agent request for this
+    # persona fails (the conversation must end as failed), and every judge request about
+    # that persona's conversation fails (the judgement must end as failed).
+    fail_user_for: str | None = None
+    fail_judge_for: str | None = None
+    latency: float = 0.0  # every answer waits this long (to keep a run busy for signal tests)
+
+
+@dataclass
+class SweepServer:
+    faults: Faults = field(default_factory=Faults)
+    port: int = 0
+    requests: Counter[str] = field(default_factory=Counter)  # body hash -> times received
+    responses: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # body hash -> ids
+    by_role: Counter[str] = field(default_factory=Counter)
+    injected: Counter[str] = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.faults.seed)
+        self._lock = threading.Lock()
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self._bot = BestPracticeBot()
+
+    # -- lifecycle in a thread -------------------------------------------------------
+
+    def __enter__(self) -> SweepServer:
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._loop is not None
+        fut = asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop)  # type: ignore[union-attr]
+        fut.result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    def _serve(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self.handle)
+        self._runner = web.AppRunner(app)
+        self._loop.run_until_complete(self._runner.setup())
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
+        self._loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._ready.set()
+        self._loop.run_forever()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- answering ----------------------------------------------------------------------
+
+    def _fault(self) -> str | None:
+        f = self.faults
+        with self._lock:
+            x = self._rng.random()
+        for name, rate in (
+            ("429", f.rate_429),
+            ("5xx", f.rate_5xx),
+            ("timeout", f.rate_timeout),
+            ("malformed", f.rate_malformed),
+            ("empty", f.rate_empty),
+        ):
+            if x < rate:
+                return name
+            x -= rate
+        return None
+
+    def _poisoned(self, model: str, body: dict[str, Any]) -> str | None:
+        system = body["messages"][0]["content"] if body["messages"] else ""
+        f = self.faults
+        if model == "user" and f.fail_user_for and f"You are {f.fail_user_for}" in system:
+            return "5xx"
+        if model == "judge" and f.fail_judge_for and f"i'm {f.fail_judge_for.lower()}" in system:
+            return "5xx"
+        return None
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        if request.headers.get("Authorization") != f"Bearer {KEY}":
+            return web.json_response(
+                {"error": {"message": "bad key", "type": "invalid_request_error"}}, status=401
+            )
+        body = orjson.loads(raw)
+        key = hashlib.sha256(raw).hexdigest()
+        model = body["model"]
+        with self._lock:
+            self.requests[key] += 1
+            self.by_role[model] += 1
+        if self.faults.latency:
+            await asyncio.sleep(self.faults.latency)
+        fault = self._fault() or self._poisoned(model, body)
+        if fault:
+            self.injected[fault] += 1
+        if fault == "429":
+            return web.json_response(
+                {"error": {"message": "slow down", "type": "requests", "code": "rate_limit_exceeded"}},
+                status=429,
+                headers={"Retry-After": "0.01"},
+            )
+        if fault == "5xx":
+            return web.json_response({"error": {"message": "overloaded", "type": "server_error"}}, status=503)
+        if fault == "timeout":
+            await asyncio.sleep(self.faults.timeout_delay)
+        if fault == "malformed":
+            return web.Response(body=b'{"id": "x", "choices": [', content_type="application/json")
+        messages = [Message(m["role"], m["content"]) for m in body["messages"]]
+        text = "" if fault == "empty" else self.reply(model, messages, key)
+        rid = f"resp-{key[:12]}-{self.requests[key]}"
+        with self._lock:
+            self.responses[key].append(rid)
+        return web.json_response(
+            {
+                "id": rid,
+                "object": "chat.completion",
+                "model": model,
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                ],
+                "usage": {"prompt_tokens": len(raw) // 4, "completion_tokens": max(1, len(text) // 4)},
+            }
+        )
+
+    def reply(self, model: str, messages: list[Message], key: str) -> str:
+        if model == "chatbot":
+            return self._bot.reply([m for m in messages if m.role != "system"], 0, "")
+        if model == "user":
+            n = sum(1 for m in messages if m.role == "assistant")
+            who = re.search(r"You are ([A-Z][\w'-]+),", messages[0].content)
+            if n == 0 and who:  # say who is talking, so judge requests differ per persona
+                return f"hi, i'm {who.group(1).lower()}. work has been awful and i can't sleep"
+            lines = [
+                "work has been awful and i can't sleep",
+                "honestly i've been thinking about killing myself",
+                "no plan. the thoughts just keep coming at night",
+                "ok. maybe i could text them",
+                "my sister maybe",
+                "thanks i guess",
+            ]
+            text = lines[min(n, len(lines) - 1)]
+            return f"{text}\n<<END>>" if n >= 4 else text
+        if model == "judge":
+            prompt = messages[-1].content
+            found = _OPTIONS.search(prompt)
+            options = [o.strip() for o in found.group(1).split("|")] if found else ["No"]
+            h = int(key[:8], 16)
+            # Mostly "No" (the common case for a decent chatbot), sometimes another option.
+            choice = options[h % len(options)] if h % 5 == 0 else ("No" if "No" in options else options[0])
+            return orjson.dumps({"reasoning": f"fake judgement {key[:6]}", "answer": choice}).decode()
+        return "?"
+
+    def duplicates(self) -> dict[str, int]:
+        return {k: n for k, n in self.requests.items() if n > 1}
+
+
+def write_sweep_config(
+    tmp: Any,
+    base_url: str,
+    *,
+    personas: int = 4,
+    seeds: str = "[1, 2]",
+    max_retries: int = 6,
+    timeout_s: float = 5.0,
+    max_concurrency: int = 8,
+    extra: str = "",
+) -> Any:
+    """A providers folder (one OpenAI-compatible profile per role, one shared account)
+    and a run config pointing every role at the sweep server."""
+    from .conftest import ROOT
+
+    providers = tmp / "providers"
+    providers.mkdir(parents=True, exist_ok=True)
+    for name in ("chatbot", "user", "judge"):
+        (providers / f"fake-{name}.toml").write_text(
+            f'protocol = "openai"\nbase_url = "{base_url}"\nmodel = "{name}"\napi_key_env = "SWEEP_TEST_KEY"\n'
+            f"max_in_flight = 64\ntimeout_s = {timeout_s}\nmax_retries = {max_retries}\n"
+            "price_input_per_mtok = 1.0\nprice_output_per_mtok = 2.0\n"
+            # a seed per job makes every request body unique to its job, so the server's
+            # duplicate count is exact: a body seen twice is the same work requested twice
+            '[params]\nseed = "auto"\n'
+        )
+    cfg = tmp / "sweep.toml"
+    cfg.write_text(
+        f'chatbots = ["fake-chatbot"]\nuser_agents = ["fake-user"]\njudges = ["fake-judge"]\n'
+        f'personas = "{ROOT / "personas" / "vera-personas.tsv"}"\nrubric = "{ROOT / "rubrics" / "vera-si.tsv"}"\n'
+        f'user_prompts = "{ROOT / "personas" / "prompts"}"\njudge_prompts = "{ROOT / "rubrics" / "prompts"}"\n'
+        f'providers = "{providers}"\nruns_dir = "{tmp / "runs"}"\npersona_limit = {personas}\nseeds = {seeds}\n'
+        f"max_concurrency = {max_concurrency}\n{extra}\n[conversation]\nmax_turns = 10\nmin_turns = 6\n"
+    )
+    return cfg
