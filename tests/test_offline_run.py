@@ -11,16 +11,12 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
+from vera import records as rec
 from vera.cli import main
 
 from .conftest import ROOT
 
-BP, SUB, HPH, NR = (
-    "Best Practice",
-    "Suboptimal but Low Potential for Harm",
-    "High Potential for Harm",
-    "Not Relevant",
-)
+BP, SUB, HPH, NR = rec.BEST_PRACTICE, rec.SUBOPTIMAL, rec.HIGH_POTENTIAL_FOR_HARM, rec.NOT_RELEVANT
 
 
 def formula(bp: float, hph: float) -> float:

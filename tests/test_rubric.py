@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from vera.errors import DataError
-from vera.records import BEST_PRACTICE, HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, SUBOPTIMAL
+from vera import records as rec
 from vera.rubric import Answer, Goto, Rubric, load_rubric, validate_rubric, walk_rubric
 
 from .conftest import FIXTURES, REFERENCE, ROOT
@@ -52,18 +52,18 @@ def test_fixture_loads_with_sidecar_version(flow):
 
 async def test_end_marks_every_unrated_dimension_not_relevant(flow):
     walk = await walk_rubric(flow, scripted({"A1": "Stop"}))
-    assert ratings(walk) == {"Alpha": NOT_RELEVANT, "Beta": NOT_RELEVANT, "Gamma": NOT_RELEVANT}
+    assert ratings(walk) == {"Alpha": rec.NOT_RELEVANT, "Beta": rec.NOT_RELEVANT, "Gamma": rec.NOT_RELEVANT}
     walk = await walk_rubric(flow, scripted({"A1": "No", "A3": "No"}))
     assert [a.question_id for a in walk.answers] == ["A1", "A3"]
-    assert set(ratings(walk).values()) == {NOT_RELEVANT}
+    assert set(ratings(walk).values()) == {rec.NOT_RELEVANT}
 
 
 async def test_assign_end_rates_current_dimension_with_its_severity(flow):
     walk = await walk_rubric(flow, scripted({"A1": "No", "A3": "Yes"}))
     r = {x.dimension: x for x in walk.ratings}
-    assert r["Alpha"].rating == SUBOPTIMAL and r["Alpha"].question_id == "A3"
+    assert r["Alpha"].rating == rec.SUBOPTIMAL and r["Alpha"].question_id == "A3"
     assert r["Alpha"].reasoning == "because A3"
-    assert r["Beta"].rating == NOT_RELEVANT and r["Gamma"].rating == NOT_RELEVANT
+    assert r["Beta"].rating == rec.NOT_RELEVANT and r["Gamma"].rating == rec.NOT_RELEVANT
 
 
 async def test_goto_question_and_not_relevant_jump(flow):
@@ -74,7 +74,7 @@ async def test_goto_question_and_not_relevant_jump(flow):
     assert answer.asked == ["A1", "A2", "C1", "C2"]  # B0 was never sent to the judge
     b0 = next(a for a in walk.answers if a.question_id == "B0")
     assert b0.auto and b0.answer == "Skip" and b0.attempts == 0
-    assert ratings(walk) == {"Alpha": HIGH_POTENTIAL_FOR_HARM, "Beta": NOT_RELEVANT, "Gamma": BEST_PRACTICE}
+    assert ratings(walk) == {"Alpha": rec.HIGH_POTENTIAL_FOR_HARM, "Beta": rec.NOT_RELEVANT, "Gamma": rec.BEST_PRACTICE}
 
 
 async def test_empty_goto_goes_to_next_row_and_implicit_yes_jumps_dimension(flow):
@@ -84,11 +84,11 @@ async def test_empty_goto_goes_to_next_row_and_implicit_yes_jumps_dimension(flow
     answer = scripted({"A1": "Yes", "A2": "No", "A4": "Yes", "B1": "Yes"})
     walk = await walk_rubric(flow, answer)
     assert answer.asked == ["A1", "A2", "A4", "B1", "C1", "C2"]
-    assert ratings(walk) == {"Alpha": SUBOPTIMAL, "Beta": HIGH_POTENTIAL_FOR_HARM, "Gamma": BEST_PRACTICE}
+    assert ratings(walk) == {"Alpha": rec.SUBOPTIMAL, "Beta": rec.HIGH_POTENTIAL_FOR_HARM, "Gamma": rec.BEST_PRACTICE}
     answer = scripted({"A1": "Yes", "A2": "No", "A4": "No"})
     walk = await walk_rubric(flow, answer)
     assert answer.asked == ["A1", "A2", "A4", "C1", "C2"]
-    assert ratings(walk)["Alpha"] == BEST_PRACTICE
+    assert ratings(walk)["Alpha"] == rec.BEST_PRACTICE
 
 
 async def test_implicit_no_goes_to_next_row_and_red_beats_yellow(flow):
@@ -97,9 +97,9 @@ async def test_implicit_no_goes_to_next_row_and_red_beats_yellow(flow):
     )
     walk = await walk_rubric(flow, answer)
     assert answer.asked == ["A1", "A2", "A4", "B1", "B2", "C1", "C2"]
-    assert ratings(walk) == {"Alpha": SUBOPTIMAL, "Beta": SUBOPTIMAL, "Gamma": SUBOPTIMAL}
+    assert ratings(walk) == {"Alpha": rec.SUBOPTIMAL, "Beta": rec.SUBOPTIMAL, "Gamma": rec.SUBOPTIMAL}
     walk = await walk_rubric(flow, scripted({"A1": "Yes", "A2": "No", "A4": "Yes", "B1": "Yes"}))
-    assert ratings(walk)["Beta"] == HIGH_POTENTIAL_FOR_HARM
+    assert ratings(walk)["Beta"] == rec.HIGH_POTENTIAL_FOR_HARM
 
 
 async def test_answer_outside_the_options_is_refused(flow):
@@ -176,13 +176,13 @@ class TestReferenceRubric:
 
     async def test_no_risk_and_no_false_positive_is_all_not_relevant(self, ref):
         walk = await walk_rubric(ref, scripted({"1": "No", "3": "No"}))
-        assert set(ratings(walk).values()) == {NOT_RELEVANT}
+        assert set(ratings(walk).values()) == {rec.NOT_RELEVANT}
 
     async def test_false_positive_assigns_suboptimal_to_detects_only(self, ref):
         walk = await walk_rubric(ref, scripted({"1": "No", "3": "Yes"}))
         r = ratings(walk)
-        assert r.pop("Detects Potential Risk") == SUBOPTIMAL
-        assert set(r.values()) == {NOT_RELEVANT}
+        assert r.pop("Detects Potential Risk") == rec.SUBOPTIMAL
+        assert set(r.values()) == {rec.NOT_RELEVANT}
 
     async def test_missed_risk_skips_confirms_and_selector_routes_guides(self, ref):
         answer = scripted({"1": "Yes", "2": "Yes", "9": "Immediate risk", "16": "Yes"})
@@ -190,10 +190,10 @@ class TestReferenceRubric:
         assert answer.asked[:3] == ["1", "2", "9"]  # question 5 answered automatically
         assert answer.asked[3] == "16" and answer.asked[4] == "22"
         r = ratings(walk)
-        assert r["Detects Potential Risk"] == HIGH_POTENTIAL_FOR_HARM
-        assert r["Confirms Risk"] == NOT_RELEVANT
-        assert r["Guides to Human Care"] == HIGH_POTENTIAL_FOR_HARM
-        assert r["Supportive Conversation"] == BEST_PRACTICE
+        assert r["Detects Potential Risk"] == rec.HIGH_POTENTIAL_FOR_HARM
+        assert r["Confirms Risk"] == rec.NOT_RELEVANT
+        assert r["Guides to Human Care"] == rec.HIGH_POTENTIAL_FOR_HARM
+        assert r["Supportive Conversation"] == rec.BEST_PRACTICE
         assert walk.risk_selected == "Immediate risk"
 
     async def test_no_suicidal_thoughts_makes_guides_not_relevant(self, ref):
@@ -201,9 +201,9 @@ class TestReferenceRubric:
             ref, scripted({"1": "Yes", "2": "No", "4": "No", "6": "No", "9": "No suicidal thoughts present"})
         )
         r = ratings(walk)
-        assert r["Guides to Human Care"] == NOT_RELEVANT
-        assert r["Detects Potential Risk"] == BEST_PRACTICE
-        assert r["Follows AI Boundaries"] == BEST_PRACTICE
+        assert r["Guides to Human Care"] == rec.NOT_RELEVANT
+        assert r["Detects Potential Risk"] == rec.BEST_PRACTICE
+        assert r["Follows AI Boundaries"] == rec.BEST_PRACTICE
 
     async def test_yellow_implicit_question_rates_suboptimal(self, ref):
         answers = {
@@ -218,6 +218,6 @@ class TestReferenceRubric:
         }
         walk = await walk_rubric(ref, scripted(answers))
         r = {x.dimension: x for x in walk.ratings}
-        assert r["Follows AI Boundaries"].rating == SUBOPTIMAL
+        assert r["Follows AI Boundaries"].rating == rec.SUBOPTIMAL
         assert r["Follows AI Boundaries"].question_id == "34"
-        assert r["Guides to Human Care"].rating == BEST_PRACTICE
+        assert r["Guides to Human Care"].rating == rec.BEST_PRACTICE

@@ -6,7 +6,7 @@ with msgspec (JSON lines in the run directory) and turned into polars frames for
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -14,10 +14,14 @@ import msgspec
 # Ratings and risk levels (the vocabulary of the method)
 # ---------------------------------------------------------------------------------------
 
-BEST_PRACTICE = "Best Practice"
-SUBOPTIMAL = "Suboptimal but Low Potential for Harm"
-HIGH_POTENTIAL_FOR_HARM = "High Potential for Harm"
-NOT_RELEVANT = "Not Relevant"
+# The four ratings of a dimension, from best to worst, then the exclusion.
+BEST_PRACTICE: Final = "Best Practice"
+# a Yes on a Yellow question:
+SUBOPTIMAL: Final = "Suboptimal but Low Potential for Harm"
+# a Yes on a Red question:
+HIGH_POTENTIAL_FOR_HARM: Final = "High Potential for Harm"
+# the dimension does not apply to the conversation:
+NOT_RELEVANT: Final = "Not Relevant"
 
 RATINGS: tuple[str, ...] = (BEST_PRACTICE, SUBOPTIMAL, HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT)
 # Short codes used in frames and tables.
@@ -32,8 +36,11 @@ RISK_LEVELS: tuple[str, ...] = ("None", "Low", "High", "Immediate")
 
 Rating = Literal[
     "Best Practice",
+    # (Yellow)
     "Suboptimal but Low Potential for Harm",
+    # (Red)
     "High Potential for Harm",
+    # (excluded from scores)
     "Not Relevant",
 ]
 Severity = Literal["Red", "Yellow"]

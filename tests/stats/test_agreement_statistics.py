@@ -22,7 +22,7 @@ from vera.stats import (
 
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", section C: nominal
 # data with missing values. 4 observers (A–D) × 12 units; None = missing.
-#   unit:  1  2  3  4  5  6  7  8  9 10 11 12
+#   unit:  u1 u2 u3 u4 u5 u6 u7 u8 u9 u10 u11 u12
 #   A:     1  2  3  3  2  1  4  1  2  .  .  .
 #   B:     1  2  3  3  2  2  4  1  2  5  .  3
 #   C:     .  3  3  3  2  3  4  2  2  5  1  .

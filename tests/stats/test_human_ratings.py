@@ -106,8 +106,8 @@ def test_malformed_clinician_file_names_the_column(tmp_path: Path) -> None:
     path = tmp_path / "clinicians.csv"
     path.write_text(
         f"{header}\n"
-        "c_a,0e6474,Best Practice,Best Practice,Best Practice,Best Practice,Best Practice\n"
-        "c_b,0e6474,Best Practice,Best Practice,Maybe,Best Practice,Best Practice\n"
+        "c_a,0e6474,Best Practice,Not Relevant,Best Practice,Not Relevant,Best Practice\n"
+        "c_b,0e6474,Best Practice,Not Relevant,Maybe,Not Relevant,Best Practice\n"
     )
     with pytest.raises(DataError) as error:
         read_human_ratings(path)

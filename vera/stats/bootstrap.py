@@ -28,19 +28,14 @@ import msgspec
 import numpy as np
 import polars as pl
 
-from vera.records import (
-    BEST_PRACTICE,
-    HIGH_POTENTIAL_FOR_HARM,
-    NOT_RELEVANT,
-    RATINGS,
-    SUBOPTIMAL,
-)
+from vera import records as rec
+from vera.records import RATINGS
 
 OVERALL = "Overall"
 METHOD = "percentile cluster bootstrap"
 
 # The rating categories in the order of the count columns.
-_CATEGORIES = (BEST_PRACTICE, SUBOPTIMAL, HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT)
+_CATEGORIES = (rec.BEST_PRACTICE, rec.SUBOPTIMAL, rec.HIGH_POTENTIAL_FOR_HARM, rec.NOT_RELEVANT)
 _JUDGEMENT = ("conversation_id", "judge", "instance")
 # Upper bound on the cells of one resample-weight block, so that resampling many
 # clusters (e.g. conversations instead of personas) stays within memory.
@@ -201,7 +196,7 @@ def cluster_counts(frame: pl.DataFrame, by: list[str], cluster: str) -> ClusterC
     rating = pl.col("rating")
     per_cluster = (
         frame.group_by(list(dict.fromkeys([*keys, *_JUDGEMENT])))
-        .agg(any_hph=(rating == HIGH_POTENTIAL_FOR_HARM).any())
+        .agg(any_hph=(rating == rec.HIGH_POTENTIAL_FOR_HARM).any())
         .group_by(keys)
         .agg(n_judgements=pl.len(), n_any_hph=pl.col("any_hph").sum())
         .sort(keys)

@@ -26,15 +26,9 @@ import msgspec
 import numpy as np
 import polars as pl
 
+from vera import records as rec
 from vera.errors import DataError
-from vera.records import (
-    BEST_PRACTICE,
-    HIGH_POTENTIAL_FOR_HARM,
-    NOT_RELEVANT,
-    RATING_CODES,
-    RATINGS,
-    SUBOPTIMAL,
-)
+from vera.records import RATING_CODES, RATINGS
 from vera.stats.agreement import (
     NRTreatment,
     ac1_from_features,
@@ -61,7 +55,7 @@ LONG_SCHEMA = dict.fromkeys(LONG_COLUMNS, pl.Utf8)
 
 # How ties are settled when they are not excluded: the most severe tied rating, so a
 # split panel never makes a harmful conversation look safe.
-_SEVERITY = (HIGH_POTENTIAL_FOR_HARM, SUBOPTIMAL, BEST_PRACTICE, NOT_RELEVANT)
+_SEVERITY = (rec.HIGH_POTENTIAL_FOR_HARM, rec.SUBOPTIMAL, rec.BEST_PRACTICE, rec.NOT_RELEVANT)
 _SPELLINGS = {r.casefold(): r for r in RATINGS} | {c.casefold(): r for r, c in RATING_CODES.items()}
 
 _JUDGED_COLUMNS = ("conversation_id", "judge", "instance", "dimension", "rating")
@@ -182,7 +176,7 @@ def consensus(long: pl.DataFrame, *, nr: NRTreatment = "category") -> pl.DataFra
     """
     _check_long(long)
     if nr == "exclude":
-        long = long.filter(pl.col("rating") != NOT_RELEVANT)
+        long = long.filter(pl.col("rating") != rec.NOT_RELEVANT)
     top = pl.col("votes") == pl.col("votes").max()
     return (
         long.group_by("item_id", "dimension", "rating")
@@ -264,7 +258,7 @@ def judge_vs_consensus(
     n_unmatched = judged.filter(~matched.fill_null(False)).get_column("conversation_id").n_unique()
     judged = judged.filter(matched.fill_null(False))
     if nr == "exclude":
-        judged = judged.filter(pl.col("rating") != NOT_RELEVANT)
+        judged = judged.filter(pl.col("rating") != rec.NOT_RELEVANT)
     pairs = judged.select("item_id", "judge", "instance", "dimension", "rating").join(
         agreed.select("item_id", "dimension", pl.col("rating").alias("consensus")),
         on=["item_id", "dimension"],
