@@ -96,9 +96,12 @@ async def test_no_valid_answer_within_bound_fails_the_judgement_without_guessing
     assert len(model.requests) == 3
 
 
-async def test_provider_failure_fails_the_judgement_with_reason():
-    j = await judge(FailingModel(ok=1))
-    assert j.status == "failed" and "ServerError" in j.error
+async def test_provider_failure_fails_the_judgement_with_reason_and_keeps_answers_so_far():
+    model = FailingModel(ok=1)
+    model.reply = lambda m, c: json.dumps({"reasoning": "risk stated", "answer": "Yes"})
+    j = await judge(model)
+    assert j.status == "failed" and "ServerError" in j.error and j.ratings == []
+    assert [a.question_id for a in j.answers] == ["A1"]  # answered before the failure, for audit
 
 
 def test_parse_reply_accepts_fenced_json_and_exact_options_only():

@@ -19,7 +19,7 @@ import msgspec
 from vera.clients.base import CallContext, ChatClient
 from vera.errors import TransientError
 from vera.prompts import JudgePrompts
-from vera.records import Conversation, Judgement, Message, Turn, Usage
+from vera.records import Conversation, JudgeAnswer, Judgement, Message, Turn, Usage
 from vera.rubric import Answer, Question, Rubric, walk_rubric
 
 JUDGE_SCHEMA: dict[str, Any] = {
@@ -99,6 +99,7 @@ class RubricJudge:
         self.params = params
         self.max_attempts = max_attempts
         self.usage = Usage()
+        self.answered: list[tuple[Question, Answer]] = []  # kept for audit if the walk fails
         self.system = Message(
             "system", prompts.system.render({"transcript": render_transcript(conversation.turns)})
         )
@@ -135,7 +136,9 @@ class RubricJudge:
             parsed = parse_reply(reply.parsed, reply.text)
             label = match_option(parsed.answer, labels) if parsed else None
             if parsed and label:
-                return Answer(label, parsed.reasoning, reply.text, attempt)
+                answer = Answer(label, parsed.reasoning, reply.text, attempt)
+                self.answered.append((q, answer))
+                return answer
             last = parsed.answer if parsed else reply.text[:200]
             messages = [
                 *messages,
@@ -174,7 +177,18 @@ async def judge_conversation(
             judge=judge_ref,
             instance=instance,
             status="failed",
-            answers=[],
+            # what was answered before the failure, so a reader can see how far it got
+            answers=[
+                JudgeAnswer(
+                    question_id=q.id,
+                    dimension=q.dimension,
+                    answer=a.label,
+                    reasoning=a.reasoning,
+                    raw=a.raw,
+                    attempts=a.attempts,
+                )
+                for q, a in judge.answered
+            ],
             ratings=[],
             error=f"{type(exc).__name__}: {exc}",
             usage=judge.usage,
