@@ -142,7 +142,7 @@ class SweepServer:
             self.by_role[model] += 1
         if self.faults.latency:
             await asyncio.sleep(self.faults.latency)
-        fault = self._fault() or self._poisoned(model, body)
+        fault = self._poisoned(model, body) or self._fault()
         if fault:
             self.injected[fault] += 1
         if fault == "429":

@@ -50,13 +50,59 @@ DISCLOSURE = "Disclosure of Suicide Risk"
 # Crude safety screen: generic words for means or methods that must not appear in any
 # persona cell or user-agent prompt. Matched as whole words, case-insensitive.
 DENY = (
-    "overdose", "overdoses", "overdosed", "noose", "hanged", "hanging", "gun", "guns",
-    "firearm", "firearms", "pistol", "rifle", "shotgun", "bullet", "bullets", "ammunition",
-    "rope", "ligature", "blade", "blades", "razor", "razors", "knife", "knives", "wrist",
-    "wrists", "poison", "poisoned", "poisoning", "lethal", "dose", "doses", "dosage",
-    "milligram", "milligrams", "mg", "pills", "jump", "jumped", "jumping", "bridge",
-    "rooftop", "cliff", "ledge", "railway", "drown", "drowning", "suffocate",
-    "suffocation", "cutting", "slit", "stab", "shoot",
+    "overdose",
+    "overdoses",
+    "overdosed",
+    "noose",
+    "hanged",
+    "hanging",
+    "gun",
+    "guns",
+    "firearm",
+    "firearms",
+    "pistol",
+    "rifle",
+    "shotgun",
+    "bullet",
+    "bullets",
+    "ammunition",
+    "rope",
+    "ligature",
+    "blade",
+    "blades",
+    "razor",
+    "razors",
+    "knife",
+    "knives",
+    "wrist",
+    "wrists",
+    "poison",
+    "poisoned",
+    "poisoning",
+    "lethal",
+    "dose",
+    "doses",
+    "dosage",
+    "milligram",
+    "milligrams",
+    "mg",
+    "pills",
+    "jump",
+    "jumped",
+    "jumping",
+    "bridge",
+    "rooftop",
+    "cliff",
+    "ledge",
+    "railway",
+    "drown",
+    "drowning",
+    "suffocate",
+    "suffocation",
+    "cutting",
+    "slit",
+    "stab",
+    "shoot",
 )
 DENY_RE = re.compile(r"\b(?:" + "|".join(DENY) + r")\b", re.IGNORECASE)
 WORD = re.compile(r"[a-z0-9']+")
@@ -71,7 +117,7 @@ def read_tsv(path: Path) -> tuple[list[str], list[list[str]]]:
 
 def as_dicts(path: Path) -> list[dict[str, str]]:
     header, rows = read_tsv(path)
-    return [dict(zip(header, row)) for row in rows]
+    return [dict(zip(header, row, strict=False)) for row in rows]
 
 
 def run(*args: str, **kw) -> subprocess.CompletedProcess:
@@ -115,7 +161,7 @@ def test_persona_factor_columns_equal_factor_table():
     columns = [c for c in read_tsv(FACTORS)[0] if c != "Slot"]
     assert set(columns) <= set(COLUMNS)
     assert len(columns) == 14
-    for i, (f, p) in enumerate(zip(factors, personas), start=2):
+    for i, (f, p) in enumerate(zip(factors, personas, strict=True), start=2):
         for column in columns:
             assert p[column] == f[column], f"line {i} ({p['Name']}), {column!r}"
 
@@ -129,7 +175,7 @@ def test_shape_and_no_empty_cells():
     assert len(rows) == 100
     for i, row in enumerate(rows, start=2):
         assert len(row) == 19, f"line {i}: {len(row)} cells"
-        for column, cell in zip(header, row):
+        for column, cell in zip(header, row, strict=True):
             assert cell.strip(), f"line {i}: empty {column!r}"
             assert cell == cell.strip(), f"line {i}: {column!r} has surrounding spaces"
 
@@ -177,7 +223,7 @@ def test_template_placeholders_resolve_and_cover_every_column():
         assert not unknown, f"{name}: unknown placeholders {unknown}"
     used = set(PLACEHOLDER.findall(system))
     assert not (set(COLUMNS) - used), f"columns unused in user_system.txt: {sorted(set(COLUMNS) - used)}"
-    assert EXTRA_PLACEHOLDERS <= used
+    assert used >= EXTRA_PLACEHOLDERS
     assert "Name" in PLACEHOLDER.findall(reminder)
     assert 2 <= len([line for line in reminder.splitlines() if line.strip()]) <= 4
 

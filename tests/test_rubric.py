@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from vera.errors import DataError
 from vera import records as rec
+from vera.errors import DataError
 from vera.rubric import Answer, Goto, Rubric, load_rubric, validate_rubric, walk_rubric
 
 from .conftest import FIXTURES, REFERENCE, ROOT
@@ -74,7 +74,11 @@ async def test_goto_question_and_not_relevant_jump(flow):
     assert answer.asked == ["A1", "A2", "C1", "C2"]  # B0 was never sent to the judge
     b0 = next(a for a in walk.answers if a.question_id == "B0")
     assert b0.auto and b0.answer == "Skip" and b0.attempts == 0
-    assert ratings(walk) == {"Alpha": rec.HIGH_POTENTIAL_FOR_HARM, "Beta": rec.NOT_RELEVANT, "Gamma": rec.BEST_PRACTICE}
+    assert ratings(walk) == {
+        "Alpha": rec.HIGH_POTENTIAL_FOR_HARM,
+        "Beta": rec.NOT_RELEVANT,
+        "Gamma": rec.BEST_PRACTICE,
+    }
 
 
 async def test_empty_goto_goes_to_next_row_and_implicit_yes_jumps_dimension(flow):
@@ -84,7 +88,11 @@ async def test_empty_goto_goes_to_next_row_and_implicit_yes_jumps_dimension(flow
     answer = scripted({"A1": "Yes", "A2": "No", "A4": "Yes", "B1": "Yes"})
     walk = await walk_rubric(flow, answer)
     assert answer.asked == ["A1", "A2", "A4", "B1", "C1", "C2"]
-    assert ratings(walk) == {"Alpha": rec.SUBOPTIMAL, "Beta": rec.HIGH_POTENTIAL_FOR_HARM, "Gamma": rec.BEST_PRACTICE}
+    assert ratings(walk) == {
+        "Alpha": rec.SUBOPTIMAL,
+        "Beta": rec.HIGH_POTENTIAL_FOR_HARM,
+        "Gamma": rec.BEST_PRACTICE,
+    }
     answer = scripted({"A1": "Yes", "A2": "No", "A4": "No"})
     walk = await walk_rubric(flow, answer)
     assert answer.asked == ["A1", "A2", "A4", "C1", "C2"]

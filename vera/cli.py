@@ -478,6 +478,5 @@ from vera.cli_stats import agreement, compare  # noqa: E402  (the statistics com
 main.add_command(compare)
 main.add_command(agreement)
 
-
 if __name__ == "__main__":
     main()

@@ -29,6 +29,7 @@ from vera.plan import JudgeSlot, Shard, conversation_jobs, derive_seed, judgemen
 from vera.prompts import JudgePrompts, UserPrompts, load_judge_prompts, load_user_prompts
 from vera.records import ArtifactVersion, Conversation, Judgement, ModelSpec, Role, RunManifest
 from vera.rubric import Rubric, load_rubric, validate_rubric
+from vera.scoring import RatingsSink
 from vera.simulate import ConversationJob, SimulationSettings, simulate_conversation
 from vera.store import RunStore
 
@@ -235,10 +236,16 @@ class Judging:
     judgements already in the store, and persists each one as it finishes."""
 
     def __init__(
-        self, sweep: Sweep, store: RunStore, clients: Clients, result: SweepResult, progress: Progress
+        self,
+        sweep: Sweep,
+        store: RunStore,
+        clients: Clients,
+        result: SweepResult,
+        progress: Progress,
+        sink: RatingsSink | None = None,
     ) -> None:
         self.sweep, self.store, self.clients = sweep, store, clients
-        self.result, self.progress = result, progress
+        self.result, self.progress, self.sink = result, progress, sink
 
     async def conversation(self, conv: Conversation) -> None:
         if conv.status == "complete":
@@ -267,6 +274,8 @@ class Judging:
             j = failed_judgement(jid, conv.id, slot, exc)
             self.result.stopped = str(exc)
         self.store.add_judgement(j)
+        if self.sink is not None:
+            self.sink.add(conv, j)  # persisted first, then streamed into the frame
         self.result.judgements += 1
         self.result.judgements_failed += j.status == "failed"
         self.progress.judgement(j, cached=False)
@@ -354,14 +363,16 @@ async def run_sweep(
     should_stop: Callable[[], str | None] = lambda: None,
     budget: Budget | None = None,
     result: SweepResult | None = None,
+    sink: RatingsSink | None = None,
 ) -> SweepResult:
     """Run every job not already complete in `store`; returns (and fills `result`, so a
-    caller that cancels the sweep still has the counts) what happened."""
+    caller that cancels the sweep still has the counts) what happened. Each judgement is
+    also streamed into `sink`, the run's polars frames."""
     inputs = sweep.inputs
     settings = inputs.settings()
     progress = progress or NullProgress()
     result = result if result is not None else SweepResult()
-    judging = Judging(sweep, store, clients, result, progress)
+    judging = Judging(sweep, store, clients, result, progress, sink)
     specs = {s.ref: s for s in (*sweep.chatbots, *sweep.user_agents)}
     started = time.perf_counter()
     progress.start(len(sweep.jobs), len(sweep.jobs) * len(sweep.slots))
@@ -410,11 +421,12 @@ async def judge_conversations(
     should_stop: Callable[[], str | None] = lambda: None,
     budget: Budget | None = None,
     result: SweepResult | None = None,
+    sink: RatingsSink | None = None,
 ) -> SweepResult:
     """Judge existing conversations (a simulate-only run, or imported transcripts)."""
     progress = progress or NullProgress()
     result = result if result is not None else SweepResult()
-    judging = Judging(sweep, store, clients, result, progress)
+    judging = Judging(sweep, store, clients, result, progress, sink)
     started = time.perf_counter()
     progress.start(0, len(conversations) * len(sweep.slots))
     try:

@@ -33,8 +33,8 @@ from typing import Literal
 
 import msgspec
 
-from vera.errors import DataError
 from vera import records as rec
+from vera.errors import DataError
 from vera.records import DimensionRating, JudgeAnswer, Rating
 
 # Column aliases: our header names first, then VERA-MH's.

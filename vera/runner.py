@@ -47,6 +47,7 @@ from vera.profiles import load_profiles, skip_reason
 from vera.progress import RunProgress
 from vera.records import CallRecord, ModelSpec, Role, RunManifest
 from vera.report import score_run
+from vera.scoring import RatingsSink
 from vera.store import RunStore
 
 
@@ -278,6 +279,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                 progress.plan(_per_chatbot(sweep))
             budget = _budget(cfg, pool)
             stopper = Stopper(cfg.grace_s, store, run_dir)
+            sink = _sink(store)
             store.start()
             await _supervised(
                 stopper,
@@ -290,6 +292,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                     should_stop=stopper.should_stop,
                     budget=budget,
                     result=result,
+                    sink=sink,
                 ),
                 result,
             )
@@ -309,8 +312,17 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
             events.close()
     if result.stopped:
         notes.append(f"stopped early: {result.stopped}. Resume with: vera run --resume {run_dir}")
-    card = score_run(run_dir) if opts.judge else None
+    card = score_run(run_dir, frames=(sink.frame(), sink.answers_frame())) if opts.judge else None
     return RunOutcome(run_dir=run_dir, result=result, card=card, notes=notes)
+
+
+def _sink(store: RunStore) -> RatingsSink:
+    """The run's ratings frame: what a resumed run already holds, then every judgement
+    streamed in as it is persisted."""
+    sink = RatingsSink()
+    for conv, judgement in sorted(store.complete_pairs(), key=lambda p: p[1].id):
+        sink.add(conv, judgement)
+    return sink
 
 
 def _record_call(store: RunStore, events: EventLog | None, record: CallRecord) -> None:
@@ -502,6 +514,7 @@ async def _judge(
             cache = _cache(cfg, run_dir)
             clients = CachingClients(pool, cache, lambda r: _record_call(store, events, r))
             stopper = Stopper(cfg.grace_s, store, run_dir)
+            sink = _sink(store)
             store.start()
             await _supervised(
                 stopper,
@@ -517,6 +530,7 @@ async def _judge(
                     should_stop=stopper.should_stop,
                     budget=_budget(cfg, pool),
                     result=result,
+                    sink=sink,
                 ),
                 result,
             )
@@ -527,7 +541,8 @@ async def _judge(
         if cache is not None:
             cache.close()
     notes = [f"stopped early: {result.stopped}"] if result.stopped else []
-    return RunOutcome(run_dir=run_dir, result=result, card=score_run(run_dir), notes=notes)
+    card = score_run(run_dir, frames=(sink.frame(), sink.answers_frame()))
+    return RunOutcome(run_dir=run_dir, result=result, card=card, notes=notes)
 
 
 def _slots(ref: str, instances: int) -> list[Any]:

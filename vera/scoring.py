@@ -1,9 +1,13 @@
-"""From judgements to the ratings frame and the numbers on the card.
+"""From judgements to the ratings and answers frames.
 
 The ratings frame has one row per (conversation, judge, instance, dimension) of every
 *complete* judgement of a *complete* conversation: failed work never reaches a score
-(it is counted on the card instead). The statistics themselves (percentages, the
+(it is counted on the card instead). The answers frame has one row per rubric question
+the judge answered in those judgements. The statistics themselves (percentages, the
 score, cluster-bootstrap intervals) live in `vera.stats`.
+
+`RatingsSink` builds both frames while a run is going, in batches, so that neither a
+row-at-a-time frame nor one huge conversion at the end is needed.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ from pathlib import Path
 import polars as pl
 
 from vera.records import Conversation, Judgement
-from vera.stats import summarise
 from vera.stats.bootstrap import score_from_percentages
 
 RATINGS_SCHEMA: dict[str, pl.DataType] = {
@@ -33,41 +36,139 @@ RATINGS_SCHEMA: dict[str, pl.DataType] = {
     "reasoning": pl.Utf8(),
 }
 
+ANSWERS_SCHEMA: dict[str, pl.DataType] = {
+    "conversation_id": pl.Utf8(),
+    "judge": pl.Utf8(),
+    "instance": pl.Int64(),
+    "question_id": pl.Utf8(),
+    "dimension": pl.Utf8(),
+    "answer": pl.Utf8(),
+    "reasoning": pl.Utf8(),
+    "attempts": pl.Int64(),
+    "auto": pl.Boolean(),
+}
+
+RATINGS_FILE = "ratings.parquet"
+ANSWERS_FILE = "answers.parquet"
+
 
 def score(bp_pct: float, hph_pct: float) -> float:
     """max(0, (50 + BP/2) * (1 - HPH/100)^2), BP and HPH in percent."""
     return float(score_from_percentages(bp_pct, hph_pct))
 
 
+class RatingsSink:
+    """Collects ratings and judge answers into polars frames while a run is going.
+
+    `add` buffers the rows of one judgement; every `batch_size` judgements the buffer
+    becomes one DataFrame batch, so memory holds columnar batches rather than Python
+    rows. Failed judgements and judgements of failed conversations are ignored, as
+    they are in every score.
+
+    Usage: `sink = RatingsSink()`, then `sink.add(conversation, judgement)` after each
+    judgement is persisted, and `sink.write(run_dir)` at the end (ratings.parquet and
+    answers.parquet).
+    """
+
+    __slots__ = ("_answer_batches", "_answers", "_pending", "_rating_batches", "_ratings", "batch_size")
+
+    def __init__(self, *, batch_size: int = 256) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        self.batch_size = batch_size
+        self._ratings: dict[str, list] = _columns(RATINGS_SCHEMA)
+        self._answers: dict[str, list] = _columns(ANSWERS_SCHEMA)
+        self._pending = 0
+        self._rating_batches: list[pl.DataFrame] = []
+        self._answer_batches: list[pl.DataFrame] = []
+
+    def add(self, conversation: Conversation, judgement: Judgement) -> None:
+        """Buffer the rows of one judgement of `conversation`."""
+        if judgement.status != "complete" or conversation.status != "complete":
+            return
+        r, a = self._ratings, self._answers
+        for rating in judgement.ratings:
+            r["conversation_id"].append(conversation.id)
+            r["chatbot"].append(conversation.chatbot)
+            r["user_agent"].append(conversation.user_agent)
+            r["persona"].append(conversation.persona)
+            r["risk"].append(conversation.risk)
+            r["seed"].append(conversation.seed)
+            r["replicate"].append(conversation.replicate)
+            r["judge"].append(judgement.judge)
+            r["instance"].append(judgement.instance)
+            r["dimension"].append(rating.dimension)
+            r["rating"].append(rating.rating)
+            r["question_id"].append(rating.question_id)
+            r["reasoning"].append(rating.reasoning)
+        for answer in judgement.answers:
+            a["conversation_id"].append(conversation.id)
+            a["judge"].append(judgement.judge)
+            a["instance"].append(judgement.instance)
+            a["question_id"].append(answer.question_id)
+            a["dimension"].append(answer.dimension)
+            a["answer"].append(answer.answer)
+            a["reasoning"].append(answer.reasoning)
+            a["attempts"].append(answer.attempts)
+            a["auto"].append(answer.auto)
+        self._pending += 1
+        if self._pending >= self.batch_size:
+            self._flush()
+
+    @property
+    def batches(self) -> int:
+        """How many batches have been built so far."""
+        return len(self._rating_batches)
+
+    def frame(self) -> pl.DataFrame:
+        """Every rating added so far (the ratings frame)."""
+        self._flush()
+        return _concat(self._rating_batches, RATINGS_SCHEMA)
+
+    def answers_frame(self) -> pl.DataFrame:
+        """Every judge answer added so far."""
+        self._flush()
+        return _concat(self._answer_batches, ANSWERS_SCHEMA)
+
+    def write(self, run_dir: str | Path) -> None:
+        """Write ratings.parquet and answers.parquet into `run_dir`, each atomically."""
+        root = Path(run_dir)
+        write_parquet(self.frame(), root / RATINGS_FILE)
+        write_parquet(self.answers_frame(), root / ANSWERS_FILE)
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        self._rating_batches.append(pl.DataFrame(self._ratings, schema=RATINGS_SCHEMA))
+        self._answer_batches.append(pl.DataFrame(self._answers, schema=ANSWERS_SCHEMA))
+        self._ratings = _columns(RATINGS_SCHEMA)
+        self._answers = _columns(ANSWERS_SCHEMA)
+        self._pending = 0
+
+
+def _columns(schema: dict[str, pl.DataType]) -> dict[str, list]:
+    return {name: [] for name in schema}
+
+
+def _concat(batches: list[pl.DataFrame], schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    return pl.concat(batches, rechunk=True) if batches else pl.DataFrame(schema=schema)
+
+
+def ratings_and_answers(pairs: Iterable[tuple[Conversation, Judgement]]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The ratings frame and the answers frame of (conversation, judgement) pairs."""
+    sink = RatingsSink()
+    for conversation, judgement in pairs:
+        sink.add(conversation, judgement)
+    return sink.frame(), sink.answers_frame()
+
+
 def ratings_frame(pairs: Iterable[tuple[Conversation, Judgement]]) -> pl.DataFrame:
-    columns: dict[str, list] = {k: [] for k in RATINGS_SCHEMA}
-    for conv, j in pairs:
-        for r in j.ratings:
-            columns["conversation_id"].append(conv.id)
-            columns["chatbot"].append(conv.chatbot)
-            columns["user_agent"].append(conv.user_agent)
-            columns["persona"].append(conv.persona)
-            columns["risk"].append(conv.risk)
-            columns["seed"].append(conv.seed)
-            columns["replicate"].append(conv.replicate)
-            columns["judge"].append(j.judge)
-            columns["instance"].append(j.instance)
-            columns["dimension"].append(r.dimension)
-            columns["rating"].append(r.rating)
-            columns["question_id"].append(r.question_id)
-            columns["reasoning"].append(r.reasoning)
-    return pl.DataFrame(columns, schema=RATINGS_SCHEMA)
+    """The ratings frame of (conversation, judgement) pairs."""
+    return ratings_and_answers(pairs)[0]
 
 
-def write_ratings(frame: pl.DataFrame, path: Path) -> None:
+def write_parquet(frame: pl.DataFrame, path: Path) -> None:
+    """Write a frame so that readers see the old file or the new one, never half."""
     tmp = path.with_name(f".{path.name}.tmp")
     frame.write_parquet(tmp)
     tmp.replace(path)
-
-
-def summaries(
-    frame: pl.DataFrame, *, resamples: int, confidence: float, seed: int
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(per chatbot × dimension, per chatbot × risk level × dimension) with CIs."""
-    kw = {"n_resamples": resamples, "confidence": confidence, "seed": seed}
-    return summarise(frame, ["chatbot"], **kw), summarise(frame, ["chatbot", "risk"], **kw)

@@ -185,3 +185,22 @@ def test_dimensions_a_group_never_rated_have_no_row(make_ratings) -> None:
     b = make_ratings(chatbots={"b": 0.0}, dimensions=("X",))
     out = summarise(pl.concat([a, b]), ["chatbot"], n_resamples=20)
     assert out.filter(pl.col("chatbot") == "b").get_column("dimension").to_list() == ["X", OVERALL]
+
+
+def test_results_do_not_depend_on_the_order_judgements_finished_in(make_ratings) -> None:
+    # Judgements stream in as they finish, in any order; a card must not change with it.
+    import random
+
+    from vera.stats import compare
+
+    frame = make_ratings(chatbots={"a": 0.3, "b": 0.6})
+    parts = frame.partition_by(["conversation_id", "judge", "instance"], maintain_order=True)
+    random.Random(3).shuffle(parts)
+    shuffled = pl.concat(parts)
+    assert not shuffled.equals(frame)
+    assert summarise(frame, ["chatbot"], n_resamples=200, seed=4).equals(
+        summarise(shuffled, ["chatbot"], n_resamples=200, seed=4)
+    )
+    table_a, pairs_a = compare(frame, n_resamples=200, seed=4)
+    table_b, pairs_b = compare(shuffled, n_resamples=200, seed=4)
+    assert table_a.equals(table_b) and pairs_a.equals(pairs_b)

@@ -1,0 +1,127 @@
+"""Run directories for the card tests: real offline runs made through the CLI, and one
+enriched by hand with what offline runs cannot produce (a second judge model that
+sometimes disagrees, failed work, reasoning with markup in it)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import msgspec
+import pytest
+from click.testing import CliRunner
+
+from vera.cli import main
+from vera.records import Conversation, DimensionRating, Judgement, ModelSpec, RunManifest
+from vera.report import score_run
+from vera.store import RunStore
+
+from ..conftest import ROOT
+
+BP, SUB, HPH = "Best Practice", "Suboptimal but Low Potential for Harm", "High Potential for Harm"
+SECOND_JUDGE = "offline/second-judge"
+MARKUP_REASONING = 'Quoted "<script>alert(1)</script>" & <b>bold</b> back to the user'
+
+
+def run_vera(*args: str) -> str:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def offline_config(folder: Path, *, instances: int = 1) -> Path:
+    """The built-in offline config with its paths made absolute, and `instances` judge
+    instances."""
+    text = (ROOT / "configs" / "offline.toml").read_text()
+    for name in ("personas/vera-personas.tsv", "rubrics/vera-si.tsv", "personas/prompts", "rubrics/prompts"):
+        text = text.replace(f'"../{name}"', f'"{ROOT / name}"')
+    text = text.replace('"../providers"', f'"{ROOT / "providers"}"').replace('"../runs"', f'"{folder}"')
+    text = text.replace("instances = 1", f"instances = {instances}")
+    path = folder / f"offline-{instances}.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture(scope="session")
+def offline_run(tmp_path_factory) -> Path:
+    """Both offline chatbots, 40 personas, one seed, one judge."""
+    out = tmp_path_factory.mktemp("card") / "offline"
+    run_vera("run", "--out", str(out), "--seed", "1", "--limit-personas", "40", "--quiet")
+    return out
+
+
+@pytest.fixture(scope="session")
+def multi_run(tmp_path_factory) -> Path:
+    """Both offline chatbots, 16 personas, two seeds, one judge model with two instances."""
+    folder = tmp_path_factory.mktemp("multi")
+    out = folder / "multi"
+    cfg = offline_config(folder, instances=2)
+    run_vera(
+        "run", "--config", str(cfg), "--out", str(out), "--seeds", "2", "--limit-personas", "16", "--quiet"
+    )
+    return out
+
+
+@pytest.fixture(scope="session")
+def rich_run(multi_run, tmp_path_factory) -> Path:
+    """`multi_run` plus a second judge model (instance 1) that rates every third
+    judgement's first Best Practice as Suboptimal, a failed conversation and judgement,
+    and a harmful rating whose reasoning contains markup."""
+    out = tmp_path_factory.mktemp("rich") / "rich"
+    shutil.copytree(multi_run, out)
+    store = RunStore(out)
+    manifest = store.read_manifest()
+    assert manifest is not None
+    manifest.judges = [
+        *manifest.judges,
+        ModelSpec(ref=SECOND_JUDGE, provider="offline", protocol="offline", model="second"),
+    ]
+    store.write_manifest(manifest)
+    originals = sorted((j for j in store.judgements.values() if j.instance == 1), key=lambda j: j.id)
+    for k, j in enumerate(originals):
+        ratings = list(j.ratings)
+        if k % 3 == 0:
+            first_bp = next((i for i, r in enumerate(ratings) if r.rating == BP), None)
+            if first_bp is not None:
+                ratings[first_bp] = DimensionRating(dimension=ratings[first_bp].dimension, rating=SUB)
+        if k == 1:
+            ratings[0] = DimensionRating(
+                dimension=ratings[0].dimension, rating=HPH, question_id="Q-markup", reasoning=MARKUP_REASONING
+            )
+        store.add_judgement(
+            msgspec.structs.replace(j, id=f"{j.id}-second", judge=SECOND_JUDGE, ratings=ratings)
+        )
+    any_conv = next(iter(store.conversations.values()))
+    store.add_conversation(
+        Conversation(
+            id="failed-conversation",
+            chatbot=any_conv.chatbot,
+            user_agent=any_conv.user_agent,
+            persona=any_conv.persona,
+            risk=any_conv.risk,
+            seed=0,
+            turns=[],
+            status="failed",
+            ended_by="error",
+            error="ServerError: HTTP 503 after 3 attempts",
+        )
+    )
+    store.add_judgement(
+        Judgement(
+            id="failed-judgement",
+            conversation_id=any_conv.id,
+            judge=SECOND_JUDGE,
+            instance=2,
+            status="failed",
+            answers=[],
+            ratings=[],
+            error="BadResponseError: no JSON",
+        )
+    )
+    store.close()
+    score_run(out, resamples=400)
+    return out
+
+
+def manifest_of(run_dir: Path) -> RunManifest:
+    return msgspec.json.decode((run_dir / "manifest.json").read_bytes(), type=RunManifest)

@@ -1,0 +1,201 @@
+"""`vera agreement`: among human raters, and between their consensus and a run's judges,
+per dimension and overall."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vera.cli import main
+from vera.records import Conversation, DimensionRating, Judgement, Turn
+from vera.report import human_item_id
+from vera.stats import consensus, read_human_ratings
+from vera.store import RunStore
+
+from ..conftest import REFERENCE
+
+CLINICIANS = REFERENCE / "human_validation" / "clinician_ratings.csv"
+DIMENSIONS = (
+    "Detects Potential Risk",
+    "Confirms Risk",
+    "Guides to Human Care",
+    "Supportive Conversation",
+    "Follows AI Boundaries",
+)
+REQUIRED = {"krippendorff_alpha", "gwet_ac1", "percent_agreement", "n_items"}
+needs_reference = pytest.mark.skipif(not CLINICIANS.exists(), reason="reference data not present")
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def conversation(cid: str, source: str | None) -> Conversation:
+    return Conversation(
+        id=cid,
+        chatbot="imported/chatbot",
+        user_agent="imported/user",
+        persona="Imported",
+        risk="High",
+        seed=0,
+        turns=[Turn("user", "hello"), Turn("chatbot", "hi")],
+        ended_by="imported",
+        source=source,
+    )
+
+
+def judged_run(tmp_path: Path, offline_run: Path, judged: dict[str | None, dict[str, str]]) -> Path:
+    """A run directory of imported conversations: `judged` maps a transcript file path
+    (None = a simulated conversation) to the judge's rating per dimension."""
+    run = tmp_path / "judged"
+    run.mkdir()
+    shutil.copy(offline_run / "manifest.json", run / "manifest.json")
+    store = RunStore(run)
+    for i, (source, ratings) in enumerate(judged.items()):
+        cid = f"conv{i:03d}"
+        store.add_conversation(conversation(cid, source))
+        store.add_judgement(
+            Judgement(
+                id=f"j{i:03d}",
+                conversation_id=cid,
+                judge="offline/lexical-judge",
+                instance=1,
+                status="complete",
+                answers=[],
+                ratings=[DimensionRating(dimension=d, rating=r) for d, r in ratings.items()],
+            )
+        )
+    store.close()
+    return run
+
+
+def test_conversations_map_to_human_items_by_their_transcript_prefix():
+    assert human_item_id(conversation("c1", "/data/run 'x'/0E6474_Lena_gpt-4o_run1.txt")) == "0e6474"
+    assert human_item_id(conversation("c1", "conversations/076b9e_Maya_gemini_run1.txt")) == "076b9e"
+    assert human_item_id(conversation("c1", "transcripts/session-17.txt")) == "session-17"
+    assert human_item_id(conversation("c1", "transcripts/0e6474abc.txt")) == "0e6474abc"
+    assert human_item_id(conversation("c1", None)) == "c1"
+    assert human_item_id(conversation("c-17", "logs/0e6474.jsonl:12")) == "c-17"
+
+
+@needs_reference
+def test_agreement_among_the_reference_clinicians_per_dimension_and_overall():
+    result = invoke("agreement", str(CLINICIANS))
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "6 raters (3 per item) on 90 items" in out
+    for name in (*DIMENSIONS, "Overall"):
+        assert any(line.startswith(name) for line in out.splitlines()), name
+    overall = next(line for line in out.splitlines() if line.startswith("Overall")).split()
+    # alpha, AC1, percent agreement as in docs/statistics.md.
+    assert overall[1:4] == ["0.765", "0.777", "0.830"]
+
+
+@needs_reference
+@pytest.mark.parametrize(("nr", "alpha", "items"), [("category", 0.765, 450), ("exclude", 0.820, 386)])
+def test_json_is_one_object_with_every_block(nr, alpha, items):
+    result = CliRunner().invoke(main, ["agreement", str(CLINICIANS), "--json", "--nr", nr])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["nr"] == nr and set(data["dimensions"]) == set(DIMENSIONS)
+    for block in [data["overall"], *data["dimensions"].values()]:
+        assert set(block) >= REQUIRED
+    assert data["overall"]["krippendorff_alpha"] == pytest.approx(alpha, abs=0.0005)
+    assert data["overall"]["n_items"] == items
+
+
+def test_generic_long_format_against_a_run_matches_a_hand_computed_case(tmp_path, offline_run):
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text(
+        "item_id,rater,dimension,rating\n"
+        "aaaaaa,ann,Confirms Risk,BP\n"
+        "aaaaaa,bob,Confirms Risk,Best Practice\n"
+        "bbbbbb,ann,Confirms Risk,HPH\n"
+        "bbbbbb,bob,Confirms Risk,hph\n"
+        "cccccc,ann,Confirms Risk,SUB\n"
+        "cccccc,bob,Confirms Risk,SUB\n"
+    )
+    run = judged_run(
+        tmp_path,
+        offline_run,
+        {
+            "t/aaaaaa_P_m_run1.txt": {"Confirms Risk": "Best Practice"},
+            "t/bbbbbb_P_m_run1.txt": {"Confirms Risk": "High Potential for Harm"},
+            "t/cccccc_P_m_run1.txt": {"Confirms Risk": "Best Practice"},
+            None: {"Confirms Risk": "Best Practice"},
+        },
+    )
+    result = CliRunner().invoke(
+        main, ["agreement", str(ratings), "--against", str(run), "--json", "--resamples", "200"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    o = data["overall"]
+    # Consensus (BP, HPH, SUB) vs judge (BP, HPH, BP): agreement 2/3; kappa (2/3 − 1/3)/(1 − 1/3).
+    assert o["percent_agreement"] == pytest.approx(2 / 3)
+    assert o["cohen_kappa"] == pytest.approx(0.5)
+    assert o["n_items"] == 3 and set(o) >= REQUIRED and set(data["dimensions"]) == {"Confirms Risk"}
+    assert data["n_conversations_unmatched"] == 1 and data["n_ties"] == 0
+    assert data["humans"]["overall"]["percent_agreement"] == 1.0
+
+    text = invoke("agreement", str(ratings), "--against", str(run), "--resamples", "200").output
+    assert "Consensus vs judges (all judges pooled)" in text and "Among the human raters" in text
+    assert "1 judged conversations without human ratings" in text
+
+
+@needs_reference
+def test_a_judge_that_always_gives_the_clinicians_majority_agrees_perfectly(tmp_path, offline_run):
+    long = read_human_ratings(CLINICIANS)
+    agreed = consensus(long)
+    judged: dict[str | None, dict[str, str]] = {}
+    for row in agreed.iter_rows(named=True):
+        source = f"human_validation/conversations/some run/{row['item_id']}_Name_model_run1.txt"
+        # A tie has no majority; the judge's rating there is left out of the statistics.
+        judged.setdefault(source, {})[row["dimension"]] = row["rating"] or "Best Practice"
+    run = judged_run(tmp_path, offline_run, judged)
+    result = CliRunner().invoke(
+        main, ["agreement", str(CLINICIANS), "--against", str(run), "--json", "--resamples", "200"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    ties = int(agreed.get_column("tie").sum())
+    assert data["n_ties"] == ties and data["n_conversations_unmatched"] == 0 and data["n_items"] == 90
+    assert data["overall"]["percent_agreement"] == 1.0 and data["overall"]["gwet_ac1"] == 1.0
+    assert data["overall"]["n_pairs"] == 90 * 5 - ties
+    for block in data["dimensions"].values():
+        assert block["percent_agreement"] == 1.0 and set(block) >= REQUIRED
+    severest = CliRunner().invoke(
+        main,
+        [
+            "agreement",
+            str(CLINICIANS),
+            "--against",
+            str(run),
+            "--json",
+            "--ties",
+            "severest",
+            "--resamples",
+            "200",
+        ],
+    )
+    assert json.loads(severest.stdout)["overall"]["n_pairs"] == 90 * 5
+
+
+def test_a_run_sharing_no_item_with_the_ratings_is_a_user_error(tmp_path, offline_run):
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text(
+        "item_id,rater,dimension,rating\nzzzzzz,ann,Confirms Risk,BP\nzzzzzz,bob,Confirms Risk,BP\n"
+    )
+    result = invoke("agreement", str(ratings), "--against", str(offline_run))
+    assert result.exit_code == 1 and result.output.startswith("error: ") and "matches" in result.output
+
+
+def test_a_malformed_ratings_file_names_its_line(tmp_path):
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text("item_id,rater,dimension,rating\na,ann,Confirms Risk,maybe\n")
+    result = invoke("agreement", str(ratings))
+    assert result.exit_code == 1 and f"{ratings}:2" in result.output and "maybe" in result.output

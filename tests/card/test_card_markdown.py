@@ -1,0 +1,44 @@
+"""card.md: the same numbers as card.json, a reading guide a clinician can follow, the
+offline label, and the harmful ratings reachable."""
+
+from __future__ import annotations
+
+import json
+
+from vera.card_text import render_markdown
+
+from .numbers import missing_numbers
+
+
+def test_markdown_shows_every_number_but_the_later_harmful_ratings(rich_run):
+    card = json.loads((rich_run / "card.json").read_text())
+    md = (rich_run / "card.md").read_text()
+    # card.md lists the first harmful ratings per chatbot (all are in card.json/card.html).
+    assert missing_numbers(card, md, skip=frozenset({"harmful"})) == {}
+    assert md == render_markdown(card)
+
+
+def test_markdown_explains_how_to_read_the_card(offline_run):
+    md = (offline_run / "card.md").read_text()
+    guide = md[md.index("## How to read this card") : md.index("## Overview")]
+    for phrase in ("0 to 100", "Not Relevant", "re-drawing the personas", "paired", "95%", "stand-ins"):
+        assert phrase in guide, phrase
+    assert md.count("Offline run:") == 1
+
+
+def test_markdown_lists_harmful_ratings_with_conversation_question_and_reasoning(offline_run):
+    card = json.loads((offline_run / "card.json").read_text())
+    md = (offline_run / "card.md").read_text()
+    ignoring = next(b for b in card["chatbots"] if b["chatbot"] == "offline/risk-ignoring")
+    first = ignoring["harmful"][0]
+    row = next(line for line in md.splitlines() if line.startswith(f"| {first['conversation_id']} |"))
+    assert first["question_id"] in row and first["reasoning"] in row and first["dimension"] in row
+    assert f"{len(ignoring['harmful'])} rating(s); the first 10 here" in md
+
+
+def test_the_brief_rendering_keeps_overview_and_comparisons(offline_run):
+    card = json.loads((offline_run / "card.json").read_text())
+    brief = render_markdown(card, brief=True)
+    assert "## Overview" in brief and "## Comparisons (paired)" in brief
+    assert "By persona risk level" not in brief and "Model calls and cost" not in brief
+    assert len(brief) < len(render_markdown(card)) / 3

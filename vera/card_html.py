@@ -1,0 +1,263 @@
+"""card.html and the comparison page: self-contained HTML5 (inline CSS, plots as data
+URIs, no scripts, no fonts or anything else fetched), readable offline and safe to
+mail. Every text that comes from a run (names, the judges' reasoning) is escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterable, Sequence
+from html import escape
+from typing import Any
+
+from vera.card_text import (
+    COMPARE_GUIDE,
+    Table,
+    about_rows,
+    accounting_table,
+    compare_tables,
+    comparison_table,
+    confidence_label,
+    dimension_table,
+    failures_table,
+    harmful_table,
+    num,
+    overview_table,
+    reading_guide,
+    section_tables,
+)
+from vera.plots import Plot
+
+# A cell that starts like a number (or is the missing-value dash) is right-aligned.
+_NUMERIC = re.compile(r"^[-+]?(\d|–$)")
+
+STYLE = """
+:root { color-scheme: light; }
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
+  margin: 0 auto; max-width: 1200px; padding: 1.5rem; color: #1a1a1a; line-height: 1.45; }
+h1 { font-size: 1.6rem; margin-bottom: .5rem; }
+h2 { font-size: 1.3rem; margin-top: 2.2rem; border-bottom: 2px solid #0072B2; padding-bottom: .2rem; }
+h3 { font-size: 1.1rem; margin-top: 1.6rem; }
+.offline { border: 3px solid #D55E00; background: #fff4ec; padding: .8rem 1rem; font-size: 1.05rem;
+  margin: 1rem 0; }
+.offline strong { color: #a33f00; text-transform: uppercase; letter-spacing: .03em; }
+.warning { border-left: 5px solid #E69F00; background: #fff8e6; padding: .6rem 1rem; }
+.guide { background: #f2f7fb; padding: .8rem 1rem; border-radius: 4px; }
+table { border-collapse: collapse; margin: .6rem 0 1.2rem; font-size: .86rem; }
+caption { caption-side: top; text-align: left; font-style: italic; padding-bottom: .3rem; }
+th, td { border: 1px solid #c8c8c8; padding: .25rem .5rem; vertical-align: top; }
+thead th { background: #eef2f5; text-align: left; }
+td { text-align: right; font-variant-numeric: tabular-nums; }
+td.text { text-align: left; }
+tbody th { text-align: left; font-weight: normal; }
+tr.emphasis th, tr.emphasis td { font-weight: bold; background: #fafafa; }
+table.about th { background: #eef2f5; font-weight: bold; width: 14rem; }
+table.about td { text-align: left; }
+figure { margin: 1rem 0; }
+figure img { max-width: 100%; height: auto; border: 1px solid #e0e0e0; }
+figcaption { font-size: .85rem; color: #444; }
+details { margin: .5rem 0 1rem; }
+summary { cursor: pointer; font-weight: bold; }
+.reasoning { max-width: 32rem; }
+ul.contents { list-style: none; padding: 0; display: flex; flex-wrap: wrap; gap: .3rem 1.2rem; }
+footer { margin-top: 3rem; font-size: .8rem; color: #555; }
+"""
+
+
+def render_html(card: dict[str, Any], plots: Sequence[Plot]) -> str:
+    """The whole card as one HTML page: every number of card.json, every plot."""
+    by_name = {p.name: p for p in plots}
+
+    def figures(*names: str) -> list[str]:
+        return [figure(by_name[n]) for n in names if n in by_name]
+
+    body: list[str] = [f"<header><h1>vera score card — run {escape(card['run_id'])}</h1>"]
+    if card["offline"]:
+        body.append(_offline_banner(card["note"]))
+    body += [_about_table(about_rows(card)), _contents(card), "</header>", "<main>"]
+    body.append(
+        _section(
+            "how-to-read", "How to read this card", f'<p class="guide">{escape(reading_guide(card))}</p>'
+        )
+    )
+
+    body.append(_section("overview", "Overview", html_table(overview_table(card)), *figures("chatbots.png")))
+    if card.get("comparisons"):
+        parts = [
+            "<p>Each pair is scored on the personas both chatbots talked to; the difference's "
+            "interval is paired (see How to read this card).</p>"
+        ]
+        parts += figures("differences.png")
+        parts += [html_table(comparison_table(e)) for e in card["comparisons"]]
+        body.append(_section("comparisons", "Comparisons (paired)", *parts))
+    if plots:
+        body.append(
+            _section("plots", "Ratings and scores", *figures("ratings.png", "scores.png", "risk.png"))
+        )
+    for i, bot in enumerate(card["chatbots"]):
+        body.append(_chatbot(i, bot))
+    if card["failures"]:
+        body.append(
+            _section(
+                "failures",
+                "Failed work (not scored)",
+                "<p>These conversations and judgements failed and are left out of every score.</p>",
+                html_table(failures_table(card["failures"])),
+            )
+        )
+    body.append(_section("accounting", "Model calls and cost", html_table(accounting_table(card))))
+    body.append("</main>")
+    b = card["bootstrap"]
+    body.append(
+        f"<footer>Card schema {num(card['schema_version'])} · vera {escape(card['vera_version'])} · "
+        f"intervals: {escape(b['method'])}, {num(b['resamples'])} resamples, confidence "
+        f"{num(b['confidence'])}, seed {num(b['seed'])}. card.json is the source of every number here.</footer>"
+    )
+    return page(f"vera score card — {card['run_id']}", body)
+
+
+def _chatbot(index: int, bot: dict[str, Any]) -> str:
+    name = bot["chatbot"]
+    if "overall" not in bot:
+        return _section(
+            f"chatbot-{index}",
+            name,
+            f"<p>No complete judgement: {num(bot['conversations_complete'])} complete and "
+            f"{num(bot['conversations_failed'])} failed conversations.</p>",
+        )
+    parts = [
+        f"<p>Model <code>{escape(bot['model'])}</code> over {escape(bot['protocol'])}.</p>",
+        html_table(dimension_table(bot)),
+    ]
+    for heading, tables in section_tables(bot):
+        parts.append(f"<h3>{escape(heading)}</h3>")
+        parts.append(html_table(tables[0]))
+        if len(tables) > 1:
+            parts.append("<details><summary>Every number</summary>")
+            parts += [html_table(t) for t in tables[1:]]
+            parts.append("</details>")
+    harmful = bot["harmful"]
+    parts.append(f"<h3>High Potential for Harm ratings ({num(len(harmful))})</h3>")
+    if harmful:
+        parts += [
+            "<p>Each row is one judge's rating of one conversation; the reasoning is the judge's "
+            "answer to the question that decided the rating. Find the conversation by its id in "
+            "conversations.jsonl.</p>",
+            f"<details><summary>Show all {num(len(harmful))} with the judge's reasoning</summary>",
+            html_table(harmful_table(harmful), wide_column=7),
+            "</details>",
+        ]
+    else:
+        parts.append("<p>None.</p>")
+    return _section(f"chatbot-{index}", name, *parts)
+
+
+def render_compare_html(result: dict[str, Any], plots: Sequence[Plot]) -> str:
+    """The page of `vera compare --html`: runs, scores, charts, paired differences."""
+    tables = compare_tables(result)
+    body = ["<header><h1>vera comparison</h1>"]
+    if any(r["offline"] for r in result["runs"]):
+        body.append(
+            _offline_banner(
+                "At least one of these runs is an offline run with vera's built-in stand-ins; "
+                "its numbers say nothing about any real chatbot."
+            )
+        )
+    if result["forced_differences"]:
+        items = "".join(f"<li>{escape(d)}</li>" for d in result["forced_differences"])
+        body.append(
+            '<div class="warning"><strong>Compared with --force although the runs differ:</strong>'
+            f"<ul>{items}</ul>Scores from different rubric, persona or prompt versions are not comparable.</div>"
+        )
+    body += [html_table(tables.runs), "</header>", "<main>"]
+    guide = COMPARE_GUIDE.format(confidence=confidence_label(result))
+    body.append(
+        _section("how-to-read", "How to read this comparison", f'<p class="guide">{escape(guide)}</p>')
+    )
+    body.append(_section("scores", "Scores", *(html_table(t) for t in tables.scores)))
+    body.append(_section("charts", "Charts", *(figure(p) for p in plots)))
+    body.append(_section("pairs", "Paired differences", *(html_table(t) for t in tables.pairs)))
+    body.append("</main>")
+    b = result["bootstrap"]
+    body.append(
+        f"<footer>Intervals: {escape(b['method'])} over personas, {num(b['resamples'])} resamples, "
+        f"confidence {num(b['confidence'])}, seed {num(b['seed'])}.</footer>"
+    )
+    return page("vera comparison", body)
+
+
+# ---------------------------------------------------------------------------------------
+# Pieces
+# ---------------------------------------------------------------------------------------
+
+
+def page(title: str, body: Iterable[str]) -> str:
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
+        + "\n".join(body)
+        + "\n</body>\n</html>\n"
+    )
+
+
+def html_table(t: Table, *, wide_column: int | None = None) -> str:
+    """A Table as HTML; the first column is the row header. Numbers are right-aligned,
+    prose left-aligned; `wide_column` holds long prose (the judges' reasoning)."""
+    out = ["<table>"]
+    if t.caption:
+        out.append(f"<caption>{escape(t.caption)}</caption>")
+    out.append(
+        "<thead><tr>" + "".join(f'<th scope="col">{escape(h)}</th>' for h in t.headers) + "</tr></thead>"
+    )
+    out.append("<tbody>")
+    for i, row in enumerate(t.rows):
+        attrs = ' class="emphasis"' if i in t.emphasise else ""
+        cells = [f'<th scope="row">{escape(row[0])}</th>']
+        for j, cell in enumerate(row[1:], start=1):
+            classes = [
+                c for c, on in (("text", not _NUMERIC.match(cell)), ("reasoning", j == wide_column)) if on
+            ]
+            cls = f' class="{" ".join(classes)}"' if classes else ""
+            cells.append(f"<td{cls}>{escape(cell)}</td>")
+        out.append(f"<tr{attrs}>{''.join(cells)}</tr>")
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def figure(plot: Plot) -> str:
+    data = base64.b64encode(plot.png).decode("ascii")
+    return (
+        f'<figure><img src="data:image/png;base64,{data}" alt="{escape(plot.description)}">'
+        f"<figcaption>{escape(plot.title)}. {escape(plot.description)}</figcaption></figure>"
+    )
+
+
+def _contents(card: dict[str, Any]) -> str:
+    """Links to the sections, so a reader can jump to one chatbot or the harmful ratings."""
+    links = [("how-to-read", "How to read this card"), ("overview", "Overview")]
+    if card.get("comparisons"):
+        links.append(("comparisons", "Comparisons"))
+    links += [(f"chatbot-{i}", bot["chatbot"]) for i, bot in enumerate(card["chatbots"])]
+    if card["failures"]:
+        links.append(("failures", "Failed work"))
+    links.append(("accounting", "Model calls and cost"))
+    items = "".join(f'<li><a href="#{anchor}">{escape(label)}</a></li>' for anchor, label in links)
+    return f'<nav aria-label="Contents"><ul class="contents">{items}</ul></nav>'
+
+
+def _section(anchor: str, heading: str, *parts: str) -> str:
+    return (
+        f'<section id="{escape(anchor)}">\n<h2>{escape(heading)}</h2>\n' + "\n".join(parts) + "\n</section>"
+    )
+
+
+def _offline_banner(note: str) -> str:
+    return f'<p class="offline" role="note"><strong>Offline stand-in run.</strong> {escape(note)}</p>'
+
+
+def _about_table(rows: Sequence[tuple[str, str]]) -> str:
+    cells = "".join(f'<tr><th scope="row">{escape(k)}</th><td>{escape(v)}</td></tr>' for k, v in rows)
+    return f'<table class="about"><tbody>{cells}</tbody></table>'

@@ -1,0 +1,280 @@
+"""`vera compare` and `vera agreement`: the statistics commands.
+
+Both read run directories without writing to them, print aligned tables (or, with
+`--json`, one JSON object), and report a user's mistake as one `error: ...` line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+import click
+
+from vera.card_text import Table, compare_tables, text_table
+from vera.errors import ConfigError
+
+# Only the names of the literal types: vera.stats (polars, numpy) loads when a command runs.
+NRTreatment = Literal["category", "exclude"]
+TieRule = Literal["exclude", "severest"]
+
+
+def _check_bootstrap(resamples: int | None, confidence: float | None, seed: int | None) -> None:
+    if resamples is not None and resamples < 1:
+        raise ConfigError(f"--resamples must be at least 1, not {resamples}")
+    if confidence is not None and not 0.0 < confidence < 1.0:
+        raise ConfigError(f"--confidence must be between 0 and 1 (e.g. 0.95), not {confidence}")
+    if seed is not None and seed < 0:
+        raise ConfigError(f"--seed must be a non-negative integer, not {seed}")
+
+
+def _write_json(obj: Any, path: str | None) -> None:
+    # allow_nan=False: an undefined statistic is None (null), never NaN.
+    text = json.dumps(obj, indent=2, allow_nan=False) + "\n"
+    if path is None or path == "-":
+        click.echo(text, nl=False)
+    else:
+        Path(path).write_text(text, encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------
+# compare
+# ---------------------------------------------------------------------------------------
+
+
+@click.command()
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True))
+@click.option("--force", is_flag=True, help="Compare even if rubric, persona or prompt versions differ.")
+@click.option("--by-seed", is_flag=True, help="Line up each chatbot's seed replicates too.")
+@click.option(
+    "--json", "json_path", type=click.Path(dir_okay=False), help="Write the result as JSON (- = stdout)."
+)
+@click.option(
+    "--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML page."
+)
+@click.option("--resamples", type=int, help="Bootstrap resamples (default: the first run's config).")
+@click.option("--confidence", type=float, help="Interval level, e.g. 0.95.")
+@click.option("--seed", type=int, help="Seed of the bootstrap.")
+def compare(
+    run_dirs: tuple[str, ...],
+    force: bool,
+    by_seed: bool,
+    json_path: str | None,
+    html_path: str | None,
+    resamples: int | None,
+    confidence: float | None,
+    seed: int | None,
+) -> None:
+    """Compare the chatbots of one or more runs on their shared personas.
+
+    Prints each chatbot's scores with confidence intervals and, for every pair, the score
+    difference with a paired bootstrap interval over the personas both talked to; a
+    difference whose interval excludes 0 is flagged. Runs made with different rubric,
+    persona or prompt versions are refused unless --force.
+    """
+    from vera.report import compare_runs
+
+    _check_bootstrap(resamples, confidence, seed)
+    result = compare_runs(
+        run_dirs, force=force, by_seed=by_seed, resamples=resamples, confidence=confidence, seed=seed
+    )
+    for problem in result["forced_differences"]:
+        click.echo(f"warning: {problem}", err=True)
+    if json_path == "-":
+        _write_json(result, "-")
+    else:
+        click.echo("\n\n".join(text_table(t) for t in compare_tables(result).all()))
+        flagged = [e for e in result["comparisons"] if e["overall"]["excludes_zero"]]
+        click.echo(
+            f"\n{len(flagged)} of {len(result['comparisons'])} pair(s) differ in overall score "
+            f"(paired {round(result['bootstrap']['confidence'] * 100)}% interval excludes 0)."
+        )
+        if json_path:
+            _write_json(result, json_path)
+            click.echo(f"JSON: {json_path}", err=True)
+    if html_path:
+        from vera.card_html import render_compare_html
+        from vera.plots import comparison_plots
+
+        Path(html_path).write_text(render_compare_html(result, comparison_plots(result)), encoding="utf-8")
+        click.echo(f"HTML: {html_path}", err=True)
+
+
+# ---------------------------------------------------------------------------------------
+# agreement
+# ---------------------------------------------------------------------------------------
+
+
+@click.command()
+@click.argument("ratings_file", type=click.Path(dir_okay=False, exists=True))
+@click.option(
+    "--against",
+    type=click.Path(file_okay=False, exists=True),
+    help="A run directory: agreement between the humans' consensus and its judges.",
+)
+@click.option(
+    "--nr",
+    type=click.Choice(["category", "exclude"]),
+    default="category",
+    show_default=True,
+    help="Not Relevant as a rating of its own, or as a missing rating.",
+)
+@click.option(
+    "--ties",
+    type=click.Choice(["exclude", "severest"]),
+    default="exclude",
+    show_default=True,
+    help="With --against: leave tied consensus out, or settle it to the most severe rating.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+@click.option(
+    "--resamples", type=int, default=2000, show_default=True, help="Bootstrap resamples (--against)."
+)
+@click.option("--confidence", type=float, default=0.95, show_default=True, help="Interval level (--against).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap (--against).")
+def agreement(
+    ratings_file: str,
+    against: str | None,
+    nr: NRTreatment,
+    ties: TieRule,
+    as_json: bool,
+    resamples: int,
+    confidence: float,
+    seed: int,
+) -> None:
+    """Agreement among human raters, per dimension and overall.
+
+    RATINGS_FILE is the reference clinician file (clinician_ratings.csv) or the long
+    format `item_id,rater,dimension,rating`. With --against RUN_DIR: agreement between
+    the raters' per-conversation consensus (majority vote) and the run's judges, with
+    bootstrap intervals over conversations. Conversations imported from transcripts are
+    matched to items by the 6-hex prefix of the transcript's file name.
+    """
+    from vera.report import agreement_report
+
+    _check_bootstrap(resamples, confidence, seed)
+    result = agreement_report(
+        ratings_file,
+        against=against,
+        nr=nr,
+        ties=ties,
+        resamples=resamples,
+        confidence=confidence,
+        seed=seed,
+    )
+    if as_json:
+        _write_json(result, "-")
+    elif against is None:
+        click.echo(_humans_text(result))
+    else:
+        click.echo(_against_text(result))
+
+
+def _humans_text(result: dict[str, Any]) -> str:
+    header = (
+        f"Agreement among {result['n_human_raters']} raters ({_per_item(result)} per item) on "
+        f"{result['n_human_items']} items ({result['ratings_file']}); Not Relevant {_nr_label(result['nr'])}."
+    )
+    return header + "\n\n" + text_table(_human_table(result))
+
+
+def _against_text(result: dict[str, Any]) -> str:
+    b = result["bootstrap"]
+    level = round(b["confidence"] * 100)
+    lines = [
+        f"Judges of {result['run_id']} against the majority of {result['n_human_raters']} raters "
+        f"({_per_item(result)} per item; {result['ratings_file']}); Not Relevant {_nr_label(result['nr'])}.",
+        f"{result['n_items']} items judged and rated; {result['n_ties']} tied consensus ratings "
+        + (
+            "left out (--ties severest settles them)"
+            if result["ties"] == "exclude"
+            else "settled to the most severe"
+        )
+        + f"; {result['n_items_unjudged']} rated items not judged; "
+        f"{result['n_conversations_unmatched']} judged conversations without human ratings.",
+        f"Intervals: {level}% bootstrap over items, {b['n_resamples']} resamples, seed {b['seed']}.",
+        "",
+    ]
+    stats = ("krippendorff_alpha", "gwet_ac1", "percent_agreement", "cohen_kappa")
+    headers = ["Dimension", "Krippendorff's alpha", "Gwet's AC1", "Percent agreement", "Cohen's kappa"]
+
+    def table(caption: str, judge: str | None) -> Table:
+        t = Table([*headers, "Items", "Pairs"], caption=caption)
+        for name, block in [*result["dimensions"].items(), ("Overall", result["overall"])]:
+            if judge is not None:
+                block = block["judges"].get(judge)
+                if block is None:
+                    continue
+            t.rows.append(
+                [
+                    name,
+                    *(_with_interval(block, s) for s in stats),
+                    str(block["n_items"]),
+                    str(block["n_pairs"]),
+                ]
+            )
+        return t
+
+    lines.append(text_table(table("Consensus vs judges (all judges pooled)", None)))
+    judges = sorted(result["overall"]["judges"])
+    if len(judges) > 1:
+        lines += ["", *(text_table(table(f"Consensus vs {j}", j)) + "\n" for j in judges)]
+    lines += [
+        "",
+        text_table(_human_table(result["humans"], caption="Among the human raters (for reference)")),
+    ]
+    return "\n".join(lines)
+
+
+def _human_table(result: dict[str, Any], caption: str | None = None) -> Table:
+    t = Table(
+        [
+            "Dimension",
+            "Krippendorff's alpha",
+            "Gwet's AC1",
+            "Percent agreement",
+            "Mean Cohen's kappa",
+            "Unanimous",
+            "Items",
+            "Ratings",
+            "Raters",
+        ],
+        caption=caption,
+    )
+    for name, b in [*result["dimensions"].items(), ("Overall", result["overall"])]:
+        t.rows.append(
+            [
+                name,
+                _f3(b["krippendorff_alpha"]),
+                _f3(b["gwet_ac1"]),
+                _f3(b["percent_agreement"]),
+                _f3(b["mean_cohen_kappa"]),
+                _f3(b["unanimous"]),
+                str(b["n_items"]),
+                str(b["n_ratings"]),
+                str(b["n_raters"]),
+            ]
+        )
+    return t
+
+
+def _per_item(result: dict[str, Any]) -> str:
+    low, high = result["raters_per_item"]
+    return str(low) if low == high else f"{low}–{high}"
+
+
+def _nr_label(nr: str) -> str:
+    return "counted as a rating" if nr == "category" else "treated as missing"
+
+
+def _f3(x: float | None) -> str:
+    return "–" if x is None or math.isnan(x) else f"{x:.3f}"
+
+
+def _with_interval(block: dict[str, Any], name: str) -> str:
+    value = block[name]
+    if value is None:
+        return "–"
+    return f"{_f3(value)} [{_f3(block[f'{name}_lo'])}, {_f3(block[f'{name}_hi'])}]"

@@ -1,0 +1,361 @@
+"""The card's plots, drawn from card.json alone (so `vera card` can redraw them).
+
+Colours are the Okabe–Ito palette, which stays distinguishable with the common forms
+of colour blindness: ratings use bluish green (Best Practice), orange (Suboptimal),
+vermillion (High Potential for Harm) and grey (Not Relevant); chatbots use blue,
+reddish purple, sky blue and black, each with its own marker so colour is never the
+only cue. Figures are drawn on matplotlib's Agg canvas, never through pyplot, so no
+display or global state is involved.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+BP_COLOUR = "#009E73"
+SUB_COLOUR = "#E69F00"
+HPH_COLOUR = "#D55E00"
+NR_COLOUR = "#999999"
+SERIES_COLOURS = ("#0072B2", "#CC79A7", "#56B4E9", "#000000")
+MARKERS = ("o", "s", "D", "^", "v", "P")
+OVERALL = "Overall"
+DPI = 100
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One figure: its file name under plots/, a title, a text description for readers
+    who cannot see it (the HTML alt text), and the PNG bytes."""
+
+    name: str
+    title: str
+    description: str
+    png: bytes
+
+
+@dataclass(frozen=True)
+class ScorePoint:
+    """A score with its interval, labelled (a chatbot, or run:chatbot)."""
+
+    label: str
+    score: float | None
+    lo: float | None
+    hi: float | None
+
+
+def card_plots(card: dict[str, Any]) -> list[Plot]:
+    """Every plot of a card, each drawn once."""
+    bots = [b for b in card["chatbots"] if "overall" in b]
+    if not bots:
+        return []
+    plots = [rating_shares_plot(bots), dimension_scores_plot(bots)]
+    if any(b.get("by_risk") for b in bots):
+        plots.append(risk_scores_plot(bots))
+    if len(bots) >= 2:
+        points = [ScorePoint(b["chatbot"], b["overall"]["score"], *b["overall"]["score_ci"]) for b in bots]
+        plots.append(chatbot_scores_plot(points))
+    if card.get("comparisons"):
+        plots.append(differences_plot(card["comparisons"]))
+    return plots
+
+
+def comparison_plots(result: dict[str, Any]) -> list[Plot]:
+    """The charts of a `vera compare` result: scores per unit, and paired differences."""
+    points = [
+        ScorePoint(u["unit"], u["overall"]["score"], *u["overall"]["score_ci"]) for u in result["units"]
+    ]
+    return [chatbot_scores_plot(points), differences_plot(result["comparisons"])]
+
+
+def rating_shares_plot(bots: Sequence[dict[str, Any]]) -> Plot:
+    """Stacked bars of BP / Suboptimal / HPH per dimension, one panel per chatbot."""
+    dims = _dimensions(bots)
+    labels = [*dims, OVERALL]
+    height = 0.8 + len(bots) * (0.45 * len(labels) + 0.6)
+    fig = _figure(8.0, height)
+    axes = fig.subplots(len(bots), 1, squeeze=False, sharex=True)[:, 0]
+    y = list(range(len(labels)))[::-1]  # first dimension on top, Overall at the bottom
+    for ax, bot in zip(axes, bots, strict=True):
+        rows = [bot["dimensions"].get(d) for d in dims] + [bot["overall"]]
+        rated = [r is not None and r["pct_bp"] is not None for r in rows]
+        # One bar call per rating category: drawing segment by segment is several times slower.
+        left = [0.0] * len(rows)
+        for key, colour in (("pct_bp", BP_COLOUR), ("pct_sub", SUB_COLOUR), ("pct_hph", HPH_COLOUR)):
+            widths = [(r[key] or 0.0) if ok else 0.0 for r, ok in zip(rows, rated, strict=True)]
+            ax.barh(y, widths, left=left, color=colour, height=0.7)
+            for yi, x0, w in zip(y, left, widths, strict=True):
+                if w >= 8:
+                    ax.text(x0 + w / 2, yi, f"{w:.0f}", ha="center", va="center", fontsize=8)
+            left = [x0 + w for x0, w in zip(left, widths, strict=True)]
+        unrated = [yi for yi, ok in zip(y, rated, strict=True) if not ok]
+        if unrated:
+            ax.barh(unrated, 100, color=NR_COLOUR, height=0.7)
+            for yi in unrated:
+                ax.text(50, yi, "all Not Relevant", ha="center", va="center", fontsize=8, color="white")
+        ticks = [
+            f"{label} (NR {r['pct_nr']:.0f}%)" if r is not None and r["pct_nr"] is not None else label
+            for label, r in zip(labels, rows, strict=True)
+        ]
+        ax.set_yticks(y, ticks, fontsize=8)
+        ax.set_xlim(0, 100)
+        ax.set_title(bot["chatbot"], fontsize=10, loc="left")
+    axes[-1].set_xlabel("% of rated conversations (Not Relevant left out)")
+    _rating_legend(fig)
+    fig.suptitle("Ratings per dimension", fontsize=12)
+    return Plot(
+        "ratings.png",
+        "Ratings per dimension",
+        "Stacked bars per chatbot and dimension: the share of Best Practice, Suboptimal and "
+        "High Potential for Harm among rated conversations; the numbers are in the tables.",
+        _png(fig),
+    )
+
+
+def dimension_scores_plot(bots: Sequence[dict[str, Any]]) -> Plot:
+    """Score with its confidence interval per dimension and overall, chatbots side by side."""
+    dims = _dimensions(bots)
+    labels = [*dims, OVERALL]
+    fig = _figure(8.0, 1.5 + len(labels) * (0.25 + 0.12 * len(bots)))
+    ax = fig.subplots()
+    y = list(range(len(labels)))[::-1]
+    series = [
+        (
+            bot["chatbot"],
+            [_point(bot["chatbot"], bot["dimensions"].get(d)) for d in dims]
+            + [_point(bot["chatbot"], bot["overall"])],
+        )
+        for bot in bots
+    ]
+    _dodged_points(ax, y, series, horizontal=True)
+    ax.set_yticks(y, labels, fontsize=9)
+    _score_axis(ax, "x")
+    ax.set_xlabel("Score (0–100), with confidence interval")
+    ax.set_title("Score per dimension", fontsize=12)
+    ax.grid(axis="x", alpha=0.3)
+    _series_legend(fig, len(bots))
+    return Plot(
+        "scores.png",
+        "Score per dimension",
+        "Points with horizontal bars: each chatbot's score per dimension and overall with its "
+        "confidence interval, on a 0 to 100 scale.",
+        _png(fig),
+    )
+
+
+def risk_scores_plot(bots: Sequence[dict[str, Any]]) -> Plot:
+    """Overall score with its interval at each persona risk level."""
+    levels = list(dict.fromkeys(level for b in bots for level in b.get("by_risk", {})))
+    fig = _figure(8.0, 3.8)
+    ax = fig.subplots()
+    x = list(range(len(levels)))
+    series = [
+        (
+            bot["chatbot"],
+            [
+                _point(
+                    bot["chatbot"], bot["by_risk"][lvl]["overall"] if lvl in bot.get("by_risk", {}) else None
+                )
+                for lvl in levels
+            ],
+        )
+        for bot in bots
+    ]
+    _dodged_points(ax, x, series, horizontal=False)
+    ax.set_xticks(x, levels)
+    for xi in x:
+        if all(points[xi].score is None for _, points in series):
+            ax.text(xi, 50, "nothing rated", ha="center", va="center", fontsize=8, color="#555555")
+    _score_axis(ax, "y")
+    ax.set_ylabel("Overall score (0–100)")
+    ax.set_xlabel("Persona suicide-risk level")
+    ax.set_title("Overall score by persona risk level", fontsize=12)
+    ax.grid(axis="y", alpha=0.3)
+    _series_legend(fig, len(bots))
+    return Plot(
+        "risk.png",
+        "Overall score by persona risk level",
+        "Points with vertical bars: each chatbot's overall score with its confidence interval "
+        "for personas at each suicide-risk level. Few personas per level make these intervals wide.",
+        _png(fig),
+    )
+
+
+def chatbot_scores_plot(points: Sequence[ScorePoint], title: str = "Overall score per chatbot") -> Plot:
+    """Chatbots' overall scores with intervals, best at the top."""
+    # Colours and markers follow the input order, as in the card's other plots.
+    style = {id(p): k for k, p in enumerate(points)}
+    ordered = sorted(points, key=lambda p: -1.0 if p.score is None else p.score)
+    fig = _figure(8.0, 1.2 + 0.45 * len(ordered))
+    ax = fig.subplots()
+    for i, p in enumerate(ordered):
+        if p.score is None:
+            continue
+        k = style[id(p)]
+        colour = SERIES_COLOURS[k % len(SERIES_COLOURS)]
+        ax.errorbar(
+            p.score,
+            i,
+            xerr=_err(p),
+            fmt=MARKERS[k % len(MARKERS)],
+            color=colour,
+            capsize=4,
+            markersize=7,
+        )
+        ax.annotate(
+            f"{p.score:.1f}", (p.score, i), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8
+        )
+    ax.set_yticks(range(len(ordered)), [p.label for p in ordered], fontsize=9)
+    ax.set_ylim(-0.7, len(ordered) - 0.3)
+    _score_axis(ax, "x")
+    ax.set_xlabel("Overall score (0–100), with confidence interval")
+    ax.set_title(title, fontsize=12)
+    ax.grid(axis="x", alpha=0.3)
+    return Plot(
+        "chatbots.png",
+        title,
+        "Points with horizontal bars: each chatbot's overall score and its confidence interval. "
+        "Overlapping intervals do not mean there is no difference: see the paired comparisons.",
+        _png(fig),
+    )
+
+
+def differences_plot(
+    entries: Sequence[dict[str, Any]], title: str = "Paired differences in overall score"
+) -> Plot:
+    """Each pair's overall score difference a − b with its paired interval; filled
+    markers where the interval excludes 0."""
+    fig = _figure(8.0, 1.3 + 0.6 * len(entries))
+    ax = fig.subplots()
+    ax.axvline(0, color="black", linewidth=0.8)
+    for i, e in enumerate(entries):
+        d = e["overall"]
+        if d["diff"] is None:
+            continue
+        lo, hi = d["diff_ci"]
+        ax.errorbar(
+            d["diff"],
+            i,
+            xerr=[[d["diff"] - lo], [hi - d["diff"]]] if lo is not None and hi is not None else None,
+            fmt="o",
+            color=SERIES_COLOURS[0],
+            mfc=SERIES_COLOURS[0] if d["excludes_zero"] else "white",
+            capsize=4,
+            markersize=7,
+        )
+    ax.set_yticks(range(len(entries)), [f"{e['a']}\n− {e['b']}" for e in entries], fontsize=9)
+    ax.set_ylim(-0.7, len(entries) - 0.3)
+    ax.invert_yaxis()
+    ax.set_xlabel("Difference in overall score (points), with paired confidence interval")
+    ax.set_title(title, fontsize=12)
+    ax.grid(axis="x", alpha=0.3)
+    return Plot(
+        "differences.png",
+        title,
+        "Points with horizontal bars: the difference in overall score between two chatbots on "
+        "their shared personas and its paired interval; filled points mark intervals that "
+        "exclude zero.",
+        _png(fig),
+    )
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def _figure(width: float, height: float) -> Figure:
+    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    # No metadata: the same card gives the same bytes, whatever the matplotlib build.
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    return buf.getvalue()
+
+
+def _dimensions(bots: Sequence[dict[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(d for b in bots for d in b["dimensions"]))
+
+
+def _point(label: str, stats: dict[str, Any] | None) -> ScorePoint:
+    if stats is None:
+        return ScorePoint(label, None, None, None)
+    lo, hi = stats["score_ci"]
+    return ScorePoint(label, stats["score"], lo, hi)
+
+
+def _err(p: ScorePoint) -> list[list[float]] | None:
+    if p.score is None or p.lo is None or p.hi is None:
+        return None
+    return [[p.score - p.lo], [p.hi - p.score]]
+
+
+def _dodged_points(
+    ax: Axes,
+    positions: Sequence[float],
+    series: Sequence[tuple[str, Sequence[ScorePoint]]],
+    *,
+    horizontal: bool,
+) -> None:
+    """Points with interval bars, the series side by side around each position."""
+    n = len(series)
+    step = 0.6 / max(1, n)
+    for k, (label, points) in enumerate(series):
+        offset = (k - (n - 1) / 2) * step
+        colour, marker = SERIES_COLOURS[k % len(SERIES_COLOURS)], MARKERS[k % len(MARKERS)]
+        # On a horizontal plot the first series sits on top.
+        shifted = [p - offset if horizontal else p + offset for p in positions]
+        first = True
+        for pos, p in zip(shifted, points, strict=True):
+            if p.score is None:
+                continue
+            err = _err(p)
+            x, y = (p.score, pos) if horizontal else (pos, p.score)
+            ax.errorbar(
+                x,
+                y,
+                xerr=err if horizontal else None,
+                yerr=None if horizontal else err,
+                fmt=marker,
+                color=colour,
+                capsize=3,
+                markersize=6,
+                label=label if first else None,
+            )
+            first = False
+
+
+def _score_axis(ax: Axes, which: str) -> None:
+    """A 0–100 score axis with a margin, so points on 0 or 100 are not cut in half."""
+    ticks = [0, 20, 40, 60, 80, 100]
+    if which == "x":
+        ax.set_xlim(-3, 103)
+        ax.set_xticks(ticks)
+    else:
+        ax.set_ylim(-3, 103)
+        ax.set_yticks(ticks)
+
+
+def _series_legend(fig: Figure, n: int) -> None:
+    if n > 1:
+        fig.legend(loc="outside lower center", ncols=min(3, n), fontsize=8, frameon=False)
+
+
+def _rating_legend(fig: Figure) -> None:
+    from matplotlib.patches import Patch
+
+    handles = [
+        Patch(color=BP_COLOUR, label="Best Practice"),
+        Patch(color=SUB_COLOUR, label="Suboptimal but Low Potential for Harm"),
+        Patch(color=HPH_COLOUR, label="High Potential for Harm"),
+        Patch(color=NR_COLOUR, label="Not Relevant (nothing rated)"),
+    ]
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
