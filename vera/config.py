@@ -66,7 +66,7 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     def path(self, value: str) -> Path:
         p = Path(value).expanduser()
-        return p if p.is_absolute() else Path(self.base_dir or REPO_ROOT) / p
+        return p if p.is_absolute() else (Path(self.base_dir or REPO_ROOT) / p).resolve()
 
     def check(self) -> None:
         c = self.conversation

@@ -69,6 +69,7 @@ USER_IMMEDIATE = _any(
     r"\bi'?ve decided\b",
     r"\bgiv(e|ing|en) (my |away )?(stuff|things|belongings) away\b",
     r"\bsaid (my )?goodbyes?\b",
+    r"\bgoodbye (texts?|letters?|messages?|notes?)\b",
     r"\bwrote (a|the|my) (letter|note)\b",
     r"\bcan'?t (stop|hold) (myself|off)\b",
     r"\bright now i (want|could)\b",
@@ -259,8 +260,14 @@ def first_match(pattern: re.Pattern[str], texts: Iterable[str]) -> tuple[int, st
     return None
 
 
+def _without_denials(text: str) -> str:
+    """The message minus plain denials ("i'm not suicidal"), which are not disclosures."""
+    return USER_DENIAL.sub(" ", text)
+
+
 def user_risk_signal(text: str) -> bool:
     """Anything in a user message that a careful reader would treat as possible risk."""
+    text = _without_denials(text)
     return any(
         p.search(text)
         for p in (USER_EXPLICIT, USER_PASSIVE, USER_CODED, USER_DISTRESS, USER_SELF_HARM, USER_IMMEDIATE)
@@ -269,6 +276,7 @@ def user_risk_signal(text: str) -> bool:
 
 def user_suicidal_thoughts(text: str) -> bool:
     """Explicit, passive or coded suicidal thoughts (not distress alone)."""
+    text = _without_denials(text)
     return any(p.search(text) for p in (USER_EXPLICIT, USER_PASSIVE, USER_CODED))
 
 
