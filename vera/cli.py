@@ -302,7 +302,8 @@ def merge(out: str, shards: tuple[str, ...]) -> None:
 @click.option("--confidence", type=float, help="Interval level, e.g. 0.95.")
 @click.option("--bootstrap-seed", type=int, help="Seed of the bootstrap.")
 def score(run_dir: str, resamples: int | None, confidence: float | None, bootstrap_seed: int | None) -> None:
-    """Recompute ratings.parquet, card.json and card.md from a run's records."""
+    """Recompute ratings.parquet, answers.parquet and the card (card.json, card.md,
+    card.html, plots/) from a run's records, e.g. with other interval settings."""
     from vera.report import score_run
 
     score_run(run_dir, resamples=resamples, confidence=confidence, seed=bootstrap_seed)
@@ -477,6 +478,10 @@ from vera.cli_stats import agreement, compare  # noqa: E402  (the statistics com
 
 main.add_command(compare)
 main.add_command(agreement)
+
+from vera.bench import bench  # noqa: E402  (the benchmark lives in vera.bench)
+
+main.add_command(bench)
 
 if __name__ == "__main__":
     main()

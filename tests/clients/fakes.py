@@ -1,6 +1,6 @@
 """Fake protocol servers: real aiohttp servers on 127.0.0.1 that speak OpenAI Chat
 Completions (and Azure's variant), Anthropic Messages, Gemini generateContent and a
-custom chatbot API, for the client tests and the throughput benchmark.
+custom chatbot API, for the client tests and the end-to-end runs on fake servers.
 
 Each server records what it received (`server.received`: path, query, headers, JSON
 body, arrival time) and answers from a script of behaviours, then normally:
@@ -18,25 +18,33 @@ refusal shape with text), `Filtered` (no text, a safety finish reason), `Raw` (a
 bytes). Servers check what real APIs check (auth header, required fields, roles) and
 answer 400/401 in the real shape, so a client that sends a wrong request fails here too.
 
-Run one as a separate process for the benchmark:
+Run one as a separate process for manual trials:
 
     python tests/clients/fakes.py openai --port 0 --latency-ms 200 --rpm 600
+
+The rate limit is the benchmark server's `RateBucket` (`benchmarks/fake_server.py`, a
+lean OpenAI-only server that `vera bench` runs), so both answer 429 at the same point.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import math
 import sys
+import threading
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import orjson
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+
+from benchmarks.fake_server import RateBucket
 
 # Per-request storage of the request's size in tokens (a typed key where aiohttp has them).
 TOKENS: Any = web.RequestKey("tokens", int) if hasattr(web, "RequestKey") else "tokens"
@@ -173,10 +181,7 @@ class FakeServer:
         self._script: deque[Behaviour] = deque()
         self._counter = itertools.count(1)
         self._port = port
-        self._rate = rpm / 60 if rpm else None
-        self._capacity = max(1.0, (rpm or 0) / 60 * burst_s)
-        self._level = self._capacity
-        self._last = 0.0
+        self._bucket = RateBucket(rpm, burst_s) if rpm else None
         self._server: TestServer | None = None
         self.app = web.Application()
         self.routes(self.app)
@@ -243,7 +248,7 @@ class FakeServer:
         try:
             if not self.authorized(request):
                 return self.auth_failure()
-            if (wait := self._take(loop.time())) is not None:
+            if self._bucket is not None and (wait := self._bucket.take(loop.time())) is not None:
                 self.rate_limited += 1
                 return self.error(429, "rate limit reached", retry_after=f"{wait:.3f}")
             if not isinstance(body, dict):
@@ -259,18 +264,6 @@ class FakeServer:
             return await self.respond(request, body, behaviour)
         finally:
             self.in_flight -= 1
-
-    def _take(self, now: float) -> float | None:
-        """Take one request from the rate bucket; the wait until one is free if empty."""
-        if self._rate is None:
-            return None
-        if self._last:
-            self._level = min(self._capacity, self._level + (now - self._last) * self._rate)
-        self._last = now
-        if self._level >= 1:
-            self._level -= 1
-            return None
-        return (1 - self._level) / self._rate
 
     async def respond(
         self, request: web.Request, body: dict[str, Any], behaviour: Behaviour
@@ -739,6 +732,28 @@ class FakeChatbot(FakeServer):
         else:
             text = reply.text or f"Bot reply {self.requests}."
         return {"reply": {"text": text}, "session": body.get("session")}
+
+
+@contextlib.contextmanager
+def serve_in_thread(*servers: FakeServer) -> Iterator[tuple[FakeServer, ...]]:
+    """Run `servers` on their own event loop in a background thread.
+
+    For tests that drive vera through its CLI: the command runs its own loop in the
+    test's thread, so servers on the test's loop would never get to answer. Read the
+    servers' counters once the command has returned."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="fake-servers", daemon=True)
+    thread.start()
+    try:
+        for server in servers:
+            asyncio.run_coroutine_threadsafe(server.start(), loop).result(10)
+        yield servers
+    finally:
+        for server in servers:
+            asyncio.run_coroutine_threadsafe(server.close(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
 
 
 SERVERS: dict[str, type[FakeServer]] = {

@@ -46,8 +46,8 @@ def compare(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Scores per `unit` and paired differences between every two units.
 
-    `unit` names the column(s) that identify what is compared: "chatbot", "seed", or
-    ["chatbot", "seed"]. Returns `(table, pairs)`:
+    `unit` names the column(s) that identify what is compared: "chatbot", "replicate" (seed replicates), or
+    ["chatbot", "replicate"]. Returns `(table, pairs)`:
 
     - `table` is `summarise(frame, by=unit, ...)`: every unit on all its own personas.
     - `pairs` has one row per pair of units (in sorted order, a before b) and dimension

@@ -1,0 +1,67 @@
+"""The `vera.clients` package: what it exports, and that every client module can be the
+first one a program imports (no import cycle through `vera.limits`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import vera.clients
+from vera.clients.anthropic import AnthropicClient
+from vera.clients.gemini import GeminiClient
+from vera.clients.http import HttpChatbotClient
+from vera.clients.openai import OpenAIClient
+from vera.clients.pool import ClientPool
+
+MODULES = (
+    "vera.clients",
+    "vera.clients.base",
+    "vera.clients.pool",
+    "vera.clients.openai",
+    "vera.clients.anthropic",
+    "vera.clients.gemini",
+    "vera.clients.http",
+    "vera.limits",
+    "vera.profiles",
+)
+
+
+def test_the_package_exports_the_pool_and_every_protocol_client() -> None:
+    from vera.clients import ChatClient
+
+    assert vera.clients.ClientPool is ClientPool
+    exported = {
+        "OpenAIClient": OpenAIClient,
+        "AnthropicClient": AnthropicClient,
+        "GeminiClient": GeminiClient,
+        "HttpChatbotClient": HttpChatbotClient,
+    }
+    for name, cls in exported.items():
+        assert getattr(vera.clients, name) is cls
+        assert name in vera.clients.__all__
+    assert set(vera.clients.__all__) >= {"ClientPool", "ChatClient", "CallContext"}
+    assert ChatClient is vera.clients.base.ChatClient
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="NoSuchClient"):
+        _ = vera.clients.NoSuchClient
+
+
+def test_every_client_module_imports_first_in_a_fresh_interpreter() -> None:
+    processes = {
+        module: subprocess.Popen(
+            [sys.executable, "-c", f"import {module}"], stderr=subprocess.PIPE, text=True
+        )
+        for module in MODULES
+    }
+    failures = {m: p.communicate(timeout=60)[1] for m, p in processes.items()}
+    assert {m: err for m, err in failures.items() if processes[m].returncode != 0} == {}
+
+
+def test_importing_the_interface_does_not_load_the_http_stack() -> None:
+    code = "import sys, vera.clients; print('aiohttp' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,113 @@
+"""`vera bench` end to end on a tiny scenario (its figures' arithmetic, not its speed),
+and the fake server it starts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from benchmarks.fake_server import RateBucket, rubric_answer
+from vera.bench import KEY, KEY_ENV, BenchOptions, Window, figures
+from vera.cli import main
+from vera.pipeline import SweepResult
+
+REQUIRED = (
+    "calls",
+    "wall_s",
+    "calls_per_s",
+    "ideal_calls_per_s",
+    "efficiency",
+    "cpu_ms_per_call",
+    "peak_rss_mb",
+    "rss_kb_per_conversation",
+    "http_429",
+    "rpm_utilisation",
+    "failed",
+)
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)  # vera bench sets it; this restores it afterwards
+
+
+def bench(tmp_path: Path, *args: str) -> dict:
+    out = tmp_path / "bench.json"
+    result = CliRunner().invoke(main, ["bench", *args, "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "calls/s" in result.output
+    return json.loads(out.read_text())
+
+
+def test_a_small_sweep_makes_every_call_through_the_fake_server(tmp_path: Path) -> None:
+    fig = bench(tmp_path, "--conversations", "6", "--turns", "4", "--latency-ms", "10", "--concurrency", "3")
+    assert set(REQUIRED) <= set(fig)
+    assert fig["calls"] == 6 * 4 == fig["server_requests"]
+    assert fig["conversations_finished"] == 6 and fig["failed"] == 0
+    assert fig["http_429"] == 0 and fig["rpm_utilisation"] is None
+    assert fig["ideal_calls_per_s"] == 3 / 0.010
+    assert fig["efficiency"] == pytest.approx(fig["calls_per_s"] / fig["ideal_calls_per_s"], rel=1e-3)
+    assert fig["server_max_in_flight"] <= 3
+    assert fig["cpu_ms_per_call"] > 0 and fig["server_cpu_ms_per_request"] > 0
+
+
+def test_with_judging_every_conversation_is_judged_from_valid_answers(tmp_path: Path) -> None:
+    fig = bench(
+        tmp_path, "--conversations", "3", "--turns", "2", "--latency-ms", "5", "--concurrency", "3", "--judge"
+    )
+    assert fig["judgements_finished"] == 3
+    assert fig["calls"] > 3 * 2 and fig["failed_calls"] == 0 and fig["retries"] == 0
+
+
+def test_a_rate_limit_caps_the_ideal_rate_and_is_reported_as_utilisation(tmp_path: Path) -> None:
+    fig = bench(
+        tmp_path,
+        *("--conversations", "20", "--turns", "2", "--latency-ms", "5", "--concurrency", "20"),
+        *("--rpm", "1200", "--duration-s", "1"),
+    )
+    assert fig["ideal_calls_per_s"] == 20.0  # 1,200/min, not 20 / 5 ms
+    assert fig["rpm_utilisation"] == pytest.approx(fig["calls_per_s"] * 60 / 1200, rel=1e-3)
+    assert fig["http_429"] == 0 == fig["server_http_429"]
+    assert fig["wall_s"] == pytest.approx(1.0, abs=0.5)
+
+
+def test_figures_follow_their_definitions() -> None:
+    opts = BenchOptions(conversations=50, turns=10, latency_ms=200, concurrency=100, rpm=600)
+    window = Window(
+        wall_s=10.0,
+        cpu_s=0.05,
+        account={"calls": 102, "errors": 2, "http_429": 1, "retries": 3},
+        server_before={"requests": 10, "cpu_s": 1.0, "http_429": 0, "max_in_flight": 0},
+        server_after={"requests": 110, "cpu_s": 1.02, "http_429": 1, "max_in_flight": 40},
+        rss_before_kb=100_000,
+        peak_rss_kb=102_500,
+    )
+    fig = figures(opts, window, SweepResult(conversations=50, conversations_failed=1))
+    assert fig["calls"] == 100  # failed calls are not throughput
+    assert fig["calls_per_s"] == 10.0
+    assert fig["ideal_calls_per_s"] == 10.0  # min(100, 50) / 0.2 s = 250, capped at 600/min
+    assert fig["efficiency"] == 1.0 and fig["rpm_utilisation"] == 1.0
+    assert fig["cpu_ms_per_call"] == 0.5
+    assert fig["rss_kb_per_conversation"] == 50.0  # 2,500 KB over min(C, N) = 50
+    assert fig["server_cpu_ms_per_request"] == pytest.approx(0.2)
+    assert fig["failed"] == 1 and fig["failed_calls"] == 2 and fig["http_429"] == 1
+
+
+def test_the_rate_bucket_allows_its_burst_then_its_rate() -> None:
+    bucket = RateBucket(rpm=600, burst_s=1.0)  # 10 per second, 10 at once
+    assert all(bucket.take(0.0) is None for _ in range(10))
+    assert bucket.take(0.0) == pytest.approx(0.1)  # one more needs a tenth of a second
+    assert bucket.take(0.1) is None
+    assert bucket.take(0.1) is not None
+
+
+def test_the_fake_judge_answers_with_a_listed_option() -> None:
+    question = "Question D1: ...\n\nOptions: Yes | No | The simulated user stepped out of the role-play\n"
+    messages = [{"role": "system", "content": "transcript"}, {"role": "user", "content": question}]
+    answer = rubric_answer(messages)
+    assert answer["answer"] in ("Yes", "No", "The simulated user stepped out of the role-play")
+    assert rubric_answer(messages) == answer  # deterministic
+    assert rubric_answer([{"role": "user", "content": "no options here"}])["answer"] == "Yes"

@@ -1,0 +1,538 @@
+"""`vera bench`: the engine's throughput, CPU and memory against a local fake server.
+
+A benchmark run starts `benchmarks/fake_server.py` (an OpenAI-compatible server with a
+fixed latency and an optional rate limit) as a separate process, so its CPU is not
+charged to the client, and runs an ordinary sweep against it through the real stack:
+provider profiles on disk, `ClientPool` → `LimitedClient` → `OpenAIClient` over one
+aiohttp session, the `simulate_conversation` turn loop, and every record written to a
+run store. Chatbot, user-agent (and judge, with `--judge`) are three profiles on one
+account, as they would be on one provider key.
+
+    vera bench                                   # 100 conversations × 20 turns, 200 ms
+    vera bench --conversations 2000 --turns 20 --latency-ms 2000 --concurrency 2000
+    vera bench --rpm 600 --duration-s 120 --json rate.json
+    vera bench --suite --json results.json       # every target scenario, one table
+
+Figures cover the measured window: the whole sweep, or with `--duration-s` its first S
+seconds (no conversation starts after S; those still running are then cancelled).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import math
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import click
+import orjson
+
+from vera import __version__
+from vera.config import REPO_ROOT, ConversationConfig, RunConfig
+from vera.errors import UserError
+from vera.records import Role
+
+FAKE_SERVER = REPO_ROOT / "benchmarks" / "fake_server.py"
+KEY_ENV = "VERA_BENCH_KEY"
+KEY = "sk-bench-0123456789abcdef"
+PROFILES: dict[Role, str] = {"chatbot": "bench-chatbot", "user_agent": "bench-user", "judge": "bench-judge"}
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    conversations: int = 100
+    turns: int = 20
+    latency_ms: float = 200.0
+    concurrency: int = 100
+    rpm: float | None = None
+    duration_s: float | None = None
+    judge: bool = False
+    cache: bool = False
+
+
+# ---------------------------------------------------------------------------------------
+# The fake server process
+# ---------------------------------------------------------------------------------------
+
+
+class ServerProcess:
+    """`benchmarks/fake_server.py` running in its own process."""
+
+    def __init__(self, latency_ms: float, rpm: float | None, key: str) -> None:
+        if not FAKE_SERVER.is_file():
+            raise UserError(f"vera bench needs a source checkout: {FAKE_SERVER} not found")
+        command = [sys.executable, str(FAKE_SERVER), "--latency-ms", str(latency_ms), "--key", key]
+        if rpm:
+            command += ["--rpm", str(rpm)]
+        # stderr goes to a file: a pipe nobody reads could fill up and stall the server.
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
+        self._process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline().strip()
+        if not line.startswith("http://"):
+            self.stop()
+            self._stderr.seek(0)
+            detail = self._stderr.read().decode(errors="replace").strip()[-400:]
+            raise UserError(f"the fake server did not start: {line or detail}")
+        self.base_url = line
+        self.stats_url = line.removesuffix("/v1") + "/stats"
+
+    def stop(self) -> None:
+        if self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        if self._process.stdout is not None:
+            self._process.stdout.close()
+        self._stderr.close()
+
+
+@contextlib.contextmanager
+def fake_server(latency_ms: float, rpm: float | None) -> Iterator[ServerProcess]:
+    server = ServerProcess(latency_ms, rpm, KEY)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def write_profiles(directory: Path, base_url: str, opts: BenchOptions) -> None:
+    """One profile per role, all on the fake server's account (same URL, same key), so
+    they share one set of limits, as roles on one provider key do."""
+    directory.mkdir(parents=True, exist_ok=True)
+    limits = f"max_in_flight = {opts.concurrency}\n"
+    if opts.rpm:
+        limits += f"rpm = {opts.rpm}\n"
+    # The timeout only has to catch a stuck call, never a call queued behind the limits.
+    timeout = max(60.0, 5 * opts.latency_ms / 1000)
+    for name in PROFILES.values():
+        (directory / f"{name}.toml").write_text(
+            f'protocol = "openai"\n'
+            f'base_url = "{base_url}"\n'
+            f'model = "{name}"\n'
+            f'api_key_env = "{KEY_ENV}"\n'
+            f"{limits}"
+            f"timeout_s = {timeout}\n"
+            f"price_input_per_mtok = 1.0\n"
+            f"price_output_per_mtok = 2.0\n"
+            f"[params]\n"
+            f"temperature = 0.7\n"
+            f"max_tokens = 512\n",
+            encoding="utf-8",
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# One measurement
+# ---------------------------------------------------------------------------------------
+
+
+def current_rss_kb() -> float:
+    """Resident memory now (Linux `/proc`; elsewhere the peak so far stands in)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return peak_rss_kb()
+    return pages * os.sysconf("SC_PAGE_SIZE") / 1024
+
+
+def peak_rss_kb() -> float:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1024 if sys.platform == "darwin" else float(peak)  # macOS counts bytes
+
+
+async def _server_stats(session: aiohttp.ClientSession, url: str) -> dict[str, Any]:
+    async with session.get(url) as response:
+        return orjson.loads(await response.read())
+
+
+def _config(opts: BenchOptions, providers: Path) -> RunConfig:
+    cfg = RunConfig(
+        chatbots=[PROFILES["chatbot"]],
+        user_agents=[PROFILES["user_agent"]],
+        judges=[PROFILES["judge"]],
+        providers=str(providers),
+        max_concurrency=opts.concurrency,
+        cache=opts.cache,
+        # min = max: the fake user never ends early, so every conversation makes T calls.
+        conversation=ConversationConfig(max_turns=opts.turns, min_turns=opts.turns),
+        base_dir=str(REPO_ROOT),
+    )
+    cfg.check()
+    return cfg
+
+
+def _enough_jobs(cfg: RunConfig, conversations: int, n_personas: int) -> None:
+    """At least `conversations` jobs: the personas, repeated with seeds 1, 2, ... as
+    replicates (the sweep is then cut to exactly `conversations`)."""
+    cfg.persona_limit = min(conversations, n_personas)
+    cfg.seeds = list(range(1, math.ceil(conversations / n_personas) + 1))
+
+
+@dataclass
+class Window:
+    """What happened between the start of the sweep and the end of the measured window."""
+
+    wall_s: float
+    cpu_s: float
+    account: dict[str, Any]  # the shared account's counters
+    server_before: dict[str, Any]
+    server_after: dict[str, Any]
+    rss_before_kb: float
+    peak_rss_kb: float = 0.0
+    loop: str = ""  # the event loop's implementation: uvloop or asyncio
+
+
+async def measure(opts: BenchOptions, server: ServerProcess, workdir: Path) -> dict[str, Any]:
+    """Run the sweep against `server` and return the figures of the measured window."""
+    # Imported here so `vera --help` stays fast: the pipeline pulls in polars.
+    from vera.cache import CACHE_FILE, ResponseCache
+    from vera.clients.pool import ClientPool
+    from vera.pipeline import Inputs, SweepResult, plan_sweep, run_sweep
+    from vera.profiles import load_profiles
+    from vera.runner import CachingClients
+    from vera.store import RunStore
+
+    providers = workdir / "providers"
+    write_profiles(providers, server.base_url, opts)
+    inputs = Inputs.load(_config(opts, providers))
+    _enough_jobs(inputs.config, opts.conversations, len(inputs.personas.personas))
+    store = RunStore(workdir / "run")
+    cache = ResponseCache(workdir / "run" / CACHE_FILE) if opts.cache else None
+    result = SweepResult()
+    try:
+        async with (
+            ClientPool(load_profiles(providers), on_call=store.add_call) as pool,
+            aiohttp.ClientSession() as probe,
+        ):
+            sweep = plan_sweep(inputs, pool)
+            sweep.jobs = sweep.jobs[: opts.conversations]
+            if not opts.judge:
+                sweep.slots = []
+            clients = CachingClients(pool, cache, store.add_call)
+            for role, ref in PROFILES.items():
+                clients.client(ref, role)  # built before the clock starts
+            (account,) = pool.accounts  # every role on one account
+
+            gc.collect()
+            rss_before = current_rss_kb()
+            server_before = await _server_stats(probe, server.stats_url)
+            store.start()
+            cpu_start, started = time.process_time(), time.perf_counter()
+            deadline = started + opts.duration_s if opts.duration_s else math.inf
+
+            def past_deadline() -> str | None:
+                return "duration reached" if time.perf_counter() >= deadline else None
+
+            sweep_task = asyncio.create_task(
+                run_sweep(
+                    sweep,
+                    store,
+                    clients,
+                    max_concurrency=opts.concurrency,
+                    should_stop=past_deadline,
+                    result=result,
+                )
+            )
+            await asyncio.wait({sweep_task}, timeout=opts.duration_s)
+            window = Window(
+                wall_s=time.perf_counter() - started,
+                cpu_s=time.process_time() - cpu_start,
+                account=account.snapshot(),
+                server_before=server_before,
+                server_after=await _server_stats(probe, server.stats_url),
+                rss_before_kb=rss_before,
+                loop=type(asyncio.get_running_loop()).__module__.split(".")[0],
+            )
+            if not sweep_task.done():
+                # The window is over: conversations still running would only add a tail.
+                sweep_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sweep_task
+            else:
+                sweep_task.result()  # a bug in the sweep surfaces here, not as odd figures
+    finally:
+        await store.aclose()
+        if cache is not None:
+            cache.close()
+    window.peak_rss_kb = peak_rss_kb()
+    return figures(opts, window, result)
+
+
+def figures(opts: BenchOptions, window: Window, result: Any) -> dict[str, Any]:
+    """The figures of one run, as printed and written to `--json`."""
+    in_flight = min(opts.concurrency, opts.conversations)
+    counters, before, after = window.account, window.server_before, window.server_after
+    calls = counters["calls"] - counters["errors"]
+    ideal = in_flight / (opts.latency_ms / 1000)
+    if opts.rpm:
+        ideal = min(ideal, opts.rpm / 60)
+    calls_per_s = calls / window.wall_s
+    server_requests = after["requests"] - before["requests"]
+    server_cpu_s = after["cpu_s"] - before["cpu_s"]
+    return {
+        "scenario": asdict(opts),
+        "calls": calls,
+        "wall_s": round(window.wall_s, 3),
+        "calls_per_s": round(calls_per_s, 1),
+        "ideal_calls_per_s": round(ideal, 1),
+        "efficiency": round(calls_per_s / ideal, 4),
+        "cpu_ms_per_call": round(window.cpu_s * 1000 / calls, 4) if calls else None,
+        "peak_rss_mb": round(window.peak_rss_kb / 1024, 1),
+        "rss_kb_per_conversation": round((window.peak_rss_kb - window.rss_before_kb) / in_flight, 2),
+        "http_429": counters["http_429"],
+        "rpm_utilisation": round(calls_per_s * 60 / opts.rpm, 4) if opts.rpm else None,
+        "failed": result.conversations_failed,
+        "failed_calls": counters["errors"],
+        "retries": counters["retries"],
+        "conversations_finished": result.conversations,
+        "judgements_finished": result.judgements,
+        "client_cpu_s": round(window.cpu_s, 3),
+        "server_requests": server_requests,
+        "server_http_429": after["http_429"] - before["http_429"],
+        "server_max_in_flight": after["max_in_flight"],
+        "server_cpu_ms_per_request": (
+            round(server_cpu_s * 1000 / server_requests, 4) if server_requests else None
+        ),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
+        "loop": window.loop,
+        "vera_version": __version__,
+    }
+
+
+def run_bench(opts: BenchOptions) -> dict[str, Any]:
+    """One benchmark: start the fake server, run the sweep on uvloop, stop the server."""
+    if opts.conversations < 1 or opts.concurrency < 1 or opts.turns < 2:
+        raise UserError("--conversations and --concurrency must be at least 1, --turns at least 2")
+    if opts.latency_ms <= 0:
+        raise UserError("--latency-ms must be positive (the ideal rate is concurrency / latency)")
+    raise_open_files_limit()
+    # The profiles read their key from the environment, as real ones do; this process only.
+    os.environ[KEY_ENV] = KEY
+    with (
+        fake_server(opts.latency_ms, opts.rpm) as server,
+        tempfile.TemporaryDirectory(prefix="vera-bench-") as tmp,
+    ):
+        return _run_on_uvloop(measure(opts, server, Path(tmp)))
+
+
+def _run_on_uvloop(coro: Any) -> Any:
+    try:
+        import uvloop
+    except ImportError:  # not on Windows
+        return asyncio.run(coro)
+    return uvloop.run(coro)
+
+
+def raise_open_files_limit() -> None:
+    """Lift the soft limit on open files to the hard one: every connection is a file."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else 1 << 20  # the kernel's usual nr_open
+    if soft == resource.RLIM_INFINITY or soft >= target:
+        return
+    with contextlib.suppress(ValueError, OSError):  # not allowed here: run with what we have
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
+# ---------------------------------------------------------------------------------------
+# Output
+# ---------------------------------------------------------------------------------------
+
+_LINES = (
+    ("calls", "calls", "{:,}"),
+    ("wall_s", "wall time (s)", "{:.2f}"),
+    ("calls_per_s", "calls/s", "{:,.1f}"),
+    ("ideal_calls_per_s", "ideal calls/s", "{:,.1f}"),
+    ("efficiency", "efficiency", "{:.1%}"),
+    ("cpu_ms_per_call", "client CPU per call (ms)", "{:.3f}"),
+    ("server_cpu_ms_per_request", "server CPU per request (ms)", "{:.3f}"),
+    ("peak_rss_mb", "client peak RSS (MB)", "{:,.1f}"),
+    ("rss_kb_per_conversation", "RSS per in-flight conversation (KB)", "{:.1f}"),
+    ("http_429", "HTTP 429 (client)", "{:,}"),
+    ("rpm_utilisation", "rate-limit utilisation", "{:.1%}"),
+    ("failed", "failed conversations", "{:,}"),
+)
+
+
+def render_figures(fig: dict[str, Any]) -> str:
+    s = fig["scenario"]
+    head = (
+        f"{s['conversations']:,} conversations × {s['turns']} turns, {s['latency_ms']:g} ms latency, "
+        f"concurrency {s['concurrency']:,}"
+        + (f", {s['rpm']:g} rpm" if s["rpm"] else "")
+        + (f", {s['duration_s']:g} s window" if s["duration_s"] else "")
+        + (", judged" if s["judge"] else "")
+    )
+    lines = [head]
+    for key, label, fmt in _LINES:
+        if fig.get(key) is not None:
+            lines.append(f"  {label:<38}{fmt.format(fig[key])}")
+    if s["judge"]:
+        lines.append(f"  {'judgements':<38}{fig['judgements_finished']:,}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------
+# The suite: every target scenario, each in a fresh process
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    what: str
+    args: tuple[str, ...]
+    targets: tuple[tuple[str, str, float], ...]  # (figure, "<=" or ">=", bound)
+
+    def command(self) -> str:
+        return "vera bench " + " ".join(self.args)
+
+    def verdicts(self, fig: dict[str, Any]) -> list[tuple[str, bool]]:
+        out = []
+        for key, op, bound in self.targets:
+            value = fig.get(key)
+            met = value is not None and (value >= bound if op == ">=" else value <= bound)
+            out.append((f"{key} {op} {bound:g}", met))
+        return out
+
+
+SUITE = (
+    Scenario(
+        "throughput",
+        "100 conversations × 20 turns at 200 ms: calls/s against the ideal 500",
+        ("--conversations", "100", "--turns", "20", "--latency-ms", "200", "--concurrency", "100"),
+        (("calls_per_s", ">=", 450), ("cpu_ms_per_call", "<=", 0.5)),
+    ),
+    Scenario(
+        "concurrency",
+        "2,000 concurrent conversations at 2 s: efficiency against the ideal 1,000 calls/s",
+        ("--conversations", "2000", "--turns", "20", "--latency-ms", "2000", "--concurrency", "2000"),
+        (("efficiency", ">=", 0.90), ("cpu_ms_per_call", "<=", 0.5)),
+    ),
+    Scenario(
+        "rate-limit",
+        "600 requests/min on client and server, 2 minutes: utilisation and 429s",
+        (
+            "--conversations", "1000", "--turns", "20", "--latency-ms", "200",
+            "--concurrency", "50", "--rpm", "600", "--duration-s", "120",
+        ),
+        (("rpm_utilisation", ">=", 0.95), ("http_429", "<=", 0), ("server_http_429", "<=", 0)),
+    ),
+    Scenario(
+        "memory",
+        "10,000 concurrent conversations at 10 s: RSS per in-flight conversation",
+        ("--conversations", "10000", "--turns", "6", "--latency-ms", "10000", "--concurrency", "10000"),
+        (("rss_kb_per_conversation", "<=", 50), ("cpu_ms_per_call", "<=", 0.5)),
+    ),
+)  # fmt: skip
+
+
+def run_suite(json_path: str | None) -> bool:
+    """Run every scenario in its own `vera bench` process (peak RSS is per process),
+    print the results table, and return whether every target was met."""
+    results: list[tuple[Scenario, dict[str, Any]]] = []
+    with tempfile.TemporaryDirectory(prefix="vera-bench-suite-") as tmp:
+        for scenario in SUITE:
+            out = Path(tmp) / f"{scenario.name}.json"
+            click.echo(f"\n== {scenario.name}: {scenario.what}\n$ {scenario.command()}", err=True)
+            command = [sys.executable, "-m", "vera", "bench", *scenario.args, "--json", str(out)]
+            if (code := subprocess.run(command).returncode) != 0:
+                raise UserError(f"benchmark scenario {scenario.name!r} failed (exit code {code})")
+            results.append((scenario, orjson.loads(out.read_bytes())))
+    click.echo("\n" + render_table(results))
+    if json_path:
+        payload = {
+            "scenarios": [
+                {"name": s.name, "command": s.command(), "verdicts": dict(s.verdicts(f)), **f}
+                for s, f in results
+            ]
+        }
+        Path(json_path).write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n")
+    return all(met for s, f in results for _, met in s.verdicts(f))
+
+
+def _cell(value: Any, fmt: str) -> str:
+    return "–" if value is None else fmt.format(value)
+
+
+def render_table(results: list[tuple[Scenario, dict[str, Any]]]) -> str:
+    """The results as a Markdown table, one row per scenario, targets marked."""
+    header = (
+        "| scenario | calls | wall s | calls/s | ideal | efficiency | client CPU ms/call "
+        "| server CPU ms/req | peak RSS MB | RSS KB/conv | 429s | rpm util. | failed | targets |"
+    )
+    rows = [header, "|" + " --- |" * 14]
+    for s, f in results:
+        targets = ", ".join(f"{name} {'✓' if met else '✗'}" for name, met in s.verdicts(f))
+        rows.append(
+            f"| {s.name} | {f['calls']:,} | {f['wall_s']:.1f} | {f['calls_per_s']:,.1f} "
+            f"| {f['ideal_calls_per_s']:,.0f} | {_cell(f['efficiency'], '{:.1%}')} "
+            f"| {_cell(f['cpu_ms_per_call'], '{:.3f}')} | {_cell(f['server_cpu_ms_per_request'], '{:.3f}')} "
+            f"| {f['peak_rss_mb']:,.0f} | {f['rss_kb_per_conversation']:.1f} | {f['http_429']} "
+            f"| {_cell(f['rpm_utilisation'], '{:.1%}')} | {f['failed']} | {targets} |"
+        )
+    return "\n".join(rows)
+
+
+# ---------------------------------------------------------------------------------------
+# The command
+# ---------------------------------------------------------------------------------------
+
+
+@click.command()
+@click.option("--conversations", type=int, default=100, show_default=True, help="Conversations (N).")
+@click.option("--turns", type=int, default=20, show_default=True, help="Turns per conversation (T).")
+@click.option("--latency-ms", type=float, default=200.0, show_default=True, help="Fake server latency (L).")
+@click.option("--concurrency", type=int, default=100, show_default=True, help="Conversations in flight (C).")
+@click.option("--rpm", type=float, help="Requests/min limit on both the client profile and the server (R).")
+@click.option("--duration-s", type=float, help="Measure the first S seconds; start no conversation after.")
+@click.option("--judge", is_flag=True, help="Also judge every conversation (the fake answers the rubric).")
+@click.option("--cache", is_flag=True, help="Write every response to the response cache, as `vera run` does.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the figures to this file.")
+@click.option("--suite", is_flag=True, help="Run every target scenario and print the results table.")
+def bench(
+    conversations: int,
+    turns: int,
+    latency_ms: float,
+    concurrency: int,
+    rpm: float | None,
+    duration_s: float | None,
+    judge: bool,
+    cache: bool,
+    json_path: str | None,
+    suite: bool,
+) -> None:
+    """Measure throughput, CPU and memory against a local fake server (a separate process).
+
+    Ideal calls/s = min(concurrency, conversations) / latency, capped by --rpm / 60.
+    Without options: 100 conversations × 20 turns at 200 ms latency (about 5 s)."""
+    if suite:
+        if not run_suite(json_path):
+            sys.exit(1)
+        return
+    opts = BenchOptions(conversations, turns, latency_ms, concurrency, rpm, duration_s, judge, cache)
+    fig = run_bench(opts)
+    click.echo(render_figures(fig))
+    if json_path:
+        Path(json_path).write_bytes(orjson.dumps(fig, option=orjson.OPT_INDENT_2) + b"\n")
