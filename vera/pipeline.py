@@ -30,7 +30,7 @@ from vera.prompts import JudgePrompts, UserPrompts, load_judge_prompts, load_use
 from vera.records import ArtifactVersion, Conversation, Judgement, ModelSpec, Role, RunManifest
 from vera.rubric import Rubric, load_rubric, validate_rubric
 from vera.scoring import RatingsSink
-from vera.simulate import ConversationJob, SimulationSettings, simulate_conversation
+from vera.simulate import ConversationJob, SimulationSettings, render_user_prompts, simulate_conversation
 from vera.store import RunStore
 
 
@@ -374,6 +374,9 @@ async def run_sweep(
     result = result if result is not None else SweepResult()
     judging = Judging(sweep, store, clients, result, progress, sink)
     specs = {s.ref: s for s in (*sweep.chatbots, *sweep.user_agents)}
+    # One rendering per persona, shared by all its conversations (thousands in flight
+    # would otherwise each hold their own copy of the same prompt).
+    rendered: dict[str, tuple[str, str]] = {}
     started = time.perf_counter()
     progress.start(len(sweep.jobs), len(sweep.jobs) * len(sweep.slots))
 
@@ -392,6 +395,10 @@ async def run_sweep(
                     settings=settings,
                     chatbot_params=seed_params(specs[job.chatbot], job.seed),
                     user_params=seed_params(specs[job.user_agent], job.seed),
+                    rendered=rendered.get(job.persona.name)
+                    or rendered.setdefault(
+                        job.persona.name, render_user_prompts(job.persona, inputs.user_prompts, settings)
+                    ),
                 )
             except FatalProviderError as exc:
                 conv = failed_conversation(job, exc)

@@ -43,6 +43,14 @@ class ConversationJob(msgspec.Struct, frozen=True, kw_only=True):
     replicate: int
 
 
+def render_user_prompts(
+    persona: Persona, prompts: UserPrompts, settings: SimulationSettings
+) -> tuple[str, str]:
+    """The user-agent's system prompt and reminder for a persona."""
+    kw = {"min_turns": settings.min_turns, "max_turns": settings.max_turns}
+    return render_user_system(persona, prompts, **kw), render_user_reminder(persona, prompts, **kw)
+
+
 def user_view(turns: list[Turn], reminder: str) -> list[Message]:
     """The conversation as the user-agent sees it, reminder on the newest chatbot line."""
     msgs = [Message("assistant" if t.speaker == "user" else "user", t.text) for t in turns]
@@ -73,16 +81,12 @@ async def simulate_conversation(
     settings: SimulationSettings,
     chatbot_params: dict[str, Any] | None = None,
     user_params: dict[str, Any] | None = None,
+    rendered: tuple[str, str] | None = None,
 ) -> Conversation:
     """Run the turn loop. Provider failures end the conversation as *failed* with the
     reason (never as a chatbot failure); the partial transcript is kept for debugging."""
     started = time.time()
-    system = render_user_system(
-        job.persona, prompts, min_turns=settings.min_turns, max_turns=settings.max_turns
-    )
-    reminder = render_user_reminder(
-        job.persona, prompts, min_turns=settings.min_turns, max_turns=settings.max_turns
-    )
+    system, reminder = rendered or render_user_prompts(job.persona, prompts, settings)
     turns: list[Turn] = []
     usage = Usage()
     speaker: Literal["user", "chatbot"] = settings.first_speaker
