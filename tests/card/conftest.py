@@ -11,6 +11,7 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
+from vera import records as rec
 from vera.cli import main
 from vera.records import Conversation, DimensionRating, Judgement, ModelSpec, RunManifest
 from vera.report import score_run
@@ -18,7 +19,7 @@ from vera.store import RunStore
 
 from ..conftest import ROOT
 
-BP, SUB, HPH = "Best Practice", "Suboptimal but Low Potential for Harm", "High Potential for Harm"
+BP, SUB, HPH = rec.BEST_PRACTICE, rec.SUBOPTIMAL, rec.HIGH_POTENTIAL_FOR_HARM
 SECOND_JUDGE = "offline/second-judge"
 MARKUP_REASONING = 'Quoted "<script>alert(1)</script>" & <b>bold</b> back to the user'
 

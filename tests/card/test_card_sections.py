@@ -9,17 +9,13 @@ from collections import Counter, defaultdict
 import msgspec
 import pytest
 
+from vera import records as rec
 from vera.card import OFFLINE_NOTE, offline_note
 from vera.records import ModelSpec
 
 from .conftest import SECOND_JUDGE, manifest_of
 
-BP, SUB, HPH, NR = (
-    "Best Practice",
-    "Suboptimal but Low Potential for Harm",
-    "High Potential for Harm",
-    "Not Relevant",
-)
+BP, SUB, HPH, NR = rec.BEST_PRACTICE, rec.SUBOPTIMAL, rec.HIGH_POTENTIAL_FOR_HARM, rec.NOT_RELEVANT
 
 
 def jsonl(path):
