@@ -42,13 +42,13 @@ def test_bad_values_and_references_are_one_line(tmp_path):
     cfg.write_text("[conversation]\nmax_turns = 1\n")
     assert_one_line_error(vera("run", "--config", str(cfg)), "max_turns")
     assert_one_line_error(
-        vera("run", "--providers", "nowhere/model-x", "--limit-personas", "1"),
+        vera("run", "--providers", "nowhere/model-x", "--limit-personas", "1", "--out", str(tmp_path / "r")),
         "unknown model reference 'nowhere/model-x'",
     )
+    assert not (tmp_path / "r").exists()  # refused before any work: no run directory left behind
     assert_one_line_error(
         vera("run", "--config", str(tmp_path / "missing.toml")), "missing.toml", "cannot read config"
     )
-    assert not (ROOT / "runs" / "nonexistent").exists()
 
 
 def test_a_broken_persona_file_is_named_with_its_line(tmp_path):

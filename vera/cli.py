@@ -76,95 +76,113 @@ def _seeds(value: str | None, seed: int | None) -> list[int] | None:
     return list(range(1, n + 1))
 
 
-@main.command()
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False),
-    help="Run config (TOML). Default: built-in offline evaluation.",
-)
-@click.option(
-    "--providers",
-    help="Chatbots to evaluate: comma-separated profile names or provider/model refs, or 'all'.",
-)
-@click.option("--seed", type=int, help="One seed for every random choice (overrides the config's seeds).")
-@click.option("--seeds", "seeds_opt", help="Seeds as replicates: a count (3 → 1,2,3) or a list (1,5,9).")
-@click.option(
-    "--out",
-    "out",
-    type=click.Path(file_okay=False),
-    help="Run directory (default: a new one under runs/). Rerunning on it resumes.",
-)
-@click.option(
-    "--resume",
-    "resume",
-    type=click.Path(file_okay=False, exists=True),
-    help="Finish an interrupted run in this directory.",
-)
-@click.option("--max-concurrency", type=int, help="Conversations in flight at once.")
-@click.option(
-    "--personas",
-    "personas",
-    type=click.Path(dir_okay=False),
-    help="Persona file (TSV) instead of the config's.",
-)
-@click.option("--limit-personas", type=int, help="Use only the first N personas (quick trials).")
-@click.option(
-    "--judge", "judges", multiple=True, help="Judge model ref (repeatable) instead of the config's."
-)
-@click.option("--user-agent", "user_agents", multiple=True, help="User-agent model ref (repeatable).")
-@click.option("--shard", help="Run only shard K of N (K/N) of the jobs, deterministically.")
-@click.option(
-    "--max-cost", type=float, help="Stop launching work before the accounted cost would pass this (USD)."
-)
-@click.option(
-    "--no-cache",
-    is_flag=True,
-    help="Do not replay cached responses (they are still not paid twice within a run).",
-)
-@click.option("--cache-dir", type=click.Path(file_okay=False), help="A response cache shared between runs.")
-@click.option("--quiet", is_flag=True, help="Do not print the card at the end.")
-def run(
+def _sweep_options(f: F) -> F:
+    """The options `run` and `simulate` share: what to sweep and how."""
+    options = [
+        click.option(
+            "--config",
+            "config_path",
+            type=click.Path(dir_okay=False),
+            help="Run config (TOML). Default: built-in offline evaluation.",
+        ),
+        click.option(
+            "--providers",
+            help="Chatbots to evaluate: comma-separated profile names or provider/model refs, or 'all'.",
+        ),
+        click.option(
+            "--seed", type=int, help="One seed for every random choice (overrides the config's seeds)."
+        ),
+        click.option(
+            "--seeds", "seeds_opt", help="Seeds as replicates: a count (3 → 1,2,3) or a list (1,5,9)."
+        ),
+        click.option(
+            "--out",
+            type=click.Path(file_okay=False),
+            help="Run directory (default: a new one under runs/). Rerunning on it resumes.",
+        ),
+        click.option("--max-concurrency", type=int, help="Conversations in flight at once."),
+        click.option(
+            "--personas", type=click.Path(dir_okay=False), help="Persona file (TSV) instead of the config's."
+        ),
+        click.option("--limit-personas", type=int, help="Use only the first N personas (quick trials)."),
+        click.option("--user-agent", "user_agents", multiple=True, help="User-agent model ref (repeatable)."),
+        click.option("--shard", help="Run only shard K of N (K/N) of the jobs, deterministically."),
+        click.option(
+            "--max-cost",
+            type=float,
+            help="Stop launching work before the accounted cost would pass this (USD).",
+        ),
+        click.option(
+            "--no-cache",
+            is_flag=True,
+            help="Do not replay cached responses (they are still not paid twice within a run).",
+        ),
+        click.option(
+            "--cache-dir", type=click.Path(file_okay=False), help="A response cache shared between runs."
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _run_options(
+    *,
     config_path: str | None,
     providers: str | None,
     seed: int | None,
     seeds_opt: str | None,
     out: str | None,
-    resume: str | None,
     max_concurrency: int | None,
     personas: str | None,
     limit_personas: int | None,
-    judges: tuple[str, ...],
     user_agents: tuple[str, ...],
     shard: str | None,
     max_cost: float | None,
     no_cache: bool,
     cache_dir: str | None,
-    quiet: bool,
-) -> None:
+    **extra: Any,
+) -> Any:
+    from vera.runner import RunOptions
+
+    return RunOptions(
+        config_path=config_path,
+        providers=providers,
+        seeds=_seeds(seeds_opt, seed),
+        out=out,
+        max_concurrency=max_concurrency,
+        personas=personas,
+        limit_personas=limit_personas,
+        user_agents=list(user_agents),
+        shard=shard,
+        cache=False if no_cache else None,
+        cache_dir=cache_dir,
+        max_cost=max_cost,
+        **extra,
+    )
+
+
+@main.command()
+@_sweep_options
+@click.option(
+    "--resume",
+    type=click.Path(file_okay=False, exists=True),
+    help="Finish an interrupted run in this directory.",
+)
+@click.option(
+    "--judge", "judges", multiple=True, help="Judge model ref (repeatable) instead of the config's."
+)
+@click.option("--quiet", is_flag=True, help="Do not print the card at the end.")
+def run(resume: str | None, judges: tuple[str, ...], quiet: bool, **sweep: Any) -> None:
     """Simulate, judge and score: a complete evaluation into one run directory.
 
     Rerunning the same command with the same --out (or --resume DIR) skips every job
     already done. Ctrl-C stops gracefully; a second Ctrl-C exits at once."""
-    from vera.runner import RunOptions, execute_run
+    from vera.runner import execute_run
 
-    opts = RunOptions(
-        config_path=config_path,
-        providers=providers,
-        seeds=_seeds(seeds_opt, seed),
-        out=resume or out,
-        resume=resume is not None,
-        max_concurrency=max_concurrency,
-        personas=personas,
-        limit_personas=limit_personas,
-        judges=list(judges),
-        user_agents=list(user_agents),
-        shard=shard,
-        judge=True,
-        cache=False if no_cache else None,
-        cache_dir=cache_dir,
-        max_cost=max_cost,
-    )
+    if resume:
+        sweep["out"] = resume
+    opts = _run_options(**sweep, resume=resume is not None, judges=list(judges), judge=True)
     outcome = _run_async(execute_run(opts))
     _print_outcome(outcome, quiet=quiet)
     if outcome.result.stopped and outcome.result.stopped.startswith("interrupted"):
@@ -172,46 +190,12 @@ def run(
 
 
 @main.command()
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Run config (TOML).")
-@click.option("--providers", help="Chatbots: comma-separated refs, or 'all'.")
-@click.option("--seed", type=int)
-@click.option("--seeds", "seeds_opt")
-@click.option("--out", type=click.Path(file_okay=False))
-@click.option("--max-concurrency", type=int)
-@click.option("--personas", type=click.Path(dir_okay=False))
-@click.option("--limit-personas", type=int)
-@click.option("--user-agent", "user_agents", multiple=True)
-@click.option("--shard")
-def simulate(
-    config_path: str | None,
-    providers: str | None,
-    seed: int | None,
-    seeds_opt: str | None,
-    out: str | None,
-    max_concurrency: int | None,
-    personas: str | None,
-    limit_personas: int | None,
-    user_agents: tuple[str, ...],
-    shard: str | None,
-) -> None:
+@_sweep_options
+def simulate(**sweep: Any) -> None:
     """Only simulate conversations (no judging); judge later with `vera judge RUN_DIR`."""
-    from vera.runner import RunOptions, execute_run
+    from vera.runner import execute_run
 
-    opts = RunOptions(
-        config_path=config_path,
-        providers=providers,
-        seeds=_seeds(seeds_opt, seed),
-        out=out,
-        resume=False,
-        max_concurrency=max_concurrency,
-        personas=personas,
-        limit_personas=limit_personas,
-        judges=[],
-        user_agents=list(user_agents),
-        shard=shard,
-        judge=False,
-    )
-    outcome = _run_async(execute_run(opts))
+    outcome = _run_async(execute_run(_run_options(**sweep, judge=False)))
     click.echo(
         f"{outcome.result.conversations} conversations simulated "
         f"({outcome.result.conversations_failed} failed) → {outcome.run_dir}"

@@ -9,13 +9,12 @@ with a short correction, then recorded as an error. It is never guessed.
 
 from __future__ import annotations
 
-import contextlib
-import re
 import time
 from typing import Any
 
 import msgspec
 
+from vera.clients._structured import extract_json
 from vera.clients.base import CallContext, ChatClient
 from vera.errors import TransientError
 from vera.prompts import JudgePrompts
@@ -47,19 +46,10 @@ def render_transcript(turns: list[Turn] | tuple[Turn, ...]) -> str:
     return "\n\n".join(f"{t.speaker}: {t.text}" for t in turns)
 
 
-_JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
-
-
 def parse_reply(parsed: Any, text: str) -> JudgeReply | None:
     """The structured reply, from the client's parsed object or leniently from text
     (a JSON object somewhere in it, e.g. inside a code fence)."""
-    candidates: list[Any] = []
-    if isinstance(parsed, dict):
-        candidates.append(parsed)
-    m = _JSON_OBJECT.search(text or "")
-    if m:
-        with contextlib.suppress(msgspec.DecodeError):
-            candidates.append(msgspec.json.decode(m.group(0)))
+    candidates = [c for c in (parsed, extract_json(text or "")) if isinstance(c, dict)]
     for c in candidates:
         try:
             return msgspec.convert(c, JudgeReply)

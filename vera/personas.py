@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import tomllib
 from collections import Counter
 from pathlib import Path
 
 import msgspec
 
+from vera.datafile import read_tsv_text, sidecar
 from vera.errors import DataError
 from vera.prompts import UserPrompts
 from vera.records import RISK_LEVELS, ArtifactVersion, Persona
@@ -95,14 +95,7 @@ def normalise_risk(value: str) -> str | None:
 
 def read_persona_rows(path: str | Path) -> tuple[list[str], list[tuple[int, dict[str, str]]], bytes]:
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise DataError(str(p), f"cannot read personas: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DataError(str(p), f"not UTF-8 text (byte {exc.start})") from None
+    raw, text = read_tsv_text(p, "personas")
     reader = csv.reader(text.splitlines(), delimiter="\t")
     try:
         header = [h.strip() for h in next(reader)]
@@ -178,7 +171,7 @@ def check_personas(path: str | Path) -> tuple[PersonaSet | None, list[Issue]]:
         personas.append(Persona(name=name, risk=risk, fields=fields, line=lineno))
     if not personas:
         issues.append(Issue(0, "no usable personas"))
-    meta = _sidecar(p)
+    meta = sidecar(p)
     version = ArtifactVersion(
         name=str(meta.get("name", p.stem)),
         version=str(meta.get("version", "unversioned")),
@@ -200,16 +193,6 @@ def load_personas(path: str | Path) -> PersonaSet:
         )
         raise DataError(f"{path}:{first.line}" if first.line else str(path), first.message + more)
     return pset
-
-
-def _sidecar(path: Path) -> dict:
-    side = path.with_suffix(".toml")
-    if not side.is_file():
-        return {}
-    try:
-        return tomllib.loads(side.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise DataError(str(side), f"invalid TOML: {exc}") from None
 
 
 def check_templates(prompts: UserPrompts, columns: tuple[str, ...]) -> list[Issue]:

@@ -13,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
+
+import msgspec
 
 from vera import __version__
 from vera.clients.base import ChatClient
@@ -121,7 +123,10 @@ class Sweep:
     jobs: list[ConversationJob]
     slots: list[JudgeSlot]
     shard: Shard | None = None
-    judge_specs: dict[str, ModelSpec] = field(default_factory=dict)
+
+    @property
+    def judge_specs(self) -> dict[str, ModelSpec]:
+        return {j.ref: j for j in self.judges}
 
     @property
     def offline(self) -> bool:
@@ -143,7 +148,7 @@ class Sweep:
     def manifest(self, run_id: str, created_at: str | None = None) -> RunManifest:
         i = self.inputs
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        cfg = {k: v for k, v in _builtins(i.config).items() if k != "base_dir"}
+        cfg = {k: v for k, v in msgspec.to_builtins(i.config).items() if k != "base_dir"}
         return RunManifest(
             vera_version=__version__,
             run_id=run_id,
@@ -166,12 +171,6 @@ class Sweep:
         )
 
 
-def _builtins(obj: Any) -> dict[str, Any]:
-    import msgspec
-
-    return msgspec.to_builtins(obj)
-
-
 def seed_params(spec: ModelSpec, seed: int) -> dict[str, Any] | None:
     """A profile with `seed = "auto"` in its params gets a sampling seed derived from the
     job (the conversation's seed, or the judgement's id), so reruns with the same run
@@ -191,6 +190,11 @@ def check_judges(inputs: Inputs, judges: list[ModelSpec]) -> None:
             )
 
 
+def judge_slots(judges: list[ModelSpec], instances: int) -> list[JudgeSlot]:
+    """Every (judge, instance) that judges each conversation."""
+    return [JudgeSlot(j.ref, k) for j in judges for k in range(1, instances + 1)]
+
+
 def plan_sweep(inputs: Inputs, clients: Clients, *, shard: Shard | None = None) -> Sweep:
     cfg = inputs.config
     chatbots = [clients.spec(r) for r in cfg.chatbots]
@@ -206,7 +210,7 @@ def plan_sweep(inputs: Inputs, clients: Clients, *, shard: Shard | None = None) 
         settings=inputs.settings(),
         shard=shard,
     )
-    slots = [JudgeSlot(j.ref, k) for j in judges for k in range(1, cfg.judge.instances + 1)]
+    slots = judge_slots(judges, cfg.judge.instances)
     return Sweep(
         inputs=inputs,
         chatbots=chatbots,
@@ -215,7 +219,6 @@ def plan_sweep(inputs: Inputs, clients: Clients, *, shard: Shard | None = None) 
         jobs=jobs,
         slots=slots,
         shard=shard,
-        judge_specs={j.ref: j for j in judges},
     )
 
 

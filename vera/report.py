@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 import polars as pl
@@ -34,7 +34,7 @@ from vera.stats import (
     read_human_ratings,
 )
 from vera.stats.humans import NRTreatment, TieRule
-from vera.store import CONVERSATIONS, JUDGEMENTS, MANIFEST, RunStore, atomic_write, read_records
+from vera.store import CONVERSATIONS, JUDGEMENTS, MANIFEST, RunStore, atomic_write, latest, read_records
 
 PLOTS_DIR = "plots"
 
@@ -145,27 +145,14 @@ def read_run(run_dir: str | Path) -> Run:
         manifest = msgspec.json.decode(path.read_bytes(), type=RunManifest)
     except (msgspec.DecodeError, msgspec.ValidationError) as e:
         raise UserError(f"{path}: not a readable run manifest ({e})") from None
-    conversations = _latest(read_records(root / CONVERSATIONS, Conversation))
-    judgements = _latest(read_records(root / JUDGEMENTS, Judgement))
+    conversations = latest(read_records(root / CONVERSATIONS, Conversation))
+    judgements = latest(read_records(root / JUDGEMENTS, Judgement))
     pairs = (
         (c, j)
         for j in judgements.values()
         if j.status == "complete" and (c := conversations.get(j.conversation_id)) is not None
     )
     return Run(root, manifest, conversations, ratings_frame(pairs))
-
-
-_Record = TypeVar("_Record", Conversation, Judgement)
-
-
-def _latest(records: list[_Record]) -> dict[str, _Record]:
-    # The store's rule: a complete record is never replaced by a failed one.
-    out: dict[str, _Record] = {}
-    for r in records:
-        old = out.get(r.id)
-        if old is None or old.status != "complete" or r.status == "complete":
-            out[r.id] = r
-    return out
 
 
 # ---------------------------------------------------------------------------------------

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import tomllib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Literal
@@ -34,6 +33,7 @@ from typing import Literal
 import msgspec
 
 from vera import records as rec
+from vera.datafile import read_tsv_text, sidecar
 from vera.errors import DataError
 from vera.records import DimensionRating, JudgeAnswer, Rating
 
@@ -159,14 +159,7 @@ def load_rubric(path: str | Path) -> Rubric:
     cannot be read as a rubric at all (missing, no header, missing columns); flow
     problems are left to `validate_rubric`."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise DataError(str(p), f"cannot read rubric: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DataError(str(p), f"not UTF-8 text (byte {exc.start})") from None
+    raw, text = read_tsv_text(p, "rubric")
     rows = list(csv.reader(text.splitlines(), delimiter="\t"))
     if not rows or not any(cell.strip() for cell in rows[0]):
         raise DataError(f"{p}:1", "empty file: expected a header row")
@@ -221,7 +214,7 @@ def load_rubric(path: str | Path) -> Rubric:
     if current is not None:
         questions.append(_freeze(current))
 
-    meta = _sidecar(p)
+    meta = sidecar(p)
     declared = tuple(meta.get("dimensions", ()))
     seen: list[str] = []
     for q in questions:
@@ -253,16 +246,6 @@ def _freeze(q: dict) -> Question:
         options=tuple(q["options"]),
         line=q["line"],
     )
-
-
-def _sidecar(path: Path) -> dict:
-    side = path.with_suffix(".toml")
-    if not side.is_file():
-        return {}
-    try:
-        return tomllib.loads(side.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise DataError(str(side), f"invalid TOML: {exc}") from None
 
 
 # ---------------------------------------------------------------------------------------

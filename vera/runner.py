@@ -38,6 +38,7 @@ from vera.pipeline import (
     SweepResult,
     check_judges,
     judge_conversations,
+    judge_slots,
     new_run_dir,
     plan_sweep,
     run_sweep,
@@ -246,12 +247,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
     events: EventLog | None = None
     result = SweepResult()
     try:
-        async with ClientPool(
-            profiles,
-            on_call=lambda r: _record_call(store, events, r),
-            retry_base_delay=cfg.retry_base_delay_s,
-            retry_max_delay=cfg.retry_max_delay_s,
-        ) as pool:
+        async with _pool(profiles, cfg, lambda r: _record_call(store, events, r)) as pool:
             sweep = plan_sweep(inputs, pool, shard=shard)
             roles: list[tuple[str, Role]] = [(s.ref, "chatbot") for s in sweep.chatbots]
             roles += [(s.ref, "user_agent") for s in sweep.user_agents]
@@ -323,6 +319,15 @@ def _sink(store: RunStore) -> RatingsSink:
     for conv, judgement in sorted(store.complete_pairs(), key=lambda p: p[1].id):
         sink.add(conv, judgement)
     return sink
+
+
+def _pool(profiles: dict[str, Any], cfg: RunConfig, on_call: Any) -> ClientPool:
+    return ClientPool(
+        profiles,
+        on_call=on_call,
+        retry_base_delay=cfg.retry_base_delay_s,
+        retry_max_delay=cfg.retry_max_delay_s,
+    )
 
 
 def _record_call(store: RunStore, events: EventLog | None, record: CallRecord) -> None:
@@ -475,12 +480,7 @@ async def _judge(
     events = EventLog(run_dir)
     result = SweepResult()
     try:
-        async with ClientPool(
-            profiles,
-            on_call=lambda r: _record_call(store, events, r),
-            retry_base_delay=cfg.retry_base_delay_s,
-            retry_max_delay=cfg.retry_max_delay_s,
-        ) as pool:
+        async with _pool(profiles, cfg, lambda r: _record_call(store, events, r)) as pool:
             judges = [pool.spec(r) for r in cfg.judges]
             for spec in judges:
                 pool.client(spec.ref, "judge")
@@ -497,10 +497,9 @@ async def _judge(
                 judges=judges,
                 jobs=[],
                 slots=[],
-                judge_specs={j.ref: j for j in judges},
             )
             check_judges(inputs, judges)
-            sweep.slots = [s for j in judges for s in _slots(j.ref, cfg.judge.instances)]
+            sweep.slots = judge_slots(judges, cfg.judge.instances)
             planned = sweep.manifest(run_id=manifest.run_id if manifest else run_dir.name)
             if manifest is not None:
                 planned.created_at = manifest.created_at
@@ -524,9 +523,7 @@ async def _judge(
                     clients,
                     sorted(conversations, key=lambda c: c.id),
                     max_concurrency=cfg.max_concurrency,
-                    progress=Fanout(
-                        RunProgress(accounts=lambda: [a.snapshot() for a in pool.accounts]), events
-                    ),
+                    progress=Fanout(_progress(RunOptions(), pool), events),
                     should_stop=stopper.should_stop,
                     budget=_budget(cfg, pool),
                     result=result,
@@ -543,9 +540,3 @@ async def _judge(
     notes = [f"stopped early: {result.stopped}"] if result.stopped else []
     card = score_run(run_dir, frames=(sink.frame(), sink.answers_frame()))
     return RunOutcome(run_dir=run_dir, result=result, card=card, notes=notes)
-
-
-def _slots(ref: str, instances: int) -> list[Any]:
-    from vera.plan import JudgeSlot
-
-    return [JudgeSlot(ref, k) for k in range(1, instances + 1)]

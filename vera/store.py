@@ -74,6 +74,25 @@ def read_records(path: Path, type_: type[T], *, repair: bool = False) -> list[T]
     return out
 
 
+R = TypeVar("R", Conversation, Judgement)
+
+
+def keep_latest(index: dict[str, R], record: R) -> None:
+    """Index a record by job id: the later record wins, except that a complete record is
+    never replaced by a failed one."""
+    old = index.get(record.id)
+    if old is None or old.status != "complete" or record.status == "complete":
+        index[record.id] = record
+
+
+def latest(records: list[R]) -> dict[str, R]:
+    """The record that counts for every job id (see `keep_latest`)."""
+    index: dict[str, R] = {}
+    for r in records:
+        keep_latest(index, r)
+    return index
+
+
 class RunStore:
     """Appends records to a run directory and knows which jobs are finished."""
 
@@ -84,20 +103,14 @@ class RunStore:
         self.conversations: dict[str, Conversation] = {}
         self.judgements: dict[str, Judgement] = {}
         for c in read_records(self.root / CONVERSATIONS, Conversation, repair=True):
-            self._keep(self.conversations, c)
+            keep_latest(self.conversations, c)
         for j in read_records(self.root / JUDGEMENTS, Judgement, repair=True):
-            self._keep(self.judgements, j)
+            keep_latest(self.judgements, j)
         read_records(self.root / CALLS, CallRecord, repair=True)
         self._files: dict[str, IO[bytes]] = {}
         self._encoder = msgspec.json.Encoder()
         self._dirty = False
         self._syncer: asyncio.Task[None] | None = None
-
-    @staticmethod
-    def _keep(index: dict[str, Any], rec: Any) -> None:
-        old = index.get(rec.id)
-        if old is None or old.status != "complete" or rec.status == "complete":
-            index[rec.id] = rec
 
     # -- what is done ----------------------------------------------------------------
 
@@ -124,13 +137,13 @@ class RunStore:
         if self.done_conversation(conv.id):
             return
         self._append(CONVERSATIONS, conv)
-        self._keep(self.conversations, conv)
+        keep_latest(self.conversations, conv)
 
     def add_judgement(self, judgement: Judgement) -> None:
         if self.done_judgement(judgement.id):
             return
         self._append(JUDGEMENTS, judgement)
-        self._keep(self.judgements, judgement)
+        keep_latest(self.judgements, judgement)
 
     def add_call(self, record: CallRecord) -> None:
         self._append(CALLS, record)
@@ -172,7 +185,7 @@ class RunStore:
     # -- summaries -----------------------------------------------------------------------
 
     def write_manifest(self, manifest: RunManifest) -> None:
-        atomic_write(self.root / MANIFEST, msgspec.json.format(msgspec.json.encode(manifest)) + b"\n")
+        self.write_json(MANIFEST, manifest)
 
     def read_manifest(self) -> RunManifest | None:
         p = self.root / MANIFEST

@@ -19,7 +19,7 @@ from typing import Any
 
 from vera.clients.base import CallContext
 from vera.offline import lexicon as lx
-from vera.offline.common import completion, rng_for
+from vera.offline.common import OfflineModel, completion, rng_for
 from vera.records import Completion, Message
 
 AI_INTRO = [
@@ -117,21 +117,10 @@ def _pick(options: list[str], used: list[str], rng: Any) -> str:
     return rng.choice([o for o, c in zip(options, counts, strict=True) if c == fewest])
 
 
-class BestPracticeBot:
-    name = "offline"
+class BestPracticeBot(OfflineModel):
+    default_model = "best-practice"
 
-    def __init__(self, model: str = "best-practice") -> None:
-        self.model = model
-
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        params: dict[str, Any] | None = None,
-        schema: dict[str, Any] | None = None,
-        cache_prefix: int = 0,
-        context: CallContext | None = None,
-    ) -> Completion:
+    def respond(self, messages: list[Message], context: CallContext | None) -> Completion:
         seed = context.seed if context else 0
         cid = context.conversation_id if context else ""
         return completion(self.reply(messages, seed, cid), messages, self.model)
@@ -246,21 +235,10 @@ SMALLTALK = [
 ]
 
 
-class RiskIgnoringBot:
-    name = "offline"
+class RiskIgnoringBot(OfflineModel):
+    default_model = "risk-ignoring"
 
-    def __init__(self, model: str = "risk-ignoring") -> None:
-        self.model = model
-
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        params: dict[str, Any] | None = None,
-        schema: dict[str, Any] | None = None,
-        cache_prefix: int = 0,
-        context: CallContext | None = None,
-    ) -> Completion:
+    def respond(self, messages: list[Message], context: CallContext | None) -> Completion:
         seed = context.seed if context else 0
         cid = context.conversation_id if context else ""
         n = sum(1 for m in messages if m.role == "assistant")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import random
+from typing import Any
 
 import msgspec
 
+from vera.clients.base import CallContext
 from vera.records import Completion, Message, Usage
 
 
@@ -36,3 +38,28 @@ def completion(text: str, messages: list[Message], model: str, parsed: object = 
 
 def json_text(obj: object) -> str:
     return msgspec.json.encode(obj).decode()
+
+
+class OfflineModel:
+    """The ChatClient surface the stand-ins share; each answers in `respond`, from the
+    messages and (offline only) the call context."""
+
+    name = "offline"
+    default_model = ""
+
+    def __init__(self, model: str | None = None) -> None:
+        self.model = model or self.default_model
+
+    async def chat(
+        self,
+        messages: list[Message],
+        *,
+        params: dict[str, Any] | None = None,
+        schema: dict[str, Any] | None = None,
+        cache_prefix: int = 0,
+        context: CallContext | None = None,
+    ) -> Completion:
+        return self.respond(messages, context)
+
+    def respond(self, messages: list[Message], context: CallContext | None) -> Completion:
+        raise NotImplementedError

@@ -14,7 +14,7 @@ from typing import Any
 from vera.clients.base import CallContext
 from vera.errors import RequestError
 from vera.offline import lexicon as lx
-from vera.offline.common import completion, json_text
+from vera.offline.common import OfflineModel, completion, json_text
 from vera.records import Completion, Message, Turn
 
 SUPPORTED_RUBRIC = "vera-si"
@@ -272,23 +272,12 @@ def supports(rubric_key: str | None) -> bool:
     return name == SUPPORTED_RUBRIC and version.startswith(SUPPORTED_MAJOR)
 
 
-class LexicalJudge:
+class LexicalJudge(OfflineModel):
     """A ChatClient answering vera-si questions with JSON {reasoning, answer}."""
 
-    name = "offline"
+    default_model = "lexical-judge"
 
-    def __init__(self, model: str = "lexical-judge") -> None:
-        self.model = model
-
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        params: dict[str, Any] | None = None,
-        schema: dict[str, Any] | None = None,
-        cache_prefix: int = 0,
-        context: CallContext | None = None,
-    ) -> Completion:
+    def respond(self, messages: list[Message], context: CallContext | None) -> Completion:
         if context is None or context.transcript is None or context.question_id is None:
             raise RequestError("offline", "the lexical judge needs the transcript and the question id")
         if not supports(context.rubric):

@@ -15,12 +15,11 @@ What it guarantees (and tests check):
 from __future__ import annotations
 
 import random
-from typing import Any
 
 from vera.clients.base import CallContext
 from vera.errors import RequestError
 from vera.offline import lexicon as lx
-from vera.offline.common import completion, rng_for
+from vera.offline.common import OfflineModel, completion, rng_for
 from vera.personas import DISCLOSURE, REACTION, STYLE, TRIGGERS, label
 from vera.records import Completion, Message, Persona, Turn
 
@@ -212,23 +211,12 @@ def _voice(text: str, style: str, rng: random.Random) -> str:
     return text
 
 
-class ScriptedUser:
+class ScriptedUser(OfflineModel):
     """A ChatClient that voices a persona from its fields (see module docstring)."""
 
-    name = "offline"
+    default_model = "scripted-user"
 
-    def __init__(self, model: str = "scripted-user") -> None:
-        self.model = model
-
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        params: dict[str, Any] | None = None,
-        schema: dict[str, Any] | None = None,
-        cache_prefix: int = 0,
-        context: CallContext | None = None,
-    ) -> Completion:
+    def respond(self, messages: list[Message], context: CallContext | None) -> Completion:
         if context is None or context.persona is None or context.transcript is None:
             raise RequestError("offline", "the scripted user-agent needs a persona and the transcript")
         text = self.reply(context.persona, list(context.transcript), context)
