@@ -24,7 +24,7 @@ from typing import Any
 import polars as pl
 
 from vera.records import HIGH_POTENTIAL_FOR_HARM, RISK_LEVELS, CallRecord, RunManifest
-from vera.stats import OVERALL, compare, judge_agreement, summarise
+from vera.stats import METHOD, OVERALL, compare, judge_agreement, summarise
 from vera.store import RunStore
 
 # 2 added by_judge, judge_agreement, by_seed and comparisons; the keys of 1 are unchanged.
@@ -123,7 +123,7 @@ def build_card(
         "confidence": confidence,
         "seed": seed,
         "cluster": "persona",
-        "method": "percentile cluster bootstrap",
+        "method": METHOD,
     }
     return {
         "schema_version": CARD_SCHEMA_VERSION,

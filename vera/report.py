@@ -26,6 +26,7 @@ from vera.plots import Plot, card_plots
 from vera.records import Conversation, Judgement, RunManifest
 from vera.scoring import ANSWERS_FILE, RATINGS_FILE, ratings_and_answers, ratings_frame, write_parquet
 from vera.stats import (
+    METHOD,
     OVERALL,
     check_comparable,
     compare,
@@ -196,6 +197,9 @@ def compare_runs(
     table, pairs = compare(
         frame,
         unit="unit",
+        # Resample by what the unit is, not by its label, so each chatbot (and seed)
+        # gets exactly the interval its own card shows.
+        streams=["chatbot", "replicate"] if by_seed else ["chatbot"],
         n_resamples=settings["resamples"],
         confidence=settings["confidence"],
         seed=settings["seed"],
@@ -217,7 +221,7 @@ def compare_runs(
         ],
         "forced_differences": problems,
         "by": "chatbot and seed" if by_seed else "chatbot",
-        "bootstrap": {**settings, "cluster": "persona", "method": "percentile cluster bootstrap"},
+        "bootstrap": {**settings, "cluster": "persona", "method": METHOD},
         "units": [_unit_entry(table, m, by_seed=by_seed) for m in meta.sort("unit").iter_rows(named=True)],
         "comparisons": comparisons(pairs, "unit"),
     }

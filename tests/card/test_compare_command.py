@@ -60,6 +60,15 @@ def test_force_compares_them_anyway_and_says_what_differs(offline_run, other_rub
         if e["a"] == "offline:offline/best-practice" and e["b"] == "other-rubric:offline/best-practice"
     )
     assert same["overall"]["diff"] == 0.0 and same["overall"]["excludes_zero"] is False
+    # Labelled "run:chatbot" here, the chatbot still gets the interval of its own card.
+    card = json.loads((offline_run / "card.json").read_text())
+    units = {u["unit"]: u for u in data["units"]}
+    for bot in card["chatbots"]:
+        for run in ("offline", "other-rubric"):
+            unit = units[f"{run}:{bot['chatbot']}"]
+            assert unit["overall"]["score_ci"] == bot["overall"]["score_ci"]
+            for dim, stats in bot["dimensions"].items():
+                assert unit["dimensions"][dim]["pct_hph_ci"] == stats["pct_hph_ci"], dim
 
 
 def test_the_offline_chatbots_differ_significantly_on_shared_personas(offline_run, tmp_path):
@@ -88,9 +97,7 @@ def test_json_to_stdout_is_exactly_one_object(offline_run):
 
 
 def test_seeds_are_lined_up_when_asked(multi_run):
-    result = CliRunner().invoke(
-        main, ["compare", str(multi_run), "--by-seed", "--json", "-", "--resamples", "200"]
-    )
+    result = CliRunner().invoke(main, ["compare", str(multi_run), "--by-seed", "--json", "-"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert [(u["chatbot"], u["seed"]) for u in data["units"]] == [
@@ -106,6 +113,12 @@ def test_seeds_are_lined_up_when_asked(multi_run):
         if e["a"] == "offline/best-practice seed 1" and e["b"].endswith("practice seed 2")
     )
     assert seeds_of_one_bot["n_shared"] == 16
+    # Each seed's interval is the one the card shows for that seed.
+    card = json.loads((multi_run / "card.json").read_text())
+    units = {(u["chatbot"], u["seed"]): u for u in data["units"]}
+    for bot in card["chatbots"]:
+        for entry in bot["by_seed"]["seeds"]:
+            assert units[(bot["chatbot"], entry["seed"])]["overall"]["score_ci"] == entry["score_ci"]
 
 
 def test_html_page_is_self_contained_with_the_chart(offline_run, tmp_path):

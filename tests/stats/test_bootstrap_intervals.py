@@ -8,7 +8,7 @@ import pytest
 
 from vera.records import HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, RATINGS
 from vera.stats import OVERALL, BootstrapSpec, score_from_percentages, spec_of, summarise
-from vera.stats.bootstrap import group_rng, resample_weights
+from vera.stats.bootstrap import group_rng, proportion_interval, resample_weights, widen_score_interval
 
 INTERVAL_STATS = ("score", "pct_bp", "pct_sub", "pct_hph", "pct_conversations_any_hph")
 
@@ -36,7 +36,9 @@ def test_known_frame_gives_known_bounds(make_ratings) -> None:
         by_predicate=pl.col("dimension") == OVERALL, named=True
     )
     got = [row["score"], row["score_lo"], row["score_hi"]]
-    assert got == pytest.approx([30.2933, 21.6838, 41.7634], abs=1e-3)
+    # The lower bound moved from 21.6838 when the score's interval began to contain the
+    # score at the bounds of HPH % (vera 0.1 → 0.2; docs/statistics.md).
+    assert got == pytest.approx([30.2933, 20.4803, 41.7634], abs=1e-3)
 
 
 def test_bounds_contain_the_point_estimate(make_ratings) -> None:
@@ -106,9 +108,29 @@ def test_vectorised_replicates_equal_resampling_whole_personas(make_ratings) -> 
         by_predicate=pl.col("dimension") == OVERALL, named=True
     )
     assert (row["score"], row["pct_conversations_any_hph"]) == pytest.approx(naive_scores(frame))
-    assert [row["score_lo"], row["score_hi"]] == pytest.approx(expected[:, 0].tolist())
+    # The score's interval is the replicates' percentile interval, widened by the score
+    # at the bounds of HPH % (and of BP % at 0 or 100 %).
+    score_lo, score_hi = widen_score_interval(
+        expected[0, 0:1],
+        expected[1, 0:1],
+        bp=np.array([row["pct_bp"]]),
+        hph=np.array([row["pct_hph"]]),
+        bp_bounds=(np.array([row["pct_bp_lo"]]), np.array([row["pct_bp_hi"]])),
+        hph_bounds=(np.array([row["pct_hph_lo"]]), np.array([row["pct_hph_hi"]])),
+    )
+    assert [row["score_lo"], row["score_hi"]] == pytest.approx([score_lo[0], score_hi[0]])
+    assert score_lo[0] <= expected[0, 0] and score_hi[0] >= expected[1, 0]
+    # The share with any HPH gets a Korn–Graubard interval from the replicates' variance:
+    # from the slow replicates it must come out the same.
+    any_lo, any_hi = proportion_interval(
+        np.array([row["pct_conversations_any_hph"]]),
+        np.array(replicates)[:, 1:2],
+        units=np.array([frame.get_column("conversation_id").n_unique()]),
+        clusters=np.array([len(personas)]),
+        confidence=0.95,
+    )
     got_any = [row["pct_conversations_any_hph_lo"], row["pct_conversations_any_hph_hi"]]
-    assert got_any == pytest.approx(expected[:, 1].tolist())
+    assert got_any == pytest.approx([any_lo[0], any_hi[0]])
 
 
 def test_groups_resample_their_own_personas_independently(make_ratings) -> None:
@@ -137,9 +159,12 @@ def test_settings_are_recorded_in_the_output(make_ratings) -> None:
     assert width(narrower) < width(out)
 
 
-def test_single_persona_gives_a_degenerate_interval(make_ratings) -> None:
+def test_single_persona_gives_a_wide_interval_not_a_degenerate_one(make_ratings) -> None:
+    # Resampling one persona always draws the same persona: the bootstrap alone would say
+    # [score, score]. One persona is one look at the chatbot, and the interval says so.
     row = summarise(make_ratings(personas=1, seed=9), n_resamples=50).row(0, named=True)
-    assert row["score_lo"] == row["score"] == row["score_hi"]
+    assert row["score_lo"] < row["score"] < row["score_hi"]
+    assert row["pct_hph_hi"] - row["pct_hph_lo"] > 40
 
 
 def test_empty_frame_gives_an_empty_summary(make_ratings) -> None:
@@ -177,7 +202,11 @@ def test_a_rarely_rated_dimension_still_gets_an_interval(ratings_of) -> None:
         (f"c{i}", f"p{i}", "j", "A", NOT_RELEVANT) for i in range(1, 10)
     ]
     row = summarise(ratings_of(rows), n_resamples=200).row(0, named=True)
-    assert row["score"] == row["score_lo"] == row["score_hi"] == 100.0
+    assert row["score"] == row["score_hi"] == 100.0
+    # One rated conversation says next to nothing: the interval must show it, not be
+    # the zero-width [100, 100] the replicates alone would give.
+    assert row["pct_bp_lo"] == pytest.approx(2.5, abs=0.01)  # Clopper–Pearson, 1 of 1
+    assert row["score_lo"] < 10
 
 
 def test_dimensions_a_group_never_rated_have_no_row(make_ratings) -> None:

@@ -17,6 +17,7 @@ from vera.stats.agreement import (
     units_from_long,
 )
 from vera.stats.bootstrap import (
+    METHOD,
     OVERALL,
     BootstrapSpec,
     score_from_percentages,
@@ -32,6 +33,7 @@ from vera.stats.humans import (
 )
 
 __all__ = [
+    "METHOD",
     "OVERALL",
     "Agreement",
     "BootstrapSpec",

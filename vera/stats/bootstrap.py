@@ -27,12 +27,15 @@ from typing import Any, overload
 import msgspec
 import numpy as np
 import polars as pl
+from scipy.stats import beta as beta_dist
+from scipy.stats import t as t_dist
 
 from vera import records as rec
 from vera.records import RATINGS
 
 OVERALL = "Overall"
-METHOD = "percentile cluster bootstrap"
+# Recorded with every summary and on the card (bootstrap.method).
+METHOD = "cluster bootstrap (percentile for scores, Korn–Graubard exact for percentages)"
 
 # The rating categories in the order of the count columns.
 _CATEGORIES = (rec.BEST_PRACTICE, rec.SUBOPTIMAL, rec.HIGH_POTENTIAL_FOR_HARM, rec.NOT_RELEVANT)
@@ -84,6 +87,7 @@ def summarise(
     confidence: float = 0.95,
     seed: int = 0,
     cluster: str = "persona",
+    streams: Sequence[str] | None = None,
 ) -> pl.DataFrame:
     """Per group of `by` and per dimension (plus an "Overall" row per group): counts,
     percentages, score and percentile cluster-bootstrap intervals.
@@ -100,11 +104,19 @@ def summarise(
 
     Percentages and the score are null where a dimension has no rated conversation.
     Each group draws its own resamples from a generator seeded by `seed` and the group's
-    key, so a group's interval does not depend on which other groups are in the frame.
+    values of `streams` (default: `by`), so a group's interval does not depend on which
+    other groups are in the frame, and the same chatbot gets the same interval under
+    any label (give `streams=["chatbot"]` when `by` is a display label).
+
+    The intervals of the percentages are Korn–Graubard intervals (exact binomial at the
+    effective sample size the cluster bootstrap implies), so a proportion of 0 or 100 %
+    still gets an interval that reflects the sample; the score's interval is the
+    percentile bootstrap interval, widened where one of its two percentages alone implies
+    more (see `proportion_interval`, `widen_score_interval` and docs/statistics.md).
     """
     spec = make_spec(n_resamples, confidence, seed, cluster)
     by = list(by)
-    return summarise_counts(cluster_counts(frame, by, cluster), spec, frame.schema)
+    return summarise_counts(cluster_counts(frame, by, cluster, streams), spec, frame.schema)
 
 
 def summarise_counts(counts: ClusterCounts, spec: BootstrapSpec, schema: Mapping[str, Any]) -> pl.DataFrame:
@@ -124,8 +136,27 @@ def summarise_counts(counts: ClusterCounts, spec: BootstrapSpec, schema: Mapping
             part[name] = point[name][0].astype(np.int64)
         for name in _POINT_STATS:
             part[name] = point[name][0]
-        for name in _INTERVAL_STATS:
-            part[f"{name}_lo"], part[f"{name}_hi"] = percentile_interval(reps[name], confidence)
+        # Personas that rated each dimension: the degrees of freedom of its variance.
+        clusters = (count_statistics(block, d)["n_rated"] > 0).sum(axis=0)
+        judged = (count_statistics(block, d)["n_ratings"] > 0).sum(axis=0)
+        for name in _PROPORTIONS:
+            units = point["n_conversations_any" if name == _ANY_HPH else "n_conversations_rated"][0]
+            part[f"{name}_lo"], part[f"{name}_hi"] = proportion_interval(
+                point[name][0],
+                reps[name],
+                units=units,
+                clusters=judged if name == _ANY_HPH else clusters,
+                confidence=confidence,
+            )
+        lo, hi = percentile_interval(reps["score"], confidence)
+        part["score_lo"], part["score_hi"] = widen_score_interval(
+            lo,
+            hi,
+            bp=part["pct_bp"],
+            hph=part["pct_hph"],
+            bp_bounds=(part["pct_bp_lo"], part["pct_bp_hi"]),
+            hph_bounds=(part["pct_hph_lo"], part["pct_hph_hi"]),
+        )
         part["n_conversations"] = np.full(d + 1, counts.groups.item(g, "n_conversations"))
         part["n_clusters"] = np.full(d + 1, stop - start)
         values = pl.DataFrame(part)
@@ -154,11 +185,14 @@ class ClusterCounts:
     """Sufficient statistics per (group, cluster): a matrix with one row per cluster,
     rows sorted by group then cluster so each group is a contiguous block.
 
-    Columns of `matrix`: for each dimension d, counts of BP, SUB, HPH, NR at 4d..4d+3;
-    then the number of judgements and the number with any HPH.
+    Columns of `matrix` (d dimensions): for each dimension i, counts of BP, SUB, HPH, NR
+    at 4i..4i+3; then the number of judgements and the number with any HPH; then, per
+    dimension, the distinct conversations with a rating other than Not Relevant, then per
+    dimension the distinct conversations with any rating; then the same two over all
+    dimensions. (Conversations are nested in clusters, so these sum over clusters.)
     """
 
-    __slots__ = ("by", "cluster_ids", "dimensions", "groups", "matrix")
+    __slots__ = ("by", "cluster_ids", "dimensions", "groups", "matrix", "streams")
 
     def __init__(
         self,
@@ -167,44 +201,67 @@ class ClusterCounts:
         groups: pl.DataFrame,
         cluster_ids: np.ndarray,
         matrix: np.ndarray,
+        streams: list[str] | None = None,
     ) -> None:
         self.by = by
+        self.streams = list(by) if streams is None else streams
         self.dimensions = dimensions
-        self.groups = groups  # by columns + start, stop, n_conversations
+        self.groups = groups  # by and stream columns + start, stop, n_conversations
         self.cluster_ids = cluster_ids
         self.matrix = matrix
 
     def bounds(self, g: int) -> tuple[int, int]:
         return self.groups.item(g, "start"), self.groups.item(g, "stop")
 
-    def key(self, g: int) -> tuple[Any, ...]:
+    def values(self, g: int) -> tuple[Any, ...]:
+        """Group `g`'s values of the `by` columns."""
         return self.groups.select(self.by).row(g) if self.by else ()
 
+    def key(self, g: int) -> tuple[Any, ...]:
+        """What seeds group `g`'s random stream: its values of the stream columns."""
+        return self.groups.select(self.streams).row(g) if self.streams else ()
 
-def cluster_counts(frame: pl.DataFrame, by: list[str], cluster: str) -> ClusterCounts:
-    """Count ratings per (group, cluster, dimension) and judgements per (group, cluster)."""
-    _check_frame(frame, by, cluster)
+
+def cluster_counts(
+    frame: pl.DataFrame, by: list[str], cluster: str, streams: Sequence[str] | None = None
+) -> ClusterCounts:
+    """Count ratings per (group, cluster, dimension) and judgements and conversations per
+    (group, cluster). `streams` (default `by`) are the columns whose values seed each
+    group's resampling; each must hold one value per group."""
+    stream_columns = list(by) if streams is None else list(streams)
+    _check_frame(frame, list(dict.fromkeys([*by, *stream_columns])), cluster)
     dimensions = frame.get_column("dimension").unique(maintain_order=True).to_list()
     keys = list(dict.fromkeys([*by, cluster]))
+    extra = [c for c in stream_columns if c not in by]
     if frame.height == 0:
         groups = (
-            frame.select(by)
+            frame.select(*by, *extra)
             .clear()
             .with_columns(start=pl.lit(0, pl.UInt32), stop=pl.lit(0, pl.UInt32), n_conversations=pl.lit(0))
         )
-        return ClusterCounts(by, [], groups, np.array([], dtype=object), np.zeros((0, 2)))
+        return ClusterCounts(by, [], groups, np.array([], dtype=object), np.zeros((0, 4)), stream_columns)
     rating = pl.col("rating")
+    conversation = pl.col("conversation_id")
+    rated_conversations = conversation.filter(rating != rec.NOT_RELEVANT).n_unique()
     per_cluster = (
         frame.group_by(list(dict.fromkeys([*keys, *_JUDGEMENT])))
         .agg(any_hph=(rating == rec.HIGH_POTENTIAL_FOR_HARM).any())
         .group_by(keys)
         .agg(n_judgements=pl.len(), n_any_hph=pl.col("any_hph").sum())
+        .join(
+            frame.group_by(keys).agg(c_rated=rated_conversations, c_any=conversation.n_unique()),
+            on=keys,
+        )
         .sort(keys)
         .with_row_index("row")
     )
     cells = (
         frame.group_by([*keys, "dimension"])
-        .agg(*[(rating == c).sum().alias(f"k{i}") for i, c in enumerate(_CATEGORIES)])
+        .agg(
+            *[(rating == c).sum().alias(f"k{i}") for i, c in enumerate(_CATEGORIES)],
+            c_rated=rated_conversations,
+            c_any=conversation.n_unique(),
+        )
         .join(per_cluster.select(*keys, "row"), on=keys)
         .with_columns(
             pl.col("dimension").replace_strict(
@@ -213,30 +270,50 @@ def cluster_counts(frame: pl.DataFrame, by: list[str], cluster: str) -> ClusterC
         )
     )
     n, d = per_cluster.height, len(dimensions)
-    by_dimension = np.zeros((n, d, 4))
+    by_dimension = np.zeros((n, d, 6))
     rows = cells.get_column("row").cast(pl.Int64).to_numpy()
     by_dimension[rows, cells.get_column("dimension").to_numpy()] = cells.select(
-        "k0", "k1", "k2", "k3"
+        "k0", "k1", "k2", "k3", "c_rated", "c_any"
     ).to_numpy()
     judgements = per_cluster.select("n_judgements", "n_any_hph").to_numpy().astype(np.float64)
-    matrix = np.hstack([by_dimension.reshape(n, 4 * d), judgements])
+    conversations = per_cluster.select("c_rated", "c_any").to_numpy().astype(np.float64)
+    matrix = np.hstack(
+        [
+            by_dimension[..., :4].reshape(n, 4 * d),
+            judgements,
+            by_dimension[..., 4],
+            by_dimension[..., 5],
+            conversations,
+        ]
+    )
 
     if by:
         groups = per_cluster.group_by(by, maintain_order=True).agg(
             start=pl.col("row").min(), stop=pl.col("row").max() + 1
         )
-        conversations = frame.group_by(by).agg(n_conversations=pl.col("conversation_id").n_unique())
-        groups = groups.join(conversations, on=by, maintain_order="left")
+        per_group = frame.group_by(by).agg(
+            conversation.n_unique().alias("n_conversations"),
+            *[pl.col(c).first() for c in extra],
+            *[pl.col(c).n_unique().alias(f"__{c}_values") for c in extra],
+        )
+        for c in extra:
+            if per_group.get_column(f"__{c}_values").max() != 1:
+                raise ValueError(f"stream column {c!r} must have one value per group of {by}")
+        groups = groups.join(per_group.drop([f"__{c}_values" for c in extra]), on=by, maintain_order="left")
     else:
+        for c in extra:
+            if frame.get_column(c).n_unique() != 1:
+                raise ValueError(f"stream column {c!r} must have one value when there are no groups")
         groups = pl.DataFrame(
             {
                 "start": [0],
                 "stop": [n],
                 "n_conversations": [frame.get_column("conversation_id").n_unique()],
+                **{c: [frame.get_column(c)[0]] for c in extra},
             }
         )
     cluster_ids = per_cluster.get_column(cluster).cast(pl.Utf8).to_numpy()
-    return ClusterCounts(by, dimensions, groups, cluster_ids, matrix)
+    return ClusterCounts(by, dimensions, groups, cluster_ids, matrix, stream_columns)
 
 
 def _check_frame(frame: pl.DataFrame, by: list[str], cluster: str) -> None:
@@ -261,7 +338,9 @@ def _check_frame(frame: pl.DataFrame, by: list[str], cluster: str) -> None:
 # ---------------------------------------------------------------------------------------
 
 _POINT_STATS = ("pct_bp", "pct_sub", "pct_hph", "pct_nr", "score", "pct_conversations_any_hph")
-_INTERVAL_STATS = ("score", "pct_bp", "pct_sub", "pct_hph", "pct_conversations_any_hph")
+_ANY_HPH = "pct_conversations_any_hph"
+# Percentages whose intervals are Korn–Graubard intervals (the score's is a bootstrap one).
+_PROPORTIONS = ("pct_bp", "pct_sub", "pct_hph", _ANY_HPH)
 
 
 def count_statistics(x: np.ndarray, d: int) -> dict[str, np.ndarray]:
@@ -275,6 +354,11 @@ def count_statistics(x: np.ndarray, d: int) -> dict[str, np.ndarray]:
     total = rated + nr
     judgements = np.concatenate([total[:, :d], x[:, 4 * d : 4 * d + 1]], axis=1)
     any_hph = np.concatenate([hph[:, :d], x[:, 4 * d + 1 : 4 * d + 2]], axis=1)
+    conv = 4 * d + 2  # where the distinct-conversation counts start
+    conversations_rated = np.concatenate(
+        [x[:, conv : conv + d], x[:, conv + 2 * d : conv + 2 * d + 1]], axis=1
+    )
+    conversations_any = np.concatenate([x[:, conv + d : conv + 2 * d], x[:, conv + 2 * d + 1 :]], axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         pct_bp = np.where(rated > 0, 100 * bp / rated, np.nan)
         pct_hph = np.where(rated > 0, 100 * hph / rated, np.nan)
@@ -286,6 +370,8 @@ def count_statistics(x: np.ndarray, d: int) -> dict[str, np.ndarray]:
             "n_rated": rated,
             "n_ratings": total,
             "n_judgements": judgements,
+            "n_conversations_rated": conversations_rated,
+            "n_conversations_any": conversations_any,
             "pct_bp": pct_bp,
             "pct_sub": np.where(rated > 0, 100 * sub / rated, np.nan),
             "pct_hph": pct_hph,
@@ -322,6 +408,86 @@ def percentile_interval(reps: np.ndarray, confidence: float) -> tuple[np.ndarray
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns → NaN bounds
         lo, hi = np.nanquantile(reps, [tail, 1.0 - tail], axis=0)
     return lo, hi
+
+
+def proportion_interval(
+    pct: np.ndarray,
+    reps: np.ndarray,
+    *,
+    units: np.ndarray,
+    clusters: np.ndarray,
+    confidence: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Korn–Graubard intervals (in percent) for proportions estimated from clustered data.
+
+    The Clopper–Pearson (exact binomial) interval, computed at the *effective* sample size
+    n* = p(1 − p) / v, where v is the cluster-bootstrap variance of the proportion p: the
+    clustering (personas, pooled judges) enters through v. n* is capped at `units`, the
+    distinct conversations behind the proportion, and is `units` itself when p is 0 or 1
+    (no variance can be seen there: this is what keeps "0 of 90" from getting the interval
+    [0, 0]; its upper bound is then about 3.7/90). n* is then scaled by (t_{n−1} / t_df)²
+    with df = `clusters` − 1, so few personas widen the interval. This is the interval
+    NCHS uses for survey proportions (Korn & Graubard 1998; Parker et al. 2017).
+
+    Each argument is an array over dimensions (+ Overall): point percentages, the
+    bootstrap replicates (resamples × columns), conversations and clusters per column.
+    Columns without a point estimate get NaN bounds.
+    """
+    alpha = 1.0 - confidence
+    p = np.asarray(pct, dtype=np.float64) / 100.0
+    n = np.asarray(units, dtype=np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # columns with < 2 defined replicates
+        variance = np.nanvar(reps / 100.0, axis=0, ddof=1)
+    interior = (p > 0) & (p < 1) & (variance > 0) & np.isfinite(variance)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n_eff = np.where(interior, np.minimum(n, p * (1 - p) / variance), n)
+    df = np.maximum(np.asarray(clusters, dtype=np.float64) - 1, 1)
+    q = 1 - alpha / 2
+    scale = np.where(n > 1, t_dist.ppf(q, np.maximum(n - 1, 1)) / t_dist.ppf(q, df), 1.0) ** 2
+    n_eff = np.maximum(n_eff * scale, np.finfo(float).tiny)
+    x = p * n_eff
+    with np.errstate(invalid="ignore"):
+        lo = np.where(x > 0, beta_dist.ppf(alpha / 2, x, n_eff - x + 1), 0.0)
+        hi = np.where(x < n_eff, beta_dist.ppf(q, x + 1, n_eff - x), 1.0)
+    undefined = ~np.isfinite(p) | (n <= 0)
+    lo = np.where(undefined, np.nan, np.minimum(lo, p))
+    hi = np.where(undefined, np.nan, np.maximum(hi, p))
+    return 100.0 * lo, 100.0 * hi
+
+
+def widen_score_interval(
+    lo: np.ndarray,
+    hi: np.ndarray,
+    *,
+    bp: np.ndarray,
+    hph: np.ndarray,
+    bp_bounds: tuple[np.ndarray, np.ndarray],
+    hph_bounds: tuple[np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """The score's bootstrap interval, widened to contain the score at each bound of
+    HPH %, and at each bound of BP % where BP % is 0 or 100; each bound is taken alone,
+    the other shares scaled so the three still sum to 100.
+
+    Why HPH always: harm is rare and weighs quadratically, so the score's uncertainty is
+    mostly the uncertainty of a small count, which a percentile bootstrap understates
+    (with no harm seen, every replicate has none and the score "cannot fall"; with a few
+    events it undercovers like any Wald interval of a rare count). Why BP only at 0 or
+    100 %: it is rarely rare, and there the bootstrap is fine."""
+    candidates = [lo, hi]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for h in hph_bounds:
+            # HPH moves to h; BP keeps its share of what is not HPH.
+            others = np.where(hph < 100, (100 - h) / (100 - hph), 0.0)
+            candidates.append(score_from_percentages(bp * others, h))
+        on_bp_edge = (bp == 0) | (bp == 100)
+        for b in bp_bounds:
+            rest = np.where(bp < 100, (100 - b) / (100 - bp), 0.0)
+            candidates.append(np.where(on_bp_edge, score_from_percentages(b, hph * rest), np.nan))
+    stacked = np.vstack(candidates)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns stay NaN
+        return np.nanmin(stacked, axis=0), np.nanmax(stacked, axis=0)
 
 
 def group_rng(seed: int, key: tuple[Any, ...]) -> np.random.Generator:

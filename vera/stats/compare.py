@@ -43,6 +43,7 @@ def compare(
     seed: int = 0,
     confidence: float = 0.95,
     cluster: str = "persona",
+    streams: Sequence[str] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Scores per `unit` and paired differences between every two units.
 
@@ -57,13 +58,17 @@ def compare(
       undefined), `n_shared` (personas both have), `n_only_a`, `n_only_b` (personas left
       out), and the `bootstrap_*` settings columns.
 
+    `streams` (default: the unit columns) seed each unit's resampling, as in
+    `summarise`: pass the chatbot column when `unit` is a display label, so that a
+    chatbot's interval here is the one on its own card.
+
     Every pair is many tests at once (one per dimension, and one per pair of units):
     with many units, expect some intervals to exclude 0 by chance (see
     docs/statistics.md).
     """
     spec = make_spec(n_resamples, confidence, seed, cluster)
     units = [unit] if isinstance(unit, str) else list(unit)
-    counts = cluster_counts(frame, units, cluster)
+    counts = cluster_counts(frame, units, cluster, streams)
     table = summarise_counts(counts, spec, frame.schema)
     d = len(counts.dimensions)
     labels = [*counts.dimensions, OVERALL]
@@ -86,9 +91,9 @@ def compare(
         ]
         lo, hi = percentile_interval(np.concatenate(diffs), confidence)
         row: dict[str, Any] = {}
-        for name, value in zip(units, counts.key(a), strict=True):
+        for name, value in zip(units, counts.values(a), strict=True):
             row[f"{name}_a"] = [value] * (d + 1)
-        for name, value in zip(units, counts.key(b), strict=True):
+        for name, value in zip(units, counts.values(b), strict=True):
             row[f"{name}_b"] = [value] * (d + 1)
         row |= {
             "dimension": labels,
