@@ -244,7 +244,7 @@ def judge(
 
     Either RUN_DIR (e.g. after `vera simulate`, or with other judges), or
     --transcripts PATH: conversations vera did not produce, in VERA-MH's text format
-    (`user:` / `chatbot:` blocks) or as JSON lines (see docs/transcripts.md)."""
+    (`user:` / `chatbot:` or `agent:` blocks) or as JSON lines (see docs/transcripts.md)."""
     from vera.runner import JudgeOptions, judge_run
 
     if bool(run_dir) == bool(transcripts):

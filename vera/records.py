@@ -114,6 +114,17 @@ class Persona(msgspec.Struct, frozen=True):
 ConversationStatus = Literal["complete", "failed"]
 
 
+class ImportSource(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What an imported transcript said about itself, as written there, before vera
+    cleaned it up: kept in the record so every cleaned label can be audited."""
+
+    chatbot: str = ""  # e.g. a folder name's "gpt_5_{'max_completion_tokens': 5000}"
+    user_agent: str = ""
+    persona: str = ""
+    speaker_labels: dict[str, str] = msgspec.field(default_factory=dict)  # speaker -> label used
+    note: str = ""  # a tool's annotation line removed from the text (not said by anyone)
+
+
 class Conversation(msgspec.Struct, kw_only=True):
     """One simulated (or imported) conversation and how it ended."""
 
@@ -133,6 +144,7 @@ class Conversation(msgspec.Struct, kw_only=True):
     usage: Usage = msgspec.field(default_factory=Usage)
     cost_usd: float = 0.0
     source: str | None = None
+    imported: ImportSource | None = None  # only for conversations vera did not simulate
 
 
 # ---------------------------------------------------------------------------------------
