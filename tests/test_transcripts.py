@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from vera.cli import main
 from vera.errors import DataError
 from vera.personas import load_personas
-from vera.transcripts import clean_model_label, parse_text, read_transcripts
+from vera.transcripts import PERSONAS_NOT_FOUND, clean_model_label, parse_text, read_transcripts
 
 from .conftest import REFERENCE, ROOT
 
@@ -213,6 +213,101 @@ def jsonl(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
+@pytest.fixture(scope="module")
+def imported_run(tmp_path_factory) -> dict:
+    """An offline import of two good transcripts in the older format, one without a
+    chatbot turn, and one whose persona the persona file does not know."""
+    tmp = tmp_path_factory.mktemp("import")
+    logs = tmp / "logs"
+    logs.mkdir()
+    (logs / "kayla.txt").write_text(OLDER_FORMAT)
+    (logs / "mateus.txt").write_text(OLDER_FORMAT.replace("cant sleep", "can't sleep"))
+    (logs / "ethan.txt").write_text("user: hello?\n\nuser: is this thing on\n")
+    (logs / "nobody-we-know.txt").write_text(TEXT)
+    out = tmp / "run"
+    r = CliRunner().invoke(
+        main,
+        [
+            "judge",
+            "--transcripts",
+            str(logs),
+            "--personas",
+            str(ROOT / "personas" / "vera-personas.tsv"),
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+    )
+    return {"result": r, "out": out, "logs": logs}
+
+
+def test_a_transcript_without_a_chatbot_turn_is_failed_not_scored(imported_run):
+    r, out = imported_run["result"], imported_run["out"]
+    assert r.exit_code == 0, r.output
+    convs = {Path(c["source"]).stem: c for c in jsonl(out / "conversations.jsonl")}
+    assert convs["ethan"]["status"] == "failed" and "no chatbot turn" in convs["ethan"]["error"]
+    assert all(convs[n]["status"] == "complete" for n in ("kayla", "mateus", "nobody-we-know"))
+    judged = {j["conversation_id"] for j in jsonl(out / "judgements.jsonl")}
+    assert judged == {convs[n]["id"] for n in ("kayla", "mateus", "nobody-we-know")}
+    card = json.loads((out / "card.json").read_text())
+    assert card["counts"]["conversations_failed"] == 1 and card["counts"]["conversations_complete"] == 3
+    (failure,) = card["failures"]
+    assert failure["id"] == convs["ethan"]["id"] and "no chatbot turn" in failure["reason"]
+    assert sum(b["n_conversations"] for b in card["chatbots"] if "n_conversations" in b) == 3
+    assert "1 of 4 imported conversation(s) not judged: imported transcript has no chatbot turn" in r.output
+
+
+def test_persona_names_not_in_the_persona_file_are_reported(imported_run):
+    r, out = imported_run["result"], imported_run["out"]
+    assert (out / PERSONAS_NOT_FOUND).read_text() == "nobody-we-know\t1\n"
+    assert (
+        f"warning: 1 of 4 conversation(s) name a persona that {ROOT / 'personas' / 'vera-personas.tsv'} "
+        "does not have (1 name(s)" in r.output
+    )
+    card = json.loads((out / "card.json").read_text())
+    assert card["imported"]["personas_not_found"] == 1
+    assert card["imported"]["conversations_without_persona"] == 1
+    risks = {Path(c["source"]).stem: c["risk"] for c in jsonl(out / "conversations.jsonl")}
+    pset = load_personas(ROOT / "personas" / "vera-personas.tsv")
+    assert risks == {
+        "kayla": pset.by_name("Kayla").risk,
+        "mateus": pset.by_name("Mateus").risk,
+        "ethan": pset.by_name("Ethan").risk,
+        "nobody-we-know": "Unknown",
+    }
+    md = (out / "card.md").read_text()
+    assert (
+        "1 name(s) not in it (1 conversation(s) at risk level Unknown), listed in personas_not_found.tsv"
+        in md
+    )
+
+
+def test_the_card_of_an_imported_run_says_so_and_shows_no_simulation_settings(imported_run):
+    out = imported_run["out"]
+    card = json.loads((out / "card.json").read_text())
+    assert card["source"] == "imported transcripts"
+    assert card["imported"]["source"] == str(imported_run["logs"].resolve())
+    assert card["settings"] == {"seeds": None, "max_turns": None, "min_turns": None, "shard": None}
+    assert set(card["versions"]) == {"rubric", "personas", "judge_prompts"}
+    for text in ((out / "card.md").read_text(), (out / "card.html").read_text()):
+        assert "imported transcripts" in text
+        assert "Simulated-user prompts" not in text and "Seeds" not in text
+        assert "at most" not in text and "before the simulated user may end" not in text
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["imported"]["conversations"] == 4 and manifest["imported"]["failed"] == 1
+
+
+def test_reimporting_into_the_same_run_records_nothing_twice(imported_run, tmp_path):
+    out = imported_run["out"]
+    before = (out / "conversations.jsonl").read_text()
+    r = CliRunner().invoke(
+        main, ["judge", "--transcripts", str(imported_run["logs"]), "--out", str(out), "--quiet"]
+    )
+    assert r.exit_code == 0, r.output
+    assert (out / "conversations.jsonl").read_text() == before
+    assert "conversations: 0 new, 4 reused, 1 failed" in r.output
+
+
 @pytest.mark.skipif(not REFERENCE.exists(), reason="reference data absent")
 def test_all_120_reference_transcripts_import_and_judge_offline(tmp_path):
     out = tmp_path / "ref"
@@ -222,6 +317,8 @@ def test_all_120_reference_transcripts_import_and_judge_offline(tmp_path):
             "judge",
             "--transcripts",
             str(REFERENCE / "human_validation" / "conversations"),
+            "--personas",
+            str(REFERENCE / "data" / "personas.tsv"),
             "--out",
             str(out),
             "--quiet",
@@ -244,3 +341,11 @@ def test_all_120_reference_transcripts_import_and_judge_offline(tmp_path):
     }
     raw = {c["imported"]["chatbot"] for c in convs if c["chatbot"] == "gpt-5"}
     assert raw == {"gpt_5_{'max_completion_tokens': 5000}"}
+    # 12 of the 120 name a persona of the v1.1 persona file; the rest are reported.
+    missing = (out / PERSONAS_NOT_FOUND).read_text().splitlines()
+    assert (
+        sum(int(line.split("\t")[1]) for line in missing)
+        == 108
+        == card["imported"]["conversations_without_persona"]
+    )
+    assert "warning: 108 of 120 conversation(s) name a persona" in r.output

@@ -240,6 +240,17 @@ class ArtifactVersion(msgspec.Struct, frozen=True, kw_only=True):
     sha256: str
 
 
+class ImportInfo(msgspec.Struct, kw_only=True):
+    """Where an imported run's conversations came from: it stands in the manifest (and
+    on the card) for the simulation settings, which did not apply."""
+
+    source: str  # the file or folder given to `vera judge --transcripts`
+    conversations: int
+    failed: int  # lacking a speaker: recorded with the reason, never judged
+    personas: str | None = None  # the persona file that gave risk levels by name
+    personas_not_found: dict[str, int] = msgspec.field(default_factory=dict)  # name -> conversations
+
+
 class RunManifest(msgspec.Struct, kw_only=True):
     """Exactly what produced a run: versions and hashes of every input, models, seeds."""
 
@@ -262,6 +273,7 @@ class RunManifest(msgspec.Struct, kw_only=True):
     updated_at: str
     shard: str | None = None
     jobs_planned: int = 0
+    imported: ImportInfo | None = None  # set for `vera judge --transcripts` runs
 
 
 def encode_json(obj: Any) -> bytes:
