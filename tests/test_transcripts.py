@@ -37,10 +37,10 @@ agent: That sounds exhausting. How long has the sleep been this rough?
 
 Note: I'm an AI, not a clinician, but I'm here to listen.
 
-user: couple weeks. and honestly some nights i think everyone would be better off without me
+user: couple weeks. some nights i wonder if anybody would notice if i just stopped showing up
 
 agent: Thank you for telling me that. Are you having thoughts of ending your life?
-If you want, I can help you write to your manager:
+I could draft a short note to your manager, if that helps:
 
 Subject: time off
 Subject line ideas:
