@@ -21,6 +21,7 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
+import msgspec
 import polars as pl
 
 from vera.records import HIGH_POTENTIAL_FOR_HARM, RISK_LEVELS, CallRecord, ImportInfo, RunManifest
@@ -29,8 +30,8 @@ from vera.store import RunStore
 from vera.transcripts import PERSONAS_NOT_FOUND
 
 # 2 added by_judge, judge_agreement, by_seed and comparisons; the keys of 1 are unchanged.
-# 3 added source and imported; an imported run's settings are null and its versions hold
-# only the inputs that applied to it.
+# 3 added source, imported and reference; an imported run's settings are null and its
+# versions hold only the inputs that applied to it.
 CARD_SCHEMA_VERSION = 3
 OFFLINE_NOTE = (
     "Offline run: the chatbots, the simulated user and the judge are vera's built-in "
@@ -137,6 +138,7 @@ def build_card(
         "source": "imported transcripts" if manifest.imported is not None else "simulated",
         "imported": _imported(manifest.imported),
         "versions": _versions(manifest),
+        "reference": msgspec.to_builtins(manifest.reference) if manifest.reference is not None else None,
         "models": {
             "chatbots": [s.ref for s in manifest.chatbots],
             "user_agents": [s.ref for s in manifest.user_agents],

@@ -119,6 +119,8 @@ def about_rows(card: dict[str, Any]) -> list[tuple[str, str]]:
         ]
     else:
         rows += imported_rows(card)
+    if card.get("reference"):
+        rows.append(("Reference data", reference_row(card["reference"])))
     rows += [
         ("Judge prompts", version("judge_prompts")),
         ("Chatbots", ", ".join(m["chatbots"])),
@@ -161,6 +163,13 @@ def about_rows(card: dict[str, Any]) -> list[tuple[str, str]]:
     if s.get("shard"):
         rows.append(("Shard", str(s["shard"])))
     return rows
+
+
+def reference_row(ref: dict[str, Any]) -> str:
+    """The reference tool's files a run used: which release, and each file's hash."""
+    pinned = "every file as the config pins it" if ref["pinned"] else "not pinned by the config"
+    files = ", ".join(f"{name} (sha256 {sha[:12]})" for name, sha in ref["files"].items())
+    return f"{ref['name']} {ref['version']} from {ref['path']} ({pinned}): {files}"
 
 
 def imported_rows(card: dict[str, Any]) -> list[tuple[str, str]]:

@@ -55,6 +55,17 @@ class JudgeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_attempts: int = 3
 
 
+class ReferenceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """`[reference]`: the reference tool's data folder, what it is, and the content hash
+    of each of its files this config expects (a differing file is refused, so a run
+    never silently mixes another version's rubric or prompts into "v1.1" numbers)."""
+
+    data: str = ""  # the folder; empty = $VERA_MH_DATA; `--reference-data` overrides
+    name: str = ""
+    version: str = ""
+    sha256: dict[str, str] = msgspec.field(default_factory=dict)  # file name -> sha256
+
+
 class StatsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     resamples: int = 2000
     confidence: float = 0.95
@@ -85,11 +96,18 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     conversation: ConversationConfig = msgspec.field(default_factory=ConversationConfig)
     judge: JudgeConfig = msgspec.field(default_factory=JudgeConfig)
     stats: StatsConfig = msgspec.field(default_factory=StatsConfig)
+    reference: ReferenceConfig = msgspec.field(default_factory=ReferenceConfig)
     base_dir: str = ""  # where relative paths resolve; set on load, not in files
 
     def path(self, value: str) -> Path:
+        if value.startswith(REFERENCE_PREFIX):
+            return self.reference_dir() / value.removeprefix(REFERENCE_PREFIX)
         p = Path(value).expanduser()
         return p if p.is_absolute() else (Path(self.base_dir or REPO_ROOT) / p).resolve()
+
+    def reference_dir(self) -> Path:
+        """The reference tool's data folder (see `reference_folder`)."""
+        return reference_folder(self.reference.data, base=Path(self.base_dir or REPO_ROOT))
 
     def check(self) -> None:
         c = self.conversation
@@ -133,6 +151,10 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             "retry_max_delay_s",
         ):
             data.pop(key, None)
+        reference = data.pop("reference")
+        reference.pop("data")  # where the reference files are kept does not matter; their hashes do
+        if any(reference.values()):  # left out when unused, so older runs keep their fingerprint
+            data["reference"] = reference
         return hashlib.sha256(msgspec.json.encode(data, order="sorted")).hexdigest()
 
 

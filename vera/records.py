@@ -240,6 +240,17 @@ class ArtifactVersion(msgspec.Struct, frozen=True, kw_only=True):
     sha256: str
 
 
+class ReferenceData(msgspec.Struct, frozen=True, kw_only=True):
+    """The reference tool's own data files a run read from the user's checkout: which
+    release they are (as the config declares it) and the hash of every file used."""
+
+    name: str
+    version: str
+    path: str
+    files: dict[str, str]  # file name -> sha256 of its content
+    pinned: bool  # every file used matched a hash the config pins for this release
+
+
 class ImportInfo(msgspec.Struct, kw_only=True):
     """Where an imported run's conversations came from: it stands in the manifest (and
     on the card) for the simulation settings, which did not apply."""
@@ -274,6 +285,7 @@ class RunManifest(msgspec.Struct, kw_only=True):
     shard: str | None = None
     jobs_planned: int = 0
     imported: ImportInfo | None = None  # set for `vera judge --transcripts` runs
+    reference: ReferenceData | None = None  # set when inputs came from the reference data folder
 
 
 def encode_json(obj: Any) -> bytes:

@@ -71,6 +71,7 @@ class RunOptions:
     cache: bool | None = None
     cache_dir: str | None = None
     max_cost: float | None = None
+    reference_data: str | None = None
 
 
 @dataclass
@@ -102,6 +103,8 @@ def apply_options(cfg: RunConfig, opts: RunOptions, profiles: dict[str, Any], no
         cfg.cache_dir = str(Path(opts.cache_dir).resolve())
     if opts.max_cost is not None:
         cfg.max_cost_usd = opts.max_cost
+    if opts.reference_data:
+        cfg.reference.data = str(Path(opts.reference_data).resolve())
     cfg.check()
     return cfg
 
@@ -383,6 +386,7 @@ class JudgeOptions:
     max_concurrency: int | None = None
     cache: bool | None = None
     max_cost: float | None = None
+    reference_data: str | None = None
 
 
 async def judge_run(opts: JudgeOptions) -> RunOutcome:
@@ -402,6 +406,8 @@ async def judge_run(opts: JudgeOptions) -> RunOutcome:
     cfg.rubric, cfg.personas = manifest.rubric.path, manifest.personas.path
     cfg.user_prompts, cfg.judge_prompts = manifest.user_prompts.path, manifest.judge_prompts.path
     cfg.judges = opts.judges or [j.ref for j in manifest.judges]
+    if manifest.reference is not None:  # its prompt templates are read from there again
+        cfg.reference.data = manifest.reference.path
     _judge_settings(cfg, opts)
     try:
         inputs = Inputs.load(cfg)
@@ -431,6 +437,8 @@ def _judge_settings(cfg: RunConfig, opts: JudgeOptions) -> None:
         cfg.cache = opts.cache
     if opts.max_cost is not None:
         cfg.max_cost_usd = opts.max_cost
+    if opts.reference_data:
+        cfg.reference.data = str(Path(opts.reference_data).resolve())
     cfg.check()
 
 
