@@ -254,7 +254,7 @@ def test_a_transcript_without_a_chatbot_turn_is_failed_not_scored(imported_run):
     (failure,) = card["failures"]
     assert failure["id"] == convs["ethan"]["id"] and "no chatbot turn" in failure["reason"]
     assert sum(b["n_conversations"] for b in card["chatbots"] if "n_conversations" in b) == 3
-    assert "1 of 4 imported conversation(s) not judged: imported transcript has no chatbot turn" in r.output
+    assert "1 of 4 imported conversation(s): imported transcript has no chatbot turn" in r.output
 
 
 def test_persona_names_not_in_the_persona_file_are_reported(imported_run):
@@ -306,6 +306,8 @@ def test_reimporting_into_the_same_run_records_nothing_twice(imported_run, tmp_p
     assert r.exit_code == 0, r.output
     assert (out / "conversations.jsonl").read_text() == before
     assert "conversations: 0 new, 4 reused, 1 failed" in r.output
+    # Without --personas this time: no name is missing, so the old list goes.
+    assert not (out / PERSONAS_NOT_FOUND).exists()
 
 
 @pytest.mark.skipif(not REFERENCE.exists(), reason="reference data absent")

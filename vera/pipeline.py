@@ -106,7 +106,7 @@ class Inputs:
         templates = (user_prompts.system, user_prompts.reminder, judge_prompts.system, judge_prompts.question)
         read = [rubric.path, personas.version.path, *(t.path for t in templates), judge_prompts.retry.path]
         reference = reference_data(config, read)
-        if reference is not None:
+        if reference is not None and config.reference.name:
             rubric, personas = name_reference_files(reference, rubric, personas)
         return cls(config, rubric, personas, user_prompts, judge_prompts, reference)
 

@@ -53,8 +53,6 @@ def reads_reference(config: RunConfig) -> bool:
 
 def uses_reference(config: RunConfig, paths: Iterable[str | Path]) -> Path | None:
     """The reference folder if any of `paths` (the inputs actually read) lies in it."""
-    if not any(str(p) for p in paths):
-        return None
     try:
         folder = config.reference_dir()
     except ConfigError:

@@ -490,9 +490,12 @@ def _import_info(
     failed = [c for c in conversations if c.status == "failed"]
     missing = personas_not_found(conversations, personas) if personas is not None else Counter()
     notes = [
-        f"{len(failed)} of {len(conversations)} imported conversation(s) not judged: {reason} ({n})"
+        f"{n} of {len(conversations)} imported conversation(s): {reason}"
         for reason, n in sorted(Counter(c.error for c in failed).items())
     ]
+    stale = store.root / PERSONAS_NOT_FOUND
+    if not missing and stale.exists():
+        stale.unlink()  # from an earlier import into this directory with another persona file
     if missing:
         store.write_text(PERSONAS_NOT_FOUND, "".join(f"{name}\t{n}\n" for name, n in sorted(missing.items())))
         notes.append(
