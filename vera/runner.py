@@ -32,6 +32,7 @@ from vera.clients.pool import ClientPool
 from vera.config import RunConfig, load_config
 from vera.errors import ConfigError, UserError
 from vera.events import EventLog, Fanout
+from vera.personas import PersonaSet
 from vera.pipeline import (
     Budget,
     Inputs,
@@ -47,7 +48,7 @@ from vera.pipeline import (
 from vera.plan import Shard
 from vera.profiles import load_profiles, skip_reason
 from vera.progress import RunProgress
-from vera.records import CallRecord, ImportInfo, ModelSpec, Role, RunManifest
+from vera.records import CallRecord, Conversation, ImportInfo, ModelSpec, Role, RunManifest
 from vera.report import score_run
 from vera.scoring import RatingsSink
 from vera.store import RunStore
@@ -480,7 +481,7 @@ async def _judge_imported(opts: JudgeOptions) -> RunOutcome:
 
 
 def _import_info(
-    opts: JudgeOptions, conversations: list[Any], personas: Any, store: RunStore
+    opts: JudgeOptions, conversations: list[Conversation], personas: PersonaSet | None, store: RunStore
 ) -> tuple[ImportInfo, list[str]]:
     """What the import found, for the manifest and card, and what the terminal must
     say about it: conversations not judged for lack of a speaker, and persona names the
