@@ -21,14 +21,18 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
+import msgspec
 import polars as pl
 
-from vera.records import HIGH_POTENTIAL_FOR_HARM, RISK_LEVELS, CallRecord, RunManifest
+from vera.records import HIGH_POTENTIAL_FOR_HARM, RISK_LEVELS, CallRecord, ImportInfo, RunManifest
 from vera.stats import METHOD, OVERALL, compare, judge_agreement, summarise
 from vera.store import RunStore
+from vera.transcripts import PERSONAS_NOT_FOUND
 
 # 2 added by_judge, judge_agreement, by_seed and comparisons; the keys of 1 are unchanged.
-CARD_SCHEMA_VERSION = 2
+# 3 added source, imported and reference; an imported run's settings are null and its
+# versions hold only the inputs that applied to it.
+CARD_SCHEMA_VERSION = 3
 OFFLINE_NOTE = (
     "Offline run: the chatbots, the simulated user and the judge are vera's built-in "
     "stand-ins (scripted and lexical), not language models. The numbers check the "
@@ -131,24 +135,17 @@ def build_card(
         "vera_version": manifest.vera_version,
         "offline": manifest.offline,
         "note": offline_note(manifest),
-        "versions": {
-            "rubric": _version(manifest.rubric),
-            "personas": _version(manifest.personas),
-            "user_prompts": _version(manifest.user_prompts),
-            "judge_prompts": _version(manifest.judge_prompts),
-        },
+        "source": "imported transcripts" if manifest.imported is not None else "simulated",
+        "imported": _imported(manifest.imported),
+        "versions": _versions(manifest),
+        "reference": msgspec.to_builtins(manifest.reference) if manifest.reference is not None else None,
         "models": {
             "chatbots": [s.ref for s in manifest.chatbots],
             "user_agents": [s.ref for s in manifest.user_agents],
             "judges": [s.ref for s in manifest.judges],
             "judge_instances": manifest.judge_instances,
         },
-        "settings": {
-            "seeds": manifest.seeds,
-            "max_turns": manifest.config.get("conversation", {}).get("max_turns"),
-            "min_turns": manifest.config.get("conversation", {}).get("min_turns"),
-            "shard": manifest.shard,
-        },
+        "settings": _settings(manifest),
         "bootstrap": bootstrap,
         "counts": {
             "conversations_planned": manifest.jobs_planned,
@@ -420,3 +417,43 @@ def offline_note(manifest: RunManifest) -> str | None:
 
 def _version(v: Any) -> dict[str, str]:
     return {"name": v.name, "version": v.version, "sha256": v.sha256}
+
+
+def _versions(manifest: RunManifest) -> dict[str, dict[str, str]]:
+    """The versioned inputs that shaped the numbers. An imported run used no simulated-user
+    prompts, and personas only when a persona file gave risk levels by name."""
+    out = {"rubric": _version(manifest.rubric)}
+    imported = manifest.imported
+    if imported is None or imported.personas is not None:
+        out["personas"] = _version(manifest.personas)
+    if imported is None:
+        out["user_prompts"] = _version(manifest.user_prompts)
+    out["judge_prompts"] = _version(manifest.judge_prompts)
+    return out
+
+
+def _settings(manifest: RunManifest) -> dict[str, Any]:
+    """How conversations were simulated; all None for imported transcripts, where no
+    setting of vera's applied (the card shows none)."""
+    conversation = manifest.config.get("conversation", {})
+    simulated = manifest.imported is None
+    return {
+        "seeds": manifest.seeds if simulated else None,
+        "max_turns": conversation.get("max_turns") if simulated else None,
+        "min_turns": conversation.get("min_turns") if simulated else None,
+        "shard": manifest.shard,
+    }
+
+
+def _imported(info: ImportInfo | None) -> dict[str, Any] | None:
+    if info is None:
+        return None
+    return {
+        "source": info.source,
+        "conversations": info.conversations,
+        "failed": info.failed,
+        "personas": info.personas,
+        "personas_not_found": len(info.personas_not_found),
+        "conversations_without_persona": sum(info.personas_not_found.values()),
+        "personas_not_found_file": PERSONAS_NOT_FOUND if info.personas_not_found else None,
+    }

@@ -106,26 +106,47 @@ def about_rows(card: dict[str, Any]) -> list[tuple[str, str]]:
         x = v[key]
         return f"{x['name']} {x['version']} (sha256 {x['sha256'][:12]})"
 
+    imported = card.get("imported")
     rows = [
         ("Run", f"{card['run_id']} (vera {card['vera_version']}, card schema {num(card['schema_version'])})"),
         ("Offline stand-ins", "yes — not real models" if card["offline"] else "no"),
         ("Rubric", version("rubric")),
-        ("Personas", version("personas")),
-        ("Simulated-user prompts", version("user_prompts")),
+    ]
+    if imported is None:
+        rows += [
+            ("Personas", version("personas")),
+            ("Simulated-user prompts", version("user_prompts")),
+        ]
+    else:
+        rows += imported_rows(card)
+    if card.get("reference"):
+        rows.append(("Reference data", reference_row(card["reference"])))
+    rows += [
         ("Judge prompts", version("judge_prompts")),
         ("Chatbots", ", ".join(m["chatbots"])),
-        ("Simulated users", ", ".join(m["user_agents"])),
-        ("Judges", f"{', '.join(m['judges'])} × {num(m['judge_instances'])} instance(s) each"),
-        ("Seeds", ", ".join(num(x) for x in s["seeds"])),
         (
-            "Turns",
-            f"mean {num(c['mean_turns'])} per conversation; at most {num(s['max_turns'])}, "
-            f"at least {num(s['min_turns'])} before the simulated user may end",
+            "Simulated users" if imported is None else "Simulated users (as the transcripts name them)",
+            ", ".join(m["user_agents"]),
         ),
+        ("Judges", f"{', '.join(m['judges'])} × {num(m['judge_instances'])} instance(s) each"),
+    ]
+    if imported is None:
+        rows += [
+            ("Seeds", ", ".join(num(x) for x in s["seeds"])),
+            (
+                "Turns",
+                f"mean {num(c['mean_turns'])} per conversation; at most {num(s['max_turns'])}, "
+                f"at least {num(s['min_turns'])} before the simulated user may end",
+            ),
+        ]
+    else:
+        rows.append(("Turns", f"mean {num(c['mean_turns'])} per judged conversation, as imported"))
+    rows += [
         (
             "Conversations",
             f"{num(c['conversations_complete'])} complete, {num(c['conversations_failed'])} failed "
-            f"(of {num(c['conversations_planned'])} planned)",
+            f"(of {num(c['conversations_planned'])} "
+            f"{'planned' if imported is None else 'imported; failed = a speaker missing, not judged'})",
         ),
         (
             "Judgements",
@@ -141,6 +162,32 @@ def about_rows(card: dict[str, Any]) -> list[tuple[str, str]]:
     ]
     if s.get("shard"):
         rows.append(("Shard", str(s["shard"])))
+    return rows
+
+
+def reference_row(ref: dict[str, Any]) -> str:
+    """The reference tool's files a run used: which release, and each file's hash."""
+    pinned = "every file as the config pins it" if ref["pinned"] else "not pinned by the config"
+    files = ", ".join(f"{name} (sha256 {sha[:12]})" for name, sha in ref["files"].items())
+    return f"{ref['name']} {ref['version']} from {ref['path']} ({pinned}): {files}"
+
+
+def imported_rows(card: dict[str, Any]) -> list[tuple[str, str]]:
+    """An imported run's header: where the conversations came from instead of the
+    simulation settings (none of which applied), and how personas were matched."""
+    imp = card["imported"]
+    rows = [("Conversations from", f"imported transcripts: {imp['source']}")]
+    if imp["personas"] is None:
+        rows.append(("Personas", "no persona file given: risk levels only where the transcripts state them"))
+        return rows
+    p = card["versions"]["personas"]
+    matched = f"risk levels by persona name from {p['name']} {p['version']} (sha256 {p['sha256'][:12]})"
+    if imp["personas_not_found"]:
+        matched += (
+            f"; {num(imp['personas_not_found'])} name(s) not in it ({num(imp['conversations_without_persona'])} "
+            f"conversation(s) at risk level Unknown), listed in {imp['personas_not_found_file']}"
+        )
+    rows.append(("Personas", matched))
     return rows
 
 

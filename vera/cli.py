@@ -76,6 +76,15 @@ def _seeds(value: str | None, seed: int | None) -> list[int] | None:
     return list(range(1, n + 1))
 
 
+# Configs such as configs/vera-mh-v1.1.toml read the reference tool's own data files
+# from the user's checkout ("reference:FILE" paths); this option (or $VERA_MH_DATA) says where.
+REFERENCE_DATA_OPTION = click.option(
+    "--reference-data",
+    type=click.Path(file_okay=False, exists=True),
+    help="The reference tool's data/ folder, for configs that read its files (default: $VERA_MH_DATA).",
+)
+
+
 def _sweep_options(f: F) -> F:
     """The options `run` and `simulate` share: what to sweep and how."""
     options = [
@@ -120,6 +129,7 @@ def _sweep_options(f: F) -> F:
         click.option(
             "--cache-dir", type=click.Path(file_okay=False), help="A response cache shared between runs."
         ),
+        REFERENCE_DATA_OPTION,
     ]
     for option in reversed(options):
         f = option(f)
@@ -141,6 +151,7 @@ def _run_options(
     max_cost: float | None,
     no_cache: bool,
     cache_dir: str | None,
+    reference_data: str | None,
     **extra: Any,
 ) -> Any:
     from vera.runner import RunOptions
@@ -158,6 +169,7 @@ def _run_options(
         cache=False if no_cache else None,
         cache_dir=cache_dir,
         max_cost=max_cost,
+        reference_data=reference_data,
         **extra,
     )
 
@@ -222,6 +234,7 @@ def simulate(**sweep: Any) -> None:
     help="Persona file giving imported conversations their risk level by name.",
 )
 @click.option("--judge", "judges", multiple=True, help="Judge model ref (repeatable) instead of the run's.")
+@REFERENCE_DATA_OPTION
 @click.option("--instances", type=int, help="Judge instances per judge.")
 @click.option("--max-concurrency", type=int)
 @click.option("--max-cost", type=float, help="Budget in USD.")
@@ -234,6 +247,7 @@ def judge(
     config_path: str | None,
     personas: str | None,
     judges: tuple[str, ...],
+    reference_data: str | None,
     instances: int | None,
     max_concurrency: int | None,
     max_cost: float | None,
@@ -244,7 +258,7 @@ def judge(
 
     Either RUN_DIR (e.g. after `vera simulate`, or with other judges), or
     --transcripts PATH: conversations vera did not produce, in VERA-MH's text format
-    (`user:` / `chatbot:` blocks) or as JSON lines (see docs/transcripts.md)."""
+    (`user:` / `chatbot:` or `agent:` blocks) or as JSON lines (see docs/transcripts.md)."""
     from vera.runner import JudgeOptions, judge_run
 
     if bool(run_dir) == bool(transcripts):
@@ -260,6 +274,7 @@ def judge(
         max_concurrency=max_concurrency,
         cache=False if no_cache else None,
         max_cost=max_cost,
+        reference_data=reference_data,
     )
     outcome = _run_async(judge_run(opts))
     _print_outcome(outcome, quiet=quiet)
@@ -348,17 +363,19 @@ def validate_rubric_cmd(file: str) -> None:
     type=click.Path(file_okay=False),
     help="Also check the user-agent templates in this prompt folder.",
 )
-def validate_personas_cmd(file: str, prompts: str | None) -> None:
+@REFERENCE_DATA_OPTION
+def validate_personas_cmd(file: str, prompts: str | None, reference_data: str | None) -> None:
     """Check a persona file: required fields, risk labels, duplicates, and that every
     template placeholder resolves. Prints the risk distribution."""
-    from vera.config import REPO_ROOT
+    from vera.config import REPO_ROOT, reference_folder
     from vera.personas import check_personas, check_templates
     from vera.prompts import load_user_prompts
 
     pset, issues = check_personas(file)
     folder = Path(prompts) if prompts else REPO_ROOT / "personas" / "prompts"
     if pset is not None and folder.exists():
-        issues += check_templates(load_user_prompts(folder), pset.columns)
+        up = load_user_prompts(folder, lambda: reference_folder(reference_data or ""))
+        issues += check_templates(up, pset.columns)
     for i in issues:
         click.echo(i.render(file))
     errors = [i for i in issues if i.severity == "error"]
@@ -373,17 +390,27 @@ def validate_personas_cmd(file: str, prompts: str | None) -> None:
 
 @validate.command("config")
 @click.argument("file", type=click.Path(dir_okay=False))
-def validate_config_cmd(file: str) -> None:
+@REFERENCE_DATA_OPTION
+def validate_config_cmd(file: str, reference_data: str | None) -> None:
     """Check a run config and every file it points to, without running anything."""
     from vera.config import load_config
     from vera.pipeline import Inputs
 
     cfg = load_config(file)
+    if reference_data:
+        cfg.reference.data = str(Path(reference_data).resolve())
     inputs = Inputs.load(cfg)
     click.echo(
         f"{file}: ok — rubric {inputs.rubric.key}, {len(inputs.selected_personas())} personas, "
         f"{len(cfg.chatbots)} chatbot(s), {len(cfg.user_agents)} user-agent(s), {len(cfg.judges)} judge(s)"
     )
+    if (ref := inputs.reference) is not None:
+        pins = (
+            "every file matches the hash the config pins" if ref.pinned else "files not pinned by the config"
+        )
+        click.echo(
+            f"reference data: {ref.name} {ref.version} in {ref.path}: {len(ref.files)} file(s) used, {pins}"
+        )
 
 
 @main.group()
@@ -422,14 +449,24 @@ def personas() -> None:
 @click.option("--prompts", type=click.Path(file_okay=False), help="User-agent prompt folder.")
 @click.option("--min-turns", type=int, default=10, show_default=True)
 @click.option("--max-turns", type=int, default=30, show_default=True)
-def personas_show(name: str, file: str | None, prompts: str | None, min_turns: int, max_turns: int) -> None:
+@REFERENCE_DATA_OPTION
+def personas_show(
+    name: str,
+    file: str | None,
+    prompts: str | None,
+    min_turns: int,
+    max_turns: int,
+    reference_data: str | None,
+) -> None:
     """Print the exact system prompt and reminder a user-agent receives for a persona."""
-    from vera.config import REPO_ROOT
+    from vera.config import REPO_ROOT, reference_folder
     from vera.personas import load_personas, render_user_reminder, render_user_system
     from vera.prompts import load_user_prompts
 
     pset = load_personas(file or REPO_ROOT / "personas" / "vera-personas.tsv")
-    up = load_user_prompts(prompts or REPO_ROOT / "personas" / "prompts")
+    up = load_user_prompts(
+        prompts or REPO_ROOT / "personas" / "prompts", lambda: reference_folder(reference_data or "")
+    )
     p = pset.by_name(name)
     click.echo(f"# system prompt ({up.version.name} {up.version.version})\n")
     click.echo(render_user_system(p, up, min_turns=min_turns, max_turns=max_turns))

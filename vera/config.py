@@ -9,6 +9,7 @@ the file. Unknown keys are errors, so a typo never silently falls back to a defa
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -17,6 +18,28 @@ import msgspec
 from vera.errors import ConfigError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# A path written "reference:FILE" names FILE in the reference tool's data folder: the
+# folder of `[reference] data`, else of this environment variable (`--reference-data`
+# sets the former). vera ships none of that tool's files; users point at their checkout.
+REFERENCE_PREFIX = "reference:"
+REFERENCE_ENV = "VERA_MH_DATA"
+
+
+def reference_folder(value: str = "", *, base: Path | None = None) -> Path:
+    """The reference data folder: `value` (relative to `base`) or $VERA_MH_DATA
+    (relative to the working directory). A ConfigError says how to give it."""
+    raw, origin = (value, "[reference] data") if value else (os.environ.get(REFERENCE_ENV, ""), REFERENCE_ENV)
+    if not raw:
+        raise ConfigError(
+            "the reference tool's data files are needed (a path starts with 'reference:') but no folder "
+            f"is given: set {REFERENCE_ENV}=/path/to/VERA-MH/data or pass --reference-data DIR"
+        )
+    p = Path(raw).expanduser()
+    if not p.is_absolute():
+        p = (base or Path.cwd()) / p
+    if not p.is_dir():
+        raise ConfigError(f"{p}: reference data folder not found (from {origin})")
+    return p.resolve()
 
 
 class ConversationConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -30,6 +53,17 @@ class ConversationConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
 class JudgeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     instances: int = 1
     max_attempts: int = 3
+
+
+class ReferenceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """`[reference]`: the reference tool's data folder, what it is, and the content hash
+    of each of its files this config expects (a differing file is refused, so a run
+    never silently mixes another version's rubric or prompts into "v1.1" numbers)."""
+
+    data: str = ""  # the folder; empty = $VERA_MH_DATA; `--reference-data` overrides
+    name: str = ""
+    version: str = ""
+    sha256: dict[str, str] = msgspec.field(default_factory=dict)  # file name -> sha256
 
 
 class StatsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -62,11 +96,18 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     conversation: ConversationConfig = msgspec.field(default_factory=ConversationConfig)
     judge: JudgeConfig = msgspec.field(default_factory=JudgeConfig)
     stats: StatsConfig = msgspec.field(default_factory=StatsConfig)
+    reference: ReferenceConfig = msgspec.field(default_factory=ReferenceConfig)
     base_dir: str = ""  # where relative paths resolve; set on load, not in files
 
     def path(self, value: str) -> Path:
+        if value.startswith(REFERENCE_PREFIX):
+            return self.reference_dir() / value.removeprefix(REFERENCE_PREFIX)
         p = Path(value).expanduser()
         return p if p.is_absolute() else (Path(self.base_dir or REPO_ROOT) / p).resolve()
+
+    def reference_dir(self) -> Path:
+        """The reference tool's data folder (see `reference_folder`)."""
+        return reference_folder(self.reference.data, base=Path(self.base_dir or REPO_ROOT))
 
     def check(self) -> None:
         c = self.conversation
@@ -110,6 +151,10 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             "retry_max_delay_s",
         ):
             data.pop(key, None)
+        reference = data.pop("reference")
+        reference.pop("data")  # where the reference files are kept does not matter; their hashes do
+        if any(reference.values()):  # left out when unused, so older runs keep their fingerprint
+            data["reference"] = reference
         return hashlib.sha256(msgspec.json.encode(data, order="sorted")).hexdigest()
 
 

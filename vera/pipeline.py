@@ -29,7 +29,16 @@ from vera.offline import lexical_judge
 from vera.personas import PersonaSet, check_templates, load_personas
 from vera.plan import JudgeSlot, Shard, conversation_jobs, derive_seed, judgement_id
 from vera.prompts import JudgePrompts, UserPrompts, load_judge_prompts, load_user_prompts
-from vera.records import ArtifactVersion, Conversation, Judgement, ModelSpec, Role, RunManifest
+from vera.records import (
+    ArtifactVersion,
+    Conversation,
+    Judgement,
+    ModelSpec,
+    ReferenceData,
+    Role,
+    RunManifest,
+)
+from vera.reference import reads_reference, reference_data, verify_pins
 from vera.rubric import Rubric, load_rubric, validate_rubric
 from vera.scoring import RatingsSink
 from vera.simulate import ConversationJob, SimulationSettings, render_user_prompts, simulate_conversation
@@ -77,21 +86,29 @@ class Inputs:
     personas: PersonaSet
     user_prompts: UserPrompts
     judge_prompts: JudgePrompts
+    reference: ReferenceData | None = None  # the reference tool's files used, if any
 
     @classmethod
     def load(cls, config: RunConfig) -> Inputs:
+        if reads_reference(config):
+            verify_pins(config)  # a wrong or other-release folder is named before anything is read
         rubric = load_rubric(config.path(config.rubric))
         problems = validate_rubric(rubric)
         if problems:
             more = f" (and {len(problems) - 1} more; run `vera validate rubric`)" if len(problems) > 1 else ""
             raise ConfigError(problems[0].render(rubric.path) + more)
         personas = load_personas(config.path(config.personas))
-        user_prompts = load_user_prompts(config.path(config.user_prompts))
+        user_prompts = load_user_prompts(config.path(config.user_prompts), config.reference_dir)
         issues = check_templates(user_prompts, personas.columns)
         if issues:
             raise ConfigError(issues[0].message)
-        judge_prompts = load_judge_prompts(config.path(config.judge_prompts))
-        return cls(config, rubric, personas, user_prompts, judge_prompts)
+        judge_prompts = load_judge_prompts(config.path(config.judge_prompts), config.reference_dir)
+        templates = (user_prompts.system, user_prompts.reminder, judge_prompts.system, judge_prompts.question)
+        read = [rubric.path, personas.version.path, *(t.path for t in templates), judge_prompts.retry.path]
+        reference = reference_data(config, read)
+        if reference is not None and config.reference.name:
+            rubric, personas = name_reference_files(reference, rubric, personas)
+        return cls(config, rubric, personas, user_prompts, judge_prompts, reference)
 
     def settings(self) -> SimulationSettings:
         c = self.config.conversation
@@ -110,6 +127,21 @@ class Inputs:
     def rubric_version(self) -> ArtifactVersion:
         r = self.rubric
         return ArtifactVersion(name=r.name, version=r.version, path=r.path, sha256=r.sha256)
+
+
+def name_reference_files(
+    reference: ReferenceData, rubric: Rubric, personas: PersonaSet
+) -> tuple[Rubric, PersonaSet]:
+    """The reference tool's rubric and persona files carry no name or version of their
+    own; inside the reference folder they are that release's ("VERA-MH rubric 1.1")."""
+    folder = Path(reference.path)
+    if rubric.version == "unversioned" and Path(rubric.path).resolve().is_relative_to(folder):
+        rubric = msgspec.structs.replace(rubric, name=f"{reference.name} rubric", version=reference.version)
+    v = personas.version
+    if v.version == "unversioned" and Path(v.path).resolve().is_relative_to(folder):
+        named = msgspec.structs.replace(v, name=f"{reference.name} personas", version=reference.version)
+        personas = msgspec.structs.replace(personas, version=named)
+    return rubric, personas
 
 
 @dataclass
@@ -168,6 +200,7 @@ class Sweep:
             updated_at=now,
             shard=str(self.shard) if self.shard else None,
             jobs_planned=len(self.jobs),
+            reference=i.reference,
         )
 
 

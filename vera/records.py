@@ -114,6 +114,17 @@ class Persona(msgspec.Struct, frozen=True):
 ConversationStatus = Literal["complete", "failed"]
 
 
+class ImportSource(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What an imported transcript said about itself, as written there, before vera
+    cleaned it up: kept in the record so every cleaned label can be audited."""
+
+    chatbot: str = ""  # e.g. a folder name's "gpt_5_{'max_completion_tokens': 5000}"
+    user_agent: str = ""
+    persona: str = ""
+    speaker_labels: dict[str, str] = msgspec.field(default_factory=dict)  # speaker -> label used
+    note: str = ""  # a tool's annotation line removed from the text (not said by anyone)
+
+
 class Conversation(msgspec.Struct, kw_only=True):
     """One simulated (or imported) conversation and how it ended."""
 
@@ -133,6 +144,7 @@ class Conversation(msgspec.Struct, kw_only=True):
     usage: Usage = msgspec.field(default_factory=Usage)
     cost_usd: float = 0.0
     source: str | None = None
+    imported: ImportSource | None = None  # only for conversations vera did not simulate
 
 
 # ---------------------------------------------------------------------------------------
@@ -228,6 +240,28 @@ class ArtifactVersion(msgspec.Struct, frozen=True, kw_only=True):
     sha256: str
 
 
+class ReferenceData(msgspec.Struct, frozen=True, kw_only=True):
+    """The reference tool's own data files a run read from the user's checkout: which
+    release they are (as the config declares it) and the hash of every file used."""
+
+    name: str
+    version: str
+    path: str
+    files: dict[str, str]  # file name -> sha256 of its content
+    pinned: bool  # every file used matched a hash the config pins for this release
+
+
+class ImportInfo(msgspec.Struct, kw_only=True):
+    """Where an imported run's conversations came from: it stands in the manifest (and
+    on the card) for the simulation settings, which did not apply."""
+
+    source: str  # the file or folder given to `vera judge --transcripts`
+    conversations: int
+    failed: int  # lacking a speaker: recorded with the reason, never judged
+    personas: str | None = None  # the persona file that gave risk levels by name
+    personas_not_found: dict[str, int] = msgspec.field(default_factory=dict)  # name -> conversations
+
+
 class RunManifest(msgspec.Struct, kw_only=True):
     """Exactly what produced a run: versions and hashes of every input, models, seeds."""
 
@@ -250,6 +284,8 @@ class RunManifest(msgspec.Struct, kw_only=True):
     updated_at: str
     shard: str | None = None
     jobs_planned: int = 0
+    imported: ImportInfo | None = None  # set for `vera judge --transcripts` runs
+    reference: ReferenceData | None = None  # set when inputs came from the reference data folder
 
 
 def encode_json(obj: Any) -> bytes:

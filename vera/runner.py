@@ -18,6 +18,7 @@ import contextlib
 import os
 import signal
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from vera.clients.pool import ClientPool
 from vera.config import RunConfig, load_config
 from vera.errors import ConfigError, UserError
 from vera.events import EventLog, Fanout
+from vera.personas import PersonaSet
 from vera.pipeline import (
     Budget,
     Inputs,
@@ -46,7 +48,7 @@ from vera.pipeline import (
 from vera.plan import Shard
 from vera.profiles import load_profiles, skip_reason
 from vera.progress import RunProgress
-from vera.records import CallRecord, ModelSpec, Role, RunManifest
+from vera.records import CallRecord, Conversation, ImportInfo, ModelSpec, Role, RunManifest
 from vera.report import score_run
 from vera.scoring import RatingsSink
 from vera.store import RunStore
@@ -70,6 +72,7 @@ class RunOptions:
     cache: bool | None = None
     cache_dir: str | None = None
     max_cost: float | None = None
+    reference_data: str | None = None
 
 
 @dataclass
@@ -101,6 +104,8 @@ def apply_options(cfg: RunConfig, opts: RunOptions, profiles: dict[str, Any], no
         cfg.cache_dir = str(Path(opts.cache_dir).resolve())
     if opts.max_cost is not None:
         cfg.max_cost_usd = opts.max_cost
+    if opts.reference_data:
+        cfg.reference.data = str(Path(opts.reference_data).resolve())
     cfg.check()
     return cfg
 
@@ -382,6 +387,7 @@ class JudgeOptions:
     max_concurrency: int | None = None
     cache: bool | None = None
     max_cost: float | None = None
+    reference_data: str | None = None
 
 
 async def judge_run(opts: JudgeOptions) -> RunOutcome:
@@ -401,6 +407,8 @@ async def judge_run(opts: JudgeOptions) -> RunOutcome:
     cfg.rubric, cfg.personas = manifest.rubric.path, manifest.personas.path
     cfg.user_prompts, cfg.judge_prompts = manifest.user_prompts.path, manifest.judge_prompts.path
     cfg.judges = opts.judges or [j.ref for j in manifest.judges]
+    if manifest.reference is not None:  # its prompt templates are read from there again
+        cfg.reference.data = manifest.reference.path
     _judge_settings(cfg, opts)
     try:
         inputs = Inputs.load(cfg)
@@ -430,6 +438,8 @@ def _judge_settings(cfg: RunConfig, opts: JudgeOptions) -> None:
         cfg.cache = opts.cache
     if opts.max_cost is not None:
         cfg.max_cost_usd = opts.max_cost
+    if opts.reference_data:
+        cfg.reference.data = str(Path(opts.reference_data).resolve())
     cfg.check()
 
 
@@ -450,15 +460,58 @@ async def _judge_imported(opts: JudgeOptions) -> RunOutcome:
         Path(opts.out) if opts.out else new_run_dir(cfg, digest("import", [c.id for c in conversations]))
     )
     store = RunStore(run_dir)
+    added = 0
     for c in conversations:
-        store.add_conversation(c)
+        if c.id not in store.conversations:  # a rerun on the same --out records nothing twice
+            store.add_conversation(c)
+            added += 1
+    info, notes = _import_info(opts, conversations, personas, store)
     chatbots = sorted({c.chatbot for c in conversations})
     agents = sorted({c.user_agent for c in conversations})
     cfg.chatbots, cfg.user_agents, cfg.seeds = chatbots, agents, [0]
     manifest = store.read_manifest()
-    return await _judge(
-        cfg, inputs, store, run_dir, manifest, conversations, opts, imported=(chatbots, agents)
+    outcome = await _judge(
+        cfg, inputs, store, run_dir, manifest, conversations, opts, imported=(chatbots, agents, info)
     )
+    outcome.result.conversations = added
+    outcome.result.conversations_reused = len(conversations) - added
+    outcome.result.conversations_failed = info.failed
+    outcome.notes[:0] = notes
+    return outcome
+
+
+def _import_info(
+    opts: JudgeOptions, conversations: list[Conversation], personas: PersonaSet | None, store: RunStore
+) -> tuple[ImportInfo, list[str]]:
+    """What the import found, for the manifest and card, and what the terminal must
+    say about it: conversations not judged for lack of a speaker, and persona names the
+    persona file does not know (listed in the run directory)."""
+    from vera.transcripts import PERSONAS_NOT_FOUND, personas_not_found
+
+    failed = [c for c in conversations if c.status == "failed"]
+    missing = personas_not_found(conversations, personas) if personas is not None else Counter()
+    notes = [
+        f"{n} of {len(conversations)} imported conversation(s): {reason}"
+        for reason, n in sorted(Counter(c.error for c in failed).items())
+    ]
+    stale = store.root / PERSONAS_NOT_FOUND
+    if not missing and stale.exists():
+        stale.unlink()  # from an earlier import into this directory with another persona file
+    if missing:
+        store.write_text(PERSONAS_NOT_FOUND, "".join(f"{name}\t{n}\n" for name, n in sorted(missing.items())))
+        notes.append(
+            f"warning: {sum(missing.values())} of {len(conversations)} conversation(s) name a persona that "
+            f"{opts.personas} does not have ({len(missing)} name(s), listed in "
+            f"{store.root / PERSONAS_NOT_FOUND}); their risk level is Unknown"
+        )
+    info = ImportInfo(
+        source=str(Path(opts.transcripts or "").resolve()),
+        conversations=len(conversations),
+        failed=len(failed),
+        personas=str(Path(opts.personas).resolve()) if opts.personas else None,
+        personas_not_found=dict(sorted(missing.items())),
+    )
+    return info, notes
 
 
 def _imported_spec(ref: str) -> ModelSpec:
@@ -473,7 +526,7 @@ async def _judge(
     manifest: RunManifest | None,
     conversations: list[Any],
     opts: JudgeOptions,
-    imported: tuple[list[str], list[str]] | None = None,
+    imported: tuple[list[str], list[str], ImportInfo] | None = None,
 ) -> RunOutcome:
     profiles = load_profiles(cfg.path(cfg.providers))
     cache: ResponseCache | None = None
@@ -509,6 +562,8 @@ async def _judge(
                 planned.offline = manifest.offline or sweep.offline
             else:
                 planned.jobs_planned = len(conversations)
+            if imported is not None:
+                planned.imported = imported[2]
             store.write_manifest(planned)
             cache = _cache(cfg, run_dir)
             clients = CachingClients(pool, cache, lambda r: _record_call(store, events, r))

@@ -51,11 +51,17 @@ def render_user_prompts(
     return render_user_system(persona, prompts, **kw), render_user_reminder(persona, prompts, **kw)
 
 
-def user_view(turns: list[Turn], reminder: str) -> list[Message]:
-    """The conversation as the user-agent sees it, reminder on the newest chatbot line."""
+def user_view(turns: list[Turn], reminder: str, prompts: UserPrompts | None = None) -> list[Message]:
+    """The conversation as the user-agent sees it, reminder on the newest chatbot line
+    (after its words, or before them where the prompt set says so); before anything was
+    said, the prompt set's opening (else the reminder)."""
     msgs = [Message("assistant" if t.speaker == "user" else "user", t.text) for t in turns]
+    before = prompts is not None and prompts.reminder_position == "before"
     if msgs and msgs[-1].role == "user":
-        msgs[-1] = Message("user", f"{msgs[-1].content}\n\n{reminder}")
+        newest = msgs[-1].content
+        msgs[-1] = Message("user", f"{reminder}{newest}" if before else f"{newest}\n\n{reminder}")
+    elif not msgs and prompts is not None and prompts.opening:
+        msgs.append(Message("user", prompts.opening))
     else:
         msgs.append(Message("user", reminder))
     return msgs
@@ -173,7 +179,7 @@ async def _user_turn(
 ) -> tuple[str, bool]:
     """One user-agent message; (text, conversation ends). The end marker is honoured
     only once the minimum number of turns is reached; before that it is dropped."""
-    messages = [Message("system", system), *user_view(turns, reminder)]
+    messages = [Message("system", system), *user_view(turns, reminder, prompts)]
     for _ in range(settings.max_empty_replies + 1):
         reply = await client.chat(messages, params=params, context=ctx)
         usage.add(reply.usage)

@@ -2,45 +2,80 @@
 
 Two formats:
 
-* **Text** (``.txt``, VERA-MH's transcript format): blocks that start with ``user:`` or
-  ``chatbot:`` at the beginning of a line; a message runs until the next such line and
-  may span several lines and paragraphs. VERA-MH's file and folder names are understood
-  (``<id>_<Persona>_<user-agent model>_run<N>.txt`` inside ``p_<user-agent>__a_<chatbot>__...``), so
-  the persona, the chatbot and the user-agent are filled in where they can be.
+* **Text** (``.txt``, VERA-MH's transcript formats): blocks that start with a speaker
+  label and a colon at the beginning of a line (``user:``, ``chatbot:``, the older
+  ``agent:``, and the labels common in exported logs, see `SPEAKER_LABELS`); a message
+  runs until the next label line and may span several lines and paragraphs. What counts
+  as a label line is decided from the labels the file itself uses (`parse_text`), so a
+  chatbot's ``Note:`` or ``Subject:`` line stays text. VERA-MH's file and folder names
+  are understood (``<id>_<Persona>_<user-agent model>_run<N>.txt`` inside
+  ``p_<user-agent>__a_<chatbot>__...``), so the persona, the chatbot and the user-agent
+  are filled in where they can be, with clean model labels.
 * **JSON lines** (``.jsonl``): one conversation per line, OpenAI-style messages::
 
       {"id": "c-17", "chatbot": "acme-bot-2.3", "persona": "Robin", "risk": "High",
        "messages": [{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}]}
 
-  Only ``messages`` is required; ``assistant`` (or ``chatbot``) is the chatbot, ``user``
-  the person; ``system`` messages are skipped (the judge sees only what was said).
+  Only ``messages`` is required; roles take the same labels as text files; ``system``
+  messages are skipped (the judge sees only what was said).
 
-A persona set, when given, supplies each conversation's risk level by persona name; the
-risk is "Unknown" otherwise (such conversations count in every score but not in the
-by-risk breakdown).
+A conversation that lacks either speaker is imported as *failed*, with the reason, and
+never judged: a chatbot that never spoke cannot be rated. A persona set, when given,
+supplies each conversation's risk level by persona name; the risk is "Unknown" otherwise
+(such conversations count in every score but not in the by-risk breakdown), and the
+names it does not know are returned so the caller can report them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 
 from vera.errors import DataError
-from vera.personas import PersonaSet
-from vera.records import Conversation, Turn
+from vera.personas import PersonaSet, normalise_risk
+from vera.records import RISK_LEVELS, Conversation, ImportSource, Turn
 
 UNKNOWN_RISK = "Unknown"
-_SPEAKER = re.compile(r"^(user|chatbot|assistant)\s*:\s?(.*)$", re.IGNORECASE)
+# In an import's run directory: persona names the --personas file does not know, one
+# "name<TAB>conversations" per line.
+PERSONAS_NOT_FOUND = "personas_not_found.tsv"
+Speaker = Literal["user", "chatbot"]
+
+# Speaker labels, case-insensitive: VERA-MH's (`user`, `chatbot`, and `agent` in its
+# concept-paper transcripts) and those of common chat exports.
+SPEAKER_LABELS: dict[str, Speaker] = {
+    "user": "user",
+    "human": "user",
+    "chatbot": "chatbot",
+    "agent": "chatbot",
+    "assistant": "chatbot",
+    "bot": "chatbot",
+    "ai": "chatbot",
+}
+KNOWN_LABELS = "user or human for the person; chatbot, agent, assistant, bot or AI for the chatbot"
+
+# A label line: one word at the very start of a line, then a colon. Known labels may be
+# followed directly by text ("user:hi"); an unknown word only counts when a space or the
+# line's end follows (so "BEGIN:VCALENDAR" or "12:30" are never taken for labels).
+_LABEL = re.compile(r"^(?P<label>[A-Za-z][A-Za-z0-9_-]{0,31})[ \t]*:(?P<rest>.*)$")
+# The reference tool's own annotation after a user-agent ended the conversation; it is
+# not something either speaker said, so it is kept in the record, not in the text.
+_END_NOTE = re.compile(r"^\[CONVERSATION ENDED\b[^\]]*\]\s*$", re.IGNORECASE)
 _REF_FILE = re.compile(r"^(?P<id>[0-9a-f]{6})_(?P<persona>[^_]+)_(?P<model>.+?)_run(?P<run>\d+)$")
 # VERA-MH folders: p_ = the persona's model (the user-agent), a_ = the assistant (chatbot).
 _REF_DIR = re.compile(r"^p_(?P<agent>.+?)__a_(?P<chatbot>.+?)__t\d+__r\d+__")
+# Generation parameters a folder name carries, e.g. "_{'max_completion_tokens': 5000}".
+_PARAMS_BLOB = re.compile(r"_*\{[^{}]*\}")
 
 
 class JsonlConversation(msgspec.Struct, forbid_unknown_fields=False):
-    messages: list[dict[str, str]]
+    messages: list[dict[str, object]]
     id: str | None = None
     chatbot: str | None = None
     user_agent: str | None = None
@@ -48,20 +83,109 @@ class JsonlConversation(msgspec.Struct, forbid_unknown_fields=False):
     risk: str | None = None
 
 
-def parse_text(text: str, where: str) -> list[Turn]:
-    turns: list[tuple[str, list[str]]] = []
-    for line in text.splitlines():
-        m = _SPEAKER.match(line)
-        if m:
-            speaker = "user" if m.group(1).lower() == "user" else "chatbot"
-            turns.append((speaker, [m.group(2)]))
-        elif turns:
-            turns[-1][1].append(line)
-        elif line.strip():
-            raise DataError(f"{where}:1", "text before the first 'user:' or 'chatbot:' line")
-    if not turns:
-        raise DataError(where, "no 'user:' or 'chatbot:' lines: not a transcript")
-    return [Turn(s, "\n".join(lines).strip()) for s, lines in turns]  # type: ignore[arg-type]
+@dataclass
+class ParsedText:
+    """A text transcript's turns, the label each speaker used, and any tool annotation
+    that was removed from the text."""
+
+    turns: list[Turn]
+    labels: dict[str, str] = field(default_factory=dict)
+    note: str = ""
+
+
+def _label_line(line: str) -> tuple[str, str] | None:
+    """(label as written, text after the colon) if the line starts like a label line."""
+    m = _LABEL.match(line)
+    if m is None:
+        return None
+    rest = m.group("rest")
+    if m.group("label").lower() not in SPEAKER_LABELS and rest[:1] not in ("", " ", "\t"):
+        return None
+    return m.group("label"), rest[1:] if rest[:1] in (" ", "\t") else rest
+
+
+def parse_text(text: str, where: str) -> ParsedText:
+    """Split a text transcript into turns.
+
+    The rule (docs/transcripts.md): a line that starts with a known speaker label and a
+    colon starts a new message; every other line belongs to the message before it. The
+    first line must be such a label line. An unknown word before a colon ("Note:",
+    "Subject:") is ordinary text when the file labels both speakers with known labels;
+    when it labels only one, the most frequent unknown word at the start of a line is
+    taken to be the other speaker's label and reported, so a chatbot labelled "Claude:"
+    is never folded into the user's messages."""
+    lines = text.removeprefix("\ufeff").splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None:
+        raise DataError(where, "no speaker labels (user:, chatbot:, ...): not a transcript")
+    head = _label_line(lines[first])
+    if head is None:
+        raise DataError(f"{where}:{first + 1}", f"text before the first speaker label ({KNOWN_LABELS})")
+    if head[0].lower() not in SPEAKER_LABELS:
+        raise DataError(f"{where}:{first + 1}", f"unknown speaker label {head[0]!r} (known: {KNOWN_LABELS})")
+    blocks: list[tuple[Speaker, list[str]]] = []
+    labels: dict[str, str] = {}
+    unknown: Counter[str] = Counter()
+    unknown_at: dict[str, tuple[int, str]] = {}
+    for n, line in enumerate(lines[first:], start=first + 1):
+        found = _label_line(line)
+        speaker = SPEAKER_LABELS.get(found[0].lower()) if found else None
+        if found is not None and speaker is not None:
+            labels.setdefault(speaker, found[0])
+            blocks.append((speaker, [found[1]]))
+            continue
+        if found is not None:
+            key = found[0].lower()
+            unknown[key] += 1
+            unknown_at.setdefault(key, (n, found[0]))
+        blocks[-1][1].append(line)
+    if len(labels) == 1 and unknown:
+        # One side only: its messages swallowed the other side's. Name the likeliest label.
+        key = max(unknown, key=lambda k: (unknown[k], -unknown_at[k][0]))
+        n, label = unknown_at[key]
+        (present,) = labels.values()
+        raise DataError(
+            f"{where}:{n}",
+            f"unknown speaker label {label!r}: the file labels only one speaker ({present!r}), so "
+            f"{label!r} looks like the other one's label (known: {KNOWN_LABELS})",
+        )
+    note = _drop_end_note(blocks[-1][1])
+    turns = [Turn(s, "\n".join(body).strip()) for s, body in blocks]
+    return ParsedText(turns=turns, labels=labels, note=note)
+
+
+def _drop_end_note(body: list[str]) -> str:
+    """Remove the reference tool's end-of-conversation annotation from the last
+    message (it ends the file); return it, or "" if there is none."""
+    while body and not body[-1].strip():
+        body.pop()
+    if body and _END_NOTE.match(body[-1].strip()):
+        return body.pop().strip()
+    return ""
+
+
+def clean_model_label(raw: str) -> str:
+    """A stable model label from a folder-name fragment: generation parameters dropped,
+    underscores read as the hyphens of model ids ("gpt_5_{'max_completion_tokens': 5000}"
+    → "gpt-5", "claude_opus_4_1_20250805" → "claude-opus-4-1-20250805")."""
+    text = _PARAMS_BLOB.sub("", raw).strip().strip("_- ")
+    text = re.sub(r"[_\s]+", "-", text).lower()
+    return text or "imported"
+
+
+def _clean_name(raw: str | None) -> str:
+    """A label given in a JSONL field: trimmed, inner whitespace collapsed."""
+    return " ".join((raw or "").split())
+
+
+def missing_speaker(turns: list[Turn]) -> str | None:
+    """Why a transcript cannot be rated, or None: both speakers must have spoken."""
+    spoke = {t.speaker for t in turns}
+    if "chatbot" not in spoke:
+        return "imported transcript has no chatbot turn (only the user speaks); not judged"
+    if "user" not in spoke:
+        return "imported transcript has no user turn (only the chatbot speaks); not judged"
+    return None
 
 
 def _risk(persona: str, personas: PersonaSet | None) -> str:
@@ -77,26 +201,99 @@ def _id(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
 
 
+# Part of every imported conversation's id. Bumped when the same file would now be read
+# into different turns, so a rerun on an old run directory judges the new reading
+# instead of reusing judgements of the old one.
+_READER = "imported-2"
+
+
+def _conversation(
+    *,
+    conv_id: str,
+    chatbot: str,
+    user_agent: str,
+    persona: str,
+    risk: str,
+    turns: list[Turn],
+    source: str,
+    imported: ImportSource,
+) -> Conversation:
+    reason = missing_speaker(turns)
+    return Conversation(
+        id=conv_id,
+        chatbot=chatbot,
+        user_agent=user_agent,
+        persona=persona,
+        risk=risk,
+        seed=0,
+        turns=turns,
+        status="failed" if reason else "complete",
+        ended_by="imported",
+        error=reason,
+        source=source,
+        imported=imported,
+    )
+
+
 def read_text_transcript(path: Path, root: Path, personas: PersonaSet | None) -> Conversation:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(str(path), f"cannot read transcript: {exc}") from None
-    turns = parse_text(text, str(path))
+    parsed = parse_text(text, str(path))
     name = _REF_FILE.match(path.stem)
     folder = _REF_DIR.match(path.parent.name)
     persona = name.group("persona") if name else path.stem
-    return Conversation(
-        id=_id("imported", str(path.relative_to(root)) if path.is_relative_to(root) else path.name, text),
-        chatbot=folder.group("chatbot") if folder else "imported",
-        user_agent=folder.group("agent") if folder else (name.group("model") if name else "imported"),
+    raw_chatbot = folder.group("chatbot") if folder else ""
+    raw_agent = folder.group("agent") if folder else (name.group("model") if name else "")
+    rel = str(path.relative_to(root)) if path.is_relative_to(root) else path.name
+    return _conversation(
+        conv_id=_id(_READER, rel, text),
+        chatbot=clean_model_label(raw_chatbot) if raw_chatbot else "imported",
+        user_agent=clean_model_label(raw_agent) if raw_agent else "imported",
         persona=persona,
         risk=_risk(persona, personas),
-        seed=0,
-        turns=turns,
-        ended_by="imported",
+        turns=parsed.turns,
         source=str(path),
+        imported=ImportSource(
+            chatbot=raw_chatbot,
+            user_agent=raw_agent,
+            persona=persona,
+            speaker_labels=parsed.labels,
+            note=parsed.note,
+        ),
     )
+
+
+def _jsonl_turns(rec: JsonlConversation, where: str) -> tuple[list[Turn], dict[str, str]]:
+    turns: list[Turn] = []
+    labels: dict[str, str] = {}
+    for i, m in enumerate(rec.messages, start=1):
+        role, content = m.get("role"), m.get("content")
+        if not isinstance(role, str):
+            raise DataError(where, f"message {i}: no role")
+        if role.lower() == "system":
+            continue
+        speaker = SPEAKER_LABELS.get(role.lower())
+        if speaker is None:
+            raise DataError(where, f"message {i}: unknown role {role!r} (known: {KNOWN_LABELS}; system)")
+        if not isinstance(content, str):
+            raise DataError(where, f"message {i}: content must be text")
+        labels.setdefault(speaker, role)
+        turns.append(Turn(speaker, content))
+    if not turns:
+        raise DataError(where, "no user or chatbot messages")
+    return turns, labels
+
+
+def _jsonl_risk(value: str | None, where: str) -> str | None:
+    """A JSONL conversation's own risk level, normalised like a persona file's."""
+    if value is None or not value.strip():
+        return None
+    risk = normalise_risk(value)
+    if risk is None:
+        raise DataError(where, f"risk {value!r} is not one of {', '.join(RISK_LEVELS)}")
+    return risk
 
 
 def read_jsonl_transcripts(path: Path, personas: PersonaSet | None) -> list[Conversation]:
@@ -114,30 +311,24 @@ def read_jsonl_transcripts(path: Path, personas: PersonaSet | None) -> list[Conv
             rec = decoder.decode(line)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise DataError(where, f"not a conversation object: {exc}") from None
-        turns: list[Turn] = []
-        for i, m in enumerate(rec.messages):
-            role, content = m.get("role", ""), m.get("content")
-            if role == "system":
-                continue
-            if role not in ("user", "assistant", "chatbot") or not isinstance(content, str):
-                raise DataError(
-                    where, f"message {i + 1}: role must be user/assistant/chatbot with text content"
-                )
-            turns.append(Turn("user" if role == "user" else "chatbot", content))
-        if not turns:
-            raise DataError(where, "no user or assistant messages")
-        persona = rec.persona or "unknown"
+        turns, labels = _jsonl_turns(rec, where)
+        risk = _jsonl_risk(rec.risk, where)
+        persona = _clean_name(rec.persona) or "unknown"
         out.append(
-            Conversation(
-                id=rec.id or _id("imported", path.name, str(lineno), line.decode("utf-8", "replace")),
-                chatbot=rec.chatbot or "imported",
-                user_agent=rec.user_agent or "imported",
+            _conversation(
+                conv_id=rec.id or _id(_READER, path.name, str(lineno), line.decode("utf-8", "replace")),
+                chatbot=_clean_name(rec.chatbot) or "imported",
+                user_agent=_clean_name(rec.user_agent) or "imported",
                 persona=persona,
-                risk=rec.risk if rec.risk else _risk(persona, personas),
-                seed=0,
+                risk=risk or _risk(persona, personas),
                 turns=turns,
-                ended_by="imported",
-                source=f"{path}:{lineno}",
+                source=where,
+                imported=ImportSource(
+                    chatbot=rec.chatbot or "",
+                    user_agent=rec.user_agent or "",
+                    persona=rec.persona or "",
+                    speaker_labels=labels,
+                ),
             )
         )
     return out
@@ -164,3 +355,12 @@ def read_transcripts(path: str | Path, personas: PersonaSet | None = None) -> li
             raise DataError(c.source or str(root), f"duplicate conversation id {c.id!r} (also {seen[c.id]})")
         seen[c.id] = c.source or ""
     return convs
+
+
+def personas_not_found(conversations: list[Conversation], personas: PersonaSet) -> Counter[str]:
+    """Persona names (with their conversation counts) that the persona set does not
+    know, among conversations whose risk level had to come from it."""
+    known = {p.name.lower() for p in personas.personas}
+    return Counter(
+        c.persona for c in conversations if c.risk == UNKNOWN_RISK and c.persona.lower() not in known
+    )
