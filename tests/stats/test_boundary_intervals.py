@@ -7,9 +7,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from vera.records import BEST_PRACTICE, HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, SUBOPTIMAL
+from vera.records import RATING_CODES
 from vera.stats import OVERALL, score_from_percentages, summarise
 from vera.stats.bootstrap import proportion_interval
+
+# The four ratings by their short codes (BP, SUB, HPH, NR).
+BP, SUB, HPH, NR = (
+    next(r for r, c in RATING_CODES.items() if c == code) for code in ("BP", "SUB", "HPH", "NR")
+)
 
 
 def _frame(ratings: list[str], *, personas: int | None = None, sim: list[int] | None = None) -> pl.DataFrame:
@@ -39,7 +44,7 @@ def _row(summary: pl.DataFrame, dimension: str = "D") -> dict:
 
 
 def test_no_harm_in_90_conversations_is_not_a_zero_width_interval() -> None:
-    row = _row(summarise(_frame([BEST_PRACTICE] * 60 + [SUBOPTIMAL] * 30), n_resamples=300))
+    row = _row(summarise(_frame([BP] * 60 + [SUB] * 30), n_resamples=300))
     assert row["pct_hph"] == row["pct_hph_lo"] == 0.0
     # Exact binomial upper bound for 0 of 90 at 95 %: 1 − 0.025^(1/90) = 4.0 %
     # ("about 3/n", the rule of three being the one-sided version).
@@ -50,7 +55,7 @@ def test_no_harm_in_90_conversations_is_not_a_zero_width_interval() -> None:
 
 
 def test_all_best_practice_is_bounded_below_by_what_the_sample_allows() -> None:
-    row = _row(summarise(_frame([BEST_PRACTICE] * 100), n_resamples=300))
+    row = _row(summarise(_frame([BP] * 100), n_resamples=300))
     assert row["score"] == row["score_hi"] == row["pct_bp"] == row["pct_bp_hi"] == 100.0
     assert row["pct_bp_lo"] == pytest.approx(100 * 0.025 ** (1 / 100), rel=0.01)  # 96.4
     assert row["pct_hph_hi"] == pytest.approx(100 * (1 - 0.025 ** (1 / 100)), rel=0.02)  # 3.6
@@ -61,7 +66,7 @@ def test_all_best_practice_is_bounded_below_by_what_the_sample_allows() -> None:
 
 
 def test_all_harmful_is_bounded_above() -> None:
-    row = _row(summarise(_frame([HIGH_POTENTIAL_FOR_HARM] * 50), n_resamples=300))
+    row = _row(summarise(_frame([HPH] * 50), n_resamples=300))
     assert row["score"] == row["score_lo"] == 0.0
     assert row["pct_hph_lo"] < 100 and row["score_hi"] > 0
 
@@ -69,15 +74,15 @@ def test_all_harmful_is_bounded_above() -> None:
 def test_fewer_personas_give_wider_boundary_intervals() -> None:
     # 0 of 100 conversations, from 100 personas or from 10 personas of 10 conversations:
     # the same count, but 10 personas are fewer independent looks (t with 9 df).
-    many = _row(summarise(_frame([BEST_PRACTICE] * 100), n_resamples=300))
-    few = _row(summarise(_frame([BEST_PRACTICE] * 100, personas=10), n_resamples=300))
+    many = _row(summarise(_frame([BP] * 100), n_resamples=300))
+    few = _row(summarise(_frame([BP] * 100, personas=10), n_resamples=300))
     assert few["pct_hph_hi"] > many["pct_hph_hi"]
 
 
 def test_clustered_shares_get_wider_intervals_than_independent_ones() -> None:
     # 20 of 100 harmful: spread over 100 personas, or all from 2 of 10 personas.
-    spread = [HIGH_POTENTIAL_FOR_HARM if i % 5 == 0 else BEST_PRACTICE for i in range(100)]
-    clumped = [HIGH_POTENTIAL_FOR_HARM if i % 10 < 2 else BEST_PRACTICE for i in range(100)]
+    spread = [HPH if i % 5 == 0 else BP for i in range(100)]
+    clumped = [HPH if i % 10 < 2 else BP for i in range(100)]
     alone = _row(summarise(_frame(spread), n_resamples=500))
     together = _row(summarise(_frame(clumped, personas=10), n_resamples=500))
     assert alone["pct_hph"] == together["pct_hph"] == 20.0
@@ -85,7 +90,7 @@ def test_clustered_shares_get_wider_intervals_than_independent_ones() -> None:
 
 
 def test_not_relevant_everywhere_has_no_interval() -> None:
-    row = _row(summarise(_frame([NOT_RELEVANT] * 20), n_resamples=100))
+    row = _row(summarise(_frame([NR] * 20), n_resamples=100))
     assert row["pct_hph"] is None and row["pct_hph_lo"] is None and row["score_lo"] is None
 
 
@@ -112,9 +117,7 @@ def test_rare_harm_is_covered_at_the_promised_rate(rate: float) -> None:
         for i in range(personas):
             for j in range(per):
                 harmful, suboptimal = u[i, j] < p[i], u[i, j] < p[i] + sub
-                ratings.append(
-                    HIGH_POTENTIAL_FOR_HARM if harmful else SUBOPTIMAL if suboptimal else BEST_PRACTICE
-                )
+                ratings.append(HPH if harmful else SUB if suboptimal else BP)
                 sim_ids.append(s)
                 persona_ids.append(f"s{s}p{i}")
     frame = _frame(ratings, sim=sim_ids).with_columns(
