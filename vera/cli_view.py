@@ -8,6 +8,33 @@ import click
 
 
 @click.command()
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True))
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="Port to listen on; 0 picks a free one.",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on. Anything but a loopback address serves the transcripts to the network.",
+)
+@click.option("--open", "open_browser", is_flag=True, help="Open the viewer in the default browser.")
+def view(run_dirs: tuple[str, ...], port: int, host: str, open_browser: bool) -> None:
+    """Browse the conversations of one or more runs in a local, read-only web app.
+
+    Lists every conversation with its ratings; filter by run, chatbot, persona, risk
+    level, seed, user-agent, judge, dimension and rating, and status; open one to read
+    the transcript beside the judge's walk of the rubric. Ctrl-C stops it."""
+    from vera.viewer.app import serve
+
+    serve(list(run_dirs), host=host, port=port, open_browser=open_browser)
+
+
+@click.command()
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
 @click.option(
     "--format",
