@@ -36,7 +36,7 @@ from vera.records import (
     RunManifest,
 )
 from vera.run_rubric import QuestionTexts, question_texts
-from vera.viewer.quotes import QuoteMatch, locate_quotes
+from vera.viewer.quotes import QuoteFinder, QuoteMatch
 
 PAGES_DIR = "conversations"
 # Ids that are safe as file names on every system; others get no page file (and no link).
@@ -260,13 +260,16 @@ def _walks(page: ConversationPage, dims: Sequence[str]) -> str:
         parts.append("<p>No judge has walked the rubric for this conversation yet.</p>")
     elif len(page.judgements) > 1:
         parts.append(f"<p>{len(page.judgements)} judge instances: choose one above or open it below.</p>")
+    quotes = QuoteFinder(page.conversation.turns)
     for i, j in enumerate(page.judgements):
-        parts.append(_walk(page, j, dims, open_=i == 0))
+        parts.append(_walk(page, j, dims, quotes, open_=i == 0))
     parts.append("</section>")
     return "\n".join(parts)
 
 
-def _walk(page: ConversationPage, j: Judgement, dims: Sequence[str], *, open_: bool) -> str:
+def _walk(
+    page: ConversationPage, j: Judgement, dims: Sequence[str], quotes: QuoteFinder, *, open_: bool
+) -> str:
     status = "" if j.status == "complete" else " — failed"
     out = [
         f'<details id="{_walk_anchor(j)}" class="walk"{" open" if open_ else ""}>',
@@ -282,7 +285,7 @@ def _walk(page: ConversationPage, j: Judgement, dims: Sequence[str], *, open_: b
             j.ratings, key=lambda r: dims.index(r.dimension) if r.dimension in dims else len(dims)
         )
         out.append("<h3>Ratings</h3>")
-        out += [_rating(page, j, r) for r in ratings]
+        out += [_rating(page, j, r, quotes) for r in ratings]
     if j.risk_selected:
         out.append(f"<p>Risk level chosen by the judge: <strong>{escape(j.risk_selected)}</strong></p>")
     if j.answers:
@@ -297,14 +300,14 @@ def _walk(page: ConversationPage, j: Judgement, dims: Sequence[str], *, open_: b
                 f'<div class="answer">Answer: <strong>{escape(a.answer)}</strong> '
                 f'<span class="{"retried" if retried else "muted"}">({escape(how)})</span></div>'
                 f"{_reasoning(a.reasoning)}"
-                f"{_quotes(locate_quotes(a.reasoning, page.conversation.turns), show_missing=False)}</li>"
+                f"{_quotes(quotes.locate(a.reasoning), show_missing=False)}</li>"
             )
         out.append("</ol>")
     out.append("</details>")
     return "\n".join(out)
 
 
-def _rating(page: ConversationPage, j: Judgement, r: DimensionRating) -> str:
+def _rating(page: ConversationPage, j: Judgement, r: DimensionRating, quotes: QuoteFinder) -> str:
     anchor = rating_anchor(j.judge, j.instance, r.dimension)
     harmful = r.rating in (HIGH_POTENTIAL_FOR_HARM, SUBOPTIMAL)
     parts = [
@@ -319,7 +322,7 @@ def _rating(page: ConversationPage, j: Judgement, r: DimensionRating) -> str:
     if r.reasoning:
         parts.append(_reasoning(r.reasoning))
     if harmful:
-        parts.append(_quotes(locate_quotes(r.reasoning, page.conversation.turns), show_missing=True))
+        parts.append(_quotes(quotes.locate(r.reasoning), show_missing=True))
     parts.append("</div>")
     return "".join(parts)
 

@@ -44,15 +44,27 @@ def quoted_passages(reasoning: str) -> list[str]:
     return out
 
 
+class QuoteFinder:
+    """Looks up quoted passages in one conversation's turns (folded once, asked often)."""
+
+    __slots__ = ("_folded",)
+
+    def __init__(self, turns: Sequence[Turn]) -> None:
+        self._folded = [_fold(t.text) for t in turns]
+
+    def locate(self, reasoning: str) -> list[QuoteMatch]:
+        """Every quoted passage of `reasoning` with the turns it was found in (maybe none)."""
+        matches = []
+        for passage in quoted_passages(reasoning):
+            pieces = _pieces(passage)
+            hits = tuple(i for i, text in enumerate(self._folded) if _contains_in_order(text, pieces))
+            matches.append(QuoteMatch(passage, hits))
+        return matches
+
+
 def locate_quotes(reasoning: str, turns: Sequence[Turn]) -> list[QuoteMatch]:
     """Every quoted passage of `reasoning` with the turns it was found in (possibly none)."""
-    folded = [_fold(t.text) for t in turns]
-    matches = []
-    for passage in quoted_passages(reasoning):
-        pieces = _pieces(passage)
-        hits = tuple(i for i, text in enumerate(folded) if _contains_in_order(text, pieces))
-        matches.append(QuoteMatch(passage, hits))
-    return matches
+    return QuoteFinder(turns).locate(reasoning)
 
 
 def _fold(text: str) -> str:
