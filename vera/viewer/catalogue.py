@@ -19,21 +19,15 @@ from typing import Any
 
 import polars as pl
 
+from vera import records as rec
 from vera.errors import UserError
 from vera.record_index import RunRecords, scan_run
-from vera.records import (
-    BEST_PRACTICE,
-    HIGH_POTENTIAL_FOR_HARM,
-    NOT_RELEVANT,
-    RATINGS,
-    RISK_LEVELS,
-    SUBOPTIMAL,
-)
+from vera.records import RATINGS, RISK_LEVELS
 from vera.run_rubric import QuestionTexts, question_texts
 from vera.viewer.pages import ConversationPage, read_conversation_page
 
 # Worse ratings rank higher: the list shows the worst rating of a dimension first.
-RATING_RANK = {NOT_RELEVANT: 0, BEST_PRACTICE: 1, SUBOPTIMAL: 2, HIGH_POTENTIAL_FOR_HARM: 3}
+RATING_RANK = {rec.NOT_RELEVANT: 0, rec.BEST_PRACTICE: 1, rec.SUBOPTIMAL: 2, rec.HIGH_POTENTIAL_FOR_HARM: 3}
 STATUSES = ("complete", "failed", "judgement failed", "not judged")
 SORTS = ("worst", "id", "chatbot", "persona", "risk", "seed", "turns", "status", "run")
 MAX_PER_PAGE = 200
@@ -262,8 +256,8 @@ class Catalogue:
         if judge not in self._worst_cache:
             r = self.ratings if judge is None else self.ratings.filter(pl.col("judge") == judge)
             self._worst_cache[judge] = r.group_by("run", "id").agg(
-                (pl.col("rating") == HIGH_POTENTIAL_FOR_HARM).sum().alias("n_hph"),
-                (pl.col("rating") == SUBOPTIMAL).sum().alias("n_sub"),
+                (pl.col("rating") == rec.HIGH_POTENTIAL_FOR_HARM).sum().alias("n_hph"),
+                (pl.col("rating") == rec.SUBOPTIMAL).sum().alias("n_sub"),
             )
         return self._worst_cache[judge]
 
