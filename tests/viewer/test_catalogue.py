@@ -171,3 +171,11 @@ def test_two_runs_are_listed_apart(offline_run, viewer_run):
 def test_a_bad_request_is_one_clear_error(params, problem):
     with pytest.raises(QueryError, match=problem.replace("(", r"\(")):
         Query.from_params(params)
+
+
+def test_unknown_judges_asked_for_are_not_remembered(viewer_run):
+    catalogue = Catalogue.open([viewer_run])
+    for k in range(50):
+        assert catalogue.query(Query(judge=f"nobody-{k}"))["total"] == 0
+    catalogue.query(Query(judge=JUDGE))
+    assert set(catalogue._worst_cache) <= {None, JUDGE}

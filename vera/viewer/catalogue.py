@@ -253,13 +253,18 @@ class Catalogue:
 
     def _worst(self, judge: str | None) -> pl.DataFrame:
         """Per conversation, how many Harm and Suboptimal ratings it got (from one judge)."""
-        if judge not in self._worst_cache:
-            r = self.ratings if judge is None else self.ratings.filter(pl.col("judge") == judge)
-            self._worst_cache[judge] = r.group_by("run", "id").agg(
-                (pl.col("rating") == rec.HIGH_POTENTIAL_FOR_HARM).sum().alias("n_hph"),
-                (pl.col("rating") == rec.SUBOPTIMAL).sum().alias("n_sub"),
-            )
-        return self._worst_cache[judge]
+        cached = self._worst_cache.get(judge)
+        if cached is not None:
+            return cached
+        r = self.ratings if judge is None else self.ratings.filter(pl.col("judge") == judge)
+        worst = r.group_by("run", "id").agg(
+            (pl.col("rating") == rec.HIGH_POTENTIAL_FOR_HARM).sum().alias("n_hph"),
+            (pl.col("rating") == rec.SUBOPTIMAL).sum().alias("n_sub"),
+        )
+        # Kept for the run's own judges only: a URL cannot grow the cache without bound.
+        if judge is None or r.height:
+            self._worst_cache[judge] = worst
+        return worst
 
     def _page_ratings(
         self, page: pl.DataFrame, judge: str | None
