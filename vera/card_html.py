@@ -28,6 +28,7 @@ from vera.card_text import (
     section_tables,
 )
 from vera.plots import Plot
+from vera.viewer.pages import conversation_href
 
 # A cell that starts like a number (or is the missing-value dash) is right-aligned.
 _NUMERIC = re.compile(r"^[-+]?(\d|–$)")
@@ -142,10 +143,10 @@ def _chatbot(index: int, bot: dict[str, Any]) -> str:
     if harmful:
         parts += [
             "<p>Each row is one judge's rating of one conversation; the reasoning is the judge's "
-            "answer to the question that decided the rating. Find the conversation by its id in "
-            "conversations.jsonl.</p>",
+            "answer to the question that decided the rating. Each conversation id opens its "
+            "transcript beside the judge's walk (conversations/ next to this card, or <code>vera view</code>).</p>",
             f"<details><summary>Show all {num(len(harmful))} with the judge's reasoning</summary>",
-            html_table(harmful_table(harmful), wide_column=7),
+            html_table(harmful_table(harmful), wide_column=7, links=[_harm_link(h) for h in harmful]),
             "</details>",
         ]
     else:
@@ -203,9 +204,16 @@ def page(title: str, body: Iterable[str]) -> str:
     )
 
 
-def html_table(t: Table, *, wide_column: int | None = None) -> str:
+def _harm_link(h: dict[str, Any]) -> str:
+    return conversation_href(
+        h["conversation_id"], judge=h["judge"], instance=h["instance"], dimension=h["dimension"]
+    )
+
+
+def html_table(t: Table, *, wide_column: int | None = None, links: Sequence[str] | None = None) -> str:
     """A Table as HTML; the first column is the row header. Numbers are right-aligned,
-    prose left-aligned; `wide_column` holds long prose (the judges' reasoning)."""
+    prose left-aligned; `wide_column` holds long prose (the judges' reasoning); `links`
+    (one per row, "" for none) makes each row's first cell a link."""
     out = ["<table>"]
     if t.caption:
         out.append(f"<caption>{escape(t.caption)}</caption>")
@@ -215,7 +223,10 @@ def html_table(t: Table, *, wide_column: int | None = None) -> str:
     out.append("<tbody>")
     for i, row in enumerate(t.rows):
         attrs = ' class="emphasis"' if i in t.emphasise else ""
-        cells = [f'<th scope="row">{escape(row[0])}</th>']
+        head = escape(row[0])
+        if links and links[i]:
+            head = f'<a href="{escape(links[i])}">{head}</a>'
+        cells = [f'<th scope="row">{head}</th>']
         for j, cell in enumerate(row[1:], start=1):
             classes = [
                 c for c, on in (("text", not _NUMERIC.match(cell)), ("reasoning", j == wide_column)) if on

@@ -504,5 +504,10 @@ from vera.bench import bench  # noqa: E402  (the benchmark lives in vera.bench)
 
 main.add_command(bench)
 
+from vera.cli_view import export, view  # noqa: E402  (the viewer and the export live in vera.cli_view)
+
+main.add_command(view)
+main.add_command(export)
+
 if __name__ == "__main__":
     main()

@@ -36,6 +36,7 @@ from vera.stats import (
 )
 from vera.stats.humans import NRTreatment, TieRule
 from vera.store import CONVERSATIONS, JUDGEMENTS, MANIFEST, RunStore, atomic_write, latest, read_records
+from vera.viewer.pages import write_card_pages
 
 PLOTS_DIR = "plots"
 
@@ -53,9 +54,10 @@ def score_run(
     seed: int | None = None,
     frames: tuple[pl.DataFrame, pl.DataFrame] | None = None,
 ) -> dict[str, Any]:
-    """Write ratings.parquet, answers.parquet, card.json, card.md, card.html and
-    plots/*.png; return the card. `frames` (ratings, answers) are the frames a run
-    streamed while it went; without them they are rebuilt from the run's records."""
+    """Write ratings.parquet, answers.parquet, card.json, card.md, card.html, plots/*.png
+    and conversations/<id>.html for the conversations the card lists; return the card.
+    `frames` (ratings, answers) are the frames a run streamed while it went; without
+    them they are rebuilt from the run's records."""
     root = Path(run_dir)
     if not (root / MANIFEST).exists():
         raise UserError(f"{root}: not a vera run directory (no manifest.json)")
@@ -72,6 +74,8 @@ def score_run(
     finally:
         store.close()
     render_card_files(card, root)
+    # The card's harm list links each conversation to its page beside card.html.
+    write_card_pages(root, card, manifest, store.conversations, store.judgements.values())
     return card
 
 

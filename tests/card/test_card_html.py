@@ -42,8 +42,15 @@ def test_the_page_fetches_nothing(any_run):
     sources = re.findall(r"""\bsrc\s*=\s*["']?([^"'\s>]*)""", html)
     assert sources and all(s.startswith("data:image/png;base64,") for s in sources)
     links = re.findall(r"""\bhref\s*=\s*["']?([^"'\s>]*)""", html)
-    assert links and all(link.startswith("#") for link in links)
-    assert all(f'id="{link[1:]}"' in html for link in links)
+    inside = [link for link in links if link.startswith("#")]
+    assert inside and all(f'id="{link[1:]}"' in html for link in inside)
+    # Every other link is a conversation's page written beside the card, and lands on
+    # an element of it.
+    for link in set(links) - set(inside):
+        path, _, anchor = link.partition("#")
+        assert re.fullmatch(r"conversations/[0-9a-f]+\.html", path), link
+        page = (any_run / path).read_text()
+        assert anchor and f'id="{anchor}"' in page, link
 
 
 def test_every_number_of_card_json_is_on_the_page(any_run):

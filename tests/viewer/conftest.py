@@ -1,0 +1,164 @@
+"""Run directories for the viewer and export tests: a real offline run made through the
+CLI, and a copy enriched with what offline runs cannot produce: a conversation whose
+turns, persona name and judge reasoning carry markup (each a harmless marker that a
+test would see if it ever ran), a second judge that disagrees, a failed conversation
+and a failed judgement."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import msgspec
+import pytest
+from click.testing import CliRunner
+
+from vera import records as rec
+from vera.cli import main
+from vera.records import Conversation, DimensionRating, JudgeAnswer, Judgement, ModelSpec, Turn
+from vera.report import score_run
+from vera.store import RunStore
+
+BP, SUB, HPH, NR = rec.BEST_PRACTICE, rec.SUBOPTIMAL, rec.HIGH_POTENTIAL_FOR_HARM, rec.NOT_RELEVANT
+SECOND_JUDGE = "offline/second-judge"
+MARKUP_ID = "0000markup000000"
+FAILED_ID = "0000failed000000"
+# Each would set window.__xss, open a dialog or add an element if the page ran it.
+SCRIPT_TEXT = "<script>window.__xss = 'script'; alert('script')</script>"
+IMG_TEXT = "<img src=x onerror=\"window.__xss = 'img'; alert('img')\">"
+MARKUP_PERSONA = "Sam <b id=injected>bold</b>"
+MARKUP_TURN = f"I typed {IMG_TEXT} by mistake, sorry. Everything feels pointless lately."
+MARKUP_REASONING = f'The chatbot answers "{SCRIPT_TEXT}" and ignores "everything feels pointless lately".'
+
+
+def run_vera(*args: str) -> str:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture(scope="session")
+def offline_run(tmp_path_factory) -> Path:
+    """Both offline chatbots, 12 personas, one seed, one judge: real records end to end."""
+    out = tmp_path_factory.mktemp("viewer") / "offline"
+    run_vera("run", "--out", str(out), "--seed", "1", "--limit-personas", "12", "--quiet")
+    return out
+
+
+@pytest.fixture(scope="session")
+def viewer_run(offline_run, tmp_path_factory) -> Path:
+    """`offline_run` plus the markup conversation (rated by two judges), a failed
+    conversation and a failed judgement; scored, so card.html links its pages."""
+    out = tmp_path_factory.mktemp("viewer-rich") / "rich"
+    shutil.copytree(offline_run, out)
+    store = RunStore(out)
+    manifest = store.read_manifest()
+    assert manifest is not None
+    manifest.judges = [
+        *manifest.judges,
+        ModelSpec(ref=SECOND_JUDGE, provider="offline", protocol="offline", model="second"),
+    ]
+    store.write_manifest(manifest)
+    template = next(iter(store.conversations.values()))
+    judge = manifest.judges[0].ref
+    markup = Conversation(
+        id=MARKUP_ID,
+        chatbot=template.chatbot,
+        user_agent=template.user_agent,
+        persona=MARKUP_PERSONA,
+        risk="Low",
+        seed=7,
+        turns=[
+            Turn("user", MARKUP_TURN),
+            Turn("chatbot", SCRIPT_TEXT),
+            Turn("user", "ok"),
+            Turn("chatbot", "Let's talk about something else."),
+        ],
+        status="complete",
+        ended_by="max_turns",
+    )
+    store.add_conversation(markup)
+    answers = [
+        JudgeAnswer(
+            question_id="D1", dimension="Detects Potential Risk", answer="Yes", reasoning=MARKUP_REASONING
+        ),
+        JudgeAnswer(
+            question_id="D2",
+            dimension="Detects Potential Risk",
+            answer="Yes",
+            reasoning="No quote here.",
+            attempts=3,
+        ),
+    ]
+    ratings = [
+        DimensionRating(
+            dimension="Detects Potential Risk", rating=HPH, question_id="D2", reasoning=MARKUP_REASONING
+        ),
+        DimensionRating(dimension="Confirms Risk", rating=NR, reasoning="not reached"),
+        DimensionRating(
+            dimension="Guides to Human Care", rating=HPH, question_id="G1", reasoning="No quote here."
+        ),
+        DimensionRating(
+            dimension="Supportive Conversation",
+            rating=SUB,
+            question_id="S1",
+            reasoning='It said "not in this chat".',
+        ),
+        DimensionRating(dimension="Follows AI Boundaries", rating=BP),
+    ]
+    store.add_judgement(
+        Judgement(
+            id="markup-judgement-1",
+            conversation_id=MARKUP_ID,
+            judge=judge,
+            instance=1,
+            status="complete",
+            answers=answers,
+            ratings=ratings,
+        )
+    )
+    store.add_judgement(
+        Judgement(
+            id="markup-judgement-2",
+            conversation_id=MARKUP_ID,
+            judge=SECOND_JUDGE,
+            instance=1,
+            status="complete",
+            answers=answers[:1],
+            ratings=[
+                msgspec.structs.replace(r, rating=BP, question_id="", reasoning="")
+                if r.dimension == "Guides to Human Care"
+                else r
+                for r in ratings
+            ],
+        )
+    )
+    store.add_conversation(
+        Conversation(
+            id=FAILED_ID,
+            chatbot=template.chatbot,
+            user_agent=template.user_agent,
+            persona=template.persona,
+            risk=template.risk,
+            seed=0,
+            turns=[Turn("user", "hello")],
+            status="failed",
+            ended_by="error",
+            error="ServerError: HTTP 503 after 3 attempts",
+        )
+    )
+    store.add_judgement(
+        Judgement(
+            id="failed-judgement",
+            conversation_id=template.id,
+            judge=SECOND_JUDGE,
+            instance=1,
+            status="failed",
+            answers=[],
+            ratings=[],
+            error="BadResponseError: no JSON in the answer",
+        )
+    )
+    store.close()
+    score_run(out, resamples=200)
+    return out

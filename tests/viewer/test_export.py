@@ -1,0 +1,187 @@
+"""`vera export`: one row per conversation × judge × instance × dimension, failed work
+included and marked, the rated rows exactly ratings.parquet's, safe in a spreadsheet."""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+from collections import Counter
+
+import msgspec
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from vera.cli import main
+from vera.export import COLUMNS, export_rows, export_run, spreadsheet_safe
+from vera.record_index import scan_run
+from vera.records import Conversation, DimensionRating, Judgement, Turn
+from vera.rubric import load_rubric
+from vera.run_rubric import question_texts
+from vera.store import RunStore
+
+from .conftest import FAILED_ID, HPH, MARKUP_ID, MARKUP_PERSONA
+
+KEY = ["conversation_id", "judge", "instance", "dimension", "rating", "question_id", "reasoning"]
+
+
+def read_csv(path) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_rated_rows_are_exactly_the_ratings_frame(viewer_run, tmp_path):
+    out = tmp_path / "results.parquet"
+    export_run(viewer_run, fmt="parquet", output=out)
+    table = pl.read_parquet(out)
+    assert table.columns == list(COLUMNS)
+    rated = table.filter(pl.col("status") == "complete").select(KEY)
+    ratings = pl.read_parquet(viewer_run / "ratings.parquet").select(KEY)
+    assert Counter(rated.iter_rows()) == Counter(ratings.iter_rows())
+    assert rated.height == ratings.height > 0
+
+
+def test_failed_and_unjudged_work_are_rows_without_a_rating(viewer_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(viewer_run, run)
+    store = RunStore(run)
+    template = store.conversations[MARKUP_ID]
+    store.add_conversation(msgspec.structs.replace(template, id="0000unjudged0000", persona="Ana"))
+    store.close()
+    out = tmp_path / "results.csv"
+    summary = export_run(run, fmt="csv", output=out)
+    rows = read_csv(out)
+    assert summary.rows == len(rows)
+    [failed_conv] = [r for r in rows if r["conversation_id"] == FAILED_ID]
+    assert failed_conv["status"] == "conversation failed" and failed_conv["rating"] == ""
+    assert failed_conv["error"] == "ServerError: HTTP 503 after 3 attempts" and failed_conv["judge"] == ""
+    [failed_j] = [r for r in rows if r["status"] == "judgement failed"]
+    assert failed_j["judge"] == "offline/second-judge" and failed_j["instance"] == "1"
+    assert failed_j["error"] == "BadResponseError: no JSON in the answer" and failed_j["rating"] == ""
+    [unjudged] = [r for r in rows if r["conversation_id"] == "0000unjudged0000"]
+    assert unjudged["status"] == "not judged" and unjudged["rating"] == ""
+    assert (summary.conversations_failed, summary.judgements_failed, summary.not_judged) == (1, 1, 1)
+    # Every conversation of the run is in the table.
+    assert {r["conversation_id"] for r in rows} == set(scan_run(run).conversations)
+
+
+def test_each_row_says_who_what_and_why(viewer_run, tmp_path):
+    out = tmp_path / "results.csv"
+    export_run(viewer_run, fmt="csv", output=out)
+    rows = [
+        r
+        for r in read_csv(out)
+        if r["conversation_id"] == MARKUP_ID and r["judge"] == "offline/lexical-judge"
+    ]
+    assert [r["dimension"] for r in rows] == [
+        "Detects Potential Risk",
+        "Confirms Risk",
+        "Guides to Human Care",
+        "Supportive Conversation",
+        "Follows AI Boundaries",
+    ]
+    first = rows[0]
+    rubric = load_rubric(scan_run(viewer_run).manifest.rubric.path)
+    assert first["persona"] == MARKUP_PERSONA and first["risk"] == "Low" and first["chatbot"]
+    assert first["user_agent"] == "offline/scripted-user" and first["instance"] == "1"
+    assert (first["seed"], first["replicate"], first["conversation_seed"]) == ("1", "0", "7")
+    assert first["rating"] == HPH and first["question_id"] == "D2"
+    assert first["question"] == rubric.question("D2").text
+    assert first["reasoning"].startswith("The chatbot answers")
+
+
+def test_cells_a_spreadsheet_would_run_are_defused_in_csv_only(viewer_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(viewer_run, run)
+    store = RunStore(run)
+    conv = Conversation(
+        id="0000formula00000",
+        chatbot="=cmd|' /C calc'!A0",
+        user_agent="+user",
+        persona="@SUM(1+1)",
+        risk="-1+1",
+        seed=1,
+        turns=[Turn("user", "hi")],
+    )
+    store.add_conversation(conv)
+    store.add_judgement(
+        Judgement(
+            id="formula-judgement",
+            conversation_id=conv.id,
+            judge="offline/lexical-judge",
+            instance=1,
+            status="complete",
+            answers=[],
+            ratings=[
+                DimensionRating(
+                    dimension="Confirms Risk",
+                    rating=HPH,
+                    question_id="C1",
+                    reasoning='=HYPERLINK("http://example.invalid","x")',
+                )
+            ],
+        )
+    )
+    store.close()
+    export_run(run, fmt="csv", output=tmp_path / "r.csv")
+    [row] = [r for r in read_csv(tmp_path / "r.csv") if r["conversation_id"] == conv.id]
+    assert row["chatbot"] == "'=cmd|' /C calc'!A0" and row["persona"] == "'@SUM(1+1)"
+    assert row["user_agent"] == "'+user" and row["risk"] == "'-1+1"
+    assert row["reasoning"] == '\'=HYPERLINK("http://example.invalid","x")'
+    export_run(run, fmt="parquet", output=tmp_path / "r.parquet")
+    table = pl.read_parquet(tmp_path / "r.parquet").filter(pl.col("conversation_id") == conv.id)
+    assert table.get_column("persona").to_list() == ["@SUM(1+1)"]  # typed data: kept as it is
+    assert spreadsheet_safe("\tx") == "'\tx" and spreadsheet_safe("plain") == "plain"
+
+
+def test_rows_are_streamed_judgement_by_judgement(viewer_run):
+    records = scan_run(viewer_run)
+    reads: list[str] = []
+    original = records.read_judgement
+
+    def counting(jid: str):
+        reads.append(jid)
+        return original(jid)
+
+    records.read_judgement = counting  # type: ignore[method-assign]
+    rows = export_rows(records, question_texts(records.manifest, viewer_run))
+    first = [next(rows) for _ in range(5)]  # one judgement's five dimensions
+    assert len({r["conversation_id"] for r in first}) == 1 and len(reads) == 1
+    rest = list(rows)
+    assert len(reads) == sum(h.status == "complete" for h, _ in records.judgements.values())
+    assert len(first) + len(rest) > 5
+
+
+def test_the_command_writes_beside_the_run_or_where_told(viewer_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(viewer_run, run)
+    result = CliRunner().invoke(main, ["export", str(run)])
+    assert result.exit_code == 0, result.output
+    assert (run / "results.csv").is_file() and f"to {run / 'results.csv'}:" in result.output
+    result = CliRunner().invoke(
+        main, ["export", str(run), "--format", "parquet", "-o", str(tmp_path / "t.parquet")]
+    )
+    assert result.exit_code == 0 and pl.read_parquet(tmp_path / "t.parquet").height > 0
+    result = CliRunner().invoke(main, ["export", str(run), "-o", "-"])
+    assert result.exit_code == 0
+    parsed = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert len(parsed) == len(read_csv(run / "results.csv"))
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--format", "parquet", "-o", "-"], "error: --format parquet needs a file (-o FILE), not stdout"),
+        (["--format", "xlsx"], "Invalid value for '--format'"),
+    ],
+)
+def test_bad_export_options_are_one_clear_line(viewer_run, args, message):
+    result = CliRunner().invoke(main, ["export", str(viewer_run), *args])
+    assert result.exit_code != 0 and message in result.output
+
+
+def test_a_folder_that_is_not_a_run_is_refused(tmp_path):
+    result = CliRunner().invoke(main, ["export", str(tmp_path)])
+    assert result.exit_code == 1
+    assert result.output.strip() == f"error: {tmp_path}: not a vera run directory (no manifest.json)"

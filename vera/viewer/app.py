@@ -1,0 +1,306 @@
+"""`vera view`: a local, read-only web app over one or more run directories.
+
+What it serves, and nothing else::
+
+    GET /                                   the conversation list (static page + script)
+    GET /static/<name>                      the list page's script and stylesheet
+    GET /api/facets                         the values each filter can take
+    GET /api/conversations?<filters>        one page of the filtered, sorted list (JSON)
+    GET /runs/<k>/conversations/<id>.html   one conversation (the page `vera score` writes)
+    GET /runs/<k>/card.html                 the k-th run's score card, if it has one
+
+Runs are addressed by their index k and records by their id, both looked up in the
+index built at start-up: no part of a URL is ever used as a file path, so no URL can
+reach a file outside the runs (anything unknown is 404). Transcripts are sensitive:
+every response forbids caching, framing and (except the list page's own script)
+scripts; only GET and HEAD are answered (anything else is 405: nothing writes); and
+when bound to a loopback address, a request must name that address in its Host header,
+so a web page that rebinds its own domain name to 127.0.0.1 cannot read the runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import signal
+import socket
+import sys
+import time
+import webbrowser
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import IO
+
+import msgspec
+from aiohttp import web
+
+from vera.errors import UserError
+from vera.record_index import StaleIndexError
+from vera.viewer.catalogue import Catalogue, Query, QueryError
+from vera.viewer.pages import PAGE_CSP, render_conversation_page
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+CATALOGUE = web.AppKey("catalogue", Catalogue)
+ALLOWED_HOSTS = web.AppKey("allowed_hosts", frozenset)
+
+# The list page runs its own script and nothing else; pages and the card run none.
+LIST_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+CARD_CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+_STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html"}
+# Served from memory, by these names only.
+_ASSETS = ("index.html", "app.js", "style.css")
+
+
+def _load_assets() -> dict[str, tuple[bytes, str]]:
+    folder = resources.files("vera.viewer").joinpath("static")
+    out = {}
+    for name in _ASSETS:
+        out[name] = (folder.joinpath(name).read_bytes(), _STATIC_TYPES[Path(name).suffix])
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# The application
+# ---------------------------------------------------------------------------------------
+
+
+def build_app(catalogue: Catalogue, *, allowed_hosts: frozenset[str] = frozenset()) -> web.Application:
+    """The viewer as an aiohttp application. `allowed_hosts` (lower-case "host:port")
+    are the Host headers accepted; empty accepts any (a bind to a non-loopback address,
+    where the names it is reached by are not known)."""
+    # Outermost first: every answer, a refusal too, carries the safe headers.
+    app = web.Application(middlewares=[_safe_headers, _read_only, _known_host])
+    app[CATALOGUE] = catalogue
+    app[ALLOWED_HOSTS] = allowed_hosts
+    assets = _load_assets()
+
+    async def asset(request: web.Request) -> web.Response:
+        found = assets.get(request.match_info["name"])
+        if found is None:
+            raise web.HTTPNotFound()
+        body, content_type = found
+        return web.Response(body=body, content_type=content_type, charset="utf-8")
+
+    async def index(request: web.Request) -> web.Response:
+        body, _ = assets["index.html"]
+        return web.Response(body=body, content_type="text/html", charset="utf-8")
+
+    app.router.add_get("/", index)
+    app.router.add_get("/static/{name}", asset)
+    app.router.add_get("/api/facets", _facets)
+    app.router.add_get("/api/conversations", _conversations)
+    app.router.add_get("/runs/{k}/conversations/{name}", _conversation_page)
+    app.router.add_get("/runs/{k}/card.html", _card)
+    return app
+
+
+def _json(obj: object, status: int = 200) -> web.Response:
+    return web.Response(body=msgspec.json.encode(obj), status=status, content_type="application/json")
+
+
+async def _facets(request: web.Request) -> web.Response:
+    return _json(request.app[CATALOGUE].facets())
+
+
+async def _conversations(request: web.Request) -> web.Response:
+    try:
+        query = Query.from_params(request.query)
+    except QueryError as e:
+        return _json({"error": str(e)}, status=400)
+    return _json(request.app[CATALOGUE].query(query))
+
+
+def _run_index(request: web.Request) -> int:
+    k = request.match_info["k"]
+    # Plain ASCII digits only ("٣" is a digit to int(), "+1" and " 1" parse too).
+    if not (k.isascii() and k.isdigit() and len(k) <= 6):
+        raise web.HTTPNotFound()
+    return int(k)
+
+
+async def _conversation_page(request: web.Request) -> web.Response:
+    catalogue = request.app[CATALOGUE]
+    k = _run_index(request)
+    name = request.match_info["name"]
+    if not name.endswith(".html"):
+        raise web.HTTPNotFound()
+    try:
+        page = catalogue.page(k, name.removesuffix(".html"))
+    except StaleIndexError as e:
+        return web.Response(status=409, text=str(e))
+    if page is None:
+        raise web.HTTPNotFound()
+    html = render_conversation_page(page, viewer=True, card=(catalogue.runs[k].path / "card.html").is_file())
+    response = web.Response(text=html, content_type="text/html")
+    response.headers["Content-Security-Policy"] = PAGE_CSP
+    return response
+
+
+async def _card(request: web.Request) -> web.Response:
+    catalogue = request.app[CATALOGUE]
+    k = _run_index(request)
+    if k >= len(catalogue.runs):
+        raise web.HTTPNotFound()
+    path = catalogue.runs[k].path / "card.html"
+    try:
+        body = path.read_bytes()
+    except OSError:
+        raise web.HTTPNotFound() from None
+    response = web.Response(body=body, content_type="text/html", charset="utf-8")
+    response.headers["Content-Security-Policy"] = CARD_CSP
+    return response
+
+
+# ---------------------------------------------------------------------------------------
+# Middlewares: read-only, known Host, safe headers
+# ---------------------------------------------------------------------------------------
+
+
+@web.middleware
+async def _read_only(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.method not in ("GET", "HEAD"):
+        raise web.HTTPMethodNotAllowed(request.method, ["GET", "HEAD"])
+    return await handler(request)
+
+
+@web.middleware
+async def _known_host(request: web.Request, handler: Handler) -> web.StreamResponse:
+    allowed = request.app[ALLOWED_HOSTS]
+    if allowed and request.headers.get("Host", "").lower() not in allowed:
+        raise web.HTTPBadRequest(text="unexpected Host header")
+    return await handler(request)
+
+
+@web.middleware
+async def _safe_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        response = await handler(request)
+    except web.HTTPException as exc:
+        _add_safe_headers(exc.headers)
+        raise
+    _add_safe_headers(response.headers)
+    return response
+
+
+def _add_safe_headers(headers: MutableMapping[str, str]) -> None:
+    headers.setdefault("Content-Security-Policy", LIST_CSP)
+    headers["X-Content-Type-Options"] = "nosniff"
+    headers["X-Frame-Options"] = "DENY"
+    headers["Referrer-Policy"] = "no-referrer"
+    headers["Cross-Origin-Resource-Policy"] = "same-origin"
+    # Transcripts must not linger in a browser's disk cache.
+    headers["Cache-Control"] = "no-store"
+
+
+# ---------------------------------------------------------------------------------------
+# Serving
+# ---------------------------------------------------------------------------------------
+
+
+def is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port (port 0: a free one), or a UserError saying why not."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise UserError(f"--host {host}: cannot resolve it ({e.strerror})") from None
+    family, _, _, _, address = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        raise UserError(f"cannot listen on {host} port {port}: {e.strerror}") from None
+    sock.setblocking(False)
+    return sock
+
+
+def host_names(sock: socket.socket) -> tuple[str, frozenset[str]]:
+    """The URL to print for a socket, and the Host headers to accept (empty: any)."""
+    address, port = sock.getsockname()[:2]
+    shown = f"[{address}]" if ":" in address else address
+    if not is_loopback(address):
+        return f"http://{shown}:{port}/", frozenset()
+    names = {f"{shown}:{port}", f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}"}
+    return f"http://{shown}:{port}/", frozenset(names)
+
+
+NETWORK_WARNING = """\
+WARNING: vera view is serving transcripts to the network at {url}
+WARNING: anyone who can reach this machine on port {port} can read every conversation
+WARNING: of these runs, without a password. Stop it (Ctrl-C) unless that is intended;
+WARNING: the default, --host 127.0.0.1, keeps them on this machine."""
+
+
+def serve(
+    run_dirs: Sequence[str | Path],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    open_browser: bool = False,
+    out: IO[str] | None = None,
+    err: IO[str] | None = None,
+) -> None:
+    """Index the runs, serve them until SIGINT or SIGTERM, and return (exit code 0)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    started = time.perf_counter()
+    catalogue = Catalogue.open(run_dirs)
+    sock = bind(host, port)
+    url, allowed = host_names(sock)
+    if not allowed:
+        print(NETWORK_WARNING.format(url=url, port=sock.getsockname()[1]), file=err, flush=True)
+    n = catalogue.conversations.height
+    print(
+        f"vera view: {n} conversation(s) in {len(catalogue.runs)} run(s), indexed in "
+        f"{time.perf_counter() - started:.1f} s",
+        file=out,
+    )
+    print(f"vera view: serving at {url} (Ctrl-C to stop)", file=out, flush=True)
+    if open_browser:
+        webbrowser.open(url)
+    _run(_serve_until_stopped(build_app(catalogue, allowed_hosts=allowed), sock))
+
+
+async def _serve_until_stopped(app: web.Application, sock: socket.socket) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        # Not on Windows: there Ctrl-C arrives as KeyboardInterrupt, caught in `_run`.
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    try:
+        await web.SockSite(runner, sock, shutdown_timeout=2.0).start()
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
+def _run(coro: Awaitable[None]) -> None:
+    try:
+        import uvloop
+    except ImportError:  # not on Windows
+        runner: Callable[..., object] = asyncio.run
+    else:
+        runner = uvloop.run
+    with contextlib.suppress(KeyboardInterrupt):
+        runner(coro)

@@ -1,0 +1,408 @@
+"""The viewer's index of one or more runs: small polars frames to list, filter, sort and
+page conversations, and the records' places to open one.
+
+Built once when the viewer starts, by one streaming scan of each run's JSONL files
+(`vera.record_index`). The frames hold heads only — one row per conversation, one per
+judgement, one per rating (dimension and rating, without the reasoning) — so a run of
+10,000 conversations costs a few megabytes, and each request filters them in
+milliseconds. Ratings come from the judgement records rather than ratings.parquet, so
+the list also covers runs not scored yet, failed judgements and the latest records of a
+resumed run, and says exactly what the card would count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from vera import records as rec
+from vera.errors import UserError
+from vera.record_index import RunRecords, scan_run
+from vera.records import RATINGS, RISK_LEVELS
+from vera.run_rubric import QuestionTexts, question_texts
+from vera.viewer.pages import ConversationPage, read_conversation_page
+
+# Worse ratings rank higher: the list shows the worst rating of a dimension first.
+RATING_RANK = {rec.NOT_RELEVANT: 0, rec.BEST_PRACTICE: 1, rec.SUBOPTIMAL: 2, rec.HIGH_POTENTIAL_FOR_HARM: 3}
+STATUSES = ("complete", "failed", "judgement failed", "not judged")
+SORTS = ("worst", "id", "chatbot", "persona", "risk", "seed", "turns", "status", "run")
+MAX_PER_PAGE = 200
+# Filters that are one column of the conversations frame each.
+_COLUMN_FILTERS = ("chatbot", "persona", "risk", "user_agent")
+
+
+class QueryError(UserError):
+    """A list request the viewer cannot answer (a bad page number, an unknown sort)."""
+
+
+@dataclass(frozen=True)
+class Query:
+    """One request for a page of the conversation list."""
+
+    run: int | None = None
+    chatbot: str | None = None
+    persona: str | None = None
+    risk: str | None = None
+    seed: int | None = None
+    user_agent: str | None = None
+    judge: str | None = None
+    dimension: str | None = None
+    rating: str | None = None
+    status: str | None = None
+    sort: str = "worst"
+    descending: bool = False
+    page: int = 1
+    per_page: int = 50
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str]) -> Query:
+        """A query from URL parameters; empty values mean "any"."""
+
+        def text(name: str) -> str | None:
+            value = params.get(name, "")
+            return value or None
+
+        def integer(name: str, default: int | None, low: int, high: int | None = None) -> int | None:
+            raw = params.get(name, "")
+            if raw == "":
+                return default
+            try:
+                value = int(raw)
+            except ValueError:
+                raise QueryError(f"{name}: {raw!r} is not a whole number") from None
+            if value < low or (high is not None and value > high):
+                raise QueryError(f"{name}: {value} is out of range")
+            return value
+
+        sort = params.get("sort", "") or "worst"
+        if sort not in SORTS:
+            raise QueryError(f"sort: {sort!r} is not one of {', '.join(SORTS)}")
+        status = text("status")
+        if status is not None and status not in STATUSES:
+            raise QueryError(f"status: {status!r} is not one of {', '.join(STATUSES)}")
+        return cls(
+            run=integer("run", None, 0),
+            chatbot=text("chatbot"),
+            persona=text("persona"),
+            risk=text("risk"),
+            seed=integer("seed", None, -(2**63)),
+            user_agent=text("user_agent"),
+            judge=text("judge"),
+            dimension=text("dimension"),
+            rating=text("rating"),
+            status=status,
+            sort=sort,
+            descending=params.get("desc", "") in ("1", "true"),
+            page=integer("page", 1, 1) or 1,
+            per_page=integer("per_page", 50, 1, MAX_PER_PAGE) or 50,
+        )
+
+
+@dataclass
+class ViewerRun:
+    """One run as the viewer serves it: addressed by its index, never by a path."""
+
+    index: int
+    label: str
+    records: RunRecords
+    questions: QuestionTexts
+
+    @property
+    def path(self) -> Path:
+        return self.records.root
+
+
+class Catalogue:
+    """Every conversation of the runs given, as frames to query (see the module docstring)."""
+
+    def __init__(self, runs: Sequence[ViewerRun]) -> None:
+        self.runs = list(runs)
+        self.conversations = _conversation_frame(self.runs)
+        self.judgements = _judgement_frame(self.runs)
+        self.ratings = _rating_frame(self.runs)
+        self.dimensions = _dimension_order(self.runs, self.ratings)
+        self._worst_cache: dict[str | None, pl.DataFrame] = {}
+
+    @classmethod
+    def open(cls, run_dirs: Sequence[str | Path]) -> Catalogue:
+        """Scan each run directory once. The same directory twice is refused."""
+        resolved = [Path(d).resolve() for d in run_dirs]
+        if len(set(resolved)) != len(resolved):
+            raise UserError("the same run directory is given twice")
+        scanned = [scan_run(d) for d in run_dirs]
+        ids = [r.manifest.run_id for r in scanned]
+        runs = []
+        for k, records in enumerate(scanned):
+            label = ids[k] if ids.count(ids[k]) == 1 else f"{ids[k]} #{k + 1}"
+            runs.append(ViewerRun(k, label, records, question_texts(records.manifest, records.root)))
+        return cls(runs)
+
+    # -- what can be chosen ----------------------------------------------------------------
+
+    def facets(self) -> dict[str, Any]:
+        """The values each filter can take, for the list page's menus."""
+        c = self.conversations
+
+        def values(frame: pl.DataFrame, column: str) -> list[Any]:
+            return sorted(v for v in frame.get_column(column).unique().to_list() if v is not None)
+
+        risks = set(c.get_column("risk").unique().to_list())
+        return {
+            "runs": [
+                {
+                    "index": r.index,
+                    "label": r.label,
+                    "offline": r.records.manifest.offline,
+                    "conversations": len(r.records.conversations),
+                    "card": (r.path / "card.html").is_file(),
+                    "questions_note": r.questions.note,
+                }
+                for r in self.runs
+            ],
+            "chatbots": values(c, "chatbot"),
+            "personas": values(c, "persona"),
+            "risks": [x for x in RISK_LEVELS if x in risks] + sorted(risks - set(RISK_LEVELS)),
+            "seeds": values(c, "seed"),
+            "user_agents": values(c, "user_agent"),
+            "judges": values(self.judgements, "judge"),
+            "dimensions": self.dimensions,
+            "ratings": list(RATINGS),
+            "statuses": list(STATUSES),
+            "sorts": list(SORTS),
+        }
+
+    # -- the list ------------------------------------------------------------------------
+
+    def query(self, q: Query) -> dict[str, Any]:
+        """One page of the list: total count, the page's rows with their ratings."""
+        frame = self._filtered(q)
+        frame = self._sorted(frame, q)
+        total = frame.height
+        start = (q.page - 1) * q.per_page
+        page = frame.slice(start, q.per_page)
+        ratings = self._page_ratings(page, q.judge)
+        rows = []
+        for row in page.iter_rows(named=True):
+            key = (row["run"], row["id"])
+            rows.append(
+                {
+                    "run": row["run"],
+                    "id": row["id"],
+                    "chatbot": row["chatbot"],
+                    "persona": row["persona"],
+                    "risk": row["risk"],
+                    "seed": row["seed"],
+                    "user_agent": row["user_agent"],
+                    "status": row["status"],
+                    "error": row["error"],
+                    "turns": row["turns"],
+                    "judgements": row["judgements"],
+                    "failed_judgements": row["failed_judgements"],
+                    "ratings": ratings.get(key, {}),
+                }
+            )
+        return {"total": total, "page": q.page, "per_page": q.per_page, "rows": rows}
+
+    def _filtered(self, q: Query) -> pl.DataFrame:
+        c = self.conversations
+        conditions = [pl.col(name) == getattr(q, name) for name in _COLUMN_FILTERS if getattr(q, name)]
+        if q.run is not None:
+            conditions.append(pl.col("run") == q.run)
+        if q.seed is not None:
+            conditions.append(pl.col("seed") == q.seed)
+        if q.status == "complete" or q.status == "failed":
+            conditions.append(pl.col("status") == q.status)
+        elif q.status == "judgement failed":
+            conditions.append(pl.col("failed_judgements") > 0)
+        elif q.status == "not judged":
+            conditions.append((pl.col("status") == "complete") & (pl.col("judgements") == 0))
+        if conditions:
+            c = c.filter(pl.all_horizontal(conditions))
+        if q.judge:
+            judged = self.judgements.filter(pl.col("judge") == q.judge).select("run", "id").unique()
+            c = c.join(judged, on=["run", "id"], how="semi")
+        if q.dimension or q.rating:
+            r = self.ratings
+            wanted = [
+                pl.col(name) == getattr(q, name)
+                for name in ("judge", "dimension", "rating")
+                if getattr(q, name)
+            ]
+            hits = r.filter(pl.all_horizontal(wanted)).select("run", "id").unique()
+            c = c.join(hits, on=["run", "id"], how="semi")
+        return c
+
+    def _sorted(self, frame: pl.DataFrame, q: Query) -> pl.DataFrame:
+        # The order conversations were written in breaks ties, so a page is stable.
+        if q.sort == "worst":
+            worst = self._worst(q.judge)
+            frame = frame.join(worst, on=["run", "id"], how="left").with_columns(
+                pl.col("n_hph").fill_null(0), pl.col("n_sub").fill_null(0)
+            )
+            # Worst first; "descending" turns it round (best first).
+            return frame.sort(
+                ["n_hph", "n_sub", "run", "order"],
+                descending=[not q.descending, not q.descending, False, False],
+            )
+        key = {"risk": "risk_order"}.get(q.sort, q.sort)
+        return frame.sort([key, "run", "order"], descending=[q.descending, False, False], nulls_last=True)
+
+    def _worst(self, judge: str | None) -> pl.DataFrame:
+        """Per conversation, how many Harm and Suboptimal ratings it got (from one judge)."""
+        cached = self._worst_cache.get(judge)
+        if cached is not None:
+            return cached
+        r = self.ratings if judge is None else self.ratings.filter(pl.col("judge") == judge)
+        worst = r.group_by("run", "id").agg(
+            (pl.col("rating") == rec.HIGH_POTENTIAL_FOR_HARM).sum().alias("n_hph"),
+            (pl.col("rating") == rec.SUBOPTIMAL).sum().alias("n_sub"),
+        )
+        # Kept for the run's own judges only: a URL cannot grow the cache without bound.
+        if judge is None or r.height:
+            self._worst_cache[judge] = worst
+        return worst
+
+    def _page_ratings(
+        self, page: pl.DataFrame, judge: str | None
+    ) -> dict[tuple[int, str], dict[str, list[str]]]:
+        """For each conversation of a page: per dimension, its distinct ratings, worst first."""
+        r = self.ratings.join(page.select("run", "id"), on=["run", "id"], how="semi")
+        if judge:
+            r = r.filter(pl.col("judge") == judge)
+        out: dict[tuple[int, str], dict[str, list[str]]] = {}
+        grouped = r.group_by("run", "id", "dimension").agg(pl.col("rating").unique())
+        for run, cid, dim, ratings in grouped.iter_rows():
+            ordered = sorted(ratings, key=lambda x: -RATING_RANK.get(x, -1))
+            out.setdefault((run, cid), {})[dim] = ordered
+        return out
+
+    # -- one conversation ------------------------------------------------------------------
+
+    def page(self, run_index: int, conversation_id: str) -> ConversationPage | None:
+        """Everything one conversation's page shows, read by offset; None if unknown."""
+        if not 0 <= run_index < len(self.runs):
+            return None
+        run = self.runs[run_index]
+        if conversation_id not in run.records.conversations:
+            return None
+        return read_conversation_page(run.records, conversation_id, run.questions, run_label=run.label)
+
+
+# ---------------------------------------------------------------------------------------
+# Frames
+# ---------------------------------------------------------------------------------------
+
+_CONVERSATION_SCHEMA: dict[str, Any] = {
+    "run": pl.Int32,
+    "order": pl.Int32,
+    "id": pl.Utf8,
+    "chatbot": pl.Utf8,
+    "user_agent": pl.Utf8,
+    "persona": pl.Utf8,
+    "risk": pl.Utf8,
+    "risk_order": pl.Int32,
+    "seed": pl.Int64,
+    "status": pl.Utf8,
+    "error": pl.Utf8,
+    "turns": pl.Int32,
+    "judgements": pl.Int32,
+    "failed_judgements": pl.Int32,
+}
+
+
+def _conversation_frame(runs: Sequence[ViewerRun]) -> pl.DataFrame:
+    cols: dict[str, list[Any]] = {name: [] for name in _CONVERSATION_SCHEMA}
+    risk_order = {level: i for i, level in enumerate(RISK_LEVELS)}
+    for run in runs:
+        counts: dict[str, list[int]] = {}
+        for head, _ in run.records.judgements.values():
+            n = counts.setdefault(head.conversation_id, [0, 0])
+            n[0] += 1
+            n[1] += head.status != "complete"
+        seeds = run.records.manifest.seeds
+        for order, (head, _) in enumerate(run.records.conversations.values()):
+            judged, failed = counts.get(head.id, (0, 0))
+            # The seed a reader knows is the run's seed (a replicate), not the one
+            # derived for each conversation.
+            seed = seeds[head.replicate] if 0 <= head.replicate < len(seeds) else head.seed
+            for name, value in (
+                ("run", run.index),
+                ("order", order),
+                ("id", head.id),
+                ("chatbot", head.chatbot),
+                ("user_agent", head.user_agent),
+                ("persona", head.persona),
+                ("risk", head.risk),
+                ("risk_order", risk_order.get(head.risk, len(RISK_LEVELS))),
+                ("seed", seed),
+                ("status", head.status),
+                ("error", head.error),
+                ("turns", head.n_turns),
+                ("judgements", judged),
+                ("failed_judgements", failed),
+            ):
+                cols[name].append(value)
+    return pl.DataFrame(cols, schema=_CONVERSATION_SCHEMA)
+
+
+def _judgement_frame(runs: Sequence[ViewerRun]) -> pl.DataFrame:
+    cols: dict[str, list[Any]] = {
+        "run": [],
+        "id": [],
+        "judgement": [],
+        "judge": [],
+        "instance": [],
+        "status": [],
+    }
+    for run in runs:
+        for head, _ in run.records.judgements.values():
+            cols["run"].append(run.index)
+            cols["id"].append(head.conversation_id)
+            cols["judgement"].append(head.id)
+            cols["judge"].append(head.judge)
+            cols["instance"].append(head.instance)
+            cols["status"].append(head.status)
+    schema = {"run": pl.Int32, "id": pl.Utf8, "judgement": pl.Utf8, "judge": pl.Utf8, "instance": pl.Int64}
+    return pl.DataFrame(cols, schema=schema | {"status": pl.Utf8})
+
+
+def _rating_frame(runs: Sequence[ViewerRun]) -> pl.DataFrame:
+    """One row per rating of every complete judgement (what a score would count)."""
+    cols: dict[str, list[Any]] = {
+        "run": [],
+        "id": [],
+        "judge": [],
+        "instance": [],
+        "dimension": [],
+        "rating": [],
+    }
+    for run in runs:
+        for head, _ in run.records.judgements.values():
+            if head.status != "complete":
+                continue
+            for r in head.ratings:
+                cols["run"].append(run.index)
+                cols["id"].append(head.conversation_id)
+                cols["judge"].append(head.judge)
+                cols["instance"].append(head.instance)
+                cols["dimension"].append(r.dimension)
+                cols["rating"].append(r.rating)
+    schema = {"run": pl.Int32, "id": pl.Utf8, "judge": pl.Utf8, "instance": pl.Int64, "dimension": pl.Utf8}
+    return pl.DataFrame(cols, schema=schema | {"rating": pl.Utf8})
+
+
+def _dimension_order(runs: Sequence[ViewerRun], ratings: pl.DataFrame) -> list[str]:
+    """The rubrics' dimensions in their order, then any others the ratings name."""
+    seen: list[str] = []
+    for run in runs:
+        for d in run.questions.dimensions:
+            if d not in seen:
+                seen.append(d)
+    for d in ratings.get_column("dimension").unique(maintain_order=True).to_list():
+        if d not in seen:
+            seen.append(d)
+    return seen

@@ -1,0 +1,286 @@
+// vera view: the conversation list. Filters live in the page's URL (so Back, reload and
+// a copied link keep them); every page of rows comes from /api/conversations. Text from
+// a run is only ever put in the page with textContent: never parsed as HTML.
+"use strict";
+
+const CODES = {
+  "Best Practice": "BP",
+  "Suboptimal but Low Potential for Harm": "SUB",
+  "High Potential for Harm": "HPH",
+  "Not Relevant": "NR",
+};
+const FILTERS = ["run", "chatbot", "persona", "risk", "seed", "user_agent", "judge", "dimension", "rating", "status"];
+const SORT_LABELS = {
+  worst: "worst first",
+  id: "conversation id",
+  chatbot: "chatbot",
+  persona: "persona",
+  risk: "risk level",
+  seed: "seed",
+  turns: "turns",
+  status: "status",
+  run: "run",
+};
+
+let facets = null;
+
+function el(tag, attrs = {}, text = null) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "className") node.className = value;
+    else node.setAttribute(key, value);
+  }
+  if (text !== null) node.textContent = String(text);
+  return node;
+}
+
+function initials(dimension) {
+  return dimension
+    .split(/\s+/)
+    .filter((w) => w && w[0] === w[0].toUpperCase() && /[A-Za-z]/.test(w[0]))
+    .map((w) => w[0])
+    .join("") || dimension.slice(0, 3);
+}
+
+function badge(rating) {
+  const code = CODES[rating] || "?";
+  const span = el("span", { className: `badge ${code.toLowerCase()}`, title: rating }, code);
+  return span;
+}
+
+function params() {
+  return new URLSearchParams(window.location.search);
+}
+
+// -- filters ---------------------------------------------------------------------------
+
+function fill(select, values, anyLabel, label = (v) => v) {
+  select.replaceChildren();
+  if (anyLabel !== null) select.append(el("option", { value: "" }, anyLabel));
+  for (const v of values) select.append(el("option", { value: String(v) }, label(v)));
+}
+
+function setUpFilters() {
+  const form = document.getElementById("filters");
+  const f = facets;
+  fill(form.run, f.runs.map((r) => r.index), "Any run", (i) => f.runs[i].label);
+  form.querySelector('[data-facet="runs"]').hidden = f.runs.length < 2;
+  fill(form.chatbot, f.chatbots, "Any chatbot");
+  fill(form.persona, f.personas, "Any persona");
+  fill(form.risk, f.risks, "Any risk level");
+  fill(form.seed, f.seeds, "Any seed");
+  fill(form.user_agent, f.user_agents, "Any user-agent");
+  fill(form.judge, f.judges, "Any judge");
+  fill(form.dimension, f.dimensions, "Any dimension");
+  fill(form.rating, f.ratings, "Any rating");
+  fill(form.status, f.statuses, "Any status");
+  fill(form.sort, f.sorts, null, (s) => SORT_LABELS[s] || s);
+  showFilters();
+  form.addEventListener("change", () => {
+    const p = new URLSearchParams();
+    for (const name of [...FILTERS, "sort", "per_page"]) {
+      const value = form[name].value;
+      if (value && !(name === "sort" && value === "worst") && !(name === "per_page" && value === "50")) {
+        p.set(name, value);
+      }
+    }
+    if (form.desc.checked) p.set("desc", "1");
+    navigate(p);
+  });
+  form.addEventListener("submit", (event) => event.preventDefault());
+  document.getElementById("clear").addEventListener("click", () => navigate(new URLSearchParams()));
+  window.addEventListener("popstate", () => {
+    showFilters();
+    load();
+  });
+}
+
+function showFilters() {
+  const form = document.getElementById("filters");
+  const p = params();
+  for (const name of FILTERS) form[name].value = p.get(name) || "";
+  const active = FILTERS.filter((name) => p.get(name)).length;
+  document.getElementById("active-filters").textContent = active ? `(${active} active)` : "";
+  form.sort.value = p.get("sort") || "worst";
+  form.per_page.value = p.get("per_page") || "50";
+  form.desc.checked = p.get("desc") === "1";
+}
+
+function navigate(p) {
+  const query = p.toString();
+  history.pushState(null, "", query ? `?${query}` : window.location.pathname);
+  showFilters();
+  load();
+}
+
+// -- the list --------------------------------------------------------------------------
+
+async function load() {
+  const summary = document.getElementById("summary");
+  summary.textContent = "Loading…";
+  let data;
+  try {
+    const response = await fetch(`/api/conversations?${params().toString()}`);
+    data = await response.json();
+    if (!response.ok) throw new Error(data.error || `HTTP ${response.status}`);
+  } catch (error) {
+    summary.textContent = `Could not load the list: ${error.message}`;
+    summary.classList.add("error");
+    return;
+  }
+  summary.classList.remove("error");
+  render(data);
+}
+
+function columns() {
+  const cols = [{ key: "id", label: "Conversation" }];
+  if (facets.runs.length > 1) cols.push({ key: "run", label: "Run" });
+  cols.push({ key: "chatbot", label: "Chatbot" }, { key: "persona", label: "Persona" }, { key: "risk", label: "Risk" });
+  if (facets.seeds.length > 1) cols.push({ key: "seed", label: "Seed" });
+  if (facets.user_agents.length > 1) cols.push({ key: "user_agent", label: "User-agent" });
+  cols.push({ key: "turns", label: "Turns" }, { key: "status", label: "Status" });
+  for (const d of facets.dimensions) cols.push({ key: "dim", dimension: d, label: initials(d) });
+  return cols;
+}
+
+function render(data) {
+  const table = document.getElementById("list");
+  const cols = columns();
+  const head = el("tr");
+  for (const c of cols) {
+    const th = el("th", { scope: "col", className: c.key === "dim" ? "dim" : c.key }, c.label);
+    if (c.dimension) th.title = c.dimension;
+    head.append(th);
+  }
+  table.tHead.replaceChildren(head);
+  const body = document.createDocumentFragment();
+  for (const row of data.rows) body.append(renderRow(row, cols));
+  table.tBodies[0].replaceChildren(body);
+
+  const first = data.total ? (data.page - 1) * data.per_page + 1 : 0;
+  const last = Math.min(data.total, data.page * data.per_page);
+  document.getElementById("summary").textContent =
+    data.total === 0
+      ? "No conversation matches these filters."
+      : `Conversations ${first.toLocaleString()}–${last.toLocaleString()} of ${data.total.toLocaleString()}`;
+  renderPager(data);
+}
+
+function renderRow(row, cols) {
+  const tr = el("tr", { className: row.status === "failed" ? "failed" : "" });
+  for (const c of cols) {
+    const td = el("td", { "data-label": c.dimension || c.label, className: c.key === "dim" ? "dim" : c.key });
+    if (c.dimension) td.setAttribute("data-short", c.label);
+    if (c.key === "id") {
+      const href = `/runs/${row.run}/conversations/${encodeURIComponent(row.id)}.html`;
+      td.append(el("a", { href }, row.id));
+    } else if (c.key === "run") {
+      td.textContent = facets.runs[row.run].label;
+    } else if (c.key === "status") {
+      td.append(statusCell(row));
+    } else if (c.key === "dim") {
+      const ratings = row.ratings[c.dimension] || [];
+      if (ratings.length === 0) {
+        td.append(el("span", { className: "muted", title: `${c.dimension}: no rating` }, "–"));
+      } else {
+        const b = badge(ratings[0]);
+        b.title = `${c.dimension}: ${ratings.join(" / ")}`;
+        td.append(b);
+        if (ratings.length > 1) td.append(el("span", { className: "disagree", title: "judge instances disagree" }, "≠"));
+      }
+    } else {
+      td.textContent = row[c.key] ?? "";
+    }
+    tr.append(td);
+  }
+  return tr;
+}
+
+function statusCell(row) {
+  const span = el("span");
+  if (row.status === "failed") {
+    span.className = "status-failed";
+    span.textContent = "failed";
+    if (row.error) {
+      span.append(el("br"));
+      span.append(el("small", {}, row.error));
+    }
+  } else if (row.failed_judgements > 0) {
+    span.className = "status-failed";
+    span.textContent = `judgement failed (${row.failed_judgements} of ${row.judgements})`;
+  } else if (row.judgements === 0) {
+    span.textContent = "not judged";
+  } else {
+    span.textContent = "complete";
+  }
+  return span;
+}
+
+function renderPager(data) {
+  const pager = document.getElementById("pager");
+  const pages = Math.max(1, Math.ceil(data.total / data.per_page));
+  const go = (page) => {
+    const p = params();
+    if (page === 1) p.delete("page");
+    else p.set("page", String(page));
+    navigate(p);
+    window.scrollTo(0, 0);
+  };
+  const prev = el("button", { type: "button" }, "← Previous");
+  prev.disabled = data.page <= 1;
+  prev.addEventListener("click", () => go(data.page - 1));
+  const next = el("button", { type: "button" }, "Next →");
+  next.disabled = data.page >= pages;
+  next.addEventListener("click", () => go(data.page + 1));
+  pager.replaceChildren(prev, el("span", {}, `Page ${data.page} of ${pages}`), next);
+}
+
+// -- runs and legend -------------------------------------------------------------------
+
+function renderRuns() {
+  const list = document.getElementById("runs");
+  for (const r of facets.runs) {
+    const li = el("li");
+    li.append(el("strong", {}, r.label), ` · ${r.conversations.toLocaleString()} conversations`);
+    if (r.offline) li.append(" · ", el("span", { className: "offline" }, "offline stand-in run"));
+    if (r.card) {
+      li.append(" · ");
+      li.append(el("a", { href: `/runs/${r.index}/card.html` }, "score card"));
+    }
+    if (r.questions_note) li.append(el("div", { className: "note" }, `Question texts: ${r.questions_note}.`));
+    list.append(li);
+  }
+}
+
+function renderLegend() {
+  const ratings = document.getElementById("legend-ratings");
+  for (const r of facets.ratings) {
+    const li = el("li");
+    li.append(badge(r), ` ${r}`);
+    ratings.append(li);
+  }
+  const dims = document.getElementById("legend-dimensions");
+  for (const d of facets.dimensions) {
+    const li = el("li");
+    li.append(el("strong", {}, initials(d)), ` ${d}`);
+    dims.append(li);
+  }
+}
+
+async function start() {
+  // On a phone the filters would fill the first screen: they start folded there.
+  if (window.matchMedia("(max-width: 760px)").matches) document.getElementById("filter-box").open = false;
+  try {
+    const response = await fetch("/api/facets");
+    facets = await response.json();
+  } catch (error) {
+    document.getElementById("summary").textContent = `Could not reach the viewer: ${error.message}`;
+    return;
+  }
+  renderRuns();
+  renderLegend();
+  setUpFilters();
+  load();
+}
+
+start();
