@@ -36,5 +36,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/vera bench
 
+# Build artefacts only. Never runs/: paid evaluations live there (delete a run yourself).
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache build dist *.egg-info
+	find . -path ./runs -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +

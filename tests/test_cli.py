@@ -130,3 +130,38 @@ def test_every_command_has_help():
 )
 def test_score_formula_and_the_published_check(bp, hph, expected):
     assert round(score(bp, hph), 1) == expected
+
+
+def test_make_clean_removes_build_artefacts_and_never_runs(tmp_path):
+    import shutil as sh
+
+    if sh.which("make") is None:
+        pytest.skip("make is not installed")
+    sh.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    run = tmp_path / "runs" / "20260101-000000-paid"
+    run.mkdir(parents=True)
+    (run / "card.json").write_text("{}")
+    for junk in (
+        ".venv/bin",
+        ".pytest_cache",
+        ".ruff_cache",
+        "build",
+        "dist",
+        "vera.egg-info",
+        "vera/__pycache__",
+    ):
+        (tmp_path / junk).mkdir(parents=True)
+    proc = subprocess.run(["make", "clean"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert (run / "card.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Makefile", "runs", "vera"]
+    assert not (tmp_path / "vera" / "__pycache__").exists()
+
+
+def test_usage_errors_are_one_line_with_exit_1_and_bare_commands_show_help():
+    bad = vera("run", "--bogus")
+    assert_one_line_error(bad, "No such option '--bogus'", "--help")
+    bare = vera()
+    assert bare.returncode == 0 and bare.stdout.startswith("Usage:") and "Commands:" in bare.stdout
+    group = vera("validate")
+    assert group.returncode == 0 and "config" in group.stdout and not group.stderr

@@ -272,7 +272,10 @@ def test_the_manifest_and_card_name_the_reference_release_and_hashes(reference_r
 def test_vera_validate_config_with_reference_data(tmp_path):
     r = CliRunner().invoke(main, ["validate", "config", str(CONFIG), "--reference-data", str(DATA)])
     assert r.exit_code == 0, r.output
-    assert "reference data: VERA-MH 1.1" in r.output and "6 file(s) used" in r.output
+    assert (
+        "reference data: VERA-MH 1.1" in r.output
+        and "6 file(s) pinned by the config, every one matches" in r.output
+    )
     r = CliRunner().invoke(main, ["validate", "config", str(CONFIG)], env={"VERA_MH_DATA": ""})
     assert r.exit_code == 1 and "pass --reference-data DIR" in r.output and "Traceback" not in r.output
 

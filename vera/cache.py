@@ -23,6 +23,7 @@ from typing import Any
 import msgspec
 
 from vera.clients.base import CallContext, ChatClient
+from vera.errors import storage_error
 from vera.records import CallRecord, Completion, Message, ModelSpec, Usage
 
 CACHE_FILE = "cache.sqlite"
@@ -35,13 +36,16 @@ class ResponseCache:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value BLOB NOT NULL, at REAL)"
-        )
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value BLOB NOT NULL, at REAL)"
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise storage_error(self.path, "the response cache", exc) from None
         self.hits = 0
         self.misses = 0
 
@@ -54,11 +58,14 @@ class ResponseCache:
         return msgspec.json.decode(row[0], type=Completion)
 
     def put(self, key: str, completion: Completion) -> None:
-        self._db.execute(
-            # The first answer stays: a cache must never change an answer already used.
-            "INSERT OR IGNORE INTO responses (key, value, at) VALUES (?, ?, ?)",
-            (key, msgspec.json.encode(completion), time.time()),
-        )
+        try:
+            self._db.execute(
+                # The first answer stays: a cache must never change an answer already used.
+                "INSERT OR IGNORE INTO responses (key, value, at) VALUES (?, ?, ?)",
+                (key, msgspec.json.encode(completion), time.time()),
+            )
+        except sqlite3.Error as exc:
+            raise storage_error(self.path, "the response cache", exc) from None
 
     def __len__(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]

@@ -24,14 +24,16 @@ from typing import Any
 import msgspec
 import polars as pl
 
+from vera.outcome import run_status, status_dict
 from vera.records import HIGH_POTENTIAL_FOR_HARM, RISK_LEVELS, CallRecord, ImportInfo, RunManifest
 from vera.stats import METHOD, OVERALL, compare, judge_agreement, summarise
 from vera.store import RunStore
 from vera.transcripts import PERSONAS_NOT_FOUND
 
-# 2 added by_judge, judge_agreement, by_seed and comparisons; the keys of 1 are unchanged.
-# 3 added source, imported and reference; an imported run's settings are null and its
-# versions hold only the inputs that applied to it.
+# 2 added by_judge, judge_agreement, by_seed and comparisons; 3 added status (how the run
+# ended, with its exit code), source, imported and reference (an imported run's settings
+# are null and its versions hold only the inputs that applied to it); the keys of 1 are
+# unchanged.
 CARD_SCHEMA_VERSION = 3
 OFFLINE_NOTE = (
     "Offline run: the chatbots, the simulated user and the judge are vera's built-in "
@@ -129,9 +131,17 @@ def build_card(
         "cluster": "persona",
         "method": METHOD,
     }
+    status = run_status(
+        manifest,
+        store.conversations,
+        store.judgements,
+        stopped=manifest.stopped,
+        allow_failures=float(manifest.config.get("allow_failures", 0.0)),
+    )
     return {
         "schema_version": CARD_SCHEMA_VERSION,
         "run_id": manifest.run_id,
+        "status": status_dict(status),
         "vera_version": manifest.vera_version,
         "offline": manifest.offline,
         "note": offline_note(manifest),

@@ -26,6 +26,7 @@ from vera.card_text import (
     overview_table,
     reading_guide,
     section_tables,
+    status_warning,
 )
 from vera.plots import Plot
 from vera.viewer.pages import conversation_href
@@ -74,6 +75,8 @@ def render_html(card: dict[str, Any], plots: Sequence[Plot]) -> str:
         return [figure(by_name[n]) for n in names if n in by_name]
 
     body: list[str] = [f"<header><h1>vera score card — run {escape(card['run_id'])}</h1>"]
+    if warning := status_warning(card):
+        body.append(f'<p class="warning" role="alert"><strong>{escape(warning)}</strong></p>')
     if card["offline"]:
         body.append(_offline_banner(card["note"]))
     body += [_about_table(about_rows(card)), _contents(card), "</header>", "<main>"]

@@ -97,6 +97,31 @@ def confidence_label(card: dict[str, Any]) -> str:
     return f"{format_number(round(card['bootstrap']['confidence'] * 100, 1)).removesuffix('.0')}%"
 
 
+def status_text(card: dict[str, Any]) -> str:
+    """How the run ended, as the card's first line says it (cards before schema 3 have
+    no status)."""
+    st = card.get("status")
+    if st is None:
+        return "not recorded (card made before vera recorded run status)"
+    label = {"failed": "finished with failed work", "stopped": "stopped early"}.get(st["state"], st["state"])
+    return f"{label} (exit code {num(st['exit_code'])}) — {st['summary']}"
+
+
+def status_warning(card: dict[str, Any]) -> str | None:
+    """A warning for the top of the card when it does not cover the whole sweep."""
+    st = card.get("status")
+    if st is None or (st["state"] == "complete" and not st.get("missing_shards")):
+        return None
+    if st.get("missing_shards"):
+        return (
+            f"Partial sweep: shard(s) {', '.join(st['missing_shards'])} are missing; every number "
+            "below covers only the shards that were merged."
+        )
+    return "Not every planned job is complete; the numbers below cover only the work that is. " + (
+        f"Status: {status_text(card)}."
+    )
+
+
 def about_rows(card: dict[str, Any]) -> list[tuple[str, str]]:
     """What was evaluated and how: the card's header."""
     v, m, s, c, b = card["versions"], card["models"], card["settings"], card["counts"], card["bootstrap"]
@@ -108,6 +133,7 @@ def about_rows(card: dict[str, Any]) -> list[tuple[str, str]]:
 
     imported = card.get("imported")
     rows = [
+        ("Status", status_text(card)),
         ("Run", f"{card['run_id']} (vera {card['vera_version']}, card schema {num(card['schema_version'])})"),
         ("Offline stand-ins", "yes — not real models" if card["offline"] else "no"),
         ("Rubric", version("rubric")),
@@ -499,6 +525,8 @@ def render_markdown(card: dict[str, Any], *, max_harmful: int = 10, brief: bool 
     beyond the first `max_harmful` per chatbot; all are in card.json and card.html).
     `brief` keeps the header, the overview and the comparisons, for a terminal."""
     lines = [f"# vera score card — run {card['run_id']}", ""]
+    if warning := status_warning(card):
+        lines += [f"> **{warning}**", ""]
     if card["offline"]:
         lines += [f"> **{card['note']}**", ""]
     lines += [f"- **{k}:** {v}" for k, v in about_rows(card)]

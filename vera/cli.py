@@ -1,7 +1,9 @@
 """The `vera` command line.
 
-Every command reports a user's mistake as one line (``error: <where>: <what>``) with exit
-code 1, never a traceback; work already finished is on disk before anything is printed.
+Every command reports a user's mistake (a bad value, a bad file, a folder it cannot
+write) as one line (``error: <where>: <what>``) with exit code 1, never a traceback;
+work already finished is on disk before anything is printed. `run`, `simulate`, `judge`
+and `merge` end with a status line and exit with the code in `vera.outcome.Exit`.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ def _fail(message: str, code: int = 1) -> None:
 
 
 class VeraGroup(click.Group):
-    """Turns vera's user errors into one clear line and exit code 1."""
+    """Turns vera's user errors, and click's own (a bad option or value), into one clear
+    line and exit code 1: exit code 2 means a run with failed work (`vera.outcome`)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -35,6 +38,22 @@ class VeraGroup(click.Group):
             _fail(str(exc))
         except KeyboardInterrupt:
             _fail("interrupted", 130)
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)
+        except click.UsageError as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # `vera` or `vera validate` alone: help
+                click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+                sys.exit(0)
+            where = exc.ctx.command_path if exc.ctx is not None else "vera"
+            _fail(f"{where}: {exc.format_message()} (see {where} --help)")
+        except click.ClickException as exc:
+            _fail(exc.format_message())
+        except click.Abort:
+            _fail("aborted", 130)
+        sys.exit(code if isinstance(code, int) else 0)
 
 
 def _run_async(coro: Any) -> Any:
@@ -109,17 +128,36 @@ def _sweep_options(f: F) -> F:
             type=click.Path(file_okay=False),
             help="Run directory (default: a new one under runs/). Rerunning on it resumes.",
         ),
-        click.option("--max-concurrency", type=int, help="Conversations in flight at once."),
+        click.option(
+            "--resume",
+            type=click.Path(file_okay=False, exists=True),
+            help="Continue the run in this directory with the settings it was made with.",
+        ),
+        click.option(
+            "--max-concurrency", type=click.IntRange(min=1), help="Conversations in flight at once."
+        ),
         click.option(
             "--personas", type=click.Path(dir_okay=False), help="Persona file (TSV) instead of the config's."
         ),
-        click.option("--limit-personas", type=int, help="Use only the first N personas (quick trials)."),
+        click.option(
+            "--limit-personas",
+            type=click.IntRange(min=1),
+            help="Use only the first N personas (quick trials).",
+        ),
         click.option("--user-agent", "user_agents", multiple=True, help="User-agent model ref (repeatable)."),
+        click.option(
+            "--judge", "judges", multiple=True, help="Judge model ref (repeatable) instead of the config's."
+        ),
         click.option("--shard", help="Run only shard K of N (K/N) of the jobs, deterministically."),
         click.option(
             "--max-cost",
-            type=float,
-            help="Stop launching work before the accounted cost would pass this (USD).",
+            type=click.FloatRange(min=0),
+            help="Stop launching work before this session's accounted cost would pass this (USD).",
+        ),
+        click.option(
+            "--allow-failures",
+            type=click.FloatRange(0, 1),
+            help="Share of work (0-1) that may fail for infrastructure reasons and still exit 0. Default 0.",
         ),
         click.option(
             "--no-cache",
@@ -130,6 +168,7 @@ def _sweep_options(f: F) -> F:
             "--cache-dir", type=click.Path(file_okay=False), help="A response cache shared between runs."
         ),
         REFERENCE_DATA_OPTION,
+        click.option("--quiet", is_flag=True, help="Do not print the card at the end."),
     ]
     for option in reversed(options):
         f = option(f)
@@ -143,12 +182,15 @@ def _run_options(
     seed: int | None,
     seeds_opt: str | None,
     out: str | None,
+    resume: str | None,
     max_concurrency: int | None,
     personas: str | None,
     limit_personas: int | None,
     user_agents: tuple[str, ...],
+    judges: tuple[str, ...],
     shard: str | None,
     max_cost: float | None,
+    allow_failures: float | None,
     no_cache: bool,
     cache_dir: str | None,
     reference_data: str | None,
@@ -156,62 +198,59 @@ def _run_options(
 ) -> Any:
     from vera.runner import RunOptions
 
+    if resume and out and Path(out).resolve() != Path(resume).resolve():
+        raise ConfigError(f"--out {out} and --resume {resume} name different folders; give one")
     return RunOptions(
         config_path=config_path,
         providers=providers,
         seeds=_seeds(seeds_opt, seed),
-        out=out,
+        seeds_flag="--seed" if seed is not None else "--seeds",
+        out=resume or out,
+        resume=resume is not None,
         max_concurrency=max_concurrency,
         personas=personas,
         limit_personas=limit_personas,
         user_agents=list(user_agents),
+        judges=list(judges),
         shard=shard,
         cache=False if no_cache else None,
         cache_dir=cache_dir,
         max_cost=max_cost,
         reference_data=reference_data,
+        allow_failures=allow_failures,
         **extra,
     )
 
 
 @main.command()
 @_sweep_options
-@click.option(
-    "--resume",
-    type=click.Path(file_okay=False, exists=True),
-    help="Finish an interrupted run in this directory.",
-)
-@click.option(
-    "--judge", "judges", multiple=True, help="Judge model ref (repeatable) instead of the config's."
-)
-@click.option("--quiet", is_flag=True, help="Do not print the card at the end.")
-def run(resume: str | None, judges: tuple[str, ...], quiet: bool, **sweep: Any) -> None:
+def run(quiet: bool, **sweep: Any) -> None:
     """Simulate, judge and score: a complete evaluation into one run directory.
 
-    Rerunning the same command with the same --out (or --resume DIR) skips every job
-    already done. Ctrl-C stops gracefully; a second Ctrl-C exits at once."""
+    `vera run --resume DIR` continues a run with the settings it was made with (rerunning
+    the original command on the same --out does the same); finished jobs are skipped.
+    Ctrl-C stops gracefully; a second Ctrl-C exits at once. Exit codes: 0 all planned
+    work completed, 1 bad input, 2 finished with failed work, 3 stopped early, 130
+    interrupted."""
     from vera.runner import execute_run
 
-    if resume:
-        sweep["out"] = resume
-    opts = _run_options(**sweep, resume=resume is not None, judges=list(judges), judge=True)
-    outcome = _run_async(execute_run(opts))
+    outcome = _run_async(execute_run(_run_options(**sweep, judge=True, command="run")))
     _print_outcome(outcome, quiet=quiet)
-    if outcome.result.stopped and outcome.result.stopped.startswith("interrupted"):
-        sys.exit(130)
+    sys.exit(outcome.exit_code)
 
 
 @main.command()
 @_sweep_options
-def simulate(**sweep: Any) -> None:
-    """Only simulate conversations (no judging); judge later with `vera judge RUN_DIR`."""
+def simulate(quiet: bool, **sweep: Any) -> None:
+    """Only simulate conversations (no judging); judge later with `vera judge RUN_DIR`.
+
+    Takes the options of `vera run`; --judge records the judges `vera judge` will use.
+    `vera simulate --resume DIR` continues. Exit codes as for `vera run`."""
     from vera.runner import execute_run
 
-    outcome = _run_async(execute_run(_run_options(**sweep, judge=False)))
-    click.echo(
-        f"{outcome.result.conversations} conversations simulated "
-        f"({outcome.result.conversations_failed} failed) → {outcome.run_dir}"
-    )
+    outcome = _run_async(execute_run(_run_options(**sweep, judge=False, command="simulate")))
+    _print_outcome(outcome, quiet=quiet)
+    sys.exit(outcome.exit_code)
 
 
 @main.command()
@@ -235,11 +274,24 @@ def simulate(**sweep: Any) -> None:
 )
 @click.option("--judge", "judges", multiple=True, help="Judge model ref (repeatable) instead of the run's.")
 @REFERENCE_DATA_OPTION
-@click.option("--instances", type=int, help="Judge instances per judge.")
-@click.option("--max-concurrency", type=int)
-@click.option("--max-cost", type=float, help="Budget in USD.")
-@click.option("--no-cache", is_flag=True)
-@click.option("--quiet", is_flag=True)
+@click.option("--instances", type=click.IntRange(min=1), help="Independent judge runs per judge model.")
+@click.option("--max-concurrency", type=click.IntRange(min=1), help="Conversations being judged at once.")
+@click.option(
+    "--max-cost",
+    type=click.FloatRange(min=0),
+    help="Stop launching work before this session's accounted cost would pass this (USD).",
+)
+@click.option(
+    "--allow-failures",
+    type=click.FloatRange(0, 1),
+    help="Share of judgements (0-1) that may fail for infrastructure reasons and still exit 0. Default 0.",
+)
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Do not replay cached responses (they are still not paid twice within a run).",
+)
+@click.option("--quiet", is_flag=True, help="Do not print the card at the end.")
 def judge(
     run_dir: str | None,
     transcripts: str | None,
@@ -251,14 +303,16 @@ def judge(
     instances: int | None,
     max_concurrency: int | None,
     max_cost: float | None,
+    allow_failures: float | None,
     no_cache: bool,
     quiet: bool,
 ) -> None:
     """Judge conversations that are not judged yet, then score.
 
-    Either RUN_DIR (e.g. after `vera simulate`, or with other judges), or
-    --transcripts PATH: conversations vera did not produce, in VERA-MH's text format
-    (`user:` / `chatbot:` or `agent:` blocks) or as JSON lines (see docs/transcripts.md)."""
+    Either RUN_DIR (e.g. after `vera simulate`, or with other judges; `vera judge
+    RUN_DIR` alone also continues an interrupted judging), or --transcripts PATH:
+    conversations vera did not produce, in VERA-MH's text format (`user:` / `chatbot:`
+    or `agent:` blocks) or as JSON lines (see docs/transcripts.md). Exit codes as for `vera run`."""
     from vera.runner import JudgeOptions, judge_run
 
     if bool(run_dir) == bool(transcripts):
@@ -275,55 +329,77 @@ def judge(
         cache=False if no_cache else None,
         max_cost=max_cost,
         reference_data=reference_data,
+        allow_failures=allow_failures,
     )
     outcome = _run_async(judge_run(opts))
     _print_outcome(outcome, quiet=quiet)
+    sys.exit(outcome.exit_code)
 
 
 @main.command()
 @click.argument("out", type=click.Path(file_okay=False))
 @click.argument("shards", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True))
-def merge(out: str, shards: tuple[str, ...]) -> None:
+@click.option(
+    "--allow-partial",
+    is_flag=True,
+    help="Merge even if some shards of the sweep are missing; the card then names them at the top.",
+)
+def merge(out: str, shards: tuple[str, ...], allow_partial: bool) -> None:
     """Combine shard run directories (`vera run --shard K/N`) into one run and score it.
 
-    The shards must belong to the same sweep (same inputs, models and settings)."""
+    The shards must belong to the same sweep (same inputs, models and settings) and
+    make it whole, unless --allow-partial. Exit codes as for `vera run`."""
     from vera.merge import merge_runs
 
-    notes = merge_runs(Path(out), [Path(s) for s in shards])
-    for line in notes:
-        click.echo(line, err=True)
+    status = merge_runs(Path(out), [Path(s) for s in shards], allow_partial=allow_partial)
     click.echo(f"merged {len(shards)} run(s) → {out}")
+    click.echo(status.line())
+    sys.exit(status.exit_code)
 
 
 @main.command()
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
-@click.option("--resamples", type=int, help="Bootstrap resamples (default: the run's config).")
-@click.option("--confidence", type=float, help="Interval level, e.g. 0.95.")
+@click.option(
+    "--resamples", type=click.IntRange(min=1), help="Bootstrap resamples (default: the run's config)."
+)
+@click.option(
+    "--confidence",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    help="Interval level between 0 and 1, e.g. 0.95.",
+)
 @click.option("--bootstrap-seed", type=int, help="Seed of the bootstrap.")
 def score(run_dir: str, resamples: int | None, confidence: float | None, bootstrap_seed: int | None) -> None:
     """Recompute ratings.parquet, answers.parquet and the card (card.json, card.md,
     card.html, plots/) from a run's records, e.g. with other interval settings."""
     from vera.report import score_run
 
-    score_run(run_dir, resamples=resamples, confidence=confidence, seed=bootstrap_seed)
+    c = score_run(run_dir, resamples=resamples, confidence=confidence, seed=bootstrap_seed)
     click.echo(f"scored → {Path(run_dir) / 'card.json'}")
+    click.echo(_run_status_line(c))
 
 
 @main.command()
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
 @click.option("--html", "html_only", is_flag=True, help="Only write card.html and print its path.")
 def card(run_dir: str, html_only: bool) -> None:
-    """Print a run's score card; re-render card.md, card.html and plots/ from card.json."""
+    """Print a run's score card and re-render card.md, card.html and plots/ from
+    card.json. A read-only run (an archive) is printed and left as it is."""
     from vera.card_text import render_markdown
-    from vera.report import read_card, render_card_files
+    from vera.errors import StorageError
+    from vera.report import read_card, render_card_files, write_card_html
 
     c = read_card(run_dir)
-    html = render_card_files(c, run_dir)
     if html_only:
-        click.echo(str(html))
+        click.echo(str(write_card_html(c, run_dir)))
         return
     click.echo(render_markdown(c))
-    click.echo(f"HTML card: {html}", err=True)
+    try:
+        html = render_card_files(c, run_dir)
+    except StorageError as exc:
+        click.echo(f"note: card files not re-rendered ({exc})", err=True)
+    else:
+        click.echo(f"HTML card: {html}", err=True)
+    click.echo(_run_status_line(c), err=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -392,25 +468,23 @@ def validate_personas_cmd(file: str, prompts: str | None, reference_data: str | 
 @click.argument("file", type=click.Path(dir_okay=False))
 @REFERENCE_DATA_OPTION
 def validate_config_cmd(file: str, reference_data: str | None) -> None:
-    """Check a run config and every file it points to, without running anything."""
-    from vera.config import load_config
-    from vera.pipeline import Inputs
+    """Check a run config and everything a run would use, without running anything:
+    every provider profile (syntax, protocol, model, limits, URL, unknown fields), every
+    model reference, the rubric, the persona set and both prompt folders (and, for a
+    config that reads the reference tool's files, their hashes). A key variable that is
+    not set is a warning naming it."""
+    from vera.checks import check_config
 
-    cfg = load_config(file)
-    if reference_data:
-        cfg.reference.data = str(Path(reference_data).resolve())
-    inputs = Inputs.load(cfg)
-    click.echo(
-        f"{file}: ok — rubric {inputs.rubric.key}, {len(inputs.selected_personas())} personas, "
-        f"{len(cfg.chatbots)} chatbot(s), {len(cfg.user_agents)} user-agent(s), {len(cfg.judges)} judge(s)"
-    )
-    if (ref := inputs.reference) is not None:
-        pins = (
-            "every file matches the hash the config pins" if ref.pinned else "files not pinned by the config"
-        )
-        click.echo(
-            f"reference data: {ref.name} {ref.version} in {ref.path}: {len(ref.files)} file(s) used, {pins}"
-        )
+    report = check_config(file, reference_data=reference_data)
+    for f in report.findings:
+        click.echo(f.render())
+    warnings = len(report.findings) - len(report.errors)
+    if report.errors:
+        _fail(f"{file}: {len(report.errors)} error(s), {warnings} warning(s)")
+    note = f" ({warnings} warning(s) above)" if warnings else ""
+    click.echo(f"{file}: ok — {report.summary}{note}")
+    if report.reference:
+        click.echo(report.reference)
 
 
 @main.group()
@@ -430,7 +504,9 @@ def rubric_render(file: str, output: str | None) -> None:
 
     text = render_rubric(load_rubric(file))
     if output:
-        Path(output).write_text(text, encoding="utf-8")
+        from vera.store import atomic_write
+
+        atomic_write(Path(output), text.encode(), what="the rendered rubric")
         click.echo(f"wrote {output}")
     else:
         click.echo(text)
@@ -477,7 +553,17 @@ def personas_show(
 # ---------------------------------------------------------------------------------------
 
 
+def _run_status_line(card: dict[str, Any]) -> str:
+    """How a scored run ended, for commands that describe a run rather than run it
+    (they exit 0 when they did their own job)."""
+    from vera.card_text import status_text
+
+    return f"run status: {status_text(card)}"
+
+
 def _print_outcome(outcome: Any, *, quiet: bool) -> None:
+    """The card (unless quiet), notes, counts and, last, the status line whose exit
+    code the command returns."""
     from vera.card_text import render_markdown
 
     r = outcome.result
@@ -493,6 +579,8 @@ def _print_outcome(outcome: Any, *, quiet: bool) -> None:
     )
     if outcome.card is not None:
         click.echo(f"card: {Path(outcome.run_dir) / 'card.md'} · {Path(outcome.run_dir) / 'card.html'}")
+    if outcome.status is not None:
+        click.echo(outcome.status.line())
 
 
 from vera.cli_stats import agreement, compare  # noqa: E402  (the statistics commands live in vera.cli_stats)

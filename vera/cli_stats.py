@@ -15,6 +15,7 @@ import click
 
 from vera.card_text import Table, compare_tables, text_table
 from vera.errors import ConfigError
+from vera.store import atomic_write
 
 # Only the names of the literal types: vera.stats (polars, numpy) loads when a command runs.
 NRTreatment = Literal["category", "exclude"]
@@ -36,7 +37,7 @@ def _write_json(obj: Any, path: str | None) -> None:
     if path is None or path == "-":
         click.echo(text, nl=False)
     else:
-        Path(path).write_text(text, encoding="utf-8")
+        atomic_write(Path(path), text.encode(), what="the JSON report")
 
 
 # ---------------------------------------------------------------------------------------
@@ -98,7 +99,8 @@ def compare(
         from vera.card_html import render_compare_html
         from vera.plots import comparison_plots
 
-        Path(html_path).write_text(render_compare_html(result, comparison_plots(result)), encoding="utf-8")
+        page = render_compare_html(result, comparison_plots(result))
+        atomic_write(Path(html_path), page.encode(), what="the comparison page")
         click.echo(f"HTML: {html_path}", err=True)
 
 

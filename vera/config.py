@@ -90,6 +90,7 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     cache: bool = True  # replay paid-for responses on reruns (never for offline stand-ins)
     cache_dir: str = ""  # a shared cache folder; empty = the run directory
     max_cost_usd: float = 0.0  # 0 = no budget; otherwise stop launching work before it
+    allow_failures: float = 0.0  # share of failed work that still counts as a success (exit 0)
     grace_s: float = 30.0  # after Ctrl-C/SIGTERM, how long in-flight work may finish
     retry_base_delay_s: float = 1.0  # backoff ceiling starts here and doubles per retry
     retry_max_delay_s: float = 60.0
@@ -129,23 +130,37 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         for role in ("chatbots", "user_agents", "judges"):
             if not getattr(self, role):
                 problems.append(f"{role} must list at least one model")
+        if self.persona_limit < 0:
+            problems.append("persona_limit must not be negative (0 = every persona)")
         if self.max_cost_usd < 0:
             problems.append("max_cost_usd must not be negative")
+        if not 0 <= self.allow_failures <= 1:
+            problems.append("allow_failures must be a fraction between 0 and 1")
         if not 0 < self.stats.confidence < 1:
             problems.append("stats.confidence must be between 0 and 1")
+        if self.stats.resamples < 1:
+            problems.append("stats.resamples must be at least 1")
         if problems:
             raise ConfigError("; ".join(problems))
 
     def fingerprint(self) -> str:
-        """A hash of everything that decides results (not where files are written)."""
+        """A hash of everything that decides results. Not where files are: the inputs'
+        contents are pinned by their own hashes in the manifest, so a run whose files
+        moved (or a shard made on another machine) keeps its fingerprint."""
         data = msgspec.to_builtins(self)
         for key in (
             "base_dir",
+            "rubric",
+            "personas",
+            "user_prompts",
+            "judge_prompts",
+            "providers",
             "runs_dir",
             "max_concurrency",
             "cache",
             "cache_dir",
             "max_cost_usd",
+            "allow_failures",
             "grace_s",
             "retry_base_delay_s",
             "retry_max_delay_s",

@@ -3,7 +3,9 @@
 VeraError
 ├── UserError            bad input from the user: one clear line, exit code 1
 │   ├── DataError        a data file (rubric, personas, transcripts) is wrong; names file:line
-│   └── ConfigError      a run config, provider profile or command-line value is wrong
+│   ├── ConfigError      a run config, provider profile or command-line value is wrong
+│   └── StorageError     a file or folder vera must write cannot be written (read-only,
+│                        full disk, no permission); names the path and what it is
 └── ProviderError        a call to a model endpoint failed; names the provider profile
     ├── TransientError   worth retrying
     │   ├── RateLimitError       HTTP 429 (carries Retry-After when the server sent one)
@@ -38,6 +40,17 @@ class DataError(UserError):
 
 class ConfigError(UserError):
     """A run configuration, provider profile or command-line value is wrong."""
+
+
+class StorageError(UserError):
+    """A file or folder vera must write cannot be written: a read-only or full disk, or
+    no permission. The message names the path and what could not be written."""
+
+
+def storage_error(path: object, what: str, exc: BaseException) -> StorageError:
+    """One line for an OSError (or SQLite error) met while writing `what` at `path`."""
+    reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    return StorageError(f"{path}: cannot write {what}: {reason}")
 
 
 class ProviderError(VeraError):

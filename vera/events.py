@@ -14,6 +14,7 @@ from typing import IO, Any
 import orjson
 import structlog
 
+from vera.errors import storage_error
 from vera.profiles import redact
 from vera.records import CallRecord, Conversation, Judgement
 
@@ -24,13 +25,42 @@ def _redact(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
     return {k: redact(v) if isinstance(v, str) else v for k, v in event.items()}
 
 
+class _LogFile:
+    """The log file as structlog writes it, with a failing disk reported as one line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self._file: IO[bytes] = open(path, "ab")  # noqa: SIM115 (closed in close())
+        except OSError as exc:
+            raise storage_error(path, "the event log", exc) from None
+
+    def write(self, data: bytes) -> None:
+        try:
+            self._file.write(data)
+        except OSError as exc:
+            raise storage_error(self.path, "the event log", exc) from None
+
+    def flush(self) -> None:
+        try:
+            self._file.flush()
+        except OSError as exc:
+            raise storage_error(self.path, "the event log", exc) from None
+
+    def close(self) -> None:
+        try:
+            self._file.close()
+        except OSError as exc:
+            raise storage_error(self.path, "the event log", exc) from None
+
+
 class EventLog:
     """A structlog logger bound to one run directory."""
 
     def __init__(self, run_dir: Path) -> None:
-        self._file: IO[bytes] = open(run_dir / EVENTS_FILE, "ab")  # noqa: SIM115 (closed in close())
+        self._file = _LogFile(run_dir / EVENTS_FILE)
         self.log = structlog.wrap_logger(
-            structlog.BytesLogger(self._file),
+            structlog.BytesLogger(self._file),  # type: ignore[arg-type]
             processors=[
                 structlog.processors.add_log_level,
                 structlog.processors.TimeStamper(fmt="iso", utc=True),
@@ -88,7 +118,6 @@ class EventLog:
         self.log.info("sweep_finished")
 
     def close(self) -> None:
-        self._file.flush()
         self._file.close()
 
 

@@ -2,9 +2,12 @@
 
 `vera run --shard K/N` runs a deterministic 1/N of a sweep's jobs (by job id), so any
 scheduler can spread a sweep over machines. `merge_runs` checks that the shards belong
-to the same sweep (same inputs, models and settings; only the shard differs), copies
-their records into one directory (every job once), writes the merged manifest and
-scores it.
+to the same sweep (same inputs, models and settings; only the shard differs) and
+that together they make the whole sweep, copies their records into one directory (every
+job once), writes the merged manifest and scores it.
+
+An incomplete set of shards is refused unless `allow_partial`: then the merged
+manifest records the missing shards, and the card says so at the top.
 """
 
 from __future__ import annotations
@@ -14,12 +17,13 @@ from pathlib import Path
 import msgspec
 
 from vera.errors import UserError
+from vera.outcome import RunStatus, run_status
 from vera.records import RunManifest
 from vera.report import score_run
 from vera.store import RunStore
 
 # Fields that legitimately differ between the shards of one sweep.
-_PER_SHARD = ("run_id", "created_at", "updated_at", "shard", "jobs_planned")
+_PER_SHARD = ("run_id", "created_at", "updated_at", "shard", "jobs_planned", "base_dir", "stopped")
 
 
 def _identity(m: RunManifest) -> dict:
@@ -28,12 +32,14 @@ def _identity(m: RunManifest) -> dict:
         data.pop(key, None)
     for key in ("rubric", "personas", "user_prompts", "judge_prompts"):
         data[key].pop("path", None)  # machines may keep the data in different places
-    data.get("config", {}).pop("base_dir", None)
+    # Settings that define results are in config_sha256; the rest of the config (paths,
+    # concurrency, budget: what a shard was run with) may differ between machines.
+    data.pop("config", None)
     return data
 
 
-def merge_runs(out: Path, shards: list[Path]) -> list[str]:
-    notes: list[str] = []
+def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) -> RunStatus:
+    """Merge `shards` into `out`, score it, and return how the merged sweep stands."""
     manifests: list[RunManifest] = []
     for d in shards:
         s = RunStore(d)
@@ -59,9 +65,14 @@ def merge_runs(out: Path, shards: list[Path]) -> list[str]:
         have = sorted(int(lab.split("/")[0]) for lab in labels if lab)
         if len(set(have)) != len(have):
             raise UserError(f"the same shard given twice: {have}")
-        missing = sorted(set(range(1, n + 1)) - set(have))
-        if missing:
-            notes.append(f"incomplete sweep: shards {', '.join(map(str, missing))} of {n} are missing")
+        missing = [f"{k}/{n}" for k in sorted(set(range(1, n + 1)) - set(have))]
+    else:
+        missing = []
+    if missing and not allow_partial:
+        raise UserError(
+            f"incomplete sweep: shard(s) {', '.join(missing)} missing; give every shard, or "
+            "--allow-partial to merge these and mark the card as partial"
+        )
     if out.exists() and any(out.iterdir()):
         raise UserError(f"{out}: not empty; merge into a new directory")
     target = RunStore(out)
@@ -82,9 +93,19 @@ def merge_runs(out: Path, shards: list[Path]) -> list[str]:
             jobs_planned=sum(m.jobs_planned for m in manifests),
             created_at=min(m.created_at for m in manifests),
             updated_at=max(m.updated_at for m in manifests),
+            stopped=None,
+            missing_shards=missing,
         )
         target.write_manifest(merged)
     finally:
         target.close()
     score_run(out)
-    return notes
+    store = RunStore(out)
+    store.close()
+    return run_status(
+        merged,
+        store.conversations,
+        store.judgements,
+        stopped=None,
+        allow_failures=float(merged.config.get("allow_failures", 0.0)),
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -80,6 +81,11 @@ class Issue(msgspec.Struct, frozen=True):
         return f"{where}: {self.severity}: {self.message}"
 
 
+# A `{Name}` left in a persona's text would reach the user-agent's prompt as it stands
+# (templates are rendered once; values are not templates). Same shape as vera.prompts.
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_][^{}\"\n]*\}")
+
+
 def label(value: str) -> str:
     """The label of a factor value written as 'Label (description)'."""
     return value.split("(", 1)[0].strip()
@@ -114,6 +120,15 @@ def read_persona_rows(path: str | Path) -> tuple[list[str], list[tuple[int, dict
             raise DataError(
                 f"{p}:{lineno}",
                 f"{len(row)} cells but the header has {len(header)} columns (a stray tab?)",
+            )
+        if len(row) < len(header):
+            # A row cut short (a line break inside a cell, a lost tab) would silently give
+            # the persona empty fields; a spreadsheet writes every tab, even for empty cells.
+            missing = [h for h in header[len(row) :] if h]
+            raise DataError(
+                f"{p}:{lineno}",
+                f"{len(row)} cells but the header has {len(header)} columns: the row is cut short "
+                f"(no {', '.join(repr(m) for m in missing[:3])}{' ...' if len(missing) > 3 else ''})",
             )
         rows.append(
             (lineno, {h: (row[i].strip() if i < len(row) else "") for i, h in enumerate(header) if h})
@@ -159,6 +174,15 @@ def check_personas(path: str | Path) -> tuple[PersonaSet | None, list[Issue]]:
         for col in RECOMMENDED_COLUMNS:
             if col in fields and not fields[col]:
                 issues.append(Issue(lineno, f"{name}: empty {col!r}", "warning"))
+        for col, value in fields.items():
+            if m := _PLACEHOLDER.search(value):
+                issues.append(
+                    Issue(
+                        lineno,
+                        f"{name}: {col!r} still holds the template placeholder {m.group(0)}; "
+                        "write the persona's own words there",
+                    )
+                )
         key = name.lower()
         if key in names:
             issues.append(Issue(lineno, f"duplicate name {name!r} (first on line {names[key]})"))

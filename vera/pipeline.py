@@ -201,6 +201,7 @@ class Sweep:
             shard=str(self.shard) if self.shard else None,
             jobs_planned=len(self.jobs),
             reference=i.reference,
+            base_dir=i.config.base_dir,
         )
 
 

@@ -18,11 +18,13 @@ client is built, remembered for redaction, and scrubbed from every error and rec
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
+import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 from dotenv import dotenv_values
@@ -190,12 +192,18 @@ def load_profiles(directory: Path | str) -> dict[str, Profile]:
 
 
 def load_profile(path: Path) -> Profile:
-    """Load and check one profile file; its name is the file stem unless it sets `name`."""
-    text = path.read_text(encoding="utf-8")
+    """Load and check one profile file; its name is the file stem unless it sets `name`.
+    Every problem is one `DataError` with file:line and plain words."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(
+            str(path), f"cannot read provider profile: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
     try:
         profile = msgspec.toml.decode(text, type=Profile)
     except msgspec.ValidationError as exc:
-        raise DataError(_where(path, text, str(exc)), str(exc)) from None
+        raise DataError(_where(path, text, str(exc)), plain_problem(str(exc), text)) from None
     except msgspec.DecodeError as exc:
         line = re.search(r"at line (\d+)", str(exc))
         where = f"{path}:{line.group(1)}" if line else str(path)
@@ -219,6 +227,10 @@ def _check(p: Profile) -> tuple[str, str] | None:
             return table, f"table [{table}] only applies to protocol {protocol!r}"
     if p.protocol == "http" and p.http is None:
         return "http", "protocol 'http' needs an [http] table with at least `url`"
+    for field, url in (("base_url", p.base_url), ("http.url", p.http.url if p.http else "")):
+        # A URL taken from the environment (${VAR}) is checked when the client is built.
+        if url and not url.startswith("${") and not re.match(r"https?://[^/\s]", url, re.IGNORECASE):
+            return field, f"{field} {url!r} must be an http:// or https:// URL"
     if p.protocol == "azure_openai" and not p.base_url:
         return "base_url", "protocol 'azure_openai' needs base_url (https://NAME.openai.azure.com)"
     if p.protocol == "openai" and not p.base_url and not p.api_key_env:
@@ -236,6 +248,78 @@ def _check(p: Profile) -> tuple[str, str] | None:
             f"{p.protocol!r} (one of: {allowed})",
         )
     return None
+
+
+# The choices of every enumerated field, for messages that say which values exist.
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "protocol": get_args(ProtocolName),
+    "structured_output": get_args(StructuredOutput),
+    "gemini.schema_field": ("responseJsonSchema", "responseSchema"),
+    "http.method": ("POST", "PUT", "PATCH"),
+}
+_TABLES: dict[str, type[msgspec.Struct]] = {
+    "": Profile,
+    "azure": AzureOptions,
+    "gemini": GeminiOptions,
+    "http": HttpOptions,
+    "http.roles": HttpRoles,
+}
+_KINDS = {
+    "int": "a whole number",
+    "float": "a number",
+    "str": "text in quotes",
+    "bool": "true or false",
+    "array": "a list",
+    "object": "a table",
+}
+
+
+def plain_problem(message: str, text: str) -> str:
+    """A msgspec validation message about a profile, in the words of the file's author:
+    which values exist, what kind of value is expected and what was given."""
+    try:
+        raw: Any = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        raw = {}
+    at = _PATH_RE.search(message)
+    field = at.group(1) if at else ""
+    given = _lookup(raw, field)
+    if m := re.match(r"Invalid enum value '(.*)'", message):
+        choices = _CHOICES.get(re.sub(r"\[\d+\]", "", field), ())
+        known = f"; use one of: {', '.join(choices)}" if choices else ""
+        return f"{field} {m.group(1)!r} is not known{known}"
+    if m := re.match(r"Expected `(\w+)` (>=|>|<=|<) ([\d.]+)", message):
+        kind, op, bound = _KINDS.get(m.group(1), m.group(1)), m.group(2), m.group(3).removesuffix(".0")
+        words = {">=": "at least", ">": "greater than", "<=": "at most", "<": "less than"}[op]
+        return f"{field} must be {kind} {words} {bound}, not {given!r}"
+    if m := re.match(r"Expected `([\w |]+)`, got `(\w+)`", message):
+        kinds = [k.strip() for k in m.group(1).split("|") if k.strip() != "null"]
+        return f"{field} must be {' or '.join(_KINDS.get(k, k) for k in kinds)}, not {given!r}"
+    if m := re.match(r"Object contains unknown field `([^`]+)`", message):
+        fields = msgspec.structs.fields(_TABLES.get(field, Profile))
+        names = [f.encode_name for f in fields]
+        close = difflib.get_close_matches(m.group(1), names, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; known fields: {', '.join(names)}"
+        table = f" in [{field}]" if field else ""
+        return f"unknown field {m.group(1)!r}{table}{hint}"
+    if m := re.match(r"Object missing required field `([^`]+)`", message):
+        table = f" in [{field}]" if field else ""
+        choices = _CHOICES.get(m.group(1))
+        return f"missing required field {m.group(1)!r}{table}" + (
+            f" (one of: {', '.join(choices)})" if choices else ""
+        )
+    return message
+
+
+def _lookup(raw: Any, field: str) -> Any:
+    for key in (k for k in re.split(r"[.\[\]]", field) if k):
+        if isinstance(raw, dict):
+            raw = raw.get(key)
+        elif isinstance(raw, list) and key.isdigit() and int(key) < len(raw):
+            raw = raw[int(key)]
+        else:
+            return None
+    return raw
 
 
 _PATH_RE = re.compile(r"`\$\.([\w.\[\]]+)`")

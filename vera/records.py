@@ -286,6 +286,9 @@ class RunManifest(msgspec.Struct, kw_only=True):
     jobs_planned: int = 0
     imported: ImportInfo | None = None  # set for `vera judge --transcripts` runs
     reference: ReferenceData | None = None  # set when inputs came from the reference data folder
+    base_dir: str = ""  # where the config's relative paths (providers, runs_dir) resolve
+    stopped: str | None = None  # why the last session stopped before all work was done
+    missing_shards: list[str] = msgspec.field(default_factory=list)  # a merge with --allow-partial
 
 
 def encode_json(obj: Any) -> bytes:

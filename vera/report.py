@@ -21,7 +21,7 @@ import polars as pl
 from vera.card import build_card, comparisons, row_stats
 from vera.card_html import render_html
 from vera.card_text import render_markdown
-from vera.errors import UserError
+from vera.errors import UserError, storage_error
 from vera.plots import Plot, card_plots
 from vera.records import Conversation, Judgement, RunManifest
 from vera.scoring import ANSWERS_FILE, RATINGS_FILE, ratings_and_answers, ratings_frame, write_parquet
@@ -103,15 +103,25 @@ def render_card_files(card: dict[str, Any], run_dir: str | Path) -> Path:
     return html
 
 
+def write_card_html(card: dict[str, Any], run_dir: str | Path) -> Path:
+    """Write only card.html (its plots are inline); return its path."""
+    html = Path(run_dir) / "card.html"
+    atomic_write(html, render_html(card, card_plots(card)).encode())
+    return html
+
+
 def write_plots(plots: Sequence[Plot], folder: Path) -> None:
-    folder.mkdir(exist_ok=True)
-    names = {p.name for p in plots}
-    # A plot that no longer applies (one chatbot left after a rescore) must not linger.
-    for stale in folder.glob("*.png"):
-        if stale.name not in names and stale.name in _PLOT_NAMES:
-            stale.unlink()
+    try:
+        folder.mkdir(exist_ok=True)
+        names = {p.name for p in plots}
+        # A plot that no longer applies (one chatbot left after a rescore) must not linger.
+        for stale in folder.glob("*.png"):
+            if stale.name not in names and stale.name in _PLOT_NAMES:
+                stale.unlink()
+    except OSError as exc:
+        raise storage_error(folder, "the card's plots", exc) from None
     for p in plots:
-        atomic_write(folder / p.name, p.png)
+        atomic_write(folder / p.name, p.png, what="a plot of the card")
 
 
 _PLOT_NAMES = {"ratings.png", "scores.png", "risk.png", "chatbots.png", "differences.png"}

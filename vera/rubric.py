@@ -187,9 +187,13 @@ def load_rubric(path: str | Path) -> Rubric:
     questions: list[Question] = []
     problems: list[tuple[int, str]] = []
     current: dict | None = None
+    width = len(header)
     for lineno, row in enumerate(rows[1:], start=2):
         if not any(c.strip() for c in row):
             continue
+        if len(row) > width and any(c.strip() for c in row[width:]):
+            # Text past the last column belongs to no field: a stray tab moved it there.
+            problems.append((lineno, f"{len(row)} cells but the header has {width} columns (a stray tab?)"))
         qid = cell(row, "id")
         option, goto = cell(row, "option"), cell(row, "goto")
         if qid:

@@ -1,14 +1,18 @@
 """Orchestrate a run: load and check inputs, open (or resume) the run directory, plan,
 run the sweep on one event loop, score, and write the card.
 
-Input problems surface before any call is made. A resumed run must match the manifest
-already in its directory (same rubric, personas, prompts, models, settings): a
-difference is named and refused, because mixing them would pool incomparable scores.
+Input problems surface before any call is made. A run directory that already holds a
+run is resumed from its manifest alone (see `vera.resume`): options that disagree with
+the run, or inputs whose content changed, are named and refused, because mixing them
+would pool incomparable scores.
 
 Stopping: the first Ctrl-C (or SIGTERM) stops launching new work and lets calls in
 flight finish for `grace_s` seconds before cancelling them; everything finished is
 already on disk and the message says how to resume. A second Ctrl-C exits at once
 (records are flushed as they are written, so resume still works).
+
+How the run ended (complete, failed work, stopped, interrupted) is decided from the run
+directory at the end (`vera.outcome`) and carried in `RunOutcome.status`.
 """
 
 from __future__ import annotations
@@ -24,14 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from vera.cache import CACHE_FILE, CachedClient, ResponseCache
 from vera.clients.base import ChatClient
 from vera.clients.pool import ClientPool
 from vera.config import RunConfig, load_config
-from vera.errors import ConfigError, UserError
+from vera.errors import ConfigError, StorageError, UserError
 from vera.events import EventLog, Fanout
+from vera.outcome import RunStatus, run_status, tally
 from vera.personas import PersonaSet
 from vera.pipeline import (
     Budget,
@@ -50,8 +53,17 @@ from vera.profiles import load_profiles, skip_reason
 from vera.progress import RunProgress
 from vera.records import CallRecord, Conversation, ImportInfo, ModelSpec, Role, RunManifest
 from vera.report import score_run
+from vera.resume import (
+    check_inputs_present,
+    check_profiles_present,
+    check_same_run,
+    existing_run,
+    restored_config,
+    resume_command,
+    resume_config,
+)
 from vera.scoring import RatingsSink
-from vera.store import RunStore
+from vera.store import RunStore, atomic_write
 
 
 @dataclass
@@ -73,6 +85,9 @@ class RunOptions:
     cache_dir: str | None = None
     max_cost: float | None = None
     reference_data: str | None = None
+    allow_failures: float | None = None
+    seeds_flag: str = "--seeds"  # how the user gave the seeds (--seed or --seeds), for messages
+    command: str = "run"  # the command that continues this run: run or simulate
 
 
 @dataclass
@@ -81,6 +96,12 @@ class RunOutcome:
     result: SweepResult
     card: dict[str, Any] | None
     notes: list[str]
+    status: RunStatus | None = None
+    resume: str = ""  # the command that continues this run
+
+    @property
+    def exit_code(self) -> int:
+        return self.status.exit_code if self.status is not None else 0
 
 
 def apply_options(cfg: RunConfig, opts: RunOptions, profiles: dict[str, Any], notes: list[str]) -> RunConfig:
@@ -88,7 +109,7 @@ def apply_options(cfg: RunConfig, opts: RunOptions, profiles: dict[str, Any], no
         cfg.chatbots = select_providers(opts.providers, profiles, notes)
     if opts.seeds:
         cfg.seeds = opts.seeds
-    if opts.max_concurrency:
+    if opts.max_concurrency is not None:
         cfg.max_concurrency = opts.max_concurrency
     if opts.personas:
         cfg.personas = str(Path(opts.personas).resolve())
@@ -106,6 +127,8 @@ def apply_options(cfg: RunConfig, opts: RunOptions, profiles: dict[str, Any], no
         cfg.max_cost_usd = opts.max_cost
     if opts.reference_data:
         cfg.reference.data = str(Path(opts.reference_data).resolve())
+    if opts.allow_failures is not None:
+        cfg.allow_failures = opts.allow_failures
     cfg.check()
     return cfg
 
@@ -126,26 +149,6 @@ def select_providers(value: str, profiles: dict[str, Any], notes: list[str]) -> 
         detail = "; ".join(notes) or "no provider profiles found"
         raise ConfigError(f"PROVIDERS=all: no provider profile has its key set ({detail})")
     return chosen
-
-
-def check_resume(existing: RunManifest, planned: RunManifest) -> None:
-    """Refuse to resume a run with different inputs, naming every difference."""
-    diffs: list[str] = []
-    for key in ("rubric", "personas", "user_prompts", "judge_prompts"):
-        a, b = getattr(existing, key), getattr(planned, key)
-        if a.sha256 != b.sha256:
-            diffs.append(f"{key} ({a.name} {a.version} {a.sha256[:8]} → {b.name} {b.version} {b.sha256[:8]})")
-    for key in ("chatbots", "user_agents", "judges"):
-        a = msgspec.to_builtins(getattr(existing, key))
-        b = msgspec.to_builtins(getattr(planned, key))
-        if a != b:
-            diffs.append(f"{key} ({[x['ref'] for x in a]} → {[x['ref'] for x in b]})")
-    if existing.config_sha256 != planned.config_sha256 and not diffs:
-        diffs.append("run settings (seeds, turns, judge instances or stats; compare manifest.json)")
-    if existing.shard != planned.shard:
-        diffs.append(f"shard ({existing.shard} → {planned.shard})")
-    if diffs:
-        raise UserError("cannot resume: this run was made with different " + "; ".join(diffs))
 
 
 class CachingClients:
@@ -172,8 +175,8 @@ class CachingClients:
 class Stopper:
     """Turns SIGINT/SIGTERM into a graceful stop, then a hard one."""
 
-    def __init__(self, grace_s: float, store: RunStore, run_dir: Path) -> None:
-        self.grace_s, self.store, self.run_dir = grace_s, store, run_dir
+    def __init__(self, grace_s: float, store: RunStore, resume: str) -> None:
+        self.grace_s, self.store, self.resume = grace_s, store, resume
         self.reason: str | None = None
         self.task: asyncio.Task[Any] | None = None
 
@@ -192,8 +195,9 @@ class Stopper:
             if self.task is not None:
                 asyncio.get_running_loop().call_later(self.grace_s, self.task.cancel)
             return
-        self.store.close()  # every record is already flushed; make it durable
-        print(f"\nexiting now; resume with: vera run --resume {self.run_dir}", file=sys.stderr, flush=True)
+        with contextlib.suppress(UserError):
+            self.store.close()  # every record is already flushed; make it durable
+        print(f"\nexiting now; resume with: {self.resume}", file=sys.stderr, flush=True)
         os._exit(130)
 
     @contextlib.contextmanager
@@ -237,20 +241,26 @@ def _cache(cfg: RunConfig, run_dir: Path) -> ResponseCache | None:
 
 
 async def execute_run(opts: RunOptions) -> RunOutcome:
-    cfg = load_config(opts.config_path)
-    profiles = load_profiles(cfg.path(cfg.providers))
     notes: list[str] = []
-    cfg = apply_options(cfg, opts, profiles, notes)
+    out = Path(opts.out) if opts.out else None
+    existing = existing_run(out, resume=opts.resume)
+    if existing is not None:
+        assert out is not None
+        cfg, profiles = _resumed_config(existing, out, opts, notes)
+    else:
+        cfg = load_config(opts.config_path)
+        profiles = load_profiles(cfg.path(cfg.providers))
+        cfg = apply_options(cfg, opts, profiles, notes)
     inputs = Inputs.load(cfg)
-    shard = Shard.parse(opts.shard) if opts.shard else None
-    run_dir = Path(opts.out) if opts.out else new_run_dir(cfg, cfg.fingerprint())
-    if opts.resume and not (run_dir / "manifest.json").exists():
-        raise UserError(f"{run_dir}: nothing to resume (no manifest.json)")
+    shard = Shard.parse(opts.shard) if opts.shard else _manifest_shard(existing)
+    run_dir = out or new_run_dir(cfg, cfg.fingerprint())
+    resume = resume_command(opts.command, run_dir)
     fresh = not run_dir.exists()
     store = RunStore(run_dir)
     cache: ResponseCache | None = None
     events: EventLog | None = None
     result = SweepResult()
+    manifest: RunManifest | None = None
     try:
         async with _pool(profiles, cfg, lambda r: _record_call(store, events, r)) as pool:
             sweep = plan_sweep(inputs, pool, shard=shard)
@@ -262,7 +272,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                 sweep.slots = []
             for ref, role in roles:
                 pool.client(ref, role)  # a missing key or unknown model fails here, before any work
-            manifest = _open_manifest(store, sweep, run_dir)
+            manifest = _open_manifest(store, sweep, run_dir, existing)
             events = EventLog(run_dir)
             events.log.info(
                 "run_started",
@@ -271,6 +281,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                 chatbots=[s.ref for s in sweep.chatbots],
                 judges=[s.ref for s in sweep.judges] if opts.judge else [],
                 shard=manifest.shard,
+                resumed=existing is not None,
                 reused=sum(1 for j in sweep.jobs if store.done_conversation(j.id)),
             )
             cache = _cache(cfg, run_dir)
@@ -279,7 +290,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
             if progress is not None:
                 progress.plan(_per_chatbot(sweep))
             budget = _budget(cfg, pool)
-            stopper = Stopper(cfg.grace_s, store, run_dir)
+            stopper = Stopper(cfg.grace_s, store, resume)
             sink = _sink(store)
             store.start()
             await _supervised(
@@ -298,12 +309,17 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                 result,
             )
             manifest.updated_at = sweep.manifest(manifest.run_id).updated_at
+            manifest.stopped = result.stopped
             store.write_manifest(manifest)
             events.log.info("run_finished", **_counts(result))
-    except UserError:
-        store.close()
-        if fresh and not any(run_dir.iterdir()):
+    except UserError as exc:
+        _close_quietly(store, cache, events)
+        if fresh and run_dir.is_dir() and not any(run_dir.iterdir()):
             run_dir.rmdir()  # nothing was done: leave no empty run directory behind
+        if isinstance(exc, StorageError) and manifest is not None:
+            raise StorageError(
+                f"{exc}; finished work is saved: make room (or make the folder writable), then resume with: {resume}"
+            ) from None
         raise
     finally:
         await store.aclose()
@@ -311,10 +327,51 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
             cache.close()
         if events is not None:
             events.close()
-    if result.stopped:
-        notes.append(f"stopped early: {result.stopped}. Resume with: vera run --resume {run_dir}")
+    status = run_status(
+        manifest,
+        store.conversations,
+        store.judgements,
+        stopped=result.stopped,
+        allow_failures=cfg.allow_failures,
+        judging=opts.judge,
+    )
+    if status.exit_code:
+        notes.append(f"to continue this run: {resume}")
     card = score_run(run_dir, frames=(sink.frame(), sink.answers_frame())) if opts.judge else None
-    return RunOutcome(run_dir=run_dir, result=result, card=card, notes=notes)
+    return RunOutcome(run_dir=run_dir, result=result, card=card, notes=notes, status=status, resume=resume)
+
+
+def _resumed_config(
+    existing: RunManifest, run_dir: Path, opts: RunOptions, notes: list[str]
+) -> tuple[RunConfig, dict[str, Any]]:
+    """The run config and provider profiles a run continues with, from its manifest and
+    the options given with the resume (checked against the run)."""
+    profiles: dict[str, Any] = {}
+
+    def apply(cfg: RunConfig) -> RunConfig:
+        profiles.update(load_profiles(cfg.path(cfg.providers)))
+        return apply_options(cfg, opts, profiles, notes)
+
+    given = {k: getattr(opts, k) for k in ("providers", "user_agents", "judges", "seeds", "limit_personas")}
+    given |= {"seeds_flag": opts.seeds_flag, "shard": str(Shard.parse(opts.shard)) if opts.shard else None}
+    cfg = resume_config(existing, run_dir, config_path=opts.config_path, given=given, apply=apply)
+    needed = ("rubric", "personas", "user_prompts", "judge_prompts")
+    check_inputs_present(existing, cfg, run_dir, needed)
+    check_profiles_present(existing, cfg, profiles, run_dir)
+    return cfg, profiles
+
+
+def _manifest_shard(manifest: RunManifest | None) -> Shard | None:
+    return Shard.parse(manifest.shard) if manifest is not None and manifest.shard else None
+
+
+def _close_quietly(store: RunStore, cache: ResponseCache | None, events: EventLog | None) -> None:
+    """Close what a failed run opened without letting a second failure (the same full
+    disk) hide the first one."""
+    for closer in (store.close, cache.close if cache else None, events.close if events else None):
+        if closer is not None:
+            with contextlib.suppress(UserError, OSError):
+                closer()
 
 
 def _sink(store: RunStore) -> RatingsSink:
@@ -364,11 +421,10 @@ def _per_chatbot(sweep: Sweep) -> dict[str, int]:
     return out
 
 
-def _open_manifest(store: RunStore, sweep: Sweep, run_dir: Path) -> RunManifest:
-    existing = store.read_manifest()
+def _open_manifest(store: RunStore, sweep: Sweep, run_dir: Path, existing: RunManifest | None) -> RunManifest:
     planned = sweep.manifest(run_id=run_dir.name)
     if existing is not None:
-        check_resume(existing, planned)
+        check_same_run(existing, planned, run_dir)
         planned.created_at = existing.created_at
         planned.run_id = existing.run_id
     store.write_manifest(planned)
@@ -388,51 +444,72 @@ class JudgeOptions:
     cache: bool | None = None
     max_cost: float | None = None
     reference_data: str | None = None
+    allow_failures: float | None = None
 
 
 async def judge_run(opts: JudgeOptions) -> RunOutcome:
     """Judge the complete conversations of an existing run (e.g. after `vera simulate`)
-    with its judges or others, or import transcripts into a new run and judge them."""
+    with its judges or others, or import transcripts into a new run and judge them.
+    Judging a run again continues where it stopped: `vera judge RUN_DIR` alone."""
     if opts.transcripts:
         return await _judge_imported(opts)
     assert opts.run_dir is not None
     run_dir = Path(opts.run_dir)
-    store = RunStore(run_dir)
-    manifest = store.read_manifest()
-    if manifest is None:
-        store.close()
-        raise UserError(f"{run_dir}: not a vera run directory (no manifest.json)")
-    cfg = msgspec.convert(manifest.config, RunConfig)
-    cfg.base_dir = str(Path(manifest.rubric.path).resolve().parent)
-    cfg.rubric, cfg.personas = manifest.rubric.path, manifest.personas.path
-    cfg.user_prompts, cfg.judge_prompts = manifest.user_prompts.path, manifest.judge_prompts.path
+    for value, flag in ((opts.config_path, "--config"), (opts.personas, "--personas"), (opts.out, "--out")):
+        if value:
+            raise ConfigError(
+                f"{flag} is for importing --transcripts; judging {run_dir} uses the settings in its manifest"
+            )
+    manifest = existing_run(run_dir, resume=True)
+    assert manifest is not None
+    cfg = restored_config(manifest)
     cfg.judges = opts.judges or [j.ref for j in manifest.judges]
     if manifest.reference is not None:  # its prompt templates are read from there again
         cfg.reference.data = manifest.reference.path
     _judge_settings(cfg, opts)
-    try:
-        inputs = Inputs.load(cfg)
-        for key, now in (
-            ("rubric", inputs.rubric_version()),
-            ("judge_prompts", inputs.judge_prompts.version),
-        ):
-            was = getattr(manifest, key)
-            if was.sha256 != now.sha256:
-                raise UserError(
-                    f"{now.path} changed since this run was made ({key} {was.sha256[:8]} → {now.sha256[:8]}); "
-                    "judge in a new run"
-                )
-    except UserError:
-        store.close()
-        raise
+    check_inputs_present(manifest, cfg, run_dir, ("rubric", "judge_prompts"))
+    inputs = _judging_inputs(cfg, manifest)
+    for key, now in (("rubric", inputs.rubric_version()), ("judge_prompts", inputs.judge_prompts.version)):
+        was = getattr(manifest, key)
+        if was.sha256 != now.sha256:
+            raise UserError(
+                f"cannot judge {run_dir}: the {key.replace('_', ' ')} changed since this run was made: "
+                f"it used {was.name} {was.version} (sha256 {was.sha256[:12]}); {now.path} now holds "
+                f"{now.name} {now.version} (sha256 {now.sha256[:12]}); judge in a new run"
+            )
+    store = RunStore(run_dir)
     conversations = [c for c in store.conversations.values() if c.status == "complete"]
     return await _judge(cfg, inputs, store, run_dir, manifest, conversations, opts)
 
 
+def _judging_inputs(cfg: RunConfig, manifest: RunManifest) -> Inputs:
+    """What judging reads is the rubric and the judge prompts. The persona set and the
+    user-agent prompts are only carried along (their versions stay in the manifest), so
+    a run whose persona file has moved away can still be judged."""
+    if cfg.path(cfg.personas).exists() and cfg.path(cfg.user_prompts).exists():
+        return Inputs.load(cfg)
+    from vera.personas import PersonaSet
+    from vera.prompts import Template, UserPrompts, load_judge_prompts
+    from vera.rubric import load_rubric, validate_rubric
+
+    rubric = load_rubric(cfg.path(cfg.rubric))
+    if problems := validate_rubric(rubric):
+        raise ConfigError(problems[0].render(rubric.path))
+    up = manifest.user_prompts
+    absent = Template(path=up.path, text="")
+    return Inputs(
+        config=cfg,
+        rubric=rubric,
+        personas=PersonaSet(personas=(), columns=(), version=manifest.personas),
+        user_prompts=UserPrompts(system=absent, reminder=absent, end_marker="", version=up),
+        judge_prompts=load_judge_prompts(cfg.path(cfg.judge_prompts)),
+    )
+
+
 def _judge_settings(cfg: RunConfig, opts: JudgeOptions) -> None:
-    if opts.instances:
+    if opts.instances is not None:
         cfg.judge.instances = opts.instances
-    if opts.max_concurrency:
+    if opts.max_concurrency is not None:
         cfg.max_concurrency = opts.max_concurrency
     if opts.cache is not None:
         cfg.cache = opts.cache
@@ -440,6 +517,8 @@ def _judge_settings(cfg: RunConfig, opts: JudgeOptions) -> None:
         cfg.max_cost_usd = opts.max_cost
     if opts.reference_data:
         cfg.reference.data = str(Path(opts.reference_data).resolve())
+    if opts.allow_failures is not None:
+        cfg.allow_failures = opts.allow_failures
     cfg.check()
 
 
@@ -459,7 +538,14 @@ async def _judge_imported(opts: JudgeOptions) -> RunOutcome:
     run_dir = (
         Path(opts.out) if opts.out else new_run_dir(cfg, digest("import", [c.id for c in conversations]))
     )
+    manifest = existing_run(run_dir, resume=False)
     store = RunStore(run_dir)
+    if manifest is not None and any(c.id not in store.conversations for c in conversations):
+        store.close()
+        raise UserError(
+            f"{run_dir}: holds another run; import these transcripts into a new folder "
+            f"(to continue judging that run: {resume_command('judge', run_dir)})"
+        )
     added = 0
     for c in conversations:
         if c.id not in store.conversations:  # a rerun on the same --out records nothing twice
@@ -469,7 +555,6 @@ async def _judge_imported(opts: JudgeOptions) -> RunOutcome:
     chatbots = sorted({c.chatbot for c in conversations})
     agents = sorted({c.user_agent for c in conversations})
     cfg.chatbots, cfg.user_agents, cfg.seeds = chatbots, agents, [0]
-    manifest = store.read_manifest()
     outcome = await _judge(
         cfg, inputs, store, run_dir, manifest, conversations, opts, imported=(chatbots, agents, info)
     )
@@ -498,7 +583,11 @@ def _import_info(
     if not missing and stale.exists():
         stale.unlink()  # from an earlier import into this directory with another persona file
     if missing:
-        store.write_text(PERSONAS_NOT_FOUND, "".join(f"{name}\t{n}\n" for name, n in sorted(missing.items())))
+        atomic_write(
+            store.root / PERSONAS_NOT_FOUND,
+            "".join(f"{name}\t{n}\n" for name, n in sorted(missing.items())).encode(),
+            what="the list of persona names not found",
+        )
         notes.append(
             f"warning: {sum(missing.values())} of {len(conversations)} conversation(s) name a persona that "
             f"{opts.personas} does not have ({len(missing)} name(s), listed in "
@@ -528,11 +617,14 @@ async def _judge(
     opts: JudgeOptions,
     imported: tuple[list[str], list[str], ImportInfo] | None = None,
 ) -> RunOutcome:
-    profiles = load_profiles(cfg.path(cfg.providers))
+    resume = resume_command("judge", run_dir)
     cache: ResponseCache | None = None
-    events = EventLog(run_dir)
+    events: EventLog | None = None
     result = SweepResult()
+    planned: RunManifest | None = None
     try:
+        profiles = load_profiles(cfg.path(cfg.providers))
+        events = EventLog(run_dir)
         async with _pool(profiles, cfg, lambda r: _record_call(store, events, r)) as pool:
             judges = [pool.spec(r) for r in cfg.judges]
             for spec in judges:
@@ -560,6 +652,9 @@ async def _judge(
                 planned.seeds = manifest.seeds
                 planned.config_sha256 = manifest.config_sha256
                 planned.offline = manifest.offline or sweep.offline
+                planned.shard = manifest.shard
+                planned.missing_shards = manifest.missing_shards
+                planned.base_dir = manifest.base_dir or planned.base_dir
             else:
                 planned.jobs_planned = len(conversations)
             if imported is not None:
@@ -567,7 +662,7 @@ async def _judge(
             store.write_manifest(planned)
             cache = _cache(cfg, run_dir)
             clients = CachingClients(pool, cache, lambda r: _record_call(store, events, r))
-            stopper = Stopper(cfg.grace_s, store, run_dir)
+            stopper = Stopper(cfg.grace_s, store, resume)
             sink = _sink(store)
             store.start()
             await _supervised(
@@ -586,12 +681,33 @@ async def _judge(
                 ),
                 result,
             )
+            planned.stopped = result.stopped
+            store.write_manifest(planned)
         events.log.info("judging_finished", **_counts(result))
+    except UserError as exc:
+        _close_quietly(store, cache, events)
+        if isinstance(exc, StorageError) and planned is not None:
+            raise StorageError(
+                f"{exc}; finished work is saved: make room (or make the folder writable), then: {resume}"
+            ) from None
+        raise
     finally:
         await store.aclose()
-        events.close()
+        if events is not None:
+            events.close()
         if cache is not None:
             cache.close()
-    notes = [f"stopped early: {result.stopped}"] if result.stopped else []
+    status = run_status(
+        planned,
+        store.conversations,
+        store.judgements,
+        stopped=result.stopped,
+        allow_failures=cfg.allow_failures,
+    )
+    # Only judging can be continued: a transcript that failed to import stays failed
+    # however often the run is judged again, so it earns no hint.
+    _, judged = tally(planned, store.conversations, store.judgements)
+    retryable = status.state != "failed" or judged.failed > 0
+    notes = [f"to continue judging: {resume}"] if status.exit_code and retryable else []
     card = score_run(run_dir, frames=(sink.frame(), sink.answers_frame()))
-    return RunOutcome(run_dir=run_dir, result=result, card=card, notes=notes)
+    return RunOutcome(run_dir=run_dir, result=result, card=card, notes=notes, status=status, resume=resume)

@@ -12,6 +12,7 @@ row-at-a-time frame nor one huge conversion at the end is needed.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import polars as pl
 
 from vera.records import Conversation, Judgement
 from vera.stats.bootstrap import score_from_percentages
+from vera.store import atomic_write
 
 RATINGS_SCHEMA: dict[str, pl.DataType] = {
     "conversation_id": pl.Utf8(),
@@ -168,7 +170,10 @@ def ratings_frame(pairs: Iterable[tuple[Conversation, Judgement]]) -> pl.DataFra
 
 
 def write_parquet(frame: pl.DataFrame, path: Path) -> None:
-    """Write a frame so that readers see the old file or the new one, never half."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    frame.write_parquet(tmp)
-    tmp.replace(path)
+    """Write a frame so that readers see the old file or the new one, never half, and
+    no temporary file is left behind when the disk fails (see `atomic_write`). The
+    Parquet bytes are built in memory first (they are compressed and small), so a disk
+    error is an OSError from the one writer, not an error wrapped by polars."""
+    buffer = io.BytesIO()
+    frame.write_parquet(buffer)
+    atomic_write(path, buffer.getvalue())

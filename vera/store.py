@@ -21,12 +21,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Iterator
+import secrets
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import msgspec
 
+from vera.errors import storage_error
 from vera.records import CallRecord, Conversation, Judgement, RunManifest
 
 T = TypeVar("T")
@@ -37,14 +39,45 @@ CALLS = "calls.jsonl"
 MANIFEST = "manifest.json"
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write a whole file so that readers see the old or the new content, never half."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+# What each file of a run directory is, for error messages ("cannot write the score card").
+WHAT = {
+    CONVERSATIONS: "conversation records",
+    JUDGEMENTS: "judgement records",
+    CALLS: "the call log",
+    MANIFEST: "the run manifest",
+    "card.json": "the score card",
+    "card.md": "the score card (Markdown)",
+    "card.html": "the score card (HTML)",
+    "ratings.parquet": "the ratings frame",
+    "answers.parquet": "the answers frame",
+}
+
+
+def atomic_write(path: Path, data: bytes, *, what: str = "") -> None:
+    """Write a whole file so that readers see the old or the new content, never half.
+
+    The content goes to a temporary file beside `path`, is fsync'd and renamed
+    over `path`; on any failure (a full or read-only disk) the temporary file is removed
+    and the old file is left as it was, and an OSError becomes one `StorageError` line
+    naming the path and `what` it is."""
+    what = what or WHAT.get(path.name, path.name)
+    tmp: str | None = None
+    try:
+        # Not mkstemp: its files are private (0600); this one gets the usual permissions.
+        tmp = str(path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        raise storage_error(path, what, exc) from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def read_records(path: Path, type_: type[T], *, repair: bool = False) -> list[T]:
@@ -65,13 +98,18 @@ def read_records(path: Path, type_: type[T], *, repair: bool = False) -> list[T]
         try:
             out.append(decoder.decode(tail))
             if repair:  # a whole record that only lacks its newline
-                with open(path, "ab") as f:
-                    f.write(b"\n")
+                _repair(path, lambda f: f.write(b"\n"), "ab")
         except (msgspec.DecodeError, msgspec.ValidationError):
             if repair:
-                with open(path, "r+b") as f:
-                    f.truncate(len(data) - len(tail))
+                _repair(path, lambda f: f.truncate(len(data) - len(tail)), "r+b")
     return out
+
+
+def _repair(path: Path, fix: Callable[[IO[bytes]], Any], mode: str) -> None:
+    """Mend a torn last line. Best effort: in a read-only folder the records read above
+    are still right (the torn line is skipped), and nothing can be appended anyway."""
+    with contextlib.suppress(OSError), open(path, mode) as f:
+        fix(f)
 
 
 R = TypeVar("R", Conversation, Judgement)
@@ -98,7 +136,10 @@ class RunStore:
 
     def __init__(self, root: str | Path, *, fsync_interval: float = 1.0) -> None:
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise storage_error(self.root, "the run directory", exc) from None
         self.fsync_interval = fsync_interval
         self.conversations: dict[str, Conversation] = {}
         self.judgements: dict[str, Judgement] = {}
@@ -125,13 +166,25 @@ class RunStore:
     # -- appending ---------------------------------------------------------------------
 
     def _append(self, name: str, record: Any) -> None:
-        f = self._files.get(name)
-        if f is None:
-            # Kept open for the life of the store (closed in `close`), so no `with`.
-            f = self._files[name] = open(self.root / name, "ab")  # noqa: SIM115
-        f.write(self._encoder.encode(record) + b"\n")
-        f.flush()  # in the OS before anyone is told the work is done
+        try:
+            f = self._files.get(name)
+            if f is None:
+                # Kept open for the life of the store (closed in `close`), so no `with`.
+                f = self._files[name] = open(self.root / name, "ab")  # noqa: SIM115
+            f.write(self._encoder.encode(record) + b"\n")
+            f.flush()  # in the OS before anyone is told the work is done
+        except OSError as exc:
+            # A full disk may leave part of the line written: the next open cuts it off.
+            # The handle still holds the unwritten bytes; drop it so closing cannot retry.
+            self._discard(name)
+            raise storage_error(self.root / name, WHAT[name], exc) from None
         self._dirty = True
+
+    def _discard(self, name: str) -> None:
+        f = self._files.pop(name, None)
+        if f is not None:
+            with contextlib.suppress(OSError):
+                f.close()
 
     def add_conversation(self, conv: Conversation) -> None:
         if self.done_conversation(conv.id):
@@ -154,8 +207,12 @@ class RunStore:
     def sync(self) -> None:
         if not self._dirty:
             return
-        for f in self._files.values():
-            os.fsync(f.fileno())
+        for name, f in list(self._files.items()):
+            try:
+                os.fsync(f.fileno())
+            except OSError as exc:
+                self._discard(name)
+                raise storage_error(self.root / name, WHAT[name], exc) from None
         self._dirty = False
 
     async def _sync_forever(self) -> None:
@@ -177,10 +234,13 @@ class RunStore:
         self.close()
 
     def close(self) -> None:
-        self.sync()
-        for f in self._files.values():
-            f.close()
-        self._files.clear()
+        """Make every record durable and close the files. Every file is closed even
+        when the disk fails; the first failure is then raised as a `StorageError`."""
+        try:
+            self.sync()
+        finally:
+            for name in list(self._files):
+                self._discard(name)
 
     # -- summaries -----------------------------------------------------------------------
 
@@ -196,11 +256,6 @@ class RunStore:
     def write_json(self, name: str, obj: Any) -> Path:
         p = self.root / name
         atomic_write(p, msgspec.json.format(msgspec.json.encode(obj)) + b"\n")
-        return p
-
-    def write_text(self, name: str, text: str) -> Path:
-        p = self.root / name
-        atomic_write(p, text.encode())
         return p
 
     def complete_pairs(self) -> Iterator[tuple[Conversation, Judgement]]:

@@ -54,7 +54,7 @@ def test_unknown_key_names_file_line_and_field(tmp_path: Path) -> None:
     with pytest.raises(DataError) as caught:
         load_profile(path)
     assert caught.value.where == f"{path}:4"
-    assert "unknown field `rmp`" in caught.value.problem
+    assert caught.value.problem == "unknown field 'rmp'; did you mean 'rpm'?"
 
 
 def test_wrong_type_names_the_field_path(tmp_path: Path) -> None:
@@ -62,7 +62,7 @@ def test_wrong_type_names_the_field_path(tmp_path: Path) -> None:
     with pytest.raises(DataError) as caught:
         load_profile(path)
     assert caught.value.where == f"{path}:3"
-    assert "`$.rpm`" in str(caught.value)
+    assert caught.value.problem == "rpm must be a number, not 'fast'"
 
 
 def test_error_inside_a_table_points_at_the_key_in_that_table(tmp_path: Path) -> None:
@@ -74,20 +74,30 @@ def test_error_inside_a_table_points_at_the_key_in_that_table(tmp_path: Path) ->
     with pytest.raises(DataError) as caught:
         load_profile(path)
     assert caught.value.where == f"{path}:6"
-    assert "deploymnt" in caught.value.problem and "$.azure" in caught.value.problem
+    assert caught.value.problem == "unknown field 'deploymnt' in [azure]; did you mean 'deployment'?"
 
 
 @pytest.mark.parametrize(
     ("text", "field", "message"),
     [
-        ('protocol = "openai"\nmodel = "m"\napi_key_env = "K"\nrpm = 0\n', "rpm", "> 0"),
-        ('protocol = "smoke-signals"\n', "protocol", "Invalid enum value"),
+        ('protocol = "openai"\nmodel = "m"\napi_key_env = "K"\nrpm = 0\n', "rpm", "greater than 0, not 0"),
+        ('protocol = "smoke-signals"\n', "protocol", "is not known; use one of: openai, azure_openai"),
         (
             'protocol = "openai"\nmodel = "m"\napi_key_env = "K"\n[http]\nurl = "x"\n',
             "http",
             "only applies to protocol 'http'",
         ),
         ('protocol = "http"\n', "http", "needs an [http] table"),
+        (
+            'protocol = "openai"\nmodel = "m"\nbase_url = "ftp://h/v1"\n',
+            "base_url",
+            "must be an http:// or https:// URL",
+        ),
+        (
+            'protocol = "http"\n[http]\nurl = "file:///tmp/x"\n',
+            "http.url",
+            "must be an http:// or https:// URL",
+        ),
         ('protocol = "gemini"\napi_key_env = "K"\n', "model", "needs a model"),
         (
             'protocol = "anthropic"\nmodel = "m"\nstructured_output = "json_schema"\n',
