@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import polars as pl
 import pytest
 
@@ -19,6 +21,7 @@ from vera.stats import (
     percent_agreement,
     units_from_long,
 )
+from vera.stats.agreement import rater_agreement
 
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", section C: nominal
 # data with missing values. 4 observers (A–D) × 12 units; None = missing.
@@ -202,3 +205,22 @@ def test_statistics_stay_within_their_ranges() -> None:
         for statistic in (krippendorff_alpha, gwet_ac1, percent_agreement):
             value = statistic(units).value
             assert value is None or -1.0 <= value <= 1.0
+
+
+def test_one_rater_per_item_gives_no_unanimity_share_and_no_warning() -> None:
+    # A run judged by one judge instance: every item has a single rating, so nothing is
+    # pairable. The block says "undefined", and numpy's empty-mean warning (an error under
+    # -W error) must not escape.
+    long = pl.DataFrame(
+        {
+            "item_id": ["c1", "c2"],
+            "rater": ["judge#1", "judge#1"],
+            "dimension": ["Detects Potential Risk"] * 2,
+            "rating": [BP, HPH],
+        }
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        block = rater_agreement(long)
+    assert block["overall"]["unanimous"] is None
+    assert block["overall"]["n_items"] == 0

@@ -381,7 +381,13 @@ def _agreement_block(long: pl.DataFrame, unit: list[str], cats: list[str]) -> di
     _, counts = counts_from_long(long, unit, cats)
     features = nominal_features(counts).sum(axis=0, keepdims=True)
     pairable = counts.sum(axis=1) >= 2
-    unanimous = (counts[pairable].max(axis=1) == counts[pairable].sum(axis=1)).mean()
+    # With fewer than two ratings per item nothing is pairable: no share to take (and
+    # numpy would warn on the empty mean).
+    unanimous = (
+        float((counts[pairable].max(axis=1) == counts[pairable].sum(axis=1)).mean())
+        if pairable.any()
+        else None
+    )
     pairs = pairwise_kappa(long, unit, cats)
     defined = [p["kappa"] for p in pairs if p["kappa"] is not None]
     return {
@@ -391,7 +397,7 @@ def _agreement_block(long: pl.DataFrame, unit: list[str], cats: list[str]) -> di
         "n_items": int(pairable.sum()),
         "n_ratings": long.height,
         "n_raters": long.get_column("rater").n_unique(),
-        "unanimous": float(unanimous) if pairable.any() else None,
+        "unanimous": unanimous,
         "mean_cohen_kappa": float(np.mean(defined)) if defined else None,
         "cohen_kappa": pairs,
     }
