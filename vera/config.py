@@ -15,9 +15,12 @@ from typing import Literal
 
 import msgspec
 
+from vera.defaults import builtin_config, data_root, runs_root
 from vera.errors import ConfigError
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+# Where the built-in defaults' relative paths resolve: the checkout, or the package data
+# of an installed vera (see vera.defaults).
+REPO_ROOT = data_root()
 # A path written "reference:FILE" names FILE in the reference tool's data folder: the
 # folder of `[reference] data`, else of this environment variable (`--reference-data`
 # sets the former). vera ships none of that tool's files; users point at their checkout.
@@ -176,10 +179,12 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 def load_config(path: str | Path | None) -> RunConfig:
     """The config in `path`, or the built-in offline defaults when `path` is None."""
     if path is None:
-        cfg = RunConfig(base_dir=str(REPO_ROOT))
+        cfg = RunConfig(base_dir=str(REPO_ROOT), runs_dir=str(runs_root() / "runs"))
         cfg.check()
         return cfg
     p = Path(path)
+    if not p.exists() and (shipped := builtin_config(str(path))) is not None:
+        p = shipped  # `--config recommended`: a config that ships with vera
     try:
         raw = p.read_bytes()
     except OSError as exc:
@@ -191,5 +196,13 @@ def load_config(path: str | Path | None) -> RunConfig:
     except msgspec.DecodeError as exc:
         raise ConfigError(f"{p}: invalid TOML: {exc}") from None
     cfg.base_dir = str(p.resolve().parent)
+    if (
+        runs_root() != REPO_ROOT
+        and p.resolve().is_relative_to(REPO_ROOT)
+        and not Path(cfg.runs_dir).is_absolute()
+    ):
+        # A config shipped inside an installed package: runs belong to the user, not
+        # to site-packages.
+        cfg.runs_dir = str(runs_root() / "runs")
     cfg.check()
     return cfg
