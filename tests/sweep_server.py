@@ -95,7 +95,13 @@ class SweepServer:
         self._loop.run_until_complete(site.start())
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self._ready.set()
-        self._loop.run_forever()
+        try:
+            self._loop.run_forever()
+        finally:
+            # A loop left open is a ResourceWarning at garbage collection, in whichever
+            # test happens to be running then.
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.close()
 
     @property
     def base_url(self) -> str:
