@@ -11,6 +11,7 @@ the OpenAI fake as the user-agent and judge.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -37,6 +38,23 @@ def assert_clean(run: Run, roles: dict[str, str], personas: int = 1) -> None:
     for protocol, server in run.servers.items():
         # each server got exactly the calls of the roles on its protocol
         assert server.requests == sum(by_role[r] for r, p in roles.items() if p == protocol)
+    assert_costs_add_up(run)
+
+
+def assert_costs_add_up(run: Run) -> None:
+    """Each record carries its own calls' cost: records, calls.jsonl and the card agree."""
+    calls = run.jsonl("calls.jsonl")
+    records = [*run.jsonl("conversations.jsonl"), *run.jsonl("judgements.jsonl")]
+    by_job: Counter[str] = Counter()
+    for c in calls:
+        by_job[c["job_id"]] += c["cost_usd"]
+    for r in records:
+        assert r["cost_usd"] == pytest.approx(by_job[r["id"]])
+    total = sum(c["cost_usd"] for c in calls)
+    assert total > 0
+    assert sum(r["cost_usd"] for r in records) == pytest.approx(total)
+    card = json.loads((run.out / "card.json").read_text())
+    assert card["accounting"]["total"]["cost_usd"] == pytest.approx(total, abs=1e-4)
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
