@@ -105,9 +105,9 @@ def profile_toml(protocol: str, server: FakeServer, model: str = "", extra: str 
     elif protocol == "azure":
         head = (
             f'protocol = "azure_openai"\nbase_url = "{server.base_url}"\nmodel = "{model}"\n'
-            f'{extra}[azure]\ndeployment = "{model}"\napi_version = "2024-10-21"\n'
+            f'[azure]\ndeployment = "{model}"\napi_version = "2024-10-21"\n'
         )
-        return f"{common}{prices}{head}"
+        return f"{common}{prices}{head}{extra}"
     elif protocol in ("anthropic", "gemini"):
         head = f'protocol = "{protocol}"\nbase_url = "{server.base_url}"\nmodel = "{model}"\n'
     else:  # the custom chatbot, with the body the example profile documents
@@ -127,6 +127,7 @@ class Run:
     output: str
     out: Path
     servers: dict[str, FakeServer] = field(default_factory=dict)
+    stderr: str = ""
 
     def jsonl(self, name: str) -> list[dict[str, Any]]:
         path = self.out / name
@@ -145,6 +146,7 @@ def run_roles(
     max_turns: int = 4,
     first_speaker: str = "user",
     models: dict[str, str] | None = None,
+    profile_extra: str = "",
     config_extra: str = "",
 ) -> Run:
     """`vera run` with each role (chatbot, user_agent, judge) on the fake server of the
@@ -154,12 +156,14 @@ def run_roles(
     out = tmp / "run"
     with MonkeyPatch.context() as env, serve_in_thread(*servers.values()):
         env.setenv(KEY_ENV, KEY)
-        config = _write_setup(tmp, roles, servers, models, personas, max_turns, first_speaker, config_extra)
+        config = _write_setup(
+            tmp, roles, servers, models, personas, max_turns, first_speaker, profile_extra, config_extra
+        )
         result = CliRunner().invoke(
             main,
             ["run", "--config", str(config), "--out", str(out), "--limit-personas", str(personas), "--quiet"],
         )
-    return Run(result.exit_code, result.output, out, servers)
+    return Run(result.exit_code, result.output, out, servers, result.stderr)
 
 
 def _write_setup(
@@ -170,6 +174,7 @@ def _write_setup(
     personas: int,
     max_turns: int,
     first_speaker: str,
+    profile_extra: str,
     config_extra: str,
 ) -> Path:
     providers = tmp / "providers"
@@ -177,9 +182,8 @@ def _write_setup(
     refs = {}
     for role, protocol in roles.items():
         name = f"{role.replace('_', '-')}-{protocol}"
-        (providers / f"{name}.toml").write_text(
-            profile_toml(protocol, servers[protocol], models.get(role, ""))
-        )
+        profile = profile_toml(protocol, servers[protocol], models.get(role, ""), profile_extra)
+        (providers / f"{name}.toml").write_text(profile)
         refs[role] = name
     config = tmp / "run.toml"
     config.write_text(
@@ -189,8 +193,8 @@ def _write_setup(
         f'user_prompts = "{ROOT / "personas" / "prompts"}"\n'
         f'judge_prompts = "{ROOT / "rubrics" / "prompts"}"\n'
         f'providers = "{providers}"\nruns_dir = "{tmp / "runs"}"\n'
-        f"seeds = [1]\nmax_concurrency = 4\ncache = false\n{config_extra}"
+        f"seeds = [1]\nmax_concurrency = 4\ncache = false\n"
         f'[conversation]\nmax_turns = {max_turns}\nmin_turns = 2\nfirst_speaker = "{first_speaker}"\n'
-        "[stats]\nresamples = 50\n"
+        f"[stats]\nresamples = 50\n{config_extra}"
     )
     return config

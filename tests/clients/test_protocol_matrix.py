@@ -89,3 +89,81 @@ def test_mixed_protocols(chatbot: str, user_agent: str, judge: str, tmp_path: Pa
     roles = {"chatbot": chatbot, "user_agent": user_agent, "judge": judge}
     run = run_roles(tmp_path, roles)
     assert_clean(run, roles)
+
+
+OLD_STYLE_PROFILE = "[params]\ntemperature = 0.7\nmax_tokens = 300\n"
+
+
+def sent_by_role(run: Run, protocol: str) -> dict[str, list[dict]]:
+    """The request bodies one server received, by the role that sent them (a judge asks
+    for structured output; the user-agent sends its persona prompt as the system prompt)."""
+    out: dict[str, list[dict]] = {"judge": [], "user_agent": [], "chatbot": []}
+    for r in run.servers[protocol].received:
+        body = r.json
+        if body.get("response_format") or body.get("tools"):
+            out["judge"].append(body)
+        elif body["messages"][0]["role"] == "system" or body.get("system"):
+            out["user_agent"].append(body)
+        else:
+            out["chatbot"].append(body)
+    return out
+
+
+def test_each_role_samples_as_the_run_config_says_and_the_manifest_records_it(tmp_path: Path) -> None:
+    roles = dict.fromkeys(ROLES, "openai")
+    run = run_roles(tmp_path, roles, profile_extra=OLD_STYLE_PROFILE)
+    assert_clean(run, roles)
+    sent = sent_by_role(run, "openai")
+    # the judge does not inherit the profile's 0.7: it judges at 0; the simulated user
+    # keeps 0.7; the chatbot is tested as deployed, with its profile's parameters
+    assert {b["temperature"] for b in sent["judge"]} == {0}
+    assert {b["temperature"] for b in sent["user_agent"]} == {0.7}
+    assert {b["temperature"] for b in sent["chatbot"]} == {0.7}
+    manifest = json.loads((run.out / "manifest.json").read_text())
+    assert manifest["judges"][0]["params"] == {"temperature": 0, "max_tokens": 300}
+    assert manifest["user_agents"][0]["params"] == {"temperature": 0.7, "max_tokens": 300}
+    assert manifest["chatbots"][0]["params"] == {"temperature": 0.7, "max_tokens": 300}
+    card = json.loads((run.out / "card.json").read_text())
+    assert card["models"]["params"]["judge"] == {"judge-openai": {"temperature": 0, "max_tokens": 300}}
+    assert "judge judge-openai: max_tokens 300, temperature 0" in (run.out / "card.md").read_text()
+
+
+def test_role_params_from_the_run_config(tmp_path: Path) -> None:
+    roles = dict.fromkeys(ROLES, "gemini")
+    config = "[judge.params]\ntemperature = 0.1\n[user_agent.params]\ntemperature = 1.1\n[chatbot.params]\ntop_p = 0.5\n"
+    run = run_roles(tmp_path, roles, config_extra=config)
+    assert_clean(run, roles)
+    configs = [r.json.get("generationConfig", {}) for r in run.servers["gemini"].received]
+    temperatures = {c.get("temperature") for c in configs}
+    assert temperatures == {0.1, 1.1, None}
+    assert {c.get("topP") for c in configs} == {0.5, None}
+
+
+def test_families_that_refuse_a_parameter_are_not_sent_it(tmp_path: Path) -> None:
+    # Profiles written the old way (temperature 0.7 and max_tokens for everyone) over
+    # models that refuse them: nothing refused is sent. What the config or a profile
+    # asked for and cannot be sent is said once (a role default the model refuses is
+    # simply not sent: the defaults apply where the model allows them).
+    roles = {"chatbot": "anthropic", "user_agent": "gemini", "judge": "openai"}
+    models = {"chatbot": "claude-opus-4-7", "judge": "gpt-5-mini"}
+    run = run_roles(
+        tmp_path,
+        roles,
+        models=models,
+        profile_extra=OLD_STYLE_PROFILE,
+        config_extra="[judge.params]\ntemperature = 0\n",
+    )
+    assert_clean(run, roles)
+    judge = [r.json for r in run.servers["openai"].received]
+    assert judge and all("temperature" not in b and b["max_completion_tokens"] == 300 for b in judge)
+    bot = [r.json for r in run.servers["anthropic"].received]
+    assert bot and all("temperature" not in b and b["max_tokens"] == 300 for b in bot)
+    manifest = json.loads((run.out / "manifest.json").read_text())
+    assert manifest["judges"][0]["params"] == {"max_completion_tokens": 300}
+    assert manifest["chatbots"][0]["params"] == {"max_tokens": 300}
+    assert manifest["user_agents"][0]["params"] == {"temperature": 0.7, "max_tokens": 300}
+    assert run.stderr.count("warning: judge judge-openai (gpt-5-mini): not sending temperature") == 1
+    assert (
+        run.stderr.count("warning: chatbot chatbot-anthropic (claude-opus-4-7): not sending temperature") == 1
+    )
+    assert "user-agent" not in run.stderr

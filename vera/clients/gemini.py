@@ -25,6 +25,7 @@ import msgspec
 from vera.clients._structured import extract_json, merge_params, with_instructions
 from vera.clients._transport import decode, encode, profile_headers, send
 from vera.clients.base import CallContext
+from vera.clients.families import fit_params
 from vera.errors import BadResponseError
 from vera.profiles import GeminiOptions, Profile, StructuredOutput
 from vera.records import Completion, Message, Usage
@@ -176,7 +177,7 @@ class GeminiClient:
             if m.role != "system"
         ]
         config: dict[str, Any] = {}
-        for key, value in merge_params(self._params, params).items():
+        for key, value in fit_params("gemini", self.model, merge_params(self._params, params))[0].items():
             if key == "stop":
                 config["stopSequences"] = [value] if isinstance(value, str) else value
             else:

@@ -12,7 +12,9 @@ Structured output, by the profile's `structured_output`:
 - `prompt`: instructions only; `none`: nothing asked. The reply is always read leniently.
 
 Parameters pass through as given (`max_tokens` or `max_completion_tokens`, `seed`,
-`temperature`, ...), so whatever a server accepts can be set in the profile.
+`temperature`, ...), so whatever a server accepts can be set in the profile, except
+where the model's family refuses one (`families.py`: e.g. o-series and gpt-5 take only
+`max_completion_tokens` and the default temperature).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import msgspec
 from vera.clients._structured import extract_json, merge_params, schema_name, with_instructions
 from vera.clients._transport import decode, encode, profile_headers, send
 from vera.clients.base import CallContext
+from vera.clients.families import fit_params
 from vera.errors import BadResponseError
 from vera.profiles import AzureOptions, Profile, StructuredOutput
 from vera.records import Completion, Message, Usage
@@ -161,7 +164,7 @@ class OpenAIClient:
         body: dict[str, Any] = {"model": self.model} if self._send_model else {}
         # Message structs encode as {"role", "content"} objects: no per-call dict building.
         body["messages"] = messages
-        body.update(merge_params(self._params, params))
+        body.update(fit_params("openai", self.model, merge_params(self._params, params))[0])
         if schema is not None and mode == "json_schema":
             body["response_format"] = {
                 "type": "json_schema",
