@@ -212,3 +212,11 @@ def test_alternate_merges_consecutive_same_role_messages_but_not_system():
         [Message("system", "s"), Message("user", "a"), Message("user", "b"), Message("assistant", "c")]
     )
     assert [(m.role, m.content) for m in merged] == [("system", "s"), ("user", "a\n\nb"), ("assistant", "c")]
+
+
+async def test_each_side_marks_its_stable_prefix_for_caching():
+    _, user, bot = await run(SimulationSettings(max_turns=6, min_turns=2))
+    for request in user.requests:  # everything but the newest message, which has the reminder
+        assert request["cache_prefix"] == len(request["messages"]) - 1
+    for request in bot.requests:  # the whole view: the next turn only appends to it
+        assert request["cache_prefix"] == len(request["messages"])

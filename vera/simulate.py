@@ -174,10 +174,11 @@ async def simulate_conversation(
                     ended_by = "end_marker"
                     break
             else:
+                view = chatbot_view(turns, settings.chatbot_system_prompt)
+                # The chatbot's view only grows: everything sent now is the prefix of
+                # its next request, so all of it may be cached.
                 reply = await chatbot.chat(
-                    chatbot_view(turns, settings.chatbot_system_prompt),
-                    params=chatbot_params,
-                    context=context("chatbot"),
+                    view, params=chatbot_params, cache_prefix=len(view), context=context("chatbot")
                 )
                 usage.add(reply.usage)
                 turns.append(Turn("chatbot", reply.text.strip()))
@@ -219,8 +220,11 @@ async def _user_turn(
     """One user-agent message; (text, conversation ends). The end marker is honoured
     only once the minimum number of turns is reached; before that it is dropped."""
     messages = [Message("system", system), *user_view(turns, reminder, prompts)]
+    # Stable on the next call: the persona prompt and everything up to the user-agent's
+    # own last line (the newest message carries the reminder, which moves on).
+    stable = len(messages) - 1
     for _ in range(settings.max_empty_replies + 1):
-        reply = await client.chat(messages, params=params, context=ctx)
+        reply = await client.chat(messages, params=params, cache_prefix=stable, context=ctx)
         usage.add(reply.usage)
         text, marked = strip_end_marker(reply.text, prompts.end_marker)
         may_end = len(turns) + (1 if text else 0) >= settings.min_turns

@@ -167,3 +167,25 @@ def test_families_that_refuse_a_parameter_are_not_sent_it(tmp_path: Path) -> Non
         run.stderr.count("warning: chatbot chatbot-anthropic (claude-opus-4-7): not sending temperature") == 1
     )
     assert "user-agent" not in run.stderr
+
+
+def test_openai_prompt_cache_key_one_per_conversation_and_role(tmp_path: Path) -> None:
+    roles = dict.fromkeys(ROLES, "openai")
+    run = run_roles(tmp_path, roles, personas=2, profile_extra="prompt_cache_key = true\n")
+    assert_clean(run, roles, personas=2)
+    conversations = {c["id"] for c in run.jsonl("conversations.jsonl")}
+    keys = {}
+    for role, bodies in sent_by_role(run, "openai").items():
+        for body in bodies:
+            keys.setdefault(role, set()).add(body["prompt_cache_key"])
+    for role in ROLES:
+        assert keys[role] == {f"vera-{role}-{c}" for c in conversations}
+
+
+def test_no_prompt_cache_key_where_the_server_is_not_openais(tmp_path: Path) -> None:
+    # A loopback (or any OpenAI-compatible) server is not sent the parameter unless the
+    # profile asks: such servers may refuse unknown parameters.
+    roles = dict.fromkeys(ROLES, "openai")
+    run = run_roles(tmp_path, roles)
+    assert_clean(run, roles)
+    assert all("prompt_cache_key" not in r.json for r in run.servers["openai"].received)

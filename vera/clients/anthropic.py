@@ -11,8 +11,10 @@ schema; the tool call's `input` is the parsed object. `prompt` and `none` work a
 the other protocols.
 
 Prompt caching is explicit here: with `cache_prefix=n`, the system block (when it lies in
-the prefix) and the message at index n-1 get `cache_control: {type: ephemeral}`, so the
-judge's shared system prompt and each transcript are cached separately.
+the prefix) and the message at index n-1 get `cache_control: {type: ephemeral}` (two
+breakpoints at most, of the four the API allows). The judge marks its system prompt with
+the transcript; the user-agent its persona prompt and the conversation up to its own
+last line; the chatbot its whole view, which the next turn extends.
 """
 
 from __future__ import annotations
@@ -214,4 +216,5 @@ def _usage(usage: _Usage | None) -> Usage:
         input_tokens=(usage.input_tokens or 0) + read + written,
         output_tokens=usage.output_tokens or 0,
         cached_input_tokens=read,
+        cache_write_tokens=written,
     )

@@ -72,6 +72,7 @@ class OpenAIClient:
     """
 
     __slots__ = (
+        "_cache_key",
         "_headers",
         "_params",
         "_send_model",
@@ -93,6 +94,7 @@ class OpenAIClient:
         params: dict[str, Any] | None = None,
         structured: StructuredOutput = "json_schema",
         send_model: bool = True,
+        cache_key: bool = False,
     ) -> None:
         self.name = name
         self.model = model
@@ -102,6 +104,7 @@ class OpenAIClient:
         self._params = dict(params or {})
         self._structured = structured
         self._send_model = send_model
+        self._cache_key = cache_key
 
     @classmethod
     def from_profile(
@@ -132,6 +135,7 @@ class OpenAIClient:
             params=profile.params,
             structured=profile.structured,
             send_model=profile.protocol != "azure_openai",
+            cache_key=profile.sends_prompt_cache_key,
         )
 
     def __repr__(self) -> str:
@@ -147,8 +151,10 @@ class OpenAIClient:
         context: CallContext | None = None,
     ) -> Completion:
         """One Chat Completions call. `cache_prefix` needs nothing here: OpenAI caches
-        identical prefixes automatically, and reports the hits as cached tokens."""
-        body = self.request_body(messages, params, schema)
+        identical prefixes automatically, and reports the hits as cached tokens; a
+        `prompt_cache_key` per conversation and role (where the profile sends one) keeps
+        a conversation's requests on the same cache."""
+        body = self.request_body(messages, params, schema, context)
         raw = await send(self._session, self._url, encode(body), headers=self._headers, provider=self.name)
         return self.parse(raw, structured=schema is not None)
 
@@ -157,6 +163,7 @@ class OpenAIClient:
         messages: list[Message],
         params: dict[str, Any] | None,
         schema: dict[str, Any] | None,
+        context: CallContext | None = None,
     ) -> dict[str, Any]:
         mode = self._structured if schema is not None else "none"
         if schema is not None and mode in ("json_object", "prompt"):
@@ -172,6 +179,9 @@ class OpenAIClient:
             }
         elif schema is not None and mode == "json_object":
             body["response_format"] = {"type": "json_object"}
+        if self._cache_key and context is not None and context.conversation_id:
+            # One key per conversation and role: the role's requests share one prefix.
+            body["prompt_cache_key"] = f"vera-{context.role}-{context.conversation_id}"
         return body
 
     def parse(self, raw: bytes, *, structured: bool) -> Completion:
