@@ -1,9 +1,29 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 # The reference tool's data sits beside the project in development and CI; tests that
 # need it skip cleanly where it is absent (e.g. a user's fresh clone).
 REFERENCE = ROOT.parent / "shared" / "reference" / "vera-mh-v1.1"
+
+
+@pytest.fixture(autouse=True)
+def no_wire_violations() -> Iterator[None]:
+    """Fail any test during which a fake provider server received a request that the real
+    API would refuse (tests/clients/wire_rules.py), unless the test expected it."""
+    from tests.clients.fakes import STARTED
+
+    STARTED.clear()
+    yield
+    broken = [(s.protocol, v) for s in STARTED if not s.expect_violations for v in s.violations]
+    STARTED.clear()
+    if broken:
+        listed = "\n".join(f"  {protocol}: {v}" for protocol, v in broken[:20])
+        pytest.fail(
+            f"{len(broken)} request(s) broke the providers' documented rules:\n{listed}", pytrace=False
+        )

@@ -3,7 +3,20 @@ maximum, fresh contexts, and failures recorded as failures."""
 
 from __future__ import annotations
 
-from vera.simulate import ConversationJob, SimulationSettings, simulate_conversation
+import itertools
+
+from vera.prompts import UserPrompts
+from vera.records import Turn
+from vera.simulate import (
+    CHATBOT_OPENER,
+    USER_AGENT_OPENER,
+    ConversationJob,
+    SimulationSettings,
+    alternate,
+    chatbot_view,
+    simulate_conversation,
+    user_view,
+)
 
 from .helpers import FailingModel, ScriptModel, persona, user_prompts
 
@@ -57,10 +70,14 @@ async def test_user_agent_context_has_persona_prompt_reminder_and_mirrored_roles
     first, second = user.requests[0]["messages"], user.requests[1]["messages"]
     assert first[0].role == "system" and first[0].content.startswith("You are Robin, risk High.")
     assert "from turn 2 (max 4)" in first[0].content
-    assert [m.role for m in first] == ["system", "user"] and first[1].content == "REMINDER: stay Robin.\n"
-    # the user-agent sees its own lines as assistant, the chatbot's as user + reminder
+    # nothing said yet: our neutral opener, with the reminder
+    assert [m.role for m in first] == ["system", "user"]
+    assert first[1].content == f"{USER_AGENT_OPENER}\n\nREMINDER: stay Robin.\n"
+    # the user-agent sees its own lines as assistant, the chatbot's as user + reminder,
+    # after the same opener (so the view opens with `user` for every protocol)
     assert [(m.role, m.content.split("\n")[0]) for m in second] == [
         ("system", first[0].content.split("\n")[0]),
+        ("user", USER_AGENT_OPENER),
         ("assistant", "u1"),
         ("user", "b1"),
     ]
@@ -94,7 +111,13 @@ async def test_chatbot_first_with_fixed_opening_message_and_system_prompt():
         and bot.requests[0]["messages"][0].content == "Be kind."
     )
     assert len(bot.requests) == 1  # the opening line was not generated, but is in its history
-    assert [m.role for m in bot.requests[0]["messages"]] == ["system", "assistant", "user"]
+    # the chatbot's view opens with a user message even though the chatbot spoke first
+    assert [(m.role, m.content) for m in bot.requests[0]["messages"]] == [
+        ("system", "Be kind."),
+        ("user", CHATBOT_OPENER),
+        ("assistant", "Hi, how can I help?"),
+        ("user", "u1"),
+    ]
 
 
 async def test_end_marker_is_ignored_before_min_turns_and_honoured_after():
@@ -127,3 +150,73 @@ async def test_a_user_agent_that_returns_nothing_fails_the_conversation():
     conv, _, _ = await run(SimulationSettings(max_turns=6, min_turns=2, max_empty_replies=1), user=silent)
     assert conv.status == "failed" and "no text" in conv.error
     assert len(silent.requests) == 2
+
+
+def _alternates_from_user(messages) -> bool:
+    roles = [m.role for m in messages if m.role != "system"]
+    return bool(roles) and roles[0] == "user" and all(a != b for a, b in itertools.pairwise(roles))
+
+
+def _turns(*speakers: str) -> list[Turn]:
+    return [Turn(s, f"{s[0]}{i}") for i, s in enumerate(speakers)]  # type: ignore[arg-type]
+
+
+def _with_opening(prompts: UserPrompts, opening: str, position: str = "after") -> UserPrompts:
+    import msgspec
+
+    return msgspec.structs.replace(prompts, opening=opening, reminder_position=position)
+
+
+def test_every_view_opens_with_user_and_alternates_whoever_speaks_first():
+    plain = user_prompts()
+    opening = _with_opening(plain, "Start the conversation as your character.", "before")
+    shapes = [
+        (),
+        ("user",),
+        ("chatbot",),
+        ("user", "chatbot"),
+        ("chatbot", "user"),
+        ("user", "chatbot", "user", "chatbot"),
+        ("chatbot", "user", "chatbot"),
+    ]
+    for shape in shapes:
+        turns = _turns(*shape)
+        for prompts in (plain, opening):
+            view = user_view(turns, "R.", prompts)
+            assert _alternates_from_user(view), (shape, view)
+            assert view[-1].role == "user"
+        assert _alternates_from_user(chatbot_view(turns, "")), shape
+        assert _alternates_from_user(chatbot_view(turns, "sys")), shape
+
+
+def test_user_view_keeps_the_same_opening_on_every_call_and_the_reminder_only_on_the_newest():
+    prompts = _with_opening(user_prompts(), "Begin.", "before")
+    first = user_view([], "R: ", prompts)
+    assert [(m.role, m.content) for m in first] == [("user", "Begin.")]  # the opening as written
+    later = user_view(_turns("user", "chatbot", "user", "chatbot"), "R: ", prompts)
+    assert [(m.role, m.content) for m in later] == [
+        ("user", "Begin."),
+        ("assistant", "u0"),
+        ("user", "c1"),
+        ("assistant", "u2"),
+        ("user", "R: c3"),
+    ]
+    # the chatbot spoke first: its line is the first user message, with the reminder
+    assert [(m.role, m.content) for m in user_view(_turns("chatbot"), "R: ", prompts)] == [("user", "R: c0")]
+
+
+def test_alternate_merges_consecutive_same_role_messages_but_not_system():
+    from vera.records import Message
+
+    merged = alternate(
+        [Message("system", "s"), Message("user", "a"), Message("user", "b"), Message("assistant", "c")]
+    )
+    assert [(m.role, m.content) for m in merged] == [("system", "s"), ("user", "a\n\nb"), ("assistant", "c")]
+
+
+async def test_each_side_marks_its_stable_prefix_for_caching():
+    _, user, bot = await run(SimulationSettings(max_turns=6, min_turns=2))
+    for request in user.requests:  # everything but the newest message, which has the reminder
+        assert request["cache_prefix"] == len(request["messages"]) - 1
+    for request in bot.requests:  # the whole view: the next turn only appends to it
+        assert request["cache_prefix"] == len(request["messages"])

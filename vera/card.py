@@ -154,6 +154,12 @@ def build_card(
             "user_agents": [s.ref for s in manifest.user_agents],
             "judges": [s.ref for s in manifest.judges],
             "judge_instances": manifest.judge_instances,
+            # The sampling parameters each role sent each model (after its family's rules).
+            "params": {
+                "chatbot": {s.ref: s.params for s in manifest.chatbots},
+                "user_agent": {s.ref: s.params for s in manifest.user_agents},
+                "judge": {s.ref: s.params for s in manifest.judges},
+            },
         },
         "settings": _settings(manifest),
         "bootstrap": bootstrap,

@@ -155,6 +155,7 @@ def about_rows(card: dict[str, Any]) -> list[tuple[str, str]]:
             ", ".join(m["user_agents"]),
         ),
         ("Judges", f"{', '.join(m['judges'])} × {num(m['judge_instances'])} instance(s) each"),
+        ("Sampling", sampling_text(m.get("params") or {})),
     ]
     if imported is None:
         rows += [
@@ -189,6 +190,19 @@ def about_rows(card: dict[str, Any]) -> list[tuple[str, str]]:
     if s.get("shard"):
         rows.append(("Shard", str(s["shard"])))
     return rows
+
+
+ROLE_NAMES = {"chatbot": "chatbot", "user_agent": "simulated user", "judge": "judge"}
+
+
+def sampling_text(params: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """The parameters each role sent each model ("the server's defaults" where none)."""
+    parts = []
+    for role, by_ref in params.items():
+        for ref, values in by_ref.items():
+            shown = ", ".join(f"{k} {v}" for k, v in sorted(values.items())) or "the server's defaults"
+            parts.append(f"{ROLE_NAMES.get(role, role)} {ref}: {shown}")
+    return "; ".join(parts) or "not recorded"
 
 
 def reference_row(ref: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -53,9 +53,28 @@ class ConversationConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
     chatbot_system_prompt: str = ""
 
 
+# Sampling parameters of each role when the run config gives none: the judge
+# deterministic (the reference method judges at temperature 0), the simulated user varied
+# like a person, the chatbot as deployed (its profile's parameters only). A family that
+# does not accept one of them (vera/clients/families.py) is sent it not at all.
+DEFAULT_ROLE_PARAMS: dict[str, dict[str, Any]] = {
+    "judge": {"temperature": 0},
+    "user_agent": {"temperature": 0.7},
+    "chatbot": {},
+}
+
+
 class JudgeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     instances: int = 1
     max_attempts: int = 3
+    params: dict[str, Any] | None = None  # [judge.params]; None = DEFAULT_ROLE_PARAMS
+
+
+class RoleConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """`[user_agent]` / `[chatbot]`: the role's sampling parameters (`[ROLE.params]`),
+    laid over each model's profile parameters; None = DEFAULT_ROLE_PARAMS."""
+
+    params: dict[str, Any] | None = None
 
 
 class ReferenceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -99,6 +118,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     retry_max_delay_s: float = 60.0
     conversation: ConversationConfig = msgspec.field(default_factory=ConversationConfig)
     judge: JudgeConfig = msgspec.field(default_factory=JudgeConfig)
+    user_agent: RoleConfig = msgspec.field(default_factory=RoleConfig)
+    chatbot: RoleConfig = msgspec.field(default_factory=RoleConfig)
     stats: StatsConfig = msgspec.field(default_factory=StatsConfig)
     reference: ReferenceConfig = msgspec.field(default_factory=ReferenceConfig)
     base_dir: str = ""  # where relative paths resolve; set on load, not in files
@@ -108,6 +129,16 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             return self.reference_dir() / value.removeprefix(REFERENCE_PREFIX)
         p = Path(value).expanduser()
         return p if p.is_absolute() else (Path(self.base_dir or REPO_ROOT) / p).resolve()
+
+    def role_params(self, role: str) -> tuple[dict[str, Any], bool]:
+        """The sampling parameters the config sets for `role` ("judge", "user_agent",
+        "chatbot"), and whether the config gave them (False: the documented defaults)."""
+        given = {
+            "judge": self.judge.params,
+            "user_agent": self.user_agent.params,
+            "chatbot": self.chatbot.params,
+        }[role]
+        return (dict(DEFAULT_ROLE_PARAMS[role]), False) if given is None else (dict(given), True)
 
     def reference_dir(self) -> Path:
         """The reference tool's data folder (see `reference_folder`)."""

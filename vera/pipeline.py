@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,7 +21,9 @@ from typing import Any, Protocol
 import msgspec
 
 from vera import __version__
+from vera.clients._structured import merge_params
 from vera.clients.base import ChatClient
+from vera.clients.families import fit_params
 from vera.config import RunConfig
 from vera.errors import ConfigError, FatalProviderError
 from vera.judge import judge_conversation
@@ -155,6 +157,7 @@ class Sweep:
     jobs: list[ConversationJob]
     slots: list[JudgeSlot]
     shard: Shard | None = None
+    warnings: list[str] = field(default_factory=list)  # parameters a model family refused
 
     @property
     def judge_specs(self) -> dict[str, ModelSpec]:
@@ -229,11 +232,54 @@ def judge_slots(judges: list[ModelSpec], instances: int) -> list[JudgeSlot]:
     return [JudgeSlot(j.ref, k) for j in judges for k in range(1, instances + 1)]
 
 
+def role_spec(spec: ModelSpec, role: Role, cfg: RunConfig) -> tuple[ModelSpec, list[str]]:
+    """`spec` with the parameters `role` actually sends to this model: the profile's,
+    with the run config's `[ROLE.params]` (or the role's defaults) over them, fitted to
+    the model's family. Returns warnings for parameters the profile or the config asked
+    for that the family does not accept (defaults it refuses are left out silently: the
+    defaults apply "where the model allows it")."""
+    role_params, explicit = cfg.role_params(role)
+    if spec.protocol == "http":
+        return msgspec.structs.replace(spec, params={}), []  # a product samples as it is built to
+    merged = merge_params(spec.params, role_params)
+    if spec.protocol == "offline":
+        return msgspec.structs.replace(spec, params=merged), []
+    fitted, dropped = fit_params(spec.protocol, spec.model, merged)
+    warnings = [
+        f"warning: {role.replace('_', '-')} {spec.ref} ({spec.model}): not sending {what}"
+        for what in dropped
+        if explicit or what.split(" ")[0].split("=")[0] not in role_params
+    ]
+    return msgspec.structs.replace(spec, params=fitted), warnings
+
+
+def role_specs(
+    refs: list[str], role: Role, clients: Clients, cfg: RunConfig, warnings: list[str]
+) -> list[ModelSpec]:
+    specs = []
+    for ref in refs:
+        spec, said = role_spec(clients.spec(ref), role, cfg)
+        specs.append(spec)
+        warnings += said
+    return specs
+
+
+def call_params(spec: ModelSpec, seed: int) -> dict[str, Any]:
+    """What a call in a role sends: the role's fitted parameters, with a derived seed
+    where the profile asks for one."""
+    params = dict(spec.params)
+    params.update(seed_params(spec, seed) or {})
+    if params.get("seed") == "auto":
+        del params["seed"]
+    return params
+
+
 def plan_sweep(inputs: Inputs, clients: Clients, *, shard: Shard | None = None) -> Sweep:
     cfg = inputs.config
-    chatbots = [clients.spec(r) for r in cfg.chatbots]
-    user_agents = [clients.spec(r) for r in cfg.user_agents]
-    judges = [clients.spec(r) for r in cfg.judges]
+    warnings: list[str] = []
+    chatbots = role_specs(cfg.chatbots, "chatbot", clients, cfg, warnings)
+    user_agents = role_specs(cfg.user_agents, "user_agent", clients, cfg, warnings)
+    judges = role_specs(cfg.judges, "judge", clients, cfg, warnings)
     check_judges(inputs, judges)
     jobs = conversation_jobs(
         chatbots=chatbots,
@@ -253,6 +299,7 @@ def plan_sweep(inputs: Inputs, clients: Clients, *, shard: Shard | None = None) 
         jobs=jobs,
         slots=slots,
         shard=shard,
+        warnings=warnings,
     )
 
 
@@ -304,7 +351,7 @@ class Judging:
                 judge_ref=slot.ref,
                 instance=slot.instance,
                 job_id=jid,
-                params=seed_params(self.sweep.judge_specs[slot.ref], derive_seed(jid)),
+                params=call_params(self.sweep.judge_specs[slot.ref], derive_seed(jid)),
                 max_attempts=inputs.config.judge.max_attempts,
             )
         except FatalProviderError as exc:
@@ -410,7 +457,9 @@ async def run_sweep(
     progress = progress or NullProgress()
     result = result if result is not None else SweepResult()
     judging = Judging(sweep, store, clients, result, progress, sink)
-    specs = {s.ref: s for s in (*sweep.chatbots, *sweep.user_agents)}
+    # By role: one model may be both the chatbot and the user-agent, with each role's parameters.
+    bots = {s.ref: s for s in sweep.chatbots}
+    agents = {s.ref: s for s in sweep.user_agents}
     # One rendering per persona, shared by all its conversations (thousands in flight
     # would otherwise each hold their own copy of the same prompt).
     rendered: dict[str, tuple[str, str]] = {}
@@ -430,8 +479,8 @@ async def run_sweep(
                     user_agent=clients.client(job.user_agent, "user_agent"),
                     prompts=inputs.user_prompts,
                     settings=settings,
-                    chatbot_params=seed_params(specs[job.chatbot], job.seed),
-                    user_params=seed_params(specs[job.user_agent], job.seed),
+                    chatbot_params=call_params(bots[job.chatbot], job.seed),
+                    user_params=call_params(agents[job.user_agent], job.seed),
                     rendered=rendered.get(job.persona.name)
                     or rendered.setdefault(
                         job.persona.name, render_user_prompts(job.persona, inputs.user_prompts, settings)

@@ -25,6 +25,7 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
+from urllib.parse import urlsplit
 
 import msgspec
 from dotenv import dotenv_values
@@ -115,7 +116,8 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     """One model endpoint as described by `providers/<name>.toml`.
 
     Limits left out (`rpm`, `tpm`, `max_in_flight`) are not enforced. Prices are US
-    dollars per million tokens; `price_cached_input_per_mtok` defaults to the input price.
+    dollars per million tokens; `price_cached_input_per_mtok` (cache reads) and
+    `price_cache_write_per_mtok` (Anthropic's cache writes) default to the input price.
     `in_all = false` keeps a profile (a local server that may not be running) out of
     `PROVIDERS=all`; it can still be named explicitly.
     """
@@ -136,6 +138,11 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     price_input_per_mtok: NonNegative = 0.0
     price_output_per_mtok: NonNegative = 0.0
     price_cached_input_per_mtok: NonNegative | None = None
+    price_cache_write_per_mtok: NonNegative | None = None  # Anthropic cache writes; default: input price
+    # OpenAI's `prompt_cache_key` (one per conversation, so its requests reach the same
+    # cache). None = send it only to api.openai.com; servers that merely speak the
+    # protocol may refuse an unknown parameter.
+    prompt_cache_key: bool | None = None
     params: dict[str, Any] = msgspec.field(default_factory=dict)
     structured_output: StructuredOutput | None = None
     azure: AzureOptions | None = None
@@ -148,6 +155,15 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
         if self.protocol == "http" and self.http is not None and not self.base_url:
             return self.http.url
         return (self.base_url or DEFAULT_BASE_URLS.get(self.protocol, "")).rstrip("/")
+
+    @property
+    def sends_prompt_cache_key(self) -> bool:
+        """Whether OpenAI requests carry `prompt_cache_key` (see the field)."""
+        if self.protocol != "openai":
+            return False
+        if self.prompt_cache_key is not None:
+            return self.prompt_cache_key
+        return urlsplit(self.endpoint).hostname == "api.openai.com"
 
     @property
     def structured(self) -> StructuredOutput:

@@ -65,16 +65,20 @@ class Turn(msgspec.Struct, frozen=True):
 
 
 class Usage(msgspec.Struct):
-    """Token usage of one call. `cached_input_tokens` is part of `input_tokens`."""
+    """Token usage of one call. `cached_input_tokens` (read from a prompt cache) and
+    `cache_write_tokens` (written to one, Anthropic's cache writes) are parts of
+    `input_tokens`."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def add(self, other: Usage) -> None:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.cached_input_tokens += other.cached_input_tokens
+        self.cache_write_tokens += other.cache_write_tokens
 
 
 class Completion(msgspec.Struct):

@@ -46,6 +46,7 @@ from vera.pipeline import (
     judge_slots,
     new_run_dir,
     plan_sweep,
+    role_specs,
     run_sweep,
 )
 from vera.plan import Shard
@@ -264,6 +265,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
     try:
         async with _pool(profiles, cfg, lambda r: _record_call(store, events, r)) as pool:
             sweep = plan_sweep(inputs, pool, shard=shard)
+            notes += sweep.warnings
             roles: list[tuple[str, Role]] = [(s.ref, "chatbot") for s in sweep.chatbots]
             roles += [(s.ref, "user_agent") for s in sweep.user_agents]
             if opts.judge:
@@ -622,11 +624,12 @@ async def _judge(
     events: EventLog | None = None
     result = SweepResult()
     planned: RunManifest | None = None
+    warnings: list[str] = []  # parameters a judge's model family refused
     try:
         profiles = load_profiles(cfg.path(cfg.providers))
         events = EventLog(run_dir)
         async with _pool(profiles, cfg, lambda r: _record_call(store, events, r)) as pool:
-            judges = [pool.spec(r) for r in cfg.judges]
+            judges = role_specs(cfg.judges, "judge", pool, cfg, warnings)
             for spec in judges:
                 pool.client(spec.ref, "judge")
             if imported is not None:
@@ -709,5 +712,6 @@ async def _judge(
     _, judged = tally(planned, store.conversations, store.judgements)
     retryable = status.state != "failed" or judged.failed > 0
     notes = [f"to continue judging: {resume}"] if status.exit_code and retryable else []
+    notes[:0] = warnings
     card = score_run(run_dir, frames=(sink.frame(), sink.answers_frame()))
     return RunOutcome(run_dir=run_dir, result=result, card=card, notes=notes, status=status, resume=resume)

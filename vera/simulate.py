@@ -6,7 +6,8 @@ between conversations except the clients. The user-agent sees the persona prompt
 system message and the conversation from its side (the chatbot's messages as "user",
 its own as "assistant"), with the reminder attached to the newest chatbot message. The
 chatbot sees only the conversation (and an optional system prompt of the operator's),
-exactly as a real user's chatbot would.
+exactly as a real user's chatbot would. Both views open with a `user` message and
+alternate, which every protocol accepts (see `user_view`).
 """
 
 from __future__ import annotations
@@ -51,24 +52,62 @@ def render_user_prompts(
     return render_user_system(persona, prompts, **kw), render_user_reminder(persona, prompts, **kw)
 
 
+# What a side is shown as the conversation's first `user` message where nobody has said
+# anything to it yet. The Anthropic and Gemini APIs refuse a conversation that does not
+# open with a `user` message, so every view opens with one. Our own words, kept neutral:
+# they set the scene and put no words in anyone's mouth.
+USER_AGENT_OPENER = "[The chat window is open. Write your first message to the chatbot.]"
+CHATBOT_OPENER = "[The user has opened the chat.]"
+
+
+def alternate(messages: list[Message]) -> list[Message]:
+    """`messages` with consecutive messages of one role merged into one (blank line
+    between), so roles alternate as the Anthropic and Gemini APIs demand. System
+    messages stay where they are and are not merged with anything."""
+    out: list[Message] = []
+    for m in messages:
+        if out and m.role == out[-1].role and m.role != "system":
+            out[-1] = Message(m.role, f"{out[-1].content}\n\n{m.content}")
+        else:
+            out.append(m)
+    return out
+
+
 def user_view(turns: list[Turn], reminder: str, prompts: UserPrompts | None = None) -> list[Message]:
-    """The conversation as the user-agent sees it, reminder on the newest chatbot line
-    (after its words, or before them where the prompt set says so); before anything was
-    said, the prompt set's opening (else the reminder)."""
+    """The conversation as the user-agent sees it: the chatbot's lines as `user`, its own
+    as `assistant`, opening with a `user` message and alternating, valid for every
+    protocol.
+
+    The first message is the prompt set's opening (else `USER_AGENT_OPENER`) whenever
+    the user-agent spoke first, and it is the same text on every call, so the prompt
+    prefix stays byte-identical for caching. The reminder goes on the newest `user`
+    message (after its words, or before them where the prompt set says so)."""
+    opener = prompts.opening if prompts is not None and prompts.opening else ""
     msgs = [Message("assistant" if t.speaker == "user" else "user", t.text) for t in turns]
-    before = prompts is not None and prompts.reminder_position == "before"
-    if msgs and msgs[-1].role == "user":
+    only_opening = not msgs and bool(opener)
+    if not msgs or msgs[0].role == "assistant":
+        msgs.insert(0, Message("user", opener or USER_AGENT_OPENER))
+    msgs = alternate(msgs)
+    if msgs[-1].role == "user" and not only_opening:
+        # The prompt set's opening is sent as written (it is the whole first message);
+        # anything else that ends the view carries the reminder.
+        before = prompts is not None and prompts.reminder_position == "before"
         newest = msgs[-1].content
         msgs[-1] = Message("user", f"{reminder}{newest}" if before else f"{newest}\n\n{reminder}")
-    elif not msgs and prompts is not None and prompts.opening:
-        msgs.append(Message("user", prompts.opening))
-    else:
+    elif msgs[-1].role == "assistant":
+        # Cannot happen in the turn loop (the user-agent never speaks twice in a row),
+        # but a request must end with the other side for the model to answer.
         msgs.append(Message("user", reminder))
     return msgs
 
 
 def chatbot_view(turns: list[Turn], system_prompt: str) -> list[Message]:
+    """The conversation as the chatbot sees it, opening with a `user` message (the
+    neutral `CHATBOT_OPENER` when the chatbot speaks first) and alternating."""
     msgs = [Message("user" if t.speaker == "user" else "assistant", t.text) for t in turns]
+    if not msgs or msgs[0].role == "assistant":
+        msgs.insert(0, Message("user", CHATBOT_OPENER))
+    msgs = alternate(msgs)
     return ([Message("system", system_prompt)] if system_prompt else []) + msgs
 
 
@@ -135,10 +174,11 @@ async def simulate_conversation(
                     ended_by = "end_marker"
                     break
             else:
+                view = chatbot_view(turns, settings.chatbot_system_prompt)
+                # The chatbot's view only grows: everything sent now is the prefix of
+                # its next request, so all of it may be cached.
                 reply = await chatbot.chat(
-                    chatbot_view(turns, settings.chatbot_system_prompt),
-                    params=chatbot_params,
-                    context=context("chatbot"),
+                    view, params=chatbot_params, cache_prefix=len(view), context=context("chatbot")
                 )
                 usage.add(reply.usage)
                 turns.append(Turn("chatbot", reply.text.strip()))
@@ -180,8 +220,11 @@ async def _user_turn(
     """One user-agent message; (text, conversation ends). The end marker is honoured
     only once the minimum number of turns is reached; before that it is dropped."""
     messages = [Message("system", system), *user_view(turns, reminder, prompts)]
+    # Stable on the next call: the persona prompt and everything up to the user-agent's
+    # own last line (the newest message carries the reminder, which moves on).
+    stable = len(messages) - 1
     for _ in range(settings.max_empty_replies + 1):
-        reply = await client.chat(messages, params=params, context=ctx)
+        reply = await client.chat(messages, params=params, cache_prefix=stable, context=ctx)
         usage.add(reply.usage)
         text, marked = strip_end_marker(reply.text, prompts.end_marker)
         may_end = len(turns) + (1 if text else 0) >= settings.min_turns

@@ -149,6 +149,9 @@ class RunStore:
             keep_latest(self.judgements, j)
         read_records(self.root / CALLS, CallRecord, repair=True)
         self._files: dict[str, IO[bytes]] = {}
+        # The cost of the calls made for each job since its last record was written: a
+        # record carries exactly its own calls' cost, so the records sum to calls.jsonl.
+        self._job_cost: dict[str, float] = {}
         self._encoder = msgspec.json.Encoder()
         self._dirty = False
         self._syncer: asyncio.Task[None] | None = None
@@ -189,17 +192,21 @@ class RunStore:
     def add_conversation(self, conv: Conversation) -> None:
         if self.done_conversation(conv.id):
             return
+        conv.cost_usd += self._job_cost.pop(conv.id, 0.0)
         self._append(CONVERSATIONS, conv)
         keep_latest(self.conversations, conv)
 
     def add_judgement(self, judgement: Judgement) -> None:
         if self.done_judgement(judgement.id):
             return
+        judgement.cost_usd += self._job_cost.pop(judgement.id, 0.0)
         self._append(JUDGEMENTS, judgement)
         keep_latest(self.judgements, judgement)
 
     def add_call(self, record: CallRecord) -> None:
         self._append(CALLS, record)
+        if record.cost_usd:
+            self._job_cost[record.job_id] = self._job_cost.get(record.job_id, 0.0) + record.cost_usd
 
     def calls(self) -> list[CallRecord]:
         return read_records(self.root / CALLS, CallRecord)

@@ -15,8 +15,13 @@ Behaviours: `Reply` (normal; text, parsed tool input, usage, cached tokens, dela
 (answer after a delay), `Reset` (close the connection mid-response), `Malformed`
 (broken JSON), `Empty` (a well-formed reply without text), `Refusal` (the protocol's
 refusal shape with text), `Filtered` (no text, a safety finish reason), `Raw` (any
-bytes). Servers check what real APIs check (auth header, required fields, roles) and
-answer 400/401 in the real shape, so a client that sends a wrong request fails here too.
+bytes). Servers check what real APIs check (`wire_rules.py`: headers, parameter names,
+types and ranges per model family, role order, system placement, cache marks, schema
+rules) and answer 400/401 in the real shape. Every broken rule is also kept in
+`server.violations`, and the test fails at teardown if any server it started has one
+(`tests/conftest.py`), so a request the real API would refuse can never pass unnoticed,
+even where the client would have retried or swallowed the 400. A test that provokes a
+violation on purpose sets `server.expect_violations = True` and asserts on the list.
 
 Run one as a separate process for manual trials:
 
@@ -45,6 +50,11 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from benchmarks.fake_server import RateBucket
+
+from .wire_rules import anthropic_problems, gemini_problems, openai_problems
+
+# Every server started in this process, for the teardown check in tests/conftest.py.
+STARTED: list[FakeServer] = []
 
 # Per-request storage of the request's size in tokens (a typed key where aiohttp has them).
 TOKENS: Any = web.RequestKey("tokens", int) if hasattr(web, "RequestKey") else "tokens"
@@ -178,6 +188,8 @@ class FakeServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.rate_limited = 0
+        self.violations: list[str] = []  # every documented rule a request broke
+        self.expect_violations = False  # set by tests that send broken requests on purpose
         self._script: deque[Behaviour] = deque()
         self._counter = itertools.count(1)
         self._port = port
@@ -191,6 +203,7 @@ class FakeServer:
     async def start(self) -> FakeServer:
         self._server = TestServer(self.app, host="127.0.0.1", port=self._port)
         await self._server.start_server()
+        STARTED.append(self)
         return self
 
     async def close(self) -> None:
@@ -246,17 +259,24 @@ class FakeServer:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
+            if (missing := self.missing_credentials(request)) is not None:
+                self.violations.append(missing)
             if not self.authorized(request):
                 return self.auth_failure()
             if self._bucket is not None and (wait := self._bucket.take(loop.time())) is not None:
                 self.rate_limited += 1
                 return self.error(429, "rate limit reached", retry_after=f"{wait:.3f}")
             if not isinstance(body, dict):
+                self.violations.append("request body must be a JSON object")
                 return self.error(400, "request body must be a JSON object")
             try:
+                problems = self.problems(request, body)
                 self.validate(request, body)
             except BadRequest as exc:
-                return self.error(400, str(exc))
+                problems = [str(exc)]
+            if problems:
+                self.violations.extend(f"{request.path}: {p}" for p in problems)
+                return self.error(400, problems[0])
             behaviour = self._script.popleft() if self._script else Reply()
             delay = self.latency + (behaviour.delay if isinstance(behaviour, Slow | Reply) else 0)
             if delay:
@@ -331,7 +351,16 @@ class FakeServer:
         return self.error(401, "invalid authentication credentials")
 
     def validate(self, request: web.Request, body: dict[str, Any]) -> None:
-        """Raise BadRequest where the real API would answer 400."""
+        """Raise BadRequest where the real API would answer 400 (a subclass's extra rule)."""
+
+    def problems(self, request: web.Request, body: dict[str, Any]) -> list[str]:
+        """Every documented rule the request breaks (empty: the real API would accept it)."""
+        return []
+
+    def missing_credentials(self, request: web.Request) -> str | None:
+        """The broken rule when the request carries no credentials at all (a wrong key
+        is an ordinary 401, which tests provoke on purpose)."""
+        return None
 
     def error_payload(self, status: int, message: str, code: str | None) -> Any:
         raise NotImplementedError
@@ -414,26 +443,30 @@ class FakeOpenAI(FakeServer):
         shown = f"{self.key[:3]}…{self.key[-4:]}" if self.key else ""
         return self.error(401, f"Incorrect API key provided: {shown}.", code="invalid_api_key")
 
-    def validate(self, request: web.Request, body: dict[str, Any]) -> None:
-        if self.azure:
+    def missing_credentials(self, request: web.Request) -> str | None:
+        if self.key is None:
+            return None
+        header = "api-key" if self.azure else "Authorization"
+        return None if request.headers.get(header) else f"missing {header} header"
+
+    def problems(self, request: web.Request, body: dict[str, Any]) -> list[str]:
+        problems: list[str] = []
+        if self.azure or "deployment" in request.match_info:
             if "api-version" not in request.query:
-                raise BadRequest("api-version query parameter is required")
-        elif not isinstance(body.get("model"), str):
-            raise BadRequest("you must provide a model parameter")
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages:
-            raise BadRequest("'messages' must be a non-empty array")
-        for m in messages:
-            if m.get("role") not in ("system", "developer", "user", "assistant"):
-                raise BadRequest(f"invalid role {m.get('role')!r}")
+                problems.append("api-version query parameter is required")
+            model = request.match_info.get("deployment", "")
+            if "model" in body and not isinstance(body["model"], str):
+                problems.append("'model' must be a string")
+        else:
+            model = body.get("model") if isinstance(body.get("model"), str) else ""
+            if not model:
+                problems.append("you must provide a model parameter")
+        problems += openai_problems(body, model or "")
         fmt = body.get("response_format")
-        if fmt is not None and fmt.get("type") == "json_schema":
-            spec = fmt.get("json_schema") or {}
-            if not isinstance(spec.get("name"), str) or not isinstance(spec.get("schema"), dict):
-                raise BadRequest("response_format.json_schema needs name and schema")
-        wants_json = fmt is not None and fmt.get("type") == "json_object"
-        if wants_json and "json" not in _texts(messages).lower():
-            raise BadRequest("'messages' must contain the word 'json' to use json_object")
+        wants_json = isinstance(fmt, dict) and fmt.get("type") == "json_object"
+        if wants_json and "json" not in _texts(body.get("messages")).lower():
+            problems.append("'messages' must contain the word 'json' to use json_object")
+        return problems
 
     def error_payload(self, status: int, message: str, code: str | None) -> Any:
         kind = {429: "requests", 401: "invalid_request_error"}.get(status, "server_error")
@@ -503,29 +536,13 @@ class FakeAnthropic(FakeServer):
     def authorized(self, request: web.Request) -> bool:
         return self.key is None or request.headers.get("x-api-key") == self.key
 
-    def validate(self, request: web.Request, body: dict[str, Any]) -> None:
-        if not request.headers.get("anthropic-version"):
-            raise BadRequest("anthropic-version: header is required")
-        if not isinstance(body.get("model"), str):
-            raise BadRequest("model: Field required")
-        if not isinstance(body.get("max_tokens"), int):
-            raise BadRequest("max_tokens: Field required")
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages:
-            raise BadRequest("messages: at least one message is required")
-        for m in messages:
-            if m.get("role") not in ("user", "assistant"):
-                raise BadRequest(
-                    f"messages: Unexpected role {m.get('role')!r}. Use the top-level `system` "
-                    "parameter for a system prompt"
-                )
-        if "seed" in body:
-            raise BadRequest("seed: Extra inputs are not permitted")
-        choice = body.get("tool_choice")
-        if choice is not None and choice.get("type") == "tool":
-            names = [t.get("name") for t in body.get("tools") or []]
-            if choice.get("name") not in names:
-                raise BadRequest("tool_choice.name must name one of the tools")
+    def missing_credentials(self, request: web.Request) -> str | None:
+        if self.key is None or request.headers.get("x-api-key"):
+            return None
+        return "x-api-key: header is required"
+
+    def problems(self, request: web.Request, body: dict[str, Any]) -> list[str]:
+        return anthropic_problems(body, request.headers)
 
     def error_payload(self, status: int, message: str, code: str | None) -> Any:
         kinds = {
@@ -606,7 +623,13 @@ class FakeGemini(FakeServer):
         app.router.add_post("/v1beta/models/{call}", self.handle)
 
     def authorized(self, request: web.Request) -> bool:
-        return self.key is None or request.headers.get("x-goog-api-key") == self.key
+        given = request.headers.get("x-goog-api-key") or request.query.get("key")
+        return self.key is None or given == self.key
+
+    def missing_credentials(self, request: web.Request) -> str | None:
+        if self.key is None or request.headers.get("x-goog-api-key") or request.query.get("key"):
+            return None
+        return "no API key (x-goog-api-key header or key= parameter)"
 
     def auth_failure(self) -> web.Response:
         # The real API answers a bad key with 400 INVALID_ARGUMENT / API_KEY_INVALID.
@@ -636,19 +659,10 @@ class FakeGemini(FakeServer):
             ]
         return self.json_error(status, payload, dict(headers or {}))
 
-    def validate(self, request: web.Request, body: dict[str, Any]) -> None:
+    def problems(self, request: web.Request, body: dict[str, Any]) -> list[str]:
         if not request.match_info["call"].endswith(":generateContent"):
-            raise BadRequest("unknown method")
-        contents = body.get("contents")
-        if not isinstance(contents, list) or not contents:
-            raise BadRequest("* GenerateContentRequest.contents: contents is not specified")
-        for c in contents:
-            if c.get("role") not in ("user", "model"):
-                raise BadRequest(f"Please use a valid role: user, model (got {c.get('role')!r})")
-        config = body.get("generationConfig") or {}
-        has_schema = "responseSchema" in config or "responseJsonSchema" in config
-        if has_schema and config.get("responseMimeType") != "application/json":
-            raise BadRequest("responseMimeType must be application/json with a response schema")
+            return [f"unknown method {request.match_info['call']!r}"]
+        return gemini_problems(body)
 
     def error_payload(self, status: int, message: str, code: str | None) -> Any:
         return {
@@ -709,9 +723,40 @@ class FakeGemini(FakeServer):
 
 class FakeChatbot(FakeServer):
     """A product's chat API: `POST /api/chat` or `/api/sessions/{id}/reply`, bearer auth,
-    answering `{"reply": {"text": ...}, "session": ...}`."""
+    answering `{"reply": {"text": ...}, "session": ...}`.
+
+    With `contract` (body field -> "history" or "text"), the body must be exactly what the
+    product documents, as `providers/my-chatbot-http.toml` describes it: those fields and
+    no others, a history of `{role, content}` turns with the product's two role names,
+    opening with the user and alternating, and text fields non-empty, the latest user
+    message among them."""
 
     protocol = "http"
+    PRODUCT: ClassVar[dict[str, str]] = {"session": "text", "history": "history", "message": "text"}
+
+    def __init__(self, *, contract: dict[str, str] | None = None, **kwargs: Any) -> None:
+        self.contract = contract
+        super().__init__(**kwargs)
+
+    def missing_credentials(self, request: web.Request) -> str | None:
+        if self.key is None or request.headers.get("Authorization"):
+            return None
+        return "missing Authorization header"
+
+    def problems(self, request: web.Request, body: dict[str, Any]) -> list[str]:
+        if self.contract is None:
+            return []
+        problems = [f"unknown field {k!r}" for k in body if k not in self.contract]
+        problems += [f"missing field {k!r}" for k in self.contract if k not in body]
+        for key, kind in self.contract.items():
+            if key not in body:
+                continue
+            value = body[key]
+            if kind == "text" and (not isinstance(value, str) or not value):
+                problems.append(f"{key}: a non-empty string")
+            elif kind == "history":
+                problems += _history_problems(key, value)
+        return problems
 
     def routes(self, app: web.Application) -> None:
         app.router.add_post("/api/chat", self.handle)
@@ -732,6 +777,26 @@ class FakeChatbot(FakeServer):
         else:
             text = reply.text or f"Bot reply {self.requests}."
         return {"reply": {"text": text}, "session": body.get("session")}
+
+
+def _history_problems(key: str, history: Any) -> list[str]:
+    if not isinstance(history, list) or not history:
+        return [f"{key}: a non-empty list of turns"]
+    problems = []
+    previous = None
+    for i, turn in enumerate(history):
+        if not isinstance(turn, dict) or set(turn) != {"role", "content"}:
+            problems.append(f"{key}[{i}]: a {{role, content}} object")
+            continue
+        role = turn["role"]
+        if role not in ("user", "assistant"):
+            problems.append(f"{key}[{i}].role: 'user' or 'assistant', got {role!r}")
+        if (i == 0 and role != "user") or role == previous:
+            problems.append(f"{key}[{i}]: turns open with the user and alternate")
+        if not isinstance(turn["content"], str) or not turn["content"]:
+            problems.append(f"{key}[{i}].content: a non-empty string")
+        previous = role
+    return problems
 
 
 @contextlib.contextmanager

@@ -84,6 +84,18 @@ async def test_response_schema_field_is_selectable_per_profile(server: FakeGemin
     assert config["responseSchema"] == SCHEMA and "responseJsonSchema" not in config
 
 
+async def test_response_schema_gets_only_the_openapi_subset(server: FakeGemini) -> None:
+    # The judge's schema closes its object (additionalProperties), which responseSchema
+    # does not know: sent there, the strict fake (like the real API) would refuse it.
+    from vera.judge import JUDGE_SCHEMA
+
+    async with open_pool(profile(server, gemini={"schema_field": "responseSchema"})) as pool:
+        await pool.client("gem").chat(CHAT, schema=JUDGE_SCHEMA)
+    sent = server.received[0].json["generationConfig"]["responseSchema"]
+    assert "additionalProperties" not in sent
+    assert sent["required"] == JUDGE_SCHEMA["required"] and set(sent["properties"]) == {"answer", "reasoning"}
+
+
 async def test_safety_settings_are_sent(server: FakeGemini) -> None:
     settings = [{"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "threshold": "BLOCK_ONLY_HIGH"}]
     async with open_pool(profile(server, gemini={"safety_settings": settings})) as pool:

@@ -3,15 +3,18 @@
 System messages go to the top-level `system`; `max_tokens` is required by the API and
 defaults to `DEFAULT_MAX_TOKENS`. Generic parameters are translated (`stop` →
 `stop_sequences`, `max_completion_tokens` → `max_tokens`) and `seed`, which the API does
-not have, is dropped; anything else passes through.
+not have, is dropped; so are sampling parameters the model's family refuses
+(`families.py`); anything else passes through.
 
 Structured output (`tool`, the default) forces a single tool whose `input_schema` is the
 schema; the tool call's `input` is the parsed object. `prompt` and `none` work as for
 the other protocols.
 
 Prompt caching is explicit here: with `cache_prefix=n`, the system block (when it lies in
-the prefix) and the message at index n-1 get `cache_control: {type: ephemeral}`, so the
-judge's shared system prompt and each transcript are cached separately.
+the prefix) and the message at index n-1 get `cache_control: {type: ephemeral}` (two
+breakpoints at most, of the four the API allows). The judge marks its system prompt with
+the transcript; the user-agent its persona prompt and the conversation up to its own
+last line; the chatbot its whole view, which the next turn extends.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import msgspec
 from vera.clients._structured import extract_json, merge_params, schema_name, with_instructions
 from vera.clients._transport import decode, encode, profile_headers, send
 from vera.clients.base import CallContext
+from vera.clients.families import fit_params
 from vera.errors import BadResponseError
 from vera.profiles import Profile, StructuredOutput
 from vera.records import Completion, Message, Usage
@@ -145,7 +149,7 @@ class AnthropicClient:
             else:
                 turns.append({"role": message.role, "content": message.content})
 
-        options = merge_params(self._params, params)
+        options = fit_params("anthropic", self.model, merge_params(self._params, params))[0]
         max_tokens = options.pop("max_tokens", None) or options.pop("max_completion_tokens", None)
         options.pop("max_completion_tokens", None)
         options.pop("seed", None)  # the Messages API has no seed
@@ -212,4 +216,5 @@ def _usage(usage: _Usage | None) -> Usage:
         input_tokens=(usage.input_tokens or 0) + read + written,
         output_tokens=usage.output_tokens or 0,
         cached_input_tokens=read,
+        cache_write_tokens=written,
     )

@@ -9,7 +9,7 @@ anything else passes into `generationConfig` verbatim, so native keys
 
 Structured output: `json_schema` sets `responseMimeType: application/json` with the
 schema in `responseJsonSchema` (or `responseSchema`, per the profile's `[gemini]`
-table); `json_object` sets only the MIME type and adds instructions; `prompt` adds
+table, cut down to the OpenAPI subset that field documents); `json_object` sets only the MIME type and adds instructions; `prompt` adds
 instructions. A blocked prompt or a candidate without text (safety, recitation, ...) is a
 `BadResponseError` naming the reason; a refusal written as text is an ordinary reply.
 """
@@ -25,6 +25,7 @@ import msgspec
 from vera.clients._structured import extract_json, merge_params, with_instructions
 from vera.clients._transport import decode, encode, profile_headers, send
 from vera.clients.base import CallContext
+from vera.clients.families import fit_params
 from vera.errors import BadResponseError
 from vera.profiles import GeminiOptions, Profile, StructuredOutput
 from vera.records import Completion, Message, Usage
@@ -40,6 +41,17 @@ _CONFIG_NAMES = {
     "presence_penalty": "presencePenalty",
     "frequency_penalty": "frequencyPenalty",
 }
+# What `responseSchema` (an OpenAPI 3.0 subset) knows; any other key, such as the
+# `additionalProperties` every judge schema carries, is refused there as an unknown name.
+# `responseJsonSchema` takes JSON Schema as it is.
+_OPENAPI_SUBSET = frozenset(
+    {
+        "type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems",
+        "properties", "required", "minProperties", "maxProperties", "minLength", "maxLength",
+        "pattern", "example", "anyOf", "propertyOrdering", "default", "items", "minimum",
+        "maximum",
+    }
+)  # fmt: skip
 _FILTERED = ("SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "LANGUAGE")
 
 
@@ -165,7 +177,7 @@ class GeminiClient:
             if m.role != "system"
         ]
         config: dict[str, Any] = {}
-        for key, value in merge_params(self._params, params).items():
+        for key, value in fit_params("gemini", self.model, merge_params(self._params, params))[0].items():
             if key == "stop":
                 config["stopSequences"] = [value] if isinstance(value, str) else value
             else:
@@ -173,7 +185,8 @@ class GeminiClient:
         if schema is not None and mode in ("json_schema", "json_object"):
             config["responseMimeType"] = "application/json"
             if mode == "json_schema":
-                config[self._options.schema_field] = schema
+                field = self._options.schema_field
+                config[field] = openapi_subset(schema) if field == "responseSchema" else schema
         body: dict[str, Any] = {"contents": contents}
         if system:
             body["systemInstruction"] = {"parts": system}
@@ -204,6 +217,25 @@ class GeminiClient:
             raw_id=response.response_id,
             model=response.model_version or self.model,
         )
+
+
+def openapi_subset(schema: Any) -> Any:
+    """`schema` with only the keys `responseSchema` accepts, at every level."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key not in _OPENAPI_SUBSET:
+            continue
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: openapi_subset(sub) for name, sub in value.items()}
+        elif key == "items":
+            out[key] = openapi_subset(value)
+        elif key == "anyOf" and isinstance(value, list):
+            out[key] = [openapi_subset(sub) for sub in value]
+        else:
+            out[key] = value
+    return out
 
 
 def _finish(reason: str) -> str:

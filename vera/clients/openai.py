@@ -12,7 +12,9 @@ Structured output, by the profile's `structured_output`:
 - `prompt`: instructions only; `none`: nothing asked. The reply is always read leniently.
 
 Parameters pass through as given (`max_tokens` or `max_completion_tokens`, `seed`,
-`temperature`, ...), so whatever a server accepts can be set in the profile.
+`temperature`, ...), so whatever a server accepts can be set in the profile, except
+where the model's family refuses one (`families.py`: e.g. o-series and gpt-5 take only
+`max_completion_tokens` and the default temperature).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import msgspec
 from vera.clients._structured import extract_json, merge_params, schema_name, with_instructions
 from vera.clients._transport import decode, encode, profile_headers, send
 from vera.clients.base import CallContext
+from vera.clients.families import fit_params
 from vera.errors import BadResponseError
 from vera.profiles import AzureOptions, Profile, StructuredOutput
 from vera.records import Completion, Message, Usage
@@ -69,6 +72,7 @@ class OpenAIClient:
     """
 
     __slots__ = (
+        "_cache_key",
         "_headers",
         "_params",
         "_send_model",
@@ -90,6 +94,7 @@ class OpenAIClient:
         params: dict[str, Any] | None = None,
         structured: StructuredOutput = "json_schema",
         send_model: bool = True,
+        cache_key: bool = False,
     ) -> None:
         self.name = name
         self.model = model
@@ -99,6 +104,7 @@ class OpenAIClient:
         self._params = dict(params or {})
         self._structured = structured
         self._send_model = send_model
+        self._cache_key = cache_key
 
     @classmethod
     def from_profile(
@@ -129,6 +135,7 @@ class OpenAIClient:
             params=profile.params,
             structured=profile.structured,
             send_model=profile.protocol != "azure_openai",
+            cache_key=profile.sends_prompt_cache_key,
         )
 
     def __repr__(self) -> str:
@@ -144,8 +151,10 @@ class OpenAIClient:
         context: CallContext | None = None,
     ) -> Completion:
         """One Chat Completions call. `cache_prefix` needs nothing here: OpenAI caches
-        identical prefixes automatically, and reports the hits as cached tokens."""
-        body = self.request_body(messages, params, schema)
+        identical prefixes automatically, and reports the hits as cached tokens; a
+        `prompt_cache_key` per conversation and role (where the profile sends one) keeps
+        a conversation's requests on the same cache."""
+        body = self.request_body(messages, params, schema, context)
         raw = await send(self._session, self._url, encode(body), headers=self._headers, provider=self.name)
         return self.parse(raw, structured=schema is not None)
 
@@ -154,6 +163,7 @@ class OpenAIClient:
         messages: list[Message],
         params: dict[str, Any] | None,
         schema: dict[str, Any] | None,
+        context: CallContext | None = None,
     ) -> dict[str, Any]:
         mode = self._structured if schema is not None else "none"
         if schema is not None and mode in ("json_object", "prompt"):
@@ -161,7 +171,7 @@ class OpenAIClient:
         body: dict[str, Any] = {"model": self.model} if self._send_model else {}
         # Message structs encode as {"role", "content"} objects: no per-call dict building.
         body["messages"] = messages
-        body.update(merge_params(self._params, params))
+        body.update(fit_params("openai", self.model, merge_params(self._params, params))[0])
         if schema is not None and mode == "json_schema":
             body["response_format"] = {
                 "type": "json_schema",
@@ -169,6 +179,9 @@ class OpenAIClient:
             }
         elif schema is not None and mode == "json_object":
             body["response_format"] = {"type": "json_object"}
+        if self._cache_key and context is not None and context.conversation_id:
+            # One key per conversation and role: the role's requests share one prefix.
+            body["prompt_cache_key"] = f"vera-{context.role}-{context.conversation_id}"
         return body
 
     def parse(self, raw: bytes, *, structured: bool) -> Completion:

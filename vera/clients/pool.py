@@ -32,7 +32,7 @@ from vera.clients.openai import OpenAIClient
 from vera.errors import ConfigError
 from vera.limits import DEFAULT_OUTPUT_ESTIMATE, Account, LimitedClient, Prices, RetryPolicy
 from vera.profiles import Profile, api_key, missing_key, resolve_ref
-from vera.records import CallRecord, ModelSpec, Role
+from vera.records import CallRecord, ModelSpec, Role, Usage
 
 
 class _ClientFactory(Protocol):
@@ -48,6 +48,20 @@ PROTOCOLS: dict[str, _ClientFactory] = {
     "gemini": GeminiClient,
     "http": HttpChatbotClient,
 }
+
+
+class CachePrices(Prices, frozen=True, kw_only=True):
+    """Prices with Anthropic's cache writes priced apart (they cost more than input:
+    1.25x for the 5-minute cache). Without a write price they count as input."""
+
+    cache_write_per_mtok: float | None = None
+
+    def cost(self, usage: Usage) -> float:
+        base = super().cost(usage)  # writes counted at the input price there
+        if self.cache_write_per_mtok is None or not usage.cache_write_tokens:
+            return base
+        extra = self.cache_write_per_mtok - self.input_per_mtok
+        return base + usage.cache_write_tokens * extra / 1_000_000
 
 
 class _SweepCollector:
@@ -191,10 +205,11 @@ class ClientPool:
             RetryPolicy(profile.max_retries, base_delay=self._retry[0], max_delay=self._retry[1]),
             provider=profile.name,
             timeout_s=profile.timeout_s,
-            prices=Prices(
+            prices=CachePrices(
                 profile.price_input_per_mtok,
                 profile.price_output_per_mtok,
                 profile.price_cached_input_per_mtok,
+                cache_write_per_mtok=profile.price_cache_write_per_mtok,
             ),
             on_call=self._on_call,
             role=role,
