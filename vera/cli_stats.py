@@ -13,7 +13,8 @@ from typing import Any, Literal
 
 import click
 
-from vera.card_text import Table, compare_tables, text_table
+from vera.card_term import render, rich_table, text_tables
+from vera.card_text import Table, compare_tables
 from vera.errors import ConfigError
 from vera.store import atomic_write
 
@@ -86,7 +87,7 @@ def compare(
     if json_path == "-":
         _write_json(result, "-")
     else:
-        click.echo("\n\n".join(text_table(t) for t in compare_tables(result).all()))
+        click.echo(text_tables(compare_tables(result).all()), nl=False)
         flagged = [e for e in result["comparisons"] if e["overall"]["excludes_zero"]]
         click.echo(
             f"\n{len(flagged)} of {len(result['comparisons'])} pair(s) differ in overall score "
@@ -169,9 +170,9 @@ def agreement(
     if as_json:
         _write_json(result, "-")
     elif against is None:
-        click.echo(_humans_text(result))
+        click.echo(_humans_text(result), nl=False)
     else:
-        click.echo(_against_text(result))
+        click.echo(_against_text(result), nl=False)
 
 
 def _humans_text(result: dict[str, Any]) -> str:
@@ -179,7 +180,7 @@ def _humans_text(result: dict[str, Any]) -> str:
         f"Agreement among {result['n_human_raters']} raters ({_per_item(result)} per item) on "
         f"{result['n_human_items']} items ({result['ratings_file']}); Not Relevant {_nr_label(result['nr'])}."
     )
-    return header + "\n\n" + text_table(_human_table(result))
+    return render([header, rich_table(_human_table(result))])
 
 
 def _against_text(result: dict[str, Any]) -> str:
@@ -197,7 +198,6 @@ def _against_text(result: dict[str, Any]) -> str:
         + f"; {result['n_items_unjudged']} rated items not judged; "
         f"{result['n_conversations_unmatched']} judged conversations without human ratings.",
         f"Intervals: {level}% bootstrap over items, {b['n_resamples']} resamples, seed {b['seed']}.",
-        "",
     ]
     stats = ("krippendorff_alpha", "gwet_ac1", "percent_agreement", "cohen_kappa")
     headers = ["Dimension", "Krippendorff's alpha", "Gwet's AC1", "Percent agreement", "Cohen's kappa"]
@@ -219,15 +219,12 @@ def _against_text(result: dict[str, Any]) -> str:
             )
         return t
 
-    lines.append(text_table(table("Consensus vs judges (all judges pooled)", None)))
+    tables = [table("Consensus vs judges (all judges pooled)", None)]
     judges = sorted(result["overall"]["judges"])
     if len(judges) > 1:
-        lines += ["", *(text_table(table(f"Consensus vs {j}", j)) + "\n" for j in judges)]
-    lines += [
-        "",
-        text_table(_human_table(result["humans"], caption="Among the human raters (for reference)")),
-    ]
-    return "\n".join(lines)
+        tables += [table(f"Consensus vs {j}", j) for j in judges]
+    tables.append(_human_table(result["humans"], caption="Among the human raters (for reference)"))
+    return render(["\n".join(lines), *(rich_table(t) for t in tables)])
 
 
 def _human_table(result: dict[str, Any], caption: str | None = None) -> Table:

@@ -142,7 +142,10 @@ def test_generic_long_format_against_a_run_matches_a_hand_computed_case(tmp_path
     assert data["n_conversations_unmatched"] == 1 and data["n_ties"] == 0
     assert data["humans"]["overall"]["percent_agreement"] == 1.0
 
-    text = invoke("agreement", str(ratings), "--against", str(run), "--resamples", "200").output
+    # The terminal wraps prose at its width: read it as words.
+    text = " ".join(
+        invoke("agreement", str(ratings), "--against", str(run), "--resamples", "200").output.split()
+    )
     assert "Consensus vs judges (all judges pooled)" in text and "Among the human raters" in text
     assert "1 judged conversations without human ratings" in text
 

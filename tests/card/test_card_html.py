@@ -114,7 +114,8 @@ def test_failed_work_is_listed_and_not_scored(rich_run):
 def test_vera_card_rewrites_the_page_and_tells_where_it_is(offline_run):
     (offline_run / "card.html").unlink()
     out = run_vera("card", str(offline_run))
-    assert "## Overview" in out and f"HTML card: {offline_run / 'card.html'}" in out
+    assert "Dimension score [CI]" in out and f"HTML card: {offline_run / 'card.html'}" in out
+    assert "## " not in out  # a terminal rendering, not raw Markdown
     assert (offline_run / "card.html").is_file()
     only = run_vera("card", str(offline_run), "--html")
     assert only.strip() == str(offline_run / "card.html")
