@@ -6,6 +6,8 @@ Both read run directories without writing to them, print aligned tables (or, wit
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 from pathlib import Path
@@ -16,6 +18,7 @@ import click
 from vera.card_term import render, rich_table, text_tables
 from vera.card_text import Table, compare_tables
 from vera.errors import ConfigError
+from vera.records import RATING_CODES
 from vera.store import atomic_write
 
 # Only the names of the literal types: vera.stats (polars, numpy) loads when a command runs.
@@ -133,6 +136,11 @@ def compare(
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option(
+    "--confusion-csv",
+    type=click.Path(dir_okay=False),
+    help="With --against: also write the confusion matrices (judge × clinicians) as CSV.",
+)
+@click.option(
     "--resamples", type=int, default=2000, show_default=True, help="Bootstrap resamples (--against)."
 )
 @click.option("--confidence", type=float, default=0.95, show_default=True, help="Interval level (--against).")
@@ -143,6 +151,7 @@ def agreement(
     nr: NRTreatment,
     ties: TieRule,
     as_json: bool,
+    confusion_csv: str | None,
     resamples: int,
     confidence: float,
     seed: int,
@@ -152,12 +161,16 @@ def agreement(
     RATINGS_FILE is the reference clinician file (clinician_ratings.csv) or the long
     format `item_id,rater,dimension,rating`. With --against RUN_DIR: agreement between
     the raters' per-conversation consensus (majority vote) and the run's judges, with
-    bootstrap intervals over conversations. Conversations imported from transcripts are
-    matched to items by the 6-hex prefix of the transcript's file name.
+    bootstrap intervals over conversations, and the confusion matrix of judge rating ×
+    consensus rating per dimension and pooled (in the JSON as `confusion`; as CSV with
+    --confusion-csv). Conversations imported from transcripts are matched to items by
+    the 6-hex prefix of the transcript's file name.
     """
     from vera.report import agreement_report
 
     _check_bootstrap(resamples, confidence, seed)
+    if confusion_csv is not None and against is None:
+        raise ConfigError("--confusion-csv needs --against RUN_DIR (judges to set against the raters)")
     result = agreement_report(
         ratings_file,
         against=against,
@@ -167,12 +180,55 @@ def agreement(
         confidence=confidence,
         seed=seed,
     )
+    if against is not None:
+        # In the rubric's order, as the agreement tables.
+        conf = result["confusion"]
+        conf["dimensions"] = {
+            d: conf["dimensions"][d] for d in result["dimensions"] if d in conf["dimensions"]
+        }
+    if confusion_csv is not None:
+        atomic_write(Path(confusion_csv), confusion_csv_text(result["confusion"]).encode(), what="the CSV")
     if as_json:
         _write_json(result, "-")
     elif against is None:
         click.echo(_humans_text(result), nl=False)
     else:
         click.echo(_against_text(result), nl=False)
+    if confusion_csv is not None:
+        click.echo(f"confusion matrices: {confusion_csv}", err=True)
+
+
+def confusion_csv_text(confusion: dict[str, Any]) -> str:
+    """One row per (dimension, judge rating, consensus rating) with its count, pooled
+    over dimensions as "Overall": a long table any spreadsheet can pivot."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["dimension", "judge_rating", "consensus_rating", "count"])
+    cats = confusion["categories"]
+    for name, m in [*confusion["dimensions"].items(), ("Overall", confusion["overall"])]:
+        for i, judge in enumerate(cats):
+            for j, human in enumerate(cats):
+                w.writerow([name, judge, human, m[i][j]])
+    return out.getvalue()
+
+
+def confusion_tables(confusion: dict[str, Any]) -> list[Table]:
+    """Each dimension's matrix (and the pooled one) as a small table: judge ratings down,
+    the clinicians' consensus across, totals at the edges; the diagonal is agreement."""
+    cats = confusion["categories"]
+    short = [RATING_CODES.get(c, c) for c in cats]
+    tables = []
+    for name, m in [*confusion["dimensions"].items(), ("Overall (pooled)", confusion["overall"])]:
+        t = Table(
+            ["Judge ↓ / clinicians →", *short, "Total"],
+            caption=f"{name}: units rated by a judge (rows) and by the clinicians' consensus (columns)",
+        )
+        for label, row in zip(short, m, strict=True):
+            t.rows.append([label, *(str(x) for x in row), str(sum(row))])
+        t.rows.append(["Total", *(str(sum(col)) for col in zip(*m, strict=True)), str(sum(map(sum, m)))])
+        t.emphasise.add(len(t.rows) - 1)
+        tables.append(t)
+    return tables
 
 
 def _humans_text(result: dict[str, Any]) -> str:
@@ -223,8 +279,10 @@ def _against_text(result: dict[str, Any]) -> str:
     judges = sorted(result["overall"]["judges"])
     if len(judges) > 1:
         tables += [table(f"Consensus vs {j}", j) for j in judges]
+    tables += confusion_tables(result["confusion"])
     tables.append(_human_table(result["humans"], caption="Among the human raters (for reference)"))
-    return render(["\n".join(lines), *(rich_table(t) for t in tables)])
+    legend = "BP Best Practice · SUB Suboptimal but Low Potential for Harm · HPH High Potential for Harm · NR Not Relevant"
+    return render(["\n".join([*lines, legend]), *(rich_table(t) for t in tables)])
 
 
 def _human_table(result: dict[str, Any], caption: str | None = None) -> Table:
