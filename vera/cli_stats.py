@@ -10,13 +10,14 @@ import csv
 import io
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
 import click
 
 from vera.card_term import render, rich_table, text_tables
-from vera.card_text import Table, compare_tables
+from vera.card_text import Table, compare_tables, num
 from vera.errors import ConfigError
 from vera.records import RATING_CODES
 from vera.store import atomic_write
@@ -62,6 +63,18 @@ def _write_json(obj: Any, path: str | None) -> None:
 @click.option("--resamples", type=int, help="Bootstrap resamples (default: the first run's config).")
 @click.option("--confidence", type=float, help="Interval level, e.g. 0.95.")
 @click.option("--seed", type=int, help="Seed of the bootstrap.")
+@click.option(
+    "--gate",
+    is_flag=True,
+    help="Release gate: BASELINE_RUN CANDIDATE_RUN; exit 4 if the candidate is worse (see --margin).",
+)
+@click.option(
+    "--margin",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="With --gate: score points the candidate may lose before its interval counts as worse.",
+)
 def compare(
     run_dirs: tuple[str, ...],
     force: bool,
@@ -71,6 +84,8 @@ def compare(
     resamples: int | None,
     confidence: float | None,
     seed: int | None,
+    gate: bool,
+    margin: float,
 ) -> None:
     """Compare the chatbots of one or more runs on their shared personas.
 
@@ -78,10 +93,20 @@ def compare(
     difference with a paired bootstrap interval over the personas both talked to; a
     difference whose interval excludes 0 is flagged. Runs made with different rubric,
     persona or prompt versions are refused unless --force.
+
+    With --gate, the two runs are BASELINE_RUN CANDIDATE_RUN and the command is a
+    release gate: it exits 4 when, on the overall score or any dimension, the paired
+    interval of candidate − baseline lies entirely below −margin, and names each; it
+    exits 0 otherwise.
     """
     from vera.report import compare_runs
 
     _check_bootstrap(resamples, confidence, seed)
+    if gate:
+        _gate(run_dirs, force, json_path, margin, resamples, confidence, seed)
+        return
+    if margin != 0.0:
+        raise ConfigError("--margin applies only with --gate")
     result = compare_runs(
         run_dirs, force=force, by_seed=by_seed, resamples=resamples, confidence=confidence, seed=seed
     )
@@ -106,6 +131,100 @@ def compare(
         page = render_compare_html(result, comparison_plots(result))
         atomic_write(Path(html_path), page.encode(), what="the comparison page")
         click.echo(f"HTML: {html_path}", err=True)
+
+
+def _gate(
+    run_dirs: tuple[str, ...],
+    force: bool,
+    json_path: str | None,
+    margin: float,
+    resamples: int | None,
+    confidence: float | None,
+    seed: int | None,
+) -> None:
+    """`vera compare BASELINE CANDIDATE --gate`: the verdict, the numbers behind it, and
+    exit code 4 (`Exit.WORSE`) when the candidate is worse."""
+    from vera.gate import gate
+    from vera.outcome import Exit
+
+    if len(run_dirs) != 2:
+        raise ConfigError(f"--gate takes exactly two runs, BASELINE_RUN CANDIDATE_RUN (got {len(run_dirs)})")
+    result = gate(
+        run_dirs[0],
+        run_dirs[1],
+        margin=margin,
+        force=force,
+        resamples=resamples,
+        confidence=confidence,
+        seed=seed,
+    )
+    for problem in result["forced_differences"]:
+        click.echo(f"warning: {problem}", err=True)
+    if json_path == "-":
+        _write_json(result, "-")
+    else:
+        click.echo(gate_text(result), nl=False)
+        if json_path:
+            _write_json(result, json_path)
+            click.echo(f"JSON: {json_path}", err=True)
+    if result["passed"]:
+        verdict = f"gate: passed — no paired interval of candidate − baseline lies {_below(margin)}."
+    else:
+        by_bot: dict[str, list[str]] = {}
+        for p in result["pairs"]:
+            if bad := [r["dimension"] for r in p["rows"] if r["worse"]]:
+                by_bot[p["chatbot"]] = bad
+        verdict = (
+            f"gate: FAILED (exit code {int(Exit.WORSE)}) — the candidate is worse than the baseline "
+            f"(paired interval {_below(margin)}) on "
+            + "; ".join(f"{bot}: {', '.join(dims)}" for bot, dims in by_bot.items())
+            + "."
+        )
+    click.echo(render([verdict]), nl=False, err=json_path == "-")
+    if not result["passed"]:
+        sys.exit(Exit.WORSE)
+
+
+def _below(margin: float) -> str:
+    return "below 0" if margin == 0 else f"below −{margin:g} point" + ("" if margin == 1 else "s")
+
+
+def gate_text(result: dict[str, Any]) -> str:
+    """The gate's tables: per chatbot, baseline and candidate scores and the paired
+    difference, each row marked worse or not."""
+    level = f"{round(result['bootstrap']['confidence'] * 100)}%"
+    intro = (
+        f"Release gate: candidate {result['candidate']['run_id']} against baseline "
+        f"{result['baseline']['run_id']}; paired by {result['paired_by']}"
+        + (f" (seeds {', '.join(map(str, result['shared_seeds']))})" if result["shared_seeds"] else "")
+        + f"; worse = the {level} interval of candidate − baseline lies {_below(result['margin'])}."
+    )
+    tables = []
+    for p in result["pairs"]:
+        t = Table(
+            ["Dimension", "Baseline", "Candidate", f"Candidate − baseline [{level} CI]", "Worse"],
+            caption=f"{p['chatbot']}: {p['n_shared']} shared personas",
+        )
+        for r in p["rows"]:
+            if r["dimension"] == "Overall":
+                t.emphasise.add(len(t.rows))
+            undefined = "– (a score is undefined)"
+            diff = (
+                f"{num(r['diff'])} [{num(r['diff_ci'][0])}, {num(r['diff_ci'][1])}]"
+                if r["diff"] is not None
+                else undefined
+            )
+            t.rows.append(
+                [
+                    r["dimension"],
+                    num(r["baseline"]) if r["baseline"] is not None else undefined,
+                    num(r["candidate"]) if r["candidate"] is not None else undefined,
+                    diff,
+                    "WORSE" if r["worse"] else "no",
+                ]
+            )
+        tables.append(t)
+    return render([intro, *(rich_table(t) for t in tables)])
 
 
 # ---------------------------------------------------------------------------------------
