@@ -57,7 +57,9 @@ tr.emphasis th, tr.emphasis td { font-weight: bold; background: #fafafa; }
 table.about th { background: #eef2f5; font-weight: bold; width: 14rem; }
 table.about td { text-align: left; }
 figure { margin: 1rem 0; }
-figure img { max-width: 100%; height: auto; border: 1px solid #e0e0e0; }
+.plot { overflow-x: auto; }
+.plot img { display: block; width: 100%; min-width: 36rem; max-width: 60rem; height: auto;
+  border: 1px solid #e0e0e0; }
 figcaption { font-size: .85rem; color: #444; }
 details { margin: .5rem 0 1rem; }
 summary { cursor: pointer; font-weight: bold; }
@@ -242,10 +244,12 @@ def html_table(t: Table, *, wide_column: int | None = None, links: Sequence[str]
 
 
 def figure(plot: Plot) -> str:
-    data = base64.b64encode(plot.png).decode("ascii")
+    """A plot as SVG (sharp on any screen); below 36rem it scrolls sideways inside its
+    figure rather than shrinking its text."""
+    data = base64.b64encode(plot.svg).decode("ascii")
     return (
-        f'<figure><img src="data:image/png;base64,{data}" alt="{escape(plot.description)}">'
-        f"<figcaption>{escape(plot.title)}. {escape(plot.description)}</figcaption></figure>"
+        f'<figure><div class="plot"><img src="data:image/svg+xml;base64,{data}" alt="{escape(plot.description)}">'
+        f"</div><figcaption>{escape(plot.title)}. {escape(plot.description)}</figcaption></figure>"
     )
 
 
