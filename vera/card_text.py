@@ -138,9 +138,8 @@ def status_warning(card: dict[str, Any]) -> str | None:
             f"Partial sweep: shard(s) {', '.join(st['missing_shards'])} are missing; every number "
             "below covers only the shards that were merged."
         )
-    return "Not every planned job is complete; the numbers below cover only the work that is. " + (
-        f"Status: {status_text(card)}."
-    )
+    # The status line itself is right above the warning in every rendering.
+    return "Not every planned job is complete; the numbers below cover only the work that is."
 
 
 def about_rows(card: dict[str, Any]) -> list[tuple[str, str]]:
