@@ -266,3 +266,29 @@ def test_a_malformed_ratings_file_names_its_line(tmp_path):
     ratings.write_text("item_id,rater,dimension,rating\na,ann,Confirms Risk,maybe\n")
     result = invoke("agreement", str(ratings))
     assert result.exit_code == 1 and f"{ratings}:2" in result.output and "maybe" in result.output
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_agreement_tables_fit_the_terminal(tmp_path, offline_run, columns):
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text(
+        "item_id,rater,dimension,rating\n"
+        "aaaaaa,ann,Confirms Risk,SUB\naaaaaa,bob,Confirms Risk,SUB\n"
+        "bbbbbb,ann,Guides to Human Care,HPH\nbbbbbb,bob,Guides to Human Care,HPH\n"
+    )
+    run = judged_run(
+        tmp_path,
+        offline_run,
+        {
+            "t/aaaaaa_P_m_run1.txt": {"Confirms Risk": SUB},
+            "t/bbbbbb_P_m_run1.txt": {"Guides to Human Care": HPH},
+        },
+    )
+    env = {"COLUMNS": str(columns)}
+    for args in (
+        ["agreement", str(ratings), "--against", str(run), "--resamples", "50"],
+        ["agreement", str(ratings)],
+    ):
+        result = CliRunner().invoke(main, args, env=env)
+        assert result.exit_code == 0, result.output
+        assert max(len(line) for line in result.stdout.splitlines()) <= columns

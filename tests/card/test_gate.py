@@ -127,3 +127,13 @@ def test_gate_needs_exactly_two_runs_and_margin_needs_gate(runs):
     assert margin.exit_code == 1 and margin.output.startswith("error: ") and "--gate" in margin.output
     negative = gate(runs["good"], runs["bad"], "--margin", "-1")
     assert negative.exit_code == 1 and negative.output.startswith("error: ")
+
+
+def test_the_gate_report_fits_an_80_column_terminal(runs):
+    result = CliRunner().invoke(
+        main,
+        ["compare", str(runs["good"]), str(runs["bad"]), "--gate", "--resamples", "100"],
+        env={"COLUMNS": "80"},
+    )
+    assert result.exit_code == 4
+    assert max(len(line) for line in result.output.splitlines()) <= 80
