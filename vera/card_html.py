@@ -205,7 +205,8 @@ def render_compare_html(result: dict[str, Any], plots: Sequence[Plot]) -> str:
         body.append(
             _offline_banner(
                 "At least one of these runs is an offline run with vera's built-in stand-ins; "
-                "its numbers say nothing about any real chatbot."
+                "its numbers say nothing about any real chatbot.",
+                badge="Offline stand-ins:",
             )
         )
     if result["forced_differences"]:
@@ -346,8 +347,10 @@ def _section(anchor: str, heading: str, *parts: str) -> str:
     )
 
 
-def _offline_banner(note: str) -> str:
-    return f'<p class="offline" role="note"><strong>Offline stand-in run.</strong> {escape(note)}</p>'
+def _offline_banner(note: str, badge: str = "Offline run:") -> str:
+    # The badge says "offline run"; the note need not say it again.
+    text = note.removeprefix("Offline run: ")
+    return f'<p class="offline" role="note"><strong>{escape(badge)}</strong> {escape(text[:1].upper() + text[1:])}</p>'
 
 
 def _about_table(rows: Sequence[tuple[str, str]]) -> str:

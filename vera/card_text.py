@@ -298,8 +298,8 @@ def run_title(card: dict[str, Any]) -> str:
     """What the card is, in a line: the page title and the first heading."""
     bots = [b["chatbot"] for b in card["chatbots"]]
     names = ", ".join(bots) if len(bots) <= 3 else f"{len(bots)} chatbots"
-    offline = " (offline stand-ins)" if card["offline"] else ""
-    return f"Suicide-risk safety card{offline}: {names} — vera run {card['run_id']}"
+    # Not "offline" here: the offline label is said once, right below, in full.
+    return f"Suicide-risk safety card: {names} — vera run {card['run_id']}"
 
 
 def overview_table(card: dict[str, Any]) -> Table:

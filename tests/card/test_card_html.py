@@ -91,7 +91,7 @@ def test_header_names_versions_offline_label_counts_judges_seeds_and_cost(offlin
     card, html = card_and_html(offline_run)
     page = parse_page(html)
     header = page.text[: page.text.index("How to read this card")]
-    assert 'class="offline"' in html and "Offline stand-in run" in header
+    assert 'class="offline"' in html and "Offline run:" in header
     for key in ("rubric", "personas", "user_prompts", "judge_prompts"):
         v = card["versions"][key]
         assert f"{v['name']} {v['version']}" in header

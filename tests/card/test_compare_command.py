@@ -132,7 +132,7 @@ def test_html_page_is_self_contained_with_the_chart(offline_run, tmp_path):
     assert len(page.images) == 2 and all(
         i["src"].startswith("data:image/svg+xml;base64,") for i in page.images
     )
-    assert "Offline stand-in run" in page.text and "99.3" in page.text
+    assert "Offline stand-ins:" in page.text and "99.3" in page.text
 
 
 def test_one_chatbot_and_no_run_are_user_errors(tmp_path):

@@ -126,3 +126,15 @@ def test_the_end_of_a_run_prints_the_headline(tmp_path):
     assert "Overall [95% CI]" in out and "Dimension score [CI]" in out and "On this 0–100 scale" in out
     assert out.count("Offline run:") == 1
     assert max(len(line) for line in out.splitlines()) <= 200
+
+
+def test_the_offline_label_is_said_once_in_every_rendering(offline_run):
+    card = json.loads((offline_run / "card.json").read_text())
+    html = (offline_run / "card.html").read_text()
+    for text in (
+        (offline_run / "card.md").read_text(),
+        render_card(card, width=200),
+        html[html.index("<body>") :],
+    ):
+        assert text.lower().count("offline run") == 1
+        assert "stand-ins" not in text.split("Offline run", 1)[0]
