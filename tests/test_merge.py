@@ -31,7 +31,8 @@ def test_an_incomplete_set_of_shards_is_refused_unless_allowed_and_then_marked(t
     assert list(card)[:3] == ["schema_version", "run_id", "status"]
     assert card["status"]["missing_shards"] == ["2/3"]
     warning = "Partial sweep: shard(s) 2/3 are missing"
-    assert (out / "card.md").read_text().splitlines()[
-        2
-    ] == f"> **{warning}; every number below covers only the shards that were merged.**"
+    # The warning follows the title and the status line, before any number.
+    lines = (out / "card.md").read_text().splitlines()
+    assert lines[2].startswith("**Run status:**")
+    assert lines[4] == f"> **{warning}; every number below covers only the shards that were merged.**"
     assert warning in (out / "card.html").read_text()

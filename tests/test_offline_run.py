@@ -30,7 +30,7 @@ def run_dir(tmp_path_factory) -> Path:
         main, ["run", "--config", str(ROOT / "configs" / "offline.toml"), "--out", str(out), "--seed", "1"]
     )
     assert result.exit_code == 0, result.output
-    assert "run directory:" in result.output and "## Overview" in result.output
+    assert "run directory:" in result.output and "Dimension score [CI]" in result.output
     return out
 
 

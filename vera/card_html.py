@@ -1,6 +1,12 @@
-"""card.html and the comparison page: self-contained HTML5 (inline CSS, plots as data
-URIs, no scripts, no fonts or anything else fetched), readable offline and safe to
+"""card.html and the comparison page: self-contained HTML5 (inline CSS, plots as SVG
+data URIs, no scripts, no fonts or anything else fetched), readable offline and safe to
 mail. Every text that comes from a run (names, the judges' reasoning) is escaped.
+
+The page answers first: its title and heading say what it is, then the run's status,
+the offline label (once), and the headline per chatbot (`vera.card_text.headlines`);
+the run's details (versions, hashes, settings, the reading guide) are folded below.
+It reads on a phone: the headline reflows, every table scrolls inside its own box, and
+plots keep legible text by scrolling sideways within their figure below 36rem.
 """
 
 from __future__ import annotations
@@ -13,19 +19,25 @@ from typing import Any
 
 from vera.card_text import (
     COMPARE_GUIDE,
+    SCORE_MEANING,
+    Headline,
     Table,
     about_rows,
     accounting_table,
+    card_reasons,
     compare_tables,
     comparison_table,
     confidence_label,
     dimension_table,
     failures_table,
     harmful_table,
+    headlines,
     num,
     overview_table,
     reading_guide,
+    run_title,
     section_tables,
+    status_text,
     status_warning,
 )
 from vera.plots import Plot
@@ -36,16 +48,31 @@ _NUMERIC = re.compile(r"^[-+]?(\d|–$)")
 
 STYLE = """
 :root { color-scheme: light; }
+* { box-sizing: border-box; }
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
-  margin: 0 auto; max-width: 1200px; padding: 1.5rem; color: #1a1a1a; line-height: 1.45; }
-h1 { font-size: 1.6rem; margin-bottom: .5rem; }
+  margin: 0 auto; max-width: 1200px; padding: 1.5rem; color: #1a1a1a; line-height: 1.45;
+  overflow-wrap: break-word; }
+h1 { font-size: 1.5rem; margin: 0 0 .5rem; }
 h2 { font-size: 1.3rem; margin-top: 2.2rem; border-bottom: 2px solid #0072B2; padding-bottom: .2rem; }
 h3 { font-size: 1.1rem; margin-top: 1.6rem; }
-.offline { border: 3px solid #D55E00; background: #fff4ec; padding: .8rem 1rem; font-size: 1.05rem;
-  margin: 1rem 0; }
+.status { margin: .3rem 0; }
+.offline { border: 3px solid #D55E00; background: #fff4ec; padding: .5rem .8rem; margin: .6rem 0; }
 .offline strong { color: #a33f00; text-transform: uppercase; letter-spacing: .03em; }
 .warning { border-left: 5px solid #E69F00; background: #fff8e6; padding: .6rem 1rem; }
 .guide { background: #f2f7fb; padding: .8rem 1rem; border-radius: 4px; }
+#results h2 { margin-top: 1rem; }
+.meaning { margin: .8rem 0; }
+.headlines { display: flex; flex-wrap: wrap; gap: 1rem; }
+.headline { flex: 1 1 22rem; max-width: 36rem; border: 1px solid #c8c8c8; border-radius: 6px;
+  padding: .7rem 1rem; }
+.headline h3 { margin: 0 0 .3rem; font-size: 1.05rem; overflow-wrap: anywhere; }
+.headline .score { font-size: 2rem; font-weight: bold; font-variant-numeric: tabular-nums; }
+.headline .ci { color: #333; }
+.headline dl { display: grid; grid-template-columns: minmax(0, 1fr) auto; gap: .1rem .8rem; margin: .4rem 0; }
+.headline dt { color: #444; }
+.headline dd { margin: 0; font-variant-numeric: tabular-nums; text-align: right; white-space: nowrap; }
+.headline table { margin: .4rem 0 0; width: 100%; }
+.scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; margin: .6rem 0 1.2rem; font-size: .86rem; }
 caption { caption-side: top; text-align: left; font-style: italic; padding-bottom: .3rem; }
 th, td { border: 1px solid #c8c8c8; padding: .25rem .5rem; vertical-align: top; }
@@ -55,15 +82,24 @@ td.text { text-align: left; }
 tbody th { text-align: left; font-weight: normal; }
 tr.emphasis th, tr.emphasis td { font-weight: bold; background: #fafafa; }
 table.about th { background: #eef2f5; font-weight: bold; width: 14rem; }
-table.about td { text-align: left; }
+table.about td { text-align: left; overflow-wrap: anywhere; }
 figure { margin: 1rem 0; }
-figure img { max-width: 100%; height: auto; border: 1px solid #e0e0e0; }
+.plot { overflow-x: auto; }
+.plot img { display: block; width: 100%; min-width: 36rem; max-width: 60rem; height: auto;
+  border: 1px solid #e0e0e0; }
 figcaption { font-size: .85rem; color: #444; }
 details { margin: .5rem 0 1rem; }
 summary { cursor: pointer; font-weight: bold; }
-.reasoning { max-width: 32rem; }
+.reasoning { min-width: 16rem; max-width: 32rem; text-align: left; }
 ul.contents { list-style: none; padding: 0; display: flex; flex-wrap: wrap; gap: .3rem 1.2rem; }
 footer { margin-top: 3rem; font-size: .8rem; color: #555; }
+@media (max-width: 40rem) {
+  body { padding: .75rem; }
+  h1 { font-size: 1.1rem; }
+  .offline { font-size: .9rem; }
+  .headline { padding: .5rem .7rem; }
+  table.about th { width: auto; }
+}
 """
 
 
@@ -74,18 +110,21 @@ def render_html(card: dict[str, Any], plots: Sequence[Plot]) -> str:
     def figures(*names: str) -> list[str]:
         return [figure(by_name[n]) for n in names if n in by_name]
 
-    body: list[str] = [f"<header><h1>vera score card — run {escape(card['run_id'])}</h1>"]
+    body: list[str] = [f"<header><h1>{escape(run_title(card))}</h1>"]
+    body.append(f'<p class="status"><strong>Run status:</strong> {escape(status_text(card))}</p>')
     if warning := status_warning(card):
         body.append(f'<p class="warning" role="alert"><strong>{escape(warning)}</strong></p>')
     if card["offline"]:
         body.append(_offline_banner(card["note"]))
-    body += [_about_table(about_rows(card)), _contents(card), "</header>", "<main>"]
+    body += ["</header>", "<main>", _results(card)]
     body.append(
-        _section(
-            "how-to-read", "How to read this card", f'<p class="guide">{escape(reading_guide(card))}</p>'
-        )
+        '<details class="run-details" id="details"><summary>Run details: versions and hashes, '
+        "models, seeds, method and settings, how to read this card</summary>"
+        + _about_table(about_rows(card))
+        + f'<h3 id="how-to-read">How to read this card</h3><p class="guide">{escape(reading_guide(card))}</p>'
+        + "</details>"
     )
-
+    body.append(_contents(card))
     body.append(_section("overview", "Overview", html_table(overview_table(card)), *figures("chatbots.png")))
     if card.get("comparisons"):
         parts = [
@@ -93,7 +132,8 @@ def render_html(card: dict[str, Any], plots: Sequence[Plot]) -> str:
             "interval is paired (see How to read this card).</p>"
         ]
         parts += figures("differences.png")
-        parts += [html_table(comparison_table(e)) for e in card["comparisons"]]
+        reasons = card_reasons(card)
+        parts += [html_table(comparison_table(e, reasons)) for e in card["comparisons"]]
         body.append(_section("comparisons", "Comparisons (paired)", *parts))
     if plots:
         body.append(
@@ -118,7 +158,7 @@ def render_html(card: dict[str, Any], plots: Sequence[Plot]) -> str:
         f"intervals: {escape(b['method'])}, {num(b['resamples'])} resamples, confidence "
         f"{num(b['confidence'])}, seed {num(b['seed'])}. card.json is the source of every number here.</footer>"
     )
-    return page(f"vera score card — {card['run_id']}", body)
+    return page(run_title(card), body)
 
 
 def _chatbot(index: int, bot: dict[str, Any]) -> str:
@@ -165,7 +205,8 @@ def render_compare_html(result: dict[str, Any], plots: Sequence[Plot]) -> str:
         body.append(
             _offline_banner(
                 "At least one of these runs is an offline run with vera's built-in stand-ins; "
-                "its numbers say nothing about any real chatbot."
+                "its numbers say nothing about any real chatbot.",
+                badge="Offline stand-ins:",
             )
         )
     if result["forced_differences"]:
@@ -217,7 +258,8 @@ def html_table(t: Table, *, wide_column: int | None = None, links: Sequence[str]
     """A Table as HTML; the first column is the row header. Numbers are right-aligned,
     prose left-aligned; `wide_column` holds long prose (the judges' reasoning); `links`
     (one per row, "" for none) makes each row's first cell a link."""
-    out = ["<table>"]
+    # Wide tables scroll inside their own box, never the page.
+    out = ['<div class="scroll"><table>']
     if t.caption:
         out.append(f"<caption>{escape(t.caption)}</caption>")
     out.append(
@@ -237,21 +279,58 @@ def html_table(t: Table, *, wide_column: int | None = None, links: Sequence[str]
             cls = f' class="{" ".join(classes)}"' if classes else ""
             cells.append(f"<td{cls}>{escape(cell)}</td>")
         out.append(f"<tr{attrs}>{''.join(cells)}</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "\n".join(out)
 
 
 def figure(plot: Plot) -> str:
-    data = base64.b64encode(plot.png).decode("ascii")
+    """A plot as SVG (sharp on any screen); below 36rem it scrolls sideways inside its
+    figure rather than shrinking its text."""
+    data = base64.b64encode(plot.svg).decode("ascii")
     return (
-        f'<figure><img src="data:image/png;base64,{data}" alt="{escape(plot.description)}">'
-        f"<figcaption>{escape(plot.title)}. {escape(plot.description)}</figcaption></figure>"
+        f'<figure><div class="plot"><img src="data:image/svg+xml;base64,{data}" alt="{escape(plot.description)}">'
+        f"</div><figcaption>{escape(plot.title)}. {escape(plot.description)}</figcaption></figure>"
+    )
+
+
+def _results(card: dict[str, Any]) -> str:
+    """The headline: per chatbot, a box with the overall score and its interval, the
+    share of conversations with any harmful rating, conversations and failures, and the
+    dimension scores; the boxes sit side by side on a wide screen and stack on a phone."""
+    level = confidence_label(card)
+    boxes = [_headline_box(i, h, level) for i, h in enumerate(headlines(card))]
+    return (
+        '<section id="results">\n<h2>Results</h2>\n'
+        f'<div class="headlines">{"".join(boxes)}</div>\n'
+        f'<p class="meaning">{escape(SCORE_MEANING)}</p>\n</section>'
+    )
+
+
+def _headline_box(index: int, h: Headline, level: str) -> str:
+    value, _, interval = h.score.partition(" ")
+    dims = "".join(
+        f'<tr><th scope="row">{escape(name)}</th><td data-key="dimension">{escape(cell)}</td></tr>'
+        for name, cell in h.dimensions
+    )
+    return (
+        f'<article class="headline" id="headline-{index}" aria-labelledby="headline-{index}-name">'
+        f'<h3 id="headline-{index}-name">{escape(h.chatbot)}</h3>'
+        f'<p><span class="score" data-key="score">{escape(value)}</span> '
+        f'<span class="ci" data-key="score_ci">{escape(interval)}</span> overall score, {escape(level)} CI</p>'
+        "<dl>"
+        f'<dt>Conversations with any High Potential for Harm, % [CI]</dt><dd data-key="any_hph">{escape(h.any_hph)}</dd>'
+        f'<dt>Conversations</dt><dd data-key="conversations">{escape(h.conversations)}</dd>'
+        f'<dt>Failed conversations</dt><dd data-key="failed">{escape(h.failed)}</dd>'
+        "</dl>"
+        f'<div class="scroll"><table class="dimensions"><thead><tr><th scope="col">Dimension</th>'
+        f'<th scope="col">Score [CI]</th></tr></thead><tbody>{dims}</tbody></table></div>'
+        "</article>"
     )
 
 
 def _contents(card: dict[str, Any]) -> str:
     """Links to the sections, so a reader can jump to one chatbot or the harmful ratings."""
-    links = [("how-to-read", "How to read this card"), ("overview", "Overview")]
+    links = [("results", "Results"), ("details", "Run details"), ("overview", "Overview")]
     if card.get("comparisons"):
         links.append(("comparisons", "Comparisons"))
     links += [(f"chatbot-{i}", bot["chatbot"]) for i, bot in enumerate(card["chatbots"])]
@@ -268,8 +347,10 @@ def _section(anchor: str, heading: str, *parts: str) -> str:
     )
 
 
-def _offline_banner(note: str) -> str:
-    return f'<p class="offline" role="note"><strong>Offline stand-in run.</strong> {escape(note)}</p>'
+def _offline_banner(note: str, badge: str = "Offline run:") -> str:
+    # The badge says "offline run"; the note need not say it again.
+    text = note.removeprefix("Offline run: ")
+    return f'<p class="offline" role="note"><strong>{escape(badge)}</strong> {escape(text[:1].upper() + text[1:])}</p>'
 
 
 def _about_table(rows: Sequence[tuple[str, str]]) -> str:

@@ -1,10 +1,17 @@
 """The card as tables, and the card as Markdown.
 
 Every table of the card is built here once, as plain strings (`Table`), and rendered as
-Markdown (card.md), HTML (`vera.card_html`) or aligned text (the terminal). One rule
+Markdown (card.md), HTML (`vera.card_html`) or a terminal table (`vera.card_term`). One rule
 formats every number: `format_number` shows it as card.json stores it, with thousands
 separators; card.json already holds each number rounded to the precision it is read
-at. A missing value is shown as "–".
+at. A missing value is shown as "–" followed by why it is missing (a dimension that was
+Not Relevant in every conversation must not read like lost data or an escaped penalty).
+
+The card answers first: `headlines` gives, per chatbot, the numbers a safety reader
+needs before anything else (overall score, the dimension scores, the share of
+conversations with any High Potential for Harm, conversations and failures), and
+`SCORE_MEANING` says in one sentence what the scale means. Every rendering (card.md,
+card.html, the terminal) puts them at the top and folds the run's details below.
 """
 
 from __future__ import annotations
@@ -32,9 +39,11 @@ READING_GUIDE = (
     "when its interval excludes zero. With several judges, every judge's rating counts "
     "once (pooled)."
 )
-OFFLINE_GUIDE = (
-    "This is an offline run (see the note at the top): built-in stand-ins took the place of "
-    "language models, so these numbers test the software, not any chatbot."
+# One sentence, our own words, shown beside every headline.
+SCORE_MEANING = (
+    "On this 0–100 scale, 100 means every rated conversation followed best practice, 50 means "
+    "they were all suboptimal but low in harm, and each High Potential for Harm (HPH) rating drags the "
+    "score steeply towards 0, its floor (it never goes negative)."
 )
 
 
@@ -53,11 +62,23 @@ def num(x: Any) -> str:
     return format_number(x)
 
 
-def with_ci(stats: dict[str, Any], key: str) -> str:
-    """A number and its interval, as "71.4 [69.5, 73.0]" (the interval is `<key>_ci`)."""
-    value = stats.get(key)
-    if value is None:
-        return MISSING
+def why_missing(stats: dict[str, Any] | None) -> str:
+    """The dash for an undefined number, with the reason it is undefined."""
+    if stats is None:
+        return f"{MISSING} (not rated)"
+    if stats.get("n_rated") == 0 and stats.get("n_ratings"):
+        return f"{MISSING} (Not Relevant in {num(stats['n_not_relevant'])} of {num(stats['n_ratings'])})"
+    if stats.get("n_ratings") == 0:
+        return f"{MISSING} (no ratings)"
+    return f"{MISSING} (undefined)"
+
+
+def with_ci(stats: dict[str, Any] | None, key: str) -> str:
+    """A number and its interval, as "71.4 [69.5, 73.0]" (the interval is `<key>_ci`);
+    an undefined number as "–" with its reason."""
+    value = None if stats is None else stats.get(key)
+    if stats is None or value is None:
+        return why_missing(stats)
     lo, hi = stats[f"{key}_ci"]
     return f"{num(value)} [{num(lo)}, {num(hi)}]"
 
@@ -117,13 +138,12 @@ def status_warning(card: dict[str, Any]) -> str | None:
             f"Partial sweep: shard(s) {', '.join(st['missing_shards'])} are missing; every number "
             "below covers only the shards that were merged."
         )
-    return "Not every planned job is complete; the numbers below cover only the work that is. " + (
-        f"Status: {status_text(card)}."
-    )
+    # The status line itself is right above the warning in every rendering.
+    return "Not every planned job is complete; the numbers below cover only the work that is."
 
 
 def about_rows(card: dict[str, Any]) -> list[tuple[str, str]]:
-    """What was evaluated and how: the card's header."""
+    """What was evaluated and how: the details folded below the headline."""
     v, m, s, c, b = card["versions"], card["models"], card["settings"], card["counts"], card["bootstrap"]
     total = card["accounting"]["total"]
 
@@ -132,12 +152,13 @@ def about_rows(card: dict[str, Any]) -> list[tuple[str, str]]:
         return f"{x['name']} {x['version']} (sha256 {x['sha256'][:12]})"
 
     imported = card.get("imported")
+    # The status and the offline label are at the top of every rendering; not again here.
     rows = [
-        ("Status", status_text(card)),
-        ("Run", f"{card['run_id']} (vera {card['vera_version']}, card schema {num(card['schema_version'])})"),
-        ("Offline stand-ins", "yes — not real models" if card["offline"] else "no"),
-        ("Rubric", version("rubric")),
+        ("Run", f"{card['run_id']} (vera {card['vera_version']}, card schema {num(card['schema_version'])})")
     ]
+    if not card["offline"]:
+        rows.append(("Offline stand-ins", "no: real models"))
+    rows.append(("Rubric", version("rubric")))
     if imported is None:
         rows += [
             ("Personas", version("personas")),
@@ -231,6 +252,70 @@ def imported_rows(card: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+@dataclass
+class Headline:
+    """What the top of the card says about one chatbot, as display strings."""
+
+    chatbot: str
+    score: str  # overall score [CI], or why there is none
+    any_hph: str  # % of conversations with any High Potential for Harm [CI]
+    conversations: str  # complete conversations
+    failed: str  # failed conversations
+    dimensions: list[tuple[str, str]]  # (dimension, score [CI] or "– (why)")
+
+
+def headlines(card: dict[str, Any]) -> list[Headline]:
+    """Per chatbot, the numbers the card answers with first; all of them straight from
+    card.json, formatted by the card's one rule."""
+    dims = list(dict.fromkeys(d for b in card["chatbots"] for d in b.get("dimensions", {})))
+    out = []
+    for bot in card["chatbots"]:
+        rated = "overall" in bot
+        none = f"{MISSING} (no complete judgement)"
+        out.append(
+            Headline(
+                chatbot=bot["chatbot"],
+                score=with_ci(bot["overall"], "score") if rated else none,
+                any_hph=with_ci(bot["overall"], "pct_conversations_any_hph") if rated else none,
+                conversations=num(bot["conversations_complete"]),
+                failed=num(bot["conversations_failed"]),
+                dimensions=[(d, with_ci(bot["dimensions"].get(d), "score") if rated else none) for d in dims],
+            )
+        )
+    return out
+
+
+def headline_tables(card: dict[str, Any], *, short: bool = False) -> list[Table]:
+    """The headline as two narrow tables: one row per chatbot, then the dimension scores
+    with one column per chatbot (five rows read down more easily than five columns).
+    `short` headers fit an 80-column terminal."""
+    level = confidence_label(card)
+    heads = headlines(card)
+    main = Table(
+        [
+            "Chatbot",
+            f"Overall [{level} CI]" if short else f"Overall score [{level} CI]",
+            "Any HPH % [CI]" if short else "Conversations with any High Potential for Harm % [CI]",
+            "Conv." if short else "Conversations",
+            "Failed",
+        ]
+    )
+    for h in heads:
+        main.rows.append([h.chatbot, h.score, h.any_hph, h.conversations, h.failed])
+    dims = Table(["Dimension score [CI]", *(h.chatbot for h in heads)])
+    for i, (name, _) in enumerate(heads[0].dimensions if heads else []):
+        dims.rows.append([name, *(h.dimensions[i][1] for h in heads)])
+    return [main, dims]
+
+
+def run_title(card: dict[str, Any]) -> str:
+    """What the card is, in a line: the page title and the first heading."""
+    bots = [b["chatbot"] for b in card["chatbots"]]
+    names = ", ".join(bots) if len(bots) <= 3 else f"{len(bots)} chatbots"
+    # Not "offline" here: the offline label is said once, right below, in full.
+    return f"Suicide-risk safety card: {names} — vera run {card['run_id']}"
+
+
 def overview_table(card: dict[str, Any]) -> Table:
     t = Table(
         [
@@ -249,9 +334,7 @@ def overview_table(card: dict[str, Any]) -> Table:
                 [
                     bot["chatbot"],
                     "no complete judgements",
-                    MISSING,
-                    MISSING,
-                    MISSING,
+                    *[f"{MISSING} (no complete judgement)"] * 3,
                     num(bot["conversations_complete"]),
                     num(bot["conversations_failed"]),
                 ]
@@ -313,10 +396,7 @@ def risk_summary_table(bot: dict[str, Any]) -> Table:
                 num(sec["n_conversations"]),
                 num(sec["n_personas"]),
                 with_ci(sec["overall"], "score"),
-                *[
-                    with_ci(sec["dimensions"][d], "score") if d in sec["dimensions"] else MISSING
-                    for d in dims
-                ],
+                *[with_ci(sec["dimensions"].get(d), "score") for d in dims],
             ]
         )
     return t
@@ -333,10 +413,7 @@ def judge_table(bot: dict[str, Any]) -> Table:
                 num(entry["n_conversations"]),
                 num(entry["n_judgements"]),
                 with_ci(entry["overall"], "score"),
-                *[
-                    with_ci(entry["dimensions"][d], "score") if d in entry["dimensions"] else MISSING
-                    for d in dims
-                ],
+                *[with_ci(entry["dimensions"].get(d), "score") for d in dims],
             ]
         )
     return t
@@ -408,8 +485,15 @@ def judge_agreement_tables(agreement: dict[str, Any]) -> list[Table]:
     return [t, pairs]
 
 
-def comparison_table(entry: dict[str, Any]) -> Table:
-    """One pair's paired differences, overall and per dimension."""
+def card_reasons(card: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each chatbot's dimension numbers by name, so a comparison can say why a score is
+    missing."""
+    return {b["chatbot"]: {**b.get("dimensions", {}), OVERALL: b.get("overall")} for b in card["chatbots"]}
+
+
+def comparison_table(entry: dict[str, Any], stats: dict[str, dict[str, Any]] | None = None) -> Table:
+    """One pair's paired differences, overall and per dimension. `stats` (unit →
+    dimension → numbers) lets an undefined score say why it is undefined."""
     a, b = entry["a"], entry["b"]
     caption = (
         f"{a} − {b}: paired over {num(entry['n_shared'])} shared personas "
@@ -419,11 +503,25 @@ def comparison_table(entry: dict[str, Any]) -> Table:
         ["Dimension", f"Score {a}", f"Score {b}", "Difference [CI]", "CI excludes 0"],
         caption=caption,
     )
+    known = stats or {}
+
+    def score(unit: str, name: str, value: Any) -> str:
+        if value is not None:
+            return num(value)
+        return why_missing(known[unit].get(name)) if unit in known else f"{MISSING} (undefined)"
+
     for name, d in [*entry["dimensions"].items(), (OVERALL, entry["overall"])]:
         if name == OVERALL:
             t.emphasise.add(len(t.rows))
+        undefined = f"{MISSING} (a score is undefined)"
         t.rows.append(
-            [name, num(d["score_a"]), num(d["score_b"]), with_ci(d, "diff"), flag(d["excludes_zero"])]
+            [
+                name,
+                score(a, name, d["score_a"]),
+                score(b, name, d["score_b"]),
+                with_ci(d, "diff") if d["diff"] is not None else undefined,
+                flag(d["excludes_zero"]) if d["excludes_zero"] is not None else undefined,
+            ]
         )
     return t
 
@@ -510,63 +608,57 @@ def markdown_table(t: Table) -> list[str]:
     return lines
 
 
-def text_table(t: Table) -> str:
-    """Aligned columns for a terminal; the first column left-aligned, the others right."""
-    grid = [t.headers, *t.rows]
-    widths = [max(len(row[i]) for row in grid) for i in range(len(t.headers))]
-
-    def line(row: Sequence[str]) -> str:
-        cells = [
-            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        return "  ".join(cells).rstrip()
-
-    out = [t.caption] if t.caption else []
-    out += [line(t.headers), "  ".join("-" * w for w in widths)]
-    out += [line(row) for row in t.rows]
-    return "\n".join(out)
-
-
 def reading_guide(card: dict[str, Any]) -> str:
-    guide = READING_GUIDE.format(
+    return READING_GUIDE.format(
         confidence=confidence_label(card), resamples=num(card["bootstrap"]["resamples"])
     )
-    return f"{guide} {OFFLINE_GUIDE}" if card["offline"] else guide
 
 
-def render_markdown(card: dict[str, Any], *, max_harmful: int = 10, brief: bool = False) -> str:
-    """card.md: the whole card (every number of card.json except the harmful ratings
-    beyond the first `max_harmful` per chatbot; all are in card.json and card.html).
-    `brief` keeps the header, the overview and the comparisons, for a terminal."""
-    lines = [f"# vera score card — run {card['run_id']}", ""]
+def top_lines(card: dict[str, Any]) -> list[str]:
+    """What precedes the headline, in every rendering: the status line, a warning when the
+    card does not cover the whole sweep, and the offline label (the one place it is said)."""
+    lines = [f"Run status: {status_text(card)}"]
+    if warning := status_warning(card):
+        lines.append(warning)
+    if card["offline"]:
+        lines.append(card["note"])
+    return lines
+
+
+def render_markdown(card: dict[str, Any], *, max_harmful: int = 10) -> str:
+    """card.md: the headline first, then the whole card (every number of card.json except
+    the harmful ratings beyond the first `max_harmful` per chatbot; all are in card.json
+    and card.html), with the run's details last."""
+    lines = [f"# {run_title(card)}", "", f"**Run status:** {status_text(card)}", ""]
     if warning := status_warning(card):
         lines += [f"> **{warning}**", ""]
     if card["offline"]:
         lines += [f"> **{card['note']}**", ""]
-    lines += [f"- **{k}:** {v}" for k, v in about_rows(card)]
-    lines += ["", "## How to read this card", "", reading_guide(card), "", "## Overview", ""]
-    lines += markdown_table(overview_table(card))
+    lines += ["## Results", "", SCORE_MEANING, ""]
+    for t in headline_tables(card):
+        lines += [*markdown_table(t), ""]
+    lines += ["The tables below break these down; how the run was made is at the end.", ""]
     if card.get("comparisons"):
-        lines += ["", "## Comparisons (paired)", ""]
+        lines += ["## Comparisons (paired)", ""]
         for entry in card["comparisons"]:
-            lines += [*markdown_table(comparison_table(entry)), ""]
+            lines += [*markdown_table(comparison_table(entry, card_reasons(card))), ""]
+    lines += ["## Overview", "", *markdown_table(overview_table(card))]
     for bot in card["chatbots"]:
-        lines += _markdown_chatbot(bot, max_harmful=max_harmful, brief=brief)
+        lines += _markdown_chatbot(bot, max_harmful=max_harmful)
     if card["failures"]:
         lines += ["", "## Failed work (not scored)", "", *markdown_table(failures_table(card["failures"]))]
-    if not brief:
-        lines += ["", "## Model calls and cost", "", *markdown_table(accounting_table(card))]
+    lines += ["", "## How to read this card", "", reading_guide(card)]
+    lines += ["", "## Details of the run", "", *(f"- **{k}:** {v}" for k, v in about_rows(card))]
+    lines += ["", "## Model calls and cost", "", *markdown_table(accounting_table(card))]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _markdown_chatbot(bot: dict[str, Any], *, max_harmful: int, brief: bool) -> list[str]:
+def _markdown_chatbot(bot: dict[str, Any], *, max_harmful: int) -> list[str]:
     if "overall" not in bot:
         return []
     name = bot["chatbot"]
     lines = ["", f"## {name}", ""]
     harmful = bot["harmful"]
-    if brief:
-        return [*lines, f"{len(harmful)} High Potential for Harm rating(s); see card.md or card.html."]
     lines += markdown_table(dimension_table(bot))
     for heading, tables in section_tables(bot):
         lines += ["", f"### {heading}"]
@@ -680,12 +772,15 @@ def compare_tables(result: dict[str, Any]) -> CompareTables:
         by_dimension.rows.append(
             [
                 u["unit"],
-                *(with_ci(u["dimensions"][d], "score") if d in u["dimensions"] else MISSING for d in dims),
+                *(with_ci(u["dimensions"].get(d), "score") for d in dims),
             ]
         )
     pairs = result["comparisons"]
+    known = {u["unit"]: {**u["dimensions"], OVERALL: u["overall"]} for u in units}
     return CompareTables(
-        runs, [overall, by_dimension], [pairs_overview_table(pairs), *(comparison_table(e) for e in pairs)]
+        runs,
+        [overall, by_dimension],
+        [pairs_overview_table(pairs), *(comparison_table(e, known) for e in pairs)],
     )
 
 

@@ -382,9 +382,10 @@ def score(run_dir: str, resamples: int | None, confidence: float | None, bootstr
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
 @click.option("--html", "html_only", is_flag=True, help="Only write card.html and print its path.")
 def card(run_dir: str, html_only: bool) -> None:
-    """Print a run's score card and re-render card.md, card.html and plots/ from
-    card.json. A read-only run (an archive) is printed and left as it is."""
-    from vera.card_text import render_markdown
+    """Print a run's score card, fitted to the terminal's width, and re-render card.md,
+    card.html and plots/ from card.json. A read-only run (an archive) is printed and
+    left as it is."""
+    from vera.card_term import render_card
     from vera.errors import StorageError
     from vera.report import read_card, render_card_files, write_card_html
 
@@ -392,7 +393,7 @@ def card(run_dir: str, html_only: bool) -> None:
     if html_only:
         click.echo(str(write_card_html(c, run_dir)))
         return
-    click.echo(render_markdown(c))
+    click.echo(render_card(c), nl=False)
     try:
         html = render_card_files(c, run_dir)
     except StorageError as exc:
@@ -564,11 +565,11 @@ def _run_status_line(card: dict[str, Any]) -> str:
 def _print_outcome(outcome: Any, *, quiet: bool) -> None:
     """The card (unless quiet), notes, counts and, last, the status line whose exit
     code the command returns."""
-    from vera.card_text import render_markdown
+    from vera.card_term import headline
 
     r = outcome.result
     if not quiet and outcome.card is not None:
-        click.echo(render_markdown(outcome.card, brief=True))
+        click.echo(headline(outcome.card), nl=False)
     for line in outcome.notes:
         click.echo(line, err=True)
     click.echo(

@@ -6,15 +6,20 @@ Both read run directories without writing to them, print aligned tables (or, wit
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
 import click
 
-from vera.card_text import Table, compare_tables, text_table
+from vera.card_term import render, rich_table, text_tables
+from vera.card_text import Table, compare_tables, num
 from vera.errors import ConfigError
+from vera.records import RATING_CODES
 from vera.store import atomic_write
 
 # Only the names of the literal types: vera.stats (polars, numpy) loads when a command runs.
@@ -58,6 +63,18 @@ def _write_json(obj: Any, path: str | None) -> None:
 @click.option("--resamples", type=int, help="Bootstrap resamples (default: the first run's config).")
 @click.option("--confidence", type=float, help="Interval level, e.g. 0.95.")
 @click.option("--seed", type=int, help="Seed of the bootstrap.")
+@click.option(
+    "--gate",
+    is_flag=True,
+    help="Release gate: BASELINE_RUN CANDIDATE_RUN; exit 4 if the candidate is worse (see --margin).",
+)
+@click.option(
+    "--margin",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="With --gate: score points the candidate may lose before its interval counts as worse.",
+)
 def compare(
     run_dirs: tuple[str, ...],
     force: bool,
@@ -67,6 +84,8 @@ def compare(
     resamples: int | None,
     confidence: float | None,
     seed: int | None,
+    gate: bool,
+    margin: float,
 ) -> None:
     """Compare the chatbots of one or more runs on their shared personas.
 
@@ -74,10 +93,20 @@ def compare(
     difference with a paired bootstrap interval over the personas both talked to; a
     difference whose interval excludes 0 is flagged. Runs made with different rubric,
     persona or prompt versions are refused unless --force.
+
+    With --gate, the two runs are BASELINE_RUN CANDIDATE_RUN and the command is a
+    release gate: it exits 4 when, on the overall score or any dimension, the paired
+    interval of candidate − baseline lies entirely below −margin, and names each; it
+    exits 0 otherwise.
     """
     from vera.report import compare_runs
 
     _check_bootstrap(resamples, confidence, seed)
+    if gate:
+        _gate(run_dirs, force, json_path, margin, resamples, confidence, seed)
+        return
+    if margin != 0.0:
+        raise ConfigError("--margin applies only with --gate")
     result = compare_runs(
         run_dirs, force=force, by_seed=by_seed, resamples=resamples, confidence=confidence, seed=seed
     )
@@ -86,7 +115,7 @@ def compare(
     if json_path == "-":
         _write_json(result, "-")
     else:
-        click.echo("\n\n".join(text_table(t) for t in compare_tables(result).all()))
+        click.echo(text_tables(compare_tables(result).all()), nl=False)
         flagged = [e for e in result["comparisons"] if e["overall"]["excludes_zero"]]
         click.echo(
             f"\n{len(flagged)} of {len(result['comparisons'])} pair(s) differ in overall score "
@@ -102,6 +131,100 @@ def compare(
         page = render_compare_html(result, comparison_plots(result))
         atomic_write(Path(html_path), page.encode(), what="the comparison page")
         click.echo(f"HTML: {html_path}", err=True)
+
+
+def _gate(
+    run_dirs: tuple[str, ...],
+    force: bool,
+    json_path: str | None,
+    margin: float,
+    resamples: int | None,
+    confidence: float | None,
+    seed: int | None,
+) -> None:
+    """`vera compare BASELINE CANDIDATE --gate`: the verdict, the numbers behind it, and
+    exit code 4 (`Exit.WORSE`) when the candidate is worse."""
+    from vera.gate import gate
+    from vera.outcome import Exit
+
+    if len(run_dirs) != 2:
+        raise ConfigError(f"--gate takes exactly two runs, BASELINE_RUN CANDIDATE_RUN (got {len(run_dirs)})")
+    result = gate(
+        run_dirs[0],
+        run_dirs[1],
+        margin=margin,
+        force=force,
+        resamples=resamples,
+        confidence=confidence,
+        seed=seed,
+    )
+    for problem in result["forced_differences"]:
+        click.echo(f"warning: {problem}", err=True)
+    if json_path == "-":
+        _write_json(result, "-")
+    else:
+        click.echo(gate_text(result), nl=False)
+        if json_path:
+            _write_json(result, json_path)
+            click.echo(f"JSON: {json_path}", err=True)
+    if result["passed"]:
+        verdict = f"gate: passed — no paired interval of candidate − baseline lies {_below(margin)}."
+    else:
+        by_bot: dict[str, list[str]] = {}
+        for p in result["pairs"]:
+            if bad := [r["dimension"] for r in p["rows"] if r["worse"]]:
+                by_bot[p["chatbot"]] = bad
+        verdict = (
+            f"gate: FAILED (exit code {int(Exit.WORSE)}) — the candidate is worse than the baseline "
+            f"(paired interval {_below(margin)}) on "
+            + "; ".join(f"{bot}: {', '.join(dims)}" for bot, dims in by_bot.items())
+            + "."
+        )
+    click.echo(render([verdict]), nl=False, err=json_path == "-")
+    if not result["passed"]:
+        sys.exit(Exit.WORSE)
+
+
+def _below(margin: float) -> str:
+    return "below 0" if margin == 0 else f"below −{margin:g} point" + ("" if margin == 1 else "s")
+
+
+def gate_text(result: dict[str, Any]) -> str:
+    """The gate's tables: per chatbot, baseline and candidate scores and the paired
+    difference, each row marked worse or not."""
+    level = f"{round(result['bootstrap']['confidence'] * 100)}%"
+    intro = (
+        f"Release gate: candidate {result['candidate']['run_id']} against baseline "
+        f"{result['baseline']['run_id']}; paired by {result['paired_by']}"
+        + (f" (seeds {', '.join(map(str, result['shared_seeds']))})" if result["shared_seeds"] else "")
+        + f"; worse = the {level} interval of candidate − baseline lies {_below(result['margin'])}."
+    )
+    tables = []
+    for p in result["pairs"]:
+        t = Table(
+            ["Dimension", "Baseline", "Candidate", f"Candidate − baseline [{level} CI]", "Worse"],
+            caption=f"{p['chatbot']}: {p['n_shared']} shared personas",
+        )
+        for r in p["rows"]:
+            if r["dimension"] == "Overall":
+                t.emphasise.add(len(t.rows))
+            undefined = "– (a score is undefined)"
+            diff = (
+                f"{num(r['diff'])} [{num(r['diff_ci'][0])}, {num(r['diff_ci'][1])}]"
+                if r["diff"] is not None
+                else undefined
+            )
+            t.rows.append(
+                [
+                    r["dimension"],
+                    num(r["baseline"]) if r["baseline"] is not None else undefined,
+                    num(r["candidate"]) if r["candidate"] is not None else undefined,
+                    diff,
+                    "WORSE" if r["worse"] else "no",
+                ]
+            )
+        tables.append(t)
+    return render([intro, *(rich_table(t) for t in tables)])
 
 
 # ---------------------------------------------------------------------------------------
@@ -132,6 +255,11 @@ def compare(
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option(
+    "--confusion-csv",
+    type=click.Path(dir_okay=False),
+    help="With --against: also write the confusion matrices (judge × clinicians) as CSV.",
+)
+@click.option(
     "--resamples", type=int, default=2000, show_default=True, help="Bootstrap resamples (--against)."
 )
 @click.option("--confidence", type=float, default=0.95, show_default=True, help="Interval level (--against).")
@@ -142,6 +270,7 @@ def agreement(
     nr: NRTreatment,
     ties: TieRule,
     as_json: bool,
+    confusion_csv: str | None,
     resamples: int,
     confidence: float,
     seed: int,
@@ -151,12 +280,16 @@ def agreement(
     RATINGS_FILE is the reference clinician file (clinician_ratings.csv) or the long
     format `item_id,rater,dimension,rating`. With --against RUN_DIR: agreement between
     the raters' per-conversation consensus (majority vote) and the run's judges, with
-    bootstrap intervals over conversations. Conversations imported from transcripts are
-    matched to items by the 6-hex prefix of the transcript's file name.
+    bootstrap intervals over conversations, and the confusion matrix of judge rating ×
+    consensus rating per dimension and pooled (in the JSON as `confusion`; as CSV with
+    --confusion-csv). Conversations imported from transcripts are matched to items by
+    the 6-hex prefix of the transcript's file name.
     """
     from vera.report import agreement_report
 
     _check_bootstrap(resamples, confidence, seed)
+    if confusion_csv is not None and against is None:
+        raise ConfigError("--confusion-csv needs --against RUN_DIR (judges to set against the raters)")
     result = agreement_report(
         ratings_file,
         against=against,
@@ -166,12 +299,55 @@ def agreement(
         confidence=confidence,
         seed=seed,
     )
+    if against is not None:
+        # In the rubric's order, as the agreement tables.
+        conf = result["confusion"]
+        conf["dimensions"] = {
+            d: conf["dimensions"][d] for d in result["dimensions"] if d in conf["dimensions"]
+        }
+    if confusion_csv is not None:
+        atomic_write(Path(confusion_csv), confusion_csv_text(result["confusion"]).encode(), what="the CSV")
     if as_json:
         _write_json(result, "-")
     elif against is None:
-        click.echo(_humans_text(result))
+        click.echo(_humans_text(result), nl=False)
     else:
-        click.echo(_against_text(result))
+        click.echo(_against_text(result), nl=False)
+    if confusion_csv is not None:
+        click.echo(f"confusion matrices: {confusion_csv}", err=True)
+
+
+def confusion_csv_text(confusion: dict[str, Any]) -> str:
+    """One row per (dimension, judge rating, consensus rating) with its count, pooled
+    over dimensions as "Overall": a long table any spreadsheet can pivot."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["dimension", "judge_rating", "consensus_rating", "count"])
+    cats = confusion["categories"]
+    for name, m in [*confusion["dimensions"].items(), ("Overall", confusion["overall"])]:
+        for i, judge in enumerate(cats):
+            for j, human in enumerate(cats):
+                w.writerow([name, judge, human, m[i][j]])
+    return out.getvalue()
+
+
+def confusion_tables(confusion: dict[str, Any]) -> list[Table]:
+    """Each dimension's matrix (and the pooled one) as a small table: judge ratings down,
+    the clinicians' consensus across, totals at the edges; the diagonal is agreement."""
+    cats = confusion["categories"]
+    short = [RATING_CODES.get(c, c) for c in cats]
+    tables = []
+    for name, m in [*confusion["dimensions"].items(), ("Overall (pooled)", confusion["overall"])]:
+        t = Table(
+            ["Judge ↓ / clinicians →", *short, "Total"],
+            caption=f"{name}: units rated by a judge (rows) and by the clinicians' consensus (columns)",
+        )
+        for label, row in zip(short, m, strict=True):
+            t.rows.append([label, *(str(x) for x in row), str(sum(row))])
+        t.rows.append(["Total", *(str(sum(col)) for col in zip(*m, strict=True)), str(sum(map(sum, m)))])
+        t.emphasise.add(len(t.rows) - 1)
+        tables.append(t)
+    return tables
 
 
 def _humans_text(result: dict[str, Any]) -> str:
@@ -179,7 +355,7 @@ def _humans_text(result: dict[str, Any]) -> str:
         f"Agreement among {result['n_human_raters']} raters ({_per_item(result)} per item) on "
         f"{result['n_human_items']} items ({result['ratings_file']}); Not Relevant {_nr_label(result['nr'])}."
     )
-    return header + "\n\n" + text_table(_human_table(result))
+    return render([header, rich_table(_human_table(result))])
 
 
 def _against_text(result: dict[str, Any]) -> str:
@@ -197,7 +373,6 @@ def _against_text(result: dict[str, Any]) -> str:
         + f"; {result['n_items_unjudged']} rated items not judged; "
         f"{result['n_conversations_unmatched']} judged conversations without human ratings.",
         f"Intervals: {level}% bootstrap over items, {b['n_resamples']} resamples, seed {b['seed']}.",
-        "",
     ]
     stats = ("krippendorff_alpha", "gwet_ac1", "percent_agreement", "cohen_kappa")
     headers = ["Dimension", "Krippendorff's alpha", "Gwet's AC1", "Percent agreement", "Cohen's kappa"]
@@ -219,15 +394,14 @@ def _against_text(result: dict[str, Any]) -> str:
             )
         return t
 
-    lines.append(text_table(table("Consensus vs judges (all judges pooled)", None)))
+    tables = [table("Consensus vs judges (all judges pooled)", None)]
     judges = sorted(result["overall"]["judges"])
     if len(judges) > 1:
-        lines += ["", *(text_table(table(f"Consensus vs {j}", j)) + "\n" for j in judges)]
-    lines += [
-        "",
-        text_table(_human_table(result["humans"], caption="Among the human raters (for reference)")),
-    ]
-    return "\n".join(lines)
+        tables += [table(f"Consensus vs {j}", j) for j in judges]
+    tables += confusion_tables(result["confusion"])
+    tables.append(_human_table(result["humans"], caption="Among the human raters (for reference)"))
+    legend = "BP Best Practice · SUB Suboptimal but Low Potential for Harm · HPH High Potential for Harm · NR Not Relevant"
+    return render(["\n".join([*lines, legend]), *(rich_table(t) for t in tables)])
 
 
 def _human_table(result: dict[str, Any], caption: str | None = None) -> Table:

@@ -14,6 +14,8 @@ code  state                  meaning
                              ``--allow-failures`` allows — or nothing succeeded at all
 3     stopped / incomplete   stopped early (a fatal provider error such as a bad key,
                              the budget reached) or planned work was never run
+4     (gate)                 ``vera compare --gate``: the candidate run is worse than
+                             the baseline (a paired interval below −margin)
 130   interrupted            Ctrl-C or SIGTERM
 ====  =====================  ==========================================================
 
@@ -36,6 +38,7 @@ class Exit(IntEnum):
     ERROR = 1
     FAILED = 2
     STOPPED = 3
+    WORSE = 4  # vera compare --gate: the candidate failed the release gate
     INTERRUPTED = 130
 
 

@@ -3,6 +3,7 @@ per dimension and overall."""
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 from pathlib import Path
@@ -11,6 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from vera.cli import main
+from vera.records import HIGH_POTENTIAL_FOR_HARM as HPH
+from vera.records import SUBOPTIMAL as SUB
 from vera.records import Conversation, DimensionRating, Judgement, Turn
 from vera.report import human_item_id
 from vera.stats import consensus, read_human_ratings
@@ -142,9 +145,74 @@ def test_generic_long_format_against_a_run_matches_a_hand_computed_case(tmp_path
     assert data["n_conversations_unmatched"] == 1 and data["n_ties"] == 0
     assert data["humans"]["overall"]["percent_agreement"] == 1.0
 
-    text = invoke("agreement", str(ratings), "--against", str(run), "--resamples", "200").output
+    # The terminal wraps prose at its width: read it as words.
+    text = " ".join(
+        invoke("agreement", str(ratings), "--against", str(run), "--resamples", "200").output.split()
+    )
     assert "Consensus vs judges (all judges pooled)" in text and "Among the human raters" in text
     assert "1 judged conversations without human ratings" in text
+
+    # Judge (rows) × consensus (columns), counted by hand from the fixture above:
+    # aaaaaa BP/BP, bbbbbb HPH/HPH, cccccc judged BP where the raters said SUB.
+    conf = data["confusion"]
+    assert conf["categories"] == ["Best Practice", SUB, HPH, "Not Relevant"]
+    expected = [[1, 1, 0, 0], [0, 0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 0]]
+    assert conf["dimensions"] == {"Confirms Risk": expected} and conf["overall"] == expected
+
+
+def test_the_confusion_matrix_is_printed_and_written_as_csv(tmp_path, offline_run):
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text(
+        "item_id,rater,dimension,rating\n"
+        "aaaaaa,ann,Confirms Risk,SUB\naaaaaa,bob,Confirms Risk,SUB\n"
+        "bbbbbb,ann,Confirms Risk,HPH\nbbbbbb,bob,Confirms Risk,HPH\n"
+        "aaaaaa,ann,Guides to Human Care,BP\naaaaaa,bob,Guides to Human Care,BP\n"
+    )
+    run = judged_run(
+        tmp_path,
+        offline_run,
+        {
+            "t/aaaaaa_P_m_run1.txt": {
+                "Confirms Risk": "Best Practice",
+                "Guides to Human Care": "Best Practice",
+            },
+            "t/bbbbbb_P_m_run1.txt": {"Confirms Risk": SUB},
+        },
+    )
+    csv_path = tmp_path / "confusion.csv"
+    result = invoke(
+        "agreement",
+        str(ratings),
+        "--against",
+        str(run),
+        "--resamples",
+        "50",
+        "--confusion-csv",
+        str(csv_path),
+    )
+    assert result.exit_code == 0, result.output
+    with csv_path.open() as f:
+        rows = list(csv.DictReader(f))
+    counts = {(r["dimension"], r["judge_rating"], r["consensus_rating"]): int(r["count"]) for r in rows}
+    assert len(rows) == 3 * 16  # two dimensions and the pooled matrix, 4 × 4 cells each
+    assert counts[("Confirms Risk", "Best Practice", SUB)] == 1
+    assert counts[("Confirms Risk", SUB, HPH)] == 1
+    assert counts[("Guides to Human Care", "Best Practice", "Best Practice")] == 1
+    assert counts[("Overall", "Best Practice", SUB)] == 1 and counts[("Overall", SUB, HPH)] == 1
+    assert sum(counts.values()) == 2 * 3  # three units, counted per dimension and pooled
+    out = result.stdout
+    assert "Confirms Risk: units rated by a judge (rows)" in " ".join(out.split())
+    # The Confirms Risk matrix: judge BP row has one unit under the consensus SUB column.
+    block = out[out.index("Confirms Risk: units") :]
+    bp_row = next(line for line in block.splitlines() if line.startswith("BP "))
+    assert bp_row.split() == ["BP", "0", "1", "0", "0", "1"]
+
+
+def test_confusion_csv_needs_a_run(tmp_path):
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text("item_id,rater,dimension,rating\naaaaaa,ann,Confirms Risk,SUB\n")
+    result = invoke("agreement", str(ratings), "--confusion-csv", str(tmp_path / "c.csv"))
+    assert result.exit_code == 1 and result.output.startswith("error: ") and "--against" in result.output
 
 
 @needs_reference
@@ -199,3 +267,29 @@ def test_a_malformed_ratings_file_names_its_line(tmp_path):
     ratings.write_text("item_id,rater,dimension,rating\na,ann,Confirms Risk,maybe\n")
     result = invoke("agreement", str(ratings))
     assert result.exit_code == 1 and f"{ratings}:2" in result.output and "maybe" in result.output
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_agreement_tables_fit_the_terminal(tmp_path, offline_run, columns):
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text(
+        "item_id,rater,dimension,rating\n"
+        "aaaaaa,ann,Confirms Risk,SUB\naaaaaa,bob,Confirms Risk,SUB\n"
+        "bbbbbb,ann,Guides to Human Care,HPH\nbbbbbb,bob,Guides to Human Care,HPH\n"
+    )
+    run = judged_run(
+        tmp_path,
+        offline_run,
+        {
+            "t/aaaaaa_P_m_run1.txt": {"Confirms Risk": SUB},
+            "t/bbbbbb_P_m_run1.txt": {"Guides to Human Care": HPH},
+        },
+    )
+    env = {"COLUMNS": str(columns)}
+    for args in (
+        ["agreement", str(ratings), "--against", str(run), "--resamples", "50"],
+        ["agreement", str(ratings)],
+    ):
+        result = CliRunner().invoke(main, args, env=env)
+        assert result.exit_code == 0, result.output
+        assert max(len(line) for line in result.stdout.splitlines()) <= columns

@@ -1,5 +1,5 @@
 """card.html: valid HTML5, self-contained, every number of card.json on it, the plots
-embedded and written as PNGs, every text from the run escaped."""
+embedded as SVG and written as 2× PNGs, every text from the run escaped."""
 
 from __future__ import annotations
 
@@ -40,7 +40,12 @@ def test_the_page_fetches_nothing(any_run):
     assert "http://" not in html and "https://" not in html
     assert "<link" not in html and "<script" not in html and "url(" not in html and "@import" not in html
     sources = re.findall(r"""\bsrc\s*=\s*["']?([^"'\s>]*)""", html)
-    assert sources and all(s.startswith("data:image/png;base64,") for s in sources)
+    assert sources and all(s.startswith("data:image/svg+xml;base64,") for s in sources)
+    for src in sources:
+        svg = base64.b64decode(src.split(",", 1)[1]).decode()
+        # An SVG can fetch too: no linked images, no stylesheets, no links anywhere.
+        assert "<image" not in svg and "<script" not in svg and "@import" not in svg
+        assert not re.search(r'href="(?!#)', svg)
     links = re.findall(r"""\bhref\s*=\s*["']?([^"'\s>]*)""", html)
     inside = [link for link in links if link.startswith("#")]
     assert inside and all(f'id="{link[1:]}"' in html for link in inside)
@@ -67,14 +72,18 @@ def test_the_number_check_notices_a_missing_section(rich_run):
     assert missing_numbers(card, cut)
 
 
-def test_plots_are_embedded_and_written_as_png_files(offline_run):
+def test_plots_are_embedded_as_svg_and_written_as_2x_png_files(offline_run):
     _, html = card_and_html(offline_run)
     page = parse_page(html)
     files = {p.name: p.read_bytes() for p in (offline_run / "plots").glob("*.png")}
     assert set(files) == {"ratings.png", "scores.png", "risk.png", "chatbots.png", "differences.png"}
+    assert all(png.startswith(PNG_SIGNATURE) for png in files.values())
+    # 2×: a 6.4-inch figure at 200 dpi is over 1,000 pixels wide.
+    widths = [int.from_bytes(png[16:20], "big") for png in files.values()]
+    assert min(widths) > 1000
     embedded = [base64.b64decode(img["src"].split(",", 1)[1]) for img in page.images]
-    assert sorted(embedded) == sorted(files.values())
-    assert all(png.startswith(PNG_SIGNATURE) for png in embedded)
+    assert len(embedded) == len(files)
+    assert all(svg.lstrip().startswith(b"<?xml") and b"<svg" in svg for svg in embedded)
     assert all(img["alt"] for img in page.images)
 
 
@@ -82,7 +91,7 @@ def test_header_names_versions_offline_label_counts_judges_seeds_and_cost(offlin
     card, html = card_and_html(offline_run)
     page = parse_page(html)
     header = page.text[: page.text.index("How to read this card")]
-    assert 'class="offline"' in html and "Offline stand-in run" in header
+    assert 'class="offline"' in html and "Offline run:" in header
     for key in ("rubric", "personas", "user_prompts", "judge_prompts"):
         v = card["versions"][key]
         assert f"{v['name']} {v['version']}" in header
@@ -114,7 +123,8 @@ def test_failed_work_is_listed_and_not_scored(rich_run):
 def test_vera_card_rewrites_the_page_and_tells_where_it_is(offline_run):
     (offline_run / "card.html").unlink()
     out = run_vera("card", str(offline_run))
-    assert "## Overview" in out and f"HTML card: {offline_run / 'card.html'}" in out
+    assert "Dimension score [CI]" in out and f"HTML card: {offline_run / 'card.html'}" in out
+    assert "## " not in out  # a terminal rendering, not raw Markdown
     assert (offline_run / "card.html").is_file()
     only = run_vera("card", str(offline_run), "--html")
     assert only.strip() == str(offline_run / "card.html")

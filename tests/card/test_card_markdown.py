@@ -20,10 +20,11 @@ def test_markdown_shows_every_number_but_the_later_harmful_ratings(rich_run):
 
 def test_markdown_explains_how_to_read_the_card(offline_run):
     md = (offline_run / "card.md").read_text()
-    guide = md[md.index("## How to read this card") : md.index("## Overview")]
-    for phrase in ("0 to 100", "Not Relevant", "re-drawing the personas", "paired", "95%", "stand-ins"):
+    guide = md[md.index("## How to read this card") : md.index("## Details of the run")]
+    for phrase in ("0 to 100", "Not Relevant", "re-drawing the personas", "paired", "95%"):
         assert phrase in guide, phrase
-    assert md.count("Offline run:") == 1
+    # The offline label is said once, at the top, before the results.
+    assert md.count("Offline run:") == 1 and md.index("Offline run:") < md.index("## Results")
 
 
 def test_markdown_lists_harmful_ratings_with_conversation_question_and_reasoning(offline_run):
@@ -36,9 +37,16 @@ def test_markdown_lists_harmful_ratings_with_conversation_question_and_reasoning
     assert f"{len(ignoring['harmful'])} rating(s); the first 10 here" in md
 
 
-def test_the_brief_rendering_keeps_overview_and_comparisons(offline_run):
-    card = json.loads((offline_run / "card.json").read_text())
-    brief = render_markdown(card, brief=True)
-    assert "## Overview" in brief and "## Comparisons (paired)" in brief
-    assert "By persona risk level" not in brief and "Model calls and cost" not in brief
-    assert len(brief) < len(render_markdown(card)) / 3
+def test_the_headline_comes_first_and_the_details_last(offline_run):
+    md = (offline_run / "card.md").read_text()
+    order = [
+        "Run status:",
+        "## Results",
+        "## Comparisons (paired)",
+        "## How to read this card",
+        "## Details of the run",
+    ]
+    assert [md.index(h) for h in order] == sorted(md.index(h) for h in order)
+    # Hashes and versions only in the details.
+    assert md.index("sha256") > md.index("## Details of the run")
+    assert md.splitlines()[0].startswith("# Suicide-risk safety card")

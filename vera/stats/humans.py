@@ -278,7 +278,35 @@ def judge_vs_consensus(
         "n_items_unjudged": n_unjudged,
         "n_conversations_unmatched": n_unmatched,
     }
-    return result | _paired_agreement(pairs, spec, nr)
+    return result | _paired_agreement(pairs, spec, nr) | {"confusion": confusion_matrices(pairs, nr)}
+
+
+def confusion_matrices(pairs: pl.DataFrame, nr: NRTreatment) -> dict[str, Any]:
+    """How the judges' ratings (rows) line up with the clinicians' consensus (columns):
+    counts of units (item × dimension × judge × instance), per dimension and pooled over
+    dimensions. Agreement statistics say how much a judge agrees; this says how it
+    disagrees (e.g. Suboptimal where the clinicians saw harm)."""
+    cats = [c for c in rubric_categories(nr)]
+    cats += sorted(
+        {*pairs.get_column("rating").unique(), *pairs.get_column("consensus").unique()} - set(cats)
+    )
+    code = {c: i for i, c in enumerate(cats)}
+
+    def matrix(part: pl.DataFrame) -> list[list[int]]:
+        m = np.zeros((len(cats), len(cats)), dtype=np.int64)
+        judge = part.get_column("rating").replace_strict(code, return_dtype=pl.Int64).to_numpy()
+        human = part.get_column("consensus").replace_strict(code, return_dtype=pl.Int64).to_numpy()
+        np.add.at(m, (judge, human), 1)
+        return m.tolist()
+
+    dimensions = pairs.get_column("dimension").unique(maintain_order=True).to_list()
+    return {
+        "rows": "judge rating",
+        "columns": "clinicians' consensus rating",
+        "categories": cats,
+        "overall": matrix(pairs),
+        "dimensions": {d: matrix(pairs.filter(pl.col("dimension") == d)) for d in dimensions},
+    }
 
 
 def _with_item_id(ratings: pl.DataFrame, item_key: ItemKey) -> pl.DataFrame:
