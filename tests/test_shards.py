@@ -1,6 +1,7 @@
 """Shards of one sweep and the accounts they share: each of N shards takes 1/N of every
 account's limits by default (stated in the manifest and on the card), all of them with
-`--shard-limits full`."""
+`--shard-limits full`; `--shard auto` reads K and N from a Slurm array or a Kubernetes
+Indexed Job."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from vera.cli import main
+from vera.errors import ConfigError
+from vera.plan import Shard
 
 from .clients.conftest import KEY, KEY_ENV, make_profile, open_pool
 from .clients.fakes import FakeOpenAI, serve_in_thread
@@ -31,6 +34,20 @@ async def test_each_shard_takes_its_part_of_every_account(monkeypatch: pytest.Mo
         a = pool.client("big").account  # type: ignore[attr-defined]
         [full] = pool.limits()
     assert (a.rpm, a.tpm, a.max_in_flight) == (500, 200_000, 64) and full.share == "full"
+
+
+def test_shard_auto_reads_the_schedulers_variables() -> None:
+    slurm = {"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "8"}
+    assert Shard.from_environment(slurm) == Shard(3, 8)
+    zero = {"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "3"}
+    assert Shard.from_environment({**zero, "SLURM_ARRAY_TASK_COUNT": "4"}) == Shard(1, 4)
+    assert Shard.from_environment({"JOB_COMPLETION_INDEX": "0", "VERA_SHARD_COUNT": "16"}) == Shard(1, 16)
+    with pytest.raises(ConfigError, match="plain range"):
+        Shard.from_environment({**slurm, "SLURM_ARRAY_TASK_COUNT": "4"})  # --array=1-8:2
+    with pytest.raises(ConfigError, match="VERA_SHARD_COUNT"):
+        Shard.from_environment({"JOB_COMPLETION_INDEX": "2"})
+    with pytest.raises(ConfigError, match="neither"):
+        Shard.from_environment({})
 
 
 def test_help_names_the_shard_limit_options() -> None:
@@ -86,3 +103,24 @@ def test_a_shard_run_states_its_limits_in_the_manifest_and_on_the_card(
         and "each shard took 1/2 of every account's rpm, tpm and in-flight cap" in card
     )
     assert json.loads((out / "card.json").read_text())["accounting"]["limits"] == [limits]
+
+
+def test_shard_auto_outside_a_scheduler_is_one_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in ("SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"):
+        monkeypatch.delenv(var, raising=False)
+    result = CliRunner().invoke(main, ["run", "--out", str(tmp_path / "run"), "--shard", "auto", "--quiet"])
+    assert result.exit_code == 1 and result.output.startswith("error: --shard auto: neither")
+    assert len(result.output.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+def test_shard_auto_in_a_slurm_array_runs_its_shard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = {"SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "3"}
+    for var, value in {**env, "SLURM_ARRAY_TASK_COUNT": "3"}.items():
+        monkeypatch.setenv(var, value)
+    out = tmp_path / "run"
+    args = ["run", "--out", str(out), "--shard", "auto", "--limit-personas", "3", "--quiet"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "manifest.json").read_text())["shard"] == "2/3"

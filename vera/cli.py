@@ -150,7 +150,8 @@ def _sweep_options(f: F) -> F:
         ),
         click.option(
             "--shard",
-            help="Run only shard K of N (K/N) of the jobs, deterministically. Each shard takes 1/N "
+            help="Run only shard K of N (K/N) of the jobs, deterministically; `auto` reads K and N "
+            "from a Slurm array or a Kubernetes Indexed Job (docs/running.md). Each shard takes 1/N "
             "of every account's rpm, tpm and in-flight limits unless --shard-limits full.",
         ),
         click.option(
