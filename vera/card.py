@@ -191,7 +191,7 @@ def build_card(
             }
             for j in sorted(failed_judgements, key=lambda j: j.id)
         ],
-        "accounting": _accounting(store.calls()),
+        "accounting": _accounting(store.calls(), manifest),
         "chatbots": chatbots,
         "comparisons": comparisons(stats.pairs, "chatbot") if stats.pairs is not None else [],
     }
@@ -373,7 +373,7 @@ def _harmful(store: RunStore) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def _accounting(calls: list[CallRecord]) -> dict[str, Any]:
+def _accounting(calls: list[CallRecord], manifest: RunManifest) -> dict[str, Any]:
     def bucket() -> dict[str, Any]:
         return {
             "calls": 0,
@@ -401,7 +401,14 @@ def _accounting(calls: list[CallRecord]) -> dict[str, Any]:
             b["errors"] += c.status == "error"
     for b in (*by_role.values(), *by_provider.values(), total):
         b["cost_usd"] = round_number(b["cost_usd"], 4)
-    return {"total": total, "by_role": dict(by_role), "by_provider": dict(by_provider)}
+    return {
+        "total": total,
+        "by_role": dict(by_role),
+        "by_provider": dict(by_provider),
+        # What each account ran with: like the money, a fact of this run, not of the sweep
+        # (the same sweep on other endpoints or as shards has other limits, same results).
+        "limits": [msgspec.to_builtins(a) for a in manifest.limits],
+    }
 
 
 def offline_note(manifest: RunManifest) -> str | None:

@@ -210,6 +210,8 @@ def about_rows(card: dict[str, Any]) -> list[tuple[str, str]]:
     ]
     if s.get("shard"):
         rows.append(("Shard", str(s["shard"])))
+    if limits := card["accounting"].get("limits"):
+        rows.append(("Account limits", limits_text(limits)))
     return rows
 
 
@@ -224,6 +226,28 @@ def sampling_text(params: dict[str, dict[str, dict[str, Any]]]) -> str:
             shown = ", ".join(f"{k} {v}" for k, v in sorted(values.items())) or "the server's defaults"
             parts.append(f"{ROLE_NAMES.get(role, role)} {ref}: {shown}")
     return "; ".join(parts) or "not recorded"
+
+
+def limits_text(limits: list[dict[str, Any]]) -> str:
+    """What each provider account ran with, and how shards shared it."""
+    parts = []
+    for a in limits:
+        caps = [
+            f"{num(a[key])} {unit}"
+            for key, unit in (("rpm", "rpm"), ("tpm", "tpm"), ("max_in_flight", "in flight"))
+            if a.get(key)
+        ]
+        parts.append(f"{a['account']}: {', '.join(caps) or 'no limits'}")
+    first = limits[0]
+    if first.get("shared") == "redis":
+        how = "rpm and tpm drawn by every shard from one budget in Redis; the in-flight cap is per shard" + (
+            f" ({first['share']} of the account's)" if first["share"] != "full" else ""
+        )
+    elif first.get("share", "full") != "full":
+        how = f"each shard took {first['share']} of every account's rpm, tpm and in-flight cap"
+    else:
+        how = "the account's full limits"
+    return f"{'; '.join(parts)} — {how}"
 
 
 def reference_row(ref: dict[str, Any]) -> str:

@@ -148,7 +148,23 @@ def _sweep_options(f: F) -> F:
         click.option(
             "--judge", "judges", multiple=True, help="Judge model ref (repeatable) instead of the config's."
         ),
-        click.option("--shard", help="Run only shard K of N (K/N) of the jobs, deterministically."),
+        click.option(
+            "--shard",
+            help="Run only shard K of N (K/N) of the jobs, deterministically; `auto` reads K and N "
+            "from a Slurm array or a Kubernetes Indexed Job (docs/running.md). Each shard takes 1/N "
+            "of every account's rpm, tpm and in-flight limits unless --shard-limits full.",
+        ),
+        click.option(
+            "--shard-limits",
+            type=click.Choice(["split", "full"]),
+            help="split (default): each of N shards takes 1/N of every account's limits, so together "
+            "they never exceed it; full: each shard takes all of them (shards on different keys).",
+        ),
+        click.option(
+            "--limits-url",
+            help="redis://HOST:PORT/DB: shards draw rpm and tpm from one budget per account in "
+            "Redis (password in VERA_REDIS_PASSWORD); the in-flight cap stays per process.",
+        ),
         click.option(
             "--max-cost",
             type=click.FloatRange(min=0),
@@ -189,6 +205,8 @@ def _run_options(
     user_agents: tuple[str, ...],
     judges: tuple[str, ...],
     shard: str | None,
+    shard_limits: str | None,
+    limits_url: str | None,
     max_cost: float | None,
     allow_failures: float | None,
     no_cache: bool,
@@ -213,6 +231,8 @@ def _run_options(
         user_agents=list(user_agents),
         judges=list(judges),
         shard=shard,
+        shard_limits=shard_limits,
+        limits_url=limits_url,
         cache=False if no_cache else None,
         cache_dir=cache_dir,
         max_cost=max_cost,

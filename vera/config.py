@@ -17,6 +17,7 @@ import msgspec
 
 from vera.defaults import builtin_config, data_root, runs_root
 from vera.errors import ConfigError
+from vera.shared_limits import check_limits_url
 
 # Where the built-in defaults' relative paths resolve: the checkout, or the package data
 # of an installed vera (see vera.defaults).
@@ -116,6 +117,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     grace_s: float = 30.0  # after Ctrl-C/SIGTERM, how long in-flight work may finish
     retry_base_delay_s: float = 1.0  # backoff ceiling starts here and doubles per retry
     retry_max_delay_s: float = 60.0
+    shard_limits: Literal["split", "full"] = "split"  # what each of N shards takes of an account's limits
+    limits_url: str = ""  # redis://HOST:PORT/DB: shards share every account's budget there
     conversation: ConversationConfig = msgspec.field(default_factory=ConversationConfig)
     judge: JudgeConfig = msgspec.field(default_factory=JudgeConfig)
     user_agent: RoleConfig = msgspec.field(default_factory=RoleConfig)
@@ -174,6 +177,11 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             problems.append("stats.confidence must be between 0 and 1")
         if self.stats.resamples < 1:
             problems.append("stats.resamples must be at least 1")
+        if self.limits_url:
+            try:
+                check_limits_url(self.limits_url)
+            except ConfigError as exc:
+                problems.append(f"limits_url: {exc}")
         if problems:
             raise ConfigError("; ".join(problems))
 
@@ -198,6 +206,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             "grace_s",
             "retry_base_delay_s",
             "retry_max_delay_s",
+            "shard_limits",
+            "limits_url",
         ):
             data.pop(key, None)
         reference = data.pop("reference")

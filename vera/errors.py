@@ -64,7 +64,19 @@ class ProviderError(VeraError):
 
 
 class TransientError(ProviderError):
-    """Retrying may succeed."""
+    """Retrying may succeed. `retry_after` is the wait the server named (Retry-After,
+    a rate-limit reset header), in seconds; it pauses the whole account."""
+
+    def __init__(
+        self,
+        provider: str,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(provider, message, status=status)
+        self.retry_after = retry_after
 
 
 class RateLimitError(TransientError):
@@ -76,8 +88,7 @@ class RateLimitError(TransientError):
         status: int | None = 429,
         retry_after: float | None = None,
     ) -> None:
-        super().__init__(provider, message, status=status)
-        self.retry_after = retry_after
+        super().__init__(provider, message, status=status, retry_after=retry_after)
 
 
 class ServerError(TransientError):

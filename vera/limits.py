@@ -1,16 +1,23 @@
 """Per-account limits, retries and accounting around any `ChatClient`.
 
-Account      one per (base URL, key): request and token buckets, a cap on calls in
-             flight, and counters for the progress display; shared by every profile
-             and role that uses the same account
+TokenBucket  our own bucket (level drains at a steady rate, capped at a capacity), with
+             an injectable clock; one for requests and one for tokens per account
+Account      one per (base URL, key): the buckets, a cap on calls in flight, a pause the
+             server can name, and counters for the progress display; shared by every
+             profile and role that uses the same account
 RetryPolicy  exponential backoff with full jitter; honours the server's requested
              wait; retries TransientError only
-LimitedClient  a ChatClient: limiter → in-flight cap → timeout → inner.chat → retry,
-             then one CallRecord per call, handed to `on_call`
+LimitedClient  a ChatClient: in-flight slot → pause and buckets → timeout → inner.chat
+             → retry, then one CallRecord per call, handed to `on_call`
 
 account = Account("api.openai.com", rpm=500, tpm=200_000, max_in_flight=64)
 client = LimitedClient(inner, account, RetryPolicy(6), provider="openai",
                        timeout_s=60, prices=Prices(2.5, 10.0), on_call=records.append)
+
+The order matters. A call first takes its in-flight slot, and only then waits for the
+account's pause and buckets, so what the buckets let through is sent at once: calls
+never queue for a slot after being admitted and then leave together in a burst, and a
+pause named meanwhile holds every call that has not been sent yet.
 """
 
 from __future__ import annotations
@@ -19,10 +26,9 @@ import asyncio
 import random
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, Protocol
 
 import msgspec
-from aiolimiter import AsyncLimiter
 
 from vera.clients.base import CallContext, ChatClient
 from vera.errors import CallTimeoutError, ProviderError, RateLimitError, TransientError
@@ -30,27 +36,129 @@ from vera.profiles import redact
 from vera.records import CallRecord, Completion, Message, Role, Usage
 
 DEFAULT_OUTPUT_ESTIMATE = 1024
+WINDOW_S = 60.0  # providers state rpm and tpm per minute
+REQUEST_BURST_S = 1.0  # at most one second's worth of requests at once
+TOKEN_BURST_S = 10.0  # tokens: room for a large request, still far below a minute's worth
+_EPSILON = 1e-9  # float dust left by a sleep that ended exactly on time
+
+BucketKind = Literal["requests", "tokens"]
 
 
-class TokenBucket(AsyncLimiter):
-    """An `AsyncLimiter` whose level can be corrected once the real cost is known.
+class Clock(Protocol):
+    """Where the limits read the time and how they wait (tests inject a fake one)."""
 
-    Token use is only known after the call, so a call acquires an estimate and the
-    difference is settled afterwards: an over-estimate is given back, an under-estimate
-    is charged (pushing later acquisitions back), without blocking the caller."""
+    def now(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class MonotonicClock:
+    """The real clock: `time.monotonic` and `asyncio.sleep`."""
 
     __slots__ = ()
 
-    def adjust(self, delta: float) -> None:
-        # aiolimiter has no public way to return capacity; its level is a plain float.
-        self._leak()
-        self._level = max(0.0, self._level + delta)
-        self._wake_next()
+    def now(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+class Bucket(Protocol):
+    """What an account needs of a bucket; `TokenBucket` here, or a shared one in Redis
+    (`vera.shared_limits`)."""
+
+    capacity: float
+
+    async def take(self, amount: float) -> None: ...
+
+    async def adjust(self, delta: float) -> None: ...
+
+
+class TokenBucket:
+    """A leaky bucket: each take adds to `level`, which drains at `rate` per second; a
+    take waits until its amount fits under `capacity`.
+
+    Over any span of T seconds at most `capacity + rate * T` is taken, which is how
+    `bucket_for` keeps every window of a minute within the limit. Takers are served in
+    arrival order (one waits at a time), so a large take is not starved by small ones.
+    `adjust` corrects the level once a call's real cost is known; it never waits, and may
+    push the level above capacity (later takers then wait longer)."""
+
+    __slots__ = ("_at", "_clock", "_level", "_lock", "capacity", "rate")
+
+    def __init__(self, capacity: float, rate: float, *, clock: Clock | None = None) -> None:
+        if capacity <= 0 or rate <= 0:
+            raise ValueError("a bucket needs a positive capacity and rate")
+        self.capacity = float(capacity)
+        self.rate = float(rate)
+        self._clock: Clock = clock or MonotonicClock()
+        self._level = 0.0
+        self._at = self._clock.now()
+        self._lock = asyncio.Lock()
+
+    def __repr__(self) -> str:
+        return f"TokenBucket(capacity={self.capacity:g}, rate={self.rate:g}/s, level={self.level:g})"
+
+    def _drain(self) -> None:
+        now = self._clock.now()
+        self._level = max(0.0, self._level - (now - self._at) * self.rate)
+        self._at = now
 
     @property
     def level(self) -> float:
-        self._leak()
+        self._drain()
         return self._level
+
+    def delay(self, amount: float) -> float:
+        """Seconds until `amount` would fit (0 if it fits now)."""
+        amount = min(amount, self.capacity)
+        excess = self.level + amount - self.capacity
+        return excess / self.rate if excess > _EPSILON else 0.0
+
+    async def take(self, amount: float) -> None:
+        """Wait until `amount` (at most `capacity`) fits, then add it to the level."""
+        amount = min(amount, self.capacity)
+        async with self._lock:
+            while (wait := self.delay(amount)) > 0:
+                await self._clock.sleep(wait)
+            self._level += amount
+
+    async def adjust(self, delta: float) -> None:
+        self._drain()
+        self._level = max(0.0, self._level + delta)
+
+
+def bucket_shape(limit: float, burst_s: float, window_s: float = WINDOW_S) -> tuple[float, float]:
+    """(capacity, rate per second) of a bucket that lets through at most `limit` in any
+    window of `window_s` seconds, with bursts of about `burst_s` seconds' worth.
+
+    A bucket passes at most `capacity + rate * window` in a window, so the rate is what
+    the limit leaves after one burst: `(limit - capacity) / window`. Tiny limits keep a
+    burst of one and half the limit as their rate, rather than a rate of zero."""
+    capacity = min(float(limit), max(1.0, limit * burst_s / window_s))
+    sustained = limit - capacity if limit >= 2 * capacity else limit / 2
+    return capacity, sustained / window_s
+
+
+BucketFactory = Callable[[BucketKind, float, float], Bucket]
+
+
+def local_buckets(clock: Clock | None = None) -> BucketFactory:
+    """Buckets held in this process."""
+
+    def make(kind: BucketKind, capacity: float, rate: float) -> Bucket:
+        return TokenBucket(capacity, rate, clock=clock)
+
+    return make
+
+
+class SharedPause(Protocol):
+    """A pause that other processes on the same account also see (Redis)."""
+
+    async def pause(self, seconds: float) -> None: ...
+
+    async def remaining(self) -> float: ...
 
 
 class _Unlimited:
@@ -68,13 +176,17 @@ class _Unlimited:
 class Account:
     """The limits and counters of one provider account.
 
-    Requests per minute use a bucket that refills every second (a burst of at most one
-    second's worth), so a server that enforces its limit over short windows never sees a
-    minute's burst at once. Tokens per minute use a minute-sized bucket: one large
-    request must fit."""
+    `rpm` and `tpm` are held to the letter: no window of `window_s` (a minute) sees more
+    than the limit (see `bucket_shape`). Requests come in bursts of at most a second's
+    worth, so a server that enforces its limit over short spans does not see a
+    minute's burst at once. A server-named wait (`pause`) holds every call on the
+    account that has not been sent yet. `buckets` decides where the buckets live (this
+    process, or Redis for shards that share an account); `shared_pause` likewise."""
 
     __slots__ = (
+        "_clock",
         "_resume_at",
+        "_shared_pause",
         "_slots",
         "cached_input_tokens",
         "calls",
@@ -84,10 +196,14 @@ class Account:
         "in_flight",
         "input_tokens",
         "label",
+        "max_in_flight",
         "output_tokens",
+        "paused",
         "requests",
         "retries",
+        "rpm",
         "tokens",
+        "tpm",
     )
 
     def __init__(
@@ -97,22 +213,34 @@ class Account:
         rpm: float | None = None,
         tpm: float | None = None,
         max_in_flight: int | None = None,
+        clock: Clock | None = None,
+        window_s: float = WINDOW_S,
+        buckets: BucketFactory | None = None,
+        shared_pause: SharedPause | None = None,
     ) -> None:
         self.label = label
-        self.requests: AsyncLimiter | None = None
+        self.rpm = rpm
+        self.tpm = tpm
+        self.max_in_flight = max_in_flight
+        self._clock: Clock = clock or MonotonicClock()
+        make = buckets or local_buckets(self._clock)
+        self.requests: Bucket | None = None
         if rpm:
-            burst = max(1.0, rpm / 60)
-            self.requests = AsyncLimiter(burst, burst * 60 / rpm)
-        self.tokens = TokenBucket(tpm, 60) if tpm else None
+            self.requests = make("requests", *bucket_shape(rpm, REQUEST_BURST_S, window_s))
+        self.tokens: Bucket | None = None
+        if tpm:
+            self.tokens = make("tokens", *bucket_shape(tpm, TOKEN_BURST_S, window_s))
         self._slots: asyncio.Semaphore | _Unlimited = (
             asyncio.Semaphore(max_in_flight) if max_in_flight else _Unlimited()
         )
+        self._shared_pause = shared_pause
         self._resume_at = 0.0
         self.calls = 0
         self.errors = 0
         self.in_flight = 0
         self.retries = 0
         self.http_429 = 0
+        self.paused = 0  # server-named waits that paused the account
         self.input_tokens = 0
         self.output_tokens = 0
         self.cached_input_tokens = 0
@@ -122,28 +250,40 @@ class Account:
         return f"Account({self.label!r}, calls={self.calls}, in_flight={self.in_flight})"
 
     async def admit(self, tokens: int) -> int:
-        """Wait for a request slot in the rate buckets; returns the tokens reserved."""
-        if self._resume_at:
-            wait = self._resume_at - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
+        """Wait for the pause and the buckets; returns the tokens reserved. Call it while
+        holding `slot`, right before sending."""
+        await self._wait_pause()
         if self.requests is not None:
-            await self.requests.acquire()
-        if self.tokens is None or tokens <= 0:
-            return 0
-        reserved = min(tokens, int(self.tokens.max_rate))
-        await self.tokens.acquire(reserved)
+            await self.requests.take(1)
+        reserved = 0
+        if self.tokens is not None and tokens > 0:
+            reserved = min(tokens, int(self.tokens.capacity))
+            await self.tokens.take(reserved)
+        # A pause named while this call waited for the buckets still holds it.
+        await self._wait_pause()
         return reserved
 
-    def settle(self, reserved: int, used: int) -> None:
+    async def _wait_pause(self) -> None:
+        while True:
+            wait = self._resume_at - self._clock.now()
+            if self._shared_pause is not None:
+                wait = max(wait, await self._shared_pause.remaining())
+            if wait <= _EPSILON:
+                return
+            await self._clock.sleep(wait)
+
+    async def settle(self, reserved: int, used: int) -> None:
         """Correct the token bucket: `used` tokens were spent against `reserved`."""
         if self.tokens is not None and reserved != used:
-            self.tokens.adjust(used - reserved)
+            await self.tokens.adjust(used - reserved)
 
-    def pause(self, seconds: float) -> None:
-        """Hold every new call on this account for `seconds` (after a 429 said so), so
-        the other tasks do not run into the same wall."""
-        self._resume_at = max(self._resume_at, time.monotonic() + seconds)
+    async def pause(self, seconds: float) -> None:
+        """Hold every call on this account that has not been sent yet for `seconds` (the
+        server named that wait), so the other tasks do not run into the same wall."""
+        self.paused += 1
+        self._resume_at = max(self._resume_at, self._clock.now() + seconds)
+        if self._shared_pause is not None:
+            await self._shared_pause.pause(seconds)
 
     @property
     def slot(self) -> asyncio.Semaphore | _Unlimited:
@@ -199,7 +339,7 @@ class RetryPolicy:
         """Seconds to wait after failed attempt number `attempt` (1-based), or None to stop."""
         if not isinstance(error, TransientError) or attempt > self.max_retries:
             return None
-        asked: float | None = getattr(error, "retry_after", None)
+        asked = error.retry_after
         if asked is not None:
             if asked > self.max_retry_after:
                 return None
@@ -317,9 +457,11 @@ class LimitedClient:
         http_429 = 0
         while True:
             attempts += 1
-            reserved = await account.admit(estimate)
+            reserved = 0
             try:
+                # The slot first, then the pause and buckets: see the module docstring.
                 async with account.slot:
+                    reserved = await account.admit(estimate)
                     account.in_flight += 1
                     try:
                         async with asyncio.timeout(self.timeout_s):
@@ -340,17 +482,23 @@ class LimitedClient:
                 error = exc
             else:
                 usage = completion.usage
-                account.settle(reserved, usage.input_tokens + usage.output_tokens or reserved)
+                await account.settle(reserved, usage.input_tokens + usage.output_tokens or reserved)
                 self._record(context, started, attempts, http_429, usage, None)
                 return completion
 
             if error.status is not None:
-                account.settle(reserved, 0)  # the server refused: nothing was generated
+                await account.settle(reserved, 0)  # the server refused: nothing was generated
             if isinstance(error, RateLimitError):
                 http_429 += 1
                 account.http_429 += 1
-                if error.retry_after and error.retry_after <= self.policy.max_retry_after:
-                    account.pause(error.retry_after)
+            if (
+                isinstance(error, TransientError)
+                and error.retry_after
+                and error.retry_after <= self.policy.max_retry_after
+            ):
+                # A wait the server named (Retry-After on a 429 or 503, or an exhausted
+                # bucket's reset header) is about the account, not this call.
+                await account.pause(error.retry_after)
             wait = self.policy.wait(attempts, error)
             if wait is None:
                 self._record(context, started, attempts, http_429, Usage(), error)

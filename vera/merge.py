@@ -23,7 +23,16 @@ from vera.report import score_run
 from vera.store import RunStore
 
 # Fields that legitimately differ between the shards of one sweep.
-_PER_SHARD = ("run_id", "created_at", "updated_at", "shard", "jobs_planned", "base_dir", "stopped")
+_PER_SHARD = (
+    "run_id",
+    "created_at",
+    "updated_at",
+    "shard",
+    "jobs_planned",
+    "base_dir",
+    "stopped",
+    "limits",  # what a shard's accounts ran with (machines may use different keys)
+)
 
 
 def _identity(m: RunManifest) -> dict:

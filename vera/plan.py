@@ -11,6 +11,8 @@ new job rather than a silent mix.
 from __future__ import annotations
 
 import hashlib
+import os
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -45,6 +47,8 @@ class Shard(msgspec.Struct, frozen=True):
 
     @classmethod
     def parse(cls, text: str) -> Shard:
+        if text.strip().lower() == "auto":
+            return cls.from_environment(os.environ)
         try:
             k, n = (int(x) for x in text.split("/"))
         except ValueError:
@@ -52,6 +56,38 @@ class Shard(msgspec.Struct, frozen=True):
         if not 1 <= k <= n:
             raise ConfigError(f"--shard {text!r}: K must be between 1 and N")
         return cls(k, n)
+
+    @classmethod
+    def from_environment(cls, env: Mapping[str, str]) -> Shard:
+        """K and N from the scheduler: a Slurm job array (`SLURM_ARRAY_TASK_ID` within
+        `SLURM_ARRAY_TASK_MIN`..`_MAX`) or a Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`,
+        0-based; Kubernetes does not tell a pod the Job's `completions`, so the pod spec
+        sets `VERA_SHARD_COUNT` to it)."""
+        try:
+            if (task := env.get("SLURM_ARRAY_TASK_ID")) is not None:
+                low, high = int(env["SLURM_ARRAY_TASK_MIN"]), int(env["SLURM_ARRAY_TASK_MAX"])
+                count = int(env.get("SLURM_ARRAY_TASK_COUNT", high - low + 1))
+                if count != high - low + 1:
+                    raise ConfigError(
+                        f"--shard auto: the Slurm array has {count} tasks between {low} and {high}; "
+                        "give it a plain range (--array=1-8, no step or list) or use --shard K/N"
+                    )
+                return cls.parse(f"{int(task) - low + 1}/{count}")
+            if (index := env.get("JOB_COMPLETION_INDEX")) is not None:
+                if not env.get("VERA_SHARD_COUNT"):
+                    raise ConfigError(
+                        "--shard auto: JOB_COMPLETION_INDEX is set but VERA_SHARD_COUNT is not; "
+                        "set it to the Job's completions in the pod spec"
+                    )
+                return cls.parse(f"{int(index) + 1}/{int(env['VERA_SHARD_COUNT'])}")
+        except (KeyError, ValueError) as exc:
+            raise ConfigError(
+                f"--shard auto: the scheduler's variables are incomplete or not numbers ({exc})"
+            ) from None
+        raise ConfigError(
+            "--shard auto: neither SLURM_ARRAY_TASK_ID (a Slurm array) nor JOB_COMPLETION_INDEX "
+            "(a Kubernetes Indexed Job) is set; give --shard K/N"
+        )
 
     def keeps(self, job_id: str) -> bool:
         return int(job_id, 16) % self.count == self.index - 1

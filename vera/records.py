@@ -266,6 +266,18 @@ class ImportInfo(msgspec.Struct, kw_only=True):
     personas_not_found: dict[str, int] = msgspec.field(default_factory=dict)  # name -> conversations
 
 
+class AccountLimits(msgspec.Struct, kw_only=True):
+    """The limits one provider account ran with in this process (a shard's part of them
+    when the sweep was split into shards)."""
+
+    account: str  # host[KEY_VARIABLE], never the key
+    rpm: float | None = None
+    tpm: float | None = None
+    max_in_flight: int | None = None
+    share: str = "full"  # "1/3": this shard's part of the account's limits; "full": all of them
+    shared: str = ""  # "redis": rpm and tpm drawn by every shard from one budget in Redis
+
+
 class RunManifest(msgspec.Struct, kw_only=True):
     """Exactly what produced a run: versions and hashes of every input, models, seeds."""
 
@@ -293,6 +305,7 @@ class RunManifest(msgspec.Struct, kw_only=True):
     base_dir: str = ""  # where the config's relative paths (providers, runs_dir) resolve
     stopped: str | None = None  # why the last session stopped before all work was done
     missing_shards: list[str] = msgspec.field(default_factory=list)  # a merge with --allow-partial
+    limits: list[AccountLimits] = msgspec.field(default_factory=list)  # per provider account
 
 
 def encode_json(obj: Any) -> bytes:

@@ -52,7 +52,7 @@ from vera.pipeline import (
 from vera.plan import Shard
 from vera.profiles import load_profiles, skip_reason
 from vera.progress import RunProgress
-from vera.records import CallRecord, Conversation, ImportInfo, ModelSpec, Role, RunManifest
+from vera.records import AccountLimits, CallRecord, Conversation, ImportInfo, ModelSpec, Role, RunManifest
 from vera.report import score_run
 from vera.resume import (
     check_inputs_present,
@@ -64,6 +64,7 @@ from vera.resume import (
     resume_config,
 )
 from vera.scoring import RatingsSink
+from vera.shared_limits import check_limits_url
 from vera.store import RunStore, atomic_write
 
 
@@ -80,6 +81,8 @@ class RunOptions:
     judges: list[str] = field(default_factory=list)
     user_agents: list[str] = field(default_factory=list)
     shard: str | None = None
+    shard_limits: str | None = None  # split (default) or full; see ClientPool
+    limits_url: str | None = None  # Redis holding every shard's account budgets
     judge: bool = True
     progress: bool = True
     cache: bool | None = None
@@ -128,6 +131,11 @@ def apply_options(cfg: RunConfig, opts: RunOptions, profiles: dict[str, Any], no
         cfg.max_cost_usd = opts.max_cost
     if opts.reference_data:
         cfg.reference.data = str(Path(opts.reference_data).resolve())
+    # `vera judge` (JudgeOptions) has no shards and no shared limits.
+    if shard_limits := getattr(opts, "shard_limits", None):
+        cfg.shard_limits = shard_limits  # click checked the choice
+    if (limits_url := getattr(opts, "limits_url", None)) is not None:
+        cfg.limits_url = check_limits_url(limits_url) if limits_url else ""
     if opts.allow_failures is not None:
         cfg.allow_failures = opts.allow_failures
     cfg.check()
@@ -263,7 +271,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
     result = SweepResult()
     manifest: RunManifest | None = None
     try:
-        async with _pool(profiles, cfg, lambda r: _record_call(store, events, r)) as pool:
+        async with _pool(profiles, cfg, lambda r: _record_call(store, events, r), shard) as pool:
             sweep = plan_sweep(inputs, pool, shard=shard)
             notes += sweep.warnings
             roles: list[tuple[str, Role]] = [(s.ref, "chatbot") for s in sweep.chatbots]
@@ -274,7 +282,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                 sweep.slots = []
             for ref, role in roles:
                 pool.client(ref, role)  # a missing key or unknown model fails here, before any work
-            manifest = _open_manifest(store, sweep, run_dir, existing)
+            manifest = _open_manifest(store, sweep, run_dir, existing, limits=pool.limits())
             events = EventLog(run_dir)
             events.log.info(
                 "run_started",
@@ -385,12 +393,15 @@ def _sink(store: RunStore) -> RatingsSink:
     return sink
 
 
-def _pool(profiles: dict[str, Any], cfg: RunConfig, on_call: Any) -> ClientPool:
+def _pool(profiles: dict[str, Any], cfg: RunConfig, on_call: Any, shard: Shard | None = None) -> ClientPool:
     return ClientPool(
         profiles,
         on_call=on_call,
         retry_base_delay=cfg.retry_base_delay_s,
         retry_max_delay=cfg.retry_max_delay_s,
+        shards=shard.count if shard is not None else 1,
+        shard_limits=cfg.shard_limits,
+        limits_url=cfg.limits_url,
     )
 
 
@@ -423,8 +434,16 @@ def _per_chatbot(sweep: Sweep) -> dict[str, int]:
     return out
 
 
-def _open_manifest(store: RunStore, sweep: Sweep, run_dir: Path, existing: RunManifest | None) -> RunManifest:
+def _open_manifest(
+    store: RunStore,
+    sweep: Sweep,
+    run_dir: Path,
+    existing: RunManifest | None,
+    *,
+    limits: list[AccountLimits] | None = None,
+) -> RunManifest:
     planned = sweep.manifest(run_id=run_dir.name)
+    planned.limits = limits or []
     if existing is not None:
         check_same_run(existing, planned, run_dir)
         planned.created_at = existing.created_at
@@ -519,6 +538,11 @@ def _judge_settings(cfg: RunConfig, opts: JudgeOptions) -> None:
         cfg.max_cost_usd = opts.max_cost
     if opts.reference_data:
         cfg.reference.data = str(Path(opts.reference_data).resolve())
+    # `vera judge` (JudgeOptions) has no shards and no shared limits.
+    if shard_limits := getattr(opts, "shard_limits", None):
+        cfg.shard_limits = shard_limits  # click checked the choice
+    if (limits_url := getattr(opts, "limits_url", None)) is not None:
+        cfg.limits_url = check_limits_url(limits_url) if limits_url else ""
     if opts.allow_failures is not None:
         cfg.allow_failures = opts.allow_failures
     cfg.check()

@@ -120,9 +120,7 @@ def error_from_response(provider: str, status: int, headers: Mapping[str, str], 
         return CallTimeoutError(provider, text, status=status)
     if status >= 500 or status in (409, 425):
         # 409/425 are "try again" conflicts in OpenAI's and Anthropic's own SDKs.
-        error = ServerError(provider, text, status=status)
-        error.retry_after = wait  # type: ignore[attr-defined]  # read by RetryPolicy
-        return error
+        return ServerError(provider, text, status=status, retry_after=wait)
     if 300 <= status < 400:
         return BadResponseError(provider, f"unexpected redirect {text}", status=status)
     return RequestError(provider, text, status=status)

@@ -10,6 +10,12 @@ Profiles that reach the same base URL with the same key share one Account, whate
 their model or role, so a judge and a user-agent on one OpenAI key share its limits. When
 such profiles give different limits, the strictest applies.
 
+A shard of a sweep (`shards=N`) takes 1/N of every account's rpm, tpm and in-flight cap
+by default (`shard_limits="split"`), so N shards on N machines never exceed the account
+together; `"full"` gives each shard everything (shards on different keys). With
+`limits_url`, rpm and tpm live in Redis and every shard draws on the whole budget; the
+in-flight cap stays per process (split as above).
+
 While a pool is open, the garbage collector is set for what a sweep looks like (see
 `_SweepCollector`).
 """
@@ -19,7 +25,7 @@ from __future__ import annotations
 import gc
 import hashlib
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -32,7 +38,10 @@ from vera.clients.openai import OpenAIClient
 from vera.errors import ConfigError
 from vera.limits import DEFAULT_OUTPUT_ESTIMATE, Account, LimitedClient, Prices, RetryPolicy
 from vera.profiles import Profile, api_key, missing_key, resolve_ref
-from vera.records import CallRecord, ModelSpec, Role, Usage
+from vera.records import AccountLimits, CallRecord, ModelSpec, Role, Usage
+from vera.shared_limits import RedisLimits
+
+ShardLimits = Literal["split", "full"]
 
 
 class _ClientFactory(Protocol):
@@ -123,8 +132,14 @@ class ClientPool:
         connection_limit: int = 0,
         retry_base_delay: float = 1.0,
         retry_max_delay: float = 60.0,
+        shards: int = 1,
+        shard_limits: ShardLimits = "split",
+        limits_url: str = "",
     ) -> None:
         self.profiles = dict(profiles)
+        self._shards = shards
+        self._split = shards if shard_limits == "split" else 1
+        self._shared = RedisLimits(limits_url) if limits_url else None
         self._on_call = on_call
         self._connection_limit = connection_limit
         self._retry = (retry_base_delay, retry_max_delay)
@@ -133,6 +148,8 @@ class ClientPool:
         self._accounts: dict[tuple[str, str], Account] = {}
 
     async def __aenter__(self) -> ClientPool:
+        if self._shared is not None:
+            await self._shared.open()  # an unreachable Redis stops the run before any work
         connector = aiohttp.TCPConnector(
             limit=self._connection_limit,
             limit_per_host=0,
@@ -155,11 +172,29 @@ class ClientPool:
             await self._session.close()
             self._session = None
             _COLLECTOR.exit()
+        if self._shared is not None:
+            await self._shared.close()
 
     @property
     def accounts(self) -> list[Account]:
         """Every account in use, for a progress display."""
         return list(self._accounts.values())
+
+    def limits(self) -> list[AccountLimits]:
+        """The limits each provider account runs with in this process, for the manifest."""
+        share = f"1/{self._shards}" if self._shards > 1 else "full"
+        return [
+            AccountLimits(
+                account=a.label,
+                rpm=a.rpm,
+                tpm=a.tpm,
+                max_in_flight=a.max_in_flight,
+                share=share if self._split > 1 else "full",
+                shared="redis" if self._shared is not None else "",
+            )
+            for identity, a in self._accounts.items()
+            if identity[0] != "offline"
+        ]
 
     def spec(self, ref: str) -> ModelSpec:
         """What a reference resolves to, for the run manifest (no secrets)."""
@@ -198,7 +233,7 @@ class ClientPool:
             key = api_key(profile)
             inner = PROTOCOLS[profile.protocol].from_profile(self._session, profile, model, key)
             identity = _identity(profile, key)
-            account = self._account(identity, _label(profile), self._sharing(identity))
+            account = self._account(identity, _label(profile), self._sharing(identity), shared=True)
         client = LimitedClient(
             inner,
             account,
@@ -218,16 +253,28 @@ class ClientPool:
         self._clients[(ref, role)] = client
         return client
 
-    def _account(self, identity: tuple[str, str], label: str, profiles: list[Profile]) -> Account:
+    def _account(
+        self, identity: tuple[str, str], label: str, profiles: list[Profile], *, shared: bool = False
+    ) -> Account:
         account = self._accounts.get(identity)
-        if account is None:
-            account = Account(
-                label,
-                rpm=_strictest(p.rpm for p in profiles),
-                tpm=_strictest(p.tpm for p in profiles),
-                max_in_flight=_strictest(p.max_in_flight for p in profiles),
-            )
-            self._accounts[identity] = account
+        if account is not None:
+            return account
+        rpm = _strictest(p.rpm for p in profiles)
+        tpm = _strictest(p.tpm for p in profiles)
+        max_in_flight = _strictest(p.max_in_flight for p in profiles)
+        redis = self._shared if shared else None
+        if redis is None:
+            rpm, tpm = _part(rpm, self._split), _part(tpm, self._split)
+        max_in_flight = _part(max_in_flight, self._split)  # always per process
+        buckets = pause = None
+        if redis is not None:
+            # Every shard names the account alike: its URL and its profiles' key variables.
+            key_envs = ",".join(sorted({p.api_key_env for p in profiles}))
+            buckets, pause = redis.for_account(identity[0], key_envs)
+        account = Account(
+            label, rpm=rpm, tpm=tpm, max_in_flight=max_in_flight, buckets=buckets, shared_pause=pause
+        )
+        self._accounts[identity] = account
         return account
 
     def _sharing(self, identity: tuple[str, str]) -> list[Profile]:
@@ -248,6 +295,13 @@ def _identity(profile: Profile, key: str | None) -> tuple[str, str]:
 def _label(profile: Profile) -> str:
     host = urlsplit(profile.endpoint).netloc or profile.endpoint
     return f"{host}[{profile.api_key_env}]" if profile.api_key_env else host
+
+
+def _part(limit: Any, n: int) -> Any:
+    """1/n of a limit, rounded down to a whole number, at least 1 (None: no limit)."""
+    if limit is None or n <= 1:
+        return limit
+    return max(1, int(limit // n))
 
 
 def _strictest(values: Any) -> Any:
