@@ -18,6 +18,7 @@ import msgspec
 
 from vera.errors import UserError
 from vera.outcome import RunStatus, run_status
+from vera.record_index import scan_run
 from vera.records import RunManifest
 from vera.report import score_run
 from vera.store import RunStore
@@ -78,14 +79,15 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
     target = RunStore(out)
     try:
         for d in shards:
-            src = RunStore(d)
-            for c in src.conversations.values():
+            RunStore(d).close()  # mends a line a crash tore
+            # Streamed: one record in memory at a time, however big the shards are.
+            src = scan_run(d)
+            for c in src.iter_conversations():
                 target.add_conversation(c)
-            for j in src.judgements.values():
+            for j in src.iter_judgements():
                 target.add_judgement(j)
             for call in src.calls():
                 target.add_call(call)
-            src.close()
         merged = msgspec.structs.replace(
             manifests[0],
             run_id=out.name,
@@ -100,12 +102,11 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
     finally:
         target.close()
     score_run(out)
-    store = RunStore(out)
-    store.close()
+    records = scan_run(out)
     return run_status(
         merged,
-        store.conversations,
-        store.judgements,
+        records.conversation_heads(),
+        records.judgement_heads(),
         stopped=None,
         allow_failures=float(merged.config.get("allow_failures", 0.0)),
     )

@@ -293,7 +293,7 @@ class Judging:
         jid = self.sweep.judgement_id(conv.id, slot)
         if self.store.done_judgement(jid):
             self.result.judgements_reused += 1
-            self.progress.judgement(self.store.judgements[jid], cached=True)
+            self.progress.judgement(self.store.read_judgement(jid), cached=True)
             return
         try:
             j = await judge_conversation(
