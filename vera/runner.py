@@ -234,10 +234,13 @@ async def _supervised(stopper: Stopper, coro: Any, result: SweepResult) -> Sweep
 
 
 def _cache(cfg: RunConfig, run_dir: Path) -> ResponseCache | None:
+    """The run's response cache, committing on a timer too (call inside the event loop)."""
     if not cfg.cache:
         return None
     folder = Path(cfg.cache_dir) if cfg.cache_dir else run_dir
-    return ResponseCache(folder / CACHE_FILE)
+    cache = ResponseCache(folder / CACHE_FILE)
+    cache.start()
+    return cache
 
 
 async def execute_run(opts: RunOptions) -> RunOutcome:
