@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -483,7 +483,7 @@ async def judge_conversations(
     sweep: Sweep,
     store: RunStore,
     clients: Clients,
-    conversations: list[Conversation],
+    conversations: Sequence[Conversation | str],
     *,
     max_concurrency: int,
     progress: Progress | None = None,
@@ -492,14 +492,25 @@ async def judge_conversations(
     result: SweepResult | None = None,
     sink: RatingsSink | None = None,
 ) -> SweepResult:
-    """Judge existing conversations (a simulate-only run, or imported transcripts)."""
+    """Judge existing conversations (a simulate-only run, or imported transcripts).
+    A conversation given by its id is in `store` and is read back only when one of its
+    judgements is still to be made, so judging a big run holds only what is in flight."""
     progress = progress or NullProgress()
     result = result if result is not None else SweepResult()
     judging = Judging(sweep, store, clients, result, progress, sink)
     started = time.perf_counter()
     progress.start(0, len(conversations) * len(sweep.slots))
+
+    async def judge(item: Conversation | str) -> None:
+        if not isinstance(item, str):
+            await judging.conversation(item)
+        elif judging.all_done(item):
+            judging.reused(item)
+        else:
+            await judging.conversation(store.read_conversation(item))
+
     try:
-        await _workers(max_concurrency, conversations, judging.conversation, result, should_stop, budget)
+        await _workers(max_concurrency, list(conversations), judge, result, should_stop, budget)
     finally:
         progress.stop()
     result.wall_s = time.perf_counter() - started

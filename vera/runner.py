@@ -473,12 +473,9 @@ async def judge_run(opts: JudgeOptions) -> RunOutcome:
                 f"{now.name} {now.version} (sha256 {now.sha256[:12]}); judge in a new run"
             )
     store = RunStore(run_dir)
-    records = scan_run(run_dir)
-    conversations = [
-        records.read_conversation(cid)
-        for cid, (head, _) in records.conversations.items()
-        if head.status == "complete"
-    ]
+    # By id, from the store's index: each is read back only when it is judged (see
+    # `judge_conversations`).
+    conversations = [cid for cid in store.conversations if store.conversation_done(cid)]
     return await _judge(cfg, inputs, store, run_dir, manifest, conversations, opts)
 
 
@@ -613,7 +610,7 @@ async def _judge(
     store: RunStore,
     run_dir: Path,
     manifest: RunManifest | None,
-    conversations: list[Any],
+    conversations: list[Conversation] | list[str],
     opts: JudgeOptions,
     imported: tuple[list[str], list[str], ImportInfo] | None = None,
 ) -> RunOutcome:
@@ -670,7 +667,7 @@ async def _judge(
                     sweep,
                     store,
                     clients,
-                    sorted(conversations, key=lambda c: c.id),
+                    sorted(conversations, key=lambda c: c if isinstance(c, str) else c.id),
                     max_concurrency=cfg.max_concurrency,
                     progress=Fanout(_progress(RunOptions(), pool), events),
                     should_stop=stopper.should_stop,
