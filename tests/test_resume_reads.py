@@ -61,3 +61,31 @@ async def test_a_conversation_left_unjudged_is_read_back_by_place_and_judged(tmp
     assert (again.conversations, again.judgements) == (0, 1)
     assert again.conversations_reused == jobs and again.judgements_reused == jobs - 1
     assert store.reads == 1  # that one conversation, nothing else
+
+
+async def test_judging_a_run_by_id_reads_each_conversation_only_to_judge_it(tmp_path):
+    from vera.pipeline import judge_conversations
+
+    cfg = load_config(str(ROOT / "configs" / "offline.toml"))
+    cfg.persona_limit = 3
+    inputs = Inputs.load(cfg)
+
+    async def judge_run() -> tuple[CountingStore, int]:
+        store = CountingStore(tmp_path / "run")
+        async with ClientPool(load_profiles(cfg.path(cfg.providers))) as pool:
+            sweep = plan_sweep(inputs, pool)
+            ids = [cid for cid in store.conversations if store.conversation_done(cid)]
+            result = await judge_conversations(sweep, store, pool, ids, max_concurrency=2)
+        store.close()
+        return store, result.judgements
+
+    store = RunStore(tmp_path / "run")
+    async with ClientPool(load_profiles(cfg.path(cfg.providers))) as pool:
+        sweep = plan_sweep(inputs, pool)
+        sweep.slots = []  # simulate only, as `vera simulate` does
+        simulated = await run_sweep(sweep, store, pool, max_concurrency=2)
+    store.close()
+    first, judged = await judge_run()
+    assert judged == simulated.conversations == first.reads > 0
+    again, judged = await judge_run()
+    assert judged == 0 and again.reads == 0
