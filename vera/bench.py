@@ -6,12 +6,15 @@ charged to the client, and runs an ordinary sweep against it through the real st
 provider profiles on disk, `ClientPool` → `LimitedClient` → `OpenAIClient` over one
 aiohttp session, the `simulate_conversation` turn loop, and every record written to a
 run store. Chatbot, user-agent (and judge, with `--judge`) are three profiles on one
-account, as they would be on one provider key.
+account, as they would be on one provider key. The configuration is `vera run`'s
+default: response cache, event log and progress display on (`--no-cache`,
+`--no-events`, `--no-progress` turn each off to show what it costs).
 
     vera bench                                   # 100 conversations × 20 turns, 200 ms
     vera bench --conversations 2000 --turns 20 --latency-ms 2000 --concurrency 2000
     vera bench --rpm 600 --duration-s 120 --json rate.json
     vera bench --suite --json results.json       # every target scenario, one table
+    vera bench --suite --scenario memory-flat    # peak RSS at 30,000 against 1,000
 
 Figures cover the measured window: the whole sweep, or with `--duration-s` its first S
 seconds (no conversation starts after S; those still running are then cancelled).
