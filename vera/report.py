@@ -36,7 +36,7 @@ from vera.stats import (
     read_human_ratings,
 )
 from vera.stats.humans import NRTreatment, TieRule
-from vera.store import MANIFEST, RunStore, atomic_write
+from vera.store import MANIFEST, atomic_write, repair_run
 from vera.viewer.pages import write_card_pages
 
 PLOTS_DIR = "plots"
@@ -62,7 +62,7 @@ def score_run(
     root = Path(run_dir)
     if not (root / MANIFEST).exists():
         raise UserError(f"{root}: not a vera run directory (no manifest.json)")
-    RunStore(root).close()  # mends a line a crash tore, so the records below are whole
+    repair_run(root)  # a line a crash tore is mended, so the records below are whole
     records = scan_run(root)
     manifest = records.manifest
     settings = stats_settings(manifest, resamples=resamples, confidence=confidence, seed=seed)

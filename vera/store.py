@@ -168,6 +168,14 @@ class JobIndex:
         return index
 
 
+def repair_run(root: Path) -> None:
+    """Mend the last line of each record file if a crash tore it (only the files' ends
+    are read): what a reader that must see whole records does before scanning."""
+    repair_tail(root / CONVERSATIONS, Conversation)
+    repair_tail(root / JUDGEMENTS, Judgement)
+    repair_tail(root / CALLS, CallRecord)
+
+
 class RunStore:
     """Appends records to a run directory and knows which jobs are finished."""
 
@@ -178,10 +186,7 @@ class RunStore:
         except OSError as exc:
             raise storage_error(self.root, "the run directory", exc) from None
         self.fsync_interval = fsync_interval
-        # A crash may have torn the last line of a file; mend it before appending.
-        repair_tail(self.root / CONVERSATIONS, Conversation)
-        repair_tail(self.root / JUDGEMENTS, Judgement)
-        repair_tail(self.root / CALLS, CallRecord)
+        repair_run(self.root)  # before appending: a crash may have torn a last line
         # What is done, by place: never the records themselves (see `JobIndex`).
         self.conversations = JobIndex.scan(self.root / CONVERSATIONS)
         self.judgements = JobIndex.scan(self.root / JUDGEMENTS)
