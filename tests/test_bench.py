@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from benchmarks.fake_server import RateBucket, rubric_answer
-from vera.bench import KEY, KEY_ENV, BenchOptions, Window, figures
+from vera.bench import KEY, KEY_ENV, SUITE, BenchOptions, Window, figures, render_table
 from vera.cli import main
 from vera.pipeline import SweepResult
 
@@ -26,6 +26,9 @@ REQUIRED = (
     "http_429",
     "rpm_utilisation",
     "failed",
+    "config",
+    "rss_mb_start",
+    "rss_mb_peak",
 )
 
 
@@ -52,6 +55,22 @@ def test_a_small_sweep_makes_every_call_through_the_fake_server(tmp_path: Path) 
     assert fig["efficiency"] == pytest.approx(fig["calls_per_s"] / fig["ideal_calls_per_s"], rel=1e-3)
     assert fig["server_max_in_flight"] <= 3
     assert fig["cpu_ms_per_call"] > 0 and fig["server_cpu_ms_per_request"] > 0
+    # What `vera run` has on by default is on here too.
+    assert fig["config"] == {"cache": True, "events": True, "progress": True}
+    assert 0 < fig["rss_mb_start"] <= fig["rss_mb_peak"] == fig["peak_rss_mb"]
+    assert not list(tmp_path.glob(".*.tmp"))  # the JSON is written whole, by rename
+
+
+def test_each_part_of_the_default_configuration_can_be_turned_off(tmp_path: Path) -> None:
+    args = ("--conversations", "2", "--turns", "2", "--latency-ms", "5", "--concurrency", "2")
+    fig = bench(tmp_path, *args, "--no-cache", "--no-events", "--no-progress")
+    assert fig["config"] == {"cache": False, "events": False, "progress": False}
+    assert fig["calls"] == 4
+    assert bench(tmp_path, *args, "--no-events")["config"] == {
+        "cache": True,
+        "events": False,
+        "progress": True,
+    }
 
 
 def test_with_judging_every_conversation_is_judged_from_valid_answers(tmp_path: Path) -> None:
@@ -97,6 +116,29 @@ def test_figures_follow_their_definitions() -> None:
     assert fig["rss_kb_per_conversation"] == 50.0  # 2,500 KB over min(C, N) = 50
     assert fig["server_cpu_ms_per_request"] == pytest.approx(0.2)
     assert fig["failed"] == 1 and fig["failed_calls"] == 2 and fig["http_429"] == 1
+
+
+def test_the_memory_flatness_scenario_compares_two_sweep_sizes() -> None:
+    (flat,) = [s for s in SUITE if s.name == "memory-flat"]
+    assert flat.baseline is not None
+    assert flat.args[flat.args.index("--conversations") + 1] == "30000"
+    assert flat.baseline[flat.baseline.index("--conversations") + 1] == "1000"
+    fig = figures(BenchOptions(), _window(), SweepResult()) | {"rss_growth": 0.04}
+    assert flat.verdicts(fig) == [("rss_growth <= 0.1", True)]
+    assert flat.verdicts(fig | {"rss_growth": 0.25}) == [("rss_growth <= 0.1", False)]
+    assert "rss_growth <= 0.1 ✓" in render_table([(flat, fig)]) and "+4.0%" in render_table([(flat, fig)])
+
+
+def _window() -> Window:
+    return Window(
+        wall_s=1.0,
+        cpu_s=0.1,
+        account={"calls": 10, "errors": 0, "http_429": 0, "retries": 0},
+        server_before={"requests": 0, "cpu_s": 0.0, "http_429": 0, "max_in_flight": 0},
+        server_after={"requests": 10, "cpu_s": 0.01, "http_429": 0, "max_in_flight": 5},
+        rss_before_kb=100_000,
+        peak_rss_kb=110_000,
+    )
 
 
 def test_the_rate_bucket_allows_its_burst_then_its_rate() -> None:

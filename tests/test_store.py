@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import gc
+import types
+
+import msgspec
+
 from vera.records import Conversation, Judgement, Turn
 from vera.store import CONVERSATIONS, RunStore, read_records
 
@@ -48,7 +53,7 @@ def test_a_torn_last_line_is_ignored_and_cut_so_appends_stay_clean(tmp_path):
     with open(path, "ab") as f:
         f.write(b'{"id": "b", "chatbot": "b", "tur')  # the crash
     s = RunStore(tmp_path)
-    assert set(s.conversations) == {"a"}
+    assert list(s.conversations) == ["a"]
     s.add_conversation(conv("c"))
     s.close()
     assert [c.id for c in read_records(path, Conversation)] == ["a", "c"]
@@ -61,7 +66,7 @@ def test_a_whole_record_without_its_newline_is_kept(tmp_path):
 
     path.write_bytes(msgspec.json.encode(conv("a")))
     s = RunStore(tmp_path)
-    assert set(s.conversations) == {"a"}
+    assert list(s.conversations) == ["a"]
     s.add_conversation(conv("b"))
     s.close()
     assert [c.id for c in read_records(path, Conversation)] == ["a", "b"]
@@ -74,3 +79,79 @@ def test_a_damaged_middle_line_does_not_lose_the_others(tmp_path):
     good = msgspec.json.encode(conv("a")) + b"\n"
     path.write_bytes(good + b"garbage\n" + msgspec.json.encode(conv("b")) + b"\n")
     assert [c.id for c in read_records(path, Conversation)] == ["a", "b"]
+
+
+def _reachable(root: object) -> list[object]:
+    """Every object reachable from `root` through references (types and modules aside)."""
+    seen: set[int] = set()
+    out: list[object] = []
+    todo = [root]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen or isinstance(obj, type | types.ModuleType):
+            continue
+        seen.add(id(obj))
+        out.append(obj)
+        todo.extend(gc.get_referents(obj))
+    return out
+
+
+def judgement(jid: str, cid: str) -> Judgement:
+    return Judgement(
+        id=jid, conversation_id=cid, judge="J", instance=1, status="complete", answers=[], ratings=[]
+    )
+
+
+def test_the_store_keeps_an_index_of_places_not_the_records(tmp_path):
+    s = RunStore(tmp_path)
+    for i in range(50):
+        s.add_conversation(conv(f"c{i}", "failed" if i % 10 == 0 else "complete"))
+        s.add_judgement(judgement(f"j{i}", f"c{i}"))
+    held = _reachable(s)
+    assert not [o for o in held if isinstance(o, Conversation | Judgement | Turn)]
+    # ... yet every finished record can be read back, by its place, while the run goes.
+    assert s.read_conversation("c3") == conv("c3")
+    assert s.done_conversation("c10") is None and s.done_conversation("c11") == conv("c11")
+    s.close()
+    reopened = RunStore(tmp_path)
+    assert not [o for o in _reachable(reopened) if isinstance(o, Conversation | Judgement | Turn)]
+    assert reopened.read_judgement("j7") == judgement("j7", "c7")
+    reopened.close()
+
+
+def test_resume_finds_done_jobs_in_the_index_and_their_lines_by_place(tmp_path):
+    s = RunStore(tmp_path)
+    s.add_conversation(conv("a", "failed"))
+    s.add_conversation(conv("b"))
+    s.add_conversation(conv("a"))  # the retry on resume: this line counts now
+    s.add_conversation(conv("c", "failed"))
+    s.close()
+    data = (tmp_path / CONVERSATIONS).read_bytes()
+    s = RunStore(tmp_path)
+    assert [(j, s.conversation_done(j)) for j in s.conversations] == [("a", True), ("b", True), ("c", False)]
+    for job in ("a", "b", "c"):
+        ref = s.conversations.ref(job)
+        assert ref is not None
+        line = data[ref.offset : ref.offset + ref.length]
+        assert msgspec.json.decode(line, type=Conversation) == conv(
+            job, "failed" if job == "c" else "complete"
+        )
+    # A failed job is run again; a new complete record is indexed where it was written.
+    s.add_conversation(conv("c"))
+    assert s.conversation_done("c") and s.read_conversation("c") == conv("c")
+    s.close()
+
+
+def test_a_torn_call_log_is_mended_without_reading_it_whole(tmp_path):
+    from vera.records import CallRecord, Usage
+    from vera.store import CALLS
+
+    s = RunStore(tmp_path)
+    call = CallRecord(job_id="a", role="chatbot", provider="p", model="m", account="x", latency_ms=1.0,
+                      status="ok", attempts=1, usage=Usage(), at=0.0)  # fmt: skip
+    s.add_call(call)
+    s.close()
+    with open(tmp_path / CALLS, "ab") as f:
+        f.write(b'{"job_id": "b", "ro')
+    RunStore(tmp_path).close()
+    assert (tmp_path / CALLS).read_bytes() == msgspec.json.encode(call) + b"\n"

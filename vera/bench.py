@@ -6,12 +6,15 @@ charged to the client, and runs an ordinary sweep against it through the real st
 provider profiles on disk, `ClientPool` → `LimitedClient` → `OpenAIClient` over one
 aiohttp session, the `simulate_conversation` turn loop, and every record written to a
 run store. Chatbot, user-agent (and judge, with `--judge`) are three profiles on one
-account, as they would be on one provider key.
+account, as they would be on one provider key. The configuration is `vera run`'s
+default: response cache, event log and progress display on (`--no-cache`,
+`--no-events`, `--no-progress` turn each off to show what it costs).
 
     vera bench                                   # 100 conversations × 20 turns, 200 ms
     vera bench --conversations 2000 --turns 20 --latency-ms 2000 --concurrency 2000
     vera bench --rpm 600 --duration-s 120 --json rate.json
     vera bench --suite --json results.json       # every target scenario, one table
+    vera bench --suite --scenario memory-flat    # peak RSS at 30,000 against 1,000
 
 Figures cover the measured window: the whole sweep, or with `--duration-s` its first S
 seconds (no conversation starts after S; those still running are then cancelled).
@@ -60,7 +63,11 @@ class BenchOptions:
     rpm: float | None = None
     duration_s: float | None = None
     judge: bool = False
-    cache: bool = False
+    # What `vera run` has on by default is on here too; each can be turned off to
+    # show its cost.
+    cache: bool = True
+    events: bool = True
+    progress: bool = True
 
 
 # ---------------------------------------------------------------------------------------
@@ -204,28 +211,37 @@ async def measure(opts: BenchOptions, server: ServerProcess, workdir: Path) -> d
     # Imported here so `vera --help` stays fast: the pipeline pulls in polars.
     from vera.cache import CACHE_FILE, ResponseCache
     from vera.clients.pool import ClientPool
+    from vera.events import EventLog, Fanout
     from vera.pipeline import Inputs, SweepResult, plan_sweep, run_sweep
     from vera.profiles import load_profiles
-    from vera.runner import CachingClients
+    from vera.progress import RunProgress
+    from vera.runner import CachingClients, _per_chatbot, _record_call
     from vera.store import RunStore
 
     providers = workdir / "providers"
     write_profiles(providers, server.base_url, opts)
     inputs = Inputs.load(_config(opts, providers))
     _enough_jobs(inputs.config, opts.conversations, len(inputs.personas.personas))
-    store = RunStore(workdir / "run")
-    cache = ResponseCache(workdir / "run" / CACHE_FILE) if opts.cache else None
+    run_dir = workdir / "run"
+    store = RunStore(run_dir)
+    cache = ResponseCache(run_dir / CACHE_FILE) if opts.cache else None
+    events = EventLog(run_dir) if opts.events else None
     result = SweepResult()
     try:
         async with (
-            ClientPool(load_profiles(providers), on_call=store.add_call) as pool,
+            ClientPool(load_profiles(providers), on_call=lambda r: _record_call(store, events, r)) as pool,
             aiohttp.ClientSession() as probe,
         ):
             sweep = plan_sweep(inputs, pool)
             sweep.jobs = sweep.jobs[: opts.conversations]
             if not opts.judge:
                 sweep.slots = []
-            clients = CachingClients(pool, cache, store.add_call)
+            clients = CachingClients(pool, cache, lambda r: _record_call(store, events, r))
+            progress = (
+                RunProgress(accounts=lambda: [a.snapshot() for a in pool.accounts]) if opts.progress else None
+            )
+            if progress is not None:
+                progress.plan(_per_chatbot(sweep))
             for role, ref in PROFILES.items():
                 clients.client(ref, role)  # built before the clock starts
             (account,) = pool.accounts  # every role on one account
@@ -234,6 +250,8 @@ async def measure(opts: BenchOptions, server: ServerProcess, workdir: Path) -> d
             rss_before = current_rss_kb()
             server_before = await _server_stats(probe, server.stats_url)
             store.start()
+            if cache is not None:
+                cache.start()
             cpu_start, started = time.process_time(), time.perf_counter()
             deadline = started + opts.duration_s if opts.duration_s else math.inf
 
@@ -246,6 +264,7 @@ async def measure(opts: BenchOptions, server: ServerProcess, workdir: Path) -> d
                     store,
                     clients,
                     max_concurrency=opts.concurrency,
+                    progress=Fanout(progress, events),
                     should_stop=past_deadline,
                     result=result,
                 )
@@ -271,6 +290,8 @@ async def measure(opts: BenchOptions, server: ServerProcess, workdir: Path) -> d
         await store.aclose()
         if cache is not None:
             cache.close()
+        if events is not None:
+            events.close()
     window.peak_rss_kb = peak_rss_kb()
     return figures(opts, window, result)
 
@@ -288,6 +309,7 @@ def figures(opts: BenchOptions, window: Window, result: Any) -> dict[str, Any]:
     server_cpu_s = after["cpu_s"] - before["cpu_s"]
     return {
         "scenario": asdict(opts),
+        "config": {"cache": opts.cache, "events": opts.events, "progress": opts.progress},
         "calls": calls,
         "wall_s": round(window.wall_s, 3),
         "calls_per_s": round(calls_per_s, 1),
@@ -295,6 +317,8 @@ def figures(opts: BenchOptions, window: Window, result: Any) -> dict[str, Any]:
         "efficiency": round(calls_per_s / ideal, 4),
         "cpu_ms_per_call": round(window.cpu_s * 1000 / calls, 4) if calls else None,
         "peak_rss_mb": round(window.peak_rss_kb / 1024, 1),
+        "rss_mb_start": round(window.rss_before_kb / 1024, 1),
+        "rss_mb_peak": round(window.peak_rss_kb / 1024, 1),
         "rss_kb_per_conversation": round((window.peak_rss_kb - window.rss_before_kb) / in_flight, 2),
         "http_429": counters["http_429"],
         "rpm_utilisation": round(calls_per_s * 60 / opts.rpm, 4) if opts.rpm else None,
@@ -367,6 +391,7 @@ _LINES = (
     ("efficiency", "efficiency", "{:.1%}"),
     ("cpu_ms_per_call", "client CPU per call (ms)", "{:.3f}"),
     ("server_cpu_ms_per_request", "server CPU per request (ms)", "{:.3f}"),
+    ("rss_mb_start", "client RSS at the start (MB)", "{:,.1f}"),
     ("peak_rss_mb", "client peak RSS (MB)", "{:,.1f}"),
     ("rss_kb_per_conversation", "RSS per in-flight conversation (KB)", "{:.1f}"),
     ("http_429", "HTTP 429 (client)", "{:,}"),
@@ -384,6 +409,10 @@ def render_figures(fig: dict[str, Any]) -> str:
         + (f", {s['duration_s']:g} s window" if s["duration_s"] else "")
         + (", judged" if s["judge"] else "")
     )
+    config = fig.get("config") or {}
+    on = [name for name in ("cache", "events", "progress") if config.get(name)]
+    off = [name for name in ("cache", "events", "progress") if name in config and not config[name]]
+    head += f"; {', '.join(on) or 'nothing'} on" + (f", {', '.join(off)} off" if off else "")
     lines = [head]
     for key, label, fmt in _LINES:
         if fig.get(key) is not None:
@@ -404,9 +433,13 @@ class Scenario:
     what: str
     args: tuple[str, ...]
     targets: tuple[tuple[str, str, float], ...]  # (figure, "<=" or ">=", bound)
+    # Run first, for a scenario that compares two sizes: its peak RSS is the baseline
+    # of the figure `rss_growth` (peak RSS of `args` / peak RSS of `baseline` − 1).
+    baseline: tuple[str, ...] | None = None
 
     def command(self) -> str:
-        return "vera bench " + " ".join(self.args)
+        main = "vera bench " + " ".join(self.args)
+        return main if self.baseline is None else f"vera bench {' '.join(self.baseline)}; {main}"
 
     def verdicts(self, fig: dict[str, Any]) -> list[tuple[str, bool]]:
         out = []
@@ -422,7 +455,13 @@ SUITE = (
         "throughput",
         "100 conversations × 20 turns at 200 ms: calls/s against the ideal 500",
         ("--conversations", "100", "--turns", "20", "--latency-ms", "200", "--concurrency", "100"),
-        (("calls_per_s", ">=", 450), ("cpu_ms_per_call", "<=", 0.5)),
+        (("calls_per_s", ">=", 450), ("cpu_ms_per_call", "<=", 0.30)),
+    ),
+    Scenario(
+        "judge",
+        "the same, each conversation judged as it ends: efficiency with the judge's calls",
+        ("--conversations", "100", "--turns", "20", "--latency-ms", "200", "--concurrency", "100", "--judge"),
+        (("efficiency", ">=", 0.85),),
     ),
     Scenario(
         "concurrency",
@@ -445,21 +484,36 @@ SUITE = (
         ("--conversations", "10000", "--turns", "6", "--latency-ms", "10000", "--concurrency", "10000"),
         (("rss_kb_per_conversation", "<=", 50), ("cpu_ms_per_call", "<=", 0.5)),
     ),
+    Scenario(
+        "memory-flat",
+        "30,000 conversations against 1,000 at concurrency 200: peak RSS must not grow with the sweep",
+        ("--conversations", "30000", "--turns", "10", "--latency-ms", "20", "--concurrency", "200"),
+        (("rss_growth", "<=", 0.10),),
+        baseline=("--conversations", "1000", "--turns", "10", "--latency-ms", "20", "--concurrency", "200"),
+    ),
 )  # fmt: skip
 
 
-def run_suite(json_path: str | None) -> bool:
-    """Run every scenario in its own `vera bench` process (peak RSS is per process),
-    print the results table, and return whether every target was met."""
+def run_suite(json_path: str | None, only: tuple[str, ...] = ()) -> bool:
+    """Run every scenario (or those named in `only`) in its own `vera bench` process
+    (peak RSS is per process), print the results table, and return whether every target
+    was met."""
+    unknown = sorted(set(only) - {s.name for s in SUITE})
+    if unknown:
+        names = ", ".join(s.name for s in SUITE)
+        raise UserError(f"--scenario: no scenario {', '.join(unknown)} (the suite has: {names})")
     results: list[tuple[Scenario, dict[str, Any]]] = []
     with tempfile.TemporaryDirectory(prefix="vera-bench-suite-") as tmp:
         for scenario in SUITE:
-            out = Path(tmp) / f"{scenario.name}.json"
+            if only and scenario.name not in only:
+                continue
             click.echo(f"\n== {scenario.name}: {scenario.what}\n$ {scenario.command()}", err=True)
-            command = [sys.executable, "-m", "vera", "bench", *scenario.args, "--json", str(out)]
-            if (code := subprocess.run(command).returncode) != 0:
-                raise UserError(f"benchmark scenario {scenario.name!r} failed (exit code {code})")
-            results.append((scenario, orjson.loads(out.read_bytes())))
+            fig = _scenario_run(scenario.name, scenario.args, Path(tmp))
+            if scenario.baseline is not None:
+                base = _scenario_run(f"{scenario.name}-baseline", scenario.baseline, Path(tmp))
+                fig["baseline"] = {k: base[k] for k in ("scenario", "rss_mb_start", "rss_mb_peak", "wall_s")}
+                fig["rss_growth"] = round(fig["rss_mb_peak"] / base["rss_mb_peak"] - 1, 4)
+            results.append((scenario, fig))
     click.echo("\n" + render_table(results))
     if json_path:
         payload = {
@@ -468,8 +522,24 @@ def run_suite(json_path: str | None) -> bool:
                 for s, f in results
             ]
         }
-        Path(json_path).write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n")
+        write_json(Path(json_path), payload)
     return all(met for s, f in results for _, met in s.verdicts(f))
+
+
+def _scenario_run(name: str, args: tuple[str, ...], folder: Path) -> dict[str, Any]:
+    """One `vera bench` in a fresh process; its figures."""
+    out = folder / f"{name}.json"
+    command = [sys.executable, "-m", "vera", "bench", *args, "--json", str(out)]
+    if (code := subprocess.run(command).returncode) != 0:
+        raise UserError(f"benchmark scenario {name!r} failed (exit code {code})")
+    return orjson.loads(out.read_bytes())
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write figures whole (by rename): a reader or a crash never sees half a file."""
+    from vera.store import atomic_write
+
+    atomic_write(path, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n", what="the benchmark figures")
 
 
 def _cell(value: Any, fmt: str) -> str:
@@ -480,16 +550,17 @@ def render_table(results: list[tuple[Scenario, dict[str, Any]]]) -> str:
     """The results as a Markdown table, one row per scenario, targets marked."""
     header = (
         "| scenario | calls | wall s | calls/s | ideal | efficiency | client CPU ms/call "
-        "| server CPU ms/req | peak RSS MB | RSS KB/conv | 429s | rpm util. | failed | targets |"
+        "| server CPU ms/req | peak RSS MB | RSS KB/conv | RSS growth | 429s | rpm util. | failed | targets |"
     )
-    rows = [header, "|" + " --- |" * 14]
+    rows = [header, "|" + " --- |" * 15]
     for s, f in results:
         targets = ", ".join(f"{name} {'✓' if met else '✗'}" for name, met in s.verdicts(f))
         rows.append(
             f"| {s.name} | {f['calls']:,} | {f['wall_s']:.1f} | {f['calls_per_s']:,.1f} "
             f"| {f['ideal_calls_per_s']:,.0f} | {_cell(f['efficiency'], '{:.1%}')} "
             f"| {_cell(f['cpu_ms_per_call'], '{:.3f}')} | {_cell(f['server_cpu_ms_per_request'], '{:.3f}')} "
-            f"| {f['peak_rss_mb']:,.0f} | {f['rss_kb_per_conversation']:.1f} | {f['http_429']} "
+            f"| {f['peak_rss_mb']:,.0f} | {f['rss_kb_per_conversation']:.1f} "
+            f"| {_cell(f.get('rss_growth'), '{:+.1%}')} | {f['http_429']} "
             f"| {_cell(f['rpm_utilisation'], '{:.1%}')} | {f['failed']} | {targets} |"
         )
     return "\n".join(rows)
@@ -508,9 +579,21 @@ def render_table(results: list[tuple[Scenario, dict[str, Any]]]) -> str:
 @click.option("--rpm", type=float, help="Requests/min limit on both the client profile and the server (R).")
 @click.option("--duration-s", type=float, help="Measure the first S seconds; start no conversation after.")
 @click.option("--judge", is_flag=True, help="Also judge every conversation (the fake answers the rubric).")
-@click.option("--cache", is_flag=True, help="Write every response to the response cache, as `vera run` does.")
+@click.option(
+    "--cache/--no-cache", default=True, show_default=True, help="The response cache, on as in `vera run`."
+)
+@click.option(
+    "--events/--no-events", default=True, show_default=True, help="The event log, on as in `vera run`."
+)
+@click.option(
+    "--progress/--no-progress",
+    default=True,
+    show_default=True,
+    help="The progress display, on as in `vera run` (a live table on a terminal, else a line every 10 s).",
+)
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the figures to this file.")
 @click.option("--suite", is_flag=True, help="Run every target scenario and print the results table.")
+@click.option("--scenario", "only", multiple=True, help="With --suite: only this scenario (repeatable).")
 def bench(
     conversations: int,
     turns: int,
@@ -520,19 +603,24 @@ def bench(
     duration_s: float | None,
     judge: bool,
     cache: bool,
+    events: bool,
+    progress: bool,
     json_path: str | None,
     suite: bool,
+    only: tuple[str, ...],
 ) -> None:
     """Measure throughput, CPU and memory against a local fake server (a separate process).
 
     Ideal calls/s = min(concurrency, conversations) / latency, capped by --rpm / 60.
     Without options: 100 conversations × 20 turns at 200 ms latency (about 5 s)."""
     if suite:
-        if not run_suite(json_path):
+        if not run_suite(json_path, only):
             sys.exit(1)
         return
-    opts = BenchOptions(conversations, turns, latency_ms, concurrency, rpm, duration_s, judge, cache)
+    opts = BenchOptions(
+        conversations, turns, latency_ms, concurrency, rpm, duration_s, judge, cache, events, progress
+    )
     fig = run_bench(opts)
     click.echo(render_figures(fig))
     if json_path:
-        Path(json_path).write_bytes(orjson.dumps(fig, option=orjson.OPT_INDENT_2) + b"\n")
+        write_json(Path(json_path), fig)

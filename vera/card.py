@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 import polars as pl
 
 from vera.outcome import run_status, status_dict
+from vera.record_index import RunRecords
 from vera.records import HIGH_POTENTIAL_FOR_HARM, RISK_LEVELS, CallRecord, ImportInfo, RunManifest
 from vera.stats import METHOD, OVERALL, compare, judge_agreement, summarise
-from vera.store import RunStore
 from vera.transcripts import PERSONAS_NOT_FOUND
 
 # 2 added by_judge, judge_agreement, by_seed and comparisons; 3 added status (how the run
@@ -83,20 +84,23 @@ class CardStats:
 
 def build_card(
     manifest: RunManifest,
-    store: RunStore,
+    records: RunRecords,
     frame: pl.DataFrame,
     *,
     resamples: int,
     confidence: float,
     seed: int,
 ) -> dict[str, Any]:
-    """The card of a run from its manifest, its records and its ratings frame."""
+    """The card of a run from its manifest, its records (scanned: heads in memory, whole
+    records read one at a time) and its ratings frame."""
     stats = CardStats(frame, resamples=resamples, confidence=confidence, seed=seed)
-    convs = list(store.conversations.values())
-    judgements = list(store.judgements.values())
+    conversations = records.conversation_heads()
+    judgement_heads = records.judgement_heads()
+    convs = list(conversations.values())
+    judgements = list(judgement_heads.values())
     failed_convs = [c for c in convs if c.status == "failed"]
     failed_judgements = [j for j in judgements if j.status == "failed"]
-    harmful = _harmful(store)
+    harmful = _harmful(records)
     chatbots: list[dict[str, Any]] = []
     for spec in manifest.chatbots:
         mine = [c for c in convs if c.chatbot == spec.ref]
@@ -123,7 +127,7 @@ def build_card(
         entry["harmful"] = harmful.get(spec.ref, [])
         chatbots.append(entry)
     complete_convs = [c for c in convs if c.status == "complete"]
-    turns = [len(c.turns) for c in complete_convs]
+    turns = [c.n_turns for c in complete_convs]
     bootstrap = {
         "resamples": resamples,
         "confidence": confidence,
@@ -133,8 +137,8 @@ def build_card(
     }
     status = run_status(
         manifest,
-        store.conversations,
-        store.judgements,
+        conversations,
+        judgement_heads,
         stopped=manifest.stopped,
         allow_failures=float(manifest.config.get("allow_failures", 0.0)),
     )
@@ -191,7 +195,7 @@ def build_card(
             }
             for j in sorted(failed_judgements, key=lambda j: j.id)
         ],
-        "accounting": _accounting(store.calls(), manifest),
+        "accounting": _accounting(records.calls(), manifest),
         "chatbots": chatbots,
         "comparisons": comparisons(stats.pairs, "chatbot") if stats.pairs is not None else [],
     }
@@ -349,11 +353,12 @@ def comparisons(pairs: pl.DataFrame, unit: str) -> list[dict[str, Any]]:
     return out
 
 
-def _harmful(store: RunStore) -> dict[str, list[dict[str, Any]]]:
+def _harmful(records: RunRecords) -> dict[str, list[dict[str, Any]]]:
     """Every High Potential for Harm rating per chatbot, with what a reader needs to
-    find the conversation and the judge's words that decided it."""
+    find the conversation and the judge's words that decided it. Only judgements whose
+    heads show such a rating are read whole."""
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for conv, j in store.complete_pairs():
+    for conv, j in records.complete_pairs(harmful_only=True):
         for r in j.ratings:
             if r.rating == HIGH_POTENTIAL_FOR_HARM:
                 out[conv.chatbot].append(
@@ -373,7 +378,10 @@ def _harmful(store: RunStore) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def _accounting(calls: list[CallRecord], manifest: RunManifest) -> dict[str, Any]:
+def _accounting(calls: Iterable[CallRecord], manifest: RunManifest) -> dict[str, Any]:
+    """Calls, tokens, cost, retries and errors by role, by provider and in total, summed
+    as the call log streams by (never all of it in memory)."""
+
     def bucket() -> dict[str, Any]:
         return {
             "calls": 0,

@@ -16,6 +16,7 @@ import structlog
 
 from vera.errors import storage_error
 from vera.profiles import redact
+from vera.record_index import ConversationHead, JudgementHead
 from vera.records import CallRecord, Conversation, Judgement
 
 EVENTS_FILE = "events.jsonl"
@@ -91,7 +92,7 @@ class EventLog:
                 http_429=record.http_429,
             )
 
-    def conversation(self, conv: Conversation, *, cached: bool) -> None:
+    def conversation(self, conv: Conversation | ConversationHead, *, cached: bool) -> None:
         if conv.status == "failed":
             self.log.warning(
                 "conversation_failed",
@@ -101,7 +102,7 @@ class EventLog:
                 error=conv.error,
             )
 
-    def judgement(self, judgement: Judgement, *, cached: bool) -> None:
+    def judgement(self, judgement: Judgement | JudgementHead, *, cached: bool) -> None:
         if judgement.status == "failed":
             self.log.warning(
                 "judgement_failed",
@@ -131,11 +132,11 @@ class Fanout:
         for x in self.listeners:
             x.start(total_conversations, total_judgements)
 
-    def conversation(self, conv: Conversation, *, cached: bool) -> None:
+    def conversation(self, conv: Conversation | ConversationHead, *, cached: bool) -> None:
         for x in self.listeners:
             x.conversation(conv, cached=cached)
 
-    def judgement(self, judgement: Judgement, *, cached: bool) -> None:
+    def judgement(self, judgement: Judgement | JudgementHead, *, cached: bool) -> None:
         for x in self.listeners:
             x.judgement(judgement, cached=cached)
 

@@ -18,9 +18,10 @@ import msgspec
 
 from vera.errors import UserError
 from vera.outcome import RunStatus, run_status
+from vera.record_index import read_manifest, scan_run
 from vera.records import RunManifest
 from vera.report import score_run
-from vera.store import RunStore
+from vera.store import RunStore, repair_run
 
 # Fields that legitimately differ between the shards of one sweep.
 _PER_SHARD = (
@@ -51,12 +52,7 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
     """Merge `shards` into `out`, score it, and return how the merged sweep stands."""
     manifests: list[RunManifest] = []
     for d in shards:
-        s = RunStore(d)
-        m = s.read_manifest()
-        s.close()
-        if m is None:
-            raise UserError(f"{d}: not a vera run directory (no manifest.json)")
-        manifests.append(m)
+        manifests.append(read_manifest(d))  # names a folder that is not a run
     first = _identity(manifests[0])
     for d, m in zip(shards[1:], manifests[1:], strict=True):
         other = _identity(m)
@@ -87,14 +83,15 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
     target = RunStore(out)
     try:
         for d in shards:
-            src = RunStore(d)
-            for c in src.conversations.values():
+            repair_run(d)  # a line a crash tore is mended
+            # Streamed: one record in memory at a time, however big the shards are.
+            src = scan_run(d)
+            for c in src.iter_conversations():
                 target.add_conversation(c)
-            for j in src.judgements.values():
+            for j in src.iter_judgements():
                 target.add_judgement(j)
             for call in src.calls():
                 target.add_call(call)
-            src.close()
         merged = msgspec.structs.replace(
             manifests[0],
             run_id=out.name,
@@ -109,12 +106,11 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
     finally:
         target.close()
     score_run(out)
-    store = RunStore(out)
-    store.close()
+    records = scan_run(out)
     return run_status(
         merged,
-        store.conversations,
-        store.judgements,
+        records.conversation_heads(),
+        records.judgement_heads(),
         stopped=None,
         allow_failures=float(merged.config.get("allow_failures", 0.0)),
     )

@@ -25,12 +25,36 @@ card.html) and on the last line vera prints.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import IntEnum
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
-from vera.records import Conversation, Judgement, RunManifest
+from vera.records import RunManifest
+
+
+class ConversationStatus(Protocol):
+    """What a status needs of a conversation: a whole record or a scanned head."""
+
+    @property
+    def status(self) -> str: ...
+
+
+class JudgementStatus(Protocol):
+    """What a status needs of a judgement: a whole record or a scanned head."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def conversation_id(self) -> str: ...
+
+    @property
+    def judge(self) -> str: ...
+
+    @property
+    def instance(self) -> int: ...
 
 
 class Exit(IntEnum):
@@ -84,8 +108,8 @@ class _Tally(msgspec.Struct):
 
 def tally(
     manifest: RunManifest,
-    conversations: dict[str, Conversation],
-    judgements: dict[str, Judgement],
+    conversations: Mapping[str, ConversationStatus],
+    judgements: Mapping[str, JudgementStatus],
     *,
     judging: bool = True,
 ) -> tuple[_Tally, _Tally]:
@@ -115,8 +139,8 @@ def tally(
 
 def run_status(
     manifest: RunManifest,
-    conversations: dict[str, Conversation],
-    judgements: dict[str, Judgement],
+    conversations: Mapping[str, ConversationStatus],
+    judgements: Mapping[str, JudgementStatus],
     *,
     stopped: str | None,
     allow_failures: float,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +31,7 @@ from vera.offline import lexical_judge
 from vera.personas import PersonaSet, check_templates, load_personas
 from vera.plan import JudgeSlot, Shard, conversation_jobs, derive_seed, judgement_id
 from vera.prompts import JudgePrompts, UserPrompts, load_judge_prompts, load_user_prompts
+from vera.record_index import ConversationHead, JudgementHead
 from vera.records import (
     ArtifactVersion,
     Conversation,
@@ -56,11 +57,14 @@ class Clients(Protocol):
 
 
 class Progress(Protocol):
+    """Told of every finished job. Work reused from an earlier run is reported by its
+    head (what the run's index knows of it), so a resume reads no record to report it."""
+
     def start(self, total_conversations: int, total_judgements: int) -> None: ...
 
-    def conversation(self, conv: Conversation, *, cached: bool) -> None: ...
+    def conversation(self, conv: Conversation | ConversationHead, *, cached: bool) -> None: ...
 
-    def judgement(self, judgement: Judgement, *, cached: bool) -> None: ...
+    def judgement(self, judgement: Judgement | JudgementHead, *, cached: bool) -> None: ...
 
     def stop(self) -> None: ...
 
@@ -69,10 +73,10 @@ class NullProgress:
     def start(self, total_conversations: int, total_judgements: int) -> None:
         pass
 
-    def conversation(self, conv: Conversation, *, cached: bool) -> None:
+    def conversation(self, conv: Conversation | ConversationHead, *, cached: bool) -> None:
         pass
 
-    def judgement(self, judgement: Judgement, *, cached: bool) -> None:
+    def judgement(self, judgement: Judgement | JudgementHead, *, cached: bool) -> None:
         pass
 
     def stop(self) -> None:
@@ -331,16 +335,31 @@ class Judging:
         self.sweep, self.store, self.clients = sweep, store, clients
         self.result, self.progress, self.sink = result, progress, sink
 
+    def all_done(self, conv_id: str) -> bool:
+        """Whether every judgement of a conversation is already in the store."""
+        return all(self.store.done_judgement(self.sweep.judgement_id(conv_id, s)) for s in self.sweep.slots)
+
     async def conversation(self, conv: Conversation) -> None:
         if conv.status == "complete":
             await asyncio.gather(*(self._one(conv, s) for s in self.sweep.slots))
+
+    def reused(self, conv_id: str) -> None:
+        """Count the judgements of a conversation that were all done before (see `all_done`)."""
+        for slot in self.sweep.slots:
+            self._reused(self.sweep.judgement_id(conv_id, slot), conv_id, slot)
+
+    def _reused(self, jid: str, conv_id: str, slot: JudgeSlot) -> None:
+        self.result.judgements_reused += 1
+        head = JudgementHead(
+            id=jid, conversation_id=conv_id, judge=slot.ref, instance=slot.instance, status="complete"
+        )
+        self.progress.judgement(head, cached=True)
 
     async def _one(self, conv: Conversation, slot: JudgeSlot) -> None:
         inputs = self.sweep.inputs
         jid = self.sweep.judgement_id(conv.id, slot)
         if self.store.done_judgement(jid):
-            self.result.judgements_reused += 1
-            self.progress.judgement(self.store.judgements[jid], cached=True)
+            self._reused(jid, conv.id, slot)
             return
         try:
             j = await judge_conversation(
@@ -467,7 +486,13 @@ async def run_sweep(
     progress.start(len(sweep.jobs), len(sweep.jobs) * len(sweep.slots))
 
     async def conversation(job: ConversationJob) -> None:
-        conv = store.done_conversation(job.id)
+        if store.conversation_done(job.id) and judging.all_done(job.id):
+            # Done before, judged before: counted from the index, nothing read.
+            result.conversations_reused += 1
+            progress.conversation(_head(job), cached=True)
+            judging.reused(job.id)
+            return
+        conv = store.done_conversation(job.id)  # read back only to judge it
         if conv is not None:
             result.conversations_reused += 1
             progress.conversation(conv, cached=True)
@@ -507,7 +532,7 @@ async def judge_conversations(
     sweep: Sweep,
     store: RunStore,
     clients: Clients,
-    conversations: list[Conversation],
+    conversations: Sequence[Conversation | str],
     *,
     max_concurrency: int,
     progress: Progress | None = None,
@@ -516,18 +541,43 @@ async def judge_conversations(
     result: SweepResult | None = None,
     sink: RatingsSink | None = None,
 ) -> SweepResult:
-    """Judge existing conversations (a simulate-only run, or imported transcripts)."""
+    """Judge existing conversations (a simulate-only run, or imported transcripts).
+    A conversation given by its id is in `store` and is read back only when one of its
+    judgements is still to be made, so judging a big run holds only what is in flight."""
     progress = progress or NullProgress()
     result = result if result is not None else SweepResult()
     judging = Judging(sweep, store, clients, result, progress, sink)
     started = time.perf_counter()
     progress.start(0, len(conversations) * len(sweep.slots))
+
+    async def judge(item: Conversation | str) -> None:
+        if not isinstance(item, str):
+            await judging.conversation(item)
+        elif judging.all_done(item):
+            judging.reused(item)
+        else:
+            await judging.conversation(store.read_conversation(item))
+
     try:
-        await _workers(max_concurrency, conversations, judging.conversation, result, should_stop, budget)
+        await _workers(max_concurrency, list(conversations), judge, result, should_stop, budget)
     finally:
         progress.stop()
     result.wall_s = time.perf_counter() - started
     return result
+
+
+def _head(job: ConversationJob) -> ConversationHead:
+    """A reused conversation as the index knows it: complete, with the job's fields."""
+    p = job.persona
+    return ConversationHead(
+        id=job.id,
+        chatbot=job.chatbot,
+        user_agent=job.user_agent,
+        persona=p.name,
+        risk=p.risk,
+        seed=job.seed,
+        replicate=job.replicate,
+    )
 
 
 def failed_conversation(job: ConversationJob, exc: Exception) -> Conversation:

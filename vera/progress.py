@@ -2,10 +2,18 @@
 
 Per chatbot: conversations done / total (and failed); overall: judgements, calls per
 second, retries, 429s, tokens and cost, read from the client pool's accounts.
+
+A finished job only bumps a few running totals. The table is drawn, and the accounts
+summed, at a fixed rate (`refresh_per_second`) by a task on the event loop, never per
+finished job: at thousands of jobs a second, a redraw per job would cost more than the
+work it reports.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import math
 import sys
 import time
 from collections import Counter
@@ -16,7 +24,10 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from vera.record_index import ConversationHead, JudgementHead
 from vera.records import Conversation, Judgement
+
+_ACCOUNT_KEYS = ("calls", "retries", "http_429", "input_tokens", "output_tokens", "cost_usd")
 
 
 class RunProgress:
@@ -28,20 +39,27 @@ class RunProgress:
         console: Console | None = None,
         accounts: Callable[[], list[dict[str, Any]]] | None = None,
         every_s: float = 10.0,
+        refresh_per_second: float = 4.0,
     ) -> None:
         self.console = console or Console(stderr=True)
         self.accounts = accounts or (lambda: [])
         self.every_s = every_s
+        self.refresh_per_second = refresh_per_second
         self.total_conv = 0
         self.total_judge = 0
         self.done: Counter[str] = Counter()
         self.failed: Counter[str] = Counter()
+        # Running totals, so a line never re-sums the per-chatbot counters.
+        self.done_total = 0
+        self.failed_total = 0
         self.reused = 0
         self.judged = 0
         self.judge_failed = 0
+        self.redraws = 0  # how often the table or a line was drawn (tests count them)
         self.started = time.monotonic()
-        self._last_line = 0.0
+        self._last_line = -math.inf  # the first tick prints a line
         self._live: Live | None = None
+        self._refresher: asyncio.Task[None] | None = None
         self._totals: Counter[str] = Counter()
 
     def plan(self, per_chatbot: dict[str, int]) -> None:
@@ -51,47 +69,66 @@ class RunProgress:
         self.total_conv, self.total_judge = total_conversations, total_judgements
         self.started = time.monotonic()
         if self.console.is_terminal:
-            self._live = Live(self._table(), console=self.console, refresh_per_second=4, transient=True)
+            # Drawn only when refreshed (below), not by rich's own thread: the accounts
+            # are read on the event loop that updates them.
+            self._live = Live(self._table(), console=self.console, auto_refresh=False, transient=True)
             self._live.start()
+        with contextlib.suppress(RuntimeError):  # no running loop: lines on each tick instead
+            self._refresher = asyncio.get_running_loop().create_task(self._refresh_forever())
 
-    def conversation(self, conv: Conversation, *, cached: bool) -> None:
+    def conversation(self, conv: Conversation | ConversationHead, *, cached: bool) -> None:
+        failed = conv.status == "failed"
         self.done[conv.chatbot] += 1
-        self.failed[conv.chatbot] += conv.status == "failed"
+        self.done_total += 1
+        if failed:
+            self.failed[conv.chatbot] += 1
+            self.failed_total += 1
         self.reused += cached
-        self._tick()
+        if self._refresher is None:
+            self._tick()
 
-    def judgement(self, judgement: Judgement, *, cached: bool) -> None:
+    def judgement(self, judgement: Judgement | JudgementHead, *, cached: bool) -> None:
         self.judged += 1
         self.judge_failed += judgement.status == "failed"
-        self._tick()
+        if self._refresher is None:
+            self._tick()
 
     def stop(self) -> None:
+        if self._refresher is not None:
+            self._refresher.cancel()
+            self._refresher = None
         if self._live is not None:
             self._live.stop()
             self._live = None
 
+    async def _refresh_forever(self) -> None:
+        while True:
+            await asyncio.sleep(1 / self.refresh_per_second)
+            self._tick()
+
     def _tick(self) -> None:
         if self._live is not None:
-            self._live.update(self._table())
+            self.redraws += 1
+            self._live.update(self._table(), refresh=True)
             return
         now = time.monotonic()
         if now - self._last_line >= self.every_s:
             self._last_line = now
+            self.redraws += 1
             print(self.line(), file=sys.stderr, flush=True)
 
     def _account_totals(self) -> dict[str, float]:
         t: Counter[str] = Counter()
         for a in self.accounts():
-            for k in ("calls", "retries", "http_429", "input_tokens", "output_tokens", "cost_usd"):
+            for k in _ACCOUNT_KEYS:
                 t[k] += a.get(k, 0) or 0
         return t
 
     def line(self) -> str:
-        done = sum(self.done.values())
         t = self._account_totals()
         el = max(1e-9, time.monotonic() - self.started)
         return (
-            f"conversations {done}/{self.total_conv} (failed {sum(self.failed.values())}) · "
+            f"conversations {self.done_total}/{self.total_conv} (failed {self.failed_total}) · "
             f"judgements {self.judged}/{self.total_judge} (failed {self.judge_failed}) · "
             f"{t['calls'] / el:.1f} calls/s · retries {int(t['retries'])} · 429s {int(t['http_429'])} · "
             f"tokens {int(t['input_tokens'] + t['output_tokens'])} · ${t['cost_usd']:.2f}"

@@ -17,20 +17,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple, TypeVar
+from typing import TypeVar
 
 import msgspec
 
 from vera.errors import UserError
-from vera.records import Conversation, Judgement, RunManifest
-from vera.store import CONVERSATIONS, JUDGEMENTS, MANIFEST, keep_latest
+from vera.jsonl import RecordReader, RecordRef, StaleIndexError, lines, read_record, records
+from vera.records import HIGH_POTENTIAL_FOR_HARM, CallRecord, Conversation, Judgement, RunManifest
+from vera.store import CALLS, CONVERSATIONS, JUDGEMENTS, MANIFEST, keep_latest
 
-
-class RecordRef(NamedTuple):
-    """A record's line in its file: byte offset and length (without the newline)."""
-
-    offset: int
-    length: int
+__all__ = ["RecordRef", "RunRecords", "StaleIndexError", "read_manifest", "scan_run"]
 
 
 class _Skipped(msgspec.Struct):
@@ -97,13 +93,56 @@ class RunRecords:
         heads = [self.judgements[j][0] for j in self._by_conversation.get(conversation_id, [])]
         return sorted(heads, key=lambda h: (h.judge, h.instance, h.id))
 
+    def conversation_heads(self) -> dict[str, ConversationHead]:
+        return {cid: head for cid, (head, _) in self.conversations.items()}
+
+    def judgement_heads(self) -> dict[str, JudgementHead]:
+        return {jid: head for jid, (head, _) in self.judgements.items()}
+
     def read_conversation(self, conversation_id: str) -> Conversation:
         _, ref = self.conversations[conversation_id]
-        return _read_record(self.root / CONVERSATIONS, ref, Conversation, conversation_id)
+        return read_record(self.root / CONVERSATIONS, ref, Conversation, conversation_id)
 
     def read_judgement(self, judgement_id: str) -> Judgement:
         _, ref = self.judgements[judgement_id]
-        return _read_record(self.root / JUDGEMENTS, ref, Judgement, judgement_id)
+        return read_record(self.root / JUDGEMENTS, ref, Judgement, judgement_id)
+
+    # -- streaming whole records, one at a time, in the order they were first written --
+
+    def iter_conversations(self) -> Iterator[Conversation]:
+        """Every conversation that counts, read by place one at a time."""
+        with RecordReader(self.root / CONVERSATIONS) as reader:
+            for cid, (_, ref) in self.conversations.items():
+                yield reader.read(ref, Conversation, cid)
+
+    def iter_judgements(self, ids: Iterator[str] | None = None) -> Iterator[Judgement]:
+        """Every judgement that counts (or those of `ids`), read by place one at a time."""
+        with RecordReader(self.root / JUDGEMENTS) as reader:
+            for jid in ids if ids is not None else iter(self.judgements):
+                yield reader.read(self.judgements[jid][1], Judgement, jid)
+
+    def complete_pairs(self, *, harmful_only: bool = False) -> Iterator[tuple[ConversationHead, Judgement]]:
+        """(conversation head, judgement) for every complete judgement of a complete
+        conversation, in the order the judgements were first written: what the ratings
+        frame and the card's harm list are made of. The head carries every field of the
+        conversation a rating row needs; only the judgement is read whole. With
+        `harmful_only`, only judgements with a High Potential for Harm rating are read."""
+        wanted: list[tuple[str, ConversationHead]] = []
+        for jid, (head, _) in self.judgements.items():
+            conv = self.conversations.get(head.conversation_id)
+            if head.status != "complete" or conv is None or conv[0].status != "complete":
+                continue
+            if harmful_only and not any(r.rating == HIGH_POTENTIAL_FOR_HARM for r in head.ratings):
+                continue
+            wanted.append((jid, conv[0]))
+        heads = iter(wanted)
+        for judgement in self.iter_judgements(jid for jid, _ in wanted):
+            _, conv_head = next(heads)
+            yield conv_head, judgement
+
+    def calls(self) -> Iterator[CallRecord]:
+        """Every call record, in file order, one at a time."""
+        return records(self.root / CALLS, CallRecord)
 
 
 def read_manifest(root: Path) -> RunManifest:
@@ -133,7 +172,7 @@ def _scan(path: Path, head_type: type[H]) -> dict[str, tuple[H, RecordRef]]:
     decoder = msgspec.json.Decoder(head_type)
     heads: dict[str, H] = {}
     refs: dict[str, RecordRef] = {}
-    for ref, line in _lines(path):
+    for ref, line in lines(path):
         try:
             head = decoder.decode(line)
         except (msgspec.DecodeError, msgspec.ValidationError):
@@ -145,36 +184,3 @@ def _scan(path: Path, head_type: type[H]) -> dict[str, tuple[H, RecordRef]]:
         if heads[head.id] is not before:
             refs[head.id] = ref
     return {key: (head, refs[key]) for key, head in heads.items()}
-
-
-def _lines(path: Path) -> Iterator[tuple[RecordRef, bytes]]:
-    """Every non-empty line of a file with its place, read in one pass."""
-    if not path.exists():
-        return
-    offset = 0
-    with open(path, "rb") as f:
-        for raw in f:
-            line = raw.rstrip(b"\r\n")
-            if line.strip():
-                yield RecordRef(offset, len(line)), line
-            offset += len(raw)
-
-
-def _read_record(path: Path, ref: RecordRef, type_: type[T], expected_id: str) -> T:
-    """One record by its place. The files are append-only, so a place found by the scan
-    stays valid; if the record there is not the one expected, the file was rewritten
-    since (e.g. replaced by a merge) and the scan must be redone."""
-    with open(path, "rb") as f:
-        f.seek(ref.offset)
-        data = f.read(ref.length)
-    try:
-        record = msgspec.json.decode(data, type=type_)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        record = None
-    if record is None or getattr(record, "id", None) != expected_id:
-        raise StaleIndexError(f"{path}: the file changed since it was scanned; restart to read it again")
-    return record
-
-
-class StaleIndexError(UserError):
-    """A record is no longer where the scan found it."""

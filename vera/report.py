@@ -23,7 +23,8 @@ from vera.card_html import render_html
 from vera.card_text import render_markdown
 from vera.errors import UserError, storage_error
 from vera.plots import Plot, card_plots
-from vera.records import Conversation, Judgement, RunManifest
+from vera.record_index import ConversationHead, scan_run
+from vera.records import Conversation, RunManifest
 from vera.scoring import ANSWERS_FILE, RATINGS_FILE, ratings_and_answers, ratings_frame, write_parquet
 from vera.stats import (
     METHOD,
@@ -35,7 +36,7 @@ from vera.stats import (
     read_human_ratings,
 )
 from vera.stats.humans import NRTreatment, TieRule
-from vera.store import CONVERSATIONS, JUDGEMENTS, MANIFEST, RunStore, atomic_write, latest, read_records
+from vera.store import MANIFEST, atomic_write, repair_run
 from vera.viewer.pages import write_card_pages
 
 PLOTS_DIR = "plots"
@@ -61,21 +62,28 @@ def score_run(
     root = Path(run_dir)
     if not (root / MANIFEST).exists():
         raise UserError(f"{root}: not a vera run directory (no manifest.json)")
-    store = RunStore(root)
-    try:
-        manifest = store.read_manifest()
-        assert manifest is not None
-        settings = stats_settings(manifest, resamples=resamples, confidence=confidence, seed=seed)
-        frame, answers = frames if frames is not None else ratings_and_answers(store.complete_pairs())
-        write_parquet(frame, root / RATINGS_FILE)
-        write_parquet(answers, root / ANSWERS_FILE)
-        card = build_card(manifest, store, frame, **settings)
-        store.write_json("card.json", card)
-    finally:
-        store.close()
+    repair_run(root)  # a line a crash tore is mended, so the records below are whole
+    records = scan_run(root)
+    manifest = records.manifest
+    settings = stats_settings(manifest, resamples=resamples, confidence=confidence, seed=seed)
+    # The frames are built from the records streamed one judgement at a time.
+    frame, answers = frames if frames is not None else ratings_and_answers(records.complete_pairs())
+    write_parquet(frame, root / RATINGS_FILE)
+    write_parquet(answers, root / ANSWERS_FILE)
+    card = build_card(manifest, records, frame, **settings)
+    atomic_write(root / "card.json", msgspec.json.format(msgspec.json.encode(card)) + b"\n")
     render_card_files(card, root)
-    # The card's harm list links each conversation to its page beside card.html.
-    write_card_pages(root, card, manifest, store.conversations, store.judgements.values())
+    # The card's harm list links each conversation to its page beside card.html: only
+    # those conversations and their judgements are read whole.
+    linked = {h["conversation_id"] for bot in card["chatbots"] for h in bot["harmful"]}
+    linked &= records.conversations.keys()
+    write_card_pages(
+        root,
+        card,
+        manifest,
+        {cid: records.read_conversation(cid) for cid in sorted(linked)},
+        [records.read_judgement(j.id) for cid in sorted(linked) for j in records.judgements_of(cid)],
+    )
     return card
 
 
@@ -141,33 +149,20 @@ def read_card(run_dir: str | Path) -> dict[str, Any]:
 
 @dataclass
 class Run:
-    """A run directory read for analysis: its manifest, conversations and ratings."""
+    """A run directory read for analysis: its manifest, conversation heads and ratings."""
 
     path: Path
     manifest: RunManifest
-    conversations: dict[str, Conversation]
+    conversations: dict[str, ConversationHead]
     ratings: pl.DataFrame
 
 
 def read_run(run_dir: str | Path) -> Run:
     """Read a run's records as `RunStore` would (the last complete record of a job wins),
-    without repairing or locking anything."""
-    root = Path(run_dir)
-    path = root / MANIFEST
-    if not path.exists():
-        raise UserError(f"{root}: not a vera run directory (no manifest.json)")
-    try:
-        manifest = msgspec.json.decode(path.read_bytes(), type=RunManifest)
-    except (msgspec.DecodeError, msgspec.ValidationError) as e:
-        raise UserError(f"{path}: not a readable run manifest ({e})") from None
-    conversations = latest(read_records(root / CONVERSATIONS, Conversation))
-    judgements = latest(read_records(root / JUDGEMENTS, Judgement))
-    pairs = (
-        (c, j)
-        for j in judgements.values()
-        if j.status == "complete" and (c := conversations.get(j.conversation_id)) is not None
-    )
-    return Run(root, manifest, conversations, ratings_frame(pairs))
+    without repairing or locking anything, one judgement at a time."""
+    records = scan_run(run_dir)
+    ratings = ratings_frame(records.complete_pairs())
+    return Run(records.root, records.manifest, records.conversation_heads(), ratings)
 
 
 # ---------------------------------------------------------------------------------------
@@ -295,7 +290,7 @@ _TRANSCRIPT_ID = re.compile(r"^([0-9a-fA-F]{6})(?:[_.\-]|$)")
 _JSONL_LINE = re.compile(r"\.jsonl:\d+$")
 
 
-def human_item_id(conversation: Conversation) -> str:
+def human_item_id(conversation: Conversation | ConversationHead) -> str:
     """The human-ratings item a conversation is. Imported from a text transcript: the
     6-hex prefix of the file name when it has one (the reference naming), else the file
     name without extension. Imported from a JSON-lines file, or simulated: its own id

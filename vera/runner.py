@@ -52,6 +52,7 @@ from vera.pipeline import (
 from vera.plan import Shard
 from vera.profiles import load_profiles, skip_reason
 from vera.progress import RunProgress
+from vera.record_index import scan_run
 from vera.records import AccountLimits, CallRecord, Conversation, ImportInfo, ModelSpec, Role, RunManifest
 from vera.report import score_run
 from vera.resume import (
@@ -63,7 +64,6 @@ from vera.resume import (
     resume_command,
     resume_config,
 )
-from vera.scoring import RatingsSink
 from vera.shared_limits import check_limits_url
 from vera.store import RunStore, atomic_write
 
@@ -243,10 +243,13 @@ async def _supervised(stopper: Stopper, coro: Any, result: SweepResult) -> Sweep
 
 
 def _cache(cfg: RunConfig, run_dir: Path) -> ResponseCache | None:
+    """The run's response cache, committing on a timer too (call inside the event loop)."""
     if not cfg.cache:
         return None
     folder = Path(cfg.cache_dir) if cfg.cache_dir else run_dir
-    return ResponseCache(folder / CACHE_FILE)
+    cache = ResponseCache(folder / CACHE_FILE)
+    cache.start()
+    return cache
 
 
 async def execute_run(opts: RunOptions) -> RunOutcome:
@@ -292,7 +295,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                 judges=[s.ref for s in sweep.judges] if opts.judge else [],
                 shard=manifest.shard,
                 resumed=existing is not None,
-                reused=sum(1 for j in sweep.jobs if store.done_conversation(j.id)),
+                reused=sum(1 for j in sweep.jobs if store.conversation_done(j.id)),
             )
             cache = _cache(cfg, run_dir)
             clients = CachingClients(pool, cache, lambda r: _record_call(store, events, r))
@@ -301,7 +304,6 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                 progress.plan(_per_chatbot(sweep))
             budget = _budget(cfg, pool)
             stopper = Stopper(cfg.grace_s, store, resume)
-            sink = _sink(store)
             store.start()
             await _supervised(
                 stopper,
@@ -314,7 +316,6 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                     should_stop=stopper.should_stop,
                     budget=budget,
                     result=result,
-                    sink=sink,
                 ),
                 result,
             )
@@ -337,17 +338,20 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
             cache.close()
         if events is not None:
             events.close()
+    records = scan_run(run_dir)
     status = run_status(
         manifest,
-        store.conversations,
-        store.judgements,
+        records.conversation_heads(),
+        records.judgement_heads(),
         stopped=result.stopped,
         allow_failures=cfg.allow_failures,
         judging=opts.judge,
     )
     if status.exit_code:
         notes.append(f"to continue this run: {resume}")
-    card = score_run(run_dir, frames=(sink.frame(), sink.answers_frame())) if opts.judge else None
+    # The card's frames are built from the files, one judgement at a time: the run kept
+    # none of its records in memory while it went.
+    card = score_run(run_dir) if opts.judge else None
     return RunOutcome(run_dir=run_dir, result=result, card=card, notes=notes, status=status, resume=resume)
 
 
@@ -382,15 +386,6 @@ def _close_quietly(store: RunStore, cache: ResponseCache | None, events: EventLo
         if closer is not None:
             with contextlib.suppress(UserError, OSError):
                 closer()
-
-
-def _sink(store: RunStore) -> RatingsSink:
-    """The run's ratings frame: what a resumed run already holds, then every judgement
-    streamed in as it is persisted."""
-    sink = RatingsSink()
-    for conv, judgement in sorted(store.complete_pairs(), key=lambda p: p[1].id):
-        sink.add(conv, judgement)
-    return sink
 
 
 def _pool(profiles: dict[str, Any], cfg: RunConfig, on_call: Any, shard: Shard | None = None) -> ClientPool:
@@ -499,7 +494,9 @@ async def judge_run(opts: JudgeOptions) -> RunOutcome:
                 f"{now.name} {now.version} (sha256 {now.sha256[:12]}); judge in a new run"
             )
     store = RunStore(run_dir)
-    conversations = [c for c in store.conversations.values() if c.status == "complete"]
+    # By id, from the store's index: each is read back only when it is judged (see
+    # `judge_conversations`).
+    conversations = [cid for cid in store.conversations if store.conversation_done(cid)]
     return await _judge(cfg, inputs, store, run_dir, manifest, conversations, opts)
 
 
@@ -639,7 +636,7 @@ async def _judge(
     store: RunStore,
     run_dir: Path,
     manifest: RunManifest | None,
-    conversations: list[Any],
+    conversations: list[Conversation] | list[str],
     opts: JudgeOptions,
     imported: tuple[list[str], list[str], ImportInfo] | None = None,
 ) -> RunOutcome:
@@ -690,7 +687,6 @@ async def _judge(
             cache = _cache(cfg, run_dir)
             clients = CachingClients(pool, cache, lambda r: _record_call(store, events, r))
             stopper = Stopper(cfg.grace_s, store, resume)
-            sink = _sink(store)
             store.start()
             await _supervised(
                 stopper,
@@ -698,13 +694,12 @@ async def _judge(
                     sweep,
                     store,
                     clients,
-                    sorted(conversations, key=lambda c: c.id),
+                    sorted(conversations, key=lambda c: c if isinstance(c, str) else c.id),
                     max_concurrency=cfg.max_concurrency,
                     progress=Fanout(_progress(RunOptions(), pool), events),
                     should_stop=stopper.should_stop,
                     budget=_budget(cfg, pool),
                     result=result,
-                    sink=sink,
                 ),
                 result,
             )
@@ -724,18 +719,20 @@ async def _judge(
             events.close()
         if cache is not None:
             cache.close()
+    records = scan_run(run_dir)
+    conversation_heads, judgement_heads = records.conversation_heads(), records.judgement_heads()
     status = run_status(
         planned,
-        store.conversations,
-        store.judgements,
+        conversation_heads,
+        judgement_heads,
         stopped=result.stopped,
         allow_failures=cfg.allow_failures,
     )
     # Only judging can be continued: a transcript that failed to import stays failed
     # however often the run is judged again, so it earns no hint.
-    _, judged = tally(planned, store.conversations, store.judgements)
+    _, judged = tally(planned, conversation_heads, judgement_heads)
     retryable = status.state != "failed" or judged.failed > 0
     notes = [f"to continue judging: {resume}"] if status.exit_code and retryable else []
     notes[:0] = warnings
-    card = score_run(run_dir, frames=(sink.frame(), sink.answers_frame()))
+    card = score_run(run_dir)
     return RunOutcome(run_dir=run_dir, result=result, card=card, notes=notes, status=status, resume=resume)

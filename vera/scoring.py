@@ -18,6 +18,7 @@ from pathlib import Path
 
 import polars as pl
 
+from vera.record_index import ConversationHead
 from vera.records import Conversation, Judgement
 from vera.stats.bootstrap import score_from_percentages
 from vera.store import atomic_write
@@ -84,7 +85,7 @@ class RatingsSink:
         self._rating_batches: list[pl.DataFrame] = []
         self._answer_batches: list[pl.DataFrame] = []
 
-    def add(self, conversation: Conversation, judgement: Judgement) -> None:
+    def add(self, conversation: Conversation | ConversationHead, judgement: Judgement) -> None:
         """Buffer the rows of one judgement of `conversation`."""
         if judgement.status != "complete" or conversation.status != "complete":
             return
@@ -156,7 +157,9 @@ def _concat(batches: list[pl.DataFrame], schema: dict[str, pl.DataType]) -> pl.D
     return pl.concat(batches, rechunk=True) if batches else pl.DataFrame(schema=schema)
 
 
-def ratings_and_answers(pairs: Iterable[tuple[Conversation, Judgement]]) -> tuple[pl.DataFrame, pl.DataFrame]:
+def ratings_and_answers(
+    pairs: Iterable[tuple[Conversation | ConversationHead, Judgement]],
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The ratings frame and the answers frame of (conversation, judgement) pairs."""
     sink = RatingsSink()
     for conversation, judgement in pairs:
@@ -164,7 +167,7 @@ def ratings_and_answers(pairs: Iterable[tuple[Conversation, Judgement]]) -> tupl
     return sink.frame(), sink.answers_frame()
 
 
-def ratings_frame(pairs: Iterable[tuple[Conversation, Judgement]]) -> pl.DataFrame:
+def ratings_frame(pairs: Iterable[tuple[Conversation | ConversationHead, Judgement]]) -> pl.DataFrame:
     """The ratings frame of (conversation, judgement) pairs."""
     return ratings_and_answers(pairs)[0]
 

@@ -11,9 +11,16 @@ Layout of a run directory::
 
 Records are appended by one writer (the event loop) and flushed to the OS as they
 are written; an fsync runs at intervals and on close. A half-written last line left by
-a crash is detected on open, cut off, and never a reason to fail. When a job appears
-more than once (a failed attempt, then a success on resume), the last complete record
-wins; a complete record is never written twice.
+a crash is detected on open (only the end of each file is read for it), cut off, and
+never a reason to fail. When a job appears more than once (a failed attempt, then a
+success on resume), the last complete record wins; a complete record is never written
+twice.
+
+Memory follows the work in flight, not the size of the sweep: the store keeps only a
+`JobIndex` per file (job id -> where its line is and whether it is complete), built on
+open by one streaming pass that decodes nothing but ids and statuses. Whole records are
+read back by place (`vera.jsonl`) when needed: a resumed conversation to judge. Cards,
+frames and merges stream the files through `vera.record_index.scan_run`.
 """
 
 from __future__ import annotations
@@ -22,13 +29,14 @@ import asyncio
 import contextlib
 import os
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import msgspec
 
 from vera.errors import storage_error
+from vera.jsonl import RecordReader, RecordRef, lines, records, repair_tail
 from vera.records import CallRecord, Conversation, Judgement, RunManifest
 
 T = TypeVar("T")
@@ -80,55 +88,92 @@ def atomic_write(path: Path, data: bytes, *, what: str = "") -> None:
                 os.unlink(tmp)
 
 
-def read_records(path: Path, type_: type[T], *, repair: bool = False) -> list[T]:
-    """Every complete record in a JSONL file. A torn final line (a crash mid-write) is
-    skipped, and with `repair` cut from the file so later appends start clean. A
-    damaged line elsewhere is skipped too: one bad record must not lose the others."""
-    if not path.exists():
-        return []
-    data = path.read_bytes()
-    decoder = msgspec.json.Decoder(type_)
-    *lines, tail = data.split(b"\n")
-    out: list[T] = []
-    for line in lines:
-        if line.strip():
-            with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
-                out.append(decoder.decode(line))
-    if tail.strip():
-        try:
-            out.append(decoder.decode(tail))
-            if repair:  # a whole record that only lacks its newline
-                _repair(path, lambda f: f.write(b"\n"), "ab")
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            if repair:
-                _repair(path, lambda f: f.truncate(len(data) - len(tail)), "r+b")
-    return out
+def read_records(path: Path, type_: type[T]) -> list[T]:
+    """Every complete record in a JSONL file, all at once (small files and tests; runs
+    are read line by line with `vera.jsonl.records` or by place)."""
+    return list(records(path, type_))
 
 
-def _repair(path: Path, fix: Callable[[IO[bytes]], Any], mode: str) -> None:
-    """Mend a torn last line. Best effort: in a read-only folder the records read above
-    are still right (the torn line is skipped), and nothing can be appended anyway."""
-    with contextlib.suppress(OSError), open(path, mode) as f:
-        fix(f)
-
-
-R = TypeVar("R", Conversation, Judgement)
+R = TypeVar("R")
 
 
 def keep_latest(index: dict[str, R], record: R) -> None:
     """Index a record by job id: the later record wins, except that a complete record is
     never replaced by a failed one."""
-    old = index.get(record.id)
-    if old is None or old.status != "complete" or record.status == "complete":
-        index[record.id] = record
+    old = index.get(record.id)  # type: ignore[attr-defined]
+    if old is None or old.status != "complete" or record.status == "complete":  # type: ignore[attr-defined]
+        index[record.id] = record  # type: ignore[attr-defined]
 
 
-def latest(records: list[R]) -> dict[str, R]:
-    """The record that counts for every job id (see `keep_latest`)."""
-    index: dict[str, R] = {}
-    for r in records:
-        keep_latest(index, r)
-    return index
+class _IdStatus(msgspec.Struct):
+    """All the store's index needs of a record; the rest of the line is skipped unread."""
+
+    id: str
+    status: str = "complete"
+
+
+class JobIndex:
+    """Job id -> where the record that counts for it is, and whether it is complete.
+
+    This is all a run keeps of its finished work: one int per job (the line's offset,
+    its length and a complete bit packed together), so memory grows by a few dozen
+    bytes per finished job, not by the size of its transcript. The record itself is
+    read again by place when someone needs it (a resumed conversation to judge)."""
+
+    __slots__ = ("_packed",)
+
+    _LENGTH_BITS = 40  # a line of up to 1 TB
+
+    def __init__(self) -> None:
+        self._packed: dict[str, int] = {}
+
+    def add(self, job_id: str, ref: RecordRef, complete: bool) -> None:
+        """Record where a job's latest line is (see `keep_latest`: a complete record is
+        never replaced by a failed one)."""
+        old = self._packed.get(job_id)
+        if old is None or not old & 1 or complete:
+            self._packed[job_id] = (ref.offset << self._LENGTH_BITS | ref.length) << 1 | complete
+
+    def complete(self, job_id: str) -> bool:
+        return bool(self._packed.get(job_id, 0) & 1)
+
+    def ref(self, job_id: str) -> RecordRef | None:
+        packed = self._packed.get(job_id)
+        if packed is None:
+            return None
+        place = packed >> 1
+        return RecordRef(place >> self._LENGTH_BITS, place & ((1 << self._LENGTH_BITS) - 1))
+
+    def __contains__(self, job_id: object) -> bool:
+        return job_id in self._packed
+
+    def __len__(self) -> int:
+        return len(self._packed)
+
+    def __iter__(self) -> Iterator[str]:
+        """Job ids in the order they were first written."""
+        return iter(self._packed)
+
+    @classmethod
+    def scan(cls, path: Path) -> JobIndex:
+        """The index of a file, from one streaming pass."""
+        index = cls()
+        decoder = msgspec.json.Decoder(_IdStatus)
+        for ref, line in lines(path):
+            try:
+                head = decoder.decode(line)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue  # a damaged line: every reader skips it
+            index.add(head.id, ref, head.status == "complete")
+        return index
+
+
+def repair_run(root: Path) -> None:
+    """Mend the last line of each record file if a crash tore it (only the files' ends
+    are read): what a reader that must see whole records does before scanning."""
+    repair_tail(root / CONVERSATIONS, Conversation)
+    repair_tail(root / JUDGEMENTS, Judgement)
+    repair_tail(root / CALLS, CallRecord)
 
 
 class RunStore:
@@ -141,40 +186,64 @@ class RunStore:
         except OSError as exc:
             raise storage_error(self.root, "the run directory", exc) from None
         self.fsync_interval = fsync_interval
-        self.conversations: dict[str, Conversation] = {}
-        self.judgements: dict[str, Judgement] = {}
-        for c in read_records(self.root / CONVERSATIONS, Conversation, repair=True):
-            keep_latest(self.conversations, c)
-        for j in read_records(self.root / JUDGEMENTS, Judgement, repair=True):
-            keep_latest(self.judgements, j)
-        read_records(self.root / CALLS, CallRecord, repair=True)
+        repair_run(self.root)  # before appending: a crash may have torn a last line
+        # What is done, by place: never the records themselves (see `JobIndex`).
+        self.conversations = JobIndex.scan(self.root / CONVERSATIONS)
+        self.judgements = JobIndex.scan(self.root / JUDGEMENTS)
         self._files: dict[str, IO[bytes]] = {}
         # The cost of the calls made for each job since its last record was written: a
         # record carries exactly its own calls' cost, so the records sum to calls.jsonl.
         self._job_cost: dict[str, float] = {}
+        self._sizes: dict[str, int] = {}
+        self._readers: dict[str, RecordReader] = {}
         self._encoder = msgspec.json.Encoder()
         self._dirty = False
         self._syncer: asyncio.Task[None] | None = None
 
     # -- what is done ----------------------------------------------------------------
 
+    def conversation_done(self, job_id: str) -> bool:
+        return self.conversations.complete(job_id)
+
     def done_conversation(self, job_id: str) -> Conversation | None:
-        c = self.conversations.get(job_id)
-        return c if c is not None and c.status == "complete" else None
+        """A complete conversation, read back from its file (a resumed run judges it)."""
+        if not self.conversations.complete(job_id):
+            return None
+        return self.read_conversation(job_id)
 
     def done_judgement(self, job_id: str) -> bool:
-        j = self.judgements.get(job_id)
-        return j is not None and j.status == "complete"
+        return self.judgements.complete(job_id)
+
+    def read_conversation(self, job_id: str) -> Conversation:
+        return self._read(CONVERSATIONS, self.conversations, job_id, Conversation)
+
+    def read_judgement(self, job_id: str) -> Judgement:
+        return self._read(JUDGEMENTS, self.judgements, job_id, Judgement)
+
+    def _read(self, name: str, index: JobIndex, job_id: str, type_: type[T]) -> T:
+        ref = index.ref(job_id)
+        if ref is None:
+            raise KeyError(job_id)
+        f = self._files.get(name)
+        if f is not None:
+            f.flush()  # what this store wrote is readable by place at once
+        reader = self._readers.get(name)
+        if reader is None:
+            reader = self._readers[name] = RecordReader(self.root / name)
+        return reader.read(ref, type_, job_id)
 
     # -- appending ---------------------------------------------------------------------
 
-    def _append(self, name: str, record: Any) -> None:
+    def _append(self, name: str, record: Any) -> RecordRef:
+        """Append one record; return where its line is."""
         try:
             f = self._files.get(name)
             if f is None:
                 # Kept open for the life of the store (closed in `close`), so no `with`.
                 f = self._files[name] = open(self.root / name, "ab")  # noqa: SIM115
-            f.write(self._encoder.encode(record) + b"\n")
+                self._sizes[name] = f.seek(0, os.SEEK_END)
+            line = self._encoder.encode(record)
+            f.write(line + b"\n")
             f.flush()  # in the OS before anyone is told the work is done
         except OSError as exc:
             # A full disk may leave part of the line written: the next open cuts it off.
@@ -182,6 +251,9 @@ class RunStore:
             self._discard(name)
             raise storage_error(self.root / name, WHAT[name], exc) from None
         self._dirty = True
+        ref = RecordRef(self._sizes[name], len(line))
+        self._sizes[name] += len(line) + 1
+        return ref
 
     def _discard(self, name: str) -> None:
         f = self._files.pop(name, None)
@@ -190,26 +262,23 @@ class RunStore:
                 f.close()
 
     def add_conversation(self, conv: Conversation) -> None:
-        if self.done_conversation(conv.id):
+        if self.conversations.complete(conv.id):
             return
         conv.cost_usd += self._job_cost.pop(conv.id, 0.0)
-        self._append(CONVERSATIONS, conv)
-        keep_latest(self.conversations, conv)
+        ref = self._append(CONVERSATIONS, conv)
+        self.conversations.add(conv.id, ref, conv.status == "complete")
 
     def add_judgement(self, judgement: Judgement) -> None:
-        if self.done_judgement(judgement.id):
+        if self.judgements.complete(judgement.id):
             return
         judgement.cost_usd += self._job_cost.pop(judgement.id, 0.0)
-        self._append(JUDGEMENTS, judgement)
-        keep_latest(self.judgements, judgement)
+        ref = self._append(JUDGEMENTS, judgement)
+        self.judgements.add(judgement.id, ref, judgement.status == "complete")
 
     def add_call(self, record: CallRecord) -> None:
         self._append(CALLS, record)
         if record.cost_usd:
             self._job_cost[record.job_id] = self._job_cost.get(record.job_id, 0.0) + record.cost_usd
-
-    def calls(self) -> list[CallRecord]:
-        return read_records(self.root / CALLS, CallRecord)
 
     def sync(self) -> None:
         if not self._dirty:
@@ -248,6 +317,9 @@ class RunStore:
         finally:
             for name in list(self._files):
                 self._discard(name)
+            for reader in self._readers.values():
+                reader.close()
+            self._readers.clear()
 
     # -- summaries -----------------------------------------------------------------------
 
@@ -264,10 +336,3 @@ class RunStore:
         p = self.root / name
         atomic_write(p, msgspec.json.format(msgspec.json.encode(obj)) + b"\n")
         return p
-
-    def complete_pairs(self) -> Iterator[tuple[Conversation, Judgement]]:
-        """(conversation, judgement) for every complete judgement of a complete conversation."""
-        for j in self.judgements.values():
-            c = self.conversations.get(j.conversation_id)
-            if j.status == "complete" and c is not None and c.status == "complete":
-                yield c, j

@@ -78,7 +78,10 @@ def rich_run(multi_run, tmp_path_factory) -> Path:
         ModelSpec(ref=SECOND_JUDGE, provider="offline", protocol="offline", model="second"),
     ]
     store.write_manifest(manifest)
-    originals = sorted((j for j in store.judgements.values() if j.instance == 1), key=lambda j: j.id)
+    originals = sorted(
+        (j for j in (store.read_judgement(jid) for jid in store.judgements) if j.instance == 1),
+        key=lambda j: j.id,
+    )
     for k, j in enumerate(originals):
         ratings = list(j.ratings)
         if k % 3 == 0:
@@ -92,7 +95,7 @@ def rich_run(multi_run, tmp_path_factory) -> Path:
         store.add_judgement(
             msgspec.structs.replace(j, id=f"{j.id}-second", judge=SECOND_JUDGE, ratings=ratings)
         )
-    any_conv = next(iter(store.conversations.values()))
+    any_conv = store.read_conversation(next(iter(store.conversations)))
     store.add_conversation(
         Conversation(
             id="failed-conversation",

@@ -101,7 +101,9 @@ def test_written_parquet_equals_the_frame_rebuilt_from_the_records(tmp_path):
             store.add_judgement(j)
             sink.add(c, j)
     sink.write(tmp_path)
-    rebuilt = ratings_frame(store.complete_pairs())
+    rebuilt = ratings_frame(
+        (store.read_conversation(j.conversation_id), j) for j in map(store.read_judgement, store.judgements)
+    )
     store.close()
     written = pl.read_parquet(tmp_path / "ratings.parquet")
     keys = ["conversation_id", "instance", "dimension"]

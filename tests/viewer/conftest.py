@@ -59,7 +59,7 @@ def viewer_run(offline_run, tmp_path_factory) -> Path:
         ModelSpec(ref=SECOND_JUDGE, provider="offline", protocol="offline", model="second"),
     ]
     store.write_manifest(manifest)
-    template = next(iter(store.conversations.values()))
+    template = store.read_conversation(next(iter(store.conversations)))
     judge = manifest.judges[0].ref
     markup = Conversation(
         id=MARKUP_ID,

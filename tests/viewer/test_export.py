@@ -46,7 +46,7 @@ def test_failed_and_unjudged_work_are_rows_without_a_rating(viewer_run, tmp_path
     run = tmp_path / "run"
     shutil.copytree(viewer_run, run)
     store = RunStore(run)
-    template = store.conversations[MARKUP_ID]
+    template = store.read_conversation(MARKUP_ID)
     store.add_conversation(msgspec.structs.replace(template, id="0000unjudged0000", persona="Ana"))
     store.close()
     out = tmp_path / "results.csv"

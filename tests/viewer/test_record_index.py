@@ -10,22 +10,30 @@ import pytest
 
 from vera.errors import UserError
 from vera.record_index import StaleIndexError, scan_run
-from vera.records import Conversation, Turn
-from vera.store import CONVERSATIONS, JUDGEMENTS, RunStore
+from vera.records import Conversation, Judgement, Turn
+from vera.store import CONVERSATIONS, JUDGEMENTS, RunStore, keep_latest, read_records
 
 
 def test_every_record_read_by_its_place_is_the_stores_record(viewer_run):
     records = scan_run(viewer_run)
+    conversations: dict[str, Conversation] = {}
+    for c in read_records(viewer_run / CONVERSATIONS, Conversation):
+        keep_latest(conversations, c)
+    judgements: dict[str, Judgement] = {}
+    for j in read_records(viewer_run / JUDGEMENTS, Judgement):
+        keep_latest(judgements, j)
     store = RunStore(viewer_run)
     try:
-        assert set(records.conversations) == set(store.conversations)
-        assert set(records.judgements) == set(store.judgements)
-        for cid, conv in store.conversations.items():
-            assert records.read_conversation(cid) == conv
+        assert list(records.conversations) == list(store.conversations) == list(conversations)
+        assert list(records.judgements) == list(store.judgements) == list(judgements)
+        for cid, conv in conversations.items():
+            assert records.read_conversation(cid) == conv == store.read_conversation(cid)
             head, _ = records.conversations[cid]
             assert (head.persona, head.status, head.n_turns) == (conv.persona, conv.status, len(conv.turns))
-        for jid, j in store.judgements.items():
-            assert records.read_judgement(jid) == j
+        for jid, j in judgements.items():
+            assert records.read_judgement(jid) == j == store.read_judgement(jid)
+        assert list(records.iter_conversations()) == list(conversations.values())
+        assert list(records.iter_judgements()) == list(judgements.values())
     finally:
         store.close()
 
@@ -44,7 +52,7 @@ def test_the_latest_record_counts_and_a_complete_one_is_never_replaced(tmp_path,
     run = tmp_path / "run"
     shutil.copytree(offline_run, run)
     store = RunStore(run)
-    conv = next(iter(store.conversations.values()))
+    conv = store.read_conversation(next(iter(store.conversations)))
     store.close()
     failed = msgspec.structs.replace(conv, id="resumed", status="failed", error="timeout", turns=[])
     done = msgspec.structs.replace(conv, id="resumed", turns=[Turn("user", "second try")])

@@ -1,0 +1,64 @@
+"""The progress display: a finished job bumps running totals; the table is drawn, and the
+accounts summed, by a refresher on the event loop, not once per finished job."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+
+from rich.console import Console
+
+from vera.progress import RunProgress
+from vera.records import Conversation, Judgement
+
+
+def conv(i: int, status: str = "complete") -> Conversation:
+    return Conversation(
+        id=f"c{i}", chatbot="bot-a" if i % 2 else "bot-b", user_agent="u", persona="P", risk="Low",
+        seed=i, turns=[], status=status,
+    )  # fmt: skip
+
+
+async def test_finished_jobs_update_totals_and_the_table_is_drawn_at_a_fixed_rate() -> None:
+    reads = 0
+
+    def accounts() -> list[dict]:
+        nonlocal reads
+        reads += 1
+        return [{"calls": 10, "cost_usd": 0.5}, {"calls": 5, "http_429": 1}]
+
+    out = io.StringIO()
+    progress = RunProgress(
+        console=Console(file=out, force_terminal=True, width=200), accounts=accounts, refresh_per_second=50
+    )
+    progress.plan({"bot-a": 500, "bot-b": 500})
+    progress.start(1000, 1000)
+    drawn_at_start, read_at_start = progress.redraws, reads
+    for i in range(1000):  # no await: the loop cannot refresh in between
+        progress.conversation(conv(i, "failed" if i % 100 == 0 else "complete"), cached=False)
+        progress.judgement(
+            Judgement(id=f"j{i}", conversation_id=f"c{i}", judge="J", instance=1, status="complete",
+                      answers=[], ratings=[]),
+            cached=False,
+        )  # fmt: skip
+    assert progress.redraws == drawn_at_start and reads == read_at_start  # 2,000 finished jobs, no redraw
+    assert (progress.done_total, progress.failed_total, progress.judged) == (1000, 10, 1000)
+    while progress.redraws == drawn_at_start:  # the refresher draws on its own schedule
+        await asyncio.sleep(0.01)
+    assert (
+        reads - read_at_start == progress.redraws - drawn_at_start
+    )  # the accounts are summed per redraw only
+    line = progress.line()
+    assert "conversations 1000/1000 (failed 10)" in line and "429s 1" in line and "$0.50" in line
+    progress.stop()
+    assert progress._refresher is None
+
+
+def test_without_an_event_loop_a_line_is_printed_at_most_every_interval(capsys) -> None:
+    progress = RunProgress(console=Console(file=io.StringIO()), every_s=3600)
+    progress.start(10, 0)
+    for i in range(10):
+        progress.conversation(conv(i), cached=False)
+    progress.stop()
+    assert progress.redraws == 1  # the first one; the next is an hour away
+    assert "conversations 1/10" in capsys.readouterr().err
