@@ -47,6 +47,7 @@ from vera import __version__
 from vera.config import REPO_ROOT, ConversationConfig, RunConfig
 from vera.errors import UserError
 from vera.records import Role
+from vera.sweep_gc import sweep_collector
 
 FAKE_SERVER = REPO_ROOT / "benchmarks" / "fake_server.py"
 KEY_ENV = "VERA_BENCH_KEY"
@@ -362,11 +363,14 @@ def run_bench(opts: BenchOptions) -> dict[str, Any]:
 
 
 def _run_on_uvloop(coro: Any) -> Any:
-    try:
-        import uvloop
-    except ImportError:  # not on Windows
-        return asyncio.run(coro)
-    return uvloop.run(coro)
+    # The process is ours here, so the sweep's collector setting is applied here (see
+    # vera.sweep_gc), never from library code.
+    with sweep_collector():
+        try:
+            import uvloop
+        except ImportError:  # not on Windows
+            return asyncio.run(coro)
+        return uvloop.run(coro)
 
 
 def raise_open_files_limit() -> None:

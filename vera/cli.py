@@ -18,6 +18,7 @@ import click
 
 from vera import __version__
 from vera.errors import ConfigError, UserError
+from vera.sweep_gc import sweep_collector
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -57,11 +58,14 @@ class VeraGroup(click.Group):
 
 
 def _run_async(coro: Any) -> Any:
-    try:
-        import uvloop
-    except ImportError:  # not on Windows
-        return asyncio.run(coro)
-    return uvloop.run(coro)
+    # The process is ours here, so the sweep's collector setting is applied here (see
+    # vera.sweep_gc), never from library code.
+    with sweep_collector():
+        try:
+            import uvloop
+        except ImportError:  # not on Windows
+            return asyncio.run(coro)
+        return uvloop.run(coro)
 
 
 @click.group(cls=VeraGroup, context_settings={"help_option_names": ["-h", "--help"]})

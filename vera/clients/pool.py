@@ -16,13 +16,12 @@ together; `"full"` gives each shard everything (shards on different keys). With
 `limits_url`, rpm and tpm live in Redis and every shard draws on the whole budget; the
 in-flight cap stays per process (split as above).
 
-While a pool is open, the garbage collector is set for what a sweep looks like (see
-`_SweepCollector`).
+The pool leaves process-wide settings alone: the collector setting a sweep wants is
+applied by the command that owns the process (vera.sweep_gc).
 """
 
 from __future__ import annotations
 
-import gc
 import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol
@@ -73,49 +72,6 @@ class CachePrices(Prices, frozen=True, kw_only=True):
         return base + usage.cache_write_tokens * extra / 1_000_000
 
 
-class _SweepCollector:
-    """Keeps CPython's cyclic garbage collector from eating a sweep's CPU.
-
-    A sweep keeps thousands of calls in flight for seconds each. At the default
-    thresholds (700, 10, 10) their objects all survive into the oldest generation, which
-    is then rescanned, with every imported module, again and again: about 40 % of the
-    client's CPU at 2,000 concurrent conversations (benchmarks/README.md). The calls
-    almost never form reference cycles (a fraction of one per call), so the pool freezes
-    what exists when it opens (modules and loaded inputs, alive for the whole run) out of
-    the collector's view and lets the youngest generation grow to 50,000 objects.
-    Reference-counted over open pools; the last one to close restores the settings (and
-    unfreezes, unless something else had frozen the heap before: that is not ours)."""
-
-    __slots__ = ("_open", "_saved", "_unfreeze")
-
-    YOUNG_THRESHOLD = 50_000
-
-    def __init__(self) -> None:
-        self._open = 0
-        self._saved = gc.get_threshold()
-        self._unfreeze = False
-
-    def enter(self) -> None:
-        if self._open == 0:
-            self._saved = gc.get_threshold()
-            self._unfreeze = gc.get_freeze_count() == 0
-            gc.freeze()
-            young, *older = self._saved
-            if young:  # 0 means collection is off: leave it off
-                gc.set_threshold(max(young, self.YOUNG_THRESHOLD), *older)
-        self._open += 1
-
-    def exit(self) -> None:
-        self._open -= 1
-        if self._open == 0:
-            gc.set_threshold(*self._saved)
-            if self._unfreeze:
-                gc.unfreeze()
-
-
-_COLLECTOR = _SweepCollector()
-
-
 class ClientPool:
     """Owns the HTTP session and builds (and caches) the limited client for a reference.
 
@@ -161,7 +117,6 @@ class ClientPool:
             connector=connector,
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
         )
-        _COLLECTOR.enter()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -171,7 +126,6 @@ class ClientPool:
         if self._session is not None:
             await self._session.close()
             self._session = None
-            _COLLECTOR.exit()
         if self._shared is not None:
             await self._shared.close()
 
