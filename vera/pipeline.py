@@ -46,6 +46,7 @@ from vera.rubric import Rubric, load_rubric, validate_rubric
 from vera.scoring import RatingsSink
 from vera.simulate import ConversationJob, SimulationSettings, render_user_prompts, simulate_conversation
 from vera.store import RunStore
+from vera.tasks import run_together
 
 
 class Clients(Protocol):
@@ -341,7 +342,8 @@ class Judging:
 
     async def conversation(self, conv: Conversation) -> None:
         if conv.status == "complete":
-            await asyncio.gather(*(self._one(conv, s) for s in self.sweep.slots))
+            # One failing slot cancels and awaits its siblings (see vera.tasks).
+            await run_together(self._one(conv, s) for s in self.sweep.slots)
 
     def reused(self, conv_id: str) -> None:
         """Count the judgements of a conversation that were all done before (see `all_done`)."""
@@ -448,12 +450,7 @@ async def _workers(
             await work(item)
             counts["finished"] += 1
 
-    tasks = [asyncio.create_task(worker()) for _ in range(min(n, max(1, len(items))))]
-    try:
-        await asyncio.gather(*tasks)
-    finally:
-        for t in tasks:
-            t.cancel()
+    await run_together(worker() for _ in range(min(n, max(1, len(items)))))
 
 
 async def run_sweep(
