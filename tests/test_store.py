@@ -155,3 +155,33 @@ def test_a_torn_call_log_is_mended_without_reading_it_whole(tmp_path):
         f.write(b'{"job_id": "b", "ro')
     RunStore(tmp_path).close()
     assert (tmp_path / CALLS).read_bytes() == msgspec.json.encode(call) + b"\n"
+
+
+async def test_periodic_fsync_runs_off_the_event_loop_and_close_waits_for_it(tmp_path, monkeypatch):
+    import asyncio
+    import os
+    import threading
+
+    import vera.store
+
+    threads: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        threads.append(threading.current_thread().name)
+        real(fd)
+
+    monkeypatch.setattr(vera.store.os, "fsync", fsync)
+    loop_thread = threading.current_thread().name
+    s = RunStore(tmp_path, fsync_interval=0.01)
+    s.start()
+    s.add_conversation(conv("a"))
+    for _ in range(500):  # until the periodic round has run (counted, not timed)
+        if threads:
+            break
+        await asyncio.sleep(0.01)
+    assert threads and all(name != loop_thread for name in threads)
+    s.add_conversation(conv("b"))
+    await s.aclose()
+    # The final sync at close runs where close runs; every record is on disk.
+    assert [c.id for c in read_records(tmp_path / CONVERSATIONS, Conversation)] == ["a", "b"]

@@ -176,6 +176,16 @@ def repair_run(root: Path) -> None:
     repair_tail(root / CALLS, CallRecord)
 
 
+def _fsync_all(fds: list[tuple[str, int]]) -> tuple[str, OSError] | None:
+    """fsync each (name, fd); the first failure, or None. Runs in a worker thread."""
+    for name, fd in fds:
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            return name, exc
+    return None
+
+
 class RunStore:
     """Appends records to a run directory and knows which jobs are finished."""
 
@@ -199,6 +209,7 @@ class RunStore:
         self._encoder = msgspec.json.Encoder()
         self._dirty = False
         self._syncer: asyncio.Task[None] | None = None
+        self._stop_syncing = asyncio.Event()
 
     # -- what is done ----------------------------------------------------------------
 
@@ -291,22 +302,43 @@ class RunStore:
                 raise storage_error(self.root / name, WHAT[name], exc) from None
         self._dirty = False
 
-    async def _sync_forever(self) -> None:
-        while True:
-            await asyncio.sleep(self.fsync_interval)
-            self.sync()
+    async def _sync_forever(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.fsync_interval)
+            if not stop.is_set():
+                await self._sync_off_loop()
+
+    async def _sync_off_loop(self) -> None:
+        """`sync`, with the fsyncs in a worker thread: an fsync can take tens of
+        milliseconds on a busy disk, and the event loop has thousands of calls to serve
+        meanwhile. Appends continue on the loop; what they add after the flag is cleared
+        is covered by the next round."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        fds = [(name, f.fileno()) for name, f in self._files.items()]
+        failure = await asyncio.to_thread(_fsync_all, fds)
+        if failure is not None:
+            name, exc = failure
+            self._discard(name)
+            raise storage_error(self.root / name, WHAT[name], exc) from None
 
     def start(self) -> None:
         """Start periodic fsync (call from inside the event loop)."""
         if self._syncer is None:
-            self._syncer = asyncio.get_running_loop().create_task(self._sync_forever())
+            self._stop_syncing = asyncio.Event()
+            self._syncer = asyncio.get_running_loop().create_task(self._sync_forever(self._stop_syncing))
 
     async def aclose(self) -> None:
         if self._syncer is not None:
-            self._syncer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            # Let a round in progress finish rather than cancel it: its thread would go
+            # on fsyncing files that close() is about to close.
+            self._stop_syncing.set()
+            try:
                 await self._syncer
-            self._syncer = None
+            finally:
+                self._syncer = None
         self.close()
 
     def close(self) -> None:
