@@ -293,7 +293,9 @@ async def measure(opts: BenchOptions, server: ServerProcess, workdir: Path) -> d
             cache.close()
         if events is not None:
             events.close()
-    window.peak_rss_kb = peak_rss_kb()
+    # ru_maxrss is updated lazily by the kernel and can read a little below the current
+    # RSS sampled at the start; the peak is at least what was seen then.
+    window.peak_rss_kb = max(peak_rss_kb(), window.rss_before_kb)
     return figures(opts, window, result)
 
 
