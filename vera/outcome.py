@@ -124,10 +124,10 @@ def tally(
     judged = _Tally(planned=convs.complete * slots)
     if slots:
         for j in judgements.values():
-            c = conversations.get(j.conversation_id)
+            conv = conversations.get(j.conversation_id)
             if (
-                c is None
-                or c.status != "complete"
+                conv is None
+                or conv.status != "complete"
                 or j.judge not in judges
                 or j.instance > manifest.judge_instances
             ):

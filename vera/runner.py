@@ -176,8 +176,9 @@ class CachingClients:
         if key not in self._clients:
             inner = self.pool.client(ref, role)
             spec = self.pool.spec(ref)
-            use = self.cache is not None and spec.protocol != "offline"
-            self._clients[key] = CachedClient(inner, self.cache, spec, on_call=self.on_call) if use else inner  # type: ignore[arg-type]
+            if self.cache is not None and spec.protocol != "offline":
+                inner = CachedClient(inner, self.cache, spec, on_call=self.on_call)
+            self._clients[key] = inner
         return self._clients[key]
 
 
