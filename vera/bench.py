@@ -87,8 +87,10 @@ class ServerProcess:
         # stderr goes to a file: a pipe nobody reads could fill up and stall the server.
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
         self._process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
-        assert self._process.stdout is not None
-        line = self._process.stdout.readline().strip()
+        stdout = self._process.stdout
+        if stdout is None:  # stdout=PIPE always gives one; the check tells the type checker
+            raise RuntimeError("the benchmark server was started without a stdout pipe")
+        line = stdout.readline().strip()
         if not line.startswith("http://"):
             self.stop()
             self._stderr.seek(0)

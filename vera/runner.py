@@ -63,6 +63,7 @@ from vera.resume import (
     restored_config,
     resume_command,
     resume_config,
+    run_to_resume,
 )
 from vera.shared_limits import check_limits_url
 from vera.store import RunStore, atomic_write
@@ -256,9 +257,8 @@ def _cache(cfg: RunConfig, run_dir: Path) -> ResponseCache | None:
 async def execute_run(opts: RunOptions) -> RunOutcome:
     notes: list[str] = []
     out = Path(opts.out) if opts.out else None
-    existing = existing_run(out, resume=opts.resume)
-    if existing is not None:
-        assert out is not None
+    existing = existing_run(out, resume=opts.resume) if out is not None else None
+    if out is not None and existing is not None:
         cfg, profiles = _resumed_config(existing, out, opts, notes)
     else:
         cfg = load_config(opts.config_path)
@@ -470,15 +470,15 @@ async def judge_run(opts: JudgeOptions) -> RunOutcome:
     Judging a run again continues where it stopped: `vera judge RUN_DIR` alone."""
     if opts.transcripts:
         return await _judge_imported(opts)
-    assert opts.run_dir is not None
+    if opts.run_dir is None:
+        raise UserError("vera judge needs a RUN_DIR to judge, or --transcripts to import")
     run_dir = Path(opts.run_dir)
     for value, flag in ((opts.config_path, "--config"), (opts.personas, "--personas"), (opts.out, "--out")):
         if value:
             raise ConfigError(
                 f"{flag} is for importing --transcripts; judging {run_dir} uses the settings in its manifest"
             )
-    manifest = existing_run(run_dir, resume=True)
-    assert manifest is not None
+    manifest = run_to_resume(run_dir)
     cfg = restored_config(manifest)
     cfg.judges = opts.judges or [j.ref for j in manifest.judges]
     if manifest.reference is not None:  # its prompt templates are read from there again
@@ -657,9 +657,10 @@ async def _judge(
             if imported is not None:
                 chatbots = [_imported_spec(r) for r in imported[0]]
                 agents = [_imported_spec(r) for r in imported[1]]
-            else:
-                assert manifest is not None
+            elif manifest is not None:
                 chatbots, agents = manifest.chatbots, manifest.user_agents
+            else:
+                raise TypeError("_judge needs the run's manifest or imported transcripts")
             sweep = Sweep(
                 inputs=inputs,
                 chatbots=chatbots,
