@@ -33,11 +33,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import click
@@ -168,7 +168,8 @@ def peak_rss_kb() -> float:
 
 async def _server_stats(session: aiohttp.ClientSession, url: str) -> dict[str, Any]:
     async with session.get(url) as response:
-        return orjson.loads(await response.read())
+        stats: dict[str, Any] = orjson.loads(await response.read())
+        return stats
 
 
 def _config(opts: BenchOptions, providers: Path) -> RunConfig:
@@ -363,7 +364,10 @@ def run_bench(opts: BenchOptions) -> dict[str, Any]:
         return _run_on_uvloop(measure(opts, server, Path(tmp)))
 
 
-def _run_on_uvloop(coro: Any) -> Any:
+T = TypeVar("T")
+
+
+def _run_on_uvloop(coro: Coroutine[Any, Any, T]) -> T:
     try:
         import uvloop
     except ImportError:  # not on Windows
@@ -534,7 +538,8 @@ def _scenario_run(name: str, args: tuple[str, ...], folder: Path) -> dict[str, A
     command = [sys.executable, "-m", "vera", "bench", *args, "--json", str(out)]
     if (code := subprocess.run(command).returncode) != 0:
         raise UserError(f"benchmark scenario {name!r} failed (exit code {code})")
-    return orjson.loads(out.read_bytes())
+    result: dict[str, Any] = orjson.loads(out.read_bytes())
+    return result
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -191,4 +191,5 @@ def _status(state: str, summary: str, missing: list[str]) -> RunStatus:
 
 
 def status_dict(status: RunStatus) -> dict[str, Any]:
-    return msgspec.to_builtins(status)
+    out: dict[str, Any] = msgspec.to_builtins(status)  # a Struct encodes to a JSON object
+    return out

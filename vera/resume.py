@@ -23,7 +23,7 @@ import copy
 import shlex
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -150,7 +150,7 @@ def resume_config(
     *,
     config_path: str | None,
     given: Mapping[str, Any],
-    apply: Any,
+    apply: Callable[[RunConfig], RunConfig],
 ) -> RunConfig:
     """The config a resumed run continues with: the manifest's, or the one `--config`
     names when it agrees, with the options in `given` (RunOptions fields that were set)

@@ -28,7 +28,7 @@ import csv
 import hashlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -186,7 +186,7 @@ def load_rubric(path: str | Path) -> Rubric:
 
     questions: list[Question] = []
     problems: list[tuple[int, str]] = []
-    current: dict | None = None
+    current: dict[str, Any] | None = None
     width = len(header)
     for lineno, row in enumerate(rows[1:], start=2):
         if not any(c.strip() for c in row):
@@ -238,7 +238,7 @@ def load_rubric(path: str | Path) -> Rubric:
     )
 
 
-def _freeze(q: dict) -> Question:
+def _freeze(q: dict[str, Any]) -> Question:
     sev = q["severity_raw"]
     return Question(
         id=q["id"],

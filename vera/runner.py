@@ -23,7 +23,7 @@ import os
 import signal
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -229,12 +229,15 @@ class Stopper:
                 loop.remove_signal_handler(sig)
 
 
-async def _supervised(stopper: Stopper, coro: Any, result: SweepResult) -> SweepResult:
+async def _supervised(
+    stopper: Stopper, coro: Coroutine[Any, Any, SweepResult], result: SweepResult
+) -> SweepResult:
     """Run the sweep; a cancellation after the grace period still returns the counts."""
-    stopper.task = asyncio.ensure_future(coro)
+    task = asyncio.ensure_future(coro)
+    stopper.task = task
     with stopper.installed():
         try:
-            return await stopper.task
+            return await task
         except asyncio.CancelledError:
             if stopper.reason is None:
                 raise
