@@ -32,6 +32,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check vera tests benchmarks
 	$(BIN)/ruff format --check vera tests benchmarks
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/vera bench

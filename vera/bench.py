@@ -33,11 +33,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import click
@@ -88,8 +88,10 @@ class ServerProcess:
         # stderr goes to a file: a pipe nobody reads could fill up and stall the server.
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
         self._process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
-        assert self._process.stdout is not None
-        line = self._process.stdout.readline().strip()
+        stdout = self._process.stdout
+        if stdout is None:  # stdout=PIPE always gives one; the check tells the type checker
+            raise RuntimeError("the benchmark server was started without a stdout pipe")
+        line = stdout.readline().strip()
         if not line.startswith("http://"):
             self.stop()
             self._stderr.seek(0)
@@ -167,7 +169,8 @@ def peak_rss_kb() -> float:
 
 async def _server_stats(session: aiohttp.ClientSession, url: str) -> dict[str, Any]:
     async with session.get(url) as response:
-        return orjson.loads(await response.read())
+        stats: dict[str, Any] = orjson.loads(await response.read())
+        return stats
 
 
 def _config(opts: BenchOptions, providers: Path) -> RunConfig:
@@ -364,7 +367,10 @@ def run_bench(opts: BenchOptions) -> dict[str, Any]:
         return _run_on_uvloop(measure(opts, server, Path(tmp)))
 
 
-def _run_on_uvloop(coro: Any) -> Any:
+T = TypeVar("T")
+
+
+def _run_on_uvloop(coro: Coroutine[Any, Any, T]) -> T:
     # The process is ours here, so the sweep's collector setting is applied here (see
     # vera.sweep_gc), never from library code.
     with sweep_collector():
@@ -538,7 +544,8 @@ def _scenario_run(name: str, args: tuple[str, ...], folder: Path) -> dict[str, A
     command = [sys.executable, "-m", "vera", "bench", *args, "--json", str(out)]
     if (code := subprocess.run(command).returncode) != 0:
         raise UserError(f"benchmark scenario {name!r} failed (exit code {code})")
-    return orjson.loads(out.read_bytes())
+    result: dict[str, Any] = orjson.loads(out.read_bytes())
+    return result
 
 
 def write_json(path: Path, data: Any) -> None:

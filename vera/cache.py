@@ -123,7 +123,7 @@ class ResponseCache:
             self._committer = asyncio.get_running_loop().create_task(self._commit_forever())
 
     def __len__(self) -> int:
-        return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def close(self) -> None:
         if self._committer is not None:

@@ -57,6 +57,8 @@ class CardStats:
         kw: dict[str, Any] = {"n_resamples": resamples, "confidence": confidence, "seed": seed}
         self.frame = frame
         chatbots = frame.get_column("chatbot").unique()
+        # The pairwise table exists only when there is more than one chatbot to compare.
+        self.pairs: pl.DataFrame | None
         if chatbots.len() >= 2:
             # compare's table is summarise by chatbot with the same seeds: no second pass.
             self.by_chatbot, self.pairs = compare(frame, unit="chatbot", **kw)

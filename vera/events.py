@@ -8,6 +8,7 @@ the profiles' redaction, so a key can never reach the log.
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,12 +23,14 @@ from vera.records import CallRecord, Conversation, Judgement
 EVENTS_FILE = "events.jsonl"
 
 
-def _redact(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
+def _redact(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     return {k: redact(v) if isinstance(v, str) else v for k, v in event.items()}
 
 
 class _LogFile:
-    """The log file as structlog writes it, with a failing disk reported as one line."""
+    """The log file as structlog's logger: every level writes one rendered line and
+    flushes it (what `structlog.BytesLogger` does, but over our file, so that a failing
+    disk is reported as one line)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -36,17 +39,15 @@ class _LogFile:
         except OSError as exc:
             raise storage_error(path, "the event log", exc) from None
 
-    def write(self, data: bytes) -> None:
+    def msg(self, message: bytes) -> None:
         try:
-            self._file.write(data)
-        except OSError as exc:
-            raise storage_error(self.path, "the event log", exc) from None
-
-    def flush(self) -> None:
-        try:
+            self._file.write(message + b"\n")
             self._file.flush()
         except OSError as exc:
             raise storage_error(self.path, "the event log", exc) from None
+
+    log = debug = info = warn = warning = msg
+    fatal = failure = err = error = critical = exception = msg
 
     def close(self) -> None:
         try:
@@ -61,7 +62,7 @@ class EventLog:
     def __init__(self, run_dir: Path) -> None:
         self._file = _LogFile(run_dir / EVENTS_FILE)
         self.log = structlog.wrap_logger(
-            structlog.BytesLogger(self._file),  # type: ignore[arg-type]
+            self._file,
             processors=[
                 structlog.processors.add_log_level,
                 structlog.processors.TimeStamper(fmt="iso", utc=True),

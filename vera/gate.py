@@ -138,7 +138,12 @@ def _pair_entry(b_bot: str, c_bot: str, diffs: pl.DataFrame, margin: float) -> d
     rows = []
     n_shared = 0
     for r in diffs.iter_rows(named=True):
-        assert r["side_a"] == BASELINE and r["side_b"] == CANDIDATE
+        if (r["side_a"], r["side_b"]) != (BASELINE, CANDIDATE):
+            # The sign flip below is only right in this order; a changed `compare` must
+            # fail loudly rather than invert the gate's verdict.
+            raise ValueError(
+                f"gate: expected the pair ({BASELINE}, {CANDIDATE}), got ({r['side_a']}, {r['side_b']})"
+            )
         n_shared = r["n_shared"]
         defined = r["diff"] is not None and r["diff_lo"] is not None and r["diff_hi"] is not None
         diff = -r["diff"] if defined else None

@@ -13,6 +13,7 @@ manifest records the missing shards, and the card says so at the top.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -36,8 +37,8 @@ _PER_SHARD = (
 )
 
 
-def _identity(m: RunManifest) -> dict:
-    data = msgspec.to_builtins(m)
+def _identity(m: RunManifest) -> dict[str, Any]:
+    data: dict[str, Any] = msgspec.to_builtins(m)
     for key in _PER_SHARD:
         data.pop(key, None)
     for key in ("rubric", "personas", "user_prompts", "judge_prompts"):

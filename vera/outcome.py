@@ -124,10 +124,10 @@ def tally(
     judged = _Tally(planned=convs.complete * slots)
     if slots:
         for j in judgements.values():
-            c = conversations.get(j.conversation_id)
+            conv = conversations.get(j.conversation_id)
             if (
-                c is None
-                or c.status != "complete"
+                conv is None
+                or conv.status != "complete"
                 or j.judge not in judges
                 or j.instance > manifest.judge_instances
             ):
@@ -191,4 +191,5 @@ def _status(state: str, summary: str, missing: list[str]) -> RunStatus:
 
 
 def status_dict(status: RunStatus) -> dict[str, Any]:
-    return msgspec.to_builtins(status)
+    out: dict[str, Any] = msgspec.to_builtins(status)  # a Struct encodes to a JSON object
+    return out

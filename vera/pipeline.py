@@ -37,6 +37,7 @@ from vera.records import (
     Conversation,
     Judgement,
     ModelSpec,
+    Persona,
     ReferenceData,
     Role,
     RunManifest,
@@ -127,7 +128,7 @@ class Inputs:
             chatbot_system_prompt=c.chatbot_system_prompt,
         )
 
-    def selected_personas(self) -> tuple:
+    def selected_personas(self) -> tuple[Persona, ...]:
         n = self.config.persona_limit
         return self.personas.personas[:n] if n else self.personas.personas
 

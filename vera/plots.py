@@ -429,9 +429,7 @@ def _series_legend(fig: Figure, n: int) -> None:
     # No labelled series (nothing was scored): no legend, rather than a warning printed
     # into the user's terminal.
     labelled = any(
-        h.get_label() and not h.get_label().startswith("_")
-        for ax in fig.axes
-        for h in ax.get_legend_handles_labels()[0]
+        str(h.get_label() or "_")[:1] != "_" for ax in fig.axes for h in ax.get_legend_handles_labels()[0]
     )
     if n > 1 and labelled:
         fig.legend(loc="outside lower center", ncols=min(3, n), fontsize=8, frameon=False)

@@ -320,9 +320,9 @@ def plain_problem(message: str, text: str) -> str:
         return f"unknown field {m.group(1)!r}{table}{hint}"
     if m := re.match(r"Object missing required field `([^`]+)`", message):
         table = f" in [{field}]" if field else ""
-        choices = _CHOICES.get(m.group(1))
+        wanted = _CHOICES.get(m.group(1))
         return f"missing required field {m.group(1)!r}{table}" + (
-            f" (one of: {', '.join(choices)})" if choices else ""
+            f" (one of: {', '.join(wanted)})" if wanted else ""
         )
     return message
 

@@ -118,7 +118,7 @@ class RunProgress:
             print(self.line(), file=sys.stderr, flush=True)
 
     def _account_totals(self) -> dict[str, float]:
-        t: Counter[str] = Counter()
+        t: dict[str, float] = dict.fromkeys(_ACCOUNT_KEYS, 0.0)
         for a in self.accounts():
             for k in _ACCOUNT_KEYS:
                 t[k] += a.get(k, 0) or 0

@@ -75,7 +75,7 @@ def _read_template(folder: Path, name: str, manifest: Path, reference: Reference
         raise DataError(str(p), f"not UTF-8 text (byte {exc.start})") from None
 
 
-def _choice(meta: dict, key: str, choices: tuple[str, ...], manifest: Path) -> Any:
+def _choice(meta: dict[str, Any], key: str, choices: tuple[str, ...], manifest: Path) -> Any:
     """An optional setting that must be one of `choices` (the first is the default)."""
     value = meta.get(key, choices[0])
     if value not in choices:
@@ -83,7 +83,7 @@ def _choice(meta: dict, key: str, choices: tuple[str, ...], manifest: Path) -> A
     return value
 
 
-def _read_manifest(folder: Path) -> tuple[Path, dict]:
+def _read_manifest(folder: Path) -> tuple[Path, dict[str, Any]]:
     manifest = folder / "prompts.toml"
     try:
         return manifest, tomllib.loads(manifest.read_text(encoding="utf-8"))
@@ -93,14 +93,16 @@ def _read_manifest(folder: Path) -> tuple[Path, dict]:
         raise DataError(str(manifest), f"invalid TOML: {exc}") from None
 
 
-def _require(meta: dict, key: str, manifest: Path) -> str:
+def _require(meta: dict[str, Any], key: str, manifest: Path) -> str:
     value = meta.get(key)
     if not isinstance(value, str) or not value:
         raise DataError(str(manifest), f"missing or empty string field {key!r}")
     return value
 
 
-def _version(folder: Path, meta: dict, manifest: Path, templates: list[Template]) -> ArtifactVersion:
+def _version(
+    folder: Path, meta: dict[str, Any], manifest: Path, templates: list[Template]
+) -> ArtifactVersion:
     h = hashlib.sha256(manifest.read_bytes())
     for t in templates:
         h.update(b"\0" + t.text.encode())

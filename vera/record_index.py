@@ -180,7 +180,7 @@ def _scan(path: Path, head_type: type[H]) -> dict[str, tuple[H, RecordRef]]:
         if isinstance(head, ConversationHead):
             head.n_turns, head.turns = len(head.turns), []
         before = heads.get(head.id)
-        keep_latest(heads, head)  # type: ignore[type-var]  # the heads carry the same id and status
+        keep_latest(heads, head)
         if heads[head.id] is not before:
             refs[head.id] = ref
     return {key: (head, refs[key]) for key, head in heads.items()}

@@ -66,15 +66,15 @@ def reference_data(config: RunConfig, paths: Iterable[str | Path]) -> ReferenceD
     `paths` are the files the run's inputs were read from; those in the reference folder
     are hashed and recorded. Every file the config pins must exist and match, so a
     checkout of another release (or an edited file) is named before anything runs."""
-    paths = [Path(p) for p in paths]
-    folder = uses_reference(config, paths)
+    files_read = [Path(p) for p in paths]
+    folder = uses_reference(config, files_read)
     if folder is None:
         return None
     ref = config.reference
     verify_pins(config)
     files = {
         p.resolve().relative_to(folder).as_posix(): _sha256(p)
-        for p in sorted(paths)
+        for p in sorted(files_read)
         if p.resolve().is_relative_to(folder)
     }
     return ReferenceData(

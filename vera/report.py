@@ -35,7 +35,8 @@ from vera.stats import (
     judge_vs_consensus,
     read_human_ratings,
 )
-from vera.stats.humans import NRTreatment, TieRule
+from vera.stats.agreement import NRTreatment
+from vera.stats.humans import TieRule
 from vera.store import MANIFEST, atomic_write, repair_run
 from vera.viewer.pages import write_card_pages
 
@@ -139,7 +140,8 @@ def read_card(run_dir: str | Path) -> dict[str, Any]:
     p = Path(run_dir) / "card.json"
     if not p.exists():
         raise UserError(f"{run_dir}: no card.json (run `vera score {run_dir}` first)")
-    return msgspec.json.decode(p.read_bytes())
+    card: dict[str, Any] = msgspec.json.decode(p.read_bytes())
+    return card
 
 
 # ---------------------------------------------------------------------------------------

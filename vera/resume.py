@@ -23,7 +23,7 @@ import copy
 import shlex
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -95,11 +95,8 @@ def existing_run(out: Path | None, *, resume: bool) -> RunManifest | None:
     a vera run (writing into it would overwrite or append to someone's files)."""
     if out is None:
         return None
-    path = out / MANIFEST
-    if path.is_file():
-        return read_manifest(path)
-    if resume:
-        raise UserError(f"{out}: nothing to resume (no {MANIFEST}: not a vera run directory)")
+    if resume or (out / MANIFEST).is_file():
+        return run_to_resume(out)
     if out.exists() and not out.is_dir():
         raise UserError(f"{out}: --out must be a folder, and this is a file")
     if out.is_dir() and any(out.iterdir()):
@@ -108,6 +105,14 @@ def existing_run(out: Path | None, *, resume: bool) -> RunManifest | None:
             "choose a new or empty folder for --out"
         )
     return None
+
+
+def run_to_resume(out: Path) -> RunManifest:
+    """The manifest of the run in `out`; a folder that holds no run is refused."""
+    path = out / MANIFEST
+    if not path.is_file():
+        raise UserError(f"{out}: nothing to resume (no {MANIFEST}: not a vera run directory)")
+    return read_manifest(path)
 
 
 def read_manifest(path: Path) -> RunManifest:
@@ -145,7 +150,7 @@ def resume_config(
     *,
     config_path: str | None,
     given: Mapping[str, Any],
-    apply: Any,
+    apply: Callable[[RunConfig], RunConfig],
 ) -> RunConfig:
     """The config a resumed run continues with: the manifest's, or the one `--config`
     names when it agrees, with the options in `given` (RunOptions fields that were set)

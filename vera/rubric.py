@@ -28,7 +28,7 @@ import csv
 import hashlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -186,7 +186,7 @@ def load_rubric(path: str | Path) -> Rubric:
 
     questions: list[Question] = []
     problems: list[tuple[int, str]] = []
-    current: dict | None = None
+    current: dict[str, Any] | None = None
     width = len(header)
     for lineno, row in enumerate(rows[1:], start=2):
         if not any(c.strip() for c in row):
@@ -238,7 +238,7 @@ def load_rubric(path: str | Path) -> Rubric:
     )
 
 
-def _freeze(q: dict) -> Question:
+def _freeze(q: dict[str, Any]) -> Question:
     sev = q["severity_raw"]
     return Question(
         id=q["id"],
@@ -380,10 +380,10 @@ def _graph_problems(rubric: Rubric) -> list[Problem]:
     seen = {0}
     frontier = [0]
     while frontier:
-        for t in succ[frontier.pop()]:
-            if t not in seen:
-                seen.add(t)
-                frontier.append(t)
+        for nxt in succ[frontier.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                frontier.append(nxt)
     for i, q in enumerate(rubric.questions):
         if i not in seen:
             problems.append(Problem(q.line, f"question {q.id} is unreachable from the first question"))
@@ -520,9 +520,12 @@ def _rate(dim: str, st: _DimState, stop: str | None, current: str | None) -> Dim
 def rate_dimension(dim: str, yes: list[tuple[Question, Answer]]) -> DimensionRating:
     """Any Yes on Red -> High Potential for Harm; else any Yes on Yellow -> Suboptimal;
     else Best Practice. The first deciding answer is kept for audit."""
-    for severity, rating in (("Red", rec.HIGH_POTENTIAL_FOR_HARM), ("Yellow", rec.SUBOPTIMAL)):
+    deciding: tuple[tuple[str, Rating], ...] = (
+        ("Red", rec.HIGH_POTENTIAL_FOR_HARM),
+        ("Yellow", rec.SUBOPTIMAL),
+    )
+    for severity, rating in deciding:
         for q, a in yes:
             if q.severity == severity:
-                r: Rating = rating  # type: ignore[assignment]
-                return DimensionRating(dimension=dim, rating=r, question_id=q.id, reasoning=a.reasoning)
+                return DimensionRating(dimension=dim, rating=rating, question_id=q.id, reasoning=a.reasoning)
     return DimensionRating(dimension=dim, rating=rec.BEST_PRACTICE)

@@ -23,7 +23,7 @@ import os
 import signal
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,7 @@ from vera.resume import (
     restored_config,
     resume_command,
     resume_config,
+    run_to_resume,
 )
 from vera.shared_limits import check_limits_url
 from vera.store import RunStore, atomic_write
@@ -176,8 +177,9 @@ class CachingClients:
         if key not in self._clients:
             inner = self.pool.client(ref, role)
             spec = self.pool.spec(ref)
-            use = self.cache is not None and spec.protocol != "offline"
-            self._clients[key] = CachedClient(inner, self.cache, spec, on_call=self.on_call) if use else inner  # type: ignore[arg-type]
+            if self.cache is not None and spec.protocol != "offline":
+                inner = CachedClient(inner, self.cache, spec, on_call=self.on_call)
+            self._clients[key] = inner
         return self._clients[key]
 
 
@@ -227,12 +229,15 @@ class Stopper:
                 loop.remove_signal_handler(sig)
 
 
-async def _supervised(stopper: Stopper, coro: Any, result: SweepResult) -> SweepResult:
+async def _supervised(
+    stopper: Stopper, coro: Coroutine[Any, Any, SweepResult], result: SweepResult
+) -> SweepResult:
     """Run the sweep; a cancellation after the grace period still returns the counts."""
-    stopper.task = asyncio.ensure_future(coro)
+    task = asyncio.ensure_future(coro)
+    stopper.task = task
     with stopper.installed():
         try:
-            return await stopper.task
+            return await task
         except asyncio.CancelledError:
             if stopper.reason is None:
                 raise
@@ -255,9 +260,8 @@ def _cache(cfg: RunConfig, run_dir: Path) -> ResponseCache | None:
 async def execute_run(opts: RunOptions) -> RunOutcome:
     notes: list[str] = []
     out = Path(opts.out) if opts.out else None
-    existing = existing_run(out, resume=opts.resume)
-    if existing is not None:
-        assert out is not None
+    existing = existing_run(out, resume=opts.resume) if out is not None else None
+    if out is not None and existing is not None:
         cfg, profiles = _resumed_config(existing, out, opts, notes)
     else:
         cfg = load_config(opts.config_path)
@@ -469,15 +473,15 @@ async def judge_run(opts: JudgeOptions) -> RunOutcome:
     Judging a run again continues where it stopped: `vera judge RUN_DIR` alone."""
     if opts.transcripts:
         return await _judge_imported(opts)
-    assert opts.run_dir is not None
+    if opts.run_dir is None:
+        raise UserError("vera judge needs a RUN_DIR to judge, or --transcripts to import")
     run_dir = Path(opts.run_dir)
     for value, flag in ((opts.config_path, "--config"), (opts.personas, "--personas"), (opts.out, "--out")):
         if value:
             raise ConfigError(
                 f"{flag} is for importing --transcripts; judging {run_dir} uses the settings in its manifest"
             )
-    manifest = existing_run(run_dir, resume=True)
-    assert manifest is not None
+    manifest = run_to_resume(run_dir)
     cfg = restored_config(manifest)
     cfg.judges = opts.judges or [j.ref for j in manifest.judges]
     if manifest.reference is not None:  # its prompt templates are read from there again
@@ -656,9 +660,10 @@ async def _judge(
             if imported is not None:
                 chatbots = [_imported_spec(r) for r in imported[0]]
                 agents = [_imported_spec(r) for r in imported[1]]
-            else:
-                assert manifest is not None
+            elif manifest is not None:
                 chatbots, agents = manifest.chatbots, manifest.user_agents
+            else:
+                raise TypeError("_judge needs the run's manifest or imported transcripts")
             sweep = Sweep(
                 inputs=inputs,
                 chatbots=chatbots,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -79,8 +80,8 @@ class RatingsSink:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
         self.batch_size = batch_size
-        self._ratings: dict[str, list] = _columns(RATINGS_SCHEMA)
-        self._answers: dict[str, list] = _columns(ANSWERS_SCHEMA)
+        self._ratings: dict[str, list[Any]] = _columns(RATINGS_SCHEMA)
+        self._answers: dict[str, list[Any]] = _columns(ANSWERS_SCHEMA)
         self._pending = 0
         self._rating_batches: list[pl.DataFrame] = []
         self._answer_batches: list[pl.DataFrame] = []
@@ -149,7 +150,7 @@ class RatingsSink:
         self._pending = 0
 
 
-def _columns(schema: dict[str, pl.DataType]) -> dict[str, list]:
+def _columns(schema: dict[str, pl.DataType]) -> dict[str, list[Any]]:
     return {name: [] for name in schema}
 
 

@@ -166,7 +166,8 @@ class RedisLimits:
                 delay = min(2.0, delay * 2)
 
     async def pttl(self, key: str) -> int:
-        assert self._client is not None
+        if self._client is None:
+            raise RuntimeError("RedisLimits is not open")
         from redis.exceptions import RedisError
 
         try:

@@ -31,7 +31,7 @@ import os
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any, Protocol, TypeVar
 
 import msgspec
 
@@ -94,15 +94,25 @@ def read_records(path: Path, type_: type[T]) -> list[T]:
     return list(records(path, type_))
 
 
-R = TypeVar("R")
+class _Keyed(Protocol):
+    """What `keep_latest` reads of a record (read-only, so Literal statuses fit)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+
+R = TypeVar("R", bound=_Keyed)
 
 
 def keep_latest(index: dict[str, R], record: R) -> None:
     """Index a record by job id: the later record wins, except that a complete record is
     never replaced by a failed one."""
-    old = index.get(record.id)  # type: ignore[attr-defined]
-    if old is None or old.status != "complete" or record.status == "complete":  # type: ignore[attr-defined]
-        index[record.id] = record  # type: ignore[attr-defined]
+    old = index.get(record.id)
+    if old is None or old.status != "complete" or record.status == "complete":
+        index[record.id] = record
 
 
 class _IdStatus(msgspec.Struct):

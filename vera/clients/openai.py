@@ -186,11 +186,10 @@ class OpenAIClient:
 
     def parse(self, raw: bytes, *, structured: bool) -> Completion:
         response = decode(raw, _Response, self.name)
-        if not response.choices or response.choices[0].message is None:
+        choice = response.choices[0] if response.choices else None
+        message = choice.message if choice is not None else None
+        if choice is None or message is None:
             raise BadResponseError(self.name, "response has no choices")
-        choice = response.choices[0]
-        message = choice.message
-        assert message is not None
         finish = choice.finish_reason or "stop"
         usage = _usage(response.usage)
         text = _text(message.content)

@@ -15,7 +15,7 @@ endpoint that receives the history. They exist as a sanity check of the whole ch
 
 from __future__ import annotations
 
-from typing import Any
+import random
 
 from vera.clients.base import CallContext
 from vera.offline import lexicon as lx
@@ -110,7 +110,7 @@ CHECK_IN = [
 ]
 
 
-def _pick(options: list[str], used: list[str], rng: Any) -> str:
+def _pick(options: list[str], used: list[str], rng: random.Random) -> str:
     """The least-used phrasing so far in this conversation (no copy-paste replies)."""
     counts = [sum(o in u for u in used) for o in options]
     fewest = min(counts)

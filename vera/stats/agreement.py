@@ -296,7 +296,8 @@ def ac1_from_features(features: np.ndarray, q: int, q_scale: int) -> np.ndarray:
     # A one-category scale has no chance disagreement to correct for: p_e = 0, AC1 = p_a.
     pe = (pi * (1 - pi)).sum(axis=1) / (q_scale - 1) if q_scale > 1 else np.zeros_like(pa)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return (pa - pe) / (1 - pe)
+        ac1: np.ndarray = (pa - pe) / (1 - pe)
+    return ac1
 
 
 def kappa_features(a_idx: np.ndarray, b_idx: np.ndarray, q: int) -> np.ndarray:

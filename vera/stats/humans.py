@@ -315,6 +315,7 @@ def _with_item_id(ratings: pl.DataFrame, item_key: ItemKey) -> pl.DataFrame:
     elif isinstance(item_key, pl.Expr):
         key = item_key.cast(pl.Utf8)
     else:
+        mapping: dict[str, str | None]
         if isinstance(item_key, Mapping):
             mapping = dict(item_key)
         else:

@@ -319,10 +319,10 @@ def _conversation_frame(runs: Sequence[ViewerRun]) -> pl.DataFrame:
     risk_order = {level: i for i, level in enumerate(RISK_LEVELS)}
     for run in runs:
         counts: dict[str, list[int]] = {}
-        for head, _ in run.records.judgements.values():
-            n = counts.setdefault(head.conversation_id, [0, 0])
+        for judgement, _ in run.records.judgements.values():
+            n = counts.setdefault(judgement.conversation_id, [0, 0])
             n[0] += 1
-            n[1] += head.status != "complete"
+            n[1] += judgement.status != "complete"
         seeds = run.records.manifest.seeds
         for order, (head, _) in enumerate(run.records.conversations.values()):
             judged, failed = counts.get(head.id, (0, 0))
