@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from benchmarks.fake_server import RateBucket, rubric_answer
 from vera.bench import KEY, KEY_ENV, SUITE, BenchOptions, Window, figures, render_table
 from vera.cli import main
 from vera.pipeline import SweepResult
+
+from .fakes.shared import RateBucket, rubric_answer
 
 REQUIRED = (
     "calls",

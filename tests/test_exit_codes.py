@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from .conftest import ROOT
-from .sweep_server import KEY, Faults, SweepServer, write_sweep_config
+from .fakes.sweep import KEY, Faults, SweepServer, write_sweep_config
 
 
 def run(*args: str, key: str = KEY) -> subprocess.CompletedProcess[str]:

@@ -21,7 +21,7 @@ from vera.records import Completion
 from vera.runner import RunOptions, execute_run
 
 from .conftest import ROOT
-from .sweep_server import KEY, Faults, SweepServer, write_sweep_config
+from .fakes.sweep import KEY, Faults, SweepServer, write_sweep_config
 
 
 @pytest.fixture(autouse=True)

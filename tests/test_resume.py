@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import ROOT
-from .sweep_server import KEY, Faults, SweepServer, write_sweep_config
+from .fakes.sweep import KEY, Faults, SweepServer, write_sweep_config
 from .test_cli import assert_one_line_error, vera
 
 

@@ -28,8 +28,8 @@ from vera.cli import main
 from vera.limits import Account
 from vera.shared_limits import RedisLimits, account_key
 
-from .clients.fakes import FakeOpenAI, serve_in_thread
 from .conftest import ROOT
+from .fakes.protocols import FakeOpenAI, serve_in_thread
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 KEY, KEY_ENV = "sk-shared-account-0123456789", "VERA_SHARED_TEST_KEY"

@@ -18,8 +18,8 @@ from vera.errors import RequestError
 from vera.limits import Account, LimitedClient, RetryPolicy, TokenBucket, bucket_shape, estimate_tokens
 from vera.records import CallRecord, Message
 
+from ..fakes.protocols import Behaviour, Fail, FakeOpenAI, Reply
 from .conftest import make_profile, open_pool
-from .fakes import Behaviour, Fail, FakeOpenAI, Reply
 
 HELLO = [Message("user", "hello")]
 

@@ -16,8 +16,8 @@ from vera.errors import (
 from vera.limits import RetryPolicy
 from vera.records import CallRecord, Message
 
+from ..fakes.protocols import Fail, FakeOpenAI, Malformed, Reply, Reset, Slow
 from .conftest import KEY, make_profile, open_pool
-from .fakes import Fail, FakeOpenAI, Malformed, Reply, Reset, Slow
 
 HELLO = [Message("user", "hello")]
 
