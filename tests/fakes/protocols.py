@@ -187,6 +187,7 @@ class FakeServer:
         self.received: list[Received] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        self.completed = 0  # responses handed back (a request given up on is not one)
         self.rate_limited = 0
         self.violations: list[str] = []  # every documented rule a request broke
         self.expect_violations = False  # set by tests that send broken requests on purpose
@@ -281,7 +282,9 @@ class FakeServer:
             delay = self.latency + (behaviour.delay if isinstance(behaviour, Slow | Reply) else 0)
             if delay:
                 await asyncio.sleep(delay)
-            return await self.respond(request, body, behaviour)
+            response = await self.respond(request, body, behaviour)
+            self.completed += 1
+            return response
         finally:
             self.in_flight -= 1
 
