@@ -73,6 +73,7 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         proc.wait(10)
 
 
+@pytest.mark.slow
 async def test_two_processes_draw_on_one_bucket_and_one_pause(redis_url: str) -> None:
     one, two = RedisLimits(redis_url), RedisLimits(redis_url)
     await one.open()
