@@ -31,7 +31,6 @@ import resource
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import orjson
 from aiohttp import web
@@ -40,7 +39,7 @@ from aiohttp import web
 # path; the checkout's root makes the shared pieces importable without installing tests.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.fakes.shared import RateBucket, rubric_answer
+from tests.fakes.shared import RateBucket, rubric_answer, serve_until_interrupted
 
 # A listen backlog large enough for thousands of clients connecting at once (the kernel
 # caps it at net.core.somaxconn).
@@ -192,16 +191,7 @@ def main(argv: list[str] | None = None) -> None:
     # cycles, so the default collector thresholds would only rescan them over and over.
     gc.freeze()
     gc.set_threshold(50_000, 10, 10)
-    try:
-        import uvloop
-
-        run: Any = uvloop.run
-    except ImportError:  # not on Windows
-        run = asyncio.run
-    try:
-        run(serve(args))
-    except KeyboardInterrupt:
-        sys.exit(0)
+    serve_until_interrupted(serve(args))
 
 
 if __name__ == "__main__":

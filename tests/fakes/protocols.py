@@ -39,7 +39,6 @@ import asyncio
 import contextlib
 import itertools
 import math
-import sys
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -51,7 +50,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from .rules import anthropic_problems, gemini_problems, openai_problems
-from .shared import RateBucket
+from .shared import RateBucket, serve_until_interrupted
 
 # Every server started in this process, for the teardown check in tests/conftest.py.
 STARTED: list[FakeServer] = []
@@ -857,16 +856,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rpm", type=float, default=None)
     parser.add_argument("--key", default="", help="required key (default: accept any)")
     args = parser.parse_args(argv)
-    try:
-        import uvloop
-
-        run: Any = uvloop.run
-    except ImportError:
-        run = asyncio.run
-    try:
-        run(_serve(args))
-    except KeyboardInterrupt:
-        sys.exit(0)
+    serve_until_interrupted(_serve(args))
 
 
 if __name__ == "__main__":

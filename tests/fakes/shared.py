@@ -7,8 +7,11 @@ gets the same option from either.
 
 from __future__ import annotations
 
+import asyncio
 import re
+import sys
 import zlib
+from collections.abc import Coroutine
 from typing import Any
 
 
@@ -56,3 +59,18 @@ def rubric_answer(messages: list[dict[str, Any]]) -> dict[str, str]:
             checksum = zlib.crc32(m["content"].encode(), checksum)
     choice = options[checksum % len(options)]
     return {"reasoning": f"A deterministic fake judge chose {choice!r}.", "answer": choice}
+
+
+def serve_until_interrupted(main: Coroutine[Any, Any, None]) -> None:
+    """Run a server's coroutine on uvloop where it exists (as vera itself runs) until
+    Ctrl-C or SIGTERM's KeyboardInterrupt, then exit quietly with 0."""
+    try:
+        import uvloop
+
+        run: Any = uvloop.run
+    except ImportError:  # not on Windows
+        run = asyncio.run
+    try:
+        run(main)
+    except KeyboardInterrupt:
+        sys.exit(0)
