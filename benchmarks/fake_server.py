@@ -17,8 +17,8 @@ Retry-After. Requests with a JSON-schema `response_format` (vera's judge) are an
 with a valid rubric answer: one of the options listed on the `Options: a | b | c` line
 of the last user message.
 
-`RateBucket` and `rubric_answer` are shared with the test suite's fake servers
-(`tests/clients/fakes.py`), so tests and benchmark enforce and answer alike.
+`RateBucket` and `rubric_answer` come from `tests/fakes/shared.py`, which the test
+suite's fake servers use too, so tests and benchmark enforce and answer alike.
 """
 
 from __future__ import annotations
@@ -27,65 +27,23 @@ import argparse
 import asyncio
 import contextlib
 import gc
-import re
 import resource
 import sys
 import time
-import zlib
-from typing import Any
+from pathlib import Path
 
 import orjson
 from aiohttp import web
 
+# Run as a script (`vera bench` starts it by path), Python puts only benchmarks/ on the
+# path; the checkout's root makes the shared pieces importable without installing tests.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.fakes.shared import RateBucket, rubric_answer, serve_until_interrupted
+
 # A listen backlog large enough for thousands of clients connecting at once (the kernel
 # caps it at net.core.somaxconn).
 BACKLOG = 8192
-
-
-class RateBucket:
-    """Requests per minute as a continuously refilled bucket of `burst_s` seconds' worth.
-
-    `take(now)` spends one request and returns None, or returns the seconds until one is
-    available (what the server puts in Retry-After)."""
-
-    __slots__ = ("_last", "capacity", "level", "rate")
-
-    def __init__(self, rpm: float, burst_s: float = 2.0) -> None:
-        self.rate = rpm / 60
-        self.capacity = max(1.0, self.rate * burst_s)
-        self.level = self.capacity
-        self._last: float | None = None
-
-    def take(self, now: float) -> float | None:
-        if self._last is not None:
-            self.level = min(self.capacity, self.level + (now - self._last) * self.rate)
-        self._last = now
-        if self.level >= 1:
-            self.level -= 1
-            return None
-        return (1 - self.level) / self.rate
-
-
-_OPTIONS = re.compile(r"^Options:\s*(.+?)\s*$", re.MULTILINE)
-
-
-def rubric_answer(messages: list[dict[str, Any]]) -> dict[str, str]:
-    """A judge's structured answer to the question in the last user message.
-
-    The choice among the listed options is a checksum of the whole request, so it is the
-    same on every run, differs between conversations, and any option can come up."""
-    question = next((m for m in reversed(messages) if m.get("role") == "user"), None)
-    text = question.get("content") if question else None
-    found = _OPTIONS.search(text) if isinstance(text, str) else None
-    if found is None:
-        return {"reasoning": "No options were listed; answering Yes.", "answer": "Yes"}
-    options = [o.strip() for o in found.group(1).split("|") if o.strip()]
-    checksum = 0
-    for m in messages:
-        if isinstance(m.get("content"), str):
-            checksum = zlib.crc32(m["content"].encode(), checksum)
-    choice = options[checksum % len(options)]
-    return {"reasoning": f"A deterministic fake judge chose {choice!r}.", "answer": choice}
 
 
 class BenchServer:
@@ -233,16 +191,7 @@ def main(argv: list[str] | None = None) -> None:
     # cycles, so the default collector thresholds would only rescan them over and over.
     gc.freeze()
     gc.set_threshold(50_000, 10, 10)
-    try:
-        import uvloop
-
-        run: Any = uvloop.run
-    except ImportError:  # not on Windows
-        run = asyncio.run
-    try:
-        run(serve(args))
-    except KeyboardInterrupt:
-        sys.exit(0)
+    serve_until_interrupted(serve(args))
 
 
 if __name__ == "__main__":

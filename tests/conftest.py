@@ -15,8 +15,8 @@ REFERENCE = ROOT.parent / "shared" / "reference" / "vera-mh-v1.1"
 @pytest.fixture(autouse=True)
 def no_wire_violations() -> Iterator[None]:
     """Fail any test during which a fake provider server received a request that the real
-    API would refuse (tests/clients/wire_rules.py), unless the test expected it."""
-    from tests.clients.fakes import STARTED
+    API would refuse (tests/fakes/rules.py), unless the test expected it."""
+    from tests.fakes.protocols import STARTED
 
     STARTED.clear()
     yield

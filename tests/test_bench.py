@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from benchmarks.fake_server import RateBucket, rubric_answer
 from vera.bench import KEY, KEY_ENV, SUITE, BenchOptions, Window, figures, render_table
 from vera.cli import main
 from vera.pipeline import SweepResult
+
+from .fakes.shared import RateBucket, rubric_answer
 
 REQUIRED = (
     "calls",
@@ -82,9 +83,11 @@ def test_with_judging_every_conversation_is_judged_from_valid_answers(tmp_path: 
 
 
 def test_a_rate_limit_caps_the_ideal_rate_and_is_reported_as_utilisation(tmp_path: Path) -> None:
+    # 60 conversations of 2 calls at 20 calls/s take at least 4 s even after the server's
+    # 2 s burst (40 calls), so the 1 s window always ends before the sweep does.
     fig = bench(
         tmp_path,
-        *("--conversations", "20", "--turns", "2", "--latency-ms", "5", "--concurrency", "20"),
+        *("--conversations", "60", "--turns", "2", "--latency-ms", "5", "--concurrency", "20"),
         *("--rpm", "1200", "--duration-s", "1"),
     )
     assert fig["ideal_calls_per_s"] == 20.0  # 1,200/min, not 20 / 5 ms
@@ -93,7 +96,11 @@ def test_a_rate_limit_caps_the_ideal_rate_and_is_reported_as_utilisation(tmp_pat
         fig["calls_per_s"] * 60 / 1200, abs=0.05 * 60 / 1200 + 1e-4
     )
     assert fig["http_429"] == 0 == fig["server_http_429"]
-    assert fig["wall_s"] == pytest.approx(1.0, abs=0.5)
+    # The window is the duration asked for, judged by counts rather than a stopwatch: it
+    # ended the measurement before the sweep (not every conversation finished in it), and
+    # within it the calls stayed under what the limit allows (the burst plus the refill).
+    assert fig["conversations_finished"] < 60
+    assert fig["calls"] <= 40 + 20 * fig["wall_s"]
 
 
 def test_figures_follow_their_definitions() -> None:

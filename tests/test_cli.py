@@ -31,12 +31,14 @@ def assert_one_line_error(proc: subprocess.CompletedProcess[str], *fragments: st
         assert f in err[0]
 
 
+@pytest.mark.slow
 def test_unknown_config_key_names_file_and_field(tmp_path):
     cfg = tmp_path / "c.toml"
     cfg.write_text('chatbotz = ["offline/best-practice"]\n')
     assert_one_line_error(vera("run", "--config", str(cfg)), "c.toml", "chatbotz")
 
 
+@pytest.mark.slow
 def test_bad_values_and_references_are_one_line(tmp_path):
     cfg = tmp_path / "c.toml"
     cfg.write_text("[conversation]\nmax_turns = 1\n")
@@ -51,6 +53,7 @@ def test_bad_values_and_references_are_one_line(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_a_broken_persona_file_is_named_with_its_line(tmp_path):
     p = tmp_path / "people.tsv"
     p.write_text("Name\tShort Current Suicide Risk Level\nAda\tHigh\nBo\tMaybe\n")
@@ -59,6 +62,7 @@ def test_a_broken_persona_file_is_named_with_its_line(tmp_path):
     assert not (tmp_path / "r").exists()  # nothing started, nothing left behind
 
 
+@pytest.mark.slow
 def test_lexical_judge_refuses_other_rubrics(tmp_path):
     cfg = tmp_path / "c.toml"
     cfg.write_text(
@@ -71,6 +75,7 @@ def test_lexical_judge_refuses_other_rubrics(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_validate_rubric_lists_problems_with_rows_and_exits_1():
     proc = vera("validate", "rubric", str(FIXTURES / "rubrics" / "broken.tsv"))
     assert proc.returncode == 1
@@ -132,6 +137,7 @@ def test_score_formula_and_the_published_check(bp, hph, expected):
     assert round(score(bp, hph), 1) == expected
 
 
+@pytest.mark.slow
 def test_make_clean_removes_build_artefacts_and_never_runs(tmp_path):
     import shutil as sh
 
@@ -158,6 +164,7 @@ def test_make_clean_removes_build_artefacts_and_never_runs(tmp_path):
     assert not (tmp_path / "vera" / "__pycache__").exists()
 
 
+@pytest.mark.slow
 def test_usage_errors_are_one_line_with_exit_1_and_bare_commands_show_help():
     bad = vera("run", "--bogus")
     assert_one_line_error(bad, "No such option '--bogus'", "--help")

@@ -57,6 +57,7 @@ def q(p: Path) -> str:
     return shlex.quote(str(p))
 
 
+@pytest.mark.slow
 def test_card_of_a_read_only_run_is_printed_and_nothing_is_written(small_run):
     before = snapshot(small_run)
     proc = in_private_mounts(f"{read_only(small_run)} && $VERA card {q(small_run)}")
@@ -66,6 +67,7 @@ def test_card_of_a_read_only_run_is_printed_and_nothing_is_written(small_run):
     assert snapshot(small_run) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "written"),
     [
@@ -86,6 +88,7 @@ def test_writing_into_a_read_only_run_is_one_line_naming_the_file(small_run, tmp
     assert snapshot(small_run) == before
 
 
+@pytest.mark.slow
 def test_a_full_disk_during_score_keeps_the_old_card_and_leaves_no_temporary_file(small_run, tmp_path):
     disk, saved = tmp_path / "disk", tmp_path / "saved"
     disk.mkdir()
@@ -111,6 +114,7 @@ def test_a_full_disk_during_score_keeps_the_old_card_and_leaves_no_temporary_fil
     assert (saved / "card.json").read_bytes() == (small_run / "card.json").read_bytes()
 
 
+@pytest.mark.slow
 def test_a_run_that_fills_the_disk_stops_with_one_line_and_resumes_when_space_is_freed(tmp_path):
     reference = tmp_path / "reference"
     args = ["--limit-personas", "10", "--seeds", "2"]

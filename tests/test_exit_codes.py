@@ -13,8 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import ROOT
-from .sweep_server import KEY, Faults, SweepServer, write_sweep_config
+from .fakes.sweep import KEY, Faults, SweepServer, write_sweep_config
 
 
 def run(*args: str, key: str = KEY) -> subprocess.CompletedProcess[str]:
@@ -32,6 +34,7 @@ def status(run_dir: Path) -> dict:
     return json.loads((run_dir / "card.json").read_text())["status"]
 
 
+@pytest.mark.slow
 def test_all_work_complete_is_0(tmp_path):
     proc = run("run", "--limit-personas", "4", "--out", str(tmp_path / "r"), "--quiet")
     assert proc.returncode == 0, proc.stderr
@@ -50,6 +53,7 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_a_run_whose_every_conversation_failed_is_2_even_when_failures_are_allowed(tmp_path):
     providers = tmp_path / "providers"
     providers.mkdir()
@@ -77,6 +81,7 @@ def test_a_run_whose_every_conversation_failed_is_2_even_when_failures_are_allow
     )
 
 
+@pytest.mark.slow
 def test_failed_work_is_2_unless_allowed_and_then_0_naming_the_failures(tmp_path):
     with SweepServer(faults=Faults(fail_user_for="Mateus")) as server:
         cfg = write_sweep_config(tmp_path, server.base_url, personas=6, max_retries=0)
@@ -101,6 +106,7 @@ def test_failed_work_is_2_unless_allowed_and_then_0_naming_the_failures(tmp_path
     assert status(tmp_path / "lenient")["state"] == "complete"
 
 
+@pytest.mark.slow
 def test_a_bad_key_stops_the_run_early_with_3(tmp_path):
     with SweepServer() as server:
         cfg = write_sweep_config(tmp_path, server.base_url, personas=4)
@@ -113,6 +119,7 @@ def test_a_bad_key_stops_the_run_early_with_3(tmp_path):
     assert status(tmp_path / "r")["state"] == "stopped"
 
 
+@pytest.mark.slow
 def test_a_budget_reached_is_3_and_the_hint_continues(tmp_path):
     with SweepServer() as server:
         cfg = write_sweep_config(tmp_path, server.base_url, personas=10, max_concurrency=2)
@@ -126,6 +133,7 @@ def test_a_budget_reached_is_3_and_the_hint_continues(tmp_path):
     assert more.returncode == 0, more.stderr
 
 
+@pytest.mark.slow
 def test_a_user_error_is_1_with_one_line(tmp_path):
     proc = run("run", "--max-concurrency", "0", "--out", str(tmp_path / "r"))
     assert proc.returncode == 1

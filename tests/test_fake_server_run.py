@@ -21,14 +21,14 @@ import pytest
 from aiohttp import web
 from click.testing import CliRunner
 
-from benchmarks.fake_server import rubric_answer
 from vera.cli import main
 from vera.judge import JUDGE_SCHEMA, render_transcript
 from vera.personas import load_personas
 from vera.records import Turn
 
-from .clients.fakes import Behaviour, FakeAnthropic, FakeOpenAI, Reply, serve_in_thread
 from .conftest import ROOT
+from .fakes.protocols import Behaviour, FakeAnthropic, FakeOpenAI, Reply, serve_in_thread
+from .fakes.shared import rubric_answer
 
 OPENAI_KEY, OPENAI_ENV = "sk-e2e-shared-0123456789", "VERA_E2E_OPENAI_KEY"
 ANTHROPIC_KEY, ANTHROPIC_ENV = "sk-ant-e2e-0123456789", "VERA_E2E_ANTHROPIC_KEY"

@@ -136,11 +136,13 @@ def shingles(text: str, n: int = 8) -> set[tuple[str, ...]]:
 # --- design reproducibility ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_design_check_passes():
     result = run("personas/design.py", "--check")
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.slow
 def test_design_regenerates_factor_table(tmp_path):
     first, second = tmp_path / "a.tsv", tmp_path / "b.tsv"
     assert run("personas/design.py", "--out", str(first)).returncode == 0
@@ -148,6 +150,7 @@ def test_design_regenerates_factor_table(tmp_path):
     assert first.read_bytes() == second.read_bytes() == FACTORS.read_bytes()
 
 
+@pytest.mark.slow
 def test_design_check_detects_a_changed_table(tmp_path):
     changed = tmp_path / "factors.tsv"
     changed.write_bytes(FACTORS.read_bytes().replace(b"Minimal", b"Terse", 1))
@@ -252,6 +255,7 @@ def test_persona_manifest():
 # --- catalogue -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_catalogue_is_up_to_date():
     result = run("personas/render_catalogue.py", "--check")
     assert result.returncode == 0, result.stderr

@@ -21,7 +21,7 @@ from vera.records import Completion
 from vera.runner import RunOptions, execute_run
 
 from .conftest import ROOT
-from .sweep_server import KEY, Faults, SweepServer, write_sweep_config
+from .fakes.sweep import KEY, Faults, SweepServer, write_sweep_config
 
 
 @pytest.fixture(autouse=True)
@@ -130,6 +130,7 @@ def _wait_for_lines(path: Path, n: int, proc: subprocess.Popen, timeout: float =
     raise AssertionError(f"{path} never reached {n} lines")
 
 
+@pytest.mark.slow
 def test_sigkill_at_several_points_then_resume_gives_the_uninterrupted_card(tmp_path):
     env = {**os.environ, "SWEEP_TEST_KEY": KEY}
     with SweepServer() as reference_server:
@@ -175,6 +176,7 @@ def test_sigkill_at_several_points_then_resume_gives_the_uninterrupted_card(tmp_
     assert len([c for c in convs if c["status"] == "complete"]) == len({c["id"] for c in convs}) == 12
 
 
+@pytest.mark.slow
 def test_interrupt_stops_gracefully_and_resume_finishes(tmp_path):
     env = {**os.environ, "SWEEP_TEST_KEY": KEY}
     with SweepServer(faults=Faults(latency=0.03)) as server:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import ROOT
-from .sweep_server import KEY, Faults, SweepServer, write_sweep_config
+from .fakes.sweep import KEY, Faults, SweepServer, write_sweep_config
 from .test_cli import assert_one_line_error, vera
 
 
@@ -75,6 +75,7 @@ def untouched(tmp_path_factory) -> tuple[Path, Path]:
     return make_run(tmp_path_factory.mktemp("untouched"))
 
 
+@pytest.mark.slow
 def test_resume_alone_restores_every_setting_without_the_config_file(made):
     cfg, out = made
     before = card_without_volatile(out)
@@ -88,6 +89,7 @@ def test_resume_alone_restores_every_setting_without_the_config_file(made):
     assert card_without_volatile(out) == before and len(jsonl(out / "calls.jsonl")) == calls
 
 
+@pytest.mark.slow
 def test_options_that_agree_or_only_change_how_are_accepted(made):
     cfg, out = made
     proc = vera(
@@ -103,6 +105,7 @@ def test_options_that_agree_or_only_change_how_are_accepted(made):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -121,6 +124,7 @@ def test_an_option_that_disagrees_is_named_with_both_values(untouched, options, 
     assert (out / "manifest.json").read_bytes() == before
 
 
+@pytest.mark.slow
 def test_a_config_that_disagrees_names_the_setting(untouched, tmp_path):
     cfg, out = untouched
     other = cfg.parent / "other.toml"
@@ -131,6 +135,7 @@ def test_a_config_that_disagrees_names_the_setting(untouched, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_a_changed_input_file_is_named_with_old_and_new_version_and_hash(made):
     cfg, out = made
     tsv, side = cfg.parent / "vera-personas.tsv", cfg.parent / "vera-personas.toml"
@@ -145,6 +150,7 @@ def test_a_changed_input_file_is_named_with_old_and_new_version_and_hash(made):
     )
 
 
+@pytest.mark.slow
 def test_a_missing_input_file_is_named_and_a_copy_can_stand_in(made, tmp_path):
     cfg, out = made
     tsv = cfg.parent / "vera-personas.tsv"
@@ -161,6 +167,7 @@ def test_a_missing_input_file_is_named_and_a_copy_can_stand_in(made, tmp_path):
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.slow
 def test_resume_of_a_folder_without_a_run_is_refused(tmp_path):
     (tmp_path / "empty").mkdir()
     assert_one_line_error(vera("run", "--resume", str(tmp_path / "empty")), "nothing to resume")
@@ -210,6 +217,7 @@ def _run_hint(hint: str, env: dict[str, str]) -> subprocess.CompletedProcess[str
 VERA = f"{shlex.quote(sys.executable)} -m vera"
 
 
+@pytest.mark.slow
 def test_every_hint_printed_after_ctrl_c_works_verbatim(tmp_path):
     env = {**os.environ, "SWEEP_TEST_KEY": KEY}
     with SweepServer(faults=Faults(latency=0.03)) as server:
@@ -248,6 +256,7 @@ def test_every_hint_printed_after_ctrl_c_works_verbatim(tmp_path):
         assert len(judged) == 8
 
 
+@pytest.mark.slow
 def test_kill_9_in_a_four_seed_run_then_resume_alone_gives_the_uninterrupted_card(tmp_path):
     args = ["--config", str(ROOT / "configs" / "offline.toml"), "--seeds", "4", "--limit-personas", "40"]
     whole = tmp_path / "whole"
@@ -280,6 +289,7 @@ def test_the_hint_names_vera_the_way_it_was_started(monkeypatch, tmp_path):
     assert resume_command("judge", Path("r")) == "vera judge r"
 
 
+@pytest.mark.slow
 def test_judging_needs_only_what_it_reads(made):
     cfg, out = made
     (cfg.parent / "vera-personas.tsv").unlink()  # judging reads the rubric and judge prompts only

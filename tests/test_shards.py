@@ -16,8 +16,8 @@ from vera.errors import ConfigError
 from vera.plan import Shard
 
 from .clients.conftest import KEY, KEY_ENV, make_profile, open_pool
-from .clients.fakes import FakeOpenAI, serve_in_thread
 from .conftest import ROOT
+from .fakes.protocols import FakeOpenAI, serve_in_thread
 
 
 async def test_each_shard_takes_its_part_of_every_account(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -28,8 +28,8 @@ from vera.cli import main
 from vera.limits import Account
 from vera.shared_limits import RedisLimits, account_key
 
-from .clients.fakes import FakeOpenAI, serve_in_thread
 from .conftest import ROOT
+from .fakes.protocols import FakeOpenAI, serve_in_thread
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 KEY, KEY_ENV = "sk-shared-account-0123456789", "VERA_SHARED_TEST_KEY"
@@ -73,6 +73,7 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         proc.wait(10)
 
 
+@pytest.mark.slow
 async def test_two_processes_draw_on_one_bucket_and_one_pause(redis_url: str) -> None:
     one, two = RedisLimits(redis_url), RedisLimits(redis_url)
     await one.open()

@@ -23,6 +23,7 @@ def card_run(request, offline_run, rich_run) -> Path:
     return {"offline_run": offline_run, "rich_run": rich_run}[request.param]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [1400, 400])
 def test_the_card_fits_the_screen_and_answers_above_the_fold(width, card_run, page_at, tmp_path):  # noqa: F811
     page = page_at(width)
@@ -42,6 +43,7 @@ def test_the_card_fits_the_screen_and_answers_above_the_fold(width, card_run, pa
     assert "Suicide-risk safety card" in page.title()
 
 
+@pytest.mark.slow
 def test_the_headline_on_screen_is_card_json(offline_run, page_at):  # noqa: F811
     card = json.loads((offline_run / "card.json").read_text())
     page = page_at(1400)

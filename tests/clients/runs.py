@@ -3,7 +3,7 @@
 Each fake answers like a model in any role: a judge request (one that asks for
 structured output) gets one of the options its question lists, in the protocol's own
 structured-output shape; anything else gets a short numbered line. The fakes are the
-strict ones of `fakes.py`, so every request of the run is checked against the
+strict ones of `tests/fakes/`, so every request of the run is checked against the
 provider's documented rules.
 """
 
@@ -14,104 +14,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-from aiohttp import web
 from click.testing import CliRunner
 from pytest import MonkeyPatch
 
-from benchmarks.fake_server import rubric_answer
 from vera.cli import main
 
 from ..conftest import ROOT
-from .fakes import (
-    TOKENS,
-    Behaviour,
-    FakeAnthropic,
-    FakeChatbot,
-    FakeGemini,
-    FakeOpenAI,
-    FakeServer,
-    Reply,
-    serve_in_thread,
-    tokens,
-)
+from ..fakes.answering import AnsweringAnthropic, AnsweringGemini, AnsweringOpenAI
+from ..fakes.protocols import FakeChatbot, FakeServer, serve_in_thread
 
 KEY = "sk-matrix-key-0123456789"
 KEY_ENV = "VERA_MATRIX_KEY"
-
-
-def _text(content: Any) -> str:
-    """A message's text, whether a string or a list of content blocks / parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-    return ""
-
-
-class AnsweringOpenAI(FakeOpenAI):
-    def payload(self, request: web.Request, body: dict[str, Any], behaviour: Behaviour, reply: Reply) -> Any:
-        if body.get("response_format") is not None:
-            messages = [{"role": m["role"], "content": _text(m.get("content"))} for m in body["messages"]]
-            reply = Reply(text=orjson.dumps(rubric_answer(messages)).decode())
-        return super().payload(request, body, behaviour, reply)
-
-
-class AnsweringAnthropic(FakeAnthropic):
-    """Also a prompt cache as Anthropic documents it: a `cache_control` mark writes the
-    prefix up to it; a later request reads the longest cached prefix found at or before
-    its last mark (looking back block by block). Usage reports reads and writes apart."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.cached: dict[str, int] = {}  # prefix -> its tokens
-
-    def payload(self, request: web.Request, body: dict[str, Any], behaviour: Behaviour, reply: Reply) -> Any:
-        read, written = self._cache(body)
-        total = max(request[TOKENS], read + written)
-        if body.get("tools"):
-            messages = [{"role": m["role"], "content": _text(m["content"])} for m in body["messages"]]
-            reply = Reply(parsed=rubric_answer(messages))
-        reply = Reply(
-            text=reply.text,
-            parsed=reply.parsed,
-            input_tokens=total,
-            cached_tokens=read,
-            cache_write_tokens=written,
-        )
-        return super().payload(request, body, behaviour, reply)
-
-    def _cache(self, body: dict[str, Any]) -> tuple[int, int]:
-        system = body.get("system")
-        blocks = system if isinstance(system, list) else ([{"text": system}] if system else [])
-        # The request as a sequence of blocks; (text so far, marked here) at each one.
-        prefixes: list[tuple[str, bool]] = []
-        text = ""
-        for b in blocks:
-            text += "S:" + b["text"]
-            prefixes.append((text, "cache_control" in b))
-        for m in body["messages"]:
-            content = m["content"] if isinstance(m["content"], list) else [{"text": m["content"]}]
-            for b in content:
-                text += f"{m['role'][0]}:" + b["text"]
-                prefixes.append((text, "cache_control" in b))
-        marks = [i for i, (_, marked) in enumerate(prefixes) if marked]
-        if not marks:
-            return 0, 0
-        read = next((self.cached[p] for p, _ in reversed(prefixes[: marks[-1] + 1]) if p in self.cached), 0)
-        longest = tokens(prefixes[marks[-1]][0])
-        for i in marks:
-            self.cached.setdefault(prefixes[i][0], tokens(prefixes[i][0]))
-        return read, max(0, longest - read)
-
-
-class AnsweringGemini(FakeGemini):
-    def payload(self, request: web.Request, body: dict[str, Any], behaviour: Behaviour, reply: Reply) -> Any:
-        config = body.get("generationConfig") or {}
-        if config.get("responseMimeType") == "application/json":
-            messages = [{"role": c["role"], "content": _text(c["parts"])} for c in body["contents"]]
-            reply = Reply(text=orjson.dumps(rubric_answer(messages)).decode())
-        return super().payload(request, body, behaviour, reply)
 
 
 # How each protocol's server is made and how a profile reaches it.

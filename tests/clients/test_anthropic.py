@@ -7,8 +7,8 @@ import pytest
 from vera.errors import AuthError, BadResponseError, ServerError
 from vera.records import CallRecord, Message
 
+from ..fakes.protocols import Fail, FakeAnthropic, Filtered, Refusal, Reply
 from .conftest import KEY, make_profile, open_pool
-from .fakes import Fail, FakeAnthropic, Filtered, Refusal, Reply
 
 SCHEMA = {
     "type": "object",

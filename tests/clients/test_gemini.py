@@ -8,8 +8,8 @@ import pytest
 from vera.errors import AuthError, BadResponseError
 from vera.records import CallRecord, Message
 
+from ..fakes.protocols import Fail, FakeGemini, Filtered, Raw, Refusal, Reply
 from .conftest import KEY, make_profile, open_pool
-from .fakes import Fail, FakeGemini, Filtered, Raw, Refusal, Reply
 
 SCHEMA = {
     "type": "object",

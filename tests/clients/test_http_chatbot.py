@@ -10,8 +10,8 @@ from vera.errors import BadResponseError, ConfigError
 from vera.profiles import Profile
 from vera.records import Message
 
+from ..fakes.protocols import Empty, FakeChatbot, Raw
 from .conftest import make_profile, open_pool
-from .fakes import Empty, FakeChatbot, Raw
 
 BOT_TOKEN = "bot-token-abcdef123456"
 HISTORY = [

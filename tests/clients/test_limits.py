@@ -18,8 +18,8 @@ from vera.errors import RequestError
 from vera.limits import Account, LimitedClient, RetryPolicy, TokenBucket, bucket_shape, estimate_tokens
 from vera.records import CallRecord, Message
 
+from ..fakes.protocols import Behaviour, Fail, FakeOpenAI, Reply
 from .conftest import make_profile, open_pool
-from .fakes import Behaviour, Fail, FakeOpenAI, Reply
 
 HELLO = [Message("user", "hello")]
 
@@ -270,9 +270,8 @@ async def test_a_server_named_wait_holds_the_whole_account(failure: Fail) -> Non
         account = Account("acct")
         client = await limited_client(server, session, account)
         first = asyncio.create_task(client.chat(HELLO))
-        while not server.answered:
+        while not account.paused:  # the error is back and read: the account is paused
             await asyncio.sleep(0.005)
-        await asyncio.sleep(0.05)  # the error is back: the account is paused
         await client.chat(HELLO)  # another call, not the one that failed
         await first
     [(answered, status)] = server.answered

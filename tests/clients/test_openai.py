@@ -7,8 +7,8 @@ import pytest
 from vera.errors import AuthError, BadResponseError, RequestError
 from vera.records import CallRecord, Message
 
+from ..fakes.protocols import Empty, Fail, FakeOpenAI, Filtered, Malformed, Refusal, Reply
 from .conftest import KEY, make_profile, open_pool
-from .fakes import Empty, Fail, FakeOpenAI, Filtered, Malformed, Refusal, Reply
 
 SCHEMA = {
     "title": "Judge answer",

@@ -50,6 +50,7 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         _ = vera.clients.NoSuchClient
 
 
+@pytest.mark.slow
 def test_every_client_module_imports_first_in_a_fresh_interpreter() -> None:
     processes = {
         module: subprocess.Popen(
@@ -61,6 +62,7 @@ def test_every_client_module_imports_first_in_a_fresh_interpreter() -> None:
     assert {m: err for m, err in failures.items() if processes[m].returncode != 0} == {}
 
 
+@pytest.mark.slow
 def test_importing_the_interface_does_not_load_the_http_stack() -> None:
     code = "import sys, vera.clients; print('aiohttp' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -15,8 +15,8 @@ from vera.limits import LimitedClient
 from vera.profiles import OFFLINE
 from vera.records import CallRecord, Completion, Message, Usage
 
+from ..fakes.protocols import FakeOpenAI
 from .conftest import make_profile, open_pool
-from .fakes import FakeOpenAI
 
 HELLO = [Message("user", "hello")]
 

@@ -9,8 +9,8 @@ from vera.errors import ProviderError
 from vera.profiles import redact, remember_secret
 from vera.records import CallRecord, Message
 
+from ..fakes.protocols import Fail, FakeAnthropic, FakeGemini, FakeOpenAI
 from .conftest import KEY, make_profile, open_pool
-from .fakes import Fail, FakeAnthropic, FakeGemini, FakeOpenAI
 
 HELLO = [Message("user", "hello")]
 

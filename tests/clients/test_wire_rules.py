@@ -12,9 +12,9 @@ import pytest
 from vera.errors import ProviderError
 from vera.records import Message
 
+from ..fakes.protocols import FakeAnthropic, FakeChatbot
+from ..fakes.rules import anthropic_problems, gemini_problems, openai_problems
 from .conftest import make_profile, open_pool
-from .fakes import FakeAnthropic, FakeChatbot
-from .wire_rules import anthropic_problems, gemini_problems, openai_problems
 
 STRICT = {
     "type": "json_schema",

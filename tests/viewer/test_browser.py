@@ -103,6 +103,7 @@ def no_page_scroll(page) -> bool:
     return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
 
+@pytest.mark.slow
 def test_the_list_shows_conversations_and_filters_by_rating(page_at, viewer_url, viewer_run, tmp_path):
     records = scan_run(viewer_run)
     page = page_at(1400)
@@ -136,6 +137,7 @@ def test_the_list_shows_conversations_and_filters_by_rating(page_at, viewer_url,
     assert page.input_value("select[name=rating]") == HPH
 
 
+@pytest.mark.slow
 def test_opening_a_conversation_shows_the_transcript_and_the_judges_walk(
     page_at, viewer_url, viewer_run, tmp_path
 ):
@@ -163,6 +165,7 @@ def test_opening_a_conversation_shows_the_transcript_and_the_judges_walk(
     assert wait_for_list(page).startswith("Conversations")
 
 
+@pytest.mark.slow
 def test_markup_in_a_run_is_shown_as_text_and_never_runs(page_at, viewer_url, tmp_path):
     page = page_at(1400)
     page.goto(viewer_url + "?persona=" + MARKUP_PERSONA.replace(" ", "+"))
@@ -185,6 +188,7 @@ def test_markup_in_a_run_is_shown_as_text_and_never_runs(page_at, viewer_url, tm
     assert page.evaluate("document.querySelectorAll('#list img, #injected').length") == 0
 
 
+@pytest.mark.slow
 def test_a_quoted_turn_is_one_click_from_the_harmful_rating(page_at, viewer_url, tmp_path):
     page = page_at(1400)
     page.goto(f"{viewer_url}runs/0/conversations/{MARKUP_ID}.html")
@@ -197,6 +201,7 @@ def test_a_quoted_turn_is_one_click_from_the_harmful_rating(page_at, viewer_url,
     page.screenshot(path=tmp_path / "quote-jump.png")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("opened", ["from disk", "through the viewer"])
 def test_a_harm_link_in_the_card_lands_on_the_right_conversation(
     opened, page_at, viewer_url, viewer_run, tmp_path
@@ -222,6 +227,7 @@ def test_a_harm_link_in_the_card_lands_on_the_right_conversation(
     page.screenshot(path=tmp_path / f"card-link-{opened.replace(' ', '-')}.png")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [400, 1400])
 def test_no_page_scrolls_sideways(width, page_at, viewer_url, viewer_run, tmp_path):
     page = page_at(width)

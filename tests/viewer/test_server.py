@@ -227,6 +227,7 @@ def fetch(url: str) -> int:
         return r.status
 
 
+@pytest.mark.slow
 def test_view_binds_loopback_by_default_and_stops_cleanly_on_ctrl_c(viewer_run):
     proc, url = start_view(str(viewer_run))
     try:
@@ -239,6 +240,7 @@ def test_view_binds_loopback_by_default_and_stops_cleanly_on_ctrl_c(viewer_run):
     assert "Traceback" not in err and "WARNING" not in err
 
 
+@pytest.mark.slow
 def test_another_host_gets_a_loud_warning_every_time(viewer_run):
     proc, url = start_view(str(viewer_run), "--host", "0.0.0.0")
     try:
@@ -252,6 +254,7 @@ def test_another_host_gets_a_loud_warning_every_time(viewer_run):
     assert "anyone who can reach this machine" in err
 
 
+@pytest.mark.slow
 def test_a_port_in_use_is_one_clear_error(viewer_run):
     proc, url = start_view(str(viewer_run))
     try:
@@ -269,6 +272,7 @@ def test_a_port_in_use_is_one_clear_error(viewer_run):
     assert busy.stderr.strip() == f"error: cannot listen on 127.0.0.1 port {port}: Address already in use"
 
 
+@pytest.mark.slow
 def test_a_folder_that_is_not_a_run_is_one_clear_error(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "vera", "view", str(tmp_path)], capture_output=True, text=True, timeout=60

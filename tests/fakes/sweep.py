@@ -225,7 +225,7 @@ def write_sweep_config(
 ) -> Any:
     """A providers folder (one OpenAI-compatible profile per role, one shared account)
     and a run config pointing every role at the sweep server."""
-    from .conftest import ROOT
+    from ..conftest import ROOT
 
     providers = tmp / "providers"
     providers.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ Behaviours: `Reply` (normal; text, parsed tool input, usage, cached tokens, dela
 (answer after a delay), `Reset` (close the connection mid-response), `Malformed`
 (broken JSON), `Empty` (a well-formed reply without text), `Refusal` (the protocol's
 refusal shape with text), `Filtered` (no text, a safety finish reason), `Raw` (any
-bytes). Servers check what real APIs check (`wire_rules.py`: headers, parameter names,
+bytes). Servers check what real APIs check (`rules.py`: headers, parameter names,
 types and ranges per model family, role order, system placement, cache marks, schema
 rules) and answer 400/401 in the real shape. Every broken rule is also kept in
 `server.violations`, and the test fails at teardown if any server it started has one
@@ -25,10 +25,11 @@ violation on purpose sets `server.expect_violations = True` and asserts on the l
 
 Run one as a separate process for manual trials:
 
-    python tests/clients/fakes.py openai --port 0 --latency-ms 200 --rpm 600
+    python -m tests.fakes.protocols openai --port 0 --latency-ms 200 --rpm 600
 
-The rate limit is the benchmark server's `RateBucket` (`benchmarks/fake_server.py`, a
-lean OpenAI-only server that `vera bench` runs), so both answer 429 at the same point.
+The rate limit is `shared.RateBucket`, which the benchmark's lean OpenAI-only server
+(`benchmarks/fake_server.py`, run by `vera bench`) uses too, so both answer 429 at the
+same point.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ import asyncio
 import contextlib
 import itertools
 import math
-import sys
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -49,9 +49,8 @@ import orjson
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from benchmarks.fake_server import RateBucket
-
-from .wire_rules import anthropic_problems, gemini_problems, openai_problems
+from .rules import anthropic_problems, gemini_problems, openai_problems
+from .shared import RateBucket, serve_until_interrupted
 
 # Every server started in this process, for the teardown check in tests/conftest.py.
 STARTED: list[FakeServer] = []
@@ -187,6 +186,7 @@ class FakeServer:
         self.received: list[Received] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        self.completed = 0  # responses handed back (a request given up on is not one)
         self.rate_limited = 0
         self.violations: list[str] = []  # every documented rule a request broke
         self.expect_violations = False  # set by tests that send broken requests on purpose
@@ -281,7 +281,9 @@ class FakeServer:
             delay = self.latency + (behaviour.delay if isinstance(behaviour, Slow | Reply) else 0)
             if delay:
                 await asyncio.sleep(delay)
-            return await self.respond(request, body, behaviour)
+            response = await self.respond(request, body, behaviour)
+            self.completed += 1
+            return response
         finally:
             self.in_flight -= 1
 
@@ -854,16 +856,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rpm", type=float, default=None)
     parser.add_argument("--key", default="", help="required key (default: accept any)")
     args = parser.parse_args(argv)
-    try:
-        import uvloop
-
-        run: Any = uvloop.run
-    except ImportError:
-        run = asyncio.run
-    try:
-        run(_serve(args))
-    except KeyboardInterrupt:
-        sys.exit(0)
+    serve_until_interrupted(_serve(args))
 
 
 if __name__ == "__main__":
