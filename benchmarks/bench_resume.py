@@ -53,18 +53,7 @@ def write_run(run_dir: Path, conversations: int, turns: int) -> dict[str, float]
     store.write_manifest(sweep.manifest(run_dir.name))
     text = [Turn("user" if t % 2 == 0 else "chatbot", FILLER) for t in range(turns)]
     for job in sweep.jobs:
-        store.add_conversation(
-            Conversation(
-                id=job.id,
-                chatbot=job.chatbot,
-                user_agent=job.user_agent,
-                persona=job.persona.name,
-                risk=job.persona.risk,
-                seed=job.seed,
-                replicate=job.replicate,
-                turns=text,
-            )
-        )
+        store.add_conversation(job.record(turns=text))
         for slot in sweep.slots:
             store.add_judgement(
                 Judgement(

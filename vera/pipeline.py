@@ -580,14 +580,7 @@ def _head(job: ConversationJob) -> ConversationHead:
 
 def failed_conversation(job: ConversationJob, exc: Exception) -> Conversation:
     now = time.time()
-    return Conversation(
-        id=job.id,
-        chatbot=job.chatbot,
-        user_agent=job.user_agent,
-        persona=job.persona.name,
-        risk=job.persona.risk,
-        seed=job.seed,
-        replicate=job.replicate,
+    return job.record(
         turns=[],
         status="failed",
         ended_by="error",

@@ -43,6 +43,21 @@ class ConversationJob(msgspec.Struct, frozen=True, kw_only=True):
     seed: int  # the conversation's own seed, derived from the run seed
     replicate: int
 
+    def record(self, *, turns: list[Turn], **outcome: Any) -> Conversation:
+        """The conversation record of this job: its identity, plus `turns` and what
+        happened (status, ended_by, error, times, usage)."""
+        return Conversation(
+            id=self.id,
+            chatbot=self.chatbot,
+            user_agent=self.user_agent,
+            persona=self.persona.name,
+            risk=self.persona.risk,
+            seed=self.seed,
+            replicate=self.replicate,
+            turns=turns,
+            **outcome,
+        )
+
 
 def render_user_prompts(
     persona: Persona, prompts: UserPrompts, settings: SimulationSettings
@@ -188,14 +203,7 @@ async def simulate_conversation(
         # Fatal errors (bad key, bad request) propagate: the sweep stops rather than
         # failing every remaining conversation the same way.
         ended_by, error = "error", f"{type(exc).__name__}: {exc}"
-    return Conversation(
-        id=job.id,
-        chatbot=job.chatbot,
-        user_agent=job.user_agent,
-        persona=job.persona.name,
-        risk=job.persona.risk,
-        seed=job.seed,
-        replicate=job.replicate,
+    return job.record(
         turns=turns,
         status="failed" if error else "complete",
         ended_by=ended_by,
