@@ -20,8 +20,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from vera.records import OVERALL
+
 MISSING = "–"
-OVERALL = "Overall"
 
 READING_GUIDE = (
     "Each conversation is rated on each dimension of the rubric as Best Practice (BP), "

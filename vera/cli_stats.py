@@ -19,7 +19,7 @@ import click
 from vera.card_term import render, rich_table, text_tables
 from vera.card_text import Table, compare_tables, num
 from vera.errors import ConfigError
-from vera.records import RATING_CODES
+from vera.records import OVERALL, RATING_CODES
 from vera.store import atomic_write
 
 # Only the names of the literal types: vera.stats (polars, numpy) loads when a command runs.
@@ -206,7 +206,7 @@ def gate_text(result: dict[str, Any]) -> str:
             caption=f"{p['chatbot']}: {p['n_shared']} shared personas",
         )
         for r in p["rows"]:
-            if r["dimension"] == "Overall":
+            if r["dimension"] == OVERALL:
                 t.emphasise.add(len(t.rows))
             undefined = "– (a score is undefined)"
             diff = (
@@ -324,7 +324,7 @@ def confusion_csv_text(confusion: dict[str, Any]) -> str:
     w = csv.writer(out, lineterminator="\n")
     w.writerow(["dimension", "judge_rating", "consensus_rating", "count"])
     cats = confusion["categories"]
-    for name, m in [*confusion["dimensions"].items(), ("Overall", confusion["overall"])]:
+    for name, m in [*confusion["dimensions"].items(), (OVERALL, confusion["overall"])]:
         for i, judge in enumerate(cats):
             for j, human in enumerate(cats):
                 w.writerow([name, judge, human, m[i][j]])
@@ -379,7 +379,7 @@ def _against_text(result: dict[str, Any]) -> str:
 
     def table(caption: str, judge: str | None) -> Table:
         t = Table([*headers, "Items", "Pairs"], caption=caption)
-        for name, block in [*result["dimensions"].items(), ("Overall", result["overall"])]:
+        for name, block in [*result["dimensions"].items(), (OVERALL, result["overall"])]:
             if judge is not None:
                 block = block["judges"].get(judge)
                 if block is None:

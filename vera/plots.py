@@ -29,6 +29,8 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from vera.records import OVERALL
+
 BP_COLOUR = "#0072B2"
 SUB_COLOUR = "#F0E442"
 HPH_COLOUR = "#D55E00"
@@ -42,7 +44,6 @@ RATING_STYLES = (
 )
 SERIES_COLOURS = ("#0072B2", "#CC79A7", "#56B4E9", "#000000")
 MARKERS = ("o", "s", "D", "^", "v", "P")
-OVERALL = "Overall"
 WIDTH = 6.4  # inches
 DPI = 200  # the PNG files: 2× a 100-dpi screen
 # A label longer than this is wrapped (at ":" and "/") or shortened in the middle.
