@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from vera.records import (
     RunManifest,
 )
 from vera.run_rubric import QuestionTexts, question_texts
+from vera.store import atomic_write
 from vera.viewer.quotes import QuoteFinder, QuoteMatch
 
 PAGES_DIR = "conversations"
@@ -371,7 +371,7 @@ def write_card_pages(
 ) -> int:
     """Write the page of every conversation the card's harm lists link to, and remove
     pages of conversations it no longer lists (after a rescore). Return how many pages
-    were written. The pages are derived files: written whole (by rename), not fsync'd."""
+    were written. Each page is written whole and fsync'd, like every file vera writes."""
     wanted = {h["conversation_id"] for bot in card.get("chatbots", []) for h in bot.get("harmful", [])}
     wanted = {cid for cid in wanted if cid in conversations and page_name(cid)}
     folder = run_dir / PAGES_DIR
@@ -396,11 +396,7 @@ def write_card_pages(
             questions=questions,
             run_seeds=manifest.seeds,
         )
-        _write_whole(folder / f"{cid}.html", render_conversation_page(page).encode())
+        atomic_write(
+            folder / f"{cid}.html", render_conversation_page(page).encode(), what="a conversation page"
+        )
     return len(wanted)
-
-
-def _write_whole(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
