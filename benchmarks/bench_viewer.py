@@ -287,21 +287,15 @@ def main() -> None:
             print(f"export {fmt}: {summary.rows:,} rows in {seconds:.2f} s, {size:.1f} MB")
 
         records = scan_run(root)
-        card = {
-            "chatbots": [
-                {
-                    "harmful": [
-                        {"conversation_id": h.conversation_id}
-                        for h, _ in records.judgements.values()
-                        if any(r.rating == rec.HIGH_POTENTIAL_FOR_HARM for r in h.ratings)
-                    ]
-                }
-            ]
-        }
+        linked = [
+            h.conversation_id
+            for h, _ in records.judgements.values()
+            if any(r.rating == rec.HIGH_POTENTIAL_FOR_HARM for r in h.ratings)
+        ]
         conversations = {cid: records.read_conversation(cid) for cid in records.conversations}
         judgements = [records.read_judgement(jid) for jid in records.judgements]
         written, seconds = timed(
-            lambda: write_card_pages(root, card, records.manifest, conversations, judgements)
+            lambda: write_card_pages(root, linked, records.manifest, conversations, judgements)
         )
         pages_mb = sum(p.stat().st_size for p in (root / "conversations").glob("*.html")) / 1e6
         figures |= {

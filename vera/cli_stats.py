@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import click
+import msgspec
 
 from vera.card_term import render, rich_table, text_tables
 from vera.card_text import Table, compare_tables, num
@@ -110,19 +111,19 @@ def compare(
     result = compare_runs(
         run_dirs, force=force, by_seed=by_seed, resamples=resamples, confidence=confidence, seed=seed
     )
-    for problem in result["forced_differences"]:
+    for problem in result.forced_differences:
         click.echo(f"warning: {problem}", err=True)
     if json_path == "-":
-        _write_json(result, "-")
+        _write_json(msgspec.to_builtins(result), "-")
     else:
         click.echo(text_tables(compare_tables(result).all()), nl=False)
-        flagged = [e for e in result["comparisons"] if e["overall"]["excludes_zero"]]
+        flagged = [e for e in result.comparisons if e.overall.excludes_zero]
         click.echo(
-            f"\n{len(flagged)} of {len(result['comparisons'])} pair(s) differ in overall score "
-            f"(paired {round(result['bootstrap']['confidence'] * 100)}% interval excludes 0)."
+            f"\n{len(flagged)} of {len(result.comparisons)} pair(s) differ in overall score "
+            f"(paired {round(result.bootstrap.confidence * 100)}% interval excludes 0)."
         )
         if json_path:
-            _write_json(result, json_path)
+            _write_json(msgspec.to_builtins(result), json_path)
             click.echo(f"JSON: {json_path}", err=True)
     if html_path:
         from vera.card_html import render_compare_html

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from vera.cache import CACHE_FILE, CachedClient, ResponseCache
+from vera.card_schema import Card
 from vera.clients.base import ChatClient
 from vera.clients.pool import ClientPool
 from vera.config import RunConfig, load_config
@@ -99,7 +100,7 @@ class RunOptions:
 class RunOutcome:
     run_dir: Path
     result: SweepResult
-    card: dict[str, Any] | None
+    card: Card | None
     notes: list[str]
     status: RunStatus | None = None
     resume: str = ""  # the command that continues this run

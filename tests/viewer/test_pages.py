@@ -201,6 +201,5 @@ def test_an_id_that_is_not_a_safe_file_name_gets_no_page_and_no_link(viewer_run)
         questions=page.questions,
     )
     manifest = records.manifest
-    card = {"chatbots": [{"harmful": [{"conversation_id": "../../outside"}]}]}
-    out = write_card_pages(viewer_run, card, manifest, {"../../outside": odd.conversation}, [])
+    out = write_card_pages(viewer_run, ["../../outside"], manifest, {"../../outside": odd.conversation}, [])
     assert out == 0 and not (viewer_run.parent / "outside.html").exists()

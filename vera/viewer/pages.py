@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from html import escape
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from vera import __version__
 from vera.record_index import RunRecords
@@ -364,16 +363,16 @@ def _quotes(matches: Sequence[QuoteMatch], *, show_missing: bool) -> str:
 
 def write_card_pages(
     run_dir: Path,
-    card: Mapping[str, Any],
+    linked: Iterable[str],
     manifest: RunManifest,
     conversations: Mapping[str, Conversation],
     judgements: Iterable[Judgement],
 ) -> int:
-    """Write the page of every conversation the card's harm lists link to, and remove
+    """Write the page of every conversation the card's harm lists link to (`linked`: their
+    ids), and remove
     pages of conversations it no longer lists (after a rescore). Return how many pages
     were written. Each page is written whole and fsync'd, like every file vera writes."""
-    wanted = {h["conversation_id"] for bot in card.get("chatbots", []) for h in bot.get("harmful", [])}
-    wanted = {cid for cid in wanted if cid in conversations and page_name(cid)}
+    wanted = {cid for cid in linked if cid in conversations and page_name(cid)}
     folder = run_dir / PAGES_DIR
     if folder.is_dir():
         keep = {page_name(cid) for cid in wanted}
