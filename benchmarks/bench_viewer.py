@@ -41,7 +41,7 @@ from aiohttp import web
 
 from vera import records as rec
 from vera.export import export_run
-from vera.record_index import scan_run
+from vera.record_index import open_run
 from vera.records import (
     ArtifactVersion,
     Conversation,
@@ -286,7 +286,7 @@ def main() -> None:
             figures[f"export_{fmt}_mb"] = round(size, 1)
             print(f"export {fmt}: {summary.rows:,} rows in {seconds:.2f} s, {size:.1f} MB")
 
-        records = scan_run(root)
+        records = open_run(root)
         linked = [
             h.conversation_id
             for h, _ in records.judgements.values()

@@ -28,7 +28,7 @@ from typing import IO, Any
 import polars as pl
 
 from vera.errors import UserError
-from vera.record_index import ConversationHead, RunRecords, scan_run
+from vera.record_index import ConversationHead, RunRecords, open_run
 from vera.run_rubric import QuestionTexts, question_texts
 from vera.scoring import write_parquet
 from vera.store import atomic_file
@@ -143,7 +143,7 @@ def _conversation_columns(run_id: str, head: ConversationHead, seeds: list[int])
 def export_run(run_dir: str | Path, *, fmt: str, output: str | Path) -> ExportSummary:
     """Write the run's table as csv or parquet to `output` ("-" = stdout, csv only). The
     file appears whole or not at all."""
-    records = scan_run(run_dir)
+    records = open_run(run_dir)
     questions = question_texts(records.manifest, records.root)
     rows = export_rows(records, questions)
     summary = ExportSummary()

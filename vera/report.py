@@ -31,7 +31,7 @@ from vera.card_schema import (
 from vera.card_text import render_markdown
 from vera.errors import UserError, storage_error
 from vera.plots import Plot, card_plots
-from vera.record_index import ConversationHead, scan_run
+from vera.record_index import ConversationHead, open_run
 from vera.records import Conversation, RunManifest
 from vera.scoring import ANSWERS_FILE, RATINGS_FILE, ratings_and_answers, ratings_frame, write_parquet
 from vera.stats import (
@@ -45,7 +45,7 @@ from vera.stats import (
 )
 from vera.stats.agreement import NRTreatment
 from vera.stats.humans import TieRule
-from vera.store import MANIFEST, atomic_write, repair_run
+from vera.store import atomic_write
 from vera.viewer.pages import write_card_pages
 
 PLOTS_DIR = "plots"
@@ -69,10 +69,8 @@ def score_run(
     `frames` (ratings, answers) are the frames a run streamed while it went; without
     them they are rebuilt from the run's records."""
     root = Path(run_dir)
-    if not (root / MANIFEST).exists():
-        raise UserError(f"{root}: not a vera run directory (no manifest.json)")
-    repair_run(root)  # a line a crash tore is mended, so the records below are whole
-    records = scan_run(root)
+    # A line a crash tore is mended, so the records the card is written from are whole.
+    records = open_run(root, repair=True)
     manifest = records.manifest
     settings = stats_settings(manifest, resamples=resamples, confidence=confidence, seed=seed)
     # The frames are built from the records streamed one judgement at a time.
@@ -170,7 +168,7 @@ class Run:
 def read_run(run_dir: str | Path) -> Run:
     """Read a run's records as `RunStore` would (the last complete record of a job wins),
     without repairing or locking anything, one judgement at a time."""
-    records = scan_run(run_dir)
+    records = open_run(run_dir)
     ratings = ratings_frame(records.complete_pairs())
     return Run(records.root, records.manifest, records.conversation_heads(), ratings)
 

@@ -53,7 +53,7 @@ from vera.pipeline import (
 from vera.plan import Shard
 from vera.profiles import load_profiles, skip_reason
 from vera.progress import RunProgress
-from vera.record_index import scan_run
+from vera.record_index import open_run
 from vera.records import AccountLimits, CallRecord, Conversation, ImportInfo, ModelSpec, Role, RunManifest
 from vera.report import score_run
 from vera.resume import (
@@ -343,7 +343,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
             cache.close()
         if events is not None:
             events.close()
-    records = scan_run(run_dir)
+    records = open_run(run_dir)
     status = run_status(
         manifest,
         records.conversation_heads(),
@@ -725,7 +725,7 @@ async def _judge(
             events.close()
         if cache is not None:
             cache.close()
-    records = scan_run(run_dir)
+    records = open_run(run_dir)
     conversation_heads, judgement_heads = records.conversation_heads(), records.judgement_heads()
     status = run_status(
         planned,

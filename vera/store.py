@@ -20,7 +20,7 @@ Memory follows the work in flight, not the size of the sweep: the store keeps on
 `JobIndex` per file (job id -> where its line is and whether it is complete), built on
 open by one streaming pass that decodes nothing but ids and statuses. Whole records are
 read back by place (`vera.jsonl`) when needed: a resumed conversation to judge. Cards,
-frames and merges stream the files through `vera.record_index.scan_run`.
+frames and merges stream the files through `vera.record_index.open_run`.
 """
 
 from __future__ import annotations
