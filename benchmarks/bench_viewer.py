@@ -40,6 +40,7 @@ import msgspec
 from aiohttp import web
 
 from vera import records as rec
+from vera.conversation_pages import write_card_pages
 from vera.export import export_run
 from vera.record_index import open_run
 from vera.records import (
@@ -55,7 +56,6 @@ from vera.records import (
 from vera.store import CONVERSATIONS, JUDGEMENTS, MANIFEST
 from vera.viewer.app import bind, build_app, host_names
 from vera.viewer.catalogue import Catalogue
-from vera.viewer.pages import write_card_pages
 
 ROOT = Path(__file__).resolve().parent.parent
 DIMENSIONS = (

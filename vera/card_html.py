@@ -40,8 +40,8 @@ from vera.card_text import (
     status_text,
     status_warning,
 )
+from vera.conversation_pages import conversation_href
 from vera.plots import Plot
-from vera.viewer.pages import conversation_href
 
 # A cell that starts like a number (or is the missing-value dash) is right-aligned.
 _NUMERIC = re.compile(r"^[-+]?(\d|–$)")

@@ -29,6 +29,7 @@ from vera.card_schema import (
     encode_card,
 )
 from vera.card_text import render_markdown
+from vera.conversation_pages import write_card_pages
 from vera.errors import UserError, storage_error
 from vera.plots import Plot, card_plots
 from vera.record_index import ConversationHead, open_run
@@ -46,7 +47,6 @@ from vera.stats import (
 from vera.stats.agreement import NRTreatment
 from vera.stats.humans import TieRule
 from vera.store import atomic_write
-from vera.viewer.pages import write_card_pages
 
 PLOTS_DIR = "plots"
 

@@ -10,11 +10,7 @@ import shutil
 
 import msgspec
 
-from vera.record_index import open_run
-from vera.report import score_run
-from vera.rubric import load_rubric
-from vera.run_rubric import question_texts
-from vera.viewer.pages import (
+from vera.conversation_pages import (
     ConversationPage,
     conversation_href,
     rating_anchor,
@@ -22,6 +18,10 @@ from vera.viewer.pages import (
     render_conversation_page,
     write_card_pages,
 )
+from vera.record_index import open_run
+from vera.report import score_run
+from vera.rubric import load_rubric
+from vera.run_rubric import question_texts
 
 from .conftest import (
     FAILED_ID,

@@ -9,6 +9,9 @@ forbids one) and every text from a run is escaped here, on the server: a transcr
 reasoning holding markup shows as text. Jumps (from a rating to the turn its reasoning
 quotes, from the card to a rating) are plain fragment links, highlighted with
 ``:target``.
+
+The pages belong to the card (report side): card.html links to them and `vera score`
+writes them, so they live below the viewer, which imports them to serve the same pages.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 
 from vera import __version__
+from vera.quotes import QuoteFinder, QuoteMatch
 from vera.record_index import RunRecords
 from vera.records import (
     HIGH_POTENTIAL_FOR_HARM,
@@ -35,14 +39,13 @@ from vera.records import (
 )
 from vera.run_rubric import QuestionTexts, question_texts
 from vera.store import atomic_write
-from vera.viewer.quotes import QuoteFinder, QuoteMatch
 
 PAGES_DIR = "conversations"
 # Ids that are safe as file names on every system; others get no page file (and no link).
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 _SLUG = re.compile(r"[^a-z0-9]+")
 
-PAGE_CSS = resources.files("vera.viewer").joinpath("static/page.css").read_text(encoding="utf-8")
+PAGE_CSS = resources.files("vera").joinpath("conversation_page.css").read_text(encoding="utf-8")
 _CSS_HASH = base64.b64encode(hashlib.sha256(PAGE_CSS.encode()).digest()).decode()
 # No script, no request to anywhere: the page's one stylesheet is inline and allowed by
 # hash. The page carries it in a <meta> (for a file opened from disk), where browsers
