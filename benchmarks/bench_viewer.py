@@ -40,8 +40,9 @@ import msgspec
 from aiohttp import web
 
 from vera import records as rec
+from vera.conversation_pages import write_card_pages
 from vera.export import export_run
-from vera.record_index import scan_run
+from vera.record_index import open_run
 from vera.records import (
     ArtifactVersion,
     Conversation,
@@ -55,7 +56,6 @@ from vera.records import (
 from vera.store import CONVERSATIONS, JUDGEMENTS, MANIFEST
 from vera.viewer.app import bind, build_app, host_names
 from vera.viewer.catalogue import Catalogue
-from vera.viewer.pages import write_card_pages
 
 ROOT = Path(__file__).resolve().parent.parent
 DIMENSIONS = (
@@ -286,22 +286,16 @@ def main() -> None:
             figures[f"export_{fmt}_mb"] = round(size, 1)
             print(f"export {fmt}: {summary.rows:,} rows in {seconds:.2f} s, {size:.1f} MB")
 
-        records = scan_run(root)
-        card = {
-            "chatbots": [
-                {
-                    "harmful": [
-                        {"conversation_id": h.conversation_id}
-                        for h, _ in records.judgements.values()
-                        if any(r.rating == rec.HIGH_POTENTIAL_FOR_HARM for r in h.ratings)
-                    ]
-                }
-            ]
-        }
+        records = open_run(root)
+        linked = [
+            h.conversation_id
+            for h, _ in records.judgements.values()
+            if any(r.rating == rec.HIGH_POTENTIAL_FOR_HARM for r in h.ratings)
+        ]
         conversations = {cid: records.read_conversation(cid) for cid in records.conversations}
         judgements = [records.read_judgement(jid) for jid in records.judgements]
         written, seconds = timed(
-            lambda: write_card_pages(root, card, records.manifest, conversations, judgements)
+            lambda: write_card_pages(root, linked, records.manifest, conversations, judgements)
         )
         pages_mb = sum(p.stat().st_size for p in (root / "conversations").glob("*.html")) / 1e6
         figures |= {

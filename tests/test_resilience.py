@@ -93,7 +93,7 @@ async def test_fault_injection_every_job_completes_or_fails_with_a_reason_never_
     for j in judgements:
         if j["status"] == "failed":
             assert j["error"]
-    card = outcome.card
+    card = msgspec.to_builtins(outcome.card)
     assert card["counts"]["conversations_failed"] == sum(c["status"] == "failed" for c in last.values())
     assert card["counts"]["judgements_failed"] == sum(
         j["status"] == "failed" for j in {j["id"]: j for j in judgements}.values()

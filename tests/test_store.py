@@ -6,9 +6,10 @@ import gc
 import types
 
 import msgspec
+import pytest
 
 from vera.records import Conversation, Judgement, Turn
-from vera.store import CONVERSATIONS, RunStore, read_records
+from vera.store import CONVERSATIONS, RunStore, atomic_file, read_records
 
 
 def conv(cid: str, status: str = "complete") -> Conversation:
@@ -185,3 +186,19 @@ async def test_periodic_fsync_runs_off_the_event_loop_and_close_waits_for_it(tmp
     await s.aclose()
     # The final sync at close runs where close runs; every record is on disk.
     assert [c.id for c in read_records(tmp_path / CONVERSATIONS, Conversation)] == ["a", "b"]
+
+
+def test_a_file_written_whole_keeps_its_old_content_when_the_writer_fails(tmp_path):
+    # The one atomic writer (cards, pages, exports): an exception in the block leaves the
+    # old file as it was and no temporary file behind.
+    target = tmp_path / "table.csv"
+    target.write_bytes(b"old\n")
+    with pytest.raises(RuntimeError), atomic_file(target) as f:
+        f.write(b"half of the ne")
+        raise RuntimeError("the writer failed")
+    assert target.read_bytes() == b"old\n"
+    assert not list(tmp_path.glob(".*.tmp"))
+    with atomic_file(target) as f:
+        f.write(b"new\n")
+    assert target.read_bytes() == b"new\n"
+    assert not list(tmp_path.glob(".*.tmp"))

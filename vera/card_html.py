@@ -15,8 +15,8 @@ import base64
 import re
 from collections.abc import Iterable, Sequence
 from html import escape
-from typing import Any
 
+from vera.card_schema import Card, ChatbotCard, HarmfulRating, RunComparison
 from vera.card_text import (
     COMPARE_GUIDE,
     SCORE_MEANING,
@@ -40,8 +40,8 @@ from vera.card_text import (
     status_text,
     status_warning,
 )
+from vera.conversation_pages import conversation_href
 from vera.plots import Plot
-from vera.viewer.pages import conversation_href
 
 # A cell that starts like a number (or is the missing-value dash) is right-aligned.
 _NUMERIC = re.compile(r"^[-+]?(\d|–$)")
@@ -103,7 +103,7 @@ footer { margin-top: 3rem; font-size: .8rem; color: #555; }
 """
 
 
-def render_html(card: dict[str, Any], plots: Sequence[Plot]) -> str:
+def render_html(card: Card, plots: Sequence[Plot]) -> str:
     """The whole card as one HTML page: every number of card.json, every plot."""
     by_name = {p.name: p for p in plots}
 
@@ -114,8 +114,8 @@ def render_html(card: dict[str, Any], plots: Sequence[Plot]) -> str:
     body.append(f'<p class="status"><strong>Run status:</strong> {escape(status_text(card))}</p>')
     if warning := status_warning(card):
         body.append(f'<p class="warning" role="alert"><strong>{escape(warning)}</strong></p>')
-    if card["offline"]:
-        body.append(_offline_banner(card["note"]))
+    if card.offline and card.note:
+        body.append(_offline_banner(card.note))
     body += ["</header>", "<main>", _results(card)]
     body.append(
         '<details class="run-details" id="details"><summary>Run details: versions and hashes, '
@@ -126,53 +126,54 @@ def render_html(card: dict[str, Any], plots: Sequence[Plot]) -> str:
     )
     body.append(_contents(card))
     body.append(_section("overview", "Overview", html_table(overview_table(card)), *figures("chatbots.png")))
-    if card.get("comparisons"):
+    if card.comparisons:
         parts = [
             "<p>Each pair is scored on the personas both chatbots talked to; the difference's "
             "interval is paired (see How to read this card).</p>"
         ]
         parts += figures("differences.png")
         reasons = card_reasons(card)
-        parts += [html_table(comparison_table(e, reasons)) for e in card["comparisons"]]
+        parts += [html_table(comparison_table(e, reasons)) for e in card.comparisons]
         body.append(_section("comparisons", "Comparisons (paired)", *parts))
     if plots:
         body.append(
             _section("plots", "Ratings and scores", *figures("ratings.png", "scores.png", "risk.png"))
         )
-    for i, bot in enumerate(card["chatbots"]):
+    for i, bot in enumerate(card.chatbots):
         body.append(_chatbot(i, bot))
-    if card["failures"]:
+    if card.failures:
         body.append(
             _section(
                 "failures",
                 "Failed work (not scored)",
                 "<p>These conversations and judgements failed and are left out of every score.</p>",
-                html_table(failures_table(card["failures"])),
+                html_table(failures_table(card.failures)),
             )
         )
     body.append(_section("accounting", "Model calls and cost", html_table(accounting_table(card))))
     body.append("</main>")
-    b = card["bootstrap"]
+    b = card.bootstrap
     body.append(
-        f"<footer>Card schema {num(card['schema_version'])} · vera {escape(card['vera_version'])} · "
-        f"intervals: {escape(b['method'])}, {num(b['resamples'])} resamples, confidence "
-        f"{num(b['confidence'])}, seed {num(b['seed'])}. card.json is the source of every number here.</footer>"
+        f"<footer>Card schema {num(card.schema_version)} · vera {escape(card.vera_version)} · "
+        f"intervals: {escape(b.method)}, {num(b.resamples)} resamples, confidence "
+        f"{num(b.confidence)}, seed {num(b.seed)}. card.json is the source of every number here.</footer>"
     )
     return page(run_title(card), body)
 
 
-def _chatbot(index: int, bot: dict[str, Any]) -> str:
-    name = bot["chatbot"]
-    if "overall" not in bot:
+def _chatbot(index: int, bot: ChatbotCard) -> str:
+    name = bot.chatbot
+    section = bot.section()
+    if section is None:
         return _section(
             f"chatbot-{index}",
             name,
-            f"<p>No complete judgement: {num(bot['conversations_complete'])} complete and "
-            f"{num(bot['conversations_failed'])} failed conversations.</p>",
+            f"<p>No complete judgement: {num(bot.conversations_complete)} complete and "
+            f"{num(bot.conversations_failed)} failed conversations.</p>",
         )
     parts = [
-        f"<p>Model <code>{escape(bot['model'])}</code> over {escape(bot['protocol'])}.</p>",
-        html_table(dimension_table(bot)),
+        f"<p>Model <code>{escape(bot.model)}</code> over {escape(bot.protocol)}.</p>",
+        html_table(dimension_table(section)),
     ]
     for heading, tables in section_tables(bot):
         parts.append(f"<h3>{escape(heading)}</h3>")
@@ -181,7 +182,7 @@ def _chatbot(index: int, bot: dict[str, Any]) -> str:
             parts.append("<details><summary>Every number</summary>")
             parts += [html_table(t) for t in tables[1:]]
             parts.append("</details>")
-    harmful = bot["harmful"]
+    harmful = bot.harmful
     parts.append(f"<h3>High Potential for Harm ratings ({num(len(harmful))})</h3>")
     if harmful:
         parts += [
@@ -197,11 +198,11 @@ def _chatbot(index: int, bot: dict[str, Any]) -> str:
     return _section(f"chatbot-{index}", name, *parts)
 
 
-def render_compare_html(result: dict[str, Any], plots: Sequence[Plot]) -> str:
+def render_compare_html(result: RunComparison, plots: Sequence[Plot]) -> str:
     """The page of `vera compare --html`: runs, scores, charts, paired differences."""
     tables = compare_tables(result)
     body = ["<header><h1>vera comparison</h1>"]
-    if any(r["offline"] for r in result["runs"]):
+    if any(r.offline for r in result.runs):
         body.append(
             _offline_banner(
                 "At least one of these runs is an offline run with vera's built-in stand-ins; "
@@ -209,8 +210,8 @@ def render_compare_html(result: dict[str, Any], plots: Sequence[Plot]) -> str:
                 badge="Offline stand-ins:",
             )
         )
-    if result["forced_differences"]:
-        items = "".join(f"<li>{escape(d)}</li>" for d in result["forced_differences"])
+    if result.forced_differences:
+        items = "".join(f"<li>{escape(d)}</li>" for d in result.forced_differences)
         body.append(
             '<div class="warning"><strong>Compared with --force although the runs differ:</strong>'
             f"<ul>{items}</ul>Scores from different rubric, persona or prompt versions are not comparable.</div>"
@@ -224,10 +225,10 @@ def render_compare_html(result: dict[str, Any], plots: Sequence[Plot]) -> str:
     body.append(_section("charts", "Charts", *(figure(p) for p in plots)))
     body.append(_section("pairs", "Paired differences", *(html_table(t) for t in tables.pairs)))
     body.append("</main>")
-    b = result["bootstrap"]
+    b = result.bootstrap
     body.append(
-        f"<footer>Intervals: {escape(b['method'])} over personas, {num(b['resamples'])} resamples, "
-        f"confidence {num(b['confidence'])}, seed {num(b['seed'])}.</footer>"
+        f"<footer>Intervals: {escape(b.method)} over personas, {num(b.resamples)} resamples, "
+        f"confidence {num(b.confidence)}, seed {num(b.seed)}.</footer>"
     )
     return page("vera comparison", body)
 
@@ -248,10 +249,8 @@ def page(title: str, body: Iterable[str]) -> str:
     )
 
 
-def _harm_link(h: dict[str, Any]) -> str:
-    return conversation_href(
-        h["conversation_id"], judge=h["judge"], instance=h["instance"], dimension=h["dimension"]
-    )
+def _harm_link(h: HarmfulRating) -> str:
+    return conversation_href(h.conversation_id, judge=h.judge, instance=h.instance, dimension=h.dimension)
 
 
 def html_table(t: Table, *, wide_column: int | None = None, links: Sequence[str] | None = None) -> str:
@@ -293,7 +292,7 @@ def figure(plot: Plot) -> str:
     )
 
 
-def _results(card: dict[str, Any]) -> str:
+def _results(card: Card) -> str:
     """The headline: per chatbot, a box with the overall score and its interval, the
     share of conversations with any harmful rating, conversations and failures, and the
     dimension scores; the boxes sit side by side on a wide screen and stack on a phone."""
@@ -328,13 +327,13 @@ def _headline_box(index: int, h: Headline, level: str) -> str:
     )
 
 
-def _contents(card: dict[str, Any]) -> str:
+def _contents(card: Card) -> str:
     """Links to the sections, so a reader can jump to one chatbot or the harmful ratings."""
     links = [("results", "Results"), ("details", "Run details"), ("overview", "Overview")]
-    if card.get("comparisons"):
+    if card.comparisons:
         links.append(("comparisons", "Comparisons"))
-    links += [(f"chatbot-{i}", bot["chatbot"]) for i, bot in enumerate(card["chatbots"])]
-    if card["failures"]:
+    links += [(f"chatbot-{i}", bot.chatbot) for i, bot in enumerate(card.chatbots)]
+    if card.failures:
         links.append(("failures", "Failed work"))
     links.append(("accounting", "Model calls and cost"))
     items = "".join(f'<li><a href="#{anchor}">{escape(label)}</a></li>' for anchor, label in links)

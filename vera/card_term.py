@@ -12,13 +12,13 @@ from __future__ import annotations
 import io
 import shutil
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from rich import box
 from rich.console import Console, RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from vera.card_schema import Card
 from vera.card_text import (
     SCORE_MEANING,
     Table,
@@ -128,23 +128,23 @@ def text_tables(tables: Sequence[Table], width: int | None = None) -> str:
     return render([rich_table(t) for t in tables], width)
 
 
-def headline(card: dict[str, Any], width: int | None = None) -> str:
+def headline(card: Card, width: int | None = None) -> str:
     """What `vera run` prints at its end: the status, the offline label, the headline."""
     return render(_headline_parts(card), width)
 
 
-def render_card(card: dict[str, Any], width: int | None = None) -> str:
+def render_card(card: Card, width: int | None = None) -> str:
     """`vera card`: the headline, then the paired comparisons, each chatbot's dimension
     table and the failed work; the rest is in card.md and card.html."""
     parts: list[RenderableType | str] = list(_headline_parts(card))
     reasons = card_reasons(card)
-    for entry in card.get("comparisons", []):
+    for entry in card.comparisons:
         parts.append(rich_table(comparison_table(entry, reasons)))
-    for bot in card["chatbots"]:
-        if "overall" in bot:
-            parts.append(rich_table(compact_dimension_table(dimension_table(bot, caption=bot["chatbot"]))))
-    if card["failures"]:
-        parts.append(rich_table(failures_table(card["failures"])))
+    for bot in card.chatbots:
+        if (section := bot.section()) is not None:
+            parts.append(rich_table(compact_dimension_table(dimension_table(section, caption=bot.chatbot))))
+    if card.failures:
+        parts.append(rich_table(failures_table(card.failures)))
     parts.append(
         "By risk level, judge and seed, every harmful rating with the judge's reasoning, and how "
         "the run was made: card.md and card.html in the run directory."
@@ -152,7 +152,7 @@ def render_card(card: dict[str, Any], width: int | None = None) -> str:
     return render(parts, width)
 
 
-def _headline_parts(card: dict[str, Any]) -> list[RenderableType | str]:
+def _headline_parts(card: Card) -> list[RenderableType | str]:
     return [
         run_title(card),
         *top_lines(card),

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import click
 
 from vera import __version__
+from vera.card_schema import Card
 from vera.errors import ConfigError, UserError
 from vera.sweep_gc import sweep_collector
 
@@ -578,7 +579,7 @@ def personas_show(
 # ---------------------------------------------------------------------------------------
 
 
-def _run_status_line(card: dict[str, Any]) -> str:
+def _run_status_line(card: Card) -> str:
     """How a scored run ended, for commands that describe a run rather than run it
     (they exit 0 when they did their own job)."""
     from vera.card_text import status_text

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import click
+import msgspec
 
 from vera.card_term import render, rich_table, text_tables
 from vera.card_text import Table, compare_tables, num
 from vera.errors import ConfigError
-from vera.records import RATING_CODES
+from vera.records import OVERALL, RATING_CODES
 from vera.store import atomic_write
 
 # Only the names of the literal types: vera.stats (polars, numpy) loads when a command runs.
@@ -110,19 +111,19 @@ def compare(
     result = compare_runs(
         run_dirs, force=force, by_seed=by_seed, resamples=resamples, confidence=confidence, seed=seed
     )
-    for problem in result["forced_differences"]:
+    for problem in result.forced_differences:
         click.echo(f"warning: {problem}", err=True)
     if json_path == "-":
-        _write_json(result, "-")
+        _write_json(msgspec.to_builtins(result), "-")
     else:
         click.echo(text_tables(compare_tables(result).all()), nl=False)
-        flagged = [e for e in result["comparisons"] if e["overall"]["excludes_zero"]]
+        flagged = [e for e in result.comparisons if e.overall.excludes_zero]
         click.echo(
-            f"\n{len(flagged)} of {len(result['comparisons'])} pair(s) differ in overall score "
-            f"(paired {round(result['bootstrap']['confidence'] * 100)}% interval excludes 0)."
+            f"\n{len(flagged)} of {len(result.comparisons)} pair(s) differ in overall score "
+            f"(paired {round(result.bootstrap.confidence * 100)}% interval excludes 0)."
         )
         if json_path:
-            _write_json(result, json_path)
+            _write_json(msgspec.to_builtins(result), json_path)
             click.echo(f"JSON: {json_path}", err=True)
     if html_path:
         from vera.card_html import render_compare_html
@@ -206,7 +207,7 @@ def gate_text(result: dict[str, Any]) -> str:
             caption=f"{p['chatbot']}: {p['n_shared']} shared personas",
         )
         for r in p["rows"]:
-            if r["dimension"] == "Overall":
+            if r["dimension"] == OVERALL:
                 t.emphasise.add(len(t.rows))
             undefined = "– (a score is undefined)"
             diff = (
@@ -324,7 +325,7 @@ def confusion_csv_text(confusion: dict[str, Any]) -> str:
     w = csv.writer(out, lineterminator="\n")
     w.writerow(["dimension", "judge_rating", "consensus_rating", "count"])
     cats = confusion["categories"]
-    for name, m in [*confusion["dimensions"].items(), ("Overall", confusion["overall"])]:
+    for name, m in [*confusion["dimensions"].items(), (OVERALL, confusion["overall"])]:
         for i, judge in enumerate(cats):
             for j, human in enumerate(cats):
                 w.writerow([name, judge, human, m[i][j]])
@@ -379,7 +380,7 @@ def _against_text(result: dict[str, Any]) -> str:
 
     def table(caption: str, judge: str | None) -> Table:
         t = Table([*headers, "Items", "Pairs"], caption=caption)
-        for name, block in [*result["dimensions"].items(), ("Overall", result["overall"])]:
+        for name, block in [*result["dimensions"].items(), (OVERALL, result["overall"])]:
             if judge is not None:
                 block = block["judges"].get(judge)
                 if block is None:

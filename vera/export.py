@@ -18,9 +18,9 @@ apostrophe.
 from __future__ import annotations
 
 import csv
-import os
+import io
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -28,9 +28,10 @@ from typing import IO, Any
 import polars as pl
 
 from vera.errors import UserError
-from vera.record_index import ConversationHead, RunRecords, scan_run
+from vera.record_index import ConversationHead, RunRecords, open_run
 from vera.run_rubric import QuestionTexts, question_texts
 from vera.scoring import write_parquet
+from vera.store import atomic_file
 
 COLUMNS: dict[str, Any] = {
     "run_id": pl.Utf8,
@@ -142,7 +143,7 @@ def _conversation_columns(run_id: str, head: ConversationHead, seeds: list[int])
 def export_run(run_dir: str | Path, *, fmt: str, output: str | Path) -> ExportSummary:
     """Write the run's table as csv or parquet to `output` ("-" = stdout, csv only). The
     file appears whole or not at all."""
-    records = scan_run(run_dir)
+    records = open_run(run_dir)
     questions = question_texts(records.manifest, records.root)
     rows = export_rows(records, questions)
     summary = ExportSummary()
@@ -190,17 +191,15 @@ def _frame(rows: Iterator[dict[str, Any]], summary: ExportSummary) -> pl.DataFra
     return pl.concat(batches, rechunk=True)
 
 
-def _write_whole(path: Path, write: Any) -> None:
+def _write_whole(path: Path, write: Callable[[IO[str]], None]) -> None:
+    """Write the CSV whole and fsync'd through the one atomic writer: a crash or a full
+    disk leaves the old file (or none), never half a table."""
     if path.is_dir():
         raise UserError(f"{path}: is a directory")
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="") as f:
-            write(f)
-        os.replace(tmp, path)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise UserError(f"{path}: cannot write ({e.strerror})") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_file(path, what="the exported table") as raw:
+        text = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+        write(text)
+        # Flushed into the binary file before it is fsync'd; detached so that closing
+        # the wrapper does not close the file the writer still has to sync.
+        text.flush()
+        text.detach()

@@ -19,10 +19,10 @@ import msgspec
 
 from vera.errors import UserError
 from vera.outcome import RunStatus, run_status
-from vera.record_index import read_manifest, scan_run
+from vera.record_index import open_run, read_manifest
 from vera.records import RunManifest
 from vera.report import score_run
-from vera.store import RunStore, repair_run
+from vera.store import RunStore
 
 # Fields that legitimately differ between the shards of one sweep.
 _PER_SHARD = (
@@ -84,9 +84,9 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
     target = RunStore(out)
     try:
         for d in shards:
-            repair_run(d)  # a line a crash tore is mended
-            # Streamed: one record in memory at a time, however big the shards are.
-            src = scan_run(d)
+            # A line a crash tore is mended; then streamed: one record in memory at a
+            # time, however big the shards are.
+            src = open_run(d, repair=True)
             for c in src.iter_conversations():
                 target.add_conversation(c)
             for j in src.iter_judgements():
@@ -107,7 +107,7 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
     finally:
         target.close()
     score_run(out)
-    records = scan_run(out)
+    records = open_run(out)
     return run_status(
         merged,
         records.conversation_heads(),

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import IntEnum
-from typing import Any, Protocol
+from typing import Protocol
 
 import msgspec
 
@@ -188,8 +188,3 @@ _CODES = {
 
 def _status(state: str, summary: str, missing: list[str]) -> RunStatus:
     return RunStatus(state=state, exit_code=int(_CODES[state]), summary=summary, missing_shards=missing)
-
-
-def status_dict(status: RunStatus) -> dict[str, Any]:
-    out: dict[str, Any] = msgspec.to_builtins(status)  # a Struct encodes to a JSON object
-    return out

@@ -22,12 +22,14 @@ import io
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+
+from vera.card_schema import Card, Comparison, DimensionScore, RunComparison, Section
+from vera.records import OVERALL
 
 BP_COLOUR = "#0072B2"
 SUB_COLOUR = "#F0E442"
@@ -42,7 +44,6 @@ RATING_STYLES = (
 )
 SERIES_COLOURS = ("#0072B2", "#CC79A7", "#56B4E9", "#000000")
 MARKERS = ("o", "s", "D", "^", "v", "P")
-OVERALL = "Overall"
 WIDTH = 6.4  # inches
 DPI = 200  # the PNG files: 2× a 100-dpi screen
 # A label longer than this is wrapped (at ":" and "/") or shortened in the middle.
@@ -72,31 +73,49 @@ class ScorePoint:
     hi: float | None
 
 
-def card_plots(card: dict[str, Any]) -> list[Plot]:
+@dataclass(frozen=True)
+class Rated:
+    """A chatbot with ratings, as the plots read it: its name, its overall and dimension
+    numbers, and its sections by risk level."""
+
+    chatbot: str
+    overall: DimensionScore
+    dimensions: dict[str, DimensionScore]
+    by_risk: dict[str, Section]
+
+
+def rated_chatbots(card: Card) -> list[Rated]:
+    """The chatbots of a card that have anything rated (the others have nothing to plot)."""
+    return [
+        Rated(b.chatbot, b.overall, b.dimensions or {}, b.by_risk or {})
+        for b in card.chatbots
+        if b.overall is not None
+    ]
+
+
+def card_plots(card: Card) -> list[Plot]:
     """Every plot of a card, each drawn once."""
-    bots = [b for b in card["chatbots"] if "overall" in b]
+    bots = rated_chatbots(card)
     if not bots:
         return []
     plots = [rating_shares_plot(bots), dimension_scores_plot(bots)]
-    if any(b.get("by_risk") for b in bots):
+    if any(b.by_risk for b in bots):
         plots.append(risk_scores_plot(bots))
     if len(bots) >= 2:
-        points = [ScorePoint(b["chatbot"], b["overall"]["score"], *b["overall"]["score_ci"]) for b in bots]
+        points = [_point(b.chatbot, b.overall) for b in bots]
         plots.append(chatbot_scores_plot(points))
-    if card.get("comparisons"):
-        plots.append(differences_plot(card["comparisons"]))
+    if card.comparisons:
+        plots.append(differences_plot(card.comparisons))
     return plots
 
 
-def comparison_plots(result: dict[str, Any]) -> list[Plot]:
+def comparison_plots(result: RunComparison) -> list[Plot]:
     """The charts of a `vera compare` result: scores per unit, and paired differences."""
-    points = [
-        ScorePoint(u["unit"], u["overall"]["score"], *u["overall"]["score_ci"]) for u in result["units"]
-    ]
-    return [chatbot_scores_plot(points), differences_plot(result["comparisons"])]
+    points = [_point(u.unit, u.overall) for u in result.units]
+    return [chatbot_scores_plot(points), differences_plot(result.comparisons)]
 
 
-def rating_shares_plot(bots: Sequence[dict[str, Any]]) -> Plot:
+def rating_shares_plot(bots: Sequence[Rated]) -> Plot:
     """Stacked bars of BP / Suboptimal / HPH per dimension, one panel per chatbot."""
     dims = _dimensions(bots)
     labels = [*dims, OVERALL]
@@ -105,12 +124,12 @@ def rating_shares_plot(bots: Sequence[dict[str, Any]]) -> Plot:
     axes = fig.subplots(len(bots), 1, squeeze=False, sharex=True)[:, 0]
     y = list(range(len(labels)))[::-1]  # first dimension on top, Overall at the bottom
     for ax, bot in zip(axes, bots, strict=True):
-        rows = [bot["dimensions"].get(d) for d in dims] + [bot["overall"]]
-        rated = [r is not None and r["pct_bp"] is not None for r in rows]
+        rows = [bot.dimensions.get(d) for d in dims] + [bot.overall]
+        rated = [r is not None and r.pct_bp is not None for r in rows]
         # One bar call per rating category: drawing segment by segment is several times slower.
         left = [0.0] * len(rows)
         for key, letters, _, colour, hatch, ink in RATING_STYLES:
-            widths = [(r[key] or 0.0) if ok else 0.0 for r, ok in zip(rows, rated, strict=True)]
+            widths = [(getattr(r, key) or 0.0) if ok else 0.0 for r, ok in zip(rows, rated, strict=True)]
             ax.barh(
                 y,
                 widths,
@@ -152,12 +171,12 @@ def rating_shares_plot(bots: Sequence[dict[str, Any]]) -> Plot:
                     bbox={"facecolor": NR_COLOUR, "edgecolor": "none", "pad": 0.6},
                 )
         ticks = [
-            f"{label} (NR {r['pct_nr']:.0f}%)" if r is not None and r["pct_nr"] is not None else label
+            f"{label} (NR {r.pct_nr:.0f}%)" if r is not None and r.pct_nr is not None else label
             for label, r in zip(labels, rows, strict=True)
         ]
         ax.set_yticks(y, ticks, fontsize=8)
         ax.set_xlim(0, 100)
-        ax.set_title(short_label(bot["chatbot"], 60), fontsize=10, loc="left")
+        ax.set_title(short_label(bot.chatbot, 60), fontsize=10, loc="left")
     axes[-1].set_xlabel("% of rated conversations (Not Relevant left out)")
     _rating_legend(fig)
     fig.suptitle("Ratings per dimension", fontsize=12)
@@ -170,7 +189,7 @@ def rating_shares_plot(bots: Sequence[dict[str, Any]]) -> Plot:
     )
 
 
-def dimension_scores_plot(bots: Sequence[dict[str, Any]]) -> Plot:
+def dimension_scores_plot(bots: Sequence[Rated]) -> Plot:
     """Score with its confidence interval per dimension and overall, chatbots side by side."""
     dims = _dimensions(bots)
     labels = [*dims, OVERALL]
@@ -179,9 +198,8 @@ def dimension_scores_plot(bots: Sequence[dict[str, Any]]) -> Plot:
     y = list(range(len(labels)))[::-1]
     series = [
         (
-            bot["chatbot"],
-            [_point(bot["chatbot"], bot["dimensions"].get(d)) for d in dims]
-            + [_point(bot["chatbot"], bot["overall"])],
+            bot.chatbot,
+            [_point(bot.chatbot, bot.dimensions.get(d)) for d in dims] + [_point(bot.chatbot, bot.overall)],
         )
         for bot in bots
     ]
@@ -201,21 +219,16 @@ def dimension_scores_plot(bots: Sequence[dict[str, Any]]) -> Plot:
     )
 
 
-def risk_scores_plot(bots: Sequence[dict[str, Any]]) -> Plot:
+def risk_scores_plot(bots: Sequence[Rated]) -> Plot:
     """Overall score with its interval at each persona risk level."""
-    levels = list(dict.fromkeys(level for b in bots for level in b.get("by_risk", {})))
+    levels = list(dict.fromkeys(level for b in bots for level in b.by_risk))
     fig = _figure(WIDTH, 3.8)
     ax = fig.subplots()
     x = list(range(len(levels)))
     series = [
         (
-            bot["chatbot"],
-            [
-                _point(
-                    bot["chatbot"], bot["by_risk"][lvl]["overall"] if lvl in bot.get("by_risk", {}) else None
-                )
-                for lvl in levels
-            ],
+            bot.chatbot,
+            [_point(bot.chatbot, bot.by_risk[lvl].overall if lvl in bot.by_risk else None) for lvl in levels],
         )
         for bot in bots
     ]
@@ -282,7 +295,7 @@ def chatbot_scores_plot(points: Sequence[ScorePoint], title: str = "Overall scor
 
 
 def differences_plot(
-    entries: Sequence[dict[str, Any]], title: str = "Paired differences in overall score"
+    entries: Sequence[Comparison], title: str = "Paired differences in overall score"
 ) -> Plot:
     """Each pair's overall score difference a − b with its paired interval; filled
     markers where the interval excludes 0."""
@@ -290,22 +303,22 @@ def differences_plot(
     ax = fig.subplots()
     ax.axvline(0, color="black", linewidth=0.8)
     for i, e in enumerate(entries):
-        d = e["overall"]
-        if d["diff"] is None:
+        d = e.overall
+        if d.diff is None:
             continue
-        lo, hi = d["diff_ci"]
+        lo, hi = d.diff_ci.lo, d.diff_ci.hi
         ax.errorbar(
-            d["diff"],
+            d.diff,
             i,
-            xerr=[[d["diff"] - lo], [hi - d["diff"]]] if lo is not None and hi is not None else None,
+            xerr=[[d.diff - lo], [hi - d.diff]] if lo is not None and hi is not None else None,
             fmt="o",
             color=SERIES_COLOURS[0],
-            mfc=SERIES_COLOURS[0] if d["excludes_zero"] else "white",
+            mfc=SERIES_COLOURS[0] if d.excludes_zero else "white",
             capsize=4,
             markersize=7,
         )
     ax.set_yticks(
-        range(len(entries)), [f"{short_label(e['a'])}\n− {short_label(e['b'])}" for e in entries], fontsize=8
+        range(len(entries)), [f"{short_label(e.a)}\n− {short_label(e.b)}" for e in entries], fontsize=8
     )
     ax.set_ylim(-0.7, len(entries) - 0.3)
     ax.invert_yaxis()
@@ -362,15 +375,14 @@ def _middle(text: str, width: int) -> str:
     return text[: (keep + 1) // 2] + "…" + text[len(text) - keep // 2 :]
 
 
-def _dimensions(bots: Sequence[dict[str, Any]]) -> list[str]:
-    return list(dict.fromkeys(d for b in bots for d in b["dimensions"]))
+def _dimensions(bots: Sequence[Rated]) -> list[str]:
+    return list(dict.fromkeys(d for b in bots for d in b.dimensions))
 
 
-def _point(label: str, stats: dict[str, Any] | None) -> ScorePoint:
+def _point(label: str, stats: DimensionScore | None) -> ScorePoint:
     if stats is None:
         return ScorePoint(label, None, None, None)
-    lo, hi = stats["score_ci"]
-    return ScorePoint(label, stats["score"], lo, hi)
+    return ScorePoint(label, stats.score, stats.score_ci.lo, stats.score_ci.hi)
 
 
 def _err(p: ScorePoint) -> list[list[float]] | None:

@@ -1,15 +1,20 @@
 """Where each record that counts sits in a run's JSONL files, found by one streaming scan.
 
 `vera view` and `vera export` must stay light on a run of 10,000 conversations: they
-never hold every transcript in memory. `scan_run` reads conversations.jsonl and
+never hold every transcript in memory. `open_run` reads conversations.jsonl and
 judgements.jsonl once, line by line, keeping of each record only a small head (the
 fields a list or a filter needs) and where its line is (byte offset and length). A whole
 record is read again by offset when someone opens it.
 
-The records that count are the ones `RunStore` and `read_run` use (`store.keep_latest`:
-the last record of a job wins, a complete one is never replaced by a failed one). Lines
-that do not decode (a torn last line while a run is being written) are skipped, as
-`read_records` skips them; nothing is repaired: the run is only read.
+`open_run` is the one way a finished or running run is read: the card, merge, compare,
+gate, agreement, the viewer and export all go through it. The records that count are
+the ones `RunStore` keeps (`store.keep_latest`: the last record of a job wins, a complete
+one is never replaced by a failed one). Lines that do not decode (a torn last line while
+a run is being written) are skipped, as `read_records` skips them. By default nothing is
+repaired, so a run that is still being written (or an archive on a read-only disk) is
+only read; `repair=True` first mends a last line a crash tore, as `RunStore` does when
+it opens a run to append to it, for readers that write from what they read (the card
+and merge).
 """
 
 from __future__ import annotations
@@ -24,9 +29,9 @@ import msgspec
 from vera.errors import UserError
 from vera.jsonl import RecordReader, RecordRef, StaleIndexError, lines, read_record, records
 from vera.records import HIGH_POTENTIAL_FOR_HARM, CallRecord, Conversation, Judgement, RunManifest
-from vera.store import CALLS, CONVERSATIONS, JUDGEMENTS, MANIFEST, keep_latest
+from vera.store import CALLS, CONVERSATIONS, JUDGEMENTS, MANIFEST, keep_latest, repair_run
 
-__all__ = ["RecordRef", "RunRecords", "StaleIndexError", "read_manifest", "scan_run"]
+__all__ = ["RecordRef", "RunRecords", "StaleIndexError", "open_run", "read_manifest"]
 
 
 class _Skipped(msgspec.Struct):
@@ -152,14 +157,19 @@ def read_manifest(root: Path) -> RunManifest:
         raise UserError(f"{root}: not a vera run directory (no manifest.json)")
     try:
         return msgspec.json.decode(path.read_bytes(), type=RunManifest)
+    except OSError as e:
+        raise UserError(f"{path}: cannot read the run manifest: {e.strerror or e}") from None
     except (msgspec.DecodeError, msgspec.ValidationError) as e:
         raise UserError(f"{path}: not a readable run manifest ({e})") from None
 
 
-def scan_run(run_dir: str | Path) -> RunRecords:
-    """Scan a run directory once (see the module docstring)."""
+def open_run(run_dir: str | Path, *, repair: bool = False) -> RunRecords:
+    """Read a run directory: its manifest, then one scan of its record files (see the
+    module docstring). With `repair`, a last line a crash tore is mended first."""
     root = Path(run_dir)
     manifest = read_manifest(root)
+    if repair:
+        repair_run(root)
     return RunRecords(
         root=root,
         manifest=manifest,

@@ -34,6 +34,10 @@ RATING_CODES: dict[str, str] = {
 
 RISK_LEVELS: tuple[str, ...] = ("None", "Low", "High", "Immediate")
 
+# The label of the row that pools every dimension (in summaries, cards and plots); no
+# rubric dimension may be called this.
+OVERALL: Final = "Overall"
+
 Rating = Literal[
     "Best Practice",
     # (Yellow)

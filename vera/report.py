@@ -15,15 +15,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import polars as pl
 
 from vera.card import build_card, comparisons, row_stats
 from vera.card_html import render_html
+from vera.card_schema import (
+    Bootstrap,
+    Card,
+    ComparedRun,
+    ComparedUnit,
+    RunComparison,
+    decode_card,
+    encode_card,
+)
 from vera.card_text import render_markdown
+from vera.conversation_pages import write_card_pages
 from vera.errors import UserError, storage_error
 from vera.plots import Plot, card_plots
-from vera.record_index import ConversationHead, scan_run
+from vera.record_index import ConversationHead, open_run
 from vera.records import Conversation, RunManifest
 from vera.scoring import ANSWERS_FILE, RATINGS_FILE, ratings_and_answers, ratings_frame, write_parquet
 from vera.stats import (
@@ -37,8 +46,7 @@ from vera.stats import (
 )
 from vera.stats.agreement import NRTreatment
 from vera.stats.humans import TieRule
-from vera.store import MANIFEST, atomic_write, repair_run
-from vera.viewer.pages import write_card_pages
+from vera.store import atomic_write
 
 PLOTS_DIR = "plots"
 
@@ -55,16 +63,14 @@ def score_run(
     confidence: float | None = None,
     seed: int | None = None,
     frames: tuple[pl.DataFrame, pl.DataFrame] | None = None,
-) -> dict[str, Any]:
+) -> Card:
     """Write ratings.parquet, answers.parquet, card.json, card.md, card.html, plots/*.png
     and conversations/<id>.html for the conversations the card lists; return the card.
     `frames` (ratings, answers) are the frames a run streamed while it went; without
     them they are rebuilt from the run's records."""
     root = Path(run_dir)
-    if not (root / MANIFEST).exists():
-        raise UserError(f"{root}: not a vera run directory (no manifest.json)")
-    repair_run(root)  # a line a crash tore is mended, so the records below are whole
-    records = scan_run(root)
+    # A line a crash tore is mended, so the records the card is written from are whole.
+    records = open_run(root, repair=True)
     manifest = records.manifest
     settings = stats_settings(manifest, resamples=resamples, confidence=confidence, seed=seed)
     # The frames are built from the records streamed one judgement at a time.
@@ -72,15 +78,15 @@ def score_run(
     write_parquet(frame, root / RATINGS_FILE)
     write_parquet(answers, root / ANSWERS_FILE)
     card = build_card(manifest, records, frame, **settings)
-    atomic_write(root / "card.json", msgspec.json.format(msgspec.json.encode(card)) + b"\n")
+    atomic_write(root / "card.json", encode_card(card))
     render_card_files(card, root)
     # The card's harm list links each conversation to its page beside card.html: only
     # those conversations and their judgements are read whole.
-    linked = {h["conversation_id"] for bot in card["chatbots"] for h in bot["harmful"]}
+    linked = {h.conversation_id for bot in card.chatbots for h in bot.harmful}
     linked &= records.conversations.keys()
     write_card_pages(
         root,
-        card,
+        linked,
         manifest,
         {cid: records.read_conversation(cid) for cid in sorted(linked)},
         [records.read_judgement(j.id) for cid in sorted(linked) for j in records.judgements_of(cid)],
@@ -100,7 +106,7 @@ def stats_settings(
     }
 
 
-def render_card_files(card: dict[str, Any], run_dir: str | Path) -> Path:
+def render_card_files(card: Card, run_dir: str | Path) -> Path:
     """Write card.md, plots/*.png and card.html from a card; return card.html's path.
     Each plot is drawn once and used for both the PNG file and the page."""
     root = Path(run_dir)
@@ -112,7 +118,7 @@ def render_card_files(card: dict[str, Any], run_dir: str | Path) -> Path:
     return html
 
 
-def write_card_html(card: dict[str, Any], run_dir: str | Path) -> Path:
+def write_card_html(card: Card, run_dir: str | Path) -> Path:
     """Write only card.html (its plots are inline); return its path."""
     html = Path(run_dir) / "card.html"
     atomic_write(html, render_html(card, card_plots(card)).encode())
@@ -136,12 +142,12 @@ def write_plots(plots: Sequence[Plot], folder: Path) -> None:
 _PLOT_NAMES = {"ratings.png", "scores.png", "risk.png", "chatbots.png", "differences.png"}
 
 
-def read_card(run_dir: str | Path) -> dict[str, Any]:
+def read_card(run_dir: str | Path) -> Card:
+    """A run's card.json (schema 2 or later) as a `Card`."""
     p = Path(run_dir) / "card.json"
     if not p.exists():
         raise UserError(f"{run_dir}: no card.json (run `vera score {run_dir}` first)")
-    card: dict[str, Any] = msgspec.json.decode(p.read_bytes())
-    return card
+    return decode_card(p.read_bytes(), source=p)
 
 
 # ---------------------------------------------------------------------------------------
@@ -162,7 +168,7 @@ class Run:
 def read_run(run_dir: str | Path) -> Run:
     """Read a run's records as `RunStore` would (the last complete record of a job wins),
     without repairing or locking anything, one judgement at a time."""
-    records = scan_run(run_dir)
+    records = open_run(run_dir)
     ratings = ratings_frame(records.complete_pairs())
     return Run(records.root, records.manifest, records.conversation_heads(), ratings)
 
@@ -180,7 +186,7 @@ def compare_runs(
     resamples: int | None = None,
     confidence: float | None = None,
     seed: int | None = None,
-) -> dict[str, Any]:
+) -> RunComparison:
     """Line up the chatbots (and, with `by_seed`, their seed replicates) of one or more
     runs on their shared personas: scores with intervals, and paired differences.
 
@@ -216,26 +222,28 @@ def compare_runs(
         seed=settings["seed"],
     )
     meta = frame.select("unit", "chatbot", "run_id", "run_seed").unique("unit")
-    return {
-        "runs": [
-            {
-                "run_id": r.manifest.run_id,
-                "label": name,
-                "path": str(r.path),
-                "offline": r.manifest.offline,
-                "versions": {
-                    k: msgspec.to_builtins(getattr(r.manifest, k))
-                    for k in ("rubric", "personas", "user_prompts", "judge_prompts")
+    return RunComparison(
+        runs=[
+            ComparedRun(
+                run_id=r.manifest.run_id,
+                label=name,
+                path=str(r.path),
+                offline=r.manifest.offline,
+                versions={
+                    "rubric": r.manifest.rubric,
+                    "personas": r.manifest.personas,
+                    "user_prompts": r.manifest.user_prompts,
+                    "judge_prompts": r.manifest.judge_prompts,
                 },
-            }
+            )
             for r, name in zip(runs, names, strict=True)
         ],
-        "forced_differences": problems,
-        "by": "chatbot and seed" if by_seed else "chatbot",
-        "bootstrap": {**settings, "cluster": "persona", "method": METHOD},
-        "units": [_unit_entry(table, m, by_seed=by_seed) for m in meta.sort("unit").iter_rows(named=True)],
-        "comparisons": comparisons(pairs, "unit"),
-    }
+        forced_differences=problems,
+        by="chatbot and seed" if by_seed else "chatbot",
+        bootstrap=Bootstrap(**settings, cluster="persona", method=METHOD),
+        units=[_unit_entry(table, m, by_seed=by_seed) for m in meta.sort("unit").iter_rows(named=True)],
+        comparisons=comparisons(pairs, "unit"),
+    )
 
 
 def _run_names(runs: Sequence[Run]) -> list[str]:
@@ -265,20 +273,20 @@ def _units_frame(runs: Sequence[Run], names: Sequence[str], *, by_seed: bool) ->
     return pl.concat(parts)
 
 
-def _unit_entry(table: pl.DataFrame, meta: dict[str, Any], *, by_seed: bool) -> dict[str, Any]:
+def _unit_entry(table: pl.DataFrame, meta: dict[str, Any], *, by_seed: bool) -> ComparedUnit:
     rows = table.filter(pl.col("unit") == meta["unit"]).to_dicts()
     overall = next(r for r in rows if r["dimension"] == OVERALL)
-    return {
-        "unit": meta["unit"],
-        "chatbot": meta["chatbot"],
-        "run_id": meta["run_id"],
-        "seed": meta["run_seed"] if by_seed else None,
-        "n_conversations": overall["n_conversations"],
-        "n_judgements": overall["n_judgements"],
-        "n_personas": overall["n_clusters"],
-        "overall": row_stats(overall),
-        "dimensions": {r["dimension"]: row_stats(r) for r in rows if r["dimension"] != OVERALL},
-    }
+    return ComparedUnit(
+        unit=meta["unit"],
+        chatbot=meta["chatbot"],
+        run_id=meta["run_id"],
+        seed=meta["run_seed"] if by_seed else None,
+        n_conversations=overall["n_conversations"],
+        n_judgements=overall["n_judgements"],
+        n_personas=overall["n_clusters"],
+        overall=row_stats(overall),
+        dimensions={r["dimension"]: row_stats(r) for r in rows if r["dimension"] != OVERALL},
+    )
 
 
 # ---------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from vera.cache import CACHE_FILE, CachedClient, ResponseCache
+from vera.card_schema import Card
 from vera.clients.base import ChatClient
 from vera.clients.pool import ClientPool
 from vera.config import RunConfig, load_config
@@ -52,7 +53,7 @@ from vera.pipeline import (
 from vera.plan import Shard
 from vera.profiles import load_profiles, skip_reason
 from vera.progress import RunProgress
-from vera.record_index import scan_run
+from vera.record_index import open_run
 from vera.records import AccountLimits, CallRecord, Conversation, ImportInfo, ModelSpec, Role, RunManifest
 from vera.report import score_run
 from vera.resume import (
@@ -99,7 +100,7 @@ class RunOptions:
 class RunOutcome:
     run_dir: Path
     result: SweepResult
-    card: dict[str, Any] | None
+    card: Card | None
     notes: list[str]
     status: RunStatus | None = None
     resume: str = ""  # the command that continues this run
@@ -342,7 +343,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
             cache.close()
         if events is not None:
             events.close()
-    records = scan_run(run_dir)
+    records = open_run(run_dir)
     status = run_status(
         manifest,
         records.conversation_heads(),
@@ -724,7 +725,7 @@ async def _judge(
             events.close()
         if cache is not None:
             cache.close()
-    records = scan_run(run_dir)
+    records = open_run(run_dir)
     conversation_heads, judgement_heads = records.conversation_heads(), records.judgement_heads()
     status = run_status(
         planned,

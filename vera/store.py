@@ -20,7 +20,7 @@ Memory follows the work in flight, not the size of the sweep: the store keeps on
 `JobIndex` per file (job id -> where its line is and whether it is complete), built on
 open by one streaming pass that decodes nothing but ids and statuses. Whole records are
 read back by place (`vera.jsonl`) when needed: a resumed conversation to judge. Cards,
-frames and merges stream the files through `vera.record_index.scan_run`.
+frames and merges stream the files through `vera.record_index.open_run`.
 """
 
 from __future__ import annotations
@@ -62,28 +62,41 @@ WHAT = {
 
 
 def atomic_write(path: Path, data: bytes, *, what: str = "") -> None:
-    """Write a whole file so that readers see the old or the new content, never half.
+    """Write a whole file so that readers see the old or the new content, never half
+    (see `atomic_file`)."""
+    with atomic_file(path, what=what) as f:
+        f.write(data)
 
-    The content goes to a temporary file beside `path`, is fsync'd and renamed
-    over `path`; on any failure (a full or read-only disk) the temporary file is removed
-    and the old file is left as it was, and an OSError becomes one `StorageError` line
-    naming the path and `what` it is."""
+
+@contextlib.contextmanager
+def atomic_file(path: Path, *, what: str = "") -> Iterator[IO[bytes]]:
+    """A binary file to write whole: readers of `path` see the old or the new content,
+    never half. Every file vera writes whole (summaries, cards, pages, exports) goes
+    through here, so all of them survive a crash the same way.
+
+    What is written goes to a temporary file beside `path`, which is fsync'd and renamed
+    over `path` when the block ends; on any failure (a full or read-only disk, or an
+    exception in the block) the temporary file is removed and the old file is left as it
+    was, and an OSError becomes one `StorageError` line naming the path and `what` it is."""
     what = what or WHAT.get(path.name, path.name)
-    tmp: str | None = None
+    # Not mkstemp: its files are private (0600); this one gets the usual permissions.
+    tmp = str(path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"))
     try:
-        # Not mkstemp: its files are private (0600); this one gets the usual permissions.
-        tmp = str(path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"))
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as exc:
+        raise storage_error(path, what, exc) from None
+    done = False
+    try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        tmp = None
+        done = True
     except OSError as exc:
         raise storage_error(path, what, exc) from None
     finally:
-        if tmp is not None:
+        if not done:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
 

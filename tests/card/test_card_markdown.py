@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from vera.card_text import render_markdown
+from vera.report import read_card
 
 from .numbers import missing_numbers
 
@@ -15,7 +16,7 @@ def test_markdown_shows_every_number_but_the_later_harmful_ratings(rich_run):
     md = (rich_run / "card.md").read_text()
     # card.md lists the first harmful ratings per chatbot (all are in card.json/card.html).
     assert missing_numbers(card, md, skip=frozenset({"harmful"})) == {}
-    assert md == render_markdown(card)
+    assert md == render_markdown(read_card(rich_run))
 
 
 def test_markdown_explains_how_to_read_the_card(offline_run):

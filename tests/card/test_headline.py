@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from vera.card_term import render_card
 from vera.cli import main
+from vera.report import read_card
 
 from .conftest import run_vera
 
@@ -81,7 +82,7 @@ def test_a_dimension_that_never_applied_says_so(offline_run):
 
 def test_every_headline_number_of_the_terminal_card_is_card_json(offline_run):
     card = json.loads((offline_run / "card.json").read_text())
-    text = render_card(card, width=200)
+    text = render_card(read_card(offline_run), width=200)
     lines = text.splitlines()
     for bot, want in expected_headline(card).items():
         row = next(line for line in lines if line.startswith(bot))
@@ -129,11 +130,10 @@ def test_the_end_of_a_run_prints_the_headline(tmp_path):
 
 
 def test_the_offline_label_is_said_once_in_every_rendering(offline_run):
-    card = json.loads((offline_run / "card.json").read_text())
     html = (offline_run / "card.html").read_text()
     for text in (
         (offline_run / "card.md").read_text(),
-        render_card(card, width=200),
+        render_card(read_card(offline_run), width=200),
         html[html.index("<body>") :],
     ):
         assert text.lower().count("offline run") == 1

@@ -5,14 +5,15 @@ wrapped."""
 from __future__ import annotations
 
 import itertools
-import json
 import re
 
 import numpy as np
 import pytest
 
 from vera import plots
+from vera.card_schema import DimensionScore, Interval, Section
 from vera.plots import RATING_STYLES, ScorePoint, chatbot_scores_plot, risk_scores_plot, short_label
+from vera.report import read_card
 
 RATINGS = [(letters, colour, hatch) for _, letters, _, colour, hatch, _ in RATING_STYLES] + [
     ("NR", plots.NR_COLOUR, plots.NR_HATCH)
@@ -56,19 +57,20 @@ def test_each_rating_has_its_own_hatching_and_letters():
 
 
 def test_the_ratings_plot_carries_letters_and_hatching(offline_run):
-    card = json.loads((offline_run / "card.json").read_text())
-    svg = plots.rating_shares_plot([b for b in card["chatbots"] if "overall" in b]).svg.decode()
+    svg = plots.rating_shares_plot(plots.rated_chatbots(read_card(offline_run))).svg.decode()
     assert "BP 100" in svg and re.search(r"HPH \d+", svg) and "NR: all Not Relevant" in svg
     assert "<pattern" in svg  # hatching is drawn as SVG patterns
 
 
-def _bot(levels: dict[str, float | None]) -> dict:
-    def section(score):
-        return {
-            "overall": {"score": score, "score_ci": [score, score] if score is not None else [None, None]}
-        }
+def _bot(levels: dict[str, float | None]) -> plots.Rated:
+    def stats(score: float | None) -> DimensionScore:
+        ci = Interval(score, score)
+        return DimensionScore(1, 1, 1, 0, 0, 0, score, ci, None, ci, None, ci, None, ci, None, ci, None)
 
-    return {"chatbot": "bot", "by_risk": {lvl: section(s) for lvl, s in levels.items()}}
+    def section(score: float | None) -> Section:
+        return Section(stats(score), {}, 1, 1, 1)
+
+    return plots.Rated("bot", stats(None), {}, {lvl: section(s) for lvl, s in levels.items()})
 
 
 def test_an_empty_first_risk_level_keeps_its_slot(monkeypatch):

@@ -6,8 +6,6 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 
-import msgspec
-
 from vera.card import _accounting
 from vera.record_index import read_manifest
 from vera.records import CallRecord, Conversation, Judgement
@@ -41,9 +39,6 @@ def test_the_streamed_card_is_the_card_of_every_record_read_at_once(rich_run, tm
     assert {name: (run / name).read_bytes() for name in files} == files
     # The harm list (read whole, judgement by judgement) and the accounting (summed as
     # the call log streams by) are those of the records read at once.
-    harmful = [h for bot in card_streamed["chatbots"] for h in bot["harmful"]]
-    assert harmful and all(h["reasoning"] is not None for h in harmful)
-    eager_accounting = msgspec.to_builtins(
-        _accounting(read_records(run / CALLS, CallRecord), read_manifest(run))
-    )
-    assert card_streamed["accounting"] == eager_accounting
+    harmful = [h for bot in card_streamed.chatbots for h in bot.harmful]
+    assert harmful and all(h.reasoning is not None for h in harmful)
+    assert card_streamed.accounting == _accounting(read_records(run / CALLS, CallRecord), read_manifest(run))

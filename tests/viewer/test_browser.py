@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from vera.record_index import scan_run
+from vera.record_index import open_run
 
 from .conftest import HPH, MARKUP_ID, MARKUP_PERSONA, SCRIPT_TEXT
 from .test_server import start_view
@@ -105,7 +105,7 @@ def no_page_scroll(page) -> bool:
 
 @pytest.mark.slow
 def test_the_list_shows_conversations_and_filters_by_rating(page_at, viewer_url, viewer_run, tmp_path):
-    records = scan_run(viewer_run)
+    records = open_run(viewer_run)
     page = page_at(1400)
     page.goto(viewer_url)
     summary = wait_for_list(page)
@@ -141,7 +141,7 @@ def test_the_list_shows_conversations_and_filters_by_rating(page_at, viewer_url,
 def test_opening_a_conversation_shows_the_transcript_and_the_judges_walk(
     page_at, viewer_url, viewer_run, tmp_path
 ):
-    records = scan_run(viewer_run)
+    records = open_run(viewer_run)
     page = page_at(1400)
     page.goto(viewer_url)
     wait_for_list(page)

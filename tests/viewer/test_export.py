@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from vera.cli import main
 from vera.export import COLUMNS, export_rows, export_run, spreadsheet_safe
-from vera.record_index import scan_run
+from vera.record_index import open_run
 from vera.records import Conversation, DimensionRating, Judgement, Turn
 from vera.rubric import load_rubric
 from vera.run_rubric import question_texts
@@ -63,7 +63,7 @@ def test_failed_and_unjudged_work_are_rows_without_a_rating(viewer_run, tmp_path
     assert unjudged["status"] == "not judged" and unjudged["rating"] == ""
     assert (summary.conversations_failed, summary.judgements_failed, summary.not_judged) == (1, 1, 1)
     # Every conversation of the run is in the table.
-    assert {r["conversation_id"] for r in rows} == set(scan_run(run).conversations)
+    assert {r["conversation_id"] for r in rows} == set(open_run(run).conversations)
 
 
 def test_each_row_says_who_what_and_why(viewer_run, tmp_path):
@@ -82,7 +82,7 @@ def test_each_row_says_who_what_and_why(viewer_run, tmp_path):
         "Follows AI Boundaries",
     ]
     first = rows[0]
-    rubric = load_rubric(scan_run(viewer_run).manifest.rubric.path)
+    rubric = load_rubric(open_run(viewer_run).manifest.rubric.path)
     assert first["persona"] == MARKUP_PERSONA and first["risk"] == "Low" and first["chatbot"]
     assert first["user_agent"] == "offline/scripted-user" and first["instance"] == "1"
     assert (first["seed"], first["replicate"], first["conversation_seed"]) == ("1", "0", "7")
@@ -136,7 +136,7 @@ def test_cells_a_spreadsheet_would_run_are_defused_in_csv_only(viewer_run, tmp_p
 
 
 def test_rows_are_streamed_judgement_by_judgement(viewer_run):
-    records = scan_run(viewer_run)
+    records = open_run(viewer_run)
     reads: list[str] = []
     original = records.read_judgement
 

@@ -10,11 +10,7 @@ import shutil
 
 import msgspec
 
-from vera.record_index import scan_run
-from vera.report import score_run
-from vera.rubric import load_rubric
-from vera.run_rubric import question_texts
-from vera.viewer.pages import (
+from vera.conversation_pages import (
     ConversationPage,
     conversation_href,
     rating_anchor,
@@ -22,6 +18,10 @@ from vera.viewer.pages import (
     render_conversation_page,
     write_card_pages,
 )
+from vera.record_index import open_run
+from vera.report import score_run
+from vera.rubric import load_rubric
+from vera.run_rubric import question_texts
 
 from .conftest import (
     FAILED_ID,
@@ -38,7 +38,7 @@ JUDGE = "offline/lexical-judge"
 
 
 def page_html(run, cid: str) -> str:
-    records = scan_run(run)
+    records = open_run(run)
     return render_conversation_page(
         read_conversation_page(records, cid, question_texts(records.manifest, run))
     )
@@ -67,7 +67,7 @@ def test_the_page_runs_no_script_and_fetches_nothing(viewer_run):
 
 
 def test_the_transcript_is_numbered_and_each_walk_lists_every_question_in_order(viewer_run):
-    records = scan_run(viewer_run)
+    records = open_run(viewer_run)
     rubric = load_rubric(records.manifest.rubric.path)
     some = next(
         cid for cid, (h, _) in records.conversations.items() if h.status == "complete" and h.n_turns > 3
@@ -126,7 +126,7 @@ def test_several_judges_each_have_a_walk_and_a_column_of_ratings(viewer_run):
 def test_failed_conversations_and_judgements_show_their_reason(viewer_run):
     html = page_html(viewer_run, FAILED_ID)
     assert "This conversation failed" in html and "ServerError: HTTP 503 after 3 attempts" in html
-    records = scan_run(viewer_run)
+    records = open_run(viewer_run)
     failed = records.judgements["failed-judgement"][0]
     html = page_html(viewer_run, failed.conversation_id)
     walk = text_of(html, "walk-offline-second-judge-1")
@@ -135,7 +135,7 @@ def test_failed_conversations_and_judgements_show_their_reason(viewer_run):
 
 def test_question_texts_are_shown_only_from_the_runs_own_rubric(tmp_path, viewer_run):
     rubric_copy = tmp_path / "rubric.tsv"
-    records = scan_run(viewer_run)
+    records = open_run(viewer_run)
     shutil.copy(records.manifest.rubric.path, rubric_copy)
     run = tmp_path / "run"
     shutil.copytree(viewer_run, run)
@@ -174,7 +174,7 @@ def test_score_writes_a_page_for_every_conversation_the_card_lists(viewer_run):
 
 
 def test_a_written_page_is_the_page_the_viewer_serves(viewer_run):
-    records = scan_run(viewer_run)
+    records = open_run(viewer_run)
     page = read_conversation_page(records, MARKUP_ID, question_texts(records.manifest, viewer_run))
     assert (viewer_run / "conversations" / f"{MARKUP_ID}.html").read_text() == render_conversation_page(page)
     assert page.conversation.persona == MARKUP_PERSONA
@@ -192,7 +192,7 @@ def test_a_rescore_removes_pages_the_card_no_longer_lists(tmp_path, viewer_run):
 def test_an_id_that_is_not_a_safe_file_name_gets_no_page_and_no_link(viewer_run):
     for bad in ("../card", "a/b", ".hidden", "x" * 200, "c:evil", ""):
         assert conversation_href(bad, judge="j", instance=1, dimension="d") == ""
-    records = scan_run(viewer_run)
+    records = open_run(viewer_run)
     page = read_conversation_page(records, MARKUP_ID, question_texts(records.manifest, viewer_run))
     odd = ConversationPage(
         run_id="r",
@@ -201,6 +201,5 @@ def test_an_id_that_is_not_a_safe_file_name_gets_no_page_and_no_link(viewer_run)
         questions=page.questions,
     )
     manifest = records.manifest
-    card = {"chatbots": [{"harmful": [{"conversation_id": "../../outside"}]}]}
-    out = write_card_pages(viewer_run, card, manifest, {"../../outside": odd.conversation}, [])
+    out = write_card_pages(viewer_run, ["../../outside"], manifest, {"../../outside": odd.conversation}, [])
     assert out == 0 and not (viewer_run.parent / "outside.html").exists()

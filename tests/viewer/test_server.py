@@ -21,9 +21,9 @@ import pytest
 from aiohttp import web
 from yarl import URL
 
+from vera.conversation_pages import PAGE_CSP
 from vera.viewer.app import bind, build_app, host_names
 from vera.viewer.catalogue import Catalogue
-from vera.viewer.pages import PAGE_CSP
 
 from .conftest import FAILED_ID, IMG_TEXT, MARKUP_ID, MARKUP_PERSONA, SCRIPT_TEXT
 

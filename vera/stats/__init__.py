@@ -5,6 +5,7 @@ Every function here is pure (frames and lists in, frames and dicts out) and
 deterministic for a given seed. The methods are described in docs/statistics.md.
 """
 
+from vera.records import OVERALL
 from vera.stats.agreement import (
     Agreement,
     NRTreatment,
@@ -18,7 +19,6 @@ from vera.stats.agreement import (
 )
 from vera.stats.bootstrap import (
     METHOD,
-    OVERALL,
     BootstrapSpec,
     score_from_percentages,
     spec_of,

@@ -31,9 +31,8 @@ from scipy.stats import beta as beta_dist
 from scipy.stats import t as t_dist
 
 from vera import records as rec
-from vera.records import RATINGS
+from vera.records import OVERALL, RATINGS
 
-OVERALL = "Overall"
 # Recorded with every summary and on the card (bootstrap.method).
 METHOD = "cluster bootstrap (percentile for scores, Korn–Graubard exact for percentages)"
 

@@ -18,8 +18,8 @@ import msgspec
 import numpy as np
 import polars as pl
 
+from vera.records import OVERALL
 from vera.stats.bootstrap import (
-    OVERALL,
     cluster_counts,
     count_statistics,
     group_rng,

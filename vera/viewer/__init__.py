@@ -1,12 +1,13 @@
-"""`vera view`: a local, read-only web app over run directories, and the per-conversation
-pages that card.html links to.
+"""`vera view`: a local, read-only web app over run directories.
 
     serve(run_dirs, host=..., port=...)     index the runs and serve them until Ctrl-C (app)
     build_app(catalogue)                    the aiohttp application (app)
     Catalogue.open(run_dirs)                the index: frames to list and filter (catalogue)
-    render_conversation_page(page)          one conversation as a self-contained page (pages)
-    write_card_pages(run_dir, card, ...)    the pages of the conversations a card lists (pages)
 
-Import from the modules: this package's __init__ stays empty so that the card, which
-links to the pages, does not load the web server.
+The per-conversation pages it serves are the ones card.html links to; they belong to
+the card and live below the viewer, in `vera.conversation_pages` (render_conversation_page,
+write_card_pages), so the card never imports the viewer.
+
+Import from the modules: this package's __init__ stays empty so that importing one
+module does not load the web server.
 """

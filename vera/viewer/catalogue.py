@@ -20,11 +20,11 @@ from typing import Any
 import polars as pl
 
 from vera import records as rec
+from vera.conversation_pages import ConversationPage, read_conversation_page
 from vera.errors import UserError
-from vera.record_index import RunRecords, scan_run
+from vera.record_index import RunRecords, open_run
 from vera.records import RATINGS, RISK_LEVELS
 from vera.run_rubric import QuestionTexts, question_texts
-from vera.viewer.pages import ConversationPage, read_conversation_page
 
 # Worse ratings rank higher: the list shows the worst rating of a dimension first.
 RATING_RANK = {rec.NOT_RELEVANT: 0, rec.BEST_PRACTICE: 1, rec.SUBOPTIMAL: 2, rec.HIGH_POTENTIAL_FOR_HARM: 3}
@@ -133,7 +133,7 @@ class Catalogue:
         resolved = [Path(d).resolve() for d in run_dirs]
         if len(set(resolved)) != len(resolved):
             raise UserError("the same run directory is given twice")
-        scanned = [scan_run(d) for d in run_dirs]
+        scanned = [open_run(d) for d in run_dirs]
         ids = [r.manifest.run_id for r in scanned]
         runs = []
         for k, records in enumerate(scanned):

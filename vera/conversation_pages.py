@@ -9,22 +9,24 @@ forbids one) and every text from a run is escaped here, on the server: a transcr
 reasoning holding markup shows as text. Jumps (from a rating to the turn its reasoning
 quotes, from the card to a rating) are plain fragment links, highlighted with
 ``:target``.
+
+The pages belong to the card (report side): card.html links to them and `vera score`
+writes them, so they live below the viewer, which imports them to serve the same pages.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from vera import __version__
+from vera.quotes import QuoteFinder, QuoteMatch
 from vera.record_index import RunRecords
 from vera.records import (
     HIGH_POTENTIAL_FOR_HARM,
@@ -36,14 +38,14 @@ from vera.records import (
     RunManifest,
 )
 from vera.run_rubric import QuestionTexts, question_texts
-from vera.viewer.quotes import QuoteFinder, QuoteMatch
+from vera.store import atomic_write
 
 PAGES_DIR = "conversations"
 # Ids that are safe as file names on every system; others get no page file (and no link).
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 _SLUG = re.compile(r"[^a-z0-9]+")
 
-PAGE_CSS = resources.files("vera.viewer").joinpath("static/page.css").read_text(encoding="utf-8")
+PAGE_CSS = resources.files("vera").joinpath("conversation_page.css").read_text(encoding="utf-8")
 _CSS_HASH = base64.b64encode(hashlib.sha256(PAGE_CSS.encode()).digest()).decode()
 # No script, no request to anywhere: the page's one stylesheet is inline and allowed by
 # hash. The page carries it in a <meta> (for a file opened from disk), where browsers
@@ -364,16 +366,16 @@ def _quotes(matches: Sequence[QuoteMatch], *, show_missing: bool) -> str:
 
 def write_card_pages(
     run_dir: Path,
-    card: Mapping[str, Any],
+    linked: Iterable[str],
     manifest: RunManifest,
     conversations: Mapping[str, Conversation],
     judgements: Iterable[Judgement],
 ) -> int:
-    """Write the page of every conversation the card's harm lists link to, and remove
+    """Write the page of every conversation the card's harm lists link to (`linked`: their
+    ids), and remove
     pages of conversations it no longer lists (after a rescore). Return how many pages
-    were written. The pages are derived files: written whole (by rename), not fsync'd."""
-    wanted = {h["conversation_id"] for bot in card.get("chatbots", []) for h in bot.get("harmful", [])}
-    wanted = {cid for cid in wanted if cid in conversations and page_name(cid)}
+    were written. Each page is written whole and fsync'd, like every file vera writes."""
+    wanted = {cid for cid in linked if cid in conversations and page_name(cid)}
     folder = run_dir / PAGES_DIR
     if folder.is_dir():
         keep = {page_name(cid) for cid in wanted}
@@ -396,11 +398,7 @@ def write_card_pages(
             questions=questions,
             run_seeds=manifest.seeds,
         )
-        _write_whole(folder / f"{cid}.html", render_conversation_page(page).encode())
+        atomic_write(
+            folder / f"{cid}.html", render_conversation_page(page).encode(), what="a conversation page"
+        )
     return len(wanted)
-
-
-def _write_whole(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
