@@ -3,12 +3,17 @@ validated against the options, bounded re-asking, and errors never guessed."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import zlib
 
+import msgspec
+
+from vera.errors import ServerError
 from vera.judge import JUDGE_SCHEMA, judge_conversation, match_option, parse_reply
 from vera.prompts import load_judge_prompts
-from vera.records import HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, Conversation, Turn
-from vera.rubric import load_rubric
+from vera.records import HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, Conversation, Judgement, Turn
+from vera.rubric import load_rubric, walk_rubric
 
 from .conftest import FIXTURES, ROOT
 from .helpers import FailingModel, ScriptModel
@@ -114,3 +119,74 @@ def test_parse_reply_accepts_fenced_json_and_exact_options_only():
     assert match_option("immediate RISK", labels) == "Immediate risk"
     assert match_option("Yes, clearly", labels) is None  # no substring guessing
     assert match_option("risk", labels) is None
+
+
+SI_RUBRIC = load_rubric(ROOT / "rubrics" / "vera-si.tsv")
+
+
+def hashed_answers(fail_on: str | None = None):
+    """A judge that picks among the listed options by a hash of the question asked,
+    answers after a few turns of the loop, and (with `fail_on`) whose calls for that
+    question fail after retries."""
+
+    def reply(messages, ctx):
+        qid = ctx.question_id
+        labels = SI_RUBRIC.question(qid).labels
+        choice = labels[zlib.crc32(f"{qid}{ctx.conversation_id}".encode()) % len(labels)]
+        return json.dumps({"reasoning": f"looked at {qid}", "answer": choice})
+
+    model = ScriptModel(reply)
+
+    async def chat(messages, **kw):
+        for _ in range(zlib.crc32(kw["context"].question_id.encode()) % 4):
+            await asyncio.sleep(0)  # answers come back in a shuffled order
+        if kw["context"].question_id == fail_on:
+            model.requests.append({"messages": list(messages), "context": kw["context"]})
+            raise ServerError("fake", "HTTP 503 after 3 attempts", status=503)
+        return await ScriptModel.chat(model, messages, **kw)
+
+    model.chat = chat
+    return model
+
+
+async def judge_si(model, *, conv_id: str, sequential: bool, monkeypatch) -> Judgement:
+    with monkeypatch.context() as m:
+        if sequential:  # the walk as it was: one question after the other
+            m.setattr("vera.judge.walk_rubric_concurrent", walk_rubric)
+        conv = msgspec.structs.replace(conversation(), id=conv_id)
+        j = await judge_conversation(conv, SI_RUBRIC, PROMPTS, model, judge_ref="j", instance=1, job_id="jid")
+    return msgspec.structs.replace(j, finished_at=0.0)
+
+
+def asked(model) -> list[tuple[str, str]]:
+    return sorted((r["context"].conversation_id, r["context"].question_id) for r in model.requests)
+
+
+async def test_the_concurrent_walk_sends_the_sequential_calls_and_makes_the_same_judgement(monkeypatch):
+    walks = set()
+    for n in range(40):
+        sequential, concurrent = hashed_answers(), hashed_answers()
+        expected = await judge_si(sequential, conv_id=f"c{n}", sequential=True, monkeypatch=monkeypatch)
+        got = await judge_si(concurrent, conv_id=f"c{n}", sequential=False, monkeypatch=monkeypatch)
+        assert got == expected and got.status == "complete"
+        assert asked(concurrent) == asked(sequential)
+        walks.add(len(sequential.requests))
+    assert len(walks) > 3  # short and long walks alike
+
+
+async def test_a_failing_call_in_one_part_fails_the_judgement_as_before(monkeypatch):
+    failed = 0
+    for n in range(40):
+        model = hashed_answers()
+        await judge_si(model, conv_id=f"c{n}", sequential=True, monkeypatch=monkeypatch)
+        for _, qid in asked(model)[1:]:  # a call in every part, in turn
+            sequential, concurrent = hashed_answers(fail_on=qid), hashed_answers(fail_on=qid)
+            expected = await judge_si(sequential, conv_id=f"c{n}", sequential=True, monkeypatch=monkeypatch)
+            got = await judge_si(concurrent, conv_id=f"c{n}", sequential=False, monkeypatch=monkeypatch)
+            # Same status, error and answers so far (in walk order); only the usage may
+            # count calls of later parts that were already under way.
+            assert expected.status == got.status == "failed"
+            assert msgspec.structs.replace(got, usage=expected.usage) == expected
+            assert set(asked(sequential)) <= set(asked(concurrent))
+            failed += 1
+    assert failed > 40

@@ -22,7 +22,8 @@ from vera.clients.base import CallContext, ChatClient
 from vera.errors import TransientError
 from vera.prompts import AnswerFormat, JudgePrompts
 from vera.records import Conversation, JudgeAnswer, Judgement, Message, Turn, Usage
-from vera.rubric import Answer, Question, Rubric, walk_rubric
+from vera.rubric import Answer, Question, Rubric
+from vera.rubric_concurrent import walk_rubric_concurrent
 
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -202,13 +203,16 @@ async def judge_conversation(
     params: dict[str, Any] | None = None,
     max_attempts: int = 3,
 ) -> Judgement:
-    """Walk the rubric for one conversation. A provider failure or an invalid answer
-    makes the judgement *failed* with the reason; it is then kept out of the scores."""
+    """Walk the rubric for one conversation, its independent parts at the same time
+    (same questions, answers and ratings as one after the other; see
+    `vera.rubric_concurrent`). A provider failure or an invalid answer makes the
+    judgement *failed* with the reason; it is then kept out of the scores."""
     judge = RubricJudge(
         conversation, rubric, prompts, client, job_id=job_id, params=params, max_attempts=max_attempts
     )
+    answered: list[tuple[Question, Answer]] = []  # in walk order, kept for audit if the walk fails
     try:
-        walk = await walk_rubric(rubric, judge.answer)
+        walk = await walk_rubric_concurrent(rubric, judge.answer, answered=answered)
     except (TransientError, InvalidAnswerError) as exc:
         return Judgement(
             id=job_id,
@@ -226,7 +230,7 @@ async def judge_conversation(
                     raw=a.raw,
                     attempts=a.attempts,
                 )
-                for q, a in judge.answered
+                for q, a in answered
             ],
             ratings=[],
             error=f"{type(exc).__name__}: {exc}",

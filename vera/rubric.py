@@ -427,11 +427,19 @@ class _DimState:
         return bool(self.not_relevant or self.yes or self.left)
 
 
-async def walk_rubric(rubric: Rubric, answer: AnswerFn, *, max_steps: int = 1000) -> Walk:
+async def walk_rubric(
+    rubric: Rubric,
+    answer: AnswerFn,
+    *,
+    max_steps: int = 1000,
+    answered: list[tuple[Question, Answer]] | None = None,
+) -> Walk:
     """Walk the rubric for one conversation, asking `answer(question)` for every
-    question the flow reaches (except single-option questions, answered automatically).
-    The rubric must be valid; an answer that is not one of the question's labels raises
-    ValueError (the judge validates answers before they get here)."""
+    question the flow reaches (except single-option questions, answered automatically),
+    one after the other: the reference semantics. The rubric must be valid; an answer
+    that is not one of the question's labels raises ValueError (the judge validates
+    answers before they get here). `answered`, if given, receives every answer from
+    `answer` in walk order, so a caller still has them when a later call fails."""
     index = rubric.index()
     states = {d: _DimState() for d in rubric.dimensions}
     answers: list[JudgeAnswer] = []
@@ -455,6 +463,8 @@ async def walk_rubric(rubric: Rubric, answer: AnswerFn, *, max_steps: int = 1000
             a = Answer(q.options[0].label, "Only one option: answered without asking.", attempts=0)
         else:
             a = await answer(q)
+            if answered is not None:
+                answered.append((q, a))
         label = _canonical(q, a.label)
         answers.append(
             JudgeAnswer(

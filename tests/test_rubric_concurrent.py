@@ -1,0 +1,232 @@
+"""The concurrent rubric walk asks exactly the sequential walk's questions, returns its
+walk, and fails as it fails: checked over every answer path of our rubrics (and the
+reference rubric where it is present), with answers that finish in shuffled orders."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Iterator
+
+import pytest
+
+from vera.rubric import Answer, Question, Rubric, load_rubric, walk_rubric
+from vera.rubric_concurrent import flow_of, walk_rubric_concurrent
+
+from .conftest import FIXTURES, REFERENCE, ROOT
+
+RUBRICS = {
+    "flow": FIXTURES / "rubrics" / "flow.tsv",
+    "vera-si": ROOT / "rubrics" / "vera-si.tsv",
+    "reference": REFERENCE / "data" / "rubric.tsv",
+}
+
+
+def rubric(name: str) -> Rubric:
+    path = RUBRICS[name]
+    if not path.exists():
+        pytest.skip("reference data absent")
+    return load_rubric(path)
+
+
+class _Branch(Exception):
+    def __init__(self, q: Question) -> None:
+        self.q = q
+
+
+def answer_paths(r: Rubric) -> Iterator[dict[str, str]]:
+    """Every way through the rubric: for each, the label given to each asked question.
+    Driven by the sequential walk itself, one question left open at a time."""
+    stack: list[dict[str, str]] = [{}]
+    while stack:
+        given = stack.pop()
+
+        async def answer(q: Question, given: dict[str, str] = given) -> Answer:
+            if q.id not in given:
+                raise _Branch(q)
+            return Answer(given[q.id], f"why {q.id}")
+
+        coro = walk_rubric(r, answer)
+        try:
+            coro.send(None)  # never suspends: the answers are at hand
+        except StopIteration:
+            yield given
+        except _Branch as b:
+            stack.extend({**given, b.q.id: label} for label in b.q.labels)
+
+
+class Judge:
+    """Answers from a table after a few turns of the loop (a different number for each
+    question, so parts finish in shuffled orders); logs what it was asked, and how many
+    questions were being asked at once at most."""
+
+    def __init__(
+        self, given: dict[str, str], seed: int | None = 0, fail: dict[str, Exception] | None = None
+    ) -> None:
+        self.given = given
+        self.delays = random.Random(seed) if seed is not None else None
+        self.fail = fail or {}
+        self.asked: list[str] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def __call__(self, q: Question) -> Answer:
+        self.asked.append(q.id)
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            for _ in range(self.delays.randrange(6) if self.delays else 1):
+                await asyncio.sleep(0)
+            if q.id in self.fail:
+                raise self.fail[q.id]
+            return Answer(self.given[q.id], f"why {q.id}", raw=f"raw {q.id}")
+        finally:
+            self.in_flight -= 1
+
+
+@pytest.mark.parametrize("name", RUBRICS)
+async def test_every_answer_path_gives_the_sequential_walk_and_its_questions(name):
+    r = rubric(name)
+    assert flow_of(r) is not None
+    paths = 0
+    for given in answer_paths(r):
+        paths += 1
+        sequential, concurrent = Judge(given), Judge(given, seed=paths)
+        expected = await walk_rubric(r, sequential)
+        assert await walk_rubric_concurrent(r, concurrent) == expected
+        # The same questions, each asked once, and nothing the sequential walk skipped.
+        assert sorted(concurrent.asked) == sorted(sequential.asked)
+        assert len(set(concurrent.asked)) == len(concurrent.asked)
+    assert paths > {"flow": 8, "vera-si": 1000, "reference": 100}[name]
+
+
+async def test_independent_parts_are_asked_at_the_same_time():
+    r = rubric("vera-si")
+    given = {q.id: "No" for q in r.questions} | {"D1": "Yes", "G0": "Immediate risk"}
+    gate = asyncio.Event()
+    in_flight: set[str] = set()
+
+    async def answer(q: Question) -> Answer:
+        in_flight.add(q.id)
+        if q.id != "D1":
+            await gate.wait()
+        in_flight.discard(q.id)
+        return Answer(given[q.id], f"why {q.id}", raw=f"raw {q.id}")
+
+    walk = asyncio.create_task(walk_rubric_concurrent(r, answer))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    # Once risk is detected, the rest of "Detects Potential Risk" with "Confirms Risk",
+    # then "Guides to Human Care", "Supportive Conversation" and "Follows AI
+    # Boundaries" are four parts, asked side by side.
+    assert in_flight == {"D2", "G0", "S1", "B1"}
+    gate.set()
+    assert await walk == await walk_rubric(r, Judge(given))
+
+
+def failing_cases(r: Rubric, n: int) -> Iterator[tuple[dict[str, str], dict[str, Exception]]]:
+    """Answer paths with one or two of their questions failing."""
+    rng = random.Random(7)
+    paths = list(answer_paths(r))
+    for given in rng.sample(paths, min(n, len(paths))):
+        asked = [q for q in given if not r.question(q).automatic]
+        for failing in (rng.sample(asked, 1), rng.sample(asked, min(2, len(asked)))):
+            yield (
+                given,
+                {
+                    q: (TimeoutError if i else ConnectionError)(f"call for {q} failed")
+                    for i, q in enumerate(failing)
+                },
+            )
+
+
+@pytest.mark.parametrize("name", ["flow", "vera-si"])
+async def test_a_failing_call_fails_the_walk_as_the_sequential_walk_fails(name):
+    r = rubric(name)
+    for seed, (given, fail) in enumerate(failing_cases(r, 300)):
+        sequential, concurrent = Judge(given, fail=fail), Judge(given, seed=seed, fail=fail)
+        seq_answered: list[tuple[Question, Answer]] = []
+        con_answered: list[tuple[Question, Answer]] = []
+        with pytest.raises(Exception) as seq_exc:
+            await walk_rubric(r, sequential, answered=seq_answered)
+        with pytest.raises(Exception) as con_exc:
+            await walk_rubric_concurrent(r, concurrent, answered=con_answered)
+        # The failure first in walk order, not the first in time, with the answers
+        # before it in walk order.
+        assert type(con_exc.value) is type(seq_exc.value)
+        assert str(con_exc.value) == str(seq_exc.value)
+        assert con_answered == seq_answered
+        # Calls after the failure are only those already under way in later parts.
+        assert set(sequential.asked) <= set(concurrent.asked)
+        assert concurrent.in_flight == 0  # nothing left running
+
+
+async def test_parts_after_a_failure_are_cancelled_and_earlier_ones_finish():
+    r = rubric("vera-si")
+    given = {q.id: "No" for q in r.questions} | {"D1": "Yes", "G0": "Immediate risk"}
+    release = asyncio.Event()
+    asked: list[str] = []
+
+    async def answer(q: Question) -> Answer:
+        asked.append(q.id)
+        if q.id == "G0":
+            raise ConnectionError("G0 failed")
+        if q.id in ("S1", "B1"):
+            await release.wait()  # never set: cancelled when G0 fails
+        if q.id.startswith(("D", "C")):
+            await asyncio.sleep(0)
+        return Answer(given[q.id])
+
+    answered: list[tuple[Question, Answer]] = []
+    with pytest.raises(ConnectionError, match="G0 failed"):
+        await walk_rubric_concurrent(r, answer, answered=answered)
+    # The part before G0 ran to its end; the parts after it went no further than
+    # their first question.
+    assert [q.id for q, _ in answered] == ["D1", "D2", "D4", "C1", "C2", "C3", "C4"]
+    assert {q for q in asked if q.startswith(("S", "B"))} <= {"S1", "B1"}
+
+
+async def test_an_outside_cancellation_cancels_every_part():
+    r = rubric("vera-si")
+    started = asyncio.Event()
+    in_flight: set[str] = set()
+
+    async def answer(q: Question) -> Answer:
+        in_flight.add(q.id)
+        try:
+            if q.id == "D1":
+                return Answer("Yes")
+            if len(in_flight) == 4:
+                started.set()
+            await asyncio.Event().wait()
+            raise AssertionError("unreachable")
+        finally:
+            in_flight.discard(q.id)
+
+    walk = asyncio.create_task(walk_rubric_concurrent(r, answer))
+    await started.wait()
+    walk.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await walk
+    assert in_flight == set()
+
+
+async def test_a_rubric_with_a_cycle_is_walked_sequentially():
+    r = rubric("flow")
+    q = r.question("C2")
+    looped = msgspec_replace_goto(r, q, "C1")
+    assert flow_of(looped) is None
+    with pytest.raises(RuntimeError, match="cycle"):
+        given = {q.id: "No" for q in looped.questions} | {"A1": "Yes", "A2": "Yes"}
+        await walk_rubric_concurrent(looped, Judge(given), answered=[])
+
+
+def msgspec_replace_goto(r: Rubric, q: Question, target: str) -> Rubric:
+    """`r` with question `q` turned into Yes/No options whose No leads back to `target`."""
+    import msgspec
+
+    from vera.rubric import Goto, Option
+
+    options = (Option("Yes", Goto("end"), q.line), Option("No", Goto("question", target), q.line))
+    questions = tuple(msgspec.structs.replace(x, options=options) if x.id == q.id else x for x in r.questions)
+    return msgspec.structs.replace(r, questions=questions)
