@@ -46,9 +46,9 @@ async def _open_everything(session: RunSession) -> None:
     cache.put("key", Completion(text="an answer"))
 
 
-def _assert_closed_and_durable(run_dir: Path, session: RunSession) -> None:
+def _assert_closed_and_durable(run_dir: Path, session: RunSession, skip: int = 0) -> None:
     # Opened store, pool, events, cache, progress: closed in the reverse order.
-    assert session.closed == ["progress", "cache", "events", "pool", "store"]
+    assert session.closed[skip:] == ["progress", "cache", "events", "pool", "store"]
     assert session.pool is not None and session.pool._session is None  # its HTTP session is closed
     assert session.events is None
     assert [json.loads(line)["job_id"] for line in (run_dir / CALLS).read_text().splitlines()] == [
@@ -101,6 +101,33 @@ async def test_a_session_that_finishes_closes_the_same_way(tmp_path: Path) -> No
         await _open_everything(session)
         assert await session.work(asyncio.sleep(0, result="done")) == "done"
     _assert_closed_and_durable(run_dir, session)
+
+
+async def test_a_cancellation_while_closing_waits_for_the_close_to_finish(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    closing, release = asyncio.Event(), asyncio.Event()
+    holder: list[RunSession] = []
+
+    async def slow_close() -> None:
+        closing.set()
+        await release.wait()
+
+    async def run() -> None:
+        async with RunSession(run_dir, resume="resume", grace_s=1, signals=False) as session:
+            holder.append(session)
+            await _open_everything(session)
+            session.on_close("slow", slow_close)  # closed first: the last thing opened
+
+    task = asyncio.create_task(run())
+    await closing.wait()
+    task.cancel()  # arrives while the session is closing
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task  # the cancellation still goes through, after the close
+    session = holder[0]
+    assert session.closed[0] == "slow"
+    assert session.closed[1:] == ["progress", "cache", "events", "pool", "store"]
+    _assert_closed_and_durable(run_dir, session, skip=1)
 
 
 def _jsonl(path: Path) -> list[dict]:

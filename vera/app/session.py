@@ -115,6 +115,11 @@ class RunSession:
         self._stack.push_async_callback(self._closing, "progress", self.progress.stop)
         return self.progress
 
+    def on_close(self, name: str, close: Callable[[], Any]) -> None:
+        """Close something else the run opened (a function or a coroutine function)
+        with the rest, in the same order and under the same shield."""
+        self._stack.push_async_callback(self._closing, name, close)
+
     # -- what the work uses --------------------------------------------------------------
 
     def record_call(self, record: CallRecord) -> None:
