@@ -36,7 +36,7 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from vera.bench import (  # noqa: E402
+from benchmarks.harness import (  # noqa: E402
     KEY,
     KEY_ENV,
     BenchOptions,

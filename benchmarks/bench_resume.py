@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from vera.bench import current_rss_kb  # noqa: E402
+from benchmarks.harness import current_rss_kb  # noqa: E402
 from vera.clients.pool import ClientPool  # noqa: E402
 from vera.config import load_config  # noqa: E402
 from vera.pipeline import Inputs, SweepResult, plan_sweep, run_sweep  # noqa: E402
@@ -46,8 +46,7 @@ def write_run(run_dir: Path, conversations: int, turns: int) -> dict[str, float]
     per_seed = len(inputs.selected_personas()) * len(cfg.chatbots) * len(cfg.user_agents)
     cfg.seeds = list(range(1, math.ceil(conversations / per_seed) + 1))
     pool = ClientPool(load_profiles(cfg.path(cfg.providers)))
-    sweep = plan_sweep(inputs, pool)
-    sweep.jobs = sweep.jobs[:conversations]
+    sweep = plan_sweep(inputs, pool, limit=conversations)
     dims = inputs.rubric.dimensions
     store = RunStore(run_dir)
     store.write_manifest(sweep.manifest(run_dir.name))
@@ -87,8 +86,7 @@ async def resume(run_dir: Path) -> tuple[float, float, float, SweepResult]:
     assert manifest is not None
     cfg.seeds = manifest.seeds
     async with ClientPool(load_profiles(cfg.path(cfg.providers))) as pool:
-        sweep = plan_sweep(inputs, pool)
-        sweep.jobs = sweep.jobs[: manifest.jobs_planned]
+        sweep = plan_sweep(inputs, pool, limit=manifest.jobs_planned)
         started = time.perf_counter()
         result = await run_sweep(sweep, store, pool, max_concurrency=cfg.max_concurrency)
         swept = time.perf_counter() - started

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vera.bench import KEY, KEY_ENV, SUITE, BenchOptions, Window, figures, render_table
+from benchmarks.harness import KEY, KEY_ENV, SUITE, BenchOptions, Window, figures, render_table
 from vera.cli import main
 from vera.pipeline import SweepResult
 

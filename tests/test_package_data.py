@@ -64,6 +64,17 @@ def test_the_wheel_carries_the_built_in_data(installed: Path) -> None:
         assert (data / name).is_file(), name
     # The benchmark harness and tests are not part of the wheel.
     assert not (installed / "benchmarks").exists() and not (installed / "tests").exists()
+    assert not (installed / "vera" / "bench.py").exists()
+    assert not list(installed.rglob("harness.py"))
+
+
+def test_an_installed_vera_bench_says_in_one_line_that_it_needs_a_source_checkout(
+    installed: Path, tmp_path: Path
+) -> None:
+    r = _vera(installed, tmp_path, "bench")
+    assert r.returncode == 1
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "source checkout" in line, r.stderr
 
 
 def test_an_installed_vera_runs_its_defaults_from_package_data(installed: Path, tmp_path: Path) -> None:

@@ -16,9 +16,10 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
+from vera.app import RunOptions, execute_run
+from vera.app import scored as score
 from vera.cli import main
 from vera.records import Completion
-from vera.runner import RunOptions, execute_run
 
 from .conftest import ROOT
 from .fakes.sweep import KEY, Faults, SweepServer, write_sweep_config
@@ -93,7 +94,7 @@ async def test_fault_injection_every_job_completes_or_fails_with_a_reason_never_
     for j in judgements:
         if j["status"] == "failed":
             assert j["error"]
-    card = msgspec.to_builtins(outcome.card)
+    card = msgspec.to_builtins(score(outcome).card)
     assert card["counts"]["conversations_failed"] == sum(c["status"] == "failed" for c in last.values())
     assert card["counts"]["judgements_failed"] == sum(
         j["status"] == "failed" for j in {j["id"]: j for j in judgements}.values()

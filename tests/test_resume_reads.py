@@ -81,8 +81,7 @@ async def test_judging_a_run_by_id_reads_each_conversation_only_to_judge_it(tmp_
 
     store = RunStore(tmp_path / "run")
     async with ClientPool(load_profiles(cfg.path(cfg.providers))) as pool:
-        sweep = plan_sweep(inputs, pool)
-        sweep.slots = []  # simulate only, as `vera simulate` does
+        sweep = plan_sweep(inputs, pool, judge=False)  # simulate only, as `vera simulate` does
         simulated = await run_sweep(sweep, store, pool, max_concurrency=2)
     store.close()
     first, judged = await judge_run()

@@ -219,7 +219,7 @@ def _run_options(
     reference_data: str | None,
     **extra: Any,
 ) -> Any:
-    from vera.runner import RunOptions
+    from vera.app.options import RunOptions
 
     if resume and out and Path(out).resolve() != Path(resume).resolve():
         raise ConfigError(f"--out {out} and --resume {resume} name different folders; give one")
@@ -257,9 +257,9 @@ def run(quiet: bool, **sweep: Any) -> None:
     Ctrl-C stops gracefully; a second Ctrl-C exits at once. Exit codes: 0 all planned
     work completed, 1 bad input, 2 finished with failed work, 3 stopped early, 130
     interrupted."""
-    from vera.runner import execute_run
+    from vera.app import execute_run, scored
 
-    outcome = _run_async(execute_run(_run_options(**sweep, judge=True, command="run")))
+    outcome = scored(_run_async(execute_run(_run_options(**sweep, judge=True, command="run"))))
     _print_outcome(outcome, quiet=quiet)
     sys.exit(outcome.exit_code)
 
@@ -271,9 +271,9 @@ def simulate(quiet: bool, **sweep: Any) -> None:
 
     Takes the options of `vera run`; --judge records the judges `vera judge` will use.
     `vera simulate --resume DIR` continues. Exit codes as for `vera run`."""
-    from vera.runner import execute_run
+    from vera.app import execute_run, scored
 
-    outcome = _run_async(execute_run(_run_options(**sweep, judge=False, command="simulate")))
+    outcome = scored(_run_async(execute_run(_run_options(**sweep, judge=False, command="simulate"))))
     _print_outcome(outcome, quiet=quiet)
     sys.exit(outcome.exit_code)
 
@@ -338,7 +338,7 @@ def judge(
     RUN_DIR` alone also continues an interrupted judging), or --transcripts PATH:
     conversations vera did not produce, in VERA-MH's text format (`user:` / `chatbot:`
     or `agent:` blocks) or as JSON lines (see docs/transcripts.md). Exit codes as for `vera run`."""
-    from vera.runner import JudgeOptions, judge_run
+    from vera.app import JudgeOptions, judge_run, scored
 
     if bool(run_dir) == bool(transcripts):
         raise ConfigError("give either RUN_DIR or --transcripts PATH")
@@ -356,7 +356,7 @@ def judge(
         reference_data=reference_data,
         allow_failures=allow_failures,
     )
-    outcome = _run_async(judge_run(opts))
+    outcome = scored(_run_async(judge_run(opts)))
     _print_outcome(outcome, quiet=quiet)
     sys.exit(outcome.exit_code)
 
@@ -614,9 +614,27 @@ from vera.cli_stats import agreement, compare  # noqa: E402  (the statistics com
 main.add_command(compare)
 main.add_command(agreement)
 
-from vera.bench import bench  # noqa: E402  (the benchmark lives in vera.bench)
 
-main.add_command(bench)
+@main.command(
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    add_help_option=False,
+)
+@click.pass_context
+def bench(ctx: click.Context) -> None:
+    """Measure throughput, CPU and memory against a local fake server (a source
+    checkout only; `vera bench --help` there lists the options)."""
+    from vera.config import REPO_ROOT
+
+    # The harness is not part of the installed package: it lives in benchmarks/, next
+    # to the fake server it starts, and uses the same run session as `vera run`.
+    if not (REPO_ROOT / "benchmarks" / "harness.py").is_file():
+        raise UserError("vera bench needs a source checkout of vera: the benchmarks are not installed")
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    from benchmarks.harness import bench as harness
+
+    harness.main(args=list(ctx.args), prog_name="vera bench", standalone_mode=False)
+
 
 from vera.cli_view import export, view  # noqa: E402  (the viewer and the export live in vera.cli_view)
 

@@ -44,10 +44,9 @@ from vera.records import (
 )
 from vera.reference import reads_reference, reference_data, verify_pins
 from vera.rubric import Rubric, load_rubric, validate_rubric
-from vera.scoring import RatingsSink
 from vera.simulate import ConversationJob, SimulationSettings, render_user_prompts, simulate_conversation
 from vera.store import RunStore
-from vera.tasks import run_together
+from vera.tasks import first_exception, run_together
 
 
 class Clients(Protocol):
@@ -186,32 +185,36 @@ class Sweep:
             i.config.judge.max_attempts,
         )
 
-    def manifest(self, run_id: str, created_at: str | None = None) -> RunManifest:
+    def manifest(self, run_id: str, created_at: str | None = None, **kept: Any) -> RunManifest:
+        """The run's manifest, whole: `kept` names fields that come from elsewhere (the
+        run being judged again, the accounts' limits, an import), so no caller patches
+        the record afterwards."""
         i = self.inputs
         now = datetime.now(UTC).isoformat(timespec="seconds")
         cfg = {k: v for k, v in msgspec.to_builtins(i.config).items() if k != "base_dir"}
-        return RunManifest(
-            vera_version=__version__,
-            run_id=run_id,
-            rubric=i.rubric_version(),
-            personas=i.personas.version,
-            user_prompts=i.user_prompts.version,
-            judge_prompts=i.judge_prompts.version,
-            config_sha256=i.config.fingerprint(),
-            config=cfg,
-            chatbots=self.chatbots,
-            user_agents=self.user_agents,
-            judges=self.judges,
-            judge_instances=i.config.judge.instances,
-            seeds=list(i.config.seeds),
-            offline=self.offline,
-            created_at=created_at or now,
-            updated_at=now,
-            shard=str(self.shard) if self.shard else None,
-            jobs_planned=len(self.jobs),
-            reference=i.reference,
-            base_dir=i.config.base_dir,
-        )
+        fields: dict[str, Any] = {
+            "vera_version": __version__,
+            "run_id": run_id,
+            "rubric": i.rubric_version(),
+            "personas": i.personas.version,
+            "user_prompts": i.user_prompts.version,
+            "judge_prompts": i.judge_prompts.version,
+            "config_sha256": i.config.fingerprint(),
+            "config": cfg,
+            "chatbots": self.chatbots,
+            "user_agents": self.user_agents,
+            "judges": self.judges,
+            "judge_instances": i.config.judge.instances,
+            "seeds": list(i.config.seeds),
+            "offline": self.offline,
+            "created_at": created_at or now,
+            "updated_at": now,
+            "shard": str(self.shard) if self.shard else None,
+            "jobs_planned": len(self.jobs),
+            "reference": i.reference,
+            "base_dir": i.config.base_dir,
+        }
+        return RunManifest(**(fields | kept))
 
 
 def seed_params(spec: ModelSpec, seed: int) -> dict[str, Any] | None:
@@ -280,7 +283,17 @@ def call_params(spec: ModelSpec, seed: int) -> dict[str, Any]:
     return params
 
 
-def plan_sweep(inputs: Inputs, clients: Clients, *, shard: Shard | None = None) -> Sweep:
+def plan_sweep(
+    inputs: Inputs,
+    clients: Clients,
+    *,
+    shard: Shard | None = None,
+    judge: bool = True,
+    limit: int | None = None,
+) -> Sweep:
+    """The whole plan, fixed here: `judge=False` plans no judging (the judges are still
+    recorded, for a later `vera judge`), `limit` keeps only the first jobs (a benchmark's
+    exact count)."""
     cfg = inputs.config
     warnings: list[str] = []
     chatbots = role_specs(cfg.chatbots, "chatbot", clients, cfg, warnings)
@@ -296,7 +309,9 @@ def plan_sweep(inputs: Inputs, clients: Clients, *, shard: Shard | None = None) 
         settings=inputs.settings(),
         shard=shard,
     )
-    slots = judge_slots(judges, cfg.judge.instances)
+    if limit is not None:
+        jobs = jobs[:limit]
+    slots = judge_slots(judges, cfg.judge.instances) if judge else []
     return Sweep(
         inputs=inputs,
         chatbots=chatbots,
@@ -321,6 +336,22 @@ class SweepResult:
     stopped: str | None = None  # why the sweep stopped early, if it did
 
 
+@dataclass
+class Stop:
+    """A request to stop launching work (a signal, a deadline), owned by whoever runs
+    the sweep. Work already in flight then has `grace_s` to finish before it is
+    cancelled; the sweep still returns what it did."""
+
+    grace_s: float = 0.0
+    reason: str | None = None
+    event: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def request(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+            self.event.set()
+
+
 class Judging:
     """Judges complete conversations with every (judge, instance) slot, skipping
     judgements already in the store, and persists each one as it finishes."""
@@ -332,10 +363,9 @@ class Judging:
         clients: Clients,
         result: SweepResult,
         progress: Progress,
-        sink: RatingsSink | None = None,
     ) -> None:
         self.sweep, self.store, self.clients = sweep, store, clients
-        self.result, self.progress, self.sink = result, progress, sink
+        self.result, self.progress = result, progress
 
     def all_done(self, conv_id: str) -> bool:
         """Whether every judgement of a conversation is already in the store."""
@@ -380,8 +410,6 @@ class Judging:
             j = failed_judgement(jid, conv.id, slot, exc)
             self.result.stopped = str(exc)
         self.store.add_judgement(j)
-        if self.sink is not None:
-            self.sink.add(conv, j)  # persisted first, then streamed into the frame
         self.result.judgements += 1
         self.result.judgements_failed += j.status == "failed"
         self.progress.judgement(j, cached=False)
@@ -423,12 +451,13 @@ async def _workers(
     items: list[Any],
     work: Callable[[Any], Any],
     result: SweepResult,
-    should_stop: Callable[[], str | None],
+    stop: Stop,
     budget: Budget | None = None,
 ) -> None:
-    """`n` workers draining `items` in order. New work stops when `should_stop` gives a
-    reason (a signal), when the budget would be exceeded, or after a fatal provider error
-    (bad key, bad request) instead of failing every remaining job the same way."""
+    """`n` workers draining `items` in order. New work stops when `stop` is requested
+    (work in flight then gets its grace period), when the budget would be exceeded, or
+    after a fatal provider error (bad key, bad request) instead of failing every
+    remaining job the same way. `result.stopped` is this sweep's own record of why."""
     queue: asyncio.Queue[Any] = asyncio.Queue()
     for item in items:
         queue.put_nowait(item)
@@ -436,9 +465,8 @@ async def _workers(
 
     async def worker() -> None:
         while result.stopped is None:
-            reason = should_stop()
-            if reason:
-                result.stopped = reason
+            if stop.reason is not None:
+                result.stopped = stop.reason
                 return
             if budget is not None and not budget.allows(counts["started"], counts["finished"]):
                 result.stopped = f"budget: ${budget.spent():.2f} spent, limit ${budget.limit:.2f}"
@@ -451,7 +479,20 @@ async def _workers(
             await work(item)
             counts["finished"] += 1
 
-    await run_together(worker() for _ in range(min(n, max(1, len(items)))))
+    async def grace(running: asyncio.Task[None]) -> None:
+        await stop.event.wait()
+        await asyncio.wait({running}, timeout=stop.grace_s)
+        if not running.done():
+            result.stopped = f"{stop.reason}; calls still in flight after {stop.grace_s:.0f} s were cancelled"
+            running.cancel()  # a cancelled child is not a failure of the group
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            running = group.create_task(run_together(worker() for _ in range(min(n, max(1, len(items))))))
+            watcher = group.create_task(grace(running))
+            running.add_done_callback(lambda _: watcher.cancel())
+    except BaseExceptionGroup as failed:
+        raise first_exception(failed) from None
 
 
 async def run_sweep(
@@ -461,19 +502,16 @@ async def run_sweep(
     *,
     max_concurrency: int,
     progress: Progress | None = None,
-    should_stop: Callable[[], str | None] = lambda: None,
+    stop: Stop | None = None,
     budget: Budget | None = None,
-    result: SweepResult | None = None,
-    sink: RatingsSink | None = None,
 ) -> SweepResult:
-    """Run every job not already complete in `store`; returns (and fills `result`, so a
-    caller that cancels the sweep still has the counts) what happened. Each judgement is
-    also streamed into `sink`, the run's polars frames."""
+    """Run every job not already complete in `store` and return what happened. Scoring
+    is not done here: it reads the run's files once the sweep is over."""
     inputs = sweep.inputs
     settings = inputs.settings()
     progress = progress or NullProgress()
-    result = result if result is not None else SweepResult()
-    judging = Judging(sweep, store, clients, result, progress, sink)
+    result = SweepResult()
+    judging = Judging(sweep, store, clients, result, progress)
     # By role: one model may be both the chatbot and the user-agent, with each role's parameters.
     bots = {s.ref: s for s in sweep.chatbots}
     agents = {s.ref: s for s in sweep.user_agents}
@@ -519,7 +557,7 @@ async def run_sweep(
         await judging.conversation(conv)
 
     try:
-        await _workers(max_concurrency, sweep.jobs, conversation, result, should_stop, budget)
+        await _workers(max_concurrency, sweep.jobs, conversation, result, stop or Stop(), budget)
     finally:
         progress.stop()
     result.wall_s = time.perf_counter() - started
@@ -534,17 +572,15 @@ async def judge_conversations(
     *,
     max_concurrency: int,
     progress: Progress | None = None,
-    should_stop: Callable[[], str | None] = lambda: None,
+    stop: Stop | None = None,
     budget: Budget | None = None,
-    result: SweepResult | None = None,
-    sink: RatingsSink | None = None,
 ) -> SweepResult:
     """Judge existing conversations (a simulate-only run, or imported transcripts).
     A conversation given by its id is in `store` and is read back only when one of its
     judgements is still to be made, so judging a big run holds only what is in flight."""
     progress = progress or NullProgress()
-    result = result if result is not None else SweepResult()
-    judging = Judging(sweep, store, clients, result, progress, sink)
+    result = SweepResult()
+    judging = Judging(sweep, store, clients, result, progress)
     started = time.perf_counter()
     progress.start(0, len(conversations) * len(sweep.slots))
 
@@ -557,7 +593,7 @@ async def judge_conversations(
             await judging.conversation(store.read_conversation(item))
 
     try:
-        await _workers(max_concurrency, list(conversations), judge, result, should_stop, budget)
+        await _workers(max_concurrency, list(conversations), judge, result, stop or Stop(), budget)
     finally:
         progress.stop()
     result.wall_s = time.perf_counter() - started

@@ -6,8 +6,9 @@ The ratings frame has one row per (conversation, judge, instance, dimension) of 
 the judge answered in those judgements. The statistics themselves (percentages, the
 score, cluster-bootstrap intervals) live in `vera.stats`.
 
-`RatingsSink` builds both frames while a run is going, in batches, so that neither a
-row-at-a-time frame nor one huge conversion at the end is needed.
+`RatingsSink` builds both frames from records streamed to it (after the sweep, from
+the run's files), in batches, so that neither a row-at-a-time frame nor one huge
+conversion at the end is needed.
 """
 
 from __future__ import annotations

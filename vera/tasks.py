@@ -14,7 +14,7 @@ from collections.abc import Coroutine, Iterable
 from typing import Any
 
 
-def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
+def first_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
     exc: BaseException = group
     while isinstance(exc, BaseExceptionGroup):
         exc = exc.exceptions[0]
@@ -29,4 +29,4 @@ async def run_together(coros: Iterable[Coroutine[Any, Any, Any]]) -> None:
             for coro in coros:
                 group.create_task(coro)
     except BaseExceptionGroup as failed:
-        raise _first(failed) from None
+        raise first_exception(failed) from None

@@ -1,8 +1,10 @@
-"""`vera bench`: the engine's throughput, CPU and memory against a local fake server.
+"""The benchmark harness behind `vera bench` (a source checkout only: it is not part of
+the installed package): the engine's throughput, CPU and memory against a local fake server.
 
 A benchmark run starts `benchmarks/fake_server.py` (an OpenAI-compatible server with a
 fixed latency and an optional rate limit) as a separate process, so its CPU is not
-charged to the client, and runs an ordinary sweep against it through the real stack:
+charged to the client, and runs an ordinary sweep against it through the real stack, in the same `RunSession`
+`vera run` uses:
 provider profiles on disk, `ClientPool` → `LimitedClient` → `OpenAIClient` over one
 aiohttp session, the `simulate_conversation` turn loop, and every record written to a
 run store. Chatbot, user-agent (and judge, with `--judge`) are three profiles on one
@@ -49,7 +51,7 @@ from vera.errors import UserError
 from vera.records import Role
 from vera.sweep_gc import sweep_collector
 
-FAKE_SERVER = REPO_ROOT / "benchmarks" / "fake_server.py"
+FAKE_SERVER = Path(__file__).resolve().parent / "fake_server.py"
 KEY_ENV = "VERA_BENCH_KEY"
 KEY = "sk-bench-0123456789abcdef"
 PROFILES: dict[Role, str] = {"chatbot": "bench-chatbot", "user_agent": "bench-user", "judge": "bench-judge"}
@@ -213,89 +215,64 @@ class Window:
 async def measure(opts: BenchOptions, server: ServerProcess, workdir: Path) -> dict[str, Any]:
     """Run the sweep against `server` and return the figures of the measured window."""
     # Imported here so `vera --help` stays fast: the pipeline pulls in polars.
-    from vera.cache import CACHE_FILE, ResponseCache
-    from vera.clients.pool import ClientPool
-    from vera.events import EventLog, Fanout
-    from vera.pipeline import Inputs, SweepResult, plan_sweep, run_sweep
+    from vera.app.run import per_chatbot
+    from vera.app.session import RunSession
+    from vera.events import Fanout
+    from vera.pipeline import Inputs, plan_sweep, run_sweep
     from vera.profiles import load_profiles
-    from vera.progress import RunProgress
-    from vera.runner import CachingClients, _per_chatbot, _record_call
-    from vera.store import RunStore
 
     providers = workdir / "providers"
     write_profiles(providers, server.base_url, opts)
     inputs = Inputs.load(_config(opts, providers))
     _enough_jobs(inputs.config, opts.conversations, len(inputs.personas.personas))
-    run_dir = workdir / "run"
-    store = RunStore(run_dir)
-    cache = ResponseCache(run_dir / CACHE_FILE) if opts.cache else None
-    events = EventLog(run_dir) if opts.events else None
-    result = SweepResult()
-    try:
-        async with (
-            ClientPool(load_profiles(providers), on_call=lambda r: _record_call(store, events, r)) as pool,
-            aiohttp.ClientSession() as probe,
-        ):
-            sweep = plan_sweep(inputs, pool)
-            sweep.jobs = sweep.jobs[: opts.conversations]
-            if not opts.judge:
-                sweep.slots = []
-            clients = CachingClients(pool, cache, lambda r: _record_call(store, events, r))
-            progress = (
-                RunProgress(accounts=lambda: [a.snapshot() for a in pool.accounts]) if opts.progress else None
-            )
-            if progress is not None:
-                progress.plan(_per_chatbot(sweep))
-            for role, ref in PROFILES.items():
-                clients.client(ref, role)  # built before the clock starts
-            (account,) = pool.accounts  # every role on one account
+    # No grace: when the window closes, conversations still running would only add a tail.
+    async with (
+        RunSession(workdir / "run", resume="", grace_s=0.0) as session,
+        aiohttp.ClientSession() as probe,
+    ):
+        pool = await session.open_pool(load_profiles(providers), inputs.config)
+        sweep = plan_sweep(inputs, pool, limit=opts.conversations, judge=opts.judge)
+        if opts.events:
+            session.open_events()
+        session.open_cache(inputs.config)
+        progress = session.open_progress(opts.progress)
+        if progress is not None:
+            progress.plan(per_chatbot(sweep))
+        clients = session.clients()
+        for role, ref in PROFILES.items():
+            clients.client(ref, role)  # built before the clock starts
+        (account,) = pool.accounts  # every role on one account
 
-            gc.collect()
-            rss_before = current_rss_kb()
-            server_before = await _server_stats(probe, server.stats_url)
-            store.start()
-            if cache is not None:
-                cache.start()
-            cpu_start, started = time.process_time(), time.perf_counter()
-            deadline = started + opts.duration_s if opts.duration_s else math.inf
-
-            def past_deadline() -> str | None:
-                return "duration reached" if time.perf_counter() >= deadline else None
-
-            sweep_task = asyncio.create_task(
+        gc.collect()
+        rss_before = current_rss_kb()
+        server_before = await _server_stats(probe, server.stats_url)
+        cpu_start, started = time.process_time(), time.perf_counter()
+        sweep_task = asyncio.create_task(
+            session.work(
                 run_sweep(
                     sweep,
-                    store,
+                    session.store,
                     clients,
                     max_concurrency=opts.concurrency,
-                    progress=Fanout(progress, events),
-                    should_stop=past_deadline,
-                    result=result,
+                    progress=Fanout(progress, session.events),
+                    stop=session.stop,
                 )
             )
-            await asyncio.wait({sweep_task}, timeout=opts.duration_s)
-            window = Window(
-                wall_s=time.perf_counter() - started,
-                cpu_s=time.process_time() - cpu_start,
-                account=account.snapshot(),
-                server_before=server_before,
-                server_after=await _server_stats(probe, server.stats_url),
-                rss_before_kb=rss_before,
-                loop=type(asyncio.get_running_loop()).__module__.split(".")[0],
-            )
-            if not sweep_task.done():
-                # The window is over: conversations still running would only add a tail.
-                sweep_task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await sweep_task
-            else:
-                sweep_task.result()  # a bug in the sweep surfaces here, not as odd figures
-    finally:
-        await store.aclose()
-        if cache is not None:
-            cache.close()
-        if events is not None:
-            events.close()
+        )
+        await asyncio.wait({sweep_task}, timeout=opts.duration_s)
+        window = Window(
+            wall_s=time.perf_counter() - started,
+            cpu_s=time.process_time() - cpu_start,
+            account=account.snapshot(),
+            server_before=server_before,
+            server_after=await _server_stats(probe, server.stats_url),
+            rss_before_kb=rss_before,
+            loop=type(asyncio.get_running_loop()).__module__.split(".")[0],
+        )
+        session.stop.request("duration reached")  # start nothing more; cancel what runs
+        result = await sweep_task  # a bug in the sweep surfaces here, not as odd figures
+    if result is None:
+        raise UserError("vera bench: interrupted before the figures were complete")
     # ru_maxrss is updated lazily by the kernel and can read a little below the current
     # RSS sampled at the start; the peak is at least what was seen then.
     window.peak_rss_kb = max(peak_rss_kb(), window.rss_before_kb)

@@ -1,0 +1,51 @@
+"""Scoring runs after the sweep, from the run's files: the engine does not build the
+frames as it goes. The frames written are the ones a sink fed inside the sweep (in the
+order judgements were persisted) would have built."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+from click.testing import CliRunner
+
+from vera.cli import main
+from vera.records import Conversation, Judgement
+from vera.scoring import ANSWERS_FILE, RATINGS_FILE, RatingsSink
+from vera.store import CONVERSATIONS, JUDGEMENTS, read_records
+
+
+def test_the_frames_written_after_the_sweep_are_the_frames_streamed_during_it(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    r = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--config",
+            "offline",
+            "--limit-personas",
+            "6",
+            "--seeds",
+            "1,2",
+            "--out",
+            str(run),
+            "--quiet",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    conversations = {c.id: c for c in read_records(run / CONVERSATIONS, Conversation)}
+    sink = RatingsSink(batch_size=7)  # batches of another size must not change the frames
+    for j in read_records(run / JUDGEMENTS, Judgement):  # the order the sweep persisted them
+        sink.add(conversations[j.conversation_id], j)
+    streamed_ratings, streamed_answers = sink.frame(), sink.answers_frame()
+    assert streamed_ratings.height > 0 and streamed_answers.height > 0
+    assert pl.read_parquet(run / RATINGS_FILE).equals(streamed_ratings)
+    assert pl.read_parquet(run / ANSWERS_FILE).equals(streamed_answers)
+
+
+def test_the_engine_does_not_load_scoring() -> None:
+    probe = "import sys, vera.pipeline, vera.app; print('vera.scoring' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

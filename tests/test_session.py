@@ -1,0 +1,191 @@
+"""RunSession: everything a run opens is closed, last first, and made durable, whether
+the work finished, raised or was cancelled; a second Ctrl-C cancels the work at once
+and still leaves a run that `--resume` finishes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vera.app import RunSession
+from vera.cache import CACHE_FILE
+from vera.config import RunConfig
+from vera.errors import UserError
+from vera.events import EVENTS_FILE
+from vera.records import CallRecord, Completion
+from vera.store import CALLS
+
+from .conftest import ROOT
+from .fakes.sweep import KEY, Faults, SweepServer, write_sweep_config
+
+
+def _call(n: int) -> CallRecord:
+    return CallRecord(
+        job_id=f"job{n}", role="chatbot", provider="p", model="m", account="a", latency_ms=1.0, status="error"
+    )
+
+
+async def _open_everything(session: RunSession) -> None:
+    """Open what a run opens, and use the store, event log and cache."""
+    cfg = RunConfig(cache=True)
+    pool = await session.open_pool({}, cfg)
+    session.open_events()
+    cache = session.open_cache(cfg)
+    progress = session.open_progress(True)
+    assert pool is not None and cache is not None and progress is not None
+    for n in range(3):
+        session.record_call(_call(n))  # into calls.jsonl, and (errors) into the event log
+    cache.put("key", Completion(text="an answer"))
+
+
+def _assert_closed_and_durable(run_dir: Path, session: RunSession, skip: int = 0) -> None:
+    # Opened store, pool, events, cache, progress: closed in the reverse order.
+    assert session.closed[skip:] == ["progress", "cache", "events", "pool", "store"]
+    assert session.pool is not None and session.pool._session is None  # its HTTP session is closed
+    assert session.events is None
+    assert [json.loads(line)["job_id"] for line in (run_dir / CALLS).read_text().splitlines()] == [
+        "job0",
+        "job1",
+        "job2",
+    ]
+    logged = [json.loads(line)["event"] for line in (run_dir / EVENTS_FILE).read_text().splitlines()]
+    assert logged.count("call_failed") == 3
+    # Committed: another connection sees the entry.
+    with sqlite3.connect(run_dir / CACHE_FILE) as db:
+        assert db.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 1
+    assert session.cache is not None
+    with pytest.raises(sqlite3.ProgrammingError):  # its connection is closed
+        len(session.cache)
+
+
+async def test_a_session_closes_everything_in_order_when_the_work_raises(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    with pytest.raises(UserError, match="the work failed"):
+        async with RunSession(run_dir, resume="resume", grace_s=1, signals=False) as session:
+            await _open_everything(session)
+            raise UserError("the work failed")
+    _assert_closed_and_durable(run_dir, session)
+
+
+async def test_a_session_closes_everything_in_order_when_the_work_is_cancelled(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    opened = asyncio.Event()
+    holder: list[RunSession] = []
+
+    async def run() -> None:
+        async with RunSession(run_dir, resume="resume", grace_s=1, signals=False) as session:
+            holder.append(session)
+            await _open_everything(session)
+            opened.set()
+            await asyncio.Event().wait()  # until cancelled
+
+    task = asyncio.create_task(run())
+    await opened.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    _assert_closed_and_durable(run_dir, holder[0])
+
+
+async def test_a_session_that_finishes_closes_the_same_way(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    async with RunSession(run_dir, resume="resume", grace_s=1, signals=False) as session:
+        await _open_everything(session)
+        assert await session.work(asyncio.sleep(0, result="done")) == "done"
+    _assert_closed_and_durable(run_dir, session)
+
+
+async def test_a_cancellation_while_closing_waits_for_the_close_to_finish(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    closing, release = asyncio.Event(), asyncio.Event()
+    holder: list[RunSession] = []
+
+    async def slow_close() -> None:
+        closing.set()
+        await release.wait()
+
+    async def run() -> None:
+        async with RunSession(run_dir, resume="resume", grace_s=1, signals=False) as session:
+            holder.append(session)
+            await _open_everything(session)
+            session.on_close("slow", slow_close)  # closed first: the last thing opened
+
+    task = asyncio.create_task(run())
+    await closing.wait()
+    task.cancel()  # arrives while the session is closing
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task  # the cancellation still goes through, after the close
+    session = holder[0]
+    assert session.closed[0] == "slow"
+    assert session.closed[1:] == ["progress", "cache", "events", "pool", "store"]
+    _assert_closed_and_durable(run_dir, session, skip=1)
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.mark.slow
+def test_a_second_sigint_cancels_at_once_and_resume_finishes_the_run(tmp_path: Path) -> None:
+    env = {**os.environ, "SWEEP_TEST_KEY": KEY}
+    with SweepServer(faults=Faults(latency=0.2)) as server:
+        # A long grace period: only the second signal can end the run soon.
+        cfg = write_sweep_config(
+            tmp_path, server.base_url, personas=4, max_concurrency=2, extra="grace_s = 600"
+        )
+        out = tmp_path / "run"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "vera", "run", "--config", str(cfg), "--out", str(out), "--quiet"],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stderr is not None
+        # Once the run has made a call, the first signal; once vera says it stops
+        # launching work, the second.
+        while not (out / CALLS).exists() or not (out / CALLS).read_text():
+            assert proc.poll() is None, proc.communicate()
+            os.sched_yield()
+        proc.send_signal(signal.SIGINT)
+        said = []
+        while not any("no new work will start" in line for line in said):
+            line = proc.stderr.readline()
+            assert line, "".join(said)
+            said.append(line)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+        stderr = "".join(said) + stderr
+        assert proc.returncode == 130, stderr
+        assert f"exiting now; resume with: {sys.executable} -m vera run --resume {out}" in stderr
+        assert "Traceback" not in stderr
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["stopped"].startswith("interrupted (SIGINT)")
+        assert "second signal" in manifest["stopped"]
+        # Cleanup ran: the event log has its last line, the cache its commits.
+        assert _jsonl(out / EVENTS_FILE)[-1]["event"] == "run_finished"
+        partial = {c["id"] for c in _jsonl(out / "conversations.jsonl") if c["status"] == "complete"}
+        assert len(partial) < 8
+
+        done = subprocess.run(
+            [sys.executable, "-m", "vera", "run", "--resume", str(out), "--quiet"],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+    final = [c for c in _jsonl(out / "conversations.jsonl") if c["status"] == "complete"]
+    assert partial <= {c["id"] for c in final} and len({c["id"] for c in final}) == 8
+    assert json.loads((out / "card.json").read_text())["status"]["state"] == "complete"
