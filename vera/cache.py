@@ -23,12 +23,13 @@ import asyncio
 import hashlib
 import sqlite3
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from vera.clients.base import CallContext, ChatClient
+from vera.clients.base import CallContext, ChatClient, ChatRequest
 from vera.errors import storage_error
 from vera.records import CallRecord, Completion, Message, ModelSpec, Usage
 
@@ -137,7 +138,7 @@ class ResponseCache:
 
 def request_key(
     spec: ModelSpec,
-    messages: list[Message],
+    messages: Sequence[Message],
     params: dict[str, Any] | None,
     schema: dict[str, Any] | None,
     context: CallContext | None,
@@ -175,16 +176,9 @@ class CachedClient:
         self.name = inner.name
         self.model = inner.model
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        params: dict[str, Any] | None = None,
-        schema: dict[str, Any] | None = None,
-        cache_prefix: int = 0,
-        context: CallContext | None = None,
-    ) -> Completion:
-        key = request_key(self.spec, messages, params, schema, context)
+    async def chat(self, request: ChatRequest) -> Completion:
+        context = request.context
+        key = request_key(self.spec, request.messages, request.params, request.schema, context)
         hit = self.cache.get(key)
         if hit is not None:
             if self.on_call is not None:
@@ -204,8 +198,6 @@ class CachedClient:
                     )
                 )
             return hit
-        completion = await self.inner.chat(
-            messages, params=params, schema=schema, cache_prefix=cache_prefix, context=context
-        )
+        completion = await self.inner.chat(request)
         self.cache.put(key, completion)
         return completion

@@ -25,12 +25,12 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol
 
 import msgspec
 
-from vera.clients.base import CallContext, ChatClient
+from vera.clients.base import CallContext, ChatClient, ChatRequest
 from vera.errors import CallTimeoutError, ProviderError, RateLimitError, TransientError
 from vera.profiles import redact
 from vera.records import CallRecord, Completion, Message, Role, Usage
@@ -368,7 +368,7 @@ class Prices(msgspec.Struct, frozen=True):
 
 
 def estimate_tokens(
-    messages: list[Message],
+    messages: Sequence[Message],
     params: dict[str, Any] | None,
     schema: dict[str, Any] | None = None,
     default_output: int = DEFAULT_OUTPUT_ESTIMATE,
@@ -438,21 +438,15 @@ class LimitedClient:
     def __repr__(self) -> str:
         return f"LimitedClient({self.inner!r}, account={self.account.label!r})"
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        params: dict[str, Any] | None = None,
-        schema: dict[str, Any] | None = None,
-        cache_prefix: int = 0,
-        context: CallContext | None = None,
-    ) -> Completion:
+    async def chat(self, request: ChatRequest) -> Completion:
         """`inner.chat` within limits, with retries; see the class docstring."""
         account = self.account
         started = time.perf_counter()
         estimate = 0
         if account.tokens is not None:
-            estimate = estimate_tokens(messages, params, schema, self._output_estimate)
+            estimate = estimate_tokens(
+                request.messages, request.params, request.schema, self._output_estimate
+            )
         attempts = 0
         http_429 = 0
         while True:
@@ -465,13 +459,7 @@ class LimitedClient:
                     account.in_flight += 1
                     try:
                         async with asyncio.timeout(self.timeout_s):
-                            completion = await self.inner.chat(
-                                messages,
-                                params=params,
-                                schema=schema,
-                                cache_prefix=cache_prefix,
-                                context=context,
-                            )
+                            completion = await self.inner.chat(request)
                     finally:
                         account.in_flight -= 1
             except TimeoutError:
@@ -483,7 +471,7 @@ class LimitedClient:
             else:
                 usage = completion.usage
                 await account.settle(reserved, usage.input_tokens + usage.output_tokens or reserved)
-                self._record(context, started, attempts, http_429, usage, None)
+                self._record(request.context, started, attempts, http_429, usage, None)
                 return completion
 
             if error.status is not None:
@@ -501,7 +489,7 @@ class LimitedClient:
                 await account.pause(error.retry_after)
             wait = self.policy.wait(attempts, error)
             if wait is None:
-                self._record(context, started, attempts, http_429, Usage(), error)
+                self._record(request.context, started, attempts, http_429, Usage(), error)
                 raise error
             account.retries += 1
             await asyncio.sleep(wait)

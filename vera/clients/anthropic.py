@@ -19,6 +19,7 @@ last line; the chatbot its whole view, which the next turn extends.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import aiohttp
@@ -26,7 +27,7 @@ import msgspec
 
 from vera.clients._structured import extract_json, merge_params, schema_name, with_instructions
 from vera.clients._transport import decode, encode, profile_headers, send
-from vera.clients.base import CallContext
+from vera.clients.base import ChatRequest
 from vera.clients.families import fit_params
 from vera.errors import BadResponseError
 from vera.profiles import Profile, StructuredOutput
@@ -111,23 +112,15 @@ class AnthropicClient:
     def __repr__(self) -> str:
         return f"AnthropicClient(name={self.name!r}, model={self.model!r}, url={self._url!r})"
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        params: dict[str, Any] | None = None,
-        schema: dict[str, Any] | None = None,
-        cache_prefix: int = 0,
-        context: CallContext | None = None,
-    ) -> Completion:
+    async def chat(self, request: ChatRequest) -> Completion:
         """One Messages call (see the module docstring for caching and tools)."""
-        body = self.request_body(messages, params, schema, cache_prefix)
+        body = self.request_body(request.messages, request.params, request.schema, request.cache_prefix)
         raw = await send(self._session, self._url, encode(body), headers=self._headers, provider=self.name)
-        return self.parse(raw, structured=schema is not None)
+        return self.parse(raw, structured=request.schema is not None)
 
     def request_body(
         self,
-        messages: list[Message],
+        messages: Sequence[Message],
         params: dict[str, Any] | None,
         schema: dict[str, Any] | None,
         cache_prefix: int = 0,

@@ -1,10 +1,10 @@
-"""The one seam between vera and a model: `ChatClient.chat`.
+"""The one seam between vera and a model: `ChatClient.chat(ChatRequest) -> Completion`.
 
-Every wire protocol (OpenAI, Anthropic, Gemini, a custom HTTP chatbot) and every offline
-stand-in implements this interface, so the simulation and judging code never knows which
-one it is talking to. Clients know HTTP and JSON shapes; they know nothing of personas or
-rubrics beyond the optional `CallContext` that offline stand-ins and session-based
-chatbots need.
+Every wire protocol (OpenAI, Anthropic, Gemini, a custom HTTP chatbot), every offline
+stand-in and every middleware (limits, response cache, call recording; see
+`vera.clients.stack`) implements this interface, so the simulation and judging code never
+knows which one it is talking to. A request is one frozen value: a wrapper passes it on
+unchanged, and adding a field to it touches no wrapper.
 """
 
 from __future__ import annotations
@@ -40,9 +40,8 @@ class CallContext(msgspec.Struct, frozen=True, kw_only=True):
     max_turns: int = 0
 
 
-@runtime_checkable
-class ChatClient(Protocol):
-    """A model endpoint that answers chat requests.
+class ChatRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """One model call, as the engine asks for it.
 
     `messages` is the full context (system first when present). `params` are sampling
     parameters (temperature, max_tokens, seed, ...) merged over the profile's defaults.
@@ -51,18 +50,22 @@ class ChatClient(Protocol):
     `Completion.parsed`; where the server has no such mechanism it falls back to
     instructions in the prompt and parses the text. `cache_prefix` is the number of
     leading messages that are identical across many calls (the judge's transcript), so
-    protocols with explicit prompt caching can mark them.
+    protocols with explicit prompt caching can mark them. `context` says who is calling
+    and for which job; it never reaches the wire except as a session or cache key.
     """
+
+    messages: tuple[Message, ...]
+    params: dict[str, Any] | None = None
+    schema: dict[str, Any] | None = None
+    cache_prefix: int = 0
+    context: CallContext | None = None
+
+
+@runtime_checkable
+class ChatClient(Protocol):
+    """A model endpoint (or a wrapper around one) that answers chat requests."""
 
     name: str
     model: str
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        params: dict[str, Any] | None = None,
-        schema: dict[str, Any] | None = None,
-        cache_prefix: int = 0,
-        context: CallContext | None = None,
-    ) -> Completion: ...
+    async def chat(self, request: ChatRequest) -> Completion: ...

@@ -16,6 +16,7 @@ instructions. A blocked prompt or a candidate without text (safety, recitation, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -24,7 +25,7 @@ import msgspec
 
 from vera.clients._structured import extract_json, merge_params, with_instructions
 from vera.clients._transport import decode, encode, profile_headers, send
-from vera.clients.base import CallContext
+from vera.clients.base import ChatRequest
 from vera.clients.families import fit_params
 from vera.errors import BadResponseError
 from vera.profiles import GeminiOptions, Profile, StructuredOutput
@@ -146,24 +147,16 @@ class GeminiClient:
     def __repr__(self) -> str:
         return f"GeminiClient(name={self.name!r}, model={self.model!r}, url={self._url!r})"
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        params: dict[str, Any] | None = None,
-        schema: dict[str, Any] | None = None,
-        cache_prefix: int = 0,
-        context: CallContext | None = None,
-    ) -> Completion:
+    async def chat(self, request: ChatRequest) -> Completion:
         """One generateContent call. Gemini caches shared prefixes implicitly, so
         `cache_prefix` needs no marking; hits come back as `cachedContentTokenCount`."""
-        body = self.request_body(messages, params, schema)
+        body = self.request_body(request.messages, request.params, request.schema)
         raw = await send(self._session, self._url, encode(body), headers=self._headers, provider=self.name)
-        return self.parse(raw, structured=schema is not None)
+        return self.parse(raw, structured=request.schema is not None)
 
     def request_body(
         self,
-        messages: list[Message],
+        messages: Sequence[Message],
         params: dict[str, Any] | None,
         schema: dict[str, Any] | None,
     ) -> dict[str, Any]:

@@ -22,6 +22,7 @@ There is no structured output: a chatbot is never the judge or the user-agent.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -29,7 +30,7 @@ import aiohttp
 import orjson
 
 from vera.clients._transport import encode, profile_headers, send, snippet
-from vera.clients.base import CallContext
+from vera.clients.base import ChatRequest
 from vera.errors import BadResponseError, ConfigError
 from vera.profiles import HttpOptions, Profile, expand_env
 from vera.records import Completion, Message, Usage
@@ -98,24 +99,17 @@ class HttpChatbotClient:
     def __repr__(self) -> str:
         return f"HttpChatbotClient(name={self.name!r}, method={self._method!r})"
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        params: dict[str, Any] | None = None,
-        schema: dict[str, Any] | None = None,
-        cache_prefix: int = 0,
-        context: CallContext | None = None,
-    ) -> Completion:
+    async def chat(self, request: ChatRequest) -> Completion:
         """Send the conversation so far; the reply is the text at `response_path`.
         `params` are ignored: a product chooses its own sampling."""
-        if schema is not None:
+        if request.schema is not None:
             raise ConfigError(
                 f"profile {self.name!r}: protocol 'http' has no structured output; "
                 "use it as the chatbot under test, not as a judge or user-agent"
             )
+        context = request.context
         session_id = context.conversation_id if context is not None else ""
-        body = self.request_body(messages, session_id)
+        body = self.request_body(request.messages, session_id)
         url = self._url.replace(SESSION_ID, quote(session_id, safe=""))
         raw = await send(
             self._session,
@@ -127,7 +121,7 @@ class HttpChatbotClient:
         )
         return Completion(text=self.reply_text(raw), usage=Usage(), model=self.model)
 
-    def request_body(self, messages: list[Message], session_id: str) -> Any:
+    def request_body(self, messages: Sequence[Message], session_id: str) -> Any:
         roles = self._options.roles
         names = {"user": roles.user, "assistant": roles.assistant, "system": roles.system}
         history = [

@@ -19,6 +19,7 @@ where the model's family refuses one (`families.py`: e.g. o-series and gpt-5 tak
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -27,7 +28,7 @@ import msgspec
 
 from vera.clients._structured import extract_json, merge_params, schema_name, with_instructions
 from vera.clients._transport import decode, encode, profile_headers, send
-from vera.clients.base import CallContext
+from vera.clients.base import CallContext, ChatRequest
 from vera.clients.families import fit_params
 from vera.errors import BadResponseError
 from vera.profiles import AzureOptions, Profile, StructuredOutput
@@ -141,26 +142,18 @@ class OpenAIClient:
     def __repr__(self) -> str:
         return f"OpenAIClient(name={self.name!r}, model={self.model!r}, url={self._url!r})"
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        params: dict[str, Any] | None = None,
-        schema: dict[str, Any] | None = None,
-        cache_prefix: int = 0,
-        context: CallContext | None = None,
-    ) -> Completion:
+    async def chat(self, request: ChatRequest) -> Completion:
         """One Chat Completions call. `cache_prefix` needs nothing here: OpenAI caches
         identical prefixes automatically, and reports the hits as cached tokens; a
         `prompt_cache_key` per conversation and role (where the profile sends one) keeps
         a conversation's requests on the same cache."""
-        body = self.request_body(messages, params, schema, context)
+        body = self.request_body(request.messages, request.params, request.schema, request.context)
         raw = await send(self._session, self._url, encode(body), headers=self._headers, provider=self.name)
-        return self.parse(raw, structured=schema is not None)
+        return self.parse(raw, structured=request.schema is not None)
 
     def request_body(
         self,
-        messages: list[Message],
+        messages: Sequence[Message],
         params: dict[str, Any] | None,
         schema: dict[str, Any] | None,
         context: CallContext | None = None,

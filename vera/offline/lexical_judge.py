@@ -8,7 +8,7 @@ patterns in `vera.offline.lexicon`, quotes what fired, and refuses any other rub
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from vera.clients.base import CallContext
@@ -277,7 +277,7 @@ class LexicalJudge(OfflineModel):
 
     default_model = "lexical-judge"
 
-    def respond(self, messages: list[Message], context: CallContext | None) -> Completion:
+    def respond(self, messages: Sequence[Message], context: CallContext | None) -> Completion:
         if context is None or context.transcript is None or context.question_id is None:
             raise RequestError("offline", "the lexical judge needs the transcript and the question id")
         if not supports(context.rubric):
