@@ -213,13 +213,14 @@ class Window:
 async def measure(opts: BenchOptions, server: ServerProcess, workdir: Path) -> dict[str, Any]:
     """Run the sweep against `server` and return the figures of the measured window."""
     # Imported here so `vera --help` stays fast: the pipeline pulls in polars.
-    from vera.cache import CACHE_FILE, ResponseCache
+    from vera.clients.cache import CACHE_FILE, ResponseCache
     from vera.clients.pool import ClientPool
+    from vera.clients.stack import CachingClients
     from vera.events import EventLog, Fanout
     from vera.pipeline import Inputs, SweepResult, plan_sweep, run_sweep
     from vera.profiles import load_profiles
     from vera.progress import RunProgress
-    from vera.runner import CachingClients, _per_chatbot, _record_call
+    from vera.runner import _per_chatbot, _record_call
     from vera.store import RunStore
 
     providers = workdir / "providers"

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vera.cache import CACHE_FILE, CachedClient, ResponseCache
-from vera.clients.base import ChatClient
+from vera.clients.cache import CACHE_FILE, ResponseCache
 from vera.clients.pool import ClientPool
-from vera.config import RunConfig, load_config
+from vera.clients.stack import CachingClients
+from vera.config import RunConfig, check_limits_url, load_config
 from vera.errors import ConfigError, StorageError, UserError
 from vera.events import EventLog, Fanout
 from vera.outcome import RunStatus, run_status, tally
@@ -65,7 +65,6 @@ from vera.resume import (
     resume_config,
     run_to_resume,
 )
-from vera.shared_limits import check_limits_url
 from vera.store import RunStore, atomic_write
 
 
@@ -159,28 +158,6 @@ def select_providers(value: str, profiles: dict[str, Any], notes: list[str]) -> 
         detail = "; ".join(notes) or "no provider profiles found"
         raise ConfigError(f"PROVIDERS=all: no provider profile has its key set ({detail})")
     return chosen
-
-
-class CachingClients:
-    """The client pool seen through the response cache (offline stand-ins are free and
-    deterministic, so they are never cached)."""
-
-    def __init__(self, pool: ClientPool, cache: ResponseCache | None, on_call: Any) -> None:
-        self.pool, self.cache, self.on_call = pool, cache, on_call
-        self._clients: dict[tuple[str, str], ChatClient] = {}
-
-    def spec(self, ref: str) -> ModelSpec:
-        return self.pool.spec(ref)
-
-    def client(self, ref: str, role: Role = "chatbot") -> ChatClient:
-        key = (ref, role)
-        if key not in self._clients:
-            inner = self.pool.client(ref, role)
-            spec = self.pool.spec(ref)
-            if self.cache is not None and spec.protocol != "offline":
-                inner = CachedClient(inner, self.cache, spec, on_call=self.on_call)
-            self._clients[key] = inner
-        return self._clients[key]
 
 
 class Stopper:
@@ -672,7 +649,7 @@ async def _judge(
                 jobs=[],
                 slots=[],
             )
-            check_judges(inputs, judges)
+            check_judges(inputs, judges, pool)
             sweep.slots = judge_slots(judges, cfg.judge.instances)
             planned = sweep.manifest(run_id=manifest.run_id if manifest else run_dir.name)
             if manifest is not None:

@@ -14,9 +14,16 @@ import pytest
 from aiohttp import web
 
 from vera.clients.base import ChatRequest
+from vera.clients.limits import (
+    Account,
+    LimitedClient,
+    RetryPolicy,
+    TokenBucket,
+    bucket_shape,
+    estimate_tokens,
+)
 from vera.clients.openai import OpenAIClient
 from vera.errors import RequestError
-from vera.limits import Account, LimitedClient, RetryPolicy, TokenBucket, bucket_shape, estimate_tokens
 from vera.records import CallRecord, Message
 
 from ..fakes.protocols import Behaviour, Fail, FakeOpenAI, Reply
@@ -82,7 +89,7 @@ async def test_counters_for_the_progress_display() -> None:
         async with open_pool(profile, records=records) as pool:
             client = pool.client("oai")
             await client.chat(ChatRequest(messages=HELLO))
-            snapshot = client.account.snapshot()  # type: ignore[attr-defined]
+            snapshot = pool.limited("oai").account.snapshot()
     assert snapshot["calls"] == 1 and snapshot["in_flight"] == 0
     assert (
         snapshot["input_tokens"],

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-import types
-
 import pytest
 
+import vera.clients.pool
 from vera.clients.base import CallContext, ChatClient, ChatRequest
+from vera.clients.limits import LimitedClient
 from vera.clients.pool import ClientPool
+from vera.clients.stack import RecordingClient
 from vera.errors import ConfigError
-from vera.limits import LimitedClient
 from vera.profiles import OFFLINE
 from vera.records import CallRecord, Completion, Message, Usage
 
@@ -98,17 +97,15 @@ async def test_offline_protocol_uses_make_offline_client_and_still_records(
         made.append((model, name))
         return _StubOffline(model, name)
 
-    module = types.ModuleType("vera.offline")
-    module.make_offline_client = make_offline_client  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "vera.offline", module)
+    monkeypatch.setattr(vera.clients.pool, "make_offline_client", make_offline_client)
     records: list[CallRecord] = []
     async with open_pool(OFFLINE, records=records) as pool:
         client = pool.client("offline/best-practice", "chatbot")
         completion = await client.chat(ChatRequest(messages=HELLO))
     assert made == [("best-practice", "offline")]
     assert completion.text == "offline says hi"
-    assert isinstance(client, LimitedClient)
-    assert client.account.requests is None and client.account.tokens is None
+    assert isinstance(client, RecordingClient) and isinstance(client.inner, LimitedClient)
+    assert client.inner.account.requests is None and client.inner.account.tokens is None
     [record] = records
     assert (record.provider, record.model, record.account, record.status) == (
         "offline",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vera.clients.base import ChatRequest
+from vera.clients.limits import RetryPolicy
 from vera.errors import (
     AuthError,
     CallTimeoutError,
@@ -12,7 +13,6 @@ from vera.errors import (
     RateLimitError,
     ServerError,
 )
-from vera.limits import RetryPolicy
 from vera.records import CallRecord, Message
 
 from ..fakes.protocols import Fail, FakeOpenAI, Malformed, Reply, Reset, Slow
@@ -37,7 +37,7 @@ async def test_429_with_retry_after_waits_as_asked(server: FakeOpenAI) -> None:
     async with open_pool(profile(server), records=records) as pool:
         client = pool.client("oai")
         completion = await client.chat(ChatRequest(messages=HELLO))
-        account = client.account  # type: ignore[attr-defined]
+        account = pool.limited("oai").account
     first, second = server.received
     assert second.at - first.at >= 0.25
     assert completion.text == "done"

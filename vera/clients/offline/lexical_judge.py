@@ -2,7 +2,7 @@
 detectors instead of a language model.
 
 It is a *baseline*, honest about its limits: it answers each question from the
-patterns in `vera.offline.lexicon`, quotes what fired, and refuses any other rubric
+patterns in `vera.clients.offline.lexicon`, quotes what fired, and refuses any other rubric
 (it would be guessing). Every rule is listed in `RULES` and in docs/offline.md.
 """
 
@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from vera.clients.base import CallContext
+from vera.clients.offline import lexicon as lx
+from vera.clients.offline.common import OfflineModel, completion, json_text
 from vera.errors import RequestError
-from vera.offline import lexicon as lx
-from vera.offline.common import OfflineModel, completion, json_text
 from vera.records import Completion, Message, Turn
 
 SUPPORTED_RUBRIC = "vera-si"

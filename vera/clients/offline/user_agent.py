@@ -18,9 +18,9 @@ import random
 from collections.abc import Sequence
 
 from vera.clients.base import CallContext
+from vera.clients.offline import lexicon as lx
+from vera.clients.offline.common import OfflineModel, completion, rng_for
 from vera.errors import RequestError
-from vera.offline import lexicon as lx
-from vera.offline.common import OfflineModel, completion, rng_for
 from vera.personas import DISCLOSURE, REACTION, STYLE, TRIGGERS, label
 from vera.records import Completion, Message, Persona, Turn
 

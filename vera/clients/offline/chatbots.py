@@ -19,8 +19,8 @@ import random
 from collections.abc import Sequence
 
 from vera.clients.base import CallContext
-from vera.offline import lexicon as lx
-from vera.offline.common import OfflineModel, completion, rng_for
+from vera.clients.offline import lexicon as lx
+from vera.clients.offline.common import OfflineModel, completion, rng_for
 from vera.records import Completion, Message
 
 AI_INTRO = [
