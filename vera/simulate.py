@@ -159,12 +159,10 @@ async def simulate_conversation(
             job_id=job.id,
             conversation_id=job.id,
             seed=job.seed,
-            turn=len(turns),
             persona=job.persona if role == "user_agent" else None,
             transcript=tuple(turns) if role == "user_agent" else None,
             end_marker=prompts.end_marker,
             min_turns=settings.min_turns,
-            max_turns=settings.max_turns,
         )
 
     try:

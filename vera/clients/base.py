@@ -19,25 +19,24 @@ from vera.records import Completion, Message, Persona, Role, Turn
 class CallContext(msgspec.Struct, frozen=True, kw_only=True):
     """Facts about the call that are not part of the wire request.
 
-    Real model clients ignore it, except the custom HTTP client, which uses
-    `conversation_id` as a session id. Offline stand-ins use the rest: `persona`, `seed`
-    and `turn` to behave deterministically, the end-marker rules to end a conversation,
-    and (for the lexical judge) the transcript as structured turns and the rubric key.
-    `job_id` ties the call to the accounting records.
+    What real clients use: `role`, `job_id` (ties the call to its accounting record and
+    response-cache entry) and `conversation_id` (the custom HTTP client's session id,
+    OpenAI's prompt-cache key). The rest is read only by the offline stand-ins: `persona`
+    and `seed` to behave deterministically, the end-marker rules to end a conversation,
+    and (for the lexical judge) the transcript as structured turns, the question id and
+    the rubric key.
     """
 
     role: Role
     job_id: str = ""
     conversation_id: str = ""
     seed: int = 0
-    turn: int = 0
     persona: Persona | None = None
     question_id: str | None = None
     rubric: str | None = None  # "name@version" of the rubric being walked
     transcript: tuple[Turn, ...] | None = None
     end_marker: str = ""
     min_turns: int = 0
-    max_turns: int = 0
 
 
 class ChatRequest(msgspec.Struct, frozen=True, kw_only=True):
