@@ -24,13 +24,12 @@ import hashlib
 import os
 from typing import TYPE_CHECKING, Any
 
+from vera.clients.limits import Bucket, BucketFactory, BucketKind
 from vera.config import PASSWORD_ENV, check_limits_url
 from vera.errors import ConfigError
 
-if TYPE_CHECKING:  # only types: the config imports this module, which stays light
+if TYPE_CHECKING:  # the redis client is loaded when a run asks for shared limits
     from redis.asyncio import Redis
-
-    from vera.clients.limits import Bucket, BucketFactory, BucketKind
 
 _CONNECT_TIMEOUT_S = 5.0
 _OUTAGE_S = 30.0  # how long a run waits for Redis to come back before it stops
