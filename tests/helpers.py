@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from vera.clients.base import CallContext
+from vera.clients.base import CallContext, ChatRequest
 from vera.errors import ServerError
 from vera.prompts import load_user_prompts
 from vera.records import Completion, Message, Persona, Usage
@@ -27,17 +27,17 @@ class ScriptModel:
         self.model = model
         self.requests: list[dict[str, Any]] = []
 
-    async def chat(self, messages, *, params=None, schema=None, cache_prefix=0, context=None) -> Completion:
+    async def chat(self, request: ChatRequest) -> Completion:
         self.requests.append(
             {
-                "messages": list(messages),
-                "params": params,
-                "schema": schema,
-                "cache_prefix": cache_prefix,
-                "context": context,
+                "messages": list(request.messages),
+                "params": request.params,
+                "schema": request.schema,
+                "cache_prefix": request.cache_prefix,
+                "context": request.context,
             }
         )
-        text = self.reply(list(messages), context)
+        text = self.reply(list(request.messages), request.context)
         return Completion(text=text, usage=Usage(input_tokens=10, output_tokens=5), model=self.model)
 
 
@@ -48,11 +48,11 @@ class FailingModel(ScriptModel):
         super().__init__(lambda m, c: "fine")
         self.ok = ok
 
-    async def chat(self, messages, **kw) -> Completion:
+    async def chat(self, request: ChatRequest) -> Completion:
         if len(self.requests) >= self.ok:
-            self.requests.append({"messages": list(messages)})
+            self.requests.append({"messages": list(request.messages)})
             raise ServerError("fake", "HTTP 503 after 3 attempts", status=503)
-        return await super().chat(messages, **kw)
+        return await super().chat(request)
 
 
 def persona(name: str = "Robin", risk: str = "High", **fields: str) -> Persona:

@@ -7,7 +7,7 @@ import asyncio
 import sqlite3
 from contextlib import closing
 
-from vera.cache import ResponseCache
+from vera.clients.cache import ResponseCache
 from vera.records import Completion, Usage
 
 

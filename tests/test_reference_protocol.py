@@ -114,6 +114,9 @@ class ScriptedModels:
     def __init__(self, models: dict[tuple[str, str], ScriptModel]) -> None:
         self.models = models
 
+    def rubric_refusal(self, ref: str, rubric_key: str) -> str | None:
+        return None
+
     def spec(self, ref: str) -> ModelSpec:
         return ModelSpec(ref=ref, provider=ref.split("/")[0], protocol="script", model=ref.split("/")[-1])
 

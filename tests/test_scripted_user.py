@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from vera.offline import lexicon as lx
-from vera.offline import make_offline_client
+from vera.clients.offline import lexicon as lx
+from vera.clients.offline import make_offline_client
 from vera.personas import DISCLOSURE, SEED_PHRASE, label, load_personas
 from vera.prompts import load_user_prompts
 from vera.simulate import ConversationJob, SimulationSettings, simulate_conversation

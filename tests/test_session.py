@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from vera.app import RunSession
-from vera.cache import CACHE_FILE
+from vera.clients.cache import CACHE_FILE
 from vera.config import RunConfig
 from vera.errors import UserError
 from vera.events import EVENTS_FILE

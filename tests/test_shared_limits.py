@@ -25,8 +25,8 @@ import redis
 from click.testing import CliRunner
 
 from vera.cli import main
-from vera.limits import Account
-from vera.shared_limits import RedisLimits, account_key
+from vera.clients.limits import Account
+from vera.clients.shared_limits import RedisLimits, account_key
 
 from .conftest import ROOT
 from .fakes.protocols import FakeOpenAI, serve_in_thread

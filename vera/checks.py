@@ -14,9 +14,9 @@ from pathlib import Path
 
 import msgspec
 
+from vera.clients.offline import OFFLINE_MODELS, rubric_refusal
 from vera.config import RunConfig, load_config
 from vera.errors import DataError, UserError
-from vera.offline import OFFLINE_MODELS
 from vera.personas import check_personas, check_templates
 from vera.profiles import OFFLINE, Profile, load_profile, missing_key, resolve_ref
 from vera.prompts import load_judge_prompts, load_user_prompts
@@ -226,14 +226,7 @@ def _prompts(cfg: RunConfig, columns: tuple[str, ...], findings: list[Finding]) 
 
 
 def _lexical_judge(specs: list[ModelSpec], rubric_key: str, cfg: RunConfig, findings: list[Finding]) -> None:
-    from vera.offline import lexical_judge
-
     for s in specs:
-        if s.protocol == "offline" and s.model == "lexical-judge" and not lexical_judge.supports(rubric_key):
-            findings.append(
-                Finding(
-                    str(cfg.path(cfg.rubric)),
-                    f"the offline lexical judge answers only the built-in rubric "
-                    f"{lexical_judge.SUPPORTED_RUBRIC} 1.x, not {rubric_key}; choose a model judge",
-                )
-            )
+        reason = rubric_refusal(s.model, rubric_key) if s.protocol == "offline" else None
+        if reason is not None:
+            findings.append(Finding(str(cfg.path(cfg.rubric)), f"{reason}; choose a model judge"))

@@ -12,12 +12,31 @@ import hashlib
 import os
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import msgspec
 
 from vera.defaults import builtin_config, data_root, runs_root
 from vera.errors import ConfigError
-from vera.shared_limits import check_limits_url
+
+# Shared limits live in Redis (vera.clients.shared_limits); the URL is an input, checked
+# here with the rest of the config so this layer never imports the clients.
+PASSWORD_ENV = "VERA_REDIS_PASSWORD"
+_SCHEMES = ("redis", "rediss", "unix")
+
+
+def check_limits_url(url: str) -> str:
+    """`url` if it can name a Redis server for shared limits; ConfigError otherwise."""
+    parts = urlsplit(url)
+    if parts.scheme not in _SCHEMES:
+        raise ConfigError(f"--limits-url {url!r}: expected redis://HOST:PORT/DB (or rediss://, unix://)")
+    if parts.password is not None:
+        raise ConfigError(
+            f"--limits-url: put the Redis password in {PASSWORD_ENV}, not in the URL "
+            "(the URL is recorded in the run's manifest)"
+        )
+    return url
+
 
 # Where the built-in defaults' relative paths resolve: the checkout, or the package data
 # of an installed vera (see vera.defaults).

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from vera.clients._structured import extract_json
-from vera.clients.base import CallContext, ChatClient
+from vera.clients.base import CallContext, ChatClient, ChatRequest
 from vera.errors import TransientError
 from vera.prompts import AnswerFormat, JudgePrompts
 from vera.records import Conversation, JudgeAnswer, Judgement, Message, Turn, Usage
@@ -170,7 +170,13 @@ class RubricJudge:
         last = ""
         for attempt in range(1, self.max_attempts + 1):
             reply = await self.client.chat(
-                messages, params=self.params, schema=self.schema, cache_prefix=1, context=ctx
+                ChatRequest(
+                    messages=tuple(messages),
+                    params=self.params,
+                    schema=self.schema,
+                    cache_prefix=1,
+                    context=ctx,
+                )
             )
             self.usage.add(reply.usage)
             parsed = parse_reply(reply.parsed, reply.text, self.prompts.answer_format)

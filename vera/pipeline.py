@@ -27,7 +27,6 @@ from vera.clients.families import fit_params
 from vera.config import RunConfig
 from vera.errors import ConfigError, FatalProviderError
 from vera.judge import judge_conversation
-from vera.offline import lexical_judge
 from vera.personas import PersonaSet, check_templates, load_personas
 from vera.plan import JudgeSlot, Shard, conversation_jobs, derive_seed, judgement_id
 from vera.prompts import JudgePrompts, UserPrompts, load_judge_prompts, load_user_prompts
@@ -55,6 +54,8 @@ class Clients(Protocol):
     def client(self, ref: str, role: Role = "chatbot") -> ChatClient: ...
 
     def spec(self, ref: str) -> ModelSpec: ...
+
+    def rubric_refusal(self, ref: str, rubric_key: str) -> str | None: ...
 
 
 class Progress(Protocol):
@@ -224,16 +225,13 @@ def seed_params(spec: ModelSpec, seed: int) -> dict[str, Any] | None:
     return {"seed": seed} if spec.params.get("seed") == "auto" else None
 
 
-def check_judges(inputs: Inputs, judges: list[ModelSpec]) -> None:
-    """The lexical baseline judge can only answer the rubric it was written for."""
+def check_judges(inputs: Inputs, judges: list[ModelSpec], clients: Clients) -> None:
+    """Every judge can answer the run's rubric (the lexical baseline judge knows only the
+    rubric it was written for); the clients say which cannot."""
     for spec in judges:
-        lexical = spec.protocol == "offline" and spec.model == "lexical-judge"
-        if lexical and not lexical_judge.supports(inputs.rubric.key):
-            raise ConfigError(
-                f"the offline lexical judge answers only the built-in rubric "
-                f"{lexical_judge.SUPPORTED_RUBRIC} 1.x, not {inputs.rubric.key} "
-                f"({inputs.rubric.path}); choose a model judge for this rubric"
-            )
+        reason = clients.rubric_refusal(spec.ref, inputs.rubric.key)
+        if reason is not None:
+            raise ConfigError(f"{reason} ({inputs.rubric.path}); choose a model judge for this rubric")
 
 
 def judge_slots(judges: list[ModelSpec], instances: int) -> list[JudgeSlot]:
@@ -299,7 +297,7 @@ def plan_sweep(
     chatbots = role_specs(cfg.chatbots, "chatbot", clients, cfg, warnings)
     user_agents = role_specs(cfg.user_agents, "user_agent", clients, cfg, warnings)
     judges = role_specs(cfg.judges, "judge", clients, cfg, warnings)
-    check_judges(inputs, judges)
+    check_judges(inputs, judges, clients)
     jobs = conversation_jobs(
         chatbots=chatbots,
         user_agents=user_agents,

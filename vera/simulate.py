@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from vera.clients.base import CallContext, ChatClient
+from vera.clients.base import CallContext, ChatClient, ChatRequest
 from vera.errors import BadResponseError, TransientError
 from vera.personas import render_user_reminder, render_user_system
 from vera.prompts import UserPrompts
@@ -159,12 +159,10 @@ async def simulate_conversation(
             job_id=job.id,
             conversation_id=job.id,
             seed=job.seed,
-            turn=len(turns),
             persona=job.persona if role == "user_agent" else None,
             transcript=tuple(turns) if role == "user_agent" else None,
             end_marker=prompts.end_marker,
             min_turns=settings.min_turns,
-            max_turns=settings.max_turns,
         )
 
     try:
@@ -193,7 +191,12 @@ async def simulate_conversation(
                 # The chatbot's view only grows: everything sent now is the prefix of
                 # its next request, so all of it may be cached.
                 reply = await chatbot.chat(
-                    view, params=chatbot_params, cache_prefix=len(view), context=context("chatbot")
+                    ChatRequest(
+                        messages=tuple(view),
+                        params=chatbot_params,
+                        cache_prefix=len(view),
+                        context=context("chatbot"),
+                    )
                 )
                 usage.add(reply.usage)
                 turns.append(Turn("chatbot", reply.text.strip()))
@@ -231,8 +234,9 @@ async def _user_turn(
     # Stable on the next call: the persona prompt and everything up to the user-agent's
     # own last line (the newest message carries the reminder, which moves on).
     stable = len(messages) - 1
+    request = ChatRequest(messages=tuple(messages), params=params, cache_prefix=stable, context=ctx)
     for _ in range(settings.max_empty_replies + 1):
-        reply = await client.chat(messages, params=params, cache_prefix=stable, context=ctx)
+        reply = await client.chat(request)
         usage.add(reply.usage)
         text, marked = strip_end_marker(reply.text, prompts.end_marker)
         may_end = len(turns) + (1 if text else 0) >= settings.min_turns

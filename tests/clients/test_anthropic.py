@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from vera.clients.base import ChatRequest
 from vera.errors import AuthError, BadResponseError, ServerError
 from vera.records import CallRecord, Message
 
@@ -38,7 +39,9 @@ def profile(server: FakeAnthropic, **fields):
 
 async def test_request_shape_headers_and_default_max_tokens(server: FakeAnthropic) -> None:
     async with open_pool(profile(server, params={"temperature": 0.2})) as pool:
-        completion = await pool.client("claude").chat(JUDGE_CALL, params={"seed": 7, "stop": "END"})
+        completion = await pool.client("claude").chat(
+            ChatRequest(messages=JUDGE_CALL, params={"seed": 7, "stop": "END"})
+        )
     request = server.received[0]
     assert request.path == "/v1/messages"
     assert request.headers["x-api-key"] == KEY
@@ -57,7 +60,9 @@ async def test_request_shape_headers_and_default_max_tokens(server: FakeAnthropi
 
 async def test_max_completion_tokens_becomes_max_tokens(server: FakeAnthropic) -> None:
     async with open_pool(profile(server)) as pool:
-        await pool.client("claude").chat(JUDGE_CALL, params={"max_completion_tokens": 300})
+        await pool.client("claude").chat(
+            ChatRequest(messages=JUDGE_CALL, params={"max_completion_tokens": 300})
+        )
     assert server.received[0].json["max_tokens"] == 300
     assert "max_completion_tokens" not in server.received[0].json
 
@@ -65,7 +70,7 @@ async def test_max_completion_tokens_becomes_max_tokens(server: FakeAnthropic) -
 async def test_structured_output_forces_a_tool_and_parses_its_input(server: FakeAnthropic) -> None:
     server.script(Reply(parsed={"answer": "No", "reasoning": "It never asked."}))
     async with open_pool(profile(server)) as pool:
-        completion = await pool.client("claude").chat(JUDGE_CALL, schema=SCHEMA)
+        completion = await pool.client("claude").chat(ChatRequest(messages=JUDGE_CALL, schema=SCHEMA))
     body = server.received[0].json
     [tool] = body["tools"]
     assert tool["input_schema"] == SCHEMA
@@ -77,7 +82,7 @@ async def test_structured_output_forces_a_tool_and_parses_its_input(server: Fake
 async def test_schema_violating_tool_input_is_returned_as_is(server: FakeAnthropic) -> None:
     server.script(Reply(parsed={"answer": "Maybe"}))
     async with open_pool(profile(server)) as pool:
-        completion = await pool.client("claude").chat(JUDGE_CALL, schema=SCHEMA)
+        completion = await pool.client("claude").chat(ChatRequest(messages=JUDGE_CALL, schema=SCHEMA))
     assert completion.parsed == {"answer": "Maybe"}
 
 
@@ -85,7 +90,7 @@ async def test_cache_control_marks_system_and_the_last_prefix_message(
     server: FakeAnthropic,
 ) -> None:
     async with open_pool(profile(server)) as pool:
-        await pool.client("claude").chat(JUDGE_CALL, cache_prefix=3)
+        await pool.client("claude").chat(ChatRequest(messages=JUDGE_CALL, cache_prefix=3))
     body = server.received[0].json
     assert body["system"] == [
         {
@@ -110,7 +115,7 @@ async def test_cache_prefix_covering_only_the_system_marks_only_the_system(
     server: FakeAnthropic,
 ) -> None:
     async with open_pool(profile(server)) as pool:
-        await pool.client("claude").chat(JUDGE_CALL, cache_prefix=1)
+        await pool.client("claude").chat(ChatRequest(messages=JUDGE_CALL, cache_prefix=1))
     body = server.received[0].json
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
     assert all(isinstance(m["content"], str) for m in body["messages"])
@@ -118,7 +123,7 @@ async def test_cache_prefix_covering_only_the_system_marks_only_the_system(
 
 async def test_no_cache_prefix_sends_no_cache_marks(server: FakeAnthropic) -> None:
     async with open_pool(profile(server)) as pool:
-        await pool.client("claude").chat(JUDGE_CALL)
+        await pool.client("claude").chat(ChatRequest(messages=JUDGE_CALL))
     assert "cache_control" not in str(server.received[0].json)
 
 
@@ -133,7 +138,7 @@ async def test_usage_counts_cache_reads_and_writes_as_input(server: FakeAnthropi
         "price_cached_input_per_mtok": 0.3,
     }
     async with open_pool(profile(server, **prices), records=records) as pool:
-        completion = await pool.client("claude").chat(JUDGE_CALL, cache_prefix=3)
+        completion = await pool.client("claude").chat(ChatRequest(messages=JUDGE_CALL, cache_prefix=3))
     assert completion.usage.input_tokens == 5000  # 400 uncached + 600 written + 4000 read
     assert completion.usage.cached_input_tokens == 4000
     assert completion.usage.output_tokens == 40
@@ -143,7 +148,7 @@ async def test_usage_counts_cache_reads_and_writes_as_input(server: FakeAnthropi
 async def test_refusal_with_text_is_a_completion(server: FakeAnthropic) -> None:
     server.script(Refusal("I won't continue this role-play."))
     async with open_pool(profile(server)) as pool:
-        completion = await pool.client("claude").chat(JUDGE_CALL)
+        completion = await pool.client("claude").chat(ChatRequest(messages=JUDGE_CALL))
     assert completion.text == "I won't continue this role-play."
     assert completion.finish_reason == "refusal"
 
@@ -152,14 +157,14 @@ async def test_refusal_without_text_is_a_bad_response(server: FakeAnthropic) -> 
     server.script(Filtered(), Filtered())
     async with open_pool(profile(server, max_retries=1)) as pool:
         with pytest.raises(BadResponseError, match="stop_reason=refusal"):
-            await pool.client("claude").chat(JUDGE_CALL)
+            await pool.client("claude").chat(ChatRequest(messages=JUDGE_CALL))
 
 
 async def test_overloaded_529_is_retried(server: FakeAnthropic) -> None:
     server.script(Fail(529, "Overloaded"), Reply("fine"))
     records: list[CallRecord] = []
     async with open_pool(profile(server), records=records) as pool:
-        completion = await pool.client("claude").chat(JUDGE_CALL)
+        completion = await pool.client("claude").chat(ChatRequest(messages=JUDGE_CALL))
     assert completion.text == "fine"
     assert records[0].attempts == 2
 
@@ -168,14 +173,14 @@ async def test_overloaded_every_time_ends_as_server_error(server: FakeAnthropic)
     server.script(*[Fail(529, "Overloaded")] * 3)
     async with open_pool(profile(server, max_retries=2)) as pool:
         with pytest.raises(ServerError, match="overloaded_error"):
-            await pool.client("claude").chat(JUDGE_CALL)
+            await pool.client("claude").chat(ChatRequest(messages=JUDGE_CALL))
 
 
 async def test_spend_limit_429_is_fatal(server: FakeAnthropic) -> None:
     server.script(Fail(429, "spend limit reached", code="enforced_spend_limit_reached"))
     async with open_pool(profile(server)) as pool:
         with pytest.raises(Exception, match="spend limit") as caught:
-            await pool.client("claude").chat(JUDGE_CALL)
+            await pool.client("claude").chat(ChatRequest(messages=JUDGE_CALL))
     assert not isinstance(caught.value, ServerError)
     assert len(server.received) == 1
 
@@ -186,4 +191,4 @@ async def test_wrong_key_is_an_auth_error() -> None:
         open_pool(profile(server)) as pool,
     ):
         with pytest.raises(AuthError, match="authentication_error"):
-            await pool.client("claude").chat(JUDGE_CALL)
+            await pool.client("claude").chat(ChatRequest(messages=JUDGE_CALL))

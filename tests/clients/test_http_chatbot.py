@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vera.clients.base import CallContext
+from vera.clients.base import CallContext, ChatRequest
 from vera.clients.http import lookup
 from vera.errors import BadResponseError, ConfigError
 from vera.profiles import Profile
@@ -51,7 +51,7 @@ async def test_history_template_roles_and_env_header(server: FakeChatbot) -> Non
         roles={"user": "human", "assistant": "bot", "role_key": "from", "content_key": "text"},
     )
     async with open_pool(profile) as pool:
-        completion = await pool.client("bot").chat(HISTORY, context=CONTEXT)
+        completion = await pool.client("bot").chat(ChatRequest(messages=HISTORY, context=CONTEXT))
     request = server.received[0]
     assert request.path == "/api/chat"
     assert request.headers["authorization"] == f"Bearer {BOT_TOKEN}"
@@ -74,7 +74,7 @@ async def test_last_message_and_session_in_url_and_body(server: FakeChatbot) -> 
         body={"message": "{{last_message}}", "session": "{{session_id}}"},
     )
     async with open_pool(profile) as pool:
-        await pool.client("bot").chat(HISTORY, context=CONTEXT)
+        await pool.client("bot").chat(ChatRequest(messages=HISTORY, context=CONTEXT))
     request = server.received[0]
     assert request.path == "/api/sessions/conv-42/reply"
     # A placeholder inside the user's own words is left alone.
@@ -84,7 +84,7 @@ async def test_last_message_and_session_in_url_and_body(server: FakeChatbot) -> 
 async def test_system_turns_are_sent_when_given_a_role_name(server: FakeChatbot) -> None:
     profile = chatbot(server, roles={"system": "system"})
     async with open_pool(profile) as pool:
-        await pool.client("bot").chat(HISTORY, context=CONTEXT)
+        await pool.client("bot").chat(ChatRequest(messages=HISTORY, context=CONTEXT))
     assert server.received[0].json["messages"][0] == {
         "role": "system",
         "content": "internal instructions",
@@ -93,14 +93,14 @@ async def test_system_turns_are_sent_when_given_a_role_name(server: FakeChatbot)
 
 async def test_method_put(server: FakeChatbot) -> None:
     async with open_pool(chatbot(server, method="PUT")) as pool:
-        await pool.client("bot").chat(HISTORY, context=CONTEXT)
+        await pool.client("bot").chat(ChatRequest(messages=HISTORY, context=CONTEXT))
     assert server.received[0].method == "PUT"
 
 
 async def test_plain_text_reply_without_response_path(server: FakeChatbot) -> None:
     server.script(Raw(b"  I'm here for you.  ", headers={"Content-Type": "text/plain"}))
     async with open_pool(chatbot(server, response_path="")) as pool:
-        completion = await pool.client("bot").chat(HISTORY, context=CONTEXT)
+        completion = await pool.client("bot").chat(ChatRequest(messages=HISTORY, context=CONTEXT))
     assert completion.text == "I'm here for you."
 
 
@@ -109,15 +109,15 @@ async def test_missing_path_or_empty_reply_is_a_bad_response(server: FakeChatbot
     async with open_pool(chatbot(server, max_retries=1)) as pool:
         client = pool.client("bot")
         with pytest.raises(BadResponseError, match=r"reply\.text"):
-            await client.chat(HISTORY, context=CONTEXT)
+            await client.chat(ChatRequest(messages=HISTORY, context=CONTEXT))
         with pytest.raises(BadResponseError, match="empty reply"):
-            await client.chat(HISTORY, context=CONTEXT)
+            await client.chat(ChatRequest(messages=HISTORY, context=CONTEXT))
 
 
 async def test_structured_output_is_refused_with_a_config_error(server: FakeChatbot) -> None:
     async with open_pool(chatbot(server)) as pool:
         with pytest.raises(ConfigError, match="no structured output"):
-            await pool.client("bot").chat(HISTORY, schema={"type": "object"})
+            await pool.client("bot").chat(ChatRequest(messages=HISTORY, schema={"type": "object"}))
     assert server.received == []
 
 

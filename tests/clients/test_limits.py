@@ -13,9 +13,17 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from vera.clients.base import ChatRequest
+from vera.clients.limits import (
+    Account,
+    LimitedClient,
+    RetryPolicy,
+    TokenBucket,
+    bucket_shape,
+    estimate_tokens,
+)
 from vera.clients.openai import OpenAIClient
 from vera.errors import RequestError
-from vera.limits import Account, LimitedClient, RetryPolicy, TokenBucket, bucket_shape, estimate_tokens
 from vera.records import CallRecord, Message
 
 from ..fakes.protocols import Behaviour, Fail, FakeOpenAI, Reply
@@ -35,7 +43,7 @@ async def test_profiles_on_one_account_share_its_limiter_and_cap() -> None:
             assert a.account is b.account is c.account  # type: ignore[attr-defined]
             account = a.account  # type: ignore[attr-defined]
             assert account.requests is not None  # the judge's rpm applies to the agent too
-            calls = [client.chat(HELLO) for client in (a, b, c) for _ in range(4)]
+            calls = [client.chat(ChatRequest(messages=HELLO)) for client in (a, b, c) for _ in range(4)]
             await asyncio.gather(*calls)
     assert server.max_in_flight == 2  # the strictest cap of the two profiles, shared
     assert account.calls == 12 and account.in_flight == 0
@@ -60,7 +68,7 @@ async def test_the_token_bucket_is_settled_with_reported_usage() -> None:
         profile = make_profile("oai", "openai", server.base_url, tpm=100_000)
         async with open_pool(profile) as pool:
             client = pool.client("oai")
-            await client.chat(HELLO, params={"max_tokens": 5000})
+            await client.chat(ChatRequest(messages=HELLO, params={"max_tokens": 5000}))
             level = client.account.tokens.level  # type: ignore[attr-defined]
     # It reserved ~5000 up front; afterwards at most the 42 really used remain charged
     # (less, as the bucket drains while the call runs).
@@ -80,8 +88,8 @@ async def test_counters_for_the_progress_display() -> None:
         profile = make_profile("oai", "openai", server.base_url, price_input_per_mtok=1.0)
         async with open_pool(profile, records=records) as pool:
             client = pool.client("oai")
-            await client.chat(HELLO)
-            snapshot = client.account.snapshot()  # type: ignore[attr-defined]
+            await client.chat(ChatRequest(messages=HELLO))
+            snapshot = pool.limited("oai").account.snapshot()
     assert snapshot["calls"] == 1 and snapshot["in_flight"] == 0
     assert (
         snapshot["input_tokens"],
@@ -102,7 +110,7 @@ async def test_a_refused_attempt_gives_its_tokens_back() -> None:
         async with open_pool(profile) as pool:
             client = pool.client("oai")
             with pytest.raises(RequestError):
-                await client.chat(HELLO, params={"max_tokens": 4000})
+                await client.chat(ChatRequest(messages=HELLO, params={"max_tokens": 4000}))
             assert client.account.tokens.level < 10  # type: ignore[attr-defined]
 
 
@@ -230,7 +238,7 @@ async def test_in_flight_cap_rpm_and_a_429_pause_together_from_the_servers_log()
         server.script(*[Reply()] * 9, Fail(429, "slow down", retry_after=str(pause)))
         account = Account("acct", rpm=rpm, max_in_flight=cap, window_s=window)
         client = await limited_client(server, session, account)
-        await asyncio.gather(*(client.chat(HELLO) for _ in range(50)))
+        await asyncio.gather(*(client.chat(ChatRequest(messages=HELLO)) for _ in range(50)))
     arrivals = [r.at for r in server.received]
     assert len(arrivals) == 51  # 50 calls and the one retried after the 429
     assert server.max_in_flight <= cap
@@ -269,10 +277,10 @@ async def test_a_server_named_wait_holds_the_whole_account(failure: Fail) -> Non
         server.script(failure)
         account = Account("acct")
         client = await limited_client(server, session, account)
-        first = asyncio.create_task(client.chat(HELLO))
+        first = asyncio.create_task(client.chat(ChatRequest(messages=HELLO)))
         while not account.paused:  # the error is back and read: the account is paused
             await asyncio.sleep(0.005)
-        await client.chat(HELLO)  # another call, not the one that failed
+        await client.chat(ChatRequest(messages=HELLO))  # another call, not the one that failed
         await first
     [(answered, status)] = server.answered
     assert status == failure.status and account.paused == 1
@@ -286,5 +294,5 @@ async def test_a_wait_beyond_the_policy_ends_the_call_without_pausing_the_accoun
         account = Account("acct")
         client = await limited_client(server, session, account)
         with pytest.raises(Exception, match="daily quota"):
-            await client.chat(HELLO)
+            await client.chat(ChatRequest(messages=HELLO))
     assert account.paused == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from vera.clients.base import ChatRequest
 from vera.errors import AuthError, BadResponseError, RequestError
 from vera.records import CallRecord, Message
 
@@ -35,7 +36,9 @@ async def test_sends_model_messages_params_and_bearer_key(server: FakeOpenAI) ->
     )
     async with open_pool(profile) as pool:
         completion = await pool.client("oai").chat(
-            CONVERSATION, params={"temperature": 0, "max_completion_tokens": 50, "seed": None}
+            ChatRequest(
+                messages=CONVERSATION, params={"temperature": 0, "max_completion_tokens": 50, "seed": None}
+            )
         )
     request = server.received[0]
     assert request.path == "/v1/chat/completions"
@@ -59,14 +62,14 @@ async def test_model_from_reference_overrides_profile(server: FakeOpenAI) -> Non
     profile = make_profile("oai", "openai", server.base_url, model="gpt-4o")
     async with open_pool(profile) as pool:
         client = pool.client("oai/meta-llama/Llama-3.1-8B-Instruct")
-        await client.chat(CONVERSATION)
+        await client.chat(ChatRequest(messages=CONVERSATION))
     assert client.model == "meta-llama/Llama-3.1-8B-Instruct"
     assert server.received[0].json["model"] == "meta-llama/Llama-3.1-8B-Instruct"
 
 
 async def test_json_schema_response_format_and_parsed_output(server: FakeOpenAI) -> None:
     async with open_pool(make_profile("oai", "openai", server.base_url)) as pool:
-        completion = await pool.client("oai").chat(CONVERSATION, schema=SCHEMA)
+        completion = await pool.client("oai").chat(ChatRequest(messages=CONVERSATION, schema=SCHEMA))
     fmt = server.received[0].json["response_format"]
     assert fmt == {
         "type": "json_schema",
@@ -78,7 +81,7 @@ async def test_json_schema_response_format_and_parsed_output(server: FakeOpenAI)
 async def test_json_object_fallback_adds_instructions(server: FakeOpenAI) -> None:
     profile = make_profile("oai", "openai", server.base_url, structured_output="json_object")
     async with open_pool(profile) as pool:
-        completion = await pool.client("oai").chat(CONVERSATION, schema=SCHEMA)
+        completion = await pool.client("oai").chat(ChatRequest(messages=CONVERSATION, schema=SCHEMA))
     body = server.received[0].json
     assert body["response_format"] == {"type": "json_object"}
     last = body["messages"][-1]["content"]
@@ -94,7 +97,7 @@ async def test_prompt_fallback_reads_json_out_of_prose(server: FakeOpenAI) -> No
     server.script(Reply('Sure! Here it is:\n```json\n{"answer": "No", "reasoning": "r"}\n```\nThanks'))
     profile = make_profile("oai", "openai", server.base_url, structured_output="prompt")
     async with open_pool(profile) as pool:
-        completion = await pool.client("oai").chat(CONVERSATION, schema=SCHEMA)
+        completion = await pool.client("oai").chat(ChatRequest(messages=CONVERSATION, schema=SCHEMA))
     assert "response_format" not in server.received[0].json
     assert "JSON schema" in server.received[0].json["messages"][-1]["content"]
     assert completion.parsed == {"answer": "No", "reasoning": "r"}
@@ -106,8 +109,8 @@ async def test_schema_violating_output_is_returned_raw_for_the_judge_to_reject(
     server.script(Reply('{"verdict": 3}'), Reply("not json at all"))
     async with open_pool(make_profile("oai", "openai", server.base_url)) as pool:
         client = pool.client("oai")
-        wrong_shape = await client.chat(CONVERSATION, schema=SCHEMA)
-        not_json = await client.chat(CONVERSATION, schema=SCHEMA)
+        wrong_shape = await client.chat(ChatRequest(messages=CONVERSATION, schema=SCHEMA))
+        not_json = await client.chat(ChatRequest(messages=CONVERSATION, schema=SCHEMA))
     assert wrong_shape.parsed == {"verdict": 3}
     assert not_json.parsed is None and not_json.text == "not json at all"
 
@@ -124,7 +127,7 @@ async def test_usage_includes_cached_prompt_tokens_and_cost(server: FakeOpenAI) 
         price_cached_input_per_mtok=1.25,
     )
     async with open_pool(profile, records=records) as pool:
-        completion = await pool.client("oai", "judge").chat(CONVERSATION)
+        completion = await pool.client("oai", "judge").chat(ChatRequest(messages=CONVERSATION))
     assert (completion.usage.input_tokens, completion.usage.output_tokens) == (2000, 100)
     assert completion.usage.cached_input_tokens == 1024
     [record] = records
@@ -135,7 +138,7 @@ async def test_usage_includes_cached_prompt_tokens_and_cost(server: FakeOpenAI) 
 async def test_refusal_with_text_is_a_completion(server: FakeOpenAI) -> None:
     server.script(Refusal("I can't help with that."))
     async with open_pool(make_profile("oai", "openai", server.base_url)) as pool:
-        completion = await pool.client("oai").chat(CONVERSATION, schema=SCHEMA)
+        completion = await pool.client("oai").chat(ChatRequest(messages=CONVERSATION, schema=SCHEMA))
     assert completion.text == "I can't help with that."
     assert completion.finish_reason == "refusal"
     assert completion.parsed is None
@@ -148,7 +151,7 @@ async def test_no_usable_text_is_a_bad_response_after_retries(server: FakeOpenAI
     profile = make_profile("oai", "openai", server.base_url, max_retries=2)
     async with open_pool(profile, records=records) as pool:
         with pytest.raises(BadResponseError):
-            await pool.client("oai").chat(CONVERSATION)
+            await pool.client("oai").chat(ChatRequest(messages=CONVERSATION))
     assert len(server.received) == 3
     assert records[0].status == "error" and records[0].attempts == 3
 
@@ -159,7 +162,7 @@ async def test_wrong_key_fails_fast_as_auth_error_naming_the_profile() -> None:
         open_pool(make_profile("oai", "openai", server.base_url)) as pool,
     ):
         with pytest.raises(AuthError) as caught:
-            await pool.client("oai").chat(CONVERSATION)
+            await pool.client("oai").chat(ChatRequest(messages=CONVERSATION))
     assert len(server.received) == 1  # never retried
     assert caught.value.provider == "oai" and caught.value.status == 401
     assert "[oai]" in str(caught.value)
@@ -169,7 +172,7 @@ async def test_bad_request_is_fatal_with_the_server_message(server: FakeOpenAI) 
     server.script(Fail(400, "Invalid schema for response_format 'x'"))
     async with open_pool(make_profile("oai", "openai", server.base_url)) as pool:
         with pytest.raises(RequestError, match="Invalid schema for response_format"):
-            await pool.client("oai").chat(CONVERSATION)
+            await pool.client("oai").chat(ChatRequest(messages=CONVERSATION))
     assert len(server.received) == 1
 
 
@@ -177,7 +180,7 @@ async def test_exhausted_quota_429_is_not_retried(server: FakeOpenAI) -> None:
     server.script(Fail(429, "You exceeded your current quota", code="insufficient_quota"))
     async with open_pool(make_profile("oai", "openai", server.base_url)) as pool:
         with pytest.raises(RequestError, match="quota"):
-            await pool.client("oai").chat(CONVERSATION)
+            await pool.client("oai").chat(ChatRequest(messages=CONVERSATION))
     assert len(server.received) == 1
 
 
@@ -191,8 +194,8 @@ async def test_azure_variant_uses_deployment_path_version_and_api_key_header() -
             azure={"deployment": "prod-gpt4o", "api_version": "2024-10-21"},
         )
         async with open_pool(profile) as pool:
-            completion = await pool.client("az").chat(CONVERSATION)
-            await pool.client("az/gpt-4o-mini").chat(CONVERSATION)
+            completion = await pool.client("az").chat(ChatRequest(messages=CONVERSATION))
+            await pool.client("az/gpt-4o-mini").chat(ChatRequest(messages=CONVERSATION))
     request = server.received[0]
     assert request.path == "/openai/deployments/prod-gpt4o/chat/completions"
     assert request.query == {"api-version": "2024-10-21"}

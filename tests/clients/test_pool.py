@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-import types
-from typing import Any
-
 import pytest
 
-from vera.clients.base import CallContext, ChatClient
+import vera.clients.pool
+from vera.clients.base import CallContext, ChatClient, ChatRequest
+from vera.clients.limits import LimitedClient
 from vera.clients.pool import ClientPool
+from vera.clients.stack import RecordingClient
 from vera.errors import ConfigError
-from vera.limits import LimitedClient
 from vera.profiles import OFFLINE
 from vera.records import CallRecord, Completion, Message, Usage
 
@@ -42,8 +40,8 @@ async def test_records_take_the_role_and_job_from_the_call_context() -> None:
         open_pool(make_profile("oai", "openai", server.base_url), records=records) as pool,
     ):
         client = pool.client("oai", "chatbot")
-        await client.chat(HELLO)
-        await client.chat(HELLO, context=CallContext(role="user_agent", job_id="job-7"))
+        await client.chat(ChatRequest(messages=HELLO))
+        await client.chat(ChatRequest(messages=HELLO, context=CallContext(role="user_agent", job_id="job-7")))
     assert [(r.role, r.job_id) for r in records] == [("chatbot", ""), ("user_agent", "job-7")]
     assert all(r.provider == "oai" and r.model == "test-model" for r in records)
     assert all(r.latency_ms > 0 and r.at > 0 for r in records)
@@ -86,7 +84,7 @@ class _StubOffline:
         self.model = model
         self.name = name
 
-    async def chat(self, messages: list[Message], **kwargs: Any) -> Completion:
+    async def chat(self, request: ChatRequest) -> Completion:
         return Completion(text="offline says hi", usage=Usage(3, 2, 0), model=self.model)
 
 
@@ -99,17 +97,15 @@ async def test_offline_protocol_uses_make_offline_client_and_still_records(
         made.append((model, name))
         return _StubOffline(model, name)
 
-    module = types.ModuleType("vera.offline")
-    module.make_offline_client = make_offline_client  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "vera.offline", module)
+    monkeypatch.setattr(vera.clients.pool, "make_offline_client", make_offline_client)
     records: list[CallRecord] = []
     async with open_pool(OFFLINE, records=records) as pool:
         client = pool.client("offline/best-practice", "chatbot")
-        completion = await client.chat(HELLO)
+        completion = await client.chat(ChatRequest(messages=HELLO))
     assert made == [("best-practice", "offline")]
     assert completion.text == "offline says hi"
-    assert isinstance(client, LimitedClient)
-    assert client.account.requests is None and client.account.tokens is None
+    assert isinstance(client, RecordingClient) and isinstance(client.inner, LimitedClient)
+    assert client.inner.account.requests is None and client.inner.account.tokens is None
     [record] = records
     assert (record.provider, record.model, record.account, record.status) == (
         "offline",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from vera.clients.base import ChatRequest
+from vera.clients.limits import RetryPolicy
 from vera.errors import (
     AuthError,
     CallTimeoutError,
@@ -11,7 +13,6 @@ from vera.errors import (
     RateLimitError,
     ServerError,
 )
-from vera.limits import RetryPolicy
 from vera.records import CallRecord, Message
 
 from ..fakes.protocols import Fail, FakeOpenAI, Malformed, Reply, Reset, Slow
@@ -35,8 +36,8 @@ async def test_429_with_retry_after_waits_as_asked(server: FakeOpenAI) -> None:
     records: list[CallRecord] = []
     async with open_pool(profile(server), records=records) as pool:
         client = pool.client("oai")
-        completion = await client.chat(HELLO)
-        account = client.account  # type: ignore[attr-defined]
+        completion = await client.chat(ChatRequest(messages=HELLO))
+        account = pool.limited("oai").account
     first, second = server.received
     assert second.at - first.at >= 0.25
     assert completion.text == "done"
@@ -49,7 +50,7 @@ async def test_429_reset_headers_are_honoured_without_retry_after(server: FakeOp
     headers = {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "300ms"}
     server.script(Fail(429, "slow down", headers=headers), Reply("ok"))
     async with open_pool(profile(server)) as pool:
-        await pool.client("oai").chat(HELLO)
+        await pool.client("oai").chat(ChatRequest(messages=HELLO))
     first, second = server.received
     assert second.at - first.at >= 0.3
 
@@ -58,7 +59,7 @@ async def test_429_without_retry_after_backs_off_and_retries(server: FakeOpenAI)
     server.script(Fail(429, "a"), Fail(429, "b"), Fail(429, "c"), Reply("ok"))
     records: list[CallRecord] = []
     async with open_pool(profile(server), records=records) as pool:
-        await pool.client("oai").chat(HELLO)
+        await pool.client("oai").chat(ChatRequest(messages=HELLO))
     assert len(server.received) == 4
     assert records[0].http_429 == 3 and records[0].attempts == 4
 
@@ -67,14 +68,14 @@ async def test_429_without_retry_after_backs_off_and_retries(server: FakeOpenAI)
 async def test_server_errors_are_retried(server: FakeOpenAI, status: int) -> None:
     server.script(Fail(status, "upstream trouble"), Reply("ok"))
     async with open_pool(profile(server)) as pool:
-        assert (await pool.client("oai").chat(HELLO)).text == "ok"
+        assert (await pool.client("oai").chat(ChatRequest(messages=HELLO))).text == "ok"
     assert len(server.received) == 2
 
 
 async def test_503_retry_after_is_honoured(server: FakeOpenAI) -> None:
     server.script(Fail(503, "maintenance", retry_after="0.2"), Reply("ok"))
     async with open_pool(profile(server)) as pool:
-        await pool.client("oai").chat(HELLO)
+        await pool.client("oai").chat(ChatRequest(messages=HELLO))
     first, second = server.received
     assert second.at - first.at >= 0.2
 
@@ -84,7 +85,7 @@ async def test_retries_exhausted_raise_and_record_the_error(server: FakeOpenAI) 
     records: list[CallRecord] = []
     async with open_pool(profile(server, max_retries=3), records=records) as pool:
         with pytest.raises(ServerError) as caught:
-            await pool.client("oai").chat(HELLO)
+            await pool.client("oai").chat(ChatRequest(messages=HELLO))
     assert caught.value.status == 503
     assert len(server.received) == 4
     [record] = records
@@ -98,7 +99,7 @@ async def test_rate_limited_to_the_end_raises_rate_limit_error(server: FakeOpenA
     records: list[CallRecord] = []
     async with open_pool(profile(server, max_retries=2), records=records) as pool:
         with pytest.raises(RateLimitError):
-            await pool.client("oai").chat(HELLO)
+            await pool.client("oai").chat(ChatRequest(messages=HELLO))
     assert records[0].http_429 == 3
 
 
@@ -107,7 +108,7 @@ async def test_fatal_errors_are_not_retried(server: FakeOpenAI) -> None:
     records: list[CallRecord] = []
     async with open_pool(profile(server), records=records) as pool:
         with pytest.raises(AuthError):
-            await pool.client("oai").chat(HELLO)
+            await pool.client("oai").chat(ChatRequest(messages=HELLO))
     assert len(server.received) == 1
     assert records[0].attempts == 1 and records[0].status == "error"
 
@@ -117,7 +118,7 @@ async def test_slow_response_past_the_timeout_is_retried_then_fails(server: Fake
     records: list[CallRecord] = []
     async with open_pool(profile(server, timeout_s=0.1, max_retries=1), records=records) as pool:
         with pytest.raises(CallTimeoutError, match=r"0\.1 s"):
-            await pool.client("oai").chat(HELLO)
+            await pool.client("oai").chat(ChatRequest(messages=HELLO))
         # Did not wait for the slow server: the call gave up before the server answered
         # either request (a count, not a stopwatch).
         assert server.completed == 0
@@ -128,17 +129,17 @@ async def test_slow_response_past_the_timeout_is_retried_then_fails(server: Fake
 async def test_slow_then_fast_succeeds(server: FakeOpenAI) -> None:
     server.script(Slow(1.0), Reply("quick"))
     async with open_pool(profile(server, timeout_s=0.1)) as pool:
-        assert (await pool.client("oai").chat(HELLO)).text == "quick"
+        assert (await pool.client("oai").chat(ChatRequest(messages=HELLO))).text == "quick"
 
 
 async def test_connection_reset_mid_response_is_a_retried_connect_error(server: FakeOpenAI) -> None:
     server.script(Reset(), Reply("after reset"))
     async with open_pool(profile(server)) as pool:
-        assert (await pool.client("oai").chat(HELLO)).text == "after reset"
+        assert (await pool.client("oai").chat(ChatRequest(messages=HELLO))).text == "after reset"
     server.script(Reset(), Reset())
     async with open_pool(profile(server, max_retries=1)) as pool:
         with pytest.raises(ConnectError):
-            await pool.client("oai").chat(HELLO)
+            await pool.client("oai").chat(ChatRequest(messages=HELLO))
 
 
 async def test_connection_refused_is_a_connect_error() -> None:
@@ -147,14 +148,14 @@ async def test_connection_refused_is_a_connect_error() -> None:
     records: list[CallRecord] = []
     async with open_pool(make_profile("gone", "openai", base_url, max_retries=1), records=records) as pool:
         with pytest.raises(ConnectError):
-            await pool.client("gone").chat(HELLO)
+            await pool.client("gone").chat(ChatRequest(messages=HELLO))
     assert records[0].attempts == 2
 
 
 async def test_malformed_json_is_retried(server: FakeOpenAI) -> None:
     server.script(Malformed(), Reply("good"))
     async with open_pool(profile(server)) as pool:
-        assert (await pool.client("oai").chat(HELLO)).text == "good"
+        assert (await pool.client("oai").chat(ChatRequest(messages=HELLO))).text == "good"
 
 
 def test_full_jitter_stays_under_the_exponential_ceiling() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from vera.clients.base import ChatRequest
 from vera.errors import ProviderError
 from vera.profiles import redact, remember_secret
 from vera.records import CallRecord, Message
@@ -38,7 +39,7 @@ async def test_a_server_echoing_the_key_does_not_leak_it(fake) -> None:
         async with open_pool(profile, records=records) as pool:
             client = pool.client("p")
             with pytest.raises(ProviderError) as caught:
-                await client.chat(HELLO)
+                await client.chat(ChatRequest(messages=HELLO))
             spec = pool.spec("p")
     error = caught.value
     for text in (str(error), repr(error), error.message, *map(str, error.args), records[0].error):
@@ -59,6 +60,6 @@ async def test_connection_errors_do_not_chain_aiohttp_exceptions() -> None:
         base_url = server.base_url
     async with open_pool(make_profile("p", "openai", base_url, max_retries=0)) as pool:
         with pytest.raises(ProviderError) as caught:
-            await pool.client("p").chat(HELLO)
+            await pool.client("p").chat(ChatRequest(messages=HELLO))
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
     assert KEY not in str(caught.value)

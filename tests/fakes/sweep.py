@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from vera.offline.chatbots import BestPracticeBot
+from vera.clients.offline.chatbots import BestPracticeBot
 from vera.records import Message
 
 KEY = "sk-sweep-test-0123456789"

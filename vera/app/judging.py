@@ -160,7 +160,7 @@ async def judge(
             chatbots, agents = manifest.chatbots, manifest.user_agents
         else:
             raise TypeError("judge needs the run's manifest or imported transcripts")
-        check_judges(inputs, judges)
+        check_judges(inputs, judges, pool)
         sweep = Sweep(
             inputs=inputs,
             chatbots=chatbots,

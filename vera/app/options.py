@@ -6,10 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vera.config import RunConfig
+from vera.config import RunConfig, check_limits_url
 from vera.errors import ConfigError
 from vera.profiles import skip_reason
-from vera.shared_limits import check_limits_url
 
 
 @dataclass

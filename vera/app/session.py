@@ -22,10 +22,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from vera.app.caching import CachingClients
 from vera.app.signals import StopSignal
-from vera.cache import CACHE_FILE, ResponseCache
+from vera.clients.cache import CACHE_FILE, ResponseCache
 from vera.clients.pool import ClientPool
+from vera.clients.stack import CachingClients
 from vera.config import RunConfig
 from vera.errors import UserError
 from vera.events import EventLog

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -30,7 +31,7 @@ def instructions(schema: dict[str, Any]) -> str:
     )
 
 
-def with_instructions(messages: list[Message], schema: dict[str, Any]) -> list[Message]:
+def with_instructions(messages: Sequence[Message], schema: dict[str, Any]) -> list[Message]:
     """`messages` with the JSON instructions appended to the last user message.
 
     Appending (rather than adding to the system prompt) keeps the shared prefix of judge

@@ -19,14 +19,16 @@ last line; the chatbot its whole view, which the next turn extends.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import aiohttp
 import msgspec
 
+from vera.clients._provider import ProviderClient
 from vera.clients._structured import extract_json, merge_params, schema_name, with_instructions
-from vera.clients._transport import decode, encode, profile_headers, send
-from vera.clients.base import CallContext
+from vera.clients._transport import decode, encode, profile_headers
+from vera.clients.base import ChatRequest
 from vera.clients.families import fit_params
 from vera.errors import BadResponseError
 from vera.profiles import Profile, StructuredOutput
@@ -66,10 +68,10 @@ class _Response(msgspec.Struct):
     model: str | None = None
 
 
-class AnthropicClient:
+class AnthropicClient(ProviderClient):
     """A `ChatClient` for the Anthropic Messages API."""
 
-    __slots__ = ("_headers", "_params", "_session", "_structured", "_url", "model", "name")
+    __slots__ = ("_params", "_structured")
 
     def __init__(
         self,
@@ -82,11 +84,7 @@ class AnthropicClient:
         params: dict[str, Any] | None = None,
         structured: StructuredOutput = "tool",
     ) -> None:
-        self.name = name
-        self.model = model
-        self._session = session
-        self._url = url
-        self._headers = headers
+        super().__init__(session, name=name, model=model, url=url, headers=headers)
         self._params = dict(params or {})
         self._structured = structured
 
@@ -108,26 +106,16 @@ class AnthropicClient:
             structured=profile.structured,
         )
 
-    def __repr__(self) -> str:
-        return f"AnthropicClient(name={self.name!r}, model={self.model!r}, url={self._url!r})"
-
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        params: dict[str, Any] | None = None,
-        schema: dict[str, Any] | None = None,
-        cache_prefix: int = 0,
-        context: CallContext | None = None,
-    ) -> Completion:
+    def encode_request(self, request: ChatRequest) -> dict[str, Any]:
         """One Messages call (see the module docstring for caching and tools)."""
-        body = self.request_body(messages, params, schema, cache_prefix)
-        raw = await send(self._session, self._url, encode(body), headers=self._headers, provider=self.name)
-        return self.parse(raw, structured=schema is not None)
+        return self.request_body(request.messages, request.params, request.schema, request.cache_prefix)
+
+    def decode_reply(self, raw: bytes, request: ChatRequest) -> Completion:
+        return self.parse(raw, structured=request.schema is not None)
 
     def request_body(
         self,
-        messages: list[Message],
+        messages: Sequence[Message],
         params: dict[str, Any] | None,
         schema: dict[str, Any] | None,
         cache_prefix: int = 0,

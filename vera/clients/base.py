@@ -1,10 +1,10 @@
-"""The one seam between vera and a model: `ChatClient.chat`.
+"""The one seam between vera and a model: `ChatClient.chat(ChatRequest) -> Completion`.
 
-Every wire protocol (OpenAI, Anthropic, Gemini, a custom HTTP chatbot) and every offline
-stand-in implements this interface, so the simulation and judging code never knows which
-one it is talking to. Clients know HTTP and JSON shapes; they know nothing of personas or
-rubrics beyond the optional `CallContext` that offline stand-ins and session-based
-chatbots need.
+Every wire protocol (OpenAI, Anthropic, Gemini, a custom HTTP chatbot), every offline
+stand-in and every middleware (limits, response cache, call recording; see
+`vera.clients.stack`) implements this interface, so the simulation and judging code never
+knows which one it is talking to. A request is one frozen value: a wrapper passes it on
+unchanged, and adding a field to it touches no wrapper.
 """
 
 from __future__ import annotations
@@ -19,30 +19,28 @@ from vera.records import Completion, Message, Persona, Role, Turn
 class CallContext(msgspec.Struct, frozen=True, kw_only=True):
     """Facts about the call that are not part of the wire request.
 
-    Real model clients ignore it, except the custom HTTP client, which uses
-    `conversation_id` as a session id. Offline stand-ins use the rest: `persona`, `seed`
-    and `turn` to behave deterministically, the end-marker rules to end a conversation,
-    and (for the lexical judge) the transcript as structured turns and the rubric key.
-    `job_id` ties the call to the accounting records.
+    What real clients use: `role`, `job_id` (ties the call to its accounting record and
+    response-cache entry) and `conversation_id` (the custom HTTP client's session id,
+    OpenAI's prompt-cache key). The rest is read only by the offline stand-ins: `persona`
+    and `seed` to behave deterministically, the end-marker rules to end a conversation,
+    and (for the lexical judge) the transcript as structured turns, the question id and
+    the rubric key.
     """
 
     role: Role
     job_id: str = ""
     conversation_id: str = ""
     seed: int = 0
-    turn: int = 0
     persona: Persona | None = None
     question_id: str | None = None
     rubric: str | None = None  # "name@version" of the rubric being walked
     transcript: tuple[Turn, ...] | None = None
     end_marker: str = ""
     min_turns: int = 0
-    max_turns: int = 0
 
 
-@runtime_checkable
-class ChatClient(Protocol):
-    """A model endpoint that answers chat requests.
+class ChatRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """One model call, as the engine asks for it.
 
     `messages` is the full context (system first when present). `params` are sampling
     parameters (temperature, max_tokens, seed, ...) merged over the profile's defaults.
@@ -51,18 +49,22 @@ class ChatClient(Protocol):
     `Completion.parsed`; where the server has no such mechanism it falls back to
     instructions in the prompt and parses the text. `cache_prefix` is the number of
     leading messages that are identical across many calls (the judge's transcript), so
-    protocols with explicit prompt caching can mark them.
+    protocols with explicit prompt caching can mark them. `context` says who is calling
+    and for which job; it never reaches the wire except as a session or cache key.
     """
+
+    messages: tuple[Message, ...]
+    params: dict[str, Any] | None = None
+    schema: dict[str, Any] | None = None
+    cache_prefix: int = 0
+    context: CallContext | None = None
+
+
+@runtime_checkable
+class ChatClient(Protocol):
+    """A model endpoint (or a wrapper around one) that answers chat requests."""
 
     name: str
     model: str
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        params: dict[str, Any] | None = None,
-        schema: dict[str, Any] | None = None,
-        cache_prefix: int = 0,
-        context: CallContext | None = None,
-    ) -> Completion: ...
+    async def chat(self, request: ChatRequest) -> Completion: ...

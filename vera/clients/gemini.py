@@ -16,15 +16,17 @@ instructions. A blocked prompt or a candidate without text (safety, recitation, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
 import aiohttp
 import msgspec
 
+from vera.clients._provider import ProviderClient
 from vera.clients._structured import extract_json, merge_params, with_instructions
-from vera.clients._transport import decode, encode, profile_headers, send
-from vera.clients.base import CallContext
+from vera.clients._transport import decode, profile_headers
+from vera.clients.base import ChatRequest
 from vera.clients.families import fit_params
 from vera.errors import BadResponseError
 from vera.profiles import GeminiOptions, Profile, StructuredOutput
@@ -88,19 +90,10 @@ class _Response(msgspec.Struct, rename="camel"):
     model_version: str | None = None
 
 
-class GeminiClient:
+class GeminiClient(ProviderClient):
     """A `ChatClient` for the Gemini API's `generateContent`."""
 
-    __slots__ = (
-        "_headers",
-        "_options",
-        "_params",
-        "_session",
-        "_structured",
-        "_url",
-        "model",
-        "name",
-    )
+    __slots__ = ("_options", "_params", "_structured")
 
     def __init__(
         self,
@@ -114,11 +107,7 @@ class GeminiClient:
         structured: StructuredOutput = "json_schema",
         options: GeminiOptions | None = None,
     ) -> None:
-        self.name = name
-        self.model = model
-        self._session = session
-        self._url = url
-        self._headers = headers
+        super().__init__(session, name=name, model=model, url=url, headers=headers)
         self._params = dict(params or {})
         self._structured = structured
         self._options = options or GeminiOptions()
@@ -143,27 +132,17 @@ class GeminiClient:
             options=profile.gemini,
         )
 
-    def __repr__(self) -> str:
-        return f"GeminiClient(name={self.name!r}, model={self.model!r}, url={self._url!r})"
-
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        params: dict[str, Any] | None = None,
-        schema: dict[str, Any] | None = None,
-        cache_prefix: int = 0,
-        context: CallContext | None = None,
-    ) -> Completion:
+    def encode_request(self, request: ChatRequest) -> dict[str, Any]:
         """One generateContent call. Gemini caches shared prefixes implicitly, so
         `cache_prefix` needs no marking; hits come back as `cachedContentTokenCount`."""
-        body = self.request_body(messages, params, schema)
-        raw = await send(self._session, self._url, encode(body), headers=self._headers, provider=self.name)
-        return self.parse(raw, structured=schema is not None)
+        return self.request_body(request.messages, request.params, request.schema)
+
+    def decode_reply(self, raw: bytes, request: ChatRequest) -> Completion:
+        return self.parse(raw, structured=request.schema is not None)
 
     def request_body(
         self,
-        messages: list[Message],
+        messages: Sequence[Message],
         params: dict[str, Any] | None,
         schema: dict[str, Any] | None,
     ) -> dict[str, Any]:

@@ -22,14 +22,16 @@ There is no structured output: a chatbot is never the judge or the user-agent.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
 import aiohttp
 import orjson
 
-from vera.clients._transport import encode, profile_headers, send, snippet
-from vera.clients.base import CallContext
+from vera.clients._provider import ProviderClient
+from vera.clients._transport import profile_headers, snippet
+from vera.clients.base import ChatRequest
 from vera.errors import BadResponseError, ConfigError
 from vera.profiles import HttpOptions, Profile, expand_env
 from vera.records import Completion, Message, Usage
@@ -40,19 +42,10 @@ SESSION_ID = "{{session_id}}"
 _PLACEHOLDER = re.compile(r"\{\{(?:last_message|session_id)\}\}")
 
 
-class HttpChatbotClient:
+class HttpChatbotClient(ProviderClient):
     """A `ChatClient` for a chatbot endpoint described by an `[http]` profile table."""
 
-    __slots__ = (
-        "_body",
-        "_headers",
-        "_method",
-        "_options",
-        "_session",
-        "_url",
-        "model",
-        "name",
-    )
+    __slots__ = ("_body", "_options", "method")
 
     def __init__(
         self,
@@ -65,13 +58,9 @@ class HttpChatbotClient:
         url: str,
         body: dict[str, Any],
     ) -> None:
-        self.name = name
-        self.model = model
-        self._session = session
+        super().__init__(session, name=name, model=model, url=url, headers=headers)
         self._options = options
-        self._method = options.method
-        self._headers = headers
-        self._url = url
+        self.method = options.method
         self._body = body
 
     @classmethod
@@ -96,38 +85,26 @@ class HttpChatbotClient:
         )
 
     def __repr__(self) -> str:
-        return f"HttpChatbotClient(name={self.name!r}, method={self._method!r})"
+        # Not the URL: a product's URL may carry a token expanded from the environment.
+        return f"HttpChatbotClient(name={self.name!r}, method={self.method!r})"
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        params: dict[str, Any] | None = None,
-        schema: dict[str, Any] | None = None,
-        cache_prefix: int = 0,
-        context: CallContext | None = None,
-    ) -> Completion:
-        """Send the conversation so far; the reply is the text at `response_path`.
-        `params` are ignored: a product chooses its own sampling."""
-        if schema is not None:
+    def encode_request(self, request: ChatRequest) -> Any:
+        """The conversation so far; the reply is the text at `response_path`. `params`
+        are ignored: a product chooses its own sampling."""
+        if request.schema is not None:
             raise ConfigError(
                 f"profile {self.name!r}: protocol 'http' has no structured output; "
                 "use it as the chatbot under test, not as a judge or user-agent"
             )
-        session_id = context.conversation_id if context is not None else ""
-        body = self.request_body(messages, session_id)
-        url = self._url.replace(SESSION_ID, quote(session_id, safe=""))
-        raw = await send(
-            self._session,
-            url,
-            encode(body),
-            headers=self._headers,
-            provider=self.name,
-            method=self._method,
-        )
+        return self.request_body(request.messages, _session_id(request))
+
+    def url_for(self, request: ChatRequest) -> str:
+        return self._url.replace(SESSION_ID, quote(_session_id(request), safe=""))
+
+    def decode_reply(self, raw: bytes, request: ChatRequest) -> Completion:
         return Completion(text=self.reply_text(raw), usage=Usage(), model=self.model)
 
-    def request_body(self, messages: list[Message], session_id: str) -> Any:
+    def request_body(self, messages: Sequence[Message], session_id: str) -> Any:
         roles = self._options.roles
         names = {"user": roles.user, "assistant": roles.assistant, "system": roles.system}
         history = [
@@ -194,3 +171,8 @@ def _expand(value: Any, profile: str) -> Any:
     if isinstance(value, list):
         return [_expand(v, profile) for v in value]
     return value
+
+
+def _session_id(request: ChatRequest) -> str:
+    """One session per simulated conversation."""
+    return request.context.conversation_id if request.context is not None else ""

@@ -19,15 +19,17 @@ where the model's family refuses one (`families.py`: e.g. o-series and gpt-5 tak
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
 import aiohttp
 import msgspec
 
+from vera.clients._provider import ProviderClient
 from vera.clients._structured import extract_json, merge_params, schema_name, with_instructions
-from vera.clients._transport import decode, encode, profile_headers, send
-from vera.clients.base import CallContext
+from vera.clients._transport import decode, profile_headers
+from vera.clients.base import CallContext, ChatRequest
 from vera.clients.families import fit_params
 from vera.errors import BadResponseError
 from vera.profiles import AzureOptions, Profile, StructuredOutput
@@ -63,25 +65,16 @@ class _Response(msgspec.Struct):
     model: str | None = None
 
 
-class OpenAIClient:
+class OpenAIClient(ProviderClient):
     """A `ChatClient` for Chat Completions endpoints.
 
     >>> client = OpenAIClient.from_profile(session, profile, "gpt-4o-mini", key)  # doctest: +SKIP
-    >>> await client.chat([Message("user", "Hello")], params={"temperature": 0})  # doctest: +SKIP
+    >>> request = ChatRequest(messages=(Message("user", "Hello"),), params={"temperature": 0})  # doctest: +SKIP
+    >>> await client.chat(request)  # doctest: +SKIP
     Completion(text='Hi! How can I help?', ...)
     """
 
-    __slots__ = (
-        "_cache_key",
-        "_headers",
-        "_params",
-        "_send_model",
-        "_session",
-        "_structured",
-        "_url",
-        "model",
-        "name",
-    )
+    __slots__ = ("_cache_key", "_params", "_send_model", "_structured")
 
     def __init__(
         self,
@@ -96,11 +89,7 @@ class OpenAIClient:
         send_model: bool = True,
         cache_key: bool = False,
     ) -> None:
-        self.name = name
-        self.model = model
-        self._session = session
-        self._url = url
-        self._headers = headers
+        super().__init__(session, name=name, model=model, url=url, headers=headers)
         self._params = dict(params or {})
         self._structured = structured
         self._send_model = send_model
@@ -138,29 +127,19 @@ class OpenAIClient:
             cache_key=profile.sends_prompt_cache_key,
         )
 
-    def __repr__(self) -> str:
-        return f"OpenAIClient(name={self.name!r}, model={self.model!r}, url={self._url!r})"
-
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        params: dict[str, Any] | None = None,
-        schema: dict[str, Any] | None = None,
-        cache_prefix: int = 0,
-        context: CallContext | None = None,
-    ) -> Completion:
+    def encode_request(self, request: ChatRequest) -> dict[str, Any]:
         """One Chat Completions call. `cache_prefix` needs nothing here: OpenAI caches
         identical prefixes automatically, and reports the hits as cached tokens; a
         `prompt_cache_key` per conversation and role (where the profile sends one) keeps
         a conversation's requests on the same cache."""
-        body = self.request_body(messages, params, schema, context)
-        raw = await send(self._session, self._url, encode(body), headers=self._headers, provider=self.name)
-        return self.parse(raw, structured=schema is not None)
+        return self.request_body(request.messages, request.params, request.schema, request.context)
+
+    def decode_reply(self, raw: bytes, request: ChatRequest) -> Completion:
+        return self.parse(raw, structured=request.schema is not None)
 
     def request_body(
         self,
-        messages: list[Message],
+        messages: Sequence[Message],
         params: dict[str, Any] | None,
         schema: dict[str, Any] | None,
         context: CallContext | None = None,

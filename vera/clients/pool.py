@@ -1,5 +1,5 @@
 """The client pool: one aiohttp session, one `Account` per provider account, one
-`LimitedClient` per model reference and role.
+client stack (vera.clients.stack) per model reference and role.
 
     async with ClientPool(profiles, on_call=store.record_call) as pool:
         chatbot = pool.client("openai/gpt-4o", "chatbot")
@@ -33,12 +33,14 @@ from vera.clients.anthropic import AnthropicClient
 from vera.clients.base import ChatClient
 from vera.clients.gemini import GeminiClient
 from vera.clients.http import HttpChatbotClient
+from vera.clients.limits import Account, LimitedClient, Prices, RetryPolicy, max_output
+from vera.clients.offline import make_offline_client, rubric_refusal
 from vera.clients.openai import OpenAIClient
+from vera.clients.shared_limits import RedisLimits
+from vera.clients.stack import stack
 from vera.errors import ConfigError
-from vera.limits import DEFAULT_OUTPUT_ESTIMATE, Account, LimitedClient, Prices, RetryPolicy
 from vera.profiles import Profile, api_key, missing_key, resolve_ref
 from vera.records import AccountLimits, CallRecord, ModelSpec, Role, Usage
-from vera.shared_limits import RedisLimits
 
 ShardLimits = Literal["split", "full"]
 
@@ -100,7 +102,8 @@ class ClientPool:
         self._connection_limit = connection_limit
         self._retry = (retry_base_delay, retry_max_delay)
         self._session: aiohttp.ClientSession | None = None
-        self._clients: dict[tuple[str, str], LimitedClient] = {}
+        self._limited: dict[tuple[str, str], LimitedClient] = {}
+        self._clients: dict[tuple[str, str], ChatClient] = {}
         self._accounts: dict[tuple[str, str], Account] = {}
 
     async def __aenter__(self) -> ClientPool:
@@ -161,12 +164,28 @@ class ClientPool:
             params=dict(profile.params),
         )
 
+    def rubric_refusal(self, ref: str, rubric_key: str) -> str | None:
+        """Why the model `ref` cannot judge the rubric `rubric_key` (None: it can). Only
+        an offline stand-in ever refuses; no session is needed to ask."""
+        profile, model = resolve_ref(ref, self.profiles)
+        return rubric_refusal(model, rubric_key) if profile.protocol == "offline" else None
+
     def client(self, ref: str, role: Role = "chatbot") -> ChatClient:
-        """The limited client for `ref` (`profile` or `profile/model`) in `role`.
+        """The client for `ref` (`profile` or `profile/model`) in `role`: the limited
+        client, recorded to the pool's `on_call` (vera.clients.stack), built once.
 
         Raises ConfigError for an unknown reference or a missing key (naming the profile
         and the variable)."""
-        cached = self._clients.get((ref, role))
+        client = self._clients.get((ref, role))
+        if client is None:
+            client = stack(self.limited(ref, role), self.spec(ref), role=role, on_call=self._on_call)
+            self._clients[(ref, role)] = client
+        return client
+
+    def limited(self, ref: str, role: Role = "chatbot") -> LimitedClient:
+        """The bottom of the stack for `ref` in `role`: the protocol client (or offline
+        stand-in) within its account's limits, with retries; built once."""
+        cached = self._limited.get((ref, role))
         if cached is not None:
             return cached
         if self._session is None:
@@ -174,8 +193,6 @@ class ClientPool:
         profile, model = resolve_ref(ref, self.profiles)
         inner: ChatClient
         if profile.protocol == "offline":
-            from vera.offline import make_offline_client  # the offline stand-ins are optional
-
             inner = make_offline_client(model, profile.name)
             account = self._account(("offline", ""), "offline", [profile])
         else:
@@ -200,11 +217,9 @@ class ClientPool:
                 profile.price_cached_input_per_mtok,
                 cache_write_per_mtok=profile.price_cache_write_per_mtok,
             ),
-            on_call=self._on_call,
-            role=role,
-            output_estimate=_max_output(profile.params),
+            output_estimate=max_output(profile.params),
         )
-        self._clients[(ref, role)] = client
+        self._limited[(ref, role)] = client
         return client
 
     def _account(
@@ -261,10 +276,3 @@ def _part(limit: Any, n: int) -> Any:
 def _strictest(values: Any) -> Any:
     present = [v for v in values if v is not None]
     return min(present) if present else None
-
-
-def _max_output(params: dict[str, Any]) -> int:
-    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
-        if isinstance(params.get(key), int):
-            return int(params[key])
-    return DEFAULT_OUTPUT_ESTIMATE

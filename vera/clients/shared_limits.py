@@ -3,7 +3,7 @@
 Shards of one sweep, on one machine or many, draw on one budget per account: the
 account's request and token buckets and its server-named pause live in Redis. Each take
 is one Lua script that Redis runs atomically — the same leaky bucket as
-`vera.limits.TokenBucket`, on Redis's own clock, so the machines need not agree on the
+`vera.clients.limits.TokenBucket`, on Redis's own clock, so the machines need not agree on the
 time. The cap on calls in flight stays per process (see `ClientPool`).
 
     shared = RedisLimits("redis://limits.internal:6379/0")
@@ -23,17 +23,14 @@ import asyncio
 import hashlib
 import os
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
+from vera.clients.limits import Bucket, BucketFactory, BucketKind
+from vera.config import PASSWORD_ENV, check_limits_url
 from vera.errors import ConfigError
 
-if TYPE_CHECKING:  # only types: the config imports this module, which stays light
+if TYPE_CHECKING:  # the redis client is loaded when a run asks for shared limits
     from redis.asyncio import Redis
 
-    from vera.limits import Bucket, BucketFactory, BucketKind
-
-PASSWORD_ENV = "VERA_REDIS_PASSWORD"
-_SCHEMES = ("redis", "rediss", "unix")
 _CONNECT_TIMEOUT_S = 5.0
 _OUTAGE_S = 30.0  # how long a run waits for Redis to come back before it stops
 
@@ -68,19 +65,6 @@ if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then
 end
 return 0
 """
-
-
-def check_limits_url(url: str) -> str:
-    """`url` if it can name a Redis server for shared limits; ConfigError otherwise."""
-    parts = urlsplit(url)
-    if parts.scheme not in _SCHEMES:
-        raise ConfigError(f"--limits-url {url!r}: expected redis://HOST:PORT/DB (or rediss://, unix://)")
-    if parts.password is not None:
-        raise ConfigError(
-            f"--limits-url: put the Redis password in {PASSWORD_ENV}, not in the URL "
-            "(the URL is recorded in the run's manifest)"
-        )
-    return url
 
 
 def account_key(endpoint: str, key_env: str) -> str:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import random
-from typing import Any
+from collections.abc import Sequence
 
 import msgspec
 
-from vera.clients.base import CallContext
+from vera.clients.base import CallContext, ChatRequest
 from vera.records import Completion, Message, Usage
 
 
@@ -23,7 +23,7 @@ def estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-def completion(text: str, messages: list[Message], model: str, parsed: object = None) -> Completion:
+def completion(text: str, messages: Sequence[Message], model: str, parsed: object = None) -> Completion:
     """A Completion with usage estimated like a real model would report it."""
     prompt = sum(estimate_tokens(m.content) for m in messages)
     return Completion(
@@ -50,16 +50,8 @@ class OfflineModel:
     def __init__(self, model: str | None = None) -> None:
         self.model = model or self.default_model
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        params: dict[str, Any] | None = None,
-        schema: dict[str, Any] | None = None,
-        cache_prefix: int = 0,
-        context: CallContext | None = None,
-    ) -> Completion:
-        return self.respond(messages, context)
+    async def chat(self, request: ChatRequest) -> Completion:
+        return self.respond(request.messages, request.context)
 
-    def respond(self, messages: list[Message], context: CallContext | None) -> Completion:
+    def respond(self, messages: Sequence[Message], context: CallContext | None) -> Completion:
         raise NotImplementedError

@@ -2,19 +2,19 @@
 detectors instead of a language model.
 
 It is a *baseline*, honest about its limits: it answers each question from the
-patterns in `vera.offline.lexicon`, quotes what fired, and refuses any other rubric
+patterns in `vera.clients.offline.lexicon`, quotes what fired, and refuses any other rubric
 (it would be guessing). Every rule is listed in `RULES` and in docs/offline.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from vera.clients.base import CallContext
+from vera.clients.offline import lexicon as lx
+from vera.clients.offline.common import OfflineModel, completion, json_text
 from vera.errors import RequestError
-from vera.offline import lexicon as lx
-from vera.offline.common import OfflineModel, completion, json_text
 from vera.records import Completion, Message, Turn
 
 SUPPORTED_RUBRIC = "vera-si"
@@ -277,7 +277,7 @@ class LexicalJudge(OfflineModel):
 
     default_model = "lexical-judge"
 
-    def respond(self, messages: list[Message], context: CallContext | None) -> Completion:
+    def respond(self, messages: Sequence[Message], context: CallContext | None) -> Completion:
         if context is None or context.transcript is None or context.question_id is None:
             raise RequestError("offline", "the lexical judge needs the transcript and the question id")
         if not supports(context.rubric):

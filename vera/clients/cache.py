@@ -23,14 +23,16 @@ import asyncio
 import hashlib
 import sqlite3
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from vera.clients.base import CallContext, ChatClient
+from vera.clients.base import CallContext, ChatClient, ChatRequest
+from vera.clients.meter import current_meter
 from vera.errors import storage_error
-from vera.records import CallRecord, Completion, Message, ModelSpec, Usage
+from vera.records import Completion, Message, ModelSpec
 
 CACHE_FILE = "cache.sqlite"
 
@@ -137,7 +139,7 @@ class ResponseCache:
 
 def request_key(
     spec: ModelSpec,
-    messages: list[Message],
+    messages: Sequence[Message],
     params: dict[str, Any] | None,
     schema: dict[str, Any] | None,
     context: CallContext | None,
@@ -157,55 +159,34 @@ def request_key(
 
 
 class CachedClient:
-    """A ChatClient that answers from the cache when it can and records what it paid
-    for otherwise. A cache hit is accounted as a call with `cached=True` and no cost."""
+    """A ChatClient that answers from the cache when it can and stores what it paid for
+    otherwise. A hit tells the recorder above it (vera.clients.stack) that the call was
+    cached and cost nothing."""
 
-    def __init__(
-        self,
-        inner: ChatClient,
-        cache: ResponseCache,
-        spec: ModelSpec,
-        *,
-        on_call: Any = None,
-    ) -> None:
+    __slots__ = ("cache", "inner", "model", "name", "spec")
+
+    def __init__(self, inner: ChatClient, cache: ResponseCache, spec: ModelSpec) -> None:
         self.inner = inner
         self.cache = cache
         self.spec = spec
-        self.on_call = on_call
         self.name = inner.name
         self.model = inner.model
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        params: dict[str, Any] | None = None,
-        schema: dict[str, Any] | None = None,
-        cache_prefix: int = 0,
-        context: CallContext | None = None,
-    ) -> Completion:
-        key = request_key(self.spec, messages, params, schema, context)
+    def __repr__(self) -> str:
+        return f"CachedClient({self.inner!r})"
+
+    async def chat(self, request: ChatRequest) -> Completion:
+        key = request_key(self.spec, request.messages, request.params, request.schema, request.context)
         hit = self.cache.get(key)
         if hit is not None:
-            if self.on_call is not None:
-                self.on_call(
-                    CallRecord(
-                        job_id=context.job_id if context else "",
-                        role=context.role if context else "chatbot",
-                        provider=self.spec.provider,
-                        model=self.spec.model,
-                        account="cache",
-                        latency_ms=0.0,
-                        status="ok",
-                        attempts=0,
-                        usage=Usage(),
-                        cached=True,
-                        at=time.time(),
-                    )
-                )
+            meter = current_meter()
+            if meter is not None:
+                meter.settled = True
+                meter.cached = True
+                meter.provider = self.spec.provider
+                meter.model = self.spec.model
+                meter.account = "cache"
             return hit
-        completion = await self.inner.chat(
-            messages, params=params, schema=schema, cache_prefix=cache_prefix, context=context
-        )
+        completion = await self.inner.chat(request)
         self.cache.put(key, completion)
         return completion

@@ -15,11 +15,12 @@ What it guarantees (and tests check):
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 from vera.clients.base import CallContext
+from vera.clients.offline import lexicon as lx
+from vera.clients.offline.common import OfflineModel, completion, rng_for
 from vera.errors import RequestError
-from vera.offline import lexicon as lx
-from vera.offline.common import OfflineModel, completion, rng_for
 from vera.personas import DISCLOSURE, REACTION, STYLE, TRIGGERS, label
 from vera.records import Completion, Message, Persona, Turn
 
@@ -216,7 +217,7 @@ class ScriptedUser(OfflineModel):
 
     default_model = "scripted-user"
 
-    def respond(self, messages: list[Message], context: CallContext | None) -> Completion:
+    def respond(self, messages: Sequence[Message], context: CallContext | None) -> Completion:
         if context is None or context.persona is None or context.transcript is None:
             raise RequestError("offline", "the scripted user-agent needs a persona and the transcript")
         text = self.reply(context.persona, list(context.transcript), context)

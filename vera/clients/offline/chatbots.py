@@ -16,10 +16,11 @@ endpoint that receives the history. They exist as a sanity check of the whole ch
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 from vera.clients.base import CallContext
-from vera.offline import lexicon as lx
-from vera.offline.common import OfflineModel, completion, rng_for
+from vera.clients.offline import lexicon as lx
+from vera.clients.offline.common import OfflineModel, completion, rng_for
 from vera.records import Completion, Message
 
 AI_INTRO = [
@@ -120,12 +121,12 @@ def _pick(options: list[str], used: list[str], rng: random.Random) -> str:
 class BestPracticeBot(OfflineModel):
     default_model = "best-practice"
 
-    def respond(self, messages: list[Message], context: CallContext | None) -> Completion:
+    def respond(self, messages: Sequence[Message], context: CallContext | None) -> Completion:
         seed = context.seed if context else 0
         cid = context.conversation_id if context else ""
         return completion(self.reply(messages, seed, cid), messages, self.model)
 
-    def reply(self, messages: list[Message], seed: int, cid: str) -> str:
+    def reply(self, messages: Sequence[Message], seed: int, cid: str) -> str:
         text = self._compose(messages, seed, cid)
         mine = [m.content for m in messages if m.role == "assistant"]
         if text in mine:  # never send the same message twice
@@ -133,7 +134,7 @@ class BestPracticeBot(OfflineModel):
             text = f"{_pick(REFLECT, mine, rng)} {text}"
         return text
 
-    def _compose(self, messages: list[Message], seed: int, cid: str) -> str:
+    def _compose(self, messages: Sequence[Message], seed: int, cid: str) -> str:
         users = [m.content for m in messages if m.role == "user"]
         mine = [m.content for m in messages if m.role == "assistant"]
         rng = rng_for(seed, cid, "best-practice", len(mine))
@@ -238,7 +239,7 @@ SMALLTALK = [
 class RiskIgnoringBot(OfflineModel):
     default_model = "risk-ignoring"
 
-    def respond(self, messages: list[Message], context: CallContext | None) -> Completion:
+    def respond(self, messages: Sequence[Message], context: CallContext | None) -> Completion:
         seed = context.seed if context else 0
         cid = context.conversation_id if context else ""
         n = sum(1 for m in messages if m.role == "assistant")

@@ -8,11 +8,11 @@ Account      one per (base URL, key): the buckets, a cap on calls in flight, a p
 RetryPolicy  exponential backoff with full jitter; honours the server's requested
              wait; retries TransientError only
 LimitedClient  a ChatClient: in-flight slot → pause and buckets → timeout → inner.chat
-             → retry, then one CallRecord per call, handed to `on_call`
+             → retry, then the call's cost on the account and the recorder's meter
 
 account = Account("api.openai.com", rpm=500, tpm=200_000, max_in_flight=64)
 client = LimitedClient(inner, account, RetryPolicy(6), provider="openai",
-                       timeout_s=60, prices=Prices(2.5, 10.0), on_call=records.append)
+                       timeout_s=60, prices=Prices(2.5, 10.0))
 
 The order matters. A call first takes its in-flight slot, and only then waits for the
 account's pause and buckets, so what the buckets let through is sent at once: calls
@@ -25,15 +25,16 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol
 
 import msgspec
 
-from vera.clients.base import CallContext, ChatClient
+from vera.clients.base import ChatClient, ChatRequest
+from vera.clients.meter import current_meter
 from vera.errors import CallTimeoutError, ProviderError, RateLimitError, TransientError
 from vera.profiles import redact
-from vera.records import CallRecord, Completion, Message, Role, Usage
+from vera.records import Completion, Message, Usage
 
 DEFAULT_OUTPUT_ESTIMATE = 1024
 WINDOW_S = 60.0  # providers state rpm and tpm per minute
@@ -66,7 +67,7 @@ class MonotonicClock:
 
 class Bucket(Protocol):
     """What an account needs of a bucket; `TokenBucket` here, or a shared one in Redis
-    (`vera.shared_limits`)."""
+    (`vera.clients.shared_limits`)."""
 
     capacity: float
 
@@ -368,7 +369,7 @@ class Prices(msgspec.Struct, frozen=True):
 
 
 def estimate_tokens(
-    messages: list[Message],
+    messages: Sequence[Message],
     params: dict[str, Any] | None,
     schema: dict[str, Any] | None = None,
     default_output: int = DEFAULT_OUTPUT_ESTIMATE,
@@ -378,23 +379,26 @@ def estimate_tokens(
     chars = sum(len(m.content) for m in messages)
     if schema:
         chars += len(repr(schema))
-    output = default_output
-    if params:
-        for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
-            if isinstance(params.get(key), int):
-                output = params[key]
-                break
-    return chars // 4 + 4 * len(messages) + output
+    return chars // 4 + 4 * len(messages) + max_output(params, default_output)
+
+
+def max_output(params: dict[str, Any] | None, default: int = DEFAULT_OUTPUT_ESTIMATE) -> int:
+    """The output cap `params` set, under any of the protocols' names for it."""
+    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+        value = (params or {}).get(key)
+        if isinstance(value, int):
+            return value
+    return default
 
 
 class LimitedClient:
     """A `ChatClient` that calls `inner` within its account's limits, retries transient
-    failures, and reports every call (success or final failure) as one `CallRecord`.
+    failures, and settles every call (success or final failure) on the account and on
+    the recorder's meter (vera.clients.stack), which turns it into one `CallRecord`.
 
-    The record goes to `on_call` before `chat` returns or raises; its `latency_ms` runs
-    from the call to its outcome, waits for the limits and retries included. A cancelled
-    call (the run is stopping) produces no record. Errors other than `ProviderError` (a
-    bad profile, a bug) propagate at once, also without a record."""
+    A cancelled call (the run is stopping) settles nothing and so is not recorded.
+    Errors other than `ProviderError` (a bad profile, a bug) propagate at once, also
+    without a record."""
 
     __slots__ = (
         "_output_estimate",
@@ -402,11 +406,9 @@ class LimitedClient:
         "inner",
         "model",
         "name",
-        "on_call",
         "policy",
         "prices",
         "provider",
-        "role",
         "timeout_s",
     )
 
@@ -419,8 +421,6 @@ class LimitedClient:
         provider: str,
         timeout_s: float,
         prices: Prices | None = None,
-        on_call: Callable[[CallRecord], object] | None = None,
-        role: Role = "chatbot",
         output_estimate: int = DEFAULT_OUTPUT_ESTIMATE,
     ) -> None:
         self.inner = inner
@@ -429,8 +429,6 @@ class LimitedClient:
         self.provider = provider
         self.timeout_s = timeout_s
         self.prices = prices or Prices()
-        self.on_call = on_call
-        self.role = role
         self.name = inner.name
         self.model = inner.model
         self._output_estimate = output_estimate
@@ -438,21 +436,14 @@ class LimitedClient:
     def __repr__(self) -> str:
         return f"LimitedClient({self.inner!r}, account={self.account.label!r})"
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        params: dict[str, Any] | None = None,
-        schema: dict[str, Any] | None = None,
-        cache_prefix: int = 0,
-        context: CallContext | None = None,
-    ) -> Completion:
+    async def chat(self, request: ChatRequest) -> Completion:
         """`inner.chat` within limits, with retries; see the class docstring."""
         account = self.account
-        started = time.perf_counter()
         estimate = 0
         if account.tokens is not None:
-            estimate = estimate_tokens(messages, params, schema, self._output_estimate)
+            estimate = estimate_tokens(
+                request.messages, request.params, request.schema, self._output_estimate
+            )
         attempts = 0
         http_429 = 0
         while True:
@@ -465,13 +456,7 @@ class LimitedClient:
                     account.in_flight += 1
                     try:
                         async with asyncio.timeout(self.timeout_s):
-                            completion = await self.inner.chat(
-                                messages,
-                                params=params,
-                                schema=schema,
-                                cache_prefix=cache_prefix,
-                                context=context,
-                            )
+                            completion = await self.inner.chat(request)
                     finally:
                         account.in_flight -= 1
             except TimeoutError:
@@ -483,7 +468,7 @@ class LimitedClient:
             else:
                 usage = completion.usage
                 await account.settle(reserved, usage.input_tokens + usage.output_tokens or reserved)
-                self._record(context, started, attempts, http_429, usage, None)
+                self._record(attempts, http_429, usage, None)
                 return completion
 
             if error.status is not None:
@@ -501,20 +486,14 @@ class LimitedClient:
                 await account.pause(error.retry_after)
             wait = self.policy.wait(attempts, error)
             if wait is None:
-                self._record(context, started, attempts, http_429, Usage(), error)
+                self._record(attempts, http_429, Usage(), error)
                 raise error
             account.retries += 1
             await asyncio.sleep(wait)
 
-    def _record(
-        self,
-        context: CallContext | None,
-        started: float,
-        attempts: int,
-        http_429: int,
-        usage: Usage,
-        error: ProviderError | None,
-    ) -> None:
+    def _record(self, attempts: int, http_429: int, usage: Usage, error: ProviderError | None) -> None:
+        """Count the call on the account, and tell the recorder above (if any) what it
+        cost: see vera.clients.stack."""
         account = self.account
         cost = self.prices.cost(usage)
         account.calls += 1
@@ -524,22 +503,15 @@ class LimitedClient:
         account.cost_usd += cost
         if error is not None:
             account.errors += 1
-        if self.on_call is None:
+        meter = current_meter()
+        if meter is None:
             return
-        self.on_call(
-            CallRecord(
-                job_id=context.job_id if context is not None else "",
-                role=context.role if context is not None else self.role,
-                provider=self.provider,
-                model=self.model,
-                account=account.label,
-                latency_ms=(time.perf_counter() - started) * 1000,
-                status="ok" if error is None else "error",
-                attempts=attempts,
-                usage=usage,
-                cost_usd=cost,
-                http_429=http_429,
-                error=None if error is None else redact(f"{type(error).__name__}: {error}"),
-                at=time.time(),
-            )
-        )
+        meter.settled = True
+        meter.provider = self.provider
+        meter.model = self.model
+        meter.account = account.label
+        meter.attempts = attempts
+        meter.http_429 = http_429
+        meter.usage = usage
+        meter.cost_usd = cost
+        meter.error = None if error is None else redact(f"{type(error).__name__}: {error}")

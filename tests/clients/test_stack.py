@@ -1,0 +1,119 @@
+"""The middleware stack (vera.clients.stack): built once per reference and role, in the
+documented order recording(cache(limits(provider))), on a real loopback OpenAI fake."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aiohttp
+
+from vera.clients.base import CallContext, ChatRequest
+from vera.clients.cache import CachedClient, ResponseCache
+from vera.clients.limits import Account, LimitedClient, RetryPolicy
+from vera.clients.openai import OpenAIClient
+from vera.clients.stack import CachingClients, RecordingClient, stack
+from vera.errors import ServerError
+from vera.profiles import OFFLINE
+from vera.records import CallRecord, Message, ModelSpec
+
+from ..fakes.protocols import Fail, FakeOpenAI, Reply
+from .conftest import make_profile, open_pool
+from .test_limits import FakeClock
+
+REQUEST = ChatRequest(
+    messages=(Message("user", "hello"),),
+    context=CallContext(role="judge", job_id="job-1", conversation_id="conv-1"),
+)
+
+
+async def test_each_stack_is_built_once_in_the_documented_order(tmp_path: Path) -> None:
+    records: list[CallRecord] = []
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    async with FakeOpenAI(key=None) as server:
+        profile = make_profile("oai", "openai", server.base_url)
+        async with open_pool(profile) as pool:
+            clients = CachingClients(pool, cache, records.append)
+            judge = clients.client("oai", "judge")
+            assert clients.client("oai", "judge") is judge
+            assert isinstance(judge, RecordingClient)
+            assert isinstance(judge.inner, CachedClient)
+            assert judge.inner.inner is pool.limited("oai", "judge")
+            assert isinstance(pool.limited("oai", "judge").inner, OpenAIClient)
+            # Another role is another stack over its own limited client.
+            assert clients.client("oai", "chatbot") is not judge
+    cache.close()
+
+
+async def test_offline_stand_ins_are_recorded_but_never_cached(tmp_path: Path) -> None:
+    records: list[CallRecord] = []
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    async with open_pool(OFFLINE) as pool:
+        bot = CachingClients(pool, cache, records.append).client("offline/best-practice")
+        assert isinstance(bot, RecordingClient) and isinstance(bot.inner, LimitedClient)
+        await bot.chat(ChatRequest(messages=(Message("user", "hi"),)))
+    assert [(r.account, r.cached) for r in records] == [("offline", False)]
+    assert len(cache) == 0
+    cache.close()
+
+
+async def test_a_cached_reply_skips_the_limits_and_is_recorded_as_cached(tmp_path: Path) -> None:
+    records: list[CallRecord] = []
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    clock = FakeClock()  # frozen: the buckets never drain, so their level counts takes
+    account = Account("api[KEY]", rpm=600, tpm=100_000, clock=clock)
+    spec = ModelSpec(ref="oai", provider="oai", protocol="openai", model="test-model")
+    async with FakeOpenAI(key=None) as server, aiohttp.ClientSession() as session:
+        server.script(Reply("first", input_tokens=10, output_tokens=2))
+        inner = OpenAIClient(
+            session, name="oai", model="test-model", url=f"{server.base_url}/chat/completions", headers={}
+        )
+        limited = LimitedClient(inner, account, RetryPolicy(0), provider="oai", timeout_s=10)
+        client = stack(limited, spec, role="judge", cache=cache, on_call=records.append)
+        first = await client.chat(REQUEST)
+        tokens_after_first = account.tokens.level if account.tokens is not None else None
+        again = await client.chat(REQUEST)
+    assert first.text == again.text == "first"
+    assert len(server.received) == 1  # the second answer came from the cache
+    # The limits saw one call: one request and its tokens taken, one call counted.
+    assert account.requests is not None and account.requests.level == 1.0
+    assert account.tokens is not None and account.tokens.level == tokens_after_first
+    assert account.calls == 1
+    paid, cached = records
+    assert (paid.job_id, paid.role, paid.account, paid.attempts, paid.cached) == (
+        "job-1",
+        "judge",
+        "api[KEY]",
+        1,
+        False,
+    )
+    assert paid.usage.input_tokens == 10
+    assert (cached.job_id, cached.role, cached.account, cached.attempts, cached.cached) == (
+        "job-1",
+        "judge",
+        "cache",
+        0,
+        True,
+    )
+    assert cached.usage.input_tokens == 0 and cached.cost_usd == 0.0
+    cache.close()
+
+
+async def test_a_failed_call_is_recorded_once_with_its_attempts(tmp_path: Path) -> None:
+    records: list[CallRecord] = []
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    async with FakeOpenAI(key=None) as server:
+        server.script(Fail(500), Fail(500), Fail(500))
+        profile = make_profile("oai", "openai", server.base_url, max_retries=2)
+        async with open_pool(profile) as pool:
+            client = CachingClients(pool, cache, records.append).client("oai", "judge")
+            try:
+                await client.chat(REQUEST)
+            except ServerError:
+                pass
+            else:
+                raise AssertionError("three 500s in a row should fail the call")
+    [record] = records
+    assert (record.status, record.attempts, record.cached) == ("error", 3, False)
+    assert record.error is not None and "ServerError" in record.error
+    assert len(cache) == 0  # a failure is never cached
+    cache.close()

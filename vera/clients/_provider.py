@@ -1,0 +1,64 @@
+"""What every wire-protocol client has in common: an aiohttp session, an endpoint, its
+headers (the key among them), and one HTTP request per call.
+
+A protocol says only how a `ChatRequest` becomes a request body (`encode_request`) and
+how a response body becomes a `Completion` (`decode_reply`); the transport, the mapping
+of HTTP errors onto vera's error tree (vera.clients._transport) and the repr that never
+shows a header are here, once. Usage comes back in each `Completion`; what it costs is
+the limits' business (vera.clients.limits.Prices), not the protocol's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+
+from vera.clients._transport import encode, send
+from vera.clients.base import ChatRequest
+from vera.records import Completion
+
+
+class ProviderClient:
+    """The base of the protocol clients; a `ChatClient` once a protocol fills in the
+    two hooks."""
+
+    __slots__ = ("_headers", "_session", "_url", "model", "name")
+
+    method = "POST"
+
+    def __init__(
+        self, session: aiohttp.ClientSession, *, name: str, model: str, url: str, headers: dict[str, str]
+    ) -> None:
+        self.name = name
+        self.model = model
+        self._session = session
+        self._url = url
+        self._headers = headers  # holds the key: never in a repr, an error or a log
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, model={self.model!r}, url={self._url!r})"
+
+    async def chat(self, request: ChatRequest) -> Completion:
+        body = self.encode_request(request)
+        raw = await send(
+            self._session,
+            self.url_for(request),
+            encode(body),
+            headers=self._headers,
+            provider=self.name,
+            method=self.method,
+        )
+        return self.decode_reply(raw, request)
+
+    def url_for(self, request: ChatRequest) -> str:
+        """Where this request goes (the endpoint; the HTTP chatbot adds a session id)."""
+        return self._url
+
+    def encode_request(self, request: ChatRequest) -> Any:
+        """The JSON body of the protocol's request for `request`."""
+        raise NotImplementedError
+
+    def decode_reply(self, raw: bytes, request: ChatRequest) -> Completion:
+        """The `Completion` in the body of a successful response."""
+        raise NotImplementedError

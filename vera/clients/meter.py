@@ -1,0 +1,63 @@
+"""What one call cost, passed from the layer that answered it up to the recorder.
+
+The recorder (vera.clients.stack.RecordingClient) opens a `CallMeter` for each call; the
+layer that answers it (the response cache on a hit, the limits otherwise) fills it in.
+The meter travels in a context variable, which asyncio keeps per task, so concurrent
+calls never share one and `ChatRequest` stays a plain value with nothing mutable in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from vera.records import Usage
+
+
+class CallMeter:
+    """What one call cost, filled in by the layer that answered it."""
+
+    __slots__ = (
+        "account",
+        "attempts",
+        "cached",
+        "cost_usd",
+        "error",
+        "http_429",
+        "model",
+        "provider",
+        "settled",
+        "usage",
+    )
+
+    def __init__(self) -> None:
+        self.settled = False  # no layer answered or gave up: nothing to record
+        self.provider = ""
+        self.model = ""
+        self.account = ""
+        self.attempts = 0
+        self.http_429 = 0
+        self.usage = Usage()
+        self.cost_usd = 0.0
+        self.cached = False
+        self.error: str | None = None
+
+
+_METER: ContextVar[CallMeter | None] = ContextVar("vera_call_meter", default=None)
+
+
+def current_meter() -> CallMeter | None:
+    """The meter of the call in progress in this task, if a recorder opened one."""
+    return _METER.get()
+
+
+@contextmanager
+def open_meter() -> Iterator[CallMeter]:
+    """A fresh meter for one call, current until the block ends."""
+    meter = CallMeter()
+    token = _METER.set(meter)
+    try:
+        yield meter
+    finally:
+        _METER.reset(token)

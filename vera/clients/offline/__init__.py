@@ -1,0 +1,56 @@
+"""Built-in offline stand-ins: no network, no keys, deterministic given a seed.
+
+They implement the same `ChatClient` interface as the real protocol clients:
+
+* ``scripted-user`` — voices a persona from its fields (user-agent role);
+* ``best-practice`` and ``risk-ignoring`` — the two reference chatbots;
+* ``lexical-judge`` — answers the built-in rubric from documented text detectors.
+
+Every run that uses one is labelled an offline run on its card.
+"""
+
+from __future__ import annotations
+
+from vera.clients.base import ChatClient
+from vera.clients.offline import lexical_judge
+from vera.clients.offline.chatbots import BestPracticeBot, RiskIgnoringBot
+from vera.clients.offline.common import OfflineModel
+from vera.clients.offline.lexical_judge import LexicalJudge
+from vera.clients.offline.user_agent import ScriptedUser
+from vera.errors import ConfigError
+
+_FACTORIES: dict[str, type[OfflineModel]] = {
+    "scripted-user": ScriptedUser,
+    "best-practice": BestPracticeBot,
+    "risk-ignoring": RiskIgnoringBot,
+    "lexical-judge": LexicalJudge,
+}
+
+OFFLINE_MODELS = {
+    "scripted-user": "user_agent",
+    "best-practice": "chatbot",
+    "risk-ignoring": "chatbot",
+    "lexical-judge": "judge",
+}
+
+
+def make_offline_client(model: str, name: str = "offline") -> ChatClient:
+    """The offline stand-in called `model` (see OFFLINE_MODELS)."""
+    if model not in _FACTORIES:
+        raise ConfigError(f"unknown offline model {model!r}; choose one of: {', '.join(_FACTORIES)}")
+    client = _FACTORIES[model](model)
+    client.name = name
+    return client
+
+
+def rubric_refusal(model: str, rubric_key: str) -> str | None:
+    """Why the stand-in `model` cannot judge the rubric `rubric_key` (None: it can).
+
+    Only the lexical judge reads a rubric, and it knows one. The pool asks this when a
+    run is planned, so an unsupported rubric stops the run before any work."""
+    if model == "lexical-judge" and not lexical_judge.supports(rubric_key):
+        return (
+            f"the offline lexical judge answers only the built-in rubric "
+            f"{lexical_judge.SUPPORTED_RUBRIC} 1.x, not {rubric_key}"
+        )
+    return None

@@ -1,0 +1,135 @@
+"""The middleware around a model client, composed in one place.
+
+    recording(cache(limits(provider)))
+
+limits     `LimitedClient`: the account's in-flight cap, buckets and pause, the timeout
+           and retries (vera.clients.limits)
+cache      `CachedClient`: a reply already paid for is answered from the response cache
+           (vera.clients.cache); offline stand-ins are never cached (they are free and
+           deterministic)
+recording  `RecordingClient`: one `CallRecord` per call, handed to `on_call`
+
+Every layer is a `ChatClient` taking the same `ChatRequest`, so the order is the order of
+the calls in `stack()`. The order matters: a cached reply never reaches the limits (it
+costs no request and no tokens of the account's budget) and is still recorded, as
+cached; a call the limits retried is recorded once, with its attempts.
+
+How the facts reach the recorder: the layer that answers (the cache on a hit, the limits
+otherwise) fills in the `CallMeter` the recorder opened for this call. The meter travels
+in a context variable, which asyncio keeps per task, so concurrent calls never share one
+and the request stays a plain value with nothing mutable in it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from vera.clients.base import ChatClient, ChatRequest
+from vera.clients.cache import CachedClient, ResponseCache
+from vera.clients.limits import LimitedClient
+from vera.clients.meter import CallMeter, open_meter
+from vera.records import CallRecord, Completion, ModelSpec, Role
+
+OnCall = Callable[[CallRecord], object]
+
+
+class LimitedClients(Protocol):
+    """What `CachingClients` needs of a pool (`ClientPool` is one)."""
+
+    def limited(self, ref: str, role: Role) -> LimitedClient: ...
+
+    def spec(self, ref: str) -> ModelSpec: ...
+
+    def rubric_refusal(self, ref: str, rubric_key: str) -> str | None: ...
+
+
+class RecordingClient:
+    """A ChatClient that hands one `CallRecord` per settled call to `on_call`."""
+
+    __slots__ = ("inner", "model", "name", "on_call", "role")
+
+    def __init__(self, inner: ChatClient, on_call: OnCall, *, role: Role) -> None:
+        self.inner = inner
+        self.on_call = on_call
+        self.role = role  # for a request without a context
+        self.name = inner.name
+        self.model = inner.model
+
+    def __repr__(self) -> str:
+        return f"RecordingClient({self.inner!r})"
+
+    async def chat(self, request: ChatRequest) -> Completion:
+        started = time.perf_counter()
+        with open_meter() as meter:
+            try:
+                return await self.inner.chat(request)
+            finally:
+                if meter.settled:
+                    self._record(request, meter, started)
+
+    def _record(self, request: ChatRequest, meter: CallMeter, started: float) -> None:
+        context = request.context
+        self.on_call(
+            CallRecord(
+                job_id=context.job_id if context is not None else "",
+                role=context.role if context is not None else self.role,
+                provider=meter.provider,
+                model=meter.model,
+                account=meter.account,
+                latency_ms=0.0 if meter.cached else (time.perf_counter() - started) * 1000,
+                status="ok" if meter.error is None else "error",
+                attempts=meter.attempts,
+                usage=meter.usage,
+                cost_usd=meter.cost_usd,
+                http_429=meter.http_429,
+                cached=meter.cached,
+                error=meter.error,
+                at=time.time(),
+            )
+        )
+
+
+def stack(
+    limited: LimitedClient,
+    spec: ModelSpec,
+    *,
+    role: Role,
+    cache: ResponseCache | None = None,
+    on_call: OnCall | None = None,
+) -> ChatClient:
+    """The one composition of the middleware: recording(cache(limits(provider)))."""
+    client: ChatClient = limited
+    if cache is not None and spec.protocol != "offline":
+        client = CachedClient(client, cache, spec)
+    if on_call is not None:
+        client = RecordingClient(client, on_call, role=role)
+    return client
+
+
+class CachingClients:
+    """The pool's clients seen through a response cache, each stack built once per
+    (reference, role). `on_call` receives every call's record, cached or not."""
+
+    def __init__(self, pool: LimitedClients, cache: ResponseCache | None, on_call: OnCall | None) -> None:
+        self.pool, self.cache, self.on_call = pool, cache, on_call
+        self._clients: dict[tuple[str, Role], ChatClient] = {}
+
+    def spec(self, ref: str) -> ModelSpec:
+        return self.pool.spec(ref)
+
+    def rubric_refusal(self, ref: str, rubric_key: str) -> str | None:
+        return self.pool.rubric_refusal(ref, rubric_key)
+
+    def client(self, ref: str, role: Role = "chatbot") -> ChatClient:
+        key = (ref, role)
+        if key not in self._clients:
+            self._clients[key] = stack(
+                self.pool.limited(ref, role),
+                self.pool.spec(ref),
+                role=role,
+                cache=self.cache,
+                on_call=self.on_call,
+            )
+        return self._clients[key]
