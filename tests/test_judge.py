@@ -9,6 +9,7 @@ import zlib
 
 import msgspec
 
+from vera.clients.base import ChatRequest
 from vera.errors import ServerError
 from vera.judge import JUDGE_SCHEMA, judge_conversation, match_option, parse_reply
 from vera.prompts import load_judge_prompts
@@ -137,13 +138,14 @@ def hashed_answers(fail_on: str | None = None):
 
     model = ScriptModel(reply)
 
-    async def chat(messages, **kw):
-        for _ in range(zlib.crc32(kw["context"].question_id.encode()) % 4):
+    async def chat(request: ChatRequest):
+        ctx = request.context
+        for _ in range(zlib.crc32(ctx.question_id.encode()) % 4):
             await asyncio.sleep(0)  # answers come back in a shuffled order
-        if kw["context"].question_id == fail_on:
-            model.requests.append({"messages": list(messages), "context": kw["context"]})
+        if ctx.question_id == fail_on:
+            model.requests.append({"messages": list(request.messages), "context": ctx})
             raise ServerError("fake", "HTTP 503 after 3 attempts", status=503)
-        return await ScriptModel.chat(model, messages, **kw)
+        return await ScriptModel.chat(model, request)
 
     model.chat = chat
     return model
