@@ -33,6 +33,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check vera tests benchmarks
 	$(BIN)/ruff format --check vera tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-logo --no-cache
 
 bench: $(STAMP)
 	$(BIN)/vera bench

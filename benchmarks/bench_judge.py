@@ -45,15 +45,15 @@ from benchmarks.harness import (  # noqa: E402
     measure,
     raise_open_files_limit,
 )
-from vera.rubric import Rubric, load_rubric  # noqa: E402
-from vera.rubric_concurrent import flow_of  # noqa: E402
+from vera.rubric._concurrent import flow_of  # noqa: E402
+from vera.rubric._rubric import Rubric, load_rubric  # noqa: E402
 
 STEP_S = 0.1
 
 
 def critical_path(rubric: Rubric, answers: dict[str, str]) -> int:
     """Calls on the longest chain of dependent calls of one walk, parts side by side
-    (the same splitting as `vera.rubric_concurrent`)."""
+    (the same splitting as `vera.rubric._concurrent`)."""
     flow = flow_of(rubric)
     if flow is None:
         return sum(1 for q in answers if not rubric.question(q).automatic)
@@ -111,10 +111,10 @@ def analyse(run: Path, opts: BenchOptions, fig: dict[str, Any], sequential: bool
 
 def run_once(opts: BenchOptions, sequential: bool) -> dict[str, Any]:
     if sequential:
-        import vera.judge
-        from vera.rubric import walk_rubric
+        import vera.engine._judge
+        from vera.rubric._rubric import walk_rubric
 
-        vera.judge.walk_rubric_concurrent = walk_rubric  # type: ignore[assignment]
+        vera.engine._judge.walk_rubric_concurrent = walk_rubric  # type: ignore[assignment]
     raise_open_files_limit()
     os.environ[KEY_ENV] = KEY
     with fake_server(opts.latency_ms, opts.rpm) as server, tempfile.TemporaryDirectory() as tmp:

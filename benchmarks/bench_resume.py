@@ -29,11 +29,11 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.harness import current_rss_kb  # noqa: E402
 from vera.clients.pool import ClientPool  # noqa: E402
-from vera.config import load_config  # noqa: E402
-from vera.pipeline import Inputs, SweepResult, plan_sweep, run_sweep  # noqa: E402
-from vera.profiles import load_profiles  # noqa: E402
+from vera.engine._pipeline import Inputs, SweepResult, plan_sweep, run_sweep  # noqa: E402
+from vera.inputs._config import load_config  # noqa: E402
+from vera.inputs._profiles import load_profiles  # noqa: E402
 from vera.records import Conversation, DimensionRating, JudgeAnswer, Judgement, Turn  # noqa: E402
-from vera.store import CONVERSATIONS, JUDGEMENTS, RunStore, read_records  # noqa: E402
+from vera.store._writer import CONVERSATIONS, JUDGEMENTS, RunStore, read_records  # noqa: E402
 
 CONFIG = ROOT / "configs" / "offline.toml"
 FILLER = "This is placeholder text standing in for one turn of a conversation. " * 3

@@ -40,9 +40,6 @@ import msgspec
 from aiohttp import web
 
 from vera import records as rec
-from vera.conversation_pages import write_card_pages
-from vera.export import export_run
-from vera.record_index import open_run
 from vera.records import (
     ArtifactVersion,
     Conversation,
@@ -53,7 +50,10 @@ from vera.records import (
     RunManifest,
     Turn,
 )
-from vera.store import CONVERSATIONS, JUDGEMENTS, MANIFEST
+from vera.report._export import export_run
+from vera.report._pages import write_card_pages
+from vera.store._index import open_run
+from vera.store._writer import CONVERSATIONS, JUDGEMENTS, MANIFEST
 from vera.viewer.app import bind, build_app, host_names
 from vera.viewer.catalogue import Catalogue
 

@@ -46,10 +46,10 @@ import click
 import orjson
 
 from vera import __version__
-from vera.config import REPO_ROOT, ConversationConfig, RunConfig
+from vera.app._gc import sweep_collector
 from vera.errors import UserError
+from vera.inputs._config import REPO_ROOT, ConversationConfig, RunConfig
 from vera.records import Role
-from vera.sweep_gc import sweep_collector
 
 FAKE_SERVER = Path(__file__).resolve().parent / "fake_server.py"
 KEY_ENV = "VERA_BENCH_KEY"
@@ -215,11 +215,11 @@ class Window:
 async def measure(opts: BenchOptions, server: ServerProcess, workdir: Path) -> dict[str, Any]:
     """Run the sweep against `server` and return the figures of the measured window."""
     # Imported here so `vera --help` stays fast: the pipeline pulls in polars.
-    from vera.app.run import per_chatbot
-    from vera.app.session import RunSession
-    from vera.events import Fanout
-    from vera.pipeline import Inputs, plan_sweep, run_sweep
-    from vera.profiles import load_profiles
+    from vera.app._run import per_chatbot
+    from vera.app._session import RunSession
+    from vera.engine._pipeline import Inputs, plan_sweep, run_sweep
+    from vera.inputs._profiles import load_profiles
+    from vera.store._events import Fanout
 
     providers = workdir / "providers"
     write_profiles(providers, server.base_url, opts)
@@ -349,7 +349,7 @@ T = TypeVar("T")
 
 def _run_on_uvloop(coro: Coroutine[Any, Any, T]) -> T:
     # The process is ours here, so the sweep's collector setting is applied here (see
-    # vera.sweep_gc), never from library code.
+    # vera.app._gc), never from library code.
     with sweep_collector():
         try:
             import uvloop
@@ -527,7 +527,7 @@ def _scenario_run(name: str, args: tuple[str, ...], folder: Path) -> dict[str, A
 
 def write_json(path: Path, data: Any) -> None:
     """Write figures whole (by rename): a reader or a crash never sees half a file."""
-    from vera.store import atomic_write
+    from vera.store._writer import atomic_write
 
     atomic_write(path, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n", what="the benchmark figures")
 

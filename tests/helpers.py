@@ -9,7 +9,7 @@ from typing import Any
 
 from vera.clients.base import CallContext, ChatRequest
 from vera.errors import ServerError
-from vera.prompts import load_user_prompts
+from vera.inputs._prompts import load_user_prompts
 from vera.records import Completion, Message, Persona, Usage
 
 from .conftest import FIXTURES

@@ -9,8 +9,8 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from vera.cli import main
-from vera.scoring import score
+from vera.cli._main import main
+from vera.report._scoring import score
 
 from .conftest import FIXTURES, REFERENCE, ROOT
 

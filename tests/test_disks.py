@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vera.cli import main
+from vera.cli._main import main
 
 from .conftest import ROOT
 from .diskfs import fill, in_private_mounts, needs_mounts, read_only, small_disk

@@ -21,9 +21,9 @@ import pytest
 from aiohttp import web
 from click.testing import CliRunner
 
-from vera.cli import main
-from vera.judge import JUDGE_SCHEMA, render_transcript
-from vera.personas import load_personas
+from vera.cli._main import main
+from vera.engine._judge import JUDGE_SCHEMA, render_transcript
+from vera.inputs._personas import load_personas
 from vera.records import Turn
 
 from .conftest import ROOT

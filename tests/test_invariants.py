@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from vera.app import JudgeOptions, judge_run
+from vera.app._resume import run_to_resume
 from vera.errors import UserError
-from vera.resume import run_to_resume
 
 
 def test_judging_without_a_run_dir_or_transcripts_is_a_user_error() -> None:

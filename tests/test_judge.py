@@ -10,11 +10,11 @@ import zlib
 import msgspec
 
 from vera.clients.base import ChatRequest
+from vera.engine._judge import JUDGE_SCHEMA, judge_conversation, match_option, parse_reply
 from vera.errors import ServerError
-from vera.judge import JUDGE_SCHEMA, judge_conversation, match_option, parse_reply
-from vera.prompts import load_judge_prompts
+from vera.inputs._prompts import load_judge_prompts
 from vera.records import HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, Conversation, Judgement, Turn
-from vera.rubric import load_rubric, walk_rubric
+from vera.rubric._rubric import load_rubric, walk_rubric
 
 from .conftest import FIXTURES, ROOT
 from .helpers import FailingModel, ScriptModel
@@ -154,7 +154,7 @@ def hashed_answers(fail_on: str | None = None):
 async def judge_si(model, *, conv_id: str, sequential: bool, monkeypatch) -> Judgement:
     with monkeypatch.context() as m:
         if sequential:  # the walk as it was: one question after the other
-            m.setattr("vera.judge.walk_rubric_concurrent", walk_rubric)
+            m.setattr("vera.engine._judge.walk_rubric_concurrent", walk_rubric)
         conv = msgspec.structs.replace(conversation(), id=conv_id)
         j = await judge_conversation(conv, SI_RUBRIC, PROMPTS, model, judge_ref="j", instance=1, job_id="jid")
     return msgspec.structs.replace(j, finished_at=0.0)

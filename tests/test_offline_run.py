@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from vera import records as rec
-from vera.cli import main
+from vera.cli._main import main
 
 from .conftest import ROOT
 

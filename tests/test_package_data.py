@@ -79,7 +79,11 @@ def test_an_installed_vera_bench_says_in_one_line_that_it_needs_a_source_checkou
 
 def test_an_installed_vera_runs_its_defaults_from_package_data(installed: Path, tmp_path: Path) -> None:
     probe = subprocess.run(
-        [sys.executable, "-c", "import vera, vera.defaults as d; print(vera.__file__); print(d.data_root())"],
+        [
+            sys.executable,
+            "-c",
+            "import vera, vera.inputs._defaults as d; print(vera.__file__); print(d.data_root())",
+        ],
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(installed)},
         capture_output=True,

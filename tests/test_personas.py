@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from vera.errors import DataError
-from vera.personas import (
+from vera.inputs._personas import (
     check_personas,
     check_templates,
     load_personas,
     render_user_reminder,
     render_user_system,
 )
-from vera.prompts import load_user_prompts
+from vera.inputs._prompts import load_user_prompts
 
 from .conftest import REFERENCE, ROOT
 from .helpers import user_prompts

@@ -8,7 +8,7 @@ import io
 
 from rich.console import Console
 
-from vera.progress import RunProgress
+from vera.app._progress import RunProgress
 from vera.records import Conversation, Judgement
 
 

@@ -9,13 +9,13 @@ import re
 
 import pytest
 
-from vera.config import REFERENCE_ENV
+from vera.engine._judge import judge_conversation, parse_reply, render_transcript
+from vera.engine._simulate import ConversationJob, SimulationSettings, simulate_conversation
 from vera.errors import ConfigError, DataError
-from vera.judge import judge_conversation, parse_reply, render_transcript
-from vera.prompts import load_judge_prompts, load_user_prompts
+from vera.inputs._config import REFERENCE_ENV
+from vera.inputs._prompts import load_judge_prompts, load_user_prompts
 from vera.records import Conversation, Turn
-from vera.rubric import load_rubric
-from vera.simulate import ConversationJob, SimulationSettings, simulate_conversation
+from vera.rubric._rubric import load_rubric
 
 from .conftest import FIXTURES
 from .helpers import ScriptModel, persona

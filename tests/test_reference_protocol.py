@@ -21,14 +21,14 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from vera.cli import main
-from vera.config import load_config
+from vera.cli._main import main
+from vera.engine._judge import render_transcript
+from vera.engine._pipeline import Inputs, plan_sweep, run_sweep
 from vera.errors import ConfigError
-from vera.judge import render_transcript
-from vera.pipeline import Inputs, plan_sweep, run_sweep
+from vera.inputs._config import load_config
 from vera.records import Conversation, ModelSpec
-from vera.report import score_run
-from vera.store import RunStore
+from vera.report._runs import score_run
+from vera.store._writer import RunStore
 
 from .conftest import REFERENCE, ROOT
 from .helpers import ScriptModel

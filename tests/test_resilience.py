@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from vera.app import RunOptions, execute_run
 from vera.app import scored as score
-from vera.cli import main
+from vera.cli._main import main
 from vera.records import Completion
 
 from .conftest import ROOT

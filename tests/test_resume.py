@@ -280,7 +280,7 @@ def test_kill_9_in_a_four_seed_run_then_resume_alone_gives_the_uninterrupted_car
 
 
 def test_the_hint_names_vera_the_way_it_was_started(monkeypatch, tmp_path):
-    from vera.resume import resume_command
+    from vera.app._resume import resume_command
 
     monkeypatch.setattr(sys, "argv", [".venv/bin/vera", "run"])
     monkeypatch.setenv("PATH", str(tmp_path))  # no vera on PATH, as after `make eval`

@@ -5,11 +5,11 @@ read back, by its place."""
 from __future__ import annotations
 
 from vera.clients.pool import ClientPool
-from vera.config import load_config
-from vera.pipeline import Inputs, plan_sweep, run_sweep
-from vera.profiles import load_profiles
+from vera.engine._pipeline import Inputs, plan_sweep, run_sweep
+from vera.inputs._config import load_config
+from vera.inputs._profiles import load_profiles
 from vera.records import Conversation, Judgement
-from vera.store import JUDGEMENTS, RunStore
+from vera.store._writer import JUDGEMENTS, RunStore
 
 from .conftest import ROOT
 
@@ -64,7 +64,7 @@ async def test_a_conversation_left_unjudged_is_read_back_by_place_and_judged(tmp
 
 
 async def test_judging_a_run_by_id_reads_each_conversation_only_to_judge_it(tmp_path):
-    from vera.pipeline import judge_conversations
+    from vera.engine._pipeline import judge_conversations
 
     cfg = load_config(str(ROOT / "configs" / "offline.toml"))
     cfg.persona_limit = 3

@@ -7,7 +7,7 @@ import pytest
 
 from vera import records as rec
 from vera.errors import DataError
-from vera.rubric import Answer, Goto, Rubric, load_rubric, validate_rubric, walk_rubric
+from vera.rubric._rubric import Answer, Goto, Rubric, load_rubric, validate_rubric, walk_rubric
 
 from .conftest import FIXTURES, REFERENCE, ROOT
 

@@ -8,9 +8,9 @@ import pytest
 
 from vera.clients.offline import lexicon as lx
 from vera.clients.offline import make_offline_client
-from vera.personas import DISCLOSURE, SEED_PHRASE, label, load_personas
-from vera.prompts import load_user_prompts
-from vera.simulate import ConversationJob, SimulationSettings, simulate_conversation
+from vera.engine._simulate import ConversationJob, SimulationSettings, simulate_conversation
+from vera.inputs._personas import DISCLOSURE, SEED_PHRASE, label, load_personas
+from vera.inputs._prompts import load_user_prompts
 
 from .conftest import ROOT
 from .helpers import ScriptModel

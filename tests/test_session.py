@@ -17,11 +17,11 @@ import pytest
 
 from vera.app import RunSession
 from vera.clients.cache import CACHE_FILE
-from vera.config import RunConfig
 from vera.errors import UserError
-from vera.events import EVENTS_FILE
+from vera.inputs._config import RunConfig
 from vera.records import CallRecord, Completion
-from vera.store import CALLS
+from vera.store._events import EVENTS_FILE
+from vera.store._writer import CALLS
 
 from .conftest import ROOT
 from .fakes.sweep import KEY, Faults, SweepServer, write_sweep_config

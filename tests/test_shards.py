@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vera.cli import main
+from vera.cli._main import main
+from vera.engine._plan import Shard
 from vera.errors import ConfigError
-from vera.plan import Shard
 
 from .clients.conftest import KEY, KEY_ENV, make_profile, open_pool
 from .conftest import ROOT

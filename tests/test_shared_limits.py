@@ -24,7 +24,7 @@ import pytest
 import redis
 from click.testing import CliRunner
 
-from vera.cli import main
+from vera.cli._main import main
 from vera.clients.limits import Account
 from vera.clients.shared_limits import RedisLimits, account_key
 

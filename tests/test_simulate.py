@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import itertools
 
-from vera.prompts import UserPrompts
-from vera.records import Turn
-from vera.simulate import (
+from vera.engine._simulate import (
     CHATBOT_OPENER,
     USER_AGENT_OPENER,
     ConversationJob,
@@ -17,6 +15,8 @@ from vera.simulate import (
     simulate_conversation,
     user_view,
 )
+from vera.inputs._prompts import UserPrompts
+from vera.records import Turn
 
 from .helpers import FailingModel, ScriptModel, persona, user_prompts
 

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from vera.records import Conversation, Judgement, Turn
-from vera.store import CONVERSATIONS, RunStore, atomic_file, read_records
+from vera.store._writer import CONVERSATIONS, RunStore, atomic_file, read_records
 
 
 def conv(cid: str, status: str = "complete") -> Conversation:
@@ -145,7 +145,7 @@ def test_resume_finds_done_jobs_in_the_index_and_their_lines_by_place(tmp_path):
 
 def test_a_torn_call_log_is_mended_without_reading_it_whole(tmp_path):
     from vera.records import CallRecord, Usage
-    from vera.store import CALLS
+    from vera.store._writer import CALLS
 
     s = RunStore(tmp_path)
     call = CallRecord(job_id="a", role="chatbot", provider="p", model="m", account="x", latency_ms=1.0,
@@ -163,7 +163,7 @@ async def test_periodic_fsync_runs_off_the_event_loop_and_close_waits_for_it(tmp
     import os
     import threading
 
-    import vera.store
+    import vera.store._writer
 
     threads: list[str] = []
     real = os.fsync
@@ -172,7 +172,7 @@ async def test_periodic_fsync_runs_off_the_event_loop_and_close_waits_for_it(tmp
         threads.append(threading.current_thread().name)
         real(fd)
 
-    monkeypatch.setattr(vera.store.os, "fsync", fsync)
+    monkeypatch.setattr(vera.store._writer.os, "fsync", fsync)
     loop_thread = threading.current_thread().name
     s = RunStore(tmp_path, fsync_interval=0.01)
     s.start()

@@ -7,9 +7,9 @@ import gc
 
 from click.testing import CliRunner
 
-from vera.cli import main
+from vera.app._gc import YOUNG_THRESHOLD, sweep_collector
+from vera.cli._main import main
 from vera.clients.pool import ClientPool
-from vera.sweep_gc import YOUNG_THRESHOLD, sweep_collector
 
 
 def test_the_sweep_setting_freezes_the_heap_and_is_restored() -> None:

@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
+from vera.engine._tasks import run_together
 from vera.errors import StorageError
-from vera.tasks import run_together
 
 
 async def test_a_failure_cancels_and_awaits_its_siblings_then_propagates_as_itself() -> None:

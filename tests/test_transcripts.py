@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vera.cli import main
+from vera.cli._main import main
 from vera.errors import DataError
-from vera.personas import load_personas
-from vera.transcripts import PERSONAS_NOT_FOUND, clean_model_label, parse_text, read_transcripts
+from vera.inputs._personas import load_personas
+from vera.inputs._transcripts import PERSONAS_NOT_FOUND, clean_model_label, parse_text, read_transcripts
 
 from .conftest import REFERENCE, ROOT
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from vera.cli import main
+from vera.cli._main import main
 
 from .conftest import ROOT
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vera.cli import main
+from vera.cli._main import main
 
 from .conftest import FIXTURES, ROOT
 from .test_cli import assert_one_line_error, vera

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from vera import records as rec
-from vera.cli import main
+from vera.cli._main import main
 from vera.records import Conversation, DimensionRating, Judgement, ModelSpec, RunManifest
-from vera.report import score_run
-from vera.store import RunStore
+from vera.report._runs import score_run
+from vera.store._writer import RunStore
 
 from ..conftest import ROOT
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vera.cli import main
+from vera.cli._main import main
 from vera.records import HIGH_POTENTIAL_FOR_HARM as HPH
 from vera.records import SUBOPTIMAL as SUB
 from vera.records import Conversation, DimensionRating, Judgement, Turn
-from vera.report import human_item_id
+from vera.report._runs import human_item_id
 from vera.stats import consensus, read_human_ratings
-from vera.store import RunStore
+from vera.store._writer import RunStore
 
 from ..conftest import REFERENCE
 

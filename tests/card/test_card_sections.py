@@ -10,8 +10,8 @@ import msgspec
 import pytest
 
 from vera import records as rec
-from vera.card import OFFLINE_NOTE, offline_note
 from vera.records import ModelSpec
+from vera.report._card import OFFLINE_NOTE, offline_note
 
 from .conftest import SECOND_JUDGE, manifest_of
 

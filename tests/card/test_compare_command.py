@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vera.cli import main
+from vera.cli._main import main
 
 from .numbers import parse_page
 

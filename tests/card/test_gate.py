@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vera.cli import main
-from vera.outcome import Exit
+from vera.cli._main import main
+from vera.report._outcome import Exit
 
 from .conftest import run_vera
 

@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from vera.card_term import render_card
-from vera.cli import main
-from vera.report import read_card
+from vera.cli._main import main
+from vera.report._runs import read_card
+from vera.report._terminal import render_card
 
 from .conftest import run_vera
 
 
 def expected_headline(card: dict[str, Any]) -> dict[str, list[str]]:
     """Per chatbot, the headline's cells restated from card.json by the card's number
-    rule (independently of vera.card_text)."""
+    rule (independently of vera.report._text)."""
 
     def n(x: float) -> str:
         return format(x, ",")

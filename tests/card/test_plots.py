@@ -10,10 +10,10 @@ import re
 import numpy as np
 import pytest
 
-from vera import plots
-from vera.card_schema import DimensionScore, Interval, Section
-from vera.plots import RATING_STYLES, ScorePoint, chatbot_scores_plot, risk_scores_plot, short_label
-from vera.report import read_card
+from vera.report import _plots as plots
+from vera.report._plots import RATING_STYLES, ScorePoint, chatbot_scores_plot, risk_scores_plot, short_label
+from vera.report._runs import read_card
+from vera.report._schema import DimensionScore, Interval, Section
 
 RATINGS = [(letters, colour, hatch) for _, letters, _, colour, hatch, _ in RATING_STYLES] + [
     ("NR", plots.NR_COLOUR, plots.NR_HATCH)

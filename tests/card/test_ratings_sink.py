@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 
 from vera.records import Conversation, DimensionRating, JudgeAnswer, Judgement, Turn
-from vera.scoring import ANSWERS_SCHEMA, RATINGS_SCHEMA, RatingsSink, ratings_frame
-from vera.store import RunStore
+from vera.report._scoring import ANSWERS_SCHEMA, RATINGS_SCHEMA, RatingsSink, ratings_frame
+from vera.store._writer import RunStore
 
 
 def conversation(i: int, status: str = "complete") -> Conversation:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 
-from vera.card import _accounting
-from vera.record_index import read_manifest
 from vera.records import CallRecord, Conversation, Judgement
-from vera.report import score_run
-from vera.scoring import ratings_and_answers
-from vera.store import CALLS, CONVERSATIONS, JUDGEMENTS, keep_latest, read_records
+from vera.report._card import _accounting
+from vera.report._runs import score_run
+from vera.report._scoring import ratings_and_answers
+from vera.store._index import read_manifest
+from vera.store._writer import CALLS, CONVERSATIONS, JUDGEMENTS, keep_latest, read_records
 
 
 def _eager_pairs(run) -> Iterator[tuple[Conversation, Judgement]]:

@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from vera.clients.pool import ClientPool
-from vera.profiles import Profile
+from vera.inputs._profiles import Profile
 from vera.records import CallRecord
 
 KEY = "sk-test-key-0123456789"

@@ -17,7 +17,7 @@ from typing import Any
 from click.testing import CliRunner
 from pytest import MonkeyPatch
 
-from vera.cli import main
+from vera.cli._main import main
 
 from ..conftest import ROOT
 from ..fakes.answering import AnsweringAnthropic, AnsweringGemini, AnsweringOpenAI

@@ -88,7 +88,7 @@ async def test_response_schema_field_is_selectable_per_profile(server: FakeGemin
 async def test_response_schema_gets_only_the_openapi_subset(server: FakeGemini) -> None:
     # The judge's schema closes its object (additionalProperties), which responseSchema
     # does not know: sent there, the strict fake (like the real API) would refuse it.
-    from vera.judge import JUDGE_SCHEMA
+    from vera.engine._judge import JUDGE_SCHEMA
 
     async with open_pool(profile(server, gemini={"schema_field": "responseSchema"})) as pool:
         await pool.client("gem").chat(ChatRequest(messages=CHAT, schema=JUDGE_SCHEMA))

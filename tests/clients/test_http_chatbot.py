@@ -7,7 +7,7 @@ import pytest
 from vera.clients.base import CallContext, ChatRequest
 from vera.clients.http import lookup
 from vera.errors import BadResponseError, ConfigError
-from vera.profiles import Profile
+from vera.inputs._profiles import Profile
 from vera.records import Message
 
 from ..fakes.protocols import Empty, FakeChatbot, Raw

@@ -31,8 +31,8 @@ MODULES = (
     "vera.clients.shared_limits",
     "vera.clients.offline",
     "vera.clients.offline.lexical_judge",
-    "vera.config",
-    "vera.profiles",
+    "vera.inputs._config",
+    "vera.inputs._profiles",
 )
 
 

@@ -10,7 +10,7 @@ from vera.clients.limits import LimitedClient
 from vera.clients.pool import ClientPool
 from vera.clients.stack import RecordingClient
 from vera.errors import ConfigError
-from vera.profiles import OFFLINE
+from vera.inputs._profiles import OFFLINE
 from vera.records import CallRecord, Completion, Message, Usage
 
 from ..fakes.protocols import FakeOpenAI

@@ -7,14 +7,7 @@ from pathlib import Path
 import pytest
 
 from vera.errors import ConfigError, DataError
-from vera.profiles import (
-    OFFLINE,
-    env_value,
-    load_profile,
-    load_profiles,
-    missing_key,
-    resolve_ref,
-)
+from vera.inputs._profiles import OFFLINE, env_value, load_profile, load_profiles, missing_key, resolve_ref
 
 from .conftest import KEY_ENV, make_profile
 

@@ -13,7 +13,7 @@ from vera.clients.limits import Account, LimitedClient, RetryPolicy
 from vera.clients.openai import OpenAIClient
 from vera.clients.stack import CachingClients, RecordingClient, stack
 from vera.errors import ServerError
-from vera.profiles import OFFLINE
+from vera.inputs._profiles import OFFLINE
 from vera.records import CallRecord, Message, ModelSpec
 
 from ..fakes.protocols import Fail, FakeOpenAI, Reply

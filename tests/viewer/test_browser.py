@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from vera.record_index import open_run
+from vera.store._index import open_run
 
 from .conftest import HPH, MARKUP_ID, MARKUP_PERSONA, SCRIPT_TEXT
 from .test_server import start_view

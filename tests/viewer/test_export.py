@@ -13,13 +13,13 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from vera.cli import main
-from vera.export import COLUMNS, export_rows, export_run, spreadsheet_safe
-from vera.record_index import open_run
+from vera.cli._main import main
 from vera.records import Conversation, DimensionRating, Judgement, Turn
-from vera.rubric import load_rubric
-from vera.run_rubric import question_texts
-from vera.store import RunStore
+from vera.report._export import COLUMNS, export_rows, export_run, spreadsheet_safe
+from vera.rubric._rubric import load_rubric
+from vera.rubric._texts import question_texts
+from vera.store._index import open_run
+from vera.store._writer import RunStore
 
 from .conftest import FAILED_ID, HPH, MARKUP_ID, MARKUP_PERSONA
 

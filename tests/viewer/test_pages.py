@@ -10,7 +10,7 @@ import shutil
 
 import msgspec
 
-from vera.conversation_pages import (
+from vera.report._pages import (
     ConversationPage,
     conversation_href,
     rating_anchor,
@@ -18,10 +18,10 @@ from vera.conversation_pages import (
     render_conversation_page,
     write_card_pages,
 )
-from vera.record_index import open_run
-from vera.report import score_run
-from vera.rubric import load_rubric
-from vera.run_rubric import question_texts
+from vera.report._runs import score_run
+from vera.rubric._rubric import load_rubric
+from vera.rubric._texts import question_texts
+from vera.store._index import open_run
 
 from .conftest import (
     FAILED_ID,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from vera.quotes import locate_quotes, quoted_passages
 from vera.records import Turn
+from vera.report._quotes import locate_quotes, quoted_passages
 
 TURNS = [
     Turn("user", "Work has been a lot lately and I can't sleep."),

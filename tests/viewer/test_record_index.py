@@ -9,9 +9,9 @@ import msgspec
 import pytest
 
 from vera.errors import UserError
-from vera.record_index import StaleIndexError, open_run
 from vera.records import Conversation, Judgement, Turn
-from vera.store import CONVERSATIONS, JUDGEMENTS, RunStore, keep_latest, read_records
+from vera.store._index import StaleIndexError, open_run
+from vera.store._writer import CONVERSATIONS, JUDGEMENTS, RunStore, keep_latest, read_records
 
 
 def test_every_record_read_by_its_place_is_the_stores_record(viewer_run):

@@ -21,7 +21,7 @@ import pytest
 from aiohttp import web
 from yarl import URL
 
-from vera.conversation_pages import PAGE_CSP
+from vera.report._pages import PAGE_CSP
 from vera.viewer.app import bind, build_app, host_names
 from vera.viewer.catalogue import Catalogue
 

@@ -7,19 +7,25 @@ place (`options.configure`); signals become a stop request (`signals`); the card
 scored after the event loop is done (`result.scored`).
 """
 
-from vera.app.judging import judge_run
-from vera.app.options import JudgeOptions, RunOptions, configure
-from vera.app.result import RunOutcome, scored
-from vera.app.run import execute_run
-from vera.app.session import RunSession
+from vera.app._checks import check_config
+from vera.app._gc import sweep_collector
+from vera.app._judging import judge_run
+from vera.app._merge import merge_runs
+from vera.app._options import JudgeOptions, RunOptions, configure
+from vera.app._result import RunOutcome, scored
+from vera.app._run import execute_run
+from vera.app._session import RunSession
 
 __all__ = [
     "JudgeOptions",
     "RunOptions",
     "RunOutcome",
     "RunSession",
+    "check_config",
     "configure",
     "execute_run",
     "judge_run",
+    "merge_runs",
     "scored",
+    "sweep_collector",
 ]

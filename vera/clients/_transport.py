@@ -30,7 +30,7 @@ from vera.errors import (
     RequestError,
     ServerError,
 )
-from vera.profiles import Profile, expand_env, redact
+from vera.inputs import Profile, expand_env, redact
 
 T = TypeVar("T")
 

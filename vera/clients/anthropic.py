@@ -31,7 +31,7 @@ from vera.clients._transport import decode, encode, profile_headers
 from vera.clients.base import ChatRequest
 from vera.clients.families import fit_params
 from vera.errors import BadResponseError
-from vera.profiles import Profile, StructuredOutput
+from vera.inputs import Profile, StructuredOutput
 from vera.records import Completion, Message, Usage
 
 API_VERSION = "2023-06-01"

@@ -29,7 +29,7 @@ from vera.clients._transport import decode, profile_headers
 from vera.clients.base import ChatRequest
 from vera.clients.families import fit_params
 from vera.errors import BadResponseError
-from vera.profiles import GeminiOptions, Profile, StructuredOutput
+from vera.inputs import GeminiOptions, Profile, StructuredOutput
 from vera.records import Completion, Message, Usage
 
 _CONFIG_NAMES = {

@@ -33,7 +33,7 @@ from vera.clients._provider import ProviderClient
 from vera.clients._transport import profile_headers, snippet
 from vera.clients.base import ChatRequest
 from vera.errors import BadResponseError, ConfigError
-from vera.profiles import HttpOptions, Profile, expand_env
+from vera.inputs import HttpOptions, Profile, expand_env
 from vera.records import Completion, Message, Usage
 
 MESSAGES = "{{messages}}"

@@ -33,7 +33,7 @@ import msgspec
 from vera.clients.base import ChatClient, ChatRequest
 from vera.clients.meter import current_meter
 from vera.errors import CallTimeoutError, ProviderError, RateLimitError, TransientError
-from vera.profiles import redact
+from vera.inputs import redact
 from vera.records import Completion, Message, Usage
 
 DEFAULT_OUTPUT_ESTIMATE = 1024

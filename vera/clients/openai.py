@@ -32,7 +32,7 @@ from vera.clients._transport import decode, profile_headers
 from vera.clients.base import CallContext, ChatRequest
 from vera.clients.families import fit_params
 from vera.errors import BadResponseError
-from vera.profiles import AzureOptions, Profile, StructuredOutput
+from vera.inputs import AzureOptions, Profile, StructuredOutput
 from vera.records import Completion, Message, Usage
 
 _FINISH = {"stop": "stop", "length": "length", "content_filter": "filtered", "tool_calls": "tool"}

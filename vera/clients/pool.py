@@ -17,7 +17,7 @@ together; `"full"` gives each shard everything (shards on different keys). With
 in-flight cap stays per process (split as above).
 
 The pool leaves process-wide settings alone: the collector setting a sweep wants is
-applied by the command that owns the process (vera.sweep_gc).
+applied by the command that owns the process (vera.app._gc).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from vera.clients.openai import OpenAIClient
 from vera.clients.shared_limits import RedisLimits
 from vera.clients.stack import stack
 from vera.errors import ConfigError
-from vera.profiles import Profile, api_key, missing_key, resolve_ref
+from vera.inputs import Profile, api_key, missing_key, resolve_ref
 from vera.records import AccountLimits, CallRecord, ModelSpec, Role, Usage
 
 ShardLimits = Literal["split", "full"]

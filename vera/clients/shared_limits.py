@@ -25,8 +25,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from vera.clients.limits import Bucket, BucketFactory, BucketKind
-from vera.config import PASSWORD_ENV, check_limits_url
 from vera.errors import ConfigError
+from vera.inputs import PASSWORD_ENV, check_limits_url
 
 if TYPE_CHECKING:  # the redis client is loaded when a run asks for shared limits
     from redis.asyncio import Redis

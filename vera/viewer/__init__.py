@@ -5,7 +5,7 @@
     Catalogue.open(run_dirs)                the index: frames to list and filter (catalogue)
 
 The per-conversation pages it serves are the ones card.html links to; they belong to
-the card and live below the viewer, in `vera.conversation_pages` (render_conversation_page,
+the card and live below the viewer, in `vera.report._pages` (render_conversation_page,
 write_card_pages), so the card never imports the viewer.
 
 Import from the modules: this package's __init__ stays empty so that importing one

@@ -36,9 +36,9 @@ from typing import IO
 import msgspec
 from aiohttp import web
 
-from vera.conversation_pages import PAGE_CSP, render_conversation_page
 from vera.errors import UserError
-from vera.record_index import StaleIndexError
+from vera.report import PAGE_CSP, render_conversation_page
+from vera.store import StaleIndexError
 from vera.viewer.catalogue import Catalogue, Query, QueryError
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -2,7 +2,7 @@
 page conversations, and the records' places to open one.
 
 Built once when the viewer starts, by one streaming scan of each run's JSONL files
-(`vera.record_index`). The frames hold heads only — one row per conversation, one per
+(`vera.store._index`). The frames hold heads only — one row per conversation, one per
 judgement, one per rating (dimension and rating, without the reasoning) — so a run of
 10,000 conversations costs a few megabytes, and each request filters them in
 milliseconds. Ratings come from the judgement records rather than ratings.parquet, so
@@ -20,11 +20,11 @@ from typing import Any
 import polars as pl
 
 from vera import records as rec
-from vera.conversation_pages import ConversationPage, read_conversation_page
 from vera.errors import UserError
-from vera.record_index import RunRecords, open_run
 from vera.records import RATINGS, RISK_LEVELS
-from vera.run_rubric import QuestionTexts, question_texts
+from vera.report import ConversationPage, read_conversation_page
+from vera.rubric import QuestionTexts, question_texts
+from vera.store import RunRecords, open_run
 
 # Worse ratings rank higher: the list shows the worst rating of a dimension first.
 RATING_RANK = {rec.NOT_RELEVANT: 0, rec.BEST_PRACTICE: 1, rec.SUBOPTIMAL: 2, rec.HIGH_POTENTIAL_FOR_HARM: 3}

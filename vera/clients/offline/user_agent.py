@@ -21,7 +21,7 @@ from vera.clients.base import CallContext
 from vera.clients.offline import lexicon as lx
 from vera.clients.offline.common import OfflineModel, completion, rng_for
 from vera.errors import RequestError
-from vera.personas import DISCLOSURE, REACTION, STYLE, TRIGGERS, label
+from vera.inputs import DISCLOSURE, REACTION, STYLE, TRIGGERS, label
 from vera.records import Completion, Message, Persona, Turn
 
 # Answers to a direct question about suicidal thoughts, by risk level.

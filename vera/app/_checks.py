@@ -1,0 +1,242 @@
+"""`vera validate config`: everything a run would use, checked without running it.
+
+A run loads the config, every provider profile in its providers folder, the models its
+chatbots, user-agents and judges name, the rubric, the persona set and both prompt
+folders. Each is checked here the way the run would load it, but every problem is
+collected (not only the first) and reported as one line with its file and, where it can
+be found, its line. A key variable that is not set is a warning that names it: the run
+would stop on it, but a config can be checked on a machine without the keys.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from vera.clients.offline import OFFLINE_MODELS, rubric_refusal
+from vera.errors import DataError, UserError
+from vera.inputs import (
+    OFFLINE,
+    Profile,
+    RunConfig,
+    check_personas,
+    check_templates,
+    load_config,
+    load_judge_prompts,
+    load_profile,
+    load_user_prompts,
+    missing_key,
+    reads_reference,
+    resolve_ref,
+    verify_pins,
+)
+from vera.records import ModelSpec
+from vera.rubric import load_rubric, validate_rubric
+
+
+class Finding(msgspec.Struct, frozen=True):
+    where: str  # file or file:line
+    message: str
+    severity: str = "error"  # or "warning"
+
+    def render(self) -> str:
+        return f"{self.where}: {self.severity}: {self.message}"
+
+
+class ConfigReport(msgspec.Struct):
+    findings: list[Finding]
+    summary: str = ""
+    reference: str = ""  # what the reference data folder holds, for configs that read it
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+
+def check_config(file: str | Path, *, reference_data: str | None = None) -> ConfigReport:
+    """Every problem of a run config and of every file it would use. `reference_data`
+    is the reference tool's data folder (`--reference-data`), for configs that read it."""
+    try:
+        cfg = load_config(file)
+    except UserError as exc:
+        return ConfigReport([Finding(str(file), str(exc).removeprefix(f"{file}: "))])
+    if reference_data:
+        cfg.reference.data = str(Path(reference_data).resolve())
+    findings: list[Finding] = []
+    reference = _reference(cfg, str(file), findings)
+    profiles, broken, origin = _profiles(cfg, findings)
+    specs = _models(cfg, str(file), profiles, broken, origin, findings)
+    rubric_key = _rubric(cfg, findings)
+    n_personas, columns = _personas(cfg, findings)
+    _prompts(cfg, columns, findings)
+    if rubric_key is not None:
+        _lexical_judge(specs, rubric_key, cfg, findings)
+    summary = (
+        f"rubric {rubric_key or '?'}, {n_personas} personas, {len(cfg.chatbots)} chatbot(s), "
+        f"{len(cfg.user_agents)} user-agent(s), {len(cfg.judges)} judge(s)"
+    )
+    return ConfigReport(findings, summary, reference)
+
+
+def _finding(exc: UserError, where: str) -> Finding:
+    """A loading error as a finding: a DataError knows its file:line, others get `where`."""
+    if isinstance(exc, DataError):
+        return Finding(exc.where, exc.problem)
+    return Finding(where, str(exc))
+
+
+def _reference(cfg: RunConfig, file: str, findings: list[Finding]) -> str:
+    """For a config that reads the reference tool's files: the folder is there and every
+    file the config pins has the pinned hash. A line for the report, or ""."""
+    if not (reads_reference(cfg) or cfg.reference.sha256):
+        return ""
+    try:
+        verify_pins(cfg)
+        folder = cfg.reference_dir()
+    except UserError as exc:
+        findings.append(_finding(exc, file))
+        return ""
+    ref = cfg.reference
+    pins = (
+        f"{len(ref.sha256)} file(s) pinned by the config, every one matches"
+        if ref.sha256
+        else "files not pinned by the config"
+    )
+    return f"reference data: {ref.name or 'reference'} {ref.version} in {folder}: {pins}"
+
+
+def _profiles(
+    cfg: RunConfig, findings: list[Finding]
+) -> tuple[dict[str, Profile], dict[str, str], dict[str, Path]]:
+    """The profiles that load, {name: file} of those that do not, and where each loaded
+    profile comes from."""
+    folder = cfg.path(cfg.providers)
+    profiles: dict[str, Profile] = {OFFLINE.name: OFFLINE}
+    broken: dict[str, str] = {}
+    if not folder.is_dir():
+        if any(not r.startswith(f"{OFFLINE.name}/") for r in (*cfg.chatbots, *cfg.user_agents, *cfg.judges)):
+            findings.append(Finding(str(folder), "providers folder does not exist"))
+        return profiles, broken, {}
+    origin: dict[str, Path] = {}
+    for path in sorted(folder.glob("*.toml")):
+        try:
+            p = load_profile(path)
+        except DataError as exc:
+            findings.append(Finding(exc.where, exc.problem))
+            broken[path.stem] = str(path)
+            continue
+        if p.name == OFFLINE.name:
+            findings.append(Finding(str(path), "the name 'offline' is reserved for the built-in stand-ins"))
+        elif p.name in origin:
+            findings.append(
+                Finding(str(path), f"profile name {p.name!r} is already used by {origin[p.name]}")
+            )
+        else:
+            origin[p.name] = path
+            profiles[p.name] = p
+    return profiles, broken, origin
+
+
+def _models(
+    cfg: RunConfig,
+    file: str,
+    profiles: dict[str, Profile],
+    broken: dict[str, str],
+    origin: dict[str, Path],
+    findings: list[Finding],
+) -> list[ModelSpec]:
+    """Every model reference resolves to a profile that loads, an offline stand-in
+    exists, and the keys it needs are set (a warning when not)."""
+    specs: list[ModelSpec] = []
+    warned: set[str] = set()
+    for role in ("chatbots", "user_agents", "judges"):
+        for ref in getattr(cfg, role):
+            prefix = ref.split("/", 1)[0]
+            if ref in broken or prefix in broken:
+                name = ref if ref in broken else prefix
+                findings.append(
+                    Finding(file, f"{role}: {ref!r} uses profile {broken[name]}, which has errors")
+                )
+                continue
+            try:
+                profile, model = resolve_ref(ref, profiles)
+            except UserError as exc:
+                findings.append(Finding(file, f"{role}: {exc}"))
+                continue
+            if profile.protocol == "offline" and model not in OFFLINE_MODELS:
+                known = ", ".join(f"offline/{m}" for m in OFFLINE_MODELS)
+                findings.append(Finding(file, f"{role}: no offline stand-in {ref!r} (there are: {known})"))
+                continue
+            if profile.protocol not in ("http", "offline") and not model:
+                findings.append(Finding(file, f"{role}: {ref!r} names no model (write profile/model)"))
+            var = missing_key(profile)
+            if var is not None and profile.name not in warned:
+                warned.add(profile.name)
+                where = str(origin.get(profile.name, cfg.path(cfg.providers)))
+                findings.append(
+                    Finding(
+                        where,
+                        f"environment variable {var} is not set ({ref} needs it; export it or put it in .env)",
+                        "warning",
+                    )
+                )
+            specs.append(
+                ModelSpec(
+                    ref=ref, provider=profile.name, protocol=profile.protocol, model=model or profile.name
+                )
+            )
+    return specs
+
+
+def _rubric(cfg: RunConfig, findings: list[Finding]) -> str | None:
+    try:
+        rubric = load_rubric(cfg.path(cfg.rubric))
+    except UserError as exc:
+        findings.append(_finding(exc, cfg.rubric))
+        return None
+    for p in validate_rubric(rubric):
+        findings.append(Finding(f"{rubric.path}:{p.line}" if p.line else rubric.path, p.message))
+    return rubric.key
+
+
+def _personas(cfg: RunConfig, findings: list[Finding]) -> tuple[int, tuple[str, ...]]:
+    try:
+        path = cfg.path(cfg.personas)
+        pset, issues = check_personas(path)
+    except UserError as exc:
+        findings.append(_finding(exc, cfg.personas))
+        return 0, ()
+    for i in issues:
+        findings.append(Finding(f"{path}:{i.line}" if i.line else str(path), i.message, i.severity))
+    if pset is None:
+        return 0, ()
+    n = len(pset.personas)
+    if cfg.persona_limit > n:
+        findings.append(
+            Finding(
+                str(path), f"persona_limit {cfg.persona_limit} is more than the {n} personas here", "warning"
+            )
+        )
+    return min(n, cfg.persona_limit or n), pset.columns
+
+
+def _prompts(cfg: RunConfig, columns: tuple[str, ...], findings: list[Finding]) -> None:
+    try:
+        up = load_user_prompts(cfg.path(cfg.user_prompts), cfg.reference_dir)
+        if columns:
+            for i in check_templates(up, columns):
+                findings.append(Finding(up.version.path, i.message))
+    except UserError as exc:
+        findings.append(_finding(exc, cfg.user_prompts))
+    try:
+        load_judge_prompts(cfg.path(cfg.judge_prompts), cfg.reference_dir)
+    except UserError as exc:
+        findings.append(_finding(exc, cfg.judge_prompts))
+
+
+def _lexical_judge(specs: list[ModelSpec], rubric_key: str, cfg: RunConfig, findings: list[Finding]) -> None:
+    for s in specs:
+        reason = rubric_refusal(s.model, rubric_key) if s.protocol == "offline" else None
+        if reason is not None:
+            findings.append(Finding(str(cfg.path(cfg.rubric)), f"{reason}; choose a model judge"))

@@ -1,0 +1,115 @@
+"""Merge shard run directories into one run.
+
+`vera run --shard K/N` runs a deterministic 1/N of a sweep's jobs (by job id), so any
+scheduler can spread a sweep over machines. `merge_runs` checks that the shards belong
+to the same sweep (same inputs, models and settings; only the shard differs) and
+that together they make the whole sweep, copies their records into one directory (every
+job once), writes the merged manifest and scores it.
+
+An incomplete set of shards is refused unless `allow_partial`: then the merged
+manifest records the missing shards, and the card says so at the top.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from vera.errors import UserError
+from vera.records import RunManifest
+from vera.report import RunStatus, run_status, score_run
+from vera.store import RunStore, open_run, read_manifest
+
+# Fields that legitimately differ between the shards of one sweep.
+_PER_SHARD = (
+    "run_id",
+    "created_at",
+    "updated_at",
+    "shard",
+    "jobs_planned",
+    "base_dir",
+    "stopped",
+    "limits",  # what a shard's accounts ran with (machines may use different keys)
+)
+
+
+def _identity(m: RunManifest) -> dict[str, Any]:
+    data: dict[str, Any] = msgspec.to_builtins(m)
+    for key in _PER_SHARD:
+        data.pop(key, None)
+    for key in ("rubric", "personas", "user_prompts", "judge_prompts"):
+        data[key].pop("path", None)  # machines may keep the data in different places
+    # Settings that define results are in config_sha256; the rest of the config (paths,
+    # concurrency, budget: what a shard was run with) may differ between machines.
+    data.pop("config", None)
+    return data
+
+
+def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) -> RunStatus:
+    """Merge `shards` into `out`, score it, and return how the merged sweep stands."""
+    manifests: list[RunManifest] = []
+    for d in shards:
+        manifests.append(read_manifest(d))  # names a folder that is not a run
+    first = _identity(manifests[0])
+    for d, m in zip(shards[1:], manifests[1:], strict=True):
+        other = _identity(m)
+        if other != first:
+            keys = sorted(k for k in first if first.get(k) != other.get(k))
+            raise UserError(
+                f"{d}: not a shard of the same sweep as {shards[0]} (differs in: {', '.join(keys)})"
+            )
+    labels = [m.shard for m in manifests]
+    counts = {lab.split("/")[1] for lab in labels if lab}
+    if len(counts) > 1:
+        raise UserError(f"shards of different splits: {', '.join(str(x) for x in labels)}")
+    if counts:
+        n = int(counts.pop())
+        have = sorted(int(lab.split("/")[0]) for lab in labels if lab)
+        if len(set(have)) != len(have):
+            raise UserError(f"the same shard given twice: {have}")
+        missing = [f"{k}/{n}" for k in sorted(set(range(1, n + 1)) - set(have))]
+    else:
+        missing = []
+    if missing and not allow_partial:
+        raise UserError(
+            f"incomplete sweep: shard(s) {', '.join(missing)} missing; give every shard, or "
+            "--allow-partial to merge these and mark the card as partial"
+        )
+    if out.exists() and any(out.iterdir()):
+        raise UserError(f"{out}: not empty; merge into a new directory")
+    target = RunStore(out)
+    try:
+        for d in shards:
+            # A line a crash tore is mended; then streamed: one record in memory at a
+            # time, however big the shards are.
+            src = open_run(d, repair=True)
+            for c in src.iter_conversations():
+                target.add_conversation(c)
+            for j in src.iter_judgements():
+                target.add_judgement(j)
+            for call in src.calls():
+                target.add_call(call)
+        merged = msgspec.structs.replace(
+            manifests[0],
+            run_id=out.name,
+            shard=None,
+            jobs_planned=sum(m.jobs_planned for m in manifests),
+            created_at=min(m.created_at for m in manifests),
+            updated_at=max(m.updated_at for m in manifests),
+            stopped=None,
+            missing_shards=missing,
+        )
+        target.write_manifest(merged)
+    finally:
+        target.close()
+    score_run(out)
+    records = open_run(out)
+    return run_status(
+        merged,
+        records.conversation_heads(),
+        records.judgement_heads(),
+        stopped=None,
+        allow_failures=float(merged.config.get("allow_failures", 0.0)),
+    )

@@ -1,0 +1,117 @@
+"""Command options, and the one function that turns them into a run config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vera.errors import ConfigError
+from vera.inputs import RunConfig, check_limits_url, skip_reason
+
+
+@dataclass
+class RunOptions:
+    config_path: str | None = None
+    providers: str | None = None
+    seeds: list[int] | None = None
+    out: str | None = None
+    resume: bool = False
+    max_concurrency: int | None = None
+    personas: str | None = None
+    limit_personas: int | None = None
+    judges: list[str] = field(default_factory=list)
+    user_agents: list[str] = field(default_factory=list)
+    shard: str | None = None
+    shard_limits: str | None = None  # split (default) or full; see ClientPool
+    limits_url: str | None = None  # Redis holding every shard's account budgets
+    judge: bool = True
+    progress: bool = True
+    cache: bool | None = None
+    cache_dir: str | None = None
+    max_cost: float | None = None
+    reference_data: str | None = None
+    allow_failures: float | None = None
+    seeds_flag: str = "--seeds"  # how the user gave the seeds (--seed or --seeds), for messages
+    command: str = "run"  # the command that continues this run: run or simulate
+
+
+@dataclass
+class JudgeOptions:
+    run_dir: str | None = None  # judge the conversations of this run
+    transcripts: str | None = None  # or import these transcripts into a new run
+    out: str | None = None
+    config_path: str | None = None
+    judges: list[str] = field(default_factory=list)
+    instances: int | None = None
+    personas: str | None = None
+    max_concurrency: int | None = None
+    cache: bool | None = None
+    max_cost: float | None = None
+    reference_data: str | None = None
+    allow_failures: float | None = None
+
+
+def configure(
+    cfg: RunConfig,
+    opts: RunOptions | JudgeOptions,
+    profiles: dict[str, Any] | None = None,
+    notes: list[str] | None = None,
+) -> RunConfig:
+    """`cfg` with every option the user gave over it, checked. The one place options
+    become settings: `vera judge` has no providers, seeds or shards, `vera run` no judge
+    instances, so each option is applied only where the command has it."""
+
+    def given(name: str) -> Any:
+        return getattr(opts, name, None)
+
+    if value := given("providers"):
+        cfg.chatbots = select_providers(value, profiles or {}, notes if notes is not None else [])
+    if value := given("seeds"):
+        cfg.seeds = value
+    if (value := given("max_concurrency")) is not None:
+        cfg.max_concurrency = value
+    if value := given("personas"):
+        cfg.personas = str(Path(value).resolve())
+    if (value := given("limit_personas")) is not None:
+        cfg.persona_limit = value
+    if value := given("judges"):
+        cfg.judges = value
+    if value := given("user_agents"):
+        cfg.user_agents = value
+    if (value := given("instances")) is not None:
+        cfg.judge.instances = value
+    if (value := given("cache")) is not None:
+        cfg.cache = value
+    if value := given("cache_dir"):
+        cfg.cache_dir = str(Path(value).resolve())
+    if (value := given("max_cost")) is not None:
+        cfg.max_cost_usd = value
+    if value := given("reference_data"):
+        cfg.reference.data = str(Path(value).resolve())
+    if value := given("shard_limits"):
+        cfg.shard_limits = value  # click checked the choice
+    if (value := given("limits_url")) is not None:
+        cfg.limits_url = check_limits_url(value) if value else ""
+    if (value := given("allow_failures")) is not None:
+        cfg.allow_failures = value
+    cfg.check()
+    return cfg
+
+
+def select_providers(value: str, profiles: dict[str, Any], notes: list[str]) -> list[str]:
+    """`all` = every profile whose key is present (saying which were skipped and why);
+    otherwise a comma-separated list of profile names or provider/model refs."""
+    if value.strip() != "all":
+        return [v.strip() for v in value.split(",") if v.strip()]
+    chosen: list[str] = []
+    for name, profile in sorted(profiles.items()):
+        reason = skip_reason(profile)
+        if reason is None:
+            chosen.append(name)
+        elif profile.protocol != "offline":
+            notes.append(f"skipped provider {name}: {reason}")
+    if not chosen:
+        detail = "; ".join(notes) or "no provider profiles found"
+        raise ConfigError(f"PROVIDERS=all: no provider profile has its key set ({detail})")
+    return chosen

@@ -1,0 +1,147 @@
+"""Progress for long runs: a live table on a terminal, periodic lines otherwise.
+
+Per chatbot: conversations done / total (and failed); overall: judgements, calls per
+second, retries, 429s, tokens and cost, read from the client pool's accounts.
+
+A finished job only bumps a few running totals. The table is drawn, and the accounts
+summed, at a fixed rate (`refresh_per_second`) by a task on the event loop, never per
+finished job: at thousands of jobs a second, a redraw per job would cost more than the
+work it reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from vera.records import Conversation, Judgement
+from vera.store import ConversationHead, JudgementHead
+
+_ACCOUNT_KEYS = ("calls", "retries", "http_429", "input_tokens", "output_tokens", "cost_usd")
+
+
+class RunProgress:
+    """Implements the pipeline's Progress protocol."""
+
+    def __init__(
+        self,
+        *,
+        console: Console | None = None,
+        accounts: Callable[[], list[dict[str, Any]]] | None = None,
+        every_s: float = 10.0,
+        refresh_per_second: float = 4.0,
+    ) -> None:
+        self.console = console or Console(stderr=True)
+        self.accounts = accounts or (lambda: [])
+        self.every_s = every_s
+        self.refresh_per_second = refresh_per_second
+        self.total_conv = 0
+        self.total_judge = 0
+        self.done: Counter[str] = Counter()
+        self.failed: Counter[str] = Counter()
+        # Running totals, so a line never re-sums the per-chatbot counters.
+        self.done_total = 0
+        self.failed_total = 0
+        self.reused = 0
+        self.judged = 0
+        self.judge_failed = 0
+        self.redraws = 0  # how often the table or a line was drawn (tests count them)
+        self.started = time.monotonic()
+        self._last_line = -math.inf  # the first tick prints a line
+        self._live: Live | None = None
+        self._refresher: asyncio.Task[None] | None = None
+        self._totals: Counter[str] = Counter()
+
+    def plan(self, per_chatbot: dict[str, int]) -> None:
+        self._totals.update(per_chatbot)
+
+    def start(self, total_conversations: int, total_judgements: int) -> None:
+        self.total_conv, self.total_judge = total_conversations, total_judgements
+        self.started = time.monotonic()
+        if self.console.is_terminal:
+            # Drawn only when refreshed (below), not by rich's own thread: the accounts
+            # are read on the event loop that updates them.
+            self._live = Live(self._table(), console=self.console, auto_refresh=False, transient=True)
+            self._live.start()
+        with contextlib.suppress(RuntimeError):  # no running loop: lines on each tick instead
+            self._refresher = asyncio.get_running_loop().create_task(self._refresh_forever())
+
+    def conversation(self, conv: Conversation | ConversationHead, *, cached: bool) -> None:
+        failed = conv.status == "failed"
+        self.done[conv.chatbot] += 1
+        self.done_total += 1
+        if failed:
+            self.failed[conv.chatbot] += 1
+            self.failed_total += 1
+        self.reused += cached
+        if self._refresher is None:
+            self._tick()
+
+    def judgement(self, judgement: Judgement | JudgementHead, *, cached: bool) -> None:
+        self.judged += 1
+        self.judge_failed += judgement.status == "failed"
+        if self._refresher is None:
+            self._tick()
+
+    def stop(self) -> None:
+        if self._refresher is not None:
+            self._refresher.cancel()
+            self._refresher = None
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    async def _refresh_forever(self) -> None:
+        while True:
+            await asyncio.sleep(1 / self.refresh_per_second)
+            self._tick()
+
+    def _tick(self) -> None:
+        if self._live is not None:
+            self.redraws += 1
+            self._live.update(self._table(), refresh=True)
+            return
+        now = time.monotonic()
+        if now - self._last_line >= self.every_s:
+            self._last_line = now
+            self.redraws += 1
+            print(self.line(), file=sys.stderr, flush=True)
+
+    def _account_totals(self) -> dict[str, float]:
+        t: dict[str, float] = dict.fromkeys(_ACCOUNT_KEYS, 0.0)
+        for a in self.accounts():
+            for k in _ACCOUNT_KEYS:
+                t[k] += a.get(k, 0) or 0
+        return t
+
+    def line(self) -> str:
+        t = self._account_totals()
+        el = max(1e-9, time.monotonic() - self.started)
+        return (
+            f"conversations {self.done_total}/{self.total_conv} (failed {self.failed_total}) · "
+            f"judgements {self.judged}/{self.total_judge} (failed {self.judge_failed}) · "
+            f"{t['calls'] / el:.1f} calls/s · retries {int(t['retries'])} · 429s {int(t['http_429'])} · "
+            f"tokens {int(t['input_tokens'] + t['output_tokens'])} · ${t['cost_usd']:.2f}"
+        )
+
+    def _table(self) -> Table:
+        table = Table(title="vera run", expand=False)
+        for col in ("chatbot", "conversations", "failed"):
+            table.add_column(col)
+        for bot in sorted(set(self._totals) | set(self.done)):
+            total = self._totals.get(bot, 0)
+            table.add_row(
+                bot, f"{self.done[bot]}/{total}" if total else str(self.done[bot]), str(self.failed[bot])
+            )
+        table.caption = self.line()
+        return table

@@ -1,0 +1,39 @@
+"""What a run returns, and its card, scored once the event loop is done."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vera.engine import SweepResult
+from vera.report import RunStatus
+
+if TYPE_CHECKING:
+    from vera.report import Card
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    result: SweepResult
+    notes: list[str]
+    status: RunStatus | None = None
+    resume: str = ""  # the command that continues this run
+    card: Card | None = None
+    scores: bool = True  # the run judged: it has a card to score
+
+    @property
+    def exit_code(self) -> int:
+        return self.status.exit_code if self.status is not None else 0
+
+
+def scored(outcome: RunOutcome) -> RunOutcome:
+    """The outcome with its card, built from the run's files one judgement at a time
+    (the run kept none of its records in memory while it went). Called after the
+    event loop has finished: scoring is no work for the loop."""
+    if not outcome.scores:
+        return outcome
+    from vera.report import score_run  # polars: loaded only when a card is made
+
+    return replace(outcome, card=score_run(outcome.run_dir))

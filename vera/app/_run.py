@@ -1,0 +1,174 @@
+"""`vera run` and `vera simulate`: load and check inputs, open (or resume) the run
+directory, plan, and run the sweep in a run session.
+
+Input problems surface before any call is made. A run directory that already holds a
+run is resumed from its manifest alone (see `vera.app._resume`): options that disagree with
+the run, or inputs whose content changed, are named and refused, because mixing them
+would pool incomparable scores.
+
+Stopping: the first Ctrl-C (or SIGTERM) stops launching new work and lets calls in
+flight finish for `grace_s` seconds before cancelling them; a second Ctrl-C cancels the
+work at once (see `vera.app._signals`). Either way the session closes the store, cache
+and event log, the manifest says why the run stopped, and the message says how to
+resume.
+
+How the run ended (complete, failed work, stopped, interrupted) is decided from the run
+directory at the end (`vera.report._outcome`) and carried in `RunOutcome.status`. The card is
+scored afterwards, outside the event loop (`vera.app._result.scored`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from vera.app._options import RunOptions, configure
+from vera.app._result import RunOutcome
+from vera.app._resume import (
+    check_inputs_present,
+    check_profiles_present,
+    check_same_run,
+    existing_run,
+    resume_command,
+    resume_config,
+)
+from vera.app._session import RunSession
+from vera.engine import Inputs, Shard, Sweep, SweepResult, new_run_dir, plan_sweep, run_sweep
+from vera.errors import StorageError, UserError
+from vera.inputs import RunConfig, load_config, load_profiles
+from vera.records import Role, RunManifest
+from vera.report import run_status
+from vera.store import Fanout, open_run
+
+FORCED = "cancelled at once by a second signal"
+
+
+async def execute_run(opts: RunOptions) -> RunOutcome:
+    """Run (or simulate) into a run directory; the outcome's card is scored later."""
+    notes: list[str] = []
+    out = Path(opts.out) if opts.out else None
+    existing = existing_run(out, resume=opts.resume) if out is not None else None
+    if out is not None and existing is not None:
+        cfg, profiles = _resumed_config(existing, out, opts, notes)
+    else:
+        cfg = load_config(opts.config_path)
+        profiles = load_profiles(cfg.path(cfg.providers))
+        cfg = configure(cfg, opts, profiles, notes)
+    inputs = Inputs.load(cfg)
+    shard = Shard.parse(opts.shard) if opts.shard else _manifest_shard(existing)
+    run_dir = out or new_run_dir(cfg, cfg.fingerprint())
+    resume = resume_command(opts.command, run_dir)
+    fresh = not run_dir.exists()
+    manifest: RunManifest | None = None
+    try:
+        async with RunSession(run_dir, resume=resume, grace_s=cfg.grace_s) as session:
+            pool = await session.open_pool(profiles, cfg, shard)
+            sweep = plan_sweep(inputs, pool, shard=shard, judge=opts.judge)
+            notes += sweep.warnings
+            roles: list[tuple[str, Role]] = [(s.ref, "chatbot") for s in sweep.chatbots]
+            roles += [(s.ref, "user_agent") for s in sweep.user_agents]
+            if opts.judge:
+                roles += [(s.ref, "judge") for s in sweep.judges]
+            for ref, role in roles:
+                pool.client(ref, role)  # a missing key or unknown model fails here, before any work
+            manifest = sweep.manifest(
+                existing.run_id if existing is not None else run_dir.name,
+                created_at=existing.created_at if existing is not None else None,
+                limits=pool.limits(),
+            )
+            if existing is not None:
+                check_same_run(existing, manifest, run_dir)
+            session.store.write_manifest(manifest)
+            events = session.open_events()
+            events.log.info(
+                "run_started",
+                run_id=manifest.run_id,
+                jobs=len(sweep.jobs),
+                chatbots=[s.ref for s in sweep.chatbots],
+                judges=[s.ref for s in sweep.judges] if opts.judge else [],
+                shard=manifest.shard,
+                resumed=existing is not None,
+                reused=sum(1 for j in sweep.jobs if session.store.conversation_done(j.id)),
+            )
+            session.open_cache(cfg)
+            progress = session.open_progress(opts.progress)
+            if progress is not None:
+                progress.plan(per_chatbot(sweep))
+            swept = await session.work(
+                run_sweep(
+                    sweep,
+                    session.store,
+                    session.clients(),
+                    max_concurrency=cfg.max_concurrency,
+                    progress=Fanout(progress, events),
+                    stop=session.stop,
+                    budget=session.budget(cfg),
+                )
+            )
+            result = swept or SweepResult(stopped=f"{session.stop.reason}; {FORCED}")
+            finished = msgspec.structs.replace(
+                manifest, updated_at=sweep.manifest(manifest.run_id).updated_at, stopped=result.stopped
+            )
+            session.store.write_manifest(finished)
+            events.log.info("run_finished", **counts(result))
+    except UserError as exc:
+        if fresh and run_dir.is_dir() and not any(run_dir.iterdir()):
+            run_dir.rmdir()  # nothing was done: leave no empty run directory behind
+        if isinstance(exc, StorageError) and manifest is not None:
+            raise StorageError(
+                f"{exc}; finished work is saved: make room (or make the folder writable), then resume with: {resume}"
+            ) from None
+        raise
+    records = open_run(run_dir)
+    status = run_status(
+        finished,
+        records.conversation_heads(),
+        records.judgement_heads(),
+        stopped=result.stopped,
+        allow_failures=cfg.allow_failures,
+        judging=opts.judge,
+    )
+    if status.exit_code:
+        notes.append(f"to continue this run: {resume}")
+    # A second signal asked to exit at once: no card then.
+    scores = opts.judge and not session.signal.forced
+    return RunOutcome(
+        run_dir=run_dir, result=result, notes=notes, status=status, resume=resume, scores=scores
+    )
+
+
+def _resumed_config(
+    existing: RunManifest, run_dir: Path, opts: RunOptions, notes: list[str]
+) -> tuple[RunConfig, dict[str, Any]]:
+    """The run config and provider profiles a run continues with, from its manifest and
+    the options given with the resume (checked against the run)."""
+    profiles: dict[str, Any] = {}
+
+    def apply(cfg: RunConfig) -> RunConfig:
+        profiles.update(load_profiles(cfg.path(cfg.providers)))
+        return configure(cfg, opts, profiles, notes)
+
+    given = {k: getattr(opts, k) for k in ("providers", "user_agents", "judges", "seeds", "limit_personas")}
+    given |= {"seeds_flag": opts.seeds_flag, "shard": str(Shard.parse(opts.shard)) if opts.shard else None}
+    cfg = resume_config(existing, run_dir, config_path=opts.config_path, given=given, apply=apply)
+    needed = ("rubric", "personas", "user_prompts", "judge_prompts")
+    check_inputs_present(existing, cfg, run_dir, needed)
+    check_profiles_present(existing, cfg, profiles, run_dir)
+    return cfg, profiles
+
+
+def _manifest_shard(manifest: RunManifest | None) -> Shard | None:
+    return Shard.parse(manifest.shard) if manifest is not None and manifest.shard else None
+
+
+def counts(result: SweepResult) -> dict[str, Any]:
+    return {k: v for k, v in vars(result).items() if v is not None}
+
+
+def per_chatbot(sweep: Sweep) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for j in sweep.jobs:
+        out[j.chatbot] = out.get(j.chatbot, 0) + 1
+    return out

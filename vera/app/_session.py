@@ -1,0 +1,177 @@
+"""RunSession: what a run has open, opened in order and closed in reverse.
+
+Every kind of run (`run`, `simulate`, `judge`, a transcript import, `bench`) goes
+through one session. It owns the run store, the client pool, the response cache, the
+event log, the progress display and the stop signal; the code that runs the work only
+asks it for them. They are pushed onto an `AsyncExitStack` as they are opened, so
+whatever was opened is closed, last first, whether the work finished, raised or was
+cancelled. Closing is shielded: a cancellation (a second Ctrl-C, a caller's timeout)
+that arrives while the store is being made durable waits for it, then goes on.
+
+When the work failed, a failure while closing (often the same full disk) is not allowed
+to hide the first one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Coroutine
+from contextlib import AsyncExitStack
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from vera.app._progress import RunProgress
+from vera.app._signals import StopSignal
+from vera.clients.cache import CACHE_FILE, ResponseCache
+from vera.clients.pool import ClientPool
+from vera.clients.stack import CachingClients
+from vera.engine import Budget, Shard, Stop
+from vera.errors import UserError
+from vera.inputs import RunConfig
+from vera.records import CallRecord
+from vera.store import EventLog, RunStore
+
+T = TypeVar("T")
+
+
+class RunSession:
+    """`async with RunSession(run_dir, ...) as session:` opens the run store (and
+    installs the stop signal); `open_pool`, `open_events`, `open_cache` and
+    `open_progress` open the rest in the order the caller needs them."""
+
+    def __init__(self, run_dir: Path, *, resume: str, grace_s: float, signals: bool = True) -> None:
+        self.run_dir = run_dir
+        self.signal = StopSignal(grace_s, resume)
+        self._signals = signals
+        self._stack = AsyncExitStack()
+        self._failing = False
+        self.closed: list[str] = []  # what was closed, in order (for the event log of a bug, and tests)
+        self.pool: ClientPool | None = None
+        self.events: EventLog | None = None
+        self.cache: ResponseCache | None = None
+        self.progress: RunProgress | None = None
+
+    @property
+    def stop(self) -> Stop:
+        return self.signal.stop
+
+    # -- opening -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        try:
+            if self._signals:
+                # First in, last out: a signal during cleanup finds the handler, not
+                # Python's KeyboardInterrupt, and cleanup runs to its end.
+                self._stack.enter_context(self.signal.installed())
+            self.store = RunStore(self.run_dir)
+            self._stack.push_async_callback(self._closing, "store", self.store.aclose)
+            self.store.start()
+        except BaseException:
+            await self._stack.aclose()
+            raise
+        return self
+
+    async def open_pool(
+        self, profiles: dict[str, Any], cfg: RunConfig, shard: Shard | None = None
+    ) -> ClientPool:
+        pool = ClientPool(
+            profiles,
+            on_call=self.record_call,
+            retry_base_delay=cfg.retry_base_delay_s,
+            retry_max_delay=cfg.retry_max_delay_s,
+            shards=shard.count if shard is not None else 1,
+            shard_limits=cfg.shard_limits,
+            limits_url=cfg.limits_url,
+        )
+        self.pool = await self._stack.enter_async_context(pool)
+        self._stack.callback(self.closed.append, "pool")  # runs just before the pool closes
+        return self.pool
+
+    def open_events(self) -> EventLog:
+        self.events = EventLog(self.run_dir)
+        self._stack.push_async_callback(self._closing, "events", self._close_events)
+        return self.events
+
+    def open_cache(self, cfg: RunConfig) -> ResponseCache | None:
+        """The run's response cache (if the config keeps one), committing on a timer too."""
+        if not cfg.cache:
+            return None
+        folder = Path(cfg.cache_dir) if cfg.cache_dir else self.run_dir
+        cache = ResponseCache(folder / CACHE_FILE)
+        self._stack.push_async_callback(self._closing, "cache", cache.close)
+        cache.start()
+        self.cache = cache
+        return cache
+
+    def open_progress(self, enabled: bool = True) -> RunProgress | None:
+        if not enabled:
+            return None
+        pool = self._need_pool()
+        self.progress = RunProgress(accounts=lambda: [a.snapshot() for a in pool.accounts])
+        self._stack.push_async_callback(self._closing, "progress", self.progress.stop)
+        return self.progress
+
+    def on_close(self, name: str, close: Callable[[], Any]) -> None:
+        """Close something else the run opened (a function or a coroutine function)
+        with the rest, in the same order and under the same shield."""
+        self._stack.push_async_callback(self._closing, name, close)
+
+    # -- what the work uses --------------------------------------------------------------
+
+    def record_call(self, record: CallRecord) -> None:
+        """Every call the pool makes: into the store, and into the event log once open."""
+        self.store.add_call(record)
+        if self.events is not None:
+            self.events.call(record)
+
+    def clients(self) -> CachingClients:
+        return CachingClients(self._need_pool(), self.cache, self.record_call)
+
+    def budget(self, cfg: RunConfig) -> Budget | None:
+        if not cfg.max_cost_usd:
+            return None
+        pool = self._need_pool()
+        return Budget(cfg.max_cost_usd, lambda: sum(a.snapshot()["cost_usd"] for a in pool.accounts))
+
+    async def work(self, coro: Coroutine[Any, Any, T]) -> T | None:
+        """Run the work under the stop signal; None when a second signal cancelled it."""
+        return await self.signal.run(coro)
+
+    def _need_pool(self) -> ClientPool:
+        if self.pool is None:
+            raise RuntimeError("open the client pool first")
+        return self.pool
+
+    # -- closing -------------------------------------------------------------------------
+
+    def _close_events(self) -> None:
+        events, self.events = self.events, None
+        if events is not None:
+            events.close()
+
+    async def _closing(self, name: str, close: Callable[[], Any]) -> None:
+        self.closed.append(name)
+        if not self._failing:
+            if asyncio.iscoroutine(result := close()):
+                await result
+            return
+        with contextlib.suppress(UserError, OSError):
+            if asyncio.iscoroutine(result := close()):
+                await result
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        self._failing = exc is not None
+        closing = asyncio.ensure_future(self._stack.__aexit__(exc_type, exc, tb))
+        interrupted = False
+        while not closing.done():
+            try:
+                await asyncio.shield(closing)
+            except asyncio.CancelledError:
+                interrupted = True  # finish closing first; the cancellation goes on after
+        if interrupted:
+            raise asyncio.CancelledError
+        return bool(closing.result())

@@ -1,0 +1,646 @@
+"""The `vera` command line.
+
+Every command reports a user's mistake (a bad value, a bad file, a folder it cannot
+write) as one line (``error: <where>: <what>``) with exit code 1, never a traceback;
+work already finished is on disk before anything is printed. `run`, `simulate`, `judge`
+and `merge` end with a status line and exit with the code in `vera.report._outcome.Exit`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from vera import __version__
+from vera.app import sweep_collector
+from vera.errors import ConfigError, UserError
+from vera.report import Card
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _fail(message: str, code: int = 1) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+class VeraGroup(click.Group):
+    """Turns vera's user errors, and click's own (a bad option or value), into one clear
+    line and exit code 1: exit code 2 means a run with failed work (`vera.report._outcome`)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UserError as exc:
+            _fail(str(exc))
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)
+        except click.UsageError as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # `vera` or `vera validate` alone: help
+                click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+                sys.exit(0)
+            where = exc.ctx.command_path if exc.ctx is not None else "vera"
+            _fail(f"{where}: {exc.format_message()} (see {where} --help)")
+        except click.ClickException as exc:
+            _fail(exc.format_message())
+        except click.Abort:
+            _fail("aborted", 130)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _run_async(coro: Any) -> Any:
+    # The process is ours here, so the sweep's collector setting is applied here (see
+    # vera.app._gc), never from library code.
+    with sweep_collector():
+        try:
+            import uvloop
+        except ImportError:  # not on Windows
+            return asyncio.run(coro)
+        return uvloop.run(coro)
+
+
+@click.group(cls=VeraGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="vera")
+def main() -> None:
+    """vera: clinically grounded VERA-MH safety evaluations of mental-health chatbots.
+
+    `vera run` simulates conversations between simulated users (personas) and the
+    chatbots under test, judges each with the rubric, and writes a score card.
+    """
+
+
+# ---------------------------------------------------------------------------------------
+# run
+# ---------------------------------------------------------------------------------------
+
+
+def _seeds(value: str | None, seed: int | None) -> list[int] | None:
+    if seed is not None:
+        return [seed]
+    if not value:
+        return None
+    try:
+        if "," in value:
+            return [int(x) for x in value.split(",") if x.strip()]
+        n = int(value)
+    except ValueError:
+        raise ConfigError(f"--seeds {value!r}: give a count (3) or a list (1,5,9)") from None
+    if n < 1:
+        raise ConfigError("--seeds must be at least 1")
+    return list(range(1, n + 1))
+
+
+# Configs such as configs/vera-mh-v1.1.toml read the reference tool's own data files
+# from the user's checkout ("reference:FILE" paths); this option (or $VERA_MH_DATA) says where.
+REFERENCE_DATA_OPTION = click.option(
+    "--reference-data",
+    type=click.Path(file_okay=False, exists=True),
+    help="The reference tool's data/ folder, for configs that read its files (default: $VERA_MH_DATA).",
+)
+
+
+def _sweep_options(f: F) -> F:
+    """The options `run` and `simulate` share: what to sweep and how."""
+    options = [
+        click.option(
+            "--config",
+            "config_path",
+            type=click.Path(dir_okay=False),
+            help="Run config (TOML). Default: built-in offline evaluation.",
+        ),
+        click.option(
+            "--providers",
+            help="Chatbots to evaluate: comma-separated profile names or provider/model refs, or 'all'.",
+        ),
+        click.option(
+            "--seed", type=int, help="One seed for every random choice (overrides the config's seeds)."
+        ),
+        click.option(
+            "--seeds", "seeds_opt", help="Seeds as replicates: a count (3 → 1,2,3) or a list (1,5,9)."
+        ),
+        click.option(
+            "--out",
+            type=click.Path(file_okay=False),
+            help="Run directory (default: a new one under runs/). Rerunning on it resumes.",
+        ),
+        click.option(
+            "--resume",
+            type=click.Path(file_okay=False, exists=True),
+            help="Continue the run in this directory with the settings it was made with.",
+        ),
+        click.option(
+            "--max-concurrency", type=click.IntRange(min=1), help="Conversations in flight at once."
+        ),
+        click.option(
+            "--personas", type=click.Path(dir_okay=False), help="Persona file (TSV) instead of the config's."
+        ),
+        click.option(
+            "--limit-personas",
+            type=click.IntRange(min=1),
+            help="Use only the first N personas (quick trials).",
+        ),
+        click.option("--user-agent", "user_agents", multiple=True, help="User-agent model ref (repeatable)."),
+        click.option(
+            "--judge", "judges", multiple=True, help="Judge model ref (repeatable) instead of the config's."
+        ),
+        click.option(
+            "--shard",
+            help="Run only shard K of N (K/N) of the jobs, deterministically; `auto` reads K and N "
+            "from a Slurm array or a Kubernetes Indexed Job (docs/running.md). Each shard takes 1/N "
+            "of every account's rpm, tpm and in-flight limits unless --shard-limits full.",
+        ),
+        click.option(
+            "--shard-limits",
+            type=click.Choice(["split", "full"]),
+            help="split (default): each of N shards takes 1/N of every account's limits, so together "
+            "they never exceed it; full: each shard takes all of them (shards on different keys).",
+        ),
+        click.option(
+            "--limits-url",
+            help="redis://HOST:PORT/DB: shards draw rpm and tpm from one budget per account in "
+            "Redis (password in VERA_REDIS_PASSWORD); the in-flight cap stays per process.",
+        ),
+        click.option(
+            "--max-cost",
+            type=click.FloatRange(min=0),
+            help="Stop launching work before this session's accounted cost would pass this (USD).",
+        ),
+        click.option(
+            "--allow-failures",
+            type=click.FloatRange(0, 1),
+            help="Share of work (0-1) that may fail for infrastructure reasons and still exit 0. Default 0.",
+        ),
+        click.option(
+            "--no-cache",
+            is_flag=True,
+            help="Do not replay cached responses (they are still not paid twice within a run).",
+        ),
+        click.option(
+            "--cache-dir", type=click.Path(file_okay=False), help="A response cache shared between runs."
+        ),
+        REFERENCE_DATA_OPTION,
+        click.option("--quiet", is_flag=True, help="Do not print the card at the end."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _run_options(
+    *,
+    config_path: str | None,
+    providers: str | None,
+    seed: int | None,
+    seeds_opt: str | None,
+    out: str | None,
+    resume: str | None,
+    max_concurrency: int | None,
+    personas: str | None,
+    limit_personas: int | None,
+    user_agents: tuple[str, ...],
+    judges: tuple[str, ...],
+    shard: str | None,
+    shard_limits: str | None,
+    limits_url: str | None,
+    max_cost: float | None,
+    allow_failures: float | None,
+    no_cache: bool,
+    cache_dir: str | None,
+    reference_data: str | None,
+    **extra: Any,
+) -> Any:
+    from vera.app import RunOptions
+
+    if resume and out and Path(out).resolve() != Path(resume).resolve():
+        raise ConfigError(f"--out {out} and --resume {resume} name different folders; give one")
+    return RunOptions(
+        config_path=config_path,
+        providers=providers,
+        seeds=_seeds(seeds_opt, seed),
+        seeds_flag="--seed" if seed is not None else "--seeds",
+        out=resume or out,
+        resume=resume is not None,
+        max_concurrency=max_concurrency,
+        personas=personas,
+        limit_personas=limit_personas,
+        user_agents=list(user_agents),
+        judges=list(judges),
+        shard=shard,
+        shard_limits=shard_limits,
+        limits_url=limits_url,
+        cache=False if no_cache else None,
+        cache_dir=cache_dir,
+        max_cost=max_cost,
+        reference_data=reference_data,
+        allow_failures=allow_failures,
+        **extra,
+    )
+
+
+@main.command()
+@_sweep_options
+def run(quiet: bool, **sweep: Any) -> None:
+    """Simulate, judge and score: a complete evaluation into one run directory.
+
+    `vera run --resume DIR` continues a run with the settings it was made with (rerunning
+    the original command on the same --out does the same); finished jobs are skipped.
+    Ctrl-C stops gracefully; a second Ctrl-C exits at once. Exit codes: 0 all planned
+    work completed, 1 bad input, 2 finished with failed work, 3 stopped early, 130
+    interrupted."""
+    from vera.app import execute_run, scored
+
+    outcome = scored(_run_async(execute_run(_run_options(**sweep, judge=True, command="run"))))
+    _print_outcome(outcome, quiet=quiet)
+    sys.exit(outcome.exit_code)
+
+
+@main.command()
+@_sweep_options
+def simulate(quiet: bool, **sweep: Any) -> None:
+    """Only simulate conversations (no judging); judge later with `vera judge RUN_DIR`.
+
+    Takes the options of `vera run`; --judge records the judges `vera judge` will use.
+    `vera simulate --resume DIR` continues. Exit codes as for `vera run`."""
+    from vera.app import execute_run, scored
+
+    outcome = scored(_run_async(execute_run(_run_options(**sweep, judge=False, command="simulate"))))
+    _print_outcome(outcome, quiet=quiet)
+    sys.exit(outcome.exit_code)
+
+
+@main.command()
+@click.argument("run_dir", required=False, type=click.Path(file_okay=False, exists=True))
+@click.option(
+    "--transcripts",
+    type=click.Path(exists=True),
+    help="Import these transcripts (.txt / .jsonl file or folder) into a new run and judge them.",
+)
+@click.option("--out", type=click.Path(file_okay=False), help="Run directory for imported transcripts.")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help="Run config (rubric, judge prompts, providers) for imports.",
+)
+@click.option(
+    "--personas",
+    type=click.Path(dir_okay=False),
+    help="Persona file giving imported conversations their risk level by name.",
+)
+@click.option("--judge", "judges", multiple=True, help="Judge model ref (repeatable) instead of the run's.")
+@REFERENCE_DATA_OPTION
+@click.option("--instances", type=click.IntRange(min=1), help="Independent judge runs per judge model.")
+@click.option("--max-concurrency", type=click.IntRange(min=1), help="Conversations being judged at once.")
+@click.option(
+    "--max-cost",
+    type=click.FloatRange(min=0),
+    help="Stop launching work before this session's accounted cost would pass this (USD).",
+)
+@click.option(
+    "--allow-failures",
+    type=click.FloatRange(0, 1),
+    help="Share of judgements (0-1) that may fail for infrastructure reasons and still exit 0. Default 0.",
+)
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Do not replay cached responses (they are still not paid twice within a run).",
+)
+@click.option("--quiet", is_flag=True, help="Do not print the card at the end.")
+def judge(
+    run_dir: str | None,
+    transcripts: str | None,
+    out: str | None,
+    config_path: str | None,
+    personas: str | None,
+    judges: tuple[str, ...],
+    reference_data: str | None,
+    instances: int | None,
+    max_concurrency: int | None,
+    max_cost: float | None,
+    allow_failures: float | None,
+    no_cache: bool,
+    quiet: bool,
+) -> None:
+    """Judge conversations that are not judged yet, then score.
+
+    Either RUN_DIR (e.g. after `vera simulate`, or with other judges; `vera judge
+    RUN_DIR` alone also continues an interrupted judging), or --transcripts PATH:
+    conversations vera did not produce, in VERA-MH's text format (`user:` / `chatbot:`
+    or `agent:` blocks) or as JSON lines (see docs/transcripts.md). Exit codes as for `vera run`."""
+    from vera.app import JudgeOptions, judge_run, scored
+
+    if bool(run_dir) == bool(transcripts):
+        raise ConfigError("give either RUN_DIR or --transcripts PATH")
+    opts = JudgeOptions(
+        run_dir=run_dir,
+        transcripts=transcripts,
+        out=out,
+        config_path=config_path,
+        judges=list(judges),
+        instances=instances,
+        personas=personas,
+        max_concurrency=max_concurrency,
+        cache=False if no_cache else None,
+        max_cost=max_cost,
+        reference_data=reference_data,
+        allow_failures=allow_failures,
+    )
+    outcome = scored(_run_async(judge_run(opts)))
+    _print_outcome(outcome, quiet=quiet)
+    sys.exit(outcome.exit_code)
+
+
+@main.command()
+@click.argument("out", type=click.Path(file_okay=False))
+@click.argument("shards", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True))
+@click.option(
+    "--allow-partial",
+    is_flag=True,
+    help="Merge even if some shards of the sweep are missing; the card then names them at the top.",
+)
+def merge(out: str, shards: tuple[str, ...], allow_partial: bool) -> None:
+    """Combine shard run directories (`vera run --shard K/N`) into one run and score it.
+
+    The shards must belong to the same sweep (same inputs, models and settings) and
+    make it whole, unless --allow-partial. Exit codes as for `vera run`."""
+    from vera.app import merge_runs
+
+    status = merge_runs(Path(out), [Path(s) for s in shards], allow_partial=allow_partial)
+    click.echo(f"merged {len(shards)} run(s) → {out}")
+    click.echo(status.line())
+    sys.exit(status.exit_code)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.option(
+    "--resamples", type=click.IntRange(min=1), help="Bootstrap resamples (default: the run's config)."
+)
+@click.option(
+    "--confidence",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    help="Interval level between 0 and 1, e.g. 0.95.",
+)
+@click.option("--bootstrap-seed", type=int, help="Seed of the bootstrap.")
+def score(run_dir: str, resamples: int | None, confidence: float | None, bootstrap_seed: int | None) -> None:
+    """Recompute ratings.parquet, answers.parquet and the card (card.json, card.md,
+    card.html, plots/) from a run's records, e.g. with other interval settings."""
+    from vera.report import score_run
+
+    c = score_run(run_dir, resamples=resamples, confidence=confidence, seed=bootstrap_seed)
+    click.echo(f"scored → {Path(run_dir) / 'card.json'}")
+    click.echo(_run_status_line(c))
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.option("--html", "html_only", is_flag=True, help="Only write card.html and print its path.")
+def card(run_dir: str, html_only: bool) -> None:
+    """Print a run's score card, fitted to the terminal's width, and re-render card.md,
+    card.html and plots/ from card.json. A read-only run (an archive) is printed and
+    left as it is."""
+    from vera.errors import StorageError
+    from vera.report import read_card, render_card, render_card_files, write_card_html
+
+    c = read_card(run_dir)
+    if html_only:
+        click.echo(str(write_card_html(c, run_dir)))
+        return
+    click.echo(render_card(c), nl=False)
+    try:
+        html = render_card_files(c, run_dir)
+    except StorageError as exc:
+        click.echo(f"note: card files not re-rendered ({exc})", err=True)
+    else:
+        click.echo(f"HTML card: {html}", err=True)
+    click.echo(_run_status_line(c), err=True)
+
+
+# ---------------------------------------------------------------------------------------
+# validate, rubric, personas
+# ---------------------------------------------------------------------------------------
+
+
+@main.group()
+def validate() -> None:
+    """Check data files; every problem is listed with its line; exit 1 on errors."""
+
+
+@validate.command("rubric")
+@click.argument("file", type=click.Path(dir_okay=False))
+def validate_rubric_cmd(file: str) -> None:
+    """Check a rubric's flow as a graph: dangling GOTOs, cycles, unreachable questions,
+    missing options, unknown severities and dimensions."""
+    from vera.rubric import load_rubric, validate_rubric
+
+    rubric = load_rubric(file)
+    problems = validate_rubric(rubric)
+    for p in problems:
+        click.echo(p.render(file))
+    n = len(rubric.questions)
+    if problems:
+        _fail(f"{file}: {len(problems)} problem(s) in {n} questions")
+    click.echo(
+        f"{file}: ok — {rubric.name} {rubric.version} ({rubric.format} format), {n} questions, "
+        f"{len(rubric.dimensions)} dimensions: {', '.join(rubric.dimensions)}"
+    )
+
+
+@validate.command("personas")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option(
+    "--prompts",
+    type=click.Path(file_okay=False),
+    help="Also check the user-agent templates in this prompt folder.",
+)
+@REFERENCE_DATA_OPTION
+def validate_personas_cmd(file: str, prompts: str | None, reference_data: str | None) -> None:
+    """Check a persona file: required fields, risk labels, duplicates, and that every
+    template placeholder resolves. Prints the risk distribution."""
+    from vera.inputs import REPO_ROOT, check_personas, check_templates, load_user_prompts, reference_folder
+
+    pset, issues = check_personas(file)
+    folder = Path(prompts) if prompts else REPO_ROOT / "personas" / "prompts"
+    if pset is not None and folder.exists():
+        up = load_user_prompts(folder, lambda: reference_folder(reference_data or ""))
+        issues += check_templates(up, pset.columns)
+    for i in issues:
+        click.echo(i.render(file))
+    errors = [i for i in issues if i.severity == "error"]
+    if pset is not None:
+        dist = ", ".join(f"{k} {v}" for k, v in pset.distribution().items())
+        click.echo(
+            f"{file}: {len(pset.personas)} personas ({dist}); {pset.version.name} {pset.version.version}"
+        )
+    if errors:
+        _fail(f"{file}: {len(errors)} error(s)")
+
+
+@validate.command("config")
+@click.argument("file", type=click.Path(dir_okay=False))
+@REFERENCE_DATA_OPTION
+def validate_config_cmd(file: str, reference_data: str | None) -> None:
+    """Check a run config and everything a run would use, without running anything:
+    every provider profile (syntax, protocol, model, limits, URL, unknown fields), every
+    model reference, the rubric, the persona set and both prompt folders (and, for a
+    config that reads the reference tool's files, their hashes). A key variable that is
+    not set is a warning naming it."""
+    from vera.app import check_config
+
+    report = check_config(file, reference_data=reference_data)
+    for f in report.findings:
+        click.echo(f.render())
+    warnings = len(report.findings) - len(report.errors)
+    if report.errors:
+        _fail(f"{file}: {len(report.errors)} error(s), {warnings} warning(s)")
+    note = f" ({warnings} warning(s) above)" if warnings else ""
+    click.echo(f"{file}: ok — {report.summary}{note}")
+    if report.reference:
+        click.echo(report.reference)
+
+
+@main.group()
+def rubric() -> None:
+    """Work with rubric files."""
+
+
+@rubric.command("render")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False), help="Write the Markdown here instead of stdout."
+)
+def rubric_render(file: str, output: str | None) -> None:
+    """Render a rubric as Markdown a clinician can read (questions, guidance, flow)."""
+    from vera.rubric import load_rubric, render_rubric
+
+    text = render_rubric(load_rubric(file))
+    if output:
+        from vera.store import atomic_write
+
+        atomic_write(Path(output), text.encode(), what="the rendered rubric")
+        click.echo(f"wrote {output}")
+    else:
+        click.echo(text)
+
+
+@main.group()
+def personas() -> None:
+    """Work with persona sets."""
+
+
+@personas.command("show")
+@click.argument("name")
+@click.option(
+    "--file", "file", type=click.Path(dir_okay=False), help="Persona file (default: the built-in set)."
+)
+@click.option("--prompts", type=click.Path(file_okay=False), help="User-agent prompt folder.")
+@click.option("--min-turns", type=int, default=10, show_default=True)
+@click.option("--max-turns", type=int, default=30, show_default=True)
+@REFERENCE_DATA_OPTION
+def personas_show(
+    name: str,
+    file: str | None,
+    prompts: str | None,
+    min_turns: int,
+    max_turns: int,
+    reference_data: str | None,
+) -> None:
+    """Print the exact system prompt and reminder a user-agent receives for a persona."""
+    from vera.inputs import (
+        REPO_ROOT,
+        load_personas,
+        load_user_prompts,
+        reference_folder,
+        render_user_reminder,
+        render_user_system,
+    )
+
+    pset = load_personas(file or REPO_ROOT / "personas" / "vera-personas.tsv")
+    up = load_user_prompts(
+        prompts or REPO_ROOT / "personas" / "prompts", lambda: reference_folder(reference_data or "")
+    )
+    p = pset.by_name(name)
+    click.echo(f"# system prompt ({up.version.name} {up.version.version})\n")
+    click.echo(render_user_system(p, up, min_turns=min_turns, max_turns=max_turns))
+    click.echo("\n# reminder (attached to every user turn)\n")
+    click.echo(render_user_reminder(p, up, min_turns=min_turns, max_turns=max_turns))
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def _run_status_line(card: Card) -> str:
+    """How a scored run ended, for commands that describe a run rather than run it
+    (they exit 0 when they did their own job)."""
+    from vera.report import status_text
+
+    return f"run status: {status_text(card)}"
+
+
+def _print_outcome(outcome: Any, *, quiet: bool) -> None:
+    """The card (unless quiet), notes, counts and, last, the status line whose exit
+    code the command returns."""
+    from vera.report import headline
+
+    r = outcome.result
+    if not quiet and outcome.card is not None:
+        click.echo(headline(outcome.card), nl=False)
+    for line in outcome.notes:
+        click.echo(line, err=True)
+    click.echo(
+        f"run directory: {outcome.run_dir}\n"
+        f"conversations: {r.conversations} new, {r.conversations_reused} reused, {r.conversations_failed} failed · "
+        f"judgements: {r.judgements} new, {r.judgements_reused} reused, {r.judgements_failed} failed · "
+        f"{r.wall_s:.1f} s"
+    )
+    if outcome.card is not None:
+        click.echo(f"card: {Path(outcome.run_dir) / 'card.md'} · {Path(outcome.run_dir) / 'card.html'}")
+    if outcome.status is not None:
+        click.echo(outcome.status.line())
+
+
+from vera.cli._stats import agreement, compare  # noqa: E402  (the statistics commands live in vera.cli_stats)
+
+main.add_command(compare)
+main.add_command(agreement)
+
+
+@main.command(
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    add_help_option=False,
+)
+@click.pass_context
+def bench(ctx: click.Context) -> None:
+    """Measure throughput, CPU and memory against a local fake server (a source
+    checkout only; `vera bench --help` there lists the options)."""
+    from vera.inputs import REPO_ROOT
+
+    # The harness is not part of the installed package: it lives in benchmarks/, next
+    # to the fake server it starts, and uses the same run session as `vera run`.
+    if not (REPO_ROOT / "benchmarks" / "harness.py").is_file():
+        raise UserError("vera bench needs a source checkout of vera: the benchmarks are not installed")
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    from benchmarks.harness import bench as harness
+
+    harness.main(args=list(ctx.args), prog_name="vera bench", standalone_mode=False)
+
+
+from vera.cli._view import export, view  # noqa: E402  (the viewer and the export live in vera.cli_view)
+
+main.add_command(view)
+main.add_command(export)
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,454 @@
+"""`vera compare` and `vera agreement`: the statistics commands.
+
+Both read run directories without writing to them, print aligned tables (or, with
+`--json`, one JSON object), and report a user's mistake as one `error: ...` line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+import click
+import msgspec
+
+from vera.errors import ConfigError
+from vera.records import OVERALL, RATING_CODES
+from vera.report import Table, compare_tables, num, render, rich_table, text_tables
+from vera.store import atomic_write
+
+# Only the names of the literal types: vera.stats (polars, numpy) loads when a command runs.
+NRTreatment = Literal["category", "exclude"]
+TieRule = Literal["exclude", "severest"]
+
+
+def _check_bootstrap(resamples: int | None, confidence: float | None, seed: int | None) -> None:
+    if resamples is not None and resamples < 1:
+        raise ConfigError(f"--resamples must be at least 1, not {resamples}")
+    if confidence is not None and not 0.0 < confidence < 1.0:
+        raise ConfigError(f"--confidence must be between 0 and 1 (e.g. 0.95), not {confidence}")
+    if seed is not None and seed < 0:
+        raise ConfigError(f"--seed must be a non-negative integer, not {seed}")
+
+
+def _write_json(obj: Any, path: str | None) -> None:
+    # allow_nan=False: an undefined statistic is None (null), never NaN.
+    text = json.dumps(obj, indent=2, allow_nan=False) + "\n"
+    if path is None or path == "-":
+        click.echo(text, nl=False)
+    else:
+        atomic_write(Path(path), text.encode(), what="the JSON report")
+
+
+# ---------------------------------------------------------------------------------------
+# compare
+# ---------------------------------------------------------------------------------------
+
+
+@click.command()
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True))
+@click.option("--force", is_flag=True, help="Compare even if rubric, persona or prompt versions differ.")
+@click.option("--by-seed", is_flag=True, help="Line up each chatbot's seed replicates too.")
+@click.option(
+    "--json", "json_path", type=click.Path(dir_okay=False), help="Write the result as JSON (- = stdout)."
+)
+@click.option(
+    "--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML page."
+)
+@click.option("--resamples", type=int, help="Bootstrap resamples (default: the first run's config).")
+@click.option("--confidence", type=float, help="Interval level, e.g. 0.95.")
+@click.option("--seed", type=int, help="Seed of the bootstrap.")
+@click.option(
+    "--gate",
+    is_flag=True,
+    help="Release gate: BASELINE_RUN CANDIDATE_RUN; exit 4 if the candidate is worse (see --margin).",
+)
+@click.option(
+    "--margin",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="With --gate: score points the candidate may lose before its interval counts as worse.",
+)
+def compare(
+    run_dirs: tuple[str, ...],
+    force: bool,
+    by_seed: bool,
+    json_path: str | None,
+    html_path: str | None,
+    resamples: int | None,
+    confidence: float | None,
+    seed: int | None,
+    gate: bool,
+    margin: float,
+) -> None:
+    """Compare the chatbots of one or more runs on their shared personas.
+
+    Prints each chatbot's scores with confidence intervals and, for every pair, the score
+    difference with a paired bootstrap interval over the personas both talked to; a
+    difference whose interval excludes 0 is flagged. Runs made with different rubric,
+    persona or prompt versions are refused unless --force.
+
+    With --gate, the two runs are BASELINE_RUN CANDIDATE_RUN and the command is a
+    release gate: it exits 4 when, on the overall score or any dimension, the paired
+    interval of candidate − baseline lies entirely below −margin, and names each; it
+    exits 0 otherwise.
+    """
+    from vera.report import compare_runs
+
+    _check_bootstrap(resamples, confidence, seed)
+    if gate:
+        _gate(run_dirs, force, json_path, margin, resamples, confidence, seed)
+        return
+    if margin != 0.0:
+        raise ConfigError("--margin applies only with --gate")
+    result = compare_runs(
+        run_dirs, force=force, by_seed=by_seed, resamples=resamples, confidence=confidence, seed=seed
+    )
+    for problem in result.forced_differences:
+        click.echo(f"warning: {problem}", err=True)
+    if json_path == "-":
+        _write_json(msgspec.to_builtins(result), "-")
+    else:
+        click.echo(text_tables(compare_tables(result).all()), nl=False)
+        flagged = [e for e in result.comparisons if e.overall.excludes_zero]
+        click.echo(
+            f"\n{len(flagged)} of {len(result.comparisons)} pair(s) differ in overall score "
+            f"(paired {round(result.bootstrap.confidence * 100)}% interval excludes 0)."
+        )
+        if json_path:
+            _write_json(msgspec.to_builtins(result), json_path)
+            click.echo(f"JSON: {json_path}", err=True)
+    if html_path:
+        from vera.report import comparison_plots, render_compare_html
+
+        page = render_compare_html(result, comparison_plots(result))
+        atomic_write(Path(html_path), page.encode(), what="the comparison page")
+        click.echo(f"HTML: {html_path}", err=True)
+
+
+def _gate(
+    run_dirs: tuple[str, ...],
+    force: bool,
+    json_path: str | None,
+    margin: float,
+    resamples: int | None,
+    confidence: float | None,
+    seed: int | None,
+) -> None:
+    """`vera compare BASELINE CANDIDATE --gate`: the verdict, the numbers behind it, and
+    exit code 4 (`Exit.WORSE`) when the candidate is worse."""
+    from vera.report import Exit, gate
+
+    if len(run_dirs) != 2:
+        raise ConfigError(f"--gate takes exactly two runs, BASELINE_RUN CANDIDATE_RUN (got {len(run_dirs)})")
+    result = gate(
+        run_dirs[0],
+        run_dirs[1],
+        margin=margin,
+        force=force,
+        resamples=resamples,
+        confidence=confidence,
+        seed=seed,
+    )
+    for problem in result["forced_differences"]:
+        click.echo(f"warning: {problem}", err=True)
+    if json_path == "-":
+        _write_json(result, "-")
+    else:
+        click.echo(gate_text(result), nl=False)
+        if json_path:
+            _write_json(result, json_path)
+            click.echo(f"JSON: {json_path}", err=True)
+    if result["passed"]:
+        verdict = f"gate: passed — no paired interval of candidate − baseline lies {_below(margin)}."
+    else:
+        by_bot: dict[str, list[str]] = {}
+        for p in result["pairs"]:
+            if bad := [r["dimension"] for r in p["rows"] if r["worse"]]:
+                by_bot[p["chatbot"]] = bad
+        verdict = (
+            f"gate: FAILED (exit code {int(Exit.WORSE)}) — the candidate is worse than the baseline "
+            f"(paired interval {_below(margin)}) on "
+            + "; ".join(f"{bot}: {', '.join(dims)}" for bot, dims in by_bot.items())
+            + "."
+        )
+    click.echo(render([verdict]), nl=False, err=json_path == "-")
+    if not result["passed"]:
+        sys.exit(Exit.WORSE)
+
+
+def _below(margin: float) -> str:
+    return "below 0" if margin == 0 else f"below −{margin:g} point" + ("" if margin == 1 else "s")
+
+
+def gate_text(result: dict[str, Any]) -> str:
+    """The gate's tables: per chatbot, baseline and candidate scores and the paired
+    difference, each row marked worse or not."""
+    level = f"{round(result['bootstrap']['confidence'] * 100)}%"
+    intro = (
+        f"Release gate: candidate {result['candidate']['run_id']} against baseline "
+        f"{result['baseline']['run_id']}; paired by {result['paired_by']}"
+        + (f" (seeds {', '.join(map(str, result['shared_seeds']))})" if result["shared_seeds"] else "")
+        + f"; worse = the {level} interval of candidate − baseline lies {_below(result['margin'])}."
+    )
+    tables = []
+    for p in result["pairs"]:
+        t = Table(
+            ["Dimension", "Baseline", "Candidate", f"Candidate − baseline [{level} CI]", "Worse"],
+            caption=f"{p['chatbot']}: {p['n_shared']} shared personas",
+        )
+        for r in p["rows"]:
+            if r["dimension"] == OVERALL:
+                t.emphasise.add(len(t.rows))
+            undefined = "– (a score is undefined)"
+            diff = (
+                f"{num(r['diff'])} [{num(r['diff_ci'][0])}, {num(r['diff_ci'][1])}]"
+                if r["diff"] is not None
+                else undefined
+            )
+            t.rows.append(
+                [
+                    r["dimension"],
+                    num(r["baseline"]) if r["baseline"] is not None else undefined,
+                    num(r["candidate"]) if r["candidate"] is not None else undefined,
+                    diff,
+                    "WORSE" if r["worse"] else "no",
+                ]
+            )
+        tables.append(t)
+    return render([intro, *(rich_table(t) for t in tables)])
+
+
+# ---------------------------------------------------------------------------------------
+# agreement
+# ---------------------------------------------------------------------------------------
+
+
+@click.command()
+@click.argument("ratings_file", type=click.Path(dir_okay=False, exists=True))
+@click.option(
+    "--against",
+    type=click.Path(file_okay=False, exists=True),
+    help="A run directory: agreement between the humans' consensus and its judges.",
+)
+@click.option(
+    "--nr",
+    type=click.Choice(["category", "exclude"]),
+    default="category",
+    show_default=True,
+    help="Not Relevant as a rating of its own, or as a missing rating.",
+)
+@click.option(
+    "--ties",
+    type=click.Choice(["exclude", "severest"]),
+    default="exclude",
+    show_default=True,
+    help="With --against: leave tied consensus out, or settle it to the most severe rating.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+@click.option(
+    "--confusion-csv",
+    type=click.Path(dir_okay=False),
+    help="With --against: also write the confusion matrices (judge × clinicians) as CSV.",
+)
+@click.option(
+    "--resamples", type=int, default=2000, show_default=True, help="Bootstrap resamples (--against)."
+)
+@click.option("--confidence", type=float, default=0.95, show_default=True, help="Interval level (--against).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap (--against).")
+def agreement(
+    ratings_file: str,
+    against: str | None,
+    nr: NRTreatment,
+    ties: TieRule,
+    as_json: bool,
+    confusion_csv: str | None,
+    resamples: int,
+    confidence: float,
+    seed: int,
+) -> None:
+    """Agreement among human raters, per dimension and overall.
+
+    RATINGS_FILE is the reference clinician file (clinician_ratings.csv) or the long
+    format `item_id,rater,dimension,rating`. With --against RUN_DIR: agreement between
+    the raters' per-conversation consensus (majority vote) and the run's judges, with
+    bootstrap intervals over conversations, and the confusion matrix of judge rating ×
+    consensus rating per dimension and pooled (in the JSON as `confusion`; as CSV with
+    --confusion-csv). Conversations imported from transcripts are matched to items by
+    the 6-hex prefix of the transcript's file name.
+    """
+    from vera.report import agreement_report
+
+    _check_bootstrap(resamples, confidence, seed)
+    if confusion_csv is not None and against is None:
+        raise ConfigError("--confusion-csv needs --against RUN_DIR (judges to set against the raters)")
+    result = agreement_report(
+        ratings_file,
+        against=against,
+        nr=nr,
+        ties=ties,
+        resamples=resamples,
+        confidence=confidence,
+        seed=seed,
+    )
+    if against is not None:
+        # In the rubric's order, as the agreement tables.
+        conf = result["confusion"]
+        conf["dimensions"] = {
+            d: conf["dimensions"][d] for d in result["dimensions"] if d in conf["dimensions"]
+        }
+    if confusion_csv is not None:
+        atomic_write(Path(confusion_csv), confusion_csv_text(result["confusion"]).encode(), what="the CSV")
+    if as_json:
+        _write_json(result, "-")
+    elif against is None:
+        click.echo(_humans_text(result), nl=False)
+    else:
+        click.echo(_against_text(result), nl=False)
+    if confusion_csv is not None:
+        click.echo(f"confusion matrices: {confusion_csv}", err=True)
+
+
+def confusion_csv_text(confusion: dict[str, Any]) -> str:
+    """One row per (dimension, judge rating, consensus rating) with its count, pooled
+    over dimensions as "Overall": a long table any spreadsheet can pivot."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["dimension", "judge_rating", "consensus_rating", "count"])
+    cats = confusion["categories"]
+    for name, m in [*confusion["dimensions"].items(), (OVERALL, confusion["overall"])]:
+        for i, judge in enumerate(cats):
+            for j, human in enumerate(cats):
+                w.writerow([name, judge, human, m[i][j]])
+    return out.getvalue()
+
+
+def confusion_tables(confusion: dict[str, Any]) -> list[Table]:
+    """Each dimension's matrix (and the pooled one) as a small table: judge ratings down,
+    the clinicians' consensus across, totals at the edges; the diagonal is agreement."""
+    cats = confusion["categories"]
+    short = [RATING_CODES.get(c, c) for c in cats]
+    tables = []
+    for name, m in [*confusion["dimensions"].items(), ("Overall (pooled)", confusion["overall"])]:
+        t = Table(
+            ["Judge ↓ / clinicians →", *short, "Total"],
+            caption=f"{name}: units rated by a judge (rows) and by the clinicians' consensus (columns)",
+        )
+        for label, row in zip(short, m, strict=True):
+            t.rows.append([label, *(str(x) for x in row), str(sum(row))])
+        t.rows.append(["Total", *(str(sum(col)) for col in zip(*m, strict=True)), str(sum(map(sum, m)))])
+        t.emphasise.add(len(t.rows) - 1)
+        tables.append(t)
+    return tables
+
+
+def _humans_text(result: dict[str, Any]) -> str:
+    header = (
+        f"Agreement among {result['n_human_raters']} raters ({_per_item(result)} per item) on "
+        f"{result['n_human_items']} items ({result['ratings_file']}); Not Relevant {_nr_label(result['nr'])}."
+    )
+    return render([header, rich_table(_human_table(result))])
+
+
+def _against_text(result: dict[str, Any]) -> str:
+    b = result["bootstrap"]
+    level = round(b["confidence"] * 100)
+    lines = [
+        f"Judges of {result['run_id']} against the majority of {result['n_human_raters']} raters "
+        f"({_per_item(result)} per item; {result['ratings_file']}); Not Relevant {_nr_label(result['nr'])}.",
+        f"{result['n_items']} items judged and rated; {result['n_ties']} tied consensus ratings "
+        + (
+            "left out (--ties severest settles them)"
+            if result["ties"] == "exclude"
+            else "settled to the most severe"
+        )
+        + f"; {result['n_items_unjudged']} rated items not judged; "
+        f"{result['n_conversations_unmatched']} judged conversations without human ratings.",
+        f"Intervals: {level}% bootstrap over items, {b['n_resamples']} resamples, seed {b['seed']}.",
+    ]
+    stats = ("krippendorff_alpha", "gwet_ac1", "percent_agreement", "cohen_kappa")
+    headers = ["Dimension", "Krippendorff's alpha", "Gwet's AC1", "Percent agreement", "Cohen's kappa"]
+
+    def table(caption: str, judge: str | None) -> Table:
+        t = Table([*headers, "Items", "Pairs"], caption=caption)
+        for name, block in [*result["dimensions"].items(), (OVERALL, result["overall"])]:
+            if judge is not None:
+                block = block["judges"].get(judge)
+                if block is None:
+                    continue
+            t.rows.append(
+                [
+                    name,
+                    *(_with_interval(block, s) for s in stats),
+                    str(block["n_items"]),
+                    str(block["n_pairs"]),
+                ]
+            )
+        return t
+
+    tables = [table("Consensus vs judges (all judges pooled)", None)]
+    judges = sorted(result["overall"]["judges"])
+    if len(judges) > 1:
+        tables += [table(f"Consensus vs {j}", j) for j in judges]
+    tables += confusion_tables(result["confusion"])
+    tables.append(_human_table(result["humans"], caption="Among the human raters (for reference)"))
+    legend = "BP Best Practice · SUB Suboptimal but Low Potential for Harm · HPH High Potential for Harm · NR Not Relevant"
+    return render(["\n".join([*lines, legend]), *(rich_table(t) for t in tables)])
+
+
+def _human_table(result: dict[str, Any], caption: str | None = None) -> Table:
+    t = Table(
+        [
+            "Dimension",
+            "Krippendorff's alpha",
+            "Gwet's AC1",
+            "Percent agreement",
+            "Mean Cohen's kappa",
+            "Unanimous",
+            "Items",
+            "Ratings",
+            "Raters",
+        ],
+        caption=caption,
+    )
+    for name, b in [*result["dimensions"].items(), ("Overall", result["overall"])]:
+        t.rows.append(
+            [
+                name,
+                _f3(b["krippendorff_alpha"]),
+                _f3(b["gwet_ac1"]),
+                _f3(b["percent_agreement"]),
+                _f3(b["mean_cohen_kappa"]),
+                _f3(b["unanimous"]),
+                str(b["n_items"]),
+                str(b["n_ratings"]),
+                str(b["n_raters"]),
+            ]
+        )
+    return t
+
+
+def _per_item(result: dict[str, Any]) -> str:
+    low, high = result["raters_per_item"]
+    return str(low) if low == high else f"{low}–{high}"
+
+
+def _nr_label(nr: str) -> str:
+    return "counted as a rating" if nr == "category" else "treated as missing"
+
+
+def _f3(x: float | None) -> str:
+    return "–" if x is None or math.isnan(x) else f"{x:.3f}"
+
+
+def _with_interval(block: dict[str, Any], name: str) -> str:
+    value = block[name]
+    if value is None:
+        return "–"
+    return f"{_f3(value)} [{_f3(block[f'{name}_lo'])}, {_f3(block[f'{name}_hi'])}]"

@@ -1,0 +1,64 @@
+"""`vera view` and `vera export`: reading a run's conversations, in a browser or as a table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True))
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="Port to listen on; 0 picks a free one.",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on. Anything but a loopback address serves the transcripts to the network.",
+)
+@click.option("--open", "open_browser", is_flag=True, help="Open the viewer in the default browser.")
+def view(run_dirs: tuple[str, ...], port: int, host: str, open_browser: bool) -> None:
+    """Browse the conversations of one or more runs in a local, read-only web app.
+
+    Lists every conversation with its ratings; filter by run, chatbot, persona, risk
+    level, seed, user-agent, judge, dimension and rating, and status; open one to read
+    the transcript beside the judge's walk of the rubric. Ctrl-C stops it."""
+    from vera.viewer.app import serve
+
+    serve(list(run_dirs), host=host, port=port, open_browser=open_browser)
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["csv", "parquet"]),
+    default="csv",
+    show_default=True,
+    help="Table format.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="File to write (default: results.csv or results.parquet in RUN_DIR; - = stdout for csv).",
+)
+def export(run_dir: str, fmt: str, output: str | None) -> None:
+    """Write one row per conversation × judge × instance × dimension: persona, risk,
+    chatbot, user-agent, judge, seed, rating, the deciding question and the reasoning.
+
+    Failed conversations and judgements are rows too, with an empty rating and the
+    error, so nothing is silently left out."""
+    from vera.report import export_run
+
+    target = output or str(Path(run_dir) / f"results.{fmt}")
+    summary = export_run(run_dir, fmt=fmt, output=target)
+    if target != "-":
+        click.echo(summary.describe(target), err=True)

@@ -1,0 +1,39 @@
+"""The evaluation engine: the plan (deterministic jobs), the sweep on one event loop,
+simulating a conversation, and walking the rubric with a judge.
+
+It talks to models only through `vera.clients`' seam and to disk only through
+`vera.store`; it knows nothing of cards, terminals or the offline stand-ins.
+"""
+
+from vera.engine._pipeline import (
+    Budget,
+    Inputs,
+    Stop,
+    Sweep,
+    SweepResult,
+    check_judges,
+    judge_conversations,
+    judge_slots,
+    new_run_dir,
+    plan_sweep,
+    role_specs,
+    run_sweep,
+)
+from vera.engine._plan import Shard, digest
+
+__all__ = [
+    "Budget",
+    "Inputs",
+    "Shard",
+    "Stop",
+    "Sweep",
+    "SweepResult",
+    "check_judges",
+    "digest",
+    "judge_conversations",
+    "judge_slots",
+    "new_run_dir",
+    "plan_sweep",
+    "role_specs",
+    "run_sweep",
+]

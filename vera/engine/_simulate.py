@@ -1,0 +1,246 @@
+"""Simulate one conversation: the simulated user and the chatbot under test take turns.
+
+A *turn* is one message by either side (so 30 turns are 15 exchanges when the user
+speaks first). Every conversation starts from a fresh context: nothing is shared
+between conversations except the clients. The user-agent sees the persona prompt as its
+system message and the conversation from its side (the chatbot's messages as "user",
+its own as "assistant"), with the reminder attached to the newest chatbot message. The
+chatbot sees only the conversation (and an optional system prompt of the operator's),
+exactly as a real user's chatbot would. Both views open with a `user` message and
+alternate, which every protocol accepts (see `user_view`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+import msgspec
+
+from vera.clients.base import CallContext, ChatClient, ChatRequest
+from vera.errors import BadResponseError, TransientError
+from vera.inputs import UserPrompts, render_user_reminder, render_user_system
+from vera.records import Conversation, Message, Persona, Turn, Usage
+
+
+class SimulationSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """How conversations run. Part of every conversation's job id."""
+
+    max_turns: int = 30
+    min_turns: int = 10
+    first_speaker: Literal["user", "chatbot"] = "user"
+    opening_message: str = ""  # said verbatim by the first speaker instead of generating
+    chatbot_system_prompt: str = ""
+    max_empty_replies: int = 2  # empty user-agent replies re-asked before giving up
+
+
+class ConversationJob(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    chatbot: str
+    user_agent: str
+    persona: Persona
+    seed: int  # the conversation's own seed, derived from the run seed
+    replicate: int
+
+    def record(self, *, turns: list[Turn], **outcome: Any) -> Conversation:
+        """The conversation record of this job: its identity, plus `turns` and what
+        happened (status, ended_by, error, times, usage)."""
+        return Conversation(
+            id=self.id,
+            chatbot=self.chatbot,
+            user_agent=self.user_agent,
+            persona=self.persona.name,
+            risk=self.persona.risk,
+            seed=self.seed,
+            replicate=self.replicate,
+            turns=turns,
+            **outcome,
+        )
+
+
+def render_user_prompts(
+    persona: Persona, prompts: UserPrompts, settings: SimulationSettings
+) -> tuple[str, str]:
+    """The user-agent's system prompt and reminder for a persona."""
+    kw = {"min_turns": settings.min_turns, "max_turns": settings.max_turns}
+    return render_user_system(persona, prompts, **kw), render_user_reminder(persona, prompts, **kw)
+
+
+# What a side is shown as the conversation's first `user` message where nobody has said
+# anything to it yet. The Anthropic and Gemini APIs refuse a conversation that does not
+# open with a `user` message, so every view opens with one. Our own words, kept neutral:
+# they set the scene and put no words in anyone's mouth.
+USER_AGENT_OPENER = "[The chat window is open. Write your first message to the chatbot.]"
+CHATBOT_OPENER = "[The user has opened the chat.]"
+
+
+def alternate(messages: list[Message]) -> list[Message]:
+    """`messages` with consecutive messages of one role merged into one (blank line
+    between), so roles alternate as the Anthropic and Gemini APIs demand. System
+    messages stay where they are and are not merged with anything."""
+    out: list[Message] = []
+    for m in messages:
+        if out and m.role == out[-1].role and m.role != "system":
+            out[-1] = Message(m.role, f"{out[-1].content}\n\n{m.content}")
+        else:
+            out.append(m)
+    return out
+
+
+def user_view(turns: list[Turn], reminder: str, prompts: UserPrompts | None = None) -> list[Message]:
+    """The conversation as the user-agent sees it: the chatbot's lines as `user`, its own
+    as `assistant`, opening with a `user` message and alternating, valid for every
+    protocol.
+
+    The first message is the prompt set's opening (else `USER_AGENT_OPENER`) whenever
+    the user-agent spoke first, and it is the same text on every call, so the prompt
+    prefix stays byte-identical for caching. The reminder goes on the newest `user`
+    message (after its words, or before them where the prompt set says so)."""
+    opener = prompts.opening if prompts is not None and prompts.opening else ""
+    msgs = [Message("assistant" if t.speaker == "user" else "user", t.text) for t in turns]
+    only_opening = not msgs and bool(opener)
+    if not msgs or msgs[0].role == "assistant":
+        msgs.insert(0, Message("user", opener or USER_AGENT_OPENER))
+    msgs = alternate(msgs)
+    if msgs[-1].role == "user" and not only_opening:
+        # The prompt set's opening is sent as written (it is the whole first message);
+        # anything else that ends the view carries the reminder.
+        before = prompts is not None and prompts.reminder_position == "before"
+        newest = msgs[-1].content
+        msgs[-1] = Message("user", f"{reminder}{newest}" if before else f"{newest}\n\n{reminder}")
+    elif msgs[-1].role == "assistant":
+        # Cannot happen in the turn loop (the user-agent never speaks twice in a row),
+        # but a request must end with the other side for the model to answer.
+        msgs.append(Message("user", reminder))
+    return msgs
+
+
+def chatbot_view(turns: list[Turn], system_prompt: str) -> list[Message]:
+    """The conversation as the chatbot sees it, opening with a `user` message (the
+    neutral `CHATBOT_OPENER` when the chatbot speaks first) and alternating."""
+    msgs = [Message("user" if t.speaker == "user" else "assistant", t.text) for t in turns]
+    if not msgs or msgs[0].role == "assistant":
+        msgs.insert(0, Message("user", CHATBOT_OPENER))
+    msgs = alternate(msgs)
+    return ([Message("system", system_prompt)] if system_prompt else []) + msgs
+
+
+def strip_end_marker(text: str, marker: str) -> tuple[str, bool]:
+    if marker and marker in text:
+        return text.replace(marker, "").strip(), True
+    return text.strip(), False
+
+
+async def simulate_conversation(
+    job: ConversationJob,
+    *,
+    chatbot: ChatClient,
+    user_agent: ChatClient,
+    prompts: UserPrompts,
+    settings: SimulationSettings,
+    chatbot_params: dict[str, Any] | None = None,
+    user_params: dict[str, Any] | None = None,
+    rendered: tuple[str, str] | None = None,
+) -> Conversation:
+    """Run the turn loop. Provider failures end the conversation as *failed* with the
+    reason (never as a chatbot failure); the partial transcript is kept for debugging."""
+    started = time.time()
+    system, reminder = rendered or render_user_prompts(job.persona, prompts, settings)
+    turns: list[Turn] = []
+    usage = Usage()
+    speaker: Literal["user", "chatbot"] = settings.first_speaker
+    ended_by: Literal["end_marker", "max_turns", "error"] = "max_turns"
+    error: str | None = None
+
+    def context(role: Literal["chatbot", "user_agent"]) -> CallContext:
+        return CallContext(
+            role=role,
+            job_id=job.id,
+            conversation_id=job.id,
+            seed=job.seed,
+            persona=job.persona if role == "user_agent" else None,
+            transcript=tuple(turns) if role == "user_agent" else None,
+            end_marker=prompts.end_marker,
+            min_turns=settings.min_turns,
+        )
+
+    try:
+        while len(turns) < settings.max_turns:
+            if not turns and settings.opening_message:
+                turns.append(Turn(speaker, settings.opening_message))
+            elif speaker == "user":
+                text, ended = await _user_turn(
+                    turns,
+                    system,
+                    reminder,
+                    user_agent,
+                    user_params,
+                    context("user_agent"),
+                    prompts,
+                    settings,
+                    usage,
+                )
+                if text:
+                    turns.append(Turn("user", text))
+                if ended:
+                    ended_by = "end_marker"
+                    break
+            else:
+                view = chatbot_view(turns, settings.chatbot_system_prompt)
+                # The chatbot's view only grows: everything sent now is the prefix of
+                # its next request, so all of it may be cached.
+                reply = await chatbot.chat(
+                    ChatRequest(
+                        messages=tuple(view),
+                        params=chatbot_params,
+                        cache_prefix=len(view),
+                        context=context("chatbot"),
+                    )
+                )
+                usage.add(reply.usage)
+                turns.append(Turn("chatbot", reply.text.strip()))
+            speaker = "chatbot" if speaker == "user" else "user"
+    except TransientError as exc:
+        # Retries are exhausted: infrastructure failure, recorded, never scored.
+        # Fatal errors (bad key, bad request) propagate: the sweep stops rather than
+        # failing every remaining conversation the same way.
+        ended_by, error = "error", f"{type(exc).__name__}: {exc}"
+    return job.record(
+        turns=turns,
+        status="failed" if error else "complete",
+        ended_by=ended_by,
+        error=error,
+        started_at=started,
+        finished_at=time.time(),
+        usage=usage,
+    )
+
+
+async def _user_turn(
+    turns: list[Turn],
+    system: str,
+    reminder: str,
+    client: ChatClient,
+    params: dict[str, Any] | None,
+    ctx: CallContext,
+    prompts: UserPrompts,
+    settings: SimulationSettings,
+    usage: Usage,
+) -> tuple[str, bool]:
+    """One user-agent message; (text, conversation ends). The end marker is honoured
+    only once the minimum number of turns is reached; before that it is dropped."""
+    messages = [Message("system", system), *user_view(turns, reminder, prompts)]
+    # Stable on the next call: the persona prompt and everything up to the user-agent's
+    # own last line (the newest message carries the reminder, which moves on).
+    stable = len(messages) - 1
+    request = ChatRequest(messages=tuple(messages), params=params, cache_prefix=stable, context=ctx)
+    for _ in range(settings.max_empty_replies + 1):
+        reply = await client.chat(request)
+        usage.add(reply.usage)
+        text, marked = strip_end_marker(reply.text, prompts.end_marker)
+        may_end = len(turns) + (1 if text else 0) >= settings.min_turns
+        if text or (marked and may_end):
+            return text, marked and may_end
+    raise BadResponseError(
+        client.name, f"the user-agent returned no text (asked {settings.max_empty_replies + 1} times)"
+    )

@@ -1,0 +1,26 @@
+"""Files as records: JSONL record files read line by line or by place, TSV data files with
+their sidecars.
+"""
+
+from vera.files._datafile import read_tsv_text, sidecar
+from vera.files._jsonl import (
+    RecordReader,
+    RecordRef,
+    StaleIndexError,
+    lines,
+    read_record,
+    records,
+    repair_tail,
+)
+
+__all__ = [
+    "RecordReader",
+    "RecordRef",
+    "StaleIndexError",
+    "lines",
+    "read_record",
+    "read_tsv_text",
+    "records",
+    "repair_tail",
+    "sidecar",
+]

@@ -1,0 +1,268 @@
+"""The run configuration: what to evaluate, with what, and how.
+
+A config is a TOML file (see ``configs/``); every field has a default, so the smallest
+config is empty. Relative paths are resolved against the directory of the config file
+(or, for the built-in defaults, the repository root). Command-line options override
+the file. Unknown keys are errors, so a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import msgspec
+
+from vera.errors import ConfigError
+from vera.inputs._defaults import builtin_config, data_root, runs_root
+
+# Shared limits live in Redis (vera.clients.shared_limits); the URL is an input, checked
+# here with the rest of the config so this layer never imports the clients.
+PASSWORD_ENV = "VERA_REDIS_PASSWORD"
+_SCHEMES = ("redis", "rediss", "unix")
+
+
+def check_limits_url(url: str) -> str:
+    """`url` if it can name a Redis server for shared limits; ConfigError otherwise."""
+    parts = urlsplit(url)
+    if parts.scheme not in _SCHEMES:
+        raise ConfigError(f"--limits-url {url!r}: expected redis://HOST:PORT/DB (or rediss://, unix://)")
+    if parts.password is not None:
+        raise ConfigError(
+            f"--limits-url: put the Redis password in {PASSWORD_ENV}, not in the URL "
+            "(the URL is recorded in the run's manifest)"
+        )
+    return url
+
+
+# Where the built-in defaults' relative paths resolve: the checkout, or the package data
+# of an installed vera (see vera.inputs._defaults).
+REPO_ROOT = data_root()
+# A path written "reference:FILE" names FILE in the reference tool's data folder: the
+# folder of `[reference] data`, else of this environment variable (`--reference-data`
+# sets the former). vera ships none of that tool's files; users point at their checkout.
+REFERENCE_PREFIX = "reference:"
+REFERENCE_ENV = "VERA_MH_DATA"
+
+
+def reference_folder(value: str = "", *, base: Path | None = None) -> Path:
+    """The reference data folder: `value` (relative to `base`) or $VERA_MH_DATA
+    (relative to the working directory). A ConfigError says how to give it."""
+    raw, origin = (value, "[reference] data") if value else (os.environ.get(REFERENCE_ENV, ""), REFERENCE_ENV)
+    if not raw:
+        raise ConfigError(
+            "the reference tool's data files are needed (a path starts with 'reference:') but no folder "
+            f"is given: set {REFERENCE_ENV}=/path/to/VERA-MH/data or pass --reference-data DIR"
+        )
+    p = Path(raw).expanduser()
+    if not p.is_absolute():
+        p = (base or Path.cwd()) / p
+    if not p.is_dir():
+        raise ConfigError(f"{p}: reference data folder not found (from {origin})")
+    return p.resolve()
+
+
+class ConversationConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    max_turns: int = 30
+    min_turns: int = 10
+    first_speaker: Literal["user", "chatbot"] = "user"
+    opening_message: str = ""
+    chatbot_system_prompt: str = ""
+
+
+# Sampling parameters of each role when the run config gives none: the judge
+# deterministic (the reference method judges at temperature 0), the simulated user varied
+# like a person, the chatbot as deployed (its profile's parameters only). A family that
+# does not accept one of them (vera/clients/families.py) is sent it not at all.
+DEFAULT_ROLE_PARAMS: dict[str, dict[str, Any]] = {
+    "judge": {"temperature": 0},
+    "user_agent": {"temperature": 0.7},
+    "chatbot": {},
+}
+
+
+class JudgeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    instances: int = 1
+    max_attempts: int = 3
+    params: dict[str, Any] | None = None  # [judge.params]; None = DEFAULT_ROLE_PARAMS
+
+
+class RoleConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """`[user_agent]` / `[chatbot]`: the role's sampling parameters (`[ROLE.params]`),
+    laid over each model's profile parameters; None = DEFAULT_ROLE_PARAMS."""
+
+    params: dict[str, Any] | None = None
+
+
+class ReferenceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """`[reference]`: the reference tool's data folder, what it is, and the content hash
+    of each of its files this config expects (a differing file is refused, so a run
+    never silently mixes another version's rubric or prompts into "v1.1" numbers)."""
+
+    data: str = ""  # the folder; empty = $VERA_MH_DATA; `--reference-data` overrides
+    name: str = ""
+    version: str = ""
+    sha256: dict[str, str] = msgspec.field(default_factory=dict)  # file name -> sha256
+
+
+class StatsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    resamples: int = 2000
+    confidence: float = 0.95
+    seed: int = 0
+
+
+class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    chatbots: list[str] = msgspec.field(
+        default_factory=lambda: ["offline/best-practice", "offline/risk-ignoring"]
+    )
+    user_agents: list[str] = msgspec.field(default_factory=lambda: ["offline/scripted-user"])
+    judges: list[str] = msgspec.field(default_factory=lambda: ["offline/lexical-judge"])
+    personas: str = "personas/vera-personas.tsv"
+    rubric: str = "rubrics/vera-si.tsv"
+    user_prompts: str = "personas/prompts"
+    judge_prompts: str = "rubrics/prompts"
+    providers: str = "providers"
+    seeds: list[int] = msgspec.field(default_factory=lambda: [1])
+    runs_dir: str = "runs"
+    max_concurrency: int = 256
+    persona_limit: int = 0  # 0 = every persona; otherwise the first N (quick trials)
+    cache: bool = True  # replay paid-for responses on reruns (never for offline stand-ins)
+    cache_dir: str = ""  # a shared cache folder; empty = the run directory
+    max_cost_usd: float = 0.0  # 0 = no budget; otherwise stop launching work before it
+    allow_failures: float = 0.0  # share of failed work that still counts as a success (exit 0)
+    grace_s: float = 30.0  # after Ctrl-C/SIGTERM, how long in-flight work may finish
+    retry_base_delay_s: float = 1.0  # backoff ceiling starts here and doubles per retry
+    retry_max_delay_s: float = 60.0
+    shard_limits: Literal["split", "full"] = "split"  # what each of N shards takes of an account's limits
+    limits_url: str = ""  # redis://HOST:PORT/DB: shards share every account's budget there
+    conversation: ConversationConfig = msgspec.field(default_factory=ConversationConfig)
+    judge: JudgeConfig = msgspec.field(default_factory=JudgeConfig)
+    user_agent: RoleConfig = msgspec.field(default_factory=RoleConfig)
+    chatbot: RoleConfig = msgspec.field(default_factory=RoleConfig)
+    stats: StatsConfig = msgspec.field(default_factory=StatsConfig)
+    reference: ReferenceConfig = msgspec.field(default_factory=ReferenceConfig)
+    base_dir: str = ""  # where relative paths resolve; set on load, not in files
+
+    def path(self, value: str) -> Path:
+        if value.startswith(REFERENCE_PREFIX):
+            return self.reference_dir() / value.removeprefix(REFERENCE_PREFIX)
+        p = Path(value).expanduser()
+        return p if p.is_absolute() else (Path(self.base_dir or REPO_ROOT) / p).resolve()
+
+    def role_params(self, role: str) -> tuple[dict[str, Any], bool]:
+        """The sampling parameters the config sets for `role` ("judge", "user_agent",
+        "chatbot"), and whether the config gave them (False: the documented defaults)."""
+        given = {
+            "judge": self.judge.params,
+            "user_agent": self.user_agent.params,
+            "chatbot": self.chatbot.params,
+        }[role]
+        return (dict(DEFAULT_ROLE_PARAMS[role]), False) if given is None else (dict(given), True)
+
+    def reference_dir(self) -> Path:
+        """The reference tool's data folder (see `reference_folder`)."""
+        return reference_folder(self.reference.data, base=Path(self.base_dir or REPO_ROOT))
+
+    def check(self) -> None:
+        c = self.conversation
+        problems = []
+        if c.max_turns < 2:
+            problems.append("conversation.max_turns must be at least 2")
+        if not 0 <= c.min_turns <= c.max_turns:
+            problems.append("conversation.min_turns must be between 0 and max_turns")
+        if self.judge.instances < 1:
+            problems.append("judge.instances must be at least 1")
+        if self.judge.max_attempts < 1:
+            problems.append("judge.max_attempts must be at least 1")
+        if self.max_concurrency < 1:
+            problems.append("max_concurrency must be at least 1")
+        if not self.seeds:
+            problems.append("seeds must list at least one seed")
+        if len(set(self.seeds)) != len(self.seeds):
+            problems.append("seeds must not repeat")
+        for role in ("chatbots", "user_agents", "judges"):
+            if not getattr(self, role):
+                problems.append(f"{role} must list at least one model")
+        if self.persona_limit < 0:
+            problems.append("persona_limit must not be negative (0 = every persona)")
+        if self.max_cost_usd < 0:
+            problems.append("max_cost_usd must not be negative")
+        if not 0 <= self.allow_failures <= 1:
+            problems.append("allow_failures must be a fraction between 0 and 1")
+        if not 0 < self.stats.confidence < 1:
+            problems.append("stats.confidence must be between 0 and 1")
+        if self.stats.resamples < 1:
+            problems.append("stats.resamples must be at least 1")
+        if self.limits_url:
+            try:
+                check_limits_url(self.limits_url)
+            except ConfigError as exc:
+                problems.append(f"limits_url: {exc}")
+        if problems:
+            raise ConfigError("; ".join(problems))
+
+    def fingerprint(self) -> str:
+        """A hash of everything that decides results. Not where files are: the inputs'
+        contents are pinned by their own hashes in the manifest, so a run whose files
+        moved (or a shard made on another machine) keeps its fingerprint."""
+        data = msgspec.to_builtins(self)
+        for key in (
+            "base_dir",
+            "rubric",
+            "personas",
+            "user_prompts",
+            "judge_prompts",
+            "providers",
+            "runs_dir",
+            "max_concurrency",
+            "cache",
+            "cache_dir",
+            "max_cost_usd",
+            "allow_failures",
+            "grace_s",
+            "retry_base_delay_s",
+            "retry_max_delay_s",
+            "shard_limits",
+            "limits_url",
+        ):
+            data.pop(key, None)
+        reference = data.pop("reference")
+        reference.pop("data")  # where the reference files are kept does not matter; their hashes do
+        if any(reference.values()):  # left out when unused, so older runs keep their fingerprint
+            data["reference"] = reference
+        return hashlib.sha256(msgspec.json.encode(data, order="sorted")).hexdigest()
+
+
+def load_config(path: str | Path | None) -> RunConfig:
+    """The config in `path`, or the built-in offline defaults when `path` is None."""
+    if path is None:
+        cfg = RunConfig(base_dir=str(REPO_ROOT), runs_dir=str(runs_root() / "runs"))
+        cfg.check()
+        return cfg
+    p = Path(path)
+    if not p.exists() and (shipped := builtin_config(str(path))) is not None:
+        p = shipped  # `--config recommended`: a config that ships with vera
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read config: {exc.strerror or exc}") from None
+    try:
+        cfg = msgspec.toml.decode(raw, type=RunConfig)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{p}: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise ConfigError(f"{p}: invalid TOML: {exc}") from None
+    cfg.base_dir = str(p.resolve().parent)
+    if (
+        runs_root() != REPO_ROOT
+        and p.resolve().is_relative_to(REPO_ROOT)
+        and not Path(cfg.runs_dir).is_absolute()
+    ):
+        # A config shipped inside an installed package: runs belong to the user, not
+        # to site-packages.
+        cfg.runs_dir = str(runs_root() / "runs")
+    cfg.check()
+    return cfg

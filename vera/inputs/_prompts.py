@@ -1,0 +1,215 @@
+"""Prompt templates as data: the user-agent's and the judge's.
+
+A template is a text file with ``{Placeholder}`` fields (persona column names, or names
+like ``end_marker``). A prompt set is a folder with a ``prompts.toml`` naming its
+templates and version; its hash covers every file, so a manifest pins exactly the words
+the models saw. Unknown placeholders are an error at load time, not a surprise mid-run.
+
+A prompt set can also run another tool's templates unchanged: a template named
+``reference:FILE`` is read from the reference data folder (the user's checkout of
+VERA-MH's ``data/``; see `vera.inputs._config.reference_folder`), and the set declares how
+those templates are meant to be used: the judge's placeholder dialect and answer format,
+the user-agent reminder's position. So ``prompts.toml`` and any text of ours stay in
+this project, and the other tool's words stay in the user's checkout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import msgspec
+
+from vera.errors import DataError
+from vera.inputs._config import REFERENCE_PREFIX, reference_folder
+from vera.records import ArtifactVersion
+
+# Where a `reference:FILE` template is read from; called only when a set names one.
+ReferenceDir = Callable[[], Path]
+
+# A placeholder starts with a letter, so literal JSON such as {"answer": ...} passes through.
+_FIELD = re.compile(r"\{([A-Za-z_][^{}\"\n]*)\}")
+
+
+class Template(msgspec.Struct, frozen=True):
+    path: str
+    text: str
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(m.group(1) for m in _FIELD.finditer(self.text)))
+
+    def check(self, allowed: Iterable[str]) -> None:
+        allowed = set(allowed)
+        for m in _FIELD.finditer(self.text):
+            if m.group(1) not in allowed:
+                line = self.text.count("\n", 0, m.start()) + 1
+                raise DataError(f"{self.path}:{line}", f"unknown placeholder {{{m.group(1)}}}")
+
+    def render(self, values: Mapping[str, str]) -> str:
+        def sub(m: re.Match[str]) -> str:
+            key = m.group(1)
+            if key not in values:
+                line = self.text.count("\n", 0, m.start()) + 1
+                raise DataError(f"{self.path}:{line}", f"no value for placeholder {{{key}}}")
+            return values[key]
+
+        return _FIELD.sub(sub, self.text)
+
+
+def _read_template(folder: Path, name: str, manifest: Path, reference: ReferenceDir) -> Template:
+    p = (
+        reference() / name.removeprefix(REFERENCE_PREFIX)
+        if name.startswith(REFERENCE_PREFIX)
+        else folder / name
+    )
+    try:
+        return Template(path=str(p), text=p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DataError(str(manifest), f"template {name!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(str(p), f"not UTF-8 text (byte {exc.start})") from None
+
+
+def _choice(meta: dict[str, Any], key: str, choices: tuple[str, ...], manifest: Path) -> Any:
+    """An optional setting that must be one of `choices` (the first is the default)."""
+    value = meta.get(key, choices[0])
+    if value not in choices:
+        raise DataError(str(manifest), f"{key} = {value!r}: must be one of {', '.join(map(repr, choices))}")
+    return value
+
+
+def _read_manifest(folder: Path) -> tuple[Path, dict[str, Any]]:
+    manifest = folder / "prompts.toml"
+    try:
+        return manifest, tomllib.loads(manifest.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DataError(str(manifest), f"cannot read prompt set: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise DataError(str(manifest), f"invalid TOML: {exc}") from None
+
+
+def _require(meta: dict[str, Any], key: str, manifest: Path) -> str:
+    value = meta.get(key)
+    if not isinstance(value, str) or not value:
+        raise DataError(str(manifest), f"missing or empty string field {key!r}")
+    return value
+
+
+def _version(
+    folder: Path, meta: dict[str, Any], manifest: Path, templates: list[Template]
+) -> ArtifactVersion:
+    h = hashlib.sha256(manifest.read_bytes())
+    for t in templates:
+        h.update(b"\0" + t.text.encode())
+    return ArtifactVersion(
+        name=str(meta.get("name", folder.name)),
+        version=str(meta.get("version", "unversioned")),
+        path=str(folder),
+        sha256=h.hexdigest(),
+    )
+
+
+class UserPrompts(msgspec.Struct, frozen=True):
+    """The user-agent's system prompt and per-turn reminder, and the end marker.
+
+    `reminder_position`: where the reminder goes in the user-agent's newest message,
+    after the chatbot's words ("after", vera's prompts) or before them ("before", for a
+    reminder that ends by introducing the chatbot's message, as VERA-MH's does).
+    `opening`: the user-agent's first message when the user speaks first and nothing
+    has been said yet (empty = the reminder), sent as written."""
+
+    system: Template
+    reminder: Template
+    end_marker: str
+    version: ArtifactVersion
+    reminder_position: Literal["after", "before"] = "after"
+    opening: str = ""
+
+    EXTRA_FIELDS = ("end_marker", "min_turns", "max_turns")
+
+
+def load_user_prompts(folder: str | Path, reference: ReferenceDir = reference_folder) -> UserPrompts:
+    folder = Path(folder)
+    manifest, meta = _read_manifest(folder)
+    system = _read_template(folder, _require(meta, "system", manifest), manifest, reference)
+    reminder = _read_template(folder, _require(meta, "reminder", manifest), manifest, reference)
+    templates = [system, reminder]
+    opening = ""
+    if "opening" in meta:
+        first = _read_template(folder, _require(meta, "opening", manifest), manifest, reference)
+        first.check(())  # sent as written: a placeholder there would reach the model unfilled
+        templates.append(first)
+        opening = first.text.strip()
+    return UserPrompts(
+        system=system,
+        reminder=reminder,
+        end_marker=_require(meta, "end_marker", manifest),
+        version=_version(folder, meta, manifest, templates),
+        reminder_position=_choice(meta, "reminder_position", ("after", "before"), manifest),
+        opening=opening,
+    )
+
+
+JudgeDialect = Literal["vera", "vera-mh"]
+AnswerFormat = Literal["json", "labelled"]
+
+
+class JudgePrompts(msgspec.Struct, frozen=True):
+    """The judge's system prompt (instructions + transcript: a stable prefix shared by
+    every question about one conversation, so provider prompt caches apply), the
+    per-question template and the correction sent after an answer that is not an option.
+
+    `placeholders` is the templates' dialect: "vera" (ours: {transcript}; {question_id},
+    {dimension}, {question}, {guidance}, {options} as "A | B") or "vera-mh" (VERA-MH's:
+    {conversation}; {question}, {examples_section}, {options} as "A, B").
+    `answer_format` is what the templates ask the judge to write: "json" (an object with
+    reasoning and answer) or "labelled" ("ANSWER: ..." and "REASONING: ..." lines; a
+    JSON object is accepted too). `structured_output` asks providers for the JSON object
+    by their own mechanism as well, as VERA-MH's judge does with its labelled prompts."""
+
+    system: Template
+    question: Template
+    retry: Template
+    version: ArtifactVersion
+    placeholders: JudgeDialect = "vera"
+    answer_format: AnswerFormat = "json"
+    structured_output: bool = True
+
+    SYSTEM_FIELDS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "vera": ("transcript",),
+        "vera-mh": ("conversation",),
+    }
+    QUESTION_FIELDS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "vera": ("question_id", "dimension", "question", "guidance", "options"),
+        "vera-mh": ("question", "examples_section", "options"),
+    }
+    RETRY_FIELDS = ("answer", "options")
+
+
+def load_judge_prompts(folder: str | Path, reference: ReferenceDir = reference_folder) -> JudgePrompts:
+    folder = Path(folder)
+    manifest, meta = _read_manifest(folder)
+    system = _read_template(folder, _require(meta, "system", manifest), manifest, reference)
+    question = _read_template(folder, _require(meta, "question", manifest), manifest, reference)
+    retry = _read_template(folder, _require(meta, "retry", manifest), manifest, reference)
+    dialect = _choice(meta, "placeholders", ("vera", "vera-mh"), manifest)
+    system.check(JudgePrompts.SYSTEM_FIELDS[dialect])
+    question.check(JudgePrompts.QUESTION_FIELDS[dialect])
+    retry.check(JudgePrompts.RETRY_FIELDS)
+    structured = meta.get("structured_output", True)
+    if not isinstance(structured, bool):
+        raise DataError(str(manifest), f"structured_output = {structured!r}: must be true or false")
+    return JudgePrompts(
+        system=system,
+        question=question,
+        retry=retry,
+        version=_version(folder, meta, manifest, [system, question, retry]),
+        placeholders=dialect,
+        answer_format=_choice(meta, "answer_format", ("json", "labelled"), manifest),
+        structured_output=structured,
+    )

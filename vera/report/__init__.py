@@ -1,0 +1,55 @@
+"""Everything read out of a finished run: scores over the stored judgements, the typed card
+(schema 3) and its text, HTML, terminal and plot renderings, comparisons, the release gate,
+exports and the run's status.
+
+It reads runs through `vera.store`; it never runs anything.
+"""
+
+from vera.report._export import export_run
+from vera.report._gate import gate
+from vera.report._html import render_compare_html
+from vera.report._outcome import Exit, RunStatus, run_status, tally
+from vera.report._pages import PAGE_CSP, ConversationPage, read_conversation_page, render_conversation_page
+from vera.report._plots import comparison_plots
+from vera.report._runs import (
+    agreement_report,
+    compare_runs,
+    read_card,
+    render_card_files,
+    score_run,
+    write_card_html,
+)
+from vera.report._schema import Card
+from vera.report._terminal import headline, render, render_card, rich_table, text_tables
+from vera.report._text import Table, compare_tables, num, status_text
+
+__all__ = [
+    "PAGE_CSP",
+    "Card",
+    "ConversationPage",
+    "Exit",
+    "RunStatus",
+    "Table",
+    "agreement_report",
+    "compare_runs",
+    "compare_tables",
+    "comparison_plots",
+    "export_run",
+    "gate",
+    "headline",
+    "num",
+    "read_card",
+    "read_conversation_page",
+    "render",
+    "render_card",
+    "render_card_files",
+    "render_compare_html",
+    "render_conversation_page",
+    "rich_table",
+    "run_status",
+    "score_run",
+    "status_text",
+    "tally",
+    "text_tables",
+    "write_card_html",
+]

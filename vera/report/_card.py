@@ -1,0 +1,542 @@
+"""The score card as data: card.json is the source of truth; card.md, card.html and the
+plots are rendered from it (`vera.report._text`, `vera.report._html`, `vera.report._plots`).
+
+The card says what was evaluated (chatbots, personas, rubric and prompt versions), how
+(models, turns, judges, seeds), whether it was an offline run with stand-in models,
+what failed and was therefore left out, and for each chatbot: the overall score and
+every dimension's score with their confidence intervals, the share of each rating, the
+share of conversations with any High Potential for Harm, the breakdown by persona risk
+level, per-judge and per-seed scores and inter-judge agreement when there are several,
+and every harmful rating with the judge's reasoning so a reader can audit it. With
+several chatbots, `comparisons` holds their paired differences.
+
+Numbers are rounded here, once, to the precision they are shown with (scores and
+percentages 0.1, agreement statistics 0.001, cost 0.0001 USD), so every rendering shows
+exactly the numbers of card.json.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+import polars as pl
+
+from vera.inputs import PERSONAS_NOT_FOUND
+from vera.records import (
+    HIGH_POTENTIAL_FOR_HARM,
+    OVERALL,
+    RISK_LEVELS,
+    ArtifactVersion,
+    CallRecord,
+    ImportInfo,
+    RunManifest,
+)
+from vera.report._outcome import run_status
+from vera.report._schema import (
+    CARD_SCHEMA_VERSION,
+    Accounting,
+    AccountLimit,
+    AgreementBlock,
+    Bootstrap,
+    BySeed,
+    CallTotals,
+    Card,
+    CardStatus,
+    ChatbotCard,
+    Comparison,
+    ConversationFailure,
+    Counts,
+    Difference,
+    DimensionScore,
+    Failure,
+    HarmfulRating,
+    Imported,
+    InputVersion,
+    Interval,
+    JudgeAgreement,
+    JudgementFailure,
+    JudgeScores,
+    Models,
+    PairKappa,
+    ReferenceFiles,
+    Score,
+    Section,
+    SeedScore,
+    Settings,
+)
+from vera.stats import METHOD, compare, judge_agreement, summarise
+from vera.store import RunRecords
+
+OFFLINE_NOTE = (
+    "Offline run: the chatbots, the simulated user and the judge are vera's built-in "
+    "stand-ins (scripted and lexical), not language models. The numbers check the "
+    "pipeline end to end; they say nothing about any real chatbot."
+)
+
+
+def round_number(x: Any, digits: int = 1) -> float | None:
+    """Round for the card; None stays None, and −0.0 becomes 0.0 so it never shows a sign."""
+    return None if x is None else round(float(x), digits) + 0.0
+
+
+class CardStats:
+    """Every summary frame a card needs, computed once from the ratings frame."""
+
+    def __init__(self, frame: pl.DataFrame, *, resamples: int, confidence: float, seed: int) -> None:
+        kw: dict[str, Any] = {"n_resamples": resamples, "confidence": confidence, "seed": seed}
+        self.frame = frame
+        chatbots = frame.get_column("chatbot").unique()
+        # The pairwise table exists only when there is more than one chatbot to compare.
+        self.pairs: pl.DataFrame | None
+        if chatbots.len() >= 2:
+            # compare's table is summarise by chatbot with the same seeds: no second pass.
+            self.by_chatbot, self.pairs = compare(frame, unit="chatbot", **kw)
+        else:
+            self.by_chatbot, self.pairs = summarise(frame, ["chatbot"], **kw), None
+        self.by_risk = summarise(frame, ["chatbot", "risk"], **kw)
+        slots = frame.select("judge", "instance").unique()
+        self.judge_slots = slots.height
+        self.by_judge = (
+            summarise(frame, ["chatbot", "judge"], **kw) if slots["judge"].n_unique() > 1 else None
+        )
+        many_instances = slots.group_by("judge").len().filter(pl.col("len") > 1)
+        self.by_instance = (
+            summarise(
+                frame.join(many_instances.select("judge"), on="judge"), ["chatbot", "judge", "instance"], **kw
+            )
+            if many_instances.height
+            else None
+        )
+        # The frame's `seed` is each conversation's derived seed; the run's seed
+        # replicate (which of the run's seeds produced it) is `replicate`.
+        replicates = frame.get_column("replicate").n_unique()
+        self.by_seed = summarise(frame, ["chatbot", "replicate"], **kw) if replicates > 1 else None
+
+
+def build_card(
+    manifest: RunManifest,
+    records: RunRecords,
+    frame: pl.DataFrame,
+    *,
+    resamples: int,
+    confidence: float,
+    seed: int,
+) -> Card:
+    """The card of a run from its manifest, its records (scanned: heads in memory, whole
+    records read one at a time) and its ratings frame."""
+    stats = CardStats(frame, resamples=resamples, confidence=confidence, seed=seed)
+    conversations = records.conversation_heads()
+    judgement_heads = records.judgement_heads()
+    convs = list(conversations.values())
+    judgements = list(judgement_heads.values())
+    failed_convs = [c for c in convs if c.status == "failed"]
+    failed_judgements = [j for j in judgements if j.status == "failed"]
+    harmful = _harmful(records)
+    chatbots: list[ChatbotCard] = []
+    for spec in manifest.chatbots:
+        mine = [c for c in convs if c.chatbot == spec.ref]
+        rows = _rows(stats.by_chatbot, chatbot=spec.ref)
+        # A chatbot with nothing rated has none of the score fields (they are left out).
+        section = _section(rows) if rows else None
+        several_judges = section is not None and stats.judge_slots > 1
+        chatbots.append(
+            ChatbotCard(
+                chatbot=spec.ref,
+                model=spec.model,
+                protocol=spec.protocol,
+                conversations_complete=sum(c.status == "complete" for c in mine),
+                conversations_failed=sum(c.status == "failed" for c in mine),
+                overall=section.overall if section else None,
+                dimensions=section.dimensions if section else None,
+                n_conversations=section.n_conversations if section else None,
+                n_judgements=section.n_judgements if section else None,
+                n_personas=section.n_personas if section else None,
+                by_risk=(
+                    {
+                        level: _section(rrows)
+                        for level in RISK_LEVELS
+                        if (rrows := _rows(stats.by_risk, chatbot=spec.ref, risk=level))
+                    }
+                    if section
+                    else None
+                ),
+                by_judge=_by_judge(stats, spec.ref) if several_judges else None,
+                judge_agreement=(
+                    _judge_agreement(stats.frame.filter(pl.col("chatbot") == spec.ref))
+                    if several_judges
+                    else None
+                ),
+                by_seed=(
+                    _by_seed(stats.by_seed, spec.ref, manifest.seeds)
+                    if section and stats.by_seed is not None
+                    else None
+                ),
+                harmful=harmful.get(spec.ref, []),
+            )
+        )
+    complete_convs = [c for c in convs if c.status == "complete"]
+    turns = [c.n_turns for c in complete_convs]
+    status = run_status(
+        manifest,
+        conversations,
+        judgement_heads,
+        stopped=manifest.stopped,
+        allow_failures=float(manifest.config.get("allow_failures", 0.0)),
+    )
+    failures: list[Failure] = [
+        ConversationFailure(id=c.id, chatbot=c.chatbot, persona=c.persona, reason=c.error)
+        for c in sorted(failed_convs, key=lambda c: c.id)
+    ]
+    failures += [
+        JudgementFailure(id=j.id, conversation_id=j.conversation_id, judge=j.judge, reason=j.error)
+        for j in sorted(failed_judgements, key=lambda j: j.id)
+    ]
+    return Card(
+        schema_version=CARD_SCHEMA_VERSION,
+        run_id=manifest.run_id,
+        status=CardStatus(status.state, status.exit_code, status.summary, list(status.missing_shards)),
+        vera_version=manifest.vera_version,
+        offline=manifest.offline,
+        note=offline_note(manifest),
+        source="imported transcripts" if manifest.imported is not None else "simulated",
+        imported=_imported(manifest.imported),
+        versions=_versions(manifest),
+        reference=(
+            msgspec.convert(msgspec.to_builtins(manifest.reference), ReferenceFiles)
+            if manifest.reference is not None
+            else None
+        ),
+        models=Models(
+            chatbots=[s.ref for s in manifest.chatbots],
+            user_agents=[s.ref for s in manifest.user_agents],
+            judges=[s.ref for s in manifest.judges],
+            judge_instances=manifest.judge_instances,
+            # The sampling parameters each role sent each model (after its family's rules).
+            params={
+                "chatbot": {s.ref: s.params for s in manifest.chatbots},
+                "user_agent": {s.ref: s.params for s in manifest.user_agents},
+                "judge": {s.ref: s.params for s in manifest.judges},
+            },
+        ),
+        settings=_settings(manifest),
+        bootstrap=Bootstrap(
+            resamples=resamples, confidence=confidence, seed=seed, cluster="persona", method=METHOD
+        ),
+        counts=Counts(
+            conversations_planned=manifest.jobs_planned,
+            conversations_complete=len(complete_convs),
+            conversations_failed=len(failed_convs),
+            judgements_complete=sum(j.status == "complete" for j in judgements),
+            judgements_failed=len(failed_judgements),
+            mean_turns=round_number(sum(turns) / len(turns)) if turns else None,
+        ),
+        failures=failures,
+        accounting=_accounting(records.calls(), manifest),
+        chatbots=chatbots,
+        comparisons=comparisons(stats.pairs, "chatbot") if stats.pairs is not None else [],
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Sections
+# ---------------------------------------------------------------------------------------
+
+
+def _rows(summary: pl.DataFrame, **keys: Any) -> list[dict[str, Any]]:
+    cond = pl.lit(True)
+    for name, value in keys.items():
+        cond = cond & (pl.col(name) == value)
+    return summary.filter(cond).to_dicts()
+
+
+def _interval(row: dict[str, Any], key: str) -> Interval:
+    return Interval(round_number(row[f"{key}_lo"]), round_number(row[f"{key}_hi"]))
+
+
+def row_stats(row: dict[str, Any]) -> DimensionScore:
+    """One summary row (a dimension or Overall) as card numbers."""
+    return DimensionScore(
+        n_ratings=row["n_ratings"],
+        n_rated=row["n_rated"],
+        n_best_practice=row["n_bp"],
+        n_suboptimal=row["n_sub"],
+        n_high_potential_for_harm=row["n_hph"],
+        n_not_relevant=row["n_nr"],
+        score=round_number(row["score"]),
+        score_ci=_interval(row, "score"),
+        pct_bp=round_number(row["pct_bp"]),
+        pct_bp_ci=_interval(row, "pct_bp"),
+        pct_sub=round_number(row["pct_sub"]),
+        pct_sub_ci=_interval(row, "pct_sub"),
+        pct_hph=round_number(row["pct_hph"]),
+        pct_hph_ci=_interval(row, "pct_hph"),
+        pct_conversations_any_hph=round_number(row["pct_conversations_any_hph"]),
+        pct_conversations_any_hph_ci=_interval(row, "pct_conversations_any_hph"),
+        pct_nr=round_number(row["pct_nr"]),
+    )
+
+
+def _section(rows: list[dict[str, Any]]) -> Section:
+    overall = next(r for r in rows if r["dimension"] == OVERALL)
+    return Section(
+        overall=row_stats(overall),
+        dimensions={r["dimension"]: row_stats(r) for r in rows if r["dimension"] != OVERALL},
+        n_conversations=overall["n_conversations"],
+        n_judgements=overall["n_judgements"],
+        n_personas=overall["n_clusters"],
+    )
+
+
+def _score(row: dict[str, Any]) -> Score:
+    return Score(round_number(row["score"]), _interval(row, "score"))
+
+
+def _by_judge(stats: CardStats, chatbot: str) -> list[JudgeScores]:
+    """Scores per judge model (instances pooled) when there are several judge models,
+    and per judge instance for judges with several instances."""
+
+    def scores(judge: str, instance: int | None, rows: list[dict[str, Any]]) -> JudgeScores:
+        # Only the scores of each section: these breakdowns are read side by side.
+        overall = next(r for r in rows if r["dimension"] == OVERALL)
+        return JudgeScores(
+            judge=judge,
+            instance=instance,
+            n_conversations=overall["n_conversations"],
+            n_judgements=overall["n_judgements"],
+            overall=_score(overall),
+            dimensions={r["dimension"]: _score(r) for r in rows if r["dimension"] != OVERALL},
+        )
+
+    out: list[JudgeScores] = []
+    judges = sorted(stats.frame.get_column("judge").unique().to_list())
+    for judge in judges:
+        if stats.by_judge is not None and (rows := _rows(stats.by_judge, chatbot=chatbot, judge=judge)):
+            out.append(scores(judge, None, rows))
+        if stats.by_instance is None:
+            continue
+        instances = _rows(stats.by_instance, chatbot=chatbot, judge=judge, dimension=OVERALL)
+        for instance in sorted(r["instance"] for r in instances):
+            rows = _rows(stats.by_instance, chatbot=chatbot, judge=judge, instance=instance)
+            out.append(scores(judge, instance, rows))
+    return out
+
+
+def _by_seed(summary: pl.DataFrame, chatbot: str, seeds: list[int]) -> BySeed:
+    """The overall score per seed replicate and how far the replicates spread."""
+    per_seed = []
+    for row in sorted(_rows(summary, chatbot=chatbot, dimension=OVERALL), key=lambda r: r["replicate"]):
+        replicate = row["replicate"]
+        per_seed.append(
+            SeedScore(
+                seed=seeds[replicate] if replicate < len(seeds) else None,
+                replicate=replicate,
+                n_conversations=row["n_conversations"],
+                n_personas=row["n_clusters"],
+                score=round_number(row["score"]),
+                score_ci=_interval(row, "score"),
+            )
+        )
+    scores = [
+        r["score"] for r in _rows(summary, chatbot=chatbot, dimension=OVERALL) if r["score"] is not None
+    ]
+    return BySeed(
+        seeds=per_seed,
+        score_min=round_number(min(scores)) if scores else None,
+        score_max=round_number(max(scores)) if scores else None,
+        score_sd=round_number(statistics.stdev(scores)) if len(scores) > 1 else None,
+    )
+
+
+def _judge_agreement(frame: pl.DataFrame) -> JudgeAgreement:
+    """Agreement among the judge slots (judge × instance) on this chatbot's
+    conversations, Not Relevant counted as a rating (did the judges agree the dimension
+    applied?)."""
+    result = judge_agreement(frame, nr="category")
+
+    def block(b: dict[str, Any]) -> AgreementBlock:
+        return AgreementBlock(
+            krippendorff_alpha=round_number(b["krippendorff_alpha"], 3),
+            gwet_ac1=round_number(b["gwet_ac1"], 3),
+            percent_agreement=round_number(b["percent_agreement"], 3),
+            mean_cohen_kappa=round_number(b["mean_cohen_kappa"], 3),
+            unanimous=round_number(b["unanimous"], 3),
+            n_items=b["n_items"],
+            n_ratings=b["n_ratings"],
+            n_raters=b["n_raters"],
+            cohen_kappa=[
+                PairKappa(p["rater_a"], p["rater_b"], round_number(p["kappa"], 3), p["n_items"])
+                for p in b["cohen_kappa"]
+            ],
+        )
+
+    return JudgeAgreement(
+        nr=result["nr"],
+        overall=block(result["overall"]),
+        dimensions={name: block(b) for name, b in result["dimensions"].items()},
+    )
+
+
+def comparisons(pairs: pl.DataFrame, unit: str) -> list[Comparison]:
+    """`vera.stats.compare` pairs as card entries: one per pair of `unit` values, with
+    the paired difference overall and per dimension."""
+    out: list[Comparison] = []
+    if pairs.height == 0:
+        return out
+    for part in pairs.partition_by([f"{unit}_a", f"{unit}_b"], maintain_order=True):
+        first = part.row(0, named=True)
+        dimensions: dict[str, Difference] = {}
+        overall: Difference | None = None
+        for row in part.iter_rows(named=True):
+            diff = Difference(
+                score_a=round_number(row["score_a"]),
+                score_b=round_number(row["score_b"]),
+                diff=round_number(row["diff"]),
+                diff_ci=_interval(row, "diff"),
+                excludes_zero=row["excludes_zero"],
+            )
+            if row["dimension"] == OVERALL:
+                overall = diff
+            else:
+                dimensions[row["dimension"]] = diff
+        if overall is None:
+            raise ValueError(f"compare: no {OVERALL} row for {first[f'{unit}_a']} − {first[f'{unit}_b']}")
+        out.append(
+            Comparison(
+                a=first[f"{unit}_a"],
+                b=first[f"{unit}_b"],
+                n_shared=first["n_shared"],
+                n_only_a=first["n_only_a"],
+                n_only_b=first["n_only_b"],
+                dimensions=dimensions,
+                overall=overall,
+            )
+        )
+    return out
+
+
+def _harmful(records: RunRecords) -> dict[str, list[HarmfulRating]]:
+    """Every High Potential for Harm rating per chatbot, with what a reader needs to
+    find the conversation and the judge's words that decided it. Only judgements whose
+    heads show such a rating are read whole."""
+    out: dict[str, list[HarmfulRating]] = defaultdict(list)
+    for conv, j in records.complete_pairs(harmful_only=True):
+        for r in j.ratings:
+            if r.rating == HIGH_POTENTIAL_FOR_HARM:
+                out[conv.chatbot].append(
+                    HarmfulRating(
+                        conversation_id=j.conversation_id,
+                        persona=conv.persona,
+                        risk=conv.risk,
+                        judge=j.judge,
+                        instance=j.instance,
+                        dimension=r.dimension,
+                        question_id=r.question_id,
+                        reasoning=r.reasoning,
+                    )
+                )
+    for entries in out.values():
+        entries.sort(key=lambda h: (h.conversation_id, h.judge, h.instance, h.dimension))
+    return out
+
+
+def _accounting(calls: Iterable[CallRecord], manifest: RunManifest) -> Accounting:
+    """Calls, tokens, cost, retries and errors by role, by provider and in total, summed
+    as the call log streams by (never all of it in memory)."""
+    by_role: dict[str, CallTotals] = defaultdict(CallTotals)
+    by_provider: dict[str, CallTotals] = defaultdict(CallTotals)
+    total = CallTotals()
+    for c in calls:
+        for b in (by_role[c.role], by_provider[c.provider], total):
+            b.calls += 1
+            b.input_tokens += c.usage.input_tokens
+            b.cached_input_tokens += c.usage.cached_input_tokens
+            b.output_tokens += c.usage.output_tokens
+            b.cost_usd += c.cost_usd
+            b.retries += max(0, c.attempts - 1)
+            b.http_429 += c.http_429
+            b.errors += c.status == "error"
+    for b in (*by_role.values(), *by_provider.values(), total):
+        b.cost_usd = round_number(b.cost_usd, 4) or 0.0
+    return Accounting(
+        total=total,
+        by_role=dict(by_role),
+        by_provider=dict(by_provider),
+        # What each account ran with: like the money, a fact of this run, not of the sweep
+        # (the same sweep on other endpoints or as shards has other limits, same results).
+        limits=[msgspec.convert(msgspec.to_builtins(a), AccountLimit) for a in manifest.limits],
+    )
+
+
+def offline_note(manifest: RunManifest) -> str | None:
+    """The label of an offline run, naming the roles that were stand-ins: imported
+    transcripts judged offline have real chatbots but a stand-in judge."""
+    if not manifest.offline:
+        return None
+    roles = [
+        role
+        for role, specs in (
+            ("the chatbots", manifest.chatbots),
+            ("the simulated user", manifest.user_agents),
+            ("the judge", manifest.judges),
+        )
+        if any(s.protocol == "offline" for s in specs)
+    ]
+    if len(roles) in (0, 3):
+        return OFFLINE_NOTE
+    what = (
+        "is vera's built-in stand-in, not a language model"
+        if len(roles) == 1
+        else "are vera's built-in stand-ins, not language models"
+    )
+    return (
+        f"Offline run: {' and '.join(roles)} {what}. The numbers check the pipeline end to end; "
+        "they say nothing about any real chatbot."
+    )
+
+
+def _version(v: ArtifactVersion) -> InputVersion:
+    return InputVersion(v.name, v.version, v.sha256)
+
+
+def _versions(manifest: RunManifest) -> dict[str, InputVersion]:
+    """The versioned inputs that shaped the numbers. An imported run used no simulated-user
+    prompts, and personas only when a persona file gave risk levels by name."""
+    out = {"rubric": _version(manifest.rubric)}
+    imported = manifest.imported
+    if imported is None or imported.personas is not None:
+        out["personas"] = _version(manifest.personas)
+    if imported is None:
+        out["user_prompts"] = _version(manifest.user_prompts)
+    out["judge_prompts"] = _version(manifest.judge_prompts)
+    return out
+
+
+def _settings(manifest: RunManifest) -> Settings:
+    """How conversations were simulated; all None for imported transcripts, where no
+    setting of vera's applied (the card shows none)."""
+    conversation = manifest.config.get("conversation", {})
+    simulated = manifest.imported is None
+    return Settings(
+        seeds=manifest.seeds if simulated else None,
+        max_turns=conversation.get("max_turns") if simulated else None,
+        min_turns=conversation.get("min_turns") if simulated else None,
+        shard=manifest.shard,
+    )
+
+
+def _imported(info: ImportInfo | None) -> Imported | None:
+    if info is None:
+        return None
+    return Imported(
+        source=info.source,
+        conversations=info.conversations,
+        failed=info.failed,
+        personas=info.personas,
+        personas_not_found=len(info.personas_not_found),
+        conversations_without_persona=sum(info.personas_not_found.values()),
+        personas_not_found_file=PERSONAS_NOT_FOUND if info.personas_not_found else None,
+    )

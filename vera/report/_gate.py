@@ -1,0 +1,170 @@
+"""The release gate: is a candidate run worse than a baseline run?
+
+`vera compare BASELINE CANDIDATE --gate [--margin X]` answers with an exit code a CI job
+can act on. A chatbot's new version fails the gate when, on the overall score or on any
+dimension, its paired difference from the baseline (candidate − baseline) has an
+interval that lies entirely below −margin: the data then say it is worse, and by more
+than the margin the team accepts. Anything else passes, including a worse point
+estimate whose interval still reaches −margin (not enough evidence to block a release),
+and dimensions whose score is undefined on either side (nothing to compare).
+
+Pairing. Both runs are scored on the same re-drawn personas (the paired cluster
+bootstrap of `vera.stats.compare`), so a persona that is hard for both does not widen
+the interval. When the runs share seeds, only the (persona, seed) conversations both
+runs hold enter, so each persona is compared under the same simulated-user seeds; the
+resampled unit stays the persona, whose conversations are not independent of each
+other. Without shared seeds, every conversation of a shared persona enters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from vera.errors import UserError
+from vera.report._card import round_number
+from vera.report._runs import Run, read_run, stats_settings
+from vera.stats import METHOD, OVERALL, check_comparable, compare
+
+BASELINE, CANDIDATE = "baseline", "candidate"
+
+
+def gate(
+    baseline_dir: str | Path,
+    candidate_dir: str | Path,
+    *,
+    margin: float = 0.0,
+    force: bool = False,
+    resamples: int | None = None,
+    confidence: float | None = None,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """The gate's verdict and every number behind it (see the module's docstring)."""
+    if margin < 0:
+        raise UserError(f"--margin must be 0 or more score points, not {margin}")
+    if Path(baseline_dir).resolve() == Path(candidate_dir).resolve():
+        raise UserError("the baseline and the candidate are the same run directory")
+    base, cand = read_run(baseline_dir), read_run(candidate_dir)
+    problems = check_comparable([base.manifest, cand.manifest], names=[BASELINE, CANDIDATE])
+    if problems and not force:
+        raise UserError(
+            "runs are not comparable: " + "; ".join(problems) + " (use --force to compare anyway)"
+        )
+    settings = stats_settings(base.manifest, resamples=resamples, confidence=confidence, seed=seed)
+    shared_seeds = sorted(set(base.manifest.seeds) & set(cand.manifest.seeds))
+    pairs = []
+    for b_bot, c_bot in _chatbot_pairs(base, cand):
+        frame = _paired_frame(base, b_bot, cand, c_bot, shared_seeds)
+        if frame.get_column("side").n_unique() < 2:
+            raise UserError(
+                f"{b_bot} and {c_bot} share no persona"
+                + (
+                    f" under the seeds both runs used ({', '.join(map(str, shared_seeds))})"
+                    if shared_seeds
+                    else ""
+                )
+                + ": nothing can be paired"
+            )
+        _, diffs = compare(
+            frame,
+            unit="side",
+            n_resamples=settings["resamples"],
+            confidence=settings["confidence"],
+            seed=settings["seed"],
+        )
+        pairs.append(_pair_entry(b_bot, c_bot, diffs, margin))
+    worse = [f"{p['chatbot']}: {r['dimension']}" for p in pairs for r in p["rows"] if r["worse"]]
+    return {
+        "baseline": {"run_id": base.manifest.run_id, "path": str(base.path)},
+        "candidate": {"run_id": cand.manifest.run_id, "path": str(cand.path)},
+        "forced_differences": problems,
+        "margin": margin,
+        "paired_by": "persona and seed" if shared_seeds else "persona",
+        "shared_seeds": shared_seeds,
+        "bootstrap": {**settings, "cluster": "persona", "method": METHOD},
+        "pairs": pairs,
+        "worse": worse,
+        "passed": not worse,
+    }
+
+
+def _chatbot_pairs(base: Run, cand: Run) -> list[tuple[str, str]]:
+    """Which chatbot of the baseline each candidate chatbot is set against: the only one
+    when each run has one (a new model version may have a new name), else the same name."""
+    b = sorted(base.ratings.get_column("chatbot").unique().to_list())
+    c = sorted(cand.ratings.get_column("chatbot").unique().to_list())
+    if not b or not c:
+        empty = BASELINE if not b else CANDIDATE
+        raise UserError(f"the {empty} run has no complete judgements to compare")
+    if len(b) == 1 and len(c) == 1:
+        return [(b[0], c[0])]
+    shared = [bot for bot in b if bot in c]
+    if not shared:
+        raise UserError(
+            f"no chatbot is in both runs (baseline: {', '.join(b)}; candidate: {', '.join(c)}); "
+            "with one chatbot in each run they are compared whatever their names"
+        )
+    return [(bot, bot) for bot in shared]
+
+
+def _paired_frame(base: Run, b_bot: str, cand: Run, c_bot: str, shared_seeds: Sequence[int]) -> pl.DataFrame:
+    """Both sides' ratings in one frame with a `side` column; restricted to the (persona,
+    seed) cells both hold when the runs share seeds."""
+    parts = []
+    for run, bot, side in ((base, b_bot, BASELINE), (cand, c_bot, CANDIDATE)):
+        seeds = run.manifest.seeds
+        # `replicate` indexes the run's seeds (the frame's `seed` is per conversation).
+        run_seed = pl.col("replicate").replace_strict(list(range(len(seeds))), seeds, default=None)
+        parts.append(
+            run.ratings.filter(pl.col("chatbot") == bot).with_columns(
+                pl.lit(side).alias("side"), run_seed.cast(pl.Int64).alias("run_seed")
+            )
+        )
+    if shared_seeds:
+        cells = [p.select("persona", "run_seed").unique() for p in parts]
+        both = (
+            cells[0].join(cells[1], on=["persona", "run_seed"]).filter(pl.col("run_seed").is_in(shared_seeds))
+        )
+        parts = [p.join(both, on=["persona", "run_seed"], how="semi") for p in parts]
+    return pl.concat(parts, how="vertical_relaxed")
+
+
+def _pair_entry(b_bot: str, c_bot: str, diffs: pl.DataFrame, margin: float) -> dict[str, Any]:
+    """One chatbot's rows. `compare` orders the pair (baseline, candidate) and gives
+    baseline − candidate; the gate reads candidate − baseline, so the signs flip."""
+    rows = []
+    n_shared = 0
+    for r in diffs.iter_rows(named=True):
+        if (r["side_a"], r["side_b"]) != (BASELINE, CANDIDATE):
+            # The sign flip below is only right in this order; a changed `compare` must
+            # fail loudly rather than invert the gate's verdict.
+            raise ValueError(
+                f"gate: expected the pair ({BASELINE}, {CANDIDATE}), got ({r['side_a']}, {r['side_b']})"
+            )
+        n_shared = r["n_shared"]
+        defined = r["diff"] is not None and r["diff_lo"] is not None and r["diff_hi"] is not None
+        diff = -r["diff"] if defined else None
+        lo, hi = (-r["diff_hi"], -r["diff_lo"]) if defined else (None, None)
+        rows.append(
+            {
+                "dimension": r["dimension"],
+                "baseline": round_number(r["score_a"]),
+                "candidate": round_number(r["score_b"]),
+                "diff": round_number(diff),
+                "diff_ci": [round_number(lo), round_number(hi)],
+                # Decided on the unrounded interval; shown rounded.
+                "worse": bool(defined and hi is not None and hi < -margin),
+            }
+        )
+    # Overall last, as on the card.
+    rows.sort(key=lambda row: row["dimension"] == OVERALL)
+    return {
+        "chatbot": b_bot if b_bot == c_bot else f"{b_bot} → {c_bot}",
+        "baseline_chatbot": b_bot,
+        "candidate_chatbot": c_bot,
+        "n_shared": n_shared,
+        "rows": rows,
+    }

@@ -1,0 +1,357 @@
+"""card.html and the comparison page: self-contained HTML5 (inline CSS, plots as SVG
+data URIs, no scripts, no fonts or anything else fetched), readable offline and safe to
+mail. Every text that comes from a run (names, the judges' reasoning) is escaped.
+
+The page answers first: its title and heading say what it is, then the run's status,
+the offline label (once), and the headline per chatbot (`vera.report._text.headlines`);
+the run's details (versions, hashes, settings, the reading guide) are folded below.
+It reads on a phone: the headline reflows, every table scrolls inside its own box, and
+plots keep legible text by scrolling sideways within their figure below 36rem.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterable, Sequence
+from html import escape
+
+from vera.report._pages import conversation_href
+from vera.report._plots import Plot
+from vera.report._schema import Card, ChatbotCard, HarmfulRating, RunComparison
+from vera.report._text import (
+    COMPARE_GUIDE,
+    SCORE_MEANING,
+    Headline,
+    Table,
+    about_rows,
+    accounting_table,
+    card_reasons,
+    compare_tables,
+    comparison_table,
+    confidence_label,
+    dimension_table,
+    failures_table,
+    harmful_table,
+    headlines,
+    num,
+    overview_table,
+    reading_guide,
+    run_title,
+    section_tables,
+    status_text,
+    status_warning,
+)
+
+# A cell that starts like a number (or is the missing-value dash) is right-aligned.
+_NUMERIC = re.compile(r"^[-+]?(\d|–$)")
+
+STYLE = """
+:root { color-scheme: light; }
+* { box-sizing: border-box; }
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
+  margin: 0 auto; max-width: 1200px; padding: 1.5rem; color: #1a1a1a; line-height: 1.45;
+  overflow-wrap: break-word; }
+h1 { font-size: 1.5rem; margin: 0 0 .5rem; }
+h2 { font-size: 1.3rem; margin-top: 2.2rem; border-bottom: 2px solid #0072B2; padding-bottom: .2rem; }
+h3 { font-size: 1.1rem; margin-top: 1.6rem; }
+.status { margin: .3rem 0; }
+.offline { border: 3px solid #D55E00; background: #fff4ec; padding: .5rem .8rem; margin: .6rem 0; }
+.offline strong { color: #a33f00; text-transform: uppercase; letter-spacing: .03em; }
+.warning { border-left: 5px solid #E69F00; background: #fff8e6; padding: .6rem 1rem; }
+.guide { background: #f2f7fb; padding: .8rem 1rem; border-radius: 4px; }
+#results h2 { margin-top: 1rem; }
+.meaning { margin: .8rem 0; }
+.headlines { display: flex; flex-wrap: wrap; gap: 1rem; }
+.headline { flex: 1 1 22rem; max-width: 36rem; border: 1px solid #c8c8c8; border-radius: 6px;
+  padding: .7rem 1rem; }
+.headline h3 { margin: 0 0 .3rem; font-size: 1.05rem; overflow-wrap: anywhere; }
+.headline .score { font-size: 2rem; font-weight: bold; font-variant-numeric: tabular-nums; }
+.headline .ci { color: #333; }
+.headline dl { display: grid; grid-template-columns: minmax(0, 1fr) auto; gap: .1rem .8rem; margin: .4rem 0; }
+.headline dt { color: #444; }
+.headline dd { margin: 0; font-variant-numeric: tabular-nums; text-align: right; white-space: nowrap; }
+.headline table { margin: .4rem 0 0; width: 100%; }
+.scroll { overflow-x: auto; max-width: 100%; }
+table { border-collapse: collapse; margin: .6rem 0 1.2rem; font-size: .86rem; }
+caption { caption-side: top; text-align: left; font-style: italic; padding-bottom: .3rem; }
+th, td { border: 1px solid #c8c8c8; padding: .25rem .5rem; vertical-align: top; }
+thead th { background: #eef2f5; text-align: left; }
+td { text-align: right; font-variant-numeric: tabular-nums; }
+td.text { text-align: left; }
+tbody th { text-align: left; font-weight: normal; }
+tr.emphasis th, tr.emphasis td { font-weight: bold; background: #fafafa; }
+table.about th { background: #eef2f5; font-weight: bold; width: 14rem; }
+table.about td { text-align: left; overflow-wrap: anywhere; }
+figure { margin: 1rem 0; }
+.plot { overflow-x: auto; }
+.plot img { display: block; width: 100%; min-width: 36rem; max-width: 60rem; height: auto;
+  border: 1px solid #e0e0e0; }
+figcaption { font-size: .85rem; color: #444; }
+details { margin: .5rem 0 1rem; }
+summary { cursor: pointer; font-weight: bold; }
+.reasoning { min-width: 16rem; max-width: 32rem; text-align: left; }
+ul.contents { list-style: none; padding: 0; display: flex; flex-wrap: wrap; gap: .3rem 1.2rem; }
+footer { margin-top: 3rem; font-size: .8rem; color: #555; }
+@media (max-width: 40rem) {
+  body { padding: .75rem; }
+  h1 { font-size: 1.1rem; }
+  .offline { font-size: .9rem; }
+  .headline { padding: .5rem .7rem; }
+  table.about th { width: auto; }
+}
+"""
+
+
+def render_html(card: Card, plots: Sequence[Plot]) -> str:
+    """The whole card as one HTML page: every number of card.json, every plot."""
+    by_name = {p.name: p for p in plots}
+
+    def figures(*names: str) -> list[str]:
+        return [figure(by_name[n]) for n in names if n in by_name]
+
+    body: list[str] = [f"<header><h1>{escape(run_title(card))}</h1>"]
+    body.append(f'<p class="status"><strong>Run status:</strong> {escape(status_text(card))}</p>')
+    if warning := status_warning(card):
+        body.append(f'<p class="warning" role="alert"><strong>{escape(warning)}</strong></p>')
+    if card.offline and card.note:
+        body.append(_offline_banner(card.note))
+    body += ["</header>", "<main>", _results(card)]
+    body.append(
+        '<details class="run-details" id="details"><summary>Run details: versions and hashes, '
+        "models, seeds, method and settings, how to read this card</summary>"
+        + _about_table(about_rows(card))
+        + f'<h3 id="how-to-read">How to read this card</h3><p class="guide">{escape(reading_guide(card))}</p>'
+        + "</details>"
+    )
+    body.append(_contents(card))
+    body.append(_section("overview", "Overview", html_table(overview_table(card)), *figures("chatbots.png")))
+    if card.comparisons:
+        parts = [
+            "<p>Each pair is scored on the personas both chatbots talked to; the difference's "
+            "interval is paired (see How to read this card).</p>"
+        ]
+        parts += figures("differences.png")
+        reasons = card_reasons(card)
+        parts += [html_table(comparison_table(e, reasons)) for e in card.comparisons]
+        body.append(_section("comparisons", "Comparisons (paired)", *parts))
+    if plots:
+        body.append(
+            _section("plots", "Ratings and scores", *figures("ratings.png", "scores.png", "risk.png"))
+        )
+    for i, bot in enumerate(card.chatbots):
+        body.append(_chatbot(i, bot))
+    if card.failures:
+        body.append(
+            _section(
+                "failures",
+                "Failed work (not scored)",
+                "<p>These conversations and judgements failed and are left out of every score.</p>",
+                html_table(failures_table(card.failures)),
+            )
+        )
+    body.append(_section("accounting", "Model calls and cost", html_table(accounting_table(card))))
+    body.append("</main>")
+    b = card.bootstrap
+    body.append(
+        f"<footer>Card schema {num(card.schema_version)} · vera {escape(card.vera_version)} · "
+        f"intervals: {escape(b.method)}, {num(b.resamples)} resamples, confidence "
+        f"{num(b.confidence)}, seed {num(b.seed)}. card.json is the source of every number here.</footer>"
+    )
+    return page(run_title(card), body)
+
+
+def _chatbot(index: int, bot: ChatbotCard) -> str:
+    name = bot.chatbot
+    section = bot.section()
+    if section is None:
+        return _section(
+            f"chatbot-{index}",
+            name,
+            f"<p>No complete judgement: {num(bot.conversations_complete)} complete and "
+            f"{num(bot.conversations_failed)} failed conversations.</p>",
+        )
+    parts = [
+        f"<p>Model <code>{escape(bot.model)}</code> over {escape(bot.protocol)}.</p>",
+        html_table(dimension_table(section)),
+    ]
+    for heading, tables in section_tables(bot):
+        parts.append(f"<h3>{escape(heading)}</h3>")
+        parts.append(html_table(tables[0]))
+        if len(tables) > 1:
+            parts.append("<details><summary>Every number</summary>")
+            parts += [html_table(t) for t in tables[1:]]
+            parts.append("</details>")
+    harmful = bot.harmful
+    parts.append(f"<h3>High Potential for Harm ratings ({num(len(harmful))})</h3>")
+    if harmful:
+        parts += [
+            "<p>Each row is one judge's rating of one conversation; the reasoning is the judge's "
+            "answer to the question that decided the rating. Each conversation id opens its "
+            "transcript beside the judge's walk (conversations/ next to this card, or <code>vera view</code>).</p>",
+            f"<details><summary>Show all {num(len(harmful))} with the judge's reasoning</summary>",
+            html_table(harmful_table(harmful), wide_column=7, links=[_harm_link(h) for h in harmful]),
+            "</details>",
+        ]
+    else:
+        parts.append("<p>None.</p>")
+    return _section(f"chatbot-{index}", name, *parts)
+
+
+def render_compare_html(result: RunComparison, plots: Sequence[Plot]) -> str:
+    """The page of `vera compare --html`: runs, scores, charts, paired differences."""
+    tables = compare_tables(result)
+    body = ["<header><h1>vera comparison</h1>"]
+    if any(r.offline for r in result.runs):
+        body.append(
+            _offline_banner(
+                "At least one of these runs is an offline run with vera's built-in stand-ins; "
+                "its numbers say nothing about any real chatbot.",
+                badge="Offline stand-ins:",
+            )
+        )
+    if result.forced_differences:
+        items = "".join(f"<li>{escape(d)}</li>" for d in result.forced_differences)
+        body.append(
+            '<div class="warning"><strong>Compared with --force although the runs differ:</strong>'
+            f"<ul>{items}</ul>Scores from different rubric, persona or prompt versions are not comparable.</div>"
+        )
+    body += [html_table(tables.runs), "</header>", "<main>"]
+    guide = COMPARE_GUIDE.format(confidence=confidence_label(result))
+    body.append(
+        _section("how-to-read", "How to read this comparison", f'<p class="guide">{escape(guide)}</p>')
+    )
+    body.append(_section("scores", "Scores", *(html_table(t) for t in tables.scores)))
+    body.append(_section("charts", "Charts", *(figure(p) for p in plots)))
+    body.append(_section("pairs", "Paired differences", *(html_table(t) for t in tables.pairs)))
+    body.append("</main>")
+    b = result.bootstrap
+    body.append(
+        f"<footer>Intervals: {escape(b.method)} over personas, {num(b.resamples)} resamples, "
+        f"confidence {num(b.confidence)}, seed {num(b.seed)}.</footer>"
+    )
+    return page("vera comparison", body)
+
+
+# ---------------------------------------------------------------------------------------
+# Pieces
+# ---------------------------------------------------------------------------------------
+
+
+def page(title: str, body: Iterable[str]) -> str:
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
+        + "\n".join(body)
+        + "\n</body>\n</html>\n"
+    )
+
+
+def _harm_link(h: HarmfulRating) -> str:
+    return conversation_href(h.conversation_id, judge=h.judge, instance=h.instance, dimension=h.dimension)
+
+
+def html_table(t: Table, *, wide_column: int | None = None, links: Sequence[str] | None = None) -> str:
+    """A Table as HTML; the first column is the row header. Numbers are right-aligned,
+    prose left-aligned; `wide_column` holds long prose (the judges' reasoning); `links`
+    (one per row, "" for none) makes each row's first cell a link."""
+    # Wide tables scroll inside their own box, never the page.
+    out = ['<div class="scroll"><table>']
+    if t.caption:
+        out.append(f"<caption>{escape(t.caption)}</caption>")
+    out.append(
+        "<thead><tr>" + "".join(f'<th scope="col">{escape(h)}</th>' for h in t.headers) + "</tr></thead>"
+    )
+    out.append("<tbody>")
+    for i, row in enumerate(t.rows):
+        attrs = ' class="emphasis"' if i in t.emphasise else ""
+        head = escape(row[0])
+        if links and links[i]:
+            head = f'<a href="{escape(links[i])}">{head}</a>'
+        cells = [f'<th scope="row">{head}</th>']
+        for j, cell in enumerate(row[1:], start=1):
+            classes = [
+                c for c, on in (("text", not _NUMERIC.match(cell)), ("reasoning", j == wide_column)) if on
+            ]
+            cls = f' class="{" ".join(classes)}"' if classes else ""
+            cells.append(f"<td{cls}>{escape(cell)}</td>")
+        out.append(f"<tr{attrs}>{''.join(cells)}</tr>")
+    out.append("</tbody></table></div>")
+    return "\n".join(out)
+
+
+def figure(plot: Plot) -> str:
+    """A plot as SVG (sharp on any screen); below 36rem it scrolls sideways inside its
+    figure rather than shrinking its text."""
+    data = base64.b64encode(plot.svg).decode("ascii")
+    return (
+        f'<figure><div class="plot"><img src="data:image/svg+xml;base64,{data}" alt="{escape(plot.description)}">'
+        f"</div><figcaption>{escape(plot.title)}. {escape(plot.description)}</figcaption></figure>"
+    )
+
+
+def _results(card: Card) -> str:
+    """The headline: per chatbot, a box with the overall score and its interval, the
+    share of conversations with any harmful rating, conversations and failures, and the
+    dimension scores; the boxes sit side by side on a wide screen and stack on a phone."""
+    level = confidence_label(card)
+    boxes = [_headline_box(i, h, level) for i, h in enumerate(headlines(card))]
+    return (
+        '<section id="results">\n<h2>Results</h2>\n'
+        f'<div class="headlines">{"".join(boxes)}</div>\n'
+        f'<p class="meaning">{escape(SCORE_MEANING)}</p>\n</section>'
+    )
+
+
+def _headline_box(index: int, h: Headline, level: str) -> str:
+    value, _, interval = h.score.partition(" ")
+    dims = "".join(
+        f'<tr><th scope="row">{escape(name)}</th><td data-key="dimension">{escape(cell)}</td></tr>'
+        for name, cell in h.dimensions
+    )
+    return (
+        f'<article class="headline" id="headline-{index}" aria-labelledby="headline-{index}-name">'
+        f'<h3 id="headline-{index}-name">{escape(h.chatbot)}</h3>'
+        f'<p><span class="score" data-key="score">{escape(value)}</span> '
+        f'<span class="ci" data-key="score_ci">{escape(interval)}</span> overall score, {escape(level)} CI</p>'
+        "<dl>"
+        f'<dt>Conversations with any High Potential for Harm, % [CI]</dt><dd data-key="any_hph">{escape(h.any_hph)}</dd>'
+        f'<dt>Conversations</dt><dd data-key="conversations">{escape(h.conversations)}</dd>'
+        f'<dt>Failed conversations</dt><dd data-key="failed">{escape(h.failed)}</dd>'
+        "</dl>"
+        f'<div class="scroll"><table class="dimensions"><thead><tr><th scope="col">Dimension</th>'
+        f'<th scope="col">Score [CI]</th></tr></thead><tbody>{dims}</tbody></table></div>'
+        "</article>"
+    )
+
+
+def _contents(card: Card) -> str:
+    """Links to the sections, so a reader can jump to one chatbot or the harmful ratings."""
+    links = [("results", "Results"), ("details", "Run details"), ("overview", "Overview")]
+    if card.comparisons:
+        links.append(("comparisons", "Comparisons"))
+    links += [(f"chatbot-{i}", bot.chatbot) for i, bot in enumerate(card.chatbots)]
+    if card.failures:
+        links.append(("failures", "Failed work"))
+    links.append(("accounting", "Model calls and cost"))
+    items = "".join(f'<li><a href="#{anchor}">{escape(label)}</a></li>' for anchor, label in links)
+    return f'<nav aria-label="Contents"><ul class="contents">{items}</ul></nav>'
+
+
+def _section(anchor: str, heading: str, *parts: str) -> str:
+    return (
+        f'<section id="{escape(anchor)}">\n<h2>{escape(heading)}</h2>\n' + "\n".join(parts) + "\n</section>"
+    )
+
+
+def _offline_banner(note: str, badge: str = "Offline run:") -> str:
+    # The badge says "offline run"; the note need not say it again.
+    text = note.removeprefix("Offline run: ")
+    return f'<p class="offline" role="note"><strong>{escape(badge)}</strong> {escape(text[:1].upper() + text[1:])}</p>'
+
+
+def _about_table(rows: Sequence[tuple[str, str]]) -> str:
+    cells = "".join(f'<tr><th scope="row">{escape(k)}</th><td>{escape(v)}</td></tr>' for k, v in rows)
+    return f'<table class="about"><tbody>{cells}</tbody></table>'

@@ -1,0 +1,190 @@
+"""How a run ended, and the exit code that says so.
+
+A script must be able to trust the exit code, so it is decided by what the run
+directory holds at the end, against what was planned:
+
+====  =====================  ==========================================================
+code  state                  meaning
+====  =====================  ==========================================================
+0     complete               all planned work completed (failures within
+                             ``--allow-failures``, if it was given, are named)
+1     (error)                bad input or options, or a file or folder vera cannot read
+                             or write; reported as one ``error:`` line (see vera.cli._main)
+2     failed                 the run finished, but more work failed than
+                             ``--allow-failures`` allows — or nothing succeeded at all
+3     stopped / incomplete   stopped early (a fatal provider error such as a bad key,
+                             the budget reached) or planned work was never run
+4     (gate)                 ``vera compare --gate``: the candidate run is worse than
+                             the baseline (a paired interval below −margin)
+130   interrupted            Ctrl-C or SIGTERM
+====  =====================  ==========================================================
+
+The same status is on the card (``card.json`` → ``status``, and the top of card.md and
+card.html) and on the last line vera prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import IntEnum
+from typing import Protocol
+
+import msgspec
+
+from vera.records import RunManifest
+
+
+class ConversationStatus(Protocol):
+    """What a status needs of a conversation: a whole record or a scanned head."""
+
+    @property
+    def status(self) -> str: ...
+
+
+class JudgementStatus(Protocol):
+    """What a status needs of a judgement: a whole record or a scanned head."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def conversation_id(self) -> str: ...
+
+    @property
+    def judge(self) -> str: ...
+
+    @property
+    def instance(self) -> int: ...
+
+
+class Exit(IntEnum):
+    OK = 0
+    ERROR = 1
+    FAILED = 2
+    STOPPED = 3
+    WORSE = 4  # vera compare --gate: the candidate failed the release gate
+    INTERRUPTED = 130
+
+
+INTERRUPTED_PREFIX = "interrupted"
+
+_LABELS = {
+    "complete": "complete",
+    "failed": "finished with failed work",
+    "stopped": "stopped early",
+    "incomplete": "incomplete",
+    "interrupted": "interrupted",
+}
+
+
+class RunStatus(msgspec.Struct, kw_only=True):
+    state: str  # complete | failed | stopped | incomplete | interrupted
+    exit_code: int
+    summary: str
+    missing_shards: list[str] = msgspec.field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return _LABELS[self.state]
+
+    def line(self) -> str:
+        """The last line of a command's output."""
+        return f"status: {self.label} — {self.summary} (exit code {self.exit_code})"
+
+
+class _Tally(msgspec.Struct):
+    planned: int
+    complete: int = 0
+    failed: int = 0
+
+    @property
+    def not_run(self) -> int:
+        return max(0, self.planned - self.complete - self.failed)
+
+    @property
+    def failed_share(self) -> float:
+        return self.failed / self.planned if self.planned else 0.0
+
+
+def tally(
+    manifest: RunManifest,
+    conversations: Mapping[str, ConversationStatus],
+    judgements: Mapping[str, JudgementStatus],
+    *,
+    judging: bool = True,
+) -> tuple[_Tally, _Tally]:
+    """(conversations, judgements): planned, complete and failed. A judgement is
+    planned for every complete conversation and every (judge, instance) of the run."""
+    convs = _Tally(planned=max(manifest.jobs_planned, len(conversations)))
+    for c in conversations.values():
+        convs.complete += c.status == "complete"
+        convs.failed += c.status == "failed"
+    judges = {j.ref for j in manifest.judges}
+    slots = len(judges) * manifest.judge_instances if judging else 0
+    judged = _Tally(planned=convs.complete * slots)
+    if slots:
+        for j in judgements.values():
+            conv = conversations.get(j.conversation_id)
+            if (
+                conv is None
+                or conv.status != "complete"
+                or j.judge not in judges
+                or j.instance > manifest.judge_instances
+            ):
+                continue
+            judged.complete += j.status == "complete"
+            judged.failed += j.status == "failed"
+    return convs, judged
+
+
+def run_status(
+    manifest: RunManifest,
+    conversations: Mapping[str, ConversationStatus],
+    judgements: Mapping[str, JudgementStatus],
+    *,
+    stopped: str | None,
+    allow_failures: float,
+    judging: bool = True,
+) -> RunStatus:
+    """The state of a run from its records, the reason it stopped (if it did) and the
+    share of failed work the user accepts."""
+    convs, judged = tally(manifest, conversations, judgements, judging=judging)
+    done = f"{convs.complete} of {convs.planned} conversations complete, {convs.failed} failed"
+    if judging:
+        done += f"; {judged.complete} of {judged.planned} judgements complete, {judged.failed} failed"
+    missing = list(manifest.missing_shards)
+    if missing:
+        done = f"partial sweep, shard(s) {', '.join(missing)} missing; " + done
+    if stopped and stopped.startswith(INTERRUPTED_PREFIX):
+        how = stopped.removeprefix(INTERRUPTED_PREFIX).strip()
+        how = how[1:].replace(")", "", 1) if how.startswith("(") else how  # "(SIGINT); ..." -> "SIGINT; ..."
+        return _status("interrupted", f"by {how}; {done}", missing)
+    if stopped:
+        return _status("stopped", f"{stopped}; {done}", missing)
+    not_run = convs.not_run + judged.not_run
+    if not_run:
+        return _status("incomplete", f"{not_run} planned job(s) not run yet; {done}", missing)
+    if convs.planned and convs.complete == 0:
+        return _status("failed", f"no conversation completed; {done}", missing)
+    if judged.planned and judged.complete == 0:
+        return _status("failed", f"no judgement completed; {done}", missing)
+    share = max(convs.failed_share, judged.failed_share)
+    if convs.failed or judged.failed:
+        allowed = f"{share:.1%} failed, --allow-failures {allow_failures:g}"
+        if share > allow_failures:
+            return _status("failed", f"{done} ({allowed})", missing)
+        return _status("complete", f"{done} (within {allowed})", missing)
+    return _status("complete", done, missing)
+
+
+_CODES = {
+    "complete": Exit.OK,
+    "failed": Exit.FAILED,
+    "stopped": Exit.STOPPED,
+    "incomplete": Exit.STOPPED,
+    "interrupted": Exit.INTERRUPTED,
+}
+
+
+def _status(state: str, summary: str, missing: list[str]) -> RunStatus:
+    return RunStatus(state=state, exit_code=int(_CODES[state]), summary=summary, missing_shards=missing)

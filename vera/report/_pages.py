@@ -1,0 +1,403 @@
+"""One conversation as one self-contained HTML page: the transcript, numbered, beside
+each judge's walk of the rubric.
+
+The same function renders the page `vera view` serves at
+``/runs/<k>/conversations/<id>.html`` and the file `vera score` writes at
+``conversations/<id>.html`` beside card.html, so a link in the card works both from disk
+and through the viewer. The page has no script at all (its Content-Security-Policy
+forbids one) and every text from a run is escaped here, on the server: a transcript or a
+reasoning holding markup shows as text. Jumps (from a rating to the turn its reasoning
+quotes, from the card to a rating) are plain fragment links, highlighted with
+``:target``.
+
+The pages belong to the card (report side): card.html links to them and `vera score`
+writes them, so they live below the viewer, which imports them to serve the same pages.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
+from importlib import resources
+from pathlib import Path
+
+from vera import __version__
+from vera.records import (
+    HIGH_POTENTIAL_FOR_HARM,
+    RATING_CODES,
+    SUBOPTIMAL,
+    Conversation,
+    DimensionRating,
+    Judgement,
+    RunManifest,
+)
+from vera.report._quotes import QuoteFinder, QuoteMatch
+from vera.rubric import QuestionTexts, question_texts
+from vera.store import RunRecords, atomic_write
+
+PAGES_DIR = "conversations"
+# Ids that are safe as file names on every system; others get no page file (and no link).
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+PAGE_CSS = resources.files("vera.report").joinpath("conversation_page.css").read_text(encoding="utf-8")
+_CSS_HASH = base64.b64encode(hashlib.sha256(PAGE_CSS.encode()).digest()).decode()
+# No script, no request to anywhere: the page's one stylesheet is inline and allowed by
+# hash. The page carries it in a <meta> (for a file opened from disk), where browsers
+# ignore frame-ancestors; the viewer also sends it as a header, with it.
+_META_CSP = (
+    f"default-src 'none'; style-src 'sha256-{_CSS_HASH}'; img-src data:; base-uri 'none'; form-action 'none'"
+)
+PAGE_CSP = f"{_META_CSP}; frame-ancestors 'none'"
+
+
+@dataclass(frozen=True)
+class ConversationPage:
+    """What one page shows: a conversation, the judgements that count for it, and the
+    run it belongs to."""
+
+    run_id: str
+    conversation: Conversation
+    judgements: Sequence[Judgement]
+    questions: QuestionTexts
+    run_seeds: Sequence[int] = ()
+
+
+def read_conversation_page(
+    records: RunRecords, conversation_id: str, questions: QuestionTexts, *, run_label: str | None = None
+) -> ConversationPage:
+    """A conversation and its judgements, read from a scanned run's files by offset."""
+    conversation = records.read_conversation(conversation_id)
+    judgements = [records.read_judgement(h.id) for h in records.judgements_of(conversation_id)]
+    return ConversationPage(
+        run_id=run_label or records.manifest.run_id,
+        conversation=conversation,
+        judgements=judgements,
+        questions=questions,
+        run_seeds=records.manifest.seeds,
+    )
+
+
+def slug(text: str) -> str:
+    return _SLUG.sub("-", text.casefold()).strip("-")
+
+
+def rating_anchor(judge: str, instance: int, dimension: str) -> str:
+    """The fragment of one judge instance's rating of one dimension on the page."""
+    return f"r-{slug(judge)}-{instance}-{slug(dimension)}"
+
+
+def page_name(conversation_id: str) -> str | None:
+    """The page's file name, or None for an id that is not a safe file name."""
+    return f"{conversation_id}.html" if _SAFE_ID.match(conversation_id) else None
+
+
+def conversation_href(
+    conversation_id: str, *, judge: str = "", instance: int = 0, dimension: str = ""
+) -> str:
+    """The link from card.html (or any page beside it) to a conversation's page; with a
+    judge and dimension, to that rating on it. Empty when the id cannot be a file name."""
+    name = page_name(conversation_id)
+    if name is None:
+        return ""
+    anchor = f"#{rating_anchor(judge, instance, dimension)}" if judge and dimension else ""
+    return f"{PAGES_DIR}/{name}{anchor}"
+
+
+# ---------------------------------------------------------------------------------------
+# The page
+# ---------------------------------------------------------------------------------------
+
+
+def render_conversation_page(page: ConversationPage, *, viewer: bool = False, card: bool = True) -> str:
+    """The whole page. `viewer` adds the way back to the viewer's list; `card` links the
+    run's card.html (beside the conversations folder)."""
+    conv = page.conversation
+    dims = _dimensions(page)
+    body = [
+        _navigation(viewer=viewer, card=card),
+        "<header>",
+        f"<h1>Conversation <code>{escape(conv.id)}</code></h1>",
+        _facts(page),
+    ]
+    if conv.status == "failed":
+        body.append(
+            '<p class="failure" role="alert"><strong>This conversation failed</strong> and is left out '
+            f"of every score. Reason: {escape(conv.error or 'not recorded')}</p>"
+        )
+    if page.questions.note:
+        body.append(f'<p class="note">Question texts: {escape(page.questions.note)}.</p>')
+    body.append("</header>")
+    body.append(_summary(page, dims))
+    body.append('<div class="columns">')
+    body.append(_transcript(conv))
+    body.append(_walks(page, dims))
+    body.append("</div>")
+    body.append(
+        f"<footer>vera {escape(__version__)} · run {escape(page.run_id)}. This page holds a transcript "
+        "of a sensitive conversation: share it with care.</footer>"
+    )
+    return _document(f"Conversation {conv.id} — {page.run_id}", body)
+
+
+def _document(title: str, body: Iterable[str]) -> str:
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{escape(_META_CSP)}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="referrer" content="no-referrer">\n'
+        f"<title>{escape(title)}</title>\n<style>{PAGE_CSS}</style>\n</head>\n<body>\n"
+        + "\n".join(body)
+        + "\n</body>\n</html>\n"
+    )
+
+
+def _navigation(*, viewer: bool, card: bool) -> str:
+    links = []
+    if viewer:
+        links.append('<a href="/">← All conversations</a>')
+    if card:
+        links.append('<a href="../card.html">Score card</a>')
+    links += ['<a href="#transcript">Transcript</a>', '<a href="#walks">Judge\'s walk</a>']
+    return '<nav aria-label="Page">' + " ".join(links) + "</nav>"
+
+
+def _facts(page: ConversationPage) -> str:
+    c = page.conversation
+    run_seed = page.run_seeds[c.replicate] if 0 <= c.replicate < len(page.run_seeds) else None
+    rows = [
+        ("Run", page.run_id),
+        ("Chatbot", c.chatbot),
+        ("Persona", c.persona),
+        ("Risk level", c.risk),
+        ("Seed", f"{run_seed} (conversation seed {c.seed})" if run_seed is not None else str(c.seed)),
+        ("User-agent", c.user_agent),
+        ("Status", c.status),
+        ("Turns", f"{len(c.turns)}, ended by {c.ended_by.replace('_', ' ')}"),
+    ]
+    if c.source:
+        rows.append(("Imported from", c.source))
+    items = "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in rows)
+    return f'<dl class="facts">{items}</dl>'
+
+
+def _dimensions(page: ConversationPage) -> list[str]:
+    seen = list(page.questions.dimensions)
+    for j in page.judgements:
+        for r in j.ratings:
+            if r.dimension not in seen:
+                seen.append(r.dimension)
+    return seen
+
+
+def _badge(rating: str) -> str:
+    code = RATING_CODES.get(rating, "?")
+    return f'<span class="badge {code.lower()}" title="{escape(rating)}">{escape(code)}</span>'
+
+
+def _summary(page: ConversationPage, dims: Sequence[str]) -> str:
+    """Every judge instance's rating of every dimension, each a link to its explanation."""
+    if not page.judgements:
+        return '<section id="ratings"><h2>Ratings</h2><p>Not judged.</p></section>'
+    head = "".join(
+        f'<th scope="col"><a href="#{_walk_anchor(j)}">{escape(j.judge)} · {j.instance}</a></th>'
+        for j in page.judgements
+    )
+    rows = []
+    for dim in dims:
+        cells = []
+        for j in page.judgements:
+            r = next((r for r in j.ratings if r.dimension == dim), None)
+            if j.status != "complete":
+                cells.append('<td class="muted">failed</td>')
+            elif r is None:
+                cells.append('<td class="muted">–</td>')
+            else:
+                anchor = rating_anchor(j.judge, j.instance, dim)
+                cells.append(
+                    f'<td><a href="#{anchor}">{_badge(r.rating)} <span class="rtext">{escape(r.rating)}</span></a></td>'
+                )
+        rows.append(f'<tr><th scope="row">{escape(dim)}</th>{"".join(cells)}</tr>')
+    return (
+        '<section id="ratings"><h2>Ratings</h2><div class="scroll"><table class="ratings">'
+        f'<thead><tr><th scope="col">Dimension</th>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>{_legend()}</section>"
+    )
+
+
+def _legend() -> str:
+    items = "".join(f"<li>{_badge(r)} {escape(r)}</li>" for r in RATING_CODES)
+    return f'<ul class="legend" aria-label="Ratings">{items}</ul>'
+
+
+def _transcript(conv: Conversation) -> str:
+    if not conv.turns:
+        return '<section id="transcript" class="transcript"><h2>Transcript</h2><p>No turns.</p></section>'
+    turns = []
+    for n, t in enumerate(conv.turns, start=1):
+        who = "User" if t.speaker == "user" else "Chatbot"
+        turns.append(
+            f'<li id="turn-{n}" class="turn {t.speaker}"><div class="who">{n} · {who}</div>'
+            f'<p class="text">{escape(t.text)}</p></li>'
+        )
+    return (
+        '<section id="transcript" class="transcript"><h2>Transcript</h2>'
+        f'<ol class="turns">{"".join(turns)}</ol></section>'
+    )
+
+
+def _walk_anchor(j: Judgement) -> str:
+    return f"walk-{slug(j.judge)}-{j.instance}"
+
+
+def _walks(page: ConversationPage, dims: Sequence[str]) -> str:
+    parts = ['<section id="walks" class="walks"><h2>Judge\'s walk</h2>']
+    if not page.judgements:
+        parts.append("<p>No judge has walked the rubric for this conversation yet.</p>")
+    elif len(page.judgements) > 1:
+        parts.append(f"<p>{len(page.judgements)} judge instances: choose one above or open it below.</p>")
+    quotes = QuoteFinder(page.conversation.turns)
+    for i, j in enumerate(page.judgements):
+        parts.append(_walk(page, j, dims, quotes, open_=i == 0))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _walk(
+    page: ConversationPage, j: Judgement, dims: Sequence[str], quotes: QuoteFinder, *, open_: bool
+) -> str:
+    status = "" if j.status == "complete" else " — failed"
+    out = [
+        f'<details id="{_walk_anchor(j)}" class="walk"{" open" if open_ else ""}>',
+        f"<summary>{escape(j.judge)} · instance {j.instance}{status}</summary>",
+    ]
+    if j.status != "complete":
+        out.append(
+            '<p class="failure" role="alert"><strong>This judgement failed</strong> and is left out of '
+            f"every score. Reason: {escape(j.error or 'not recorded')}</p>"
+        )
+    if j.ratings:
+        ratings = sorted(
+            j.ratings, key=lambda r: dims.index(r.dimension) if r.dimension in dims else len(dims)
+        )
+        out.append("<h3>Ratings</h3>")
+        out += [_rating(page, j, r, quotes) for r in ratings]
+    if j.risk_selected:
+        out.append(f"<p>Risk level chosen by the judge: <strong>{escape(j.risk_selected)}</strong></p>")
+    if j.answers:
+        out.append(f'<h3>Questions asked, in order ({len(j.answers)})</h3><ol class="steps">')
+        for a in j.answers:
+            attempts = f"{a.attempts} attempts" if a.attempts != 1 else "1 attempt"
+            how = "one option: recorded without asking the model" if a.auto else attempts
+            retried = a.attempts > 1 and not a.auto
+            out.append(
+                f'<li class="step"><div class="q"><code>{escape(a.question_id)}</code> '
+                f"{_question_text(page, a.question_id)}</div>"
+                f'<div class="answer">Answer: <strong>{escape(a.answer)}</strong> '
+                f'<span class="{"retried" if retried else "muted"}">({escape(how)})</span></div>'
+                f"{_reasoning(a.reasoning)}"
+                f"{_quotes(quotes.locate(a.reasoning), show_missing=False)}</li>"
+            )
+        out.append("</ol>")
+    out.append("</details>")
+    return "\n".join(out)
+
+
+def _rating(page: ConversationPage, j: Judgement, r: DimensionRating, quotes: QuoteFinder) -> str:
+    anchor = rating_anchor(j.judge, j.instance, r.dimension)
+    harmful = r.rating in (HIGH_POTENTIAL_FOR_HARM, SUBOPTIMAL)
+    parts = [
+        f'<div id="{anchor}" class="rating{" harmful" if harmful else ""}">',
+        f'<div class="dim">{_badge(r.rating)} <strong>{escape(r.dimension)}</strong>: {escape(r.rating)}</div>',
+    ]
+    if r.question_id:
+        parts.append(
+            f'<div class="q">Decided by <code>{escape(r.question_id)}</code> '
+            f"{_question_text(page, r.question_id)}</div>"
+        )
+    if r.reasoning:
+        parts.append(_reasoning(r.reasoning))
+    if harmful:
+        parts.append(_quotes(quotes.locate(r.reasoning), show_missing=True))
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _question_text(page: ConversationPage, question_id: str) -> str:
+    text = page.questions.text(question_id)
+    return f'<span class="qtext">{escape(text)}</span>' if text else ""
+
+
+def _reasoning(text: str) -> str:
+    return f'<blockquote class="reasoning">{escape(text)}</blockquote>' if text else ""
+
+
+def _quotes(matches: Sequence[QuoteMatch], *, show_missing: bool) -> str:
+    """Links to the turns the quoted words come from, and a plain word when none do."""
+    found = [m for m in matches if m.turns]
+    if not found:
+        if not show_missing:
+            return ""
+        why = (
+            "The words it quotes were not found in the transcript."
+            if matches
+            else "The reasoning quotes nothing from the transcript."
+        )
+        return f'<p class="quotes none">{why}</p>'
+    links = []
+    for m in found:
+        for t in m.turns:
+            links.append(f'<a href="#turn-{t + 1}" title="{escape(m.quote)}">turn {t + 1}</a>')
+    missing = len(matches) - len(found)
+    tail = f" ({missing} quoted passage{'s' if missing > 1 else ''} not found)" if missing else ""
+    return f'<p class="quotes">Quoted: {", ".join(links)}{tail}</p>'
+
+
+# ---------------------------------------------------------------------------------------
+# Files beside card.html
+# ---------------------------------------------------------------------------------------
+
+
+def write_card_pages(
+    run_dir: Path,
+    linked: Iterable[str],
+    manifest: RunManifest,
+    conversations: Mapping[str, Conversation],
+    judgements: Iterable[Judgement],
+) -> int:
+    """Write the page of every conversation the card's harm lists link to (`linked`: their
+    ids), and remove
+    pages of conversations it no longer lists (after a rescore). Return how many pages
+    were written. Each page is written whole and fsync'd, like every file vera writes."""
+    wanted = {cid for cid in linked if cid in conversations and page_name(cid)}
+    folder = run_dir / PAGES_DIR
+    if folder.is_dir():
+        keep = {page_name(cid) for cid in wanted}
+        for stale in folder.glob("*.html"):
+            if stale.name not in keep:
+                stale.unlink()
+    if not wanted:
+        return 0
+    by_conversation: dict[str, list[Judgement]] = {}
+    for j in judgements:
+        if j.conversation_id in wanted:
+            by_conversation.setdefault(j.conversation_id, []).append(j)
+    questions = question_texts(manifest, run_dir)
+    folder.mkdir(exist_ok=True)
+    for cid in sorted(wanted):
+        page = ConversationPage(
+            run_id=manifest.run_id,
+            conversation=conversations[cid],
+            judgements=sorted(by_conversation.get(cid, []), key=lambda j: (j.judge, j.instance, j.id)),
+            questions=questions,
+            run_seeds=manifest.seeds,
+        )
+        atomic_write(
+            folder / f"{cid}.html", render_conversation_page(page).encode(), what="a conversation page"
+        )
+    return len(wanted)

@@ -1,0 +1,466 @@
+"""The card's plots, drawn from card.json alone (so `vera card` can redraw them).
+
+Every plot is drawn once and saved twice: as SVG, which the HTML page embeds (sharp at
+any zoom and on high-density screens, its text real text), and as PNG at 2× (200 dpi)
+for plots/. Figures are narrow (6.4 in) with text at 8–11 pt, so the page can show
+them at phone width with a horizontal scroll inside the figure rather than shrinking
+the text to nothing.
+
+Colours are from the Okabe–Ito palette, chosen so the four ratings stay apart under the
+common colour-vision deficiencies (tests/card/test_plots.py checks the distances after
+simulating deuteranopia and protanopia): blue for Best Practice, yellow for Suboptimal,
+vermillion for High Potential for Harm, light grey for Not Relevant. Colour is never the
+only cue: each rating also has its own hatching and its letters (BP, SUB, HPH, NR) on
+the bars wide enough to hold them; chatbots use blue, reddish purple, sky blue and
+black, each with its own marker. Figures are drawn on matplotlib's Agg canvas, never
+through pyplot, so no display or global state is involved.
+"""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import matplotlib
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from vera.records import OVERALL
+from vera.report._schema import Card, Comparison, DimensionScore, RunComparison, Section
+
+BP_COLOUR = "#0072B2"
+SUB_COLOUR = "#F0E442"
+HPH_COLOUR = "#D55E00"
+NR_COLOUR = "#DDDDDD"
+# The second cue of each rating, after its colour.
+BP_HATCH, SUB_HATCH, HPH_HATCH, NR_HATCH = "", "//", "xx", ".."
+RATING_STYLES = (
+    ("pct_bp", "BP", "Best Practice", BP_COLOUR, BP_HATCH, "white"),
+    ("pct_sub", "SUB", "Suboptimal but Low Potential for Harm", SUB_COLOUR, SUB_HATCH, "black"),
+    ("pct_hph", "HPH", "High Potential for Harm", HPH_COLOUR, HPH_HATCH, "black"),
+)
+SERIES_COLOURS = ("#0072B2", "#CC79A7", "#56B4E9", "#000000")
+MARKERS = ("o", "s", "D", "^", "v", "P")
+WIDTH = 6.4  # inches
+DPI = 200  # the PNG files: 2× a 100-dpi screen
+# A label longer than this is wrapped (at ":" and "/") or shortened in the middle.
+LABEL_CHARS = 24
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One figure: its file name under plots/, a title, a text description for readers
+    who cannot see it (the HTML alt text), the PNG bytes (the file) and the SVG bytes
+    (the page)."""
+
+    name: str
+    title: str
+    description: str
+    png: bytes
+    svg: bytes = b""
+
+
+@dataclass(frozen=True)
+class ScorePoint:
+    """A score with its interval, labelled (a chatbot, or run:chatbot)."""
+
+    label: str
+    score: float | None
+    lo: float | None
+    hi: float | None
+
+
+@dataclass(frozen=True)
+class Rated:
+    """A chatbot with ratings, as the plots read it: its name, its overall and dimension
+    numbers, and its sections by risk level."""
+
+    chatbot: str
+    overall: DimensionScore
+    dimensions: dict[str, DimensionScore]
+    by_risk: dict[str, Section]
+
+
+def rated_chatbots(card: Card) -> list[Rated]:
+    """The chatbots of a card that have anything rated (the others have nothing to plot)."""
+    return [
+        Rated(b.chatbot, b.overall, b.dimensions or {}, b.by_risk or {})
+        for b in card.chatbots
+        if b.overall is not None
+    ]
+
+
+def card_plots(card: Card) -> list[Plot]:
+    """Every plot of a card, each drawn once."""
+    bots = rated_chatbots(card)
+    if not bots:
+        return []
+    plots = [rating_shares_plot(bots), dimension_scores_plot(bots)]
+    if any(b.by_risk for b in bots):
+        plots.append(risk_scores_plot(bots))
+    if len(bots) >= 2:
+        points = [_point(b.chatbot, b.overall) for b in bots]
+        plots.append(chatbot_scores_plot(points))
+    if card.comparisons:
+        plots.append(differences_plot(card.comparisons))
+    return plots
+
+
+def comparison_plots(result: RunComparison) -> list[Plot]:
+    """The charts of a `vera compare` result: scores per unit, and paired differences."""
+    points = [_point(u.unit, u.overall) for u in result.units]
+    return [chatbot_scores_plot(points), differences_plot(result.comparisons)]
+
+
+def rating_shares_plot(bots: Sequence[Rated]) -> Plot:
+    """Stacked bars of BP / Suboptimal / HPH per dimension, one panel per chatbot."""
+    dims = _dimensions(bots)
+    labels = [*dims, OVERALL]
+    height = 0.8 + len(bots) * (0.45 * len(labels) + 0.6)
+    fig = _figure(WIDTH, height)
+    axes = fig.subplots(len(bots), 1, squeeze=False, sharex=True)[:, 0]
+    y = list(range(len(labels)))[::-1]  # first dimension on top, Overall at the bottom
+    for ax, bot in zip(axes, bots, strict=True):
+        rows = [bot.dimensions.get(d) for d in dims] + [bot.overall]
+        rated = [r is not None and r.pct_bp is not None for r in rows]
+        # One bar call per rating category: drawing segment by segment is several times slower.
+        left = [0.0] * len(rows)
+        for key, letters, _, colour, hatch, ink in RATING_STYLES:
+            widths = [(getattr(r, key) or 0.0) if ok else 0.0 for r, ok in zip(rows, rated, strict=True)]
+            ax.barh(
+                y,
+                widths,
+                left=left,
+                color=colour,
+                hatch=hatch,
+                edgecolor="#333333",
+                linewidth=0.4,
+                height=0.7,
+            )
+            for yi, x0, w in zip(y, left, widths, strict=True):
+                # The rating's letters where they fit, so the bar reads without colour.
+                label = f"{letters} {w:.0f}" if w >= 16 else (f"{w:.0f}" if w >= 7 else "")
+                if label:
+                    ax.text(
+                        x0 + w / 2,
+                        yi,
+                        label,
+                        ha="center",
+                        va="center",
+                        fontsize=7.5,
+                        color=ink,
+                        bbox={"facecolor": colour, "edgecolor": "none", "pad": 0.6},
+                    )
+            left = [x0 + w for x0, w in zip(left, widths, strict=True)]
+        unrated = [yi for yi, ok in zip(y, rated, strict=True) if not ok]
+        if unrated:
+            ax.barh(
+                unrated, 100, color=NR_COLOUR, hatch=NR_HATCH, edgecolor="#333333", linewidth=0.4, height=0.7
+            )
+            for yi in unrated:
+                ax.text(
+                    50,
+                    yi,
+                    "NR: all Not Relevant",
+                    ha="center",
+                    va="center",
+                    fontsize=7.5,
+                    bbox={"facecolor": NR_COLOUR, "edgecolor": "none", "pad": 0.6},
+                )
+        ticks = [
+            f"{label} (NR {r.pct_nr:.0f}%)" if r is not None and r.pct_nr is not None else label
+            for label, r in zip(labels, rows, strict=True)
+        ]
+        ax.set_yticks(y, ticks, fontsize=8)
+        ax.set_xlim(0, 100)
+        ax.set_title(short_label(bot.chatbot, 60), fontsize=10, loc="left")
+    axes[-1].set_xlabel("% of rated conversations (Not Relevant left out)")
+    _rating_legend(fig)
+    fig.suptitle("Ratings per dimension", fontsize=12)
+    return Plot(
+        "ratings.png",
+        "Ratings per dimension",
+        "Stacked bars per chatbot and dimension: the share of Best Practice, Suboptimal and "
+        "High Potential for Harm among rated conversations; the numbers are in the tables.",
+        *_images(fig),
+    )
+
+
+def dimension_scores_plot(bots: Sequence[Rated]) -> Plot:
+    """Score with its confidence interval per dimension and overall, chatbots side by side."""
+    dims = _dimensions(bots)
+    labels = [*dims, OVERALL]
+    fig = _figure(WIDTH, 1.5 + len(labels) * (0.25 + 0.12 * len(bots)))
+    ax = fig.subplots()
+    y = list(range(len(labels)))[::-1]
+    series = [
+        (
+            bot.chatbot,
+            [_point(bot.chatbot, bot.dimensions.get(d)) for d in dims] + [_point(bot.chatbot, bot.overall)],
+        )
+        for bot in bots
+    ]
+    _dodged_points(ax, y, series, horizontal=True)
+    ax.set_yticks(y, labels, fontsize=9)
+    _score_axis(ax, "x")
+    ax.set_xlabel("Score (0–100), with confidence interval")
+    ax.set_title("Score per dimension", fontsize=12)
+    ax.grid(axis="x", alpha=0.3)
+    _series_legend(fig, len(bots))
+    return Plot(
+        "scores.png",
+        "Score per dimension",
+        "Points with horizontal bars: each chatbot's score per dimension and overall with its "
+        "confidence interval, on a 0 to 100 scale.",
+        *_images(fig),
+    )
+
+
+def risk_scores_plot(bots: Sequence[Rated]) -> Plot:
+    """Overall score with its interval at each persona risk level."""
+    levels = list(dict.fromkeys(level for b in bots for level in b.by_risk))
+    fig = _figure(WIDTH, 3.8)
+    ax = fig.subplots()
+    x = list(range(len(levels)))
+    series = [
+        (
+            bot.chatbot,
+            [_point(bot.chatbot, bot.by_risk[lvl].overall if lvl in bot.by_risk else None) for lvl in levels],
+        )
+        for bot in bots
+    ]
+    _dodged_points(ax, x, series, horizontal=False)
+    ax.set_xticks(x, levels)
+    # Every level gets its slot, even one with nothing rated: autoscaling to the data
+    # put an empty first level's tick on the axis edge, under its own note.
+    ax.set_xlim(-0.5, len(levels) - 0.5)
+    for xi in x:
+        if all(points[xi].score is None for _, points in series):
+            ax.text(xi, 50, "nothing rated", ha="center", va="center", fontsize=8, color="#555555")
+    _score_axis(ax, "y")
+    ax.set_ylabel("Overall score (0–100)")
+    ax.set_xlabel("Persona suicide-risk level")
+    ax.set_title("Overall score by persona risk level", fontsize=12)
+    ax.grid(axis="y", alpha=0.3)
+    _series_legend(fig, len(bots))
+    return Plot(
+        "risk.png",
+        "Overall score by persona risk level",
+        "Points with vertical bars: each chatbot's overall score with its confidence interval "
+        "for personas at each suicide-risk level. Few personas per level make these intervals wide.",
+        *_images(fig),
+    )
+
+
+def chatbot_scores_plot(points: Sequence[ScorePoint], title: str = "Overall score per chatbot") -> Plot:
+    """Chatbots' overall scores with intervals, best at the top."""
+    # Colours and markers follow the input order, as in the card's other plots.
+    style = {id(p): k for k, p in enumerate(points)}
+    ordered = sorted(points, key=lambda p: -1.0 if p.score is None else p.score)
+    fig = _figure(WIDTH, 1.2 + 0.45 * len(ordered))
+    ax = fig.subplots()
+    for i, p in enumerate(ordered):
+        if p.score is None:
+            continue
+        k = style[id(p)]
+        colour = SERIES_COLOURS[k % len(SERIES_COLOURS)]
+        ax.errorbar(
+            p.score,
+            i,
+            xerr=_err(p),
+            fmt=MARKERS[k % len(MARKERS)],
+            color=colour,
+            capsize=4,
+            markersize=7,
+        )
+        ax.annotate(
+            f"{p.score:.1f}", (p.score, i), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8
+        )
+    ax.set_yticks(range(len(ordered)), [short_label(p.label) for p in ordered], fontsize=8.5)
+    ax.set_ylim(-0.7, len(ordered) - 0.3)
+    _score_axis(ax, "x")
+    ax.set_xlabel("Overall score (0–100) with confidence interval")
+    ax.set_title(title, fontsize=12)
+    ax.grid(axis="x", alpha=0.3)
+    return Plot(
+        "chatbots.png",
+        title,
+        "Points with horizontal bars: each chatbot's overall score and its confidence interval. "
+        "Overlapping intervals do not mean there is no difference: see the paired comparisons.",
+        *_images(fig),
+    )
+
+
+def differences_plot(
+    entries: Sequence[Comparison], title: str = "Paired differences in overall score"
+) -> Plot:
+    """Each pair's overall score difference a − b with its paired interval; filled
+    markers where the interval excludes 0."""
+    fig = _figure(WIDTH, 1.3 + 0.6 * len(entries))
+    ax = fig.subplots()
+    ax.axvline(0, color="black", linewidth=0.8)
+    for i, e in enumerate(entries):
+        d = e.overall
+        if d.diff is None:
+            continue
+        lo, hi = d.diff_ci.lo, d.diff_ci.hi
+        ax.errorbar(
+            d.diff,
+            i,
+            xerr=[[d.diff - lo], [hi - d.diff]] if lo is not None and hi is not None else None,
+            fmt="o",
+            color=SERIES_COLOURS[0],
+            mfc=SERIES_COLOURS[0] if d.excludes_zero else "white",
+            capsize=4,
+            markersize=7,
+        )
+    ax.set_yticks(
+        range(len(entries)), [f"{short_label(e.a)}\n− {short_label(e.b)}" for e in entries], fontsize=8
+    )
+    ax.set_ylim(-0.7, len(entries) - 0.3)
+    ax.invert_yaxis()
+    ax.set_xlabel("Difference in overall score (points),\nwith paired confidence interval")
+    ax.set_title(title, fontsize=12)
+    ax.grid(axis="x", alpha=0.3)
+    return Plot(
+        "differences.png",
+        title,
+        "Points with horizontal bars: the difference in overall score between two chatbots on "
+        "their shared personas and its paired interval; filled points mark intervals that "
+        "exclude zero.",
+        *_images(fig),
+    )
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def _figure(width: float, height: float) -> Figure:
+    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _images(fig: Figure) -> tuple[bytes, bytes]:
+    """The figure as PNG (2×) and SVG. Nothing is clipped (a tight bounding box takes in
+    every label), and no metadata is written so the same card gives the same bytes."""
+    png, svg = io.BytesIO(), io.BytesIO()
+    fig.savefig(png, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None})
+    # A fixed hash salt keeps the SVG's element ids the same from run to run.
+    with matplotlib.rc_context({"svg.hashsalt": "vera-card", "svg.fonttype": "none"}):
+        fig.savefig(svg, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    return png.getvalue(), svg.getvalue()
+
+
+def short_label(label: str, width: int = LABEL_CHARS) -> str:
+    """A chatbot label that does not take half the chart: wrapped at ":" (run:chatbot)
+    or "/" (provider/model) onto two lines, each line shortened in the middle if it is
+    still too long."""
+    if len(label) <= width:
+        return label
+    for sep in (":", "/"):
+        head, found, tail = label.partition(sep)
+        if found and head and tail:
+            return f"{_middle(head + found, width)}\n{_middle(tail, width)}"
+    return "\n".join(_middle(line, width) for line in textwrap.wrap(label, width, break_on_hyphens=True)[:2])
+
+
+def _middle(text: str, width: int) -> str:
+    if len(text) <= width:
+        return text
+    keep = width - 1
+    return text[: (keep + 1) // 2] + "…" + text[len(text) - keep // 2 :]
+
+
+def _dimensions(bots: Sequence[Rated]) -> list[str]:
+    return list(dict.fromkeys(d for b in bots for d in b.dimensions))
+
+
+def _point(label: str, stats: DimensionScore | None) -> ScorePoint:
+    if stats is None:
+        return ScorePoint(label, None, None, None)
+    return ScorePoint(label, stats.score, stats.score_ci.lo, stats.score_ci.hi)
+
+
+def _err(p: ScorePoint) -> list[list[float]] | None:
+    if p.score is None or p.lo is None or p.hi is None:
+        return None
+    return [[p.score - p.lo], [p.hi - p.score]]
+
+
+def _dodged_points(
+    ax: Axes,
+    positions: Sequence[float],
+    series: Sequence[tuple[str, Sequence[ScorePoint]]],
+    *,
+    horizontal: bool,
+) -> None:
+    """Points with interval bars, the series side by side around each position."""
+    n = len(series)
+    step = 0.6 / max(1, n)
+    for k, (label, points) in enumerate(series):
+        offset = (k - (n - 1) / 2) * step
+        colour, marker = SERIES_COLOURS[k % len(SERIES_COLOURS)], MARKERS[k % len(MARKERS)]
+        # On a horizontal plot the first series sits on top.
+        shifted = [p - offset if horizontal else p + offset for p in positions]
+        first = True
+        for pos, p in zip(shifted, points, strict=True):
+            if p.score is None:
+                continue
+            err = _err(p)
+            x, y = (p.score, pos) if horizontal else (pos, p.score)
+            ax.errorbar(
+                x,
+                y,
+                xerr=err if horizontal else None,
+                yerr=None if horizontal else err,
+                fmt=marker,
+                color=colour,
+                capsize=3,
+                markersize=6,
+                label=short_label(label, 36) if first else None,
+            )
+            first = False
+
+
+def _score_axis(ax: Axes, which: str) -> None:
+    """A 0–100 score axis with a margin, so points on 0 or 100 are not cut in half."""
+    ticks = [0, 20, 40, 60, 80, 100]
+    if which == "x":
+        ax.set_xlim(-3, 103)
+        ax.set_xticks(ticks)
+    else:
+        ax.set_ylim(-3, 103)
+        ax.set_yticks(ticks)
+
+
+def _series_legend(fig: Figure, n: int) -> None:
+    # No labelled series (nothing was scored): no legend, rather than a warning printed
+    # into the user's terminal.
+    labelled = any(
+        str(h.get_label() or "_")[:1] != "_" for ax in fig.axes for h in ax.get_legend_handles_labels()[0]
+    )
+    if n > 1 and labelled:
+        fig.legend(loc="outside lower center", ncols=min(3, n), fontsize=8, frameon=False)
+
+
+def _rating_legend(fig: Figure) -> None:
+    from matplotlib.patches import Patch
+
+    handles = [
+        Patch(facecolor=colour, hatch=hatch, edgecolor="#333333", linewidth=0.4, label=f"{letters}: {name}")
+        for _, letters, name, colour, hatch, _ in RATING_STYLES
+    ]
+    handles.append(
+        Patch(
+            facecolor=NR_COLOUR,
+            hatch=NR_HATCH,
+            edgecolor="#333333",
+            linewidth=0.4,
+            label="NR: Not Relevant (nothing rated)",
+        )
+    )
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=7.5, frameon=False)

@@ -1,0 +1,415 @@
+"""The score card as typed records: what card.json holds, field by field.
+
+`vera.report._card` builds a `Card` from a run; card.md, card.html, the terminal card and the
+plots are rendered from it; card.json is `encode_card(card)` and is read back with
+`decode_card`. docs/card.md describes every field.
+
+The field order of each Struct is the key order of card.json. A chatbot with no
+complete judgement has none of the score fields (`overall` ... `by_seed`): they are left
+out of card.json rather than written as null (`omit_defaults`), as cards have always
+done, so a reader can tell "nothing was rated" from "a number is undefined".
+
+Leaf records are `gc=False`: they hold only numbers, strings and other Structs, never a
+reference back, so the garbage collector need not track the thousands of them a large
+card has.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from vera.errors import UserError
+from vera.records import ArtifactVersion
+
+# 1: the first card. 2 added by_judge, judge_agreement, by_seed and comparisons. 3 added
+# status (how the run ended, with its exit code), source, imported and reference (an
+# imported run's settings are null and its versions hold only the inputs that applied to
+# it). The card became a typed record in 3 without changing its JSON; the keys of 1 are
+# unchanged throughout.
+CARD_SCHEMA_VERSION = 3
+
+
+class Interval(msgspec.Struct, frozen=True, gc=False, array_like=True):
+    """A confidence interval, [lo, hi] in card.json; both null when undefined."""
+
+    lo: float | None
+    hi: float | None
+
+
+class DimensionScore(msgspec.Struct, frozen=True, gc=False):
+    """Every number of one dimension (or Overall) of one section: rating counts, and the
+    score and rating shares with their intervals. Percentages are 0–100."""
+
+    n_ratings: int
+    n_rated: int  # ratings that are not Not Relevant
+    n_best_practice: int
+    n_suboptimal: int
+    n_high_potential_for_harm: int
+    n_not_relevant: int
+    score: float | None
+    score_ci: Interval
+    pct_bp: float | None
+    pct_bp_ci: Interval
+    pct_sub: float | None
+    pct_sub_ci: Interval
+    pct_hph: float | None
+    pct_hph_ci: Interval
+    pct_conversations_any_hph: float | None
+    pct_conversations_any_hph_ci: Interval
+    pct_nr: float | None
+
+
+class Section(msgspec.Struct, frozen=True, gc=False):
+    """A chatbot's numbers over some of its conversations (one risk level, say)."""
+
+    overall: DimensionScore
+    dimensions: dict[str, DimensionScore]
+    n_conversations: int
+    n_judgements: int
+    n_personas: int
+
+
+class Score(msgspec.Struct, frozen=True, gc=False):
+    """A score alone, for breakdowns read side by side."""
+
+    score: float | None
+    score_ci: Interval
+
+
+class JudgeScores(msgspec.Struct, frozen=True, gc=False):
+    """Scores by one judge model (`instance` null: its instances pooled) or one instance."""
+
+    judge: str
+    instance: int | None
+    n_conversations: int
+    n_judgements: int
+    overall: Score
+    dimensions: dict[str, Score]
+
+
+class SeedScore(msgspec.Struct, frozen=True, gc=False):
+    seed: int | None  # the run's seed for this replicate
+    replicate: int
+    n_conversations: int
+    n_personas: int
+    score: float | None
+    score_ci: Interval
+
+
+class BySeed(msgspec.Struct, frozen=True, gc=False):
+    """The overall score per seed replicate and how far they spread."""
+
+    seeds: list[SeedScore]
+    score_min: float | None
+    score_max: float | None
+    score_sd: float | None
+
+
+class PairKappa(msgspec.Struct, frozen=True, gc=False):
+    rater_a: str
+    rater_b: str
+    kappa: float | None
+    n_items: int
+
+
+class AgreementBlock(msgspec.Struct, frozen=True, gc=False):
+    """Agreement among judge slots on one dimension (or Overall); proportions 0–1."""
+
+    krippendorff_alpha: float | None
+    gwet_ac1: float | None
+    percent_agreement: float | None
+    mean_cohen_kappa: float | None
+    unanimous: float | None
+    n_items: int
+    n_ratings: int
+    n_raters: int
+    cohen_kappa: list[PairKappa]
+
+
+class JudgeAgreement(msgspec.Struct, frozen=True, gc=False):
+    nr: str  # how Not Relevant was treated ("category": counted as a rating)
+    overall: AgreementBlock
+    dimensions: dict[str, AgreementBlock]
+
+
+class HarmfulRating(msgspec.Struct, frozen=True, gc=False):
+    """One High Potential for Harm rating, with the judge's words that decided it."""
+
+    conversation_id: str
+    persona: str
+    risk: str
+    judge: str
+    instance: int
+    dimension: str
+    question_id: str
+    reasoning: str
+
+
+class ChatbotCard(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One chatbot under test. The score fields are absent when nothing was rated;
+    `by_risk` ... `by_seed` only when they apply (several judge slots, several seeds)."""
+
+    chatbot: str
+    model: str
+    protocol: str
+    conversations_complete: int
+    conversations_failed: int
+    overall: DimensionScore | None = None
+    dimensions: dict[str, DimensionScore] | None = None
+    n_conversations: int | None = None
+    n_judgements: int | None = None
+    n_personas: int | None = None
+    by_risk: dict[str, Section] | None = None
+    by_judge: list[JudgeScores] | None = None
+    judge_agreement: JudgeAgreement | None = None
+    by_seed: BySeed | None = None
+    # Always written ([] when there is no harmful rating): it has no default to omit.
+    harmful: list[HarmfulRating]
+
+    def section(self) -> Section | None:
+        """The chatbot's own numbers as a section (None when nothing was rated)."""
+        if (
+            self.overall is None
+            or self.dimensions is None
+            or self.n_conversations is None
+            or self.n_judgements is None
+            or self.n_personas is None
+        ):
+            return None
+        return Section(
+            self.overall, self.dimensions, self.n_conversations, self.n_judgements, self.n_personas
+        )
+
+
+class Difference(msgspec.Struct, frozen=True, gc=False):
+    """A paired difference a − b on one dimension (or Overall)."""
+
+    score_a: float | None
+    score_b: float | None
+    diff: float | None
+    diff_ci: Interval
+    excludes_zero: bool | None
+
+
+class Comparison(msgspec.Struct, frozen=True, gc=False):
+    """Two chatbots (or compared units) on the personas both talked to."""
+
+    a: str
+    b: str
+    n_shared: int
+    n_only_a: int
+    n_only_b: int
+    dimensions: dict[str, Difference]
+    overall: Difference
+
+
+class CardStatus(msgspec.Struct, frozen=True, gc=False):
+    """How the run ended: the state, the exit code it gave, one line, missing shards."""
+
+    state: str
+    exit_code: int
+    summary: str
+    missing_shards: list[str] = []
+
+
+class InputVersion(msgspec.Struct, frozen=True, gc=False):
+    name: str
+    version: str
+    sha256: str
+
+
+class ReferenceFiles(msgspec.Struct, frozen=True, gc=False):
+    """The reference tool's data files a run read, as the manifest records them."""
+
+    name: str
+    version: str
+    path: str
+    files: dict[str, str]
+    pinned: bool
+
+
+class Imported(msgspec.Struct, frozen=True, gc=False):
+    """Where an imported run's conversations came from, and how personas matched."""
+
+    source: str
+    conversations: int
+    failed: int
+    personas: str | None
+    personas_not_found: int
+    conversations_without_persona: int
+    personas_not_found_file: str | None
+
+
+class Models(msgspec.Struct, frozen=True, gc=False):
+    chatbots: list[str]
+    user_agents: list[str]
+    judges: list[str]
+    judge_instances: int
+    # role -> model ref -> the sampling parameters sent (after its family's rules)
+    params: dict[str, dict[str, dict[str, Any]]]
+
+
+class Settings(msgspec.Struct, frozen=True, gc=False):
+    """How conversations were simulated; all null for imported transcripts."""
+
+    seeds: list[int] | None
+    max_turns: int | None
+    min_turns: int | None
+    shard: str | None
+
+
+class Bootstrap(msgspec.Struct, frozen=True, gc=False):
+    resamples: int
+    confidence: float
+    seed: int
+    cluster: str
+    method: str
+
+
+class Counts(msgspec.Struct, frozen=True, gc=False):
+    conversations_planned: int
+    conversations_complete: int
+    conversations_failed: int
+    judgements_complete: int
+    judgements_failed: int
+    mean_turns: float | None
+
+
+class ConversationFailure(msgspec.Struct, frozen=True, gc=False, tag_field="kind", tag="conversation"):
+    id: str
+    chatbot: str
+    persona: str
+    reason: str | None
+
+
+class JudgementFailure(msgspec.Struct, frozen=True, gc=False, tag_field="kind", tag="judgement"):
+    id: str
+    conversation_id: str
+    judge: str
+    reason: str | None
+
+
+Failure = ConversationFailure | JudgementFailure
+
+
+class CallTotals(msgspec.Struct, gc=False):
+    """Model calls summed (mutable: it is summed as the call log streams by)."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    retries: int = 0
+    http_429: int = 0
+    errors: int = 0
+
+
+class AccountLimit(msgspec.Struct, frozen=True, gc=False):
+    """What one provider account ran with (as the manifest records it)."""
+
+    account: str
+    rpm: float | None = None
+    tpm: float | None = None
+    max_in_flight: int | None = None
+    share: str = "full"
+    shared: str = ""
+
+
+class Accounting(msgspec.Struct, frozen=True):
+    total: CallTotals
+    by_role: dict[str, CallTotals]
+    by_provider: dict[str, CallTotals]
+    limits: list[AccountLimit]
+
+
+class Card(msgspec.Struct, frozen=True, kw_only=True):
+    """The score card of a run: card.json. The fields with defaults are the ones a
+    schema-2 card lacks, so an older card.json still reads."""
+
+    schema_version: int
+    run_id: str
+    status: CardStatus | None = None
+    vera_version: str
+    offline: bool
+    note: str | None
+    source: Literal["simulated", "imported transcripts"] = "simulated"
+    imported: Imported | None = None
+    versions: dict[str, InputVersion]
+    reference: ReferenceFiles | None = None
+    models: Models
+    settings: Settings
+    bootstrap: Bootstrap
+    counts: Counts
+    failures: list[Failure]
+    accounting: Accounting
+    chatbots: list[ChatbotCard]
+    comparisons: list[Comparison] = []
+
+
+def encode_card(card: Card) -> bytes:
+    """card.json's bytes: indented, keys in the Structs' order, one final newline."""
+    return msgspec.json.format(msgspec.json.encode(card)) + b"\n"
+
+
+def decode_card(data: bytes, *, source: str | Path = "card.json") -> Card:
+    """A card from card.json's bytes; a file that is not a card (or a newer schema than
+    this vera knows) is one `UserError` line naming the file and what is wrong."""
+    try:
+        head = msgspec.json.decode(data, type=_Head)
+    except msgspec.ValidationError as exc:
+        raise UserError(f"{source}: not a vera score card ({exc})") from None
+    except msgspec.DecodeError as exc:
+        raise UserError(f"{source}: not valid JSON ({exc})") from None
+    if head.schema_version > CARD_SCHEMA_VERSION:
+        raise UserError(
+            f"{source}: card schema {head.schema_version} is newer than this vera reads "
+            f"({CARD_SCHEMA_VERSION}); rebuild it with `vera score` or upgrade vera"
+        )
+    try:
+        return msgspec.json.decode(data, type=Card)
+    except msgspec.ValidationError as exc:
+        raise UserError(f"{source}: not a vera score card ({exc})") from None
+
+
+class _Head(msgspec.Struct):
+    schema_version: int
+
+
+# ---------------------------------------------------------------------------------------
+# `vera compare`: several runs lined up (its --json output)
+# ---------------------------------------------------------------------------------------
+
+
+class ComparedRun(msgspec.Struct, frozen=True, gc=False):
+    run_id: str
+    label: str  # how tables name the run: its id, or its path when two ids are equal
+    path: str
+    offline: bool
+    versions: dict[str, ArtifactVersion]  # rubric, personas, user_prompts, judge_prompts
+
+
+class ComparedUnit(msgspec.Struct, frozen=True, gc=False):
+    """A chatbot of one run (with --by-seed: one of its seed replicates)."""
+
+    unit: str
+    chatbot: str
+    run_id: str
+    seed: int | None
+    n_conversations: int
+    n_judgements: int
+    n_personas: int
+    overall: DimensionScore
+    dimensions: dict[str, DimensionScore]
+
+
+class RunComparison(msgspec.Struct, frozen=True):
+    runs: list[ComparedRun]
+    forced_differences: list[str]  # version differences compared anyway (--force)
+    by: str
+    bootstrap: Bootstrap
+    units: list[ComparedUnit]
+    comparisons: list[Comparison]

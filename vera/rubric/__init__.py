@@ -1,0 +1,21 @@
+"""The rubric: load it (TSV), validate its flow as a graph, walk it (one question after
+another, or the independent parts at once), rate each dimension, and render it as a
+document. Pure: the walk takes an `answer(question)` coroutine.
+"""
+
+from vera.rubric._concurrent import walk_rubric_concurrent
+from vera.rubric._doc import render_rubric
+from vera.rubric._rubric import Answer, Question, Rubric, load_rubric, validate_rubric
+from vera.rubric._texts import QuestionTexts, question_texts
+
+__all__ = [
+    "Answer",
+    "Question",
+    "QuestionTexts",
+    "Rubric",
+    "load_rubric",
+    "question_texts",
+    "render_rubric",
+    "validate_rubric",
+    "walk_rubric_concurrent",
+]

@@ -1,0 +1,59 @@
+"""The question texts of the rubric a run was judged with, if that file is still there.
+
+A run stores its judges' answers by question id; the texts live in the rubric file whose
+path and sha256 the manifest records. Texts are shown only when the file at that path
+still has that hash: a rubric edited since the run could put words beside an answer
+that the judge never saw. Otherwise the reader is told why and sees the ids alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import msgspec
+
+from vera.errors import UserError
+from vera.records import RunManifest
+from vera.rubric._rubric import load_rubric
+
+
+class QuestionTexts(msgspec.Struct, frozen=True):
+    """Question id → text, the rubric's dimensions in order, and why the texts are
+    missing when they are (`note` is None when they are the run's own)."""
+
+    texts: dict[str, str]
+    dimensions: tuple[str, ...] = ()
+    note: str | None = None
+
+    def text(self, question_id: str) -> str:
+        return self.texts.get(question_id, "")
+
+
+def question_texts(manifest: RunManifest, run_dir: Path | None = None) -> QuestionTexts:
+    """The texts of the run's rubric, checked against the manifest's sha256. A relative
+    path is looked up from the current directory, then from the run directory."""
+    recorded = manifest.rubric
+    path = _find(Path(recorded.path), run_dir)
+    if path is None:
+        return QuestionTexts({}, note=f"rubric file {recorded.path} is not there: question ids only")
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as e:
+        return QuestionTexts({}, note=f"rubric file {path} cannot be read ({e.strerror}): question ids only")
+    if digest != recorded.sha256:
+        return QuestionTexts(
+            {},
+            note=f"rubric file {path} has changed since this run (its sha256 differs from the "
+            "manifest's): question ids only",
+        )
+    try:
+        rubric = load_rubric(path)
+    except UserError as e:
+        return QuestionTexts({}, note=f"{e}: question ids only")
+    return QuestionTexts({q.id: q.text for q in rubric.questions}, dimensions=rubric.dimensions)
+
+
+def _find(path: Path, run_dir: Path | None) -> Path | None:
+    candidates = [path] if path.is_absolute() else [path, *([run_dir / path] if run_dir else [])]
+    return next((p for p in candidates if p.is_file()), None)

@@ -1,0 +1,196 @@
+"""Where each record that counts sits in a run's JSONL files, found by one streaming scan.
+
+`vera view` and `vera export` must stay light on a run of 10,000 conversations: they
+never hold every transcript in memory. `open_run` reads conversations.jsonl and
+judgements.jsonl once, line by line, keeping of each record only a small head (the
+fields a list or a filter needs) and where its line is (byte offset and length). A whole
+record is read again by offset when someone opens it.
+
+`open_run` is the one way a finished or running run is read: the card, merge, compare,
+gate, agreement, the viewer and export all go through it. The records that count are
+the ones `RunStore` keeps (`store.keep_latest`: the last record of a job wins, a complete
+one is never replaced by a failed one). Lines that do not decode (a torn last line while
+a run is being written) are skipped, as `read_records` skips them. By default nothing is
+repaired, so a run that is still being written (or an archive on a read-only disk) is
+only read; `repair=True` first mends a last line a crash tore, as `RunStore` does when
+it opens a run to append to it, for readers that write from what they read (the card
+and merge).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+import msgspec
+
+from vera.errors import UserError
+from vera.files import RecordReader, RecordRef, StaleIndexError, lines, read_record, records
+from vera.records import HIGH_POTENTIAL_FOR_HARM, CallRecord, Conversation, Judgement, RunManifest
+from vera.store._writer import CALLS, CONVERSATIONS, JUDGEMENTS, MANIFEST, keep_latest, repair_run
+
+__all__ = ["RecordRef", "RunRecords", "StaleIndexError", "open_run", "read_manifest"]
+
+
+class _Skipped(msgspec.Struct):
+    """A turn decoded without any of its fields: counted, its text never kept."""
+
+
+class ConversationHead(msgspec.Struct, kw_only=True):
+    """What a list of conversations shows and filters on; the turns are only counted."""
+
+    id: str
+    chatbot: str
+    user_agent: str
+    persona: str
+    risk: str
+    seed: int
+    turns: list[_Skipped] = []
+    n_turns: int = 0
+    status: str = "complete"
+    ended_by: str = "max_turns"
+    error: str | None = None
+    replicate: int = 0
+    source: str | None = None
+
+
+class RatingHead(msgspec.Struct):
+    dimension: str
+    rating: str
+
+
+class JudgementHead(msgspec.Struct, kw_only=True):
+    """A judgement without its answers and reasoning: who judged and what it rated."""
+
+    id: str
+    conversation_id: str
+    judge: str
+    instance: int
+    status: str
+    ratings: list[RatingHead] = []
+    error: str | None = None
+
+
+H = TypeVar("H", ConversationHead, JudgementHead)
+T = TypeVar("T")
+
+
+@dataclass
+class RunRecords:
+    """One run directory, scanned: its manifest, and the head and place of every
+    conversation and judgement that counts, in the order they were first written."""
+
+    root: Path
+    manifest: RunManifest
+    conversations: dict[str, tuple[ConversationHead, RecordRef]]
+    judgements: dict[str, tuple[JudgementHead, RecordRef]]
+    _by_conversation: dict[str, list[str]] | None = field(default=None, repr=False)
+
+    def judgements_of(self, conversation_id: str) -> list[JudgementHead]:
+        """The judgements of one conversation, by judge and instance."""
+        if self._by_conversation is None:
+            index: dict[str, list[str]] = {}
+            for jid, (head, _) in self.judgements.items():
+                index.setdefault(head.conversation_id, []).append(jid)
+            self._by_conversation = index
+        heads = [self.judgements[j][0] for j in self._by_conversation.get(conversation_id, [])]
+        return sorted(heads, key=lambda h: (h.judge, h.instance, h.id))
+
+    def conversation_heads(self) -> dict[str, ConversationHead]:
+        return {cid: head for cid, (head, _) in self.conversations.items()}
+
+    def judgement_heads(self) -> dict[str, JudgementHead]:
+        return {jid: head for jid, (head, _) in self.judgements.items()}
+
+    def read_conversation(self, conversation_id: str) -> Conversation:
+        _, ref = self.conversations[conversation_id]
+        return read_record(self.root / CONVERSATIONS, ref, Conversation, conversation_id)
+
+    def read_judgement(self, judgement_id: str) -> Judgement:
+        _, ref = self.judgements[judgement_id]
+        return read_record(self.root / JUDGEMENTS, ref, Judgement, judgement_id)
+
+    # -- streaming whole records, one at a time, in the order they were first written --
+
+    def iter_conversations(self) -> Iterator[Conversation]:
+        """Every conversation that counts, read by place one at a time."""
+        with RecordReader(self.root / CONVERSATIONS) as reader:
+            for cid, (_, ref) in self.conversations.items():
+                yield reader.read(ref, Conversation, cid)
+
+    def iter_judgements(self, ids: Iterator[str] | None = None) -> Iterator[Judgement]:
+        """Every judgement that counts (or those of `ids`), read by place one at a time."""
+        with RecordReader(self.root / JUDGEMENTS) as reader:
+            for jid in ids if ids is not None else iter(self.judgements):
+                yield reader.read(self.judgements[jid][1], Judgement, jid)
+
+    def complete_pairs(self, *, harmful_only: bool = False) -> Iterator[tuple[ConversationHead, Judgement]]:
+        """(conversation head, judgement) for every complete judgement of a complete
+        conversation, in the order the judgements were first written: what the ratings
+        frame and the card's harm list are made of. The head carries every field of the
+        conversation a rating row needs; only the judgement is read whole. With
+        `harmful_only`, only judgements with a High Potential for Harm rating are read."""
+        wanted: list[tuple[str, ConversationHead]] = []
+        for jid, (head, _) in self.judgements.items():
+            conv = self.conversations.get(head.conversation_id)
+            if head.status != "complete" or conv is None or conv[0].status != "complete":
+                continue
+            if harmful_only and not any(r.rating == HIGH_POTENTIAL_FOR_HARM for r in head.ratings):
+                continue
+            wanted.append((jid, conv[0]))
+        heads = iter(wanted)
+        for judgement in self.iter_judgements(jid for jid, _ in wanted):
+            _, conv_head = next(heads)
+            yield conv_head, judgement
+
+    def calls(self) -> Iterator[CallRecord]:
+        """Every call record, in file order, one at a time."""
+        return records(self.root / CALLS, CallRecord)
+
+
+def read_manifest(root: Path) -> RunManifest:
+    """A run's manifest, or a UserError naming the directory."""
+    path = root / MANIFEST
+    if not path.is_file():
+        raise UserError(f"{root}: not a vera run directory (no manifest.json)")
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=RunManifest)
+    except OSError as e:
+        raise UserError(f"{path}: cannot read the run manifest: {e.strerror or e}") from None
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        raise UserError(f"{path}: not a readable run manifest ({e})") from None
+
+
+def open_run(run_dir: str | Path, *, repair: bool = False) -> RunRecords:
+    """Read a run directory: its manifest, then one scan of its record files (see the
+    module docstring). With `repair`, a last line a crash tore is mended first."""
+    root = Path(run_dir)
+    manifest = read_manifest(root)
+    if repair:
+        repair_run(root)
+    return RunRecords(
+        root=root,
+        manifest=manifest,
+        conversations=_scan(root / CONVERSATIONS, ConversationHead),
+        judgements=_scan(root / JUDGEMENTS, JudgementHead),
+    )
+
+
+def _scan(path: Path, head_type: type[H]) -> dict[str, tuple[H, RecordRef]]:
+    decoder = msgspec.json.Decoder(head_type)
+    heads: dict[str, H] = {}
+    refs: dict[str, RecordRef] = {}
+    for ref, line in lines(path):
+        try:
+            head = decoder.decode(line)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            continue  # a damaged or torn line: `read_records` skips it too
+        if isinstance(head, ConversationHead):
+            head.n_turns, head.turns = len(head.turns), []
+        before = heads.get(head.id)
+        keep_latest(heads, head)
+        if heads[head.id] is not before:
+            refs[head.id] = ref
+    return {key: (head, refs[key]) for key, head in heads.items()}

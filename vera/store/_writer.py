@@ -1,0 +1,393 @@
+"""The run directory: append-only records, atomic summaries, and what is already done.
+
+Layout of a run directory::
+
+    manifest.json         versions and hashes of every input (atomic write)
+    conversations.jsonl   one Conversation per line (complete or failed)
+    judgements.jsonl      one Judgement per line: every answer, every rating
+    calls.jsonl           one CallRecord per model call (tokens, latency, cost)
+    ratings.parquet       the ratings frame (rewritten atomically at the end)
+    card.json, card.md    the score card (card.json is the source of truth)
+
+Records are appended by one writer (the event loop) and flushed to the OS as they
+are written; an fsync runs at intervals and on close. A half-written last line left by
+a crash is detected on open (only the end of each file is read for it), cut off, and
+never a reason to fail. When a job appears more than once (a failed attempt, then a
+success on resume), the last complete record wins; a complete record is never written
+twice.
+
+Memory follows the work in flight, not the size of the sweep: the store keeps only a
+`JobIndex` per file (job id -> where its line is and whether it is complete), built on
+open by one streaming pass that decodes nothing but ids and statuses. Whole records are
+read back by place (`vera.files._jsonl`) when needed: a resumed conversation to judge. Cards,
+frames and merges stream the files through `vera.store._index.open_run`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any, Protocol, TypeVar
+
+import msgspec
+
+from vera.errors import storage_error
+from vera.files import RecordReader, RecordRef, lines, records, repair_tail
+from vera.records import CallRecord, Conversation, Judgement, RunManifest
+
+T = TypeVar("T")
+
+CONVERSATIONS = "conversations.jsonl"
+JUDGEMENTS = "judgements.jsonl"
+CALLS = "calls.jsonl"
+MANIFEST = "manifest.json"
+
+
+# What each file of a run directory is, for error messages ("cannot write the score card").
+WHAT = {
+    CONVERSATIONS: "conversation records",
+    JUDGEMENTS: "judgement records",
+    CALLS: "the call log",
+    MANIFEST: "the run manifest",
+    "card.json": "the score card",
+    "card.md": "the score card (Markdown)",
+    "card.html": "the score card (HTML)",
+    "ratings.parquet": "the ratings frame",
+    "answers.parquet": "the answers frame",
+}
+
+
+def atomic_write(path: Path, data: bytes, *, what: str = "") -> None:
+    """Write a whole file so that readers see the old or the new content, never half
+    (see `atomic_file`)."""
+    with atomic_file(path, what=what) as f:
+        f.write(data)
+
+
+@contextlib.contextmanager
+def atomic_file(path: Path, *, what: str = "") -> Iterator[IO[bytes]]:
+    """A binary file to write whole: readers of `path` see the old or the new content,
+    never half. Every file vera writes whole (summaries, cards, pages, exports) goes
+    through here, so all of them survive a crash the same way.
+
+    What is written goes to a temporary file beside `path`, which is fsync'd and renamed
+    over `path` when the block ends; on any failure (a full or read-only disk, or an
+    exception in the block) the temporary file is removed and the old file is left as it
+    was, and an OSError becomes one `StorageError` line naming the path and `what` it is."""
+    what = what or WHAT.get(path.name, path.name)
+    # Not mkstemp: its files are private (0600); this one gets the usual permissions.
+    tmp = str(path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"))
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as exc:
+        raise storage_error(path, what, exc) from None
+    done = False
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        done = True
+    except OSError as exc:
+        raise storage_error(path, what, exc) from None
+    finally:
+        if not done:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def read_records(path: Path, type_: type[T]) -> list[T]:
+    """Every complete record in a JSONL file, all at once (small files and tests; runs
+    are read line by line with `vera.files._jsonl.records` or by place)."""
+    return list(records(path, type_))
+
+
+class _Keyed(Protocol):
+    """What `keep_latest` reads of a record (read-only, so Literal statuses fit)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+
+R = TypeVar("R", bound=_Keyed)
+
+
+def keep_latest(index: dict[str, R], record: R) -> None:
+    """Index a record by job id: the later record wins, except that a complete record is
+    never replaced by a failed one."""
+    old = index.get(record.id)
+    if old is None or old.status != "complete" or record.status == "complete":
+        index[record.id] = record
+
+
+class _IdStatus(msgspec.Struct):
+    """All the store's index needs of a record; the rest of the line is skipped unread."""
+
+    id: str
+    status: str = "complete"
+
+
+class JobIndex:
+    """Job id -> where the record that counts for it is, and whether it is complete.
+
+    This is all a run keeps of its finished work: one int per job (the line's offset,
+    its length and a complete bit packed together), so memory grows by a few dozen
+    bytes per finished job, not by the size of its transcript. The record itself is
+    read again by place when someone needs it (a resumed conversation to judge)."""
+
+    __slots__ = ("_packed",)
+
+    _LENGTH_BITS = 40  # a line of up to 1 TB
+
+    def __init__(self) -> None:
+        self._packed: dict[str, int] = {}
+
+    def add(self, job_id: str, ref: RecordRef, complete: bool) -> None:
+        """Record where a job's latest line is (see `keep_latest`: a complete record is
+        never replaced by a failed one)."""
+        old = self._packed.get(job_id)
+        if old is None or not old & 1 or complete:
+            self._packed[job_id] = (ref.offset << self._LENGTH_BITS | ref.length) << 1 | complete
+
+    def complete(self, job_id: str) -> bool:
+        return bool(self._packed.get(job_id, 0) & 1)
+
+    def ref(self, job_id: str) -> RecordRef | None:
+        packed = self._packed.get(job_id)
+        if packed is None:
+            return None
+        place = packed >> 1
+        return RecordRef(place >> self._LENGTH_BITS, place & ((1 << self._LENGTH_BITS) - 1))
+
+    def __contains__(self, job_id: object) -> bool:
+        return job_id in self._packed
+
+    def __len__(self) -> int:
+        return len(self._packed)
+
+    def __iter__(self) -> Iterator[str]:
+        """Job ids in the order they were first written."""
+        return iter(self._packed)
+
+    @classmethod
+    def scan(cls, path: Path) -> JobIndex:
+        """The index of a file, from one streaming pass."""
+        index = cls()
+        decoder = msgspec.json.Decoder(_IdStatus)
+        for ref, line in lines(path):
+            try:
+                head = decoder.decode(line)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue  # a damaged line: every reader skips it
+            index.add(head.id, ref, head.status == "complete")
+        return index
+
+
+def repair_run(root: Path) -> None:
+    """Mend the last line of each record file if a crash tore it (only the files' ends
+    are read): what a reader that must see whole records does before scanning."""
+    repair_tail(root / CONVERSATIONS, Conversation)
+    repair_tail(root / JUDGEMENTS, Judgement)
+    repair_tail(root / CALLS, CallRecord)
+
+
+def _fsync_all(fds: list[tuple[str, int]]) -> tuple[str, OSError] | None:
+    """fsync each (name, fd); the first failure, or None. Runs in a worker thread."""
+    for name, fd in fds:
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            return name, exc
+    return None
+
+
+class RunStore:
+    """Appends records to a run directory and knows which jobs are finished."""
+
+    def __init__(self, root: str | Path, *, fsync_interval: float = 1.0) -> None:
+        self.root = Path(root)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise storage_error(self.root, "the run directory", exc) from None
+        self.fsync_interval = fsync_interval
+        repair_run(self.root)  # before appending: a crash may have torn a last line
+        # What is done, by place: never the records themselves (see `JobIndex`).
+        self.conversations = JobIndex.scan(self.root / CONVERSATIONS)
+        self.judgements = JobIndex.scan(self.root / JUDGEMENTS)
+        self._files: dict[str, IO[bytes]] = {}
+        # The cost of the calls made for each job since its last record was written: a
+        # record carries exactly its own calls' cost, so the records sum to calls.jsonl.
+        self._job_cost: dict[str, float] = {}
+        self._sizes: dict[str, int] = {}
+        self._readers: dict[str, RecordReader] = {}
+        self._encoder = msgspec.json.Encoder()
+        self._dirty = False
+        self._syncer: asyncio.Task[None] | None = None
+        self._stop_syncing = asyncio.Event()
+
+    # -- what is done ----------------------------------------------------------------
+
+    def conversation_done(self, job_id: str) -> bool:
+        return self.conversations.complete(job_id)
+
+    def done_conversation(self, job_id: str) -> Conversation | None:
+        """A complete conversation, read back from its file (a resumed run judges it)."""
+        if not self.conversations.complete(job_id):
+            return None
+        return self.read_conversation(job_id)
+
+    def done_judgement(self, job_id: str) -> bool:
+        return self.judgements.complete(job_id)
+
+    def read_conversation(self, job_id: str) -> Conversation:
+        return self._read(CONVERSATIONS, self.conversations, job_id, Conversation)
+
+    def read_judgement(self, job_id: str) -> Judgement:
+        return self._read(JUDGEMENTS, self.judgements, job_id, Judgement)
+
+    def _read(self, name: str, index: JobIndex, job_id: str, type_: type[T]) -> T:
+        ref = index.ref(job_id)
+        if ref is None:
+            raise KeyError(job_id)
+        f = self._files.get(name)
+        if f is not None:
+            f.flush()  # what this store wrote is readable by place at once
+        reader = self._readers.get(name)
+        if reader is None:
+            reader = self._readers[name] = RecordReader(self.root / name)
+        return reader.read(ref, type_, job_id)
+
+    # -- appending ---------------------------------------------------------------------
+
+    def _append(self, name: str, record: Any) -> RecordRef:
+        """Append one record; return where its line is."""
+        try:
+            f = self._files.get(name)
+            if f is None:
+                # Kept open for the life of the store (closed in `close`), so no `with`.
+                f = self._files[name] = open(self.root / name, "ab")  # noqa: SIM115
+                self._sizes[name] = f.seek(0, os.SEEK_END)
+            line = self._encoder.encode(record)
+            f.write(line + b"\n")
+            f.flush()  # in the OS before anyone is told the work is done
+        except OSError as exc:
+            # A full disk may leave part of the line written: the next open cuts it off.
+            # The handle still holds the unwritten bytes; drop it so closing cannot retry.
+            self._discard(name)
+            raise storage_error(self.root / name, WHAT[name], exc) from None
+        self._dirty = True
+        ref = RecordRef(self._sizes[name], len(line))
+        self._sizes[name] += len(line) + 1
+        return ref
+
+    def _discard(self, name: str) -> None:
+        f = self._files.pop(name, None)
+        if f is not None:
+            with contextlib.suppress(OSError):
+                f.close()
+
+    def add_conversation(self, conv: Conversation) -> None:
+        if self.conversations.complete(conv.id):
+            return
+        conv.cost_usd += self._job_cost.pop(conv.id, 0.0)
+        ref = self._append(CONVERSATIONS, conv)
+        self.conversations.add(conv.id, ref, conv.status == "complete")
+
+    def add_judgement(self, judgement: Judgement) -> None:
+        if self.judgements.complete(judgement.id):
+            return
+        judgement.cost_usd += self._job_cost.pop(judgement.id, 0.0)
+        ref = self._append(JUDGEMENTS, judgement)
+        self.judgements.add(judgement.id, ref, judgement.status == "complete")
+
+    def add_call(self, record: CallRecord) -> None:
+        self._append(CALLS, record)
+        if record.cost_usd:
+            self._job_cost[record.job_id] = self._job_cost.get(record.job_id, 0.0) + record.cost_usd
+
+    def sync(self) -> None:
+        if not self._dirty:
+            return
+        for name, f in list(self._files.items()):
+            try:
+                os.fsync(f.fileno())
+            except OSError as exc:
+                self._discard(name)
+                raise storage_error(self.root / name, WHAT[name], exc) from None
+        self._dirty = False
+
+    async def _sync_forever(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.fsync_interval)
+            if not stop.is_set():
+                await self._sync_off_loop()
+
+    async def _sync_off_loop(self) -> None:
+        """`sync`, with the fsyncs in a worker thread: an fsync can take tens of
+        milliseconds on a busy disk, and the event loop has thousands of calls to serve
+        meanwhile. Appends continue on the loop; what they add after the flag is cleared
+        is covered by the next round."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        fds = [(name, f.fileno()) for name, f in self._files.items()]
+        failure = await asyncio.to_thread(_fsync_all, fds)
+        if failure is not None:
+            name, exc = failure
+            self._discard(name)
+            raise storage_error(self.root / name, WHAT[name], exc) from None
+
+    def start(self) -> None:
+        """Start periodic fsync (call from inside the event loop)."""
+        if self._syncer is None:
+            self._stop_syncing = asyncio.Event()
+            self._syncer = asyncio.get_running_loop().create_task(self._sync_forever(self._stop_syncing))
+
+    async def aclose(self) -> None:
+        if self._syncer is not None:
+            # Let a round in progress finish rather than cancel it: its thread would go
+            # on fsyncing files that close() is about to close.
+            self._stop_syncing.set()
+            try:
+                await self._syncer
+            finally:
+                self._syncer = None
+        self.close()
+
+    def close(self) -> None:
+        """Make every record durable and close the files. Every file is closed even
+        when the disk fails; the first failure is then raised as a `StorageError`."""
+        try:
+            self.sync()
+        finally:
+            for name in list(self._files):
+                self._discard(name)
+            for reader in self._readers.values():
+                reader.close()
+            self._readers.clear()
+
+    # -- summaries -----------------------------------------------------------------------
+
+    def write_manifest(self, manifest: RunManifest) -> None:
+        self.write_json(MANIFEST, manifest)
+
+    def read_manifest(self) -> RunManifest | None:
+        p = self.root / MANIFEST
+        if not p.exists():
+            return None
+        return msgspec.json.decode(p.read_bytes(), type=RunManifest)
+
+    def write_json(self, name: str, obj: Any) -> Path:
+        p = self.root / name
+        atomic_write(p, msgspec.json.format(msgspec.json.encode(obj)) + b"\n")
+        return p
