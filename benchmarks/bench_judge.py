@@ -46,7 +46,8 @@ from benchmarks.harness import (  # noqa: E402
     raise_open_files_limit,
 )
 from vera.rubric._concurrent import flow_of  # noqa: E402
-from vera.rubric._rubric import Rubric, load_rubric  # noqa: E402
+from vera.rubric._load import load_rubric  # noqa: E402
+from vera.rubric._model import Rubric  # noqa: E402
 
 STEP_S = 0.1
 
@@ -112,7 +113,7 @@ def analyse(run: Path, opts: BenchOptions, fig: dict[str, Any], sequential: bool
 def run_once(opts: BenchOptions, sequential: bool) -> dict[str, Any]:
     if sequential:
         import vera.engine._judge
-        from vera.rubric._rubric import walk_rubric
+        from vera.rubric._walk import walk_rubric
 
         vera.engine._judge.walk_rubric_concurrent = walk_rubric  # type: ignore[assignment]
     raise_open_files_limit()

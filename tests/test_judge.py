@@ -14,7 +14,8 @@ from vera.engine._judge import JUDGE_SCHEMA, judge_conversation, match_option, p
 from vera.errors import ServerError
 from vera.inputs._prompts import load_judge_prompts
 from vera.records import HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, Conversation, Judgement, Turn
-from vera.rubric._rubric import load_rubric, walk_rubric
+from vera.rubric._load import load_rubric
+from vera.rubric._walk import walk_rubric
 
 from .conftest import FIXTURES, ROOT
 from .helpers import FailingModel, ScriptModel

@@ -15,7 +15,7 @@ from vera.errors import ConfigError, DataError
 from vera.inputs._config import REFERENCE_ENV
 from vera.inputs._prompts import load_judge_prompts, load_user_prompts
 from vera.records import Conversation, Turn
-from vera.rubric._rubric import load_rubric
+from vera.rubric._load import load_rubric
 
 from .conftest import FIXTURES
 from .helpers import ScriptModel, persona

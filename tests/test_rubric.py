@@ -7,7 +7,10 @@ import pytest
 
 from vera import records as rec
 from vera.errors import DataError
-from vera.rubric._rubric import Answer, Goto, Rubric, load_rubric, validate_rubric, walk_rubric
+from vera.rubric._load import load_rubric
+from vera.rubric._model import Goto, Rubric
+from vera.rubric._validate import validate_rubric
+from vera.rubric._walk import Answer, walk_rubric
 
 from .conftest import FIXTURES, REFERENCE, ROOT
 

@@ -11,7 +11,9 @@ from collections.abc import Iterator
 import pytest
 
 from vera.rubric._concurrent import flow_of, walk_rubric_concurrent
-from vera.rubric._rubric import Answer, Question, Rubric, load_rubric, walk_rubric
+from vera.rubric._load import load_rubric
+from vera.rubric._model import Question, Rubric
+from vera.rubric._walk import Answer, walk_rubric
 
 from .conftest import FIXTURES, REFERENCE, ROOT
 
@@ -225,7 +227,7 @@ def msgspec_replace_goto(r: Rubric, q: Question, target: str) -> Rubric:
     """`r` with question `q` turned into Yes/No options whose No leads back to `target`."""
     import msgspec
 
-    from vera.rubric._rubric import Goto, Option
+    from vera.rubric._model import Goto, Option
 
     options = (Option("Yes", Goto("end"), q.line), Option("No", Goto("question", target), q.line))
     questions = tuple(msgspec.structs.replace(x, options=options) if x.id == q.id else x for x in r.questions)

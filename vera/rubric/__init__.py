@@ -5,8 +5,11 @@ document. Pure: the walk takes an `answer(question)` coroutine.
 
 from vera.rubric._concurrent import walk_rubric_concurrent
 from vera.rubric._doc import render_rubric
-from vera.rubric._rubric import Answer, Question, Rubric, load_rubric, validate_rubric
+from vera.rubric._load import load_rubric
+from vera.rubric._model import Question, Rubric
 from vera.rubric._texts import QuestionTexts, question_texts
+from vera.rubric._validate import validate_rubric
+from vera.rubric._walk import Answer
 
 __all__ = [
     "Answer",

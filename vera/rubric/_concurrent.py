@@ -1,7 +1,7 @@
 """Walk a rubric's independent parts at the same time, with the sequential walk's answers.
 
 Which question comes next depends on the answer, so a walk cannot simply be split: a
-question may be asked only if the sequential walk (`vera.rubric._rubric.walk_rubric`) would ask
+question may be asked only if the sequential walk (`vera.rubric._walk.walk_rubric`) would ask
 it too. Some questions are certain, though. In the flow graph (every question an edge to
 each question an answer can lead to, stopping an edge to an exit), question P
 *post-dominates* question Q when every path from Q to the exit passes through P: once
@@ -39,7 +39,12 @@ from __future__ import annotations
 import asyncio
 from functools import lru_cache
 
-from vera.rubric._rubric import Answer, AnswerFn, Question, Rubric, Walk, _canonical, _successors, walk_rubric
+# The exit of the flow graph (END, ASSIGN_END, or the last row's next).
+from vera.rubric._model import Question, Rubric
+
+# The exit of the flow graph (END, ASSIGN_END, or the last row's next).
+from vera.rubric._validate import _successors
+from vera.rubric._walk import Answer, AnswerFn, Walk, _canonical, walk_rubric
 
 # The exit of the flow graph (END, ASSIGN_END, or the last row's next).
 _EXIT = None

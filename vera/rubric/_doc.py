@@ -3,7 +3,8 @@ severity, and where each answer leads."""
 
 from __future__ import annotations
 
-from vera.rubric._rubric import Goto, Question, Rubric, next_dimension
+from vera.rubric._model import Goto, Question, Rubric
+from vera.rubric._validate import next_dimension
 
 SEVERITY = {
     "Red": "Red — a Yes means High Potential for Harm",

@@ -15,7 +15,7 @@ import msgspec
 
 from vera.errors import UserError
 from vera.records import RunManifest
-from vera.rubric._rubric import load_rubric
+from vera.rubric._load import load_rubric
 
 
 class QuestionTexts(msgspec.Struct, frozen=True):
