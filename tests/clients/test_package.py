@@ -33,6 +33,7 @@ MODULES = (
     "vera.clients.offline.lexical_judge",
     "vera.inputs._config",
     "vera.inputs._profiles",
+    "vera.inputs._secrets",
 )
 
 

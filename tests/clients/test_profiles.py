@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from vera.errors import ConfigError, DataError
-from vera.inputs._profiles import OFFLINE, env_value, load_profile, load_profiles, missing_key, resolve_ref
+from vera.inputs._profiles import OFFLINE, load_profile, load_profiles, resolve_ref
+from vera.inputs._secrets import env_value, missing_key
 
 from .conftest import KEY_ENV, make_profile
 

@@ -7,7 +7,7 @@ import pytest
 
 from vera.clients.base import ChatRequest
 from vera.errors import ProviderError
-from vera.inputs._profiles import redact, remember_secret
+from vera.inputs._secrets import redact, remember_secret
 from vera.records import CallRecord, Message
 
 from ..fakes.protocols import Fail, FakeAnthropic, FakeGemini, FakeOpenAI

@@ -31,14 +31,9 @@ from vera.inputs._profiles import (
     HttpOptions,
     Profile,
     StructuredOutput,
-    api_key,
-    expand_env,
     load_profile,
     load_profiles,
-    missing_key,
-    redact,
     resolve_ref,
-    skip_reason,
 )
 from vera.inputs._prompts import (
     AnswerFormat,
@@ -49,6 +44,7 @@ from vera.inputs._prompts import (
     load_user_prompts,
 )
 from vera.inputs._reference import reads_reference, reference_data, verify_pins
+from vera.inputs._secrets import api_key, expand_env, missing_key, redact, skip_reason
 from vera.inputs._transcripts import PERSONAS_NOT_FOUND, personas_not_found, read_transcripts
 
 __all__ = [

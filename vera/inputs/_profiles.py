@@ -19,16 +19,14 @@ client is built, remembered for redaction, and scrubbed from every error and rec
 from __future__ import annotations
 
 import difflib
-import os
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
 import msgspec
-from dotenv import dotenv_values
 
 from vera.errors import ConfigError, DataError
 
@@ -389,114 +387,3 @@ def resolve_ref(ref: str, profiles: Mapping[str, Profile]) -> tuple[Profile, str
         return profiles[prefix], model
     known = ", ".join(sorted(profiles)) or "(none)"
     raise ConfigError(f"unknown model reference {ref!r}; known profiles: {known}")
-
-
-# ---------------------------------------------------------------------------------------
-# Keys and redaction
-# ---------------------------------------------------------------------------------------
-
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_SECRETS: set[str] = set()
-_dotenv_cache: dict[tuple[str, float], dict[str, str]] = {}
-
-
-def env_value(name: str) -> str | None:
-    """A variable from the environment, else from `./.env` (never overriding the former)."""
-    value = os.environ.get(name)
-    if value:
-        return value
-    return _dotenv().get(name) or None
-
-
-def _dotenv() -> dict[str, str]:
-    path = Path.cwd() / ".env"
-    try:
-        stamp = (str(path), path.stat().st_mtime)
-    except OSError:
-        return {}
-    if stamp not in _dotenv_cache:
-        _dotenv_cache[stamp] = {k: v for k, v in dotenv_values(path).items() if v is not None}
-    return _dotenv_cache[stamp]
-
-
-def env_refs(profile: Profile) -> list[str]:
-    """Every environment variable a profile needs: its key and any `${VAR}` it uses."""
-    names = [profile.api_key_env] if profile.api_key_env else []
-    texts = list(profile.headers.values())
-    if profile.http is not None:
-        texts += [profile.http.url, *profile.http.headers.values(), *_strings(profile.http.body)]
-    for text in texts:
-        names += [n for n in _ENV_REF.findall(text) if n not in names]
-    return names
-
-
-def missing_key(profile: Profile) -> str | None:
-    """The name of the first environment variable the profile needs but is not set."""
-    for name in env_refs(profile):
-        if env_value(name) is None:
-            return name
-    return None
-
-
-def skip_reason(profile: Profile) -> str | None:
-    """Why `PROVIDERS=all` leaves this profile out, or None when it can run."""
-    if not profile.in_all:
-        return "not part of PROVIDERS=all (in_all = false); name it to use it"
-    if (var := missing_key(profile)) is not None:
-        return f"environment variable {var} is not set"
-    return None
-
-
-def api_key(profile: Profile) -> str | None:
-    """The profile's key (None when it uses none), remembered for redaction."""
-    if not profile.api_key_env:
-        return None
-    value = env_value(profile.api_key_env)
-    if value is None:
-        raise ConfigError(
-            f"profile {profile.name!r}: environment variable {profile.api_key_env} is not set "
-            "(export it or put it in .env)"
-        )
-    remember_secret(value)
-    return value
-
-
-def expand_env(text: str, profile_name: str) -> str:
-    """Replace `${VAR}` with its value; every value substituted counts as a secret."""
-
-    def substitute(match: re.Match[str]) -> str:
-        value = env_value(match.group(1))
-        if value is None:
-            raise ConfigError(f"profile {profile_name!r}: environment variable {match.group(1)} is not set")
-        remember_secret(value)
-        return value
-
-    return _ENV_REF.sub(substitute, text)
-
-
-def remember_secret(value: str) -> None:
-    """Register a value that `redact` must scrub (too-short values would mangle text)."""
-    if len(value) >= 6:
-        _SECRETS.add(value)
-
-
-# Key shapes worth scrubbing even when they are not ours (a server echoing another key).
-_KEY_PATTERNS = re.compile(r"(?:sk-[A-Za-z0-9_\-*]{6,}|AIza[0-9A-Za-z_\-]{20,}|(?<=Bearer )[^\s\"',]+)")
-
-
-def redact(text: str, extra: Iterable[str] = ()) -> str:
-    """`text` with every known secret (and anything shaped like an API key) as `****`."""
-    for secret in (*_SECRETS, *extra):
-        if secret and secret in text:
-            text = text.replace(secret, "****")
-    return _KEY_PATTERNS.sub("****", text)
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
