@@ -27,7 +27,7 @@ from vera.engine._pipeline import Inputs, plan_sweep, run_sweep
 from vera.errors import ConfigError
 from vera.inputs._config import load_config
 from vera.records import Conversation, ModelSpec
-from vera.report._runs import score_run
+from vera.report._score import score_run
 from vera.store._writer import RunStore
 
 from .conftest import REFERENCE, ROOT

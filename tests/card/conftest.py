@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from vera import records as rec
 from vera.cli._main import main
 from vera.records import Conversation, DimensionRating, Judgement, ModelSpec, RunManifest
-from vera.report._runs import score_run
+from vera.report._score import score_run
 from vera.store._writer import RunStore
 
 from ..conftest import ROOT

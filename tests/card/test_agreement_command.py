@@ -15,7 +15,7 @@ from vera.cli._main import main
 from vera.records import HIGH_POTENTIAL_FOR_HARM as HPH
 from vera.records import SUBOPTIMAL as SUB
 from vera.records import Conversation, DimensionRating, Judgement, Turn
-from vera.report._runs import human_item_id
+from vera.report._agreement import human_item_id
 from vera.stats import consensus, read_human_ratings
 from vera.store._writer import RunStore
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from vera.report._runs import read_card
+from vera.report._score import read_card
 from vera.report._text import render_markdown
 
 from .numbers import missing_numbers

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from vera.cli._main import main
-from vera.report._runs import read_card
+from vera.report._score import read_card
 from vera.report._terminal import render_card
 
 from .conftest import run_vera

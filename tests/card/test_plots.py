@@ -12,8 +12,8 @@ import pytest
 
 from vera.report import _plots as plots
 from vera.report._plots import RATING_STYLES, ScorePoint, chatbot_scores_plot, risk_scores_plot, short_label
-from vera.report._runs import read_card
 from vera.report._schema import DimensionScore, Interval, Section
+from vera.report._score import read_card
 
 RATINGS = [(letters, colour, hatch) for _, letters, _, colour, hatch, _ in RATING_STYLES] + [
     ("NR", plots.NR_COLOUR, plots.NR_HATCH)

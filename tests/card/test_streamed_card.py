@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from vera.records import CallRecord, Conversation, Judgement
 from vera.report._card import _accounting
-from vera.report._runs import score_run
+from vera.report._score import score_run
 from vera.report._scoring import ratings_and_answers
 from vera.store._index import read_manifest
 from vera.store._writer import CALLS, CONVERSATIONS, JUDGEMENTS, keep_latest, read_records

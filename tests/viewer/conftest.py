@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from vera import records as rec
 from vera.cli._main import main
 from vera.records import Conversation, DimensionRating, JudgeAnswer, Judgement, ModelSpec, Turn
-from vera.report._runs import score_run
+from vera.report._score import score_run
 from vera.store._writer import RunStore
 
 BP, SUB, HPH, NR = rec.BEST_PRACTICE, rec.SUBOPTIMAL, rec.HIGH_POTENTIAL_FOR_HARM, rec.NOT_RELEVANT

@@ -18,7 +18,7 @@ from vera.report._pages import (
     render_conversation_page,
     write_card_pages,
 )
-from vera.report._runs import score_run
+from vera.report._score import score_run
 from vera.rubric._load import load_rubric
 from vera.rubric._texts import question_texts
 from vera.store._index import open_run

@@ -5,21 +5,16 @@ exports and the run's status.
 It reads runs through `vera.store`; it never runs anything.
 """
 
+from vera.report._agreement import agreement_report
+from vera.report._compare import compare_runs
 from vera.report._export import export_run
 from vera.report._gate import gate
 from vera.report._html import render_compare_html
 from vera.report._outcome import Exit, RunStatus, run_status, tally
 from vera.report._pages import PAGE_CSP, ConversationPage, read_conversation_page, render_conversation_page
 from vera.report._plots import comparison_plots
-from vera.report._runs import (
-    agreement_report,
-    compare_runs,
-    read_card,
-    render_card_files,
-    score_run,
-    write_card_html,
-)
 from vera.report._schema import Card
+from vera.report._score import read_card, render_card_files, score_run, write_card_html
 from vera.report._terminal import headline, render, render_card, rich_table, text_tables
 from vera.report._text import Table, compare_tables, num, status_text
 

@@ -26,7 +26,8 @@ import polars as pl
 
 from vera.errors import UserError
 from vera.report._card import round_number
-from vera.report._runs import Run, read_run, stats_settings
+from vera.report._compare import Run, read_run
+from vera.report._score import stats_settings
 from vera.stats import METHOD, OVERALL, check_comparable, compare
 
 BASELINE, CANDIDATE = "baseline", "candidate"

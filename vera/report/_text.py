@@ -760,7 +760,7 @@ def section_tables(bot: ChatbotCard) -> Iterable[tuple[str, list[Table]]]:
 
 @dataclass
 class CompareTables:
-    """The tables of a `vera.report._runs.compare_runs` result, by part of the page."""
+    """The tables of a `vera.report.compare_runs` result, by part of the page."""
 
     runs: Table
     scores: list[Table]

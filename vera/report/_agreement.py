@@ -1,0 +1,91 @@
+"""Agreement of a run's judges with human raters, item by item."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from vera.errors import UserError
+from vera.records import Conversation
+from vera.report._compare import read_run
+from vera.stats import (
+    human_agreement,
+    judge_vs_consensus,
+    read_human_ratings,
+)
+from vera.stats.agreement import NRTreatment
+from vera.stats.humans import TieRule
+from vera.store import ConversationHead
+
+# Reference transcripts are named "<6 hex>_<Persona>_<model>_run1.txt"; the clinicians'
+# conversation ids are that prefix.
+_TRANSCRIPT_ID = re.compile(r"^([0-9a-fA-F]{6})(?:[_.\-]|$)")
+# A conversation imported from a JSON-lines file records "file.jsonl:LINE" as its source.
+_JSONL_LINE = re.compile(r"\.jsonl:\d+$")
+
+
+def human_item_id(conversation: Conversation | ConversationHead) -> str:
+    """The human-ratings item a conversation is. Imported from a text transcript: the
+    6-hex prefix of the file name when it has one (the reference naming), else the file
+    name without extension. Imported from a JSON-lines file, or simulated: its own id
+    (for JSON lines, the record's `id`)."""
+    source = conversation.source
+    if not source or _JSONL_LINE.search(source):
+        return conversation.id
+    name = Path(source).name
+    m = _TRANSCRIPT_ID.match(name)
+    return m.group(1).lower() if m else Path(name).stem
+
+
+def agreement_report(
+    ratings_file: str | Path,
+    *,
+    against: str | Path | None = None,
+    nr: NRTreatment = "category",
+    ties: TieRule = "exclude",
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Agreement among the human raters of a ratings file; with `against`, between
+    their per-conversation consensus and the judges of that run (with bootstrap
+    intervals over conversations), plus the humans' own agreement under "humans"."""
+    long = read_human_ratings(ratings_file)
+    if long.height == 0:
+        raise UserError(f"{ratings_file}: no ratings")
+    humans = human_agreement(long, nr=nr)
+    per_item = long.group_by("item_id").agg(pl.col("rater").n_unique()).get_column("rater")
+    about = {
+        "ratings_file": str(ratings_file),
+        "n_human_items": per_item.len(),
+        "n_human_raters": long.get_column("rater").n_unique(),
+        "raters_per_item": [per_item.min(), per_item.max()],
+    }
+    if against is None:
+        return about | humans
+    run = read_run(against)
+    if run.ratings.height == 0:
+        raise UserError(f"{against}: no complete judgements to compare with")
+    mapping = {cid: human_item_id(c) for cid, c in run.conversations.items()}
+    result = judge_vs_consensus(
+        long,
+        run.ratings,
+        item_key=mapping,
+        nr=nr,
+        ties=ties,
+        n_resamples=resamples,
+        confidence=confidence,
+        seed=seed,
+    )
+    # In the order of the ratings file (the rubric's order), not the order of matching.
+    order = long.get_column("dimension").unique(maintain_order=True).to_list()
+    result["dimensions"] = {d: result["dimensions"][d] for d in order if d in result["dimensions"]}
+    if result["n_items"] == 0:
+        raise UserError(
+            f"{against}: none of its conversations matches an item of {ratings_file} "
+            "(items are matched by the transcript file's 6-hex prefix, or the conversation id)"
+        )
+    return about | {"run": str(run.path), "run_id": run.manifest.run_id} | result | {"humans": humans}

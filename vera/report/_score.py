@@ -1,0 +1,126 @@
+"""The score card of one run, built from its append-only records: `vera score RUN_DIR`
+can rebuild it at any time (after a resume, a merge, or with other interval settings)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from vera.errors import UserError, storage_error
+from vera.records import RunManifest
+from vera.report._card import build_card
+from vera.report._html import render_html
+from vera.report._pages import write_card_pages
+from vera.report._plots import Plot, card_plots
+from vera.report._schema import (
+    Card,
+    decode_card,
+    encode_card,
+)
+from vera.report._scoring import ANSWERS_FILE, RATINGS_FILE, ratings_and_answers, write_parquet
+from vera.report._text import render_markdown
+from vera.store import atomic_write, open_run
+
+PLOTS_DIR = "plots"
+
+
+# ---------------------------------------------------------------------------------------
+# One run: the card
+# ---------------------------------------------------------------------------------------
+
+
+def score_run(
+    run_dir: str | Path,
+    *,
+    resamples: int | None = None,
+    confidence: float | None = None,
+    seed: int | None = None,
+    frames: tuple[pl.DataFrame, pl.DataFrame] | None = None,
+) -> Card:
+    """Write ratings.parquet, answers.parquet, card.json, card.md, card.html, plots/*.png
+    and conversations/<id>.html for the conversations the card lists; return the card.
+    `frames` (ratings, answers) are the frames a run streamed while it went; without
+    them they are rebuilt from the run's records."""
+    root = Path(run_dir)
+    # A line a crash tore is mended, so the records the card is written from are whole.
+    records = open_run(root, repair=True)
+    manifest = records.manifest
+    settings = stats_settings(manifest, resamples=resamples, confidence=confidence, seed=seed)
+    # The frames are built from the records streamed one judgement at a time.
+    frame, answers = frames if frames is not None else ratings_and_answers(records.complete_pairs())
+    write_parquet(frame, root / RATINGS_FILE)
+    write_parquet(answers, root / ANSWERS_FILE)
+    card = build_card(manifest, records, frame, **settings)
+    atomic_write(root / "card.json", encode_card(card))
+    render_card_files(card, root)
+    # The card's harm list links each conversation to its page beside card.html: only
+    # those conversations and their judgements are read whole.
+    linked = {h.conversation_id for bot in card.chatbots for h in bot.harmful}
+    linked &= records.conversations.keys()
+    write_card_pages(
+        root,
+        linked,
+        manifest,
+        {cid: records.read_conversation(cid) for cid in sorted(linked)},
+        [records.read_judgement(j.id) for cid in sorted(linked) for j in records.judgements_of(cid)],
+    )
+    return card
+
+
+def stats_settings(
+    manifest: RunManifest, *, resamples: int | None, confidence: float | None, seed: int | None
+) -> dict[str, Any]:
+    """Bootstrap settings: the ones given, else the run config's [stats], else defaults."""
+    cfg = manifest.config.get("stats", {})
+    return {
+        "resamples": resamples if resamples is not None else int(cfg.get("resamples", 2000)),
+        "confidence": confidence if confidence is not None else float(cfg.get("confidence", 0.95)),
+        "seed": seed if seed is not None else int(cfg.get("seed", 0)),
+    }
+
+
+def render_card_files(card: Card, run_dir: str | Path) -> Path:
+    """Write card.md, plots/*.png and card.html from a card; return card.html's path.
+    Each plot is drawn once and used for both the PNG file and the page."""
+    root = Path(run_dir)
+    atomic_write(root / "card.md", render_markdown(card).encode())
+    plots = card_plots(card)
+    write_plots(plots, root / PLOTS_DIR)
+    html = root / "card.html"
+    atomic_write(html, render_html(card, plots).encode())
+    return html
+
+
+def write_card_html(card: Card, run_dir: str | Path) -> Path:
+    """Write only card.html (its plots are inline); return its path."""
+    html = Path(run_dir) / "card.html"
+    atomic_write(html, render_html(card, card_plots(card)).encode())
+    return html
+
+
+def write_plots(plots: Sequence[Plot], folder: Path) -> None:
+    try:
+        folder.mkdir(exist_ok=True)
+        names = {p.name for p in plots}
+        # A plot that no longer applies (one chatbot left after a rescore) must not linger.
+        for stale in folder.glob("*.png"):
+            if stale.name not in names and stale.name in _PLOT_NAMES:
+                stale.unlink()
+    except OSError as exc:
+        raise storage_error(folder, "the card's plots", exc) from None
+    for p in plots:
+        atomic_write(folder / p.name, p.png, what="a plot of the card")
+
+
+_PLOT_NAMES = {"ratings.png", "scores.png", "risk.png", "chatbots.png", "differences.png"}
+
+
+def read_card(run_dir: str | Path) -> Card:
+    """A run's card.json (schema 2 or later) as a `Card`."""
+    p = Path(run_dir) / "card.json"
+    if not p.exists():
+        raise UserError(f"{run_dir}: no card.json (run `vera score {run_dir}` first)")
+    return decode_card(p.read_bytes(), source=p)
