@@ -1,13 +1,17 @@
 """The response cache commits in batches: a put is answered at once from the same
-connection, reaches other readers at the next commit, and close commits the rest."""
+connection, reaches other readers at the next commit, and close commits the rest. All of
+its SQLite work runs on its own thread, never on the event loop's."""
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
+import threading
 from contextlib import closing
 
+import pytest
+
 from vera.clients.cache import ResponseCache
+from vera.errors import StorageError
 from vera.records import Completion, Usage
 
 
@@ -20,30 +24,56 @@ def rows_seen_by_another_reader(cache: ResponseCache) -> int:
         return other.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
 
-def test_puts_commit_every_n_entries_and_on_close(tmp_path):
+async def test_puts_commit_every_n_entries_and_on_close(tmp_path):
     cache = ResponseCache(tmp_path / "cache.sqlite", commit_every=4, commit_interval_s=3600)
     for i in range(3):
         cache.put(f"k{i}", completion(i))
-    assert cache.get("k1") == completion(1)  # the writer reads its own puts at once
+    assert await cache.get("k1") == completion(1)  # the writer reads its own puts at once
     assert rows_seen_by_another_reader(cache) == 0 and cache.commits == 0
     cache.put("k3", completion(3))
+    assert await cache.get("k3") == completion(3)  # the thread has done the fourth put
     assert rows_seen_by_another_reader(cache) == 4 and cache.commits == 1
     cache.put("k4", completion(4))
     cache.put("k0", completion(99))  # the first answer stays
-    cache.close()
+    await cache.aclose()
     reopened = ResponseCache(tmp_path / "cache.sqlite")
-    assert len(reopened) == 5 and reopened.get("k0") == completion(0)
+    assert len(reopened) == 5 and await reopened.get("k0") == completion(0)
     reopened.close()
 
 
-async def test_a_quiet_cache_commits_on_its_timer(tmp_path):
-    cache = ResponseCache(tmp_path / "cache.sqlite", commit_every=1000, commit_interval_s=0.01)
-    cache.start()
-    cache._last_commit = float("inf")  # so the put itself does not commit
-    cache.put("k", completion(1))
-    assert cache.commits == 0
-    cache._last_commit = 0.0
-    while cache.commits == 0:  # the timer commits without another put
-        await asyncio.sleep(0.01)
-    assert rows_seen_by_another_reader(cache) == 1
-    cache.close()
+async def test_the_sqlite_work_runs_on_the_cache_thread_not_the_loop(tmp_path, monkeypatch):
+    cache = ResponseCache(tmp_path / "cache.sqlite", commit_every=2, commit_interval_s=3600)
+    threads: set[str] = set()
+    for name in ("_get", "_put", "_commit", "_close"):
+        real = getattr(ResponseCache, name)
+
+        def spy(self, *args, _real=real):
+            threads.add(threading.current_thread().name)
+            return _real(self, *args)
+
+        monkeypatch.setattr(ResponseCache, name, spy)
+    cache.put("a", completion(1))
+    cache.put("b", completion(2))
+    assert await cache.get("a") == completion(1)
+    await cache.aclose()
+    assert threads and all(t.startswith("vera-cache") for t in threads)
+    assert threading.current_thread().name not in threads
+
+
+async def test_a_failed_write_is_raised_by_the_next_call(tmp_path):
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    with closing(sqlite3.connect(cache.path)) as other:
+        other.execute("DROP TABLE responses")
+        other.commit()
+    cache.put("a", completion(1))  # fails on the thread (no table); nothing waits for it
+    with pytest.raises(StorageError, match="cannot write the response cache"):
+        cache.close()  # the put's failure, not lost with the thread
+
+
+async def test_a_closed_cache_says_so(tmp_path):
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    await cache.aclose()
+    with pytest.raises(StorageError, match="closed"):
+        await cache.get("a")
+    with pytest.raises(StorageError, match="closed"):
+        cache.put("a", completion(1))

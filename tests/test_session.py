@@ -17,7 +17,7 @@ import pytest
 
 from vera.app import RunSession
 from vera.clients.cache import CACHE_FILE
-from vera.errors import UserError
+from vera.errors import StorageError, UserError
 from vera.inputs._config import RunConfig
 from vera.records import CallRecord, Completion
 from vera.store._events import EVENTS_FILE
@@ -62,7 +62,7 @@ def _assert_closed_and_durable(run_dir: Path, session: RunSession, skip: int = 0
     with sqlite3.connect(run_dir / CACHE_FILE) as db:
         assert db.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 1
     assert session.cache is not None
-    with pytest.raises(sqlite3.ProgrammingError):  # its connection is closed
+    with pytest.raises(StorageError, match="closed"):  # its connection is closed
         len(session.cache)
 
 

@@ -100,7 +100,7 @@ class RunSession:
             return None
         folder = Path(cfg.cache_dir) if cfg.cache_dir else self.run_dir
         cache = ResponseCache(folder / CACHE_FILE)
-        self._stack.push_async_callback(self._closing, "cache", cache.close)
+        self._stack.push_async_callback(self._closing, "cache", cache.aclose)
         cache.start()
         self.cache = cache
         return cache

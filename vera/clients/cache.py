@@ -8,10 +8,10 @@ an interrupted sweep replays the calls it already paid for, so a conversation cu
 mid-way is rebuilt without a single repeated request.
 
 Storage is one SQLite file (WAL mode), in the run directory by default or in a shared
-directory (`--cache-dir`) for several runs. Writes are committed in small batches (every
+directory (`--cache-dir`) for several runs, worked by one thread of its own so the event
+loop never waits on the disk. Writes are committed in small batches (every
 `commit_every` entries or `commit_interval_s` seconds, and on close): a commit per
-response blocked the event loop on a WAL write for every call, about 0.1 ms each, which
-at a thousand calls a second is a tenth of the loop. A process killed outright loses at
+response costs a WAL write each, about 0.1 ms. A process killed outright loses at
 most the last interval's entries; those calls belong to conversations and judgements not
 yet written (a record is written only after all its calls), so a resume asks for them
 again and never repeats recorded work.
@@ -20,10 +20,12 @@ again and never repeats recorded work.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import sqlite3
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -31,20 +33,30 @@ import msgspec
 
 from vera.clients.base import CallContext, ChatClient, ChatRequest
 from vera.clients.meter import current_meter
-from vera.errors import storage_error
+from vera.errors import StorageError, storage_error
 from vera.records import Completion, Message, ModelSpec
 
 CACHE_FILE = "cache.sqlite"
 
 
 class ResponseCache:
-    """A tiny key → Completion store."""
+    """A key → Completion store whose SQLite work runs on its own thread.
+
+    Every statement (open, read, insert, commit, close) runs on one worker thread that
+    owns the connection, so a slow disk or a WAL checkpoint never stalls the event loop
+    that drives thousands of conversations. A read is awaited; a write is queued and not
+    waited for (the thread keeps the order, and reads its own writes at once). A write
+    that fails is raised by the next call, so a full disk is never silent.
+    """
 
     __slots__ = (
+        "_closed",
         "_committer",
         "_db",
+        "_error",
         "_last_commit",
         "_pending",
+        "_thread",
         "commit_every",
         "commit_interval_s",
         "commits",
@@ -58,38 +70,60 @@ class ResponseCache:
         self.commit_every = commit_every
         self.commit_interval_s = commit_interval_s
         self.commits = 0
+        self.hits = 0
+        self.misses = 0
         self._pending = 0
         self._last_commit = time.monotonic()
         self._committer: asyncio.Task[None] | None = None
+        self._error: BaseException | None = None
+        self._closed = False
+        self._db: sqlite3.Connection | None = None
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vera-cache")
+        try:
+            self._thread.submit(self._open).result()
+        except BaseException:
+            self._thread.shutdown(wait=True)
+            raise
+
+    # -- on the cache's thread ---------------------------------------------------------
+
+    def _open(self) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(
+            db = sqlite3.connect(self.path, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(
                 "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value BLOB NOT NULL, at REAL)"
             )
         except (OSError, sqlite3.Error) as exc:
             raise storage_error(self.path, "the response cache", exc) from None
-        self.hits = 0
-        self.misses = 0
+        self._db = db
 
-    def get(self, key: str) -> Completion | None:
-        row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise StorageError(f"{self.path}: the response cache is closed")
+        return self._db
+
+    def _get(self, key: str) -> Completion | None:
+        try:
+            row = self._conn().execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error as exc:
+            raise storage_error(self.path, "the response cache", exc) from None
         if row is None:
             self.misses += 1
             return None
         self.hits += 1
         return msgspec.json.decode(row[0], type=Completion)
 
-    def put(self, key: str, completion: Completion) -> None:
+    def _put(self, key: str, value: bytes) -> None:
+        db = self._conn()
         try:
-            if not self._db.in_transaction:
-                self._db.execute("BEGIN")
-            self._db.execute(
-                # The first answer stays: a cache must never change an answer already used.
-                "INSERT OR IGNORE INTO responses (key, value, at) VALUES (?, ?, ?)",
-                (key, msgspec.json.encode(completion), time.time()),
+            if not db.in_transaction:
+                db.execute("BEGIN")
+            # The first answer stays: a cache must never change an answer already used.
+            db.execute(
+                "INSERT OR IGNORE INTO responses (key, value, at) VALUES (?, ?, ?)", (key, value, time.time())
             )
         except sqlite3.Error as exc:
             raise storage_error(self.path, "the response cache", exc) from None
@@ -98,25 +132,74 @@ class ResponseCache:
             self._pending >= self.commit_every
             or time.monotonic() - self._last_commit >= self.commit_interval_s
         ):
-            self.commit()
+            self._commit()
 
-    def commit(self) -> None:
-        """Make every entry put so far durable (readers in other processes see it)."""
+    def _commit(self) -> None:
         self._last_commit = time.monotonic()
-        if not self._db.in_transaction:
+        db = self._conn()
+        if not db.in_transaction:
             return
         try:
-            self._db.execute("COMMIT")
+            db.execute("COMMIT")
         except sqlite3.Error as exc:
             raise storage_error(self.path, "the response cache", exc) from None
         self._pending = 0
         self.commits += 1
 
+    def _commit_if_quiet(self) -> None:
+        if self._pending and time.monotonic() - self._last_commit >= self.commit_interval_s:
+            self._commit()
+
+    def _close(self) -> None:
+        if self._db is None:
+            return
+        try:
+            self._commit()
+        finally:
+            self._db.close()
+            self._db = None
+
+    def _count(self) -> int:
+        return int(self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    # -- from the event loop -----------------------------------------------------------
+
+    def _raise_failed_write(self) -> None:
+        if self._closed:  # its thread takes no more work
+            raise StorageError(f"{self.path}: the response cache is closed")
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def _remember_failure(self, done: Future[None]) -> None:
+        exc = done.exception()
+        if exc is not None and self._error is None:
+            self._error = exc
+
+    async def get(self, key: str) -> Completion | None:
+        """The stored answer for `key`, read on the cache's thread."""
+        self._raise_failed_write()
+        return await asyncio.get_running_loop().run_in_executor(self._thread, self._get, key)
+
+    def put(self, key: str, completion: Completion) -> None:
+        """Queue `completion` under `key`; committed in batches (every `commit_every`
+        entries or `commit_interval_s` seconds, and on close)."""
+        self._raise_failed_write()
+        self._thread.submit(self._put, key, msgspec.json.encode(completion)).add_done_callback(
+            self._remember_failure
+        )
+
+    def commit(self) -> None:
+        """Make every entry put so far durable (readers in other processes see it);
+        waits for the thread."""
+        self._thread.submit(self._commit).result()
+        self._raise_failed_write()
+
     async def _commit_forever(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(self.commit_interval_s)
-            if self._pending and time.monotonic() - self._last_commit >= self.commit_interval_s:
-                self.commit()
+            await loop.run_in_executor(self._thread, self._commit_if_quiet)
 
     def start(self) -> None:
         """Commit at least every `commit_interval_s` while puts are quiet (call from
@@ -125,16 +208,34 @@ class ResponseCache:
             self._committer = asyncio.get_running_loop().create_task(self._commit_forever())
 
     def __len__(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+        self._raise_failed_write()
+        return self._thread.submit(self._count).result()
 
     def close(self) -> None:
+        """Commit what is queued and close; blocks until the thread is done. A queued
+        write that failed is raised here rather than lost with the thread."""
         if self._committer is not None:
             self._committer.cancel()
             self._committer = None
+        if self._closed:
+            return
+        self._closed = True
         try:
-            self.commit()
+            self._thread.submit(self._close).result()
         finally:
-            self._db.close()
+            self._thread.shutdown(wait=True)
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    async def aclose(self) -> None:
+        """`close` without blocking the event loop."""
+        if self._committer is not None:
+            self._committer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._committer
+            self._committer = None
+        await asyncio.to_thread(self.close)
 
 
 def request_key(
@@ -177,7 +278,7 @@ class CachedClient:
 
     async def chat(self, request: ChatRequest) -> Completion:
         key = request_key(self.spec, request.messages, request.params, request.schema, request.context)
-        hit = self.cache.get(key)
+        hit = await self.cache.get(key)
         if hit is not None:
             meter = current_meter()
             if meter is not None:
