@@ -2,6 +2,12 @@
 
 Records are plain data: no behaviour beyond small derived properties. They are encoded
 with msgspec (JSON lines in the run directory) and turned into polars frames for scoring.
+
+The records a sweep makes by the hundred thousand (messages, turns, completions, call
+records, answers, ratings, conversations, judgements) are `gc=False`: they hold only
+strings, numbers and containers of them, so they can never be part of a reference cycle,
+and leaving them out of the garbage collector's tracking keeps its passes short without
+tuning the collector for the whole process.
 """
 
 from __future__ import annotations
@@ -54,21 +60,21 @@ Severity = Literal["Red", "Yellow"]
 # ---------------------------------------------------------------------------------------
 
 
-class Message(msgspec.Struct, frozen=True):
+class Message(msgspec.Struct, gc=False, frozen=True):
     """One chat message as sent to a model: role is system, user or assistant."""
 
     role: Literal["system", "user", "assistant"]
     content: str
 
 
-class Turn(msgspec.Struct, frozen=True):
+class Turn(msgspec.Struct, gc=False, frozen=True):
     """One utterance in a conversation between the simulated user and the chatbot."""
 
     speaker: Literal["user", "chatbot"]
     text: str
 
 
-class Usage(msgspec.Struct):
+class Usage(msgspec.Struct, gc=False):
     """Token usage of one call. `cached_input_tokens` (read from a prompt cache) and
     `cache_write_tokens` (written to one, Anthropic's cache writes) are parts of
     `input_tokens`."""
@@ -85,7 +91,7 @@ class Usage(msgspec.Struct):
         self.cache_write_tokens += other.cache_write_tokens
 
 
-class Completion(msgspec.Struct):
+class Completion(msgspec.Struct, gc=False):
     """What a chat client returns: the text, parsed structured output, usage, provenance."""
 
     text: str
@@ -133,7 +139,7 @@ class ImportSource(msgspec.Struct, kw_only=True, omit_defaults=True):
     note: str = ""  # a tool's annotation line removed from the text (not said by anyone)
 
 
-class Conversation(msgspec.Struct, kw_only=True):
+class Conversation(msgspec.Struct, gc=False, kw_only=True):
     """One simulated (or imported) conversation and how it ended."""
 
     id: str
@@ -160,7 +166,7 @@ class Conversation(msgspec.Struct, kw_only=True):
 # ---------------------------------------------------------------------------------------
 
 
-class JudgeAnswer(msgspec.Struct, kw_only=True):
+class JudgeAnswer(msgspec.Struct, gc=False, kw_only=True):
     """The judge's answer to one rubric question for one conversation."""
 
     question_id: str
@@ -172,7 +178,7 @@ class JudgeAnswer(msgspec.Struct, kw_only=True):
     auto: bool = False  # a single-option question answered without a model call
 
 
-class DimensionRating(msgspec.Struct, kw_only=True):
+class DimensionRating(msgspec.Struct, gc=False, kw_only=True):
     """The rating of one dimension for one conversation by one judge instance.
     `question_id`/`reasoning` point at the answer that decided it (empty for Best
     Practice), so every harmful rating can be audited back to the judge's words."""
@@ -186,7 +192,7 @@ class DimensionRating(msgspec.Struct, kw_only=True):
 JudgementStatus = Literal["complete", "failed"]
 
 
-class Judgement(msgspec.Struct, kw_only=True):
+class Judgement(msgspec.Struct, gc=False, kw_only=True):
     """A complete rubric walk of one conversation by one judge instance."""
 
     id: str
@@ -210,7 +216,7 @@ class Judgement(msgspec.Struct, kw_only=True):
 Role = Literal["chatbot", "user_agent", "judge"]
 
 
-class CallRecord(msgspec.Struct, kw_only=True):
+class CallRecord(msgspec.Struct, gc=False, kw_only=True):
     """One model call as accounted: who, how long, how many tokens, what it cost."""
 
     job_id: str
