@@ -29,6 +29,7 @@ from vera.records import Turn
 from .conftest import ROOT
 from .fakes.protocols import Behaviour, FakeAnthropic, FakeOpenAI, Reply, serve_in_thread
 from .fakes.shared import rubric_answer
+from .run_config import write_run_config
 
 OPENAI_KEY, OPENAI_ENV = "sk-e2e-shared-0123456789", "VERA_E2E_OPENAI_KEY"
 ANTHROPIC_KEY, ANTHROPIC_ENV = "sk-ant-e2e-0123456789", "VERA_E2E_ANTHROPIC_KEY"
@@ -133,20 +134,20 @@ def write_setup(tmp: Path, shared: SharedAccount, chatbot: Chatbot) -> Path:
         f"price_input_per_mtok = {PRICES['bot'][0]}\nprice_output_per_mtok = {PRICES['bot'][1]}\n"
         "[params]\nmax_tokens = 300\n"
     )
-    config = tmp / "run.toml"
-    config.write_text(
-        'chatbots = ["bot"]\nuser_agents = ["ua"]\njudges = ["judge"]\n'
-        f'personas = "{ROOT / "personas" / "vera-personas.tsv"}"\n'
-        f'rubric = "{ROOT / "rubrics" / "vera-si.tsv"}"\n'
-        f'user_prompts = "{ROOT / "personas" / "prompts"}"\n'
-        f'judge_prompts = "{ROOT / "rubrics" / "prompts"}"\n'
-        f'providers = "{providers}"\nruns_dir = "{tmp / "runs"}"\n'
-        "seeds = [1]\nmax_concurrency = 3\n"
-        "[conversation]\nmax_turns = 10\nmin_turns = 2\n"
+    config = write_run_config(
+        tmp / "run.toml",
+        providers=providers,
+        runs_dir=tmp / "runs",
+        chatbots=["bot"],
+        user_agents=["ua"],
+        judges=["judge"],
+        seeds=[1],
+        max_concurrency=3,
+        conversation={"max_turns": 10, "min_turns": 2},
         # Two judge instances walk each conversation at once: with the user-agent still
         # talking in other conversations, the two roles ask for more than the cap.
-        f"[judge]\ninstances = {JUDGE_INSTANCES}\n"
-        "[stats]\nresamples = 200\n"
+        judge={"instances": JUDGE_INSTANCES},
+        stats={"resamples": 200},
     )
     return config
 

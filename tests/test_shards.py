@@ -16,8 +16,8 @@ from vera.engine._plan import Shard
 from vera.errors import ConfigError
 
 from .clients.conftest import KEY, KEY_ENV, make_profile, open_pool
-from .conftest import ROOT
 from .fakes.protocols import FakeOpenAI, serve_in_thread
+from .run_config import write_run_config
 
 
 async def test_each_shard_takes_its_part_of_every_account(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -67,16 +67,15 @@ def test_a_shard_run_states_its_limits_in_the_manifest_and_on_the_card(
             f'protocol = "openai"\nbase_url = "{server.base_url}"\nmodel = "fake-bot"\n'
             f'api_key_env = "{KEY_ENV}"\nrpm = 6000\ntpm = 900000\nmax_in_flight = 4\ntimeout_s = 10\n'
         )
-        config = tmp_path / "run.toml"
-        config.write_text(
-            'chatbots = ["bot"]\nuser_agents = ["offline/scripted-user"]\njudges = ["offline/lexical-judge"]\n'
-            f'personas = "{ROOT / "personas" / "vera-personas.tsv"}"\n'
-            f'rubric = "{ROOT / "rubrics" / "vera-si.tsv"}"\n'
-            f'user_prompts = "{ROOT / "personas" / "prompts"}"\n'
-            f'judge_prompts = "{ROOT / "rubrics" / "prompts"}"\n'
-            f'providers = "{providers}"\nruns_dir = "{tmp_path / "runs"}"\n'
-            "max_concurrency = 16\ncache = false\n[conversation]\nmax_turns = 4\nmin_turns = 4\n"
-            "[stats]\nresamples = 20\n"
+        config = write_run_config(
+            tmp_path / "run.toml",
+            providers=providers,
+            runs_dir=tmp_path / "runs",
+            chatbots=["bot"],
+            max_concurrency=16,
+            cache=False,
+            conversation={"max_turns": 4, "min_turns": 4},
+            stats={"resamples": 20},
         )
         out = tmp_path / "shard1"
         host = server.base_url.split("/")[2]

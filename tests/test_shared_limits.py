@@ -28,8 +28,8 @@ from vera.cli._main import main
 from vera.clients.limits import Account
 from vera.clients.shared_limits import RedisLimits, account_key
 
-from .conftest import ROOT
 from .fakes.protocols import FakeOpenAI, serve_in_thread
+from .run_config import write_run_config
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 KEY, KEY_ENV = "sk-shared-account-0123456789", "VERA_SHARED_TEST_KEY"
@@ -139,19 +139,18 @@ def write_setup(tmp: Path, base_url: str) -> Path:
         f'protocol = "openai"\nbase_url = "{base_url}"\nmodel = "fake-bot"\n'
         f'api_key_env = "{KEY_ENV}"\nrpm = {RPM}\nmax_in_flight = 8\ntimeout_s = 10\nmax_retries = 0\n'
     )
-    config = tmp / "run.toml"
-    config.write_text(
-        'chatbots = ["bot"]\nuser_agents = ["offline/scripted-user"]\njudges = ["offline/lexical-judge"]\n'
-        f'personas = "{ROOT / "personas" / "vera-personas.tsv"}"\n'
-        f'rubric = "{ROOT / "rubrics" / "vera-si.tsv"}"\n'
-        f'user_prompts = "{ROOT / "personas" / "prompts"}"\n'
-        f'judge_prompts = "{ROOT / "rubrics" / "prompts"}"\n'
-        f'providers = "{providers}"\nruns_dir = "{tmp / "runs"}"\n'
-        f"seeds = [1]\nmax_concurrency = 8\npersona_limit = {PERSONAS}\ncache = false\n"
-        f"[conversation]\nmax_turns = {TURNS}\nmin_turns = {TURNS}\n"
-        "[stats]\nresamples = 50\n"
+    return write_run_config(
+        tmp / "run.toml",
+        providers=providers,
+        runs_dir=tmp / "runs",
+        chatbots=["bot"],
+        seeds=[1],
+        max_concurrency=8,
+        persona_limit=PERSONAS,
+        cache=False,
+        conversation={"max_turns": TURNS, "min_turns": TURNS},
+        stats={"resamples": 50},
     )
-    return config
 
 
 @pytest.mark.slow

@@ -22,6 +22,7 @@ import hashlib
 import random
 import re
 import threading
+import tomllib
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,8 @@ from aiohttp import web
 
 from vera.clients.offline.chatbots import BestPracticeBot
 from vera.records import Message
+
+from ..run_config import write_run_config
 
 KEY = "sk-sweep-test-0123456789"
 _OPTIONS = re.compile(r"^Options: (.+)$", re.MULTILINE)
@@ -225,7 +228,6 @@ def write_sweep_config(
 ) -> Any:
     """A providers folder (one OpenAI-compatible profile per role, one shared account)
     and a run config pointing every role at the sweep server."""
-    from ..conftest import ROOT
 
     providers = tmp / "providers"
     providers.mkdir(parents=True, exist_ok=True)
@@ -238,12 +240,16 @@ def write_sweep_config(
             # duplicate count is exact: a body seen twice is the same work requested twice
             '[params]\nseed = "auto"\n'
         )
-    cfg = tmp / "sweep.toml"
-    cfg.write_text(
-        f'chatbots = ["fake-chatbot"]\nuser_agents = ["fake-user"]\njudges = ["fake-judge"]\n'
-        f'personas = "{ROOT / "personas" / "vera-personas.tsv"}"\nrubric = "{ROOT / "rubrics" / "vera-si.tsv"}"\n'
-        f'user_prompts = "{ROOT / "personas" / "prompts"}"\njudge_prompts = "{ROOT / "rubrics" / "prompts"}"\n'
-        f'providers = "{providers}"\nruns_dir = "{tmp / "runs"}"\npersona_limit = {personas}\nseeds = {seeds}\n'
-        f"max_concurrency = {max_concurrency}\n{extra}\n[conversation]\nmax_turns = 10\nmin_turns = 6\n"
+    return write_run_config(
+        tmp / "sweep.toml",
+        providers=providers,
+        runs_dir=tmp / "runs",
+        chatbots=["fake-chatbot"],
+        user_agents=["fake-user"],
+        judges=["fake-judge"],
+        persona_limit=personas,
+        seeds=tomllib.loads(f"seeds = {seeds}")["seeds"],
+        max_concurrency=max_concurrency,
+        **tomllib.loads(extra),
+        conversation={"max_turns": 10, "min_turns": 6},
     )
-    return cfg
