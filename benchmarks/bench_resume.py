@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.harness import current_rss_kb  # noqa: E402
 from vera.clients.pool import ClientPool  # noqa: E402
-from vera.engine._pipeline import Inputs, SweepResult, plan_sweep, run_sweep  # noqa: E402
+from vera.engine import Inputs, SweepResult, plan_sweep, run_sweep  # noqa: E402
 from vera.inputs._config import load_config  # noqa: E402
 from vera.inputs._profiles import load_profiles  # noqa: E402
 from vera.records import Conversation, DimensionRating, JudgeAnswer, Judgement, Turn  # noqa: E402

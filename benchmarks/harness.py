@@ -217,7 +217,7 @@ async def measure(opts: BenchOptions, server: ServerProcess, workdir: Path) -> d
     # Imported here so `vera --help` stays fast: the pipeline pulls in polars.
     from vera.app._run import per_chatbot
     from vera.app._session import RunSession
-    from vera.engine._pipeline import Inputs, plan_sweep, run_sweep
+    from vera.engine import Inputs, plan_sweep, run_sweep
     from vera.inputs._profiles import load_profiles
     from vera.store._events import Fanout
 

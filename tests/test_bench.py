@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from benchmarks.harness import KEY, KEY_ENV, SUITE, BenchOptions, Window, figures, render_table
 from vera.cli._main import main
-from vera.engine._pipeline import SweepResult
+from vera.engine import SweepResult
 
 from .fakes.shared import RateBucket, rubric_answer
 

@@ -22,8 +22,8 @@ import pytest
 from click.testing import CliRunner
 
 from vera.cli._main import main
+from vera.engine import Inputs, plan_sweep, run_sweep
 from vera.engine._judge import render_transcript
-from vera.engine._pipeline import Inputs, plan_sweep, run_sweep
 from vera.errors import ConfigError
 from vera.inputs._config import load_config
 from vera.records import Conversation, ModelSpec

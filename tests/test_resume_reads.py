@@ -5,7 +5,7 @@ read back, by its place."""
 from __future__ import annotations
 
 from vera.clients.pool import ClientPool
-from vera.engine._pipeline import Inputs, plan_sweep, run_sweep
+from vera.engine import Inputs, plan_sweep, run_sweep
 from vera.inputs._config import load_config
 from vera.inputs._profiles import load_profiles
 from vera.records import Conversation, Judgement
@@ -64,7 +64,7 @@ async def test_a_conversation_left_unjudged_is_read_back_by_place_and_judged(tmp
 
 
 async def test_judging_a_run_by_id_reads_each_conversation_only_to_judge_it(tmp_path):
-    from vera.engine._pipeline import judge_conversations
+    from vera.engine import judge_conversations
 
     cfg = load_config(str(ROOT / "configs" / "offline.toml"))
     cfg.persona_limit = 3

@@ -11,8 +11,9 @@ from vera.app._judging import judge, judged
 from vera.app._options import JudgeOptions, configure
 from vera.app._result import RunOutcome
 from vera.app._resume import existing_run, resume_command
+from vera.app._run import new_run_dir
 from vera.app._session import RunSession
-from vera.engine import Inputs, new_run_dir
+from vera.engine import Inputs
 from vera.errors import UserError
 from vera.inputs import PersonaSet, load_config
 from vera.records import Conversation, ImportInfo

@@ -19,6 +19,7 @@ scored afterwards, outside the event loop (`vera.app._result.scored`).
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from vera.app._resume import (
     resume_config,
 )
 from vera.app._session import RunSession
-from vera.engine import Inputs, Shard, Sweep, SweepResult, new_run_dir, plan_sweep, run_sweep
+from vera.engine import Inputs, Shard, Sweep, SweepResult, plan_sweep, run_sweep
 from vera.errors import StorageError, UserError
 from vera.inputs import RunConfig, load_config, load_profiles
 from vera.records import Role, RunManifest
@@ -172,3 +173,10 @@ def per_chatbot(sweep: Sweep) -> dict[str, int]:
     for j in sweep.jobs:
         out[j.chatbot] = out.get(j.chatbot, 0) + 1
     return out
+
+
+def new_run_dir(cfg: RunConfig, sweep_key: str) -> Path:
+    """A new run's folder: the start time, then the first hex digits of what defines
+    the sweep, so two runs of one config sort by time and show they are the same sweep."""
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    return cfg.path(cfg.runs_dir) / f"{stamp}-{sweep_key[:8]}"

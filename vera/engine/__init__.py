@@ -5,21 +5,9 @@ It talks to models only through `vera.clients`' seam and to disk only through
 `vera.store`; it knows nothing of cards, terminals or the offline stand-ins.
 """
 
-from vera.engine._pipeline import (
-    Budget,
-    Inputs,
-    Stop,
-    Sweep,
-    SweepResult,
-    check_judges,
-    judge_conversations,
-    judge_slots,
-    new_run_dir,
-    plan_sweep,
-    role_specs,
-    run_sweep,
-)
-from vera.engine._plan import Shard, digest
+from vera.engine._inputs import Inputs
+from vera.engine._plan import Shard, Sweep, check_judges, digest, judge_slots, plan_sweep, role_specs
+from vera.engine._sweep import Budget, Stop, SweepResult, judge_conversations, run_sweep
 
 __all__ = [
     "Budget",
@@ -32,7 +20,6 @@ __all__ = [
     "digest",
     "judge_conversations",
     "judge_slots",
-    "new_run_dir",
     "plan_sweep",
     "role_specs",
     "run_sweep",

@@ -6,6 +6,10 @@ job's output: model specs with their parameters, the persona's fields, the seed,
 prompt and rubric hashes, the simulation settings. The same inputs always give the same
 ids, so a rerun on the same run directory skips what is done, and a changed input is a
 new job rather than a silent mix.
+
+`plan_sweep` builds the whole plan at once — every conversation job of this shard (or the
+first `limit`), every judge slot if the run judges, the role-specific model specs and the
+manifest's inputs — and nothing changes it afterwards.
 """
 
 from __future__ import annotations
@@ -13,13 +17,31 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
 
 import msgspec
 
-from vera.engine._simulate import ConversationJob, SimulationSettings
+from vera import __version__
+from vera.clients._structured import merge_params
+from vera.clients.base import ChatClient
+from vera.clients.families import fit_params
+from vera.engine._inputs import Inputs
+from vera.engine._simulate import (
+    ConversationJob,
+    SimulationSettings,
+)
 from vera.errors import ConfigError
-from vera.records import ModelSpec, Persona
+from vera.inputs import (
+    RunConfig,
+)
+from vera.records import (
+    ModelSpec,
+    Persona,
+    Role,
+    RunManifest,
+)
 
 
 def digest(*parts: Any) -> str:
@@ -140,3 +162,188 @@ def judgement_id(
     max_attempts: int,
 ) -> str:
     return digest("judgement", conversation_id, judge, instance, rubric_sha, prompts_sha, max_attempts)
+
+
+# ---------------------------------------------------------------------------------------
+# The sweep: every job and judge slot of a run, and its manifest
+# ---------------------------------------------------------------------------------------
+
+
+class Clients(Protocol):
+    """What the pipeline needs from a client pool."""
+
+    def client(self, ref: str, role: Role = "chatbot") -> ChatClient: ...
+
+    def spec(self, ref: str) -> ModelSpec: ...
+
+    def rubric_refusal(self, ref: str, rubric_key: str) -> str | None: ...
+
+
+@dataclass
+class Sweep:
+    """A planned sweep: inputs, resolved models and the job list."""
+
+    inputs: Inputs
+    chatbots: list[ModelSpec]
+    user_agents: list[ModelSpec]
+    judges: list[ModelSpec]
+    jobs: list[ConversationJob]
+    slots: list[JudgeSlot]
+    shard: Shard | None = None
+    warnings: list[str] = field(default_factory=list)  # parameters a model family refused
+
+    @property
+    def judge_specs(self) -> dict[str, ModelSpec]:
+        return {j.ref: j for j in self.judges}
+
+    @property
+    def offline(self) -> bool:
+        """Any role played by a built-in stand-in: the numbers then describe the
+        stand-ins, not real models, and the card says so."""
+        return any(s.protocol == "offline" for s in (*self.chatbots, *self.user_agents, *self.judges))
+
+    def judgement_id(self, conv_id: str, slot: JudgeSlot) -> str:
+        i = self.inputs
+        return judgement_id(
+            conv_id,
+            self.judge_specs[slot.ref],
+            slot.instance,
+            i.rubric.sha256,
+            i.judge_prompts.version.sha256,
+            i.config.judge.max_attempts,
+        )
+
+    def manifest(self, run_id: str, created_at: str | None = None, **kept: Any) -> RunManifest:
+        """The run's manifest, whole: `kept` names fields that come from elsewhere (the
+        run being judged again, the accounts' limits, an import), so no caller patches
+        the record afterwards."""
+        i = self.inputs
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        cfg = {k: v for k, v in msgspec.to_builtins(i.config).items() if k != "base_dir"}
+        fields: dict[str, Any] = {
+            "vera_version": __version__,
+            "run_id": run_id,
+            "rubric": i.rubric_version(),
+            "personas": i.personas.version,
+            "user_prompts": i.user_prompts.version,
+            "judge_prompts": i.judge_prompts.version,
+            "config_sha256": i.config.fingerprint(),
+            "config": cfg,
+            "chatbots": self.chatbots,
+            "user_agents": self.user_agents,
+            "judges": self.judges,
+            "judge_instances": i.config.judge.instances,
+            "seeds": list(i.config.seeds),
+            "offline": self.offline,
+            "created_at": created_at or now,
+            "updated_at": now,
+            "shard": str(self.shard) if self.shard else None,
+            "jobs_planned": len(self.jobs),
+            "reference": i.reference,
+            "base_dir": i.config.base_dir,
+        }
+        return RunManifest(**(fields | kept))
+
+
+def seed_params(spec: ModelSpec, seed: int) -> dict[str, Any] | None:
+    """A profile with `seed = "auto"` in its params gets a sampling seed derived from the
+    job (the conversation's seed, or the judgement's id), so reruns with the same run
+    seeds ask providers that honour seeds for the same samples."""
+    return {"seed": seed} if spec.params.get("seed") == "auto" else None
+
+
+def check_judges(inputs: Inputs, judges: list[ModelSpec], clients: Clients) -> None:
+    """Every judge can answer the run's rubric (the lexical baseline judge knows only the
+    rubric it was written for); the clients say which cannot."""
+    for spec in judges:
+        reason = clients.rubric_refusal(spec.ref, inputs.rubric.key)
+        if reason is not None:
+            raise ConfigError(f"{reason} ({inputs.rubric.path}); choose a model judge for this rubric")
+
+
+def judge_slots(judges: list[ModelSpec], instances: int) -> list[JudgeSlot]:
+    """Every (judge, instance) that judges each conversation."""
+    return [JudgeSlot(j.ref, k) for j in judges for k in range(1, instances + 1)]
+
+
+def role_spec(spec: ModelSpec, role: Role, cfg: RunConfig) -> tuple[ModelSpec, list[str]]:
+    """`spec` with the parameters `role` actually sends to this model: the profile's,
+    with the run config's `[ROLE.params]` (or the role's defaults) over them, fitted to
+    the model's family. Returns warnings for parameters the profile or the config asked
+    for that the family does not accept (defaults it refuses are left out silently: the
+    defaults apply "where the model allows it")."""
+    role_params, explicit = cfg.role_params(role)
+    if spec.protocol == "http":
+        return msgspec.structs.replace(spec, params={}), []  # a product samples as it is built to
+    merged = merge_params(spec.params, role_params)
+    if spec.protocol == "offline":
+        return msgspec.structs.replace(spec, params=merged), []
+    fitted, dropped = fit_params(spec.protocol, spec.model, merged)
+    warnings = [
+        f"warning: {role.replace('_', '-')} {spec.ref} ({spec.model}): not sending {what}"
+        for what in dropped
+        if explicit or what.split(" ")[0].split("=")[0] not in role_params
+    ]
+    return msgspec.structs.replace(spec, params=fitted), warnings
+
+
+def role_specs(
+    refs: list[str], role: Role, clients: Clients, cfg: RunConfig, warnings: list[str]
+) -> list[ModelSpec]:
+    specs = []
+    for ref in refs:
+        spec, said = role_spec(clients.spec(ref), role, cfg)
+        specs.append(spec)
+        warnings += said
+    return specs
+
+
+def call_params(spec: ModelSpec, seed: int) -> dict[str, Any]:
+    """What a call in a role sends: the role's fitted parameters, with a derived seed
+    where the profile asks for one."""
+    params = dict(spec.params)
+    params.update(seed_params(spec, seed) or {})
+    if params.get("seed") == "auto":
+        del params["seed"]
+    return params
+
+
+def plan_sweep(
+    inputs: Inputs,
+    clients: Clients,
+    *,
+    shard: Shard | None = None,
+    judge: bool = True,
+    limit: int | None = None,
+) -> Sweep:
+    """The whole plan, fixed here: `judge=False` plans no judging (the judges are still
+    recorded, for a later `vera judge`), `limit` keeps only the first jobs (a benchmark's
+    exact count)."""
+    cfg = inputs.config
+    warnings: list[str] = []
+    chatbots = role_specs(cfg.chatbots, "chatbot", clients, cfg, warnings)
+    user_agents = role_specs(cfg.user_agents, "user_agent", clients, cfg, warnings)
+    judges = role_specs(cfg.judges, "judge", clients, cfg, warnings)
+    check_judges(inputs, judges, clients)
+    jobs = conversation_jobs(
+        chatbots=chatbots,
+        user_agents=user_agents,
+        personas=inputs.selected_personas(),
+        seeds=list(cfg.seeds),
+        user_prompts_sha=inputs.user_prompts.version.sha256,
+        settings=inputs.settings(),
+        shard=shard,
+    )
+    if limit is not None:
+        jobs = jobs[:limit]
+    slots = judge_slots(judges, cfg.judge.instances) if judge else []
+    return Sweep(
+        inputs=inputs,
+        chatbots=chatbots,
+        user_agents=user_agents,
+        judges=judges,
+        jobs=jobs,
+        slots=slots,
+        shard=shard,
+        warnings=warnings,
+    )

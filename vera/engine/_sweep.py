@@ -14,61 +14,23 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Protocol
 
-import msgspec
-
-from vera import __version__
-from vera.clients._structured import merge_params
-from vera.clients.base import ChatClient
-from vera.clients.families import fit_params
+from vera.engine._failures import failed_conversation, failed_judgement
 from vera.engine._judge import judge_conversation
-from vera.engine._plan import JudgeSlot, Shard, conversation_jobs, derive_seed, judgement_id
+from vera.engine._plan import Clients, JudgeSlot, Sweep, call_params, derive_seed
 from vera.engine._simulate import (
     ConversationJob,
-    SimulationSettings,
     render_user_prompts,
     simulate_conversation,
 )
 from vera.engine._tasks import first_exception, run_together
-from vera.errors import ConfigError, FatalProviderError
-from vera.inputs import (
-    JudgePrompts,
-    PersonaSet,
-    RunConfig,
-    UserPrompts,
-    check_templates,
-    load_judge_prompts,
-    load_personas,
-    load_user_prompts,
-    reads_reference,
-    reference_data,
-    verify_pins,
-)
+from vera.errors import FatalProviderError
 from vera.records import (
-    ArtifactVersion,
     Conversation,
     Judgement,
-    ModelSpec,
-    Persona,
-    ReferenceData,
-    Role,
-    RunManifest,
 )
-from vera.rubric import Rubric, load_rubric, validate_rubric
 from vera.store import ConversationHead, JudgementHead, RunStore
-
-
-class Clients(Protocol):
-    """What the pipeline needs from a client pool."""
-
-    def client(self, ref: str, role: Role = "chatbot") -> ChatClient: ...
-
-    def spec(self, ref: str) -> ModelSpec: ...
-
-    def rubric_refusal(self, ref: str, rubric_key: str) -> str | None: ...
 
 
 class Progress(Protocol):
@@ -96,243 +58,6 @@ class NullProgress:
 
     def stop(self) -> None:
         pass
-
-
-@dataclass
-class Inputs:
-    """Everything loaded and validated before a single call is made."""
-
-    config: RunConfig
-    rubric: Rubric
-    personas: PersonaSet
-    user_prompts: UserPrompts
-    judge_prompts: JudgePrompts
-    reference: ReferenceData | None = None  # the reference tool's files used, if any
-
-    @classmethod
-    def load(cls, config: RunConfig) -> Inputs:
-        if reads_reference(config):
-            verify_pins(config)  # a wrong or other-release folder is named before anything is read
-        rubric = load_rubric(config.path(config.rubric))
-        problems = validate_rubric(rubric)
-        if problems:
-            more = f" (and {len(problems) - 1} more; run `vera validate rubric`)" if len(problems) > 1 else ""
-            raise ConfigError(problems[0].render(rubric.path) + more)
-        personas = load_personas(config.path(config.personas))
-        user_prompts = load_user_prompts(config.path(config.user_prompts), config.reference_dir)
-        issues = check_templates(user_prompts, personas.columns)
-        if issues:
-            raise ConfigError(issues[0].message)
-        judge_prompts = load_judge_prompts(config.path(config.judge_prompts), config.reference_dir)
-        templates = (user_prompts.system, user_prompts.reminder, judge_prompts.system, judge_prompts.question)
-        read = [rubric.path, personas.version.path, *(t.path for t in templates), judge_prompts.retry.path]
-        reference = reference_data(config, read)
-        if reference is not None and config.reference.name:
-            rubric, personas = name_reference_files(reference, rubric, personas)
-        return cls(config, rubric, personas, user_prompts, judge_prompts, reference)
-
-    def settings(self) -> SimulationSettings:
-        c = self.config.conversation
-        return SimulationSettings(
-            max_turns=c.max_turns,
-            min_turns=c.min_turns,
-            first_speaker=c.first_speaker,
-            opening_message=c.opening_message,
-            chatbot_system_prompt=c.chatbot_system_prompt,
-        )
-
-    def selected_personas(self) -> tuple[Persona, ...]:
-        n = self.config.persona_limit
-        return self.personas.personas[:n] if n else self.personas.personas
-
-    def rubric_version(self) -> ArtifactVersion:
-        r = self.rubric
-        return ArtifactVersion(name=r.name, version=r.version, path=r.path, sha256=r.sha256)
-
-
-def name_reference_files(
-    reference: ReferenceData, rubric: Rubric, personas: PersonaSet
-) -> tuple[Rubric, PersonaSet]:
-    """The reference tool's rubric and persona files carry no name or version of their
-    own; inside the reference folder they are that release's ("VERA-MH rubric 1.1")."""
-    folder = Path(reference.path)
-    if rubric.version == "unversioned" and Path(rubric.path).resolve().is_relative_to(folder):
-        rubric = msgspec.structs.replace(rubric, name=f"{reference.name} rubric", version=reference.version)
-    v = personas.version
-    if v.version == "unversioned" and Path(v.path).resolve().is_relative_to(folder):
-        named = msgspec.structs.replace(v, name=f"{reference.name} personas", version=reference.version)
-        personas = msgspec.structs.replace(personas, version=named)
-    return rubric, personas
-
-
-@dataclass
-class Sweep:
-    """A planned sweep: inputs, resolved models and the job list."""
-
-    inputs: Inputs
-    chatbots: list[ModelSpec]
-    user_agents: list[ModelSpec]
-    judges: list[ModelSpec]
-    jobs: list[ConversationJob]
-    slots: list[JudgeSlot]
-    shard: Shard | None = None
-    warnings: list[str] = field(default_factory=list)  # parameters a model family refused
-
-    @property
-    def judge_specs(self) -> dict[str, ModelSpec]:
-        return {j.ref: j for j in self.judges}
-
-    @property
-    def offline(self) -> bool:
-        """Any role played by a built-in stand-in: the numbers then describe the
-        stand-ins, not real models, and the card says so."""
-        return any(s.protocol == "offline" for s in (*self.chatbots, *self.user_agents, *self.judges))
-
-    def judgement_id(self, conv_id: str, slot: JudgeSlot) -> str:
-        i = self.inputs
-        return judgement_id(
-            conv_id,
-            self.judge_specs[slot.ref],
-            slot.instance,
-            i.rubric.sha256,
-            i.judge_prompts.version.sha256,
-            i.config.judge.max_attempts,
-        )
-
-    def manifest(self, run_id: str, created_at: str | None = None, **kept: Any) -> RunManifest:
-        """The run's manifest, whole: `kept` names fields that come from elsewhere (the
-        run being judged again, the accounts' limits, an import), so no caller patches
-        the record afterwards."""
-        i = self.inputs
-        now = datetime.now(UTC).isoformat(timespec="seconds")
-        cfg = {k: v for k, v in msgspec.to_builtins(i.config).items() if k != "base_dir"}
-        fields: dict[str, Any] = {
-            "vera_version": __version__,
-            "run_id": run_id,
-            "rubric": i.rubric_version(),
-            "personas": i.personas.version,
-            "user_prompts": i.user_prompts.version,
-            "judge_prompts": i.judge_prompts.version,
-            "config_sha256": i.config.fingerprint(),
-            "config": cfg,
-            "chatbots": self.chatbots,
-            "user_agents": self.user_agents,
-            "judges": self.judges,
-            "judge_instances": i.config.judge.instances,
-            "seeds": list(i.config.seeds),
-            "offline": self.offline,
-            "created_at": created_at or now,
-            "updated_at": now,
-            "shard": str(self.shard) if self.shard else None,
-            "jobs_planned": len(self.jobs),
-            "reference": i.reference,
-            "base_dir": i.config.base_dir,
-        }
-        return RunManifest(**(fields | kept))
-
-
-def seed_params(spec: ModelSpec, seed: int) -> dict[str, Any] | None:
-    """A profile with `seed = "auto"` in its params gets a sampling seed derived from the
-    job (the conversation's seed, or the judgement's id), so reruns with the same run
-    seeds ask providers that honour seeds for the same samples."""
-    return {"seed": seed} if spec.params.get("seed") == "auto" else None
-
-
-def check_judges(inputs: Inputs, judges: list[ModelSpec], clients: Clients) -> None:
-    """Every judge can answer the run's rubric (the lexical baseline judge knows only the
-    rubric it was written for); the clients say which cannot."""
-    for spec in judges:
-        reason = clients.rubric_refusal(spec.ref, inputs.rubric.key)
-        if reason is not None:
-            raise ConfigError(f"{reason} ({inputs.rubric.path}); choose a model judge for this rubric")
-
-
-def judge_slots(judges: list[ModelSpec], instances: int) -> list[JudgeSlot]:
-    """Every (judge, instance) that judges each conversation."""
-    return [JudgeSlot(j.ref, k) for j in judges for k in range(1, instances + 1)]
-
-
-def role_spec(spec: ModelSpec, role: Role, cfg: RunConfig) -> tuple[ModelSpec, list[str]]:
-    """`spec` with the parameters `role` actually sends to this model: the profile's,
-    with the run config's `[ROLE.params]` (or the role's defaults) over them, fitted to
-    the model's family. Returns warnings for parameters the profile or the config asked
-    for that the family does not accept (defaults it refuses are left out silently: the
-    defaults apply "where the model allows it")."""
-    role_params, explicit = cfg.role_params(role)
-    if spec.protocol == "http":
-        return msgspec.structs.replace(spec, params={}), []  # a product samples as it is built to
-    merged = merge_params(spec.params, role_params)
-    if spec.protocol == "offline":
-        return msgspec.structs.replace(spec, params=merged), []
-    fitted, dropped = fit_params(spec.protocol, spec.model, merged)
-    warnings = [
-        f"warning: {role.replace('_', '-')} {spec.ref} ({spec.model}): not sending {what}"
-        for what in dropped
-        if explicit or what.split(" ")[0].split("=")[0] not in role_params
-    ]
-    return msgspec.structs.replace(spec, params=fitted), warnings
-
-
-def role_specs(
-    refs: list[str], role: Role, clients: Clients, cfg: RunConfig, warnings: list[str]
-) -> list[ModelSpec]:
-    specs = []
-    for ref in refs:
-        spec, said = role_spec(clients.spec(ref), role, cfg)
-        specs.append(spec)
-        warnings += said
-    return specs
-
-
-def call_params(spec: ModelSpec, seed: int) -> dict[str, Any]:
-    """What a call in a role sends: the role's fitted parameters, with a derived seed
-    where the profile asks for one."""
-    params = dict(spec.params)
-    params.update(seed_params(spec, seed) or {})
-    if params.get("seed") == "auto":
-        del params["seed"]
-    return params
-
-
-def plan_sweep(
-    inputs: Inputs,
-    clients: Clients,
-    *,
-    shard: Shard | None = None,
-    judge: bool = True,
-    limit: int | None = None,
-) -> Sweep:
-    """The whole plan, fixed here: `judge=False` plans no judging (the judges are still
-    recorded, for a later `vera judge`), `limit` keeps only the first jobs (a benchmark's
-    exact count)."""
-    cfg = inputs.config
-    warnings: list[str] = []
-    chatbots = role_specs(cfg.chatbots, "chatbot", clients, cfg, warnings)
-    user_agents = role_specs(cfg.user_agents, "user_agent", clients, cfg, warnings)
-    judges = role_specs(cfg.judges, "judge", clients, cfg, warnings)
-    check_judges(inputs, judges, clients)
-    jobs = conversation_jobs(
-        chatbots=chatbots,
-        user_agents=user_agents,
-        personas=inputs.selected_personas(),
-        seeds=list(cfg.seeds),
-        user_prompts_sha=inputs.user_prompts.version.sha256,
-        settings=inputs.settings(),
-        shard=shard,
-    )
-    if limit is not None:
-        jobs = jobs[:limit]
-    slots = judge_slots(judges, cfg.judge.instances) if judge else []
-    return Sweep(
-        inputs=inputs,
-        chatbots=chatbots,
-        user_agents=user_agents,
-        judges=judges,
-        jobs=jobs,
-        slots=slots,
-        shard=shard,
-        warnings=warnings,
-    )
 
 
 @dataclass
@@ -424,20 +149,6 @@ class Judging:
         self.result.judgements += 1
         self.result.judgements_failed += j.status == "failed"
         self.progress.judgement(j, cached=False)
-
-
-def failed_judgement(jid: str, conv_id: str, slot: JudgeSlot, exc: Exception) -> Judgement:
-    return Judgement(
-        id=jid,
-        conversation_id=conv_id,
-        judge=slot.ref,
-        instance=slot.instance,
-        status="failed",
-        answers=[],
-        ratings=[],
-        error=f"{type(exc).__name__}: {exc}",
-        finished_at=time.time(),
-    )
 
 
 class Budget:
@@ -623,20 +334,3 @@ def _head(job: ConversationJob) -> ConversationHead:
         seed=job.seed,
         replicate=job.replicate,
     )
-
-
-def failed_conversation(job: ConversationJob, exc: Exception) -> Conversation:
-    now = time.time()
-    return job.record(
-        turns=[],
-        status="failed",
-        ended_by="error",
-        error=f"{type(exc).__name__}: {exc}",
-        started_at=now,
-        finished_at=now,
-    )
-
-
-def new_run_dir(cfg: RunConfig, sweep_key: str) -> Path:
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    return cfg.path(cfg.runs_dir) / f"{stamp}-{sweep_key[:8]}"
