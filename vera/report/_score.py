@@ -27,6 +27,8 @@ from vera.store import atomic_write, open_run
 PLOTS_DIR = "plots"
 
 
+JUDGEMENT_KEY = ["conversation_id", "judge", "instance"]
+
 # ---------------------------------------------------------------------------------------
 # One run: the card
 # ---------------------------------------------------------------------------------------
@@ -51,6 +53,10 @@ def score_run(
     settings = stats_settings(manifest, resamples=resamples, confidence=confidence, seed=seed)
     # The frames are built from the records streamed one judgement at a time.
     frame, answers = frames if frames is not None else ratings_and_answers(records.complete_pairs())
+    # Judgements are stored in the order they finished, which no seed fixes; sorted by
+    # job (keeping the rubric's order within a judgement), the same run gives the same
+    # files.
+    frame, answers = (f.sort(JUDGEMENT_KEY, maintain_order=True) for f in (frame, answers))
     write_parquet(frame, root / RATINGS_FILE)
     write_parquet(answers, root / ANSWERS_FILE)
     card = build_card(manifest, records, frame, **settings)
