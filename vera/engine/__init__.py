@@ -5,6 +5,7 @@ It talks to models only through `vera.clients`' seam and to disk only through
 `vera.store`; it knows nothing of cards, terminals or the offline stand-ins.
 """
 
+from vera.engine._judge import question_prompt
 from vera.engine._pipeline import (
     Budget,
     Inputs,
@@ -20,9 +21,11 @@ from vera.engine._pipeline import (
     run_sweep,
 )
 from vera.engine._plan import Shard, digest
+from vera.engine._simulate import ConversationJob, turns_from_user_view
 
 __all__ = [
     "Budget",
+    "ConversationJob",
     "Inputs",
     "Shard",
     "Stop",
@@ -34,6 +37,8 @@ __all__ = [
     "judge_slots",
     "new_run_dir",
     "plan_sweep",
+    "question_prompt",
     "role_specs",
     "run_sweep",
+    "turns_from_user_view",
 ]
