@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.harness import current_rss_kb  # noqa: E402
+from vera.app import RunFacts  # noqa: E402
 from vera.clients.pool import ClientPool  # noqa: E402
 from vera.engine import Inputs, SweepResult, plan_sweep, run_sweep  # noqa: E402
 from vera.inputs._config import load_config  # noqa: E402
@@ -85,8 +86,10 @@ async def resume(run_dir: Path) -> tuple[float, float, float, SweepResult]:
     manifest = store.read_manifest()
     assert manifest is not None
     cfg.seeds = manifest.seeds
-    async with ClientPool(load_profiles(cfg.path(cfg.providers))) as pool:
+    facts = RunFacts(inputs, store.read_conversation)
+    async with ClientPool(load_profiles(cfg.path(cfg.providers)), stand_ins=facts) as pool:
         sweep = plan_sweep(inputs, pool, limit=manifest.jobs_planned)
+        facts.plan(sweep.jobs)
         started = time.perf_counter()
         result = await run_sweep(sweep, store, pool, max_concurrency=cfg.max_concurrency)
         swept = time.perf_counter() - started

@@ -215,6 +215,7 @@ class Window:
 async def measure(opts: BenchOptions, server: ServerProcess, workdir: Path) -> dict[str, Any]:
     """Run the sweep against `server` and return the figures of the measured window."""
     # Imported here so `vera --help` stays fast: the pipeline pulls in polars.
+    from vera.app import RunFacts
     from vera.app._run import per_chatbot
     from vera.app._session import RunSession
     from vera.engine import Inputs, plan_sweep, run_sweep
@@ -230,8 +231,10 @@ async def measure(opts: BenchOptions, server: ServerProcess, workdir: Path) -> d
         RunSession(workdir / "run", resume="", grace_s=0.0) as session,
         aiohttp.ClientSession() as probe,
     ):
-        pool = await session.open_pool(load_profiles(providers), inputs.config)
+        facts = RunFacts(inputs, session.store.read_conversation)
+        pool = await session.open_pool(load_profiles(providers), inputs.config, stand_ins=facts)
         sweep = plan_sweep(inputs, pool, limit=opts.conversations, judge=opts.judge)
+        facts.plan(sweep.jobs)
         if opts.events:
             session.open_events()
         session.open_cache(inputs.config)

@@ -8,11 +8,26 @@ from collections.abc import Callable
 from typing import Any
 
 from vera.clients.base import CallContext, ChatRequest
+from vera.engine import question_prompt
 from vera.errors import ServerError
-from vera.inputs._prompts import load_user_prompts
+from vera.inputs._prompts import JudgePrompts, load_user_prompts
 from vera.records import Completion, Message, Persona, Usage
+from vera.rubric import Rubric
 
 from .conftest import FIXTURES
+
+
+def question_asked(
+    messages: list[Message] | tuple[Message, ...], rubric: Rubric, prompts: JudgePrompts
+) -> str:
+    """The id of the rubric question a judge request asks, found from what a model is
+    sent (the call context names no question): the first prompt after the system
+    message is one question's prompt, whole."""
+    prompt = next(m.content for m in messages if m.role == "user")
+    for q in rubric.questions:
+        if question_prompt(prompts, q) == prompt:
+            return q.id
+    raise AssertionError(f"no question of {rubric.key} is asked by {prompt[:80]!r}")
 
 
 class ScriptModel:

@@ -9,7 +9,7 @@ import zlib
 
 import msgspec
 
-from vera.clients.base import ChatRequest
+from vera.clients.base import CallContext, ChatRequest
 from vera.engine._judge import JUDGE_SCHEMA, judge_conversation, match_option, parse_reply
 from vera.errors import ServerError
 from vera.inputs._prompts import load_judge_prompts
@@ -18,7 +18,7 @@ from vera.rubric._load import load_rubric
 from vera.rubric._walk import walk_rubric
 
 from .conftest import FIXTURES, ROOT
-from .helpers import FailingModel, ScriptModel
+from .helpers import FailingModel, ScriptModel, question_asked
 
 RUBRIC = load_rubric(FIXTURES / "rubrics" / "flow.tsv")
 PROMPTS = load_judge_prompts(ROOT / "rubrics" / "prompts")
@@ -68,7 +68,7 @@ async def test_one_call_per_question_with_stable_prefix_and_question_last():
     for r in model.requests:
         assert [m.role for m in r["messages"]] == ["system", "user"]
         assert r["cache_prefix"] == 1 and r["schema"] == JUDGE_SCHEMA
-        assert r["context"].rubric == RUBRIC.key and r["context"].role == "judge"
+        assert r["context"] == CallContext(role="judge", job_id="jid", conversation_id=conversation().id)
     assert "Options: Yes | No | Stop" in model.requests[0]["messages"][1].content
     ratings = {r.dimension: r for r in j.ratings}
     assert ratings["Alpha"].rating == HIGH_POTENTIAL_FOR_HARM
@@ -132,7 +132,7 @@ def hashed_answers(fail_on: str | None = None):
     question fail after retries."""
 
     def reply(messages, ctx):
-        qid = ctx.question_id
+        qid = question_asked(messages, SI_RUBRIC, PROMPTS)
         labels = SI_RUBRIC.question(qid).labels
         choice = labels[zlib.crc32(f"{qid}{ctx.conversation_id}".encode()) % len(labels)]
         return json.dumps({"reasoning": f"looked at {qid}", "answer": choice})
@@ -141,9 +141,10 @@ def hashed_answers(fail_on: str | None = None):
 
     async def chat(request: ChatRequest):
         ctx = request.context
-        for _ in range(zlib.crc32(ctx.question_id.encode()) % 4):
+        qid = question_asked(request.messages, SI_RUBRIC, PROMPTS)
+        for _ in range(zlib.crc32(qid.encode()) % 4):
             await asyncio.sleep(0)  # answers come back in a shuffled order
-        if ctx.question_id == fail_on:
+        if qid == fail_on:
             model.requests.append({"messages": list(request.messages), "context": ctx})
             raise ServerError("fake", "HTTP 503 after 3 attempts", status=503)
         return await ScriptModel.chat(model, request)
@@ -162,7 +163,10 @@ async def judge_si(model, *, conv_id: str, sequential: bool, monkeypatch) -> Jud
 
 
 def asked(model) -> list[tuple[str, str]]:
-    return sorted((r["context"].conversation_id, r["context"].question_id) for r in model.requests)
+    return sorted(
+        (r["context"].conversation_id, question_asked(r["messages"], SI_RUBRIC, PROMPTS))
+        for r in model.requests
+    )
 
 
 async def test_the_concurrent_walk_sends_the_sequential_calls_and_makes_the_same_judgement(monkeypatch):

@@ -18,7 +18,7 @@ from vera.records import Conversation, Turn
 from vera.rubric._load import load_rubric
 
 from .conftest import FIXTURES
-from .helpers import ScriptModel, persona
+from .helpers import ScriptModel, persona, question_asked
 
 # A placeholder left unfilled: a brace around a word, as their templates and ours write them.
 UNFILLED = re.compile(r"\{[A-Za-z_][^{}\"\n]*\}")
@@ -55,7 +55,7 @@ async def test_a_labelled_dialect_judge_fills_their_placeholders_and_walks_the_r
     def reply(messages, ctx):
         options = re.search(r"Pick one of \[(.*)\]\.", messages[-1].content)
         assert options is not None
-        return f"ANSWER: {options.group(1).split(', ')[0]}\nREASONING: first option of {ctx.question_id}"
+        return f"ANSWER: {options.group(1).split(', ')[0]}\nREASONING: first option of {question_asked(messages, rubric, prompts)}"
 
     model = ScriptModel(reply)
     j = await judge_conversation(conv, rubric, prompts, model, judge_ref="j", instance=1, job_id="jid")

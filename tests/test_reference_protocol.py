@@ -31,7 +31,7 @@ from vera.report._score import score_run
 from vera.store._writer import RunStore
 
 from .conftest import REFERENCE, ROOT
-from .helpers import ScriptModel
+from .helpers import ScriptModel, question_asked
 
 CONFIG = ROOT / "configs" / "vera-mh-v1.1.toml"
 DATA = REFERENCE / "data"
@@ -129,8 +129,9 @@ def labelled_judge(inputs: Inputs):
     rubric = inputs.rubric
 
     def reply(messages, ctx) -> str:
-        labels = rubric.question(ctx.question_id).labels
-        return f"ANSWER: {labels[0]}\nREASONING: scripted reasoning for question {ctx.question_id}"
+        qid = question_asked(messages, rubric, inputs.judge_prompts)
+        labels = rubric.question(qid).labels
+        return f"ANSWER: {labels[0]}\nREASONING: scripted reasoning for question {qid}"
 
     return ScriptModel(reply)
 
@@ -218,7 +219,9 @@ def test_the_judge_receives_their_templates_filled_in_and_its_labelled_answers_c
         for request in models[ref, "judge"].requests:
             system, question = request["messages"]
             assert system.content in systems and not UNFILLED.search(system.content)
-            q = inputs.rubric.question(request["context"].question_id)
+            q = inputs.rubric.question(
+                question_asked(request["messages"], inputs.rubric, inputs.judge_prompts)
+            )
             examples = f"\n{q.guidance}\n" if q.guidance else ""
             expected = fill(
                 question_prompt,

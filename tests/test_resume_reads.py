@@ -4,6 +4,7 @@ read back, by its place."""
 
 from __future__ import annotations
 
+from vera.app import RunFacts
 from vera.clients.pool import ClientPool
 from vera.engine import Inputs, plan_sweep, run_sweep
 from vera.inputs._config import load_config
@@ -28,13 +29,21 @@ class CountingStore(RunStore):
         return super().read_judgement(job_id)
 
 
+def stand_in_facts(inputs: Inputs, store: RunStore) -> RunFacts:
+    # The offline judge looks the conversation up itself; those reads are the stand-in's,
+    # not the engine's resume reads that these tests count.
+    return RunFacts(inputs, lambda cid: RunStore.read_conversation(store, cid))
+
+
 async def sweep_once(run_dir, store_type=RunStore):
     cfg = load_config(str(ROOT / "configs" / "offline.toml"))
     cfg.persona_limit = 4
     inputs = Inputs.load(cfg)
     store = store_type(run_dir)
-    async with ClientPool(load_profiles(cfg.path(cfg.providers))) as pool:
+    facts = stand_in_facts(inputs, store)
+    async with ClientPool(load_profiles(cfg.path(cfg.providers)), stand_ins=facts) as pool:
         sweep = plan_sweep(inputs, pool)
+        facts.plan(sweep.jobs)
         result = await run_sweep(sweep, store, pool, max_concurrency=4)
     store.close()
     return store, result, len(sweep.jobs)
@@ -72,7 +81,8 @@ async def test_judging_a_run_by_id_reads_each_conversation_only_to_judge_it(tmp_
 
     async def judge_run() -> tuple[CountingStore, int]:
         store = CountingStore(tmp_path / "run")
-        async with ClientPool(load_profiles(cfg.path(cfg.providers))) as pool:
+        facts = stand_in_facts(inputs, store)
+        async with ClientPool(load_profiles(cfg.path(cfg.providers)), stand_ins=facts) as pool:
             sweep = plan_sweep(inputs, pool)
             ids = [cid for cid in store.conversations if store.conversation_done(cid)]
             result = await judge_conversations(sweep, store, pool, ids, max_concurrency=2)
@@ -80,8 +90,10 @@ async def test_judging_a_run_by_id_reads_each_conversation_only_to_judge_it(tmp_
         return store, result.judgements
 
     store = RunStore(tmp_path / "run")
-    async with ClientPool(load_profiles(cfg.path(cfg.providers))) as pool:
+    facts = stand_in_facts(inputs, store)
+    async with ClientPool(load_profiles(cfg.path(cfg.providers)), stand_ins=facts) as pool:
         sweep = plan_sweep(inputs, pool, judge=False)  # simulate only, as `vera simulate` does
+        facts.plan(sweep.jobs)
         simulated = await run_sweep(sweep, store, pool, max_concurrency=2)
     store.close()
     first, judged = await judge_run()

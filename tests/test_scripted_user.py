@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from vera.app import RunFacts
 from vera.clients.offline import lexicon as lx
 from vera.clients.offline import make_offline_client
+from vera.engine import Inputs
 from vera.engine._simulate import ConversationJob, SimulationSettings, simulate_conversation
+from vera.inputs._config import load_config
 from vera.inputs._personas import DISCLOSURE, SEED_PHRASE, label, load_personas
 from vera.inputs._prompts import load_user_prompts
 
@@ -19,6 +22,23 @@ PERSONAS = load_personas(ROOT / "personas" / "vera-personas.tsv").personas
 PROMPTS = load_user_prompts(ROOT / "personas" / "prompts")
 ASK = "Are you having thoughts of suicide?"
 PLAN = "Do you have a plan, and when might you act?"
+SETTINGS = SimulationSettings(max_turns=20, min_turns=12)
+
+
+def jobs() -> list[ConversationJob]:
+    return [
+        ConversationJob(id=f"p{i}", chatbot="probe", user_agent="scripted", persona=p, seed=5, replicate=0)
+        for i, p in enumerate(PERSONAS)
+    ]
+
+
+def scripted_user():
+    """The stand-in as a run builds it: knowing the plan's personas and seeds."""
+    cfg = load_config(str(ROOT / "configs" / "offline.toml"))
+    cfg.conversation.max_turns, cfg.conversation.min_turns = SETTINGS.max_turns, SETTINGS.min_turns
+    facts = RunFacts(Inputs.load(cfg), lambda cid: pytest.fail("nothing is judged here"))
+    facts.plan(jobs())
+    return make_offline_client("scripted-user", facts=facts)
 
 
 def probe():
@@ -39,17 +59,13 @@ def disclosed(text: str) -> bool:
 def conversations():
     import asyncio
 
-    user = make_offline_client("scripted-user")
-    settings = SimulationSettings(max_turns=20, min_turns=12)
+    user = scripted_user()
 
     async def run_all():
         out = {}
-        for i, p in enumerate(PERSONAS):
-            job = ConversationJob(
-                id=f"p{i}", chatbot="probe", user_agent="scripted", persona=p, seed=5, replicate=0
-            )
-            out[p.name] = await simulate_conversation(
-                job, chatbot=probe(), user_agent=user, prompts=PROMPTS, settings=settings
+        for job in jobs():
+            out[job.persona.name] = await simulate_conversation(
+                job, chatbot=probe(), user_agent=user, prompts=PROMPTS, settings=SETTINGS
             )
         return out
 
@@ -128,9 +144,9 @@ def test_the_same_seed_gives_the_same_words(conversations):
         simulate_conversation(
             job,
             chatbot=probe(),
-            user_agent=make_offline_client("scripted-user"),
+            user_agent=scripted_user(),
             prompts=PROMPTS,
-            settings=SimulationSettings(max_turns=20, min_turns=12),
+            settings=SETTINGS,
         )
     )
     assert again.turns == conversations[p.name].turns

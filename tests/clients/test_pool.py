@@ -93,7 +93,7 @@ async def test_offline_protocol_uses_make_offline_client_and_still_records(
 ) -> None:
     made: list[tuple[str, str]] = []
 
-    def make_offline_client(model: str, name: str) -> ChatClient:
+    def make_offline_client(model: str, name: str, facts: object = None) -> ChatClient:
         made.append((model, name))
         return _StubOffline(model, name)
 

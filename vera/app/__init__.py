@@ -15,9 +15,11 @@ from vera.app._options import JudgeOptions, RunOptions, configure
 from vera.app._result import RunOutcome, scored
 from vera.app._run import execute_run
 from vera.app._session import RunSession
+from vera.app._stand_ins import RunFacts
 
 __all__ = [
     "JudgeOptions",
+    "RunFacts",
     "RunOptions",
     "RunOutcome",
     "RunSession",

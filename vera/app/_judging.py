@@ -16,6 +16,7 @@ from vera.app._result import RunOutcome
 from vera.app._resume import check_inputs_present, restored_config, resume_command, run_to_resume
 from vera.app._run import FORCED, counts
 from vera.app._session import RunSession
+from vera.app._stand_ins import RunFacts
 from vera.engine import Inputs, Sweep, SweepResult, check_judges, judge_conversations, judge_slots, role_specs
 from vera.errors import ConfigError, StorageError, UserError
 from vera.inputs import RunConfig, load_profiles
@@ -138,7 +139,9 @@ async def judge(
     try:
         profiles = load_profiles(cfg.path(cfg.providers))
         events = session.open_events()
-        pool = await session.open_pool(profiles, cfg)
+        pool = await session.open_pool(
+            profiles, cfg, stand_ins=RunFacts(inputs, session.store.read_conversation)
+        )
         judges = role_specs(cfg.judges, "judge", pool, cfg, warnings)
         for spec in judges:
             pool.client(spec.ref, "judge")

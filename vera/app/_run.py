@@ -36,6 +36,7 @@ from vera.app._resume import (
     resume_config,
 )
 from vera.app._session import RunSession
+from vera.app._stand_ins import RunFacts
 from vera.engine import Inputs, Shard, Sweep, SweepResult, plan_sweep, run_sweep
 from vera.errors import StorageError, UserError
 from vera.inputs import RunConfig, load_config, load_profiles
@@ -65,8 +66,10 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
     manifest: RunManifest | None = None
     try:
         async with RunSession(run_dir, resume=resume, grace_s=cfg.grace_s) as session:
-            pool = await session.open_pool(profiles, cfg, shard)
+            facts = RunFacts(inputs, session.store.read_conversation)
+            pool = await session.open_pool(profiles, cfg, shard, stand_ins=facts)
             sweep = plan_sweep(inputs, pool, shard=shard, judge=opts.judge)
+            facts.plan(sweep.jobs)
             notes += sweep.warnings
             roles: list[tuple[str, Role]] = [(s.ref, "chatbot") for s in sweep.chatbots]
             roles += [(s.ref, "user_agent") for s in sweep.user_agents]

@@ -25,6 +25,7 @@ from typing import Any, Self, TypeVar
 from vera.app._progress import RunProgress
 from vera.app._signals import StopSignal
 from vera.clients.cache import CACHE_FILE, ResponseCache
+from vera.clients.offline import StandInFacts
 from vera.clients.pool import ClientPool
 from vera.clients.stack import CachingClients
 from vera.engine import Budget, Shard, Stop
@@ -74,7 +75,11 @@ class RunSession:
         return self
 
     async def open_pool(
-        self, profiles: dict[str, Any], cfg: RunConfig, shard: Shard | None = None
+        self,
+        profiles: dict[str, Any],
+        cfg: RunConfig,
+        shard: Shard | None = None,
+        stand_ins: StandInFacts | None = None,
     ) -> ClientPool:
         pool = ClientPool(
             profiles,
@@ -84,6 +89,7 @@ class RunSession:
             shards=shard.count if shard is not None else 1,
             shard_limits=cfg.shard_limits,
             limits_url=cfg.limits_url,
+            stand_ins=stand_ins,
         )
         self.pool = await self._stack.enter_async_context(pool)
         self._stack.callback(self.closed.append, "pool")  # runs just before the pool closes

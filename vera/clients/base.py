@@ -13,30 +13,21 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
-from vera.records import Completion, Message, Persona, Role, Turn
+from vera.records import Completion, Message, Role
 
 
 class CallContext(msgspec.Struct, frozen=True, kw_only=True):
-    """Facts about the call that are not part of the wire request.
-
-    What real clients use: `role`, `job_id` (ties the call to its accounting record and
-    response-cache entry) and `conversation_id` (the custom HTTP client's session id,
-    OpenAI's prompt-cache key). The rest is read only by the offline stand-ins: `persona`
-    and `seed` to behave deterministically, the end-marker rules to end a conversation,
-    and (for the lexical judge) the transcript as structured turns, the question id and
-    the rubric key.
+    """Facts about the call that are not part of the wire request, and only those a
+    real protocol client reads: `role`, `job_id` (ties the call to its accounting record
+    and response-cache entry) and `conversation_id` (the custom HTTP client's session id,
+    OpenAI's prompt-cache key). Nothing about the persona, the transcript or the rubric
+    travels here: the offline stand-ins look those up by `conversation_id` in the facts
+    they were built with (`vera.clients.offline.StandInFacts`).
     """
 
     role: Role
     job_id: str = ""
     conversation_id: str = ""
-    seed: int = 0
-    persona: Persona | None = None
-    question_id: str | None = None
-    rubric: str | None = None  # "name@version" of the rubric being walked
-    transcript: tuple[Turn, ...] | None = None
-    end_marker: str = ""
-    min_turns: int = 0
 
 
 class ChatRequest(msgspec.Struct, frozen=True, kw_only=True):

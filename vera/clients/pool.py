@@ -34,7 +34,7 @@ from vera.clients.base import ChatClient
 from vera.clients.gemini import GeminiClient
 from vera.clients.http import HttpChatbotClient
 from vera.clients.limits import Account, LimitedClient, Prices, RetryPolicy, max_output
-from vera.clients.offline import make_offline_client, rubric_refusal
+from vera.clients.offline import StandInFacts, make_offline_client, rubric_refusal
 from vera.clients.openai import OpenAIClient
 from vera.clients.shared_limits import RedisLimits
 from vera.clients.stack import stack
@@ -79,7 +79,8 @@ class ClientPool:
 
     `connection_limit` caps open connections over all hosts (0 = no cap; the accounts'
     `max_in_flight` is the real limit). `retry_base_delay` / `retry_max_delay` shape the
-    backoff of every client (tests make them small).
+    backoff of every client (tests make them small). `stand_ins` is what the offline
+    stand-ins know of the run (the application's inputs and plan); only they are given it.
     """
 
     def __init__(
@@ -93,8 +94,10 @@ class ClientPool:
         shards: int = 1,
         shard_limits: ShardLimits = "split",
         limits_url: str = "",
+        stand_ins: StandInFacts | None = None,
     ) -> None:
         self.profiles = dict(profiles)
+        self._stand_ins = stand_ins
         self._shards = shards
         self._split = shards if shard_limits == "split" else 1
         self._shared = RedisLimits(limits_url) if limits_url else None
@@ -193,7 +196,7 @@ class ClientPool:
         profile, model = resolve_ref(ref, self.profiles)
         inner: ChatClient
         if profile.protocol == "offline":
-            inner = make_offline_client(model, profile.name)
+            inner = make_offline_client(model, profile.name, self._stand_ins)
             account = self._account(("offline", ""), "offline", [profile])
         else:
             if (var := missing_key(profile)) is not None:

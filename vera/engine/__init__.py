@@ -6,11 +6,14 @@ It talks to models only through `vera.clients`' seam and to disk only through
 """
 
 from vera.engine._inputs import Inputs
+from vera.engine._judge import question_prompt
 from vera.engine._plan import Shard, Sweep, check_judges, digest, judge_slots, plan_sweep, role_specs
+from vera.engine._simulate import ConversationJob, turns_from_user_view
 from vera.engine._sweep import Budget, Stop, SweepResult, judge_conversations, run_sweep
 
 __all__ = [
     "Budget",
+    "ConversationJob",
     "Inputs",
     "Shard",
     "Stop",
@@ -21,6 +24,8 @@ __all__ = [
     "judge_conversations",
     "judge_slots",
     "plan_sweep",
+    "question_prompt",
     "role_specs",
     "run_sweep",
+    "turns_from_user_view",
 ]

@@ -97,6 +97,11 @@ def system_values(prompts: JudgePrompts, turns: list[Turn] | tuple[Turn, ...]) -
     return {key: render_transcript(turns)}
 
 
+def question_prompt(prompts: JudgePrompts, q: Question) -> str:
+    """The prompt that asks the judge question `q`."""
+    return prompts.question.render(question_values(prompts, q))
+
+
 def question_values(prompts: JudgePrompts, q: Question) -> dict[str, str]:
     """A question's placeholders in the prompt set's dialect. VERA-MH's templates take
     the examples as a section of their own, set off by blank lines, or nothing."""
@@ -149,23 +154,14 @@ class RubricJudge:
         self.usage = Usage()
         self.answered: list[tuple[Question, Answer]] = []  # kept for audit if the walk fails
         self.system = Message("system", prompts.system.render(system_values(prompts, conversation.turns)))
-        self.turns = tuple(conversation.turns)
         self.schema = JUDGE_SCHEMA if prompts.structured_output else None
 
     async def answer(self, q: Question) -> Answer:
         labels = q.labels
         options = options_text(self.prompts, labels)
-        prompt = self.prompts.question.render(question_values(self.prompts, q))
+        prompt = question_prompt(self.prompts, q)
         messages = [self.system, Message("user", prompt)]
-        ctx = CallContext(
-            role="judge",
-            job_id=self.job_id,
-            conversation_id=self.conversation.id,
-            seed=self.conversation.seed,
-            question_id=q.id,
-            rubric=self.rubric.key,
-            transcript=self.turns,
-        )
+        ctx = CallContext(role="judge", job_id=self.job_id, conversation_id=self.conversation.id)
         last = ""
         for attempt in range(1, self.max_attempts + 1):
             reply = await self.client.chat(

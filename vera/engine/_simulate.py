@@ -13,6 +13,7 @@ alternate, which every protocol accepts (see `user_view`).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import msgspec
@@ -115,6 +116,35 @@ def user_view(turns: list[Turn], reminder: str, prompts: UserPrompts | None = No
     return msgs
 
 
+def turns_from_user_view(
+    messages: Sequence[Message],
+    reminder: str,
+    prompts: UserPrompts | None,
+    first_speaker: Literal["user", "chatbot"],
+) -> list[Turn]:
+    """The turns a `user_view` request was made from: its inverse, for the offline
+    scripted user (which is sent only the view). In the turn loop the speakers alternate,
+    so the view merged nothing; the opener is dropped and the reminder taken off the
+    newest chatbot line. Raises ValueError for a view the turn loop cannot have made."""
+    msgs = [m for m in messages if m.role != "system"]
+    if first_speaker == "user":
+        if len(msgs) == 1:
+            return []  # only the opener (with the reminder, unless it is the prompt set's)
+        msgs = msgs[1:]
+    before = prompts is not None and prompts.reminder_position == "before"
+    turns = [Turn("user" if m.role == "assistant" else "chatbot", m.content) for m in msgs]
+    if turns and turns[-1].speaker == "chatbot":
+        newest = turns[-1].text
+        if before and newest.startswith(reminder):
+            newest = newest[len(reminder) :]
+        elif not before and newest.endswith(f"\n\n{reminder}"):
+            newest = newest[: -len(reminder) - 2]
+        else:
+            raise ValueError("the newest message does not carry the reminder")
+        turns[-1] = Turn("chatbot", newest)
+    return turns
+
+
 def chatbot_view(turns: list[Turn], system_prompt: str) -> list[Message]:
     """The conversation as the chatbot sees it, opening with a `user` message (the
     neutral `CHATBOT_OPENER` when the chatbot speaks first) and alternating."""
@@ -153,16 +183,7 @@ async def simulate_conversation(
     error: str | None = None
 
     def context(role: Literal["chatbot", "user_agent"]) -> CallContext:
-        return CallContext(
-            role=role,
-            job_id=job.id,
-            conversation_id=job.id,
-            seed=job.seed,
-            persona=job.persona if role == "user_agent" else None,
-            transcript=tuple(turns) if role == "user_agent" else None,
-            end_marker=prompts.end_marker,
-            min_turns=settings.min_turns,
-        )
+        return CallContext(role=role, job_id=job.id, conversation_id=job.id)
 
     try:
         while len(turns) < settings.max_turns:

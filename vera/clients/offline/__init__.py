@@ -15,6 +15,7 @@ from vera.clients.base import ChatClient
 from vera.clients.offline import lexical_judge
 from vera.clients.offline.chatbots import BestPracticeBot, RiskIgnoringBot
 from vera.clients.offline.common import OfflineModel
+from vera.clients.offline.facts import PlannedConversation, StandInFacts
 from vera.clients.offline.lexical_judge import LexicalJudge
 from vera.clients.offline.user_agent import ScriptedUser
 from vera.errors import ConfigError
@@ -34,11 +35,21 @@ OFFLINE_MODELS = {
 }
 
 
-def make_offline_client(model: str, name: str = "offline") -> ChatClient:
-    """The offline stand-in called `model` (see OFFLINE_MODELS)."""
+__all__ = [
+    "OFFLINE_MODELS",
+    "PlannedConversation",
+    "StandInFacts",
+    "make_offline_client",
+    "rubric_refusal",
+]
+
+
+def make_offline_client(model: str, name: str = "offline", facts: StandInFacts | None = None) -> ChatClient:
+    """The offline stand-in called `model` (see OFFLINE_MODELS), knowing the run's
+    `facts` (the scripted user and the lexical judge refuse to work without them)."""
     if model not in _FACTORIES:
         raise ConfigError(f"unknown offline model {model!r}; choose one of: {', '.join(_FACTORIES)}")
-    client = _FACTORIES[model](model)
+    client = _FACTORIES[model](model, facts)
     client.name = name
     return client
 

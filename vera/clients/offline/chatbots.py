@@ -18,7 +18,6 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from vera.clients.base import CallContext
 from vera.clients.offline import lexicon as lx
 from vera.clients.offline.common import OfflineModel, completion, rng_for
 from vera.records import Completion, Message
@@ -121,9 +120,8 @@ def _pick(options: list[str], used: list[str], rng: random.Random) -> str:
 class BestPracticeBot(OfflineModel):
     default_model = "best-practice"
 
-    def respond(self, messages: Sequence[Message], context: CallContext | None) -> Completion:
-        seed = context.seed if context else 0
-        cid = context.conversation_id if context else ""
+    def respond(self, messages: Sequence[Message], conversation_id: str) -> Completion:
+        seed, cid = self.seed(conversation_id), conversation_id
         return completion(self.reply(messages, seed, cid), messages, self.model)
 
     def reply(self, messages: Sequence[Message], seed: int, cid: str) -> str:
@@ -239,9 +237,8 @@ SMALLTALK = [
 class RiskIgnoringBot(OfflineModel):
     default_model = "risk-ignoring"
 
-    def respond(self, messages: Sequence[Message], context: CallContext | None) -> Completion:
-        seed = context.seed if context else 0
-        cid = context.conversation_id if context else ""
+    def respond(self, messages: Sequence[Message], conversation_id: str) -> Completion:
+        seed, cid = self.seed(conversation_id), conversation_id
         n = sum(1 for m in messages if m.role == "assistant")
         rng = rng_for(seed, cid, "risk-ignoring", n)
         text = " ".join([rng.choice(CHEER), rng.choice(TIPS), rng.choice(SMALLTALK)])

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 import msgspec
 
-from vera.clients.base import CallContext, ChatRequest
+from vera.clients.base import ChatRequest
+from vera.clients.offline.facts import StandInFacts
 from vera.records import Completion, Message, Usage
 
 
@@ -42,16 +43,23 @@ def json_text(obj: object) -> str:
 
 class OfflineModel:
     """The ChatClient surface the stand-ins share; each answers in `respond`, from the
-    messages and (offline only) the call context."""
+    messages, the conversation id and the run's `StandInFacts` given at construction."""
 
     name = "offline"
     default_model = ""
 
-    def __init__(self, model: str | None = None) -> None:
+    def __init__(self, model: str | None = None, facts: StandInFacts | None = None) -> None:
         self.model = model or self.default_model
+        self.facts = facts
 
     async def chat(self, request: ChatRequest) -> Completion:
-        return self.respond(request.messages, request.context)
+        conversation_id = request.context.conversation_id if request.context else ""
+        return self.respond(request.messages, conversation_id)
 
-    def respond(self, messages: Sequence[Message], context: CallContext | None) -> Completion:
+    def respond(self, messages: Sequence[Message], conversation_id: str) -> Completion:
         raise NotImplementedError
+
+    def seed(self, conversation_id: str) -> int:
+        """The conversation's seed from the plan (0 when there is no plan to ask)."""
+        planned = self.facts.conversation(conversation_id) if self.facts else None
+        return planned.seed if planned else 0

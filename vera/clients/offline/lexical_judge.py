@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from vera.clients.base import CallContext
 from vera.clients.offline import lexicon as lx
 from vera.clients.offline.common import OfflineModel, completion, json_text
 from vera.errors import RequestError
@@ -277,18 +276,22 @@ class LexicalJudge(OfflineModel):
 
     default_model = "lexical-judge"
 
-    def respond(self, messages: Sequence[Message], context: CallContext | None) -> Completion:
-        if context is None or context.transcript is None or context.question_id is None:
-            raise RequestError("offline", "the lexical judge needs the transcript and the question id")
-        if not supports(context.rubric):
+    def respond(self, messages: Sequence[Message], conversation_id: str) -> Completion:
+        # The question is the first prompt after the system message (later ones are
+        # retries); the transcript is looked up, not parsed back out of the prompt.
+        prompt = next((m.content for m in messages if m.role == "user"), "")
+        if self.facts is None or not conversation_id:
+            raise RequestError("offline", "the lexical judge judges only conversations of a run")
+        if not supports(self.facts.rubric_key):
             raise RequestError(
                 "offline",
                 f"the lexical baseline judge only answers the built-in rubric {SUPPORTED_RUBRIC} "
-                f"1.x, not {context.rubric!r}; use a model judge for other rubrics",
+                f"1.x, not {self.facts.rubric_key!r}; use a model judge for other rubrics",
             )
-        rule = RULES.get(context.question_id)
+        question_id = self.facts.question_id(prompt)
+        rule = RULES.get(question_id) if question_id else None
         if rule is None:
-            raise RequestError("offline", f"the lexical judge has no rule for question {context.question_id}")
-        answer, reasoning = rule(_View(context.transcript))
+            raise RequestError("offline", f"the lexical judge has no rule for question {question_id}")
+        answer, reasoning = rule(_View(self.facts.judged_turns(conversation_id)))
         obj = {"reasoning": reasoning, "answer": answer}
         return completion(json_text(obj), messages, self.model, parsed=obj)

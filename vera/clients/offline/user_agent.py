@@ -17,9 +17,9 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from vera.clients.base import CallContext
 from vera.clients.offline import lexicon as lx
 from vera.clients.offline.common import OfflineModel, completion, rng_for
+from vera.clients.offline.facts import StandInFacts
 from vera.errors import RequestError
 from vera.inputs import DISCLOSURE, REACTION, STYLE, TRIGGERS, label
 from vera.records import Completion, Message, Persona, Turn
@@ -212,18 +212,37 @@ def _voice(text: str, style: str, rng: random.Random) -> str:
     return text
 
 
+class _Call:
+    """One reply's facts: whose conversation, its seed, and the end-marker rules."""
+
+    def __init__(self, conversation_id: str, seed: int, facts: StandInFacts) -> None:
+        self.conversation_id = conversation_id
+        self.seed = seed
+        self.end_marker = facts.end_marker
+        self.min_turns = facts.min_turns
+
+
 class ScriptedUser(OfflineModel):
     """A ChatClient that voices a persona from its fields (see module docstring)."""
 
     default_model = "scripted-user"
 
-    def respond(self, messages: Sequence[Message], context: CallContext | None) -> Completion:
-        if context is None or context.persona is None or context.transcript is None:
-            raise RequestError("offline", "the scripted user-agent needs a persona and the transcript")
-        text = self.reply(context.persona, list(context.transcript), context)
+    def respond(self, messages: Sequence[Message], conversation_id: str) -> Completion:
+        planned = self.facts.conversation(conversation_id) if self.facts else None
+        if self.facts is None or planned is None:
+            raise RequestError(
+                "offline", "the scripted user-agent voices only conversations of a planned run"
+            )
+        try:
+            transcript = self.facts.user_turns(conversation_id, messages)
+        except ValueError as exc:  # a view the turn loop cannot have made
+            raise RequestError(
+                "offline", f"the scripted user-agent cannot read this request: {exc}"
+            ) from None
+        text = self.reply(planned.persona, transcript, _Call(conversation_id, planned.seed, self.facts))
         return completion(text, messages, self.model)
 
-    def reply(self, persona: Persona, transcript: list[Turn], ctx: CallContext) -> str:
+    def reply(self, persona: Persona, transcript: list[Turn], ctx: _Call) -> str:
         risk = persona.risk
         disclosure, style, reaction = _style(persona)
         own = [t.text for t in transcript if t.speaker == "user"]
@@ -288,7 +307,7 @@ class ScriptedUser(OfflineModel):
         return text
 
     @staticmethod
-    def _should_end(turn: int, ctx: CallContext, story_told: bool, rng: random.Random) -> bool:
+    def _should_end(turn: int, ctx: _Call, story_told: bool, rng: random.Random) -> bool:
         """End only after the minimum number of turns (counting both speakers), and
         only once the persona's story has been told; then with a fixed chance a turn."""
         if not ctx.end_marker:

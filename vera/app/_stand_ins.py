@@ -1,0 +1,76 @@
+"""The offline stand-ins' view of a run (`vera.clients.offline.StandInFacts`).
+
+The engine sends a model only the request, and a request says only who is calling for
+which conversation. The stand-ins need more (the persona and seed of a conversation, the
+end-marker rules, the rubric, the turns being judged); this layer has the inputs, the
+plan and the store, so it answers for them here, by conversation id, and the pool hands
+this object to the stand-ins alone.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+
+from vera.clients.offline import PlannedConversation
+from vera.engine import ConversationJob, Inputs, question_prompt, turns_from_user_view
+from vera.inputs import render_user_reminder
+from vera.records import Conversation, Message, Turn
+
+# Conversations whose turns are kept for the judge: every question of a conversation
+# asks for them, and a sweep judges about as many conversations at once as it runs.
+_KEPT = 256
+
+
+class RunFacts:
+    """`StandInFacts` for one run: from its inputs, its plan (`plan`, once it is made)
+    and its store (`read_conversation`: a conversation is stored before it is judged)."""
+
+    def __init__(self, inputs: Inputs, read_conversation: Callable[[str], Conversation]) -> None:
+        self._inputs = inputs
+        self._settings = inputs.settings()
+        self._read = read_conversation
+        self._planned: dict[str, PlannedConversation] = {}
+        self._reminders: dict[str, str] = {}
+        self._judged: OrderedDict[str, tuple[Turn, ...]] = OrderedDict()
+        self._questions: dict[str, str] | None = None
+        self.end_marker = inputs.user_prompts.end_marker
+        self.min_turns = self._settings.min_turns
+        self.rubric_key = inputs.rubric.key
+
+    def plan(self, jobs: Iterable[ConversationJob]) -> None:
+        """Learn the planned conversations. The plan is made after the pool opens (it
+        asks the pool about the models), so it cannot be given at construction."""
+        self._planned.update((j.id, PlannedConversation(persona=j.persona, seed=j.seed)) for j in jobs)
+
+    def conversation(self, conversation_id: str) -> PlannedConversation | None:
+        return self._planned.get(conversation_id)
+
+    def user_turns(self, conversation_id: str, messages: Sequence[Message]) -> list[Turn]:
+        planned = self._planned[conversation_id]
+        persona = planned.persona
+        reminder = self._reminders.get(persona.name)
+        if reminder is None:
+            reminder = self._reminders[persona.name] = render_user_reminder(
+                persona,
+                self._inputs.user_prompts,
+                min_turns=self._settings.min_turns,
+                max_turns=self._settings.max_turns,
+            )
+        return turns_from_user_view(
+            messages, reminder, self._inputs.user_prompts, self._settings.first_speaker
+        )
+
+    def judged_turns(self, conversation_id: str) -> tuple[Turn, ...]:
+        turns = self._judged.get(conversation_id)
+        if turns is None:
+            turns = self._judged[conversation_id] = tuple(self._read(conversation_id).turns)
+            if len(self._judged) > _KEPT:
+                self._judged.popitem(last=False)
+        return turns
+
+    def question_id(self, prompt: str) -> str | None:
+        if self._questions is None:
+            prompts = self._inputs.judge_prompts
+            self._questions = {question_prompt(prompts, q): q.id for q in self._inputs.rubric.questions}
+        return self._questions.get(prompt)
