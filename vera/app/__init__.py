@@ -9,7 +9,7 @@ scored after the event loop is done (`result.scored`).
 
 from vera.app._checks import check_config
 from vera.app._gc import sweep_collector
-from vera.app._judging import judge_run
+from vera.app._judge_command import judge_run
 from vera.app._merge import merge_runs
 from vera.app._options import JudgeOptions, RunOptions, configure
 from vera.app._result import RunOutcome, scored

@@ -13,17 +13,14 @@ from vera.app._result import RunOutcome
 from vera.app._resume import existing_run, resume_command
 from vera.app._run import new_run_dir
 from vera.app._session import RunSession
-from vera.engine import Inputs
+from vera.engine import Inputs, digest
 from vera.errors import UserError
-from vera.inputs import PersonaSet, load_config
+from vera.inputs import PERSONAS_NOT_FOUND, PersonaSet, load_config, personas_not_found, read_transcripts
 from vera.records import Conversation, ImportInfo
 from vera.store import RunStore, atomic_write
 
 
 async def import_and_judge(opts: JudgeOptions) -> RunOutcome:
-    from vera.engine import digest
-    from vera.inputs import read_transcripts
-
     cfg = configure(load_config(opts.config_path), opts)
     inputs = Inputs.load(cfg)
     personas = inputs.personas if opts.personas else None
@@ -66,8 +63,6 @@ def _import_info(
     """What the import found, for the manifest and card, and what the terminal must
     say about it: conversations not judged for lack of a speaker, and persona names the
     persona file does not know (listed in the run directory)."""
-    from vera.inputs import PERSONAS_NOT_FOUND, personas_not_found
-
     failed = [c for c in conversations if c.status == "failed"]
     missing = personas_not_found(conversations, personas) if personas is not None else Counter()
     notes = [

@@ -1,6 +1,7 @@
 """`vera judge RUN_DIR`: judge the complete conversations of an existing run (e.g.
 after `vera simulate`) with its judges or others. Judging a run again continues where
-it stopped. Importing transcripts (`vera.app._importing`) ends here too."""
+it stopped. Importing transcripts (`vera.app._importing`) ends in `judge` and `judged`
+here too; `vera.app._judge_command` chooses between the two."""
 
 from __future__ import annotations
 
@@ -19,18 +20,15 @@ from vera.app._session import RunSession
 from vera.app._stand_ins import RunFacts
 from vera.engine import Inputs, Sweep, SweepResult, check_judges, judge_conversations, judge_slots, role_specs
 from vera.errors import ConfigError, StorageError, UserError
-from vera.inputs import RunConfig, load_profiles
+from vera.inputs import PersonaSet, RunConfig, Template, UserPrompts, load_judge_prompts, load_profiles
 from vera.records import Conversation, ImportInfo, ModelSpec, RunManifest
 from vera.report import run_status, tally
+from vera.rubric import load_rubric, validate_rubric
 from vera.store import Fanout, open_run
 
 
-async def judge_run(opts: JudgeOptions) -> RunOutcome:
-    """Judge the run in `opts.run_dir`, or import `opts.transcripts` and judge them."""
-    if opts.transcripts:
-        from vera.app._importing import import_and_judge
-
-        return await import_and_judge(opts)
+async def judge_existing(opts: JudgeOptions) -> RunOutcome:
+    """Judge the complete conversations of the run in `opts.run_dir`."""
     if opts.run_dir is None:
         raise UserError("vera judge needs a RUN_DIR to judge, or --transcripts to import")
     run_dir = Path(opts.run_dir)
@@ -70,9 +68,6 @@ def _judging_inputs(cfg: RunConfig, manifest: RunManifest) -> Inputs:
     a run whose persona file has moved away can still be judged."""
     if cfg.path(cfg.personas).exists() and cfg.path(cfg.user_prompts).exists():
         return Inputs.load(cfg)
-    from vera.inputs import PersonaSet, Template, UserPrompts, load_judge_prompts
-    from vera.rubric import load_rubric, validate_rubric
-
     rubric = load_rubric(cfg.path(cfg.rubric))
     if problems := validate_rubric(rubric):
         raise ConfigError(problems[0].render(rubric.path))
