@@ -129,6 +129,14 @@ def test_every_command_has_help():
         assert r.exit_code == 0 and "Usage:" in r.output, cmd
 
 
+def test_starting_the_cli_does_not_load_scipy_or_matplotlib():
+    # Every command, `vera --help` included, paid ~1 s for them before they were
+    # imported where intervals and figures are made.
+    probe = "import sys, vera.cli; print(sorted(m for m in ('scipy', 'matplotlib') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 @pytest.mark.parametrize(
     ("bp", "hph", "expected"),
     [(54.7, 8.3, 65.0), (0, 0, 50.0), (100, 0, 100.0), (0, 100, 0.0), (0, 50, 12.5), (40, 10, 56.7)],
