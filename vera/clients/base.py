@@ -42,6 +42,9 @@ class ChatRequest(msgspec.Struct, frozen=True, kw_only=True):
     leading messages that are identical across many calls (the judge's transcript), so
     protocols with explicit prompt caching can mark them. `context` says who is calling
     and for which job; it never reaches the wire except as a session or cache key.
+    `priority` is how many calls, at most, wait on this one's answer one after another:
+    when calls queue for an account's in-flight cap, the highest goes first (see
+    vera.clients._slots). It changes when a call is sent, never what is sent or cached.
     """
 
     messages: tuple[Message, ...]
@@ -49,6 +52,7 @@ class ChatRequest(msgspec.Struct, frozen=True, kw_only=True):
     schema: dict[str, Any] | None = None
     cache_prefix: int = 0
     context: CallContext | None = None
+    priority: int = 0
 
 
 @runtime_checkable
