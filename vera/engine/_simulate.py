@@ -171,9 +171,15 @@ async def simulate_conversation(
     chatbot_params: dict[str, Any] | None = None,
     user_params: dict[str, Any] | None = None,
     rendered: tuple[str, str] | None = None,
+    then: int = 0,
 ) -> Conversation:
     """Run the turn loop. Provider failures end the conversation as *failed* with the
-    reason (never as a chatbot failure); the partial transcript is kept for debugging."""
+    reason (never as a chatbot failure); the partial transcript is kept for debugging.
+
+    `then` is how many calls follow the conversation one after another (the judge's
+    longest chain when it is judged as soon as it ends). With the turns still to come
+    it makes each call's `ChatRequest.priority`: a conversation with more left goes
+    first when calls queue for an account's in-flight cap."""
     started = time.time()
     system, reminder = rendered or render_user_prompts(job.persona, prompts, settings)
     turns: list[Turn] = []
@@ -184,6 +190,9 @@ async def simulate_conversation(
 
     def context(role: Literal["chatbot", "user_agent"]) -> CallContext:
         return CallContext(role=role, job_id=job.id, conversation_id=job.id)
+
+    def behind() -> int:
+        return settings.max_turns - len(turns) + then  # at most; the user may end sooner
 
     try:
         while len(turns) < settings.max_turns:
@@ -200,6 +209,7 @@ async def simulate_conversation(
                     prompts,
                     settings,
                     usage,
+                    behind(),
                 )
                 if text:
                     turns.append(Turn("user", text))
@@ -216,6 +226,7 @@ async def simulate_conversation(
                         params=chatbot_params,
                         cache_prefix=len(view),
                         context=context("chatbot"),
+                        priority=behind(),
                     )
                 )
                 usage.add(reply.usage)
@@ -247,6 +258,7 @@ async def _user_turn(
     prompts: UserPrompts,
     settings: SimulationSettings,
     usage: Usage,
+    priority: int,
 ) -> tuple[str, bool]:
     """One user-agent message; (text, conversation ends). The end marker is honoured
     only once the minimum number of turns is reached; before that it is dropped."""
@@ -254,7 +266,9 @@ async def _user_turn(
     # Stable on the next call: the persona prompt and everything up to the user-agent's
     # own last line (the newest message carries the reminder, which moves on).
     stable = len(messages) - 1
-    request = ChatRequest(messages=tuple(messages), params=params, cache_prefix=stable, context=ctx)
+    request = ChatRequest(
+        messages=tuple(messages), params=params, cache_prefix=stable, context=ctx, priority=priority
+    )
     for _ in range(settings.max_empty_replies + 1):
         reply = await client.chat(request)
         usage.add(reply.usage)
