@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 
+from vera.clients.cache import CachedClient, ResponseCache
 from vera.engine._simulate import (
     CHATBOT_OPENER,
     USER_AGENT_OPENER,
@@ -16,7 +17,7 @@ from vera.engine._simulate import (
     user_view,
 )
 from vera.inputs._prompts import UserPrompts
-from vera.records import Turn
+from vera.records import ModelSpec, Turn
 
 from .helpers import FailingModel, ScriptModel, persona, user_prompts
 
@@ -105,6 +106,39 @@ async def test_each_call_says_how_many_calls_may_follow_it():
     )
     assert [r["priority"] for r in user.requests] == [14, 12, 10]
     assert [r["priority"] for r in bot.requests] == [13, 11, 9]
+
+
+async def test_an_empty_reply_is_asked_again_past_the_response_cache_and_replays_in_order(tmp_path):
+    # The user-agent answers its first request with nothing, then with text. Asked
+    # again as it is, the request must reach the model rather than come back from the
+    # cache as the same empty answer; a rerun over the cache replays both attempts.
+    spec = ModelSpec(ref="ua", provider="p", protocol="openai", model="m")
+
+    def once_silent() -> ScriptModel:
+        asked = itertools.count()
+        return ScriptModel(
+            lambda m, c: "  " if next(asked) == 0 else f"u{sum(x.role == 'assistant' for x in m) + 1}"
+        )
+
+    settings = SimulationSettings(max_turns=4, min_turns=2, max_empty_replies=1)
+    runs = []
+    for _ in range(2):
+        cache = ResponseCache(tmp_path / "cache.sqlite")
+        user = once_silent()
+        conv = await simulate_conversation(
+            job(),
+            chatbot=counting_bot(),
+            user_agent=CachedClient(user, cache, spec),
+            prompts=user_prompts(),
+            settings=settings,
+        )
+        await cache.aclose()
+        runs.append((conv, len(user.requests)))
+    (first, asked_first), (again, asked_again) = runs
+    assert first.status == "complete", first.error
+    assert [t.text for t in first.turns] == ["u1", "b1", "u2", "b2"]
+    assert asked_first == 3  # the empty answer, its re-ask, and the second user turn
+    assert again.turns == first.turns and asked_again == 0  # all from the cache
 
 
 async def test_chatbot_first_with_fixed_opening_message_and_system_prompt():

@@ -45,6 +45,10 @@ class ChatRequest(msgspec.Struct, frozen=True, kw_only=True):
     `priority` is how many calls, at most, wait on this one's answer one after another:
     when calls queue for an account's in-flight cap, the highest goes first (see
     vera.clients._slots). It changes when a call is sent, never what is sent or cached.
+    `reask` counts the times this same request was already asked for the same turn (the
+    user-agent's empty reply is asked again as it is): a re-ask is a new call for the
+    response cache, never the answer it is re-asking about, and a resumed run replays
+    each attempt's own answer. It never reaches the wire.
     """
 
     messages: tuple[Message, ...]
@@ -53,6 +57,7 @@ class ChatRequest(msgspec.Struct, frozen=True, kw_only=True):
     cache_prefix: int = 0
     context: CallContext | None = None
     priority: int = 0
+    reask: int = 0
 
 
 @runtime_checkable

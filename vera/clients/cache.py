@@ -244,8 +244,9 @@ def request_key(
     params: dict[str, Any] | None,
     schema: dict[str, Any] | None,
     context: CallContext | None,
+    reask: int = 0,
 ) -> str:
-    body = {
+    body: dict[str, Any] = {
         "role": context.role if context else None,
         "job": context.job_id if context else None,
         "protocol": spec.protocol,
@@ -256,6 +257,8 @@ def request_key(
         "schema": schema,
         "messages": [(m.role, m.content) for m in messages],
     }
+    if reask:  # only then, so the keys of first asks stay what earlier versions wrote
+        body["reask"] = reask
     return hashlib.sha256(msgspec.json.encode(body, order="sorted")).hexdigest()
 
 
@@ -277,7 +280,9 @@ class CachedClient:
         return f"CachedClient({self.inner!r})"
 
     async def chat(self, request: ChatRequest) -> Completion:
-        key = request_key(self.spec, request.messages, request.params, request.schema, request.context)
+        key = request_key(
+            self.spec, request.messages, request.params, request.schema, request.context, request.reask
+        )
         hit = await self.cache.get(key)
         if hit is not None:
             meter = current_meter()

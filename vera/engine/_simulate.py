@@ -269,8 +269,10 @@ async def _user_turn(
     request = ChatRequest(
         messages=tuple(messages), params=params, cache_prefix=stable, context=ctx, priority=priority
     )
-    for _ in range(settings.max_empty_replies + 1):
-        reply = await client.chat(request)
+    for attempt in range(settings.max_empty_replies + 1):
+        # Asked again as it is, but as a new call: with `reask`, the response cache does
+        # not hand back the empty answer it is asking about.
+        reply = await client.chat(msgspec.structs.replace(request, reask=attempt) if attempt else request)
         usage.add(reply.usage)
         text, marked = strip_end_marker(reply.text, prompts.end_marker)
         may_end = len(turns) + (1 if text else 0) >= settings.min_turns
