@@ -4,13 +4,15 @@ its SQLite work runs on its own thread, never on the event loop's."""
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import sqlite3
 import threading
 from contextlib import closing
 
 import pytest
 
-from vera.clients.cache import ResponseCache
+from vera.clients.cache import KeyFilter, ResponseCache
 from vera.errors import StorageError
 from vera.records import Completion, Usage
 
@@ -77,3 +79,70 @@ async def test_a_closed_cache_says_so(tmp_path):
         await cache.get("a")
     with pytest.raises(StorageError, match="closed"):
         cache.put("a", completion(1))
+
+
+async def test_a_key_never_held_is_answered_without_a_lookup_once_the_keys_are_read(tmp_path, monkeypatch):
+    path = tmp_path / "cache.sqlite"
+    earlier = ResponseCache(path)
+    for i in range(50):
+        earlier.put(f"old-{i}", completion(i))
+    earlier.close()
+
+    looked_up: list[str] = []
+    real_get = ResponseCache._get
+
+    def spy(self, key):
+        looked_up.append(key)
+        return real_get(self, key)
+
+    monkeypatch.setattr(ResponseCache, "_get", spy)
+    cache = ResponseCache(path)
+    cache.start()
+    assert cache._loader is not None
+    await cache._loader  # the file's keys are in the filter
+    assert await cache.get("never-asked") is None
+    assert looked_up == [] and cache.filtered == 1
+    # A key from the file, and one put now, are still read on the thread.
+    assert await cache.get("old-7") == completion(7)
+    cache.put("new", completion(99))
+    assert await cache.get("new") == completion(99)
+    assert looked_up == ["old-7", "new"] and cache.hits == 2
+    await cache.aclose()
+
+
+async def test_puts_of_one_turn_of_the_loop_reach_the_thread_together(tmp_path, monkeypatch):
+    batches: list[int] = []
+    real_put = ResponseCache._put
+
+    def spy(self, entries):
+        batches.append(len(entries))
+        return real_put(self, entries)
+
+    monkeypatch.setattr(ResponseCache, "_put", spy)
+    cache = ResponseCache(tmp_path / "cache.sqlite", commit_every=1000, commit_interval_s=3600)
+    for i in range(5):
+        cache.put(f"k{i}", completion(i))
+    assert await cache.get("k4") == completion(4)  # a lookup hands queued puts over first
+    for i in range(5, 8):
+        cache.put(f"k{i}", completion(i))
+    await asyncio.sleep(0)  # the next turn of the loop hands them over
+    assert cache._queued == []
+    assert await cache.get("k7") == completion(7)
+    assert batches == [5, 3]
+    await cache.aclose()
+    reopened = ResponseCache(tmp_path / "cache.sqlite")
+    assert len(reopened) == 8
+    reopened.close()
+
+
+def test_the_key_filter_never_forgets_a_key_and_seldom_claims_one():
+    keys = KeyFilter()
+    held = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(100_000)]
+    for k in held:
+        keys.add(k)
+    assert all(keys.may_hold(k) for k in held)
+    others = [hashlib.sha256(f"other {i}".encode()).hexdigest() for i in range(100_000)]
+    assert sum(keys.may_hold(k) for k in others) <= 5  # ~0 expected at this load
+    merged = KeyFilter()
+    merged.merge(keys)
+    assert all(merged.may_hold(k) for k in held[:1000])

@@ -15,6 +15,15 @@ response costs a WAL write each, about 0.1 ms. A process killed outright loses a
 most the last interval's entries; those calls belong to conversations and judgements not
 yet written (a record is written only after all its calls), so a resume asks for them
 again and never repeats recorded work.
+
+Most lookups miss (a first run asks nothing twice), and a lookup on the cache's thread
+costs a hop there and back on every call. So the cache keeps a fixed-size Bloom filter
+of its keys (`KeyFilter`, 4 MiB whatever the size of the cache): a key it has never
+held is answered "absent" on the event loop at once. The keys already in the file are
+read into the filter in the background when the run starts; until then every lookup
+goes to the thread. Entries written meanwhile by another process sharing `--cache-dir`
+are not in the filter: such a request is paid for again rather than waited for.
+Writes are handed to the thread in batches too, one hand-over per turn of the loop.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ import asyncio
 import contextlib
 import hashlib
 import sqlite3
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -37,6 +47,46 @@ from vera.errors import StorageError, storage_error
 from vera.records import Completion, Message, ModelSpec
 
 CACHE_FILE = "cache.sqlite"
+
+
+class KeyFilter:
+    """A Bloom filter of keys: `may_hold(key)` is False only for a key never added.
+    Four bit positions per key from the key's `hash` (double hashing), so it lives as
+    long as the process: it is rebuilt from the file at every start, never saved.
+    2**25 bits (4 MiB) hold millions of keys with few false positives (about 1 in 50
+    at 4 million, 1 in 6,000 at 1 million), and a false positive costs only a lookup
+    on the thread."""
+
+    __slots__ = ("bits",)
+
+    BITS = 1 << 25
+    _MASK = BITS - 1
+
+    def __init__(self) -> None:
+        self.bits = bytearray(self.BITS >> 3)
+
+    @classmethod
+    def _positions(cls, key: str) -> tuple[int, int, int, int]:
+        h = hash(key) & 0xFFFFFFFFFFFFFFFF
+        a, b = h & cls._MASK, (h >> 32) | 1
+        m = cls._MASK
+        return a, (a + b) & m, (a + 2 * b) & m, (a + 3 * b) & m
+
+    def add(self, key: str) -> None:
+        bits = self.bits
+        for p in self._positions(key):
+            bits[p >> 3] |= 1 << (p & 7)
+
+    def may_hold(self, key: str) -> bool:
+        bits = self.bits
+        return all(bits[p >> 3] & (1 << (p & 7)) for p in self._positions(key))
+
+    def merge(self, other: KeyFilter) -> None:
+        """Add every key of `other` (a filter filled on another thread)."""
+        import numpy as np  # only for this one bulk OR of 4 MiB
+
+        mine = np.frombuffer(self.bits, dtype=np.uint64)
+        np.bitwise_or(mine, np.frombuffer(other.bits, dtype=np.uint64), out=mine)
 
 
 class ResponseCache:
@@ -54,12 +104,18 @@ class ResponseCache:
         "_committer",
         "_db",
         "_error",
+        "_filter",
+        "_filter_ready",
         "_last_commit",
+        "_loader",
         "_pending",
+        "_queued",
+        "_stop_loading",
         "_thread",
         "commit_every",
         "commit_interval_s",
         "commits",
+        "filtered",
         "hits",
         "misses",
         "path",
@@ -71,13 +127,19 @@ class ResponseCache:
         self.commit_interval_s = commit_interval_s
         self.commits = 0
         self.hits = 0
-        self.misses = 0
+        self.misses = 0  # looked up on the thread and not found
+        self.filtered = 0  # answered "absent" by the filter, without a lookup
         self._pending = 0
         self._last_commit = time.monotonic()
         self._committer: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
         self._closed = False
         self._db: sqlite3.Connection | None = None
+        self._filter = KeyFilter()
+        self._filter_ready = False  # until the file's keys are in it (see `start`)
+        self._loader: asyncio.Task[None] | None = None
+        self._stop_loading = threading.Event()
+        self._queued: list[tuple[str, bytes]] = []  # puts not yet handed to the thread
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vera-cache")
         try:
             self._thread.submit(self._open).result()
@@ -116,18 +178,20 @@ class ResponseCache:
         self.hits += 1
         return msgspec.json.decode(row[0], type=Completion)
 
-    def _put(self, key: str, value: bytes) -> None:
+    def _put(self, entries: list[tuple[str, bytes]]) -> None:
         db = self._conn()
+        at = time.time()
         try:
             if not db.in_transaction:
                 db.execute("BEGIN")
             # The first answer stays: a cache must never change an answer already used.
-            db.execute(
-                "INSERT OR IGNORE INTO responses (key, value, at) VALUES (?, ?, ?)", (key, value, time.time())
+            db.executemany(
+                "INSERT OR IGNORE INTO responses (key, value, at) VALUES (?, ?, ?)",
+                [(key, value, at) for key, value in entries],
             )
         except sqlite3.Error as exc:
             raise storage_error(self.path, "the response cache", exc) from None
-        self._pending += 1
+        self._pending += len(entries)
         if (
             self._pending >= self.commit_every
             or time.monotonic() - self._last_commit >= self.commit_interval_s
@@ -162,6 +226,21 @@ class ResponseCache:
     def _count(self) -> int:
         return int(self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
+    def _read_keys(self) -> KeyFilter | None:
+        """The keys already in the file, in a filter of their own (None if there are
+        none); on a short-lived thread with its own connection (WAL lets it read beside
+        the writer)."""
+        keys: KeyFilter | None = None
+        with contextlib.closing(sqlite3.connect(self.path)) as db:
+            rows = db.execute("SELECT key FROM responses")
+            while batch := rows.fetchmany(10_000):
+                if self._stop_loading.is_set():
+                    break
+                keys = keys or KeyFilter()
+                for (key,) in batch:
+                    keys.add(key)
+        return keys
+
     # -- from the event loop -----------------------------------------------------------
 
     def _raise_failed_write(self) -> None:
@@ -177,21 +256,37 @@ class ResponseCache:
             self._error = exc
 
     async def get(self, key: str) -> Completion | None:
-        """The stored answer for `key`, read on the cache's thread."""
+        """The stored answer for `key`: None at once for a key the filter has never
+        seen, otherwise read on the cache's thread (after every put queued so far)."""
         self._raise_failed_write()
+        if self._filter_ready and not self._filter.may_hold(key):
+            self.filtered += 1
+            return None
+        self._hand_over()
         return await asyncio.get_running_loop().run_in_executor(self._thread, self._get, key)
 
     def put(self, key: str, completion: Completion) -> None:
-        """Queue `completion` under `key`; committed in batches (every `commit_every`
-        entries or `commit_interval_s` seconds, and on close)."""
+        """Queue `completion` under `key`; handed to the thread with the other puts of
+        this turn of the loop, committed in batches (every `commit_every` entries or
+        `commit_interval_s` seconds, and on close)."""
         self._raise_failed_write()
-        self._thread.submit(self._put, key, msgspec.json.encode(completion)).add_done_callback(
-            self._remember_failure
-        )
+        self._filter.add(key)
+        self._queued.append((key, msgspec.json.encode(completion)))
+        if len(self._queued) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self._hand_over)
+            except RuntimeError:  # no loop running: hand it over now
+                self._hand_over()
+
+    def _hand_over(self) -> None:
+        if self._queued and not self._closed:
+            entries, self._queued = self._queued, []
+            self._thread.submit(self._put, entries).add_done_callback(self._remember_failure)
 
     def commit(self) -> None:
         """Make every entry put so far durable (readers in other processes see it);
         waits for the thread."""
+        self._hand_over()
         self._thread.submit(self._commit).result()
         self._raise_failed_write()
 
@@ -201,24 +296,43 @@ class ResponseCache:
             await asyncio.sleep(self.commit_interval_s)
             await loop.run_in_executor(self._thread, self._commit_if_quiet)
 
+    async def _load_filter(self) -> None:
+        try:
+            keys = await asyncio.to_thread(self._read_keys)
+        except sqlite3.Error:
+            return  # lookups keep going to the thread: slower, never wrong
+        if not self._stop_loading.is_set():
+            if keys is not None:
+                self._filter.merge(keys)
+            self._filter_ready = True
+
     def start(self) -> None:
-        """Commit at least every `commit_interval_s` while puts are quiet (call from
-        inside the event loop)."""
+        """Commit at least every `commit_interval_s` while puts are quiet, and read the
+        file's keys into the filter (call from inside the event loop)."""
+        loop = asyncio.get_running_loop()
         if self._committer is None:
-            self._committer = asyncio.get_running_loop().create_task(self._commit_forever())
+            self._committer = loop.create_task(self._commit_forever())
+        if self._loader is None:
+            self._loader = loop.create_task(self._load_filter())
 
     def __len__(self) -> int:
         self._raise_failed_write()
+        self._hand_over()
         return self._thread.submit(self._count).result()
 
     def close(self) -> None:
         """Commit what is queued and close; blocks until the thread is done. A queued
         write that failed is raised here rather than lost with the thread."""
+        self._stop_loading.set()
         if self._committer is not None:
             self._committer.cancel()
             self._committer = None
+        if self._loader is not None:
+            self._loader.cancel()
+            self._loader = None
         if self._closed:
             return
+        self._hand_over()
         self._closed = True
         try:
             self._thread.submit(self._close).result()
@@ -230,11 +344,13 @@ class ResponseCache:
 
     async def aclose(self) -> None:
         """`close` without blocking the event loop."""
-        if self._committer is not None:
-            self._committer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._committer
-            self._committer = None
+        self._stop_loading.set()
+        for task in (self._committer, self._loader):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._committer = self._loader = None
         await asyncio.to_thread(self.close)
 
 
