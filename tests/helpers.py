@@ -50,7 +50,6 @@ class ScriptModel:
                 "schema": request.schema,
                 "cache_prefix": request.cache_prefix,
                 "context": request.context,
-                "priority": request.priority,
             }
         )
         text = self.reply(list(request.messages), request.context)

@@ -14,7 +14,6 @@ from vera.engine._judge import JUDGE_SCHEMA, judge_conversation, match_option, p
 from vera.errors import ServerError
 from vera.inputs._prompts import load_judge_prompts
 from vera.records import HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, Conversation, Judgement, Turn
-from vera.rubric._concurrent import longest_chain
 from vera.rubric._load import load_rubric
 from vera.rubric._walk import walk_rubric
 
@@ -76,25 +75,6 @@ async def test_one_call_per_question_with_stable_prefix_and_question_last():
     assert ratings["Alpha"].reasoning == "looked at A2"
     assert ratings["Beta"].rating == NOT_RELEVANT
     assert [a.question_id for a in j.answers] == ["A1", "A2", "B0", "C1", "C2"]
-
-
-async def test_each_call_carries_the_longest_chain_of_calls_waiting_on_it():
-    rubric = load_rubric(ROOT / "rubrics" / "vera-si.tsv")
-    risk = {"D1": "Yes", "D2": "Yes", "C1": "Yes"}
-
-    def reply(messages, ctx):
-        qid = question_of(messages)
-        return json.dumps({"reasoning": "r", "answer": risk.get(qid, rubric.question(qid).labels[-1])})
-
-    model = ScriptModel(reply)
-    j = await judge_conversation(
-        conversation(), rubric, PROMPTS, model, judge_ref="j", instance=1, job_id="jid"
-    )
-    assert j.status == "complete", j.error
-    by_question = {question_of(r["messages"]): r["priority"] for r in model.requests}
-    # The first question heads the walk's critical path; every call has itself at least.
-    assert by_question["D1"] == longest_chain(rubric) == 8
-    assert len(by_question) > 4 and min(by_question.values()) >= 1
 
 
 async def test_invalid_answer_is_re_asked_with_a_correction():

@@ -7,11 +7,10 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Iterator
-from contextvars import ContextVar
 
 import pytest
 
-from vera.rubric._concurrent import chain_ahead, flow_of, longest_chain, walk_rubric_concurrent
+from vera.rubric._concurrent import flow_of, walk_rubric_concurrent
 from vera.rubric._load import load_rubric
 from vera.rubric._model import Question, Rubric
 from vera.rubric._walk import Answer, walk_rubric
@@ -101,41 +100,6 @@ async def test_every_answer_path_gives_the_sequential_walk_and_its_questions(nam
         assert sorted(concurrent.asked) == sorted(sequential.asked)
         assert len(set(concurrent.asked)) == len(concurrent.asked)
     assert paths > {"flow": 8, "vera-si": 1000, "reference": 100}[name]
-
-
-_depth: ContextVar[int] = ContextVar("depth", default=0)
-_promise: ContextVar[int | None] = ContextVar("promise", default=None)
-
-
-@pytest.mark.parametrize("name", ["flow", "vera-si", "reference"])
-async def test_each_calls_priority_covers_the_calls_after_it_and_the_longest_chain_is_met(name):
-    """A logical clock gives each call its depth: one more than the call before it in
-    its part (a part started at a split goes on from where it split). A call's
-    `chain_ahead` promises that every call after it is done by depth d - 1 + chain_ahead;
-    later calls never promise more. Over every answer path, the deepest walk is exactly
-    `longest_chain`, the figure a conversation's turns add to their priority."""
-    r = rubric(name)
-    longest = longest_chain(r)
-    deepest = 0
-    for given in answer_paths(r):
-        depths: list[int] = []
-
-        async def answer(q: Question, given: dict[str, str] = given, depths: list[int] = depths) -> Answer:
-            d, behind, before = _depth.get() + 1, chain_ahead.get(), _promise.get()
-            assert behind >= 1, q.id
-            promise = d - 1 + behind
-            assert before is None or (d <= before and promise <= before), (q.id, d, promise, before)
-            _depth.set(d)
-            _promise.set(promise)
-            depths.append(d)
-            await asyncio.sleep(0)
-            return Answer(given[q.id])
-
-        await walk_rubric_concurrent(r, answer)
-        assert max(depths, default=0) <= longest
-        deepest = max(deepest, *depths)
-    assert deepest == longest
-    assert longest == {"flow": longest, "vera-si": 8, "reference": longest}[name]
 
 
 async def test_independent_parts_are_asked_at_the_same_time():

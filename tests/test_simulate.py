@@ -92,22 +92,6 @@ async def test_user_agent_context_has_persona_prompt_reminder_and_mirrored_roles
     assert all("REMINDER" not in m.content for r in bot.requests for m in r["messages"])
 
 
-async def test_each_call_says_how_many_calls_may_follow_it():
-    # The turns still to come, this one included, and then the judge's longest chain:
-    # with max_turns 6 and a chain of 8, the user's three calls and the chatbot's three.
-    user, bot = counting_user(), counting_bot()
-    await simulate_conversation(
-        job(),
-        chatbot=bot,
-        user_agent=user,
-        prompts=user_prompts(),
-        settings=SimulationSettings(max_turns=6, min_turns=2),
-        then=8,
-    )
-    assert [r["priority"] for r in user.requests] == [14, 12, 10]
-    assert [r["priority"] for r in bot.requests] == [13, 11, 9]
-
-
 async def test_an_empty_reply_is_asked_again_past_the_response_cache_and_replays_in_order(tmp_path):
     # The user-agent answers its first request with nothing, then with text. Asked
     # again as it is, the request must reach the model rather than come back from the

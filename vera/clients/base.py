@@ -42,9 +42,6 @@ class ChatRequest(msgspec.Struct, frozen=True, kw_only=True):
     leading messages that are identical across many calls (the judge's transcript), so
     protocols with explicit prompt caching can mark them. `context` says who is calling
     and for which job; it never reaches the wire except as a session or cache key.
-    `priority` is how many calls, at most, wait on this one's answer one after another:
-    when calls queue for an account's in-flight cap, the highest goes first (see
-    vera.clients._slots). It changes when a call is sent, never what is sent or cached.
     `reask` counts the times this same request was already asked for the same turn (the
     user-agent's empty reply is asked again as it is): a re-ask is a new call for the
     response cache, never the answer it is re-asking about, and a resumed run replays
@@ -56,7 +53,6 @@ class ChatRequest(msgspec.Struct, frozen=True, kw_only=True):
     schema: dict[str, Any] | None = None
     cache_prefix: int = 0
     context: CallContext | None = None
-    priority: int = 0
     reask: int = 0
 
 

@@ -2,10 +2,9 @@
 
 TokenBucket  our own bucket (level drains at a steady rate, capped at a capacity), with
              an injectable clock; one for requests and one for tokens per account
-Account      one per (base URL, key): the buckets, a cap on calls in flight (handed
-             out by priority, vera.clients._slots), a pause the server can name, and
-             counters for the progress display; shared by every profile and role that
-             uses the same account
+Account      one per (base URL, key): the buckets, a cap on calls in flight, a pause the
+             server can name, and counters for the progress display; shared by every
+             profile and role that uses the same account
 RetryPolicy  exponential backoff with full jitter; honours the server's requested
              wait; retries TransientError only
 LimitedClient  a ChatClient: in-flight slot → pause and buckets → timeout → inner.chat
@@ -27,12 +26,10 @@ import asyncio
 import random
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal, Protocol
 
 import msgspec
 
-from vera.clients._slots import PrioritySlots
 from vera.clients.base import ChatClient, ChatRequest
 from vera.clients.meter import current_meter
 from vera.errors import CallTimeoutError, ProviderError, RateLimitError, TransientError
@@ -166,7 +163,7 @@ class SharedPause(Protocol):
 
 
 class _Unlimited:
-    """Stands in for a held slot when an account has no in-flight cap."""
+    """Stands in for a semaphore when an account has no in-flight cap."""
 
     __slots__ = ()
 
@@ -175,9 +172,6 @@ class _Unlimited:
 
     async def __aexit__(self, *exc: object) -> None:
         return None
-
-
-_UNLIMITED = _Unlimited()
 
 
 class Account:
@@ -237,7 +231,9 @@ class Account:
         self.tokens: Bucket | None = None
         if tpm:
             self.tokens = make("tokens", *bucket_shape(tpm, TOKEN_BURST_S, window_s))
-        self._slots = PrioritySlots(max_in_flight) if max_in_flight else None
+        self._slots: asyncio.Semaphore | _Unlimited = (
+            asyncio.Semaphore(max_in_flight) if max_in_flight else _Unlimited()
+        )
         self._shared_pause = shared_pause
         self._resume_at = 0.0
         self.calls = 0
@@ -290,10 +286,10 @@ class Account:
         if self._shared_pause is not None:
             await self._shared_pause.pause(seconds)
 
-    def slot(self, priority: int = 0) -> AbstractAsyncContextManager[None]:
-        """One of the in-flight cap's slots, as an async context manager; when calls
-        queue for one, those with more calls waiting on them go first (`PrioritySlots`)."""
-        return _UNLIMITED if self._slots is None else self._slots.hold(priority)
+    @property
+    def slot(self) -> asyncio.Semaphore | _Unlimited:
+        """The in-flight cap, as an async context manager."""
+        return self._slots
 
     def snapshot(self) -> dict[str, Any]:
         """Counters for a progress display."""
@@ -455,7 +451,7 @@ class LimitedClient:
             reserved = 0
             try:
                 # The slot first, then the pause and buckets: see the module docstring.
-                async with account.slot(request.priority):
+                async with account.slot:
                     reserved = await account.admit(estimate)
                     account.in_flight += 1
                     try:

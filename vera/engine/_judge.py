@@ -22,7 +22,7 @@ from vera.clients.base import CallContext, ChatClient, ChatRequest
 from vera.errors import TransientError
 from vera.inputs import AnswerFormat, JudgePrompts
 from vera.records import Conversation, JudgeAnswer, Judgement, Message, Turn, Usage
-from vera.rubric import Answer, Question, Rubric, chain_ahead, walk_rubric_concurrent
+from vera.rubric import Answer, Question, Rubric, walk_rubric_concurrent
 
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -162,7 +162,6 @@ class RubricJudge:
         prompt = question_prompt(self.prompts, q)
         messages = [self.system, Message("user", prompt)]
         ctx = CallContext(role="judge", job_id=self.job_id, conversation_id=self.conversation.id)
-        behind = chain_ahead.get()  # calls waiting on this answer: see ChatRequest.priority
         last = ""
         for attempt in range(1, self.max_attempts + 1):
             reply = await self.client.chat(
@@ -172,7 +171,6 @@ class RubricJudge:
                     schema=self.schema,
                     cache_prefix=1,
                     context=ctx,
-                    priority=behind,
                 )
             )
             self.usage.add(reply.usage)

@@ -171,15 +171,9 @@ async def simulate_conversation(
     chatbot_params: dict[str, Any] | None = None,
     user_params: dict[str, Any] | None = None,
     rendered: tuple[str, str] | None = None,
-    then: int = 0,
 ) -> Conversation:
     """Run the turn loop. Provider failures end the conversation as *failed* with the
-    reason (never as a chatbot failure); the partial transcript is kept for debugging.
-
-    `then` is how many calls follow the conversation one after another (the judge's
-    longest chain when it is judged as soon as it ends). With the turns still to come
-    it makes each call's `ChatRequest.priority`: a conversation with more left goes
-    first when calls queue for an account's in-flight cap."""
+    reason (never as a chatbot failure); the partial transcript is kept for debugging."""
     started = time.time()
     system, reminder = rendered or render_user_prompts(job.persona, prompts, settings)
     turns: list[Turn] = []
@@ -190,9 +184,6 @@ async def simulate_conversation(
 
     def context(role: Literal["chatbot", "user_agent"]) -> CallContext:
         return CallContext(role=role, job_id=job.id, conversation_id=job.id)
-
-    def behind() -> int:
-        return settings.max_turns - len(turns) + then  # at most; the user may end sooner
 
     try:
         while len(turns) < settings.max_turns:
@@ -209,7 +200,6 @@ async def simulate_conversation(
                     prompts,
                     settings,
                     usage,
-                    behind(),
                 )
                 if text:
                     turns.append(Turn("user", text))
@@ -226,7 +216,6 @@ async def simulate_conversation(
                         params=chatbot_params,
                         cache_prefix=len(view),
                         context=context("chatbot"),
-                        priority=behind(),
                     )
                 )
                 usage.add(reply.usage)
@@ -258,7 +247,6 @@ async def _user_turn(
     prompts: UserPrompts,
     settings: SimulationSettings,
     usage: Usage,
-    priority: int,
 ) -> tuple[str, bool]:
     """One user-agent message; (text, conversation ends). The end marker is honoured
     only once the minimum number of turns is reached; before that it is dropped."""
@@ -266,9 +254,7 @@ async def _user_turn(
     # Stable on the next call: the persona prompt and everything up to the user-agent's
     # own last line (the newest message carries the reminder, which moves on).
     stable = len(messages) - 1
-    request = ChatRequest(
-        messages=tuple(messages), params=params, cache_prefix=stable, context=ctx, priority=priority
-    )
+    request = ChatRequest(messages=tuple(messages), params=params, cache_prefix=stable, context=ctx)
     for attempt in range(settings.max_empty_replies + 1):
         # Asked again as it is, but as a new call: with `reask`, the response cache does
         # not hand back the empty answer it is asking about.

@@ -30,7 +30,6 @@ from vera.records import (
     Conversation,
     Judgement,
 )
-from vera.rubric import longest_chain
 from vera.store import ConversationHead, JudgementHead, RunStore
 
 
@@ -241,8 +240,6 @@ async def run_sweep(
     # One rendering per persona, shared by all its conversations (thousands in flight
     # would otherwise each hold their own copy of the same prompt).
     rendered: dict[str, tuple[str, str]] = {}
-    # Judged in the worker as soon as it ends: the judge's chain follows the turns.
-    then = longest_chain(inputs.rubric) if sweep.slots else 0
     started = time.perf_counter()
     progress.start(len(sweep.jobs), len(sweep.jobs) * len(sweep.slots))
 
@@ -271,7 +268,6 @@ async def run_sweep(
                     or rendered.setdefault(
                         job.persona.name, render_user_prompts(job.persona, inputs.user_prompts, settings)
                     ),
-                    then=then,
                 )
             except FatalProviderError as exc:
                 conv = failed_conversation(job, exc)

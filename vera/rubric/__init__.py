@@ -3,7 +3,7 @@ another, or the independent parts at once), rate each dimension, and render it a
 document. Pure: the walk takes an `answer(question)` coroutine.
 """
 
-from vera.rubric._concurrent import chain_ahead, longest_chain, walk_rubric_concurrent
+from vera.rubric._concurrent import walk_rubric_concurrent
 from vera.rubric._doc import render_rubric
 from vera.rubric._load import load_rubric
 from vera.rubric._model import Question, Rubric
@@ -16,9 +16,7 @@ __all__ = [
     "Question",
     "QuestionTexts",
     "Rubric",
-    "chain_ahead",
     "load_rubric",
-    "longest_chain",
     "question_texts",
     "render_rubric",
     "validate_rubric",

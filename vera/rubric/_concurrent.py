@@ -37,59 +37,28 @@ post-dominators to speak of; it is walked sequentially.
 from __future__ import annotations
 
 import asyncio
-from contextvars import ContextVar
 from functools import lru_cache
 
+# The exit of the flow graph (END, ASSIGN_END, or the last row's next).
 from vera.rubric._model import Question, Rubric
+
+# The exit of the flow graph (END, ASSIGN_END, or the last row's next).
 from vera.rubric._validate import _successors
 from vera.rubric._walk import Answer, AnswerFn, Walk, _canonical, walk_rubric
 
 # The exit of the flow graph (END, ASSIGN_END, or the last row's next).
 _EXIT = None
 
-chain_ahead: ContextVar[int] = ContextVar("vera_rubric_chain_ahead", default=0)
-"""While the concurrent walk awaits `answer(q)`: how many calls, at most, wait on this
-one's answer one after another, this one included (`Flow.behind`). The judge puts it on
-its request, so that when calls queue for an account's in-flight cap the ones with the
-longest chain behind them go first and the walk's tail stays short. 0 elsewhere."""
-
 
 class Flow:
-    """A rubric's flow graph: the next question for every (question, label), every
-    question's nearest post-dominator (`None` for the exit), and whether a question is
-    asked (a single-option question is answered without a call)."""
+    """A rubric's flow graph: the next question for every (question, label), and every
+    question's nearest post-dominator (`None` for the exit)."""
 
-    __slots__ = ("_critical", "asks", "ipdom", "step")
+    __slots__ = ("ipdom", "step")
 
-    def __init__(self, step: list[dict[str, int | None]], ipdom: list[int | None], asks: list[int]) -> None:
+    def __init__(self, step: list[dict[str, int | None]], ipdom: list[int | None]) -> None:
         self.step = step
         self.ipdom = ipdom
-        self.asks = asks
-        self._critical: dict[tuple[int, int | None], int] = {}
-
-    def behind(self, i: int, stop: int | None) -> int:
-        """The longest chain of calls, one waiting for the other, that starts with the
-        call asking question `i` in a part that stops at `stop`: i's own call, and after
-        it the longest of its successors' (parts started later included). `stop` is the
-        part's stop once i has been reached (after any split at i)."""
-        after = max((self.critical(s, stop) for s in set(self.step[i].values())), default=0)
-        return self.asks[i] + after
-
-    def critical(self, i: int | None, stop: int | None) -> int:
-        """The longest chain of calls from reaching question `i` in a part that stops at
-        `stop`: what the part still asks and every part it starts, as `walk_part` splits."""
-        if i is None or i == stop:
-            return 0
-        key = (i, stop)
-        if (known := self._critical.get(key)) is None:
-            certain = self.ipdom[i]
-            if certain is not None and certain != stop:
-                # The part splits at i: the rest from `certain` runs alongside.
-                known = max(self.behind(i, certain), self.critical(certain, stop))
-            else:
-                known = self.behind(i, stop)
-            self._critical[key] = known
-        return known
 
 
 @lru_cache(maxsize=16)
@@ -102,16 +71,7 @@ def flow_of(rubric: Rubric) -> Flow | None:
             targets.setdefault(label, target)  # the first option of a label wins, as in the walk
         step.append(targets)
     ipdom = _post_dominators([list(dict.fromkeys(s.values())) for s in step])
-    asks = [0 if q.automatic else 1 for q in rubric.questions]
-    return None if ipdom is None else Flow(step, ipdom, asks)
-
-
-def longest_chain(rubric: Rubric) -> int:
-    """The most calls a concurrent walk of the rubric makes one after another (its
-    critical path): the least number of call latencies a judgement can take. For a
-    rubric with a cycle (walked one question at a time), the number of its questions."""
-    flow = flow_of(rubric)
-    return len(rubric.questions) if flow is None else flow.critical(0, _EXIT) if rubric.questions else 0
+    return None if ipdom is None else Flow(step, ipdom)
 
 
 def _post_dominators(succ: list[list[int | None]]) -> list[int | None] | None:
@@ -209,7 +169,6 @@ async def walk_rubric_concurrent(
             if q.automatic:
                 label = q.options[0].label
             else:
-                chain_ahead.set(flow.behind(i, stop))  # this part's own task: see chain_ahead
                 a = await answer(q)
                 part.answers.append((q, a))
                 label = _canonical(q, a.label)
