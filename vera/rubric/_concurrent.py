@@ -39,10 +39,7 @@ from __future__ import annotations
 import asyncio
 from functools import lru_cache
 
-# The exit of the flow graph (END, ASSIGN_END, or the last row's next).
 from vera.rubric._model import Question, Rubric
-
-# The exit of the flow graph (END, ASSIGN_END, or the last row's next).
 from vera.rubric._validate import _successors
 from vera.rubric._walk import Answer, AnswerFn, Walk, _canonical, walk_rubric
 
