@@ -146,3 +146,36 @@ def test_the_key_filter_never_forgets_a_key_and_seldom_claims_one():
     merged = KeyFilter()
     merged.merge(keys)
     assert all(merged.may_hold(k) for k in held[:1000])
+
+
+async def test_puts_wait_for_room_when_the_thread_falls_behind(tmp_path, monkeypatch):
+    # The thread is held up; `room` lets no more than `max_backlog` entries pile up.
+    gate = threading.Event()
+    real_put = ResponseCache._put
+
+    def slow(self, entries):
+        gate.wait(5)
+        return real_put(self, entries)
+
+    monkeypatch.setattr(ResponseCache, "_put", slow)
+    cache = ResponseCache(tmp_path / "cache.sqlite", max_backlog=3)
+    most = 0
+
+    async def writer() -> None:
+        nonlocal most
+        for i in range(10):
+            cache.put(f"k{i}", completion(i))
+            await cache.room()
+            most = max(most, cache.backlog())
+
+    task = asyncio.create_task(writer())
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not task.done() and cache.backlog() == 4  # waiting: one more than allowed
+    gate.set()
+    await asyncio.wait_for(task, 5)
+    assert most <= 3
+    await cache.aclose()
+    reopened = ResponseCache(tmp_path / "cache.sqlite")
+    assert len(reopened) == 10
+    reopened.close()

@@ -34,6 +34,7 @@ import hashlib
 import sqlite3
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -106,6 +107,8 @@ class ResponseCache:
         "_error",
         "_filter",
         "_filter_ready",
+        "_in_thread",
+        "_in_thread_entries",
         "_last_commit",
         "_loader",
         "_pending",
@@ -117,12 +120,21 @@ class ResponseCache:
         "commits",
         "filtered",
         "hits",
+        "max_backlog",
         "misses",
         "path",
     )
 
-    def __init__(self, path: str | Path, *, commit_every: int = 256, commit_interval_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        commit_every: int = 256,
+        commit_interval_s: float = 0.5,
+        max_backlog: int = 1024,
+    ) -> None:
         self.path = Path(path)
+        self.max_backlog = max_backlog
         self.commit_every = commit_every
         self.commit_interval_s = commit_interval_s
         self.commits = 0
@@ -140,6 +152,9 @@ class ResponseCache:
         self._loader: asyncio.Task[None] | None = None
         self._stop_loading = threading.Event()
         self._queued: list[tuple[str, bytes]] = []  # puts not yet handed to the thread
+        # Batches handed to the thread and not yet written, oldest first, with their sizes.
+        self._in_thread: deque[tuple[Future[None], int]] = deque()
+        self._in_thread_entries = 0
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vera-cache")
         try:
             self._thread.submit(self._open).result()
@@ -281,7 +296,26 @@ class ResponseCache:
     def _hand_over(self) -> None:
         if self._queued and not self._closed:
             entries, self._queued = self._queued, []
-            self._thread.submit(self._put, entries).add_done_callback(self._remember_failure)
+            done = self._thread.submit(self._put, entries)
+            done.add_done_callback(self._remember_failure)
+            self._in_thread.append((done, len(entries)))
+            self._in_thread_entries += len(entries)
+
+    def backlog(self) -> int:
+        """Entries put and not yet written by the thread."""
+        while self._in_thread and self._in_thread[0][0].done():  # the thread works in order
+            self._in_thread_entries -= self._in_thread.popleft()[1]
+        return len(self._queued) + self._in_thread_entries
+
+    async def room(self) -> None:
+        """Wait while more than `max_backlog` entries are put and not yet written. The
+        writes cost the thread more than the puts cost the loop: a loop faster than
+        its cache's thread would otherwise pile up answers in memory without bound."""
+        while self.backlog() > self.max_backlog:
+            self._hand_over()
+            oldest, _ = self._in_thread[0]
+            # Waited for, not raised here: a failed write is raised by the next call.
+            await asyncio.wait([asyncio.wrap_future(oldest)])
 
     def commit(self) -> None:
         """Make every entry put so far durable (readers in other processes see it);
@@ -411,4 +445,5 @@ class CachedClient:
             return hit
         completion = await self.inner.chat(request)
         self.cache.put(key, completion)
+        await self.cache.room()
         return completion
