@@ -3,6 +3,8 @@ learn the rest from the run's facts, and the user-agent's view reads back exactl
 
 from __future__ import annotations
 
+import tracemalloc
+
 import msgspec
 import pytest
 
@@ -94,3 +96,25 @@ async def test_a_protocol_chatbot_is_sent_no_persona_seed_or_rubric(monkeypatch:
         assert "987654" not in sent and run.rubric.key not in sent and persona.name not in sent
         said = {t.text for t in conv.turns}
         assert all(m["content"] in said for m in request.json["messages"])
+
+
+def test_the_plan_costs_nothing_per_conversation_until_a_stand_in_asks() -> None:
+    run = inputs()
+    persona = run.personas.personas[0]
+    jobs = [
+        ConversationJob(id=f"conv-{i}", chatbot="bot", user_agent="ua", persona=persona, seed=i, replicate=0)
+        for i in range(20_000)
+    ]
+    facts = RunFacts(run, lambda cid: pytest.fail("nothing is judged here"))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        facts.plan(jobs)  # a run whose models are all real: no stand-in ever asks
+        planned = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert planned < 10_000  # bytes, for 20,000 planned conversations
+    # A stand-in asking gets the conversation's persona and seed.
+    asked = facts.conversation("conv-12345")
+    assert asked is not None and asked.seed == 12345 and asked.persona is persona
+    assert facts.conversation("not-planned") is None

@@ -30,7 +30,8 @@ class RunFacts:
         self._inputs = inputs
         self._settings = inputs.settings()
         self._read = read_conversation
-        self._planned: dict[str, PlannedConversation] = {}
+        self._jobs: Sequence[ConversationJob] = ()
+        self._by_id: dict[str, ConversationJob] | None = None
         self._reminders: dict[str, str] = {}
         self._judged: OrderedDict[str, tuple[Turn, ...]] = OrderedDict()
         self._questions: dict[str, str] | None = None
@@ -40,15 +41,26 @@ class RunFacts:
 
     def plan(self, jobs: Iterable[ConversationJob]) -> None:
         """Learn the planned conversations. The plan is made after the pool opens (it
-        asks the pool about the models), so it cannot be given at construction."""
-        self._planned.update((j.id, PlannedConversation(persona=j.persona, seed=j.seed)) for j in jobs)
+        asks the pool about the models), so it cannot be given at construction. Kept by
+        reference and indexed by id only when a stand-in first asks: a run without
+        stand-ins pays nothing per planned conversation for them."""
+        self._jobs = jobs if isinstance(jobs, Sequence) else list(jobs)
+        self._by_id = None
+
+    def _job(self, conversation_id: str) -> ConversationJob | None:
+        if self._by_id is None:
+            self._by_id = {j.id: j for j in self._jobs}
+        return self._by_id.get(conversation_id)
 
     def conversation(self, conversation_id: str) -> PlannedConversation | None:
-        return self._planned.get(conversation_id)
+        job = self._job(conversation_id)
+        return None if job is None else PlannedConversation(persona=job.persona, seed=job.seed)
 
     def user_turns(self, conversation_id: str, messages: Sequence[Message]) -> list[Turn]:
-        planned = self._planned[conversation_id]
-        persona = planned.persona
+        job = self._job(conversation_id)
+        if job is None:
+            raise KeyError(conversation_id)
+        persona = job.persona
         reminder = self._reminders.get(persona.name)
         if reminder is None:
             reminder = self._reminders[persona.name] = render_user_reminder(
