@@ -179,3 +179,44 @@ async def test_puts_wait_for_room_when_the_thread_falls_behind(tmp_path, monkeyp
     reopened = ResponseCache(tmp_path / "cache.sqlite")
     assert len(reopened) == 10
     reopened.close()
+
+
+async def test_thousands_waiting_for_room_share_one_wake_up(tmp_path, monkeypatch):
+    # 2,000 conversations answered at once against a held-up thread: each waits, and
+    # is woken once when the backlog is down to half the bound, not once per batch.
+    gate = threading.Event()
+    real_put = ResponseCache._put
+
+    def slow(self, entries):
+        gate.wait(5)
+        return real_put(self, entries)
+
+    monkeypatch.setattr(ResponseCache, "_put", slow)
+    waits = 0
+    real_shield = asyncio.shield
+
+    def counting_shield(arg):
+        nonlocal waits
+        waits += 1
+        return real_shield(arg)
+
+    monkeypatch.setattr(asyncio, "shield", counting_shield)
+    cache = ResponseCache(tmp_path / "cache.sqlite", max_backlog=100)
+
+    async def conversation(i: int) -> None:
+        for _ in range(i % 50):  # answers arriving over 50 turns of the loop: 50 batches
+            await asyncio.sleep(0)
+        cache.put(f"k{i}", completion(i))
+        await cache.room()
+
+    tasks = [asyncio.create_task(conversation(i)) for i in range(2000)]
+    for _ in range(60):
+        await asyncio.sleep(0)
+    assert cache.backlog() == 2000  # every answer put, none written, all waiting
+    gate.set()
+    await asyncio.wait_for(asyncio.gather(*tasks), 10)
+    assert 0 < waits <= 2 * 2000
+    await cache.aclose()
+    reopened = ResponseCache(tmp_path / "cache.sqlite")
+    assert len(reopened) == 2000
+    reopened.close()

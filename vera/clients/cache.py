@@ -113,6 +113,8 @@ class ResponseCache:
         "_loader",
         "_pending",
         "_queued",
+        "_room",
+        "_room_loop",
         "_stop_loading",
         "_thread",
         "commit_every",
@@ -155,6 +157,10 @@ class ResponseCache:
         # Batches handed to the thread and not yet written, oldest first, with their sizes.
         self._in_thread: deque[tuple[Future[None], int]] = deque()
         self._in_thread_entries = 0
+        # While more than `max_backlog` wait to be written, the one future every caller
+        # of `room` waits on, and the loop to resolve it on.
+        self._room: asyncio.Future[None] | None = None
+        self._room_loop: asyncio.AbstractEventLoop | None = None
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vera-cache")
         try:
             self._thread.submit(self._open).result()
@@ -298,6 +304,7 @@ class ResponseCache:
             entries, self._queued = self._queued, []
             done = self._thread.submit(self._put, entries)
             done.add_done_callback(self._remember_failure)
+            done.add_done_callback(self._written)
             self._in_thread.append((done, len(entries)))
             self._in_thread_entries += len(entries)
 
@@ -310,12 +317,29 @@ class ResponseCache:
     async def room(self) -> None:
         """Wait while more than `max_backlog` entries are put and not yet written. The
         writes cost the thread more than the puts cost the loop: a loop faster than
-        its cache's thread would otherwise pile up answers in memory without bound."""
+        its cache's thread would otherwise pile up answers in memory without bound.
+        Every waiter shares one future, resolved once the backlog is down to half the
+        bound, so thousands of conversations waiting at once cost one wake-up each."""
         while self.backlog() > self.max_backlog:
             self._hand_over()
-            oldest, _ = self._in_thread[0]
-            # Waited for, not raised here: a failed write is raised by the next call.
-            await asyncio.wait([asyncio.wrap_future(oldest)])
+            if self._room is None or self._room.done():
+                self._room_loop = asyncio.get_running_loop()
+                self._room = self._room_loop.create_future()
+                self._wake_if_room()  # a batch may have finished before the future existed
+            # Shielded: one waiter cancelled (the run stopping) must not cancel the rest.
+            await asyncio.shield(self._room)
+
+    def _written(self, _: Future[None]) -> None:
+        """On the cache's thread, after each batch: wake the waiters' loop if any wait."""
+        loop, room = self._room_loop, self._room
+        if loop is not None and room is not None and not room.done():
+            with contextlib.suppress(RuntimeError):  # the loop is already closed
+                loop.call_soon_threadsafe(self._wake_if_room)
+
+    def _wake_if_room(self) -> None:
+        room = self._room
+        if room is not None and not room.done() and self.backlog() <= self.max_backlog // 2:
+            room.set_result(None)
 
     def commit(self) -> None:
         """Make every entry put so far durable (readers in other processes see it);
