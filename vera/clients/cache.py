@@ -82,13 +82,6 @@ class KeyFilter:
         bits = self.bits
         return all(bits[p >> 3] & (1 << (p & 7)) for p in self._positions(key))
 
-    def merge(self, other: KeyFilter) -> None:
-        """Add every key of `other` (a filter filled on another thread)."""
-        import numpy as np  # only for this one bulk OR of 4 MiB
-
-        mine = np.frombuffer(self.bits, dtype=np.uint64)
-        np.bitwise_or(mine, np.frombuffer(other.bits, dtype=np.uint64), out=mine)
-
 
 class ResponseCache:
     """A key → Completion store whose SQLite work runs on its own thread.
@@ -106,12 +99,12 @@ class ResponseCache:
         "_db",
         "_error",
         "_filter",
-        "_filter_ready",
         "_in_thread",
         "_in_thread_entries",
         "_last_commit",
         "_loader",
         "_pending",
+        "_put_while_loading",
         "_queued",
         "_room",
         "_room_loop",
@@ -149,8 +142,10 @@ class ResponseCache:
         self._error: BaseException | None = None
         self._closed = False
         self._db: sqlite3.Connection | None = None
-        self._filter = KeyFilter()
-        self._filter_ready = False  # until the file's keys are in it (see `start`)
+        # None until the file's keys are read into it (see `start`); meanwhile every
+        # lookup goes to the thread, and the keys put are noted to be added then.
+        self._filter: KeyFilter | None = None
+        self._put_while_loading: list[str] | None = None
         self._loader: asyncio.Task[None] | None = None
         self._stop_loading = threading.Event()
         self._queued: list[tuple[str, bytes]] = []  # puts not yet handed to the thread
@@ -247,17 +242,15 @@ class ResponseCache:
     def _count(self) -> int:
         return int(self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
-    def _read_keys(self) -> KeyFilter | None:
-        """The keys already in the file, in a filter of their own (None if there are
-        none); on a short-lived thread with its own connection (WAL lets it read beside
-        the writer)."""
-        keys: KeyFilter | None = None
+    def _read_keys(self) -> KeyFilter:
+        """A filter of the keys already in the file; on a short-lived thread with its
+        own connection (WAL lets it read beside the writer)."""
+        keys = KeyFilter()
         with contextlib.closing(sqlite3.connect(self.path)) as db:
             rows = db.execute("SELECT key FROM responses")
             while batch := rows.fetchmany(10_000):
                 if self._stop_loading.is_set():
                     break
-                keys = keys or KeyFilter()
                 for (key,) in batch:
                     keys.add(key)
         return keys
@@ -280,7 +273,7 @@ class ResponseCache:
         """The stored answer for `key`: None at once for a key the filter has never
         seen, otherwise read on the cache's thread (after every put queued so far)."""
         self._raise_failed_write()
-        if self._filter_ready and not self._filter.may_hold(key):
+        if self._filter is not None and not self._filter.may_hold(key):
             self.filtered += 1
             return None
         self._hand_over()
@@ -291,7 +284,10 @@ class ResponseCache:
         this turn of the loop, committed in batches (every `commit_every` entries or
         `commit_interval_s` seconds, and on close)."""
         self._raise_failed_write()
-        self._filter.add(key)
+        if self._filter is not None:
+            self._filter.add(key)
+        elif self._put_while_loading is not None:
+            self._put_while_loading.append(key)
         self._queued.append((key, msgspec.json.encode(completion)))
         if len(self._queued) == 1:
             try:
@@ -358,11 +354,15 @@ class ResponseCache:
         try:
             keys = await asyncio.to_thread(self._read_keys)
         except sqlite3.Error:
+            self._put_while_loading = None
             return  # lookups keep going to the thread: slower, never wrong
-        if not self._stop_loading.is_set():
-            if keys is not None:
-                self._filter.merge(keys)
-            self._filter_ready = True
+        if self._stop_loading.is_set():
+            return
+        # On the loop, as every put is, so no key put meanwhile is missed.
+        for key in self._put_while_loading or ():
+            keys.add(key)
+        self._put_while_loading = None
+        self._filter = keys
 
     def start(self) -> None:
         """Commit at least every `commit_interval_s` while puts are quiet, and read the
@@ -371,6 +371,7 @@ class ResponseCache:
         if self._committer is None:
             self._committer = loop.create_task(self._commit_forever())
         if self._loader is None:
+            self._put_while_loading = []  # from now: the task may not run before the next put
             self._loader = loop.create_task(self._load_filter())
 
     def __len__(self) -> int:
