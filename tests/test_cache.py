@@ -147,16 +147,23 @@ def test_the_key_filter_never_forgets_a_key_and_seldom_claims_one():
     assert sum(keys.may_hold(k) for k in others) <= 5  # ~0 expected at this load
 
 
-async def test_puts_wait_for_room_when_the_thread_falls_behind(tmp_path, monkeypatch):
-    # The thread is held up; `room` lets no more than `max_backlog` entries pile up.
+@pytest.fixture
+def held_writes(monkeypatch) -> threading.Event:
+    """The cache's thread writes nothing until the returned event is set."""
     gate = threading.Event()
     real_put = ResponseCache._put
 
-    def slow(self, entries):
+    def held(self, entries):
         gate.wait(5)
         return real_put(self, entries)
 
-    monkeypatch.setattr(ResponseCache, "_put", slow)
+    monkeypatch.setattr(ResponseCache, "_put", held)
+    return gate
+
+
+async def test_puts_wait_for_room_when_the_thread_falls_behind(tmp_path, held_writes):
+    # The thread is held up; `room` lets no more than `max_backlog` entries pile up.
+    gate = held_writes
     cache = ResponseCache(tmp_path / "cache.sqlite", max_backlog=3)
     most = 0
 
@@ -180,17 +187,11 @@ async def test_puts_wait_for_room_when_the_thread_falls_behind(tmp_path, monkeyp
     reopened.close()
 
 
-async def test_thousands_waiting_for_room_share_one_wake_up(tmp_path, monkeypatch):
+async def test_thousands_waiting_for_room_share_one_wake_up(tmp_path, monkeypatch, held_writes):
     # 2,000 conversations answered at once against a held-up thread: each waits, and
-    # is woken once when the backlog is down to half the bound, not once per batch.
-    gate = threading.Event()
-    real_put = ResponseCache._put
-
-    def slow(self, entries):
-        gate.wait(5)
-        return real_put(self, entries)
-
-    monkeypatch.setattr(ResponseCache, "_put", slow)
+    # is woken once when the backlog is down to half the bound, not once per batch
+    # (counted as the awaits inside `room`, which waits on a shielded shared future).
+    gate = held_writes
     waits = 0
     real_shield = asyncio.shield
 
