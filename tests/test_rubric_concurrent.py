@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from vera.rubric._concurrent import flow_of, walk_rubric_concurrent
+from vera.rubric._concurrent import AskAhead, flow_of, walk_rubric_concurrent
 from vera.rubric._load import load_rubric
 from vera.rubric._model import Question, Rubric
 from vera.rubric._walk import Answer, walk_rubric
@@ -207,6 +207,109 @@ async def test_an_outside_cancellation_cancels_every_part():
 
     walk = asyncio.create_task(walk_rubric_concurrent(r, answer))
     await started.wait()
+    walk.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await walk
+    assert in_flight == set()
+
+
+def always() -> bool:
+    return True
+
+
+@pytest.mark.parametrize("name", RUBRICS)
+async def test_asking_ahead_gives_the_sequential_walk_on_every_answer_path(name):
+    r = rubric(name)
+    paths = early_paths = 0
+    for given in answer_paths(r):
+        paths += 1
+        sequential, early = Judge(given), Judge(given, seed=paths)
+        ahead = AskAhead(always, after=1)
+        assert await walk_rubric_concurrent(r, early, ahead=ahead) == await walk_rubric(r, sequential)
+        # Every question the sequential walk asks, each once; the others asked ahead
+        # are counted as unused, and nothing is left running.
+        assert set(sequential.asked) <= set(early.asked)
+        assert len(set(early.asked)) == len(early.asked)
+        assert ahead.unused == len(early.asked) - len(sequential.asked) <= ahead.asked
+        assert early.in_flight == 0
+        early_paths += ahead.asked > 0
+    assert early_paths > paths // 2
+
+
+async def test_a_part_asks_ahead_only_after_its_first_questions_and_only_when_allowed():
+    r = rubric("vera-si")
+    # Risk found, then No down every chain: S1..S7 is one part of seven questions.
+    given = {q.id: "No" for q in r.questions} | {"D1": "Yes", "D2": "Yes", "G0": "Immediate risk"}
+    sequential = Judge(given)
+    expected = await walk_rubric(r, sequential)
+    never = AskAhead(lambda: False, after=1)
+    plain = Judge(given)
+    assert await walk_rubric_concurrent(r, plain, ahead=never) == expected
+    assert never.asked == 0 and sorted(plain.asked) == sorted(sequential.asked)
+
+    gate = asyncio.Event()
+    in_flight: set[str] = set()
+
+    async def answer(q: Question) -> Answer:
+        in_flight.add(q.id)
+        if q.id.startswith("S") and q.id != "S1" and q.id != "S2":
+            await gate.wait()
+        in_flight.discard(q.id)
+        return Answer(given[q.id], f"why {q.id}", raw=f"raw {q.id}")
+
+    ahead = AskAhead(always, after=3)
+    walk = asyncio.create_task(walk_rubric_concurrent(r, answer, ahead=ahead))
+    for _ in range(30):
+        await asyncio.sleep(0)
+    # S1 and S2 one after the other; at the third question, S3, S4 is asked with it.
+    assert {q for q in in_flight if q.startswith("S")} == {"S3", "S4"}
+    gate.set()
+    assert await walk == expected
+    # With every chain answered No, the way on was always the one taken.
+    assert ahead.asked > 0 and ahead.unused == 0
+
+
+async def test_a_question_asked_ahead_that_fails_fails_the_walk_only_if_reached():
+    r = rubric("vera-si")
+    given = {q.id: "No" for q in r.questions} | {"D1": "Yes", "D2": "Yes", "G0": "Immediate risk"}
+    # S4 answered Yes ends the chain: S5, asked ahead, is not reached.
+    unreached = Judge(given | {"S4": "Yes"}, fail={"S5": ConnectionError("S5 failed")})
+    ahead = AskAhead(always, after=3)
+    expected = await walk_rubric(r, Judge(given | {"S4": "Yes"}))
+    assert await walk_rubric_concurrent(r, unreached, ahead=ahead) == expected
+    assert "S5" in unreached.asked and ahead.unused >= 1
+
+    # Reached, its failure is the walk's, as in the sequential walk.
+    reached = Judge(given, fail={"S5": ConnectionError("S5 failed")})
+    seq_answered: list[tuple[Question, Answer]] = []
+    early_answered: list[tuple[Question, Answer]] = []
+    with pytest.raises(ConnectionError, match="S5 failed"):
+        await walk_rubric(r, Judge(given, fail={"S5": ConnectionError("S5 failed")}), answered=seq_answered)
+    with pytest.raises(ConnectionError, match="S5 failed"):
+        await walk_rubric_concurrent(r, reached, answered=early_answered, ahead=AskAhead(always, after=3))
+    assert early_answered == seq_answered
+    assert reached.in_flight == 0
+
+
+async def test_an_outside_cancellation_cancels_what_was_asked_ahead():
+    r = rubric("vera-si")
+    given = {q.id: "No" for q in r.questions} | {"D1": "Yes", "D2": "Yes", "G0": "Immediate risk"}
+    in_flight: set[str] = set()
+    ahead_started = asyncio.Event()
+
+    async def answer(q: Question) -> Answer:
+        in_flight.add(q.id)
+        try:
+            if q.id == "S4":
+                ahead_started.set()
+            if q.id in ("S3", "S4"):
+                await asyncio.Event().wait()
+            return Answer(given[q.id])
+        finally:
+            in_flight.discard(q.id)
+
+    walk = asyncio.create_task(walk_rubric_concurrent(r, answer, ahead=AskAhead(always, after=3)))
+    await ahead_started.wait()
     walk.cancel()
     with pytest.raises(asyncio.CancelledError):
         await walk

@@ -3,7 +3,7 @@ another, or the independent parts at once), rate each dimension, and render it a
 document. Pure: the walk takes an `answer(question)` coroutine.
 """
 
-from vera.rubric._concurrent import walk_rubric_concurrent
+from vera.rubric._concurrent import AskAhead, walk_rubric_concurrent
 from vera.rubric._doc import render_rubric
 from vera.rubric._load import load_rubric
 from vera.rubric._model import Question, Rubric
@@ -13,6 +13,7 @@ from vera.rubric._walk import Answer
 
 __all__ = [
     "Answer",
+    "AskAhead",
     "Question",
     "QuestionTexts",
     "Rubric",

@@ -32,11 +32,28 @@ counted by the caller's client) but not recorded as answers.
 
 A rubric whose flow has a cycle (an invalid rubric, refused by validation) has no
 post-dominators to speak of; it is walked sequentially.
+
+**Asking ahead** (`AskAhead`, off unless given). The parts shorten the walk to its
+longest chain: in vera-si up to 7 questions of one dimension, each asked only if the one
+before was answered No. At the end of a sweep nothing else waits for the account's
+slots, and those chains are what the sweep waits for. With `AskAhead`, a part that has
+already asked `after` questions (a chain that is going on) also asks, while it waits for
+its answer, the question it goes on to along the longest way onward; if the answer
+leads there, that answer is at hand one call earlier, so the rest of the chain takes
+half the rounds. An answer is the same whenever it is asked: each judge call holds the
+transcript and one question, nothing about earlier answers. A question asked ahead that
+the walk does not reach is *unused*: paid for, counted in `AskAhead.unused`, never
+recorded as an answer, and the walk waits for it (its call is accounted like any
+other). It is asked only while `AskAhead.when()` says so (the sweep gives "no job left
+to start"). Everything above still holds: the answers, ratings and the failure raised
+are the sequential walk's (a question asked ahead that fails is that walk's failure
+only if the walk reaches it).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from functools import lru_cache
 
 from vera.rubric._model import Question, Rubric
@@ -48,14 +65,19 @@ _EXIT = None
 
 
 class Flow:
-    """A rubric's flow graph: the next question for every (question, label), and every
-    question's nearest post-dominator (`None` for the exit)."""
+    """A rubric's flow graph: the next question for every (question, label), every
+    question's nearest post-dominator (`None` for the exit), and its `onward` question:
+    the next one along the longest way on from it (`None` when every answer leads to
+    the exit)."""
 
-    __slots__ = ("ipdom", "step")
+    __slots__ = ("ipdom", "onward", "step")
 
-    def __init__(self, step: list[dict[str, int | None]], ipdom: list[int | None]) -> None:
+    def __init__(
+        self, step: list[dict[str, int | None]], ipdom: list[int | None], onward: list[int | None]
+    ) -> None:
         self.step = step
         self.ipdom = ipdom
+        self.onward = onward
 
 
 @lru_cache(maxsize=16)
@@ -68,7 +90,32 @@ def flow_of(rubric: Rubric) -> Flow | None:
             targets.setdefault(label, target)  # the first option of a label wins, as in the walk
         step.append(targets)
     ipdom = _post_dominators([list(dict.fromkeys(s.values())) for s in step])
-    return None if ipdom is None else Flow(step, ipdom)
+    if ipdom is None:
+        return None
+    return Flow(step, ipdom, _onward(rubric, step))
+
+
+def _onward(rubric: Rubric, step: list[dict[str, int | None]]) -> list[int | None]:
+    """For every question, the next question along the longest way on from it (ways
+    measured in asked questions, automatic ones passed through), or None when every
+    answer leads to the exit. The flow has no cycle (the caller checked)."""
+    n = len(step)
+    longest: list[int] = [-1] * n  # asked questions on the longest way from i, i included
+    for root in range(n - 1, -1, -1):
+        stack = [root]
+        while stack:  # depth first, a question after all its successors
+            i = stack[-1]
+            todo = [j for j in step[i].values() if j is not None and longest[j] < 0]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            onward = max((longest[j] for j in step[i].values() if j is not None), default=0)
+            longest[i] = onward + (not rubric.questions[i].automatic)
+    return [
+        max((j for j in step[i].values() if j is not None), key=lambda j: longest[j], default=None)
+        for i in range(n)
+    ]
 
 
 def _post_dominators(succ: list[list[int | None]]) -> list[int | None] | None:
@@ -112,6 +159,21 @@ def _post_dominators(succ: list[list[int | None]]) -> list[int | None] | None:
     return ipdom
 
 
+class AskAhead:
+    """Asking ahead for one walk (see the module docstring): a part that has asked
+    `after` questions asks its onward question alongside each next one, while `when()`
+    is true. `asked` counts the questions asked ahead, `unused` those the walk did not
+    reach (paid for, not answers)."""
+
+    __slots__ = ("after", "asked", "unused", "when")
+
+    def __init__(self, when: Callable[[], bool], *, after: int = 3) -> None:
+        self.when = when
+        self.after = after
+        self.asked = 0
+        self.unused = 0
+
+
 class _Part:
     """One part of the walk: its answers from `answer`, in order."""
 
@@ -126,9 +188,11 @@ async def walk_rubric_concurrent(
     answer: AnswerFn,
     *,
     answered: list[tuple[Question, Answer]] | None = None,
+    ahead: AskAhead | None = None,
 ) -> Walk:
     """`walk_rubric`'s result, with the questions of independent parts asked at the
-    same time (see the module's docstring). Same arguments, same exceptions."""
+    same time, and with `ahead` the likely next questions of long chains asked early
+    (see the module's docstring). Same arguments, same exceptions."""
     flow = flow_of(rubric)
     if flow is None or not rubric.questions:
         return await walk_rubric(rubric, answer, answered=answered)
@@ -136,6 +200,7 @@ async def walk_rubric_concurrent(
     running: dict[asyncio.Task[None], _Part] = {}
     task_of: dict[_Part, asyncio.Task[None]] = {}
     all_done = asyncio.Event()
+    early: dict[int, asyncio.Future[Answer]] = {}  # asked ahead, not yet reached
 
     def start(first: int, stop: int | None, after: _Part | None) -> None:
         part = _Part()
@@ -153,7 +218,21 @@ async def walk_rubric_concurrent(
         if all(t.done() for t in running):
             all_done.set()
 
+    def ask_ahead(i: int, stop: int | None) -> None:
+        j = flow.onward[i]
+        # Only within the part: `stop` post-dominates i, so a way on reaches it or ends,
+        # and what lies beyond it belongs to the next part.
+        while j is not None and j != stop:
+            if not rubric.questions[j].automatic:
+                break
+            j = flow.step[j][rubric.questions[j].options[0].label]
+        if ahead is None or j is None or j == stop or j in early:
+            return
+        ahead.asked += 1
+        early[j] = asyncio.ensure_future(answer(rubric.questions[j]))
+
     async def walk_part(part: _Part, i: int | None, stop: int | None) -> None:
+        asked = 0
         while i is not None and i != stop:
             certain = flow.ipdom[i]
             if certain is not None and certain != stop:
@@ -166,14 +245,20 @@ async def walk_rubric_concurrent(
             if q.automatic:
                 label = q.options[0].label
             else:
-                a = await answer(q)
+                asked += 1
+                if ahead is not None and asked >= ahead.after and ahead.when():
+                    ask_ahead(i, stop)
+                # Awaiting a task asked ahead cancels it if this part is cancelled.
+                a = await (early.pop(i, None) or answer(q))
                 part.answers.append((q, a))
                 label = _canonical(q, a.label)
             i = flow.step[i][label]
 
     start(0, _EXIT, None)
+    completed = False
     try:
         await all_done.wait()
+        completed = True
     finally:
         # Cancelled from outside (the sweep stops): no part outlives the walk.
         left = [t for t in running if not t.done()]
@@ -181,6 +266,18 @@ async def walk_rubric_concurrent(
             t.cancel()
         if left:
             await asyncio.gather(*left, return_exceptions=True)
+        # Every part is done: what was asked ahead and is still here was not reached.
+        # A walk that ran to its end waits for those calls, so each is accounted; one
+        # that failed or was cancelled stops them as it stops its later parts.
+        unused = list(early.values())
+        if ahead is not None:
+            ahead.unused += len(unused)
+        failed = any(not t.cancelled() and t.exception() is not None for t in running)
+        if not completed or failed:
+            for call in unused:
+                call.cancel()
+        if unused:
+            await asyncio.gather(*unused, return_exceptions=True)
 
     in_order = [qa for part in order for qa in part.answers]
     for part in order:
