@@ -115,7 +115,10 @@ def run_once(opts: BenchOptions, sequential: bool) -> dict[str, Any]:
         import vera.engine._judge
         from vera.rubric._walk import walk_rubric
 
-        vera.engine._judge.walk_rubric_concurrent = walk_rubric  # type: ignore[assignment]
+        async def one_by_one(rubric: Any, answer: Any, *, answered: Any = None, ahead: Any = None) -> Any:
+            return await walk_rubric(rubric, answer, answered=answered)
+
+        vera.engine._judge.walk_rubric_concurrent = one_by_one  # type: ignore[assignment]
     raise_open_files_limit()
     os.environ[KEY_ENV] = KEY
     with fake_server(opts.latency_ms, opts.rpm) as server, tempfile.TemporaryDirectory() as tmp:

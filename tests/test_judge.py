@@ -14,6 +14,7 @@ from vera.engine._judge import JUDGE_SCHEMA, judge_conversation, match_option, p
 from vera.errors import ServerError
 from vera.inputs._prompts import load_judge_prompts
 from vera.records import HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, Conversation, Judgement, Turn
+from vera.rubric._concurrent import AskAhead
 from vera.rubric._load import load_rubric
 from vera.rubric._walk import walk_rubric
 
@@ -153,12 +154,20 @@ def hashed_answers(fail_on: str | None = None):
     return model
 
 
-async def judge_si(model, *, conv_id: str, sequential: bool, monkeypatch) -> Judgement:
+async def judge_si(
+    model, *, conv_id: str, sequential: bool, monkeypatch, ahead: AskAhead | None = None
+) -> Judgement:
     with monkeypatch.context() as m:
         if sequential:  # the walk as it was: one question after the other
-            m.setattr("vera.engine._judge.walk_rubric_concurrent", walk_rubric)
+
+            async def one_by_one(rubric, answer, *, answered=None, ahead=None):
+                return await walk_rubric(rubric, answer, answered=answered)
+
+            m.setattr("vera.engine._judge.walk_rubric_concurrent", one_by_one)
         conv = msgspec.structs.replace(conversation(), id=conv_id)
-        j = await judge_conversation(conv, SI_RUBRIC, PROMPTS, model, judge_ref="j", instance=1, job_id="jid")
+        j = await judge_conversation(
+            conv, SI_RUBRIC, PROMPTS, model, judge_ref="j", instance=1, job_id="jid", ahead=ahead
+        )
     return msgspec.structs.replace(j, finished_at=0.0)
 
 
@@ -179,6 +188,24 @@ async def test_the_concurrent_walk_sends_the_sequential_calls_and_makes_the_same
         assert asked(concurrent) == asked(sequential)
         walks.add(len(sequential.requests))
     assert len(walks) > 3  # short and long walks alike
+
+
+async def test_asking_ahead_makes_the_same_judgement_and_counts_what_it_did_not_use(monkeypatch):
+    unused = 0
+    for n in range(40):
+        sequential, early = hashed_answers(), hashed_answers()
+        expected = await judge_si(sequential, conv_id=f"c{n}", sequential=True, monkeypatch=monkeypatch)
+        ahead = AskAhead(lambda: True, after=1)
+        got = await judge_si(early, conv_id=f"c{n}", sequential=False, monkeypatch=monkeypatch, ahead=ahead)
+        # The same answers and ratings; the questions asked ahead and not reached are
+        # counted on the judgement, and their calls are in its usage (they were paid for).
+        assert msgspec.structs.replace(got, usage=expected.usage, unused_questions=0) == expected
+        extra = len(early.requests) - len(sequential.requests)
+        assert got.unused_questions == ahead.unused == extra
+        assert set(asked(sequential)) <= set(asked(early))
+        assert got.usage.input_tokens > expected.usage.input_tokens or extra == 0
+        unused += extra
+    assert unused > 0
 
 
 async def test_a_failing_call_in_one_part_fails_the_judgement_as_before(monkeypatch):

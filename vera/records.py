@@ -207,6 +207,9 @@ class Judgement(msgspec.Struct, gc=False, kw_only=True):
     usage: Usage = msgspec.field(default_factory=Usage)
     cost_usd: float = 0.0
     finished_at: float = 0.0
+    # Questions asked ahead at the end of the sweep that the walk did not reach: their
+    # calls are in `usage` and the call log, their answers nowhere (vera.rubric._concurrent).
+    unused_questions: int = 0
 
 
 # ---------------------------------------------------------------------------------------

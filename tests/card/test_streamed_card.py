@@ -41,4 +41,12 @@ def test_the_streamed_card_is_the_card_of_every_record_read_at_once(rich_run, tm
     # the call log streams by) are those of the records read at once.
     harmful = [h for bot in card_streamed.chatbots for h in bot.harmful]
     assert harmful and all(h.reasoning is not None for h in harmful)
-    assert card_streamed.accounting == _accounting(read_records(run / CALLS, CallRecord), read_manifest(run))
+    judgements: dict[str, Judgement] = {}
+    for j in read_records(run / JUDGEMENTS, Judgement):
+        keep_latest(judgements, j)
+    assert card_streamed.accounting == _accounting(
+        read_records(run / CALLS, CallRecord),
+        read_manifest(run),
+        unused=sum(j.unused_questions for j in judgements.values()),
+    )
+    assert card_streamed.accounting.unused_judge_questions > 0  # the offline judges asked ahead

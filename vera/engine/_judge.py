@@ -22,7 +22,7 @@ from vera.clients.base import CallContext, ChatClient, ChatRequest
 from vera.errors import TransientError
 from vera.inputs import AnswerFormat, JudgePrompts
 from vera.records import Conversation, JudgeAnswer, Judgement, Message, Turn, Usage
-from vera.rubric import Answer, Question, Rubric, walk_rubric_concurrent
+from vera.rubric import Answer, AskAhead, Question, Rubric, walk_rubric_concurrent
 
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -152,7 +152,6 @@ class RubricJudge:
         self.params = params
         self.max_attempts = max_attempts
         self.usage = Usage()
-        self.answered: list[tuple[Question, Answer]] = []  # kept for audit if the walk fails
         self.system = Message("system", prompts.system.render(system_values(prompts, conversation.turns)))
         self.schema = JUDGE_SCHEMA if prompts.structured_output else None
 
@@ -177,9 +176,7 @@ class RubricJudge:
             parsed = parse_reply(reply.parsed, reply.text, self.prompts.answer_format)
             label = match_option(parsed.answer, labels) if parsed else None
             if parsed and label:
-                answer = Answer(label, parsed.reasoning, reply.text, attempt)
-                self.answered.append((q, answer))
-                return answer
+                return Answer(label, parsed.reasoning, reply.text, attempt)
             last = parsed.answer if parsed else reply.text[:200]
             messages = [
                 *messages,
@@ -203,17 +200,19 @@ async def judge_conversation(
     job_id: str,
     params: dict[str, Any] | None = None,
     max_attempts: int = 3,
+    ahead: AskAhead | None = None,
 ) -> Judgement:
     """Walk the rubric for one conversation, its independent parts at the same time
     (same questions, answers and ratings as one after the other; see
-    `vera.rubric._concurrent`). A provider failure or an invalid answer makes the
-    judgement *failed* with the reason; it is then kept out of the scores."""
+    `vera.rubric._concurrent`), with `ahead` asking long chains' likely next questions
+    early. A provider failure or an invalid answer makes the judgement *failed* with
+    the reason; it is then kept out of the scores."""
     judge = RubricJudge(
         conversation, rubric, prompts, client, job_id=job_id, params=params, max_attempts=max_attempts
     )
     answered: list[tuple[Question, Answer]] = []  # in walk order, kept for audit if the walk fails
     try:
-        walk = await walk_rubric_concurrent(rubric, judge.answer, answered=answered)
+        walk = await walk_rubric_concurrent(rubric, judge.answer, answered=answered, ahead=ahead)
     except (TransientError, InvalidAnswerError) as exc:
         return Judgement(
             id=job_id,
@@ -237,6 +236,7 @@ async def judge_conversation(
             error=f"{type(exc).__name__}: {exc}",
             usage=judge.usage,
             finished_at=time.time(),
+            unused_questions=ahead.unused if ahead is not None else 0,
         )
     return Judgement(
         id=job_id,
@@ -249,4 +249,5 @@ async def judge_conversation(
         risk_selected=walk.risk_selected,
         usage=judge.usage,
         finished_at=time.time(),
+        unused_questions=ahead.unused if ahead is not None else 0,
     )

@@ -30,6 +30,7 @@ from vera.records import (
     Conversation,
     Judgement,
 )
+from vera.rubric import AskAhead
 from vera.store import ConversationHead, JudgementHead, RunStore
 
 
@@ -68,6 +69,7 @@ class SweepResult:
     judgements: int = 0
     judgements_failed: int = 0
     judgements_reused: int = 0
+    unused_questions: int = 0  # judge questions asked ahead and not reached (paid)
     wall_s: float = 0.0
     stopped: str | None = None  # why the sweep stopped early, if it did
 
@@ -90,7 +92,12 @@ class Stop:
 
 class Judging:
     """Judges complete conversations with every (judge, instance) slot, skipping
-    judgements already in the store, and persists each one as it finishes."""
+    judgements already in the store, and persists each one as it finishes.
+
+    `tail` is set once the sweep has no job left to start: from then on the slots that
+    finished jobs leave stay empty, and what the sweep waits for is the longest rubric
+    chains still being walked, so (with `[judge] ask_ahead = "tail"`) they ask their
+    likely next question early (vera.rubric._concurrent)."""
 
     def __init__(
         self,
@@ -102,6 +109,13 @@ class Judging:
     ) -> None:
         self.sweep, self.store, self.clients = sweep, store, clients
         self.result, self.progress = result, progress
+        self.tail = False
+
+    def reached_tail(self) -> None:
+        self.tail = True
+
+    def _in_tail(self) -> bool:
+        return self.tail
 
     def all_done(self, conv_id: str) -> bool:
         """Whether every judgement of a conversation is already in the store."""
@@ -130,6 +144,7 @@ class Judging:
         if self.store.done_judgement(jid):
             self._reused(jid, conv.id, slot)
             return
+        ahead = AskAhead(self._in_tail) if inputs.config.judge.ask_ahead == "tail" else None
         try:
             j = await judge_conversation(
                 conv,
@@ -141,12 +156,14 @@ class Judging:
                 job_id=jid,
                 params=call_params(self.sweep.judge_specs[slot.ref], derive_seed(jid)),
                 max_attempts=inputs.config.judge.max_attempts,
+                ahead=ahead,
             )
         except FatalProviderError as exc:
             j = failed_judgement(jid, conv.id, slot, exc)
             self.result.stopped = str(exc)
         self.store.add_judgement(j)
         self.result.judgements += 1
+        self.result.unused_questions += j.unused_questions
         self.result.judgements_failed += j.status == "failed"
         self.progress.judgement(j, cached=False)
 
@@ -175,11 +192,13 @@ async def _workers(
     result: SweepResult,
     stop: Stop,
     budget: Budget | None = None,
+    on_last: Callable[[], None] | None = None,
 ) -> None:
     """`n` workers draining `items` in order. New work stops when `stop` is requested
     (work in flight then gets its grace period), when the budget would be exceeded, or
     after a fatal provider error (bad key, bad request) instead of failing every
-    remaining job the same way. `result.stopped` is this sweep's own record of why."""
+    remaining job the same way. `result.stopped` is this sweep's own record of why.
+    `on_last` is called when the last item has been taken."""
     queue: asyncio.Queue[Any] = asyncio.Queue()
     for item in items:
         queue.put_nowait(item)
@@ -198,6 +217,8 @@ async def _workers(
             except asyncio.QueueEmpty:
                 return
             counts["started"] += 1
+            if on_last is not None and queue.empty():
+                on_last()
             await work(item)
             counts["finished"] += 1
 
@@ -279,7 +300,9 @@ async def run_sweep(
         await judging.conversation(conv)
 
     try:
-        await _workers(max_concurrency, sweep.jobs, conversation, result, stop or Stop(), budget)
+        await _workers(
+            max_concurrency, sweep.jobs, conversation, result, stop or Stop(), budget, judging.reached_tail
+        )
     finally:
         progress.stop()
     result.wall_s = time.perf_counter() - started
@@ -315,7 +338,9 @@ async def judge_conversations(
             await judging.conversation(store.read_conversation(item))
 
     try:
-        await _workers(max_concurrency, list(conversations), judge, result, stop or Stop(), budget)
+        await _workers(
+            max_concurrency, list(conversations), judge, result, stop or Stop(), budget, judging.reached_tail
+        )
     finally:
         progress.stop()
     result.wall_s = time.perf_counter() - started

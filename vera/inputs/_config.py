@@ -88,6 +88,10 @@ class JudgeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     instances: int = 1
     max_attempts: int = 3
     params: dict[str, Any] | None = None  # [judge.params]; None = DEFAULT_ROLE_PARAMS
+    # "tail": once no job is left to start, long rubric chains ask their likely next
+    # question early (a few unused, paid questions for a shorter end of the sweep;
+    # vera.rubric._concurrent); "off": only questions the walk reaches are asked.
+    ask_ahead: Literal["tail", "off"] = "tail"
 
 
 class RoleConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -229,6 +233,9 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             "limits_url",
         ):
             data.pop(key, None)
+        # Asking ahead changes which calls are made at the end of a sweep, never an
+        # answer (vera.rubric._concurrent); and runs from before it keep their fingerprint.
+        data["judge"].pop("ask_ahead")
         reference = data.pop("reference")
         reference.pop("data")  # where the reference files are kept does not matter; their hashes do
         if any(reference.values()):  # left out when unused, so older runs keep their fingerprint

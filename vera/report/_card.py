@@ -235,7 +235,7 @@ def build_card(
             mean_turns=round_number(sum(turns) / len(turns)) if turns else None,
         ),
         failures=failures,
-        accounting=_accounting(records.calls(), manifest),
+        accounting=_accounting(records.calls(), manifest, unused=sum(j.unused_questions for j in judgements)),
         chatbots=chatbots,
         comparisons=comparisons(stats.pairs, "chatbot") if stats.pairs is not None else [],
     )
@@ -443,9 +443,10 @@ def _harmful(records: RunRecords) -> dict[str, list[HarmfulRating]]:
     return out
 
 
-def _accounting(calls: Iterable[CallRecord], manifest: RunManifest) -> Accounting:
+def _accounting(calls: Iterable[CallRecord], manifest: RunManifest, *, unused: int = 0) -> Accounting:
     """Calls, tokens, cost, retries and errors by role, by provider and in total, summed
-    as the call log streams by (never all of it in memory)."""
+    as the call log streams by (never all of it in memory); `unused`, the judge questions
+    asked ahead that no walk reached."""
     by_role: dict[str, CallTotals] = defaultdict(CallTotals)
     by_provider: dict[str, CallTotals] = defaultdict(CallTotals)
     total = CallTotals()
@@ -468,6 +469,7 @@ def _accounting(calls: Iterable[CallRecord], manifest: RunManifest) -> Accountin
         # What each account ran with: like the money, a fact of this run, not of the sweep
         # (the same sweep on other endpoints or as shards has other limits, same results).
         limits=[msgspec.convert(msgspec.to_builtins(a), AccountLimit) for a in manifest.limits],
+        unused_judge_questions=unused,
     )
 
 

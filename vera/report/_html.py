@@ -150,7 +150,23 @@ def render_html(card: Card, plots: Sequence[Plot]) -> str:
                 html_table(failures_table(card.failures)),
             )
         )
-    body.append(_section("accounting", "Model calls and cost", html_table(accounting_table(card))))
+    unused = card.accounting.unused_judge_questions
+    body.append(
+        _section(
+            "accounting",
+            "Model calls and cost",
+            html_table(accounting_table(card)),
+            *(
+                [
+                    f"<p>{num(unused)} of the judge's calls asked a question ahead, at the end of "
+                    "the sweep, that its walk then did not need: paid for and counted above, "
+                    "in no judgement.</p>"
+                ]
+                if unused
+                else []
+            ),
+        )
+    )
     body.append("</main>")
     b = card.bootstrap
     body.append(

@@ -324,6 +324,9 @@ class Accounting(msgspec.Struct, frozen=True):
     by_role: dict[str, CallTotals]
     by_provider: dict[str, CallTotals]
     limits: list[AccountLimit]
+    # Judge questions asked ahead at the end of the sweep that no walk reached: their
+    # calls are in the totals above (paid for), their answers in no judgement.
+    unused_judge_questions: int = 0
 
 
 class Card(msgspec.Struct, frozen=True, kw_only=True):

@@ -230,7 +230,7 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
             f"{confidence_label(card)} (confidence {num(b.confidence)}) {b.method} over "
             f"{b.cluster}s, {num(b.resamples)} resamples, seed {num(b.seed)}",
         ),
-        ("Cost", f"${num(total.cost_usd)} over {num(total.calls)} model calls"),
+        ("Cost", f"${num(total.cost_usd)} over {num(total.calls)} model calls{_unused_text(card)}"),
     ]
     if s.shard:
         rows.append(("Shard", str(s.shard)))
@@ -588,6 +588,13 @@ def flag(excludes_zero: bool | None) -> str:
     if excludes_zero is None:
         return MISSING
     return "yes — a difference" if excludes_zero else "no"
+
+
+def _unused_text(card: Card) -> str:
+    unused = card.accounting.unused_judge_questions
+    if not unused:
+        return ""
+    return f", {num(unused)} of them judge questions asked ahead and not needed"
 
 
 ACCOUNTING_COLUMNS = (

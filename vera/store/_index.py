@@ -71,6 +71,7 @@ class JudgementHead(msgspec.Struct, kw_only=True):
     status: str
     ratings: list[RatingHead] = []
     error: str | None = None
+    unused_questions: int = 0  # asked ahead, not reached: in the call log's totals
 
 
 H = TypeVar("H", ConversationHead, JudgementHead)
