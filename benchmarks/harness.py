@@ -9,8 +9,9 @@ provider profiles on disk, `ClientPool` → `LimitedClient` → `OpenAIClient` o
 aiohttp session, the `simulate_conversation` turn loop, and every record written to a
 run store. Chatbot, user-agent (and judge, with `--judge`) are three profiles on one
 account, as they would be on one provider key. The configuration is `vera run`'s
-default: response cache, event log and progress display on (`--no-cache`,
-`--no-events`, `--no-progress` turn each off to show what it costs).
+default: response cache, event log and progress display on, and with `--judge` the
+judge's asking ahead at the end of the sweep (`--no-cache`, `--no-events`,
+`--no-progress`, `--no-ask-ahead` turn each off to show what it costs).
 
     vera bench                                   # 100 conversations × 20 turns, 200 ms
     vera bench --conversations 2000 --turns 20 --latency-ms 2000 --concurrency 2000
@@ -48,7 +49,7 @@ import orjson
 from vera import __version__
 from vera.app._gc import sweep_collector
 from vera.errors import UserError
-from vera.inputs._config import REPO_ROOT, ConversationConfig, RunConfig
+from vera.inputs._config import REPO_ROOT, ConversationConfig, JudgeConfig, RunConfig
 from vera.records import Role
 
 FAKE_SERVER = Path(__file__).resolve().parent / "fake_server.py"
@@ -71,6 +72,7 @@ class BenchOptions:
     cache: bool = True
     events: bool = True
     progress: bool = True
+    ask_ahead: bool = True
 
 
 # ---------------------------------------------------------------------------------------
@@ -185,6 +187,7 @@ def _config(opts: BenchOptions, providers: Path) -> RunConfig:
         cache=opts.cache,
         # min = max: the fake user never ends early, so every conversation makes T calls.
         conversation=ConversationConfig(max_turns=opts.turns, min_turns=opts.turns),
+        judge=JudgeConfig(ask_ahead="tail" if opts.ask_ahead else "off"),
         base_dir=str(REPO_ROOT),
     )
     cfg.check()
@@ -286,7 +289,9 @@ def figures(opts: BenchOptions, window: Window, result: Any) -> dict[str, Any]:
     """The figures of one run, as printed and written to `--json`."""
     in_flight = min(opts.concurrency, opts.conversations)
     counters, before, after = window.account, window.server_before, window.server_after
-    calls = counters["calls"] - counters["errors"]
+    # Questions asked ahead that no walk reached were paid for but did no work of the
+    # sweep's: they are not counted as calls made (`unused_questions` shows them).
+    calls = counters["calls"] - counters["errors"] - result.unused_questions
     ideal = in_flight / (opts.latency_ms / 1000)
     if opts.rpm:
         ideal = min(ideal, opts.rpm / 60)
@@ -295,7 +300,8 @@ def figures(opts: BenchOptions, window: Window, result: Any) -> dict[str, Any]:
     server_cpu_s = after["cpu_s"] - before["cpu_s"]
     return {
         "scenario": asdict(opts),
-        "config": {"cache": opts.cache, "events": opts.events, "progress": opts.progress},
+        "config": {"cache": opts.cache, "events": opts.events, "progress": opts.progress}
+        | ({"ask_ahead": opts.ask_ahead} if opts.judge else {}),
         "calls": calls,
         "wall_s": round(window.wall_s, 3),
         "calls_per_s": round(calls_per_s, 1),
@@ -313,6 +319,7 @@ def figures(opts: BenchOptions, window: Window, result: Any) -> dict[str, Any]:
         "retries": counters["retries"],
         "conversations_finished": result.conversations,
         "judgements_finished": result.judgements,
+        "unused_questions": result.unused_questions,
         "client_cpu_s": round(window.cpu_s, 3),
         "server_requests": server_requests,
         "server_http_429": after["http_429"] - before["http_429"],
@@ -402,8 +409,9 @@ def render_figures(fig: dict[str, Any]) -> str:
         + (", judged" if s["judge"] else "")
     )
     config = fig.get("config") or {}
-    on = [name for name in ("cache", "events", "progress") if config.get(name)]
-    off = [name for name in ("cache", "events", "progress") if name in config and not config[name]]
+    parts = ("cache", "events", "progress", "ask_ahead") if s["judge"] else ("cache", "events", "progress")
+    on = [name for name in parts if config.get(name)]
+    off = [name for name in parts if name in config and not config[name]]
     head += f"; {', '.join(on) or 'nothing'} on" + (f", {', '.join(off)} off" if off else "")
     lines = [head]
     for key, label, fmt in _LINES:
@@ -411,6 +419,7 @@ def render_figures(fig: dict[str, Any]) -> str:
             lines.append(f"  {label:<38}{fmt.format(fig[key])}")
     if s["judge"]:
         lines.append(f"  {'judgements':<38}{fig['judgements_finished']:,}")
+        lines.append(f"  {'questions asked ahead, unused (paid)':<38}{fig.get('unused_questions', 0):,}")
     return "\n".join(lines)
 
 
@@ -584,6 +593,12 @@ def render_table(results: list[tuple[Scenario, dict[str, Any]]]) -> str:
     show_default=True,
     help="The progress display, on as in `vera run` (a live table on a terminal, else a line every 10 s).",
 )
+@click.option(
+    "--ask-ahead/--no-ask-ahead",
+    default=True,
+    show_default=True,
+    help="With --judge: the judge's asking ahead at the end of the sweep, on as in `vera run`.",
+)
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the figures to this file.")
 @click.option("--suite", is_flag=True, help="Run every target scenario and print the results table.")
 @click.option("--scenario", "only", multiple=True, help="With --suite: only this scenario (repeatable).")
@@ -598,6 +613,7 @@ def bench(
     cache: bool,
     events: bool,
     progress: bool,
+    ask_ahead: bool,
     json_path: str | None,
     suite: bool,
     only: tuple[str, ...],
@@ -611,7 +627,17 @@ def bench(
             sys.exit(1)
         return
     opts = BenchOptions(
-        conversations, turns, latency_ms, concurrency, rpm, duration_s, judge, cache, events, progress
+        conversations,
+        turns,
+        latency_ms,
+        concurrency,
+        rpm,
+        duration_s,
+        judge,
+        cache,
+        events,
+        progress,
+        ask_ahead,
     )
     fig = run_bench(opts)
     click.echo(render_figures(fig))

@@ -80,6 +80,16 @@ def test_with_judging_every_conversation_is_judged_from_valid_answers(tmp_path: 
     )
     assert fig["judgements_finished"] == 3
     assert fig["calls"] > 3 * 2 and fig["failed_calls"] == 0 and fig["retries"] == 0
+    assert fig["config"]["ask_ahead"] is True  # on, as in `vera run`
+    # Questions asked ahead that no walk reached reached the server, but are no calls made.
+    assert fig["server_requests"] == fig["calls"] + fig["unused_questions"]
+
+
+def test_asking_ahead_can_be_turned_off(tmp_path: Path) -> None:
+    args = ("--conversations", "3", "--turns", "2", "--latency-ms", "5", "--concurrency", "3", "--judge")
+    fig = bench(tmp_path, *args, "--no-ask-ahead")
+    assert fig["config"]["ask_ahead"] is False
+    assert fig["unused_questions"] == 0 and fig["server_requests"] == fig["calls"]
 
 
 def test_a_rate_limit_caps_the_ideal_rate_and_is_reported_as_utilisation(tmp_path: Path) -> None:
@@ -123,6 +133,10 @@ def test_figures_follow_their_definitions() -> None:
     assert fig["rss_kb_per_conversation"] == 50.0  # 2,500 KB over min(C, N) = 50
     assert fig["server_cpu_ms_per_request"] == pytest.approx(0.2)
     assert fig["failed"] == 1 and fig["failed_calls"] == 2 and fig["http_429"] == 1
+    # Questions asked ahead and never reached were paid for, but are not calls made.
+    wasted = figures(opts, window, SweepResult(conversations=50, unused_questions=20))
+    assert wasted["calls"] == 80 and wasted["unused_questions"] == 20
+    assert wasted["efficiency"] == 0.8
 
 
 def test_the_memory_flatness_scenario_compares_two_sweep_sizes() -> None:
