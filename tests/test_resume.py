@@ -299,3 +299,31 @@ def test_judging_needs_only_what_it_reads(made):
     assert_one_line_error(
         vera("judge", str(out), "--config", str(cfg)), "--config is for importing --transcripts"
     )
+
+
+def test_ctrl_c_while_the_card_is_written_names_the_command_that_writes_it(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    import vera.report
+    from vera.cli._main import main
+
+    cfg = own_config(tmp_path / "cfg")
+    out = tmp_path / "run"
+
+    def interrupted(run_dir: Path, **_: object) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(vera.report, "score_run", interrupted)
+        result = CliRunner().invoke(
+            main, ["run", "--config", str(cfg), "--out", str(out), "--limit-personas", "2", "--quiet"]
+        )
+    # The sweep was over: every record is saved, and the message says how to get the card.
+    assert result.exit_code == 130, result.output
+    message = result.output.strip().splitlines()[-1]
+    assert message.startswith("error: interrupted while writing the card; all finished work is saved: ")
+    assert message.endswith(f"run --resume {out} writes it")
+    assert not (out / "card.json").exists() and len(jsonl(out / "judgements.jsonl")) == 4
+    done = CliRunner().invoke(main, ["run", "--resume", str(out), "--quiet"])
+    assert done.exit_code == 0, done.output
+    assert json.loads((out / "card.json").read_text())["status"]["state"] == "complete"

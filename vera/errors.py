@@ -1,6 +1,7 @@
 """The error tree. Callers branch on types, never on message strings.
 
 VeraError
+├── Interrupted          Ctrl-C where vera can say what to do next: one line, exit code 130
 ├── UserError            bad input from the user: one clear line, exit code 1
 │   ├── DataError        a data file (rubric, personas, transcripts) is wrong; names file:line
 │   ├── ConfigError      a run config, provider profile or command-line value is wrong
@@ -23,6 +24,10 @@ from __future__ import annotations
 
 class VeraError(Exception):
     """Base of every error vera raises on purpose."""
+
+
+class Interrupted(VeraError):
+    """Ctrl-C at a point where the message can say what is saved and how to go on."""
 
 
 class UserError(VeraError):

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vera.engine import SweepResult
+from vera.errors import Interrupted
 from vera.report import RunStatus
 
 if TYPE_CHECKING:
@@ -36,4 +37,12 @@ def scored(outcome: RunOutcome) -> RunOutcome:
         return outcome
     from vera.report import score_run  # polars: loaded only when a card is made
 
-    return replace(outcome, card=score_run(outcome.run_dir))
+    try:
+        card = score_run(outcome.run_dir)
+    except KeyboardInterrupt:
+        # Every record is already on disk (the sweep is over); only the card is missing,
+        # and resuming the run writes it without a call.
+        raise Interrupted(
+            f"interrupted while writing the card; all finished work is saved: {outcome.resume} writes it"
+        ) from None
+    return replace(outcome, card=card)

@@ -18,7 +18,7 @@ import click
 
 from vera import __version__
 from vera.app import sweep_collector
-from vera.errors import ConfigError, UserError
+from vera.errors import ConfigError, Interrupted, UserError
 from vera.report import Card
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -38,6 +38,8 @@ class VeraGroup(click.Group):
             return super().invoke(ctx)
         except UserError as exc:
             _fail(str(exc))
+        except Interrupted as exc:
+            _fail(str(exc), 130)
         except KeyboardInterrupt:
             _fail("interrupted", 130)
 
