@@ -316,7 +316,7 @@ class RunManifest(msgspec.Struct, kw_only=True):
     imported: ImportInfo | None = None  # set for `vera judge --transcripts` runs
     reference: ReferenceData | None = None  # set when inputs came from the reference data folder
     base_dir: str = ""  # where the config's relative paths (providers, runs_dir) resolve
-    stopped: str | None = None  # why the last session stopped before all work was done
+    stopped: str | None = None  # why the last session was stopped (a signal, the budget, a bad key)
     missing_shards: list[str] = msgspec.field(default_factory=list)  # a merge with --allow-partial
     limits: list[AccountLimits] = msgspec.field(default_factory=list)  # per provider account
 

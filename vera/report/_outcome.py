@@ -155,13 +155,18 @@ def run_status(
     missing = list(manifest.missing_shards)
     if missing:
         done = f"partial sweep, shard(s) {', '.join(missing)} missing; " + done
+    not_run = convs.not_run + judged.not_run
+    if not not_run and not missing and not convs.failed and not judged.failed:
+        # The stop came when nothing was left to start, and what was in flight finished
+        # in its grace period: the run is whole, and its state says so. (With failed
+        # work, the stop's reason, such as a rejected key, is what explains it.)
+        stopped = None
     if stopped and stopped.startswith(INTERRUPTED_PREFIX):
         how = stopped.removeprefix(INTERRUPTED_PREFIX).strip()
         how = how[1:].replace(")", "", 1) if how.startswith("(") else how  # "(SIGINT); ..." -> "SIGINT; ..."
         return _status("interrupted", f"by {how}; {done}", missing)
     if stopped:
         return _status("stopped", f"{stopped}; {done}", missing)
-    not_run = convs.not_run + judged.not_run
     if not_run:
         return _status("incomplete", f"{not_run} planned job(s) not run yet; {done}", missing)
     if convs.planned and convs.complete == 0:
