@@ -36,3 +36,34 @@ def test_an_incomplete_set_of_shards_is_refused_unless_allowed_and_then_marked(t
     assert lines[2].startswith("**Run status:**")
     assert lines[4] == f"> **{warning}; every number below covers only the shards that were merged.**"
     assert warning in (out / "card.html").read_text()
+
+
+def test_an_interrupted_merge_leaves_nothing_half_made_and_can_be_run_again(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from vera.app import _merge as merging
+    from vera.cli._main import main
+
+    for k in (1, 2):
+        proc = vera(
+            "run", "--limit-personas", "4", "--shard", f"{k}/2", "--out", str(tmp_path / f"s{k}"), "--quiet"
+        )
+        assert proc.returncode == 0, proc.stderr
+    shards = [str(tmp_path / "s1"), str(tmp_path / "s2")]
+    out = tmp_path / "merged"
+
+    def interrupted(run_dir, **_):
+        assert (run_dir / "manifest.json").is_file()  # the records were all copied by now
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(merging, "score_run", interrupted)
+        result = CliRunner().invoke(main, ["merge", str(out), *shards])
+    assert result.exit_code == 130
+    # No half-merged run, nothing hidden left beside it: the same command works again.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s1", "s2"]
+    again = CliRunner().invoke(main, ["merge", str(out), *shards])
+    assert again.exit_code == 0, again.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["merged", "s1", "s2"]
+    assert json.loads((out / "card.json").read_text())["run_id"] == "merged"
+    assert not any(".merging-" in p.read_text() for p in out.glob("*.json*"))

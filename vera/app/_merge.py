@@ -8,16 +8,23 @@ job once), writes the merged manifest and scores it.
 
 An incomplete set of shards is refused unless `allow_partial`: then the merged
 manifest records the missing shards, and the card says so at the top.
+
+The merged run is built in a hidden folder beside `out` and renamed to `out` once its
+card is written, so an interrupted or failed merge leaves no half-merged run (and no
+folder that a second try would refuse as not empty). No event loop and no model call
+here: a store is all a merge needs, not a RunSession.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from vera.errors import UserError
+from vera.errors import UserError, storage_error
 from vera.records import RunManifest
 from vera.report import RunStatus, run_status, score_run
 from vera.store import RunStore, open_run, read_manifest
@@ -79,11 +86,40 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
         )
     if out.exists() and any(out.iterdir()):
         raise UserError(f"{out}: not empty; merge into a new directory")
-    target = RunStore(out)
+    building = out.parent / f".{out.name}.merging-{os.getpid()}"
+    try:
+        shutil.rmtree(building, ignore_errors=True)  # left by a merge killed with this pid
+        building.mkdir(parents=True)
+    except OSError as exc:
+        raise storage_error(out.parent, "the merged run", exc) from None
+    try:
+        merged = _merge_into(building, out.name, shards, manifests, missing)
+        score_run(building)
+        if out.exists():
+            out.rmdir()  # empty (checked above); a rename replaces no folder with content
+        building.rename(out)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    records = open_run(out)
+    return run_status(
+        merged,
+        records.conversation_heads(),
+        records.judgement_heads(),
+        stopped=None,
+        allow_failures=float(merged.config.get("allow_failures", 0.0)),
+    )
+
+
+def _merge_into(
+    target_dir: Path, run_id: str, shards: list[Path], manifests: list[RunManifest], missing: list[str]
+) -> RunManifest:
+    """Copy every shard's records into a store at `target_dir`, one record in memory at a
+    time, and write the merged manifest."""
+    target = RunStore(target_dir)
     try:
         for d in shards:
-            # A line a crash tore is mended; then streamed: one record in memory at a
-            # time, however big the shards are.
+            # A line a crash tore is mended; then streamed, however big the shards are.
             src = open_run(d, repair=True)
             for c in src.iter_conversations():
                 target.add_conversation(c)
@@ -93,7 +129,7 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
                 target.add_call(call)
         merged = msgspec.structs.replace(
             manifests[0],
-            run_id=out.name,
+            run_id=run_id,
             shard=None,
             jobs_planned=sum(m.jobs_planned for m in manifests),
             created_at=min(m.created_at for m in manifests),
@@ -104,12 +140,4 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
         target.write_manifest(merged)
     finally:
         target.close()
-    score_run(out)
-    records = open_run(out)
-    return run_status(
-        merged,
-        records.conversation_heads(),
-        records.judgement_heads(),
-        stopped=None,
-        allow_failures=float(merged.config.get("allow_failures", 0.0)),
-    )
+    return merged
