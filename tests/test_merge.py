@@ -4,17 +4,24 @@ card says at the top which shards are missing."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from .test_cli import assert_one_line_error, vera
 
 
-def test_an_incomplete_set_of_shards_is_refused_unless_allowed_and_then_marked(tmp_path):
-    for k in (1, 3):
+def run_shards(folder: Path, of: int, ks: tuple[int, ...], personas: int) -> list[str]:
+    """Offline shards K/`of` for each K in `ks`, in `folder`/sK; their folders."""
+    for k in ks:
+        out = folder / f"s{k}"
         proc = vera(
-            "run", "--limit-personas", "6", "--shard", f"{k}/3", "--out", str(tmp_path / f"s{k}"), "--quiet"
+            "run", "--limit-personas", str(personas), "--shard", f"{k}/{of}", "--out", str(out), "--quiet"
         )
         assert proc.returncode == 0, proc.stderr
-    shards = [str(tmp_path / "s1"), str(tmp_path / "s3")]
+    return [str(folder / f"s{k}") for k in ks]
+
+
+def test_an_incomplete_set_of_shards_is_refused_unless_allowed_and_then_marked(tmp_path):
+    shards = run_shards(tmp_path, 3, (1, 3), personas=6)
     out = tmp_path / "merged"
     assert_one_line_error(
         vera("merge", str(out), *shards), "incomplete sweep: shard(s) 2/3 missing", "--allow-partial"
@@ -44,12 +51,7 @@ def test_an_interrupted_merge_leaves_nothing_half_made_and_can_be_run_again(tmp_
     from vera.app import _merge as merging
     from vera.cli._main import main
 
-    for k in (1, 2):
-        proc = vera(
-            "run", "--limit-personas", "4", "--shard", f"{k}/2", "--out", str(tmp_path / f"s{k}"), "--quiet"
-        )
-        assert proc.returncode == 0, proc.stderr
-    shards = [str(tmp_path / "s1"), str(tmp_path / "s2")]
+    shards = run_shards(tmp_path, 2, (1, 2), personas=4)
     out = tmp_path / "merged"
 
     def interrupted(run_dir, **_):
