@@ -399,6 +399,9 @@ _LINES = (
 )
 
 
+_PARTS = ("cache", "events", "progress", "ask_ahead")
+
+
 def render_figures(fig: dict[str, Any]) -> str:
     s = fig["scenario"]
     head = (
@@ -409,9 +412,9 @@ def render_figures(fig: dict[str, Any]) -> str:
         + (", judged" if s["judge"] else "")
     )
     config = fig.get("config") or {}
-    parts = ("cache", "events", "progress", "ask_ahead") if s["judge"] else ("cache", "events", "progress")
-    on = [name for name in parts if config.get(name)]
-    off = [name for name in parts if name in config and not config[name]]
+    # `config` names only what applied (asking ahead only with --judge).
+    on = [name for name in _PARTS if config.get(name)]
+    off = [name for name in _PARTS if name in config and not config[name]]
     head += f"; {', '.join(on) or 'nothing'} on" + (f", {', '.join(off)} off" if off else "")
     lines = [head]
     for key, label, fmt in _LINES:
