@@ -10,7 +10,7 @@ from typing import Any
 from vera.clients.base import CallContext, ChatRequest
 from vera.engine import question_prompt
 from vera.errors import ServerError
-from vera.inputs._prompts import JudgePrompts, load_user_prompts
+from vera.inputs import JudgePrompts, load_user_prompts
 from vera.records import Completion, Message, Persona, Usage
 from vera.rubric import Rubric
 

@@ -12,7 +12,7 @@ import msgspec
 from vera.clients.base import CallContext, ChatRequest
 from vera.engine._judge import JUDGE_SCHEMA, judge_conversation, match_option, parse_reply
 from vera.errors import ServerError
-from vera.inputs._prompts import load_judge_prompts
+from vera.inputs import load_judge_prompts
 from vera.records import HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, Conversation, Judgement, Turn
 from vera.rubric._concurrent import AskAhead
 from vera.rubric._load import load_rubric

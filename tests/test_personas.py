@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vera.errors import DataError
+from vera.inputs import load_user_prompts
 from vera.inputs._personas import (
     check_personas,
     check_templates,
@@ -12,7 +13,6 @@ from vera.inputs._personas import (
     render_user_reminder,
     render_user_system,
 )
-from vera.inputs._prompts import load_user_prompts
 
 from .conftest import REFERENCE, ROOT
 from .helpers import user_prompts
@@ -76,11 +76,11 @@ def test_templates_render_every_field_and_unknown_placeholders_are_caught(tmp_pa
     folder = tmp_path / "prompts"
     folder.mkdir()
     (folder / "prompts.toml").write_text('system="s.txt"\nreminder="r.txt"\nend_marker="<<END>>"\n')
-    (folder / "s.txt").write_text("Hi {Name} {Favourite Colour}")
+    (folder / "s.txt").write_text("Hi {Name}\nand {Favourite Colour}")
     (folder / "r.txt").write_text("ok")
     issues = check_templates(load_user_prompts(folder), pset.columns)
-    assert [i.message for i in issues] == [
-        f"{folder / 's.txt'}: placeholder {{Favourite Colour}} is not a persona column"
+    assert [i.render("") for i in issues] == [
+        f"{folder / 's.txt'}:2: error: placeholder {{Favourite Colour}} is not a persona column"
     ]
 
 

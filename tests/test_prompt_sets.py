@@ -12,8 +12,8 @@ import pytest
 from vera.engine._judge import judge_conversation, parse_reply, render_transcript
 from vera.engine._simulate import ConversationJob, SimulationSettings, simulate_conversation
 from vera.errors import ConfigError, DataError
-from vera.inputs._config import REFERENCE_ENV
-from vera.inputs._prompts import load_judge_prompts, load_user_prompts
+from vera.inputs import load_judge_prompts, load_user_prompts
+from vera.inputs._refdir import REFERENCE_ENV
 from vera.records import Conversation, Turn
 from vera.rubric._load import load_rubric
 

@@ -109,13 +109,16 @@ class Completion(msgspec.Struct, gc=False):
 
 class Persona(msgspec.Struct, frozen=True):
     """A simulated user. `fields` holds every column of the persona file by its header
-    name (so prompt templates can use any column); `risk` is the normalised short risk
-    level (None, Low, High, Immediate); `line` is the file line it came from."""
+    name (so prompt templates can use any column); `risk` is the persona's group for the
+    card's breakdowns: the normalised short risk level (None, Low, High, Immediate) by
+    default, or the label of the column the target groups by; `line` is the file line
+    it came from."""
 
     name: str
     risk: str
     fields: dict[str, str]
     line: int = 0
+    annotations: dict[str, str] | None = None  # the target's annotation columns, carried to results
 
     def field(self, name: str, default: str = "") -> str:
         return self.fields.get(name, default)
@@ -159,6 +162,8 @@ class Conversation(msgspec.Struct, gc=False, kw_only=True):
     cost_usd: float = 0.0
     source: str | None = None
     imported: ImportSource | None = None  # only for conversations vera did not simulate
+    # The persona columns the target asks to carry with the results (annotation columns).
+    annotations: dict[str, str] | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -248,13 +253,46 @@ class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
     params: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
-class ArtifactVersion(msgspec.Struct, frozen=True, kw_only=True):
-    """A versioned input: its human version string, path and content hash."""
+class ArtifactVersion(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A versioned input: its human version string, path and content hash. An input
+    made of several files (a persona set a target combines) lists them all in `paths`
+    (`path` is the first) and hashes them in order."""
 
     name: str
     version: str
     path: str
     sha256: str
+    paths: tuple[str, ...] = ()
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return self.paths or (self.path,)
+
+
+class TargetInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """The target a run was configured with (vera.inputs._targets): its name, version
+    and file (hashed), the format it was read in, and the persona columns the results
+    carry beside each conversation."""
+
+    name: str
+    version: str
+    path: str
+    sha256: str
+    format: str  # "vera" (target.toml) or "vera-mh" (VERA-MH 2.0 manifest.json)
+    annotation_columns: tuple[str, ...] = ()
+
+
+class Grouping(msgspec.Struct, frozen=True, kw_only=True):
+    """How a run's personas are grouped for breakdowns: `by` is "risk" (the suicide risk
+    level), a persona column whose labels are the groups, or "" (no grouping); `levels`
+    are the groups in the order the card shows them."""
+
+    by: str
+    levels: tuple[str, ...]
+
+    @property
+    def title(self) -> str:
+        return "risk level" if self.by == "risk" else self.by
 
 
 class ReferenceData(msgspec.Struct, frozen=True, kw_only=True):
@@ -315,6 +353,9 @@ class RunManifest(msgspec.Struct, kw_only=True):
     jobs_planned: int = 0
     imported: ImportInfo | None = None  # set for `vera judge --transcripts` runs
     reference: ReferenceData | None = None  # set when inputs came from the reference data folder
+    target: TargetInfo | None = None  # set when the config named a target
+    # How personas are grouped on the card; None in runs from before targets (risk level).
+    grouping: Grouping | None = None
     base_dir: str = ""  # where the config's relative paths (providers, runs_dir) resolve
     stopped: str | None = None  # why the last session was stopped (a signal, the budget, a bad key)
     missing_shards: list[str] = msgspec.field(default_factory=list)  # a merge with --allow-partial

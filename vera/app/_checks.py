@@ -20,13 +20,17 @@ from vera.inputs import (
     OFFLINE,
     Profile,
     RunConfig,
+    check_annotations,
     check_personas,
     check_templates,
+    default_grouping,
+    find_target,
     load_config,
     load_judge_prompts,
     load_profile,
     load_user_prompts,
     missing_key,
+    persona_header,
     reads_reference,
     resolve_ref,
     verify_pins,
@@ -58,7 +62,7 @@ def check_config(file: str | Path, *, reference_data: str | None = None) -> Conf
     """Every problem of a run config and of every file it would use. `reference_data`
     is the reference tool's data folder (`--reference-data`), for configs that read it."""
     try:
-        cfg = load_config(file)
+        cfg = load_config(file, reference_data=reference_data)
     except UserError as exc:
         return ConfigReport([Finding(str(file), str(exc).removeprefix(f"{file}: "))])
     if reference_data:
@@ -201,24 +205,36 @@ def _rubric(cfg: RunConfig, findings: list[Finding]) -> str | None:
 
 
 def _personas(cfg: RunConfig, findings: list[Finding]) -> tuple[int, tuple[str, ...]]:
+    files = cfg.persona_files()
+    where = str(files[0])
     try:
-        path = cfg.path(cfg.personas)
-        pset, issues = check_personas(path)
+        for i in check_annotations(files, cfg.annotation_columns, _target_file(cfg) or "annotation_columns"):
+            findings.append(Finding(i.path, i.message))
+        group_by = cfg.group_by or default_grouping(persona_header(files[0]), cfg.annotation_columns)
+        pset, issues = check_personas(files, group_by=group_by)
     except UserError as exc:
-        findings.append(_finding(exc, cfg.personas))
+        findings.append(_finding(exc, where))
         return 0, ()
     for i in issues:
-        findings.append(Finding(f"{path}:{i.line}" if i.line else str(path), i.message, i.severity))
+        at = i.path or where
+        findings.append(Finding(f"{at}:{i.line}" if i.line else at, i.message, i.severity))
     if pset is None:
         return 0, ()
     n = len(pset.personas)
     if cfg.persona_limit > n:
         findings.append(
-            Finding(
-                str(path), f"persona_limit {cfg.persona_limit} is more than the {n} personas here", "warning"
-            )
+            Finding(where, f"persona_limit {cfg.persona_limit} is more than the {n} personas here", "warning")
         )
     return min(n, cfg.persona_limit or n), pset.columns
+
+
+def _target_file(cfg: RunConfig) -> str:
+    if not cfg.target:
+        return ""
+    try:
+        return str(find_target(cfg.target, base=Path(cfg.base_dir), reference=cfg.reference_dir))
+    except UserError:
+        return ""
 
 
 def _prompts(cfg: RunConfig, columns: tuple[str, ...], findings: list[Finding]) -> None:
@@ -226,7 +242,7 @@ def _prompts(cfg: RunConfig, columns: tuple[str, ...], findings: list[Finding]) 
         up = load_user_prompts(cfg.path(cfg.user_prompts), cfg.reference_dir)
         if columns:
             for i in check_templates(up, columns):
-                findings.append(Finding(up.version.path, i.message))
+                findings.append(Finding(f"{i.path}:{i.line}" if i.line else i.path, i.message))
     except UserError as exc:
         findings.append(_finding(exc, cfg.user_prompts))
     try:

@@ -21,7 +21,7 @@ from vera.store import RunStore, atomic_write
 
 
 async def import_and_judge(opts: JudgeOptions) -> RunOutcome:
-    cfg = configure(load_config(opts.config_path), opts)
+    cfg = configure(load_config(opts.config_path, reference_data=opts.reference_data), opts)
     inputs = Inputs.load(cfg)
     personas = inputs.personas if opts.personas else None
     conversations = read_transcripts(opts.transcripts or "", personas)

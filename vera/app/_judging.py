@@ -32,7 +32,12 @@ async def judge_existing(opts: JudgeOptions) -> RunOutcome:
     if opts.run_dir is None:
         raise UserError("vera judge needs a RUN_DIR to judge, or --transcripts to import")
     run_dir = Path(opts.run_dir)
-    for value, flag in ((opts.config_path, "--config"), (opts.personas, "--personas"), (opts.out, "--out")):
+    for value, flag in (
+        (opts.config_path, "--config"),
+        (opts.target, "--target"),
+        (opts.personas, "--personas"),
+        (opts.out, "--out"),
+    ):
         if value:
             raise ConfigError(
                 f"{flag} is for importing --transcripts; judging {run_dir} uses the settings in its manifest"
@@ -66,7 +71,7 @@ def _judging_inputs(cfg: RunConfig, manifest: RunManifest) -> Inputs:
     """What judging reads is the rubric and the judge prompts. The persona set and the
     user-agent prompts are only carried along (their versions stay in the manifest), so
     a run whose persona file has moved away can still be judged."""
-    if cfg.path(cfg.personas).exists() and cfg.path(cfg.user_prompts).exists():
+    if all(f.exists() for f in cfg.persona_files()) and cfg.path(cfg.user_prompts).exists():
         return Inputs.load(cfg)
     rubric = load_rubric(cfg.path(cfg.rubric))
     if problems := validate_rubric(rubric):

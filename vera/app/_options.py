@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from vera.errors import ConfigError
-from vera.inputs import RunConfig, check_limits_url, skip_reason
+from vera.inputs import RunConfig, apply_target, check_limits_url, skip_reason
 
 
 @dataclass
@@ -18,6 +18,7 @@ class RunOptions:
     out: str | None = None
     resume: bool = False
     max_concurrency: int | None = None
+    target: str | None = None
     personas: str | None = None
     limit_personas: int | None = None
     judges: list[str] = field(default_factory=list)
@@ -44,6 +45,7 @@ class JudgeOptions:
     config_path: str | None = None
     judges: list[str] = field(default_factory=list)
     instances: int | None = None
+    target: str | None = None
     personas: str | None = None
     max_concurrency: int | None = None
     cache: bool | None = None
@@ -71,6 +73,10 @@ def configure(
         cfg.seeds = value
     if (value := given("max_concurrency")) is not None:
         cfg.max_concurrency = value
+    if value := given("reference_data"):  # before --target, which may name a folder in it
+        cfg.reference.data = str(Path(value).resolve())
+    if value := given("target"):  # before --personas, which may replace the target's
+        apply_target(cfg, value)
     if value := given("personas"):
         cfg.personas = str(Path(value).resolve())
     if (value := given("limit_personas")) is not None:
@@ -87,8 +93,6 @@ def configure(
         cfg.cache_dir = str(Path(value).resolve())
     if (value := given("max_cost")) is not None:
         cfg.max_cost_usd = value
-    if value := given("reference_data"):
-        cfg.reference.data = str(Path(value).resolve())
     if value := given("shard_limits"):
         cfg.shard_limits = value  # click checked the choice
     if (value := given("limits_url")) is not None:

@@ -130,6 +130,8 @@ def restored_config(manifest: RunManifest) -> RunConfig:
     cfg.base_dir = manifest.base_dir or _guess_base_dir(manifest, cfg)
     for key, _ in INPUTS:
         setattr(cfg, key, getattr(manifest, key).path)
+    if len(manifest.personas.files) > 1:  # a set combined from several files
+        cfg.personas = list(manifest.personas.files)
     return cfg
 
 
@@ -155,7 +157,11 @@ def resume_config(
     names when it agrees, with the options in `given` (RunOptions fields that were set)
     applied by `apply(cfg)`. Raises a `UserError` naming every option that disagrees."""
     was = restored_config(manifest)
-    cfg = load_config(config_path) if config_path else copy.deepcopy(was)
+    cfg = (
+        load_config(config_path, reference_data=was.reference.data or None)
+        if config_path
+        else copy.deepcopy(was)
+    )
     cfg = apply(cfg)
     problems: list[str] = []
     for field, flag in RUN_FIELDS:
@@ -200,8 +206,10 @@ def check_inputs_present(manifest: RunManifest, cfg: RunConfig, run_dir: Path, k
     for key, what in INPUTS:
         if key not in keys:
             continue
-        path = cfg.path(getattr(cfg, key))
-        if not path.exists():
+        paths = cfg.persona_files() if key == "personas" else [cfg.path(getattr(cfg, key))]
+        for path in paths:
+            if path.exists():
+                continue
             v: ArtifactVersion = getattr(manifest, key)
             how = "--personas FILE or --config" if key == "personas" else "--config"
             raise UserError(

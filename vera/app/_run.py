@@ -55,7 +55,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
     if out is not None and existing is not None:
         cfg, profiles = _resumed_config(existing, out, opts, notes)
     else:
-        cfg = load_config(opts.config_path)
+        cfg = load_config(opts.config_path, reference_data=opts.reference_data)
         profiles = load_profiles(cfg.path(cfg.providers))
         cfg = configure(cfg, opts, profiles, notes)
     inputs = Inputs.load(cfg)

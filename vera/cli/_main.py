@@ -121,6 +121,12 @@ def _sweep_options(f: F) -> F:
             help="Run config (TOML). Default: built-in offline evaluation.",
         ),
         click.option(
+            "--target",
+            help="What to evaluate: a target name (vera-si), a target folder or file (target.toml, "
+            "a VERA-MH 2.0 manifest.json), or reference:NAME in the reference data folder. "
+            "Replaces the config's rubric, personas and prompts.",
+        ),
+        click.option(
             "--providers",
             help="Chatbots to evaluate: comma-separated profile names or provider/model refs, or 'all'.",
         ),
@@ -207,6 +213,7 @@ def _run_options(
     out: str | None,
     resume: str | None,
     max_concurrency: int | None,
+    target: str | None,
     personas: str | None,
     limit_personas: int | None,
     user_agents: tuple[str, ...],
@@ -233,6 +240,7 @@ def _run_options(
         out=resume or out,
         resume=resume is not None,
         max_concurrency=max_concurrency,
+        target=target,
         personas=personas,
         limit_personas=limit_personas,
         user_agents=list(user_agents),
@@ -295,6 +303,10 @@ def simulate(quiet: bool, **sweep: Any) -> None:
     help="Run config (rubric, judge prompts, providers) for imports.",
 )
 @click.option(
+    "--target",
+    help="Target whose rubric and judge prompts judge the imports (name, folder, file or reference:NAME).",
+)
+@click.option(
     "--personas",
     type=click.Path(dir_okay=False),
     help="Persona file giving imported conversations their risk level by name.",
@@ -324,6 +336,7 @@ def judge(
     transcripts: str | None,
     out: str | None,
     config_path: str | None,
+    target: str | None,
     personas: str | None,
     judges: tuple[str, ...],
     reference_data: str | None,
@@ -351,6 +364,7 @@ def judge(
         config_path=config_path,
         judges=list(judges),
         instances=instances,
+        target=target,
         personas=personas,
         max_concurrency=max_concurrency,
         cache=False if no_cache else None,

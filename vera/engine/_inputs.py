@@ -17,19 +17,27 @@ from vera.inputs import (
     JudgePrompts,
     PersonaSet,
     RunConfig,
+    Target,
     UserPrompts,
+    check_annotations,
     check_templates,
+    default_grouping,
+    find_target,
     load_judge_prompts,
     load_personas,
+    load_target,
     load_user_prompts,
+    persona_header,
     reads_reference,
     reference_data,
     verify_pins,
 )
 from vera.records import (
     ArtifactVersion,
+    Grouping,
     Persona,
     ReferenceData,
+    TargetInfo,
 )
 from vera.rubric import Rubric, load_rubric, validate_rubric
 
@@ -44,28 +52,53 @@ class Inputs:
     user_prompts: UserPrompts
     judge_prompts: JudgePrompts
     reference: ReferenceData | None = None  # the reference tool's files used, if any
+    target: Target | None = None  # the target the config named, if any
 
     @classmethod
     def load(cls, config: RunConfig) -> Inputs:
         if reads_reference(config):
             verify_pins(config)  # a wrong or other-release folder is named before anything is read
+        target = (
+            load_target(
+                find_target(config.target, base=Path(config.base_dir), reference=config.reference_dir)
+            )
+            if config.target
+            else None
+        )
         rubric = load_rubric(config.path(config.rubric))
         problems = validate_rubric(rubric)
         if problems:
             more = f" (and {len(problems) - 1} more; run `vera validate rubric`)" if len(problems) > 1 else ""
             raise ConfigError(problems[0].render(rubric.path) + more)
-        personas = load_personas(config.path(config.personas))
+        files = config.persona_files()
+        where = target.path if target is not None else "annotation_columns"
+        issues = check_annotations(files, config.annotation_columns, where)
+        if issues:
+            raise ConfigError(issues[0].error())
+        group_by = config.group_by or default_grouping(persona_header(files[0]), config.annotation_columns)
+        personas = load_personas(files, group_by=group_by)
         user_prompts = load_user_prompts(config.path(config.user_prompts), config.reference_dir)
         issues = check_templates(user_prompts, personas.columns)
         if issues:
-            raise ConfigError(issues[0].message)
+            raise ConfigError(issues[0].error())
+        if config.annotation_columns:
+            personas = annotated(personas, config.annotation_columns)
         judge_prompts = load_judge_prompts(config.path(config.judge_prompts), config.reference_dir)
-        templates = (user_prompts.system, user_prompts.reminder, judge_prompts.system, judge_prompts.question)
-        read = [rubric.path, personas.version.path, *(t.path for t in templates), judge_prompts.retry.path]
+        templates = (
+            *user_prompts.templates(),
+            judge_prompts.system,
+            judge_prompts.question,
+            judge_prompts.retry,
+        )
+        read = [rubric.path, *personas.version.files, *(t.path for t in templates)]
+        if target is not None:
+            read.append(target.path)
         reference = reference_data(config, read)
         if reference is not None and config.reference.name:
             rubric, personas = name_reference_files(reference, rubric, personas)
-        return cls(config, rubric, personas, user_prompts, judge_prompts, reference)
+        if target is not None:
+            rubric, personas = name_target_files(target, rubric, personas)
+        return cls(config, rubric, personas, user_prompts, judge_prompts, reference, target)
 
     def settings(self) -> SimulationSettings:
         c = self.config.conversation
@@ -80,6 +113,22 @@ class Inputs:
     def selected_personas(self) -> tuple[Persona, ...]:
         n = self.config.persona_limit
         return self.personas.personas[:n] if n else self.personas.personas
+
+    def target_info(self) -> TargetInfo | None:
+        t = self.target
+        if t is None:
+            return None
+        return TargetInfo(
+            name=t.name,
+            version=t.version,
+            path=t.path,
+            sha256=t.sha256,
+            format=t.format,
+            annotation_columns=tuple(self.config.annotation_columns),
+        )
+
+    def grouping(self) -> Grouping:
+        return Grouping(by=self.personas.grouping, levels=self.personas.levels)
 
     def rubric_version(self) -> ArtifactVersion:
         r = self.rubric
@@ -99,3 +148,25 @@ def name_reference_files(
         named = msgspec.structs.replace(v, name=f"{reference.name} personas", version=reference.version)
         personas = msgspec.structs.replace(personas, version=named)
     return rubric, personas
+
+
+def name_target_files(target: Target, rubric: Rubric, personas: PersonaSet) -> tuple[Rubric, PersonaSet]:
+    """A target's rubric and persona files that carry no name of their own (a VERA-MH
+    manifest's) are the target's: "HFO rubric", "HFO personas"."""
+    if rubric.version == "unversioned" and rubric.name == Path(rubric.path).stem:
+        rubric = msgspec.structs.replace(rubric, name=f"{target.name} rubric", version=target.version)
+    v = personas.version
+    if v.version == "unversioned" and v.name == Path(v.path).stem:
+        named = msgspec.structs.replace(v, name=f"{target.name} personas", version=target.version)
+        personas = msgspec.structs.replace(personas, version=named)
+    return rubric, personas
+
+
+def annotated(personas: PersonaSet, columns: list[str]) -> PersonaSet:
+    """The set with each persona carrying its values of the annotation `columns`, which
+    its conversations take into the results."""
+    marked = tuple(
+        msgspec.structs.replace(p, annotations={c: p.fields.get(c, "") for c in columns})
+        for p in personas.personas
+    )
+    return msgspec.structs.replace(personas, personas=marked)

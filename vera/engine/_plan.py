@@ -240,6 +240,8 @@ class Sweep:
             "shard": str(self.shard) if self.shard else None,
             "jobs_planned": len(self.jobs),
             "reference": i.reference,
+            "target": i.target_info(),
+            "grouping": i.grouping(),
             "base_dir": i.config.base_dir,
         }
         return RunManifest(**(fields | kept))

@@ -55,6 +55,7 @@ class ConversationJob(msgspec.Struct, frozen=True, kw_only=True):
             seed=self.seed,
             replicate=self.replicate,
             turns=turns,
+            annotations=self.persona.annotations,
             **outcome,
         )
 

@@ -9,7 +9,6 @@ the file. Unknown keys are errors, so a typo never silently falls back to a defa
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -18,6 +17,8 @@ import msgspec
 
 from vera.errors import ConfigError
 from vera.inputs._defaults import builtin_config, data_root, runs_root
+from vera.inputs._refdir import REFERENCE_PREFIX, reference_folder
+from vera.inputs._targets import TARGET_FIELDS, apply_target
 
 # Shared limits live in Redis (vera.clients.shared_limits); the URL is an input, checked
 # here with the rest of the config so this layer never imports the clients.
@@ -41,28 +42,6 @@ def check_limits_url(url: str) -> str:
 # Where the built-in defaults' relative paths resolve: the checkout, or the package data
 # of an installed vera (see vera.inputs._defaults).
 REPO_ROOT = data_root()
-# A path written "reference:FILE" names FILE in the reference tool's data folder: the
-# folder of `[reference] data`, else of this environment variable (`--reference-data`
-# sets the former). vera ships none of that tool's files; users point at their checkout.
-REFERENCE_PREFIX = "reference:"
-REFERENCE_ENV = "VERA_MH_DATA"
-
-
-def reference_folder(value: str = "", *, base: Path | None = None) -> Path:
-    """The reference data folder: `value` (relative to `base`) or $VERA_MH_DATA
-    (relative to the working directory). A ConfigError says how to give it."""
-    raw, origin = (value, "[reference] data") if value else (os.environ.get(REFERENCE_ENV, ""), REFERENCE_ENV)
-    if not raw:
-        raise ConfigError(
-            "the reference tool's data files are needed (a path starts with 'reference:') but no folder "
-            f"is given: set {REFERENCE_ENV}=/path/to/VERA-MH/data or pass --reference-data DIR"
-        )
-    p = Path(raw).expanduser()
-    if not p.is_absolute():
-        p = (base or Path.cwd()) / p
-    if not p.is_dir():
-        raise ConfigError(f"{p}: reference data folder not found (from {origin})")
-    return p.resolve()
 
 
 class ConversationConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -124,10 +103,19 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     )
     user_agents: list[str] = msgspec.field(default_factory=lambda: ["offline/scripted-user"])
     judges: list[str] = msgspec.field(default_factory=lambda: ["offline/lexical-judge"])
-    personas: str = "personas/vera-personas.tsv"
+    # A target (a name such as "vera-si", a folder or a target file, or "reference:SI"
+    # in a VERA-MH checkout) supplies the four fields below; a config names either the
+    # target or those fields (vera.inputs._targets).
+    target: str = ""
+    personas: str | list[str] = "personas/vera-personas.tsv"  # several files are one set
     rubric: str = "rubrics/vera-si.tsv"
     user_prompts: str = "personas/prompts"
     judge_prompts: str = "rubrics/prompts"
+    # How the card groups personas: "risk" (suicide risk level), a persona column, or
+    # empty for the target's own grouping (vera-si: risk level).
+    group_by: str = ""
+    # Persona columns copied into the results beside each conversation (the target's).
+    annotation_columns: list[str] = msgspec.field(default_factory=list)
     providers: str = "providers"
     seeds: list[int] = msgspec.field(default_factory=lambda: [1])
     runs_dir: str = "runs"
@@ -149,6 +137,11 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     stats: StatsConfig = msgspec.field(default_factory=StatsConfig)
     reference: ReferenceConfig = msgspec.field(default_factory=ReferenceConfig)
     base_dir: str = ""  # where relative paths resolve; set on load, not in files
+
+    def persona_files(self) -> list[Path]:
+        """The persona files, resolved (a set may be made of several)."""
+        values = [self.personas] if isinstance(self.personas, str) else self.personas
+        return [self.path(v) for v in values]
 
     def path(self, value: str) -> Path:
         if value.startswith(REFERENCE_PREFIX):
@@ -200,6 +193,10 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             problems.append("stats.confidence must be between 0 and 1")
         if self.stats.resamples < 1:
             problems.append("stats.resamples must be at least 1")
+        if isinstance(self.personas, list) and not self.personas:
+            problems.append("personas must name at least one persona file")
+        if self.group_by != self.group_by.strip():
+            problems.append("group_by must not start or end with spaces")
         if self.limits_url:
             try:
                 check_limits_url(self.limits_url)
@@ -215,6 +212,11 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         data = msgspec.to_builtins(self)
         for key in (
             "base_dir",
+            # Where the inputs come from, and how the card groups and labels them, never
+            # changes an output; the inputs' contents are pinned by the manifest's hashes.
+            "target",
+            "group_by",
+            "annotation_columns",
             "rubric",
             "personas",
             "user_prompts",
@@ -243,8 +245,10 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         return hashlib.sha256(msgspec.json.encode(data, order="sorted")).hexdigest()
 
 
-def load_config(path: str | Path | None) -> RunConfig:
-    """The config in `path`, or the built-in offline defaults when `path` is None."""
+def load_config(path: str | Path | None, *, reference_data: str | None = None) -> RunConfig:
+    """The config in `path`, or the built-in offline defaults when `path` is None.
+    `reference_data` (`--reference-data`) replaces the config's reference folder before
+    a target in it is looked up."""
     if path is None:
         cfg = RunConfig(base_dir=str(REPO_ROOT), runs_dir=str(runs_root() / "runs"))
         cfg.check()
@@ -263,6 +267,20 @@ def load_config(path: str | Path | None) -> RunConfig:
     except msgspec.DecodeError as exc:
         raise ConfigError(f"{p}: invalid TOML: {exc}") from None
     cfg.base_dir = str(p.resolve().parent)
+    if reference_data:
+        cfg.reference.data = str(Path(reference_data).resolve())
+    if cfg.target:
+        given = set(msgspec.toml.decode(raw))
+        both = [k for k in TARGET_FIELDS if k in given]
+        if both:
+            raise ConfigError(
+                f"{p}: `target` and `{both[0]}` both given: a target supplies the rubric, personas "
+                "and prompts, so name either the target or those files"
+            )
+        group_by = cfg.group_by if "group_by" in given else None
+        apply_target(cfg, cfg.target)
+        if group_by is not None:  # the config's own grouping wins over the target's
+            cfg.group_by = group_by
     if (
         runs_root() != REPO_ROOT
         and p.resolve().is_relative_to(REPO_ROOT)

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from vera.errors import DataError
-from vera.inputs._config import REFERENCE_PREFIX, reference_folder
+from vera.inputs._refdir import REFERENCE_PREFIX, reference_folder
 from vera.records import ArtifactVersion
 
 # Where a `reference:FILE` template is read from; called only when a set names one.
@@ -121,7 +121,10 @@ class UserPrompts(msgspec.Struct, frozen=True):
     after the chatbot's words ("after", vera's prompts) or before them ("before", for a
     reminder that ends by introducing the chatbot's message, as VERA-MH's does).
     `opening`: the user-agent's first message when the user speaks first and nothing
-    has been said yet (empty = the reminder), sent as written."""
+    has been said yet (empty = the reminder), sent as written.
+    `context`: a persona *context template* (VERA-MH 2.0's targets): filled from the
+    persona's columns and placed at ``{persona_context}`` of the system prompt, so one
+    shared system prompt serves targets whose personas have different columns."""
 
     system: Template
     reminder: Template
@@ -129,11 +132,21 @@ class UserPrompts(msgspec.Struct, frozen=True):
     version: ArtifactVersion
     reminder_position: Literal["after", "before"] = "after"
     opening: str = ""
+    context: Template | None = None
 
     EXTRA_FIELDS = ("end_marker", "min_turns", "max_turns")
+    CONTEXT_FIELD = "persona_context"
+
+    def templates(self) -> tuple[Template, ...]:
+        """Every template the simulated user's prompts are made of."""
+        return (self.system, self.reminder, *((self.context,) if self.context is not None else ()))
+
+    def persona_templates(self) -> tuple[Template, ...]:
+        """The templates filled from persona columns."""
+        return (self.context, self.reminder) if self.context is not None else (self.system, self.reminder)
 
 
-def load_user_prompts(folder: str | Path, reference: ReferenceDir = reference_folder) -> UserPrompts:
+def load_user_prompt_set(folder: str | Path, reference: ReferenceDir = reference_folder) -> UserPrompts:
     folder = Path(folder)
     manifest, meta = _read_manifest(folder)
     system = _read_template(folder, _require(meta, "system", manifest), manifest, reference)
@@ -145,6 +158,11 @@ def load_user_prompts(folder: str | Path, reference: ReferenceDir = reference_fo
         first.check(())  # sent as written: a placeholder there would reach the model unfilled
         templates.append(first)
         opening = first.text.strip()
+    context = None
+    if "context" in meta:
+        context = _read_template(folder, _require(meta, "context", manifest), manifest, reference)
+        check_context_slot(system, context)
+        templates.append(context)
     return UserPrompts(
         system=system,
         reminder=reminder,
@@ -152,7 +170,23 @@ def load_user_prompts(folder: str | Path, reference: ReferenceDir = reference_fo
         version=_version(folder, meta, manifest, templates),
         reminder_position=_choice(meta, "reminder_position", ("after", "before"), manifest),
         opening=opening,
+        context=context,
     )
+
+
+def check_context_slot(system: Template, context: Template) -> None:
+    """A system prompt used with a context template takes the filled context at
+    ``{persona_context}`` and nothing else from the persona (the context template has
+    the persona's columns); the slot must be there, or the persona never reaches the
+    model."""
+    slot = UserPrompts.CONTEXT_FIELD
+    if slot not in system.fields:
+        raise DataError(
+            system.path,
+            f"has no {{{slot}}} placeholder, so the persona context from {context.path} would never "
+            "reach the simulated user",
+        )
+    system.check((slot, *UserPrompts.EXTRA_FIELDS))
 
 
 JudgeDialect = Literal["vera", "vera-mh"]
@@ -191,7 +225,7 @@ class JudgePrompts(msgspec.Struct, frozen=True):
     RETRY_FIELDS = ("answer", "options")
 
 
-def load_judge_prompts(folder: str | Path, reference: ReferenceDir = reference_folder) -> JudgePrompts:
+def load_judge_prompt_set(folder: str | Path, reference: ReferenceDir = reference_folder) -> JudgePrompts:
     folder = Path(folder)
     manifest, meta = _read_manifest(folder)
     system = _read_template(folder, _require(meta, "system", manifest), manifest, reference)

@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from vera.errors import ConfigError
-from vera.inputs._config import REFERENCE_PREFIX, RunConfig
+from vera.inputs._config import RunConfig
+from vera.inputs._refdir import REFERENCE_PREFIX
 from vera.records import ReferenceData
 
 
@@ -47,7 +48,8 @@ def verify_pins(config: RunConfig) -> None:
 
 def reads_reference(config: RunConfig) -> bool:
     """Whether the config names any input in the reference folder directly."""
-    paths = (config.rubric, config.personas, config.user_prompts, config.judge_prompts)
+    personas = [config.personas] if isinstance(config.personas, str) else config.personas
+    paths = (config.target, config.rubric, *personas, config.user_prompts, config.judge_prompts)
     return any(p.startswith(REFERENCE_PREFIX) for p in paths)
 
 
