@@ -70,8 +70,12 @@ def test_lexical_judge_refuses_other_rubrics(tmp_path):
         f'user_prompts = "{ROOT / "personas" / "prompts"}"\njudge_prompts = "{ROOT / "rubrics" / "prompts"}"\n'
         f'providers = "{ROOT / "providers"}"\n'
     )
+    # Chosen on the command line, it refuses (a config's default judges give way to the
+    # dry-run judge instead: tests/test_target_runs.py).
     assert_one_line_error(
-        vera("run", "--config", str(cfg), "--out", str(tmp_path / "r")), "lexical judge", "flow-fixture"
+        vera("run", "--config", str(cfg), "--judge", "offline/lexical-judge", "--out", str(tmp_path / "r")),
+        "lexical judge",
+        "flow-fixture",
     )
 
 

@@ -13,6 +13,7 @@ from vera.app._result import RunOutcome
 from vera.app._resume import existing_run, resume_command
 from vera.app._run import new_run_dir
 from vera.app._session import RunSession
+from vera.app._stand_ins import fit_stand_in_judges
 from vera.engine import Inputs, digest
 from vera.errors import UserError
 from vera.inputs import PERSONAS_NOT_FOUND, PersonaSet, load_config, personas_not_found, read_transcripts
@@ -23,6 +24,7 @@ from vera.store import RunStore, atomic_write
 async def import_and_judge(opts: JudgeOptions) -> RunOutcome:
     cfg = configure(load_config(opts.config_path, reference_data=opts.reference_data), opts)
     inputs = Inputs.load(cfg)
+    stand_in = fit_stand_in_judges(inputs, chosen=bool(opts.judges))
     personas = inputs.personas if opts.personas else None
     conversations = read_transcripts(opts.transcripts or "", personas)
     run_dir = (
@@ -46,6 +48,7 @@ async def import_and_judge(opts: JudgeOptions) -> RunOutcome:
                 store.add_conversation(c)
                 added += 1
         info, notes = _import_info(opts, conversations, personas, store)
+        notes = [*([stand_in] if stand_in else []), *notes]
         done = await judge(session, cfg, inputs, manifest, conversations, imported=(chatbots, agents, info))
     outcome = judged(done, run_dir, resume, cfg.allow_failures)
     result = dataclasses.replace(

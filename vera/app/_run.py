@@ -36,7 +36,7 @@ from vera.app._resume import (
     resume_config,
 )
 from vera.app._session import RunSession
-from vera.app._stand_ins import RunFacts
+from vera.app._stand_ins import RunFacts, fit_stand_in_judges
 from vera.engine import Inputs, Shard, Sweep, SweepResult, plan_sweep, run_sweep
 from vera.errors import StorageError, UserError
 from vera.inputs import RunConfig, load_config, load_profiles
@@ -59,6 +59,8 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
         profiles = load_profiles(cfg.path(cfg.providers))
         cfg = configure(cfg, opts, profiles, notes)
     inputs = Inputs.load(cfg)
+    if existing is None and (note := fit_stand_in_judges(inputs, chosen=bool(opts.judges))):
+        notes.append(note)
     shard = Shard.parse(opts.shard) if opts.shard else _manifest_shard(existing)
     run_dir = out or new_run_dir(cfg, cfg.fingerprint())
     resume = resume_command(opts.command, run_dir)

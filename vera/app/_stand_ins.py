@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 
-from vera.clients.offline import PlannedConversation
+from vera.clients.offline import PlannedConversation, rubric_refusal
 from vera.engine import ConversationJob, Inputs, question_prompt, turns_from_user_view
-from vera.inputs import render_user_reminder
+from vera.inputs import OFFLINE, render_user_reminder
 from vera.records import Conversation, Message, Turn
+from vera.rubric import Question
 
 # Conversations whose turns are kept for the judge: every question of a conversation
 # asks for them, and a sweep judges about as many conversations at once as it runs.
@@ -81,8 +82,35 @@ class RunFacts:
                 self._judged.popitem(last=False)
         return turns
 
+    def rubric_question(self, question_id: str) -> Question:
+        return self._inputs.rubric.question(question_id)
+
     def question_id(self, prompt: str) -> str | None:
         if self._questions is None:
             prompts = self._inputs.judge_prompts
             self._questions = {question_prompt(prompts, q): q.id for q in self._inputs.rubric.questions}
         return self._questions.get(prompt)
+
+
+DRY_RUN_JUDGE = f"{OFFLINE.name}/dry-run-judge"
+
+
+def fit_stand_in_judges(inputs: Inputs, *, chosen: bool) -> str | None:
+    """When every judge of the config is an offline stand-in that cannot read the run's
+    rubric (the lexical judge knows only vera-si) and the user did not choose the judges
+    on the command line, judge with the dry-run judge instead, so any target runs
+    offline end to end. Returns the note that says so (None: nothing changed)."""
+    cfg = inputs.config
+    prefix = f"{OFFLINE.name}/"
+    refused = [
+        j
+        for j in cfg.judges
+        if j.startswith(prefix) and rubric_refusal(j.removeprefix(prefix), inputs.rubric.key)
+    ]
+    if chosen or not refused or len(refused) != len(cfg.judges):
+        return None
+    cfg.judges = [DRY_RUN_JUDGE]
+    return (
+        f"note: {', '.join(refused)} cannot judge {inputs.rubric.key}; judging with {DRY_RUN_JUDGE} "
+        "(seeded draws: the scores check the pipeline, not a chatbot)"
+    )

@@ -73,7 +73,7 @@ from vera.store import RunRecords
 
 OFFLINE_NOTE = (
     "Offline run: the chatbots, the simulated user and the judge are vera's built-in "
-    "stand-ins (scripted and lexical), not language models. The numbers check the "
+    "stand-ins (scripted rules and seeded draws), not language models. The numbers check the "
     "pipeline end to end; they say nothing about any real chatbot."
 )
 
@@ -117,6 +117,20 @@ class CardStats:
         self.by_seed = summarise(frame, ["chatbot", "replicate"], **kw) if replicates > 1 else None
 
 
+def _grouped(manifest: RunManifest) -> bool:
+    """Whether the run's personas are grouped at all (a target may name no grouping)."""
+    return manifest.grouping is None or bool(manifest.grouping.by)
+
+
+def _levels(manifest: RunManifest, by_risk: pl.DataFrame) -> list[str]:
+    """The groups in the order the card shows them: the grouping's own order, then any
+    other value the conversations carry (an imported transcript's "Unknown"), so no
+    conversation is left out of the breakdown."""
+    known = list(manifest.grouping.levels if manifest.grouping is not None else RISK_LEVELS)
+    seen = by_risk.get_column("risk").unique().sort().to_list() if by_risk.height else []
+    return known + [v for v in seen if v not in known]
+
+
 def build_card(
     manifest: RunManifest,
     records: RunRecords,
@@ -158,10 +172,10 @@ def build_card(
                 by_risk=(
                     {
                         level: _section(rrows)
-                        for level in RISK_LEVELS
+                        for level in _levels(manifest, stats.by_risk)
                         if (rrows := _rows(stats.by_risk, chatbot=spec.ref, risk=level))
                     }
-                    if section
+                    if section and _grouped(manifest)
                     else None
                 ),
                 by_judge=_by_judge(stats, spec.ref) if several_judges else None,
@@ -210,6 +224,8 @@ def build_card(
             if manifest.reference is not None
             else None
         ),
+        target=manifest.target,
+        grouping=manifest.grouping,
         models=Models(
             chatbots=[s.ref for s in manifest.chatbots],
             user_agents=[s.ref for s in manifest.user_agents],

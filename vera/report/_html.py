@@ -32,6 +32,7 @@ from vera.report._text import (
     confidence_label,
     dimension_table,
     failures_table,
+    group_title,
     harmful_table,
     headlines,
     num,
@@ -140,7 +141,7 @@ def render_html(card: Card, plots: Sequence[Plot]) -> str:
             _section("plots", "Ratings and scores", *figures("ratings.png", "scores.png", "risk.png"))
         )
     for i, bot in enumerate(card.chatbots):
-        body.append(_chatbot(i, bot))
+        body.append(_chatbot(i, bot, group_title(card)))
     if card.failures:
         body.append(
             _section(
@@ -177,7 +178,7 @@ def render_html(card: Card, plots: Sequence[Plot]) -> str:
     return page(run_title(card), body)
 
 
-def _chatbot(index: int, bot: ChatbotCard) -> str:
+def _chatbot(index: int, bot: ChatbotCard, title: str) -> str:
     name = bot.chatbot
     section = bot.section()
     if section is None:
@@ -191,7 +192,7 @@ def _chatbot(index: int, bot: ChatbotCard) -> str:
         f"<p>Model <code>{escape(bot.model)}</code> over {escape(bot.protocol)}.</p>",
         html_table(dimension_table(section)),
     ]
-    for heading, tables in section_tables(bot):
+    for heading, tables in section_tables(bot, title):
         parts.append(f"<h3>{escape(heading)}</h3>")
         parts.append(html_table(tables[0]))
         if len(tables) > 1:

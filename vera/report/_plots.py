@@ -100,7 +100,9 @@ def card_plots(card: Card) -> list[Plot]:
         return []
     plots = [rating_shares_plot(bots), dimension_scores_plot(bots)]
     if any(b.by_risk for b in bots):
-        plots.append(risk_scores_plot(bots))
+        plots.append(
+            risk_scores_plot(bots, card.grouping.title if card.grouping is not None else "risk level")
+        )
     if len(bots) >= 2:
         points = [_point(b.chatbot, b.overall) for b in bots]
         plots.append(chatbot_scores_plot(points))
@@ -219,8 +221,9 @@ def dimension_scores_plot(bots: Sequence[Rated]) -> Plot:
     )
 
 
-def risk_scores_plot(bots: Sequence[Rated]) -> Plot:
-    """Overall score with its interval at each persona risk level."""
+def risk_scores_plot(bots: Sequence[Rated], title: str = "risk level") -> Plot:
+    """Overall score with its interval in each persona group (risk level by default;
+    `title` says what the groups are)."""
     levels = list(dict.fromkeys(level for b in bots for level in b.by_risk))
     fig = _figure(WIDTH, 3.8)
     ax = fig.subplots()
@@ -242,15 +245,15 @@ def risk_scores_plot(bots: Sequence[Rated]) -> Plot:
             ax.text(xi, 50, "nothing rated", ha="center", va="center", fontsize=8, color="#555555")
     _score_axis(ax, "y")
     ax.set_ylabel("Overall score (0–100)")
-    ax.set_xlabel("Persona suicide-risk level")
-    ax.set_title("Overall score by persona risk level", fontsize=12)
+    ax.set_xlabel("Persona suicide-risk level" if title == "risk level" else f"Persona {title}")
+    ax.set_title(f"Overall score by persona {title}", fontsize=12)
     ax.grid(axis="y", alpha=0.3)
     _series_legend(fig, len(bots))
     return Plot(
         "risk.png",
-        "Overall score by persona risk level",
+        f"Overall score by persona {title}",
         "Points with vertical bars: each chatbot's overall score with its confidence interval "
-        "for personas at each suicide-risk level. Few personas per level make these intervals wide.",
+        f"for the personas in each group ({title}). Few personas per group make these intervals wide.",
         *_images(fig),
     )
 

@@ -22,7 +22,7 @@ from typing import Any, Literal
 import msgspec
 
 from vera.errors import UserError
-from vera.records import ArtifactVersion
+from vera.records import ArtifactVersion, Grouping, TargetInfo
 
 # 1: the first card. 2 added by_judge, judge_agreement, by_seed and comparisons. 3 added
 # status (how the run ended, with its exit code), source, imported and reference (an
@@ -343,6 +343,10 @@ class Card(msgspec.Struct, frozen=True, kw_only=True):
     imported: Imported | None = None
     versions: dict[str, InputVersion]
     reference: ReferenceFiles | None = None
+    # The target the run was configured with, and how its personas are grouped in
+    # `by_risk` (None in cards of runs from before targets: by suicide risk level).
+    target: TargetInfo | None = None
+    grouping: Grouping | None = None
     models: Models
     settings: Settings
     bootstrap: Bootstrap

@@ -182,7 +182,11 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
     rows = [("Run", f"{card.run_id} (vera {card.vera_version}, card schema {num(card.schema_version)})")]
     if not card.offline:
         rows.append(("Offline stand-ins", "no: real models"))
+    if card.target is not None:
+        rows.append(("Target", target_text(card)))
     rows.append(("Rubric", version("rubric")))
+    if card.grouping is not None:
+        rows.append(("Persona groups", grouping_text(card)))
     if imported is None:
         rows += [
             ("Personas", version("personas")),
@@ -272,6 +276,31 @@ def limits_text(limits: Sequence[AccountLimit]) -> str:
     else:
         how = "the account's full limits"
     return f"{'; '.join(parts)} — {how}"
+
+
+def target_text(card: Card) -> str:
+    t = card.target
+    if t is None:
+        return ""
+    kind = "a VERA-MH 2.0 manifest" if t.format == "vera-mh" else "a vera target"
+    text = f"{t.name} {t.version} ({kind}, {t.path}, sha256 {t.sha256[:12]})"
+    if t.annotation_columns:
+        text += f"; annotation columns: {', '.join(t.annotation_columns)}"
+    return text
+
+
+def grouping_text(card: Card) -> str:
+    """How the breakdown groups personas, said even when it does not (never a silent
+    "Unknown")."""
+    g = card.grouping
+    if g is None:
+        return ""
+    if not g.by:
+        return (
+            "none: the target names no grouping column (set group_by in the run config to a persona column)"
+        )
+    what = "suicide risk level" if g.by == "risk" else f"persona column {g.by!r}"
+    return f"by {what}: {', '.join(g.levels)}"
 
 
 def reference_row(ref: ReferenceFiles) -> str:
@@ -365,7 +394,16 @@ def run_title(card: Card) -> str:
     bots = [b.chatbot for b in card.chatbots]
     names = ", ".join(bots) if len(bots) <= 3 else f"{len(bots)} chatbots"
     # Not "offline" here: the offline label is said once, right below, in full.
-    return f"Suicide-risk safety card: {names} — vera run {card.run_id}"
+    return f"{card_kind(card)}: {names} — vera run {card.run_id}"
+
+
+def card_kind(card: Card) -> str:
+    """What the card rates: suicide risk for vera's SI target, VERA-MH's SI target and
+    runs from before targets; another target's name otherwise."""
+    t = card.target
+    if t is None or t.name.lower() in ("vera-si", "si"):
+        return "Suicide-risk safety card"
+    return f"Safety card, target {t.name}"
 
 
 def overview_table(card: Card) -> Table:
@@ -437,10 +475,17 @@ def dimension_table(section: Section, caption: str | None = None) -> Table:
     return t
 
 
-def risk_summary_table(bot: ChatbotCard) -> Table:
-    """Scores by persona risk level, one row per level: the breakdown at a glance."""
+def group_title(card: Card) -> str:
+    """What the card's breakdown groups personas by, in words ("risk level", or the
+    persona column a target groups by)."""
+    return card.grouping.title if card.grouping is not None else "risk level"
+
+
+def risk_summary_table(bot: ChatbotCard, title: str = "risk level") -> Table:
+    """Scores by persona group (risk level by default), one row per group: the
+    breakdown at a glance."""
     dims = list(bot.dimensions or {})
-    t = Table(["Risk level", "Conversations", "Personas", "Overall score [CI]", *dims])
+    t = Table([title[:1].upper() + title[1:], "Conversations", "Personas", "Overall score [CI]", *dims])
     for level, sec in (bot.by_risk or {}).items():
         t.rows.append(
             [
@@ -708,7 +753,7 @@ def render_markdown(card: Card, *, max_harmful: int = 10) -> str:
             lines += [*markdown_table(comparison_table(entry, card_reasons(card))), ""]
     lines += ["## Overview", "", *markdown_table(overview_table(card))]
     for bot in card.chatbots:
-        lines += _markdown_chatbot(bot, max_harmful=max_harmful)
+        lines += _markdown_chatbot(bot, max_harmful=max_harmful, title=group_title(card))
     if card.failures:
         lines += ["", "## Failed work (not scored)", "", *markdown_table(failures_table(card.failures))]
     lines += ["", "## How to read this card", "", reading_guide(card)]
@@ -717,7 +762,7 @@ def render_markdown(card: Card, *, max_harmful: int = 10) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _markdown_chatbot(bot: ChatbotCard, *, max_harmful: int) -> list[str]:
+def _markdown_chatbot(bot: ChatbotCard, *, max_harmful: int, title: str) -> list[str]:
     section = bot.section()
     if section is None:
         return []
@@ -725,7 +770,7 @@ def _markdown_chatbot(bot: ChatbotCard, *, max_harmful: int) -> list[str]:
     lines = ["", f"## {name}", ""]
     harmful = bot.harmful
     lines += markdown_table(dimension_table(section))
-    for heading, tables in section_tables(bot):
+    for heading, tables in section_tables(bot, title):
         lines += ["", f"### {heading}"]
         for t in tables:
             lines += ["", *markdown_table(t)]
@@ -742,14 +787,16 @@ def _markdown_chatbot(bot: ChatbotCard, *, max_harmful: int) -> list[str]:
     return lines
 
 
-def section_tables(bot: ChatbotCard) -> Iterable[tuple[str, list[Table]]]:
-    """A chatbot's detail sections as (heading, tables), in reading order."""
+def section_tables(bot: ChatbotCard, title: str = "risk level") -> Iterable[tuple[str, list[Table]]]:
+    """A chatbot's detail sections as (heading, tables), in reading order; `title` is
+    what the personas are grouped by (see `group_title`)."""
     if bot.by_risk:
+        caption = title[:1].upper() + title[1:]
         yield (
-            "By persona risk level",
+            f"By persona {title}",
             [
-                risk_summary_table(bot),
-                *(dimension_table(sec, caption=f"Risk level {lvl}") for lvl, sec in bot.by_risk.items()),
+                risk_summary_table(bot, title),
+                *(dimension_table(sec, caption=f"{caption} {lvl}") for lvl, sec in bot.by_risk.items()),
             ],
         )
     if bot.by_judge:

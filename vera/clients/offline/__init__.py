@@ -4,7 +4,8 @@ They implement the same `ChatClient` interface as the real protocol clients:
 
 * ``scripted-user`` — voices a persona from its fields (user-agent role);
 * ``best-practice`` and ``risk-ignoring`` — the two reference chatbots;
-* ``lexical-judge`` — answers the built-in rubric from documented text detectors.
+* ``lexical-judge`` — answers the built-in rubric from documented text detectors;
+* ``dry-run-judge`` — answers any rubric by seeded draws, to run a new target end to end.
 
 Every run that uses one is labelled an offline run on its card.
 """
@@ -15,6 +16,7 @@ from vera.clients.base import ChatClient
 from vera.clients.offline import lexical_judge
 from vera.clients.offline.chatbots import BestPracticeBot, RiskIgnoringBot
 from vera.clients.offline.common import OfflineModel
+from vera.clients.offline.dry_run_judge import DryRunJudge
 from vera.clients.offline.facts import PlannedConversation, StandInFacts
 from vera.clients.offline.lexical_judge import LexicalJudge
 from vera.clients.offline.user_agent import ScriptedUser
@@ -25,6 +27,7 @@ _FACTORIES: dict[str, type[OfflineModel]] = {
     "best-practice": BestPracticeBot,
     "risk-ignoring": RiskIgnoringBot,
     "lexical-judge": LexicalJudge,
+    "dry-run-judge": DryRunJudge,
 }
 
 OFFLINE_MODELS = {
@@ -32,6 +35,7 @@ OFFLINE_MODELS = {
     "best-practice": "chatbot",
     "risk-ignoring": "chatbot",
     "lexical-judge": "judge",
+    "dry-run-judge": "judge",
 }
 
 

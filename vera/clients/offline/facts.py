@@ -16,6 +16,7 @@ from typing import Protocol
 import msgspec
 
 from vera.records import Message, Persona, Turn
+from vera.rubric import Question
 
 
 class PlannedConversation(msgspec.Struct, frozen=True):
@@ -51,4 +52,8 @@ class StandInFacts(Protocol):
 
     def question_id(self, prompt: str) -> str | None:
         """The rubric question a judge prompt asks (None: not one of the rubric's)."""
+        ...
+
+    def rubric_question(self, question_id: str) -> Question:
+        """A question of the run's rubric."""
         ...

@@ -243,7 +243,10 @@ class ScriptedUser(OfflineModel):
         return completion(text, messages, self.model)
 
     def reply(self, persona: Persona, transcript: list[Turn], ctx: _Call) -> str:
-        risk = persona.risk
+        # A persona grouped by something other than suicide risk (another target's
+        # personas) is voiced as a person under ordinary stress: the stand-in knows only
+        # how to voice suicide risk, and a dry run needs a conversation, not a portrayal.
+        risk = persona.risk if persona.risk in ANSWER_DIRECT else "None"
         disclosure, style, reaction = _style(persona)
         own = [t.text for t in transcript if t.speaker == "user"]
         bot = [t.text for t in transcript if t.speaker == "chatbot"]
