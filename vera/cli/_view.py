@@ -39,25 +39,33 @@ def view(run_dirs: tuple[str, ...], port: int, host: str, open_browser: bool) ->
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["csv", "parquet"]),
+    type=click.Choice(["csv", "parquet", "reference"]),
     default="csv",
     show_default=True,
-    help="Table format.",
+    help="Table format; reference = VERA-MH's results.csv layout, for its scoring and summary scripts.",
 )
 @click.option(
     "-o",
     "--output",
     type=click.Path(dir_okay=False),
-    help="File to write (default: results.csv or results.parquet in RUN_DIR; - = stdout for csv).",
+    help="File to write (default: results.csv or results.parquet in RUN_DIR, reference/results.csv "
+    "for --format reference; - = stdout for csv and reference).",
 )
 def export(run_dir: str, fmt: str, output: str | None) -> None:
     """Write one row per conversation × judge × instance × dimension: persona, risk,
     chatbot, user-agent, judge, seed, rating, the deciding question and the reasoning.
 
     Failed conversations and judgements are rows too, with an empty rating and the
-    error, so nothing is silently left out."""
-    from vera.report import export_run
+    error, so nothing is silently left out. With --format reference: one row per
+    complete judgement in VERA-MH's results.csv layout (docs/targets.md)."""
+    from vera.report import export_reference, export_run
 
+    if fmt == "reference":
+        target = output or str(Path(run_dir) / "reference" / "results.csv")
+        rows = export_reference(run_dir, target)
+        if target != "-":
+            click.echo(f"wrote {rows:,} rows (one per complete judgement) to {target}", err=True)
+        return
     target = output or str(Path(run_dir) / f"results.{fmt}")
     summary = export_run(run_dir, fmt=fmt, output=target)
     if target != "-":

@@ -13,6 +13,7 @@ from vera.report._html import render_compare_html
 from vera.report._outcome import Exit, RunStatus, run_status, tally
 from vera.report._pages import PAGE_CSP, ConversationPage, read_conversation_page, render_conversation_page
 from vera.report._plots import comparison_plots
+from vera.report._reference_export import export_reference
 from vera.report._schema import Card
 from vera.report._score import read_card, render_card_files, score_run, write_card_html
 from vera.report._terminal import headline, render, render_card, rich_table, text_tables
@@ -29,6 +30,7 @@ __all__ = [
     "compare_runs",
     "compare_tables",
     "comparison_plots",
+    "export_reference",
     "export_run",
     "gate",
     "headline",

@@ -54,6 +54,7 @@ class ConversationHead(msgspec.Struct, kw_only=True):
     error: str | None = None
     replicate: int = 0
     source: str | None = None
+    annotations: dict[str, str] | None = None
 
 
 class RatingHead(msgspec.Struct):
