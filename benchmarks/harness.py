@@ -576,13 +576,37 @@ def render_table(results: list[tuple[Scenario, dict[str, Any]]]) -> str:
 # ---------------------------------------------------------------------------------------
 
 
-@click.command()
-@click.option("--conversations", type=int, default=100, show_default=True, help="Conversations (N).")
-@click.option("--turns", type=int, default=20, show_default=True, help="Turns per conversation (T).")
-@click.option("--latency-ms", type=float, default=200.0, show_default=True, help="Fake server latency (L).")
-@click.option("--concurrency", type=int, default=100, show_default=True, help="Conversations in flight (C).")
-@click.option("--rpm", type=float, help="Requests/min limit on both the client profile and the server (R).")
-@click.option("--duration-s", type=float, help="Measure the first S seconds; start no conversation after.")
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--conversations", type=click.IntRange(min=1), default=100, show_default=True, help="Conversations (N)."
+)
+@click.option(
+    "--turns", type=click.IntRange(min=2), default=20, show_default=True, help="Turns per conversation (T)."
+)
+@click.option(
+    "--latency-ms",
+    type=click.FloatRange(min=0),
+    default=200.0,
+    show_default=True,
+    help="Fake server latency (L).",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Conversations in flight (C).",
+)
+@click.option(
+    "--rpm",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Requests/min limit on both the client profile and the server (R); more than 0.",
+)
+@click.option(
+    "--duration-s",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Measure the first S seconds; start no conversation after.",
+)
 @click.option("--judge", is_flag=True, help="Also judge every conversation (the fake answers the rubric).")
 @click.option(
     "--cache/--no-cache", default=True, show_default=True, help="The response cache, on as in `vera run`."

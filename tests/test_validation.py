@@ -107,7 +107,7 @@ def test_a_non_http_base_url_is_refused_when_the_profile_loads_before_any_work(t
         (["run", "--max-cost", "-2"], "'--max-cost': -2.0 is not in the range x>=0"),
         (["judge", "{run}", "--instances", "0"], "'--instances': 0 is not in the range x>=1"),
         (["score", "{run}", "--confidence", "1.5"], "'--confidence': 1.5 is not in the range 0<x<1"),
-        (["score", "{run}", "--resamples", "0"], "'--resamples': 0 is not in the range x>=1"),
+        (["score", "{run}", "--resamples", "0"], "'--resamples': 0 is not in the range 1<=x<=100000"),
     ],
 )
 def test_bad_option_values_are_one_line_and_exit_1(tmp_path, args, fragment):

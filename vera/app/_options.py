@@ -67,7 +67,7 @@ def configure(
     def given(name: str) -> Any:
         return getattr(opts, name, None)
 
-    if value := given("providers"):
+    if (value := given("providers")) is not None:
         cfg.chatbots = select_providers(value, profiles or {}, notes if notes is not None else [])
     if value := given("seeds"):
         cfg.seeds = value
@@ -107,7 +107,13 @@ def select_providers(value: str, profiles: dict[str, Any], notes: list[str]) -> 
     """`all` = every profile whose key is present (saying which were skipped and why);
     otherwise a comma-separated list of profile names or provider/model refs."""
     if value.strip() != "all":
-        return [v.strip() for v in value.split(",") if v.strip()]
+        refs = [v.strip() for v in value.split(",") if v.strip()]
+        if not refs:
+            raise ConfigError(
+                f"--providers {value!r}: names no chatbot; give profile names or provider/model refs "
+                "separated by commas, or 'all'"
+            )
+        return refs
     chosen: list[str] = []
     for name, profile in sorted(profiles.items()):
         reason = skip_reason(profile)

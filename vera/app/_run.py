@@ -37,12 +37,12 @@ from vera.app._resume import (
 )
 from vera.app._session import RunSession
 from vera.app._stand_ins import RunFacts, fit_stand_in_judges
-from vera.engine import Inputs, Shard, Sweep, SweepResult, plan_sweep, run_sweep
+from vera.engine import Inputs, Shard, Sweep, SweepResult, check_plan_size, plan_sweep, run_sweep
 from vera.errors import StorageError, UserError
 from vera.inputs import RunConfig, load_config, load_profiles
 from vera.records import Role, RunManifest
 from vera.report import run_status
-from vera.store import Fanout, open_run
+from vera.store import MANIFEST, Fanout, open_run
 
 FORCED = "cancelled at once by a second signal"
 
@@ -62,6 +62,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
     if existing is None and (note := fit_stand_in_judges(inputs, chosen=bool(opts.judges))):
         notes.append(note)
     shard = Shard.parse(opts.shard) if opts.shard else _manifest_shard(existing)
+    check_plan_size(inputs, shard)  # a plan too big to hold is refused before a run directory is made
     run_dir = out or new_run_dir(cfg, cfg.fingerprint())
     resume = resume_command(opts.command, run_dir)
     fresh = not run_dir.exists()
@@ -122,7 +123,9 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
     except UserError as exc:
         if fresh and run_dir.is_dir() and not any(run_dir.iterdir()):
             run_dir.rmdir()  # nothing was done: leave no empty run directory behind
-        if isinstance(exc, StorageError) and manifest is not None:
+        # A resume needs the manifest on disk: only then is there a run to continue (a
+        # folder that refused the manifest itself holds nothing to resume).
+        if isinstance(exc, StorageError) and manifest is not None and (run_dir / MANIFEST).is_file():
             raise StorageError(
                 f"{exc}; finished work is saved: make room (or make the folder writable), then resume with: {resume}"
             ) from None

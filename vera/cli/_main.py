@@ -19,6 +19,7 @@ import click
 from vera import __version__
 from vera.app import sweep_collector
 from vera.errors import ConfigError, Interrupted, UserError
+from vera.inputs import MAX_RESAMPLES, MAX_SEEDS
 from vera.report import Card
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -97,8 +98,8 @@ def _seeds(value: str | None, seed: int | None) -> list[int] | None:
         n = int(value)
     except ValueError:
         raise ConfigError(f"--seeds {value!r}: give a count (3) or a list (1,5,9)") from None
-    if n < 1:
-        raise ConfigError("--seeds must be at least 1")
+    if not 1 <= n <= MAX_SEEDS:
+        raise ConfigError(f"--seeds {n}: give between 1 and {MAX_SEEDS:,} seeds (each is a whole sweep)")
     return list(range(1, n + 1))
 
 
@@ -401,7 +402,9 @@ def merge(out: str, shards: tuple[str, ...], allow_partial: bool) -> None:
 @main.command()
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
 @click.option(
-    "--resamples", type=click.IntRange(min=1), help="Bootstrap resamples (default: the run's config)."
+    "--resamples",
+    type=click.IntRange(1, MAX_RESAMPLES),
+    help="Bootstrap resamples (default: the run's config).",
 )
 @click.option(
     "--confidence",
@@ -538,9 +541,14 @@ def rubric() -> None:
 )
 def rubric_render(file: str, output: str | None) -> None:
     """Render a rubric as Markdown a clinician can read (questions, guidance, flow)."""
-    from vera.rubric import load_rubric, render_rubric
+    from vera.rubric import load_rubric, render_rubric, validate_rubric
 
-    text = render_rubric(load_rubric(file))
+    rubric = load_rubric(file)
+    # A flow with a cycle or a GOTO to nowhere has no rendering that would not mislead.
+    if problems := validate_rubric(rubric):
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise UserError(f"{problems[0].render(rubric.path)}{more}; run `vera validate rubric {file}`")
+    text = render_rubric(rubric)
     if output:
         from vera.store import atomic_write
 

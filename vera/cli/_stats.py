@@ -18,6 +18,7 @@ import click
 import msgspec
 
 from vera.errors import ConfigError
+from vera.inputs import MAX_RESAMPLES
 from vera.records import OVERALL, RATING_CODES
 from vera.report import Table, compare_tables, num, render, rich_table, text_tables
 from vera.store import atomic_write
@@ -60,7 +61,11 @@ def _write_json(obj: Any, path: str | None) -> None:
 @click.option(
     "--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML page."
 )
-@click.option("--resamples", type=int, help="Bootstrap resamples (default: the first run's config).")
+@click.option(
+    "--resamples",
+    type=click.IntRange(1, MAX_RESAMPLES),
+    help="Bootstrap resamples (default: the first run's config).",
+)
 @click.option("--confidence", type=float, help="Interval level, e.g. 0.95.")
 @click.option("--seed", type=int, help="Seed of the bootstrap.")
 @click.option(
@@ -258,7 +263,11 @@ def gate_text(result: dict[str, Any]) -> str:
     help="With --against: also write the confusion matrices (judge × clinicians) as CSV.",
 )
 @click.option(
-    "--resamples", type=int, default=2000, show_default=True, help="Bootstrap resamples (--against)."
+    "--resamples",
+    type=click.IntRange(1, MAX_RESAMPLES),
+    default=2000,
+    show_default=True,
+    help="Bootstrap resamples (--against).",
 )
 @click.option("--confidence", type=float, default=0.95, show_default=True, help="Interval level (--against).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap (--against).")

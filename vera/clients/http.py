@@ -33,7 +33,7 @@ from vera.clients._provider import ProviderClient
 from vera.clients._transport import profile_headers, snippet
 from vera.clients.base import ChatRequest
 from vera.errors import BadResponseError, ConfigError
-from vera.inputs import HttpOptions, Profile, expand_env
+from vera.inputs import HttpOptions, Profile, expand_env, link_local_endpoint
 from vera.records import Completion, Message, Usage
 
 MESSAGES = "{{messages}}"
@@ -74,13 +74,17 @@ class HttpChatbotClient(ProviderClient):
         headers = profile_headers(profile)
         for header, value in options.headers.items():
             headers[header] = expand_env(value, profile.name)
+        url = expand_env(options.url, profile.name)
+        if not profile.allow_link_local and (why := link_local_endpoint(url)):
+            # Checked after the environment is read: the profile's own check cannot see it.
+            raise ConfigError(f"profile {profile.name!r}: http.url from the environment: {why}")
         return cls(
             session,
             name=profile.name,
             model=model or profile.name,
             options=options,
             headers=headers,
-            url=expand_env(options.url, profile.name),
+            url=url,
             body=_expand(options.body, profile.name),
         )
 

@@ -7,7 +7,16 @@ It talks to models only through `vera.clients`' seam and to disk only through
 
 from vera.engine._inputs import Inputs
 from vera.engine._judge import question_prompt
-from vera.engine._plan import Shard, Sweep, check_judges, digest, judge_slots, plan_sweep, role_specs
+from vera.engine._plan import (
+    Shard,
+    Sweep,
+    check_judges,
+    check_plan_size,
+    digest,
+    judge_slots,
+    plan_sweep,
+    role_specs,
+)
 from vera.engine._simulate import ConversationJob, turns_from_user_view
 from vera.engine._sweep import Budget, Stop, SweepResult, judge_conversations, run_sweep
 
@@ -20,6 +29,7 @@ __all__ = [
     "Sweep",
     "SweepResult",
     "check_judges",
+    "check_plan_size",
     "digest",
     "judge_conversations",
     "judge_slots",

@@ -34,6 +34,7 @@ from vera.engine._simulate import (
 )
 from vera.errors import ConfigError
 from vera.inputs import (
+    MAX_PLANNED,
     RunConfig,
 )
 from vera.records import (
@@ -310,6 +311,23 @@ def call_params(spec: ModelSpec, seed: int) -> dict[str, Any]:
     return params
 
 
+def check_plan_size(inputs: Inputs, shard: Shard | None = None) -> int:
+    """The number of conversations the sweep plans (this shard's part), refused with one
+    line before anything is built when it would not fit in memory: every planned
+    conversation is held as a job, and the whole sweep is enumerated to pick a shard's."""
+    cfg = inputs.config
+    total = len(cfg.seeds) * len(cfg.chatbots) * len(cfg.user_agents) * len(inputs.selected_personas())
+    mine = -(-total // shard.count) if shard else total
+    if mine > MAX_PLANNED or total > MAX_PLANNED * 50:
+        how = f"{len(cfg.seeds):,} seed(s) × {len(cfg.chatbots):,} chatbot(s) × {len(cfg.user_agents):,} user-agent(s) × {len(inputs.selected_personas()):,} persona(s)"
+        raise ConfigError(
+            f"the sweep plans {total:,} conversations ({how}); one process plans at most {MAX_PLANNED:,}: "
+            "use fewer seeds or personas, or split the sweep with --shard K/N"
+            + (f" (this shard would plan {mine:,})" if shard else "")
+        )
+    return mine
+
+
 def plan_sweep(
     inputs: Inputs,
     clients: Clients,
@@ -327,6 +345,7 @@ def plan_sweep(
     user_agents = role_specs(cfg.user_agents, "user_agent", clients, cfg, warnings)
     judges = role_specs(cfg.judges, "judge", clients, cfg, warnings)
     check_judges(inputs, judges, clients)
+    check_plan_size(inputs, shard)
     jobs = conversation_jobs(
         chatbots=chatbots,
         user_agents=user_agents,

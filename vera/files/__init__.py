@@ -2,7 +2,7 @@
 their sidecars.
 """
 
-from vera.files._datafile import read_tsv_text, sidecar
+from vera.files._datafile import CELL_LIMIT, read_tsv_text, sidecar, tsv_rows
 from vera.files._jsonl import (
     RecordReader,
     RecordRef,
@@ -14,6 +14,7 @@ from vera.files._jsonl import (
 )
 
 __all__ = [
+    "CELL_LIMIT",
     "RecordReader",
     "RecordRef",
     "StaleIndexError",
@@ -23,4 +24,5 @@ __all__ = [
     "records",
     "repair_tail",
     "sidecar",
+    "tsv_rows",
 ]

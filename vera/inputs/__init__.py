@@ -4,6 +4,10 @@ reference tool's data, and where vera's built-in data lives.
 """
 
 from vera.inputs._config import (
+    MAX_PLANNED,
+    MAX_RESAMPLES,
+    MAX_SEEDS,
+    MAX_TURNS,
     PASSWORD_ENV,
     REPO_ROOT,
     RunConfig,
@@ -32,6 +36,7 @@ from vera.inputs._profiles import (
     HttpOptions,
     Profile,
     StructuredOutput,
+    link_local_endpoint,
     load_profile,
     load_profiles,
     resolve_ref,
@@ -61,6 +66,10 @@ from vera.inputs._transcripts import PERSONAS_NOT_FOUND, personas_not_found, rea
 
 __all__ = [
     "DISCLOSURE",
+    "MAX_PLANNED",
+    "MAX_RESAMPLES",
+    "MAX_SEEDS",
+    "MAX_TURNS",
     "OFFLINE",
     "PASSWORD_ENV",
     "PERSONAS_NOT_FOUND",
@@ -93,6 +102,7 @@ __all__ = [
     "expand_env",
     "find_target",
     "label",
+    "link_local_endpoint",
     "load_config",
     "load_judge_prompts",
     "load_personas",

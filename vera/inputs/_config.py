@@ -44,6 +44,17 @@ def check_limits_url(url: str) -> str:
 REPO_ROOT = data_root()
 
 
+# Sane bounds, so a typo is refused rather than run (docs/configuration.md, "Bounds"): a
+# conversation longer than MAX_TURNS messages outgrows every model's context window; more
+# seeds than MAX_SEEDS, or a plan of more than MAX_PLANNED conversations per process,
+# would not fit in memory (use shards: each plans only its part); MAX_RESAMPLES bootstrap
+# resamples already give interval ends a Monte Carlo error far below their rounding.
+MAX_TURNS = 1_000
+MAX_SEEDS = 10_000
+MAX_PLANNED = 1_000_000
+MAX_RESAMPLES = 100_000
+
+
 class ConversationConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_turns: int = 30
     min_turns: int = 10
@@ -166,8 +177,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     def check(self) -> None:
         c = self.conversation
         problems = []
-        if c.max_turns < 2:
-            problems.append("conversation.max_turns must be at least 2")
+        if not 2 <= c.max_turns <= MAX_TURNS:
+            problems.append(f"conversation.max_turns must be between 2 and {MAX_TURNS:,}")
         if not 0 <= c.min_turns <= c.max_turns:
             problems.append("conversation.min_turns must be between 0 and max_turns")
         if self.judge.instances < 1:
@@ -178,6 +189,10 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             problems.append("max_concurrency must be at least 1")
         if not self.seeds:
             problems.append("seeds must list at least one seed")
+        if len(self.seeds) > MAX_SEEDS:
+            problems.append(
+                f"seeds: {len(self.seeds):,} seeds; at most {MAX_SEEDS:,} (each is a whole sweep)"
+            )
         if len(set(self.seeds)) != len(self.seeds):
             problems.append("seeds must not repeat")
         for role in ("chatbots", "user_agents", "judges"):
@@ -191,8 +206,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             problems.append("allow_failures must be a fraction between 0 and 1")
         if not 0 < self.stats.confidence < 1:
             problems.append("stats.confidence must be between 0 and 1")
-        if self.stats.resamples < 1:
-            problems.append("stats.resamples must be at least 1")
+        if not 1 <= self.stats.resamples <= MAX_RESAMPLES:
+            problems.append(f"stats.resamples must be between 1 and {MAX_RESAMPLES:,}")
         if isinstance(self.personas, list) and not self.personas:
             problems.append("personas must name at least one persona file")
         if self.group_by != self.group_by.strip():

@@ -12,7 +12,6 @@ harm imminence, an annotation column), or none at all when the target names no g
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import re
 from collections import Counter
@@ -22,7 +21,7 @@ from pathlib import Path
 import msgspec
 
 from vera.errors import DataError
-from vera.files import read_tsv_text, sidecar
+from vera.files import read_tsv_text, sidecar, tsv_rows
 from vera.inputs._prompts import UserPrompts
 from vera.records import RISK_LEVELS, ArtifactVersion, Persona
 
@@ -131,7 +130,7 @@ def read_persona_rows(
     of its two columns)."""
     p = Path(path)
     raw, text = read_tsv_text(p, "personas")
-    reader = csv.reader(text.splitlines(), delimiter="\t")
+    reader = iter(tsv_rows(text, p))
     try:
         header = [h.strip() for h in next(reader)]
     except StopIteration:

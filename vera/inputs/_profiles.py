@@ -19,6 +19,7 @@ client is built, remembered for redaction, and scrubbed from every error and rec
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import re
 import tomllib
 from collections.abc import Mapping
@@ -110,6 +111,31 @@ class HttpOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     roles: HttpRoles = msgspec.field(default_factory=HttpRoles)
 
 
+MAX_RETRIES = 20
+
+# Where no model lives: link-local addresses (169.254.0.0/16, fe80::/10), where clouds
+# serve instance metadata and the credentials of the machine (169.254.169.254,
+# fd00:ec2::254), and the metadata host names. A profile pointed there (a typo, or a
+# config from someone else) would send requests, and the key, to that service; it is
+# refused unless the profile says `allow_link_local = true`.
+_METADATA_HOSTS = {"metadata.google.internal", "metadata.goog", "metadata"}
+_METADATA_NETWORKS = (ipaddress.ip_network("169.254.0.0/16"), ipaddress.ip_network("fd00:ec2::254/128"))
+
+
+def link_local_endpoint(url: str) -> str | None:
+    """Why `url` names a link-local or cloud-metadata address (None when it does not)."""
+    host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    if host in _METADATA_HOSTS:
+        return f"{host} is a cloud metadata service"
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    if ip.is_link_local or any(ip in net for net in _METADATA_NETWORKS):
+        return f"{host} is a link-local address (where cloud metadata services and their credentials live)"
+    return None
+
+
 class Profile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One model endpoint as described by `providers/<name>.toml`.
 
@@ -125,6 +151,7 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     description: str = ""
     in_all: bool = True
     base_url: str = ""
+    allow_link_local: bool = False  # see link_local_endpoint
     model: str = ""
     api_key_env: str = ""
     headers: dict[str, str] = msgspec.field(default_factory=dict)
@@ -132,7 +159,9 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     tpm: Positive | None = None
     max_in_flight: PositiveInt | None = None
     timeout_s: Positive = 120.0
-    max_retries: Annotated[int, msgspec.Meta(ge=0)] = 6
+    # More than MAX_RETRIES retries of one call is a typo, not a policy: backoff doubling
+    # from retry_base_delay_s would wait for days.
+    max_retries: Annotated[int, msgspec.Meta(ge=0, le=MAX_RETRIES)] = 6
     price_input_per_mtok: NonNegative = 0.0
     price_output_per_mtok: NonNegative = 0.0
     price_cached_input_per_mtok: NonNegative | None = None
@@ -245,6 +274,8 @@ def _check(p: Profile) -> tuple[str, str] | None:
         # A URL taken from the environment (${VAR}) is checked when the client is built.
         if url and not url.startswith("${") and not re.match(r"https?://[^/\s]", url, re.IGNORECASE):
             return field, f"{field} {url!r} must be an http:// or https:// URL"
+        if url and not p.allow_link_local and (why := link_local_endpoint(url)):
+            return field, f"{field} {url!r}: {why}; set allow_link_local = true if a model really is there"
     if p.protocol == "azure_openai" and not p.base_url:
         return "base_url", "protocol 'azure_openai' needs base_url (https://NAME.openai.azure.com)"
     if p.protocol == "openai" and not p.base_url and not p.api_key_env:

@@ -179,8 +179,11 @@ def _clean_name(raw: str | None) -> str:
 
 
 def missing_speaker(turns: list[Turn]) -> str | None:
-    """Why a transcript cannot be rated, or None: both speakers must have spoken."""
-    spoke = {t.speaker for t in turns}
+    """Why a transcript cannot be rated, or None: both speakers must have said something
+    (a turn with no text says nothing: a transcript of empty messages is not judged)."""
+    spoke = {t.speaker for t in turns if t.text.strip()}
+    if not spoke:
+        return "imported transcript has no words in any message (every turn is empty); not judged"
     if "chatbot" not in spoke:
         return "imported transcript has no chatbot turn (only the user speaks); not judged"
     if "user" not in spoke:

@@ -12,6 +12,7 @@ from vera.errors import UserError
 from vera.records import Conversation
 from vera.report._compare import read_run
 from vera.stats import (
+    CLINICIAN_DIMENSIONS,
     human_agreement,
     judge_vs_consensus,
     read_human_ratings,
@@ -53,7 +54,10 @@ def agreement_report(
     """Agreement among the human raters of a ratings file; with `against`, between
     their per-conversation consensus and the judges of that run (with bootstrap
     intervals over conversations), plus the humans' own agreement under "humans"."""
-    long = read_human_ratings(ratings_file)
+    run = read_run(against) if against is not None else None
+    dimensions = run.ratings.get_column("dimension").unique(maintain_order=True).to_list() if run else None
+    # The run's rubric names the dimensions; without a run, the method's five.
+    long = read_human_ratings(ratings_file, dimensions or list(CLINICIAN_DIMENSIONS.values()))
     if long.height == 0:
         raise UserError(f"{ratings_file}: no ratings")
     humans = human_agreement(long, nr=nr)
@@ -64,9 +68,8 @@ def agreement_report(
         "n_human_raters": long.get_column("rater").n_unique(),
         "raters_per_item": [per_item.min(), per_item.max()],
     }
-    if against is None:
+    if run is None:
         return about | humans
-    run = read_run(against)
     if run.ratings.height == 0:
         raise UserError(f"{against}: no complete judgements to compare with")
     mapping = {cid: human_item_id(c) for cid, c in run.conversations.items()}

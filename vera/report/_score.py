@@ -22,7 +22,7 @@ from vera.report._schema import (
 )
 from vera.report._scoring import ANSWERS_FILE, RATINGS_FILE, ratings_and_answers, write_parquet
 from vera.report._text import render_markdown
-from vera.store import atomic_write, open_run
+from vera.store import atomic_write, open_run, read_manifest
 
 PLOTS_DIR = "plots"
 
@@ -129,4 +129,14 @@ def read_card(run_dir: str | Path) -> Card:
     p = Path(run_dir) / "card.json"
     if not p.exists():
         raise UserError(f"{run_dir}: no card.json (run `vera score {run_dir}` first)")
-    return decode_card(p.read_bytes(), source=p)
+    card = decode_card(p.read_bytes(), source=p)
+    # The card is what the run's records say; a manifest that cannot be read, or that
+    # belongs to another run, means the folder is damaged or mixed up, and the card's
+    # numbers cannot be vouched for: say so rather than print them.
+    manifest = read_manifest(Path(run_dir))
+    if manifest.run_id != card.run_id:
+        raise UserError(
+            f"{p}: belongs to run {card.run_id!r}, but {Path(run_dir) / 'manifest.json'} is run "
+            f"{manifest.run_id!r}; rebuild the card with `vera score {run_dir}`"
+        )
+    return card

@@ -3,13 +3,12 @@ to validation)."""
 
 from __future__ import annotations
 
-import csv
 import hashlib
 from pathlib import Path
 from typing import Any, Literal
 
 from vera.errors import DataError
-from vera.files import read_tsv_text, sidecar
+from vera.files import read_tsv_text, sidecar, tsv_rows
 from vera.rubric._model import Goto, Option, Question, Rubric
 
 # Column aliases: our header names first, then VERA-MH's.
@@ -32,7 +31,7 @@ def load_rubric(path: str | Path) -> Rubric:
     problems are left to `validate_rubric`."""
     p = Path(path)
     raw, text = read_tsv_text(p, "rubric")
-    rows = list(csv.reader(text.splitlines(), delimiter="\t"))
+    rows = tsv_rows(text, p)
     if not rows or not any(cell.strip() for cell in rows[0]):
         raise DataError(f"{p}:1", "empty file: expected a header row")
     header = [h.strip().lower() for h in rows[0]]

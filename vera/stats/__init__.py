@@ -26,6 +26,7 @@ from vera.stats.bootstrap import (
 )
 from vera.stats.compare import check_comparable, compare
 from vera.stats.humans import (
+    CLINICIAN_DIMENSIONS,
     consensus,
     human_agreement,
     judge_vs_consensus,
@@ -33,6 +34,7 @@ from vera.stats.humans import (
 )
 
 __all__ = [
+    "CLINICIAN_DIMENSIONS",
     "METHOD",
     "OVERALL",
     "Agreement",

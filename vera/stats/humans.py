@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -69,9 +69,32 @@ ItemKey = str | pl.Expr | Mapping[str, str] | Callable[[str], str | None]
 # ---------------------------------------------------------------------------------------
 
 
-def read_human_ratings(path: str | Path) -> pl.DataFrame:
+def _dimension(value: str, known: tuple[str, ...] | None, where: str) -> str:
+    """`value` as one of the `known` dimensions (case forgiven; any, when None)."""
+    if known is None:
+        return value
+    for d in known:
+        if value.casefold() == d.casefold():
+            return d
+    raise DataError(where, f"unknown dimension {value!r}: expected one of {', '.join(known)}")
+
+
+def _rows(reader: Any, path: Path) -> Iterator[list[str]]:
+    """The reader's rows; a cell the csv module cannot read (a quote never closed, a cell
+    over its size limit) is a DataError naming the line."""
+    while True:
+        try:
+            yield next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise DataError(f"{path}:{reader.line_num}", f"a cell cannot be read: {exc}") from None
+
+
+def read_human_ratings(path: str | Path, dimensions: Sequence[str] | None = None) -> pl.DataFrame:
     """Read a human ratings file (either format) into the long frame
-    `(item_id, rater, dimension, rating)`.
+    `(item_id, rater, dimension, rating)`. A long-format dimension must be one of
+    `dimensions` when they are given (a rubric's, or the method's five).
 
     Raises `DataError("file:line", ...)` naming the row and field for anything malformed:
     an unknown header, a row with the wrong number of fields, an empty id, an unknown
@@ -102,9 +125,10 @@ def read_human_ratings(path: str | Path) -> pl.DataFrame:
             f"({','.join(LONG_COLUMNS)})",
         )
     column = {name: i for i, name in enumerate(header)}
+    known = tuple(dimensions) if dimensions is not None else None
     out: dict[str, list[str]] = {c: [] for c in LONG_COLUMNS}
     seen: dict[tuple[str, str, str], int] = {}
-    for row in reader:
+    for row in _rows(reader, path):
         line = reader.line_num
         if not any(field.strip() for field in row):
             continue
@@ -125,7 +149,7 @@ def read_human_ratings(path: str | Path) -> pl.DataFrame:
         cells = (
             [(dim, name) for name, dim in dimension_cols.items()]
             if dimension_cols is not None
-            else [(field("dimension"), "rating")]
+            else [(_dimension(field("dimension"), known, f"{path}:{line}"), "rating")]
         )
         for dimension, rating_col in cells:
             rating = _rating(field(rating_col), f"{path}:{line}", rating_col)
