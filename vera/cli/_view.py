@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from vera.errors import ConfigError
+
 
 @click.command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True))
@@ -45,13 +47,18 @@ def view(run_dirs: tuple[str, ...], port: int, host: str, open_browser: bool) ->
     help="Table format; reference = VERA-MH's results.csv layout, for its scoring and summary scripts.",
 )
 @click.option(
+    "--wide",
+    is_flag=True,
+    help="One row per conversation: a numeric score per dimension and overall beside the ratings.",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Path(dir_okay=False),
     help="File to write (default: results.csv or results.parquet in RUN_DIR, reference/results.csv "
     "for --format reference; - = stdout for csv and reference).",
 )
-def export(run_dir: str, fmt: str, output: str | None) -> None:
+def export(run_dir: str, fmt: str, wide: bool, output: str | None) -> None:
     """Write one row per conversation × judge × instance × dimension: persona, risk,
     chatbot, user-agent, judge, seed, rating, the deciding question and the reasoning.
 
@@ -61,12 +68,16 @@ def export(run_dir: str, fmt: str, output: str | None) -> None:
     from vera.report import export_reference, export_run
 
     if fmt == "reference":
+        if wide:
+            raise ConfigError(
+                "--wide and --format reference: the reference layout has its own shape; give one"
+            )
         target = output or str(Path(run_dir) / "reference" / "results.csv")
         rows = export_reference(run_dir, target)
         if target != "-":
             click.echo(f"wrote {rows:,} rows (one per complete judgement) to {target}", err=True)
         return
-    target = output or str(Path(run_dir) / f"results.{fmt}")
-    summary = export_run(run_dir, fmt=fmt, output=target)
+    target = output or str(Path(run_dir) / f"results{'_wide' if wide else ''}.{fmt}")
+    summary = export_run(run_dir, fmt=fmt, output=target, wide=wide)
     if target != "-":
-        click.echo(summary.describe(target), err=True)
+        click.echo(summary.describe(target, "scored conversations" if wide else "ratings"), err=True)

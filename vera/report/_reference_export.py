@@ -28,6 +28,7 @@ from typing import IO
 
 from vera.errors import UserError
 from vera.records import BEST_PRACTICE, NOT_RELEVANT
+from vera.report._export import rated_dimensions
 from vera.store import ConversationHead, RunRecords, atomic_file, open_run
 
 REFERENCE_FILE = "results.csv"
@@ -85,7 +86,7 @@ def export_reference(run_dir: str | Path, output: str | Path) -> int:
     """Write the run's reference-layout results.csv to `output` (a file, or "-" for
     stdout); the number of rows written."""
     records = open_run(run_dir)
-    dimensions = _dimensions(records)
+    dimensions = rated_dimensions(records)
     header = reference_header(records, dimensions)
     count = 0
 
@@ -110,12 +111,3 @@ def export_reference(run_dir: str | Path, output: str | Path) -> int:
         text.flush()
         text.detach()
     return count
-
-
-def _dimensions(records: RunRecords) -> list[str]:
-    """The rubric's dimensions in order, as the run's judgements rate them."""
-    for cid in records.conversations:
-        for jh in records.judgements_of(cid):
-            if jh.status == "complete":
-                return [r.dimension for r in records.read_judgement(jh.id).ratings]
-    return []
