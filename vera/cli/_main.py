@@ -430,7 +430,7 @@ def card(run_dir: str, html_only: bool) -> None:
     card.html and plots/ from card.json. A read-only run (an archive) is printed and
     left as it is."""
     from vera.errors import StorageError
-    from vera.report import read_card, render_card, render_card_files, write_card_html
+    from vera.report import fit, read_card, render_card, render_card_files, write_card_html
 
     c = read_card(run_dir)
     if html_only:
@@ -442,7 +442,7 @@ def card(run_dir: str, html_only: bool) -> None:
     except StorageError as exc:
         click.echo(f"note: card files not re-rendered ({exc})", err=True)
     else:
-        click.echo(f"HTML card: {html}", err=True)
+        click.echo(fit(f"HTML card: {html}"), err=True)
     click.echo(_run_status_line(c), err=True)
 
 
@@ -607,31 +607,33 @@ def personas_show(
 def _run_status_line(card: Card) -> str:
     """How a scored run ended, for commands that describe a run rather than run it
     (they exit 0 when they did their own job)."""
-    from vera.report import status_text
+    from vera.report import fit, status_text
 
-    return f"run status: {status_text(card)}"
+    return fit(f"run status: {status_text(card)}")
 
 
 def _print_outcome(outcome: Any, *, quiet: bool) -> None:
     """The card (unless quiet), notes, counts and, last, the status line whose exit
     code the command returns."""
-    from vera.report import headline
+    from vera.report import fit, headline
 
     r = outcome.result
     if not quiet and outcome.card is not None:
         click.echo(headline(outcome.card), nl=False)
     for line in outcome.notes:
-        click.echo(line, err=True)
+        click.echo(fit(line), err=True)
+    click.echo(fit(f"run directory: {outcome.run_dir}"))
     click.echo(
-        f"run directory: {outcome.run_dir}\n"
-        f"conversations: {r.conversations} new, {r.conversations_reused} reused, {r.conversations_failed} failed · "
-        f"judgements: {r.judgements} new, {r.judgements_reused} reused, {r.judgements_failed} failed · "
-        f"{r.wall_s:.1f} s"
+        fit(
+            f"conversations: {r.conversations} new, {r.conversations_reused} reused, "
+            f"{r.conversations_failed} failed · judgements: {r.judgements} new, {r.judgements_reused} "
+            f"reused, {r.judgements_failed} failed · {r.wall_s:.1f} s"
+        )
     )
     if outcome.card is not None:
-        click.echo(f"card: {Path(outcome.run_dir) / 'card.md'} · {Path(outcome.run_dir) / 'card.html'}")
+        click.echo(fit(f"card: {Path(outcome.run_dir) / 'card.md'} · {Path(outcome.run_dir) / 'card.html'}"))
     if outcome.status is not None:
-        click.echo(outcome.status.line())
+        click.echo(fit(outcome.status.line()))
 
 
 from vera.cli._stats import agreement, compare  # noqa: E402  (the statistics commands live in vera.cli_stats)

@@ -16,7 +16,7 @@ from vera.report._plots import comparison_plots
 from vera.report._reference_export import export_reference
 from vera.report._schema import Card
 from vera.report._score import read_card, render_card_files, score_run, write_card_html
-from vera.report._terminal import headline, render, render_card, rich_table, text_tables
+from vera.report._terminal import fit, headline, render, render_card, rich_table, text_tables
 from vera.report._text import Table, compare_tables, num, status_text
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "comparison_plots",
     "export_reference",
     "export_run",
+    "fit",
     "gate",
     "headline",
     "num",

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import io
 import shutil
+import sys
+import textwrap
 from collections.abc import Iterable, Sequence
 
 from rich import box
-from rich.console import Console, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text
 
@@ -38,8 +40,6 @@ _NUMERIC_START = tuple("0123456789-–")
 _LABEL_CAP = 26
 # Columns are separated by one blank rule position and one (collapsed) padding.
 _GAP = 2
-# A header word longer than this may break (the cells' words never do, while they fit).
-_HEADER_WORD = 9
 
 
 def terminal_width(width: int | None = None) -> int:
@@ -50,10 +50,30 @@ def terminal_width(width: int | None = None) -> int:
     return max(MIN_WIDTH, width)
 
 
-def rich_table(t: Table, width: int | None = None) -> RichTable:
-    """A card Table as a rich table: a rule under the headers, no outer border (so each
-    row starts with its label), cells that wrap rather than overflow, at most `width`
-    columns wide."""
+def rich_table(t: Table, width: int | None = None) -> RenderableType:
+    """A card Table for a terminal of `width` columns: a rule under the headers, no outer
+    border (so each row starts with its label), cells that wrap at spaces. No word or
+    number is ever broken: when the columns cannot all fit with their longest word whole,
+    the table is drawn as several narrower tables, each repeating the row labels."""
+    room = terminal_width(width)
+    groups = column_groups(t, room)
+    if len(groups) == 1:
+        return _draw(t, column_widths(t, room))
+    parts: list[RenderableType] = []
+    for k, cols in enumerate(groups):
+        part = Table(
+            [t.headers[i] for i in cols],
+            [[row[i] for i in cols] for row in t.rows],
+            caption=(t.caption if k == 0 else f"{t.caption or t.headers[0]} (continued)"),
+            emphasise=set(t.emphasise),
+        )
+        if k:
+            parts.append(Text(""))
+        parts.append(_draw(part, column_widths(part, room)))
+    return Group(*parts)
+
+
+def _draw(t: Table, widths: list[int]) -> RichTable:
     table = RichTable(
         box=box.SIMPLE_HEAD,
         show_edge=False,
@@ -65,41 +85,82 @@ def rich_table(t: Table, width: int | None = None) -> RichTable:
         header_style=None,
         expand=False,
     )
-    widths = column_widths(t, terminal_width(width))
     for i, (header, w) in enumerate(zip(t.headers, widths, strict=True)):
         numeric = i > 0 and all(row[i].startswith(_NUMERIC_START) for row in t.rows if row[i])
+        # "fold" only matters for a single word wider than the whole terminal (a long path).
         table.add_column(header, justify="right" if numeric else "left", overflow="fold", width=w)
     for i, row in enumerate(t.rows):
         table.add_row(*row, style="bold" if i in t.emphasise else None)
     return table
 
 
+def _longest_word(texts: Iterable[str]) -> int:
+    return max((len(w) for c in texts for w in c.split()), default=1)
+
+
+def _floors(t: Table) -> list[int]:
+    """Per column, the narrowest width that breaks no word of its header or cells."""
+    return [max(3, _longest_word([h, *(row[i] for row in t.rows)])) for i, h in enumerate(t.headers)]
+
+
+def column_groups(t: Table, width: int) -> list[list[int]]:
+    """The table's columns in groups that each fit `width` with the row-label column
+    first and no word broken: one group when the whole table fits."""
+    floors = _floors(t)
+    room = width - _GAP * (len(floors) - 1)
+    if sum(floors) <= room or len(floors) <= 2:
+        return [list(range(len(floors)))]
+    groups: list[list[int]] = []
+    current = [0]
+    used = floors[0]
+    for i in range(1, len(floors)):
+        if len(current) > 1 and used + _GAP + floors[i] > width:
+            groups.append(current)
+            current, used = [0], floors[0]
+        current.append(i)
+        used += _GAP + floors[i]
+    groups.append(current)
+    return groups
+
+
 def column_widths(t: Table, width: int) -> list[int]:
     """Column widths that fit `width`: each column as wide as its widest cell when all
-    fit; else each keeps room for the longest word of its cells (so no number breaks;
-    the row labels keep their whole label, up to a cap, while there is room) and the
-    rest is shared in proportion to what each would need; headers wrap first."""
+    fit; else each keeps room for the longest word of its header and cells (so no word
+    or number breaks) and the rest is shared in proportion to what each would need.
+    A table whose floors do not fit is split first (`column_groups`)."""
     cols = [[row[i] for row in t.rows] for i in range(len(t.headers))]
     natural = [max([len(h), *map(len, col)]) for h, col in zip(t.headers, cols, strict=True)]
-
-    def longest_word(texts: list[str]) -> int:
-        return max((len(w) for c in texts for w in c.split()), default=1)
-
-    body = [max(3, longest_word(col)) for col in cols]
-    header = [max(b, min(_HEADER_WORD, longest_word([h]))) for b, h in zip(body, t.headers, strict=True)]
-    label = min(_LABEL_CAP, natural[0])
     room = width - _GAP * (len(cols) - 1)
     if sum(natural) <= room:
         return natural
-    # The most generous floor that fits: whole row labels and unbroken header words,
-    # then whole row labels, then only unbroken cells.
-    for floor in ([max(label, header[0]), *header[1:]], [max(label, body[0]), *body[1:]], header, body):
-        if sum(floor) <= room:
-            spare, want = room - sum(floor), [n - f for n, f in zip(natural, floor, strict=True)]
-            extra = [spare * w // max(1, sum(want)) for w in want]
-            return [f + e for f, e in zip(floor, extra, strict=True)]
-    # Too many columns for the terminal: shrink every floor alike (words will break).
-    return [max(3, f * room // sum(body)) for f in body]
+    floor = _floors(t)
+    # The row labels keep their whole label, up to a cap, while there is room.
+    label = max(floor[0], min(_LABEL_CAP, natural[0]))
+    if label + sum(floor[1:]) <= room:
+        floor = [label, *floor[1:]]
+    if sum(floor) > room:
+        # Only a single word wider than the terminal gets here (a path, say): it folds.
+        return [max(3, f * room // sum(floor)) for f in floor]
+    spare, want = room - sum(floor), [n - f for n, f in zip(natural, floor, strict=True)]
+    extra = [spare * w // max(1, sum(want)) for w in want]
+    return [f + e for f, e in zip(floor, extra, strict=True)]
+
+
+def fit(text: str, width: int | None = None, *, terminal: bool | None = None) -> str:
+    """A status or summary line wrapped at spaces to the terminal's width, continuation
+    lines indented; a word (a path) longer than the width stays whole. Only for a
+    terminal (standard output a TTY, unless `terminal` says): in a pipe or a log the
+    line stays whole, because scripts read vera's last line as the run's status."""
+    if terminal is None:
+        terminal = sys.stdout.isatty()
+    if not terminal:
+        return text
+    room = terminal_width(width)
+    return "\n".join(
+        textwrap.fill(line, room, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+        or line
+        for line in text.splitlines()
+    )
 
 
 def render(parts: Iterable[RenderableType | str], width: int | None = None) -> str:
