@@ -59,6 +59,18 @@ def test_without_an_event_loop_a_line_is_printed_at_most_every_interval(capsys) 
     progress.start(10, 0)
     for i in range(10):
         progress.conversation(conv(i), cached=False)
-    progress.stop()
     assert progress.redraws == 1  # the first one; the next is an hour away
     assert "conversations 1/10" in capsys.readouterr().err
+    progress.stop()
+    # The last line shows the final counts, not those of the last interval.
+    assert progress.redraws == 2
+    assert "conversations 10/10 (failed 0)" in capsys.readouterr().err
+
+
+def test_the_final_line_is_not_repeated_when_nothing_changed_since(capsys) -> None:
+    progress = RunProgress(console=Console(file=io.StringIO()), every_s=3600)
+    progress.start(1, 0)
+    progress.conversation(conv(0), cached=False)
+    progress.stop()
+    assert progress.redraws == 1
+    assert capsys.readouterr().err.count("conversations 1/1") == 1

@@ -58,6 +58,7 @@ class RunProgress:
         self.redraws = 0  # how often the table or a line was drawn (tests count them)
         self.started = time.monotonic()
         self._last_line = -math.inf  # the first tick prints a line
+        self._last_counts: tuple[int, ...] | None = None  # the counts of the last printed line
         self._live: Live | None = None
         self._refresher: asyncio.Task[None] | None = None
         self._totals: Counter[str] = Counter()
@@ -100,6 +101,10 @@ class RunProgress:
         if self._live is not None:
             self._live.stop()
             self._live = None
+        elif self._last_counts is not None and self._last_counts != self._counts():
+            # Lines are printed at most every `every_s`: without this, a log's last progress
+            # line would show the counts of up to `every_s` before the end ("judgements 0/80").
+            self._print_line()
 
     async def _refresh_forever(self) -> None:
         while True:
@@ -114,8 +119,15 @@ class RunProgress:
         now = time.monotonic()
         if now - self._last_line >= self.every_s:
             self._last_line = now
-            self.redraws += 1
-            print(self.line(), file=sys.stderr, flush=True)
+            self._print_line()
+
+    def _counts(self) -> tuple[int, ...]:
+        return (self.done_total, self.failed_total, self.judged, self.judge_failed)
+
+    def _print_line(self) -> None:
+        self.redraws += 1
+        self._last_counts = self._counts()
+        print(self.line(), file=sys.stderr, flush=True)
 
     def _account_totals(self) -> dict[str, float]:
         t: dict[str, float] = dict.fromkeys(_ACCOUNT_KEYS, 0.0)
