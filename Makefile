@@ -10,6 +10,9 @@ CONFIG    ?= configs/offline.toml
 PROVIDERS ?=
 SEEDS     ?=
 OUT       ?=
+# Test worker processes (pytest-xdist): most tests wait on sockets and subprocesses, so
+# four workers keep two cores busy. TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= 4
 
 .PHONY: eval test lint bench venv clean
 
@@ -27,7 +30,7 @@ eval: $(STAMP)
 	$(BIN)/vera run --config $(CONFIG) $(if $(PROVIDERS),--providers $(PROVIDERS)) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(OUT),--out $(OUT))
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check vera tests benchmarks
