@@ -180,7 +180,7 @@ class JudgeAnswer(msgspec.Struct, gc=False, kw_only=True):
     reasoning: str = ""
     raw: str = ""
     attempts: int = 1
-    auto: bool = False  # a single-option question answered without a model call
+    auto: bool = False  # answered without a model call (Auto Answer, or a single option)
 
 
 class DimensionRating(msgspec.Struct, gc=False, kw_only=True):

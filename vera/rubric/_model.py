@@ -18,8 +18,13 @@ rubric file runs unchanged:
 Two file formats are read: ours (``id, dimension, severity, risk, question, guidance,
 option, goto``, with an optional same-stem ``.toml`` sidecar carrying name and version)
 and VERA-MH's, whose ``Question ID``, ``Risk Type``, ``Examples`` and ``Answer`` columns
-play the parts of our id, risk, guidance and option. Both put each extra answer option
-on a continuation row with an empty id. Loading never raises on flow problems; `validate_rubric` lists them with rows.
+play the parts of our id, risk, guidance and option. Columns are found by their header
+name, in any order; columns we do not know (VERA-MH 2.0's notes, an unnamed spacer) are
+ignored. Both formats may carry ``Label`` (a short title per question) and ``Auto
+Answer`` (``true`` in any case: the question's one explicit answer is recorded without
+asking the model). Both put each extra answer option on a continuation row with an
+empty id. Question ids are opaque strings (``7``, ``1a``, ``D2``). Loading never raises
+on flow problems; `validate_rubric` lists them with rows.
 """
 
 from __future__ import annotations
@@ -75,6 +80,9 @@ class Question(msgspec.Struct, frozen=True):
     guidance: str
     options: tuple[Option, ...]
     line: int
+    title: str = ""  # the ``Label`` column: a short name for the question
+    auto: bool = False  # ``Auto Answer`` is true: answered without a model call
+    auto_raw: str = ""  # the ``Auto Answer`` cell as written, for validation
 
     @property
     def implicit(self) -> bool:
@@ -87,8 +95,9 @@ class Question(msgspec.Struct, frozen=True):
 
     @property
     def automatic(self) -> bool:
-        """Exactly one option: nothing to ask, the answer is recorded without a model."""
-        return len(self.options) == 1
+        """Answered without a model: marked ``Auto Answer``, or exactly one option (there
+        is nothing to ask; VERA-MH v1.1's rubric has such a question and no such column)."""
+        return self.auto or len(self.options) == 1
 
 
 class Rubric(msgspec.Struct, frozen=True):

@@ -78,7 +78,8 @@ async def walk_rubric(
         current_dim = q.dimension
         st.visited = True
         if q.automatic:
-            a = Answer(q.options[0].label, "Only one option: answered without asking.", attempts=0)
+            why = "Auto Answer" if q.auto else "Only one option"
+            a = Answer(q.options[0].label, f"{why}: answered without asking.", attempts=0)
         else:
             a = await answer(q)
             if answered is not None:
