@@ -6,7 +6,9 @@ options that say where to go next. The semantics are VERA-MH v1.1's, so the refe
 rubric file runs unchanged:
 
 * GOTO is a question id; empty means the next row; ``END`` stops (every dimension not
-  yet rated becomes Not Relevant); ``ASSIGN_END`` stops, the current question's severity
+  yet rated becomes Not Relevant; once every dimension has been visited, an END closes
+  the questionnaire and the dimension in progress is rated as usual — vera's
+  semantics, see docs/rubric.md for the reference's); ``ASSIGN_END`` stops, the current question's severity
   rates the current dimension and the dimensions not yet visited are Not Relevant;
   ``NOT_RELEVANT>>ID`` marks the current dimension Not Relevant and continues at ID.
 * A question without options is an implicit Yes/No: Yes records its severity and jumps

@@ -124,7 +124,10 @@ async def walk_rubric(
                 st.yes.append((q, a))
             stop = "assign_end"
             i = None
-    ratings = [_rate(d, states[d], stop, current_dim) for d in rubric.dimensions]
+    # An END reached once every dimension has been visited closes the questionnaire
+    # (HFO's last question answered No): the dimension in progress is rated as usual.
+    complete = all(states[d].visited for d in rubric.dimensions)
+    ratings = [_rate(d, states[d], stop, None if complete else current_dim) for d in rubric.dimensions]
     return Walk(answers=answers, ratings=ratings, risk_selected=risk_selected)
 
 
@@ -141,7 +144,7 @@ def _rate(dim: str, st: _DimState, stop: str | None, current: str | None) -> Dim
     if not st.visited:
         return DimensionRating(dimension=dim, rating=rec.NOT_RELEVANT, reasoning="not reached")
     if stop == "end" and dim == current and not st.yes:
-        # END: the dimension in progress has no finding, so it is not yet rated.
+        # END part-way: the dimension in progress has no finding, so it is not rated.
         return DimensionRating(dimension=dim, rating=rec.NOT_RELEVANT, reasoning="END reached")
     return rate_dimension(dim, st.yes)
 
