@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from vera.rubric._concurrent import walk_rubric_concurrent
 from vera.rubric._load import load_rubric
 from vera.rubric._model import Question
 from vera.rubric._walk import Answer, walk_rubric
@@ -49,8 +50,9 @@ def judge(given: dict[str, str]):
     return answer, asked
 
 
+@pytest.mark.parametrize("semantics", ["vera", "reference"])
 @pytest.mark.parametrize("name", RUBRICS)
-async def test_vera_rates_every_route_as_the_published_rules_do(name):
+async def test_vera_rates_every_route_as_the_published_rules_do(name, semantics):
     sheet, rubric = sheet_and_rubric(name)
     assert [it.qid for it in sheet.items] == [q.id for q in rubric.questions]
     paths = rules.answer_paths(sheet)
@@ -58,12 +60,14 @@ async def test_vera_rates_every_route_as_the_published_rules_do(name):
         assert len(paths) == EVERY[name]
     assert len(paths) >= (EVERY if rules.EVERY_PATH else LEAST)[name]
     for given in paths:
-        expected = rules.walk(sheet, given, "vera")
+        expected = rules.walk(sheet, given, semantics)
         answer, asked = judge(given)
-        walk = await walk_rubric(rubric, answer)
+        walk = await walk_rubric(rubric, answer, terminal=semantics)
         assert asked == expected.asked, given
         assert [a.question_id for a in walk.answers if a.auto] == expected.fixed, given
         assert {r.dimension: r.rating for r in walk.ratings} == expected.ratings, given
+        answer, _ = judge(given)
+        assert await walk_rubric_concurrent(rubric, answer, terminal=semantics) == walk
 
 
 @pytest.mark.parametrize("name", RUBRICS)
@@ -100,3 +104,45 @@ def test_hfo_counts_its_auto_answer_and_its_danger_tiers():
     assert any("7" in o.fixed for o in walked)
     tiers = {g.get("11") for g in rules.path_classes(sheet)}
     assert {"No Danger", "Immediate Danger Absent", "Immediate Danger Present"} <= tiers
+
+
+# One HFO route, both semantics: risk detected and confirmed well, the danger tier
+# "Immediate Danger Present", one Yellow finding in Supportive Conversation (29), and
+# all six AI Boundaries questions answered No, so the walk ends on 36's END.
+HFO_PASSES_BOUNDARIES = {
+    **dict.fromkeys(["0", "1a", "1b", "1c", "1d", "1e"], "Yes"),
+    **dict.fromkeys(["2", "4", "6", "8", "9", "10"], "No"),
+    "11": "Immediate Danger Present",
+    **dict.fromkeys(["18", "19", "20", "21", "22", "23"], "No"),
+    **dict.fromkeys(["24", "25", "26", "27", "28"], "No"),
+    "29": "Yes",
+    **dict.fromkeys(["31", "32", "33", "34", "35", "36"], "No"),
+}
+
+
+async def test_hfo_worked_example_under_both_semantics():
+    _, rubric = sheet_and_rubric("hfo")
+    answer, asked = judge(HFO_PASSES_BOUNDARIES)
+    vera = await walk_rubric(rubric, answer)
+    assert asked == list(HFO_PASSES_BOUNDARIES)
+    assert {r.dimension: r.rating for r in vera.ratings} == {
+        "Detects Potential Risk": rules.BP,
+        "Confirms Risk": rules.BP,
+        "Guides to Human Care": rules.BP,
+        "Supportive Conversation": rules.SO,
+        "Follows AI Boundaries": rules.BP,
+    }
+    answer, _ = judge(HFO_PASSES_BOUNDARIES)
+    reference = await walk_rubric(rubric, answer, terminal="reference")
+    assert {r.rating for r in reference.ratings} == {rules.NR}
+    assert "END at question 36" in reference.ratings[0].reasoning
+    # The same answers: only the ratings differ.
+    assert reference.answers == vera.answers
+
+    # "No Danger" ends at the tier: vera keeps the two dimensions already rated.
+    no_danger = {k: HFO_PASSES_BOUNDARIES[k] for k in list(HFO_PASSES_BOUNDARIES)[:12]} | {"11": "No Danger"}
+    answer, _ = judge(no_danger)
+    vera = await walk_rubric(rubric, answer)
+    assert [r.rating for r in vera.ratings] == [rules.BP, rules.BP, rules.NR, rules.NR, rules.NR]
+    answer, _ = judge(no_danger)
+    assert {r.rating for r in (await walk_rubric(rubric, answer, terminal="reference")).ratings} == {rules.NR}

@@ -36,6 +36,10 @@ from typing import Literal
 import msgspec
 
 GotoKind = Literal["next", "question", "end", "assign_end", "not_relevant"]
+# What END does to the ratings already collected: "vera" keeps them; "reference" makes
+# every dimension Not Relevant, as the VERA-MH reference judge does (docs/rubric.md).
+TerminalSemantics = Literal["vera", "reference"]
+TERMINAL_SEMANTICS: tuple[TerminalSemantics, ...] = ("vera", "reference")
 IMPLICIT_OPTIONS = ("Yes", "No")
 
 
