@@ -334,3 +334,15 @@ def test_the_2_0_rubrics_load_and_validate(target, file, auto_id):
         sel = r.selector()
         assert sel is not None and sel.id == "11"
         assert sel.labels == ("No Danger", "Immediate Danger Absent", "Immediate Danger Present")
+
+
+@pytest.mark.skipif(not REFERENCE_2.exists(), reason="reference data absent")
+def test_vera_validate_rubric_passes_both_2_0_rubrics():
+    from click.testing import CliRunner
+
+    from vera.cli._main import main
+
+    for path in (REFERENCE_2 / "SI" / "rubric.tsv", REFERENCE_2 / "HFO" / "rubric_HFO.tsv"):
+        result = CliRunner().invoke(main, ["validate", "rubric", str(path)])
+        assert result.exit_code == 0, result.output
+        assert ": ok — " in result.output and "5 dimensions" in result.output
