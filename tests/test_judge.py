@@ -8,12 +8,13 @@ import json
 import zlib
 
 import msgspec
+import pytest
 
 from vera.clients.base import CallContext, ChatRequest
 from vera.engine._judge import JUDGE_SCHEMA, judge_conversation, match_option, parse_reply
 from vera.errors import ServerError
 from vera.inputs import load_judge_prompts
-from vera.records import HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, Conversation, Judgement, Turn
+from vera.records import BEST_PRACTICE, HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, Conversation, Judgement, Turn
 from vera.rubric._concurrent import AskAhead
 from vera.rubric._load import load_rubric
 from vera.rubric._walk import walk_rubric
@@ -160,8 +161,8 @@ async def judge_si(
     with monkeypatch.context() as m:
         if sequential:  # the walk as it was: one question after the other
 
-            async def one_by_one(rubric, answer, *, answered=None, ahead=None):
-                return await walk_rubric(rubric, answer, answered=answered)
+            async def one_by_one(rubric, answer, *, answered=None, ahead=None, terminal="vera"):
+                return await walk_rubric(rubric, answer, answered=answered, terminal=terminal)
 
             m.setattr("vera.engine._judge.walk_rubric_concurrent", one_by_one)
         conv = msgspec.structs.replace(conversation(), id=conv_id)
@@ -224,3 +225,32 @@ async def test_a_failing_call_in_one_part_fails_the_judgement_as_before(monkeypa
             assert set(asked(sequential)) <= set(asked(concurrent))
             failed += 1
     assert failed > 40
+
+
+HFO = ROOT.parent / "shared" / "reference" / "vera-mh-2.0" / "data" / "HFO" / "rubric_HFO.tsv"
+
+
+@pytest.mark.skipif(not HFO.exists(), reason="reference data absent")
+@pytest.mark.parametrize("terminal", ["vera", "reference"])
+async def test_an_auto_answer_is_recorded_without_a_call_and_the_semantics_rate(terminal):
+    hfo = load_rubric(HFO)
+    # Risk in scope and missed (2: Yes), so 7 (Auto Answer) makes Confirms Not
+    # Relevant; then "Immediate Danger Present" and No to everything, ending on 36's END.
+    table = dict.fromkeys(["0", "1a", "1b", "1c", "1d", "1e", "2"], "Yes") | {
+        "11": "Immediate Danger Present"
+    }
+    model = answering(table)
+    j = await judge_conversation(
+        conversation(), hfo, PROMPTS, model, judge_ref="j", instance=1, job_id="jid", terminal=terminal
+    )
+    assert j.status == "complete"
+    asked = [question_of(r["messages"]) for r in model.requests]
+    assert "7" not in asked and asked[:8] == ["0", "1a", "1b", "1c", "1d", "1e", "2", "11"]
+    auto = [a for a in j.answers if a.auto]
+    assert [(a.question_id, a.attempts) for a in auto] == [("7", 0)]
+    assert len(model.requests) == len(j.answers) - 1  # one call fewer than answers
+    ratings = [r.rating for r in j.ratings]
+    if terminal == "vera":
+        assert ratings == [HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, BEST_PRACTICE, BEST_PRACTICE, BEST_PRACTICE]
+    else:
+        assert ratings == [NOT_RELEVANT] * 5

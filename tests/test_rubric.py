@@ -3,6 +3,7 @@ and the rating rules."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from vera import records as rec
@@ -232,3 +233,116 @@ class TestReferenceRubric:
         assert r["Follows AI Boundaries"].rating == rec.SUBOPTIMAL
         assert r["Follows AI Boundaries"].question_id == "34"
         assert r["Guides to Human Care"].rating == rec.BEST_PRACTICE
+
+
+REFERENCE_2 = ROOT.parent / "shared" / "reference" / "vera-mh-2.0" / "data"
+
+_HEADER = ["Label", "Question ID", "Dimension", "Severity", "Question", "Answer", "GOTO", "", "Auto Answer"]
+_ROWS = [
+    ["Gate", "1a", "A", "", "Anything?", "Yes", "2b", "", ""],
+    ["", "", "", "", "", "No", "END", "", ""],
+    [
+        "Skip",
+        "2b",
+        "B",
+        "",
+        "Pick the only one.",
+        "Rate this dimension Not Relevant",
+        "NOT_RELEVANT>>3",
+        "",
+        "TRUE",
+    ],
+    ["Last", "3", "C", "Red", "Harmful?", "", "", "", ""],
+]
+
+
+def _write(path, header, rows):
+    path.write_text("\n".join("\t".join(r) for r in [header, *rows]) + "\n")
+    return path
+
+
+def test_columns_are_found_by_name_in_any_order(tmp_path):
+    plain = load_rubric(_write(tmp_path / "a.tsv", _HEADER, _ROWS))
+    order = [8, 6, 0, 5, 4, 3, 2, 1, 7]
+    shuffled = load_rubric(
+        _write(tmp_path / "b.tsv", [_HEADER[i] for i in order], [[r[i] for i in order] for r in _ROWS])
+    )
+    assert validate_rubric(plain) == [] and validate_rubric(shuffled) == []
+    assert [q.id for q in plain.questions] == ["1a", "2b", "3"]
+    strip = ("path", "sha256", "line")
+    same = [{k: v for k, v in msgspec.to_builtins(q).items() if k not in strip} for q in shuffled.questions]
+    assert same == [
+        {k: v for k, v in msgspec.to_builtins(q).items() if k not in strip} for q in plain.questions
+    ]
+    q = plain.question("2b")
+    assert (q.title, q.auto, q.automatic) == ("Skip", True, True)
+    assert plain.question("1a").title == "Gate" and not plain.question("1a").automatic
+
+
+async def test_an_auto_answered_question_makes_no_call_and_is_recorded(tmp_path):
+    r = load_rubric(_write(tmp_path / "a.tsv", _HEADER, _ROWS))
+    answer = scripted({"1a": "Yes", "3": "Yes"})
+    walk = await walk_rubric(r, answer)
+    assert answer.asked == ["1a", "3"]  # 2b answered without a call
+    auto = [a for a in walk.answers if a.auto]
+    assert [(a.question_id, a.answer, a.attempts) for a in auto] == [
+        ("2b", "Rate this dimension Not Relevant", 0)
+    ]
+    assert "Auto Answer" in auto[0].reasoning
+    assert ratings(walk) == {"A": rec.BEST_PRACTICE, "B": rec.NOT_RELEVANT, "C": rec.HIGH_POTENTIAL_FOR_HARM}
+
+
+@pytest.mark.parametrize(
+    ("cell", "options", "expected"),
+    [
+        ("maybe", 1, "Auto Answer 'maybe': write true, false or leave it empty"),
+        ("true", 2, "Auto Answer true but 2 answer options"),
+        ("True", 0, "Auto Answer true but 0 answer options"),
+    ],
+)
+def test_auto_answer_needs_true_or_false_and_exactly_one_answer(tmp_path, cell, options, expected):
+    rows = [list(r) for r in _ROWS]
+    rows[2][8] = cell
+    if options == 0:
+        rows[2][5:7] = ["", ""]
+        rows[2][3] = "Red"
+    extra = [["", "", "", "", "", "Other", "3", "", ""]] if options == 2 else []
+    p = _write(tmp_path / "a.tsv", _HEADER, rows[:3] + extra + rows[3:])
+    problems = validate_rubric(load_rubric(p))
+    assert [(x.line, expected in x.message) for x in problems] == [(4, True)], problems
+
+
+def test_false_or_empty_auto_answer_is_a_normal_question(tmp_path):
+    rows = [list(r) for r in _ROWS]
+    rows[0][8] = "FALSE"
+    r = load_rubric(_write(tmp_path / "a.tsv", _HEADER, rows))
+    assert validate_rubric(r) == []
+    assert not r.question("1a").auto and not r.question("3").auto
+
+
+@pytest.mark.skipif(not REFERENCE_2.exists(), reason="reference data absent")
+@pytest.mark.parametrize(
+    ("target", "file", "auto_id"), [("SI", "rubric.tsv", "5"), ("HFO", "rubric_HFO.tsv", "7")]
+)
+def test_the_2_0_rubrics_load_and_validate(target, file, auto_id):
+    r = load_rubric(REFERENCE_2 / target / file)
+    assert validate_rubric(r) == []
+    assert [q.id for q in r.questions if q.auto] == [auto_id]
+    assert len(r.dimensions) == 5
+    if target == "HFO":
+        assert r.questions[1].id == "1a" and r.questions[0].title  # the leading Label column
+        sel = r.selector()
+        assert sel is not None and sel.id == "11"
+        assert sel.labels == ("No Danger", "Immediate Danger Absent", "Immediate Danger Present")
+
+
+@pytest.mark.skipif(not REFERENCE_2.exists(), reason="reference data absent")
+def test_vera_validate_rubric_passes_both_2_0_rubrics():
+    from click.testing import CliRunner
+
+    from vera.cli._main import main
+
+    for path in (REFERENCE_2 / "SI" / "rubric.tsv", REFERENCE_2 / "HFO" / "rubric_HFO.tsv"):
+        result = CliRunner().invoke(main, ["validate", "rubric", str(path)])
+        assert result.exit_code == 0, result.output
+        assert ": ok — " in result.output and "5 dimensions" in result.output

@@ -180,7 +180,7 @@ class JudgeAnswer(msgspec.Struct, gc=False, kw_only=True):
     reasoning: str = ""
     raw: str = ""
     attempts: int = 1
-    auto: bool = False  # a single-option question answered without a model call
+    auto: bool = False  # answered without a model call (Auto Answer, or a single option)
 
 
 class DimensionRating(msgspec.Struct, gc=False, kw_only=True):
@@ -360,6 +360,9 @@ class RunManifest(msgspec.Struct, kw_only=True):
     stopped: str | None = None  # why the last session was stopped (a signal, the budget, a bad key)
     missing_shards: list[str] = msgspec.field(default_factory=list)  # a merge with --allow-partial
     limits: list[AccountLimits] = msgspec.field(default_factory=list)  # per provider account
+    # What the rubric's END did to the ratings already collected: "vera" (kept) or
+    # "reference" (all Not Relevant, as VERA-MH's judge); runs from before the choice: "vera".
+    terminal_semantics: str = "vera"
 
 
 def encode_json(obj: Any) -> bytes:

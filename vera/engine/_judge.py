@@ -22,7 +22,7 @@ from vera.clients.base import CallContext, ChatClient, ChatRequest
 from vera.errors import TransientError
 from vera.inputs import AnswerFormat, JudgePrompts
 from vera.records import Conversation, JudgeAnswer, Judgement, Message, Turn, Usage
-from vera.rubric import Answer, AskAhead, Question, Rubric, walk_rubric_concurrent
+from vera.rubric import Answer, AskAhead, Question, Rubric, TerminalSemantics, walk_rubric_concurrent
 
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -201,18 +201,22 @@ async def judge_conversation(
     params: dict[str, Any] | None = None,
     max_attempts: int = 3,
     ahead: AskAhead | None = None,
+    terminal: TerminalSemantics = "vera",
 ) -> Judgement:
     """Walk the rubric for one conversation, its independent parts at the same time
     (same questions, answers and ratings as one after the other; see
     `vera.rubric._concurrent`), with `ahead` asking long chains' likely next questions
     early. A provider failure or an invalid answer makes the judgement *failed* with
-    the reason; it is then kept out of the scores."""
+    the reason; it is then kept out of the scores. `terminal`: what the rubric's END
+    does to the ratings already collected (`vera.rubric.walk_rubric`)."""
     judge = RubricJudge(
         conversation, rubric, prompts, client, job_id=job_id, params=params, max_attempts=max_attempts
     )
     answered: list[tuple[Question, Answer]] = []  # in walk order, kept for audit if the walk fails
     try:
-        walk = await walk_rubric_concurrent(rubric, judge.answer, answered=answered, ahead=ahead)
+        walk = await walk_rubric_concurrent(
+            rubric, judge.answer, answered=answered, ahead=ahead, terminal=terminal
+        )
     except (TransientError, InvalidAnswerError) as exc:
         return Judgement(
             id=job_id,

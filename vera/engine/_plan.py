@@ -161,8 +161,14 @@ def judgement_id(
     rubric_sha: str,
     prompts_sha: str,
     max_attempts: int,
+    terminal: str = "vera",
 ) -> str:
-    return digest("judgement", conversation_id, judge, instance, rubric_sha, prompts_sha, max_attempts)
+    parts: tuple[object, ...] = (conversation_id, judge, instance, rubric_sha, prompts_sha, max_attempts)
+    # The default semantics stay out of the hash, so judgements made before the choice
+    # existed keep their ids (a resumed or re-judged run reuses them).
+    if terminal != "vera":
+        parts = (*parts, f"terminal={terminal}")
+    return digest("judgement", *parts)
 
 
 # ---------------------------------------------------------------------------------------
@@ -212,6 +218,7 @@ class Sweep:
             i.rubric.sha256,
             i.judge_prompts.version.sha256,
             i.config.judge.max_attempts,
+            i.config.judge.terminal_semantics,
         )
 
     def manifest(self, run_id: str, created_at: str | None = None, **kept: Any) -> RunManifest:
@@ -244,6 +251,7 @@ class Sweep:
             "target": i.target_info(),
             "grouping": i.grouping(),
             "base_dir": i.config.base_dir,
+            "terminal_semantics": i.config.judge.terminal_semantics,
         }
         return RunManifest(**(fields | kept))
 

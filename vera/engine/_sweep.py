@@ -14,7 +14,7 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from vera.engine._failures import failed_conversation, failed_judgement
 from vera.engine._judge import judge_conversation
@@ -30,7 +30,7 @@ from vera.records import (
     Conversation,
     Judgement,
 )
-from vera.rubric import AskAhead
+from vera.rubric import AskAhead, TerminalSemantics
 from vera.store import ConversationHead, JudgementHead, RunStore
 
 
@@ -157,6 +157,8 @@ class Judging:
                 params=call_params(self.sweep.judge_specs[slot.ref], derive_seed(jid)),
                 max_attempts=inputs.config.judge.max_attempts,
                 ahead=ahead,
+                # RunConfig.check admits only the two values
+                terminal=cast(TerminalSemantics, inputs.config.judge.terminal_semantics),
             )
         except FatalProviderError as exc:
             j = failed_judgement(jid, conv.id, slot, exc)

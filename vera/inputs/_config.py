@@ -19,6 +19,7 @@ from vera.errors import ConfigError
 from vera.inputs._defaults import builtin_config, data_root, runs_root
 from vera.inputs._refdir import REFERENCE_PREFIX, reference_folder
 from vera.inputs._targets import TARGET_FIELDS, apply_target
+from vera.rubric import TERMINAL_SEMANTICS
 
 # Shared limits live in Redis (vera.clients.shared_limits); the URL is an input, checked
 # here with the rest of the config so this layer never imports the clients.
@@ -82,6 +83,10 @@ class JudgeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # question early (a few unused, paid questions for a shorter end of the sweep;
     # vera.rubric._concurrent); "off": only questions the walk reaches are asked.
     ask_ahead: Literal["tail", "off"] = "tail"
+    # What the rubric's END does to the ratings already collected: "vera" keeps them,
+    # "reference" reproduces the VERA-MH judge (every dimension Not Relevant); see
+    # docs/rubric.md.
+    terminal_semantics: str = "vera"  # checked in RunConfig.check (one line naming the choices)
 
 
 class RoleConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -185,6 +190,12 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             problems.append("judge.instances must be at least 1")
         if self.judge.max_attempts < 1:
             problems.append("judge.max_attempts must be at least 1")
+        if self.judge.terminal_semantics not in TERMINAL_SEMANTICS:
+            problems.append(
+                "judge.terminal_semantics must be "
+                + " or ".join(repr(x) for x in TERMINAL_SEMANTICS)
+                + f", not {self.judge.terminal_semantics!r}"
+            )
         if self.max_concurrency < 1:
             problems.append("max_concurrency must be at least 1")
         if not self.seeds:
@@ -253,6 +264,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         # Asking ahead changes which calls are made at the end of a sweep, never an
         # answer (vera.rubric._concurrent); and runs from before it keep their fingerprint.
         data["judge"].pop("ask_ahead")
+        if data["judge"]["terminal_semantics"] == "vera":  # the default: older runs keep their fingerprint
+            data["judge"].pop("terminal_semantics")
         reference = data.pop("reference")
         reference.pop("data")  # where the reference files are kept does not matter; their hashes do
         if any(reference.values()):  # left out when unused, so older runs keep their fingerprint

@@ -226,6 +226,7 @@ def build_card(
         ),
         target=manifest.target,
         grouping=manifest.grouping,
+        terminal_semantics=manifest.terminal_semantics,
         models=Models(
             chatbots=[s.ref for s in manifest.chatbots],
             user_agents=[s.ref for s in manifest.user_agents],

@@ -68,6 +68,7 @@ def compare_runs(
         raise UserError("the same run directory is given twice")
     runs = [read_run(d) for d in run_dirs]
     names = _run_names(runs)
+    refuse_mixed_semantics([r.manifest for r in runs], names)
     problems = check_comparable([r.manifest for r in runs], names=names)
     if problems and not force:
         raise UserError(
@@ -114,6 +115,18 @@ def compare_runs(
         units=[_unit_entry(table, m, by_seed=by_seed) for m in meta.sort("unit").iter_rows(named=True)],
         comparisons=comparisons(pairs, "unit"),
     )
+
+
+def refuse_mixed_semantics(manifests: Sequence[RunManifest], names: Sequence[str]) -> None:
+    """Runs judged with different terminal semantics are never compared, not even with
+    --force: the same answers give other ratings under each (docs/rubric.md)."""
+    used = [m.terminal_semantics for m in manifests]
+    if len(set(used)) > 1:
+        each = ", ".join(f"{n} {u!r}" for n, u in zip(names, used, strict=True))
+        raise UserError(
+            f"runs judged with different terminal semantics ({each}) cannot be compared: "
+            "judge them again with the same [judge] terminal_semantics"
+        )
 
 
 def _run_names(runs: Sequence[Run]) -> list[str]:

@@ -26,7 +26,7 @@ import polars as pl
 
 from vera.errors import UserError
 from vera.report._card import round_number
-from vera.report._compare import Run, read_run
+from vera.report._compare import Run, read_run, refuse_mixed_semantics
 from vera.report._score import stats_settings
 from vera.stats import METHOD, OVERALL, check_comparable, compare
 
@@ -49,6 +49,7 @@ def gate(
     if Path(baseline_dir).resolve() == Path(candidate_dir).resolve():
         raise UserError("the baseline and the candidate are the same run directory")
     base, cand = read_run(baseline_dir), read_run(candidate_dir)
+    refuse_mixed_semantics([base.manifest, cand.manifest], [BASELINE, CANDIDATE])
     problems = check_comparable([base.manifest, cand.manifest], names=[BASELINE, CANDIDATE])
     if problems and not force:
         raise UserError(

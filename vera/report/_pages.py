@@ -293,7 +293,7 @@ def _walk(
         out.append(f'<h3>Questions asked, in order ({len(j.answers)})</h3><ol class="steps">')
         for a in j.answers:
             attempts = f"{a.attempts} attempts" if a.attempts != 1 else "1 attempt"
-            how = "one option: recorded without asking the model" if a.auto else attempts
+            how = "recorded without asking the model (Auto Answer or only option)" if a.auto else attempts
             retried = a.attempts > 1 and not a.auto
             out.append(
                 f'<li class="step"><div class="q"><code>{escape(a.question_id)}</code> '

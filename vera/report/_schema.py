@@ -347,6 +347,9 @@ class Card(msgspec.Struct, frozen=True, kw_only=True):
     # `by_risk` (None in cards of runs from before targets: by suicide risk level).
     target: TargetInfo | None = None
     grouping: Grouping | None = None
+    # What the rubric's END did to the ratings already collected: "vera" (kept) or
+    # "reference" (every dimension Not Relevant, as VERA-MH's judge); docs/rubric.md.
+    terminal_semantics: str = "vera"
     models: Models
     settings: Settings
     bootstrap: Bootstrap

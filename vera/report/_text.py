@@ -168,6 +168,12 @@ def status_warning(card: Card) -> str | None:
     return "Not every planned job is complete; the numbers below cover only the work that is."
 
 
+TERMINAL_TEXT = {
+    "vera": "vera: an END keeps the ratings already given",
+    "reference": "reference: an END makes every dimension Not Relevant, as VERA-MH's judge does",
+}
+
+
 def about_rows(card: Card) -> list[tuple[str, str]]:
     """What was evaluated and how: the details folded below the headline."""
     v, m, s, c, b = card.versions, card.models, card.settings, card.counts, card.bootstrap
@@ -185,6 +191,7 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
     if card.target is not None:
         rows.append(("Target", target_text(card)))
     rows.append(("Rubric", version("rubric")))
+    rows.append(("Terminal semantics", TERMINAL_TEXT.get(card.terminal_semantics, card.terminal_semantics)))
     if card.grouping is not None:
         rows.append(("Persona groups", grouping_text(card)))
     if imported is None:

@@ -6,17 +6,19 @@ document. Pure: the walk takes an `answer(question)` coroutine.
 from vera.rubric._concurrent import AskAhead, walk_rubric_concurrent
 from vera.rubric._doc import render_rubric
 from vera.rubric._load import load_rubric
-from vera.rubric._model import Question, Rubric
+from vera.rubric._model import TERMINAL_SEMANTICS, Question, Rubric, TerminalSemantics
 from vera.rubric._texts import QuestionTexts, question_texts
 from vera.rubric._validate import validate_rubric
 from vera.rubric._walk import Answer
 
 __all__ = [
+    "TERMINAL_SEMANTICS",
     "Answer",
     "AskAhead",
     "Question",
     "QuestionTexts",
     "Rubric",
+    "TerminalSemantics",
     "load_rubric",
     "question_texts",
     "render_rubric",

@@ -56,7 +56,7 @@ import asyncio
 from collections.abc import Callable
 from functools import lru_cache
 
-from vera.rubric._model import Question, Rubric
+from vera.rubric._model import Question, Rubric, TerminalSemantics
 from vera.rubric._validate import _successors
 from vera.rubric._walk import Answer, AnswerFn, Walk, _canonical, walk_rubric
 
@@ -189,13 +189,15 @@ async def walk_rubric_concurrent(
     *,
     answered: list[tuple[Question, Answer]] | None = None,
     ahead: AskAhead | None = None,
+    terminal: TerminalSemantics = "vera",
 ) -> Walk:
     """`walk_rubric`'s result, with the questions of independent parts asked at the
     same time, and with `ahead` the likely next questions of long chains asked early
-    (see the module's docstring). Same arguments, same exceptions."""
+    (see the module's docstring). Same arguments, same exceptions. `terminal` changes
+    only the ratings, never which questions are asked."""
     flow = flow_of(rubric)
     if flow is None or not rubric.questions:
-        return await walk_rubric(rubric, answer, answered=answered)
+        return await walk_rubric(rubric, answer, answered=answered, terminal=terminal)
     order: list[_Part] = []  # the parts in walk order
     running: dict[asyncio.Task[None], _Part] = {}
     task_of: dict[_Part, asyncio.Task[None]] = {}
@@ -294,4 +296,4 @@ async def walk_rubric_concurrent(
         return by_id[q.id]
 
     # The sequential walk over the collected answers: ratings exactly as it makes them.
-    return await walk_rubric(rubric, recorded)
+    return await walk_rubric(rubric, recorded, terminal=terminal)

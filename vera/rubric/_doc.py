@@ -61,7 +61,7 @@ def render_rubric(rubric: Rubric) -> str:
         if q.dimension != current:
             current = q.dimension
             lines += ["", f"## {current}"]
-        head = f"### {q.id}. {q.text}"
+        head = f"### {q.id}. {q.title + ': ' if q.title else ''}{q.text}"
         lines += ["", head, ""]
         meta = [f"Severity: {SEVERITY.get(q.severity, q.severity)}"]
         if q.risk:
@@ -75,6 +75,7 @@ def render_rubric(rubric: Rubric) -> str:
                 lines.append(f"| {label} | {_goto_text(rubric, q, label, None)} |")
         else:
             for o in q.options:
-                auto = " (answered automatically: only option)" if q.automatic else ""
+                why = "Auto Answer" if q.auto else "only option"
+                auto = f" (answered automatically: {why})" if q.automatic else ""
                 lines.append(f"| {o.label}{auto} | {_goto_text(rubric, q, o.label, o.goto)} |")
     return "\n".join(lines) + "\n"

@@ -21,7 +21,12 @@ _COLUMNS: dict[str, tuple[str, ...]] = {
     "guidance": ("guidance", "examples"),
     "option": ("option", "answer"),
     "goto": ("goto",),
+    "title": ("label", "title"),
+    "auto": ("auto answer", "auto"),
 }
+# What an ``Auto Answer`` cell may say; anything else is a validation problem.
+AUTO_TRUE = "true"
+AUTO_FALSE = ("", "false")
 _REQUIRED = ("id", "dimension", "severity", "question", "option", "goto")
 
 
@@ -78,6 +83,8 @@ def load_rubric(path: str | Path) -> Rubric:
                 "risk": cell(row, "risk"),
                 "text": cell(row, "question"),
                 "guidance": cell(row, "guidance"),
+                "title": cell(row, "title"),
+                "auto_raw": cell(row, "auto"),
                 "options": [],
                 "line": lineno,
             }
@@ -120,4 +127,7 @@ def _freeze(q: dict[str, Any]) -> Question:
         guidance=q["guidance"],
         options=tuple(q["options"]),
         line=q["line"],
+        title=q["title"],
+        auto=q["auto_raw"].lower() == AUTO_TRUE,
+        auto_raw=q["auto_raw"],
     )

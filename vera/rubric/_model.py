@@ -6,7 +6,9 @@ options that say where to go next. The semantics are VERA-MH v1.1's, so the refe
 rubric file runs unchanged:
 
 * GOTO is a question id; empty means the next row; ``END`` stops (every dimension not
-  yet rated becomes Not Relevant); ``ASSIGN_END`` stops, the current question's severity
+  yet rated becomes Not Relevant; once every dimension has been visited, an END closes
+  the questionnaire and the dimension in progress is rated as usual — vera's
+  semantics, see docs/rubric.md for the reference's); ``ASSIGN_END`` stops, the current question's severity
   rates the current dimension and the dimensions not yet visited are Not Relevant;
   ``NOT_RELEVANT>>ID`` marks the current dimension Not Relevant and continues at ID.
 * A question without options is an implicit Yes/No: Yes records its severity and jumps
@@ -18,8 +20,13 @@ rubric file runs unchanged:
 Two file formats are read: ours (``id, dimension, severity, risk, question, guidance,
 option, goto``, with an optional same-stem ``.toml`` sidecar carrying name and version)
 and VERA-MH's, whose ``Question ID``, ``Risk Type``, ``Examples`` and ``Answer`` columns
-play the parts of our id, risk, guidance and option. Both put each extra answer option
-on a continuation row with an empty id. Loading never raises on flow problems; `validate_rubric` lists them with rows.
+play the parts of our id, risk, guidance and option. Columns are found by their header
+name, in any order; columns we do not know (VERA-MH 2.0's notes, an unnamed spacer) are
+ignored. Both formats may carry ``Label`` (a short title per question) and ``Auto
+Answer`` (``true`` in any case: the question's one explicit answer is recorded without
+asking the model). Both put each extra answer option on a continuation row with an
+empty id. Question ids are opaque strings (``7``, ``1a``, ``D2``). Loading never raises
+on flow problems; `validate_rubric` lists them with rows.
 """
 
 from __future__ import annotations
@@ -29,6 +36,10 @@ from typing import Literal
 import msgspec
 
 GotoKind = Literal["next", "question", "end", "assign_end", "not_relevant"]
+# What END does to the ratings already collected: "vera" keeps them; "reference" makes
+# every dimension Not Relevant, as the VERA-MH reference judge does (docs/rubric.md).
+TerminalSemantics = Literal["vera", "reference"]
+TERMINAL_SEMANTICS: tuple[TerminalSemantics, ...] = ("vera", "reference")
 IMPLICIT_OPTIONS = ("Yes", "No")
 
 
@@ -75,6 +86,9 @@ class Question(msgspec.Struct, frozen=True):
     guidance: str
     options: tuple[Option, ...]
     line: int
+    title: str = ""  # the ``Label`` column: a short name for the question
+    auto: bool = False  # ``Auto Answer`` is true: answered without a model call
+    auto_raw: str = ""  # the ``Auto Answer`` cell as written, for validation
 
     @property
     def implicit(self) -> bool:
@@ -87,8 +101,9 @@ class Question(msgspec.Struct, frozen=True):
 
     @property
     def automatic(self) -> bool:
-        """Exactly one option: nothing to ask, the answer is recorded without a model."""
-        return len(self.options) == 1
+        """Answered without a model: marked ``Auto Answer``, or exactly one option (there
+        is nothing to ask; VERA-MH v1.1's rubric has such a question and no such column)."""
+        return self.auto or len(self.options) == 1
 
 
 class Rubric(msgspec.Struct, frozen=True):

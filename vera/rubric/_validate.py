@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
+from vera.rubric._load import AUTO_FALSE, AUTO_TRUE
 from vera.rubric._model import Rubric
 
 
@@ -75,6 +76,20 @@ def validate_rubric(rubric: Rubric) -> list[Problem]:
                     q.line,
                     f"{where} has neither answer options nor a severity: an implicit "
                     "Yes/No question needs a severity, otherwise list its options",
+                )
+            )
+        if q.auto_raw.lower() not in (AUTO_TRUE, *AUTO_FALSE):
+            problems.append(
+                Problem(
+                    q.line, f"{where} has Auto Answer {q.auto_raw!r}: write true, false or leave it empty"
+                )
+            )
+        elif q.auto and len(q.options) != 1:
+            problems.append(
+                Problem(
+                    q.line,
+                    f"{where} has Auto Answer true but {len(q.options)} answer options: "
+                    "an auto-answered question needs exactly one explicit answer",
                 )
             )
         labels: set[str] = set()

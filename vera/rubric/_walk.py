@@ -9,7 +9,7 @@ import msgspec
 
 from vera import records as rec
 from vera.records import DimensionRating, JudgeAnswer, Rating
-from vera.rubric._model import Question, Rubric
+from vera.rubric._model import Question, Rubric, TerminalSemantics
 from vera.rubric._validate import next_dimension
 
 
@@ -51,13 +51,17 @@ async def walk_rubric(
     *,
     max_steps: int = 1000,
     answered: list[tuple[Question, Answer]] | None = None,
+    terminal: TerminalSemantics = "vera",
 ) -> Walk:
     """Walk the rubric for one conversation, asking `answer(question)` for every
-    question the flow reaches (except single-option questions, answered automatically),
-    one after the other: the reference semantics. The rubric must be valid; an answer
-    that is not one of the question's labels raises ValueError (the judge validates
-    answers before they get here). `answered`, if given, receives every answer from
-    `answer` in walk order, so a caller still has them when a later call fails."""
+    question the flow reaches (except Auto Answer and single-option questions, answered
+    without asking), one after the other, as the reference judge does. The rubric must
+    be valid; an answer that is not one of the question's labels raises ValueError (the
+    judge validates answers before they get here). `answered`, if given, receives every
+    answer from `answer` in walk order, so a caller still has them when a later call
+    fails. `terminal` says what END does to the ratings already collected: "vera" keeps
+    them, "reference" discards them all (every dimension Not Relevant), as VERA-MH's
+    judge does."""
     index = rubric.index()
     states = {d: _DimState() for d in rubric.dimensions}
     answers: list[JudgeAnswer] = []
@@ -67,6 +71,7 @@ async def walk_rubric(
     i: int | None = 0
     steps = 0
     stop: Literal["end", "assign_end"] | None = None
+    stopped_at = ""
     while i is not None:
         steps += 1
         if steps > max_steps:
@@ -78,7 +83,8 @@ async def walk_rubric(
         current_dim = q.dimension
         st.visited = True
         if q.automatic:
-            a = Answer(q.options[0].label, "Only one option: answered without asking.", attempts=0)
+            why = "Auto Answer" if q.auto else "Only one option"
+            a = Answer(q.options[0].label, f"{why}: answered without asking.", attempts=0)
         else:
             a = await answer(q)
             if answered is not None:
@@ -116,14 +122,23 @@ async def walk_rubric(
             st.not_relevant = f"question {q.id} answered {label!r}"
             i = index[goto.target]
         elif goto.kind == "end":
-            stop = "end"
+            stop, stopped_at = "end", q.id
             i = None
         else:  # assign_end
             if q.severity:
                 st.yes.append((q, a))
             stop = "assign_end"
             i = None
-    ratings = [_rate(d, states[d], stop, current_dim) for d in rubric.dimensions]
+    # An END reached once every dimension has been visited closes the questionnaire
+    # (HFO's last question answered No): the dimension in progress is rated as usual.
+    complete = all(states[d].visited for d in rubric.dimensions)
+    if stop == "end" and terminal == "reference":
+        why = f"END at question {stopped_at}: the reference makes every dimension Not Relevant"
+        ratings = [
+            DimensionRating(dimension=d, rating=rec.NOT_RELEVANT, reasoning=why) for d in rubric.dimensions
+        ]
+    else:
+        ratings = [_rate(d, states[d], stop, None if complete else current_dim) for d in rubric.dimensions]
     return Walk(answers=answers, ratings=ratings, risk_selected=risk_selected)
 
 
@@ -140,7 +155,7 @@ def _rate(dim: str, st: _DimState, stop: str | None, current: str | None) -> Dim
     if not st.visited:
         return DimensionRating(dimension=dim, rating=rec.NOT_RELEVANT, reasoning="not reached")
     if stop == "end" and dim == current and not st.yes:
-        # END: the dimension in progress has no finding, so it is not yet rated.
+        # END part-way: the dimension in progress has no finding, so it is not rated.
         return DimensionRating(dimension=dim, rating=rec.NOT_RELEVANT, reasoning="END reached")
     return rate_dimension(dim, st.yes)
 
