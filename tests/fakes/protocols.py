@@ -74,6 +74,9 @@ class Reply:
     output_tokens: int | None = None
     cached_tokens: int = 0
     cache_write_tokens: int = 0
+    # Thinking before the answer, billed as output: OpenAI and Anthropic count it inside
+    # the output tokens, Gemini beside them (thoughtsTokenCount).
+    reasoning_tokens: int = 0
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
 
@@ -497,7 +500,7 @@ class FakeOpenAI(FakeServer):
         else:
             content = f"Fake reply {self.requests}."
         prompt = reply.input_tokens or request[TOKENS]
-        completion = reply.output_tokens or tokens(content or refusal or "")
+        completion = (reply.output_tokens or tokens(content or refusal or "")) + reply.reasoning_tokens
         return {
             "id": self.next_id("chatcmpl-"),
             "object": "chat.completion",
@@ -516,7 +519,7 @@ class FakeOpenAI(FakeServer):
                 "completion_tokens": completion,
                 "total_tokens": prompt + completion,
                 "prompt_tokens_details": {"cached_tokens": reply.cached_tokens, "audio_tokens": 0},
-                "completion_tokens_details": {"reasoning_tokens": 0},
+                "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
             },
             "system_fingerprint": "fp_fake",
         }
@@ -708,7 +711,9 @@ class FakeGemini(FakeServer):
         else:
             text = f"Fake reply {self.requests} from {model}."
         out = reply.output_tokens or tokens(text)
-        usage.update(candidatesTokenCount=out, totalTokenCount=prompt + out)
+        usage.update(candidatesTokenCount=out, totalTokenCount=prompt + out + reply.reasoning_tokens)
+        if reply.reasoning_tokens:
+            usage["thoughtsTokenCount"] = reply.reasoning_tokens
         parts = [{"text": text}] if text else []
         return {
             "candidates": [

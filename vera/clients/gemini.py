@@ -226,11 +226,15 @@ def _finish(reason: str) -> str:
 
 
 def _usage(meta: _UsageMetadata | None) -> Usage:
-    """Thinking tokens are billed as output, so they count as output here."""
+    """Thinking tokens are reported apart from the answer's (`thoughtsTokenCount`) and
+    billed as output, so they are added to the output here, and kept as its reasoning
+    part."""
     if meta is None:
         return Usage()
+    thoughts = meta.thoughts_token_count or 0
     return Usage(
         input_tokens=meta.prompt_token_count or 0,
-        output_tokens=(meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0),
+        output_tokens=(meta.candidates_token_count or 0) + thoughts,
         cached_input_tokens=meta.cached_content_token_count or 0,
+        reasoning_tokens=thoughts,
     )

@@ -42,10 +42,15 @@ class _PromptDetails(msgspec.Struct):
     cached_tokens: int | None = 0
 
 
+class _CompletionDetails(msgspec.Struct):
+    reasoning_tokens: int | None = 0
+
+
 class _Usage(msgspec.Struct):
     prompt_tokens: int | None = 0
     completion_tokens: int | None = 0
     prompt_tokens_details: _PromptDetails | None = None
+    completion_tokens_details: _CompletionDetails | None = None
 
 
 class _Message(msgspec.Struct):
@@ -199,11 +204,15 @@ def _text(content: str | list[dict[str, Any]] | None) -> str:
 
 
 def _usage(usage: _Usage | None) -> Usage:
+    """Reasoning tokens are reported inside `completion_tokens` (and billed as output):
+    they are a part of the output here too, never added to it."""
     if usage is None:
         return Usage()
     details = usage.prompt_tokens_details
+    output = usage.completion_tokens_details
     return Usage(
         input_tokens=usage.prompt_tokens or 0,
         output_tokens=usage.completion_tokens or 0,
         cached_input_tokens=(details.cached_tokens or 0) if details else 0,
+        reasoning_tokens=(output.reasoning_tokens or 0) if output else 0,
     )
