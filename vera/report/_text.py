@@ -647,10 +647,20 @@ ACCOUNTING_COLUMNS = (
     ("input_tokens", "Input tokens"),
     ("cached_input_tokens", "Cached input tokens"),
     ("output_tokens", "Output tokens"),
+    ("reasoning_tokens", "Reasoning tokens"),
     ("cost_usd", "Cost (USD)"),
+    ("reasoning_cost_usd", "Reasoning cost (USD)"),
     ("retries", "Retries"),
     ("http_429", "HTTP 429"),
     ("errors", "Errors"),
+)
+
+
+# Under the table of model calls, so its two reasoning columns are read rightly.
+REASONING_NOTE = (
+    "Reasoning tokens (a reasoning model's thinking before it answers) are part of the "
+    "output tokens and priced as output; their cost is part of the cost. Anthropic reports "
+    "its models' thinking only inside the output tokens: it shows as 0 here."
 )
 
 
@@ -759,6 +769,7 @@ def render_markdown(card: Card, *, max_harmful: int = 10) -> str:
     lines += ["", "## How to read this card", "", reading_guide(card)]
     lines += ["", "## Details of the run", "", *(f"- **{k}:** {v}" for k, v in about_rows(card))]
     lines += ["", "## Model calls and cost", "", *markdown_table(accounting_table(card))]
+    lines += ["", REASONING_NOTE]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
