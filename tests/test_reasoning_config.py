@@ -6,11 +6,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
+import pytest
 from click.testing import CliRunner
 
 from vera.app._checks import check_config
 from vera.cli._main import main
+from vera.engine import role_spec
+from vera.inputs import RunConfig, load_profiles, resolve_ref
+from vera.records import ModelSpec
 
+from .conftest import ROOT
 from .test_validation import PATHS
 
 KEY_ENV = "VERA_REASONING_TEST_KEY"
@@ -66,3 +72,22 @@ def test_a_run_stops_before_any_call_with_one_line(tmp_path, monkeypatch) -> Non
     )
     assert "Traceback" not in result.output
     assert not list((tmp_path / "runs").glob("*/calls*"))  # nothing was called
+
+
+@pytest.mark.parametrize("name", ["vera-mh-2.0-si", "vera-mh-2.0-hfo"])
+def test_the_reference_configs_judge_with_gpt_5_4_at_low_effort(name: str) -> None:
+    # Read without applying the target (whose files live in the user's checkout): only
+    # the roles' parameters matter here.
+    cfg = msgspec.toml.decode((ROOT / "configs" / f"{name}.toml").read_bytes(), type=RunConfig)
+    profiles = load_profiles(ROOT / "providers")
+    [judge] = cfg.judges
+    profile, model = resolve_ref(judge, profiles)
+    spec = ModelSpec(
+        ref=judge, provider=profile.name, protocol=profile.protocol, model=model, params=profile.params
+    )
+    sent, warnings = role_spec(spec, "judge", cfg)
+    assert sent.model == "gpt-5.4"
+    # temperature 0 is the judge's default, left out silently: GPT-5.4 at low effort refuses it
+    assert sent.params == {"reasoning_effort": "low", "max_completion_tokens": 4000} and warnings == []
+    other, _ = role_spec(msgspec.structs.replace(spec, model="gpt-4.1", params={}), "judge", cfg)
+    assert other.params == {"temperature": 0}  # where the model allows it, it is sent
