@@ -72,6 +72,7 @@ def test_reasoning_in_every_role_is_sent_as_documented_and_on_the_card(tmp_path:
     markdown = (run.out / "card.md").read_text()
     header = next(line for line in markdown.splitlines() if line.startswith("| Model calls"))
     assert "| Reasoning tokens |" in header and "| Reasoning cost (USD) |" in header
+    assert f"of it for {total['reasoning_tokens']:,} reasoning tokens" in markdown  # the run's details
     judge_row = next(line for line in markdown.splitlines() if line.startswith("| role: judge"))
     assert f"| {by_role['judge']['reasoning_tokens']:,} |" in judge_row
     html = (run.out / "card.html").read_text()

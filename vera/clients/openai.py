@@ -14,7 +14,11 @@ Structured output, by the profile's `structured_output`:
 Parameters pass through as given (`max_tokens` or `max_completion_tokens`, `seed`,
 `temperature`, ...), so whatever a server accepts can be set in the profile, except
 where the model's family refuses one (`families.py`: e.g. o-series and gpt-5 take only
-`max_completion_tokens` and the default temperature).
+`max_completion_tokens` and the default temperature). `reasoning_effort` passes through
+too, checked against the levels the model documents before the run starts
+(`families.reasoning_problem`); the reasoning tokens a reply reports
+(`completion_tokens_details.reasoning_tokens`, a part of `completion_tokens`) are kept
+as `Usage.reasoning_tokens`.
 """
 
 from __future__ import annotations

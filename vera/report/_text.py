@@ -234,7 +234,10 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
             f"{confidence_label(card)} (confidence {num(b.confidence)}) {b.method} over "
             f"{b.cluster}s, {num(b.resamples)} resamples, seed {num(b.seed)}",
         ),
-        ("Cost", f"${num(total.cost_usd)} over {num(total.calls)} model calls{_unused_text(card)}"),
+        (
+            "Cost",
+            f"${num(total.cost_usd)} over {num(total.calls)} model calls{_reasoning_text(card)}{_unused_text(card)}",
+        ),
     ]
     if s.shard:
         rows.append(("Shard", str(s.shard)))
@@ -633,6 +636,13 @@ def flag(excludes_zero: bool | None) -> str:
     if excludes_zero is None:
         return MISSING
     return "yes — a difference" if excludes_zero else "no"
+
+
+def _reasoning_text(card: Card) -> str:
+    total = card.accounting.total
+    if not total.reasoning_tokens:
+        return ""
+    return f", ${num(total.reasoning_cost_usd)} of it for {num(total.reasoning_tokens)} reasoning tokens"
 
 
 def _unused_text(card: Card) -> str:
