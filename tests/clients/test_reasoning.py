@@ -8,12 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 
 from vera.clients.base import ChatRequest
+from vera.errors import BadResponseError
 from vera.records import CallRecord, Message
 
-from ..fakes.protocols import FakeAnthropic, FakeGemini, FakeOpenAI, Reply
+from ..fakes.protocols import FakeAnthropic, FakeGemini, FakeOpenAI, Raw, Reply
 from .conftest import KEY, make_profile, open_pool
 
 SCHEMA = {
@@ -190,3 +192,27 @@ async def test_the_gemini_fake_refuses_what_the_api_refuses(model: str, thinking
         )
     assert status == 400
     assert payload["error"]["status"] == "INVALID_ARGUMENT" and says in payload["error"]["message"]
+
+
+async def test_a_limit_spent_on_reasoning_says_to_raise_max_tokens() -> None:
+    exhausted = {
+        "id": "chatcmpl-1",
+        "model": "gpt-5.4",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": ""}, "finish_reason": "length"}],
+        "usage": {
+            "prompt_tokens": 50,
+            "completion_tokens": 200,
+            "completion_tokens_details": {"reasoning_tokens": 200},
+        },
+    }
+    async with FakeOpenAI(key=KEY) as server:
+        server.script(Raw(orjson.dumps(exhausted), headers={"Content-Type": "application/json"}))
+        profile = make_profile("oai", "openai", server.base_url, model="gpt-5.4", max_retries=0)
+        async with open_pool(profile) as pool:
+            with pytest.raises(BadResponseError, match=r"after 200 reasoning tokens .*raise max_tokens"):
+                await pool.client("oai", "judge").chat(
+                    ChatRequest(
+                        messages=CALL, params={"reasoning_effort": "low", "max_completion_tokens": 200}
+                    )
+                )
+    assert server.received[0].json["max_completion_tokens"] == 200

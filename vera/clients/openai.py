@@ -31,7 +31,13 @@ import aiohttp
 import msgspec
 
 from vera.clients._provider import ProviderClient
-from vera.clients._structured import extract_json, merge_params, schema_name, with_instructions
+from vera.clients._structured import (
+    extract_json,
+    merge_params,
+    no_text_reason,
+    schema_name,
+    with_instructions,
+)
 from vera.clients._transport import decode, profile_headers
 from vera.clients.base import CallContext, ChatRequest
 from vera.clients.families import fit_params
@@ -190,7 +196,10 @@ class OpenAIClient(ProviderClient):
                     raw_id=response.id,
                     model=response.model or self.model,
                 )
-            raise BadResponseError(self.name, f"empty content (finish_reason={finish})")
+            why = no_text_reason(
+                "empty content", f"finish_reason={finish}", usage, limit_reached=finish == "length"
+            )
+            raise BadResponseError(self.name, why)
         return Completion(
             text=text,
             parsed=extract_json(text) if structured else None,
