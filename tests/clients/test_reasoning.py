@@ -216,3 +216,23 @@ async def test_a_limit_spent_on_reasoning_says_to_raise_max_tokens() -> None:
                     )
                 )
     assert server.received[0].json["max_completion_tokens"] == 200
+
+
+async def test_claude_thinking_that_fills_the_limit_says_to_raise_it() -> None:
+    thinking_only = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [{"type": "thinking", "thinking": "Still weighing it.", "signature": "c2ln"}],
+        "stop_reason": "max_tokens",
+        "usage": {"input_tokens": 40, "output_tokens": 1500},
+    }
+    async with FakeAnthropic(key=KEY) as server:
+        server.script(Raw(orjson.dumps(thinking_only), headers={"Content-Type": "application/json"}))
+        profile = make_profile("c", "anthropic", server.base_url, model="claude-sonnet-4-5", max_retries=0)
+        async with open_pool(profile) as pool:
+            with pytest.raises(BadResponseError, match="reached while thinking"):
+                await pool.client("c", "chatbot").chat(
+                    ChatRequest(messages=CALL, params={"thinking": THINKING, "max_tokens": 1500})
+                )

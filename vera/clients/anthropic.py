@@ -190,6 +190,13 @@ class AnthropicClient(ProviderClient):
         else:
             text = "".join(b.text or "" for b in response.content if b.type == "text")
             if not text:
+                thought = any(b.type in ("thinking", "redacted_thinking") for b in response.content)
+                if stop == "max_tokens" and thought:
+                    raise BadResponseError(
+                        self.name,
+                        "response has no text: the output limit was reached while thinking "
+                        "(stop_reason=max_tokens); raise max_tokens above the thinking budget",
+                    )
                 raise BadResponseError(self.name, f"response has no text (stop_reason={stop})")
             parsed = extract_json(text) if structured else None
         return Completion(
