@@ -111,7 +111,8 @@ def fit_params(protocol: str, model: str, params: dict[str, Any]) -> tuple[dict[
     fitted, dropped = _fit_family(family, params)
     if protocol == "anthropic" and claude_thinks(fitted):
         for key, value in list(fitted.items()):
-            if (key == "temperature" and value != 1) or key == "top_k" or (key == "top_p" and value < 0.95):
+            low_top_p = key == "top_p" and isinstance(value, int | float) and value < 0.95
+            if (key == "temperature" and value != 1) or key == "top_k" or low_top_p:
                 del fitted[key]
                 dropped.append(
                     f"{key}={value} (extended thinking takes temperature 1, no top_k, top_p >= 0.95)"
