@@ -77,18 +77,22 @@ class Turn(msgspec.Struct, gc=False, frozen=True):
 class Usage(msgspec.Struct, gc=False):
     """Token usage of one call. `cached_input_tokens` (read from a prompt cache) and
     `cache_write_tokens` (written to one, Anthropic's cache writes) are parts of
-    `input_tokens`."""
+    `input_tokens`; `reasoning_tokens` (a reasoning model's thinking, billed as output)
+    are part of `output_tokens`, so a total never counts them twice. Anthropic does not
+    report its thinking apart from the answer: there they stay 0, inside the output."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
     cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
 
     def add(self, other: Usage) -> None:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.cached_input_tokens += other.cached_input_tokens
         self.cache_write_tokens += other.cache_write_tokens
+        self.reasoning_tokens += other.reasoning_tokens
 
 
 class Completion(msgspec.Struct, gc=False):
@@ -237,6 +241,8 @@ class CallRecord(msgspec.Struct, gc=False, kw_only=True):
     attempts: int = 1
     usage: Usage = msgspec.field(default_factory=Usage)
     cost_usd: float = 0.0
+    # The part of `cost_usd` paid for reasoning tokens (priced as output).
+    reasoning_cost_usd: float = 0.0
     http_429: int = 0
     error: str | None = None
     cached: bool = False  # answered from the response cache, no network call

@@ -179,3 +179,4 @@ async def test_thought_parts_are_not_part_of_the_reply(server: FakeGemini) -> No
         completion = await pool.client("gem").chat(ChatRequest(messages=CHAT))
     assert completion.text == "Hello."
     assert completion.usage.output_tokens == 32  # thinking is billed as output
+    assert completion.usage.reasoning_tokens == 30

@@ -135,6 +135,21 @@ async def test_usage_includes_cached_prompt_tokens_and_cost(server: FakeOpenAI) 
     assert record.cost_usd == pytest.approx((976 * 2.5 + 1024 * 1.25 + 100 * 10.0) / 1e6)
 
 
+async def test_reasoning_tokens_are_part_of_the_output_and_priced_as_output(server: FakeOpenAI) -> None:
+    server.script(Reply("Yes", input_tokens=1000, output_tokens=20, reasoning_tokens=300))
+    records: list[CallRecord] = []
+    profile = make_profile(
+        "oai", "openai", server.base_url, model="gpt-5.4", price_input_per_mtok=2.0, price_output_per_mtok=8.0
+    )
+    async with open_pool(profile, records=records) as pool:
+        completion = await pool.client("oai", "judge").chat(ChatRequest(messages=CONVERSATION))
+    # completion_tokens already holds the reasoning: 320 in all, of which 300 reasoning
+    assert (completion.usage.output_tokens, completion.usage.reasoning_tokens) == (320, 300)
+    [record] = records
+    assert record.cost_usd == pytest.approx((1000 * 2.0 + 320 * 8.0) / 1e6)
+    assert record.reasoning_cost_usd == pytest.approx(300 * 8.0 / 1e6)
+
+
 async def test_refusal_with_text_is_a_completion(server: FakeOpenAI) -> None:
     server.script(Refusal("I can't help with that."))
     async with open_pool(make_profile("oai", "openai", server.base_url)) as pool:

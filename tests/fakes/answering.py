@@ -8,6 +8,7 @@ documented rules (`protocols.py`).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import orjson
@@ -15,6 +16,14 @@ from aiohttp import web
 
 from .protocols import TOKENS, Behaviour, FakeAnthropic, FakeGemini, FakeOpenAI, Reply, tokens
 from .shared import rubric_answer
+
+# What a reasoning model thinks per call, here: a fixed amount whenever the request asks
+# for reasoning (a reasoning_effort, Claude's thinking, a Gemini thinkingConfig).
+THINKING_TOKENS = 64
+
+
+def _thinking(reply: Reply, asked: bool) -> Reply:
+    return dataclasses.replace(reply, reasoning_tokens=THINKING_TOKENS) if asked else reply
 
 
 def _text(content: Any) -> str:
@@ -31,6 +40,7 @@ class AnsweringOpenAI(FakeOpenAI):
         if body.get("response_format") is not None:
             messages = [{"role": m["role"], "content": _text(m.get("content"))} for m in body["messages"]]
             reply = Reply(text=orjson.dumps(rubric_answer(messages)).decode())
+        reply = _thinking(reply, "reasoning_effort" in body)
         return super().payload(request, body, behaviour, reply)
 
 
@@ -55,6 +65,9 @@ class AnsweringAnthropic(FakeAnthropic):
             input_tokens=total,
             cached_tokens=read,
             cache_write_tokens=written,
+        )
+        reply = _thinking(
+            reply, isinstance(body.get("thinking"), dict) and body["thinking"]["type"] != "disabled"
         )
         return super().payload(request, body, behaviour, reply)
 
@@ -88,4 +101,5 @@ class AnsweringGemini(FakeGemini):
         if config.get("responseMimeType") == "application/json":
             messages = [{"role": c["role"], "content": _text(c["parts"])} for c in body["contents"]]
             reply = Reply(text=orjson.dumps(rubric_answer(messages)).decode())
+        reply = _thinking(reply, "thinkingConfig" in config)
         return super().payload(request, body, behaviour, reply)

@@ -49,7 +49,13 @@ import orjson
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from .rules import anthropic_problems, gemini_problems, openai_problems
+from .rules import (
+    anthropic_problems,
+    claude_thinking_on,
+    gemini_problems,
+    gemini_thinking_problems,
+    openai_problems,
+)
 from .shared import RateBucket, serve_until_interrupted
 
 # Every server started in this process, for the teardown check in tests/conftest.py.
@@ -74,6 +80,9 @@ class Reply:
     output_tokens: int | None = None
     cached_tokens: int = 0
     cache_write_tokens: int = 0
+    # Thinking before the answer, billed as output: OpenAI and Anthropic count it inside
+    # the output tokens, Gemini beside them (thoughtsTokenCount).
+    reasoning_tokens: int = 0
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
 
@@ -497,7 +506,7 @@ class FakeOpenAI(FakeServer):
         else:
             content = f"Fake reply {self.requests}."
         prompt = reply.input_tokens or request[TOKENS]
-        completion = reply.output_tokens or tokens(content or refusal or "")
+        completion = (reply.output_tokens or tokens(content or refusal or "")) + reply.reasoning_tokens
         return {
             "id": self.next_id("chatcmpl-"),
             "object": "chat.completion",
@@ -516,7 +525,7 @@ class FakeOpenAI(FakeServer):
                 "completion_tokens": completion,
                 "total_tokens": prompt + completion,
                 "prompt_tokens_details": {"cached_tokens": reply.cached_tokens, "audio_tokens": 0},
-                "completion_tokens_details": {"reasoning_tokens": 0},
+                "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
             },
             "system_fingerprint": "fp_fake",
         }
@@ -570,8 +579,12 @@ class FakeAnthropic(FakeServer):
             content, stop = [{"type": "text", "text": behaviour.text}], "refusal"
         elif isinstance(behaviour, Filtered):
             content, stop = [], "refusal"
-        elif choice.get("type") == "tool" and reply.text is None:
-            tool = next(t for t in body["tools"] if t["name"] == choice["name"])
+        elif reply.text is None and (
+            choice.get("type") == "tool" or (choice.get("type") == "auto" and body.get("tools"))
+        ):
+            # A forced tool is called; an offered one too (as a model asked to use it would).
+            name = choice.get("name") or body["tools"][0]["name"]
+            tool = next(t for t in body["tools"] if t["name"] == name)
             value = reply.parsed if reply.parsed is not None else sample(tool["input_schema"])
             content = [
                 {
@@ -584,6 +597,10 @@ class FakeAnthropic(FakeServer):
             stop = "tool_use"
         else:
             content = [{"type": "text", "text": reply.text or f"Fake reply {self.requests}."}]
+        if claude_thinking_on(body) and content:
+            # Thinking comes first, signed; its tokens are inside output_tokens.
+            thought = {"type": "thinking", "thinking": "Weighing the request first.", "signature": "c2ln"}
+            content = [thought, *content]
         prompt = reply.input_tokens or request[TOKENS]
         uncached = max(0, prompt - reply.cached_tokens - reply.cache_write_tokens)
         return {
@@ -598,7 +615,7 @@ class FakeAnthropic(FakeServer):
                 "input_tokens": uncached,
                 "cache_creation_input_tokens": reply.cache_write_tokens,
                 "cache_read_input_tokens": reply.cached_tokens,
-                "output_tokens": reply.output_tokens or tokens(_texts(content)),
+                "output_tokens": (reply.output_tokens or tokens(_texts(content))) + reply.reasoning_tokens,
             },
         }
 
@@ -664,7 +681,8 @@ class FakeGemini(FakeServer):
     def problems(self, request: web.Request, body: dict[str, Any]) -> list[str]:
         if not request.match_info["call"].endswith(":generateContent"):
             return [f"unknown method {request.match_info['call']!r}"]
-        return gemini_problems(body)
+        model = request.match_info["call"].split(":")[0]
+        return gemini_problems(body) + gemini_thinking_problems(body.get("generationConfig") or {}, model)
 
     def error_payload(self, status: int, message: str, code: str | None) -> Any:
         return {
@@ -708,8 +726,12 @@ class FakeGemini(FakeServer):
         else:
             text = f"Fake reply {self.requests} from {model}."
         out = reply.output_tokens or tokens(text)
-        usage.update(candidatesTokenCount=out, totalTokenCount=prompt + out)
+        usage.update(candidatesTokenCount=out, totalTokenCount=prompt + out + reply.reasoning_tokens)
+        if reply.reasoning_tokens:
+            usage["thoughtsTokenCount"] = reply.reasoning_tokens
         parts = [{"text": text}] if text else []
+        if text and (config.get("thinkingConfig") or {}).get("includeThoughts"):
+            parts.insert(0, {"text": "Weighing the request first.", "thought": True})
         return {
             "candidates": [
                 {"content": {"parts": parts, "role": "model"}, "finishReason": "STOP", "index": 0}

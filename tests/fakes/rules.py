@@ -8,17 +8,22 @@ table in vera must fail here, not agree with itself.
 
 - OpenAI Chat Completions (and Azure OpenAI's deployment URL): known parameter names and
   their types and ranges; reasoning families (o-series, gpt-5) refuse `max_tokens` and any
-  temperature/top_p but the default; roles; strict `json_schema` rules (every object
+  temperature/top_p but the default; `reasoning_effort` only for reasoning models, with
+  the levels each documents; roles; strict `json_schema` rules (every object
   closed with `additionalProperties: false`, every property required).
 - Anthropic Messages: `x-api-key` and `anthropic-version` headers; known parameters;
   `max_tokens` required; the system prompt top-level only; messages open with `user` and
   alternate; temperature 0..1; families that refuse temperature with top_p, or
-  temperature at all; `cache_control` only on content blocks, system blocks and tools,
+  temperature at all; extended thinking (a budget of at least 1024 below max_tokens,
+  then temperature 1 only, no top_k, top_p >= 0.95, no forced tool; adaptive mode only
+  on Opus 4.7, budgets not at all there; none on Claude 3.5 and older); `cache_control` only on content blocks, system blocks and tools,
   at most 4; tools and a forced `tool_choice`.
 - Gemini generateContent: the key in `x-goog-api-key` (or `key=`); known top-level
   fields; `contents` open with `user` and alternate between `user` and `model`;
   `systemInstruction` as a content without a model role; camelCase `generationConfig`
-  names with their ranges; `responseSchema` only with the OpenAPI subset it documents.
+  names with their ranges; `responseSchema` only with the OpenAPI subset it documents;
+  `thinkingConfig` with thinkingBudget (2.5: per-model range) or thinkingLevel (3 only),
+  never both.
 """
 
 from __future__ import annotations
@@ -46,6 +51,23 @@ OPENAI_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "f
 # Reasoning models: max_completion_tokens only, sampling parameters at their defaults.
 OPENAI_REASONING = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
 _SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def openai_effort_levels(model: str) -> tuple[str, ...]:
+    """The `reasoning_effort` values a reasoning model documents (OpenAI's model pages:
+    o-series low..high; gpt-5 adds minimal; gpt-5.1 has none instead of minimal; gpt-5.2
+    on add xhigh). Other reasoning ids get every level."""
+    base = model.split("-20")[0]  # drop a date snapshot suffix
+    if re.match(r"^o\d", base):
+        return ("low", "medium", "high")
+    if base in ("gpt-5", "gpt-5-mini", "gpt-5-nano"):
+        return ("minimal", "low", "medium", "high")
+    version = re.match(r"^gpt-5\.(\d+)(-mini|-nano)?$", base)
+    if version and version.group(1) == "1":
+        return ("none", "low", "medium", "high")
+    if version:
+        return ("none", "low", "medium", "high", "xhigh")
+    return ("none", "minimal", "low", "medium", "high", "xhigh")
 
 
 def _number(body: Mapping[str, Any], name: str, low: float, high: float, problems: list[str]) -> None:
@@ -108,6 +130,16 @@ def openai_problems(body: dict[str, Any], model: str) -> list[str]:
                     f"Unsupported value: '{name}' does not support {body[name]} with this model. "
                     "Only the default (1) value is supported."
                 )
+    if "reasoning_effort" in body:
+        effort = body["reasoning_effort"]
+        if not OPENAI_REASONING.match(model):
+            problems.append("Unsupported parameter: 'reasoning_effort' is not supported with this model.")
+        elif effort not in openai_effort_levels(model):
+            levels = ", ".join(f"'{v}'" for v in openai_effort_levels(model))
+            problems.append(
+                f"Unsupported value: 'reasoning_effort' does not support '{effort}' with this model. "
+                f"Supported values are: {levels}."
+            )
     fmt = body.get("response_format")
     if fmt is not None:
         problems += _response_format_problems(fmt)
@@ -212,6 +244,8 @@ def anthropic_problems(body: dict[str, Any], headers: Mapping[str, str]) -> list
         isinstance(stops, list) and all(isinstance(s, str) and s.strip() for s in stops)
     ):
         problems.append("stop_sequences: a list of non-blank strings")
+    if "thinking" in body:
+        problems += _thinking_problems(body, model)
     breakpoints = [0]
     problems += _system_problems(body.get("system"), breakpoints)
     problems += _anthropic_messages(body.get("messages"), breakpoints)
@@ -220,6 +254,58 @@ def anthropic_problems(body: dict[str, Any], headers: Mapping[str, str]) -> list
         problems.append(
             f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {breakpoints[0]}."
         )
+    return problems
+
+
+# Extended thinking: Claude 3.7 Sonnet and the Claude 4 models; adaptive thinking from the
+# 4.6 models on, and the only mode of Opus 4.7 (which refuses budgets).
+ANTHROPIC_NO_THINKING = re.compile(r"^claude-(instant|2|3-[0-6]|3-(opus|sonnet|haiku))")
+ANTHROPIC_ADAPTIVE = re.compile(r"^claude-(opus|sonnet|haiku)-(4-([6-9]|\d\d)|[5-9])(-|$)")
+MIN_THINKING_BUDGET = 1024
+
+
+def claude_thinking_on(body: dict[str, Any]) -> bool:
+    thinking = body.get("thinking")
+    return isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
+
+
+def _thinking_problems(body: dict[str, Any], model: str) -> list[str]:
+    thinking = body["thinking"]
+    kind = thinking.get("type") if isinstance(thinking, dict) else None
+    if kind not in ("enabled", "adaptive", "disabled"):
+        return [f"thinking.type: Input tag {kind!r} does not match 'enabled', 'adaptive' or 'disabled'"]
+    if kind == "disabled":
+        return []
+    if ANTHROPIC_NO_THINKING.match(model):
+        return [f"thinking: extended thinking is not supported by {model}"]
+    problems: list[str] = []
+    if kind == "adaptive" and not ANTHROPIC_ADAPTIVE.match(model):
+        problems.append(f"thinking.type: 'adaptive' is not supported by {model}")
+    if kind == "enabled":
+        budget = thinking.get("budget_tokens")
+        if ANTHROPIC_NO_SAMPLING.match(model):
+            problems.append(
+                "thinking.type.enabled is not supported for this model. Use thinking.type.adaptive instead."
+            )
+        elif isinstance(budget, bool) or not isinstance(budget, int):
+            problems.append("thinking.enabled.budget_tokens: Field required")
+        else:
+            if budget < MIN_THINKING_BUDGET:
+                problems.append(
+                    f"thinking.enabled.budget_tokens: Input should be greater than or equal to {MIN_THINKING_BUDGET}"
+                )
+            max_tokens = body.get("max_tokens")
+            if isinstance(max_tokens, int) and max_tokens <= budget:
+                problems.append("`max_tokens` must be greater than `thinking.budget_tokens`.")
+    if "temperature" in body and body["temperature"] != 1:
+        problems.append("`temperature` may only be set to 1 when thinking is enabled.")
+    if "top_k" in body:
+        problems.append("`top_k` is not supported when thinking is enabled.")
+    if "top_p" in body and isinstance(body["top_p"], int | float) and body["top_p"] < 0.95:
+        problems.append("`top_p` must be at least 0.95 when thinking is enabled.")
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") in ("any", "tool"):
+        problems.append("Thinking may not be enabled when tool_choice forces tool use.")
     return problems
 
 
@@ -421,6 +507,54 @@ def _config_problems(config: Any) -> list[str]:
         problems.append("responseMimeType must be application/json with a response schema")
     if "responseSchema" in config:
         problems += _openapi_subset_problems(config["responseSchema"], "responseSchema")
+    return problems
+
+
+# Thinking budgets of the 2.5 models (lowest, highest, whether 0 turns thinking off);
+# -1 asks for a dynamic budget everywhere. Levels of the 3 models.
+GEMINI_BUDGETS = (
+    ("gemini-2.5-pro", 128, 32768, False),
+    ("gemini-2.5-flash-lite", 512, 24576, True),
+    ("gemini-2.5-flash", 0, 24576, True),
+)
+GEMINI_LEVELS = {"pro": ("low", "high"), "flash": ("minimal", "low", "medium", "high")}
+
+
+def gemini_thinking_problems(config: dict[str, Any], model: str) -> list[str]:
+    """`generationConfig.thinkingConfig` for `model` (the model id of the URL)."""
+    thinking = config.get("thinkingConfig")
+    if thinking is None:
+        return []
+    if not isinstance(thinking, dict):
+        return ["generationConfig.thinkingConfig: a ThinkingConfig object"]
+    problems = [
+        f"Invalid JSON payload received. Unknown name \"{k}\" at 'generation_config.thinking_config'"
+        for k in thinking
+        if k not in ("thinkingBudget", "thinkingLevel", "includeThoughts")
+    ]
+    if model.startswith(("gemini-1", "gemini-2.0")):
+        return [*problems, "Thinking is not supported for this model."]
+    level, budget = thinking.get("thinkingLevel"), thinking.get("thinkingBudget")
+    if level is not None and budget is not None:
+        problems.append("thinking_budget and thinking_level are not supported together.")
+    gemini3 = re.match(r"^gemini-3(\.\d+)?-(pro|flash)", model)
+    if level is not None:
+        if not model.startswith("gemini-3"):
+            problems.append("Thinking level is not supported for this model.")
+        elif level not in GEMINI_LEVELS.get(gemini3.group(2) if gemini3 else "flash", ()):
+            problems.append(
+                f"Invalid value at 'generation_config.thinking_config.thinking_level' ({level!r})"
+            )
+    if isinstance(budget, int) and not isinstance(budget, bool) and budget != -1:
+        for prefix, low, high, off in GEMINI_BUDGETS:
+            if model.startswith(prefix):
+                if not (low <= budget <= high) or (budget == 0 and not off):
+                    problems.append(
+                        f"The thinking budget {budget} is invalid. Please choose a value between {low} and {high}."
+                    )
+                break
+    elif budget is not None and budget != -1:
+        problems.append("generationConfig.thinkingConfig.thinkingBudget: an integer")
     return problems
 
 

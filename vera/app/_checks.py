@@ -15,6 +15,7 @@ from pathlib import Path
 import msgspec
 
 from vera.clients.offline import OFFLINE_MODELS, rubric_refusal
+from vera.engine import role_spec
 from vera.errors import DataError, UserError
 from vera.inputs import (
     OFFLINE,
@@ -35,7 +36,7 @@ from vera.inputs import (
     resolve_ref,
     verify_pins,
 )
-from vera.records import ModelSpec
+from vera.records import ModelSpec, Role
 from vera.rubric import load_rubric, validate_rubric
 
 
@@ -185,12 +186,24 @@ def _models(
                         "warning",
                     )
                 )
-            specs.append(
-                ModelSpec(
-                    ref=ref, provider=profile.name, protocol=profile.protocol, model=model or profile.name
-                )
+            spec = ModelSpec(
+                ref=ref,
+                provider=profile.name,
+                protocol=profile.protocol,
+                model=model or profile.name,
+                params=dict(profile.params),
             )
+            try:
+                role_spec(spec, _ROLE[role], cfg)  # the reasoning settings, as a run checks them
+            except UserError as exc:
+                in_profile = "[params] of provider profile" in str(exc)
+                where = str(origin.get(profile.name, file)) if in_profile else file
+                findings.append(Finding(where, str(exc)))
+            specs.append(spec)
     return specs
+
+
+_ROLE: dict[str, Role] = {"chatbots": "chatbot", "user_agents": "user_agent", "judges": "judge"}
 
 
 def _rubric(cfg: RunConfig, findings: list[Finding]) -> str | None:

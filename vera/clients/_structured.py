@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from vera.records import Message
+from vera.records import Message, Usage
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]+")
@@ -84,3 +84,15 @@ def merge_params(defaults: dict[str, Any], params: dict[str, Any] | None) -> dic
         return dict(defaults)
     merged = {**defaults, **params}
     return {k: v for k, v in merged.items() if v is not None}
+
+
+def no_text_reason(what: str, finish: str, usage: Usage, *, limit_reached: bool) -> str:
+    """Why a reply has no text, in words: when the output limit was reached after
+    reasoning, the reasoning took it (a reasoning model's limit covers its thinking too),
+    and the remedy is a higher `max_tokens`."""
+    if limit_reached and usage.reasoning_tokens:
+        return (
+            f"{what}: the output limit was reached after {usage.reasoning_tokens} reasoning tokens "
+            f"({finish}); raise max_tokens, which covers the reasoning as well as the answer"
+        )
+    return f"{what} ({finish})"

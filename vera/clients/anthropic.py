@@ -10,6 +10,13 @@ Structured output (`tool`, the default) forces a single tool whose `input_schema
 schema; the tool call's `input` is the parsed object. `prompt` and `none` work as for
 the other protocols.
 
+Extended thinking (`thinking = {type = "enabled", budget_tokens = N}` or `{type =
+"adaptive"}` in a role's parameters) changes three things the API insists on: the
+samplers are fitted (temperature 1 only, no top_k; `families.py`), a tool may not be
+forced, so the answer's tool is offered with `tool_choice: auto` and the JSON
+instructions added to the prompt (a reply in text is read as JSON), and the reply opens
+with `thinking` (or `redacted_thinking`) blocks, which are never part of the text.
+
 Prompt caching is explicit here: with `cache_prefix=n`, the system block (when it lies in
 the prefix) and the message at index n-1 get `cache_control: {type: ephemeral}` (two
 breakpoints at most, of the four the API allows). The judge marks its system prompt with
@@ -29,13 +36,13 @@ from vera.clients._provider import ProviderClient
 from vera.clients._structured import extract_json, merge_params, schema_name, with_instructions
 from vera.clients._transport import decode, encode, profile_headers
 from vera.clients.base import ChatRequest
-from vera.clients.families import fit_params
+from vera.clients.families import ANTHROPIC_DEFAULT_MAX_TOKENS, claude_thinks, fit_params
 from vera.errors import BadResponseError
 from vera.inputs import Profile, StructuredOutput
 from vera.records import Completion, Message, Usage
 
 API_VERSION = "2023-06-01"
-DEFAULT_MAX_TOKENS = 2048
+DEFAULT_MAX_TOKENS = ANTHROPIC_DEFAULT_MAX_TOKENS
 _EPHEMERAL = {"type": "ephemeral"}
 _FINISH = {
     "end_turn": "stop",
@@ -121,7 +128,9 @@ class AnthropicClient(ProviderClient):
         cache_prefix: int = 0,
     ) -> dict[str, Any]:
         mode = self._structured if schema is not None else "none"
-        if schema is not None and mode == "prompt":
+        options = fit_params("anthropic", self.model, merge_params(self._params, params))[0]
+        thinks = claude_thinks(options)
+        if schema is not None and (mode == "prompt" or (mode == "tool" and thinks)):
             messages = with_instructions(messages, schema)
         system: list[dict[str, Any]] = []
         turns: list[dict[str, Any]] = []
@@ -137,7 +146,6 @@ class AnthropicClient(ProviderClient):
             else:
                 turns.append({"role": message.role, "content": message.content})
 
-        options = fit_params("anthropic", self.model, merge_params(self._params, params))[0]
         max_tokens = options.pop("max_tokens", None) or options.pop("max_completion_tokens", None)
         options.pop("max_completion_tokens", None)
         options.pop("seed", None)  # the Messages API has no seed
@@ -166,7 +174,8 @@ class AnthropicClient(ProviderClient):
                     "input_schema": schema,
                 }
             ]
-            body["tool_choice"] = {"type": "tool", "name": name}
+            # Thinking may not be combined with a forced tool: the tool is only offered.
+            body["tool_choice"] = {"type": "auto"} if thinks else {"type": "tool", "name": name}
         return body
 
     def parse(self, raw: bytes, *, structured: bool) -> Completion:
@@ -181,6 +190,13 @@ class AnthropicClient(ProviderClient):
         else:
             text = "".join(b.text or "" for b in response.content if b.type == "text")
             if not text:
+                thought = any(b.type in ("thinking", "redacted_thinking") for b in response.content)
+                if stop == "max_tokens" and thought:
+                    raise BadResponseError(
+                        self.name,
+                        "response has no text: the output limit was reached while thinking "
+                        "(stop_reason=max_tokens); raise max_tokens above the thinking budget",
+                    )
                 raise BadResponseError(self.name, f"response has no text (stop_reason={stop})")
             parsed = extract_json(text) if structured else None
         return Completion(

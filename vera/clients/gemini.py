@@ -24,7 +24,7 @@ import aiohttp
 import msgspec
 
 from vera.clients._provider import ProviderClient
-from vera.clients._structured import extract_json, merge_params, with_instructions
+from vera.clients._structured import extract_json, merge_params, no_text_reason, with_instructions
 from vera.clients._transport import decode, profile_headers
 from vera.clients.base import ChatRequest
 from vera.clients.families import fit_params
@@ -186,12 +186,16 @@ class GeminiClient(ProviderClient):
         finish = candidate.finish_reason or "STOP"
         parts = candidate.content.parts if candidate.content else []
         text = "".join(p.text for p in parts if p.text and not p.thought)
+        usage = _usage(response.usage_metadata)
         if not text:
-            raise BadResponseError(self.name, f"candidate has no text (finishReason={finish})")
+            why = no_text_reason(
+                "candidate has no text", f"finishReason={finish}", usage, limit_reached=finish == "MAX_TOKENS"
+            )
+            raise BadResponseError(self.name, why)
         return Completion(
             text=text,
             parsed=extract_json(text) if structured else None,
-            usage=_usage(response.usage_metadata),
+            usage=usage,
             finish_reason=_finish(finish),
             raw_id=response.response_id,
             model=response.model_version or self.model,
@@ -226,11 +230,15 @@ def _finish(reason: str) -> str:
 
 
 def _usage(meta: _UsageMetadata | None) -> Usage:
-    """Thinking tokens are billed as output, so they count as output here."""
+    """Thinking tokens are reported apart from the answer's (`thoughtsTokenCount`) and
+    billed as output, so they are added to the output here, and kept as its reasoning
+    part."""
     if meta is None:
         return Usage()
+    thoughts = meta.thoughts_token_count or 0
     return Usage(
         input_tokens=meta.prompt_token_count or 0,
-        output_tokens=(meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0),
+        output_tokens=(meta.candidates_token_count or 0) + thoughts,
         cached_input_tokens=meta.cached_content_token_count or 0,
+        reasoning_tokens=thoughts,
     )

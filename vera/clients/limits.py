@@ -367,6 +367,10 @@ class Prices(msgspec.Struct, frozen=True):
             + usage.output_tokens * self.output_per_mtok
         ) / 1_000_000
 
+    def reasoning_cost(self, usage: Usage) -> float:
+        """The part of `cost(usage)` that paid for reasoning: those tokens are output."""
+        return usage.reasoning_tokens * self.output_per_mtok / 1_000_000
+
 
 def estimate_tokens(
     messages: Sequence[Message],
@@ -514,4 +518,5 @@ class LimitedClient:
         meter.http_429 = http_429
         meter.usage = usage
         meter.cost_usd = cost
+        meter.reasoning_cost_usd = self.prices.reasoning_cost(usage)
         meter.error = None if error is None else redact(f"{type(error).__name__}: {error}")

@@ -27,6 +27,7 @@ class CallMeter:
         "http_429",
         "model",
         "provider",
+        "reasoning_cost_usd",
         "settled",
         "usage",
     )
@@ -40,6 +41,7 @@ class CallMeter:
         self.http_429 = 0
         self.usage = Usage()
         self.cost_usd = 0.0
+        self.reasoning_cost_usd = 0.0
         self.cached = False
         self.error: str | None = None
 

@@ -14,7 +14,11 @@ Structured output, by the profile's `structured_output`:
 Parameters pass through as given (`max_tokens` or `max_completion_tokens`, `seed`,
 `temperature`, ...), so whatever a server accepts can be set in the profile, except
 where the model's family refuses one (`families.py`: e.g. o-series and gpt-5 take only
-`max_completion_tokens` and the default temperature).
+`max_completion_tokens` and the default temperature). `reasoning_effort` passes through
+too, checked against the levels the model documents before the run starts
+(`families.reasoning_problem`); the reasoning tokens a reply reports
+(`completion_tokens_details.reasoning_tokens`, a part of `completion_tokens`) are kept
+as `Usage.reasoning_tokens`.
 """
 
 from __future__ import annotations
@@ -27,7 +31,13 @@ import aiohttp
 import msgspec
 
 from vera.clients._provider import ProviderClient
-from vera.clients._structured import extract_json, merge_params, schema_name, with_instructions
+from vera.clients._structured import (
+    extract_json,
+    merge_params,
+    no_text_reason,
+    schema_name,
+    with_instructions,
+)
 from vera.clients._transport import decode, profile_headers
 from vera.clients.base import CallContext, ChatRequest
 from vera.clients.families import fit_params
@@ -42,10 +52,15 @@ class _PromptDetails(msgspec.Struct):
     cached_tokens: int | None = 0
 
 
+class _CompletionDetails(msgspec.Struct):
+    reasoning_tokens: int | None = 0
+
+
 class _Usage(msgspec.Struct):
     prompt_tokens: int | None = 0
     completion_tokens: int | None = 0
     prompt_tokens_details: _PromptDetails | None = None
+    completion_tokens_details: _CompletionDetails | None = None
 
 
 class _Message(msgspec.Struct):
@@ -181,7 +196,10 @@ class OpenAIClient(ProviderClient):
                     raw_id=response.id,
                     model=response.model or self.model,
                 )
-            raise BadResponseError(self.name, f"empty content (finish_reason={finish})")
+            why = no_text_reason(
+                "empty content", f"finish_reason={finish}", usage, limit_reached=finish == "length"
+            )
+            raise BadResponseError(self.name, why)
         return Completion(
             text=text,
             parsed=extract_json(text) if structured else None,
@@ -199,11 +217,15 @@ def _text(content: str | list[dict[str, Any]] | None) -> str:
 
 
 def _usage(usage: _Usage | None) -> Usage:
+    """Reasoning tokens are reported inside `completion_tokens` (and billed as output):
+    they are a part of the output here too, never added to it."""
     if usage is None:
         return Usage()
     details = usage.prompt_tokens_details
+    output = usage.completion_tokens_details
     return Usage(
         input_tokens=usage.prompt_tokens or 0,
         output_tokens=usage.completion_tokens or 0,
         cached_input_tokens=(details.cached_tokens or 0) if details else 0,
+        reasoning_tokens=(output.reasoning_tokens or 0) if output else 0,
     )

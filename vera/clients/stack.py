@@ -83,6 +83,7 @@ class RecordingClient:
                 attempts=meter.attempts,
                 usage=meter.usage,
                 cost_usd=meter.cost_usd,
+                reasoning_cost_usd=meter.reasoning_cost_usd,
                 http_429=meter.http_429,
                 cached=meter.cached,
                 error=meter.error,

@@ -15,6 +15,7 @@ from vera.engine._plan import (
     digest,
     judge_slots,
     plan_sweep,
+    role_spec,
     role_specs,
 )
 from vera.engine._simulate import ConversationJob, turns_from_user_view
@@ -35,6 +36,7 @@ __all__ = [
     "judge_slots",
     "plan_sweep",
     "question_prompt",
+    "role_spec",
     "role_specs",
     "run_sweep",
     "turns_from_user_view",

@@ -26,7 +26,7 @@ import msgspec
 from vera import __version__
 from vera.clients._structured import merge_params
 from vera.clients.base import ChatClient
-from vera.clients.families import fit_params
+from vera.clients.families import fit_params, reasoning_problem
 from vera.engine._inputs import Inputs
 from vera.engine._simulate import (
     ConversationJob,
@@ -282,7 +282,8 @@ def role_spec(spec: ModelSpec, role: Role, cfg: RunConfig) -> tuple[ModelSpec, l
     with the run config's `[ROLE.params]` (or the role's defaults) over them, fitted to
     the model's family. Returns warnings for parameters the profile or the config asked
     for that the family does not accept (defaults it refuses are left out silently: the
-    defaults apply "where the model allows it")."""
+    defaults apply "where the model allows it"). A reasoning setting the model cannot
+    take is a `ConfigError` naming the role, the model and where the setting came from."""
     role_params, explicit = cfg.role_params(role)
     if spec.protocol == "http":
         return msgspec.structs.replace(spec, params={}), []  # a product samples as it is built to
@@ -290,6 +291,15 @@ def role_spec(spec: ModelSpec, role: Role, cfg: RunConfig) -> tuple[ModelSpec, l
     if spec.protocol == "offline":
         return msgspec.structs.replace(spec, params=merged), []
     fitted, dropped = fit_params(spec.protocol, spec.model, merged)
+    problem = reasoning_problem(spec.protocol, spec.model, fitted)
+    if problem is not None:
+        field = problem.split(":")[0].split(".")[0]
+        source = (
+            f"[{role}.params] of the run config"
+            if field in role_params
+            else f"[params] of provider profile {spec.provider!r}"
+        )
+        raise ConfigError(f"{role.replace('_', '-')} {spec.ref} ({source}): {problem}")
     warnings = [
         f"warning: {role.replace('_', '-')} {spec.ref} ({spec.model}): not sending {what}"
         for what in dropped

@@ -21,6 +21,7 @@ from vera.report._plots import Plot
 from vera.report._schema import Card, ChatbotCard, HarmfulRating, RunComparison
 from vera.report._text import (
     COMPARE_GUIDE,
+    REASONING_NOTE,
     SCORE_MEANING,
     Headline,
     Table,
@@ -157,6 +158,7 @@ def render_html(card: Card, plots: Sequence[Plot]) -> str:
             "accounting",
             "Model calls and cost",
             html_table(accounting_table(card)),
+            f"<p>{escape(REASONING_NOTE)}</p>",
             *(
                 [
                     f"<p>{num(unused)} of the judge's calls asked a question ahead, at the end of "

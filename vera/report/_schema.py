@@ -306,6 +306,10 @@ class CallTotals(msgspec.Struct, gc=False):
     retries: int = 0
     http_429: int = 0
     errors: int = 0
+    # Reasoning's part of output_tokens and of cost_usd (0 in cards from before them,
+    # and where the provider reports no split: Anthropic).
+    reasoning_tokens: int = 0
+    reasoning_cost_usd: float = 0.0
 
 
 class AccountLimit(msgspec.Struct, frozen=True, gc=False):

@@ -241,7 +241,10 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
             f"{confidence_label(card)} (confidence {num(b.confidence)}) {b.method} over "
             f"{b.cluster}s, {num(b.resamples)} resamples, seed {num(b.seed)}",
         ),
-        ("Cost", f"${num(total.cost_usd)} over {num(total.calls)} model calls{_unused_text(card)}"),
+        (
+            "Cost",
+            f"${num(total.cost_usd)} over {num(total.calls)} model calls{_reasoning_text(card)}{_unused_text(card)}",
+        ),
     ]
     if s.shard:
         rows.append(("Shard", str(s.shard)))
@@ -642,6 +645,13 @@ def flag(excludes_zero: bool | None) -> str:
     return "yes — a difference" if excludes_zero else "no"
 
 
+def _reasoning_text(card: Card) -> str:
+    total = card.accounting.total
+    if not total.reasoning_tokens:
+        return ""
+    return f", ${num(total.reasoning_cost_usd)} of it for {num(total.reasoning_tokens)} reasoning tokens"
+
+
 def _unused_text(card: Card) -> str:
     unused = card.accounting.unused_judge_questions
     if not unused:
@@ -654,10 +664,20 @@ ACCOUNTING_COLUMNS = (
     ("input_tokens", "Input tokens"),
     ("cached_input_tokens", "Cached input tokens"),
     ("output_tokens", "Output tokens"),
+    ("reasoning_tokens", "Reasoning tokens"),
     ("cost_usd", "Cost (USD)"),
+    ("reasoning_cost_usd", "Reasoning cost (USD)"),
     ("retries", "Retries"),
     ("http_429", "HTTP 429"),
     ("errors", "Errors"),
+)
+
+
+# Under the table of model calls, so its two reasoning columns are read rightly.
+REASONING_NOTE = (
+    "Reasoning tokens (a reasoning model's thinking before it answers) are part of the "
+    "output tokens and priced as output; their cost is part of the cost. Anthropic reports "
+    "its models' thinking only inside the output tokens: it shows as 0 here."
 )
 
 
@@ -766,6 +786,7 @@ def render_markdown(card: Card, *, max_harmful: int = 10) -> str:
     lines += ["", "## How to read this card", "", reading_guide(card)]
     lines += ["", "## Details of the run", "", *(f"- **{k}:** {v}" for k, v in about_rows(card))]
     lines += ["", "## Model calls and cost", "", *markdown_table(accounting_table(card))]
+    lines += ["", REASONING_NOTE]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -1,0 +1,93 @@
+"""A reasoning setting a model cannot take is one line naming the role, the model, the
+profile or config section it came from and the field: at `vera validate config` and at
+the start of a run, before any call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+from click.testing import CliRunner
+
+from vera.app._checks import check_config
+from vera.cli._main import main
+from vera.engine import role_spec
+from vera.inputs import RunConfig, load_profiles, resolve_ref
+from vera.records import ModelSpec
+
+from .conftest import ROOT
+from .test_validation import PATHS
+
+KEY_ENV = "VERA_REASONING_TEST_KEY"
+
+
+def setup(tmp_path: Path, profile_params: str, judge_params: str) -> Path:
+    providers = tmp_path / "providers"
+    providers.mkdir()
+    (providers / "oai.toml").write_text(
+        f'protocol = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "gpt-4o"\n'
+        f'api_key_env = "{KEY_ENV}"\n[params]\n{profile_params}\n'
+    )
+    (providers / "claude.toml").write_text(
+        f'protocol = "anthropic"\nbase_url = "http://127.0.0.1:9"\nmodel = "claude-sonnet-4-5"\n'
+        f'api_key_env = "{KEY_ENV}"\n'
+        '[params]\nmax_tokens = 4096\nthinking = {type = "enabled", budget_tokens = 512}\n'
+    )
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(
+        f'providers = "{providers}"\nruns_dir = "{tmp_path / "runs"}"\n'
+        'chatbots = ["offline/best-practice"]\nuser_agents = ["claude"]\njudges = ["oai/gpt-5.4", "oai"]\n'
+        f"persona_limit = 1\n{PATHS}[judge.params]\n{judge_params}\n"
+    )
+    return cfg
+
+
+def test_validate_config_names_the_setting_and_where_it_came_from(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    cfg = setup(tmp_path, "", 'reasoning_effort = "low"\ntemperature = 0')
+    lines = [f.render() for f in check_config(cfg).errors]
+    assert lines == [
+        f"{tmp_path / 'providers' / 'claude.toml'}: error: user-agent claude ([params] of provider profile "
+        "'claude'): thinking.budget_tokens: a whole number of at least 1024, not 512",
+        # gpt-5.4 takes low effort (its temperature 0 is left out with a warning at run
+        # time); gpt-4o, the same config's other judge, does not reason at all
+        f"{cfg}: error: judge oai ([judge.params] of the run config): reasoning_effort: gpt-4o is not "
+        "a reasoning model (o-series, gpt-5) and refuses it",
+    ]
+
+
+def test_a_run_stops_before_any_call_with_one_line(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    cfg = setup(tmp_path, 'reasoning_effort = "minimal"', "")
+    cfg.write_text(
+        cfg.read_text().replace('user_agents = ["claude"]', 'user_agents = ["offline/scripted-user"]')
+    )
+    result = CliRunner().invoke(main, ["run", "--config", str(cfg)])
+    assert result.exit_code == 1, result.output
+    [line] = [x for x in result.output.splitlines() if x.startswith("error:")]
+    assert line == (
+        "error: judge oai/gpt-5.4 ([params] of provider profile 'oai'): reasoning_effort: 'minimal' is "
+        "not accepted by gpt-5.4 (one of: 'none', 'low', 'medium', 'high', 'xhigh')"
+    )
+    assert "Traceback" not in result.output
+    assert not list((tmp_path / "runs").glob("*/calls*"))  # nothing was called
+
+
+@pytest.mark.parametrize("name", ["vera-mh-2.0-si", "vera-mh-2.0-hfo"])
+def test_the_reference_configs_judge_with_gpt_5_4_at_low_effort(name: str) -> None:
+    # Read without applying the target (whose files live in the user's checkout): only
+    # the roles' parameters matter here.
+    cfg = msgspec.toml.decode((ROOT / "configs" / f"{name}.toml").read_bytes(), type=RunConfig)
+    profiles = load_profiles(ROOT / "providers")
+    [judge] = cfg.judges
+    profile, model = resolve_ref(judge, profiles)
+    spec = ModelSpec(
+        ref=judge, provider=profile.name, protocol=profile.protocol, model=model, params=profile.params
+    )
+    sent, warnings = role_spec(spec, "judge", cfg)
+    assert sent.model == "gpt-5.4"
+    # temperature 0 is the judge's default, left out silently: GPT-5.4 at low effort refuses it
+    assert sent.params == {"reasoning_effort": "low", "max_completion_tokens": 4000} and warnings == []
+    other, _ = role_spec(msgspec.structs.replace(spec, model="gpt-4.1", params={}), "judge", cfg)
+    assert other.params == {"temperature": 0}  # where the model allows it, it is sent
