@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from html import escape
+from pathlib import Path
 from typing import Literal, Protocol, cast
 from urllib.parse import quote
 
 import msgspec
 
+from vera.errors import StorageError
 from vera.records import (
     HIGH_POTENTIAL_FOR_HARM,
     NOT_RELEVANT,
@@ -36,10 +39,10 @@ from vera.records import (
     Rating,
     Turn,
 )
-from vera.report._pages import PAGES_DIR, page_name, rating_anchor
+from vera.report._pages import PAGES_DIR, page_name, rating_anchor, write_missing_pages
 from vera.report._quotes import QuoteFinder
 from vera.rubric import QuestionTexts, question_texts
-from vera.store import RunRecords
+from vera.store import RunRecords, atomic_write, open_run
 
 FINDING_RATINGS = (HIGH_POTENTIAL_FOR_HARM, SUBOPTIMAL)
 DEFAULT_EXEMPLARS = 3
@@ -462,15 +465,20 @@ def render_improvements_markdown(report: Improvements, *, base: str = "") -> str
                     continue
                 lines += [f"Examples for {_md(f.question_id)} ({SHORT.get(f.rating, f.rating)}):", ""]
                 for e in f.exemplars:
-                    link = f"{base}{e.page}"
+                    # Only pages that can exist beside the card are linked (see the HTML).
+                    link = f"{base}{e.page}" if page_name(e.conversation_id) else ""
+
+                    def a(label: str, fragment: str, link: str = link) -> str:
+                        return f"[{label}]({link}#{fragment})" if link else label
+
                     lines.append(
-                        f"- [{_md(e.conversation_id)}]({link}#{e.anchor}) · {_md(e.persona)} · "
+                        f"- {a(_md(e.conversation_id), e.anchor)} · {_md(e.persona)} · "
                         f"{_md(e.risk)} · {_md(e.judge)} #{e.instance}: {_md(e.reasoning)}"
                     )
                     if e.turn is not None:
                         how = "quoted" if e.quoted else "reply to the quoted user turn"
                         lines.append(
-                            f"  - [chatbot, turn {e.turn}]({link}#turn-{e.turn}) ({how}): {_md(_clip(e.turn_text))}"
+                            f"  - {a(f'chatbot, turn {e.turn}', f'turn-{e.turn}')} ({how}): {_md(_clip(e.turn_text))}"
                         )
                 lines.append("")
     if not report.chatbots:
@@ -637,3 +645,57 @@ def render_improvements(report: Improvements, fmt: Format, *, base: str = "") ->
     if fmt == "md":
         return render_improvements_markdown(report, base=base)
     return render_improvements_html(report, base=base)
+
+
+# ---------------------------------------------------------------------------------------
+# `vera report improvements`
+# ---------------------------------------------------------------------------------------
+
+SUFFIX: dict[str, str] = {"md": "md", "html": "html", "json": "json"}
+
+
+class Written(msgspec.Struct, frozen=True):
+    """What `write_improvements` did: the report (None when it went to stdout as `text`),
+    the conversation pages it added, and why pages could not be written, if so."""
+
+    path: Path | None
+    text: str
+    findings: int
+    pages_added: int
+    pages_note: str | None = None
+
+
+def write_improvements(
+    run_dir: str | Path, *, fmt: Format, output: str | None = None, exemplars: int = DEFAULT_EXEMPLARS
+) -> Written:
+    """Build the report of a run and write it (`output`: a file, "-" for none, default
+    improvements.<fmt> in the run directory). Links are relative to where the file is.
+    For Markdown and HTML, the page of each exemplar's conversation that is not beside
+    the card yet is written to conversations/ (ids that are file names only)."""
+    root = Path(run_dir)
+    records = open_run(root)
+    report = run_improvements(records, exemplars=exemplars)
+    target = None if output == "-" else Path(output) if output else root / f"improvements.{SUFFIX[fmt]}"
+    base = "" if target is None else _base(root, target.parent)
+    text = render_improvements(report, fmt, base=base)
+    if target is not None:
+        atomic_write(target, text.encode(), what="the improvement report")
+    added, note = 0, None
+    if fmt != "json":
+        try:
+            added = write_missing_pages(records, exemplar_conversations(report))
+        except StorageError as exc:
+            note = f"conversation pages not written ({exc}): links work through `vera view`"
+    return Written(target, text, sum(_count(report)), added, note)
+
+
+def _count(report: Improvements) -> Iterator[int]:
+    for bot in report.chatbots:
+        for d in bot.dimensions:
+            yield len(d.findings)
+
+
+def _base(run_dir: Path, folder: Path) -> str:
+    """The run directory as seen from `folder`, ending in "/" ("" when they are one)."""
+    rel = os.path.relpath(run_dir.resolve(), folder.resolve())
+    return "" if rel == "." else Path(rel).as_posix() + "/"
