@@ -399,6 +399,15 @@ def exemplar_conversations(report: Improvements) -> set[str]:
     }
 
 
+def ranked(bot: ChatbotFindings) -> list[tuple[DimensionFindings, Finding]]:
+    """Every finding of a chatbot in one list, across dimensions, by the same rule as
+    within one: harm first, then conversations, then judge ratings (the card's "Fix
+    first" table)."""
+    pairs = [(d, f) for d in bot.dimensions for f in d.findings]
+    pairs.sort(key=lambda p: (_severity_rank(p[1].rating), -p[1].conversations, -p[1].ratings))
+    return pairs
+
+
 # ---------------------------------------------------------------------------------------
 # Renderings
 # ---------------------------------------------------------------------------------------
@@ -571,14 +580,25 @@ def _badge(rating: str) -> str:
     return f'<span class="badge {cls}">{escape(SHORT.get(rating, rating))}</span>'
 
 
-def _html_chatbot(index: int, bot: ChatbotFindings, base: str, can_link: Callable[[str], bool]) -> str:
+def _html_chatbot(
+    index: int,
+    bot: ChatbotFindings,
+    base: str,
+    can_link: Callable[[str], bool],
+    *,
+    prefix: str = "",
+    heading: str = "h2",
+) -> str:
+    """One chatbot's dimensions, findings and examples; `prefix` keeps its ids apart
+    from a page's own (the card embeds it), `heading` is the level of its title."""
+    sub = "h4" if heading == "h3" else "h3"
     parts = [
-        f'<section id="chatbot-{index}" class="chatbot"><h2>{escape(bot.chatbot)}</h2>',
+        f'<section id="{prefix}chatbot-{index}" class="chatbot"><{heading}>{escape(bot.chatbot)}</{heading}>',
         f"<p>{bot.conversations} judged conversations.</p>",
     ]
     for k, d in enumerate(bot.dimensions):
-        anchor = f"chatbot-{index}-dimension-{k}"
-        parts.append(f'<section id="{anchor}" class="dimension"><h3>{escape(d.dimension)}</h3>')
+        anchor = f"{prefix}chatbot-{index}-dimension-{k}"
+        parts.append(f'<section id="{anchor}" class="dimension"><{sub}>{escape(d.dimension)}</{sub}>')
         parts.append(f"<p>{escape(_dimension_line(d))}</p>")
         if d.findings:
             rows = []
@@ -637,6 +657,12 @@ def _html_examples(anchor: str, f: Finding, base: str, can_link: Callable[[str],
             item.append('<div class="meta">The reasoning quotes no turn of the transcript.</div>')
         items.append("".join(item) + "</li>")
     return head + f'<ol class="exemplars">{"".join(items)}</ol></div>'
+
+
+def chatbot_details_html(index: int, bot: ChatbotFindings, *, prefix: str) -> str:
+    """A chatbot's findings by dimension with their examples, for a page beside the
+    card (links to the conversation pages written there)."""
+    return _html_chatbot(index, bot, "", lambda cid: page_name(cid) is not None, prefix=prefix, heading="h3")
 
 
 def render_improvements(report: Improvements, fmt: Format, *, base: str = "") -> str:
