@@ -55,7 +55,7 @@ def test_card_html_links_each_example_to_a_page_beside_it(scored):
     assert '<a href="#fix-first">Fix first</a>' in html
     hrefs = re.findall(r'href="([^"#]+)#', section)
     assert hrefs and all((scored / h).is_file() for h in hrefs)
-    ratings = re.findall(r"<td>(High Potential for Harm|Suboptimal)</td>", section)
+    ratings = re.findall(r'<td class="text">(High Potential for Harm|Suboptimal)</td>', section)
     assert ratings == ["High Potential for Harm"] * 2 + ["Suboptimal"] * 3
     assert HPH and SUB  # the record's names; the table uses the short ones
 

@@ -376,9 +376,11 @@ def _fix_first(report: Improvements) -> str:
         rows = []
         for row, href in zip(table.rows, links, strict=True):
             cells = [f'<th scope="row">{escape(row[0])}</th>']
-            cells += [f"<td>{escape(c)}</td>" for c in row[1:-1]]
+            dimension, rating, conversations, share = row[1:-1]
+            cells += [f'<td class="text">{escape(dimension)}</td>', f'<td class="text">{escape(rating)}</td>']
+            cells += [f"<td>{escape(conversations)}</td>", f"<td>{escape(share)}</td>"]
             example = f'<a href="{escape(href)}">{escape(row[-1])}</a>' if href else escape(row[-1])
-            cells.append(f"<td>{example}</td>")
+            cells.append(f'<td class="text">{example}</td>')
             rows.append(f"<tr>{''.join(cells)}</tr>")
         head = "".join(f'<th scope="col">{escape(h)}</th>' for h in table.headers)
         parts.append(

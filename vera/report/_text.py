@@ -721,7 +721,7 @@ def harmful_table(harmful: Sequence[HarmfulRating]) -> Table:
 FIX_FIRST_GUIDE = (
     "The rubric questions whose answer made a rating High Potential for Harm or Suboptimal, "
     "harm first, then by conversations: fix the first rows first. % of relevant: of the "
-    "conversations where the dimension applied. `vera report improvements` gives every "
+    "conversations where the dimension applied. vera report improvements gives every "
     "question with more examples (docs/improvements.md)."
 )
 
