@@ -517,6 +517,7 @@ a { color: #005a8e; }
 table { border-collapse: collapse; font-size: .92rem; margin: .4rem 0; }
 th, td { border: 1px solid #d0d0d0; padding: .25rem .5rem; text-align: left; vertical-align: top; }
 thead th { background: #eef2f5; }
+th, td.n { overflow-wrap: normal; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .badge { display: inline-block; font-size: .75rem; font-weight: bold; border-radius: 3px; padding: .05rem .35rem;
   white-space: nowrap; }
@@ -528,6 +529,7 @@ blockquote.turn { border-left-color: var(--hph); background: #fff6f1; }
 .meta { font-size: .85rem; color: #555; }
 .note { border-left: 5px solid var(--sub); background: #fff8e6; padding: .5rem .8rem; }
 footer { margin-top: 2rem; font-size: .85rem; color: #555; }
+@media (max-width: 600px) { .badge { white-space: normal; overflow-wrap: normal; } }
 """
 _CSS_HASH = base64.b64encode(hashlib.sha256(IMPROVEMENTS_CSS.encode()).digest()).decode()
 _META_CSP = (
@@ -538,16 +540,22 @@ IMPROVEMENTS_CSP = f"{_META_CSP}; frame-ancestors 'none'"
 
 
 def render_improvements_html(
-    report: Improvements, *, base: str = "", link: Callable[[str], bool] | None = None, viewer: bool = False
+    report: Improvements,
+    *,
+    base: str = "",
+    link: Callable[[str], bool] | None = None,
+    viewer: bool = False,
+    card: bool = True,
 ) -> str:
     """The report as one self-contained page. `base` is prepended to each link; `link(id)`
     says whether a conversation's page can be linked (default: ids that are file names,
     the pages `vera score` writes; the viewer links every id). `viewer` adds the way back
-    to the viewer's list."""
+    to the viewer's list; `card` links the run's card.html."""
     can_link = link if link is not None else (lambda cid: page_name(cid) is not None)
     title = f"What to fix first — run {report.run_id}"
     nav = ['<a href="/">← All conversations</a>'] if viewer else []
-    nav.append(f'<a href="{escape(base)}card.html">Score card</a>')
+    if card:
+        nav.append(f'<a href="{escape(base)}card.html">Score card</a>')
     body = [
         f'<nav aria-label="Page">{" · ".join(nav)}</nav>',
         f"<header><h1>{escape(title)}</h1><p>{escape(INTRO)}</p>",
@@ -665,12 +673,13 @@ def chatbot_details_html(index: int, bot: ChatbotFindings, *, prefix: str) -> st
     return _html_chatbot(index, bot, "", lambda cid: page_name(cid) is not None, prefix=prefix, heading="h3")
 
 
-def render_improvements(report: Improvements, fmt: Format, *, base: str = "") -> str:
+def render_improvements(report: Improvements, fmt: Format, *, base: str = "", card: bool = True) -> str:
+    """The report in one format; `card`: whether the HTML links the run's card.html."""
     if fmt == "json":
         return render_improvements_json(report)
     if fmt == "md":
         return render_improvements_markdown(report, base=base)
-    return render_improvements_html(report, base=base)
+    return render_improvements_html(report, base=base, card=card)
 
 
 # ---------------------------------------------------------------------------------------
@@ -703,7 +712,7 @@ def write_improvements(
     report = run_improvements(records, exemplars=exemplars)
     target = None if output == "-" else Path(output) if output else root / f"improvements.{SUFFIX[fmt]}"
     base = "" if target is None else _base(root, target.parent)
-    text = render_improvements(report, fmt, base=base)
+    text = render_improvements(report, fmt, base=base, card=(root / "card.html").is_file())
     if target is not None:
         atomic_write(target, text.encode(), what="the improvement report")
     added, note = 0, None
