@@ -195,3 +195,26 @@ def test_a_run_without_harm_reports_every_relevant_dimension_clean(tmp_path):
         (BOUNDS, 1, []),
     ]
     assert "no harmful or suboptimal rating" in render_improvements_markdown(report)
+
+
+def test_any_target_end_to_end_offline_with_its_own_ids_and_the_offline_label(tmp_path):
+    from click.testing import CliRunner
+
+    from tests.targets import DEMO
+    from vera.cli._main import main
+    from vera.rubric import load_rubric
+
+    out = tmp_path / "demo"
+    result = CliRunner().invoke(main, ["run", "--target", str(DEMO), "--out", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    report = run_improvements(open_run(out))
+    rubric = load_rubric(DEMO / "rubric.tsv")
+    ids = {q.id for q in rubric.questions}
+    found = [(d, f) for b in report.chatbots for d in b.dimensions for f in d.findings]
+    assert found, "the dry-run judge rates some conversations harmful"
+    assert all(f.question_id in ids and d.dimension in rubric.dimensions for d, f in found)
+    assert all(
+        f.question == next(q.text for q in rubric.questions if q.id == f.question_id) for _, f in found
+    )
+    assert report.note is not None and "say nothing about any real chatbot" in report.note
+    assert report.note in render_improvements_markdown(report)

@@ -116,6 +116,9 @@ class Improvements(msgspec.Struct, frozen=True, kw_only=True):
     rubric: str
     max_exemplars: int
     questions_note: str | None = None
+    # The offline label when a role was a built-in stand-in: the findings then check the
+    # pipeline only.
+    note: str | None = None
     chatbots: list[ChatbotFindings]
 
 
@@ -171,6 +174,7 @@ def build_improvements(
     turns: Callable[[str], Sequence[Turn]],
     exemplars: int = DEFAULT_EXEMPLARS,
     chatbots: Sequence[str] = (),
+    note: str | None = None,
 ) -> Improvements:
     """The report over complete judgements of complete conversations. `turns(id)` gives a
     conversation's turns; it is asked only for the exemplars' conversations. `chatbots`
@@ -206,6 +210,7 @@ def build_improvements(
         rubric=rubric,
         max_exemplars=exemplars,
         questions_note=questions.note,
+        note=note,
         chatbots=[
             ChatbotFindings(
                 chatbot=bot,
@@ -349,6 +354,10 @@ def run_improvements(
 ) -> Improvements:
     """The report of a scanned run. A judgement whose head shows no harmful rating is
     not read whole: its ratings' heads are all the report needs of it."""
+    # The card's own wording of the offline label (imported here: the card imports this
+    # module to build its Fix first).
+    from vera.report._card import offline_note
+
     manifest = records.manifest
     qs = questions if questions is not None else question_texts(manifest, records.root)
     return build_improvements(
@@ -359,6 +368,7 @@ def run_improvements(
         turns=lambda cid: records.read_conversation(cid).turns,
         exemplars=exemplars,
         chatbots=[s.ref for s in manifest.chatbots],
+        note=offline_note(manifest),
     )
 
 
@@ -454,6 +464,8 @@ def render_improvements_markdown(report: Improvements, *, base: str = "") -> str
     """The report as Markdown; `base` is prepended to each link (the run directory as
     seen from where the file is written: "" when it is written inside it)."""
     lines = [f"# What to fix first — run {_md(report.run_id)}", "", INTRO, ""]
+    if report.note:
+        lines += [f"> **{_md(report.note)}**", ""]
     lines += [f"Rubric: {_md(report.rubric)}.", ""]
     if report.questions_note:
         lines += [f"> Question texts: {_md(report.questions_note)}.", ""]
@@ -528,6 +540,7 @@ blockquote { margin: .3rem 0; padding: .3rem .7rem; border-left: 4px solid #c9d3
 blockquote.turn { border-left-color: var(--hph); background: #fff6f1; }
 .meta { font-size: .85rem; color: #555; }
 .note { border-left: 5px solid var(--sub); background: #fff8e6; padding: .5rem .8rem; }
+.offline { border: 2px solid var(--hph); background: #fff6f1; padding: .5rem .8rem; }
 footer { margin-top: 2rem; font-size: .85rem; color: #555; }
 @media (max-width: 600px) { .badge { white-space: normal; overflow-wrap: normal; } }
 """
@@ -561,6 +574,8 @@ def render_improvements_html(
         f"<header><h1>{escape(title)}</h1><p>{escape(INTRO)}</p>",
         f'<p class="meta">Rubric {escape(report.rubric)}; up to {report.max_exemplars} examples per question.</p>',
     ]
+    if report.note:
+        body.append(f'<p class="offline" role="note"><strong>{escape(report.note)}</strong></p>')
     if report.questions_note:
         body.append(f'<p class="note">Question texts: {escape(report.questions_note)}.</p>')
     body.append("</header><main>")
