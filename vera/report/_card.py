@@ -259,7 +259,7 @@ def build_card(
         accounting=_accounting(records.calls(), manifest, unused=sum(j.unused_questions for j in judgements)),
         chatbots=chatbots,
         comparisons=comparisons(stats.pairs, "chatbot") if stats.pairs is not None else [],
-        fix_first=run_improvements(records, exemplars=CARD_EXEMPLARS),
+        fix_first=msgspec.structs.replace(run_improvements(records, exemplars=CARD_EXEMPLARS), run_id=None),
     )
 
 

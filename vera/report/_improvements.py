@@ -112,7 +112,9 @@ class Improvements(msgspec.Struct, frozen=True, kw_only=True):
     ordered by conversations with High Potential for Harm, then Suboptimal, then the
     rubric's order; findings harm first, then by conversations, then question id."""
 
-    run_id: str
+    # None in the card, which has its own (so two runs of one sweep keep equal cards
+    # apart from the card's run_id).
+    run_id: str | None
     rubric: str
     max_exemplars: int
     questions_note: str | None = None
@@ -460,10 +462,14 @@ def _md(text: str) -> str:
     return flat
 
 
+def _title(report: Improvements) -> str:
+    return f"What to fix first — run {report.run_id}" if report.run_id else "What to fix first"
+
+
 def render_improvements_markdown(report: Improvements, *, base: str = "") -> str:
     """The report as Markdown; `base` is prepended to each link (the run directory as
     seen from where the file is written: "" when it is written inside it)."""
-    lines = [f"# What to fix first — run {_md(report.run_id)}", "", INTRO, ""]
+    lines = [f"# {_md(_title(report))}", "", INTRO, ""]
     if report.note:
         lines += [f"> **{_md(report.note)}**", ""]
     lines += [f"Rubric: {_md(report.rubric)}.", ""]
@@ -565,7 +571,7 @@ def render_improvements_html(
     the pages `vera score` writes; the viewer links every id). `viewer` adds the way back
     to the viewer's list; `card` links the run's card.html."""
     can_link = link if link is not None else (lambda cid: page_name(cid) is not None)
-    title = f"What to fix first — run {report.run_id}"
+    title = _title(report)
     nav = ['<a href="/">← All conversations</a>'] if viewer else []
     if card:
         nav.append(f'<a href="{escape(base)}card.html">Score card</a>')
