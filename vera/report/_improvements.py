@@ -179,8 +179,9 @@ def build_improvements(
     note: str | None = None,
 ) -> Improvements:
     """The report over complete judgements of complete conversations. `turns(id)` gives a
-    conversation's turns; it is asked only for the exemplars' conversations. `chatbots`
-    fixes their order (others follow, sorted)."""
+    conversation's turns; it is asked once per candidate example (at most four per
+    example wanted, per finding), never for the rest. `chatbots` fixes their order
+    (others follow, sorted)."""
     if exemplars < 0:
         raise ValueError("exemplars must be 0 or more")
     per_bot: dict[str, dict[str, _Dimension]] = {}
