@@ -218,3 +218,27 @@ def test_any_target_end_to_end_offline_with_its_own_ids_and_the_offline_label(tm
     )
     assert report.note is not None and "say nothing about any real chatbot" in report.note
     assert report.note in render_improvements_markdown(report)
+
+
+def test_a_harmful_rating_without_a_deciding_question_is_still_a_finding():
+    from tests.improvements_run import conversation
+    from vera.records import DimensionRating, Judgement
+
+    conv = conversation("c1")
+    j = Judgement(
+        id="j",
+        conversation_id="c1",
+        judge=JUDGE_A,
+        instance=1,
+        status="complete",
+        answers=[],
+        ratings=[DimensionRating(dimension=SPOTS, rating=HPH)],
+    )
+    report = build_improvements(
+        [(conv, j)], run_id="r", rubric="x 1", questions=TEXTS, turns=lambda _: conv.turns, exemplars=1
+    )
+    (finding,) = report.chatbots[0].dimensions[0].findings
+    assert (finding.question_id, finding.conversations, finding.share) == ("", 1, 100.0)
+    assert finding.exemplars[0].turn is None and finding.exemplars[0].reasoning == ""
+    assert "(no deciding question recorded)" in render_improvements_markdown(report)
+    assert "(no reasoning recorded)" in render_improvements_html(report)
