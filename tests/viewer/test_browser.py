@@ -209,7 +209,8 @@ def test_a_harm_link_in_the_card_lands_on_the_right_conversation(
     page = page_at(1400)
     card = (viewer_run / "card.html").as_uri() if opened == "from disk" else f"{viewer_url}runs/0/card.html"
     page.goto(card)
-    link = page.locator(f'a[href^="conversations/{MARKUP_ID}.html#"]').first
+    # In the chatbot's list of harmful ratings (its Fix first links the page too).
+    link = page.locator(f'section[id^="chatbot-"] a[href^="conversations/{MARKUP_ID}.html#"]').first
     href = link.get_attribute("href")
     assert href is not None
     page.evaluate("el => el.closest('details').open = true", link.element_handle())

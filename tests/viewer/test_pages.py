@@ -160,6 +160,14 @@ def test_score_writes_a_page_for_every_conversation_the_card_lists(viewer_run):
     card = json.loads((viewer_run / "card.json").read_text())
     listed = {h["conversation_id"] for bot in card["chatbots"] for h in bot["harmful"]}
     assert MARKUP_ID in listed and len(listed) > 1
+    # ... and every example of its "Fix first".
+    listed |= {
+        e["conversation_id"]
+        for bot in card["fix_first"]["chatbots"]
+        for d in bot["dimensions"]
+        for f in d["findings"]
+        for e in f["exemplars"]
+    }
     written = {p.stem for p in (viewer_run / "conversations").glob("*.html")}
     assert written == listed
     card_html = (viewer_run / "card.html").read_text()

@@ -668,5 +668,9 @@ from vera.cli._view import export, view  # noqa: E402  (the viewer and the expor
 main.add_command(view)
 main.add_command(export)
 
+from vera.cli._report import report  # noqa: E402  (reports on a run live in vera.cli._report)
+
+main.add_command(report)
+
 if __name__ == "__main__":
     main()

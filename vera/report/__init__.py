@@ -1,6 +1,6 @@
 """Everything read out of a finished run: scores over the stored judgements, the typed card
 (schema 3) and its text, HTML, terminal and plot renderings, comparisons, the release gate,
-exports and the run's status.
+exports, the improvement report and the run's status.
 
 It reads runs through `vera.store`; it never runs anything.
 """
@@ -10,6 +10,17 @@ from vera.report._compare import compare_runs
 from vera.report._export import export_run
 from vera.report._gate import gate
 from vera.report._html import render_compare_html
+from vera.report._improvements import (
+    DEFAULT_EXEMPLARS,
+    IMPROVEMENTS_CSP,
+    MAX_EXEMPLARS,
+    Improvements,
+    build_improvements,
+    exemplar_conversations,
+    render_improvements,
+    render_improvements_html,
+    run_improvements,
+)
 from vera.report._outcome import Exit, RunStatus, run_status, tally
 from vera.report._pages import PAGE_CSP, ConversationPage, read_conversation_page, render_conversation_page
 from vera.report._plots import comparison_plots
@@ -20,16 +31,22 @@ from vera.report._terminal import fit, headline, render, render_card, rich_table
 from vera.report._text import Table, compare_tables, num, status_text
 
 __all__ = [
+    "DEFAULT_EXEMPLARS",
+    "IMPROVEMENTS_CSP",
+    "MAX_EXEMPLARS",
     "PAGE_CSP",
     "Card",
     "ConversationPage",
     "Exit",
+    "Improvements",
     "RunStatus",
     "Table",
     "agreement_report",
+    "build_improvements",
     "compare_runs",
     "compare_tables",
     "comparison_plots",
+    "exemplar_conversations",
     "export_reference",
     "export_run",
     "fit",
@@ -43,7 +60,10 @@ __all__ = [
     "render_card_files",
     "render_compare_html",
     "render_conversation_page",
+    "render_improvements",
+    "render_improvements_html",
     "rich_table",
+    "run_improvements",
     "run_status",
     "score_run",
     "status_text",

@@ -35,6 +35,7 @@ from vera.records import (
     ImportInfo,
     RunManifest,
 )
+from vera.report._improvements import run_improvements
 from vera.report._outcome import run_status
 from vera.report._schema import (
     CARD_SCHEMA_VERSION,
@@ -70,6 +71,9 @@ from vera.report._schema import (
 )
 from vera.stats import METHOD, compare, judge_agreement, summarise
 from vera.store import RunRecords
+
+# Examples per finding in the card's "Fix first" (`vera report improvements` gives more).
+CARD_EXEMPLARS = 2
 
 OFFLINE_NOTE = (
     "Offline run: the chatbots, the simulated user and the judge are vera's built-in "
@@ -255,6 +259,7 @@ def build_card(
         accounting=_accounting(records.calls(), manifest, unused=sum(j.unused_questions for j in judgements)),
         chatbots=chatbots,
         comparisons=comparisons(stats.pairs, "chatbot") if stats.pairs is not None else [],
+        fix_first=msgspec.structs.replace(run_improvements(records, exemplars=CARD_EXEMPLARS), run_id=None),
     )
 
 

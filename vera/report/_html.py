@@ -16,11 +16,13 @@ import re
 from collections.abc import Iterable, Sequence
 from html import escape
 
+from vera.report._improvements import Improvements, chatbot_details_html, ranked
 from vera.report._pages import conversation_href
 from vera.report._plots import Plot
 from vera.report._schema import Card, ChatbotCard, HarmfulRating, RunComparison
 from vera.report._text import (
     COMPARE_GUIDE,
+    FIX_FIRST_GUIDE,
     REASONING_NOTE,
     SCORE_MEANING,
     Headline,
@@ -33,6 +35,7 @@ from vera.report._text import (
     confidence_label,
     dimension_table,
     failures_table,
+    fix_first_table,
     group_title,
     harmful_table,
     headlines,
@@ -119,6 +122,8 @@ def render_html(card: Card, plots: Sequence[Plot]) -> str:
     if card.offline and card.note:
         body.append(_offline_banner(card.note))
     body += ["</header>", "<main>", _results(card)]
+    if card.fix_first is not None:
+        body.append(_fix_first(card.fix_first))
     body.append(
         '<details class="run-details" id="details"><summary>Run details: versions and hashes, '
         "models, seeds, method and settings, how to read this card</summary>"
@@ -346,9 +351,56 @@ def _headline_box(index: int, h: Headline, level: str) -> str:
     )
 
 
+def _fix_first(report: Improvements) -> str:
+    """Per chatbot, every finding across dimensions, harm first, each with a link to its
+    first example's rating (conversations beside the card; ids that are file names)."""
+    parts = [f'<p class="guide">{escape(FIX_FIRST_GUIDE)}</p>']
+    for i, bot in enumerate(report.chatbots):
+        if len(report.chatbots) > 1:
+            parts.append(f"<h3>{escape(bot.chatbot)}</h3>")
+        found = ranked(bot)
+        if not found:
+            parts.append("<p>No harmful or suboptimal rating.</p>")
+            continue
+        links = []
+        for d, f in found:
+            e = f.exemplars[0] if f.exemplars else None
+            links.append(
+                conversation_href(
+                    e.conversation_id, judge=e.judge, instance=e.instance, dimension=d.dimension
+                )
+                if e
+                else ""
+            )
+        table = fix_first_table(bot)
+        rows = []
+        for row, href in zip(table.rows, links, strict=True):
+            cells = [f'<th scope="row">{escape(row[0])}</th>']
+            dimension, rating, conversations, share = row[1:-1]
+            cells += [f'<td class="text">{escape(dimension)}</td>', f'<td class="text">{escape(rating)}</td>']
+            cells += [f"<td>{escape(conversations)}</td>", f"<td>{escape(share)}</td>"]
+            example = f'<a href="{escape(href)}">{escape(row[-1])}</a>' if href else escape(row[-1])
+            cells.append(f'<td class="text">{example}</td>')
+            rows.append(f"<tr>{''.join(cells)}</tr>")
+        head = "".join(f'<th scope="col">{escape(h)}</th>' for h in table.headers)
+        parts.append(
+            f'<div class="scroll"><table id="fix-first-{i}"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></div>"
+        )
+        parts.append(
+            f"<details><summary>By dimension, with up to {num(report.max_exemplars)} examples per "
+            "question (the judge's reasoning and the chatbot turn it quotes)</summary>"
+            + chatbot_details_html(i, bot, prefix="fix-first-")
+            + "</details>"
+        )
+    return _section("fix-first", "Fix first", *parts)
+
+
 def _contents(card: Card) -> str:
     """Links to the sections, so a reader can jump to one chatbot or the harmful ratings."""
     links = [("results", "Results"), ("details", "Run details"), ("overview", "Overview")]
+    if card.fix_first is not None:
+        links.insert(1, ("fix-first", "Fix first"))
     if card.comparisons:
         links.append(("comparisons", "Comparisons"))
     links += [(f"chatbot-{i}", bot.chatbot) for i, bot in enumerate(card.chatbots)]

@@ -26,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 
 from vera import __version__
+from vera.errors import storage_error
 from vera.records import (
     HIGH_POTENTIAL_FOR_HARM,
     RATING_CODES,
@@ -397,6 +398,31 @@ def write_card_pages(
             questions=questions,
             run_seeds=manifest.seeds,
         )
+        atomic_write(
+            folder / f"{cid}.html", render_conversation_page(page).encode(), what="a conversation page"
+        )
+    return len(wanted)
+
+
+def write_missing_pages(records: RunRecords, linked: Iterable[str]) -> int:
+    """Write the page of each of these conversations that has none beside the card yet
+    (a report linking more conversations than the card); remove nothing. Return how
+    many were written. A rescore (`vera score`) keeps only the card's own pages."""
+    folder = records.root / PAGES_DIR
+    wanted = sorted(
+        cid
+        for cid in set(linked)
+        if cid in records.conversations and (name := page_name(cid)) and not (folder / name).is_file()
+    )
+    if not wanted:
+        return 0
+    questions = question_texts(records.manifest, records.root)
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise storage_error(folder, "the conversation pages", exc) from None
+    for cid in wanted:
+        page = read_conversation_page(records, cid, questions)
         atomic_write(
             folder / f"{cid}.html", render_conversation_page(page).encode(), what="a conversation page"
         )

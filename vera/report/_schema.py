@@ -23,6 +23,7 @@ import msgspec
 
 from vera.errors import UserError
 from vera.records import ArtifactVersion, Grouping, TargetInfo
+from vera.report._improvements import Improvements
 
 # 1: the first card. 2 added by_judge, judge_agreement, by_seed and comparisons. 3 added
 # status (how the run ended, with its exit code), source, imported and reference (an
@@ -362,6 +363,9 @@ class Card(msgspec.Struct, frozen=True, kw_only=True):
     accounting: Accounting
     chatbots: list[ChatbotCard]
     comparisons: list[Comparison] = []
+    # What to fix first (the improvement report with few examples); None in cards made
+    # before it, which read unchanged.
+    fix_first: Improvements | None = None
 
 
 def encode_card(card: Card) -> bytes:

@@ -13,6 +13,7 @@ from vera.errors import UserError, storage_error
 from vera.records import RunManifest
 from vera.report._card import build_card
 from vera.report._html import render_html
+from vera.report._improvements import exemplar_conversations
 from vera.report._pages import write_card_pages
 from vera.report._plots import Plot, card_plots
 from vera.report._schema import (
@@ -65,6 +66,8 @@ def score_run(
     # The card's harm list links each conversation to its page beside card.html: only
     # those conversations and their judgements are read whole.
     linked = {h.conversation_id for bot in card.chatbots for h in bot.harmful}
+    if card.fix_first is not None:
+        linked |= exemplar_conversations(card.fix_first)
     linked &= records.conversations.keys()
     write_card_pages(
         root,

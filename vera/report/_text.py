@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from vera.records import OVERALL
+from vera.report._improvements import SHORT, ChatbotFindings, Improvements, ranked
+from vera.report._pages import conversation_href
 from vera.report._schema import (
     AccountLimit,
     AgreementBlock,
@@ -716,6 +718,58 @@ def harmful_table(harmful: Sequence[HarmfulRating]) -> Table:
     return t
 
 
+FIX_FIRST_GUIDE = (
+    "The rubric questions whose answer made a rating High Potential for Harm or Suboptimal, "
+    "harm first, then by conversations: fix the first rows first. % of relevant: of the "
+    "conversations where the dimension applied. vera report improvements gives every "
+    "question with more examples (docs/improvements.md)."
+)
+
+
+def fix_first_table(bot: ChatbotFindings, *, limit: int | None = None, links: bool = False) -> Table:
+    """A chatbot's findings across dimensions, harm first; `links` makes the example
+    a Markdown link to its conversation's page (ids that are file names only)."""
+    t = Table(["Question", "Dimension", "Rating", "Conversations", "% of relevant", "Example"])
+    for d, f in ranked(bot)[:limit]:
+        example = ""
+        if f.exemplars:
+            e = f.exemplars[0]
+            href = conversation_href(
+                e.conversation_id, judge=e.judge, instance=e.instance, dimension=d.dimension
+            )
+            example = f"[{e.conversation_id}]({href})" if links and href else e.conversation_id
+        t.rows.append(
+            [
+                f"{f.question_id or MISSING} {f.question}".strip(),
+                d.dimension,
+                SHORT.get(f.rating, f.rating),
+                num(f.conversations),
+                MISSING if f.share is None else num(f.share),
+                example,
+            ]
+        )
+    return t
+
+
+def fix_first_markdown(report: Improvements | None, *, limit: int = 10) -> list[str]:
+    """card.md's "Fix first": per chatbot, its first `limit` findings."""
+    if report is None:
+        return []
+    lines = ["## Fix first", "", FIX_FIRST_GUIDE, ""]
+    for bot in report.chatbots:
+        found = ranked(bot)
+        if len(report.chatbots) > 1:
+            lines += [f"### {bot.chatbot}", ""]
+        if not found:
+            lines += ["No harmful or suboptimal rating.", ""]
+            continue
+        shown = min(limit, len(found))
+        lines += [*markdown_table(fix_first_table(bot, limit=limit, links=True)), ""]
+        if shown < len(found):
+            lines += [f"The first {shown} of {len(found)} questions; card.json and card.html have all.", ""]
+    return lines
+
+
 def failures_table(failures: Sequence[Failure]) -> Table:
     t = Table(["Kind", "ID", "Chatbot / conversation", "Reason"])
     for f in failures:
@@ -774,6 +828,7 @@ def render_markdown(card: Card, *, max_harmful: int = 10) -> str:
     for t in headline_tables(card):
         lines += [*markdown_table(t), ""]
     lines += ["The tables below break these down; how the run was made is at the end.", ""]
+    lines += fix_first_markdown(card.fix_first)
     if card.comparisons:
         lines += ["## Comparisons (paired)", ""]
         for entry in card.comparisons:

@@ -8,6 +8,7 @@ What it serves, and nothing else::
     GET /api/conversations?<filters>        one page of the filtered, sorted list (JSON)
     GET /runs/<k>/conversations/<id>.html   one conversation (the page `vera score` writes)
     GET /runs/<k>/card.html                 the k-th run's score card, if it has one
+    GET /runs/<k>/improvements.html         the k-th run's improvement report (what to fix first)
 
 Runs are addressed by their index k and records by their id, both looked up in the
 index built at start-up: no part of a URL is ever used as a file path, so no URL can
@@ -37,13 +38,22 @@ import msgspec
 from aiohttp import web
 
 from vera.errors import UserError
-from vera.report import PAGE_CSP, render_conversation_page
+from vera.report import (
+    IMPROVEMENTS_CSP,
+    PAGE_CSP,
+    render_conversation_page,
+    render_improvements_html,
+    run_improvements,
+)
 from vera.store import StaleIndexError
 from vera.viewer.catalogue import Catalogue, Query, QueryError
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 CATALOGUE = web.AppKey("catalogue", Catalogue)
+# Each run's improvement report, built when first asked for (the runs do not change
+# while they are served: the index is made once, at start).
+REPORTS = web.AppKey("reports", dict)
 ALLOWED_HOSTS = web.AppKey("allowed_hosts", frozenset)
 
 # The list page runs its own script and nothing else; pages and the card run none.
@@ -81,6 +91,7 @@ def build_app(catalogue: Catalogue, *, allowed_hosts: frozenset[str] = frozenset
     app = web.Application(middlewares=[_safe_headers, _read_only, _known_host])
     app[CATALOGUE] = catalogue
     app[ALLOWED_HOSTS] = allowed_hosts
+    app[REPORTS] = {}
     assets = _load_assets()
 
     async def asset(request: web.Request) -> web.Response:
@@ -100,6 +111,7 @@ def build_app(catalogue: Catalogue, *, allowed_hosts: frozenset[str] = frozenset
     app.router.add_get("/api/conversations", _conversations)
     app.router.add_get("/runs/{k}/conversations/{name}", _conversation_page)
     app.router.add_get("/runs/{k}/card.html", _card)
+    app.router.add_get("/runs/{k}/improvements.html", _improvements)
     return app
 
 
@@ -157,6 +169,32 @@ async def _card(request: web.Request) -> web.Response:
         raise web.HTTPNotFound() from None
     response = web.Response(body=body, content_type="text/html", charset="utf-8")
     response.headers["Content-Security-Policy"] = CARD_CSP
+    return response
+
+
+async def _improvements(request: web.Request) -> web.Response:
+    """The run's improvement report, linking every conversation to its page here (the
+    viewer serves every id, not only those that are file names)."""
+    catalogue = request.app[CATALOGUE]
+    k = _run_index(request)
+    if k >= len(catalogue.runs):
+        raise web.HTTPNotFound()
+    reports: dict[int, str] = request.app[REPORTS]
+    if k not in reports:
+        run = catalogue.runs[k]
+
+        def render() -> str:
+            report = run_improvements(run.records, questions=run.questions)
+            has_card = (run.path / "card.html").is_file()
+            return render_improvements_html(report, link=lambda _: True, viewer=True, card=has_card)
+
+        try:
+            # Off the loop: a large run's judgements are read here, once.
+            reports[k] = await asyncio.to_thread(render)
+        except StaleIndexError as e:
+            return web.Response(status=409, text=str(e))
+    response = web.Response(text=reports[k], content_type="text/html")
+    response.headers["Content-Security-Policy"] = IMPROVEMENTS_CSP
     return response
 
 

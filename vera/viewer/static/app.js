@@ -247,6 +247,8 @@ function renderRuns() {
       li.append(" · ");
       li.append(el("a", { href: `/runs/${r.index}/card.html` }, "score card"));
     }
+    li.append(" · ");
+    li.append(el("a", { href: `/runs/${r.index}/improvements.html` }, "what to fix first"));
     if (r.questions_note) li.append(el("div", { className: "note" }, `Question texts: ${r.questions_note}.`));
     list.append(li);
   }

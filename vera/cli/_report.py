@@ -1,0 +1,53 @@
+"""`vera report`: reports read out of a finished run, beside the card."""
+
+from __future__ import annotations
+
+from typing import cast
+
+import click
+
+from vera.report import DEFAULT_EXEMPLARS, MAX_EXEMPLARS
+
+
+@click.group()
+def report() -> None:
+    """Reports on a finished run, beside its card."""
+
+
+@report.command("improvements")
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["md", "html", "json"]),
+    default="html",
+    show_default=True,
+    help="Markdown, a self-contained HTML page, or JSON.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    help="File to write (default: improvements.<format> in RUN_DIR; - = stdout).",
+)
+@click.option(
+    "--exemplars",
+    type=click.IntRange(0, MAX_EXEMPLARS),
+    default=DEFAULT_EXEMPLARS,
+    show_default=True,
+    help="Examples per question: the judge's reasoning and the chatbot turn it quotes.",
+)
+def improvements(run_dir: str, fmt: str, out: str | None, exemplars: int) -> None:
+    """What to fix first: per chatbot and dimension, the rubric questions whose answer
+    made a rating High Potential for Harm or Suboptimal, harm first, then by how many
+    conversations; the share of the conversations where the dimension was relevant;
+    and examples linked to each conversation's page (docs/improvements.md)."""
+    from vera.report._improvements import Format, write_improvements
+
+    written = write_improvements(run_dir, fmt=cast(Format, fmt), output=out, exemplars=exemplars)
+    if written.path is None:
+        click.echo(written.text, nl=False)
+    if written.pages_note:
+        click.echo(f"note: {written.pages_note}", err=True)
+    where = "stdout" if written.path is None else str(written.path)
+    pages = f"; {written.pages_added} conversation page(s) added" if written.pages_added else ""
+    click.echo(f"improvement report: {written.findings} finding(s) → {where}{pages}", err=True)
