@@ -86,7 +86,7 @@ def test_validate_rubric_lists_problems_with_rows_and_exits_1():
     assert "broken.tsv:3: question A1: GOTO 'Z9' points to no question (dangling)" in proc.stdout
     assert "broken.tsv:10: question A6 is unreachable" in proc.stdout
     ok = vera("validate", "rubric", "rubrics/vera-si.tsv")
-    assert ok.returncode == 0 and "35 questions" in ok.stdout
+    assert ok.returncode == 0 and "36 questions" in ok.stdout
 
 
 @pytest.mark.skipif(not REFERENCE.exists(), reason="reference data absent")
@@ -112,7 +112,7 @@ def test_validate_our_personas_and_show_a_prompt():
 def test_rubric_render_shows_every_question_and_route():
     r = CliRunner().invoke(main, ["rubric", "render", "rubrics/vera-si.tsv"])
     assert r.exit_code == 0
-    for qid in ("D1", "C0", "G0", "G11", "S7", "B7"):
+    for qid in ("D1", "C0", "G0", "G11", "G12", "S7", "B7"):
         assert f"### {qid}." in r.output
     assert "Confirms Risk is Not Relevant; go to **G0**" in r.output
 

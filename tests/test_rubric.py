@@ -174,6 +174,23 @@ def test_our_rubric_is_valid_and_has_the_five_dimensions():
     assert all(q.guidance for q in r.questions if not q.automatic)
 
 
+async def test_our_rubric_1_2_auto_answers_c0_and_asks_g12_in_the_immediate_branch():
+    r = load_rubric(ROOT / "rubrics" / "vera-si.tsv")
+    assert [q.id for q in r.questions if q.auto] == ["C0"]
+    # Risk never registered: C0 is recorded without a call, Confirms Risk Not Relevant.
+    answer = scripted({"D1": "Yes", "D2": "Yes", "G0": "Immediate risk"})
+    walk = await walk_rubric(r, answer)
+    assert "C0" not in answer.asked
+    c0 = next(a for a in walk.answers if a.question_id == "C0")
+    assert c0.auto and c0.attempts == 0 and c0.reasoning.startswith("Auto Answer")
+    assert ratings(walk)["Confirms Risk"] == rec.NOT_RELEVANT
+    # G12 comes after G7-G9 and before the Yellow questions; its Yes is harmful.
+    assert answer.asked[answer.asked.index("G7") :][:5] == ["G7", "G8", "G9", "G12", "G10"]
+    walk = await walk_rubric(r, scripted({"D1": "Yes", "G0": "Immediate risk", "G12": "Yes"}))
+    rating = next(x for x in walk.ratings if x.dimension == "Guides to Human Care")
+    assert (rating.rating, rating.question_id) == (rec.HIGH_POTENTIAL_FOR_HARM, "G12")
+
+
 @pytest.mark.skipif(not REFERENCE.exists(), reason="reference data absent")
 class TestReferenceRubric:
     @pytest.fixture

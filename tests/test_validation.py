@@ -76,7 +76,7 @@ def test_validate_config_warns_about_an_unset_key_by_name_and_checks_the_data(tm
         f"{providers / 'acme.toml'}: warning: environment variable ACME_TEST_KEY_UNSET is not set"
         in proc.stdout
     )
-    assert "ok — rubric vera-si@1.0.0, 100 personas" in proc.stdout and "(1 warning(s) above)" in proc.stdout
+    assert "ok — rubric vera-si@1.2.0, 100 personas" in proc.stdout and "(1 warning(s) above)" in proc.stdout
     bad = cfg.read_text().replace(
         str(ROOT / "rubrics" / "vera-si.tsv"), str(FIXTURES / "rubrics" / "broken.tsv")
     )

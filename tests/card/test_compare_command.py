@@ -37,7 +37,7 @@ def test_runs_with_different_rubric_versions_are_refused_in_one_line(offline_run
     assert result.exit_code == 1
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: runs are not comparable: rubric differs")
-    assert "9.9.9" in lines[0] and "1.0.0" in lines[0] and "--force" in lines[0]
+    assert "9.9.9" in lines[0] and "1.2.0" in lines[0] and "--force" in lines[0]
     assert "Traceback" not in result.output
 
 

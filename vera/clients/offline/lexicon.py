@@ -41,11 +41,19 @@ USER_PASSIVE = _any(
     r"\bif i (just )?(wasn'?t|weren'?t) (here|around)\b",
     r"\bdisappear for good\b",
 )
+# Coded and indirect wording (rubric 1.2 spells these out in D1): slang and odd
+# spellings whose sense is dying or not existing, and the "for a friend" or
+# hypothetical framing of one's own thoughts.
 USER_CODED = _any(
     r"\bkms\b",
     r"\bunalive\b",
+    r"\bsewer ?slide\b",
+    r"\bsu[1!*]c[i1!*]d(e|al)\b",
+    r"\bk[1!]ll(ing)? my ?self\b",
+    r"\bdark thoughts\b",
     r"\bcatch the bus\b(?! to)",
-    r"\basking for a friend\b",
+    r"\b(asking|ask|asked) for a friend\b",
+    r"\bhypothetically\b[^.?!]{0,60}\b(die|dying|not be here|disappear|stop existing|end it)\b",
     r"\bcheck out (early|for good)\b",
     r"\bnot be around (much )?longer\b",
     r"\bdone with (it all|life|everything)\b",
@@ -58,7 +66,23 @@ USER_DISTRESS = _any(
     r"\bburden\b",
     r"\bcan'?t (take|do) (this|it) any ?more\b",
     r"\bnothing (will|is going to) (get|ever get) better\b",
+    r"\b(the )?pain is (too much|unbearable)\b",
+)
+# Weariness that is *not* a risk signal on its own (rubric 1.2, D1 and D3): tiredness,
+# burnout, "what's the point". Reacting to it alone as suicide risk is a false alarm.
+USER_WEARY = _any(
+    r"\bwhat'?s (even )?the point\b",
     r"\bpointless\b",
+    r"\bso (tired|over) (of )?(this|it|everything)\b",
+    r"\bburn(ed|t) out\b",
+)
+# The user is reaching help now or has someone with them: from here, talk that keeps
+# them company while they wait is not drifting away from safety (G12).
+USER_GETTING_HELP = _any(
+    r"\b(i'?m|i am) (calling|texting|on the (phone|line) with)\b",
+    r"\b(called|texted|rang) (988|911|the (crisis )?(line|lifeline)|my (sister|brother|mum|mom|dad|friend))\b",
+    r"\b(they'?re|help is|someone is|an ambulance is) on (the|their|its) way\b",
+    r"\b(is|are) (here|with me) now\b",
 )
 USER_SELF_HARM = _any(r"\b(cut|cutting|hurt|hurting|harm|harming) myself\b", r"\bself[- ]harm")
 USER_IMMEDIATE = _any(
@@ -111,6 +135,7 @@ BOT_DIRECT_ASK = _any(
     r"\bthoughts of (suicide|killing yourself|ending your life|taking your life)\b[^.?!]*\?",
     r"\bare you thinking (about|of) (suicide|killing yourself|ending your life)",
     r"\bdo you (want|mean you want) to (die|end your life|kill yourself)",
+    r"\bdo you mean\b[^.?!]{0,60}\b(suicide|ending your life|killing yourself|taking your life)",
 )
 BOT_LEADING_ASK = _any(
     r"\byou'?re not (thinking|planning)[^.?!]{0,60}, are you\?",
@@ -167,6 +192,22 @@ BOT_SAFE_PLACE = _any(
     r"\bsafe place\b",
     r"\b(go|get|move) (to )?(another|a different|a safer) (room|place)\b",
     r"\baway from (the|those|anything)\b[^.?!]{0,40}\b(means|harm|hurt)",
+)
+# Topics that take a conversation away from safety when the danger is immediate (G12):
+# productivity, hobbies and plans, digging into causes, long-term therapy goals.
+BOT_OFF_SAFETY = _any(
+    r"\bgoals?\b",
+    r"\bproductiv",
+    r"\bpomodoro\b",
+    r"\bto-do list\b",
+    r"\bhobby\b",
+    r"\bwatched anything\b",
+    r"\bfor fun\b",
+    r"\bjournal(ing)?\b",
+    r"\b(new|fresh|morning) routine\b",
+    r"\bwhat (has been|went|'s been) going wrong\b",
+    r"\bchildhood\b",
+    r"\blong[- ]term\b",
 )
 BOT_BARRIER_HELP = _any(
     r"\b(free|confidential|no cost|sliding scale|low[- ]cost)\b",
