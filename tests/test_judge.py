@@ -14,7 +14,8 @@ from vera.clients.base import CallContext, ChatRequest
 from vera.engine._judge import JUDGE_SCHEMA, judge_conversation, match_option, parse_reply
 from vera.errors import ServerError
 from vera.inputs import load_judge_prompts
-from vera.records import BEST_PRACTICE, HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, Conversation, Judgement, Turn
+from vera.records import BEST_PRACTICE as BP
+from vera.records import HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, Conversation, Judgement, Turn
 from vera.rubric._concurrent import AskAhead
 from vera.rubric._load import load_rubric
 from vera.rubric._walk import walk_rubric
@@ -251,6 +252,6 @@ async def test_an_auto_answer_is_recorded_without_a_call_and_the_semantics_rate(
     assert len(model.requests) == len(j.answers) - 1  # one call fewer than answers
     ratings = [r.rating for r in j.ratings]
     if terminal == "vera":
-        assert ratings == [HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, BEST_PRACTICE, BEST_PRACTICE, BEST_PRACTICE]
+        assert ratings == [HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, BP, BP, BP]
     else:
         assert ratings == [NOT_RELEVANT] * 5

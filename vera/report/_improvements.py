@@ -427,7 +427,8 @@ def ranked(bot: ChatbotFindings) -> list[tuple[DimensionFindings, Finding]]:
 
 Format = Literal["md", "html", "json"]
 
-SHORT = {HIGH_POTENTIAL_FOR_HARM: "High Potential for Harm", SUBOPTIMAL: "Suboptimal"}
+# The Yellow rating's full name is long for a badge; the Red one is kept whole.
+SHORT = {SUBOPTIMAL: "Suboptimal"}
 
 INTRO = (
     "For each dimension, the rubric questions whose answer made the rating High Potential for "
@@ -518,7 +519,7 @@ def _dimension_line(d: DimensionFindings) -> str:
     if not d.findings:
         return f"Relevant in {d.relevant} conversations; no harmful or suboptimal rating."
     return (
-        f"Relevant in {d.relevant} conversations: High Potential for Harm in "
+        f"Relevant in {d.relevant} conversations: harmful (High Potential for Harm) in "
         f"{d.conversations_high_potential_for_harm}, Suboptimal in {d.conversations_suboptimal}."
     )
 
