@@ -247,6 +247,9 @@ class CallRecord(msgspec.Struct, gc=False, kw_only=True):
     error: str | None = None
     cached: bool = False  # answered from the response cache, no network call
     at: float = 0.0
+    # What attempts whose cost is unknown (a timeout after sending) may have cost, at
+    # their worst case; a run's budget counts it as spent (vera.clients.budget).
+    uncertain_usd: float = 0.0
 
 
 class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):

@@ -9,6 +9,7 @@ the file. Unknown keys are errors, so a typo never silently falls back to a defa
 from __future__ import annotations
 
 import hashlib
+import math
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -139,7 +140,7 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     persona_limit: int = 0  # 0 = every persona; otherwise the first N (quick trials)
     cache: bool = True  # replay paid-for responses on reruns (never for offline stand-ins)
     cache_dir: str = ""  # a shared cache folder; empty = the run directory
-    max_cost_usd: float = 0.0  # 0 = no budget; otherwise stop launching work before it
+    max_cost_usd: float = 0.0  # 0 = no budget; else the run's limit in USD (vera.clients.budget)
     allow_failures: float = 0.0  # share of failed work that still counts as a success (exit 0)
     grace_s: float = 30.0  # after Ctrl-C/SIGTERM, how long in-flight work may finish
     retry_base_delay_s: float = 1.0  # backoff ceiling starts here and doubles per retry
@@ -211,8 +212,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 problems.append(f"{role} must list at least one model")
         if self.persona_limit < 0:
             problems.append("persona_limit must not be negative (0 = every persona)")
-        if self.max_cost_usd < 0:
-            problems.append("max_cost_usd must not be negative")
+        if not math.isfinite(self.max_cost_usd) or self.max_cost_usd < 0:
+            problems.append("max_cost_usd must be a finite amount of US dollars, 0 or more (0 = no budget)")
         if not 0 <= self.allow_failures <= 1:
             problems.append("allow_failures must be a fraction between 0 and 1")
         if not 0 < self.stats.confidence < 1:
