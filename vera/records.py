@@ -44,6 +44,11 @@ RISK_LEVELS: tuple[str, ...] = ("None", "Low", "High", "Immediate")
 # rubric dimension may be called this.
 OVERALL: Final = "Overall"
 
+# The one default of every interval vera computes (the run config's [stats], the
+# statistics commands and functions): bootstrap resamples, and the interval's level.
+DEFAULT_RESAMPLES: Final = 2000
+DEFAULT_CONFIDENCE: Final = 0.95
+
 Rating = Literal[
     "Best Practice",
     # (Yellow)

@@ -20,6 +20,7 @@ from vera.errors import ConfigError
 from vera.inputs._defaults import builtin_config, data_root, runs_root
 from vera.inputs._refdir import REFERENCE_PREFIX, reference_folder
 from vera.inputs._targets import TARGET_FIELDS, apply_target
+from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from vera.rubric import TERMINAL_SEMANTICS
 
 # Shared limits live in Redis (vera.clients.shared_limits); the URL is an input, checked
@@ -109,8 +110,8 @@ class ReferenceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class StatsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    resamples: int = 2000
-    confidence: float = 0.95
+    resamples: int = DEFAULT_RESAMPLES
+    confidence: float = DEFAULT_CONFIDENCE
     seed: int = 0
 
 
