@@ -149,3 +149,22 @@ async def test_many_calls_at_once_never_spend_past_the_budget():
     assert budget.spent == pytest.approx(answered * cost) and budget.spent <= 0.02
     # It stopped because the next worst case no longer fit, not earlier.
     assert budget.spent + pool.limited("oai").worst_case(request) > 0.02
+
+
+async def test_a_priced_model_needs_an_output_cap_unless_its_protocol_always_sends_one():
+    budget = Budget(1.0)
+    openai = make_profile("oai", "openai", "http://127.0.0.1:9/v1", **PRICED)
+    anthropic = make_profile("claude", "anthropic", "http://127.0.0.1:9", **PRICED)
+    free = make_profile("free", "openai", "http://127.0.0.1:9/v1")
+    async with open_pool(openai, anthropic, free, budget=budget) as pool:
+        problem = pool.budget_problem("oai", "judge", {"temperature": 0})
+        assert problem is not None and "oai as judge" in problem and "set max_tokens" in problem
+        assert pool.budget_problem("oai", "judge", {"max_tokens": 100}) is None
+        assert pool.budget_problem("claude", "chatbot", {}) is None  # the API's required max_tokens
+        assert pool.budget_problem("free", "chatbot", {}) is None  # unpriced: nothing to reserve
+        # Anthropic's default cap and a thinking budget are both in the worst case.
+        request = ChatRequest(messages=HELLO, params={"thinking": {"type": "enabled", "budget_tokens": 1000}})
+        worst = pool.limited("claude", "chatbot").worst_case(request)
+        assert worst == pytest.approx(((64 + 5 + 16) * 10 + (2048 + 1000) * 20) / 1e6)
+    async with open_pool(openai) as pool:
+        assert pool.budget_problem("oai", "judge", {}) is None  # no budget, no worst case needed
