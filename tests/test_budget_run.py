@@ -16,8 +16,11 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
+from vera.app._session import RunSession
 from vera.cli._main import main
-from vera.errors import ConfigError
+from vera.clients.budget import Budget
+from vera.engine import SweepResult
+from vera.errors import BudgetReached, ConfigError
 from vera.inputs import RunConfig
 from vera.records import CallRecord
 from vera.store import recorded_spend
@@ -115,3 +118,19 @@ def test_an_unknown_cost_recorded_by_an_earlier_session_counts_at_its_worst_case
     ]  # fmt: skip
     (tmp_path / "calls.jsonl").write_bytes(b"".join(msgspec.json.encode(c) + b"\n" for c in calls))
     assert recorded_spend(tmp_path) == (0.75, 0.5)
+
+
+async def test_a_budget_stop_names_the_way_on_but_never_hides_a_signal(tmp_path):
+    session = RunSession(tmp_path / "r", resume="vera run --resume r", grace_s=0, signals=False)
+    session.budget = Budget(1.0, spent=0.9)
+    with pytest.raises(BudgetReached):
+        await session.budget.reserve(0.2)
+    stopped = SweepResult(stopped="budget reached: $0.9000 of $1.00 spent")
+    session.budget_stop(stopped)
+    assert stopped.stopped == (
+        "budget reached: $0.9000 of $1.00 spent; continue with a larger budget (above $1.00; "
+        "the spend so far counts): vera run --resume r --max-cost 2"
+    )
+    interrupted = SweepResult(stopped="interrupted (SIGINT)")
+    session.budget_stop(interrupted)
+    assert interrupted.stopped == "interrupted (SIGINT)"

@@ -35,7 +35,11 @@ class Interrupted(VeraError):
 class BudgetReached(VeraError):
     """A call was not sent: its worst-case cost would take the run past its budget
     (vera.clients.budget). The work it belonged to stays undone, to be resumed with a
-    larger budget; it is neither a provider failure nor the chatbot's."""
+    larger budget; it is neither a provider failure nor the chatbot's. Its message, and
+    the reason a run stopped on its budget, start with `PREFIX` (the run status reads it:
+    vera.report._outcome)."""
+
+    PREFIX = "budget reached: "
 
 
 class UserError(VeraError):

@@ -30,7 +30,7 @@ from vera.clients.offline import StandInFacts
 from vera.clients.pool import ClientPool
 from vera.clients.stack import CachingClients
 from vera.engine import Shard, Stop, SweepResult
-from vera.errors import ConfigError, UserError
+from vera.errors import BudgetReached, ConfigError, UserError
 from vera.inputs import RunConfig
 from vera.records import CallRecord, ModelSpec, Role
 from vera.store import EventLog, RunStore, recorded_spend
@@ -156,6 +156,8 @@ class RunSession:
         budget = self.budget
         if budget is None or budget.reached is None:
             return
+        if result.stopped is not None and not result.stopped.startswith(BudgetReached.PREFIX):
+            return  # a signal or a fatal error stopped the run as well: that reason stands
         more = f"{budget.limit * 2:g}"
         result.stopped = (
             f"{budget.summary()}; continue with a larger budget (above {usd(budget.limit)}; "

@@ -152,7 +152,7 @@ class Budget:
 
     def summary(self, next_call: float | None = None) -> str:
         """What was spent, as the stop reason and the status line say it."""
-        text = f"budget reached: {usd(self.spent)} of {usd(self.limit)} spent"
+        text = f"{BudgetReached.PREFIX}{usd(self.spent)} of {usd(self.limit)} spent"
         if self.uncertain_calls or self.uncertain:
             text += f" ({usd(self.uncertain)} of it at the worst case of calls whose cost is unknown)"
         if next_call is not None:

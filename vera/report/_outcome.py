@@ -33,6 +33,7 @@ from typing import Protocol
 
 import msgspec
 
+from vera.errors import BudgetReached
 from vera.records import RunManifest
 
 
@@ -71,7 +72,7 @@ class Exit(IntEnum):
 INTERRUPTED_PREFIX = "interrupted"
 # How a sweep's stop reason starts when the run's budget stopped it (vera.clients.budget):
 # "budget reached: $X of $Y spent; continue with a larger budget ...: COMMAND".
-BUDGET_PREFIX = "budget reached: "
+BUDGET_PREFIX = BudgetReached.PREFIX
 
 _LABELS = {
     "complete": "complete",
