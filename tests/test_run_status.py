@@ -65,7 +65,7 @@ def test_an_interrupt_that_left_work_undone_is_interrupted() -> None:
 
 def test_a_stop_when_nothing_was_left_to_do_leaves_a_complete_run() -> None:
     convs, judgements = records(4, 4)
-    for stopped in ("interrupted (SIGINT)", "budget: $1.00 spent, limit $1.00"):
+    for stopped in ("interrupted (SIGINT)", "budget reached: $1.00 of $1.00 spent; continue: vera run"):
         status = run_status(manifest(4), convs, judgements, stopped=stopped, allow_failures=0)
         assert (status.state, status.exit_code) == ("complete", 0), stopped
         assert (
@@ -86,10 +86,16 @@ def test_a_fatal_error_that_failed_every_job_keeps_its_reason() -> None:
     assert status.summary.startswith("[bot] HTTP 401; 0 of 4 conversations complete, 4 failed")
 
 
-def test_a_budget_stop_with_judgements_missing_is_stopped() -> None:
+def test_a_budget_stop_with_judgements_missing_says_budget_reached_and_how_to_go_on() -> None:
     convs, judgements = records(4, 3)
-    status = run_status(manifest(4), convs, judgements, stopped="budget: $1.00 spent", allow_failures=0)
-    assert (status.state, status.exit_code) == ("stopped", 3)
+    stopped = "budget reached: $0.98 of $1.00 spent; continue with a larger budget: vera run --resume r --max-cost 2"
+    status = run_status(manifest(4), convs, judgements, stopped=stopped, allow_failures=0)
+    assert (status.state, status.exit_code) == ("budget", 3)
+    assert status.line() == (
+        "status: stopped: budget reached — $0.98 of $1.00 spent; 4 of 4 conversations complete, 0 failed; "
+        "3 of 4 judgements complete, 0 failed; continue with a larger budget: vera run --resume r "
+        "--max-cost 2 (exit code 3)"
+    )
 
 
 def test_a_partial_merge_stays_partial_even_with_nothing_left_in_its_shards() -> None:

@@ -2,6 +2,8 @@
 
 VeraError
 ├── Interrupted          Ctrl-C where vera can say what to do next: one line, exit code 130
+├── BudgetReached        the run's --max-cost would be passed by the next call: it is not
+│                        sent, the work it belonged to is left undone (never failed)
 ├── UserError            bad input from the user: one clear line, exit code 1
 │   ├── DataError        a data file (rubric, personas, transcripts) is wrong; names file:line
 │   ├── ConfigError      a run config, provider profile or command-line value is wrong
@@ -28,6 +30,16 @@ class VeraError(Exception):
 
 class Interrupted(VeraError):
     """Ctrl-C at a point where the message can say what is saved and how to go on."""
+
+
+class BudgetReached(VeraError):
+    """A call was not sent: its worst-case cost would take the run past its budget
+    (vera.clients.budget). The work it belonged to stays undone, to be resumed with a
+    larger budget; it is neither a provider failure nor the chatbot's. Its message, and
+    the reason a run stopped on its budget, start with `PREFIX` (the run status reads it:
+    vera.report._outcome)."""
+
+    PREFIX = "budget reached: "
 
 
 class UserError(VeraError):
@@ -105,7 +117,12 @@ class CallTimeoutError(TransientError):
 
 
 class ConnectError(TransientError):
-    pass
+    """`sent` is False when the connection was never made, so the request cannot have
+    been processed (or billed)."""
+
+    def __init__(self, provider: str, message: str, *, sent: bool = True) -> None:
+        super().__init__(provider, message)
+        self.sent = sent
 
 
 class BadResponseError(TransientError):

@@ -44,6 +44,11 @@ RISK_LEVELS: tuple[str, ...] = ("None", "Low", "High", "Immediate")
 # rubric dimension may be called this.
 OVERALL: Final = "Overall"
 
+# The one default of every interval vera computes (the run config's [stats], the
+# statistics commands and functions): bootstrap resamples, and the interval's level.
+DEFAULT_RESAMPLES: Final = 2000
+DEFAULT_CONFIDENCE: Final = 0.95
+
 Rating = Literal[
     "Best Practice",
     # (Yellow)
@@ -247,6 +252,9 @@ class CallRecord(msgspec.Struct, gc=False, kw_only=True):
     error: str | None = None
     cached: bool = False  # answered from the response cache, no network call
     at: float = 0.0
+    # What attempts whose cost is unknown (a timeout after sending) may have cost, at
+    # their worst case; a run's budget counts it as spent (vera.clients.budget).
+    uncertain_usd: float = 0.0
 
 
 class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):

@@ -179,9 +179,21 @@ class SweepServer:
                 "choices": [
                     {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
                 ],
-                "usage": {"prompt_tokens": len(raw) // 4, "completion_tokens": max(1, len(text) // 4)},
+                "usage": {
+                    "prompt_tokens": len(raw) // 4,
+                    "completion_tokens": self._output_tokens(body, text),
+                },
             }
         )
+
+    @staticmethod
+    def _output_tokens(body: dict[str, Any], text: str) -> int:
+        """About a token per 4 characters, never more than the request's cap (a real
+        server stops there; the replies here are shorter than any cap the tests set)."""
+        tokens = max(1, len(text) // 4)
+        cap = body.get("max_tokens")
+        assert cap is None or tokens <= cap, f"a reply of {tokens} tokens is over the cap of {cap}"
+        return tokens
 
     def reply(self, model: str, messages: list[Message], key: str) -> str:
         if model == "chatbot":
@@ -223,11 +235,15 @@ def write_sweep_config(
     seeds: str = "[1, 2]",
     max_retries: int = 6,
     timeout_s: float = 5.0,
-    max_concurrency: int = 8,
+    max_concurrency: int | None = 8,
     extra: str = "",
+    prices: tuple[float, float] = (1.0, 2.0),
+    max_tokens: int | None = None,
 ) -> Any:
     """A providers folder (one OpenAI-compatible profile per role, one shared account)
-    and a run config pointing every role at the sweep server."""
+    and a run config pointing every role at the sweep server. `prices` are USD per
+    million input and output tokens; `max_tokens` caps every role's output (a budget
+    needs it); `max_concurrency=None` leaves the config's default."""
 
     providers = tmp / "providers"
     providers.mkdir(parents=True, exist_ok=True)
@@ -235,10 +251,10 @@ def write_sweep_config(
         (providers / f"fake-{name}.toml").write_text(
             f'protocol = "openai"\nbase_url = "{base_url}"\nmodel = "{name}"\napi_key_env = "SWEEP_TEST_KEY"\n'
             f"max_in_flight = 64\ntimeout_s = {timeout_s}\nmax_retries = {max_retries}\n"
-            "price_input_per_mtok = 1.0\nprice_output_per_mtok = 2.0\n"
+            f"price_input_per_mtok = {prices[0]}\nprice_output_per_mtok = {prices[1]}\n"
             # a seed per job makes every request body unique to its job, so the server's
             # duplicate count is exact: a body seen twice is the same work requested twice
-            '[params]\nseed = "auto"\n'
+            '[params]\nseed = "auto"\n' + (f"max_tokens = {max_tokens}\n" if max_tokens else "")
         )
     return write_run_config(
         tmp / "sweep.toml",
@@ -249,7 +265,7 @@ def write_sweep_config(
         judges=["fake-judge"],
         persona_limit=personas,
         seeds=tomllib.loads(f"seeds = {seeds}")["seeds"],
-        max_concurrency=max_concurrency,
+        **({"max_concurrency": max_concurrency} if max_concurrency is not None else {}),
         **tomllib.loads(extra),
         conversation={"max_turns": 10, "min_turns": 6},
     )

@@ -153,6 +153,7 @@ async def judge(
         else:
             raise TypeError("judge needs the run's manifest or imported transcripts")
         check_judges(inputs, judges, pool)
+        session.check_budget([(spec, "judge") for spec in judges])
         sweep = Sweep(
             inputs=inputs,
             chatbots=chatbots,
@@ -173,10 +174,10 @@ async def judge(
                 max_concurrency=cfg.max_concurrency,
                 progress=Fanout(session.open_progress(), events),
                 stop=session.stop,
-                budget=session.budget(cfg),
             )
         )
         result = swept or SweepResult(stopped=f"{session.stop.reason}; {FORCED}")
+        session.budget_stop(result)
         planned = msgspec.structs.replace(planned, stopped=result.stopped)
         session.store.write_manifest(planned)
         events.log.info("judging_finished", **counts(result))
@@ -205,7 +206,11 @@ def judged(done: Judged, run_dir: Path, resume: str, allow_failures: float) -> R
     # however often the run is judged again, so it earns no hint.
     _, judgements = tally(done.manifest, conversation_heads, judgement_heads)
     retryable = status.state != "failed" or judgements.failed > 0
-    notes = [f"to continue judging: {resume}"] if status.exit_code and retryable else []
+    notes = (
+        [f"to continue judging: {resume}"]
+        if status.exit_code and retryable and status.state != "budget"  # it names its own way on
+        else []
+    )
     return RunOutcome(
         run_dir=run_dir,
         result=done.result,

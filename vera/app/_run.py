@@ -40,7 +40,7 @@ from vera.app._stand_ins import RunFacts, fit_stand_in_judges
 from vera.engine import Inputs, Shard, Sweep, SweepResult, check_plan_size, plan_sweep, run_sweep
 from vera.errors import StorageError, UserError
 from vera.inputs import RunConfig, load_config, load_profiles
-from vera.records import Role, RunManifest
+from vera.records import ModelSpec, Role, RunManifest
 from vera.report import run_status
 from vera.store import MANIFEST, Fanout, open_run
 
@@ -80,6 +80,11 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                 roles += [(s.ref, "judge") for s in sweep.judges]
             for ref, role in roles:
                 pool.client(ref, role)  # a missing key or unknown model fails here, before any work
+            uses: list[tuple[ModelSpec, Role]] = [(s, "chatbot") for s in sweep.chatbots]
+            uses += [(s, "user_agent") for s in sweep.user_agents]
+            if opts.judge:
+                uses += [(s, "judge") for s in sweep.judges]
+            session.check_budget(uses)
             manifest = sweep.manifest(
                 existing.run_id if existing is not None else run_dir.name,
                 created_at=existing.created_at if existing is not None else None,
@@ -111,10 +116,10 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                     max_concurrency=cfg.max_concurrency,
                     progress=Fanout(progress, events),
                     stop=session.stop,
-                    budget=session.budget(cfg),
                 )
             )
             result = swept or SweepResult(stopped=f"{session.stop.reason}; {FORCED}")
+            session.budget_stop(result)
             finished = msgspec.structs.replace(
                 manifest, updated_at=sweep.manifest(manifest.run_id).updated_at, stopped=result.stopped
             )
@@ -139,7 +144,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
         allow_failures=cfg.allow_failures,
         judging=opts.judge,
     )
-    if status.exit_code:
+    if status.exit_code and status.state != "budget":  # a budget stop names its own way on
         notes.append(f"to continue this run: {resume}")
     # A second signal asked to exit at once: no card then.
     scores = opts.judge and not session.signal.forced

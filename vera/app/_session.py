@@ -24,15 +24,16 @@ from typing import Any, Self, TypeVar
 
 from vera.app._progress import RunProgress
 from vera.app._signals import StopSignal
+from vera.clients.budget import Budget, usd
 from vera.clients.cache import CACHE_FILE, ResponseCache
 from vera.clients.offline import StandInFacts
 from vera.clients.pool import ClientPool
 from vera.clients.stack import CachingClients
-from vera.engine import Budget, Shard, Stop
-from vera.errors import UserError
+from vera.engine import Shard, Stop, SweepResult
+from vera.errors import BudgetReached, ConfigError, UserError
 from vera.inputs import RunConfig
-from vera.records import CallRecord
-from vera.store import EventLog, RunStore
+from vera.records import CallRecord, ModelSpec, Role
+from vera.store import EventLog, RunStore, recorded_spend
 
 T = TypeVar("T")
 
@@ -53,6 +54,7 @@ class RunSession:
         self.events: EventLog | None = None
         self.cache: ResponseCache | None = None
         self.progress: RunProgress | None = None
+        self.budget: Budget | None = None
 
     @property
     def stop(self) -> Stop:
@@ -81,8 +83,13 @@ class RunSession:
         shard: Shard | None = None,
         stand_ins: StandInFacts | None = None,
     ) -> ClientPool:
+        if cfg.max_cost_usd:
+            # The budget is the run's: what its earlier sessions spent counts.
+            spent, uncertain = recorded_spend(self.run_dir)
+            self.budget = Budget(cfg.max_cost_usd, spent=spent, uncertain=uncertain)
         pool = ClientPool(
             profiles,
+            budget=self.budget,
             on_call=self.record_call,
             retry_base_delay=cfg.retry_base_delay_s,
             retry_max_delay=cfg.retry_max_delay_s,
@@ -135,11 +142,27 @@ class RunSession:
     def clients(self) -> CachingClients:
         return CachingClients(self._need_pool(), self.cache, self.record_call)
 
-    def budget(self, cfg: RunConfig) -> Budget | None:
-        if not cfg.max_cost_usd:
-            return None
+    def check_budget(self, uses: list[tuple[ModelSpec, Role]]) -> None:
+        """Refuse, before any call, a budget that cannot hold every (model, role) the
+        run calls: each priced call needs a worst case (vera.clients.budget)."""
         pool = self._need_pool()
-        return Budget(cfg.max_cost_usd, lambda: sum(a.snapshot()["cost_usd"] for a in pool.accounts))
+        problems = [p for spec, role in uses if (p := pool.budget_problem(spec.ref, role, spec.params))]
+        if problems:
+            raise ConfigError("; ".join(dict.fromkeys(problems)))
+
+    def budget_stop(self, result: SweepResult) -> None:
+        """Once the budget was reached, the sweep's reason to stop says what was spent and
+        how to continue: the same run, with a larger budget (the spend so far counts)."""
+        budget = self.budget
+        if budget is None or budget.reached is None:
+            return
+        if result.stopped is not None and not result.stopped.startswith(BudgetReached.PREFIX):
+            return  # a signal or a fatal error stopped the run as well: that reason stands
+        more = f"{budget.limit * 2:g}"
+        result.stopped = (
+            f"{budget.summary()}; continue with a larger budget (above {usd(budget.limit)}; "
+            f"the spend so far counts): {self.signal.resume} --max-cost {more}"
+        )
 
     async def work(self, coro: Coroutine[Any, Any, T]) -> T | None:
         """Run the work under the stop signal; None when a second signal cancelled it."""

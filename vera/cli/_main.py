@@ -9,6 +9,7 @@ and `merge` end with a status line and exit with the code in `vera.report._outco
 from __future__ import annotations
 
 import asyncio
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -85,6 +86,25 @@ def main() -> None:
 # ---------------------------------------------------------------------------------------
 # run
 # ---------------------------------------------------------------------------------------
+
+
+class _Dollars(click.ParamType[float]):
+    """A budget in US dollars: a finite number, 0 or more (NaN and infinity are refused:
+    a budget that compares false with every cost would hold nothing)."""
+
+    name = "usd"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            amount = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not an amount of US dollars", param, ctx)
+        if not math.isfinite(amount) or amount < 0:
+            self.fail(f"{value} is not a budget: give a finite amount of US dollars, 0 or more", param, ctx)
+        return amount
+
+
+DOLLARS = _Dollars()
 
 
 def _seeds(value: str | None, seed: int | None) -> list[int] | None:
@@ -181,8 +201,10 @@ def _sweep_options(f: F) -> F:
         ),
         click.option(
             "--max-cost",
-            type=click.FloatRange(min=0),
-            help="Stop launching work before this session's accounted cost would pass this (USD).",
+            type=DOLLARS,
+            help="The run's budget in USD, over all its sessions: no call is sent whose worst case "
+            "would pass it; the run then stops (exit 3) and a resume with a larger --max-cost "
+            "continues. 0 = no budget.",
         ),
         click.option(
             "--allow-failures",
@@ -318,8 +340,10 @@ def simulate(quiet: bool, **sweep: Any) -> None:
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Conversations being judged at once.")
 @click.option(
     "--max-cost",
-    type=click.FloatRange(min=0),
-    help="Stop launching work before this session's accounted cost would pass this (USD).",
+    type=DOLLARS,
+    help="The run's budget in USD, over all its sessions: no call is sent whose worst case "
+    "would pass it; judging then stops (exit 3) and a resume with a larger --max-cost "
+    "continues. 0 = no budget.",
 )
 @click.option(
     "--allow-failures",

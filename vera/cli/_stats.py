@@ -21,6 +21,7 @@ from vera.errors import ConfigError
 from vera.inputs import MAX_RESAMPLES
 from vera.records import OVERALL, RATING_CODES
 from vera.report import Table, compare_tables, num, render, rich_table, text_tables
+from vera.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from vera.store import atomic_write
 
 # Only the names of the literal types: vera.stats (polars, numpy) loads when a command runs.
@@ -223,11 +224,36 @@ def gate_text(result: dict[str, Any]) -> str:
                     num(r["baseline"]) if r["baseline"] is not None else undefined,
                     num(r["candidate"]) if r["candidate"] is not None else undefined,
                     diff,
-                    "WORSE" if r["worse"] else "no",
+                    "WORSE" if r["worse"] else ("no" if r["settled"] else "undecided"),
                 ]
             )
         tables.append(t)
-    return render([intro, *(rich_table(t) for t in tables)])
+    return render([intro, *(rich_table(t) for t in tables), *_mc_notes(result)])
+
+
+def _mc_notes(result: dict[str, Any]) -> list[str]:
+    """How precise the interval ends are, how many resamples the verdict took, and the
+    rows the bootstrap cannot decide (vera.report._gate)."""
+    boot = result["bootstrap"]
+    errors = [e for p in result["pairs"] for r in p["rows"] for e in r["diff_ci_mc_error"] if e is not None]
+    used, asked = boot["resamples_used"], boot["resamples"]
+    notes = []
+    if errors:
+        raised = f", raised from {asked:,} to settle the verdict" if used > asked else ""
+        notes.append(
+            f"Monte Carlo error of the interval ends: at most {max(errors):g} points "
+            f"({used:,} resamples{raised})."
+        )
+    undecided = [
+        f"{p['chatbot']}: {r['dimension']}" for p in result["pairs"] for r in p["rows"] if not r["settled"]
+    ]
+    if undecided:
+        notes.append(
+            f"Undecided ({'; '.join(undecided)}): the interval's upper end stays within Monte Carlo "
+            f"error of {_below(result['margin']).removeprefix('below ')} at {boot['max_resamples']:,} "
+            "resamples, so the data cannot say the candidate is worse; not counted as worse."
+        )
+    return notes
 
 
 # ---------------------------------------------------------------------------------------
@@ -265,11 +291,17 @@ def gate_text(result: dict[str, Any]) -> str:
 @click.option(
     "--resamples",
     type=click.IntRange(1, MAX_RESAMPLES),
-    default=2000,
+    default=DEFAULT_RESAMPLES,
     show_default=True,
     help="Bootstrap resamples (--against).",
 )
-@click.option("--confidence", type=float, default=0.95, show_default=True, help="Interval level (--against).")
+@click.option(
+    "--confidence",
+    type=float,
+    default=DEFAULT_CONFIDENCE,
+    show_default=True,
+    help="Interval level (--against).",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap (--against).")
 def agreement(
     ratings_file: str,

@@ -64,6 +64,10 @@ async def send(
         raise RequestError(provider, f"invalid URL: {redact(str(exc))}") from None
     except aiohttp.ServerTimeoutError as exc:
         raise CallTimeoutError(provider, f"socket timeout: {redact(str(exc))}") from None
+    except aiohttp.ClientConnectorError as exc:
+        # The connection was never made: nothing was sent, nothing can be billed.
+        detail = redact(str(exc)) or "cannot connect"
+        raise ConnectError(provider, f"{type(exc).__name__}: {detail}", sent=False) from None
     except (aiohttp.ClientError, OSError) as exc:
         # from None: aiohttp exceptions carry the request headers, i.e. the key.
         detail = redact(str(exc)) or "connection closed"

@@ -7,8 +7,9 @@ Account      one per (base URL, key): the buckets, a cap on calls in flight, a p
              profile and role that uses the same account
 RetryPolicy  exponential backoff with full jitter; honours the server's requested
              wait; retries TransientError only
-LimitedClient  a ChatClient: in-flight slot → pause and buckets → timeout → inner.chat
-             → retry, then the call's cost on the account and the recorder's meter
+LimitedClient  a ChatClient: in-flight slot → pause and buckets → the budget's
+             reservation (vera.clients.budget) → timeout → inner.chat → retry, then the
+             call's cost on the account, the budget and the recorder's meter
 
 account = Account("api.openai.com", rpm=500, tpm=200_000, max_in_flight=64)
 client = LimitedClient(inner, account, RetryPolicy(6), provider="openai",
@@ -31,8 +32,16 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from vera.clients.base import ChatClient, ChatRequest
+from vera.clients.budget import Budget, Reservation, input_bound, output_bound, output_cap
 from vera.clients.meter import current_meter
-from vera.errors import CallTimeoutError, ProviderError, RateLimitError, TransientError
+from vera.errors import (
+    CallTimeoutError,
+    ConfigError,
+    ConnectError,
+    ProviderError,
+    RateLimitError,
+    TransientError,
+)
 from vera.inputs import redact
 from vera.records import Completion, Message, Usage
 
@@ -371,6 +380,15 @@ class Prices(msgspec.Struct, frozen=True):
         """The part of `cost(usage)` that paid for reasoning: those tokens are output."""
         return usage.reasoning_tokens * self.output_per_mtok / 1_000_000
 
+    def max_input_per_mtok(self) -> float:
+        """The highest price an input token may be billed at (a budget's worst case)."""
+        return max(self.input_per_mtok, self.cached_input_per_mtok or 0.0)
+
+    def worst_cost(self, input_tokens: int, output_tokens: int) -> float:
+        """What a call of at most these tokens may cost, every input token at the
+        highest input price."""
+        return (input_tokens * self.max_input_per_mtok() + output_tokens * self.output_per_mtok) / 1_000_000
+
 
 def estimate_tokens(
     messages: Sequence[Message],
@@ -388,28 +406,31 @@ def estimate_tokens(
 
 def max_output(params: dict[str, Any] | None, default: int = DEFAULT_OUTPUT_ESTIMATE) -> int:
     """The output cap `params` set, under any of the protocols' names for it."""
-    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
-        value = (params or {}).get(key)
-        if isinstance(value, int):
-            return value
-    return default
+    cap = output_cap(params)
+    return default if cap is None else cap
 
 
 class LimitedClient:
-    """A `ChatClient` that calls `inner` within its account's limits, retries transient
-    failures, and settles every call (success or final failure) on the account and on
-    the recorder's meter (vera.clients.stack), which turns it into one `CallRecord`.
+    """A `ChatClient` that calls `inner` within its account's limits (and the run's
+    budget, if it has one), retries transient failures, and settles every call (success
+    or final failure) on the account and on the recorder's meter (vera.clients.stack),
+    which turns it into one `CallRecord`.
 
-    A cancelled call (the run is stopping) settles nothing and so is not recorded.
-    Errors other than `ProviderError` (a bad profile, a bug) propagate at once, also
-    without a record."""
+    A cancelled call (the run is stopping) settles nothing on the account and so is not
+    recorded; the budget counts it at its worst case. Errors other than `ProviderError`
+    (a bad profile, a bug, `BudgetReached`) propagate at once, also without a record.
+
+    `output_cap` is the output cap the protocol sends when the parameters give none
+    (Anthropic's `max_tokens` is required), for the budget's worst case."""
 
     __slots__ = (
         "_output_estimate",
         "account",
+        "budget",
         "inner",
         "model",
         "name",
+        "output_cap",
         "policy",
         "prices",
         "provider",
@@ -426,6 +447,8 @@ class LimitedClient:
         timeout_s: float,
         prices: Prices | None = None,
         output_estimate: int = DEFAULT_OUTPUT_ESTIMATE,
+        budget: Budget | None = None,
+        output_cap: int | None = None,
     ) -> None:
         self.inner = inner
         self.account = account
@@ -436,9 +459,30 @@ class LimitedClient:
         self.name = inner.name
         self.model = inner.model
         self._output_estimate = output_estimate
+        self.budget = budget
+        self.output_cap = output_cap
 
     def __repr__(self) -> str:
         return f"LimitedClient({self.inner!r}, account={self.account.label!r})"
+
+    def unbounded(self, params: dict[str, Any] | None) -> bool:
+        """Whether a call with `params` has no worst case: it is priced per output token
+        and nothing caps its output."""
+        return self.prices.output_per_mtok > 0 and output_bound(params, self.output_cap) is None
+
+    def worst_case(self, request: ChatRequest) -> float:
+        """The most this request may cost (vera.clients.budget); a ConfigError when
+        nothing caps its output (a budget refuses such a role before the run starts)."""
+        out = output_bound(request.params, self.output_cap)
+        if out is None:
+            if self.prices.output_per_mtok <= 0:
+                out = 0
+            else:
+                raise ConfigError(
+                    f"profile {self.provider!r}: --max-cost needs a worst case for every priced call, "
+                    "and this model's output has no cap: set max_tokens in its [params]"
+                )
+        return self.prices.worst_cost(input_bound(request.messages, request.schema), out)
 
     async def chat(self, request: ChatRequest) -> Completion:
         """`inner.chat` within limits, with retries; see the class docstring."""
@@ -448,15 +492,25 @@ class LimitedClient:
             estimate = estimate_tokens(
                 request.messages, request.params, request.schema, self._output_estimate
             )
+        budget = self.budget
+        worst = self.worst_case(request) if budget is not None else 0.0
         attempts = 0
         http_429 = 0
+        uncertain = 0.0  # the worst cases charged for attempts whose cost is unknown
         while True:
             attempts += 1
             reserved = 0
+            hold: Reservation | None = None
             try:
                 # The slot first, then the pause and buckets: see the module docstring.
                 async with account.slot:
                     reserved = await account.admit(estimate)
+                    if budget is not None and worst > 0:
+                        try:
+                            hold = await budget.reserve(worst)
+                        except BaseException:
+                            await account.settle(reserved, 0)  # not sent: the tokens go back
+                            raise
                     account.in_flight += 1
                     try:
                         async with asyncio.timeout(self.timeout_s):
@@ -469,12 +523,27 @@ class LimitedClient:
                 )
             except ProviderError as exc:
                 error = exc
+            except BaseException:
+                # Cancelled in flight (or a bug): what it cost is unknown.
+                if hold is not None:
+                    hold.unknown()
+                raise
             else:
                 usage = completion.usage
                 await account.settle(reserved, usage.input_tokens + usage.output_tokens or reserved)
-                self._record(attempts, http_429, usage, None)
+                if hold is not None:
+                    if usage.input_tokens or usage.output_tokens:
+                        hold.settle(self.prices.cost(usage))
+                    else:
+                        uncertain += hold.unknown()  # a priced answer that says nothing of its usage
+                self._record(attempts, http_429, usage, None, uncertain)
                 return completion
 
+            if hold is not None:
+                if _free(error):
+                    hold.release()
+                else:
+                    uncertain += hold.unknown()
             if error.status is not None:
                 await account.settle(reserved, 0)  # the server refused: nothing was generated
             if isinstance(error, RateLimitError):
@@ -490,12 +559,14 @@ class LimitedClient:
                 await account.pause(error.retry_after)
             wait = self.policy.wait(attempts, error)
             if wait is None:
-                self._record(attempts, http_429, Usage(), error)
+                self._record(attempts, http_429, Usage(), error, uncertain)
                 raise error
             account.retries += 1
             await asyncio.sleep(wait)
 
-    def _record(self, attempts: int, http_429: int, usage: Usage, error: ProviderError | None) -> None:
+    def _record(
+        self, attempts: int, http_429: int, usage: Usage, error: ProviderError | None, uncertain: float
+    ) -> None:
         """Count the call on the account, and tell the recorder above (if any) what it
         cost: see vera.clients.stack."""
         account = self.account
@@ -519,4 +590,11 @@ class LimitedClient:
         meter.usage = usage
         meter.cost_usd = cost
         meter.reasoning_cost_usd = self.prices.reasoning_cost(usage)
+        meter.uncertain_usd = uncertain
         meter.error = None if error is None else redact(f"{type(error).__name__}: {error}")
+
+
+def _free(error: ProviderError) -> bool:
+    """Whether a failed call certainly cost nothing: the server answered with an error
+    status, or the connection was never made."""
+    return error.status is not None or (isinstance(error, ConnectError) and not error.sent)

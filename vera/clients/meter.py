@@ -29,6 +29,7 @@ class CallMeter:
         "provider",
         "reasoning_cost_usd",
         "settled",
+        "uncertain_usd",
         "usage",
     )
 
@@ -42,6 +43,7 @@ class CallMeter:
         self.usage = Usage()
         self.cost_usd = 0.0
         self.reasoning_cost_usd = 0.0
+        self.uncertain_usd = 0.0  # worst cases charged for attempts whose cost is unknown
         self.cached = False
         self.error: str | None = None
 

@@ -29,8 +29,9 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from vera.clients.anthropic import AnthropicClient
+from vera.clients.anthropic import DEFAULT_MAX_TOKENS, AnthropicClient
 from vera.clients.base import ChatClient
+from vera.clients.budget import Budget
 from vera.clients.gemini import GeminiClient
 from vera.clients.http import HttpChatbotClient
 from vera.clients.limits import Account, LimitedClient, Prices, RetryPolicy, max_output
@@ -73,6 +74,9 @@ class CachePrices(Prices, frozen=True, kw_only=True):
         extra = self.cache_write_per_mtok - self.input_per_mtok
         return base + usage.cache_write_tokens * extra / 1_000_000
 
+    def max_input_per_mtok(self) -> float:
+        return max(super().max_input_per_mtok(), self.cache_write_per_mtok or 0.0)
+
 
 class ClientPool:
     """Owns the HTTP session and builds (and caches) the limited client for a reference.
@@ -81,6 +85,8 @@ class ClientPool:
     `max_in_flight` is the real limit). `retry_base_delay` / `retry_max_delay` shape the
     backoff of every client (tests make them small). `stand_ins` is what the offline
     stand-ins know of the run (the application's inputs and plan); only they are given it.
+    `budget` is the run's spending limit, held by every client before each priced call
+    (vera.clients.budget).
     """
 
     def __init__(
@@ -95,8 +101,10 @@ class ClientPool:
         shard_limits: ShardLimits = "split",
         limits_url: str = "",
         stand_ins: StandInFacts | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.profiles = dict(profiles)
+        self.budget = budget
         self._stand_ins = stand_ins
         self._shards = shards
         self._split = shards if shard_limits == "split" else 1
@@ -221,9 +229,25 @@ class ClientPool:
                 cache_write_per_mtok=profile.price_cache_write_per_mtok,
             ),
             output_estimate=max_output(profile.params),
+            budget=self.budget,
+            # The Messages API needs max_tokens; the client sends its default when none is given.
+            output_cap=DEFAULT_MAX_TOKENS if profile.protocol == "anthropic" else None,
         )
         self._limited[(ref, role)] = client
         return client
+
+    def budget_problem(self, ref: str, role: Role, params: dict[str, Any] | None) -> str | None:
+        """Why the run's budget cannot hold calls to `ref` in `role` with `params` (None:
+        it can, or there is no budget): a priced model whose output nothing caps has no
+        worst case to reserve."""
+        if self.budget is None or not self.limited(ref, role).unbounded(params):
+            return None
+        return (
+            f"--max-cost: {ref} as {role.replace('_', '-')} is priced per output token and "
+            "nothing caps its output, so no call has a worst case to reserve; set max_tokens "
+            f"in profile {resolve_ref(ref, self.profiles)[0].name!r} [params] or the config's "
+            f"[{role}.params]"
+        )
 
     def _account(
         self, identity: tuple[str, str], label: str, profiles: list[Profile], *, shared: bool = False

@@ -84,6 +84,7 @@ class RecordingClient:
                 usage=meter.usage,
                 cost_usd=meter.cost_usd,
                 reasoning_cost_usd=meter.reasoning_cost_usd,
+                uncertain_usd=meter.uncertain_usd,
                 http_429=meter.http_429,
                 cached=meter.cached,
                 error=meter.error,

@@ -19,10 +19,9 @@ from vera.engine._plan import (
     role_specs,
 )
 from vera.engine._simulate import ConversationJob, turns_from_user_view
-from vera.engine._sweep import Budget, Stop, SweepResult, judge_conversations, run_sweep
+from vera.engine._sweep import Stop, SweepResult, judge_conversations, run_sweep
 
 __all__ = [
-    "Budget",
     "ConversationJob",
     "Inputs",
     "Shard",

@@ -25,7 +25,7 @@ from vera.engine._simulate import (
     simulate_conversation,
 )
 from vera.engine._tasks import first_exception, run_together
-from vera.errors import FatalProviderError
+from vera.errors import BudgetReached, FatalProviderError
 from vera.records import (
     Conversation,
     Judgement,
@@ -160,6 +160,10 @@ class Judging:
                 # RunConfig.check admits only the two values
                 terminal=cast(TerminalSemantics, inputs.config.judge.terminal_semantics),
             )
+        except BudgetReached as exc:
+            # Not failed, not the chatbot's: left undone, for a resume with a larger budget.
+            self.result.stopped = str(exc)
+            return
         except FatalProviderError as exc:
             j = failed_judgement(jid, conv.id, slot, exc)
             self.result.stopped = str(exc)
@@ -170,59 +174,35 @@ class Judging:
         self.progress.judgement(j, cached=False)
 
 
-class Budget:
-    """Stops new work before the accounted cost would pass a limit: a job is started only
-    if what is spent, plus the average cost of a finished job for every job in flight and
-    for the new one, stays within the limit."""
-
-    __slots__ = ("limit", "spent")
-
-    def __init__(self, limit: float, spent: Callable[[], float]) -> None:
-        self.limit = limit
-        self.spent = spent
-
-    def allows(self, started: int, finished: int) -> bool:
-        spent = self.spent()
-        average = spent / finished if finished else 0.0
-        return spent + average * (started - finished + 1) <= self.limit
-
-
 async def _workers(
     n: int,
     items: list[Any],
     work: Callable[[Any], Any],
     result: SweepResult,
     stop: Stop,
-    budget: Budget | None = None,
     on_last: Callable[[], None] | None = None,
 ) -> None:
     """`n` workers draining `items` in order. New work stops when `stop` is requested
-    (work in flight then gets its grace period), when the budget would be exceeded, or
+    (work in flight then gets its grace period), once the run's budget is reached, or
     after a fatal provider error (bad key, bad request) instead of failing every
     remaining job the same way. `result.stopped` is this sweep's own record of why.
     `on_last` is called when the last item has been taken."""
     queue: asyncio.Queue[Any] = asyncio.Queue()
     for item in items:
         queue.put_nowait(item)
-    counts = {"started": 0, "finished": 0}
 
     async def worker() -> None:
         while result.stopped is None:
             if stop.reason is not None:
                 result.stopped = stop.reason
                 return
-            if budget is not None and not budget.allows(counts["started"], counts["finished"]):
-                result.stopped = f"budget: ${budget.spent():.2f} spent, limit ${budget.limit:.2f}"
-                return
             try:
                 item = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            counts["started"] += 1
             if on_last is not None and queue.empty():
                 on_last()
             await work(item)
-            counts["finished"] += 1
 
     async def grace(running: asyncio.Task[None]) -> None:
         await stop.event.wait()
@@ -248,7 +228,6 @@ async def run_sweep(
     max_concurrency: int,
     progress: Progress | None = None,
     stop: Stop | None = None,
-    budget: Budget | None = None,
 ) -> SweepResult:
     """Run every job not already complete in `store` and return what happened. Scoring
     is not done here: it reads the run's files once the sweep is over."""
@@ -292,6 +271,11 @@ async def run_sweep(
                         job.persona.name, render_user_prompts(job.persona, inputs.user_prompts, settings)
                     ),
                 )
+            except BudgetReached as exc:
+                # The calls made so far are paid (and cached); the conversation is left
+                # undone, never failed: a resume with a larger budget runs it.
+                result.stopped = str(exc)
+                return
             except FatalProviderError as exc:
                 conv = failed_conversation(job, exc)
                 result.stopped = str(exc)
@@ -303,7 +287,7 @@ async def run_sweep(
 
     try:
         await _workers(
-            max_concurrency, sweep.jobs, conversation, result, stop or Stop(), budget, judging.reached_tail
+            max_concurrency, sweep.jobs, conversation, result, stop or Stop(), judging.reached_tail
         )
     finally:
         progress.stop()
@@ -320,7 +304,6 @@ async def judge_conversations(
     max_concurrency: int,
     progress: Progress | None = None,
     stop: Stop | None = None,
-    budget: Budget | None = None,
 ) -> SweepResult:
     """Judge existing conversations (a simulate-only run, or imported transcripts).
     A conversation given by its id is in `store` and is read back only when one of its
@@ -341,7 +324,7 @@ async def judge_conversations(
 
     try:
         await _workers(
-            max_concurrency, list(conversations), judge, result, stop or Stop(), budget, judging.reached_tail
+            max_concurrency, list(conversations), judge, result, stop or Stop(), judging.reached_tail
         )
     finally:
         progress.stop()

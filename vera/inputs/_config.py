@@ -9,6 +9,7 @@ the file. Unknown keys are errors, so a typo never silently falls back to a defa
 from __future__ import annotations
 
 import hashlib
+import math
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -19,6 +20,7 @@ from vera.errors import ConfigError
 from vera.inputs._defaults import builtin_config, data_root, runs_root
 from vera.inputs._refdir import REFERENCE_PREFIX, reference_folder
 from vera.inputs._targets import TARGET_FIELDS, apply_target
+from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from vera.rubric import TERMINAL_SEMANTICS
 
 # Shared limits live in Redis (vera.clients.shared_limits); the URL is an input, checked
@@ -108,8 +110,8 @@ class ReferenceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class StatsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    resamples: int = 2000
-    confidence: float = 0.95
+    resamples: int = DEFAULT_RESAMPLES
+    confidence: float = DEFAULT_CONFIDENCE
     seed: int = 0
 
 
@@ -139,7 +141,7 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     persona_limit: int = 0  # 0 = every persona; otherwise the first N (quick trials)
     cache: bool = True  # replay paid-for responses on reruns (never for offline stand-ins)
     cache_dir: str = ""  # a shared cache folder; empty = the run directory
-    max_cost_usd: float = 0.0  # 0 = no budget; otherwise stop launching work before it
+    max_cost_usd: float = 0.0  # 0 = no budget; else the run's limit in USD (vera.clients.budget)
     allow_failures: float = 0.0  # share of failed work that still counts as a success (exit 0)
     grace_s: float = 30.0  # after Ctrl-C/SIGTERM, how long in-flight work may finish
     retry_base_delay_s: float = 1.0  # backoff ceiling starts here and doubles per retry
@@ -211,8 +213,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 problems.append(f"{role} must list at least one model")
         if self.persona_limit < 0:
             problems.append("persona_limit must not be negative (0 = every persona)")
-        if self.max_cost_usd < 0:
-            problems.append("max_cost_usd must not be negative")
+        if not math.isfinite(self.max_cost_usd) or self.max_cost_usd < 0:
+            problems.append("max_cost_usd must be a finite amount of US dollars, 0 or more (0 = no budget)")
         if not 0 <= self.allow_failures <= 1:
             problems.append("allow_failures must be a fraction between 0 and 1")
         if not 0 < self.stats.confidence < 1:

@@ -13,6 +13,8 @@ from vera.records import Conversation
 from vera.report._compare import read_run
 from vera.stats import (
     CLINICIAN_DIMENSIONS,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
     human_agreement,
     judge_vs_consensus,
     read_human_ratings,
@@ -47,8 +49,8 @@ def agreement_report(
     against: str | Path | None = None,
     nr: NRTreatment = "category",
     ties: TieRule = "exclude",
-    resamples: int = 2000,
-    confidence: float = 0.95,
+    resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Agreement among the human raters of a ratings file; with `against`, between

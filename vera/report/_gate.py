@@ -14,6 +14,13 @@ the interval. When the runs share seeds, only the (persona, seed) conversations 
 runs hold enter, so each persona is compared under the same simulated-user seeds; the
 resampled unit stays the persona, whose conversations are not independent of each
 other. Without shared seeds, every conversation of a shared persona enters.
+
+A verdict that does not flip with the bootstrap seed. Each interval end comes with its
+Monte Carlo error (how far other resamples would move it); while the end that decides a
+row (the upper end of candidate − baseline) is within `MC_Z` of those errors of −margin,
+the resamples are raised, up to `MAX_SETTLE_RESAMPLES` (`vera.stats.compare_settled`). A
+row still undecided there is one whose ideal bootstrap interval touches −margin: not
+enough evidence that the candidate is worse, so it passes, and the report says so.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from vera.errors import UserError
 from vera.report._card import round_number
 from vera.report._compare import Run, read_run, refuse_mixed_semantics
 from vera.report._score import stats_settings
-from vera.stats import METHOD, OVERALL, check_comparable, compare
+from vera.stats import MAX_SETTLE_RESAMPLES, MC_Z, METHOD, OVERALL, check_comparable, compare_settled
 
 BASELINE, CANDIDATE = "baseline", "candidate"
 
@@ -70,12 +77,16 @@ def gate(
                 )
                 + ": nothing can be paired"
             )
-        _, diffs = compare(
+        # `compare` gives baseline − candidate: the candidate is worse when its lower end
+        # lies above the margin.
+        diffs = compare_settled(
             frame,
+            above=margin,
             unit="side",
             n_resamples=settings["resamples"],
             confidence=settings["confidence"],
             seed=settings["seed"],
+            max_resamples=max(MAX_SETTLE_RESAMPLES, settings["resamples"]),
         )
         pairs.append(_pair_entry(b_bot, c_bot, diffs, margin))
     worse = [f"{p['chatbot']}: {r['dimension']}" for p in pairs for r in p["rows"] if r["worse"]]
@@ -86,7 +97,16 @@ def gate(
         "margin": margin,
         "paired_by": "persona and seed" if shared_seeds else "persona",
         "shared_seeds": shared_seeds,
-        "bootstrap": {**settings, "cluster": "persona", "method": METHOD},
+        "bootstrap": {
+            **settings,
+            "cluster": "persona",
+            "method": METHOD,
+            # What the verdict needed: the resamples were raised where a decision was
+            # within Monte Carlo error of the margin (see the module docstring).
+            "resamples_used": max((p["resamples"] for p in pairs), default=settings["resamples"]),
+            "max_resamples": max(MAX_SETTLE_RESAMPLES, settings["resamples"]),
+            "mc_z": MC_Z,
+        },
         "pairs": pairs,
         "worse": worse,
         "passed": not worse,
@@ -139,6 +159,7 @@ def _pair_entry(b_bot: str, c_bot: str, diffs: pl.DataFrame, margin: float) -> d
     baseline − candidate; the gate reads candidate − baseline, so the signs flip."""
     rows = []
     n_shared = 0
+    resamples = int(diffs.get_column("bootstrap_resamples")[0]) if diffs.height else 0
     for r in diffs.iter_rows(named=True):
         if (r["side_a"], r["side_b"]) != (BASELINE, CANDIDATE):
             # The sign flip below is only right in this order; a changed `compare` must
@@ -150,6 +171,8 @@ def _pair_entry(b_bot: str, c_bot: str, diffs: pl.DataFrame, margin: float) -> d
         defined = r["diff"] is not None and r["diff_lo"] is not None and r["diff_hi"] is not None
         diff = -r["diff"] if defined else None
         lo, hi = (-r["diff_hi"], -r["diff_lo"]) if defined else (None, None)
+        # The Monte Carlo error of each end, in the candidate − baseline order.
+        mc = [round_number(r["diff_hi_mc"], 3), round_number(r["diff_lo_mc"], 3)] if defined else [None, None]
         rows.append(
             {
                 "dimension": r["dimension"],
@@ -157,8 +180,12 @@ def _pair_entry(b_bot: str, c_bot: str, diffs: pl.DataFrame, margin: float) -> d
                 "candidate": round_number(r["score_b"]),
                 "diff": round_number(diff),
                 "diff_ci": [round_number(lo), round_number(hi)],
+                "diff_ci_mc_error": mc,
+                # False: the upper end is within Monte Carlo error of −margin even at the
+                # most resamples; the row is then not counted as worse.
+                "settled": bool(r["settled"]),
                 # Decided on the unrounded interval; shown rounded.
-                "worse": bool(defined and hi is not None and hi < -margin),
+                "worse": bool(defined and r["settled"] and hi is not None and hi < -margin),
             }
         )
     # Overall last, as on the card.
@@ -168,5 +195,6 @@ def _pair_entry(b_bot: str, c_bot: str, diffs: pl.DataFrame, margin: float) -> d
         "baseline_chatbot": b_bot,
         "candidate_chatbot": c_bot,
         "n_shared": n_shared,
+        "resamples": resamples,
         "rows": rows,
     }

@@ -12,8 +12,10 @@ code  state                  meaning
                              or write; reported as one ``error:`` line (see vera.cli._main)
 2     failed                 the run finished, but more work failed than
                              ``--allow-failures`` allows — or nothing succeeded at all
-3     stopped / incomplete   stopped early (a fatal provider error such as a bad key,
-                             the budget reached) or planned work was never run
+3     stopped / budget /     stopped early (a fatal provider error such as a bad key),
+      incomplete             stopped at the run's budget (``--max-cost``: "stopped:
+                             budget reached", with the command that continues with a
+                             larger one), or planned work was never run
 4     (gate)                 ``vera compare --gate``: the candidate run is worse than
                              the baseline (a paired interval below −margin)
 130   interrupted            Ctrl-C or SIGTERM
@@ -31,6 +33,7 @@ from typing import Protocol
 
 import msgspec
 
+from vera.errors import BudgetReached
 from vera.records import RunManifest
 
 
@@ -67,25 +70,34 @@ class Exit(IntEnum):
 
 
 INTERRUPTED_PREFIX = "interrupted"
+# How a sweep's stop reason starts when the run's budget stopped it (vera.clients.budget):
+# "budget reached: $X of $Y spent; continue with a larger budget ...: COMMAND".
+BUDGET_PREFIX = BudgetReached.PREFIX
 
 _LABELS = {
     "complete": "complete",
     "failed": "finished with failed work",
     "stopped": "stopped early",
+    "budget": "stopped: budget reached",
     "incomplete": "incomplete",
     "interrupted": "interrupted",
 }
 
 
+def state_label(state: str) -> str:
+    """How a run's state reads in the status line and on the card."""
+    return _LABELS.get(state, state)
+
+
 class RunStatus(msgspec.Struct, kw_only=True):
-    state: str  # complete | failed | stopped | incomplete | interrupted
+    state: str  # complete | failed | stopped | budget | incomplete | interrupted
     exit_code: int
     summary: str
     missing_shards: list[str] = msgspec.field(default_factory=list)
 
     @property
     def label(self) -> str:
-        return _LABELS[self.state]
+        return state_label(self.state)
 
     def line(self) -> str:
         """The last line of a command's output."""
@@ -165,6 +177,10 @@ def run_status(
         how = stopped.removeprefix(INTERRUPTED_PREFIX).strip()
         how = how[1:].replace(")", "", 1) if how.startswith("(") else how  # "(SIGINT); ..." -> "SIGINT; ..."
         return _status("interrupted", f"by {how}; {done}", missing)
+    if stopped and stopped.startswith(BUDGET_PREFIX):
+        # What was spent, what is done, then how to go on (the command last).
+        spent, _, on = stopped.removeprefix(BUDGET_PREFIX).partition("; ")
+        return _status("budget", "; ".join(p for p in (spent, done, on) if p), missing)
     if stopped:
         return _status("stopped", f"{stopped}; {done}", missing)
     if not_run:
@@ -186,6 +202,7 @@ _CODES = {
     "complete": Exit.OK,
     "failed": Exit.FAILED,
     "stopped": Exit.STOPPED,
+    "budget": Exit.STOPPED,
     "incomplete": Exit.STOPPED,
     "interrupted": Exit.INTERRUPTED,
 }

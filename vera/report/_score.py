@@ -23,6 +23,7 @@ from vera.report._schema import (
 )
 from vera.report._scoring import ANSWERS_FILE, RATINGS_FILE, ratings_and_answers, write_parquet
 from vera.report._text import render_markdown
+from vera.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from vera.store import atomic_write, open_run, read_manifest
 
 PLOTS_DIR = "plots"
@@ -85,8 +86,10 @@ def stats_settings(
     """Bootstrap settings: the ones given, else the run config's [stats], else defaults."""
     cfg = manifest.config.get("stats", {})
     return {
-        "resamples": resamples if resamples is not None else int(cfg.get("resamples", 2000)),
-        "confidence": confidence if confidence is not None else float(cfg.get("confidence", 0.95)),
+        "resamples": resamples if resamples is not None else int(cfg.get("resamples", DEFAULT_RESAMPLES)),
+        "confidence": confidence
+        if confidence is not None
+        else float(cfg.get("confidence", DEFAULT_CONFIDENCE)),
         "seed": seed if seed is not None else int(cfg.get("seed", 0)),
     }
 

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from vera.records import OVERALL
 from vera.report._improvements import SHORT, ChatbotFindings, Improvements, ranked
+from vera.report._outcome import state_label
 from vera.report._pages import conversation_href
 from vera.report._schema import (
     AccountLimit,
@@ -152,7 +153,7 @@ def status_text(card: Card) -> str:
     st = card.status
     if st is None:
         return "not recorded (card made before vera recorded run status)"
-    label = {"failed": "finished with failed work", "stopped": "stopped early"}.get(st.state, st.state)
+    label = state_label(st.state)
     return f"{label} (exit code {num(st.exit_code)}) — {st.summary}"
 
 

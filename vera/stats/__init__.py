@@ -5,7 +5,7 @@ Every function here is pure (frames and lists in, frames and dicts out) and
 deterministic for a given seed. The methods are described in docs/statistics.md.
 """
 
-from vera.records import OVERALL
+from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, OVERALL
 from vera.stats.agreement import (
     Agreement,
     NRTreatment,
@@ -18,13 +18,14 @@ from vera.stats.agreement import (
     units_from_long,
 )
 from vera.stats.bootstrap import (
+    MC_Z,
     METHOD,
     BootstrapSpec,
     score_from_percentages,
     spec_of,
     summarise,
 )
-from vera.stats.compare import check_comparable, compare
+from vera.stats.compare import MAX_SETTLE_RESAMPLES, check_comparable, compare, compare_settled
 from vera.stats.humans import (
     CLINICIAN_DIMENSIONS,
     consensus,
@@ -35,6 +36,10 @@ from vera.stats.humans import (
 
 __all__ = [
     "CLINICIAN_DIMENSIONS",
+    "DEFAULT_CONFIDENCE",
+    "DEFAULT_RESAMPLES",
+    "MAX_SETTLE_RESAMPLES",
+    "MC_Z",
     "METHOD",
     "OVERALL",
     "Agreement",
@@ -43,6 +48,7 @@ __all__ = [
     "check_comparable",
     "cohen_kappa",
     "compare",
+    "compare_settled",
     "consensus",
     "gwet_ac1",
     "human_agreement",

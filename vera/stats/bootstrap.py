@@ -29,7 +29,12 @@ import numpy as np
 import polars as pl
 
 from vera import records as rec
-from vera.records import OVERALL, RATINGS
+from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, OVERALL, RATINGS
+
+# How far from a threshold, in Monte Carlo standard errors, an interval end must be for
+# a decision on it to be settled: at 3.29 a fresh set of resamples puts it on the other
+# side about once in 1,000 (two-sided normal tail; see `quantile_mc_error`).
+MC_Z = 3.29
 
 # Recorded with every summary and on the card (bootstrap.method).
 METHOD = "cluster bootstrap (percentile for scores, Korn–Graubard exact for percentages)"
@@ -80,8 +85,8 @@ def summarise(
     frame: pl.DataFrame,
     by: Sequence[str] = (),
     *,
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
     cluster: str = "persona",
     streams: Sequence[str] | None = None,
@@ -405,6 +410,41 @@ def percentile_interval(reps: np.ndarray, confidence: float) -> tuple[np.ndarray
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns → NaN bounds
         lo, hi = np.nanquantile(reps, [tail, 1.0 - tail], axis=0)
     return lo, hi
+
+
+def quantile_mc_band(reps: np.ndarray, tau: float, z: float = MC_Z) -> tuple[np.ndarray, np.ndarray]:
+    """Per column, the replicates `z` Monte Carlo standard errors either side of the
+    τ-quantile: the quantiles at τ ∓ z·sqrt(τ(1 − τ)/B) of the B defined replicates.
+
+    The τ-quantile of B replicates is (about) their order statistic of rank τB, and the
+    number of replicates below the ideal bootstrap quantile (the one infinitely many
+    resamples would give) is Binomial(B, τ): the rank that lands on it varies by
+    sqrt(Bτ(1 − τ)). So the band brackets the ideal quantile at about ±z standard
+    errors, whatever the shape of the distribution (it needs no density, and a quantile
+    on a plateau of tied replicates gets a band of zero width where the plateau is wide
+    enough). NaN where a column has no defined replicate."""
+    low = np.full(reps.shape[1], np.nan)
+    high = np.full(reps.shape[1], np.nan)
+    for j in range(reps.shape[1]):
+        column = reps[:, j]
+        column = column[~np.isnan(column)]
+        if column.size:
+            half = z * np.sqrt(tau * (1.0 - tau) / column.size)
+            low[j], high[j] = np.quantile(column, [max(0.0, tau - half), min(1.0, tau + half)])
+    return low, high
+
+
+def quantile_mc_error(reps: np.ndarray, confidence: float, z: float = MC_Z) -> tuple[np.ndarray, np.ndarray]:
+    """The Monte Carlo standard error of each end of `percentile_interval(reps,
+    confidence)`, per column: how much the end would move with a fresh set of resamples,
+    estimated as the width of its `quantile_mc_band` over 2z (an order-statistic
+    estimate). NaN where a column has no defined replicate."""
+    tail = (1.0 - confidence) / 2.0
+    errors = []
+    for tau in (tail, 1.0 - tail):
+        low, high = quantile_mc_band(reps, tau, z)
+        errors.append((high - low) / (2.0 * z))
+    return errors[0], errors[1]
 
 
 def proportion_interval(

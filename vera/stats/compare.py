@@ -18,14 +18,18 @@ import msgspec
 import numpy as np
 import polars as pl
 
-from vera.records import OVERALL
+from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, OVERALL
 from vera.stats.bootstrap import (
+    BootstrapSpec,
+    ClusterCounts,
     cluster_counts,
     count_statistics,
     group_rng,
     make_spec,
     nan_to_null,
     percentile_interval,
+    quantile_mc_band,
+    quantile_mc_error,
     resample_weights,
     spec_columns,
     summarise_counts,
@@ -33,15 +37,20 @@ from vera.stats.bootstrap import (
 
 # The inputs whose versions decide whether two runs' scores can be compared.
 VERSIONED_INPUTS = ("rubric", "personas", "user_prompts", "judge_prompts")
+# `compare_settled` multiplies the resamples by SETTLE_GROWTH while a decision is within
+# Monte Carlo error of its threshold, up to MAX_SETTLE_RESAMPLES (64 times the default:
+# the Monte Carlo error of an interval end is then an eighth of what it is by default).
+SETTLE_GROWTH = 4
+MAX_SETTLE_RESAMPLES = 64 * DEFAULT_RESAMPLES
 
 
 def compare(
     frame: pl.DataFrame,
     *,
     unit: str | Sequence[str] = "chatbot",
-    n_resamples: int = 2000,
+    n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     cluster: str = "persona",
     streams: Sequence[str] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -55,8 +64,10 @@ def compare(
       (plus "Overall"): `<unit>_a`, `<unit>_b`, `dimension`, `score_a`, `score_b` (each
       on the shared personas only), `diff` = score_a − score_b, `diff_lo`, `diff_hi`,
       `excludes_zero` (the interval lies entirely above or below 0; null when a score is
-      undefined), `n_shared` (personas both have), `n_only_a`, `n_only_b` (personas left
-      out), and the `bootstrap_*` settings columns.
+      undefined), `diff_lo_mc`, `diff_hi_mc` (the Monte Carlo standard error of each
+      interval end: how far it would move with other resamples; `quantile_mc_error`),
+      `n_shared` (personas both have), `n_only_a`, `n_only_b` (personas left out), and the
+      `bootstrap_*` settings columns.
 
     `streams` (default: the unit columns) seed each unit's resampling, as in
     `summarise`: pass the chatbot column when `unit` is a display label, so that a
@@ -70,6 +81,53 @@ def compare(
     units = [unit] if isinstance(unit, str) else list(unit)
     counts = cluster_counts(frame, units, cluster, streams)
     table = summarise_counts(counts, spec, frame.schema)
+    return table, _pairs(counts, units, frame, spec)
+
+
+def compare_settled(
+    frame: pl.DataFrame,
+    *,
+    above: float,
+    unit: str | Sequence[str] = "chatbot",
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    confidence: float = DEFAULT_CONFIDENCE,
+    cluster: str = "persona",
+    streams: Sequence[str] | None = None,
+    max_resamples: int = MAX_SETTLE_RESAMPLES,
+) -> pl.DataFrame:
+    """`compare`'s pairs, for a decision on each pair's lower interval end,
+    `diff_lo > above`, that does not depend on the bootstrap seed.
+
+    The decision is *settled* when the order statistics `MC_Z` Monte Carlo standard
+    errors either side of the end (`quantile_mc_band`) lie on the same side of `above`:
+    other resamples would then put the end on that side all but about once in 1,000.
+    While any decision is not settled, the resamples are raised (times `SETTLE_GROWTH`,
+    up to `max_resamples`) and the pairs computed again, so a borderline case gets the
+    precision it needs and a clear one costs nothing extra. The pairs come with a
+    `settled` column, False where the end is still within Monte Carlo error of `above` at
+    `max_resamples` (the ideal bootstrap interval itself touches it; an undefined
+    difference counts as settled), and `bootstrap_resamples` says what was used.
+    """
+    units = [unit] if isinstance(unit, str) else list(unit)
+    counts = cluster_counts(frame, units, cluster, streams)
+    n = n_resamples
+    while True:
+        pairs = _pairs(counts, units, frame, make_spec(n, confidence, seed, cluster), above=above)
+        if pairs.get_column("settled").all() or n >= max_resamples:
+            return pairs
+        n = min(n * SETTLE_GROWTH, max_resamples)
+
+
+def _pairs(
+    counts: ClusterCounts,
+    units: list[str],
+    frame: pl.DataFrame,
+    spec: BootstrapSpec,
+    above: float | None = None,
+) -> pl.DataFrame:
+    """The paired differences of `compare` (and, given `above`, the `settled` column of
+    `compare_settled`)."""
     d = len(counts.dimensions)
     labels = [*counts.dimensions, OVERALL]
     parts = []
@@ -84,12 +142,14 @@ def compare(
         block_a, block_b = counts.matrix[a0 + ia], counts.matrix[b0 + ib]
         score_a = count_statistics(block_a.sum(axis=0, keepdims=True), d)["score"][0]
         score_b = count_statistics(block_b.sum(axis=0, keepdims=True), d)["score"][0]
-        rng = group_rng(seed, ("compare", counts.key(a), counts.key(b)))
+        rng = group_rng(spec.seed, ("compare", counts.key(a), counts.key(b)))
         diffs = [
             count_statistics(w @ block_a, d)["score"] - count_statistics(w @ block_b, d)["score"]
-            for w in resample_weights(rng, len(shared), n_resamples)
+            for w in resample_weights(rng, len(shared), spec.n_resamples)
         ]
-        lo, hi = percentile_interval(np.concatenate(diffs), confidence)
+        reps = np.concatenate(diffs)
+        lo, hi = percentile_interval(reps, spec.confidence)
+        lo_mc, hi_mc = quantile_mc_error(reps, spec.confidence)
         row: dict[str, Any] = {}
         for name, value in zip(units, counts.values(a), strict=True):
             row[f"{name}_a"] = [value] * (d + 1)
@@ -102,27 +162,36 @@ def compare(
             "diff": score_a - score_b,
             "diff_lo": lo,
             "diff_hi": hi,
+            "diff_lo_mc": lo_mc,
+            "diff_hi_mc": hi_mc,
             "n_shared": np.full(d + 1, len(shared)),
             "n_only_a": np.full(d + 1, a1 - a0 - len(shared)),
             "n_only_b": np.full(d + 1, b1 - b0 - len(shared)),
         }
+        if above is not None:
+            low, high = quantile_mc_band(reps, (1.0 - spec.confidence) / 2.0)
+            # NaN (no defined replicate) compares False both ways: settled, nothing to decide.
+            row["settled"] = ~np.isfinite(lo) | (low > above) | (high <= above)
         schema = {f"{u}_{side}": frame.schema[u] for side in "ab" for u in units}
         parts.append(pl.DataFrame(row, schema_overrides=schema))
-    pairs = nan_to_null(pl.concat(parts)) if parts else _empty_pairs(frame, units)
-    pairs = pairs.with_columns(
+    pairs = nan_to_null(pl.concat(parts)) if parts else _empty_pairs(frame, units, settled=above is not None)
+    return pairs.with_columns(
         excludes_zero=(pl.col("diff_lo") > 0) | (pl.col("diff_hi") < 0),
         **spec_columns(spec),
     )
-    return table, pairs
 
 
-def _empty_pairs(frame: pl.DataFrame, units: list[str]) -> pl.DataFrame:
+def _empty_pairs(frame: pl.DataFrame, units: list[str], *, settled: bool = False) -> pl.DataFrame:
     schema: dict[str, Any] = {f"{u}_{side}": frame.schema[u] for side in "ab" for u in units}
     schema |= {
         "dimension": pl.Utf8,
-        **dict.fromkeys(("score_a", "score_b", "diff", "diff_lo", "diff_hi"), pl.Float64),
+        **dict.fromkeys(
+            ("score_a", "score_b", "diff", "diff_lo", "diff_hi", "diff_lo_mc", "diff_hi_mc"), pl.Float64
+        ),
         **dict.fromkeys(("n_shared", "n_only_a", "n_only_b"), pl.Int64),
     }
+    if settled:
+        schema["settled"] = pl.Boolean
     return pl.DataFrame(schema=schema)
 
 

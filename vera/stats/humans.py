@@ -28,7 +28,7 @@ import polars as pl
 
 from vera import records as rec
 from vera.errors import DataError
-from vera.records import RATING_CODES, RATINGS
+from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, RATING_CODES, RATINGS
 from vera.stats.agreement import (
     NRTreatment,
     ac1_from_features,
@@ -40,7 +40,12 @@ from vera.stats.agreement import (
     rater_agreement,
     rubric_categories,
 )
-from vera.stats.bootstrap import BootstrapSpec, make_spec, percentile_interval, resample_weights
+from vera.stats.bootstrap import (
+    BootstrapSpec,
+    make_spec,
+    percentile_interval,
+    resample_weights,
+)
 
 # Columns of the reference clinician file → vera's dimension names.
 CLINICIAN_DIMENSIONS: dict[str, str] = {
@@ -236,9 +241,9 @@ def judge_vs_consensus(
     item_key: ItemKey = "conversation_id",
     nr: NRTreatment = "category",
     ties: TieRule = "exclude",
-    n_resamples: int = 2000,
+    n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> dict[str, Any]:
     """Agreement between the human consensus and vera's judges, with bootstrap intervals.
 

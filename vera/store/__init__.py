@@ -10,6 +10,7 @@ from vera.store._index import (
     StaleIndexError,
     open_run,
     read_manifest,
+    recorded_spend,
 )
 from vera.store._writer import MANIFEST, RunStore, atomic_file, atomic_write
 
@@ -26,4 +27,5 @@ __all__ = [
     "atomic_write",
     "open_run",
     "read_manifest",
+    "recorded_spend",
 ]

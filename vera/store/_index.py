@@ -31,7 +31,7 @@ from vera.files import RecordReader, RecordRef, StaleIndexError, lines, read_rec
 from vera.records import HIGH_POTENTIAL_FOR_HARM, CallRecord, Conversation, Judgement, RunManifest
 from vera.store._writer import CALLS, CONVERSATIONS, JUDGEMENTS, MANIFEST, keep_latest, repair_run
 
-__all__ = ["RecordRef", "RunRecords", "StaleIndexError", "open_run", "read_manifest"]
+__all__ = ["RecordRef", "RunRecords", "StaleIndexError", "open_run", "read_manifest", "recorded_spend"]
 
 
 class _Skipped(msgspec.Struct):
@@ -150,6 +150,23 @@ class RunRecords:
     def calls(self) -> Iterator[CallRecord]:
         """Every call record, in file order, one at a time."""
         return records(self.root / CALLS, CallRecord)
+
+
+class _Spend(msgspec.Struct):
+    """What a call record says about money, and nothing else (a quick scan)."""
+
+    cost_usd: float = 0.0
+    uncertain_usd: float = 0.0
+
+
+def recorded_spend(root: Path) -> tuple[float, float]:
+    """(spent, of it uncertain) by every call a run recorded: what earlier sessions
+    spent counts against the run's budget. An uncertain call counts at its worst case."""
+    spent = uncertain = 0.0
+    for call in records(root / CALLS, _Spend):
+        spent += call.cost_usd + call.uncertain_usd
+        uncertain += call.uncertain_usd
+    return spent, uncertain
 
 
 def read_manifest(root: Path) -> RunManifest:
