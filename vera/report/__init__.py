@@ -10,6 +10,7 @@ from vera.report._compare import compare_runs
 from vera.report._export import export_run
 from vera.report._gate import gate
 from vera.report._html import render_compare_html
+from vera.report._human_import import ImportSummary, import_human_ratings
 from vera.report._improvements import (
     DEFAULT_EXEMPLARS,
     IMPROVEMENTS_CSP,
@@ -38,6 +39,7 @@ __all__ = [
     "Card",
     "ConversationPage",
     "Exit",
+    "ImportSummary",
     "Improvements",
     "RunStatus",
     "Table",
@@ -52,6 +54,7 @@ __all__ = [
     "fit",
     "gate",
     "headline",
+    "import_human_ratings",
     "num",
     "read_card",
     "read_conversation_page",
