@@ -24,7 +24,7 @@ from vera.report._schema import (
 from vera.report._scoring import ANSWERS_FILE, RATINGS_FILE, ratings_and_answers, write_parquet
 from vera.report._text import render_markdown
 from vera.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
-from vera.store import atomic_write, open_run, read_manifest
+from vera.store import atomic_write, open_run, read_human_ratings, read_manifest
 
 PLOTS_DIR = "plots"
 
@@ -61,7 +61,8 @@ def score_run(
     frame, answers = (f.sort(JUDGEMENT_KEY, maintain_order=True) for f in (frame, answers))
     write_parquet(frame, root / RATINGS_FILE)
     write_parquet(answers, root / ANSWERS_FILE)
-    card = build_card(manifest, records, frame, **settings)
+    # Human ratings (vera review, vera ratings import) add calibrated scores to the card.
+    card = build_card(manifest, records, frame, humans=read_human_ratings(root), **settings)
     atomic_write(root / "card.json", encode_card(card))
     render_card_files(card, root)
     # The card's harm list links each conversation to its page beside card.html: only
