@@ -50,3 +50,43 @@ def import_(run_dir: str, file: str, skip_unmatched: bool) -> None:
             f"(line(s) {_lines(done.skipped)})",
             err=True,
         )
+
+
+@ratings.command("plan")
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.option(
+    "--width",
+    type=click.FloatRange(0, 100, min_open=True),
+    required=True,
+    help="The calibrated overall score's interval width wanted, in score points (e.g. 10).",
+)
+@click.option("--resamples", type=click.IntRange(50, 100_000), default=500, show_default=True)
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
+def plan(run_dir: str, width: float, resamples: int, seed: int) -> None:
+    """Propose how many of each chatbot's conversations humans should rate so that the
+    calibrated overall score's 95 % interval is about WIDTH points wide. With 20 or more
+    ratings in the run, from the interval they give now; before that, conservatively,
+    as if the judge were no help."""
+    from vera.errors import UserError
+    from vera.report import plan_ratings
+    from vera.report._compare import read_run
+    from vera.store import read_human_ratings
+
+    run = read_run(run_dir)
+    if run.ratings.height == 0:
+        raise UserError(f"{run_dir}: no complete judgements to plan from")
+    plans = plan_ratings(
+        run.ratings, read_human_ratings(Path(run_dir)), width, resamples=resamples, seed=seed
+    )
+    click.echo(f"for a calibrated overall interval about {width:g} points wide (95 %):")
+    for p in plans:
+        need = (
+            f"rate {p.n_needed} of {p.n_conversations} conversations ({p.n_needed / p.n_conversations:.0%})"
+            if p.n_needed is not None
+            else f"not reachable: rating all {p.n_conversations} conversations gives "
+            f"{p.widths.get(p.n_conversations, float('nan')):.1f} points"
+        )
+        more = f", {max(0, p.n_needed - p.n_rated)} more" if p.n_needed is not None and p.n_rated else ""
+        click.echo(f"  {p.chatbot}: {need} ({p.n_rated} rated so far{more}; basis: {p.basis})")
+        shown = ", ".join(f"{n}: {w:.1f}" for n, w in p.widths.items())
+        click.echo(f"    expected width by conversations rated: {shown}")

@@ -6,6 +6,7 @@ It reads runs through `vera.store`; it never runs anything.
 """
 
 from vera.report._agreement import agreement_report
+from vera.report._calibration import ChatbotPlan, plan_ratings
 from vera.report._compare import compare_runs
 from vera.report._export import export_run
 from vera.report._gate import gate
@@ -37,6 +38,7 @@ __all__ = [
     "MAX_EXEMPLARS",
     "PAGE_CSP",
     "Card",
+    "ChatbotPlan",
     "ConversationPage",
     "Exit",
     "ImportSummary",
@@ -56,6 +58,7 @@ __all__ = [
     "headline",
     "import_human_ratings",
     "num",
+    "plan_ratings",
     "read_card",
     "read_conversation_page",
     "render",
