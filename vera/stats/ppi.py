@@ -160,10 +160,56 @@ def calibrated_summary(
     return out.with_columns(**spec_columns(spec)) if out.height else out
 
 
-def _cluster_features(part: pl.DataFrame, dimensions: list[str], cluster: str) -> tuple[np.ndarray, int]:
-    """(clusters × dimensions × features) sums, and the group's number of conversations."""
+def calibrated_difference(
+    units: pl.DataFrame,
+    sides: tuple[str, str],
+    *,
+    side: str = "side",
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    cluster: str = "persona",
+) -> pl.DataFrame:
+    """The calibrated scores of two sides (two runs of a chatbot, each with its own human
+    ratings) and their difference b − a with a paired interval: both sides are estimated
+    on the same re-drawn clusters (personas), as `vera.stats.compare` pairs judge-only
+    scores. `units` holds both sides' calibration units with a `side` column.
+
+    Columns: `dimension`, `score_a`, `score_b`, `diff`, `diff_lo`, `diff_hi` (null
+    where either side is undefined)."""
+    spec = make_spec(n_resamples, confidence, seed, cluster)
+    dimensions = units.get_column("dimension").unique(maintain_order=True).to_list()
+    ids = np.unique(units.get_column(cluster).to_numpy())
+    xs = [_cluster_features(units.filter(pl.col(side) == s), dimensions, cluster, ids)[0] for s in sides]
+    points = [_statistics(_estimate(x.sum(axis=0, keepdims=True), "ppi")[0])["score"][0] for x in xs]
+    diffs = []
+    for w in resample_weights(group_rng(spec.seed, sides), len(ids), n_resamples):
+        a, b = (_statistics(_estimate(np.einsum("rc,cdf->rdf", w, x), "ppi")[0])["score"] for x in xs)
+        diffs.append(b - a)
+    lo, hi = percentile_interval(np.concatenate(diffs), confidence)
+    out = pl.DataFrame(
+        {
+            "dimension": [*dimensions, OVERALL],
+            "score_a": points[0],
+            "score_b": points[1],
+            "diff": points[1] - points[0],
+            "diff_lo": lo,
+            "diff_hi": hi,
+        }
+    )
+    return out.with_columns(pl.col(pl.Float64).fill_nan(None))
+
+
+def _cluster_features(
+    part: pl.DataFrame, dimensions: list[str], cluster: str, ids: np.ndarray | None = None
+) -> tuple[np.ndarray, int]:
+    """(clusters × dimensions × features) sums, and the group's number of conversations;
+    the clusters are `ids` (in that order) when given, else the part's own."""
     clusters = part.get_column(cluster).to_numpy()
-    ids, c_idx = np.unique(clusters, return_inverse=True)
+    if ids is None:
+        ids, c_idx = np.unique(clusters, return_inverse=True)
+    else:
+        c_idx = np.searchsorted(ids, clusters)
     d_code = {d: i for i, d in enumerate(dimensions)}
     d_idx = part.get_column("dimension").replace_strict(d_code, return_dtype=pl.Int64).to_numpy()
     f = part.select(_F).to_numpy().astype(np.float64)
