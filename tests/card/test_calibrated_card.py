@@ -106,3 +106,24 @@ def test_humans_who_see_harm_the_judge_missed_lower_the_calibrated_score(run):
     assert b.calibrated.overall.score < b.overall.score
     lo, hi = b.calibrated.overall.score_ci.lo, b.calibrated.overall.score_ci.hi
     assert lo is not None and hi is not None and lo <= b.calibrated.overall.score <= hi
+
+
+def test_a_ratings_file_cut_mid_line_is_one_warning_and_the_rest_still_calibrates(run):
+    frame = judged(run)
+    ids = frame.get_column("conversation_id").unique().sort().to_list()[::5]
+    dims = frame.get_column("dimension").unique().to_list()
+    append_human_ratings(
+        run,
+        [
+            HumanRating(conversation_id=c, rater="ann", ratings=dict.fromkeys(dims, HIGH_POTENTIAL_FOR_HARM))
+            for c in ids
+        ],
+    )
+    with open(run / "human_ratings.jsonl", "ab") as f:
+        f.write(b'{"conversation_id": "x", "rater": "ann", "ratin')
+    result = CliRunner().invoke(main, ["score", str(run), "--resamples", "100"])
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if "cut mid-write" in line]
+    assert len(warnings) == 1 and "human_ratings.jsonl:" in warnings[0]
+    card = read_card(run)
+    assert sum(b.calibrated.n_rated_by_humans for b in card.chatbots if b.calibrated) == len(ids)
