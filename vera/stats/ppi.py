@@ -147,7 +147,7 @@ def calibrated_summary(
         for name, values in stats.items():
             row[name] = values[0]
             lo, hi = percentile_interval(rep_stats[name], confidence)
-            row[f"{name}_lo"], row[f"{name}_hi"] = lo, hi
+            row[f"{name}_lo"], row[f"{name}_hi"] = _widen(values[0], lo, hi, x.shape[0], confidence)
         for i, share in enumerate(("bp", "hph", "nr")):
             row[f"lambda_{share}"] = [*lam[0, :, i], np.nan]
         frame = pl.DataFrame(row)
@@ -187,6 +187,7 @@ def calibrated_difference(
         a, b = (_statistics(_estimate(np.einsum("rc,cdf->rdf", w, x), "ppi")[0])["score"] for x in xs)
         diffs.append(b - a)
     lo, hi = percentile_interval(np.concatenate(diffs), confidence)
+    lo, hi = _widen(points[1] - points[0], lo, hi, len(ids), confidence, bounds=(-100.0, 100.0))
     out = pl.DataFrame(
         {
             "dimension": [*dimensions, OVERALL],
@@ -198,6 +199,33 @@ def calibrated_difference(
         }
     )
     return out.with_columns(pl.col(pl.Float64).fill_nan(None))
+
+
+def _widen(
+    point: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    clusters: int,
+    confidence: float,
+    bounds: tuple[float, float] = (0.0, 100.0),
+) -> tuple[np.ndarray, np.ndarray]:
+    """The percentile interval widened about the point for a finite number of clusters:
+    by √(C/(C−1)) (the bootstrap's variance of a mean of C clusters is (C−1)/C of the
+    unbiased one) and by t_{C−1}/z (the estimated spread). In simulation with 100
+    personas the plain percentile interval covered 92.5–94.2 % at 95 %, widened
+    93.0–94.5 % (benchmarks/bench_calibration.py, 400 runs per setting)."""
+    from scipy.stats import norm
+    from scipy.stats import t as t_dist
+
+    if clusters < 2:
+        return lo, hi
+    q = (1.0 + confidence) / 2.0
+    k = float(np.sqrt(clusters / (clusters - 1)) * t_dist.ppf(q, clusters - 1) / norm.ppf(q))
+    with np.errstate(invalid="ignore"):
+        return (
+            np.clip(point - k * (point - lo), *bounds),
+            np.clip(point + k * (hi - point), *bounds),
+        )
 
 
 def _cluster_features(
