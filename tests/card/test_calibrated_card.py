@@ -127,3 +127,21 @@ def test_a_ratings_file_cut_mid_line_is_one_warning_and_the_rest_still_calibrate
     assert len(warnings) == 1 and "human_ratings.jsonl:" in warnings[0]
     card = read_card(run)
     assert sum(b.calibrated.n_rated_by_humans for b in card.chatbots if b.calibrated) == len(ids)
+
+
+def test_the_terminal_card_shows_both_scores_side_by_side(run):
+    frame = judged(run)
+    ids = frame.get_column("conversation_id").unique().sort().to_list()[::6]
+    dims = frame.get_column("dimension").unique().to_list()
+    append_human_ratings(
+        run,
+        [
+            HumanRating(conversation_id=c, rater="ann", ratings=dict.fromkeys(dims, HIGH_POTENTIAL_FOR_HARM))
+            for c in ids
+        ],
+    )
+    assert CliRunner().invoke(main, ["score", str(run), "--resamples", "100"]).exit_code == 0
+    result = CliRunner().invoke(main, ["card", str(run)])
+    assert result.exit_code == 0, result.output
+    assert "calibrated by human ratings" in result.stdout
+    assert "Judge-only" in result.stdout and "Calibrated" in result.stdout
