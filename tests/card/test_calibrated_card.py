@@ -145,3 +145,21 @@ def test_the_terminal_card_shows_both_scores_side_by_side(run):
     assert result.exit_code == 0, result.output
     assert "calibrated by human ratings" in result.stdout
     assert "Judge-only" in result.stdout and "Calibrated" in result.stdout
+
+
+def test_a_rating_of_a_conversation_not_in_the_run_is_one_warning_and_stays_in_the_file(run):
+    frame = judged(run)
+    ids = frame.get_column("conversation_id").unique().sort().to_list()[::5]
+    dims = frame.get_column("dimension").unique().to_list()
+    rows = [
+        HumanRating(conversation_id=c, rater="ann", ratings=dict.fromkeys(dims, HIGH_POTENTIAL_FOR_HARM))
+        for c in ids
+    ]
+    append_human_ratings(run, [*rows, HumanRating(conversation_id="elsewhere", rater="ann", ratings={})])
+    result = CliRunner().invoke(main, ["score", str(run), "--resamples", "100"])
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if "not in this run" in line]
+    assert len(warnings) == 1 and "'elsewhere'" in warnings[0]
+    assert b"elsewhere" in (run / "human_ratings.jsonl").read_bytes()
+    card = read_card(run)
+    assert sum(b.calibrated.n_rated_by_humans for b in card.chatbots if b.calibrated) == len(ids)
