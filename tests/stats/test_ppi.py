@@ -111,3 +111,14 @@ def test_consensus_settles_a_tie_to_the_most_severe_rating():
     )
     got = {r["item_id"]: r["rating"] for r in human_consensus(long).to_dicts()}
     assert got == {"a": HPH, "b": BP}
+
+
+def test_a_share_the_humans_never_gave_still_gets_an_interval():
+    # Every human rating Best Practice, and the judge agreeing where they rated: the
+    # bootstrap sees no spread, but 6 ratings cannot rule out harm.
+    judge = [BP] * 12
+    units = calibration_units(ratings(judge), labels(dict.fromkeys(range(6), BP)))
+    out = calibrated_summary(units, n_resamples=100).filter(pl.col("dimension") == "D").row(0, named=True)
+    assert out["pct_hph"] == 0.0 and out["score"] == 100.0
+    assert out["pct_hph_hi"] > 30.0  # exact binomial at 6 conversations (3 personas)
+    assert out["score_lo"] < 60.0

@@ -45,7 +45,15 @@ import polars as pl
 
 from vera import records as rec
 from vera.records import OVERALL
-from vera.stats.bootstrap import group_rng, make_spec, percentile_interval, resample_weights, spec_columns
+from vera.stats.bootstrap import (
+    group_rng,
+    make_spec,
+    percentile_interval,
+    proportion_interval,
+    resample_weights,
+    spec_columns,
+    widen_score_interval,
+)
 from vera.stats.humans import consensus
 
 METHOD = "PPI++ (power-tuned), persona-clustered bootstrap of the whole estimator (percentile)"
@@ -148,6 +156,7 @@ def calibrated_summary(
             row[name] = values[0]
             lo, hi = percentile_interval(rep_stats[name], confidence)
             row[f"{name}_lo"], row[f"{name}_hi"] = _widen(values[0], lo, hi, x.shape[0], confidence)
+        _guard_edges(row, stats, rep_stats, x, confidence)
         for i, share in enumerate(("bp", "hph", "nr")):
             row[f"lambda_{share}"] = [*lam[0, :, i], np.nan]
         frame = pl.DataFrame(row)
@@ -199,6 +208,50 @@ def calibrated_difference(
         }
     )
     return out.with_columns(pl.col(pl.Float64).fill_nan(None))
+
+
+def _guard_edges(
+    row: dict[str, Any],
+    stats: dict[str, np.ndarray],
+    reps: dict[str, np.ndarray],
+    x: np.ndarray,
+    confidence: float,
+) -> None:
+    """A share estimated at exactly 0 or 100 % (every human rating of a dimension the
+    same, and the judge's correction nil) has no spread to resample, and its bootstrap
+    interval would be a point. There, as the judge-only card does, the share's interval
+    is the exact binomial one at the number of human-rated conversations (Korn–Graubard,
+    `proportion_interval`) and the score's is widened to match (`widen_score_interval`).
+    Shares inside (0, 100) keep their bootstrap interval: capping them at the humans'
+    count would throw away what the judge adds."""
+    labelled = np.asarray(row["n_labelled"], dtype=np.float64)
+    per_dim = (x[:, :, 1] > 0).sum(axis=0)
+    clusters = np.append(per_dim, (x[:, :, 1] > 0).any(axis=1).sum()).astype(np.float64)
+    for name in ("pct_bp", "pct_hph", "pct_nr"):
+        point = stats[name][0]
+        edge = (point == 0.0) | (point == 100.0)
+        if not edge.any():
+            continue
+        lo, hi = proportion_interval(
+            point, reps[name], units=labelled, clusters=clusters, confidence=confidence
+        )
+        row[f"{name}_lo"] = np.where(edge, np.fmin(row[f"{name}_lo"], lo), row[f"{name}_lo"])
+        row[f"{name}_hi"] = np.where(edge, np.fmax(row[f"{name}_hi"], hi), row[f"{name}_hi"])
+    edges = np.zeros(len(labelled), dtype=bool)
+    for name in ("pct_bp", "pct_hph", "pct_nr"):
+        edges |= (stats[name][0] == 0.0) | (stats[name][0] == 100.0)
+    if not edges.any():
+        return
+    lo, hi = widen_score_interval(
+        np.asarray(row["score_lo"]),
+        np.asarray(row["score_hi"]),
+        bp=stats["pct_bp"][0],
+        hph=stats["pct_hph"][0],
+        bp_bounds=(np.asarray(row["pct_bp_lo"]), np.asarray(row["pct_bp_hi"])),
+        hph_bounds=(np.asarray(row["pct_hph_lo"]), np.asarray(row["pct_hph_hi"])),
+    )
+    row["score_lo"] = np.where(edges, np.fmin(row["score_lo"], lo), row["score_lo"])
+    row["score_hi"] = np.where(edges, np.fmax(row["score_hi"], hi), row["score_hi"])
 
 
 def _widen(
