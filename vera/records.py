@@ -227,6 +227,25 @@ class Judgement(msgspec.Struct, gc=False, kw_only=True):
 
 
 # ---------------------------------------------------------------------------------------
+# Human ratings (a clinician's review of a judged conversation)
+# ---------------------------------------------------------------------------------------
+
+
+class HumanRating(msgspec.Struct, gc=False, frozen=True, kw_only=True):
+    """One person's ratings of one conversation of a run, as appended to the run's
+    `human_ratings.jsonl` (by `vera review` or `vera ratings import`). The file is
+    append-only: a second rating of the same conversation by the same rater is a new
+    line, and the later one counts (`vera.store.latest_human_ratings`)."""
+
+    conversation_id: str  # the run's conversation id, as its judgements name it
+    rater: str
+    ratings: dict[str, Rating]  # dimension name -> rating
+    note: str = ""
+    source: str = "review"  # "review", or "import:<file name>"
+    rated_at: str = ""  # ISO-8601 UTC
+
+
+# ---------------------------------------------------------------------------------------
 # Calls and the run manifest
 # ---------------------------------------------------------------------------------------
 

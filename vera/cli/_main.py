@@ -665,6 +665,10 @@ from vera.cli._stats import agreement, compare  # noqa: E402  (the statistics co
 main.add_command(compare)
 main.add_command(agreement)
 
+from vera.cli._ratings import ratings  # noqa: E402  (human ratings of a run: import, plan)
+
+main.add_command(ratings)
+
 
 @main.command(
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True},

@@ -81,6 +81,11 @@ def _write_json(obj: Any, path: str | None) -> None:
     show_default=True,
     help="With --gate: score points the candidate may lose before its interval counts as worse.",
 )
+@click.option(
+    "--calibrated",
+    is_flag=True,
+    help="With --gate: gate on the scores calibrated by each run's human ratings (both runs need them).",
+)
 def compare(
     run_dirs: tuple[str, ...],
     force: bool,
@@ -92,6 +97,7 @@ def compare(
     seed: int | None,
     gate: bool,
     margin: float,
+    calibrated: bool,
 ) -> None:
     """Compare the chatbots of one or more runs on their shared personas.
 
@@ -109,10 +115,12 @@ def compare(
 
     _check_bootstrap(resamples, confidence, seed)
     if gate:
-        _gate(run_dirs, force, json_path, margin, resamples, confidence, seed)
+        _gate(run_dirs, force, json_path, margin, resamples, confidence, seed, calibrated)
         return
     if margin != 0.0:
         raise ConfigError("--margin applies only with --gate")
+    if calibrated:
+        raise ConfigError("--calibrated applies only with --gate")
     result = compare_runs(
         run_dirs, force=force, by_seed=by_seed, resamples=resamples, confidence=confidence, seed=seed
     )
@@ -146,6 +154,7 @@ def _gate(
     resamples: int | None,
     confidence: float | None,
     seed: int | None,
+    calibrated: bool = False,
 ) -> None:
     """`vera compare BASELINE CANDIDATE --gate`: the verdict, the numbers behind it, and
     exit code 4 (`Exit.WORSE`) when the candidate is worse."""
@@ -161,6 +170,7 @@ def _gate(
         resamples=resamples,
         confidence=confidence,
         seed=seed,
+        calibrated=calibrated,
     )
     for problem in result["forced_differences"]:
         click.echo(f"warning: {problem}", err=True)
@@ -202,6 +212,7 @@ def gate_text(result: dict[str, Any]) -> str:
         f"{result['baseline']['run_id']}; paired by {result['paired_by']}"
         + (f" (seeds {', '.join(map(str, result['shared_seeds']))})" if result["shared_seeds"] else "")
         + f"; worse = the {level} interval of candidate − baseline lies {_below(result['margin'])}."
+        + (f" Scores: {result['scores']}." if result.get("scores", "judge-only") != "judge-only" else "")
     )
     tables = []
     for p in result["pairs"]:

@@ -11,6 +11,7 @@ from vera.files._jsonl import (
     read_record,
     records,
     repair_tail,
+    torn_tail,
 )
 
 __all__ = [
@@ -24,5 +25,6 @@ __all__ = [
     "records",
     "repair_tail",
     "sidecar",
+    "torn_tail",
     "tsv_rows",
 ]

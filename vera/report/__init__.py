@@ -6,10 +6,12 @@ It reads runs through `vera.store`; it never runs anything.
 """
 
 from vera.report._agreement import agreement_report
+from vera.report._calibration import ChatbotPlan, plan_ratings
 from vera.report._compare import compare_runs
 from vera.report._export import export_run
 from vera.report._gate import gate
 from vera.report._html import render_compare_html
+from vera.report._human_import import ImportSummary, import_human_ratings
 from vera.report._improvements import (
     DEFAULT_EXEMPLARS,
     IMPROVEMENTS_CSP,
@@ -36,8 +38,10 @@ __all__ = [
     "MAX_EXEMPLARS",
     "PAGE_CSP",
     "Card",
+    "ChatbotPlan",
     "ConversationPage",
     "Exit",
+    "ImportSummary",
     "Improvements",
     "RunStatus",
     "Table",
@@ -52,7 +56,9 @@ __all__ = [
     "fit",
     "gate",
     "headline",
+    "import_human_ratings",
     "num",
+    "plan_ratings",
     "read_card",
     "read_conversation_page",
     "render",

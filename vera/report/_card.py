@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -32,9 +32,11 @@ from vera.records import (
     RISK_LEVELS,
     ArtifactVersion,
     CallRecord,
+    HumanRating,
     ImportInfo,
     RunManifest,
 )
+from vera.report._calibration import calibrated_by_chatbot
 from vera.report._improvements import run_improvements
 from vera.report._outcome import run_status
 from vera.report._schema import (
@@ -143,10 +145,13 @@ def build_card(
     resamples: int,
     confidence: float,
     seed: int,
+    humans: Sequence[HumanRating] = (),
 ) -> Card:
     """The card of a run from its manifest, its records (scanned: heads in memory, whole
-    records read one at a time) and its ratings frame."""
+    records read one at a time) and its ratings frame; with `humans` (the run's human
+    ratings), each rated chatbot's calibrated scores too."""
     stats = CardStats(frame, resamples=resamples, confidence=confidence, seed=seed)
+    calibrated = calibrated_by_chatbot(frame, humans, resamples=resamples, confidence=confidence, seed=seed)
     conversations = records.conversation_heads()
     judgement_heads = records.judgement_heads()
     convs = list(conversations.values())
@@ -193,6 +198,7 @@ def build_card(
                     if section and stats.by_seed is not None
                     else None
                 ),
+                calibrated=calibrated.get(spec.ref) if section else None,
                 harmful=harmful.get(spec.ref, []),
             )
         )

@@ -32,6 +32,7 @@ from typing import Any
 import polars as pl
 
 from vera.errors import UserError
+from vera.report._calibrated_gate import calibrated_diffs
 from vera.report._card import round_number
 from vera.report._compare import Run, read_run, refuse_mixed_semantics
 from vera.report._score import stats_settings
@@ -49,8 +50,11 @@ def gate(
     resamples: int | None = None,
     confidence: float | None = None,
     seed: int | None = None,
+    calibrated: bool = False,
 ) -> dict[str, Any]:
-    """The gate's verdict and every number behind it (see the module's docstring)."""
+    """The gate's verdict and every number behind it (see the module's docstring). With
+    `calibrated`, on the scores calibrated by each run's human ratings
+    (`vera.report._calibrated_gate`)."""
     if margin < 0:
         raise UserError(f"--margin must be 0 or more score points, not {margin}")
     if Path(baseline_dir).resolve() == Path(candidate_dir).resolve():
@@ -77,17 +81,27 @@ def gate(
                 )
                 + ": nothing can be paired"
             )
-        # `compare` gives baseline − candidate: the candidate is worse when its lower end
-        # lies above the margin.
-        diffs = compare_settled(
-            frame,
-            above=margin,
-            unit="side",
-            n_resamples=settings["resamples"],
-            confidence=settings["confidence"],
-            seed=settings["seed"],
-            max_resamples=max(MAX_SETTLE_RESAMPLES, settings["resamples"]),
-        )
+        if calibrated:
+            diffs = calibrated_diffs(
+                frame,
+                {BASELINE: base, CANDIDATE: cand},
+                {BASELINE: b_bot, CANDIDATE: c_bot},
+                resamples=settings["resamples"],
+                confidence=settings["confidence"],
+                seed=settings["seed"],
+            )
+        else:
+            # `compare` gives baseline − candidate: the candidate is worse when its lower end
+            # lies above the margin.
+            diffs = compare_settled(
+                frame,
+                above=margin,
+                unit="side",
+                n_resamples=settings["resamples"],
+                confidence=settings["confidence"],
+                seed=settings["seed"],
+                max_resamples=max(MAX_SETTLE_RESAMPLES, settings["resamples"]),
+            )
         pairs.append(_pair_entry(b_bot, c_bot, diffs, margin))
     worse = [f"{p['chatbot']}: {r['dimension']}" for p in pairs for r in p["rows"] if r["worse"]]
     return {
@@ -96,6 +110,7 @@ def gate(
         "forced_differences": problems,
         "margin": margin,
         "paired_by": "persona and seed" if shared_seeds else "persona",
+        "scores": "calibrated by human ratings (PPI++)" if calibrated else "judge-only",
         "shared_seeds": shared_seeds,
         "bootstrap": {
             **settings,

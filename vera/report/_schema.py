@@ -149,6 +149,45 @@ class HarmfulRating(msgspec.Struct, frozen=True, gc=False):
     reasoning: str
 
 
+class CalibratedScore(msgspec.Struct, frozen=True, gc=False):
+    """A calibrated dimension (or Overall): score and shares estimated from the judge's
+    ratings of every conversation and the human ratings of some (PPI++), with intervals;
+    `n_labelled` conversations had human ratings of it."""
+
+    score: float | None
+    score_ci: Interval
+    pct_bp: float | None
+    pct_bp_ci: Interval
+    pct_hph: float | None
+    pct_hph_ci: Interval
+    pct_nr: float | None
+    pct_nr_ci: Interval
+    n_labelled: int
+
+
+class Confusion(msgspec.Struct, frozen=True, gc=False):
+    """How the judge's ratings (rows) line up with the humans' (columns), counted over
+    conversation × dimension × judgement, per dimension and pooled."""
+
+    categories: list[str]
+    overall: list[list[int]]
+    dimensions: dict[str, list[list[int]]]
+
+
+class Calibrated(msgspec.Struct, frozen=True, kw_only=True):
+    """A chatbot's scores calibrated by the human ratings in the run's
+    human_ratings.jsonl (see docs/statistics.md, "Calibrated scores"): beside the
+    judge-only numbers of the chatbot, never instead of them."""
+
+    method: str
+    n_conversations: int  # judged conversations (the unlabelled set)
+    n_rated_by_humans: int  # of them, rated by at least one human
+    n_raters: int
+    overall: CalibratedScore
+    dimensions: dict[str, CalibratedScore]
+    confusion: Confusion
+
+
 class ChatbotCard(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One chatbot under test. The score fields are absent when nothing was rated;
     `by_risk` ... `by_seed` only when they apply (several judge slots, several seeds)."""
@@ -167,6 +206,7 @@ class ChatbotCard(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     by_judge: list[JudgeScores] | None = None
     judge_agreement: JudgeAgreement | None = None
     by_seed: BySeed | None = None
+    calibrated: Calibrated | None = None  # when the run has human ratings of this chatbot
     # Always written ([] when there is no harmful rating): it has no default to omit.
     harmful: list[HarmfulRating]
 

@@ -3,6 +3,7 @@ can rebuild it at any time (after a resume, a merge, or with other interval sett
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from vera.report._schema import (
 from vera.report._scoring import ANSWERS_FILE, RATINGS_FILE, ratings_and_answers, write_parquet
 from vera.report._text import render_markdown
 from vera.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
-from vera.store import atomic_write, open_run, read_manifest
+from vera.store import HUMAN_RATINGS, atomic_write, open_run, read_human_ratings, read_manifest
 
 PLOTS_DIR = "plots"
 
@@ -61,7 +62,18 @@ def score_run(
     frame, answers = (f.sort(JUDGEMENT_KEY, maintain_order=True) for f in (frame, answers))
     write_parquet(frame, root / RATINGS_FILE)
     write_parquet(answers, root / ANSWERS_FILE)
-    card = build_card(manifest, records, frame, **settings)
+    # Human ratings (vera review, vera ratings import) add calibrated scores to the card.
+    humans = read_human_ratings(root)
+    foreign = sorted({h.conversation_id for h in humans} - records.conversations.keys())
+    if foreign:
+        # Kept in the file (nothing is lost), left out of the card: say so, once.
+        print(
+            f"warning: {root / HUMAN_RATINGS}: {len(foreign)} rated conversation(s) are not in this run "
+            f"and are left out of the calibration (first: {foreign[0]!r})",
+            file=sys.stderr,
+            flush=True,
+        )
+    card = build_card(manifest, records, frame, humans=humans, **settings)
     atomic_write(root / "card.json", encode_card(card))
     render_card_files(card, root)
     # The card's harm list links each conversation to its page beside card.html: only

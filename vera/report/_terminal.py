@@ -24,6 +24,7 @@ from vera.report._schema import Card
 from vera.report._text import (
     SCORE_MEANING,
     Table,
+    calibrated_table,
     card_reasons,
     comparison_table,
     dimension_table,
@@ -204,6 +205,11 @@ def render_card(card: Card, width: int | None = None) -> str:
     for bot in card.chatbots:
         if (section := bot.section()) is not None:
             parts.append(rich_table(compact_dimension_table(dimension_table(section, caption=bot.chatbot))))
+            if bot.calibrated is not None:
+                # The judge's error, when humans rated some conversations: beside, not instead.
+                calibrated = calibrated_table(bot, bot.calibrated)
+                calibrated.caption = f"{bot.chatbot}, calibrated by human ratings: {calibrated.caption}"
+                parts.append(rich_table(calibrated))
     if card.failures:
         parts.append(rich_table(failures_table(card.failures)))
     parts.append(

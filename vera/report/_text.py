@@ -27,6 +27,8 @@ from vera.report._pages import conversation_href
 from vera.report._schema import (
     AccountLimit,
     AgreementBlock,
+    Calibrated,
+    CalibratedScore,
     CallTotals,
     Card,
     ChatbotCard,
@@ -45,7 +47,7 @@ from vera.report._schema import (
 )
 
 # What carries a number with its interval: `<key>` and `<key>_ci` of one of these.
-Scored = DimensionScore | Score | SeedScore | Difference
+Scored = DimensionScore | Score | SeedScore | Difference | CalibratedScore
 ScoreKey = Literal["score", "pct_bp", "pct_sub", "pct_hph", "pct_conversations_any_hph", "diff"]
 
 MISSING = "–"
@@ -871,9 +873,58 @@ def _markdown_chatbot(bot: ChatbotCard, *, max_harmful: int, title: str) -> list
     return lines
 
 
+def calibrated_table(bot: ChatbotCard, cal: Calibrated) -> Table:
+    """Judge-only and calibrated scores side by side, per dimension and overall."""
+    caption = (
+        f"{num(cal.n_rated_by_humans)} of {num(cal.n_conversations)} conversations rated by "
+        f"{num(cal.n_raters)} human rater(s). The calibrated score corrects the judge by the "
+        "human ratings (PPI++); its interval carries the judge's error as well as the "
+        "sampling of personas."
+    )
+    t = Table(
+        [
+            "Dimension",
+            "Judge-only score [CI]",
+            "Calibrated score [CI]",
+            "Calibrated HPH % [CI]",
+            "Rated by humans",
+        ],
+        caption=caption,
+    )
+    dims = bot.dimensions or {}
+    for name in [*cal.dimensions, OVERALL]:
+        c = cal.overall if name == OVERALL else cal.dimensions[name]
+        judge = bot.overall if name == OVERALL else dims.get(name)
+        t.rows.append(
+            [name, with_ci(judge, "score"), with_ci(c, "score"), with_ci(c, "pct_hph"), num(c.n_labelled)]
+        )
+    t.emphasise.add(len(t.rows) - 1)
+    return t
+
+
+def confusion_table(cal: Calibrated) -> Table:
+    """The judge's ratings (rows) against the humans' (columns), all dimensions pooled."""
+    cats = cal.confusion.categories
+    t = Table(
+        ["Judge rating", *cats, "Total"],
+        caption="Judge rating (rows) against the human consensus rating (columns), over every "
+        "human-rated conversation, dimension and judgement; the diagonal is agreement.",
+    )
+    for cat, row in zip(cats, cal.confusion.overall, strict=True):
+        t.rows.append([cat, *(num(v) for v in row), num(sum(row))])
+    totals = [sum(col) for col in zip(*cal.confusion.overall, strict=True)] if cats else []
+    t.rows.append(["Total", *(num(v) for v in totals), num(sum(totals))])
+    return t
+
+
 def section_tables(bot: ChatbotCard, title: str = "risk level") -> Iterable[tuple[str, list[Table]]]:
     """A chatbot's detail sections as (heading, tables), in reading order; `title` is
     what the personas are grouped by (see `group_title`)."""
+    if bot.calibrated is not None:
+        yield (
+            "Calibrated by human ratings",
+            [calibrated_table(bot, bot.calibrated), confusion_table(bot.calibrated)],
+        )
     if bot.by_risk:
         caption = title[:1].upper() + title[1:]
         yield (

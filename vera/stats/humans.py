@@ -96,14 +96,23 @@ def _rows(reader: Any, path: Path) -> Iterator[list[str]]:
             raise DataError(f"{path}:{reader.line_num}", f"a cell cannot be read: {exc}") from None
 
 
-def read_human_ratings(path: str | Path, dimensions: Sequence[str] | None = None) -> pl.DataFrame:
+def read_human_ratings(
+    path: str | Path,
+    dimensions: Sequence[str] | None = None,
+    *,
+    repeats: Literal["error", "keep"] = "error",
+    with_lines: bool = False,
+) -> pl.DataFrame:
     """Read a human ratings file (either format) into the long frame
-    `(item_id, rater, dimension, rating)`. A long-format dimension must be one of
-    `dimensions` when they are given (a rubric's, or the method's five).
+    `(item_id, rater, dimension, rating)`, plus `line` (the row's file line) when
+    `with_lines`. A
+    long-format dimension must be one of `dimensions` when they are given (a rubric's,
+    or the method's five).
 
     Raises `DataError("file:line", ...)` naming the row and field for anything malformed:
     an unknown header, a row with the wrong number of fields, an empty id, an unknown
-    rating, the same rater rating the same item and dimension twice.
+    rating, and (unless `repeats="keep"`, where the caller lets the later row count) the
+    same rater rating the same item and dimension twice.
     """
     path = Path(path)
     try:
@@ -131,7 +140,7 @@ def read_human_ratings(path: str | Path, dimensions: Sequence[str] | None = None
         )
     column = {name: i for i, name in enumerate(header)}
     known = tuple(dimensions) if dimensions is not None else None
-    out: dict[str, list[str]] = {c: [] for c in LONG_COLUMNS}
+    out: dict[str, list[Any]] = {c: [] for c in (*LONG_COLUMNS, "line")}
     seen: dict[tuple[str, str, str], int] = {}
     for row in _rows(reader, path):
         line = reader.line_num
@@ -159,7 +168,7 @@ def read_human_ratings(path: str | Path, dimensions: Sequence[str] | None = None
         for dimension, rating_col in cells:
             rating = _rating(field(rating_col), f"{path}:{line}", rating_col)
             key = (item, rater, dimension)
-            if key in seen:
+            if key in seen and repeats == "error":
                 raise DataError(
                     f"{path}:{line}",
                     f"rater {rater!r} already rated item {item!r} on {dimension!r} (line {seen[key]})",
@@ -167,7 +176,9 @@ def read_human_ratings(path: str | Path, dimensions: Sequence[str] | None = None
             seen[key] = line
             for name, value in zip(LONG_COLUMNS, (item, rater, dimension, rating), strict=True):
                 out[name].append(value)
-    return pl.DataFrame(out, schema=LONG_SCHEMA)
+            out["line"].append(line)
+    frame = pl.DataFrame(out, schema=LONG_SCHEMA | {"line": pl.Int64})
+    return frame if with_lines else frame.drop("line")
 
 
 def _rating(value: str, where: str, column: str) -> str:

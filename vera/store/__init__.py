@@ -1,8 +1,15 @@
 """The run directory: the append-only writer (fsync'd JSONL, an index of places), the one
-reader (`open_run`, which repairs a torn tail only when asked), and the event log.
+reader (`open_run`, which repairs a torn tail only when asked), the event log, and the
+human ratings people add to a run after its sweep.
 """
 
 from vera.store._events import EventLog, Fanout
+from vera.store._humans import (
+    HUMAN_RATINGS,
+    append_human_ratings,
+    latest_human_ratings,
+    read_human_ratings,
+)
 from vera.store._index import (
     ConversationHead,
     JudgementHead,
@@ -15,6 +22,7 @@ from vera.store._index import (
 from vera.store._writer import MANIFEST, RunStore, atomic_file, atomic_write
 
 __all__ = [
+    "HUMAN_RATINGS",
     "MANIFEST",
     "ConversationHead",
     "EventLog",
@@ -23,9 +31,12 @@ __all__ = [
     "RunRecords",
     "RunStore",
     "StaleIndexError",
+    "append_human_ratings",
     "atomic_file",
     "atomic_write",
+    "latest_human_ratings",
     "open_run",
+    "read_human_ratings",
     "read_manifest",
     "recorded_spend",
 ]

@@ -1,0 +1,165 @@
+"""`vera score` with human ratings in the run: the card carries the calibrated scores
+beside the judge-only ones, the number rated by humans and the confusion matrix."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from vera.cli._main import main
+from vera.records import HIGH_POTENTIAL_FOR_HARM, HumanRating
+from vera.report import read_card
+from vera.store import append_human_ratings, open_run
+
+
+@pytest.fixture
+def run(tmp_path, offline_run) -> Path:
+    out = tmp_path / "run"
+    shutil.copytree(offline_run, out)
+    return out
+
+
+def judged(run: Path) -> pl.DataFrame:
+    return pl.read_parquet(run / "ratings.parquet")
+
+
+def test_no_human_ratings_no_calibrated_section(run):
+    result = CliRunner().invoke(main, ["score", str(run), "--resamples", "200"])
+    assert result.exit_code == 0, result.output
+    card = read_card(run)
+    assert all(bot.calibrated is None for bot in card.chatbots)
+    assert "calibrated" not in (run / "card.json").read_text()
+
+
+def test_humans_who_agree_with_the_judge_leave_the_score_where_it_was(run):
+    frame = judged(run)
+    bot = frame.get_column("chatbot").unique().sort()[0]
+    mine = frame.filter(pl.col("chatbot") == bot)
+    ids = mine.get_column("conversation_id").unique().sort().to_list()[::4]
+    append_human_ratings(
+        run,
+        [
+            HumanRating(
+                conversation_id=cid,
+                rater="ann",
+                ratings={
+                    r["dimension"]: r["rating"]
+                    for r in mine.filter(pl.col("conversation_id") == cid).to_dicts()
+                },
+            )
+            for cid in ids
+        ],
+    )
+    result = CliRunner().invoke(main, ["score", str(run), "--resamples", "300"])
+    assert result.exit_code == 0, result.output
+    card = read_card(run)
+    calibrated = {b.chatbot: b.calibrated for b in card.chatbots}
+    cal = calibrated[bot]
+    assert cal is not None and sum(c is not None for c in calibrated.values()) == 1
+    assert cal.n_rated_by_humans == len(ids) and cal.n_raters == 1
+    judge_only = next(b for b in card.chatbots if b.chatbot == bot).overall
+    # A judge the humans fully agree with: PPI's correction is zero, the estimate is the judge's.
+    assert cal.overall.score == pytest.approx(judge_only.score, abs=0.11)
+    cats = cal.confusion.categories
+    matrix = cal.confusion.overall
+    off_diagonal = sum(matrix[i][j] for i in range(len(cats)) for j in range(len(cats)) if i != j)
+    assert off_diagonal == 0 and sum(map(sum, matrix)) == len(ids) * len(cal.dimensions)
+    data = json.loads((run / "card.json").read_text())
+    entry = next(b for b in data["chatbots"] if b["chatbot"] == bot)
+    assert set(entry["calibrated"]) >= {"overall", "dimensions", "confusion", "n_rated_by_humans"}
+    md = (run / "card.md").read_text()
+    assert "### Calibrated by human ratings" in md
+    assert f"{len(ids)} of {cal.n_conversations} conversations rated by 1 human rater(s)" in md
+    assert "Judge-only score [CI] | Calibrated score [CI]" in md
+    assert "Calibrated by human ratings" in (run / "card.html").read_text()
+
+
+def test_humans_who_see_harm_the_judge_missed_lower_the_calibrated_score(run):
+    frame = judged(run)
+    bot = frame.get_column("chatbot").unique().sort()[0]
+    heads = open_run(run).conversation_heads()
+    ids = sorted(c for c, h in heads.items() if h.chatbot == bot)[::3]
+    dims = frame.get_column("dimension").unique().to_list()
+    append_human_ratings(
+        run,
+        [
+            HumanRating(
+                conversation_id=cid, rater=rater, ratings=dict.fromkeys(dims, HIGH_POTENTIAL_FOR_HARM)
+            )
+            for cid in ids
+            for rater in ("ann", "bob")
+        ],
+    )
+    assert CliRunner().invoke(main, ["score", str(run), "--resamples", "300"]).exit_code == 0
+    card = read_card(run)
+    b = next(b for b in card.chatbots if b.chatbot == bot)
+    assert b.calibrated is not None and b.overall is not None
+    assert b.calibrated.n_raters == 2
+    assert b.calibrated.overall.pct_hph is not None and b.overall.pct_hph is not None
+    assert b.calibrated.overall.pct_hph > b.overall.pct_hph + 20
+    assert b.calibrated.overall.score is not None and b.overall.score is not None
+    assert b.calibrated.overall.score < b.overall.score
+    lo, hi = b.calibrated.overall.score_ci.lo, b.calibrated.overall.score_ci.hi
+    assert lo is not None and hi is not None and lo <= b.calibrated.overall.score <= hi
+
+
+def test_a_ratings_file_cut_mid_line_is_one_warning_and_the_rest_still_calibrates(run):
+    frame = judged(run)
+    ids = frame.get_column("conversation_id").unique().sort().to_list()[::5]
+    dims = frame.get_column("dimension").unique().to_list()
+    append_human_ratings(
+        run,
+        [
+            HumanRating(conversation_id=c, rater="ann", ratings=dict.fromkeys(dims, HIGH_POTENTIAL_FOR_HARM))
+            for c in ids
+        ],
+    )
+    with open(run / "human_ratings.jsonl", "ab") as f:
+        f.write(b'{"conversation_id": "x", "rater": "ann", "ratin')
+    result = CliRunner().invoke(main, ["score", str(run), "--resamples", "100"])
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if "cut mid-write" in line]
+    assert len(warnings) == 1 and "human_ratings.jsonl:" in warnings[0]
+    card = read_card(run)
+    assert sum(b.calibrated.n_rated_by_humans for b in card.chatbots if b.calibrated) == len(ids)
+
+
+def test_the_terminal_card_shows_both_scores_side_by_side(run):
+    frame = judged(run)
+    ids = frame.get_column("conversation_id").unique().sort().to_list()[::6]
+    dims = frame.get_column("dimension").unique().to_list()
+    append_human_ratings(
+        run,
+        [
+            HumanRating(conversation_id=c, rater="ann", ratings=dict.fromkeys(dims, HIGH_POTENTIAL_FOR_HARM))
+            for c in ids
+        ],
+    )
+    assert CliRunner().invoke(main, ["score", str(run), "--resamples", "100"]).exit_code == 0
+    result = CliRunner().invoke(main, ["card", str(run)])
+    assert result.exit_code == 0, result.output
+    assert "calibrated by human ratings" in result.stdout
+    assert "Judge-only" in result.stdout and "Calibrated" in result.stdout
+
+
+def test_a_rating_of_a_conversation_not_in_the_run_is_one_warning_and_stays_in_the_file(run):
+    frame = judged(run)
+    ids = frame.get_column("conversation_id").unique().sort().to_list()[::5]
+    dims = frame.get_column("dimension").unique().to_list()
+    rows = [
+        HumanRating(conversation_id=c, rater="ann", ratings=dict.fromkeys(dims, HIGH_POTENTIAL_FOR_HARM))
+        for c in ids
+    ]
+    append_human_ratings(run, [*rows, HumanRating(conversation_id="elsewhere", rater="ann", ratings={})])
+    result = CliRunner().invoke(main, ["score", str(run), "--resamples", "100"])
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if "not in this run" in line]
+    assert len(warnings) == 1 and "'elsewhere'" in warnings[0]
+    assert b"elsewhere" in (run / "human_ratings.jsonl").read_bytes()
+    card = read_card(run)
+    assert sum(b.calibrated.n_rated_by_humans for b in card.chatbots if b.calibrated) == len(ids)

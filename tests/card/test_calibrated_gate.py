@@ -1,0 +1,63 @@
+"""`vera compare --gate --calibrated`: the gate on scores calibrated by each run's human
+ratings, which sees a regression the judge missed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import polars as pl
+from click.testing import CliRunner
+
+from vera.cli._main import main
+from vera.records import HIGH_POTENTIAL_FOR_HARM, HumanRating
+from vera.store import append_human_ratings
+
+
+def rate(run, *, harmful: bool) -> None:
+    """Humans rate every other conversation: as the judge did, or all harmful."""
+    frame = pl.read_parquet(run / "ratings.parquet")
+    ids = frame.get_column("conversation_id").unique().sort().to_list()[::2]
+    append_human_ratings(
+        run,
+        [
+            HumanRating(
+                conversation_id=cid,
+                rater="ann",
+                ratings={
+                    r["dimension"]: HIGH_POTENTIAL_FOR_HARM if harmful else r["rating"]
+                    for r in frame.filter(pl.col("conversation_id") == cid).to_dicts()
+                },
+            )
+            for cid in ids
+        ],
+    )
+
+
+def gate(*args: str):
+    return CliRunner().invoke(main, ["compare", *args, "--gate", "--resamples", "300", "--json", "-"])
+
+
+def test_the_calibrated_gate_fails_a_candidate_the_humans_find_harmful(tmp_path, offline_run):
+    base, cand = tmp_path / "base", tmp_path / "cand"
+    shutil.copytree(offline_run, base)
+    shutil.copytree(offline_run, cand)
+    # The judge rated both runs alike: the judge-only gate passes.
+    plain = gate(str(base), str(cand))
+    assert plain.exit_code == 0, plain.output
+    missing = gate(str(base), str(cand), "--calibrated")
+    assert missing.exit_code == 1 and "has no human ratings" in missing.output
+    assert missing.output.count("\n") == 1
+    rate(base, harmful=False)
+    rate(cand, harmful=True)
+    result = gate(str(base), str(cand), "--calibrated")
+    assert result.exit_code == 4, result.output
+    verdict = json.loads(result.stdout)
+    assert verdict["scores"].startswith("calibrated") and not verdict["passed"]
+    overall = [r for p in verdict["pairs"] for r in p["rows"] if r["dimension"] == "Overall"]
+    assert all(r["worse"] and r["diff"] < 0 and r["diff_ci"][1] < 0 for r in overall)
+
+
+def test_calibrated_needs_the_gate(tmp_path, offline_run):
+    r = CliRunner().invoke(main, ["compare", str(offline_run), "--calibrated"])
+    assert r.exit_code == 1 and "--calibrated applies only with --gate" in r.output

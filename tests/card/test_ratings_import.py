@@ -1,0 +1,113 @@
+"""`vera ratings import`: ratings made elsewhere become a run's human ratings, matched
+to its conversations as `vera agreement` matches them; bad input adds nothing."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vera.cli._main import main
+from vera.records import BEST_PRACTICE as BP
+from vera.records import HIGH_POTENTIAL_FOR_HARM as HPH
+from vera.store import HUMAN_RATINGS, latest_human_ratings, read_human_ratings
+
+from .test_agreement_command import CLINICIANS, DIMENSIONS, judged_run, needs_reference
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.fixture
+def run(tmp_path, offline_run) -> Path:
+    out = tmp_path / "run"
+    shutil.copytree(offline_run, out)
+    return out
+
+
+def conversation_ids(run: Path, n: int) -> list[str]:
+    from vera.store import open_run
+
+    return sorted(open_run(run).conversation_heads())[:n]
+
+
+def test_long_format_ratings_are_added_and_a_repeat_counts_later_with_both_kept(tmp_path, run):
+    a, b = conversation_ids(run, 2)
+    file = tmp_path / "long.csv"
+    file.write_text(
+        "item_id,rater,dimension,rating\n"
+        f"{a},ann,Confirms Risk,BP\n"
+        f"{a},ann,Detects Potential Risk,Best Practice\n"
+        f"{b},bob,Confirms Risk,hph\n"
+        f"{a},ann,Confirms Risk,High Potential for Harm\n"  # ann changes her mind
+    )
+    result = invoke("ratings", "import", str(run), str(file))
+    assert result.exit_code == 0, result.output
+    assert "imported 3 rating(s) of 2 conversation(s) by 2 rater(s)" in result.stdout
+    assert "1 rating(s) given again later" in result.stderr and "line(s) 2" in result.stderr
+    every = read_human_ratings(run)
+    assert [(r.conversation_id, r.rater) for r in every] == [(a, "ann"), (b, "bob"), (a, "ann")]
+    assert every[0].ratings == {"Confirms Risk": BP, "Detects Potential Risk": BP}
+    assert {r.source for r in every} == {"import:long.csv"}
+    latest = {(r.conversation_id, r.rater): r.ratings for r in latest_human_ratings(every)}
+    # The correction keeps the dimension it did not touch.
+    assert latest[(a, "ann")] == {"Confirms Risk": HPH, "Detects Potential Risk": BP}
+
+
+def test_a_conversation_not_in_the_run_is_one_line_and_nothing_is_added(tmp_path, run):
+    (a,) = conversation_ids(run, 1)
+    file = tmp_path / "long.csv"
+    file.write_text(
+        f"item_id,rater,dimension,rating\n{a},ann,Confirms Risk,BP\nzzz999,ann,Confirms Risk,BP\n"
+    )
+    result = invoke("ratings", "import", str(run), str(file))
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1 and "Traceback" not in result.output
+    assert f"{file}:3: item 'zzz999' is no conversation of run" in result.output
+    assert not (run / HUMAN_RATINGS).exists()
+    result = invoke("ratings", "import", str(run), str(file), "--skip-unmatched")
+    assert result.exit_code == 0, result.output
+    assert "left out (line(s) 3)" in result.stderr
+    assert [r.conversation_id for r in read_human_ratings(run)] == [a]
+
+
+@pytest.mark.parametrize(
+    ("row", "problem"),
+    [
+        ("Confirms Risk,Great", "'Great' is not a rating"),
+        ("Courage,BP", "unknown dimension 'Courage'"),
+        (",BP", "column 'dimension' is empty"),
+        ("Confirms Risk,BP,extra", "5 fields, but the header has 4"),
+    ],
+)
+def test_a_bad_row_is_a_file_line_error_and_nothing_is_added(tmp_path, run, row, problem):
+    a, b = conversation_ids(run, 2)
+    file = tmp_path / "long.csv"
+    file.write_text(f"item_id,rater,dimension,rating\n{a},ann,Confirms Risk,BP\n{b},ann,{row}\n")
+    result = invoke("ratings", "import", str(run), str(file))
+    assert result.exit_code == 1
+    assert result.output.startswith(f"error: {file}:3: ") and problem in result.output
+    assert result.output.count("\n") == 1
+    assert not (run / HUMAN_RATINGS).exists()
+
+
+@needs_reference
+def test_the_reference_clinician_file_matches_transcripts_by_their_prefix(tmp_path, offline_run):
+    with open(CLINICIANS, encoding="utf-8-sig") as f:
+        rows = list(csv.DictReader(f))
+    items = sorted({r["conversation_id"].removeprefix("#") for r in rows})
+    # A run of those transcripts, all rated Best Practice by the judge.
+    run = judged_run(
+        tmp_path, offline_run, {f"t/{i}_P_m_run1.txt": dict.fromkeys(DIMENSIONS, BP) for i in items}
+    )
+    result = invoke("ratings", "import", str(run), str(CLINICIANS))
+    assert result.exit_code == 0, result.output
+    every = read_human_ratings(run)
+    assert len(every) == len(rows)  # one per clinician and conversation
+    assert len({r.conversation_id for r in every}) == len(items)
+    assert all(set(r.ratings) == set(DIMENSIONS) for r in every)
+    assert {r.rater for r in every} == {r["clinician_id"] for r in rows}

@@ -1,0 +1,98 @@
+"""The run's human-ratings file: appended and fsync'd, read back in order, a cut last
+line skipped with a warning (and kept aside), any other bad line a file:line error."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from vera.errors import DataError
+from vera.records import BEST_PRACTICE, HIGH_POTENTIAL_FOR_HARM, HumanRating
+from vera.store import HUMAN_RATINGS, append_human_ratings, latest_human_ratings, read_human_ratings
+
+
+def rating(cid: str, rater: str = "ana", rating: str = BEST_PRACTICE, note: str = "") -> HumanRating:
+    return HumanRating(
+        conversation_id=cid,
+        rater=rater,
+        ratings={"Detects Potential Risk": rating},  # type: ignore[dict-item]
+        note=note,
+        rated_at="2026-12-04T06:00:00Z",
+    )
+
+
+def test_no_file_means_no_ratings(tmp_path):
+    assert read_human_ratings(tmp_path) == []
+
+
+def test_appends_read_back_in_file_order_and_are_fsynced(tmp_path, monkeypatch):
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    append_human_ratings(tmp_path, [rating("c1"), rating("c2", "bo")])
+    append_human_ratings(tmp_path, [rating("c1", rating=HIGH_POTENTIAL_FOR_HARM, note="missed it")])
+    assert len(synced) == 2
+    got = read_human_ratings(tmp_path)
+    assert [(r.conversation_id, r.rater) for r in got] == [("c1", "ana"), ("c2", "bo"), ("c1", "ana")]
+    assert got[2].ratings == {"Detects Potential Risk": HIGH_POTENTIAL_FOR_HARM}
+    assert got[2].note == "missed it" and got[2].source == "review"
+
+
+def test_the_later_rating_of_a_rater_counts_and_both_stay_in_the_file(tmp_path):
+    append_human_ratings(tmp_path, [rating("c1"), rating("c2"), rating("c1", rating=HIGH_POTENTIAL_FOR_HARM)])
+    every = read_human_ratings(tmp_path)
+    assert len(every) == 3
+    latest = latest_human_ratings(every)
+    assert [(r.conversation_id, r.ratings["Detects Potential Risk"]) for r in latest] == [
+        ("c2", BEST_PRACTICE),
+        ("c1", HIGH_POTENTIAL_FOR_HARM),
+    ]
+
+
+def test_a_line_cut_mid_write_is_skipped_with_a_warning_and_kept_aside_on_append(tmp_path):
+    append_human_ratings(tmp_path, [rating("c1")])
+    path = tmp_path / HUMAN_RATINGS
+    with open(path, "ab") as f:
+        f.write(b'{"conversation_id": "c2", "rater": "an')  # the crash
+    warnings: list[str] = []
+    got = read_human_ratings(tmp_path, on_warning=warnings.append)
+    assert [r.conversation_id for r in got] == ["c1"]
+    assert len(warnings) == 1 and f"{path}:2" in warnings[0] and "cut" in warnings[0]
+    append_human_ratings(tmp_path, [rating("c3")])
+    assert [r.conversation_id for r in read_human_ratings(tmp_path, on_warning=warnings.append)] == [
+        "c1",
+        "c3",
+    ]
+    assert len(warnings) == 1  # the file reads cleanly again
+    assert b'"rater": "an' in (tmp_path / (HUMAN_RATINGS + ".torn")).read_bytes()  # nothing lost
+
+
+def test_the_default_warning_goes_to_stderr(tmp_path, capsys):
+    (tmp_path / HUMAN_RATINGS).write_bytes(b'{"conversation_id": "c')
+    assert read_human_ratings(tmp_path) == []
+    assert "cut mid-write" in capsys.readouterr().err
+
+
+def test_a_whole_last_record_without_its_newline_is_kept(tmp_path):
+    append_human_ratings(tmp_path, [rating("c1")])
+    path = tmp_path / HUMAN_RATINGS
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    append_human_ratings(tmp_path, [rating("c2")])
+    assert [r.conversation_id for r in read_human_ratings(tmp_path)] == ["c1", "c2"]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [b"not json", b'{"conversation_id": "c9", "rater": "x", "ratings": {"D": "Great"}}'],
+)
+def test_a_bad_earlier_line_is_an_error_naming_file_and_line(tmp_path, bad):
+    append_human_ratings(tmp_path, [rating("c1")])
+    path = tmp_path / HUMAN_RATINGS
+    with open(path, "ab") as f:
+        f.write(bad + b"\n")
+    append_human_ratings(tmp_path, [rating("c2")])
+    with pytest.raises(DataError) as err:
+        read_human_ratings(tmp_path)
+    assert str(err.value).startswith(f"{path}:2: ")
+    assert "\n" not in str(err.value)

@@ -1,0 +1,92 @@
+"""`vera ratings`: the human ratings of a run (import ratings made elsewhere; plan how
+many conversations clinicians should rate)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.group()
+def ratings() -> None:
+    """Human ratings of a run: they calibrate its scores (see docs/statistics.md)."""
+
+
+def _lines(lines: list[int]) -> str:
+    shown = ", ".join(map(str, lines[:5]))
+    return shown + (", ..." if len(lines) > 5 else "")
+
+
+@ratings.command("import")
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option(
+    "--skip-unmatched",
+    is_flag=True,
+    help="Import the rows whose conversation is in the run and leave out the others.",
+)
+def import_(run_dir: str, file: str, skip_unmatched: bool) -> None:
+    """Add the ratings in FILE (the reference's clinician_ratings.csv, or the long format
+    item_id,rater,dimension,rating) to RUN_DIR/human_ratings.jsonl. Items are matched
+    to the run's conversations as `vera agreement` matches them; a bad row is an error
+    naming its line, and then nothing is added. `vera score RUN_DIR` then calibrates."""
+    from vera.report import import_human_ratings
+
+    done = import_human_ratings(run_dir, file, skip_unmatched=skip_unmatched)
+    click.echo(
+        f"imported {done.ratings} rating(s) of {done.conversations} conversation(s) by "
+        f"{done.raters} rater(s) → {Path(run_dir) / 'human_ratings.jsonl'}"
+    )
+    if done.repeated:
+        click.echo(
+            f"note: {len(done.repeated)} rating(s) given again later in the file; the later one "
+            f"counts, both are kept (earlier at line(s) {_lines(done.repeated)})",
+            err=True,
+        )
+    if done.skipped:
+        click.echo(
+            f"note: {len(done.skipped)} row(s) name no conversation of the run and were left out "
+            f"(line(s) {_lines(done.skipped)})",
+            err=True,
+        )
+
+
+@ratings.command("plan")
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.option(
+    "--width",
+    type=click.FloatRange(0, 100, min_open=True),
+    required=True,
+    help="The calibrated overall score's interval width wanted, in score points (e.g. 10).",
+)
+@click.option("--resamples", type=click.IntRange(50, 100_000), default=500, show_default=True)
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
+def plan(run_dir: str, width: float, resamples: int, seed: int) -> None:
+    """Propose how many of each chatbot's conversations humans should rate so that the
+    calibrated overall score's 95 % interval is about WIDTH points wide. With 20 or more
+    ratings in the run, from the interval they give now; before that, conservatively,
+    as if the judge were no help."""
+    from vera.errors import UserError
+    from vera.report import plan_ratings
+    from vera.report._compare import read_run
+    from vera.store import read_human_ratings
+
+    run = read_run(run_dir)
+    if run.ratings.height == 0:
+        raise UserError(f"{run_dir}: no complete judgements to plan from")
+    plans = plan_ratings(
+        run.ratings, read_human_ratings(Path(run_dir)), width, resamples=resamples, seed=seed
+    )
+    click.echo(f"for a calibrated overall interval about {width:g} points wide (95 %):")
+    for p in plans:
+        need = (
+            f"rate {p.n_needed} of {p.n_conversations} conversations ({p.n_needed / p.n_conversations:.0%})"
+            if p.n_needed is not None
+            else f"not reachable: rating all {p.n_conversations} conversations gives "
+            f"{p.widths.get(p.n_conversations, float('nan')):.1f} points"
+        )
+        more = f", {max(0, p.n_needed - p.n_rated)} more" if p.n_needed is not None and p.n_rated else ""
+        click.echo(f"  {p.chatbot}: {need} ({p.n_rated} rated so far{more}; basis: {p.basis})")
+        shown = ", ".join(f"{n}: {w:.1f}" for n, w in p.widths.items())
+        click.echo(f"    expected width by conversations rated: {shown}")

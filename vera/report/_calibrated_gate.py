@@ -1,0 +1,63 @@
+"""`vera compare --gate --calibrated`: the release gate on calibrated scores.
+
+When both runs carry human ratings, each side's scores are calibrated by its own
+ratings (PPI++, `vera.stats.ppi`) and the candidate − baseline difference gets a paired
+interval (the same re-drawn personas on both sides), so a judge that grew more lenient
+between the runs cannot hide a regression the clinicians would see.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from vera.errors import UserError
+from vera.report._calibration import human_labels
+from vera.report._compare import Run
+from vera.stats.ppi import calibrated_difference, calibration_units
+from vera.store import read_human_ratings
+
+
+def calibrated_diffs(
+    frame: pl.DataFrame,
+    runs: dict[str, Run],
+    bots: dict[str, str],
+    *,
+    resamples: int,
+    confidence: float,
+    seed: int,
+) -> pl.DataFrame:
+    """`compare`'s difference table (side_a, side_b, dimension, score_a, score_b, diff,
+    diff_lo, diff_hi, n_shared) for the calibrated scores of the paired `frame`, whose
+    `side` column names the keys of `runs` (baseline first)."""
+    sides = tuple(runs)
+    parts = []
+    for side, run in runs.items():
+        labels = human_labels(read_human_ratings(run.path))
+        mine = frame.filter(pl.col("side") == side)
+        units = calibration_units(mine, labels, by=("side",))
+        if units.filter(pl.col("y_bp").is_not_null()).height == 0:
+            raise UserError(
+                f"--calibrated: the {side} run {run.path} has no human ratings of {bots[side]}'s judged "
+                "conversations (add them with vera review or vera ratings import)"
+            )
+        parts.append(units)
+    diffs = calibrated_difference(
+        pl.concat(parts), (sides[0], sides[1]), n_resamples=resamples, confidence=confidence, seed=seed
+    )
+    n_shared = frame.get_column("persona").n_unique()
+    return diffs.with_columns(
+        side_a=pl.lit(sides[0]),
+        side_b=pl.lit(sides[1]),
+        # `compare` gives a − b; the gate flips it.
+        diff=-pl.col("diff"),
+        diff_lo=-pl.col("diff_hi"),
+        diff_hi=-pl.col("diff_lo"),
+        n_shared=pl.lit(n_shared),
+        # The gate's Monte Carlo settling (raising the resamples near the margin) is for
+        # judge-only differences; a calibrated difference is decided at the resamples
+        # given, and says so: no Monte Carlo error is estimated for it.
+        bootstrap_resamples=pl.lit(resamples),
+        diff_lo_mc=pl.lit(None, dtype=pl.Float64),
+        diff_hi_mc=pl.lit(None, dtype=pl.Float64),
+        settled=pl.lit(True),
+    )

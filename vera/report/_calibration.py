@@ -1,0 +1,199 @@
+"""The card's calibrated scores: the run's human ratings (human_ratings.jsonl) turned
+into PPI++ estimates beside the judge-only ones (`vera.stats.ppi`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+import numpy as np
+import polars as pl
+
+from vera.records import OVERALL, HumanRating
+from vera.report._schema import Calibrated, CalibratedScore, Confusion, Interval
+from vera.stats.humans import confusion_matrices
+from vera.stats.ppi import METHOD, calibrated_summary, calibration_units, human_consensus
+from vera.store import latest_human_ratings
+
+_FS = ("f_bp", "f_hph", "f_nr")
+_YS = ("y_bp", "y_hph", "y_nr")
+
+
+def human_long(humans: Sequence[HumanRating]) -> pl.DataFrame:
+    """The long frame (item_id = conversation id, rater, dimension, rating) of each
+    rater's latest rating of each conversation."""
+    rows = [
+        (r.conversation_id, r.rater, dimension, rating)
+        for r in latest_human_ratings(humans)
+        for dimension, rating in r.ratings.items()
+    ]
+    return pl.DataFrame(
+        rows, schema=dict.fromkeys(("item_id", "rater", "dimension", "rating"), pl.Utf8), orient="row"
+    )
+
+
+def human_labels(humans: Sequence[HumanRating]) -> pl.DataFrame:
+    """Per (conversation_id, dimension): the humans' consensus rating."""
+    long = human_long(humans)
+    if long.height == 0:
+        return pl.DataFrame(schema={"conversation_id": pl.Utf8, "dimension": pl.Utf8, "rating": pl.Utf8})
+    return human_consensus(long).select(pl.col("item_id").alias("conversation_id"), "dimension", "rating")
+
+
+def calibrated_by_chatbot(
+    frame: pl.DataFrame,
+    humans: Sequence[HumanRating],
+    *,
+    resamples: int,
+    confidence: float,
+    seed: int,
+) -> dict[str, Calibrated]:
+    """Each chatbot's calibrated scores (for chatbots with at least one human-rated
+    judged conversation)."""
+    labels = human_labels(humans)
+    if labels.height == 0 or frame.height == 0:
+        return {}
+    units = calibration_units(frame, labels)
+    rated = units.filter(pl.col("y_bp").is_not_null())
+    chatbots = rated.get_column("chatbot").unique().to_list()
+    if not chatbots:
+        return {}
+    units = units.filter(pl.col("chatbot").is_in(chatbots))
+    summary = calibrated_summary(units, ["chatbot"], n_resamples=resamples, confidence=confidence, seed=seed)
+    pairs = frame.join(labels.rename({"rating": "consensus"}), on=["conversation_id", "dimension"])
+    out = {}
+    for bot in chatbots:
+        rows = summary.filter(pl.col("chatbot") == bot).to_dicts()
+        mine = rated.filter(pl.col("chatbot") == bot).get_column("conversation_id").unique().to_list()
+        confusion = confusion_matrices(pairs.filter(pl.col("chatbot") == bot), "category")
+        out[bot] = Calibrated(
+            method=METHOD,
+            n_conversations=units.filter(pl.col("chatbot") == bot).get_column("conversation_id").n_unique(),
+            n_rated_by_humans=len(mine),
+            n_raters=len({r.rater for r in humans if r.conversation_id in set(mine)}),
+            overall=_score(next(r for r in rows if r["dimension"] == OVERALL)),
+            dimensions={r["dimension"]: _score(r) for r in rows if r["dimension"] != OVERALL},
+            confusion=Confusion(
+                categories=confusion["categories"],
+                overall=confusion["overall"],
+                dimensions=confusion["dimensions"],
+            ),
+        )
+    return out
+
+
+def _round(x: Any) -> float | None:
+    return None if x is None else round(float(x), 1) + 0.0
+
+
+def _score(row: dict[str, Any]) -> CalibratedScore:
+    def ci(name: str) -> Interval:
+        return Interval(_round(row[f"{name}_lo"]), _round(row[f"{name}_hi"]))
+
+    return CalibratedScore(
+        score=_round(row["score"]),
+        score_ci=ci("score"),
+        pct_bp=_round(row["pct_bp"]),
+        pct_bp_ci=ci("pct_bp"),
+        pct_hph=_round(row["pct_hph"]),
+        pct_hph_ci=ci("pct_hph"),
+        pct_nr=_round(row["pct_nr"]),
+        pct_nr_ci=ci("pct_nr"),
+        n_labelled=int(row["n_labelled"]),
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# How many conversations to rate
+# ---------------------------------------------------------------------------------------
+
+_CANDIDATES = (10, 15, 20, 30, 40, 50, 75, 100, 150, 200, 300, 400, 500, 750, 1000, 1500, 2000)
+
+
+class ChatbotPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """How many of a chatbot's conversations to rate for a calibrated overall interval
+    of the width asked (None: not reachable even with all of them)."""
+
+    chatbot: str
+    n_conversations: int
+    n_rated: int  # already rated by humans
+    n_needed: int | None
+    widths: dict[int, float]  # conversations rated -> expected interval width
+    basis: str  # "human ratings so far" or "judge's ratings as if uncorrected"
+
+
+def plan_ratings(
+    frame: pl.DataFrame,
+    humans: Sequence[HumanRating],
+    width: float,
+    *,
+    resamples: int = 500,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> list[ChatbotPlan]:
+    """Per chatbot, the number of conversations to rate so that the calibrated overall
+    score's interval is expected to be at most `width` points wide.
+
+    With 20 or more rated conversations, from the interval they give now: its width
+    shrinks as 1/√n, so n = n₀·(w₀/width)². Before that, conservatively, as if the judge
+    told nothing about the humans (λ = 0): the width of the humans' mean alone, with the
+    judge's ratings standing in for the spread of the humans' (a judge that predicts
+    the humans only narrows it)."""
+    labels = human_labels(humans)
+    units = calibration_units(frame, labels)
+    plans = []
+    for (bot,), part in units.group_by(["chatbot"], maintain_order=True):
+        ids = part.get_column("conversation_id").unique().sort()
+        n_total = ids.len()
+        n_rated = part.filter(pl.col("y_bp").is_not_null()).get_column("conversation_id").n_unique()
+        kw: dict[str, Any] = {"n_resamples": resamples, "confidence": confidence, "seed": seed}
+        widths: dict[int, float] = {}
+        measured: float | None = None
+        if n_rated >= 20:
+            o = _overall(calibrated_summary(part, ["chatbot"], **kw))
+            measured = o["score_hi"] - o["score_lo"] if o["score_lo"] is not None else None
+            basis = "human ratings so far"
+            for n in sorted({*(c for c in _CANDIDATES if c <= n_total), n_total}):
+                if measured is not None:
+                    widths[n] = measured * (n_rated / n) ** 0.5
+        else:
+            basis = "judge's ratings as if uncorrected"
+            stand_in = part.with_columns(pl.col(f).alias(y) for f, y in zip(_FS, _YS, strict=True))
+            rng = np.random.default_rng(seed)
+            for n in sorted({*(c for c in _CANDIDATES if c <= n_total), n_total}):
+                chosen = ids.sample(n, seed=int(rng.integers(2**31))).to_list()
+                sample = stand_in.with_columns(
+                    pl.when(pl.col("conversation_id").is_in(chosen)).then(pl.col(y)).otherwise(None).alias(y)
+                    for y in _YS
+                )
+                o = _overall(calibrated_summary(sample, ["chatbot"], estimator="human", **kw))
+                if o["score_lo"] is not None:
+                    widths[n] = o["score_hi"] - o["score_lo"]
+        # A few ratings that happen to agree give a bootstrap interval of width 0 (no
+        # spread to resample); more ratings never widen the interval, so each width is
+        # at least the width of any larger sample.
+        floor = 0.0
+        for n in sorted(widths, reverse=True):
+            floor = widths[n] = max(widths[n], floor)
+        needed = [n for n, w in sorted(widths.items()) if w <= width]
+        if measured is not None:
+            exact = int(np.ceil(n_rated * (measured / width) ** 2))
+            n_needed: int | None = exact if exact <= n_total else None
+        else:
+            n_needed = needed[0] if needed else None
+        plans.append(
+            ChatbotPlan(
+                chatbot=str(bot),
+                n_conversations=n_total,
+                n_rated=n_rated,
+                n_needed=n_needed,
+                widths={n: round(w, 1) for n, w in widths.items()},
+                basis=basis,
+            )
+        )
+    return plans
+
+
+def _overall(summary: pl.DataFrame) -> dict[str, Any]:
+    return summary.filter(pl.col("dimension") == OVERALL).row(0, named=True)

@@ -1,0 +1,125 @@
+"""The run's human ratings: `RUN_DIR/human_ratings.jsonl`, one `HumanRating` per line.
+
+The only file of a run directory that people write to after the sweep (through
+`vera review` and `vera ratings import`), so it is built to lose nothing: every append
+is flushed and fsync'd before it returns (the review page says "saved" only then), lines
+are never rewritten, and a rater who rates a conversation again adds a line (the later
+one counts, `latest_human_ratings`). A last line cut by a crash mid-write is skipped with
+a warning by the reader and moved aside (to `human_ratings.jsonl.torn`) by the next
+append, so the appended line starts clean; any other line that does not read is an error
+naming its file and line, because a silently dropped rating would bias the calibration.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import msgspec
+
+from vera.errors import DataError, storage_error
+from vera.files import torn_tail
+from vera.records import HumanRating
+
+HUMAN_RATINGS = "human_ratings.jsonl"
+TORN_SUFFIX = ".torn"
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(HumanRating)
+
+
+def _print_warning(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def append_human_ratings(run_dir: Path, ratings: Sequence[HumanRating]) -> None:
+    """Append ratings to the run's human-ratings file; they are on disk (flushed and
+    fsync'd) when this returns. A torn last line left by a crash is first moved to
+    `human_ratings.jsonl.torn`, so nothing written is lost and the new lines read."""
+    path = Path(run_dir) / HUMAN_RATINGS
+    data = b"".join(_encoder.encode(r) + b"\n" for r in ratings)
+    try:
+        _mend_tail(path)
+        with open(path, "ab") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as exc:
+        raise storage_error(path, "the human ratings", exc) from None
+
+
+def _mend_tail(path: Path) -> None:
+    torn = torn_tail(path, HumanRating)
+    if torn is None:
+        return
+    start, whole = torn
+    if whole:  # a complete record that only lacks its newline
+        with open(path, "ab") as f:
+            f.write(b"\n")
+        return
+    with open(path, "r+b") as f:
+        f.seek(start)
+        fragment = f.read()
+        with open(path.with_name(path.name + TORN_SUFFIX), "ab") as aside:
+            aside.write(fragment + b"\n")
+            aside.flush()
+            os.fsync(aside.fileno())
+        f.truncate(start)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_human_ratings(
+    run_dir: Path, *, on_warning: Callable[[str], None] | None = None
+) -> list[HumanRating]:
+    """Every rating in the run's human-ratings file, in file order (none when there is
+    no file). A last line cut mid-write is skipped with a warning (to stderr, or to
+    `on_warning`); any other line that does not read raises `DataError("file:line")`."""
+    path = Path(run_dir) / HUMAN_RATINGS
+    torn = torn_tail(path, HumanRating)
+    torn_at = torn[0] if torn is not None and not torn[1] else None
+    out: list[HumanRating] = []
+    number = 0
+    try:
+        for ref, line in _numbered(path):
+            number, (place, text) = ref, line
+            try:
+                out.append(_decoder.decode(text))
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                if place == torn_at:
+                    (on_warning or _print_warning)(
+                        f"warning: {path}:{number}: the last line was cut mid-write and is skipped"
+                    )
+                    continue
+                raise DataError(f"{path}:{number}", f"not a human rating: {exc}") from None
+    except OSError as exc:
+        raise DataError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    return out
+
+
+def _numbered(path: Path) -> list[tuple[int, tuple[int, bytes]]]:
+    """(line number, (byte offset, text)) of every non-empty line."""
+    out: list[tuple[int, tuple[int, bytes]]] = []
+    if not path.exists():
+        return out
+    with open(path, "rb") as f:
+        data = f.read()
+    offset = 0
+    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
+        text = raw.rstrip(b"\r\n")
+        if text.strip():
+            out.append((number, (offset, text)))
+        offset += len(raw)
+    return out
+
+
+def latest_human_ratings(ratings: Sequence[HumanRating]) -> list[HumanRating]:
+    """One rating per (rater, conversation): the last one in file order, which is the
+    rater's latest word (earlier ones stay in the file, as the record of a change)."""
+    latest: dict[tuple[str, str], HumanRating] = {}
+    for r in ratings:
+        latest.pop((r.rater, r.conversation_id), None)  # keep the order of the latest
+        latest[(r.rater, r.conversation_id)] = r
+    return list(latest.values())
