@@ -1,0 +1,369 @@
+"""Multi-session conversations (docs/sessions.md): a persona meets a chatbot several
+times; each session is a conversation judged on its own, the sessions of one persona
+form an arc, and a resume redoes only the sessions that are not finished."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from pytest import MonkeyPatch
+
+from vera.cli._main import main
+from vera.engine._plan import conversation_jobs
+from vera.engine._simulate import USER_MEMORY_NOTE, SimulationSettings
+from vera.errors import ConfigError
+from vera.inputs import load_config
+from vera.records import ModelSpec, Persona
+
+from .clients.runs import KEY, KEY_ENV
+from .fakes.answering import AnsweringOpenAI
+from .fakes.protocols import FakeChatbot, FakeServer, serve_in_thread
+from .run_config import write_run_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def offline_config(tmp: Path, **conversation: Any) -> Path:
+    return write_run_config(
+        tmp / "run.toml",
+        providers=ROOT / "providers",
+        runs_dir=tmp / "runs",
+        chatbots=["offline/best-practice", "offline/risk-ignoring"],
+        persona_limit=3,
+        conversation={"max_turns": 12, "min_turns": 4, **conversation},
+        stats={"resamples": 50},
+    )
+
+
+def vera(*args: str) -> Any:
+    result = CliRunner().invoke(main, list(args))
+    return result
+
+
+# ---------------------------------------------------------------------------------------
+# Config
+# ---------------------------------------------------------------------------------------
+
+
+def test_session_settings_for_an_unlisted_type_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[conversation]\nsessions = ["intake", "follow-up"]\n[conversation.session.folow-up]\nmax_turns = 6\n'
+    )
+    with pytest.raises(ConfigError, match=r"\[conversation.session.folow-up\].*not in conversation.sessions"):
+        load_config(path)
+
+
+def test_a_session_type_that_cannot_be_part_of_a_file_name_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[conversation]\nsessions = ["intake", "follow_up"]\n')
+    with pytest.raises(ConfigError, match="'follow_up' is not a session type name"):
+        load_config(path)
+
+
+def test_a_session_types_turn_limits_are_checked(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[conversation]\nsessions = ["a", "b"]\n[conversation.session.b]\nmin_turns = 40\n')
+    with pytest.raises(ConfigError, match=r"conversation\.session\.b\.min_turns"):
+        load_config(path)
+
+
+def test_the_cli_says_when_sessions_name_nothing(tmp_path: Path) -> None:
+    result = vera("run", "--config", str(offline_config(tmp_path)), "--sessions", " , ", "--quiet")
+    assert result.exit_code == 1
+    assert "--sessions ' , ': names no session type" in result.output
+
+
+# ---------------------------------------------------------------------------------------
+# Ids
+# ---------------------------------------------------------------------------------------
+
+
+def test_single_session_job_ids_are_those_of_runs_made_before_sessions() -> None:
+    """Pinned from the code before sessions existed: a resume of an older run, and the
+    response cache of one, must find every job under its old id."""
+    bot = ModelSpec(
+        ref="offline/best-practice", provider="offline", protocol="offline", model="best-practice"
+    )
+    ua = ModelSpec(ref="offline/scripted-user", provider="offline", protocol="offline", model="scripted-user")
+    personas = tuple(Persona(name=n, risk="High", fields={"Name": n, "Risk": "High"}) for n in ("Ana", "Ben"))
+    jobs = conversation_jobs(
+        chatbots=[bot],
+        user_agents=[ua],
+        personas=personas,
+        seeds=[1, 2],
+        user_prompts_sha="0" * 64,
+        settings=SimulationSettings(),
+    )
+    assert [(j.id, j.seed, j.session) for j in jobs] == [
+        ("3f96a853aa5b8b6d", 1632328101, None),
+        ("41e2192aca14ec27", 608062914, None),
+        ("7a9372383ada80dc", 360393474, None),
+        ("e615561956639cdd", 21812674, None),
+    ]
+
+
+def test_the_config_fingerprint_of_a_run_without_sessions_is_unchanged(tmp_path: Path) -> None:
+    before = load_config(ROOT / "configs" / "offline.toml").fingerprint()
+    path = tmp_path / "c.toml"
+    path.write_text(
+        (ROOT / "configs" / "offline.toml")
+        .read_text()
+        .replace("[conversation]", "[conversation]\nsessions = []")
+    )
+    assert load_config(path).fingerprint() == before
+    path.write_text(
+        (ROOT / "configs" / "offline.toml")
+        .read_text()
+        .replace("[conversation]", '[conversation]\nsessions = ["a", "b"]')
+    )
+    assert load_config(path).fingerprint() != before
+
+
+# ---------------------------------------------------------------------------------------
+# An offline run with sessions
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def arc_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("arcs")
+    config = offline_config(tmp, sessions=["intake", "follow-up"])
+    config.write_text(config.read_text() + "[conversation.session.intake]\nmax_turns = 6\nmin_turns = 2\n")
+    out = tmp / "run"
+    result = vera("run", "--config", str(config), "--out", str(out), "--quiet")
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_every_persona_gets_one_arc_of_its_sessions_in_order(arc_run: Path) -> None:
+    convs = jsonl(arc_run / "conversations.jsonl")
+    assert len(convs) == 3 * 2 * 2  # personas × chatbots × sessions
+    arcs: dict[str, list[dict[str, Any]]] = {}
+    for c in convs:
+        arcs.setdefault(c["session"]["arc"], []).append(c)
+    assert len(arcs) == 6
+    for sessions in arcs.values():
+        assert [(s["session"]["index"], s["session"]["type"], s["session"]["count"]) for s in sessions] == [
+            (1, "intake", 2),
+            (2, "follow-up", 2),
+        ]
+        assert len({(s["persona"], s["chatbot"], s["replicate"]) for s in sessions}) == 1
+        assert len({s["id"] for s in sessions}) == 2
+
+
+def test_a_session_types_own_turn_limit_applies_to_its_sessions_only(arc_run: Path) -> None:
+    convs = jsonl(arc_run / "conversations.jsonl")
+    intake = [len(c["turns"]) for c in convs if c["session"]["type"] == "intake"]
+    follow = [len(c["turns"]) for c in convs if c["session"]["type"] == "follow-up"]
+    assert max(intake) <= 6
+    assert max(follow) > 6  # the offline stand-ins talk past six turns when allowed to
+
+
+def test_each_session_is_judged_on_its_own(arc_run: Path) -> None:
+    convs = {c["id"] for c in jsonl(arc_run / "conversations.jsonl")}
+    judged = [j["conversation_id"] for j in jsonl(arc_run / "judgements.jsonl")]
+    assert sorted(judged) == sorted(convs)
+
+
+def test_a_resume_redoes_only_the_sessions_that_were_not_finished(arc_run: Path, tmp_path: Path) -> None:
+    """As after a kill: every arc's first session is stored and judged, a second session
+    of some arcs too; the resume simulates exactly the missing sessions, reads back the
+    finished ones, and ends with the records of the uninterrupted run."""
+    killed = tmp_path / "killed"
+    killed.mkdir()
+    for name in ("manifest.json",):
+        (killed / name).write_bytes((arc_run / name).read_bytes())
+    convs = jsonl(arc_run / "conversations.jsonl")
+    second = [c["id"] for c in convs if c["session"]["index"] == 2]
+    lost = set(second[:4])  # two arcs keep their second session
+    kept = [c for c in convs if c["id"] not in lost]
+    (killed / "conversations.jsonl").write_text("".join(json.dumps(c) + "\n" for c in kept))
+    judgements = [j for j in jsonl(arc_run / "judgements.jsonl") if j["conversation_id"] not in lost]
+    (killed / "judgements.jsonl").write_text("".join(json.dumps(j) + "\n" for j in judgements))
+
+    result = vera("run", "--resume", str(killed))
+    assert result.exit_code == 0, result.output
+    assert "conversations: 4 new, 8 reused" in result.output
+    assert "judgements: 4 new, 8 reused" in result.output
+    after = {c["id"]: c for c in jsonl(killed / "conversations.jsonl")}
+    whole = {c["id"]: c for c in convs}
+    assert set(after) == set(whole)
+    for cid in lost:
+        assert after[cid]["turns"] == whole[cid]["turns"]
+        assert after[cid]["session"] == whole[cid]["session"]
+
+
+# ---------------------------------------------------------------------------------------
+# What each side is sent: loopback servers
+# ---------------------------------------------------------------------------------------
+
+
+def _sessions_run(
+    tmp: Path,
+    chatbot: FakeServer,
+    chatbot_profile: Callable[[FakeServer], str],
+    *extra: str,
+    conversation: dict[str, Any] | None = None,
+) -> tuple[int, str, Path, FakeServer]:
+    """One persona, two sessions (intake, follow-up), the chatbot on `chatbot`, the
+    user-agent on a loopback OpenAI server, the offline judge."""
+    agent = AnsweringOpenAI(key=KEY)
+    out = tmp / "run"
+    providers = tmp / "providers"
+    providers.mkdir()
+    with MonkeyPatch.context() as env, serve_in_thread(chatbot, agent):
+        env.setenv(KEY_ENV, KEY)
+        (providers / "bot.toml").write_text(chatbot_profile(chatbot))
+        (providers / "agent.toml").write_text(_openai_profile(agent))
+        config = write_run_config(
+            tmp / "run.toml",
+            providers=providers,
+            runs_dir=tmp / "runs",
+            chatbots=["bot"],
+            user_agents=["agent"],
+            persona_limit=1,
+            cache=False,
+            conversation={
+                "max_turns": 4,
+                "min_turns": 4,
+                "sessions": ["intake", "follow-up"],
+                **(conversation or {}),
+            },
+            stats={"resamples": 50},
+        )
+        result = CliRunner().invoke(
+            main, ["run", "--config", str(config), "--out", str(out), "--quiet", *extra]
+        )
+    return result.exit_code, result.output, out, agent
+
+
+def _openai_profile(server: FakeServer) -> str:
+    return (
+        f'protocol = "openai"\nbase_url = "{server.base_url}"\nmodel = "gpt-4o"\n'
+        f'api_key_env = "{KEY_ENV}"\ntimeout_s = 10\nmax_retries = 0\n'
+    )
+
+
+def _http_profile(server: FakeServer) -> str:
+    return HTTP_PROFILE.format(root=server.root)
+
+
+HTTP_PROFILE = (
+    'protocol = "http"\ntimeout_s = 10\nmax_retries = 0\n'
+    '[http]\nurl = "{root}/api/sessions/{{{{conversation_id}}}}/reply"\n'
+    'headers = {{ Authorization = "Bearer ${{' + KEY_ENV + '}}" }}\n'
+    'body = {{ session = "{{{{session_id}}}}", kind = "{{{{session}}}}", place = "{{{{session_index}}}}", '
+    'history = "{{{{messages}}}}", message = "{{{{last_message}}}}" }}\n'
+    'response_path = "reply.text"\n'
+)
+
+
+def test_a_custom_chatbot_is_told_its_arc_and_session_and_sent_this_session_only(tmp_path: Path) -> None:
+    bot = FakeChatbot(key=KEY)
+    code, output, out, _ = _sessions_run(tmp_path, bot, _http_profile)
+    assert code == 0, output
+    convs = jsonl(out / "conversations.jsonl")
+    arc = convs[0]["session"]["arc"]
+    seen = [
+        (r.path, r.json["session"], r.json["kind"], r.json["place"], len(r.json["history"]))
+        for r in bot.received
+    ]
+    assert len(seen) == 4  # two chatbot turns in each of two sessions
+    assert {path for path, *_ in seen} == {f"/api/sessions/{arc}/reply"}
+    assert [(s, k, p) for _, s, k, p, _ in seen] == [
+        (convs[0]["id"], "intake", "1"),
+        (convs[0]["id"], "intake", "1"),
+        (convs[1]["id"], "follow-up", "2"),
+        (convs[1]["id"], "follow-up", "2"),
+    ]
+    # The product keeps its own memory: the follow-up's history starts afresh.
+    assert [n for *_, n in seen] == [1, 3, 1, 3]
+
+
+def test_a_custom_chatbot_without_sessions_is_its_own_arc(tmp_path: Path) -> None:
+    bot = FakeChatbot(key=KEY)
+    providers = tmp_path / "providers"
+    providers.mkdir()
+    config = write_run_config(
+        tmp_path / "run.toml",
+        providers=providers,
+        runs_dir=tmp_path / "runs",
+        chatbots=["bot"],
+        persona_limit=1,
+        cache=False,
+        conversation={"max_turns": 4, "min_turns": 4},
+        stats={"resamples": 50},
+    )
+    with MonkeyPatch.context() as env, serve_in_thread(bot):
+        env.setenv(KEY_ENV, KEY)
+        (providers / "bot.toml").write_text(_http_profile(bot))
+        result = CliRunner().invoke(
+            main, ["run", "--config", str(config), "--out", str(tmp_path / "o"), "--quiet"]
+        )
+    assert result.exit_code == 0, result.output
+    (conv,) = jsonl(tmp_path / "o" / "conversations.jsonl")
+    assert conv["session"] is None
+    assert {(r.path, r.json["session"], r.json["kind"], r.json["place"]) for r in bot.received} == {
+        (f"/api/sessions/{conv['id']}/reply", conv["id"], "default", "1")
+    }
+
+
+def _chatbot_requests(bot: FakeServer) -> list[list[dict[str, Any]]]:
+    return [r.json["messages"] for r in bot.received]
+
+
+def test_a_model_chatbot_is_sent_the_earlier_sessions_before_this_one(tmp_path: Path) -> None:
+    bot = AnsweringOpenAI(key=KEY)
+    code, output, out, agent = _sessions_run(tmp_path, bot, _openai_profile)
+    assert code == 0, output
+    first, second = jsonl(out / "conversations.jsonl")
+    requests = _chatbot_requests(bot)
+    earlier = [
+        {"role": "user" if t["speaker"] == "user" else "assistant", "content": t["text"]}
+        for t in first["turns"]
+    ]
+    follow_up = requests[2]  # the first chatbot call of session 2
+    assert follow_up[: len(earlier) - 1] == earlier[:-1]
+    # Session 1 ended with the chatbot, session 2 opens with the user: no merging needed.
+    assert follow_up[len(earlier) - 1] == earlier[-1]
+    assert follow_up[len(earlier)] == {"role": "user", "content": second["turns"][0]["text"]}
+    # The simulated user starts the follow-up fresh (the reference's semantics).
+    systems = [r.json["messages"][0]["content"] for r in agent.received]
+    assert not any(USER_MEMORY_NOTE in s for s in systems)
+    assert len(set(systems)) == 1
+
+
+def test_chatbot_memory_none_sends_a_model_this_session_only(tmp_path: Path) -> None:
+    bot = AnsweringOpenAI(key=KEY)
+    code, output, _, _ = _sessions_run(
+        tmp_path, bot, _openai_profile, conversation={"chatbot_memory": "none"}
+    )
+    assert code == 0, output
+    assert [len(m) for m in _chatbot_requests(bot)] == [1, 3, 1, 3]
+
+
+def test_with_user_memory_the_simulated_user_remembers_its_earlier_sessions(tmp_path: Path) -> None:
+    bot = AnsweringOpenAI(key=KEY)
+    code, output, out, agent = _sessions_run(tmp_path, bot, _openai_profile, "--user-memory")
+    assert code == 0, output
+    first, _ = jsonl(out / "conversations.jsonl")
+    systems = [r.json["messages"][0]["content"] for r in agent.received]
+    assert len(systems) == 4
+    assert not any(USER_MEMORY_NOTE in s for s in systems[:2])
+    for s in systems[2:]:
+        assert USER_MEMORY_NOTE in s
+        assert "--- Earlier chat (intake) ---" in s
+        for t in first["turns"]:
+            assert t["text"] in s
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["conversation"]["user_memory"] is True
