@@ -17,8 +17,10 @@ from vera.cli._main import main
 from vera.engine._plan import conversation_jobs
 from vera.engine._simulate import USER_MEMORY_NOTE, SimulationSettings
 from vera.errors import ConfigError
-from vera.inputs import load_config
+from vera.inputs import load_config, read_transcripts
 from vera.records import ModelSpec, Persona
+from vera.report._reference_export import transcript_name
+from vera.store import open_run
 
 from .clients.runs import KEY, KEY_ENV
 from .fakes.answering import AnsweringOpenAI
@@ -367,3 +369,66 @@ def test_with_user_memory_the_simulated_user_remembers_its_earlier_sessions(tmp_
             assert t["text"] in s
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["config"]["conversation"]["user_memory"] is True
+
+
+# ---------------------------------------------------------------------------------------
+# Transcripts: import and export by session
+# ---------------------------------------------------------------------------------------
+
+SESSION_TEXT = "user: hi again\n\nchatbot: welcome back. how have things been since we last talked?\n"
+
+
+def test_session_transcripts_import_into_one_arc_each(tmp_path: Path) -> None:
+    folder = tmp_path / "p_gpt_5__a_acme_bot__t20__r2__20260101_000000"
+    folder.mkdir()
+    for name in (
+        "a1b2c3_Robin_gpt-5_run1_s1_intake.txt",
+        "a1b2c3_Robin_gpt-5_run1_s2_follow-up.txt",
+        "d4e5f6_Robin_gpt-5_run2_s1_intake.txt",
+        "d4e5f6_Robin_gpt-5_run2_s2_follow-up.txt",
+        "aaaaaa_Sam_gpt-5_run1.txt",
+    ):
+        (folder / name).write_text(SESSION_TEXT)
+    convs = read_transcripts(tmp_path)
+    places = sorted(
+        (c.session.arc, c.session.index, c.session.type, c.session.count) for c in convs if c.session
+    )
+    assert len(places) == 4
+    arcs = {arc for arc, *_ in places}
+    assert len(arcs) == 2
+    assert sorted((i, t, n) for _, i, t, n in places) == [
+        (1, "intake", 2),
+        (1, "intake", 2),
+        (2, "follow-up", 2),
+        (2, "follow-up", 2),
+    ]
+    (single,) = [c for c in convs if c.session is None]
+    assert single.persona == "Sam"
+    assert {c.persona for c in convs if c.session} == {"Robin"}
+    assert {c.user_agent for c in convs if c.session} == {"gpt-5"}
+
+
+def test_an_arcs_sessions_export_under_the_reference_names(arc_run: Path) -> None:
+    records = open_run(arc_run)
+    names = {cid: transcript_name(head) for cid, (head, _) in records.conversations.items()}
+    for cid, name in names.items():
+        head = records.conversations[cid][0]
+        assert head.session is not None
+        bot = head.chatbot.split("/", 1)[-1]
+        assert (
+            name
+            == f"{head.session.arc[:6]}_{head.persona}_{bot}_run1_s{head.session.index}_{head.session.type}.txt"
+        )
+    # And they import again with their place.
+    folder = arc_run.parent / "exported"
+    folder.mkdir(exist_ok=True)
+    for cid, name in names.items():
+        conv = records.read_conversation(cid)
+        (folder / name).write_text("".join(f"{t.speaker}: {t.text}\n\n" for t in conv.turns))
+    again = read_transcripts(folder)
+    assert sorted((c.session.index, c.session.type, c.session.count) for c in again if c.session) == sorted(
+        (h.session.index, h.session.type, h.session.count)
+        for h, _ in records.conversations.values()
+        if h.session
+    )
+    assert len({c.session.arc for c in again if c.session}) == 6
