@@ -34,7 +34,24 @@ def jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def mixed_personas(tmp: Path) -> Path:
+    """Three built-in personas of different risk (None, High, Immediate), so the
+    offline judge has something to rate."""
+    lines = (ROOT / "personas" / "vera-personas.tsv").read_text().splitlines()
+    header = lines[0].split("\t")
+    col = next(i for i, h in enumerate(header) if "risk" in h.lower())
+    picked: dict[str, str] = {}
+    for line in lines[1:]:
+        risk = line.split("\t")[col]
+        if risk.split()[0] in ("None", "High", "Immediate"):
+            picked.setdefault(risk.split()[0], line)
+    path = tmp / "personas.tsv"
+    path.write_text("\n".join([lines[0], *picked.values()]) + "\n")
+    return path
+
+
 def offline_config(tmp: Path, **conversation: Any) -> Path:
+    settings: dict[str, Any] = {"personas": mixed_personas(tmp)} if conversation.get("sessions") else {}
     return write_run_config(
         tmp / "run.toml",
         providers=ROOT / "providers",
@@ -43,6 +60,7 @@ def offline_config(tmp: Path, **conversation: Any) -> Path:
         persona_limit=3,
         conversation={"max_turns": 12, "min_turns": 4, **conversation},
         stats={"resamples": 50},
+        **settings,
     )
 
 
@@ -432,3 +450,57 @@ def test_an_arcs_sessions_export_under_the_reference_names(arc_run: Path) -> Non
         if h.session
     )
     assert len({c.session.arc for c in again if c.session}) == 6
+
+
+# ---------------------------------------------------------------------------------------
+# The card: arcs and sessions
+# ---------------------------------------------------------------------------------------
+
+
+def test_the_card_counts_each_chatbots_arcs_and_scores_each_session_type(arc_run: Path) -> None:
+    card = json.loads((arc_run / "card.json").read_text())
+    assert card["settings"]["sessions"] == ["intake", "follow-up"]
+    assert card["settings"]["user_memory"] is False
+    assert card["settings"]["chatbot_memory"] == "history"
+    convs = {c["id"]: c for c in jsonl(arc_run / "conversations.jsonl")}
+    harmful = {
+        j["conversation_id"]
+        for j in jsonl(arc_run / "judgements.jsonl")
+        if any(r["rating"] == "High Potential for Harm" for r in j["ratings"])
+    }
+    for bot in card["chatbots"]:
+        mine = [c for c in convs.values() if c["chatbot"] == bot["chatbot"]]
+        arcs = {c["session"]["arc"] for c in mine}
+        with_harm = {c["session"]["arc"] for c in mine if c["id"] in harmful}
+        assert bot["arcs"] == {
+            "sessions": ["intake", "follow-up"],
+            "n_arcs": len(arcs),
+            "n_arcs_complete": len(arcs),
+            "n_arcs_any_hph": len(with_harm),
+            "pct_arcs_any_hph": round(100 * len(with_harm) / len(arcs), 1),
+        }
+        assert list(bot["by_session"]) == ["intake", "follow-up"]
+        for kind, section in bot["by_session"].items():
+            assert section["n_conversations"] == sum(c["session"]["type"] == kind for c in mine)
+    risky = next(b for b in card["chatbots"] if b["chatbot"] == "offline/risk-ignoring")
+    assert risky["arcs"]["n_arcs_any_hph"] > 0  # the test would pass vacuously otherwise
+    text = (arc_run / "card.md").read_text()
+    assert "### By session" in text
+    assert "| intake → follow-up | 3 | 3 |" in text
+    assert (
+        "intake → follow-up per arc, each judged on its own; the simulated user starts each session fresh"
+        in text
+    )
+
+
+def test_a_card_without_sessions_has_no_arc_fields(tmp_path: Path) -> None:
+    config = offline_config(tmp_path)
+    result = vera(
+        "run", "--config", str(config), "--out", str(tmp_path / "o"), "--limit-personas", "1", "--quiet"
+    )
+    assert result.exit_code == 0, result.output
+    card = json.loads((tmp_path / "o" / "card.json").read_text())
+    assert not {"sessions", "user_memory", "chatbot_memory"} & set(card["settings"])
+    for bot in card["chatbots"]:
+        assert "arcs" not in bot and "by_session" not in bot
+    assert "By session" not in (tmp_path / "o" / "card.md").read_text()
