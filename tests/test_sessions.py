@@ -504,3 +504,12 @@ def test_a_card_without_sessions_has_no_arc_fields(tmp_path: Path) -> None:
     for bot in card["chatbots"]:
         assert "arcs" not in bot and "by_session" not in bot
     assert "By session" not in (tmp_path / "o" / "card.md").read_text()
+
+
+def test_resuming_with_other_sessions_is_refused_naming_the_option(arc_run: Path, tmp_path: Path) -> None:
+    result = vera("run", "--resume", str(arc_run), "--sessions", "intake,check-in")
+    assert result.exit_code == 1
+    assert "--sessions: this run used intake,follow-up; you gave intake,check-in" in result.output
+    result = vera("run", "--resume", str(arc_run), "--user-memory")
+    assert result.exit_code == 1
+    assert "--user-memory: this run used False; you gave True" in result.output
