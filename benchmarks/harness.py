@@ -448,9 +448,17 @@ def render_figures(fig: dict[str, Any]) -> str:
 
 def run_sessions_sweep(opts: BenchOptions, sessions: list[int], turns: list[int]) -> list[dict[str, Any]]:
     """One benchmark per (turns, sessions per arc), one session first for each number
-    of turns, each with the same number of conversations (sessions) and calls."""
+    of turns. Every cell runs `concurrency` arcs, all in flight at once (so S × C
+    conversations): the work in flight is the same in every cell, and a cell's CPU per
+    call differs from one session's only by what sessions cost. (With a fixed number
+    of conversations, longer arcs leave a longer tail with fewer in flight, and the
+    per-second work of the run is then spread over fewer calls per second.)"""
     counts = [1, *(n for n in dict.fromkeys(sessions) if n != 1)]
-    return [run_bench(replace(opts, sessions=n, turns=t)) for t in turns for n in counts]
+    return [
+        run_bench(replace(opts, sessions=n, turns=t, conversations=opts.concurrency * n))
+        for t in turns
+        for n in counts
+    ]
 
 
 def render_sessions_table(figs: list[dict[str, Any]]) -> str:
@@ -686,8 +694,8 @@ def render_table(results: list[tuple[Scenario, dict[str, Any]]]) -> str:
 @click.option(
     "--sessions",
     "sessions_list",
-    help="Sweep sessions per arc, e.g. 2,4: each beside one session, with the same conversations "
-    "and turns (docs/sessions.md); prints CPU per call side by side.",
+    help="Sweep sessions per arc, e.g. 2,4: each beside one session, with --concurrency arcs all in "
+    "flight in every cell (--conversations is not used); prints CPU per call side by side (docs/sessions.md).",
 )
 @click.option(
     "--chatbot-memory",

@@ -181,7 +181,7 @@ def test_the_fake_judge_answers_with_a_listed_option() -> None:
 
 def test_the_sessions_sweep_runs_each_cell_beside_one_session(tmp_path: Path) -> None:
     out = tmp_path / "sweep.json"
-    args = ["--conversations", "6", "--latency-ms", "10", "--concurrency", "3", "--no-progress"]
+    args = ["--latency-ms", "10", "--concurrency", "2", "--no-progress"]
     result = CliRunner().invoke(
         main, ["bench", *args, "--sessions", "3", "--sweep-turns", "4,6", "--json", str(out)]
     )
@@ -190,11 +190,11 @@ def test_the_sessions_sweep_runs_each_cell_beside_one_session(tmp_path: Path) ->
     cells = [(f["scenario"]["sessions"], f["scenario"]["turns"]) for f in figs]
     assert cells == [(1, 4), (3, 4), (1, 6), (3, 6)]
     for f in figs:
-        turns = f["scenario"]["turns"]
-        assert f["calls"] == 6 * turns == f["server_requests"]
-        assert f["conversations_finished"] == 6 and f["failed"] == 0
-        arcs = 6 // f["scenario"]["sessions"]
-        assert f["ideal_calls_per_s"] == min(3, arcs) / 0.010
+        sessions, turns = f["scenario"]["sessions"], f["scenario"]["turns"]
+        # Two arcs (the concurrency), all in flight, of `sessions` sessions each.
+        assert f["conversations_finished"] == 2 * sessions and f["failed"] == 0
+        assert f["calls"] == 2 * sessions * turns == f["server_requests"]
+        assert f["ideal_calls_per_s"] == 2 / 0.010
     assert "| 3 | 6 | 2 | 36 |" in result.output
     assert "vs 1 session" in result.output and "| 1.00× |" in result.output
 
