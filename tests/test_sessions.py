@@ -513,3 +513,11 @@ def test_resuming_with_other_sessions_is_refused_naming_the_option(arc_run: Path
     result = vera("run", "--resume", str(arc_run), "--user-memory")
     assert result.exit_code == 1
     assert "--user-memory: this run used False; you gave True" in result.output
+
+
+def test_a_plan_too_big_counts_every_session(tmp_path: Path) -> None:
+    result = vera("run", "--seeds", "2000", "--sessions", "a,b,c", "--out", str(tmp_path / "run"))
+    assert result.exit_code == 1
+    assert "the sweep plans 1,200,000 conversations (2,000 seed(s) × 2 chatbot(s)" in result.output
+    assert "× 3 sessions)" in result.output
+    assert not (tmp_path / "run").exists()

@@ -400,10 +400,15 @@ def check_plan_size(inputs: Inputs, shard: Shard | None = None) -> int:
     line before anything is built when it would not fit in memory: every planned
     conversation is held as a job, and the whole sweep is enumerated to pick a shard's."""
     cfg = inputs.config
-    total = len(cfg.seeds) * len(cfg.chatbots) * len(cfg.user_agents) * len(inputs.selected_personas())
+    sessions = len(cfg.conversation.sessions) if cfg.conversation.multi_session else 1
+    total = (
+        len(cfg.seeds) * len(cfg.chatbots) * len(cfg.user_agents) * len(inputs.selected_personas()) * sessions
+    )
     mine = -(-total // shard.count) if shard else total
     if mine > MAX_PLANNED or total > MAX_PLANNED * 50:
         how = f"{len(cfg.seeds):,} seed(s) × {len(cfg.chatbots):,} chatbot(s) × {len(cfg.user_agents):,} user-agent(s) × {len(inputs.selected_personas()):,} persona(s)"
+        if sessions > 1:
+            how += f" × {sessions} sessions"
         raise ConfigError(
             f"the sweep plans {total:,} conversations ({how}); one process plans at most {MAX_PLANNED:,}: "
             "use fewer seeds or personas, or split the sweep with --shard K/N"
