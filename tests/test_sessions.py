@@ -5,6 +5,10 @@ form an arc, and a resume redoes only the sessions that are not finished."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -521,3 +525,57 @@ def test_a_plan_too_big_counts_every_session(tmp_path: Path) -> None:
     assert "the sweep plans 1,200,000 conversations (2,000 seed(s) × 2 chatbot(s)" in result.output
     assert "× 3 sessions)" in result.output
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_kill_9_mid_arcs_then_resume_redoes_only_the_unfinished_sessions(tmp_path: Path) -> None:
+    """A real kill: arcs are cut between and inside sessions. The resume reuses every
+    stored session, simulates only the others, writes no session twice, and ends with
+    the uninterrupted run's card."""
+    args = [
+        "--config", str(ROOT / "configs" / "offline.toml"), "--seeds", "2", "--limit-personas", "40",
+        "--sessions", "intake,follow-up,check-in",
+    ]  # fmt: skip
+    total = 2 * 2 * 40 * 3  # seeds × chatbots × personas × sessions
+    whole = tmp_path / "whole"
+    assert vera("run", *args, "--out", str(whole), "--quiet").exit_code == 0
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vera", "run", *args, "--out", str(killed), "--quiet"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if len(_complete_lines(killed / "conversations.jsonl")) >= 40:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    before = {c["id"]: c for c in _complete_lines(killed / "conversations.jsonl")}
+    assert 40 <= len(before) < total, "killed when some but not all sessions were done"
+    places: dict[str, set[int]] = {}
+    for c in before.values():
+        places.setdefault(c["session"]["arc"], set()).add(c["session"]["index"])
+    assert any(len(p) < 3 for p in places.values()), "some arc was cut between its sessions"
+    resumed = vera("run", "--resume", str(killed), "--quiet")
+    assert resumed.exit_code == 0, resumed.output
+    assert f"conversations: {total - len(before)} new, {len(before)} reused" in resumed.output
+    after = _complete_lines(killed / "conversations.jsonl")
+    assert len(after) == len({c["id"] for c in after}) == total  # nothing simulated twice
+    by_id = {c["id"]: c for c in after}
+    assert all(by_id[cid]["turns"] == c["turns"] for cid, c in before.items())
+    assert _card_without_volatile(killed) == _card_without_volatile(whole)
+
+
+def _complete_lines(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip().endswith("}")]
+
+
+def _card_without_volatile(run_dir: Path) -> dict[str, Any]:
+    card = json.loads((run_dir / "card.json").read_text())
+    card.pop("run_id")
+    card.pop("accounting")
+    return card
