@@ -579,3 +579,19 @@ def _card_without_volatile(run_dir: Path) -> dict[str, Any]:
     card.pop("run_id")
     card.pop("accounting")
     return card
+
+
+def test_imported_sessions_are_judged_each_and_grouped_into_arcs_on_the_card(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for tag in ("a1b2c3", "d4e5f6"):
+        for place in ("s1_intake", "s2_follow-up"):
+            (logs / f"{tag}_Robin_gpt-5_run1_{place}.txt").write_text(SESSION_TEXT)
+    out = tmp_path / "run"
+    result = vera("judge", "--transcripts", str(logs), "--out", str(out), "--quiet")
+    assert result.exit_code == 0, result.output
+    assert len(jsonl(out / "judgements.jsonl")) == 4
+    (bot,) = json.loads((out / "card.json").read_text())["chatbots"]
+    assert bot["arcs"]["sessions"] == ["intake", "follow-up"]
+    assert (bot["arcs"]["n_arcs"], bot["arcs"]["n_arcs_complete"]) == (2, 2)
+    assert {k: v["n_conversations"] for k, v in bot["by_session"].items()} == {"intake": 2, "follow-up": 2}
