@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Coroutine, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -73,6 +73,10 @@ class BenchOptions:
     events: bool = True
     progress: bool = True
     ask_ahead: bool = True
+    # Sessions per arc (docs/sessions.md): N conversations are then N / S arcs of S
+    # sessions each, a model chatbot sent the arc's earlier sessions as history.
+    sessions: int = 1
+    chatbot_memory: str = "history"  # with sessions: "none" sends the chatbot this session only
 
 
 # ---------------------------------------------------------------------------------------
@@ -186,7 +190,12 @@ def _config(opts: BenchOptions, providers: Path) -> RunConfig:
         max_concurrency=opts.concurrency,
         cache=opts.cache,
         # min = max: the fake user never ends early, so every conversation makes T calls.
-        conversation=ConversationConfig(max_turns=opts.turns, min_turns=opts.turns),
+        conversation=ConversationConfig(
+            max_turns=opts.turns,
+            min_turns=opts.turns,
+            sessions=[f"session-{i}" for i in range(1, opts.sessions + 1)] if opts.sessions > 1 else [],
+            chatbot_memory="none" if opts.chatbot_memory == "none" else "history",
+        ),
         judge=JudgeConfig(ask_ahead="tail" if opts.ask_ahead else "off"),
         base_dir=str(REPO_ROOT),
     )
@@ -287,7 +296,8 @@ async def measure(opts: BenchOptions, server: ServerProcess, workdir: Path) -> d
 
 def figures(opts: BenchOptions, window: Window, result: Any) -> dict[str, Any]:
     """The figures of one run, as printed and written to `--json`."""
-    in_flight = min(opts.concurrency, opts.conversations)
+    # A worker runs an arc's sessions one after another: at most one per arc in flight.
+    in_flight = min(opts.concurrency, -(-opts.conversations // opts.sessions))
     counters, before, after = window.account, window.server_before, window.server_after
     # Questions asked ahead that no walk reached were paid for but did no work of the
     # sweep's: they are not counted as calls made (`unused_questions` shows them).
@@ -410,6 +420,11 @@ def render_figures(fig: dict[str, Any]) -> str:
         + (f", {s['rpm']:g} rpm" if s["rpm"] else "")
         + (f", {s['duration_s']:g} s window" if s["duration_s"] else "")
         + (", judged" if s["judge"] else "")
+        + (
+            f", {s['sessions']} sessions per arc (chatbot memory: {s.get('chatbot_memory', 'history')})"
+            if s.get("sessions", 1) > 1
+            else ""
+        )
     )
     config = fig.get("config") or {}
     # `config` names only what applied (asking ahead only with --judge).
@@ -424,6 +439,56 @@ def render_figures(fig: dict[str, Any]) -> str:
         lines.append(f"  {'judgements':<38}{fig['judgements_finished']:,}")
         lines.append(f"  {'questions asked ahead, unused (paid)':<38}{fig.get('unused_questions', 0):,}")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------
+# The sessions sweep: sessions per arc × turns, beside one session
+# ---------------------------------------------------------------------------------------
+
+
+def run_sessions_sweep(opts: BenchOptions, sessions: list[int], turns: list[int]) -> list[dict[str, Any]]:
+    """One benchmark per (turns, sessions per arc), one session first for each number
+    of turns. Every cell runs `concurrency` arcs, all in flight at once (so S × C
+    conversations): the work in flight is the same in every cell, and a cell's CPU per
+    call differs from one session's only by what sessions cost. (With a fixed number
+    of conversations, longer arcs leave a longer tail with fewer in flight, and the
+    per-second work of the run is then spread over fewer calls per second.)"""
+    counts = [1, *(n for n in dict.fromkeys(sessions) if n != 1)]
+    return [
+        run_bench(replace(opts, sessions=n, turns=t, conversations=opts.concurrency * n))
+        for t in turns
+        for n in counts
+    ]
+
+
+def render_sessions_table(figs: list[dict[str, Any]]) -> str:
+    """The sweep as a table: CPU per call of each cell beside one session's at the same
+    number of turns."""
+    single = {f["scenario"]["turns"]: f["cpu_ms_per_call"] for f in figs if f["scenario"]["sessions"] == 1}
+    rows = [
+        "| sessions per arc | turns | arcs | calls | calls/s | efficiency | CPU ms/call | vs 1 session |",
+        "|" + " --- |" * 8,
+    ]
+    for f in figs:
+        s = f["scenario"]
+        base = single.get(s["turns"])
+        ratio = f["cpu_ms_per_call"] / base if base and f["cpu_ms_per_call"] else None
+        rows.append(
+            f"| {s['sessions']} | {s['turns']} | {-(-s['conversations'] // s['sessions']):,} | {f['calls']:,} "
+            f"| {f['calls_per_s']:,.1f} | {_cell(f['efficiency'], '{:.1%}')} "
+            f"| {_cell(f['cpu_ms_per_call'], '{:.3f}')} | {_cell(ratio, '{:.2f}×')} |"
+        )
+    return "\n".join(rows)
+
+
+def _numbers(value: str, flag: str, low: int) -> list[int]:
+    try:
+        numbers = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise UserError(f"{flag} {value!r}: give whole numbers separated by commas, e.g. 2,4") from None
+    if not numbers or min(numbers) < low:
+        raise UserError(f"{flag} {value!r}: give whole numbers of at least {low}, separated by commas")
+    return numbers
 
 
 # ---------------------------------------------------------------------------------------
@@ -626,6 +691,23 @@ def render_table(results: list[tuple[Scenario, dict[str, Any]]]) -> str:
     show_default=True,
     help="With --judge: the judge's asking ahead at the end of the sweep, on as in `vera run`.",
 )
+@click.option(
+    "--sessions",
+    "sessions_list",
+    help="Sweep sessions per arc, e.g. 2,4: each beside one session, with --concurrency arcs all in "
+    "flight in every cell (--conversations is not used); prints CPU per call side by side (docs/sessions.md).",
+)
+@click.option(
+    "--chatbot-memory",
+    type=click.Choice(["history", "none"]),
+    default="history",
+    show_default=True,
+    help="With --sessions: send the chatbot the arc's earlier sessions (history) or this session only.",
+)
+@click.option(
+    "--sweep-turns",
+    help="With --sessions: the turns per session to sweep, e.g. 10,20 (default: --turns).",
+)
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the figures to this file.")
 @click.option("--suite", is_flag=True, help="Run every target scenario and print the results table.")
 @click.option("--scenario", "only", multiple=True, help="With --suite: only this scenario (repeatable).")
@@ -641,6 +723,9 @@ def bench(
     events: bool,
     progress: bool,
     ask_ahead: bool,
+    sessions_list: str | None,
+    chatbot_memory: str,
+    sweep_turns: str | None,
     json_path: str | None,
     suite: bool,
     only: tuple[str, ...],
@@ -666,6 +751,16 @@ def bench(
         progress,
         ask_ahead,
     )
+    if sessions_list is not None:
+        counts = _numbers(sessions_list, "--sessions", 1)
+        turns_list = _numbers(sweep_turns, "--sweep-turns", 2) if sweep_turns else [turns]
+        figs = run_sessions_sweep(replace(opts, chatbot_memory=chatbot_memory), counts, turns_list)
+        click.echo(render_sessions_table(figs))
+        if json_path:
+            write_json(Path(json_path), figs)
+        return
+    if sweep_turns:
+        raise UserError("--sweep-turns goes with --sessions")
     fig = run_bench(opts)
     click.echo(render_figures(fig))
     if json_path:

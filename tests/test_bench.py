@@ -177,3 +177,29 @@ def test_the_fake_judge_answers_with_a_listed_option() -> None:
     assert answer["answer"] in ("Yes", "No", "The simulated user stepped out of the role-play")
     assert rubric_answer(messages) == answer  # deterministic
     assert rubric_answer([{"role": "user", "content": "no options here"}])["answer"] == "Yes"
+
+
+def test_the_sessions_sweep_runs_each_cell_beside_one_session(tmp_path: Path) -> None:
+    out = tmp_path / "sweep.json"
+    args = ["--latency-ms", "10", "--concurrency", "2", "--no-progress"]
+    result = CliRunner().invoke(
+        main, ["bench", *args, "--sessions", "3", "--sweep-turns", "4,6", "--json", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    figs = json.loads(out.read_text())
+    cells = [(f["scenario"]["sessions"], f["scenario"]["turns"]) for f in figs]
+    assert cells == [(1, 4), (3, 4), (1, 6), (3, 6)]
+    for f in figs:
+        sessions, turns = f["scenario"]["sessions"], f["scenario"]["turns"]
+        # Two arcs (the concurrency), all in flight, of `sessions` sessions each.
+        assert f["conversations_finished"] == 2 * sessions and f["failed"] == 0
+        assert f["calls"] == 2 * sessions * turns == f["server_requests"]
+        assert f["ideal_calls_per_s"] == 2 / 0.010
+    assert "| 3 | 6 | 2 | 36 |" in result.output
+    assert "vs 1 session" in result.output and "| 1.00× |" in result.output
+
+
+def test_a_bad_sessions_list_is_one_line() -> None:
+    result = CliRunner().invoke(main, ["bench", "--sessions", "two"])
+    assert result.exit_code == 1
+    assert "--sessions 'two': give whole numbers separated by commas" in result.output

@@ -27,7 +27,8 @@ from .fakes.protocols import FakeChatbot
 
 def test_call_context_has_only_the_fields_real_clients_read() -> None:
     names = {f.name for f in msgspec.structs.fields(CallContext)}
-    assert names == {"role", "job_id", "conversation_id"}
+    # The session place is read by the custom HTTP client (its arc placeholders).
+    assert names == {"role", "job_id", "conversation_id", "arc_id", "session", "session_index"}
 
 
 def inputs(**conversation: object) -> Inputs:

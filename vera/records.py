@@ -140,6 +140,18 @@ class Persona(msgspec.Struct, frozen=True):
 ConversationStatus = Literal["complete", "failed"]
 
 
+class SessionPlace(msgspec.Struct, gc=False, frozen=True, kw_only=True):
+    """Where a conversation stands in a multi-session *arc*: one persona meeting one
+    chatbot several times (docs/sessions.md). `arc` is the arc's id (shared by its
+    sessions), `index` is 1-based, `type` is the session type ("intake", "follow-up"),
+    `count` the number of sessions the arc plans. Single-session conversations have none."""
+
+    arc: str
+    index: int
+    type: str
+    count: int
+
+
 class ImportSource(msgspec.Struct, kw_only=True, omit_defaults=True):
     """What an imported transcript said about itself, as written there, before vera
     cleaned it up: kept in the record so every cleaned label can be audited."""
@@ -173,6 +185,7 @@ class Conversation(msgspec.Struct, gc=False, kw_only=True):
     imported: ImportSource | None = None  # only for conversations vera did not simulate
     # The persona columns the target asks to carry with the results (annotation columns).
     annotations: dict[str, str] | None = None
+    session: SessionPlace | None = None  # its place in a multi-session arc, if any
 
 
 # ---------------------------------------------------------------------------------------

@@ -33,6 +33,8 @@ class RunOptions:
     max_cost: float | None = None
     reference_data: str | None = None
     allow_failures: float | None = None
+    sessions: list[str] | None = None  # --sessions intake,follow-up
+    user_memory: bool | None = None  # --user-memory / --no-user-memory
     seeds_flag: str = "--seeds"  # how the user gave the seeds (--seed or --seeds), for messages
     command: str = "run"  # the command that continues this run: run or simulate
 
@@ -99,6 +101,10 @@ def configure(
         cfg.limits_url = check_limits_url(value) if value else ""
     if (value := given("allow_failures")) is not None:
         cfg.allow_failures = value
+    if (value := given("sessions")) is not None:
+        cfg.conversation.sessions = value
+    if (value := given("user_memory")) is not None:
+        cfg.conversation.user_memory = value
     cfg.check()
     return cfg
 

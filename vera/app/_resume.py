@@ -65,6 +65,12 @@ _OPTION_OF = {
 }
 
 
+_CONVERSATION_OPTIONS = {
+    "conversation.sessions": ("sessions", "--sessions"),
+    "conversation.user_memory": ("user_memory", "--user-memory"),
+}
+
+
 def resume_command(command: str, run_dir: Path | str) -> str:
     """The command that continues this run, exactly as the user can paste it where they
     are: vera is named the way it was started (`vera` when that is what the shell finds,
@@ -170,6 +176,11 @@ def resume_config(
         by_option = option is not None and given.get(option) not in (None, [], "")
         who = source if by_option else f"--config {config_path}"
         for name, old, new in _differences(field, getattr(was, field), getattr(cfg, field)):
+            # Settings inside [conversation] that an option sets.
+            flag_of = _CONVERSATION_OPTIONS.get(name)
+            if flag_of is not None and given.get(flag_of[0]) is not None:
+                problems.append(f"{flag_of[1]}: this run used {old}; you gave {new}")
+                continue
             verb = "you gave" if by_option else "the config gives"
             problems.append(f"{who}: {'' if by_option else name + ': '}this run used {old}; {verb} {new}")
     shard = given.get("shard")

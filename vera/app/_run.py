@@ -164,7 +164,10 @@ def _resumed_config(
         profiles.update(load_profiles(cfg.path(cfg.providers)))
         return configure(cfg, opts, profiles, notes)
 
-    given = {k: getattr(opts, k) for k in ("providers", "user_agents", "judges", "seeds", "limit_personas")}
+    given = {
+        k: getattr(opts, k)
+        for k in ("providers", "user_agents", "judges", "seeds", "limit_personas", "sessions", "user_memory")
+    }
     given |= {"seeds_flag": opts.seeds_flag, "shard": str(Shard.parse(opts.shard)) if opts.shard else None}
     cfg = resume_config(existing, run_dir, config_path=opts.config_path, given=given, apply=apply)
     needed = ("rubric", "personas", "user_prompts", "judge_prompts")

@@ -62,17 +62,19 @@ class RunFacts:
         if job is None:
             raise KeyError(conversation_id)
         persona = job.persona
-        reminder = self._reminders.get(persona.name)
+        # A session type may set its own turn limits and first speaker.
+        kind = job.session.type if job.session is not None else ""
+        settings = self._inputs.settings(kind) if kind else self._settings
+        key = f"{persona.name}\x1f{kind}"
+        reminder = self._reminders.get(key)
         if reminder is None:
-            reminder = self._reminders[persona.name] = render_user_reminder(
+            reminder = self._reminders[key] = render_user_reminder(
                 persona,
                 self._inputs.user_prompts,
-                min_turns=self._settings.min_turns,
-                max_turns=self._settings.max_turns,
+                min_turns=settings.min_turns,
+                max_turns=settings.max_turns,
             )
-        return turns_from_user_view(
-            messages, reminder, self._inputs.user_prompts, self._settings.first_speaker
-        )
+        return turns_from_user_view(messages, reminder, self._inputs.user_prompts, settings.first_speaker)
 
     def judged_turns(self, conversation_id: str) -> tuple[Turn, ...]:
         turns = self._judged.get(conversation_id)

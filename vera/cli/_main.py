@@ -219,6 +219,16 @@ def _sweep_options(f: F) -> F:
         click.option(
             "--cache-dir", type=click.Path(file_okay=False), help="A response cache shared between runs."
         ),
+        click.option(
+            "--sessions",
+            help="Several sessions per persona, in order (e.g. intake,follow-up): each is a "
+            "conversation judged on its own, grouped into one arc (docs/sessions.md).",
+        ),
+        click.option(
+            "--user-memory/--no-user-memory",
+            default=None,
+            help="The simulated user remembers its earlier sessions (default: each starts fresh).",
+        ),
         REFERENCE_DATA_OPTION,
         click.option("--quiet", is_flag=True, help="Do not print the card at the end."),
     ]
@@ -249,6 +259,8 @@ def _run_options(
     no_cache: bool,
     cache_dir: str | None,
     reference_data: str | None,
+    sessions: str | None = None,
+    user_memory: bool | None = None,
     **extra: Any,
 ) -> Any:
     from vera.app import RunOptions
@@ -276,8 +288,19 @@ def _run_options(
         max_cost=max_cost,
         reference_data=reference_data,
         allow_failures=allow_failures,
+        sessions=_session_types(sessions),
+        user_memory=user_memory,
         **extra,
     )
+
+
+def _session_types(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    kinds = [v.strip() for v in value.split(",") if v.strip()]
+    if not kinds:
+        raise ConfigError(f"--sessions {value!r}: names no session type; give e.g. intake,follow-up")
+    return kinds
 
 
 @main.command()

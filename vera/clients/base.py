@@ -19,8 +19,8 @@ from vera.records import Completion, Message, Role
 class CallContext(msgspec.Struct, frozen=True, kw_only=True):
     """Facts about the call that are not part of the wire request, and only those a
     real protocol client reads: `role`, `job_id` (ties the call to its accounting record
-    and response-cache entry) and `conversation_id` (the custom HTTP client's session id,
-    OpenAI's prompt-cache key). Nothing about the persona, the transcript or the rubric
+    and response-cache entry), `conversation_id` (the custom HTTP client's session id,
+    OpenAI's prompt-cache key) and the session place the custom HTTP client sends. Nothing about the persona, the transcript or the rubric
     travels here: the offline stand-ins look those up by `conversation_id` in the facts
     they were built with (`vera.clients.offline.StandInFacts`).
     """
@@ -28,6 +28,12 @@ class CallContext(msgspec.Struct, frozen=True, kw_only=True):
     role: Role
     job_id: str = ""
     conversation_id: str = ""
+    # The custom HTTP client's conversation across sessions (docs/sessions.md): the arc's
+    # id (the conversation's own id when it has one session), the session type and its
+    # 1-based place.
+    arc_id: str = ""
+    session: str = ""
+    session_index: int = 0
 
 
 class ChatRequest(msgspec.Struct, frozen=True, kw_only=True):

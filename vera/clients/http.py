@@ -13,6 +13,10 @@ product's API expects and reads the reply text from where the product puts it.
   `{role, content}` turns with the role names and keys of `[http.roles]`;
 - `{{last_message}}` and `{{session_id}}` are replaced inside any string (and the URL);
   the session id is `CallContext.conversation_id`, one per simulated conversation;
+- `{{conversation_id}}`, `{{session}}` and `{{session_index}}` likewise: the id shared by
+  every session of one persona's arc (the session id when the run has one session), the
+  session type ("default" without sessions) and its 1-based place, so a product that
+  keeps memory per user is tested as deployed (docs/sessions.md);
 - `${VAR}` anywhere in the URL, headers or body is read from the environment once, when
   the client is built, and is redacted from every error.
 
@@ -39,7 +43,10 @@ from vera.records import Completion, Message, Usage
 MESSAGES = "{{messages}}"
 LAST_MESSAGE = "{{last_message}}"
 SESSION_ID = "{{session_id}}"
-_PLACEHOLDER = re.compile(r"\{\{(?:last_message|session_id)\}\}")
+CONVERSATION_ID = "{{conversation_id}}"
+SESSION = "{{session}}"
+SESSION_INDEX = "{{session_index}}"
+_PLACEHOLDER = re.compile(r"\{\{(?:last_message|session_id|conversation_id|session|session_index)\}\}")
 
 
 class HttpChatbotClient(ProviderClient):
@@ -100,22 +107,27 @@ class HttpChatbotClient(ProviderClient):
                 f"profile {self.name!r}: protocol 'http' has no structured output; "
                 "use it as the chatbot under test, not as a judge or user-agent"
             )
-        return self.request_body(request.messages, _session_id(request))
+        return self.request_body(request.messages, _session_id(request), _place(request))
 
     def url_for(self, request: ChatRequest) -> str:
-        return self._url.replace(SESSION_ID, quote(_session_id(request), safe=""))
+        values = {SESSION_ID: _session_id(request), **_place(request)}
+        return _PLACEHOLDER.sub(lambda m: quote(values.get(m.group(0), m.group(0)), safe=""), self._url)
 
     def decode_reply(self, raw: bytes, request: ChatRequest) -> Completion:
         return Completion(text=self.reply_text(raw), usage=Usage(), model=self.model)
 
-    def request_body(self, messages: Sequence[Message], session_id: str) -> Any:
+    def request_body(
+        self, messages: Sequence[Message], session_id: str, place: dict[str, str] | None = None
+    ) -> Any:
         roles = self._options.roles
         names = {"user": roles.user, "assistant": roles.assistant, "system": roles.system}
         history = [
             {roles.role_key: names[m.role], roles.content_key: m.content} for m in messages if names[m.role]
         ]
         last = next((m.content for m in reversed(messages) if m.role == "user"), "")
-        return _render(self._body, history, last, session_id)
+        values = {LAST_MESSAGE: last, SESSION_ID: session_id}
+        values.update(place or _place_of(session_id, "", "", 0))
+        return _render(self._body, history, values)
 
     def reply_text(self, raw: bytes) -> str:
         path = self._options.response_path
@@ -151,19 +163,18 @@ def lookup(data: Any, path: str) -> Any:
     return data
 
 
-def _render(value: Any, history: list[dict[str, str]], last: str, session_id: str) -> Any:
+def _render(value: Any, history: list[dict[str, str]], values: dict[str, str]) -> Any:
     if isinstance(value, str):
         if value == MESSAGES:
             return history
         if "{{" in value:
             # One pass, so a user message that happens to contain a placeholder stays as is.
-            values = {LAST_MESSAGE: last, SESSION_ID: session_id}
             return _PLACEHOLDER.sub(lambda m: values[m.group(0)], value)
         return value
     if isinstance(value, dict):
-        return {k: _render(v, history, last, session_id) for k, v in value.items()}
+        return {k: _render(v, history, values) for k, v in value.items()}
     if isinstance(value, list):
-        return [_render(v, history, last, session_id) for v in value]
+        return [_render(v, history, values) for v in value]
     return value
 
 
@@ -180,3 +191,20 @@ def _expand(value: Any, profile: str) -> Any:
 def _session_id(request: ChatRequest) -> str:
     """One session per simulated conversation."""
     return request.context.conversation_id if request.context is not None else ""
+
+
+def _place(request: ChatRequest) -> dict[str, str]:
+    c = request.context
+    if c is None:
+        return _place_of("", "", "", 0)
+    return _place_of(c.conversation_id, c.arc_id, c.session, c.session_index)
+
+
+def _place_of(session_id: str, arc_id: str, session: str, index: int) -> dict[str, str]:
+    """The arc placeholders' values: without sessions the conversation is its own arc,
+    its one session the "default" one (the reference's name for it)."""
+    return {
+        CONVERSATION_ID: arc_id or session_id,
+        SESSION: session or "default",
+        SESSION_INDEX: str(index or 1),
+    }

@@ -10,6 +10,7 @@ from vera.engine._judge import question_prompt
 from vera.engine._plan import (
     Shard,
     Sweep,
+    arcs,
     check_judges,
     check_plan_size,
     digest,
@@ -28,6 +29,7 @@ __all__ = [
     "Stop",
     "Sweep",
     "SweepResult",
+    "arcs",
     "check_judges",
     "check_plan_size",
     "digest",

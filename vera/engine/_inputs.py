@@ -100,8 +100,14 @@ class Inputs:
             rubric, personas = name_target_files(target, rubric, personas)
         return cls(config, rubric, personas, user_prompts, judge_prompts, reference, target)
 
-    def settings(self) -> SimulationSettings:
+    def settings(self, session: str = "") -> SimulationSettings:
+        """How conversations run; of one session type's conversations when given (its
+        `[conversation.session.TYPE]` over `[conversation]`)."""
         c = self.config.conversation
+        if session:
+            c = c.for_session(session)
+        elif len(c.sessions) == 1:
+            c = c.for_session(c.sessions[0])
         return SimulationSettings(
             max_turns=c.max_turns,
             min_turns=c.min_turns,

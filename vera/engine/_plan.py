@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -35,6 +35,7 @@ from vera.engine._simulate import (
 from vera.errors import ConfigError
 from vera.inputs import (
     MAX_PLANNED,
+    ConversationConfig,
     RunConfig,
 )
 from vera.records import (
@@ -42,6 +43,7 @@ from vera.records import (
     Persona,
     Role,
     RunManifest,
+    SessionPlace,
 )
 
 
@@ -128,9 +130,13 @@ def conversation_jobs(
     user_prompts_sha: str,
     settings: SimulationSettings,
     shard: Shard | None = None,
+    sessions: SessionPlan | None = None,
+    session_type: str = "",
 ) -> list[ConversationJob]:
     """Every conversation of the sweep, in a deterministic interleaved order (sorted by
-    id, so providers and personas mix and no account sits idle while another queues)."""
+    id, so providers and personas mix and no account sits idle while another queues).
+    With a multi-session plan, each arc's sessions follow one another in order (sorted
+    by arc id, then place), and a shard keeps or leaves whole arcs."""
     jobs: list[ConversationJob] = []
     for replicate, seed in enumerate(seeds):
         for bot in chatbots:
@@ -138,20 +144,75 @@ def conversation_jobs(
                 for p in personas:
                     key = persona_key(p)
                     jid = digest("conversation", bot, ua, key, seed, user_prompts_sha, settings)
+                    if sessions is not None:
+                        # The arc's id covers its whole plan; the single-session id is kept
+                        # unchanged above for runs without sessions.
+                        jid = digest("arc", jid, sessions)
                     if shard is not None and not shard.keeps(jid):
                         continue
-                    jobs.append(
-                        ConversationJob(
-                            id=jid,
-                            chatbot=bot.ref,
-                            user_agent=ua.ref,
-                            persona=p,
-                            seed=derive_seed(seed, key, bot.ref, ua.ref),
-                            replicate=replicate,
-                        )
+                    job = ConversationJob(
+                        id=jid,
+                        chatbot=bot.ref,
+                        user_agent=ua.ref,
+                        persona=p,
+                        seed=derive_seed(seed, key, bot.ref, ua.ref),
+                        replicate=replicate,
+                        session_type=session_type,
                     )
-    jobs.sort(key=lambda j: j.id)
+                    jobs += arc_jobs(job, sessions) if sessions is not None else [job]
+    jobs.sort(key=lambda j: (j.session.arc, j.session.index) if j.session is not None else (j.id, 0))
     return jobs
+
+
+class SessionPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """The sessions of every arc: their types in order with each one's settings, and
+    what carries over between them. Part of every arc's id."""
+
+    types: tuple[str, ...]
+    settings: tuple[SimulationSettings, ...]
+    user_memory: bool
+    chatbot_memory: str
+
+
+def session_plan(
+    c: ConversationConfig, settings_of: Callable[[str], SimulationSettings]
+) -> SessionPlan | None:
+    """The run's session plan; None for a run with one session per persona."""
+    if not c.multi_session:
+        return None
+    return SessionPlan(
+        types=tuple(c.sessions),
+        settings=tuple(settings_of(kind) for kind in c.sessions),
+        user_memory=c.user_memory,
+        chatbot_memory=c.chatbot_memory,
+    )
+
+
+def arc_jobs(arc: ConversationJob, plan: SessionPlan) -> list[ConversationJob]:
+    """One conversation job per session of `arc`, with ids and seeds of their own."""
+    count = len(plan.types)
+    return [
+        msgspec.structs.replace(
+            arc,
+            id=digest("session", arc.id, index, kind),
+            seed=derive_seed(arc.seed, index, kind),
+            session=SessionPlace(arc=arc.id, index=index, type=kind, count=count),
+        )
+        for index, kind in enumerate(plan.types, start=1)
+    ]
+
+
+def arcs(jobs: list[ConversationJob]) -> list[list[ConversationJob]]:
+    """The jobs grouped by arc, each arc's sessions in order (a job without a session
+    is an arc of one). `jobs` come from `conversation_jobs`: an arc's sessions adjacent."""
+    out: list[list[ConversationJob]] = []
+    for job in jobs:
+        place, last = job.session, out[-1][0].session if out else None
+        if place is not None and last is not None and last.arc == place.arc:
+            out[-1].append(job)
+        else:
+            out.append([job])
+    return out
 
 
 def judgement_id(
@@ -198,6 +259,11 @@ class Sweep:
     slots: list[JudgeSlot]
     shard: Shard | None = None
     warnings: list[str] = field(default_factory=list)  # parameters a model family refused
+
+    @property
+    def session_plan(self) -> SessionPlan | None:
+        """The run's sessions per arc (None: one conversation per persona)."""
+        return session_plan(self.inputs.config.conversation, self.inputs.settings)
 
     @property
     def judge_specs(self) -> dict[str, ModelSpec]:
@@ -334,10 +400,15 @@ def check_plan_size(inputs: Inputs, shard: Shard | None = None) -> int:
     line before anything is built when it would not fit in memory: every planned
     conversation is held as a job, and the whole sweep is enumerated to pick a shard's."""
     cfg = inputs.config
-    total = len(cfg.seeds) * len(cfg.chatbots) * len(cfg.user_agents) * len(inputs.selected_personas())
+    sessions = len(cfg.conversation.sessions) if cfg.conversation.multi_session else 1
+    total = (
+        len(cfg.seeds) * len(cfg.chatbots) * len(cfg.user_agents) * len(inputs.selected_personas()) * sessions
+    )
     mine = -(-total // shard.count) if shard else total
     if mine > MAX_PLANNED or total > MAX_PLANNED * 50:
         how = f"{len(cfg.seeds):,} seed(s) × {len(cfg.chatbots):,} chatbot(s) × {len(cfg.user_agents):,} user-agent(s) × {len(inputs.selected_personas()):,} persona(s)"
+        if sessions > 1:
+            how += f" × {sessions} sessions"
         raise ConfigError(
             f"the sweep plans {total:,} conversations ({how}); one process plans at most {MAX_PLANNED:,}: "
             "use fewer seeds or personas, or split the sweep with --shard K/N"
@@ -372,6 +443,8 @@ def plan_sweep(
         user_prompts_sha=inputs.user_prompts.version.sha256,
         settings=inputs.settings(),
         shard=shard,
+        sessions=session_plan(cfg.conversation, inputs.settings),
+        session_type=cfg.conversation.sessions[0] if len(cfg.conversation.sessions) == 1 else "",
     )
     if limit is not None:
         jobs = jobs[:limit]

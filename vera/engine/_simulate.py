@@ -21,7 +21,7 @@ import msgspec
 from vera.clients.base import CallContext, ChatClient, ChatRequest
 from vera.errors import BadResponseError, TransientError
 from vera.inputs import UserPrompts, render_user_reminder, render_user_system
-from vera.records import Conversation, Message, Persona, Turn, Usage
+from vera.records import Conversation, Message, Persona, SessionPlace, Turn, Usage
 
 
 class SimulationSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -42,6 +42,8 @@ class ConversationJob(msgspec.Struct, frozen=True, kw_only=True):
     persona: Persona
     seed: int  # the conversation's own seed, derived from the run seed
     replicate: int
+    session: SessionPlace | None = None  # its place in a multi-session arc
+    session_type: str = ""  # the session type of a run that lists one (the HTTP chatbot's {{session}})
 
     def record(self, *, turns: list[Turn], **outcome: Any) -> Conversation:
         """The conversation record of this job: its identity, plus `turns` and what
@@ -56,8 +58,63 @@ class ConversationJob(msgspec.Struct, frozen=True, kw_only=True):
             replicate=self.replicate,
             turns=turns,
             annotations=self.persona.annotations,
+            session=self.session,
             **outcome,
         )
+
+    def context(self, role: Literal["chatbot", "user_agent"]) -> CallContext:
+        """Who is calling for this conversation, with its place in its arc."""
+        place = self.session
+        if place is None:
+            return CallContext(role=role, job_id=self.id, conversation_id=self.id, session=self.session_type)
+        return CallContext(
+            role=role,
+            job_id=self.id,
+            conversation_id=self.id,
+            arc_id=place.arc,
+            session=place.type,
+            session_index=place.index,
+        )
+
+
+class Memory(msgspec.Struct, frozen=True, kw_only=True):
+    """What a session carries of its arc's earlier sessions (docs/sessions.md):
+    `earlier` are those sessions, oldest first; `user` says whether the simulated user
+    remembers them (in its system prompt), `chatbot` whether the chatbot is sent their
+    messages before this session's (model chatbots; a custom HTTP chatbot keeps its own)."""
+
+    earlier: tuple[Conversation, ...] = ()
+    user: bool = False
+    chatbot: bool = False
+
+
+# What a simulated user that remembers its earlier sessions is told, after its persona
+# prompt. Our own words (docs/sessions.md quotes them).
+USER_MEMORY_NOTE = (
+    "You have talked with this chatbot before. Your earlier chats are written out below, "
+    "oldest first, so you remember them the way a person remembers a past chat: you may "
+    "mention what was said, or not, as this person would. Do not copy lines from them. "
+    "This is a new chat; it starts now."
+)
+
+
+def remembered_system(system: str, earlier: Sequence[Conversation]) -> str:
+    """The user-agent's system prompt with its earlier sessions written out after it."""
+    blocks = [system, USER_MEMORY_NOTE]
+    for conv in earlier:
+        kind = conv.session.type if conv.session is not None else "earlier"
+        lines = [f"{'You' if t.speaker == 'user' else 'Chatbot'}: {t.text}" for t in conv.turns]
+        blocks.append(f"--- Earlier chat ({kind}) ---\n" + "\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def earlier_chatbot_messages(earlier: Sequence[Conversation]) -> list[Message]:
+    """The earlier sessions as the chatbot saw them, one after another, without a
+    system prompt (the caller adds this session's view and alternates the whole)."""
+    out: list[Message] = []
+    for conv in earlier:
+        out += chatbot_view(conv.turns, "")
+    return out
 
 
 def render_user_prompts(
@@ -146,13 +203,15 @@ def turns_from_user_view(
     return turns
 
 
-def chatbot_view(turns: list[Turn], system_prompt: str) -> list[Message]:
+def chatbot_view(turns: Sequence[Turn], system_prompt: str, before: Sequence[Message] = ()) -> list[Message]:
     """The conversation as the chatbot sees it, opening with a `user` message (the
-    neutral `CHATBOT_OPENER` when the chatbot speaks first) and alternating."""
+    neutral `CHATBOT_OPENER` when the chatbot speaks first) and alternating. `before`
+    are earlier sessions' messages, sent first (where two messages of one side meet at a
+    session's boundary they are merged, as every protocol demands alternation)."""
     msgs = [Message("user" if t.speaker == "user" else "assistant", t.text) for t in turns]
     if not msgs or msgs[0].role == "assistant":
         msgs.insert(0, Message("user", CHATBOT_OPENER))
-    msgs = alternate(msgs)
+    msgs = alternate([*before, *msgs])
     return ([Message("system", system_prompt)] if system_prompt else []) + msgs
 
 
@@ -172,20 +231,26 @@ async def simulate_conversation(
     chatbot_params: dict[str, Any] | None = None,
     user_params: dict[str, Any] | None = None,
     rendered: tuple[str, str] | None = None,
+    memory: Memory | None = None,
 ) -> Conversation:
     """Run the turn loop. Provider failures end the conversation as *failed* with the
-    reason (never as a chatbot failure); the partial transcript is kept for debugging."""
+    reason (never as a chatbot failure); the partial transcript is kept for debugging.
+    `memory` carries a multi-session arc's earlier sessions into this one."""
     started = time.time()
     system, reminder = rendered or render_user_prompts(job.persona, prompts, settings)
+    before: list[Message] = []
+    if memory is not None and memory.earlier:
+        if memory.user:
+            system = remembered_system(system, memory.earlier)
+        if memory.chatbot:
+            before = earlier_chatbot_messages(memory.earlier)
     turns: list[Turn] = []
     usage = Usage()
     speaker: Literal["user", "chatbot"] = settings.first_speaker
     ended_by: Literal["end_marker", "max_turns", "error"] = "max_turns"
     error: str | None = None
 
-    def context(role: Literal["chatbot", "user_agent"]) -> CallContext:
-        return CallContext(role=role, job_id=job.id, conversation_id=job.id)
-
+    context = job.context
     try:
         while len(turns) < settings.max_turns:
             if not turns and settings.opening_message:
@@ -208,7 +273,7 @@ async def simulate_conversation(
                     ended_by = "end_marker"
                     break
             else:
-                view = chatbot_view(turns, settings.chatbot_system_prompt)
+                view = chatbot_view(turns, settings.chatbot_system_prompt, before)
                 # The chatbot's view only grows: everything sent now is the prefix of
                 # its next request, so all of it may be cached.
                 reply = await chatbot.chat(

@@ -18,9 +18,11 @@ from typing import Any, Protocol, cast
 
 from vera.engine._failures import failed_conversation, failed_judgement
 from vera.engine._judge import judge_conversation
-from vera.engine._plan import Clients, JudgeSlot, Sweep, call_params, derive_seed
+from vera.engine._plan import Clients, JudgeSlot, Sweep, arcs, call_params, derive_seed
 from vera.engine._simulate import (
     ConversationJob,
+    Memory,
+    SimulationSettings,
     render_user_prompts,
     simulate_conversation,
 )
@@ -245,50 +247,88 @@ async def run_sweep(
     started = time.perf_counter()
     progress.start(len(sweep.jobs), len(sweep.jobs) * len(sweep.slots))
 
-    async def conversation(job: ConversationJob) -> None:
-        if store.conversation_done(job.id) and judging.all_done(job.id):
-            # Done before, judged before: counted from the index, nothing read.
-            result.conversations_reused += 1
-            progress.conversation(_head(job), cached=True)
-            judging.reused(job.id)
-            return
-        conv = store.done_conversation(job.id)  # read back only to judge it
-        if conv is not None:
-            result.conversations_reused += 1
-            progress.conversation(conv, cached=True)
-        else:
-            try:
-                conv = await simulate_conversation(
-                    job,
-                    chatbot=clients.client(job.chatbot, "chatbot"),
-                    user_agent=clients.client(job.user_agent, "user_agent"),
-                    prompts=inputs.user_prompts,
-                    settings=settings,
-                    chatbot_params=call_params(bots[job.chatbot], job.seed),
-                    user_params=call_params(agents[job.user_agent], job.seed),
-                    rendered=rendered.get(job.persona.name)
-                    or rendered.setdefault(
-                        job.persona.name, render_user_prompts(job.persona, inputs.user_prompts, settings)
-                    ),
-                )
-            except BudgetReached as exc:
-                # The calls made so far are paid (and cached); the conversation is left
-                # undone, never failed: a resume with a larger budget runs it.
-                result.stopped = str(exc)
-                return
-            except FatalProviderError as exc:
-                conv = failed_conversation(job, exc)
-                result.stopped = str(exc)
-            store.add_conversation(conv)
-            result.conversations += 1
-            result.conversations_failed += conv.status == "failed"
-            progress.conversation(conv, cached=False)
-        await judging.conversation(conv)
+    halt = stop or Stop()
+    plan = sweep.session_plan
+    memory_user = plan is not None and plan.user_memory
+    memory_bot = plan is not None and plan.chatbot_memory == "history"
+
+    def settings_of(job: ConversationJob) -> SimulationSettings:
+        return inputs.settings(job.session.type) if job.session is not None else settings
+
+    def rendered_for(job: ConversationJob) -> tuple[str, str]:
+        key = f"{job.persona.name}\x1f{job.session.type if job.session else ''}"
+        return rendered.get(key) or rendered.setdefault(
+            key, render_user_prompts(job.persona, inputs.user_prompts, settings_of(job))
+        )
+
+    async def simulate(job: ConversationJob, earlier: list[Conversation]) -> Conversation | None:
+        memory = None
+        if earlier:
+            # A custom HTTP chatbot keeps its own memory of the arc (its template's
+            # {{conversation_id}}); a model chatbot is sent the earlier sessions.
+            bot_history = memory_bot and bots[job.chatbot].protocol != "http"
+            memory = Memory(earlier=tuple(earlier), user=memory_user, chatbot=bot_history)
+        try:
+            conv = await simulate_conversation(
+                job,
+                chatbot=clients.client(job.chatbot, "chatbot"),
+                user_agent=clients.client(job.user_agent, "user_agent"),
+                prompts=inputs.user_prompts,
+                settings=settings_of(job),
+                chatbot_params=call_params(bots[job.chatbot], job.seed),
+                user_params=call_params(agents[job.user_agent], job.seed),
+                rendered=rendered_for(job),
+                memory=memory,
+            )
+        except BudgetReached as exc:
+            # The calls made so far are paid (and cached); the session is left undone,
+            # never failed: a resume with a larger budget runs it (and the rest of its arc).
+            result.stopped = str(exc)
+            return None
+        except FatalProviderError as exc:
+            conv = failed_conversation(job, exc)
+            result.stopped = str(exc)
+        store.add_conversation(conv)
+        result.conversations += 1
+        result.conversations_failed += conv.status == "failed"
+        progress.conversation(conv, cached=False)
+        return conv
+
+    async def arc(jobs: list[ConversationJob]) -> None:
+        """An arc's sessions one after another (a single conversation is an arc of
+        one), each judged as soon as it ends while the next one runs. Sessions already
+        in the store are reused, read back only when a later session needs them; a
+        session that fails ends the arc (a resume runs it and the rest again)."""
+        earlier: list[Conversation] = []
+        try:
+            async with asyncio.TaskGroup() as judged:
+                for k, job in enumerate(jobs):
+                    if k and (result.stopped is not None or halt.reason is not None):
+                        break  # the sweep is stopping: the rest of the arc waits for a resume
+                    later_missing = any(not store.conversation_done(j.id) for j in jobs[k + 1 :])
+                    if store.conversation_done(job.id) and judging.all_done(job.id) and not later_missing:
+                        # Done before, judged before: counted from the index, nothing read.
+                        result.conversations_reused += 1
+                        progress.conversation(_head(job), cached=True)
+                        judging.reused(job.id)
+                        continue
+                    conv = store.done_conversation(job.id)  # read back to judge or remember it
+                    if conv is not None:
+                        result.conversations_reused += 1
+                        progress.conversation(conv, cached=True)
+                    else:
+                        conv = await simulate(job, earlier)
+                        if conv is None:
+                            break
+                    judged.create_task(judging.conversation(conv))
+                    if conv.status != "complete":
+                        break
+                    earlier.append(conv)
+        except BaseExceptionGroup as failed:
+            raise first_exception(failed) from None
 
     try:
-        await _workers(
-            max_concurrency, sweep.jobs, conversation, result, stop or Stop(), judging.reached_tail
-        )
+        await _workers(max_concurrency, arcs(sweep.jobs), arc, result, halt, judging.reached_tail)
     finally:
         progress.stop()
     result.wall_s = time.perf_counter() - started
@@ -343,4 +383,5 @@ def _head(job: ConversationJob) -> ConversationHead:
         risk=p.risk,
         seed=job.seed,
         replicate=job.replicate,
+        session=job.session,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -58,12 +59,51 @@ MAX_PLANNED = 1_000_000
 MAX_RESAMPLES = 100_000
 
 
+class SessionConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """`[conversation.session.TYPE]`: what one session type changes of `[conversation]`
+    (None = as there)."""
+
+    max_turns: int | None = None
+    min_turns: int | None = None
+    first_speaker: Literal["user", "chatbot"] | None = None
+    opening_message: str | None = None
+    chatbot_system_prompt: str | None = None
+
+
+# A session type is part of transcript file names (`..._run1_s2_follow-up.txt`), where
+# `_` separates the parts.
+_SESSION_TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
+
+
 class ConversationConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_turns: int = 30
     min_turns: int = 10
     first_speaker: Literal["user", "chatbot"] = "user"
     opening_message: str = ""
     chatbot_system_prompt: str = ""
+    # Several sessions per persona (an *arc*, docs/sessions.md): their types in order;
+    # empty or one type = one conversation per persona, as before.
+    sessions: list[str] = msgspec.field(default_factory=list)
+    session: dict[str, SessionConfig] = msgspec.field(default_factory=dict)
+    # The simulated user remembers its earlier sessions (vera's option; the reference's
+    # simulated user starts every session fresh).
+    user_memory: bool = False
+    # What a model chatbot is sent of earlier sessions: "history" (their messages before
+    # this session's) or "none" (this session only, as the reference sends a model). A
+    # custom HTTP chatbot is always sent this session only: it keeps its own memory.
+    chatbot_memory: Literal["history", "none"] = "history"
+
+    @property
+    def multi_session(self) -> bool:
+        return len(self.sessions) > 1
+
+    def for_session(self, kind: str) -> ConversationConfig:
+        """These settings with the session type's own over them."""
+        given = self.session.get(kind)
+        if given is None:
+            return self
+        changes = {k: v for k, v in msgspec.structs.asdict(given).items() if v is not None}
+        return msgspec.structs.replace(self, **changes)
 
 
 # Sampling parameters of each role when the run config gives none: the judge
@@ -188,6 +228,7 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             problems.append(f"conversation.max_turns must be between 2 and {MAX_TURNS:,}")
         if not 0 <= c.min_turns <= c.max_turns:
             problems.append("conversation.min_turns must be between 0 and max_turns")
+        problems += _session_problems(c)
         if self.judge.instances < 1:
             problems.append("judge.instances must be at least 1")
         if self.judge.max_attempts < 1:
@@ -268,11 +309,39 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         data["judge"].pop("ask_ahead")
         if data["judge"]["terminal_semantics"] == "vera":  # the default: older runs keep their fingerprint
             data["judge"].pop("terminal_semantics")
+        if not self.conversation.sessions:
+            # No sessions listed: the session settings decide nothing, and runs from
+            # before sessions keep their fingerprint.
+            for key in ("sessions", "session", "user_memory", "chatbot_memory"):
+                data["conversation"].pop(key)
         reference = data.pop("reference")
         reference.pop("data")  # where the reference files are kept does not matter; their hashes do
         if any(reference.values()):  # left out when unused, so older runs keep their fingerprint
             data["reference"] = reference
         return hashlib.sha256(msgspec.json.encode(data, order="sorted")).hexdigest()
+
+
+def _session_problems(c: ConversationConfig) -> list[str]:
+    problems = []
+    for kind in c.sessions:
+        if not _SESSION_TYPE.match(kind):
+            problems.append(
+                f"conversation.sessions: {kind!r} is not a session type name "
+                "(letters, digits and hyphens, e.g. follow-up)"
+            )
+    for kind in c.session:
+        if kind not in c.sessions:
+            listed = ", ".join(c.sessions) or "none"
+            problems.append(
+                f"[conversation.session.{kind}]: {kind!r} is not in conversation.sessions (listed: {listed})"
+            )
+            continue
+        s = c.for_session(kind)
+        if not 2 <= s.max_turns <= MAX_TURNS:
+            problems.append(f"conversation.session.{kind}.max_turns must be between 2 and {MAX_TURNS:,}")
+        if not 0 <= s.min_turns <= s.max_turns:
+            problems.append(f"conversation.session.{kind}.min_turns must be between 0 and max_turns")
+    return problems
 
 
 def load_config(path: str | Path | None, *, reference_data: str | None = None) -> RunConfig:

@@ -39,7 +39,7 @@ import msgspec
 
 from vera.errors import DataError
 from vera.inputs._personas import PersonaSet, normalise_risk
-from vera.records import RISK_LEVELS, Conversation, ImportSource, Turn
+from vera.records import RISK_LEVELS, Conversation, ImportSource, SessionPlace, Turn
 
 UNKNOWN_RISK = "Unknown"
 # In an import's run directory: persona names the --personas file does not know, one
@@ -67,7 +67,11 @@ _LABEL = re.compile(r"^(?P<label>[A-Za-z][A-Za-z0-9_-]{0,31})[ \t]*:(?P<rest>.*)
 # The reference tool's own annotation after a user-agent ended the conversation; it is
 # not something either speaker said, so it is kept in the record, not in the text.
 _END_NOTE = re.compile(r"^\[CONVERSATION ENDED\b[^\]]*\]\s*$", re.IGNORECASE)
-_REF_FILE = re.compile(r"^(?P<id>[0-9a-f]{6})_(?P<persona>[^_]+)_(?P<model>.+?)_run(?P<run>\d+)$")
+_REF_FILE = re.compile(
+    r"^(?P<id>[0-9a-f]{6})_(?P<persona>[^_]+)_(?P<model>.+?)_run(?P<run>\d+)"
+    # One session of a multi-session arc: `_s2_follow-up`.
+    r"(?:_s(?P<index>[1-9]\d*)_(?P<type>[A-Za-z0-9][A-Za-z0-9_-]*))?$"
+)
 # VERA-MH folders: p_ = the persona's model (the user-agent), a_ = the assistant (chatbot).
 _REF_DIR = re.compile(r"^p_(?P<agent>.+?)__a_(?P<chatbot>.+?)__t\d+__r\d+__")
 # Generation parameters a folder name carries, e.g. "_{'max_completion_tokens': 5000}".
@@ -250,7 +254,16 @@ def read_text_transcript(path: Path, root: Path, personas: PersonaSet | None) ->
     raw_chatbot = folder.group("chatbot") if folder else ""
     raw_agent = folder.group("agent") if folder else (name.group("model") if name else "")
     rel = str(path.relative_to(root)) if path.is_relative_to(root) else path.name
-    return _conversation(
+    session = None
+    if name and name.group("index"):
+        # The reference names every session of one arc with the same tag, persona,
+        # model and run: those, in the same folder, are the arc.
+        folder_rel = str(Path(rel).parent)
+        arc = _id(
+            _READER, "arc", folder_rel, name.group("id"), persona, name.group("model"), name.group("run")
+        )
+        session = SessionPlace(arc=arc, index=int(name.group("index")), type=name.group("type"), count=0)
+    conv = _conversation(
         conv_id=_id(_READER, rel, text),
         chatbot=clean_model_label(raw_chatbot) if raw_chatbot else "imported",
         user_agent=clean_model_label(raw_agent) if raw_agent else "imported",
@@ -266,6 +279,9 @@ def read_text_transcript(path: Path, root: Path, personas: PersonaSet | None) ->
             note=parsed.note,
         ),
     )
+    if session is not None:
+        conv.session = session
+    return conv
 
 
 def _jsonl_turns(rec: JsonlConversation, where: str) -> tuple[list[Turn], dict[str, str]]:
@@ -357,6 +373,19 @@ def read_transcripts(path: str | Path, personas: PersonaSet | None = None) -> li
         if c.id in seen:
             raise DataError(c.source or str(root), f"duplicate conversation id {c.id!r} (also {seen[c.id]})")
         seen[c.id] = c.source or ""
+    return counted_sessions(convs)
+
+
+def counted_sessions(convs: list[Conversation]) -> list[Conversation]:
+    """Imported sessions with their arc's session count: the highest place found of
+    the arc (a missing session still counts; its place is a gap)."""
+    highest: dict[str, int] = {}
+    for c in convs:
+        if c.session is not None:
+            highest[c.session.arc] = max(highest.get(c.session.arc, 0), c.session.index)
+    for c in convs:
+        if c.session is not None:
+            c.session = msgspec.structs.replace(c.session, count=highest[c.session.arc])
     return convs
 
 

@@ -24,7 +24,15 @@ from vera.report._improvements import (
     run_improvements,
 )
 from vera.report._outcome import Exit, RunStatus, run_status, tally
-from vera.report._pages import PAGE_CSP, ConversationPage, read_conversation_page, render_conversation_page
+from vera.report._pages import (
+    PAGE_CSP,
+    ArcPage,
+    ArcSession,
+    ConversationPage,
+    read_conversation_page,
+    render_arc_page,
+    render_conversation_page,
+)
 from vera.report._plots import comparison_plots
 from vera.report._reference_export import export_reference
 from vera.report._schema import Card
@@ -37,6 +45,8 @@ __all__ = [
     "IMPROVEMENTS_CSP",
     "MAX_EXEMPLARS",
     "PAGE_CSP",
+    "ArcPage",
+    "ArcSession",
     "Card",
     "ChatbotPlan",
     "ConversationPage",
@@ -62,6 +72,7 @@ __all__ = [
     "read_card",
     "read_conversation_page",
     "render",
+    "render_arc_page",
     "render_card",
     "render_card_files",
     "render_compare_html",

@@ -35,6 +35,7 @@ from vera.records import (
     HumanRating,
     ImportInfo,
     RunManifest,
+    SessionPlace,
 )
 from vera.report._calibration import calibrated_by_chatbot
 from vera.report._improvements import run_improvements
@@ -44,6 +45,7 @@ from vera.report._schema import (
     Accounting,
     AccountLimit,
     AgreementBlock,
+    ArcCounts,
     Bootstrap,
     BySeed,
     CallTotals,
@@ -72,7 +74,7 @@ from vera.report._schema import (
     Settings,
 )
 from vera.stats import METHOD, compare, judge_agreement, summarise
-from vera.store import RunRecords
+from vera.store import ConversationHead, RunRecords
 
 # Examples per finding in the card's "Fix first" (`vera report improvements` gives more).
 CARD_EXEMPLARS = 2
@@ -121,6 +123,20 @@ class CardStats:
         # replicate (which of the run's seeds produced it) is `replicate`.
         replicates = frame.get_column("replicate").n_unique()
         self.by_seed = summarise(frame, ["chatbot", "replicate"], **kw) if replicates > 1 else None
+        self.by_session: pl.DataFrame | None = None
+        self._kw = kw
+
+    def add_sessions(self, places: dict[str, SessionPlace]) -> None:
+        """The per-session-type numbers of a multi-session run (`places`: its
+        conversations' places in their arcs)."""
+        if not places or not self.frame.height:
+            return
+        kinds = pl.DataFrame(
+            {"conversation_id": list(places), "session": [p.type for p in places.values()]},
+            schema={"conversation_id": pl.Utf8, "session": pl.Utf8},
+        )
+        framed = self.frame.join(kinds, on="conversation_id", how="inner")
+        self.by_session = summarise(framed, ["chatbot", "session"], **self._kw)
 
 
 def _grouped(manifest: RunManifest) -> bool:
@@ -159,6 +175,12 @@ def build_card(
     failed_convs = [c for c in convs if c.status == "failed"]
     failed_judgements = [j for j in judgements if j.status == "failed"]
     harmful = _harmful(records)
+    places = {c.id: c.session for c in convs if c.session is not None}
+    stats.add_sessions(places)
+    # An import's types are as its files name them, in place order.
+    kinds = _session_types(manifest) or list(
+        dict.fromkeys(p.type for p in sorted(places.values(), key=lambda p: p.index))
+    )
     chatbots: list[ChatbotCard] = []
     for spec in manifest.chatbots:
         mine = [c for c in convs if c.chatbot == spec.ref]
@@ -199,6 +221,16 @@ def build_card(
                     else None
                 ),
                 calibrated=calibrated.get(spec.ref) if section else None,
+                arcs=_arcs(mine, kinds, stats.frame) if places else None,
+                by_session=(
+                    {
+                        kind: _section(srows)
+                        for kind in dict.fromkeys(kinds)
+                        if (srows := _rows(stats.by_session, chatbot=spec.ref, session=kind))
+                    }
+                    if section and stats.by_session is not None
+                    else None
+                ),
                 harmful=harmful.get(spec.ref, []),
             )
         )
@@ -558,6 +590,41 @@ def _settings(manifest: RunManifest) -> Settings:
         max_turns=conversation.get("max_turns") if simulated else None,
         min_turns=conversation.get("min_turns") if simulated else None,
         shard=manifest.shard,
+        sessions=_session_types(manifest) or None,
+        user_memory=conversation.get("user_memory") if len(_session_types(manifest)) > 1 else None,
+        chatbot_memory=conversation.get("chatbot_memory") if len(_session_types(manifest)) > 1 else None,
+    )
+
+
+def _session_types(manifest: RunManifest) -> list[str]:
+    """The session types a run planned per arc ([] without sessions)."""
+    kinds = manifest.config.get("conversation", {}).get("sessions") or []
+    return list(kinds) if len(kinds) > 1 else []
+
+
+def _arcs(convs: list[ConversationHead], kinds: list[str], frame: pl.DataFrame) -> ArcCounts | None:
+    """A chatbot's arcs, from its conversations' places and the ratings frame."""
+    by_arc: dict[str, list[ConversationHead]] = defaultdict(list)
+    for c in convs:
+        if c.session is not None:
+            by_arc[c.session.arc].append(c)
+    if not by_arc:
+        return None
+    harmful = set(
+        frame.filter(pl.col("rating") == HIGH_POTENTIAL_FOR_HARM).get_column("conversation_id").to_list()
+    )
+    counts = {c.session.arc: c.session.count for c in convs if c.session is not None}
+    complete = sum(
+        len(sessions) == counts[arc] and all(c.status == "complete" for c in sessions)
+        for arc, sessions in by_arc.items()
+    )
+    with_harm = sum(any(c.id in harmful for c in sessions) for sessions in by_arc.values())
+    return ArcCounts(
+        sessions=kinds,
+        n_arcs=len(by_arc),
+        n_arcs_complete=complete,
+        n_arcs_any_hph=with_harm,
+        pct_arcs_any_hph=round_number(100 * with_harm / len(by_arc)),
     )
 
 

@@ -120,7 +120,7 @@ def render_conversation_page(page: ConversationPage, *, viewer: bool = False, ca
     conv = page.conversation
     dims = _dimensions(page)
     body = [
-        _navigation(viewer=viewer, card=card),
+        _navigation(viewer=viewer, card=card, arc=conv.session.arc if conv.session else ""),
         "<header>",
         f"<h1>Conversation <code>{escape(conv.id)}</code></h1>",
         _facts(page),
@@ -158,10 +158,12 @@ def _document(title: str, body: Iterable[str]) -> str:
     )
 
 
-def _navigation(*, viewer: bool, card: bool) -> str:
+def _navigation(*, viewer: bool, card: bool, arc: str = "") -> str:
     links = []
     if viewer:
         links.append('<a href="/">← All conversations</a>')
+    if viewer and arc and _SAFE_ID.match(arc):
+        links.append(f'<a href="../arcs/{arc}.html" class="arc">All sessions of this arc</a>')
     if card:
         links.append('<a href="../card.html">Score card</a>')
     links += ['<a href="#transcript">Transcript</a>', '<a href="#walks">Judge\'s walk</a>']
@@ -181,6 +183,9 @@ def _facts(page: ConversationPage) -> str:
         ("Status", c.status),
         ("Turns", f"{len(c.turns)}, ended by {c.ended_by.replace('_', ' ')}"),
     ]
+    if c.session is not None:
+        p = c.session
+        rows.append(("Session", f"{p.index} of {p.count}: {p.type} (arc {p.arc})"))
     if c.source:
         rows.append(("Imported from", c.source))
     items = "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in rows)
@@ -427,3 +432,81 @@ def write_missing_pages(records: RunRecords, linked: Iterable[str]) -> int:
             folder / f"{cid}.html", render_conversation_page(page).encode(), what="a conversation page"
         )
     return len(wanted)
+
+
+# ---------------------------------------------------------------------------------------
+# An arc: one persona's sessions with one chatbot (`vera view` only)
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ArcSession:
+    """One session of an arc as its page lists it: where it is, how it went, and per
+    dimension its distinct ratings (worst first, over every judge instance)."""
+
+    id: str
+    index: int
+    type: str
+    status: str
+    turns: int
+    ratings: Mapping[str, Sequence[str]]
+
+
+@dataclass(frozen=True)
+class ArcPage:
+    run_id: str
+    arc: str
+    chatbot: str
+    persona: str
+    user_agent: str
+    count: int  # the sessions the arc planned
+    sessions: Sequence[ArcSession]
+    dimensions: Sequence[str]
+
+
+def render_arc_page(page: ArcPage) -> str:
+    """An arc's page: its sessions in order, each linked to its own page, with the
+    ratings each session got (each session is judged on its own)."""
+    head = "".join(f'<th scope="col">{escape(d)}</th>' for d in page.dimensions)
+    rows = []
+    for s in page.sessions:
+        name = page_name(s.id)
+        link = f'<a href="../conversations/{name}">{escape(s.id)}</a>' if name else escape(s.id)
+        cells = []
+        for d in page.dimensions:
+            badges = " ".join(_badge(r) for r in s.ratings.get(d, ()))
+            cells.append(f"<td>{badges}</td>" if badges else '<td class="muted">–</td>')
+        rows.append(
+            f'<tr class="session"><th scope="row">{s.index}</th><td>{escape(s.type)}</td>'
+            f"<td><code>{link}</code></td><td>{escape(s.status)}</td><td>{s.turns}</td>{''.join(cells)}</tr>"
+        )
+    missing = page.count - len(page.sessions)
+    note = (
+        f'<p class="note">{missing} of the {page.count} planned sessions are not in this run '
+        "(not run yet, or the arc stopped at a failed session).</p>"
+        if missing > 0
+        else ""
+    )
+    facts = [
+        ("Run", page.run_id),
+        ("Chatbot", page.chatbot),
+        ("Persona", page.persona),
+        ("User-agent", page.user_agent),
+        ("Sessions", f"{len(page.sessions)} of {page.count}"),
+    ]
+    items = "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in facts)
+    body = [
+        '<nav aria-label="Page"><a href="/">← All conversations</a></nav>',
+        "<header>",
+        f"<h1>Arc <code>{escape(page.arc)}</code></h1>",
+        f'<dl class="facts">{items}</dl>',
+        note,
+        "</header>",
+        '<section id="sessions"><h2>Sessions</h2><div class="scroll"><table class="ratings">'
+        '<thead><tr><th scope="col">#</th><th scope="col">Session</th><th scope="col">Conversation</th>'
+        f'<th scope="col">Status</th><th scope="col">Turns</th>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>{_legend()}</section>",
+        f"<footer>vera {escape(__version__)} · run {escape(page.run_id)}. Each session is judged on its "
+        "own; open one for its transcript and the judge's walk.</footer>",
+    ]
+    return _document(f"Arc {page.arc} — {page.run_id}", body)

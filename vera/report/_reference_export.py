@@ -41,7 +41,11 @@ def transcript_name(head: ConversationHead) -> str:
         return Path(head.source).name
     bot = _UNSAFE.sub("_", head.chatbot.split("/", 1)[-1]).strip("_") or "chatbot"
     persona = _UNSAFE.sub("_", head.persona).strip("_") or "persona"
-    return f"{head.id[:6]}_{persona}_{bot}_run{head.replicate + 1}.txt"
+    place = head.session
+    if place is None:
+        return f"{head.id[:6]}_{persona}_{bot}_run{head.replicate + 1}.txt"
+    # The sessions of one arc share the tag, as the reference names them.
+    return f"{place.arc[:6]}_{persona}_{bot}_run{head.replicate + 1}_s{place.index}_{place.type}.txt"
 
 
 def reference_header(records: RunRecords, dimensions: list[str]) -> list[str]:

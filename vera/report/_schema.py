@@ -188,6 +188,18 @@ class Calibrated(msgspec.Struct, frozen=True, kw_only=True):
     confusion: Confusion
 
 
+class ArcCounts(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """A chatbot's arcs: one per persona, seed and user-agent, each of `sessions`
+    sessions in order. An arc is complete when every one of its sessions is; an arc
+    with harm has a High Potential for Harm rating in any of its sessions (by any judge)."""
+
+    sessions: list[str]
+    n_arcs: int
+    n_arcs_complete: int
+    n_arcs_any_hph: int
+    pct_arcs_any_hph: float | None
+
+
 class ChatbotCard(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One chatbot under test. The score fields are absent when nothing was rated;
     `by_risk` ... `by_seed` only when they apply (several judge slots, several seeds)."""
@@ -207,6 +219,10 @@ class ChatbotCard(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     judge_agreement: JudgeAgreement | None = None
     by_seed: BySeed | None = None
     calibrated: Calibrated | None = None  # when the run has human ratings of this chatbot
+    # Multi-session runs only (docs/sessions.md): the persona's arcs of sessions, and
+    # the numbers of each session type's conversations.
+    arcs: ArcCounts | None = None
+    by_session: dict[str, Section] | None = None
     # Always written ([] when there is no harmful rating): it has no default to omit.
     harmful: list[HarmfulRating]
 
@@ -293,13 +309,19 @@ class Models(msgspec.Struct, frozen=True, gc=False):
     params: dict[str, dict[str, dict[str, Any]]]
 
 
-class Settings(msgspec.Struct, frozen=True, gc=False):
-    """How conversations were simulated; all null for imported transcripts."""
+class Settings(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """How conversations were simulated; all null for imported transcripts. The session
+    fields are written only for multi-session runs, so other cards read as before."""
 
     seeds: list[int] | None
     max_turns: int | None
     min_turns: int | None
     shard: str | None
+    # Multi-session runs (docs/sessions.md): the session types in order, and what
+    # carries over between sessions; None otherwise.
+    sessions: list[str] | None = None
+    user_memory: bool | None = None
+    chatbot_memory: str | None = None
 
 
 class Bootstrap(msgspec.Struct, frozen=True, gc=False):

@@ -227,6 +227,19 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
                 f"at least {num(s.min_turns)} before the simulated user may end",
             ),
         ]
+        if s.sessions:
+            user = "remembers earlier sessions" if s.user_memory else "starts each session fresh"
+            bot = (
+                "a model chatbot is sent the earlier sessions"
+                if s.chatbot_memory == "history"
+                else "a model chatbot is sent this session only"
+            )
+            rows.append(
+                (
+                    "Sessions",
+                    f"{' → '.join(s.sessions)} per arc, each judged on its own; the simulated user {user}; {bot}",
+                )
+            )
     else:
         rows.append(("Turns", f"mean {num(c.mean_turns)} per judged conversation, as imported"))
     rows += [
@@ -505,6 +518,36 @@ def risk_summary_table(bot: ChatbotCard, title: str = "risk level") -> Table:
         t.rows.append(
             [
                 level,
+                num(sec.n_conversations),
+                num(sec.n_personas),
+                with_ci(sec.overall, "score"),
+                *[with_ci(sec.dimensions.get(d), "score") for d in dims],
+            ]
+        )
+    return t
+
+
+def arcs_table(bot: ChatbotCard) -> Table:
+    """A multi-session chatbot's arcs: how many, how many whole, how many with harm."""
+    a = bot.arcs
+    t = Table(["Sessions per arc", "Arcs", "Complete arcs", "Arcs with any High Potential for Harm"])
+    if a is not None:
+        pct = f" ({num(a.pct_arcs_any_hph)} %)" if a.pct_arcs_any_hph is not None else ""
+        t.rows.append(
+            [" → ".join(a.sessions), num(a.n_arcs), num(a.n_arcs_complete), f"{num(a.n_arcs_any_hph)}{pct}"]
+        )
+    return t
+
+
+def session_summary_table(bot: ChatbotCard) -> Table:
+    """Scores by session type, one row per type in arc order, each session judged on
+    its own."""
+    dims = list(bot.dimensions or {})
+    t = Table(["Session", "Conversations", "Personas", "Overall score [CI]", *dims])
+    for kind, sec in (bot.by_session or {}).items():
+        t.rows.append(
+            [
+                kind,
                 num(sec.n_conversations),
                 num(sec.n_personas),
                 with_ci(sec.overall, "score"),
@@ -934,6 +977,8 @@ def section_tables(bot: ChatbotCard, title: str = "risk level") -> Iterable[tupl
                 *(dimension_table(sec, caption=f"{caption} {lvl}") for lvl, sec in bot.by_risk.items()),
             ],
         )
+    if bot.arcs is not None:
+        yield "By session", [arcs_table(bot), session_summary_table(bot)]
     if bot.by_judge:
         yield "By judge", [judge_table(bot)]
     if bot.judge_agreement:

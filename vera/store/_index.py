@@ -28,7 +28,14 @@ import msgspec
 
 from vera.errors import UserError
 from vera.files import RecordReader, RecordRef, StaleIndexError, lines, read_record, records
-from vera.records import HIGH_POTENTIAL_FOR_HARM, CallRecord, Conversation, Judgement, RunManifest
+from vera.records import (
+    HIGH_POTENTIAL_FOR_HARM,
+    CallRecord,
+    Conversation,
+    Judgement,
+    RunManifest,
+    SessionPlace,
+)
 from vera.store._writer import CALLS, CONVERSATIONS, JUDGEMENTS, MANIFEST, keep_latest, repair_run
 
 __all__ = ["RecordRef", "RunRecords", "StaleIndexError", "open_run", "read_manifest", "recorded_spend"]
@@ -55,6 +62,7 @@ class ConversationHead(msgspec.Struct, kw_only=True):
     replicate: int = 0
     source: str | None = None
     annotations: dict[str, str] | None = None
+    session: SessionPlace | None = None
 
 
 class RatingHead(msgspec.Struct):

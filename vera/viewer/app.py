@@ -7,6 +7,7 @@ What it serves, and nothing else::
     GET /api/facets                         the values each filter can take
     GET /api/conversations?<filters>        one page of the filtered, sorted list (JSON)
     GET /runs/<k>/conversations/<id>.html   one conversation (the page `vera score` writes)
+    GET /runs/<k>/arcs/<arc>.html           one persona's sessions with a chatbot (multi-session runs)
     GET /runs/<k>/card.html                 the k-th run's score card, if it has one
     GET /runs/<k>/improvements.html         the k-th run's improvement report (what to fix first)
 
@@ -41,6 +42,7 @@ from vera.errors import UserError
 from vera.report import (
     IMPROVEMENTS_CSP,
     PAGE_CSP,
+    render_arc_page,
     render_conversation_page,
     render_improvements_html,
     run_improvements,
@@ -110,6 +112,7 @@ def build_app(catalogue: Catalogue, *, allowed_hosts: frozenset[str] = frozenset
     app.router.add_get("/api/facets", _facets)
     app.router.add_get("/api/conversations", _conversations)
     app.router.add_get("/runs/{k}/conversations/{name}", _conversation_page)
+    app.router.add_get("/runs/{k}/arcs/{name}", _arc_page)
     app.router.add_get("/runs/{k}/card.html", _card)
     app.router.add_get("/runs/{k}/improvements.html", _improvements)
     return app
@@ -153,6 +156,18 @@ async def _conversation_page(request: web.Request) -> web.Response:
         raise web.HTTPNotFound()
     html = render_conversation_page(page, viewer=True, card=(catalogue.runs[k].path / "card.html").is_file())
     response = web.Response(text=html, content_type="text/html")
+    response.headers["Content-Security-Policy"] = PAGE_CSP
+    return response
+
+
+async def _arc_page(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    if not name.endswith(".html"):
+        raise web.HTTPNotFound()
+    page = request.app[CATALOGUE].arc(_run_index(request), name.removesuffix(".html"))
+    if page is None:
+        raise web.HTTPNotFound()
+    response = web.Response(text=render_arc_page(page), content_type="text/html")
     response.headers["Content-Security-Policy"] = PAGE_CSP
     return response
 

@@ -22,7 +22,7 @@ import polars as pl
 from vera import records as rec
 from vera.errors import UserError
 from vera.records import RATINGS, RISK_LEVELS
-from vera.report import ConversationPage, read_conversation_page
+from vera.report import ArcPage, ArcSession, ConversationPage, read_conversation_page
 from vera.rubric import QuestionTexts, question_texts
 from vera.store import RunRecords, open_run
 
@@ -279,6 +279,52 @@ class Catalogue:
             ordered = sorted(ratings, key=lambda x: -RATING_RANK.get(x, -1))
             out.setdefault((run, cid), {})[dim] = ordered
         return out
+
+    # -- one arc -------------------------------------------------------------------------
+
+    def arc(self, run_index: int, arc_id: str) -> ArcPage | None:
+        """An arc's sessions in order with their ratings; None if the run has no such arc."""
+        if not 0 <= run_index < len(self.runs):
+            return None
+        run = self.runs[run_index]
+        heads = sorted(
+            (
+                h
+                for h, _ in run.records.conversations.values()
+                if h.session is not None and h.session.arc == arc_id
+            ),
+            key=lambda h: h.session.index if h.session is not None else 0,
+        )
+        if not heads:
+            return None
+        ratings = self._page_ratings(
+            pl.DataFrame(
+                {"run": [run_index] * len(heads), "id": [h.id for h in heads]},
+                schema={"run": pl.Int32, "id": pl.Utf8},
+            ),
+            None,
+        )
+        first = heads[0]
+        return ArcPage(
+            run_id=run.label,
+            arc=arc_id,
+            chatbot=first.chatbot,
+            persona=first.persona,
+            user_agent=first.user_agent,
+            count=max(h.session.count for h in heads if h.session is not None),
+            sessions=[
+                ArcSession(
+                    id=h.id,
+                    index=h.session.index if h.session is not None else 0,
+                    type=h.session.type if h.session is not None else "",
+                    status=h.status,
+                    turns=h.n_turns,
+                    ratings=ratings.get((run_index, h.id), {}),
+                )
+                for h in heads
+            ],
+            dimensions=self.dimensions,
+        )
 
     # -- one conversation ------------------------------------------------------------------
 
