@@ -26,11 +26,13 @@ function slug(text) {
 async function api(path, options = {}) {
   const headers = Object.assign({ "X-Vera-Token": TOKEN }, options.headers || {});
   const response = await fetch(path, Object.assign({}, options, { headers, cache: "no-store" }));
-  let body = null;
+  // Refusals from the server's guards are plain text; its own answers are JSON.
+  const text = await response.text();
+  let body;
   try {
-    body = await response.json();
+    body = JSON.parse(text);
   } catch (e) {
-    body = { error: (await response.text().catch(() => "")) || response.statusText };
+    body = { error: text.trim() || response.statusText };
   }
   if (!response.ok) throw new Error(body && body.error ? body.error : `HTTP ${response.status}`);
   return body;
