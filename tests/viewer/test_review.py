@@ -254,6 +254,20 @@ async def test_a_bad_rating_is_a_clear_400_and_nothing_is_written(run_copy):
     assert not (run_copy / "human_ratings.jsonl").exists()
 
 
+async def test_a_rating_that_cannot_be_written_is_not_reported_saved(run_copy):
+    review = ReviewSession.open(run_copy, "Ada", size=6)
+    (run_copy / "human_ratings.jsonl").mkdir()  # the append fails, as on a full or read-only disk
+    body = {"conversation_id": review.order[0], "ratings": all_ratings(review)}
+    async with serving(review) as base, aiohttp.ClientSession() as http:
+        status, text = await post(http, base, body, {"X-Vera-Token": TOKEN, "Origin": base})
+        assert status == 500
+        error = json.loads(text)["error"]
+        assert error.startswith("not saved: ") and "human_ratings.jsonl" in error, error
+        async with http.get(f"{base}/api/next", headers={"X-Vera-Token": TOKEN}) as r:
+            shown = await r.json()
+    assert shown["rated"] == 0 and shown["conversation"]["id"] == review.order[0]  # still to do
+
+
 def test_another_host_is_refused_without_allow_remote(run_copy):
     with pytest.raises(UserError, match=r"--host 0\.0\.0\.0 is not this machine only: .* add --allow-remote"):
         serve_review(run_copy, rater="Ada", host="0.0.0.0")

@@ -119,7 +119,7 @@ def rater_order(sample: Sequence[Unit], rater: str, seed: int) -> list[Unit]:
     """The order in which `rater` meets the sample. Within a stratum, by a hash keyed
     by (seed, rater, id); the strata interleaved by systematic spacing: the i-th of a
     stratum's m units sits at (i + u) / m, u a keyed offset in [0, 1), so the first k
-    of the order hold each stratum's share of k, give or take one."""
+    of the order hold each stratum's share of k, off by less than two."""
     strata: dict[tuple[str, str], list[Unit]] = {}
     for u in sample:
         strata.setdefault(u.stratum, []).append(u)

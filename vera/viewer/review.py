@@ -29,6 +29,7 @@ import secrets
 import sys
 import time
 import webbrowser
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
@@ -38,7 +39,7 @@ from typing import IO, Any
 import msgspec
 from aiohttp import web
 
-from vera.errors import UserError
+from vera.errors import StorageError, UserError
 from vera.records import RATINGS, HumanRating
 from vera.rubric import question_texts
 from vera.stats.sampling import Unit, draw_sample, rater_order, sample_sizes
@@ -85,7 +86,7 @@ class ReviewSession:
     population: int
     order: list[str]
     how: str  # how the size was chosen, for the start-up line
-    latest: dict[str, dict[str, str]] = field(default_factory=dict)  # this rater's ratings by conversation
+    latest: dict[str, Mapping[str, str]] = field(default_factory=dict)  # this rater's ratings by conversation
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @classmethod
@@ -326,6 +327,8 @@ async def _save(request: web.Request) -> web.Response:
     except OSError as e:
         # Not saved, and the page must say so: the rater keeps the form and can retry.
         return _json({"error": f"not saved: cannot write human_ratings.jsonl ({e.strerror})"}, status=500)
+    except StorageError as e:
+        return _json({"error": f"not saved: {e}"}, status=500)
 
 
 async def _judge(request: web.Request) -> web.Response:
