@@ -142,6 +142,12 @@ def test_bad_options_are_one_clear_error(run_copy, kwargs, message):
         ReviewSession.open(run_copy, rater, **kwargs)
 
 
+def test_a_run_not_judged_yet_is_one_clear_error(run_copy):
+    (run_copy / "judgements.jsonl").write_bytes(b"")
+    with pytest.raises(UserError, match="no judged conversation to review"):
+        ReviewSession.open(run_copy, "Ada")
+
+
 # -- over HTTP ---------------------------------------------------------------------------
 
 
