@@ -226,6 +226,8 @@ async function reveal() {
   }
   table.append(thead, tbody);
   box.hidden = false;
+  // The form's panel scrolls on its own on a wide screen: bring the table into it.
+  box.scrollIntoView({ block: "nearest" });
   button.setAttribute("aria-expanded", "true");
   button.textContent = "Hide the judge's ratings";
 }
