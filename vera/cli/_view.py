@@ -50,8 +50,9 @@ def view(run_dirs: tuple[str, ...], port: int, host: str, open_browser: bool) ->
 @click.option(
     "--width",
     type=click.FloatRange(0, 100, min_open=True),
-    help="Propose the size for a 95% interval this many percentage points wide, per chatbot "
-    "(default 20 when --size is not given).",
+    help="Propose the size, per chatbot, for a 95% interval this many percentage points wide on a "
+    "rating's share (e.g. % Best Practice) from the human ratings alone (default 20 when --size is "
+    "not given). For the calibrated score's interval, `vera ratings plan` proposes a --size.",
 )
 @click.option(
     "--seed",
