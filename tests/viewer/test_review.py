@@ -346,3 +346,18 @@ def test_the_command_refuses_another_host_and_warns_when_allowed(run_copy):
         timeout=60,
     )
     assert both.returncode != 0 and "--size and --width: give one" in both.stderr
+
+
+async def test_ratings_saved_in_a_review_calibrate_the_card(run_copy):
+    from vera.report._score import score_run
+
+    review = ReviewSession.open(run_copy, "Ada", size=12)
+    for cid in review.order[:8]:
+        await review.save(review.check_rating({"conversation_id": cid, "ratings": all_ratings(review)}))
+    score_run(run_copy, resamples=200)
+    card = json.loads((run_copy / "card.json").read_text())
+    heads = open_run(run_copy).conversation_heads()
+    rated = Counter(heads[c].chatbot for c in review.order[:8])
+    assert rated == {bot: 4 for bot in rated} and len(rated) == 2  # the order interleaves the chatbots
+    for bot in card["chatbots"]:
+        assert bot["calibrated"]["n_rated_by_humans"] == rated[bot["chatbot"]]
