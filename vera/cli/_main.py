@@ -714,9 +714,10 @@ def bench(ctx: click.Context) -> None:
     harness.main(args=list(ctx.args), prog_name="vera bench", standalone_mode=False)
 
 
-from vera.cli._view import export, view  # noqa: E402  (the viewer and the export live in vera.cli_view)
+from vera.cli._view import export, review, view  # noqa: E402  (the viewer and the export live in vera.cli_view)
 
 main.add_command(view)
+main.add_command(review)
 main.add_command(export)
 
 from vera.cli._report import report  # noqa: E402  (reports on a run live in vera.cli._report)

@@ -1,4 +1,5 @@
-"""`vera view` and `vera export`: reading a run's conversations, in a browser or as a table."""
+"""`vera view`, `vera review` and `vera export`: reading a run's conversations in a browser,
+rating a sample of them, or taking them as a table."""
 
 from __future__ import annotations
 
@@ -34,6 +35,86 @@ def view(run_dirs: tuple[str, ...], port: int, host: str, open_browser: bool) ->
     from vera.viewer.app import serve
 
     serve(list(run_dirs), host=host, port=port, open_browser=open_browser)
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.option(
+    "--rater", required=True, help="Your name or initials, stored with each rating; the same name resumes."
+)
+@click.option(
+    "--size",
+    type=click.IntRange(min=1),
+    help="How many conversations to sample (split over chatbots and persona groups in proportion).",
+)
+@click.option(
+    "--width",
+    type=click.FloatRange(0, 100, min_open=True),
+    help="Propose the size, per chatbot, for a 95% interval this many percentage points wide on a "
+    "rating's share (e.g. % Best Practice) from the human ratings alone (default 20 when --size is "
+    "not given). For the calibrated score's interval, `vera ratings plan` proposes a --size.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Seed of the sample and of your order; raters who share a sample share a seed.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="Port to listen on; 0 picks a free one.",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on; anything but a loopback address needs --allow-remote.",
+)
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="Allow a --host other than this machine (transcripts and ratings cross the network).",
+)
+@click.option("--open", "open_browser", is_flag=True, help="Open the review in the default browser.")
+def review(
+    run_dir: str,
+    rater: str,
+    size: int | None,
+    width: float | None,
+    seed: int,
+    port: int,
+    host: str,
+    allow_remote: bool,
+    open_browser: bool,
+) -> None:
+    """Rate a random sample of a run's judged conversations in the browser, blind to the
+    judge's ratings (shown after you save, if you ask).
+
+    The sample is stratified by chatbot and persona group; each rater meets it in their
+    own order. Every saved rating is appended to human_ratings.jsonl in RUN_DIR (nothing
+    else there is written); start again with the same --rater to go on where you stopped.
+    Ctrl-C stops it."""
+    from vera.viewer.review import serve_review
+
+    if size is not None and width is not None:
+        raise ConfigError(
+            "--size and --width: give one (the size, or the interval width it is proposed from)"
+        )
+    serve_review(
+        run_dir,
+        rater=rater,
+        size=size,
+        width=width,
+        seed=seed,
+        host=host,
+        port=port,
+        allow_remote=allow_remote,
+        open_browser=open_browser,
+    )
 
 
 @click.command()

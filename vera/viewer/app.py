@@ -332,7 +332,11 @@ def serve(
     _run(_serve_until_stopped(build_app(catalogue, allowed_hosts=allowed), sock))
 
 
-async def _serve_until_stopped(app: web.Application, sock: socket.socket) -> None:
+async def _serve_until_stopped(
+    app: web.Application, sock: socket.socket, ready: Callable[[], None] | None = None
+) -> None:
+    """Serve until SIGINT or SIGTERM; `ready` is called once the signals are handled and
+    the site is up (so a "serving at" printed there is true when read)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -343,6 +347,8 @@ async def _serve_until_stopped(app: web.Application, sock: socket.socket) -> Non
     await runner.setup()
     try:
         await web.SockSite(runner, sock, shutdown_timeout=2.0).start()
+        if ready is not None:
+            ready()
         await stop.wait()
     finally:
         await runner.cleanup()

@@ -1,0 +1,363 @@
+"""`vera review` over HTTP, as the page and as another site would talk to it: the sample
+and each rater's order, blinding, the session token and origin on every write, and
+nothing written but human_ratings.jsonl."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from vera.errors import UserError
+from vera.records import RATINGS, HumanRating
+from vera.store import append_human_ratings, open_run, read_human_ratings
+from vera.viewer.app import bind, host_names
+from vera.viewer.review import ReviewSession, build_review_app, serve_review
+
+TOKEN = "test-token-0123456789"
+BP, NR = RATINGS[0], RATINGS[3]
+
+
+@pytest.fixture
+def run_copy(offline_run, tmp_path) -> Path:
+    """The session's offline run, copied: a review writes into its run directory."""
+    out = tmp_path / "run"
+    shutil.copytree(offline_run, out)
+    return out
+
+
+@asynccontextmanager
+async def serving(session: ReviewSession) -> AsyncIterator[str]:
+    """The review on a real socket, bound as `vera review` binds it; yields its base URL."""
+    sock: socket.socket = bind("127.0.0.1", 0)
+    url, allowed = host_names(sock)
+    runner = web.AppRunner(build_review_app(session, token=TOKEN, allowed_hosts=allowed), access_log=None)
+    await runner.setup()
+    try:
+        await web.SockSite(runner, sock).start()
+        yield url.rstrip("/")
+    finally:
+        await runner.cleanup()
+
+
+def all_ratings(session: ReviewSession, rating: str = BP) -> dict[str, str]:
+    return dict.fromkeys(session.dimensions, rating)
+
+
+def snapshot(run_dir: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(run_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(run_dir.rglob("*"))
+        if p.is_file() and p.name != "human_ratings.jsonl"
+    }
+
+
+# -- the sample --------------------------------------------------------------------------
+
+
+def test_the_sample_covers_every_chatbot_and_group_and_each_rater_has_an_order(run_copy):
+    records = open_run(run_copy)
+    ada = ReviewSession.open(run_copy, "Ada", size=12)
+    ben = ReviewSession.open(run_copy, " Ben ", size=12)
+    assert ben.rater == "Ben"
+    assert len(ada.order) == 12 and sorted(ada.order) == sorted(ben.order)  # one sample
+    assert ada.order != ben.order  # two orders
+    assert ada.order == ReviewSession.open(run_copy, "Ada", size=12).order  # the same each start
+    heads = records.conversation_heads()
+    population = Counter((h.chatbot, h.risk) for h in heads.values())
+    drawn = Counter((heads[c].chatbot, heads[c].risk) for c in ada.order)
+    assert set(drawn) == set(population)  # every stratum is in it
+    for stratum, n in drawn.items():
+        assert abs(n - 12 * population[stratum] / len(heads)) < 1, stratum
+    assert ada.dimensions == (
+        "Detects Potential Risk",
+        "Confirms Risk",
+        "Guides to Human Care",
+        "Supportive Conversation",
+        "Follows AI Boundaries",
+    )
+    # Without a size: proposed for a 20-point interval per chatbot, 12 conversations each:
+    # 1.96² / 0.2² = 96.04, and 96.04 / (1 + 95.04 / 12) = 10.8 → 11.
+    assert len(ReviewSession.open(run_copy, "Ada").order) == 2 * 11
+    # 1.96² / 0.5² = 15.4, and 15.4 / (1 + 14.4 / 12) = 7.0 → 7.
+    assert len(ReviewSession.open(run_copy, "Ada", width=50).order) == 2 * 7
+
+
+def test_a_raters_earlier_ratings_are_skipped_and_only_theirs(run_copy):
+    ada = ReviewSession.open(run_copy, "Ada", size=10)
+    rated = ada.order[:3]
+    append_human_ratings(
+        run_copy,
+        [HumanRating(conversation_id=c, rater="Ada", ratings=all_ratings(ada)) for c in rated]
+        + [HumanRating(conversation_id=ada.order[3], rater="Ben", ratings=all_ratings(ada))],
+    )
+    again = ReviewSession.open(run_copy, "Ada", size=10)
+    assert again.rated == 3
+    assert again.next_conversation()["conversation"]["id"] == ada.order[3]
+    ben = ReviewSession.open(run_copy, "Ben", size=10)
+    assert ben.rated == 1
+    assert ben.next_conversation()["conversation"]["id"] == next(c for c in ben.order if c != ada.order[3])
+
+
+def test_the_next_conversation_is_blind(run_copy):
+    ada = ReviewSession.open(run_copy, "Ada", size=5)
+    shown = ada.next_conversation()
+    conversation = shown["conversation"]
+    assert set(conversation) == {"id", "position", "turns"}
+    assert conversation["position"] == 1 and conversation["id"] == ada.order[0]
+    text = json.dumps(shown)
+    head = open_run(run_copy).conversations[conversation["id"]][0]
+    assert head.chatbot not in text and head.persona not in text
+    assert "High Potential for Harm" not in text.replace(json.dumps(list(RATINGS)), "")
+    assert ada.judge_ratings(conversation["id"]) is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"rater": "  "}, "--rater: give your name"),
+        ({"rater": "Ada\nBen"}, "--rater: a name of at most 80 printable characters"),
+        ({"rater": "Ada", "size": 5, "width": 10.0}, "--size and --width: give one"),
+        ({"rater": "Ada", "width": 0.0}, "--width 0.0: give a width in percentage points"),
+    ],
+)
+def test_bad_options_are_one_clear_error(run_copy, kwargs, message):
+    rater = kwargs.pop("rater")
+    with pytest.raises(UserError, match=re.escape(message)):
+        ReviewSession.open(run_copy, rater, **kwargs)
+
+
+def test_a_run_not_judged_yet_is_one_clear_error(run_copy):
+    (run_copy / "judgements.jsonl").write_bytes(b"")
+    with pytest.raises(UserError, match="no judged conversation to review"):
+        ReviewSession.open(run_copy, "Ada")
+
+
+# -- over HTTP ---------------------------------------------------------------------------
+
+
+async def post(session: aiohttp.ClientSession, base: str, body: object, headers: dict[str, str]):
+    async with session.post(f"{base}/api/ratings", data=json.dumps(body), headers=headers) as r:
+        return r.status, await r.text()
+
+
+async def test_a_write_without_the_token_or_from_another_origin_is_refused(run_copy):
+    review = ReviewSession.open(run_copy, "Ada", size=6)
+    before = snapshot(run_copy)
+    cid = review.order[0]
+    body = {"conversation_id": cid, "ratings": all_ratings(review), "note": "fine"}
+    async with serving(review) as base, aiohttp.ClientSession() as http:
+        origin = base  # http://127.0.0.1:PORT, as the page's own fetch sends it
+        good = {"X-Vera-Token": TOKEN, "Origin": origin, "Content-Type": "application/json"}
+        refused = [
+            {"Origin": origin},  # no token
+            {"X-Vera-Token": "guess", "Origin": origin},
+            {"X-Vera-Token": TOKEN[:-1], "Origin": origin},
+            {"X-Vera-Token": TOKEN},  # no Origin
+            {"X-Vera-Token": TOKEN, "Origin": "http://attacker.example"},
+            {"X-Vera-Token": TOKEN, "Origin": "null"},
+            {"X-Vera-Token": TOKEN, "Origin": origin.replace("127.0.0.1", "localhost")},
+            {**good, "Sec-Fetch-Site": "cross-site"},
+        ]
+        for headers in refused:
+            status, text = await post(http, base, body, headers)
+            assert status == 403, (headers, status, text)
+        assert not (run_copy / "human_ratings.jsonl").exists()
+        # A page elsewhere can post a form, but not a token nor its own origin.
+        async with http.post(f"{base}/api/ratings", data={"conversation_id": cid}) as r:
+            assert r.status == 403
+        for path in ("/api/next", f"/api/judge/{cid}"):
+            async with http.get(base + path) as r:
+                assert r.status == 403, path
+        async with http.get(f"{base}/api/next", headers={"X-Vera-Token": TOKEN}) as r:
+            assert r.status == 200 and (await r.json())["conversation"]["id"] == cid
+        # Another Host (a rebound domain name) is refused before anything else.
+        async with http.get(base + "/", headers={"Host": "attacker.example"}) as r:
+            assert r.status == 400
+        async with http.request("PUT", f"{base}/api/ratings", headers=good, data=b"{}") as r:
+            assert r.status == 405
+
+        # The judge stays hidden until this rater has saved their ratings.
+        async with http.get(f"{base}/api/judge/{cid}", headers={"X-Vera-Token": TOKEN}) as r:
+            assert r.status == 403 and "rate this conversation first" in (await r.json())["error"]
+        status, text = await post(http, base, body, good)
+        assert status == 200, text
+        assert json.loads(text) == {"saved": True, "conversation_id": cid, "rated": 1, "total": 6}
+        async with http.get(f"{base}/api/judge/{cid}", headers={"X-Vera-Token": TOKEN}) as r:
+            assert r.status == 200
+            shown = await r.json()
+        judged = open_run(run_copy).judgements_of(cid)
+        assert shown["yours"] == all_ratings(review)
+        assert [j["ratings"] for j in shown["judges"]] == [
+            {x.dimension: x.rating for x in h.ratings} for h in judged
+        ]
+        async with http.get(f"{base}/api/next", headers={"X-Vera-Token": TOKEN}) as r:
+            assert (await r.json())["conversation"]["id"] == review.order[1]
+
+    saved = read_human_ratings(run_copy)
+    assert len(saved) == 1
+    assert (saved[0].conversation_id, saved[0].rater, saved[0].note, saved[0].source) == (
+        cid,
+        "Ada",
+        "fine",
+        "review",
+    )
+    assert saved[0].ratings == all_ratings(review) and saved[0].rated_at.endswith("+00:00")
+    assert snapshot(run_copy) == before  # nothing else in the run was written
+
+
+async def test_a_bad_rating_is_a_clear_400_and_nothing_is_written(run_copy):
+    review = ReviewSession.open(run_copy, "Ada", size=6)
+    cid = review.order[0]
+    outside = next(c for c in open_run(run_copy).conversations if c not in review.order)
+    dims = review.dimensions
+    cases = [
+        (
+            {"conversation_id": outside, "ratings": all_ratings(review)},
+            f"conversation {outside!r} is not in your sample",
+        ),
+        (
+            {"conversation_id": cid, "ratings": dict.fromkeys(dims[1:], BP)},
+            f"rate every dimension: {dims[0]} missing",
+        ),
+        (
+            {"conversation_id": cid, "ratings": {**all_ratings(review), dims[2]: "Great"}},
+            f"{dims[2]}: 'Great' is not one of",
+        ),
+        (
+            {"conversation_id": cid, "ratings": {**all_ratings(review), "Kindness": BP}},
+            "not a dimension of this run's rubric: Kindness",
+        ),
+        (
+            {"conversation_id": cid, "ratings": all_ratings(review), "note": "x" * 4001},
+            "note: text of at most 4000",
+        ),
+        ([1, 2], "the body is not a JSON object"),
+    ]
+    async with serving(review) as base, aiohttp.ClientSession() as http:
+        headers = {"X-Vera-Token": TOKEN, "Origin": base}
+        for body, message in cases:
+            status, text = await post(http, base, body, headers)
+            assert status == 400, (body, text)
+            assert json.loads(text)["error"].startswith(message), text
+        async with http.post(f"{base}/api/ratings", data=b"{not json", headers=headers) as r:
+            assert r.status == 400 and (await r.json()) == {"error": "the body is not JSON"}
+    assert not (run_copy / "human_ratings.jsonl").exists()
+
+
+async def test_a_rating_that_cannot_be_written_is_not_reported_saved(run_copy):
+    review = ReviewSession.open(run_copy, "Ada", size=6)
+    (run_copy / "human_ratings.jsonl").mkdir()  # the append fails, as on a full or read-only disk
+    body = {"conversation_id": review.order[0], "ratings": all_ratings(review)}
+    async with serving(review) as base, aiohttp.ClientSession() as http:
+        status, text = await post(http, base, body, {"X-Vera-Token": TOKEN, "Origin": base})
+        assert status == 500
+        error = json.loads(text)["error"]
+        assert error.startswith("not saved: ") and "human_ratings.jsonl" in error, error
+        async with http.get(f"{base}/api/next", headers={"X-Vera-Token": TOKEN}) as r:
+            shown = await r.json()
+    assert shown["rated"] == 0 and shown["conversation"]["id"] == review.order[0]  # still to do
+
+
+def test_another_host_is_refused_without_allow_remote(run_copy):
+    with pytest.raises(UserError, match=r"--host 0\.0\.0\.0 is not this machine only: .* add --allow-remote"):
+        serve_review(run_copy, rater="Ada", host="0.0.0.0")
+    assert not (run_copy / "human_ratings.jsonl").exists()
+
+
+# -- the command -------------------------------------------------------------------------
+
+
+def start_review(*args: str) -> tuple[subprocess.Popen, str]:
+    """`vera review` as a user starts it; returns the process and the URL it serves."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vera", "review", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        m = re.search(r"serving at (http://\S+/)", line)
+        if m:
+            return proc, m.group(1)
+    proc.kill()
+    raise AssertionError(f"vera review did not start: {proc.communicate()}")
+
+
+def stop(proc: subprocess.Popen) -> str:
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    return err
+
+
+@pytest.mark.slow
+def test_the_command_refuses_another_host_and_warns_when_allowed(run_copy):
+    refused = subprocess.run(
+        [sys.executable, "-m", "vera", "review", str(run_copy), "--rater", "Ada", "--host", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("error: --host 0.0.0.0 is not this machine only")
+    assert "Traceback" not in refused.stderr
+    proc, url = start_review(str(run_copy), "--rater", "Ada", "--host", "0.0.0.0", "--allow-remote")
+    err = stop(proc)
+    assert url.startswith("http://0.0.0.0:")
+    assert "WARNING: vera review is serving transcripts to the network" in err
+    both = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vera",
+            "review",
+            str(run_copy),
+            "--rater",
+            "A",
+            "--size",
+            "3",
+            "--width",
+            "9",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert both.returncode != 0 and "--size and --width: give one" in both.stderr
+
+
+async def test_ratings_saved_in_a_review_calibrate_the_card(run_copy):
+    from vera.report._score import score_run
+
+    review = ReviewSession.open(run_copy, "Ada", size=12)
+    for cid in review.order[:8]:
+        await review.save(review.check_rating({"conversation_id": cid, "ratings": all_ratings(review)}))
+    score_run(run_copy, resamples=200)
+    card = json.loads((run_copy / "card.json").read_text())
+    heads = open_run(run_copy).conversation_heads()
+    rated = Counter(heads[c].chatbot for c in review.order[:8])
+    assert rated == {bot: 4 for bot in rated} and len(rated) == 2  # the order interleaves the chatbots
+    for bot in card["chatbots"]:
+        assert bot["calibrated"]["n_rated_by_humans"] == rated[bot["chatbot"]]

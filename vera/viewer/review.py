@@ -1,0 +1,423 @@
+"""`vera review`: a person rates a random sample of a run's judged conversations, blind to
+the judge, in the browser; each saved rating is appended to human_ratings.jsonl.
+
+What it serves, and nothing else::
+
+    GET  /                          the review page (static page + script, with the session's token)
+    GET  /static/<name>             its script and stylesheet
+    GET  /api/next                  the rater's next conversation: transcript only (JSON)
+    POST /api/ratings               save one conversation's ratings (fsync'd before the answer)
+    GET  /api/judge/<id>            the judge's ratings of a conversation the rater has rated
+
+The sample and the rater's order come from `vera.stats.sampling`; the rater's earlier
+ratings in human_ratings.jsonl are skipped, so a review stopped at any point goes on
+where it stopped. Blinding is the server's doing, not the page's: the next conversation
+comes without its chatbot, persona, group or ratings, and /api/judge answers only for a
+conversation this rater has saved ratings for.
+
+The viewer's protections hold (`vera.viewer.app`: a known Host, no caching, no framing,
+text shown as text), and since this page writes: every /api request carries the token
+the page was served with (a fresh one each time the server starts), a POST must come from
+the page's own origin, and human_ratings.jsonl is the only file it ever writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import secrets
+import sys
+import time
+import webbrowser
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import IO, Any
+
+import msgspec
+from aiohttp import web
+
+from vera.errors import StorageError, UserError
+from vera.records import RATINGS, HumanRating
+from vera.rubric import question_texts
+from vera.stats.sampling import Unit, draw_sample, rater_order, sample_sizes
+from vera.store import RunRecords, append_human_ratings, open_run, read_human_ratings
+from vera.viewer.app import (
+    ALLOWED_HOSTS,
+    Handler,
+    _known_host,
+    _run,
+    _safe_headers,
+    _serve_until_stopped,
+    bind,
+    host_names,
+)
+
+__all__ = ["ReviewSession", "build_review_app", "check_rater", "serve_review"]
+
+TOKEN_HEADER = "X-Vera-Token"
+MAX_NOTE = 4000
+MAX_RATER = 80
+# A rating is a few hundred bytes; anything much larger is not one.
+MAX_BODY = 64 * 1024
+DEFAULT_WIDTH = 20.0
+
+
+_ASSETS = {"review.js": "text/javascript", "review.css": "text/css"}
+_TOKEN_SLOT = b"{{TOKEN}}"
+
+
+# ---------------------------------------------------------------------------------------
+# The review: sample, order, what is rated
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class ReviewSession:
+    """One rater's review of one run: the sample in their order, and what they rated."""
+
+    run_dir: Path
+    records: RunRecords
+    rater: str
+    seed: int
+    dimensions: tuple[str, ...]
+    population: int
+    order: list[str]
+    how: str  # how the size was chosen, for the start-up line
+    latest: dict[str, Mapping[str, str]] = field(default_factory=dict)  # this rater's ratings by conversation
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @classmethod
+    def open(
+        cls,
+        run_dir: str | Path,
+        rater: str,
+        *,
+        size: int | None = None,
+        width: float | None = None,
+        seed: int = 1,
+    ) -> ReviewSession:
+        """Scan the run, draw the sample (`size`, or proposed from `width` in percentage
+        points; by default a width of 20) and read the rater's earlier ratings."""
+        rater = check_rater(rater)
+        if size is not None and width is not None:
+            raise UserError(
+                "--size and --width: give one (the size, or the interval width it is proposed from)"
+            )
+        if size is not None and size < 1:
+            raise UserError(f"--size {size}: give at least 1")
+        if width is not None and not 0 < width <= 100:
+            raise UserError(f"--width {width}: give a width in percentage points, above 0 and at most 100")
+        records = open_run(run_dir)
+        units = judged_units(records)
+        if not units:
+            raise UserError(f"{run_dir}: no judged conversation to review (judge the run first)")
+        if size is None:
+            width = DEFAULT_WIDTH if width is None else width
+            sizes = sample_sizes(units, width=width / 100)
+            how = f"proposed for a 95 % interval {width:g} points wide per chatbot"
+        else:
+            sizes = sample_sizes(units, size=size)
+            how = f"--size {size}" + (f", all {len(units)} there are" if size > len(units) else "")
+        sample = draw_sample(units, sizes, seed)
+        session = cls(
+            run_dir=Path(run_dir),
+            records=records,
+            rater=rater,
+            seed=seed,
+            dimensions=rubric_dimensions(records),
+            population=len(units),
+            order=[u.id for u in rater_order(sample, rater, seed)],
+            how=how,
+        )
+        for r in read_human_ratings(Path(run_dir)):
+            if r.rater == rater:
+                session.latest[r.conversation_id] = dict(r.ratings)
+        return session
+
+    @property
+    def rated(self) -> int:
+        """How many of the rater's sample they have rated."""
+        return sum(cid in self.latest for cid in self.order)
+
+    def next_position(self) -> int | None:
+        """The index in the order of the first conversation not rated yet."""
+        return next((i for i, cid in enumerate(self.order) if cid not in self.latest), None)
+
+    def next_conversation(self) -> dict[str, Any]:
+        """What the page needs to show the next conversation, blind: its id, position and
+        turns (no chatbot, persona, group or rating)."""
+        i = self.next_position()
+        conversation = None
+        if i is not None:
+            cid = self.order[i]
+            turns = self.records.read_conversation(cid).turns
+            conversation = {
+                "id": cid,
+                "position": i + 1,
+                "turns": [{"speaker": t.speaker, "text": t.text} for t in turns],
+            }
+        return self._progress() | {"conversation": conversation}
+
+    def _progress(self) -> dict[str, Any]:
+        return {
+            "rater": self.rater,
+            "total": len(self.order),
+            "rated": self.rated,
+            "population": self.population,
+            "dimensions": list(self.dimensions),
+            "ratings": list(RATINGS),
+        }
+
+    def check_rating(self, body: object) -> HumanRating:
+        """A saved rating from a request body, or a UserError saying what is wrong."""
+        if not isinstance(body, dict):
+            raise UserError("the body is not a JSON object")
+        cid, ratings, note = body.get("conversation_id"), body.get("ratings"), body.get("note", "")
+        if not isinstance(cid, str) or cid not in self.order:
+            raise UserError(f"conversation {cid!r} is not in your sample")
+        if not isinstance(ratings, dict):
+            raise UserError("ratings: not an object of dimension: rating")
+        missing = [d for d in self.dimensions if d not in ratings]
+        if missing:
+            raise UserError(f"rate every dimension: {', '.join(missing)} missing")
+        unknown = [d for d in ratings if d not in self.dimensions]
+        if unknown:
+            raise UserError(f"not a dimension of this run's rubric: {', '.join(map(str, unknown))}")
+        for d, value in ratings.items():
+            if value not in RATINGS:
+                raise UserError(f"{d}: {value!r} is not one of {', '.join(RATINGS)}")
+        if not isinstance(note, str) or len(note) > MAX_NOTE:
+            raise UserError(f"note: text of at most {MAX_NOTE} characters")
+        return HumanRating(
+            conversation_id=cid,
+            rater=self.rater,
+            ratings={d: ratings[d] for d in self.dimensions},
+            note=note.strip(),
+            source="review",
+            rated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+
+    async def save(self, rating: HumanRating) -> dict[str, Any]:
+        """Append the rating to human_ratings.jsonl (fsync'd, off the event loop); only
+        then is it counted, and the page told it is saved."""
+        async with self.lock:
+            await asyncio.to_thread(append_human_ratings, self.run_dir, [rating])
+            self.latest[rating.conversation_id] = dict(rating.ratings)
+        return {
+            "saved": True,
+            "conversation_id": rating.conversation_id,
+            "rated": self.rated,
+            "total": len(self.order),
+        }
+
+    def judge_ratings(self, conversation_id: str) -> dict[str, Any] | None:
+        """The judge's ratings beside the rater's, or None while the rater has not rated it."""
+        yours = self.latest.get(conversation_id)
+        if yours is None or conversation_id not in self.records.conversations:
+            return None
+        judges = [
+            {"judge": h.judge, "instance": h.instance, "ratings": {r.dimension: r.rating for r in h.ratings}}
+            for h in self.records.judgements_of(conversation_id)
+            if h.status == "complete"
+        ]
+        return {
+            "conversation_id": conversation_id,
+            "dimensions": list(self.dimensions),
+            "yours": yours,
+            "judges": judges,
+        }
+
+
+def check_rater(name: str) -> str:
+    """The rater's name as stored (surrounding spaces dropped), or a UserError."""
+    name = name.strip()
+    if not name:
+        raise UserError("--rater: give your name (or initials); it is stored with each rating")
+    if len(name) > MAX_RATER or not name.isprintable():
+        raise UserError(f"--rater: a name of at most {MAX_RATER} printable characters")
+    return name
+
+
+def judged_units(records: RunRecords) -> list[Unit]:
+    """Every complete conversation with at least one complete judgement, in run order,
+    with its chatbot and persona group (the `risk` field holds the run's grouping)."""
+    judged = {h.conversation_id for h, _ in records.judgements.values() if h.status == "complete"}
+    return [
+        Unit(cid, head.chatbot, head.risk)
+        for cid, (head, _) in records.conversations.items()
+        if head.status == "complete" and cid in judged
+    ]
+
+
+def rubric_dimensions(records: RunRecords) -> tuple[str, ...]:
+    """The run's rubric dimensions in order; from the judgements when the rubric file
+    is gone (their ratings name every dimension)."""
+    dims = question_texts(records.manifest, records.root).dimensions
+    if dims:
+        return tuple(dims)
+    seen: dict[str, None] = {}
+    for head, _ in records.judgements.values():
+        for r in head.ratings:
+            seen.setdefault(r.dimension, None)
+    return tuple(seen)
+
+
+# ---------------------------------------------------------------------------------------
+# The application
+# ---------------------------------------------------------------------------------------
+
+
+SESSION = web.AppKey("review_session", ReviewSession)
+TOKEN = web.AppKey("review_token", str)
+
+
+def build_review_app(
+    session: ReviewSession, *, token: str, allowed_hosts: frozenset[str] = frozenset()
+) -> web.Application:
+    """The review as an aiohttp application; `token` is the one every /api request must
+    carry, `allowed_hosts` as in `vera.viewer.app.build_app`."""
+    app = web.Application(middlewares=[_safe_headers, _known_host, _writes_guarded], client_max_size=MAX_BODY)
+    app[SESSION] = session
+    app[TOKEN] = token
+    app[ALLOWED_HOSTS] = allowed_hosts
+    folder = resources.files("vera.viewer").joinpath("static")
+    page = folder.joinpath("review.html").read_bytes().replace(_TOKEN_SLOT, token.encode())
+    assets = {name: folder.joinpath(name).read_bytes() for name in _ASSETS}
+
+    async def index(request: web.Request) -> web.Response:
+        return web.Response(body=page, content_type="text/html", charset="utf-8")
+
+    async def asset(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name not in assets:
+            raise web.HTTPNotFound()
+        return web.Response(body=assets[name], content_type=_ASSETS[name], charset="utf-8")
+
+    app.router.add_get("/", index)
+    app.router.add_get("/static/{name}", asset)
+    app.router.add_get("/api/next", _next)
+    app.router.add_post("/api/ratings", _save)
+    app.router.add_get("/api/judge/{id}", _judge)
+    return app
+
+
+def _json(obj: object, status: int = 200) -> web.Response:
+    return web.Response(body=msgspec.json.encode(obj), status=status, content_type="application/json")
+
+
+async def _next(request: web.Request) -> web.Response:
+    return _json(request.app[SESSION].next_conversation())
+
+
+async def _save(request: web.Request) -> web.Response:
+    session = request.app[SESSION]
+    try:
+        body = msgspec.json.decode(await request.read())
+    except msgspec.DecodeError:
+        return _json({"error": "the body is not JSON"}, status=400)
+    try:
+        rating = session.check_rating(body)
+    except UserError as e:
+        return _json({"error": str(e)}, status=400)
+    try:
+        return _json(await session.save(rating))
+    except OSError as e:
+        # Not saved, and the page must say so: the rater keeps the form and can retry.
+        return _json({"error": f"not saved: cannot write human_ratings.jsonl ({e.strerror})"}, status=500)
+    except StorageError as e:
+        return _json({"error": f"not saved: {e}"}, status=500)
+
+
+async def _judge(request: web.Request) -> web.Response:
+    found = request.app[SESSION].judge_ratings(request.match_info["id"])
+    if found is None:
+        return _json(
+            {"error": "rate this conversation first: the judge's ratings stay hidden until then"}, 403
+        )
+    return _json(found)
+
+
+@web.middleware
+async def _writes_guarded(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """GET, HEAD and POST only; every /api request carries the session's token; a POST
+    comes from the page's own origin (a page elsewhere can send a form, never the token,
+    and its browser names its own origin)."""
+    if request.method not in ("GET", "HEAD", "POST"):
+        raise web.HTTPMethodNotAllowed(request.method, ["GET", "HEAD", "POST"])
+    if request.method == "POST" and not request.path.startswith("/api/"):
+        raise web.HTTPMethodNotAllowed(request.method, ["GET", "HEAD"])
+    if request.path.startswith("/api/"):
+        sent = request.headers.get(TOKEN_HEADER, "")
+        if not hmac.compare_digest(sent.encode(), request.app[TOKEN].encode()):
+            raise web.HTTPForbidden(text="missing or wrong session token: reload the review page")
+    if request.method == "POST":
+        origin = request.headers.get("Origin", "").lower()
+        host = request.headers.get("Host", "").lower()
+        if not host or origin != f"http://{host}":
+            raise web.HTTPForbidden(text="a rating must be sent from the review page itself")
+        if request.headers.get("Sec-Fetch-Site", "same-origin") != "same-origin":
+            raise web.HTTPForbidden(text="a rating must be sent from the review page itself")
+    return await handler(request)
+
+
+# ---------------------------------------------------------------------------------------
+# Serving
+# ---------------------------------------------------------------------------------------
+
+REMOTE_WARNING = """\
+WARNING: vera review is serving transcripts to the network at {url}, and taking ratings
+WARNING: from it: anyone who can reach this machine on port {port} can read the sampled
+WARNING: conversations without a password (the session token only stops other web pages
+WARNING: from writing). Stop it (Ctrl-C) unless that is intended."""
+
+
+def serve_review(
+    run_dir: str | Path,
+    *,
+    rater: str,
+    size: int | None = None,
+    width: float | None = None,
+    seed: int = 1,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    allow_remote: bool = False,
+    open_browser: bool = False,
+    out: IO[str] | None = None,
+    err: IO[str] | None = None,
+) -> None:
+    """Draw the rater's sample, serve the review until SIGINT or SIGTERM, and return."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    started = time.perf_counter()
+    session = ReviewSession.open(run_dir, rater, size=size, width=width, seed=seed)
+    sock = bind(host, port)
+    url, allowed = host_names(sock)
+    if not allowed and not allow_remote:
+        sock.close()
+        raise UserError(
+            f"--host {host} is not this machine only: the review would show transcripts to the "
+            "network and take ratings from it; add --allow-remote if that is what you want"
+        )
+    if not allowed:
+        print(REMOTE_WARNING.format(url=url, port=sock.getsockname()[1]), file=err, flush=True)
+    left = len(session.order) - session.rated
+    print(
+        f"vera review: rater {session.rater!r}: a sample of {len(session.order)} of {session.population} "
+        f"judged conversation(s) ({session.how}; seed {seed}); {session.rated} rated, {left} to go "
+        f"({time.perf_counter() - started:.1f} s)",
+        file=out,
+    )
+    print(f"vera review: ratings are appended to {Path(run_dir) / 'human_ratings.jsonl'}", file=out)
+
+    def ready() -> None:
+        print(
+            f"vera review: serving at {url} (Ctrl-C to stop; start it again to go on)", file=out, flush=True
+        )
+        if open_browser:
+            webbrowser.open(url)
+
+    app = build_review_app(session, token=secrets.token_urlsafe(32), allowed_hosts=allowed)
+    _run(_serve_until_stopped(app, sock, ready))

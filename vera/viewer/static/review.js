@@ -1,0 +1,240 @@
+// vera review: one conversation at a time, blind; the rater's ratings are POSTed with the
+// session token the page was served with, and the page says "saved" only when the server
+// has fsync'd them. Text from a run is only ever put in the page with textContent.
+"use strict";
+
+const TOKEN = document.querySelector('meta[name="vera-token"]').content;
+const SPEAKERS = { user: "User", chatbot: "Chatbot" };
+
+let current = null; // the conversation on screen
+let state = null; // the last answer of /api/next
+
+function el(tag, attrs = {}, text = null) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "className") node.className = value;
+    else node.setAttribute(key, value);
+  }
+  if (text !== null) node.textContent = String(text);
+  return node;
+}
+
+function slug(text) {
+  return text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
+}
+
+async function api(path, options = {}) {
+  const headers = Object.assign({ "X-Vera-Token": TOKEN }, options.headers || {});
+  const response = await fetch(path, Object.assign({}, options, { headers, cache: "no-store" }));
+  // Refusals from the server's guards are plain text; its own answers are JSON.
+  const text = await response.text();
+  let body;
+  try {
+    body = JSON.parse(text);
+  } catch (e) {
+    body = { error: text.trim() || response.statusText };
+  }
+  if (!response.ok) throw new Error(body && body.error ? body.error : `HTTP ${response.status}`);
+  return body;
+}
+
+function say(text, isError = false) {
+  const status = document.getElementById("status");
+  status.textContent = text;
+  status.classList.toggle("error", isError);
+}
+
+function showProgress(rated, total) {
+  document.getElementById("progress-text").textContent =
+    `Rater ${state.rater} · ${rated} of ${total} rated in your sample ` +
+    `(drawn from ${state.population} judged conversations)`;
+  const bar = document.getElementById("progress");
+  bar.max = Math.max(total, 1);
+  bar.value = rated;
+}
+
+// -- the form ----------------------------------------------------------------------------
+
+function buildForm(dimensions, ratings) {
+  const box = document.getElementById("dimensions");
+  box.replaceChildren();
+  dimensions.forEach((dimension, i) => {
+    const fieldset = el("fieldset", { className: "dimension", "data-dimension": dimension });
+    fieldset.append(el("legend", {}, `${i + 1}. ${dimension}`));
+    const options = el("div", { className: "options" });
+    for (const rating of ratings) {
+      const id = `r-${slug(dimension)}-${slug(rating)}`;
+      const input = el("input", { type: "radio", id, name: `dim-${i}`, value: rating });
+      const label = el("label", { for: id, className: `rating ${slug(rating)}` });
+      label.append(input, document.createTextNode(" " + rating));
+      options.append(label);
+    }
+    fieldset.append(options);
+    box.append(fieldset);
+  });
+}
+
+function chosen() {
+  const out = {};
+  const missing = [];
+  state.dimensions.forEach((dimension, i) => {
+    const input = document.querySelector(`input[name="dim-${i}"]:checked`);
+    if (input) out[dimension] = input.value;
+    else missing.push(i);
+  });
+  return { ratings: out, missing };
+}
+
+function setFormEnabled(enabled) {
+  for (const node of document.querySelectorAll("#rating-form input, #rating-form textarea, #rating-form button")) {
+    node.disabled = !enabled;
+  }
+}
+
+// -- one conversation --------------------------------------------------------------------
+
+function showConversation(conversation, total) {
+  current = conversation;
+  document.getElementById("conversation-title").textContent =
+    `Conversation ${conversation.position} of ${total}`;
+  const list = document.getElementById("turns");
+  list.replaceChildren();
+  conversation.turns.forEach((turn, i) => {
+    const item = el("li", { className: `turn ${turn.speaker === "user" ? "user" : "chatbot"}`, id: `turn-${i + 1}` });
+    item.append(el("p", { className: "who" }, `${i + 1} · ${SPEAKERS[turn.speaker] || turn.speaker}`));
+    item.append(el("p", { className: "text" }, turn.text));
+    list.append(item);
+  });
+  for (const input of document.querySelectorAll("#rating-form input")) input.checked = false;
+  for (const f of document.querySelectorAll("fieldset.dimension")) f.classList.remove("missing");
+  document.getElementById("note").value = "";
+  setFormEnabled(true);
+  document.getElementById("after").hidden = true;
+  const judge = document.getElementById("judge");
+  judge.hidden = true;
+  document.getElementById("judge-table").replaceChildren();
+  const reveal = document.getElementById("reveal");
+  reveal.setAttribute("aria-expanded", "false");
+  reveal.disabled = false;
+  document.getElementById("review").hidden = false;
+  document.getElementById("done").hidden = true;
+  window.scrollTo(0, 0);
+  document.getElementById("conversation-title").focus();
+}
+
+function showDone(rated, total) {
+  document.getElementById("review").hidden = true;
+  const done = document.getElementById("done");
+  done.hidden = false;
+  document.getElementById("done-text").textContent =
+    `You have rated all ${total} conversations of your sample (${rated} saved). Thank you. ` +
+    "You can close this page and stop the review with Ctrl-C.";
+  document.getElementById("done-title").focus();
+}
+
+async function loadNext() {
+  say("Loading the next conversation…");
+  try {
+    state = await api("/api/next");
+  } catch (e) {
+    say(`Could not load the next conversation: ${e.message}`, true);
+    return;
+  }
+  buildForm(state.dimensions, state.ratings);
+  showProgress(state.rated, state.total);
+  if (state.conversation === null) {
+    say("");
+    showDone(state.rated, state.total);
+    return;
+  }
+  showConversation(state.conversation, state.total);
+  say(`Conversation ${state.conversation.position} of ${state.total}: ${state.conversation.turns.length} turns.`);
+}
+
+async function save(event) {
+  event.preventDefault();
+  const { ratings, missing } = chosen();
+  for (const [i, f] of document.querySelectorAll("fieldset.dimension").entries()) {
+    f.classList.toggle("missing", missing.includes(i));
+  }
+  if (missing.length) {
+    say(`Rate every dimension first: ${missing.map((i) => state.dimensions[i]).join(", ")}.`, true);
+    document.querySelector(`input[name="dim-${missing[0]}"]`).focus();
+    return;
+  }
+  setFormEnabled(false);
+  say("Saving…");
+  let answer;
+  try {
+    answer = await api("/api/ratings", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({
+        conversation_id: current.id,
+        ratings,
+        note: document.getElementById("note").value,
+      }),
+    });
+  } catch (e) {
+    setFormEnabled(true);
+    say(`Not saved: ${e.message}`, true);
+    return;
+  }
+  showProgress(answer.rated, answer.total);
+  document.getElementById("after").hidden = false;
+  say(`Saved: conversation ${current.position} of ${answer.total} (${answer.rated} rated).`);
+  document.getElementById("next").focus();
+}
+
+async function reveal() {
+  const button = document.getElementById("reveal");
+  const box = document.getElementById("judge");
+  if (!box.hidden) {
+    box.hidden = true;
+    button.setAttribute("aria-expanded", "false");
+    button.textContent = "Show the judge's ratings";
+    return;
+  }
+  let found;
+  try {
+    found = await api(`/api/judge/${encodeURIComponent(current.id)}`);
+  } catch (e) {
+    say(`Could not show the judge's ratings: ${e.message}`, true);
+    return;
+  }
+  const table = document.getElementById("judge-table");
+  table.replaceChildren();
+  const head = el("tr");
+  head.append(el("th", { scope: "col" }, "Dimension"), el("th", { scope: "col" }, "You"));
+  for (const j of found.judges) {
+    head.append(el("th", { scope: "col" }, found.judges.length > 1 || j.instance > 1 ? `${j.judge} #${j.instance}` : j.judge));
+  }
+  const thead = el("thead");
+  thead.append(head);
+  const tbody = el("tbody");
+  for (const dimension of found.dimensions) {
+    const row = el("tr");
+    const yours = found.yours[dimension];
+    row.append(el("th", { scope: "row" }, dimension), el("td", {}, yours || "—"));
+    for (const j of found.judges) {
+      const theirs = j.ratings[dimension] || "—";
+      const cell = el("td", { className: theirs === yours ? "same" : "differs" }, theirs);
+      if (theirs !== yours) cell.append(el("span", { className: "mark" }, " ≠ yours"));
+      row.append(cell);
+    }
+    tbody.append(row);
+  }
+  table.append(thead, tbody);
+  box.hidden = false;
+  // The form's panel scrolls on its own on a wide screen: bring the table into it.
+  box.scrollIntoView({ block: "nearest" });
+  button.setAttribute("aria-expanded", "true");
+  button.textContent = "Hide the judge's ratings";
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  document.getElementById("rating-form").addEventListener("submit", save);
+  document.getElementById("next").addEventListener("click", loadNext);
+  document.getElementById("reveal").addEventListener("click", reveal);
+  loadNext();
+});
