@@ -251,6 +251,27 @@ def is_loopback(address: str) -> bool:
         return False
 
 
+class RemoteNotAllowed(UserError):
+    """`--host` names an address other machines can reach, without `--allow-remote`."""
+
+
+def check_host(host: str, *, allow_remote: bool) -> None:
+    """Refuse a host that is not loopback unless remote access was asked for by name:
+    the transcripts are sensitive and the viewer has no password, so serving them to
+    the network takes two deliberate words, not one."""
+    if allow_remote:
+        return
+    try:
+        infos = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise UserError(f"--host {host}: cannot resolve it ({e.strerror})") from None
+    if not infos or not all(is_loopback(str(info[4][0])) for info in infos):
+        raise RemoteNotAllowed(
+            f"--host {host} would serve every transcript to the network without a password; "
+            "add --allow-remote if that is intended"
+        )
+
+
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket on host:port (port 0: a free one), or a UserError saying why not."""
     try:
@@ -292,13 +313,16 @@ def serve(
     *,
     host: str = "127.0.0.1",
     port: int = 0,
+    allow_remote: bool = False,
     open_browser: bool = False,
     out: IO[str] | None = None,
     err: IO[str] | None = None,
 ) -> None:
-    """Index the runs, serve them until SIGINT or SIGTERM, and return (exit code 0)."""
+    """Index the runs, serve them until SIGINT or SIGTERM, and return (exit code 0).
+    A host other machines can reach is refused (RemoteNotAllowed) unless `allow_remote`."""
     out = out or sys.stdout
     err = err or sys.stderr
+    check_host(host, allow_remote=allow_remote)
     started = time.perf_counter()
     catalogue = Catalogue.open(run_dirs)
     sock = bind(host, port)
