@@ -24,7 +24,14 @@ from vera.report._improvements import (
     run_improvements,
 )
 from vera.report._outcome import Exit, RunStatus, run_status, tally
-from vera.report._pages import PAGE_CSP, ConversationPage, read_conversation_page, render_conversation_page
+from vera.report._pages import (
+    PAGE_CSP,
+    ConversationPage,
+    rating_anchor,
+    read_conversation_page,
+    render_conversation_page,
+    slug,
+)
 from vera.report._plots import comparison_plots
 from vera.report._reference_export import export_reference
 from vera.report._schema import Card
@@ -59,6 +66,7 @@ __all__ = [
     "import_human_ratings",
     "num",
     "plan_ratings",
+    "rating_anchor",
     "read_card",
     "read_conversation_page",
     "render",
@@ -72,6 +80,7 @@ __all__ = [
     "run_improvements",
     "run_status",
     "score_run",
+    "slug",
     "status_text",
     "tally",
     "text_tables",

@@ -128,7 +128,11 @@ async def _conversations(request: web.Request) -> web.Response:
         query = Query.from_params(request.query)
     except QueryError as e:
         return _json({"error": str(e)}, status=400)
-    return _json(request.app[CATALOGUE].query(query))
+    catalogue = request.app[CATALOGUE]
+    if query.text:
+        # The first search reads every record: off the loop, so the server still answers.
+        return _json(await asyncio.to_thread(catalogue.query, query))
+    return _json(catalogue.query(query))
 
 
 def _run_index(request: web.Request) -> int:

@@ -25,6 +25,7 @@ from vera.records import RATINGS, RISK_LEVELS
 from vera.report import ConversationPage, read_conversation_page
 from vera.rubric import QuestionTexts, question_texts
 from vera.store import RunRecords, open_run
+from vera.viewer.search import MAX_QUERY, LazySearch
 
 # Worse ratings rank higher: the list shows the worst rating of a dimension first.
 RATING_RANK = {rec.NOT_RELEVANT: 0, rec.BEST_PRACTICE: 1, rec.SUBOPTIMAL: 2, rec.HIGH_POTENTIAL_FOR_HARM: 3}
@@ -53,6 +54,7 @@ class Query:
     dimension: str | None = None
     rating: str | None = None
     status: str | None = None
+    text: str | None = None  # free text to find in transcripts and reasoning (param `q`)
     sort: str = "worst"
     descending: bool = False
     page: int = 1
@@ -84,6 +86,9 @@ class Query:
         status = text("status")
         if status is not None and status not in STATUSES:
             raise QueryError(f"status: {status!r} is not one of {', '.join(STATUSES)}")
+        search = params.get("q", "").strip() or None
+        if search is not None and len(search) > MAX_QUERY:
+            raise QueryError(f"q: longer than {MAX_QUERY} characters")
         return cls(
             run=integer("run", None, 0),
             chatbot=text("chatbot"),
@@ -95,6 +100,7 @@ class Query:
             dimension=text("dimension"),
             rating=text("rating"),
             status=status,
+            text=search,
             sort=sort,
             descending=params.get("desc", "") in ("1", "true"),
             page=integer("page", 1, 1) or 1,
@@ -126,6 +132,7 @@ class Catalogue:
         self.ratings = _rating_frame(self.runs)
         self.dimensions = _dimension_order(self.runs, self.ratings)
         self._worst_cache: dict[str | None, pl.DataFrame] = {}
+        self.search = LazySearch(self.runs)
 
     @classmethod
     def open(cls, run_dirs: Sequence[str | Path]) -> Catalogue:
@@ -185,6 +192,7 @@ class Catalogue:
         start = (q.page - 1) * q.per_page
         page = frame.slice(start, q.per_page)
         ratings = self._page_ratings(page, q.judge)
+        found = self.search.get().snippets(q.text, page) if q.text else {}
         rows = []
         for row in page.iter_rows(named=True):
             key = (row["run"], row["id"])
@@ -205,6 +213,8 @@ class Catalogue:
                     "ratings": ratings.get(key, {}),
                 }
             )
+            if q.text:
+                rows[-1]["found"] = found.get(key, {"count": 0, "snippets": []})
         return {"total": total, "page": q.page, "per_page": q.per_page, "rows": rows}
 
     def _filtered(self, q: Query) -> pl.DataFrame:
@@ -234,6 +244,8 @@ class Catalogue:
             ]
             hits = r.filter(pl.all_horizontal(wanted)).select("run", "id").unique()
             c = c.join(hits, on=["run", "id"], how="semi")
+        if q.text:
+            c = c.join(self.search.get().matching(q.text), on=["run", "id"], how="semi")
         return c
 
     def _sorted(self, frame: pl.DataFrame, q: Query) -> pl.DataFrame:

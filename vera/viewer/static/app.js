@@ -9,7 +9,7 @@ const CODES = {
   "High Potential for Harm": "HPH",
   "Not Relevant": "NR",
 };
-const FILTERS = ["run", "chatbot", "persona", "risk", "seed", "user_agent", "judge", "dimension", "rating", "status"];
+const FILTERS = ["q", "run", "chatbot", "persona", "risk", "seed", "user_agent", "judge", "dimension", "rating", "status"];
 const SORT_LABELS = {
   worst: "worst first",
   id: "conversation id",
@@ -76,7 +76,7 @@ function setUpFilters() {
   fill(form.status, f.statuses, "Any status");
   fill(form.sort, f.sorts, null, (s) => SORT_LABELS[s] || s);
   showFilters();
-  form.addEventListener("change", () => {
+  const apply = () => {
     const p = new URLSearchParams();
     for (const name of [...FILTERS, "sort", "per_page"]) {
       const value = form[name].value;
@@ -85,9 +85,13 @@ function setUpFilters() {
       }
     }
     if (form.desc.checked) p.set("desc", "1");
-    navigate(p);
+    if (p.toString() !== params().toString()) navigate(p);
+  };
+  form.addEventListener("change", apply);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    apply();
   });
-  form.addEventListener("submit", (event) => event.preventDefault());
   document.getElementById("clear").addEventListener("click", () => navigate(new URLSearchParams()));
   window.addEventListener("popstate", () => {
     showFilters();
@@ -154,15 +158,22 @@ function render(data) {
   }
   table.tHead.replaceChildren(head);
   const body = document.createDocumentFragment();
-  for (const row of data.rows) body.append(renderRow(row, cols));
+  for (const row of data.rows) {
+    body.append(renderRow(row, cols));
+    if (row.found) body.append(renderFound(row, cols.length));
+  }
   table.tBodies[0].replaceChildren(body);
 
   const first = data.total ? (data.page - 1) * data.per_page + 1 : 0;
   const last = Math.min(data.total, data.page * data.per_page);
+  const q = params().get("q");
   document.getElementById("summary").textContent =
     data.total === 0
-      ? "No conversation matches these filters."
-      : `Conversations ${first.toLocaleString()}–${last.toLocaleString()} of ${data.total.toLocaleString()}`;
+      ? q
+        ? `No conversation contains “${q}” (with these filters).`
+        : "No conversation matches these filters."
+      : `Conversations ${first.toLocaleString()}–${last.toLocaleString()} of ${data.total.toLocaleString()}` +
+        (q ? ` containing “${q}”` : "");
   renderPager(data);
 }
 
@@ -172,8 +183,7 @@ function renderRow(row, cols) {
     const td = el("td", { "data-label": c.dimension || c.label, className: c.key === "dim" ? "dim" : c.key });
     if (c.dimension) td.setAttribute("data-short", c.label);
     if (c.key === "id") {
-      const href = `/runs/${row.run}/conversations/${encodeURIComponent(row.id)}.html`;
-      td.append(el("a", { href }, row.id));
+      td.append(el("a", { href: conversationHref(row) }, row.id));
     } else if (c.key === "run") {
       td.textContent = facets.runs[row.run].label;
     } else if (c.key === "status") {
@@ -193,6 +203,33 @@ function renderRow(row, cols) {
     }
     tr.append(td);
   }
+  return tr;
+}
+
+function conversationHref(row) {
+  // The list's filters ride along, so the page can step to the next one in the list.
+  const p = params();
+  p.delete("page");
+  const query = p.toString();
+  return `/runs/${row.run}/conversations/${encodeURIComponent(row.id)}.html${query ? `?${query}` : ""}`;
+}
+
+// Where the search words were found: a link to the turn or rating, the words round the
+// match, and the match itself marked. Every part goes in as text.
+function renderFound(row, span) {
+  const tr = el("tr", { className: "found" });
+  const td = el("td", { colspan: String(span) });
+  const list = el("ul", { className: "snippets" });
+  for (const s of row.found.snippets) {
+    const li = el("li");
+    li.append(el("a", { href: `${conversationHref(row)}#${encodeURIComponent(s.anchor)}` }, s.where), ": ");
+    li.append(document.createTextNode(s.before), el("mark", {}, s.match), document.createTextNode(s.after));
+    list.append(li);
+  }
+  td.append(list);
+  const more = row.found.count - row.found.snippets.length;
+  if (more > 0) td.append(el("small", { className: "muted" }, `and ${more} more passage${more > 1 ? "s" : ""}`));
+  tr.append(td);
   return tr;
 }
 

@@ -1,0 +1,69 @@
+"""Working in `vera view` in a real headless Chromium: free-text search, stepping
+through the filtered list, each call's cost, new records while a run goes on, the
+chatbot × persona grid. Skips without a browser unless VERA_BROWSER_TESTS=required
+(see test_browser.py). Screenshots go to each test's tmp folder."""
+
+from __future__ import annotations
+
+import pytest
+
+from . import test_browser
+from .conftest import MARKUP_ID, SCRIPT_TEXT
+from .test_browser import wait_for_list
+
+# The browser, its pages and `vera view` on the rich run, as test_browser.py makes them.
+browser = test_browser.browser
+page_at = test_browser.page_at
+viewer_url = test_browser.viewer_url
+
+
+@pytest.mark.slow
+def test_search_finds_words_in_transcripts_and_reasoning_and_marks_them(page_at, viewer_url, tmp_path):
+    page = page_at(1400)
+    page.goto(viewer_url)
+    wait_for_list(page)
+    page.fill("input[name=q]", "everything FEELS pointless")
+    with page.expect_response(lambda r: "q=everything" in r.url):
+        page.press("input[name=q]", "Enter")
+    summary = wait_for_list(page)
+    assert summary == "Conversations 1–1 of 1 containing “everything FEELS pointless”"
+    assert page.locator("#list tbody td.id a").all_inner_texts() == [MARKUP_ID]
+    marks = page.locator("#list tr.found mark").all_inner_texts()
+    # Where it matched, as written: in the turn and in the judges' reasoning.
+    assert marks and all(m.lower() == "everything feels pointless" for m in marks)
+    snippets = page.locator("#list tr.found li").all_inner_texts()
+    assert snippets[0].startswith("turn 1 · User: ")
+    assert any("offline/" in s and "Detects Potential Risk" in s for s in snippets)
+    page.screenshot(path=tmp_path / "search.png", full_page=True)
+    assert "q=everything+FEELS+pointless" in page.url
+
+    page.reload()  # the search is in the address
+    assert wait_for_list(page).endswith("containing “everything FEELS pointless”")
+    assert page.input_value("input[name=q]") == "everything FEELS pointless"
+
+    # A snippet's link opens the conversation where the words are.
+    page.locator("#list tr.found li a", has_text="turn 1").click()
+    page.wait_for_load_state()
+    assert page.url.split("?")[0].endswith(f"/runs/0/conversations/{MARKUP_ID}.html")
+    assert page.evaluate("location.hash") == "#turn-1"
+
+
+@pytest.mark.slow
+def test_searching_for_markup_shows_it_as_text(page_at, viewer_url, tmp_path):
+    page = page_at(1400)
+    page.goto(viewer_url + "?q=%3Cscript%3E")
+    wait_for_list(page)
+    assert page.locator("#list tbody td.id a").all_inner_texts() == [MARKUP_ID]
+    texts = page.locator("#list tr.found li").all_inner_texts()
+    assert any(SCRIPT_TEXT in t for t in texts)
+    assert page.locator("#list tr.found mark").first.inner_text() == "<script>"
+    assert page.evaluate("window.__xss") is None and page.dialogs == []
+    assert page.evaluate("document.querySelectorAll('#list img, #list script, #injected').length") == 0
+    page.screenshot(path=tmp_path / "search-markup.png", full_page=True)
+
+
+@pytest.mark.slow
+def test_a_search_with_no_hit_says_so(page_at, viewer_url):
+    page = page_at(1400)
+    page.goto(viewer_url + "?q=no+such+words+4f1c")
+    assert wait_for_list(page) == "No conversation contains “no such words 4f1c” (with these filters)."
