@@ -67,3 +67,42 @@ def test_a_search_with_no_hit_says_so(page_at, viewer_url):
     page = page_at(1400)
     page.goto(viewer_url + "?q=no+such+words+4f1c")
     assert wait_for_list(page) == "No conversation contains “no such words 4f1c” (with these filters)."
+
+
+@pytest.mark.slow
+def test_next_and_previous_step_through_the_filtered_list(page_at, viewer_url, viewer_run, tmp_path):
+    page = page_at(1400)
+    page.goto(viewer_url)
+    wait_for_list(page)
+    chatbot = page.locator("select[name=chatbot] option").nth(1).get_attribute("value")
+    with page.expect_response(lambda r: "chatbot=" in r.url):
+        page.select_option("select[name=chatbot]", chatbot)
+    with page.expect_response(lambda r: "sort=persona" in r.url):
+        page.select_option("select[name=sort]", "persona")
+    wait_for_list(page)
+    order = page.locator("#list tbody td.id a").all_inner_texts()
+    assert len(order) > 3
+    page.locator("#list tbody td.id a").first.click()
+    page.wait_for_load_state()
+    assert page.inner_text("nav.steps .off") == "← Previous"
+    seen = [page.inner_text("h1").removeprefix("Conversation ")]
+    page.screenshot(path=tmp_path / "steps-first.png")
+    for _ in range(len(order) - 1):
+        page.click("nav.steps a[rel=next]")
+        page.wait_for_load_state()
+        seen.append(page.inner_text("h1").removeprefix("Conversation "))
+    assert seen == order  # the list's order, and only its conversations
+    assert page.locator("nav.steps a[rel=next]").count() == 0
+    assert f"Conversation {len(order)} of {len(order)} in this filtered list" in page.inner_text("nav.steps")
+
+    page.reload()  # the list is in the address: the steps survive a reload
+    page.click("nav.steps a[rel=prev]")
+    page.wait_for_load_state()
+    assert page.inner_text("h1") == f"Conversation {order[-2]}"
+    assert "sort=persona" in page.url and "chatbot=" in page.url
+    page.screenshot(path=tmp_path / "steps-middle.png")
+
+    page.click("nav.steps a:not([rel])")  # back to the same list
+    assert wait_for_list(page).endswith(f" of {len(order)}")
+    assert page.input_value("select[name=chatbot]") == chatbot
+    assert page.input_value("select[name=sort]") == "persona"

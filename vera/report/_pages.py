@@ -114,13 +114,17 @@ def conversation_href(
 # ---------------------------------------------------------------------------------------
 
 
-def render_conversation_page(page: ConversationPage, *, viewer: bool = False, card: bool = True) -> str:
+def render_conversation_page(
+    page: ConversationPage, *, viewer: bool = False, card: bool = True, steps: str = ""
+) -> str:
     """The whole page. `viewer` adds the way back to the viewer's list; `card` links the
-    run's card.html (beside the conversations folder)."""
+    run's card.html (beside the conversations folder); `steps` is the viewer's markup
+    (already escaped) for the previous and next conversation of its list."""
     conv = page.conversation
     dims = _dimensions(page)
     body = [
         _navigation(viewer=viewer, card=card),
+        *([steps] if steps else []),
         "<header>",
         f"<h1>Conversation <code>{escape(conv.id)}</code></h1>",
         _facts(page),

@@ -47,6 +47,7 @@ from vera.report import (
 )
 from vera.store import StaleIndexError
 from vera.viewer.catalogue import Catalogue, Query, QueryError
+from vera.viewer.stepping import steps_html
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -155,7 +156,12 @@ async def _conversation_page(request: web.Request) -> web.Response:
         return web.Response(status=409, text=str(e))
     if page is None:
         raise web.HTTPNotFound()
-    html = render_conversation_page(page, viewer=True, card=(catalogue.runs[k].path / "card.html").is_file())
+    if request.query.get("q"):  # a search may read every record first: off the loop
+        steps = await asyncio.to_thread(steps_html, catalogue, request.query, k, page.conversation.id)
+    else:
+        steps = steps_html(catalogue, request.query, k, page.conversation.id)
+    has_card = (catalogue.runs[k].path / "card.html").is_file()
+    html = render_conversation_page(page, viewer=True, card=has_card, steps=steps)
     response = web.Response(text=html, content_type="text/html")
     response.headers["Content-Security-Policy"] = PAGE_CSP
     return response

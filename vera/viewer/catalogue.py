@@ -108,6 +108,17 @@ class Query:
         )
 
 
+@dataclass(frozen=True)
+class Neighbours:
+    """A conversation's place in a filtered list: 0-based position, the list's length,
+    and (run, id) of the conversations before and after it."""
+
+    position: int
+    total: int
+    previous: tuple[int, str] | None
+    next: tuple[int, str] | None
+
+
 @dataclass
 class ViewerRun:
     """One run as the viewer serves it: addressed by its index, never by a path."""
@@ -216,6 +227,22 @@ class Catalogue:
             if q.text:
                 rows[-1]["found"] = found.get(key, {"count": 0, "snippets": []})
         return {"total": total, "page": q.page, "per_page": q.per_page, "rows": rows}
+
+    def neighbours(self, q: Query, run_index: int, conversation_id: str) -> Neighbours | None:
+        """Where a conversation stands in the list `q` gives (ignoring its page), and the
+        ones before and after it; None when the list does not hold it."""
+        frame = self._sorted(self._filtered(q), q).select("run", "id").with_row_index("position")
+        here = frame.filter((pl.col("run") == run_index) & (pl.col("id") == conversation_id))
+        if here.height == 0:
+            return None
+        position = int(here.item(0, "position"))
+
+        def at(i: int) -> tuple[int, str] | None:
+            if not 0 <= i < frame.height:
+                return None
+            return int(frame.item(i, "run")), str(frame.item(i, "id"))
+
+        return Neighbours(position, frame.height, at(position - 1), at(position + 1))
 
     def _filtered(self, q: Query) -> pl.DataFrame:
         c = self.conversations
