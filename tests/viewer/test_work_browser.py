@@ -5,7 +5,11 @@ chatbot × persona grid. Skips without a browser unless VERA_BROWSER_TESTS=requi
 
 from __future__ import annotations
 
+import msgspec
 import pytest
+
+from vera.records import CallRecord
+from vera.store import open_run
 
 from . import test_browser
 from .conftest import MARKUP_ID, SCRIPT_TEXT
@@ -106,3 +110,28 @@ def test_next_and_previous_step_through_the_filtered_list(page_at, viewer_url, v
     assert wait_for_list(page).endswith(f" of {len(order)}")
     assert page.input_value("select[name=chatbot]") == chatbot
     assert page.input_value("select[name=sort]") == "persona"
+
+
+@pytest.mark.slow
+def test_a_conversation_page_shows_each_calls_tokens_cost_and_latency(
+    page_at, viewer_url, viewer_run, tmp_path
+):
+    records = open_run(viewer_run)
+    cid = next(iter(records.conversations))
+    jobs = {cid, *(h.id for h in records.judgements_of(cid))}
+    dec = msgspec.json.Decoder(CallRecord)
+    lines = (viewer_run / "calls.jsonl").read_bytes().splitlines()
+    calls = [c for c in (dec.decode(x) for x in lines if x.strip()) if c.job_id in jobs]
+    assert calls  # the control
+    page = page_at(1400)
+    page.goto(f"{viewer_url}runs/0/conversations/{cid}.html")
+    rows = page.locator("#calls tbody tr")
+    assert rows.count() == len(calls)
+    roles = rows.locator("td:nth-child(2)").all_inner_texts()
+    assert roles.count("chatbot") == sum(c.role == "chatbot" for c in calls)
+    assert sum(r.startswith("judge ") for r in roles) == sum(c.role == "judge" for c in calls)
+    total_in = page.inner_text("#calls tfoot td:nth-child(2)")
+    assert total_in == f"{sum(c.usage.input_tokens for c in calls):,}"
+    page.locator("#calls").scroll_into_view_if_needed()
+    page.screenshot(path=tmp_path / "calls.png")
+    assert test_browser.no_page_scroll(page)

@@ -115,11 +115,17 @@ def conversation_href(
 
 
 def render_conversation_page(
-    page: ConversationPage, *, viewer: bool = False, card: bool = True, steps: str = ""
+    page: ConversationPage,
+    *,
+    viewer: bool = False,
+    card: bool = True,
+    steps: str = "",
+    appendix: str = "",
 ) -> str:
     """The whole page. `viewer` adds the way back to the viewer's list; `card` links the
-    run's card.html (beside the conversations folder); `steps` is the viewer's markup
-    (already escaped) for the previous and next conversation of its list."""
+    run's card.html (beside the conversations folder); `steps` (before the heading) and
+    `appendix` (after the walks) are the viewer's own sections, markup already escaped:
+    the previous and next conversation of its list, the model calls."""
     conv = page.conversation
     dims = _dimensions(page)
     body = [
@@ -142,6 +148,8 @@ def render_conversation_page(
     body.append(_transcript(conv))
     body.append(_walks(page, dims))
     body.append("</div>")
+    if appendix:
+        body.append(appendix)
     body.append(
         f"<footer>vera {escape(__version__)} · run {escape(page.run_id)}. This page holds a transcript "
         "of a sensitive conversation: share it with care.</footer>"

@@ -41,11 +41,13 @@ from vera.errors import UserError
 from vera.report import (
     IMPROVEMENTS_CSP,
     PAGE_CSP,
+    ConversationPage,
     render_conversation_page,
     render_improvements_html,
     run_improvements,
 )
 from vera.store import StaleIndexError
+from vera.viewer.calls import CallIndex, Job, calls_html
 from vera.viewer.catalogue import Catalogue, Query, QueryError
 from vera.viewer.stepping import steps_html
 
@@ -56,6 +58,8 @@ CATALOGUE = web.AppKey("catalogue", Catalogue)
 # while they are served: the index is made once, at start).
 REPORTS = web.AppKey("reports", dict)
 ALLOWED_HOSTS = web.AppKey("allowed_hosts", frozenset)
+# Each run's index of its calls.jsonl, made by the first conversation page asked for.
+CALL_INDEXES = web.AppKey("call_indexes", dict)
 
 # The list page runs its own script and nothing else; pages and the card run none.
 LIST_CSP = (
@@ -93,6 +97,7 @@ def build_app(catalogue: Catalogue, *, allowed_hosts: frozenset[str] = frozenset
     app[CATALOGUE] = catalogue
     app[ALLOWED_HOSTS] = allowed_hosts
     app[REPORTS] = {}
+    app[CALL_INDEXES] = {}
     assets = _load_assets()
 
     async def asset(request: web.Request) -> web.Response:
@@ -161,10 +166,22 @@ async def _conversation_page(request: web.Request) -> web.Response:
     else:
         steps = steps_html(catalogue, request.query, k, page.conversation.id)
     has_card = (catalogue.runs[k].path / "card.html").is_file()
-    html = render_conversation_page(page, viewer=True, card=has_card, steps=steps)
+    calls = await asyncio.to_thread(_calls_section, request.app, k, page)
+    html = render_conversation_page(page, viewer=True, card=has_card, steps=steps, appendix=calls)
     response = web.Response(text=html, content_type="text/html")
     response.headers["Content-Security-Policy"] = PAGE_CSP
     return response
+
+
+def _calls_section(app: web.Application, k: int, page: ConversationPage) -> str:
+    """The page's model calls: the conversation's own, then each judgement's (off the
+    loop: the first page of a run reads where every call is)."""
+    indexes: dict[int, CallIndex] = app[CALL_INDEXES]
+    if k not in indexes:
+        indexes[k] = CallIndex(app[CATALOGUE].runs[k].path)
+    jobs = [Job(page.conversation.id, "")]
+    jobs += [Job(j.id, f"judge {j.judge} #{j.instance}") for j in page.judgements]
+    return calls_html(jobs, indexes[k])
 
 
 async def _card(request: web.Request) -> web.Response:
