@@ -5,6 +5,9 @@ chatbot × persona grid. Skips without a browser unless VERA_BROWSER_TESTS=requi
 
 from __future__ import annotations
 
+import shutil
+import signal
+
 import msgspec
 import pytest
 
@@ -14,6 +17,8 @@ from vera.store import open_run
 from . import test_browser
 from .conftest import MARKUP_ID, SCRIPT_TEXT
 from .test_browser import wait_for_list
+from .test_live import NEW_ID, add_conversation
+from .test_server import start_view
 
 # The browser, its pages and `vera view` on the rich run, as test_browser.py makes them.
 browser = test_browser.browser
@@ -135,3 +140,29 @@ def test_a_conversation_page_shows_each_calls_tokens_cost_and_latency(
     page.locator("#calls").scroll_into_view_if_needed()
     page.screenshot(path=tmp_path / "calls.png")
     assert test_browser.no_page_scroll(page)
+
+
+@pytest.mark.slow
+def test_the_list_picks_up_new_records_while_the_page_is_open(page_at, viewer_run, tmp_path):
+    run = tmp_path / "growing"
+    shutil.copytree(viewer_run, run)
+    proc, url = start_view(str(run))
+    try:
+        page = page_at(1400)
+        page.goto(url + "?sort=id")
+        summary = wait_for_list(page)
+        total = int(summary.rsplit(" of ", 1)[1])
+        page.evaluate("window.__same_page = true")  # gone if the page were reloaded
+        add_conversation(run)
+        page.wait_for_function(
+            f"() => document.querySelector('#summary').textContent.endsWith(' of {total + 1}')",
+            timeout=20_000,
+        )
+        assert page.evaluate("window.__same_page") is True
+        assert NEW_ID in page.locator("#list tbody td.id a").all_inner_texts()
+        assert page.inner_text("#live").endswith(f"{total + 1} conversations so far.")
+        assert f"{total + 1} conversations" in page.inner_text("#runs")
+        page.screenshot(path=tmp_path / "live.png")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)

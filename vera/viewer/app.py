@@ -6,6 +6,7 @@ What it serves, and nothing else::
     GET /static/<name>                      the list page's script and stylesheet
     GET /api/facets                         the values each filter can take
     GET /api/conversations?<filters>        one page of the filtered, sorted list (JSON)
+    GET /api/changes                        the index's version, re-read if the runs grew
     GET /runs/<k>/conversations/<id>.html   one conversation (the page `vera score` writes)
     GET /runs/<k>/card.html                 the k-th run's score card, if it has one
     GET /runs/<k>/improvements.html         the k-th run's improvement report (what to fix first)
@@ -54,8 +55,8 @@ from vera.viewer.stepping import steps_html
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 CATALOGUE = web.AppKey("catalogue", Catalogue)
-# Each run's improvement report, built when first asked for (the runs do not change
-# while they are served: the index is made once, at start).
+# Each run's improvement report, built when first asked for (and again after the runs
+# grew: /api/changes empties this).
 REPORTS = web.AppKey("reports", dict)
 ALLOWED_HOSTS = web.AppKey("allowed_hosts", frozenset)
 # Each run's index of its calls.jsonl, made by the first conversation page asked for.
@@ -115,6 +116,7 @@ def build_app(catalogue: Catalogue, *, allowed_hosts: frozenset[str] = frozenset
     app.router.add_get("/static/{name}", asset)
     app.router.add_get("/api/facets", _facets)
     app.router.add_get("/api/conversations", _conversations)
+    app.router.add_get("/api/changes", _changes)
     app.router.add_get("/runs/{k}/conversations/{name}", _conversation_page)
     app.router.add_get("/runs/{k}/card.html", _card)
     app.router.add_get("/runs/{k}/improvements.html", _improvements)
@@ -139,6 +141,15 @@ async def _conversations(request: web.Request) -> web.Response:
         # The first search reads every record: off the loop, so the server still answers.
         return _json(await asyncio.to_thread(catalogue.query, query))
     return _json(catalogue.query(query))
+
+
+async def _changes(request: web.Request) -> web.Response:
+    """The index's version and size, read again first if a run's records grew: the list
+    polls this while a run is going and reloads its rows when the version moves."""
+    catalogue = request.app[CATALOGUE]
+    if await asyncio.to_thread(catalogue.refresh):
+        request.app[REPORTS].clear()  # built from the old records
+    return _json({"version": catalogue.version, "conversations": catalogue.conversations.height})
 
 
 def _run_index(request: web.Request) -> int:

@@ -12,6 +12,7 @@ resumed run, and says exactly what the card would count.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,6 +145,22 @@ class Catalogue:
         self.dimensions = _dimension_order(self.runs, self.ratings)
         self._worst_cache: dict[str | None, pl.DataFrame] = {}
         self.search = LazySearch(self.runs)
+        self.signature = _signature(self.runs)
+        self.version = 0
+        self._refresh_lock = threading.Lock()
+
+    def refresh(self) -> bool:
+        """Read the runs again if their record files changed since (a run still going):
+        True if they had. The new frames are built aside and put in place together, so
+        a request meanwhile sees the old index or the new one."""
+        with self._refresh_lock:
+            if _signature(self.runs) == self.signature:
+                return False
+            fresh = Catalogue.open([r.path for r in self.runs])
+            fresh.version = self.version + 1
+            fresh.__dict__.pop("_refresh_lock")
+            self.__dict__.update(fresh.__dict__)
+            return True
 
     @classmethod
     def open(cls, run_dirs: Sequence[str | Path]) -> Catalogue:
@@ -334,6 +351,22 @@ class Catalogue:
 # ---------------------------------------------------------------------------------------
 # Frames
 # ---------------------------------------------------------------------------------------
+
+
+def _signature(runs: Sequence[ViewerRun]) -> tuple[tuple[int, int], ...]:
+    """Size and modification time of each run's record files: changes when a record is
+    added (they are only ever appended to, or replaced whole)."""
+    out = []
+    for run in runs:
+        for name in ("conversations.jsonl", "judgements.jsonl"):
+            try:
+                st = (run.path / name).stat()
+            except OSError:
+                out.append((-1, -1))
+            else:
+                out.append((st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
 
 _CONVERSATION_SCHEMA: dict[str, Any] = {
     "run": pl.Int32,

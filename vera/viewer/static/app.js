@@ -60,7 +60,7 @@ function fill(select, values, anyLabel, label = (v) => v) {
   for (const v of values) select.append(el("option", { value: String(v) }, label(v)));
 }
 
-function setUpFilters() {
+function fillFilters() {
   const form = document.getElementById("filters");
   const f = facets;
   fill(form.run, f.runs.map((r) => r.index), "Any run", (i) => f.runs[i].label);
@@ -76,6 +76,11 @@ function setUpFilters() {
   fill(form.status, f.statuses, "Any status");
   fill(form.sort, f.sorts, null, (s) => SORT_LABELS[s] || s);
   showFilters();
+}
+
+function setUpFilters() {
+  const form = document.getElementById("filters");
+  fillFilters();
   const apply = () => {
     const p = new URLSearchParams();
     for (const name of [...FILTERS, "sort", "per_page"]) {
@@ -276,6 +281,7 @@ function renderPager(data) {
 
 function renderRuns() {
   const list = document.getElementById("runs");
+  list.replaceChildren();
   for (const r of facets.runs) {
     const li = el("li");
     li.append(el("strong", {}, r.label), ` · ${r.conversations.toLocaleString()} conversations`);
@@ -306,6 +312,34 @@ function renderLegend() {
   }
 }
 
+// -- a run still going -----------------------------------------------------------------
+
+// Every few seconds, ask whether the runs' records grew; if they did, the menus, the run
+// counts and the current page of rows are fetched again, in place (no page reload: the
+// reader keeps their scroll position and what they typed).
+const POLL_MS = 3000;
+let version = null;
+
+async function poll() {
+  try {
+    const response = await fetch("/api/changes");
+    const data = await response.json();
+    if (version !== null && data.version !== version) {
+      facets = await (await fetch("/api/facets")).json();
+      renderRuns();
+      fillFilters();
+      await load();
+      const now = new Date().toLocaleTimeString();
+      document.getElementById("live").textContent =
+        `Updated ${now}: ${data.conversations.toLocaleString()} conversations so far.`;
+    }
+    version = data.version;
+  } catch (error) {
+    // The viewer was stopped, or is busy: try again later.
+  }
+  setTimeout(poll, POLL_MS);
+}
+
 async function start() {
   // On a phone the filters would fill the first screen: they start folded there.
   if (window.matchMedia("(max-width: 760px)").matches) document.getElementById("filter-box").open = false;
@@ -320,6 +354,7 @@ async function start() {
   renderLegend();
   setUpFilters();
   load();
+  poll();
 }
 
 start();
