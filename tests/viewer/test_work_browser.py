@@ -166,3 +166,38 @@ def test_the_list_picks_up_new_records_while_the_page_is_open(page_at, viewer_ru
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=30)
+
+
+@pytest.mark.slow
+def test_the_grid_links_cells_and_a_persona_side_by_side(page_at, viewer_url, viewer_run, tmp_path):
+    records = open_run(viewer_run)
+    page = page_at(1400)
+    page.goto(viewer_url)
+    wait_for_list(page)
+    page.click("#grid-link")
+    page.wait_for_load_state()
+    chatbots = {h.chatbot for h, _ in records.conversations.values()}
+    personas = {h.persona for h, _ in records.conversations.values()}
+    assert page.locator("#grid thead th").count() == 1 + len(chatbots)
+    assert page.locator("#grid tbody tr").count() == len(personas)
+    assert page.locator("#grid a.chip").count() == len(records.conversations)
+    assert page.locator(f'#grid a.chip[href*="{MARKUP_ID}"]').inner_text() == "HPH"
+    assert page.evaluate("window.__xss") is None and page.dialogs == []
+    page.screenshot(path=tmp_path / "grid.png", full_page=True)
+
+    row = page.locator("#grid tbody tr").nth(1)
+    persona = row.locator("th").inner_text().split(" (")[0]
+    row.locator("a.side").click()
+    page.wait_for_load_state()
+    mine = [h for h, _ in records.conversations.values() if h.persona == persona]
+    assert page.locator(".side-column").count() == len(mine)
+    assert sorted(page.locator(".side-column h2").all_inner_texts()) == sorted(h.chatbot for h in mine)
+    first = records.read_conversation(page.locator(".side-column code").first.inner_text())
+    assert page.locator(".side-column").first.locator(".turn").count() == len(first.turns)
+    page.screenshot(path=tmp_path / "side-by-side.png")
+    assert test_browser.no_page_scroll(page)  # the columns scroll inside their box
+
+    page.locator(".side-column a.chip").first.click()
+    page.wait_for_load_state()
+    assert page.inner_text("h1").startswith("Conversation ")
+    assert page.locator("nav.steps").count() == 1  # stepping through this persona's list

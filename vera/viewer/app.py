@@ -7,6 +7,8 @@ What it serves, and nothing else::
     GET /api/facets                         the values each filter can take
     GET /api/conversations?<filters>        one page of the filtered, sorted list (JSON)
     GET /api/changes                        the index's version, re-read if the runs grew
+    GET /grid?<filters>                     the chatbot × persona grid (grid)
+    GET /side-by-side?persona=P&<filters>   one persona's conversations in columns (grid)
     GET /runs/<k>/conversations/<id>.html   one conversation (the page `vera score` writes)
     GET /runs/<k>/card.html                 the k-th run's score card, if it has one
     GET /runs/<k>/improvements.html         the k-th run's improvement report (what to fix first)
@@ -50,6 +52,7 @@ from vera.report import (
 from vera.store import StaleIndexError
 from vera.viewer.calls import CallIndex, Job, calls_html
 from vera.viewer.catalogue import Catalogue, Query, QueryError
+from vera.viewer.grid import grid_html, side_by_side_html
 from vera.viewer.stepping import steps_html
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -117,6 +120,8 @@ def build_app(catalogue: Catalogue, *, allowed_hosts: frozenset[str] = frozenset
     app.router.add_get("/api/facets", _facets)
     app.router.add_get("/api/conversations", _conversations)
     app.router.add_get("/api/changes", _changes)
+    app.router.add_get("/grid", _grid)
+    app.router.add_get("/side-by-side", _side_by_side)
     app.router.add_get("/runs/{k}/conversations/{name}", _conversation_page)
     app.router.add_get("/runs/{k}/card.html", _card)
     app.router.add_get("/runs/{k}/improvements.html", _improvements)
@@ -150,6 +155,29 @@ async def _changes(request: web.Request) -> web.Response:
     if await asyncio.to_thread(catalogue.refresh):
         request.app[REPORTS].clear()  # built from the old records
     return _json({"version": catalogue.version, "conversations": catalogue.conversations.height})
+
+
+async def _grid(request: web.Request) -> web.Response:
+    try:
+        Query.from_params(request.query)
+    except QueryError as e:
+        return web.Response(status=400, text=str(e))
+    html = await asyncio.to_thread(grid_html, request.app[CATALOGUE], request.query)
+    return web.Response(text=html, content_type="text/html")
+
+
+async def _side_by_side(request: web.Request) -> web.Response:
+    try:
+        Query.from_params(request.query)
+    except QueryError as e:
+        return web.Response(status=400, text=str(e))
+    try:
+        html = await asyncio.to_thread(side_by_side_html, request.app[CATALOGUE], request.query)
+    except StaleIndexError as e:
+        return web.Response(status=409, text=str(e))
+    if html is None:
+        return web.Response(status=400, text="persona: name one")
+    return web.Response(text=html, content_type="text/html")
 
 
 def _run_index(request: web.Request) -> int:

@@ -245,10 +245,21 @@ class Catalogue:
                 rows[-1]["found"] = found.get(key, {"count": 0, "snippets": []})
         return {"total": total, "page": q.page, "per_page": q.per_page, "rows": rows}
 
+    def listed(self, q: Query) -> pl.DataFrame:
+        """Every conversation the list `q` holds, in its order (all pages)."""
+        return self._sorted(self._filtered(q), q)
+
+    def overall(self, judge: str | None = None) -> pl.DataFrame:
+        """(run, id, rank): each conversation's worst rating over every dimension and
+        judge instance (or one judge's), as a RATING_RANK; absent when not rated."""
+        r = self.ratings if judge is None else self.ratings.filter(pl.col("judge") == judge)
+        ranks = pl.col("rating").replace_strict(RATING_RANK, default=-1, return_dtype=pl.Int32)
+        return r.group_by("run", "id").agg(ranks.max().alias("rank"))
+
     def neighbours(self, q: Query, run_index: int, conversation_id: str) -> Neighbours | None:
         """Where a conversation stands in the list `q` gives (ignoring its page), and the
         ones before and after it; None when the list does not hold it."""
-        frame = self._sorted(self._filtered(q), q).select("run", "id").with_row_index("position")
+        frame = self.listed(q).select("run", "id").with_row_index("position")
         here = frame.filter((pl.col("run") == run_index) & (pl.col("id") == conversation_id))
         if here.height == 0:
             return None

@@ -104,10 +104,19 @@ function setUpFilters() {
   });
 }
 
+// The grid takes the list's filters (not its page).
+function gridLink(p) {
+  const q = new URLSearchParams(p);
+  q.delete("page");
+  const query = q.toString();
+  document.getElementById("grid-link").href = `/grid${query ? `?${query}` : ""}`;
+}
+
 function showFilters() {
   const form = document.getElementById("filters");
   const p = params();
   for (const name of FILTERS) form[name].value = p.get(name) || "";
+  gridLink(p);
   const active = FILTERS.filter((name) => p.get(name)).length;
   document.getElementById("active-filters").textContent = active ? `(${active} active)` : "";
   form.sort.value = p.get("sort") || "worst";
@@ -117,6 +126,7 @@ function showFilters() {
 
 function navigate(p) {
   const query = p.toString();
+  gridLink(p);
   history.pushState(null, "", query ? `?${query}` : window.location.pathname);
   showFilters();
   load();
