@@ -55,7 +55,10 @@ def grid_cells(html: str) -> dict[tuple[str, str], list[tuple[str, str]]]:
     cells = {}
     for row in re.findall(r"<tr><th scope=\"row\">(.*?)</tr>", html):
         persona = unescape(row.split(' <span class="muted">')[0])
-        for chatbot, td in zip(chatbots, re.findall(r"<td>(.*?)</td>", row), strict=True):
+        for chatbot, (label, td) in zip(
+            chatbots, re.findall(r'<td data-label="([^"]*)">(.*?)</td>', row), strict=True
+        ):
+            assert unescape(label) == chatbot
             chips = re.findall(r'href="/runs/0/conversations/([^".?]+)\.html[^"]*"[^>]*>([^<]*)</a>', td)
             if chips:
                 cells[(persona, chatbot)] = sorted(chips)

@@ -201,3 +201,20 @@ def test_the_grid_links_cells_and_a_persona_side_by_side(page_at, viewer_url, vi
     page.wait_for_load_state()
     assert page.inner_text("h1").startswith("Conversation ")
     assert page.locator("nav.steps").count() == 1  # stepping through this persona's list
+
+
+@pytest.mark.slow
+def test_search_grid_and_side_by_side_do_not_scroll_sideways_on_a_phone(page_at, viewer_url, tmp_path):
+    page = page_at(400)
+    page.goto(viewer_url + "?q=everything+feels+pointless")
+    wait_for_list(page)
+    assert page.locator("#list tr.found mark").count() > 0
+    assert test_browser.no_page_scroll(page)
+    page.screenshot(path=tmp_path / "search-400.png", full_page=True)
+    page.goto(viewer_url + "grid")
+    assert test_browser.no_page_scroll(page)
+    page.screenshot(path=tmp_path / "grid-400.png", full_page=True)
+    page.click("#grid a.side >> nth=0")
+    page.wait_for_load_state()
+    assert test_browser.no_page_scroll(page)
+    page.screenshot(path=tmp_path / "side-by-side-400.png")

@@ -75,7 +75,11 @@ def grid_html(catalogue: Catalogue, params: Mapping[str, str]) -> str:
     body = []
     for p in personas:
         side = list_query({**params, "persona": p})
-        tds = "".join(f"<td>{''.join(_chip(r, query) for r in cells.get((p, c), []))}</td>" for c in chatbots)
+        # data-label names the chatbot where a phone shows each row as a card.
+        tds = "".join(
+            f'<td data-label="{escape(c)}">{"".join(_chip(r, query) for r in cells.get((p, c), []))}</td>'
+            for c in chatbots
+        )
         body.append(
             f'<tr><th scope="row">{escape(p)} <span class="muted">({escape(risk[p])})</span><br>'
             f'<a class="side" href="/side-by-side?{escape(side)}">side by side</a></th>{tds}</tr>'
