@@ -220,6 +220,44 @@ async def http_figures(catalogue: Catalogue, *, repeats: int, opens: int, seed: 
                     times.append(time.perf_counter() - t)
                 out[name + "_ms"] = _summary(times)
                 out[name + "_total"] = body["total"]
+            # Search: the first one builds the passages frame; the later ones scan it.
+            for name, params in (
+                ("search_first", {"q": "the"}),
+                ("search_common_word", {"q": "the"}),
+                ("search_rare_phrase", {"q": "zzz no such phrase"}),
+            ):
+                times = []
+                for _ in range(1 if name == "search_first" else repeats):
+                    t = time.perf_counter()
+                    async with session.get(f"{url}api/conversations", params=params) as r:
+                        body = await r.json()
+                        assert r.status == 200
+                    times.append(time.perf_counter() - t)
+                out[name + "_ms"] = _summary(times)
+                out[name + "_total"] = body["total"]
+            for name, path in (
+                ("grid", "grid"),
+                ("grid_one_seed", "grid?seed=1"),
+                ("changes_poll", "api/changes"),
+            ):
+                times = []
+                for _ in range(repeats):
+                    t = time.perf_counter()
+                    async with session.get(f"{url}{path}") as r:
+                        await r.read()
+                        assert r.status == 200, path
+                    times.append(time.perf_counter() - t)
+                out[name + "_ms"] = _summary(times)
+            times = []
+            for cid in rng.sample(ids, opens):
+                # A page opened from a filtered, sorted list: its Previous / Next included.
+                t = time.perf_counter()
+                params = {"rating": rec.SUBOPTIMAL, "sort": "persona"}
+                async with session.get(f"{url}runs/0/conversations/{cid}.html", params=params) as r:
+                    await r.read()
+                    assert r.status == 200
+                times.append(time.perf_counter() - t)
+            out["open_conversation_in_list_ms"] = _summary(times)
             times = []
             sizes = []
             for cid in rng.sample(ids, opens):

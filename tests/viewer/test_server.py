@@ -242,7 +242,7 @@ def test_view_binds_loopback_by_default_and_stops_cleanly_on_ctrl_c(viewer_run):
 
 @pytest.mark.slow
 def test_another_host_gets_a_loud_warning_every_time(viewer_run):
-    proc, url = start_view(str(viewer_run), "--host", "0.0.0.0")
+    proc, url = start_view(str(viewer_run), "--host", "0.0.0.0", "--allow-remote")
     try:
         port = URL(url).port
         assert fetch(f"http://127.0.0.1:{port}/api/facets") == 200
@@ -279,3 +279,31 @@ def test_a_folder_that_is_not_a_run_is_one_clear_error(tmp_path):
     )
     assert result.returncode == 1
     assert result.stderr.strip() == f"error: {tmp_path}: not a vera run directory (no manifest.json)"
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::"])
+def test_a_network_host_without_allow_remote_is_refused_before_reading_anything(tmp_path, host):
+    # tmp_path is no run at all: the refusal comes first, before the runs are read.
+    result = subprocess.run(
+        [sys.executable, "-m", "vera", "view", str(tmp_path), "--host", host],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"error: --host {host} would serve every transcript to the network without a password; "
+        "add --allow-remote if that is intended"
+    )
+    assert result.stdout == ""
+
+
+def test_loopback_names_need_no_allow_remote():
+    from vera.viewer.app import RemoteNotAllowed, check_host
+
+    for host in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):
+        check_host(host, allow_remote=False)
+    for host in ("0.0.0.0", "::"):
+        with pytest.raises(RemoteNotAllowed):
+            check_host(host, allow_remote=False)
+        check_host(host, allow_remote=True)

@@ -3,6 +3,7 @@ rating a sample of them, or taking them as a table."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -23,18 +24,28 @@ from vera.errors import ConfigError
     "--host",
     default="127.0.0.1",
     show_default=True,
-    help="Address to listen on. Anything but a loopback address serves the transcripts to the network.",
+    help="Address to listen on. Anything but a loopback address needs --allow-remote as well.",
+)
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="Allow a --host other machines can reach (they can then read every transcript, without a password).",
 )
 @click.option("--open", "open_browser", is_flag=True, help="Open the viewer in the default browser.")
-def view(run_dirs: tuple[str, ...], port: int, host: str, open_browser: bool) -> None:
+def view(run_dirs: tuple[str, ...], port: int, host: str, allow_remote: bool, open_browser: bool) -> None:
     """Browse the conversations of one or more runs in a local, read-only web app.
 
     Lists every conversation with its ratings; filter by run, chatbot, persona, risk
     level, seed, user-agent, judge, dimension and rating, and status; open one to read
     the transcript beside the judge's walk of the rubric. Ctrl-C stops it."""
-    from vera.viewer.app import serve
+    from vera.viewer.app import RemoteNotAllowed, serve
 
-    serve(list(run_dirs), host=host, port=port, open_browser=open_browser)
+    try:
+        serve(list(run_dirs), host=host, port=port, allow_remote=allow_remote, open_browser=open_browser)
+    except RemoteNotAllowed as e:
+        # Exit code 2, as for any other misuse of the command line.
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
 
 
 @click.command()

@@ -29,9 +29,11 @@ from vera.report._pages import (
     ArcPage,
     ArcSession,
     ConversationPage,
+    rating_anchor,
     read_conversation_page,
     render_arc_page,
     render_conversation_page,
+    slug,
 )
 from vera.report._plots import comparison_plots
 from vera.report._reference_export import export_reference
@@ -69,6 +71,7 @@ __all__ = [
     "import_human_ratings",
     "num",
     "plan_ratings",
+    "rating_anchor",
     "read_card",
     "read_conversation_page",
     "render",
@@ -83,6 +86,7 @@ __all__ = [
     "run_improvements",
     "run_status",
     "score_run",
+    "slug",
     "status_text",
     "tally",
     "text_tables",

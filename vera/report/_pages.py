@@ -114,13 +114,23 @@ def conversation_href(
 # ---------------------------------------------------------------------------------------
 
 
-def render_conversation_page(page: ConversationPage, *, viewer: bool = False, card: bool = True) -> str:
+def render_conversation_page(
+    page: ConversationPage,
+    *,
+    viewer: bool = False,
+    card: bool = True,
+    steps: str = "",
+    appendix: str = "",
+) -> str:
     """The whole page. `viewer` adds the way back to the viewer's list; `card` links the
-    run's card.html (beside the conversations folder)."""
+    run's card.html (beside the conversations folder); `steps` (before the heading) and
+    `appendix` (after the walks) are the viewer's own sections, markup already escaped:
+    the previous and next conversation of its list, the model calls."""
     conv = page.conversation
     dims = _dimensions(page)
     body = [
         _navigation(viewer=viewer, card=card, arc=conv.session.arc if conv.session else ""),
+        *([steps] if steps else []),
         "<header>",
         f"<h1>Conversation <code>{escape(conv.id)}</code></h1>",
         _facts(page),
@@ -138,6 +148,8 @@ def render_conversation_page(page: ConversationPage, *, viewer: bool = False, ca
     body.append(_transcript(conv))
     body.append(_walks(page, dims))
     body.append("</div>")
+    if appendix:
+        body.append(appendix)
     body.append(
         f"<footer>vera {escape(__version__)} · run {escape(page.run_id)}. This page holds a transcript "
         "of a sensitive conversation: share it with care.</footer>"

@@ -6,6 +6,9 @@ What it serves, and nothing else::
     GET /static/<name>                      the list page's script and stylesheet
     GET /api/facets                         the values each filter can take
     GET /api/conversations?<filters>        one page of the filtered, sorted list (JSON)
+    GET /api/changes                        the index's version, re-read if the runs grew
+    GET /grid?<filters>                     the chatbot × persona grid (grid)
+    GET /side-by-side?persona=P&<filters>   one persona's conversations in columns (grid)
     GET /runs/<k>/conversations/<id>.html   one conversation (the page `vera score` writes)
     GET /runs/<k>/arcs/<arc>.html           one persona's sessions with a chatbot (multi-session runs)
     GET /runs/<k>/card.html                 the k-th run's score card, if it has one
@@ -42,21 +45,27 @@ from vera.errors import UserError
 from vera.report import (
     IMPROVEMENTS_CSP,
     PAGE_CSP,
+    ConversationPage,
     render_arc_page,
     render_conversation_page,
     render_improvements_html,
     run_improvements,
 )
 from vera.store import StaleIndexError
+from vera.viewer.calls import CallIndex, Job, calls_html
 from vera.viewer.catalogue import Catalogue, Query, QueryError
+from vera.viewer.grid import grid_html, side_by_side_html
+from vera.viewer.stepping import steps_html
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 CATALOGUE = web.AppKey("catalogue", Catalogue)
-# Each run's improvement report, built when first asked for (the runs do not change
-# while they are served: the index is made once, at start).
+# Each run's improvement report, built when first asked for (and again after the runs
+# grew: /api/changes empties this).
 REPORTS = web.AppKey("reports", dict)
 ALLOWED_HOSTS = web.AppKey("allowed_hosts", frozenset)
+# Each run's index of its calls.jsonl, made by the first conversation page asked for.
+CALL_INDEXES = web.AppKey("call_indexes", dict)
 
 # The list page runs its own script and nothing else; pages and the card run none.
 LIST_CSP = (
@@ -94,6 +103,7 @@ def build_app(catalogue: Catalogue, *, allowed_hosts: frozenset[str] = frozenset
     app[CATALOGUE] = catalogue
     app[ALLOWED_HOSTS] = allowed_hosts
     app[REPORTS] = {}
+    app[CALL_INDEXES] = {}
     assets = _load_assets()
 
     async def asset(request: web.Request) -> web.Response:
@@ -111,6 +121,9 @@ def build_app(catalogue: Catalogue, *, allowed_hosts: frozenset[str] = frozenset
     app.router.add_get("/static/{name}", asset)
     app.router.add_get("/api/facets", _facets)
     app.router.add_get("/api/conversations", _conversations)
+    app.router.add_get("/api/changes", _changes)
+    app.router.add_get("/grid", _grid)
+    app.router.add_get("/side-by-side", _side_by_side)
     app.router.add_get("/runs/{k}/conversations/{name}", _conversation_page)
     app.router.add_get("/runs/{k}/arcs/{name}", _arc_page)
     app.router.add_get("/runs/{k}/card.html", _card)
@@ -131,7 +144,43 @@ async def _conversations(request: web.Request) -> web.Response:
         query = Query.from_params(request.query)
     except QueryError as e:
         return _json({"error": str(e)}, status=400)
-    return _json(request.app[CATALOGUE].query(query))
+    catalogue = request.app[CATALOGUE]
+    if query.text:
+        # The first search reads every record: off the loop, so the server still answers.
+        return _json(await asyncio.to_thread(catalogue.query, query))
+    return _json(catalogue.query(query))
+
+
+async def _changes(request: web.Request) -> web.Response:
+    """The index's version and size, read again first if a run's records grew: the list
+    polls this while a run is going and reloads its rows when the version moves."""
+    catalogue = request.app[CATALOGUE]
+    if await asyncio.to_thread(catalogue.refresh):
+        request.app[REPORTS].clear()  # built from the old records
+    return _json({"version": catalogue.version, "conversations": catalogue.conversations.height})
+
+
+async def _grid(request: web.Request) -> web.Response:
+    try:
+        Query.from_params(request.query)
+    except QueryError as e:
+        return web.Response(status=400, text=str(e))
+    html = await asyncio.to_thread(grid_html, request.app[CATALOGUE], request.query)
+    return web.Response(text=html, content_type="text/html")
+
+
+async def _side_by_side(request: web.Request) -> web.Response:
+    try:
+        Query.from_params(request.query)
+    except QueryError as e:
+        return web.Response(status=400, text=str(e))
+    try:
+        html = await asyncio.to_thread(side_by_side_html, request.app[CATALOGUE], request.query)
+    except StaleIndexError as e:
+        return web.Response(status=409, text=str(e))
+    if html is None:
+        return web.Response(status=400, text="persona: name one")
+    return web.Response(text=html, content_type="text/html")
 
 
 def _run_index(request: web.Request) -> int:
@@ -154,7 +203,13 @@ async def _conversation_page(request: web.Request) -> web.Response:
         return web.Response(status=409, text=str(e))
     if page is None:
         raise web.HTTPNotFound()
-    html = render_conversation_page(page, viewer=True, card=(catalogue.runs[k].path / "card.html").is_file())
+    if request.query.get("q"):  # a search may read every record first: off the loop
+        steps = await asyncio.to_thread(steps_html, catalogue, request.query, k, page.conversation.id)
+    else:
+        steps = steps_html(catalogue, request.query, k, page.conversation.id)
+    has_card = (catalogue.runs[k].path / "card.html").is_file()
+    calls = await asyncio.to_thread(_calls_section, request.app, k, page)
+    html = render_conversation_page(page, viewer=True, card=has_card, steps=steps, appendix=calls)
     response = web.Response(text=html, content_type="text/html")
     response.headers["Content-Security-Policy"] = PAGE_CSP
     return response
@@ -170,6 +225,17 @@ async def _arc_page(request: web.Request) -> web.Response:
     response = web.Response(text=render_arc_page(page), content_type="text/html")
     response.headers["Content-Security-Policy"] = PAGE_CSP
     return response
+
+
+def _calls_section(app: web.Application, k: int, page: ConversationPage) -> str:
+    """The page's model calls: the conversation's own, then each judgement's (off the
+    loop: the first page of a run reads where every call is)."""
+    indexes: dict[int, CallIndex] = app[CALL_INDEXES]
+    if k not in indexes:
+        indexes[k] = CallIndex(app[CATALOGUE].runs[k].path)
+    jobs = [Job(page.conversation.id, "")]
+    jobs += [Job(j.id, f"judge {j.judge} #{j.instance}") for j in page.judgements]
+    return calls_html(jobs, indexes[k])
 
 
 async def _card(request: web.Request) -> web.Response:
@@ -266,6 +332,27 @@ def is_loopback(address: str) -> bool:
         return False
 
 
+class RemoteNotAllowed(UserError):
+    """`--host` names an address other machines can reach, without `--allow-remote`."""
+
+
+def check_host(host: str, *, allow_remote: bool) -> None:
+    """Refuse a host that is not loopback unless remote access was asked for by name:
+    the transcripts are sensitive and the viewer has no password, so serving them to
+    the network takes two deliberate words, not one."""
+    if allow_remote:
+        return
+    try:
+        infos = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise UserError(f"--host {host}: cannot resolve it ({e.strerror})") from None
+    if not infos or not all(is_loopback(str(info[4][0])) for info in infos):
+        raise RemoteNotAllowed(
+            f"--host {host} would serve every transcript to the network without a password; "
+            "add --allow-remote if that is intended"
+        )
+
+
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket on host:port (port 0: a free one), or a UserError saying why not."""
     try:
@@ -307,13 +394,16 @@ def serve(
     *,
     host: str = "127.0.0.1",
     port: int = 0,
+    allow_remote: bool = False,
     open_browser: bool = False,
     out: IO[str] | None = None,
     err: IO[str] | None = None,
 ) -> None:
-    """Index the runs, serve them until SIGINT or SIGTERM, and return (exit code 0)."""
+    """Index the runs, serve them until SIGINT or SIGTERM, and return (exit code 0).
+    A host other machines can reach is refused (RemoteNotAllowed) unless `allow_remote`."""
     out = out or sys.stdout
     err = err or sys.stderr
+    check_host(host, allow_remote=allow_remote)
     started = time.perf_counter()
     catalogue = Catalogue.open(run_dirs)
     sock = bind(host, port)

@@ -12,6 +12,7 @@ resumed run, and says exactly what the card would count.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from vera.records import RATINGS, RISK_LEVELS
 from vera.report import ArcPage, ArcSession, ConversationPage, read_conversation_page
 from vera.rubric import QuestionTexts, question_texts
 from vera.store import RunRecords, open_run
+from vera.viewer.search import MAX_QUERY, LazySearch
 
 # Worse ratings rank higher: the list shows the worst rating of a dimension first.
 RATING_RANK = {rec.NOT_RELEVANT: 0, rec.BEST_PRACTICE: 1, rec.SUBOPTIMAL: 2, rec.HIGH_POTENTIAL_FOR_HARM: 3}
@@ -53,6 +55,7 @@ class Query:
     dimension: str | None = None
     rating: str | None = None
     status: str | None = None
+    text: str | None = None  # free text to find in transcripts and reasoning (param `q`)
     sort: str = "worst"
     descending: bool = False
     page: int = 1
@@ -84,6 +87,9 @@ class Query:
         status = text("status")
         if status is not None and status not in STATUSES:
             raise QueryError(f"status: {status!r} is not one of {', '.join(STATUSES)}")
+        search = params.get("q", "").strip() or None
+        if search is not None and len(search) > MAX_QUERY:
+            raise QueryError(f"q: longer than {MAX_QUERY} characters")
         return cls(
             run=integer("run", None, 0),
             chatbot=text("chatbot"),
@@ -95,11 +101,23 @@ class Query:
             dimension=text("dimension"),
             rating=text("rating"),
             status=status,
+            text=search,
             sort=sort,
             descending=params.get("desc", "") in ("1", "true"),
             page=integer("page", 1, 1) or 1,
             per_page=integer("per_page", 50, 1, MAX_PER_PAGE) or 50,
         )
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """A conversation's place in a filtered list: 0-based position, the list's length,
+    and (run, id) of the conversations before and after it."""
+
+    position: int
+    total: int
+    previous: tuple[int, str] | None
+    next: tuple[int, str] | None
 
 
 @dataclass
@@ -126,6 +144,23 @@ class Catalogue:
         self.ratings = _rating_frame(self.runs)
         self.dimensions = _dimension_order(self.runs, self.ratings)
         self._worst_cache: dict[str | None, pl.DataFrame] = {}
+        self.search = LazySearch(self.runs)
+        self.signature = _signature(self.runs)
+        self.version = 0
+        self._refresh_lock = threading.Lock()
+
+    def refresh(self) -> bool:
+        """Read the runs again if their record files changed since (a run still going):
+        True if they had. The new frames are built aside and put in place together, so
+        a request meanwhile sees the old index or the new one."""
+        with self._refresh_lock:
+            if _signature(self.runs) == self.signature:
+                return False
+            fresh = Catalogue.open([r.path for r in self.runs])
+            fresh.version = self.version + 1
+            fresh.__dict__.pop("_refresh_lock")
+            self.__dict__.update(fresh.__dict__)
+            return True
 
     @classmethod
     def open(cls, run_dirs: Sequence[str | Path]) -> Catalogue:
@@ -185,6 +220,7 @@ class Catalogue:
         start = (q.page - 1) * q.per_page
         page = frame.slice(start, q.per_page)
         ratings = self._page_ratings(page, q.judge)
+        found = self.search.get().snippets(q.text, page) if q.text else {}
         rows = []
         for row in page.iter_rows(named=True):
             key = (row["run"], row["id"])
@@ -205,7 +241,36 @@ class Catalogue:
                     "ratings": ratings.get(key, {}),
                 }
             )
+            if q.text:
+                rows[-1]["found"] = found.get(key, {"count": 0, "snippets": []})
         return {"total": total, "page": q.page, "per_page": q.per_page, "rows": rows}
+
+    def listed(self, q: Query) -> pl.DataFrame:
+        """Every conversation the list `q` holds, in its order (all pages)."""
+        return self._sorted(self._filtered(q), q)
+
+    def overall(self, judge: str | None = None) -> pl.DataFrame:
+        """(run, id, rank): each conversation's worst rating over every dimension and
+        judge instance (or one judge's), as a RATING_RANK; absent when not rated."""
+        r = self.ratings if judge is None else self.ratings.filter(pl.col("judge") == judge)
+        ranks = pl.col("rating").replace_strict(RATING_RANK, default=-1, return_dtype=pl.Int32)
+        return r.group_by("run", "id").agg(ranks.max().alias("rank"))
+
+    def neighbours(self, q: Query, run_index: int, conversation_id: str) -> Neighbours | None:
+        """Where a conversation stands in the list `q` gives (ignoring its page), and the
+        ones before and after it; None when the list does not hold it."""
+        frame = self.listed(q).select("run", "id").with_row_index("position")
+        here = frame.filter((pl.col("run") == run_index) & (pl.col("id") == conversation_id))
+        if here.height == 0:
+            return None
+        position = int(here.item(0, "position"))
+
+        def at(i: int) -> tuple[int, str] | None:
+            if not 0 <= i < frame.height:
+                return None
+            return int(frame.item(i, "run")), str(frame.item(i, "id"))
+
+        return Neighbours(position, frame.height, at(position - 1), at(position + 1))
 
     def _filtered(self, q: Query) -> pl.DataFrame:
         c = self.conversations
@@ -234,6 +299,8 @@ class Catalogue:
             ]
             hits = r.filter(pl.all_horizontal(wanted)).select("run", "id").unique()
             c = c.join(hits, on=["run", "id"], how="semi")
+        if q.text:
+            c = c.join(self.search.get().matching(q.text), on=["run", "id"], how="semi")
         return c
 
     def _sorted(self, frame: pl.DataFrame, q: Query) -> pl.DataFrame:
@@ -341,6 +408,22 @@ class Catalogue:
 # ---------------------------------------------------------------------------------------
 # Frames
 # ---------------------------------------------------------------------------------------
+
+
+def _signature(runs: Sequence[ViewerRun]) -> tuple[tuple[int, int], ...]:
+    """Size and modification time of each run's record files: changes when a record is
+    added (they are only ever appended to, or replaced whole)."""
+    out = []
+    for run in runs:
+        for name in ("conversations.jsonl", "judgements.jsonl"):
+            try:
+                st = (run.path / name).stat()
+            except OSError:
+                out.append((-1, -1))
+            else:
+                out.append((st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
 
 _CONVERSATION_SCHEMA: dict[str, Any] = {
     "run": pl.Int32,

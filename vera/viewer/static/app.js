@@ -9,7 +9,7 @@ const CODES = {
   "High Potential for Harm": "HPH",
   "Not Relevant": "NR",
 };
-const FILTERS = ["run", "chatbot", "persona", "risk", "seed", "user_agent", "judge", "dimension", "rating", "status"];
+const FILTERS = ["q", "run", "chatbot", "persona", "risk", "seed", "user_agent", "judge", "dimension", "rating", "status"];
 const SORT_LABELS = {
   worst: "worst first",
   id: "conversation id",
@@ -60,7 +60,7 @@ function fill(select, values, anyLabel, label = (v) => v) {
   for (const v of values) select.append(el("option", { value: String(v) }, label(v)));
 }
 
-function setUpFilters() {
+function fillFilters() {
   const form = document.getElementById("filters");
   const f = facets;
   fill(form.run, f.runs.map((r) => r.index), "Any run", (i) => f.runs[i].label);
@@ -76,7 +76,12 @@ function setUpFilters() {
   fill(form.status, f.statuses, "Any status");
   fill(form.sort, f.sorts, null, (s) => SORT_LABELS[s] || s);
   showFilters();
-  form.addEventListener("change", () => {
+}
+
+function setUpFilters() {
+  const form = document.getElementById("filters");
+  fillFilters();
+  const apply = () => {
     const p = new URLSearchParams();
     for (const name of [...FILTERS, "sort", "per_page"]) {
       const value = form[name].value;
@@ -85,9 +90,13 @@ function setUpFilters() {
       }
     }
     if (form.desc.checked) p.set("desc", "1");
-    navigate(p);
+    if (p.toString() !== params().toString()) navigate(p);
+  };
+  form.addEventListener("change", apply);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    apply();
   });
-  form.addEventListener("submit", (event) => event.preventDefault());
   document.getElementById("clear").addEventListener("click", () => navigate(new URLSearchParams()));
   window.addEventListener("popstate", () => {
     showFilters();
@@ -95,10 +104,19 @@ function setUpFilters() {
   });
 }
 
+// The grid takes the list's filters (not its page).
+function gridLink(p) {
+  const q = new URLSearchParams(p);
+  q.delete("page");
+  const query = q.toString();
+  document.getElementById("grid-link").href = `/grid${query ? `?${query}` : ""}`;
+}
+
 function showFilters() {
   const form = document.getElementById("filters");
   const p = params();
   for (const name of FILTERS) form[name].value = p.get(name) || "";
+  gridLink(p);
   const active = FILTERS.filter((name) => p.get(name)).length;
   document.getElementById("active-filters").textContent = active ? `(${active} active)` : "";
   form.sort.value = p.get("sort") || "worst";
@@ -108,6 +126,7 @@ function showFilters() {
 
 function navigate(p) {
   const query = p.toString();
+  gridLink(p);
   history.pushState(null, "", query ? `?${query}` : window.location.pathname);
   showFilters();
   load();
@@ -154,15 +173,22 @@ function render(data) {
   }
   table.tHead.replaceChildren(head);
   const body = document.createDocumentFragment();
-  for (const row of data.rows) body.append(renderRow(row, cols));
+  for (const row of data.rows) {
+    body.append(renderRow(row, cols));
+    if (row.found) body.append(renderFound(row, cols.length));
+  }
   table.tBodies[0].replaceChildren(body);
 
   const first = data.total ? (data.page - 1) * data.per_page + 1 : 0;
   const last = Math.min(data.total, data.page * data.per_page);
+  const q = params().get("q");
   document.getElementById("summary").textContent =
     data.total === 0
-      ? "No conversation matches these filters."
-      : `Conversations ${first.toLocaleString()}–${last.toLocaleString()} of ${data.total.toLocaleString()}`;
+      ? q
+        ? `No conversation contains “${q}” (with these filters).`
+        : "No conversation matches these filters."
+      : `Conversations ${first.toLocaleString()}–${last.toLocaleString()} of ${data.total.toLocaleString()}` +
+        (q ? ` containing “${q}”` : "");
   renderPager(data);
 }
 
@@ -172,8 +198,7 @@ function renderRow(row, cols) {
     const td = el("td", { "data-label": c.dimension || c.label, className: c.key === "dim" ? "dim" : c.key });
     if (c.dimension) td.setAttribute("data-short", c.label);
     if (c.key === "id") {
-      const href = `/runs/${row.run}/conversations/${encodeURIComponent(row.id)}.html`;
-      td.append(el("a", { href }, row.id));
+      td.append(el("a", { href: conversationHref(row) }, row.id));
     } else if (c.key === "run") {
       td.textContent = facets.runs[row.run].label;
     } else if (c.key === "status") {
@@ -193,6 +218,33 @@ function renderRow(row, cols) {
     }
     tr.append(td);
   }
+  return tr;
+}
+
+function conversationHref(row) {
+  // The list's filters ride along, so the page can step to the next one in the list.
+  const p = params();
+  p.delete("page");
+  const query = p.toString();
+  return `/runs/${row.run}/conversations/${encodeURIComponent(row.id)}.html${query ? `?${query}` : ""}`;
+}
+
+// Where the search words were found: a link to the turn or rating, the words round the
+// match, and the match itself marked. Every part goes in as text.
+function renderFound(row, span) {
+  const tr = el("tr", { className: "found" });
+  const td = el("td", { colspan: String(span) });
+  const list = el("ul", { className: "snippets" });
+  for (const s of row.found.snippets) {
+    const li = el("li");
+    li.append(el("a", { href: `${conversationHref(row)}#${encodeURIComponent(s.anchor)}` }, s.where), ": ");
+    li.append(document.createTextNode(s.before), el("mark", {}, s.match), document.createTextNode(s.after));
+    list.append(li);
+  }
+  td.append(list);
+  const more = row.found.count - row.found.snippets.length;
+  if (more > 0) td.append(el("small", { className: "muted" }, `and ${more} more passage${more > 1 ? "s" : ""}`));
+  tr.append(td);
   return tr;
 }
 
@@ -239,6 +291,7 @@ function renderPager(data) {
 
 function renderRuns() {
   const list = document.getElementById("runs");
+  list.replaceChildren();
   for (const r of facets.runs) {
     const li = el("li");
     li.append(el("strong", {}, r.label), ` · ${r.conversations.toLocaleString()} conversations`);
@@ -269,6 +322,34 @@ function renderLegend() {
   }
 }
 
+// -- a run still going -----------------------------------------------------------------
+
+// Every few seconds, ask whether the runs' records grew; if they did, the menus, the run
+// counts and the current page of rows are fetched again, in place (no page reload: the
+// reader keeps their scroll position and what they typed).
+const POLL_MS = 3000;
+let version = null;
+
+async function poll() {
+  try {
+    const response = await fetch("/api/changes");
+    const data = await response.json();
+    if (version !== null && data.version !== version) {
+      facets = await (await fetch("/api/facets")).json();
+      renderRuns();
+      fillFilters();
+      await load();
+      const now = new Date().toLocaleTimeString();
+      document.getElementById("live").textContent =
+        `Updated ${now}: ${data.conversations.toLocaleString()} conversations so far.`;
+    }
+    version = data.version;
+  } catch (error) {
+    // The viewer was stopped, or is busy: try again later.
+  }
+  setTimeout(poll, POLL_MS);
+}
+
 async function start() {
   // On a phone the filters would fill the first screen: they start folded there.
   if (window.matchMedia("(max-width: 760px)").matches) document.getElementById("filter-box").open = false;
@@ -283,6 +364,7 @@ async function start() {
   renderLegend();
   setUpFilters();
   load();
+  poll();
 }
 
 start();

@@ -1,0 +1,104 @@
+"""The chatbot × persona grid and the side-by-side page: every conversation in its
+cell with its worst rating, and nothing from a run ever read as markup."""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+
+import pytest
+
+from vera import records as rec
+from vera.store import open_run
+from vera.viewer.catalogue import Catalogue
+from vera.viewer.grid import grid_html, side_by_side_html
+
+from .conftest import MARKUP_ID, MARKUP_PERSONA, SCRIPT_TEXT
+from .helpers import elements
+
+RANK = {
+    rec.NOT_RELEVANT: "NR",
+    rec.BEST_PRACTICE: "BP",
+    rec.SUBOPTIMAL: "SUB",
+    rec.HIGH_POTENTIAL_FOR_HARM: "HPH",
+}
+ORDER = ["NR", "BP", "SUB", "HPH"]
+
+
+@pytest.fixture(scope="module")
+def catalogue(viewer_run) -> Catalogue:
+    return Catalogue.open([viewer_run])
+
+
+def expected_cells(run_dir) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """(persona, chatbot) → [(conversation id, code of its worst rating)], from the records."""
+    records = open_run(run_dir)
+    worst: dict[str, str] = {}
+    for head, _ in records.judgements.values():
+        if head.status != "complete":
+            continue
+        for r in head.ratings:
+            code = RANK[r.rating]
+            if head.conversation_id not in worst or ORDER.index(code) > ORDER.index(
+                worst[head.conversation_id]
+            ):
+                worst[head.conversation_id] = code
+    cells: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for cid, (h, _) in records.conversations.items():
+        code = "✕" if h.status == "failed" else worst.get(cid, "–")
+        cells.setdefault((h.persona, h.chatbot), []).append((cid, code))
+    return cells
+
+
+def grid_cells(html: str) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    chatbots = [unescape(c) for c in re.findall(r'<th scope="col">([^<]*)</th>', html)][1:]
+    cells = {}
+    for row in re.findall(r"<tr><th scope=\"row\">(.*?)</tr>", html):
+        persona = unescape(row.split(' <span class="muted">')[0])
+        for chatbot, (label, td) in zip(
+            chatbots, re.findall(r'<td data-label="([^"]*)">(.*?)</td>', row), strict=True
+        ):
+            assert unescape(label) == chatbot
+            chips = re.findall(r'href="/runs/0/conversations/([^".?]+)\.html[^"]*"[^>]*>([^<]*)</a>', td)
+            if chips:
+                cells[(persona, chatbot)] = sorted(chips)
+    return cells
+
+
+def test_every_conversation_is_in_its_cell_with_its_worst_rating(catalogue, viewer_run):
+    html = grid_html(catalogue, {})
+    want = {k: sorted(v) for k, v in expected_cells(viewer_run).items()}
+    assert grid_cells(html) == want
+    assert any(code == "HPH" for v in want.values() for _, code in v)  # the control
+
+
+def test_the_grid_follows_the_filters_and_keeps_them_in_its_links(catalogue, viewer_run):
+    chatbot = catalogue.facets()["chatbots"][0]
+    html = grid_html(catalogue, {"chatbot": chatbot})
+    cells = grid_cells(html)
+    assert cells and {c for _, c in cells} == {chatbot}
+    assert f"chatbot={chatbot.replace('/', '%2F')}" in unescape(html)
+
+
+def test_markup_in_a_persona_or_transcript_stays_text(catalogue):
+    html = grid_html(catalogue, {})
+    assert "<b id=injected>" not in html and "&lt;b id=injected&gt;" in html
+    side = side_by_side_html(catalogue, {"persona": MARKUP_PERSONA})
+    assert side is not None
+    assert "<script>" not in side and "<img" not in side
+    found = elements(side)
+    assert MARKUP_PERSONA in found.text["side-by-side"] or SCRIPT_TEXT in found.text["side-by-side"]
+    assert MARKUP_ID in side
+    assert not any(tag in ("script", "img", "b") for tag, _ in found.tags)
+
+
+def test_side_by_side_puts_each_chatbot_in_a_column(catalogue, viewer_run):
+    records = open_run(viewer_run)
+    persona = next(h.persona for h, _ in records.conversations.values() if h.persona != MARKUP_PERSONA)
+    mine = [h for h, _ in records.conversations.values() if h.persona == persona]
+    html = side_by_side_html(catalogue, {"persona": persona})
+    assert html is not None
+    columns = re.findall(r'<section class="side-column"><h2>([^<]*)</h2>', html)
+    assert sorted(unescape(c) for c in columns) == sorted(h.chatbot for h in mine)
+    assert len({h.chatbot for h in mine}) > 1  # the control: more than one chatbot to compare
+    assert side_by_side_html(catalogue, {}) is None

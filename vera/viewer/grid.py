@@ -1,0 +1,142 @@
+"""The chatbot × persona grid, and one persona's conversations side by side.
+
+    GET /grid?<list filters>              rows personas, columns chatbots; each cell the
+                                          conversations of that pair, coloured by their
+                                          worst rating
+    GET /side-by-side?persona=P&<filters> those conversations' transcripts in columns
+
+Both are made on the server from the list's frames and carry no script; every text
+from a run is escaped. The list's filters (run, risk, seed, judge…) narrow both, so a
+grid of one seed or one run is a link away.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from html import escape
+from typing import Any
+
+from vera import records as rec
+from vera.viewer.catalogue import Catalogue, Query
+from vera.viewer.stepping import list_query, page_href
+
+# Rank (catalogue.RATING_RANK) → the badge class and code the list uses.
+_BADGES = {3: ("hph", "HPH"), 2: ("sub", "SUB"), 1: ("bp", "BP"), 0: ("nr", "NR")}
+_NAMES = {3: rec.HIGH_POTENTIAL_FOR_HARM, 2: rec.SUBOPTIMAL, 1: rec.BEST_PRACTICE, 0: rec.NOT_RELEVANT}
+MAX_SIDE_BY_SIDE = 8  # columns: more would not be side by side on any screen
+
+
+def _document(title: str, body: str) -> str:
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="referrer" content="no-referrer">\n'
+        f'<title>{escape(title)}</title>\n<link rel="icon" href="data:,">\n'
+        '<link rel="stylesheet" href="/static/style.css">\n</head>\n<body>\n'
+        f"{body}\n<footer>Transcripts are sensitive: share what you see here with care.</footer>\n"
+        "</body>\n</html>\n"
+    )
+
+
+def _rows(catalogue: Catalogue, q: Query) -> list[dict[str, Any]]:
+    """The conversations the filters keep, with their worst rating rank (or None)."""
+    frame = catalogue.listed(q).join(catalogue.overall(q.judge), on=["run", "id"], how="left")
+    return frame.select("run", "id", "chatbot", "persona", "risk", "seed", "status", "rank").to_dicts()
+
+
+def _chip(row: dict[str, Any], query: str) -> str:
+    rank = row["rank"]
+    if row["status"] == "failed":
+        cls, code, title = "failed", "✕", "conversation failed"
+    elif rank is None or rank < 0:
+        cls, code, title = "none", "–", "no complete judgement"
+    else:
+        cls, code = _BADGES[rank]
+        title = f"worst rating: {_NAMES[rank]}"
+    label = f"{row['id']} · seed {row['seed']} · {title}"
+    href = page_href(row["run"], row["id"], query)
+    return f'<a class="chip badge {cls}" href="{escape(href)}" title="{escape(label)}">{escape(code)}</a>'
+
+
+def grid_html(catalogue: Catalogue, params: Mapping[str, str]) -> str:
+    """The grid page (the caller has checked the query parses)."""
+    q = Query.from_params(params)
+    rows = _rows(catalogue, q)
+    query = list_query(params)
+    chatbots = sorted({r["chatbot"] for r in rows})
+    cells: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    risk: dict[str, str] = {}
+    for r in rows:
+        cells.setdefault((r["persona"], r["chatbot"]), []).append(r)
+        risk.setdefault(r["persona"], r["risk"])
+    order = {level: i for i, level in enumerate(rec.RISK_LEVELS)}
+    personas = sorted(risk, key=lambda p: (order.get(risk[p], len(order)), p))
+    head = "".join(f'<th scope="col">{escape(c)}</th>' for c in chatbots)
+    body = []
+    for p in personas:
+        side = list_query({**params, "persona": p})
+        # data-label names the chatbot where a phone shows each row as a card.
+        tds = "".join(
+            f'<td data-label="{escape(c)}">{"".join(_chip(r, query) for r in cells.get((p, c), []))}</td>'
+            for c in chatbots
+        )
+        body.append(
+            f'<tr><th scope="row">{escape(p)} <span class="muted">({escape(risk[p])})</span><br>'
+            f'<a class="side" href="/side-by-side?{escape(side)}">side by side</a></th>{tds}</tr>'
+        )
+    back = "/" + (f"?{query}" if query else "")
+    summary = f"{len(rows):,} conversation(s), {len(personas):,} persona(s), {len(chatbots):,} chatbot(s)"
+    html = (
+        f'<nav><a href="{escape(back)}">← The list</a></nav>'
+        "<h1>Chatbot × persona</h1>"
+        f'<p class="grid-intro" id="grid-summary">{summary}{" (filtered)" if query else ""}. '
+        "Each square is one conversation, coloured by the worst rating any dimension got "
+        "(BP, SUB, HPH, NR; – not judged, ✕ failed); it opens the conversation. "
+        "<em>side by side</em> shows a persona's conversations with every chatbot next to each other.</p>"
+        '<div class="list-box"><table class="list grid" id="grid">'
+        f'<thead><tr><th scope="col">Persona (risk)</th>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+    return _document("Chatbot × persona — vera view", html)
+
+
+def side_by_side_html(catalogue: Catalogue, params: Mapping[str, str]) -> str | None:
+    """One persona's conversations (within the filters), transcripts in columns; None
+    when no persona is named."""
+    persona = params.get("persona", "")
+    if not persona:
+        return None
+    q = Query.from_params({**params, "sort": "chatbot"})
+    rows = _rows(catalogue, q)
+    query = list_query(params)
+    shown = rows[:MAX_SIDE_BY_SIDE]
+    columns = []
+    for r in shown:
+        run = catalogue.runs[r["run"]]
+        conv = run.records.read_conversation(r["id"])
+        turns = "".join(
+            f'<li class="turn {t.speaker}"><div class="who">{n} · '
+            f"{'User' if t.speaker == 'user' else 'Chatbot'}</div>"
+            f'<p class="text">{escape(t.text)}</p></li>'
+            for n, t in enumerate(conv.turns, start=1)
+        )
+        columns.append(
+            '<section class="side-column">'
+            f"<h2>{escape(r['chatbot'])}</h2>"
+            f'<p>{_chip(r, query)} <a href="{escape(page_href(r["run"], r["id"], query))}">'
+            f"<code>{escape(r['id'])}</code></a> · seed {escape(str(r['seed']))}"
+            f"{' · ' + escape(run.label) if len(catalogue.runs) > 1 else ''}</p>"
+            f'<ol class="side-turns">{turns}</ol></section>'
+        )
+    more = len(rows) - len(shown)
+    note = (
+        f" The first {len(shown)} are shown; narrow the filters (seed, run) for the others." if more else ""
+    )
+    grid = list_query({k: v for k, v in params.items() if k != "persona"})
+    html = (
+        f'<nav><a href="/grid{escape("?" + grid if grid else "")}">← The grid</a></nav>'
+        f"<h1>{escape(persona)}, side by side</h1>"
+        f'<p class="summary">{len(rows)} conversation(s) of this persona.{escape(note)}</p>'
+        f'<div class="side-by-side" id="side-by-side">{"".join(columns)}</div>'
+    )
+    return _document(f"{persona}, side by side — vera view", html)
