@@ -393,6 +393,27 @@ def test_with_user_memory_the_simulated_user_remembers_its_earlier_sessions(tmp_
     assert manifest["config"]["conversation"]["user_memory"] is True
 
 
+def test_exports_name_each_rows_arc_session_and_type(arc_run: Path, tmp_path: Path) -> None:
+    import polars as pl
+
+    heads = {h.id: h for h, _ in open_run(arc_run).conversations.values()}
+    for args, name in (
+        (["--format", "parquet"], "long.parquet"),
+        (["--wide", "--format", "parquet"], "wide.parquet"),
+    ):
+        out = tmp_path / name
+        result = vera("export", str(arc_run), *args, "-o", str(out))
+        assert result.exit_code == 0, result.output
+        frame = pl.read_parquet(out)
+        assert frame["arc"].null_count() == 0
+        for row in frame.select("conversation_id", "arc", "session", "session_type").unique().iter_rows():
+            place = heads[row[0]].session
+            assert place is not None and row[1:] == (place.arc, place.index, place.type)
+        # Every arc's sessions are there, in their places.
+        per_arc = frame.group_by("arc").agg(pl.col("session").unique().sort())
+        assert all(s.to_list() == [1, 2] for s in per_arc["session"])
+
+
 # ---------------------------------------------------------------------------------------
 # Transcripts: import and export by session
 # ---------------------------------------------------------------------------------------

@@ -46,6 +46,11 @@ COLUMNS: dict[str, Any] = {
     "seed": pl.Int64,
     "replicate": pl.Int64,
     "conversation_seed": pl.Int64,
+    # A multi-session arc (docs/sessions.md): its id, the session's place (1-based) and
+    # type; empty for single-session conversations, so every run exports the same columns.
+    "arc": pl.Utf8,
+    "session": pl.Int64,
+    "session_type": pl.Utf8,
     "judge": pl.Utf8,
     "instance": pl.Int64,
     "dimension": pl.Utf8,
@@ -139,6 +144,8 @@ def _conversation_columns(run_id: str, head: ConversationHead, seeds: list[int])
         replicate=head.replicate,
         conversation_seed=head.seed,
     )
+    if head.session is not None:
+        row.update(arc=head.session.arc, session=head.session.index, session_type=head.session.type)
     return row
 
 
@@ -152,6 +159,9 @@ WIDE_HEAD: dict[str, Any] = {
     "risk": pl.Utf8,
     "seed": pl.Int64,
     "replicate": pl.Int64,
+    "arc": pl.Utf8,
+    "session": pl.Int64,
+    "session_type": pl.Utf8,
     "judgements": pl.Int64,
     "status": pl.Utf8,
     "error": pl.Utf8,
