@@ -37,7 +37,7 @@ from vera.report._pages import (
 )
 from vera.report._plots import comparison_plots
 from vera.report._reference_export import export_reference
-from vera.report._schema import Card
+from vera.report._schema import Card, RunComparison
 from vera.report._score import read_card, render_card_files, score_run, write_card_html
 from vera.report._terminal import fit, headline, render, render_card, rich_table, text_tables
 from vera.report._text import Table, compare_tables, num, status_text
@@ -55,6 +55,7 @@ __all__ = [
     "Exit",
     "ImportSummary",
     "Improvements",
+    "RunComparison",
     "RunStatus",
     "Table",
     "agreement_report",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 
 from vera.report._improvements import Improvements, chatbot_details_html, ranked
@@ -222,9 +222,18 @@ def _chatbot(index: int, bot: ChatbotCard, title: str) -> str:
     return _section(f"chatbot-{index}", name, *parts)
 
 
-def render_compare_html(result: RunComparison, plots: Sequence[Plot]) -> str:
-    """The page of `vera compare --html`: runs, scores, charts, paired differences."""
+def render_compare_html(
+    result: RunComparison, plots: Sequence[Plot], unit_links: Mapping[str, str] | None = None
+) -> str:
+    """The page of `vera compare --html`: runs, scores, charts, paired differences.
+    `unit_links` (unit → URL; the viewer's list of that unit's conversations) makes each
+    score row's chatbot a link to the conversations behind its numbers."""
     tables = compare_tables(result)
+    if unit_links:
+        links = [unit_links.get(u.unit, "") for u in result.units]
+        scores = "".join(html_table(t, links=links) for t in tables.scores)
+    else:
+        scores = "".join(html_table(t) for t in tables.scores)
     body = ["<header><h1>vera comparison</h1>"]
     if any(r.offline for r in result.runs):
         body.append(
@@ -245,7 +254,7 @@ def render_compare_html(result: RunComparison, plots: Sequence[Plot]) -> str:
     body.append(
         _section("how-to-read", "How to read this comparison", f'<p class="guide">{escape(guide)}</p>')
     )
-    body.append(_section("scores", "Scores", *(html_table(t) for t in tables.scores)))
+    body.append(_section("scores", "Scores", scores))
     body.append(_section("charts", "Charts", *(figure(p) for p in plots)))
     body.append(_section("pairs", "Paired differences", *(html_table(t) for t in tables.pairs)))
     body.append("</main>")

@@ -54,6 +54,7 @@ from vera.report import (
 from vera.store import StaleIndexError
 from vera.viewer.calls import CallIndex, Job, calls_html
 from vera.viewer.catalogue import Catalogue, Query, QueryError
+from vera.viewer.compare import compare_page
 from vera.viewer.grid import grid_html, side_by_side_html
 from vera.viewer.stepping import steps_html
 
@@ -66,6 +67,8 @@ REPORTS = web.AppKey("reports", dict)
 ALLOWED_HOSTS = web.AppKey("allowed_hosts", frozenset)
 # Each run's index of its calls.jsonl, made by the first conversation page asked for.
 CALL_INDEXES = web.AppKey("call_indexes", dict)
+# The comparison page per (records signature, by seed): a bootstrap is not redone per view.
+COMPARISONS = web.AppKey("comparisons", dict)
 
 # The list page runs its own script and nothing else; pages and the card run none.
 LIST_CSP = (
@@ -104,6 +107,7 @@ def build_app(catalogue: Catalogue, *, allowed_hosts: frozenset[str] = frozenset
     app[ALLOWED_HOSTS] = allowed_hosts
     app[REPORTS] = {}
     app[CALL_INDEXES] = {}
+    app[COMPARISONS] = {}
     assets = _load_assets()
 
     async def asset(request: web.Request) -> web.Response:
@@ -123,6 +127,7 @@ def build_app(catalogue: Catalogue, *, allowed_hosts: frozenset[str] = frozenset
     app.router.add_get("/api/conversations", _conversations)
     app.router.add_get("/api/changes", _changes)
     app.router.add_get("/grid", _grid)
+    app.router.add_get("/compare", _compare)
     app.router.add_get("/side-by-side", _side_by_side)
     app.router.add_get("/runs/{k}/conversations/{name}", _conversation_page)
     app.router.add_get("/runs/{k}/arcs/{name}", _arc_page)
@@ -236,6 +241,21 @@ def _calls_section(app: web.Application, k: int, page: ConversationPage) -> str:
     jobs = [Job(page.conversation.id, "")]
     jobs += [Job(j.id, f"judge {j.judge} #{j.instance}") for j in page.judgements]
     return calls_html(jobs, indexes[k])
+
+
+async def _compare(request: web.Request) -> web.Response:
+    """`vera compare` over the runs being viewed, each score row linking to its
+    conversations (bootstrapped off the loop, once per set of records)."""
+    catalogue = request.app[CATALOGUE]
+    by_seed = request.query.get("by_seed", "") in ("1", "true")
+    cache: dict[tuple[str, bool], tuple[int, str]] = request.app[COMPARISONS]
+    key = (str(catalogue.signature), by_seed)
+    if key not in cache:
+        cache[key] = await asyncio.to_thread(compare_page, catalogue, by_seed=by_seed)
+    status, html = cache[key]
+    response = web.Response(status=status, text=html, content_type="text/html")
+    response.headers["Content-Security-Policy"] = CARD_CSP
+    return response
 
 
 async def _card(request: web.Request) -> web.Response:
