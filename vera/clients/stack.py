@@ -89,6 +89,7 @@ class RecordingClient:
                 cached=meter.cached,
                 error=meter.error,
                 at=time.time(),
+                tier=meter.tier,
             )
         )
 
