@@ -91,7 +91,7 @@ class SweepServer:
     def _serve(self) -> None:
         self._loop = asyncio.new_event_loop()
         app = web.Application()
-        app.router.add_post("/v1/chat/completions", self.handle)
+        self.routes(app)
         self._runner = web.AppRunner(app)
         self._loop.run_until_complete(self._runner.setup())
         site = web.TCPSite(self._runner, "127.0.0.1", self.port)
@@ -105,6 +105,10 @@ class SweepServer:
             # test happens to be running then.
             self._loop.run_until_complete(self._loop.shutdown_asyncgens())
             self._loop.close()
+
+    def routes(self, app: web.Application) -> None:
+        """The endpoints served (a subclass adds its own: tests/fakes/batch.py)."""
+        app.router.add_post("/v1/chat/completions", self.handle)
 
     @property
     def base_url(self) -> str:
@@ -171,20 +175,19 @@ class SweepServer:
         rid = f"resp-{key[:12]}-{self.requests[key]}"
         with self._lock:
             self.responses[key].append(rid)
-        return web.json_response(
-            {
-                "id": rid,
-                "object": "chat.completion",
-                "model": model,
-                "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-                ],
-                "usage": {
-                    "prompt_tokens": len(raw) // 4,
-                    "completion_tokens": self._output_tokens(body, text),
-                },
-            }
-        )
+        return web.json_response(self.completion(rid, model, text, raw, body))
+
+    def completion(self, rid: str, model: str, text: str, raw: bytes, body: dict[str, Any]) -> dict[str, Any]:
+        """A Chat Completions reply; usage counts a token per four bytes of the request."""
+        return {
+            "id": rid,
+            "object": "chat.completion",
+            "model": model,
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": len(raw) // 4, "completion_tokens": self._output_tokens(body, text)},
+        }
 
     @staticmethod
     def _output_tokens(body: dict[str, Any], text: str) -> int:

@@ -169,7 +169,7 @@ async def judge(
             judge_conversations(
                 sweep,
                 session.store,
-                session.clients(),
+                session.clients(cfg),
                 sorted(conversations, key=lambda c: c if isinstance(c, str) else c.id),
                 max_concurrency=cfg.max_concurrency,
                 progress=Fanout(session.open_progress(), events),

@@ -112,7 +112,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                 run_sweep(
                     sweep,
                     session.store,
-                    session.clients(),
+                    session.clients(cfg),
                     max_concurrency=cfg.max_concurrency,
                     progress=Fanout(progress, events),
                     stop=session.stop,

@@ -29,8 +29,8 @@ class CallMeter:
         "provider",
         "reasoning_cost_usd",
         "settled",
-        "uncertain_usd",
         "tier",
+        "uncertain_usd",
         "usage",
     )
 

@@ -31,6 +31,8 @@ import aiohttp
 
 from vera.clients.anthropic import DEFAULT_MAX_TOKENS, AnthropicClient
 from vera.clients.base import ChatClient
+from vera.clients.batch_openai import OpenAIBatchAPI
+from vera.clients.batching import BATCH_PROTOCOLS, BatchingClient, BatchJournal, BatchSettings
 from vera.clients.budget import Budget
 from vera.clients.gemini import GeminiClient
 from vera.clients.http import HttpChatbotClient
@@ -116,6 +118,7 @@ class ClientPool:
         self._limited: dict[tuple[str, str], LimitedClient] = {}
         self._clients: dict[tuple[str, str], ChatClient] = {}
         self._accounts: dict[tuple[str, str], Account] = {}
+        self._batching: dict[tuple[str, str], BatchingClient] = {}
 
     async def __aenter__(self) -> ClientPool:
         if self._shared is not None:
@@ -137,6 +140,8 @@ class ClientPool:
         await self.close()
 
     async def close(self) -> None:
+        for batching in self._batching.values():
+            await batching.aclose()  # pending batches stay in the journal for a resume
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -248,6 +253,37 @@ class ClientPool:
             f"in profile {resolve_ref(ref, self.profiles)[0].name!r} [params] or the config's "
             f"[{role}.params]"
         )
+
+    def batching(
+        self, ref: str, role: Role, journal: BatchJournal, settings: BatchSettings
+    ) -> BatchingClient:
+        """The client that answers `ref` in `role` through its provider's batch API
+        (vera.clients.batching), over the limited client as its fallback; built once."""
+        found = self._batching.get((ref, role))
+        if found is not None:
+            return found
+        limited = self.limited(ref, role)
+        profile, _ = resolve_ref(ref, self.profiles)
+        if profile.protocol not in BATCH_PROTOCOLS or not isinstance(limited.inner, OpenAIClient):
+            raise ConfigError(
+                f"profile {profile.name!r}: protocol {profile.protocol!r} has no batch API in vera"
+            )
+        if self._session is None:  # limited() has checked it; for the type checker
+            raise RuntimeError("ClientPool is not open")
+        api = OpenAIBatchAPI(self._session, profile, limited.inner, api_key(profile))
+        client = BatchingClient(
+            api, limited, journal, settings, prices=limited.prices, price_factor=profile.batch_price_factor
+        )
+        self._batching[(ref, role)] = client
+        return client
+
+    def batch_stats(self) -> dict[str, int]:
+        """What the batch clients did, summed (vera.clients.batching.BatchStats)."""
+        total: dict[str, int] = {}
+        for client in self._batching.values():
+            for name, n in vars(client.stats).items():
+                total[name] = total.get(name, 0) + n
+        return total
 
     def _account(
         self, identity: tuple[str, str], label: str, profiles: list[Profile], *, shared: bool = False

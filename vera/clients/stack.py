@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from vera.clients.base import ChatClient, ChatRequest
+from vera.clients.batching import BatchingClient, BatchJournal, BatchSettings
 from vera.clients.cache import CachedClient, ResponseCache
 from vera.clients.limits import LimitedClient
 from vera.clients.meter import CallMeter, open_meter
@@ -41,6 +42,10 @@ class LimitedClients(Protocol):
     def limited(self, ref: str, role: Role) -> LimitedClient: ...
 
     def spec(self, ref: str) -> ModelSpec: ...
+
+    def batching(
+        self, ref: str, role: Role, journal: BatchJournal, settings: BatchSettings
+    ) -> BatchingClient: ...
 
     def rubric_refusal(self, ref: str, rubric_key: str) -> str | None: ...
 
@@ -95,7 +100,7 @@ class RecordingClient:
 
 
 def stack(
-    limited: LimitedClient,
+    limited: ChatClient,
     spec: ModelSpec,
     *,
     role: Role,
@@ -113,10 +118,20 @@ def stack(
 
 class CachingClients:
     """The pool's clients seen through a response cache, each stack built once per
-    (reference, role). `on_call` receives every call's record, cached or not."""
+    (reference, role). `on_call` receives every call's record, cached or not. With
+    `batch` (the run's journal and settings), the judge's calls go through the
+    provider's batch API: recording(cache(batching)), the batching client falling back
+    on the limited one (vera.clients.batching)."""
 
-    def __init__(self, pool: LimitedClients, cache: ResponseCache | None, on_call: OnCall | None) -> None:
+    def __init__(
+        self,
+        pool: LimitedClients,
+        cache: ResponseCache | None,
+        on_call: OnCall | None,
+        batch: tuple[BatchJournal, BatchSettings] | None = None,
+    ) -> None:
         self.pool, self.cache, self.on_call = pool, cache, on_call
+        self.batch = batch
         self._clients: dict[tuple[str, Role], ChatClient] = {}
 
     def spec(self, ref: str) -> ModelSpec:
@@ -128,8 +143,11 @@ class CachingClients:
     def client(self, ref: str, role: Role = "chatbot") -> ChatClient:
         key = (ref, role)
         if key not in self._clients:
+            bottom: ChatClient = self.pool.limited(ref, role)
+            if self.batch is not None and role == "judge":
+                bottom = self.pool.batching(ref, role, *self.batch)
             self._clients[key] = stack(
-                self.pool.limited(ref, role),
+                bottom,
                 self.pool.spec(ref),
                 role=role,
                 cache=self.cache,

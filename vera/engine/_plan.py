@@ -26,6 +26,7 @@ import msgspec
 from vera import __version__
 from vera.clients._structured import merge_params
 from vera.clients.base import ChatClient
+from vera.clients.batching import BATCH_PROTOCOLS
 from vera.clients.families import fit_params, reasoning_problem
 from vera.engine._inputs import Inputs
 from vera.engine._simulate import (
@@ -332,7 +333,14 @@ def seed_params(spec: ModelSpec, seed: int) -> dict[str, Any] | None:
 def check_judges(inputs: Inputs, judges: list[ModelSpec], clients: Clients) -> None:
     """Every judge can answer the run's rubric (the lexical baseline judge knows only the
     rubric it was written for); the clients say which cannot."""
+    batch = inputs.config.judge.mode == "batch"
     for spec in judges:
+        if batch and spec.protocol not in BATCH_PROTOCOLS:
+            raise ConfigError(
+                f'[judge] mode = "batch": judge {spec.ref!r} speaks {spec.protocol!r}, which has no '
+                f"batch API in vera (batch works with: {', '.join(sorted(BATCH_PROTOCOLS))}); "
+                'use mode = "live" or an OpenAI judge'
+            )
         reason = clients.rubric_refusal(spec.ref, inputs.rubric.key)
         if reason is not None:
             raise ConfigError(f"{reason} ({inputs.rubric.path}); choose a model judge for this rubric")

@@ -12,7 +12,7 @@ import hashlib
 import math
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import msgspec
@@ -129,6 +129,15 @@ class JudgeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # "reference" reproduces the VERA-MH judge (every dimension Not Relevant); see
     # docs/rubric.md.
     terminal_semantics: str = "vera"  # checked in RunConfig.check (one line naming the choices)
+    # "live": one API call per question; "batch": every walk's next question goes into
+    # one batch per wave, at the provider's batch price (docs/batch.md). Only for judge
+    # profiles whose protocol has a batch API here (checked when the run is planned).
+    mode: Literal["live", "batch"] = "live"
+    batch_poll_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0  # between polls of a pending batch
+    batch_collect_s: Annotated[float, msgspec.Meta(ge=0)] = 0.5  # a wave is closed after this quiet time
+    batch_requeue: Annotated[int, msgspec.Meta(ge=0, le=10)] = (
+        2  # waves an unanswered request gets, then live
+    )
 
 
 class RoleConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
