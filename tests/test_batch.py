@@ -16,9 +16,11 @@ import time
 from pathlib import Path
 
 import aiohttp
+import msgspec
 import pytest
 
 from vera.app import RunOptions, execute_run
+from vera.app import scored as score
 from vera.clients.batching import split_files
 
 from .fakes.batch import BatchSweepServer
@@ -55,10 +57,14 @@ def judge_cost(run_dir: Path) -> tuple[float, set[str]]:
     return sum(c["cost_usd"] for c in calls), {c.get("tier", "standard") for c in calls}
 
 
-async def _run(tmp: Path, server: SweepServer, extra: str = "", **kw: object) -> Path:
-    cfg = write_sweep_config(tmp, server.base_url, personas=3, seeds="[1]", extra=extra, **kw)  # type: ignore[arg-type]
+CARDS: dict[Path, dict] = {}
+
+
+async def _run(tmp: Path, server: SweepServer, extra: str = "") -> Path:
+    cfg = write_sweep_config(tmp, server.base_url, personas=3, seeds="[1]", extra=extra)
     out = tmp / "run"
-    await execute_run(RunOptions(config_path=str(cfg), out=str(out), progress=False))
+    outcome = await execute_run(RunOptions(config_path=str(cfg), out=str(out), progress=False))
+    CARDS[out] = msgspec.to_builtins(score(outcome).card)
     return out
 
 
@@ -77,6 +83,15 @@ async def test_batch_mode_rates_as_live_mode_does_at_half_the_judge_price(tmp_pa
     batch_cost, batch_tiers = judge_cost(batch)
     assert live_tiers == {"standard"} and batch_tiers == {"batch"}
     assert batch_cost == pytest.approx(live_cost * 0.5)
+    # the card splits the spend by role and tier
+    tiers = CARDS[batch]["accounting"]["by_role_tier"]
+    assert set(tiers) == {"chatbot/standard", "user_agent/standard", "judge/batch"}
+    assert tiers["judge/batch"]["cost_usd"] == pytest.approx(round(batch_cost, 4))
+    assert set(CARDS[live]["accounting"]["by_role_tier"]) == {
+        "chatbot/standard",
+        "user_agent/standard",
+        "judge/standard",
+    }
     journal = jsonl(batch / "batches.jsonl")
     assert [e["batch_id"] for e in journal if e["event"] == "created"] == [b for b, _ in server.created]
     assert {e["status"] for e in journal if e["event"] == "ended"} == {"completed"}
