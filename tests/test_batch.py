@@ -111,6 +111,9 @@ async def test_expired_requests_go_to_the_next_wave_and_are_never_a_failure(tmp_
     assert all(server.submitted[cid] == 2 for cid in server.expired)
     journal = jsonl(batch / "batches.jsonl")
     assert "expired" in {e["status"] for e in journal if e["event"] == "ended"}
+    # counted in the event log
+    logged = [e for e in jsonl(batch / "events.jsonl") if e.get("event") == "batches"]
+    assert len(logged) == 1 and logged[0]["requeued"] == len(server.expired) and logged[0]["live"] == 0
 
 
 def test_a_wave_is_cut_into_files_within_the_request_and_size_limits():

@@ -180,6 +180,8 @@ async def judge(
         session.budget_stop(result)
         planned = msgspec.structs.replace(planned, stopped=result.stopped)
         session.store.write_manifest(planned)
+        if stats := pool.batch_stats():
+            events.log.info("batches", **stats)  # created, submitted, resumed, requeued, live
         events.log.info("judging_finished", **counts(result))
     except StorageError as exc:
         if planned is None:
