@@ -78,6 +78,9 @@ async def test_batch_mode_rates_as_live_mode_does_at_half_the_judge_price(tmp_pa
     assert all(n == 1 for n in server.submitted.values())  # no request in two batches
     assert verdicts(batch) == verdicts(live)
     assert all(v[0] == "complete" for v in verdicts(batch).values())
+    # the mode is not a result: the same fingerprint, so either mode resumes the other's run
+    fingerprint = [json.loads((d / "manifest.json").read_text())["config_sha256"] for d in (live, batch)]
+    assert fingerprint[0] == fingerprint[1]
     # every judge call went through a batch, each at half the live price
     live_cost, live_tiers = judge_cost(live)
     batch_cost, batch_tiers = judge_cost(batch)

@@ -316,6 +316,10 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         # Asking ahead changes which calls are made at the end of a sweep, never an
         # answer (vera.rubric._concurrent); and runs from before it keep their fingerprint.
         data["judge"].pop("ask_ahead")
+        # Batch or live asks the same requests and gets the same answers (only price and
+        # waiting differ; vera.clients.batching): a run may be resumed in the other mode.
+        for key in ("mode", "batch_poll_s", "batch_collect_s", "batch_requeue"):
+            data["judge"].pop(key)
         if data["judge"]["terminal_semantics"] == "vera":  # the default: older runs keep their fingerprint
             data["judge"].pop("terminal_semantics")
         if not self.conversation.sessions:
