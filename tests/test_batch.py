@@ -23,7 +23,7 @@ from vera.app import RunOptions, execute_run
 from vera.app import scored as score
 from vera.clients.batching import split_files
 
-from .fakes.batch import BatchSweepServer
+from .fakes.batch import AnthropicBatchFake, BatchSweepServer
 from .fakes.sweep import KEY, SweepServer, write_sweep_config
 
 BATCH = '[judge]\nmode = "batch"\nbatch_poll_s = 0.02\nbatch_collect_s = 0.05\n'
@@ -212,3 +212,26 @@ def test_killed_with_batches_pending_resumes_by_polling_and_submits_nothing_twic
     assert len(server.created) > before
     final = verdicts(out)
     assert final and all(v[0] == "complete" for v in final.values())
+
+
+def test_anthropic_message_batches_rate_as_live_messages_do(tmp_path, monkeypatch):
+    from .clients import runs
+
+    roles = dict.fromkeys(("chatbot", "user_agent", "judge"), "anthropic")
+    (tmp_path / "live").mkdir()
+    (tmp_path / "batch").mkdir()
+    live = runs.run_roles(tmp_path / "live", roles, personas=3, max_turns=4)
+    assert live.exit_code == 0, live.output
+    monkeypatch.setattr(runs, "make_server", lambda protocol: AnthropicBatchFake(key=runs.KEY))
+    batch = runs.run_roles(tmp_path / "batch", roles, personas=3, max_turns=4, config_extra=BATCH)
+    assert batch.exit_code == 0, batch.output + batch.stderr
+    server = batch.servers["anthropic"]
+    assert isinstance(server, AnthropicBatchFake)
+    assert server.violations == []
+    assert server.created and all(n == 1 for n in server.submitted.values())
+    assert verdicts(batch.out) == verdicts(live.out)
+    judge_calls = [c for c in batch.jsonl("calls.jsonl") if c["role"] == "judge"]
+    assert judge_calls and {c["tier"] for c in judge_calls} == {"batch"}
+    # no judge question went live: every live Messages request was the chatbot's or the user's
+    live_requests = [r for r in server.received if r.path == "/v1/messages"]
+    assert not any(r.json.get("tools") for r in live_requests)

@@ -39,7 +39,8 @@ from vera.records import Completion
 ENDPOINT = "/v1/chat/completions"
 MAX_REQUESTS = 50_000
 MAX_BYTES = 200 * 1024 * 1024
-ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
+# A batch's final statuses: OpenAI's, and Anthropic's one "ended" (vera.clients.batch_anthropic).
+ENDED = frozenset({"completed", "failed", "expired", "cancelled", "ended"})
 
 
 class BatchState(msgspec.Struct, kw_only=True):

@@ -45,8 +45,8 @@ from vera.errors import FatalProviderError, ProviderError, TransientError
 from vera.records import Completion
 
 JOURNAL_FILE = "batches.jsonl"
-# The protocols whose batch API vera speaks (vera.clients.batch_openai).
-BATCH_PROTOCOLS = frozenset({"openai"})
+# The protocols whose batch API vera speaks (vera.clients.batch_openai, batch_anthropic).
+BATCH_PROTOCOLS = frozenset({"openai", "anthropic"})
 # Polls that fail in a row (the provider unreachable) before a batch's requests are
 # given up on and go to the next wave.
 MAX_POLL_FAILURES = 20

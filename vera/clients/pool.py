@@ -28,11 +28,15 @@ from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 import aiohttp
+import msgspec
 
 from vera.clients.anthropic import DEFAULT_MAX_TOKENS, AnthropicClient
 from vera.clients.base import ChatClient
+from vera.clients.batch_anthropic import MAX_BYTES as ANTHROPIC_MAX_BYTES
+from vera.clients.batch_anthropic import MAX_REQUESTS as ANTHROPIC_MAX_REQUESTS
+from vera.clients.batch_anthropic import AnthropicBatchAPI
 from vera.clients.batch_openai import OpenAIBatchAPI
-from vera.clients.batching import BATCH_PROTOCOLS, BatchingClient, BatchJournal, BatchSettings
+from vera.clients.batching import BatchAPI, BatchingClient, BatchJournal, BatchSettings
 from vera.clients.budget import Budget
 from vera.clients.gemini import GeminiClient
 from vera.clients.http import HttpChatbotClient
@@ -264,13 +268,23 @@ class ClientPool:
             return found
         limited = self.limited(ref, role)
         profile, _ = resolve_ref(ref, self.profiles)
-        if profile.protocol not in BATCH_PROTOCOLS or not isinstance(limited.inner, OpenAIClient):
+        if self._session is None:  # limited() has checked it; for the type checker
+            raise RuntimeError("ClientPool is not open")
+        api: BatchAPI
+        inner = limited.inner
+        if profile.protocol == "openai" and isinstance(inner, OpenAIClient):
+            api = OpenAIBatchAPI(self._session, profile, inner, api_key(profile))
+        elif profile.protocol == "anthropic" and isinstance(inner, AnthropicClient):
+            api = AnthropicBatchAPI(self._session, profile.endpoint, inner)
+            settings = msgspec.structs.replace(
+                settings,
+                max_requests=min(settings.max_requests, ANTHROPIC_MAX_REQUESTS),
+                max_bytes=min(settings.max_bytes, ANTHROPIC_MAX_BYTES),
+            )
+        else:
             raise ConfigError(
                 f"profile {profile.name!r}: protocol {profile.protocol!r} has no batch API in vera"
             )
-        if self._session is None:  # limited() has checked it; for the type checker
-            raise RuntimeError("ClientPool is not open")
-        api = OpenAIBatchAPI(self._session, profile, limited.inner, api_key(profile))
         client = BatchingClient(
             api, limited, journal, settings, prices=limited.prices, price_factor=profile.batch_price_factor
         )
