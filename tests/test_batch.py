@@ -119,6 +119,22 @@ async def test_expired_requests_go_to_the_next_wave_and_are_never_a_failure(tmp_
     assert len(logged) == 1 and logged[0]["requeued"] == len(server.expired) and logged[0]["live"] == 0
 
 
+async def test_failed_batches_requeue_then_go_live_with_the_same_ratings(tmp_path):
+    with SweepServer() as live_server:
+        live = await _run(tmp_path / "live", live_server)
+    # The server takes one request per file: every multi-request batch fails validation.
+    with BatchSweepServer(polls_to_complete=1, max_requests=1) as server:
+        batch = await _run(tmp_path / "batch", server, BATCH)
+    assert any("over 1" in v for v in server.violations)
+    assert verdicts(batch) == verdicts(live)
+    assert all(v[0] == "complete" for v in verdicts(batch).values())
+    logged = next(e for e in jsonl(batch / "events.jsonl") if e.get("event") == "batches")
+    assert logged["live"] > 0 and logged["requeued"] >= 2 * logged["live"]
+    tiers = {c["tier"] for c in jsonl(batch / "calls.jsonl") if c["role"] == "judge"}
+    assert "standard" in tiers and tiers <= {"batch", "standard"}  # those that went live are paid live
+    assert "failed" in {e["status"] for e in jsonl(batch / "batches.jsonl") if e["event"] == "ended"}
+
+
 def test_a_wave_is_cut_into_files_within_the_request_and_size_limits():
     lines = {f"id{i}": b"x" * 9 for i in range(7)}  # 10 bytes a line with its newline
     assert split_files(lines, 3, 1000) == [["id0", "id1", "id2"], ["id3", "id4", "id5"], ["id6"]]
