@@ -54,6 +54,9 @@ class Faults:
     fail_user_for: str | None = None
     fail_judge_for: str | None = None
     latency: float = 0.0  # every answer waits this long (to keep a run busy for signal tests)
+    # OpenAI's flex tier: this share of the requests with service_tier "flex" (by a hash of
+    # the body) is refused with 429 resource_unavailable, as flex does without capacity.
+    flex_unavailable: float = 0.0
 
 
 @dataclass
@@ -63,6 +66,7 @@ class SweepServer:
     requests: Counter[str] = field(default_factory=Counter)  # body hash -> times received
     responses: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # body hash -> ids
     by_role: Counter[str] = field(default_factory=Counter)
+    by_tier: Counter[str] = field(default_factory=Counter)
     injected: Counter[str] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
@@ -155,6 +159,21 @@ class SweepServer:
             self.by_role[model] += 1
         if self.faults.latency:
             await asyncio.sleep(self.faults.latency)
+        if body.get("service_tier") == "flex":
+            with self._lock:
+                self.by_tier["flex"] += 1
+            if int(key[8:16], 16) / 0xFFFFFFFF < self.faults.flex_unavailable:
+                self.injected["flex_unavailable"] += 1
+                return web.json_response(
+                    {
+                        "error": {
+                            "message": "Resource Unavailable",
+                            "type": "requests",
+                            "code": "resource_unavailable",
+                        }
+                    },
+                    status=429,
+                )
         fault = self._poisoned(model, body) or self._fault()
         if fault:
             self.injected[fault] += 1

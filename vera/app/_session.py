@@ -151,7 +151,13 @@ class RunSession:
                 requeue=cfg.judge.batch_requeue,
             )
             batch = (BatchJournal(self.run_dir / JOURNAL_FILE), settings)
-        return CachingClients(self._need_pool(), self.cache, self.record_call, batch)
+        flex: dict[Role, str] = {}
+        if cfg is not None:
+            if cfg.user_agent.service_tier == "flex":
+                flex["user_agent"] = cfg.user_agent.flex_fallback
+            if cfg.chatbot.service_tier == "flex":
+                flex["chatbot"] = cfg.chatbot.flex_fallback
+        return CachingClients(self._need_pool(), self.cache, self.record_call, batch, flex)
 
     def check_budget(self, uses: list[tuple[ModelSpec, Role]]) -> None:
         """Refuse, before any call, a budget that cannot hold every (model, role) the

@@ -29,6 +29,7 @@ from typing import Protocol
 from vera.clients.base import ChatClient, ChatRequest
 from vera.clients.batching import BatchingClient, BatchJournal, BatchSettings
 from vera.clients.cache import CachedClient, ResponseCache
+from vera.clients.flex import FlexClient
 from vera.clients.limits import LimitedClient
 from vera.clients.meter import CallMeter, open_meter
 from vera.records import CallRecord, Completion, ModelSpec, Role
@@ -46,6 +47,8 @@ class LimitedClients(Protocol):
     def batching(
         self, ref: str, role: Role, journal: BatchJournal, settings: BatchSettings
     ) -> BatchingClient: ...
+
+    def flex(self, ref: str, role: Role, fallback: str) -> FlexClient: ...
 
     def rubric_refusal(self, ref: str, rubric_key: str) -> str | None: ...
 
@@ -129,9 +132,11 @@ class CachingClients:
         cache: ResponseCache | None,
         on_call: OnCall | None,
         batch: tuple[BatchJournal, BatchSettings] | None = None,
+        flex: dict[Role, str] | None = None,
     ) -> None:
         self.pool, self.cache, self.on_call = pool, cache, on_call
         self.batch = batch
+        self.flex = flex or {}  # role -> its flex fallback, for the roles at the flex tier
         self._clients: dict[tuple[str, Role], ChatClient] = {}
 
     def spec(self, ref: str) -> ModelSpec:
@@ -146,6 +151,8 @@ class CachingClients:
             bottom: ChatClient = self.pool.limited(ref, role)
             if self.batch is not None and role == "judge":
                 bottom = self.pool.batching(ref, role, *self.batch)
+            elif role in self.flex:
+                bottom = self.pool.flex(ref, role, self.flex[role])
             self._clients[key] = stack(
                 bottom,
                 self.pool.spec(ref),

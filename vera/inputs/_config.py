@@ -145,6 +145,12 @@ class RoleConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     laid over each model's profile parameters; None = DEFAULT_ROLE_PARAMS."""
 
     params: dict[str, Any] | None = None
+    # "flex": OpenAI's flex tier (slower, sometimes without capacity, priced as batch);
+    # OpenAI models only, checked when the run is planned. docs/batch.md#flex
+    service_tier: Literal["standard", "flex"] = "standard"
+    # When flex has no capacity (or fails): "standard" asks again at once at the standard
+    # tier; "retry" retries at flex with the profile's backoff, then fails the call.
+    flex_fallback: Literal["standard", "retry"] = "standard"
 
 
 class ReferenceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -320,6 +326,9 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         # waiting differ; vera.clients.batching): a run may be resumed in the other mode.
         for key in ("mode", "batch_poll_s", "batch_collect_s", "batch_requeue"):
             data["judge"].pop(key)
+        for role in ("user_agent", "chatbot"):  # the tier prices a call, it asks nothing else
+            data[role].pop("service_tier")
+            data[role].pop("flex_fallback")
         if data["judge"]["terminal_semantics"] == "vera":  # the default: older runs keep their fingerprint
             data["judge"].pop("terminal_semantics")
         if not self.conversation.sessions:

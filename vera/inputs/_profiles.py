@@ -169,6 +169,8 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     # What a call costs through the provider's batch API, as a share of the prices
     # above (OpenAI and Anthropic both bill batches at half; docs/batch.md).
     batch_price_factor: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.5
+    # The same for OpenAI's flex tier ([ROLE] service_tier = "flex"): billed at batch rates.
+    flex_price_factor: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.5
     # OpenAI's `prompt_cache_key` (one per conversation, so its requests reach the same
     # cache). None = send it only to api.openai.com; servers that merely speak the
     # protocol may refuse an unknown parameter.
