@@ -22,6 +22,7 @@ import pytest
 from vera.app import RunOptions, execute_run
 from vera.app import scored as score
 from vera.clients.batching import split_files
+from vera.store import recorded_spend
 
 from .fakes.batch import AnthropicBatchFake, BatchSweepServer
 from .fakes.sweep import KEY, SweepServer, write_sweep_config
@@ -251,3 +252,35 @@ def test_anthropic_message_batches_rate_as_live_messages_do(tmp_path, monkeypatc
     # no judge question went live: every live Messages request was the chatbot's or the user's
     live_requests = [r for r in server.received if r.path == "/v1/messages"]
     assert not any(r.json.get("tools") for r in live_requests)
+
+
+def test_a_budget_holds_each_batched_request_before_it_is_submitted(tmp_path):
+    env = {**os.environ, "SWEEP_TEST_KEY": KEY}
+
+    def vera(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "vera", *args], capture_output=True, text=True, env=env, timeout=300
+        )
+
+    with BatchSweepServer(polls_to_complete=1) as server:
+        cfg = write_sweep_config(
+            tmp_path,
+            server.base_url,
+            personas=4,
+            seeds="[1]",
+            extra=BATCH,
+            prices=(10.0, 20.0),
+            max_tokens=512,
+        )
+        out = tmp_path / "r"
+        first = vera("run", "--config", str(cfg), "--out", str(out), "--quiet", "--max-cost", "0.5")
+        assert first.returncode == 3, first.stdout + first.stderr
+        assert "budget reached" in first.stdout
+        assert recorded_spend(out)[0] <= 0.5
+        # the budget ran out while the judge's questions were going out in batches
+        assert "batch" in {c["tier"] for c in jsonl(out / "calls.jsonl") if c["role"] == "judge"}
+        assert "failed" not in {j["status"] for j in jsonl(out / "judgements.jsonl")}
+        done = vera("run", "--resume", str(out), "--quiet", "--max-cost", "100")
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert server.violations == [] and all(n == 1 for n in server.submitted.values())
+    assert all(v[0] == "complete" for v in verdicts(out).values()) and len(verdicts(out)) == 4

@@ -200,18 +200,33 @@ class BatchingClient:
     async def chat(self, request: ChatRequest) -> Completion:
         cid = "vera-" + hashlib.sha256(self.api.body_key(request)).hexdigest()[:40]
         started = time.perf_counter()
-        for wave in range(self.settings.requeue + 1):
-            result = await self._ask(cid, request)
-            if result.body is not None:
-                try:
-                    completion = self.api.parse(result.body, request)
-                except TransientError as exc:  # a malformed reply: asked again, like live
-                    result = ItemResult(error=str(exc))
-                else:
-                    self._settle(completion, started)
-                    return completion
-            if wave < self.settings.requeue:
-                self.stats.requeued += 1
+        # The run's budget holds the request's worst case at the batch price before it
+        # joins a wave (vera.clients.budget): a batch never submits what the budget
+        # cannot pay. BudgetReached goes up as from a live call.
+        budget = self.live.budget
+        worst = self.live.worst_case(request) * self.price_factor if budget is not None else 0.0
+        hold = await budget.reserve(worst) if budget is not None and worst > 0 else None
+        try:
+            for wave in range(self.settings.requeue + 1):
+                result = await self._ask(cid, request)
+                if result.body is not None:
+                    try:
+                        completion = self.api.parse(result.body, request)
+                    except TransientError as exc:  # a malformed reply: asked again, like live
+                        result = ItemResult(error=str(exc))
+                    else:
+                        cost = self._settle(completion, started)
+                        if hold is not None:
+                            hold.settle(cost)
+                        return completion
+                if wave < self.settings.requeue:
+                    self.stats.requeued += 1
+        except BaseException:
+            if hold is not None:
+                hold.unknown()  # in a batch that may still be billed: its worst case counts
+            raise
+        if hold is not None:
+            hold.release()  # no batch answered it, so none bills it; live reserves its own
         self.stats.live += 1
         return await self.live.chat(request)
 
@@ -325,7 +340,8 @@ class BatchingClient:
             if item is not None and not item.future.done():
                 item.future.set_result(results.get(cid) or ItemResult(error=missing))
 
-    def _settle(self, completion: Completion, started: float) -> None:
+    def _settle(self, completion: Completion, started: float) -> float:
+        """Count an answered request on the account and the recorder's meter; its cost."""
         usage = completion.usage
         cost = self.prices.cost(usage) * self.price_factor
         account = self.live.account
@@ -336,7 +352,7 @@ class BatchingClient:
         account.cost_usd += cost
         meter = current_meter()
         if meter is None:
-            return
+            return cost
         meter.settled = True
         meter.provider = self.live.provider
         meter.model = self.model
@@ -346,6 +362,7 @@ class BatchingClient:
         meter.cost_usd = cost
         meter.reasoning_cost_usd = self.prices.reasoning_cost(usage) * self.price_factor
         meter.tier = "batch"
+        return cost
 
     async def aclose(self) -> None:
         """Stop polling (the run is ending); the journal keeps what is pending."""
