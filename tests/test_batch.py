@@ -101,6 +101,12 @@ async def test_batch_mode_rates_as_live_mode_does_at_half_the_judge_price(tmp_pa
     assert {e["status"] for e in journal if e["event"] == "ended"} == {"completed"}
     # the rubric walk is one question at a time: more than one wave
     assert len(server.created) > 1
+    # each batch's life is in the event log: created, then each status a poll found
+    events = jsonl(batch / "events.jsonl")
+    created = [e["batch_id"] for e in events if e.get("event") == "batch_created"]
+    assert created == [b for b, _ in server.created]
+    first = [e["status"] for e in events if e.get("event") == "batch_state" and e["batch_id"] == created[0]]
+    assert first == ["validating", "in_progress", "completed"]
 
 
 async def test_expired_requests_go_to_the_next_wave_and_are_never_a_failure(tmp_path):

@@ -150,7 +150,7 @@ class RunSession:
                 collect_s=cfg.judge.batch_collect_s,
                 requeue=cfg.judge.batch_requeue,
             )
-            batch = (BatchJournal(self.run_dir / JOURNAL_FILE), settings)
+            batch = (BatchJournal(self.run_dir / JOURNAL_FILE), settings, self._batch_event)
         flex: dict[Role, str] = {}
         if cfg is not None:
             if cfg.user_agent.service_tier == "flex":
@@ -158,6 +158,11 @@ class RunSession:
             if cfg.chatbot.service_tier == "flex":
                 flex["chatbot"] = cfg.chatbot.flex_fallback
         return CachingClients(self._need_pool(), self.cache, self.record_call, batch, flex)
+
+    def _batch_event(self, name: str, **fields: object) -> None:
+        """A batch created or in a new state: into the event log, once it is open."""
+        if self.events is not None:
+            self.events.log.info(name, **fields)
 
     def check_budget(self, uses: list[tuple[ModelSpec, Role]]) -> None:
         """Refuse, before any call, a budget that cannot hold every (model, role) the

@@ -30,7 +30,7 @@ import asyncio
 import hashlib
 import os
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -166,6 +166,7 @@ class BatchingClient:
         *,
         prices: Prices,
         price_factor: float,
+        on_event: Callable[..., object] | None = None,
     ) -> None:
         self.api = api
         self.live = live
@@ -176,6 +177,8 @@ class BatchingClient:
         self.name = live.name
         self.model = live.model
         self.stats = BatchStats()
+        # Told of each batch created and each status a poll finds new (the event log).
+        self.on_event = on_event
         self._waiting: dict[str, _Item] = {}  # the wave being gathered, by custom_id
         self._in_batch: dict[str, _Item] = {}  # submitted or resumed, not yet answered
         self._flusher: asyncio.Task[None] | None = None
@@ -287,6 +290,7 @@ class BatchingClient:
         )
         self.stats.batches += 1
         self.stats.submitted += len(chunk)
+        self._event("batch_created", batch_id=batch_id, requests=len(chunk))
         self._in_batch.update(chunk)
         self._poll(batch_id, list(chunk))
 
@@ -311,9 +315,13 @@ class BatchingClient:
         failures = 0
         state: BatchState | None = None
         results: dict[str, ItemResult] = {}
+        seen = ""
         while True:
             try:
                 state = await self.api.state(batch_id)
+                if state.status != seen:
+                    seen = state.status
+                    self._event("batch_state", batch_id=batch_id, status=seen)
                 if state.status in ENDED:
                     results = await self.api.results(state)
                     break
@@ -339,6 +347,10 @@ class BatchingClient:
             item = self._in_batch.pop(cid, None)
             if item is not None and not item.future.done():
                 item.future.set_result(results.get(cid) or ItemResult(error=missing))
+
+    def _event(self, name: str, **fields: object) -> None:
+        if self.on_event is not None:
+            self.on_event(name, provider=self.api.name, **fields)
 
     def _settle(self, completion: Completion, started: float) -> float:
         """Count an answered request on the account and the recorder's meter; its cost."""

@@ -261,7 +261,12 @@ class ClientPool:
         )
 
     def batching(
-        self, ref: str, role: Role, journal: BatchJournal, settings: BatchSettings
+        self,
+        ref: str,
+        role: Role,
+        journal: BatchJournal,
+        settings: BatchSettings,
+        on_event: Callable[..., object] | None = None,
     ) -> BatchingClient:
         """The client that answers `ref` in `role` through its provider's batch API
         (vera.clients.batching), over the limited client as its fallback; built once."""
@@ -288,7 +293,13 @@ class ClientPool:
                 f"profile {profile.name!r}: protocol {profile.protocol!r} has no batch API in vera"
             )
         client = BatchingClient(
-            api, limited, journal, settings, prices=limited.prices, price_factor=profile.batch_price_factor
+            api,
+            limited,
+            journal,
+            settings,
+            prices=limited.prices,
+            price_factor=profile.batch_price_factor,
+            on_event=on_event,
         )
         self._batching[(ref, role)] = client
         return client

@@ -45,7 +45,12 @@ class LimitedClients(Protocol):
     def spec(self, ref: str) -> ModelSpec: ...
 
     def batching(
-        self, ref: str, role: Role, journal: BatchJournal, settings: BatchSettings
+        self,
+        ref: str,
+        role: Role,
+        journal: BatchJournal,
+        settings: BatchSettings,
+        on_event: Callable[..., object] | None = None,
     ) -> BatchingClient: ...
 
     def flex(self, ref: str, role: Role, fallback: str) -> FlexClient: ...
@@ -131,7 +136,7 @@ class CachingClients:
         pool: LimitedClients,
         cache: ResponseCache | None,
         on_call: OnCall | None,
-        batch: tuple[BatchJournal, BatchSettings] | None = None,
+        batch: tuple[BatchJournal, BatchSettings, Callable[..., object] | None] | None = None,
         flex: dict[Role, str] | None = None,
     ) -> None:
         self.pool, self.cache, self.on_call = pool, cache, on_call
