@@ -287,6 +287,9 @@ class CallRecord(msgspec.Struct, gc=False, kw_only=True):
     # What attempts whose cost is unknown (a timeout after sending) may have cost, at
     # their worst case; a run's budget counts it as spent (vera.clients.budget).
     uncertain_usd: float = 0.0
+    # The price tier the call was served at: "standard" (a live call), "batch" (a
+    # provider's batch API, half price; vera.clients.batching) or "flex".
+    tier: str = "standard"
 
 
 class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):

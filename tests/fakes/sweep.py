@@ -54,6 +54,9 @@ class Faults:
     fail_user_for: str | None = None
     fail_judge_for: str | None = None
     latency: float = 0.0  # every answer waits this long (to keep a run busy for signal tests)
+    # OpenAI's flex tier: this share of the requests with service_tier "flex" (by a hash of
+    # the body) is refused with 429 resource_unavailable, as flex does without capacity.
+    flex_unavailable: float = 0.0
 
 
 @dataclass
@@ -63,6 +66,7 @@ class SweepServer:
     requests: Counter[str] = field(default_factory=Counter)  # body hash -> times received
     responses: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # body hash -> ids
     by_role: Counter[str] = field(default_factory=Counter)
+    by_tier: Counter[str] = field(default_factory=Counter)
     injected: Counter[str] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
@@ -91,7 +95,7 @@ class SweepServer:
     def _serve(self) -> None:
         self._loop = asyncio.new_event_loop()
         app = web.Application()
-        app.router.add_post("/v1/chat/completions", self.handle)
+        self.routes(app)
         self._runner = web.AppRunner(app)
         self._loop.run_until_complete(self._runner.setup())
         site = web.TCPSite(self._runner, "127.0.0.1", self.port)
@@ -105,6 +109,10 @@ class SweepServer:
             # test happens to be running then.
             self._loop.run_until_complete(self._loop.shutdown_asyncgens())
             self._loop.close()
+
+    def routes(self, app: web.Application) -> None:
+        """The endpoints served (a subclass adds its own: tests/fakes/batch.py)."""
+        app.router.add_post("/v1/chat/completions", self.handle)
 
     @property
     def base_url(self) -> str:
@@ -151,6 +159,21 @@ class SweepServer:
             self.by_role[model] += 1
         if self.faults.latency:
             await asyncio.sleep(self.faults.latency)
+        if body.get("service_tier") == "flex":
+            with self._lock:
+                self.by_tier["flex"] += 1
+            if int(key[8:16], 16) / 0xFFFFFFFF < self.faults.flex_unavailable:
+                self.injected["flex_unavailable"] += 1
+                return web.json_response(
+                    {
+                        "error": {
+                            "message": "Resource Unavailable",
+                            "type": "requests",
+                            "code": "resource_unavailable",
+                        }
+                    },
+                    status=429,
+                )
         fault = self._poisoned(model, body) or self._fault()
         if fault:
             self.injected[fault] += 1
@@ -171,20 +194,19 @@ class SweepServer:
         rid = f"resp-{key[:12]}-{self.requests[key]}"
         with self._lock:
             self.responses[key].append(rid)
-        return web.json_response(
-            {
-                "id": rid,
-                "object": "chat.completion",
-                "model": model,
-                "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-                ],
-                "usage": {
-                    "prompt_tokens": len(raw) // 4,
-                    "completion_tokens": self._output_tokens(body, text),
-                },
-            }
-        )
+        return web.json_response(self.completion(rid, model, text, raw, body))
+
+    def completion(self, rid: str, model: str, text: str, raw: bytes, body: dict[str, Any]) -> dict[str, Any]:
+        """A Chat Completions reply; usage counts a token per four bytes of the request."""
+        return {
+            "id": rid,
+            "object": "chat.completion",
+            "model": model,
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": len(raw) // 4, "completion_tokens": self._output_tokens(body, text)},
+        }
 
     @staticmethod
     def _output_tokens(body: dict[str, Any], text: str) -> int:

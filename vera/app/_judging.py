@@ -169,7 +169,7 @@ async def judge(
             judge_conversations(
                 sweep,
                 session.store,
-                session.clients(),
+                session.clients(cfg),
                 sorted(conversations, key=lambda c: c if isinstance(c, str) else c.id),
                 max_concurrency=cfg.max_concurrency,
                 progress=Fanout(session.open_progress(), events),
@@ -180,6 +180,8 @@ async def judge(
         session.budget_stop(result)
         planned = msgspec.structs.replace(planned, stopped=result.stopped)
         session.store.write_manifest(planned)
+        if stats := pool.batch_stats():
+            events.log.info("batches", **stats)  # created, submitted, resumed, requeued, live
         events.log.info("judging_finished", **counts(result))
     except StorageError as exc:
         if planned is None:

@@ -112,7 +112,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                 run_sweep(
                     sweep,
                     session.store,
-                    session.clients(),
+                    session.clients(cfg),
                     max_concurrency=cfg.max_concurrency,
                     progress=Fanout(progress, events),
                     stop=session.stop,
@@ -124,6 +124,8 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                 manifest, updated_at=sweep.manifest(manifest.run_id).updated_at, stopped=result.stopped
             )
             session.store.write_manifest(finished)
+            if stats := pool.batch_stats():
+                events.log.info("batches", **stats)  # created, submitted, resumed, requeued, live
             events.log.info("run_finished", **counts(result))
     except UserError as exc:
         if fresh and run_dir.is_dir() and not any(run_dir.iterdir()):

@@ -24,6 +24,7 @@ from typing import Any, Self, TypeVar
 
 from vera.app._progress import RunProgress
 from vera.app._signals import StopSignal
+from vera.clients import JOURNAL_FILE, BatchJournal, BatchSettings
 from vera.clients.budget import Budget, usd
 from vera.clients.cache import CACHE_FILE, ResponseCache
 from vera.clients.offline import StandInFacts
@@ -139,8 +140,29 @@ class RunSession:
         if self.events is not None:
             self.events.call(record)
 
-    def clients(self) -> CachingClients:
-        return CachingClients(self._need_pool(), self.cache, self.record_call)
+    def clients(self, cfg: RunConfig | None = None) -> CachingClients:
+        """The pool's clients for the work; with `[judge] mode = "batch"` in `cfg`, the
+        judges' through their batch APIs, journaled in the run directory."""
+        batch = None
+        if cfg is not None and cfg.judge.mode == "batch":
+            settings = BatchSettings(
+                poll_s=cfg.judge.batch_poll_s,
+                collect_s=cfg.judge.batch_collect_s,
+                requeue=cfg.judge.batch_requeue,
+            )
+            batch = (BatchJournal(self.run_dir / JOURNAL_FILE), settings, self._batch_event)
+        flex: dict[Role, str] = {}
+        if cfg is not None:
+            if cfg.user_agent.service_tier == "flex":
+                flex["user_agent"] = cfg.user_agent.flex_fallback
+            if cfg.chatbot.service_tier == "flex":
+                flex["chatbot"] = cfg.chatbot.flex_fallback
+        return CachingClients(self._need_pool(), self.cache, self.record_call, batch, flex)
+
+    def _batch_event(self, name: str, **fields: object) -> None:
+        """A batch created or in a new state: into the event log, once it is open."""
+        if self.events is not None:
+            self.events.log.info(name, **fields)
 
     def check_budget(self, uses: list[tuple[ModelSpec, Role]]) -> None:
         """Refuse, before any call, a budget that cannot hold every (model, role) the

@@ -20,13 +20,18 @@ from __future__ import annotations
 
 from vera.clients.anthropic import AnthropicClient
 from vera.clients.base import CallContext, ChatClient, ChatRequest
+from vera.clients.batching import BATCH_PROTOCOLS, JOURNAL_FILE, BatchJournal, BatchSettings
 from vera.clients.gemini import GeminiClient
 from vera.clients.http import HttpChatbotClient
 from vera.clients.openai import OpenAIClient
 from vera.clients.pool import ClientPool
 
 __all__ = [
+    "BATCH_PROTOCOLS",
+    "JOURNAL_FILE",
     "AnthropicClient",
+    "BatchJournal",
+    "BatchSettings",
     "CallContext",
     "ChatClient",
     "ChatRequest",

@@ -51,6 +51,11 @@ class ProviderClient:
         )
         return self.decode_reply(raw, request)
 
+    def headers(self) -> dict[str, str]:
+        """A copy of the request headers (the key among them), for a client of the same
+        provider's other endpoints (its batch API); never for a log."""
+        return dict(self._headers)
+
     def url_for(self, request: ChatRequest) -> str:
         """Where this request goes (the endpoint; the HTTP chatbot adds a session id)."""
         return self._url

@@ -434,6 +434,7 @@ class LimitedClient:
         "policy",
         "prices",
         "provider",
+        "tier",
         "timeout_s",
     )
 
@@ -449,8 +450,10 @@ class LimitedClient:
         output_estimate: int = DEFAULT_OUTPUT_ESTIMATE,
         budget: Budget | None = None,
         output_cap: int | None = None,
+        tier: str = "standard",
     ) -> None:
         self.inner = inner
+        self.tier = tier  # the price tier its calls are recorded at (prices are that tier's)
         self.account = account
         self.policy = policy
         self.provider = provider
@@ -592,6 +595,7 @@ class LimitedClient:
         meter.reasoning_cost_usd = self.prices.reasoning_cost(usage)
         meter.uncertain_usd = uncertain
         meter.error = None if error is None else redact(f"{type(error).__name__}: {error}")
+        meter.tier = self.tier
 
 
 def _free(error: ProviderError) -> bool:

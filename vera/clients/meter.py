@@ -29,6 +29,7 @@ class CallMeter:
         "provider",
         "reasoning_cost_usd",
         "settled",
+        "tier",
         "uncertain_usd",
         "usage",
     )
@@ -46,6 +47,7 @@ class CallMeter:
         self.uncertain_usd = 0.0  # worst cases charged for attempts whose cost is unknown
         self.cached = False
         self.error: str | None = None
+        self.tier = "standard"
 
 
 _METER: ContextVar[CallMeter | None] = ContextVar("vera_call_meter", default=None)

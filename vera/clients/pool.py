@@ -28,10 +28,17 @@ from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 import aiohttp
+import msgspec
 
 from vera.clients.anthropic import DEFAULT_MAX_TOKENS, AnthropicClient
 from vera.clients.base import ChatClient
+from vera.clients.batch_anthropic import MAX_BYTES as ANTHROPIC_MAX_BYTES
+from vera.clients.batch_anthropic import MAX_REQUESTS as ANTHROPIC_MAX_REQUESTS
+from vera.clients.batch_anthropic import AnthropicBatchAPI
+from vera.clients.batch_openai import OpenAIBatchAPI
+from vera.clients.batching import BatchAPI, BatchingClient, BatchJournal, BatchSettings
 from vera.clients.budget import Budget
+from vera.clients.flex import FLEX_PROTOCOLS, FlexClient
 from vera.clients.gemini import GeminiClient
 from vera.clients.http import HttpChatbotClient
 from vera.clients.limits import Account, LimitedClient, Prices, RetryPolicy, max_output
@@ -116,6 +123,8 @@ class ClientPool:
         self._limited: dict[tuple[str, str], LimitedClient] = {}
         self._clients: dict[tuple[str, str], ChatClient] = {}
         self._accounts: dict[tuple[str, str], Account] = {}
+        self._batching: dict[tuple[str, str], BatchingClient] = {}
+        self._flex: dict[tuple[str, str], FlexClient] = {}
 
     async def __aenter__(self) -> ClientPool:
         if self._shared is not None:
@@ -137,6 +146,8 @@ class ClientPool:
         await self.close()
 
     async def close(self) -> None:
+        for batching in self._batching.values():
+            await batching.aclose()  # pending batches stay in the journal for a resume
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -248,6 +259,100 @@ class ClientPool:
             f"in profile {resolve_ref(ref, self.profiles)[0].name!r} [params] or the config's "
             f"[{role}.params]"
         )
+
+    def batching(
+        self,
+        ref: str,
+        role: Role,
+        journal: BatchJournal,
+        settings: BatchSettings,
+        on_event: Callable[..., object] | None = None,
+    ) -> BatchingClient:
+        """The client that answers `ref` in `role` through its provider's batch API
+        (vera.clients.batching), over the limited client as its fallback; built once."""
+        found = self._batching.get((ref, role))
+        if found is not None:
+            return found
+        limited = self.limited(ref, role)
+        profile, _ = resolve_ref(ref, self.profiles)
+        if self._session is None:  # limited() has checked it; for the type checker
+            raise RuntimeError("ClientPool is not open")
+        api: BatchAPI
+        inner = limited.inner
+        if profile.protocol == "openai" and isinstance(inner, OpenAIClient):
+            api = OpenAIBatchAPI(self._session, profile, inner, api_key(profile))
+        elif profile.protocol == "anthropic" and isinstance(inner, AnthropicClient):
+            api = AnthropicBatchAPI(self._session, profile.endpoint, inner)
+            settings = msgspec.structs.replace(
+                settings,
+                max_requests=min(settings.max_requests, ANTHROPIC_MAX_REQUESTS),
+                max_bytes=min(settings.max_bytes, ANTHROPIC_MAX_BYTES),
+            )
+        else:
+            raise ConfigError(
+                f"profile {profile.name!r}: protocol {profile.protocol!r} has no batch API in vera"
+            )
+        client = BatchingClient(
+            api,
+            limited,
+            journal,
+            settings,
+            prices=limited.prices,
+            price_factor=profile.batch_price_factor,
+            on_event=on_event,
+        )
+        self._batching[(ref, role)] = client
+        return client
+
+    def flex(self, ref: str, role: Role, fallback: str) -> FlexClient:
+        """The client that asks `ref` in `role` at OpenAI's flex tier (vera.clients.flex):
+        a limited client on the same account at the flex prices, with the standard one
+        as its fallback (`fallback = "standard"`) or retrying itself (`"retry"`); built once."""
+        found = self._flex.get((ref, role))
+        if found is not None:
+            return found
+        standard = self.limited(ref, role)
+        profile, _ = resolve_ref(ref, self.profiles)
+        if profile.protocol not in FLEX_PROTOCOLS:
+            raise ConfigError(f"profile {profile.name!r}: protocol {profile.protocol!r} has no flex tier")
+        factor = profile.flex_price_factor
+        prices = standard.prices
+        write = getattr(prices, "cache_write_per_mtok", None)
+        flex = LimitedClient(
+            standard.inner,
+            standard.account,
+            # falling back at once: flex's own refusals are not retried
+            RetryPolicy(
+                0 if fallback == "standard" else profile.max_retries,
+                base_delay=self._retry[0],
+                max_delay=self._retry[1],
+            ),
+            provider=profile.name,
+            timeout_s=profile.timeout_s,
+            prices=CachePrices(
+                prices.input_per_mtok * factor,
+                prices.output_per_mtok * factor,
+                None if prices.cached_input_per_mtok is None else prices.cached_input_per_mtok * factor,
+                cache_write_per_mtok=None if write is None else write * factor,
+            ),
+            output_estimate=max_output(profile.params),
+            budget=self.budget,  # a flex call's worst case is reserved at the flex prices
+            output_cap=standard.output_cap,
+            tier="flex",
+        )
+        client = FlexClient(flex, standard if fallback == "standard" else None)
+        self._flex[(ref, role)] = client
+        return client
+
+    def batch_stats(self) -> dict[str, int]:
+        """What the batch clients did, summed (vera.clients.batching.BatchStats)."""
+        total: dict[str, int] = {}
+        for client in self._batching.values():
+            for name, n in vars(client.stats).items():
+                total[name] = total.get(name, 0) + n
+        if self._flex:
+            total["flex_fallbacks"] = sum(c.fallbacks for c in self._flex.values())
+        return total
 
     def _account(
         self, identity: tuple[str, str], label: str, profiles: list[Profile], *, shared: bool = False

@@ -27,7 +27,9 @@ from collections.abc import Callable
 from typing import Protocol
 
 from vera.clients.base import ChatClient, ChatRequest
+from vera.clients.batching import BatchingClient, BatchJournal, BatchSettings
 from vera.clients.cache import CachedClient, ResponseCache
+from vera.clients.flex import FlexClient
 from vera.clients.limits import LimitedClient
 from vera.clients.meter import CallMeter, open_meter
 from vera.records import CallRecord, Completion, ModelSpec, Role
@@ -41,6 +43,17 @@ class LimitedClients(Protocol):
     def limited(self, ref: str, role: Role) -> LimitedClient: ...
 
     def spec(self, ref: str) -> ModelSpec: ...
+
+    def batching(
+        self,
+        ref: str,
+        role: Role,
+        journal: BatchJournal,
+        settings: BatchSettings,
+        on_event: Callable[..., object] | None = None,
+    ) -> BatchingClient: ...
+
+    def flex(self, ref: str, role: Role, fallback: str) -> FlexClient: ...
 
     def rubric_refusal(self, ref: str, rubric_key: str) -> str | None: ...
 
@@ -89,12 +102,13 @@ class RecordingClient:
                 cached=meter.cached,
                 error=meter.error,
                 at=time.time(),
+                tier=meter.tier,
             )
         )
 
 
 def stack(
-    limited: LimitedClient,
+    limited: ChatClient,
     spec: ModelSpec,
     *,
     role: Role,
@@ -112,10 +126,22 @@ def stack(
 
 class CachingClients:
     """The pool's clients seen through a response cache, each stack built once per
-    (reference, role). `on_call` receives every call's record, cached or not."""
+    (reference, role). `on_call` receives every call's record, cached or not. With
+    `batch` (the run's journal and settings), the judge's calls go through the
+    provider's batch API: recording(cache(batching)), the batching client falling back
+    on the limited one (vera.clients.batching)."""
 
-    def __init__(self, pool: LimitedClients, cache: ResponseCache | None, on_call: OnCall | None) -> None:
+    def __init__(
+        self,
+        pool: LimitedClients,
+        cache: ResponseCache | None,
+        on_call: OnCall | None,
+        batch: tuple[BatchJournal, BatchSettings, Callable[..., object] | None] | None = None,
+        flex: dict[Role, str] | None = None,
+    ) -> None:
         self.pool, self.cache, self.on_call = pool, cache, on_call
+        self.batch = batch
+        self.flex = flex or {}  # role -> its flex fallback, for the roles at the flex tier
         self._clients: dict[tuple[str, Role], ChatClient] = {}
 
     def spec(self, ref: str) -> ModelSpec:
@@ -127,8 +153,13 @@ class CachingClients:
     def client(self, ref: str, role: Role = "chatbot") -> ChatClient:
         key = (ref, role)
         if key not in self._clients:
+            bottom: ChatClient = self.pool.limited(ref, role)
+            if self.batch is not None and role == "judge":
+                bottom = self.pool.batching(ref, role, *self.batch)
+            elif role in self.flex:
+                bottom = self.pool.flex(ref, role, self.flex[role])
             self._clients[key] = stack(
-                self.pool.limited(ref, role),
+                bottom,
                 self.pool.spec(ref),
                 role=role,
                 cache=self.cache,

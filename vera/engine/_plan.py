@@ -26,7 +26,9 @@ import msgspec
 from vera import __version__
 from vera.clients._structured import merge_params
 from vera.clients.base import ChatClient
+from vera.clients.batching import BATCH_PROTOCOLS
 from vera.clients.families import fit_params, reasoning_problem
+from vera.clients.flex import FLEX_PROTOCOLS
 from vera.engine._inputs import Inputs
 from vera.engine._simulate import (
     ConversationJob,
@@ -332,10 +334,29 @@ def seed_params(spec: ModelSpec, seed: int) -> dict[str, Any] | None:
 def check_judges(inputs: Inputs, judges: list[ModelSpec], clients: Clients) -> None:
     """Every judge can answer the run's rubric (the lexical baseline judge knows only the
     rubric it was written for); the clients say which cannot."""
+    batch = inputs.config.judge.mode == "batch"
     for spec in judges:
+        if batch and spec.protocol not in BATCH_PROTOCOLS:
+            raise ConfigError(
+                f'[judge] mode = "batch": judge {spec.ref!r} speaks {spec.protocol!r}, which has no '
+                f"batch API in vera (batch works with: {', '.join(sorted(BATCH_PROTOCOLS))}); "
+                'use mode = "live" or an OpenAI judge'
+            )
         reason = clients.rubric_refusal(spec.ref, inputs.rubric.key)
         if reason is not None:
             raise ConfigError(f"{reason} ({inputs.rubric.path}); choose a model judge for this rubric")
+
+
+def check_flex(role: str, specs: list[ModelSpec], cfg: RunConfig) -> None:
+    """`[ROLE] service_tier = "flex"` only where every model of the role speaks OpenAI."""
+    if getattr(cfg, role).service_tier != "flex":
+        return
+    for spec in specs:
+        if spec.protocol not in FLEX_PROTOCOLS:
+            raise ConfigError(
+                f'[{role}] service_tier = "flex": {spec.ref!r} speaks {spec.protocol!r}; the flex tier is '
+                "OpenAI's (protocol openai); use the standard tier for this model"
+            )
 
 
 def judge_slots(judges: list[ModelSpec], instances: int) -> list[JudgeSlot]:
@@ -433,6 +454,8 @@ def plan_sweep(
     chatbots = role_specs(cfg.chatbots, "chatbot", clients, cfg, warnings)
     user_agents = role_specs(cfg.user_agents, "user_agent", clients, cfg, warnings)
     judges = role_specs(cfg.judges, "judge", clients, cfg, warnings)
+    for role, specs in (("user_agent", user_agents), ("chatbot", chatbots)):
+        check_flex(role, specs, cfg)
     check_judges(inputs, judges, clients)
     check_plan_size(inputs, shard)
     jobs = conversation_jobs(

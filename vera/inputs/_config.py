@@ -12,7 +12,7 @@ import hashlib
 import math
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import msgspec
@@ -129,6 +129,15 @@ class JudgeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # "reference" reproduces the VERA-MH judge (every dimension Not Relevant); see
     # docs/rubric.md.
     terminal_semantics: str = "vera"  # checked in RunConfig.check (one line naming the choices)
+    # "live": one API call per question; "batch": every walk's next question goes into
+    # one batch per wave, at the provider's batch price (docs/batch.md). Only for judge
+    # profiles whose protocol has a batch API here (checked when the run is planned).
+    mode: Literal["live", "batch"] = "live"
+    batch_poll_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0  # between polls of a pending batch
+    batch_collect_s: Annotated[float, msgspec.Meta(ge=0)] = 0.5  # a wave is closed after this quiet time
+    batch_requeue: Annotated[int, msgspec.Meta(ge=0, le=10)] = (
+        2  # waves an unanswered request gets, then live
+    )
 
 
 class RoleConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -136,6 +145,12 @@ class RoleConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     laid over each model's profile parameters; None = DEFAULT_ROLE_PARAMS."""
 
     params: dict[str, Any] | None = None
+    # "flex": OpenAI's flex tier (slower, sometimes without capacity, priced as batch);
+    # OpenAI models only, checked when the run is planned. docs/batch.md#flex
+    service_tier: Literal["standard", "flex"] = "standard"
+    # When flex has no capacity (or fails): "standard" asks again at once at the standard
+    # tier; "retry" retries at flex with the profile's backoff, then fails the call.
+    flex_fallback: Literal["standard", "retry"] = "standard"
 
 
 class ReferenceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -307,6 +322,13 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         # Asking ahead changes which calls are made at the end of a sweep, never an
         # answer (vera.rubric._concurrent); and runs from before it keep their fingerprint.
         data["judge"].pop("ask_ahead")
+        # Batch or live asks the same requests and gets the same answers (only price and
+        # waiting differ; vera.clients.batching): a run may be resumed in the other mode.
+        for key in ("mode", "batch_poll_s", "batch_collect_s", "batch_requeue"):
+            data["judge"].pop(key)
+        for role in ("user_agent", "chatbot"):  # the tier prices a call, it asks nothing else
+            data[role].pop("service_tier")
+            data[role].pop("flex_fallback")
         if data["judge"]["terminal_semantics"] == "vera":  # the default: older runs keep their fingerprint
             data["judge"].pop("terminal_semantics")
         if not self.conversation.sessions:

@@ -166,6 +166,11 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     price_output_per_mtok: NonNegative = 0.0
     price_cached_input_per_mtok: NonNegative | None = None
     price_cache_write_per_mtok: NonNegative | None = None  # Anthropic cache writes; default: input price
+    # What a call costs through the provider's batch API, as a share of the prices
+    # above (OpenAI and Anthropic both bill batches at half; docs/batch.md).
+    batch_price_factor: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.5
+    # The same for OpenAI's flex tier ([ROLE] service_tier = "flex"): billed at batch rates.
+    flex_price_factor: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.5
     # OpenAI's `prompt_cache_key` (one per conversation, so its requests reach the same
     # cache). None = send it only to api.openai.com; servers that merely speak the
     # protocol may refuse an unknown parameter.

@@ -509,9 +509,10 @@ def _accounting(calls: Iterable[CallRecord], manifest: RunManifest, *, unused: i
     asked ahead that no walk reached."""
     by_role: dict[str, CallTotals] = defaultdict(CallTotals)
     by_provider: dict[str, CallTotals] = defaultdict(CallTotals)
+    by_role_tier: dict[str, CallTotals] = defaultdict(CallTotals)
     total = CallTotals()
     for c in calls:
-        for b in (by_role[c.role], by_provider[c.provider], total):
+        for b in (by_role[c.role], by_provider[c.provider], by_role_tier[f"{c.role}/{c.tier}"], total):
             b.calls += 1
             b.input_tokens += c.usage.input_tokens
             b.cached_input_tokens += c.usage.cached_input_tokens
@@ -522,7 +523,7 @@ def _accounting(calls: Iterable[CallRecord], manifest: RunManifest, *, unused: i
             b.retries += max(0, c.attempts - 1)
             b.http_429 += c.http_429
             b.errors += c.status == "error"
-    for b in (*by_role.values(), *by_provider.values(), total):
+    for b in (*by_role.values(), *by_provider.values(), *by_role_tier.values(), total):
         b.cost_usd = round_number(b.cost_usd, 4) or 0.0
         b.reasoning_cost_usd = round_number(b.reasoning_cost_usd, 4) or 0.0
     return Accounting(
@@ -533,6 +534,7 @@ def _accounting(calls: Iterable[CallRecord], manifest: RunManifest, *, unused: i
         # (the same sweep on other endpoints or as shards has other limits, same results).
         limits=[msgspec.convert(msgspec.to_builtins(a), AccountLimit) for a in manifest.limits],
         unused_judge_questions=unused,
+        by_role_tier=dict(sorted(by_role_tier.items())),
     )
 
 

@@ -398,6 +398,9 @@ class Accounting(msgspec.Struct, frozen=True):
     # Judge questions asked ahead at the end of the sweep that no walk reached: their
     # calls are in the totals above (paid for), their answers in no judgement.
     unused_judge_questions: int = 0
+    # By "role/tier" (e.g. "judge/batch"): the spend of each role at each price tier
+    # (vera.records.CallRecord.tier); empty in cards from before tiers.
+    by_role_tier: dict[str, CallTotals] = {}
 
 
 class Card(msgspec.Struct, frozen=True, kw_only=True):

@@ -735,6 +735,8 @@ def accounting_table(card: Card) -> Table:
     rows: list[tuple[str, CallTotals]] = [
         *((f"role: {k}", v) for k, v in acc.by_role.items()),
         *((f"provider: {k}", v) for k, v in acc.by_provider.items()),
+        # by price tier: standard (live), batch, flex
+        *((f"role/tier: {k}", v) for k, v in acc.by_role_tier.items()),
         ("Total", acc.total),
     ]
     for label, bucket in rows:

@@ -1,0 +1,292 @@
+"""`[judge] mode = "batch"`: the judge's questions through OpenAI's Batch API, wave by wave,
+against a loopback Batch API that keeps the documented rules (tests/fakes/batch.py).
+
+Same ratings as live mode on the same deterministic server, half the judge's price,
+expired requests asked again (never a failure of the chatbot), and a run killed with
+batches pending resumes by polling them, submitting no request twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import msgspec
+import pytest
+
+from vera.app import RunOptions, execute_run
+from vera.app import scored as score
+from vera.clients.batching import split_files
+from vera.store import recorded_spend
+
+from .fakes.batch import AnthropicBatchFake, BatchSweepServer
+from .fakes.sweep import KEY, SweepServer, write_sweep_config
+
+BATCH = '[judge]\nmode = "batch"\nbatch_poll_s = 0.02\nbatch_collect_s = 0.05\n'
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch):
+    monkeypatch.setenv("SWEEP_TEST_KEY", KEY)
+
+
+def jsonl(path: Path) -> list[dict]:
+    return (
+        [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    )
+
+
+def verdicts(run_dir: Path) -> dict[str, tuple]:
+    """Every judgement's answers and ratings, by judgement id."""
+    return {
+        j["id"]: (
+            j["status"],
+            [(a["question_id"], a["answer"]) for a in j["answers"]],
+            [(r["dimension"], r["rating"]) for r in j["ratings"]],
+        )
+        for j in jsonl(run_dir / "judgements.jsonl")
+    }
+
+
+def judge_cost(run_dir: Path) -> tuple[float, set[str]]:
+    calls = [c for c in jsonl(run_dir / "calls.jsonl") if c["role"] == "judge"]
+    return sum(c["cost_usd"] for c in calls), {c.get("tier", "standard") for c in calls}
+
+
+CARDS: dict[Path, dict] = {}
+
+
+async def _run(tmp: Path, server: SweepServer, extra: str = "") -> Path:
+    cfg = write_sweep_config(tmp, server.base_url, personas=3, seeds="[1]", extra=extra)
+    out = tmp / "run"
+    outcome = await execute_run(RunOptions(config_path=str(cfg), out=str(out), progress=False))
+    CARDS[out] = msgspec.to_builtins(score(outcome).card)
+    return out
+
+
+async def test_batch_mode_rates_as_live_mode_does_at_half_the_judge_price(tmp_path):
+    with SweepServer() as live_server:
+        live = await _run(tmp_path / "live", live_server)
+    with BatchSweepServer(polls_to_complete=3) as server:
+        batch = await _run(tmp_path / "batch", server, BATCH)
+    assert server.violations == []
+    assert server.created, "no batch was created"
+    assert all(n == 1 for n in server.submitted.values())  # no request in two batches
+    assert verdicts(batch) == verdicts(live)
+    assert all(v[0] == "complete" for v in verdicts(batch).values())
+    # the mode is not a result: the same fingerprint, so either mode resumes the other's run
+    fingerprint = [json.loads((d / "manifest.json").read_text())["config_sha256"] for d in (live, batch)]
+    assert fingerprint[0] == fingerprint[1]
+    # every judge call went through a batch, each at half the live price
+    live_cost, live_tiers = judge_cost(live)
+    batch_cost, batch_tiers = judge_cost(batch)
+    assert live_tiers == {"standard"} and batch_tiers == {"batch"}
+    assert batch_cost == pytest.approx(live_cost * 0.5)
+    # the card splits the spend by role and tier
+    tiers = CARDS[batch]["accounting"]["by_role_tier"]
+    assert set(tiers) == {"chatbot/standard", "user_agent/standard", "judge/batch"}
+    assert tiers["judge/batch"]["cost_usd"] == pytest.approx(round(batch_cost, 4))
+    assert set(CARDS[live]["accounting"]["by_role_tier"]) == {
+        "chatbot/standard",
+        "user_agent/standard",
+        "judge/standard",
+    }
+    journal = jsonl(batch / "batches.jsonl")
+    assert [e["batch_id"] for e in journal if e["event"] == "created"] == [b for b, _ in server.created]
+    assert {e["status"] for e in journal if e["event"] == "ended"} == {"completed"}
+    # the rubric walk is one question at a time: more than one wave
+    assert len(server.created) > 1
+    # each batch's life is in the event log: created, then each status a poll found
+    events = jsonl(batch / "events.jsonl")
+    created = [e["batch_id"] for e in events if e.get("event") == "batch_created"]
+    assert created == [b for b, _ in server.created]
+    first = [e["status"] for e in events if e.get("event") == "batch_state" and e["batch_id"] == created[0]]
+    assert first == ["validating", "in_progress", "completed"]
+
+
+async def test_expired_requests_go_to_the_next_wave_and_are_never_a_failure(tmp_path):
+    with SweepServer() as live_server:
+        live = await _run(tmp_path / "live", live_server)
+    with BatchSweepServer(polls_to_complete=1, expire_rate=0.3) as server:
+        batch = await _run(tmp_path / "batch", server, BATCH)
+    assert server.expired, "nothing expired: the test proves nothing"
+    assert server.violations == []
+    assert verdicts(batch) == verdicts(live)
+    # an expired request is submitted again once, in a later batch, and answered there
+    assert all(server.submitted[cid] == 2 for cid in server.expired)
+    journal = jsonl(batch / "batches.jsonl")
+    assert "expired" in {e["status"] for e in journal if e["event"] == "ended"}
+    # counted in the event log
+    logged = [e for e in jsonl(batch / "events.jsonl") if e.get("event") == "batches"]
+    assert len(logged) == 1 and logged[0]["requeued"] == len(server.expired) and logged[0]["live"] == 0
+
+
+async def test_failed_batches_requeue_then_go_live_with_the_same_ratings(tmp_path):
+    with SweepServer() as live_server:
+        live = await _run(tmp_path / "live", live_server)
+    # The server takes one request per file: every multi-request batch fails validation.
+    with BatchSweepServer(polls_to_complete=1, max_requests=1) as server:
+        batch = await _run(tmp_path / "batch", server, BATCH)
+    assert any("over 1" in v for v in server.violations)
+    assert verdicts(batch) == verdicts(live)
+    assert all(v[0] == "complete" for v in verdicts(batch).values())
+    logged = next(e for e in jsonl(batch / "events.jsonl") if e.get("event") == "batches")
+    assert logged["live"] > 0 and logged["requeued"] >= 2 * logged["live"]
+    tiers = {c["tier"] for c in jsonl(batch / "calls.jsonl") if c["role"] == "judge"}
+    assert "standard" in tiers and tiers <= {"batch", "standard"}  # those that went live are paid live
+    assert "failed" in {e["status"] for e in jsonl(batch / "batches.jsonl") if e["event"] == "ended"}
+
+
+def test_a_wave_is_cut_into_files_within_the_request_and_size_limits():
+    lines = {f"id{i}": b"x" * 9 for i in range(7)}  # 10 bytes a line with its newline
+    assert split_files(lines, 3, 1000) == [["id0", "id1", "id2"], ["id3", "id4", "id5"], ["id6"]]
+    assert split_files(lines, 100, 25) == [["id0", "id1"], ["id2", "id3"], ["id4", "id5"], ["id6"]]
+    assert split_files({"big": b"x" * 50}, 10, 25) == [["big"]]
+
+
+async def test_the_fake_refuses_files_that_break_the_batch_rules():
+    with BatchSweepServer() as server:
+        headers = {"Authorization": f"Bearer {KEY}"}
+
+        def line(cid: str, model: str) -> bytes:
+            body = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
+            return json.dumps(
+                {"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": body}
+            ).encode()
+
+        async with aiohttp.ClientSession() as http:
+
+            async def status_of(content: bytes, endpoint: str = "/v1/chat/completions") -> str:
+                form = aiohttp.FormData()
+                form.add_field("purpose", "batch")
+                form.add_field("file", content, filename="in.jsonl")
+                async with http.post(f"{server.base_url}/files", data=form, headers=headers) as r:
+                    file_id = (await r.json())["id"]
+                create = {"input_file_id": file_id, "endpoint": endpoint, "completion_window": "24h"}
+                async with http.post(f"{server.base_url}/batches", json=create, headers=headers) as r:
+                    batch_id = (await r.json())["id"]
+                async with http.get(f"{server.base_url}/batches/{batch_id}", headers=headers) as r:
+                    return (await r.json())["status"]
+
+            assert await status_of(line("a", "judge") + b"\n" + line("b", "judge")) == "validating"
+            assert await status_of(line("a", "judge") + b"\n" + line("a", "judge")) == "failed"
+            assert await status_of(line("a", "judge") + b"\n" + line("b", "user")) == "failed"
+            assert await status_of(line("a", "judge"), endpoint="/v1/embeddings") == "failed"
+    assert any("duplicate custom_id" in v for v in server.violations)
+    assert any("more than one model" in v for v in server.violations)
+
+
+def test_batch_mode_for_a_judge_without_a_batch_api_is_one_line_error(tmp_path):
+    cfg = write_sweep_config(tmp_path, "http://127.0.0.1:9/v1", personas=1, seeds="[1]", extra=BATCH)
+    text = cfg.read_text().replace('judges = ["fake-judge"]', 'judges = ["offline/lexical-judge"]')
+    cfg.write_text(text)
+    done = subprocess.run(
+        [sys.executable, "-m", "vera", "run", "--config", str(cfg), "--quiet"],
+        env={**os.environ, "SWEEP_TEST_KEY": KEY},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    assert 'mode = "batch"' in done.stderr and "offline" in done.stderr
+
+
+@pytest.mark.slow
+def test_killed_with_batches_pending_resumes_by_polling_and_submits_nothing_twice(tmp_path):
+    env = {**os.environ, "SWEEP_TEST_KEY": KEY}
+    with BatchSweepServer(polls_to_complete=10**9) as server:
+        cfg = write_sweep_config(tmp_path, server.base_url, personas=3, seeds="[1]", extra=BATCH)
+        out = tmp_path / "run"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "vera", "run", "--config", str(cfg), "--out", str(out), "--quiet"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        end = time.monotonic() + 120
+        # Polled means journaled: the client writes the journal before its first poll.
+        while not (server.created and server.polls[server.created[0][0]] >= 1):
+            assert proc.poll() is None, "the run ended before a batch was pending"
+            assert time.monotonic() < end, "no batch was ever created"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        pending = [e for e in jsonl(out / "batches.jsonl") if e["event"] == "created"]
+        assert pending and not [e for e in jsonl(out / "batches.jsonl") if e["event"] == "ended"]
+        before = len(server.created)
+        server.polls_to_complete = 1
+        done = subprocess.run(
+            [sys.executable, "-m", "vera", "run", "--config", str(cfg), "--resume", str(out), "--quiet"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+    assert server.violations == []
+    # one submission per request: the pending batches were polled, not submitted again
+    assert all(n == 1 for n in server.submitted.values()), server.submitted.most_common(3)
+    assert len(server.created) > before
+    final = verdicts(out)
+    assert final and all(v[0] == "complete" for v in final.values())
+
+
+def test_anthropic_message_batches_rate_as_live_messages_do(tmp_path, monkeypatch):
+    from .clients import runs
+
+    roles = dict.fromkeys(("chatbot", "user_agent", "judge"), "anthropic")
+    (tmp_path / "live").mkdir()
+    (tmp_path / "batch").mkdir()
+    live = runs.run_roles(tmp_path / "live", roles, personas=3, max_turns=4)
+    assert live.exit_code == 0, live.output
+    monkeypatch.setattr(runs, "make_server", lambda protocol: AnthropicBatchFake(key=runs.KEY))
+    batch = runs.run_roles(tmp_path / "batch", roles, personas=3, max_turns=4, config_extra=BATCH)
+    assert batch.exit_code == 0, batch.output + batch.stderr
+    server = batch.servers["anthropic"]
+    assert isinstance(server, AnthropicBatchFake)
+    assert server.violations == []
+    assert server.created and all(n == 1 for n in server.submitted.values())
+    assert verdicts(batch.out) == verdicts(live.out)
+    judge_calls = [c for c in batch.jsonl("calls.jsonl") if c["role"] == "judge"]
+    assert judge_calls and {c["tier"] for c in judge_calls} == {"batch"}
+    # no judge question went live: every live Messages request was the chatbot's or the user's
+    live_requests = [r for r in server.received if r.path == "/v1/messages"]
+    assert not any(r.json.get("tools") for r in live_requests)
+
+
+def test_a_budget_holds_each_batched_request_before_it_is_submitted(tmp_path):
+    env = {**os.environ, "SWEEP_TEST_KEY": KEY}
+
+    def vera(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "vera", *args], capture_output=True, text=True, env=env, timeout=300
+        )
+
+    with BatchSweepServer(polls_to_complete=1) as server:
+        cfg = write_sweep_config(
+            tmp_path,
+            server.base_url,
+            personas=4,
+            seeds="[1]",
+            extra=BATCH,
+            prices=(10.0, 20.0),
+            max_tokens=512,
+        )
+        out = tmp_path / "r"
+        first = vera("run", "--config", str(cfg), "--out", str(out), "--quiet", "--max-cost", "0.5")
+        assert first.returncode == 3, first.stdout + first.stderr
+        assert "budget reached" in first.stdout
+        assert recorded_spend(out)[0] <= 0.5
+        # the budget ran out while the judge's questions were going out in batches
+        assert "batch" in {c["tier"] for c in jsonl(out / "calls.jsonl") if c["role"] == "judge"}
+        assert "failed" not in {j["status"] for j in jsonl(out / "judgements.jsonl")}
+        done = vera("run", "--resume", str(out), "--quiet", "--max-cost", "100")
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert server.violations == [] and all(n == 1 for n in server.submitted.values())
+    assert all(v[0] == "complete" for v in verdicts(out).values()) and len(verdicts(out)) == 4

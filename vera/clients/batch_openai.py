@@ -1,0 +1,173 @@
+"""OpenAI's Batch API on the wire: the JSONL input file, the batch object, the result files.
+
+A batch is four kinds of request, all under the profile's base URL (`.../v1`):
+
+    POST /files                 multipart: purpose=batch, file=<JSONL>   -> {"id": "file-..."}
+    POST /batches               {"input_file_id", "endpoint", "completion_window": "24h"}
+    GET  /batches/{id}          {"status", "output_file_id", "error_file_id", "request_counts"}
+    GET  /files/{id}/content    the output (or error) JSONL
+
+Each input line is `{"custom_id", "method": "POST", "url": "/v1/chat/completions",
+"body": <the Chat Completions body a live call would send>}`. The provider's rules, which
+`vera.clients.batching` keeps: `custom_id` unique within a file, one model per file, at
+most 50,000 requests and 200 MB per file. Results come back in any order, one line per
+request, matched by `custom_id`: `{"custom_id", "response": {"status_code", "body"},
+"error"}` in the output file, failed and expired requests in the error file.
+
+A batch's statuses: validating, in_progress, finalizing, completed, and the ends
+failed (the file was refused), expired (not done within the window: what finished is in
+the output file, the rest in the error file), cancelling, cancelled.
+
+The request bodies are the live client's own (`OpenAIClient.request_body`), so a batch
+asks exactly what live mode asks, and the replies are read by the live client's parser.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+import msgspec
+
+from vera.clients._transport import JSON_HEADERS, decode, encode, error_from_response, send
+from vera.clients.base import ChatRequest
+from vera.clients.openai import OpenAIClient
+from vera.errors import ConnectError, ProviderError
+from vera.inputs import Profile, redact
+from vera.records import Completion
+
+ENDPOINT = "/v1/chat/completions"
+MAX_REQUESTS = 50_000
+MAX_BYTES = 200 * 1024 * 1024
+# A batch's final statuses: OpenAI's, and Anthropic's one "ended" (vera.clients.batch_anthropic).
+ENDED = frozenset({"completed", "failed", "expired", "cancelled", "ended"})
+
+
+class BatchState(msgspec.Struct, kw_only=True):
+    """What `GET /batches/{id}` says of a batch (the fields vera reads)."""
+
+    id: str
+    status: str
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+
+
+class _File(msgspec.Struct):
+    id: str
+
+
+class _Response(msgspec.Struct):
+    status_code: int = 0
+    body: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class _Error(msgspec.Struct):
+    code: str | None = None
+    message: str | None = None
+
+
+class _Line(msgspec.Struct):
+    custom_id: str
+    response: _Response | None = None
+    error: _Error | None = None
+
+
+class ItemResult(msgspec.Struct, frozen=True):
+    """One request's result in a batch: its reply body, or why there is none."""
+
+    body: bytes | None = None
+    error: str = ""
+
+
+class OpenAIBatchAPI:
+    """The Batch API of one `openai` profile and model; `live` is the same model's
+    Chat Completions client, which encodes the bodies and parses the replies."""
+
+    __slots__ = ("_base", "_headers", "_session", "live", "name")
+
+    def __init__(self, session: aiohttp.ClientSession, profile: Profile, live: OpenAIClient, key: str | None):
+        self._session = session
+        self._base = profile.endpoint
+        self._headers = dict(JSON_HEADERS)
+        if key:
+            self._headers["Authorization"] = f"Bearer {key}"
+        self.live = live
+        self.name = profile.name
+
+    def __repr__(self) -> str:
+        return f"OpenAIBatchAPI(name={self.name!r}, base={self._base!r})"
+
+    def line(self, custom_id: str, request: ChatRequest) -> bytes:
+        """The input-file line for one request (no newline)."""
+        body = self.live.encode_request(request)
+        return encode({"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": body})
+
+    def body_key(self, request: ChatRequest) -> bytes:
+        """What identifies a request: its wire body (the custom_id is a hash of it)."""
+        return encode(self.live.encode_request(request))
+
+    def parse(self, body: bytes, request: ChatRequest) -> Completion:
+        return self.live.decode_reply(body, request)
+
+    async def submit(self, lines: list[bytes]) -> str:
+        """Upload one input file and create its batch; returns the batch id."""
+        data = aiohttp.FormData()
+        data.add_field("purpose", "batch")
+        data.add_field(
+            "file", b"\n".join(lines) + b"\n", filename="vera-batch.jsonl", content_type="application/jsonl"
+        )
+        headers = {k: v for k, v in self._headers.items() if k != "Content-Type"}
+        raw = await self._request("POST", f"{self._base}/files", data=data, headers=headers)
+        file_id = decode(raw, _File, self.name).id
+        body = encode({"input_file_id": file_id, "endpoint": ENDPOINT, "completion_window": "24h"})
+        raw = await send(
+            self._session, f"{self._base}/batches", body, headers=self._headers, provider=self.name
+        )
+        return decode(raw, BatchState, self.name).id
+
+    async def state(self, batch_id: str) -> BatchState:
+        raw = await send(
+            self._session, f"{self._base}/batches/{batch_id}", b"", headers=self._headers,
+            provider=self.name, method="GET",
+        )  # fmt: skip
+        return decode(raw, BatchState, self.name)
+
+    async def results(self, state: BatchState) -> dict[str, ItemResult]:
+        """Every result of an ended batch by custom_id: replies from the output file,
+        failures (expired, refused, a non-2xx answer) from both files."""
+        out: dict[str, ItemResult] = {}
+        for file_id in (state.output_file_id, state.error_file_id):
+            if not file_id:
+                continue
+            raw = await send(
+                self._session, f"{self._base}/files/{file_id}/content", b"", headers=self._headers,
+                provider=self.name, method="GET",
+            )  # fmt: skip
+            for text in raw.splitlines():
+                if not text.strip():
+                    continue
+                line = decode(text, _Line, self.name)
+                out[line.custom_id] = _item(line)
+        return out
+
+    async def _request(self, method: str, url: str, *, data: Any, headers: dict[str, str]) -> bytes:
+        try:
+            async with self._session.request(method, url, data=data, headers=headers) as response:
+                raw = await response.read()
+                if response.status >= 300:
+                    raise error_from_response(self.name, response.status, response.headers, raw)
+                return raw
+        except ProviderError:
+            raise
+        except (aiohttp.ClientError, OSError) as exc:
+            raise ConnectError(self.name, f"{type(exc).__name__}: {redact(str(exc))}") from None
+
+
+def _item(line: _Line) -> ItemResult:
+    response = line.response
+    if response is not None and 200 <= response.status_code < 300:
+        return ItemResult(body=bytes(response.body))
+    if line.error is not None:
+        return ItemResult(error=f"{line.error.code or 'error'}: {line.error.message or ''}".strip())
+    status = response.status_code if response is not None else 0
+    return ItemResult(error=f"HTTP {status} inside the batch")
