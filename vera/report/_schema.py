@@ -30,10 +30,10 @@ from vera.report._improvements import Improvements
 # imported run's settings are null and its versions hold only the inputs that applied to
 # it). The card became a typed record in 3 without changing its JSON; the keys of 1 are
 # unchanged throughout. 4 added target and grouping (what was evaluated and how personas
-# are grouped), terminal_semantics, reasoning tokens and cost in the accounting,
-# fix_first (the improvement report), calibrated (scores corrected by human ratings),
-# arcs and by_session (multi-session runs) and the run state "budget"; all optional, so a
-# card of 3 reads as before.
+# are grouped), terminal_semantics, reasoning tokens and cost and the spend per price tier
+# in the accounting, fix_first (the improvement report), calibrated (scores corrected by
+# human ratings), arcs and by_session (multi-session runs) and the run state "budget"; all
+# optional, so a card of 3 reads as before.
 CARD_SCHEMA_VERSION = 4
 
 
