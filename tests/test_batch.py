@@ -290,3 +290,36 @@ def test_a_budget_holds_each_batched_request_before_it_is_submitted(tmp_path):
         assert done.returncode == 0, done.stdout + done.stderr
     assert server.violations == [] and all(n == 1 for n in server.submitted.values())
     assert all(v[0] == "complete" for v in verdicts(out).values()) and len(verdicts(out)) == 4
+
+
+def test_batch_summary_names_pending_states_with_their_requests_then_ended_ones():
+    from vera.clients.batching import BatchView, batch_summary
+
+    pending = [
+        BatchView(status="finalizing", requests=7),
+        BatchView(status="in_progress", requests=300),
+        BatchView(status="in_progress", requests=40),
+    ]
+    assert batch_summary(pending, {"completed": 3, "expired": 1}) == (
+        "batches: 2 in progress (340 requests), 1 finalizing (7 requests), 3 completed, 1 expired"
+    )
+    assert batch_summary([], {}) == ""
+
+
+async def test_the_progress_line_shows_each_batch_state_as_polls_find_it(tmp_path, monkeypatch, capsys):
+    from vera.app import _progress, _session
+
+    class EveryTick(_progress.RunProgress):  # a line on every refresh, many refreshes a second
+        def __init__(self, **kwargs):
+            super().__init__(every_s=0.0, refresh_per_second=200, **kwargs)
+
+    monkeypatch.setattr(_session, "RunProgress", EveryTick)
+    with BatchSweepServer(polls_to_complete=6) as server:
+        cfg = write_sweep_config(tmp_path, server.base_url, personas=3, seeds="[1]", extra=BATCH)
+        await execute_run(RunOptions(config_path=str(cfg), out=str(tmp_path / "run"), progress=True))
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("conversations ")]
+    states = {part for line in lines for part in line.split(" · ") if part.startswith("batches: ")}
+    assert any("in progress (" in s and "requests)" in s for s in states), states
+    assert any("validating (" in s for s in states), states
+    # the last line counts every batch the run created, all completed
+    assert lines[-1].endswith(f"batches: {len(server.created)} completed"), lines[-1]

@@ -123,7 +123,9 @@ class RunSession:
         if not enabled:
             return None
         pool = self._need_pool()
-        self.progress = RunProgress(accounts=lambda: [a.snapshot() for a in pool.accounts])
+        self.progress = RunProgress(
+            accounts=lambda: [a.snapshot() for a in pool.accounts], batches=pool.batch_states
+        )
         self._stack.push_async_callback(self._closing, "progress", self.progress.stop)
         return self.progress
 

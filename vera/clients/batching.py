@@ -127,6 +127,33 @@ class BatchStats:
     live: int = 0  # requests that went live after `requeue` waves without an answer
 
 
+class BatchView(msgspec.Struct, kw_only=True):
+    """A batch this process is following, for the live progress display: the status
+    its last poll found ("submitted" until the first poll) and how many requests of
+    this run it holds."""
+
+    status: str
+    requests: int
+
+
+def batch_summary(pending: list[BatchView], ended: dict[str, int]) -> str:
+    """One line of batch states for the progress display, e.g. "batches: 2 in progress
+    (340 requests), 1 finalizing, 5 completed" (pending states first, in the order a
+    batch goes through them); "" when there were no batches."""
+    order = ("submitted", "validating", "in_progress", "finalizing", "cancelling")
+    counts: dict[str, list[int]] = {}
+    for view in pending:
+        counts.setdefault(view.status, [0, 0])
+        counts[view.status][0] += 1
+        counts[view.status][1] += view.requests
+    parts = []
+    for status in sorted(counts, key=lambda s: (order.index(s) if s in order else len(order), s)):
+        n, requests = counts[status]
+        parts.append(f"{n} {status.replace('_', ' ')} ({requests} requests)")
+    parts.extend(f"{n} {status.replace('_', ' ')}" for status, n in sorted(ended.items()) if n)
+    return "batches: " + ", ".join(parts) if parts else ""
+
+
 class _Item:
     __slots__ = ("future", "line")
 
@@ -192,6 +219,10 @@ class BatchingClient:
                     self._journaled[cid] = entry.batch_id
         self._pollers: dict[str, asyncio.Task[None]] = {}
         self._members: dict[str, set[str]] = {}  # batch id -> custom_ids waiting on it
+        # The progress display's view: batches being followed, and how those followed
+        # to the end ended (by status), counted once per batch this process polled.
+        self.pending: dict[str, BatchView] = {}
+        self.ended: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"BatchingClient({self.api!r})"
@@ -299,13 +330,17 @@ class BatchingClient:
         every other item that joined it meanwhile."""
         self._members.setdefault(batch_id, set()).update(cids)
         if batch_id not in self._pollers:
+            self.pending[batch_id] = BatchView(status="submitted", requests=0)
             self._pollers[batch_id] = self._spawn(self._watch(batch_id))
+        if (view := self.pending.get(batch_id)) is not None:
+            view.requests = len(self._members[batch_id])
 
     async def _watch(self, batch_id: str) -> None:
         try:
             await self._follow(batch_id)
         except Exception as exc:  # a bug must not leave the walks waiting forever
             self._pollers.pop(batch_id, None)
+            self.pending.pop(batch_id, None)
             for cid in self._members.pop(batch_id, set()):
                 item = self._in_batch.pop(cid, None)
                 if item is not None and not item.future.done():
@@ -321,6 +356,8 @@ class BatchingClient:
                 state = await self.api.state(batch_id)
                 if state.status != seen:
                     seen = state.status
+                    if (view := self.pending.get(batch_id)) is not None:
+                        view.status = seen
                     self._event("batch_state", batch_id=batch_id, status=seen)
                 if state.status in ENDED:
                     results = await self.api.results(state)
@@ -334,6 +371,8 @@ class BatchingClient:
                     break
             await asyncio.sleep(self.settings.poll_s)
         status = state.status if state is not None else "unreachable"
+        self.pending.pop(batch_id, None)
+        self.ended[status] = self.ended.get(status, 0) + 1
         self.journal.append(
             JournalEntry(event="ended", provider=self.api.name, batch_id=batch_id, status=status)
         )

@@ -36,7 +36,7 @@ from vera.clients.batch_anthropic import MAX_BYTES as ANTHROPIC_MAX_BYTES
 from vera.clients.batch_anthropic import MAX_REQUESTS as ANTHROPIC_MAX_REQUESTS
 from vera.clients.batch_anthropic import AnthropicBatchAPI
 from vera.clients.batch_openai import OpenAIBatchAPI
-from vera.clients.batching import BatchAPI, BatchingClient, BatchJournal, BatchSettings
+from vera.clients.batching import BatchAPI, BatchingClient, BatchJournal, BatchSettings, batch_summary
 from vera.clients.budget import Budget
 from vera.clients.flex import FLEX_PROTOCOLS, FlexClient
 from vera.clients.gemini import GeminiClient
@@ -343,6 +343,16 @@ class ClientPool:
         client = FlexClient(flex, standard if fallback == "standard" else None)
         self._flex[(ref, role)] = client
         return client
+
+    def batch_states(self) -> str:
+        """The batch clients' batches by state, one line for the progress display
+        (vera.clients.batching.batch_summary); "" when there are none."""
+        pending = [view for client in self._batching.values() for view in client.pending.values()]
+        ended: dict[str, int] = {}
+        for client in self._batching.values():
+            for status, n in client.ended.items():
+                ended[status] = ended.get(status, 0) + n
+        return batch_summary(pending, ended)
 
     def batch_stats(self) -> dict[str, int]:
         """What the batch clients did, summed (vera.clients.batching.BatchStats)."""
