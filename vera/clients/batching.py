@@ -41,7 +41,7 @@ from vera.clients.base import ChatRequest
 from vera.clients.batch_openai import ENDED, MAX_BYTES, MAX_REQUESTS, BatchState, ItemResult
 from vera.clients.limits import Account, LimitedClient, Prices
 from vera.clients.meter import current_meter
-from vera.errors import FatalProviderError, ProviderError, TransientError
+from vera.errors import FatalProviderError, ProviderError, TransientError, WaitLimitReached
 from vera.records import Completion
 
 JOURNAL_FILE = "batches.jsonl"
@@ -76,6 +76,7 @@ class BatchSettings(msgspec.Struct, frozen=True, kw_only=True):
     requeue: int = 2
     max_requests: int = MAX_REQUESTS
     max_bytes: int = MAX_BYTES
+    max_wait_s: float = 0.0  # --max-wait: how long the run may wait on batches (0: no bound)
 
 
 class JournalEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -125,6 +126,52 @@ class BatchStats:
     resumed: int = 0  # requests answered from a batch an earlier process created
     requeued: int = 0  # requests a batch did not answer, asked again in a later wave
     live: int = 0  # requests that went live after `requeue` waves without an answer
+
+
+def duration(seconds: float) -> str:
+    """A wait as people say it: "45s", "90m", "2h", "1h30m" (under a minute, to a tenth
+    of a second: "0.3s")."""
+    if seconds < 60 and seconds != round(seconds):
+        return f"{seconds:.1f}s"
+    total = round(seconds)
+    h, rest = divmod(total, 3600)
+    m, s = divmod(rest, 60)
+    parts = [f"{h}h" if h else "", f"{m}m" if m else "", f"{s}s" if s or not total else ""]
+    return "".join(parts)
+
+
+class WaitClock:
+    """The run's time spent waiting on batches (`--max-wait`), shared by every batching
+    client of the run: it runs while at least one batch is pending, so the bound is on
+    the waiting, not on the conversations simulated meanwhile."""
+
+    def __init__(self, limit_s: float) -> None:
+        self.limit_s = limit_s
+        self._pending = 0
+        self._since = 0.0
+        self._waited = 0.0
+
+    def begin(self) -> None:
+        if self._pending == 0:
+            self._since = time.monotonic()
+        self._pending += 1
+
+    def end(self) -> None:
+        self._pending -= 1
+        if self._pending == 0:
+            self._waited += time.monotonic() - self._since
+
+    def waited_s(self) -> float:
+        return self._waited + (time.monotonic() - self._since if self._pending else 0.0)
+
+    def reached(self) -> WaitLimitReached | None:
+        """The error to stop with once the run has waited its bound; else None."""
+        if self.limit_s <= 0 or (waited := self.waited_s()) < self.limit_s:
+            return None
+        return WaitLimitReached(
+            f"waited {duration(waited)} for batches (--max-wait {duration(self.limit_s)}); "
+            f"the pending batches stay in {JOURNAL_FILE}, a resume polls them"
+        )
 
 
 class BatchView(msgspec.Struct, kw_only=True):
@@ -194,8 +241,10 @@ class BatchingClient:
         prices: Prices,
         price_factor: float,
         on_event: Callable[..., object] | None = None,
+        wait: WaitClock | None = None,
     ) -> None:
         self.api = api
+        self.wait = wait or WaitClock(settings.max_wait_s)
         self.live = live
         self.journal = journal
         self.settings = settings
@@ -268,6 +317,8 @@ class BatchingClient:
         """This request's result from the batch that holds it: one an earlier process
         created (the journal), one in flight, or the next wave."""
         item = self._in_batch.get(cid) or self._waiting.get(cid)
+        if item is None and (reached := self.wait.reached()) is not None:
+            raise reached  # the run is stopping: nothing new joins a batch
         if item is None:
             item = _Item(self.api.line(cid, request))
             batch_id = self._journaled.pop(cid, None)
@@ -295,6 +346,10 @@ class BatchingClient:
             await asyncio.sleep(self.settings.collect_s - quiet)
         wave, self._waiting = self._waiting, {}
         self._flusher = None  # what arrives from now on is the next wave
+        if (reached := self.wait.reached()) is not None:
+            for item in wave.values():  # not submitted: the run is stopping
+                item.future.set_exception(reached)
+            return
         for chunk in split_files(wave, self.settings.max_requests, self.settings.max_bytes):
             await self._submit({cid: wave[cid] for cid in chunk})
 
@@ -331,6 +386,7 @@ class BatchingClient:
         self._members.setdefault(batch_id, set()).update(cids)
         if batch_id not in self._pollers:
             self.pending[batch_id] = BatchView(status="submitted", requests=0)
+            self.wait.begin()
             self._pollers[batch_id] = self._spawn(self._watch(batch_id))
         if (view := self.pending.get(batch_id)) is not None:
             view.requests = len(self._members[batch_id])
@@ -338,13 +394,16 @@ class BatchingClient:
     async def _watch(self, batch_id: str) -> None:
         try:
             await self._follow(batch_id)
-        except Exception as exc:  # a bug must not leave the walks waiting forever
+        except Exception as exc:  # --max-wait, or a bug: the walks must not wait forever
+            # Not journaled as ended: a resume polls this batch again.
             self._pollers.pop(batch_id, None)
             self.pending.pop(batch_id, None)
             for cid in self._members.pop(batch_id, set()):
                 item = self._in_batch.pop(cid, None)
                 if item is not None and not item.future.done():
                     item.future.set_exception(exc)
+        finally:
+            self.wait.end()
 
     async def _follow(self, batch_id: str) -> None:
         failures = 0
@@ -363,6 +422,8 @@ class BatchingClient:
                     results = await self.api.results(state)
                     break
                 failures = 0
+                if (reached := self.wait.reached()) is not None:
+                    raise reached
             except FatalProviderError:
                 raise
             except ProviderError:
