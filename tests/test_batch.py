@@ -387,3 +387,42 @@ def test_durations_read_as_people_write_them():
     assert [DURATION.convert(v, None, None) for v in ("90m", "2h", "45s", "1h30m", "600", "0.5")] == [
         5400.0, 7200.0, 45.0, 5400.0, 600.0, 0.5,
     ]  # fmt: skip
+
+
+def test_bench_judge_batch_prints_the_judge_money_live_and_in_batch_and_the_ratio(tmp_path):
+    figures = tmp_path / "bench.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vera",
+            "bench",
+            "--judge",
+            "--batch",
+            "--conversations",
+            "6",
+            "--json",
+            str(figures),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    fig = json.loads(figures.read_text())
+    live, batch = fig["live"], fig["batch"]
+    # the same conversations judged, every judge call at the batch tier, within the fake's rules
+    assert live["judged_conversations"] == batch["judged_conversations"] == 6
+    assert live["judge_calls"] == batch["judge_calls"] and batch["judge_tiers"] == ["batch"]
+    assert live["batches"] == 0 and batch["batches"] > 1 and batch["violations"] == []
+    assert fig["judge_ratio"] == pytest.approx(0.5) and fig["judge_ratio"] <= 0.5 + 1e-9
+    assert fig["run_ratio"] < 1
+    assert "judge $ per judged conversation" in done.stdout and "0.50x" in done.stdout
+    assert "wall time (s)" in done.stdout
+
+
+def test_bench_batch_without_judge_is_one_line_error():
+    done = subprocess.run(
+        [sys.executable, "-m", "vera", "bench", "--batch"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode != 0 and "Traceback" not in done.stderr and "--judge" in done.stderr
