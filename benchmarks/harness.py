@@ -708,6 +708,19 @@ def render_table(results: list[tuple[Scenario, dict[str, Any]]]) -> str:
     "--sweep-turns",
     help="With --sessions: the turns per session to sweep, e.g. 10,20 (default: --turns).",
 )
+@click.option(
+    "--batch",
+    is_flag=True,
+    help="With --judge: judge the same conversations live and in batch mode on the loopback Batch API "
+    "and print the judge's money per judged conversation for each, the ratio and the wall times.",
+)
+@click.option(
+    "--batch-poll-s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=0.02,
+    show_default=True,
+    help="With --batch: seconds between polls of a pending batch.",
+)
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the figures to this file.")
 @click.option("--suite", is_flag=True, help="Run every target scenario and print the results table.")
 @click.option("--scenario", "only", multiple=True, help="With --suite: only this scenario (repeatable).")
@@ -726,6 +739,8 @@ def bench(
     sessions_list: str | None,
     chatbot_memory: str,
     sweep_turns: str | None,
+    batch: bool,
+    batch_poll_s: float,
     json_path: str | None,
     suite: bool,
     only: tuple[str, ...],
@@ -737,6 +752,16 @@ def bench(
     if suite:
         if not run_suite(json_path, only):
             sys.exit(1)
+        return
+    if batch:
+        if not judge:
+            raise UserError("vera bench --batch measures the judge: give --judge too")
+        from benchmarks.bench_batch import render_batch_bench, run_batch_bench
+
+        fig = run_batch_bench(conversations, concurrency, batch_poll_s)
+        click.echo(render_batch_bench(fig))
+        if json_path:
+            write_json(Path(json_path), fig)
         return
     opts = BenchOptions(
         conversations,

@@ -290,3 +290,139 @@ def test_a_budget_holds_each_batched_request_before_it_is_submitted(tmp_path):
         assert done.returncode == 0, done.stdout + done.stderr
     assert server.violations == [] and all(n == 1 for n in server.submitted.values())
     assert all(v[0] == "complete" for v in verdicts(out).values()) and len(verdicts(out)) == 4
+
+
+def test_batch_summary_names_pending_states_with_their_requests_then_ended_ones():
+    from vera.clients.batching import BatchView, batch_summary
+
+    pending = [
+        BatchView(status="finalizing", requests=7),
+        BatchView(status="in_progress", requests=300),
+        BatchView(status="in_progress", requests=40),
+    ]
+    assert batch_summary(pending, {"completed": 3, "expired": 1}) == (
+        "batches: 2 in progress (340 requests), 1 finalizing (7 requests), 3 completed, 1 expired"
+    )
+    assert batch_summary([], {}) == ""
+
+
+async def test_the_progress_line_shows_each_batch_state_as_polls_find_it(tmp_path, monkeypatch, capsys):
+    from vera.app import _progress, _session
+
+    class EveryTick(_progress.RunProgress):  # a line on every refresh, many refreshes a second
+        def __init__(self, **kwargs):
+            super().__init__(every_s=0.0, refresh_per_second=200, **kwargs)
+
+    monkeypatch.setattr(_session, "RunProgress", EveryTick)
+    with BatchSweepServer(polls_to_complete=6) as server:
+        cfg = write_sweep_config(tmp_path, server.base_url, personas=3, seeds="[1]", extra=BATCH)
+        await execute_run(RunOptions(config_path=str(cfg), out=str(tmp_path / "run"), progress=True))
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("conversations ")]
+    states = {part for line in lines for part in line.split(" · ") if part.startswith("batches: ")}
+    assert any("in progress (" in s and "requests)" in s for s in states), states
+    assert any("validating (" in s for s in states), states
+    # the last line counts every batch the run created, all completed
+    assert lines[-1].endswith(f"batches: {len(server.created)} completed"), lines[-1]
+
+
+def test_max_wait_stops_as_resumable_and_the_resume_polls_the_same_batches(tmp_path):
+    env = {**os.environ, "SWEEP_TEST_KEY": KEY}
+
+    def vera(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "vera", *args], capture_output=True, text=True, env=env, timeout=300
+        )
+
+    with BatchSweepServer(polls_to_complete=1) as whole_server:
+        cfg = write_sweep_config(
+            tmp_path / "whole", whole_server.base_url, personas=3, seeds="[1]", extra=BATCH
+        )
+        whole = tmp_path / "whole" / "run"
+        assert vera("run", "--config", str(cfg), "--out", str(whole), "--quiet").returncode == 0
+    # Each batch completes only after 40 polls (0.8 s at 0.02 s a poll): 0.3 s of waiting stops the run.
+    with BatchSweepServer(polls_to_complete=40) as server:
+        cfg = write_sweep_config(tmp_path, server.base_url, personas=3, seeds="[1]", extra=BATCH)
+        out = tmp_path / "run"
+        first = vera("run", "--config", str(cfg), "--out", str(out), "--quiet", "--max-wait", "0.3")
+        assert first.returncode == 3, first.stdout + first.stderr
+        assert "Traceback" not in first.stderr
+        assert "stopped early — waited " in first.stdout and "for batches (--max-wait 0.3s)" in first.stdout
+        assert f"run --resume {out}" in first.stdout + first.stderr, first.stdout + first.stderr
+        # nothing was failed, nothing counted as the chatbot's: the judgements are undone
+        assert "failed" not in {j["status"] for j in jsonl(out / "judgements.jsonl")}
+        pending = [e for e in jsonl(out / "batches.jsonl") if e["event"] == "created"]
+        assert pending and not [e for e in jsonl(out / "batches.jsonl") if e["event"] == "ended"]
+        before = len(server.created)
+        done = vera("run", "--resume", str(out), "--quiet")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert len(server.created) > before  # the later waves
+    assert server.violations == []
+    # one submission per request: the batches pending at the stop were polled, not resubmitted
+    assert all(n == 1 for n in server.submitted.values()), server.submitted.most_common(3)
+    assert verdicts(out) == verdicts(whole) and len(verdicts(out)) == 3
+    # the same card as the uninterrupted run, spend included (only the fake's port differs)
+    cards = [json.loads((d / "card.json").read_text()) for d in (out, whole)]
+    for card in cards:
+        del card["accounting"]["limits"]
+    assert cards[0] == cards[1]
+
+
+@pytest.mark.parametrize("bad", ["soon", "0", "-5m", "5d", "m"])
+def test_a_bad_max_wait_is_one_line_error(tmp_path, bad):
+    done = subprocess.run(
+        [sys.executable, "-m", "vera", "judge", str(tmp_path), "--max-wait", bad],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "--max-wait" in done.stderr, done.stderr
+
+
+def test_durations_read_as_people_write_them():
+    from vera.cli._main import DURATION
+    from vera.clients.batching import duration
+
+    assert [duration(s) for s in (0.3, 45, 5400, 7200, 0)] == ["0.3s", "45s", "1h30m", "2h", "0s"]
+    assert [DURATION.convert(v, None, None) for v in ("90m", "2h", "45s", "1h30m", "600", "0.5")] == [
+        5400.0, 7200.0, 45.0, 5400.0, 600.0, 0.5,
+    ]  # fmt: skip
+
+
+def test_bench_judge_batch_prints_the_judge_money_live_and_in_batch_and_the_ratio(tmp_path):
+    figures = tmp_path / "bench.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vera",
+            "bench",
+            "--judge",
+            "--batch",
+            "--conversations",
+            "6",
+            "--json",
+            str(figures),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    fig = json.loads(figures.read_text())
+    live, batch = fig["live"], fig["batch"]
+    # the same conversations judged, every judge call at the batch tier, within the fake's rules
+    assert live["judged_conversations"] == batch["judged_conversations"] == 6
+    assert live["judge_calls"] == batch["judge_calls"] and batch["judge_tiers"] == ["batch"]
+    assert live["batches"] == 0 and batch["batches"] > 1 and batch["violations"] == []
+    assert fig["judge_ratio"] == pytest.approx(0.5) and fig["judge_ratio"] <= 0.5 + 1e-9
+    assert fig["run_ratio"] < 1
+    assert "judge $ per judged conversation" in done.stdout and "0.50x" in done.stdout
+    assert "wall time (s)" in done.stdout
+
+
+def test_bench_batch_without_judge_is_one_line_error():
+    done = subprocess.run(
+        [sys.executable, "-m", "vera", "bench", "--batch"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode != 0 and "Traceback" not in done.stderr and "--judge" in done.stderr

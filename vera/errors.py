@@ -4,6 +4,8 @@ VeraError
 ├── Interrupted          Ctrl-C where vera can say what to do next: one line, exit code 130
 ├── BudgetReached        the run's --max-cost would be passed by the next call: it is not
 │                        sent, the work it belonged to is left undone (never failed)
+├── WaitLimitReached     the run waited --max-wait for its batches: the work waiting on
+│                        them is left undone (never failed), the batches kept for a resume
 ├── UserError            bad input from the user: one clear line, exit code 1
 │   ├── DataError        a data file (rubric, personas, transcripts) is wrong; names file:line
 │   ├── ConfigError      a run config, provider profile or command-line value is wrong
@@ -40,6 +42,13 @@ class BudgetReached(VeraError):
     vera.report._outcome)."""
 
     PREFIX = "budget reached: "
+
+
+class WaitLimitReached(VeraError):
+    """The run has waited its `--max-wait` for pending batches (vera.clients.batching).
+    The work waiting on them stays undone, to be resumed (the batches stay in the run's
+    journal, so a resume polls them and submits nothing twice); it is neither a provider
+    failure nor the chatbot's."""
 
 
 class UserError(VeraError):

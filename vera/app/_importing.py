@@ -49,7 +49,15 @@ async def import_and_judge(opts: JudgeOptions) -> RunOutcome:
                 added += 1
         info, notes = _import_info(opts, conversations, personas, store)
         notes = [*([stand_in] if stand_in else []), *notes]
-        done = await judge(session, cfg, inputs, manifest, conversations, imported=(chatbots, agents, info))
+        done = await judge(
+            session,
+            cfg,
+            inputs,
+            manifest,
+            conversations,
+            imported=(chatbots, agents, info),
+            max_wait_s=opts.max_wait_s,
+        )
     outcome = judged(done, run_dir, resume, cfg.allow_failures)
     result = dataclasses.replace(
         outcome.result,

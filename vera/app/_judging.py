@@ -63,7 +63,7 @@ async def judge_existing(opts: JudgeOptions) -> RunOutcome:
         # `judge_conversations`).
         store = session.store
         conversations = [cid for cid in store.conversations if store.conversation_done(cid)]
-        done = await judge(session, cfg, inputs, manifest, conversations)
+        done = await judge(session, cfg, inputs, manifest, conversations, max_wait_s=opts.max_wait_s)
     return judged(done, run_dir, session.signal.resume, cfg.allow_failures)
 
 
@@ -130,6 +130,7 @@ async def judge(
     manifest: RunManifest | None,
     conversations: Sequence[Conversation | str],
     imported: tuple[list[str], list[str], ImportInfo] | None = None,
+    max_wait_s: float = 0.0,
 ) -> Judged:
     """Judge `conversations` in an open session: the run's own (by id) or imported ones."""
     run_dir = session.run_dir
@@ -169,7 +170,7 @@ async def judge(
             judge_conversations(
                 sweep,
                 session.store,
-                session.clients(cfg),
+                session.clients(cfg, max_wait_s),
                 sorted(conversations, key=lambda c: c if isinstance(c, str) else c.id),
                 max_concurrency=cfg.max_concurrency,
                 progress=Fanout(session.open_progress(), events),

@@ -31,6 +31,7 @@ class RunOptions:
     cache: bool | None = None
     cache_dir: str | None = None
     max_cost: float | None = None
+    max_wait_s: float = 0.0  # --max-wait: how long to wait on pending batches (0: no bound)
     reference_data: str | None = None
     allow_failures: float | None = None
     sessions: list[str] | None = None  # --sessions intake,follow-up
@@ -52,6 +53,7 @@ class JudgeOptions:
     max_concurrency: int | None = None
     cache: bool | None = None
     max_cost: float | None = None
+    max_wait_s: float = 0.0  # --max-wait: how long to wait on pending batches (0: no bound)
     reference_data: str | None = None
     allow_failures: float | None = None
 

@@ -1,7 +1,9 @@
 """Progress for long runs: a live table on a terminal, periodic lines otherwise.
 
 Per chatbot: conversations done / total (and failed); overall: judgements, calls per
-second, retries, 429s, tokens and cost, read from the client pool's accounts.
+second, retries, 429s, tokens and cost, read from the client pool's accounts; with the
+judge in batch mode, its batches by state ("batches: 2 in progress (340 requests), 1
+finalizing, 3 completed"), read from the batching clients.
 
 A finished job only bumps a few running totals. The table is drawn, and the accounts
 summed, at a fixed rate (`refresh_per_second`) by a task on the event loop, never per
@@ -38,11 +40,13 @@ class RunProgress:
         *,
         console: Console | None = None,
         accounts: Callable[[], list[dict[str, Any]]] | None = None,
+        batches: Callable[[], str] | None = None,
         every_s: float = 10.0,
         refresh_per_second: float = 4.0,
     ) -> None:
         self.console = console or Console(stderr=True)
         self.accounts = accounts or (lambda: [])
+        self.batches = batches or (lambda: "")
         self.every_s = every_s
         self.refresh_per_second = refresh_per_second
         self.total_conv = 0
@@ -144,6 +148,7 @@ class RunProgress:
             f"judgements {self.judged}/{self.total_judge} (failed {self.judge_failed}) · "
             f"{t['calls'] / el:.1f} calls/s · retries {int(t['retries'])} · 429s {int(t['http_429'])} · "
             f"tokens {int(t['input_tokens'] + t['output_tokens'])} · ${t['cost_usd']:.2f}"
+            + (f" · {batches}" if (batches := self.batches()) else "")
         )
 
     def _table(self) -> Table:

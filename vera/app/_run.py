@@ -112,7 +112,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                 run_sweep(
                     sweep,
                     session.store,
-                    session.clients(cfg),
+                    session.clients(cfg, opts.max_wait_s),
                     max_concurrency=cfg.max_concurrency,
                     progress=Fanout(progress, events),
                     stop=session.stop,

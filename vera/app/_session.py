@@ -123,7 +123,9 @@ class RunSession:
         if not enabled:
             return None
         pool = self._need_pool()
-        self.progress = RunProgress(accounts=lambda: [a.snapshot() for a in pool.accounts])
+        self.progress = RunProgress(
+            accounts=lambda: [a.snapshot() for a in pool.accounts], batches=pool.batch_states
+        )
         self._stack.push_async_callback(self._closing, "progress", self.progress.stop)
         return self.progress
 
@@ -140,7 +142,7 @@ class RunSession:
         if self.events is not None:
             self.events.call(record)
 
-    def clients(self, cfg: RunConfig | None = None) -> CachingClients:
+    def clients(self, cfg: RunConfig | None = None, max_wait_s: float = 0.0) -> CachingClients:
         """The pool's clients for the work; with `[judge] mode = "batch"` in `cfg`, the
         judges' through their batch APIs, journaled in the run directory."""
         batch = None
@@ -149,6 +151,7 @@ class RunSession:
                 poll_s=cfg.judge.batch_poll_s,
                 collect_s=cfg.judge.batch_collect_s,
                 requeue=cfg.judge.batch_requeue,
+                max_wait_s=max_wait_s,
             )
             batch = (BatchJournal(self.run_dir / JOURNAL_FILE), settings, self._batch_event)
         flex: dict[Role, str] = {}

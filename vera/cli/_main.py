@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -105,6 +106,36 @@ class _Dollars(click.ParamType[float]):
 
 
 DOLLARS = _Dollars()
+
+
+class _Duration(click.ParamType[float]):
+    """A wait: seconds (90), or with units h, m, s (90m, 2h, 1h30m, 45s); more than 0."""
+
+    name = "duration"
+    _FORM = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?")
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, float):
+            return value
+        text = str(value).strip().lower()
+        seconds: float | None = None
+        try:
+            seconds = float(text)
+        except ValueError:
+            found = self._FORM.fullmatch(text)
+            if found and any(found.groups()):
+                h, m, s = (float(g) if g else 0.0 for g in found.groups())
+                seconds = h * 3600 + m * 60 + s
+        if seconds is None or not math.isfinite(seconds) or seconds <= 0:
+            self.fail(f"{value!r} is not a wait: give seconds (600) or e.g. 90m, 2h, 1h30m", param, ctx)
+        return seconds
+
+
+DURATION = _Duration()
+MAX_WAIT_HELP = (
+    'Bound on the time the run waits for pending batches ([judge] mode = "batch"), e.g. 90m, '
+    "2h or seconds; past it the run stops (exit 3), the batches kept: a resume polls them."
+)
 
 
 def _seeds(value: str | None, seed: int | None) -> list[int] | None:
@@ -206,6 +237,7 @@ def _sweep_options(f: F) -> F:
             "would pass it; the run then stops (exit 3) and a resume with a larger --max-cost "
             "continues. 0 = no budget.",
         ),
+        click.option("--max-wait", "max_wait", type=DURATION, help=MAX_WAIT_HELP),
         click.option(
             "--allow-failures",
             type=click.FloatRange(0, 1),
@@ -258,6 +290,7 @@ def _run_options(
     allow_failures: float | None,
     no_cache: bool,
     cache_dir: str | None,
+    max_wait: float | None = None,
     reference_data: str | None,
     sessions: str | None = None,
     user_memory: bool | None = None,
@@ -286,6 +319,7 @@ def _run_options(
         cache=False if no_cache else None,
         cache_dir=cache_dir,
         max_cost=max_cost,
+        max_wait_s=max_wait or 0.0,
         reference_data=reference_data,
         allow_failures=allow_failures,
         sessions=_session_types(sessions),
@@ -368,6 +402,7 @@ def simulate(quiet: bool, **sweep: Any) -> None:
     "would pass it; judging then stops (exit 3) and a resume with a larger --max-cost "
     "continues. 0 = no budget.",
 )
+@click.option("--max-wait", "max_wait", type=DURATION, help=MAX_WAIT_HELP)
 @click.option(
     "--allow-failures",
     type=click.FloatRange(0, 1),
@@ -391,6 +426,7 @@ def judge(
     instances: int | None,
     max_concurrency: int | None,
     max_cost: float | None,
+    max_wait: float | None,
     allow_failures: float | None,
     no_cache: bool,
     quiet: bool,
@@ -417,6 +453,7 @@ def judge(
         max_concurrency=max_concurrency,
         cache=False if no_cache else None,
         max_cost=max_cost,
+        max_wait_s=max_wait or 0.0,
         reference_data=reference_data,
         allow_failures=allow_failures,
     )

@@ -41,7 +41,7 @@ from vera.clients.base import ChatRequest
 from vera.clients.batch_openai import ENDED, MAX_BYTES, MAX_REQUESTS, BatchState, ItemResult
 from vera.clients.limits import Account, LimitedClient, Prices
 from vera.clients.meter import current_meter
-from vera.errors import FatalProviderError, ProviderError, TransientError
+from vera.errors import FatalProviderError, ProviderError, TransientError, WaitLimitReached
 from vera.records import Completion
 
 JOURNAL_FILE = "batches.jsonl"
@@ -76,6 +76,7 @@ class BatchSettings(msgspec.Struct, frozen=True, kw_only=True):
     requeue: int = 2
     max_requests: int = MAX_REQUESTS
     max_bytes: int = MAX_BYTES
+    max_wait_s: float = 0.0  # --max-wait: how long the run may wait on batches (0: no bound)
 
 
 class JournalEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -127,6 +128,79 @@ class BatchStats:
     live: int = 0  # requests that went live after `requeue` waves without an answer
 
 
+def duration(seconds: float) -> str:
+    """A wait as people say it: "45s", "90m", "2h", "1h30m" (under a minute, to a tenth
+    of a second: "0.3s")."""
+    if seconds < 60 and seconds != round(seconds):
+        return f"{seconds:.1f}s"
+    total = round(seconds)
+    h, rest = divmod(total, 3600)
+    m, s = divmod(rest, 60)
+    parts = [f"{h}h" if h else "", f"{m}m" if m else "", f"{s}s" if s or not total else ""]
+    return "".join(parts)
+
+
+class WaitClock:
+    """The run's time spent waiting on batches (`--max-wait`), shared by every batching
+    client of the run: it runs while at least one batch is pending, so the bound is on
+    the waiting, not on the conversations simulated meanwhile."""
+
+    def __init__(self, limit_s: float) -> None:
+        self.limit_s = limit_s
+        self._pending = 0
+        self._since = 0.0
+        self._waited = 0.0
+
+    def begin(self) -> None:
+        if self._pending == 0:
+            self._since = time.monotonic()
+        self._pending += 1
+
+    def end(self) -> None:
+        self._pending -= 1
+        if self._pending == 0:
+            self._waited += time.monotonic() - self._since
+
+    def waited_s(self) -> float:
+        return self._waited + (time.monotonic() - self._since if self._pending else 0.0)
+
+    def reached(self) -> WaitLimitReached | None:
+        """The error to stop with once the run has waited its bound; else None."""
+        if self.limit_s <= 0 or (waited := self.waited_s()) < self.limit_s:
+            return None
+        return WaitLimitReached(
+            f"waited {duration(waited)} for batches (--max-wait {duration(self.limit_s)}); "
+            f"the pending batches stay in {JOURNAL_FILE}, a resume polls them"
+        )
+
+
+class BatchView(msgspec.Struct, kw_only=True):
+    """A batch this process is following, for the live progress display: the status
+    its last poll found ("submitted" until the first poll) and how many requests of
+    this run it holds."""
+
+    status: str
+    requests: int
+
+
+def batch_summary(pending: list[BatchView], ended: dict[str, int]) -> str:
+    """One line of batch states for the progress display, e.g. "batches: 2 in progress
+    (340 requests), 1 finalizing, 5 completed" (pending states first, in the order a
+    batch goes through them); "" when there were no batches."""
+    order = ("submitted", "validating", "in_progress", "finalizing", "cancelling")
+    counts: dict[str, list[int]] = {}
+    for view in pending:
+        counts.setdefault(view.status, [0, 0])
+        counts[view.status][0] += 1
+        counts[view.status][1] += view.requests
+    parts = []
+    for status in sorted(counts, key=lambda s: (order.index(s) if s in order else len(order), s)):
+        n, requests = counts[status]
+        parts.append(f"{n} {status.replace('_', ' ')} ({requests} requests)")
+    parts.extend(f"{n} {status.replace('_', ' ')}" for status, n in sorted(ended.items()) if n)
+    return "batches: " + ", ".join(parts) if parts else ""
+
+
 class _Item:
     __slots__ = ("future", "line")
 
@@ -167,8 +241,10 @@ class BatchingClient:
         prices: Prices,
         price_factor: float,
         on_event: Callable[..., object] | None = None,
+        wait: WaitClock | None = None,
     ) -> None:
         self.api = api
+        self.wait = wait or WaitClock(settings.max_wait_s)
         self.live = live
         self.journal = journal
         self.settings = settings
@@ -192,6 +268,10 @@ class BatchingClient:
                     self._journaled[cid] = entry.batch_id
         self._pollers: dict[str, asyncio.Task[None]] = {}
         self._members: dict[str, set[str]] = {}  # batch id -> custom_ids waiting on it
+        # The progress display's view: batches being followed, and how those followed
+        # to the end ended (by status), counted once per batch this process polled.
+        self.pending: dict[str, BatchView] = {}
+        self.ended: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"BatchingClient({self.api!r})"
@@ -237,6 +317,8 @@ class BatchingClient:
         """This request's result from the batch that holds it: one an earlier process
         created (the journal), one in flight, or the next wave."""
         item = self._in_batch.get(cid) or self._waiting.get(cid)
+        if item is None and (reached := self.wait.reached()) is not None:
+            raise reached  # the run is stopping: nothing new joins a batch
         if item is None:
             item = _Item(self.api.line(cid, request))
             batch_id = self._journaled.pop(cid, None)
@@ -264,6 +346,10 @@ class BatchingClient:
             await asyncio.sleep(self.settings.collect_s - quiet)
         wave, self._waiting = self._waiting, {}
         self._flusher = None  # what arrives from now on is the next wave
+        if (reached := self.wait.reached()) is not None:
+            for item in wave.values():  # not submitted: the run is stopping
+                item.future.set_exception(reached)
+            return
         for chunk in split_files(wave, self.settings.max_requests, self.settings.max_bytes):
             await self._submit({cid: wave[cid] for cid in chunk})
 
@@ -299,17 +385,25 @@ class BatchingClient:
         every other item that joined it meanwhile."""
         self._members.setdefault(batch_id, set()).update(cids)
         if batch_id not in self._pollers:
+            self.pending[batch_id] = BatchView(status="submitted", requests=0)
+            self.wait.begin()
             self._pollers[batch_id] = self._spawn(self._watch(batch_id))
+        if (view := self.pending.get(batch_id)) is not None:
+            view.requests = len(self._members[batch_id])
 
     async def _watch(self, batch_id: str) -> None:
         try:
             await self._follow(batch_id)
-        except Exception as exc:  # a bug must not leave the walks waiting forever
+        except Exception as exc:  # --max-wait, or a bug: the walks must not wait forever
+            # Not journaled as ended: a resume polls this batch again.
             self._pollers.pop(batch_id, None)
+            self.pending.pop(batch_id, None)
             for cid in self._members.pop(batch_id, set()):
                 item = self._in_batch.pop(cid, None)
                 if item is not None and not item.future.done():
                     item.future.set_exception(exc)
+        finally:
+            self.wait.end()
 
     async def _follow(self, batch_id: str) -> None:
         failures = 0
@@ -321,11 +415,15 @@ class BatchingClient:
                 state = await self.api.state(batch_id)
                 if state.status != seen:
                     seen = state.status
+                    if (view := self.pending.get(batch_id)) is not None:
+                        view.status = seen
                     self._event("batch_state", batch_id=batch_id, status=seen)
                 if state.status in ENDED:
                     results = await self.api.results(state)
                     break
                 failures = 0
+                if (reached := self.wait.reached()) is not None:
+                    raise reached
             except FatalProviderError:
                 raise
             except ProviderError:
@@ -334,6 +432,8 @@ class BatchingClient:
                     break
             await asyncio.sleep(self.settings.poll_s)
         status = state.status if state is not None else "unreachable"
+        self.pending.pop(batch_id, None)
+        self.ended[status] = self.ended.get(status, 0) + 1
         self.journal.append(
             JournalEntry(event="ended", provider=self.api.name, batch_id=batch_id, status=status)
         )

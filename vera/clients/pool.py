@@ -36,7 +36,14 @@ from vera.clients.batch_anthropic import MAX_BYTES as ANTHROPIC_MAX_BYTES
 from vera.clients.batch_anthropic import MAX_REQUESTS as ANTHROPIC_MAX_REQUESTS
 from vera.clients.batch_anthropic import AnthropicBatchAPI
 from vera.clients.batch_openai import OpenAIBatchAPI
-from vera.clients.batching import BatchAPI, BatchingClient, BatchJournal, BatchSettings
+from vera.clients.batching import (
+    BatchAPI,
+    BatchingClient,
+    BatchJournal,
+    BatchSettings,
+    WaitClock,
+    batch_summary,
+)
 from vera.clients.budget import Budget
 from vera.clients.flex import FLEX_PROTOCOLS, FlexClient
 from vera.clients.gemini import GeminiClient
@@ -124,6 +131,7 @@ class ClientPool:
         self._clients: dict[tuple[str, str], ChatClient] = {}
         self._accounts: dict[tuple[str, str], Account] = {}
         self._batching: dict[tuple[str, str], BatchingClient] = {}
+        self._wait_clock: WaitClock | None = None
         self._flex: dict[tuple[str, str], FlexClient] = {}
 
     async def __aenter__(self) -> ClientPool:
@@ -292,6 +300,8 @@ class ClientPool:
             raise ConfigError(
                 f"profile {profile.name!r}: protocol {profile.protocol!r} has no batch API in vera"
             )
+        if self._wait_clock is None:  # one for the run: the bound is on its waiting, all batches
+            self._wait_clock = WaitClock(settings.max_wait_s)
         client = BatchingClient(
             api,
             limited,
@@ -300,6 +310,7 @@ class ClientPool:
             prices=limited.prices,
             price_factor=profile.batch_price_factor,
             on_event=on_event,
+            wait=self._wait_clock,
         )
         self._batching[(ref, role)] = client
         return client
@@ -343,6 +354,16 @@ class ClientPool:
         client = FlexClient(flex, standard if fallback == "standard" else None)
         self._flex[(ref, role)] = client
         return client
+
+    def batch_states(self) -> str:
+        """The batch clients' batches by state, one line for the progress display
+        (vera.clients.batching.batch_summary); "" when there are none."""
+        pending = [view for client in self._batching.values() for view in client.pending.values()]
+        ended: dict[str, int] = {}
+        for client in self._batching.values():
+            for status, n in client.ended.items():
+                ended[status] = ended.get(status, 0) + n
+        return batch_summary(pending, ended)
 
     def batch_stats(self) -> dict[str, int]:
         """What the batch clients did, summed (vera.clients.batching.BatchStats)."""

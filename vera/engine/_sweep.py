@@ -27,7 +27,7 @@ from vera.engine._simulate import (
     simulate_conversation,
 )
 from vera.engine._tasks import first_exception, run_together
-from vera.errors import BudgetReached, FatalProviderError
+from vera.errors import BudgetReached, FatalProviderError, WaitLimitReached
 from vera.records import (
     Conversation,
     Judgement,
@@ -162,8 +162,9 @@ class Judging:
                 # RunConfig.check admits only the two values
                 terminal=cast(TerminalSemantics, inputs.config.judge.terminal_semantics),
             )
-        except BudgetReached as exc:
-            # Not failed, not the chatbot's: left undone, for a resume with a larger budget.
+        except (BudgetReached, WaitLimitReached) as exc:
+            # Not failed, not the chatbot's: left undone, for a resume (with a larger
+            # budget, or polling the batches it waited on).
             self.result.stopped = str(exc)
             return
         except FatalProviderError as exc:
