@@ -17,8 +17,8 @@ from typing import Any
 
 import msgspec
 
-from vera.clients._structured import extract_json
 from vera.clients.base import CallContext, ChatClient, ChatRequest
+from vera.clients.structured import extract_json
 from vera.errors import TransientError
 from vera.inputs import AnswerFormat, JudgePrompts
 from vera.records import Conversation, JudgeAnswer, Judgement, Message, Turn, Usage

@@ -24,11 +24,11 @@ from typing import Any, Protocol
 import msgspec
 
 from vera import __version__
-from vera.clients._structured import merge_params
 from vera.clients.base import ChatClient
 from vera.clients.batching import BATCH_PROTOCOLS
 from vera.clients.families import fit_params, reasoning_problem
 from vera.clients.flex import FLEX_PROTOCOLS
+from vera.clients.structured import merge_params
 from vera.engine._inputs import Inputs
 from vera.engine._simulate import (
     ConversationJob,

@@ -7,7 +7,7 @@ It reads runs through `vera.store`; it never runs anything.
 
 from vera.report._agreement import agreement_report
 from vera.report._calibration import ChatbotPlan, plan_ratings
-from vera.report._compare import compare_runs
+from vera.report._compare import compare_runs, read_run
 from vera.report._export import export_run
 from vera.report._gate import gate
 from vera.report._html import render_compare_html
@@ -22,6 +22,10 @@ from vera.report._improvements import (
     render_improvements,
     render_improvements_html,
     run_improvements,
+    write_improvements,
+)
+from vera.report._improvements import (
+    Format as ImprovementsFormat,
 )
 from vera.report._outcome import Exit, RunStatus, run_status, tally
 from vera.report._pages import (
@@ -55,6 +59,7 @@ __all__ = [
     "Exit",
     "ImportSummary",
     "Improvements",
+    "ImprovementsFormat",
     "RunComparison",
     "RunStatus",
     "Table",
@@ -75,6 +80,7 @@ __all__ = [
     "rating_anchor",
     "read_card",
     "read_conversation_page",
+    "read_run",
     "render",
     "render_arc_page",
     "render_card",
@@ -92,4 +98,5 @@ __all__ = [
     "tally",
     "text_tables",
     "write_card_html",
+    "write_improvements",
 ]
