@@ -86,9 +86,9 @@ def gate(
                 frame,
                 {BASELINE: base, CANDIDATE: cand},
                 {BASELINE: b_bot, CANDIDATE: c_bot},
-                resamples=settings["resamples"],
-                confidence=settings["confidence"],
-                seed=settings["seed"],
+                resamples=settings.resamples,
+                confidence=settings.confidence,
+                seed=settings.seed,
             )
         else:
             # `compare` gives baseline − candidate: the candidate is worse when its lower end
@@ -97,10 +97,10 @@ def gate(
                 frame,
                 above=margin,
                 unit="side",
-                n_resamples=settings["resamples"],
-                confidence=settings["confidence"],
-                seed=settings["seed"],
-                max_resamples=max(MAX_SETTLE_RESAMPLES, settings["resamples"]),
+                n_resamples=settings.resamples,
+                confidence=settings.confidence,
+                seed=settings.seed,
+                max_resamples=max(MAX_SETTLE_RESAMPLES, settings.resamples),
             )
         pairs.append(_pair_entry(b_bot, c_bot, diffs, margin))
     worse = [f"{p['chatbot']}: {r['dimension']}" for p in pairs for r in p["rows"] if r["worse"]]
@@ -113,13 +113,15 @@ def gate(
         "scores": "calibrated by human ratings (PPI++)" if calibrated else "judge-only",
         "shared_seeds": shared_seeds,
         "bootstrap": {
-            **settings,
+            "resamples": settings.resamples,
+            "confidence": settings.confidence,
+            "seed": settings.seed,
             "cluster": "persona",
             "method": METHOD,
             # What the verdict needed: the resamples were raised where a decision was
             # within Monte Carlo error of the margin (see the module docstring).
-            "resamples_used": max((p["resamples"] for p in pairs), default=settings["resamples"]),
-            "max_resamples": max(MAX_SETTLE_RESAMPLES, settings["resamples"]),
+            "resamples_used": max((p["resamples"] for p in pairs), default=settings.resamples),
+            "max_resamples": max(MAX_SETTLE_RESAMPLES, settings.resamples),
             "mc_z": MC_Z,
         },
         "pairs": pairs,
