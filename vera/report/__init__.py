@@ -9,7 +9,7 @@ from vera.report._agreement import agreement_report
 from vera.report._calibration import ChatbotPlan, plan_ratings
 from vera.report._compare import compare_runs, read_run
 from vera.report._export import export_run
-from vera.report._gate import gate
+from vera.report._gate import GatePair, GateRow, GateVerdict, gate
 from vera.report._html import render_compare_html
 from vera.report._human_import import ImportSummary, import_human_ratings
 from vera.report._improvements import (
@@ -57,6 +57,9 @@ __all__ = [
     "ChatbotPlan",
     "ConversationPage",
     "Exit",
+    "GatePair",
+    "GateRow",
+    "GateVerdict",
     "ImportSummary",
     "Improvements",
     "ImprovementsFormat",
