@@ -20,7 +20,7 @@ import msgspec
 from vera.errors import ConfigError
 from vera.inputs import MAX_RESAMPLES
 from vera.records import OVERALL, RATING_CODES
-from vera.report import GateVerdict, Table, compare_tables, num, render, rich_table, text_tables
+from vera.report import Table, compare_tables, render, rich_table, text_tables
 from vera.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from vera.store import atomic_write
 
@@ -158,7 +158,7 @@ def _gate(
 ) -> None:
     """`vera compare BASELINE CANDIDATE --gate`: the verdict, the numbers behind it, and
     exit code 4 (`Exit.WORSE`) when the candidate is worse."""
-    from vera.report import Exit, gate
+    from vera.report import Exit, gate, gate_text, gate_verdict
 
     if len(run_dirs) != 2:
         raise ConfigError(f"--gate takes exactly two runs, BASELINE_RUN CANDIDATE_RUN (got {len(run_dirs)})")
@@ -181,88 +181,9 @@ def _gate(
         if json_path:
             _write_json(msgspec.to_builtins(result), json_path)
             click.echo(f"JSON: {json_path}", err=True)
-    if result.passed:
-        verdict = f"gate: passed — no paired interval of candidate − baseline lies {_below(margin)}."
-    else:
-        by_bot: dict[str, list[str]] = {}
-        for p in result.pairs:
-            if bad := [r.dimension for r in p.rows if r.worse]:
-                by_bot[p.chatbot] = bad
-        verdict = (
-            f"gate: FAILED (exit code {int(Exit.WORSE)}) — the candidate is worse than the baseline "
-            f"(paired interval {_below(margin)}) on "
-            + "; ".join(f"{bot}: {', '.join(dims)}" for bot, dims in by_bot.items())
-            + "."
-        )
-    click.echo(render([verdict]), nl=False, err=json_path == "-")
+    click.echo(render([gate_verdict(result)]), nl=False, err=json_path == "-")
     if not result.passed:
         sys.exit(Exit.WORSE)
-
-
-def _below(margin: float) -> str:
-    return "below 0" if margin == 0 else f"below −{margin:g} point" + ("" if margin == 1 else "s")
-
-
-def gate_text(result: GateVerdict) -> str:
-    """The gate's tables: per chatbot, baseline and candidate scores and the paired
-    difference, each row marked worse or not."""
-    level = f"{round(result.bootstrap.confidence * 100)}%"
-    intro = (
-        f"Release gate: candidate {result.candidate.run_id} against baseline "
-        f"{result.baseline.run_id}; paired by {result.paired_by}"
-        + (f" (seeds {', '.join(map(str, result.shared_seeds))})" if result.shared_seeds else "")
-        + f"; worse = the {level} interval of candidate − baseline lies {_below(result.margin)}."
-        + (f" Scores: {result.scores}." if result.scores != "judge-only" else "")
-    )
-    tables = []
-    for p in result.pairs:
-        t = Table(
-            ["Dimension", "Baseline", "Candidate", f"Candidate − baseline [{level} CI]", "Worse"],
-            caption=f"{p.chatbot}: {p.n_shared} shared personas",
-        )
-        for r in p.rows:
-            if r.dimension == OVERALL:
-                t.emphasise.add(len(t.rows))
-            undefined = "– (a score is undefined)"
-            diff = (
-                f"{num(r.diff)} [{num(r.diff_ci[0])}, {num(r.diff_ci[1])}]"
-                if r.diff is not None
-                else undefined
-            )
-            t.rows.append(
-                [
-                    r.dimension,
-                    num(r.baseline) if r.baseline is not None else undefined,
-                    num(r.candidate) if r.candidate is not None else undefined,
-                    diff,
-                    "WORSE" if r.worse else ("no" if r.settled else "undecided"),
-                ]
-            )
-        tables.append(t)
-    return render([intro, *(rich_table(t) for t in tables), *_mc_notes(result)])
-
-
-def _mc_notes(result: GateVerdict) -> list[str]:
-    """How precise the interval ends are, how many resamples the verdict took, and the
-    rows the bootstrap cannot decide (vera.report._gate)."""
-    boot = result.bootstrap
-    errors = [e for p in result.pairs for r in p.rows for e in r.diff_ci_mc_error if e is not None]
-    used, asked = boot.resamples_used, boot.resamples
-    notes = []
-    if errors:
-        raised = f", raised from {asked:,} to settle the verdict" if used > asked else ""
-        notes.append(
-            f"Monte Carlo error of the interval ends: at most {max(errors):g} points "
-            f"({used:,} resamples{raised})."
-        )
-    undecided = [f"{p.chatbot}: {r.dimension}" for p in result.pairs for r in p.rows if not r.settled]
-    if undecided:
-        notes.append(
-            f"Undecided ({'; '.join(undecided)}): the interval's upper end stays within Monte Carlo "
-            f"error of {_below(result.margin).removeprefix('below ')} at {boot.max_resamples:,} "
-            "resamples, so the data cannot say the candidate is worse; not counted as worse."
-        )
-    return notes
 
 
 # ---------------------------------------------------------------------------------------

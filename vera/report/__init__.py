@@ -10,6 +10,7 @@ from vera.report._calibration import ChatbotPlan, plan_ratings
 from vera.report._compare import compare_runs, read_run
 from vera.report._export import export_run
 from vera.report._gate import GatePair, GateRow, GateVerdict, gate
+from vera.report._gate_text import gate_text, gate_verdict
 from vera.report._html import render_compare_html
 from vera.report._human_import import ImportSummary, import_human_ratings
 from vera.report._improvements import (
@@ -76,6 +77,8 @@ __all__ = [
     "export_run",
     "fit",
     "gate",
+    "gate_text",
+    "gate_verdict",
     "headline",
     "import_human_ratings",
     "num",
