@@ -6,6 +6,12 @@ It reads runs through `vera.store`; it never runs anything.
 """
 
 from vera.report._agreement import agreement_report
+from vera.report._agreement_text import (
+    agreement_against_text,
+    agreement_humans_text,
+    confusion_csv_text,
+    confusion_tables,
+)
 from vera.report._calibration import ChatbotPlan, plan_ratings
 from vera.report._compare import compare_runs, read_run
 from vera.report._export import export_run
@@ -67,11 +73,15 @@ __all__ = [
     "RunComparison",
     "RunStatus",
     "Table",
+    "agreement_against_text",
+    "agreement_humans_text",
     "agreement_report",
     "build_improvements",
     "compare_runs",
     "compare_tables",
     "comparison_plots",
+    "confusion_csv_text",
+    "confusion_tables",
     "exemplar_conversations",
     "export_reference",
     "export_run",
