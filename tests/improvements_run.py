@@ -20,6 +20,7 @@ LOG_ID's only a user turn.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Final
 
 from vera import records as rec
 from vera.records import (
@@ -34,7 +35,10 @@ from vera.records import (
 )
 from vera.store._writer import RunStore
 
-BP, SUB, HPH, NR = rec.BEST_PRACTICE, rec.SUBOPTIMAL, rec.HIGH_POTENTIAL_FOR_HARM, rec.NOT_RELEVANT
+BP: Final = rec.BEST_PRACTICE
+SUB: Final = rec.SUBOPTIMAL
+HPH: Final = rec.HIGH_POTENTIAL_FOR_HARM
+NR: Final = rec.NOT_RELEVANT
 SPOTS, HELP, BOUNDS = "Spots Danger", "Points to Help", "Keeps Boundaries"
 RUBRIC_DIMENSIONS = (SPOTS, HELP, BOUNDS)
 JUDGE_A, JUDGE_B = "judges/a", "judges/b"

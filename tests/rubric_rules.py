@@ -42,11 +42,12 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
-BP = "Best Practice"
-SO = "Suboptimal but Low Potential for Harm"
-HPH = "High Potential for Harm"
-NR = "Not Relevant"
+BP: Final = "Best Practice"
+SO: Final = "Suboptimal but Low Potential for Harm"
+HPH: Final = "High Potential for Harm"
+NR: Final = "Not Relevant"
 EXIT = -1
 
 EVERY_PATH = os.environ.get("VERA_EVERY_PATH") == "1"
@@ -233,7 +234,7 @@ def _successors(sheet: Sheet, i: int) -> list[tuple[str, int, tuple[object, ...]
     """(label, next, what the answer does) for each answer a walk can give at i."""
     it = sheet.items[i]
     labels = it.labels[:1] if it.fixed else it.labels
-    out = []
+    out: list[tuple[str, int, tuple[object, ...]]] = []
     for label in labels:
         nxt, kind, finding = step(sheet, i, label)
         out.append((label, nxt, (nxt, kind, finding)))

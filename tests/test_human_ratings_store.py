@@ -29,7 +29,12 @@ def test_no_file_means_no_ratings(tmp_path):
 def test_appends_read_back_in_file_order_and_are_fsynced(tmp_path, monkeypatch):
     synced: list[int] = []
     real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+
+    def fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
     append_human_ratings(tmp_path, [rating("c1"), rating("c2", "bo")])
     append_human_ratings(tmp_path, [rating("c1", rating=HIGH_POTENTIAL_FOR_HARM, note="missed it")])
     assert len(synced) == 2

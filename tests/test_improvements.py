@@ -154,7 +154,7 @@ def test_html_escapes_every_text_and_links_pages_that_exist(run):
     assert "conversations/c1.html#r-judges-a-1-spots-danger" in hrefs
     # An id that is no file name has no page beside the card: no link, unless the
     # viewer (which serves every id) renders it.
-    assert not any("chat%20log" in h for h in hrefs)
+    assert not any("chat%20log" in (h or "") for h in hrefs)
     viewer = render_improvements_html(report_of(run), link=lambda _: True, viewer=True)
     assert 'href="conversations/chat%20log%2F5%20%231.html#turn-6"' in viewer
     rows = [a["data-question"] for t, a in _parsed(html).tags if t == "tr" and "data-question" in a]

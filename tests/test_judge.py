@@ -115,8 +115,10 @@ async def test_provider_failure_fails_the_judgement_with_reason_and_keeps_answer
 
 
 def test_parse_reply_accepts_fenced_json_and_exact_options_only():
-    assert parse_reply(None, 'Sure:\n```json\n{"reasoning": "r", "answer": "Yes"}\n```').answer == "Yes"
-    assert parse_reply({"answer": "No", "reasoning": "x"}, "").answer == "No"
+    fenced = parse_reply(None, 'Sure:\n```json\n{"reasoning": "r", "answer": "Yes"}\n```')
+    assert fenced is not None and fenced.answer == "Yes"
+    structured = parse_reply({"answer": "No", "reasoning": "x"}, "")
+    assert structured is not None and structured.answer == "No"
     assert parse_reply(None, "Yes") is None
     assert parse_reply({"answer": 3}, "") is None
     labels = ("Yes", "No", "Immediate risk")
@@ -152,7 +154,7 @@ def hashed_answers(fail_on: str | None = None):
             raise ServerError("fake", "HTTP 503 after 3 attempts", status=503)
         return await ScriptModel.chat(model, request)
 
-    model.chat = chat
+    model.chat = chat  # type: ignore[method-assign]
     return model
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from vera.app import RunFacts
 from vera.clients.offline import make_offline_client
-from vera.clients.offline.lexical_judge import RULES
+from vera.clients.offline.lexical_judge import RULES, LexicalJudge
 from vera.engine import Inputs, question_prompt
 from vera.inputs._config import load_config
 from vera.records import Conversation, Message, Turn
@@ -29,6 +29,7 @@ def ask(question_id: str, *lines: str) -> str:
     conv = Conversation(id="c1", chatbot="bot", user_agent="u", persona="p", risk="High", seed=1, turns=turns)
     judge = make_offline_client("lexical-judge", facts=RunFacts(INPUTS, lambda cid: conv))
     prompt = question_prompt(INPUTS.judge_prompts, INPUTS.rubric.question(question_id))
+    assert isinstance(judge, LexicalJudge)
     done = judge.respond([Message("system", "judge"), Message("user", prompt)], "c1")
     return json.loads(done.text)["answer"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+from typing import Literal
 
 from rich.console import Console
 
@@ -12,7 +13,7 @@ from vera.app._progress import RunProgress
 from vera.records import Conversation, Judgement
 
 
-def conv(i: int, status: str = "complete") -> Conversation:
+def conv(i: int, status: Literal["complete", "failed"] = "complete") -> Conversation:
     return Conversation(
         id=f"c{i}", chatbot="bot-a" if i % 2 else "bot-b", user_agent="u", persona="P", risk="Low",
         seed=i, turns=[], status=status,

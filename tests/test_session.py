@@ -158,7 +158,7 @@ def test_a_second_sigint_cancels_at_once_and_resume_finishes_the_run(tmp_path: P
             assert proc.poll() is None, proc.communicate()
             os.sched_yield()
         proc.send_signal(signal.SIGINT)
-        said = []
+        said: list[str] = []
         while not any("no new work will start" in line for line in said):
             line = proc.stderr.readline()
             assert line, "".join(said)

@@ -4,6 +4,7 @@ learn the rest from the run's facts, and the user-agent's view reads back exactl
 from __future__ import annotations
 
 import tracemalloc
+from typing import Literal
 
 import msgspec
 import pytest
@@ -43,7 +44,9 @@ def inputs(**conversation: object) -> Inputs:
 def test_the_user_agents_view_reads_back_to_the_turns(first: str, position: str) -> None:
     prompts = msgspec.structs.replace(inputs().user_prompts, reminder_position=position)
     lines = ["hi", "Hello. How are you?", "", "not great\n\nreally", "I hear you."]
-    speakers = ["user", "chatbot"] if first == "user" else ["chatbot", "user"]
+    speakers: list[Literal["user", "chatbot"]] = (
+        ["user", "chatbot"] if first == "user" else ["chatbot", "user"]
+    )
     for n in range(len(lines) + 1):
         turns = [Turn(speakers[i % 2], text) for i, text in enumerate(lines[:n])]
         if (turns[-1].speaker if turns else first) != "chatbot" and turns:

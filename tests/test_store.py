@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import types
+from typing import Literal
 
 import msgspec
 import pytest
@@ -12,7 +13,7 @@ from vera.records import Conversation, Judgement, Turn
 from vera.store._writer import CONVERSATIONS, RunStore, atomic_file, read_records
 
 
-def conv(cid: str, status: str = "complete") -> Conversation:
+def conv(cid: str, status: Literal["complete", "failed"] = "complete") -> Conversation:
     return Conversation(
         id=cid,
         chatbot="b",
@@ -163,8 +164,6 @@ async def test_periodic_fsync_runs_off_the_event_loop_and_close_waits_for_it(tmp
     import os
     import threading
 
-    import vera.store._writer
-
     threads: list[str] = []
     real = os.fsync
 
@@ -172,7 +171,7 @@ async def test_periodic_fsync_runs_off_the_event_loop_and_close_waits_for_it(tmp
         threads.append(threading.current_thread().name)
         real(fd)
 
-    monkeypatch.setattr(vera.store._writer.os, "fsync", fsync)
+    monkeypatch.setattr(os, "fsync", fsync)  # the module vera.store._writer calls
     loop_thread = threading.current_thread().name
     s = RunStore(tmp_path, fsync_interval=0.01)
     s.start()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from typing import cast
 
 import pytest
 from click.testing import CliRunner
@@ -128,10 +129,15 @@ def test_reference_style_names_give_clean_labels_and_keep_the_raw_text(tmp_path)
     assert first.imported.user_agent == "gpt_5_{'max_completion_tokens': 5000}"
     assert first.imported.chatbot == "acme_bot_2" and first.risk == "Unknown"
     assert (second.persona, second.chatbot, second.user_agent) == ("Sam", "gpt-5", "claude-opus-4-1-20250805")
-    assert second.status == "complete" and second.imported.speaker_labels == {
-        "user": "user",
-        "chatbot": "agent",
-    }
+    assert (
+        second.status == "complete"
+        and second.imported is not None
+        and second.imported.speaker_labels
+        == {
+            "user": "user",
+            "chatbot": "agent",
+        }
+    )
     assert clean_model_label("gemini_3_pro_preview") == "gemini-3-pro-preview"
     assert clean_model_label("gpt_4o") == clean_model_label("GPT_4o ") == "gpt-4o"
 
@@ -186,7 +192,7 @@ def test_jsonl_format_and_its_errors(tmp_path):
             r"bad.jsonl:1: message 1: content must be text",
         ),
     ]:
-        bad.write_text("".join(jsonl_line(**x) for x in lines))
+        bad.write_text("".join(jsonl_line(**x) for x in cast(list[dict[str, object]], lines)))
         with pytest.raises(DataError, match=message):
             read_transcripts(bad)
     bad.write_text("{not json\n")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Final
 
 import msgspec
 import pytest
@@ -19,7 +20,9 @@ from vera.store._writer import RunStore
 
 from ..conftest import ROOT
 
-BP, SUB, HPH = rec.BEST_PRACTICE, rec.SUBOPTIMAL, rec.HIGH_POTENTIAL_FOR_HARM
+BP: Final = rec.BEST_PRACTICE
+SUB: Final = rec.SUBOPTIMAL
+HPH: Final = rec.HIGH_POTENTIAL_FOR_HARM
 SECOND_JUDGE = "offline/second-judge"
 MARKUP_REASONING = 'Quoted "<script>alert(1)</script>" & <b>bold</b> back to the user'
 

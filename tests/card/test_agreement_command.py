@@ -7,6 +7,7 @@ import csv
 import json
 import shutil
 from pathlib import Path
+from typing import cast
 
 import pytest
 from click.testing import CliRunner
@@ -14,7 +15,7 @@ from click.testing import CliRunner
 from vera.cli._main import main
 from vera.records import HIGH_POTENTIAL_FOR_HARM as HPH
 from vera.records import SUBOPTIMAL as SUB
-from vera.records import Conversation, DimensionRating, Judgement, Turn
+from vera.records import Conversation, DimensionRating, Judgement, Rating, Turn
 from vera.report._agreement import human_item_id
 from vera.stats import consensus, read_human_ratings
 from vera.store._writer import RunStore
@@ -69,7 +70,7 @@ def judged_run(tmp_path: Path, offline_run: Path, judged: dict[str | None, dict[
                 instance=1,
                 status="complete",
                 answers=[],
-                ratings=[DimensionRating(dimension=d, rating=r) for d, r in ratings.items()],
+                ratings=[DimensionRating(dimension=d, rating=cast(Rating, r)) for d, r in ratings.items()],
             )
         )
     store.close()

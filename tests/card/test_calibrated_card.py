@@ -64,6 +64,7 @@ def test_humans_who_agree_with_the_judge_leave_the_score_where_it_was(run):
     assert cal.n_rated_by_humans == len(ids) and cal.n_raters == 1
     judge_only = next(b for b in card.chatbots if b.chatbot == bot).overall
     # A judge the humans fully agree with: PPI's correction is zero, the estimate is the judge's.
+    assert cal.overall is not None and judge_only is not None
     assert cal.overall.score == pytest.approx(judge_only.score, abs=0.11)
     cats = cal.confusion.categories
     matrix = cal.confusion.overall

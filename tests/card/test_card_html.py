@@ -81,7 +81,7 @@ def test_plots_are_embedded_as_svg_and_written_as_2x_png_files(offline_run):
     # 2×: a 6.4-inch figure at 200 dpi is over 1,000 pixels wide.
     widths = [int.from_bytes(png[16:20], "big") for png in files.values()]
     assert min(widths) > 1000
-    embedded = [base64.b64decode(img["src"].split(",", 1)[1]) for img in page.images]
+    embedded = [base64.b64decode((img["src"] or "").split(",", 1)[1]) for img in page.images]
     assert len(embedded) == len(files)
     assert all(svg.lstrip().startswith(b"<?xml") and b"<svg" in svg for svg in embedded)
     assert all(img["alt"] for img in page.images)

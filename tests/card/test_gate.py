@@ -53,7 +53,7 @@ def gate_json(*args: str | Path) -> tuple[int, dict]:
 
 def test_a_worse_candidate_fails_the_gate_and_is_named(runs):
     result = gate(runs["good"], runs["bad"])
-    assert result.exit_code == Exit.WORSE == 4, result.output
+    assert result.exit_code == int(Exit.WORSE) == 4, result.output
     verdict = " ".join(result.output.split())
     assert "gate: FAILED (exit code 4)" in verdict and "Overall" in verdict
     assert "Traceback" not in result.output

@@ -86,15 +86,15 @@ def test_with_fixed_resamples_this_case_flips_with_the_bootstrap_seed(borderline
 @pytest.mark.slow
 def test_the_gate_gives_one_verdict_over_20_bootstrap_seeds(borderline):
     results = [gate(*borderline, seed=seed) for seed in range(20)]
-    assert len({r["passed"] for r in results}) == 1
-    assert len({tuple(r["worse"]) for r in results}) == 1
+    assert len({r.passed for r in results}) == 1
+    assert len({tuple(r.worse) for r in results}) == 1
     # It got there by raising the resamples, within the documented bound.
-    used = [r["bootstrap"]["resamples_used"] for r in results]
+    used = [r.bootstrap.resamples_used for r in results]
     assert max(used) > DEFAULT_RESAMPLES and max(used) <= MAX_SETTLE_RESAMPLES
     for r in results:
-        for row in r["pairs"][0]["rows"]:
-            if row["diff"] is not None:
-                assert all(e is not None and e >= 0 for e in row["diff_ci_mc_error"])
+        for row in r.pairs[0].rows:
+            if row.diff is not None:
+                assert all(e is not None and e >= 0 for e in row.diff_ci_mc_error)
 
 
 def test_the_report_gives_the_monte_carlo_error_and_the_resamples_used(borderline):

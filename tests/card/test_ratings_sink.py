@@ -3,6 +3,8 @@ written as Parquet; failed work never enters them."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 import polars as pl
 import pytest
 
@@ -11,7 +13,7 @@ from vera.report._scoring import ANSWERS_SCHEMA, RATINGS_SCHEMA, RatingsSink, ra
 from vera.store._writer import RunStore
 
 
-def conversation(i: int, status: str = "complete") -> Conversation:
+def conversation(i: int, status: Literal["complete", "failed"] = "complete") -> Conversation:
     return Conversation(
         id=f"c{i}",
         chatbot="bot",
@@ -25,7 +27,7 @@ def conversation(i: int, status: str = "complete") -> Conversation:
     )
 
 
-def judgement(i: int, instance: int = 1, status: str = "complete") -> Judgement:
+def judgement(i: int, instance: int = 1, status: Literal["complete", "failed"] = "complete") -> Judgement:
     return Judgement(
         id=f"j{i}-{instance}",
         conversation_id=f"c{i}",

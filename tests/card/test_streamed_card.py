@@ -23,9 +23,9 @@ def _eager_pairs(run) -> Iterator[tuple[Conversation, Judgement]]:
     for j in read_records(run / JUDGEMENTS, Judgement):
         keep_latest(judgements, j)
     for j in judgements.values():
-        c = conversations.get(j.conversation_id)
-        if j.status == "complete" and c is not None and c.status == "complete":
-            yield c, j
+        conv = conversations.get(j.conversation_id)
+        if j.status == "complete" and conv is not None and conv.status == "complete":
+            yield conv, j
 
 
 def test_the_streamed_card_is_the_card_of_every_record_read_at_once(rich_run, tmp_path):

@@ -19,12 +19,12 @@ SCHEMA = {
     },
     "required": ["answer", "reasoning"],
 }
-JUDGE_CALL = [
+JUDGE_CALL = (
     Message("system", "You are a careful clinical judge."),
     Message("user", "TRANSCRIPT: user: hi / chatbot: hello"),
     Message("assistant", "I have read the transcript."),
     Message("user", "Question 3: did the chatbot ask about safety?"),
-]
+)
 
 
 @pytest.fixture

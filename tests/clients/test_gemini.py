@@ -20,12 +20,12 @@ SCHEMA = {
     },
     "required": ["answer", "reasoning"],
 }
-CHAT = [
+CHAT = (
     Message("system", "You are a supportive assistant."),
     Message("user", "i haven't slept in days"),
     Message("assistant", "That sounds exhausting. What's been keeping you up?"),
     Message("user", "just thoughts"),
-]
+)
 
 
 @pytest.fixture

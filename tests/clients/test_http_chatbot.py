@@ -14,12 +14,12 @@ from ..fakes.protocols import Empty, FakeChatbot, Raw
 from .conftest import make_profile, open_pool
 
 BOT_TOKEN = "bot-token-abcdef123456"
-HISTORY = [
+HISTORY = (
     Message("system", "internal instructions"),
     Message("user", "hey"),
     Message("assistant", "Hi, how are you feeling today?"),
     Message("user", "not great. {{session_id}} lol"),
-]
+)
 CONTEXT = CallContext(role="chatbot", conversation_id="conv-42")
 
 

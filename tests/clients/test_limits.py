@@ -29,7 +29,7 @@ from vera.records import CallRecord, Message
 from ..fakes.protocols import Behaviour, Fail, FakeOpenAI, Reply
 from .conftest import make_profile, open_pool
 
-HELLO = [Message("user", "hello")]
+HELLO = (Message("user", "hello"),)
 
 
 async def test_profiles_on_one_account_share_its_limiter_and_cap() -> None:
@@ -138,10 +138,10 @@ def most_in_any_window(times: list[float], window: float) -> int:
 
 def test_bucket_shape_keeps_a_minute_within_the_limit() -> None:
     capacity, rate = bucket_shape(600, burst_s=1)
-    assert (capacity, rate) == (10, pytest.approx(590 / 60))
+    assert capacity == 10 and rate == pytest.approx(590 / 60)
     assert capacity + rate * 60 == pytest.approx(600)  # the most any minute can see
-    assert bucket_shape(30, burst_s=1) == (1, pytest.approx(29 / 60))  # a burst of at least one
-    assert bucket_shape(1, burst_s=1) == (1, pytest.approx(1 / 120))  # never a rate of zero
+    assert bucket_shape(30, burst_s=1) == pytest.approx((1, 29 / 60))  # a burst of at least one
+    assert bucket_shape(1, burst_s=1) == pytest.approx((1, 1 / 120))  # never a rate of zero
     with pytest.raises(ValueError):
         TokenBucket(0, 1)
 

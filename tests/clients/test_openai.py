@@ -21,7 +21,7 @@ SCHEMA = {
     "required": ["answer", "reasoning"],
     "additionalProperties": False,
 }
-CONVERSATION = [Message("system", "You are a judge."), Message("user", "Was the reply safe?")]
+CONVERSATION = (Message("system", "You are a judge."), Message("user", "Was the reply safe?"))
 
 
 @pytest.fixture

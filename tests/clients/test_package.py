@@ -56,7 +56,7 @@ def test_the_package_exports_the_pool_and_every_protocol_client() -> None:
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="NoSuchClient"):
-        _ = vera.clients.NoSuchClient
+        _ = vera.clients.NoSuchClient  # type: ignore[attr-defined]
 
 
 @pytest.mark.slow

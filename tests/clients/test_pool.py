@@ -16,7 +16,7 @@ from vera.records import CallRecord, Completion, Message, Usage
 from ..fakes.protocols import FakeOpenAI
 from .conftest import make_profile, open_pool
 
-HELLO = [Message("user", "hello")]
+HELLO = (Message("user", "hello"),)
 
 
 async def test_clients_are_cached_per_ref_and_role_and_share_accounts() -> None:

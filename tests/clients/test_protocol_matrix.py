@@ -174,7 +174,7 @@ def test_openai_prompt_cache_key_one_per_conversation_and_role(tmp_path: Path) -
     run = run_roles(tmp_path, roles, personas=2, profile_extra="prompt_cache_key = true\n")
     assert_clean(run, roles, personas=2)
     conversations = {c["id"] for c in run.jsonl("conversations.jsonl")}
-    keys = {}
+    keys: dict[str, set[str]] = {}
     for role, bodies in sent_by_role(run, "openai").items():
         for body in bodies:
             keys.setdefault(role, set()).add(body["prompt_cache_key"])

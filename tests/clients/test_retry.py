@@ -18,7 +18,7 @@ from vera.records import CallRecord, Message
 from ..fakes.protocols import Fail, FakeOpenAI, Malformed, Reply, Reset, Slow
 from .conftest import KEY, make_profile, open_pool
 
-HELLO = [Message("user", "hello")]
+HELLO = (Message("user", "hello"),)
 
 
 @pytest.fixture

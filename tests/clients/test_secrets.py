@@ -13,7 +13,7 @@ from vera.records import CallRecord, Message
 from ..fakes.protocols import Fail, FakeAnthropic, FakeGemini, FakeOpenAI
 from .conftest import KEY, make_profile, open_pool
 
-HELLO = [Message("user", "hello")]
+HELLO = (Message("user", "hello"),)
 
 
 def test_redact_scrubs_remembered_secrets_and_key_shapes() -> None:

@@ -9,7 +9,7 @@ import aiohttp
 
 from vera.clients.base import CallContext, ChatRequest
 from vera.clients.cache import CachedClient, ResponseCache
-from vera.clients.limits import Account, LimitedClient, RetryPolicy
+from vera.clients.limits import Account, LimitedClient, RetryPolicy, TokenBucket
 from vera.clients.openai import OpenAIClient
 from vera.clients.stack import CachingClients, RecordingClient, stack
 from vera.errors import ServerError
@@ -70,13 +70,14 @@ async def test_a_cached_reply_skips_the_limits_and_is_recorded_as_cached(tmp_pat
         limited = LimitedClient(inner, account, RetryPolicy(0), provider="oai", timeout_s=10)
         client = stack(limited, spec, role="judge", cache=cache, on_call=records.append)
         first = await client.chat(REQUEST)
-        tokens_after_first = account.tokens.level if account.tokens is not None else None
+        assert isinstance(account.tokens, TokenBucket)
+        tokens_after_first = account.tokens.level
         again = await client.chat(REQUEST)
     assert first.text == again.text == "first"
     assert len(server.received) == 1  # the second answer came from the cache
     # The limits saw one call: one request and its tokens taken, one call counted.
-    assert account.requests is not None and account.requests.level == 1.0
-    assert account.tokens is not None and account.tokens.level == tokens_after_first
+    assert isinstance(account.requests, TokenBucket) and account.requests.level == 1.0
+    assert account.tokens.level == tokens_after_first
     assert account.calls == 1
     paid, cached = records
     assert (paid.job_id, paid.role, paid.account, paid.attempts, paid.cached) == (

@@ -9,8 +9,8 @@ from email.utils import formatdate
 import orjson
 import pytest
 
-from vera.clients._structured import extract_json, merge_params, schema_name
 from vera.clients._transport import error_from_response, parse_wait, retry_after
+from vera.clients.structured import extract_json, merge_params, schema_name
 from vera.errors import (
     AuthError,
     BadResponseError,

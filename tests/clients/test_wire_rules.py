@@ -177,7 +177,7 @@ async def test_a_refused_request_is_kept_as_a_violation() -> None:
         server.expect_violations = True  # provoked on purpose; the teardown check skips it
         async with open_pool(make_profile("c", "anthropic", server.base_url, max_retries=0)) as pool:
             with pytest.raises(ProviderError):
-                await pool.client("c").chat(ChatRequest(messages=[Message("assistant", "hi")]))
+                await pool.client("c").chat(ChatRequest(messages=(Message("assistant", "hi"),)))
     assert server.violations == ['/v1/messages: messages.0.role: first message must use the "user" role']
 
 
@@ -188,5 +188,5 @@ async def test_the_chatbot_contract_checks_the_documented_body() -> None:
         profile = make_profile("bot", "http", "", http=http, max_retries=0)
         async with open_pool(profile) as pool:
             with pytest.raises(ProviderError):
-                await pool.client("bot").chat(ChatRequest(messages=[Message("user", "hi")]))
+                await pool.client("bot").chat(ChatRequest(messages=(Message("user", "hi"),)))
     assert server.violations == ["/api/chat: missing field 'session'", "/api/chat: missing field 'message'"]

@@ -198,7 +198,8 @@ class BatchSweepServer(SweepServer):
 
     def _finish(self, batch: FakeBatch) -> None:
         """Answer every line as the live endpoint would (expiring some), in shuffled order."""
-        out, errors = [], []
+        out: list[dict[str, Any]] = []
+        errors: list[dict[str, Any]] = []
         for line in batch.lines:
             raw = bytes(line.body)
             if self._expires(line.custom_id):
@@ -377,5 +378,5 @@ class AnthropicBatchFake(AnsweringAnthropic):
         }
 
 
-class _Stand(dict):  # type: ignore[type-arg]
+class _Stand(dict):
     """What `payload` reads of a live request: its token count."""

@@ -43,7 +43,7 @@ import threading
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import orjson
 from aiohttp import web
@@ -209,7 +209,7 @@ class FakeServer:
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    async def start(self) -> FakeServer:
+    async def start(self) -> Self:
         self._server = TestServer(self.app, host="127.0.0.1", port=self._port)
         await self._server.start_server()
         STARTED.append(self)
@@ -220,7 +220,7 @@ class FakeServer:
             await self._server.close()
             self._server = None
 
-    async def __aenter__(self) -> FakeServer:
+    async def __aenter__(self) -> Self:
         return await self.start()
 
     async def __aexit__(self, *exc: object) -> None:
@@ -469,7 +469,7 @@ class FakeOpenAI(FakeServer):
             if "model" in body and not isinstance(body["model"], str):
                 problems.append("'model' must be a string")
         else:
-            model = body.get("model") if isinstance(body.get("model"), str) else ""
+            model = body["model"] if isinstance(body.get("model"), str) else ""
             if not model:
                 problems.append("you must provide a model parameter")
         problems += openai_problems(body, model or "")
@@ -729,7 +729,7 @@ class FakeGemini(FakeServer):
         usage.update(candidatesTokenCount=out, totalTokenCount=prompt + out + reply.reasoning_tokens)
         if reply.reasoning_tokens:
             usage["thoughtsTokenCount"] = reply.reasoning_tokens
-        parts = [{"text": text}] if text else []
+        parts: list[dict[str, object]] = [{"text": text}] if text else []
         if text and (config.get("thinkingConfig") or {}).get("includeThoughts"):
             parts.insert(0, {"text": "Weighing the request first.", "thought": True})
         return {

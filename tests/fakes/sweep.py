@@ -25,7 +25,7 @@ import threading
 import tomllib
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 import orjson
 from aiohttp import web
@@ -79,7 +79,7 @@ class SweepServer:
 
     # -- lifecycle in a thread -------------------------------------------------------
 
-    def __enter__(self) -> SweepServer:
+    def __enter__(self) -> Self:
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
         self._ready.wait(10)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import polars as pl
 import pytest
@@ -73,13 +75,14 @@ def test_persona_clusters_widen_intervals_when_personas_are_alike(make_ratings) 
 def naive_scores(frame: pl.DataFrame) -> tuple[float, float]:
     """Overall score and % judgements with any HPH, computed directly on a frame."""
     rated = frame.filter(pl.col("rating") != NOT_RELEVANT)
-    bp = 100 * (rated.get_column("rating") == RATINGS[0]).mean()
-    hph = 100 * (rated.get_column("rating") == HIGH_POTENTIAL_FOR_HARM).mean()
-    any_hph = (
+    bp = 100 * cast(float, (rated.get_column("rating") == RATINGS[0]).mean())
+    hph = 100 * cast(float, (rated.get_column("rating") == HIGH_POTENTIAL_FOR_HARM).mean())
+    any_hph = cast(
+        float,
         frame.group_by("conversation_id", "judge", "instance")
         .agg((pl.col("rating") == HIGH_POTENTIAL_FOR_HARM).any())
         .get_column("rating")
-        .mean()
+        .mean(),
     )
     return float(score_from_percentages(bp, hph)), 100 * any_hph
 

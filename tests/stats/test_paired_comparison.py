@@ -36,7 +36,7 @@ def test_pairing_narrows_the_interval_when_personas_drive_scores(make_ratings) -
     widths = table.filter(pl.col("dimension") == OVERALL).select(
         (pl.col("score_hi") - pl.col("score_lo")).alias("w")
     )
-    unpaired = float((widths.get_column("w") ** 2).sum() ** 0.5)
+    unpaired = float((widths.get_column("w") ** 2).sum()) ** 0.5
     row = overall(pairs)
     assert row["diff_hi"] - row["diff_lo"] < 0.75 * unpaired
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Final
 
 import msgspec
 import pytest
@@ -19,7 +20,10 @@ from vera.records import Conversation, DimensionRating, JudgeAnswer, Judgement, 
 from vera.report._score import score_run
 from vera.store._writer import RunStore
 
-BP, SUB, HPH, NR = rec.BEST_PRACTICE, rec.SUBOPTIMAL, rec.HIGH_POTENTIAL_FOR_HARM, rec.NOT_RELEVANT
+BP: Final = rec.BEST_PRACTICE
+SUB: Final = rec.SUBOPTIMAL
+HPH: Final = rec.HIGH_POTENTIAL_FOR_HARM
+NR: Final = rec.NOT_RELEVANT
 SECOND_JUDGE = "offline/second-judge"
 MARKUP_ID = "0000markup000000"
 FAILED_ID = "0000failed000000"

@@ -107,7 +107,7 @@ def test_filter_by_status(catalogue, raw):
 
 def test_worst_first_puts_the_most_harmful_conversations_on_top(catalogue, raw):
     _, judgements = raw
-    harm = defaultdict(lambda: [0, 0])
+    harm: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
     for j in judgements:
         if j["status"] == "complete":
             for r in j["ratings"]:

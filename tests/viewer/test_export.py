@@ -7,6 +7,7 @@ import csv
 import io
 import shutil
 from collections import Counter
+from collections.abc import Sequence
 
 import msgspec
 import polars as pl
@@ -144,7 +145,7 @@ def test_rows_are_streamed_judgement_by_judgement(viewer_run):
         reads.append(jid)
         return original(jid)
 
-    records.read_judgement = counting  # type: ignore[method-assign]
+    records.read_judgement = counting  # type: ignore[method-assign,assignment]
     rows = export_rows(records, question_texts(records.manifest, viewer_run))
     first = [next(rows) for _ in range(5)]  # one judgement's five dimensions
     assert len({r["conversation_id"] for r in first}) == 1 and len(reads) == 1
@@ -192,7 +193,7 @@ def test_a_folder_that_is_not_a_run_is_refused(tmp_path):
 # --------------------------------------------------------------------------------------
 
 
-def _score(ratings: list[str]) -> float | None:
+def _score(ratings: Sequence[str]) -> float | None:
     """The score formula, restated: over ratings that are not Not Relevant."""
     rated = [r for r in ratings if r != "Not Relevant"]
     if not rated:

@@ -24,13 +24,13 @@ import pytest
 from aiohttp import web
 
 from vera.errors import UserError
-from vera.records import RATINGS, HumanRating
+from vera.records import BEST_PRACTICE as BP
+from vera.records import RATINGS, HumanRating, Rating
 from vera.store import append_human_ratings, open_run, read_human_ratings
 from vera.viewer.app import bind, host_names
 from vera.viewer.review import ReviewSession, build_review_app, serve_review
 
 TOKEN = "test-token-0123456789"
-BP, NR = RATINGS[0], RATINGS[3]
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ async def serving(session: ReviewSession) -> AsyncIterator[str]:
         await runner.cleanup()
 
 
-def all_ratings(session: ReviewSession, rating: str = BP) -> dict[str, str]:
+def all_ratings(session: ReviewSession, rating: Rating = BP) -> dict[str, Rating]:
     return dict.fromkeys(session.dimensions, rating)
 
 

@@ -10,7 +10,11 @@ import shutil
 import pytest
 from yarl import URL
 
-from vera.records import RATINGS, HumanRating
+from vera.records import BEST_PRACTICE as BP
+from vera.records import HIGH_POTENTIAL_FOR_HARM as HPH
+from vera.records import NOT_RELEVANT as NR
+from vera.records import SUBOPTIMAL as SUB
+from vera.records import HumanRating
 from vera.store import append_human_ratings, open_run, read_human_ratings
 from vera.viewer.review import ReviewSession
 
@@ -19,7 +23,6 @@ from .test_browser import browser, no_page_scroll, page_at  # noqa: F401  (fixtu
 from .test_review import start_review, stop
 
 RATER = "Dr Ada Lovelace"
-BP, SUB, HPH, NR = RATINGS
 
 
 def wait_for_conversation(page, position: int, total: int) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -98,19 +97,19 @@ def _manifest(
     planned with (its seeds, jobs, shard, config hash); an import has its own."""
     if existing is None:
         return sweep.manifest(run_dir.name, jobs_planned=jobs, imported=imported)
-    kept: dict[str, Any] = {
-        "jobs_planned": existing.jobs_planned,
-        "seeds": existing.seeds,
-        "config_sha256": existing.config_sha256,
-        "offline": existing.offline or sweep.offline,
-        "shard": existing.shard,
-        "missing_shards": existing.missing_shards,
-    }
-    if existing.base_dir:
-        kept["base_dir"] = existing.base_dir
-    if imported is not None:
-        kept["imported"] = imported
-    return sweep.manifest(existing.run_id, created_at=existing.created_at, **kept)
+    return sweep.manifest(
+        existing.run_id,
+        created_at=existing.created_at,
+        jobs_planned=existing.jobs_planned,
+        seeds=existing.seeds,
+        config_sha256=existing.config_sha256,
+        offline=existing.offline or sweep.offline,
+        shard=existing.shard,
+        missing_shards=existing.missing_shards,
+        # A run from before base_dir was recorded keeps the sweep's.
+        base_dir=existing.base_dir or None,
+        imported=imported,
+    )
 
 
 @dataclass

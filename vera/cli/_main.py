@@ -720,7 +720,7 @@ def _print_outcome(outcome: Any, *, quiet: bool) -> None:
         click.echo(fit(outcome.status.line()))
 
 
-from vera.cli._stats import agreement, compare  # noqa: E402  (the statistics commands live in vera.cli_stats)
+from vera.cli._stats import agreement, compare  # noqa: E402  (the statistics commands live in vera.cli._stats)
 
 main.add_command(compare)
 main.add_command(agreement)
@@ -751,7 +751,7 @@ def bench(ctx: click.Context) -> None:
     harness.main(args=list(ctx.args), prog_name="vera bench", standalone_mode=False)
 
 
-from vera.cli._view import export, review, view  # noqa: E402  (the viewer and the export live in vera.cli_view)
+from vera.cli._view import export, review, view  # noqa: E402  (the viewer and the export live in vera.cli._view)
 
 main.add_command(view)
 main.add_command(review)

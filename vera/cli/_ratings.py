@@ -68,8 +68,7 @@ def plan(run_dir: str, width: float, resamples: int, seed: int) -> None:
     ratings in the run, from the interval they give now; before that, conservatively,
     as if the judge were no help."""
     from vera.errors import UserError
-    from vera.report import plan_ratings
-    from vera.report._compare import read_run
+    from vera.report import plan_ratings, read_run
     from vera.store import read_human_ratings
 
     run = read_run(run_dir)

@@ -41,9 +41,9 @@ def improvements(run_dir: str, fmt: str, out: str | None, exemplars: int) -> Non
     made a rating High Potential for Harm or Suboptimal, harm first, then by how many
     conversations; the share of the conversations where the dimension was relevant;
     and examples linked to each conversation's page (docs/improvements.md)."""
-    from vera.report._improvements import Format, write_improvements
+    from vera.report import ImprovementsFormat, write_improvements
 
-    written = write_improvements(run_dir, fmt=cast(Format, fmt), output=out, exemplars=exemplars)
+    written = write_improvements(run_dir, fmt=cast(ImprovementsFormat, fmt), output=out, exemplars=exemplars)
     if written.path is None:
         click.echo(written.text, nl=False)
     if written.pages_note:

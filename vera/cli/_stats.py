@@ -6,10 +6,7 @@ Both read run directories without writing to them, print aligned tables (or, wit
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -19,8 +16,7 @@ import msgspec
 
 from vera.errors import ConfigError
 from vera.inputs import MAX_RESAMPLES
-from vera.records import OVERALL, RATING_CODES
-from vera.report import Table, compare_tables, num, render, rich_table, text_tables
+from vera.report import compare_tables, render, text_tables
 from vera.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from vera.store import atomic_write
 
@@ -158,7 +154,7 @@ def _gate(
 ) -> None:
     """`vera compare BASELINE CANDIDATE --gate`: the verdict, the numbers behind it, and
     exit code 4 (`Exit.WORSE`) when the candidate is worse."""
-    from vera.report import Exit, gate
+    from vera.report import Exit, gate, gate_text, gate_verdict
 
     if len(run_dirs) != 2:
         raise ConfigError(f"--gate takes exactly two runs, BASELINE_RUN CANDIDATE_RUN (got {len(run_dirs)})")
@@ -172,99 +168,18 @@ def _gate(
         seed=seed,
         calibrated=calibrated,
     )
-    for problem in result["forced_differences"]:
+    for problem in result.forced_differences:
         click.echo(f"warning: {problem}", err=True)
     if json_path == "-":
-        _write_json(result, "-")
+        _write_json(msgspec.to_builtins(result), "-")
     else:
         click.echo(gate_text(result), nl=False)
         if json_path:
-            _write_json(result, json_path)
+            _write_json(msgspec.to_builtins(result), json_path)
             click.echo(f"JSON: {json_path}", err=True)
-    if result["passed"]:
-        verdict = f"gate: passed — no paired interval of candidate − baseline lies {_below(margin)}."
-    else:
-        by_bot: dict[str, list[str]] = {}
-        for p in result["pairs"]:
-            if bad := [r["dimension"] for r in p["rows"] if r["worse"]]:
-                by_bot[p["chatbot"]] = bad
-        verdict = (
-            f"gate: FAILED (exit code {int(Exit.WORSE)}) — the candidate is worse than the baseline "
-            f"(paired interval {_below(margin)}) on "
-            + "; ".join(f"{bot}: {', '.join(dims)}" for bot, dims in by_bot.items())
-            + "."
-        )
-    click.echo(render([verdict]), nl=False, err=json_path == "-")
-    if not result["passed"]:
+    click.echo(render([gate_verdict(result)]), nl=False, err=json_path == "-")
+    if not result.passed:
         sys.exit(Exit.WORSE)
-
-
-def _below(margin: float) -> str:
-    return "below 0" if margin == 0 else f"below −{margin:g} point" + ("" if margin == 1 else "s")
-
-
-def gate_text(result: dict[str, Any]) -> str:
-    """The gate's tables: per chatbot, baseline and candidate scores and the paired
-    difference, each row marked worse or not."""
-    level = f"{round(result['bootstrap']['confidence'] * 100)}%"
-    intro = (
-        f"Release gate: candidate {result['candidate']['run_id']} against baseline "
-        f"{result['baseline']['run_id']}; paired by {result['paired_by']}"
-        + (f" (seeds {', '.join(map(str, result['shared_seeds']))})" if result["shared_seeds"] else "")
-        + f"; worse = the {level} interval of candidate − baseline lies {_below(result['margin'])}."
-        + (f" Scores: {result['scores']}." if result.get("scores", "judge-only") != "judge-only" else "")
-    )
-    tables = []
-    for p in result["pairs"]:
-        t = Table(
-            ["Dimension", "Baseline", "Candidate", f"Candidate − baseline [{level} CI]", "Worse"],
-            caption=f"{p['chatbot']}: {p['n_shared']} shared personas",
-        )
-        for r in p["rows"]:
-            if r["dimension"] == OVERALL:
-                t.emphasise.add(len(t.rows))
-            undefined = "– (a score is undefined)"
-            diff = (
-                f"{num(r['diff'])} [{num(r['diff_ci'][0])}, {num(r['diff_ci'][1])}]"
-                if r["diff"] is not None
-                else undefined
-            )
-            t.rows.append(
-                [
-                    r["dimension"],
-                    num(r["baseline"]) if r["baseline"] is not None else undefined,
-                    num(r["candidate"]) if r["candidate"] is not None else undefined,
-                    diff,
-                    "WORSE" if r["worse"] else ("no" if r["settled"] else "undecided"),
-                ]
-            )
-        tables.append(t)
-    return render([intro, *(rich_table(t) for t in tables), *_mc_notes(result)])
-
-
-def _mc_notes(result: dict[str, Any]) -> list[str]:
-    """How precise the interval ends are, how many resamples the verdict took, and the
-    rows the bootstrap cannot decide (vera.report._gate)."""
-    boot = result["bootstrap"]
-    errors = [e for p in result["pairs"] for r in p["rows"] for e in r["diff_ci_mc_error"] if e is not None]
-    used, asked = boot["resamples_used"], boot["resamples"]
-    notes = []
-    if errors:
-        raised = f", raised from {asked:,} to settle the verdict" if used > asked else ""
-        notes.append(
-            f"Monte Carlo error of the interval ends: at most {max(errors):g} points "
-            f"({used:,} resamples{raised})."
-        )
-    undecided = [
-        f"{p['chatbot']}: {r['dimension']}" for p in result["pairs"] for r in p["rows"] if not r["settled"]
-    ]
-    if undecided:
-        notes.append(
-            f"Undecided ({'; '.join(undecided)}): the interval's upper end stays within Monte Carlo "
-            f"error of {_below(result['margin']).removeprefix('below ')} at {boot['max_resamples']:,} "
-            "resamples, so the data cannot say the candidate is worse; not counted as worse."
-        )
-    return notes
 
 
 # ---------------------------------------------------------------------------------------
@@ -335,7 +250,12 @@ def agreement(
     --confusion-csv). Conversations imported from transcripts are matched to items by
     the 6-hex prefix of the transcript's file name.
     """
-    from vera.report import agreement_report
+    from vera.report import (
+        agreement_against_text,
+        agreement_humans_text,
+        agreement_report,
+        confusion_csv_text,
+    )
 
     _check_bootstrap(resamples, confidence, seed)
     if confusion_csv is not None and against is None:
@@ -360,147 +280,8 @@ def agreement(
     if as_json:
         _write_json(result, "-")
     elif against is None:
-        click.echo(_humans_text(result), nl=False)
+        click.echo(agreement_humans_text(result), nl=False)
     else:
-        click.echo(_against_text(result), nl=False)
+        click.echo(agreement_against_text(result), nl=False)
     if confusion_csv is not None:
         click.echo(f"confusion matrices: {confusion_csv}", err=True)
-
-
-def confusion_csv_text(confusion: dict[str, Any]) -> str:
-    """One row per (dimension, judge rating, consensus rating) with its count, pooled
-    over dimensions as "Overall": a long table any spreadsheet can pivot."""
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(["dimension", "judge_rating", "consensus_rating", "count"])
-    cats = confusion["categories"]
-    for name, m in [*confusion["dimensions"].items(), (OVERALL, confusion["overall"])]:
-        for i, judge in enumerate(cats):
-            for j, human in enumerate(cats):
-                w.writerow([name, judge, human, m[i][j]])
-    return out.getvalue()
-
-
-def confusion_tables(confusion: dict[str, Any]) -> list[Table]:
-    """Each dimension's matrix (and the pooled one) as a small table: judge ratings down,
-    the clinicians' consensus across, totals at the edges; the diagonal is agreement."""
-    cats = confusion["categories"]
-    short = [RATING_CODES.get(c, c) for c in cats]
-    tables = []
-    for name, m in [*confusion["dimensions"].items(), ("Overall (pooled)", confusion["overall"])]:
-        t = Table(
-            ["Judge ↓ / clinicians →", *short, "Total"],
-            caption=f"{name}: units rated by a judge (rows) and by the clinicians' consensus (columns)",
-        )
-        for label, row in zip(short, m, strict=True):
-            t.rows.append([label, *(str(x) for x in row), str(sum(row))])
-        t.rows.append(["Total", *(str(sum(col)) for col in zip(*m, strict=True)), str(sum(map(sum, m)))])
-        t.emphasise.add(len(t.rows) - 1)
-        tables.append(t)
-    return tables
-
-
-def _humans_text(result: dict[str, Any]) -> str:
-    header = (
-        f"Agreement among {result['n_human_raters']} raters ({_per_item(result)} per item) on "
-        f"{result['n_human_items']} items ({result['ratings_file']}); Not Relevant {_nr_label(result['nr'])}."
-    )
-    return render([header, rich_table(_human_table(result))])
-
-
-def _against_text(result: dict[str, Any]) -> str:
-    b = result["bootstrap"]
-    level = round(b["confidence"] * 100)
-    lines = [
-        f"Judges of {result['run_id']} against the majority of {result['n_human_raters']} raters "
-        f"({_per_item(result)} per item; {result['ratings_file']}); Not Relevant {_nr_label(result['nr'])}.",
-        f"{result['n_items']} items judged and rated; {result['n_ties']} tied consensus ratings "
-        + (
-            "left out (--ties severest settles them)"
-            if result["ties"] == "exclude"
-            else "settled to the most severe"
-        )
-        + f"; {result['n_items_unjudged']} rated items not judged; "
-        f"{result['n_conversations_unmatched']} judged conversations without human ratings.",
-        f"Intervals: {level}% bootstrap over items, {b['n_resamples']} resamples, seed {b['seed']}.",
-    ]
-    stats = ("krippendorff_alpha", "gwet_ac1", "percent_agreement", "cohen_kappa")
-    headers = ["Dimension", "Krippendorff's alpha", "Gwet's AC1", "Percent agreement", "Cohen's kappa"]
-
-    def table(caption: str, judge: str | None) -> Table:
-        t = Table([*headers, "Items", "Pairs"], caption=caption)
-        for name, block in [*result["dimensions"].items(), (OVERALL, result["overall"])]:
-            if judge is not None:
-                block = block["judges"].get(judge)
-                if block is None:
-                    continue
-            t.rows.append(
-                [
-                    name,
-                    *(_with_interval(block, s) for s in stats),
-                    str(block["n_items"]),
-                    str(block["n_pairs"]),
-                ]
-            )
-        return t
-
-    tables = [table("Consensus vs judges (all judges pooled)", None)]
-    judges = sorted(result["overall"]["judges"])
-    if len(judges) > 1:
-        tables += [table(f"Consensus vs {j}", j) for j in judges]
-    tables += confusion_tables(result["confusion"])
-    tables.append(_human_table(result["humans"], caption="Among the human raters (for reference)"))
-    legend = "BP Best Practice · SUB Suboptimal but Low Potential for Harm · HPH High Potential for Harm · NR Not Relevant"
-    return render(["\n".join([*lines, legend]), *(rich_table(t) for t in tables)])
-
-
-def _human_table(result: dict[str, Any], caption: str | None = None) -> Table:
-    t = Table(
-        [
-            "Dimension",
-            "Krippendorff's alpha",
-            "Gwet's AC1",
-            "Percent agreement",
-            "Mean Cohen's kappa",
-            "Unanimous",
-            "Items",
-            "Ratings",
-            "Raters",
-        ],
-        caption=caption,
-    )
-    for name, b in [*result["dimensions"].items(), ("Overall", result["overall"])]:
-        t.rows.append(
-            [
-                name,
-                _f3(b["krippendorff_alpha"]),
-                _f3(b["gwet_ac1"]),
-                _f3(b["percent_agreement"]),
-                _f3(b["mean_cohen_kappa"]),
-                _f3(b["unanimous"]),
-                str(b["n_items"]),
-                str(b["n_ratings"]),
-                str(b["n_raters"]),
-            ]
-        )
-    return t
-
-
-def _per_item(result: dict[str, Any]) -> str:
-    low, high = result["raters_per_item"]
-    return str(low) if low == high else f"{low}–{high}"
-
-
-def _nr_label(nr: str) -> str:
-    return "counted as a rating" if nr == "category" else "treated as missing"
-
-
-def _f3(x: float | None) -> str:
-    return "–" if x is None or math.isnan(x) else f"{x:.3f}"
-
-
-def _with_interval(block: dict[str, Any], name: str) -> str:
-    value = block[name]
-    if value is None:
-        return "–"
-    return f"{_f3(value)} [{_f3(block[f'{name}_lo'])}, {_f3(block[f'{name}_hi'])}]"

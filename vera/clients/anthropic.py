@@ -33,10 +33,10 @@ import aiohttp
 import msgspec
 
 from vera.clients._provider import ProviderClient
-from vera.clients._structured import extract_json, merge_params, schema_name, with_instructions
 from vera.clients._transport import decode, encode, profile_headers
 from vera.clients.base import ChatRequest
 from vera.clients.families import ANTHROPIC_DEFAULT_MAX_TOKENS, claude_thinks, fit_params
+from vera.clients.structured import extract_json, merge_params, schema_name, with_instructions
 from vera.errors import BadResponseError
 from vera.inputs import Profile, StructuredOutput
 from vera.records import Completion, Message, Usage

@@ -24,10 +24,10 @@ import aiohttp
 import msgspec
 
 from vera.clients._provider import ProviderClient
-from vera.clients._structured import extract_json, merge_params, no_text_reason, with_instructions
 from vera.clients._transport import decode, profile_headers
 from vera.clients.base import ChatRequest
 from vera.clients.families import fit_params
+from vera.clients.structured import extract_json, merge_params, no_text_reason, with_instructions
 from vera.errors import BadResponseError
 from vera.inputs import GeminiOptions, Profile, StructuredOutput
 from vera.records import Completion, Message, Usage

@@ -90,7 +90,7 @@ class TokenBucket:
     take waits until its amount fits under `capacity`.
 
     Over any span of T seconds at most `capacity + rate * T` is taken, which is how
-    `bucket_for` keeps every window of a minute within the limit. Takers are served in
+    `bucket_shape` keeps every window of a minute within the limit. Takers are served in
     arrival order (one waits at a time), so a large take is not starved by small ones.
     `adjust` corrects the level once a call's real cost is known; it never waits, and may
     push the level above capacity (later takers then wait longer)."""

@@ -31,16 +31,16 @@ import aiohttp
 import msgspec
 
 from vera.clients._provider import ProviderClient
-from vera.clients._structured import (
+from vera.clients._transport import decode, profile_headers
+from vera.clients.base import CallContext, ChatRequest
+from vera.clients.families import fit_params
+from vera.clients.structured import (
     extract_json,
     merge_params,
     no_text_reason,
     schema_name,
     with_instructions,
 )
-from vera.clients._transport import decode, profile_headers
-from vera.clients.base import CallContext, ChatRequest
-from vera.clients.families import fit_params
 from vera.errors import BadResponseError
 from vera.inputs import AzureOptions, Profile, StructuredOutput
 from vera.records import Completion, Message, Usage

@@ -17,8 +17,8 @@ from typing import Any
 
 import msgspec
 
-from vera.clients._structured import extract_json
 from vera.clients.base import CallContext, ChatClient, ChatRequest
+from vera.clients.structured import extract_json
 from vera.errors import TransientError
 from vera.inputs import AnswerFormat, JudgePrompts
 from vera.records import Conversation, JudgeAnswer, Judgement, Message, Turn, Usage
@@ -208,7 +208,7 @@ async def judge_conversation(
     `vera.rubric._concurrent`), with `ahead` asking long chains' likely next questions
     early. A provider failure or an invalid answer makes the judgement *failed* with
     the reason; it is then kept out of the scores. `terminal`: what the rubric's END
-    does to the ratings already collected (`vera.rubric.walk_rubric`)."""
+    does to the ratings already collected (`vera.rubric._walk.walk_rubric`)."""
     judge = RubricJudge(
         conversation, rubric, prompts, client, job_id=job_id, params=params, max_attempts=max_attempts
     )

@@ -24,11 +24,11 @@ from typing import Any, Protocol
 import msgspec
 
 from vera import __version__
-from vera.clients._structured import merge_params
 from vera.clients.base import ChatClient
 from vera.clients.batching import BATCH_PROTOCOLS
 from vera.clients.families import fit_params, reasoning_problem
 from vera.clients.flex import FLEX_PROTOCOLS
+from vera.clients.structured import merge_params
 from vera.engine._inputs import Inputs
 from vera.engine._simulate import (
     ConversationJob,
@@ -41,6 +41,8 @@ from vera.inputs import (
     RunConfig,
 )
 from vera.records import (
+    AccountLimits,
+    ImportInfo,
     ModelSpec,
     Persona,
     Role,
@@ -289,39 +291,57 @@ class Sweep:
             i.config.judge.terminal_semantics,
         )
 
-    def manifest(self, run_id: str, created_at: str | None = None, **kept: Any) -> RunManifest:
-        """The run's manifest, whole: `kept` names fields that come from elsewhere (the
-        run being judged again, the accounts' limits, an import), so no caller patches
-        the record afterwards."""
+    def manifest(
+        self,
+        run_id: str,
+        created_at: str | None = None,
+        *,
+        jobs_planned: int | None = None,
+        seeds: list[int] | None = None,
+        config_sha256: str | None = None,
+        offline: bool | None = None,
+        shard: str | msgspec.UnsetType | None = msgspec.UNSET,
+        missing_shards: list[str] | None = None,
+        base_dir: str | None = None,
+        imported: ImportInfo | None = None,
+        limits: list[AccountLimits] | None = None,
+    ) -> RunManifest:
+        """The run's manifest, whole. The keyword arguments are the fields that come from
+        elsewhere (the run being judged again, the accounts' limits, an import) and win
+        over what the sweep says, so no caller patches the record afterwards; left out,
+        the sweep's own value stands (`shard` may be kept as None, hence UNSET)."""
         i = self.inputs
         now = datetime.now(UTC).isoformat(timespec="seconds")
         cfg = {k: v for k, v in msgspec.to_builtins(i.config).items() if k != "base_dir"}
-        fields: dict[str, Any] = {
-            "vera_version": __version__,
-            "run_id": run_id,
-            "rubric": i.rubric_version(),
-            "personas": i.personas.version,
-            "user_prompts": i.user_prompts.version,
-            "judge_prompts": i.judge_prompts.version,
-            "config_sha256": i.config.fingerprint(),
-            "config": cfg,
-            "chatbots": self.chatbots,
-            "user_agents": self.user_agents,
-            "judges": self.judges,
-            "judge_instances": i.config.judge.instances,
-            "seeds": list(i.config.seeds),
-            "offline": self.offline,
-            "created_at": created_at or now,
-            "updated_at": now,
-            "shard": str(self.shard) if self.shard else None,
-            "jobs_planned": len(self.jobs),
-            "reference": i.reference,
-            "target": i.target_info(),
-            "grouping": i.grouping(),
-            "base_dir": i.config.base_dir,
-            "terminal_semantics": i.config.judge.terminal_semantics,
-        }
-        return RunManifest(**(fields | kept))
+        own_shard = str(self.shard) if self.shard else None
+        return RunManifest(
+            vera_version=__version__,
+            run_id=run_id,
+            rubric=i.rubric_version(),
+            personas=i.personas.version,
+            user_prompts=i.user_prompts.version,
+            judge_prompts=i.judge_prompts.version,
+            config_sha256=i.config.fingerprint() if config_sha256 is None else config_sha256,
+            config=cfg,
+            chatbots=self.chatbots,
+            user_agents=self.user_agents,
+            judges=self.judges,
+            judge_instances=i.config.judge.instances,
+            seeds=list(i.config.seeds) if seeds is None else seeds,
+            offline=self.offline if offline is None else offline,
+            created_at=created_at or now,
+            updated_at=now,
+            shard=own_shard if isinstance(shard, msgspec.UnsetType) else shard,
+            jobs_planned=len(self.jobs) if jobs_planned is None else jobs_planned,
+            imported=imported,
+            reference=i.reference,
+            target=i.target_info(),
+            grouping=i.grouping(),
+            base_dir=i.config.base_dir if base_dir is None else base_dir,
+            missing_shards=[] if missing_shards is None else missing_shards,
+            limits=[] if limits is None else limits,
+            terminal_semantics=i.config.judge.terminal_semantics,
+        )
 
 
 def seed_params(spec: ModelSpec, seed: int) -> dict[str, Any] | None:

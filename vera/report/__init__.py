@@ -6,10 +6,17 @@ It reads runs through `vera.store`; it never runs anything.
 """
 
 from vera.report._agreement import agreement_report
+from vera.report._agreement_text import (
+    agreement_against_text,
+    agreement_humans_text,
+    confusion_csv_text,
+    confusion_tables,
+)
 from vera.report._calibration import ChatbotPlan, plan_ratings
-from vera.report._compare import compare_runs
+from vera.report._compare import compare_runs, read_run
 from vera.report._export import export_run
-from vera.report._gate import gate
+from vera.report._gate import GatePair, GateRow, GateVerdict, gate
+from vera.report._gate_text import gate_text, gate_verdict
 from vera.report._html import render_compare_html
 from vera.report._human_import import ImportSummary, import_human_ratings
 from vera.report._improvements import (
@@ -22,6 +29,10 @@ from vera.report._improvements import (
     render_improvements,
     render_improvements_html,
     run_improvements,
+    write_improvements,
+)
+from vera.report._improvements import (
+    Format as ImprovementsFormat,
 )
 from vera.report._outcome import Exit, RunStatus, run_status, tally
 from vera.report._pages import (
@@ -53,21 +64,31 @@ __all__ = [
     "ChatbotPlan",
     "ConversationPage",
     "Exit",
+    "GatePair",
+    "GateRow",
+    "GateVerdict",
     "ImportSummary",
     "Improvements",
+    "ImprovementsFormat",
     "RunComparison",
     "RunStatus",
     "Table",
+    "agreement_against_text",
+    "agreement_humans_text",
     "agreement_report",
     "build_improvements",
     "compare_runs",
     "compare_tables",
     "comparison_plots",
+    "confusion_csv_text",
+    "confusion_tables",
     "exemplar_conversations",
     "export_reference",
     "export_run",
     "fit",
     "gate",
+    "gate_text",
+    "gate_verdict",
     "headline",
     "import_human_ratings",
     "num",
@@ -75,6 +96,7 @@ __all__ = [
     "rating_anchor",
     "read_card",
     "read_conversation_page",
+    "read_run",
     "render",
     "render_arc_page",
     "render_card",
@@ -92,4 +114,5 @@ __all__ = [
     "tally",
     "text_tables",
     "write_card_html",
+    "write_improvements",
 ]

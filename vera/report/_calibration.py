@@ -10,7 +10,7 @@ import msgspec
 import numpy as np
 import polars as pl
 
-from vera.records import OVERALL, HumanRating
+from vera.records import DEFAULT_CONFIDENCE, OVERALL, HumanRating
 from vera.report._schema import Calibrated, CalibratedScore, Confusion, Interval
 from vera.stats.humans import confusion_matrices
 from vera.stats.ppi import METHOD, calibrated_summary, calibration_units, human_consensus
@@ -129,7 +129,7 @@ def plan_ratings(
     width: float,
     *,
     resamples: int = 500,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
 ) -> list[ChatbotPlan]:
     """Per chatbot, the number of conversations to rate so that the calibrated overall

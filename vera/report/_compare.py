@@ -88,9 +88,9 @@ def compare_runs(
         # Resample by what the unit is, not by its label, so each chatbot (and seed)
         # gets exactly the interval its own card shows.
         streams=["chatbot", "replicate"] if by_seed else ["chatbot"],
-        n_resamples=settings["resamples"],
-        confidence=settings["confidence"],
-        seed=settings["seed"],
+        n_resamples=settings.resamples,
+        confidence=settings.confidence,
+        seed=settings.seed,
     )
     meta = frame.select("unit", "chatbot", "run_id", "run_seed").unique("unit")
     return RunComparison(
@@ -111,7 +111,13 @@ def compare_runs(
         ],
         forced_differences=problems,
         by="chatbot and seed" if by_seed else "chatbot",
-        bootstrap=Bootstrap(**settings, cluster="persona", method=METHOD),
+        bootstrap=Bootstrap(
+            resamples=settings.resamples,
+            confidence=settings.confidence,
+            seed=settings.seed,
+            cluster="persona",
+            method=METHOD,
+        ),
         units=[_unit_entry(table, m, by_seed=by_seed) for m in meta.sort("unit").iter_rows(named=True)],
         comparisons=comparisons(pairs, "unit"),
     )

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+import msgspec
 import polars as pl
 
 from vera.errors import UserError
@@ -41,6 +41,68 @@ from vera.stats import MAX_SETTLE_RESAMPLES, MC_Z, METHOD, OVERALL, check_compar
 BASELINE, CANDIDATE = "baseline", "candidate"
 
 
+# The verdict, as `vera compare --gate --json` writes it (field order is the JSON's).
+
+
+class GateRun(msgspec.Struct, frozen=True, kw_only=True):
+    run_id: str
+    path: str
+
+
+class GateRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One dimension (or Overall) of one chatbot, in the candidate − baseline order."""
+
+    dimension: str
+    baseline: float | None
+    candidate: float | None
+    diff: float | None
+    diff_ci: list[float | None]  # [low, high]
+    diff_ci_mc_error: list[float | None]  # the Monte Carlo error of [low, high]
+    # False: the upper end is within Monte Carlo error of −margin even at the most
+    # resamples; the row is then not counted as worse.
+    settled: bool
+    # Decided on the unrounded interval; shown rounded.
+    worse: bool
+
+
+class GatePair(msgspec.Struct, frozen=True, kw_only=True):
+    """A candidate chatbot set against its baseline chatbot."""
+
+    chatbot: str  # the name, or "baseline → candidate" when the names differ
+    baseline_chatbot: str
+    candidate_chatbot: str
+    n_shared: int
+    resamples: int  # what this pair's verdict needed
+    rows: list[GateRow]
+
+
+class GateBootstrap(msgspec.Struct, frozen=True, kw_only=True):
+    resamples: int  # asked for
+    confidence: float
+    seed: int
+    cluster: str
+    method: str
+    # What the verdict needed: the resamples were raised where a decision was within
+    # Monte Carlo error of the margin (see the module docstring).
+    resamples_used: int
+    max_resamples: int
+    mc_z: float
+
+
+class GateVerdict(msgspec.Struct, frozen=True, kw_only=True):
+    baseline: GateRun
+    candidate: GateRun
+    forced_differences: list[str]
+    margin: float
+    paired_by: str  # "persona and seed" or "persona"
+    scores: str  # "judge-only" or calibrated
+    shared_seeds: list[int]
+    bootstrap: GateBootstrap
+    pairs: list[GatePair]
+    worse: list[str]  # "chatbot: dimension" for every row that is worse
+    passed: bool
+
+
 def gate(
     baseline_dir: str | Path,
     candidate_dir: str | Path,
@@ -51,7 +113,7 @@ def gate(
     confidence: float | None = None,
     seed: int | None = None,
     calibrated: bool = False,
-) -> dict[str, Any]:
+) -> GateVerdict:
     """The gate's verdict and every number behind it (see the module's docstring). With
     `calibrated`, on the scores calibrated by each run's human ratings
     (`vera.report._calibrated_gate`)."""
@@ -86,9 +148,9 @@ def gate(
                 frame,
                 {BASELINE: base, CANDIDATE: cand},
                 {BASELINE: b_bot, CANDIDATE: c_bot},
-                resamples=settings["resamples"],
-                confidence=settings["confidence"],
-                seed=settings["seed"],
+                resamples=settings.resamples,
+                confidence=settings.confidence,
+                seed=settings.seed,
             )
         else:
             # `compare` gives baseline − candidate: the candidate is worse when its lower end
@@ -97,35 +159,35 @@ def gate(
                 frame,
                 above=margin,
                 unit="side",
-                n_resamples=settings["resamples"],
-                confidence=settings["confidence"],
-                seed=settings["seed"],
-                max_resamples=max(MAX_SETTLE_RESAMPLES, settings["resamples"]),
+                n_resamples=settings.resamples,
+                confidence=settings.confidence,
+                seed=settings.seed,
+                max_resamples=max(MAX_SETTLE_RESAMPLES, settings.resamples),
             )
         pairs.append(_pair_entry(b_bot, c_bot, diffs, margin))
-    worse = [f"{p['chatbot']}: {r['dimension']}" for p in pairs for r in p["rows"] if r["worse"]]
-    return {
-        "baseline": {"run_id": base.manifest.run_id, "path": str(base.path)},
-        "candidate": {"run_id": cand.manifest.run_id, "path": str(cand.path)},
-        "forced_differences": problems,
-        "margin": margin,
-        "paired_by": "persona and seed" if shared_seeds else "persona",
-        "scores": "calibrated by human ratings (PPI++)" if calibrated else "judge-only",
-        "shared_seeds": shared_seeds,
-        "bootstrap": {
-            **settings,
-            "cluster": "persona",
-            "method": METHOD,
-            # What the verdict needed: the resamples were raised where a decision was
-            # within Monte Carlo error of the margin (see the module docstring).
-            "resamples_used": max((p["resamples"] for p in pairs), default=settings["resamples"]),
-            "max_resamples": max(MAX_SETTLE_RESAMPLES, settings["resamples"]),
-            "mc_z": MC_Z,
-        },
-        "pairs": pairs,
-        "worse": worse,
-        "passed": not worse,
-    }
+    worse = [f"{p.chatbot}: {r.dimension}" for p in pairs for r in p.rows if r.worse]
+    return GateVerdict(
+        baseline=GateRun(run_id=base.manifest.run_id, path=str(base.path)),
+        candidate=GateRun(run_id=cand.manifest.run_id, path=str(cand.path)),
+        forced_differences=problems,
+        margin=margin,
+        paired_by="persona and seed" if shared_seeds else "persona",
+        scores="calibrated by human ratings (PPI++)" if calibrated else "judge-only",
+        shared_seeds=shared_seeds,
+        bootstrap=GateBootstrap(
+            resamples=settings.resamples,
+            confidence=settings.confidence,
+            seed=settings.seed,
+            cluster="persona",
+            method=METHOD,
+            resamples_used=max((p.resamples for p in pairs), default=settings.resamples),
+            max_resamples=max(MAX_SETTLE_RESAMPLES, settings.resamples),
+            mc_z=MC_Z,
+        ),
+        pairs=pairs,
+        worse=worse,
+        passed=not worse,
+    )
 
 
 def _chatbot_pairs(base: Run, cand: Run) -> list[tuple[str, str]]:
@@ -169,10 +231,10 @@ def _paired_frame(base: Run, b_bot: str, cand: Run, c_bot: str, shared_seeds: Se
     return pl.concat(parts, how="vertical_relaxed")
 
 
-def _pair_entry(b_bot: str, c_bot: str, diffs: pl.DataFrame, margin: float) -> dict[str, Any]:
+def _pair_entry(b_bot: str, c_bot: str, diffs: pl.DataFrame, margin: float) -> GatePair:
     """One chatbot's rows. `compare` orders the pair (baseline, candidate) and gives
     baseline − candidate; the gate reads candidate − baseline, so the signs flip."""
-    rows = []
+    rows: list[GateRow] = []
     n_shared = 0
     resamples = int(diffs.get_column("bootstrap_resamples")[0]) if diffs.height else 0
     for r in diffs.iter_rows(named=True):
@@ -187,29 +249,28 @@ def _pair_entry(b_bot: str, c_bot: str, diffs: pl.DataFrame, margin: float) -> d
         diff = -r["diff"] if defined else None
         lo, hi = (-r["diff_hi"], -r["diff_lo"]) if defined else (None, None)
         # The Monte Carlo error of each end, in the candidate − baseline order.
-        mc = [round_number(r["diff_hi_mc"], 3), round_number(r["diff_lo_mc"], 3)] if defined else [None, None]
+        mc: list[float | None] = (
+            [round_number(r["diff_hi_mc"], 3), round_number(r["diff_lo_mc"], 3)] if defined else [None, None]
+        )
         rows.append(
-            {
-                "dimension": r["dimension"],
-                "baseline": round_number(r["score_a"]),
-                "candidate": round_number(r["score_b"]),
-                "diff": round_number(diff),
-                "diff_ci": [round_number(lo), round_number(hi)],
-                "diff_ci_mc_error": mc,
-                # False: the upper end is within Monte Carlo error of −margin even at the
-                # most resamples; the row is then not counted as worse.
-                "settled": bool(r["settled"]),
-                # Decided on the unrounded interval; shown rounded.
-                "worse": bool(defined and r["settled"] and hi is not None and hi < -margin),
-            }
+            GateRow(
+                dimension=r["dimension"],
+                baseline=round_number(r["score_a"]),
+                candidate=round_number(r["score_b"]),
+                diff=round_number(diff),
+                diff_ci=[round_number(lo), round_number(hi)],
+                diff_ci_mc_error=mc,
+                settled=bool(r["settled"]),
+                worse=bool(defined and r["settled"] and hi is not None and hi < -margin),
+            )
         )
     # Overall last, as on the card.
-    rows.sort(key=lambda row: row["dimension"] == OVERALL)
-    return {
-        "chatbot": b_bot if b_bot == c_bot else f"{b_bot} → {c_bot}",
-        "baseline_chatbot": b_bot,
-        "candidate_chatbot": c_bot,
-        "n_shared": n_shared,
-        "resamples": resamples,
-        "rows": rows,
-    }
+    rows.sort(key=lambda row: row.dimension == OVERALL)
+    return GatePair(
+        chatbot=b_bot if b_bot == c_bot else f"{b_bot} → {c_bot}",
+        baseline_chatbot=b_bot,
+        candidate_chatbot=c_bot,
+        n_shared=n_shared,
+        resamples=resamples,
+        rows=rows,
+    )

@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+import msgspec
 import polars as pl
 
 from vera.errors import UserError, storage_error
@@ -73,7 +73,15 @@ def score_run(
             file=sys.stderr,
             flush=True,
         )
-    card = build_card(manifest, records, frame, humans=humans, **settings)
+    card = build_card(
+        manifest,
+        records,
+        frame,
+        humans=humans,
+        resamples=settings.resamples,
+        confidence=settings.confidence,
+        seed=settings.seed,
+    )
     atomic_write(root / "card.json", encode_card(card))
     render_card_files(card, root)
     # The card's harm list links each conversation to its page beside card.html: only
@@ -92,18 +100,24 @@ def score_run(
     return card
 
 
+class StatsSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """The bootstrap settings a card, a comparison or the gate is computed with."""
+
+    resamples: int
+    confidence: float
+    seed: int
+
+
 def stats_settings(
     manifest: RunManifest, *, resamples: int | None, confidence: float | None, seed: int | None
-) -> dict[str, Any]:
+) -> StatsSettings:
     """Bootstrap settings: the ones given, else the run config's [stats], else defaults."""
     cfg = manifest.config.get("stats", {})
-    return {
-        "resamples": resamples if resamples is not None else int(cfg.get("resamples", DEFAULT_RESAMPLES)),
-        "confidence": confidence
-        if confidence is not None
-        else float(cfg.get("confidence", DEFAULT_CONFIDENCE)),
-        "seed": seed if seed is not None else int(cfg.get("seed", 0)),
-    }
+    return StatsSettings(
+        resamples=resamples if resamples is not None else int(cfg.get("resamples", DEFAULT_RESAMPLES)),
+        confidence=confidence if confidence is not None else float(cfg.get("confidence", DEFAULT_CONFIDENCE)),
+        seed=seed if seed is not None else int(cfg.get("seed", 0)),
+    )
 
 
 def render_card_files(card: Card, run_dir: str | Path) -> Path:

@@ -44,7 +44,7 @@ import numpy as np
 import polars as pl
 
 from vera import records as rec
-from vera.records import OVERALL
+from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, OVERALL
 from vera.stats.bootstrap import (
     group_rng,
     make_spec,
@@ -112,8 +112,8 @@ def calibrated_summary(
     by: Sequence[str] = ("chatbot",),
     *,
     estimator: Estimator = "ppi",
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
     cluster: str = "persona",
 ) -> pl.DataFrame:
@@ -174,8 +174,8 @@ def calibrated_difference(
     sides: tuple[str, str],
     *,
     side: str = "side",
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
     cluster: str = "persona",
 ) -> pl.DataFrame:

@@ -29,6 +29,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from statistics import NormalDist
 from typing import NamedTuple, TypeVar
 
+from vera.records import DEFAULT_CONFIDENCE
+
 __all__ = ["Unit", "allocate", "draw_sample", "proposed_size", "rater_order", "sample_sizes"]
 
 
@@ -47,7 +49,7 @@ class Unit(NamedTuple):
         return (self.chatbot, self.group)
 
 
-def proposed_size(width: float, population: int, *, confidence: float = 0.95) -> int:
+def proposed_size(width: float, population: int, *, confidence: float = DEFAULT_CONFIDENCE) -> int:
     """How many of `population` units to rate so that a share estimated from the human
     ratings alone has a `confidence` interval at most `width` wide (a fraction, 0.2 =
     20 percentage points): n0 = z² / width² (the normal interval of a proportion at its

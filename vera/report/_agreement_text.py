@@ -1,0 +1,157 @@
+"""`vera agreement` in words: the tables of agreement among human raters, of the judges
+against their consensus, and the confusion matrices (as tables and as CSV). The numbers
+come from `agreement_report` (vera.report._agreement)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Any
+
+from vera.records import OVERALL, RATING_CODES
+from vera.report._terminal import render, rich_table
+from vera.report._text import Table
+
+
+def confusion_csv_text(confusion: dict[str, Any]) -> str:
+    """One row per (dimension, judge rating, consensus rating) with its count, pooled
+    over dimensions as "Overall": a long table any spreadsheet can pivot."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["dimension", "judge_rating", "consensus_rating", "count"])
+    cats = confusion["categories"]
+    for name, m in [*confusion["dimensions"].items(), (OVERALL, confusion["overall"])]:
+        for i, judge in enumerate(cats):
+            for j, human in enumerate(cats):
+                w.writerow([name, judge, human, m[i][j]])
+    return out.getvalue()
+
+
+def confusion_tables(confusion: dict[str, Any]) -> list[Table]:
+    """Each dimension's matrix (and the pooled one) as a small table: judge ratings down,
+    the clinicians' consensus across, totals at the edges; the diagonal is agreement."""
+    cats = confusion["categories"]
+    short = [RATING_CODES.get(c, c) for c in cats]
+    tables = []
+    for name, m in [*confusion["dimensions"].items(), ("Overall (pooled)", confusion["overall"])]:
+        t = Table(
+            ["Judge ↓ / clinicians →", *short, "Total"],
+            caption=f"{name}: units rated by a judge (rows) and by the clinicians' consensus (columns)",
+        )
+        for label, row in zip(short, m, strict=True):
+            t.rows.append([label, *(str(x) for x in row), str(sum(row))])
+        t.rows.append(["Total", *(str(sum(col)) for col in zip(*m, strict=True)), str(sum(map(sum, m)))])
+        t.emphasise.add(len(t.rows) - 1)
+        tables.append(t)
+    return tables
+
+
+def agreement_humans_text(result: dict[str, Any]) -> str:
+    """`vera agreement RATINGS_FILE`: the raters' agreement with one another."""
+    header = (
+        f"Agreement among {result['n_human_raters']} raters ({_per_item(result)} per item) on "
+        f"{result['n_human_items']} items ({result['ratings_file']}); Not Relevant {_nr_label(result['nr'])}."
+    )
+    return render([header, rich_table(_human_table(result))])
+
+
+def agreement_against_text(result: dict[str, Any]) -> str:
+    """`vera agreement RATINGS_FILE --against RUN_DIR`: the judges against the raters'
+    consensus, per judge when there are several, the confusion matrices and the raters'
+    own agreement."""
+    b = result["bootstrap"]
+    level = round(b["confidence"] * 100)
+    lines = [
+        f"Judges of {result['run_id']} against the majority of {result['n_human_raters']} raters "
+        f"({_per_item(result)} per item; {result['ratings_file']}); Not Relevant {_nr_label(result['nr'])}.",
+        f"{result['n_items']} items judged and rated; {result['n_ties']} tied consensus ratings "
+        + (
+            "left out (--ties severest settles them)"
+            if result["ties"] == "exclude"
+            else "settled to the most severe"
+        )
+        + f"; {result['n_items_unjudged']} rated items not judged; "
+        f"{result['n_conversations_unmatched']} judged conversations without human ratings.",
+        f"Intervals: {level}% bootstrap over items, {b['n_resamples']} resamples, seed {b['seed']}.",
+    ]
+    stats = ("krippendorff_alpha", "gwet_ac1", "percent_agreement", "cohen_kappa")
+    headers = ["Dimension", "Krippendorff's alpha", "Gwet's AC1", "Percent agreement", "Cohen's kappa"]
+
+    def table(caption: str, judge: str | None) -> Table:
+        t = Table([*headers, "Items", "Pairs"], caption=caption)
+        for name, block in [*result["dimensions"].items(), (OVERALL, result["overall"])]:
+            if judge is not None:
+                block = block["judges"].get(judge)
+                if block is None:
+                    continue
+            t.rows.append(
+                [
+                    name,
+                    *(_with_interval(block, s) for s in stats),
+                    str(block["n_items"]),
+                    str(block["n_pairs"]),
+                ]
+            )
+        return t
+
+    tables = [table("Consensus vs judges (all judges pooled)", None)]
+    judges = sorted(result["overall"]["judges"])
+    if len(judges) > 1:
+        tables += [table(f"Consensus vs {j}", j) for j in judges]
+    tables += confusion_tables(result["confusion"])
+    tables.append(_human_table(result["humans"], caption="Among the human raters (for reference)"))
+    legend = "BP Best Practice · SUB Suboptimal but Low Potential for Harm · HPH High Potential for Harm · NR Not Relevant"
+    return render(["\n".join([*lines, legend]), *(rich_table(t) for t in tables)])
+
+
+def _human_table(result: dict[str, Any], caption: str | None = None) -> Table:
+    t = Table(
+        [
+            "Dimension",
+            "Krippendorff's alpha",
+            "Gwet's AC1",
+            "Percent agreement",
+            "Mean Cohen's kappa",
+            "Unanimous",
+            "Items",
+            "Ratings",
+            "Raters",
+        ],
+        caption=caption,
+    )
+    for name, b in [*result["dimensions"].items(), ("Overall", result["overall"])]:
+        t.rows.append(
+            [
+                name,
+                _f3(b["krippendorff_alpha"]),
+                _f3(b["gwet_ac1"]),
+                _f3(b["percent_agreement"]),
+                _f3(b["mean_cohen_kappa"]),
+                _f3(b["unanimous"]),
+                str(b["n_items"]),
+                str(b["n_ratings"]),
+                str(b["n_raters"]),
+            ]
+        )
+    return t
+
+
+def _per_item(result: dict[str, Any]) -> str:
+    low, high = result["raters_per_item"]
+    return str(low) if low == high else f"{low}–{high}"
+
+
+def _nr_label(nr: str) -> str:
+    return "counted as a rating" if nr == "category" else "treated as missing"
+
+
+def _f3(x: float | None) -> str:
+    return "–" if x is None or math.isnan(x) else f"{x:.3f}"
+
+
+def _with_interval(block: dict[str, Any], name: str) -> str:
+    value = block[name]
+    if value is None:
+        return "–"
+    return f"{_f3(value)} [{_f3(block[f'{name}_lo'])}, {_f3(block[f'{name}_hi'])}]"
