@@ -356,10 +356,17 @@ class RemoteNotAllowed(UserError):
     """`--host` names an address other machines can reach, without `--allow-remote`."""
 
 
-def check_host(host: str, *, allow_remote: bool) -> None:
+REMOTE_REFUSAL = (
+    "--host {host} would serve every transcript to the network without a password; "
+    "add --allow-remote if that is intended"
+)
+
+
+def check_host(host: str, *, allow_remote: bool, refusal: str = REMOTE_REFUSAL) -> None:
     """Refuse a host that is not loopback unless remote access was asked for by name:
     the transcripts are sensitive and the viewer has no password, so serving them to
-    the network takes two deliberate words, not one."""
+    the network takes two deliberate words, not one. Checked before anything is bound;
+    `refusal` (with `{host}`) says what that server would expose."""
     if allow_remote:
         return
     try:
@@ -367,10 +374,7 @@ def check_host(host: str, *, allow_remote: bool) -> None:
     except socket.gaierror as e:
         raise UserError(f"--host {host}: cannot resolve it ({e.strerror})") from None
     if not infos or not all(is_loopback(str(info[4][0])) for info in infos):
-        raise RemoteNotAllowed(
-            f"--host {host} would serve every transcript to the network without a password; "
-            "add --allow-remote if that is intended"
-        )
+        raise RemoteNotAllowed(refusal.format(host=host))
 
 
 def bind(host: str, port: int) -> socket.socket:

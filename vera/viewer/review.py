@@ -52,6 +52,7 @@ from vera.viewer.app import (
     _safe_headers,
     _serve_until_stopped,
     bind,
+    check_host,
     host_names,
 )
 
@@ -367,6 +368,11 @@ async def _writes_guarded(request: web.Request, handler: Handler) -> web.StreamR
 # Serving
 # ---------------------------------------------------------------------------------------
 
+REVIEW_REMOTE_REFUSAL = (
+    "--host {host} is not this machine only: the review would show transcripts to the "
+    "network and take ratings from it; add --allow-remote if that is what you want"
+)
+
 REMOTE_WARNING = """\
 WARNING: vera review is serving transcripts to the network at {url}, and taking ratings
 WARNING: from it: anyone who can reach this machine on port {port} can read the sampled
@@ -392,15 +398,10 @@ def serve_review(
     out = out or sys.stdout
     err = err or sys.stderr
     started = time.perf_counter()
+    check_host(host, allow_remote=allow_remote, refusal=REVIEW_REMOTE_REFUSAL)
     session = ReviewSession.open(run_dir, rater, size=size, width=width, seed=seed)
     sock = bind(host, port)
     url, allowed = host_names(sock)
-    if not allowed and not allow_remote:
-        sock.close()
-        raise UserError(
-            f"--host {host} is not this machine only: the review would show transcripts to the "
-            "network and take ratings from it; add --allow-remote if that is what you want"
-        )
     if not allowed:
         print(REMOTE_WARNING.format(url=url, port=sock.getsockname()[1]), file=err, flush=True)
     left = len(session.order) - session.rated
