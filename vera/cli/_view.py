@@ -4,34 +4,57 @@ rating a sample of them, or taking them as a table."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from vera.errors import ConfigError
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def serve_options(page: str, exposure: str) -> Callable[[F], F]:
+    """The options of a command that serves pages from this machine: `--port`,
+    `--host`, `--allow-remote` (what serving to the network would expose: `exposure`)
+    and `--open` (the `page` in the default browser)."""
+
+    def decorate(command: F) -> F:
+        for option in reversed(
+            [
+                click.option(
+                    "--port",
+                    type=click.IntRange(0, 65535),
+                    default=0,
+                    show_default=True,
+                    help="Port to listen on; 0 picks a free one.",
+                ),
+                click.option(
+                    "--host",
+                    default="127.0.0.1",
+                    show_default=True,
+                    help="Address to listen on; anything but a loopback address needs --allow-remote as well.",
+                ),
+                click.option(
+                    "--allow-remote",
+                    is_flag=True,
+                    help=f"Allow a --host other machines can reach ({exposure}).",
+                ),
+                click.option(
+                    "--open", "open_browser", is_flag=True, help=f"Open the {page} in the default browser."
+                ),
+            ]
+        ):
+            command = option(command)
+        return command
+
+    return decorate
+
 
 @click.command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True))
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=0,
-    show_default=True,
-    help="Port to listen on; 0 picks a free one.",
-)
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Address to listen on. Anything but a loopback address needs --allow-remote as well.",
-)
-@click.option(
-    "--allow-remote",
-    is_flag=True,
-    help="Allow a --host other machines can reach (they can then read every transcript, without a password).",
-)
-@click.option("--open", "open_browser", is_flag=True, help="Open the viewer in the default browser.")
+@serve_options("viewer", "they can then read every transcript, without a password")
 def view(run_dirs: tuple[str, ...], port: int, host: str, allow_remote: bool, open_browser: bool) -> None:
     """Browse the conversations of one or more runs in a local, read-only web app.
 
@@ -72,25 +95,7 @@ def view(run_dirs: tuple[str, ...], port: int, host: str, allow_remote: bool, op
     show_default=True,
     help="Seed of the sample and of your order; raters who share a sample share a seed.",
 )
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=0,
-    show_default=True,
-    help="Port to listen on; 0 picks a free one.",
-)
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Address to listen on; anything but a loopback address needs --allow-remote.",
-)
-@click.option(
-    "--allow-remote",
-    is_flag=True,
-    help="Allow a --host other than this machine (transcripts and ratings cross the network).",
-)
-@click.option("--open", "open_browser", is_flag=True, help="Open the review in the default browser.")
+@serve_options("review", "transcripts and ratings cross the network")
 def review(
     run_dir: str,
     rater: str,
