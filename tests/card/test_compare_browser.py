@@ -9,21 +9,18 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from vera.cli._main import main
-
+from ..viewer.conftest import invoke_vera
 from ..viewer.test_browser import browser, page_at  # noqa: F401  (fixtures)
 
 
 @pytest.fixture
 def compared(offline_run, tmp_path) -> tuple[Path, dict]:
-    # Made before the browser fixture starts Playwright (see test_card_browser.py).
     page_path = tmp_path / "compare.html"
     args = ["compare", str(offline_run), "--resamples", "200"]
-    made = CliRunner().invoke(main, [*args, "--html", str(page_path)])
+    made = invoke_vera(*args, "--html", str(page_path))
     assert made.exit_code == 0, made.output
-    data = CliRunner().invoke(main, [*args, "--json", "-"])
+    data = invoke_vera(*args, "--json", "-")
     assert data.exit_code == 0, data.output
     return page_path, json.loads(data.stdout)
 

@@ -7,12 +7,13 @@ and a failed judgement."""
 from __future__ import annotations
 
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Final
 
 import msgspec
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from vera import records as rec
 from vera.cli._main import main
@@ -35,8 +36,17 @@ MARKUP_TURN = f"I typed {IMG_TEXT} by mistake, sorry. Everything feels pointless
 MARKUP_REASONING = f'The chatbot answers "{SCRIPT_TEXT}" and ignores "everything feels pointless lately".'
 
 
+def invoke_vera(*args: str) -> Result:
+    """The CLI as a user runs it, on a thread of its own: Playwright's sync API keeps an
+    event loop marked running on the test's thread once a browser fixture has started,
+    and vera's `asyncio.run` refuses to start inside it. On a fresh thread no loop is
+    running, so a test works whichever fixture pytest happens to set up first."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(CliRunner().invoke, main, list(args)).result()
+
+
 def run_vera(*args: str) -> str:
-    result = CliRunner().invoke(main, list(args))
+    result = invoke_vera(*args)
     assert result.exit_code == 0, result.output
     return result.output
 

@@ -55,7 +55,9 @@ class StopSignal:
             try:
                 loop.add_signal_handler(sig, self._signal, name)
                 added.append(sig)
-            except (NotImplementedError, RuntimeError):  # not the main thread, or Windows
+            except (NotImplementedError, RuntimeError, ValueError):
+                # Off the main thread (ValueError: signals are the main thread's), or on
+                # Windows: the run goes on, stoppable only by its caller.
                 pass
         try:
             yield

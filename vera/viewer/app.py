@@ -454,8 +454,9 @@ async def _serve_until_stopped(
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        # Not on Windows: there Ctrl-C arrives as KeyboardInterrupt, caught in `_run`.
-        with contextlib.suppress(NotImplementedError, RuntimeError):
+        # Not on Windows: there Ctrl-C arrives as KeyboardInterrupt, caught in `_run`; not
+        # off the main thread (ValueError): there the caller stops the server.
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(sig, stop.set)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
