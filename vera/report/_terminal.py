@@ -59,7 +59,7 @@ def rich_table(t: Table, width: int | None = None) -> RenderableType:
     room = terminal_width(width)
     groups = column_groups(t, room)
     if len(groups) == 1:
-        return _draw(t, column_widths(t, room))
+        return _draw(t, column_widths(t, room), room)
     parts: list[RenderableType] = []
     for k, cols in enumerate(groups):
         part = Table(
@@ -70,17 +70,17 @@ def rich_table(t: Table, width: int | None = None) -> RenderableType:
         )
         if k:
             parts.append(Text(""))
-        parts.append(_draw(part, column_widths(part, room)))
+        parts.append(_draw(part, column_widths(part, room), room))
     return Group(*parts)
 
 
-def _draw(t: Table, widths: list[int]) -> RichTable:
+def _draw(t: Table, widths: list[int], room: int) -> RichTable:
     table = RichTable(
         box=box.SIMPLE_HEAD,
         show_edge=False,
         pad_edge=False,
         collapse_padding=True,
-        title=t.caption,
+        title=_paragraph(t.caption, room) if t.caption else None,
         title_justify="left",
         title_style=None,
         header_style=None,
@@ -93,6 +93,17 @@ def _draw(t: Table, widths: list[int]) -> RichTable:
     for i, row in enumerate(t.rows):
         table.add_row(*row, style="bold" if i in t.emphasise else None)
     return table
+
+
+def _paragraph(text: str, room: int) -> Text:
+    """Prose (a caption, a legend) wrapped at spaces to the terminal, line by line; a word
+    wider than the terminal (a long path) stays whole on a line of its own, so it can
+    still be copied, where rich would fold it in two."""
+    lines = [
+        textwrap.fill(line, room, break_long_words=False, break_on_hyphens=False) or line
+        for line in text.splitlines()
+    ]
+    return Text("\n".join(lines), overflow="ignore")
 
 
 def _longest_word(texts: Iterable[str]) -> int:
@@ -180,7 +191,9 @@ def render(parts: Iterable[RenderableType | str], width: int | None = None) -> s
     for k, part in enumerate(parts):
         if k:
             console.print()
-        console.print(Text(part) if isinstance(part, str) else part, soft_wrap=False)
+        # Everything is already fitted to the width; soft_wrap keeps rich from folding or
+        # cropping the one thing that cannot fit, a word wider than the terminal.
+        console.print(_paragraph(part, console.width) if isinstance(part, str) else part, soft_wrap=True)
     # No trailing spaces: rich pads cells to their column width.
     return "\n".join(line.rstrip() for line in out.getvalue().splitlines()) + "\n"
 
