@@ -346,7 +346,10 @@ def test_max_wait_stops_as_resumable_and_the_resume_polls_the_same_batches(tmp_p
         first = vera("run", "--config", str(cfg), "--out", str(out), "--quiet", "--max-wait", "0.3")
         assert first.returncode == 3, first.stdout + first.stderr
         assert "Traceback" not in first.stderr
-        assert "stopped early — waited " in first.stdout and "for batches (--max-wait 0.3s)" in first.stdout
+        assert "status: stopped: waited for batches — waited " in first.stdout, first.stdout
+        assert " of --max-wait 0.3s; " in first.stdout and "a resume polls them" in first.stdout
+        card = json.loads((out / "card.json").read_text())
+        assert card["status"]["state"] == "waited" and card["status"]["exit_code"] == 3
         assert f"run --resume {out}" in first.stdout + first.stderr, first.stdout + first.stderr
         # nothing was failed, nothing counted as the chatbot's: the judgements are undone
         assert "failed" not in {j["status"] for j in jsonl(out / "judgements.jsonl")}

@@ -108,3 +108,18 @@ def test_a_partial_merge_stays_partial_even_with_nothing_left_in_its_shards() ->
         allow_failures=0,
     )
     assert status.state == "interrupted" and status.missing_shards == ["2/2"]
+
+
+def test_a_stop_after_max_wait_says_it_waited_for_batches_and_where_they_are() -> None:
+    convs, judgements = records(4, 1)
+    stopped = "waited for batches: 2h of --max-wait 2h; the pending batches stay in batches.jsonl, a resume polls them"
+    status = run_status(manifest(4), convs, judgements, stopped=stopped, allow_failures=0)
+    assert (status.state, status.exit_code) == ("waited", 3)
+    assert status.line() == (
+        "status: stopped: waited for batches — waited 2h of --max-wait 2h; 4 of 4 conversations complete, "
+        "0 failed; 1 of 4 judgements complete, 0 failed; the pending batches stay in batches.jsonl, "
+        "a resume polls them (exit code 3)"
+    )
+    # a wait that ended as the last batch came back leaves a whole run
+    done = run_status(manifest(4), *records(4, 4), stopped=stopped, allow_failures=0)
+    assert (done.state, done.exit_code) == ("complete", 0)

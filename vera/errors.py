@@ -48,7 +48,10 @@ class WaitLimitReached(VeraError):
     """The run has waited its `--max-wait` for pending batches (vera.clients.batching).
     The work waiting on them stays undone, to be resumed (the batches stay in the run's
     journal, so a resume polls them and submits nothing twice); it is neither a provider
-    failure nor the chatbot's."""
+    failure nor the chatbot's. Its message, and the reason the run stopped, start with
+    `PREFIX` (the run status reads it: vera.report._outcome)."""
+
+    PREFIX = "waited for batches: "
 
 
 class UserError(VeraError):

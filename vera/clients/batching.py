@@ -169,7 +169,7 @@ class WaitClock:
         if self.limit_s <= 0 or (waited := self.waited_s()) < self.limit_s:
             return None
         return WaitLimitReached(
-            f"waited {duration(waited)} for batches (--max-wait {duration(self.limit_s)}); "
+            f"{WaitLimitReached.PREFIX}{duration(waited)} of --max-wait {duration(self.limit_s)}; "
             f"the pending batches stay in {JOURNAL_FILE}, a resume polls them"
         )
 

@@ -13,9 +13,11 @@ code  state                  meaning
 2     failed                 the run finished, but more work failed than
                              ``--allow-failures`` allows — or nothing succeeded at all
 3     stopped / budget /     stopped early (a fatal provider error such as a bad key),
-      incomplete             stopped at the run's budget (``--max-cost``: "stopped:
+      waited / incomplete    stopped at the run's budget (``--max-cost``: "stopped:
                              budget reached", with the command that continues with a
-                             larger one), or planned work was never run
+                             larger one), stopped after waiting ``--max-wait`` for
+                             batches ("stopped: waited for batches"; a resume polls
+                             them), or planned work was never run
 4     (gate)                 ``vera compare --gate``: the candidate run is worse than
                              the baseline (a paired interval below −margin)
 130   interrupted            Ctrl-C or SIGTERM
@@ -33,7 +35,7 @@ from typing import Protocol
 
 import msgspec
 
-from vera.errors import BudgetReached
+from vera.errors import BudgetReached, WaitLimitReached
 from vera.records import RunManifest
 
 
@@ -73,12 +75,16 @@ INTERRUPTED_PREFIX = "interrupted"
 # How a sweep's stop reason starts when the run's budget stopped it (vera.clients.budget):
 # "budget reached: $X of $Y spent; continue with a larger budget ...: COMMAND".
 BUDGET_PREFIX = BudgetReached.PREFIX
+# ... and when it waited its --max-wait for batches (vera.clients.batching):
+# "waited for batches: 2h of --max-wait 2h; the pending batches stay in ...".
+WAITED_PREFIX = WaitLimitReached.PREFIX
 
 _LABELS = {
     "complete": "complete",
     "failed": "finished with failed work",
     "stopped": "stopped early",
     "budget": "stopped: budget reached",
+    "waited": "stopped: waited for batches",
     "incomplete": "incomplete",
     "interrupted": "interrupted",
 }
@@ -90,7 +96,7 @@ def state_label(state: str) -> str:
 
 
 class RunStatus(msgspec.Struct, kw_only=True):
-    state: str  # complete | failed | stopped | budget | incomplete | interrupted
+    state: str  # complete | failed | stopped | budget | waited | incomplete | interrupted
     exit_code: int
     summary: str
     missing_shards: list[str] = msgspec.field(default_factory=list)
@@ -181,6 +187,9 @@ def run_status(
         # What was spent, what is done, then how to go on (the command last).
         spent, _, on = stopped.removeprefix(BUDGET_PREFIX).partition("; ")
         return _status("budget", "; ".join(p for p in (spent, done, on) if p), missing)
+    if stopped and stopped.startswith(WAITED_PREFIX):
+        waited, _, where = stopped.removeprefix(WAITED_PREFIX).partition("; ")
+        return _status("waited", "; ".join(p for p in (f"waited {waited}", done, where) if p), missing)
     if stopped:
         return _status("stopped", f"{stopped}; {done}", missing)
     if not_run:
@@ -203,6 +212,7 @@ _CODES = {
     "failed": Exit.FAILED,
     "stopped": Exit.STOPPED,
     "budget": Exit.STOPPED,
+    "waited": Exit.STOPPED,
     "incomplete": Exit.STOPPED,
     "interrupted": Exit.INTERRUPTED,
 }
