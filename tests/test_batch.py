@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -91,6 +92,23 @@ async def test_batch_mode_rates_as_live_mode_does_at_half_the_judge_price(tmp_pa
     tiers = CARDS[batch]["accounting"]["by_role_tier"]
     assert set(tiers) == {"chatbot/standard", "user_agent/standard", "judge/batch"}
     assert tiers["judge/batch"]["cost_usd"] == pytest.approx(round(batch_cost, 4))
+    # ... and says what live mode would have cost: every batched call at its live price
+    judge_calls = [c for c in jsonl(batch / "calls.jsonl") if c["role"] == "judge"]
+    assert all(c["standard_cost_usd"] == pytest.approx(2 * c["cost_usd"]) for c in judge_calls)
+    assert tiers["judge/batch"]["live_cost_usd"] == pytest.approx(round(live_cost, 4), abs=1e-4)
+    assert tiers["chatbot/standard"]["live_cost_usd"] == tiers["chatbot/standard"]["cost_usd"]
+    total = CARDS[batch]["accounting"]["total"]
+    assert total["live_cost_usd"] == pytest.approx(total["cost_usd"] + round(batch_cost, 4), abs=2e-4)
+    assert (
+        CARDS[live]["accounting"]["total"]["live_cost_usd"] == CARDS[live]["accounting"]["total"]["cost_usd"]
+    )
+    card_md = (batch / "card.md").read_text()
+    said = re.search(r"the same calls would have cost \$([0-9.]+), (\d+) % less", card_md)
+    assert said is not None, "the card does not say what live mode would have cost"
+    assert float(said[1]) == pytest.approx(total["live_cost_usd"], rel=0.01)
+    assert int(said[2]) == round(100 * (1 - total["cost_usd"] / total["live_cost_usd"]))
+    assert "Live-mode cost (USD)" in card_md
+    assert "would have cost" not in (live / "card.md").read_text()
     assert set(CARDS[live]["accounting"]["by_role_tier"]) == {
         "chatbot/standard",
         "user_agent/standard",

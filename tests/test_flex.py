@@ -55,6 +55,7 @@ async def test_the_user_agent_at_flex_falls_back_to_standard_and_pays_half_for_f
     for c in user:  # the sweep profiles price input at 1.0 and output at 2.0 per million
         full = (c["usage"]["input_tokens"] + 2 * c["usage"]["output_tokens"]) / 1e6
         assert c["cost_usd"] == pytest.approx(full * (0.5 if c["tier"] == "flex" else 1.0))
+        assert c["standard_cost_usd"] == pytest.approx(full)  # what live mode would have cost
     assert {c["tier"] for c in calls if c["role"] != "user_agent"} == {"standard"}
     logged = next(e for e in jsonl(flex / "events.jsonl") if e.get("event") == "batches")
     assert logged["flex_fallbacks"] == server.injected["flex_unavailable"]

@@ -290,6 +290,14 @@ class CallRecord(msgspec.Struct, gc=False, kw_only=True):
     # The price tier the call was served at: "standard" (a live call), "batch" (a
     # provider's batch API, half price; vera.clients.batching) or "flex".
     tier: str = "standard"
+    # What the call would have cost asked live, at the standard tier's prices: equal to
+    # `cost_usd` for a standard call, more for a batch or flex one. None in call logs
+    # from before it was recorded, read as `cost_usd` (no saving claimed).
+    standard_cost_usd: float | None = None
+
+    @property
+    def live_cost_usd(self) -> float:
+        return self.cost_usd if self.standard_cost_usd is None else self.standard_cost_usd
 
 
 class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):

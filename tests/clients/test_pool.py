@@ -114,3 +114,44 @@ async def test_offline_protocol_uses_make_offline_client_and_still_records(
         "ok",
     )
     assert record.usage.input_tokens == 3
+
+
+# A call of 1M input tokens, 400k of them read from the prompt cache (Anthropic: 100k
+# written to it), and 100k output tokens.
+CACHED = Usage(input_tokens=1_000_000, output_tokens=100_000, cached_input_tokens=400_000)
+WRITTEN = Usage(
+    input_tokens=1_000_000, output_tokens=100_000, cached_input_tokens=400_000, cache_write_tokens=100_000
+)
+
+
+def test_batch_prices_stack_the_cache_discount_where_the_provider_does() -> None:
+    from vera.clients.pool import CachePrices, tier_prices
+
+    live = CachePrices(2.0, 8.0, 0.5)
+    # OpenAI and Anthropic: every rate halves, cache reads included
+    stacked = tier_prices(live, 0.5)
+    assert stacked.cost(CACHED) == pytest.approx(live.cost(CACHED) / 2)
+    assert stacked.cost(CACHED) == pytest.approx((600_000 * 1.0 + 400_000 * 0.25 + 100_000 * 4.0) / 1e6)
+    # Anthropic's cache writes too
+    anthropic = CachePrices(2.0, 8.0, 0.2, cache_write_per_mtok=2.5)
+    assert tier_prices(anthropic, 0.5).cost(WRITTEN) == pytest.approx(anthropic.cost(WRITTEN) / 2)
+    # Gemini: a cache hit keeps the cache rate, the rest halves
+    gemini = tier_prices(live, 0.5, 1.0)
+    assert gemini.cost(CACHED) == pytest.approx((600_000 * 1.0 + 400_000 * 0.5 + 100_000 * 4.0) / 1e6)
+    # no cached price: cached input is input, billed at its live input rate on Gemini
+    plain = tier_prices(CachePrices(2.0, 8.0), 0.5, 1.0)
+    assert plain.cost(CACHED) == pytest.approx((600_000 * 1.0 + 400_000 * 2.0 + 100_000 * 4.0) / 1e6)
+    # ... and the worst case a budget reserves covers the dearest input token
+    assert plain.max_input_per_mtok() == 2.0
+
+
+def test_the_gemini_profile_keeps_cache_hits_at_the_cache_rate_in_batches() -> None:
+    from pathlib import Path
+
+    from vera.inputs import load_profiles
+
+    profiles = load_profiles(Path(__file__).resolve().parents[2] / "providers")
+    gemini = profiles["gemini"]
+    assert (gemini.batch_price_factor, gemini.batch_cached_input_factor) == (0.5, 1.0)
+    assert profiles["openai"].batch_cached_input_factor is None
+    assert profiles["anthropic"].batch_cached_input_factor is None

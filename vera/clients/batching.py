@@ -19,9 +19,10 @@ A request the batch did not answer (expired, cancelled, failed, or an error line
 into the next wave, up to `requeue` times, then live through the account's limited
 client; each is counted (`BatchStats`). None of it is a judgement about the chatbot.
 
-Accounting: each batched reply settles on the meter like a live call, at the profile's
-prices times `price_factor`, with `tier = "batch"`, and on the account's counters (so
-`--max-cost` sees it).
+Accounting: each batched reply settles on the meter like a live call, at the batch
+tier's prices (the profile's scaled as its provider bills batches: vera.clients.pool.
+tier_prices), with `tier = "batch"` and what the call would have cost live beside it,
+and on the account's counters (so `--max-cost` sees it).
 """
 
 from __future__ import annotations
@@ -239,7 +240,7 @@ class BatchingClient:
         settings: BatchSettings,
         *,
         prices: Prices,
-        price_factor: float,
+        standard_prices: Prices,
         on_event: Callable[..., object] | None = None,
         wait: WaitClock | None = None,
     ) -> None:
@@ -248,8 +249,8 @@ class BatchingClient:
         self.live = live
         self.journal = journal
         self.settings = settings
-        self.prices = prices
-        self.price_factor = price_factor
+        self.prices = prices  # the batch tier's
+        self.standard_prices = standard_prices  # the same model's live prices
         self.name = live.name
         self.model = live.model
         self.stats = BatchStats()
@@ -287,7 +288,7 @@ class BatchingClient:
         # joins a wave (vera.clients.budget): a batch never submits what the budget
         # cannot pay. BudgetReached goes up as from a live call.
         budget = self.live.budget
-        worst = self.live.worst_case(request) * self.price_factor if budget is not None else 0.0
+        worst = self.live.worst_case(request, self.prices) if budget is not None else 0.0
         hold = await budget.reserve(worst) if budget is not None and worst > 0 else None
         try:
             for wave in range(self.settings.requeue + 1):
@@ -455,7 +456,7 @@ class BatchingClient:
     def _settle(self, completion: Completion, started: float) -> float:
         """Count an answered request on the account and the recorder's meter; its cost."""
         usage = completion.usage
-        cost = self.prices.cost(usage) * self.price_factor
+        cost = self.prices.cost(usage)
         account = self.live.account
         account.calls += 1
         account.input_tokens += usage.input_tokens
@@ -472,7 +473,8 @@ class BatchingClient:
         meter.attempts = 1
         meter.usage = usage
         meter.cost_usd = cost
-        meter.reasoning_cost_usd = self.prices.reasoning_cost(usage) * self.price_factor
+        meter.standard_cost_usd = self.standard_prices.cost(usage)  # the same call asked live
+        meter.reasoning_cost_usd = self.prices.reasoning_cost(usage)
         meter.tier = "batch"
         return cost
 

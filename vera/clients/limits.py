@@ -434,6 +434,7 @@ class LimitedClient:
         "policy",
         "prices",
         "provider",
+        "standard_prices",
         "tier",
         "timeout_s",
     )
@@ -451,14 +452,18 @@ class LimitedClient:
         budget: Budget | None = None,
         output_cap: int | None = None,
         tier: str = "standard",
+        standard_prices: Prices | None = None,
     ) -> None:
         self.inner = inner
         self.tier = tier  # the price tier its calls are recorded at (prices are that tier's)
+        # The standard tier's prices, for "what live mode would have cost" (flex: its
+        # prices before the tier's discount; standard: `prices` themselves).
         self.account = account
         self.policy = policy
         self.provider = provider
         self.timeout_s = timeout_s
         self.prices = prices or Prices()
+        self.standard_prices = standard_prices or self.prices
         self.name = inner.name
         self.model = inner.model
         self._output_estimate = output_estimate
@@ -473,19 +478,21 @@ class LimitedClient:
         and nothing caps its output."""
         return self.prices.output_per_mtok > 0 and output_bound(params, self.output_cap) is None
 
-    def worst_case(self, request: ChatRequest) -> float:
-        """The most this request may cost (vera.clients.budget); a ConfigError when
-        nothing caps its output (a budget refuses such a role before the run starts)."""
+    def worst_case(self, request: ChatRequest, prices: Prices | None = None) -> float:
+        """The most this request may cost (vera.clients.budget) at `prices` (the client's
+        own by default; a batch asks at its tier's); a ConfigError when nothing caps its
+        output (a budget refuses such a role before the run starts)."""
+        prices = prices or self.prices
         out = output_bound(request.params, self.output_cap)
         if out is None:
-            if self.prices.output_per_mtok <= 0:
+            if prices.output_per_mtok <= 0:
                 out = 0
             else:
                 raise ConfigError(
                     f"profile {self.provider!r}: --max-cost needs a worst case for every priced call, "
                     "and this model's output has no cap: set max_tokens in its [params]"
                 )
-        return self.prices.worst_cost(input_bound(request.messages, request.schema), out)
+        return prices.worst_cost(input_bound(request.messages, request.schema), out)
 
     async def chat(self, request: ChatRequest) -> Completion:
         """`inner.chat` within limits, with retries; see the class docstring."""
@@ -592,6 +599,9 @@ class LimitedClient:
         meter.http_429 = http_429
         meter.usage = usage
         meter.cost_usd = cost
+        meter.standard_cost_usd = (
+            cost if self.standard_prices is self.prices else self.standard_prices.cost(usage)
+        )
         meter.reasoning_cost_usd = self.prices.reasoning_cost(usage)
         meter.uncertain_usd = uncertain
         meter.error = None if error is None else redact(f"{type(error).__name__}: {error}")

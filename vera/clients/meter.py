@@ -29,6 +29,7 @@ class CallMeter:
         "provider",
         "reasoning_cost_usd",
         "settled",
+        "standard_cost_usd",
         "tier",
         "uncertain_usd",
         "usage",
@@ -43,6 +44,7 @@ class CallMeter:
         self.http_429 = 0
         self.usage = Usage()
         self.cost_usd = 0.0
+        self.standard_cost_usd = 0.0  # what the call would have cost at the standard tier
         self.reasoning_cost_usd = 0.0
         self.uncertain_usd = 0.0  # worst cases charged for attempts whose cost is unknown
         self.cached = False

@@ -92,6 +92,24 @@ class CachePrices(Prices, frozen=True, kw_only=True):
         return max(super().max_input_per_mtok(), self.cache_write_per_mtok or 0.0)
 
 
+def tier_prices(prices: Prices, factor: float, cached_factor: float | None = None) -> CachePrices:
+    """A discounted tier's prices (batch, flex): every rate times `factor`, except cached
+    input, times `cached_factor` where the provider bills it apart. OpenAI and Anthropic
+    discount cache reads (and Anthropic's writes) like everything else in a batch; on
+    Gemini the cache discount takes precedence, so cached input keeps its live rate
+    (the profile's `batch_cached_input_factor = 1.0`)."""
+    write = getattr(prices, "cache_write_per_mtok", None)
+    cached = prices.cached_input_per_mtok
+    if cached is None and cached_factor is not None and cached_factor != factor:
+        cached = prices.input_per_mtok  # without a cached price cached input is input
+    return CachePrices(
+        prices.input_per_mtok * factor,
+        prices.output_per_mtok * factor,
+        None if cached is None else cached * (factor if cached_factor is None else cached_factor),
+        cache_write_per_mtok=None if write is None else write * factor,
+    )
+
+
 class ClientPool:
     """Owns the HTTP session and builds (and caches) the limited client for a reference.
 
@@ -307,8 +325,8 @@ class ClientPool:
             limited,
             journal,
             settings,
-            prices=limited.prices,
-            price_factor=profile.batch_price_factor,
+            prices=tier_prices(limited.prices, profile.batch_price_factor, profile.batch_cached_input_factor),
+            standard_prices=limited.prices,
             on_event=on_event,
             wait=self._wait_clock,
         )
@@ -328,7 +346,6 @@ class ClientPool:
             raise ConfigError(f"profile {profile.name!r}: protocol {profile.protocol!r} has no flex tier")
         factor = profile.flex_price_factor
         prices = standard.prices
-        write = getattr(prices, "cache_write_per_mtok", None)
         flex = LimitedClient(
             standard.inner,
             standard.account,
@@ -340,16 +357,12 @@ class ClientPool:
             ),
             provider=profile.name,
             timeout_s=profile.timeout_s,
-            prices=CachePrices(
-                prices.input_per_mtok * factor,
-                prices.output_per_mtok * factor,
-                None if prices.cached_input_per_mtok is None else prices.cached_input_per_mtok * factor,
-                cache_write_per_mtok=None if write is None else write * factor,
-            ),
+            prices=tier_prices(prices, factor),
             output_estimate=max_output(profile.params),
             budget=self.budget,  # a flex call's worst case is reserved at the flex prices
             output_cap=standard.output_cap,
             tier="flex",
+            standard_prices=prices,
         )
         client = FlexClient(flex, standard if fallback == "standard" else None)
         self._flex[(ref, role)] = client

@@ -96,6 +96,7 @@ class RecordingClient:
                 attempts=meter.attempts,
                 usage=meter.usage,
                 cost_usd=meter.cost_usd,
+                standard_cost_usd=meter.standard_cost_usd,
                 reasoning_cost_usd=meter.reasoning_cost_usd,
                 uncertain_usd=meter.uncertain_usd,
                 http_429=meter.http_429,

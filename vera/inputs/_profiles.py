@@ -169,6 +169,10 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     # What a call costs through the provider's batch API, as a share of the prices
     # above (OpenAI and Anthropic both bill batches at half; docs/batch.md).
     batch_price_factor: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.5
+    # Cached input's share of its live price in a batch. None: `batch_price_factor`, the
+    # discounts stack (OpenAI, Anthropic). Gemini bills a cache hit at the cache rate
+    # alone, the batch discount not applied on top: 1.0 in its profile.
+    batch_cached_input_factor: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] | None = None
     # The same for OpenAI's flex tier ([ROLE] service_tier = "flex"): billed at batch rates.
     flex_price_factor: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.5
     # OpenAI's `prompt_cache_key` (one per conversation, so its requests reach the same

@@ -519,12 +519,14 @@ def _accounting(calls: Iterable[CallRecord], manifest: RunManifest, *, unused: i
             b.output_tokens += c.usage.output_tokens
             b.reasoning_tokens += c.usage.reasoning_tokens
             b.cost_usd += c.cost_usd
+            b.live_cost_usd += c.live_cost_usd
             b.reasoning_cost_usd += c.reasoning_cost_usd
             b.retries += max(0, c.attempts - 1)
             b.http_429 += c.http_429
             b.errors += c.status == "error"
     for b in (*by_role.values(), *by_provider.values(), *by_role_tier.values(), total):
         b.cost_usd = round_number(b.cost_usd, 4) or 0.0
+        b.live_cost_usd = round_number(b.live_cost_usd, 4) or 0.0
         b.reasoning_cost_usd = round_number(b.reasoning_cost_usd, 4) or 0.0
     return Accounting(
         total=total,

@@ -33,8 +33,9 @@ from vera.report._improvements import Improvements
 # are grouped), terminal_semantics, reasoning tokens and cost and the spend per price tier
 # in the accounting, fix_first (the improvement report), calibrated (scores corrected by
 # human ratings), arcs and by_session (multi-session runs) and the run state "budget"; all
-# optional, so a card of 3 reads as before.
-CARD_SCHEMA_VERSION = 4
+# optional, so a card of 3 reads as before. 5 added live_cost_usd to every CallTotals
+# (what batch and flex calls would have cost asked live); a card of 4 reads it as 0.
+CARD_SCHEMA_VERSION = 5
 
 
 class Interval(msgspec.Struct, frozen=True, gc=False, array_like=True):
@@ -377,6 +378,9 @@ class CallTotals(msgspec.Struct, gc=False):
     # and where the provider reports no split: Anthropic).
     reasoning_tokens: int = 0
     reasoning_cost_usd: float = 0.0
+    # What the same calls would have cost asked live, at the standard tier (schema 5):
+    # more than cost_usd where batch or flex tiers were used. 0 in cards from before it.
+    live_cost_usd: float = 0.0
 
 
 class AccountLimit(msgspec.Struct, frozen=True, gc=False):

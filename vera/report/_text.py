@@ -261,7 +261,8 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
         ),
         (
             "Cost",
-            f"${num(total.cost_usd)} over {num(total.calls)} model calls{_reasoning_text(card)}{_unused_text(card)}",
+            f"${num(total.cost_usd)} over {num(total.calls)} model calls{_reasoning_text(card)}"
+            f"{_unused_text(card)}{live_cost_text(card)}",
         ),
     ]
     if s.shard:
@@ -700,6 +701,18 @@ def _reasoning_text(card: Card) -> str:
     return f", ${num(total.reasoning_cost_usd)} of it for {num(total.reasoning_tokens)} reasoning tokens"
 
 
+def live_cost_text(card: Card) -> str:
+    """What live mode would have cost, where batch or flex tiers were used ("" where
+    every call was live, or the card predates the figure)."""
+    acc = card.accounting
+    tiers = {key.rpartition("/")[2] for key in acc.by_role_tier}
+    live, spent = acc.total.live_cost_usd, acc.total.cost_usd
+    if tiers <= {"standard"} or live <= 0:
+        return ""
+    saved = f", {100 * (live - spent) / live:.0f} % less" if live > spent else ""
+    return f"; asked live at the standard tier, the same calls would have cost ${num(live)}{saved}"
+
+
 def _unused_text(card: Card) -> str:
     unused = card.accounting.unused_judge_questions
     if not unused:
@@ -720,6 +733,8 @@ ACCOUNTING_COLUMNS = (
     ("errors", "Errors"),
 )
 
+LIVE_COST_COLUMN = ("live_cost_usd", "Live-mode cost (USD)")
+
 
 # Under the table of model calls, so its two reasoning columns are read rightly.
 REASONING_NOTE = (
@@ -731,7 +746,10 @@ REASONING_NOTE = (
 
 def accounting_table(card: Card) -> Table:
     acc = card.accounting
-    t = Table(["Model calls", *(header for _, header in ACCOUNTING_COLUMNS)])
+    columns = list(ACCOUNTING_COLUMNS)
+    if live_cost_text(card):  # only beside batch or flex calls: else it repeats the cost
+        columns.insert(columns.index(("cost_usd", "Cost (USD)")) + 1, LIVE_COST_COLUMN)
+    t = Table(["Model calls", *(header for _, header in columns)])
     rows: list[tuple[str, CallTotals]] = [
         *((f"role: {k}", v) for k, v in acc.by_role.items()),
         *((f"provider: {k}", v) for k, v in acc.by_provider.items()),
@@ -742,7 +760,7 @@ def accounting_table(card: Card) -> Table:
     for label, bucket in rows:
         if label == "Total":
             t.emphasise.add(len(t.rows))
-        t.rows.append([label, *(num(getattr(bucket, key)) for key, _ in ACCOUNTING_COLUMNS)])
+        t.rows.append([label, *(num(getattr(bucket, key)) for key, _ in columns)])
     return t
 
 
