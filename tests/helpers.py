@@ -86,3 +86,10 @@ def persona(name: str = "Robin", risk: str = "High", **fields: str) -> Persona:
 
 def user_prompts():
     return load_user_prompts(FIXTURES / "user_prompts")
+
+
+def widest_line(text: str) -> int:
+    """The width of the widest line of terminal output that could have been wrapped: a
+    line holding a single word wider than the terminal (a path in a deep temporary
+    folder) can only stand whole on its own, so it does not count."""
+    return max((len(line) for line in text.splitlines() if len(line.split()) > 1), default=0)

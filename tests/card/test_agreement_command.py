@@ -21,6 +21,7 @@ from vera.stats import consensus, read_human_ratings
 from vera.store._writer import RunStore
 
 from ..conftest import REFERENCE
+from ..helpers import widest_line
 
 CLINICIANS = REFERENCE / "human_validation" / "clinician_ratings.csv"
 DIMENSIONS = (
@@ -293,4 +294,4 @@ def test_agreement_tables_fit_the_terminal(tmp_path, offline_run, columns):
     ):
         result = CliRunner().invoke(main, args, env=env)
         assert result.exit_code == 0, result.output
-        assert max(len(line) for line in result.stdout.splitlines()) <= columns
+        assert widest_line(result.stdout) <= columns

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from vera.cli._main import main
 from vera.report._outcome import Exit
 
+from ..helpers import widest_line
 from .conftest import run_vera
 
 GOOD, BAD = "offline/best-practice", "offline/risk-ignoring"
@@ -136,4 +137,4 @@ def test_the_gate_report_fits_an_80_column_terminal(runs):
         env={"COLUMNS": "80"},
     )
     assert result.exit_code == 4
-    assert max(len(line) for line in result.output.splitlines()) <= 80
+    assert widest_line(result.output) <= 80

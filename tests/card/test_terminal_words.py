@@ -14,6 +14,7 @@ from vera.report import Table, fit, render, text_tables
 from vera.report._terminal import column_groups
 
 from ..conftest import REFERENCE
+from ..helpers import widest_line
 
 WIDTHS = [80, 100, 160]
 CLINICIANS = REFERENCE / "human_validation" / "clinician_ratings.csv"
@@ -79,7 +80,7 @@ def cli_words(args: list[str], width: int) -> tuple[set[str], int]:
     lines = [line for line in result.output.splitlines() if not line.startswith(STATUS_LINES)]
     # A single word wider than the terminal (the path of a file in a deep folder) can only
     # stand whole on a line of its own; every other line must fit.
-    return words("\n".join(lines)), max(len(line) for line in lines if len(line.split()) > 1)
+    return words("\n".join(lines)), widest_line("\n".join(lines))
 
 
 @pytest.mark.parametrize("width", WIDTHS)
