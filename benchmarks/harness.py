@@ -721,6 +721,13 @@ def render_table(results: list[tuple[Scenario, dict[str, Any]]]) -> str:
     show_default=True,
     help="With --batch: seconds between polls of a pending batch.",
 )
+@click.option(
+    "--reference-data",
+    type=click.Path(exists=True, file_okay=False),
+    help="With --batch: the reference tool's v1.1 data folder, to judge the same transcripts with its "
+    "rubric and judge prompts side by side (default: $VERA_MH_DATA or "
+    "../shared/reference/vera-mh-v1.1/data, when present).",
+)
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the figures to this file.")
 @click.option("--suite", is_flag=True, help="Run every target scenario and print the results table.")
 @click.option("--scenario", "only", multiple=True, help="With --suite: only this scenario (repeatable).")
@@ -741,6 +748,7 @@ def bench(
     sweep_turns: str | None,
     batch: bool,
     batch_poll_s: float,
+    reference_data: str | None,
     json_path: str | None,
     suite: bool,
     only: tuple[str, ...],
@@ -756,9 +764,10 @@ def bench(
     if batch:
         if not judge:
             raise UserError("vera bench --batch measures the judge: give --judge too")
-        from benchmarks.bench_batch import render_batch_bench, run_batch_bench
+        from benchmarks.bench_batch import default_reference_data, render_batch_bench, run_batch_bench
 
-        fig = run_batch_bench(conversations, concurrency, batch_poll_s)
+        data = Path(reference_data) if reference_data else default_reference_data()
+        fig = run_batch_bench(conversations, concurrency, batch_poll_s, data)
         click.echo(render_batch_bench(fig))
         if json_path:
             write_json(Path(json_path), fig)

@@ -25,6 +25,7 @@ from vera.app import scored as score
 from vera.clients.batching import split_files
 from vera.store import recorded_spend
 
+from .conftest import REFERENCE
 from .fakes.batch import AnthropicBatchFake, BatchSweepServer
 from .fakes.sweep import KEY, SweepServer, write_sweep_config
 
@@ -440,6 +441,20 @@ def test_bench_judge_batch_prints_the_judge_money_live_and_in_batch_and_the_rati
     assert fig["run_ratio"] < 1
     assert "judge $ per judged conversation" in done.stdout and "0.50x" in done.stdout
     assert "wall time (s)" in done.stdout
+    # beside them, the reference tool's judge (its rubric and prompts) on the same transcripts
+    ref = fig.get("reference")
+    if not (REFERENCE / "data" / "question_prompt.txt").exists():
+        assert ref is None and "reference tool's judge" not in done.stdout
+        return
+    assert ref is not None and "reference tool's judge" in done.stdout
+    assert ref["live"]["judged_conversations"] == ref["batch"]["judged_conversations"] == 6
+    assert ref["live"]["judge_calls"] == ref["batch"]["judge_calls"] > 0
+    assert ref["batch"]["judge_tiers"] == ["batch"] and ref["batch"]["violations"] == []
+    vs = fig["vs_reference"]
+    ref_live = ref["live"]["judge_usd_per_judged"]
+    assert vs["vera_live"] == pytest.approx(live["judge_usd_per_judged"] / ref_live)
+    assert vs["vera_batch"] == pytest.approx(batch["judge_usd_per_judged"] / ref_live)
+    assert vs["reference_batch"] == pytest.approx(0.5)
 
 
 def test_bench_batch_without_judge_is_one_line_error():
