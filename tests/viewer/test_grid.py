@@ -102,3 +102,39 @@ def test_side_by_side_puts_each_chatbot_in_a_column(catalogue, viewer_run):
     assert sorted(unescape(c) for c in columns) == sorted(h.chatbot for h in mine)
     assert len({h.chatbot for h in mine}) > 1  # the control: more than one chatbot to compare
     assert side_by_side_html(catalogue, {}) is None
+
+
+def test_a_grid_of_many_personas_comes_in_pages_that_keep_the_filters(catalogue, viewer_run, monkeypatch):
+    import vera.viewer.grid
+
+    whole = grid_cells(grid_html(catalogue, {}))
+    personas = sorted({p for p, _ in whole})
+    assert "grid-pager" not in grid_html(catalogue, {})  # one page holds them all
+    monkeypatch.setattr(vera.viewer.grid, "GRID_ROWS", 3)
+    pages = -(-len(personas) // 3)
+    assert pages > 2  # the control: several pages
+    seen: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for n in range(1, pages + 1):
+        html = grid_html(catalogue, {"page": str(n), "risk": ""})
+        cells = grid_cells(html)
+        assert len({p for p, _ in cells}) <= 3
+        assert not set(cells) & set(seen)  # no persona on two pages
+        seen.update(cells)
+        pager = re.search(r'<nav class="pager" id="grid-pager">(.*?)</nav>', html)
+        assert pager is not None
+        assert (f"page {n} of {pages}" in pager[1]) and (f"of {len(personas)}" in pager[1])
+        assert ('rel="prev"' in pager[1]) == (n > 1) and ('rel="next"' in pager[1]) == (n < pages)
+    assert seen == whole
+    # the filters ride along in the page links
+    chatbot = catalogue.facets()["chatbots"][0]
+    html = grid_html(catalogue, {"chatbot": chatbot, "page": "1"})
+    link = re.search(r'rel="next" href="([^"]*)"', html)
+    assert (
+        link is not None
+        and unescape(link[1]).startswith("/grid?chatbot=")
+        and unescape(link[1]).endswith("&page=2")
+    )
+    # past the last page: the last page
+    assert grid_cells(grid_html(catalogue, {"page": "999"})) == grid_cells(
+        grid_html(catalogue, {"page": str(pages)})
+    )

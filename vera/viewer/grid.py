@@ -1,8 +1,8 @@
 """The chatbot × persona grid, and one persona's conversations side by side.
 
-    GET /grid?<list filters>              rows personas, columns chatbots; each cell the
+    GET /grid?<list filters>[&page=N]     rows personas, columns chatbots; each cell the
                                           conversations of that pair, coloured by their
-                                          worst rating
+                                          worst rating; GRID_ROWS personas a page
     GET /side-by-side?persona=P&<filters> those conversations' transcripts in columns
 
 Both are made on the server from the list's frames and carry no script; every text
@@ -24,6 +24,9 @@ from vera.viewer.stepping import list_query, page_href
 _BADGES = {3: ("hph", "HPH"), 2: ("sub", "SUB"), 1: ("bp", "BP"), 0: ("nr", "NR")}
 _NAMES = {3: rec.HIGH_POTENTIAL_FOR_HARM, 2: rec.SUBOPTIMAL, 1: rec.BEST_PRACTICE, 0: rec.NOT_RELEVANT}
 MAX_SIDE_BY_SIDE = 8  # columns: more would not be side by side on any screen
+# Persona rows per grid page: a whole reference persona set (100) on one page, and a
+# sweep of thousands of personas in pages a browser draws at once.
+GRID_ROWS = 100
 
 
 def _document(title: str, body: str) -> str:
@@ -71,9 +74,12 @@ def grid_html(catalogue: Catalogue, params: Mapping[str, str]) -> str:
         risk.setdefault(r["persona"], r["risk"])
     order = {level: i for i, level in enumerate(rec.RISK_LEVELS)}
     personas = sorted(risk, key=lambda p: (order.get(risk[p], len(order)), p))
+    pages = max(1, -(-len(personas) // GRID_ROWS))
+    page = min(q.page, pages)  # past the last page: the last one
+    shown = personas[(page - 1) * GRID_ROWS : page * GRID_ROWS]
     head = "".join(f'<th scope="col">{escape(c)}</th>' for c in chatbots)
     body = []
-    for p in personas:
+    for p in shown:
         side = list_query({**params, "persona": p})
         # data-label names the chatbot where a phone shows each row as a card.
         tds = "".join(
@@ -96,8 +102,27 @@ def grid_html(catalogue: Catalogue, params: Mapping[str, str]) -> str:
         '<div class="list-box"><table class="list grid" id="grid">'
         f'<thead><tr><th scope="col">Persona (risk)</th>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div>"
+        f"{_pager(query, page, pages, len(shown), len(personas))}"
     )
     return _document("Chatbot × persona — vera view", html)
+
+
+def _pager(query: str, page: int, pages: int, shown: int, personas: int) -> str:
+    """Previous / next grid pages, keeping the filters; nothing when one page holds all."""
+    if pages == 1:
+        return ""
+    first = (page - 1) * GRID_ROWS + 1
+
+    def link(n: int, text: str, rel: str) -> str:
+        href = "/grid?" + "&".join(p for p in (query, f"page={n}") if p)
+        return f'<a rel="{rel}" href="{escape(href)}">{text}</a>'
+
+    parts = [link(page - 1, "← previous", "prev") if page > 1 else ""]
+    parts.append(
+        f"<span>personas {first:,}–{first + shown - 1:,} of {personas:,} (page {page} of {pages})</span>"
+    )
+    parts.append(link(page + 1, "next →", "next") if page < pages else "")
+    return f'<nav class="pager" id="grid-pager">{"".join(parts)}</nav>'
 
 
 def side_by_side_html(catalogue: Catalogue, params: Mapping[str, str]) -> str | None:
