@@ -47,7 +47,7 @@ from vera.records import Completion
 
 JOURNAL_FILE = "batches.jsonl"
 # The protocols whose batch API vera speaks (vera.clients.batch_openai, batch_anthropic).
-BATCH_PROTOCOLS = frozenset({"openai", "anthropic"})
+BATCH_PROTOCOLS = frozenset({"openai", "azure_openai", "anthropic"})
 # Polls that fail in a row (the provider unreachable) before a batch's requests are
 # given up on and go to the next wave.
 MAX_POLL_FAILURES = 20
