@@ -29,6 +29,7 @@ from vera.cli._main import main
 
 from .clients import runs
 from .fakes.batch_azure import AzureBatchFake
+from .fakes.batch_gemini import GeminiBatchFake
 from .fakes.protocols import FakeServer, serve_in_thread
 from .test_batch import BATCH, jsonl, verdicts
 
@@ -180,10 +181,119 @@ def test_azure_fake_refuses_what_azure_refuses(tmp_path):
     assert any("not a Global-Batch deployment" in v for v in server.violations)
 
 
+# -- Gemini batch mode -----------------------------------------------------------------
+
+
+def judge_cost(out: Path) -> float:
+    return sum(c["cost_usd"] for c in jsonl(out / "calls.jsonl") if c["role"] == "judge")
+
+
+def test_gemini_batch_mode_rates_as_live_gemini_does_at_half_the_judge_price(tmp_path):
+    live = run(tmp_path / "live", "gemini", GeminiBatchFake(key=runs.KEY))
+    server = GeminiBatchFake(key=runs.KEY, polls_to_complete=3)
+    batch = run(tmp_path / "batch", "gemini", server, BATCH)
+    assert server.violations == []
+    assert server.created and all(n == 1 for n in server.submitted.values())
+    assert len(server.created) > 1  # one wave per step of the rubric walk
+    assert verdicts(batch) == verdicts(live)
+    assert all(v[0] == "complete" for v in verdicts(batch).values())
+    assert judge_tiers(live) == {"standard"} and judge_tiers(batch) == {"batch"}
+    # the same requests, so the same tokens: the judge's bill is exactly halved
+    assert judge_cost(batch) == pytest.approx(judge_cost(live) * 0.5)
+    # no judge question went live
+    live_bodies = [r.json for r in server.received if r.path.endswith(":generateContent")]
+    assert live_bodies and not any(
+        (b.get("generationConfig") or {}).get("responseMimeType") for b in live_bodies
+    )
+    # the wire: the create call on the model's URL, polls on the batch's name, the key
+    # in the x-goog-api-key header and never in the URL
+    paths = {(method, path) for method, path, _, _ in server.batch_calls}
+    assert ("POST", "/v1beta/models/gemini-2.5-flash:batchGenerateContent") in paths
+    assert {p for m, p in paths if m == "GET"} == {f"/v1beta/{name}" for name, _ in server.created}
+    for _, _, query, headers in server.batch_calls:
+        assert query == {} and headers["x-goog-api-key"] == runs.KEY
+    body = json.loads(server.bodies[0])
+    assert set(body) == {"batch"} and set(body["batch"]) == {"displayName", "inputConfig"}
+    item = body["batch"]["inputConfig"]["requests"]["requests"][0]
+    assert set(item) == {"request", "metadata"} and item["metadata"]["key"].startswith("vera-")
+    assert item["request"]["generationConfig"]["responseMimeType"] == "application/json"
+    assert "contents" in item["request"] and "systemInstruction" in item["request"]
+    # the states as Gemini names them, each batch's life in the event log
+    events = jsonl(batch / "events.jsonl")
+    first = [
+        e["status"]
+        for e in events
+        if e.get("event") == "batch_state" and e["batch_id"] == server.created[0][0]
+    ]
+    assert first == ["pending", "running", "succeeded"]
+    journal = jsonl(batch / "batches.jsonl")
+    assert [e["batch_id"] for e in journal if e["event"] == "created"] == [b for b, _ in server.created]
+    assert {e["status"] for e in journal if e["event"] == "ended"} == {"succeeded"}
+    no_key_in(batch)
+
+
+def test_gemini_expired_batches_and_failed_requests_go_to_the_next_wave(tmp_path):
+    live = run(tmp_path / "live", "gemini", GeminiBatchFake(key=runs.KEY))
+    server = GeminiBatchFake(key=runs.KEY, polls_to_complete=1, expire_batches=1, error_rate=0.3)
+    batch = run(tmp_path / "batch", "gemini", server, BATCH)
+    assert server.failed_keys, "nothing failed: the test proves nothing"
+    assert server.violations == []
+    assert verdicts(batch) == verdicts(live)
+    assert all(v[0] == "complete" for v in verdicts(batch).values())
+    # each unanswered request was asked once more, in a later batch, and answered there
+    assert all(server.submitted[key] == 2 for key in server.failed_keys)
+    ended = [e["status"] for e in jsonl(batch / "batches.jsonl") if e["event"] == "ended"]
+    assert ended[0] == "expired" and "succeeded" in ended
+    logged = [e for e in jsonl(batch / "events.jsonl") if e.get("event") == "batches"]
+    assert logged[0]["requeued"] == len(server.failed_keys) and logged[0]["live"] == 0
+
+
+def test_gemini_fake_refuses_what_the_api_refuses():
+    import asyncio
+
+    import aiohttp
+
+    server = GeminiBatchFake(key=runs.KEY, max_bytes=4000)
+    server.expect_violations = True
+
+    def item(key: str, model: str | None = None, text: str = "hi") -> dict[str, Any]:
+        request: dict[str, Any] = {"contents": [{"role": "user", "parts": [{"text": text}]}]}
+        if model:
+            request["model"] = model
+        return {"request": request, "metadata": {"key": key}}
+
+    def create(*items: dict[str, Any], name: str = "x") -> dict[str, Any]:
+        return {"batch": {"displayName": name, "inputConfig": {"requests": {"requests": list(items)}}}}
+
+    async def status(body: dict[str, Any], headers: dict[str, str]) -> int:
+        async with aiohttp.ClientSession() as http:
+            url = f"{server.root}/v1beta/models/gemini-2.5-flash:batchGenerateContent"
+            async with http.post(url, json=body, headers=headers) as r:
+                return r.status
+
+    async def main_() -> list[int]:
+        async with server:
+            key = {"x-goog-api-key": runs.KEY}
+            return [
+                await status(create(item("a"), item("b", model="models/gemini-2.5-flash")), key),
+                await status(create(item("a")), {}),
+                await status(create(item("a"), item("a")), key),
+                await status(create(item("a", model="models/gemini-2.5-pro")), key),
+                await status(create(item("a", text="x" * 5000)), key),
+                await status(create(item("a"), name=""), key),
+            ]
+
+    assert asyncio.run(main_()) == [200, 400, 400, 400, 400, 400]
+    assert any("duplicate metadata.key" in v for v in server.violations)
+    assert any("not the batch's model" in v for v in server.violations)
+    assert any("exceeds the limit" in v for v in server.violations)
+
+
 # -- resume after kill -9, for every provider --------------------------------------------
 
 FAKES: dict[str, Callable[..., FakeServer]] = {
     "azure": lambda **kw: AzureBatchFake(key=runs.KEY, **kw),
+    "gemini": lambda **kw: GeminiBatchFake(key=runs.KEY, **kw),
 }
 
 

@@ -50,8 +50,9 @@ AZURE_ENDPOINT = "/chat/completions"
 MAX_REQUESTS = 50_000
 MAX_BYTES = 200 * 1024 * 1024
 AZURE_MAX_REQUESTS = 100_000
-# A batch's final statuses: OpenAI's, and Anthropic's one "ended" (vera.clients.batch_anthropic).
-ENDED = frozenset({"completed", "failed", "expired", "cancelled", "ended"})
+# A batch's final statuses: OpenAI's (and Azure's), Anthropic's one "ended"
+# (vera.clients.batch_anthropic) and Gemini's "succeeded" (vera.clients.batch_gemini).
+ENDED = frozenset({"completed", "failed", "expired", "cancelled", "ended", "succeeded"})
 
 
 class BatchState(msgspec.Struct, kw_only=True):

@@ -35,6 +35,9 @@ from vera.clients.base import ChatClient
 from vera.clients.batch_anthropic import MAX_BYTES as ANTHROPIC_MAX_BYTES
 from vera.clients.batch_anthropic import MAX_REQUESTS as ANTHROPIC_MAX_REQUESTS
 from vera.clients.batch_anthropic import AnthropicBatchAPI
+from vera.clients.batch_gemini import MAX_BYTES as GEMINI_MAX_BYTES
+from vera.clients.batch_gemini import MAX_REQUESTS as GEMINI_MAX_REQUESTS
+from vera.clients.batch_gemini import GeminiBatchAPI
 from vera.clients.batch_openai import AZURE_MAX_REQUESTS, OpenAIBatchAPI
 from vera.clients.batching import (
     BatchAPI,
@@ -317,6 +320,13 @@ class ClientPool:
                 settings,
                 max_requests=min(settings.max_requests, ANTHROPIC_MAX_REQUESTS),
                 max_bytes=min(settings.max_bytes, ANTHROPIC_MAX_BYTES),
+            )
+        elif profile.protocol == "gemini" and isinstance(inner, GeminiClient):
+            api = GeminiBatchAPI(self._session, profile.endpoint, inner)
+            settings = msgspec.structs.replace(
+                settings,
+                max_requests=min(settings.max_requests, GEMINI_MAX_REQUESTS),
+                max_bytes=min(settings.max_bytes, GEMINI_MAX_BYTES),
             )
         else:
             raise ConfigError(

@@ -171,7 +171,7 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     price_cached_input_per_mtok: NonNegative | None = None
     price_cache_write_per_mtok: NonNegative | None = None  # Anthropic cache writes; default: input price
     # What a call costs through the provider's batch API, as a share of the prices
-    # above (OpenAI, Azure OpenAI and Anthropic all bill batches at half; docs/batch.md).
+    # above (OpenAI, Azure OpenAI, Anthropic and Gemini all bill batches at half; docs/batch.md).
     batch_price_factor: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.5
     # Cached input's share of its live price in a batch. None: `batch_price_factor`, the
     # discounts stack (OpenAI, Anthropic). Gemini bills a cache hit at the cache rate
