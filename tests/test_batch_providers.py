@@ -248,6 +248,38 @@ def test_gemini_expired_batches_and_failed_requests_go_to_the_next_wave(tmp_path
     assert logged[0]["requeued"] == len(server.failed_keys) and logged[0]["live"] == 0
 
 
+def test_gemini_a_wave_over_the_inline_limit_goes_as_a_requests_file(tmp_path, monkeypatch):
+    from vera.clients import batch_gemini
+
+    live = run(tmp_path / "live", "gemini", GeminiBatchFake(key=runs.KEY))
+    # Every wave over the inline limit; the fake refuses any create call over 2 kB, so
+    # no request can have gone inline.
+    monkeypatch.setattr(batch_gemini, "INLINE_BYTES", 1)
+    server = GeminiBatchFake(key=runs.KEY, polls_to_complete=2, error_rate=0.3, max_bytes=2000)
+    batch = run(tmp_path / "batch", "gemini", server, BATCH)
+    assert server.violations == []
+    assert server.failed_keys, "no error line: the test proves nothing"
+    assert verdicts(batch) == verdicts(live)
+    assert all(v[0] == "complete" for v in verdicts(batch).values())
+    assert all(b["from_file"] for b in server.batches.values())
+    assert all(server.submitted[key] == 2 for key in server.failed_keys)
+    # the wire: the resumable upload's start and finish, the create naming the file, the
+    # responses file downloaded; the key in the header on every call, never in the URL
+    calls = [(m, p, q.get("upload_id", "") or q.get("alt", "")) for m, p, q, _ in server.batch_calls]
+    assert ("POST", "/upload/v1beta/files", "") in calls and ("POST", "/upload/v1beta/files", "u1") in calls
+    assert any(m == "GET" and p.startswith("/download/v1beta/files/") and q == "media" for m, p, q in calls)
+    for _, _, query, headers in server.batch_calls:
+        assert "key" not in query and headers["x-goog-api-key"] == runs.KEY
+    starts = [h for m, p, q, h in server.batch_calls if h.get("x-goog-upload-command") == "start"]
+    assert starts[0]["x-goog-upload-protocol"] == "resumable"
+    assert starts[0]["x-goog-upload-header-content-type"] == "application/jsonl"
+    requests_file = server.files["files/requests-0001"].splitlines()
+    assert int(starts[0]["x-goog-upload-header-content-length"]) == len(server.files["files/requests-0001"])
+    assert all(set(json.loads(line)) == {"key", "request"} for line in requests_file)
+    assert json.loads(server.bodies[0])["batch"]["inputConfig"] == {"fileName": "files/requests-0001"}
+    no_key_in(batch)
+
+
 def test_gemini_fake_refuses_what_the_api_refuses():
     import asyncio
 

@@ -2,22 +2,30 @@
 
 `GeminiBatchFake` is the answering generateContent fake plus:
 
-    POST /v1beta/models/{model}:batchGenerateContent   inline requests -> an operation
+    POST /v1beta/models/{model}:batchGenerateContent   inline requests, or a requests
+                                                       file's name -> an operation
     GET  /v1beta/batches/{id}                          BATCH_STATE_PENDING -> RUNNING ->
                                                        SUCCEEDED after `polls_to_complete` polls
+    POST /upload/v1beta/files                          the File API's resumable upload:
+                                                       start, then `upload, finalize`
+    GET  /download/v1beta/files/{id}:download?alt=media  a file's bytes
 
 The rules, as the API reference and batch guide document them: the key in
 `x-goog-api-key`; `batch.displayName` given; `batch.inputConfig.requests.requests` a
-non-empty list of `{request, metadata}` whose `metadata.key` is unique; a request's
-`model`, if it names one, is the URL's (the model is in the URL: one per batch); the
-whole create call under 20 MB (`max_bytes`) for inline requests; each `request` a valid
-GenerateContentRequest by the live fake's own rules. A call that breaks one is refused
+non-empty list of `{request, metadata}` whose `metadata.key` is unique, or
+`inputConfig.fileName` an uploaded file of `{key, request}` lines with unique keys; a
+request's `model`, if it names one, is the URL's (the model is in the URL: one per
+batch); the whole create call under 20 MB (`max_bytes`), a file under 2 GB
+(`max_file_bytes`); each `request` a valid GenerateContentRequest by the live fake's
+own rules. An upload states its size and type at the start, and sends exactly that
+many bytes. A call that breaks one is refused
 with 400 INVALID_ARGUMENT and the rule kept in `violations`.
 
 Each request is answered by the live handler's logic (as if POSTed to
 `{model}:generateContent`), so a batched request gets the reply it gets live; results
-come back shuffled, each with its request's metadata, both under `response` (the
-operation's result) and `metadata.output`, as the API returns them. `expire_batches`
+come back shuffled, each with its request's key: inline under `response` (the
+operation's result) and `metadata.output`, as the API returns them, or, for a batch
+made from a file, in a responses file of `{key, response | error}` lines. `expire_batches`
 makes the first N batches end BATCH_STATE_EXPIRED without results; `error_rate` answers
 a share of requests (by a hash of their key, first submission only) with an error
 status instead of a response.
@@ -50,9 +58,13 @@ class GeminiBatchFake(AnsweringGemini):
         expire_batches: int = 0,
         error_rate: float = 0.0,
         max_bytes: int = INLINE_LIMIT,
+        max_file_bytes: int = 2 * 1000 * 1000 * 1000,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.max_file_bytes = max_file_bytes
+        self.files: dict[str, bytes] = {}
+        self._uploads: dict[str, int] = {}  # upload id -> the size announced at the start
         self.polls_to_complete = polls_to_complete
         self.expire_batches = expire_batches
         self.error_rate = error_rate
@@ -70,6 +82,8 @@ class GeminiBatchFake(AnsweringGemini):
         # Before the live route, whose {call} would take ":batchGenerateContent" too.
         app.router.add_post("/v1beta/models/{model}:batchGenerateContent", self.create)
         app.router.add_get("/v1beta/batches/{id}", self.retrieve)
+        app.router.add_post("/upload/v1beta/files", self.upload)
+        app.router.add_get("/download/v1beta/files/{id}:download", self.download)
         super().routes(app)
 
     def payload(self, request: web.Request, body: dict[str, Any], behaviour: Behaviour, reply: Reply) -> Any:
@@ -104,10 +118,21 @@ class GeminiBatchFake(AnsweringGemini):
         if not (batch.get("displayName") or batch.get("display_name")):
             problems.append("batch.displayName: required")
         config = batch.get("inputConfig") or batch.get("input_config") or {}
-        items = (config.get("requests") or {}).get("requests")
-        if not isinstance(items, list) or not items:
-            problems.append("batch.inputConfig.requests.requests: a non-empty list")
-            items = []
+        file_name = config.get("fileName") or config.get("file_name")
+        if file_name is not None:
+            if file_name not in self.files:
+                problems.append(f"batch.inputConfig.fileName: no file {file_name!r}")
+                items: Any = []
+            else:  # the file's {key, request} lines, as items to check like inline ones
+                lines = [orjson.loads(t) for t in self.files[file_name].splitlines() if t.strip()]
+                items = [{"request": x.get("request"), "metadata": {"key": x.get("key")}} for x in lines]
+                if not items:
+                    problems.append("the requests file is empty")
+        else:
+            items = (config.get("requests") or {}).get("requests")
+            if not isinstance(items, list) or not items:
+                problems.append("batch.inputConfig.requests.requests: a non-empty list")
+                items = []
         keys: list[str] = []
         for n, item in enumerate(items):
             where = f"requests[{n}]"
@@ -132,7 +157,8 @@ class GeminiBatchFake(AnsweringGemini):
             return self.error(400, problems[0])
         name = f"batches/fake{len(self.batches) + 1:04d}"
         self.batches[name] = {"model": model, "items": items, "polls": 0, "state": "BATCH_STATE_PENDING",
-                              "display": batch.get("displayName") or batch.get("display_name"), "output": None}  # fmt: skip
+                              "display": batch.get("displayName") or batch.get("display_name"), "output": None,
+                              "from_file": file_name is not None}  # fmt: skip
         self.created.append((name, keys))
         self.submitted.update(keys)
         return web.json_response(self._operation(name))
@@ -176,7 +202,79 @@ class GeminiBatchFake(AnsweringGemini):
             out.append({"response": self.payload(stand, inner, Reply(), Reply()), "metadata": {"key": key}})
         self._shuffle.shuffle(out)
         batch["state"] = "BATCH_STATE_SUCCEEDED"
-        batch["output"] = {"inlinedResponses": {"inlinedResponses": out}}
+        if batch["from_file"]:  # a responses file of {key, response | error} lines
+            rows = [
+                {"key": r["metadata"]["key"], **{k: v for k, v in r.items() if k != "metadata"}} for r in out
+            ]
+            file_name = f"files/responses-{len(self.files) + 1:04d}"
+            self.files[file_name] = b"".join(orjson.dumps(r) + b"\n" for r in rows)
+            batch["output"] = {"responsesFile": file_name}
+        else:
+            batch["output"] = {"inlinedResponses": {"inlinedResponses": out}}
+
+    async def upload(self, request: web.Request) -> web.Response:
+        """The resumable upload: `start` announces the size and type and gets the URL to
+        send the bytes to; `upload, finalize` sends them (in one piece here)."""
+        if (refused := self._refused(request)) is not None:
+            return refused
+        command = request.headers.get("X-Goog-Upload-Command", "")
+        if command == "start":
+            problems = []
+            if request.headers.get("X-Goog-Upload-Protocol") != "resumable":
+                problems.append("X-Goog-Upload-Protocol: resumable is required")
+            size = request.headers.get("X-Goog-Upload-Header-Content-Length", "")
+            if not size.isdigit():
+                problems.append("X-Goog-Upload-Header-Content-Length: the file's size is required")
+            if not request.headers.get("X-Goog-Upload-Header-Content-Type"):
+                problems.append("X-Goog-Upload-Header-Content-Type is required")
+            body = await request.json()
+            if not isinstance(body, dict) or not isinstance(body.get("file"), dict):
+                problems.append("the start body is {file: {displayName}}")
+            if problems:
+                self.violations.extend(problems)
+                return self.error(400, problems[0])
+            upload_id = f"u{len(self._uploads) + 1}"
+            self._uploads[upload_id] = int(size)
+            # An absolute URL on the real host: the client must aim it at its base URL.
+            url = f"https://generativelanguage.googleapis.com/upload/v1beta/files?upload_id={upload_id}"
+            return web.json_response({}, headers={"X-Goog-Upload-URL": url, "X-Goog-Upload-Status": "active"})
+        if command == "upload, finalize":
+            upload_id = request.query.get("upload_id", "")
+            content = await request.read()
+            problems = []
+            if upload_id not in self._uploads:
+                problems.append(f"no upload {upload_id!r} was started")
+            elif len(content) != self._uploads.pop(upload_id):
+                problems.append("the bytes sent are not the size announced at the start")
+            if request.headers.get("X-Goog-Upload-Offset") != "0":
+                problems.append("X-Goog-Upload-Offset: 0 for a file sent in one piece")
+            if len(content) > self.max_file_bytes:
+                problems.append(f"a file of {len(content)} bytes is over {self.max_file_bytes}")
+            if problems:
+                self.violations.extend(problems)
+                return self.error(400, problems[0])
+            name = f"files/requests-{len(self.files) + 1:04d}"
+            self.files[name] = content
+            meta = {
+                "name": name,
+                "mimeType": "application/jsonl",
+                "sizeBytes": str(len(content)),
+                "state": "ACTIVE",
+            }
+            return web.json_response({"file": meta}, headers={"X-Goog-Upload-Status": "final"})
+        self.violations.append(f"X-Goog-Upload-Command {command!r} is not start or upload, finalize")
+        return self.error(400, "unknown upload command")
+
+    async def download(self, request: web.Request) -> web.Response:
+        if (refused := self._refused(request)) is not None:
+            return refused
+        if request.query.get("alt") != "media":
+            self.violations.append("a download needs alt=media")
+            return self.error(400, "alt=media is required")
+        content = self.files.get(f"files/{request.match_info['id']}")
+        if content is None:
+            return self.error(404, "File not found")
+        return web.Response(body=content, content_type="application/octet-stream")
 
     def _errs(self, key: str) -> bool:
         if not self.error_rate or self.submitted[key] > 1:
