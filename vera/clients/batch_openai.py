@@ -20,27 +20,39 @@ the output file, the rest in the error file), cancelling, cancelled.
 
 The request bodies are the live client's own (`OpenAIClient.request_body`), so a batch
 asks exactly what live mode asks, and the replies are read by the live client's parser.
+
+Azure OpenAI's global batch (`azure_openai` profiles) is the same API under the
+resource, with three differences: every path is `{resource}/openai/...` with the
+profile's `?api-version=` (2024-10-21 or later), the key goes in an `api-key` header, and
+a line's (and the batch's) endpoint is `/chat/completions`, its `body.model` the name of
+a Global-Batch deployment (the live body names none: the deployment is in the live URL).
+Azure's limits: at most 100,000 requests and 200 MB per file, 500 batch files per
+resource; statuses as OpenAI's.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 import msgspec
 
 from vera.clients._transport import JSON_HEADERS, decode, encode, error_from_response, send
 from vera.clients.base import ChatRequest
-from vera.clients.openai import OpenAIClient
+from vera.clients.openai import OpenAIClient, azure_deployment
 from vera.errors import ConnectError, ProviderError
-from vera.inputs import Profile, redact
+from vera.inputs import AzureOptions, Profile, redact
 from vera.records import Completion
 
 ENDPOINT = "/v1/chat/completions"
+AZURE_ENDPOINT = "/chat/completions"
 MAX_REQUESTS = 50_000
 MAX_BYTES = 200 * 1024 * 1024
-# A batch's final statuses: OpenAI's, and Anthropic's one "ended" (vera.clients.batch_anthropic).
-ENDED = frozenset({"completed", "failed", "expired", "cancelled", "ended"})
+AZURE_MAX_REQUESTS = 100_000
+# A batch's final statuses: OpenAI's (and Azure's), Anthropic's one "ended"
+# (vera.clients.batch_anthropic) and Gemini's "succeeded" (vera.clients.batch_gemini).
+ENDED = frozenset({"completed", "failed", "expired", "cancelled", "ended", "succeeded"})
 
 
 class BatchState(msgspec.Struct, kw_only=True):
@@ -80,31 +92,65 @@ class ItemResult(msgspec.Struct, frozen=True):
 
 
 class OpenAIBatchAPI:
-    """The Batch API of one `openai` profile and model; `live` is the same model's
-    Chat Completions client, which encodes the bodies and parses the replies."""
+    """The Batch API of one `openai` (or `azure_openai`) profile and model; `live` is the
+    same model's Chat Completions client, which encodes the bodies and parses the replies."""
 
-    __slots__ = ("_base", "_headers", "_session", "live", "name")
+    __slots__ = ("_base", "_endpoint", "_headers", "_model", "_query", "_session", "live", "name")
 
-    def __init__(self, session: aiohttp.ClientSession, profile: Profile, live: OpenAIClient, key: str | None):
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        profile: Profile,
+        live: OpenAIClient,
+        key: str | None,
+        *,
+        model: str = "",
+    ) -> None:
         self._session = session
-        self._base = profile.endpoint
         self._headers = dict(JSON_HEADERS)
-        if key:
-            self._headers["Authorization"] = f"Bearer {key}"
+        if profile.protocol == "azure_openai":
+            azure = profile.azure or AzureOptions()
+            self._base = f"{profile.endpoint}/openai"
+            self._query = f"?api-version={quote(azure.api_version, safe='')}"
+            self._endpoint = AZURE_ENDPOINT
+            # Each line names its Global-Batch deployment, which the live body leaves out:
+            # `[azure] batch_deployment` for the profile's own model, else the live one's.
+            model = model or profile.model
+            own = azure.batch_deployment if azure.batch_deployment and model == profile.model else ""
+            self._model: str | None = own or azure_deployment(profile, model)
+            if key:
+                self._headers["api-key"] = key
+        else:
+            self._base = profile.endpoint
+            self._query = ""
+            self._endpoint = ENDPOINT
+            self._model = None
+            if key:
+                self._headers["Authorization"] = f"Bearer {key}"
         self.live = live
         self.name = profile.name
 
     def __repr__(self) -> str:
         return f"OpenAIBatchAPI(name={self.name!r}, base={self._base!r})"
 
+    def _url(self, path: str) -> str:
+        return f"{self._base}{path}{self._query}"
+
+    def _body(self, request: ChatRequest) -> dict[str, Any]:
+        body = self.live.encode_request(request)
+        if self._model is not None:
+            body = {"model": self._model, **body}
+        return body
+
     def line(self, custom_id: str, request: ChatRequest) -> bytes:
         """The input-file line for one request (no newline)."""
-        body = self.live.encode_request(request)
-        return encode({"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": body})
+        return encode(
+            {"custom_id": custom_id, "method": "POST", "url": self._endpoint, "body": self._body(request)}
+        )
 
     def body_key(self, request: ChatRequest) -> bytes:
         """What identifies a request: its wire body (the custom_id is a hash of it)."""
-        return encode(self.live.encode_request(request))
+        return encode(self._body(request))
 
     def parse(self, body: bytes, request: ChatRequest) -> Completion:
         return self.live.decode_reply(body, request)
@@ -117,17 +163,17 @@ class OpenAIBatchAPI:
             "file", b"\n".join(lines) + b"\n", filename="vera-batch.jsonl", content_type="application/jsonl"
         )
         headers = {k: v for k, v in self._headers.items() if k != "Content-Type"}
-        raw = await self._request("POST", f"{self._base}/files", data=data, headers=headers)
+        raw = await self._request("POST", self._url("/files"), data=data, headers=headers)
         file_id = decode(raw, _File, self.name).id
-        body = encode({"input_file_id": file_id, "endpoint": ENDPOINT, "completion_window": "24h"})
+        body = encode({"input_file_id": file_id, "endpoint": self._endpoint, "completion_window": "24h"})
         raw = await send(
-            self._session, f"{self._base}/batches", body, headers=self._headers, provider=self.name
+            self._session, self._url("/batches"), body, headers=self._headers, provider=self.name
         )
         return decode(raw, BatchState, self.name).id
 
     async def state(self, batch_id: str) -> BatchState:
         raw = await send(
-            self._session, f"{self._base}/batches/{batch_id}", b"", headers=self._headers,
+            self._session, self._url(f"/batches/{quote(batch_id, safe='')}"), b"", headers=self._headers,
             provider=self.name, method="GET",
         )  # fmt: skip
         return decode(raw, BatchState, self.name)
@@ -140,7 +186,7 @@ class OpenAIBatchAPI:
             if not file_id:
                 continue
             raw = await send(
-                self._session, f"{self._base}/files/{file_id}/content", b"", headers=self._headers,
+                self._session, self._url(f"/files/{quote(file_id, safe='')}/content"), b"", headers=self._headers,
                 provider=self.name, method="GET",
             )  # fmt: skip
             for text in raw.splitlines():

@@ -46,8 +46,9 @@ from vera.errors import FatalProviderError, ProviderError, TransientError, WaitL
 from vera.records import Completion
 
 JOURNAL_FILE = "batches.jsonl"
-# The protocols whose batch API vera speaks (vera.clients.batch_openai, batch_anthropic).
-BATCH_PROTOCOLS = frozenset({"openai", "anthropic"})
+# The protocols whose batch API vera speaks (vera.clients.batch_openai, batch_anthropic,
+# batch_gemini).
+BATCH_PROTOCOLS = frozenset({"openai", "azure_openai", "anthropic", "gemini"})
 # Polls that fail in a row (the provider unreachable) before a batch's requests are
 # given up on and go to the next wave.
 MAX_POLL_FAILURES = 20
@@ -188,7 +189,7 @@ def batch_summary(pending: list[BatchView], ended: dict[str, int]) -> str:
     """One line of batch states for the progress display, e.g. "batches: 2 in progress
     (340 requests), 1 finalizing, 5 completed" (pending states first, in the order a
     batch goes through them); "" when there were no batches."""
-    order = ("submitted", "validating", "in_progress", "finalizing", "cancelling")
+    order = ("submitted", "pending", "validating", "in_progress", "running", "finalizing", "cancelling")
     counts: dict[str, list[int]] = {}
     for view in pending:
         counts.setdefault(view.status, [0, 0])

@@ -118,8 +118,7 @@ class OpenAIClient(ProviderClient):
         headers = profile_headers(profile)
         if profile.protocol == "azure_openai":
             azure = profile.azure or AzureOptions()
-            # The deployment names the model on Azure; a `profile/model` ref names another.
-            deployment = azure.deployment if azure.deployment and model == profile.model else model
+            deployment = azure_deployment(profile, model)
             url = (
                 f"{profile.endpoint}/openai/deployments/{quote(deployment, safe='')}"
                 f"/chat/completions?api-version={quote(azure.api_version, safe='')}"
@@ -208,6 +207,14 @@ class OpenAIClient(ProviderClient):
             raw_id=response.id,
             model=response.model or self.model,
         )
+
+
+def azure_deployment(profile: Profile, model: str) -> str:
+    """The Azure deployment a `profile/model` reference calls: the deployment names the
+    model on Azure; the profile's own model is its `[azure] deployment`, a `profile/model`
+    ref names another."""
+    azure = profile.azure or AzureOptions()
+    return azure.deployment if azure.deployment and model == profile.model else model
 
 
 def _text(content: str | list[dict[str, Any]] | None) -> str:

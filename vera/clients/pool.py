@@ -35,7 +35,10 @@ from vera.clients.base import ChatClient
 from vera.clients.batch_anthropic import MAX_BYTES as ANTHROPIC_MAX_BYTES
 from vera.clients.batch_anthropic import MAX_REQUESTS as ANTHROPIC_MAX_REQUESTS
 from vera.clients.batch_anthropic import AnthropicBatchAPI
-from vera.clients.batch_openai import OpenAIBatchAPI
+from vera.clients.batch_gemini import MAX_BYTES as GEMINI_MAX_BYTES
+from vera.clients.batch_gemini import MAX_REQUESTS as GEMINI_MAX_REQUESTS
+from vera.clients.batch_gemini import GeminiBatchAPI
+from vera.clients.batch_openai import AZURE_MAX_REQUESTS, OpenAIBatchAPI
 from vera.clients.batching import (
     BatchAPI,
     BatchingClient,
@@ -300,19 +303,30 @@ class ClientPool:
         if found is not None:
             return found
         limited = self.limited(ref, role)
-        profile, _ = resolve_ref(ref, self.profiles)
+        profile, model = resolve_ref(ref, self.profiles)
         if self._session is None:  # limited() has checked it; for the type checker
             raise RuntimeError("ClientPool is not open")
         api: BatchAPI
         inner = limited.inner
-        if profile.protocol == "openai" and isinstance(inner, OpenAIClient):
-            api = OpenAIBatchAPI(self._session, profile, inner, api_key(profile))
+        if profile.protocol in ("openai", "azure_openai") and isinstance(inner, OpenAIClient):
+            api = OpenAIBatchAPI(self._session, profile, inner, api_key(profile), model=model)
+            if profile.protocol == "azure_openai":
+                settings = msgspec.structs.replace(
+                    settings, max_requests=min(settings.max_requests, AZURE_MAX_REQUESTS)
+                )
         elif profile.protocol == "anthropic" and isinstance(inner, AnthropicClient):
             api = AnthropicBatchAPI(self._session, profile.endpoint, inner)
             settings = msgspec.structs.replace(
                 settings,
                 max_requests=min(settings.max_requests, ANTHROPIC_MAX_REQUESTS),
                 max_bytes=min(settings.max_bytes, ANTHROPIC_MAX_BYTES),
+            )
+        elif profile.protocol == "gemini" and isinstance(inner, GeminiClient):
+            api = GeminiBatchAPI(self._session, profile.endpoint, inner)
+            settings = msgspec.structs.replace(
+                settings,
+                max_requests=min(settings.max_requests, GEMINI_MAX_REQUESTS),
+                max_bytes=min(settings.max_bytes, GEMINI_MAX_BYTES),
             )
         else:
             raise ConfigError(

@@ -360,7 +360,7 @@ def check_judges(inputs: Inputs, judges: list[ModelSpec], clients: Clients) -> N
             raise ConfigError(
                 f'[judge] mode = "batch": judge {spec.ref!r} speaks {spec.protocol!r}, which has no '
                 f"batch API in vera (batch works with: {', '.join(sorted(BATCH_PROTOCOLS))}); "
-                'use mode = "live" or an OpenAI judge'
+                'use mode = "live" or a judge of one of those'
             )
         reason = clients.rubric_refusal(spec.ref, inputs.rubric.key)
         if reason is not None:

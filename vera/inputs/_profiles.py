@@ -65,10 +65,14 @@ SUPPORTED_STRUCTURED: dict[str, frozenset[str]] = {
 
 
 class AzureOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """`[azure]`: the deployment (defaults to the profile's model) and the API version."""
+    """`[azure]`: the deployment (defaults to the profile's model) and the API version.
+    `batch_deployment` is the Global-Batch deployment a judge in batch mode names (a
+    batch goes to a deployment of that type, apart from the live one; default: the
+    live deployment)."""
 
     deployment: str = ""
     api_version: str = "2024-10-21"
+    batch_deployment: str = ""
 
 
 class GeminiOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -167,7 +171,7 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     price_cached_input_per_mtok: NonNegative | None = None
     price_cache_write_per_mtok: NonNegative | None = None  # Anthropic cache writes; default: input price
     # What a call costs through the provider's batch API, as a share of the prices
-    # above (OpenAI and Anthropic both bill batches at half; docs/batch.md).
+    # above (OpenAI, Azure OpenAI, Anthropic and Gemini all bill batches at half; docs/batch.md).
     batch_price_factor: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.5
     # Cached input's share of its live price in a batch. None: `batch_price_factor`, the
     # discounts stack (OpenAI, Anthropic). Gemini bills a cache hit at the cache rate
