@@ -122,3 +122,50 @@ def test_a_share_the_humans_never_gave_still_gets_an_interval():
     assert out["pct_hph"] == 0.0 and out["score"] == 100.0
     assert out["pct_hph_hi"] > 30.0  # exact binomial at 6 conversations (3 personas)
     assert out["score_lo"] < 60.0
+
+
+def _side(name: str, draw: int) -> pl.DataFrame:
+    """One run's calibration units: 80 judged conversations of 40 personas, half rated
+    by a human who agrees with the judge about 70 % of the time."""
+    rng = np.random.default_rng(draw)
+    judge = [str(x) for x in rng.choice([BP, SUB, HPH], size=80, p=[0.6, 0.25, 0.15])]
+    human = {i: judge[i] if rng.random() < 0.7 else str(rng.choice([BP, SUB, HPH])) for i in range(0, 80, 2)}
+    return calibration_units(ratings(judge).with_columns(side=pl.lit(name)), labels(human), by=("side",))
+
+
+def test_a_calibrated_gate_decision_on_its_threshold_does_not_flip_with_the_seed():
+    from vera.stats.ppi import calibrated_difference, calibrated_difference_settled
+
+    units = pl.concat([_side("a", 1), _side("b", 2)])
+
+    def overall(frame: pl.DataFrame) -> dict:
+        return frame.filter(pl.col("dimension") == "Overall").to_dicts()[0]
+
+    # A threshold where 500 resamples put the upper end on either side of it, by seed
+    # (their median), but which the ideal end, what endless resamples give, clears by
+    # more than the Monte Carlo error left at 32,000.
+    seeds = range(12)
+    at_500 = [
+        overall(calibrated_difference(units, ("a", "b"), n_resamples=500, seed=s))["diff_hi"] for s in seeds
+    ]
+    below = float(np.median(at_500))
+    assert {h < below for h in at_500} == {True, False}  # the control: the verdict flips with the seed
+    ideal = overall(calibrated_difference(units, ("a", "b"), n_resamples=128_000))
+    at_max = overall(calibrated_difference(units, ("a", "b"), n_resamples=32_000))
+    assert abs(ideal["diff_hi"] - below) > 4 * at_max["diff_hi_mc"]
+    settled = [
+        overall(
+            calibrated_difference_settled(
+                units, ("a", "b"), below=below, n_resamples=500, max_resamples=32_000, seed=s
+            )
+        )
+        for s in seeds
+    ]
+    assert {row["diff_hi"] < below for row in settled} == {ideal["diff_hi"] < below}
+    assert all(row["bootstrap_resamples"] > 500 for row in settled)  # raised where it was close
+    # the error of each end is reported, and shrinks as the resamples grow
+    assert (
+        0
+        < at_max["diff_hi_mc"]
+        < overall(calibrated_difference(units, ("a", "b"), n_resamples=500))["diff_hi_mc"]
+    )

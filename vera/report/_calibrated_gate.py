@@ -13,7 +13,8 @@ import polars as pl
 from vera.errors import UserError
 from vera.report._calibration import human_labels
 from vera.report._compare import Run
-from vera.stats.ppi import calibrated_difference, calibration_units
+from vera.stats import MAX_SETTLE_RESAMPLES
+from vera.stats.ppi import calibrated_difference_settled, calibration_units
 from vera.store import read_human_ratings
 
 
@@ -25,6 +26,8 @@ def calibrated_diffs(
     resamples: int,
     confidence: float,
     seed: int,
+    margin: float = 0.0,
+    max_resamples: int = MAX_SETTLE_RESAMPLES,
 ) -> pl.DataFrame:
     """`compare`'s difference table (side_a, side_b, dimension, score_a, score_b, diff,
     diff_lo, diff_hi, n_shared) for the calibrated scores of the paired `frame`, whose
@@ -41,8 +44,16 @@ def calibrated_diffs(
                 "conversations (add them with vera review or vera ratings import)"
             )
         parts.append(units)
-    diffs = calibrated_difference(
-        pl.concat(parts), (sides[0], sides[1]), n_resamples=resamples, confidence=confidence, seed=seed
+    # The candidate is worse when its b − a difference's upper end lies below −margin;
+    # the resamples are raised while that is within Monte Carlo error.
+    diffs = calibrated_difference_settled(
+        pl.concat(parts),
+        (sides[0], sides[1]),
+        below=-margin,
+        n_resamples=resamples,
+        max_resamples=max_resamples,
+        confidence=confidence,
+        seed=seed,
     )
     n_shared = frame.get_column("persona").n_unique()
     return diffs.with_columns(
@@ -52,12 +63,7 @@ def calibrated_diffs(
         diff=-pl.col("diff"),
         diff_lo=-pl.col("diff_hi"),
         diff_hi=-pl.col("diff_lo"),
+        diff_lo_mc=pl.col("diff_hi_mc"),
+        diff_hi_mc=pl.col("diff_lo_mc"),
         n_shared=pl.lit(n_shared),
-        # The gate's Monte Carlo settling (raising the resamples near the margin) is for
-        # judge-only differences; a calibrated difference is decided at the resamples
-        # given, and says so: no Monte Carlo error is estimated for it.
-        bootstrap_resamples=pl.lit(resamples),
-        diff_lo_mc=pl.lit(None, dtype=pl.Float64),
-        diff_hi_mc=pl.lit(None, dtype=pl.Float64),
-        settled=pl.lit(True),
     )

@@ -151,6 +151,8 @@ def gate(
                 resamples=settings.resamples,
                 confidence=settings.confidence,
                 seed=settings.seed,
+                margin=margin,
+                max_resamples=max(MAX_SETTLE_RESAMPLES, settings.resamples),
             )
         else:
             # `compare` gives baseline − candidate: the candidate is worse when its lower end

@@ -50,10 +50,13 @@ from vera.stats.bootstrap import (
     make_spec,
     percentile_interval,
     proportion_interval,
+    quantile_mc_band,
+    quantile_mc_error,
     resample_weights,
     spec_columns,
     widen_score_interval,
 )
+from vera.stats.compare import MAX_SETTLE_RESAMPLES, SETTLE_GROWTH
 from vera.stats.humans import consensus
 
 METHOD = "PPI++ (power-tuned), persona-clustered bootstrap of the whole estimator (percentile)"
@@ -178,6 +181,7 @@ def calibrated_difference(
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
     cluster: str = "persona",
+    below: float | None = None,
 ) -> pl.DataFrame:
     """The calibrated scores of two sides (two runs of a chatbot, each with its own human
     ratings) and their difference b − a with a paired interval: both sides are estimated
@@ -185,7 +189,10 @@ def calibrated_difference(
     scores. `units` holds both sides' calibration units with a `side` column.
 
     Columns: `dimension`, `score_a`, `score_b`, `diff`, `diff_lo`, `diff_hi` (null
-    where either side is undefined)."""
+    where either side is undefined), `diff_lo_mc` and `diff_hi_mc` (the Monte Carlo
+    error of each end: how far other resamples would move it, widened as the ends are);
+    given `below`, `settled`: whether the decision `diff_hi < below` lies outside Monte
+    Carlo error (as `vera.stats.compare_settled` decides on judge-only scores)."""
     spec = make_spec(n_resamples, confidence, seed, cluster)
     dimensions = units.get_column("dimension").unique(maintain_order=True).to_list()
     ids = np.unique(units.get_column(cluster).to_numpy())
@@ -195,19 +202,60 @@ def calibrated_difference(
     for w in resample_weights(group_rng(spec.seed, sides), len(ids), n_resamples):
         a, b = (_statistics(_estimate(np.einsum("rc,cdf->rdf", w, x), "ppi")[0])["score"] for x in xs)
         diffs.append(b - a)
-    lo, hi = percentile_interval(np.concatenate(diffs), confidence)
-    lo, hi = _widen(points[1] - points[0], lo, hi, len(ids), confidence, bounds=(-100.0, 100.0))
-    out = pl.DataFrame(
-        {
-            "dimension": [*dimensions, OVERALL],
-            "score_a": points[0],
-            "score_b": points[1],
-            "diff": points[1] - points[0],
-            "diff_lo": lo,
-            "diff_hi": hi,
-        }
-    )
+    reps = np.concatenate(diffs)
+    point = points[1] - points[0]
+    raw_lo, raw_hi = percentile_interval(reps, confidence)
+    lo, hi = _widen(point, raw_lo, raw_hi, len(ids), confidence, bounds=(-100.0, 100.0))
+    # The widening stretches the ends about the point by one factor; their Monte Carlo
+    # error and band stretch with them.
+    k = _widening(len(ids), confidence)
+    lo_mc, hi_mc = quantile_mc_error(reps, confidence)
+    columns: dict[str, Any] = {
+        "dimension": [*dimensions, OVERALL],
+        "score_a": points[0],
+        "score_b": points[1],
+        "diff": point,
+        "diff_lo": lo,
+        "diff_hi": hi,
+        "diff_lo_mc": lo_mc * k,
+        "diff_hi_mc": hi_mc * k,
+    }
+    if below is not None:
+        band_lo, band_hi = quantile_mc_band(reps, 1.0 - (1.0 - confidence) / 2.0)
+        with np.errstate(invalid="ignore"):
+            low = np.clip(point + k * (band_lo - point), -100.0, 100.0)
+            high = np.clip(point + k * (band_hi - point), -100.0, 100.0)
+        # NaN (no defined replicate) compares False both ways: settled, nothing to decide.
+        columns["settled"] = ~np.isfinite(hi) | (high < below) | (low >= below)
+    out = pl.DataFrame(columns)
     return out.with_columns(pl.col(pl.Float64).fill_nan(None))
+
+
+def calibrated_difference_settled(
+    units: pl.DataFrame,
+    sides: tuple[str, str],
+    *,
+    below: float,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    max_resamples: int = MAX_SETTLE_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    seed: int = 0,
+    cluster: str = "persona",
+) -> pl.DataFrame:
+    """`calibrated_difference` for a decision on each upper end, `diff_hi < below`, that
+    does not depend on the bootstrap seed, as `vera.stats.compare_settled` decides on
+    judge-only scores: while a decision lies within Monte Carlo error of `below`, the
+    resamples are multiplied by `SETTLE_GROWTH`, up to `max_resamples`. Adds
+    `bootstrap_resamples`, what the decision needed; `settled` is False where even that
+    left the end within Monte Carlo error of `below`."""
+    n = n_resamples
+    while True:
+        diffs = calibrated_difference(
+            units, sides, n_resamples=n, confidence=confidence, seed=seed, cluster=cluster, below=below
+        )
+        if diffs.get_column("settled").all() or n >= max_resamples:
+            return diffs.with_columns(bootstrap_resamples=pl.lit(n))
+        n = min(n * SETTLE_GROWTH, max_resamples)
 
 
 def _guard_edges(
@@ -254,6 +302,17 @@ def _guard_edges(
     row["score_hi"] = np.where(edges, np.fmax(row["score_hi"], hi), row["score_hi"])
 
 
+def _widening(clusters: int, confidence: float) -> float:
+    """The factor `_widen` stretches an interval by about its point (1 below 2 clusters)."""
+    from scipy.stats import norm
+    from scipy.stats import t as t_dist
+
+    if clusters < 2:
+        return 1.0
+    q = (1.0 + confidence) / 2.0
+    return float(np.sqrt(clusters / (clusters - 1)) * t_dist.ppf(q, clusters - 1) / norm.ppf(q))
+
+
 def _widen(
     point: np.ndarray,
     lo: np.ndarray,
@@ -267,13 +326,9 @@ def _widen(
     unbiased one) and by t_{C−1}/z (the estimated spread). In simulation with 100
     personas the plain percentile interval covered 92.5–94.2 % at 95 %, widened
     93.0–94.5 % (benchmarks/bench_calibration.py, 400 runs per setting)."""
-    from scipy.stats import norm
-    from scipy.stats import t as t_dist
-
     if clusters < 2:
         return lo, hi
-    q = (1.0 + confidence) / 2.0
-    k = float(np.sqrt(clusters / (clusters - 1)) * t_dist.ppf(q, clusters - 1) / norm.ppf(q))
+    k = _widening(clusters, confidence)
     with np.errstate(invalid="ignore"):
         return (
             np.clip(point - k * (point - lo), *bounds),
