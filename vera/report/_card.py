@@ -511,22 +511,27 @@ def _accounting(calls: Iterable[CallRecord], manifest: RunManifest, *, unused: i
     by_provider: dict[str, CallTotals] = defaultdict(CallTotals)
     by_role_tier: dict[str, CallTotals] = defaultdict(CallTotals)
     total = CallTotals()
+    live: dict[int, float] = defaultdict(float)  # by id(bucket): the standard tier's cost
+    discounted: set[int] = set()  # the buckets holding a batch or flex call
     for c in calls:
         for b in (by_role[c.role], by_provider[c.provider], by_role_tier[f"{c.role}/{c.tier}"], total):
+            live[id(b)] += c.live_cost_usd
+            if c.tier != "standard":
+                discounted.add(id(b))
             b.calls += 1
             b.input_tokens += c.usage.input_tokens
             b.cached_input_tokens += c.usage.cached_input_tokens
             b.output_tokens += c.usage.output_tokens
             b.reasoning_tokens += c.usage.reasoning_tokens
             b.cost_usd += c.cost_usd
-            b.live_cost_usd += c.live_cost_usd
             b.reasoning_cost_usd += c.reasoning_cost_usd
             b.retries += max(0, c.attempts - 1)
             b.http_429 += c.http_429
             b.errors += c.status == "error"
     for b in (*by_role.values(), *by_provider.values(), *by_role_tier.values(), total):
         b.cost_usd = round_number(b.cost_usd, 4) or 0.0
-        b.live_cost_usd = round_number(b.live_cost_usd, 4) or 0.0
+        if id(b) in discounted:
+            b.live_cost_usd = round_number(live[id(b)], 4) or 0.0
         b.reasoning_cost_usd = round_number(b.reasoning_cost_usd, 4) or 0.0
     return Accounting(
         total=total,

@@ -34,7 +34,7 @@ from vera.report._improvements import Improvements
 # in the accounting, fix_first (the improvement report), calibrated (scores corrected by
 # human ratings), arcs and by_session (multi-session runs) and the run state "budget"; all
 # optional, so a card of 3 reads as before. 5 added live_cost_usd to every CallTotals
-# (what batch and flex calls would have cost asked live); a card of 4 reads it as 0.
+# (what batch and flex calls would have cost asked live); a card of 4 reads it as null.
 CARD_SCHEMA_VERSION = 5
 
 
@@ -379,8 +379,9 @@ class CallTotals(msgspec.Struct, gc=False):
     reasoning_tokens: int = 0
     reasoning_cost_usd: float = 0.0
     # What the same calls would have cost asked live, at the standard tier (schema 5):
-    # more than cost_usd where batch or flex tiers were used. 0 in cards from before it.
-    live_cost_usd: float = 0.0
+    # more than cost_usd; null where every call was live (it would repeat cost_usd), and
+    # in cards from before it.
+    live_cost_usd: float | None = None
 
 
 class AccountLimit(msgspec.Struct, frozen=True, gc=False):

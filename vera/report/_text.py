@@ -705,9 +705,8 @@ def live_cost_text(card: Card) -> str:
     """What live mode would have cost, where batch or flex tiers were used ("" where
     every call was live, or the card predates the figure)."""
     acc = card.accounting
-    tiers = {key.rpartition("/")[2] for key in acc.by_role_tier}
     live, spent = acc.total.live_cost_usd, acc.total.cost_usd
-    if tiers <= {"standard"} or live <= 0:
+    if live is None or live <= 0:
         return ""
     saved = f", {100 * (live - spent) / live:.0f} % less" if live > spent else ""
     return f"; asked live at the standard tier, the same calls would have cost ${num(live)}{saved}"
@@ -736,6 +735,12 @@ ACCOUNTING_COLUMNS = (
 LIVE_COST_COLUMN = ("live_cost_usd", "Live-mode cost (USD)")
 
 
+def _accounting_value(bucket: CallTotals, key: str) -> Any:
+    value = getattr(bucket, key)
+    # A bucket of live calls only has no figure of its own: live mode cost what it cost.
+    return bucket.cost_usd if key == "live_cost_usd" and value is None else value
+
+
 # Under the table of model calls, so its two reasoning columns are read rightly.
 REASONING_NOTE = (
     "Reasoning tokens (a reasoning model's thinking before it answers) are part of the "
@@ -760,7 +765,7 @@ def accounting_table(card: Card) -> Table:
     for label, bucket in rows:
         if label == "Total":
             t.emphasise.add(len(t.rows))
-        t.rows.append([label, *(num(getattr(bucket, key)) for key, _ in columns)])
+        t.rows.append([label, *(num(_accounting_value(bucket, key)) for key, _ in columns)])
     return t
 
 
