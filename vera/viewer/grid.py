@@ -99,15 +99,17 @@ def grid_html(catalogue: Catalogue, params: Mapping[str, str]) -> str:
         "Each square is one conversation, coloured by the worst rating any dimension got "
         "(BP, SUB, HPH, NR; – not judged, ✕ failed); it opens the conversation. "
         "<em>side by side</em> shows a persona's conversations with every chatbot next to each other.</p>"
+        # The pager above the grid too: with 100 rows the one below is far down.
+        f"{_pager(query, page, pages, len(shown), len(personas), 'grid-pager-top')}"
         '<div class="list-box"><table class="list grid" id="grid">'
         f'<thead><tr><th scope="col">Persona (risk)</th>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div>"
-        f"{_pager(query, page, pages, len(shown), len(personas))}"
+        f"{_pager(query, page, pages, len(shown), len(personas), 'grid-pager')}"
     )
     return _document("Chatbot × persona — vera view", html)
 
 
-def _pager(query: str, page: int, pages: int, shown: int, personas: int) -> str:
+def _pager(query: str, page: int, pages: int, shown: int, personas: int, element_id: str) -> str:
     """Previous / next grid pages, keeping the filters; nothing when one page holds all."""
     if pages == 1:
         return ""
@@ -122,7 +124,7 @@ def _pager(query: str, page: int, pages: int, shown: int, personas: int) -> str:
         f"<span>personas {first:,}–{first + shown - 1:,} of {personas:,} (page {page} of {pages})</span>"
     )
     parts.append(link(page + 1, "next →", "next") if page < pages else "")
-    return f'<nav class="pager" id="grid-pager">{"".join(parts)}</nav>'
+    return f'<nav class="pager" id="{element_id}">{"".join(parts)}</nav>'
 
 
 def side_by_side_html(catalogue: Catalogue, params: Mapping[str, str]) -> str | None:
