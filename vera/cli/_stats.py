@@ -251,6 +251,7 @@ def agreement(
     the 6-hex prefix of the transcript's file name.
     """
     from vera.report import (
+        JudgeConsensusReport,
         agreement_against_text,
         agreement_humans_text,
         agreement_report,
@@ -269,19 +270,15 @@ def agreement(
         confidence=confidence,
         seed=seed,
     )
-    if against is not None:
-        # In the rubric's order, as the agreement tables.
-        conf = result["confusion"]
-        conf["dimensions"] = {
-            d: conf["dimensions"][d] for d in result["dimensions"] if d in conf["dimensions"]
-        }
-    if confusion_csv is not None:
-        atomic_write(Path(confusion_csv), confusion_csv_text(result["confusion"]).encode(), what="the CSV")
+    if confusion_csv is not None and isinstance(result, JudgeConsensusReport):
+        atomic_write(
+            Path(confusion_csv), confusion_csv_text(result.judges.confusion).encode(), what="the CSV"
+        )
     if as_json:
-        _write_json(result, "-")
-    elif against is None:
-        click.echo(agreement_humans_text(result), nl=False)
-    else:
+        _write_json(result.to_builtins(), "-")
+    elif isinstance(result, JudgeConsensusReport):
         click.echo(agreement_against_text(result), nl=False)
+    else:
+        click.echo(agreement_humans_text(result), nl=False)
     if confusion_csv is not None:
         click.echo(f"confusion matrices: {confusion_csv}", err=True)

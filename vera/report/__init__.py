@@ -5,7 +5,12 @@ exports, the improvement report and the run's status.
 It reads runs through `vera.store`; it never runs anything.
 """
 
-from vera.report._agreement import agreement_report
+from vera.report._agreement import (
+    HumanAgreementReport,
+    JudgeConsensusReport,
+    RatingsFile,
+    agreement_report,
+)
 from vera.report._agreement_text import (
     agreement_against_text,
     agreement_humans_text,
@@ -67,9 +72,12 @@ __all__ = [
     "GatePair",
     "GateRow",
     "GateVerdict",
+    "HumanAgreementReport",
     "ImportSummary",
     "Improvements",
     "ImprovementsFormat",
+    "JudgeConsensusReport",
+    "RatingsFile",
     "RunComparison",
     "RunStatus",
     "Table",

@@ -73,7 +73,7 @@ from vera.report._schema import (
     SeedScore,
     Settings,
 )
-from vera.stats import METHOD, compare, judge_agreement, summarise
+from vera.stats import METHOD, RaterBlock, compare, judge_agreement, summarise
 from vera.store import ConversationHead, RunRecords
 
 # Examples per finding in the card's "Fix first" (`vera report improvements` gives more).
@@ -417,26 +417,27 @@ def _judge_agreement(frame: pl.DataFrame) -> JudgeAgreement:
     applied?)."""
     result = judge_agreement(frame, nr="category")
 
-    def block(b: dict[str, Any]) -> AgreementBlock:
+    # The card keeps its own Structs (schema v3, values to 3 places, its own field
+    # order): the statistics may grow without changing the card.
+    def block(b: RaterBlock) -> AgreementBlock:
         return AgreementBlock(
-            krippendorff_alpha=round_number(b["krippendorff_alpha"], 3),
-            gwet_ac1=round_number(b["gwet_ac1"], 3),
-            percent_agreement=round_number(b["percent_agreement"], 3),
-            mean_cohen_kappa=round_number(b["mean_cohen_kappa"], 3),
-            unanimous=round_number(b["unanimous"], 3),
-            n_items=b["n_items"],
-            n_ratings=b["n_ratings"],
-            n_raters=b["n_raters"],
+            krippendorff_alpha=round_number(b.krippendorff_alpha, 3),
+            gwet_ac1=round_number(b.gwet_ac1, 3),
+            percent_agreement=round_number(b.percent_agreement, 3),
+            mean_cohen_kappa=round_number(b.mean_cohen_kappa, 3),
+            unanimous=round_number(b.unanimous, 3),
+            n_items=b.n_items,
+            n_ratings=b.n_ratings,
+            n_raters=b.n_raters,
             cohen_kappa=[
-                PairKappa(p["rater_a"], p["rater_b"], round_number(p["kappa"], 3), p["n_items"])
-                for p in b["cohen_kappa"]
+                PairKappa(p.rater_a, p.rater_b, round_number(p.kappa, 3), p.n_items) for p in b.cohen_kappa
             ],
         )
 
     return JudgeAgreement(
-        nr=result["nr"],
-        overall=block(result["overall"]),
-        dimensions={name: block(b) for name, b in result["dimensions"].items()},
+        nr=result.nr,
+        overall=block(result.overall),
+        dimensions={name: block(b) for name, b in result.dimensions.items()},
     )
 
 
