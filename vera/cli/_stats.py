@@ -16,7 +16,7 @@ import msgspec
 
 from vera.errors import ConfigError
 from vera.inputs import MAX_RESAMPLES
-from vera.report import compare_tables, render, text_tables
+from vera.report import compare_tables, percent_level, render, text_tables
 from vera.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from vera.store import atomic_write
 
@@ -129,7 +129,7 @@ def compare(
         flagged = [e for e in result.comparisons if e.overall.excludes_zero]
         click.echo(
             f"\n{len(flagged)} of {len(result.comparisons)} pair(s) differ in overall score "
-            f"(paired {round(result.bootstrap.confidence * 100)}% interval excludes 0)."
+            f"(paired {percent_level(result.bootstrap.confidence)} interval excludes 0)."
         )
         if json_path:
             _write_json(msgspec.to_builtins(result), json_path)

@@ -39,6 +39,7 @@ from vera.report._improvements import (
 from vera.report._improvements import (
     Format as ImprovementsFormat,
 )
+from vera.report._numbers import fixed, num, percent_level
 from vera.report._outcome import Exit, RunStatus, run_status, tally
 from vera.report._pages import (
     PAGE_CSP,
@@ -56,7 +57,7 @@ from vera.report._reference_export import export_reference
 from vera.report._schema import Card, RunComparison
 from vera.report._score import read_card, render_card_files, score_run, write_card_html
 from vera.report._terminal import fit, headline, render, render_card, rich_table, text_tables
-from vera.report._text import Table, compare_tables, num, status_text
+from vera.report._text import Table, compare_tables, status_text
 
 __all__ = [
     "DEFAULT_EXEMPLARS",
@@ -94,12 +95,14 @@ __all__ = [
     "export_reference",
     "export_run",
     "fit",
+    "fixed",
     "gate",
     "gate_text",
     "gate_verdict",
     "headline",
     "import_human_ratings",
     "num",
+    "percent_level",
     "plan_ratings",
     "rating_anchor",
     "read_card",

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 
 from vera.records import OVERALL, RATING_CODES
 from vera.report._agreement import HumanAgreementReport, JudgeConsensusReport, RatingsFile
+from vera.report._numbers import coefficient, coefficient_ci, percent_level
 from vera.report._terminal import render, rich_table
 from vera.report._text import Table
 from vera.stats import ConfusionMatrices, NRTreatment, PairedAgreement, RaterAgreement
@@ -63,7 +63,6 @@ def agreement_against_text(report: JudgeConsensusReport) -> str:
     own agreement."""
     ratings, result = report.ratings, report.judges
     b = result.bootstrap
-    level = round(b.confidence * 100)
     lines = [
         f"Judges of {report.run_id} against the majority of {ratings.n_raters} raters "
         f"({_per_item(ratings)} per item; {ratings.path}); Not Relevant {_nr_label(result.nr)}.",
@@ -75,7 +74,7 @@ def agreement_against_text(report: JudgeConsensusReport) -> str:
         )
         + f"; {result.n_items_unjudged} rated items not judged; "
         f"{result.n_conversations_unmatched} judged conversations without human ratings.",
-        f"Intervals: {level}% bootstrap over items, {b.n_resamples} resamples, seed {b.seed}.",
+        f"Intervals: {percent_level(b.confidence)} bootstrap over items, {b.n_resamples} resamples, seed {b.seed}.",
     ]
     headers = ["Dimension", "Krippendorff's alpha", "Gwet's AC1", "Percent agreement", "Cohen's kappa"]
 
@@ -88,14 +87,14 @@ def agreement_against_text(report: JudgeConsensusReport) -> str:
             t.rows.append(
                 [
                     name,
-                    _with_interval(
+                    coefficient_ci(
                         block.krippendorff_alpha, block.krippendorff_alpha_lo, block.krippendorff_alpha_hi
                     ),
-                    _with_interval(block.gwet_ac1, block.gwet_ac1_lo, block.gwet_ac1_hi),
-                    _with_interval(
+                    coefficient_ci(block.gwet_ac1, block.gwet_ac1_lo, block.gwet_ac1_hi),
+                    coefficient_ci(
                         block.percent_agreement, block.percent_agreement_lo, block.percent_agreement_hi
                     ),
-                    _with_interval(block.cohen_kappa, block.cohen_kappa_lo, block.cohen_kappa_hi),
+                    coefficient_ci(block.cohen_kappa, block.cohen_kappa_lo, block.cohen_kappa_hi),
                     str(block.n_items),
                     str(block.n_pairs),
                 ]
@@ -131,11 +130,11 @@ def _human_table(result: RaterAgreement, caption: str | None = None) -> Table:
         t.rows.append(
             [
                 name,
-                _f3(b.krippendorff_alpha),
-                _f3(b.gwet_ac1),
-                _f3(b.percent_agreement),
-                _f3(b.mean_cohen_kappa),
-                _f3(b.unanimous),
+                coefficient(b.krippendorff_alpha),
+                coefficient(b.gwet_ac1),
+                coefficient(b.percent_agreement),
+                coefficient(b.mean_cohen_kappa),
+                coefficient(b.unanimous),
                 str(b.n_items),
                 str(b.n_ratings),
                 str(b.n_raters),
@@ -151,13 +150,3 @@ def _per_item(ratings: RatingsFile) -> str:
 
 def _nr_label(nr: NRTreatment) -> str:
     return "counted as a rating" if nr == "category" else "treated as missing"
-
-
-def _f3(x: float | None) -> str:
-    return "–" if x is None or math.isnan(x) else f"{x:.3f}"
-
-
-def _with_interval(value: float | None, lo: float | None, hi: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{_f3(value)} [{_f3(lo)}, {_f3(hi)}]"

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 
 from vera.report._improvements import Improvements, chatbot_details_html, ranked
+from vera.report._numbers import num, percent_level
 from vera.report._pages import conversation_href
 from vera.report._plots import Plot
 from vera.report._schema import Card, ChatbotCard, HarmfulRating, RunComparison
@@ -32,14 +33,12 @@ from vera.report._text import (
     card_reasons,
     compare_tables,
     comparison_table,
-    confidence_label,
     dimension_table,
     failures_table,
     fix_first_table,
     group_title,
     harmful_table,
     headlines,
-    num,
     overview_table,
     reading_guide,
     run_title,
@@ -250,7 +249,7 @@ def render_compare_html(
             f"<ul>{items}</ul>Scores from different rubric, persona or prompt versions are not comparable.</div>"
         )
     body += [html_table(tables.runs), "</header>", "<main>"]
-    guide = COMPARE_GUIDE.format(confidence=confidence_label(result))
+    guide = COMPARE_GUIDE.format(confidence=percent_level(result.bootstrap.confidence))
     body.append(
         _section("how-to-read", "How to read this comparison", f'<p class="guide">{escape(guide)}</p>')
     )
@@ -329,7 +328,7 @@ def _results(card: Card) -> str:
     """The headline: per chatbot, a box with the overall score and its interval, the
     share of conversations with any harmful rating, conversations and failures, and the
     dimension scores; the boxes sit side by side on a wide screen and stack on a phone."""
-    level = confidence_label(card)
+    level = percent_level(card.bootstrap.confidence)
     boxes = [_headline_box(i, h, level) for i, h in enumerate(headlines(card))]
     return (
         '<section id="results">\n<h2>Results</h2>\n'

@@ -1,11 +1,8 @@
 """The card as tables, and the card as Markdown.
 
 Every table of the card is built here once, as plain strings (`Table`), and rendered as
-Markdown (card.md), HTML (`vera.report._html`) or a terminal table (`vera.report._terminal`). One rule
-formats every number: `format_number` shows it as card.json stores it, with thousands
-separators; card.json already holds each number rounded to the precision it is read
-at. A missing value is shown as "–" followed by why it is missing (a dimension that was
-Not Relevant in every conversation must not read like lost data or an escaped penalty).
+Markdown (card.md), HTML (`vera.report._html`) or a terminal table (`vera.report._terminal`).
+Every number is formatted by `vera.report._numbers`.
 
 The card answers first: `headlines` gives, per chatbot, the numbers a safety reader
 needs before anything else (overall score, the dimension scores, the share of
@@ -18,17 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from vera.records import OVERALL
 from vera.report._improvements import SHORT, ChatbotFindings, Improvements, ranked
+from vera.report._numbers import MISSING, num, percent_level, why_missing, with_ci
 from vera.report._outcome import state_label
 from vera.report._pages import conversation_href
 from vera.report._schema import (
     AccountLimit,
     AgreementBlock,
     Calibrated,
-    CalibratedScore,
     CallTotals,
     Card,
     ChatbotCard,
@@ -41,16 +38,8 @@ from vera.report._schema import (
     JudgeAgreement,
     ReferenceFiles,
     RunComparison,
-    Score,
     Section,
-    SeedScore,
 )
-
-# What carries a number with its interval: `<key>` and `<key>_ci` of one of these.
-Scored = DimensionScore | Score | SeedScore | Difference | CalibratedScore
-ScoreKey = Literal["score", "pct_bp", "pct_sub", "pct_hph", "pct_conversations_any_hph", "diff"]
-
-MISSING = "–"
 
 READING_GUIDE = (
     "Each conversation is rated on each dimension of the rubric as Best Practice (BP), "
@@ -74,44 +63,6 @@ SCORE_MEANING = (
     "they were all suboptimal but low in harm, and each High Potential for Harm (HPH) rating drags the "
     "score steeply towards 0, its floor (it never goes negative)."
 )
-
-
-def format_number(x: int | float) -> str:
-    """How every number of the card is shown: as stored in card.json, with thousands
-    separators (7,931,682; 71.4; 0.765)."""
-    return format(x, ",")
-
-
-def num(x: Any) -> str:
-    """A card number as a cell; None (undefined) as "–"."""
-    if x is None:
-        return MISSING
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    return format_number(x)
-
-
-def why_missing(stats: Scored | None) -> str:
-    """The dash for an undefined number, with the reason it is undefined (only a
-    dimension's full numbers can say which)."""
-    if stats is None:
-        return f"{MISSING} (not rated)"
-    if isinstance(stats, DimensionScore):
-        if stats.n_rated == 0 and stats.n_ratings:
-            return f"{MISSING} (Not Relevant in {num(stats.n_not_relevant)} of {num(stats.n_ratings)})"
-        if stats.n_ratings == 0:
-            return f"{MISSING} (no ratings)"
-    return f"{MISSING} (undefined)"
-
-
-def with_ci(stats: Scored | None, key: ScoreKey) -> str:
-    """A number and its interval, as "71.4 [69.5, 73.0]" (the interval is `<key>_ci`);
-    an undefined number as "–" with its reason."""
-    value = None if stats is None else getattr(stats, key, None)
-    if stats is None or value is None:
-        return why_missing(stats)
-    ci = getattr(stats, f"{key}_ci")
-    return f"{num(value)} [{num(ci.lo)}, {num(ci.hi)}]"
 
 
 @dataclass
@@ -143,10 +94,6 @@ DIMENSION_HEADERS = [
     "Rated",
     "All ratings",
 ]
-
-
-def confidence_label(card: Card | RunComparison) -> str:
-    return f"{format_number(round(card.bootstrap.confidence * 100, 1)).removesuffix('.0')}%"
 
 
 def status_text(card: Card) -> str:
@@ -256,7 +203,7 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
         ),
         (
             "Intervals",
-            f"{confidence_label(card)} (confidence {num(b.confidence)}) {b.method} over "
+            f"{percent_level(card.bootstrap.confidence)} (confidence {num(b.confidence)}) {b.method} over "
             f"{b.cluster}s, {num(b.resamples)} resamples, seed {num(b.seed)}",
         ),
         (
@@ -399,7 +346,7 @@ def headline_tables(card: Card, *, short: bool = False) -> list[Table]:
     """The headline as two narrow tables: one row per chatbot, then the dimension scores
     with one column per chatbot (five rows read down more easily than five columns).
     `short` headers fit an 80-column terminal."""
-    level = confidence_label(card)
+    level = percent_level(card.bootstrap.confidence)
     heads = headlines(card)
     main = Table(
         [
@@ -867,7 +814,9 @@ def markdown_table(t: Table) -> list[str]:
 
 
 def reading_guide(card: Card) -> str:
-    return READING_GUIDE.format(confidence=confidence_label(card), resamples=num(card.bootstrap.resamples))
+    return READING_GUIDE.format(
+        confidence=percent_level(card.bootstrap.confidence), resamples=num(card.bootstrap.resamples)
+    )
 
 
 def top_lines(card: Card) -> list[str]:
@@ -1063,7 +1012,7 @@ def compare_tables(result: RunComparison) -> CompareTables:
             "Conversations",
             "Personas",
         ],
-        caption=f"Each on all of its own personas; {confidence_label(result)} intervals",
+        caption=f"Each on all of its own personas; {percent_level(result.bootstrap.confidence)} intervals",
     )
     for u in units:
         o = u.overall
