@@ -10,8 +10,8 @@ import io
 from vera.records import OVERALL, RATING_CODES
 from vera.report._agreement import HumanAgreementReport, JudgeConsensusReport, RatingsFile
 from vera.report._numbers import coefficient, coefficient_ci, percent_level
+from vera.report._table import Table
 from vera.report._terminal import render, rich_table
-from vera.report._text import Table
 from vera.stats import ConfusionMatrices, NRTreatment, PairedAgreement, RaterAgreement
 
 

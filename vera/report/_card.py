@@ -1,5 +1,6 @@
 """The score card as data: card.json is the source of truth; card.md, card.html and the
-plots are rendered from it (`vera.report._text`, `vera.report._html`, `vera.report._plots`).
+plots are rendered from it (`vera.report._card_tables`, `vera.report._markdown`,
+`vera.report._html`, `vera.report._plots`).
 
 The card says what was evaluated (chatbots, personas, rubric and prompt versions), how
 (models, turns, judges, seeds), whether it was an offline run with stand-in models,

@@ -7,8 +7,8 @@ from vera.records import OVERALL
 from vera.report._gate import GateVerdict
 from vera.report._numbers import MISSING, interval, num, percent_level
 from vera.report._outcome import Exit
+from vera.report._table import Table
 from vera.report._terminal import render, rich_table
-from vera.report._text import Table
 
 
 def gate_verdict(result: GateVerdict) -> str:

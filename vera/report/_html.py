@@ -3,7 +3,7 @@ data URIs, no scripts, no fonts or anything else fetched), readable offline and 
 mail. Every text that comes from a run (names, the judges' reasoning) is escaped.
 
 The page answers first: its title and heading say what it is, then the run's status,
-the offline label (once), and the headline per chatbot (`vera.report._text.headlines`);
+the offline label (once), and the headline per chatbot (`vera.report._card_text.headlines`);
 the run's details (versions, hashes, settings, the reading guide) are folded below.
 It reads on a phone: the headline reflows, every table scrolls inside its own box, and
 plots keep legible text by scrolling sideways within their figure below 36rem.
@@ -16,36 +16,37 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 
+from vera.report._card_tables import (
+    FIX_FIRST_GUIDE,
+    accounting_table,
+    card_reasons,
+    comparison_table,
+    dimension_table,
+    failures_table,
+    fix_first_table,
+    harmful_table,
+    overview_table,
+    section_tables,
+)
+from vera.report._card_text import (
+    REASONING_NOTE,
+    SCORE_MEANING,
+    Headline,
+    about_rows,
+    group_title,
+    headlines,
+    reading_guide,
+    run_title,
+    status_text,
+    status_warning,
+)
+from vera.report._compare_tables import COMPARE_GUIDE, compare_tables
 from vera.report._improvements import Improvements, chatbot_details_html, ranked
 from vera.report._numbers import num, percent_level
 from vera.report._pages import conversation_href
 from vera.report._plots import Plot
 from vera.report._schema import Card, ChatbotCard, HarmfulRating, RunComparison
-from vera.report._text import (
-    COMPARE_GUIDE,
-    FIX_FIRST_GUIDE,
-    REASONING_NOTE,
-    SCORE_MEANING,
-    Headline,
-    Table,
-    about_rows,
-    accounting_table,
-    card_reasons,
-    compare_tables,
-    comparison_table,
-    dimension_table,
-    failures_table,
-    fix_first_table,
-    group_title,
-    harmful_table,
-    headlines,
-    overview_table,
-    reading_guide,
-    run_title,
-    section_tables,
-    status_text,
-    status_warning,
-)
+from vera.report._table import Table
 
 # A cell that starts like a number (or is the missing-value dash) is right-aligned.
 _NUMERIC = re.compile(r"^[-+]?(\d|–$)")

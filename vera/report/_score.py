@@ -15,15 +15,11 @@ from vera.records import RunManifest
 from vera.report._card import build_card
 from vera.report._html import render_html
 from vera.report._improvements import exemplar_conversations
+from vera.report._markdown import render_markdown
 from vera.report._pages import write_card_pages
 from vera.report._plots import Plot, card_plots
-from vera.report._schema import (
-    Card,
-    decode_card,
-    encode_card,
-)
+from vera.report._schema import Card, decode_card, encode_card
 from vera.report._scoring import ANSWERS_FILE, RATINGS_FILE, ratings_and_answers, write_parquet
-from vera.report._text import render_markdown
 from vera.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from vera.store import HUMAN_RATINGS, atomic_write, open_run, read_human_ratings, read_manifest
 
