@@ -242,7 +242,7 @@ def build_card(
         conversations,
         judgement_heads,
         stopped=manifest.stopped,
-        allow_failures=float(manifest.config.get("allow_failures", 0.0)),
+        allow_failures=manifest.stored_config().allow_failures,
     )
     failures: list[Failure] = [
         ConversationFailure(id=c.id, chatbot=c.chatbot, persona=c.persona, reason=c.error)
@@ -589,22 +589,23 @@ def _versions(manifest: RunManifest) -> dict[str, InputVersion]:
 def _settings(manifest: RunManifest) -> Settings:
     """How conversations were simulated; all None for imported transcripts, where no
     setting of vera's applied (the card shows none)."""
-    conversation = manifest.config.get("conversation", {})
+    conversation = manifest.stored_config().conversation
     simulated = manifest.imported is None
+    sessions = _session_types(manifest)
     return Settings(
         seeds=manifest.seeds if simulated else None,
-        max_turns=conversation.get("max_turns") if simulated else None,
-        min_turns=conversation.get("min_turns") if simulated else None,
+        max_turns=conversation.max_turns if simulated else None,
+        min_turns=conversation.min_turns if simulated else None,
         shard=manifest.shard,
-        sessions=_session_types(manifest) or None,
-        user_memory=conversation.get("user_memory") if len(_session_types(manifest)) > 1 else None,
-        chatbot_memory=conversation.get("chatbot_memory") if len(_session_types(manifest)) > 1 else None,
+        sessions=sessions or None,
+        user_memory=conversation.user_memory if sessions else None,
+        chatbot_memory=conversation.chatbot_memory if sessions else None,
     )
 
 
 def _session_types(manifest: RunManifest) -> list[str]:
     """The session types a run planned per arc ([] without sessions)."""
-    kinds = manifest.config.get("conversation", {}).get("sessions") or []
+    kinds = manifest.stored_config().conversation.sessions
     return list(kinds) if len(kinds) > 1 else []
 
 
