@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vera.report._numbers import MISSING, num, percent_level, with_ci
+from vera.report._numbers import MISSING, fixed, num, percent_level, with_ci
 from vera.report._outcome import state_label
 from vera.report._schema import AccountLimit, Card, ReferenceFiles
 
@@ -329,7 +329,7 @@ def live_cost_text(card: Card) -> str:
     live, spent = acc.total.live_cost_usd, acc.total.cost_usd
     if tiers <= {"standard"} or live <= 0:
         return ""
-    saved = f", {100 * (live - spent) / live:.0f} % less" if live > spent else ""
+    saved = f", {fixed(100 * (live - spent) / live, 0)} % less" if live > spent else ""
     return f"; asked live at the standard tier, the same calls would have cost ${num(live)}{saved}"
 
 
