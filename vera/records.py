@@ -386,8 +386,43 @@ class AccountLimits(msgspec.Struct, kw_only=True):
     shared: str = ""  # "redis": rpm and tpm drawn by every shard from one budget in Redis
 
 
+class StoredConversationSettings(msgspec.Struct, kw_only=True):
+    """What the card reads of a stored config's [conversation]; None where a manifest
+    does not say."""
+
+    max_turns: int | None = None
+    min_turns: int | None = None
+    sessions: list[str] = msgspec.field(default_factory=list)
+    user_memory: bool | None = None
+    chatbot_memory: str | None = None
+
+
+class StoredStatsSettings(msgspec.Struct, kw_only=True):
+    """A stored config's [stats]: the bootstrap a run's card is computed with."""
+
+    resamples: int = DEFAULT_RESAMPLES
+    confidence: float = DEFAULT_CONFIDENCE
+    seed: int = 0
+
+
+class StoredConfig(msgspec.Struct, kw_only=True):
+    """The part of `RunManifest.config` that the layers below vera.inputs read (the run
+    config's own type, `vera.inputs.RunConfig`, is above them). Fields a manifest does
+    not have take these defaults, and fields this view does not name are ignored, so
+    manifests of every version read the same way. `RunManifest.stored_config` decodes it.
+    """
+
+    allow_failures: float = 0.0
+    conversation: StoredConversationSettings = msgspec.field(default_factory=StoredConversationSettings)
+    stats: StoredStatsSettings = msgspec.field(default_factory=StoredStatsSettings)
+
+
 class RunManifest(msgspec.Struct, kw_only=True):
-    """Exactly what produced a run: versions and hashes of every input, models, seeds."""
+    """Exactly what produced a run: versions and hashes of every input, models, seeds.
+
+    `config` is the whole run config as the run used it (without `base_dir`), kept as
+    plain data so that a resumed run restores exactly it (`vera.app`); the report reads it
+    through `stored_config()`, typed."""
 
     schema_version: int = 1
     vera_version: str
@@ -420,6 +455,11 @@ class RunManifest(msgspec.Struct, kw_only=True):
     # What the rubric's END did to the ratings already collected: "vera" (kept) or
     # "reference" (all Not Relevant, as VERA-MH's judge); runs from before the choice: "vera".
     terminal_semantics: str = "vera"
+
+    def stored_config(self) -> StoredConfig:
+        """The typed view of `config` (raises msgspec.ValidationError when a field it
+        names has the wrong type)."""
+        return msgspec.convert(self.config, StoredConfig)
 
 
 def encode_json(obj: Any) -> bytes:

@@ -295,3 +295,109 @@ def test_agreement_tables_fit_the_terminal(tmp_path, offline_run, columns):
         result = CliRunner().invoke(main, args, env=env)
         assert result.exit_code == 0, result.output
         assert widest_line(result.stdout) <= columns
+
+
+# The field names and order of `vera agreement --json`: scripts read them, so a change of
+# how the result is built (dicts or Structs) must not change them.
+RATER_BLOCK = [
+    "krippendorff_alpha",
+    "gwet_ac1",
+    "percent_agreement",
+    "n_items",
+    "n_ratings",
+    "n_raters",
+    "unanimous",
+    "mean_cohen_kappa",
+    "cohen_kappa",
+]
+PAIR_KAPPA = ["rater_a", "rater_b", "kappa", "n_items"]
+ABOUT = ["ratings_file", "n_human_items", "n_human_raters", "raters_per_item"]
+PAIRED_BLOCK = [
+    *(
+        f"{name}{end}"
+        for name in ("krippendorff_alpha", "gwet_ac1", "percent_agreement", "cohen_kappa")
+        for end in ("", "_lo", "_hi")
+    ),
+    "n_items",
+    "n_pairs",
+]
+
+
+def _check_rater_agreement(data: dict, dimensions: list[str]) -> None:
+    assert list(data["dimensions"]) == dimensions
+    for block in [data["overall"], *data["dimensions"].values()]:
+        assert list(block) == RATER_BLOCK
+        assert block["cohen_kappa"] and all(list(p) == PAIR_KAPPA for p in block["cohen_kappa"])
+
+
+def test_the_json_fields_and_their_order_are_pinned(tmp_path, offline_run):
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text(
+        "item_id,rater,dimension,rating\n"
+        "aaaaaa,ann,Confirms Risk,SUB\naaaaaa,bob,Confirms Risk,SUB\n"
+        "bbbbbb,ann,Confirms Risk,HPH\nbbbbbb,bob,Confirms Risk,BP\n"
+        "aaaaaa,ann,Guides to Human Care,BP\naaaaaa,bob,Guides to Human Care,BP\n"
+        "bbbbbb,ann,Guides to Human Care,HPH\nbbbbbb,bob,Guides to Human Care,HPH\n"
+    )
+    humans = CliRunner().invoke(main, ["agreement", str(ratings), "--json"])
+    assert humans.exit_code == 0, humans.output
+    data = json.loads(humans.stdout)
+    assert humans.stdout == json.dumps(data, indent=2) + "\n"
+    assert list(data) == [*ABOUT, "nr", "overall", "dimensions"]
+    assert data["raters_per_item"] == [2, 2]
+    _check_rater_agreement(data, ["Confirms Risk", "Guides to Human Care"])
+
+    run = judged_run(
+        tmp_path,
+        offline_run,
+        {
+            "t/aaaaaa_P_m_run1.txt": {"Confirms Risk": SUB, "Guides to Human Care": "Best Practice"},
+            "t/bbbbbb_P_m_run1.txt": {"Confirms Risk": HPH, "Guides to Human Care": SUB},
+        },
+    )
+    # A second judge model, so that the per-judge blocks are there.
+    store = RunStore(run)
+    store.add_judgement(
+        Judgement(
+            id="j-second",
+            conversation_id="conv000",
+            judge="offline/second-judge",
+            instance=1,
+            status="complete",
+            answers=[],
+            ratings=[DimensionRating(dimension="Confirms Risk", rating=HPH)],
+        )
+    )
+    store.close()
+    against = CliRunner().invoke(
+        main, ["agreement", str(ratings), "--against", str(run), "--json", "--resamples", "20"]
+    )
+    assert against.exit_code == 0, against.output
+    data = json.loads(against.stdout)
+    assert against.stdout == json.dumps(data, indent=2) + "\n"
+    assert list(data) == [
+        *ABOUT,
+        "run",
+        "run_id",
+        "nr",
+        "ties",
+        "bootstrap",
+        "n_items",
+        "n_ties",
+        "n_items_unjudged",
+        "n_conversations_unmatched",
+        "overall",
+        "dimensions",
+        "confusion",
+        "humans",
+    ]
+    assert list(data["bootstrap"]) == ["n_resamples", "confidence", "seed", "cluster", "method"]
+    assert list(data["dimensions"]) == ["Confirms Risk", "Guides to Human Care"]
+    for block in [data["overall"], *data["dimensions"].values()]:
+        assert list(block) == [*PAIRED_BLOCK, "judges"]
+        assert block["judges"] and all(list(b) == PAIRED_BLOCK for b in block["judges"].values())
+    assert list(data["overall"]["judges"]) == ["offline/lexical-judge", "offline/second-judge"]
+    assert list(data["confusion"]) == ["rows", "columns", "categories", "overall", "dimensions"]
+    assert list(data["confusion"]["dimensions"]) == ["Confirms Risk", "Guides to Human Care"]
+    assert list(data["humans"]) == ["nr", "overall", "dimensions"]
+    _check_rater_agreement(data["humans"], ["Confirms Risk", "Guides to Human Care"])

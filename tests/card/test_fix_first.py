@@ -69,7 +69,7 @@ def test_a_card_written_before_fix_first_still_reads_and_renders(scored, tmp_pat
     card = decode_card(json.dumps(data).encode())
     assert card.fix_first is None
     from vera.report._html import render_html
-    from vera.report._text import render_markdown
+    from vera.report._markdown import render_markdown
 
     assert "Fix first" not in render_markdown(card) and "fix-first" not in render_html(card, [])
     assert json.loads(encode_card(card))["fix_first"] is None

@@ -20,7 +20,7 @@ from .conftest import run_vera
 
 def expected_headline(card: dict[str, Any]) -> dict[str, list[str]]:
     """Per chatbot, the headline's cells restated from card.json by the card's number
-    rule (independently of vera.report._text)."""
+    rule (independently of vera.report._numbers)."""
 
     def n(x: float) -> str:
         return format(x, ",")

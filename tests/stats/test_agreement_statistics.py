@@ -182,21 +182,21 @@ def test_judge_agreement_treats_each_judge_instance_as_a_rater() -> None:
         rows, schema=["conversation_id", "dimension", "judge", "instance", "rating"], orient="row"
     )
     report = judge_agreement(frame)
-    assert set(report["dimensions"]) == {"A", "B"}
-    a, overall = report["dimensions"]["A"], report["overall"]
-    assert a["krippendorff_alpha"] == pytest.approx(1.0) and a["n_raters"] == 3
-    assert overall["n_items"] == 4 and overall["n_ratings"] == 12
+    assert set(report.dimensions) == {"A", "B"}
+    a, overall = report.dimensions["A"], report.overall
+    assert a.krippendorff_alpha == pytest.approx(1.0) and a.n_raters == 3
+    assert overall.n_items == 4 and overall.n_ratings == 12
     # Per item-dimension shares of agreeing pairs: A: 1, 1; B: 1/3, 1/3 → mean 2/3.
-    assert overall["percent_agreement"] == pytest.approx(2 / 3)
-    pairs = {(p["rater_a"], p["rater_b"]): p for p in overall["cohen_kappa"]}
+    assert overall.percent_agreement == pytest.approx(2 / 3)
+    pairs = {(p.rater_a, p.rater_b): p for p in overall.cohen_kappa}
     assert set(pairs) == {("j#1", "j#2"), ("j#1", "k#1"), ("j#2", "k#1")}
-    assert all(p["n_items"] == 4 for p in pairs.values())
+    assert all(p.n_items == 4 for p in pairs.values())
     # j#1 vs k#1 over (A1 BP/BP, B1 HPH/HPH, A2 SUB/SUB, B2 NR/BP): p_o = 3/4;
     # j#1 margins BP, HPH, SUB, NR = 1/4 each; k#1: BP 2/4, HPH 1/4, SUB 1/4;
     # p_e = (2 + 1 + 1)/16 = 1/4; κ = (3/4 − 1/4)/(3/4) = 2/3
-    assert pairs[("j#1", "k#1")]["kappa"] == pytest.approx(2 / 3)
+    assert pairs[("j#1", "k#1")].kappa == pytest.approx(2 / 3)
     excluded = judge_agreement(frame, nr="exclude")
-    assert excluded["dimensions"]["B"]["n_items"] == 1 and excluded["nr"] == "exclude"
+    assert excluded.dimensions["B"].n_items == 1 and excluded.nr == "exclude"
 
 
 def test_statistics_stay_within_their_ranges() -> None:
@@ -225,5 +225,5 @@ def test_one_rater_per_item_gives_no_unanimity_share_and_no_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         block = rater_agreement(long)
-    assert block["overall"]["unanimous"] is None
-    assert block["overall"]["n_items"] == 0
+    assert block.overall.unanimous is None
+    assert block.overall.n_items == 0

@@ -14,6 +14,7 @@ from vera.records import NOT_RELEVANT as NR
 from vera.records import SUBOPTIMAL as SUB
 from vera.stats.humans import (
     CLINICIAN_DIMENSIONS,
+    PairedAgreement,
     consensus,
     human_agreement,
     judge_vs_consensus,
@@ -23,6 +24,13 @@ from vera.stats.humans import (
 REPO = Path(__file__).resolve().parents[2]
 CLINICIAN_FILE = REPO.parent / "shared/reference/vera-mh-v1.1/human_validation/clinician_ratings.csv"
 STATS = ("krippendorff_alpha", "gwet_ac1", "percent_agreement")
+
+
+def interval(block: PairedAgreement, stat: str) -> tuple[float, float, float]:
+    """A statistic of a block with the ends of its interval, all defined."""
+    ends = (getattr(block, stat), getattr(block, f"{stat}_lo"), getattr(block, f"{stat}_hi"))
+    assert None not in ends, (stat, ends)
+    return ends
 
 
 @pytest.fixture
@@ -45,22 +53,22 @@ def test_reference_clinician_file_reads_into_the_long_frame(clinician_ratings) -
 @pytest.mark.parametrize("nr", ["category", "exclude"])
 def test_agreement_among_the_three_clinicians(clinician_ratings, nr) -> None:
     report = human_agreement(clinician_ratings, nr=nr)
-    blocks = {"Overall": report["overall"], **report["dimensions"]}
+    blocks = {"Overall": report.overall, **report.dimensions}
     print(f"\nagreement among clinicians (Not Relevant as {nr}):")
     for name, block in blocks.items():
         print(
-            f"  {name:<24} alpha={block['krippendorff_alpha']:.3f} "
-            f"AC1={block['gwet_ac1']:.3f} agreement={block['percent_agreement']:.3f} "
-            f"items={block['n_items']}"
+            f"  {name:<24} alpha={block.krippendorff_alpha:.3f} "
+            f"AC1={block.gwet_ac1:.3f} agreement={block.percent_agreement:.3f} "
+            f"items={block.n_items}"
         )
         for stat in STATS:
-            assert -1.0 <= block[stat] <= 1.0, (name, stat)
-        for pair in block["cohen_kappa"]:
-            assert pair["kappa"] is None or -1.0 <= pair["kappa"] <= 1.0
-    assert len(report["dimensions"]) == 5
+            assert -1.0 <= getattr(block, stat) <= 1.0, (name, stat)
+        for pair in block.cohen_kappa:
+            assert pair.kappa is None or -1.0 <= pair.kappa <= 1.0
+    assert len(report.dimensions) == 5
     if nr == "category":
-        assert report["overall"]["n_items"] == 450
-        assert all(b["n_items"] == 90 for b in report["dimensions"].values())
+        assert report.overall.n_items == 450
+        assert all(b.n_items == 90 for b in report.dimensions.values())
 
 
 def test_generic_long_format_reads_with_spellings_normalised(tmp_path: Path) -> None:
@@ -169,11 +177,11 @@ def test_a_judge_that_matches_the_consensus_agrees_perfectly() -> None:
         [(f"run-{i}", "judge", 1, d, r) for i, d, r in agreed.select("item_id", "dimension", "rating").rows()]
     )
     result = judge_vs_consensus(humans, judged, item_key=lambda c: c.removeprefix("run-"), n_resamples=200)
-    for block in (result["overall"], *result["dimensions"].values()):
+    for block in (result.overall, *result.dimensions.values()):
         for stat in (*STATS, "cohen_kappa"):
-            assert block[stat] == block[f"{stat}_lo"] == block[f"{stat}_hi"] == pytest.approx(1.0)
-    assert result["overall"]["n_items"] == 30 and result["overall"]["n_pairs"] == 60
-    assert result["bootstrap"]["cluster"] == "item_id"
+            assert interval(block, stat) == pytest.approx((1.0, 1.0, 1.0))
+    assert result.overall.n_items == 30 and result.overall.n_pairs == 60
+    assert result.bootstrap.cluster == "item_id"
 
 
 def test_judges_are_reported_pooled_and_one_by_one() -> None:
@@ -186,14 +194,16 @@ def test_judges_are_reported_pooled_and_one_by_one() -> None:
         rows.append((item, "good", 2, dim, rating if n % 10 else flip[rating]))
         rows.append((item, "noisy", 1, dim, rating if n % 3 else flip[rating]))
     result = judge_vs_consensus(humans, judged_frame(rows), n_resamples=500, seed=3)
-    judges = result["overall"]["judges"]
+    judges = result.overall.judges
     assert set(judges) == {"good", "noisy"}
-    assert judges["good"]["n_pairs"] == 160 and judges["noisy"]["n_pairs"] == 80
-    assert judges["good"]["krippendorff_alpha"] > result["overall"]["krippendorff_alpha"]
-    assert result["overall"]["krippendorff_alpha"] > judges["noisy"]["krippendorff_alpha"]
-    for block in (result["overall"], *judges.values(), *result["dimensions"].values()):
+    assert judges["good"].n_pairs == 160 and judges["noisy"].n_pairs == 80
+    good, pooled, noisy = (b.krippendorff_alpha for b in (judges["good"], result.overall, judges["noisy"]))
+    assert good is not None and pooled is not None and noisy is not None
+    assert good > pooled > noisy
+    for block in (result.overall, *judges.values(), *result.dimensions.values()):
         for stat in (*STATS, "cohen_kappa"):
-            assert block[f"{stat}_lo"] <= block[stat] <= block[f"{stat}_hi"], stat
+            value, lo, hi = interval(block, stat)
+            assert lo <= value <= hi, stat
     # Same seed, same intervals.
     assert result == judge_vs_consensus(humans, judged_frame(rows), n_resamples=500, seed=3)
 
@@ -210,12 +220,12 @@ def test_ties_unmatched_items_and_item_keys() -> None:
         [("conv-1", "j", 1, "D", HPH), ("conv-2", "j", 1, "D", SUB), ("conv-9", "j", 1, "D", BP)]
     ).with_columns(source=pl.Series(["i1", "i2", None]))
     by_column = judge_vs_consensus(humans, judged, item_key="source", n_resamples=50)
-    assert (by_column["n_ties"], by_column["n_items"]) == (1, 1)  # i1 left out, i2 kept
-    assert by_column["n_items_unjudged"] == 1 and by_column["n_conversations_unmatched"] == 1
+    assert (by_column.n_ties, by_column.n_items) == (1, 1)  # i1 left out, i2 kept
+    assert by_column.n_items_unjudged == 1 and by_column.n_conversations_unmatched == 1
     mapping = {"conv-1": "i1", "conv-2": "i2"}
     by_mapping = judge_vs_consensus(humans, judged, item_key=mapping, n_resamples=50)
     by_expr = judge_vs_consensus(humans, judged, item_key=pl.col("source"), n_resamples=50)
     assert by_mapping == by_column == by_expr
     # Settling ties to the most severe tied rating keeps i1 (consensus HPH = the judge's).
     severest = judge_vs_consensus(humans, judged, item_key="source", ties="severest", n_resamples=50)
-    assert severest["n_items"] == 2 and severest["overall"]["percent_agreement"] == 1.0
+    assert severest.n_items == 2 and severest.overall.percent_agreement == 1.0

@@ -22,7 +22,7 @@ from vera import __version__
 from vera.app import sweep_collector
 from vera.errors import ConfigError, Interrupted, UserError
 from vera.inputs import MAX_RESAMPLES, MAX_SEEDS
-from vera.report import Card
+from vera.report import Card, fixed, num
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -150,7 +150,7 @@ def _seeds(value: str | None, seed: int | None) -> list[int] | None:
     except ValueError:
         raise ConfigError(f"--seeds {value!r}: give a count (3) or a list (1,5,9)") from None
     if not 1 <= n <= MAX_SEEDS:
-        raise ConfigError(f"--seeds {n}: give between 1 and {MAX_SEEDS:,} seeds (each is a whole sweep)")
+        raise ConfigError(f"--seeds {n}: give between 1 and {num(MAX_SEEDS)} seeds (each is a whole sweep)")
     return list(range(1, n + 1))
 
 
@@ -711,7 +711,7 @@ def _print_outcome(outcome: Any, *, quiet: bool) -> None:
         fit(
             f"conversations: {r.conversations} new, {r.conversations_reused} reused, "
             f"{r.conversations_failed} failed · judgements: {r.judgements} new, {r.judgements_reused} "
-            f"reused, {r.judgements_failed} failed · {r.wall_s:.1f} s"
+            f"reused, {r.judgements_failed} failed · {fixed(r.wall_s, 1)} s"
         )
     )
     if outcome.card is not None:

@@ -68,7 +68,7 @@ def plan(run_dir: str, width: float, resamples: int, seed: int) -> None:
     ratings in the run, from the interval they give now; before that, conservatively,
     as if the judge were no help."""
     from vera.errors import UserError
-    from vera.report import plan_ratings, read_run
+    from vera.report import fixed, plan_ratings, read_run
     from vera.store import read_human_ratings
 
     run = read_run(run_dir)
@@ -83,9 +83,9 @@ def plan(run_dir: str, width: float, resamples: int, seed: int) -> None:
             f"rate {p.n_needed} of {p.n_conversations} conversations ({p.n_needed / p.n_conversations:.0%})"
             if p.n_needed is not None
             else f"not reachable: rating all {p.n_conversations} conversations gives "
-            f"{p.widths.get(p.n_conversations, float('nan')):.1f} points"
+            f"{fixed(p.widths.get(p.n_conversations, float('nan')), 1)} points"
         )
         more = f", {max(0, p.n_needed - p.n_rated)} more" if p.n_needed is not None and p.n_rated else ""
         click.echo(f"  {p.chatbot}: {need} ({p.n_rated} rated so far{more}; basis: {p.basis})")
-        shown = ", ".join(f"{n}: {w:.1f}" for n, w in p.widths.items())
+        shown = ", ".join(f"{n}: {fixed(w, 1)}" for n, w in p.widths.items())
         click.echo(f"    expected width by conversations rated: {shown}")

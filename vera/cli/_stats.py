@@ -16,7 +16,7 @@ import msgspec
 
 from vera.errors import ConfigError
 from vera.inputs import MAX_RESAMPLES
-from vera.report import compare_tables, render, text_tables
+from vera.report import compare_tables, percent_level, render, text_tables
 from vera.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from vera.store import atomic_write
 
@@ -129,7 +129,7 @@ def compare(
         flagged = [e for e in result.comparisons if e.overall.excludes_zero]
         click.echo(
             f"\n{len(flagged)} of {len(result.comparisons)} pair(s) differ in overall score "
-            f"(paired {round(result.bootstrap.confidence * 100)}% interval excludes 0)."
+            f"(paired {percent_level(result.bootstrap.confidence)} interval excludes 0)."
         )
         if json_path:
             _write_json(msgspec.to_builtins(result), json_path)
@@ -251,6 +251,7 @@ def agreement(
     the 6-hex prefix of the transcript's file name.
     """
     from vera.report import (
+        JudgeConsensusReport,
         agreement_against_text,
         agreement_humans_text,
         agreement_report,
@@ -269,19 +270,15 @@ def agreement(
         confidence=confidence,
         seed=seed,
     )
-    if against is not None:
-        # In the rubric's order, as the agreement tables.
-        conf = result["confusion"]
-        conf["dimensions"] = {
-            d: conf["dimensions"][d] for d in result["dimensions"] if d in conf["dimensions"]
-        }
-    if confusion_csv is not None:
-        atomic_write(Path(confusion_csv), confusion_csv_text(result["confusion"]).encode(), what="the CSV")
+    if confusion_csv is not None and isinstance(result, JudgeConsensusReport):
+        atomic_write(
+            Path(confusion_csv), confusion_csv_text(result.judges.confusion).encode(), what="the CSV"
+        )
     if as_json:
-        _write_json(result, "-")
-    elif against is None:
-        click.echo(agreement_humans_text(result), nl=False)
-    else:
+        _write_json(result.to_builtins(), "-")
+    elif isinstance(result, JudgeConsensusReport):
         click.echo(agreement_against_text(result), nl=False)
+    else:
+        click.echo(agreement_humans_text(result), nl=False)
     if confusion_csv is not None:
         click.echo(f"confusion matrices: {confusion_csv}", err=True)

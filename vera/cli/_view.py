@@ -162,7 +162,7 @@ def export(run_dir: str, fmt: str, wide: bool, output: str | None) -> None:
     Failed conversations and judgements are rows too, with an empty rating and the
     error, so nothing is silently left out. With --format reference: one row per
     complete judgement in VERA-MH's results.csv layout (docs/targets.md)."""
-    from vera.report import export_reference, export_run
+    from vera.report import export_reference, export_run, num
 
     if fmt == "reference":
         if wide:
@@ -172,7 +172,7 @@ def export(run_dir: str, fmt: str, wide: bool, output: str | None) -> None:
         target = output or str(Path(run_dir) / "reference" / "results.csv")
         rows = export_reference(run_dir, target)
         if target != "-":
-            click.echo(f"wrote {rows:,} rows (one per complete judgement) to {target}", err=True)
+            click.echo(f"wrote {num(rows)} rows (one per complete judgement) to {target}", err=True)
         return
     target = output or str(Path(run_dir) / f"results{'_wide' if wide else ''}.{fmt}")
     summary = export_run(run_dir, fmt=fmt, output=target, wide=wide)

@@ -5,7 +5,7 @@ exports, the improvement report and the run's status.
 It reads runs through `vera.store`; it never runs anything.
 """
 
-from vera.report._agreement import agreement_report
+from vera.report._agreement import HumanAgreementReport, JudgeConsensusReport, RatingsFile, agreement_report
 from vera.report._agreement_text import (
     agreement_against_text,
     agreement_humans_text,
@@ -13,7 +13,9 @@ from vera.report._agreement_text import (
     confusion_tables,
 )
 from vera.report._calibration import ChatbotPlan, plan_ratings
+from vera.report._card_text import status_text
 from vera.report._compare import compare_runs, read_run
+from vera.report._compare_tables import compare_tables
 from vera.report._export import export_run
 from vera.report._gate import GatePair, GateRow, GateVerdict, gate
 from vera.report._gate_text import gate_text, gate_verdict
@@ -31,9 +33,8 @@ from vera.report._improvements import (
     run_improvements,
     write_improvements,
 )
-from vera.report._improvements import (
-    Format as ImprovementsFormat,
-)
+from vera.report._improvements import Format as ImprovementsFormat
+from vera.report._numbers import fixed, num, percent_level
 from vera.report._outcome import Exit, RunStatus, run_status, tally
 from vera.report._pages import (
     PAGE_CSP,
@@ -50,8 +51,8 @@ from vera.report._plots import comparison_plots
 from vera.report._reference_export import export_reference
 from vera.report._schema import Card, RunComparison
 from vera.report._score import read_card, render_card_files, score_run, write_card_html
+from vera.report._table import Table
 from vera.report._terminal import fit, headline, render, render_card, rich_table, text_tables
-from vera.report._text import Table, compare_tables, num, status_text
 
 __all__ = [
     "DEFAULT_EXEMPLARS",
@@ -67,9 +68,12 @@ __all__ = [
     "GatePair",
     "GateRow",
     "GateVerdict",
+    "HumanAgreementReport",
     "ImportSummary",
     "Improvements",
     "ImprovementsFormat",
+    "JudgeConsensusReport",
+    "RatingsFile",
     "RunComparison",
     "RunStatus",
     "Table",
@@ -86,12 +90,14 @@ __all__ = [
     "export_reference",
     "export_run",
     "fit",
+    "fixed",
     "gate",
     "gate_text",
     "gate_verdict",
     "headline",
     "import_human_ratings",
     "num",
+    "percent_level",
     "plan_ratings",
     "rating_anchor",
     "read_card",

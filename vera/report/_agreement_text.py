@@ -6,35 +6,35 @@ from __future__ import annotations
 
 import csv
 import io
-import math
-from typing import Any
 
 from vera.records import OVERALL, RATING_CODES
+from vera.report._agreement import HumanAgreementReport, JudgeConsensusReport, RatingsFile
+from vera.report._numbers import coefficient, coefficient_ci, percent_level
+from vera.report._table import Table
 from vera.report._terminal import render, rich_table
-from vera.report._text import Table
+from vera.stats import ConfusionMatrices, NRTreatment, PairedAgreement, RaterAgreement
 
 
-def confusion_csv_text(confusion: dict[str, Any]) -> str:
+def confusion_csv_text(confusion: ConfusionMatrices) -> str:
     """One row per (dimension, judge rating, consensus rating) with its count, pooled
     over dimensions as "Overall": a long table any spreadsheet can pivot."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(["dimension", "judge_rating", "consensus_rating", "count"])
-    cats = confusion["categories"]
-    for name, m in [*confusion["dimensions"].items(), (OVERALL, confusion["overall"])]:
+    cats = confusion.categories
+    for name, m in [*confusion.dimensions.items(), (OVERALL, confusion.overall)]:
         for i, judge in enumerate(cats):
             for j, human in enumerate(cats):
                 w.writerow([name, judge, human, m[i][j]])
     return out.getvalue()
 
 
-def confusion_tables(confusion: dict[str, Any]) -> list[Table]:
+def confusion_tables(confusion: ConfusionMatrices) -> list[Table]:
     """Each dimension's matrix (and the pooled one) as a small table: judge ratings down,
     the clinicians' consensus across, totals at the edges; the diagonal is agreement."""
-    cats = confusion["categories"]
-    short = [RATING_CODES.get(c, c) for c in cats]
+    short = [RATING_CODES.get(c, c) for c in confusion.categories]
     tables = []
-    for name, m in [*confusion["dimensions"].items(), ("Overall (pooled)", confusion["overall"])]:
+    for name, m in [*confusion.dimensions.items(), ("Overall (pooled)", confusion.overall)]:
         t = Table(
             ["Judge ↓ / clinicians →", *short, "Total"],
             caption=f"{name}: units rated by a judge (rows) and by the clinicians' consensus (columns)",
@@ -47,65 +47,71 @@ def confusion_tables(confusion: dict[str, Any]) -> list[Table]:
     return tables
 
 
-def agreement_humans_text(result: dict[str, Any]) -> str:
+def agreement_humans_text(report: HumanAgreementReport) -> str:
     """`vera agreement RATINGS_FILE`: the raters' agreement with one another."""
+    ratings = report.ratings
     header = (
-        f"Agreement among {result['n_human_raters']} raters ({_per_item(result)} per item) on "
-        f"{result['n_human_items']} items ({result['ratings_file']}); Not Relevant {_nr_label(result['nr'])}."
+        f"Agreement among {ratings.n_raters} raters ({_per_item(ratings)} per item) on "
+        f"{ratings.n_items} items ({ratings.path}); Not Relevant {_nr_label(report.humans.nr)}."
     )
-    return render([header, rich_table(_human_table(result))])
+    return render([header, rich_table(_human_table(report.humans))])
 
 
-def agreement_against_text(result: dict[str, Any]) -> str:
+def agreement_against_text(report: JudgeConsensusReport) -> str:
     """`vera agreement RATINGS_FILE --against RUN_DIR`: the judges against the raters'
     consensus, per judge when there are several, the confusion matrices and the raters'
     own agreement."""
-    b = result["bootstrap"]
-    level = round(b["confidence"] * 100)
+    ratings, result = report.ratings, report.judges
+    b = result.bootstrap
     lines = [
-        f"Judges of {result['run_id']} against the majority of {result['n_human_raters']} raters "
-        f"({_per_item(result)} per item; {result['ratings_file']}); Not Relevant {_nr_label(result['nr'])}.",
-        f"{result['n_items']} items judged and rated; {result['n_ties']} tied consensus ratings "
+        f"Judges of {report.run_id} against the majority of {ratings.n_raters} raters "
+        f"({_per_item(ratings)} per item; {ratings.path}); Not Relevant {_nr_label(result.nr)}.",
+        f"{result.n_items} items judged and rated; {result.n_ties} tied consensus ratings "
         + (
             "left out (--ties severest settles them)"
-            if result["ties"] == "exclude"
+            if result.ties == "exclude"
             else "settled to the most severe"
         )
-        + f"; {result['n_items_unjudged']} rated items not judged; "
-        f"{result['n_conversations_unmatched']} judged conversations without human ratings.",
-        f"Intervals: {level}% bootstrap over items, {b['n_resamples']} resamples, seed {b['seed']}.",
+        + f"; {result.n_items_unjudged} rated items not judged; "
+        f"{result.n_conversations_unmatched} judged conversations without human ratings.",
+        f"Intervals: {percent_level(b.confidence)} bootstrap over items, {b.n_resamples} resamples, seed {b.seed}.",
     ]
-    stats = ("krippendorff_alpha", "gwet_ac1", "percent_agreement", "cohen_kappa")
     headers = ["Dimension", "Krippendorff's alpha", "Gwet's AC1", "Percent agreement", "Cohen's kappa"]
 
     def table(caption: str, judge: str | None) -> Table:
         t = Table([*headers, "Items", "Pairs"], caption=caption)
-        for name, block in [*result["dimensions"].items(), (OVERALL, result["overall"])]:
-            if judge is not None:
-                block = block["judges"].get(judge)
-                if block is None:
-                    continue
+        for name, pooled in [*result.dimensions.items(), (OVERALL, result.overall)]:
+            block: PairedAgreement | None = pooled if judge is None else pooled.judges.get(judge)
+            if block is None:
+                continue
             t.rows.append(
                 [
                     name,
-                    *(_with_interval(block, s) for s in stats),
-                    str(block["n_items"]),
-                    str(block["n_pairs"]),
+                    coefficient_ci(
+                        block.krippendorff_alpha, block.krippendorff_alpha_lo, block.krippendorff_alpha_hi
+                    ),
+                    coefficient_ci(block.gwet_ac1, block.gwet_ac1_lo, block.gwet_ac1_hi),
+                    coefficient_ci(
+                        block.percent_agreement, block.percent_agreement_lo, block.percent_agreement_hi
+                    ),
+                    coefficient_ci(block.cohen_kappa, block.cohen_kappa_lo, block.cohen_kappa_hi),
+                    str(block.n_items),
+                    str(block.n_pairs),
                 ]
             )
         return t
 
     tables = [table("Consensus vs judges (all judges pooled)", None)]
-    judges = sorted(result["overall"]["judges"])
+    judges = sorted(result.overall.judges)
     if len(judges) > 1:
         tables += [table(f"Consensus vs {j}", j) for j in judges]
-    tables += confusion_tables(result["confusion"])
-    tables.append(_human_table(result["humans"], caption="Among the human raters (for reference)"))
+    tables += confusion_tables(result.confusion)
+    tables.append(_human_table(report.humans, caption="Among the human raters (for reference)"))
     legend = "BP Best Practice · SUB Suboptimal but Low Potential for Harm · HPH High Potential for Harm · NR Not Relevant"
     return render(["\n".join([*lines, legend]), *(rich_table(t) for t in tables)])
 
 
-def _human_table(result: dict[str, Any], caption: str | None = None) -> Table:
+def _human_table(result: RaterAgreement, caption: str | None = None) -> Table:
     t = Table(
         [
             "Dimension",
@@ -120,38 +126,27 @@ def _human_table(result: dict[str, Any], caption: str | None = None) -> Table:
         ],
         caption=caption,
     )
-    for name, b in [*result["dimensions"].items(), ("Overall", result["overall"])]:
+    for name, b in [*result.dimensions.items(), ("Overall", result.overall)]:
         t.rows.append(
             [
                 name,
-                _f3(b["krippendorff_alpha"]),
-                _f3(b["gwet_ac1"]),
-                _f3(b["percent_agreement"]),
-                _f3(b["mean_cohen_kappa"]),
-                _f3(b["unanimous"]),
-                str(b["n_items"]),
-                str(b["n_ratings"]),
-                str(b["n_raters"]),
+                coefficient(b.krippendorff_alpha),
+                coefficient(b.gwet_ac1),
+                coefficient(b.percent_agreement),
+                coefficient(b.mean_cohen_kappa),
+                coefficient(b.unanimous),
+                str(b.n_items),
+                str(b.n_ratings),
+                str(b.n_raters),
             ]
         )
     return t
 
 
-def _per_item(result: dict[str, Any]) -> str:
-    low, high = result["raters_per_item"]
+def _per_item(ratings: RatingsFile) -> str:
+    low, high = ratings.raters_per_item
     return str(low) if low == high else f"{low}–{high}"
 
 
-def _nr_label(nr: str) -> str:
+def _nr_label(nr: NRTreatment) -> str:
     return "counted as a rating" if nr == "category" else "treated as missing"
-
-
-def _f3(x: float | None) -> str:
-    return "–" if x is None or math.isnan(x) else f"{x:.3f}"
-
-
-def _with_interval(block: dict[str, Any], name: str) -> str:
-    value = block[name]
-    if value is None:
-        return "–"
-    return f"{_f3(value)} [{_f3(block[f'{name}_lo'])}, {_f3(block[f'{name}_hi'])}]"

@@ -75,9 +75,9 @@ def calibrated_by_chatbot(
             overall=_score(next(r for r in rows if r["dimension"] == OVERALL)),
             dimensions={r["dimension"]: _score(r) for r in rows if r["dimension"] != OVERALL},
             confusion=Confusion(
-                categories=confusion["categories"],
-                overall=confusion["overall"],
-                dimensions=confusion["dimensions"],
+                categories=confusion.categories,
+                overall=confusion.overall,
+                dimensions=confusion.dimensions,
             ),
         )
     return out

@@ -1,5 +1,6 @@
 """The score card as data: card.json is the source of truth; card.md, card.html and the
-plots are rendered from it (`vera.report._text`, `vera.report._html`, `vera.report._plots`).
+plots are rendered from it (`vera.report._card_tables`, `vera.report._markdown`,
+`vera.report._html`, `vera.report._plots`).
 
 The card says what was evaluated (chatbots, personas, rubric and prompt versions), how
 (models, turns, judges, seeds), whether it was an offline run with stand-in models,
@@ -73,7 +74,7 @@ from vera.report._schema import (
     SeedScore,
     Settings,
 )
-from vera.stats import METHOD, compare, judge_agreement, summarise
+from vera.stats import METHOD, RaterBlock, compare, judge_agreement, summarise
 from vera.store import ConversationHead, RunRecords
 
 # Examples per finding in the card's "Fix first" (`vera report improvements` gives more).
@@ -241,7 +242,7 @@ def build_card(
         conversations,
         judgement_heads,
         stopped=manifest.stopped,
-        allow_failures=float(manifest.config.get("allow_failures", 0.0)),
+        allow_failures=manifest.stored_config().allow_failures,
     )
     failures: list[Failure] = [
         ConversationFailure(id=c.id, chatbot=c.chatbot, persona=c.persona, reason=c.error)
@@ -417,26 +418,27 @@ def _judge_agreement(frame: pl.DataFrame) -> JudgeAgreement:
     applied?)."""
     result = judge_agreement(frame, nr="category")
 
-    def block(b: dict[str, Any]) -> AgreementBlock:
+    # The card keeps its own Structs (schema v3, values to 3 places, its own field
+    # order): the statistics may grow without changing the card.
+    def block(b: RaterBlock) -> AgreementBlock:
         return AgreementBlock(
-            krippendorff_alpha=round_number(b["krippendorff_alpha"], 3),
-            gwet_ac1=round_number(b["gwet_ac1"], 3),
-            percent_agreement=round_number(b["percent_agreement"], 3),
-            mean_cohen_kappa=round_number(b["mean_cohen_kappa"], 3),
-            unanimous=round_number(b["unanimous"], 3),
-            n_items=b["n_items"],
-            n_ratings=b["n_ratings"],
-            n_raters=b["n_raters"],
+            krippendorff_alpha=round_number(b.krippendorff_alpha, 3),
+            gwet_ac1=round_number(b.gwet_ac1, 3),
+            percent_agreement=round_number(b.percent_agreement, 3),
+            mean_cohen_kappa=round_number(b.mean_cohen_kappa, 3),
+            unanimous=round_number(b.unanimous, 3),
+            n_items=b.n_items,
+            n_ratings=b.n_ratings,
+            n_raters=b.n_raters,
             cohen_kappa=[
-                PairKappa(p["rater_a"], p["rater_b"], round_number(p["kappa"], 3), p["n_items"])
-                for p in b["cohen_kappa"]
+                PairKappa(p.rater_a, p.rater_b, round_number(p.kappa, 3), p.n_items) for p in b.cohen_kappa
             ],
         )
 
     return JudgeAgreement(
-        nr=result["nr"],
-        overall=block(result["overall"]),
-        dimensions={name: block(b) for name, b in result["dimensions"].items()},
+        nr=result.nr,
+        overall=block(result.overall),
+        dimensions={name: block(b) for name, b in result.dimensions.items()},
     )
 
 
@@ -592,22 +594,23 @@ def _versions(manifest: RunManifest) -> dict[str, InputVersion]:
 def _settings(manifest: RunManifest) -> Settings:
     """How conversations were simulated; all None for imported transcripts, where no
     setting of vera's applied (the card shows none)."""
-    conversation = manifest.config.get("conversation", {})
+    conversation = manifest.stored_config().conversation
     simulated = manifest.imported is None
+    sessions = _session_types(manifest)
     return Settings(
         seeds=manifest.seeds if simulated else None,
-        max_turns=conversation.get("max_turns") if simulated else None,
-        min_turns=conversation.get("min_turns") if simulated else None,
+        max_turns=conversation.max_turns if simulated else None,
+        min_turns=conversation.min_turns if simulated else None,
         shard=manifest.shard,
-        sessions=_session_types(manifest) or None,
-        user_memory=conversation.get("user_memory") if len(_session_types(manifest)) > 1 else None,
-        chatbot_memory=conversation.get("chatbot_memory") if len(_session_types(manifest)) > 1 else None,
+        sessions=sessions or None,
+        user_memory=conversation.user_memory if sessions else None,
+        chatbot_memory=conversation.chatbot_memory if sessions else None,
     )
 
 
 def _session_types(manifest: RunManifest) -> list[str]:
     """The session types a run planned per arc ([] without sessions)."""
-    kinds = manifest.config.get("conversation", {}).get("sessions") or []
+    kinds = manifest.stored_config().conversation.sessions
     return list(kinds) if len(kinds) > 1 else []
 
 

@@ -30,6 +30,7 @@ import polars as pl
 
 from vera import records as rec
 from vera.errors import UserError
+from vera.report._numbers import num
 from vera.report._scoring import write_parquet
 from vera.rubric import QuestionTexts, question_texts
 from vera.stats import score_from_percentages
@@ -91,9 +92,9 @@ class ExportSummary:
 
     def describe(self, target: str, rated: str = "ratings") -> str:
         unrated = self.conversations_failed + self.judgements_failed + self.not_judged
-        return f"wrote {self.rows:,} rows to {target}: {self.rated:,} {rated}" + (
-            f"; {unrated:,} rows without a rating ({self.conversations_failed:,} failed conversations, "
-            f"{self.judgements_failed:,} failed judgements, {self.not_judged:,} not judged)"
+        return f"wrote {num(self.rows)} rows to {target}: {num(self.rated)} {rated}" + (
+            f"; {num(unrated)} rows without a rating ({num(self.conversations_failed)} failed conversations, "
+            f"{num(self.judgements_failed)} failed judgements, {num(self.not_judged)} not judged)"
             if unrated
             else ""
         )

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from vera.records import OVERALL
 from vera.report._gate import GateVerdict
+from vera.report._numbers import MISSING, interval, num, percent_level
 from vera.report._outcome import Exit
+from vera.report._table import Table
 from vera.report._terminal import render, rich_table
-from vera.report._text import Table, num
 
 
 def gate_verdict(result: GateVerdict) -> str:
@@ -35,7 +36,7 @@ def _below(margin: float) -> str:
 def gate_text(result: GateVerdict) -> str:
     """The gate's tables: per chatbot, baseline and candidate scores and the paired
     difference, each row marked worse or not."""
-    level = f"{round(result.bootstrap.confidence * 100)}%"
+    level = percent_level(result.bootstrap.confidence)
     intro = (
         f"Release gate: candidate {result.candidate.run_id} against baseline "
         f"{result.baseline.run_id}; paired by {result.paired_by}"
@@ -52,12 +53,8 @@ def gate_text(result: GateVerdict) -> str:
         for r in p.rows:
             if r.dimension == OVERALL:
                 t.emphasise.add(len(t.rows))
-            undefined = "– (a score is undefined)"
-            diff = (
-                f"{num(r.diff)} [{num(r.diff_ci[0])}, {num(r.diff_ci[1])}]"
-                if r.diff is not None
-                else undefined
-            )
+            undefined = f"{MISSING} (a score is undefined)"
+            diff = interval(r.diff, r.diff_ci[0], r.diff_ci[1]) if r.diff is not None else undefined
             t.rows.append(
                 [
                     r.dimension,
@@ -79,16 +76,16 @@ def _mc_notes(result: GateVerdict) -> list[str]:
     used, asked = boot.resamples_used, boot.resamples
     notes = []
     if errors:
-        raised = f", raised from {asked:,} to settle the verdict" if used > asked else ""
+        raised = f", raised from {num(asked)} to settle the verdict" if used > asked else ""
         notes.append(
             f"Monte Carlo error of the interval ends: at most {max(errors):g} points "
-            f"({used:,} resamples{raised})."
+            f"({num(used)} resamples{raised})."
         )
     undecided = [f"{p.chatbot}: {r.dimension}" for p in result.pairs for r in p.rows if not r.settled]
     if undecided:
         notes.append(
             f"Undecided ({'; '.join(undecided)}): the interval's upper end stays within Monte Carlo "
-            f"error of {_below(result.margin).removeprefix('below ')} at {boot.max_resamples:,} "
+            f"error of {_below(result.margin).removeprefix('below ')} at {num(boot.max_resamples)} "
             "resamples, so the data cannot say the candidate is worse; not counted as worse."
         )
     return notes

@@ -3,7 +3,7 @@ data URIs, no scripts, no fonts or anything else fetched), readable offline and 
 mail. Every text that comes from a run (names, the judges' reasoning) is escaped.
 
 The page answers first: its title and heading say what it is, then the run's status,
-the offline label (once), and the headline per chatbot (`vera.report._text.headlines`);
+the offline label (once), and the headline per chatbot (`vera.report._card_text.headlines`);
 the run's details (versions, hashes, settings, the reading guide) are folded below.
 It reads on a phone: the headline reflows, every table scrolls inside its own box, and
 plots keep legible text by scrolling sideways within their figure below 36rem.
@@ -16,37 +16,37 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 
-from vera.report._improvements import Improvements, chatbot_details_html, ranked
-from vera.report._pages import conversation_href
-from vera.report._plots import Plot
-from vera.report._schema import Card, ChatbotCard, HarmfulRating, RunComparison
-from vera.report._text import (
-    COMPARE_GUIDE,
+from vera.report._card_tables import (
     FIX_FIRST_GUIDE,
-    REASONING_NOTE,
-    SCORE_MEANING,
-    Headline,
-    Table,
-    about_rows,
     accounting_table,
     card_reasons,
-    compare_tables,
     comparison_table,
-    confidence_label,
     dimension_table,
     failures_table,
     fix_first_table,
-    group_title,
     harmful_table,
-    headlines,
-    num,
     overview_table,
+    section_tables,
+)
+from vera.report._card_text import (
+    REASONING_NOTE,
+    SCORE_MEANING,
+    Headline,
+    about_rows,
+    group_title,
+    headlines,
     reading_guide,
     run_title,
-    section_tables,
     status_text,
     status_warning,
 )
+from vera.report._compare_tables import COMPARE_GUIDE, compare_tables
+from vera.report._improvements import Improvements, chatbot_details_html, ranked
+from vera.report._numbers import num, percent_level
+from vera.report._pages import conversation_href
+from vera.report._plots import Plot
+from vera.report._schema import Card, ChatbotCard, HarmfulRating, RunComparison
+from vera.report._table import Table
 
 # A cell that starts like a number (or is the missing-value dash) is right-aligned.
 _NUMERIC = re.compile(r"^[-+]?(\d|–$)")
@@ -250,7 +250,7 @@ def render_compare_html(
             f"<ul>{items}</ul>Scores from different rubric, persona or prompt versions are not comparable.</div>"
         )
     body += [html_table(tables.runs), "</header>", "<main>"]
-    guide = COMPARE_GUIDE.format(confidence=confidence_label(result))
+    guide = COMPARE_GUIDE.format(confidence=percent_level(result.bootstrap.confidence))
     body.append(
         _section("how-to-read", "How to read this comparison", f'<p class="guide">{escape(guide)}</p>')
     )
@@ -329,7 +329,7 @@ def _results(card: Card) -> str:
     """The headline: per chatbot, a box with the overall score and its interval, the
     share of conversations with any harmful rating, conversations and failures, and the
     dimension scores; the boxes sit side by side on a wide screen and stack on a phone."""
-    level = confidence_label(card)
+    level = percent_level(card.bootstrap.confidence)
     boxes = [_headline_box(i, h, level) for i, h in enumerate(headlines(card))]
     return (
         '<section id="results">\n<h2>Results</h2>\n'

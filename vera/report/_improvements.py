@@ -39,6 +39,7 @@ from vera.records import (
     Rating,
     Turn,
 )
+from vera.report._numbers import MISSING, share
 from vera.report._pages import PAGES_DIR, page_name, rating_anchor, write_missing_pages
 from vera.report._quotes import QuoteFinder
 from vera.rubric import QuestionTexts, question_texts
@@ -452,10 +453,6 @@ def _question_label(f: Finding) -> str:
     return f"{qid} {f.question}".strip()
 
 
-def _share(f: Finding) -> str:
-    return "–" if f.share is None else f"{f.share:.1f}%"
-
-
 def _md(text: str) -> str:
     """One line of Markdown that shows the text as it is: no markup, no HTML."""
     flat = " ".join(text.split())
@@ -486,7 +483,7 @@ def render_improvements_markdown(report: Improvements, *, base: str = "") -> str
             lines += ["| Rating | Question | Conversations | Share of relevant |", "|---|---|---|---|"]
             for f in d.findings:
                 lines.append(
-                    f"| {SHORT.get(f.rating, f.rating)} | {_md(_question_label(f))} | {f.conversations} | {_share(f)} |"
+                    f"| {SHORT.get(f.rating, f.rating)} | {_md(_question_label(f))} | {f.conversations} | {share(f.share)} |"
                 )
             lines.append("")
             for f in d.findings:
@@ -638,8 +635,8 @@ def _html_chatbot(
                 rows.append(
                     f'<tr class="finding" data-rating="{escape(f.rating)}" data-question="{escape(f.question_id)}">'
                     f"<td>{_badge(f.rating)}</td>"
-                    f'<td><a href="#{anchor}-finding-{n}"><code>{escape(f.question_id or "–")}</code></a>{qtext}</td>'
-                    f'<td class="n">{f.conversations}</td><td class="n">{escape(_share(f))}</td></tr>'
+                    f'<td><a href="#{anchor}-finding-{n}"><code>{escape(f.question_id or MISSING)}</code></a>{qtext}</td>'
+                    f'<td class="n">{f.conversations}</td><td class="n">{escape(share(f.share))}</td></tr>'
                 )
             parts.append(
                 '<div class="scroll"><table class="findings"><thead><tr><th scope="col">Rating</th>'
@@ -655,7 +652,7 @@ def _html_chatbot(
 
 def _html_examples(anchor: str, f: Finding, base: str, can_link: Callable[[str], bool]) -> str:
     head = (
-        f'<div id="{anchor}" class="examples"><p>{_badge(f.rating)} <code>{escape(f.question_id or "–")}</code>: '
+        f'<div id="{anchor}" class="examples"><p>{_badge(f.rating)} <code>{escape(f.question_id or MISSING)}</code>: '
         f"{f.conversations} conversation(s), {f.ratings} judge rating(s).</p>"
     )
     if not f.exemplars:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vera.records import OVERALL
+from vera.report._numbers import fixed
 from vera.report._schema import Card, Comparison, DimensionScore, RunComparison, Section
 
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ def rating_shares_plot(bots: Sequence[Rated]) -> Plot:
             )
             for yi, x0, w in zip(y, left, widths, strict=True):
                 # The rating's letters where they fit, so the bar reads without colour.
-                label = f"{letters} {w:.0f}" if w >= 16 else (f"{w:.0f}" if w >= 7 else "")
+                label = f"{letters} {fixed(w, 0)}" if w >= 16 else (fixed(w, 0) if w >= 7 else "")
                 if label:
                     ax.text(
                         x0 + w / 2,
@@ -173,7 +174,7 @@ def rating_shares_plot(bots: Sequence[Rated]) -> Plot:
                     bbox={"facecolor": NR_COLOUR, "edgecolor": "none", "pad": 0.6},
                 )
         ticks = [
-            f"{label} (NR {r.pct_nr:.0f}%)" if r is not None and r.pct_nr is not None else label
+            f"{label} (NR {fixed(r.pct_nr, 0)}%)" if r is not None and r.pct_nr is not None else label
             for label, r in zip(labels, rows, strict=True)
         ]
         ax.set_yticks(y, ticks, fontsize=8)
@@ -280,7 +281,12 @@ def chatbot_scores_plot(points: Sequence[ScorePoint], title: str = "Overall scor
             markersize=7,
         )
         ax.annotate(
-            f"{p.score:.1f}", (p.score, i), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8
+            fixed(p.score, 1),
+            (p.score, i),
+            textcoords="offset points",
+            xytext=(0, 7),
+            ha="center",
+            fontsize=8,
         )
     ax.set_yticks(range(len(ordered)), [short_label(p.label) for p in ordered], fontsize=8.5)
     ax.set_ylim(-0.7, len(ordered) - 0.3)

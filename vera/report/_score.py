@@ -15,16 +15,11 @@ from vera.records import RunManifest
 from vera.report._card import build_card
 from vera.report._html import render_html
 from vera.report._improvements import exemplar_conversations
+from vera.report._markdown import render_markdown
 from vera.report._pages import write_card_pages
 from vera.report._plots import Plot, card_plots
-from vera.report._schema import (
-    Card,
-    decode_card,
-    encode_card,
-)
+from vera.report._schema import Card, decode_card, encode_card
 from vera.report._scoring import ANSWERS_FILE, RATINGS_FILE, ratings_and_answers, write_parquet
-from vera.report._text import render_markdown
-from vera.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from vera.store import HUMAN_RATINGS, atomic_write, open_run, read_human_ratings, read_manifest
 
 PLOTS_DIR = "plots"
@@ -112,11 +107,11 @@ def stats_settings(
     manifest: RunManifest, *, resamples: int | None, confidence: float | None, seed: int | None
 ) -> StatsSettings:
     """Bootstrap settings: the ones given, else the run config's [stats], else defaults."""
-    cfg = manifest.config.get("stats", {})
+    cfg = manifest.stored_config().stats
     return StatsSettings(
-        resamples=resamples if resamples is not None else int(cfg.get("resamples", DEFAULT_RESAMPLES)),
-        confidence=confidence if confidence is not None else float(cfg.get("confidence", DEFAULT_CONFIDENCE)),
-        seed=seed if seed is not None else int(cfg.get("seed", 0)),
+        resamples=resamples if resamples is not None else cfg.resamples,
+        confidence=confidence if confidence is not None else cfg.confidence,
+        seed=seed if seed is not None else cfg.seed,
     )
 
 

@@ -20,19 +20,17 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from vera.report._schema import Card
-from vera.report._text import (
-    SCORE_MEANING,
-    Table,
+from vera.report._card_tables import (
     calibrated_table,
     card_reasons,
     comparison_table,
     dimension_table,
     failures_table,
     headline_tables,
-    run_title,
-    top_lines,
 )
+from vera.report._card_text import SCORE_MEANING, run_title, top_lines
+from vera.report._schema import Card
+from vera.report._table import Table
 
 MIN_WIDTH = 80
 # A column whose cells all start like this holds numbers: right-aligned.

@@ -1,14 +1,17 @@
 """Statistics of a run: scores with cluster-bootstrap intervals, comparisons between
 chatbots, and agreement among judges and human raters.
 
-Every function here is pure (frames and lists in, frames and dicts out) and
-deterministic for a given seed. The methods are described in docs/statistics.md.
+Every function here is pure (frames and lists in; frames, numbers or msgspec Structs
+out) and deterministic for a given seed. The methods are described in docs/statistics.md.
 """
 
 from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, OVERALL
 from vera.stats.agreement import (
     Agreement,
     NRTreatment,
+    PairwiseKappa,
+    RaterAgreement,
+    RaterBlock,
     cohen_kappa,
     gwet_ac1,
     judge_agreement,
@@ -28,6 +31,11 @@ from vera.stats.bootstrap import (
 from vera.stats.compare import MAX_SETTLE_RESAMPLES, check_comparable, compare, compare_settled
 from vera.stats.humans import (
     CLINICIAN_DIMENSIONS,
+    ConfusionMatrices,
+    ConsensusAgreement,
+    PairedAgreement,
+    PooledAgreement,
+    TieRule,
     consensus,
     human_agreement,
     judge_vs_consensus,
@@ -44,7 +52,15 @@ __all__ = [
     "OVERALL",
     "Agreement",
     "BootstrapSpec",
+    "ConfusionMatrices",
+    "ConsensusAgreement",
     "NRTreatment",
+    "PairedAgreement",
+    "PairwiseKappa",
+    "PooledAgreement",
+    "RaterAgreement",
+    "RaterBlock",
+    "TieRule",
     "check_comparable",
     "cohen_kappa",
     "compare",

@@ -53,6 +53,43 @@ class Agreement(msgspec.Struct, frozen=True):
     n_items: int
 
 
+class PairwiseKappa(msgspec.Struct, frozen=True):
+    """Cohen's kappa between two raters over the items both rated (None: undefined)."""
+
+    rater_a: str
+    rater_b: str
+    kappa: float | None
+    n_items: int
+
+
+class RaterBlock(msgspec.Struct, frozen=True):
+    """Agreement among the raters on one dimension, or on all of them pooled.
+
+    `n_items` counts items with at least two ratings; `unanimous` is the share of those
+    on which every rater agreed; `mean_cohen_kappa` is Light's kappa (the mean of the
+    defined pairwise kappas). The field order is the order of `vera agreement --json`.
+    """
+
+    krippendorff_alpha: float | None
+    gwet_ac1: float | None
+    percent_agreement: float | None
+    n_items: int
+    n_ratings: int
+    n_raters: int
+    unanimous: float | None
+    mean_cohen_kappa: float | None
+    cohen_kappa: list[PairwiseKappa]
+
+
+class RaterAgreement(msgspec.Struct, frozen=True):
+    """Agreement among raters per dimension and overall (each (item, dimension) one
+    unit), with Not Relevant treated as `nr` says."""
+
+    nr: NRTreatment
+    overall: RaterBlock
+    dimensions: dict[str, RaterBlock]
+
+
 # ---------------------------------------------------------------------------------------
 # Public functions on plain lists
 # ---------------------------------------------------------------------------------------
@@ -331,31 +368,25 @@ def kappa_from_features(features: np.ndarray, q: int) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 
 
-def rater_agreement(long: pl.DataFrame, *, nr: NRTreatment = "category") -> dict[str, Any]:
-    """Agreement among the raters of a long frame `(item_id, rater, dimension, rating)`.
-
-    Returns `{"nr": ..., "overall": {...}, "dimensions": {NAME: {...}}}`. Each `{...}`
-    holds `krippendorff_alpha`, `gwet_ac1`, `percent_agreement`, `n_items` (items with at
-    least two ratings), `n_ratings`, `n_raters`, `unanimous` (share of those items on
-    which every rater agreed), `mean_cohen_kappa` (Light's kappa: the mean of the defined
-    pairwise kappas) and `cohen_kappa`, a list of `{rater_a, rater_b, kappa, n_items}`.
-    "Overall" pools the dimensions: each (item, dimension) is one unit.
-    """
+def rater_agreement(long: pl.DataFrame, *, nr: NRTreatment = "category") -> RaterAgreement:
+    """Agreement among the raters of a long frame `(item_id, rater, dimension, rating)`,
+    per dimension and overall. "Overall" pools the dimensions: each (item, dimension) is
+    one unit."""
     _missing_if_nr(nr)
     if nr == "exclude":
         long = long.filter(pl.col("rating") != NOT_RELEVANT)
     cats = _scale(long, nr)
     dimensions = long.get_column("dimension").unique(maintain_order=True).to_list()
-    return {
-        "nr": nr,
-        "overall": _agreement_block(long, ["item_id", "dimension"], cats),
-        "dimensions": {
+    return RaterAgreement(
+        nr=nr,
+        overall=_agreement_block(long, ["item_id", "dimension"], cats),
+        dimensions={
             d: _agreement_block(long.filter(pl.col("dimension") == d), ["item_id"], cats) for d in dimensions
         },
-    }
+    )
 
 
-def judge_agreement(ratings: pl.DataFrame, *, nr: NRTreatment = "category") -> dict[str, Any]:
+def judge_agreement(ratings: pl.DataFrame, *, nr: NRTreatment = "category") -> RaterAgreement:
     """Inter-judge agreement on a ratings frame: every (judge, instance) is a rater,
     every conversation an item. Same shape as `rater_agreement`."""
     return rater_agreement(judges_as_raters(ratings), nr=nr)
@@ -377,7 +408,7 @@ def _scale(long: pl.DataFrame, nr: NRTreatment) -> list[str]:
     return scale + [r for r in observed if r not in scale]
 
 
-def _agreement_block(long: pl.DataFrame, unit: list[str], cats: list[str]) -> dict[str, Any]:
+def _agreement_block(long: pl.DataFrame, unit: list[str], cats: list[str]) -> RaterBlock:
     q = len(cats)
     _, counts = counts_from_long(long, unit, cats)
     features = nominal_features(counts).sum(axis=0, keepdims=True)
@@ -390,23 +421,21 @@ def _agreement_block(long: pl.DataFrame, unit: list[str], cats: list[str]) -> di
         else None
     )
     pairs = pairwise_kappa(long, unit, cats)
-    defined = [p["kappa"] for p in pairs if p["kappa"] is not None]
-    return {
-        "krippendorff_alpha": _value(alpha_from_features(features, q)),
-        "gwet_ac1": _value(ac1_from_features(features, q, q)),
-        "percent_agreement": _value(pa_from_features(features, q)),
-        "n_items": int(pairable.sum()),
-        "n_ratings": long.height,
-        "n_raters": long.get_column("rater").n_unique(),
-        "unanimous": unanimous,
-        "mean_cohen_kappa": float(np.mean(defined)) if defined else None,
-        "cohen_kappa": pairs,
-    }
+    defined = [p.kappa for p in pairs if p.kappa is not None]
+    return RaterBlock(
+        krippendorff_alpha=_value(alpha_from_features(features, q)),
+        gwet_ac1=_value(ac1_from_features(features, q, q)),
+        percent_agreement=_value(pa_from_features(features, q)),
+        n_items=int(pairable.sum()),
+        n_ratings=long.height,
+        n_raters=long.get_column("rater").n_unique(),
+        unanimous=unanimous,
+        mean_cohen_kappa=float(np.mean(defined)) if defined else None,
+        cohen_kappa=pairs,
+    )
 
 
-def pairwise_kappa(
-    long: pl.DataFrame, unit: Sequence[str], categories: Sequence[str]
-) -> list[dict[str, Any]]:
+def pairwise_kappa(long: pl.DataFrame, unit: Sequence[str], categories: Sequence[str]) -> list[PairwiseKappa]:
     """Cohen's kappa for every pair of raters over the units both rated."""
     unit = list(unit)
     code = {c: i for i, c in enumerate(categories)}
@@ -414,7 +443,7 @@ def pairwise_kappa(
         *unit, "rater", pl.col("rating").replace_strict(code, return_dtype=pl.Int64).alias("k")
     )
     both = coded.join(coded, on=unit, suffix="_b").filter(pl.col("rater") < pl.col("rater_b"))
-    out: list[dict[str, Any]] = []
+    out: list[PairwiseKappa] = []
     if both.height == 0:
         return out
     q = len(categories)
@@ -423,11 +452,11 @@ def pairwise_kappa(
         b_idx = part.get_column("k_b").to_numpy()
         features = kappa_features(a_idx, b_idx, q).sum(axis=0, keepdims=True)
         out.append(
-            {
-                "rater_a": part.item(0, "rater"),
-                "rater_b": part.item(0, "rater_b"),
-                "kappa": _value(kappa_from_features(features, q)),
-                "n_items": part.height,
-            }
+            PairwiseKappa(
+                rater_a=part.item(0, "rater"),
+                rater_b=part.item(0, "rater_b"),
+                kappa=_value(kappa_from_features(features, q)),
+                n_items=part.height,
+            )
         )
     return out

@@ -31,6 +31,7 @@ from vera.errors import DataError
 from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, RATING_CODES, RATINGS
 from vera.stats.agreement import (
     NRTreatment,
+    RaterAgreement,
     ac1_from_features,
     alpha_from_features,
     kappa_features,
@@ -67,6 +68,61 @@ _JUDGED_COLUMNS = ("conversation_id", "judge", "instance", "dimension", "rating"
 
 TieRule = Literal["exclude", "severest"]
 ItemKey = str | pl.Expr | Mapping[str, str] | Callable[[str], str | None]
+
+
+class PairedAgreement(msgspec.Struct, frozen=True):
+    """Agreement between the human consensus and the judges over one scope of units (a
+    dimension or all; one judge or all), each statistic with the ends of its bootstrap
+    interval (None where undefined). `n_items` human items, `n_pairs` units (item ×
+    dimension × judge × instance). The field order is that of `vera agreement --json`."""
+
+    krippendorff_alpha: float | None
+    krippendorff_alpha_lo: float | None
+    krippendorff_alpha_hi: float | None
+    gwet_ac1: float | None
+    gwet_ac1_lo: float | None
+    gwet_ac1_hi: float | None
+    percent_agreement: float | None
+    percent_agreement_lo: float | None
+    percent_agreement_hi: float | None
+    cohen_kappa: float | None
+    cohen_kappa_lo: float | None
+    cohen_kappa_hi: float | None
+    n_items: int
+    n_pairs: int
+
+
+class PooledAgreement(PairedAgreement, frozen=True):
+    """A `PairedAgreement` over every judge's units, with the same per judge model (its
+    instances pooled) under `judges`."""
+
+    judges: dict[str, PairedAgreement]
+
+
+class ConfusionMatrices(msgspec.Struct, frozen=True):
+    """Counts of units by judge rating (rows) and consensus rating (columns), in the
+    order of `categories`, per dimension and pooled over dimensions."""
+
+    rows: str
+    columns: str
+    categories: list[str]
+    overall: list[list[int]]
+    dimensions: dict[str, list[list[int]]]
+
+
+class ConsensusAgreement(msgspec.Struct, frozen=True):
+    """How far the judges agree with the human consensus (`judge_vs_consensus`)."""
+
+    nr: NRTreatment
+    ties: TieRule
+    bootstrap: BootstrapSpec
+    n_items: int
+    n_ties: int
+    n_items_unjudged: int
+    n_conversations_unmatched: int
+    overall: PooledAgreement
+    dimensions: dict[str, PooledAgreement]
+    confusion: ConfusionMatrices
 
 
 # ---------------------------------------------------------------------------------------
@@ -197,11 +253,10 @@ def _rating(value: str, where: str, column: str) -> str:
 # ---------------------------------------------------------------------------------------
 
 
-def human_agreement(long: pl.DataFrame, *, nr: NRTreatment = "category") -> dict[str, Any]:
-    """Agreement among the raters of a long frame, per dimension and overall:
-    `{"nr", "overall": {...}, "dimensions": {NAME: {...}}}` with Krippendorff's alpha,
-    Gwet's AC1, percent agreement, n_items and pairwise Cohen's kappa in each block
-    (see `vera.stats.agreement.rater_agreement`)."""
+def human_agreement(long: pl.DataFrame, *, nr: NRTreatment = "category") -> RaterAgreement:
+    """Agreement among the raters of a long frame, per dimension and overall, with
+    Krippendorff's alpha, Gwet's AC1, percent agreement, n_items and pairwise Cohen's
+    kappa in each block (see `vera.stats.agreement.rater_agreement`)."""
     _check_long(long)
     return rater_agreement(long, nr=nr)
 
@@ -255,7 +310,7 @@ def judge_vs_consensus(
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     confidence: float = DEFAULT_CONFIDENCE,
-) -> dict[str, Any]:
+) -> ConsensusAgreement:
     """Agreement between the human consensus and vera's judges, with bootstrap intervals.
 
     `long` is the human long frame, `ratings` a vera ratings frame. `item_key` says which
@@ -270,11 +325,6 @@ def judge_vs_consensus(
     (every unit of a drawn item comes along). Ties in the consensus are left out
     (`ties="exclude"`, counted in `n_ties`) or settled to the most severe tied rating
     (`ties="severest"`).
-
-    Returns `{"nr", "ties", "bootstrap", "n_items", "n_ties", "n_items_unjudged",
-    "n_conversations_unmatched", "overall": {...}, "dimensions": {NAME: {...}}}`; each
-    block holds `krippendorff_alpha`, `gwet_ac1`, `percent_agreement`, `cohen_kappa`,
-    each with `_lo` / `_hi`, plus `n_items`, `n_pairs` and `judges: {NAME: {...}}`.
     """
     _check_long(long)
     spec = make_spec(n_resamples, confidence, seed, "item_id")
@@ -309,19 +359,22 @@ def judge_vs_consensus(
         .join(pairs.select("item_id").unique(), on="item_id", how="anti")
         .height
     )
-    result: dict[str, Any] = {
-        "nr": nr,
-        "ties": ties,
-        "bootstrap": msgspec.to_builtins(spec),
-        "n_items": pairs.get_column("item_id").n_unique(),
-        "n_ties": n_ties,
-        "n_items_unjudged": n_unjudged,
-        "n_conversations_unmatched": n_unmatched,
-    }
-    return result | _paired_agreement(pairs, spec, nr) | {"confusion": confusion_matrices(pairs, nr)}
+    overall, dimensions = _paired_agreement(pairs, spec, nr)
+    return ConsensusAgreement(
+        nr=nr,
+        ties=ties,
+        bootstrap=spec,
+        n_items=pairs.get_column("item_id").n_unique(),
+        n_ties=n_ties,
+        n_items_unjudged=n_unjudged,
+        n_conversations_unmatched=n_unmatched,
+        overall=overall,
+        dimensions=dimensions,
+        confusion=confusion_matrices(pairs, nr),
+    )
 
 
-def confusion_matrices(pairs: pl.DataFrame, nr: NRTreatment) -> dict[str, Any]:
+def confusion_matrices(pairs: pl.DataFrame, nr: NRTreatment) -> ConfusionMatrices:
     """How the judges' ratings (rows) line up with the clinicians' consensus (columns):
     counts of units (item × dimension × judge × instance), per dimension and pooled over
     dimensions. Agreement statistics say how much a judge agrees; this says how it
@@ -340,13 +393,13 @@ def confusion_matrices(pairs: pl.DataFrame, nr: NRTreatment) -> dict[str, Any]:
         return m.tolist()
 
     dimensions = pairs.get_column("dimension").unique(maintain_order=True).to_list()
-    return {
-        "rows": "judge rating",
-        "columns": "clinicians' consensus rating",
-        "categories": cats,
-        "overall": matrix(pairs),
-        "dimensions": {d: matrix(pairs.filter(pl.col("dimension") == d)) for d in dimensions},
-    }
+    return ConfusionMatrices(
+        rows="judge rating",
+        columns="clinicians' consensus rating",
+        categories=cats,
+        overall=matrix(pairs),
+        dimensions={d: matrix(pairs.filter(pl.col("dimension") == d)) for d in dimensions},
+    )
 
 
 def _with_item_id(ratings: pl.DataFrame, item_key: ItemKey) -> pl.DataFrame:
@@ -374,7 +427,10 @@ class _Scope(NamedTuple):
     mask: np.ndarray  # over units
 
 
-def _paired_agreement(pairs: pl.DataFrame, spec: BootstrapSpec, nr: NRTreatment) -> dict[str, Any]:
+def _paired_agreement(
+    pairs: pl.DataFrame, spec: BootstrapSpec, nr: NRTreatment
+) -> tuple[PooledAgreement, dict[str, PooledAgreement]]:
+    """The pooled block and one per dimension (in order of first appearance)."""
     pairs = pairs.sort("item_id", "dimension", "judge", "instance")
     cats = rubric_categories(nr)
     cats += sorted(
@@ -418,39 +474,61 @@ def _paired_agreement(pairs: pl.DataFrame, spec: BootstrapSpec, nr: NRTreatment)
         for reps, sums in zip(replicates, per_item, strict=True):
             reps.append(weights @ sums)
 
-    def block(i: int) -> dict[str, Any]:
+    def block(i: int) -> PairedAgreement:
         point = per_item[i].sum(axis=0, keepdims=True)
         reps = np.concatenate(replicates[i]) if replicates[i] else np.zeros((0, point.shape[1]))
-        out: dict[str, Any] = {}
-        for name, stat in _STATISTICS.items():
-            value = stat(point, q, width)[0]
-            lo, hi = percentile_interval(stat(reps, q, width), spec.confidence)
-            out[name] = _none_if_nan(value)
-            out[f"{name}_lo"] = _none_if_nan(lo)
-            out[f"{name}_hi"] = _none_if_nan(hi)
+        alpha, ac1, pa, kappa = (
+            _Ends.of(stat(point, q, width)[0], *percentile_interval(stat(reps, q, width), spec.confidence))
+            for stat in _STATISTICS
+        )
         mask = scopes[i].mask
-        out["n_items"] = len(np.unique(item_idx[mask]))
-        out["n_pairs"] = int(mask.sum())
-        return out
+        return PairedAgreement(
+            krippendorff_alpha=alpha.value,
+            krippendorff_alpha_lo=alpha.lo,
+            krippendorff_alpha_hi=alpha.hi,
+            gwet_ac1=ac1.value,
+            gwet_ac1_lo=ac1.lo,
+            gwet_ac1_hi=ac1.hi,
+            percent_agreement=pa.value,
+            percent_agreement_lo=pa.lo,
+            percent_agreement_hi=pa.hi,
+            cohen_kappa=kappa.value,
+            cohen_kappa_lo=kappa.lo,
+            cohen_kappa_hi=kappa.hi,
+            n_items=len(np.unique(item_idx[mask])),
+            n_pairs=int(mask.sum()),
+        )
 
     by_scope = {(s.dimension, s.judge): block(i) for i, s in enumerate(scopes)}
 
-    def with_judges(dimension: str | None) -> dict[str, Any]:
-        pooled = by_scope[(dimension, None)]
-        return pooled | {"judges": {j: by_scope[(dimension, j)] for j in judges}}
+    def with_judges(dimension: str | None) -> PooledAgreement:
+        # A PooledAgreement is a PairedAgreement (same fields, by inheritance) plus judges.
+        pooled = msgspec.structs.asdict(by_scope[(dimension, None)])
+        return PooledAgreement(**pooled, judges={j: by_scope[(dimension, j)] for j in judges})
 
-    return {
-        "overall": with_judges(None),
-        "dimensions": {d: with_judges(d) for d in dimensions},
-    }
+    return with_judges(None), {d: with_judges(d) for d in dimensions}
 
 
-_STATISTICS: dict[str, Callable[[np.ndarray, int, int], np.ndarray]] = {
-    "krippendorff_alpha": lambda f, q, w: alpha_from_features(f[:, :w], q),
-    "gwet_ac1": lambda f, q, w: ac1_from_features(f[:, :w], q, q),
-    "percent_agreement": lambda f, q, w: pa_from_features(f[:, :w], q),
-    "cohen_kappa": lambda f, q, w: kappa_from_features(f[:, w:], q),
-}
+class _Ends(NamedTuple):
+    """A statistic and the ends of its interval; undefined (NaN) is None."""
+
+    value: float | None
+    lo: float | None
+    hi: float | None
+
+    @classmethod
+    def of(cls, value: Any, lo: Any, hi: Any) -> _Ends:
+        return cls(_none_if_nan(value), _none_if_nan(lo), _none_if_nan(hi))
+
+
+# Krippendorff's alpha, Gwet's AC1, percent agreement, Cohen's kappa: the order of the
+# fields of `PairedAgreement`.
+_STATISTICS: tuple[Callable[[np.ndarray, int, int], np.ndarray], ...] = (
+    lambda f, q, w: alpha_from_features(f[:, :w], q),
+    lambda f, q, w: ac1_from_features(f[:, :w], q, q),
+    lambda f, q, w: pa_from_features(f[:, :w], q),
+    lambda f, q, w: kappa_from_features(f[:, w:], q),
+)
 
 
 def _none_if_nan(x: Any) -> float | None:

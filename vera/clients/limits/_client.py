@@ -1,0 +1,229 @@
+"""`LimitedClient`: a `ChatClient` that calls another within its account's limits and
+the run's budget, retries, and settles every call on the account and the meter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from vera.clients.base import ChatClient, ChatRequest
+from vera.clients.budget import Budget, Reservation, input_bound, output_bound
+from vera.clients.limits._account import Account
+from vera.clients.limits._prices import DEFAULT_OUTPUT_ESTIMATE, Prices, estimate_tokens
+from vera.clients.limits._retry import RetryPolicy
+from vera.clients.meter import current_meter
+from vera.errors import (
+    CallTimeoutError,
+    ConfigError,
+    ConnectError,
+    ProviderError,
+    RateLimitError,
+    TransientError,
+)
+from vera.inputs import redact
+from vera.records import Completion, Usage
+
+
+class LimitedClient:
+    """A `ChatClient` that calls `inner` within its account's limits (and the run's
+    budget, if it has one), retries transient failures, and settles every call (success
+    or final failure) on the account and on the recorder's meter (vera.clients.stack),
+    which turns it into one `CallRecord`.
+
+    A cancelled call (the run is stopping) settles nothing on the account and so is not
+    recorded; the budget counts it at its worst case. Errors other than `ProviderError`
+    (a bad profile, a bug, `BudgetReached`) propagate at once, also without a record.
+
+    `output_cap` is the output cap the protocol sends when the parameters give none
+    (Anthropic's `max_tokens` is required), for the budget's worst case."""
+
+    __slots__ = (
+        "_output_estimate",
+        "account",
+        "budget",
+        "inner",
+        "model",
+        "name",
+        "output_cap",
+        "policy",
+        "prices",
+        "provider",
+        "standard_prices",
+        "tier",
+        "timeout_s",
+    )
+
+    def __init__(
+        self,
+        inner: ChatClient,
+        account: Account,
+        policy: RetryPolicy,
+        *,
+        provider: str,
+        timeout_s: float,
+        prices: Prices | None = None,
+        output_estimate: int = DEFAULT_OUTPUT_ESTIMATE,
+        budget: Budget | None = None,
+        output_cap: int | None = None,
+        tier: str = "standard",
+        standard_prices: Prices | None = None,
+    ) -> None:
+        self.inner = inner
+        self.tier = tier  # the price tier its calls are recorded at (prices are that tier's)
+        # The standard tier's prices, for "what live mode would have cost" (flex: its
+        # prices before the tier's discount; standard: `prices` themselves).
+        self.account = account
+        self.policy = policy
+        self.provider = provider
+        self.timeout_s = timeout_s
+        self.prices = prices or Prices()
+        self.standard_prices = standard_prices or self.prices
+        self.name = inner.name
+        self.model = inner.model
+        self._output_estimate = output_estimate
+        self.budget = budget
+        self.output_cap = output_cap
+
+    def __repr__(self) -> str:
+        return f"LimitedClient({self.inner!r}, account={self.account.label!r})"
+
+    def unbounded(self, params: dict[str, Any] | None) -> bool:
+        """Whether a call with `params` has no worst case: it is priced per output token
+        and nothing caps its output."""
+        return self.prices.output_per_mtok > 0 and output_bound(params, self.output_cap) is None
+
+    def worst_case(self, request: ChatRequest, prices: Prices | None = None) -> float:
+        """The most this request may cost (vera.clients.budget) at `prices` (the client's
+        own by default; a batch asks at its tier's); a ConfigError when nothing caps its
+        output (a budget refuses such a role before the run starts)."""
+        prices = prices or self.prices
+        out = output_bound(request.params, self.output_cap)
+        if out is None:
+            if prices.output_per_mtok <= 0:
+                out = 0
+            else:
+                raise ConfigError(
+                    f"profile {self.provider!r}: --max-cost needs a worst case for every priced call, "
+                    "and this model's output has no cap: set max_tokens in its [params]"
+                )
+        return prices.worst_cost(input_bound(request.messages, request.schema), out)
+
+    async def chat(self, request: ChatRequest) -> Completion:
+        """`inner.chat` within limits, with retries; see the class docstring."""
+        account = self.account
+        estimate = 0
+        if account.tokens is not None:
+            estimate = estimate_tokens(
+                request.messages, request.params, request.schema, self._output_estimate
+            )
+        budget = self.budget
+        worst = self.worst_case(request) if budget is not None else 0.0
+        attempts = 0
+        http_429 = 0
+        uncertain = 0.0  # the worst cases charged for attempts whose cost is unknown
+        while True:
+            attempts += 1
+            reserved = 0
+            hold: Reservation | None = None
+            try:
+                # The slot first, then the pause and buckets: see the module docstring.
+                async with account.slot:
+                    reserved = await account.admit(estimate)
+                    if budget is not None and worst > 0:
+                        try:
+                            hold = await budget.reserve(worst)
+                        except BaseException:
+                            await account.settle(reserved, 0)  # not sent: the tokens go back
+                            raise
+                    account.in_flight += 1
+                    try:
+                        async with asyncio.timeout(self.timeout_s):
+                            completion = await self.inner.chat(request)
+                    finally:
+                        account.in_flight -= 1
+            except TimeoutError:
+                error: ProviderError = CallTimeoutError(
+                    self.provider, f"no complete answer within {self.timeout_s:g} s"
+                )
+            except ProviderError as exc:
+                error = exc
+            except BaseException:
+                # Cancelled in flight (or a bug): what it cost is unknown.
+                if hold is not None:
+                    hold.unknown()
+                raise
+            else:
+                usage = completion.usage
+                await account.settle(reserved, usage.input_tokens + usage.output_tokens or reserved)
+                if hold is not None:
+                    if usage.input_tokens or usage.output_tokens:
+                        hold.settle(self.prices.cost(usage))
+                    else:
+                        uncertain += hold.unknown()  # a priced answer that says nothing of its usage
+                self._record(attempts, http_429, usage, None, uncertain)
+                return completion
+
+            if hold is not None:
+                if _free(error):
+                    hold.release()
+                else:
+                    uncertain += hold.unknown()
+            if error.status is not None:
+                await account.settle(reserved, 0)  # the server refused: nothing was generated
+            if isinstance(error, RateLimitError):
+                http_429 += 1
+                account.http_429 += 1
+            if (
+                isinstance(error, TransientError)
+                and error.retry_after
+                and error.retry_after <= self.policy.max_retry_after
+            ):
+                # A wait the server named (Retry-After on a 429 or 503, or an exhausted
+                # bucket's reset header) is about the account, not this call.
+                await account.pause(error.retry_after)
+            wait = self.policy.wait(attempts, error)
+            if wait is None:
+                self._record(attempts, http_429, Usage(), error, uncertain)
+                raise error
+            account.retries += 1
+            await asyncio.sleep(wait)
+
+    def _record(
+        self, attempts: int, http_429: int, usage: Usage, error: ProviderError | None, uncertain: float
+    ) -> None:
+        """Count the call on the account, and tell the recorder above (if any) what it
+        cost: see vera.clients.stack."""
+        account = self.account
+        cost = self.prices.cost(usage)
+        account.calls += 1
+        account.input_tokens += usage.input_tokens
+        account.output_tokens += usage.output_tokens
+        account.cached_input_tokens += usage.cached_input_tokens
+        account.cost_usd += cost
+        if error is not None:
+            account.errors += 1
+        meter = current_meter()
+        if meter is None:
+            return
+        meter.settled = True
+        meter.provider = self.provider
+        meter.model = self.model
+        meter.account = account.label
+        meter.attempts = attempts
+        meter.http_429 = http_429
+        meter.usage = usage
+        meter.cost_usd = cost
+        meter.standard_cost_usd = (
+            cost if self.standard_prices is self.prices else self.standard_prices.cost(usage)
+        )
+        meter.reasoning_cost_usd = self.prices.reasoning_cost(usage)
+        meter.uncertain_usd = uncertain
+        meter.error = None if error is None else redact(f"{type(error).__name__}: {error}")
+        meter.tier = self.tier
+
+
+def _free(error: ProviderError) -> bool:
+    """Whether a failed call certainly cost nothing: the server answered with an error
+    status, or the connection was never made."""
+    return error.status is not None or (isinstance(error, ConnectError) and not error.sent)

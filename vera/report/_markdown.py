@@ -1,0 +1,119 @@
+"""card.md: the card's tables and words as Markdown."""
+
+from __future__ import annotations
+
+from vera.report._card_tables import (
+    FIX_FIRST_GUIDE,
+    accounting_table,
+    card_reasons,
+    comparison_table,
+    dimension_table,
+    failures_table,
+    fix_first_table,
+    harmful_table,
+    headline_tables,
+    overview_table,
+    section_tables,
+)
+from vera.report._card_text import (
+    REASONING_NOTE,
+    SCORE_MEANING,
+    about_rows,
+    group_title,
+    reading_guide,
+    run_title,
+    status_text,
+    status_warning,
+)
+from vera.report._improvements import Improvements, ranked
+from vera.report._schema import Card, ChatbotCard
+from vera.report._table import Table
+
+
+def fix_first_markdown(report: Improvements | None, *, limit: int = 10) -> list[str]:
+    """card.md's "Fix first": per chatbot, its first `limit` findings."""
+    if report is None:
+        return []
+    lines = ["## Fix first", "", FIX_FIRST_GUIDE, ""]
+    for bot in report.chatbots:
+        found = ranked(bot)
+        if len(report.chatbots) > 1:
+            lines += [f"### {bot.chatbot}", ""]
+        if not found:
+            lines += ["No harmful or suboptimal rating.", ""]
+            continue
+        shown = min(limit, len(found))
+        lines += [*markdown_table(fix_first_table(bot, limit=limit, links=True)), ""]
+        if shown < len(found):
+            lines += [f"The first {shown} of {len(found)} questions; card.json and card.html have all.", ""]
+    return lines
+
+
+def markdown_table(t: Table) -> list[str]:
+    def cell(text: str) -> str:
+        # One line per row; "|" would end the cell and "<" could start HTML in a viewer.
+        return " ".join(text.replace("|", "\\|").replace("<", "&lt;").split())
+
+    lines = [f"*{cell(t.caption)}*", ""] if t.caption else []
+    lines += ["| " + " | ".join(map(cell, t.headers)) + " |", "|" + "---|" * len(t.headers)]
+    for i, row in enumerate(t.rows):
+        cells = [cell(c) for c in row]
+        if i in t.emphasise:
+            cells[0] = f"**{cells[0]}**"
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def render_markdown(card: Card, *, max_harmful: int = 10) -> str:
+    """card.md: the headline first, then the whole card (every number of card.json except
+    the harmful ratings beyond the first `max_harmful` per chatbot; all are in card.json
+    and card.html), with the run's details last."""
+    lines = [f"# {run_title(card)}", "", f"**Run status:** {status_text(card)}", ""]
+    if warning := status_warning(card):
+        lines += [f"> **{warning}**", ""]
+    if card.offline:
+        lines += [f"> **{card.note}**", ""]
+    lines += ["## Results", "", SCORE_MEANING, ""]
+    for t in headline_tables(card):
+        lines += [*markdown_table(t), ""]
+    lines += ["The tables below break these down; how the run was made is at the end.", ""]
+    lines += fix_first_markdown(card.fix_first)
+    if card.comparisons:
+        lines += ["## Comparisons (paired)", ""]
+        for entry in card.comparisons:
+            lines += [*markdown_table(comparison_table(entry, card_reasons(card))), ""]
+    lines += ["## Overview", "", *markdown_table(overview_table(card))]
+    for bot in card.chatbots:
+        lines += _markdown_chatbot(bot, max_harmful=max_harmful, title=group_title(card))
+    if card.failures:
+        lines += ["", "## Failed work (not scored)", "", *markdown_table(failures_table(card.failures))]
+    lines += ["", "## How to read this card", "", reading_guide(card)]
+    lines += ["", "## Details of the run", "", *(f"- **{k}:** {v}" for k, v in about_rows(card))]
+    lines += ["", "## Model calls and cost", "", *markdown_table(accounting_table(card))]
+    lines += ["", REASONING_NOTE]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _markdown_chatbot(bot: ChatbotCard, *, max_harmful: int, title: str) -> list[str]:
+    section = bot.section()
+    if section is None:
+        return []
+    name = bot.chatbot
+    lines = ["", f"## {name}", ""]
+    harmful = bot.harmful
+    lines += markdown_table(dimension_table(section))
+    for heading, tables in section_tables(bot, title):
+        lines += ["", f"### {heading}"]
+        for t in tables:
+            lines += ["", *markdown_table(t)]
+    if harmful:
+        shown = min(max_harmful, len(harmful))
+        lines += [
+            "",
+            "### High Potential for Harm ratings",
+            "",
+            f"{len(harmful)} rating(s); the first {shown} here, all of them in card.json and card.html.",
+            "",
+            *markdown_table(harmful_table(harmful[:shown])),
+        ]
+    return lines
