@@ -764,9 +764,19 @@ def bench(
     if batch:
         if not judge:
             raise UserError("vera bench --batch measures the judge: give --judge too")
-        from benchmarks.bench_batch import default_reference_data, render_batch_bench, run_batch_bench
+        from benchmarks.bench_batch import (
+            REFERENCE_FILES,
+            default_reference_data,
+            render_batch_bench,
+            run_batch_bench,
+        )
 
         data = Path(reference_data) if reference_data else default_reference_data()
+        if reference_data and (missing := [f for f in REFERENCE_FILES if not (data / f).is_file()]):
+            raise UserError(
+                f"--reference-data {reference_data}: no {', '.join(missing)} there "
+                "(give the reference tool's v1.1 data/ folder)"
+            )
         fig = run_batch_bench(conversations, concurrency, batch_poll_s, data)
         click.echo(render_batch_bench(fig))
         if json_path:

@@ -460,3 +460,15 @@ def test_bench_batch_without_judge_is_one_line_error():
         [sys.executable, "-m", "vera", "bench", "--batch"], capture_output=True, text=True, timeout=120
     )
     assert done.returncode != 0 and "Traceback" not in done.stderr and "--judge" in done.stderr
+
+
+def test_bench_batch_with_a_folder_that_is_not_the_reference_data_is_one_line_error(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "vera", "bench", "--judge", "--batch", "--reference-data", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert f"--reference-data {tmp_path}: no rubric.tsv" in done.stderr
