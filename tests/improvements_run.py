@@ -25,6 +25,7 @@ from typing import Final
 from vera import records as rec
 from vera.records import (
     ArtifactVersion,
+    ConfigSnapshot,
     Conversation,
     DimensionRating,
     JudgeAnswer,
@@ -149,7 +150,7 @@ def manifest() -> RunManifest:
         user_prompts=artifact("user_prompts"),
         judge_prompts=artifact("judge_prompts"),
         config_sha256="",
-        config={},
+        config=ConfigSnapshot(),
         chatbots=[model(BOT)],
         user_agents=[model("users/u")],
         judges=[model(JUDGE_A), model(JUDGE_B)],

@@ -12,7 +12,7 @@ tuning the collector for the whole process.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -386,43 +386,121 @@ class AccountLimits(msgspec.Struct, kw_only=True):
     shared: str = ""  # "redis": rpm and tpm drawn by every shard from one budget in Redis
 
 
-class StoredConversationSettings(msgspec.Struct, kw_only=True):
-    """What the card reads of a stored config's [conversation]; None where a manifest
-    does not say."""
+# The run config as a manifest stores it: a field-for-field copy of `vera.inputs.RunConfig`
+# and its sections (same names, types, defaults and order; tests/test_config_snapshot.py
+# keeps them identical) without `base_dir`, which the manifest keeps on its own. The run
+# config's type is above this layer, so the manifest cannot name it. Unlike the config
+# file, unknown fields are ignored, so manifests from every version still decode.
+
+
+class SessionSnapshot(msgspec.Struct, kw_only=True):
+    """`[conversation.session.TYPE]` as stored (vera.inputs.SessionConfig)."""
 
     max_turns: int | None = None
     min_turns: int | None = None
+    first_speaker: Literal["user", "chatbot"] | None = None
+    opening_message: str | None = None
+    chatbot_system_prompt: str | None = None
+
+
+class ConversationSnapshot(msgspec.Struct, kw_only=True):
+    """`[conversation]` as stored (vera.inputs.ConversationConfig)."""
+
+    max_turns: int = 30
+    min_turns: int = 10
+    first_speaker: Literal["user", "chatbot"] = "user"
+    opening_message: str = ""
+    chatbot_system_prompt: str = ""
     sessions: list[str] = msgspec.field(default_factory=list)
-    user_memory: bool | None = None
-    chatbot_memory: str | None = None
+    session: dict[str, SessionSnapshot] = msgspec.field(default_factory=dict)
+    user_memory: bool = False
+    chatbot_memory: Literal["history", "none"] = "history"
 
 
-class StoredStatsSettings(msgspec.Struct, kw_only=True):
-    """A stored config's [stats]: the bootstrap a run's card is computed with."""
+class JudgeSnapshot(msgspec.Struct, kw_only=True):
+    """`[judge]` as stored (vera.inputs.JudgeConfig)."""
+
+    instances: int = 1
+    max_attempts: int = 3
+    params: dict[str, Any] | None = None
+    ask_ahead: Literal["tail", "off"] = "tail"
+    terminal_semantics: str = "vera"
+    mode: Literal["live", "batch"] = "live"
+    batch_poll_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0
+    batch_collect_s: Annotated[float, msgspec.Meta(ge=0)] = 0.5
+    batch_requeue: Annotated[int, msgspec.Meta(ge=0, le=10)] = 2
+
+
+class RoleSnapshot(msgspec.Struct, kw_only=True):
+    """`[user_agent]` / `[chatbot]` as stored (vera.inputs.RoleConfig)."""
+
+    params: dict[str, Any] | None = None
+    service_tier: Literal["standard", "flex"] = "standard"
+    flex_fallback: Literal["standard", "retry"] = "standard"
+
+
+class ReferenceSnapshot(msgspec.Struct, kw_only=True):
+    """`[reference]` as stored (vera.inputs.ReferenceConfig)."""
+
+    data: str = ""
+    name: str = ""
+    version: str = ""
+    sha256: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class StatsSnapshot(msgspec.Struct, kw_only=True):
+    """`[stats]` as stored (vera.inputs.StatsConfig): the bootstrap a run's card uses."""
 
     resamples: int = DEFAULT_RESAMPLES
     confidence: float = DEFAULT_CONFIDENCE
     seed: int = 0
 
 
-class StoredConfig(msgspec.Struct, kw_only=True):
-    """The part of `RunManifest.config` that the layers below vera.inputs read (the run
-    config's own type, `vera.inputs.RunConfig`, is above them). Fields a manifest does
-    not have take these defaults, and fields this view does not name are ignored, so
-    manifests of every version read the same way. `RunManifest.stored_config` decodes it.
-    """
+class ConfigSnapshot(msgspec.Struct, kw_only=True):
+    """The whole run config as the run used it, minus `base_dir` (vera.inputs.RunConfig;
+    the comments on its fields there say what each means). `vera.inputs.config_from_snapshot`
+    turns it back into the strict config when a run resumes."""
 
+    chatbots: list[str] = msgspec.field(
+        default_factory=lambda: ["offline/best-practice", "offline/risk-ignoring"]
+    )
+    user_agents: list[str] = msgspec.field(default_factory=lambda: ["offline/scripted-user"])
+    judges: list[str] = msgspec.field(default_factory=lambda: ["offline/lexical-judge"])
+    target: str = ""
+    personas: str | list[str] = "personas/vera-personas.tsv"
+    rubric: str = "rubrics/vera-si.tsv"
+    user_prompts: str = "personas/prompts"
+    judge_prompts: str = "rubrics/prompts"
+    group_by: str = ""
+    annotation_columns: list[str] = msgspec.field(default_factory=list)
+    providers: str = "providers"
+    seeds: list[int] = msgspec.field(default_factory=lambda: [1])
+    runs_dir: str = "runs"
+    max_concurrency: int = 256
+    persona_limit: int = 0
+    cache: bool = True
+    cache_dir: str = ""
+    max_cost_usd: float = 0.0
     allow_failures: float = 0.0
-    conversation: StoredConversationSettings = msgspec.field(default_factory=StoredConversationSettings)
-    stats: StoredStatsSettings = msgspec.field(default_factory=StoredStatsSettings)
+    grace_s: float = 30.0
+    retry_base_delay_s: float = 1.0
+    retry_max_delay_s: float = 60.0
+    shard_limits: Literal["split", "full"] = "split"
+    limits_url: str = ""
+    conversation: ConversationSnapshot = msgspec.field(default_factory=ConversationSnapshot)
+    judge: JudgeSnapshot = msgspec.field(default_factory=JudgeSnapshot)
+    user_agent: RoleSnapshot = msgspec.field(default_factory=RoleSnapshot)
+    chatbot: RoleSnapshot = msgspec.field(default_factory=RoleSnapshot)
+    stats: StatsSnapshot = msgspec.field(default_factory=StatsSnapshot)
+    reference: ReferenceSnapshot = msgspec.field(default_factory=ReferenceSnapshot)
 
 
 class RunManifest(msgspec.Struct, kw_only=True):
     """Exactly what produced a run: versions and hashes of every input, models, seeds.
 
-    `config` is the whole run config as the run used it (without `base_dir`), kept as
-    plain data so that a resumed run restores exactly it (`vera.app`); the report reads it
-    through `stored_config()`, typed."""
+    `config` is the whole run config as the run used it (without `base_dir`, which is a
+    field of its own), typed: a resumed run restores exactly it (`vera.app`), and the
+    report reads its settings (`[stats]`, `[conversation]`, `allow_failures`)."""
 
     schema_version: int = 1
     vera_version: str
@@ -432,7 +510,7 @@ class RunManifest(msgspec.Struct, kw_only=True):
     user_prompts: ArtifactVersion
     judge_prompts: ArtifactVersion
     config_sha256: str
-    config: dict[str, Any]
+    config: ConfigSnapshot
     chatbots: list[ModelSpec]
     user_agents: list[ModelSpec]
     judges: list[ModelSpec]
@@ -455,11 +533,6 @@ class RunManifest(msgspec.Struct, kw_only=True):
     # What the rubric's END did to the ratings already collected: "vera" (kept) or
     # "reference" (all Not Relevant, as VERA-MH's judge); runs from before the choice: "vera".
     terminal_semantics: str = "vera"
-
-    def stored_config(self) -> StoredConfig:
-        """The typed view of `config` (raises msgspec.ValidationError when a field it
-        names has the wrong type)."""
-        return msgspec.convert(self.config, StoredConfig)
 
 
 def encode_json(obj: Any) -> bytes:

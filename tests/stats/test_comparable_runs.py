@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from vera.records import ArtifactVersion, ModelSpec, RunManifest
+from vera.records import ArtifactVersion, ConfigSnapshot, ModelSpec, RunManifest
 from vera.stats import check_comparable
 
 BASE = {
@@ -57,7 +57,7 @@ def test_run_manifest_records_are_accepted() -> None:
             user_prompts=artifact("user_prompts", "1"),
             judge_prompts=artifact("judge_prompts", "1"),
             config_sha256="",
-            config={},
+            config=ConfigSnapshot(),
             chatbots=[model],
             user_agents=[model],
             judges=[model],

@@ -107,7 +107,7 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
         records.conversation_heads(),
         records.judgement_heads(),
         stopped=None,
-        allow_failures=float(merged.config.get("allow_failures", 0.0)),
+        allow_failures=merged.config.allow_failures,
     )
 
 

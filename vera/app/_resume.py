@@ -132,7 +132,7 @@ def read_manifest(path: Path) -> RunManifest:
 def restored_config(manifest: RunManifest) -> RunConfig:
     """The run config exactly as the run used it, with its inputs at the paths the run
     recorded (absolute), needing no config file."""
-    cfg = msgspec.convert(manifest.config, RunConfig)
+    cfg = RunConfig.from_snapshot(manifest.config)
     cfg.base_dir = manifest.base_dir or _guess_base_dir(manifest, cfg)
     for key, _ in INPUTS:
         setattr(cfg, key, getattr(manifest, key).path)

@@ -312,7 +312,6 @@ class Sweep:
         the sweep's own value stands (`shard` may be kept as None, hence UNSET)."""
         i = self.inputs
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        cfg = {k: v for k, v in msgspec.to_builtins(i.config).items() if k != "base_dir"}
         own_shard = str(self.shard) if self.shard else None
         return RunManifest(
             vera_version=__version__,
@@ -322,7 +321,7 @@ class Sweep:
             user_prompts=i.user_prompts.version,
             judge_prompts=i.judge_prompts.version,
             config_sha256=i.config.fingerprint() if config_sha256 is None else config_sha256,
-            config=cfg,
+            config=i.config.snapshot(),
             chatbots=self.chatbots,
             user_agents=self.user_agents,
             judges=self.judges,

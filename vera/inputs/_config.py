@@ -21,7 +21,7 @@ from vera.errors import ConfigError
 from vera.inputs._defaults import builtin_config, data_root, runs_root
 from vera.inputs._refdir import REFERENCE_PREFIX, reference_folder
 from vera.inputs._targets import TARGET_FIELDS, apply_target
-from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
+from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, ConfigSnapshot
 from vera.rubric import TERMINAL_SEMANTICS
 
 # Shared limits live in Redis (vera.clients.shared_limits); the URL is an input, checked
@@ -170,6 +170,9 @@ class StatsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     seed: int = 0
 
 
+# A run's manifest stores this config as `vera.records.ConfigSnapshot`, a copy of these
+# Structs without `base_dir` (records cannot import this layer): a field added, renamed or
+# retyped here is changed there too (tests/test_config_snapshot.py fails until it is).
 class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     chatbots: list[str] = msgspec.field(
         default_factory=lambda: ["offline/best-practice", "offline/risk-ignoring"]
@@ -210,6 +213,19 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     stats: StatsConfig = msgspec.field(default_factory=StatsConfig)
     reference: ReferenceConfig = msgspec.field(default_factory=ReferenceConfig)
     base_dir: str = ""  # where relative paths resolve; set on load, not in files
+
+    def snapshot(self) -> ConfigSnapshot:
+        """This config as a run's manifest stores it: every field but `base_dir` (which
+        the manifest keeps on its own), with the same values and in the same order."""
+        data = msgspec.to_builtins(self)
+        del data["base_dir"]
+        return msgspec.convert(data, ConfigSnapshot)
+
+    @classmethod
+    def from_snapshot(cls, snapshot: ConfigSnapshot, base_dir: str = "") -> RunConfig:
+        """The config a manifest's snapshot was taken of (the two types have the same
+        fields, so this cannot fail), with `base_dir` given apart."""
+        return msgspec.convert({**msgspec.to_builtins(snapshot), "base_dir": base_dir}, cls)
 
     def persona_files(self) -> list[Path]:
         """The persona files, resolved (a set may be made of several)."""

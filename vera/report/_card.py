@@ -242,7 +242,7 @@ def build_card(
         conversations,
         judgement_heads,
         stopped=manifest.stopped,
-        allow_failures=manifest.stored_config().allow_failures,
+        allow_failures=manifest.config.allow_failures,
     )
     failures: list[Failure] = [
         ConversationFailure(id=c.id, chatbot=c.chatbot, persona=c.persona, reason=c.error)
@@ -594,7 +594,7 @@ def _versions(manifest: RunManifest) -> dict[str, InputVersion]:
 def _settings(manifest: RunManifest) -> Settings:
     """How conversations were simulated; all None for imported transcripts, where no
     setting of vera's applied (the card shows none)."""
-    conversation = manifest.stored_config().conversation
+    conversation = manifest.config.conversation
     simulated = manifest.imported is None
     sessions = _session_types(manifest)
     return Settings(
@@ -610,7 +610,7 @@ def _settings(manifest: RunManifest) -> Settings:
 
 def _session_types(manifest: RunManifest) -> list[str]:
     """The session types a run planned per arc ([] without sessions)."""
-    kinds = manifest.stored_config().conversation.sessions
+    kinds = manifest.config.conversation.sessions
     return list(kinds) if len(kinds) > 1 else []
 
 

@@ -107,7 +107,7 @@ def stats_settings(
     manifest: RunManifest, *, resamples: int | None, confidence: float | None, seed: int | None
 ) -> StatsSettings:
     """Bootstrap settings: the ones given, else the run config's [stats], else defaults."""
-    cfg = manifest.stored_config().stats
+    cfg = manifest.config.stats
     return StatsSettings(
         resamples=resamples if resamples is not None else cfg.resamples,
         confidence=confidence if confidence is not None else cfg.confidence,

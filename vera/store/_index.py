@@ -183,11 +183,9 @@ def read_manifest(root: Path) -> RunManifest:
     if not path.is_file():
         raise UserError(f"{root}: not a vera run directory (no manifest.json)")
     try:
-        manifest = msgspec.json.decode(path.read_bytes(), type=RunManifest)
-        # The report reads the stored config typed: a field of the wrong type is a bad
+        # Decoded typed, the stored config included: a field of the wrong type is a bad
         # manifest here, not a traceback when the card is made.
-        manifest.stored_config()
-        return manifest
+        return msgspec.json.decode(path.read_bytes(), type=RunManifest)
     except OSError as e:
         raise UserError(f"{path}: cannot read the run manifest: {e.strerror or e}") from None
     except (msgspec.DecodeError, msgspec.ValidationError) as e:
