@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import msgspec
@@ -214,28 +215,30 @@ def test_batch_mode_for_a_judge_without_a_batch_api_is_one_line_error(tmp_path):
     assert 'mode = "batch"' in done.stderr and "offline" in done.stderr
 
 
+def kill_while_a_batch_is_pending(cmd: list[str], env: dict[str, str], server: Any, out: Path) -> None:
+    """Start `cmd` (a `vera run`), SIGKILL it once the server has been polled for its
+    first batch, and check the run's journal holds that batch as pending, none ended."""
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    end = time.monotonic() + 120
+    # Polled means journaled: the client writes the journal before its first poll.
+    while not (server.created and server.polls[server.created[0][0]] >= 1):
+        assert proc.poll() is None, "the run ended before a batch was pending"
+        assert time.monotonic() < end, "no batch was ever created"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    pending = [e for e in jsonl(out / "batches.jsonl") if e["event"] == "created"]
+    assert pending and not [e for e in jsonl(out / "batches.jsonl") if e["event"] == "ended"]
+
+
 @pytest.mark.slow
 def test_killed_with_batches_pending_resumes_by_polling_and_submits_nothing_twice(tmp_path):
     env = {**os.environ, "SWEEP_TEST_KEY": KEY}
     with BatchSweepServer(polls_to_complete=10**9) as server:
         cfg = write_sweep_config(tmp_path, server.base_url, personas=3, seeds="[1]", extra=BATCH)
         out = tmp_path / "run"
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "vera", "run", "--config", str(cfg), "--out", str(out), "--quiet"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        end = time.monotonic() + 120
-        # Polled means journaled: the client writes the journal before its first poll.
-        while not (server.created and server.polls[server.created[0][0]] >= 1):
-            assert proc.poll() is None, "the run ended before a batch was pending"
-            assert time.monotonic() < end, "no batch was ever created"
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-        pending = [e for e in jsonl(out / "batches.jsonl") if e["event"] == "created"]
-        assert pending and not [e for e in jsonl(out / "batches.jsonl") if e["event"] == "ended"]
+        cmd = [sys.executable, "-m", "vera", "run", "--config", str(cfg), "--out", str(out), "--quiet"]
+        kill_while_a_batch_is_pending(cmd, env, server, out)
         before = len(server.created)
         server.polls_to_complete = 1
         done = subprocess.run(

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,7 +29,7 @@ from .clients import runs
 from .fakes.batch_azure import AzureBatchFake
 from .fakes.batch_gemini import GeminiBatchFake
 from .fakes.protocols import FakeServer, serve_in_thread
-from .test_batch import BATCH, jsonl, verdicts
+from .test_batch import BATCH, jsonl, kill_while_a_batch_is_pending, verdicts
 
 ROLES = ("chatbot", "user_agent", "judge")
 
@@ -347,19 +345,7 @@ def test_killed_with_batches_pending_resumes_by_polling_and_submits_nothing_twic
             "3",
             "--quiet",
         ]
-        proc = subprocess.Popen(
-            [*cmd, "--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        end = time.monotonic() + 120
-        # Polled means journaled: the client writes the journal before its first poll.
-        while not (server.created and server.polls[server.created[0][0]] >= 1):
-            assert proc.poll() is None, "the run ended before a batch was pending"
-            assert time.monotonic() < end, "no batch was ever created"
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-        pending = [e for e in jsonl(out / "batches.jsonl") if e["event"] == "created"]
-        assert pending and not [e for e in jsonl(out / "batches.jsonl") if e["event"] == "ended"]
+        kill_while_a_batch_is_pending([*cmd, "--out", str(out)], env, server, out)
         before = len(server.created)
         polls_before = server.polls[server.created[0][0]]
         server.polls_to_complete = 1
