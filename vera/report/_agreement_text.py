@@ -10,7 +10,7 @@ import io
 from vera.records import OVERALL, RATING_CODES
 from vera.report._agreement import HumanAgreementReport, JudgeConsensusReport, RatingsFile
 from vera.report._numbers import coefficient, coefficient_ci, percent_level
-from vera.report._table import Table
+from vera.report._table import Table, agreement_headers
 from vera.report._terminal import render, rich_table
 from vera.stats import ConfusionMatrices, NRTreatment, PairedAgreement, RaterAgreement
 
@@ -113,17 +113,7 @@ def agreement_against_text(report: JudgeConsensusReport) -> str:
 
 def _human_table(result: RaterAgreement, caption: str | None = None) -> Table:
     t = Table(
-        [
-            "Dimension",
-            "Krippendorff's alpha",
-            "Gwet's AC1",
-            "Percent agreement",
-            "Mean Cohen's kappa",
-            "Unanimous",
-            "Items",
-            "Ratings",
-            "Raters",
-        ],
+        agreement_headers("Raters"),
         caption=caption,
     )
     for name, b in [*result.dimensions.items(), ("Overall", result.overall)]:

@@ -27,7 +27,7 @@ from vera.report._schema import (
     JudgeAgreement,
     Section,
 )
-from vera.report._table import Table
+from vera.report._table import Table, agreement_headers
 
 DIMENSION_HEADERS = [
     "Dimension",
@@ -228,17 +228,7 @@ def seed_table(bot: ChatbotCard) -> Table:
 def judge_agreement_tables(agreement: JudgeAgreement) -> list[Table]:
     """Inter-judge agreement per dimension and overall, and Cohen's kappa per pair."""
     t = Table(
-        [
-            "Dimension",
-            "Krippendorff's alpha",
-            "Gwet's AC1",
-            "Percent agreement",
-            "Mean Cohen's kappa",
-            "Unanimous",
-            "Items",
-            "Ratings",
-            "Judges",
-        ],
+        agreement_headers("Judges"),
         caption=(
             "Not Relevant counted as a rating; percent agreement and unanimous as proportions "
             "(1 = always agree); items are conversations (Overall: conversation × dimension)"
