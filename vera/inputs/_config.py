@@ -23,6 +23,7 @@ from vera.inputs._refdir import REFERENCE_PREFIX, reference_folder
 from vera.inputs._targets import TARGET_FIELDS, apply_target
 from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, ConfigSnapshot
 from vera.rubric import TERMINAL_SEMANTICS
+from vera.text import decode
 
 # Shared limits live in Redis (vera.clients.shared_limits); the URL is an input, checked
 # here with the rest of the config so this layer never imports the clients.
@@ -394,7 +395,7 @@ def load_config(path: str | Path | None, *, reference_data: str | None = None) -
     if not p.exists() and (shipped := builtin_config(str(path))) is not None:
         p = shipped  # `--config recommended`: a config that ships with vera
     try:
-        raw = p.read_bytes()
+        raw = decode(p.read_bytes(), p, "the run config")
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read config: {exc.strerror or exc}") from None
     try:

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from vera.errors import ConfigError, DataError
+from vera.text import read_text
 
 ProtocolName = Literal["openai", "azure_openai", "anthropic", "gemini", "http", "offline"]
 StructuredOutput = Literal["json_schema", "json_object", "tool", "prompt", "none"]
@@ -250,12 +251,7 @@ def load_profiles(directory: Path | str) -> dict[str, Profile]:
 def load_profile(path: Path) -> Profile:
     """Load and check one profile file; its name is the file stem unless it sets `name`.
     Every problem is one `DataError` with file:line and plain words."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(
-            str(path), f"cannot read provider profile: {getattr(exc, 'strerror', None) or exc}"
-        ) from None
+    text = read_text(path, "provider profile")[1]
     try:
         profile = msgspec.toml.decode(text, type=Profile)
     except msgspec.ValidationError as exc:
