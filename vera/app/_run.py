@@ -38,7 +38,7 @@ from vera.app._resume import (
 from vera.app._session import RunSession
 from vera.app._stand_ins import RunFacts, fit_stand_in_judges
 from vera.engine import Inputs, Shard, Sweep, SweepResult, check_plan_size, plan_sweep, run_sweep
-from vera.errors import StorageError, UserError
+from vera.errors import ConfigError, StorageError, UserError
 from vera.inputs import RunConfig, load_config, load_profiles
 from vera.records import ModelSpec, Role, RunManifest
 from vera.report import run_status
@@ -62,6 +62,8 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
     if existing is None and (note := fit_stand_in_judges(inputs, chosen=bool(opts.judges))):
         notes.append(note)
     shard = Shard.parse(opts.shard) if opts.shard else _manifest_shard(existing)
+    if opts.shard_limits and shard is None:
+        raise ConfigError(f"--shard-limits {opts.shard_limits}: this run is not sharded")
     check_plan_size(inputs, shard)  # a plan too big to hold is refused before a run directory is made
     run_dir = out or new_run_dir(cfg, cfg.fingerprint())
     resume = resume_command(opts.command, run_dir)

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import click
 
+from vera.cli._door import Number
+from vera.ranges import SEED
+
 
 @click.group()
 def ratings() -> None:
@@ -61,7 +64,7 @@ def import_(run_dir: str, file: str, skip_unmatched: bool) -> None:
     help="The calibrated overall score's interval width wanted, in score points (e.g. 10).",
 )
 @click.option("--resamples", type=click.IntRange(50, 100_000), default=500, show_default=True)
-@click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
+@click.option("--seed", type=Number(SEED, "seed"), default=0, show_default=True)
 def plan(run_dir: str, width: float, resamples: int, seed: int) -> None:
     """Propose how many of each chatbot's conversations humans should rate so that the
     calibrated overall score's 95 % interval is about WIDTH points wide. With 20 or more

@@ -5,7 +5,6 @@ reference tool's data, and where vera's built-in data lives.
 
 from vera.inputs._config import (
     MAX_PLANNED,
-    MAX_RESAMPLES,
     MAX_SEEDS,
     MAX_TURNS,
     PASSWORD_ENV,
@@ -13,6 +12,7 @@ from vera.inputs._config import (
     ConversationConfig,
     RunConfig,
     check_limits_url,
+    list_problems,
     load_config,
 )
 from vera.inputs._personas import (
@@ -64,6 +64,7 @@ from vera.inputs._targets import (
     persona_header,
 )
 from vera.inputs._transcripts import PERSONAS_NOT_FOUND, personas_not_found, read_transcripts
+from vera.ranges import MAX_RESAMPLES
 
 __all__ = [
     "DISCLOSURE",
@@ -105,6 +106,7 @@ __all__ = [
     "find_target",
     "label",
     "link_local_endpoint",
+    "list_problems",
     "load_config",
     "load_judge_prompts",
     "load_personas",

@@ -21,6 +21,16 @@ from vera.errors import ConfigError
 from vera.inputs._defaults import builtin_config, data_root, runs_root
 from vera.inputs._refdir import REFERENCE_PREFIX, reference_folder
 from vera.inputs._targets import TARGET_FIELDS, apply_target
+from vera.ranges import (
+    LEVEL,
+    MAX_RESAMPLES,
+    POSITIVE_SECONDS,
+    SECONDS,
+    SEED,
+    SHARE,
+    Range,
+    sampling_problems,
+)
 from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, ConfigSnapshot
 from vera.rubric import TERMINAL_SEMANTICS
 from vera.text import decode
@@ -57,7 +67,6 @@ REPO_ROOT = data_root()
 MAX_TURNS = 1_000
 MAX_SEEDS = 10_000
 MAX_PLANNED = 1_000_000
-MAX_RESAMPLES = 100_000
 
 
 class SessionConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -254,6 +263,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         return reference_folder(self.reference.data, base=Path(self.base_dir or REPO_ROOT))
 
     def check(self) -> None:
+        """Every setting within its range and consistent with the others; one ConfigError
+        listing each problem, named by its field."""
         c = self.conversation
         problems = []
         if not 2 <= c.max_turns <= MAX_TURNS:
@@ -281,21 +292,43 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             )
         if len(set(self.seeds)) != len(self.seeds):
             problems.append("seeds must not repeat")
+        problems += [f"seeds: {s} {p}" for s in self.seeds if (p := SEED.problem(s)) is not None][:1]
         for role in ("chatbots", "user_agents", "judges"):
-            if not getattr(self, role):
+            refs = getattr(self, role)
+            if not refs:
                 problems.append(f"{role} must list at least one model")
+            problems += list_problems(role, refs, "model")
         if self.persona_limit < 0:
             problems.append("persona_limit must not be negative (0 = every persona)")
         if not math.isfinite(self.max_cost_usd) or self.max_cost_usd < 0:
             problems.append("max_cost_usd must be a finite amount of US dollars, 0 or more (0 = no budget)")
-        if not 0 <= self.allow_failures <= 1:
-            problems.append("allow_failures must be a fraction between 0 and 1")
-        if not 0 < self.stats.confidence < 1:
-            problems.append("stats.confidence must be between 0 and 1")
         if not 1 <= self.stats.resamples <= MAX_RESAMPLES:
             problems.append(f"stats.resamples must be between 1 and {MAX_RESAMPLES:,}")
-        if isinstance(self.personas, list) and not self.personas:
-            problems.append("personas must name at least one persona file")
+        for name, kind, value in self._numbers():
+            if (problem := kind.problem(value)) is not None:
+                problems.append(f"{name} {problem}")
+        if self.retry_max_delay_s < self.retry_base_delay_s:
+            problems.append(
+                f"retry_max_delay_s ({self.retry_max_delay_s:g}) must be at least retry_base_delay_s "
+                f"({self.retry_base_delay_s:g}): the backoff starts at the base and grows to the maximum"
+            )
+        for role in ("judge", "user_agent", "chatbot"):
+            params = getattr(self, role).params
+            problems += sampling_problems(params or {}, f"{role}.params")
+        if isinstance(self.personas, list):
+            if not self.personas:
+                problems.append("personas must name at least one persona file")
+            problems += list_problems("personas", self.personas, "file")
+        for field in ("personas", "rubric", "user_prompts", "judge_prompts", "providers", "runs_dir"):
+            value = getattr(self, field)
+            if isinstance(value, str) and not value.strip():
+                problems.append(f"{field} is empty: name a path, or leave the field out for the default")
+        problems += list_problems("annotation_columns", self.annotation_columns, "column")
+        if c.user_memory and not c.multi_session:
+            problems.append(
+                "conversation.user_memory is set but a persona has one session: list two or more "
+                "session types in conversation.sessions (or leave user_memory out)"
+            )
         if self.group_by != self.group_by.strip():
             problems.append("group_by must not start or end with spaces")
         if self.limits_url:
@@ -305,6 +338,19 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 problems.append(f"limits_url: {exc}")
         if problems:
             raise ConfigError("; ".join(problems))
+
+    def _numbers(self) -> list[tuple[str, Range, float]]:
+        """The settings that are numbers in a range of `vera.ranges`: (field, range, value)."""
+        return [
+            ("allow_failures", SHARE, self.allow_failures),
+            ("grace_s", SECONDS, self.grace_s),
+            ("retry_base_delay_s", SECONDS, self.retry_base_delay_s),
+            ("retry_max_delay_s", SECONDS, self.retry_max_delay_s),
+            ("judge.batch_poll_s", POSITIVE_SECONDS, self.judge.batch_poll_s),
+            ("judge.batch_collect_s", SECONDS, self.judge.batch_collect_s),
+            ("stats.confidence", LEVEL, self.stats.confidence),
+            ("stats.seed", SEED, self.stats.seed),
+        ]
 
     def fingerprint(self) -> str:
         """A hash of everything that decides results. Not where files are: the inputs'
@@ -358,6 +404,19 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         if any(reference.values()):  # left out when unused, so older runs keep their fingerprint
             data["reference"] = reference
         return hashlib.sha256(msgspec.json.encode(data, order="sorted")).hexdigest()
+
+
+def list_problems(name: str, values: list[str], what: str) -> list[str]:
+    """An empty entry, or one given twice, in a list of names (`chatbots`, `--judge`):
+    a model listed twice would be planned twice under one job id, and its run could
+    never finish; a judge listed twice would be pooled twice."""
+    problems = []
+    if any(not v.strip() for v in values):
+        problems.append(f"{name}: an empty {what} name")
+    twice = sorted({v for v in values if values.count(v) > 1})
+    if twice:
+        problems.append(f"{name}: {', '.join(repr(v) for v in twice)} listed twice (each {what} once)")
+    return problems
 
 
 def _session_problems(c: ConversationConfig) -> list[str]:
