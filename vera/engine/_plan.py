@@ -350,17 +350,36 @@ def seed_params(spec: ModelSpec, seed: int) -> dict[str, Any] | None:
     return {"seed": seed} if spec.params.get("seed") == "auto" else None
 
 
+def batch_problem(spec: ModelSpec, cfg: RunConfig) -> str | None:
+    """Why `spec` cannot judge under the config's `[judge] mode` (None: it can)."""
+    if cfg.judge.mode != "batch" or spec.protocol in BATCH_PROTOCOLS:
+        return None
+    return (
+        f'[judge] mode = "batch": judge {spec.ref!r} speaks {spec.protocol!r}, which has no '
+        f"batch API in vera (batch works with: {', '.join(sorted(BATCH_PROTOCOLS))}); "
+        'use mode = "live" or a judge of one of those'
+    )
+
+
+def flex_problem(role: str, spec: ModelSpec, cfg: RunConfig) -> str | None:
+    """Why `spec` cannot play `role` ("user_agent", "chatbot") at the config's service
+    tier: `[ROLE] service_tier = "flex"` only where the model speaks OpenAI."""
+    if role not in ("user_agent", "chatbot") or getattr(cfg, role).service_tier != "flex":
+        return None
+    if spec.protocol in FLEX_PROTOCOLS:
+        return None
+    return (
+        f'[{role}] service_tier = "flex": {spec.ref!r} speaks {spec.protocol!r}; the flex tier is '
+        "OpenAI's (protocol openai); use the standard tier for this model"
+    )
+
+
 def check_judges(inputs: Inputs, judges: list[ModelSpec], clients: Clients) -> None:
     """Every judge can answer the run's rubric (the lexical baseline judge knows only the
     rubric it was written for); the clients say which cannot."""
-    batch = inputs.config.judge.mode == "batch"
     for spec in judges:
-        if batch and spec.protocol not in BATCH_PROTOCOLS:
-            raise ConfigError(
-                f'[judge] mode = "batch": judge {spec.ref!r} speaks {spec.protocol!r}, which has no '
-                f"batch API in vera (batch works with: {', '.join(sorted(BATCH_PROTOCOLS))}); "
-                'use mode = "live" or a judge of one of those'
-            )
+        if (problem := batch_problem(spec, inputs.config)) is not None:
+            raise ConfigError(problem)
         reason = clients.rubric_refusal(spec.ref, inputs.rubric.key)
         if reason is not None:
             raise ConfigError(f"{reason} ({inputs.rubric.path}); choose a model judge for this rubric")
@@ -368,14 +387,9 @@ def check_judges(inputs: Inputs, judges: list[ModelSpec], clients: Clients) -> N
 
 def check_flex(role: str, specs: list[ModelSpec], cfg: RunConfig) -> None:
     """`[ROLE] service_tier = "flex"` only where every model of the role speaks OpenAI."""
-    if getattr(cfg, role).service_tier != "flex":
-        return
     for spec in specs:
-        if spec.protocol not in FLEX_PROTOCOLS:
-            raise ConfigError(
-                f'[{role}] service_tier = "flex": {spec.ref!r} speaks {spec.protocol!r}; the flex tier is '
-                "OpenAI's (protocol openai); use the standard tier for this model"
-            )
+        if (problem := flex_problem(role, spec, cfg)) is not None:
+            raise ConfigError(problem)
 
 
 def judge_slots(judges: list[ModelSpec], instances: int) -> list[JudgeSlot]:
@@ -439,22 +453,28 @@ def check_plan_size(inputs: Inputs, shard: Shard | None = None) -> int:
     """The number of conversations the sweep plans (this shard's part), refused with one
     line before anything is built when it would not fit in memory: every planned
     conversation is held as a job, and the whole sweep is enumerated to pick a shard's."""
-    cfg = inputs.config
-    sessions = len(cfg.conversation.sessions) if cfg.conversation.multi_session else 1
-    total = (
-        len(cfg.seeds) * len(cfg.chatbots) * len(cfg.user_agents) * len(inputs.selected_personas()) * sessions
-    )
-    mine = -(-total // shard.count) if shard else total
-    if mine > MAX_PLANNED or total > MAX_PLANNED * 50:
-        how = f"{len(cfg.seeds):,} seed(s) × {len(cfg.chatbots):,} chatbot(s) × {len(cfg.user_agents):,} user-agent(s) × {len(inputs.selected_personas()):,} persona(s)"
-        if sessions > 1:
-            how += f" × {sessions} sessions"
-        raise ConfigError(
-            f"the sweep plans {total:,} conversations ({how}); one process plans at most {MAX_PLANNED:,}: "
-            "use fewer seeds or personas, or split the sweep with --shard K/N"
-            + (f" (this shard would plan {mine:,})" if shard else "")
-        )
+    mine, problem = plan_size(inputs.config, len(inputs.selected_personas()), shard)
+    if problem is not None:
+        raise ConfigError(problem)
     return mine
+
+
+def plan_size(cfg: RunConfig, personas: int, shard: Shard | None = None) -> tuple[int, str | None]:
+    """The conversations a sweep of `personas` personas plans (this shard's part), and
+    why that is too many to hold (None: it is not)."""
+    sessions = len(cfg.conversation.sessions) if cfg.conversation.multi_session else 1
+    total = len(cfg.seeds) * len(cfg.chatbots) * len(cfg.user_agents) * personas * sessions
+    mine = -(-total // shard.count) if shard else total
+    if mine <= MAX_PLANNED and total <= MAX_PLANNED * 50:
+        return mine, None
+    how = f"{len(cfg.seeds):,} seed(s) × {len(cfg.chatbots):,} chatbot(s) × {len(cfg.user_agents):,} user-agent(s) × {personas:,} persona(s)"
+    if sessions > 1:
+        how += f" × {sessions} sessions"
+    return mine, (
+        f"the sweep plans {total:,} conversations ({how}); one process plans at most {MAX_PLANNED:,}: "
+        "use fewer seeds or personas, or split the sweep with --shard K/N"
+        + (f" (this shard would plan {mine:,})" if shard else "")
+    )
 
 
 def plan_sweep(

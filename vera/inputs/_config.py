@@ -442,6 +442,11 @@ def _session_problems(c: ConversationConfig) -> list[str]:
     return problems
 
 
+# The inputs a config may leave out, found among vera's own data when it does.
+BUILT_IN_INPUTS = ("personas", "rubric", "user_prompts", "judge_prompts", "providers")
+_DEFAULTS = RunConfig()
+
+
 def load_config(path: str | Path | None, *, reference_data: str | None = None) -> RunConfig:
     """The config in `path`, or the built-in offline defaults when `path` is None.
     `reference_data` (`--reference-data`) replaces the config's reference folder before
@@ -464,10 +469,15 @@ def load_config(path: str | Path | None, *, reference_data: str | None = None) -
     except msgspec.DecodeError as exc:
         raise ConfigError(f"{p}: invalid TOML: {exc}") from None
     cfg.base_dir = str(p.resolve().parent)
+    given = set(msgspec.toml.decode(raw))
+    for field in BUILT_IN_INPUTS:
+        if field not in given:
+            # Left out: the built-in one, wherever the config is (an empty config is the
+            # built-in evaluation, in the project or anywhere else).
+            setattr(cfg, field, str(REPO_ROOT / getattr(_DEFAULTS, field)))
     if reference_data:
         cfg.reference.data = str(Path(reference_data).resolve())
     if cfg.target:
-        given = set(msgspec.toml.decode(raw))
         both = [k for k in TARGET_FIELDS if k in given]
         if both:
             raise ConfigError(
