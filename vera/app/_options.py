@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from vera.errors import ConfigError
-from vera.inputs import RunConfig, apply_target, check_limits_url, list_problems, skip_reason
+from vera.inputs import RunConfig, absolute, apply_target, check_limits_url, list_problems, skip_reason
 
 
 @dataclass
@@ -79,11 +78,11 @@ def configure(
     if (value := given("max_concurrency")) is not None:
         cfg.max_concurrency = value
     if value := given("reference_data"):  # before --target, which may name a folder in it
-        cfg.reference.data = str(Path(value).resolve())
+        cfg.reference.data = str(absolute(value))
     if value := given("target"):  # before --personas, which may replace the target's
         apply_target(cfg, value)
     if value := given("personas"):
-        cfg.personas = str(Path(value).resolve())
+        cfg.personas = str(absolute(value))
     if (value := given("limit_personas")) is not None:
         cfg.persona_limit = value
     if value := given("judges"):
@@ -95,7 +94,7 @@ def configure(
     if (value := given("cache")) is not None:
         cfg.cache = value
     if value := given("cache_dir"):
-        cfg.cache_dir = str(Path(value).resolve())
+        cfg.cache_dir = str(absolute(value))
     if (value := given("max_cost")) is not None:
         cfg.max_cost_usd = value
     if value := given("shard_limits"):

@@ -580,7 +580,7 @@ def validate_rubric_cmd(file: str) -> None:
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option(
     "--prompts",
-    type=click.Path(file_okay=False),
+    type=click.Path(file_okay=False, exists=True),
     help="Also check the user-agent templates in this prompt folder.",
 )
 @REFERENCE_DATA_OPTION
@@ -668,10 +668,10 @@ def personas() -> None:
 @click.option(
     "--file",
     "file",
-    type=click.Path(dir_okay=False),
+    type=click.Path(dir_okay=False, exists=True),
     help="Persona file (default: the built-in set).",
 )
-@click.option("--prompts", type=click.Path(file_okay=False), help="User-agent prompt folder.")
+@click.option("--prompts", type=click.Path(file_okay=False, exists=True), help="User-agent prompt folder.")
 @click.option("--min-turns", type=click.IntRange(0, MAX_TURNS), default=10, show_default=True)
 @click.option("--max-turns", type=click.IntRange(2, MAX_TURNS), default=30, show_default=True)
 @REFERENCE_DATA_OPTION

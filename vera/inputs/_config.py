@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -52,6 +53,16 @@ def check_limits_url(url: str) -> str:
             "(the URL is recorded in the run's manifest)"
         )
     return url
+
+
+def absolute(path: str | Path) -> Path:
+    """`path` made absolute without resolving symbolic links, so that messages name a
+    file the way the user reaches it (`~/evals/personas.tsv`, not the disk it is linked
+    to); `..` is folded only where that still names the same file."""
+    p = Path(path).expanduser()
+    p = p if p.is_absolute() else Path.cwd() / p
+    folded = Path(os.path.normpath(p))
+    return folded if folded == p or os.path.realpath(folded) == os.path.realpath(p) else p
 
 
 # Where the built-in defaults' relative paths resolve: the checkout, or the package data
@@ -246,7 +257,7 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         if value.startswith(REFERENCE_PREFIX):
             return self.reference_dir() / value.removeprefix(REFERENCE_PREFIX)
         p = Path(value).expanduser()
-        return p if p.is_absolute() else (Path(self.base_dir or REPO_ROOT) / p).resolve()
+        return p if p.is_absolute() else absolute(Path(self.base_dir or REPO_ROOT) / p)
 
     def role_params(self, role: str) -> tuple[dict[str, Any], bool]:
         """The sampling parameters the config sets for `role` ("judge", "user_agent",
@@ -468,7 +479,7 @@ def load_config(path: str | Path | None, *, reference_data: str | None = None) -
         raise ConfigError(f"{p}: {exc}") from None
     except msgspec.DecodeError as exc:
         raise ConfigError(f"{p}: invalid TOML: {exc}") from None
-    cfg.base_dir = str(p.resolve().parent)
+    cfg.base_dir = str(absolute(p).parent)
     given = set(msgspec.toml.decode(raw))
     for field in BUILT_IN_INPUTS:
         if field not in given:
@@ -476,7 +487,7 @@ def load_config(path: str | Path | None, *, reference_data: str | None = None) -
             # built-in evaluation, in the project or anywhere else).
             setattr(cfg, field, str(REPO_ROOT / getattr(_DEFAULTS, field)))
     if reference_data:
-        cfg.reference.data = str(Path(reference_data).resolve())
+        cfg.reference.data = str(absolute(reference_data))
     if cfg.target:
         both = [k for k in TARGET_FIELDS if k in given]
         if both:
