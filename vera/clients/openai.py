@@ -236,3 +236,13 @@ def _usage(usage: _Usage | None) -> Usage:
         cached_input_tokens=(details.cached_tokens or 0) if details else 0,
         reasoning_tokens=(output.reasoning_tokens or 0) if output else 0,
     )
+
+
+class _UsageOnly(msgspec.Struct):
+    usage: _Usage | None = None
+
+
+def reply_usage(raw: bytes, provider: str) -> Usage:
+    """The usage a reply reports, whatever else it holds (a batch answer no request can
+    take is billed all the same, and accounted for by it)."""
+    return _usage(decode(raw, _UsageOnly, provider).usage)

@@ -57,6 +57,8 @@ class LimitedClients(Protocol):
 
     def rubric_refusal(self, ref: str, rubric_key: str) -> str | None: ...
 
+    def tier_refusal(self, ref: str, tier: str) -> str | None: ...
+
 
 class RecordingClient:
     """A ChatClient that hands one `CallRecord` per settled call to `on_call`."""
@@ -79,6 +81,8 @@ class RecordingClient:
             try:
                 return await self.inner.chat(request)
             finally:
+                for attempt in meter.earlier:  # tried at another tier first (vera.clients.flex)
+                    self._record(request, attempt, started)
                 if meter.settled:
                     self._record(request, meter, started)
 
@@ -104,6 +108,7 @@ class RecordingClient:
                 error=meter.error,
                 at=time.time(),
                 tier=meter.tier,
+                fallback=meter.fallback,
             )
         )
 
@@ -150,6 +155,9 @@ class CachingClients:
 
     def rubric_refusal(self, ref: str, rubric_key: str) -> str | None:
         return self.pool.rubric_refusal(ref, rubric_key)
+
+    def tier_refusal(self, ref: str, tier: str) -> str | None:
+        return self.pool.tier_refusal(ref, tier)
 
     def client(self, ref: str, role: Role = "chatbot") -> ChatClient:
         key = (ref, role)
