@@ -74,20 +74,21 @@ class CallMeter:
         self.fallback = tier
 
 
-_METER: ContextVar[CallMeter | None] = ContextVar("vera_call_meter", default=None)
+# The meter of the call in progress in a task (the recorder sets it: vera.clients.stack).
+METER: ContextVar[CallMeter | None] = ContextVar("vera_call_meter", default=None)
 
 
 def current_meter() -> CallMeter | None:
     """The meter of the call in progress in this task, if a recorder opened one."""
-    return _METER.get()
+    return METER.get()
 
 
 @contextmanager
 def open_meter() -> Iterator[CallMeter]:
     """A fresh meter for one call, current until the block ends."""
     meter = CallMeter()
-    token = _METER.set(meter)
+    token = METER.set(meter)
     try:
         yield meter
     finally:
-        _METER.reset(token)
+        METER.reset(token)
