@@ -182,7 +182,7 @@ class LimitedClient:
             try:
                 # The slot first, then the pause and buckets: see the module docstring.
                 async with account.slot:
-                    reserved = await account.admit(estimate)
+                    reserved = 0 if account.admitted_at_once() else await account.admit(estimate)
                     if budget is not None and worst > 0:
                         try:
                             hold = await budget.reserve(worst)
