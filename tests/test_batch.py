@@ -556,3 +556,46 @@ async def test_replies_a_resume_replays_from_the_cache_are_not_counted_as_calls(
     assert total.replayed == len(replayed)
     assert total.calls == len(calls) - len(replayed) == sum(server.requests.values())
     assert "replayed from the response cache" in (out / "card.md").read_text()
+
+
+def test_bench_money_prints_the_whole_bill_beside_the_reference_pattern(tmp_path):
+    """`vera bench --money`: the same conversations and rubric walks, vera's cheapest
+    settings against the reference tool's request pattern, on both providers' fakes.
+    The judge in batches pays half of the reference's live judge for the same
+    questions, and no role pays more than the reference's."""
+    figures = tmp_path / "money.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vera",
+            "bench",
+            "--money",
+            "--conversations",
+            "3",
+            "--turns",
+            "8",
+            "--json",
+            str(figures),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "openai (" in done.stdout and "anthropic (" in done.stdout
+    fig = json.loads(figures.read_text())
+    for protocol, p in fig["providers"].items():
+        assert p["judged"]["vera"] == p["judged"]["reference"] == 3, protocol
+        rows = p["per_judged_conversation"]
+        assert all(row["ratio"] is not None and row["ratio"] <= 1.01 for row in rows.values()), (
+            protocol,
+            rows,
+        )
+        assert rows["total"]["vera"] == pytest.approx(
+            sum(rows[r]["vera"] for r in ("chatbot", "user_agent", "judge"))
+        )
+    openai = fig["providers"]["openai"]
+    assert openai["per_judged_conversation"]["judge"]["ratio"] == pytest.approx(0.5, abs=0.01)
+    assert "judge/batch" in openai["vera_tiers"] and "user_agent/flex" in openai["vera_tiers"]

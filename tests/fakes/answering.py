@@ -47,11 +47,14 @@ class AnsweringOpenAI(FakeOpenAI):
 class AnsweringAnthropic(FakeAnthropic):
     """Also a prompt cache as Anthropic documents it: a `cache_control` mark writes the
     prefix up to it; a later request reads the longest cached prefix found at or before
-    its last mark (looking back block by block). Usage reports reads and writes apart."""
+    its last mark (looking back block by block). Usage reports reads and writes apart.
+    A prefix shorter than `min_cache_tokens` is not cached (Anthropic's minimum
+    cacheable prompt: 1,024 tokens for Claude Sonnet; 0 here unless a test sets it)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.cached: dict[str, int] = {}  # prefix -> its tokens
+        self.min_cache_tokens = 0
 
     def payload(self, request: web.Request, body: dict[str, Any], behaviour: Behaviour, reply: Reply) -> Any:
         read, written = self._cache(body)
@@ -90,8 +93,11 @@ class AnsweringAnthropic(FakeAnthropic):
             return 0, 0
         read = next((self.cached[p] for p, _ in reversed(prefixes[: marks[-1] + 1]) if p in self.cached), 0)
         longest = tokens(prefixes[marks[-1]][0])
+        if longest < self.min_cache_tokens:
+            return read, 0  # too short to cache: read as plain input
         for i in marks:
-            self.cached.setdefault(prefixes[i][0], tokens(prefixes[i][0]))
+            if tokens(prefixes[i][0]) >= self.min_cache_tokens:
+                self.cached.setdefault(prefixes[i][0], tokens(prefixes[i][0]))
         return read, max(0, longest - read)
 
 
