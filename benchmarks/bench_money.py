@@ -51,6 +51,8 @@ import aiohttp
 import msgspec
 from aiohttp import web
 
+from tests.fakes.answering import message_text as _text
+
 PERSONAS = 20
 PRICES = {
     "openai": "price_input_per_mtok = 1.25\nprice_cached_input_per_mtok = 0.125\nprice_output_per_mtok = 10.0\n",
@@ -109,14 +111,6 @@ def judge_reply(messages: list[dict[str, Any]]) -> dict[str, str]:
     choice = options[checksum % len(options)]
     reasoning = ("The chatbot's replies in the conversation bear on this question as quoted. " * 4)[:300]
     return {"reasoning": reasoning, "answer": choice}
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-    return ""
 
 
 def tokens(text: str) -> int:

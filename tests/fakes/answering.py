@@ -26,7 +26,7 @@ def _thinking(reply: Reply, asked: bool) -> Reply:
     return dataclasses.replace(reply, reasoning_tokens=THINKING_TOKENS) if asked else reply
 
 
-def _text(content: Any) -> str:
+def message_text(content: Any) -> str:
     """A message's text, whether a string or a list of content blocks / parts."""
     if isinstance(content, str):
         return content
@@ -38,7 +38,9 @@ def _text(content: Any) -> str:
 class AnsweringOpenAI(FakeOpenAI):
     def payload(self, request: web.Request, body: dict[str, Any], behaviour: Behaviour, reply: Reply) -> Any:
         if body.get("response_format") is not None:
-            messages = [{"role": m["role"], "content": _text(m.get("content"))} for m in body["messages"]]
+            messages = [
+                {"role": m["role"], "content": message_text(m.get("content"))} for m in body["messages"]
+            ]
             reply = Reply(text=orjson.dumps(rubric_answer(messages)).decode())
         reply = _thinking(reply, "reasoning_effort" in body)
         return super().payload(request, body, behaviour, reply)
@@ -60,7 +62,7 @@ class AnsweringAnthropic(FakeAnthropic):
         read, written = self._cache(body)
         total = max(request[TOKENS], read + written)
         if body.get("tools"):
-            messages = [{"role": m["role"], "content": _text(m["content"])} for m in body["messages"]]
+            messages = [{"role": m["role"], "content": message_text(m["content"])} for m in body["messages"]]
             reply = Reply(parsed=rubric_answer(messages))
         reply = Reply(
             text=reply.text,
@@ -105,7 +107,7 @@ class AnsweringGemini(FakeGemini):
     def payload(self, request: web.Request, body: dict[str, Any], behaviour: Behaviour, reply: Reply) -> Any:
         config = body.get("generationConfig") or {}
         if config.get("responseMimeType") == "application/json":
-            messages = [{"role": c["role"], "content": _text(c["parts"])} for c in body["contents"]]
+            messages = [{"role": c["role"], "content": message_text(c["parts"])} for c in body["contents"]]
             reply = Reply(text=orjson.dumps(rubric_answer(messages)).decode())
         reply = _thinking(reply, "thinkingConfig" in config)
         return super().payload(request, body, behaviour, reply)
