@@ -437,16 +437,17 @@ def test_gemini_fake_refuses_what_the_api_refuses():
 # -- resume after kill -9, for every provider --------------------------------------------
 
 FAKES: dict[str, Callable[..., FakeServer]] = {
-    "azure": lambda **kw: AzureBatchFake(key=runs.KEY, **kw),
+    "azure": lambda **kw: AzureBatchFake(key=runs.KEY, deployments=("gpt-4o-batch",), **kw),
     "gemini": lambda **kw: GeminiBatchFake(key=runs.KEY, **kw),
 }
+PROFILE_EXTRA = {"azure": AZURE_BATCH_DEPLOYMENT, "gemini": ""}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("protocol", sorted(FAKES))
 def test_killed_with_batches_pending_resumes_by_polling_and_submits_nothing_twice(tmp_path, protocol):
     server: Any = FAKES[protocol](polls_to_complete=10**9)
-    with setup(tmp_path, protocol, server, extra=BATCH) as config:
+    with setup(tmp_path, protocol, server, extra=BATCH, profile_extra=PROFILE_EXTRA[protocol]) as config:
         out = tmp_path / "run"
         env = {**os.environ, runs.KEY_ENV: runs.KEY}
         cmd = [
