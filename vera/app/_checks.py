@@ -15,7 +15,8 @@ from pathlib import Path
 import msgspec
 
 from vera.clients.offline import OFFLINE_MODELS, rubric_refusal
-from vera.engine import role_spec
+from vera.clients.pool import tier_problem
+from vera.engine import batch_refusal, flex_refusal, role_spec
 from vera.errors import DataError, UserError
 from vera.inputs import (
     OFFLINE,
@@ -199,11 +200,32 @@ def _models(
                 in_profile = "[params] of provider profile" in str(exc)
                 where = str(origin.get(profile.name, file)) if in_profile else file
                 findings.append(Finding(where, str(exc)))
+            if (finding := _tier(cfg, role, ref, profile, model, file, origin)) is not None:
+                findings.append(finding)
             specs.append(spec)
     return specs
 
 
 _ROLE: dict[str, Role] = {"chatbots": "chatbot", "user_agents": "user_agent", "judges": "judge"}
+
+
+def _tier(
+    cfg: RunConfig, role: str, ref: str, profile: Profile, model: str, file: str, origin: dict[str, Path]
+) -> Finding | None:
+    """A price tier the role asks for (the judge's batch mode, a role's flex tier) that
+    this model cannot work at, as the start of a run refuses it."""
+    if role == "judges" and cfg.judge.mode == "batch":
+        if (why := tier_problem(profile, model, "batch")) is not None:
+            # a missing Global-Batch deployment is the profile's to fix
+            where = str(origin.get(profile.name, file)) if "[azure]" in why else file
+            return Finding(where, batch_refusal(ref, why))
+    elif (
+        role in ("chatbots", "user_agents")
+        and getattr(cfg, _ROLE[role]).service_tier == "flex"
+        and (why := tier_problem(profile, model, "flex")) is not None
+    ):
+        return Finding(file, flex_refusal(_ROLE[role], ref, why))
+    return None
 
 
 def _rubric(cfg: RunConfig, findings: list[Finding]) -> str | None:
