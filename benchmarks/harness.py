@@ -730,6 +730,22 @@ def render_table(results: list[tuple[Scenario, dict[str, Any]]]) -> str:
     "rubric and judge prompts side by side (default: $VERA_MH_DATA or "
     "../shared/reference/vera-mh-v1.1/data, when present).",
 )
+@click.option(
+    "--money",
+    is_flag=True,
+    help="A whole run's money per judged conversation by role, vera's cheapest settings beside the "
+    "reference tool's request pattern, on OpenAI and Anthropic fakes with prompt caching "
+    "(benchmarks/bench_money.py).",
+)
+@click.option(
+    "--floor",
+    is_flag=True,
+    help="vera's CPU per call beside a bare aiohttp client's sending the same requests, in alternating "
+    "rounds on one fake server, and the ratio (benchmarks/bench_cpu.py).",
+)
+@click.option(
+    "--rounds", type=click.IntRange(min=1), default=5, show_default=True, help="With --floor: rounds of each."
+)
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the figures to this file.")
 @click.option("--suite", is_flag=True, help="Run every target scenario and print the results table.")
 @click.option("--scenario", "only", multiple=True, help="With --suite: only this scenario (repeatable).")
@@ -751,6 +767,9 @@ def bench(
     batch: bool,
     batch_poll_s: float,
     reference_data: str | None,
+    money: bool,
+    floor: bool,
+    rounds: int,
     json_path: str | None,
     suite: bool,
     only: tuple[str, ...],
@@ -762,6 +781,21 @@ def bench(
     if suite:
         if not run_suite(json_path, only):
             sys.exit(1)
+        return
+    if money:
+        from benchmarks.bench_money import render_money_bench, run_money_bench
+
+        # 30 turns (the published protocol's) and 20 personas unless given.
+        given = click.get_current_context().get_parameter_source
+        fig = run_money_bench(
+            turns=turns if given("turns") != click.core.ParameterSource.DEFAULT else 30,
+            personas=min(conversations, 100)
+            if given("conversations") != click.core.ParameterSource.DEFAULT
+            else 20,
+        )
+        click.echo(render_money_bench(fig))
+        if json_path:
+            write_json(Path(json_path), fig)
         return
     if batch:
         if not judge:
@@ -797,6 +831,14 @@ def bench(
         progress,
         ask_ahead,
     )
+    if floor:
+        from benchmarks.bench_cpu import render_cpu_comparison, run_cpu_comparison
+
+        fig = run_cpu_comparison(opts, rounds)
+        click.echo(render_cpu_comparison(fig))
+        if json_path:
+            write_json(Path(json_path), fig)
+        return
     if sessions_list is not None:
         counts = _numbers(sessions_list, "--sessions", 1)
         turns_list = _numbers(sweep_turns, "--sweep-turns", 2) if sweep_turns else [turns]

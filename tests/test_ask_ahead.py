@@ -112,3 +112,11 @@ def test_asking_ahead_leaves_the_results_fingerprint_alone() -> None:
     # off (or made before it existed) is the same run.
     assert RunConfig().fingerprint() == RunConfig(judge=JudgeConfig(ask_ahead="off")).fingerprint()
     assert RunConfig().fingerprint() != RunConfig(judge=JudgeConfig(max_attempts=5)).fingerprint()
+
+
+def test_asking_ahead_is_on_live_and_off_in_batch_mode_unless_chosen() -> None:
+    # In batch mode there is no latency to buy with it, only unused questions to pay for.
+    assert JudgeConfig().asks_ahead() and JudgeConfig(ask_ahead="auto", mode="live").asks_ahead()
+    assert not JudgeConfig(mode="batch").asks_ahead()
+    assert JudgeConfig(mode="batch", ask_ahead="tail").asks_ahead()
+    assert not JudgeConfig(mode="live", ask_ahead="off").asks_ahead()

@@ -24,11 +24,12 @@ import pytest
 from vera.app import RunOptions, execute_run
 from vera.app import scored as score
 from vera.clients.batching import split_files
+from vera.report._numbers import num
 from vera.store import recorded_spend
 
 from .conftest import REFERENCE
 from .fakes.batch import AnthropicBatchFake, BatchSweepServer
-from .fakes.sweep import KEY, SweepServer, write_sweep_config
+from .fakes.sweep import KEY, Faults, SweepServer, write_sweep_config
 
 BATCH = '[judge]\nmode = "batch"\nbatch_poll_s = 0.02\nbatch_collect_s = 0.05\n'
 
@@ -54,6 +55,20 @@ def verdicts(run_dir: Path) -> dict[str, tuple]:
         )
         for j in jsonl(run_dir / "judgements.jsonl")
     }
+
+
+def accounting_cells(card_md: str) -> dict[str, dict[str, str]]:
+    """card.md's model-calls table: row label -> column header -> cell."""
+    lines = card_md.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| Model calls |"))
+    header = [h.strip() for h in lines[start].strip("|").split("|")]
+    rows = {}
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip().strip("*") for c in line.strip("|").split("|")]
+        rows[cells[0]] = dict(zip(header[1:], cells[1:], strict=True))
+    return rows
 
 
 def judge_cost(run_dir: Path) -> tuple[float, set[str]]:
@@ -98,7 +113,8 @@ async def test_batch_mode_rates_as_live_mode_does_at_half_the_judge_price(tmp_pa
     judge_calls = [c for c in jsonl(batch / "calls.jsonl") if c["role"] == "judge"]
     assert all(c["standard_cost_usd"] == pytest.approx(2 * c["cost_usd"]) for c in judge_calls)
     assert tiers["judge/batch"]["live_cost_usd"] == pytest.approx(round(live_cost, 4), abs=1e-4)
-    assert tiers["chatbot/standard"]["live_cost_usd"] is None  # live calls only: it would repeat the cost
+    # a bucket of live calls costs live what it cost, in card.json as in card.md's column
+    assert tiers["chatbot/standard"]["live_cost_usd"] == tiers["chatbot/standard"]["cost_usd"]
     total = CARDS[batch]["accounting"]["total"]
     assert total["live_cost_usd"] == pytest.approx(total["cost_usd"] + round(batch_cost, 4), abs=2e-4)
     assert CARDS[live]["accounting"]["total"]["live_cost_usd"] is None
@@ -109,6 +125,16 @@ async def test_batch_mode_rates_as_live_mode_does_at_half_the_judge_price(tmp_pa
     assert int(said[2]) == round(100 * (1 - total["cost_usd"] / total["live_cost_usd"]))
     assert "Live-mode cost (USD)" in card_md
     assert "would have cost" not in (live / "card.md").read_text()
+    # card.md's model-calls table and card.json say the same of every cost
+    shown = accounting_cells(card_md)
+    acc = CARDS[batch]["accounting"]
+    buckets = {f"role: {k}": v for k, v in acc["by_role"].items()}
+    buckets |= {f"provider: {k}": v for k, v in acc["by_provider"].items()}
+    buckets |= {f"role/tier: {k}": v for k, v in acc["by_role_tier"].items()} | {"Total": acc["total"]}
+    assert set(shown) == set(buckets)
+    for label, bucket in buckets.items():
+        for key, header in (("cost_usd", "Cost (USD)"), ("live_cost_usd", "Live-mode cost (USD)")):
+            assert bucket[key] is not None and shown[label][header] == num(bucket[key]), (label, key)
     assert set(CARDS[live]["accounting"]["by_role_tier"]) == {
         "chatbot/standard",
         "user_agent/standard",
@@ -144,20 +170,53 @@ async def test_expired_requests_go_to_the_next_wave_and_are_never_a_failure(tmp_
     assert len(logged) == 1 and logged[0]["requeued"] == len(server.expired) and logged[0]["live"] == 0
 
 
-async def test_failed_batches_requeue_then_go_live_with_the_same_ratings(tmp_path):
+async def test_batches_failed_for_a_reason_that_passes_requeue_then_go_live_with_the_same_ratings(
+    tmp_path, capsys
+):
     with SweepServer() as live_server:
         live = await _run(tmp_path / "live", live_server)
-    # The server takes one request per file: every multi-request batch fails validation.
-    with BatchSweepServer(polls_to_complete=1, max_requests=1) as server:
+    # Every batch fails validation as Azure's do when the enqueued tokens are used up:
+    # `token_limit_exceeded` on every line, which a later batch may get past.
+    with BatchSweepServer(
+        polls_to_complete=1, fail_batches=10**6, fail_code="token_limit_exceeded"
+    ) as server:
         batch = await _run(tmp_path / "batch", server, BATCH)
-    assert any("over 1" in v for v in server.violations)
+    assert server.violations == []
     assert verdicts(batch) == verdicts(live)
     assert all(v[0] == "complete" for v in verdicts(batch).values())
     logged = next(e for e in jsonl(batch / "events.jsonl") if e.get("event") == "batches")
-    assert logged["live"] > 0 and logged["requeued"] >= 2 * logged["live"]
-    tiers = {c["tier"] for c in jsonl(batch / "calls.jsonl") if c["role"] == "judge"}
-    assert "standard" in tiers and tiers <= {"batch", "standard"}  # those that went live are paid live
-    assert "failed" in {e["status"] for e in jsonl(batch / "batches.jsonl") if e["event"] == "ended"}
+    assert logged["live"] > 0 and logged["requeued"] == 2 * logged["live"]
+    assert logged["failed"] == len(server.batches) and logged["refused"] == 0
+    # the provider's reason, in the event log and on the console, for every failed batch
+    failed = [e for e in jsonl(batch / "events.jsonl") if e.get("event") == "batch_failed"]
+    assert [e["batch_id"] for e in failed] == list(server.batches)
+    assert all(
+        e["level"] == "warning" and "token_limit_exceeded" in e["reason"] and e["resent"] for e in failed
+    )
+    assert "failed: token_limit_exceeded: refused: token_limit_exceeded" in capsys.readouterr().err
+    # each request that went live is one live call, standing in for a batched one, counted on the card
+    judge = [c for c in jsonl(batch / "calls.jsonl") if c["role"] == "judge"]
+    assert {c["tier"] for c in judge} == {"standard"} and all(c["fallback"] == "batch" for c in judge)
+    assert CARDS[batch]["accounting"]["by_role"]["judge"]["fallbacks"] == len(judge) == logged["live"]
+    assert "asked at the standard tier when flex or a batch gave no answer" in (batch / "card.md").read_text()
+
+
+async def test_a_batch_refused_as_it_is_is_not_sent_again_and_stops_the_run_with_the_reason(tmp_path, capsys):
+    # The server takes one request per file: a batch of more fails validation with
+    # `too_many_tasks`, and would fail again as it is, so none is sent again.
+    with BatchSweepServer(polls_to_complete=1, max_requests=1) as server:
+        cfg = write_sweep_config(tmp_path, server.base_url, personas=3, seeds="[1]", extra=BATCH)
+        out = tmp_path / "run"
+        outcome = await execute_run(RunOptions(config_path=str(cfg), out=str(out), progress=False))
+    assert any("over 1" in v for v in server.violations)
+    assert outcome.exit_code == 3
+    assert len(server.refused) == len(set(server.refused)), "a refused request was sent again"
+    assert not [c for c in jsonl(out / "calls.jsonl") if c["role"] == "judge" and c["tier"] == "standard"]
+    failed = [e for e in jsonl(out / "events.jsonl") if e.get("event") == "batch_failed"]
+    assert failed and not failed[0]["resent"] and "too_many_tasks" in failed[0]["reason"]
+    assert "too_many_tasks" in capsys.readouterr().err
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert "too_many_tasks" in manifest["stopped"]
 
 
 def test_a_wave_is_cut_into_files_within_the_request_and_size_limits():
@@ -475,3 +534,68 @@ def test_bench_batch_with_a_folder_that_is_not_the_reference_data_is_one_line_er
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert f"--reference-data {tmp_path}: no rubric.tsv" in done.stderr
+
+
+async def test_replies_a_resume_replays_from_the_cache_are_not_counted_as_calls(tmp_path):
+    """A conversation cut off by a failure is run again on resume, its first turns
+    answered from the response cache: those replays cost nothing and are no calls. The
+    card counts them apart (`replayed`), and its calls are exactly the requests the
+    server received."""
+    with SweepServer(faults=Faults(rate_5xx=0.08, seed=3)) as server:
+        cfg = write_sweep_config(tmp_path, server.base_url, personas=3, seeds="[1]", max_retries=0)
+        out = tmp_path / "run"
+        await execute_run(RunOptions(config_path=str(cfg), out=str(out), progress=False))
+        assert any(c["status"] == "failed" for c in jsonl(out / "conversations.jsonl")), "nothing failed"
+        server.faults.rate_5xx = 0.0
+        card = score(await execute_run(RunOptions(config_path=str(cfg), out=str(out), progress=False))).card
+    assert card is not None
+    calls = jsonl(out / "calls.jsonl")
+    replayed = [c for c in calls if c["cached"]]
+    assert replayed, "no reply was replayed: the test proves nothing"
+    total = card.accounting.total
+    assert total.replayed == len(replayed)
+    assert total.calls == len(calls) - len(replayed) == sum(server.requests.values())
+    assert "replayed from the response cache" in (out / "card.md").read_text()
+
+
+def test_bench_money_prints_the_whole_bill_beside_the_reference_pattern(tmp_path):
+    """`vera bench --money`: the same conversations and rubric walks, vera's cheapest
+    settings against the reference tool's request pattern, on both providers' fakes.
+    The judge in batches pays half of the reference's live judge for the same
+    questions, and no role pays more than the reference's."""
+    figures = tmp_path / "money.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vera",
+            "bench",
+            "--money",
+            "--conversations",
+            "3",
+            "--turns",
+            "8",
+            "--json",
+            str(figures),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "openai (" in done.stdout and "anthropic (" in done.stdout
+    fig = json.loads(figures.read_text())
+    for protocol, p in fig["providers"].items():
+        assert p["judged"]["vera"] == p["judged"]["reference"] == 3, protocol
+        rows = p["per_judged_conversation"]
+        assert all(row["ratio"] is not None and row["ratio"] <= 1.01 for row in rows.values()), (
+            protocol,
+            rows,
+        )
+        assert rows["total"]["vera"] == pytest.approx(
+            sum(rows[r]["vera"] for r in ("chatbot", "user_agent", "judge"))
+        )
+    openai = fig["providers"]["openai"]
+    assert openai["per_judged_conversation"]["judge"]["ratio"] == pytest.approx(0.5, abs=0.01)
+    assert "judge/batch" in openai["vera_tiers"] and "user_agent/flex" in openai["vera_tiers"]

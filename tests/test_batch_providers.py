@@ -116,10 +116,13 @@ def test_azure_global_batch_rates_as_live_azure_does(tmp_path):
     no_key_in(batch)
 
 
+AZURE_BATCH_DEPLOYMENT = 'batch_deployment = "gpt-4o-batch"\n'
+
+
 def test_azure_expired_requests_go_to_the_next_wave_and_are_never_a_failure(tmp_path):
     live = run(tmp_path / "live", "azure", AzureBatchFake(key=runs.KEY))
-    server = AzureBatchFake(key=runs.KEY, polls_to_complete=1, expire_rate=0.3)
-    batch = run(tmp_path / "batch", "azure", server, BATCH)
+    server = AzureBatchFake(key=runs.KEY, polls_to_complete=1, expire_rate=0.3, deployments=("gpt-4o-batch",))
+    batch = run(tmp_path / "batch", "azure", server, BATCH, AZURE_BATCH_DEPLOYMENT)
     assert server.expired, "nothing expired: the test proves nothing"
     assert server.violations == []
     assert verdicts(batch) == verdicts(live)
@@ -128,6 +131,48 @@ def test_azure_expired_requests_go_to_the_next_wave_and_are_never_a_failure(tmp_
     assert "expired" in {e["status"] for e in jsonl(batch / "batches.jsonl") if e["event"] == "ended"}
     logged = [e for e in jsonl(batch / "events.jsonl") if e.get("event") == "batches"]
     assert logged[0]["requeued"] == len(server.expired) and logged[0]["live"] == 0
+
+
+def test_azure_without_a_batch_deployment_is_refused_by_validate_config_and_before_the_run(tmp_path):
+    """Azure runs batches only on a Global-Batch deployment: a judge profile that names
+    none would have every line refused. Both `vera validate config` and `vera run` say
+    so in one line, naming the profile's setting, before a call is made."""
+    server = AzureBatchFake(key=runs.KEY)
+    with setup(tmp_path, "azure", server, extra=BATCH) as config:
+        checked = vera("validate", "config", str(config))
+        done = vera("run", "--config", str(config), "--out", str(tmp_path / "run"), "--quiet")
+    for result in (checked, done):
+        assert result.exit_code == 1, result.output
+        text = result.output + result.stderr
+        assert "[azure] batch_deployment" in text and "Global-Batch" in text and "Traceback" not in text
+    assert "judge-azure.toml" in checked.output  # the profile is where it is set
+    assert server.received == [] and server.batch_calls == []
+    assert not (tmp_path / "run").exists()
+
+
+def test_azure_lines_refused_as_invalid_are_not_sent_again_and_the_reason_is_said(tmp_path):
+    """A Global-Batch deployment named, but not one the resource has: Azure fails the
+    batch with `invalid_request` on every line. The reason is on the console and in the
+    event log, no line is sent again, nothing goes live, and the run stops (exit 3)."""
+    server = AzureBatchFake(key=runs.KEY, polls_to_complete=1, deployments=("gpt-4o-batch",))
+    server.expect_violations = True
+    with setup(
+        tmp_path, "azure", server, extra=BATCH, profile_extra='batch_deployment = "gpt-4o-std"\n'
+    ) as config:
+        out = tmp_path / "run"
+        done = vera("run", "--config", str(config), "--out", str(out), "--quiet")
+    assert done.exit_code == 3, done.output + done.stderr
+    assert "invalid_request" in done.stderr and "not a Global-Batch deployment" in done.stderr
+    assert len(server.refused) == len(set(server.refused)) > 0, "a refused line was sent again"
+    failed = [e for e in jsonl(out / "events.jsonl") if e.get("event") == "batch_failed"]
+    assert failed and all("invalid_request" in e["reason"] and not e["resent"] for e in failed)
+    judge_live = [
+        r
+        for r in server.received
+        if r.path.startswith("/openai/deployments/") and r.json.get("response_format")
+    ]
+    assert judge_live == []
+    no_key_in(out)
 
 
 def test_azure_fake_refuses_what_azure_refuses(tmp_path):
@@ -188,7 +233,8 @@ def judge_cost(out: Path) -> float:
 
 def test_gemini_batch_mode_rates_as_live_gemini_does_at_half_the_judge_price(tmp_path):
     live = run(tmp_path / "live", "gemini", GeminiBatchFake(key=runs.KEY))
-    server = GeminiBatchFake(key=runs.KEY, polls_to_complete=3)
+    # answers out of the order of the requests: matched by their keys
+    server = GeminiBatchFake(key=runs.KEY, polls_to_complete=3, shuffle=True)
     batch = run(tmp_path / "batch", "gemini", server, BATCH)
     assert server.violations == []
     assert server.created and all(n == 1 for n in server.submitted.values())
@@ -228,6 +274,75 @@ def test_gemini_batch_mode_rates_as_live_gemini_does_at_half_the_judge_price(tmp
     assert [e["batch_id"] for e in journal if e["event"] == "created"] == [b for b, _ in server.created]
     assert {e["status"] for e in journal if e["event"] == "ended"} == {"succeeded"}
     no_key_in(batch)
+
+
+def judge_batch_calls(out: Path) -> list[dict[str, Any]]:
+    return [c for c in jsonl(out / "calls.jsonl") if c["role"] == "judge" and c["tier"] == "batch"]
+
+
+def test_gemini_answers_without_their_keys_are_matched_by_position_with_a_warning(tmp_path):
+    """The service has been seen to drop `metadata` from inline answers; the API
+    documents them in the order of the requests. Every answer is then matched by its
+    position, the ratings are live mode's, nothing is asked twice, and a warning says so."""
+    live = run(tmp_path / "live", "gemini", GeminiBatchFake(key=runs.KEY))
+    server = GeminiBatchFake(key=runs.KEY, polls_to_complete=2, drop_keys=1.0)
+    batch = run(tmp_path / "batch", "gemini", server, BATCH)
+    assert server.dropped and server.violations == []
+    assert verdicts(batch) == verdicts(live)
+    assert all(n == 1 for n in server.submitted.values())
+    logged = next(e for e in jsonl(batch / "events.jsonl") if e.get("event") == "batches")
+    assert logged["by_position"] == len(server.dropped) and logged["requeued"] == 0 and logged["unused"] == 0
+    warned = [e for e in jsonl(batch / "events.jsonl") if e.get("event") == "batch_warning"]
+    assert warned and all(
+        e["level"] == "warning" and "matched by their position" in e["message"] for e in warned
+    )
+    # what the service billed is what the call log holds
+    assert len(judge_batch_calls(batch)) == server.answered
+
+
+def test_gemini_answers_that_cannot_be_matched_are_billed_recorded_and_asked_again(tmp_path):
+    """Half the keys dropped and the answers shuffled: the keyed answers show the order
+    is not the requests', so position proves nothing. The keyless answers are not
+    guessed at: each is recorded as a call (billed, unused), its request asked again in
+    the next wave and, after `batch_requeue` waves, live. The card holds every answer
+    the service returned, and the ratings are live mode's."""
+    live = run(tmp_path / "live", "gemini", GeminiBatchFake(key=runs.KEY))
+    server = GeminiBatchFake(key=runs.KEY, polls_to_complete=1, drop_keys=0.5, shuffle=True)
+    batch = run(tmp_path / "batch", "gemini", server, BATCH)
+    assert server.dropped, "no key was dropped: the test proves nothing"
+    assert verdicts(batch) == verdicts(live)
+    assert all(v[0] == "complete" for v in verdicts(batch).values())
+    calls = judge_batch_calls(batch)
+    unused = [c for c in calls if c["status"] == "error"]
+    assert len(calls) == server.answered  # every billed answer is on the card
+    assert len(unused) == len(server.dropped) > 0
+    assert all(c["error"].startswith("batch answer not used") and c["cost_usd"] > 0 for c in unused)
+    logged = next(e for e in jsonl(batch / "events.jsonl") if e.get("event") == "batches")
+    assert logged["unused"] == len(unused) and logged["by_position"] == 0
+    # each request whose answer could not be matched was asked again, in a later wave
+    # (or live, after `batch_requeue` waves: a call standing in for a batched one)
+    assert all(server.submitted[key] >= 2 for key in server.dropped)
+    went_live = [c for c in jsonl(batch / "calls.jsonl") if c["role"] == "judge" and c["tier"] == "standard"]
+    assert all(c["fallback"] == "batch" for c in went_live) and logged["live"] == len(went_live)
+    card = json.loads((batch / "card.json").read_text())
+    judge = card["accounting"]["by_role"]["judge"]
+    assert judge["calls"] == len(calls) + len(went_live) and judge["fallbacks"] == len(went_live)
+    assert judge["cost_usd"] == pytest.approx(
+        round(sum(c["cost_usd"] for c in jsonl(batch / "calls.jsonl") if c["role"] == "judge"), 4)
+    )
+
+
+def test_gemini_a_batch_that_failed_says_why_and_its_requests_are_not_sent_again(tmp_path):
+    server = GeminiBatchFake(key=runs.KEY, polls_to_complete=1, fail_batches=1)
+    with setup(tmp_path, "gemini", server, extra=BATCH) as config:
+        out = tmp_path / "run"
+        done = vera("run", "--config", str(config), "--out", str(out), "--quiet")
+    assert done.exit_code == 3, done.output + done.stderr
+    assert "error 3: Request contains an invalid argument." in done.stderr
+    failed = [e for e in jsonl(out / "events.jsonl") if e.get("event") == "batch_failed"]
+    assert [e["batch_id"] for e in failed] == [server.created[0][0]] and not failed[0]["resent"]
+    first = set(server.created[0][1])
+    assert all(server.submitted[key] == 1 for key in first)
 
 
 def test_gemini_expired_batches_and_failed_requests_go_to_the_next_wave(tmp_path):
@@ -322,16 +437,17 @@ def test_gemini_fake_refuses_what_the_api_refuses():
 # -- resume after kill -9, for every provider --------------------------------------------
 
 FAKES: dict[str, Callable[..., FakeServer]] = {
-    "azure": lambda **kw: AzureBatchFake(key=runs.KEY, **kw),
+    "azure": lambda **kw: AzureBatchFake(key=runs.KEY, deployments=("gpt-4o-batch",), **kw),
     "gemini": lambda **kw: GeminiBatchFake(key=runs.KEY, **kw),
 }
+PROFILE_EXTRA = {"azure": AZURE_BATCH_DEPLOYMENT, "gemini": ""}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("protocol", sorted(FAKES))
 def test_killed_with_batches_pending_resumes_by_polling_and_submits_nothing_twice(tmp_path, protocol):
     server: Any = FAKES[protocol](polls_to_complete=10**9)
-    with setup(tmp_path, protocol, server, extra=BATCH) as config:
+    with setup(tmp_path, protocol, server, extra=BATCH, profile_extra=PROFILE_EXTRA[protocol]) as config:
         out = tmp_path / "run"
         env = {**os.environ, runs.KEY_ENV: runs.KEY}
         cmd = [

@@ -117,6 +117,9 @@ class ScriptedModels:
     def rubric_refusal(self, ref: str, rubric_key: str) -> str | None:
         return None
 
+    def tier_refusal(self, ref: str, tier: str) -> str | None:
+        return None
+
     def spec(self, ref: str) -> ModelSpec:
         return ModelSpec(ref=ref, provider=ref.split("/")[0], protocol="script", model=ref.split("/")[-1])
 

@@ -305,6 +305,10 @@ class CallRecord(msgspec.Struct, gc=False, kw_only=True):
     # `cost_usd` for a standard call, more for a batch or flex one. None in call logs
     # from before it was recorded, read as `cost_usd` (no saving claimed).
     standard_cost_usd: float | None = None
+    # The price tier this call stands in for ("flex": flex had no answer, so it was
+    # asked at the standard tier; "batch": no batch answered it, so it was asked live);
+    # "" for a call made at the tier its role asked for. The card counts them.
+    fallback: str = ""
 
     @property
     def live_cost_usd(self) -> float:
@@ -434,7 +438,7 @@ class JudgeSnapshot(msgspec.Struct, kw_only=True):
     instances: int = 1
     max_attempts: int = 3
     params: dict[str, Any] | None = None
-    ask_ahead: Literal["tail", "off"] = "tail"
+    ask_ahead: Literal["auto", "tail", "off"] = "auto"
     terminal_semantics: str = "vera"
     mode: Literal["live", "batch"] = "live"
     batch_poll_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0

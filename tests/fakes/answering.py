@@ -26,7 +26,7 @@ def _thinking(reply: Reply, asked: bool) -> Reply:
     return dataclasses.replace(reply, reasoning_tokens=THINKING_TOKENS) if asked else reply
 
 
-def _text(content: Any) -> str:
+def message_text(content: Any) -> str:
     """A message's text, whether a string or a list of content blocks / parts."""
     if isinstance(content, str):
         return content
@@ -38,7 +38,9 @@ def _text(content: Any) -> str:
 class AnsweringOpenAI(FakeOpenAI):
     def payload(self, request: web.Request, body: dict[str, Any], behaviour: Behaviour, reply: Reply) -> Any:
         if body.get("response_format") is not None:
-            messages = [{"role": m["role"], "content": _text(m.get("content"))} for m in body["messages"]]
+            messages = [
+                {"role": m["role"], "content": message_text(m.get("content"))} for m in body["messages"]
+            ]
             reply = Reply(text=orjson.dumps(rubric_answer(messages)).decode())
         reply = _thinking(reply, "reasoning_effort" in body)
         return super().payload(request, body, behaviour, reply)
@@ -47,17 +49,20 @@ class AnsweringOpenAI(FakeOpenAI):
 class AnsweringAnthropic(FakeAnthropic):
     """Also a prompt cache as Anthropic documents it: a `cache_control` mark writes the
     prefix up to it; a later request reads the longest cached prefix found at or before
-    its last mark (looking back block by block). Usage reports reads and writes apart."""
+    its last mark (looking back block by block). Usage reports reads and writes apart.
+    A prefix shorter than `min_cache_tokens` is not cached (Anthropic's minimum
+    cacheable prompt: 1,024 tokens for Claude Sonnet; 0 here unless a test sets it)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.cached: dict[str, int] = {}  # prefix -> its tokens
+        self.min_cache_tokens = 0
 
     def payload(self, request: web.Request, body: dict[str, Any], behaviour: Behaviour, reply: Reply) -> Any:
         read, written = self._cache(body)
         total = max(request[TOKENS], read + written)
         if body.get("tools"):
-            messages = [{"role": m["role"], "content": _text(m["content"])} for m in body["messages"]]
+            messages = [{"role": m["role"], "content": message_text(m["content"])} for m in body["messages"]]
             reply = Reply(parsed=rubric_answer(messages))
         reply = Reply(
             text=reply.text,
@@ -90,8 +95,11 @@ class AnsweringAnthropic(FakeAnthropic):
             return 0, 0
         read = next((self.cached[p] for p, _ in reversed(prefixes[: marks[-1] + 1]) if p in self.cached), 0)
         longest = tokens(prefixes[marks[-1]][0])
+        if longest < self.min_cache_tokens:
+            return read, 0  # too short to cache: read as plain input
         for i in marks:
-            self.cached.setdefault(prefixes[i][0], tokens(prefixes[i][0]))
+            if tokens(prefixes[i][0]) >= self.min_cache_tokens:
+                self.cached.setdefault(prefixes[i][0], tokens(prefixes[i][0]))
         return read, max(0, longest - read)
 
 
@@ -99,7 +107,7 @@ class AnsweringGemini(FakeGemini):
     def payload(self, request: web.Request, body: dict[str, Any], behaviour: Behaviour, reply: Reply) -> Any:
         config = body.get("generationConfig") or {}
         if config.get("responseMimeType") == "application/json":
-            messages = [{"role": c["role"], "content": _text(c["parts"])} for c in body["contents"]]
+            messages = [{"role": c["role"], "content": message_text(c["parts"])} for c in body["contents"]]
             reply = Reply(text=orjson.dumps(rubric_answer(messages)).decode())
         reply = _thinking(reply, "thinkingConfig" in config)
         return super().payload(request, body, behaviour, reply)

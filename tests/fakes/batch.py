@@ -42,6 +42,8 @@ class BatchSweepServer(FilesBatches, SweepServer):
     max_bytes: int = 200 * 1024 * 1024
     shuffle_seed: int = 0
     violations: list[str] = field(default_factory=list)
+    fail_batches: int = 0  # the first N batches fail validation with fail_code on every line
+    fail_code: str = "invalid_request"
 
     def __post_init__(self) -> None:
         super().__post_init__()

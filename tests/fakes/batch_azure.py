@@ -74,9 +74,13 @@ class AzureBatchFake(FilesBatches, AnsweringOpenAI):
         max_requests: int = 100_000,
         max_bytes: int = 200 * 1024 * 1024,
         max_files: int = 500,
+        fail_batches: int = 0,
+        fail_code: str = "invalid_request",
         **kwargs: Any,
     ) -> None:
         super().__init__(azure=True, **kwargs)
+        self.fail_batches = fail_batches
+        self.fail_code = fail_code
         self.deployments = deployments
         self.polls_to_complete = polls_to_complete
         self.expire_rate = expire_rate

@@ -23,18 +23,25 @@ with 400 INVALID_ARGUMENT and the rule kept in `violations`.
 
 Each request is answered by the live handler's logic (as if POSTed to
 `{model}:generateContent`), so a batched request gets the reply it gets live; results
-come back shuffled, each with its request's key: inline under `response` (the
-operation's result) and `metadata.output`, as the API returns them, or, for a batch
-made from a file, in a responses file of `{key, response | error}` lines. `expire_batches`
-makes the first N batches end BATCH_STATE_EXPIRED without results; `error_rate` answers
-a share of requests (by a hash of their key, first submission only) with an error
-status instead of a response.
+come back in the order of the requests, as the API documents, each with its request's
+key: inline under `response` (the operation's result) and `metadata.output`, as the API
+returns them, or, for a batch made from a file, in a responses file of `{key, response |
+error}` lines. `expire_batches` makes the first N batches end BATCH_STATE_EXPIRED without
+results; `error_rate` answers a share of requests (by a hash of their key, first
+submission only) with an error status instead of a response.
+
+The misbehaviours users of the service report, on demand: `shuffle` returns the results
+out of order (each moved one place: the first last); `drop_keys` drops the `metadata`
+(the key) from that share of the inline answers (by a hash of the key), except the
+last one's, so that a batch of several answers always shows whether it kept the order
+of its requests (with every key gone nothing could tell); `fail_batches` makes the first N
+batches end BATCH_STATE_FAILED with an `error` ({code: 3 INVALID_ARGUMENT, message}) and
+no results. `answered` counts the answers each batch returned: what the service bills.
 """
 
 from __future__ import annotations
 
 import hashlib
-import random
 from collections import Counter
 from typing import Any
 
@@ -57,6 +64,9 @@ class GeminiBatchFake(AnsweringGemini):
         polls_to_complete: int = 2,
         expire_batches: int = 0,
         error_rate: float = 0.0,
+        shuffle: bool = False,
+        drop_keys: float = 0.0,
+        fail_batches: int = 0,
         max_bytes: int = INLINE_LIMIT,
         max_file_bytes: int = 2 * 1000 * 1000 * 1000,
         **kwargs: Any,
@@ -68,6 +78,11 @@ class GeminiBatchFake(AnsweringGemini):
         self.polls_to_complete = polls_to_complete
         self.expire_batches = expire_batches
         self.error_rate = error_rate
+        self.shuffle = shuffle
+        self.drop_keys = drop_keys
+        self.fail_batches = fail_batches
+        self.answered = 0  # responses returned (billed), over every batch
+        self.dropped: list[str] = []  # keys whose answer came back without its metadata
         self.max_bytes = max_bytes
         self.batches: dict[str, dict[str, Any]] = {}
         self.created: list[tuple[str, list[str]]] = []  # (batch name, keys) in order
@@ -76,7 +91,6 @@ class GeminiBatchFake(AnsweringGemini):
         self.failed_keys: list[str] = []  # keys answered with an error, and in expired batches
         self.batch_calls: list[tuple[str, str, dict[str, str], dict[str, str]]] = []
         self.bodies: list[bytes] = []  # each create call's body as received
-        self._shuffle = random.Random(0)
 
     def routes(self, app: web.Application) -> None:
         # Before the live route, whose {call} would take ":batchGenerateContent" too.
@@ -180,9 +194,14 @@ class GeminiBatchFake(AnsweringGemini):
         return web.json_response(self._operation(name))
 
     def _finish(self, name: str, batch: dict[str, Any]) -> None:
-        if [n for n, _ in self.created].index(name) < self.expire_batches:
+        place = [n for n, _ in self.created].index(name)
+        if place < self.expire_batches:
             batch["state"] = "BATCH_STATE_EXPIRED"
             self.failed_keys.extend(item["metadata"]["key"] for item in batch["items"])
+            return
+        if place < self.fail_batches:
+            batch["state"] = "BATCH_STATE_FAILED"
+            batch["error"] = {"code": 3, "message": "Request contains an invalid argument."}
             return
         out = []
         for item in batch["items"]:
@@ -199,8 +218,10 @@ class GeminiBatchFake(AnsweringGemini):
             inner = {k: v for k, v in item["request"].items() if k != "model"}
             stand: Any = LineRequest(orjson.dumps(inner), {"call": f"{batch['model']}:generateContent"}, {})
             self.requests += 1
+            self.answered += 1
             out.append({"response": self.payload(stand, inner, Reply(), Reply()), "metadata": {"key": key}})
-        self._shuffle.shuffle(out)
+        if self.shuffle:
+            out = out[1:] + out[:1]
         batch["state"] = "BATCH_STATE_SUCCEEDED"
         if batch["from_file"]:  # a responses file of {key, response | error} lines
             rows = [
@@ -210,6 +231,9 @@ class GeminiBatchFake(AnsweringGemini):
             self.files[file_name] = b"".join(orjson.dumps(r) + b"\n" for r in rows)
             batch["output"] = {"responsesFile": file_name}
         else:
+            for r in out[:-1]:
+                if self.drop_keys and _share(r["metadata"]["key"]) < self.drop_keys:
+                    self.dropped.append(r.pop("metadata")["key"])
             batch["output"] = {"inlinedResponses": {"inlinedResponses": out}}
 
     async def upload(self, request: web.Request) -> web.Response:
@@ -279,8 +303,7 @@ class GeminiBatchFake(AnsweringGemini):
     def _errs(self, key: str) -> bool:
         if not self.error_rate or self.submitted[key] > 1:
             return False
-        h = int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
-        return h / 0xFFFFFFFF < self.error_rate
+        return _share(key) < self.error_rate
 
     def _operation(self, name: str) -> dict[str, Any]:
         batch = self.batches[name]
@@ -296,9 +319,16 @@ class GeminiBatchFake(AnsweringGemini):
             "batchStats": {"requestCount": str(n), "pendingRequestCount": str(0 if done else n)},
         }
         op: dict[str, Any] = {"name": name, "metadata": metadata}
+        if batch.get("error") is not None:
+            op["error"] = batch["error"]
         if batch["output"] is not None:
             metadata["output"] = batch["output"]
             op["response"] = {"@type": OUTPUT_TYPE, **batch["output"]}
         if done:
             op["done"] = True
         return op
+
+
+def _share(key: str) -> float:
+    """A number in [0, 1) fixed by the key (which requests a share applies to)."""
+    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF

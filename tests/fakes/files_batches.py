@@ -15,8 +15,14 @@ endpoint `ENDPOINT`; in the file, every line exactly `{custom_id, method, url, b
 with method POST and url `ENDPOINT`, custom_id unique within the file, one model per
 file, at most `max_requests` lines and `max_bytes` bytes. A call that breaks one is
 refused (400/404); a file that breaks one makes the batch *failed* after validating,
-with the reasons in its `errors` (as the real APIs do). Each broken rule is kept in
-`violations`.
+with the reasons in its `errors.data`, each `{code, message, line}` with the code the
+services document (`too_many_tasks`, `duplicate_custom_id`, `model_mismatch`,
+`invalid_request`, ...), as the real APIs do. Each broken rule is kept in `violations`.
+
+`fail_batches` / `fail_code` make the first N batches fail after validating with that
+code on every line, as Azure does with `invalid_request` when the lines name a
+deployment that is not a Global-Batch one, or with `token_limit_exceeded` when the
+resource's enqueued tokens are used up (which a later batch may get past).
 
 Results come back shuffled (order is not guaranteed). `expire_rate` makes a share of the
 requests (by a hash of their custom_id, on their first submission only) expire: the
@@ -57,7 +63,7 @@ class FakeBatch(TypedDict):
     lines: list[BatchLine]
     status: str
     polls: int
-    errors: list[str]
+    errors: list[dict[str, Any]]  # errors.data: {code, message, line}
     output_file_id: str | None
     error_file_id: str | None
 
@@ -73,6 +79,8 @@ class FilesBatches:
     max_requests: int
     max_bytes: int
     violations: list[str]
+    fail_batches: int = 0
+    fail_code: str = "invalid_request"
 
     def _open_files_batches(self, shuffle_seed: int = 0) -> None:
         """The state; the fake calls this from its constructor."""
@@ -83,6 +91,7 @@ class FilesBatches:
         self.submitted: Counter[str] = Counter()  # custom_id -> times in a created batch
         self.polls: Counter[str] = Counter()
         self.expired: list[str] = []
+        self.refused: list[str] = []  # custom_ids in batches that failed validation
         # the fake's server thread and the test's thread both touch the state
         self._batch_lock = threading.Lock()
         self._shuffle = random.Random(shuffle_seed)
@@ -150,47 +159,62 @@ class FilesBatches:
         if self.purposes[file_id] != "batch":
             problems.append("the input file's purpose is not batch")
         lines: list[BatchLine] = []
-        problems += self._validate(self.files[file_id], lines)
+        errors: list[dict[str, Any]] = [
+            {"code": "invalid_request", "message": p, "line": None} for p in problems
+        ]
+        errors += self._validate(self.files[file_id], lines)
         with self._batch_lock:
+            if not errors and len(self.batches) < self.fail_batches:
+                errors = [
+                    {"code": self.fail_code, "message": f"refused: {self.fail_code}", "line": n}
+                    for n in range(1, len(lines) + 1)
+                ]
             batch = FakeBatch(id=f"batch_{len(self.batches) + 1:04d}", file=file_id, lines=lines,
-                              status="validating", polls=0, errors=problems,
+                              status="validating", polls=0, errors=errors,
                               output_file_id=None, error_file_id=None)  # fmt: skip
             self.batches[batch["id"]] = batch
-            if problems:
-                self.violations.extend(problems)
+            if errors and len(self.batches) > self.fail_batches:
+                self.violations.extend(e["message"] for e in errors)
+            if errors:
+                self.refused.extend(line.custom_id for line in lines)
             else:
                 ids = [line.custom_id for line in lines]
                 self.created.append((batch["id"], ids))
                 self.submitted.update(ids)
         return web.json_response(self._object(batch))
 
-    def _validate(self, raw: bytes, lines: list[BatchLine]) -> list[str]:
-        problems = []
+    def _validate(self, raw: bytes, lines: list[BatchLine]) -> list[dict[str, Any]]:
+        """The file's problems as `errors.data` entries, each with its documented code."""
+        problems: list[dict[str, Any]] = []
+
+        def problem(code: str, message: str, line: int | None = None) -> None:
+            problems.append({"code": code, "message": message, "line": line})
+
         if len(raw) > self.max_bytes:
-            problems.append(f"file of {len(raw)} bytes is over {self.max_bytes}")
+            problem("file_too_large", f"file of {len(raw)} bytes is over {self.max_bytes}")
         models: set[str] = set()
         seen: set[str] = set()
         for n, text in enumerate(raw.splitlines(), 1):
             try:
                 line = msgspec.json.decode(text, type=BatchLine)
             except msgspec.DecodeError as exc:
-                problems.append(f"line {n}: {_shape(text) or exc}")
+                problem("invalid_json_line", f"line {n}: {_shape(text) or exc}", n)
                 continue
             if line.custom_id in seen:
-                problems.append(f"line {n}: duplicate custom_id {line.custom_id}")
+                problem("duplicate_custom_id", f"line {n}: duplicate custom_id {line.custom_id}", n)
             seen.add(line.custom_id)
             if line.method != "POST" or line.url != self.ENDPOINT:
-                problems.append(f"line {n}: {line.method} {line.url} is not POST {self.ENDPOINT}")
+                problem("url_mismatch", f"line {n}: {line.method} {line.url} is not POST {self.ENDPOINT}", n)
             body = orjson.loads(bytes(line.body))
             model = body.get("model") if isinstance(body, dict) else None
-            if (problem := self._model_problem(model)) is not None:
-                problems.append(f"line {n}: {problem}")
+            if (reason := self._model_problem(model)) is not None:
+                problem("invalid_request", f"line {n}: {reason}", n)
             models.add(str(model))
             lines.append(line)
         if len(lines) > self.max_requests:
-            problems.append(f"{len(lines)} requests, over {self.max_requests}")
+            problem("too_many_tasks", f"{len(lines)} requests, over {self.max_requests}")
         if len(models) > 1:
-            problems.append(f"more than one {self.MODEL} in one file: {sorted(models)}")
+            problem("model_mismatch", f"more than one {self.MODEL} in one file: {sorted(models)}")
         return problems
 
     async def retrieve(self, request: web.Request) -> web.Response:
@@ -266,7 +290,7 @@ class FilesBatches:
             "status": batch["status"],
             "output_file_id": batch["output_file_id"],
             "error_file_id": batch["error_file_id"],
-            "errors": {"object": "list", "data": [{"message": e} for e in errors]} if errors else None,
+            "errors": {"object": "list", "data": errors} if errors else None,
             "request_counts": {"total": len(batch["lines"]), "completed": 0, "failed": 0},
         }
 

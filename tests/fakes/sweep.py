@@ -57,6 +57,9 @@ class Faults:
     # OpenAI's flex tier: this share of the requests with service_tier "flex" (by a hash of
     # the body) is refused with 429 resource_unavailable, as flex does without capacity.
     flex_unavailable: float = 0.0
+    # A model without a flex tier: every request with service_tier "flex" is refused with
+    # 400 invalid_request_error naming the parameter, as OpenAI and Azure refuse it.
+    flex_unsupported: bool = False
 
 
 @dataclass
@@ -162,6 +165,19 @@ class SweepServer:
         if body.get("service_tier") == "flex":
             with self._lock:
                 self.by_tier["flex"] += 1
+            if self.faults.flex_unsupported:
+                self.injected["flex_unsupported"] += 1
+                return web.json_response(
+                    {
+                        "error": {
+                            "message": f"Flex processing is not available for model {model}.",
+                            "type": "invalid_request_error",
+                            "param": "service_tier",
+                            "code": None,
+                        }
+                    },
+                    status=400,
+                )
             if int(key[8:16], 16) / 0xFFFFFFFF < self.faults.flex_unavailable:
                 self.injected["flex_unavailable"] += 1
                 return web.json_response(

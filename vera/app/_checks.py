@@ -25,8 +25,8 @@ import msgspec
 
 from vera.app._stand_ins import dry_run_swap
 from vera.clients.offline import OFFLINE_MODELS, rubric_refusal, stand_in_role_problem
-from vera.clients.pool import budget_problem
-from vera.engine import Shard, batch_problem, flex_problem, plan_size, role_spec
+from vera.clients.pool import budget_problem, tier_problem
+from vera.engine import Shard, batch_refusal, flex_refusal, plan_size, role_spec
 from vera.errors import ConfigError, DataError, UserError
 from vera.inputs import (
     OFFLINE,
@@ -250,19 +250,35 @@ def _models(
                 where = str(origin.get(profile.name, file)) if in_profile else file
                 findings.append(Finding(where, str(exc)))
                 fitted = spec
-            problems = [
-                batch_problem(fitted, cfg) if role == "judges" else None,
-                flex_problem(_ROLE[role], fitted, cfg),
-                budget_problem(profile, ref, _ROLE[role], fitted.params)
-                if cfg.max_cost_usd and (judging or role != "judges")
-                else None,
-            ]
-            findings += [Finding(file, p) for p in problems if p is not None]
+            if (finding := _tier(cfg, role, ref, profile, model, file, origin)) is not None:
+                findings.append(finding)
+            budgeted = cfg.max_cost_usd and (judging or role != "judges")
+            if budgeted and (problem := budget_problem(profile, ref, _ROLE[role], fitted.params)):
+                findings.append(Finding(file, problem))
             specs.append(fitted)
     return specs
 
 
 _ROLE: dict[str, Role] = {"chatbots": "chatbot", "user_agents": "user_agent", "judges": "judge"}
+
+
+def _tier(
+    cfg: RunConfig, role: str, ref: str, profile: Profile, model: str, file: str, origin: dict[str, Path]
+) -> Finding | None:
+    """A price tier the role asks for (the judge's batch mode, a role's flex tier) that
+    this model cannot work at, as the start of a run refuses it."""
+    if role == "judges" and cfg.judge.mode == "batch":
+        if (why := tier_problem(profile, model, "batch")) is not None:
+            # a missing Global-Batch deployment is the profile's to fix
+            where = str(origin.get(profile.name, file)) if "[azure]" in why else file
+            return Finding(where, batch_refusal(ref, why))
+    elif (
+        role in ("chatbots", "user_agents")
+        and getattr(cfg, _ROLE[role]).service_tier == "flex"
+        and (why := tier_problem(profile, model, "flex")) is not None
+    ):
+        return Finding(file, flex_refusal(_ROLE[role], ref, why))
+    return None
 
 
 def _rubric(cfg: RunConfig, findings: list[Finding]) -> str | None:

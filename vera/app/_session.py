@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import Callable, Coroutine
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -165,9 +166,21 @@ class RunSession:
         return CachingClients(self._need_pool(), self.cache, self.record_call, batch, flex)
 
     def _batch_event(self, name: str, **fields: object) -> None:
-        """A batch created or in a new state: into the event log, once it is open."""
+        """A batch created or in a new state: into the event log, once it is open. One
+        that carries a `warning` (a failed batch and the provider's reason, answers that
+        lacked their keys) is a warning there, and a line on the console."""
+        warning = fields.pop("warning", None)
+        if warning is not None:
+            print(
+                f"warning: judge batches ({fields.get('provider', '')}): {warning}",
+                file=sys.stderr,
+                flush=True,
+            )
         if self.events is not None:
-            self.events.log.info(name, **fields)
+            if warning is not None:
+                self.events.log.warning(name, message=warning, **fields)
+            else:
+                self.events.log.info(name, **fields)
 
     def check_budget(self, uses: list[tuple[ModelSpec, Role]]) -> None:
         """Refuse, before any call, a budget that cannot hold every (model, role) the

@@ -222,3 +222,13 @@ def _usage(usage: _Usage | None) -> Usage:
         cached_input_tokens=read,
         cache_write_tokens=written,
     )
+
+
+class _UsageOnly(msgspec.Struct):
+    usage: _Usage | None = None
+
+
+def reply_usage(raw: bytes, provider: str) -> Usage:
+    """The usage a reply reports, whatever else it holds (a batch answer no request can
+    take is billed all the same, and accounted for by it)."""
+    return _usage(decode(raw, _UsageOnly, provider).usage)

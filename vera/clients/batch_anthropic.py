@@ -18,10 +18,11 @@ import aiohttp
 import msgspec
 
 from vera.clients._transport import decode, encode, send
-from vera.clients.anthropic import AnthropicClient
+from vera.clients.anthropic import AnthropicClient, reply_usage
 from vera.clients.base import ChatRequest
-from vera.clients.batch_openai import BatchState, ItemResult
-from vera.records import Completion
+from vera.clients.batch_openai import BatchResults, BatchState, ItemResult
+from vera.inputs import redact
+from vera.records import Completion, Usage
 
 MAX_REQUESTS = 100_000
 MAX_BYTES = 256 * 1024 * 1024
@@ -69,6 +70,9 @@ class AnthropicBatchAPI:
     def parse(self, body: bytes, request: ChatRequest) -> Completion:
         return self.live.decode_reply(body, request)
 
+    def usage(self, body: bytes) -> Usage:
+        return reply_usage(body, self.name)
+
     async def submit(self, lines: list[bytes]) -> str:
         body = b'{"requests":[' + b",".join(lines) + b"]}"
         raw = await send(self._session, self._base, body, headers=self._headers, provider=self.name)
@@ -83,9 +87,9 @@ class AnthropicBatchAPI:
         # "ended" whatever became of each request: the results say, line by line.
         return BatchState(id=batch.id, status=batch.processing_status, output_file_id=batch.results_url)
 
-    async def results(self, state: BatchState) -> dict[str, ItemResult]:
+    async def results(self, state: BatchState, order: list[str]) -> BatchResults:
         if not state.output_file_id:
-            return {}
+            return BatchResults()
         raw = await send(
             self._session, state.output_file_id, b"", headers=self._headers, provider=self.name, method="GET"
         )
@@ -97,7 +101,10 @@ class AnthropicBatchAPI:
                 if result.type == "succeeded":
                     out[line.custom_id] = ItemResult(body=bytes(result.message))
                 else:
+                    error = bytes(result.error)
                     out[line.custom_id] = ItemResult(
-                        error=f"{result.type}: {bytes(result.error).decode()[:200]}"
+                        error=f"{result.type}: {redact(error.decode(errors='replace'))[:300]}",
+                        # the request itself was refused: it is refused again if resent
+                        final=result.type == "errored" and b"invalid_request_error" in error,
                     )
-        return out
+        return BatchResults(items=out)

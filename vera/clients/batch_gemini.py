@@ -19,7 +19,8 @@ requests up to 20 MB per create call, and recommends a file for more: a wave tha
 goes inline, a bigger one is uploaded through the File API's resumable upload (`POST
 /upload/v1beta/files`, start then `upload, finalize`; lines `{"key", "request"}`, up to
 2 GB a file) and named by `fileName`. Each result carries back its request's key
-(vera's custom_id); their order does not matter. A batch not done within 48 hours ends
+(vera's custom_id); one that comes back without it is matched by its position (the API
+documents the results in the order of the requests; `results`). A batch not done within 48 hours ends
 EXPIRED; its requests go to the next wave like any request a batch did not answer. The
 `request` is the live client's own generateContent body, so a batch asks what live mode
 asks, and each `response` is read by the live client's parser.
@@ -37,11 +38,11 @@ import msgspec
 
 from vera.clients._transport import decode, encode, error_from_response, send
 from vera.clients.base import ChatRequest
-from vera.clients.batch_openai import BatchState, ItemResult
-from vera.clients.gemini import GeminiClient
+from vera.clients.batch_openai import BatchResults, BatchState, ItemResult
+from vera.clients.gemini import GeminiClient, reply_usage
 from vera.errors import BadResponseError, ConnectError, ProviderError
 from vera.inputs import redact
-from vera.records import Completion
+from vera.records import Completion, Usage
 
 # Inline requests: at most 20 MB for the whole create call (the lines, less the envelope).
 INLINE_BYTES = 20 * 1000 * 1000 - 64 * 1024
@@ -141,6 +142,9 @@ class GeminiBatchAPI:
     def parse(self, body: bytes, request: ChatRequest) -> Completion:
         return self.live.decode_reply(body, request)
 
+    def usage(self, body: bytes) -> Usage:
+        return reply_usage(body, self.name)
+
     async def submit(self, lines: list[bytes]) -> str:
         display = encode(f"vera-{self.live.model}")
         if sum(len(line) + 16 for line in lines) <= INLINE_BYTES:
@@ -203,37 +207,87 @@ class GeminiBatchAPI:
         )  # fmt: skip
         op = decode(raw, _Operation, self.name)
         status = status_of(op.metadata.state if op.metadata else "")
+        reason, final = "", False
         if status in ("succeeded", "failed", "cancelled", "expired"):
             self._ended[batch_id] = op.response or (op.metadata.output if op.metadata else None)
-        return BatchState(id=batch_id, status=status)
+            if op.error is not None and (op.error.code or op.error.message):
+                reason = redact(f"error {op.error.code}: {op.error.message}".strip())[:600]
+                final = op.error.code in _REFUSED
+        return BatchState(id=batch_id, status=status, reason=reason, final=final)
 
-    async def results(self, state: BatchState) -> dict[str, ItemResult]:
-        """The ended batch's answers by key, inline or from its responses file (none for
-        a failed, cancelled or expired batch that returned none: its requests go to the
-        next wave)."""
+    async def results(self, state: BatchState, order: list[str]) -> BatchResults:
+        """The ended batch's answers, inline or from its responses file (none for a
+        failed, cancelled or expired batch that returned none: its requests go to the
+        next wave, or, refused as invalid, nowhere).
+
+        Each answer carries its request's key back. The service has been seen to drop
+        `metadata` from inline answers; the API documents both inline answers and the
+        responses file as in the order of the requests, so an answer without a key is
+        matched by its position in `order` (the custom_ids as submitted), with a warning
+        naming how many were. Answers that can be matched neither way are returned as
+        `unmatched`: they are billed, so they are accounted for."""
+        out = BatchResults()
+        if state.status == "failed" and state.reason:
+            refused = ItemResult(error=f"batch {state.id} failed: {state.reason}", final=state.final)
+            out.items.update(dict.fromkeys(order, refused))
         output = self._ended.pop(state.id, None)
         if output is None:
-            return {}
-        out: dict[str, ItemResult] = {}
+            return out
+        answers: list[tuple[str, bytes, _Status | None]] = []
         listed = output.inlined_responses
         for inlined in listed.inlined_responses if listed is not None else []:
             key = inlined.metadata.key if inlined.metadata is not None else ""
-            _answer(out, key, bytes(inlined.response), inlined.error)
+            answers.append((key, bytes(inlined.response), inlined.error))
         if output.responses_file:
             url = f"{self._base}/download/v1beta/{quote(output.responses_file, safe='/')}:download?alt=media"
             raw = await send(self._session, url, b"", headers=self._headers, provider=self.name, method="GET")
             for text in raw.splitlines():
                 if text.strip():
                     line = decode(text, _FileLine, self.name)
-                    _answer(out, line.key, bytes(line.response), line.error)
+                    answers.append((line.key, bytes(line.response), line.error))
+        by_position = len(answers) == len(order) and _in_order(answers, order)
+        guessed = 0
+        for i, (key, body, error) in enumerate(answers):
+            if not key and by_position:
+                key, guessed = order[i], guessed + 1
+            if key:
+                out.items[key] = _answer(body, error)
+            elif body != b"null" and error is None:
+                out.unmatched.append(body)
+        out.by_position = guessed
+        if guessed:
+            out.warnings.append(
+                f"batch {state.id}: {guessed} of {len(answers)} answers came back without their key "
+                "(metadata.key); matched by their position, which the API documents as the order of the requests"
+            )
+        if out.unmatched:
+            why = (
+                "the answers that kept their key are out of the order of the requests"
+                if len(answers) == len(order)
+                else f"{len(answers)} answers for {len(order)} requests"
+            )
+            out.warnings.append(
+                f"batch {state.id}: {len(out.unmatched)} answers came back without their key and cannot "
+                f"be matched by position ({why}): they are billed and recorded, their requests asked again"
+            )
         return out
 
 
-def _answer(out: dict[str, ItemResult], key: str, body: bytes, error: _Status | None) -> None:
-    if not key:
-        return  # not one of vera's: nothing to match it to
+def _in_order(answers: list[tuple[str, bytes, _Status | None]], order: list[str]) -> bool:
+    """Whether the answers that kept their key stand where their requests stood: only
+    then is the position of those that lost theirs evidence of which request they
+    answer. (With no key at all there is no evidence either way, and the API's word
+    on the order is taken.)"""
+    return all(not key or key == order[i] for i, (key, _, _) in enumerate(answers))
+
+
+# google.rpc codes (and HTTP statuses) of a request refused as it is: INVALID_ARGUMENT,
+# FAILED_PRECONDITION, NOT_FOUND, PERMISSION_DENIED.
+_REFUSED = frozenset({3, 9, 5, 7, 400, 403, 404})
+
+
+def _answer(body: bytes, error: _Status | None) -> ItemResult:
     if body != b"null" and error is None:
-        out[key] = ItemResult(body=body)
-    else:
-        error = error or _Status()
-        out[key] = ItemResult(error=f"error {error.code}: {error.message}".strip())
+        return ItemResult(body=body)
+    error = error or _Status()
+    return ItemResult(error=f"error {error.code}: {error.message}".strip(), final=error.code in _REFUSED)

@@ -40,10 +40,10 @@ import msgspec
 
 from vera.clients._transport import JSON_HEADERS, decode, encode, error_from_response, send
 from vera.clients.base import ChatRequest
-from vera.clients.openai import OpenAIClient, azure_deployment
+from vera.clients.openai import OpenAIClient, azure_deployment, reply_usage
 from vera.errors import ConnectError, ProviderError
 from vera.inputs import AzureOptions, Profile, redact
-from vera.records import Completion
+from vera.records import Completion, Usage
 
 ENDPOINT = "/v1/chat/completions"
 AZURE_ENDPOINT = "/chat/completions"
@@ -55,13 +55,62 @@ AZURE_MAX_REQUESTS = 100_000
 ENDED = frozenset({"completed", "failed", "expired", "cancelled", "ended", "succeeded"})
 
 
+# The codes of a failed batch's `errors.data` that a later batch may get past: the
+# enqueued-token quota (Azure) and the service's own trouble. Any other code means the
+# file or its lines were refused as they are (`invalid_request`, `model_not_found`,
+# `invalid_json_line`, `duplicate_custom_id`, ...): sent again, they are refused again.
+RETRYABLE_CODES = frozenset(
+    {"token_limit_exceeded", "quota_exceeded", "server_error", "internal_error", "rate_limit_exceeded"}
+)
+
+
+# A line of the error file with one of these codes was not refused, only not done.
+_REQUEUED_LINE_CODES = frozenset({None, "batch_expired", "batch_cancelled"}) | RETRYABLE_CODES
+
+
+class _ErrorLine(msgspec.Struct):
+    code: str | None = None
+    message: str | None = None
+    line: int | None = None
+
+
+class _Errors(msgspec.Struct):
+    data: list[_ErrorLine] = []
+
+
 class BatchState(msgspec.Struct, kw_only=True):
-    """What `GET /batches/{id}` says of a batch (the fields vera reads)."""
+    """What `GET /batches/{id}` says of a batch (the fields vera reads). `reason` is the
+    provider's own account of a failed batch (OpenAI's and Azure's `errors.data`, a
+    Gemini operation's `error`), "" when it gave none; `final` says that sending the
+    same requests again cannot succeed (the batch failed validation)."""
 
     id: str
     status: str
     output_file_id: str | None = None
     error_file_id: str | None = None
+    errors: _Errors | None = None
+    reason: str = ""
+    final: bool = False
+
+
+def failure(state: BatchState) -> BatchState:
+    """`state` with `reason` and `final` read from its `errors.data`: the first few
+    distinct (code, message) pairs, each with how many lines it names."""
+    lines = state.errors.data if state.errors is not None else []
+    if not lines:
+        return state
+    seen: dict[tuple[str, str], int] = {}
+    for e in lines:
+        key = (e.code or "error", (e.message or "").strip())
+        seen[key] = seen.get(key, 0) + 1
+    parts = [
+        f"{code}: {message}" + (f" ({n} lines)" if n > 1 else "")
+        for (code, message), n in list(seen.items())[:3]
+    ]
+    if len(seen) > 3:
+        parts.append(f"and {len(seen) - 3} more")
+    final = all(code not in RETRYABLE_CODES for code, _ in seen)
+    return msgspec.structs.replace(state, reason=redact("; ".join(parts))[:600], final=final)
 
 
 class _File(msgspec.Struct):
@@ -85,10 +134,24 @@ class _Line(msgspec.Struct):
 
 
 class ItemResult(msgspec.Struct, frozen=True):
-    """One request's result in a batch: its reply body, or why there is none."""
+    """One request's result in a batch: its reply body, or why there is none. `final`:
+    the provider refused the request as it is (a 4xx inside the batch, a batch that
+    failed validation), so it is not sent in a batch again."""
 
     body: bytes | None = None
     error: str = ""
+    final: bool = False
+
+
+class BatchResults(msgspec.Struct):
+    """Every result of an ended batch: by custom_id, and the answers that arrived without
+    a custom_id vera can match (billed all the same, so they are accounted for);
+    `warnings` say what the results lacked (e.g. keys matched by position)."""
+
+    items: dict[str, ItemResult] = msgspec.field(default_factory=dict)
+    unmatched: list[bytes] = msgspec.field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
+    by_position: int = 0  # answers without their key, matched by their position
 
 
 class OpenAIBatchAPI:
@@ -171,17 +234,24 @@ class OpenAIBatchAPI:
         )
         return decode(raw, BatchState, self.name).id
 
+    def usage(self, body: bytes) -> Usage:
+        return reply_usage(body, self.name)
+
     async def state(self, batch_id: str) -> BatchState:
         raw = await send(
             self._session, self._url(f"/batches/{quote(batch_id, safe='')}"), b"", headers=self._headers,
             provider=self.name, method="GET",
         )  # fmt: skip
-        return decode(raw, BatchState, self.name)
+        return failure(decode(raw, BatchState, self.name))
 
-    async def results(self, state: BatchState) -> dict[str, ItemResult]:
+    async def results(self, state: BatchState, order: list[str]) -> BatchResults:
         """Every result of an ended batch by custom_id: replies from the output file,
-        failures (expired, refused, a non-2xx answer) from both files."""
+        failures (expired, refused, a non-2xx answer) from both files. A failed batch
+        has neither: each of its requests gets the batch's reason."""
         out: dict[str, ItemResult] = {}
+        if state.status == "failed" and state.reason:
+            error = ItemResult(error=f"batch {state.id} failed: {state.reason}", final=state.final)
+            return BatchResults(items=dict.fromkeys(order, error))
         for file_id in (state.output_file_id, state.error_file_id):
             if not file_id:
                 continue
@@ -194,7 +264,7 @@ class OpenAIBatchAPI:
                     continue
                 line = decode(text, _Line, self.name)
                 out[line.custom_id] = _item(line)
-        return out
+        return BatchResults(items=out)
 
     async def _request(self, method: str, url: str, *, data: Any, headers: dict[str, str]) -> bytes:
         try:
@@ -213,7 +283,27 @@ def _item(line: _Line) -> ItemResult:
     response = line.response
     if response is not None and 200 <= response.status_code < 300:
         return ItemResult(body=bytes(response.body))
-    if line.error is not None:
-        return ItemResult(error=f"{line.error.code or 'error'}: {line.error.message or ''}".strip())
     status = response.status_code if response is not None else 0
-    return ItemResult(error=f"HTTP {status} inside the batch")
+    # A 4xx the request will meet again (not a rate limit, a timeout or a conflict).
+    final = 400 <= status < 500 and status not in (408, 409, 425, 429)
+    if line.error is not None:
+        error = f"{line.error.code or 'error'}: {line.error.message or ''}".strip()
+        return ItemResult(error=error, final=final or line.error.code not in _REQUEUED_LINE_CODES)
+    detail = _response_error(response)
+    return ItemResult(error=f"HTTP {status} inside the batch{detail}", final=final)
+
+
+def _response_error(response: _Response | None) -> str:
+    """The message of an error reply inside a batch (`response.body.error.message`)."""
+    if response is None:
+        return ""
+    try:
+        body = msgspec.json.decode(bytes(response.body), type=_ErrorBody)
+    except msgspec.DecodeError:
+        return ""
+    error = body.error
+    return f": {redact(error.message)[:300]}" if error is not None and error.message else ""
+
+
+class _ErrorBody(msgspec.Struct):
+    error: _Error | None = None

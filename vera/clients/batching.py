@@ -15,9 +15,18 @@ journal (`batches.jsonl`, fsync'd) as soon as the provider has created it. A
 each one found in the journal is answered by polling that batch (which may be long
 done; its result files are still there), and is never submitted again.
 
-A request the batch did not answer (expired, cancelled, failed, or an error line) goes
-into the next wave, up to `requeue` times, then live through the account's limited
-client; each is counted (`BatchStats`). None of it is a judgement about the chatbot.
+A request the batch did not answer (expired, cancelled, or an error line) goes into the
+next wave, up to `requeue` times, then live through the account's limited client; each
+is counted (`BatchStats`). None of it is a judgement about the chatbot. A request the
+provider refused as it is (a batch that failed validation, a 4xx inside the batch) is
+not sent again: it raises a `RequestError` with the provider's reason, as the same
+request refused live would. A failed batch's reason goes to the event log and the
+console (`on_event("batch_failed", ...)`).
+
+Every answer that arrived is accounted for, since the provider bills it: one no waiting
+request can take (its key missing and not matchable by position, its caller gone, or a
+reply the parser rejects) is recorded as a call of its own (`on_call`), at the batch
+price, with the reason it was not used.
 
 Accounting: each batched reply settles on the meter like a live call, at the batch
 tier's prices (the profile's scaled as its provider bills batches: vera.clients.pool.
@@ -39,11 +48,18 @@ from typing import Any, Protocol
 import msgspec
 
 from vera.clients.base import ChatRequest
-from vera.clients.batch_openai import ENDED, MAX_BYTES, MAX_REQUESTS, BatchState, ItemResult
+from vera.clients.batch_openai import (
+    ENDED,
+    MAX_BYTES,
+    MAX_REQUESTS,
+    BatchResults,
+    BatchState,
+    ItemResult,
+)
 from vera.clients.limits import Account, LimitedClient, Prices
 from vera.clients.meter import current_meter
-from vera.errors import FatalProviderError, ProviderError, TransientError, WaitLimitReached
-from vera.records import Completion
+from vera.errors import FatalProviderError, ProviderError, RequestError, TransientError, WaitLimitReached
+from vera.records import CallRecord, Completion, Usage
 
 JOURNAL_FILE = "batches.jsonl"
 # The protocols whose batch API vera speaks (vera.clients.batch_openai, batch_anthropic,
@@ -65,11 +81,13 @@ class BatchAPI(Protocol):
 
     def parse(self, body: bytes, request: ChatRequest) -> Completion: ...
 
+    def usage(self, body: bytes) -> Usage: ...
+
     async def submit(self, lines: list[bytes]) -> str: ...
 
     async def state(self, batch_id: str) -> BatchState: ...
 
-    async def results(self, state: BatchState) -> dict[str, ItemResult]: ...
+    async def results(self, state: BatchState, order: list[str]) -> BatchResults: ...
 
 
 class BatchSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -128,6 +146,10 @@ class BatchStats:
     resumed: int = 0  # requests answered from a batch an earlier process created
     requeued: int = 0  # requests a batch did not answer, asked again in a later wave
     live: int = 0  # requests that went live after `requeue` waves without an answer
+    failed: int = 0  # batches that ended failed (their reason in a batch_failed event)
+    refused: int = 0  # requests the provider refused as they are: not sent again
+    unused: int = 0  # answers that arrived and were billed, but no request could take
+    by_position: int = 0  # answers without their key, matched by their position
 
 
 def duration(seconds: float) -> str:
@@ -204,10 +226,11 @@ def batch_summary(pending: list[BatchView], ended: dict[str, int]) -> str:
 
 
 class _Item:
-    __slots__ = ("future", "line")
+    __slots__ = ("future", "line", "request")
 
-    def __init__(self, line: bytes) -> None:
+    def __init__(self, line: bytes, request: ChatRequest) -> None:
         self.line = line
+        self.request = request  # whose job an answer belongs to, if it cannot be delivered
         self.future: asyncio.Future[ItemResult] = asyncio.get_running_loop().create_future()
 
 
@@ -244,8 +267,11 @@ class BatchingClient:
         standard_prices: Prices,
         on_event: Callable[..., object] | None = None,
         wait: WaitClock | None = None,
+        on_call: Callable[[CallRecord], object] | None = None,
     ) -> None:
         self.api = api
+        # Told of each billed answer no request took (the recorder's `on_call`).
+        self.on_call = on_call
         self.wait = wait or WaitClock(settings.max_wait_s)
         self.live = live
         self.journal = journal
@@ -264,8 +290,11 @@ class BatchingClient:
         self._tasks: set[asyncio.Task[None]] = set()
         # custom_id -> batch id, for every request an earlier process submitted
         self._journaled: dict[str, str] = {}
+        # batch id -> its custom_ids in the order submitted (results may be matched by it)
+        self._order: dict[str, list[str]] = {}
         for entry in journal.entries():
             if entry.event == "created" and entry.provider == api.name:
+                self._order[entry.batch_id] = entry.custom_ids
                 for cid in entry.custom_ids:
                     self._journaled[cid] = entry.batch_id
         self._pollers: dict[str, asyncio.Task[None]] = {}
@@ -297,15 +326,23 @@ class BatchingClient:
                 if result.body is not None:
                     try:
                         completion = self.api.parse(result.body, request)
-                    except TransientError as exc:  # a malformed reply: asked again, like live
+                    except TransientError as exc:  # a malformed reply: billed, and asked again like live
+                        self._unused(result.body, request, f"the reply could not be read: {exc}")
                         result = ItemResult(error=str(exc))
                     else:
                         cost = self._settle(completion, started)
                         if hold is not None:
                             hold.settle(cost)
                         return completion
+                if result.final:
+                    self.stats.refused += 1
+                    raise RequestError(self.live.provider, result.error, status=400)
                 if wave < self.settings.requeue:
                     self.stats.requeued += 1
+        except RequestError:
+            if hold is not None:
+                hold.release()  # refused as it is: nothing was generated, nothing billed
+            raise
         except BaseException:
             if hold is not None:
                 hold.unknown()  # in a batch that may still be billed: its worst case counts
@@ -313,6 +350,9 @@ class BatchingClient:
         if hold is not None:
             hold.release()  # no batch answered it, so none bills it; live reserves its own
         self.stats.live += 1
+        meter = current_meter()
+        if meter is not None:
+            meter.fall_back("batch")  # recorded as a live call standing in for a batched one
         return await self.live.chat(request)
 
     async def _ask(self, cid: str, request: ChatRequest) -> ItemResult:
@@ -322,7 +362,7 @@ class BatchingClient:
         if item is None and (reached := self.wait.reached()) is not None:
             raise reached  # the run is stopping: nothing new joins a batch
         if item is None:
-            item = _Item(self.api.line(cid, request))
+            item = _Item(self.api.line(cid, request), request)
             batch_id = self._journaled.pop(cid, None)
             if batch_id is not None:
                 self.stats.resumed += 1
@@ -378,6 +418,7 @@ class BatchingClient:
         )
         self.stats.batches += 1
         self.stats.submitted += len(chunk)
+        self._order[batch_id] = list(chunk)
         self._event("batch_created", batch_id=batch_id, requests=len(chunk))
         self._in_batch.update(chunk)
         self._poll(batch_id, list(chunk))
@@ -410,7 +451,7 @@ class BatchingClient:
     async def _follow(self, batch_id: str) -> None:
         failures = 0
         state: BatchState | None = None
-        results: dict[str, ItemResult] = {}
+        results = BatchResults()
         seen = ""
         while True:
             try:
@@ -421,7 +462,7 @@ class BatchingClient:
                         view.status = seen
                     self._event("batch_state", batch_id=batch_id, status=seen)
                 if state.status in ENDED:
-                    results = await self.api.results(state)
+                    results = await self.api.results(state, self._order.get(batch_id, []))
                     break
                 failures = 0
                 if (reached := self.wait.reached()) is not None:
@@ -439,16 +480,81 @@ class BatchingClient:
         self.journal.append(
             JournalEntry(event="ended", provider=self.api.name, batch_id=batch_id, status=status)
         )
+        if status == "failed":
+            self.stats.failed += 1
+            reason = state.reason if state is not None and state.reason else "the provider gave no reason"
+            self._event(
+                "batch_failed",
+                batch_id=batch_id,
+                reason=reason,
+                resent=not (state is not None and state.final),
+                warning=f"batch {batch_id} failed: {reason}",
+            )
+        for warning in results.warnings:
+            self._event("batch_warning", batch_id=batch_id, warning=warning)
         self._answer(batch_id, results, f"batch {batch_id} {status} without this request")
 
-    def _answer(self, batch_id: str, results: dict[str, ItemResult], missing: str) -> None:
+    def _answer(self, batch_id: str, results: BatchResults, missing: str) -> None:
         """Answer every item this batch holds (a resumed item joins its batch's members
-        before the poller can end, so none is missed)."""
+        before the poller can end, so none is missed). An answer that reaches no waiting
+        item was billed all the same: it is recorded (`_unused`)."""
         self._pollers.pop(batch_id, None)
+        delivered: set[str] = set()
         for cid in self._members.pop(batch_id, set()):
             item = self._in_batch.pop(cid, None)
             if item is not None and not item.future.done():
-                item.future.set_result(results.get(cid) or ItemResult(error=missing))
+                item.future.set_result(results.items.get(cid) or ItemResult(error=missing))
+                delivered.add(cid)
+            elif (result := results.items.get(cid)) is not None and result.body is not None:
+                request = item.request if item is not None else None
+                self._unused(result.body, request, "its request was no longer waiting for it")
+                delivered.add(cid)
+        for cid, result in results.items.items():
+            if cid not in delivered and result.body is not None:
+                self._unused(result.body, None, f"no request of this run has the key {cid}")
+        for body in results.unmatched:
+            self._unused(body, None, "it came back without its key and could not be matched by position")
+        self.stats.by_position += results.by_position
+
+    def _unused(self, body: bytes, request: ChatRequest | None, why: str) -> None:
+        """Account for an answer the provider bills but no request takes: on the account,
+        the budget and the call log (a call of the judge's, at the batch price)."""
+        self.stats.unused += 1
+        try:
+            usage = self.api.usage(body)
+        except ProviderError:
+            usage = Usage()
+        cost = self.prices.cost(usage)
+        account = self.live.account
+        account.calls += 1
+        account.errors += 1
+        account.input_tokens += usage.input_tokens
+        account.output_tokens += usage.output_tokens
+        account.cached_input_tokens += usage.cached_input_tokens
+        account.cost_usd += cost
+        if self.live.budget is not None:
+            self.live.budget.charge(cost)
+        if self.on_call is None:
+            return
+        context = request.context if request is not None else None
+        self.on_call(
+            CallRecord(
+                job_id=context.job_id if context is not None else "",
+                role=context.role if context is not None else "judge",
+                provider=self.live.provider,
+                model=self.model,
+                account=account.label,
+                latency_ms=0.0,
+                status="error",
+                usage=usage,
+                cost_usd=cost,
+                standard_cost_usd=self.standard_prices.cost(usage),
+                reasoning_cost_usd=self.prices.reasoning_cost(usage),
+                error=f"batch answer not used: {why}",
+                at=time.time(),
+                tier="batch",
+            )
+        )
 
     def _event(self, name: str, **fields: object) -> None:
         if self.on_event is not None:

@@ -159,6 +159,11 @@ class Budget:
             text += f", the next call could cost up to {usd(next_call)}"
         return text
 
+    def charge(self, cost: float) -> None:
+        """Count `cost` as spent though no reservation held it: a batch answer the
+        provider bills that no request took (vera.clients.batching)."""
+        self._settled(0.0, cost)
+
     def _settled(self, amount: float, cost: float) -> None:
         self.reserved = max(0.0, self.reserved - amount)
         self.spent += cost

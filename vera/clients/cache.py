@@ -79,8 +79,21 @@ class KeyFilter:
             bits[p >> 3] |= 1 << (p & 7)
 
     def may_hold(self, key: str) -> bool:
+        # Unrolled (no generator): every call of a run asks it once.
+        h = hash(key) & 0xFFFFFFFFFFFFFFFF
+        m = self._MASK
+        a, b = h & m, (h >> 32) | 1
         bits = self.bits
-        return all(bits[p >> 3] & (1 << (p & 7)) for p in self._positions(key))
+        if not bits[a >> 3] & (1 << (a & 7)):
+            return False
+        p = (a + b) & m
+        if not bits[p >> 3] & (1 << (p & 7)):
+            return False
+        p = (a + 2 * b) & m
+        if not bits[p >> 3] & (1 << (p & 7)):
+            return False
+        p = (a + 3 * b) & m
+        return bool(bits[p >> 3] & (1 << (p & 7)))
 
 
 class ResponseCache:

@@ -22,6 +22,7 @@ temperature 1 only, no top_k and top_p of at least 0.95, so the others are not s
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -93,8 +94,10 @@ FAMILIES: tuple[Family, ...] = (
 )
 
 
+@functools.lru_cache(maxsize=1024)
 def family_of(protocol: str, model: str) -> Family | None:
-    """The first family of `protocol` whose pattern matches `model` (None: no rules)."""
+    """The first family of `protocol` whose pattern matches `model` (None: no rules).
+    Remembered: every call's parameters are fitted, and the families never change."""
     for family in FAMILIES:
         if protocol in family.protocols and family.pattern.match(model):
             return family

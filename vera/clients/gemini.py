@@ -242,3 +242,13 @@ def _usage(meta: _UsageMetadata | None) -> Usage:
         cached_input_tokens=meta.cached_content_token_count or 0,
         reasoning_tokens=thoughts,
     )
+
+
+class _UsageOnly(msgspec.Struct, rename="camel"):
+    usage_metadata: _UsageMetadata | None = None
+
+
+def reply_usage(raw: bytes, provider: str) -> Usage:
+    """The usage a reply reports, whatever else it holds (a batch answer no request can
+    take is billed all the same, and accounted for by it)."""
+    return _usage(decode(raw, _UsageOnly, provider).usage_metadata)

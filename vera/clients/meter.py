@@ -23,7 +23,9 @@ class CallMeter:
         "attempts",
         "cached",
         "cost_usd",
+        "earlier",
         "error",
+        "fallback",
         "http_429",
         "model",
         "provider",
@@ -36,6 +38,12 @@ class CallMeter:
     )
 
     def __init__(self) -> None:
+        self._start()
+        # Attempts made before a fallback to another tier, each recorded as a call of
+        # its own (`fall_back`).
+        self.earlier: list[CallMeter] = []
+
+    def _start(self) -> None:
         self.settled = False  # no layer answered or gave up: nothing to record
         self.provider = ""
         self.model = ""
@@ -50,22 +58,37 @@ class CallMeter:
         self.cached = False
         self.error: str | None = None
         self.tier = "standard"
+        self.fallback = ""  # the tier this call fell back from ("flex", "batch"), or ""
+
+    def fall_back(self, tier: str) -> None:
+        """The call goes on at another tier: what was settled so far (the refused
+        attempt, if one was sent) becomes a call of its own, and the meter starts over
+        for the next one, marked as a fallback from `tier`."""
+        if self.settled:
+            done = CallMeter()
+            for name in CallMeter.__slots__:
+                if name != "earlier":
+                    setattr(done, name, getattr(self, name))
+            self.earlier.append(done)
+        self._start()
+        self.fallback = tier
 
 
-_METER: ContextVar[CallMeter | None] = ContextVar("vera_call_meter", default=None)
+# The meter of the call in progress in a task (the recorder sets it: vera.clients.stack).
+METER: ContextVar[CallMeter | None] = ContextVar("vera_call_meter", default=None)
 
 
 def current_meter() -> CallMeter | None:
     """The meter of the call in progress in this task, if a recorder opened one."""
-    return _METER.get()
+    return METER.get()
 
 
 @contextmanager
 def open_meter() -> Iterator[CallMeter]:
     """A fresh meter for one call, current until the block ends."""
     meter = CallMeter()
-    token = _METER.set(meter)
+    token = METER.set(meter)
     try:
         yield meter
     finally:
-        _METER.reset(token)
+        METER.reset(token)

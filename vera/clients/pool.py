@@ -40,6 +40,7 @@ from vera.clients.batch_gemini import MAX_REQUESTS as GEMINI_MAX_REQUESTS
 from vera.clients.batch_gemini import GeminiBatchAPI
 from vera.clients.batch_openai import AZURE_MAX_REQUESTS, OpenAIBatchAPI
 from vera.clients.batching import (
+    BATCH_PROTOCOLS,
     BatchAPI,
     BatchingClient,
     BatchJournal,
@@ -48,16 +49,16 @@ from vera.clients.batching import (
     batch_summary,
 )
 from vera.clients.budget import Budget, output_bound
-from vera.clients.flex import FLEX_PROTOCOLS, FlexClient
+from vera.clients.flex import FLEX_PROTOCOLS, FlexClient, flex_problem
 from vera.clients.gemini import GeminiClient
 from vera.clients.http import HttpChatbotClient
 from vera.clients.limits import Account, LimitedClient, Prices, RetryPolicy, max_output
 from vera.clients.offline import StandInFacts, make_offline_client, rubric_refusal
-from vera.clients.openai import OpenAIClient
+from vera.clients.openai import OpenAIClient, azure_deployment
 from vera.clients.shared_limits import RedisLimits
 from vera.clients.stack import stack
 from vera.errors import ConfigError
-from vera.inputs import Profile, api_key, missing_key, resolve_ref
+from vera.inputs import AzureOptions, Profile, api_key, missing_key, resolve_ref
 from vera.records import AccountLimits, CallRecord, ModelSpec, Role, Usage
 
 ShardLimits = Literal["split", "full"]
@@ -221,6 +222,12 @@ class ClientPool:
         profile, model = resolve_ref(ref, self.profiles)
         return rubric_refusal(model, rubric_key) if profile.protocol == "offline" else None
 
+    def tier_refusal(self, ref: str, tier: str) -> str | None:
+        """Why `ref` cannot be asked at `tier` ("batch" or "flex"; None: it can), from
+        its profile alone: no session is needed to ask (see `tier_problem`)."""
+        profile, model = resolve_ref(ref, self.profiles)
+        return tier_problem(profile, model, tier)
+
     def client(self, ref: str, role: Role = "chatbot") -> ChatClient:
         """The client for `ref` (`profile` or `profile/model`) in `role`: the limited
         client, recorded to the pool's `on_call` (vera.clients.stack), built once.
@@ -337,6 +344,7 @@ class ClientPool:
             standard_prices=limited.prices,
             on_event=on_event,
             wait=self._wait_clock,
+            on_call=self._on_call,  # billed answers no request took are calls too
         )
         self._batching[(ref, role)] = client
         return client
@@ -441,6 +449,33 @@ def budget_problem(profile: Profile, ref: str, role: Role, params: dict[str, Any
         "nothing caps its output, so no call has a worst case to reserve; set max_tokens "
         f"in profile {profile.name!r} [params] or the config's [{role}.params]"
     )
+
+
+def tier_problem(profile: Profile, model: str, tier: str) -> str | None:
+    """Why a model cannot work at a price tier (None: it can): "batch" needs a protocol
+    whose batch API vera speaks, and on Azure a Global-Batch deployment apart from the
+    live one (Azure refuses every line naming a live deployment); "flex" needs OpenAI's
+    protocol and, on OpenAI's own API, a model its pricing page lists for flex."""
+    if tier == "batch":
+        if profile.protocol not in BATCH_PROTOCOLS:
+            return f"it speaks {profile.protocol!r}, which has no batch API in vera"
+        if profile.protocol == "azure_openai":
+            azure = profile.azure or AzureOptions()
+            live = azure_deployment(profile, model)
+            batch = azure.batch_deployment if model == profile.model else ""
+            if not batch or batch == live:
+                return (
+                    f"profile {profile.name!r} names no Global-Batch deployment for {live!r}: Azure runs "
+                    "batches only on a deployment of that type, created apart from the live one, and "
+                    "refuses every line that names another; set [azure] batch_deployment in the "
+                    "profile (docs/batch.md)"
+                )
+        return None
+    if tier == "flex":
+        if profile.protocol not in FLEX_PROTOCOLS:
+            return f"it speaks {profile.protocol!r}; the flex tier is OpenAI's (protocol openai)"
+        return flex_problem(model, profile.endpoint)
+    return None
 
 
 def _identity(profile: Profile, key: str | None) -> tuple[str, str]:

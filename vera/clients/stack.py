@@ -31,7 +31,7 @@ from vera.clients.batching import BatchingClient, BatchJournal, BatchSettings
 from vera.clients.cache import CachedClient, ResponseCache
 from vera.clients.flex import FlexClient
 from vera.clients.limits import LimitedClient
-from vera.clients.meter import CallMeter, open_meter
+from vera.clients.meter import METER, CallMeter
 from vera.records import CallRecord, Completion, ModelSpec, Role
 
 OnCall = Callable[[CallRecord], object]
@@ -57,6 +57,8 @@ class LimitedClients(Protocol):
 
     def rubric_refusal(self, ref: str, rubric_key: str) -> str | None: ...
 
+    def tier_refusal(self, ref: str, tier: str) -> str | None: ...
+
 
 class RecordingClient:
     """A ChatClient that hands one `CallRecord` per settled call to `on_call`."""
@@ -75,12 +77,16 @@ class RecordingClient:
 
     async def chat(self, request: ChatRequest) -> Completion:
         started = time.perf_counter()
-        with open_meter() as meter:
-            try:
-                return await self.inner.chat(request)
-            finally:
-                if meter.settled:
-                    self._record(request, meter, started)
+        meter = CallMeter()
+        token = METER.set(meter)  # (not `open_meter`: a generator context manager per call)
+        try:
+            return await self.inner.chat(request)
+        finally:
+            METER.reset(token)
+            for attempt in meter.earlier:  # tried at another tier first (vera.clients.flex)
+                self._record(request, attempt, started)
+            if meter.settled:
+                self._record(request, meter, started)
 
     def _record(self, request: ChatRequest, meter: CallMeter, started: float) -> None:
         context = request.context
@@ -104,6 +110,7 @@ class RecordingClient:
                 error=meter.error,
                 at=time.time(),
                 tier=meter.tier,
+                fallback=meter.fallback,
             )
         )
 
@@ -150,6 +157,9 @@ class CachingClients:
 
     def rubric_refusal(self, ref: str, rubric_key: str) -> str | None:
         return self.pool.rubric_refusal(ref, rubric_key)
+
+    def tier_refusal(self, ref: str, tier: str) -> str | None:
+        return self.pool.tier_refusal(ref, tier)
 
     def client(self, ref: str, role: Role = "chatbot") -> ChatClient:
         key = (ref, role)

@@ -27,7 +27,6 @@ from vera import __version__
 from vera.clients.base import ChatClient
 from vera.clients.batching import BATCH_PROTOCOLS
 from vera.clients.families import fit_params, reasoning_problem
-from vera.clients.flex import FLEX_PROTOCOLS
 from vera.clients.structured import merge_params
 from vera.engine._inputs import Inputs
 from vera.engine._simulate import (
@@ -250,6 +249,8 @@ class Clients(Protocol):
 
     def rubric_refusal(self, ref: str, rubric_key: str) -> str | None: ...
 
+    def tier_refusal(self, ref: str, tier: str) -> str | None: ...
+
 
 @dataclass
 class Sweep:
@@ -350,46 +351,40 @@ def seed_params(spec: ModelSpec, seed: int) -> dict[str, Any] | None:
     return {"seed": seed} if spec.params.get("seed") == "auto" else None
 
 
-def batch_problem(spec: ModelSpec, cfg: RunConfig) -> str | None:
-    """Why `spec` cannot judge under the config's `[judge] mode` (None: it can)."""
-    if cfg.judge.mode != "batch" or spec.protocol in BATCH_PROTOCOLS:
-        return None
-    return (
-        f'[judge] mode = "batch": judge {spec.ref!r} speaks {spec.protocol!r}, which has no '
-        f"batch API in vera (batch works with: {', '.join(sorted(BATCH_PROTOCOLS))}); "
-        'use mode = "live" or a judge of one of those'
-    )
-
-
-def flex_problem(role: str, spec: ModelSpec, cfg: RunConfig) -> str | None:
-    """Why `spec` cannot play `role` ("user_agent", "chatbot") at the config's service
-    tier: `[ROLE] service_tier = "flex"` only where the model speaks OpenAI."""
-    if role not in ("user_agent", "chatbot") or getattr(cfg, role).service_tier != "flex":
-        return None
-    if spec.protocol in FLEX_PROTOCOLS:
-        return None
-    return (
-        f'[{role}] service_tier = "flex": {spec.ref!r} speaks {spec.protocol!r}; the flex tier is '
-        "OpenAI's (protocol openai); use the standard tier for this model"
-    )
-
-
 def check_judges(inputs: Inputs, judges: list[ModelSpec], clients: Clients) -> None:
     """Every judge can answer the run's rubric (the lexical baseline judge knows only the
     rubric it was written for); the clients say which cannot."""
+    batch = inputs.config.judge.mode == "batch"
     for spec in judges:
-        if (problem := batch_problem(spec, inputs.config)) is not None:
-            raise ConfigError(problem)
+        if batch and (why := clients.tier_refusal(spec.ref, "batch")) is not None:
+            raise ConfigError(batch_refusal(spec.ref, why))
         reason = clients.rubric_refusal(spec.ref, inputs.rubric.key)
         if reason is not None:
             raise ConfigError(f"{reason} ({inputs.rubric.path}); choose a model judge for this rubric")
 
 
-def check_flex(role: str, specs: list[ModelSpec], cfg: RunConfig) -> None:
-    """`[ROLE] service_tier = "flex"` only where every model of the role speaks OpenAI."""
+def batch_refusal(ref: str, why: str) -> str:
+    """The one line that refuses a judge in batch mode (`why` from `tier_refusal`)."""
+    protocols = ", ".join(sorted(BATCH_PROTOCOLS))
+    return (
+        f'[judge] mode = "batch": judge {ref!r}: {why} (batch works with: {protocols}); '
+        'use mode = "live" or a judge that can'
+    )
+
+
+def flex_refusal(role: str, ref: str, why: str) -> str:
+    """The one line that refuses a role at the flex tier (`why` from `tier_refusal`)."""
+    return f'[{role}] service_tier = "flex": {ref!r}: {why}; use the standard tier for this model'
+
+
+def check_flex(role: str, specs: list[ModelSpec], cfg: RunConfig, clients: Clients) -> None:
+    """`[ROLE] service_tier = "flex"` only for models that have a flex tier: OpenAI's
+    protocol, and on OpenAI's own API a model its pricing page lists."""
+    if getattr(cfg, role).service_tier != "flex":
+        return
     for spec in specs:
-        if (problem := flex_problem(role, spec, cfg)) is not None:
-            raise ConfigError(problem)
+        if (why := clients.tier_refusal(spec.ref, "flex")) is not None:
+            raise ConfigError(flex_refusal(role, spec.ref, why))
 
 
 def judge_slots(judges: list[ModelSpec], instances: int) -> list[JudgeSlot]:
@@ -494,7 +489,7 @@ def plan_sweep(
     user_agents = role_specs(cfg.user_agents, "user_agent", clients, cfg, warnings)
     judges = role_specs(cfg.judges, "judge", clients, cfg, warnings)
     for role, specs in (("user_agent", user_agents), ("chatbot", chatbots)):
-        check_flex(role, specs, cfg)
+        check_flex(role, specs, cfg, clients)
     check_judges(inputs, judges, clients)
     check_plan_size(inputs, shard)
     jobs = conversation_jobs(

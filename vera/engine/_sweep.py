@@ -146,7 +146,7 @@ class Judging:
         if self.store.done_judgement(jid):
             self._reused(jid, conv.id, slot)
             return
-        ahead = AskAhead(self._in_tail) if inputs.config.judge.ask_ahead == "tail" else None
+        ahead = AskAhead(self._in_tail) if inputs.config.judge.asks_ahead() else None
         try:
             j = await judge_conversation(
                 conv,

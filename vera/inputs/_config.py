@@ -144,8 +144,10 @@ class JudgeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     params: dict[str, Any] | None = None  # [judge.params]; None = DEFAULT_ROLE_PARAMS
     # "tail": once no job is left to start, long rubric chains ask their likely next
     # question early (a few unused, paid questions for a shorter end of the sweep;
-    # vera.rubric._concurrent); "off": only questions the walk reaches are asked.
-    ask_ahead: Literal["tail", "off"] = "tail"
+    # vera.rubric._concurrent); "off": only questions the walk reaches are asked; "auto"
+    # (the default): "tail" live, "off" in batch mode, where the latency it buys is
+    # not there to buy and each unused question is paid for (`asks_ahead`).
+    ask_ahead: Literal["auto", "tail", "off"] = "auto"
     # What the rubric's END does to the ratings already collected: "vera" keeps them,
     # "reference" reproduces the VERA-MH judge (every dimension Not Relevant); see
     # docs/rubric.md.
@@ -159,6 +161,10 @@ class JudgeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     batch_requeue: Annotated[int, msgspec.Meta(ge=0, le=10)] = (
         2  # waves an unanswered request gets, then live
     )
+
+    def asks_ahead(self) -> bool:
+        """Whether the judge asks ahead at the end of the sweep (`ask_ahead`)."""
+        return self.ask_ahead == "tail" or (self.ask_ahead == "auto" and self.mode == "live")
 
 
 class RoleConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -517,10 +517,15 @@ def _accounting(calls: Iterable[CallRecord], manifest: RunManifest, *, unused: i
     discounted: set[int] = set()  # the buckets holding a batch or flex call
     for c in calls:
         for b in (by_role[c.role], by_provider[c.provider], by_role_tier[f"{c.role}/{c.tier}"], total):
+            if c.cached:  # a reply replayed from the response cache: no call was made
+                b.replayed = (b.replayed or 0) + 1
+                continue
             live[id(b)] += c.live_cost_usd
             if c.tier != "standard":
                 discounted.add(id(b))
             b.calls += 1
+            if c.fallback:
+                b.fallbacks = (b.fallbacks or 0) + 1
             b.input_tokens += c.usage.input_tokens
             b.cached_input_tokens += c.usage.cached_input_tokens
             b.output_tokens += c.usage.output_tokens
@@ -532,8 +537,16 @@ def _accounting(calls: Iterable[CallRecord], manifest: RunManifest, *, unused: i
             b.errors += c.status == "error"
     for b in (*by_role.values(), *by_provider.values(), *by_role_tier.values(), total):
         b.cost_usd = round_number(b.cost_usd, 4) or 0.0
-        if id(b) in discounted:
+        # Once any call was discounted the card shows what live mode would have cost for
+        # every bucket, so card.json gives it for every bucket too (card.md and card.json
+        # never disagree on a cost); a run of live calls only shows none.
+        if discounted:
             b.live_cost_usd = round_number(live[id(b)], 4) or 0.0
+        # Counted in every bucket once the run has any (else null: nothing to say).
+        if total.fallbacks:
+            b.fallbacks = b.fallbacks or 0
+        if total.replayed:
+            b.replayed = b.replayed or 0
         b.reasoning_cost_usd = round_number(b.reasoning_cost_usd, 4) or 0.0
     return Accounting(
         total=total,

@@ -327,6 +327,9 @@ ACCOUNTING_COLUMNS = (
 
 
 LIVE_COST_COLUMN = ("live_cost_usd", "Live-mode cost (USD)")
+# Shown only when some bucket has them, so a run without either keeps its table.
+FALLBACKS_COLUMN = ("fallbacks", "Fallbacks to standard")
+REPLAYED_COLUMN = ("replayed", "Replayed from cache (not calls)")
 
 
 def _accounting_value(bucket: CallTotals, key: str) -> object:
@@ -340,6 +343,10 @@ def accounting_table(card: Card) -> Table:
     columns = list(ACCOUNTING_COLUMNS)
     if live_cost_text(card):  # only beside batch or flex calls: else it repeats the cost
         columns.insert(columns.index(("cost_usd", "Cost (USD)")) + 1, LIVE_COST_COLUMN)
+    if acc.total.fallbacks:
+        columns.append(FALLBACKS_COLUMN)
+    if acc.total.replayed:
+        columns.append(REPLAYED_COLUMN)
     t = Table(["Model calls", *(header for _, header in columns)])
     rows: list[tuple[str, CallTotals]] = [
         *((f"role: {k}", v) for k, v in acc.by_role.items()),

@@ -158,7 +158,7 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
         (
             "Cost",
             f"${num(total.cost_usd)} over {num(total.calls)} model calls{_reasoning_text(card)}"
-            f"{_unused_text(card)}{live_cost_text(card)}",
+            f"{_unused_text(card)}{_fallback_text(card)}{live_cost_text(card)}",
         ),
     ]
     if s.shard:
@@ -330,6 +330,21 @@ def live_cost_text(card: Card) -> str:
         return ""
     saved = f", {fixed(100 * (live - spent) / live, 0)} % less" if live > spent else ""
     return f"; asked live at the standard tier, the same calls would have cost ${num(live)}{saved}"
+
+
+def _fallback_text(card: Card) -> str:
+    """Calls that stood in for a cheaper tier, and replies replayed from the cache."""
+    total = card.accounting.total
+    text = ""
+    if total.fallbacks:
+        text += (
+            f", {num(total.fallbacks)} of them asked at the standard tier when flex or a batch gave no answer"
+        )
+    if total.replayed:
+        text += (
+            f"; {num(total.replayed)} replies replayed from the response cache (no call made, none counted)"
+        )
+    return text
 
 
 def _unused_text(card: Card) -> str:

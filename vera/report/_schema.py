@@ -35,7 +35,10 @@ from vera.report._improvements import Improvements
 # human ratings), arcs and by_session (multi-session runs) and the run state "budget"; all
 # optional, so a card of 3 reads as before. 5 added live_cost_usd to every CallTotals
 # (what batch and flex calls would have cost asked live); a card of 4 reads it as null.
-CARD_SCHEMA_VERSION = 5
+# 6 added fallbacks and replayed to every CallTotals (calls that stood in for a cheaper
+# tier, and replies replayed from the response cache, no longer counted as calls), and
+# gives live_cost_usd in every bucket once any call of the run was discounted.
+CARD_SCHEMA_VERSION = 6
 
 
 class Interval(msgspec.Struct, frozen=True, gc=False, array_like=True):
@@ -379,9 +382,18 @@ class CallTotals(msgspec.Struct, gc=False):
     reasoning_tokens: int = 0
     reasoning_cost_usd: float = 0.0
     # What the same calls would have cost asked live, at the standard tier (schema 5):
-    # more than cost_usd; null where every call was live (it would repeat cost_usd), and
-    # in cards from before it.
+    # in every bucket once any call of the run was at a discounted tier (equal to
+    # cost_usd in a bucket of live calls); null in a run of live calls only (it would
+    # repeat cost_usd everywhere), and in cards from before it.
     live_cost_usd: float | None = None
+    # Calls made at the standard tier because the cheaper one gave no answer (flex
+    # without capacity or without the model; a request no batch answered), counted in
+    # `calls` too (schema 6); null in a run that had none.
+    fallbacks: int | None = None
+    # Replies replayed from the response cache (a resumed run rebuilding what it had
+    # paid for): no call was made, so they are not in `calls` (schema 6); null in a run
+    # that replayed none.
+    replayed: int | None = None
 
 
 class AccountLimit(msgspec.Struct, frozen=True, gc=False):

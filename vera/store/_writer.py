@@ -35,7 +35,7 @@ from typing import IO, Any, Protocol, TypeVar
 
 import msgspec
 
-from vera.errors import storage_error
+from vera.errors import StorageError, storage_error
 from vera.files import RecordReader, RecordRef, lines, records, repair_tail
 from vera.records import CallRecord, Conversation, Judgement, RunManifest
 
@@ -231,6 +231,8 @@ class RunStore:
         self._readers: dict[str, RecordReader] = {}
         self._encoder = msgspec.json.Encoder()
         self._dirty = False
+        self._calls_waiting = False  # call records in the buffer, a flush scheduled
+        self._failed: StorageError | None = None  # a flush that failed in a callback
         self._syncer: asyncio.Task[None] | None = None
         self._stop_syncing = asyncio.Event()
 
@@ -268,8 +270,12 @@ class RunStore:
 
     # -- appending ---------------------------------------------------------------------
 
-    def _append(self, name: str, record: Any) -> RecordRef:
-        """Append one record; return where its line is."""
+    def _append(self, name: str, record: Any, *, flush: bool = True) -> RecordRef:
+        """Append one record; return where its line is. `flush=False` leaves the line in
+        the file's buffer, for the caller to flush (`add_call`)."""
+        if flush and self._calls_waiting:
+            self._flush_calls()  # a job's calls reach the OS before the job's record
+        self._raise_failed()
         try:
             f = self._files.get(name)
             if f is None:
@@ -278,7 +284,8 @@ class RunStore:
                 self._sizes[name] = f.seek(0, os.SEEK_END)
             line = self._encoder.encode(record)
             f.write(line + b"\n")
-            f.flush()  # in the OS before anyone is told the work is done
+            if flush:
+                f.flush()  # in the OS before anyone is told the work is done
         except OSError as exc:
             # A full disk may leave part of the line written: the next open cuts it off.
             # The handle still holds the unwritten bytes; drop it so closing cannot retry.
@@ -310,11 +317,44 @@ class RunStore:
         self.judgements.add(judgement.id, ref, judgement.status == "complete")
 
     def add_call(self, record: CallRecord) -> None:
-        self._append(CALLS, record)
+        """Append a call's record. The calls that end in one turn of the event loop (a
+        wave of answers arrives together) are written to the OS together, at the end of
+        that turn, not one write each: before any conversation or judgement record, and
+        before every fsync, so a job's calls are never behind its record."""
+        self._append(CALLS, record, flush=False)
         if record.cost_usd:
             self._job_cost[record.job_id] = self._job_cost.get(record.job_id, 0.0) + record.cost_usd
+        if not self._calls_waiting:
+            self._calls_waiting = True
+            try:
+                asyncio.get_running_loop().call_soon(self._flush_calls)
+            except RuntimeError:  # no loop running: now
+                self._flush_calls()
+
+    def _flush_calls(self) -> None:
+        """Hand the buffered call records to the OS; a failure is raised by the next
+        append or sync (a callback has no caller to raise it to)."""
+        if not self._calls_waiting:
+            return
+        self._calls_waiting = False
+        f = self._files.get(CALLS)
+        if f is None:
+            return
+        try:
+            f.flush()
+        except OSError as exc:
+            self._discard(CALLS)
+            if self._failed is None:
+                self._failed = storage_error(self.root / CALLS, WHAT[CALLS], exc)
+
+    def _raise_failed(self) -> None:
+        if self._failed is not None:
+            failed, self._failed = self._failed, None
+            raise failed
 
     def sync(self) -> None:
+        self._flush_calls()
+        self._raise_failed()
         if not self._dirty:
             return
         for name, f in list(self._files.items()):
@@ -337,6 +377,7 @@ class RunStore:
         milliseconds on a busy disk, and the event loop has thousands of calls to serve
         meanwhile. Appends continue on the loop; what they add after the flag is cleared
         is covered by the next round."""
+        self._flush_calls()
         if not self._dirty:
             return
         self._dirty = False
