@@ -326,7 +326,9 @@ def test_gemini_answers_that_cannot_be_matched_are_billed_recorded_and_asked_aga
     assert all(c["fallback"] == "batch" for c in went_live) and logged["live"] == len(went_live)
     card = json.loads((batch / "card.json").read_text())
     judge = card["accounting"]["by_role"]["judge"]
-    assert judge["calls"] == len(calls) + len(went_live) and judge["fallbacks"] == len(went_live)
+    # which requests end up live depends on how the waves form (timing); the card leaves
+    # the count null when nothing fell back
+    assert judge["calls"] == len(calls) + len(went_live) and (judge["fallbacks"] or 0) == len(went_live)
     assert judge["cost_usd"] == pytest.approx(
         round(sum(c["cost_usd"] for c in jsonl(batch / "calls.jsonl") if c["role"] == "judge"), 4)
     )
