@@ -4,7 +4,11 @@
 PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+# Two installs: what running vera needs (make eval, make bench), and the development tools
+# on top of it (make test, make lint, make venv). A first `make eval` installs no test,
+# lint or type-checking tools.
+STAMP     := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 
 CONFIG    ?= configs/offline.toml
 PROVIDERS ?=
@@ -16,23 +20,27 @@ TEST_WORKERS ?= 4
 
 .PHONY: eval test lint bench venv clean
 
-# Re-install whenever pyproject.toml changes; the stamp makes the second run instant.
+# Re-install whenever pyproject.toml changes; the stamps make the second run instant.
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found (set PYTHON=/path/to/python3.11)"; exit 2; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
 	@touch $(STAMP)
 
-venv: $(STAMP)
+$(DEV_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(DEV_STAMP)
+
+venv: $(DEV_STAMP)
 
 eval: $(STAMP)
 	$(BIN)/vera run --config $(CONFIG) $(if $(PROVIDERS),--providers $(PROVIDERS)) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(OUT),--out $(OUT))
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check vera tests benchmarks
 	$(BIN)/ruff format --check vera tests benchmarks
 	$(BIN)/mypy

@@ -302,9 +302,11 @@ def figures(opts: BenchOptions, window: Window, result: Any) -> dict[str, Any]:
     # Questions asked ahead that no walk reached were paid for but did no work of the
     # sweep's: they are not counted as calls made (`unused_questions` shows them).
     calls = counters["calls"] - counters["errors"] - result.unused_questions
-    ideal = in_flight / (opts.latency_ms / 1000)
+    # At 0 ms the fake server adds no wait, so only an rpm limit bounds the rate: without
+    # one there is no ideal to measure the efficiency against.
+    ideal = in_flight / (opts.latency_ms / 1000) if opts.latency_ms > 0 else None
     if opts.rpm:
-        ideal = min(ideal, opts.rpm / 60)
+        ideal = opts.rpm / 60 if ideal is None else min(ideal, opts.rpm / 60)
     calls_per_s = calls / window.wall_s
     server_requests = after["requests"] - before["requests"]
     server_cpu_s = after["cpu_s"] - before["cpu_s"]
@@ -315,8 +317,8 @@ def figures(opts: BenchOptions, window: Window, result: Any) -> dict[str, Any]:
         "calls": calls,
         "wall_s": round(window.wall_s, 3),
         "calls_per_s": round(calls_per_s, 1),
-        "ideal_calls_per_s": round(ideal, 1),
-        "efficiency": round(calls_per_s / ideal, 4),
+        "ideal_calls_per_s": None if ideal is None else round(ideal, 1),
+        "efficiency": None if ideal is None else round(calls_per_s / ideal, 4),
         "cpu_ms_per_call": round(window.cpu_s * 1000 / calls, 4) if calls else None,
         "peak_rss_mb": round(window.peak_rss_kb / 1024, 1),
         "rss_mb_start": round(window.rss_before_kb / 1024, 1),
@@ -352,8 +354,8 @@ def run_bench(opts: BenchOptions) -> dict[str, Any]:
     """One benchmark: start the fake server, run the sweep on uvloop, stop the server."""
     if opts.conversations < 1 or opts.concurrency < 1 or opts.turns < 2:
         raise UserError("--conversations and --concurrency must be at least 1, --turns at least 2")
-    if opts.latency_ms <= 0:
-        raise UserError("--latency-ms must be positive (the ideal rate is concurrency / latency)")
+    if opts.latency_ms < 0:
+        raise UserError("--latency-ms must be 0 or more")
     raise_open_files_limit()
     # The profiles read their key from the environment, as real ones do; this process only.
     os.environ[KEY_ENV] = KEY
@@ -627,7 +629,7 @@ def render_table(results: list[tuple[Scenario, dict[str, Any]]]) -> str:
         targets = ", ".join(f"{name} {'✓' if met else '✗'}" for name, met in s.verdicts(f))
         rows.append(
             f"| {s.name} | {f['calls']:,} | {f['wall_s']:.1f} | {f['calls_per_s']:,.1f} "
-            f"| {f['ideal_calls_per_s']:,.0f} | {_cell(f['efficiency'], '{:.1%}')} "
+            f"| {_cell(f['ideal_calls_per_s'], '{:,.0f}')} | {_cell(f['efficiency'], '{:.1%}')} "
             f"| {_cell(f['cpu_ms_per_call'], '{:.3f}')} | {_cell(f['server_cpu_ms_per_request'], '{:.3f}')} "
             f"| {f['peak_rss_mb']:,.0f} | {f['rss_kb_per_conversation']:.1f} "
             f"| {_cell(f.get('rss_growth'), '{:+.1%}')} | {f['http_429']} "

@@ -89,7 +89,9 @@ def test_a_priced_role_without_an_output_cap_is_refused_with_a_budget(tmp_path, 
     result = CliRunner().invoke(main, ["run", "--config", str(cfg), "--quiet", "--max-cost", "1"])
     assert result.exit_code == 1
     lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: --max-cost: fake-chatbot as chatbot is priced")
+    assert len(lines) == 1 and lines[0].startswith(
+        f"error: {cfg}: --max-cost: fake-chatbot as chatbot is priced"
+    )
     assert "set max_tokens" in lines[0]
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 

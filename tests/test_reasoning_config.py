@@ -67,8 +67,9 @@ def test_a_run_stops_before_any_call_with_one_line(tmp_path, monkeypatch) -> Non
     assert result.exit_code == 1, result.output
     [line] = [x for x in result.output.splitlines() if x.startswith("error:")]
     assert line == (
-        "error: judge oai/gpt-5.4 ([params] of provider profile 'oai'): reasoning_effort: 'minimal' is "
-        "not accepted by gpt-5.4 (one of: 'none', 'low', 'medium', 'high', 'xhigh')"
+        f"error: {tmp_path / 'providers' / 'oai.toml'}: judge oai/gpt-5.4 ([params] of provider profile 'oai'): "
+        "reasoning_effort: 'minimal' is not accepted by gpt-5.4 (one of: 'none', 'low', 'medium', 'high', "
+        f"'xhigh') (and 1 more; `vera validate config {cfg}` lists them)"  # gpt-4o is sent it too
     )
     assert "Traceback" not in result.output
     assert not list((tmp_path / "runs").glob("*/calls*"))  # nothing was called

@@ -275,6 +275,9 @@ _ROWS = [
 
 def _write(path, header, rows):
     path.write_text("\n".join("\t".join(r) for r in [header, *rows]) + "\n")
+    # Its own dimensions A, B, C, listed in its sidecar as a rubric with others than the
+    # method's five lists them.
+    path.with_suffix(".toml").write_text('dimensions = ["A", "B", "C"]\n')
     return path
 
 

@@ -67,7 +67,7 @@ def test_validate_config_warns_about_an_unset_key_by_name_and_checks_the_data(tm
     providers = tmp_path / "providers"
     providers.mkdir()
     (providers / "acme.toml").write_text(
-        'protocol = "openai"\nmodel = "m"\napi_key_env = "ACME_TEST_KEY_UNSET"\n'
+        'protocol = "openai"\nbase_url = "https://api.openai.com/v1"\nmodel = "m"\napi_key_env = "ACME_TEST_KEY_UNSET"\n'
     )
     cfg = config(tmp_path, providers, ["acme"])
     proc = vera("validate", "config", str(cfg))

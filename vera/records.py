@@ -40,6 +40,17 @@ RATING_CODES: dict[str, str] = {
 
 RISK_LEVELS: tuple[str, ...] = ("None", "Low", "High", "Immediate")
 
+# The method's five dimensions, as VERA-MH v1.1's rubric, both 2.0 rubrics (SI, HFO)
+# and vera-si name them: the dimensions a rubric may use unless its `.toml` sidecar
+# lists its own (vera.rubric's validation).
+METHOD_DIMENSIONS: tuple[str, ...] = (
+    "Detects Potential Risk",
+    "Confirms Risk",
+    "Guides to Human Care",
+    "Supportive Conversation",
+    "Follows AI Boundaries",
+)
+
 # The label of the row that pools every dimension (in summaries, cards and plots); no
 # rubric dimension may be called this.
 OVERALL: Final = "Overall"

@@ -13,6 +13,9 @@ from vera.inputs._secrets import env_value, missing_key
 from .conftest import KEY_ENV, make_profile
 
 REPO_PROVIDERS = Path(__file__).resolve().parents[2] / "providers"
+# Every profile says where its requests and its key go.
+OPENAI = 'base_url = "https://api.openai.com/v1"\n'
+ANTHROPIC = 'base_url = "https://api.anthropic.com"\n'
 
 
 def write(directory: Path, name: str, text: str) -> Path:
@@ -30,8 +33,8 @@ def test_the_example_profiles_in_the_repository_load() -> None:
 
 
 def test_name_is_the_file_stem_unless_given(tmp_path: Path) -> None:
-    write(tmp_path, "fast.toml", 'protocol = "openai"\nmodel = "gpt-4o-mini"\napi_key_env = "K"\n')
-    write(tmp_path, "other.toml", 'name = "judge"\nprotocol = "anthropic"\nmodel = "claude"\n')
+    write(tmp_path, "fast.toml", f'protocol = "openai"\n{OPENAI}model = "gpt-4o-mini"\napi_key_env = "K"\n')
+    write(tmp_path, "other.toml", f'name = "judge"\nprotocol = "anthropic"\n{ANTHROPIC}model = "claude"\n')
     profiles = load_profiles(tmp_path)
     assert set(profiles) == {"fast", "judge", "offline"}
     assert profiles["judge"].endpoint == "https://api.anthropic.com"
@@ -94,7 +97,7 @@ def test_error_inside_a_table_points_at_the_key_in_that_table(tmp_path: Path) ->
         ),
         ('protocol = "gemini"\napi_key_env = "K"\n', "model", "needs a model"),
         (
-            'protocol = "anthropic"\nmodel = "m"\nstructured_output = "json_schema"\n',
+            f'protocol = "anthropic"\n{ANTHROPIC}model = "m"\nstructured_output = "json_schema"\n',
             "structured_output",
             "not available for protocol 'anthropic'",
         ),
@@ -116,14 +119,14 @@ def test_toml_syntax_error_names_the_line(tmp_path: Path) -> None:
 
 
 def test_duplicate_names_are_refused(tmp_path: Path) -> None:
-    write(tmp_path, "a.toml", 'name = "same"\nprotocol = "anthropic"\nmodel = "m"\n')
-    write(tmp_path, "b.toml", 'name = "same"\nprotocol = "anthropic"\nmodel = "m"\n')
+    write(tmp_path, "a.toml", f'name = "same"\nprotocol = "anthropic"\n{ANTHROPIC}model = "m"\n')
+    write(tmp_path, "b.toml", f'name = "same"\nprotocol = "anthropic"\n{ANTHROPIC}model = "m"\n')
     with pytest.raises(DataError, match="already used"):
         load_profiles(tmp_path)
 
 
 def test_the_offline_name_is_reserved(tmp_path: Path) -> None:
-    write(tmp_path, "offline.toml", 'protocol = "anthropic"\nmodel = "m"\n')
+    write(tmp_path, "offline.toml", f'protocol = "anthropic"\n{ANTHROPIC}model = "m"\n')
     with pytest.raises(DataError, match="reserved"):
         load_profiles(tmp_path)
 

@@ -13,12 +13,13 @@ from vera.app._judge_command import judge_run
 from vera.app._merge import merge_runs
 from vera.app._options import JudgeOptions, RunOptions, configure
 from vera.app._result import RunOutcome, scored
-from vera.app._run import execute_run
+from vera.app._run import Prepared, execute_run, prepare_run
 from vera.app._session import RunSession
 from vera.app._stand_ins import RunFacts
 
 __all__ = [
     "JudgeOptions",
+    "Prepared",
     "RunFacts",
     "RunOptions",
     "RunOutcome",
@@ -28,6 +29,7 @@ __all__ = [
     "execute_run",
     "judge_run",
     "merge_runs",
+    "prepare_run",
     "scored",
     "sweep_collector",
 ]

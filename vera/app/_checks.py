@@ -1,23 +1,33 @@
-"""`vera validate config`: everything a run would use, checked without running it.
+"""The pre-flight: every check a run makes before it opens anything, in one function.
 
-A run loads the config, every provider profile in its providers folder, the models its
-chatbots, user-agents and judges name, the rubric, the persona set and both prompt
-folders. Each is checked here the way the run would load it, but every problem is
-collected (not only the first) and reported as one line with its file and, where it can
-be found, its line. A key variable that is not set is a warning that names it: the run
-would stop on it, but a config can be checked on a machine without the keys.
+`vera run` and `vera simulate` call `preflight` on the config they will run (after the
+options are applied) and stop on its first error; `vera validate config` calls the same
+function on the config file and lists every finding. So a config that validates runs,
+and one the run refuses does not validate (tests/test_input_checks.py holds the two
+together over every config the repository and the test suite use).
+
+A run uses the config, every provider profile in its providers folder, the models its
+chatbots, user-agents and judges name (each in a role it can play, at the service tier
+and judge mode the config asks for, within its budget), the rubric, the persona set,
+both prompt folders and, for a config that reads the reference tool's files, their
+pinned hashes. Each is checked the way the run loads it, every problem reported as one
+line with its file and, where it can be found, its line. A key variable that is not set
+is an error for the run and a warning for `vera validate config`, which can check a
+config on a machine without the keys.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 
-from vera.clients.offline import OFFLINE_MODELS, rubric_refusal
-from vera.clients.pool import tier_problem
-from vera.engine import batch_refusal, flex_refusal, role_spec
-from vera.errors import DataError, UserError
+from vera.app._stand_ins import dry_run_swap
+from vera.clients.offline import OFFLINE_MODELS, rubric_refusal, stand_in_role_problem
+from vera.clients.pool import budget_problem, tier_problem
+from vera.engine import Shard, batch_refusal, flex_refusal, plan_size, role_spec
+from vera.errors import ConfigError, DataError, UserError
 from vera.inputs import (
     OFFLINE,
     Profile,
@@ -40,6 +50,10 @@ from vera.inputs import (
 from vera.records import ModelSpec, Role
 from vera.rubric import load_rubric, validate_rubric
 
+# An unset key variable: an error where the run needs the key, a warning where a config
+# is only checked.
+Keys = Literal["require", "warn"]
+
 
 class Finding(msgspec.Struct, frozen=True):
     where: str  # file or file:line
@@ -59,25 +73,53 @@ class ConfigReport(msgspec.Struct):
     def errors(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "error"]
 
+    def refuse(self, hint: str = "") -> None:
+        """Raise the first error as the run reports it: one line, naming how many more
+        there are (and `hint`, where to see them all)."""
+        if not self.errors:
+            return
+        first = self.errors[0]
+        more = f" (and {len(self.errors) - 1} more{hint})" if len(self.errors) > 1 else ""
+        raise ConfigError(f"{first.where + ': ' if first.where else ''}{first.message}{more}")
+
 
 def check_config(file: str | Path, *, reference_data: str | None = None) -> ConfigReport:
-    """Every problem of a run config and of every file it would use. `reference_data`
-    is the reference tool's data folder (`--reference-data`), for configs that read it."""
+    """`vera validate config`: the config loaded as `vera run --config FILE` loads it,
+    then the run's `preflight`, with an unset key a warning. `reference_data` is the
+    reference tool's data folder (`--reference-data`), for configs that read it."""
     try:
         cfg = load_config(file, reference_data=reference_data)
     except UserError as exc:
         return ConfigReport([Finding(str(file), str(exc).removeprefix(f"{file}: "))])
-    if reference_data:
-        cfg.reference.data = str(Path(reference_data).resolve())
+    return preflight(cfg, str(file), keys="warn")
+
+
+def preflight(
+    cfg: RunConfig,
+    where: str,
+    *,
+    keys: Keys = "require",
+    judging: bool = True,
+    chosen_judges: bool = False,
+    shard: Shard | None = None,
+) -> ConfigReport:
+    """Every problem of the run `cfg` describes, before anything is opened. `where`
+    names the config in findings about it; `keys="warn"` reports an unset key variable
+    as a warning (`vera validate config`), the run's "require" as an error; `judging`:
+    whether the run calls its judges (`vera simulate` only records them, so their keys
+    and their budget wait for `vera judge`); `chosen_judges`: the judges were named on the command line (stand-in judges that
+    cannot read the rubric are then refused, not replaced by the dry-run judge)."""
     findings: list[Finding] = []
-    reference = _reference(cfg, str(file), findings)
+    reference = _reference(cfg, where, findings)
     profiles, broken, origin = _profiles(cfg, findings)
-    specs = _models(cfg, str(file), profiles, broken, origin, findings)
+    specs = _models(cfg, where, profiles, broken, origin, findings, keys=keys, judging=judging)
     rubric_key = _rubric(cfg, findings)
     n_personas, columns = _personas(cfg, findings)
     _prompts(cfg, columns, findings)
     if rubric_key is not None:
-        _lexical_judge(specs, rubric_key, cfg, findings)
+        _stand_in_judges(specs, rubric_key, cfg, chosen_judges, findings)
+    if n_personas and (problem := plan_size(cfg, n_personas, shard)[1]) is not None:
+        findings.append(Finding(where, problem))
     summary = (
         f"rubric {rubric_key or '?'}, {n_personas} personas, {len(cfg.chatbots)} chatbot(s), "
         f"{len(cfg.user_agents)} user-agent(s), {len(cfg.judges)} judge(s)"
@@ -151,9 +193,13 @@ def _models(
     broken: dict[str, str],
     origin: dict[str, Path],
     findings: list[Finding],
+    *,
+    keys: Keys,
+    judging: bool,
 ) -> list[ModelSpec]:
     """Every model reference resolves to a profile that loads, an offline stand-in
-    exists, and the keys it needs are set (a warning when not)."""
+    exists and plays its role, the model takes the role's settings (reasoning, service
+    tier, judge mode, budget), and the keys it needs are set."""
     specs: list[ModelSpec] = []
     warned: set[str] = set()
     for role in ("chatbots", "user_agents", "judges"):
@@ -174,6 +220,9 @@ def _models(
                 known = ", ".join(f"offline/{m}" for m in OFFLINE_MODELS)
                 findings.append(Finding(file, f"{role}: no offline stand-in {ref!r} (there are: {known})"))
                 continue
+            if profile.protocol == "offline" and (problem := stand_in_role_problem(model, _ROLE[role])):
+                findings.append(Finding(file, f"{role}: {problem}"))
+                continue
             if profile.protocol not in ("http", "offline") and not model:
                 findings.append(Finding(file, f"{role}: {ref!r} names no model (write profile/model)"))
             var = missing_key(profile)
@@ -184,7 +233,7 @@ def _models(
                     Finding(
                         where,
                         f"environment variable {var} is not set ({ref} needs it; export it or put it in .env)",
-                        "warning",
+                        "error" if keys == "require" and (judging or role != "judges") else "warning",
                     )
                 )
             spec = ModelSpec(
@@ -195,14 +244,18 @@ def _models(
                 params=dict(profile.params),
             )
             try:
-                role_spec(spec, _ROLE[role], cfg)  # the reasoning settings, as a run checks them
+                fitted, _ = role_spec(spec, _ROLE[role], cfg)  # the reasoning settings, as a run checks them
             except UserError as exc:
                 in_profile = "[params] of provider profile" in str(exc)
                 where = str(origin.get(profile.name, file)) if in_profile else file
                 findings.append(Finding(where, str(exc)))
+                fitted = spec
             if (finding := _tier(cfg, role, ref, profile, model, file, origin)) is not None:
                 findings.append(finding)
-            specs.append(spec)
+            budgeted = cfg.max_cost_usd and (judging or role != "judges")
+            if budgeted and (problem := budget_problem(profile, ref, _ROLE[role], fitted.params)):
+                findings.append(Finding(file, problem))
+            specs.append(fitted)
     return specs
 
 
@@ -286,8 +339,16 @@ def _prompts(cfg: RunConfig, columns: tuple[str, ...], findings: list[Finding]) 
         findings.append(_finding(exc, cfg.judge_prompts))
 
 
-def _lexical_judge(specs: list[ModelSpec], rubric_key: str, cfg: RunConfig, findings: list[Finding]) -> None:
+def _stand_in_judges(
+    specs: list[ModelSpec], rubric_key: str, cfg: RunConfig, chosen: bool, findings: list[Finding]
+) -> None:
+    """A stand-in judge that cannot read the rubric is refused, unless the run would
+    replace every judge of the config by the dry-run judge (`dry_run_swap`)."""
+    if dry_run_swap(cfg.judges, rubric_key, chosen=chosen):
+        return
+    judges = set(cfg.judges)
     for s in specs:
-        reason = rubric_refusal(s.model, rubric_key) if s.protocol == "offline" else None
-        if reason is not None:
+        if s.ref not in judges or s.protocol != "offline":
+            continue
+        if (reason := rubric_refusal(s.model, rubric_key)) is not None:
             findings.append(Finding(str(cfg.path(cfg.rubric)), f"{reason}; choose a model judge"))

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from vera.errors import ConfigError
-from vera.inputs import RunConfig, apply_target, check_limits_url, skip_reason
+from vera.inputs import RunConfig, absolute, apply_target, check_limits_url, list_problems, skip_reason
 
 
 @dataclass
@@ -71,6 +70,7 @@ def configure(
     def given(name: str) -> Any:
         return getattr(opts, name, None)
 
+    refuse_contradictions(opts)
     if (value := given("providers")) is not None:
         cfg.chatbots = select_providers(value, profiles or {}, notes if notes is not None else [])
     if value := given("seeds"):
@@ -78,11 +78,11 @@ def configure(
     if (value := given("max_concurrency")) is not None:
         cfg.max_concurrency = value
     if value := given("reference_data"):  # before --target, which may name a folder in it
-        cfg.reference.data = str(Path(value).resolve())
+        cfg.reference.data = str(absolute(value))
     if value := given("target"):  # before --personas, which may replace the target's
         apply_target(cfg, value)
     if value := given("personas"):
-        cfg.personas = str(Path(value).resolve())
+        cfg.personas = str(absolute(value))
     if (value := given("limit_personas")) is not None:
         cfg.persona_limit = value
     if value := given("judges"):
@@ -94,7 +94,7 @@ def configure(
     if (value := given("cache")) is not None:
         cfg.cache = value
     if value := given("cache_dir"):
-        cfg.cache_dir = str(Path(value).resolve())
+        cfg.cache_dir = str(absolute(value))
     if (value := given("max_cost")) is not None:
         cfg.max_cost_usd = value
     if value := given("shard_limits"):
@@ -107,8 +107,35 @@ def configure(
         cfg.conversation.sessions = value
     if (value := given("user_memory")) is not None:
         cfg.conversation.user_memory = value
+        if value and not cfg.conversation.multi_session:
+            raise ConfigError(
+                "--user-memory: each persona has one session in this run, so there is nothing to "
+                "remember; give --sessions TYPE,TYPE (or sessions in the config's [conversation])"
+            )
     cfg.check()
     return cfg
+
+
+SHARD_LIMITS_ALONE = "--shard-limits {} applies to a sharded run: give --shard K/N too"
+
+
+def refuse_contradictions(opts: RunOptions | JudgeOptions) -> None:
+    """Options that cannot all be meant, or a list that names one model twice (a model
+    twice is planned twice under one job id, so its run could never finish; a judge
+    twice is pooled twice): refused, naming the options."""
+    for flag, values in (("--judge", opts.judges), ("--user-agent", getattr(opts, "user_agents", []))):
+        if problems := list_problems(flag, values, "model"):
+            raise ConfigError("; ".join(problems))
+    if not isinstance(opts, RunOptions):
+        return
+    if opts.cache is False and opts.cache_dir:
+        raise ConfigError(
+            f"--no-cache and --cache-dir {opts.cache_dir}: give one (--no-cache replays nothing, "
+            "--cache-dir replays from a shared cache)"
+        )
+    # A resumed run's manifest says whether it is sharded: checked where it is read.
+    if opts.shard_limits and not opts.shard and not opts.resume:
+        raise ConfigError(SHARD_LIMITS_ALONE.format(opts.shard_limits))
 
 
 def select_providers(value: str, profiles: dict[str, Any], notes: list[str]) -> list[str]:
@@ -121,6 +148,8 @@ def select_providers(value: str, profiles: dict[str, Any], notes: list[str]) -> 
                 f"--providers {value!r}: names no chatbot; give profile names or provider/model refs "
                 "separated by commas, or 'all'"
             )
+        if problems := list_problems("--providers", refs, "chatbot"):
+            raise ConfigError("; ".join(problems))
         return refs
     chosen: list[str] = []
     for name, profile in sorted(profiles.items()):

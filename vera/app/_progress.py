@@ -5,6 +5,10 @@ second, retries, 429s, tokens and cost, read from the client pool's accounts; wi
 judge in batch mode, its batches by state ("batches: 2 in progress (340 requests), 1
 finalizing, 3 completed"), read from the batching clients.
 
+The first failure to connect to each account is printed at once as one line ("warning:
+cannot connect to api.example.com[KEY]: ...; retrying"), while the retries go on: a run
+whose every call is refused would otherwise say why only on its card.
+
 A finished job only bumps a few running totals. The table is drawn, and the accounts
 summed, at a fixed rate (`refresh_per_second`) by a task on the event loop, never per
 finished job: at thousands of jobs a second, a redraw per job would cost more than the
@@ -41,12 +45,15 @@ class RunProgress:
         console: Console | None = None,
         accounts: Callable[[], list[dict[str, Any]]] | None = None,
         batches: Callable[[], str] | None = None,
+        connect_errors: Callable[[], list[tuple[str, str]]] | None = None,
         every_s: float = 10.0,
         refresh_per_second: float = 4.0,
     ) -> None:
         self.console = console or Console(stderr=True)
         self.accounts = accounts or (lambda: [])
         self.batches = batches or (lambda: "")
+        # (account, its first failure to connect) of every account that has one.
+        self.connect_errors = connect_errors or (lambda: [])
         self.every_s = every_s
         self.refresh_per_second = refresh_per_second
         self.total_conv = 0
@@ -66,6 +73,7 @@ class RunProgress:
         self._live: Live | None = None
         self._refresher: asyncio.Task[None] | None = None
         self._totals: Counter[str] = Counter()
+        self._announced: set[str] = set()  # accounts whose connection failure was printed
 
     def plan(self, per_chatbot: dict[str, int]) -> None:
         self._totals.update(per_chatbot)
@@ -116,6 +124,7 @@ class RunProgress:
             self._tick()
 
     def _tick(self) -> None:
+        self._announce_connect_errors()
         if self._live is not None:
             self.redraws += 1
             self._live.update(self._table(), refresh=True)
@@ -124,6 +133,17 @@ class RunProgress:
         if now - self._last_line >= self.every_s:
             self._last_line = now
             self._print_line()
+
+    def _announce_connect_errors(self) -> None:
+        for account, error in self.connect_errors():
+            if account in self._announced:
+                continue
+            self._announced.add(account)
+            line = f"warning: cannot connect to {account}: {error}; retrying"
+            if self._live is not None:
+                self._live.console.print(line, markup=False, highlight=False, soft_wrap=True)
+            else:
+                print(line, file=sys.stderr, flush=True)
 
     def _counts(self) -> tuple[int, ...]:
         return (self.done_total, self.failed_total, self.judged, self.judge_failed)

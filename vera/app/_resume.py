@@ -134,10 +134,14 @@ def restored_config(manifest: RunManifest) -> RunConfig:
     recorded (absolute), needing no config file."""
     cfg = RunConfig.from_snapshot(manifest.config)
     cfg.base_dir = manifest.base_dir or _guess_base_dir(manifest, cfg)
+    # Each input where the run recorded it; a path the config already names it by stays
+    # as written, so a resume leaves the manifest's config as it was (relative paths too).
     for key, _ in INPUTS:
-        setattr(cfg, key, getattr(manifest, key).path)
-    if len(manifest.personas.files) > 1:  # a set combined from several files
-        cfg.personas = list(manifest.personas.files)
+        if key != "personas" and cfg.path(getattr(cfg, key)) != Path(getattr(manifest, key).path):
+            setattr(cfg, key, getattr(manifest, key).path)
+    files = list(manifest.personas.files)
+    if [str(f) for f in cfg.persona_files()] != files:
+        cfg.personas = files if len(files) > 1 else files[0]  # a set may combine several files
     return cfg
 
 

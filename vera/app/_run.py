@@ -19,12 +19,14 @@ scored afterwards, outside the event loop (`vera.app._result.scored`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from vera.app._checks import preflight
 from vera.app._options import RunOptions, configure
 from vera.app._result import RunOutcome
 from vera.app._resume import (
@@ -38,7 +40,7 @@ from vera.app._resume import (
 from vera.app._session import RunSession
 from vera.app._stand_ins import RunFacts, fit_stand_in_judges
 from vera.engine import Inputs, Shard, Sweep, SweepResult, check_plan_size, plan_sweep, run_sweep
-from vera.errors import StorageError, UserError
+from vera.errors import ConfigError, StorageError, UserError
 from vera.inputs import RunConfig, load_config, load_profiles
 from vera.records import ModelSpec, Role, RunManifest
 from vera.report import run_status
@@ -47,8 +49,24 @@ from vera.store import MANIFEST, Fanout, open_run
 FORCED = "cancelled at once by a second signal"
 
 
-async def execute_run(opts: RunOptions) -> RunOutcome:
-    """Run (or simulate) into a run directory; the outcome's card is scored later."""
+@dataclass
+class Prepared:
+    """What a run has checked and loaded before it opens anything (`prepare_run`)."""
+
+    cfg: RunConfig
+    profiles: dict[str, Any]
+    inputs: Inputs
+    existing: RunManifest | None  # the manifest of the run this continues
+    shard: Shard | None
+    out: Path | None
+    notes: list[str]
+
+
+def prepare_run(opts: RunOptions) -> Prepared:
+    """The run's pre-flight: the config (or the resumed run's manifest) with the options
+    over it, every check `vera validate config` makes (`preflight`, one function for
+    both), the inputs loaded. A `UserError` here leaves nothing behind: no run
+    directory is made and no call is sent."""
     notes: list[str] = []
     out = Path(opts.out) if opts.out else None
     existing = existing_run(out, resume=opts.resume) if out is not None else None
@@ -58,11 +76,32 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
         cfg = load_config(opts.config_path, reference_data=opts.reference_data)
         profiles = load_profiles(cfg.path(cfg.providers))
         cfg = configure(cfg, opts, profiles, notes)
+    shard = Shard.parse(opts.shard) if opts.shard else _manifest_shard(existing)
+    if opts.shard_limits and shard is None:
+        raise ConfigError(f"--shard-limits {opts.shard_limits}: this run is not sharded")
+    where = opts.config_path or (str(out / MANIFEST) if out is not None and existing else "")
+    hint = f"; `vera validate config {opts.config_path}` lists them" if opts.config_path else ""
+    chosen = bool(opts.judges) or existing is not None
+    preflight(cfg, where, judging=opts.judge, chosen_judges=chosen, shard=shard).refuse(hint)
     inputs = Inputs.load(cfg)
     if existing is None and (note := fit_stand_in_judges(inputs, chosen=bool(opts.judges))):
         notes.append(note)
-    shard = Shard.parse(opts.shard) if opts.shard else _manifest_shard(existing)
     check_plan_size(inputs, shard)  # a plan too big to hold is refused before a run directory is made
+    return Prepared(cfg, profiles, inputs, existing, shard, out, notes)
+
+
+async def execute_run(opts: RunOptions) -> RunOutcome:
+    """Run (or simulate) into a run directory; the outcome's card is scored later."""
+    ready = prepare_run(opts)
+    cfg, profiles, inputs, existing, shard, out, notes = (
+        ready.cfg,
+        ready.profiles,
+        ready.inputs,
+        ready.existing,
+        ready.shard,
+        ready.out,
+        ready.notes,
+    )
     run_dir = out or new_run_dir(cfg, cfg.fingerprint())
     resume = resume_command(opts.command, run_dir)
     fresh = not run_dir.exists()

@@ -125,7 +125,9 @@ class RunSession:
             return None
         pool = self._need_pool()
         self.progress = RunProgress(
-            accounts=lambda: [a.snapshot() for a in pool.accounts], batches=pool.batch_states
+            accounts=lambda: [a.snapshot() for a in pool.accounts],
+            batches=pool.batch_states,
+            connect_errors=lambda: [(a.label, a.connect_error) for a in pool.accounts if a.connect_error],
         )
         self._stack.push_async_callback(self._closing, "progress", self.progress.stop)
         return self.progress

@@ -97,19 +97,26 @@ class RunFacts:
 DRY_RUN_JUDGE = f"{OFFLINE.name}/dry-run-judge"
 
 
-def fit_stand_in_judges(inputs: Inputs, *, chosen: bool) -> str | None:
-    """When every judge of the config is an offline stand-in that cannot read the run's
-    rubric (the lexical judge knows only vera-si) and the user did not choose the judges
-    on the command line, judge with the dry-run judge instead, so any target runs
-    offline end to end. Returns the note that says so (None: nothing changed)."""
-    cfg = inputs.config
+def dry_run_swap(judges: list[str], rubric_key: str, *, chosen: bool) -> list[str]:
+    """The judges a run replaces by the dry-run judge: every judge of the config, when
+    each is an offline stand-in that cannot read the rubric (the lexical judge knows only
+    vera-si) and the user did not name the judges on the command line, so any target
+    runs offline end to end. Empty when nothing is replaced."""
     prefix = f"{OFFLINE.name}/"
     refused = [
-        j
-        for j in cfg.judges
-        if j.startswith(prefix) and rubric_refusal(j.removeprefix(prefix), inputs.rubric.key)
+        j for j in judges if j.startswith(prefix) and rubric_refusal(j.removeprefix(prefix), rubric_key)
     ]
-    if chosen or not refused or len(refused) != len(cfg.judges):
+    if chosen or not refused or len(refused) != len(judges):
+        return []
+    return refused
+
+
+def fit_stand_in_judges(inputs: Inputs, *, chosen: bool) -> str | None:
+    """Judge with the dry-run judge where `dry_run_swap` says so. Returns the note that
+    says so (None: nothing changed)."""
+    cfg = inputs.config
+    refused = dry_run_swap(cfg.judges, inputs.rubric.key, chosen=chosen)
+    if not refused:
         return None
     cfg.judges = [DRY_RUN_JUDGE]
     return (

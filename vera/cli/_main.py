@@ -20,8 +20,10 @@ import click
 
 from vera import __version__
 from vera.app import sweep_collector
+from vera.cli._door import Number, guard
 from vera.errors import ConfigError, Interrupted, UserError
-from vera.inputs import MAX_RESAMPLES, MAX_SEEDS
+from vera.inputs import MAX_RESAMPLES, MAX_SEEDS, MAX_TURNS
+from vera.ranges import SEED
 from vera.report import Card, fixed, num
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -138,14 +140,28 @@ MAX_WAIT_HELP = (
 )
 
 
+# Every seed option takes the same seeds as the config's `seeds` and `[stats] seed`.
+SEED_TYPE = Number(SEED, "seed")
+
+
 def _seeds(value: str | None, seed: int | None) -> list[int] | None:
+    if seed is not None and value is not None:
+        raise ConfigError(
+            f"--seed {seed} and --seeds {value}: give one (--seed N runs one seed, --seeds a count or a list)"
+        )
     if seed is not None:
         return [seed]
-    if not value:
+    if value is None:
         return None
     try:
         if "," in value:
-            return [int(x) for x in value.split(",") if x.strip()]
+            seeds = [int(x) for x in value.split(",") if x.strip()]
+            if not seeds:
+                raise ValueError
+            for s in seeds:
+                if SEED.problem(s) is not None:
+                    raise ConfigError(f"--seeds {value}: {s} is not a seed ({SEED.describe()})")
+            return seeds
         n = int(value)
     except ValueError:
         raise ConfigError(f"--seeds {value!r}: give a count (3) or a list (1,5,9)") from None
@@ -183,7 +199,7 @@ def _sweep_options(f: F) -> F:
             help="Chatbots to evaluate: comma-separated profile names or provider/model refs, or 'all'.",
         ),
         click.option(
-            "--seed", type=int, help="One seed for every random choice (overrides the config's seeds)."
+            "--seed", type=SEED_TYPE, help="One seed for every random choice (overrides the config's seeds)."
         ),
         click.option(
             "--seeds", "seeds_opt", help="Seeds as replicates: a count (3 → 1,2,3) or a list (1,5,9)."
@@ -495,7 +511,7 @@ def merge(out: str, shards: tuple[str, ...], allow_partial: bool) -> None:
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     help="Interval level between 0 and 1, e.g. 0.95.",
 )
-@click.option("--bootstrap-seed", type=int, help="Seed of the bootstrap.")
+@click.option("--bootstrap-seed", type=SEED_TYPE, help="Seed of the bootstrap.")
 def score(run_dir: str, resamples: int | None, confidence: float | None, bootstrap_seed: int | None) -> None:
     """Recompute ratings.parquet, answers.parquet and the card (card.json, card.md,
     card.html, plots/) from a run's records, e.g. with other interval settings."""
@@ -564,7 +580,7 @@ def validate_rubric_cmd(file: str) -> None:
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option(
     "--prompts",
-    type=click.Path(file_okay=False),
+    type=click.Path(file_okay=False, exists=True),
     help="Also check the user-agent templates in this prompt folder.",
 )
 @REFERENCE_DATA_OPTION
@@ -650,11 +666,14 @@ def personas() -> None:
 @personas.command("show")
 @click.argument("name")
 @click.option(
-    "--file", "file", type=click.Path(dir_okay=False), help="Persona file (default: the built-in set)."
+    "--file",
+    "file",
+    type=click.Path(dir_okay=False, exists=True),
+    help="Persona file (default: the built-in set).",
 )
-@click.option("--prompts", type=click.Path(file_okay=False), help="User-agent prompt folder.")
-@click.option("--min-turns", type=int, default=10, show_default=True)
-@click.option("--max-turns", type=int, default=30, show_default=True)
+@click.option("--prompts", type=click.Path(file_okay=False, exists=True), help="User-agent prompt folder.")
+@click.option("--min-turns", type=click.IntRange(0, MAX_TURNS), default=10, show_default=True)
+@click.option("--max-turns", type=click.IntRange(2, MAX_TURNS), default=30, show_default=True)
 @REFERENCE_DATA_OPTION
 def personas_show(
     name: str,
@@ -678,6 +697,8 @@ def personas_show(
     up = load_user_prompts(
         prompts or REPO_ROOT / "personas" / "prompts", lambda: reference_folder(reference_data or "")
     )
+    if min_turns > max_turns:
+        raise ConfigError(f"--min-turns {min_turns} is more than --max-turns {max_turns}")
     p = pset.by_name(name)
     click.echo(f"# system prompt ({up.version.name} {up.version.version})\n")
     click.echo(render_user_system(p, up, min_turns=min_turns, max_turns=max_turns))
@@ -748,6 +769,7 @@ def bench(ctx: click.Context) -> None:
         sys.path.insert(0, str(REPO_ROOT))
     from benchmarks.harness import bench as harness
 
+    guard(harness)
     harness.main(args=list(ctx.args), prog_name="vera bench", standalone_mode=False)
 
 
@@ -760,6 +782,8 @@ main.add_command(export)
 from vera.cli._report import report  # noqa: E402  (reports on a run live in vera.cli._report)
 
 main.add_command(report)
+
+guard(main)  # every float option finite, every path and text option not empty (vera.cli._door)
 
 if __name__ == "__main__":
     main()

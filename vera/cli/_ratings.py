@@ -7,6 +7,9 @@ from pathlib import Path
 
 import click
 
+from vera.cli._door import Number
+from vera.ranges import SEED
+
 
 @click.group()
 def ratings() -> None:
@@ -61,7 +64,7 @@ def import_(run_dir: str, file: str, skip_unmatched: bool) -> None:
     help="The calibrated overall score's interval width wanted, in score points (e.g. 10).",
 )
 @click.option("--resamples", type=click.IntRange(50, 100_000), default=500, show_default=True)
-@click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
+@click.option("--seed", type=Number(SEED, "seed"), default=0, show_default=True)
 def plan(run_dir: str, width: float, resamples: int, seed: int) -> None:
     """Propose how many of each chatbot's conversations humans should rate so that the
     calibrated overall score's 95 % interval is about WIDTH points wide. With 20 or more
@@ -79,13 +82,20 @@ def plan(run_dir: str, width: float, resamples: int, seed: int) -> None:
     )
     click.echo(f"for a calibrated overall interval about {width:g} points wide (95 %):")
     for p in plans:
-        need = (
-            f"rate {p.n_needed} of {p.n_conversations} conversations ({p.n_needed / p.n_conversations:.0%})"
-            if p.n_needed is not None
-            else f"not reachable: rating all {p.n_conversations} conversations gives "
-            f"{fixed(p.widths.get(p.n_conversations, float('nan')), 1)} points"
-        )
+        if p.n_needed is not None:
+            need = f"rate {p.n_needed} of {p.n_conversations} conversations ({p.n_needed / p.n_conversations:.0%})"
+        elif p.n_conversations in p.widths:
+            need = (
+                f"not reachable: rating all {p.n_conversations} conversations gives "
+                f"{fixed(p.widths[p.n_conversations], 1)} points"
+            )
+        else:  # too few conversations for an interval to have a width at all
+            need = (
+                f"cannot be estimated from {p.n_conversations} conversation(s): an interval needs more; "
+                "judge more conversations of this chatbot first"
+            )
         more = f", {max(0, p.n_needed - p.n_rated)} more" if p.n_needed is not None and p.n_rated else ""
         click.echo(f"  {p.chatbot}: {need} ({p.n_rated} rated so far{more}; basis: {p.basis})")
-        shown = ", ".join(f"{n}: {fixed(w, 1)}" for n, w in p.widths.items())
-        click.echo(f"    expected width by conversations rated: {shown}")
+        if p.widths:
+            shown = ", ".join(f"{n}: {fixed(w, 1)}" for n, w in p.widths.items())
+            click.echo(f"    expected width by conversations rated: {shown}")

@@ -14,8 +14,10 @@ from typing import Any, Literal
 import click
 import msgspec
 
+from vera.cli._door import Number
 from vera.errors import ConfigError
 from vera.inputs import MAX_RESAMPLES
+from vera.ranges import MARGIN, SEED
 from vera.report import compare_tables, percent_level, render, text_tables
 from vera.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from vera.store import atomic_write
@@ -63,8 +65,12 @@ def _write_json(obj: Any, path: str | None) -> None:
     type=click.IntRange(1, MAX_RESAMPLES),
     help="Bootstrap resamples (default: the first run's config).",
 )
-@click.option("--confidence", type=float, help="Interval level, e.g. 0.95.")
-@click.option("--seed", type=int, help="Seed of the bootstrap.")
+@click.option(
+    "--confidence",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    help="Interval level, e.g. 0.95.",
+)
+@click.option("--seed", type=Number(SEED, "seed"), help="Seed of the bootstrap.")
 @click.option(
     "--gate",
     is_flag=True,
@@ -72,7 +78,7 @@ def _write_json(obj: Any, path: str | None) -> None:
 )
 @click.option(
     "--margin",
-    type=float,
+    type=Number(MARGIN, "points"),
     default=0.0,
     show_default=True,
     help="With --gate: score points the candidate may lose before its interval counts as worse.",
@@ -110,6 +116,9 @@ def compare(
     from vera.report import compare_runs
 
     _check_bootstrap(resamples, confidence, seed)
+    if gate and (by_seed or html_path):
+        flag = "--by-seed" if by_seed else "--html"
+        raise ConfigError(f"{flag} applies to a comparison, not to --gate (the gate prints its verdict)")
     if gate:
         _gate(run_dirs, force, json_path, margin, resamples, confidence, seed, calibrated)
         return
@@ -223,12 +232,18 @@ def _gate(
 )
 @click.option(
     "--confidence",
-    type=float,
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
     default=DEFAULT_CONFIDENCE,
     show_default=True,
     help="Interval level (--against).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap (--against).")
+@click.option(
+    "--seed",
+    type=Number(SEED, "seed"),
+    default=0,
+    show_default=True,
+    help="Seed of the bootstrap (--against).",
+)
 def agreement(
     ratings_file: str,
     against: str | None,

@@ -10,7 +10,9 @@ from typing import Any, TypeVar
 
 import click
 
+from vera.cli._door import Number
 from vera.errors import ConfigError
+from vera.ranges import SEED
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -90,7 +92,7 @@ def view(run_dirs: tuple[str, ...], port: int, host: str, allow_remote: bool, op
 )
 @click.option(
     "--seed",
-    type=int,
+    type=Number(SEED, "seed"),
     default=1,
     show_default=True,
     help="Seed of the sample and of your order; raters who share a sample share a seed.",

@@ -48,7 +48,7 @@ from vera.clients.batching import (
     WaitClock,
     batch_summary,
 )
-from vera.clients.budget import Budget
+from vera.clients.budget import Budget, output_bound
 from vera.clients.flex import FLEX_PROTOCOLS, FlexClient, flex_problem
 from vera.clients.gemini import GeminiClient
 from vera.clients.http import HttpChatbotClient
@@ -285,16 +285,10 @@ class ClientPool:
 
     def budget_problem(self, ref: str, role: Role, params: dict[str, Any] | None) -> str | None:
         """Why the run's budget cannot hold calls to `ref` in `role` with `params` (None:
-        it can, or there is no budget): a priced model whose output nothing caps has no
-        worst case to reserve."""
-        if self.budget is None or not self.limited(ref, role).unbounded(params):
+        it can, or there is no budget); see `budget_problem`."""
+        if self.budget is None:
             return None
-        return (
-            f"--max-cost: {ref} as {role.replace('_', '-')} is priced per output token and "
-            "nothing caps its output, so no call has a worst case to reserve; set max_tokens "
-            f"in profile {resolve_ref(ref, self.profiles)[0].name!r} [params] or the config's "
-            f"[{role}.params]"
-        )
+        return budget_problem(resolve_ref(ref, self.profiles)[0], ref, role, params)
 
     def batching(
         self,
@@ -441,6 +435,20 @@ class ClientPool:
             for p in self.profiles.values()
             if p.protocol != "offline" and missing_key(p) is None and _identity(p, api_key(p)) == identity
         ]
+
+
+def budget_problem(profile: Profile, ref: str, role: Role, params: dict[str, Any] | None) -> str | None:
+    """Why a run with a budget cannot call `ref` (of `profile`) in `role` with `params`
+    (None: it can): a priced model whose output nothing caps has no worst case to reserve.
+    Asked before a run opens anything (vera.app's pre-flight) and by the pool."""
+    cap = DEFAULT_MAX_TOKENS if profile.protocol == "anthropic" else None
+    if profile.protocol == "offline" or profile.price_output_per_mtok <= 0 or output_bound(params, cap):
+        return None
+    return (
+        f"--max-cost: {ref} as {role.replace('_', '-')} is priced per output token and "
+        "nothing caps its output, so no call has a worst case to reserve; set max_tokens "
+        f"in profile {profile.name!r} [params] or the config's [{role}.params]"
+    )
 
 
 def tier_problem(profile: Profile, model: str, tier: str) -> str | None:

@@ -56,7 +56,7 @@ class Inputs:
 
     @classmethod
     def load(cls, config: RunConfig) -> Inputs:
-        if reads_reference(config):
+        if reads_reference(config) or config.reference.sha256:
             verify_pins(config)  # a wrong or other-release folder is named before anything is read
         target = (
             load_target(

@@ -448,22 +448,28 @@ def check_plan_size(inputs: Inputs, shard: Shard | None = None) -> int:
     """The number of conversations the sweep plans (this shard's part), refused with one
     line before anything is built when it would not fit in memory: every planned
     conversation is held as a job, and the whole sweep is enumerated to pick a shard's."""
-    cfg = inputs.config
-    sessions = len(cfg.conversation.sessions) if cfg.conversation.multi_session else 1
-    total = (
-        len(cfg.seeds) * len(cfg.chatbots) * len(cfg.user_agents) * len(inputs.selected_personas()) * sessions
-    )
-    mine = -(-total // shard.count) if shard else total
-    if mine > MAX_PLANNED or total > MAX_PLANNED * 50:
-        how = f"{len(cfg.seeds):,} seed(s) × {len(cfg.chatbots):,} chatbot(s) × {len(cfg.user_agents):,} user-agent(s) × {len(inputs.selected_personas()):,} persona(s)"
-        if sessions > 1:
-            how += f" × {sessions} sessions"
-        raise ConfigError(
-            f"the sweep plans {total:,} conversations ({how}); one process plans at most {MAX_PLANNED:,}: "
-            "use fewer seeds or personas, or split the sweep with --shard K/N"
-            + (f" (this shard would plan {mine:,})" if shard else "")
-        )
+    mine, problem = plan_size(inputs.config, len(inputs.selected_personas()), shard)
+    if problem is not None:
+        raise ConfigError(problem)
     return mine
+
+
+def plan_size(cfg: RunConfig, personas: int, shard: Shard | None = None) -> tuple[int, str | None]:
+    """The conversations a sweep of `personas` personas plans (this shard's part), and
+    why that is too many to hold (None: it is not)."""
+    sessions = len(cfg.conversation.sessions) if cfg.conversation.multi_session else 1
+    total = len(cfg.seeds) * len(cfg.chatbots) * len(cfg.user_agents) * personas * sessions
+    mine = -(-total // shard.count) if shard else total
+    if mine <= MAX_PLANNED and total <= MAX_PLANNED * 50:
+        return mine, None
+    how = f"{len(cfg.seeds):,} seed(s) × {len(cfg.chatbots):,} chatbot(s) × {len(cfg.user_agents):,} user-agent(s) × {personas:,} persona(s)"
+    if sessions > 1:
+        how += f" × {sessions} sessions"
+    return mine, (
+        f"the sweep plans {total:,} conversations ({how}); one process plans at most {MAX_PLANNED:,}: "
+        "use fewer seeds or personas, or split the sweep with --shard K/N"
+        + (f" (this shard would plan {mine:,})" if shard else "")
+    )
 
 
 def plan_sweep(

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from vera.errors import DataError
+from vera.text import read_text
 
 # A cell may hold up to this much text. Python's csv module stops at 128 KiB, which a long
 # rubric guidance or persona background written in a spreadsheet can pass; past this limit
@@ -35,15 +36,8 @@ def tsv_rows(text: str, path: Path) -> list[list[str]]:
 
 def read_tsv_text(path: Path, what: str) -> tuple[bytes, str]:
     """(raw bytes for hashing, text) of a UTF-8 file, a byte-order mark allowed
-    (spreadsheets write one)."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise DataError(str(path), f"cannot read {what}: {exc.strerror or exc}") from None
-    try:
-        return raw, raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DataError(str(path), f"not UTF-8 text (byte {exc.start})") from None
+    (spreadsheets write one); another encoding is named (vera.text)."""
+    return read_text(path, what)
 
 
 def sidecar(path: Path) -> dict[str, Any]:
@@ -52,6 +46,6 @@ def sidecar(path: Path) -> dict[str, Any]:
     if not side.is_file():
         return {}
     try:
-        return tomllib.loads(side.read_text(encoding="utf-8"))
+        return tomllib.loads(read_text(side, "rubric or persona metadata")[1])
     except tomllib.TOMLDecodeError as exc:
         raise DataError(str(side), f"invalid TOML: {exc}") from None

@@ -5,14 +5,15 @@ reference tool's data, and where vera's built-in data lives.
 
 from vera.inputs._config import (
     MAX_PLANNED,
-    MAX_RESAMPLES,
     MAX_SEEDS,
     MAX_TURNS,
     PASSWORD_ENV,
     REPO_ROOT,
     ConversationConfig,
     RunConfig,
+    absolute,
     check_limits_url,
+    list_problems,
     load_config,
 )
 from vera.inputs._personas import (
@@ -64,6 +65,7 @@ from vera.inputs._targets import (
     persona_header,
 )
 from vera.inputs._transcripts import PERSONAS_NOT_FOUND, personas_not_found, read_transcripts
+from vera.ranges import MAX_RESAMPLES
 
 __all__ = [
     "DISCLOSURE",
@@ -93,6 +95,7 @@ __all__ = [
     "Target",
     "Template",
     "UserPrompts",
+    "absolute",
     "api_key",
     "apply_target",
     "builtin_targets",
@@ -105,6 +108,7 @@ __all__ = [
     "find_target",
     "label",
     "link_local_endpoint",
+    "list_problems",
     "load_config",
     "load_judge_prompts",
     "load_personas",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -21,8 +22,19 @@ from vera.errors import ConfigError
 from vera.inputs._defaults import builtin_config, data_root, runs_root
 from vera.inputs._refdir import REFERENCE_PREFIX, reference_folder
 from vera.inputs._targets import TARGET_FIELDS, apply_target
+from vera.ranges import (
+    LEVEL,
+    MAX_RESAMPLES,
+    POSITIVE_SECONDS,
+    SECONDS,
+    SEED,
+    SHARE,
+    Range,
+    sampling_problems,
+)
 from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, ConfigSnapshot
 from vera.rubric import TERMINAL_SEMANTICS
+from vera.text import decode
 
 # Shared limits live in Redis (vera.clients.shared_limits); the URL is an input, checked
 # here with the rest of the config so this layer never imports the clients.
@@ -43,6 +55,16 @@ def check_limits_url(url: str) -> str:
     return url
 
 
+def absolute(path: str | Path) -> Path:
+    """`path` made absolute without resolving symbolic links, so that messages name a
+    file the way the user reaches it (`~/evals/personas.tsv`, not the disk it is linked
+    to); `..` is folded only where that still names the same file."""
+    p = Path(path).expanduser()
+    p = p if p.is_absolute() else Path.cwd() / p
+    folded = Path(os.path.normpath(p))
+    return folded if folded == p or os.path.realpath(folded) == os.path.realpath(p) else p
+
+
 # Where the built-in defaults' relative paths resolve: the checkout, or the package data
 # of an installed vera (see vera.inputs._defaults).
 REPO_ROOT = data_root()
@@ -56,7 +78,6 @@ REPO_ROOT = data_root()
 MAX_TURNS = 1_000
 MAX_SEEDS = 10_000
 MAX_PLANNED = 1_000_000
-MAX_RESAMPLES = 100_000
 
 
 class SessionConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -242,7 +263,7 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         if value.startswith(REFERENCE_PREFIX):
             return self.reference_dir() / value.removeprefix(REFERENCE_PREFIX)
         p = Path(value).expanduser()
-        return p if p.is_absolute() else (Path(self.base_dir or REPO_ROOT) / p).resolve()
+        return p if p.is_absolute() else absolute(Path(self.base_dir or REPO_ROOT) / p)
 
     def role_params(self, role: str) -> tuple[dict[str, Any], bool]:
         """The sampling parameters the config sets for `role` ("judge", "user_agent",
@@ -259,6 +280,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         return reference_folder(self.reference.data, base=Path(self.base_dir or REPO_ROOT))
 
     def check(self) -> None:
+        """Every setting within its range and consistent with the others; one ConfigError
+        listing each problem, named by its field."""
         c = self.conversation
         problems = []
         if not 2 <= c.max_turns <= MAX_TURNS:
@@ -286,21 +309,43 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             )
         if len(set(self.seeds)) != len(self.seeds):
             problems.append("seeds must not repeat")
+        problems += [f"seeds: {s} {p}" for s in self.seeds if (p := SEED.problem(s)) is not None][:1]
         for role in ("chatbots", "user_agents", "judges"):
-            if not getattr(self, role):
+            refs = getattr(self, role)
+            if not refs:
                 problems.append(f"{role} must list at least one model")
+            problems += list_problems(role, refs, "model")
         if self.persona_limit < 0:
             problems.append("persona_limit must not be negative (0 = every persona)")
         if not math.isfinite(self.max_cost_usd) or self.max_cost_usd < 0:
             problems.append("max_cost_usd must be a finite amount of US dollars, 0 or more (0 = no budget)")
-        if not 0 <= self.allow_failures <= 1:
-            problems.append("allow_failures must be a fraction between 0 and 1")
-        if not 0 < self.stats.confidence < 1:
-            problems.append("stats.confidence must be between 0 and 1")
         if not 1 <= self.stats.resamples <= MAX_RESAMPLES:
             problems.append(f"stats.resamples must be between 1 and {MAX_RESAMPLES:,}")
-        if isinstance(self.personas, list) and not self.personas:
-            problems.append("personas must name at least one persona file")
+        for name, kind, value in self._numbers():
+            if (problem := kind.problem(value)) is not None:
+                problems.append(f"{name} {problem}")
+        if self.retry_max_delay_s < self.retry_base_delay_s:
+            problems.append(
+                f"retry_max_delay_s ({self.retry_max_delay_s:g}) must be at least retry_base_delay_s "
+                f"({self.retry_base_delay_s:g}): the backoff starts at the base and grows to the maximum"
+            )
+        for role in ("judge", "user_agent", "chatbot"):
+            params = getattr(self, role).params
+            problems += sampling_problems(params or {}, f"{role}.params")
+        if isinstance(self.personas, list):
+            if not self.personas:
+                problems.append("personas must name at least one persona file")
+            problems += list_problems("personas", self.personas, "file")
+        for field in ("personas", "rubric", "user_prompts", "judge_prompts", "providers", "runs_dir"):
+            value = getattr(self, field)
+            if isinstance(value, str) and not value.strip():
+                problems.append(f"{field} is empty: name a path, or leave the field out for the default")
+        problems += list_problems("annotation_columns", self.annotation_columns, "column")
+        if c.user_memory and not c.multi_session:
+            problems.append(
+                "conversation.user_memory is set but a persona has one session: list two or more "
+                "session types in conversation.sessions (or leave user_memory out)"
+            )
         if self.group_by != self.group_by.strip():
             problems.append("group_by must not start or end with spaces")
         if self.limits_url:
@@ -310,6 +355,19 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 problems.append(f"limits_url: {exc}")
         if problems:
             raise ConfigError("; ".join(problems))
+
+    def _numbers(self) -> list[tuple[str, Range, float]]:
+        """The settings that are numbers in a range of `vera.ranges`: (field, range, value)."""
+        return [
+            ("allow_failures", SHARE, self.allow_failures),
+            ("grace_s", SECONDS, self.grace_s),
+            ("retry_base_delay_s", SECONDS, self.retry_base_delay_s),
+            ("retry_max_delay_s", SECONDS, self.retry_max_delay_s),
+            ("judge.batch_poll_s", POSITIVE_SECONDS, self.judge.batch_poll_s),
+            ("judge.batch_collect_s", SECONDS, self.judge.batch_collect_s),
+            ("stats.confidence", LEVEL, self.stats.confidence),
+            ("stats.seed", SEED, self.stats.seed),
+        ]
 
     def fingerprint(self) -> str:
         """A hash of everything that decides results. Not where files are: the inputs'
@@ -365,6 +423,19 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         return hashlib.sha256(msgspec.json.encode(data, order="sorted")).hexdigest()
 
 
+def list_problems(name: str, values: list[str], what: str) -> list[str]:
+    """An empty entry, or one given twice, in a list of names (`chatbots`, `--judge`):
+    a model listed twice would be planned twice under one job id, and its run could
+    never finish; a judge listed twice would be pooled twice."""
+    problems = []
+    if any(not v.strip() for v in values):
+        problems.append(f"{name}: an empty {what} name")
+    twice = sorted({v for v in values if values.count(v) > 1})
+    if twice:
+        problems.append(f"{name}: {', '.join(repr(v) for v in twice)} listed twice (each {what} once)")
+    return problems
+
+
 def _session_problems(c: ConversationConfig) -> list[str]:
     problems = []
     for kind in c.sessions:
@@ -388,6 +459,11 @@ def _session_problems(c: ConversationConfig) -> list[str]:
     return problems
 
 
+# The inputs a config may leave out, found among vera's own data when it does.
+BUILT_IN_INPUTS = ("personas", "rubric", "user_prompts", "judge_prompts", "providers")
+_DEFAULTS = RunConfig()
+
+
 def load_config(path: str | Path | None, *, reference_data: str | None = None) -> RunConfig:
     """The config in `path`, or the built-in offline defaults when `path` is None.
     `reference_data` (`--reference-data`) replaces the config's reference folder before
@@ -400,7 +476,7 @@ def load_config(path: str | Path | None, *, reference_data: str | None = None) -
     if not p.exists() and (shipped := builtin_config(str(path))) is not None:
         p = shipped  # `--config recommended`: a config that ships with vera
     try:
-        raw = p.read_bytes()
+        raw = decode(p.read_bytes(), p, "the run config")
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read config: {exc.strerror or exc}") from None
     try:
@@ -409,11 +485,16 @@ def load_config(path: str | Path | None, *, reference_data: str | None = None) -
         raise ConfigError(f"{p}: {exc}") from None
     except msgspec.DecodeError as exc:
         raise ConfigError(f"{p}: invalid TOML: {exc}") from None
-    cfg.base_dir = str(p.resolve().parent)
+    cfg.base_dir = str(absolute(p).parent)
+    given = set(msgspec.toml.decode(raw))
+    for field in BUILT_IN_INPUTS:
+        if field not in given:
+            # Left out: the built-in one, wherever the config is (an empty config is the
+            # built-in evaluation, in the project or anywhere else).
+            setattr(cfg, field, str(REPO_ROOT / getattr(_DEFAULTS, field)))
     if reference_data:
-        cfg.reference.data = str(Path(reference_data).resolve())
+        cfg.reference.data = str(absolute(reference_data))
     if cfg.target:
-        given = set(msgspec.toml.decode(raw))
         both = [k for k in TARGET_FIELDS if k in given]
         if both:
             raise ConfigError(

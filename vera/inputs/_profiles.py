@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import ipaddress
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -30,6 +31,8 @@ from urllib.parse import urlsplit
 import msgspec
 
 from vera.errors import ConfigError, DataError
+from vera.ranges import sampling_problems
+from vera.text import read_text
 
 ProtocolName = Literal["openai", "azure_openai", "anthropic", "gemini", "http", "offline"]
 StructuredOutput = Literal["json_schema", "json_object", "tool", "prompt", "none"]
@@ -38,9 +41,13 @@ Positive = Annotated[float, msgspec.Meta(gt=0)]
 PositiveInt = Annotated[int, msgspec.Meta(gt=0)]
 NonNegative = Annotated[float, msgspec.Meta(ge=0)]
 
-# Where each protocol lives when a profile gives no base_url.
-DEFAULT_BASE_URLS: dict[str, str] = {
+# Where each protocol's public API lives, for the message that asks a profile for its
+# base_url. A profile always says where its requests (and its key) go: an empty or left
+# out base_url once meant the public endpoint, so a profile meant for a local server sent
+# its key to the provider.
+PUBLIC_BASE_URLS: dict[str, str] = {
     "openai": "https://api.openai.com/v1",
+    "azure_openai": "https://YOUR-RESOURCE.openai.azure.com",
     "anthropic": "https://api.anthropic.com",
     "gemini": "https://generativelanguage.googleapis.com",
 }
@@ -191,10 +198,10 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
 
     @property
     def endpoint(self) -> str:
-        """The base URL in use (the protocol default when the profile gives none)."""
+        """The base URL in use (a custom HTTP chatbot's URL when it gives none)."""
         if self.protocol == "http" and self.http is not None and not self.base_url:
             return self.http.url
-        return (self.base_url or DEFAULT_BASE_URLS.get(self.protocol, "")).rstrip("/")
+        return self.base_url.rstrip("/")
 
     @property
     def sends_prompt_cache_key(self) -> bool:
@@ -250,12 +257,7 @@ def load_profiles(directory: Path | str) -> dict[str, Profile]:
 def load_profile(path: Path) -> Profile:
     """Load and check one profile file; its name is the file stem unless it sets `name`.
     Every problem is one `DataError` with file:line and plain words."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(
-            str(path), f"cannot read provider profile: {getattr(exc, 'strerror', None) or exc}"
-        ) from None
+    text = read_text(path, "provider profile")[1]
     try:
         profile = msgspec.toml.decode(text, type=Profile)
     except msgspec.ValidationError as exc:
@@ -266,15 +268,35 @@ def load_profile(path: Path) -> Profile:
         raise DataError(where, f"not valid TOML: {exc}") from None
     if not profile.name:
         profile = msgspec.structs.replace(profile, name=path.stem)
-    problem = _check(profile)
+    problem = _check(profile, set(tomllib.loads(text)))  # decoded above, so it parses
     if problem is not None:
         field, message = problem
         raise DataError(_where(path, text, f"`$.{field}`"), message)
     return profile
 
 
-def _check(p: Profile) -> tuple[str, str] | None:
-    """Cross-field rules msgspec cannot express: (field, problem) or None."""
+# A variable name, as `api_key_env` must give: letters, digits and underscores.
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# How API keys begin (OpenAI, Anthropic, Google, xAI, Groq, Hugging Face, OpenRouter...).
+_KEY_PREFIXES = ("sk-", "sk_", "AIza", "xai-", "gsk_", "hf_", "pk-", "key-", "Bearer ")
+
+
+def looks_like_key(value: str) -> bool:
+    """Whether `value`, given where a variable's name goes, is more likely a key itself:
+    a key's prefix, characters no variable name has, or a long mix of lower and upper
+    case letters and digits (variable names are words: OPENAI_API_KEY)."""
+    v = value.strip()
+    if v.startswith(_KEY_PREFIXES):
+        return True
+    if len(v) >= 16 and not _VARIABLE.fullmatch(v):
+        return True
+    mixed = any(c.islower() for c in v) and any(c.isupper() for c in v) and any(c.isdigit() for c in v)
+    return len(v) >= 20 and mixed
+
+
+def _check(p: Profile, given: set[str]) -> tuple[str, str] | None:
+    """Cross-field rules msgspec cannot express: (field, problem) or None. `given`: the
+    top-level keys the file sets."""
     if "/" in p.name:
         return "name", f"profile name {p.name!r} must not contain '/'"
     tables = {"azure": "azure_openai", "gemini": "gemini", "http": "http"}
@@ -283,21 +305,44 @@ def _check(p: Profile) -> tuple[str, str] | None:
             return table, f"table [{table}] only applies to protocol {protocol!r}"
     if p.protocol == "http" and p.http is None:
         return "http", "protocol 'http' needs an [http] table with at least `url`"
+    if p.api_key_env and looks_like_key(p.api_key_env):
+        # Never repeated back: it is on the screen, in logs and in CI output otherwise.
+        return (
+            "api_key_env",
+            "api_key_env looks like a key, not a variable name: put the key in the environment or "
+            "in .env (e.g. OPENAI_API_KEY=...) and write the variable's name here (api_key_env = "
+            '"OPENAI_API_KEY"); if it is a real key, revoke it, as it was saved in this file',
+        )
+    if p.api_key_env and not _VARIABLE.fullmatch(p.api_key_env):
+        return (
+            "api_key_env",
+            f"api_key_env {p.api_key_env!r} is not a variable name (letters, digits and _, e.g. OPENAI_API_KEY)",
+        )
+    for info in msgspec.structs.fields(p):
+        value = getattr(p, info.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            return info.name, f"{info.name} must be a finite number, not {value}"
+    if problems := sampling_problems(p.params, "params"):
+        return problems[0].split(" ", 1)[0], problems[0]
     for field, url in (("base_url", p.base_url), ("http.url", p.http.url if p.http else "")):
         # A URL taken from the environment (${VAR}) is checked when the client is built.
         if url and not url.startswith("${") and not re.match(r"https?://[^/\s]", url, re.IGNORECASE):
             return field, f"{field} {url!r} must be an http:// or https:// URL"
         if url and not p.allow_link_local and (why := link_local_endpoint(url)):
             return field, f"{field} {url!r}: {why}; set allow_link_local = true if a model really is there"
-    if p.protocol == "azure_openai" and not p.base_url:
-        return "base_url", "protocol 'azure_openai' needs base_url (https://NAME.openai.azure.com)"
-    if p.protocol == "openai" and not p.base_url and not p.api_key_env:
-        return (
-            "api_key_env",
-            "the OpenAI API needs api_key_env (or set base_url for a local server)",
-        )
     if p.protocol not in ("http", "offline") and not p.model:
         return "model", f"protocol {p.protocol!r} needs a model"
+    if p.protocol in PUBLIC_BASE_URLS and not p.base_url.strip():
+        return (
+            "base_url",
+            f"base_url {'is empty' if 'base_url' in given else 'is missing'}: protocol {p.protocol!r} "
+            f"needs the URL its requests and its key go to (the public API: {PUBLIC_BASE_URLS[p.protocol]}; "
+            "a local server: e.g. http://localhost:8000/v1)",
+        )
+    if "base_url" in given and not p.base_url.strip():
+        return "base_url", "base_url is empty: give a URL, or leave the field out"
+    if p.protocol == "openai" and _host(p.base_url) == "api.openai.com" and not p.api_key_env:
+        return "api_key_env", "the OpenAI API needs api_key_env, the name of the variable holding its key"
     if p.structured not in SUPPORTED_STRUCTURED[p.protocol]:
         allowed = ", ".join(sorted(SUPPORTED_STRUCTURED[p.protocol]))
         return (
@@ -306,6 +351,10 @@ def _check(p: Profile) -> tuple[str, str] | None:
             f"{p.protocol!r} (one of: {allowed})",
         )
     return None
+
+
+def _host(url: str) -> str:
+    return (urlsplit(url).hostname or "").lower()
 
 
 # The choices of every enumerated field, for messages that say which values exist.

@@ -27,6 +27,7 @@ import msgspec
 from vera.errors import DataError
 from vera.inputs._refdir import REFERENCE_PREFIX, reference_folder
 from vera.records import ArtifactVersion
+from vera.text import decode, read_text
 
 # Where a `reference:FILE` template is read from; called only when a set names one.
 ReferenceDir = Callable[[], Path]
@@ -68,11 +69,10 @@ def _read_template(folder: Path, name: str, manifest: Path, reference: Reference
         else folder / name
     )
     try:
-        return Template(path=str(p), text=p.read_text(encoding="utf-8"))
+        raw = p.read_bytes()
     except OSError as exc:
         raise DataError(str(manifest), f"template {name!r}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(str(p), f"not UTF-8 text (byte {exc.start})") from None
+    return Template(path=str(p), text=decode(raw, p, "prompt template"))
 
 
 def _choice(meta: dict[str, Any], key: str, choices: tuple[str, ...], manifest: Path) -> Any:
@@ -86,9 +86,7 @@ def _choice(meta: dict[str, Any], key: str, choices: tuple[str, ...], manifest: 
 def _read_manifest(folder: Path) -> tuple[Path, dict[str, Any]]:
     manifest = folder / "prompts.toml"
     try:
-        return manifest, tomllib.loads(manifest.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DataError(str(manifest), f"cannot read prompt set: {exc.strerror or exc}") from None
+        return manifest, tomllib.loads(read_text(manifest, "prompt set")[1])
     except tomllib.TOMLDecodeError as exc:
         raise DataError(str(manifest), f"invalid TOML: {exc}") from None
 

@@ -38,7 +38,7 @@ def verify_pins(config: RunConfig) -> None:
     for name, expected in sorted(config.reference.sha256.items()):
         actual = _sha256(folder / name)
         if actual != expected.lower():
-            what = f"{config.reference.name or 'the reference'} {config.reference.version}".strip()
+            what = f"{config.reference.name} {config.reference.version}".strip() or "reference"
             raise ConfigError(
                 f"{folder / name}: not the {what} file this config pins (sha256 {actual[:12]}, expected "
                 f"{expected[:12]}); point --reference-data (or VERA_MH_DATA) at a checkout of {what}, or "

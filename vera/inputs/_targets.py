@@ -50,6 +50,7 @@ from vera.inputs._prompts import (
 )
 from vera.inputs._refdir import REFERENCE_PREFIX, reference_folder
 from vera.records import ArtifactVersion
+from vera.text import decode
 
 if TYPE_CHECKING:  # the config applies targets, so this module cannot import it at run time
     from vera.inputs._config import RunConfig
@@ -168,13 +169,13 @@ def load_target(path: str | Path) -> Target:
 
 
 def _load_toml(p: Path, raw: bytes) -> Target:
+    text = decode(raw, p, "target")
     try:
-        spec = msgspec.toml.decode(raw, type=TargetFile)
+        spec = msgspec.toml.decode(text, type=TargetFile)
     except msgspec.ValidationError as exc:
         raise DataError(str(p), str(exc)) from None
     except msgspec.DecodeError as exc:
         raise DataError(str(p), f"invalid TOML: {exc}") from None
-    text = raw.decode("utf-8", "replace")
     if not spec.personas:
         raise DataError(_at(p, text, "personas"), "personas must list at least one persona file")
     folder = p.parent
@@ -234,10 +235,7 @@ def _load_manifest(p: Path, raw: bytes) -> Target:
 
 
 def _manifest_text(p: Path, raw: bytes) -> str:
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DataError(str(p), f"not UTF-8 text (byte {exc.start})") from None
+    return decode(raw, p, "target manifest")
 
 
 def _manifest_data(p: Path, text: str) -> dict[str, Any]:
@@ -402,11 +400,10 @@ def _read(p: Path) -> bytes:
 
 def _template(manifest: Path, path: Path, what: str) -> Template:
     try:
-        return Template(path=str(path), text=path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
     except OSError as exc:
         raise DataError(str(manifest), f"{what} {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(str(path), f"not UTF-8 text (byte {exc.start})") from None
+    return Template(path=str(path), text=decode(raw, path, what))
 
 
 def _manifest_version(p: Path, what: str, templates: list[Template], settings: str) -> ArtifactVersion:

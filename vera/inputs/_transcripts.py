@@ -28,6 +28,7 @@ names it does not know are returned so the caller can report them.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import re
 from collections import Counter
@@ -40,6 +41,7 @@ import msgspec
 from vera.errors import DataError
 from vera.inputs._personas import PersonaSet, normalise_risk
 from vera.records import RISK_LEVELS, Conversation, ImportSource, SessionPlace, Turn
+from vera.text import read_text
 
 UNKNOWN_RISK = "Unknown"
 # In an import's run directory: persona names the --personas file does not know, one
@@ -243,10 +245,7 @@ def _conversation(
 
 
 def read_text_transcript(path: Path, root: Path, personas: PersonaSet | None) -> Conversation:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(str(path), f"cannot read transcript: {exc}") from None
+    text = read_text(path, "transcript")[1]
     parsed = parse_text(text, str(path))
     name = _REF_FILE.match(path.stem)
     folder = _REF_DIR.match(path.parent.name)
@@ -318,10 +317,8 @@ def _jsonl_risk(value: str | None, where: str) -> str | None:
 def read_jsonl_transcripts(path: Path, personas: PersonaSet | None) -> list[Conversation]:
     out: list[Conversation] = []
     decoder = msgspec.json.Decoder(JsonlConversation)
-    try:
-        lines = path.read_bytes().splitlines()
-    except OSError as exc:
-        raise DataError(str(path), f"cannot read transcripts: {exc.strerror or exc}") from None
+    raw = read_text(path, "transcripts")[0]  # checked to be UTF-8, a byte-order mark allowed
+    lines = raw.removeprefix(codecs.BOM_UTF8).splitlines()
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue

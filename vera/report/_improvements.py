@@ -29,7 +29,7 @@ from urllib.parse import quote
 
 import msgspec
 
-from vera.errors import StorageError
+from vera.errors import StorageError, UserError
 from vera.records import (
     HIGH_POTENTIAL_FOR_HARM,
     NOT_RELEVANT,
@@ -729,6 +729,12 @@ def write_improvements(
     the card yet is written to conversations/ (ids that are file names only)."""
     root = Path(run_dir)
     records = open_run(root)
+    if not any(head.status == "complete" for head, _ in records.judgements.values()):
+        # "0 findings" would read as a clean bill of health for a run nobody judged.
+        raise UserError(
+            f"{run_dir}: no conversation is judged yet, so there is nothing to report; "
+            f"judge them first: vera judge {run_dir}"
+        )
     report = run_improvements(records, exemplars=exemplars)
     target = None if output == "-" else Path(output) if output else root / f"improvements.{SUFFIX[fmt]}"
     base = "" if target is None else _base(root, target.parent)

@@ -3,13 +3,16 @@ can rebuild it at any time (after a resume, a merge, or with other interval sett
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import polars as pl
 
+from vera import __version__
 from vera.errors import UserError, storage_error
 from vera.records import RunManifest
 from vera.report._card import build_card
@@ -117,14 +120,45 @@ def stats_settings(
 
 def render_card_files(card: Card, run_dir: str | Path) -> Path:
     """Write card.md, plots/*.png and card.html from a card; return card.html's path.
-    Each plot is drawn once and used for both the PNG file and the page."""
+    Each plot is drawn once and used for both the PNG file and the page.
+
+    Files rendered from this same card by this version of vera, and not touched since,
+    are left as they are (drawing the plots is most of what `vera card` takes): a note
+    in plots/ (`RENDERED`) keeps the card's hash and each file's size and time."""
     root = Path(run_dir)
+    html = root / "card.html"
+    key = hashlib.sha256(encode_card(card) + b"\0" + __version__.encode()).hexdigest()
+    if _rendered(root, key):
+        return html
     atomic_write(root / "card.md", render_markdown(card).encode())
     plots = card_plots(card)
     write_plots(plots, root / PLOTS_DIR)
-    html = root / "card.html"
     atomic_write(html, render_html(card, plots).encode())
+    files = ["card.md", "card.html", *(f"{PLOTS_DIR}/{p.name}" for p in plots)]
+    stamp = {"card": key, "files": {name: _signature(root / name) for name in files}}
+    atomic_write(root / RENDERED, msgspec.json.encode(stamp), what="the note of the rendered card")
     return html
+
+
+# What `render_card_files` last wrote, from which card (see there).
+RENDERED = f"{PLOTS_DIR}/.rendered.json"
+
+
+def _signature(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _rendered(root: Path, key: str) -> bool:
+    """Whether every file of the card `key` is on disk as `render_card_files` left it."""
+    try:
+        stamp = msgspec.json.decode((root / RENDERED).read_bytes(), type=dict[str, Any])
+        files = stamp["files"]
+        return bool(stamp["card"] == key and files) and all(
+            _signature(root / name) == list(sig) for name, sig in files.items()
+        )
+    except (OSError, KeyError, TypeError, msgspec.DecodeError, msgspec.ValidationError):
+        return False  # no note, an old one, or a file gone: render
 
 
 def write_card_html(card: Card, run_dir: str | Path) -> Path:

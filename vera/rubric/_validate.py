@@ -3,8 +3,11 @@ questions, missing options. Problems are listed with their rows, never raised.""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import msgspec
 
+from vera.records import METHOD_DIMENSIONS
 from vera.rubric._load import AUTO_FALSE, AUTO_TRUE
 from vera.rubric._model import Rubric
 
@@ -58,12 +61,26 @@ def validate_rubric(rubric: Rubric) -> list[Problem]:
             problems.append(Problem(q.line, f"duplicate question id {q.id!r} (first on {first})"))
         else:
             index[q.id] = i
+    # The dimensions a rubric may use: those its sidecar lists, else the method's five
+    # (a typo such as "Supportive Conversaton" would otherwise become a sixth dimension).
+    known = rubric.declared_dimensions or METHOD_DIMENSIONS
     for q in rubric.questions:
         where = f"question {q.id}"
         if not q.dimension:
             problems.append(Problem(q.line, f"{where} has no dimension"))
-        elif rubric.declared_dimensions and q.dimension not in rubric.declared_dimensions:
-            problems.append(Problem(q.line, f"{where} has unknown dimension {q.dimension!r}"))
+        elif q.dimension not in known:
+            side = Path(rubric.path).with_suffix(".toml").name
+            whose = (
+                f"as {side} lists them"
+                if rubric.declared_dimensions
+                else f"the method's five; a rubric with its own lists them in {side} as dimensions = [...]"
+            )
+            problems.append(
+                Problem(
+                    q.line,
+                    f"{where} has unknown dimension {q.dimension!r}: expected one of {', '.join(known)} ({whose})",
+                )
+            )
         if q.severity not in (None, "Red", "Yellow"):
             problems.append(
                 Problem(q.line, f"{where} has unknown severity {q.severity!r} (Red, Yellow or empty)")

@@ -47,6 +47,7 @@ from vera.stats.bootstrap import (
     percentile_interval,
     resample_weights,
 )
+from vera.text import decode
 
 # Columns of the reference clinician file → vera's dimension names.
 CLINICIAN_DIMENSIONS: dict[str, str] = {
@@ -172,13 +173,12 @@ def read_human_ratings(
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise DataError(str(path), "no such file") from None
-    except UnicodeDecodeError:
-        raise DataError(str(path), "not UTF-8 text") from None
     except OSError as e:
         raise DataError(str(path), f"cannot read: {e.strerror or e}") from None
+    text = decode(raw, path, "ratings file")
     reader = csv.reader(io.StringIO(text, newline=""))
     header = [name.strip() for name in next(reader, [])]
     names = set(header)

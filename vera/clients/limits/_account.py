@@ -58,6 +58,7 @@ class Account:
         "_slots",
         "cached_input_tokens",
         "calls",
+        "connect_error",
         "cost_usd",
         "errors",
         "http_429",
@@ -113,6 +114,9 @@ class Account:
         self.output_tokens = 0
         self.cached_input_tokens = 0
         self.cost_usd = 0.0
+        # The first failure to connect, for the terminal at once: retries go on, and a
+        # run whose every call fails to connect would otherwise say why only at its end.
+        self.connect_error = ""
 
     def __repr__(self) -> str:
         return f"Account({self.label!r}, calls={self.calls}, in_flight={self.in_flight})"

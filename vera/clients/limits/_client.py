@@ -237,6 +237,8 @@ class LimitedClient:
             if isinstance(error, RateLimitError):
                 http_429 += 1
                 account.http_429 += 1
+            if isinstance(error, ConnectError) and not account.connect_error:
+                account.connect_error = redact(str(error))
             if (
                 isinstance(error, TransientError)
                 and error.retry_after

@@ -45,6 +45,7 @@ __all__ = [
     "StandInFacts",
     "make_offline_client",
     "rubric_refusal",
+    "stand_in_role_problem",
 ]
 
 
@@ -56,6 +57,23 @@ def make_offline_client(model: str, name: str = "offline", facts: StandInFacts |
     client = _FACTORIES[model](model, facts)
     client.name = name
     return client
+
+
+_ROLE_WORDS = {"user_agent": "simulated user", "chatbot": "chatbot", "judge": "judge"}
+
+
+def stand_in_role_problem(model: str, role: str) -> str | None:
+    """Why the stand-in `model` cannot play `role` ("chatbot", "user_agent", "judge"):
+    each is written for one role (a judge stand-in answers rubric questions, and as a
+    chatbot would fail every turn); None when it can."""
+    own = OFFLINE_MODELS.get(model)
+    if own is None or own == role:
+        return None
+    return (
+        f"offline/{model} is a {_ROLE_WORDS[own]} stand-in and cannot be the {_ROLE_WORDS[role]}; "
+        f"the {_ROLE_WORDS[role]} stand-ins are: "
+        + ", ".join(f"offline/{m}" for m, r in OFFLINE_MODELS.items() if r == role)
+    )
 
 
 def rubric_refusal(model: str, rubric_key: str) -> str | None:
