@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import msgspec
@@ -90,7 +89,6 @@ def test_a_run_that_cannot_connect_says_why_within_seconds(tmp_path) -> None:
         tmp_path / "run.toml", providers=folder, runs_dir=tmp_path / "runs", chatbots=["bot"], persona_limit=2
     )
     env = {**os.environ, KEY_ENV: "test-key"}
-    started = time.monotonic()
     with subprocess.Popen(
         [sys.executable, "-m", "vera", "run", "--config", str(cfg), "--quiet"],
         stderr=subprocess.PIPE,
@@ -105,13 +103,15 @@ def test_a_run_that_cannot_connect_says_why_within_seconds(tmp_path) -> None:
             while not line.startswith("warning: cannot connect"):
                 line = proc.stderr.readline()
                 assert line, "the run ended without saying it cannot connect"
-            took = time.monotonic() - started
+            # said while the retries go on (the default retries of two conversations take
+            # ~40 s), not in the summary once they are exhausted
+            still_retrying = proc.poll() is None
         finally:
             proc.send_signal(signal.SIGINT)
             proc.send_signal(signal.SIGINT)  # the second: at once
             proc.wait(timeout=60)
     assert f"cannot connect to 127.0.0.1:{port}[{KEY_ENV}]" in line and "retrying" in line
-    assert took < 20  # seconds, though the default retries of two conversations take ~40 s
+    assert still_retrying
 
 
 def test_messages_show_a_path_as_the_user_reaches_it_not_where_a_link_points(tmp_path) -> None:
