@@ -12,6 +12,7 @@ import polars as pl
 
 from vera.records import DEFAULT_CONFIDENCE, OVERALL, HumanRating
 from vera.report._schema import Calibrated, CalibratedScore, Confusion, Interval
+from vera.stats.bootstrap import MIN_RATED_PERSONAS
 from vera.stats.humans import confusion_matrices
 from vera.stats.ppi import METHOD, calibrated_summary, calibration_units, human_consensus
 from vera.store import latest_human_ratings
@@ -67,20 +68,36 @@ def calibrated_by_chatbot(
         rows = summary.filter(pl.col("chatbot") == bot).to_dicts()
         mine = rated.filter(pl.col("chatbot") == bot).get_column("conversation_id").unique().to_list()
         confusion = confusion_matrices(pairs.filter(pl.col("chatbot") == bot), "category")
+        overall = next(r for r in rows if r["dimension"] == OVERALL)
+        personas = int(overall["n_rated_personas"])
         out[bot] = Calibrated(
             method=METHOD,
             n_conversations=units.filter(pl.col("chatbot") == bot).get_column("conversation_id").n_unique(),
             n_rated_by_humans=len(mine),
             n_raters=len({r.rater for r in humans if r.conversation_id in set(mine)}),
-            overall=_score(next(r for r in rows if r["dimension"] == OVERALL)),
+            overall=_score(overall),
             dimensions={r["dimension"]: _score(r) for r in rows if r["dimension"] != OVERALL},
             confusion=Confusion(
                 categories=confusion.categories,
                 overall=confusion.overall,
                 dimensions=confusion.dimensions,
             ),
+            n_rated_personas=personas,
+            few_rated_personas=few_personas_words(personas),
         )
     return out
+
+
+def few_personas_words(personas: int) -> str | None:
+    """What the card says beside a calibrated score whose human ratings come from fewer
+    than `MIN_RATED_PERSONAS` personas (None when there are enough)."""
+    if personas >= MIN_RATED_PERSONAS:
+        return None
+    return (
+        f"human ratings from only {personas} persona{'s' if personas != 1 else ''} "
+        f"(fewer than {MIN_RATED_PERSONAS}): too few to say how far the judge is off, "
+        "so the calibrated interval is wide; rate conversations of more personas"
+    )
 
 
 def _round(x: Any) -> float | None:

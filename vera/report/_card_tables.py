@@ -433,6 +433,8 @@ def calibrated_table(bot: ChatbotCard, cal: Calibrated) -> Table:
         "human ratings (PPI++); its interval carries the judge's error as well as the "
         "sampling of personas."
     )
+    if cal.few_rated_personas:
+        caption += f" Note: {cal.few_rated_personas}."
     t = Table(
         [
             "Dimension",
@@ -447,9 +449,11 @@ def calibrated_table(bot: ChatbotCard, cal: Calibrated) -> Table:
     for name in [*cal.dimensions, OVERALL]:
         c = cal.overall if name == OVERALL else cal.dimensions[name]
         judge = bot.overall if name == OVERALL else dims.get(name)
-        t.rows.append(
-            [name, with_ci(judge, "score"), with_ci(c, "score"), with_ci(c, "pct_hph"), num(c.n_labelled)]
-        )
+        calibrated = with_ci(c, "score")
+        if name == OVERALL and cal.few_rated_personas:
+            # Beside the score, in words: an interval from too few rated personas.
+            calibrated += f" (only {num(cal.n_rated_personas)} rated persona(s): too few)"
+        t.rows.append([name, with_ci(judge, "score"), calibrated, with_ci(c, "pct_hph"), num(c.n_labelled)])
     t.emphasise.add(len(t.rows) - 1)
     return t
 
