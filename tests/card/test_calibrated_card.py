@@ -76,7 +76,11 @@ def test_humans_who_agree_with_the_judge_leave_the_score_where_it_was(run):
     md = (run / "card.md").read_text()
     assert "### Calibrated by human ratings" in md
     assert f"{len(ids)} of {cal.n_conversations} conversations rated by 1 human rater(s)" in md
-    assert "Judge-only score [CI] | Calibrated score [CI]" in md
+    assert (
+        "Judge-only score [CI: persona bootstrap + exact HPH bound] | "
+        "Calibrated score [CI: PPI++ bootstrap, exact near 0/100 %]"
+    ) in md
+    assert "compare their centres, not their widths" in " ".join(md.split())
     assert "Calibrated by human ratings" in (run / "card.html").read_text()
 
 

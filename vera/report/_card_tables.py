@@ -431,15 +431,20 @@ def calibrated_table(bot: ChatbotCard, cal: Calibrated) -> Table:
         f"{num(cal.n_rated_by_humans)} of {num(cal.n_conversations)} conversations rated by "
         f"{num(cal.n_raters)} human rater(s). The calibrated score corrects the judge by the "
         "human ratings (PPI++); its interval carries the judge's error as well as the "
-        "sampling of personas."
+        "sampling of personas. The two intervals are computed differently (the judge-only "
+        "one always contains the score at the exact bounds of HPH %; the calibrated one only "
+        "where a share is near 0 or 100 % or few personas were rated), so compare their "
+        "centres, not their widths."
     )
     if cal.few_rated_personas:
         caption += f" Note: {cal.few_rated_personas}."
     t = Table(
         [
             "Dimension",
-            "Judge-only score [CI]",
-            "Calibrated score [CI]",
+            # The two intervals come from different methods: the headers say which, so
+            # their widths are not read as comparable.
+            "Judge-only score [CI: persona bootstrap + exact HPH bound]",
+            "Calibrated score [CI: PPI++ bootstrap, exact near 0/100 %]",
             "Calibrated HPH % [CI]",
             "Rated by humans",
         ],
