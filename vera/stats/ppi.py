@@ -208,6 +208,27 @@ def summarise_features(
     return out | bounds | {"exact_floor": floored, "lambda": lam}
 
 
+def planned_width(measured: float, n_rated: int, floor: float, n: int) -> float:
+    """The calibrated interval's expected width with `n` conversations rated, from the
+    width `measured` with `n_rated` of them and the persona-sampling `floor` (the width
+    no number of ratings removes: the judge's mean under the same bootstrap). The
+    variance has two parts, the personas' and the judge's error as seen through n
+    ratings; only the second shrinks as 1/n:
+
+        w(n)² = floor² + (measured² − floor²) · n_rated / n."""
+    excess = max(measured**2 - floor**2, 0.0)
+    return float(np.sqrt(floor**2 + excess * n_rated / n))
+
+
+def ratings_for_width(measured: float, n_rated: int, floor: float, width: float) -> int | None:
+    """The number of ratings `planned_width` expects to give `width`; None when `width`
+    is at or below the floor (no number of ratings reaches it)."""
+    if width <= floor:
+        return None
+    excess = max(measured**2 - floor**2, 0.0)
+    return max(1, int(np.ceil(n_rated * excess / (width**2 - floor**2))))
+
+
 def calibrated_difference(
     units: pl.DataFrame,
     sides: tuple[str, str],
