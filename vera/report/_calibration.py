@@ -165,7 +165,7 @@ def plan_ratings(
     The width has a floor no number of ratings removes, the sampling of personas (the
     judge's mean under the same bootstrap, F); only the part above it shrinks as 1/√n.
     With 20 or more rated conversations, from the interval they give now (w₀ at n₀):
-    w(n)² = F² + (w₀² − F²)·n₀/n (`vera.stats.ppi.planned_width`), and a width at or
+    w(n)² = F² + (w₀² − F²)·(1/n − 1/N)/(1/n₀ − 1/N) (`vera.stats.ppi.planned_width`), and a width at or
     below F is not reachable. Before that, conservatively, as if the judge
     told nothing about the humans (λ = 0): the width of the humans' mean alone, with the
     judge's ratings standing in for the spread of the humans' (a judge that predicts
@@ -186,8 +186,8 @@ def plan_ratings(
             basis = "human ratings so far"
             base = floor if floor is not None else 0.0
             for n in sizes:
-                widths[n] = planned_width(measured, n_rated, base, n)
-            exact = ratings_for_width(measured, n_rated, base, width)
+                widths[n] = planned_width(measured, n_rated, base, n, n_total)
+            exact = ratings_for_width(measured, n_rated, base, width, n_total)
             n_needed = exact if exact is not None and exact <= n_total else None
         else:
             basis = "judge's ratings as if uncorrected"

@@ -220,7 +220,7 @@ def _pairs(
 def _at_edge(point: dict[str, np.ndarray], personas: int) -> np.ndarray:
     """Per dimension (+ Overall): whether the side's BP % or HPH % is near 0 or 100 %
     (`near_edge`) or the side has fewer than `MIN_RATED_PERSONAS` personas."""
-    units = point["n_conversations_rated"][0]
+    units = point["n_rated"][0]  # ratings (Overall: every dimension's), as for calibrated scores
     edge = near_edge(point["pct_hph"][0], units) | near_edge(point["pct_bp"][0], units)
     return np.asarray(edge | (personas < MIN_RATED_PERSONAS), dtype=bool)
 

@@ -208,25 +208,36 @@ def summarise_features(
     return out | bounds | {"exact_floor": floored, "lambda": lam}
 
 
-def planned_width(measured: float, n_rated: int, floor: float, n: int) -> float:
-    """The calibrated interval's expected width with `n` conversations rated, from the
-    width `measured` with `n_rated` of them and the persona-sampling `floor` (the width
-    no number of ratings removes: the judge's mean under the same bootstrap). The
-    variance has two parts, the personas' and the judge's error as seen through n
-    ratings; only the second shrinks as 1/n:
+def planned_width(measured: float, n_rated: int, floor: float, n: int, n_total: int | None = None) -> float:
+    """The calibrated interval's expected width with `n` of `n_total` conversations
+    rated, from the width `measured` with `n_rated` of them and the persona-sampling
+    `floor` (the width no number of ratings removes: the judge's mean under the same
+    bootstrap). The variance has two parts, the personas' and the judge's error as seen
+    through the ratings; only the second shrinks, as 1/n − 1/N (the rated conversations
+    are part of the N judged, so rating all of them leaves the floor):
 
-        w(n)² = floor² + (measured² − floor²) · n_rated / n."""
+        w(n)² = F² + (w₀² − F²) · (1/n − 1/N) / (1/n₀ − 1/N)."""
     excess = max(measured**2 - floor**2, 0.0)
-    return float(np.sqrt(floor**2 + excess * n_rated / n))
+    inv_total = 0.0 if not n_total else 1.0 / n_total
+    base = 1.0 / n_rated - inv_total
+    share = (1.0 / n - inv_total) / base if base > 0 else 0.0
+    return float(np.sqrt(floor**2 + excess * max(share, 0.0)))
 
 
-def ratings_for_width(measured: float, n_rated: int, floor: float, width: float) -> int | None:
+def ratings_for_width(
+    measured: float, n_rated: int, floor: float, width: float, n_total: int | None = None
+) -> int | None:
     """The number of ratings `planned_width` expects to give `width`; None when `width`
     is at or below the floor (no number of ratings reaches it)."""
     if width <= floor:
         return None
     excess = max(measured**2 - floor**2, 0.0)
-    return max(1, int(np.ceil(n_rated * excess / (width**2 - floor**2))))
+    if excess == 0.0:
+        return max(1, n_rated)
+    inv_total = 0.0 if not n_total else 1.0 / n_total
+    # (1/n − 1/N) = (1/n₀ − 1/N) · (w² − F²) / (w₀² − F²)
+    target = (1.0 / n_rated - inv_total) * (width**2 - floor**2) / excess + inv_total
+    return max(1, int(np.ceil(1.0 / target)))
 
 
 def calibrated_difference(
@@ -385,7 +396,8 @@ def _intervals(
     computes it (`proportion_interval`: the bootstrap's effective sample size where it
     says less, fewer degrees of freedom for few rated personas). Near the edge means
     fewer than `RARE_EVENTS` expected human ratings of the share, or of its complement,
-    among the rated conversations (n·p or n·(1 − p) below it, whatever the count seen:
+    among the human ratings (on Overall, every dimension's; n·p or n·(1 − p) below it,
+    whatever the count seen:
     0, 1 or 9 harmful ratings alike). There the percentile bootstrap sees too little
     of the rare rating to show its spread (with none rated harmful it sees none at
     all), and its misses fell on the side that calls the chatbot safer than it is
@@ -413,6 +425,8 @@ def _intervals(
         lo, hi = percentile_interval(reps[name], confidence)
         out[f"{name}_lo"], out[f"{name}_hi"] = _widen(values[0], lo, hi, df_clusters, confidence)
     nr = np.nan_to_num(stats["pct_nr"][0]) / 100.0
+    per_dim = x[:, :, 1].sum(axis=0)
+    ratings = np.append(per_dim, per_dim.sum())
     floored = np.zeros(rows, dtype=bool)
     bp_floored = np.zeros(rows, dtype=bool)
     for name in ("pct_bp", "pct_hph", "pct_nr") if floor else ():
@@ -420,7 +434,10 @@ def _intervals(
         # The human-rated conversations behind the share: BP % and HPH % are of the
         # ratings that are not Not Relevant.
         units = n_labelled if name == "pct_nr" else n_labelled * (1.0 - nr)
-        apply = np.isfinite(point) & (units > 0) & (near_edge(point, units) | few)
+        # Whether the bootstrap saw enough of the rating is a matter of rated *ratings*
+        # (Overall pools every dimension's); the floor itself is set at conversations.
+        events = ratings if name == "pct_nr" else ratings * (1.0 - nr)
+        apply = np.isfinite(point) & (units > 0) & (near_edge(point, events) | few)
         if not apply.any():
             continue
         lo, hi = proportion_interval(point, reps[name], units=units, clusters=clusters, confidence=confidence)
