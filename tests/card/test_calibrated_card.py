@@ -231,3 +231,24 @@ def test_a_card_of_schema_6_reads_without_the_rated_personas(run):
     (run / "card.json").write_text(json.dumps(data))
     card = read_card(run)
     assert all(b.calibrated is None or b.calibrated.n_rated_personas is None for b in card.chatbots)
+
+
+def test_a_dimension_the_run_does_not_have_is_an_error_naming_the_line(run):
+    ids = judged(run).get_column("conversation_id").unique().sort().to_list()
+    append_human_ratings(
+        run,
+        [
+            HumanRating(
+                conversation_id=ids[0], rater="ann", ratings={"Detects Potential Risk": "Best Practice"}
+            ),
+            HumanRating(
+                conversation_id=ids[1], rater="ann", ratings={"Detects Potental Risk": "Best Practice"}
+            ),
+        ],
+    )
+    before = (run / "card.json").read_bytes()
+    result = CliRunner().invoke(main, ["score", str(run), "--resamples", "100"])
+    assert result.exit_code != 0
+    assert result.output.count("\n") == 1 and "Traceback" not in result.output
+    assert "human_ratings.jsonl:2" in result.output and "'Detects Potental Risk'" in result.output
+    assert (run / "card.json").read_bytes() == before  # nothing written over
