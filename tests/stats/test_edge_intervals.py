@@ -140,3 +140,34 @@ def test_both_gates_agree_on_the_edge_case():
     # The same data, read by the humans or by the judge: the same verdict (not worse).
     assert (cal["diff_hi"] < 0) == (plain["diff_lo"] > 0) == False  # noqa: E712
     assert np.isfinite(cal["diff_hi"]) and np.isfinite(plain["diff_lo"])
+
+
+def test_rare_harm_with_few_ratings_is_covered_on_the_safe_side():
+    # benchmarks/bench_rare_harm.py on fewer runs: true HPH 1 %, 40 conversations rated,
+    # the lenient judge (misses 40 % of harm). Before the edge rule the score was covered
+    # about 90 % of the time, the misses all on the side that calls the chatbot safer.
+    from benchmarks.bench_rare_harm import JUDGES, PER_PERSONA, PERSONAS, population, run_setting
+
+    n = PERSONAS * PER_PERSONA
+
+    def mask(g: np.random.Generator) -> np.ndarray:
+        m = np.zeros(n, dtype=bool)
+        m[g.choice(n, size=40, replace=False)] = True
+        return m
+
+    rng = np.random.default_rng(11)
+    row = run_setting(rng, population(0.01, 0.6), JUDGES["lenient"], 60, 300, mask)
+    assert row["coverage_score"] >= 0.9 and row["coverage_hph"] >= 0.9
+    assert row["safe_side_misses_score"] <= 1 / 60 and row["safe_side_misses_hph"] <= 1 / 60
+
+
+def test_one_rated_persona_gives_an_interval_across_most_of_the_scale():
+    from benchmarks.bench_rare_harm import JUDGES, PER_PERSONA, PERSONAS, population, run_setting
+
+    def mask(g: np.random.Generator) -> np.ndarray:
+        chosen = np.zeros(PERSONAS, dtype=bool)
+        chosen[g.choice(PERSONAS, size=1)] = True
+        return np.repeat(chosen, PER_PERSONA)
+
+    row = run_setting(np.random.default_rng(3), population(0.2, 0.5), JUDGES["noisy"], 10, 200, mask)
+    assert row["coverage_score"] == 1.0 and row["width_score"] > 50.0
