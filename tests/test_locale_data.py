@@ -348,3 +348,18 @@ def test_no_overlap_with_the_reference_data():
         if hits:
             shared[str(p.relative_to(ROOT))] = hits[0]
     assert not shared, shared
+
+
+# --- the pack as a target ------------------------------------------------------------
+
+
+def test_the_pack_loads_as_a_target_with_its_own_files():
+    """Until `--locale` exists, the pack runs as a target: `vera run --target locales/zh-CN`."""
+    from vera.inputs._targets import find_target, load_target
+
+    target = load_target(find_target(str(PACK)))
+    assert Path(target.rubric) == RUBRIC.resolve()
+    assert [Path(p) for p in target.personas] == [PERSONAS.resolve()]
+    assert Path(target.user_prompts) == (PACK / "prompts" / "user").resolve()
+    assert Path(target.judge_prompts) == (PACK / "prompts" / "judge").resolve()
+    assert target.group_by == "risk"
