@@ -37,7 +37,8 @@ from vera.report._improvements import Improvements
 # (what batch and flex calls would have cost asked live); a card of 4 reads it as null.
 # 6 added fallbacks and replayed to every CallTotals (calls that stood in for a cheaper
 # tier, and replies replayed from the response cache, no longer counted as calls), and
-# gives live_cost_usd in every bucket once any call of the run was discounted.
+# gives live_cost_usd in every bucket once any call of the run was discounted. 7 added
+# n_rated_personas and few_rated_personas to Calibrated.
 CARD_SCHEMA_VERSION = 7
 
 
