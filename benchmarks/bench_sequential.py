@@ -41,7 +41,7 @@ from seqsim import LABELS, draw, shift_for, true_scores
 from vera.stats.bootstrap import score_from_percentages
 from vera.stats.sequential import BP, HPH, RATED, difference_sequence
 
-CHUNK = 20  # repetitions computed at once (memory: chunk × rows × grid × units floats)
+CHUNK = 5  # repetitions computed at once (memory: chunk × rows × grid × units floats)
 
 
 def settings(margin: float) -> list[tuple[str, float]]:
@@ -148,6 +148,7 @@ def run_setting(
     wave: int,
     alpha: float,
     grid: int,
+    method: str,
 ) -> dict[str, Any]:
     shift = shift_for(diff)
     n = personas * seeds
@@ -216,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--wave", type=int, default=25)
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--grid", type=int, default=401, help="grid of hypothesised shares (the gate uses 1001)")
+    p.add_argument("--method", choices=["asymptotic", "betting"], default="asymptotic")
     p.add_argument("--only", type=int, default=None, help="run only setting number K (0-3)")
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--json", type=Path, default=None)
@@ -227,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         chosen = [chosen[args.only]]
     print(
         f"{args.personas} personas × {args.seeds} = {args.personas * args.seeds} units, margin {args.margin}, "
-        f"wave {args.wave}, α {args.alpha}, {args.reps} repetitions a setting"
+        f"wave {args.wave}, α {args.alpha}, {args.method}, {args.reps} repetitions a setting"
     )
     for name, diff in chosen:
         t0 = time.time()
@@ -241,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             wave=args.wave,
             alpha=args.alpha,
             grid=args.grid,
+            method=args.method,
         )
         r["setting"] = name
         r["seconds"] = round(time.time() - t0, 1)

@@ -65,7 +65,8 @@ def shift_for(diff: float) -> float:
     lo, hi = (0.0, 0.99) if diff < 0 else (-0.99, 0.0)
     for _ in range(60):
         mid = (lo + hi) / 2
-        if (true_scores(mid)[-1] > diff) == (diff < 0):
+        # A larger shift is a worse candidate: too good → shift more, else less.
+        if true_scores(mid)[-1] > diff:
             lo = mid
         else:
             hi = mid

@@ -155,7 +155,16 @@ def share_sequence(
     hi_val = np.take_along_axis(grid, last, axis=-1) + step[..., None]
     lo = np.where(first == 0, 0.0, np.clip(lo_val, 0.0, 1.0))
     hi = np.where(last == grid_points - 1, 1.0, np.clip(hi_val, 0.0, 1.0))
-    return np.where(some, lo, np.nan), np.where(some, hi, np.nan)
+    lo, hi = np.where(some, lo, np.nan), np.where(some, hi, np.nan)
+    if candidate.shape[-2] == population:
+        # Every unit is in: the share is known exactly (the grid would only approximate it).
+        with np.errstate(invalid="ignore", divide="ignore"):
+            exact = (baseline_total[..., 0] + (candidate[..., 0] - baseline[..., 0]).sum(axis=-1)) / (
+                baseline_total[..., 1] + (candidate[..., 1] - baseline[..., 1]).sum(axis=-1)
+            )
+        lo[..., -1] = np.where(np.isfinite(exact), exact, lo[..., -1])
+        hi[..., -1] = np.where(np.isfinite(exact), exact, hi[..., -1])
+    return lo, hi
 
 
 def score_sequence(
@@ -196,6 +205,14 @@ def score_sequence(
     return estimate, lo, hi
 
 
+Method = Literal["asymptotic", "betting"]
+ASYMPTOTIC: Method = "asymptotic"
+BETTING: Method = "betting"
+# Below this many units an asymptotic sequence is not trusted (its variance estimate is
+# too rough): the interval is the whole range until then.
+MIN_UNITS = 10
+
+
 def difference_sequence(
     candidate: np.ndarray,
     baseline: np.ndarray,
@@ -205,27 +222,102 @@ def difference_sequence(
     *,
     persona: np.ndarray,
     units_per_persona: np.ndarray,
+    method: Method = ASYMPTOTIC,
     grid_points: int = GRID_POINTS,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The gate's interval of candidate − baseline at each look: (estimate, low, high),
     each (..., L).
 
-    Two parts, α/2 each. The confidence sequence of `score_sequence` covers the full
-    run's difference on these units at every look at once (exact, sampling without
-    replacement). The full run's difference is itself an estimate of the difference
-    over personas like these; the interval is widened by z(1 − α/4) times its standard
-    error (`persona_spread`), the same large-sample reading the fixed gate's bootstrap
-    makes. Without it, a gate that ran out of units would end on the full run's point
-    estimate, as if its personas were all there are.
+    Two parts, α/2 each. The first covers the full run's difference on these units at
+    every look at once: with `method="betting"` the exact confidence sequence of
+    `score_sequence` (sampling without replacement); with `"asymptotic"` the asymptotic
+    confidence sequence of the units' paired influences (`influence_sequence`,
+    `asymptotic_radius`; tightest at half the units; from `MIN_UNITS` units on). With
+    every unit in, both are the full run's difference exactly. The full run's
+    difference is itself an estimate of the difference over personas like these; the
+    interval is widened by z(1 − α/4) times its standard error (`persona_spread`), the
+    same large-sample reading the fixed gate's bootstrap makes. Without it, a gate that
+    ran out of units would end on the full run's point estimate, as if its personas were
+    all there are.
     """
     population = int(units_per_persona.sum())
-    est, lo, hi = score_sequence(candidate, baseline, baseline_total, population, alpha / 2.0, grid_points)
     idx = np.asarray(looks) - 1
+    if method == BETTING:
+        est, lo, hi = score_sequence(
+            candidate, baseline, baseline_total, population, alpha / 2.0, grid_points
+        )
+        est, lo, hi = est[..., idx], lo[..., idx], hi[..., idx]
+    else:
+        est_all, sd = influence_sequence(candidate, baseline, baseline_total, population)
+        t = np.asarray(looks, dtype=np.float64)
+        radius = asymptotic_radius(sd[..., idx], t, alpha / 2.0, population / 2.0)
+        radius = np.where(t < MIN_UNITS, np.inf, np.where(t >= population, 0.0, radius))
+        est = est_all[..., idx]
+        lo, hi = est - radius, est + radius
     spread = persona_spread(
         candidate, baseline, baseline_total, persona, units_per_persona, np.asarray(looks)
     )
     z = NormalDist().inv_cdf(1.0 - alpha / 4.0)
-    return est[..., idx], lo[..., idx] - z * spread, hi[..., idx] + z * spread
+    # Scores lie in [0, 100] and the baseline's is known: so does the difference's range.
+    base_score = _score(baseline_total[..., BP], baseline_total[..., HPH], baseline_total[..., RATED])[
+        ..., None
+    ]
+    low = np.maximum(lo - z * spread, -base_score)
+    high = np.minimum(hi + z * spread, 100.0 - base_score)
+    return est, low, high
+
+
+def influence_sequence(
+    candidate: np.ndarray, baseline: np.ndarray, baseline_total: np.ndarray, population: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The control-variate estimate of candidate − baseline after each unit, and the
+    standard deviation of the units' paired influences on it: (estimate, sd), (..., T).
+
+    Each unit's influence is its linearised contribution to the difference (delta method
+    at the candidate's estimated shares after that look, and at the baseline's known
+    ones); its spread is computed from running sums, so every look costs the same.
+    """
+    t = np.arange(1, candidate.shape[-2] + 1, dtype=np.float64)
+    diff = candidate - baseline
+    est_total = baseline_total[..., None, :] + np.cumsum(diff, axis=-2) / t[:, None] * population
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r_c = est_total[..., RATED] / population
+        c_bp, c_h = est_total[..., BP] / est_total[..., RATED], est_total[..., HPH] / est_total[..., RATED]
+        r_b = baseline_total[..., RATED] / population
+        b_bp = baseline_total[..., BP] / baseline_total[..., RATED]
+        b_h = baseline_total[..., HPH] / baseline_total[..., RATED]
+    base_score = _score(baseline_total[..., BP], baseline_total[..., HPH], baseline_total[..., RATED])
+    estimate = _score(est_total[..., BP], est_total[..., HPH], est_total[..., RATED]) - base_score[..., None]
+    # u = A·bp_c + B·hph_c + C·rated_c − (D·bp_b + E·hph_b + F·rated_b): A, B, C change
+    # with the look (the candidate's shares), D, E, F do not.
+    a, b = 50.0 * (1.0 - c_h) ** 2 / r_c, -100.0 * (1.0 + c_bp) * (1.0 - c_h) / r_c
+    c = -(a * c_bp + b * c_h)
+    d = 50.0 * (1.0 - b_h) ** 2 / r_b
+    e = -100.0 * (1.0 + b_bp) * (1.0 - b_h) / r_b
+    f = -(d * b_bp + e * b_h)
+    coef = np.stack([a, b, c, -d[..., None] * np.ones_like(a), -e[..., None] * np.ones_like(a)], axis=-1)
+    coef = np.concatenate([coef, (-f[..., None] * np.ones_like(a))[..., None]], axis=-1)  # (..., T, 6)
+    x = np.concatenate([candidate, baseline], axis=-1)  # (..., T, 6)
+    first = np.cumsum(x, axis=-2) / t[:, None]
+    second = np.cumsum(x[..., :, None] * x[..., None, :], axis=-3) / t[:, None, None]
+    mean_u = (coef * first).sum(axis=-1)
+    mean_u2 = np.einsum("...i,...ij,...j->...", coef, second, coef)
+    var = np.maximum(mean_u2 - mean_u**2, 0.0) * t / np.maximum(t - 1.0, 1.0)
+    return estimate, np.nan_to_num(np.sqrt(var), nan=np.inf)
+
+
+def asymptotic_radius(sd: np.ndarray, t: np.ndarray, alpha: float, horizon: float) -> np.ndarray:
+    """Half-width of the asymptotic confidence sequence of Waudby-Smith, Arbour, Sinha,
+    Kennedy & Ramdas (2024, "Time-uniform central limit theory and asymptotic confidence
+    sequences", Annals of Statistics): the normal-mixture boundary with the estimated
+    standard deviation, two-sided, tightest near `horizon` units."""
+    log_a = -2.0 * math.log(alpha)
+    rho2 = (log_a + math.log(log_a + 1.0)) / horizon
+    t = np.asarray(t, dtype=np.float64)
+    out: np.ndarray = sd * np.sqrt(
+        2.0 * (t * rho2 + 1.0) / (t**2 * rho2) * np.log(np.sqrt(t * rho2 + 1.0) / alpha)
+    )
+    return out
 
 
 def persona_spread(
@@ -367,6 +459,7 @@ def gate_sequence(
     looks: Sequence[int],
     margin: float,
     alpha: float,
+    method: Method = ASYMPTOTIC,
     grid_points: int = GRID_POINTS,
 ) -> list[SequenceLook]:
     """The gate's sequence at each look.
@@ -402,6 +495,7 @@ def gate_sequence(
         np.asarray(looks),
         persona=np.broadcast_to(who[idx], drawn.shape[:-1]),
         units_per_persona=units_per_persona,
+        method=method,
         grid_points=grid_points,
     )
     out = []
