@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vera.app import UNDECIDED_EXIT, read_sequence
+from vera.app import UNDECIDED_EXIT
 from vera.cli._main import main
+from vera.report import read_sequence, sequential_note
 
 from .conftest import ROOT
 
@@ -75,6 +76,15 @@ def test_a_risk_ignoring_candidate_is_worse_in_a_fraction_of_the_units(baseline,
     assert again.exit_code == 4, again.output
     assert lines(out / "calls.jsonl") == calls
     assert [look.wave for look in read_sequence(out)] == [look.wave for look in looks]
+
+    # The card's neighbours show the sequence, and compare says the run was sequential.
+    assert (out / "plots" / "sequence.png").is_file()
+    page = (out / "sequence.md").read_text()
+    assert "Verdict: WORSE" in page and f"{last.units} of {PERSONAS} units used" in page
+    note = sequential_note(out)
+    assert note is not None and "sequential gate" in note and "WORSE" in note
+    compared = CliRunner().invoke(main, ["compare", str(baseline), str(out), "--gate", "--margin", "5"])
+    assert "a sequential gate's run" in compared.output
 
     changed = gate(baseline, out, "offline/risk-ignoring", "--margin", "2")
     assert (

@@ -8,7 +8,7 @@ scored after the event loop is done (`result.scored`).
 """
 
 from vera.app._checks import check_config
-from vera.app._gate import UNDECIDED_EXIT, GateLook, GateOptions, GateOutcome, read_sequence, run_gate
+from vera.app._gate import UNDECIDED_EXIT, GateOptions, GateOutcome, run_gate
 from vera.app._gc import sweep_collector
 from vera.app._judge_command import judge_run
 from vera.app._merge import merge_runs
@@ -20,7 +20,6 @@ from vera.app._stand_ins import RunFacts
 
 __all__ = [
     "UNDECIDED_EXIT",
-    "GateLook",
     "GateOptions",
     "GateOutcome",
     "JudgeOptions",
@@ -35,7 +34,6 @@ __all__ = [
     "judge_run",
     "merge_runs",
     "prepare_run",
-    "read_sequence",
     "run_gate",
     "scored",
     "sweep_collector",

@@ -32,49 +32,24 @@ from vera.app._run import execute_run, new_run_dir
 from vera.errors import UserError
 from vera.inputs import RunConfig
 from vera.records import BEST_PRACTICE, HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, OVERALL, ModelSpec, RunManifest
-from vera.report import Exit, read_run
-from vera.stats import NOT_WORSE, UNDECIDED, WORSE, SequenceRow, Status, gate_sequence
+from vera.report import (
+    GATE_FILE,
+    SEQUENCE_FILE,
+    SEQUENCE_PAGE,
+    Exit,
+    GateLook,
+    GateRecord,
+    GateSettings,
+    read_run,
+    read_sequence,
+    sequence_page,
+    sequence_plot,
+)
+from vera.stats import NOT_WORSE, UNDECIDED, WORSE, Status, gate_sequence
 from vera.store import MANIFEST, atomic_write
 
-GATE_FILE = "gate.json"
-SEQUENCE_FILE = "sequence.jsonl"
 # Exit code of an UNDECIDED gate (WORSE is `Exit.WORSE`, 4; NOT WORSE is 0).
 UNDECIDED_EXIT = 5
-
-
-class GateSettings(msgspec.Struct, frozen=True, kw_only=True):
-    """What defines a gate; a resume must give the same."""
-
-    baseline_run_id: str
-    baseline_path: str
-    candidate: str
-    baseline_chatbot: str
-    margin: float
-    alpha: float
-    wave: int
-    order_seed: int
-    max_conversations: int | None
-    method: str  # the sequence's first part: "asymptotic" or "betting" (vera.stats.sequential)
-    # The units in the order they are drawn: [persona, user-agent, replicate].
-    order: list[tuple[str, str, int]]
-
-
-class GateLook(msgspec.Struct, frozen=True, kw_only=True):
-    """One line of sequence.jsonl: the interval after a wave."""
-
-    wave: int
-    drawn: int  # units planned so far
-    units: int  # units whose candidate conversation was judged (the sequence's n)
-    available: int  # units of the baseline
-    rows: list[SequenceRow]
-    verdict: Status
-    stopped: str = ""  # why the gate stopped here ("" while it goes on)
-
-
-class GateRecord(msgspec.Struct, frozen=True, kw_only=True):
-    settings: GateSettings
-    verdict: Status | None = None
-    stopped: str = ""
 
 
 @dataclass
@@ -252,7 +227,12 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
     verdict = final.verdict if final is not None and final.stopped else UNDECIDED
     stopped = final.stopped if final is not None else ""
     if final is not None and final.stopped:
-        write_settings(run_dir, GateRecord(settings=settings, verdict=verdict, stopped=stopped))
+        record = GateRecord(settings=settings, verdict=verdict, stopped=stopped)
+        write_settings(run_dir, record)
+        plot = sequence_plot(looks, settings.margin)
+        (run_dir / "plots").mkdir(exist_ok=True)
+        atomic_write(run_dir / "plots" / plot.name, plot.png, what="the gate's plot")
+        atomic_write(run_dir / SEQUENCE_PAGE, sequence_page(record, looks).encode(), what="the gate's page")
         if outcome is None or outcome.exit_code != Exit.INTERRUPTED:
             outcome = scored(outcome or _outcome_of(run_dir, command))
     return GateOutcome(run_dir, settings, looks, verdict, stopped, outcome, command)
@@ -334,26 +314,6 @@ def write_settings(run_dir: Path, record: GateRecord) -> None:
     atomic_write(
         run_dir / GATE_FILE, msgspec.json.format(msgspec.json.encode(record)), what="the gate's settings"
     )
-
-
-def read_sequence(run_dir: Path) -> list[GateLook]:
-    """The looks so far; a last line a crash cut short is left out (its wave is redone
-    from the run's records, without a call)."""
-    path = Path(run_dir) / SEQUENCE_FILE
-    if not path.is_file():
-        return []
-    looks = []
-    lines = path.read_bytes().splitlines()
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            looks.append(msgspec.json.decode(line, type=GateLook))
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            if i == len(lines) - 1:
-                break
-            raise UserError(f"{path}:{i + 1}: not a gate look ({exc})") from None
-    return looks
 
 
 def append_look(run_dir: Path, look: GateLook) -> None:
