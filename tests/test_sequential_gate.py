@@ -130,3 +130,11 @@ def test_a_baseline_of_two_chatbots_is_refused(tmp_path) -> None:
     assert made.exit_code == 0, made.output
     result = gate(out, tmp_path / "g", "offline/best-practice")
     assert result.exit_code == 1
+
+
+def test_an_unknown_candidate_is_one_line_and_leaves_no_folder(baseline, tmp_path) -> None:
+    out = tmp_path / "unknown"
+    result = gate(baseline, out, "nosuch/model")
+    assert result.exit_code == 1
+    assert "unknown model reference 'nosuch/model'" in result.output and "Traceback" not in result.output
+    assert not out.exists()

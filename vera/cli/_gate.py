@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from vera.cli._door import Number
-from vera.ranges import LEVEL, MARGIN, SEED
+from vera.ranges import DOLLARS, LEVEL, MARGIN, SEED
 
 
 @click.command()
@@ -41,7 +41,7 @@ from vera.ranges import LEVEL, MARGIN, SEED
 )
 @click.option(
     "--max-cost",
-    type=float,
+    type=Number(DOLLARS, "usd"),
     help="The candidate run's budget in USD over all waves; UNDECIDED if it runs out first.",
 )
 @click.option(
