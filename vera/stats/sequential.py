@@ -211,6 +211,8 @@ BETTING: Method = "betting"
 # Below this many units an asymptotic sequence is not trusted (its variance estimate is
 # too rough): the interval is the whole range until then.
 MIN_UNITS = 10
+# The standard deviation of the pseudo-unit `influence_sequence` adds (score points).
+PRIOR_SPREAD = 100.0
 
 
 def difference_sequence(
@@ -302,7 +304,12 @@ def influence_sequence(
     second = np.cumsum(x[..., :, None] * x[..., None, :], axis=-3) / t[:, None, None]
     mean_u = (coef * first).sum(axis=-1)
     mean_u2 = np.einsum("...i,...ij,...j->...", coef, second, coef)
-    var = np.maximum(mean_u2 - mean_u**2, 0.0) * t / np.maximum(t - 1.0, 1.0)
+    # One pseudo-unit of the largest spread a score difference can have (±100 points)
+    # joins the units seen: a row whose first units all agree (a dimension rarely
+    # relevant) is not taken to have no spread at all, which would close its interval
+    # at once; it fades as units come in (as WSR's bets start from a variance of 1/4).
+    squares = np.maximum(mean_u2 - mean_u**2, 0.0) * t
+    var = (squares + PRIOR_SPREAD**2) / t
     return estimate, np.nan_to_num(np.sqrt(var), nan=np.inf)
 
 
