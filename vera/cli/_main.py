@@ -515,11 +515,19 @@ def merge(out: str, shards: tuple[str, ...], allow_partial: bool) -> None:
 def score(run_dir: str, resamples: int | None, confidence: float | None, bootstrap_seed: int | None) -> None:
     """Recompute ratings.parquet, answers.parquet and the card (card.json, card.md,
     card.html, plots/) from a run's records, e.g. with other interval settings."""
-    from vera.report import score_run
+    from vera.report import num, score_run
 
     c = score_run(run_dir, resamples=resamples, confidence=confidence, seed=bootstrap_seed)
     click.echo(f"scored → {Path(run_dir) / 'card.json'}")
     click.echo(_run_status_line(c))
+    for bot in c.chatbots:
+        cal = bot.calibrated
+        if cal is not None and cal.few_rated_personas:
+            o = cal.overall
+            click.echo(
+                f"note: {bot.chatbot}: calibrated overall score {num(o.score)} "
+                f"[{num(o.score_ci.lo)}, {num(o.score_ci.hi)}]: {cal.few_rated_personas}"
+            )
 
 
 @main.command()

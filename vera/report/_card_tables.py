@@ -431,13 +431,20 @@ def calibrated_table(bot: ChatbotCard, cal: Calibrated) -> Table:
         f"{num(cal.n_rated_by_humans)} of {num(cal.n_conversations)} conversations rated by "
         f"{num(cal.n_raters)} human rater(s). The calibrated score corrects the judge by the "
         "human ratings (PPI++); its interval carries the judge's error as well as the "
-        "sampling of personas."
+        "sampling of personas. The two intervals are computed differently (the judge-only "
+        "one always contains the score at the exact bounds of HPH %; the calibrated one only "
+        "where a share is near 0 or 100 % or few personas were rated), so compare their "
+        "centres, not their widths."
     )
+    if cal.few_rated_personas:
+        caption += f" Note: {cal.few_rated_personas}."
     t = Table(
         [
             "Dimension",
-            "Judge-only score [CI]",
-            "Calibrated score [CI]",
+            # The two intervals come from different methods: the headers say which, so
+            # their widths are not read as comparable.
+            "Judge-only score [CI: persona bootstrap + exact HPH bound]",
+            "Calibrated score [CI: PPI++ bootstrap, exact near 0/100 %]",
             "Calibrated HPH % [CI]",
             "Rated by humans",
         ],
@@ -447,9 +454,11 @@ def calibrated_table(bot: ChatbotCard, cal: Calibrated) -> Table:
     for name in [*cal.dimensions, OVERALL]:
         c = cal.overall if name == OVERALL else cal.dimensions[name]
         judge = bot.overall if name == OVERALL else dims.get(name)
-        t.rows.append(
-            [name, with_ci(judge, "score"), with_ci(c, "score"), with_ci(c, "pct_hph"), num(c.n_labelled)]
-        )
+        calibrated = with_ci(c, "score")
+        if name == OVERALL and cal.few_rated_personas:
+            # Beside the score, in words: an interval from too few rated personas.
+            calibrated += f" (only {num(cal.n_rated_personas)} rated persona(s): too few)"
+        t.rows.append([name, with_ci(judge, "score"), calibrated, with_ci(c, "pct_hph"), num(c.n_labelled)])
     t.emphasise.add(len(t.rows) - 1)
     return t
 

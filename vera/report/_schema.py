@@ -37,8 +37,9 @@ from vera.report._improvements import Improvements
 # (what batch and flex calls would have cost asked live); a card of 4 reads it as null.
 # 6 added fallbacks and replayed to every CallTotals (calls that stood in for a cheaper
 # tier, and replies replayed from the response cache, no longer counted as calls), and
-# gives live_cost_usd in every bucket once any call of the run was discounted.
-CARD_SCHEMA_VERSION = 6
+# gives live_cost_usd in every bucket once any call of the run was discounted. 7 added
+# n_rated_personas and few_rated_personas to Calibrated.
+CARD_SCHEMA_VERSION = 7
 
 
 class Interval(msgspec.Struct, frozen=True, gc=False, array_like=True):
@@ -194,6 +195,11 @@ class Calibrated(msgspec.Struct, frozen=True, kw_only=True):
     overall: CalibratedScore
     dimensions: dict[str, CalibratedScore]
     confusion: Confusion
+    # Distinct personas with a human-rated conversation (null in cards before schema 7),
+    # and, below `vera.stats.MIN_RATED_PERSONAS` of them, the words the card sets beside
+    # the calibrated score: the interval then rests on too few personas.
+    n_rated_personas: int | None = None
+    few_rated_personas: str | None = None
 
 
 class ArcCounts(msgspec.Struct, frozen=True, gc=False, kw_only=True):

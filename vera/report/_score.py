@@ -23,7 +23,14 @@ from vera.report._pages import write_card_pages
 from vera.report._plots import Plot, card_plots
 from vera.report._schema import Card, decode_card, encode_card
 from vera.report._scoring import ANSWERS_FILE, RATINGS_FILE, ratings_and_answers, write_parquet
-from vera.store import HUMAN_RATINGS, atomic_write, open_run, read_human_ratings, read_manifest
+from vera.store import (
+    HUMAN_RATINGS,
+    atomic_write,
+    check_human_dimensions,
+    open_run,
+    read_human_ratings_numbered,
+    read_manifest,
+)
 
 PLOTS_DIR = "plots"
 
@@ -58,10 +65,15 @@ def score_run(
     # job (keeping the rubric's order within a judgement), the same run gives the same
     # files.
     frame, answers = (f.sort(JUDGEMENT_KEY, maintain_order=True) for f in (frame, answers))
+    # Human ratings (vera review, vera ratings import) add calibrated scores to the card.
+    # A dimension the run does not have is an error naming its line, before anything is
+    # written (a misspelt name would otherwise drop out of the calibration silently).
+    numbered = read_human_ratings_numbered(root)
+    if frame.height:
+        check_human_dimensions(root, numbered, set(frame.get_column("dimension").unique().to_list()))
+    humans = [h for _, h in numbered]
     write_parquet(frame, root / RATINGS_FILE)
     write_parquet(answers, root / ANSWERS_FILE)
-    # Human ratings (vera review, vera ratings import) add calibrated scores to the card.
-    humans = read_human_ratings(root)
     foreign = sorted({h.conversation_id for h in humans} - records.conversations.keys())
     if foreign:
         # Kept in the file (nothing is lost), left out of the card: say so, once.
