@@ -52,7 +52,7 @@ from vera.report._reference_export import export_reference
 from vera.report._schema import Card, RunComparison
 from vera.report._score import read_card, render_card_files, score_run, write_card_html
 from vera.report._table import Table
-from vera.report._terminal import fit, headline, render, render_card, rich_table, text_tables
+from vera.report._terminal import by_column_text, fit, headline, render, render_card, rich_table, text_tables
 
 __all__ = [
     "DEFAULT_EXEMPLARS",
@@ -81,6 +81,7 @@ __all__ = [
     "agreement_humans_text",
     "agreement_report",
     "build_improvements",
+    "by_column_text",
     "compare_runs",
     "compare_tables",
     "comparison_plots",
