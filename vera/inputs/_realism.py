@@ -125,7 +125,7 @@ def parse_user_check(parsed: Any, n_turns: int) -> list[UserFlag] | None:
         answer = msgspec.convert(parsed, _Answer)
     except msgspec.ValidationError:
         return None
-    return [f if 0 <= f.turn < n_turns else msgspec.structs.replace(f, turn=-1) for f in answer.flags]
+    return [f if 1 <= f.turn <= n_turns else msgspec.structs.replace(f, turn=0) for f in answer.flags]
 
 
 # ---------------------------------------------------------------------------------------
