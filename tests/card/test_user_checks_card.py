@@ -14,6 +14,8 @@ from click.testing import CliRunner
 
 from vera.cli._main import main
 from vera.inputs import USER_CHECK_PROMPT
+from vera.records import HumanRating
+from vera.store import append_human_ratings
 
 from .conftest import offline_config, run_vera
 
@@ -106,3 +108,62 @@ def test_exclude_flagged_rescores_without_them_and_says_so(offline_run, tmp_path
     assert [b["n_conversations"] for b in again["chatbots"]] == [
         b["n_conversations"] for b in before["chatbots"]
     ]
+
+
+def test_agreement_sets_the_checks_against_the_clinicians_realism_ratings(checked_run, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(checked_run, out)
+    judgements = jsonl(out / "judgements.jsonl")
+    flagged = sorted({j["conversation_id"] for j in judgements if j["user_check"]["flags"]})
+    clean = sorted({j["conversation_id"] for j in judgements if not j["user_check"]["flags"]})
+    assert len(flagged) >= 3 and len(clean) >= 3
+
+    def rating(cid: str, rater: str, realism: int | None) -> HumanRating:
+        return HumanRating(conversation_id=cid, rater=rater, ratings={}, realism=realism)
+
+    append_human_ratings(
+        out,
+        [
+            rating(flagged[0], "Ada", 1),
+            rating(flagged[1], "Ada", 2),
+            rating(flagged[1], "Bo", 2),
+            rating(flagged[2], "Ada", 5),  # flagged, yet realistic to the clinician
+            rating(clean[0], "Ada", 4),
+            rating(clean[1], "Bo", 5),
+            rating(clean[2], "Ada", 1),  # missed by the check
+            rating(clean[2], "Ada", 2),  # the rater's later word counts
+            rating(clean[2], "Bo", None),  # rated the chatbot only: no realism rating
+        ],
+    )
+    result = CliRunner().invoke(main, ["agreement", "--users", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert (report["n_rated"], report["n_raters"], report["n_unrealistic"]) == (6, 2, 3)
+    model, heuristic = report["checkers"]
+    assert model["checker"] == "model" and heuristic["checker"] == "heuristic"
+    for c in (model, heuristic):  # the offline judge answers with the heuristic
+        assert (c["n"], c["both_flagged"], c["check_only"], c["clinicians_only"], c["neither"]) == (
+            6,
+            2,
+            1,
+            1,
+            2,
+        )
+        assert c["percent_agreement"] == round(4 / 6, 3)
+        # kappa: observed 4/6, chance (3/6·3/6 + 3/6·3/6) = 1/2
+        assert c["cohen_kappa"] == round((4 / 6 - 0.5) / 0.5, 3)
+        assert c["mean_realism_flagged"] == round((1 + 2 + 5) / 3, 2)
+    table = CliRunner().invoke(main, ["agreement", "--users", str(out)])
+    assert table.exit_code == 0 and "Cohen's kappa" in table.output and "heuristic" in table.output
+
+
+def test_agreement_without_realism_ratings_is_one_clear_line(offline_run, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(offline_run, out)
+    result = CliRunner().invoke(main, ["agreement", "--users", str(out)])
+    assert result.exit_code == 1
+    assert "no realism rating of a simulated user" in result.output and "Traceback" not in result.output
+    both = CliRunner().invoke(main, ["agreement", "x.csv", "--users", str(out)])
+    assert both.exit_code != 0 and "Traceback" not in both.output
+    neither = CliRunner().invoke(main, ["agreement"])
+    assert neither.exit_code == 1 and "needs RATINGS_FILE, or --users RUN_DIR" in neither.output

@@ -48,6 +48,11 @@ from vera.report._pages import (
     slug,
 )
 from vera.report._plots import comparison_plots
+from vera.report._realism_agreement import (
+    UserCheckAgreement,
+    user_check_agreement,
+    user_check_agreement_table,
+)
 from vera.report._reference_export import export_reference
 from vera.report._schema import Card, RunComparison
 from vera.report._score import read_card, render_card_files, score_run, write_card_html
@@ -77,6 +82,7 @@ __all__ = [
     "RunComparison",
     "RunStatus",
     "Table",
+    "UserCheckAgreement",
     "agreement_against_text",
     "agreement_humans_text",
     "agreement_report",
@@ -120,6 +126,8 @@ __all__ = [
     "status_text",
     "tally",
     "text_tables",
+    "user_check_agreement",
+    "user_check_agreement_table",
     "write_card_html",
     "write_improvements",
 ]
