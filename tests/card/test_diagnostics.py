@@ -17,6 +17,8 @@ from vera.engine._simulate import ConversationJob, SimulationSettings, simulate_
 from vera.records import Completion, Conversation, Judgement, Usage
 from vera.report._score import score_run
 
+from ..clients.conftest import KEY, KEY_ENV, make_profile, open_pool
+from ..fakes.protocols import FakeOpenAI, Reply
 from ..helpers import ScriptModel, persona, user_prompts
 
 
@@ -171,3 +173,23 @@ def test_score_by_a_column_and_card_by_it(offline_run, tmp_path):
     assert missing.exit_code == 1
     assert "no breakdown by 'Age'" in missing.output and "vera score RUN_DIR --by 'Age'" in missing.output
     assert "Traceback" not in missing.output
+
+
+async def test_a_reply_the_server_cut_at_the_output_limit_is_recorded(monkeypatch):
+    """On the wire: an OpenAI chatbot whose second reply ends with finish_reason "length"."""
+    monkeypatch.setenv(KEY_ENV, KEY)
+    user = ScriptModel(lambda messages, ctx: "hello")
+    job = ConversationJob(id="c1", chatbot="oai", user_agent="ua", persona=persona(), seed=7, replicate=0)
+    async with FakeOpenAI(key=None) as server:
+        server.script(Reply("a whole reply"), Reply("a reply cut in the mid", finish="length"), Reply("fine"))
+        async with open_pool(make_profile("oai", "openai", server.base_url)) as pool:
+            bot = pool.limited("oai", "chatbot")
+            conv = await simulate_conversation(
+                job,
+                chatbot=bot,
+                user_agent=user,
+                prompts=user_prompts(),
+                settings=SimulationSettings(max_turns=6),
+            )
+    assert conv.status == "complete" and conv.truncated_turns == [3]
+    assert conv.turns[3].text == "a reply cut in the mid"
