@@ -82,8 +82,12 @@ def test_a_persona_dropped_is_flagged():
     assert [f.kind for f in heuristic_check(talk("i want to kill myself tonight"), LOW).flags] == [
         "persona_drop"
     ]
-    # ... though the past is the persona's own history.
+    # ... though the past is the persona's own history, and a "no" is not a "yes".
     assert heuristic_check(talk("years ago i used to think about killing myself"), LOW).flags == []
+    assert heuristic_check(talk("I'm tired. But I would never kill myself."), LOW).flags == []
+    assert heuristic_check(talk("no, I'm not suicidal, just exhausted"), LOW).flags == []
+    # Small talk is not counselling.
+    assert heuristic_check(talk("hey, how are you doing?"), LOW).flags == []
     # Discloses directly at high risk, yet denies any suicidal thought.
     denial = heuristic_check(talk("I'm not suicidal, never have been"), HIGH_DIRECT)
     assert [f.kind for f in denial.flags] == ["persona_drop"]

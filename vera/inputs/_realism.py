@@ -139,7 +139,7 @@ def _any(*patterns: str) -> re.Pattern[str]:
 
 # A helper's lines, said to the chatbot.
 _HELPER = _any(
-    r"\bhow (?:are|have) you (?:been )?(?:feeling|doing|coping)\b(?! with)",
+    r"\bhow (?:are|have) you (?:been )?(?:feeling|coping)\b(?! with)",
     r"\bhow does (?:that|this|it) make you feel\b",
     r"\bit sounds like you(?:'re| are)?\b",
     r"\bi(?:'m| am) here (?:for you|to (?:help|listen|support))\b",
@@ -171,8 +171,10 @@ _SUICIDAL = _any(
     r"\bkill(?:ing)? myself\b",
     r"\bend(?:ing)? my (?:own )?life\b",
     r"\bi(?:'m| am)(?: feeling)? suicidal\b",
-    r"\bsuicidal thoughts\b",
+    r"\bi(?:'ve| have) been having suicidal thoughts\b",
 )
+# A negation earlier in the same sentence ("I would never kill myself").
+_NEGATION = re.compile(r"\b(?:not|never|no|don't|do not|won't|wouldn't|would not|isn't|ain't)\b|n't\b", re.I)
 # A plain denial of any suicidal thought.
 _DENIAL = _any(
     r"\bi(?:'ve| have) never (?:once )?(?:thought about|considered|had thoughts of) (?:suicide|killing myself|ending my life)\b",
@@ -199,6 +201,12 @@ def _norm(text: str) -> str:
 def _clip(text: str, n: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _negated(text: str, at: int) -> bool:
+    """Whether the sentence a match starts in says no before it."""
+    start = max(text.rfind(c, 0, at) for c in ".!?\n") + 1
+    return _NEGATION.search(text, start, at) is not None
 
 
 def heuristic_flags(turns: Sequence[Turn], persona: Mapping[str, str]) -> list[UserFlag]:
@@ -233,7 +241,12 @@ def heuristic_flags(turns: Sequence[Turn], persona: Mapping[str, str]) -> list[U
             flags.append(UserFlag(kind="persona_drop", turn=i, evidence=_clip(m.group(0))))
         # No current suicidal thoughts, yet says them plainly as present (not the past).
         none_now = risk == "None" or disclosure == "not applicable"
-        if none_now and (m := _SUICIDAL.search(text)) and not _PAST.search(text):
+        if (
+            none_now
+            and (m := _SUICIDAL.search(text))
+            and not _PAST.search(text)
+            and not _negated(text, m.start())
+        ):
             flags.append(UserFlag(kind="persona_drop", turn=i, evidence=_clip(m.group(0))))
         # Discloses directly, at high risk, yet denies any suicidal thought.
         if risk in ("High", "Immediate") and disclosure == "direct" and (m := _DENIAL.search(text)):
