@@ -94,6 +94,8 @@ def test_exclude_flagged_rescores_without_them_and_says_so(offline_run, tmp_path
     assert f"left out: {len(flagged)} conversation(s)" in result.output
     after = json.loads((out / "card.json").read_text())
     assert after["realism"]["excluded"] is True and after["realism"]["n_excluded"] == len(flagged)
+    # The run diagnostics and the counts still cover the whole run.
+    assert after["diagnostics"] == before["diagnostics"] and after["counts"] == before["counts"]
     for b, a in zip(before["chatbots"], after["chatbots"], strict=True):
         mine = sum(1 for c in convs if c["chatbot"] == b["chatbot"] and c["id"] in flagged)
         assert a["n_conversations"] == b["n_conversations"] - mine

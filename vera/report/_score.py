@@ -72,9 +72,7 @@ def score_run(
     )
     flagged = flagged_ids(checks)
     if exclude_flagged and flagged:
-        frame, answers = (
-            f.filter(~pl.col("conversation_id").is_in(sorted(flagged))) for f in (frame, answers)
-        )
+        frame = frame.filter(~pl.col("conversation_id").is_in(sorted(flagged)))
     # Human ratings (vera review, vera ratings import) add calibrated scores to the card.
     humans = read_human_ratings(root)
     foreign = sorted({h.conversation_id for h in humans} - records.conversations.keys())
@@ -91,7 +89,7 @@ def score_run(
         records,
         frame,
         humans=humans,
-        answers=answers,
+        answers=answers,  # the run diagnostics cover the whole run
         by=by,
         realism=realism_block([s.ref for s in manifest.user_agents], checks, excluded=exclude_flagged),
         excluded=flagged if exclude_flagged else frozenset(),
