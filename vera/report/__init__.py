@@ -48,6 +48,11 @@ from vera.report._pages import (
     slug,
 )
 from vera.report._plots import comparison_plots
+from vera.report._realism_agreement import (
+    UserCheckAgreement,
+    user_check_agreement,
+    user_check_agreement_table,
+)
 from vera.report._reference_export import export_reference
 from vera.report._schema import Card, RunComparison
 from vera.report._score import read_card, render_card_files, score_run, write_card_html
@@ -65,7 +70,7 @@ from vera.report._sequence import (
     sequential_note,
 )
 from vera.report._table import Table
-from vera.report._terminal import fit, headline, render, render_card, rich_table, text_tables
+from vera.report._terminal import by_column_text, fit, headline, render, render_card, rich_table, text_tables
 
 __all__ = [
     "DEFAULT_EXEMPLARS",
@@ -96,10 +101,12 @@ __all__ = [
     "RunComparison",
     "RunStatus",
     "Table",
+    "UserCheckAgreement",
     "agreement_against_text",
     "agreement_humans_text",
     "agreement_report",
     "build_improvements",
+    "by_column_text",
     "compare_runs",
     "compare_tables",
     "comparison_plots",
@@ -143,6 +150,8 @@ __all__ = [
     "status_text",
     "tally",
     "text_tables",
+    "user_check_agreement",
+    "user_check_agreement_table",
     "write_card_html",
     "write_improvements",
 ]
