@@ -43,6 +43,7 @@ from vera.inputs import (
     load_user_prompts,
     missing_key,
     persona_header,
+    present_annotations,
     reads_reference,
     resolve_ref,
     verify_pins,
@@ -297,8 +298,9 @@ def _personas(cfg: RunConfig, findings: list[Finding]) -> tuple[int, tuple[str, 
     where = str(files[0])
     try:
         for i in check_annotations(files, cfg.annotation_columns, _target_file(cfg) or "annotation_columns"):
-            findings.append(Finding(i.path, i.message))
-        group_by = cfg.group_by or default_grouping(persona_header(files[0]), cfg.annotation_columns)
+            findings.append(Finding(i.path, i.message, i.severity))
+        present, _ = present_annotations(files, cfg.annotation_columns)
+        group_by = cfg.group_by or default_grouping(persona_header(files[0]), present)
         pset, issues = check_personas(files, group_by=group_by)
     except UserError as exc:
         findings.append(_finding(exc, where))

@@ -63,6 +63,7 @@ from vera.inputs._targets import (
     load_target,
     load_user_prompts,
     persona_header,
+    present_annotations,
 )
 from vera.inputs._transcripts import PERSONAS_NOT_FOUND, personas_not_found, read_transcripts
 from vera.ranges import MAX_RESAMPLES
@@ -119,6 +120,7 @@ __all__ = [
     "missing_key",
     "persona_header",
     "personas_not_found",
+    "present_annotations",
     "read_transcripts",
     "reads_reference",
     "redact",
