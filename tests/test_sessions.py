@@ -346,9 +346,30 @@ def _chatbot_requests(bot: FakeServer) -> list[list[dict[str, Any]]]:
     return [r.json["messages"] for r in bot.received]
 
 
-def test_a_model_chatbot_is_sent_the_earlier_sessions_before_this_one(tmp_path: Path) -> None:
+def test_by_default_session_2_starts_the_model_chatbot_fresh_as_the_reference_does(tmp_path: Path) -> None:
+    """The reference clears a model chatbot's history at each session: its first call of
+    session 2 carries that session's first user message and nothing of session 1."""
     bot = AnsweringOpenAI(key=KEY)
-    code, output, out, agent = _sessions_run(tmp_path, bot, _openai_profile)
+    code, output, out, _ = _sessions_run(tmp_path, bot, _openai_profile)
+    assert code == 0, output
+    first, second = jsonl(out / "conversations.jsonl")
+    requests = _chatbot_requests(bot)
+    assert [len(m) for m in requests] == [1, 3, 1, 3]
+    # What the reference sends a model at session 2's first turn: no system prompt is
+    # configured, so the session's first user message alone.
+    reference_sends = [{"role": "user", "content": second["turns"][0]["text"]}]
+    assert requests[2] == reference_sends
+    assert not any(t["text"] in str(requests[2]) for t in first["turns"])
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["conversation"]["chatbot_memory"] == "none"
+    card = json.loads((out / "card.json").read_text())
+    assert card["settings"]["chatbot_memory"] == "none"
+    assert "a model chatbot starts each session fresh" in (out / "card.md").read_text()
+
+
+def test_a_model_chatbot_is_sent_the_earlier_sessions_with_history_by_name(tmp_path: Path) -> None:
+    bot = AnsweringOpenAI(key=KEY)
+    code, output, out, agent = _sessions_run(tmp_path, bot, _openai_profile, "--chatbot-memory", "history")
     assert code == 0, output
     first, second = jsonl(out / "conversations.jsonl")
     requests = _chatbot_requests(bot)
@@ -365,15 +386,25 @@ def test_a_model_chatbot_is_sent_the_earlier_sessions_before_this_one(tmp_path: 
     systems = [r.json["messages"][0]["content"] for r in agent.received]
     assert not any(USER_MEMORY_NOTE in s for s in systems)
     assert len(set(systems)) == 1
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["conversation"]["chatbot_memory"] == "history"
+    assert "vera's history replay" in (out / "card.md").read_text()
 
 
-def test_chatbot_memory_none_sends_a_model_this_session_only(tmp_path: Path) -> None:
+def test_chatbot_memory_history_in_the_config_replays_the_earlier_sessions(tmp_path: Path) -> None:
     bot = AnsweringOpenAI(key=KEY)
     code, output, _, _ = _sessions_run(
-        tmp_path, bot, _openai_profile, conversation={"chatbot_memory": "none"}
+        tmp_path, bot, _openai_profile, conversation={"chatbot_memory": "history"}
     )
     assert code == 0, output
-    assert [len(m) for m in _chatbot_requests(bot)] == [1, 3, 1, 3]
+    assert [len(m) for m in _chatbot_requests(bot)] == [1, 3, 5, 7]
+
+
+def test_chatbot_memory_needs_sessions(tmp_path: Path) -> None:
+    config = offline_config(tmp_path)
+    result = vera("run", "--config", str(config), "--chatbot-memory", "history", "--out", str(tmp_path / "o"))
+    assert result.exit_code == 1
+    assert "--chatbot-memory: each persona has one session in this run" in result.output
 
 
 def test_with_user_memory_the_simulated_user_remembers_its_earlier_sessions(tmp_path: Path) -> None:
@@ -486,7 +517,7 @@ def test_the_card_counts_each_chatbots_arcs_and_scores_each_session_type(arc_run
     card = json.loads((arc_run / "card.json").read_text())
     assert card["settings"]["sessions"] == ["intake", "follow-up"]
     assert card["settings"]["user_memory"] is False
-    assert card["settings"]["chatbot_memory"] == "history"
+    assert card["settings"]["chatbot_memory"] == "none"
     convs = {c["id"]: c for c in jsonl(arc_run / "conversations.jsonl")}
     harmful = {
         j["conversation_id"]

@@ -433,7 +433,7 @@ class ConversationSnapshot(msgspec.Struct, kw_only=True):
     sessions: list[str] = msgspec.field(default_factory=list)
     session: dict[str, SessionSnapshot] = msgspec.field(default_factory=dict)
     user_memory: bool = False
-    chatbot_memory: Literal["history", "none"] = "history"
+    chatbot_memory: Literal["history", "none"] = "none"
 
 
 class JudgeSnapshot(msgspec.Struct, kw_only=True):

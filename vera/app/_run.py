@@ -216,6 +216,7 @@ def _resumed_config(
             "limit_personas",
             "sessions",
             "user_memory",
+            "chatbot_memory",
         )
     }
     given |= {"seeds_flag": opts.seeds_flag, "shard": str(Shard.parse(opts.shard)) if opts.shard else None}

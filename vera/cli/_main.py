@@ -277,6 +277,13 @@ def _sweep_options(f: F) -> F:
             default=None,
             help="The simulated user remembers its earlier sessions (default: each starts fresh).",
         ),
+        click.option(
+            "--chatbot-memory",
+            type=click.Choice(["none", "history"]),
+            default=None,
+            help="With sessions, what a model chatbot is sent of earlier sessions: none (the "
+            "default and the reference's: each session starts fresh) or history (vera's replay).",
+        ),
         REFERENCE_DATA_OPTION,
         click.option("--quiet", is_flag=True, help="Do not print the card at the end."),
     ]
@@ -310,6 +317,7 @@ def _run_options(
     reference_data: str | None,
     sessions: str | None = None,
     user_memory: bool | None = None,
+    chatbot_memory: str | None = None,
     **extra: Any,
 ) -> Any:
     from vera.app import RunOptions
@@ -340,6 +348,7 @@ def _run_options(
         allow_failures=allow_failures,
         sessions=_session_types(sessions),
         user_memory=user_memory,
+        chatbot_memory=chatbot_memory,
         **extra,
     )
 

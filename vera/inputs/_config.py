@@ -109,10 +109,11 @@ class ConversationConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
     # The simulated user remembers its earlier sessions (vera's option; the reference's
     # simulated user starts every session fresh).
     user_memory: bool = False
-    # What a model chatbot is sent of earlier sessions: "history" (their messages before
-    # this session's) or "none" (this session only, as the reference sends a model). A
-    # custom HTTP chatbot is always sent this session only: it keeps its own memory.
-    chatbot_memory: Literal["history", "none"] = "history"
+    # What a model chatbot is sent of earlier sessions: "none" (this session only, as the
+    # reference sends a model: the default) or "history" (vera's replay of the earlier
+    # sessions' messages before this session's). A custom HTTP chatbot is always sent
+    # this session only: it keeps its own memory.
+    chatbot_memory: Literal["history", "none"] = "none"
 
     @property
     def multi_session(self) -> bool:

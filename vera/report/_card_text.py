@@ -126,9 +126,9 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
         if s.sessions:
             user = "remembers earlier sessions" if s.user_memory else "starts each session fresh"
             bot = (
-                "a model chatbot is sent the earlier sessions"
+                "a model chatbot is sent the earlier sessions (chatbot_memory history: vera's history replay)"
                 if s.chatbot_memory == "history"
-                else "a model chatbot is sent this session only"
+                else "a model chatbot starts each session fresh (chatbot_memory none, as the reference)"
             )
             rows.append(
                 (
