@@ -484,14 +484,18 @@ def test_session_transcripts_import_into_one_arc_each(tmp_path: Path) -> None:
 
 def test_an_arcs_sessions_export_under_the_reference_names(arc_run: Path) -> None:
     records = open_run(arc_run)
-    names = {cid: transcript_name(head) for cid, (head, _) in records.conversations.items()}
+    models = {s.ref: s.model for s in records.manifest.user_agents}
+    names = {
+        cid: transcript_name(head, models[head.user_agent])
+        for cid, (head, _) in records.conversations.items()
+    }
     for cid, name in names.items():
         head = records.conversations[cid][0]
         assert head.session is not None
-        bot = head.chatbot.split("/", 1)[-1]
+        agent = models[head.user_agent]  # the reference names the user-agent's model here
         assert (
             name
-            == f"{head.session.arc[:6]}_{head.persona}_{bot}_run1_s{head.session.index}_{head.session.type}.txt"
+            == f"{head.session.arc[:6]}_{head.persona}_{agent}_run1_s{head.session.index}_{head.session.type}.txt"
         )
     # And they import again with their place.
     folder = arc_run.parent / "exported"

@@ -5,7 +5,6 @@ the shared template), and every problem one line naming its file before any call
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 
 import pytest
