@@ -49,6 +49,7 @@ from vera.report._pages import (
 )
 from vera.report._plots import comparison_plots
 from vera.report._reference_export import export_reference
+from vera.report._row_summary import DEFAULT_LOW_SAMPLE, DEFAULT_TOP_QUESTIONS, RowSummary, summarize_rows
 from vera.report._schema import Card, RunComparison
 from vera.report._score import read_card, render_card_files, score_run, write_card_html
 from vera.report._table import Table
@@ -56,6 +57,8 @@ from vera.report._terminal import fit, headline, render, render_card, rich_table
 
 __all__ = [
     "DEFAULT_EXEMPLARS",
+    "DEFAULT_LOW_SAMPLE",
+    "DEFAULT_TOP_QUESTIONS",
     "IMPROVEMENTS_CSP",
     "MAX_EXEMPLARS",
     "PAGE_CSP",
@@ -74,6 +77,7 @@ __all__ = [
     "ImprovementsFormat",
     "JudgeConsensusReport",
     "RatingsFile",
+    "RowSummary",
     "RunComparison",
     "RunStatus",
     "Table",
@@ -117,6 +121,7 @@ __all__ = [
     "score_run",
     "slug",
     "status_text",
+    "summarize_rows",
     "tally",
     "text_tables",
     "write_card_html",
