@@ -92,3 +92,16 @@ def test_the_reference_configs_judge_with_gpt_5_4_at_low_effort(name: str) -> No
     assert sent.params == {"reasoning_effort": "low", "max_completion_tokens": 4000} and warnings == []
     other, _ = role_spec(msgspec.structs.replace(spec, model="gpt-4.1", params={}), "judge", cfg)
     assert other.params == {"temperature": 0}  # where the model allows it, it is sent
+
+
+def test_the_references_shorthand_a_model_cannot_take_is_one_line_at_validate(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    cfg = setup(tmp_path, "", 'thinking_effort = "high"')
+    lines = [f.render() for f in check_config(cfg).errors if "thinking_effort" in f.render()]
+    # Claude's shorthand given to the OpenAI judges: refused, naming it as the reference's.
+    assert lines == [
+        f"{cfg}: error: judge oai/gpt-5.4 ([judge.params] of the run config): thinking_effort: is the "
+        "reference's shorthand for thinking (Anthropic); gpt-5.4 speaks openai, which takes reasoning_effort (OpenAI)",
+        f"{cfg}: error: judge oai ([judge.params] of the run config): thinking_effort: is the "
+        "reference's shorthand for thinking (Anthropic); gpt-4o speaks openai, which takes reasoning_effort (OpenAI)",
+    ]
