@@ -193,3 +193,18 @@ def test_a_relative_target_in_a_config_is_relative_to_the_config(tmp_path):
 def test_dataerror_for_a_target_file_that_cannot_be_read(tmp_path):
     with pytest.raises(DataError, match="cannot read target"):
         load_target(tmp_path / "nope" / "manifest.json")
+
+
+def test_an_unknown_manifest_key_is_a_warning_naming_its_line(tmp_path):
+    demo = copy_demo(tmp_path)
+    edit_manifest(demo, persona_annotation_column=["Safety Concern"])  # a typo of the real key
+    out = tmp_path / "run"
+    result = vera("run", "--target", str(demo), "--out", str(out), "--quiet")
+    assert result.returncode == 0, result.stderr
+    line = next(x for x in (result.stdout + result.stderr).splitlines() if "unknown key" in x)
+    assert line.startswith(f"warning: {demo / 'manifest.json'}:13: unknown key 'persona_annotation_column'")
+    assert "vera reads: rubric_file" in line
+    (tmp_path / "run.toml").write_text(f'target = "{demo}"\n')
+    checked = vera("validate", "config", str(tmp_path / "run.toml"))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"{demo / 'manifest.json'}:13: warning: unknown key 'persona_annotation_column'" in checked.stdout

@@ -40,6 +40,7 @@ from vera.inputs import (
     load_config,
     load_judge_prompts,
     load_profile,
+    load_target,
     load_user_prompts,
     missing_key,
     persona_header,
@@ -115,6 +116,7 @@ def preflight(
     profiles, broken, origin = _profiles(cfg, findings)
     specs = _models(cfg, where, profiles, broken, origin, findings, keys=keys, judging=judging)
     rubric_key = _rubric(cfg, findings)
+    _target_warnings(cfg, findings)
     n_personas, columns = _personas(cfg, findings)
     _prompts(cfg, columns, findings)
     if rubric_key is not None:
@@ -316,6 +318,20 @@ def _personas(cfg: RunConfig, findings: list[Finding]) -> tuple[int, tuple[str, 
             Finding(where, f"persona_limit {cfg.persona_limit} is more than the {n} personas here", "warning")
         )
     return min(n, cfg.persona_limit or n), pset.columns
+
+
+def _target_warnings(cfg: RunConfig, findings: list[Finding]) -> None:
+    """What a target's manifest holds that vera does not read (a warning each)."""
+    where = _target_file(cfg)
+    if not where:
+        return
+    try:
+        warnings = load_target(where).warnings
+    except UserError:
+        return  # named where the target's files are checked
+    for w in warnings:
+        at, _, message = w.partition(": ")
+        findings.append(Finding(at, message, "warning"))
 
 
 def _target_file(cfg: RunConfig) -> str:

@@ -78,7 +78,8 @@ class Inputs:
             raise ConfigError(problems[0].render(rubric.path) + more)
         files = config.persona_files()
         where = target.path if target is not None else "annotation_columns"
-        warnings = tuple(
+        warnings = tuple(f"warning: {w}" for w in (target.warnings if target is not None else ()))
+        warnings += tuple(
             f"warning: {i.error()}" for i in check_annotations(files, config.annotation_columns, where)
         )
         present, absent = present_annotations(files, config.annotation_columns)

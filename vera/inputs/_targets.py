@@ -95,6 +95,8 @@ class Target(msgspec.Struct, frozen=True, kw_only=True):
     title: str = ""
     annotation_columns: tuple[str, ...] = ()
     group_by: str | None = None  # None: decided from the personas (see `default_grouping`)
+    # A manifest's keys vera does not read: each a warning ("file:line: ..."), never silent.
+    warnings: tuple[str, ...] = ()
 
 
 class TargetFile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -220,7 +222,14 @@ def _load_manifest(p: Path, raw: bytes) -> Target:
         raise DataError(_at(p, text, ANNOTATION_KEY), f"{ANNOTATION_KEY} must be a list of column names")
     for key in ("rubric_prompt_beginning_file", "question_prompt_file", "persona_context_template_file"):
         path_of(key, data[key])
+    known = (*REQUIRED_KEYS, ANNOTATION_KEY)
+    unknown = tuple(
+        f"{_at(p, text, key)}: unknown key {key!r} in the target manifest, ignored (vera reads: {', '.join(known)})"
+        for key in data
+        if key not in known
+    )
     return Target(
+        warnings=unknown,
         name=folder.name,
         version="unversioned",
         path=str(p.resolve()),
