@@ -105,3 +105,33 @@ def test_the_references_shorthand_a_model_cannot_take_is_one_line_at_validate(tm
         f"{cfg}: error: judge oai ([judge.params] of the run config): thinking_effort: is the "
         "reference's shorthand for thinking (Anthropic); gpt-4o speaks openai, which takes reasoning_effort (OpenAI)",
     ]
+
+
+def test_validate_config_print_shows_the_resolved_run_without_a_call(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-secret-value-123456")
+    providers = tmp_path / "providers"
+    providers.mkdir()
+    (providers / "oai.toml").write_text(
+        f'protocol = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "gpt-5.4"\n'
+        f'api_key_env = "{KEY_ENV}"\n[params]\nreasoning_effort = "low"\n'
+    )
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(
+        f'providers = "{providers}"\nruns_dir = "{tmp_path / "runs"}"\n'
+        'chatbots = ["offline/best-practice"]\nuser_agents = ["offline/scripted-user"]\njudges = ["oai"]\n'
+        f"persona_limit = 1\n{PATHS}"
+    )
+    result = CliRunner().invoke(main, ["validate", "config", str(cfg), "--print"])
+    assert result.exit_code == 0, result.output
+    resolved = msgspec.json.decode(result.stdout)
+    assert resolved["config"]["judges"] == ["oai"] and resolved["config"]["persona_limit"] == 1
+    (judge,) = resolved["models"]["judges"]
+    # As the run would send it: the judge's default temperature 0 is left out for gpt-5.4.
+    assert judge == {
+        "ref": "oai",
+        "provider": "oai",
+        "protocol": "openai",
+        "model": "gpt-5.4",
+        "params": {"reasoning_effort": "low"},
+    }
+    assert "sk-secret-value" not in result.output

@@ -19,7 +19,7 @@ config on a machine without the keys.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -49,7 +49,7 @@ from vera.inputs import (
     resolve_ref,
     verify_pins,
 )
-from vera.records import ModelSpec, Role
+from vera.records import ConfigSnapshot, ModelSpec, Role
 from vera.rubric import load_rubric, validate_rubric
 
 # An unset key variable: an error where the run needs the key, a warning where a config
@@ -70,6 +70,20 @@ class ConfigReport(msgspec.Struct):
     findings: list[Finding]
     summary: str = ""
     reference: str = ""  # what the reference data folder holds, for configs that read it
+    # The resolved run (`vera validate config --print`): the config as a run's manifest
+    # stores it, and every model as the run would send it (profile, model, parameters).
+    config: ConfigSnapshot | None = None
+    models: list[ModelSpec] = msgspec.field(default_factory=list)
+
+    def resolved(self) -> dict[str, Any]:
+        """What `--print` shows: the config and each role's models, no key anywhere
+        (profiles name their key variable, never the key)."""
+        config = msgspec.to_builtins(self.config) if self.config is not None else {}
+        roles: dict[str, list[Any]] = {}
+        for role in ("chatbots", "user_agents", "judges"):
+            refs = config.get(role, [])
+            roles[role] = [msgspec.to_builtins(m) for m in self.models if m.ref in refs]
+        return {"config": config, "models": roles}
 
     @property
     def errors(self) -> list[Finding]:
@@ -127,7 +141,7 @@ def preflight(
         f"rubric {rubric_key or '?'}, {n_personas} personas, {len(cfg.chatbots)} chatbot(s), "
         f"{len(cfg.user_agents)} user-agent(s), {len(cfg.judges)} judge(s)"
     )
-    return ConfigReport(findings, summary, reference)
+    return ConfigReport(findings, summary, reference, config=cfg.snapshot(), models=specs)
 
 
 def _finding(exc: UserError, where: str) -> Finding:

@@ -618,7 +618,14 @@ def validate_personas_cmd(file: str, prompts: str | None, reference_data: str | 
 @validate.command("config")
 @click.argument("file", type=click.Path(dir_okay=False))
 @REFERENCE_DATA_OPTION
-def validate_config_cmd(file: str, reference_data: str | None) -> None:
+@click.option(
+    "--print",
+    "print_",
+    is_flag=True,
+    help="Print the resolved run (the config as a run stores it, every model with the parameters "
+    "it would be sent) as JSON on stdout, checks on stderr; nothing is called.",
+)
+def validate_config_cmd(file: str, reference_data: str | None, print_: bool) -> None:
     """Check a run config and everything a run would use, without running anything:
     every provider profile (syntax, protocol, model, limits, URL, unknown fields), every
     model reference, the rubric, the persona set and both prompt folders (and, for a
@@ -628,10 +635,15 @@ def validate_config_cmd(file: str, reference_data: str | None) -> None:
 
     report = check_config(file, reference_data=reference_data)
     for f in report.findings:
-        click.echo(f.render())
+        click.echo(f.render(), err=print_)
     warnings = len(report.findings) - len(report.errors)
     if report.errors:
         _fail(f"{file}: {len(report.errors)} error(s), {warnings} warning(s)")
+    if print_:
+        import json
+
+        click.echo(json.dumps(report.resolved(), indent=2))
+        return
     note = f" ({warnings} warning(s) above)" if warnings else ""
     click.echo(f"{file}: ok — {report.summary}{note}")
     if report.reference:
