@@ -509,7 +509,69 @@ def merge(out: str, shards: tuple[str, ...], allow_partial: bool) -> None:
 
 
 @main.command()
-@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--chatbot", help="The chatbot to pool, when a run holds several.")
+@click.option(
+    "--resamples",
+    type=click.IntRange(1, MAX_RESAMPLES),
+    default=2000,
+    show_default=True,
+    help="Bootstrap resamples.",
+)
+@click.option(
+    "--confidence",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.95,
+    show_default=True,
+    help="Interval level between 0 and 1.",
+)
+@click.option("--bootstrap-seed", type=SEED_TYPE, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--json", "as_json", is_flag=True, help="Print the pooled scores as JSON.")
+def pool(
+    sources: tuple[str, ...],
+    chatbot: str | None,
+    resamples: int,
+    confidence: float,
+    bootstrap_seed: int,
+    as_json: bool,
+) -> None:
+    """Pool the scores of separate runs of one chatbot, as the reference's
+    pool_vera_scores.py does (their ratings concatenated and scored together), with
+    vera's persona-clustered intervals. A source may be a run folder or the reference's
+    results.csv. `vera merge` is for the shards of one run."""
+    from vera.report import pool_scores, pooled_text, results_csv_ratings, run_ratings
+
+    frames, bots = [], set()
+    for s in sources:
+        if Path(s).is_file():
+            frames.append(results_csv_ratings(s))
+            continue
+        frame, bot = run_ratings(s, chatbot)
+        frames.append(frame)
+        bots.add(bot)
+    if len(bots) > 1:
+        raise UserError(
+            f"the runs score different chatbots ({', '.join(sorted(bots))}); pool one with --chatbot"
+        )
+    name = next(iter(bots), chatbot or "pooled")
+    pooled = pool_scores(
+        frames,
+        chatbot=name,
+        sources=list(sources),
+        resamples=resamples,
+        confidence=confidence,
+        seed=bootstrap_seed,
+    )
+    if as_json:
+        import msgspec
+
+        click.echo(msgspec.json.format(msgspec.json.encode(pooled)).decode())
+    else:
+        click.echo(pooled_text(pooled), nl=False)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True))
 @click.option(
     "--resamples",
     type=click.IntRange(1, MAX_RESAMPLES),
@@ -523,7 +585,23 @@ def merge(out: str, shards: tuple[str, ...], allow_partial: bool) -> None:
 @click.option("--bootstrap-seed", type=SEED_TYPE, help="Seed of the bootstrap.")
 def score(run_dir: str, resamples: int | None, confidence: float | None, bootstrap_seed: int | None) -> None:
     """Recompute ratings.parquet, answers.parquet and the card (card.json, card.md,
-    card.html, plots/) from a run's records, e.g. with other interval settings."""
+    card.html, plots/) from a run's records, e.g. with other interval settings. Given
+    the reference tool's results.csv instead of a run, print its scores with vera's
+    intervals (nothing is written)."""
+    if Path(run_dir).is_file():
+        from vera.report import pool_scores, pooled_text, results_csv_ratings
+
+        frame = results_csv_ratings(run_dir)
+        pooled = pool_scores(
+            [frame],
+            chatbot=run_dir,
+            sources=[run_dir],
+            resamples=resamples or 2000,
+            confidence=confidence or 0.95,
+            seed=bootstrap_seed or 0,
+        )
+        click.echo(pooled_text(pooled), nl=False)
+        return
     from vera.report import score_run
 
     c = score_run(run_dir, resamples=resamples, confidence=confidence, seed=bootstrap_seed)

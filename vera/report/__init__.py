@@ -48,6 +48,7 @@ from vera.report._pages import (
     slug,
 )
 from vera.report._plots import comparison_plots
+from vera.report._pool import Pooled, pool_scores, pooled_text, results_csv_ratings, run_ratings
 from vera.report._reference_export import export_reference
 from vera.report._row_summary import DEFAULT_LOW_SAMPLE, DEFAULT_TOP_QUESTIONS, RowSummary, summarize_rows
 from vera.report._schema import Card, RunComparison
@@ -76,6 +77,7 @@ __all__ = [
     "Improvements",
     "ImprovementsFormat",
     "JudgeConsensusReport",
+    "Pooled",
     "RatingsFile",
     "RowSummary",
     "RunComparison",
@@ -103,6 +105,8 @@ __all__ = [
     "num",
     "percent_level",
     "plan_ratings",
+    "pool_scores",
+    "pooled_text",
     "rating_anchor",
     "read_card",
     "read_conversation_page",
@@ -115,8 +119,10 @@ __all__ = [
     "render_conversation_page",
     "render_improvements",
     "render_improvements_html",
+    "results_csv_ratings",
     "rich_table",
     "run_improvements",
+    "run_ratings",
     "run_status",
     "score_run",
     "slug",
