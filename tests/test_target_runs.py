@@ -187,3 +187,24 @@ def test_hfo_runs_offline_grouped_by_harm_imminence(tmp_path):
     ]
     tiers = {a["answer"] for a in answers if a["question_id"] == "11"}
     assert tiers <= {"No Danger", "Immediate Danger Absent", "Immediate Danger Present"} and tiers
+
+
+@pytest.mark.skipif(not HFO.exists(), reason="reference data absent")
+def test_personas_show_works_for_a_manifest_target(tmp_path):
+    data = hfo_checkout(tmp_path)
+    first = (HFO / "personas_HFO.tsv").read_text().splitlines()[1].split("\t")[0]
+    shown = vera("personas", "show", first, "--target", "reference:HFO", "--reference-data", str(data))
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("# system prompt (HFO user-agent prompts unversioned)")
+    assert "# reminder (attached to every user turn)" in shown.stdout
+    assert "{" not in shown.stdout.split("# reminder")[0]  # every placeholder of the context filled
+    both = vera(
+        "personas", "show", first, "--target", "reference:HFO", "--file", str(HFO / "personas_HFO.tsv")
+    )
+    assert both.returncode == 1 and "give --target or --file/--prompts" in both.stderr
+
+
+def test_personas_show_for_our_own_demo_target():
+    shown = vera("personas", "show", "Asha", "--target", str(DEMO), "--min-turns", "0")
+    assert shown.returncode == 0, shown.stderr
+    assert "- Name: Asha" in shown.stdout

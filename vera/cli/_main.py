@@ -771,6 +771,11 @@ def personas() -> None:
     help="Persona file (default: the built-in set).",
 )
 @click.option("--prompts", type=click.Path(file_okay=False, exists=True), help="User-agent prompt folder.")
+@click.option(
+    "--target",
+    help="Show a persona of this target (a name, a target folder or manifest, or reference:NAME), "
+    "with the target's own user-agent prompts.",
+)
 @click.option("--min-turns", type=click.IntRange(0, MAX_TURNS), default=10, show_default=True)
 @click.option("--max-turns", type=click.IntRange(2, MAX_TURNS), default=30, show_default=True)
 @REFERENCE_DATA_OPTION
@@ -778,6 +783,7 @@ def personas_show(
     name: str,
     file: str | None,
     prompts: str | None,
+    target: str | None,
     min_turns: int,
     max_turns: int,
     reference_data: str | None,
@@ -785,17 +791,35 @@ def personas_show(
     """Print the exact system prompt and reminder a user-agent receives for a persona."""
     from vera.inputs import (
         REPO_ROOT,
+        default_grouping,
+        find_target,
         load_personas,
+        load_target,
         load_user_prompts,
+        persona_header,
+        present_annotations,
         reference_folder,
         render_user_reminder,
         render_user_system,
     )
 
-    pset = load_personas(file or REPO_ROOT / "personas" / "vera-personas.tsv")
-    up = load_user_prompts(
-        prompts or REPO_ROOT / "personas" / "prompts", lambda: reference_folder(reference_data or "")
-    )
+    def reference() -> Path:
+        return reference_folder(reference_data or "")
+
+    if target is not None:
+        if file or prompts:
+            raise ConfigError(
+                "--target brings its own personas and prompts: give --target or --file/--prompts"
+            )
+        t = load_target(find_target(target, reference=reference))
+        files = [Path(f) for f in t.personas]
+        present, _ = present_annotations(files, t.annotation_columns)
+        group_by = t.group_by or default_grouping(persona_header(files[0]), present)
+        pset = load_personas(files, group_by=group_by)
+        up = load_user_prompts(t.user_prompts, reference)
+    else:
+        pset = load_personas(file or REPO_ROOT / "personas" / "vera-personas.tsv")
+        up = load_user_prompts(prompts or REPO_ROOT / "personas" / "prompts", reference)
     if min_turns > max_turns:
         raise ConfigError(f"--min-turns {min_turns} is more than --max-turns {max_turns}")
     p = pset.by_name(name)
