@@ -186,7 +186,8 @@ def _sweep_options(f: F) -> F:
             "--config",
             "config_path",
             type=click.Path(dir_okay=False),
-            help="Run config (TOML). Default: built-in offline evaluation.",
+            help="Run config: TOML, or JSON for a .json file; - reads it from standard input. "
+            "Default: $VERA_RUN_CONFIG (inline JSON) if set, else the built-in offline evaluation.",
         ),
         click.option(
             "--target",
