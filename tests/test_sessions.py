@@ -350,14 +350,20 @@ def test_by_default_session_2_starts_the_model_chatbot_fresh_as_the_reference_do
     """The reference clears a model chatbot's history at each session: its first call of
     session 2 carries that session's first user message and nothing of session 1."""
     bot = AnsweringOpenAI(key=KEY)
-    code, output, out, _ = _sessions_run(tmp_path, bot, _openai_profile)
+    prompt = "You are a support chatbot for a wellbeing app."
+    code, output, out, _ = _sessions_run(
+        tmp_path, bot, _openai_profile, conversation={"chatbot_system_prompt": prompt}
+    )
     assert code == 0, output
     first, second = jsonl(out / "conversations.jsonl")
     requests = _chatbot_requests(bot)
-    assert [len(m) for m in requests] == [1, 3, 1, 3]
-    # What the reference sends a model at session 2's first turn: no system prompt is
-    # configured, so the session's first user message alone.
-    reference_sends = [{"role": "user", "content": second["turns"][0]["text"]}]
+    assert [len(m) for m in requests] == [2, 4, 2, 4]
+    # What the reference sends a model at session 2's first turn: its chatbot's system
+    # prompt, then the history of the current session only, here its first user message.
+    reference_sends = [
+        {"role": "system", "content": prompt},
+        {"role": "user", "content": second["turns"][0]["text"]},
+    ]
     assert requests[2] == reference_sends
     assert not any(t["text"] in str(requests[2]) for t in first["turns"])
     manifest = json.loads((out / "manifest.json").read_text())
