@@ -406,13 +406,17 @@ class TargetInfo(msgspec.Struct, frozen=True, kw_only=True):
     annotation_columns: tuple[str, ...] = ()
 
 
-class Grouping(msgspec.Struct, frozen=True, kw_only=True):
+class Grouping(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """How a run's personas are grouped for breakdowns: `by` is "risk" (the suicide risk
     level), a persona column whose labels are the groups, or "" (no grouping); `levels`
-    are the groups in the order the card shows them."""
+    are the groups in the order the card shows them. `absent` names annotation columns
+    the target names that its persona files lack (a published manifest may; the run
+    goes on without them and the card says so), with `files` the persona files."""
 
     by: str
     levels: tuple[str, ...]
+    absent: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
 
     @property
     def title(self) -> str:
@@ -481,7 +485,7 @@ class ConversationSnapshot(msgspec.Struct, kw_only=True):
     sessions: list[str] = msgspec.field(default_factory=list)
     session: dict[str, SessionSnapshot] = msgspec.field(default_factory=dict)
     user_memory: bool = False
-    chatbot_memory: Literal["history", "none"] = "history"
+    chatbot_memory: Literal["history", "none"] = "none"
 
 
 class JudgeSnapshot(msgspec.Struct, kw_only=True):

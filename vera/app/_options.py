@@ -35,6 +35,7 @@ class RunOptions:
     allow_failures: float | None = None
     sessions: list[str] | None = None  # --sessions intake,follow-up
     user_memory: bool | None = None  # --user-memory / --no-user-memory
+    chatbot_memory: str | None = None  # --chatbot-memory none|history
     seeds_flag: str = "--seeds"  # how the user gave the seeds (--seed or --seeds), for messages
     command: str = "run"  # the command that continues this run: run or simulate
     # `vera gate`: the config a run starts from, given whole (the baseline's) instead of
@@ -115,6 +116,13 @@ def configure(
             raise ConfigError(
                 "--user-memory: each persona has one session in this run, so there is nothing to "
                 "remember; give --sessions TYPE,TYPE (or sessions in the config's [conversation])"
+            )
+    if (value := given("chatbot_memory")) is not None:
+        cfg.conversation.chatbot_memory = "history" if value == "history" else "none"
+        if not cfg.conversation.multi_session:
+            raise ConfigError(
+                "--chatbot-memory: each persona has one session in this run, so there is nothing to "
+                "carry over; give --sessions TYPE,TYPE (or sessions in the config's [conversation])"
             )
     cfg.check()
     return cfg

@@ -153,17 +153,23 @@ def review(
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False),
-    help="File to write (default: results.csv or results.parquet in RUN_DIR, reference/results.csv "
-    "for --format reference; - = stdout for csv and reference).",
+    type=click.Path(),
+    help="File to write (default: results.csv or results.parquet in RUN_DIR; - = stdout for csv). "
+    "With --format reference: a folder holding one <chatbot>/results.csv per chatbot (default "
+    "RUN_DIR/reference), or with one chatbot a .csv file or -.",
 )
-def export(run_dir: str, fmt: str, wide: bool, output: str | None) -> None:
+@click.option(
+    "--chatbot",
+    help="With --format reference: export this chatbot's results only.",
+)
+def export(run_dir: str, fmt: str, wide: bool, output: str | None, chatbot: str | None) -> None:
     """Write one row per conversation × judge × instance × dimension: persona, risk,
     chatbot, user-agent, judge, seed, rating, the deciding question and the reasoning.
 
     Failed conversations and judgements are rows too, with an empty rating and the
     error, so nothing is silently left out. With --format reference: one row per
-    complete judgement in VERA-MH's results.csv layout (docs/targets.md)."""
+    complete judgement in VERA-MH's results.csv layout, one file per chatbot as the
+    reference scores them (docs/targets.md)."""
     from vera.report import export_reference, export_run, num
 
     if fmt == "reference":
@@ -171,11 +177,17 @@ def export(run_dir: str, fmt: str, wide: bool, output: str | None) -> None:
             raise ConfigError(
                 "--wide and --format reference: the reference layout has its own shape; give one"
             )
-        target = output or str(Path(run_dir) / "reference" / "results.csv")
-        rows = export_reference(run_dir, target)
-        if target != "-":
-            click.echo(f"wrote {num(rows)} rows (one per complete judgement) to {target}", err=True)
+        for f in export_reference(run_dir, output, chatbot=chatbot):
+            if f.path != "-":
+                click.echo(
+                    f"wrote {num(f.rows)} rows (one per complete judgement) of {f.chatbot} to {f.path}",
+                    err=True,
+                )
         return
+    if chatbot is not None:
+        raise ConfigError("--chatbot applies to --format reference")
+    if output is not None and output != "-" and Path(output).is_dir():
+        raise ConfigError(f"{output}: is a directory; give a file")
     target = output or str(Path(run_dir) / f"results{'_wide' if wide else ''}.{fmt}")
     summary = export_run(run_dir, fmt=fmt, output=target, wide=wide)
     if target != "-":

@@ -48,12 +48,14 @@ from vera.report._pages import (
     slug,
 )
 from vera.report._plots import comparison_plots
+from vera.report._pool import Pooled, pool_scores, pooled_text, results_csv_ratings, run_ratings
 from vera.report._realism_agreement import (
     UserCheckAgreement,
     user_check_agreement,
     user_check_agreement_table,
 )
 from vera.report._reference_export import export_reference
+from vera.report._row_summary import DEFAULT_LOW_SAMPLE, DEFAULT_TOP_QUESTIONS, RowSummary, summarize_rows
 from vera.report._schema import Card, RunComparison
 from vera.report._score import read_card, render_card_files, score_run, write_card_html
 from vera.report._sequence import (
@@ -74,6 +76,8 @@ from vera.report._terminal import by_column_text, fit, headline, render, render_
 
 __all__ = [
     "DEFAULT_EXEMPLARS",
+    "DEFAULT_LOW_SAMPLE",
+    "DEFAULT_TOP_QUESTIONS",
     "GATE_FILE",
     "IMPROVEMENTS_CSP",
     "MAX_EXEMPLARS",
@@ -97,7 +101,9 @@ __all__ = [
     "Improvements",
     "ImprovementsFormat",
     "JudgeConsensusReport",
+    "Pooled",
     "RatingsFile",
+    "RowSummary",
     "RunComparison",
     "RunStatus",
     "Table",
@@ -125,6 +131,8 @@ __all__ = [
     "num",
     "percent_level",
     "plan_ratings",
+    "pool_scores",
+    "pooled_text",
     "rating_anchor",
     "read_card",
     "read_conversation_page",
@@ -139,8 +147,10 @@ __all__ = [
     "render_conversation_page",
     "render_improvements",
     "render_improvements_html",
+    "results_csv_ratings",
     "rich_table",
     "run_improvements",
+    "run_ratings",
     "run_status",
     "score_run",
     "sequence_page",
@@ -148,6 +158,7 @@ __all__ = [
     "sequential_note",
     "slug",
     "status_text",
+    "summarize_rows",
     "tally",
     "text_tables",
     "user_check_agreement",
