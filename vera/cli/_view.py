@@ -151,21 +151,35 @@ def review(
     help="One row per conversation: a numeric score per dimension and overall beside the ratings.",
 )
 @click.option(
+    "--calls",
+    is_flag=True,
+    help="Instead of the ratings: every model call as JSON lines, with its full request "
+    "(messages, parameters, schema) and response (default file: calls_full.jsonl in RUN_DIR).",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Path(dir_okay=False),
     help="File to write (default: results.csv or results.parquet in RUN_DIR, reference/results.csv "
-    "for --format reference; - = stdout for csv and reference).",
+    "for --format reference; - = stdout for csv, reference and --calls).",
 )
-def export(run_dir: str, fmt: str, wide: bool, output: str | None) -> None:
+def export(run_dir: str, fmt: str, wide: bool, calls: bool, output: str | None) -> None:
     """Write one row per conversation × judge × instance × dimension: persona, risk,
     chatbot, user-agent, judge, seed, rating, the deciding question and the reasoning.
 
     Failed conversations and judgements are rows too, with an empty rating and the
     error, so nothing is silently left out. With --format reference: one row per
     complete judgement in VERA-MH's results.csv layout (docs/targets.md)."""
-    from vera.report import export_reference, export_run, num
+    from vera.report import export_calls, export_reference, export_run, num
 
+    if calls:
+        if wide or fmt != "csv":
+            raise ConfigError("--calls writes JSON lines of its own; give it without --format or --wide")
+        target = output or str(Path(run_dir) / "calls_full.jsonl")
+        n = export_calls(run_dir, target)
+        if target != "-":
+            click.echo(f"wrote {num(n)} calls, each with its request and response, to {target}", err=True)
+        return
     if fmt == "reference":
         if wide:
             raise ConfigError(

@@ -13,6 +13,7 @@ from vera.report._agreement_text import (
     confusion_tables,
 )
 from vera.report._calibration import ChatbotPlan, plan_ratings
+from vera.report._calls_export import export_calls, exported_call, no_bodies_reason
 from vera.report._card_text import status_text
 from vera.report._compare import compare_runs, read_run
 from vera.report._compare_tables import compare_tables
@@ -87,8 +88,10 @@ __all__ = [
     "confusion_csv_text",
     "confusion_tables",
     "exemplar_conversations",
+    "export_calls",
     "export_reference",
     "export_run",
+    "exported_call",
     "fit",
     "fixed",
     "gate",
@@ -96,6 +99,7 @@ __all__ = [
     "gate_verdict",
     "headline",
     "import_human_ratings",
+    "no_bodies_reason",
     "num",
     "percent_level",
     "plan_ratings",
