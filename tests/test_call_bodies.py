@@ -39,8 +39,8 @@ def jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-async def _run(tmp: Path, server: SweepServer, extra: str = "", **options: object) -> Path:
-    cfg = write_sweep_config(tmp, server.base_url, personas=3, seeds="[1]", extra=extra, **options)
+async def _run(tmp: Path, server: SweepServer, extra: str = "") -> Path:
+    cfg = write_sweep_config(tmp, server.base_url, personas=3, seeds="[1]", extra=extra)
     out = tmp / "run"
     scored(await execute_run(RunOptions(config_path=str(cfg), out=str(out), progress=False)))
     return out
@@ -99,11 +99,11 @@ async def test_a_live_run_keeps_each_calls_request_and_response_and_never_the_ke
     # Content-addressed: the judge's transcript is stored once per conversation, however
     # many questions resend it, and the user-agent's history grows one node a turn.
     with sqlite3.connect(run / BODIES) as db:
-        stored = db.execute("SELECT SUM(LENGTH(data)) FROM blobs").fetchone()[0]
-    sent = sum(len(m.content) for b in kept for m in b.messages) + sum(
+        stored: int = db.execute("SELECT SUM(LENGTH(data)) FROM blobs").fetchone()[0]
+    chars = sum(len(m.content) for b in kept for m in b.messages) + sum(
         len(b.response.text) for b in kept if b.response
     )
-    assert stored < sent / 5, (stored, sent)
+    assert stored < chars / 5, (stored, chars)
 
 
 async def test_batch_judge_calls_keep_their_bodies(tmp_path):

@@ -39,6 +39,7 @@ from vera.report._numbers import fixed, num, percent_level
 from vera.report._outcome import Exit, RunStatus, run_status, tally
 from vera.report._pages import (
     PAGE_CSP,
+    SCRIPT_PAGE_CSP,
     ArcPage,
     ArcSession,
     ConversationPage,
@@ -60,6 +61,7 @@ __all__ = [
     "IMPROVEMENTS_CSP",
     "MAX_EXEMPLARS",
     "PAGE_CSP",
+    "SCRIPT_PAGE_CSP",
     "ArcPage",
     "ArcSession",
     "Card",

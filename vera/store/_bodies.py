@@ -240,7 +240,7 @@ class BodyReader:
         self.run_dir = run_dir
         self.path = run_dir / BODIES
         try:
-            self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            self._db = _read_only(self.path)
             self._db.execute("SELECT 1 FROM calls LIMIT 1")
         except sqlite3.Error as exc:
             raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None
@@ -347,6 +347,16 @@ class BodyReader:
         )
 
 
+def _read_only(path: Path) -> sqlite3.Connection:
+    """A connection that never writes to the run directory. With no writer (no WAL file
+    beside the database), the file is opened as immutable: a reader in WAL mode would
+    otherwise create the -wal and -shm files, and a reader must leave a run untouched.
+    With a writer at work, those files exist and it reads beside it."""
+    wal = path.with_name(path.name + "-wal")
+    mode = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
+    return sqlite3.connect(f"{path.as_uri()}?{mode}", uri=True, check_same_thread=False)
+
+
 def has_bodies(run_dir: Path) -> bool:
     return (run_dir / BODIES).exists()
 
@@ -355,5 +365,5 @@ def count_bodies(run_dir: Path) -> int:
     """How many calls have a body (0 when none are kept)."""
     if not has_bodies(run_dir):
         return 0
-    with contextlib.closing(sqlite3.connect(f"file:{run_dir / BODIES}?mode=ro", uri=True)) as db:
+    with contextlib.closing(_read_only(run_dir / BODIES)) as db:
         return int(db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
