@@ -42,6 +42,7 @@ from vera.records import (
 from vera.report._numbers import MISSING, share
 from vera.report._pages import PAGES_DIR, page_name, rating_anchor, write_missing_pages
 from vera.report._quotes import QuoteFinder
+from vera.report._table import scroll_box
 from vera.rubric import QuestionTexts, question_texts
 from vera.store import RunRecords, atomic_write, open_run
 
@@ -639,7 +640,7 @@ def _html_chatbot(
                     f'<td class="n">{f.conversations}</td><td class="n">{escape(share(f.share))}</td></tr>'
                 )
             parts.append(
-                '<div class="scroll"><table class="findings"><thead><tr><th scope="col">Rating</th>'
+                scroll_box("Findings") + '<table class="findings"><thead><tr><th scope="col">Rating</th>'
                 '<th scope="col">Question</th><th scope="col">Conversations</th>'
                 f'<th scope="col">Share of relevant</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
             )
