@@ -56,7 +56,10 @@ def no_bodies_reason(run_dir: Path) -> str | None:
     manifest = read_manifest(run_dir) if (run_dir / "manifest.json").exists() else None
     if manifest is not None and manifest.config.call_bodies is False:
         return "the run was made with --no-call-bodies: no call's request or response was kept"
-    return "the run keeps no call bodies (made before vera kept them, or before any call)"
+    return (
+        "the run keeps no call bodies (made before vera kept them, before any call, or "
+        "merged from shards, which keep their own)"
+    )
 
 
 def export_calls(run_dir: str | Path, output: str | Path) -> int:
