@@ -124,6 +124,10 @@ class CallBodies:
         self._remember = remember
         self._encoder = msgspec.json.Encoder()
         try:
+            # Opened as a file first: a read-only or full disk is then named as the OS
+            # names it ("Read-only file system"), not as SQLite's "unable to open".
+            with open(path, "ab"):
+                pass
             db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
