@@ -29,7 +29,9 @@ is mended), so a resumed run that asks again records one body per call, never tw
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
+import os
 import sqlite3
 import zlib
 from collections import OrderedDict
@@ -76,6 +78,14 @@ class _Node(msgspec.Struct, array_like=True, gc=False):
     parent: int  # 0: the first message
     role: int
     text: int
+
+
+def _failure(path: Path, exc: BaseException) -> StorageError:
+    """One line for a failure to write the bodies; SQLite's "database or disk is full"
+    is named as the OS names a full disk, as every other file of the run is."""
+    if isinstance(exc, sqlite3.Error) and "full" in str(exc):
+        exc = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    return storage_error(path, "the call bodies", exc)
 
 
 def _pack(data: bytes) -> bytes:
@@ -137,7 +147,7 @@ class CallBodies:
             # and the write): the call is asked again on resume and recorded then.
             db.execute("DELETE FROM calls WHERE offset >= ?", (calls_size,))
         except (OSError, sqlite3.Error) as exc:
-            raise storage_error(path, "the call bodies", exc) from None
+            raise _failure(path, exc) from None
         self._db: sqlite3.Connection | None = db
 
     def _conn(self) -> sqlite3.Connection:
@@ -213,7 +223,7 @@ class CallBodies:
                 ),
             )
         except sqlite3.Error as exc:
-            raise storage_error(self.path, "the call bodies", exc) from None
+            raise _failure(self.path, exc) from None
 
     def commit(self) -> None:
         db = self._conn()
@@ -221,7 +231,7 @@ class CallBodies:
             try:
                 db.execute("COMMIT")
             except sqlite3.Error as exc:
-                raise storage_error(self.path, "the call bodies", exc) from None
+                raise _failure(self.path, exc) from None
 
     def close(self) -> None:
         if self._db is None:
@@ -336,17 +346,25 @@ class BodyReader:
         except (sqlite3.Error, msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None
 
+    def _end(self) -> int:
+        """Where calls.jsonl ends: a body at or past it lost its line to a kill, and is
+        not a call (the next writer deletes it)."""
+        return os.fstat(self._calls.fileno()).st_size
+
     def all(self) -> Iterator[CallBody]:
         """Every call's body, in the order of calls.jsonl."""
-        return self._rows("SELECT offset, length, conversation, question, body FROM calls ORDER BY offset")
+        return self._rows(
+            "SELECT offset, length, conversation, question, body FROM calls WHERE offset < ? ORDER BY offset",
+            (self._end(),),
+        )
 
     def conversation(self, conversation_id: str) -> list[CallBody]:
         """The calls made for one conversation (simulating it and judging it), in order."""
         return list(
             self._rows(
                 "SELECT offset, length, conversation, question, body FROM calls "
-                "WHERE conversation = ? ORDER BY offset",
-                (conversation_id,),
+                "WHERE conversation = ? AND offset < ? ORDER BY offset",
+                (conversation_id, self._end()),
             )
         )
 

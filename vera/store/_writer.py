@@ -240,14 +240,13 @@ class RunStore:
         self._failed: StorageError | None = None  # a flush that failed in a callback
         self._syncer: asyncio.Task[None] | None = None
         self._stop_syncing = asyncio.Event()
-        # Each call's request and response, when the run keeps them (after the repair:
-        # bodies whose line was lost are dropped against the mended file's size).
+        # Each call's request and response, when the run keeps them, opened at the first
+        # body (so a run's first write is what it was: the manifest); bodies whose line
+        # was lost are dropped then, against the size calls.jsonl had after the repair.
         self.bodies: CallBodies | None = None
-        if call_bodies:
-            calls = self.root / CALLS
-            self.bodies = CallBodies(
-                self.root / BODIES, calls_size=calls.stat().st_size if calls.exists() else 0
-            )
+        self._keep_bodies = call_bodies
+        calls = self.root / CALLS
+        self._calls_size = calls.stat().st_size if calls.exists() else 0
 
     # -- what is done ----------------------------------------------------------------
 
@@ -340,7 +339,9 @@ class RunStore:
         fsync, so a job's calls are never behind its record. Their bodies are committed
         just before, so a call's line is never in the file without its body."""
         ref = self._append(CALLS, record, flush=False)
-        if body is not None and self.bodies is not None:
+        if body is not None and self._keep_bodies:
+            if self.bodies is None:
+                self.bodies = CallBodies(self.root / BODIES, calls_size=self._calls_size)
             self.bodies.add(ref.offset, ref.length, body)
         if record.cost_usd:
             self._job_cost[record.job_id] = self._job_cost.get(record.job_id, 0.0) + record.cost_usd
