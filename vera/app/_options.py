@@ -29,6 +29,7 @@ class RunOptions:
     progress: bool = True
     cache: bool | None = None
     cache_dir: str | None = None
+    call_bodies: bool | None = None  # --no-call-bodies: False
     max_cost: float | None = None
     max_wait_s: float = 0.0  # --max-wait: how long to wait on pending batches (0: no bound)
     reference_data: str | None = None
@@ -56,6 +57,7 @@ class JudgeOptions:
     personas: str | None = None
     max_concurrency: int | None = None
     cache: bool | None = None
+    call_bodies: bool | None = None  # --no-call-bodies: False
     max_cost: float | None = None
     max_wait_s: float = 0.0  # --max-wait: how long to wait on pending batches (0: no bound)
     reference_data: str | None = None
@@ -100,6 +102,8 @@ def configure(
         cfg.cache = value
     if value := given("cache_dir"):
         cfg.cache_dir = str(absolute(value))
+    if (value := given("call_bodies")) is not None:
+        cfg.call_bodies = value
     if (value := given("max_cost")) is not None:
         cfg.max_cost_usd = value
     if value := given("shard_limits"):

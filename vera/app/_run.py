@@ -108,7 +108,9 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
     fresh = not run_dir.exists()
     manifest: RunManifest | None = None
     try:
-        async with RunSession(run_dir, resume=resume, grace_s=cfg.grace_s) as session:
+        async with RunSession(
+            run_dir, resume=resume, grace_s=cfg.grace_s, call_bodies=cfg.call_bodies is not False
+        ) as session:
             facts = RunFacts(inputs, session.store.read_conversation)
             pool = await session.open_pool(profiles, cfg, shard, stand_ins=facts)
             sweep = plan_sweep(inputs, pool, shard=shard, judge=opts.judge, units=opts.units)

@@ -269,6 +269,12 @@ def _sweep_options(f: F) -> F:
             "--cache-dir", type=click.Path(file_okay=False), help="A response cache shared between runs."
         ),
         click.option(
+            "--no-call-bodies",
+            is_flag=True,
+            help="Keep no call's request or response in the run directory (data that must not "
+            "be kept); the manifest and the card say so.",
+        ),
+        click.option(
             "--sessions",
             help="Several sessions per persona, in order (e.g. intake,follow-up): each is a "
             "conversation judged on its own, grouped into one arc (docs/sessions.md).",
@@ -314,6 +320,7 @@ def _run_options(
     allow_failures: float | None,
     no_cache: bool,
     cache_dir: str | None,
+    no_call_bodies: bool = False,
     max_wait: float | None = None,
     reference_data: str | None,
     sessions: str | None = None,
@@ -343,6 +350,7 @@ def _run_options(
         limits_url=limits_url,
         cache=False if no_cache else None,
         cache_dir=cache_dir,
+        call_bodies=False if no_call_bodies else None,
         max_cost=max_cost,
         max_wait_s=max_wait or 0.0,
         reference_data=reference_data,
@@ -439,6 +447,11 @@ def simulate(quiet: bool, **sweep: Any) -> None:
     is_flag=True,
     help="Do not replay cached responses (they are still not paid twice within a run).",
 )
+@click.option(
+    "--no-call-bodies",
+    is_flag=True,
+    help="Keep no judge call's request or response in the run directory; the card says so.",
+)
 @click.option("--quiet", is_flag=True, help="Do not print the card at the end.")
 def judge(
     run_dir: str | None,
@@ -455,6 +468,7 @@ def judge(
     max_wait: float | None,
     allow_failures: float | None,
     no_cache: bool,
+    no_call_bodies: bool,
     quiet: bool,
 ) -> None:
     """Judge conversations that are not judged yet, then score.
@@ -478,6 +492,7 @@ def judge(
         personas=personas,
         max_concurrency=max_concurrency,
         cache=False if no_cache else None,
+        call_bodies=False if no_call_bodies else None,
         max_cost=max_cost,
         max_wait_s=max_wait or 0.0,
         reference_data=reference_data,

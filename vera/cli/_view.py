@@ -151,18 +151,25 @@ def review(
     help="One row per conversation: a numeric score per dimension and overall beside the ratings.",
 )
 @click.option(
+    "--calls",
+    is_flag=True,
+    help="Instead of the ratings: every model call as JSON lines, with its full request "
+    "(messages, parameters, schema) and response (default file: calls_full.jsonl in RUN_DIR).",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Path(),
     help="File to write (default: results.csv or results.parquet in RUN_DIR; - = stdout for csv). "
     "With --format reference: a folder holding one <chatbot>/results.csv per chatbot (default "
-    "RUN_DIR/reference), or with one chatbot a .csv file or -.",
+    "RUN_DIR/reference), or with one chatbot a .csv file or -; with --calls: default "
+    "RUN_DIR/calls_full.jsonl, - = stdout.",
 )
 @click.option(
     "--chatbot",
     help="With --format reference: export this chatbot's results only.",
 )
-def export(run_dir: str, fmt: str, wide: bool, output: str | None, chatbot: str | None) -> None:
+def export(run_dir: str, fmt: str, wide: bool, calls: bool, output: str | None, chatbot: str | None) -> None:
     """Write one row per conversation × judge × instance × dimension: persona, risk,
     chatbot, user-agent, judge, seed, rating, the deciding question and the reasoning.
 
@@ -170,8 +177,18 @@ def export(run_dir: str, fmt: str, wide: bool, output: str | None, chatbot: str 
     error, so nothing is silently left out. With --format reference: one row per
     complete judgement in VERA-MH's results.csv layout, one file per chatbot as the
     reference scores them (docs/targets.md)."""
-    from vera.report import export_reference, export_run, num
+    from vera.report import export_calls, export_reference, export_run, num
 
+    if calls:
+        if wide or fmt != "csv" or chatbot:
+            raise ConfigError(
+                "--calls writes JSON lines of its own; give it without --format, --wide or --chatbot"
+            )
+        target = output or str(Path(run_dir) / "calls_full.jsonl")
+        n = export_calls(run_dir, target)
+        if target != "-":
+            click.echo(f"wrote {num(n)} calls, each with its request and response, to {target}", err=True)
+        return
     if fmt == "reference":
         if wide:
             raise ConfigError(

@@ -231,6 +231,10 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     persona_limit: int = 0  # 0 = every persona; otherwise the first N (quick trials)
     cache: bool = True  # replay paid-for responses on reruns (never for offline stand-ins)
     cache_dir: str = ""  # a shared cache folder; empty = the run directory
+    # Keep each call's exact request and response in the run directory (call_bodies.sqlite);
+    # false for data that must not be kept (`--no-call-bodies`). Decides no result. Unset
+    # (kept) is left out of the manifest, so manifests from before it keep their bytes.
+    call_bodies: bool | msgspec.UnsetType = msgspec.UNSET
     max_cost_usd: float = 0.0  # 0 = no budget; else the run's limit in USD (vera.clients.budget)
     allow_failures: float = 0.0  # share of failed work that still counts as a success (exit 0)
     grace_s: float = 30.0  # after Ctrl-C/SIGTERM, how long in-flight work may finish
@@ -395,6 +399,7 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             "max_concurrency",
             "cache",
             "cache_dir",
+            "call_bodies",
             "max_cost_usd",
             "allow_failures",
             "grace_s",

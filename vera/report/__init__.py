@@ -13,6 +13,7 @@ from vera.report._agreement_text import (
     confusion_tables,
 )
 from vera.report._calibration import ChatbotPlan, plan_ratings
+from vera.report._calls_export import export_calls, exported_call, no_bodies_reason
 from vera.report._card_text import status_text
 from vera.report._compare import compare_runs, read_run
 from vera.report._compare_tables import compare_tables
@@ -38,6 +39,7 @@ from vera.report._numbers import fixed, num, percent_level
 from vera.report._outcome import Exit, RunStatus, run_status, tally
 from vera.report._pages import (
     PAGE_CSP,
+    SCRIPT_PAGE_CSP,
     ArcPage,
     ArcSession,
     ConversationPage,
@@ -82,6 +84,7 @@ __all__ = [
     "IMPROVEMENTS_CSP",
     "MAX_EXEMPLARS",
     "PAGE_CSP",
+    "SCRIPT_PAGE_CSP",
     "SEQUENCE_FILE",
     "SEQUENCE_PAGE",
     "ArcPage",
@@ -119,8 +122,10 @@ __all__ = [
     "confusion_csv_text",
     "confusion_tables",
     "exemplar_conversations",
+    "export_calls",
     "export_reference",
     "export_run",
+    "exported_call",
     "fit",
     "fixed",
     "gate",
@@ -128,6 +133,7 @@ __all__ = [
     "gate_verdict",
     "headline",
     "import_human_ratings",
+    "no_bodies_reason",
     "num",
     "percent_level",
     "plan_ratings",

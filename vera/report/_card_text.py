@@ -75,6 +75,13 @@ TERMINAL_TEXT = {
 }
 
 
+CALL_BODIES_ROW = "Call bodies"
+CALL_BODIES_OFF = (
+    "not kept: the run was made with --no-call-bodies, so no model call's request or response "
+    "was stored and none can be shown or exported"
+)
+
+
 def about_rows(card: Card) -> list[tuple[str, str]]:
     """What was evaluated and how: the details folded below the headline."""
     v, m, s, c, b = card.versions, card.models, card.settings, card.counts, card.bootstrap
@@ -163,6 +170,8 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
     ]
     if s.shard:
         rows.append(("Shard", str(s.shard)))
+    if not s.call_bodies:
+        rows.append((CALL_BODIES_ROW, CALL_BODIES_OFF))
     if limits := card.accounting.limits:
         rows.append(("Account limits", limits_text(limits)))
     return rows

@@ -55,6 +55,7 @@ from vera.report._row_summary import (
     low_sample_line,
     summarize_rows,
 )
+from vera.report._table import scroll_box
 from vera.rubric import QuestionTexts, question_texts
 from vera.store import RunRecords, atomic_write, open_run
 
@@ -718,7 +719,7 @@ def _html_chatbot(
                     f'<td class="n">{f.conversations}</td><td class="n">{escape(share(f.share))}</td></tr>'
                 )
             parts.append(
-                '<div class="scroll"><table class="findings"><thead><tr><th scope="col">Rating</th>'
+                scroll_box("Findings") + '<table class="findings"><thead><tr><th scope="col">Rating</th>'
                 '<th scope="col">Question</th><th scope="col">Conversations</th>'
                 f'<th scope="col">Share of relevant</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
             )
