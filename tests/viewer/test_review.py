@@ -27,7 +27,8 @@ from vera.errors import UserError
 from vera.records import BEST_PRACTICE as BP
 from vera.records import RATINGS, HumanRating, Rating
 from vera.store import append_human_ratings, open_run, read_human_ratings
-from vera.viewer.app import bind, host_names
+from vera.viewer.access import host_names
+from vera.viewer.app import bind
 from vera.viewer.review import ReviewSession, build_review_app, serve_review
 
 TOKEN = "test-token-0123456789"
@@ -323,9 +324,11 @@ def test_the_command_refuses_another_host_and_warns_when_allowed(run_copy):
     assert refused.returncode == 1
     assert refused.stderr.startswith("error: --host 0.0.0.0 is not this machine only")
     assert "Traceback" not in refused.stderr
-    proc, url = start_review(str(run_copy), "--rater", "Ada", "--host", "0.0.0.0", "--allow-remote")
+    proc, url = start_review(
+        str(run_copy), "--rater", "Ada", "--host", "0.0.0.0", "--allow-remote", "--allowed-host", "vera.test"
+    )
     err = stop(proc)
-    assert url.startswith("http://0.0.0.0:")
+    assert url.startswith("http://vera.test:")
     assert "WARNING: vera review is serving transcripts to the network" in err
     both = subprocess.run(
         [

@@ -18,16 +18,16 @@ Runs are addressed by their index k and records by their id, both looked up in t
 index built at start-up: no part of a URL is ever used as a file path, so no URL can
 reach a file outside the runs (anything unknown is 404). Transcripts are sensitive:
 every response forbids caching, framing and (except the list page's own script)
-scripts; only GET and HEAD are answered (anything else is 405: nothing writes); and
-when bound to a loopback address, a request must name that address in its Host header,
-so a web page that rebinds its own domain name to 127.0.0.1 cannot read the runs.
+scripts; only GET and HEAD are answered (anything else is 405: nothing writes); a
+request must name one of the server's own names in its Host header, so a web page that
+rebinds its own domain name to this machine cannot read the runs; and serving the
+network (`--allow-remote`) asks for the key printed in the address (`vera.viewer.access`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import signal
 import socket
 import sys
@@ -52,19 +52,28 @@ from vera.report import (
     run_improvements,
 )
 from vera.store import StaleIndexError
+from vera.viewer.access import (
+    ACCESS_KEY,
+    ALLOWED_HOSTS,
+    KEY_PARAM,
+    Handler,
+    check_names,
+    host_names,
+    is_loopback,
+    key_required,
+    known_host,
+    new_key,
+)
 from vera.viewer.calls import CallIndex, Job, calls_html
 from vera.viewer.catalogue import Catalogue, Query, QueryError
 from vera.viewer.compare import compare_page
 from vera.viewer.grid import grid_html, side_by_side_html
 from vera.viewer.stepping import steps_html
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
 CATALOGUE = web.AppKey("catalogue", Catalogue)
 # Each run's improvement report, built when first asked for (and again after the runs
 # grew: /api/changes empties this).
 REPORTS = web.AppKey("reports", dict)
-ALLOWED_HOSTS = web.AppKey("allowed_hosts", frozenset)
 # Each run's index of its calls.jsonl, made by the first conversation page asked for.
 CALL_INDEXES = web.AppKey("call_indexes", dict)
 # The comparison page per (records signature, by seed): a bootstrap is not redone per view.
@@ -97,14 +106,16 @@ def _load_assets() -> dict[str, tuple[bytes, str]]:
 # ---------------------------------------------------------------------------------------
 
 
-def build_app(catalogue: Catalogue, *, allowed_hosts: frozenset[str] = frozenset()) -> web.Application:
-    """The viewer as an aiohttp application. `allowed_hosts` (lower-case "host:port")
-    are the Host headers accepted; empty accepts any (a bind to a non-loopback address,
-    where the names it is reached by are not known)."""
-    # Outermost first: every answer, a refusal too, carries the safe headers.
-    app = web.Application(middlewares=[_safe_headers, _read_only, _known_host])
+def build_app(catalogue: Catalogue, *, allowed_hosts: frozenset[str], key: str = "") -> web.Application:
+    """The viewer as an aiohttp application. `allowed_hosts` (lower-case "host:port",
+    `vera.viewer.access.host_names`) are the Host headers accepted; `key`, when given,
+    must come with every request (remote mode: `vera.viewer.access.key_required`)."""
+    # Outermost first: every answer, a refusal too, carries the safe headers; a foreign
+    # Host is refused before the key is even looked at.
+    app = web.Application(middlewares=[_safe_headers, _read_only, known_host, key_required])
     app[CATALOGUE] = catalogue
     app[ALLOWED_HOSTS] = allowed_hosts
+    app[ACCESS_KEY] = key
     app[REPORTS] = {}
     app[CALL_INDEXES] = {}
     app[COMPARISONS] = {}
@@ -312,14 +323,6 @@ async def _read_only(request: web.Request, handler: Handler) -> web.StreamRespon
 
 
 @web.middleware
-async def _known_host(request: web.Request, handler: Handler) -> web.StreamResponse:
-    allowed = request.app[ALLOWED_HOSTS]
-    if allowed and request.headers.get("Host", "").lower() not in allowed:
-        raise web.HTTPBadRequest(text="unexpected Host header")
-    return await handler(request)
-
-
-@web.middleware
 async def _safe_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         response = await handler(request)
@@ -345,20 +348,12 @@ def _add_safe_headers(headers: MutableMapping[str, str]) -> None:
 # ---------------------------------------------------------------------------------------
 
 
-def is_loopback(address: str) -> bool:
-    try:
-        return ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        return False
-
-
 class RemoteNotAllowed(UserError):
     """`--host` names an address other machines can reach, without `--allow-remote`."""
 
 
 REMOTE_REFUSAL = (
-    "--host {host} would serve every transcript to the network without a password; "
-    "add --allow-remote if that is intended"
+    "--host {host} would serve every transcript to the network; add --allow-remote if that is intended"
 )
 
 
@@ -396,21 +391,24 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def host_names(sock: socket.socket) -> tuple[str, frozenset[str]]:
-    """The URL to print for a socket, and the Host headers to accept (empty: any)."""
-    address, port = sock.getsockname()[:2]
-    shown = f"[{address}]" if ":" in address else address
-    if not is_loopback(address):
-        return f"http://{shown}:{port}/", frozenset()
-    names = {f"{shown}:{port}", f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}"}
-    return f"http://{shown}:{port}/", frozenset(names)
-
-
 NETWORK_WARNING = """\
 WARNING: vera view is serving transcripts to the network at {url}
-WARNING: anyone who can reach this machine on port {port} can read every conversation
-WARNING: of these runs, without a password. Stop it (Ctrl-C) unless that is intended;
-WARNING: the default, --host 127.0.0.1, keeps them on this machine."""
+WARNING: anyone who can reach this machine on port {port} with the address above (its key
+WARNING: included) can read every conversation of these runs: share it as you would the
+WARNING: runs. Stop it (Ctrl-C) unless that is intended; the default, --host 127.0.0.1,
+WARNING: keeps them on this machine."""
+
+
+def with_key(url: str, key: str) -> str:
+    return f"{url}?{KEY_PARAM}={key}" if key else url
+
+
+def remote_access(sock: socket.socket, host: str, names: Sequence[str]) -> tuple[str, frozenset[str], str]:
+    """(address to print, Host headers accepted, access key): a key only when the socket
+    is reachable from other machines."""
+    url, allowed = host_names(sock, host, names)
+    key = "" if is_loopback(sock.getsockname()[0]) else new_key()
+    return url, allowed, key
 
 
 def serve(
@@ -419,20 +417,24 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 0,
     allow_remote: bool = False,
+    allowed_hosts: Sequence[str] = (),
     open_browser: bool = False,
     out: IO[str] | None = None,
     err: IO[str] | None = None,
 ) -> None:
     """Index the runs, serve them until SIGINT or SIGTERM, and return (exit code 0).
-    A host other machines can reach is refused (RemoteNotAllowed) unless `allow_remote`."""
+    A host other machines can reach is refused (RemoteNotAllowed) unless `allow_remote`;
+    then only `host` and the `allowed_hosts` names are answered, and a key is asked for."""
     out = out or sys.stdout
     err = err or sys.stderr
     check_host(host, allow_remote=allow_remote)
+    names = check_names(host, allowed_hosts, allow_remote=allow_remote)
     started = time.perf_counter()
     catalogue = Catalogue.open(run_dirs)
     sock = bind(host, port)
-    url, allowed = host_names(sock)
-    if not allowed:
+    url, allowed, key = remote_access(sock, host, names)
+    url = with_key(url, key)
+    if key:
         print(NETWORK_WARNING.format(url=url, port=sock.getsockname()[1]), file=err, flush=True)
     n = catalogue.conversations.height
     print(
@@ -440,10 +442,14 @@ def serve(
         f"{time.perf_counter() - started:.1f} s",
         file=out,
     )
-    print(f"vera view: serving at {url} (Ctrl-C to stop)", file=out, flush=True)
-    if open_browser:
-        webbrowser.open(url)
-    _run(_serve_until_stopped(build_app(catalogue, allowed_hosts=allowed), sock))
+
+    def ready() -> None:
+        # Printed once Ctrl-C and SIGTERM are handled: a stop right after it is clean.
+        print(f"vera view: serving at {url} (Ctrl-C to stop)", file=out, flush=True)
+        if open_browser:
+            webbrowser.open(url)
+
+    _run(_serve_until_stopped(build_app(catalogue, allowed_hosts=allowed, key=key), sock, ready))
 
 
 async def _serve_until_stopped(

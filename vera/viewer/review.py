@@ -29,7 +29,7 @@ import secrets
 import sys
 import time
 import webbrowser
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
@@ -44,16 +44,15 @@ from vera.records import RATINGS, HumanRating
 from vera.rubric import question_texts
 from vera.stats.sampling import Unit, draw_sample, rater_order, sample_sizes
 from vera.store import RunRecords, append_human_ratings, open_run, read_human_ratings
+from vera.viewer.access import ACCESS_KEY, ALLOWED_HOSTS, Handler, check_names, key_required, known_host
 from vera.viewer.app import (
-    ALLOWED_HOSTS,
-    Handler,
-    _known_host,
     _run,
     _safe_headers,
     _serve_until_stopped,
     bind,
     check_host,
-    host_names,
+    remote_access,
+    with_key,
 )
 
 __all__ = ["ReviewSession", "build_review_app", "check_rater", "serve_review"]
@@ -276,14 +275,18 @@ TOKEN = web.AppKey("review_token", str)
 
 
 def build_review_app(
-    session: ReviewSession, *, token: str, allowed_hosts: frozenset[str] = frozenset()
+    session: ReviewSession, *, token: str, allowed_hosts: frozenset[str], key: str = ""
 ) -> web.Application:
     """The review as an aiohttp application; `token` is the one every /api request must
-    carry, `allowed_hosts` as in `vera.viewer.app.build_app`."""
-    app = web.Application(middlewares=[_safe_headers, _known_host, _writes_guarded], client_max_size=MAX_BODY)
+    carry, `allowed_hosts` and `key` as in `vera.viewer.app.build_app` (in remote mode
+    the page itself, which holds the token, is served only with the key)."""
+    app = web.Application(
+        middlewares=[_safe_headers, known_host, key_required, _writes_guarded], client_max_size=MAX_BODY
+    )
     app[SESSION] = session
     app[TOKEN] = token
     app[ALLOWED_HOSTS] = allowed_hosts
+    app[ACCESS_KEY] = key
     folder = resources.files("vera.viewer").joinpath("static")
     page = folder.joinpath("review.html").read_bytes().replace(_TOKEN_SLOT, token.encode())
     assets = {name: folder.joinpath(name).read_bytes() for name in _ASSETS}
@@ -375,9 +378,9 @@ REVIEW_REMOTE_REFUSAL = (
 
 REMOTE_WARNING = """\
 WARNING: vera review is serving transcripts to the network at {url}, and taking ratings
-WARNING: from it: anyone who can reach this machine on port {port} can read the sampled
-WARNING: conversations without a password (the session token only stops other web pages
-WARNING: from writing). Stop it (Ctrl-C) unless that is intended."""
+WARNING: from it: anyone who can reach this machine on port {port} with the address above
+WARNING: (its key included) can read the sampled conversations and rate them. Give it to
+WARNING: the rater only. Stop it (Ctrl-C) unless that is intended."""
 
 
 def serve_review(
@@ -390,6 +393,7 @@ def serve_review(
     host: str = "127.0.0.1",
     port: int = 0,
     allow_remote: bool = False,
+    allowed_hosts: Sequence[str] = (),
     open_browser: bool = False,
     out: IO[str] | None = None,
     err: IO[str] | None = None,
@@ -399,10 +403,12 @@ def serve_review(
     err = err or sys.stderr
     started = time.perf_counter()
     check_host(host, allow_remote=allow_remote, refusal=REVIEW_REMOTE_REFUSAL)
+    names = check_names(host, allowed_hosts, allow_remote=allow_remote)
     session = ReviewSession.open(run_dir, rater, size=size, width=width, seed=seed)
     sock = bind(host, port)
-    url, allowed = host_names(sock)
-    if not allowed:
+    url, allowed, key = remote_access(sock, host, names)
+    url = with_key(url, key)
+    if key:
         print(REMOTE_WARNING.format(url=url, port=sock.getsockname()[1]), file=err, flush=True)
     left = len(session.order) - session.rated
     print(
@@ -420,5 +426,5 @@ def serve_review(
         if open_browser:
             webbrowser.open(url)
 
-    app = build_review_app(session, token=secrets.token_urlsafe(32), allowed_hosts=allowed)
+    app = build_review_app(session, token=secrets.token_urlsafe(32), allowed_hosts=allowed, key=key)
     _run(_serve_until_stopped(app, sock, ready))
