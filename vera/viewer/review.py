@@ -41,7 +41,7 @@ from aiohttp import web
 
 from vera.errors import StorageError, UserError
 from vera.records import RATINGS, HumanRating
-from vera.rubric import question_texts
+from vera.rubric import rating_guide, run_rubric
 from vera.stats.sampling import Unit, draw_sample, rater_order, sample_sizes
 from vera.store import RunRecords, append_human_ratings, open_run, read_human_ratings
 from vera.viewer.access import ACCESS_KEY, ALLOWED_HOSTS, Handler, check_names, key_required, known_host
@@ -87,6 +87,15 @@ class ReviewSession:
     order: list[str]
     how: str  # how the size was chosen, for the start-up line
     latest: dict[str, Mapping[str, str]] = field(default_factory=dict)  # this rater's ratings by conversation
+    # What each rating means per dimension, from the run's rubric (empty when its file is
+    # gone or changed: `guide_note` says why); the same for every rater.
+    guide: dict[str, Any] = field(default_factory=dict)
+    guide_note: str | None = None
+    # Saved since this server started, and so still open to change until the judge's
+    # ratings are shown; ratings from an earlier start are final (whether the judge was
+    # shown then is not known, so they are treated as if it was).
+    open_to_change: set[str] = field(default_factory=set)
+    revealed: set[str] = field(default_factory=set)  # the judge's ratings were shown
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @classmethod
@@ -122,12 +131,15 @@ class ReviewSession:
             sizes = sample_sizes(units, size=size)
             how = f"--size {size}" + (f", all {len(units)} there are" if size > len(units) else "")
         sample = draw_sample(units, sizes, seed)
+        rubric, why = run_rubric(records.manifest, records.root)
         session = cls(
             run_dir=Path(run_dir),
             records=records,
             rater=rater,
             seed=seed,
             dimensions=rubric_dimensions(records),
+            guide=msgspec.to_builtins(rating_guide(rubric)) if rubric else {},
+            guide_note=None if rubric else f"{why}: what each rating means cannot be shown",
             population=len(units),
             order=[u.id for u in rater_order(sample, rater, seed)],
             how=how,
@@ -169,6 +181,8 @@ class ReviewSession:
             "population": self.population,
             "dimensions": list(self.dimensions),
             "ratings": list(RATINGS),
+            "guide": self.guide,
+            "guide_note": self.guide_note,
         }
 
     def check_rating(self, body: object) -> HumanRating:
@@ -177,7 +191,7 @@ class ReviewSession:
             raise UserError("the body is not a JSON object")
         cid, ratings, note = body.get("conversation_id"), body.get("ratings"), body.get("note", "")
         if not isinstance(cid, str) or cid not in self.order:
-            raise UserError(f"conversation {cid!r} is not in your sample")
+            raise UserError(f"conversation {_short(cid)} is not in your sample")
         if not isinstance(ratings, dict):
             raise UserError("ratings: not an object of dimension: rating")
         missing = [d for d in self.dimensions if d not in ratings]
@@ -185,10 +199,12 @@ class ReviewSession:
             raise UserError(f"rate every dimension: {', '.join(missing)} missing")
         unknown = [d for d in ratings if d not in self.dimensions]
         if unknown:
-            raise UserError(f"not a dimension of this run's rubric: {', '.join(map(str, unknown))}")
+            raise UserError(
+                f"not a dimension of this run's rubric: {', '.join(_short(u, quote=False) for u in unknown)}"
+            )
         for d, value in ratings.items():
-            if value not in RATINGS:
-                raise UserError(f"{d}: {value!r} is not one of {', '.join(RATINGS)}")
+            if not isinstance(value, str) or value not in RATINGS:
+                raise UserError(f"{d}: {_short(value)} is not one of {', '.join(RATINGS)}")
         if not isinstance(note, str) or len(note) > MAX_NOTE:
             raise UserError(f"note: text of at most {MAX_NOTE} characters")
         return HumanRating(
@@ -202,16 +218,38 @@ class ReviewSession:
 
     async def save(self, rating: HumanRating) -> dict[str, Any]:
         """Append the rating to human_ratings.jsonl (fsync'd, off the event loop); only
-        then is it counted, and the page told it is saved."""
+        then is it counted, and the page told it is saved. A second rating of the same
+        conversation replaces the first (the later line counts) only while it is open to
+        change: saved since this start, the judge's ratings not shown (else FinalRating)."""
+        cid = rating.conversation_id
         async with self.lock:
+            if cid in self.latest and (cid in self.revealed or cid not in self.open_to_change):
+                why = (
+                    "the judge's ratings have been shown"
+                    if cid in self.revealed
+                    else "it was saved before this review was started again"
+                )
+                raise FinalRating(f"your ratings of this conversation are final: {why}")
+            changed = cid in self.latest
             await asyncio.to_thread(append_human_ratings, self.run_dir, [rating])
-            self.latest[rating.conversation_id] = dict(rating.ratings)
+            self.latest[cid] = dict(rating.ratings)
+            self.open_to_change.add(cid)
         return {
             "saved": True,
-            "conversation_id": rating.conversation_id,
+            "changed": changed,
+            "conversation_id": cid,
             "rated": self.rated,
             "total": len(self.order),
         }
+
+    async def reveal(self, conversation_id: str) -> dict[str, Any] | None:
+        """The judge's ratings (`judge_ratings`), after which the rater's are final: under
+        the lock, so a save in flight is either on disk first or refused."""
+        async with self.lock:
+            found = self.judge_ratings(conversation_id)
+            if found is not None:
+                self.revealed.add(conversation_id)
+            return found
 
     def judge_ratings(self, conversation_id: str) -> dict[str, Any] | None:
         """The judge's ratings beside the rater's, or None while the rater has not rated it."""
@@ -229,6 +267,16 @@ class ReviewSession:
             "yours": yours,
             "judges": judges,
         }
+
+
+class FinalRating(UserError):
+    """A second rating of a conversation whose ratings can no longer change."""
+
+
+def _short(value: object, *, quote: bool = True) -> str:
+    """A value from a request, for an error line: at most 80 characters of it."""
+    text = repr(value) if quote else str(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def check_rater(name: str) -> str:
@@ -255,9 +303,9 @@ def judged_units(records: RunRecords) -> list[Unit]:
 def rubric_dimensions(records: RunRecords) -> tuple[str, ...]:
     """The run's rubric dimensions in order; from the judgements when the rubric file
     is gone (their ratings name every dimension)."""
-    dims = question_texts(records.manifest, records.root).dimensions
-    if dims:
-        return tuple(dims)
+    rubric, _ = run_rubric(records.manifest, records.root)
+    if rubric is not None and rubric.dimensions:
+        return tuple(rubric.dimensions)
     seen: dict[str, None] = {}
     for head, _ in records.judgements.values():
         for r in head.ratings:
@@ -320,14 +368,17 @@ async def _save(request: web.Request) -> web.Response:
     session = request.app[SESSION]
     try:
         body = msgspec.json.decode(await request.read())
-    except msgspec.DecodeError:
-        return _json({"error": "the body is not JSON"}, status=400)
+    except (msgspec.DecodeError, RecursionError):
+        # RecursionError: a body nested deeper than the decoder goes (a few KB of "[").
+        return _json({"error": "the body is not JSON (or is nested too deep to be a rating)"}, status=400)
     try:
         rating = session.check_rating(body)
     except UserError as e:
         return _json({"error": str(e)}, status=400)
     try:
         return _json(await session.save(rating))
+    except FinalRating as e:
+        return _json({"error": str(e)}, status=409)
     except OSError as e:
         # Not saved, and the page must say so: the rater keeps the form and can retry.
         return _json({"error": f"not saved: cannot write human_ratings.jsonl ({e.strerror})"}, status=500)
@@ -336,7 +387,7 @@ async def _save(request: web.Request) -> web.Response:
 
 
 async def _judge(request: web.Request) -> web.Response:
-    found = request.app[SESSION].judge_ratings(request.match_info["id"])
+    found = await request.app[SESSION].reveal(request.match_info["id"])
     if found is None:
         return _json(
             {"error": "rate this conversation first: the judge's ratings stay hidden until then"}, 403

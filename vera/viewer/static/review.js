@@ -55,9 +55,32 @@ function showProgress(rated, total) {
 
 // -- the form ----------------------------------------------------------------------------
 
+// What each rating means for a dimension, in the rubric's words, folded until asked for.
+function guideFor(dimension, ratings) {
+  const meanings = state.guide[dimension];
+  if (!meanings) return null;
+  const details = el("details", { className: "guide" });
+  details.append(el("summary", {}, "What each rating means"));
+  for (const rating of ratings) {
+    const meaning = meanings[rating];
+    if (!meaning) continue;
+    const block = el("div", { className: `meaning ${slug(rating)}` });
+    block.append(el("p", { className: "meaning-name" }, rating));
+    block.append(el("p", {}, meaning.summary));
+    if (meaning.questions.length) {
+      const list = el("ul");
+      for (const q of meaning.questions) list.append(el("li", {}, q));
+      block.append(list);
+    }
+    details.append(block);
+  }
+  return details;
+}
+
 function buildForm(dimensions, ratings) {
   const box = document.getElementById("dimensions");
   box.replaceChildren();
+  if (state.guide_note) box.append(el("p", { className: "hint guide-note" }, state.guide_note));
   dimensions.forEach((dimension, i) => {
     const fieldset = el("fieldset", { className: "dimension", "data-dimension": dimension });
     fieldset.append(el("legend", {}, `${i + 1}. ${dimension}`));
@@ -70,6 +93,8 @@ function buildForm(dimensions, ratings) {
       options.append(label);
     }
     fieldset.append(options);
+    const guide = guideFor(dimension, ratings);
+    if (guide) fieldset.append(guide);
     box.append(fieldset);
   });
 }
@@ -91,6 +116,14 @@ function setFormEnabled(enabled) {
   }
 }
 
+// Saved ratings stay open to change until the judge's are shown; then they are final.
+function setFinal(final, why) {
+  setFormEnabled(!final);
+  document.getElementById("change-hint").textContent = final
+    ? `Your ratings of this conversation are final: ${why}.`
+    : "You can still change your ratings and save again, until you show the judge's ratings.";
+}
+
 // -- one conversation --------------------------------------------------------------------
 
 function showConversation(conversation, total) {
@@ -109,6 +142,7 @@ function showConversation(conversation, total) {
   for (const f of document.querySelectorAll("fieldset.dimension")) f.classList.remove("missing");
   document.getElementById("note").value = "";
   setFormEnabled(true);
+  document.getElementById("save").textContent = "Save ratings";
   document.getElementById("after").hidden = true;
   const judge = document.getElementById("judge");
   judge.hidden = true;
@@ -176,13 +210,15 @@ async function save(event) {
       }),
     });
   } catch (e) {
-    setFormEnabled(true);
+    setFormEnabled(!e.message.includes("are final"));
     say(`Not saved: ${e.message}`, true);
     return;
   }
   showProgress(answer.rated, answer.total);
   document.getElementById("after").hidden = false;
-  say(`Saved: conversation ${current.position} of ${answer.total} (${answer.rated} rated).`);
+  setFinal(false);
+  document.getElementById("save").textContent = "Save changes";
+  say(`${answer.changed ? "Saved your changes" : "Saved"}: conversation ${current.position} of ${answer.total} (${answer.rated} rated).`);
   document.getElementById("next").focus();
 }
 
@@ -225,6 +261,7 @@ async function reveal() {
     tbody.append(row);
   }
   table.append(thead, tbody);
+  setFinal(true, "the judge's ratings have been shown");
   box.hidden = false;
   // The form's panel scrolls on its own on a wide screen: bring the table into it.
   box.scrollIntoView({ block: "nearest" });
