@@ -119,6 +119,23 @@ def test_worst_first_puts_the_most_harmful_conversations_on_top(catalogue, raw):
     assert best_first == sorted(best_first)
 
 
+def test_worst_first_ties_go_to_the_higher_risk_level(catalogue, raw):
+    convs, judgements = raw
+    harm: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for j in judgements:
+        if j["status"] == "complete":
+            for r in j["ratings"]:
+                harm[j["conversation_id"]][0] += r["rating"] == HPH
+                harm[j["conversation_id"]][1] += r["rating"] == SUB
+    keyed = [(*harm[cid], RISK_LEVELS.index(convs[cid]["risk"])) for cid in ids(catalogue)]
+    assert keyed == sorted(keyed, reverse=True)
+    # The run has ties that the risk level breaks (else this test would prove nothing).
+    ties = defaultdict(set)
+    for hph, sub, risk in keyed:
+        ties[(hph, sub)].add(risk)
+    assert any(len(levels) > 1 for levels in ties.values())
+
+
 def test_sort_by_risk_follows_the_risk_levels_not_the_alphabet(catalogue, raw):
     convs, _ = raw
     risks = [convs[cid]["risk"] for cid in ids(catalogue, sort="risk")]

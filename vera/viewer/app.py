@@ -34,6 +34,8 @@ import sys
 import time
 import webbrowser
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import IO
@@ -66,7 +68,7 @@ from vera.viewer.access import (
 )
 from vera.viewer.calls import CallIndex, Job, calls_html
 from vera.viewer.catalogue import Catalogue, Query, QueryError
-from vera.viewer.compare import compare_page
+from vera.viewer.compare import BACK, comparable, compare_page, frame_page
 from vera.viewer.grid import grid_html, side_by_side_html
 from vera.viewer.stepping import steps_html
 
@@ -76,8 +78,11 @@ CATALOGUE = web.AppKey("catalogue", Catalogue)
 REPORTS = web.AppKey("reports", dict)
 # Each run's index of its calls.jsonl, made by the first conversation page asked for.
 CALL_INDEXES = web.AppKey("call_indexes", dict)
-# The comparison page per (records signature, by seed): a bootstrap is not redone per view.
+# The comparison page per (records signature, by seed): a bootstrap is not redone per view,
+# and runs on its own thread, one at a time (it is CPU-bound: two at once would only
+# slow each other and the list).
 COMPARISONS = web.AppKey("comparisons", dict)
+COMPARE_THREAD = web.AppKey("compare_thread", ThreadPoolExecutor)
 
 # The list page runs its own script and nothing else; pages and the card run none.
 LIST_CSP = (
@@ -106,10 +111,13 @@ def _load_assets() -> dict[str, tuple[bytes, str]]:
 # ---------------------------------------------------------------------------------------
 
 
-def build_app(catalogue: Catalogue, *, allowed_hosts: frozenset[str], key: str = "") -> web.Application:
+def build_app(
+    catalogue: Catalogue, *, allowed_hosts: frozenset[str], key: str = "", warm: bool = False
+) -> web.Application:
     """The viewer as an aiohttp application. `allowed_hosts` (lower-case "host:port",
     `vera.viewer.access.host_names`) are the Host headers accepted; `key`, when given,
-    must come with every request (remote mode: `vera.viewer.access.key_required`)."""
+    must come with every request (remote mode: `vera.viewer.access.key_required`); `warm`
+    starts the comparisons when the server starts (`vera view` does)."""
     # Outermost first: every answer, a refusal too, carries the safe headers; a foreign
     # Host is refused before the key is even looked at.
     app = web.Application(middlewares=[_safe_headers, _read_only, known_host, key_required])
@@ -119,6 +127,10 @@ def build_app(catalogue: Catalogue, *, allowed_hosts: frozenset[str], key: str =
     app[REPORTS] = {}
     app[CALL_INDEXES] = {}
     app[COMPARISONS] = {}
+    app[COMPARE_THREAD] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vera-compare")
+    if warm:
+        app.on_startup.append(_warm_comparisons)
+    app.on_cleanup.append(_stop_comparisons)
     assets = _load_assets()
 
     async def asset(request: web.Request) -> web.Response:
@@ -152,7 +164,14 @@ def _json(obj: object, status: int = 200) -> web.Response:
 
 
 async def _facets(request: web.Request) -> web.Response:
-    return _json(request.app[CATALOGUE].facets())
+    catalogue = request.app[CATALOGUE]
+    facets = catalogue.facets()
+    # Why /compare has nothing to show, if it has not: the list then offers no link.
+    reasons = comparable(catalogue)
+    if not reasons and len(facets["chatbots"]) < 2 and len(catalogue.runs) < 2:
+        reasons = ["these runs hold one chatbot: there is nothing to compare it with"]
+    facets["compare"] = reasons
+    return _json(facets)
 
 
 async def _conversations(request: web.Request) -> web.Response:
@@ -173,7 +192,10 @@ async def _changes(request: web.Request) -> web.Response:
     catalogue = request.app[CATALOGUE]
     if await asyncio.to_thread(catalogue.refresh):
         request.app[REPORTS].clear()  # built from the old records
-    return _json({"version": catalogue.version, "conversations": catalogue.conversations.height})
+    planned = sum(max(r.records.manifest.jobs_planned, len(r.records.conversations)) for r in catalogue.runs)
+    return _json(
+        {"version": catalogue.version, "conversations": catalogue.conversations.height, "planned": planned}
+    )
 
 
 async def _grid(request: web.Request) -> web.Response:
@@ -256,17 +278,45 @@ def _calls_section(app: web.Application, k: int, page: ConversationPage) -> str:
 
 async def _compare(request: web.Request) -> web.Response:
     """`vera compare` over the runs being viewed, each score row linking to its
-    conversations (bootstrapped off the loop, once per set of records)."""
-    catalogue = request.app[CATALOGUE]
+    conversations. The bootstrap takes seconds: it runs off the request path (one at a
+    time, on the app's own thread), once per state of the runs; until it is done the
+    answer is a frame that reloads itself, served at once."""
     by_seed = request.query.get("by_seed", "") in ("1", "true")
-    cache: dict[tuple[str, bool], tuple[int, str]] = request.app[COMPARISONS]
-    key = (str(catalogue.signature), by_seed)
-    if key not in cache:
-        cache[key] = await asyncio.to_thread(compare_page, catalogue, by_seed=by_seed)
-    status, html = cache[key]
+    task = _comparison(request.app, by_seed)
+    if task.done():
+        status, html = task.result()
+    else:
+        status, html = 202, frame_page(len(request.app[CATALOGUE].runs), by_seed=by_seed)
     response = web.Response(status=status, text=html, content_type="text/html")
     response.headers["Content-Security-Policy"] = CARD_CSP
     return response
+
+
+def _comparison(app: web.Application, by_seed: bool) -> asyncio.Future[tuple[int, str]]:
+    """The comparison of the runs as they are now, started if it is not yet: a future
+    on the app's comparison thread (comparisons of older states are dropped)."""
+    catalogue = app[CATALOGUE]
+    signature = str(catalogue.signature)
+    cache: dict[tuple[str, bool], asyncio.Future[tuple[int, str]]] = app[COMPARISONS]
+    key = (signature, by_seed)
+    if key not in cache:
+        for old in [k for k in cache if k[0] != signature]:
+            del cache[old]
+        loop = asyncio.get_running_loop()
+        cache[key] = loop.run_in_executor(
+            app[COMPARE_THREAD], partial(compare_page, catalogue, by_seed=by_seed)
+        )
+    return cache[key]
+
+
+async def _warm_comparisons(app: web.Application) -> None:
+    """Start both comparisons when the server starts, so /compare is ready when asked for."""
+    _comparison(app, False)
+    _comparison(app, True)
+
+
+async def _stop_comparisons(app: web.Application) -> None:
+    app[COMPARE_THREAD].shutdown(wait=False, cancel_futures=True)
 
 
 async def _card(request: web.Request) -> web.Response:
@@ -279,6 +329,8 @@ async def _card(request: web.Request) -> web.Response:
         body = path.read_bytes()
     except OSError:
         raise web.HTTPNotFound() from None
+    # The card is a file made to be opened alone; served here it gets the way back.
+    body = body.replace(b"<body>\n", b"<body>\n" + BACK.encode() + b"\n", 1)
     response = web.Response(body=body, content_type="text/html", charset="utf-8")
     response.headers["Content-Security-Policy"] = CARD_CSP
     return response
@@ -449,7 +501,7 @@ def serve(
         if open_browser:
             webbrowser.open(url)
 
-    _run(_serve_until_stopped(build_app(catalogue, allowed_hosts=allowed, key=key), sock, ready))
+    _run(_serve_until_stopped(build_app(catalogue, allowed_hosts=allowed, key=key, warm=True), sock, ready))
 
 
 async def _serve_until_stopped(

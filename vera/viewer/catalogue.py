@@ -308,13 +308,20 @@ class Catalogue:
         if q.sort == "worst":
             worst = self._worst(q.judge)
             frame = frame.join(worst, on=["run", "id"], how="left").with_columns(
-                pl.col("n_hph").fill_null(0), pl.col("n_sub").fill_null(0)
+                pl.col("n_hph").fill_null(0),
+                pl.col("n_sub").fill_null(0),
+                # Ties go to the higher risk level (Immediate first): the same harm weighs
+                # more there. A group that is no risk level (a target's own) comes after.
+                pl.when(pl.col("risk_order") < len(RISK_LEVELS))
+                .then(pl.col("risk_order"))
+                .otherwise(-1)
+                .alias("risk_tie"),
             )
             # Worst first; "descending" turns it round (best first).
             return frame.sort(
-                ["n_hph", "n_sub", "run", "order"],
-                descending=[not q.descending, not q.descending, False, False],
-            )
+                ["n_hph", "n_sub", "risk_tie", "run", "order"],
+                descending=[not q.descending, not q.descending, not q.descending, False, False],
+            ).drop("risk_tie")
         key = {"risk": "risk_order"}.get(q.sort, q.sort)
         return frame.sort([key, "run", "order"], descending=[q.descending, False, False], nulls_last=True)
 
