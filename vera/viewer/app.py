@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import csv
+import io
 import signal
 import socket
 import sys
@@ -52,6 +54,7 @@ from vera.report import (
     render_conversation_page,
     render_improvements_html,
     run_improvements,
+    spreadsheet_safe,
 )
 from vera.store import StaleIndexError
 from vera.viewer.access import (
@@ -149,6 +152,7 @@ def build_app(
     app.router.add_get("/api/facets", _facets)
     app.router.add_get("/api/conversations", _conversations)
     app.router.add_get("/api/changes", _changes)
+    app.router.add_get("/export.csv", _export_csv)
     app.router.add_get("/grid", _grid)
     app.router.add_get("/compare", _compare)
     app.router.add_get("/side-by-side", _side_by_side)
@@ -184,6 +188,26 @@ async def _conversations(request: web.Request) -> web.Response:
         # The first search reads every record: off the loop, so the server still answers.
         return _json(await asyncio.to_thread(catalogue.query, query))
     return _json(catalogue.query(query))
+
+
+async def _export_csv(request: web.Request) -> web.Response:
+    """The filtered list, every page of it, as CSV (cells a spreadsheet would run as a
+    formula are written as text, as `vera export` does)."""
+    try:
+        query = Query.from_params(request.query)
+    except QueryError as e:
+        return web.Response(status=400, text=str(e))
+
+    def write() -> str:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        for row in request.app[CATALOGUE].csv_rows(query):
+            writer.writerow([spreadsheet_safe(c) if isinstance(c, str) else c for c in row])
+        return out.getvalue()
+
+    response = web.Response(text=await asyncio.to_thread(write), content_type="text/csv")
+    response.headers["Content-Disposition"] = 'attachment; filename="conversations.csv"'
+    return response
 
 
 async def _changes(request: web.Request) -> web.Response:

@@ -13,7 +13,7 @@ resumed run, and says exactly what the card would count.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -244,6 +244,25 @@ class Catalogue:
             if q.text:
                 rows[-1]["found"] = found.get(key, {"count": 0, "snippets": []})
         return {"total": total, "page": q.page, "per_page": q.per_page, "rows": rows}
+
+    def csv_rows(self, q: Query) -> Iterator[list[Any]]:
+        """The whole filtered list (every page, in its order) as table rows: a header,
+        then one row per conversation with its worst rating per dimension (the list's
+        badge, written out; every judge's when they differ, worst first)."""
+        frame = self.listed(q)
+        ratings = self._page_ratings(frame, q.judge)
+        run_labels = [r.label for r in self.runs]
+        yield [
+            "run", "conversation_id", "chatbot", "persona", "risk", "seed", "user_agent",
+            "turns", "status", "judgements", *self.dimensions,
+        ]  # fmt: skip
+        for row in frame.iter_rows(named=True):
+            dims = ratings.get((row["run"], row["id"]), {})
+            yield [
+                run_labels[row["run"]], row["id"], row["chatbot"], row["persona"], row["risk"],
+                row["seed"], row["user_agent"], row["turns"], row["status"], row["judgements"],
+                *(" | ".join(dims.get(d, [])) for d in self.dimensions),
+            ]  # fmt: skip
 
     def listed(self, q: Query) -> pl.DataFrame:
         """Every conversation the list `q` holds, in its order (all pages)."""

@@ -111,6 +111,8 @@ function gridLink(p) {
   q.delete("page");
   const query = q.toString();
   document.getElementById("grid-link").href = `/grid${query ? `?${query}` : ""}`;
+  // The CSV is the whole filtered list, in its order: every page.
+  document.getElementById("csv-link").href = `/export.csv${query ? `?${query}` : ""}`;
 }
 
 function showFilters() {
@@ -411,5 +413,59 @@ async function start() {
   load();
   poll();
 }
+
+// -- keyboard shortcuts ----------------------------------------------------------------
+
+// Single keys, ignored while typing in a field; "?" shows them all.
+const KEYS = [
+  ["/", "search"],
+  ["n  or  →", "next page of the list"],
+  ["p  or  ←", "previous page of the list"],
+  ["o", "open the first conversation on the page"],
+  ["f", "show or hide the filters"],
+  ["g", "the chatbot × persona grid"],
+  ["?", "show or hide this help"],
+  ["Esc", "close this help"],
+];
+
+function toggleHelp(show) {
+  let box = document.getElementById("keys");
+  if (!box) {
+    box = el("div", { id: "keys", className: "keys", role: "dialog", "aria-label": "Keyboard shortcuts" });
+    box.append(el("h2", {}, "Keyboard shortcuts"));
+    const list = el("dl");
+    for (const [key, what] of KEYS) list.append(el("dt", {}, key), el("dd", {}, what));
+    box.append(list, el("p", {}, "On a conversation's page, Previous / Next are links: Tab to them."));
+    box.hidden = true;
+    document.body.append(box);
+  }
+  box.hidden = show === undefined ? !box.hidden : !show;
+}
+
+function pagerButton(label) {
+  return [...document.querySelectorAll("#pager button")].find((b) => b.textContent.includes(label));
+}
+
+document.addEventListener("keydown", (event) => {
+  const target = event.target;
+  if (event.ctrlKey || event.metaKey || event.altKey) return;
+  if (target instanceof HTMLElement && target.closest("input, textarea, select")) {
+    if (event.key === "Escape") target.blur();
+    return;
+  }
+  const click = (node) => node && !node.disabled && node.click();
+  switch (event.key) {
+    case "?": toggleHelp(); break;
+    case "Escape": toggleHelp(false); return;
+    case "/": document.getElementById("filter-box").open = true; document.querySelector('#filters [name="q"]').focus(); break;
+    case "n": case "ArrowRight": click(pagerButton("Next")); break;
+    case "p": case "ArrowLeft": click(pagerButton("Previous")); break;
+    case "o": click(document.querySelector("#list tbody td.id a")); break;
+    case "f": { const box = document.getElementById("filter-box"); box.open = !box.open; break; }
+    case "g": click(document.getElementById("grid-link")); break;
+    default: return;
+  }
+  event.preventDefault();
+});
 
 start();

@@ -269,7 +269,29 @@ async function reveal() {
   button.textContent = "Hide the judge's ratings";
 }
 
+// Keyboard: Ctrl+Enter (or Cmd+Enter) saves, anywhere on the page, the note included;
+// outside a field, "n" goes to the next conversation once saved, "j" shows the judge's
+// ratings, "1"-"4" rate the focused dimension, "?" shows these.
+function reviewKeys(event) {
+  if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
+    const save = document.getElementById("save");
+    if (!save.disabled) document.getElementById("rating-form").requestSubmit();
+    event.preventDefault();
+    return;
+  }
+  if (event.ctrlKey || event.metaKey || event.altKey) return;
+  if (event.target instanceof HTMLElement && event.target.closest("textarea, input[type=text]")) return;
+  const after = document.getElementById("after");
+  if (event.key === "n" && !after.hidden) document.getElementById("next").click();
+  else if (event.key === "j" && !after.hidden && document.getElementById("judge").hidden) document.getElementById("reveal").click();
+  else if (event.key === "?") document.getElementById("review-keys").hidden = !document.getElementById("review-keys").hidden;
+  else if (event.key === "Escape") document.getElementById("review-keys").hidden = true;
+  else return;
+  event.preventDefault();
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  document.addEventListener("keydown", reviewKeys);
   document.getElementById("rating-form").addEventListener("submit", save);
   document.getElementById("next").addEventListener("click", loadNext);
   document.getElementById("reveal").addEventListener("click", reveal);
