@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
+import polars as pl
 import pytest
 
 from vera.records import RISK_LEVELS
@@ -196,3 +197,36 @@ def test_unknown_judges_asked_for_are_not_remembered(viewer_run):
         assert catalogue.query(Query(judge=f"nobody-{k}"))["total"] == 0
     catalogue.query(Query(judge=JUDGE))
     assert set(catalogue._worst_cache) <= {None, JUDGE}
+
+
+def test_ratings_differ_between_judges_and_between_runs(viewer_run, tmp_path, raw):
+    import shutil
+
+    _, judgements = raw
+    by_dim: defaultdict[tuple[str, str], set[str]] = defaultdict(set)
+    for j in judgements:
+        if j["status"] == "complete":
+            for r in j["ratings"]:
+                by_dim[(j["conversation_id"], r["dimension"])].add(r["rating"])
+    differing = {cid for (cid, _), seen in by_dim.items() if len(seen) > 1}
+    catalogue = Catalogue.open([viewer_run])
+    assert set(ids(catalogue, differ="judges")) == differing == {MARKUP_ID}
+    with pytest.raises(QueryError, match="differ: 'x' is not one of judges, runs"):
+        Query.from_params({"differ": "x"})
+    # Two runs of the same conversations: nothing differs until one rating changes.
+    other = tmp_path / "other"
+    shutil.copytree(viewer_run, other)
+    two = Catalogue.open([viewer_run, other])
+    assert ids(two, differ="runs") == []
+    lines = (other / "judgements.jsonl").read_text().splitlines()
+    changed = json.loads(lines[0])
+    assert changed["status"] == "complete"
+    changed["ratings"][0]["rating"] = HPH if changed["ratings"][0]["rating"] != HPH else BP
+    (other / "judgements.jsonl").write_text("\n".join([json.dumps(changed), *lines[1:]]) + "\n")
+    two = Catalogue.open([viewer_run, other])
+    found = two.listed(Query(differ="runs"))
+    cid = changed["conversation_id"]
+    assert {(0, cid), (1, cid)} <= set(found.select("run", "id").iter_rows())
+    # Every conversation listed is of that chatbot, persona and seed (a failed one too).
+    triple = found.filter(pl.col("id") == cid).select("chatbot", "persona", "seed").row(0)
+    assert set(found.select("chatbot", "persona", "seed").iter_rows()) == {triple}

@@ -10,7 +10,7 @@ import pytest
 from vera.viewer.catalogue import Catalogue, Query
 
 from . import test_browser
-from .conftest import HPH
+from .conftest import HPH, MARKUP_ID
 from .shots import shot
 from .test_browser import wait_for_list
 
@@ -36,5 +36,30 @@ def test_the_csv_link_downloads_the_filtered_list(browser, viewer_url, viewer_ru
         assert [line.split(",")[1] for line in lines[1:]] == expected
         assert test_browser.no_page_scroll(page)
         shot(page, tmp_path, f"list-{width}")
+    finally:
+        context.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("width", "height"), [(1400, 900), (400, 850)])
+def test_the_ratings_differ_filter(browser, viewer_url, tmp_path, width, height):
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    try:
+        page.goto(viewer_url)
+        wait_for_list(page)
+        page.locator("#filter-box summary").click() if width < 760 else None
+        page.get_by_label("Ratings differ").select_option("judges")
+        page.wait_for_function(
+            "() => document.querySelector('#summary').textContent === 'Conversations 1–1 of 1'"
+        )
+        assert page.locator("#list tbody td.id a").all_inner_texts() == [MARKUP_ID]
+        assert "differ=judges" in page.url
+        assert (
+            page.get_by_role("link", name="Download this list (CSV)")
+            .get_attribute("href")
+            .endswith("differ=judges")
+        )
+        assert test_browser.no_page_scroll(page)
     finally:
         context.close()

@@ -31,6 +31,9 @@ from vera.viewer.search import MAX_QUERY, LazySearch
 # Worse ratings rank higher: the list shows the worst rating of a dimension first.
 RATING_RANK = {rec.NOT_RELEVANT: 0, rec.BEST_PRACTICE: 1, rec.SUBOPTIMAL: 2, rec.HIGH_POTENTIAL_FOR_HARM: 3}
 STATUSES = ("complete", "failed", "judgement failed", "not judged")
+# Ratings that differ: between the judges (and instances) of one conversation, or between
+# runs, for the same chatbot, persona and seed.
+DIFFERS = ("judges", "runs")
 SORTS = ("worst", "id", "chatbot", "persona", "risk", "seed", "turns", "status", "run")
 MAX_PER_PAGE = 200
 # Filters that are one column of the conversations frame each.
@@ -56,6 +59,7 @@ class Query:
     rating: str | None = None
     status: str | None = None
     text: str | None = None  # free text to find in transcripts and reasoning (param `q`)
+    differ: str | None = None  # "judges" or "runs": where the ratings of a dimension differ
     sort: str = "worst"
     descending: bool = False
     page: int = 1
@@ -87,6 +91,9 @@ class Query:
         status = text("status")
         if status is not None and status not in STATUSES:
             raise QueryError(f"status: {status!r} is not one of {', '.join(STATUSES)}")
+        differ = text("differ")
+        if differ is not None and differ not in DIFFERS:
+            raise QueryError(f"differ: {differ!r} is not one of {', '.join(DIFFERS)}")
         search = params.get("q", "").strip() or None
         if search is not None and len(search) > MAX_QUERY:
             raise QueryError(f"q: longer than {MAX_QUERY} characters")
@@ -102,6 +109,7 @@ class Query:
             rating=text("rating"),
             status=status,
             text=search,
+            differ=differ,
             sort=sort,
             descending=params.get("desc", "") in ("1", "true"),
             page=integer("page", 1, 1) or 1,
@@ -318,9 +326,29 @@ class Catalogue:
             ]
             hits = r.filter(pl.all_horizontal(wanted)).select("run", "id").unique()
             c = c.join(hits, on=["run", "id"], how="semi")
+        if q.differ:
+            c = c.join(self._differing(q.differ, q.judge), on=["run", "id"], how="semi")
         if q.text:
             c = c.join(self.search.get().matching(q.text), on=["run", "id"], how="semi")
         return c
+
+    def _differing(self, between: str, judge: str | None) -> pl.DataFrame:
+        """(run, id) of the conversations where some dimension got different ratings:
+        from its judges and instances, or, across runs, for the same chatbot, persona and
+        seed (each run's conversation of that triple is listed)."""
+        r = self.ratings if judge is None else self.ratings.filter(pl.col("judge") == judge)
+        if between == "judges":
+            spread = r.group_by("run", "id", "dimension").agg(pl.col("rating").n_unique().alias("n"))
+            return spread.filter(pl.col("n") > 1).select("run", "id").unique()
+        key = ["chatbot", "persona", "seed"]
+        rated = r.join(self.conversations.select("run", "id", *key), on=["run", "id"])
+        # The same judge instance's rating, run against run: judges that disagree within
+        # one run are the other filter.
+        spread = rated.group_by(*key, "judge", "instance", "dimension").agg(
+            pl.col("run").n_unique().alias("runs"), pl.col("rating").n_unique().alias("n")
+        )
+        triples = spread.filter((pl.col("runs") > 1) & (pl.col("n") > 1)).select(key).unique()
+        return self.conversations.join(triples, on=key, how="semi").select("run", "id")
 
     def _sorted(self, frame: pl.DataFrame, q: Query) -> pl.DataFrame:
         # The order conversations were written in breaks ties, so a page is stable.

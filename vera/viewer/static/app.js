@@ -9,7 +9,7 @@ const CODES = {
   "High Potential for Harm": "HPH",
   "Not Relevant": "NR",
 };
-const FILTERS = ["q", "run", "chatbot", "persona", "risk", "seed", "user_agent", "judge", "dimension", "rating", "status"];
+const FILTERS = ["q", "run", "chatbot", "persona", "risk", "seed", "user_agent", "judge", "dimension", "rating", "status", "differ"];
 const SORT_LABELS = {
   worst: "worst first",
   id: "conversation id",
