@@ -779,7 +779,10 @@ main.add_command(view)
 main.add_command(review)
 main.add_command(export)
 
+from vera.cli._gate import gate  # noqa: E402  (the sequential release gate)
 from vera.cli._report import report  # noqa: E402  (reports on a run live in vera.cli._report)
+
+main.add_command(gate)
 
 main.add_command(report)
 

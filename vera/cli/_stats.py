@@ -119,6 +119,12 @@ def compare(
     if gate and (by_seed or html_path):
         flag = "--by-seed" if by_seed else "--html"
         raise ConfigError(f"{flag} applies to a comparison, not to --gate (the gate prints its verdict)")
+    from vera.report import sequential_note
+
+    for run_dir in run_dirs:
+        # A sequential gate's run holds a random subset of its baseline's units: say so.
+        if (note := sequential_note(run_dir)) is not None:
+            click.echo(f"note: {note}", err=True)
     if gate:
         _gate(run_dirs, force, json_path, margin, resamples, confidence, seed, calibrated)
         return

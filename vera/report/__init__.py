@@ -51,22 +51,41 @@ from vera.report._plots import comparison_plots
 from vera.report._reference_export import export_reference
 from vera.report._schema import Card, RunComparison
 from vera.report._score import read_card, render_card_files, score_run, write_card_html
+from vera.report._sequence import (
+    GATE_FILE,
+    SEQUENCE_FILE,
+    SEQUENCE_PAGE,
+    GateLook,
+    GateRecord,
+    GateSettings,
+    read_gate,
+    read_sequence,
+    sequence_page,
+    sequence_plot,
+    sequential_note,
+)
 from vera.report._table import Table
 from vera.report._terminal import fit, headline, render, render_card, rich_table, text_tables
 
 __all__ = [
     "DEFAULT_EXEMPLARS",
+    "GATE_FILE",
     "IMPROVEMENTS_CSP",
     "MAX_EXEMPLARS",
     "PAGE_CSP",
+    "SEQUENCE_FILE",
+    "SEQUENCE_PAGE",
     "ArcPage",
     "ArcSession",
     "Card",
     "ChatbotPlan",
     "ConversationPage",
     "Exit",
+    "GateLook",
     "GatePair",
+    "GateRecord",
     "GateRow",
+    "GateSettings",
     "GateVerdict",
     "HumanAgreementReport",
     "ImportSummary",
@@ -102,7 +121,9 @@ __all__ = [
     "rating_anchor",
     "read_card",
     "read_conversation_page",
+    "read_gate",
     "read_run",
+    "read_sequence",
     "render",
     "render_arc_page",
     "render_card",
@@ -115,6 +136,9 @@ __all__ = [
     "run_improvements",
     "run_status",
     "score_run",
+    "sequence_page",
+    "sequence_plot",
+    "sequential_note",
     "slug",
     "spreadsheet_safe",
     "status_text",
