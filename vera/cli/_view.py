@@ -3,7 +3,6 @@ rating a sample of them, or taking them as a table."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,7 +18,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def serve_options(page: str, exposure: str) -> Callable[[F], F]:
     """The options of a command that serves pages from this machine: `--port`,
-    `--host`, `--allow-remote` (what serving to the network would expose: `exposure`)
+    `--host`, `--allow-remote` (what serving to the network would expose: `exposure`),
+    `--allowed-host`
     and `--open` (the `page` in the default browser)."""
 
     def decorate(command: F) -> F:
@@ -41,7 +41,17 @@ def serve_options(page: str, exposure: str) -> Callable[[F], F]:
                 click.option(
                     "--allow-remote",
                     is_flag=True,
-                    help=f"Allow a --host other machines can reach ({exposure}).",
+                    help=f"Allow a --host other machines can reach ({exposure}); the address "
+                    "printed then carries a key, and only --host and --allowed-host names are answered.",
+                ),
+                click.option(
+                    "--allowed-host",
+                    "allowed_hosts",
+                    multiple=True,
+                    metavar="NAME",
+                    help="A host name (or address) other machines reach the server by; repeatable. "
+                    "Requests naming any other host are refused (DNS rebinding). Needed with "
+                    "--allow-remote and a --host such as 0.0.0.0.",
                 ),
                 click.option(
                     "--open", "open_browser", is_flag=True, help=f"Open the {page} in the default browser."
@@ -56,21 +66,32 @@ def serve_options(page: str, exposure: str) -> Callable[[F], F]:
 
 @click.command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True))
-@serve_options("viewer", "they can then read every transcript, without a password")
-def view(run_dirs: tuple[str, ...], port: int, host: str, allow_remote: bool, open_browser: bool) -> None:
+@serve_options("viewer", "whoever has the address printed can then read every transcript")
+def view(
+    run_dirs: tuple[str, ...],
+    port: int,
+    host: str,
+    allow_remote: bool,
+    allowed_hosts: tuple[str, ...],
+    open_browser: bool,
+) -> None:
     """Browse the conversations of one or more runs in a local, read-only web app.
 
     Lists every conversation with its ratings; filter by run, chatbot, persona, risk
     level, seed, user-agent, judge, dimension and rating, and status; open one to read
     the transcript beside the judge's walk of the rubric. Ctrl-C stops it."""
-    from vera.viewer.app import RemoteNotAllowed, serve
+    from vera.viewer.app import serve
 
-    try:
-        serve(list(run_dirs), host=host, port=port, allow_remote=allow_remote, open_browser=open_browser)
-    except RemoteNotAllowed as e:
-        # Exit code 2, as for any other misuse of the command line.
-        click.echo(f"error: {e}", err=True)
-        sys.exit(2)
+    # A refusal (a network --host without --allow-remote, a bad --allowed-host) is a
+    # UserError: one line and exit code 1, as in `vera review`.
+    serve(
+        list(run_dirs),
+        host=host,
+        port=port,
+        allow_remote=allow_remote,
+        allowed_hosts=allowed_hosts,
+        open_browser=open_browser,
+    )
 
 
 @click.command()
@@ -107,6 +128,7 @@ def review(
     port: int,
     host: str,
     allow_remote: bool,
+    allowed_hosts: tuple[str, ...],
     open_browser: bool,
 ) -> None:
     """Rate a random sample of a run's judged conversations in the browser, blind to the
@@ -131,6 +153,7 @@ def review(
         host=host,
         port=port,
         allow_remote=allow_remote,
+        allowed_hosts=allowed_hosts,
         open_browser=open_browser,
     )
 

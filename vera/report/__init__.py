@@ -17,7 +17,7 @@ from vera.report._calls_export import export_calls, exported_call, no_bodies_rea
 from vera.report._card_text import status_text
 from vera.report._compare import compare_runs, read_run
 from vera.report._compare_tables import compare_tables
-from vera.report._export import export_run
+from vera.report._export import export_run, spreadsheet_safe
 from vera.report._gate import GatePair, GateRow, GateVerdict, gate
 from vera.report._gate_text import gate_text, gate_verdict
 from vera.report._html import render_compare_html
@@ -163,6 +163,7 @@ __all__ = [
     "sequence_plot",
     "sequential_note",
     "slug",
+    "spreadsheet_safe",
     "status_text",
     "summarize_rows",
     "tally",

@@ -35,8 +35,10 @@ from vera.records import (
     DimensionRating,
     Judgement,
     RunManifest,
+    Turn,
 )
 from vera.report._quotes import QuoteFinder, QuoteMatch
+from vera.report._turn_refs import turn_refs_html
 from vera.rubric import QuestionTexts, question_texts
 from vera.store import RunRecords, atomic_write
 
@@ -338,7 +340,7 @@ def _walk(
                 f"{_question_text(page, a.question_id)}</div>"
                 f'<div class="answer">Answer: <strong>{escape(a.answer)}</strong> '
                 f'<span class="{"retried" if retried else "muted"}">({escape(how)})</span></div>'
-                f"{_reasoning(a.reasoning)}"
+                f"{_reasoning(a.reasoning, page.conversation.turns)}"
                 f"{_quotes(quotes.locate(a.reasoning), show_missing=False)}"
                 f"{calls.get((j.id, a.question_id), '')}</li>"
             )
@@ -360,7 +362,7 @@ def _rating(page: ConversationPage, j: Judgement, r: DimensionRating, quotes: Qu
             f"{_question_text(page, r.question_id)}</div>"
         )
     if r.reasoning:
-        parts.append(_reasoning(r.reasoning))
+        parts.append(_reasoning(r.reasoning, page.conversation.turns))
     if harmful:
         parts.append(_quotes(quotes.locate(r.reasoning), show_missing=True))
     parts.append("</div>")
@@ -372,8 +374,8 @@ def _question_text(page: ConversationPage, question_id: str) -> str:
     return f'<span class="qtext">{escape(text)}</span>' if text else ""
 
 
-def _reasoning(text: str) -> str:
-    return f'<blockquote class="reasoning">{escape(text)}</blockquote>' if text else ""
+def _reasoning(text: str, turns: Sequence[Turn]) -> str:
+    return f'<blockquote class="reasoning">{turn_refs_html(text, turns)}</blockquote>' if text else ""
 
 
 def _quotes(matches: Sequence[QuoteMatch], *, show_missing: bool) -> str:
