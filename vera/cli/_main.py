@@ -531,7 +531,10 @@ def card(run_dir: str, html_only: bool) -> None:
     left as it is."""
     from vera.errors import StorageError
     from vera.report import fit, read_card, render_card, render_card_files, write_card_html
+    from vera.store import manifest_notes
 
+    for note in manifest_notes(run_dir):
+        click.echo(note, err=True)
     c = read_card(run_dir)
     if html_only:
         click.echo(str(write_card_html(c, run_dir)))
@@ -642,7 +645,9 @@ def rubric() -> None:
 def rubric_render(file: str, output: str | None) -> None:
     """Render a rubric as Markdown a clinician can read (questions, guidance, flow)."""
     from vera.rubric import load_rubric, render_rubric, validate_rubric
+    from vera.store import check_output
 
+    check_output(output, "-o", inputs=[(file, "rubric")])
     rubric = load_rubric(file)
     # A flow with a cycle or a GOTO to nowhere has no rendering that would not mislead.
     if problems := validate_rubric(rubric):

@@ -42,7 +42,9 @@ def improvements(run_dir: str, fmt: str, out: str | None, exemplars: int) -> Non
     conversations; the share of the conversations where the dimension was relevant;
     and examples linked to each conversation's page (docs/improvements.md)."""
     from vera.report import ImprovementsFormat, write_improvements
+    from vera.store import check_output
 
+    check_output(out, "--out", runs=[run_dir])
     written = write_improvements(run_dir, fmt=cast(ImprovementsFormat, fmt), output=out, exemplars=exemplars)
     if written.path is None:
         click.echo(written.text, nl=False)

@@ -63,8 +63,11 @@ def view(run_dirs: tuple[str, ...], port: int, host: str, allow_remote: bool, op
     Lists every conversation with its ratings; filter by run, chatbot, persona, risk
     level, seed, user-agent, judge, dimension and rating, and status; open one to read
     the transcript beside the judge's walk of the rubric. Ctrl-C stops it."""
+    from vera.store import manifest_notes
     from vera.viewer.app import RemoteNotAllowed, serve
 
+    for note in (n for d in run_dirs for n in manifest_notes(d)):
+        click.echo(note, err=True)
     try:
         serve(list(run_dirs), host=host, port=port, allow_remote=allow_remote, open_browser=open_browser)
     except RemoteNotAllowed as e:
@@ -165,7 +168,9 @@ def export(run_dir: str, fmt: str, wide: bool, output: str | None) -> None:
     error, so nothing is silently left out. With --format reference: one row per
     complete judgement in VERA-MH's results.csv layout (docs/targets.md)."""
     from vera.report import export_reference, export_run, num
+    from vera.store import check_output
 
+    check_output(output, "-o", runs=[run_dir])
     if fmt == "reference":
         if wide:
             raise ConfigError(

@@ -1,9 +1,11 @@
 """The run directory: the append-only writer (fsync'd JSONL, an index of places), the one
-reader (`open_run`, which repairs a torn tail only when asked), the event log, and the
-human ratings people add to a run after its sweep.
+reader (`open_run`, which repairs a torn tail only when asked), the event log, the
+human ratings people add to a run after its sweep, and the guard that keeps every
+output a user names off a run's records and a command's own inputs (`check_output`).
 """
 
 from vera.store._events import EventLog, Fanout
+from vera.store._guard import OverwriteRefused, check_output, record_kind
 from vera.store._humans import (
     HUMAN_RATINGS,
     append_human_ratings,
@@ -15,6 +17,7 @@ from vera.store._index import (
     JudgementHead,
     RunRecords,
     StaleIndexError,
+    manifest_notes,
     open_run,
     read_manifest,
     recorded_spend,
@@ -28,15 +31,19 @@ __all__ = [
     "EventLog",
     "Fanout",
     "JudgementHead",
+    "OverwriteRefused",
     "RunRecords",
     "RunStore",
     "StaleIndexError",
     "append_human_ratings",
     "atomic_file",
     "atomic_write",
+    "check_output",
     "latest_human_ratings",
+    "manifest_notes",
     "open_run",
     "read_human_ratings",
     "read_manifest",
+    "record_kind",
     "recorded_spend",
 ]

@@ -30,6 +30,7 @@ from vera.errors import UserError
 from vera.files import RecordReader, RecordRef, StaleIndexError, lines, read_record, records
 from vera.records import (
     HIGH_POTENTIAL_FOR_HARM,
+    MANIFEST_SCHEMA_VERSION,
     CallRecord,
     Conversation,
     Judgement,
@@ -190,6 +191,29 @@ def read_manifest(root: Path) -> RunManifest:
         raise UserError(f"{path}: cannot read the run manifest: {e.strerror or e}") from None
     except (msgspec.DecodeError, msgspec.ValidationError) as e:
         raise UserError(f"{path}: not a readable run manifest ({e})") from None
+
+
+def manifest_notes(run_dir: str | Path) -> list[str]:
+    """What this vera does not know of a run's manifest (a later schema, fields it has no
+    name for), as notes for a command that only reads the run (`vera card`, `vera view`):
+    such a run reads as far as this vera knows it, and says so."""
+    path = Path(run_dir) / MANIFEST
+    try:
+        raw = msgspec.json.decode(path.read_bytes())
+    except (OSError, msgspec.DecodeError):
+        return []  # read_manifest names the problem
+    if not isinstance(raw, dict):
+        return []
+    unknown = sorted(set(raw) - set(RunManifest.__struct_fields__))
+    fields = f"fields it does not know, not shown: {', '.join(unknown)}" if unknown else ""
+    schema = raw.get("schema_version")
+    if isinstance(schema, int) and schema > MANIFEST_SCHEMA_VERSION:
+        more = f"; {fields}" if fields else ""
+        return [
+            f"note: {path}: manifest schema {schema} is newer than this vera knows "
+            f"({MANIFEST_SCHEMA_VERSION}); shown as far as it knows it{more}"
+        ]
+    return [f"note: {path}: {fields}"] if fields else []
 
 
 def open_run(run_dir: str | Path, *, repair: bool = False) -> RunRecords:
