@@ -9,8 +9,9 @@ record is read again by offset when someone opens it.
 `open_run` is the one way a finished or running run is read: the card, merge, compare,
 gate, agreement, the viewer and export all go through it. The records that count are
 the ones `RunStore` keeps (`store.keep_latest`: the last record of a job wins, a complete
-one is never replaced by a failed one). Lines that do not decode (a torn last line while
-a run is being written) are skipped, as `read_records` skips them. By default nothing is
+one is never replaced by a failed one). A torn last line (a run being written, or a
+crash mid-write) is skipped; any other line that does not decode is handed to the
+watcher of the reads (`vera.files.watching`), which refuses or counts it. By default nothing is
 repaired, so a run that is still being written (or an archive on a read-only disk) is
 only read; `repair=True` first mends a last line a crash tore, as `RunStore` does when
 it opens a run to append to it, for readers that write from what they read (the card
@@ -27,7 +28,7 @@ from typing import TypeVar
 import msgspec
 
 from vera.errors import UserError
-from vera.files import RecordReader, RecordRef, StaleIndexError, lines, read_record, records
+from vera.files import RecordReader, RecordRef, StaleIndexError, decoded, read_record, records
 from vera.records import (
     HIGH_POTENTIAL_FOR_HARM,
     MANIFEST_SCHEMA_VERSION,
@@ -235,11 +236,7 @@ def _scan(path: Path, head_type: type[H]) -> dict[str, tuple[H, RecordRef]]:
     decoder = msgspec.json.Decoder(head_type)
     heads: dict[str, H] = {}
     refs: dict[str, RecordRef] = {}
-    for ref, line in lines(path):
-        try:
-            head = decoder.decode(line)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            continue  # a damaged or torn line: `read_records` skips it too
+    for ref, head in decoded(path, decoder):  # a corrupt line is named, a torn last one skipped
         if isinstance(head, ConversationHead):
             head.n_turns, head.turns = len(head.turns), []
         before = heads.get(head.id)
