@@ -22,6 +22,9 @@ from vera.store._writer import MANIFEST, WHAT
 # A run's own folders: plots/ (the card's figures) and conversations/ (its pages).
 _RECORD_FOLDERS = {"plots": "a plot of the score card", "conversations": "a conversation page of the card"}
 _FRAMES = ("ratings.parquet", "answers.parquet")
+# Every JSONL file (records, calls, events, human ratings, the batch journal) and the
+# response cache with SQLite's side files.
+_RECORD_SUFFIXES = (".jsonl", ".sqlite", ".sqlite-wal", ".sqlite-shm")
 
 
 class OverwriteRefused(UserError):
@@ -51,7 +54,7 @@ def record_kind(path: Path, run_dir: Path) -> str | None:
     name = parts[0]
     if name in WHAT:
         return WHAT[name]
-    if name == MANIFEST or name in _FRAMES or name.endswith(".jsonl") or name.startswith("card."):
+    if name == MANIFEST or name in _FRAMES or name.endswith(_RECORD_SUFFIXES) or name.startswith("card."):
         return f"a record of the run ({name})"
     return None
 

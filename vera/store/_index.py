@@ -29,6 +29,7 @@ import msgspec
 
 from vera.errors import UserError
 from vera.files import RecordReader, RecordRef, StaleIndexError, decoded, read_record, records
+from vera.ranges import SEED
 from vera.records import (
     HIGH_POTENTIAL_FOR_HARM,
     MANIFEST_SCHEMA_VERSION,
@@ -187,11 +188,20 @@ def read_manifest(root: Path) -> RunManifest:
     try:
         # Decoded typed, the stored config included: a field of the wrong type is a bad
         # manifest here, not a traceback when the card is made.
-        return msgspec.json.decode(path.read_bytes(), type=RunManifest)
+        manifest = msgspec.json.decode(path.read_bytes(), type=RunManifest)
     except OSError as e:
         raise UserError(f"{path}: cannot read the run manifest: {e.strerror or e}") from None
     except (msgspec.DecodeError, msgspec.ValidationError) as e:
         raise UserError(f"{path}: not a readable run manifest ({e})") from None
+    # Earlier versions let any seed through (`--seed 99999999999999999999999`); no table
+    # can hold one beyond the range, so such a run is named here, not a traceback later.
+    for seed in (*manifest.seeds, *manifest.config.seeds, manifest.config.stats.seed):
+        if SEED.problem(seed) is not None:
+            raise UserError(
+                f"{path}: seed {seed} is not {SEED.describe()} (an earlier vera let it through); "
+                "this vera cannot compute with it: rerun the evaluation with a seed in that range"
+            )
+    return manifest
 
 
 def manifest_notes(run_dir: str | Path) -> list[str]:
