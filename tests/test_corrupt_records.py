@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from vera.files import CorruptRecordError, watching
+from vera.files import CorruptLine, CorruptRecordError, watching
 from vera.store import RunStore, open_run
 from vera.viewer.catalogue import Catalogue
 
@@ -107,7 +107,7 @@ def test_readers_go_on_and_name_each_corrupt_line(run, runs, command) -> None:
 
 def test_the_viewer_and_every_reader_hear_of_a_corrupt_line(run) -> None:
     number = corrupt(run / "conversations.jsonl", after=2)
-    heard = []
+    heard: list[CorruptLine] = []
     with watching(on_found=heard.append):
         records = open_run(run)
     assert [(h.path.name, h.number) for h in heard] == [("conversations.jsonl", number)]
