@@ -174,3 +174,12 @@ def test_a_hardlink_to_an_input_is_the_input(tmp_path) -> None:
     twin = tmp_path / "twin.tsv"
     os.link(rubric, twin)
     refused(invoke(["rubric", "render", str(rubric), "-o", str(twin)]), "the rubric")
+
+
+def test_a_folder_with_a_target_manifest_is_not_a_run(run, tmp_path) -> None:
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "manifest.json").write_text('{"name": "a VERA-MH 2.0 target"}\n')
+    result = invoke(["export", str(run), "-o", str(target / "rows.csv")])
+    assert result.exit_code == 0, result.output
+    refused(invoke(["export", str(run), "-o", str(run / "events.jsonl")]), "events.jsonl")

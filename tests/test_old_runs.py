@@ -2,7 +2,7 @@
 items 3-6): a manifest whose seed an earlier vera let through (beyond 64 bits) is one
 line for every reader, never a traceback; a resume or a judging with nothing left to do
 leaves manifest.json byte for byte as it was; `vera judge` runs the pre-flight of `run`
-on what judging uses."""
+on what judging uses; a target reached through a symlink is named as typed."""
 
 from __future__ import annotations
 
@@ -102,3 +102,15 @@ def test_judging_transcripts_runs_the_preflight_of_run(tmp_path) -> None:
     )
     assert "is not set" in line
     assert not (tmp_path / "o").exists()  # refused before any run directory was made
+
+
+def test_a_target_reached_through_a_symlink_is_named_as_typed(tmp_path) -> None:
+    real = tmp_path / "disk" / "target"
+    real.mkdir(parents=True)
+    (real / "target.toml").write_text(
+        'name = "t"\nversion = "1"\nrubric = "missing.tsv"\npersonas = ["p.tsv"]\n'
+        'user_prompts = "up"\njudge_prompts = "jp"\n'
+    )
+    (tmp_path / "mine").symlink_to(real)
+    line = refused(invoke(["run", "--target", str(tmp_path / "mine"), "--out", str(tmp_path / "o")]))
+    assert str(tmp_path / "mine" / "target.toml") in line and "disk" not in line

@@ -37,7 +37,11 @@ def _resolved(path: str | Path) -> Path:
 
 
 def _is_run_dir(folder: Path) -> bool:
-    return (folder / MANIFEST).is_file()
+    """A folder holding a run's manifest (not, say, a VERA-MH 2.0 target's manifest.json)."""
+    try:
+        return b'"run_id"' in (folder / MANIFEST).read_bytes()
+    except OSError:
+        return False
 
 
 def record_kind(path: Path, run_dir: Path) -> str | None:
