@@ -21,7 +21,7 @@ import pytest
 from aiohttp import web
 from yarl import URL
 
-from vera.report._pages import PAGE_CSP
+from vera.report._pages import PAGE_CSP, SCRIPT_PAGE_CSP
 from vera.viewer.app import bind, build_app, host_names
 from vera.viewer.catalogue import Catalogue
 
@@ -131,8 +131,13 @@ async def test_markup_comes_back_escaped_in_pages_and_as_plain_json(viewer_run):
     async with serving(viewer_run) as base, aiohttp.ClientSession() as session:
         status, html, headers = await get(session, base, f"/runs/0/conversations/{MARKUP_ID}.html")
         assert status == 200 and headers["Content-Type"].startswith("text/html")
-        assert headers["Content-Security-Policy"] == PAGE_CSP and "script-src" not in PAGE_CSP
-        assert "<script" not in html and "<img" not in html and "<b id" not in html
+        # The page's one script is the viewer's own file (copy buttons), from its origin.
+        assert (
+            headers["Content-Security-Policy"] == SCRIPT_PAGE_CSP and "script-src 'self'" in SCRIPT_PAGE_CSP
+        )
+        assert "'unsafe-inline'" not in SCRIPT_PAGE_CSP and "script-src" not in PAGE_CSP
+        assert html.count("<script") == 1 and '<script src="/static/calls.js" defer></script>' in html
+        assert "<img" not in html and "<b id" not in html
         assert "&lt;script&gt;window.__xss" in html and "&lt;img src=x onerror=" in html
         async with session.get(f"{base}/api/conversations", params={"persona": MARKUP_PERSONA}) as r:
             assert r.headers["Content-Type"].startswith("application/json")

@@ -154,33 +154,63 @@ def review(
     help="One row per conversation: a numeric score per dimension and overall beside the ratings.",
 )
 @click.option(
+    "--calls",
+    is_flag=True,
+    help="Instead of the ratings: every model call as JSON lines, with its full request "
+    "(messages, parameters, schema) and response (default file: calls_full.jsonl in RUN_DIR).",
+)
+@click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False),
-    help="File to write (default: results.csv or results.parquet in RUN_DIR, reference/results.csv "
-    "for --format reference; - = stdout for csv and reference).",
+    type=click.Path(),
+    help="File to write (default: results.csv or results.parquet in RUN_DIR; - = stdout for csv). "
+    "With --format reference: a folder holding one <chatbot>/results.csv per chatbot (default "
+    "RUN_DIR/reference), or with one chatbot a .csv file or -; with --calls: default "
+    "RUN_DIR/calls_full.jsonl, - = stdout.",
 )
-def export(run_dir: str, fmt: str, wide: bool, output: str | None) -> None:
+@click.option(
+    "--chatbot",
+    help="With --format reference: export this chatbot's results only.",
+)
+def export(run_dir: str, fmt: str, wide: bool, calls: bool, output: str | None, chatbot: str | None) -> None:
     """Write one row per conversation × judge × instance × dimension: persona, risk,
     chatbot, user-agent, judge, seed, rating, the deciding question and the reasoning.
 
     Failed conversations and judgements are rows too, with an empty rating and the
     error, so nothing is silently left out. With --format reference: one row per
-    complete judgement in VERA-MH's results.csv layout (docs/targets.md)."""
-    from vera.report import export_reference, export_run, num
+    complete judgement in VERA-MH's results.csv layout, one file per chatbot as the
+    reference scores them (docs/targets.md)."""
+    from vera.report import export_calls, export_reference, export_run, num
     from vera.store import check_output
 
     check_output(output, "-o", runs=[run_dir])
+
+    if calls:
+        if wide or fmt != "csv" or chatbot:
+            raise ConfigError(
+                "--calls writes JSON lines of its own; give it without --format, --wide or --chatbot"
+            )
+        target = output or str(Path(run_dir) / "calls_full.jsonl")
+        n = export_calls(run_dir, target)
+        if target != "-":
+            click.echo(f"wrote {num(n)} calls, each with its request and response, to {target}", err=True)
+        return
     if fmt == "reference":
         if wide:
             raise ConfigError(
                 "--wide and --format reference: the reference layout has its own shape; give one"
             )
-        target = output or str(Path(run_dir) / "reference" / "results.csv")
-        rows = export_reference(run_dir, target)
-        if target != "-":
-            click.echo(f"wrote {num(rows)} rows (one per complete judgement) to {target}", err=True)
+        for f in export_reference(run_dir, output, chatbot=chatbot):
+            if f.path != "-":
+                click.echo(
+                    f"wrote {num(f.rows)} rows (one per complete judgement) of {f.chatbot} to {f.path}",
+                    err=True,
+                )
         return
+    if chatbot is not None:
+        raise ConfigError("--chatbot applies to --format reference")
+    if output is not None and output != "-" and Path(output).is_dir():
+        raise ConfigError(f"{output}: is a directory; give a file")
     target = output or str(Path(run_dir) / f"results{'_wide' if wide else ''}.{fmt}")
     summary = export_run(run_dir, fmt=fmt, output=target, wide=wide)
     if target != "-":

@@ -4,13 +4,16 @@ human ratings people add to a run after its sweep, and the guard that keeps ever
 output a user names off a run's records and a command's own inputs (`check_output`).
 """
 
+from vera.store._bodies import BODIES, BodyReader, count_bodies, has_bodies
 from vera.store._events import EventLog, Fanout
 from vera.store._guard import OverwriteRefused, check_output, record_kind
 from vera.store._humans import (
     HUMAN_RATINGS,
     append_human_ratings,
+    check_human_dimensions,
     latest_human_ratings,
     read_human_ratings,
+    read_human_ratings_numbered,
 )
 from vera.store._index import (
     ConversationHead,
@@ -25,8 +28,10 @@ from vera.store._index import (
 from vera.store._writer import MANIFEST, RunStore, atomic_file, atomic_write
 
 __all__ = [
+    "BODIES",
     "HUMAN_RATINGS",
     "MANIFEST",
+    "BodyReader",
     "ConversationHead",
     "EventLog",
     "Fanout",
@@ -38,11 +43,15 @@ __all__ = [
     "append_human_ratings",
     "atomic_file",
     "atomic_write",
+    "check_human_dimensions",
     "check_output",
+    "count_bodies",
+    "has_bodies",
     "latest_human_ratings",
     "manifest_notes",
     "open_run",
     "read_human_ratings",
+    "read_human_ratings_numbered",
     "read_manifest",
     "record_kind",
     "recorded_spend",

@@ -45,14 +45,16 @@ from vera.errors import UserError
 from vera.report import (
     IMPROVEMENTS_CSP,
     PAGE_CSP,
+    SCRIPT_PAGE_CSP,
     ConversationPage,
+    no_bodies_reason,
     render_arc_page,
     render_conversation_page,
     render_improvements_html,
     run_improvements,
 )
 from vera.store import StaleIndexError
-from vera.viewer.calls import CallIndex, Job, calls_html
+from vera.viewer.calls import BodyIndex, CallIndex, Job, bodies_html, call_numbers, calls_html
 from vera.viewer.catalogue import Catalogue, Query, QueryError
 from vera.viewer.compare import compare_page
 from vera.viewer.grid import grid_html, side_by_side_html
@@ -67,6 +69,8 @@ REPORTS = web.AppKey("reports", dict)
 ALLOWED_HOSTS = web.AppKey("allowed_hosts", frozenset)
 # Each run's index of its calls.jsonl, made by the first conversation page asked for.
 CALL_INDEXES = web.AppKey("call_indexes", dict)
+# Each run's call bodies (what each call was sent and answered), opened the same way.
+BODY_INDEXES = web.AppKey("body_indexes", dict)
 # The comparison page per (records signature, by seed): a bootstrap is not redone per view.
 COMPARISONS = web.AppKey("comparisons", dict)
 
@@ -81,7 +85,7 @@ CARD_CSP = (
 )
 _STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html"}
 # Served from memory, by these names only.
-_ASSETS = ("index.html", "app.js", "style.css")
+_ASSETS = ("index.html", "app.js", "style.css", "calls.js", "calls.css")
 
 
 def _load_assets() -> dict[str, tuple[bytes, str]]:
@@ -107,6 +111,7 @@ def build_app(catalogue: Catalogue, *, allowed_hosts: frozenset[str] = frozenset
     app[ALLOWED_HOSTS] = allowed_hosts
     app[REPORTS] = {}
     app[CALL_INDEXES] = {}
+    app[BODY_INDEXES] = {}
     app[COMPARISONS] = {}
     assets = _load_assets()
 
@@ -213,10 +218,18 @@ async def _conversation_page(request: web.Request) -> web.Response:
     else:
         steps = steps_html(catalogue, request.query, k, page.conversation.id)
     has_card = (catalogue.runs[k].path / "card.html").is_file()
-    calls = await asyncio.to_thread(_calls_section, request.app, k, page)
-    html = render_conversation_page(page, viewer=True, card=has_card, steps=steps, appendix=calls)
+    calls, by_question = await asyncio.to_thread(_calls_section, request.app, k, page)
+    html = render_conversation_page(
+        page,
+        viewer=True,
+        card=has_card,
+        steps=steps,
+        appendix=calls,
+        question_calls=by_question,
+        script="/static/calls.js",
+    )
     response = web.Response(text=html, content_type="text/html")
-    response.headers["Content-Security-Policy"] = PAGE_CSP
+    response.headers["Content-Security-Policy"] = SCRIPT_PAGE_CSP
     return response
 
 
@@ -232,15 +245,28 @@ async def _arc_page(request: web.Request) -> web.Response:
     return response
 
 
-def _calls_section(app: web.Application, k: int, page: ConversationPage) -> str:
-    """The page's model calls: the conversation's own, then each judgement's (off the
-    loop: the first page of a run reads where every call is)."""
+def _calls_section(
+    app: web.Application, k: int, page: ConversationPage
+) -> tuple[str, dict[tuple[str, str], str]]:
+    """The page's model calls: the conversation's own, then each judgement's, and what
+    each was sent and answered, the judge's by question (off the loop: the first page
+    of a run reads where every call is)."""
     indexes: dict[int, CallIndex] = app[CALL_INDEXES]
+    bodies: dict[int, BodyIndex] = app[BODY_INDEXES]
+    path = app[CATALOGUE].runs[k].path
     if k not in indexes:
-        indexes[k] = CallIndex(app[CATALOGUE].runs[k].path)
+        indexes[k] = CallIndex(path)
+    if k not in bodies:
+        bodies[k] = BodyIndex(path)
     jobs = [Job(page.conversation.id, "")]
     jobs += [Job(j.id, f"judge {j.judge} #{j.instance}") for j in page.judgements]
-    return calls_html(jobs, indexes[k])
+    calls = indexes[k].calls([j.id for j in jobs])
+    kept = bodies[k].conversation(page.conversation.id)
+    if not calls:
+        return calls_html(jobs, calls), {}
+    answered = {(j.id, a.question_id) for j in page.judgements for a in j.answers if not a.auto}
+    found = bodies_html(jobs, kept, call_numbers(calls), no_bodies_reason(path) or "", answered)
+    return calls_html(jobs, calls, linked=kept is not None) + found.appendix, found.by_question
 
 
 async def _compare(request: web.Request) -> web.Response:
