@@ -49,7 +49,7 @@ from vera.stats import NOT_WORSE, UNDECIDED, WORSE, Status, gate_sequence
 from vera.store import MANIFEST, atomic_write
 
 # Exit code of an UNDECIDED gate (WORSE is `Exit.WORSE`, 4; NOT WORSE is 0).
-UNDECIDED_EXIT = 5
+UNDECIDED_EXIT = int(Exit.UNDECIDED)
 
 
 @dataclass

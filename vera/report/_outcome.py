@@ -68,6 +68,7 @@ class Exit(IntEnum):
     FAILED = 2
     STOPPED = 3
     WORSE = 4  # vera compare --gate: the candidate failed the release gate
+    UNDECIDED = 5  # vera gate: units, conversations or budget ran out before it settled
     INTERRUPTED = 130
 
 
