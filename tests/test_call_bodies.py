@@ -163,7 +163,7 @@ def test_export_calls_writes_every_call_with_its_request_and_response(tmp_path):
     assert judge and all(r["question_id"] and r["request"]["schema"] for r in judge)
     # never over the run's own files
     refused = runner.invoke(main, ["export", "--calls", str(out), "-o", str(out / "calls.jsonl")])
-    assert refused.exit_code != 0 and "one of the run's own files" in refused.output
+    assert refused.exit_code == 1 and "only the run itself writes its records" in refused.output
     assert len(jsonl(out / "calls.jsonl")) == len(rows)
 
 

@@ -17,20 +17,7 @@ import msgspec
 
 from vera.errors import UserError
 from vera.records import CallBody
-from vera.store import BodyReader, atomic_file, has_bodies, read_manifest
-
-# The run's own files: an export never replaces one.
-_RUN_FILES = (
-    "calls.jsonl",
-    "conversations.jsonl",
-    "judgements.jsonl",
-    "manifest.json",
-    "events.jsonl",
-    "human_ratings.jsonl",
-    "card.json",
-    "card.md",
-    "card.html",
-)
+from vera.store import BodyReader, atomic_file, check_output, has_bodies, read_manifest
 
 
 def exported_call(body: CallBody) -> dict[str, Any]:
@@ -73,8 +60,8 @@ def export_calls(run_dir: str | Path, output: str | Path) -> int:
         target = Path(output)
         if target.is_dir():
             raise UserError(f"{target}: is a directory")
-        if target.resolve() in {(root / name).resolve() for name in _RUN_FILES}:
-            raise UserError(f"{target}: is one of the run's own files; give another -o FILE")
+        # Never over the run's own records (the guard every output option shares).
+        check_output(target, "-o", runs=[root])
     with BodyReader(root) as reader:
         if str(output) == "-":
             return _write(reader, sys.stdout.buffer)
