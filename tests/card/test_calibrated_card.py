@@ -203,9 +203,10 @@ def test_ratings_of_one_persona_are_named_and_never_give_a_zero_width_interval(r
         if score.score is not None:
             assert lo is not None and hi is not None and hi - lo > 10.0, score
     data = json.loads((run / "card.json").read_text())
-    assert data["schema_version"] == 7
+    assert data["schema_version"] == 8
     (entry,) = [b for b in data["chatbots"] if b["chatbot"] == bot]
     assert entry["calibrated"]["n_rated_personas"] == 1
+    assert entry["calibrated"]["raters"] == "majority"
     # every rendering sets the words beside the score
     for name in ("card.md", "card.html"):
         assert "rated persona(s): too few" in (run / name).read_text(), name

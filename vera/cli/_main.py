@@ -20,10 +20,11 @@ import click
 
 from vera import __version__
 from vera.app import sweep_collector
-from vera.cli._door import Number, guard
+from vera.cli._door import RATERS_OPTION, Number, guard
 from vera.errors import ConfigError, Interrupted, UserError
 from vera.inputs import MAX_RESAMPLES, MAX_SEEDS, MAX_TURNS
 from vera.ranges import SEED
+from vera.records import RaterRule
 from vera.report import Card, fixed, num
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -512,12 +513,19 @@ def merge(out: str, shards: tuple[str, ...], allow_partial: bool) -> None:
     help="Interval level between 0 and 1, e.g. 0.95.",
 )
 @click.option("--bootstrap-seed", type=SEED_TYPE, help="Seed of the bootstrap.")
-def score(run_dir: str, resamples: int | None, confidence: float | None, bootstrap_seed: int | None) -> None:
+@RATERS_OPTION
+def score(
+    run_dir: str,
+    resamples: int | None,
+    confidence: float | None,
+    bootstrap_seed: int | None,
+    raters: RaterRule | None,
+) -> None:
     """Recompute ratings.parquet, answers.parquet and the card (card.json, card.md,
     card.html, plots/) from a run's records, e.g. with other interval settings."""
     from vera.report import num, score_run
 
-    c = score_run(run_dir, resamples=resamples, confidence=confidence, seed=bootstrap_seed)
+    c = score_run(run_dir, resamples=resamples, confidence=confidence, seed=bootstrap_seed, raters=raters)
     click.echo(f"scored → {Path(run_dir) / 'card.json'}")
     click.echo(_run_status_line(c))
     for bot in c.chatbots:

@@ -35,6 +35,7 @@ from vera.records import (
     CallRecord,
     HumanRating,
     ImportInfo,
+    RaterRule,
     RunManifest,
     SessionPlace,
 )
@@ -75,6 +76,7 @@ from vera.report._schema import (
     Settings,
 )
 from vera.stats import METHOD, RaterBlock, compare, judge_agreement, summarise
+from vera.stats.humans import DEFAULT_RATER_RULE
 from vera.store import ConversationHead, RunRecords
 
 # Examples per finding in the card's "Fix first" (`vera report improvements` gives more).
@@ -163,12 +165,15 @@ def build_card(
     confidence: float,
     seed: int,
     humans: Sequence[HumanRating] = (),
+    raters: RaterRule = DEFAULT_RATER_RULE,
 ) -> Card:
     """The card of a run from its manifest, its records (scanned: heads in memory, whole
     records read one at a time) and its ratings frame; with `humans` (the run's human
     ratings), each rated chatbot's calibrated scores too."""
     stats = CardStats(frame, resamples=resamples, confidence=confidence, seed=seed)
-    calibrated = calibrated_by_chatbot(frame, humans, resamples=resamples, confidence=confidence, seed=seed)
+    calibrated = calibrated_by_chatbot(
+        frame, humans, resamples=resamples, confidence=confidence, seed=seed, raters=raters
+    )
     conversations = records.conversation_heads()
     judgement_heads = records.judgement_heads()
     convs = list(conversations.values())

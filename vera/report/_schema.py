@@ -38,8 +38,9 @@ from vera.report._improvements import Improvements
 # 6 added fallbacks and replayed to every CallTotals (calls that stood in for a cheaper
 # tier, and replies replayed from the response cache, no longer counted as calls), and
 # gives live_cost_usd in every bucket once any call of the run was discounted. 7 added
-# n_rated_personas and few_rated_personas to Calibrated.
-CARD_SCHEMA_VERSION = 7
+# n_rated_personas and few_rated_personas to Calibrated. 8 added raters to Calibrated
+# (how raters who disagree were combined).
+CARD_SCHEMA_VERSION = 8
 
 
 class Interval(msgspec.Struct, frozen=True, gc=False, array_like=True):
@@ -200,6 +201,10 @@ class Calibrated(msgspec.Struct, frozen=True, kw_only=True):
     # the calibrated score: the interval then rests on too few personas.
     n_rated_personas: int | None = None
     few_rated_personas: str | None = None
+    # How raters who disagree on a conversation and dimension were combined
+    # (vera.stats.humans.combine_raters; null in cards before schema 8, which combined
+    # them as "majority" does).
+    raters: str | None = None
 
 
 class ArcCounts(msgspec.Struct, frozen=True, gc=False, kw_only=True):

@@ -14,7 +14,7 @@ import polars as pl
 
 from vera import __version__
 from vera.errors import UserError, storage_error
-from vera.records import RunManifest
+from vera.records import RaterRule, RunManifest
 from vera.report._card import build_card
 from vera.report._html import render_html
 from vera.report._improvements import exemplar_conversations
@@ -23,6 +23,7 @@ from vera.report._pages import write_card_pages
 from vera.report._plots import Plot, card_plots
 from vera.report._schema import Card, decode_card, encode_card
 from vera.report._scoring import ANSWERS_FILE, RATINGS_FILE, ratings_and_answers, write_parquet
+from vera.stats.humans import DEFAULT_RATER_RULE
 from vera.store import (
     HUMAN_RATINGS,
     atomic_write,
@@ -49,6 +50,7 @@ def score_run(
     confidence: float | None = None,
     seed: int | None = None,
     frames: tuple[pl.DataFrame, pl.DataFrame] | None = None,
+    raters: RaterRule | None = None,
 ) -> Card:
     """Write ratings.parquet, answers.parquet, card.json, card.md, card.html, plots/*.png
     and conversations/<id>.html for the conversations the card lists; return the card.
@@ -58,7 +60,7 @@ def score_run(
     # A line a crash tore is mended, so the records the card is written from are whole.
     records = open_run(root, repair=True)
     manifest = records.manifest
-    settings = stats_settings(manifest, resamples=resamples, confidence=confidence, seed=seed)
+    settings = stats_settings(manifest, resamples=resamples, confidence=confidence, seed=seed, raters=raters)
     # The frames are built from the records streamed one judgement at a time.
     frame, answers = frames if frames is not None else ratings_and_answers(records.complete_pairs())
     # Judgements are stored in the order they finished, which no seed fixes; sorted by
@@ -91,6 +93,7 @@ def score_run(
         resamples=settings.resamples,
         confidence=settings.confidence,
         seed=settings.seed,
+        raters=settings.raters,
     )
     atomic_write(root / "card.json", encode_card(card))
     render_card_files(card, root)
@@ -116,17 +119,27 @@ class StatsSettings(msgspec.Struct, frozen=True, kw_only=True):
     resamples: int
     confidence: float
     seed: int
+    raters: RaterRule = DEFAULT_RATER_RULE
 
 
 def stats_settings(
-    manifest: RunManifest, *, resamples: int | None, confidence: float | None, seed: int | None
+    manifest: RunManifest,
+    *,
+    resamples: int | None,
+    confidence: float | None,
+    seed: int | None,
+    raters: RaterRule | None = None,
 ) -> StatsSettings:
-    """Bootstrap settings: the ones given, else the run config's [stats], else defaults."""
+    """Bootstrap settings: the ones given, else the run config's [stats], else defaults;
+    and the rule combining raters (given, else `majority`). The rule is not a config key:
+    a field added to the stored [stats] would change the bytes and fingerprint of every
+    earlier run's manifest."""
     cfg = manifest.config.stats
     return StatsSettings(
         resamples=resamples if resamples is not None else cfg.resamples,
         confidence=confidence if confidence is not None else cfg.confidence,
         seed=seed if seed is not None else cfg.seed,
+        raters=raters if raters is not None else DEFAULT_RATER_RULE,
     )
 
 
