@@ -187,7 +187,8 @@ def _sweep_options(f: F) -> F:
             "--config",
             "config_path",
             type=click.Path(dir_okay=False),
-            help="Run config (TOML). Default: built-in offline evaluation.",
+            help="Run config: TOML, or JSON for a .json file; - reads it from standard input. "
+            "Default: $VERA_RUN_CONFIG (inline JSON) if set, else the built-in offline evaluation.",
         ),
         click.option(
             "--target",
@@ -269,6 +270,12 @@ def _sweep_options(f: F) -> F:
             "--cache-dir", type=click.Path(file_okay=False), help="A response cache shared between runs."
         ),
         click.option(
+            "--no-call-bodies",
+            is_flag=True,
+            help="Keep no call's request or response in the run directory (data that must not "
+            "be kept); the manifest and the card say so.",
+        ),
+        click.option(
             "--sessions",
             help="Several sessions per persona, in order (e.g. intake,follow-up): each is a "
             "conversation judged on its own, grouped into one arc (docs/sessions.md).",
@@ -277,6 +284,13 @@ def _sweep_options(f: F) -> F:
             "--user-memory/--no-user-memory",
             default=None,
             help="The simulated user remembers its earlier sessions (default: each starts fresh).",
+        ),
+        click.option(
+            "--chatbot-memory",
+            type=click.Choice(["none", "history"]),
+            default=None,
+            help="With sessions, what a model chatbot is sent of earlier sessions: none (the "
+            "default and the reference's: each session starts fresh) or history (vera's replay).",
         ),
         REFERENCE_DATA_OPTION,
         click.option("--quiet", is_flag=True, help="Do not print the card at the end."),
@@ -307,10 +321,12 @@ def _run_options(
     allow_failures: float | None,
     no_cache: bool,
     cache_dir: str | None,
+    no_call_bodies: bool = False,
     max_wait: float | None = None,
     reference_data: str | None,
     sessions: str | None = None,
     user_memory: bool | None = None,
+    chatbot_memory: str | None = None,
     **extra: Any,
 ) -> Any:
     from vera.app import RunOptions
@@ -335,12 +351,14 @@ def _run_options(
         limits_url=limits_url,
         cache=False if no_cache else None,
         cache_dir=cache_dir,
+        call_bodies=False if no_call_bodies else None,
         max_cost=max_cost,
         max_wait_s=max_wait or 0.0,
         reference_data=reference_data,
         allow_failures=allow_failures,
         sessions=_session_types(sessions),
         user_memory=user_memory,
+        chatbot_memory=chatbot_memory,
         **extra,
     )
 
@@ -430,6 +448,11 @@ def simulate(quiet: bool, **sweep: Any) -> None:
     is_flag=True,
     help="Do not replay cached responses (they are still not paid twice within a run).",
 )
+@click.option(
+    "--no-call-bodies",
+    is_flag=True,
+    help="Keep no judge call's request or response in the run directory; the card says so.",
+)
 @click.option("--quiet", is_flag=True, help="Do not print the card at the end.")
 def judge(
     run_dir: str | None,
@@ -446,6 +469,7 @@ def judge(
     max_wait: float | None,
     allow_failures: float | None,
     no_cache: bool,
+    no_call_bodies: bool,
     quiet: bool,
 ) -> None:
     """Judge conversations that are not judged yet, then score.
@@ -469,6 +493,7 @@ def judge(
         personas=personas,
         max_concurrency=max_concurrency,
         cache=False if no_cache else None,
+        call_bodies=False if no_call_bodies else None,
         max_cost=max_cost,
         max_wait_s=max_wait or 0.0,
         reference_data=reference_data,
@@ -501,7 +526,69 @@ def merge(out: str, shards: tuple[str, ...], allow_partial: bool) -> None:
 
 
 @main.command()
-@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--chatbot", help="The chatbot to pool, when a run holds several.")
+@click.option(
+    "--resamples",
+    type=click.IntRange(1, MAX_RESAMPLES),
+    default=2000,
+    show_default=True,
+    help="Bootstrap resamples.",
+)
+@click.option(
+    "--confidence",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.95,
+    show_default=True,
+    help="Interval level between 0 and 1.",
+)
+@click.option("--bootstrap-seed", type=SEED_TYPE, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--json", "as_json", is_flag=True, help="Print the pooled scores as JSON.")
+def pool(
+    sources: tuple[str, ...],
+    chatbot: str | None,
+    resamples: int,
+    confidence: float,
+    bootstrap_seed: int,
+    as_json: bool,
+) -> None:
+    """Pool the scores of separate runs of one chatbot, as the reference's
+    pool_vera_scores.py does (their ratings concatenated and scored together), with
+    vera's persona-clustered intervals. A source may be a run folder or the reference's
+    results.csv. `vera merge` is for the shards of one run."""
+    from vera.report import pool_scores, pooled_text, results_csv_ratings, run_ratings
+
+    frames, bots = [], set()
+    for s in sources:
+        if Path(s).is_file():
+            frames.append(results_csv_ratings(s))
+            continue
+        frame, bot = run_ratings(s, chatbot)
+        frames.append(frame)
+        bots.add(bot)
+    if len(bots) > 1:
+        raise UserError(
+            f"the runs score different chatbots ({', '.join(sorted(bots))}); pool one with --chatbot"
+        )
+    name = next(iter(bots), chatbot or "pooled")
+    pooled = pool_scores(
+        frames,
+        chatbot=name,
+        sources=list(sources),
+        resamples=resamples,
+        confidence=confidence,
+        seed=bootstrap_seed,
+    )
+    if as_json:
+        import msgspec
+
+        click.echo(msgspec.json.format(msgspec.json.encode(pooled)).decode())
+    else:
+        click.echo(pooled_text(pooled), nl=False)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True))
 @click.option(
     "--resamples",
     type=click.IntRange(1, MAX_RESAMPLES),
@@ -513,20 +600,62 @@ def merge(out: str, shards: tuple[str, ...], allow_partial: bool) -> None:
     help="Interval level between 0 and 1, e.g. 0.95.",
 )
 @click.option("--bootstrap-seed", type=SEED_TYPE, help="Seed of the bootstrap.")
+@click.option(
+    "--by",
+    "by",
+    multiple=True,
+    metavar="COLUMN",
+    help="Break scores down by this persona column too (repeatable; default: the "
+    "disclosure style, where the personas have it).",
+)
+@click.option(
+    "--exclude-flagged",
+    is_flag=True,
+    help="Leave the conversations whose simulated user was flagged (docs/realism.md) out of "
+    "every score; the card says so.",
+)
 @RATERS_OPTION
 def score(
     run_dir: str,
     resamples: int | None,
     confidence: float | None,
     bootstrap_seed: int | None,
+    by: tuple[str, ...],
+    exclude_flagged: bool,
     raters: RaterRule | None,
 ) -> None:
     """Recompute ratings.parquet, answers.parquet and the card (card.json, card.md,
-    card.html, plots/) from a run's records, e.g. with other interval settings."""
+    card.html, plots/) from a run's records, e.g. with other interval settings. Given
+    the reference tool's results.csv instead of a run, print its scores with vera's
+    intervals (nothing is written)."""
+    if Path(run_dir).is_file():
+        from vera.report import pool_scores, pooled_text, results_csv_ratings
+
+        frame = results_csv_ratings(run_dir)
+        pooled = pool_scores(
+            [frame],
+            chatbot=run_dir,
+            sources=[run_dir],
+            resamples=resamples or 2000,
+            confidence=confidence or 0.95,
+            seed=bootstrap_seed or 0,
+        )
+        click.echo(pooled_text(pooled), nl=False)
+        return
     from vera.report import num, score_run
 
-    c = score_run(run_dir, resamples=resamples, confidence=confidence, seed=bootstrap_seed, raters=raters)
+    c = score_run(
+        run_dir,
+        resamples=resamples,
+        confidence=confidence,
+        seed=bootstrap_seed,
+        by=by or None,
+        exclude_flagged=exclude_flagged,
+        raters=raters,
+    )
     click.echo(f"scored → {Path(run_dir) / 'card.json'}")
+    if c.realism is not None and c.realism.excluded:
+        click.echo(f"left out: {c.realism.n_excluded} conversation(s) whose simulated user was flagged")
     click.echo(_run_status_line(c))
     for bot in c.chatbots:
         cal = bot.calibrated
@@ -541,14 +670,24 @@ def score(
 @main.command()
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
 @click.option("--html", "html_only", is_flag=True, help="Only write card.html and print its path.")
-def card(run_dir: str, html_only: bool) -> None:
+@click.option(
+    "--by",
+    "by",
+    metavar="COLUMN",
+    help="Print only each chatbot's scores by this persona column (one the card was scored "
+    "by: `vera score --by`) or by user-agent (`--by user-agent`).",
+)
+def card(run_dir: str, html_only: bool, by: str | None) -> None:
     """Print a run's score card, fitted to the terminal's width, and re-render card.md,
     card.html and plots/ from card.json. A read-only run (an archive) is printed and
     left as it is."""
     from vera.errors import StorageError
-    from vera.report import fit, read_card, render_card, render_card_files, write_card_html
+    from vera.report import by_column_text, fit, read_card, render_card, render_card_files, write_card_html
 
     c = read_card(run_dir)
+    if by is not None:
+        click.echo(by_column_text(c, by), nl=False)
+        return
     if html_only:
         click.echo(str(write_card_html(c, run_dir)))
         return
@@ -625,7 +764,14 @@ def validate_personas_cmd(file: str, prompts: str | None, reference_data: str | 
 @validate.command("config")
 @click.argument("file", type=click.Path(dir_okay=False))
 @REFERENCE_DATA_OPTION
-def validate_config_cmd(file: str, reference_data: str | None) -> None:
+@click.option(
+    "--print",
+    "print_",
+    is_flag=True,
+    help="Print the resolved run (the config as a run stores it, every model with the parameters "
+    "it would be sent) as JSON on stdout, checks on stderr; nothing is called.",
+)
+def validate_config_cmd(file: str, reference_data: str | None, print_: bool) -> None:
     """Check a run config and everything a run would use, without running anything:
     every provider profile (syntax, protocol, model, limits, URL, unknown fields), every
     model reference, the rubric, the persona set and both prompt folders (and, for a
@@ -635,10 +781,15 @@ def validate_config_cmd(file: str, reference_data: str | None) -> None:
 
     report = check_config(file, reference_data=reference_data)
     for f in report.findings:
-        click.echo(f.render())
+        click.echo(f.render(), err=print_)
     warnings = len(report.findings) - len(report.errors)
     if report.errors:
         _fail(f"{file}: {len(report.errors)} error(s), {warnings} warning(s)")
+    if print_:
+        import json
+
+        click.echo(json.dumps(report.resolved(), indent=2))
+        return
     note = f" ({warnings} warning(s) above)" if warnings else ""
     click.echo(f"{file}: ok — {report.summary}{note}")
     if report.reference:
@@ -688,6 +839,11 @@ def personas() -> None:
     help="Persona file (default: the built-in set).",
 )
 @click.option("--prompts", type=click.Path(file_okay=False, exists=True), help="User-agent prompt folder.")
+@click.option(
+    "--target",
+    help="Show a persona of this target (a name, a target folder or manifest, or reference:NAME), "
+    "with the target's own user-agent prompts.",
+)
 @click.option("--min-turns", type=click.IntRange(0, MAX_TURNS), default=10, show_default=True)
 @click.option("--max-turns", type=click.IntRange(2, MAX_TURNS), default=30, show_default=True)
 @REFERENCE_DATA_OPTION
@@ -695,6 +851,7 @@ def personas_show(
     name: str,
     file: str | None,
     prompts: str | None,
+    target: str | None,
     min_turns: int,
     max_turns: int,
     reference_data: str | None,
@@ -702,17 +859,35 @@ def personas_show(
     """Print the exact system prompt and reminder a user-agent receives for a persona."""
     from vera.inputs import (
         REPO_ROOT,
+        default_grouping,
+        find_target,
         load_personas,
+        load_target,
         load_user_prompts,
+        persona_header,
+        present_annotations,
         reference_folder,
         render_user_reminder,
         render_user_system,
     )
 
-    pset = load_personas(file or REPO_ROOT / "personas" / "vera-personas.tsv")
-    up = load_user_prompts(
-        prompts or REPO_ROOT / "personas" / "prompts", lambda: reference_folder(reference_data or "")
-    )
+    def reference() -> Path:
+        return reference_folder(reference_data or "")
+
+    if target is not None:
+        if file or prompts:
+            raise ConfigError(
+                "--target brings its own personas and prompts: give --target or --file/--prompts"
+            )
+        t = load_target(find_target(target, reference=reference))
+        files = [Path(f) for f in t.personas]
+        present, _ = present_annotations(files, t.annotation_columns)
+        group_by = t.group_by or default_grouping(persona_header(files[0]), present)
+        pset = load_personas(files, group_by=group_by)
+        up = load_user_prompts(t.user_prompts, reference)
+    else:
+        pset = load_personas(file or REPO_ROOT / "personas" / "vera-personas.tsv")
+        up = load_user_prompts(prompts or REPO_ROOT / "personas" / "prompts", reference)
     if min_turns > max_turns:
         raise ConfigError(f"--min-turns {min_turns} is more than --max-turns {max_turns}")
     p = pset.by_name(name)

@@ -18,6 +18,7 @@ from vera.inputs._config import (
 )
 from vera.inputs._personas import (
     DISCLOSURE,
+    NAME,
     REACTION,
     RISK_GROUPING,
     STYLE,
@@ -26,8 +27,10 @@ from vera.inputs._personas import (
     PersonaSet,
     check_personas,
     check_templates,
+    group_value,
     label,
     load_personas,
+    read_persona_rows,
     render_user_reminder,
     render_user_system,
 )
@@ -49,6 +52,15 @@ from vera.inputs._prompts import (
     Template,
     UserPrompts,
 )
+from vera.inputs._realism import (
+    HEURISTIC,
+    USER_CHECK_COLUMNS,
+    USER_CHECK_PROMPT,
+    USER_CHECK_SCHEMA,
+    heuristic_check,
+    parse_user_check,
+    user_check_messages,
+)
 from vera.inputs._refdir import reference_folder
 from vera.inputs._reference import reads_reference, reference_data, verify_pins
 from vera.inputs._secrets import api_key, expand_env, missing_key, redact, skip_reason
@@ -63,16 +75,19 @@ from vera.inputs._targets import (
     load_target,
     load_user_prompts,
     persona_header,
+    present_annotations,
 )
 from vera.inputs._transcripts import PERSONAS_NOT_FOUND, personas_not_found, read_transcripts
 from vera.ranges import MAX_RESAMPLES
 
 __all__ = [
     "DISCLOSURE",
+    "HEURISTIC",
     "MAX_PLANNED",
     "MAX_RESAMPLES",
     "MAX_SEEDS",
     "MAX_TURNS",
+    "NAME",
     "OFFLINE",
     "PASSWORD_ENV",
     "PERSONAS_NOT_FOUND",
@@ -81,6 +96,9 @@ __all__ = [
     "RISK_GROUPING",
     "STYLE",
     "TRIGGERS",
+    "USER_CHECK_COLUMNS",
+    "USER_CHECK_PROMPT",
+    "USER_CHECK_SCHEMA",
     "AnswerFormat",
     "AzureOptions",
     "ConversationConfig",
@@ -106,6 +124,8 @@ __all__ = [
     "default_grouping",
     "expand_env",
     "find_target",
+    "group_value",
+    "heuristic_check",
     "label",
     "link_local_endpoint",
     "list_problems",
@@ -117,8 +137,11 @@ __all__ = [
     "load_target",
     "load_user_prompts",
     "missing_key",
+    "parse_user_check",
     "persona_header",
     "personas_not_found",
+    "present_annotations",
+    "read_persona_rows",
     "read_transcripts",
     "reads_reference",
     "redact",
@@ -128,5 +151,6 @@ __all__ = [
     "render_user_system",
     "resolve_ref",
     "skip_reason",
+    "user_check_messages",
     "verify_pins",
 ]

@@ -75,6 +75,13 @@ TERMINAL_TEXT = {
 }
 
 
+CALL_BODIES_ROW = "Call bodies"
+CALL_BODIES_OFF = (
+    "not kept: the run was made with --no-call-bodies, so no model call's request or response "
+    "was stored and none can be shown or exported"
+)
+
+
 def about_rows(card: Card) -> list[tuple[str, str]]:
     """What was evaluated and how: the details folded below the headline."""
     v, m, s, c, b = card.versions, card.models, card.settings, card.counts, card.bootstrap
@@ -126,9 +133,9 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
         if s.sessions:
             user = "remembers earlier sessions" if s.user_memory else "starts each session fresh"
             bot = (
-                "a model chatbot is sent the earlier sessions"
+                "a model chatbot is sent the earlier sessions (chatbot_memory history: vera's history replay)"
                 if s.chatbot_memory == "history"
-                else "a model chatbot is sent this session only"
+                else "a model chatbot starts each session fresh (chatbot_memory none, as the reference)"
             )
             rows.append(
                 (
@@ -163,6 +170,8 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
     ]
     if s.shard:
         rows.append(("Shard", str(s.shard)))
+    if not s.call_bodies:
+        rows.append((CALL_BODIES_ROW, CALL_BODIES_OFF))
     if limits := card.accounting.limits:
         rows.append(("Account limits", limits_text(limits)))
     return rows
@@ -220,12 +229,18 @@ def grouping_text(card: Card) -> str:
     g = card.grouping
     if g is None:
         return ""
+    absent = ""
+    if g.absent:
+        cols = ", ".join(repr(c) for c in g.absent)
+        absent = f"the target's annotation column {cols} is absent from the personas ({', '.join(g.files)})"
     if not g.by:
+        if absent:
+            return f"none: {absent} (set group_by in the run config to a persona column)"
         return (
             "none: the target names no grouping column (set group_by in the run config to a persona column)"
         )
     what = "suicide risk level" if g.by == "risk" else f"persona column {g.by!r}"
-    return f"by {what}: {', '.join(g.levels)}"
+    return f"by {what}: {', '.join(g.levels)}" + (f"; {absent}" if absent else "")
 
 
 def reference_row(ref: ReferenceFiles) -> str:
@@ -376,4 +391,46 @@ def top_lines(card: Card) -> list[str]:
         lines.append(warning)
     if card.offline and card.note:
         lines.append(card.note)
+    if excluded := excluded_warning(card):
+        lines.append(excluded)
     return lines
+
+
+def absent_columns_text(card: Card) -> str:
+    """What the card says of persona columns it was asked to break scores down by that
+    no persona file of the run has."""
+    cols = ", ".join(repr(c) for c in card.absent_columns)
+    return (
+        f"Scores by persona column: {cols} asked for, but no persona file of this run has it "
+        "(nor the conversations' records), so there is no breakdown by it."
+    )
+
+
+def realism_text(card: Card) -> str:
+    """What checked the simulated users, and whether the scores leave flagged ones out."""
+    r = card.realism
+    if r is None:
+        return ""
+    by = ", ".join(r.checkers) or "nothing (no complete conversation)"
+    prompt = f" (model prompt {r.prompt})" if r.prompt else ""
+    return (
+        f"Checked by: {by}{prompt}. A flagged conversation's simulated user stopped being a "
+        "person in its persona's situation (docs/realism.md); "
+        + (
+            f"the scores on this card leave out the {r.n_excluded} flagged conversation(s) "
+            "(vera score --exclude-flagged)."
+            if r.excluded
+            else "the scores include them (vera score --exclude-flagged leaves them out)."
+        )
+    )
+
+
+def excluded_warning(card: Card) -> str:
+    """The line at the top of a card whose scores leave flagged conversations out."""
+    r = card.realism
+    if r is None or not r.excluded:
+        return ""
+    return (
+        f"Scores exclude {r.n_excluded} conversation(s) whose simulated user was flagged "
+        "(vera score --exclude-flagged); see Simulated-user checks."
+    )

@@ -23,7 +23,9 @@ import msgspec
 
 from vera.errors import UserError
 from vera.records import ArtifactVersion, Grouping, TargetInfo
+from vera.report._diagnostics import Diagnostics, GroupScore
 from vera.report._improvements import Improvements
+from vera.report._realism import Realism
 
 # 1: the first card. 2 added by_judge, judge_agreement, by_seed and comparisons. 3 added
 # status (how the run ended, with its exit code), source, imported and reference (an
@@ -38,8 +40,13 @@ from vera.report._improvements import Improvements
 # 6 added fallbacks and replayed to every CallTotals (calls that stood in for a cheaper
 # tier, and replies replayed from the response cache, no longer counted as calls), and
 # gives live_cost_usd in every bucket once any call of the run was discounted. 7 added
-# n_rated_personas and few_rated_personas to Calibrated. 8 added raters to Calibrated
-# (how raters who disagree were combined).
+# n_rated_personas and few_rated_personas to Calibrated.
+# 8 added the run diagnostics (`diagnostics`: how conversations ended, turn counts, empty
+# and cut chatbot replies, judge re-asks and invalid answers), each chatbot's
+# `by_user_agent` and `by_persona` (scores by persona column, `by_columns`,
+# `absent_columns`) and the simulated-user checks (`realism`); all optional, so a card of
+# 7 reads as before. 8 also added raters to Calibrated (how raters who disagree were
+# combined; null in older cards, which combined them as "majority" does).
 CARD_SCHEMA_VERSION = 8
 
 
@@ -242,6 +249,10 @@ class ChatbotCard(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     # the numbers of each session type's conversations.
     arcs: ArcCounts | None = None
     by_session: dict[str, Section] | None = None
+    # Schema 7: the overall score by user-agent, and by each persona column of the
+    # card's `by_columns` (column → its values' scores).
+    by_user_agent: dict[str, GroupScore] | None = None
+    by_persona: dict[str, dict[str, GroupScore]] | None = None
     # Always written ([] when there is no harmful rating): it has no default to omit.
     harmful: list[HarmfulRating]
 
@@ -341,6 +352,9 @@ class Settings(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     sessions: list[str] | None = None
     user_memory: bool | None = None
     chatbot_memory: str | None = None
+    # False when the run kept no call's request or response (`--no-call-bodies`);
+    # written only then, so other cards read as before.
+    call_bodies: bool = True
 
 
 class Bootstrap(msgspec.Struct, frozen=True, gc=False):
@@ -463,6 +477,14 @@ class Card(msgspec.Struct, frozen=True, kw_only=True):
     # What to fix first (the improvement report with few examples); None in cards made
     # before it, which read unchanged.
     fix_first: Improvements | None = None
+    # Schema 7: run diagnostics per chatbot; the persona columns scores are broken down
+    # by (`vera score --by`), and those of them no persona file of the run has.
+    diagnostics: list[Diagnostics] | None = None
+    by_columns: list[str] = []
+    absent_columns: list[str] = []
+    # Schema 7: the simulated-user checks (docs/realism.md), and whether the scores
+    # leave out the conversations they flagged.
+    realism: Realism | None = None
 
 
 def encode_card(card: Card) -> bytes:

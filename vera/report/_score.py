@@ -21,6 +21,7 @@ from vera.report._improvements import exemplar_conversations
 from vera.report._markdown import render_markdown
 from vera.report._pages import write_card_pages
 from vera.report._plots import Plot, card_plots
+from vera.report._realism import flagged_ids, model_checks, realism_block, user_checks
 from vera.report._schema import Card, decode_card, encode_card
 from vera.report._scoring import ANSWERS_FILE, RATINGS_FILE, ratings_and_answers, write_parquet
 from vera.stats.humans import DEFAULT_RATER_RULE
@@ -50,12 +51,17 @@ def score_run(
     confidence: float | None = None,
     seed: int | None = None,
     frames: tuple[pl.DataFrame, pl.DataFrame] | None = None,
+    by: Sequence[str] | None = None,
+    exclude_flagged: bool = False,
     raters: RaterRule | None = None,
 ) -> Card:
     """Write ratings.parquet, answers.parquet, card.json, card.md, card.html, plots/*.png
     and conversations/<id>.html for the conversations the card lists; return the card.
     `frames` (ratings, answers) are the frames a run streamed while it went; without
-    them they are rebuilt from the run's records."""
+    them they are rebuilt from the run's records. `by`: the persona columns scores are
+    broken down by (default: the disclosure style). `exclude_flagged` leaves the
+    conversations the simulated-user check flagged out of every score (ratings.parquet
+    keeps them: it is the run's, not the card's)."""
     root = Path(run_dir)
     # A line a crash tore is mended, so the records the card is written from are whole.
     records = open_run(root, repair=True)
@@ -76,6 +82,13 @@ def score_run(
     humans = [h for _, h in numbered]
     write_parquet(frame, root / RATINGS_FILE)
     write_parquet(answers, root / ANSWERS_FILE)
+    # Every complete conversation's simulated-user check (docs/realism.md).
+    checks = user_checks(
+        manifest, records.iter_conversations(), model_checks(records.judgement_heads().values())
+    )
+    flagged = flagged_ids(checks)
+    if exclude_flagged and flagged:
+        frame = frame.filter(~pl.col("conversation_id").is_in(sorted(flagged)))
     foreign = sorted({h.conversation_id for h in humans} - records.conversations.keys())
     if foreign:
         # Kept in the file (nothing is lost), left out of the card: say so, once.
@@ -90,6 +103,10 @@ def score_run(
         records,
         frame,
         humans=humans,
+        answers=answers,  # the run diagnostics cover the whole run
+        by=by,
+        realism=realism_block([s.ref for s in manifest.user_agents], checks, excluded=exclude_flagged),
+        excluded=flagged if exclude_flagged else frozenset(),
         resamples=settings.resamples,
         confidence=settings.confidence,
         seed=settings.seed,
@@ -102,6 +119,8 @@ def score_run(
     linked = {h.conversation_id for bot in card.chatbots for h in bot.harmful}
     if card.fix_first is not None:
         linked |= exemplar_conversations(card.fix_first)
+    if card.realism is not None:
+        linked |= {f.conversation_id for u in card.realism.by_user_agent for f in u.flagged_conversations}
     linked &= records.conversations.keys()
     write_card_pages(
         root,
