@@ -21,7 +21,7 @@ from vera.ranges import MARGIN, SEED
 from vera.records import RaterRule
 from vera.report import compare_tables, percent_level, render, text_tables
 from vera.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
-from vera.store import atomic_write
+from vera.store import atomic_write, check_output
 
 # Only the names of the literal types: vera.stats (polars, numpy) loads when a command runs.
 NRTreatment = Literal["category", "exclude"]
@@ -119,6 +119,8 @@ def compare(
     from vera.report import compare_runs
 
     _check_bootstrap(resamples, confidence, seed)
+    check_output(json_path, "--json", runs=run_dirs)
+    check_output(html_path, "--html", runs=run_dirs)
     if gate and (by_seed or html_path):
         flag = "--by-seed" if by_seed else "--html"
         raise ConfigError(f"{flag} applies to a comparison, not to --gate (the gate prints its verdict)")
@@ -332,6 +334,12 @@ def agreement(
         )
     if confusion_csv is not None and against is None:
         raise ConfigError("--confusion-csv needs --against RUN_DIR (judges to set against the raters)")
+    check_output(
+        confusion_csv,
+        "--confusion-csv",
+        runs=[against] if against else [],
+        inputs=[(ratings_file, "ratings file")],
+    )
     result = agreement_report(
         ratings_file,
         against=against,
