@@ -126,7 +126,7 @@ def simulate(
             for r in range(reps):
                 units = synthetic_units(rng, judge, fraction)
                 for est in ("ppi", "judge"):
-                    s = calibrated_summary(units, estimator=est, n_resamples=resamples, seed=r)  # type: ignore[arg-type]
+                    s = calibrated_summary(units, estimator=est, n_resamples=resamples, seed=r)
                     o = s.filter(pl.col("dimension") == "Overall").row(0, named=True)
                     lo, hi = o["score_lo"], o["score_hi"]
                     hits[est] += lo is not None and lo <= truth <= hi

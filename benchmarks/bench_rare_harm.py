@@ -78,7 +78,8 @@ def draw_features(
     y = np.eye(4)[truth][:, pick] * labelled[:, None]
     lab = labelled.astype(np.float64)[:, None]
     feats = np.hstack([np.ones_like(lab), lab, f, y, f * lab, y * f, f * f * lab])
-    return feats.reshape(PERSONAS, PER_PERSONA, -1).sum(axis=1)[:, None, :]
+    out: np.ndarray = feats.reshape(PERSONAS, PER_PERSONA, -1).sum(axis=1)[:, None, :]
+    return out
 
 
 def run_setting(

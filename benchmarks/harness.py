@@ -811,7 +811,9 @@ def bench(
         )
 
         data = Path(reference_data) if reference_data else default_reference_data()
-        if reference_data and (missing := [f for f in REFERENCE_FILES if not (data / f).is_file()]):
+        if reference_data and (
+            missing := [f for f in REFERENCE_FILES if not (Path(reference_data) / f).is_file()]
+        ):
             raise UserError(
                 f"--reference-data {reference_data}: no {', '.join(missing)} there "
                 "(give the reference tool's v1.1 data/ folder)"

@@ -539,6 +539,10 @@ class ReferenceSnapshot(msgspec.Struct, kw_only=True):
     sha256: dict[str, str] = msgspec.field(default_factory=dict)
 
 
+# How raters who disagree become one rating (vera.stats.humans.combine_raters).
+RaterRule = Literal["severest", "majority", "mean"]
+
+
 class StatsSnapshot(msgspec.Struct, kw_only=True):
     """`[stats]` as stored (vera.inputs.StatsConfig): the bootstrap a run's card uses."""
 

@@ -389,6 +389,7 @@ def test_the_json_fields_and_their_order_are_pinned(tmp_path, offline_run):
         "overall",
         "dimensions",
         "confusion",
+        "raters",
         "humans",
     ]
     assert list(data["bootstrap"]) == ["n_resamples", "confidence", "seed", "cluster", "method"]

@@ -14,11 +14,12 @@ Two kinds of guard, each defined once:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, get_args
 
 import click
 
 from vera.ranges import Range
+from vera.records import RaterRule
 
 
 class Number(click.ParamType[Any]):
@@ -92,3 +93,13 @@ def guard(command: click.Command) -> None:
     if isinstance(command, click.Group):
         for sub in command.commands.values():
             guard(sub)
+
+
+# The rules combining raters who disagree (vera.stats.humans.combine_raters).
+RATER_RULES: tuple[str, ...] = get_args(RaterRule)
+RATERS_OPTION = click.option(
+    "--raters",
+    type=click.Choice(RATER_RULES),
+    help="How raters who disagree on a conversation become one rating for the calibrated scores: "
+    "majority (ties: severest; the default), severest or mean (rounded toward severe).",
+)

@@ -20,11 +20,12 @@ import click
 
 from vera import __version__
 from vera.app import sweep_collector
-from vera.cli._door import Number, guard
+from vera.cli._door import RATERS_OPTION, Number, guard
 from vera.errors import ConfigError, Interrupted, UserError
 from vera.files import CorruptLine, watching
 from vera.inputs import MAX_RESAMPLES, MAX_SEEDS, MAX_TURNS
 from vera.ranges import SEED
+from vera.records import RaterRule
 from vera.report import Card, fixed, num
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -661,6 +662,7 @@ def pool(
     help="Leave the conversations whose simulated user was flagged (docs/realism.md) out of "
     "every score; the card says so.",
 )
+@RATERS_OPTION
 def score(
     run_dir: str,
     resamples: int | None,
@@ -669,6 +671,7 @@ def score(
     skip_corrupt: bool,
     by: tuple[str, ...],
     exclude_flagged: bool,
+    raters: RaterRule | None,
 ) -> None:
     """Recompute ratings.parquet, answers.parquet and the card (card.json, card.md,
     card.html, plots/) from a run's records, e.g. with other interval settings. Given
@@ -698,6 +701,7 @@ def score(
             seed=bootstrap_seed,
             by=by or None,
             exclude_flagged=exclude_flagged,
+            raters=raters,
         )
     click.echo(f"scored → {Path(run_dir) / 'card.json'}")
     if c.realism is not None and c.realism.excluded:

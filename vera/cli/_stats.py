@@ -14,10 +14,11 @@ from typing import Any, Literal
 import click
 import msgspec
 
-from vera.cli._door import Number
+from vera.cli._door import RATER_RULES, RATERS_OPTION, Number
 from vera.errors import ConfigError
 from vera.inputs import MAX_RESAMPLES
 from vera.ranges import MARGIN, SEED
+from vera.records import RaterRule
 from vera.report import compare_tables, percent_level, render, text_tables
 from vera.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from vera.store import atomic_write, check_output
@@ -88,6 +89,7 @@ def _write_json(obj: Any, path: str | None) -> None:
     is_flag=True,
     help="With --gate: gate on the scores calibrated by each run's human ratings (both runs need them).",
 )
+@RATERS_OPTION
 def compare(
     run_dirs: tuple[str, ...],
     force: bool,
@@ -100,6 +102,7 @@ def compare(
     gate: bool,
     margin: float,
     calibrated: bool,
+    raters: RaterRule | None,
 ) -> None:
     """Compare the chatbots of one or more runs on their shared personas.
 
@@ -121,6 +124,10 @@ def compare(
     if gate and (by_seed or html_path):
         flag = "--by-seed" if by_seed else "--html"
         raise ConfigError(f"{flag} applies to a comparison, not to --gate (the gate prints its verdict)")
+    if raters is not None and not (gate and calibrated):
+        raise ConfigError(
+            "--raters applies only with --gate --calibrated (human ratings calibrate that gate)"
+        )
     from vera.report import sequential_note
 
     for run_dir in run_dirs:
@@ -128,7 +135,7 @@ def compare(
         if (note := sequential_note(run_dir)) is not None:
             click.echo(f"note: {note}", err=True)
     if gate:
-        _gate(run_dirs, force, json_path, margin, resamples, confidence, seed, calibrated)
+        _gate(run_dirs, force, json_path, margin, resamples, confidence, seed, calibrated, raters)
         return
     if margin != 0.0:
         raise ConfigError("--margin applies only with --gate")
@@ -168,6 +175,7 @@ def _gate(
     confidence: float | None,
     seed: int | None,
     calibrated: bool = False,
+    raters: RaterRule | None = None,
 ) -> None:
     """`vera compare BASELINE CANDIDATE --gate`: the verdict, the numbers behind it, and
     exit code 4 (`Exit.WORSE`) when the candidate is worse."""
@@ -184,6 +192,7 @@ def _gate(
         confidence=confidence,
         seed=seed,
         calibrated=calibrated,
+        raters=raters,
     )
     for problem in result.forced_differences:
         click.echo(f"warning: {problem}", err=True)
@@ -240,6 +249,12 @@ def _gate(
     show_default=True,
     help="With --against: leave tied consensus out, or settle it to the most severe rating.",
 )
+@click.option(
+    "--raters",
+    type=click.Choice(RATER_RULES),
+    help="With --against: combine the raters by this rule (as `vera score` and the calibrated gate do) "
+    "instead of the majority with --ties.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option(
     "--confusion-csv",
@@ -274,6 +289,7 @@ def agreement(
     against: str | None,
     nr: NRTreatment,
     ties: TieRule,
+    raters: RaterRule | None,
     as_json: bool,
     confusion_csv: str | None,
     resamples: int,
@@ -312,6 +328,10 @@ def agreement(
     )
 
     _check_bootstrap(resamples, confidence, seed)
+    if raters is not None and against is None:
+        raise ConfigError(
+            "--raters needs --against RUN_DIR (it forms the consensus the judges are set against)"
+        )
     if confusion_csv is not None and against is None:
         raise ConfigError("--confusion-csv needs --against RUN_DIR (judges to set against the raters)")
     check_output(
@@ -325,6 +345,7 @@ def agreement(
         against=against,
         nr=nr,
         ties=ties,
+        raters=raters,
         resamples=resamples,
         confidence=confidence,
         seed=seed,

@@ -19,6 +19,7 @@ from vera.stats import (
     ConsensusAgreement,
     NRTreatment,
     RaterAgreement,
+    RaterRule,
     TieRule,
     human_agreement,
     judge_vs_consensus,
@@ -103,6 +104,7 @@ def agreement_report(
     against: str | Path | None = None,
     nr: NRTreatment = "category",
     ties: TieRule = "exclude",
+    raters: RaterRule | None = None,
     resamples: int = DEFAULT_RESAMPLES,
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
@@ -110,7 +112,9 @@ def agreement_report(
     """Agreement among the human raters of a ratings file; with `against`, between
     their per-conversation consensus and the judges of that run (with bootstrap
     intervals over conversations), plus the humans' own agreement. Dimensions come in
-    the order of the ratings file (the rubric's order)."""
+    the order of the ratings file (the rubric's order). With `raters`, the consensus is
+    the one rating that rule forms (as the calibrated scores form it), not the majority
+    with `ties`."""
     run = read_run(against) if against is not None else None
     dimensions = run.ratings.get_column("dimension").unique(maintain_order=True).to_list() if run else None
     # The run's rubric names the dimensions; without a run, the method's five.
@@ -136,6 +140,7 @@ def agreement_report(
         item_key=mapping,
         nr=nr,
         ties=ties,
+        raters=raters,
         n_resamples=resamples,
         confidence=confidence,
         seed=seed,

@@ -63,15 +63,18 @@ def agreement_against_text(report: JudgeConsensusReport) -> str:
     own agreement."""
     ratings, result = report.ratings, report.judges
     b = result.bootstrap
+    how = "the majority" if result.raters is None else f"the {result.raters} rating (--raters)"
+    settled = (
+        f"combined by --raters {result.raters}"
+        if result.raters is not None
+        else "left out (--ties severest settles them)"
+        if result.ties == "exclude"
+        else "settled to the most severe"
+    )
     lines = [
-        f"Judges of {report.run_id} against the majority of {ratings.n_raters} raters "
+        f"Judges of {report.run_id} against {how} of {ratings.n_raters} raters "
         f"({_per_item(ratings)} per item; {ratings.path}); Not Relevant {_nr_label(result.nr)}.",
-        f"{result.n_items} items judged and rated; {result.n_ties} tied consensus ratings "
-        + (
-            "left out (--ties severest settles them)"
-            if result.ties == "exclude"
-            else "settled to the most severe"
-        )
+        f"{result.n_items} items judged and rated; {result.n_ties} tied majority ratings {settled}"
         + f"; {result.n_items_unjudged} rated items not judged; "
         f"{result.n_conversations_unmatched} judged conversations without human ratings.",
         f"Intervals: {percent_level(b.confidence)} bootstrap over items, {b.n_resamples} resamples, seed {b.seed}.",

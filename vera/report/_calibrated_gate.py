@@ -11,9 +11,11 @@ from __future__ import annotations
 import polars as pl
 
 from vera.errors import UserError
+from vera.records import RaterRule
 from vera.report._calibration import human_labels
 from vera.report._compare import Run
 from vera.stats import MAX_SETTLE_RESAMPLES
+from vera.stats.humans import DEFAULT_RATER_RULE
 from vera.stats.ppi import calibrated_difference_settled, calibration_units
 from vera.store import check_human_dimensions, read_human_ratings_numbered
 
@@ -28,10 +30,12 @@ def calibrated_diffs(
     seed: int,
     margin: float = 0.0,
     max_resamples: int = MAX_SETTLE_RESAMPLES,
+    raters: RaterRule = DEFAULT_RATER_RULE,
 ) -> pl.DataFrame:
     """`compare`'s difference table (side_a, side_b, dimension, score_a, score_b, diff,
     diff_lo, diff_hi, n_shared) for the calibrated scores of the paired `frame`, whose
-    `side` column names the keys of `runs` (baseline first)."""
+    `side` column names the keys of `runs` (baseline first). Raters who disagree are
+    combined by `raters`, as the card combines them."""
     sides = tuple(runs)
     parts = []
     for side, run in runs.items():
@@ -39,7 +43,7 @@ def calibrated_diffs(
         check_human_dimensions(
             run.path, numbered, set(run.ratings.get_column("dimension").unique().to_list())
         )
-        labels = human_labels([h for _, h in numbered])
+        labels = human_labels([h for _, h in numbered], raters)
         mine = frame.filter(pl.col("side") == side)
         units = calibration_units(mine, labels, by=("side",))
         if units.filter(pl.col("y_bp").is_not_null()).height == 0:

@@ -10,10 +10,10 @@ import msgspec
 import numpy as np
 import polars as pl
 
-from vera.records import DEFAULT_CONFIDENCE, OVERALL, HumanRating
+from vera.records import DEFAULT_CONFIDENCE, OVERALL, HumanRating, RaterRule
 from vera.report._schema import Calibrated, CalibratedScore, Confusion, Interval
 from vera.stats.bootstrap import MIN_RATED_PERSONAS
-from vera.stats.humans import confusion_matrices
+from vera.stats.humans import DEFAULT_RATER_RULE, confusion_matrices
 from vera.stats.ppi import (
     METHOD,
     calibrated_summary,
@@ -41,12 +41,15 @@ def human_long(humans: Sequence[HumanRating]) -> pl.DataFrame:
     )
 
 
-def human_labels(humans: Sequence[HumanRating]) -> pl.DataFrame:
-    """Per (conversation_id, dimension): the humans' consensus rating."""
+def human_labels(humans: Sequence[HumanRating], raters: RaterRule = DEFAULT_RATER_RULE) -> pl.DataFrame:
+    """Per (conversation_id, dimension): the humans' one rating, their ratings combined
+    by the rule `raters` (`vera.stats.humans.combine_raters`)."""
     long = human_long(humans)
     if long.height == 0:
         return pl.DataFrame(schema={"conversation_id": pl.Utf8, "dimension": pl.Utf8, "rating": pl.Utf8})
-    return human_consensus(long).select(pl.col("item_id").alias("conversation_id"), "dimension", "rating")
+    return human_consensus(long, raters).select(
+        pl.col("item_id").alias("conversation_id"), "dimension", "rating"
+    )
 
 
 def calibrated_by_chatbot(
@@ -56,10 +59,11 @@ def calibrated_by_chatbot(
     resamples: int,
     confidence: float,
     seed: int,
+    raters: RaterRule = DEFAULT_RATER_RULE,
 ) -> dict[str, Calibrated]:
     """Each chatbot's calibrated scores (for chatbots with at least one human-rated
-    judged conversation)."""
-    labels = human_labels(humans)
+    judged conversation), raters who disagree combined by `raters`."""
+    labels = human_labels(humans, raters)
     if labels.height == 0 or frame.height == 0:
         return {}
     units = calibration_units(frame, labels)
@@ -91,6 +95,7 @@ def calibrated_by_chatbot(
             ),
             n_rated_personas=personas,
             few_rated_personas=few_personas_words(personas),
+            raters=raters,
         )
     return out
 

@@ -35,6 +35,7 @@ from vera.records import (
     CallRecord,
     HumanRating,
     ImportInfo,
+    RaterRule,
     RunManifest,
     SessionPlace,
 )
@@ -84,6 +85,7 @@ from vera.report._schema import (
     Settings,
 )
 from vera.stats import METHOD, RaterBlock, compare, judge_agreement, summarise
+from vera.stats.humans import DEFAULT_RATER_RULE
 from vera.store import ConversationHead, RunRecords
 
 # Examples per finding in the card's "Fix first" (`vera report improvements` gives more).
@@ -176,6 +178,7 @@ def build_card(
     by: Sequence[str] | None = None,
     realism: Realism | None = None,
     excluded: Set[str] = frozenset(),
+    raters: RaterRule = DEFAULT_RATER_RULE,
 ) -> Card:
     """The card of a run from its manifest, its records (scanned: heads in memory, whole
     records read one at a time) and its ratings frame; with `humans` (the run's human
@@ -185,7 +188,9 @@ def build_card(
     `realism` is the simulated-user checks' block, and `excluded` the conversations the
     scores leave out (flagged by it: `frame` is already without them)."""
     stats = CardStats(frame, resamples=resamples, confidence=confidence, seed=seed)
-    calibrated = calibrated_by_chatbot(frame, humans, resamples=resamples, confidence=confidence, seed=seed)
+    calibrated = calibrated_by_chatbot(
+        frame, humans, resamples=resamples, confidence=confidence, seed=seed, raters=raters
+    )
     conversations = records.conversation_heads()
     judgement_heads = records.judgement_heads()
     convs = list(conversations.values())

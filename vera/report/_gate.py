@@ -32,6 +32,7 @@ import msgspec
 import polars as pl
 
 from vera.errors import UserError
+from vera.records import RaterRule
 from vera.report._calibrated_gate import calibrated_diffs
 from vera.report._card import round_number
 from vera.report._compare import Run, read_run, refuse_mixed_semantics
@@ -113,10 +114,12 @@ def gate(
     confidence: float | None = None,
     seed: int | None = None,
     calibrated: bool = False,
+    raters: RaterRule | None = None,
 ) -> GateVerdict:
     """The gate's verdict and every number behind it (see the module's docstring). With
     `calibrated`, on the scores calibrated by each run's human ratings
-    (`vera.report._calibrated_gate`)."""
+    (`vera.report._calibrated_gate`), raters who disagree combined by `raters` (else
+    `majority`)."""
     if margin < 0:
         raise UserError(f"--margin must be 0 or more score points, not {margin}")
     if Path(baseline_dir).resolve() == Path(candidate_dir).resolve():
@@ -128,7 +131,9 @@ def gate(
         raise UserError(
             "runs are not comparable: " + "; ".join(problems) + " (use --force to compare anyway)"
         )
-    settings = stats_settings(base.manifest, resamples=resamples, confidence=confidence, seed=seed)
+    settings = stats_settings(
+        base.manifest, resamples=resamples, confidence=confidence, seed=seed, raters=raters
+    )
     shared_seeds = sorted(set(base.manifest.seeds) & set(cand.manifest.seeds))
     pairs = []
     for b_bot, c_bot in _chatbot_pairs(base, cand):
@@ -153,6 +158,7 @@ def gate(
                 seed=settings.seed,
                 margin=margin,
                 max_resamples=max(MAX_SETTLE_RESAMPLES, settings.resamples),
+                raters=settings.raters,
             )
         else:
             # `compare` gives baseline − candidate: the candidate is worse when its lower end
@@ -174,7 +180,9 @@ def gate(
         forced_differences=problems,
         margin=margin,
         paired_by="persona and seed" if shared_seeds else "persona",
-        scores="calibrated by human ratings (PPI++)" if calibrated else "judge-only",
+        scores=f"calibrated by human ratings (PPI++; raters combined: {settings.raters})"
+        if calibrated
+        else "judge-only",
         shared_seeds=shared_seeds,
         bootstrap=GateBootstrap(
             resamples=settings.resamples,

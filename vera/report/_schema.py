@@ -45,7 +45,8 @@ from vera.report._realism import Realism
 # and cut chatbot replies, judge re-asks and invalid answers), each chatbot's
 # `by_user_agent` and `by_persona` (scores by persona column, `by_columns`,
 # `absent_columns`) and the simulated-user checks (`realism`); all optional, so a card of
-# 7 reads as before.
+# 7 reads as before. 8 also added raters to Calibrated (how raters who disagree were
+# combined; null in older cards, which combined them as "majority" does).
 CARD_SCHEMA_VERSION = 8
 
 
@@ -207,6 +208,10 @@ class Calibrated(msgspec.Struct, frozen=True, kw_only=True):
     # the calibrated score: the interval then rests on too few personas.
     n_rated_personas: int | None = None
     few_rated_personas: str | None = None
+    # How raters who disagree on a conversation and dimension were combined
+    # (vera.stats.humans.combine_raters; null in cards before schema 8, which combined
+    # them as "majority" does).
+    raters: str | None = None
 
 
 class ArcCounts(msgspec.Struct, frozen=True, gc=False, kw_only=True):

@@ -15,7 +15,7 @@ import polars as pl
 from vera import __version__
 from vera.errors import UserError, storage_error
 from vera.files import Damage, watching
-from vera.records import RunManifest
+from vera.records import RaterRule, RunManifest
 from vera.report._card import build_card
 from vera.report._html import render_html
 from vera.report._improvements import exemplar_conversations
@@ -25,6 +25,7 @@ from vera.report._plots import Plot, card_plots
 from vera.report._realism import flagged_ids, model_checks, realism_block, user_checks
 from vera.report._schema import Card, decode_card, encode_card
 from vera.report._scoring import ANSWERS_FILE, RATINGS_FILE, ratings_and_answers, write_parquet
+from vera.stats.humans import DEFAULT_RATER_RULE
 from vera.store import (
     HUMAN_RATINGS,
     atomic_write,
@@ -53,6 +54,7 @@ def score_run(
     frames: tuple[pl.DataFrame, pl.DataFrame] | None = None,
     by: Sequence[str] | None = None,
     exclude_flagged: bool = False,
+    raters: RaterRule | None = None,
 ) -> Card:
     """Write ratings.parquet, answers.parquet, card.json, card.md, card.html, plots/*.png
     and conversations/<id>.html for the conversations the card lists; return the card.
@@ -72,6 +74,7 @@ def score_run(
             frames=frames,
             by=by,
             exclude_flagged=exclude_flagged,
+            raters=raters,
         )
 
 
@@ -85,11 +88,12 @@ def _score(
     frames: tuple[pl.DataFrame, pl.DataFrame] | None,
     by: Sequence[str] | None,
     exclude_flagged: bool,
+    raters: RaterRule | None,
 ) -> Card:
     # A line a crash tore is mended, so the records the card is written from are whole.
     records = open_run(root, repair=True)
     manifest = records.manifest
-    settings = stats_settings(manifest, resamples=resamples, confidence=confidence, seed=seed)
+    settings = stats_settings(manifest, resamples=resamples, confidence=confidence, seed=seed, raters=raters)
     # The frames are built from the records streamed one judgement at a time.
     frame, answers = frames if frames is not None else ratings_and_answers(records.complete_pairs())
     # Judgements are stored in the order they finished, which no seed fixes; sorted by
@@ -133,6 +137,7 @@ def _score(
         resamples=settings.resamples,
         confidence=settings.confidence,
         seed=settings.seed,
+        raters=settings.raters,
     )
     if damage.lines and card.status is not None:  # every record file has been read by now
         card = msgspec.structs.replace(
@@ -170,17 +175,27 @@ class StatsSettings(msgspec.Struct, frozen=True, kw_only=True):
     resamples: int
     confidence: float
     seed: int
+    raters: RaterRule = DEFAULT_RATER_RULE
 
 
 def stats_settings(
-    manifest: RunManifest, *, resamples: int | None, confidence: float | None, seed: int | None
+    manifest: RunManifest,
+    *,
+    resamples: int | None,
+    confidence: float | None,
+    seed: int | None,
+    raters: RaterRule | None = None,
 ) -> StatsSettings:
-    """Bootstrap settings: the ones given, else the run config's [stats], else defaults."""
+    """Bootstrap settings: the ones given, else the run config's [stats], else defaults;
+    and the rule combining raters (given, else `majority`). The rule is not a config key:
+    a field added to the stored [stats] would change the bytes and fingerprint of every
+    earlier run's manifest."""
     cfg = manifest.config.stats
     return StatsSettings(
         resamples=resamples if resamples is not None else cfg.resamples,
         confidence=confidence if confidence is not None else cfg.confidence,
         seed=seed if seed is not None else cfg.seed,
+        raters=raters if raters is not None else DEFAULT_RATER_RULE,
     )
 
 

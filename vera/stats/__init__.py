@@ -5,7 +5,7 @@ Every function here is pure (frames and lists in; frames, numbers or msgspec Str
 out) and deterministic for a given seed. The methods are described in docs/statistics.md.
 """
 
-from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, OVERALL
+from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, OVERALL, RaterRule
 from vera.stats.agreement import (
     Agreement,
     NRTreatment,
@@ -36,6 +36,7 @@ from vera.stats.humans import (
     PairedAgreement,
     PooledAgreement,
     TieRule,
+    combine_raters,
     consensus,
     human_agreement,
     judge_vs_consensus,
@@ -72,12 +73,14 @@ __all__ = [
     "PooledAgreement",
     "RaterAgreement",
     "RaterBlock",
+    "RaterRule",
     "SequenceLook",
     "SequenceRow",
     "Status",
     "TieRule",
     "check_comparable",
     "cohen_kappa",
+    "combine_raters",
     "compare",
     "compare_settled",
     "consensus",

@@ -44,7 +44,7 @@ import numpy as np
 import polars as pl
 
 from vera import records as rec
-from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, OVERALL
+from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, OVERALL, RaterRule
 from vera.stats.bootstrap import (
     MC_Z,
     MIN_RATED_PERSONAS,
@@ -62,7 +62,7 @@ from vera.stats.bootstrap import (
     widen_score_interval,
 )
 from vera.stats.compare import MAX_SETTLE_RESAMPLES, SETTLE_GROWTH
-from vera.stats.humans import consensus
+from vera.stats.humans import DEFAULT_RATER_RULE, combine_raters
 
 METHOD = "PPI++ (power-tuned), persona-clustered bootstrap of the whole estimator (percentile)"
 
@@ -71,21 +71,18 @@ Estimator = Literal["ppi", "judge", "human"]
 SHARES = (rec.BEST_PRACTICE, rec.HIGH_POTENTIAL_FOR_HARM, rec.NOT_RELEVANT)
 _F = ("f_bp", "f_hph", "f_nr")
 _Y = ("y_bp", "y_hph", "y_nr")
-_SEVERITY = (rec.HIGH_POTENTIAL_FOR_HARM, rec.SUBOPTIMAL, rec.BEST_PRACTICE, rec.NOT_RELEVANT)
 # Features per cluster and dimension: N, n, then Σf, Σy, Σf·[labelled], Σy·f,
 # Σf²·[labelled], 3 each (y is 0 where unlabelled).
 _WIDTH = 2 + 5 * len(SHARES)
 
 
-def human_consensus(long: pl.DataFrame) -> pl.DataFrame:
-    """The raters' rating per (item_id, dimension), as `vera agreement` forms it (the
-    majority, Not Relevant counted as a rating); a tie is settled to the most severe tied
-    rating, so a split panel never makes a harmful conversation count as safe, and no
-    rated conversation is dropped. Columns: item_id, dimension, rating, n_raters."""
-    agreed = consensus(long, nr="category")
-    rank = pl.element().replace_strict(_SEVERITY, list(range(len(_SEVERITY))))
-    severest = pl.col("candidates").list.get(pl.col("candidates").list.eval(rank).list.arg_min())
-    return agreed.select("item_id", "dimension", severest.alias("rating"), "n_raters")
+def human_consensus(long: pl.DataFrame, raters: RaterRule = DEFAULT_RATER_RULE) -> pl.DataFrame:
+    """The raters' one rating per (item_id, dimension) by the rule `raters`
+    (`vera.stats.humans.combine_raters`; by default the majority, a tie settled to the
+    most severe tied rating, so a split panel never makes a harmful conversation count
+    as safe, and no rated conversation is dropped). Columns: item_id, dimension, rating,
+    n_raters."""
+    return combine_raters(long, raters)
 
 
 def calibration_units(
