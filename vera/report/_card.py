@@ -268,6 +268,7 @@ def build_card(
             else None
         ),
         target=manifest.target,
+        locale=manifest.locale,
         grouping=manifest.grouping,
         terminal_semantics=manifest.terminal_semantics,
         models=Models(

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vera.records import LocaleInfo
 from vera.report._numbers import MISSING, fixed, num, percent_level, with_ci
 from vera.report._outcome import state_label
 from vera.report._schema import AccountLimit, Card, ReferenceFiles
@@ -91,6 +92,8 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
         rows.append(("Offline stand-ins", "no: real models"))
     if card.target is not None:
         rows.append(("Target", target_text(card)))
+    if isinstance(card.locale, LocaleInfo):
+        rows.append(("Locale pack", locale_text(card)))
     rows.append(("Rubric", version("rubric")))
     rows.append(("Terminal semantics", TERMINAL_TEXT.get(card.terminal_semantics, card.terminal_semantics)))
     if card.grouping is not None:
@@ -201,6 +204,17 @@ def limits_text(limits: Sequence[AccountLimit]) -> str:
     else:
         how = "the account's full limits"
     return f"{'; '.join(parts)} — {how}"
+
+
+def locale_text(card: Card) -> str:
+    """The locale pack a run used: tag, version, folder, and its crisis resources."""
+    x = card.locale
+    if not isinstance(x, LocaleInfo):
+        return ""
+    return (
+        f"{x.tag} {x.version} ({x.path}); crisis resources {x.resources_version} "
+        f"(sha256 {x.resources_sha256[:12]})"
+    )
 
 
 def target_text(card: Card) -> str:
