@@ -218,3 +218,5 @@ def test_a_run_without_a_locale_writes_no_locale_key(tmp_path):
     assert made.returncode == 0, made.stdout + made.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert "locale" not in manifest and "locale" not in manifest["config"]
+    card = json.loads((out / "card.json").read_text())
+    assert "locale" not in card and "language" not in card

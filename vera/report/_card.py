@@ -40,6 +40,7 @@ from vera.records import (
 )
 from vera.report._calibration import calibrated_by_chatbot
 from vera.report._improvements import run_improvements
+from vera.report._language import check_language
 from vera.report._outcome import run_status
 from vera.report._schema import (
     CARD_SCHEMA_VERSION,
@@ -269,6 +270,11 @@ def build_card(
         ),
         target=manifest.target,
         locale=manifest.locale,
+        language=(
+            check_language(records.iter_conversations(), [s.ref for s in manifest.chatbots])
+            if not isinstance(manifest.locale, msgspec.UnsetType)
+            else msgspec.UNSET
+        ),
         grouping=manifest.grouping,
         terminal_semantics=manifest.terminal_semantics,
         models=Models(

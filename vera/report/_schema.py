@@ -24,6 +24,7 @@ import msgspec
 from vera.errors import UserError
 from vera.records import ArtifactVersion, Grouping, LocaleInfo, TargetInfo
 from vera.report._improvements import Improvements
+from vera.report._language import LanguageCheck
 
 # 1: the first card. 2 added by_judge, judge_agreement, by_seed and comparisons. 3 added
 # status (how the run ended, with its exit code), source, imported and reference (an
@@ -437,9 +438,10 @@ class Card(msgspec.Struct, frozen=True, kw_only=True):
     # The target the run was configured with, and how its personas are grouped in
     # `by_risk` (None in cards of runs from before targets: by suicide risk level).
     target: TargetInfo | None = None
-    locale: LocaleInfo | msgspec.UnsetType = (
-        msgspec.UNSET
-    )  # the locale pack the run used (unset: the English base)
+    # The locale pack the run used (unset: the English base), and with one, the
+    # conversations whose chatbot left the user's language (vera.report._language).
+    locale: LocaleInfo | msgspec.UnsetType = msgspec.UNSET
+    language: LanguageCheck | msgspec.UnsetType = msgspec.UNSET
     grouping: Grouping | None = None
     # What the rubric's END did to the ratings already collected: "vera" (kept) or
     # "reference" (every dimension Not Relevant, as VERA-MH's judge); docs/rubric.md.

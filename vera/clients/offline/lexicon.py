@@ -19,6 +19,8 @@ import re
 from collections.abc import Iterable, Sequence
 
 from vera.clients.offline.lexicon_zh import ZH
+from vera.text import CJK as CJK  # re-exported: the stand-ins read them as lx.NAME
+from vera.text import is_chinese as is_chinese
 
 
 def _any(*patterns: str) -> re.Pattern[str]:
@@ -387,15 +389,6 @@ def list_items(text: str) -> int:
 
 
 # --- a locale's crisis lines ---------------------------------------------------------
-
-CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-
-
-def is_chinese(text: str) -> bool:
-    """Whether `text` is written (mostly) in Chinese: at least a third of its letters
-    are CJK characters, so a Chinese sentence with an English word still counts."""
-    letters = sum(1 for ch in text if ch.isalpha())
-    return letters > 0 and len(CJK.findall(text)) * 3 >= letters
 
 
 def number_pattern(number: str) -> str:
