@@ -53,7 +53,10 @@ def test_a_small_sweep_makes_every_call_through_the_fake_server(tmp_path: Path) 
     assert fig["conversations_finished"] == 6 and fig["failed"] == 0
     assert fig["http_429"] == 0 and fig["rpm_utilisation"] is None
     assert fig["ideal_calls_per_s"] == 3 / 0.010
-    assert fig["efficiency"] == pytest.approx(fig["calls_per_s"] / fig["ideal_calls_per_s"], rel=1e-3)
+    # calls_per_s is printed to 0.1 call/s, so the ratio of the printed figures carries up to
+    # 0.05 / ideal of rounding error; on a slow machine that is more than 0.1 % of a small ratio.
+    rounding = 0.05 / fig["ideal_calls_per_s"] + 5e-5
+    assert fig["efficiency"] == pytest.approx(fig["calls_per_s"] / fig["ideal_calls_per_s"], abs=rounding)
     assert fig["server_max_in_flight"] <= 3
     assert fig["cpu_ms_per_call"] > 0 and fig["server_cpu_ms_per_request"] > 0
     # What `vera run` has on by default is on here too.
