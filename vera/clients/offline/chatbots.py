@@ -128,11 +128,11 @@ LOCAL_CRISIS = [
     "If the thoughts get stronger, please call {crisis}; if you're abroad, your local crisis line or emergency number.",
 ]
 LOCAL_URGENT = [
-    "I'm worried about your safety right now. Please call {crisis} now; if you can't get through, call {emergency} now or go to the nearest emergency department.",
+    "I'm worried about your safety right now. Please call {crisis} now; if you can't get through, ring {emergency} straight away or head to A&E or an emergency department.",
     "Your life matters, and this is an emergency. Please call {emergency} or {crisis} right now.",
 ]
 LOCAL_BARRIER = [
-    "When you call {crisis}, you can just talk, as much or as little as you like, and it stays confidential.",
+    "When you call {crisis}, you decide what to share; it stays confidential, and you can simply talk.",
     *BARRIER[1:],
 ]
 LOCAL_STAY = [
