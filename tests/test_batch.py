@@ -153,6 +153,27 @@ async def test_batch_mode_rates_as_live_mode_does_at_half_the_judge_price(tmp_pa
     assert first == ["validating", "in_progress", "completed"]
 
 
+async def test_the_simulated_user_check_is_batched_with_the_judge(tmp_path):
+    with BatchSweepServer(polls_to_complete=1) as server:
+        out = await _run(tmp_path / "batch", server, BATCH + "check_users = true\n")
+    assert server.violations == []
+    judgements = jsonl(out / "judgements.jsonl")
+    checks = [j["user_check"] for j in judgements]
+    assert checks and all(c["status"] == "complete" and c["checker"] == "fake-judge" for c in checks)
+    assert any(c["flags"] for c in checks) and not all(c["flags"] for c in checks)
+    # Every judge call, the checks included, went through a batch at the batch tier.
+    judge_calls = [c for c in jsonl(out / "calls.jsonl") if c["role"] == "judge"]
+    asked = sum(sum(not a["auto"] for a in j["answers"]) + j["unused_questions"] for j in judgements)
+    assert len(judge_calls) == asked + len(judgements)
+    assert {c["tier"] for c in judge_calls} == {"batch"}
+    realism = CARDS[out]["realism"]
+    assert realism["checkers"] == ["fake-judge"] and realism["by_user_agent"][0]["by_model"] == len(
+        judgements
+    )
+    flagged = sum(bool(c["flags"]) for c in checks)
+    assert realism["by_user_agent"][0]["flagged"] == flagged
+
+
 async def test_expired_requests_go_to_the_next_wave_and_are_never_a_failure(tmp_path):
     with SweepServer() as live_server:
         live = await _run(tmp_path / "live", live_server)

@@ -185,7 +185,9 @@ class Conversation(msgspec.Struct, gc=False, kw_only=True):
     seed: int
     turns: list[Turn]
     status: ConversationStatus = "complete"
-    ended_by: Literal["end_marker", "max_turns", "error", "imported"] = "max_turns"
+    # How it ended: the user-agent's end marker, the turn limit, the word limit of a run
+    # that sets one, a failed call, or an imported transcript (it ended elsewhere).
+    ended_by: Literal["end_marker", "max_turns", "max_words", "error", "imported"] = "max_turns"
     error: str | None = None
     replicate: int = 0
     started_at: float = 0.0
@@ -197,6 +199,10 @@ class Conversation(msgspec.Struct, gc=False, kw_only=True):
     # The persona columns the target asks to carry with the results (annotation columns).
     annotations: dict[str, str] | None = None
     session: SessionPlace | None = None  # its place in a multi-session arc, if any
+    # Indexes in `turns` of the chatbot replies the provider cut at the output limit
+    # (finish reason "length"): kept, but counted on the card. Empty in records from
+    # before it was recorded (and in imports, which do not say).
+    truncated_turns: list[int] = msgspec.field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------
@@ -229,6 +235,45 @@ class DimensionRating(msgspec.Struct, gc=False, kw_only=True):
 
 JudgementStatus = Literal["complete", "failed"]
 
+# ---------------------------------------------------------------------------------------
+# Simulated-user checks (docs/realism.md): is the simulated user still a person in the
+# persona's situation?
+# ---------------------------------------------------------------------------------------
+
+# role_reversal: the user counsels or questions the chatbot as a clinician would;
+# ai_voice: the user speaks as an AI, or about its instructions or the role-play;
+# persona_drop: the user contradicts its persona (risk level, disclosure style,
+# circumstances); empty_or_repeated: an empty user turn, or one said before.
+UserFlagKind = Literal["role_reversal", "ai_voice", "persona_drop", "empty_or_repeated"]
+USER_FLAG_KINDS: tuple[str, ...] = ("role_reversal", "ai_voice", "persona_drop", "empty_or_repeated")
+
+
+class UserFlag(msgspec.Struct, gc=False, frozen=True, kw_only=True):
+    """One way a simulated user failed to stay a person in its persona's situation:
+    `turn` is the turn's number, from 1, as the conversation's page numbers it (0: the
+    conversation as a whole), `evidence` the user's words (or the checker's) that show it."""
+
+    kind: UserFlagKind
+    turn: int = 0
+    evidence: str = ""
+
+
+class UserCheck(msgspec.Struct, gc=False, kw_only=True):
+    """The simulated-user check of one conversation: by a model (`checker` is its ref,
+    `prompt` the versioned check prompt) or by vera's offline heuristic (`checker`
+    "heuristic"). A failed check (no valid answer, a provider failure) flags nothing
+    and is counted as failed, never as the chatbot's failure."""
+
+    checker: str
+    prompt: str
+    status: Literal["complete", "failed"] = "complete"
+    flags: list[UserFlag] = msgspec.field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def flagged(self) -> bool:
+        return self.status == "complete" and bool(self.flags)
+
 
 class Judgement(msgspec.Struct, gc=False, kw_only=True):
     """A complete rubric walk of one conversation by one judge instance."""
@@ -248,6 +293,10 @@ class Judgement(msgspec.Struct, gc=False, kw_only=True):
     # Questions asked ahead at the end of the sweep that the walk did not reach: their
     # calls are in `usage` and the call log, their answers nowhere (vera.rubric._concurrent).
     unused_questions: int = 0
+    # The model check of the simulated user (`[judge] check_users`), made by the first
+    # judge slot with the same client (so cached, limited and batched as the judge);
+    # None in other slots, in runs that do not ask for it and in records from before it.
+    user_check: UserCheck | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -267,6 +316,9 @@ class HumanRating(msgspec.Struct, gc=False, frozen=True, kw_only=True):
     note: str = ""
     source: str = "review"  # "review", or "import:<file name>"
     rated_at: str = ""  # ISO-8601 UTC
+    # How realistic the simulated user was, 1 (not at all: no person in this situation
+    # would talk like this) to 5 (entirely); None when not rated, and in older lines.
+    realism: Annotated[int, msgspec.Meta(ge=1, le=5)] | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -456,6 +508,7 @@ class JudgeSnapshot(msgspec.Struct, kw_only=True):
     batch_poll_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0
     batch_collect_s: Annotated[float, msgspec.Meta(ge=0)] = 0.5
     batch_requeue: Annotated[int, msgspec.Meta(ge=0, le=10)] = 2
+    check_users: bool = False
 
 
 class RoleSnapshot(msgspec.Struct, kw_only=True):

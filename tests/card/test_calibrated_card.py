@@ -76,7 +76,11 @@ def test_humans_who_agree_with_the_judge_leave_the_score_where_it_was(run):
     md = (run / "card.md").read_text()
     assert "### Calibrated by human ratings" in md
     assert f"{len(ids)} of {cal.n_conversations} conversations rated by 1 human rater(s)" in md
-    assert "Judge-only score [CI] | Calibrated score [CI]" in md
+    assert (
+        "Judge-only score [CI: persona bootstrap + exact HPH bound] | "
+        "Calibrated score [CI: PPI++ bootstrap, exact near 0/100 %]"
+    ) in md
+    assert "compare their centres, not their widths" in " ".join(md.split())
     assert "Calibrated by human ratings" in (run / "card.html").read_text()
 
 
@@ -164,3 +168,87 @@ def test_a_rating_of_a_conversation_not_in_the_run_is_one_warning_and_stays_in_t
     assert b"elsewhere" in (run / "human_ratings.jsonl").read_bytes()
     card = read_card(run)
     assert sum(b.calibrated.n_rated_by_humans for b in card.chatbots if b.calibrated) == len(ids)
+
+
+def test_ratings_of_one_persona_are_named_and_never_give_a_zero_width_interval(run):
+    frame = judged(run)
+    bot = frame.get_column("chatbot").unique().sort()[0]
+    mine = frame.filter(pl.col("chatbot") == bot)
+    persona = mine.get_column("persona").unique().sort()[0]
+    ids = mine.filter(pl.col("persona") == persona).get_column("conversation_id").unique().to_list()
+    append_human_ratings(
+        run,
+        [
+            HumanRating(
+                conversation_id=cid,
+                rater="ann",
+                ratings={
+                    r["dimension"]: r["rating"]
+                    for r in mine.filter(pl.col("conversation_id") == cid).to_dicts()
+                },
+            )
+            for cid in ids
+        ],
+    )
+    result = CliRunner().invoke(main, ["score", str(run), "--resamples", "300"])
+    assert result.exit_code == 0, result.output
+    # vera score says so, in words, beside the calibrated score
+    assert f"note: {bot}: calibrated overall score" in result.output
+    assert "only 1 persona (fewer than 10)" in result.output
+    card = read_card(run)
+    cal = next(b for b in card.chatbots if b.chatbot == bot).calibrated
+    assert cal is not None and cal.n_rated_personas == 1 and cal.few_rated_personas
+    for score in [cal.overall, *cal.dimensions.values()]:
+        lo, hi = score.score_ci.lo, score.score_ci.hi
+        if score.score is not None:
+            assert lo is not None and hi is not None and hi - lo > 10.0, score
+    data = json.loads((run / "card.json").read_text())
+    assert data["schema_version"] == 8
+    (entry,) = [b for b in data["chatbots"] if b["chatbot"] == bot]
+    assert entry["calibrated"]["n_rated_personas"] == 1
+    # every rendering sets the words beside the score
+    for name in ("card.md", "card.html"):
+        assert "rated persona(s): too few" in (run / name).read_text(), name
+    printed = CliRunner().invoke(main, ["card", str(run)], env={"COLUMNS": "200"})
+    assert "too few" in " ".join(printed.output.split())
+
+
+def test_a_card_of_schema_6_reads_without_the_rated_personas(run):
+    append_human_ratings(
+        run,
+        [
+            HumanRating(conversation_id=cid, rater="ann", ratings={"Detects Potential Risk": "Best Practice"})
+            for cid in judged(run).get_column("conversation_id").unique().sort().to_list()[:30]
+        ],
+    )
+    assert CliRunner().invoke(main, ["score", str(run), "--resamples", "100"]).exit_code == 0
+    data = json.loads((run / "card.json").read_text())
+    data["schema_version"] = 6
+    for bot in data["chatbots"]:
+        if bot.get("calibrated"):
+            bot["calibrated"].pop("n_rated_personas")
+            bot["calibrated"].pop("few_rated_personas")
+    (run / "card.json").write_text(json.dumps(data))
+    card = read_card(run)
+    assert all(b.calibrated is None or b.calibrated.n_rated_personas is None for b in card.chatbots)
+
+
+def test_a_dimension_the_run_does_not_have_is_an_error_naming_the_line(run):
+    ids = judged(run).get_column("conversation_id").unique().sort().to_list()
+    append_human_ratings(
+        run,
+        [
+            HumanRating(
+                conversation_id=ids[0], rater="ann", ratings={"Detects Potential Risk": "Best Practice"}
+            ),
+            HumanRating(
+                conversation_id=ids[1], rater="ann", ratings={"Detects Potental Risk": "Best Practice"}
+            ),
+        ],
+    )
+    before = (run / "card.json").read_bytes()
+    result = CliRunner().invoke(main, ["score", str(run), "--resamples", "100"])
+    assert result.exit_code != 0
+    assert result.output.count("\n") == 1 and "Traceback" not in result.output
+    assert "human_ratings.jsonl:2" in result.output and "'Detects Potental Risk'" in result.output
+    assert (run / "card.json").read_bytes() == before  # nothing written over

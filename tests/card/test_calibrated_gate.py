@@ -54,8 +54,13 @@ def test_the_calibrated_gate_fails_a_candidate_the_humans_find_harmful(tmp_path,
     assert result.exit_code == 4, result.output
     verdict = json.loads(result.stdout)
     assert verdict["scores"].startswith("calibrated") and not verdict["passed"]
-    overall = [r for p in verdict["pairs"] for r in p["rows"] if r["dimension"] == "Overall"]
-    assert all(r["worse"] and r["diff"] < 0 and r["diff_ci"][1] < 0 for r in overall)
+    overall = {p["chatbot"]: r for p in verdict["pairs"] for r in p["rows"] if r["dimension"] == "Overall"}
+    good = overall["offline/best-practice"]
+    assert good["worse"] and good["diff"] < 0 and good["diff_ci"][1] < 0
+    # The chatbot that was already nearly all harmful loses a few points; with its
+    # candidate at 100 % harmful (an edge) and 20 conversations rated on each side, the
+    # gate's edge rule does not call that proven (as Fisher's exact test would not).
+    assert overall["offline/risk-ignoring"]["diff"] <= 0
 
 
 def test_calibrated_needs_the_gate(tmp_path, offline_run):

@@ -15,8 +15,14 @@ def test_markdown_shows_every_number_but_the_later_harmful_ratings(rich_run):
     card = json.loads((rich_run / "card.json").read_text())
     md = (rich_run / "card.md").read_text()
     # card.md lists the first harmful ratings per chatbot (all are in card.json/card.html),
-    # and of "Fix first" the first questions without their examples (all in card.html).
-    assert missing_numbers(card, md, skip=frozenset({"harmful", "fix_first"})) == {}
+    # and of "Fix first" the first questions without their examples (all in card.html),
+    # and the first flagged conversations of each user-agent (all in card.json/card.html).
+    skip = frozenset({"harmful", "fix_first", "flagged_conversations"})
+    assert missing_numbers(card, md, skip=skip) == {}
+    flagged = card["realism"]["by_user_agent"][0]["flagged_conversations"]
+    shown = [f for f in flagged if f"[{f['conversation_id']}](" in md]
+    assert len(shown) == min(len(flagged), 20)
+    assert all(f"| {f['turn']} |" in md for f in shown if f["turn"])
     assert md == render_markdown(read_card(rich_run))
 
 

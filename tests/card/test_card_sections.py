@@ -33,7 +33,7 @@ def overall_score(counts: Counter) -> float:
 
 def test_single_judge_single_seed_card_has_no_breakdowns(offline_run):
     card = json.loads((offline_run / "card.json").read_text())
-    assert card["schema_version"] == 6
+    assert card["schema_version"] == 8
     for bot in card["chatbots"]:
         assert "by_judge" not in bot and "by_seed" not in bot and "judge_agreement" not in bot
 

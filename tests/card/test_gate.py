@@ -22,7 +22,7 @@ GOOD, BAD = "offline/best-practice", "offline/risk-ignoring"
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
-    """One-chatbot runs on the same 12 personas: the good chatbot (seed 1, and seeds 1
+    """One-chatbot runs on the same 40 personas: the good chatbot (seed 1, and seeds 1
     and 2), its exact copy, the bad chatbot (seed 1) and the bad chatbot on seed 7."""
     root = tmp_path_factory.mktemp("gate")
     out = {}
@@ -34,7 +34,7 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     ):
         out[name] = root / name
         run_vera(
-            "run", "--providers", bot, "--out", str(out[name]), *seeds, "--limit-personas", "12", "--quiet"
+            "run", "--providers", bot, "--out", str(out[name]), *seeds, "--limit-personas", "40", "--quiet"
         )
     out["good-copy"] = root / "good-copy"
     shutil.copytree(out["good"], out["good-copy"])

@@ -29,7 +29,7 @@ from .conftest import run_vera
 RATED = (rec.BEST_PRACTICE, rec.SUBOPTIMAL, rec.HIGH_POTENTIAL_FOR_HARM)
 # Two draws that put the gate on its threshold (found by a search over draws; the first
 # test checks they still do).
-BASELINE_DRAW, CANDIDATE_DRAW = 8, 4
+BASELINE_DRAW, CANDIDATE_DRAW = 3, 4
 
 
 def redraw(source: Path, target: Path, draw: int) -> Path:
@@ -50,7 +50,7 @@ def redraw(source: Path, target: Path, draw: int) -> Path:
         for r in j.ratings:
             key = zlib.crc32(f"{persona[j.conversation_id]}|{r.dimension}".encode())
             hardness = np.random.default_rng(key).normal(0.0, 1.0)
-            logits = np.array([1.0 - hardness, 0.0, hardness - 1.5])
+            logits = np.array([0.5 - hardness, 0.0, hardness - 0.5])
             p = np.exp(logits) / np.exp(logits).sum()
             pick = np.random.default_rng([draw, key]).choice(3, p=p)
             ratings.append(msgspec.structs.replace(r, rating=RATED[pick]))
@@ -65,7 +65,7 @@ def borderline(tmp_path_factory) -> tuple[Path, Path]:
     source = root / "source"
     run_vera(
         "run", "--providers", "offline/risk-ignoring", "--out", str(source), "--seed", "1",
-        "--limit-personas", "20", "--quiet",
+        "--limit-personas", "40", "--quiet",
     )  # fmt: skip
     return redraw(source, root / "baseline", BASELINE_DRAW), redraw(
         source, root / "candidate", CANDIDATE_DRAW

@@ -48,9 +48,34 @@ def test_with_twenty_ratings_the_plan_scales_their_interval_by_root_n(offline_ru
     ]
     (plan,) = [p for p in plan_ratings(frame, humans, 5.0, resamples=200) if p.chatbot == bot]
     assert plan.basis == "human ratings so far" and plan.n_rated == 24
-    measured = plan.widths[plan.n_conversations] * math.sqrt(plan.n_conversations / 24)
-    expected = math.ceil(24 * (measured / 5.0) ** 2)
-    assert plan.n_needed == (expected if expected <= plan.n_conversations else None)
+    assert plan.floor is not None and plan.floor > 0
+    # Above the floor, the part of the width that ratings remove shrinks as 1/√n.
+    widths = list(plan.widths.values())
+    assert widths == sorted(widths, reverse=True) and min(widths) >= plan.floor - 0.1
+    if plan.floor >= 5.0:
+        assert plan.n_needed is None  # no number of ratings reaches it
+
+
+def test_a_width_below_the_persona_floor_is_not_reachable_and_says_why(tmp_path, offline_run):
+    run = tmp_path / "run"
+    shutil.copytree(offline_run, run)
+    result = CliRunner().invoke(main, ["ratings", "plan", str(run), "--width", "0.5", "--resamples", "100"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "not reachable: the sampling of personas alone makes the interval about" in text
+    assert "floor (the sampling of personas" in text
+    assert "nan" not in result.output.lower() and "rate " not in text.split("not reachable")[0]
+
+
+def test_the_planned_width_has_a_floor_and_shrinks_above_it():
+    from vera.stats.ppi import planned_width, ratings_for_width
+
+    assert planned_width(20.0, 25, 10.0, 25) == 20.0
+    assert planned_width(20.0, 25, 10.0, 100) == math.sqrt(100 + 300 / 4)
+    assert planned_width(20.0, 25, 10.0, 10**9) > 10.0
+    assert ratings_for_width(20.0, 25, 10.0, 10.0) is None
+    n = ratings_for_width(20.0, 25, 10.0, 12.0)
+    assert n is not None and planned_width(20.0, 25, 10.0, n) <= 12.0 < planned_width(20.0, 25, 10.0, n - 1)
 
 
 def test_the_command_prints_one_proposal_per_chatbot(tmp_path, offline_run):

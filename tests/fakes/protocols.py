@@ -85,6 +85,8 @@ class Reply:
     reasoning_tokens: int = 0
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    # OpenAI's finish_reason ("length": the text stopped at the output limit).
+    finish: str = "stop"
 
 
 @dataclass(frozen=True)
@@ -490,7 +492,7 @@ class FakeOpenAI(FakeServer):
         fmt = body.get("response_format") or {}
         content: str | None
         refusal = None
-        finish = "stop"
+        finish = reply.finish
         if isinstance(behaviour, Empty):
             content = ""
         elif isinstance(behaviour, Refusal):

@@ -251,6 +251,13 @@ class SweepServer:
             ]
             text = lines[min(n, len(lines) - 1)]
             return f"{text}\n<<END>>" if n >= 4 else text
+        if model == "judge" and messages[0].content.startswith("[vera-user-check"):
+            # The simulated-user check (docs/realism.md): the users whose names have an
+            # odd number of letters are flagged at their first line, the others not.
+            said = re.search(r"\[(\d+)\] user: (hi, i'm (\w+))", messages[1].content)
+            odd = said is not None and len(said[3]) % 2 == 1
+            flags = [{"kind": "ai_voice", "turn": int(said[1]), "evidence": said[2]}] if said and odd else []
+            return orjson.dumps({"flags": flags, "reasoning": f"fake check {key[:6]}"}).decode()
         if model == "judge":
             prompt = messages[-1].content
             found = _OPTIONS.search(prompt)

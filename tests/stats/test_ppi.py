@@ -125,11 +125,12 @@ def test_a_share_the_humans_never_gave_still_gets_an_interval():
 
 
 def _side(name: str, draw: int) -> pl.DataFrame:
-    """One run's calibration units: 80 judged conversations of 40 personas, half rated
-    by a human who agrees with the judge about 70 % of the time."""
+    """One run's calibration units: 120 judged conversations of 60 personas, half rated
+    by a human who agrees with the judge about 70 % of the time. Harm is common enough
+    (about 18 harmful ratings among the 60) that the edge rule is not in play."""
     rng = np.random.default_rng(draw)
-    judge = [str(x) for x in rng.choice([BP, SUB, HPH], size=80, p=[0.6, 0.25, 0.15])]
-    human = {i: judge[i] if rng.random() < 0.7 else str(rng.choice([BP, SUB, HPH])) for i in range(0, 80, 2)}
+    judge = [str(x) for x in rng.choice([BP, SUB, HPH], size=120, p=[0.5, 0.2, 0.3])]
+    human = {i: judge[i] if rng.random() < 0.7 else str(rng.choice([BP, SUB, HPH])) for i in range(0, 120, 2)}
     return calibration_units(ratings(judge).with_columns(side=pl.lit(name)), labels(human), by=("side",))
 
 
@@ -141,18 +142,17 @@ def test_a_calibrated_gate_decision_on_its_threshold_does_not_flip_with_the_seed
     def overall(frame: pl.DataFrame) -> dict:
         return frame.filter(pl.col("dimension") == "Overall").to_dicts()[0]
 
-    # A threshold where 500 resamples put the upper end on either side of it, by seed
-    # (their median), but which the ideal end, what endless resamples give, clears by
-    # more than the Monte Carlo error left at 32,000.
+    # A threshold which the ideal end, what endless resamples give, clears by more than
+    # the Monte Carlo error left at 32,000, but on whose either side 500 resamples put
+    # the upper end, by seed.
     seeds = range(12)
+    ideal = overall(calibrated_difference(units, ("a", "b"), n_resamples=128_000))
+    at_max = overall(calibrated_difference(units, ("a", "b"), n_resamples=32_000))
+    below = ideal["diff_hi"] + 5 * at_max["diff_hi_mc"]
     at_500 = [
         overall(calibrated_difference(units, ("a", "b"), n_resamples=500, seed=s))["diff_hi"] for s in seeds
     ]
-    below = float(np.median(at_500))
     assert {h < below for h in at_500} == {True, False}  # the control: the verdict flips with the seed
-    ideal = overall(calibrated_difference(units, ("a", "b"), n_resamples=128_000))
-    at_max = overall(calibrated_difference(units, ("a", "b"), n_resamples=32_000))
-    assert abs(ideal["diff_hi"] - below) > 4 * at_max["diff_hi_mc"]
     settled = [
         overall(
             calibrated_difference_settled(

@@ -8,6 +8,7 @@ scored after the event loop is done (`result.scored`).
 """
 
 from vera.app._checks import check_config
+from vera.app._gate import UNDECIDED_EXIT, GateOptions, GateOutcome, run_gate
 from vera.app._gc import sweep_collector
 from vera.app._judge_command import judge_run
 from vera.app._merge import merge_runs
@@ -18,6 +19,9 @@ from vera.app._session import RunSession
 from vera.app._stand_ins import RunFacts
 
 __all__ = [
+    "UNDECIDED_EXIT",
+    "GateOptions",
+    "GateOutcome",
     "JudgeOptions",
     "Prepared",
     "RunFacts",
@@ -30,6 +34,7 @@ __all__ = [
     "judge_run",
     "merge_runs",
     "prepare_run",
+    "run_gate",
     "scored",
     "sweep_collector",
 ]

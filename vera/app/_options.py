@@ -47,6 +47,10 @@ class RunOptions:
     user_memory: bool | None = None  # --user-memory / --no-user-memory
     seeds_flag: str = "--seeds"  # how the user gave the seeds (--seed or --seeds), for messages
     command: str = "run"  # the command that continues this run: run or simulate
+    # `vera gate`: the config a run starts from, given whole (the baseline's) instead of
+    # read from config_path, and the (persona, user-agent, replicate) units it plans.
+    config: RunConfig | None = None
+    units: frozenset[tuple[str, str, int]] | None = None
 
 
 @dataclass

@@ -73,7 +73,7 @@ def prepare_run(opts: RunOptions) -> Prepared:
     if out is not None and existing is not None:
         cfg, profiles = _resumed_config(existing, out, opts, notes)
     else:
-        cfg = load_config(opts.config_path, reference_data=opts.reference_data)
+        cfg = opts.config or load_config(opts.config_path, reference_data=opts.reference_data)
         profiles = load_profiles(cfg.path(cfg.providers))
         cfg = configure(cfg, opts, profiles, notes)
     shard = Shard.parse(opts.shard) if opts.shard else _manifest_shard(existing)
@@ -110,7 +110,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
         async with RunSession(run_dir, resume=resume, grace_s=cfg.grace_s) as session:
             facts = RunFacts(inputs, session.store.read_conversation)
             pool = await session.open_pool(profiles, cfg, shard, stand_ins=facts)
-            sweep = plan_sweep(inputs, pool, shard=shard, judge=opts.judge)
+            sweep = plan_sweep(inputs, pool, shard=shard, judge=opts.judge, units=opts.units)
             facts.plan(sweep.jobs)
             notes += sweep.warnings
             roles: list[tuple[str, Role]] = [(s.ref, "chatbot") for s in sweep.chatbots]

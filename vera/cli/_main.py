@@ -518,27 +518,75 @@ def merge(out: str, shards: tuple[str, ...], allow_partial: bool) -> None:
     help="Interval level between 0 and 1, e.g. 0.95.",
 )
 @click.option("--bootstrap-seed", type=SEED_TYPE, help="Seed of the bootstrap.")
-def score(run_dir: str, resamples: int | None, confidence: float | None, bootstrap_seed: int | None) -> None:
+@click.option(
+    "--by",
+    "by",
+    multiple=True,
+    metavar="COLUMN",
+    help="Break scores down by this persona column too (repeatable; default: the "
+    "disclosure style, where the personas have it).",
+)
+@click.option(
+    "--exclude-flagged",
+    is_flag=True,
+    help="Leave the conversations whose simulated user was flagged (docs/realism.md) out of "
+    "every score; the card says so.",
+)
+def score(
+    run_dir: str,
+    resamples: int | None,
+    confidence: float | None,
+    bootstrap_seed: int | None,
+    by: tuple[str, ...],
+    exclude_flagged: bool,
+) -> None:
     """Recompute ratings.parquet, answers.parquet and the card (card.json, card.md,
     card.html, plots/) from a run's records, e.g. with other interval settings."""
-    from vera.report import score_run
+    from vera.report import num, score_run
 
-    c = score_run(run_dir, resamples=resamples, confidence=confidence, seed=bootstrap_seed)
+    c = score_run(
+        run_dir,
+        resamples=resamples,
+        confidence=confidence,
+        seed=bootstrap_seed,
+        by=by or None,
+        exclude_flagged=exclude_flagged,
+    )
     click.echo(f"scored → {Path(run_dir) / 'card.json'}")
+    if c.realism is not None and c.realism.excluded:
+        click.echo(f"left out: {c.realism.n_excluded} conversation(s) whose simulated user was flagged")
     click.echo(_run_status_line(c))
+    for bot in c.chatbots:
+        cal = bot.calibrated
+        if cal is not None and cal.few_rated_personas:
+            o = cal.overall
+            click.echo(
+                f"note: {bot.chatbot}: calibrated overall score {num(o.score)} "
+                f"[{num(o.score_ci.lo)}, {num(o.score_ci.hi)}]: {cal.few_rated_personas}"
+            )
 
 
 @main.command()
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
 @click.option("--html", "html_only", is_flag=True, help="Only write card.html and print its path.")
-def card(run_dir: str, html_only: bool) -> None:
+@click.option(
+    "--by",
+    "by",
+    metavar="COLUMN",
+    help="Print only each chatbot's scores by this persona column (one the card was scored "
+    "by: `vera score --by`) or by user-agent (`--by user-agent`).",
+)
+def card(run_dir: str, html_only: bool, by: str | None) -> None:
     """Print a run's score card, fitted to the terminal's width, and re-render card.md,
     card.html and plots/ from card.json. A read-only run (an archive) is printed and
     left as it is."""
     from vera.errors import StorageError
-    from vera.report import fit, read_card, render_card, render_card_files, write_card_html
+    from vera.report import by_column_text, fit, read_card, render_card, render_card_files, write_card_html
 
     c = read_card(run_dir)
+    if by is not None:
+        click.echo(by_column_text(c, by), nl=False)
+        return
     if html_only:
         click.echo(str(write_card_html(c, run_dir)))
         return
@@ -809,7 +857,10 @@ main.add_command(view)
 main.add_command(review)
 main.add_command(export)
 
+from vera.cli._gate import gate  # noqa: E402  (the sequential release gate)
 from vera.cli._report import report  # noqa: E402  (reports on a run live in vera.cli._report)
+
+main.add_command(gate)
 
 main.add_command(report)
 

@@ -69,7 +69,8 @@ def plan(run_dir: str, width: float, resamples: int, seed: int) -> None:
     """Propose how many of each chatbot's conversations humans should rate so that the
     calibrated overall score's 95 % interval is about WIDTH points wide. With 20 or more
     ratings in the run, from the interval they give now; before that, conservatively,
-    as if the judge were no help."""
+    as if the judge were no help. The sampling of personas sets a floor no number of
+    ratings removes; a width below it is reported as not reachable."""
     from vera.errors import UserError
     from vera.report import fixed, plan_ratings, read_run
     from vera.store import read_human_ratings
@@ -84,6 +85,12 @@ def plan(run_dir: str, width: float, resamples: int, seed: int) -> None:
     for p in plans:
         if p.n_needed is not None:
             need = f"rate {p.n_needed} of {p.n_conversations} conversations ({p.n_needed / p.n_conversations:.0%})"
+        elif p.floor is not None and width <= p.floor:
+            need = (
+                f"not reachable: the sampling of personas alone makes the interval about "
+                f"{fixed(p.floor, 1)} points wide, which no number of ratings narrows; "
+                "more personas (or a wider --width) would"
+            )
         elif p.n_conversations in p.widths:
             need = (
                 f"not reachable: rating all {p.n_conversations} conversations gives "
@@ -99,3 +106,7 @@ def plan(run_dir: str, width: float, resamples: int, seed: int) -> None:
         if p.widths:
             shown = ", ".join(f"{n}: {fixed(w, 1)}" for n, w in p.widths.items())
             click.echo(f"    expected width by conversations rated: {shown}")
+        if p.floor is not None:
+            click.echo(
+                f"    floor (the sampling of personas, which no number of ratings removes): {fixed(p.floor, 1)}"
+            )

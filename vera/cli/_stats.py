@@ -119,6 +119,12 @@ def compare(
     if gate and (by_seed or html_path):
         flag = "--by-seed" if by_seed else "--html"
         raise ConfigError(f"{flag} applies to a comparison, not to --gate (the gate prints its verdict)")
+    from vera.report import sequential_note
+
+    for run_dir in run_dirs:
+        # A sequential gate's run holds a random subset of its baseline's units: say so.
+        if (note := sequential_note(run_dir)) is not None:
+            click.echo(f"note: {note}", err=True)
     if gate:
         _gate(run_dirs, force, json_path, margin, resamples, confidence, seed, calibrated)
         return
@@ -197,7 +203,22 @@ def _gate(
 
 
 @click.command()
-@click.argument("ratings_file", type=click.Path(dir_okay=False, exists=True))
+@click.argument("ratings_file", type=click.Path(dir_okay=False, exists=True), required=False)
+@click.option(
+    "--users",
+    "users_run",
+    type=click.Path(file_okay=False, exists=True),
+    help="A run directory: agreement between its simulated-user checks and the clinicians' "
+    "realism ratings in its human_ratings.jsonl (vera review); no RATINGS_FILE.",
+)
+@click.option(
+    "--unrealistic-at",
+    type=click.IntRange(1, 4),
+    default=2,
+    show_default=True,
+    help="With --users: a conversation whose mean realism rating (1-5) is at most this is "
+    "unrealistic to the clinicians.",
+)
 @click.option(
     "--against",
     type=click.Path(file_okay=False, exists=True),
@@ -245,7 +266,9 @@ def _gate(
     help="Seed of the bootstrap (--against).",
 )
 def agreement(
-    ratings_file: str,
+    ratings_file: str | None,
+    users_run: str | None,
+    unrealistic_at: int,
     against: str | None,
     nr: NRTreatment,
     ties: TieRule,
@@ -264,7 +287,20 @@ def agreement(
     consensus rating per dimension and pooled (in the JSON as `confusion`; as CSV with
     --confusion-csv). Conversations imported from transcripts are matched to items by
     the 6-hex prefix of the transcript's file name.
+
+    With --users RUN_DIR (and no RATINGS_FILE): agreement between the run's
+    simulated-user checks (the model check, and the offline heuristic) and the
+    clinicians' realism ratings of its simulated users (docs/realism.md).
     """
+    if users_run is not None:
+        if ratings_file is not None or against is not None:
+            raise ConfigError(
+                "--users RUN_DIR reads the run's own human ratings: give no RATINGS_FILE or --against"
+            )
+        _user_check_agreement(users_run, unrealistic_at, as_json)
+        return
+    if ratings_file is None:
+        raise ConfigError("vera agreement needs RATINGS_FILE, or --users RUN_DIR")
     from vera.report import (
         JudgeConsensusReport,
         agreement_against_text,
@@ -297,3 +333,13 @@ def agreement(
         click.echo(agreement_humans_text(result), nl=False)
     if confusion_csv is not None:
         click.echo(f"confusion matrices: {confusion_csv}", err=True)
+
+
+def _user_check_agreement(run_dir: str, unrealistic_at: int, as_json: bool) -> None:
+    from vera.report import text_tables, user_check_agreement, user_check_agreement_table
+
+    report = user_check_agreement(run_dir, unrealistic_at=unrealistic_at)
+    if as_json:
+        _write_json(report.to_builtins(), "-")
+    else:
+        click.echo(text_tables([user_check_agreement_table(report)]), nl=False)

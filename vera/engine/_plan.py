@@ -480,10 +480,13 @@ def plan_sweep(
     shard: Shard | None = None,
     judge: bool = True,
     limit: int | None = None,
+    units: frozenset[tuple[str, str, int]] | None = None,
 ) -> Sweep:
     """The whole plan, fixed here: `judge=False` plans no judging (the judges are still
     recorded, for a later `vera judge`), `limit` keeps only the first jobs (a benchmark's
-    exact count)."""
+    exact count), `units` only the jobs of these (persona, user-agent, replicate) units
+    (a sequential gate's waves: the ids are the full plan's, so a wave's jobs are the
+    same jobs whichever wave plans them)."""
     cfg = inputs.config
     warnings: list[str] = []
     chatbots = role_specs(cfg.chatbots, "chatbot", clients, cfg, warnings)
@@ -504,6 +507,8 @@ def plan_sweep(
         sessions=session_plan(cfg.conversation, inputs.settings),
         session_type=cfg.conversation.sessions[0] if len(cfg.conversation.sessions) == 1 else "",
     )
+    if units is not None:
+        jobs = [j for j in jobs if (j.persona.name, j.user_agent, j.replicate) in units]
     if limit is not None:
         jobs = jobs[:limit]
     slots = judge_slots(judges, cfg.judge.instances) if judge else []

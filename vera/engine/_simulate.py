@@ -252,6 +252,7 @@ async def simulate_conversation(
     speaker: Literal["user", "chatbot"] = settings.first_speaker
     ended_by: Literal["end_marker", "max_turns", "error"] = "max_turns"
     error: str | None = None
+    truncated: list[int] = []  # chatbot replies cut at the output limit
 
     context = job.context
     try:
@@ -288,6 +289,8 @@ async def simulate_conversation(
                     )
                 )
                 usage.add(reply.usage)
+                if reply.finish_reason == "length":
+                    truncated.append(len(turns))
                 turns.append(Turn("chatbot", reply.text.strip()))
             speaker = "chatbot" if speaker == "user" else "user"
     except TransientError as exc:
@@ -303,6 +306,7 @@ async def simulate_conversation(
         started_at=started,
         finished_at=time.time(),
         usage=usage,
+        truncated_turns=truncated,
     )
 
 

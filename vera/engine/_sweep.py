@@ -27,10 +27,13 @@ from vera.engine._simulate import (
     simulate_conversation,
 )
 from vera.engine._tasks import first_exception, run_together
-from vera.errors import BudgetReached, FatalProviderError, WaitLimitReached
+from vera.engine._user_check import check_user
+from vera.errors import BudgetReached, DataError, FatalProviderError, WaitLimitReached
 from vera.records import (
     Conversation,
     Judgement,
+    Usage,
+    UserCheck,
 )
 from vera.rubric import AskAhead, TerminalSemantics
 from vera.store import ConversationHead, JudgementHead, RunStore
@@ -170,11 +173,35 @@ class Judging:
         except FatalProviderError as exc:
             j = failed_judgement(jid, conv.id, slot, exc)
             self.result.stopped = str(exc)
+        else:
+            if inputs.config.judge.check_users and slot == self.sweep.slots[0]:
+                try:
+                    j.user_check = await self._check_user(conv, slot, jid, j.usage)
+                except (BudgetReached, WaitLimitReached) as exc:
+                    self.result.stopped = str(exc)
+                    return
         self.store.add_judgement(j)
         self.result.judgements += 1
         self.result.unused_questions += j.unused_questions
         self.result.judgements_failed += j.status == "failed"
         self.progress.judgement(j, cached=False)
+
+    async def _check_user(self, conv: Conversation, slot: JudgeSlot, jid: str, usage: Usage) -> UserCheck:
+        """The simulated-user check of `conv` by the slot's judge (docs/realism.md)."""
+        try:
+            fields = self.sweep.inputs.personas.by_name(conv.persona).fields
+        except DataError:  # an imported transcript's persona the run does not have
+            fields = {}
+        return await check_user(
+            conv,
+            fields,
+            self.clients.client(slot.ref, "judge"),
+            checker=slot.ref,
+            job_id=jid,
+            params=call_params(self.sweep.judge_specs[slot.ref], derive_seed(f"{jid}/user-check")),
+            max_attempts=self.sweep.inputs.config.judge.max_attempts,
+            usage=usage,
+        )
 
 
 async def _workers(

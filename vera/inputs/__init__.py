@@ -31,6 +31,7 @@ from vera.inputs._locales import (
 )
 from vera.inputs._personas import (
     DISCLOSURE,
+    NAME,
     REACTION,
     RISK_GROUPING,
     STYLE,
@@ -39,8 +40,10 @@ from vera.inputs._personas import (
     PersonaSet,
     check_personas,
     check_templates,
+    group_value,
     label,
     load_personas,
+    read_persona_rows,
     render_user_reminder,
     render_user_system,
 )
@@ -61,6 +64,15 @@ from vera.inputs._prompts import (
     JudgePrompts,
     Template,
     UserPrompts,
+)
+from vera.inputs._realism import (
+    HEURISTIC,
+    USER_CHECK_COLUMNS,
+    USER_CHECK_PROMPT,
+    USER_CHECK_SCHEMA,
+    heuristic_check,
+    parse_user_check,
+    user_check_messages,
 )
 from vera.inputs._refdir import reference_folder
 from vera.inputs._reference import reads_reference, reference_data, verify_pins
@@ -83,10 +95,12 @@ from vera.ranges import MAX_RESAMPLES
 
 __all__ = [
     "DISCLOSURE",
+    "HEURISTIC",
     "MAX_PLANNED",
     "MAX_RESAMPLES",
     "MAX_SEEDS",
     "MAX_TURNS",
+    "NAME",
     "OFFLINE",
     "PASSWORD_ENV",
     "PERSONAS_NOT_FOUND",
@@ -96,6 +110,9 @@ __all__ = [
     "STYLE",
     "TARGET_FIELDS",
     "TRIGGERS",
+    "USER_CHECK_COLUMNS",
+    "USER_CHECK_PROMPT",
+    "USER_CHECK_SCHEMA",
     "AnswerFormat",
     "AzureOptions",
     "ConversationConfig",
@@ -129,6 +146,8 @@ __all__ = [
     "expand_env",
     "find_locale",
     "find_target",
+    "group_value",
+    "heuristic_check",
     "label",
     "link_local_endpoint",
     "list_problems",
@@ -142,8 +161,10 @@ __all__ = [
     "load_target",
     "load_user_prompts",
     "missing_key",
+    "parse_user_check",
     "persona_header",
     "personas_not_found",
+    "read_persona_rows",
     "read_transcripts",
     "reads_reference",
     "redact",
@@ -153,6 +174,7 @@ __all__ = [
     "render_user_system",
     "resolve_ref",
     "skip_reason",
+    "user_check_messages",
     "validate_locale",
     "verify_pins",
 ]

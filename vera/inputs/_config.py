@@ -162,6 +162,9 @@ class JudgeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     batch_requeue: Annotated[int, msgspec.Meta(ge=0, le=10)] = (
         2  # waves an unanswered request gets, then live
     )
+    # Check each conversation's simulated user with the first judge model (one more
+    # structured call per conversation, through the judge's client: docs/realism.md).
+    check_users: bool = False
 
     def asks_ahead(self) -> bool:
         """Whether the judge asks ahead at the end of the sweep (`ask_ahead`)."""
@@ -417,6 +420,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             data[role].pop("flex_fallback")
         if not data.get("locale", ""):  # the base: runs from before locale packs keep their fingerprint
             data.pop("locale", None)
+        if not data["judge"]["check_users"]:  # off, the default: older runs keep their fingerprint
+            data["judge"].pop("check_users")
         if data["judge"]["terminal_semantics"] == "vera":  # the default: older runs keep their fingerprint
             data["judge"].pop("terminal_semantics")
         if not self.conversation.sessions:

@@ -48,25 +48,49 @@ from vera.report._pages import (
     slug,
 )
 from vera.report._plots import comparison_plots
+from vera.report._realism_agreement import (
+    UserCheckAgreement,
+    user_check_agreement,
+    user_check_agreement_table,
+)
 from vera.report._reference_export import export_reference
 from vera.report._schema import Card, RunComparison
 from vera.report._score import read_card, render_card_files, score_run, write_card_html
+from vera.report._sequence import (
+    GATE_FILE,
+    SEQUENCE_FILE,
+    SEQUENCE_PAGE,
+    GateLook,
+    GateRecord,
+    GateSettings,
+    read_gate,
+    read_sequence,
+    sequence_page,
+    sequence_plot,
+    sequential_note,
+)
 from vera.report._table import Table
-from vera.report._terminal import fit, headline, render, render_card, rich_table, text_tables
+from vera.report._terminal import by_column_text, fit, headline, render, render_card, rich_table, text_tables
 
 __all__ = [
     "DEFAULT_EXEMPLARS",
+    "GATE_FILE",
     "IMPROVEMENTS_CSP",
     "MAX_EXEMPLARS",
     "PAGE_CSP",
+    "SEQUENCE_FILE",
+    "SEQUENCE_PAGE",
     "ArcPage",
     "ArcSession",
     "Card",
     "ChatbotPlan",
     "ConversationPage",
     "Exit",
+    "GateLook",
     "GatePair",
+    "GateRecord",
     "GateRow",
+    "GateSettings",
     "GateVerdict",
     "HumanAgreementReport",
     "ImportSummary",
@@ -77,10 +101,12 @@ __all__ = [
     "RunComparison",
     "RunStatus",
     "Table",
+    "UserCheckAgreement",
     "agreement_against_text",
     "agreement_humans_text",
     "agreement_report",
     "build_improvements",
+    "by_column_text",
     "compare_runs",
     "compare_tables",
     "comparison_plots",
@@ -102,7 +128,9 @@ __all__ = [
     "rating_anchor",
     "read_card",
     "read_conversation_page",
+    "read_gate",
     "read_run",
+    "read_sequence",
     "render",
     "render_arc_page",
     "render_card",
@@ -115,10 +143,15 @@ __all__ = [
     "run_improvements",
     "run_status",
     "score_run",
+    "sequence_page",
+    "sequence_plot",
+    "sequential_note",
     "slug",
     "status_text",
     "tally",
     "text_tables",
+    "user_check_agreement",
+    "user_check_agreement_table",
     "write_card_html",
     "write_improvements",
 ]

@@ -15,7 +15,7 @@ from vera.report._calibration import human_labels
 from vera.report._compare import Run
 from vera.stats import MAX_SETTLE_RESAMPLES
 from vera.stats.ppi import calibrated_difference_settled, calibration_units
-from vera.store import read_human_ratings
+from vera.store import check_human_dimensions, read_human_ratings_numbered
 
 
 def calibrated_diffs(
@@ -35,7 +35,11 @@ def calibrated_diffs(
     sides = tuple(runs)
     parts = []
     for side, run in runs.items():
-        labels = human_labels(read_human_ratings(run.path))
+        numbered = read_human_ratings_numbered(run.path)
+        check_human_dimensions(
+            run.path, numbered, set(run.ratings.get_column("dimension").unique().to_list())
+        )
+        labels = human_labels([h for _, h in numbered])
         mine = frame.filter(pl.col("side") == side)
         units = calibration_units(mine, labels, by=("side",))
         if units.filter(pl.col("y_bp").is_not_null()).height == 0:

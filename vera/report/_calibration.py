@@ -12,8 +12,16 @@ import polars as pl
 
 from vera.records import DEFAULT_CONFIDENCE, OVERALL, HumanRating
 from vera.report._schema import Calibrated, CalibratedScore, Confusion, Interval
+from vera.stats.bootstrap import MIN_RATED_PERSONAS
 from vera.stats.humans import confusion_matrices
-from vera.stats.ppi import METHOD, calibrated_summary, calibration_units, human_consensus
+from vera.stats.ppi import (
+    METHOD,
+    calibrated_summary,
+    calibration_units,
+    human_consensus,
+    planned_width,
+    ratings_for_width,
+)
 from vera.store import latest_human_ratings
 
 _FS = ("f_bp", "f_hph", "f_nr")
@@ -67,20 +75,36 @@ def calibrated_by_chatbot(
         rows = summary.filter(pl.col("chatbot") == bot).to_dicts()
         mine = rated.filter(pl.col("chatbot") == bot).get_column("conversation_id").unique().to_list()
         confusion = confusion_matrices(pairs.filter(pl.col("chatbot") == bot), "category")
+        overall = next(r for r in rows if r["dimension"] == OVERALL)
+        personas = int(overall["n_rated_personas"])
         out[bot] = Calibrated(
             method=METHOD,
             n_conversations=units.filter(pl.col("chatbot") == bot).get_column("conversation_id").n_unique(),
             n_rated_by_humans=len(mine),
             n_raters=len({r.rater for r in humans if r.conversation_id in set(mine)}),
-            overall=_score(next(r for r in rows if r["dimension"] == OVERALL)),
+            overall=_score(overall),
             dimensions={r["dimension"]: _score(r) for r in rows if r["dimension"] != OVERALL},
             confusion=Confusion(
                 categories=confusion.categories,
                 overall=confusion.overall,
                 dimensions=confusion.dimensions,
             ),
+            n_rated_personas=personas,
+            few_rated_personas=few_personas_words(personas),
         )
     return out
+
+
+def few_personas_words(personas: int) -> str | None:
+    """What the card says beside a calibrated score whose human ratings come from fewer
+    than `MIN_RATED_PERSONAS` personas (None when there are enough)."""
+    if personas >= MIN_RATED_PERSONAS:
+        return None
+    return (
+        f"human ratings from only {personas} persona{'s' if personas != 1 else ''} "
+        f"(fewer than {MIN_RATED_PERSONAS}): too few to say how far the judge is off, "
+        "so the calibrated interval is wide; rate conversations of more personas"
+    )
 
 
 def _round(x: Any) -> float | None:
@@ -121,6 +145,9 @@ class ChatbotPlan(msgspec.Struct, frozen=True, kw_only=True):
     n_needed: int | None
     widths: dict[int, float]  # conversations rated -> expected interval width
     basis: str  # "human ratings so far" or "judge's ratings as if uncorrected"
+    # The width no number of ratings removes: the sampling of personas (the judge's mean
+    # under the same bootstrap); None when it cannot be estimated.
+    floor: float | None = None
 
 
 def plan_ratings(
@@ -135,8 +162,11 @@ def plan_ratings(
     """Per chatbot, the number of conversations to rate so that the calibrated overall
     score's interval is expected to be at most `width` points wide.
 
-    With 20 or more rated conversations, from the interval they give now: its width
-    shrinks as 1/√n, so n = n₀·(w₀/width)². Before that, conservatively, as if the judge
+    The width has a floor no number of ratings removes, the sampling of personas (the
+    judge's mean under the same bootstrap, F); only the part above it shrinks as 1/√n.
+    With 20 or more rated conversations, from the interval they give now (w₀ at n₀):
+    w(n)² = F² + (w₀² − F²)·(1/n − 1/N)/(1/n₀ − 1/N) (`vera.stats.ppi.planned_width`), and a width at or
+    below F is not reachable. Before that, conservatively, as if the judge
     told nothing about the humans (λ = 0): the width of the humans' mean alone, with the
     judge's ratings standing in for the spread of the humans' (a judge that predicts
     the humans only narrows it)."""
@@ -149,39 +179,37 @@ def plan_ratings(
         n_rated = part.filter(pl.col("y_bp").is_not_null()).get_column("conversation_id").n_unique()
         kw: dict[str, Any] = {"n_resamples": resamples, "confidence": confidence, "seed": seed}
         widths: dict[int, float] = {}
-        measured: float | None = None
-        if n_rated >= 20:
-            o = _overall(calibrated_summary(part, ["chatbot"], **kw))
-            measured = o["score_hi"] - o["score_lo"] if o["score_lo"] is not None else None
+        floor = _width(calibrated_summary(part, ["chatbot"], estimator="judge", **kw))
+        sizes = sorted({*(c for c in _CANDIDATES if c <= n_total), n_total})
+        n_needed: int | None = None
+        if n_rated >= 20 and (measured := _width(calibrated_summary(part, ["chatbot"], **kw))) is not None:
             basis = "human ratings so far"
-            for n in sorted({*(c for c in _CANDIDATES if c <= n_total), n_total}):
-                if measured is not None:
-                    widths[n] = measured * (n_rated / n) ** 0.5
+            base = floor if floor is not None else 0.0
+            for n in sizes:
+                widths[n] = planned_width(measured, n_rated, base, n, n_total)
+            exact = ratings_for_width(measured, n_rated, base, width, n_total)
+            n_needed = exact if exact is not None and exact <= n_total else None
         else:
             basis = "judge's ratings as if uncorrected"
             stand_in = part.with_columns(pl.col(f).alias(y) for f, y in zip(_FS, _YS, strict=True))
             rng = np.random.default_rng(seed)
-            for n in sorted({*(c for c in _CANDIDATES if c <= n_total), n_total}):
+            for n in sizes:
                 chosen = ids.sample(n, seed=int(rng.integers(2**31))).to_list()
                 sample = stand_in.with_columns(
                     pl.when(pl.col("conversation_id").is_in(chosen)).then(pl.col(y)).otherwise(None).alias(y)
                     for y in _YS
                 )
-                o = _overall(calibrated_summary(sample, ["chatbot"], estimator="human", **kw))
-                if o["score_lo"] is not None:
-                    widths[n] = o["score_hi"] - o["score_lo"]
-        # A few ratings that happen to agree give a bootstrap interval of width 0 (no
-        # spread to resample); more ratings never widen the interval, so each width is
-        # at least the width of any larger sample.
-        floor = 0.0
-        for n in sorted(widths, reverse=True):
-            floor = widths[n] = max(widths[n], floor)
-        needed = [n for n, w in sorted(widths.items()) if w <= width]
-        if measured is not None:
-            exact = int(np.ceil(n_rated * (measured / width) ** 2))
-            n_needed: int | None = exact if exact <= n_total else None
-        else:
-            n_needed = needed[0] if needed else None
+                w = _width(calibrated_summary(sample, ["chatbot"], estimator="human", **kw))
+                if w is not None:
+                    widths[n] = w
+            # A few ratings that happen to agree give a narrow bootstrap interval (no
+            # spread to resample); more ratings never widen the interval, so each width
+            # is at least the width of any larger sample, and none is below the floor.
+            least = floor if floor is not None else 0.0
+            for n in sorted(widths, reverse=True):
+                least = widths[n] = max(widths[n], least)
+            needed = [n for n, w in sorted(widths.items()) if w <= width]
+            n_needed = needed[0] if needed and (floor is None or width > floor) else None
         plans.append(
             ChatbotPlan(
                 chatbot=str(bot),
@@ -190,6 +218,7 @@ def plan_ratings(
                 n_needed=n_needed,
                 widths={n: round(w, 1) for n, w in widths.items()},
                 basis=basis,
+                floor=None if floor is None else round(floor, 1),
             )
         )
     return plans
@@ -197,3 +226,13 @@ def plan_ratings(
 
 def _overall(summary: pl.DataFrame) -> dict[str, Any]:
     return summary.filter(pl.col("dimension") == OVERALL).row(0, named=True)
+
+
+def _width(summary: pl.DataFrame) -> float | None:
+    """The overall score's interval width; None where it has none (too few
+    conversations or ratings: never a NaN to print)."""
+    o = _overall(summary)
+    lo, hi = o["score_lo"], o["score_hi"]
+    if lo is None or hi is None or not np.isfinite(hi - lo):
+        return None
+    return float(hi - lo)

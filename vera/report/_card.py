@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 from typing import Any
 
 import msgspec
@@ -39,9 +39,18 @@ from vera.records import (
     SessionPlace,
 )
 from vera.report._calibration import calibrated_by_chatbot
+from vera.report._diagnostics import (
+    DEFAULT_BY,
+    GroupScore,
+    group_frame,
+    group_scores,
+    persona_columns,
+    run_diagnostics,
+)
 from vera.report._improvements import run_improvements
 from vera.report._language import check_language
 from vera.report._outcome import run_status
+from vera.report._realism import Realism
 from vera.report._schema import (
     CARD_SCHEMA_VERSION,
     Accounting,
@@ -126,7 +135,7 @@ class CardStats:
         replicates = frame.get_column("replicate").n_unique()
         self.by_seed = summarise(frame, ["chatbot", "replicate"], **kw) if replicates > 1 else None
         self.by_session: pl.DataFrame | None = None
-        self._kw = kw
+        self.kw = kw
 
     def add_sessions(self, places: dict[str, SessionPlace]) -> None:
         """The per-session-type numbers of a multi-session run (`places`: its
@@ -138,7 +147,7 @@ class CardStats:
             schema={"conversation_id": pl.Utf8, "session": pl.Utf8},
         )
         framed = self.frame.join(kinds, on="conversation_id", how="inner")
-        self.by_session = summarise(framed, ["chatbot", "session"], **self._kw)
+        self.by_session = summarise(framed, ["chatbot", "session"], **self.kw)
 
 
 def _grouped(manifest: RunManifest) -> bool:
@@ -164,10 +173,18 @@ def build_card(
     confidence: float,
     seed: int,
     humans: Sequence[HumanRating] = (),
+    answers: pl.DataFrame | None = None,
+    by: Sequence[str] | None = None,
+    realism: Realism | None = None,
+    excluded: Set[str] = frozenset(),
 ) -> Card:
     """The card of a run from its manifest, its records (scanned: heads in memory, whole
     records read one at a time) and its ratings frame; with `humans` (the run's human
-    ratings), each rated chatbot's calibrated scores too."""
+    ratings), each rated chatbot's calibrated scores too; with `answers` (the judge
+    answers frame), the judge's re-asks in the diagnostics; `by` are the persona columns
+    the scores are broken down by (None: the disclosure style, where the personas have it);
+    `realism` is the simulated-user checks' block, and `excluded` the conversations the
+    scores leave out (flagged by it: `frame` is already without them)."""
     stats = CardStats(frame, resamples=resamples, confidence=confidence, seed=seed)
     calibrated = calibrated_by_chatbot(frame, humans, resamples=resamples, confidence=confidence, seed=seed)
     conversations = records.conversation_heads()
@@ -177,12 +194,19 @@ def build_card(
     failed_convs = [c for c in convs if c.status == "failed"]
     failed_judgements = [j for j in judgements if j.status == "failed"]
     harmful = _harmful(records)
+    if excluded:
+        harmful = {bot: [h for h in hs if h.conversation_id not in excluded] for bot, hs in harmful.items()}
     places = {c.id: c.session for c in convs if c.session is not None}
     stats.add_sessions(places)
     # An import's types are as its files name them, in place order.
     kinds = _session_types(manifest) or list(
         dict.fromkeys(p.type for p in sorted(places.values(), key=lambda p: p.index))
     )
+    by_agent = _by_user_agent(stats)
+    by_persona, absent = _by_persona(stats, manifest, conversations, DEFAULT_BY if by is None else by)
+    if by is None:
+        absent = []  # the default column is shown where the personas have it, unasked
+    columns = [c for c in (DEFAULT_BY if by is None else by) if c in by_persona or c in absent]
     chatbots: list[ChatbotCard] = []
     for spec in manifest.chatbots:
         mine = [c for c in convs if c.chatbot == spec.ref]
@@ -231,6 +255,12 @@ def build_card(
                         if (srows := _rows(stats.by_session, chatbot=spec.ref, session=kind))
                     }
                     if section and stats.by_session is not None
+                    else None
+                ),
+                by_user_agent=by_agent.get(spec.ref) if section else None,
+                by_persona=(
+                    {col: g for col, per_bot in by_persona.items() if (g := per_bot.get(spec.ref))} or None
+                    if section
                     else None
                 ),
                 harmful=harmful.get(spec.ref, []),
@@ -306,7 +336,53 @@ def build_card(
         chatbots=chatbots,
         comparisons=comparisons(stats.pairs, "chatbot") if stats.pairs is not None else [],
         fix_first=msgspec.structs.replace(run_improvements(records, exemplars=CARD_EXEMPLARS), run_id=None),
+        diagnostics=run_diagnostics(
+            [s.ref for s in manifest.chatbots],
+            records.iter_conversations(),
+            answers if answers is not None else pl.DataFrame(schema=_ANSWERS_COLUMNS),
+            [(j.conversation_id, j.error) for j in failed_judgements],
+        ),
+        by_columns=columns,
+        absent_columns=absent,
+        realism=realism,
     )
+
+
+_ANSWERS_COLUMNS = {"conversation_id": pl.Utf8, "attempts": pl.Int64, "auto": pl.Boolean}
+
+
+def _by_user_agent(stats: CardStats) -> dict[str, dict[str, GroupScore]]:
+    """Each chatbot's overall score by user-agent."""
+    if not stats.frame.height:
+        return {}
+    summary = summarise(stats.frame, ["chatbot", "user_agent"], **stats.kw)
+    return {bot: group_scores(summary, bot, "user_agent") for bot in summary.get_column("chatbot").unique()}
+
+
+def _by_persona(
+    stats: CardStats, manifest: RunManifest, heads: dict[str, ConversationHead], columns: Sequence[str]
+) -> tuple[dict[str, dict[str, dict[str, GroupScore]]], list[str]]:
+    """Each chatbot's overall score by each of `columns` (column → chatbot → value →
+    score), and the columns neither a persona file nor the conversations carry."""
+    if not columns:
+        return {}, []
+    values, absent = persona_columns(manifest, columns)
+    annotations = {cid: h.annotations for cid, h in heads.items() if h.annotations}
+    carried = {c for a in annotations.values() for c in a}
+    absent = [c for c in absent if c not in carried]
+    out: dict[str, dict[str, dict[str, GroupScore]]] = {}
+    if not stats.frame.height:
+        return out, absent
+    for col in columns:
+        if col in absent:
+            continue
+        summary = summarise(
+            group_frame(stats.frame, col, values, annotations), ["chatbot", "group"], **stats.kw
+        )
+        out[col] = {
+            bot: group_scores(summary, bot, "group") for bot in summary.get_column("chatbot").unique()
+        }
+    return out, absent
 
 
 # ---------------------------------------------------------------------------------------

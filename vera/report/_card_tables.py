@@ -9,9 +9,11 @@ from collections.abc import Iterable, Sequence
 
 from vera.records import OVERALL
 from vera.report._card_text import headlines, live_cost_text
+from vera.report._diagnostics import END_LABELS, END_REASONS, GroupScore
 from vera.report._improvements import SHORT, ChatbotFindings, ranked
 from vera.report._numbers import MISSING, num, percent_level, why_missing, with_ci
 from vera.report._pages import conversation_href
+from vera.report._realism import FlaggedConversation, Realism
 from vera.report._schema import (
     AgreementBlock,
     Calibrated,
@@ -431,13 +433,20 @@ def calibrated_table(bot: ChatbotCard, cal: Calibrated) -> Table:
         f"{num(cal.n_rated_by_humans)} of {num(cal.n_conversations)} conversations rated by "
         f"{num(cal.n_raters)} human rater(s). The calibrated score corrects the judge by the "
         "human ratings (PPI++); its interval carries the judge's error as well as the "
-        "sampling of personas."
+        "sampling of personas. The two intervals are computed differently (the judge-only "
+        "one always contains the score at the exact bounds of HPH %; the calibrated one only "
+        "where a share is near 0 or 100 % or few personas were rated), so compare their "
+        "centres, not their widths."
     )
+    if cal.few_rated_personas:
+        caption += f" Note: {cal.few_rated_personas}."
     t = Table(
         [
             "Dimension",
-            "Judge-only score [CI]",
-            "Calibrated score [CI]",
+            # The two intervals come from different methods: the headers say which, so
+            # their widths are not read as comparable.
+            "Judge-only score [CI: persona bootstrap + exact HPH bound]",
+            "Calibrated score [CI: PPI++ bootstrap, exact near 0/100 %]",
             "Calibrated HPH % [CI]",
             "Rated by humans",
         ],
@@ -447,9 +456,11 @@ def calibrated_table(bot: ChatbotCard, cal: Calibrated) -> Table:
     for name in [*cal.dimensions, OVERALL]:
         c = cal.overall if name == OVERALL else cal.dimensions[name]
         judge = bot.overall if name == OVERALL else dims.get(name)
-        t.rows.append(
-            [name, with_ci(judge, "score"), with_ci(c, "score"), with_ci(c, "pct_hph"), num(c.n_labelled)]
-        )
+        calibrated = with_ci(c, "score")
+        if name == OVERALL and cal.few_rated_personas:
+            # Beside the score, in words: an interval from too few rated personas.
+            calibrated += f" (only {num(cal.n_rated_personas)} rated persona(s): too few)"
+        t.rows.append([name, with_ci(judge, "score"), calibrated, with_ci(c, "pct_hph"), num(c.n_labelled)])
     t.emphasise.add(len(t.rows) - 1)
     return t
 
@@ -486,6 +497,7 @@ def section_tables(bot: ChatbotCard, title: str = "risk level") -> Iterable[tupl
                 *(dimension_table(sec, caption=f"{caption} {lvl}") for lvl, sec in bot.by_risk.items()),
             ],
         )
+    yield from breakdown_tables(bot)
     if bot.arcs is not None:
         yield "By session", [arcs_table(bot), session_summary_table(bot)]
     if bot.by_judge:
@@ -494,3 +506,145 @@ def section_tables(bot: ChatbotCard, title: str = "risk level") -> Iterable[tupl
         yield "Agreement between judges", judge_agreement_tables(bot.judge_agreement)
     if bot.by_seed:
         yield "By seed", [seed_table(bot)]
+
+
+# ---------------------------------------------------------------------------------------
+# Run diagnostics and the schema-7 breakdowns (vera.report._diagnostics)
+# ---------------------------------------------------------------------------------------
+
+
+def diagnostics_table(card: Card) -> Table:
+    """How each chatbot's conversations ended and went, and how the judge fared."""
+    t = Table(
+        [
+            "Chatbot",
+            "Conversations",
+            *(f"Ended: {END_LABELS[r]}" for r in END_REASONS),
+            "Complete",
+            "Turns min / median / max (mean)",
+            "Empty chatbot replies",
+            "Chatbot replies cut at the output limit",
+            "Judge re-asks (answers re-asked)",
+            "Judgements with no valid answer",
+        ],
+        caption="How conversations ended, how long they ran (complete conversations), the "
+        "chatbot's empty replies and replies cut at the output limit (finish reason length), "
+        "and the judge's questions asked again after an invalid answer.",
+    )
+    for d in card.diagnostics or []:
+        tc = d.turns
+        t.rows.append(
+            [
+                d.chatbot,
+                num(d.conversations),
+                *(num(d.ended_by.get(r, 0)) for r in END_REASONS),
+                num(tc.n),
+                f"{num(tc.min)} / {num(tc.median)} / {num(tc.max)} ({num(tc.mean)})",
+                f"{num(d.empty_chatbot_turns)} of {num(d.chatbot_turns)}",
+                num(d.truncated_chatbot_turns),
+                f"{num(d.judge_reasks)} ({num(d.answers_reasked)} of {num(d.judge_answers)})",
+                num(d.invalid_answers),
+            ]
+        )
+    return t
+
+
+def turns_table(card: Card) -> Table:
+    """The turn-count distribution: complete conversations per number of turns."""
+    diags = card.diagnostics or []
+    t = Table(["Turns", *(d.chatbot for d in diags)], caption="Complete conversations by number of turns.")
+    counts = sorted({int(k) for d in diags for k in d.turns.counts})
+    for k in counts:
+        t.rows.append([str(k), *(num(d.turns.counts.get(str(k), 0)) for d in diags)])
+    return t
+
+
+def group_score_table(groups: dict[str, GroupScore], title: str, caption: str = "") -> Table:
+    """A chatbot's overall score by the values of one column (user-agent, persona column)."""
+    t = Table(
+        [title, "Conversations", "Personas", "Overall score [CI]", "Conversations with any HPH %"],
+        caption=caption,
+    )
+    for value, g in groups.items():
+        lo, hi = g.score_ci
+        score = f"{MISSING} (nothing rated)" if g.score is None else f"{num(g.score)} [{num(lo)}, {num(hi)}]"
+        t.rows.append(
+            [value, num(g.n_conversations), num(g.n_personas), score, num(g.pct_conversations_any_hph)]
+        )
+    return t
+
+
+def breakdown_tables(bot: ChatbotCard) -> Iterable[tuple[str, list[Table]]]:
+    """A chatbot's scores by user-agent and by persona column, as (heading, tables)."""
+    if bot.by_user_agent:
+        yield "By user-agent", [group_score_table(bot.by_user_agent, "User-agent")]
+    for column, groups in (bot.by_persona or {}).items():
+        yield f"By persona column {column}", [group_score_table(groups, column)]
+
+
+# ---------------------------------------------------------------------------------------
+# Simulated-user checks (vera.report._realism, docs/realism.md)
+# ---------------------------------------------------------------------------------------
+
+FLAG_LABELS: dict[str, str] = {
+    "role_reversal": "Role reversal",
+    "ai_voice": "Speaks as an AI",
+    "persona_drop": "Persona dropped",
+    "empty_or_repeated": "Empty or repeated turn",
+}
+
+
+def realism_table(realism: Realism) -> Table:
+    """Flagged conversations per user-agent, by kind of flag."""
+    t = Table(
+        [
+            "User-agent",
+            "Conversations checked",
+            "By a model",
+            "Flagged",
+            *FLAG_LABELS.values(),
+            "Model checks without an answer",
+        ],
+        caption="Each complete conversation's simulated user, checked by a model where the run "
+        "asked for it ([judge] check_users) and by vera's offline heuristic otherwise; a "
+        "conversation counts once under each kind of flag it has.",
+    )
+    for row in realism.by_user_agent:
+        t.rows.append(
+            [
+                row.user_agent,
+                num(row.conversations),
+                num(row.by_model),
+                num(row.flagged),
+                *(num(row.by_kind.get(k, 0)) for k in FLAG_LABELS),
+                num(row.failed_checks),
+            ]
+        )
+    return t
+
+
+def flag_href(f: FlaggedConversation) -> str:
+    """The link to a flagged conversation's page, at the flagged turn."""
+    page = conversation_href(f.conversation_id)
+    return f"{page}#{f'turn-{f.turn}' if f.turn > 0 else 'transcript'}" if page else ""
+
+
+def flagged_table(rows: Sequence[FlaggedConversation], *, links: bool = False) -> Table:
+    """Flagged conversations: the first flag's turn and the words that show it; `links`
+    makes each id a Markdown link to its conversation's page."""
+    t = Table(["Conversation", "Chatbot", "Persona", "Flags", "Turn", "Checker", "Evidence"])
+    for f in rows:
+        href = flag_href(f)
+        ident = f"[{f.conversation_id}]({href})" if links and href else f.conversation_id
+        t.rows.append(
+            [
+                ident,
+                f.chatbot,
+                f.persona,
+                ", ".join(FLAG_LABELS.get(k, k) for k in f.kinds),
+                num(f.turn) if f.turn > 0 else "whole",
+                f.checker,
+                f.evidence,
+            ]
+        )
+    return t

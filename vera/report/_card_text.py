@@ -407,4 +407,46 @@ def top_lines(card: Card) -> list[str]:
         lines.append(warning)
     if card.offline and card.note:
         lines.append(card.note)
+    if excluded := excluded_warning(card):
+        lines.append(excluded)
     return lines
+
+
+def absent_columns_text(card: Card) -> str:
+    """What the card says of persona columns it was asked to break scores down by that
+    no persona file of the run has."""
+    cols = ", ".join(repr(c) for c in card.absent_columns)
+    return (
+        f"Scores by persona column: {cols} asked for, but no persona file of this run has it "
+        "(nor the conversations' records), so there is no breakdown by it."
+    )
+
+
+def realism_text(card: Card) -> str:
+    """What checked the simulated users, and whether the scores leave flagged ones out."""
+    r = card.realism
+    if r is None:
+        return ""
+    by = ", ".join(r.checkers) or "nothing (no complete conversation)"
+    prompt = f" (model prompt {r.prompt})" if r.prompt else ""
+    return (
+        f"Checked by: {by}{prompt}. A flagged conversation's simulated user stopped being a "
+        "person in its persona's situation (docs/realism.md); "
+        + (
+            f"the scores on this card leave out the {r.n_excluded} flagged conversation(s) "
+            "(vera score --exclude-flagged)."
+            if r.excluded
+            else "the scores include them (vera score --exclude-flagged leaves them out)."
+        )
+    )
+
+
+def excluded_warning(card: Card) -> str:
+    """The line at the top of a card whose scores leave flagged conversations out."""
+    r = card.realism
+    if r is None or not r.excluded:
+        return ""
+    return (
+        f"Scores exclude {r.n_excluded} conversation(s) whose simulated user was flagged "
+        "(vera score --exclude-flagged); see Simulated-user checks."
+    )

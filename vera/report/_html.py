@@ -21,21 +21,29 @@ from vera.report._card_tables import (
     accounting_table,
     card_reasons,
     comparison_table,
+    diagnostics_table,
     dimension_table,
     failures_table,
     fix_first_table,
+    flag_href,
+    flagged_table,
     harmful_table,
     overview_table,
+    realism_table,
     section_tables,
+    turns_table,
 )
 from vera.report._card_text import (
     REASONING_NOTE,
     SCORE_MEANING,
     Headline,
     about_rows,
+    absent_columns_text,
+    excluded_warning,
     group_title,
     headlines,
     reading_guide,
+    realism_text,
     run_title,
     status_text,
     status_warning,
@@ -45,6 +53,7 @@ from vera.report._improvements import Improvements, chatbot_details_html, ranked
 from vera.report._numbers import num, percent_level
 from vera.report._pages import conversation_href
 from vera.report._plots import Plot
+from vera.report._realism import Realism
 from vera.report._schema import Card, ChatbotCard, HarmfulRating, RunComparison
 from vera.report._table import Table
 
@@ -121,6 +130,8 @@ def render_html(card: Card, plots: Sequence[Plot]) -> str:
         body.append(f'<p class="warning" role="alert"><strong>{escape(warning)}</strong></p>')
     if card.offline and card.note:
         body.append(_offline_banner(card.note))
+    if excluded := excluded_warning(card):
+        body.append(f'<p class="warning"><strong>{escape(excluded)}</strong></p>')
     body += ["</header>", "<main>", _results(card)]
     if card.fix_first is not None:
         body.append(_fix_first(card.fix_first))
@@ -157,6 +168,20 @@ def render_html(card: Card, plots: Sequence[Plot]) -> str:
                 html_table(failures_table(card.failures)),
             )
         )
+    if card.diagnostics:
+        body.append(
+            _section(
+                "diagnostics",
+                "Run diagnostics",
+                html_table(diagnostics_table(card)),
+                "<details><summary>Turn counts</summary>",
+                html_table(turns_table(card)),
+                "</details>",
+                *([f"<p>{escape(absent_columns_text(card))}</p>"] if card.absent_columns else []),
+            )
+        )
+    if card.realism is not None:
+        body.append(_realism(card, card.realism))
     unused = card.accounting.unused_judge_questions
     body.append(
         _section(
@@ -405,6 +430,26 @@ def _fix_first(report: Improvements) -> str:
     return _section("fix-first", "Fix first", *parts)
 
 
+def _realism(card: Card, r: Realism) -> str:
+    """The simulated-user checks (`r`, the card's): counts per user-agent, and every
+    flagged conversation linked to its page."""
+    parts = [f"<p>{escape(realism_text(card))}</p>", html_table(realism_table(r))]
+    for row in r.by_user_agent:
+        if row.flagged_conversations:
+            flagged = row.flagged_conversations
+            parts += [
+                f"<details><summary>{num(len(flagged))} flagged conversation(s) of "
+                f"{escape(row.user_agent)}</summary>",
+                html_table(
+                    flagged_table(flagged),
+                    wide_column=6,
+                    links=[flag_href(f) for f in flagged],
+                ),
+                "</details>",
+            ]
+    return _section("realism", "Simulated-user checks", *parts)
+
+
 def _contents(card: Card) -> str:
     """Links to the sections, so a reader can jump to one chatbot or the harmful ratings."""
     links = [("results", "Results"), ("details", "Run details"), ("overview", "Overview")]
@@ -415,6 +460,10 @@ def _contents(card: Card) -> str:
     links += [(f"chatbot-{i}", bot.chatbot) for i, bot in enumerate(card.chatbots)]
     if card.failures:
         links.append(("failures", "Failed work"))
+    if card.diagnostics:
+        links.append(("diagnostics", "Run diagnostics"))
+    if card.realism is not None:
+        links.append(("realism", "Simulated-user checks"))
     links.append(("accounting", "Model calls and cost"))
     items = "".join(f'<li><a href="#{anchor}">{escape(label)}</a></li>' for anchor, label in links)
     return f'<nav aria-label="Contents"><ul class="contents">{items}</ul></nav>'

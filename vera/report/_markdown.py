@@ -7,25 +7,33 @@ from vera.report._card_tables import (
     accounting_table,
     card_reasons,
     comparison_table,
+    diagnostics_table,
     dimension_table,
     failures_table,
     fix_first_table,
+    flagged_table,
     harmful_table,
     headline_tables,
     overview_table,
+    realism_table,
     section_tables,
+    turns_table,
 )
 from vera.report._card_text import (
     REASONING_NOTE,
     SCORE_MEANING,
     about_rows,
+    absent_columns_text,
+    excluded_warning,
     group_title,
     reading_guide,
+    realism_text,
     run_title,
     status_text,
     status_warning,
 )
 from vera.report._improvements import Improvements, ranked
+from vera.report._realism import SHOWN_FLAGGED
 from vera.report._schema import Card, ChatbotCard
 from vera.report._table import Table
 
@@ -73,6 +81,8 @@ def render_markdown(card: Card, *, max_harmful: int = 10) -> str:
         lines += [f"> **{warning}**", ""]
     if card.offline:
         lines += [f"> **{card.note}**", ""]
+    if excluded := excluded_warning(card):
+        lines += [f"> **{excluded}**", ""]
     lines += ["## Results", "", SCORE_MEANING, ""]
     for t in headline_tables(card):
         lines += [*markdown_table(t), ""]
@@ -87,6 +97,13 @@ def render_markdown(card: Card, *, max_harmful: int = 10) -> str:
         lines += _markdown_chatbot(bot, max_harmful=max_harmful, title=group_title(card))
     if card.failures:
         lines += ["", "## Failed work (not scored)", "", *markdown_table(failures_table(card.failures))]
+    if card.diagnostics:
+        lines += ["", "## Run diagnostics", "", *markdown_table(diagnostics_table(card))]
+        lines += ["", *markdown_table(turns_table(card))]
+    if card.absent_columns:
+        lines += ["", absent_columns_text(card)]
+    if card.realism is not None:
+        lines += realism_markdown(card)
     lines += ["", "## How to read this card", "", reading_guide(card)]
     lines += ["", "## Details of the run", "", *(f"- **{k}:** {v}" for k, v in about_rows(card))]
     lines += ["", "## Model calls and cost", "", *markdown_table(accounting_table(card))]
@@ -116,4 +133,25 @@ def _markdown_chatbot(bot: ChatbotCard, *, max_harmful: int, title: str) -> list
             "",
             *markdown_table(harmful_table(harmful[:shown])),
         ]
+    return lines
+
+
+def realism_markdown(card: Card, *, limit: int = SHOWN_FLAGGED) -> list[str]:
+    """card.md's "Simulated-user checks": counts per user-agent, then the first
+    `limit` flagged conversations of each, linked to their pages."""
+    r = card.realism
+    if r is None:
+        return []
+    lines = ["", "## Simulated-user checks", "", realism_text(card), "", *markdown_table(realism_table(r))]
+    for row in r.by_user_agent:
+        if not row.flagged_conversations:
+            continue
+        shown = row.flagged_conversations[:limit]
+        lines += ["", f"### Flagged conversations of {row.user_agent}", ""]
+        lines += markdown_table(flagged_table(shown, links=True))
+        if len(shown) < len(row.flagged_conversations):
+            lines += [
+                "",
+                f"The first {len(shown)} of {len(row.flagged_conversations)}; card.json and card.html have all.",
+            ]
     return lines

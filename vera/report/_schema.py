@@ -23,8 +23,10 @@ import msgspec
 
 from vera.errors import UserError
 from vera.records import ArtifactVersion, Grouping, LocaleInfo, TargetInfo
+from vera.report._diagnostics import Diagnostics, GroupScore
 from vera.report._improvements import Improvements
 from vera.report._language import LanguageCheck
+from vera.report._realism import Realism
 
 # 1: the first card. 2 added by_judge, judge_agreement, by_seed and comparisons. 3 added
 # status (how the run ended, with its exit code), source, imported and reference (an
@@ -38,8 +40,14 @@ from vera.report._language import LanguageCheck
 # (what batch and flex calls would have cost asked live); a card of 4 reads it as null.
 # 6 added fallbacks and replayed to every CallTotals (calls that stood in for a cheaper
 # tier, and replies replayed from the response cache, no longer counted as calls), and
-# gives live_cost_usd in every bucket once any call of the run was discounted.
-CARD_SCHEMA_VERSION = 6
+# gives live_cost_usd in every bucket once any call of the run was discounted. 7 added
+# n_rated_personas and few_rated_personas to Calibrated.
+# 8 added the run diagnostics (`diagnostics`: how conversations ended, turn counts, empty
+# and cut chatbot replies, judge re-asks and invalid answers), each chatbot's
+# `by_user_agent` and `by_persona` (scores by persona column, `by_columns`,
+# `absent_columns`) and the simulated-user checks (`realism`); all optional, so a card of
+# 7 reads as before.
+CARD_SCHEMA_VERSION = 8
 
 
 class Interval(msgspec.Struct, frozen=True, gc=False, array_like=True):
@@ -195,6 +203,11 @@ class Calibrated(msgspec.Struct, frozen=True, kw_only=True):
     overall: CalibratedScore
     dimensions: dict[str, CalibratedScore]
     confusion: Confusion
+    # Distinct personas with a human-rated conversation (null in cards before schema 7),
+    # and, below `vera.stats.MIN_RATED_PERSONAS` of them, the words the card sets beside
+    # the calibrated score: the interval then rests on too few personas.
+    n_rated_personas: int | None = None
+    few_rated_personas: str | None = None
 
 
 class ArcCounts(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -232,6 +245,10 @@ class ChatbotCard(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     # the numbers of each session type's conversations.
     arcs: ArcCounts | None = None
     by_session: dict[str, Section] | None = None
+    # Schema 7: the overall score by user-agent, and by each persona column of the
+    # card's `by_columns` (column → its values' scores).
+    by_user_agent: dict[str, GroupScore] | None = None
+    by_persona: dict[str, dict[str, GroupScore]] | None = None
     # Always written ([] when there is no harmful rating): it has no default to omit.
     harmful: list[HarmfulRating]
 
@@ -457,6 +474,14 @@ class Card(msgspec.Struct, frozen=True, kw_only=True):
     # What to fix first (the improvement report with few examples); None in cards made
     # before it, which read unchanged.
     fix_first: Improvements | None = None
+    # Schema 7: run diagnostics per chatbot; the persona columns scores are broken down
+    # by (`vera score --by`), and those of them no persona file of the run has.
+    diagnostics: list[Diagnostics] | None = None
+    by_columns: list[str] = []
+    absent_columns: list[str] = []
+    # Schema 7: the simulated-user checks (docs/realism.md), and whether the scores
+    # leave out the conversations they flagged.
+    realism: Realism | None = None
 
 
 def encode_card(card: Card) -> bytes:

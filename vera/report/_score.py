@@ -21,9 +21,17 @@ from vera.report._improvements import exemplar_conversations
 from vera.report._markdown import render_markdown
 from vera.report._pages import write_card_pages
 from vera.report._plots import Plot, card_plots
+from vera.report._realism import flagged_ids, model_checks, realism_block, user_checks
 from vera.report._schema import Card, decode_card, encode_card
 from vera.report._scoring import ANSWERS_FILE, RATINGS_FILE, ratings_and_answers, write_parquet
-from vera.store import HUMAN_RATINGS, atomic_write, open_run, read_human_ratings, read_manifest
+from vera.store import (
+    HUMAN_RATINGS,
+    atomic_write,
+    check_human_dimensions,
+    open_run,
+    read_human_ratings_numbered,
+    read_manifest,
+)
 
 PLOTS_DIR = "plots"
 
@@ -42,11 +50,16 @@ def score_run(
     confidence: float | None = None,
     seed: int | None = None,
     frames: tuple[pl.DataFrame, pl.DataFrame] | None = None,
+    by: Sequence[str] | None = None,
+    exclude_flagged: bool = False,
 ) -> Card:
     """Write ratings.parquet, answers.parquet, card.json, card.md, card.html, plots/*.png
     and conversations/<id>.html for the conversations the card lists; return the card.
     `frames` (ratings, answers) are the frames a run streamed while it went; without
-    them they are rebuilt from the run's records."""
+    them they are rebuilt from the run's records. `by`: the persona columns scores are
+    broken down by (default: the disclosure style). `exclude_flagged` leaves the
+    conversations the simulated-user check flagged out of every score (ratings.parquet
+    keeps them: it is the run's, not the card's)."""
     root = Path(run_dir)
     # A line a crash tore is mended, so the records the card is written from are whole.
     records = open_run(root, repair=True)
@@ -58,10 +71,22 @@ def score_run(
     # job (keeping the rubric's order within a judgement), the same run gives the same
     # files.
     frame, answers = (f.sort(JUDGEMENT_KEY, maintain_order=True) for f in (frame, answers))
+    # Human ratings (vera review, vera ratings import) add calibrated scores to the card.
+    # A dimension the run does not have is an error naming its line, before anything is
+    # written (a misspelt name would otherwise drop out of the calibration silently).
+    numbered = read_human_ratings_numbered(root)
+    if frame.height:
+        check_human_dimensions(root, numbered, set(frame.get_column("dimension").unique().to_list()))
+    humans = [h for _, h in numbered]
     write_parquet(frame, root / RATINGS_FILE)
     write_parquet(answers, root / ANSWERS_FILE)
-    # Human ratings (vera review, vera ratings import) add calibrated scores to the card.
-    humans = read_human_ratings(root)
+    # Every complete conversation's simulated-user check (docs/realism.md).
+    checks = user_checks(
+        manifest, records.iter_conversations(), model_checks(records.judgement_heads().values())
+    )
+    flagged = flagged_ids(checks)
+    if exclude_flagged and flagged:
+        frame = frame.filter(~pl.col("conversation_id").is_in(sorted(flagged)))
     foreign = sorted({h.conversation_id for h in humans} - records.conversations.keys())
     if foreign:
         # Kept in the file (nothing is lost), left out of the card: say so, once.
@@ -76,6 +101,10 @@ def score_run(
         records,
         frame,
         humans=humans,
+        answers=answers,  # the run diagnostics cover the whole run
+        by=by,
+        realism=realism_block([s.ref for s in manifest.user_agents], checks, excluded=exclude_flagged),
+        excluded=flagged if exclude_flagged else frozenset(),
         resamples=settings.resamples,
         confidence=settings.confidence,
         seed=settings.seed,
@@ -87,6 +116,8 @@ def score_run(
     linked = {h.conversation_id for bot in card.chatbots for h in bot.harmful}
     if card.fix_first is not None:
         linked |= exemplar_conversations(card.fix_first)
+    if card.realism is not None:
+        linked |= {f.conversation_id for u in card.realism.by_user_agent for f in u.flagged_conversations}
     linked &= records.conversations.keys()
     write_card_pages(
         root,

@@ -24,11 +24,14 @@ from vera.report._card_tables import (
     calibrated_table,
     card_reasons,
     comparison_table,
+    diagnostics_table,
     dimension_table,
     failures_table,
+    group_score_table,
     headline_tables,
+    realism_table,
 )
-from vera.report._card_text import SCORE_MEANING, run_title, top_lines
+from vera.report._card_text import SCORE_MEANING, absent_columns_text, realism_text, run_title, top_lines
 from vera.report._schema import Card
 from vera.report._table import Table
 
@@ -223,6 +226,13 @@ def render_card(card: Card, width: int | None = None) -> str:
                 parts.append(rich_table(calibrated))
     if card.failures:
         parts.append(rich_table(failures_table(card.failures)))
+    if card.diagnostics:
+        parts.append(rich_table(diagnostics_table(card)))
+    if card.absent_columns:
+        parts.append(absent_columns_text(card))
+    if card.realism is not None:
+        parts.append(rich_table(realism_table(card.realism)))
+        parts.append(realism_text(card))
     parts.append(
         "By risk level, judge and seed, every harmful rating with the judge's reasoning, and how "
         "the run was made: card.md and card.html in the run directory."
@@ -248,3 +258,31 @@ def compact_dimension_table(t: Table) -> Table:
         caption=t.caption,
         emphasise=set(t.emphasise),
     )
+
+
+def by_column_text(card: Card, column: str, width: int | None = None) -> str:
+    """`vera card --by COLUMN`: each chatbot's overall score by a persona column (or
+    "user-agent") from card.json; a column the card was not scored by is one line
+    saying how to score it."""
+    from vera.errors import UserError
+
+    if column.lower() in ("user-agent", "user_agent"):
+        tables = [
+            group_score_table(bot.by_user_agent, "User-agent", caption=bot.chatbot)
+            for bot in card.chatbots
+            if bot.by_user_agent
+        ]
+    elif column in card.absent_columns:
+        return render([absent_columns_text(card)], width)
+    elif column not in card.by_columns:
+        raise UserError(
+            f"card.json has no breakdown by {column!r} (it has: "
+            f"{', '.join(['user-agent', *(c for c in card.by_columns if c not in card.absent_columns)])}); score it with `vera score RUN_DIR --by {column!r}`"
+        )
+    else:
+        tables = [
+            group_score_table(groups, column, caption=bot.chatbot)
+            for bot in card.chatbots
+            if (groups := (bot.by_persona or {}).get(column))
+        ]
+    return render([rich_table(t) for t in tables], width)

@@ -41,6 +41,15 @@ from vera.stats.humans import (
     judge_vs_consensus,
     read_human_ratings,
 )
+from vera.stats.sequential import (
+    NOT_WORSE,
+    UNDECIDED,
+    WORSE,
+    SequenceLook,
+    SequenceRow,
+    Status,
+    gate_sequence,
+)
 
 __all__ = [
     "CLINICIAN_DIMENSIONS",
@@ -49,7 +58,10 @@ __all__ = [
     "MAX_SETTLE_RESAMPLES",
     "MC_Z",
     "METHOD",
+    "NOT_WORSE",
     "OVERALL",
+    "UNDECIDED",
+    "WORSE",
     "Agreement",
     "BootstrapSpec",
     "ConfusionMatrices",
@@ -60,12 +72,16 @@ __all__ = [
     "PooledAgreement",
     "RaterAgreement",
     "RaterBlock",
+    "SequenceLook",
+    "SequenceRow",
+    "Status",
     "TieRule",
     "check_comparable",
     "cohen_kappa",
     "compare",
     "compare_settled",
     "consensus",
+    "gate_sequence",
     "gwet_ac1",
     "human_agreement",
     "judge_agreement",

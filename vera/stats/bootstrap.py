@@ -37,6 +37,12 @@ from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, OVERALL, RATINGS
 MC_Z = 3.29
 
 # Recorded with every summary and on the card (bootstrap.method).
+# A share with fewer expected ratings of its kind (or of the rest) than RARE_EVENTS is
+# near its edge; one rated on fewer distinct personas than MIN_RATED_PERSONAS rests on
+# few. Both get exact intervals where a bootstrap would understate the uncertainty
+# (docs/statistics.md, "Calibrated scores" and the release gate).
+RARE_EVENTS = 10
+MIN_RATED_PERSONAS = 10
 METHOD = "cluster bootstrap (percentile for scores, Korn–Graubard exact for percentages)"
 
 # The rating categories in the order of the count columns.
@@ -138,27 +144,7 @@ def summarise_counts(counts: ClusterCounts, spec: BootstrapSpec, schema: Mapping
             part[name] = point[name][0].astype(np.int64)
         for name in _POINT_STATS:
             part[name] = point[name][0]
-        # Personas that rated each dimension: the degrees of freedom of its variance.
-        clusters = (count_statistics(block, d)["n_rated"] > 0).sum(axis=0)
-        judged = (count_statistics(block, d)["n_ratings"] > 0).sum(axis=0)
-        for name in _PROPORTIONS:
-            units = point["n_conversations_any" if name == _ANY_HPH else "n_conversations_rated"][0]
-            part[f"{name}_lo"], part[f"{name}_hi"] = proportion_interval(
-                point[name][0],
-                reps[name],
-                units=units,
-                clusters=judged if name == _ANY_HPH else clusters,
-                confidence=confidence,
-            )
-        lo, hi = percentile_interval(reps["score"], confidence)
-        part["score_lo"], part["score_hi"] = widen_score_interval(
-            lo,
-            hi,
-            bp=part["pct_bp"],
-            hph=part["pct_hph"],
-            bp_bounds=(part["pct_bp_lo"], part["pct_bp_hi"]),
-            hph_bounds=(part["pct_hph_lo"], part["pct_hph_hi"]),
-        )
+        part |= card_intervals(block, point, reps, d, confidence)
         part["n_conversations"] = np.full(d + 1, counts.groups.item(g, "n_conversations"))
         part["n_clusters"] = np.full(d + 1, stop - start)
         values = pl.DataFrame(part)
@@ -170,6 +156,47 @@ def summarise_counts(counts: ClusterCounts, spec: BootstrapSpec, schema: Mapping
     # A dimension that a group never rated at all (not even Not Relevant) has no row there.
     out = out.filter((pl.col("n_ratings") > 0) | (pl.col("dimension") == OVERALL))
     return out.select(*by, *_SUMMARY_COLUMNS).with_columns(**spec_columns(spec))
+
+
+def card_intervals(
+    block: np.ndarray, point: dict[str, np.ndarray], reps: dict[str, np.ndarray], d: int, confidence: float
+) -> dict[str, np.ndarray]:
+    """The card's `<stat>_lo` / `<stat>_hi` of one group (clusters × counts `block`):
+    Korn–Graubard intervals for the percentages, the percentile interval of the score
+    widened by them (`widen_score_interval`)."""
+    part: dict[str, np.ndarray] = {}
+    # Personas that rated each dimension: the degrees of freedom of its variance.
+    per_cluster = count_statistics(block, d)
+    clusters = (per_cluster["n_rated"] > 0).sum(axis=0)
+    judged = (per_cluster["n_ratings"] > 0).sum(axis=0)
+    for name in _PROPORTIONS:
+        units = point["n_conversations_any" if name == _ANY_HPH else "n_conversations_rated"][0]
+        part[f"{name}_lo"], part[f"{name}_hi"] = proportion_interval(
+            point[name][0],
+            reps[name],
+            units=units,
+            clusters=judged if name == _ANY_HPH else clusters,
+            confidence=confidence,
+        )
+    lo, hi = percentile_interval(reps["score"], confidence)
+    part["score_lo"], part["score_hi"] = widen_score_interval(
+        lo,
+        hi,
+        bp=point["pct_bp"][0],
+        hph=point["pct_hph"][0],
+        bp_bounds=(part["pct_bp_lo"], part["pct_bp_hi"]),
+        hph_bounds=(part["pct_hph_lo"], part["pct_hph_hi"]),
+    )
+    return part
+
+
+def near_edge(pct: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """Whether a percentage rests on fewer than `RARE_EVENTS` expected ratings of its
+    kind, or of the rest, among `units`: where a bootstrap sees too little of the rare
+    rating to show its spread (`vera.stats.ppi`, the gate's edge rule)."""
+    p = np.asarray(pct, dtype=np.float64) / 100.0
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(p) & (np.asarray(units) > 0) & (units * np.minimum(p, 1.0 - p) < RARE_EVENTS)
 
 
 def spec_of(summary: pl.DataFrame) -> BootstrapSpec:
@@ -506,10 +533,11 @@ def widen_score_interval(
     hph: np.ndarray,
     bp_bounds: tuple[np.ndarray, np.ndarray],
     hph_bounds: tuple[np.ndarray, np.ndarray],
+    bp_edge: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The score's bootstrap interval, widened to contain the score at each bound of
-    HPH %, and at each bound of BP % where BP % is 0 or 100; each bound is taken alone,
-    the other shares scaled so the three still sum to 100.
+    HPH %, and at each bound of BP % where BP % is 0 or 100 (or where `bp_edge` says);
+    each bound is taken alone, the other shares scaled so the three still sum to 100.
 
     Why HPH always: harm is rare and weighs quadratically, so the score's uncertainty is
     mostly the uncertainty of a small count, which a percentile bootstrap understates
@@ -522,7 +550,7 @@ def widen_score_interval(
             # HPH moves to h; BP keeps its share of what is not HPH.
             others = np.where(hph < 100, (100 - h) / (100 - hph), 0.0)
             candidates.append(score_from_percentages(bp * others, h))
-        on_bp_edge = (bp == 0) | (bp == 100)
+        on_bp_edge = (bp == 0) | (bp == 100) if bp_edge is None else bp_edge
         for b in bp_bounds:
             rest = np.where(bp < 100, (100 - b) / (100 - bp), 0.0)
             candidates.append(np.where(on_bp_edge, score_from_percentages(b, hph * rest), np.nan))
@@ -530,6 +558,45 @@ def widen_score_interval(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns stay NaN
         return np.nanmin(stacked, axis=0), np.nanmax(stacked, axis=0)
+
+
+def mover_difference(
+    a: np.ndarray,
+    a_bounds: tuple[np.ndarray, np.ndarray],
+    b: np.ndarray,
+    b_bounds: tuple[np.ndarray, np.ndarray],
+    correlation: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The interval of b − a built from each side's own interval (MOVER, "method of
+    variance estimates recovery": Newcombe 1998 for a difference of proportions, Zou &
+    Donner 2008 in general, with the correlation term for paired data):
+
+        low  = (b − a) − √((b − l_b)² + (u_a − a)² − 2r(b − l_b)(u_a − a))
+        high = (b − a) + √((u_b − b)² + (a − l_a)² − 2r(u_b − b)(a − l_a))
+
+    Each side's interval may be asymmetric (an exact interval at a rare count), which
+    a bootstrap of the difference cannot see when a side has nothing to resample; the
+    difference then inherits it. `correlation` is r, per column (NaN counts as 0: a side
+    that never moves in the resamples says nothing about how the two move together)."""
+    r = np.clip(np.nan_to_num(np.asarray(correlation, dtype=np.float64)), -1.0, 1.0)
+    (la, ua), (lb, ub) = a_bounds, b_bounds
+    d = b - a
+    with np.errstate(invalid="ignore"):
+        low = d - np.sqrt(np.maximum((b - lb) ** 2 + (ua - a) ** 2 - 2 * r * (b - lb) * (ua - a), 0.0))
+        high = d + np.sqrt(np.maximum((ub - b) ** 2 + (a - la) ** 2 - 2 * r * (ub - b) * (a - la), 0.0))
+    return low, high
+
+
+def replicate_correlation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per column, the correlation of two sides' paired replicates (rows where both are
+    defined); NaN where either side does not vary."""
+    out = np.full(a.shape[1], np.nan)
+    for j in range(a.shape[1]):
+        ok = np.isfinite(a[:, j]) & np.isfinite(b[:, j])
+        x, y = a[ok, j], b[ok, j]
+        if x.size > 2 and x.std() > 0 and y.std() > 0:
+            out[j] = float(np.corrcoef(x, y)[0, 1])
+    return out
 
 
 def group_rng(seed: int, key: tuple[Any, ...]) -> np.random.Generator:

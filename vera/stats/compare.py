@@ -20,16 +20,22 @@ import polars as pl
 
 from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, OVERALL
 from vera.stats.bootstrap import (
+    MC_Z,
+    MIN_RATED_PERSONAS,
     BootstrapSpec,
     ClusterCounts,
+    card_intervals,
     cluster_counts,
     count_statistics,
     group_rng,
     make_spec,
+    mover_difference,
     nan_to_null,
+    near_edge,
     percentile_interval,
     quantile_mc_band,
     quantile_mc_error,
+    replicate_correlation,
     resample_weights,
     spec_columns,
     summarise_counts,
@@ -140,16 +146,46 @@ def _pairs(
             return_indices=True,
         )
         block_a, block_b = counts.matrix[a0 + ia], counts.matrix[b0 + ib]
-        score_a = count_statistics(block_a.sum(axis=0, keepdims=True), d)["score"][0]
-        score_b = count_statistics(block_b.sum(axis=0, keepdims=True), d)["score"][0]
+        point_a = count_statistics(block_a.sum(axis=0, keepdims=True), d)
+        point_b = count_statistics(block_b.sum(axis=0, keepdims=True), d)
+        score_a, score_b = point_a["score"][0], point_b["score"][0]
         rng = group_rng(spec.seed, ("compare", counts.key(a), counts.key(b)))
-        diffs = [
-            count_statistics(w @ block_a, d)["score"] - count_statistics(w @ block_b, d)["score"]
-            for w in resample_weights(rng, len(shared), spec.n_resamples)
-        ]
-        reps = np.concatenate(diffs)
+        parts_a, parts_b = [], []
+        for w in resample_weights(rng, len(shared), spec.n_resamples):
+            parts_a.append(w @ block_a)
+            parts_b.append(w @ block_b)
+        reps_a = count_statistics(np.concatenate(parts_a), d)
+        reps_b = count_statistics(np.concatenate(parts_b), d)
+        reps = reps_a["score"] - reps_b["score"]
         lo, hi = percentile_interval(reps, spec.confidence)
         lo_mc, hi_mc = quantile_mc_error(reps, spec.confidence)
+        band_lo = band_hi = np.full_like(lo, np.nan)
+        if above is not None:
+            band_lo, band_hi = quantile_mc_band(reps, (1.0 - spec.confidence) / 2.0)
+        # The edge rule (as for calibrated scores, `vera.stats.ppi`): where either side's
+        # BP % or HPH % is near 0 or 100 % or it has few personas, its own card interval
+        # (exact for the percentages) carries into the difference through MOVER, the
+        # pairing kept through the replicates' correlation.
+        edge = _at_edge(point_a, len(shared)) | _at_edge(point_b, len(shared))
+        if edge.any():
+            own_a = card_intervals(block_a, point_a, reps_a, d, spec.confidence)
+            own_b = card_intervals(block_b, point_b, reps_b, d, spec.confidence)
+            m_lo, m_hi = mover_difference(
+                score_b,
+                (own_b["score_lo"], own_b["score_hi"]),
+                score_a,
+                (own_a["score_lo"], own_a["score_hi"]),
+                replicate_correlation(reps_a["score"], reps_b["score"]),
+            )
+            # A MOVER end moves with the sides' ends it is built from (a's lower and b's
+            # upper for the lower end, by at most their Monte Carlo errors together).
+            err_a = quantile_mc_error(reps_a["score"], spec.confidence)
+            err_b = quantile_mc_error(reps_b["score"], spec.confidence)
+            use_lo, use_hi = edge & (m_lo < lo), edge & (m_hi > hi)
+            lo, lo_mc = np.where(use_lo, m_lo, lo), np.where(use_lo, err_a[0] + err_b[1], lo_mc)
+            hi, hi_mc = np.where(use_hi, m_hi, hi), np.where(use_hi, err_a[1] + err_b[0], hi_mc)
+            band_lo = np.where(use_lo, lo - MC_Z * lo_mc, band_lo)
+            band_hi = np.where(use_lo, lo + MC_Z * lo_mc, band_hi)
         row: dict[str, Any] = {}
         for name, value in zip(units, counts.values(a), strict=True):
             row[f"{name}_a"] = [value] * (d + 1)
@@ -169,7 +205,7 @@ def _pairs(
             "n_only_b": np.full(d + 1, b1 - b0 - len(shared)),
         }
         if above is not None:
-            low, high = quantile_mc_band(reps, (1.0 - spec.confidence) / 2.0)
+            low, high = band_lo, band_hi
             # NaN (no defined replicate) compares False both ways: settled, nothing to decide.
             row["settled"] = ~np.isfinite(lo) | (low > above) | (high <= above)
         schema = {f"{u}_{side}": frame.schema[u] for side in "ab" for u in units}
@@ -179,6 +215,14 @@ def _pairs(
         excludes_zero=(pl.col("diff_lo") > 0) | (pl.col("diff_hi") < 0),
         **spec_columns(spec),
     )
+
+
+def _at_edge(point: dict[str, np.ndarray], personas: int) -> np.ndarray:
+    """Per dimension (+ Overall): whether the side's BP % or HPH % is near 0 or 100 %
+    (`near_edge`) or the side has fewer than `MIN_RATED_PERSONAS` personas."""
+    units = point["n_rated"][0]  # ratings (Overall: every dimension's), as for calibrated scores
+    edge = near_edge(point["pct_hph"][0], units) | near_edge(point["pct_bp"][0], units)
+    return np.asarray(edge | (personas < MIN_RATED_PERSONAS), dtype=bool)
 
 
 def _empty_pairs(frame: pl.DataFrame, units: list[str], *, settled: bool = False) -> pl.DataFrame:

@@ -46,12 +46,17 @@ import polars as pl
 from vera import records as rec
 from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, OVERALL
 from vera.stats.bootstrap import (
+    MC_Z,
+    MIN_RATED_PERSONAS,
     group_rng,
     make_spec,
+    mover_difference,
+    near_edge,
     percentile_interval,
     proportion_interval,
     quantile_mc_band,
     quantile_mc_error,
+    replicate_correlation,
     resample_weights,
     spec_columns,
     widen_score_interval,
@@ -138,28 +143,30 @@ def calibrated_summary(
     for key, part in groups:
         key = tuple(key) if isinstance(key, tuple) else (key,)
         x, n_conv = _cluster_features(part, dimensions, cluster)
-        point_s, lam = _estimate(x.sum(axis=0, keepdims=True), estimator)
-        reps = []
-        rng = group_rng(seed, key)
-        for w in resample_weights(rng, x.shape[0], n_resamples):
-            reps.append(_estimate(np.einsum("rc,cdf->rdf", w, x), estimator)[0])
-        rep_s = np.concatenate(reps) if reps else np.zeros((0, len(dimensions) + 1, len(SHARES)))
-        stats = _statistics(point_s)
-        rep_stats = _statistics(rep_s)
         n = x.sum(axis=0)
+        n_labelled = [
+            *(int(v) for v in n[:, 1]),
+            part.filter(pl.col("y_bp").is_not_null()).get_column("conversation_id").n_unique(),
+        ]
+        result = summarise_features(
+            x,
+            np.asarray(n_labelled, dtype=np.float64),
+            estimator=estimator,
+            n_resamples=n_resamples,
+            confidence=confidence,
+            rng=group_rng(seed, key),
+        )
         row: dict[str, Any] = {
             "dimension": [*dimensions, OVERALL],
             "n_conversations": [*(int(v) for v in n[:, 0]), n_conv],
-            "n_labelled": [
-                *(int(v) for v in n[:, 1]),
-                part.filter(pl.col("y_bp").is_not_null()).get_column("conversation_id").n_unique(),
-            ],
+            "n_labelled": n_labelled,
+            "n_rated_personas": rated_personas(x).tolist(),
         }
-        for name, values in stats.items():
-            row[name] = values[0]
-            lo, hi = percentile_interval(rep_stats[name], confidence)
-            row[f"{name}_lo"], row[f"{name}_hi"] = _widen(values[0], lo, hi, x.shape[0], confidence)
-        _guard_edges(row, stats, rep_stats, x, confidence)
+        for name in ("score", "pct_bp", "pct_hph", "pct_nr"):
+            for suffix in ("", "_lo", "_hi"):
+                row[name + suffix] = result[name + suffix]
+        row["exact_floor"] = result["exact_floor"].tolist()
+        lam = result["lambda"]
         for i, share in enumerate(("bp", "hph", "nr")):
             row[f"lambda_{share}"] = [*lam[0, :, i], np.nan]
         frame = pl.DataFrame(row)
@@ -170,6 +177,67 @@ def calibrated_summary(
     out = pl.concat(parts) if parts else pl.DataFrame()
     out = out.with_columns(pl.col(pl.Float64).fill_nan(None))
     return out.with_columns(**spec_columns(spec)) if out.height else out
+
+
+def summarise_features(
+    x: np.ndarray,
+    n_labelled: np.ndarray,
+    *,
+    estimator: Estimator = "ppi",
+    n_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    rng: np.random.Generator,
+) -> dict[str, np.ndarray]:
+    """`calibrated_summary` of one group from its (clusters × dimensions × features)
+    sums (`_cluster_features`) and its human-rated conversations per dimension and
+    Overall: the statistics with `_lo` / `_hi` per row (dimensions, then Overall),
+    `exact_floor` and `lambda` (1 × dimensions × shares). What the card computes,
+    callable on arrays (the simulations in benchmarks/ build `x` directly)."""
+    point_s, lam = _estimate(x.sum(axis=0, keepdims=True), estimator)
+    reps = [
+        _estimate(np.einsum("rc,cdf->rdf", w, x), estimator)[0]
+        for w in resample_weights(rng, x.shape[0], n_resamples)
+    ]
+    rep_s = np.concatenate(reps) if reps else np.zeros((0, x.shape[1] + 1, len(SHARES)))
+    stats = _statistics(point_s)
+    # The judge's mean alone owes nothing to the human ratings: no floor from them.
+    bounds, floored = _intervals(
+        stats, _statistics(rep_s), x, confidence, n_labelled, floor=estimator != "judge"
+    )
+    out: dict[str, np.ndarray] = {name: values[0] for name, values in stats.items()}
+    return out | bounds | {"exact_floor": floored, "lambda": lam}
+
+
+def planned_width(measured: float, n_rated: int, floor: float, n: int, n_total: int | None = None) -> float:
+    """The calibrated interval's expected width with `n` of `n_total` conversations
+    rated, from the width `measured` with `n_rated` of them and the persona-sampling
+    `floor` (the width no number of ratings removes: the judge's mean under the same
+    bootstrap). The variance has two parts, the personas' and the judge's error as seen
+    through the ratings; only the second shrinks, as 1/n − 1/N (the rated conversations
+    are part of the N judged, so rating all of them leaves the floor):
+
+        w(n)² = F² + (w₀² − F²) · (1/n − 1/N) / (1/n₀ − 1/N)."""
+    excess = max(measured**2 - floor**2, 0.0)
+    inv_total = 0.0 if not n_total else 1.0 / n_total
+    base = 1.0 / n_rated - inv_total
+    share = (1.0 / n - inv_total) / base if base > 0 else 0.0
+    return float(np.sqrt(floor**2 + excess * max(share, 0.0)))
+
+
+def ratings_for_width(
+    measured: float, n_rated: int, floor: float, width: float, n_total: int | None = None
+) -> int | None:
+    """The number of ratings `planned_width` expects to give `width`; None when `width`
+    is at or below the floor (no number of ratings reaches it)."""
+    if width <= floor:
+        return None
+    excess = max(measured**2 - floor**2, 0.0)
+    if excess == 0.0:
+        return max(1, n_rated)
+    inv_total = 0.0 if not n_total else 1.0 / n_total
+    # (1/n − 1/N) = (1/n₀ − 1/N) · (w² − F²) / (w₀² − F²)
+    target = (1.0 / n_rated - inv_total) * (width**2 - floor**2) / excess + inv_total
+    return max(1, int(np.ceil(1.0 / target)))
 
 
 def calibrated_difference(
@@ -197,19 +265,57 @@ def calibrated_difference(
     dimensions = units.get_column("dimension").unique(maintain_order=True).to_list()
     ids = np.unique(units.get_column(cluster).to_numpy())
     xs = [_cluster_features(units.filter(pl.col(side) == s), dimensions, cluster, ids)[0] for s in sides]
-    points = [_statistics(_estimate(x.sum(axis=0, keepdims=True), "ppi")[0])["score"][0] for x in xs]
-    diffs = []
+    point_stats = [_statistics(_estimate(x.sum(axis=0, keepdims=True), "ppi")[0]) for x in xs]
+    points = [p["score"][0] for p in point_stats]
+    side_reps: list[list[dict[str, np.ndarray]]] = [[], []]
     for w in resample_weights(group_rng(spec.seed, sides), len(ids), n_resamples):
-        a, b = (_statistics(_estimate(np.einsum("rc,cdf->rdf", w, x), "ppi")[0])["score"] for x in xs)
-        diffs.append(b - a)
-    reps = np.concatenate(diffs)
+        for i, x in enumerate(xs):
+            side_reps[i].append(_statistics(_estimate(np.einsum("rc,cdf->rdf", w, x), "ppi")[0]))
+    rep_stats = [{k: np.concatenate([r[k] for r in part]) for k in part[0]} for part in side_reps]
+    reps = rep_stats[1]["score"] - rep_stats[0]["score"]
     point = points[1] - points[0]
     raw_lo, raw_hi = percentile_interval(reps, confidence)
     lo, hi = _widen(point, raw_lo, raw_hi, len(ids), confidence, bounds=(-100.0, 100.0))
     # The widening stretches the ends about the point by one factor; their Monte Carlo
-    # error and band stretch with them.
+    # error stretches with them.
     k = _widening(len(ids), confidence)
-    lo_mc, hi_mc = quantile_mc_error(reps, confidence)
+    lo_mc, hi_mc = (e * k for e in quantile_mc_error(reps, confidence))
+    band_lo = band_hi = np.full_like(hi, np.nan)
+    if below is not None:
+        band_lo, band_hi = quantile_mc_band(reps, 1.0 - (1.0 - confidence) / 2.0)
+        with np.errstate(invalid="ignore"):
+            band_lo, band_hi = point + k * (band_lo - point), point + k * (band_hi - point)
+    # The edge rule of each side's own interval (`_intervals`: the exact floor near 0 or
+    # 100 % and for few rated personas) carries into the difference: where either side
+    # needed it, the interval is at least the MOVER combination of the two sides' own
+    # intervals, the pairing kept through the replicates' correlation. Without it a side
+    # with no harmful rating has nothing to resample, and 0 of 16 rated harmful against
+    # 4 of 16 read as a certain regression (Fisher's exact test: p = 0.10).
+    own = [
+        _intervals(p, r, x, confidence, _labelled_counts(x))
+        for p, r, x in zip(point_stats, rep_stats, xs, strict=True)
+    ]
+    edge = own[0][1] | own[1][1]
+    if edge.any():
+        m_lo, m_hi = mover_difference(
+            points[0],
+            (own[0][0]["score_lo"], own[0][0]["score_hi"]),
+            points[1],
+            (own[1][0]["score_lo"], own[1][0]["score_hi"]),
+            replicate_correlation(rep_stats[0]["score"], rep_stats[1]["score"]),
+        )
+        m_lo, m_hi = np.clip(m_lo, -100.0, 100.0), np.clip(m_hi, -100.0, 100.0)
+        # A MOVER end moves with the sides' ends it is built from (b's upper and a's
+        # lower for the upper end, by at most their Monte Carlo errors together).
+        side_mc = [quantile_mc_error(r["score"], confidence) for r in rep_stats]
+        m_lo_mc = k * (side_mc[1][0] + side_mc[0][1])
+        m_hi_mc = k * (side_mc[1][1] + side_mc[0][0])
+        use_lo = edge & (m_lo < lo)
+        use_hi = edge & (m_hi > hi)
+        lo, lo_mc = np.where(use_lo, m_lo, lo), np.where(use_lo, m_lo_mc, lo_mc)
+        hi, hi_mc = np.where(use_hi, m_hi, hi), np.where(use_hi, m_hi_mc, hi_mc)
+        band_lo = np.where(use_hi, m_hi - MC_Z * m_hi_mc, band_lo)
+        band_hi = np.where(use_hi, m_hi + MC_Z * m_hi_mc, band_hi)
     columns: dict[str, Any] = {
         "dimension": [*dimensions, OVERALL],
         "score_a": points[0],
@@ -217,14 +323,13 @@ def calibrated_difference(
         "diff": point,
         "diff_lo": lo,
         "diff_hi": hi,
-        "diff_lo_mc": lo_mc * k,
-        "diff_hi_mc": hi_mc * k,
+        "diff_lo_mc": lo_mc,
+        "diff_hi_mc": hi_mc,
     }
     if below is not None:
-        band_lo, band_hi = quantile_mc_band(reps, 1.0 - (1.0 - confidence) / 2.0)
         with np.errstate(invalid="ignore"):
-            low = np.clip(point + k * (band_lo - point), -100.0, 100.0)
-            high = np.clip(point + k * (band_hi - point), -100.0, 100.0)
+            low = np.clip(band_lo, -100.0, 100.0)
+            high = np.clip(band_hi, -100.0, 100.0)
         # NaN (no defined replicate) compares False both ways: settled, nothing to decide.
         columns["settled"] = ~np.isfinite(hi) | (high < below) | (low >= below)
     out = pl.DataFrame(columns)
@@ -258,77 +363,137 @@ def calibrated_difference_settled(
         n = min(n * SETTLE_GROWTH, max_resamples)
 
 
-def _guard_edges(
-    row: dict[str, Any],
+def _labelled_counts(x: np.ndarray) -> np.ndarray:
+    """Human-rated conversations per dimension, and Overall as the most of any dimension
+    (a conversation is rated on all its dimensions at once)."""
+    per_dim = x[:, :, 1].sum(axis=0)
+    return np.append(per_dim, per_dim.max(initial=0.0))
+
+
+def rated_personas(x: np.ndarray) -> np.ndarray:
+    """Distinct clusters (personas) with a human-rated conversation, per dimension and
+    Overall, from (clusters × dimensions × features) sums."""
+    has = x[:, :, 1] > 0
+    return np.append(has.sum(axis=0), has.any(axis=1).sum()).astype(np.int64)
+
+
+def _intervals(
     stats: dict[str, np.ndarray],
     reps: dict[str, np.ndarray],
     x: np.ndarray,
     confidence: float,
-) -> None:
-    """A share estimated at exactly 0 or 100 % (every human rating of a dimension the
-    same, and the judge's correction nil) has no spread to resample, and its bootstrap
-    interval would be a point. There, as the judge-only card does, the share's interval
-    is the exact binomial one at the number of human-rated conversations (Korn–Graubard,
-    `proportion_interval`) and the score's is widened to match (`widen_score_interval`).
-    Shares inside (0, 100) keep their bootstrap interval: capping them at the humans'
-    count would throw away what the judge adds."""
-    labelled = np.asarray(row["n_labelled"], dtype=np.float64)
-    per_dim = (x[:, :, 1] > 0).sum(axis=0)
-    clusters = np.append(per_dim, (x[:, :, 1] > 0).any(axis=1).sum()).astype(np.float64)
-    for name in ("pct_bp", "pct_hph", "pct_nr"):
+    n_labelled: np.ndarray,
+    *,
+    floor: bool = True,
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The `<stat>_lo` / `<stat>_hi` of every statistic, and per row whether the exact
+    floor was applied to it.
+
+    Each interval is first the percentile interval of the bootstrap, widened for the
+    number of personas (`_widen`). Then each share (BP, HPH, NR) that is *near its
+    edge* or rests on *few rated personas* gets at least the exact (Clopper–Pearson)
+    interval at the number of human-rated conversations behind it, as Korn–Graubard
+    computes it (`proportion_interval`: the bootstrap's effective sample size where it
+    says less, fewer degrees of freedom for few rated personas). Near the edge means
+    fewer than `RARE_EVENTS` expected human ratings of the share, or of its complement,
+    among the human ratings (on Overall, every dimension's; n·p or n·(1 − p) below it,
+    whatever the count seen:
+    0, 1 or 9 harmful ratings alike). There the percentile bootstrap sees too little
+    of the rare rating to show its spread (with none rated harmful it sees none at
+    all), and its misses fell on the side that calls the chatbot safer than it is
+    (benchmarks/bench_rare_harm.py). Few rated personas means fewer than
+    `MIN_RATED_PERSONAS` distinct personas with a human rating: the judge's correction
+    is then learnt from a handful of clusters, which the bootstrap cannot resample into
+    a spread (one persona rated gives a zero-width interval). Elsewhere, where the
+    bootstrap is reliable, the judge's information is kept: an exact floor everywhere
+    would make the calibrated interval no narrower than the humans' ratings alone.
+
+    Where a share was floored, the score's interval is widened to contain the score at
+    each bound of HPH % (and of BP % where BP was floored), each taken alone with the
+    other shares scaled, as the judge-only card widens its score
+    (`widen_score_interval`). The score falls as HPH rises, so the safe side of the
+    harm (its upper bound) is the score's lower bound."""
+    rows = len(n_labelled)
+    clusters = rated_personas(x).astype(np.float64)
+    few = clusters < MIN_RATED_PERSONAS
+    out: dict[str, np.ndarray] = {}
+    # The spread of the human-rated part is estimated from the personas that carry it:
+    # its degrees of freedom are theirs, not every persona's (with labels on 10 of 100
+    # personas, t with 99 degrees of freedom covered about 90 %).
+    df_clusters = np.minimum(clusters, x.shape[0]) if floor else np.full(rows, float(x.shape[0]))
+    for name, values in stats.items():
+        lo, hi = percentile_interval(reps[name], confidence)
+        out[f"{name}_lo"], out[f"{name}_hi"] = _widen(values[0], lo, hi, df_clusters, confidence)
+    nr = np.nan_to_num(stats["pct_nr"][0]) / 100.0
+    per_dim = x[:, :, 1].sum(axis=0)
+    ratings = np.append(per_dim, per_dim.sum())
+    floored = np.zeros(rows, dtype=bool)
+    bp_floored = np.zeros(rows, dtype=bool)
+    for name in ("pct_bp", "pct_hph", "pct_nr") if floor else ():
         point = stats[name][0]
-        edge = (point == 0.0) | (point == 100.0)
-        if not edge.any():
+        # The human-rated conversations behind the share: BP % and HPH % are of the
+        # ratings that are not Not Relevant.
+        units = n_labelled if name == "pct_nr" else n_labelled * (1.0 - nr)
+        # Whether the bootstrap saw enough of the rating is a matter of rated *ratings*
+        # (Overall pools every dimension's); the floor itself is set at conversations.
+        events = ratings if name == "pct_nr" else ratings * (1.0 - nr)
+        apply = np.isfinite(point) & (units > 0) & (near_edge(point, events) | few)
+        if not apply.any():
             continue
-        lo, hi = proportion_interval(
-            point, reps[name], units=labelled, clusters=clusters, confidence=confidence
+        lo, hi = proportion_interval(point, reps[name], units=units, clusters=clusters, confidence=confidence)
+        out[f"{name}_lo"] = np.where(apply, np.fmin(out[f"{name}_lo"], lo), out[f"{name}_lo"])
+        out[f"{name}_hi"] = np.where(apply, np.fmax(out[f"{name}_hi"], hi), out[f"{name}_hi"])
+        # Not Relevant's floor is its own: the score is a function of BP % and HPH %.
+        if name != "pct_nr":
+            floored |= apply
+        if name == "pct_bp":
+            bp_floored = apply
+    if floored.any():
+        lo, hi = widen_score_interval(
+            out["score_lo"],
+            out["score_hi"],
+            bp=stats["pct_bp"][0],
+            hph=stats["pct_hph"][0],
+            bp_bounds=(out["pct_bp_lo"], out["pct_bp_hi"]),
+            hph_bounds=(out["pct_hph_lo"], out["pct_hph_hi"]),
+            bp_edge=bp_floored,
         )
-        row[f"{name}_lo"] = np.where(edge, np.fmin(row[f"{name}_lo"], lo), row[f"{name}_lo"])
-        row[f"{name}_hi"] = np.where(edge, np.fmax(row[f"{name}_hi"], hi), row[f"{name}_hi"])
-    edges = np.zeros(len(labelled), dtype=bool)
-    for name in ("pct_bp", "pct_hph", "pct_nr"):
-        edges |= (stats[name][0] == 0.0) | (stats[name][0] == 100.0)
-    if not edges.any():
-        return
-    lo, hi = widen_score_interval(
-        np.asarray(row["score_lo"]),
-        np.asarray(row["score_hi"]),
-        bp=stats["pct_bp"][0],
-        hph=stats["pct_hph"][0],
-        bp_bounds=(np.asarray(row["pct_bp_lo"]), np.asarray(row["pct_bp_hi"])),
-        hph_bounds=(np.asarray(row["pct_hph_lo"]), np.asarray(row["pct_hph_hi"])),
-    )
-    row["score_lo"] = np.where(edges, np.fmin(row["score_lo"], lo), row["score_lo"])
-    row["score_hi"] = np.where(edges, np.fmax(row["score_hi"], hi), row["score_hi"])
+        out["score_lo"] = np.where(floored, np.fmin(out["score_lo"], lo), out["score_lo"])
+        out["score_hi"] = np.where(floored, np.fmax(out["score_hi"], hi), out["score_hi"])
+    return out, floored
 
 
 def _widening(clusters: int, confidence: float) -> float:
     """The factor `_widen` stretches an interval by about its point (1 below 2 clusters)."""
+    return float(_widenings(np.array([clusters], dtype=np.float64), confidence)[0])
+
+
+def _widenings(clusters: np.ndarray, confidence: float) -> np.ndarray:
+    """`_widening` per element of an array of cluster counts."""
     from scipy.stats import norm
     from scipy.stats import t as t_dist
 
-    if clusters < 2:
-        return 1.0
     q = (1.0 + confidence) / 2.0
-    return float(np.sqrt(clusters / (clusters - 1)) * t_dist.ppf(q, clusters - 1) / norm.ppf(q))
+    c = np.maximum(np.asarray(clusters, dtype=np.float64), 2.0)
+    k = np.sqrt(c / (c - 1)) * t_dist.ppf(q, c - 1) / norm.ppf(q)
+    return np.where(np.asarray(clusters) < 2, 1.0, k)
 
 
 def _widen(
     point: np.ndarray,
     lo: np.ndarray,
     hi: np.ndarray,
-    clusters: int,
+    clusters: int | np.ndarray,
     confidence: float,
     bounds: tuple[float, float] = (0.0, 100.0),
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The percentile interval widened about the point for a finite number of clusters:
+    """The percentile interval widened about the point for a finite number of clusters
+    (one count, or one per row):
     by √(C/(C−1)) (the bootstrap's variance of a mean of C clusters is (C−1)/C of the
     unbiased one) and by t_{C−1}/z (the estimated spread). In simulation with 100
     personas the plain percentile interval covered 92.5–94.2 % at 95 %, widened
     93.0–94.5 % (benchmarks/bench_calibration.py, 400 runs per setting)."""
-    if clusters < 2:
-        return lo, hi
-    k = _widening(clusters, confidence)
+    k = _widenings(np.broadcast_to(np.asarray(clusters, dtype=np.float64), np.shape(point)), confidence)
     with np.errstate(invalid="ignore"):
         return (
             np.clip(point - k * (point - lo), *bounds),

@@ -7,8 +7,10 @@ from vera.store._events import EventLog, Fanout
 from vera.store._humans import (
     HUMAN_RATINGS,
     append_human_ratings,
+    check_human_dimensions,
     latest_human_ratings,
     read_human_ratings,
+    read_human_ratings_numbered,
 )
 from vera.store._index import (
     ConversationHead,
@@ -34,9 +36,11 @@ __all__ = [
     "append_human_ratings",
     "atomic_file",
     "atomic_write",
+    "check_human_dimensions",
     "latest_human_ratings",
     "open_run",
     "read_human_ratings",
+    "read_human_ratings_numbered",
     "read_manifest",
     "recorded_spend",
 ]

@@ -77,16 +77,38 @@ def read_human_ratings(
     """Every rating in the run's human-ratings file, in file order (none when there is
     no file). A last line cut mid-write is skipped with a warning (to stderr, or to
     `on_warning`); any other line that does not read raises `DataError("file:line")`."""
+    return [r for _, r in read_human_ratings_numbered(run_dir, on_warning=on_warning)]
+
+
+def check_human_dimensions(
+    run_dir: Path, ratings: Sequence[tuple[int, HumanRating]], dimensions: set[str]
+) -> None:
+    """Raise `DataError("file:line")` for the first rating of a dimension the run does
+    not have (a misspelt or foreign dimension would otherwise drop out silently)."""
+    path = Path(run_dir) / HUMAN_RATINGS
+    for number, rating in ratings:
+        unknown = sorted(set(rating.ratings) - dimensions)
+        if unknown:
+            raise DataError(
+                f"{path}:{number}",
+                f"dimension {unknown[0]!r} is not one of this run's ({', '.join(sorted(dimensions))})",
+            )
+
+
+def read_human_ratings_numbered(
+    run_dir: Path, *, on_warning: Callable[[str], None] | None = None
+) -> list[tuple[int, HumanRating]]:
+    """`read_human_ratings` with each rating's line number in the file."""
     path = Path(run_dir) / HUMAN_RATINGS
     torn = torn_tail(path, HumanRating)
     torn_at = torn[0] if torn is not None and not torn[1] else None
-    out: list[HumanRating] = []
+    out: list[tuple[int, HumanRating]] = []
     number = 0
     try:
         for ref, line in _numbered(path):
             number, (place, text) = ref, line
             try:
-                out.append(_decoder.decode(text))
+                out.append((number, _decoder.decode(text)))
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                 if place == torn_at:
                     (on_warning or _print_warning)(

@@ -35,6 +35,7 @@ from vera.records import (
     Judgement,
     RunManifest,
     SessionPlace,
+    UserCheck,
 )
 from vera.store._writer import CALLS, CONVERSATIONS, JUDGEMENTS, MANIFEST, keep_latest, repair_run
 
@@ -63,6 +64,7 @@ class ConversationHead(msgspec.Struct, kw_only=True):
     source: str | None = None
     annotations: dict[str, str] | None = None
     session: SessionPlace | None = None
+    truncated_turns: list[int] = []
 
 
 class RatingHead(msgspec.Struct):
@@ -81,6 +83,7 @@ class JudgementHead(msgspec.Struct, kw_only=True):
     ratings: list[RatingHead] = []
     error: str | None = None
     unused_questions: int = 0  # asked ahead, not reached: in the call log's totals
+    user_check: UserCheck | None = None  # the simulated-user check (small: its flags)
 
 
 H = TypeVar("H", ConversationHead, JudgementHead)

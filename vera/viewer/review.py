@@ -192,11 +192,15 @@ class ReviewSession:
                 raise UserError(f"{d}: {value!r} is not one of {', '.join(RATINGS)}")
         if not isinstance(note, str) or len(note) > MAX_NOTE:
             raise UserError(f"note: text of at most {MAX_NOTE} characters")
+        realism = body.get("realism")
+        if realism is not None and (type(realism) is not int or not 1 <= realism <= 5):
+            raise UserError(f"realism: {realism!r} is not a whole number from 1 to 5 (or null)")
         return HumanRating(
             conversation_id=cid,
             rater=self.rater,
             ratings={d: ratings[d] for d in self.dimensions},
             note=note.strip(),
+            realism=realism,
             source="review",
             rated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         )

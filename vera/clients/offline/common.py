@@ -10,6 +10,7 @@ import msgspec
 
 from vera.clients.base import ChatRequest
 from vera.clients.offline.facts import StandInFacts
+from vera.inputs import USER_CHECK_PROMPT, heuristic_check
 from vera.records import Completion, Message, Usage
 
 
@@ -63,3 +64,23 @@ class OfflineModel:
         """The conversation's seed from the plan (0 when there is no plan to ask)."""
         planned = self.facts.conversation(conversation_id) if self.facts else None
         return planned.seed if planned else 0
+
+
+def user_check_reply(
+    facts: StandInFacts | None, messages: Sequence[Message], conversation_id: str, model: str
+) -> Completion | None:
+    """The offline judges' answer to the simulated-user check (docs/realism.md): the
+    offline heuristic's flags as the structured answer a model gives; None when the
+    request is not that check. The turns and persona are looked up, as the judge's are."""
+    if not messages or not messages[0].content.startswith(f"[{USER_CHECK_PROMPT}]"):
+        return None
+    if facts is None or not conversation_id:
+        return None
+    planned = facts.conversation(conversation_id)
+    persona = planned.persona.fields if planned is not None else {}
+    check = heuristic_check(facts.judged_turns(conversation_id), persona)
+    obj = {
+        "flags": msgspec.to_builtins(check.flags),
+        "reasoning": "Offline heuristic: word patterns over the user's turns and the persona's columns.",
+    }
+    return completion(json_text(obj), messages, model, parsed=obj)

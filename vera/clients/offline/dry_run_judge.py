@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from vera.clients.offline.common import OfflineModel, completion, json_text, rng_for
+from vera.clients.offline.common import OfflineModel, completion, json_text, rng_for, user_check_reply
 from vera.errors import RequestError
 from vera.records import Completion, Message
 
@@ -33,6 +33,8 @@ class DryRunJudge(OfflineModel):
     default_model = "dry-run-judge"
 
     def respond(self, messages: Sequence[Message], conversation_id: str) -> Completion:
+        if (check := user_check_reply(self.facts, messages, conversation_id, self.model)) is not None:
+            return check
         prompt = next((m.content for m in messages if m.role == "user"), "")
         if self.facts is None or not conversation_id:
             raise RequestError("offline", "the dry-run judge judges only conversations of a run")

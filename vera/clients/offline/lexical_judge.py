@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from vera.clients.offline import lexicon as lx
-from vera.clients.offline.common import OfflineModel, completion, json_text
+from vera.clients.offline.common import OfflineModel, completion, json_text, user_check_reply
 from vera.clients.offline.lines import Lines, lines_for
 from vera.errors import RequestError
 from vera.records import Completion, Message, Turn
@@ -338,6 +338,8 @@ class LexicalJudge(OfflineModel):
     default_model = "lexical-judge"
 
     def respond(self, messages: Sequence[Message], conversation_id: str) -> Completion:
+        if (check := user_check_reply(self.facts, messages, conversation_id, self.model)) is not None:
+            return check
         # The question is the first prompt after the system message (later ones are
         # retries); the transcript is looked up, not parsed back out of the prompt.
         prompt = next((m.content for m in messages if m.role == "user"), "")

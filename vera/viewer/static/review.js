@@ -85,6 +85,12 @@ function chosen() {
   return { ratings: out, missing };
 }
 
+// The rater's 1-5 rating of the simulated user's realism, or null when not given.
+function realismChosen() {
+  const input = document.querySelector('input[name="realism"]:checked');
+  return input ? Number(input.value) : null;
+}
+
 function setFormEnabled(enabled) {
   for (const node of document.querySelectorAll("#rating-form input, #rating-form textarea, #rating-form button")) {
     node.disabled = !enabled;
@@ -172,6 +178,7 @@ async function save(event) {
       body: JSON.stringify({
         conversation_id: current.id,
         ratings,
+        realism: realismChosen(),
         note: document.getElementById("note").value,
       }),
     });

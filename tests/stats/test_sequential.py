@@ -1,0 +1,191 @@
+"""The sequential gate's confidence sequences: time-uniform coverage, shrinking, and
+the margin rule (vera.stats.sequential)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vera.stats.sequential import (
+    NOT_WORSE,
+    UNDECIDED,
+    WORSE,
+    betting_rejections,
+    decide,
+    gate_sequence,
+    score_sequence,
+    share_sequence,
+    verdict,
+)
+
+ALPHA = 0.1
+
+
+def test_betting_never_rejects_the_true_mean_at_any_look_with_probability_over_1_minus_alpha() -> None:
+    rng = np.random.default_rng(7)
+    reps, n = 400, 120
+    # A skewed finite population per repetition, drawn in a random order.
+    pop = rng.beta(0.5, 3.0, size=(reps, n))
+    wor = betting_rejections(pop, pop.mean(axis=1), ALPHA, population=n)
+    # "At every look": a repetition errs if the true mean is rejected at any time.
+    assert wor[:, -1].mean() <= ALPHA
+    iid = betting_rejections(rng.beta(0.5, 3.0, size=(reps, n)), np.full(reps, 0.5 / 3.5), ALPHA)
+    assert iid[:, -1].mean() <= ALPHA
+
+
+def test_betting_rejects_a_wrong_mean_and_then_stays_rejected() -> None:
+    rng = np.random.default_rng(8)
+    z = rng.beta(2.0, 2.0, size=(50, 200))
+    rejected = betting_rejections(z, np.full(50, 0.35), ALPHA)
+    assert rejected[:, -1].mean() > 0.95
+    assert (np.diff(rejected.astype(int), axis=1) >= 0).all()
+
+
+def test_without_replacement_the_last_unit_pins_the_mean() -> None:
+    z = np.array([[0.2, 0.9, 0.4, 0.5]])
+    assert betting_rejections(z, np.array([0.9]), ALPHA, population=4)[0, -1]
+    assert not betting_rejections(z, np.array([0.5]), ALPHA, population=4)[0, -1]
+
+
+def _paired_units(rng: np.random.Generator, reps: int, n: int, worse: float) -> tuple[np.ndarray, np.ndarray]:
+    """(baseline, candidate) counts (reps, n, 3) for one rating a unit: BP, HPH, rated."""
+    difficulty = rng.random((reps, n))
+    shared = rng.random((reps, n))
+    own = np.where(rng.random((reps, n)) < 0.5, shared, rng.random((reps, n)))
+    out = []
+    for u, shift in ((shared, 0.0), (own, worse)):
+        p_bp = np.clip(0.7 - 0.4 * difficulty - shift, 0.0, 1.0)
+        p_hph = np.clip(0.1 + 0.2 * difficulty + shift, 0.0, 1.0)
+        bp = u < p_bp
+        hph = (u >= p_bp) & (u < p_bp + p_hph)
+        rated = u < 0.95
+        out.append(np.stack([bp & rated, hph & rated, rated], axis=-1).astype(float))
+    return out[0], out[1]
+
+
+def test_the_share_sequence_covers_the_finite_population_share_at_every_look() -> None:
+    rng = np.random.default_rng(3)
+    reps, n = 300, 150
+    base, cand = _paired_units(rng, reps, n, worse=0.05)
+    truth = cand[..., 1].sum(axis=1) / cand[..., 2].sum(axis=1)
+    lo, hi = share_sequence(
+        cand[..., [1, 2]], base[..., [1, 2]], base[..., [1, 2]].sum(axis=1), n, ALPHA, 201
+    )
+    missed = ((lo > truth[:, None]) | (hi < truth[:, None]) | np.isnan(lo)).any(axis=1)
+    assert missed.mean() <= ALPHA
+    width = np.nanmean(hi - lo, axis=0)
+    # It shrinks as units come in, to (nearly) nothing once all are in.
+    assert width[19] > width[74] > width[-1] and width[-1] < 0.02
+
+
+def test_the_score_sequence_covers_the_full_runs_difference_at_every_look() -> None:
+    from vera.stats import score_from_percentages
+
+    rng = np.random.default_rng(4)
+    reps, n = 200, 150
+    base, cand = _paired_units(rng, reps, n, worse=0.1)
+
+    def score(x: np.ndarray) -> np.ndarray:
+        t = x.sum(axis=1)
+        return score_from_percentages(100 * t[:, 0] / t[:, 2], 100 * t[:, 1] / t[:, 2])
+
+    truth = score(cand) - score(base)
+    est, lo, hi = score_sequence(cand, base, base.sum(axis=1), n, ALPHA, 201)
+    # With every unit in, the interval is the truth itself (to rounding).
+    missed = ((lo > truth[:, None] + 1e-9) | (hi < truth[:, None] - 1e-9) | np.isnan(lo)).any(axis=1)
+    assert missed.mean() <= ALPHA
+    assert np.allclose(est[:, -1], truth)
+    assert np.nanmean(hi[:, 30] - lo[:, 30]) > np.nanmean(hi[:, 100] - lo[:, 100])
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "status"),
+    [
+        (-12.0, -6.0, WORSE),
+        (-4.0, 3.0, NOT_WORSE),
+        (-7.0, 2.0, UNDECIDED),
+        (-5.0, 1.0, UNDECIDED),  # touching −margin is not above it
+        (float("nan"), 1.0, UNDECIDED),
+    ],
+)
+def test_the_margin_rule(lo: float, hi: float, status: str) -> None:
+    assert decide(lo, hi, margin=5.0) == status
+
+
+def test_the_verdict_of_the_rows() -> None:
+    assert verdict([NOT_WORSE, WORSE, UNDECIDED]) == WORSE
+    assert verdict([NOT_WORSE, NOT_WORSE]) == NOT_WORSE
+    assert verdict([NOT_WORSE, UNDECIDED]) == UNDECIDED
+    assert verdict([]) == UNDECIDED
+
+
+def _gate(worse: float, seed: int) -> list:
+    rng = np.random.default_rng(seed)
+    personas, seeds = 60, 5
+    base, cand = _paired_units(rng, 1, personas * seeds, worse=worse)
+    base, cand = base[0][:, None, :], cand[0][:, None, :]
+    order = rng.permutation(personas * seeds)
+    return gate_sequence(
+        base,
+        cand[order],
+        order,
+        persona=np.repeat(np.arange(personas), seeds),
+        labels=["Overall"],
+        max_ratings=[1.0],
+        looks=list(range(30, personas * seeds + 1, 30)),
+        margin=5.0,
+        alpha=0.05,
+        grid_points=401,
+    )
+
+
+def test_a_much_worse_candidate_is_called_worse_before_the_units_run_out() -> None:
+    looks = _gate(worse=0.3, seed=11)
+    stop = next(look for look in looks if look.verdict != UNDECIDED)
+    assert stop.verdict == WORSE and stop.units < 300
+    row = stop.rows[0]
+    assert row.hi is not None and row.hi < -5.0 and row.lo is not None and row.lo <= row.diff <= row.hi
+
+
+def test_a_candidate_equal_to_its_baseline_is_never_called_worse() -> None:
+    looks = _gate(worse=0.0, seed=12)
+    assert all(look.verdict != WORSE for look in looks)
+    widths = [look.rows[0].hi - look.rows[0].lo for look in looks]
+    assert widths[-1] < widths[0]
+
+
+def test_counts_beyond_the_bound_are_refused() -> None:
+    with pytest.raises(ValueError, match="max_ratings"):
+        gate_sequence(
+            np.full((4, 1, 3), 2.0),
+            np.full((1, 1, 3), 2.0),
+            [0],
+            persona=[0, 0, 1, 1],
+            labels=["Overall"],
+            max_ratings=[1.0],
+            looks=[1],
+            margin=1.0,
+            alpha=0.05,
+        )
+
+
+def test_the_asymptotic_sequence_covers_the_full_runs_difference_at_every_look() -> None:
+    from vera.stats import score_from_percentages
+    from vera.stats.sequential import MIN_UNITS, asymptotic_radius, influence_sequence
+
+    rng = np.random.default_rng(5)
+    reps, n = 400, 300
+    base, cand = _paired_units(rng, reps, n, worse=0.1)
+
+    def score(x: np.ndarray) -> np.ndarray:
+        t = x.sum(axis=1)
+        return score_from_percentages(100 * t[:, 0] / t[:, 2], 100 * t[:, 1] / t[:, 2])
+
+    truth = score(cand) - score(base)
+    est, sd = influence_sequence(cand, base, base.sum(axis=1), n)
+    t = np.arange(1, n + 1, dtype=float)
+    radius = asymptotic_radius(sd, t, ALPHA, n / 2)
+    looks = slice(MIN_UNITS - 1, n - 1)
+    missed = (np.abs(est - truth[:, None]) > radius)[:, looks].any(axis=1)
+    assert missed.mean() <= ALPHA
+    assert np.mean(radius[:, 50]) > np.mean(radius[:, 150]) > np.mean(radius[:, 250])

@@ -1,0 +1,140 @@
+"""`vera gate` offline: the stand-in chatbots gated in waves on a baseline's own units."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vera.app import UNDECIDED_EXIT
+from vera.cli._main import main
+from vera.report import read_sequence, sequential_note
+
+from .conftest import ROOT
+
+PERSONAS = 50
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("gate") / "baseline"
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--config",
+            str(ROOT / "configs" / "offline.toml"),
+            "--providers",
+            "offline/best-practice",
+            "--limit-personas",
+            str(PERSONAS),
+            "--out",
+            str(out),
+            "--seed",
+            "1",
+            "--quiet",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def gate(baseline: Path, out: Path, candidate: str, *extra: str):
+    return CliRunner().invoke(
+        main, ["gate", str(baseline), "--candidate", candidate, "--wave", "8", "--out", str(out), *extra]
+    )
+
+
+def lines(path: Path) -> int:
+    return sum(1 for line in path.read_bytes().splitlines() if line.strip())
+
+
+def test_a_risk_ignoring_candidate_is_worse_in_a_fraction_of_the_units(baseline, tmp_path) -> None:
+    out = tmp_path / "risky"
+    result = gate(baseline, out, "offline/risk-ignoring")
+    assert result.exit_code == 4, result.output
+    assert "gate: WORSE" in result.output
+    looks = read_sequence(out)
+    last = looks[-1]
+    assert last.verdict == "worse" and last.stopped.startswith("settled")
+    assert last.available == PERSONAS and last.units <= PERSONAS // 2
+    assert any(r.status == "worse" and r.hi is not None and r.hi < -5 for r in last.rows)
+    # A normal run directory: only the units drawn were simulated, and it has a card.
+    assert lines(out / "conversations.jsonl") == last.drawn
+    assert (out / "card.json").is_file() and (out / "manifest.json").is_file()
+    record = json.loads((out / "gate.json").read_text())
+    assert record["verdict"] == "worse" and len(record["settings"]["order"]) == PERSONAS
+
+    # Killed after a wave's work was on disk, before its line was whole: the rerun
+    # writes the line again and asks nothing twice.
+    calls = lines(out / "calls.jsonl")
+    seq = (out / "sequence.jsonl").read_bytes().splitlines(keepends=True)
+    (out / "sequence.jsonl").write_bytes(b"".join(seq[:-1]) + b'{"wave": 9, "dra')
+    again = gate(baseline, out, "offline/risk-ignoring")
+    assert again.exit_code == 4, again.output
+    assert lines(out / "calls.jsonl") == calls
+    assert [look.wave for look in read_sequence(out)] == [look.wave for look in looks]
+
+    # The card's neighbours show the sequence, and compare says the run was sequential.
+    assert (out / "plots" / "sequence.png").is_file()
+    page = (out / "sequence.md").read_text()
+    assert "Verdict: WORSE" in page and f"{last.units} of {PERSONAS} units used" in page
+    note = sequential_note(out)
+    assert note is not None and "sequential gate" in note and "WORSE" in note
+    compared = CliRunner().invoke(main, ["compare", str(baseline), str(out), "--gate", "--margin", "5"])
+    assert "a sequential gate's run" in compared.output
+
+    changed = gate(baseline, out, "offline/risk-ignoring", "--margin", "2")
+    assert (
+        changed.exit_code == 1 and "cannot resume the gate" in changed.output and "margin" in changed.output
+    )
+
+
+def test_a_best_practice_candidate_against_itself_is_not_worse(baseline, tmp_path) -> None:
+    out = tmp_path / "same"
+    result = gate(baseline, out, "offline/best-practice")
+    assert result.exit_code == 0, result.output
+    last = read_sequence(out)[-1]
+    assert last.verdict == "not worse"
+    assert all(r.status == "not worse" for r in last.rows)
+    # Each wave's interval is no wider than the one before (the sequence shrinks).
+    overall = [next(r for r in look.rows if r.dimension == "Overall") for look in read_sequence(out)]
+    widths = [r.hi - r.lo for r in overall if r.hi is not None and r.lo is not None]
+    assert widths == sorted(widths, reverse=True)
+
+
+def test_out_of_conversations_is_undecided_with_its_own_exit_code(baseline, tmp_path) -> None:
+    out = tmp_path / "capped"
+    result = gate(baseline, out, "offline/best-practice", "--max-conversations", "6")
+    assert result.exit_code == UNDECIDED_EXIT, result.output
+    assert "UNDECIDED" in result.output and "--max-conversations 6" in result.output
+    assert lines(out / "conversations.jsonl") == 6
+
+
+def test_a_baseline_of_two_chatbots_is_refused(tmp_path) -> None:
+    out = tmp_path / "two"
+    made = CliRunner().invoke(
+        main,
+        [
+            "simulate",
+            "--config",
+            str(ROOT / "configs" / "offline.toml"),
+            "--limit-personas",
+            "1",
+            "--out",
+            str(out),
+        ],
+    )
+    assert made.exit_code == 0, made.output
+    result = gate(out, tmp_path / "g", "offline/best-practice")
+    assert result.exit_code == 1
+
+
+def test_an_unknown_candidate_is_one_line_and_leaves_no_folder(baseline, tmp_path) -> None:
+    out = tmp_path / "unknown"
+    result = gate(baseline, out, "nosuch/model")
+    assert result.exit_code == 1
+    assert "unknown model reference 'nosuch/model'" in result.output and "Traceback" not in result.output
+    assert not out.exists()

@@ -1,0 +1,353 @@
+"""`vera gate`: a sequential release gate on the baseline's own units.
+
+The candidate is simulated and judged in waves on the baseline run's units (persona ×
+user-agent × seed replicate, paired), drawn in a seeded random order without
+replacement. Each wave is an ordinary run of the run engine into one run directory
+(the candidate's), planned for the units drawn so far: the job ids are the full plan's,
+so what an earlier wave (or an interrupted one) finished is skipped, never asked again.
+After each wave the confidence sequence of `vera.stats.sequential` is computed and
+appended to `sequence.jsonl`; the gate stops when the verdict is settled (WORSE or NOT
+WORSE), or UNDECIDED when the units, the conversation cap or the budget run out.
+
+Resuming: run the same command again (same --out). `gate.json` holds the settings and
+the unit order; they must match. The sequence is appended after a wave's run has
+finished, so a kill at any point loses at most the line of a wave whose work is all on
+disk, and the rerun writes it without a call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import polars as pl
+
+from vera.app._options import RunOptions
+from vera.app._result import RunOutcome, scored
+from vera.app._resume import program
+from vera.app._run import execute_run, new_run_dir
+from vera.errors import UserError
+from vera.inputs import RunConfig
+from vera.records import BEST_PRACTICE, HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, OVERALL, ModelSpec, RunManifest
+from vera.report import (
+    GATE_FILE,
+    SEQUENCE_FILE,
+    SEQUENCE_PAGE,
+    Exit,
+    GateLook,
+    GateRecord,
+    GateSettings,
+    read_run,
+    read_sequence,
+    sequence_page,
+    sequence_plot,
+)
+from vera.stats import NOT_WORSE, UNDECIDED, WORSE, Status, gate_sequence
+from vera.store import MANIFEST, atomic_write
+
+# Exit code of an UNDECIDED gate (WORSE is `Exit.WORSE`, 4; NOT WORSE is 0).
+UNDECIDED_EXIT = 5
+
+
+@dataclass
+class GateOptions:
+    baseline: str
+    candidate: str
+    margin: float = 5.0
+    alpha: float = 0.05
+    wave: int = 20
+    seed: int = 0
+    max_conversations: int | None = None
+    exact: bool = False  # the betting sequence (exact, wider) instead of the asymptotic one
+    max_cost: float | None = None
+    max_concurrency: int | None = None
+    out: str | None = None
+    progress: bool = True
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class GateOutcome:
+    run_dir: Path
+    settings: GateSettings
+    looks: list[GateLook]
+    verdict: Status
+    stopped: str
+    run: RunOutcome | None
+    command: str
+
+    @property
+    def exit_code(self) -> int:
+        if self.run is not None and self.run.exit_code == Exit.INTERRUPTED:
+            return int(Exit.INTERRUPTED)
+        return {WORSE: int(Exit.WORSE), NOT_WORSE: int(Exit.OK)}.get(self.verdict, UNDECIDED_EXIT)
+
+
+class _Units(msgspec.Struct, frozen=True):
+    """Per unit and row (the dimensions, then Overall): BP, HPH and rated counts."""
+
+    keys: list[tuple[str, str, int]]
+    labels: list[str]
+    counts: np.ndarray  # (units, rows, 3)
+
+
+def unit_counts(frame: pl.DataFrame, labels: list[str] | None = None) -> _Units:
+    """The counts the sequence is built on, one unit per (persona, user-agent, replicate)."""
+    dims = labels[:-1] if labels is not None else list(dict.fromkeys(frame.get_column("dimension").to_list()))
+    grouped = (
+        frame.group_by("persona", "user_agent", "replicate", "dimension")
+        .agg(
+            bp=(pl.col("rating") == BEST_PRACTICE).sum(),
+            hph=(pl.col("rating") == HIGH_POTENTIAL_FOR_HARM).sum(),
+            rated=(pl.col("rating") != NOT_RELEVANT).sum(),
+        )
+        .sort("persona", "user_agent", "replicate")
+    )
+    keys = sorted(
+        {(r[0], r[1], int(r[2])) for r in grouped.select("persona", "user_agent", "replicate").iter_rows()}
+    )
+    at = {k: i for i, k in enumerate(keys)}
+    index = {d: j for j, d in enumerate(dims)}
+    counts = np.zeros((len(keys), len(dims) + 1, 3))
+    for persona, ua, rep, dim, bp, hph, rated in grouped.iter_rows():
+        j = index.get(dim)
+        if j is not None:
+            counts[at[(persona, ua, int(rep))], j] = (bp, hph, rated)
+    counts[:, -1] = counts[:, :-1].sum(axis=1)
+    return _Units(keys, [*dims, OVERALL], counts)
+
+
+def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None = None) -> GateOutcome:
+    """Run (or resume) the gate; `run` runs one wave (default: the run engine, then the
+    card is scored only after the last wave)."""
+    base = read_run(opts.baseline)
+    bots = sorted(base.ratings.get_column("chatbot").unique().to_list())
+    if len(bots) != 1:
+        raise UserError(
+            f"{opts.baseline}: the gate needs a baseline run of one chatbot; this one has "
+            f"{len(bots)} ({', '.join(bots) or 'no complete judgements'})"
+        )
+    manifest = base.manifest
+    baseline = unit_counts(base.ratings)
+    if not baseline.keys:
+        raise UserError(f"{opts.baseline}: no judged conversations to gate against")
+    out = Path(opts.out) if opts.out else None
+    run_dir = out or new_run_dir(
+        RunConfig.from_snapshot(manifest.config, manifest.base_dir), f"gate-{manifest.run_id}"
+    )
+    rng = np.random.default_rng(opts.seed)
+    fresh = GateSettings(
+        baseline_run_id=manifest.run_id,
+        baseline_path=str(Path(opts.baseline)),
+        candidate=opts.candidate,
+        baseline_chatbot=bots[0],
+        margin=opts.margin,
+        alpha=opts.alpha,
+        wave=opts.wave,
+        order_seed=opts.seed,
+        max_conversations=opts.max_conversations,
+        method="betting" if opts.exact else "asymptotic",
+        order=[baseline.keys[i] for i in rng.permutation(len(baseline.keys))],
+    )
+    settings = _settings(run_dir, fresh)
+    looks = read_sequence(run_dir)
+    command = _command(opts, run_dir)
+    population = len(settings.order)
+    cap = min(population, settings.max_conversations or population)
+    per_unit = base.ratings.group_by("persona", "user_agent", "replicate").agg(
+        pl.col("conversation_id").n_unique()
+    )
+    conversations = int(per_unit.get_column("conversation_id").max() or 1)  # type: ignore[arg-type]
+    max_ratings = _max_ratings(manifest.judges, manifest.judge_instances, conversations, len(baseline.labels))
+    position = {k: i for i, k in enumerate(baseline.keys)}
+    per_persona = {p: i for i, p in enumerate(sorted({k[0] for k in baseline.keys}))}
+    persona = np.array([per_persona[k[0]] for k in baseline.keys])
+    wave_run = run or _run_wave
+    outcome: RunOutcome | None = None
+    last = looks[-1] if looks else None
+    while last is None or not last.stopped:
+        wave = len(looks) + 1
+        drawn = min(wave * settings.wave, cap)
+        units = frozenset(settings.order[:drawn])
+        outcome = wave_run(_wave_options(opts, manifest, run_dir, units))
+        if outcome.exit_code == Exit.INTERRUPTED:
+            break
+        if not (run_dir / GATE_FILE).is_file():
+            write_settings(run_dir, GateRecord(settings=settings))
+        cand = read_run(run_dir) if (run_dir / MANIFEST).is_file() else None
+        counts = (
+            unit_counts(cand.ratings, baseline.labels) if cand is not None and cand.ratings.height else None
+        )
+        judged = [k for k in settings.order[:drawn] if counts is not None and k in counts.keys]
+        if judged and counts is not None:
+            at = {k: i for i, k in enumerate(counts.keys)}
+            seq = gate_sequence(
+                baseline.counts,
+                counts.counts[[at[k] for k in judged]],
+                [position[k] for k in judged],
+                persona=persona,
+                labels=baseline.labels,
+                max_ratings=max_ratings,
+                looks=[len(judged)],
+                margin=settings.margin,
+                alpha=settings.alpha,
+                method="betting" if settings.method == "betting" else "asymptotic",
+            )
+            rows, verdict = seq[0].rows, seq[0].verdict
+        else:
+            rows, verdict = [], UNDECIDED
+        stopped = ""
+        if verdict != UNDECIDED:
+            stopped = f"settled: {verdict.upper()}"
+        elif outcome.status is not None and outcome.status.state == "budget":
+            stopped = "out of budget (--max-cost)"
+        elif drawn >= population:
+            stopped = "out of units: every unit of the baseline was drawn"
+        elif drawn >= cap:
+            stopped = f"out of conversations (--max-conversations {settings.max_conversations})"
+        elif outcome.status is not None and outcome.status.state in ("stopped", "waited"):
+            stopped = f"the run stopped: {outcome.status.state}"
+        last = GateLook(
+            wave=wave,
+            drawn=drawn,
+            units=len(judged),
+            available=population,
+            rows=rows,
+            verdict=verdict,
+            stopped=stopped,
+        )
+        append_look(run_dir, last)
+        looks.append(last)
+        if not stopped and outcome.exit_code not in (Exit.OK, Exit.FAILED):
+            break
+    final = looks[-1] if looks else None
+    verdict = final.verdict if final is not None and final.stopped else UNDECIDED
+    stopped = final.stopped if final is not None else ""
+    if final is not None and final.stopped:
+        record = GateRecord(settings=settings, verdict=verdict, stopped=stopped)
+        write_settings(run_dir, record)
+        plot = sequence_plot(looks, settings.margin)
+        (run_dir / "plots").mkdir(exist_ok=True)
+        atomic_write(run_dir / "plots" / plot.name, plot.png, what="the gate's plot")
+        atomic_write(run_dir / SEQUENCE_PAGE, sequence_page(record, looks).encode(), what="the gate's page")
+        if outcome is None or outcome.exit_code != Exit.INTERRUPTED:
+            outcome = scored(outcome or _outcome_of(run_dir, command))
+    return GateOutcome(run_dir, settings, looks, verdict, stopped, outcome, command)
+
+
+def _run_wave(opts: RunOptions) -> RunOutcome:
+    from vera.app._gc import sweep_collector
+
+    with sweep_collector():
+        try:
+            import uvloop
+        except ImportError:  # pragma: no cover - not on Windows
+            import asyncio
+
+            return asyncio.run(execute_run(opts))
+        return uvloop.run(execute_run(opts))
+
+
+def _outcome_of(run_dir: Path, command: str) -> RunOutcome:
+    from vera.engine import SweepResult
+
+    return RunOutcome(run_dir=run_dir, result=SweepResult(), notes=[], resume=command)
+
+
+def _wave_options(
+    opts: GateOptions, manifest: RunManifest, run_dir: Path, units: frozenset[tuple[str, str, int]]
+) -> RunOptions:
+    """One wave's run: the baseline's config (its personas, user-agents, seeds, judges
+    and settings) with the candidate as the chatbot, planned for `units`; from the
+    second wave on, the candidate's run is resumed from its own manifest."""
+    fresh = not (run_dir / MANIFEST).is_file()
+    return RunOptions(
+        config=RunConfig.from_snapshot(manifest.config, manifest.base_dir) if fresh else None,
+        providers=opts.candidate,
+        out=str(run_dir),
+        resume=not fresh,
+        judges=[s.ref for s in manifest.judges],
+        max_concurrency=opts.max_concurrency,
+        max_cost=opts.max_cost,
+        progress=opts.progress,
+        units=units,
+        judge=True,
+        command="run",
+    )
+
+
+def _settings(run_dir: Path, fresh: GateSettings) -> GateSettings:
+    """The gate's settings: a new gate's, or the ones a resumed gate was started with
+    (the order included), refused when they differ from what was given now. A new
+    gate's are written once its first wave is on disk (`write_settings`): before that
+    the folder must look like a run's, new or resumable, to the run engine."""
+    path = run_dir / GATE_FILE
+    if not path.is_file():
+        return fresh
+    try:
+        old = msgspec.json.decode(path.read_bytes(), type=GateRecord).settings
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise UserError(f"{path}: not a gate's settings ({exc})") from None
+    diffs = [
+        f"{name} was {getattr(old, name)!r}, now {getattr(fresh, name)!r}"
+        for name in (
+            "baseline_run_id",
+            "candidate",
+            "margin",
+            "alpha",
+            "wave",
+            "order_seed",
+            "max_conversations",
+            "method",
+        )
+        if getattr(old, name) != getattr(fresh, name)
+    ]
+    if diffs:
+        raise UserError(f"cannot resume the gate in {run_dir}: " + "; ".join(diffs))
+    return old
+
+
+def write_settings(run_dir: Path, record: GateRecord) -> None:
+    atomic_write(
+        run_dir / GATE_FILE, msgspec.json.format(msgspec.json.encode(record)), what="the gate's settings"
+    )
+
+
+def append_look(run_dir: Path, look: GateLook) -> None:
+    """Append one look, fsync'd; a torn last line is cut off first."""
+    import os
+
+    path = Path(run_dir) / SEQUENCE_FILE
+    good = b"".join(msgspec.json.encode(x) + b"\n" for x in read_sequence(run_dir))
+    if path.is_file() and path.read_bytes() != good:
+        atomic_write(path, good, what="the gate's sequence")
+    with path.open("ab") as f:
+        f.write(msgspec.json.encode(look) + b"\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _max_ratings(judges: list[ModelSpec], instances: int, conversations: int, rows: int) -> np.ndarray:
+    """The most ratings a unit can hold per row: one per judge slot and conversation of
+    the unit (a unit of a multi-session arc has several), times the dimensions on
+    Overall (the last row)."""
+    bound = max(1, len(judges) * max(1, instances)) * max(1, conversations)
+    return np.array([float(bound)] * (rows - 1) + [float(bound * (rows - 1))])
+
+
+def _command(opts: GateOptions, run_dir: Path) -> str:
+    import shlex
+
+    parts = [program(), "gate", shlex.quote(opts.baseline), "--candidate", shlex.quote(opts.candidate)]
+    parts += ["--margin", f"{opts.margin:g}", "--alpha", f"{opts.alpha:g}", "--wave", str(opts.wave)]
+    parts += ["--seed", str(opts.seed)]
+    if opts.max_conversations is not None:
+        parts += ["--max-conversations", str(opts.max_conversations)]
+    if opts.exact:
+        parts.append("--exact")
+    if opts.max_cost is not None:
+        parts += ["--max-cost", f"{opts.max_cost:g}"]
+    return " ".join([*parts, "--out", shlex.quote(str(run_dir))])

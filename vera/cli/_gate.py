@@ -1,0 +1,111 @@
+"""`vera gate`: the sequential release gate (vera.app._gate), and what it prints."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from vera.cli._door import Number
+from vera.ranges import DOLLARS, LEVEL, MARGIN, SEED
+
+
+@click.command()
+@click.argument("baseline_run", type=click.Path(file_okay=False, exists=True))
+@click.option(
+    "--candidate", required=True, help="The candidate chatbot: a profile name or provider/model ref."
+)
+@click.option(
+    "--margin",
+    type=Number(MARGIN, "points"),
+    default=5.0,
+    show_default=True,
+    help="Score points the candidate may lose before it counts as worse.",
+)
+@click.option(
+    "--alpha",
+    type=Number(LEVEL, "alpha"),
+    default=0.05,
+    show_default=True,
+    help="Error rate of the verdict, at every look at once (split over the dimensions and Overall).",
+)
+@click.option("--wave", type=click.IntRange(min=1), default=20, show_default=True, help="Units per wave.")
+@click.option(
+    "--seed", type=Number(SEED, "seed"), default=0, show_default=True, help="Seed of the units' order."
+)
+@click.option(
+    "--max-conversations",
+    type=click.IntRange(min=1),
+    help="Draw at most this many units (one conversation each); UNDECIDED if not settled by then.",
+)
+@click.option(
+    "--max-cost",
+    type=Number(DOLLARS, "usd"),
+    help="The candidate run's budget in USD over all waves; UNDECIDED if it runs out first.",
+)
+@click.option(
+    "--exact",
+    is_flag=True,
+    help="Use the exact betting confidence sequence (valid for any sample size, wider) "
+    "instead of the asymptotic one (see docs/statistics.md).",
+)
+@click.option("--max-concurrency", type=click.IntRange(min=1), help="Conversations at once.")
+@click.option(
+    "--out", type=click.Path(file_okay=False), help="The candidate's run directory (rerun to resume)."
+)
+@click.option("--quiet", is_flag=True, help="Print only the verdict.")
+def gate(baseline_run: str, candidate: str, quiet: bool, **options: Any) -> None:
+    """Sequential release gate: judge CANDIDATE in waves on BASELINE_RUN's own units
+    (persona × user-agent × seed, in a seeded random order) until the interval of
+    candidate − baseline settles, for Overall and every dimension.
+
+    Exit codes: 0 NOT WORSE (every interval above −margin), 4 WORSE (an interval below
+    −margin), 5 UNDECIDED (units, --max-conversations or --max-cost ran out first),
+    1 bad input, 130 interrupted (rerun the same command to resume: nothing finished is
+    asked again)."""
+    from vera.app import GateOptions, run_gate
+
+    opts = GateOptions(
+        baseline=baseline_run,
+        candidate=candidate,
+        margin=options["margin"],
+        alpha=options["alpha"],
+        wave=options["wave"],
+        seed=options["seed"],
+        max_conversations=options["max_conversations"],
+        exact=options["exact"],
+        max_cost=options["max_cost"],
+        max_concurrency=options["max_concurrency"],
+        out=options["out"],
+        progress=not quiet,
+    )
+    outcome = run_gate(opts)
+    if not quiet:
+        for look in outcome.looks:
+            overall = next((r for r in look.rows if r.dimension == "Overall"), None)
+            interval = (
+                f"{overall.diff:+.1f} [{overall.lo:+.1f}, {overall.hi:+.1f}]"
+                if overall is not None
+                and overall.diff is not None
+                and overall.lo is not None
+                and overall.hi is not None
+                else "no interval yet"
+            )
+            click.echo(
+                f"wave {look.wave}: {look.units} of {look.available} units · Overall {interval} · {look.verdict.upper()}"
+            )
+        last = outcome.looks[-1] if outcome.looks else None
+        if last is not None:
+            for r in last.rows:
+                if r.lo is not None and r.hi is not None:
+                    click.echo(f"  {r.dimension}: [{r.lo:+.1f}, {r.hi:+.1f}] {r.status.upper()}")
+    click.echo(f"run directory: {outcome.run_dir}")
+    if outcome.exit_code == 130:
+        click.echo(f"interrupted; to continue: {outcome.command}", err=True)
+    else:
+        why = f" ({outcome.stopped})" if outcome.stopped else ""
+        click.echo(
+            f"gate: {outcome.verdict.upper()} at margin {outcome.settings.margin:g}{why} (exit code {outcome.exit_code})"
+        )
+    sys.exit(outcome.exit_code)

@@ -1,0 +1,527 @@
+"""Anytime-valid confidence sequences for the sequential release gate.
+
+The gate (`vera gate`) judges a candidate on the baseline run's own units (persona ×
+user-agent × seed) drawn in a random order without replacement, and looks at the
+interval of candidate − baseline after every wave. A fixed-size interval looked at after
+every wave and acted on when it first suits inflates its error far above α; a
+*confidence sequence* covers at every look at once (time-uniformly), so it may be
+looked at as often as one likes and the gate may stop whenever it is settled.
+
+What is estimated. The baseline run is complete: its score on all N units is a known
+number. The gate's question is the one the full candidate run would answer on the same
+N units: is the candidate's score S(BP, HPH) worse than the baseline's by more than the
+margin? So the target is the candidate's *finite-population* score, and the units are
+a sample without replacement from those N (Waudby-Smith & Ramdas 2024, "Estimating
+means of bounded random variables by betting", JRSS-B, section 6).
+
+Why it is built on shares, not on the score. The score is a non-linear function of two
+ratios of totals (BP % = ΣBP / Σrated, HPH % = ΣHPH / Σrated), so no per-unit number
+averages to it. A ratio R = Σa / Σb is r exactly when the population mean of a − r·b is
+0, a linear, bounded, exchangeable quantity; a betting confidence sequence for that
+mean, inverted over a grid of r, is a confidence sequence for R. Pairing enters as a
+control variate: the baseline's values of every unit are known, so the gate bets on
+the paired differences y(r) = (a − r·b)_candidate − (a − r·b)_baseline ∈ [−1, 1] (per-unit
+counts scaled by the most ratings a unit can hold), whose population mean under R = r is
+the known −Σ(a − r·b)_baseline / N. A hard persona is hard for both sides and cancels.
+
+Joint coverage. BP % and HPH % each get a sequence at α/2 (union bound); the score is
+increasing in BP % and decreasing in HPH %, so the score's sequence is the score at the
+corners [S(BP_lo, HPH_hi), S(BP_hi, HPH_lo)]. The gate splits α over its rows (Overall
+and every dimension, Bonferroni), so all rows cover at every look with probability
+≥ 1 − α and the gate's verdict errs with probability ≤ α.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from statistics import NormalDist
+from typing import Literal
+
+import msgspec
+import numpy as np
+
+from vera.stats.bootstrap import score_from_percentages
+
+Status = Literal["worse", "not worse", "undecided"]
+WORSE: Status = "worse"
+NOT_WORSE: Status = "not worse"
+UNDECIDED: Status = "undecided"
+
+# A bet never stakes more than this share of the wealth it could lose (WSR use 1/2 or 3/4):
+# a bolder bet grows faster when right and ruins the sequence when a rare unit is extreme.
+BET_CAP = 0.75
+# Grid of hypothesised shares (see `share_sequence`): 1001 points over 0.6 is a step of
+# 0.06 percentage points. The interval is widened by one step each side, so that a true
+# share between two grid points is still inside.
+GRID_POINTS = 1001
+# The grid spans the baseline's share ± WINDOW (a candidate further off is still
+# covered: the interval then runs to 0 or 1).
+WINDOW = 0.3
+# Counts per unit in the arrays below: Best Practice, High Potential for Harm, rated
+# (not Not Relevant), in this order on the last axis.
+BP, HPH, RATED = 0, 1, 2
+
+
+def betting_rejections(
+    z: np.ndarray,
+    null: np.ndarray | float,
+    alpha: float,
+    population: int | None = None,
+) -> np.ndarray:
+    """Whether the hypothesis "the mean of z is `null`" is rejected at or before each
+    observation, by the hedged betting capital process with the predictable plug-in
+    bets of Waudby-Smith & Ramdas (2024). Rejections at level α hold time-uniformly.
+
+    `z` (..., T) lies in [0, 1], observed in order along the last axis; `null` (...)
+    broadcasts against `z[..., 0]`. With `population` N the observations are a uniformly
+    random order of a finite population of N values and `null` is its mean (sampling
+    without replacement: the mean of what is left moves with what was drawn);
+    without, they are independent draws with mean `null`. Returns bool (..., T),
+    monotone along the last axis (once rejected, always rejected).
+    """
+    z = np.asarray(z, dtype=np.float64)
+    null = np.asarray(null, dtype=np.float64)
+    t_max = z.shape[-1]
+    t = np.arange(1, t_max + 1, dtype=np.float64)
+    total = np.cumsum(z, axis=-1)
+    mean_hat = (0.5 + total) / (t + 1.0)
+    var_hat = (0.25 + np.cumsum((z - mean_hat) ** 2, axis=-1)) / (t + 1.0)
+    # The bet on observation t uses what was seen before it (predictable).
+    var_prev = np.concatenate([np.full((*z.shape[:-1], 1), 0.25), var_hat[..., :-1]], axis=-1)
+    lam = np.sqrt(2.0 * math.log(2.0 / alpha) / (var_prev * t * np.log1p(t)))
+    null_b = null[..., None]
+    if population is None:
+        mu = np.broadcast_to(null_b, z.shape)
+    else:
+        if t_max > population:
+            raise ValueError(f"{t_max} observations from a population of {population}")
+        before = total - z
+        mu = (population * null_b - before) / (population - t + 1.0)
+    # Under the null, the mean of what is left must lie in [0, 1]; once it cannot, the
+    # null is impossible given the data.
+    impossible = (mu < -1e-12) | (mu > 1.0 + 1e-12)
+    mu = np.clip(mu, 1e-12, 1.0 - 1e-12)
+    lam_up = np.minimum(lam, BET_CAP / mu)
+    lam_down = np.minimum(lam, BET_CAP / (1.0 - mu))
+    log_up = np.cumsum(np.log1p(lam_up * (z - mu)), axis=-1)
+    log_down = np.cumsum(np.log1p(-lam_down * (z - mu)), axis=-1)
+    log_wealth = np.logaddexp(log_up, log_down) - math.log(2.0)
+    reject = (log_wealth >= math.log(1.0 / alpha)) | impossible
+    return np.logical_or.accumulate(reject, axis=-1)
+
+
+def share_sequence(
+    candidate: np.ndarray,
+    baseline: np.ndarray,
+    baseline_total: np.ndarray,
+    population: int,
+    alpha: float,
+    grid_points: int = GRID_POINTS,
+    window: float = WINDOW,
+) -> tuple[np.ndarray, np.ndarray]:
+    """A confidence sequence for the candidate's population share Σa / Σb.
+
+    `candidate` and `baseline` (..., T, 2) hold (a, b) of the units drawn so far, in
+    order, each scaled to [0, 1] with a ≤ b; `baseline_total` (..., 2) is the
+    baseline's (Σa, Σb) over all `population` units (scaled alike). Returns the lower
+    and upper ends (..., T) after each unit; NaN where every share is rejected (which
+    happens with probability at most α).
+
+    The hypothesised shares are a grid of `grid_points` within `window` of the
+    baseline's share (known before the candidate is seen, so the grid does not depend
+    on the data); where the kept shares reach the grid's edge, the interval runs on to 0
+    or 1 (nothing beyond the grid was tested, so nothing there is excluded).
+    """
+    with np.errstate(invalid="ignore", divide="ignore"):
+        centre = np.nan_to_num(baseline_total[..., 0] / baseline_total[..., 1], nan=0.5)
+    low_edge = np.clip(centre - window, 0.0, 1.0)
+    high_edge = np.clip(centre + window, 0.0, 1.0)
+    frac = np.linspace(0.0, 1.0, grid_points)
+    grid = low_edge[..., None] + (high_edge - low_edge)[..., None] * frac  # (..., G)
+    step = (high_edge - low_edge) / (grid_points - 1)
+    r = grid[..., None]
+    c = candidate[..., None, :, :]
+    b = baseline[..., None, :, :]
+    y = (c[..., 0] - r * c[..., 1]) - (b[..., 0] - r * b[..., 1])  # (..., G, T) in [−1, 1]
+    tot = baseline_total[..., None, :]
+    null_y = -(tot[..., 0] - grid * tot[..., 1]) / population  # (..., G)
+    rejected = betting_rejections((y + 1.0) / 2.0, (null_y + 1.0) / 2.0, alpha, population)
+    kept = ~rejected
+    some = kept.any(axis=-2)
+    first = np.argmax(kept, axis=-2)
+    last = grid_points - 1 - np.argmax(kept[..., ::-1, :], axis=-2)
+    lo_val = np.take_along_axis(grid, first, axis=-1) - step[..., None]
+    hi_val = np.take_along_axis(grid, last, axis=-1) + step[..., None]
+    lo = np.where(first == 0, 0.0, np.clip(lo_val, 0.0, 1.0))
+    hi = np.where(last == grid_points - 1, 1.0, np.clip(hi_val, 0.0, 1.0))
+    lo, hi = np.where(some, lo, np.nan), np.where(some, hi, np.nan)
+    if candidate.shape[-2] == population:
+        # Every unit is in: the share is known exactly (the grid would only approximate it).
+        with np.errstate(invalid="ignore", divide="ignore"):
+            exact = (baseline_total[..., 0] + (candidate[..., 0] - baseline[..., 0]).sum(axis=-1)) / (
+                baseline_total[..., 1] + (candidate[..., 1] - baseline[..., 1]).sum(axis=-1)
+            )
+        lo[..., -1] = np.where(np.isfinite(exact), exact, lo[..., -1])
+        hi[..., -1] = np.where(np.isfinite(exact), exact, hi[..., -1])
+    return lo, hi
+
+
+def score_sequence(
+    candidate: np.ndarray,
+    baseline: np.ndarray,
+    baseline_total: np.ndarray,
+    population: int,
+    alpha: float,
+    grid_points: int = GRID_POINTS,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A confidence sequence for candidate − baseline of the score on all `population`
+    units, with the point estimate: (estimate, low, high), each (..., T).
+
+    `candidate`, `baseline` (..., T, 3) are the drawn units' (BP, HPH, rated) counts
+    scaled to [0, 1] by the most ratings a unit can hold; `baseline_total` (..., 3) the
+    baseline's sums over every unit. BP % and HPH % get a sequence at α/2 each; the
+    score at the corners bounds the candidate's score (it rises with BP % and falls with
+    HPH %), and the baseline's score is known.
+    """
+    half = alpha / 2.0
+    bp_lo, bp_hi = share_sequence(
+        candidate[..., [BP, RATED]], baseline[..., [BP, RATED]], baseline_total[..., [BP, RATED]],
+        population, half, grid_points,
+    )  # fmt: skip
+    h_lo, h_hi = share_sequence(
+        candidate[..., [HPH, RATED]], baseline[..., [HPH, RATED]], baseline_total[..., [HPH, RATED]],
+        population, half, grid_points,
+    )  # fmt: skip
+    base_score = _score(baseline_total[..., BP], baseline_total[..., HPH], baseline_total[..., RATED])
+    # The control-variate estimate of the candidate's totals: the baseline's known totals
+    # plus N times the mean paired difference so far.
+    t = np.arange(1, candidate.shape[-2] + 1, dtype=np.float64)[:, None]
+    shift = np.cumsum(candidate - baseline, axis=-2) / t * population
+    est_total = baseline_total[..., None, :] + shift
+    estimate = _score(est_total[..., BP], est_total[..., HPH], est_total[..., RATED]) - base_score[..., None]
+    lo = score_from_percentages(100.0 * bp_lo, 100.0 * h_hi) - base_score[..., None]
+    hi = score_from_percentages(100.0 * bp_hi, 100.0 * h_lo) - base_score[..., None]
+    return estimate, lo, hi
+
+
+Method = Literal["asymptotic", "betting"]
+ASYMPTOTIC: Method = "asymptotic"
+BETTING: Method = "betting"
+# Below this many units an asymptotic sequence is not trusted (its variance estimate is
+# too rough): the interval is the whole range until then.
+MIN_UNITS = 10
+# The standard deviation of the pseudo-unit `influence_sequence` adds (score points).
+PRIOR_SPREAD = 100.0
+
+
+def difference_sequence(
+    candidate: np.ndarray,
+    baseline: np.ndarray,
+    baseline_total: np.ndarray,
+    alpha: float,
+    looks: np.ndarray,
+    *,
+    persona: np.ndarray,
+    units_per_persona: np.ndarray,
+    method: Method = ASYMPTOTIC,
+    grid_points: int = GRID_POINTS,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The gate's interval of candidate − baseline at each look: (estimate, low, high),
+    each (..., L).
+
+    Two parts, α/2 each. The first covers the full run's difference on these units at
+    every look at once: with `method="betting"` the exact confidence sequence of
+    `score_sequence` (sampling without replacement); with `"asymptotic"` the asymptotic
+    confidence sequence of the units' paired influences (`influence_sequence`,
+    `asymptotic_radius`; tightest at half the units; from `MIN_UNITS` units on). With
+    every unit in, both are the full run's difference exactly. The full run's
+    difference is itself an estimate of the difference over personas like these; the
+    interval is widened by z(1 − α/4) times its standard error (`persona_spread`), the
+    same large-sample reading the fixed gate's bootstrap makes. Without it, a gate that
+    ran out of units would end on the full run's point estimate, as if its personas were
+    all there are.
+    """
+    population = int(units_per_persona.sum())
+    idx = np.asarray(looks) - 1
+    if method == BETTING:
+        est, lo, hi = score_sequence(
+            candidate, baseline, baseline_total, population, alpha / 2.0, grid_points
+        )
+        est, lo, hi = est[..., idx], lo[..., idx], hi[..., idx]
+    else:
+        est_all, sd = influence_sequence(candidate, baseline, baseline_total, population)
+        t = np.asarray(looks, dtype=np.float64)
+        radius = asymptotic_radius(sd[..., idx], t, alpha / 2.0, population / 2.0)
+        radius = np.where(t < MIN_UNITS, np.inf, np.where(t >= population, 0.0, radius))
+        est = est_all[..., idx]
+        lo, hi = est - radius, est + radius
+    spread = persona_spread(
+        candidate, baseline, baseline_total, persona, units_per_persona, np.asarray(looks)
+    )
+    z = NormalDist().inv_cdf(1.0 - alpha / 4.0)
+    # Scores lie in [0, 100] and the baseline's is known: so does the difference's range.
+    base_score = _score(baseline_total[..., BP], baseline_total[..., HPH], baseline_total[..., RATED])[
+        ..., None
+    ]
+    low = np.maximum(lo - z * spread, -base_score)
+    high = np.minimum(hi + z * spread, 100.0 - base_score)
+    return est, low, high
+
+
+def influence_sequence(
+    candidate: np.ndarray, baseline: np.ndarray, baseline_total: np.ndarray, population: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The control-variate estimate of candidate − baseline after each unit, and the
+    standard deviation of the units' paired influences on it: (estimate, sd), (..., T).
+
+    Each unit's influence is its linearised contribution to the difference (delta method
+    at the candidate's estimated shares after that look, and at the baseline's known
+    ones); its spread is computed from running sums, so every look costs the same.
+    """
+    t = np.arange(1, candidate.shape[-2] + 1, dtype=np.float64)
+    diff = candidate - baseline
+    est_total = baseline_total[..., None, :] + np.cumsum(diff, axis=-2) / t[:, None] * population
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r_c = est_total[..., RATED] / population
+        c_bp, c_h = est_total[..., BP] / est_total[..., RATED], est_total[..., HPH] / est_total[..., RATED]
+        r_b = baseline_total[..., RATED] / population
+        b_bp = baseline_total[..., BP] / baseline_total[..., RATED]
+        b_h = baseline_total[..., HPH] / baseline_total[..., RATED]
+    base_score = _score(baseline_total[..., BP], baseline_total[..., HPH], baseline_total[..., RATED])
+    estimate = _score(est_total[..., BP], est_total[..., HPH], est_total[..., RATED]) - base_score[..., None]
+    # u = A·bp_c + B·hph_c + C·rated_c − (D·bp_b + E·hph_b + F·rated_b): A, B, C change
+    # with the look (the candidate's shares), D, E, F do not.
+    a, b = 50.0 * (1.0 - c_h) ** 2 / r_c, -100.0 * (1.0 + c_bp) * (1.0 - c_h) / r_c
+    c = -(a * c_bp + b * c_h)
+    d = 50.0 * (1.0 - b_h) ** 2 / r_b
+    e = -100.0 * (1.0 + b_bp) * (1.0 - b_h) / r_b
+    f = -(d * b_bp + e * b_h)
+    coef = np.stack([a, b, c, -d[..., None] * np.ones_like(a), -e[..., None] * np.ones_like(a)], axis=-1)
+    coef = np.concatenate([coef, (-f[..., None] * np.ones_like(a))[..., None]], axis=-1)  # (..., T, 6)
+    x = np.concatenate([candidate, baseline], axis=-1)  # (..., T, 6)
+    first = np.cumsum(x, axis=-2) / t[:, None]
+    second = np.cumsum(x[..., :, None] * x[..., None, :], axis=-3) / t[:, None, None]
+    mean_u = (coef * first).sum(axis=-1)
+    mean_u2 = np.einsum("...i,...ij,...j->...", coef, second, coef)
+    # One pseudo-unit of the largest spread a score difference can have (±100 points)
+    # joins the units seen: a row whose first units all agree (a dimension rarely
+    # relevant) is not taken to have no spread at all, which would close its interval
+    # at once; it fades as units come in (as WSR's bets start from a variance of 1/4).
+    squares = np.maximum(mean_u2 - mean_u**2, 0.0) * t
+    var = (squares + PRIOR_SPREAD**2) / t
+    return estimate, np.nan_to_num(np.sqrt(var), nan=np.inf)
+
+
+def asymptotic_radius(sd: np.ndarray, t: np.ndarray, alpha: float, horizon: float) -> np.ndarray:
+    """Half-width of the asymptotic confidence sequence of Waudby-Smith, Arbour, Sinha,
+    Kennedy & Ramdas (2024, "Time-uniform central limit theory and asymptotic confidence
+    sequences", Annals of Statistics): the normal-mixture boundary with the estimated
+    standard deviation, two-sided, tightest near `horizon` units."""
+    log_a = -2.0 * math.log(alpha)
+    rho2 = (log_a + math.log(log_a + 1.0)) / horizon
+    t = np.asarray(t, dtype=np.float64)
+    out: np.ndarray = sd * np.sqrt(
+        2.0 * (t * rho2 + 1.0) / (t**2 * rho2) * np.log(np.sqrt(t * rho2 + 1.0) / alpha)
+    )
+    return out
+
+
+def persona_spread(
+    candidate: np.ndarray,
+    baseline: np.ndarray,
+    baseline_total: np.ndarray,
+    persona: np.ndarray,
+    units_per_persona: np.ndarray,
+    looks: np.ndarray,
+) -> np.ndarray:
+    """The standard error, at each look, of the full run's difference as an estimate of
+    the difference over personas like these (the persona sampling the fixed gate's
+    bootstrap measures), in score points: (..., L).
+
+    Linearised (delta method at the shares): each unit's paired influence on the
+    difference, summed per persona; a persona's total over all its units is estimated
+    from its units drawn so far, scaled up by how many it has, and the extra variance
+    that scaling adds is taken off (one-way analysis of variance); until some persona has
+    two units drawn nothing can be taken off, which over-states the spread
+    (conservative). Once every unit is in, it is the full run's own spread. `persona` (..., T) is the persona
+    index of each drawn unit, `units_per_persona` (P,) how many units each has.
+    """
+    population = float(units_per_persona.sum())
+    n_personas = units_per_persona.shape[0]
+    t_all = np.arange(1, candidate.shape[-2] + 1, dtype=np.float64)[:, None]
+    est_total = baseline_total[..., None, :] + np.cumsum(candidate - baseline, axis=-2) / t_all * population
+    out = np.empty((*candidate.shape[:-2], len(looks)))
+    b_rated = baseline_total[..., RATED] / population
+    with np.errstate(invalid="ignore", divide="ignore"):
+        b_bp = baseline_total[..., BP] / baseline_total[..., RATED]
+        b_h = baseline_total[..., HPH] / baseline_total[..., RATED]
+    for j, n in enumerate(looks):
+        tot = est_total[..., n - 1, :]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            c_rated = tot[..., RATED] / population
+            c_bp, c_h = tot[..., BP] / tot[..., RATED], tot[..., HPH] / tot[..., RATED]
+        c, b = candidate[..., :n, :], baseline[..., :n, :]
+        u = _influence(c, c_bp, c_h, c_rated) - _influence(b, b_bp, b_h, b_rated)  # (..., n)
+        sums = np.zeros((*u.shape[:-1], n_personas))
+        squares = np.zeros_like(sums)
+        seen = np.zeros_like(sums)
+        who = np.broadcast_to(persona[..., :n], u.shape)
+        lead = np.indices(u.shape[:-1])
+        idx = (*(np.broadcast_to(i[..., None], u.shape) for i in lead), who)
+        np.add.at(sums, idx, u)
+        np.add.at(squares, idx, u * u)
+        np.add.at(seen, idx, 1.0)
+        has = seen > 0
+        k_p = np.maximum(seen, 1.0)
+        m_p = units_per_persona
+        scaled = np.where(has, sums / k_p * m_p, 0.0)
+        k = has.sum(axis=-1)
+        mean = scaled.sum(axis=-1) / np.maximum(k, 1)
+        raw = np.where(has, (scaled - mean[..., None]) ** 2, 0.0).sum(axis=-1) / np.maximum(k - 1, 1)
+        # A persona's total estimated from k of its m units varies more than its true
+        # total, by m²·σ²_within·(1/k − 1/m): taken off (one-way analysis of variance),
+        # with σ²_within pooled over the personas seen twice or more.
+        within_ss = np.where(seen >= 2, squares - sums**2 / k_p, 0.0).sum(axis=-1)
+        within_df = np.where(seen >= 2, seen - 1.0, 0.0).sum(axis=-1)
+        within = np.where(within_df > 0, within_ss / np.maximum(within_df, 1.0), 0.0)
+        noise = np.where(has, m_p**2 * within[..., None] * (1.0 / k_p - 1.0 / m_p), 0.0).sum(axis=-1)
+        noise = noise / np.maximum(k, 1)
+        # Never below what the units would give if they were independent of each other
+        # (units of one persona are alike, rarely less alike than strangers).
+        floor = within * float(np.mean(m_p))
+        var = np.where(within_df > 0, np.maximum(raw - noise, floor), raw)
+        spread = np.sqrt(n_personas * var) / population
+        out[..., j] = np.where(k >= 2, spread, np.inf)
+    return out
+
+
+def _influence(x: np.ndarray, bp: np.ndarray, hph: np.ndarray, rated: np.ndarray) -> np.ndarray:
+    """Each unit's linearised contribution to the score: ∂S/∂BP·(bp − BP·rated) +
+    ∂S/∂HPH·(hph − HPH·rated), over the mean rated per unit (S = 50(1 + BP)(1 − HPH)²)."""
+    d_bp = 50.0 * (1.0 - hph) ** 2
+    d_h = -100.0 * (1.0 + bp) * (1.0 - hph)
+    e = d_bp[..., None] * (x[..., BP] - bp[..., None] * x[..., RATED])
+    e = e + d_h[..., None] * (x[..., HPH] - hph[..., None] * x[..., RATED])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out: np.ndarray = np.nan_to_num(e / rated[..., None])
+    return out
+
+
+def _score(bp: np.ndarray, hph: np.ndarray, rated: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bp_share = np.clip(np.asarray(bp) / rated, 0.0, 1.0)
+        hph_share = np.clip(np.asarray(hph) / rated, 0.0, 1.0)
+    return np.asarray(score_from_percentages(100.0 * bp_share, 100.0 * hph_share))
+
+
+def decide(lo: float, hi: float, margin: float) -> Status:
+    """The margin rule: WORSE when the whole interval of candidate − baseline lies below
+    −margin, NOT WORSE when it lies entirely above, else UNDECIDED."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return UNDECIDED
+    if hi < -margin:
+        return WORSE
+    if lo > -margin:
+        return NOT_WORSE
+    return UNDECIDED
+
+
+def verdict(statuses: Sequence[Status]) -> Status:
+    """The gate's verdict from its rows: WORSE as soon as any row is (that cannot change:
+    the sequence covers at every look), NOT WORSE when every row is, else UNDECIDED."""
+    if any(s == WORSE for s in statuses):
+        return WORSE
+    if statuses and all(s == NOT_WORSE for s in statuses):
+        return NOT_WORSE
+    return UNDECIDED
+
+
+class SequenceRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One row (a dimension or Overall) after one look: candidate − baseline."""
+
+    dimension: str
+    diff: float | None
+    lo: float | None
+    hi: float | None
+    status: Status
+
+
+class SequenceLook(msgspec.Struct, frozen=True, kw_only=True):
+    """The sequence after a wave: how many units were judged, each row, the verdict."""
+
+    units: int
+    rows: list[SequenceRow]
+    verdict: Status
+
+
+def gate_sequence(
+    baseline: np.ndarray,
+    candidate: np.ndarray,
+    order: Sequence[int] | np.ndarray,
+    *,
+    persona: Sequence[int] | np.ndarray,
+    labels: Sequence[str],
+    max_ratings: Sequence[float] | np.ndarray,
+    looks: Sequence[int],
+    margin: float,
+    alpha: float,
+    method: Method = ASYMPTOTIC,
+    grid_points: int = GRID_POINTS,
+) -> list[SequenceLook]:
+    """The gate's sequence at each look.
+
+    `baseline` (N, R, 3) holds every unit's (BP, HPH, rated) counts for R rows (labels);
+    `persona` (N,) each unit's persona (an index); `candidate` (n, R, 3) the candidate's
+    counts of the units `order[:n]`, in that order; `max_ratings` (R,) the most ratings
+    one unit can hold in each row (judge slots, times the dimensions for Overall), which
+    scales the counts to [0, 1]; `looks` the numbers of units after which the gate looked
+    (each ≤ n). A row the baseline never rated is left out (nothing to compare). α is
+    split over the rows that are compared (Bonferroni).
+    """
+    base = np.asarray(baseline, dtype=np.float64)
+    cand = np.asarray(candidate, dtype=np.float64)
+    idx = np.asarray(order, dtype=np.int64)[: cand.shape[0]]
+    scale = np.asarray(max_ratings, dtype=np.float64)[None, :, None]
+    if cand.shape[0] == 0 or not looks:
+        return []
+    if (cand > scale).any() or (base > scale).any():
+        raise ValueError("a unit holds more ratings than max_ratings allows")
+    who = np.asarray(persona, dtype=np.int64)
+    units_per_persona = np.bincount(who).astype(np.float64)
+    rows = [i for i in range(base.shape[1]) if base[:, i, RATED].sum() > 0]
+    row_alpha = alpha / max(len(rows), 1)
+    seen = (base[idx] / scale).transpose(1, 0, 2)[rows]  # (R, n, 3)
+    drawn = (cand / scale).transpose(1, 0, 2)[rows]
+    total = (base / scale).sum(axis=0)[rows]  # (R, 3)
+    est, lo, hi = difference_sequence(
+        drawn,
+        seen,
+        total,
+        row_alpha,
+        np.asarray(looks),
+        persona=np.broadcast_to(who[idx], drawn.shape[:-1]),
+        units_per_persona=units_per_persona,
+        method=method,
+        grid_points=grid_points,
+    )
+    out = []
+    for j, n in enumerate(looks):
+        entries = []
+        for k, row in enumerate(rows):
+            e, low, high = float(est[k, j]), float(lo[k, j]), float(hi[k, j])
+            entries.append(
+                SequenceRow(
+                    dimension=labels[row],
+                    diff=_finite(e),
+                    lo=_finite(low),
+                    hi=_finite(high),
+                    status=decide(low, high, margin),
+                )
+            )
+        out.append(SequenceLook(units=n, rows=entries, verdict=verdict([r.status for r in entries])))
+    return out
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
