@@ -54,7 +54,8 @@ from vera.report._export import export_run
 from vera.report._pages import write_card_pages
 from vera.store._index import open_run
 from vera.store._writer import CONVERSATIONS, JUDGEMENTS, MANIFEST
-from vera.viewer.app import bind, build_app, host_names
+from vera.viewer.access import host_names
+from vera.viewer.app import bind, build_app
 from vera.viewer.catalogue import Catalogue
 
 ROOT = Path(__file__).resolve().parent.parent

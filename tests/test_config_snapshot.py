@@ -72,6 +72,8 @@ def _same_type(config_type: Any, snapshot_type: Any, where: str) -> None:
 
 
 def _default(field: msgspec.structs.FieldInfo) -> Any:
+    if field.default is msgspec.UNSET:  # left out of the encoding (e.g. call_bodies)
+        return "<unset>"
     if field.default_factory is not msgspec.NODEFAULT:
         return msgspec.to_builtins(field.default_factory())
     if field.default is msgspec.UNSET:  # a field left out of the manifest when unset (locale)

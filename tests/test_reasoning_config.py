@@ -92,3 +92,46 @@ def test_the_reference_configs_judge_with_gpt_5_4_at_low_effort(name: str) -> No
     assert sent.params == {"reasoning_effort": "low", "max_completion_tokens": 4000} and warnings == []
     other, _ = role_spec(msgspec.structs.replace(spec, model="gpt-4.1", params={}), "judge", cfg)
     assert other.params == {"temperature": 0}  # where the model allows it, it is sent
+
+
+def test_the_references_shorthand_a_model_cannot_take_is_one_line_at_validate(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    cfg = setup(tmp_path, "", 'thinking_effort = "high"')
+    lines = [f.render() for f in check_config(cfg).errors if "thinking_effort" in f.render()]
+    # Claude's shorthand given to the OpenAI judges: refused, naming it as the reference's.
+    assert lines == [
+        f"{cfg}: error: judge oai/gpt-5.4 ([judge.params] of the run config): thinking_effort: is the "
+        "reference's shorthand for thinking (Anthropic); gpt-5.4 speaks openai, which takes reasoning_effort (OpenAI)",
+        f"{cfg}: error: judge oai ([judge.params] of the run config): thinking_effort: is the "
+        "reference's shorthand for thinking (Anthropic); gpt-4o speaks openai, which takes reasoning_effort (OpenAI)",
+    ]
+
+
+def test_validate_config_print_shows_the_resolved_run_without_a_call(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-secret-value-123456")
+    providers = tmp_path / "providers"
+    providers.mkdir()
+    (providers / "oai.toml").write_text(
+        f'protocol = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "gpt-5.4"\n'
+        f'api_key_env = "{KEY_ENV}"\n[params]\nreasoning_effort = "low"\n'
+    )
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(
+        f'providers = "{providers}"\nruns_dir = "{tmp_path / "runs"}"\n'
+        'chatbots = ["offline/best-practice"]\nuser_agents = ["offline/scripted-user"]\njudges = ["oai"]\n'
+        f"persona_limit = 1\n{PATHS}"
+    )
+    result = CliRunner().invoke(main, ["validate", "config", str(cfg), "--print"])
+    assert result.exit_code == 0, result.output
+    resolved = msgspec.json.decode(result.stdout)
+    assert resolved["config"]["judges"] == ["oai"] and resolved["config"]["persona_limit"] == 1
+    (judge,) = resolved["models"]["judges"]
+    # As the run would send it: the judge's default temperature 0 is left out for gpt-5.4.
+    assert judge == {
+        "ref": "oai",
+        "provider": "oai",
+        "protocol": "openai",
+        "model": "gpt-5.4",
+        "params": {"reasoning_effort": "low"},
+    }
+    assert "sk-secret-value" not in result.output

@@ -346,9 +346,36 @@ def _chatbot_requests(bot: FakeServer) -> list[list[dict[str, Any]]]:
     return [r.json["messages"] for r in bot.received]
 
 
-def test_a_model_chatbot_is_sent_the_earlier_sessions_before_this_one(tmp_path: Path) -> None:
+def test_by_default_session_2_starts_the_model_chatbot_fresh_as_the_reference_does(tmp_path: Path) -> None:
+    """The reference clears a model chatbot's history at each session: its first call of
+    session 2 carries that session's first user message and nothing of session 1."""
     bot = AnsweringOpenAI(key=KEY)
-    code, output, out, agent = _sessions_run(tmp_path, bot, _openai_profile)
+    prompt = "You are a support chatbot for a wellbeing app."
+    code, output, out, _ = _sessions_run(
+        tmp_path, bot, _openai_profile, conversation={"chatbot_system_prompt": prompt}
+    )
+    assert code == 0, output
+    first, second = jsonl(out / "conversations.jsonl")
+    requests = _chatbot_requests(bot)
+    assert [len(m) for m in requests] == [2, 4, 2, 4]
+    # What the reference sends a model at session 2's first turn: its chatbot's system
+    # prompt, then the history of the current session only, here its first user message.
+    reference_sends = [
+        {"role": "system", "content": prompt},
+        {"role": "user", "content": second["turns"][0]["text"]},
+    ]
+    assert requests[2] == reference_sends
+    assert not any(t["text"] in str(requests[2]) for t in first["turns"])
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["conversation"]["chatbot_memory"] == "none"
+    card = json.loads((out / "card.json").read_text())
+    assert card["settings"]["chatbot_memory"] == "none"
+    assert "a model chatbot starts each session fresh" in (out / "card.md").read_text()
+
+
+def test_a_model_chatbot_is_sent_the_earlier_sessions_with_history_by_name(tmp_path: Path) -> None:
+    bot = AnsweringOpenAI(key=KEY)
+    code, output, out, agent = _sessions_run(tmp_path, bot, _openai_profile, "--chatbot-memory", "history")
     assert code == 0, output
     first, second = jsonl(out / "conversations.jsonl")
     requests = _chatbot_requests(bot)
@@ -365,15 +392,25 @@ def test_a_model_chatbot_is_sent_the_earlier_sessions_before_this_one(tmp_path: 
     systems = [r.json["messages"][0]["content"] for r in agent.received]
     assert not any(USER_MEMORY_NOTE in s for s in systems)
     assert len(set(systems)) == 1
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["conversation"]["chatbot_memory"] == "history"
+    assert "vera's history replay" in (out / "card.md").read_text()
 
 
-def test_chatbot_memory_none_sends_a_model_this_session_only(tmp_path: Path) -> None:
+def test_chatbot_memory_history_in_the_config_replays_the_earlier_sessions(tmp_path: Path) -> None:
     bot = AnsweringOpenAI(key=KEY)
     code, output, _, _ = _sessions_run(
-        tmp_path, bot, _openai_profile, conversation={"chatbot_memory": "none"}
+        tmp_path, bot, _openai_profile, conversation={"chatbot_memory": "history"}
     )
     assert code == 0, output
-    assert [len(m) for m in _chatbot_requests(bot)] == [1, 3, 1, 3]
+    assert [len(m) for m in _chatbot_requests(bot)] == [1, 3, 5, 7]
+
+
+def test_chatbot_memory_needs_sessions(tmp_path: Path) -> None:
+    config = offline_config(tmp_path)
+    result = vera("run", "--config", str(config), "--chatbot-memory", "history", "--out", str(tmp_path / "o"))
+    assert result.exit_code == 1
+    assert "--chatbot-memory: each persona has one session in this run" in result.output
 
 
 def test_with_user_memory_the_simulated_user_remembers_its_earlier_sessions(tmp_path: Path) -> None:
@@ -453,14 +490,18 @@ def test_session_transcripts_import_into_one_arc_each(tmp_path: Path) -> None:
 
 def test_an_arcs_sessions_export_under_the_reference_names(arc_run: Path) -> None:
     records = open_run(arc_run)
-    names = {cid: transcript_name(head) for cid, (head, _) in records.conversations.items()}
+    models = {s.ref: s.model for s in records.manifest.user_agents}
+    names = {
+        cid: transcript_name(head, models[head.user_agent])
+        for cid, (head, _) in records.conversations.items()
+    }
     for cid, name in names.items():
         head = records.conversations[cid][0]
         assert head.session is not None
-        bot = head.chatbot.split("/", 1)[-1]
+        agent = models[head.user_agent]  # the reference names the user-agent's model here
         assert (
             name
-            == f"{head.session.arc[:6]}_{head.persona}_{bot}_run1_s{head.session.index}_{head.session.type}.txt"
+            == f"{head.session.arc[:6]}_{head.persona}_{agent}_run1_s{head.session.index}_{head.session.type}.txt"
         )
     # And they import again with their place.
     folder = arc_run.parent / "exported"
@@ -486,7 +527,7 @@ def test_the_card_counts_each_chatbots_arcs_and_scores_each_session_type(arc_run
     card = json.loads((arc_run / "card.json").read_text())
     assert card["settings"]["sessions"] == ["intake", "follow-up"]
     assert card["settings"]["user_memory"] is False
-    assert card["settings"]["chatbot_memory"] == "history"
+    assert card["settings"]["chatbot_memory"] == "none"
     convs = {c["id"]: c for c in jsonl(arc_run / "conversations.jsonl")}
     harmful = {
         j["conversation_id"]

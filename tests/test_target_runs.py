@@ -105,15 +105,56 @@ def hfo_checkout(tmp_path: Path) -> Path:
 
 
 @pytest.mark.skipif(not HFO.exists(), reason="reference data absent")
-def test_the_reference_hfo_manifest_names_its_missing_annotation_column(tmp_path):
+def test_the_reference_hfo_files_run_as_published(tmp_path):
+    """The authors' HFO manifest names an annotation column (`Active Life Threat`) that
+    their personas file lacks: a warning naming both files, the run goes on, and the
+    breakdown by that column says it is absent. Only the files that are not public
+    (the judge prompts, the shared user prompt and reminder) are supplied here."""
     data = hfo_checkout(tmp_path)
+    for name in ("manifest.json", "personas_HFO.tsv", "rubric_HFO.tsv", "persona_context_template_HFO.txt"):
+        assert (data / "HFO" / name).read_bytes() == (HFO / name).read_bytes()
+    out = tmp_path / "run"
     result = vera(
-        "run", "--target", "reference:HFO", "--reference-data", str(data), "--out", str(tmp_path / "run")
+        "run",
+        "--target",
+        "reference:HFO",
+        "--reference-data",
+        str(data),
+        "--limit-personas",
+        "4",
+        "--out",
+        str(out),
+        "--quiet",
     )
-    line = one_error_line(result)
-    assert line == (
-        f"error: {data / 'HFO' / 'manifest.json'}:9: annotation column 'Active Life Threat' is not a column "
-        "of the personas (personas_HFO.tsv) (and 1 more)"  # the personas file lacks it as a grouping
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    warning = (
+        f"warning: {data / 'HFO' / 'manifest.json'}:9: annotation column 'Active Life Threat' named by "
+        "manifest.json is not a column of the personas (personas_HFO.tsv); the run goes on without it "
+        "and the card says it is absent"
+    )
+    assert warning in (result.stdout + result.stderr).splitlines()
+    card = json.loads((out / "card.json").read_text())
+    assert card["grouping"] == {
+        "by": "",
+        "levels": [],
+        "absent": ["Active Life Threat"],
+        "files": ["personas_HFO.tsv"],
+    }
+    assert card["counts"]["conversations_complete"] > 0
+    md = (out / "card.md").read_text()
+    assert (
+        "none: the target's annotation column 'Active Life Threat' is absent from the personas "
+        "(personas_HFO.tsv)" in md
+    )
+    convs = [json.loads(line) for line in (out / "conversations.jsonl").read_text().splitlines()]
+    assert all(not c.get("annotations") for c in convs)  # no empty column travels as if it were data
+    (tmp_path / "run.toml").write_text('target = "reference:HFO"\n')
+    checked = vera("validate", "config", str(tmp_path / "run.toml"), "--reference-data", str(data))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert (
+        f"{data / 'HFO' / 'manifest.json'}:9: warning: annotation column 'Active Life Threat'"
+        in checked.stdout
     )
 
 
@@ -146,3 +187,24 @@ def test_hfo_runs_offline_grouped_by_harm_imminence(tmp_path):
     ]
     tiers = {a["answer"] for a in answers if a["question_id"] == "11"}
     assert tiers <= {"No Danger", "Immediate Danger Absent", "Immediate Danger Present"} and tiers
+
+
+@pytest.mark.skipif(not HFO.exists(), reason="reference data absent")
+def test_personas_show_works_for_a_manifest_target(tmp_path):
+    data = hfo_checkout(tmp_path)
+    first = (HFO / "personas_HFO.tsv").read_text().splitlines()[1].split("\t")[0]
+    shown = vera("personas", "show", first, "--target", "reference:HFO", "--reference-data", str(data))
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("# system prompt (HFO user-agent prompts unversioned)")
+    assert "# reminder (attached to every user turn)" in shown.stdout
+    assert "{" not in shown.stdout.split("# reminder")[0]  # every placeholder of the context filled
+    both = vera(
+        "personas", "show", first, "--target", "reference:HFO", "--file", str(HFO / "personas_HFO.tsv")
+    )
+    assert both.returncode == 1 and "give --target or --file/--prompts" in both.stderr
+
+
+def test_personas_show_for_our_own_demo_target():
+    shown = vera("personas", "show", "Asha", "--target", str(DEMO), "--min-turns", "0")
+    assert shown.returncode == 0, shown.stderr
+    assert "- Name: Asha" in shown.stdout

@@ -4,6 +4,7 @@ the shared template), and every problem one line naming its file before any call
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -89,10 +90,6 @@ def test_the_persona_context_is_placed_in_the_shared_template():
         ({"personas": []}, "manifest.json:5: personas must be a non-empty list of file names"),
         ({"personas": "personas_a.tsv"}, "manifest.json:5: personas must be a non-empty list of file names"),
         ({"persona_annotation_columns": [""]}, "must list non-empty column names"),
-        (
-            {"persona_annotation_columns": ["Favourite Colour"]},
-            "annotation column 'Favourite Colour' is not a column of the personas (personas_a.tsv, personas_b.tsv)",
-        ),
     ],
 )
 def test_a_broken_manifest_is_one_line_naming_the_file(tmp_path, change, expected):
@@ -103,6 +100,27 @@ def test_a_broken_manifest_is_one_line_naming_the_file(tmp_path, change, expecte
     assert expected in line
     assert str(demo) in line
     assert not (tmp_path / "run").exists()  # nothing made, nothing called
+
+
+def test_an_annotation_column_the_personas_lack_is_a_warning_and_the_run_goes_on(tmp_path):
+    demo = copy_demo(tmp_path)
+    edit_manifest(demo, persona_annotation_columns=["Favourite Colour", "Safety Concern"])
+    out = tmp_path / "run"
+    result = vera("run", "--target", str(demo), "--out", str(out), "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert (
+        f"warning: {demo / 'manifest.json'}:10: annotation column 'Favourite Colour' named by manifest.json "
+        "is not a column of the personas (personas_a.tsv, personas_b.tsv)"
+    ) in result.stdout + result.stderr
+    card = json.loads((out / "card.json").read_text())
+    # The next annotation column groups; the absent one is said on the card.
+    assert card["grouping"]["by"] == "Safety Concern"
+    assert card["grouping"]["absent"] == ["Favourite Colour"]
+    assert card["target"]["annotation_columns"] == ["Safety Concern"]
+    assert (
+        "the target's annotation column 'Favourite Colour' is absent from the personas "
+        "(personas_a.tsv, personas_b.tsv)" in (out / "card.md").read_text()
+    )
 
 
 def test_a_context_placeholder_that_is_no_persona_column_names_its_line(tmp_path):
@@ -175,3 +193,18 @@ def test_a_relative_target_in_a_config_is_relative_to_the_config(tmp_path):
 def test_dataerror_for_a_target_file_that_cannot_be_read(tmp_path):
     with pytest.raises(DataError, match="cannot read target"):
         load_target(tmp_path / "nope" / "manifest.json")
+
+
+def test_an_unknown_manifest_key_is_a_warning_naming_its_line(tmp_path):
+    demo = copy_demo(tmp_path)
+    edit_manifest(demo, persona_annotation_column=["Safety Concern"])  # a typo of the real key
+    out = tmp_path / "run"
+    result = vera("run", "--target", str(demo), "--out", str(out), "--quiet")
+    assert result.returncode == 0, result.stderr
+    line = next(x for x in (result.stdout + result.stderr).splitlines() if "unknown key" in x)
+    assert line.startswith(f"warning: {demo / 'manifest.json'}:13: unknown key 'persona_annotation_column'")
+    assert "vera reads: rubric_file" in line
+    (tmp_path / "run.toml").write_text(f'target = "{demo}"\n')
+    checked = vera("validate", "config", str(tmp_path / "run.toml"))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"{demo / 'manifest.json'}:13: warning: unknown key 'persona_annotation_column'" in checked.stdout

@@ -367,6 +367,25 @@ class CallRecord(msgspec.Struct, gc=False, kw_only=True):
         return self.cost_usd if self.standard_cost_usd is None else self.standard_cost_usd
 
 
+class CallBody(msgspec.Struct, gc=False, kw_only=True):
+    """One model call in full: its accounting record, the exact request (every message,
+    the system prompt first, the parameters as sent, the schema) and what came back.
+    The recorder (vera.clients.stack) makes one per call when the run keeps call
+    bodies; the store keeps it content-addressed (vera.store's call bodies). Never a
+    key or a header: only what the request and the completion hold."""
+
+    call: CallRecord
+    conversation_id: str = ""
+    # The rubric question a judge call answers ("" for other roles): for the reader.
+    question_id: str = ""
+    messages: tuple[Message, ...] = ()
+    # The parameters the provider was sent: the profile's defaults under the request's.
+    params: dict[str, Any] = msgspec.field(default_factory=dict)
+    schema: dict[str, Any] | None = None
+    reask: int = 0
+    response: Completion | None = None  # None: no answer (the error is in `call`)
+
+
 class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
     """A resolved model reference as recorded in the manifest (never holds secrets)."""
 
@@ -418,13 +437,17 @@ class LocaleInfo(msgspec.Struct, frozen=True, kw_only=True):
     resources_sha256: str
 
 
-class Grouping(msgspec.Struct, frozen=True, kw_only=True):
+class Grouping(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """How a run's personas are grouped for breakdowns: `by` is "risk" (the suicide risk
     level), a persona column whose labels are the groups, or "" (no grouping); `levels`
-    are the groups in the order the card shows them."""
+    are the groups in the order the card shows them. `absent` names annotation columns
+    the target names that its persona files lack (a published manifest may; the run
+    goes on without them and the card says so), with `files` the persona files."""
 
     by: str
     levels: tuple[str, ...]
+    absent: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
 
     @property
     def title(self) -> str:
@@ -493,7 +516,7 @@ class ConversationSnapshot(msgspec.Struct, kw_only=True):
     sessions: list[str] = msgspec.field(default_factory=list)
     session: dict[str, SessionSnapshot] = msgspec.field(default_factory=dict)
     user_memory: bool = False
-    chatbot_memory: Literal["history", "none"] = "history"
+    chatbot_memory: Literal["history", "none"] = "none"
 
 
 class JudgeSnapshot(msgspec.Struct, kw_only=True):
@@ -561,6 +584,7 @@ class ConfigSnapshot(msgspec.Struct, kw_only=True):
     persona_limit: int = 0
     cache: bool = True
     cache_dir: str = ""
+    call_bodies: bool | msgspec.UnsetType = msgspec.UNSET  # unset: kept
     max_cost_usd: float = 0.0
     allow_failures: float = 0.0
     grace_s: float = 30.0

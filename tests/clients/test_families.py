@@ -188,3 +188,66 @@ def test_claude_thinking_fits_the_samplers(given: dict, sent: dict, dropped: lis
     assert [s.split(" ")[0] for s in said] == dropped
     # without thinking the same samplers pass
     assert fit_params("anthropic", "claude-opus-4-20250514", given)[1] == []
+
+
+# ---------------------------------------------------------------------------------------
+# The reference's shorthands and the parameters newer models refuse
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("protocol", "model", "params", "problem"),
+    [
+        (
+            "anthropic",
+            "claude-3-5-sonnet-20241022",
+            {"thinking_effort": "low"},
+            "thinking_effort: claude-3-5-sonnet-20241022 has no extended thinking",
+        ),
+        (
+            "anthropic",
+            "claude-sonnet-4-5",
+            {"thinking_effort": "huge"},
+            "thinking_effort: 'huge' is not one of 'low', 'medium', 'high', 'max'",
+        ),
+        (
+            "openai",
+            "gpt-5.4",
+            {"thinking_effort": "low"},
+            "thinking_effort: is the reference's shorthand for thinking (Anthropic)",
+        ),
+        (
+            "anthropic",
+            "claude-sonnet-4-5",
+            {"thinking_level": "low"},
+            "thinking_level: is the reference's shorthand for thinkingConfig (Gemini)",
+        ),
+        (
+            "gemini",
+            "gemini-2.5-flash",
+            {"thinking_level": "low"},
+            "thinkingConfig.thinkingLevel: gemini-2.5-flash takes thinkingBudget",
+        ),
+        (
+            "gemini",
+            "gemini-3-pro-preview",
+            {"thinking_level": "minimal"},
+            "thinkingConfig.thinkingLevel: 'minimal' is not accepted",
+        ),
+    ],
+)
+def test_a_shorthand_the_model_cannot_take_is_one_line(protocol, model, params, problem):
+    fitted, _ = fit_params(protocol, model, params)
+    said = reasoning_problem(protocol, model, fitted)
+    assert said is not None and said.startswith(problem), said
+
+
+def test_gemini_3_sampling_parameters_are_dropped_saying_why():
+    fitted, dropped = fit_params(
+        "gemini", "gemini-3-flash-preview", {"temperature": 0, "top_k": 5, "maxOutputTokens": 100}
+    )
+    assert fitted == {"maxOutputTokens": 100}
+    assert [d.split(" ")[0] for d in dropped] == ["temperature", "top_k"]
+    assert "Gemini 3 and later" in dropped[0]
+    # Gemini 2.5 keeps them.
+    assert fit_params("gemini", "gemini-2.5-flash", {"temperature": 0})[0] == {"temperature": 0}

@@ -236,3 +236,53 @@ async def test_claude_thinking_that_fills_the_limit_says_to_raise_it() -> None:
                 await pool.client("c", "chatbot").chat(
                     ChatRequest(messages=CALL, params={"thinking": THINKING, "max_tokens": 1500})
                 )
+
+
+# ---------------------------------------------------------------------------------------
+# The reference's shorthands, translated as the reference translates them
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        # Adaptive models: adaptive thinking at that effort (output_config.effort).
+        ("claude-opus-4-7", {"thinking": {"type": "adaptive"}, "output_config": {"effort": "medium"}}),
+        ("claude-sonnet-4-6", {"thinking": {"type": "adaptive"}, "output_config": {"effort": "medium"}}),
+        # Older thinking models: a budget, max_tokens raised to leave the answer its room.
+        (
+            "claude-haiku-4-5-20251001",
+            {"thinking": {"type": "enabled", "budget_tokens": 4096}, "max_tokens": 6144},
+        ),
+    ],
+)
+async def test_claude_thinking_effort_reaches_the_wire_as_the_api_takes_it(
+    model: str, expected: dict
+) -> None:
+    async with FakeAnthropic(key=KEY) as server:
+        server.script(Reply("Hello."))
+        profile = make_profile(
+            "c", "anthropic", server.base_url, model=model, params={"thinking_effort": "medium"}
+        )
+        async with open_pool(profile) as pool:
+            await pool.client("c", "judge").chat(ChatRequest(messages=CALL, params={"temperature": 0}))
+    body = server.received[0].json
+    assert "thinking_effort" not in body
+    assert "temperature" not in body  # thinking takes only temperature 1 (Opus 4.7: none at all)
+    for key, value in expected.items():
+        assert body[key] == value, key
+
+
+async def test_gemini_thinking_level_becomes_thinking_config_and_gemini_3_gets_no_temperature() -> None:
+    async with FakeGemini(key=KEY) as server:
+        server.script(Reply("Hello."))
+        profile = make_profile(
+            "g", "gemini", server.base_url, model="gemini-3-pro-preview", params={"thinking_level": "low"}
+        )
+        async with open_pool(profile) as pool:
+            await pool.client("g", "judge").chat(
+                ChatRequest(messages=CALL, params={"temperature": 0, "top_p": 0.5})
+            )
+    config = server.received[0].json["generationConfig"]
+    assert config["thinkingConfig"] == {"thinkingLevel": "low"}
+    assert "temperature" not in config and "topP" not in config and "thinking_level" not in config

@@ -201,9 +201,11 @@ ANTHROPIC_PARAMS = frozenset(
     {
         "model", "messages", "max_tokens", "system", "temperature", "top_p", "top_k",
         "stop_sequences", "stream", "metadata", "tools", "tool_choice", "thinking",
-        "service_tier", "container", "mcp_servers", "context_management",
+        "service_tier", "container", "mcp_servers", "context_management", "output_config",
     }
 )  # fmt: skip
+# output_config.effort: how much Claude spends, thinking included (the effort parameter).
+ANTHROPIC_EFFORTS = ("low", "medium", "high", "xhigh", "max")
 # Claude families that refuse temperature together with top_p (Opus 4.1 on), and those
 # that refuse temperature (and the other samplers) altogether (Opus 4.7 on).
 # A minor version is followed by the end or by "-" (a date suffix is 8 digits, so
@@ -246,6 +248,15 @@ def anthropic_problems(body: dict[str, Any], headers: Mapping[str, str]) -> list
         problems.append("stop_sequences: a list of non-blank strings")
     if "thinking" in body:
         problems += _thinking_problems(body, model)
+    if "output_config" in body:
+        config = body["output_config"]
+        effort = config.get("effort") if isinstance(config, dict) else None
+        if not isinstance(config, dict) or set(config) - {"effort", "format"}:
+            problems.append("output_config: Extra inputs are not permitted")
+        elif effort is not None and effort not in ANTHROPIC_EFFORTS:
+            problems.append(
+                f"output_config.effort: Input should be {', '.join(map(repr, ANTHROPIC_EFFORTS))}"
+            )
     breakpoints = [0]
     problems += _system_problems(body.get("system"), breakpoints)
     problems += _anthropic_messages(body.get("messages"), breakpoints)

@@ -92,7 +92,9 @@ def test_the_section_shows_each_calls_tokens_cost_and_latency(offline_run, tmp_p
         ),
     ]
     (run / "calls.jsonl").write_bytes(b"".join(msgspec.json.encode(c) + b"\n" for c in calls))
-    html = calls_html([Job("c1", ""), Job("j1", "judge openai/<b>judge</b> #1")], CallIndex(run))
+    html = calls_html(
+        [Job("c1", ""), Job("j1", "judge openai/<b>judge</b> #1")], CallIndex(run).calls(["c1", "j1"])
+    )
     assert "<b>" not in html and "&lt;b&gt;judge&lt;/b&gt;" in html
     section = cells_text(html)
     assert "2 call(s), 3,330 tokens, $0.0042, 2.5 s waiting for models in all" in section

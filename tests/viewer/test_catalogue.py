@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
+import polars as pl
 import pytest
 
 from vera.records import RISK_LEVELS
@@ -119,6 +120,23 @@ def test_worst_first_puts_the_most_harmful_conversations_on_top(catalogue, raw):
     assert best_first == sorted(best_first)
 
 
+def test_worst_first_ties_go_to_the_higher_risk_level(catalogue, raw):
+    convs, judgements = raw
+    harm: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for j in judgements:
+        if j["status"] == "complete":
+            for r in j["ratings"]:
+                harm[j["conversation_id"]][0] += r["rating"] == HPH
+                harm[j["conversation_id"]][1] += r["rating"] == SUB
+    keyed = [(*harm[cid], RISK_LEVELS.index(convs[cid]["risk"])) for cid in ids(catalogue)]
+    assert keyed == sorted(keyed, reverse=True)
+    # The run has ties that the risk level breaks (else this test would prove nothing).
+    ties = defaultdict(set)
+    for hph, sub, risk in keyed:
+        ties[(hph, sub)].add(risk)
+    assert any(len(levels) > 1 for levels in ties.values())
+
+
 def test_sort_by_risk_follows_the_risk_levels_not_the_alphabet(catalogue, raw):
     convs, _ = raw
     risks = [convs[cid]["risk"] for cid in ids(catalogue, sort="risk")]
@@ -179,3 +197,36 @@ def test_unknown_judges_asked_for_are_not_remembered(viewer_run):
         assert catalogue.query(Query(judge=f"nobody-{k}"))["total"] == 0
     catalogue.query(Query(judge=JUDGE))
     assert set(catalogue._worst_cache) <= {None, JUDGE}
+
+
+def test_ratings_differ_between_judges_and_between_runs(viewer_run, tmp_path, raw):
+    import shutil
+
+    _, judgements = raw
+    by_dim: defaultdict[tuple[str, str], set[str]] = defaultdict(set)
+    for j in judgements:
+        if j["status"] == "complete":
+            for r in j["ratings"]:
+                by_dim[(j["conversation_id"], r["dimension"])].add(r["rating"])
+    differing = {cid for (cid, _), seen in by_dim.items() if len(seen) > 1}
+    catalogue = Catalogue.open([viewer_run])
+    assert set(ids(catalogue, differ="judges")) == differing == {MARKUP_ID}
+    with pytest.raises(QueryError, match="differ: 'x' is not one of judges, runs"):
+        Query.from_params({"differ": "x"})
+    # Two runs of the same conversations: nothing differs until one rating changes.
+    other = tmp_path / "other"
+    shutil.copytree(viewer_run, other)
+    two = Catalogue.open([viewer_run, other])
+    assert ids(two, differ="runs") == []
+    lines = (other / "judgements.jsonl").read_text().splitlines()
+    changed = json.loads(lines[0])
+    assert changed["status"] == "complete"
+    changed["ratings"][0]["rating"] = HPH if changed["ratings"][0]["rating"] != HPH else BP
+    (other / "judgements.jsonl").write_text("\n".join([json.dumps(changed), *lines[1:]]) + "\n")
+    two = Catalogue.open([viewer_run, other])
+    found = two.listed(Query(differ="runs"))
+    cid = changed["conversation_id"]
+    assert {(0, cid), (1, cid)} <= set(found.select("run", "id").iter_rows())
+    # Every conversation listed is of that chatbot, persona and seed (a failed one too).
+    triple = found.filter(pl.col("id") == cid).select("chatbot", "persona", "seed").row(0)
+    assert set(found.select("chatbot", "persona", "seed").iter_rows()) == {triple}

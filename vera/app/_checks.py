@@ -19,7 +19,7 @@ config on a machine without the keys.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -40,14 +40,16 @@ from vera.inputs import (
     load_config,
     load_judge_prompts,
     load_profile,
+    load_target,
     load_user_prompts,
     missing_key,
     persona_header,
+    present_annotations,
     reads_reference,
     resolve_ref,
     verify_pins,
 )
-from vera.records import ModelSpec, Role
+from vera.records import ConfigSnapshot, ModelSpec, Role
 from vera.rubric import load_rubric, validate_rubric
 
 # An unset key variable: an error where the run needs the key, a warning where a config
@@ -68,6 +70,20 @@ class ConfigReport(msgspec.Struct):
     findings: list[Finding]
     summary: str = ""
     reference: str = ""  # what the reference data folder holds, for configs that read it
+    # The resolved run (`vera validate config --print`): the config as a run's manifest
+    # stores it, and every model as the run would send it (profile, model, parameters).
+    config: ConfigSnapshot | None = None
+    models: list[ModelSpec] = msgspec.field(default_factory=list)
+
+    def resolved(self) -> dict[str, Any]:
+        """What `--print` shows: the config and each role's models, no key anywhere
+        (profiles name their key variable, never the key)."""
+        config = msgspec.to_builtins(self.config) if self.config is not None else {}
+        roles: dict[str, list[Any]] = {}
+        for role in ("chatbots", "user_agents", "judges"):
+            refs = config.get(role, [])
+            roles[role] = [msgspec.to_builtins(m) for m in self.models if m.ref in refs]
+        return {"config": config, "models": roles}
 
     @property
     def errors(self) -> list[Finding]:
@@ -114,6 +130,7 @@ def preflight(
     profiles, broken, origin = _profiles(cfg, findings)
     specs = _models(cfg, where, profiles, broken, origin, findings, keys=keys, judging=judging)
     rubric_key = _rubric(cfg, findings)
+    _target_warnings(cfg, findings)
     n_personas, columns = _personas(cfg, findings)
     _prompts(cfg, columns, findings)
     if rubric_key is not None:
@@ -124,7 +141,7 @@ def preflight(
         f"rubric {rubric_key or '?'}, {n_personas} personas, {len(cfg.chatbots)} chatbot(s), "
         f"{len(cfg.user_agents)} user-agent(s), {len(cfg.judges)} judge(s)"
     )
-    return ConfigReport(findings, summary, reference)
+    return ConfigReport(findings, summary, reference, config=cfg.snapshot(), models=specs)
 
 
 def _finding(exc: UserError, where: str) -> Finding:
@@ -297,8 +314,9 @@ def _personas(cfg: RunConfig, findings: list[Finding]) -> tuple[int, tuple[str, 
     where = str(files[0])
     try:
         for i in check_annotations(files, cfg.annotation_columns, _target_file(cfg) or "annotation_columns"):
-            findings.append(Finding(i.path, i.message))
-        group_by = cfg.group_by or default_grouping(persona_header(files[0]), cfg.annotation_columns)
+            findings.append(Finding(i.path, i.message, i.severity))
+        present, _ = present_annotations(files, cfg.annotation_columns)
+        group_by = cfg.group_by or default_grouping(persona_header(files[0]), present)
         pset, issues = check_personas(files, group_by=group_by)
     except UserError as exc:
         findings.append(_finding(exc, where))
@@ -314,6 +332,20 @@ def _personas(cfg: RunConfig, findings: list[Finding]) -> tuple[int, tuple[str, 
             Finding(where, f"persona_limit {cfg.persona_limit} is more than the {n} personas here", "warning")
         )
     return min(n, cfg.persona_limit or n), pset.columns
+
+
+def _target_warnings(cfg: RunConfig, findings: list[Finding]) -> None:
+    """What a target's manifest holds that vera does not read (a warning each)."""
+    where = _target_file(cfg)
+    if not where:
+        return
+    try:
+        warnings = load_target(where).warnings
+    except UserError:
+        return  # named where the target's files are checked
+    for w in warnings:
+        at, _, message = w.partition(": ")
+        findings.append(Finding(at, message, "warning"))
 
 
 def _target_file(cfg: RunConfig) -> str:

@@ -35,7 +35,9 @@ async def import_and_judge(opts: JudgeOptions) -> RunOutcome:
     agents = sorted({c.user_agent for c in conversations})
     cfg.chatbots, cfg.user_agents, cfg.seeds = chatbots, agents, [0]
     resume = resume_command("judge", run_dir)
-    async with RunSession(run_dir, resume=resume, grace_s=cfg.grace_s) as session:
+    async with RunSession(
+        run_dir, resume=resume, grace_s=cfg.grace_s, call_bodies=cfg.call_bodies is not False
+    ) as session:
         store = session.store
         if manifest is not None and any(c.id not in store.conversations for c in conversations):
             raise UserError(

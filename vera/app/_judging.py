@@ -57,7 +57,12 @@ async def judge_existing(opts: JudgeOptions) -> RunOutcome:
                 f"it used {was.name} {was.version} (sha256 {was.sha256[:12]}); {now.path} now holds "
                 f"{now.name} {now.version} (sha256 {now.sha256[:12]}); judge in a new run"
             )
-    async with RunSession(run_dir, resume=resume_command("judge", run_dir), grace_s=cfg.grace_s) as session:
+    async with RunSession(
+        run_dir,
+        resume=resume_command("judge", run_dir),
+        grace_s=cfg.grace_s,
+        call_bodies=cfg.call_bodies is not False,
+    ) as session:
         # By id, from the store's index: each is read back only when it is judged (see
         # `judge_conversations`).
         store = session.store

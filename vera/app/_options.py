@@ -39,12 +39,14 @@ class RunOptions:
     progress: bool = True
     cache: bool | None = None
     cache_dir: str | None = None
+    call_bodies: bool | None = None  # --no-call-bodies: False
     max_cost: float | None = None
     max_wait_s: float = 0.0  # --max-wait: how long to wait on pending batches (0: no bound)
     reference_data: str | None = None
     allow_failures: float | None = None
     sessions: list[str] | None = None  # --sessions intake,follow-up
     user_memory: bool | None = None  # --user-memory / --no-user-memory
+    chatbot_memory: str | None = None  # --chatbot-memory none|history
     seeds_flag: str = "--seeds"  # how the user gave the seeds (--seed or --seeds), for messages
     command: str = "run"  # the command that continues this run: run or simulate
     # `vera gate`: the config a run starts from, given whole (the baseline's) instead of
@@ -65,6 +67,7 @@ class JudgeOptions:
     personas: str | None = None
     max_concurrency: int | None = None
     cache: bool | None = None
+    call_bodies: bool | None = None  # --no-call-bodies: False
     max_cost: float | None = None
     max_wait_s: float = 0.0  # --max-wait: how long to wait on pending batches (0: no bound)
     reference_data: str | None = None
@@ -111,6 +114,8 @@ def configure(
         cfg.cache = value
     if value := given("cache_dir"):
         cfg.cache_dir = str(absolute(value))
+    if (value := given("call_bodies")) is not None:
+        cfg.call_bodies = value
     if (value := given("max_cost")) is not None:
         cfg.max_cost_usd = value
     if value := given("shard_limits"):
@@ -127,6 +132,13 @@ def configure(
             raise ConfigError(
                 "--user-memory: each persona has one session in this run, so there is nothing to "
                 "remember; give --sessions TYPE,TYPE (or sessions in the config's [conversation])"
+            )
+    if (value := given("chatbot_memory")) is not None:
+        cfg.conversation.chatbot_memory = "history" if value == "history" else "none"
+        if not cfg.conversation.multi_session:
+            raise ConfigError(
+                "--chatbot-memory: each persona has one session in this run, so there is nothing to "
+                "carry over; give --sessions TYPE,TYPE (or sessions in the config's [conversation])"
             )
     cfg.check()
     return cfg

@@ -68,6 +68,7 @@ _OPTION_OF = {
 _CONVERSATION_OPTIONS = {
     "conversation.sessions": ("sessions", "--sessions"),
     "conversation.user_memory": ("user_memory", "--user-memory"),
+    "conversation.chatbot_memory": ("chatbot_memory", "--chatbot-memory"),
 }
 
 

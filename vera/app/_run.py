@@ -84,6 +84,7 @@ def prepare_run(opts: RunOptions) -> Prepared:
     chosen = bool(opts.judges) or existing is not None
     preflight(cfg, where, judging=opts.judge, chosen_judges=chosen, shard=shard).refuse(hint)
     inputs = Inputs.load(cfg)
+    notes += inputs.warnings
     if existing is None and (note := fit_stand_in_judges(inputs, chosen=bool(opts.judges))):
         notes.append(note)
     check_plan_size(inputs, shard)  # a plan too big to hold is refused before a run directory is made
@@ -107,7 +108,9 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
     fresh = not run_dir.exists()
     manifest: RunManifest | None = None
     try:
-        async with RunSession(run_dir, resume=resume, grace_s=cfg.grace_s) as session:
+        async with RunSession(
+            run_dir, resume=resume, grace_s=cfg.grace_s, call_bodies=cfg.call_bodies is not False
+        ) as session:
             facts = RunFacts(inputs, session.store.read_conversation)
             pool = await session.open_pool(profiles, cfg, shard, stand_ins=facts)
             sweep = plan_sweep(inputs, pool, shard=shard, judge=opts.judge, units=opts.units)
@@ -207,7 +210,16 @@ def _resumed_config(
 
     given = {
         k: getattr(opts, k)
-        for k in ("providers", "user_agents", "judges", "seeds", "limit_personas", "sessions", "user_memory")
+        for k in (
+            "providers",
+            "user_agents",
+            "judges",
+            "seeds",
+            "limit_personas",
+            "sessions",
+            "user_memory",
+            "chatbot_memory",
+        )
     }
     given |= {"seeds_flag": opts.seeds_flag, "shard": str(Shard.parse(opts.shard)) if opts.shard else None}
     cfg = resume_config(existing, run_dir, config_path=opts.config_path, given=given, apply=apply)

@@ -34,7 +34,7 @@ from vera.clients.stack import CachingClients
 from vera.engine import Shard, Stop, SweepResult
 from vera.errors import BudgetReached, ConfigError, UserError
 from vera.inputs import RunConfig
-from vera.records import CallRecord, ModelSpec, Role
+from vera.records import CallBody, CallRecord, ModelSpec, Role
 from vera.store import EventLog, RunStore, recorded_spend
 
 T = TypeVar("T")
@@ -45,8 +45,17 @@ class RunSession:
     installs the stop signal); `open_pool`, `open_events`, `open_cache` and
     `open_progress` open the rest in the order the caller needs them."""
 
-    def __init__(self, run_dir: Path, *, resume: str, grace_s: float, signals: bool = True) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        *,
+        resume: str,
+        grace_s: float,
+        signals: bool = True,
+        call_bodies: bool = False,
+    ) -> None:
         self.run_dir = run_dir
+        self.call_bodies = call_bodies  # keep each call's request and response (vera.store)
         self.signal = StopSignal(grace_s, resume)
         self._signals = signals
         self._stack = AsyncExitStack()
@@ -70,7 +79,7 @@ class RunSession:
                 # First in, last out: a signal during cleanup finds the handler, not
                 # Python's KeyboardInterrupt, and cleanup runs to its end.
                 self._stack.enter_context(self.signal.installed())
-            self.store = RunStore(self.run_dir)
+            self.store = RunStore(self.run_dir, call_bodies=self.call_bodies)
             self._stack.push_async_callback(self._closing, "store", self.store.aclose)
             self.store.start()
         except BaseException:
@@ -145,6 +154,12 @@ class RunSession:
         if self.events is not None:
             self.events.call(record)
 
+    def record_body(self, body: CallBody) -> None:
+        """A call with its body (the run keeps them): the body is kept with the record."""
+        self.store.add_call(body.call, body)
+        if self.events is not None:
+            self.events.call(body.call)
+
     def clients(self, cfg: RunConfig | None = None, max_wait_s: float = 0.0) -> CachingClients:
         """The pool's clients for the work; with `[judge] mode = "batch"` in `cfg`, the
         judges' through their batch APIs, journaled in the run directory."""
@@ -163,7 +178,14 @@ class RunSession:
                 flex["user_agent"] = cfg.user_agent.flex_fallback
             if cfg.chatbot.service_tier == "flex":
                 flex["chatbot"] = cfg.chatbot.flex_fallback
-        return CachingClients(self._need_pool(), self.cache, self.record_call, batch, flex)
+        return CachingClients(
+            self._need_pool(),
+            self.cache,
+            self.record_call,
+            batch,
+            flex,
+            on_body=self.record_body if self.call_bodies else None,
+        )
 
     def _batch_event(self, name: str, **fields: object) -> None:
         """A batch created or in a new state: into the event log, once it is open. One

@@ -186,7 +186,8 @@ def _sweep_options(f: F) -> F:
             "--config",
             "config_path",
             type=click.Path(dir_okay=False),
-            help="Run config (TOML). Default: built-in offline evaluation.",
+            help="Run config: TOML, or JSON for a .json file; - reads it from standard input. "
+            "Default: $VERA_RUN_CONFIG (inline JSON) if set, else the built-in offline evaluation.",
         ),
         click.option(
             "--target",
@@ -274,6 +275,12 @@ def _sweep_options(f: F) -> F:
             "--cache-dir", type=click.Path(file_okay=False), help="A response cache shared between runs."
         ),
         click.option(
+            "--no-call-bodies",
+            is_flag=True,
+            help="Keep no call's request or response in the run directory (data that must not "
+            "be kept); the manifest and the card say so.",
+        ),
+        click.option(
             "--sessions",
             help="Several sessions per persona, in order (e.g. intake,follow-up): each is a "
             "conversation judged on its own, grouped into one arc (docs/sessions.md).",
@@ -282,6 +289,13 @@ def _sweep_options(f: F) -> F:
             "--user-memory/--no-user-memory",
             default=None,
             help="The simulated user remembers its earlier sessions (default: each starts fresh).",
+        ),
+        click.option(
+            "--chatbot-memory",
+            type=click.Choice(["none", "history"]),
+            default=None,
+            help="With sessions, what a model chatbot is sent of earlier sessions: none (the "
+            "default and the reference's: each session starts fresh) or history (vera's replay).",
         ),
         REFERENCE_DATA_OPTION,
         click.option("--quiet", is_flag=True, help="Do not print the card at the end."),
@@ -312,10 +326,12 @@ def _run_options(
     allow_failures: float | None,
     no_cache: bool,
     cache_dir: str | None,
+    no_call_bodies: bool = False,
     max_wait: float | None = None,
     reference_data: str | None,
     sessions: str | None = None,
     user_memory: bool | None = None,
+    chatbot_memory: str | None = None,
     **extra: Any,
 ) -> Any:
     from vera.app import RunOptions
@@ -340,12 +356,14 @@ def _run_options(
         limits_url=limits_url,
         cache=False if no_cache else None,
         cache_dir=cache_dir,
+        call_bodies=False if no_call_bodies else None,
         max_cost=max_cost,
         max_wait_s=max_wait or 0.0,
         reference_data=reference_data,
         allow_failures=allow_failures,
         sessions=_session_types(sessions),
         user_memory=user_memory,
+        chatbot_memory=chatbot_memory,
         **extra,
     )
 
@@ -435,6 +453,11 @@ def simulate(quiet: bool, **sweep: Any) -> None:
     is_flag=True,
     help="Do not replay cached responses (they are still not paid twice within a run).",
 )
+@click.option(
+    "--no-call-bodies",
+    is_flag=True,
+    help="Keep no judge call's request or response in the run directory; the card says so.",
+)
 @click.option("--quiet", is_flag=True, help="Do not print the card at the end.")
 def judge(
     run_dir: str | None,
@@ -451,6 +474,7 @@ def judge(
     max_wait: float | None,
     allow_failures: float | None,
     no_cache: bool,
+    no_call_bodies: bool,
     quiet: bool,
 ) -> None:
     """Judge conversations that are not judged yet, then score.
@@ -474,6 +498,7 @@ def judge(
         personas=personas,
         max_concurrency=max_concurrency,
         cache=False if no_cache else None,
+        call_bodies=False if no_call_bodies else None,
         max_cost=max_cost,
         max_wait_s=max_wait or 0.0,
         reference_data=reference_data,
@@ -506,7 +531,69 @@ def merge(out: str, shards: tuple[str, ...], allow_partial: bool) -> None:
 
 
 @main.command()
-@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--chatbot", help="The chatbot to pool, when a run holds several.")
+@click.option(
+    "--resamples",
+    type=click.IntRange(1, MAX_RESAMPLES),
+    default=2000,
+    show_default=True,
+    help="Bootstrap resamples.",
+)
+@click.option(
+    "--confidence",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.95,
+    show_default=True,
+    help="Interval level between 0 and 1.",
+)
+@click.option("--bootstrap-seed", type=SEED_TYPE, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--json", "as_json", is_flag=True, help="Print the pooled scores as JSON.")
+def pool(
+    sources: tuple[str, ...],
+    chatbot: str | None,
+    resamples: int,
+    confidence: float,
+    bootstrap_seed: int,
+    as_json: bool,
+) -> None:
+    """Pool the scores of separate runs of one chatbot, as the reference's
+    pool_vera_scores.py does (their ratings concatenated and scored together), with
+    vera's persona-clustered intervals. A source may be a run folder or the reference's
+    results.csv. `vera merge` is for the shards of one run."""
+    from vera.report import pool_scores, pooled_text, results_csv_ratings, run_ratings
+
+    frames, bots = [], set()
+    for s in sources:
+        if Path(s).is_file():
+            frames.append(results_csv_ratings(s))
+            continue
+        frame, bot = run_ratings(s, chatbot)
+        frames.append(frame)
+        bots.add(bot)
+    if len(bots) > 1:
+        raise UserError(
+            f"the runs score different chatbots ({', '.join(sorted(bots))}); pool one with --chatbot"
+        )
+    name = next(iter(bots), chatbot or "pooled")
+    pooled = pool_scores(
+        frames,
+        chatbot=name,
+        sources=list(sources),
+        resamples=resamples,
+        confidence=confidence,
+        seed=bootstrap_seed,
+    )
+    if as_json:
+        import msgspec
+
+        click.echo(msgspec.json.format(msgspec.json.encode(pooled)).decode())
+    else:
+        click.echo(pooled_text(pooled), nl=False)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True))
 @click.option(
     "--resamples",
     type=click.IntRange(1, MAX_RESAMPLES),
@@ -541,7 +628,23 @@ def score(
     exclude_flagged: bool,
 ) -> None:
     """Recompute ratings.parquet, answers.parquet and the card (card.json, card.md,
-    card.html, plots/) from a run's records, e.g. with other interval settings."""
+    card.html, plots/) from a run's records, e.g. with other interval settings. Given
+    the reference tool's results.csv instead of a run, print its scores with vera's
+    intervals (nothing is written)."""
+    if Path(run_dir).is_file():
+        from vera.report import pool_scores, pooled_text, results_csv_ratings
+
+        frame = results_csv_ratings(run_dir)
+        pooled = pool_scores(
+            [frame],
+            chatbot=run_dir,
+            sources=[run_dir],
+            resamples=resamples or 2000,
+            confidence=confidence or 0.95,
+            seed=bootstrap_seed or 0,
+        )
+        click.echo(pooled_text(pooled), nl=False)
+        return
     from vera.report import num, score_run
 
     c = score_run(
@@ -687,7 +790,14 @@ def validate_locale_cmd(folder: str) -> None:
 @validate.command("config")
 @click.argument("file", type=click.Path(dir_okay=False))
 @REFERENCE_DATA_OPTION
-def validate_config_cmd(file: str, reference_data: str | None) -> None:
+@click.option(
+    "--print",
+    "print_",
+    is_flag=True,
+    help="Print the resolved run (the config as a run stores it, every model with the parameters "
+    "it would be sent) as JSON on stdout, checks on stderr; nothing is called.",
+)
+def validate_config_cmd(file: str, reference_data: str | None, print_: bool) -> None:
     """Check a run config and everything a run would use, without running anything:
     every provider profile (syntax, protocol, model, limits, URL, unknown fields), every
     model reference, the rubric, the persona set and both prompt folders (and, for a
@@ -697,10 +807,15 @@ def validate_config_cmd(file: str, reference_data: str | None) -> None:
 
     report = check_config(file, reference_data=reference_data)
     for f in report.findings:
-        click.echo(f.render())
+        click.echo(f.render(), err=print_)
     warnings = len(report.findings) - len(report.errors)
     if report.errors:
         _fail(f"{file}: {len(report.errors)} error(s), {warnings} warning(s)")
+    if print_:
+        import json
+
+        click.echo(json.dumps(report.resolved(), indent=2))
+        return
     note = f" ({warnings} warning(s) above)" if warnings else ""
     click.echo(f"{file}: ok — {report.summary}{note}")
     if report.reference:
@@ -750,6 +865,11 @@ def personas() -> None:
     help="Persona file (default: the built-in set).",
 )
 @click.option("--prompts", type=click.Path(file_okay=False, exists=True), help="User-agent prompt folder.")
+@click.option(
+    "--target",
+    help="Show a persona of this target (a name, a target folder or manifest, or reference:NAME), "
+    "with the target's own user-agent prompts.",
+)
 @click.option("--min-turns", type=click.IntRange(0, MAX_TURNS), default=10, show_default=True)
 @click.option("--max-turns", type=click.IntRange(2, MAX_TURNS), default=30, show_default=True)
 @REFERENCE_DATA_OPTION
@@ -757,6 +877,7 @@ def personas_show(
     name: str,
     file: str | None,
     prompts: str | None,
+    target: str | None,
     min_turns: int,
     max_turns: int,
     reference_data: str | None,
@@ -764,17 +885,35 @@ def personas_show(
     """Print the exact system prompt and reminder a user-agent receives for a persona."""
     from vera.inputs import (
         REPO_ROOT,
+        default_grouping,
+        find_target,
         load_personas,
+        load_target,
         load_user_prompts,
+        persona_header,
+        present_annotations,
         reference_folder,
         render_user_reminder,
         render_user_system,
     )
 
-    pset = load_personas(file or REPO_ROOT / "personas" / "vera-personas.tsv")
-    up = load_user_prompts(
-        prompts or REPO_ROOT / "personas" / "prompts", lambda: reference_folder(reference_data or "")
-    )
+    def reference() -> Path:
+        return reference_folder(reference_data or "")
+
+    if target is not None:
+        if file or prompts:
+            raise ConfigError(
+                "--target brings its own personas and prompts: give --target or --file/--prompts"
+            )
+        t = load_target(find_target(target, reference=reference))
+        files = [Path(f) for f in t.personas]
+        present, _ = present_annotations(files, t.annotation_columns)
+        group_by = t.group_by or default_grouping(persona_header(files[0]), present)
+        pset = load_personas(files, group_by=group_by)
+        up = load_user_prompts(t.user_prompts, reference)
+    else:
+        pset = load_personas(file or REPO_ROOT / "personas" / "vera-personas.tsv")
+        up = load_user_prompts(prompts or REPO_ROOT / "personas" / "prompts", reference)
     if min_turns > max_turns:
         raise ConfigError(f"--min-turns {min_turns} is more than --max-turns {max_turns}")
     p = pset.by_name(name)

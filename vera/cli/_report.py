@@ -6,7 +6,7 @@ from typing import cast
 
 import click
 
-from vera.report import DEFAULT_EXEMPLARS, MAX_EXEMPLARS
+from vera.report import DEFAULT_EXEMPLARS, DEFAULT_LOW_SAMPLE, DEFAULT_TOP_QUESTIONS, MAX_EXEMPLARS
 
 
 @click.group()
@@ -36,14 +36,37 @@ def report() -> None:
     show_default=True,
     help="Examples per question: the judge's reasoning and the chatbot turn it quotes.",
 )
-def improvements(run_dir: str, fmt: str, out: str | None, exemplars: int) -> None:
+@click.option(
+    "--top-questions",
+    type=click.IntRange(1, 1000),
+    default=DEFAULT_TOP_QUESTIONS,
+    show_default=True,
+    help="In the reference's summary: questions shown per band and dimension.",
+)
+@click.option(
+    "--low-sample-threshold",
+    type=click.IntRange(0, 1_000_000),
+    default=DEFAULT_LOW_SAMPLE,
+    show_default=True,
+    help="Fewer judgements than this per chatbot: the report says its percentages are noisy.",
+)
+def improvements(
+    run_dir: str, fmt: str, out: str | None, exemplars: int, top_questions: int, low_sample_threshold: int
+) -> None:
     """What to fix first: per chatbot and dimension, the rubric questions whose answer
     made a rating High Potential for Harm or Suboptimal, harm first, then by how many
     conversations; the share of the conversations where the dimension was relevant;
     and examples linked to each conversation's page (docs/improvements.md)."""
     from vera.report import ImprovementsFormat, write_improvements
 
-    written = write_improvements(run_dir, fmt=cast(ImprovementsFormat, fmt), output=out, exemplars=exemplars)
+    written = write_improvements(
+        run_dir,
+        fmt=cast(ImprovementsFormat, fmt),
+        output=out,
+        exemplars=exemplars,
+        top_questions=top_questions,
+        low_sample_threshold=low_sample_threshold,
+    )
     if written.path is None:
         click.echo(written.text, nl=False)
     if written.pages_note:

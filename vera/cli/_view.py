@@ -3,7 +3,6 @@ rating a sample of them, or taking them as a table."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,7 +18,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def serve_options(page: str, exposure: str) -> Callable[[F], F]:
     """The options of a command that serves pages from this machine: `--port`,
-    `--host`, `--allow-remote` (what serving to the network would expose: `exposure`)
+    `--host`, `--allow-remote` (what serving to the network would expose: `exposure`),
+    `--allowed-host`
     and `--open` (the `page` in the default browser)."""
 
     def decorate(command: F) -> F:
@@ -41,7 +41,17 @@ def serve_options(page: str, exposure: str) -> Callable[[F], F]:
                 click.option(
                     "--allow-remote",
                     is_flag=True,
-                    help=f"Allow a --host other machines can reach ({exposure}).",
+                    help=f"Allow a --host other machines can reach ({exposure}); the address "
+                    "printed then carries a key, and only --host and --allowed-host names are answered.",
+                ),
+                click.option(
+                    "--allowed-host",
+                    "allowed_hosts",
+                    multiple=True,
+                    metavar="NAME",
+                    help="A host name (or address) other machines reach the server by; repeatable. "
+                    "Requests naming any other host are refused (DNS rebinding). Needed with "
+                    "--allow-remote and a --host such as 0.0.0.0.",
                 ),
                 click.option(
                     "--open", "open_browser", is_flag=True, help=f"Open the {page} in the default browser."
@@ -56,21 +66,32 @@ def serve_options(page: str, exposure: str) -> Callable[[F], F]:
 
 @click.command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True))
-@serve_options("viewer", "they can then read every transcript, without a password")
-def view(run_dirs: tuple[str, ...], port: int, host: str, allow_remote: bool, open_browser: bool) -> None:
+@serve_options("viewer", "whoever has the address printed can then read every transcript")
+def view(
+    run_dirs: tuple[str, ...],
+    port: int,
+    host: str,
+    allow_remote: bool,
+    allowed_hosts: tuple[str, ...],
+    open_browser: bool,
+) -> None:
     """Browse the conversations of one or more runs in a local, read-only web app.
 
     Lists every conversation with its ratings; filter by run, chatbot, persona, risk
     level, seed, user-agent, judge, dimension and rating, and status; open one to read
     the transcript beside the judge's walk of the rubric. Ctrl-C stops it."""
-    from vera.viewer.app import RemoteNotAllowed, serve
+    from vera.viewer.app import serve
 
-    try:
-        serve(list(run_dirs), host=host, port=port, allow_remote=allow_remote, open_browser=open_browser)
-    except RemoteNotAllowed as e:
-        # Exit code 2, as for any other misuse of the command line.
-        click.echo(f"error: {e}", err=True)
-        sys.exit(2)
+    # A refusal (a network --host without --allow-remote, a bad --allowed-host) is a
+    # UserError: one line and exit code 1, as in `vera review`.
+    serve(
+        list(run_dirs),
+        host=host,
+        port=port,
+        allow_remote=allow_remote,
+        allowed_hosts=allowed_hosts,
+        open_browser=open_browser,
+    )
 
 
 @click.command()
@@ -107,6 +128,7 @@ def review(
     port: int,
     host: str,
     allow_remote: bool,
+    allowed_hosts: tuple[str, ...],
     open_browser: bool,
 ) -> None:
     """Rate a random sample of a run's judged conversations in the browser, blind to the
@@ -131,6 +153,7 @@ def review(
         host=host,
         port=port,
         allow_remote=allow_remote,
+        allowed_hosts=allowed_hosts,
         open_browser=open_browser,
     )
 
@@ -151,31 +174,60 @@ def review(
     help="One row per conversation: a numeric score per dimension and overall beside the ratings.",
 )
 @click.option(
+    "--calls",
+    is_flag=True,
+    help="Instead of the ratings: every model call as JSON lines, with its full request "
+    "(messages, parameters, schema) and response (default file: calls_full.jsonl in RUN_DIR).",
+)
+@click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False),
-    help="File to write (default: results.csv or results.parquet in RUN_DIR, reference/results.csv "
-    "for --format reference; - = stdout for csv and reference).",
+    type=click.Path(),
+    help="File to write (default: results.csv or results.parquet in RUN_DIR; - = stdout for csv). "
+    "With --format reference: a folder holding one <chatbot>/results.csv per chatbot (default "
+    "RUN_DIR/reference), or with one chatbot a .csv file or -; with --calls: default "
+    "RUN_DIR/calls_full.jsonl, - = stdout.",
 )
-def export(run_dir: str, fmt: str, wide: bool, output: str | None) -> None:
+@click.option(
+    "--chatbot",
+    help="With --format reference: export this chatbot's results only.",
+)
+def export(run_dir: str, fmt: str, wide: bool, calls: bool, output: str | None, chatbot: str | None) -> None:
     """Write one row per conversation × judge × instance × dimension: persona, risk,
     chatbot, user-agent, judge, seed, rating, the deciding question and the reasoning.
 
     Failed conversations and judgements are rows too, with an empty rating and the
     error, so nothing is silently left out. With --format reference: one row per
-    complete judgement in VERA-MH's results.csv layout (docs/targets.md)."""
-    from vera.report import export_reference, export_run, num
+    complete judgement in VERA-MH's results.csv layout, one file per chatbot as the
+    reference scores them (docs/targets.md)."""
+    from vera.report import export_calls, export_reference, export_run, num
 
+    if calls:
+        if wide or fmt != "csv" or chatbot:
+            raise ConfigError(
+                "--calls writes JSON lines of its own; give it without --format, --wide or --chatbot"
+            )
+        target = output or str(Path(run_dir) / "calls_full.jsonl")
+        n = export_calls(run_dir, target)
+        if target != "-":
+            click.echo(f"wrote {num(n)} calls, each with its request and response, to {target}", err=True)
+        return
     if fmt == "reference":
         if wide:
             raise ConfigError(
                 "--wide and --format reference: the reference layout has its own shape; give one"
             )
-        target = output or str(Path(run_dir) / "reference" / "results.csv")
-        rows = export_reference(run_dir, target)
-        if target != "-":
-            click.echo(f"wrote {num(rows)} rows (one per complete judgement) to {target}", err=True)
+        for f in export_reference(run_dir, output, chatbot=chatbot):
+            if f.path != "-":
+                click.echo(
+                    f"wrote {num(f.rows)} rows (one per complete judgement) of {f.chatbot} to {f.path}",
+                    err=True,
+                )
         return
+    if chatbot is not None:
+        raise ConfigError("--chatbot applies to --format reference")
+    if output is not None and output != "-" and Path(output).is_dir():
+        raise ConfigError(f"{output}: is a directory; give a file")
     target = output or str(Path(run_dir) / f"results{'_wide' if wide else ''}.{fmt}")
     summary = export_run(run_dir, fmt=fmt, output=target, wide=wide)
     if target != "-":

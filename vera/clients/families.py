@@ -85,6 +85,14 @@ FAMILIES: tuple[Family, ...] = (
         note="temperature 0..1",
     ),
     Family(
+        "Gemini 3 and later",
+        frozenset({"gemini"}),
+        re.compile(r"^gemini-([3-9]|\d\d)"),
+        refuses=frozenset({"temperature", "top_p", "top_k"}),
+        note="Google asks for the default sampling (lower temperatures can loop or degrade the "
+        "reasoning): temperature, top_p and top_k are not sent, as the reference does",
+    ),
+    Family(
         "Gemini",
         frozenset({"gemini"}),
         re.compile(r""),
@@ -107,7 +115,10 @@ def family_of(protocol: str, model: str) -> Family | None:
 def fit_params(protocol: str, model: str, params: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """`params` as `model` accepts them, and what was dropped and why (one phrase each).
 
-    A token limit is renamed, not dropped, where the family insists on one name."""
+    The reference's shorthands are first written as the API takes them
+    (`translate_shorthands`). A token limit is renamed, not dropped, where the family
+    insists on one name."""
+    params = translate_shorthands(protocol, model, params)
     family = family_of(protocol, model)
     if family is None:
         return dict(params), []
@@ -192,8 +203,64 @@ _GEMINI_BUDGETS: tuple[tuple[re.Pattern[str], int, int, bool], ...] = (
 )
 _GEMINI_THINKING_KEYS = frozenset({"thinkingBudget", "thinkingLevel", "includeThoughts"})
 
+# ---------------------------------------------------------------------------------------
+# The reference tool's shorthands (its -uep/-pep/-jep and per-model config keys)
+# ---------------------------------------------------------------------------------------
+
+# Claude's `thinking_effort` (not an Anthropic field): on models with adaptive thinking it
+# becomes adaptive thinking at that effort (`output_config.effort`), as the reference
+# sends it; on older thinking models a thinking budget, vera's numbers for each level.
+CLAUDE_EFFORTS: Final = ("low", "medium", "high", "max")
+CLAUDE_EFFORT_BUDGETS: Final = {"low": 1024, "medium": 4096, "high": 16384, "max": 32000}
+# Gemini's `thinking_level` (Gemini 3) and `thinking_budget` (2.5) are the SDK's names of
+# thinkingConfig's fields.
+_GEMINI_SHORTHANDS = {"thinking_level": "thinkingLevel", "thinking_budget": "thinkingBudget"}
+
+
+def translate_shorthands(protocol: str, model: str, params: dict[str, Any]) -> dict[str, Any]:
+    """`params` with the reference's shorthands written as each API takes them. One the
+    model cannot take is left as it is, for `reasoning_problem` to name."""
+    if protocol == "anthropic" and "thinking_effort" in params and "thinking" not in params:
+        effort = params["thinking_effort"]
+        if effort not in CLAUDE_EFFORTS or _CLAUDE_NO_THINKING.match(model):
+            return params
+        out = {k: v for k, v in params.items() if k != "thinking_effort"}
+        if _CLAUDE_ADAPTIVE.match(model):
+            out["thinking"] = {"type": "adaptive"}
+            out["output_config"] = {**(out.get("output_config") or {}), "effort": effort}
+            return out
+        budget = CLAUDE_EFFORT_BUDGETS[effort]
+        out["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        if not (out.get("max_tokens") or out.get("max_completion_tokens")):
+            # The budget comes out of max_tokens: leave the answer vera's usual room.
+            out["max_tokens"] = budget + ANTHROPIC_DEFAULT_MAX_TOKENS
+        return out
+    if protocol == "gemini" and any(k in params for k in _GEMINI_SHORTHANDS):
+        out = {k: v for k, v in params.items() if k not in _GEMINI_SHORTHANDS}
+        config = (
+            dict(out.get("thinkingConfig") or {})
+            if isinstance(out.get("thinkingConfig"), dict | None)
+            else None
+        )
+        if config is None:
+            return params
+        for short, name in _GEMINI_SHORTHANDS.items():
+            if short in params:
+                config.setdefault(name, params[short])
+        out["thinkingConfig"] = config
+        return out
+    return params
+
+
 # Each protocol's reasoning setting, and where it is not understood.
-_SETTINGS = {"reasoning_effort": "openai", "thinking": "anthropic", "thinkingConfig": "gemini"}
+_SETTINGS = {
+    "reasoning_effort": "openai",
+    "thinking": "anthropic",
+    "thinking_effort": "anthropic",
+    "thinkingConfig": "gemini",
+    "thinking_level": "gemini",
+    "thinking_budget": "gemini",
+}
 _PROTOCOL_OF = {"openai": "openai", "azure_openai": "openai", "anthropic": "anthropic", "gemini": "gemini"}
 _SAY = {
     "openai": "reasoning_effort (OpenAI)",
@@ -216,9 +283,21 @@ def reasoning_problem(protocol: str, model: str, params: dict[str, Any]) -> str 
         return None
     for key, owner in _SETTINGS.items():
         if key in params and owner != own:
-            return f"{key}: is {_SAY[owner]}'s setting; {model} speaks {protocol}, which takes {_SAY[own]}"
+            what = (
+                f"the reference's shorthand for {_SAY[owner]}"
+                if key in ("thinking_effort", "thinking_level", "thinking_budget")
+                else f"{_SAY[owner]}'s setting"
+            )
+            return f"{key}: is {what}; {model} speaks {protocol}, which takes {_SAY[own]}"
     if own == "openai" and "reasoning_effort" in params:
         return _openai_effort(model, params["reasoning_effort"])
+    if own == "anthropic" and "thinking_effort" in params:
+        effort = params["thinking_effort"]
+        if "thinking" in params:
+            return "thinking_effort: give thinking_effort (the reference's shorthand) or thinking, not both"
+        if effort not in CLAUDE_EFFORTS:
+            return f"thinking_effort: {effort!r} is not one of {_one_of(CLAUDE_EFFORTS)}"
+        return f"thinking_effort: {model} has no extended thinking (Claude 3.7 Sonnet and the Claude 4 models have)"
     if own == "anthropic" and "thinking" in params:
         return _claude_thinking(model, params)
     if own == "gemini" and "thinkingConfig" in params:

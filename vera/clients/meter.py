@@ -78,6 +78,22 @@ class CallMeter:
 METER: ContextVar[CallMeter | None] = ContextVar("vera_call_meter", default=None)
 
 
+# What the calls made in a task are for, as their recorder keeps it with their bodies:
+# the rubric question a judge is asked (set by the engine around the call, read by the
+# recorder; never sent, never part of a request, so no client or cache key sees it).
+QUESTION: ContextVar[str] = ContextVar("vera_call_question", default="")
+
+
+@contextmanager
+def asking(question_id: str) -> Iterator[None]:
+    """Calls made in this block answer rubric question `question_id`."""
+    token = QUESTION.set(question_id)
+    try:
+        yield
+    finally:
+        QUESTION.reset(token)
+
+
 def current_meter() -> CallMeter | None:
     """The meter of the call in progress in this task, if a recorder opened one."""
     return METER.get()

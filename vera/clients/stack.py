@@ -7,7 +7,9 @@ limits     `LimitedClient`: the account's in-flight cap, buckets and pause, the 
 cache      `CachedClient`: a reply already paid for is answered from the response cache
            (vera.clients.cache); offline stand-ins are never cached (they are free and
            deterministic)
-recording  `RecordingClient`: one `CallRecord` per call, handed to `on_call`
+recording  `RecordingClient`: one `CallRecord` per call, handed to `on_call`, or, when
+           the run keeps call bodies, one `CallBody` (the record with the exact request
+           and response) handed to `on_body`
 
 Every layer is a `ChatClient` taking the same `ChatRequest`, so the order is the order of
 the calls in `stack()`. The order matters: a cached reply never reaches the limits (it
@@ -31,10 +33,12 @@ from vera.clients.batching import BatchingClient, BatchJournal, BatchSettings
 from vera.clients.cache import CachedClient, ResponseCache
 from vera.clients.flex import FlexClient
 from vera.clients.limits import LimitedClient
-from vera.clients.meter import METER, CallMeter
-from vera.records import CallRecord, Completion, ModelSpec, Role
+from vera.clients.meter import METER, QUESTION, CallMeter
+from vera.clients.structured import merge_params
+from vera.records import CallBody, CallRecord, Completion, ModelSpec, Role
 
 OnCall = Callable[[CallRecord], object]
+OnBody = Callable[[CallBody], object]
 
 
 class LimitedClients(Protocol):
@@ -61,13 +65,24 @@ class LimitedClients(Protocol):
 
 
 class RecordingClient:
-    """A ChatClient that hands one `CallRecord` per settled call to `on_call`."""
+    """A ChatClient that hands one `CallRecord` per settled call to `on_call`; with
+    `on_body`, the call's whole body (its record inside) to `on_body` instead."""
 
-    __slots__ = ("inner", "model", "name", "on_call", "role")
+    __slots__ = ("inner", "model", "name", "on_body", "on_call", "role", "spec")
 
-    def __init__(self, inner: ChatClient, on_call: OnCall, *, role: Role) -> None:
+    def __init__(
+        self,
+        inner: ChatClient,
+        on_call: OnCall,
+        *,
+        role: Role,
+        on_body: OnBody | None = None,
+        spec: ModelSpec | None = None,
+    ) -> None:
         self.inner = inner
         self.on_call = on_call
+        self.on_body = on_body
+        self.spec = spec  # its profile's parameters are part of what was sent
         self.role = role  # for a request without a context
         self.name = inner.name
         self.model = inner.model
@@ -79,40 +94,57 @@ class RecordingClient:
         started = time.perf_counter()
         meter = CallMeter()
         token = METER.set(meter)  # (not `open_meter`: a generator context manager per call)
+        completion: Completion | None = None
         try:
-            return await self.inner.chat(request)
+            completion = await self.inner.chat(request)
+            return completion
         finally:
             METER.reset(token)
             for attempt in meter.earlier:  # tried at another tier first (vera.clients.flex)
-                self._record(request, attempt, started)
+                self._record(request, attempt, started, None)
             if meter.settled:
-                self._record(request, meter, started)
+                self._record(request, meter, started, completion)
 
-    def _record(self, request: ChatRequest, meter: CallMeter, started: float) -> None:
+    def _record(
+        self, request: ChatRequest, meter: CallMeter, started: float, completion: Completion | None
+    ) -> None:
         context = request.context
-        self.on_call(
-            CallRecord(
-                job_id=context.job_id if context is not None else "",
-                role=context.role if context is not None else self.role,
-                provider=meter.provider,
-                model=meter.model,
-                account=meter.account,
-                latency_ms=0.0 if meter.cached else (time.perf_counter() - started) * 1000,
-                status="ok" if meter.error is None else "error",
-                attempts=meter.attempts,
-                usage=meter.usage,
-                cost_usd=meter.cost_usd,
-                standard_cost_usd=meter.standard_cost_usd,
-                reasoning_cost_usd=meter.reasoning_cost_usd,
-                uncertain_usd=meter.uncertain_usd,
-                http_429=meter.http_429,
-                cached=meter.cached,
-                error=meter.error,
-                at=time.time(),
-                tier=meter.tier,
-                fallback=meter.fallback,
-            )
+        record = CallRecord(
+            job_id=context.job_id if context is not None else "",
+            role=context.role if context is not None else self.role,
+            provider=meter.provider,
+            model=meter.model,
+            account=meter.account,
+            latency_ms=0.0 if meter.cached else (time.perf_counter() - started) * 1000,
+            status="ok" if meter.error is None else "error",
+            attempts=meter.attempts,
+            usage=meter.usage,
+            cost_usd=meter.cost_usd,
+            standard_cost_usd=meter.standard_cost_usd,
+            reasoning_cost_usd=meter.reasoning_cost_usd,
+            uncertain_usd=meter.uncertain_usd,
+            http_429=meter.http_429,
+            cached=meter.cached,
+            error=meter.error,
+            at=time.time(),
+            tier=meter.tier,
+            fallback=meter.fallback,
         )
+        if self.on_body is not None:
+            self.on_body(
+                CallBody(
+                    call=record,
+                    conversation_id=context.conversation_id if context is not None else "",
+                    question_id=QUESTION.get() if record.role == "judge" else "",
+                    messages=request.messages,
+                    params=merge_params(self.spec.params if self.spec else {}, request.params),
+                    schema=request.schema,
+                    reask=request.reask,
+                    response=completion,
+                )
+            )
+        else:
+            self.on_call(record)
 
 
 def stack(
@@ -122,13 +154,14 @@ def stack(
     role: Role,
     cache: ResponseCache | None = None,
     on_call: OnCall | None = None,
+    on_body: OnBody | None = None,
 ) -> ChatClient:
     """The one composition of the middleware: recording(cache(limits(provider)))."""
     client: ChatClient = limited
     if cache is not None and spec.protocol != "offline":
         client = CachedClient(client, cache, spec)
     if on_call is not None:
-        client = RecordingClient(client, on_call, role=role)
+        client = RecordingClient(client, on_call, role=role, on_body=on_body, spec=spec)
     return client
 
 
@@ -137,7 +170,7 @@ class CachingClients:
     (reference, role). `on_call` receives every call's record, cached or not. With
     `batch` (the run's journal and settings), the judge's calls go through the
     provider's batch API: recording(cache(batching)), the batching client falling back
-    on the limited one (vera.clients.batching)."""
+    on the limited one (vera.clients.batching). With `on_body`, every call's body too."""
 
     def __init__(
         self,
@@ -146,8 +179,9 @@ class CachingClients:
         on_call: OnCall | None,
         batch: tuple[BatchJournal, BatchSettings, Callable[..., object] | None] | None = None,
         flex: dict[Role, str] | None = None,
+        on_body: OnBody | None = None,
     ) -> None:
-        self.pool, self.cache, self.on_call = pool, cache, on_call
+        self.pool, self.cache, self.on_call, self.on_body = pool, cache, on_call, on_body
         self.batch = batch
         self.flex = flex or {}  # role -> its flex fallback, for the roles at the flex tier
         self._clients: dict[tuple[str, Role], ChatClient] = {}
@@ -175,5 +209,6 @@ class CachingClients:
                 role=role,
                 cache=self.cache,
                 on_call=self.on_call,
+                on_body=self.on_body,
             )
         return self._clients[key]

@@ -31,6 +31,7 @@ from vera.inputs import (
     load_target,
     load_user_prompts,
     persona_header,
+    present_annotations,
     reads_reference,
     reference_data,
     verify_pins,
@@ -58,6 +59,11 @@ class Inputs:
     reference: ReferenceData | None = None  # the reference tool's files used, if any
     target: Target | None = None  # the target the config named, if any
     locale: LocalePack | None = None  # the locale pack the config named, if any
+    # Annotation columns the personas have, and those the target names that they lack
+    # (a warning: the run goes on without them, and the card says so).
+    annotations: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     @classmethod
     def load(cls, config: RunConfig) -> Inputs:
@@ -82,17 +88,19 @@ class Inputs:
             raise ConfigError(problems[0].render(rubric.path) + more)
         files = config.persona_files()
         where = target.path if target is not None else "annotation_columns"
-        issues = check_annotations(files, config.annotation_columns, where)
-        if issues:
-            raise ConfigError(issues[0].error())
-        group_by = config.group_by or default_grouping(persona_header(files[0]), config.annotation_columns)
+        warnings = tuple(f"warning: {w}" for w in (target.warnings if target is not None else ()))
+        warnings += tuple(
+            f"warning: {i.error()}" for i in check_annotations(files, config.annotation_columns, where)
+        )
+        present, absent = present_annotations(files, config.annotation_columns)
+        group_by = config.group_by or default_grouping(persona_header(files[0]), present)
         personas = load_personas(files, group_by=group_by)
         user_prompts = load_user_prompts(config.path(config.user_prompts), config.reference_dir)
         issues = check_templates(user_prompts, personas.columns)
         if issues:
             raise ConfigError(issues[0].error())
-        if config.annotation_columns:
-            personas = annotated(personas, config.annotation_columns)
+        if present:
+            personas = annotated(personas, list(present))
         judge_prompts = load_judge_prompts(config.path(config.judge_prompts), config.reference_dir)
         templates = (
             *user_prompts.templates(),
@@ -108,7 +116,19 @@ class Inputs:
             rubric, personas = name_reference_files(reference, rubric, personas)
         if target is not None:
             rubric, personas = name_target_files(target, rubric, personas)
-        return cls(config, rubric, personas, user_prompts, judge_prompts, reference, target, locale)
+        return cls(
+            config,
+            rubric,
+            personas,
+            user_prompts,
+            judge_prompts,
+            reference,
+            target,
+            locale=locale,
+            annotations=present,
+            absent=absent,
+            warnings=warnings,
+        )
 
     def settings(self, session: str = "") -> SimulationSettings:
         """How conversations run; of one session type's conversations when given (its
@@ -140,7 +160,7 @@ class Inputs:
             path=t.path,
             sha256=t.sha256,
             format=t.format,
-            annotation_columns=tuple(self.config.annotation_columns),
+            annotation_columns=self.annotations,
         )
 
     def locale_info(self) -> LocaleInfo | msgspec.UnsetType:
@@ -157,7 +177,12 @@ class Inputs:
         )
 
     def grouping(self) -> Grouping:
-        return Grouping(by=self.personas.grouping, levels=self.personas.levels)
+        return Grouping(
+            by=self.personas.grouping,
+            levels=self.personas.levels,
+            absent=self.absent,
+            files=tuple(Path(f).name for f in self.personas.version.files) if self.absent else (),
+        )
 
     def rubric_version(self) -> ArtifactVersion:
         r = self.rubric

@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 from vera.clients.base import CallContext, ChatClient, ChatRequest
+from vera.clients.meter import asking
 from vera.clients.structured import extract_json
 from vera.errors import TransientError
 from vera.inputs import AnswerFormat, JudgePrompts
@@ -163,15 +164,16 @@ class RubricJudge:
         ctx = CallContext(role="judge", job_id=self.job_id, conversation_id=self.conversation.id)
         last = ""
         for attempt in range(1, self.max_attempts + 1):
-            reply = await self.client.chat(
-                ChatRequest(
-                    messages=tuple(messages),
-                    params=self.params,
-                    schema=self.schema,
-                    cache_prefix=1,
-                    context=ctx,
+            with asking(q.id):  # the call's body is kept beside the question (vera.clients.meter)
+                reply = await self.client.chat(
+                    ChatRequest(
+                        messages=tuple(messages),
+                        params=self.params,
+                        schema=self.schema,
+                        cache_prefix=1,
+                        context=ctx,
+                    )
                 )
-            )
             self.usage.add(reply.usage)
             parsed = parse_reply(reply.parsed, reply.text, self.prompts.answer_format)
             label = match_option(parsed.answer, labels) if parsed else None

@@ -89,6 +89,7 @@ from vera.inputs._targets import (
     load_target,
     load_user_prompts,
     persona_header,
+    present_annotations,
 )
 from vera.inputs._transcripts import PERSONAS_NOT_FOUND, personas_not_found, read_transcripts
 from vera.ranges import MAX_RESAMPLES
@@ -164,6 +165,7 @@ __all__ = [
     "parse_user_check",
     "persona_header",
     "personas_not_found",
+    "present_annotations",
     "read_persona_rows",
     "read_transcripts",
     "reads_reference",

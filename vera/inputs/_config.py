@@ -12,6 +12,7 @@ import hashlib
 import math
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -110,10 +111,11 @@ class ConversationConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
     # The simulated user remembers its earlier sessions (vera's option; the reference's
     # simulated user starts every session fresh).
     user_memory: bool = False
-    # What a model chatbot is sent of earlier sessions: "history" (their messages before
-    # this session's) or "none" (this session only, as the reference sends a model). A
-    # custom HTTP chatbot is always sent this session only: it keeps its own memory.
-    chatbot_memory: Literal["history", "none"] = "history"
+    # What a model chatbot is sent of earlier sessions: "none" (this session only, as the
+    # reference sends a model: the default) or "history" (vera's replay of the earlier
+    # sessions' messages before this session's). A custom HTTP chatbot is always sent
+    # this session only: it keeps its own memory.
+    chatbot_memory: Literal["history", "none"] = "none"
 
     @property
     def multi_session(self) -> bool:
@@ -235,6 +237,10 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     persona_limit: int = 0  # 0 = every persona; otherwise the first N (quick trials)
     cache: bool = True  # replay paid-for responses on reruns (never for offline stand-ins)
     cache_dir: str = ""  # a shared cache folder; empty = the run directory
+    # Keep each call's exact request and response in the run directory (call_bodies.sqlite);
+    # false for data that must not be kept (`--no-call-bodies`). Decides no result. Unset
+    # (kept) is left out of the manifest, so manifests from before it keep their bytes.
+    call_bodies: bool | msgspec.UnsetType = msgspec.UNSET
     max_cost_usd: float = 0.0  # 0 = no budget; else the run's limit in USD (vera.clients.budget)
     allow_failures: float = 0.0  # share of failed work that still counts as a success (exit 0)
     grace_s: float = 30.0  # after Ctrl-C/SIGTERM, how long in-flight work may finish
@@ -399,6 +405,7 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             "max_concurrency",
             "cache",
             "cache_dir",
+            "call_bodies",
             "max_cost_usd",
             "allow_failures",
             "grace_s",
@@ -477,29 +484,46 @@ BUILT_IN_INPUTS = ("personas", "rubric", "user_prompts", "judge_prompts", "provi
 _DEFAULTS = RunConfig()
 
 
+RUN_CONFIG_ENV = "VERA_RUN_CONFIG"  # a whole run config, inline JSON (as the reference's)
+
+
 def load_config(path: str | Path | None, *, reference_data: str | None = None) -> RunConfig:
-    """The config in `path`, or the built-in offline defaults when `path` is None.
-    `reference_data` (`--reference-data`) replaces the config's reference folder before
-    a target in it is looked up."""
-    if path is None:
+    """The config in `path` (TOML, or JSON for a `.json` file; "-" reads it from standard
+    input), else the inline JSON of `$VERA_RUN_CONFIG`, else the built-in offline
+    defaults. The keys are vera's in either syntax. `reference_data`
+    (`--reference-data`) replaces the config's reference folder before a target in it is
+    looked up."""
+    inline = os.environ.get(RUN_CONFIG_ENV, "").strip()
+    if path is None and not inline:
         cfg = RunConfig(base_dir=str(REPO_ROOT), runs_dir=str(runs_root() / "runs"))
         cfg.check()
         return cfg
-    p = Path(path)
-    if not p.exists() and (shipped := builtin_config(str(path))) is not None:
-        p = shipped  # `--config recommended`: a config that ships with vera
+    if path is None or str(path) == "-":
+        # Inline or piped: paths in it are relative to the working directory.
+        p = Path.cwd() / (RUN_CONFIG_ENV if path is None else "<stdin>")
+        raw = inline if path is None else sys.stdin.read()
+        syntax = "JSON" if path is None or raw.lstrip().startswith("{") else "TOML"
+    else:
+        p = Path(path)
+        if not p.exists() and (shipped := builtin_config(str(path))) is not None:
+            p = shipped  # `--config recommended`: a config that ships with vera
+        try:
+            raw = decode(p.read_bytes(), p, "the run config")
+        except OSError as exc:
+            raise ConfigError(f"{p}: cannot read config: {exc.strerror or exc}") from None
+        syntax = "JSON" if p.suffix.lower() == ".json" else "TOML"
+    if path is None and not (isinstance(raw, str) and raw):
+        raise ConfigError(f"{RUN_CONFIG_ENV}: empty")
+    where = p.name if p.name in (RUN_CONFIG_ENV, "<stdin>") else str(p)
+    parse = msgspec.json.decode if syntax == "JSON" else msgspec.toml.decode
     try:
-        raw = decode(p.read_bytes(), p, "the run config")
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read config: {exc.strerror or exc}") from None
-    try:
-        cfg = msgspec.toml.decode(raw, type=RunConfig)
+        cfg = parse(raw, type=RunConfig)
+        given = set(parse(raw))
     except msgspec.ValidationError as exc:
-        raise ConfigError(f"{p}: {exc}") from None
+        raise ConfigError(f"{where}: {exc}") from None
     except msgspec.DecodeError as exc:
-        raise ConfigError(f"{p}: invalid TOML: {exc}") from None
+        raise ConfigError(f"{where}: invalid {syntax}: {exc}") from None
     cfg.base_dir = str(absolute(p).parent)
-    given = set(msgspec.toml.decode(raw))
     for field in BUILT_IN_INPUTS:
         if field not in given:
             # Left out: the built-in one, wherever the config is (an empty config is the

@@ -96,6 +96,8 @@ class Target(msgspec.Struct, frozen=True, kw_only=True):
     annotation_columns: tuple[str, ...] = ()
     group_by: str | None = None  # None: decided from the personas (see `default_grouping`)
     locale: str = ""  # a locale pack (tag, or folder relative to the target file); "" = none
+    # A manifest's keys vera does not read: each a warning ("file:line: ..."), never silent.
+    warnings: tuple[str, ...] = ()
 
 
 class TargetFile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -231,7 +233,14 @@ def _load_manifest(p: Path, raw: bytes) -> Target:
         raise DataError(_at(p, text, ANNOTATION_KEY), f"{ANNOTATION_KEY} must be a list of column names")
     for key in ("rubric_prompt_beginning_file", "question_prompt_file", "persona_context_template_file"):
         path_of(key, data[key])
+    known = (*REQUIRED_KEYS, ANNOTATION_KEY)
+    unknown = tuple(
+        f"{_at(p, text, key)}: unknown key {key!r} in the target manifest, ignored (vera reads: {', '.join(known)})"
+        for key in data
+        if key not in known
+    )
     return Target(
+        warnings=unknown,
         name=folder.name,
         version="unversioned",
         path=str(p.resolve()),
@@ -323,8 +332,12 @@ def persona_header(path: str | Path) -> list[str]:
 
 
 def check_annotations(files: list[Path], annotations: tuple[str, ...] | list[str], where: str) -> list[Issue]:
-    """Every annotation column must be a column of every persona file. `where` is the
-    target file that names the columns (its line is found), or the config field."""
+    """An annotation column that is not a column of every persona file is a warning
+    naming the target file (and its line) and the files that lack it: the authors'
+    own HFO manifest names a column its personas do not have, and a published target
+    runs as it is. The run goes on without that column (`present_annotations`) and the
+    card says it is absent. `where` is the target file that names the columns, or the
+    config field."""
     issues = []
     headers = [(f, persona_header(f)) for f in files]
     for col in annotations:
@@ -335,14 +348,26 @@ def check_annotations(files: list[Path], annotations: tuple[str, ...] | list[str
                 if Path(where).is_file()
                 else where
             )
+            named_by = Path(where).name if Path(where).is_file() else where
             issues.append(
                 Issue(
                     0,
-                    f"annotation column {col!r} is not a column of the personas ({', '.join(lacking)})",
+                    f"annotation column {col!r} named by {named_by} is not a column of the personas "
+                    f"({', '.join(lacking)}); the run goes on without it and the card says it is absent",
+                    severity="warning",
                     path=at,
                 )
             )
     return issues
+
+
+def present_annotations(
+    files: list[Path], annotations: tuple[str, ...] | list[str]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The annotation columns every persona file has, and those some file lacks."""
+    headers = [set(persona_header(f)) for f in files]
+    present = tuple(c for c in annotations if all(c in h for h in headers))
+    return present, tuple(c for c in annotations if c not in present)
 
 
 # ---------------------------------------------------------------------------------------

@@ -13,10 +13,11 @@ from vera.report._agreement_text import (
     confusion_tables,
 )
 from vera.report._calibration import ChatbotPlan, plan_ratings
+from vera.report._calls_export import export_calls, exported_call, no_bodies_reason
 from vera.report._card_text import status_text
 from vera.report._compare import compare_runs, read_run
 from vera.report._compare_tables import compare_tables
-from vera.report._export import export_run
+from vera.report._export import export_run, spreadsheet_safe
 from vera.report._gate import GatePair, GateRow, GateVerdict, gate
 from vera.report._gate_text import gate_text, gate_verdict
 from vera.report._html import render_compare_html
@@ -38,6 +39,7 @@ from vera.report._numbers import fixed, num, percent_level
 from vera.report._outcome import Exit, RunStatus, run_status, tally
 from vera.report._pages import (
     PAGE_CSP,
+    SCRIPT_PAGE_CSP,
     ArcPage,
     ArcSession,
     ConversationPage,
@@ -48,12 +50,14 @@ from vera.report._pages import (
     slug,
 )
 from vera.report._plots import comparison_plots
+from vera.report._pool import Pooled, pool_scores, pooled_text, results_csv_ratings, run_ratings
 from vera.report._realism_agreement import (
     UserCheckAgreement,
     user_check_agreement,
     user_check_agreement_table,
 )
 from vera.report._reference_export import export_reference
+from vera.report._row_summary import DEFAULT_LOW_SAMPLE, DEFAULT_TOP_QUESTIONS, RowSummary, summarize_rows
 from vera.report._schema import Card, RunComparison
 from vera.report._score import read_card, render_card_files, score_run, write_card_html
 from vera.report._sequence import (
@@ -74,10 +78,13 @@ from vera.report._terminal import by_column_text, fit, headline, render, render_
 
 __all__ = [
     "DEFAULT_EXEMPLARS",
+    "DEFAULT_LOW_SAMPLE",
+    "DEFAULT_TOP_QUESTIONS",
     "GATE_FILE",
     "IMPROVEMENTS_CSP",
     "MAX_EXEMPLARS",
     "PAGE_CSP",
+    "SCRIPT_PAGE_CSP",
     "SEQUENCE_FILE",
     "SEQUENCE_PAGE",
     "ArcPage",
@@ -97,7 +104,9 @@ __all__ = [
     "Improvements",
     "ImprovementsFormat",
     "JudgeConsensusReport",
+    "Pooled",
     "RatingsFile",
+    "RowSummary",
     "RunComparison",
     "RunStatus",
     "Table",
@@ -113,8 +122,10 @@ __all__ = [
     "confusion_csv_text",
     "confusion_tables",
     "exemplar_conversations",
+    "export_calls",
     "export_reference",
     "export_run",
+    "exported_call",
     "fit",
     "fixed",
     "gate",
@@ -122,9 +133,12 @@ __all__ = [
     "gate_verdict",
     "headline",
     "import_human_ratings",
+    "no_bodies_reason",
     "num",
     "percent_level",
     "plan_ratings",
+    "pool_scores",
+    "pooled_text",
     "rating_anchor",
     "read_card",
     "read_conversation_page",
@@ -139,15 +153,19 @@ __all__ = [
     "render_conversation_page",
     "render_improvements",
     "render_improvements_html",
+    "results_csv_ratings",
     "rich_table",
     "run_improvements",
+    "run_ratings",
     "run_status",
     "score_run",
     "sequence_page",
     "sequence_plot",
     "sequential_note",
     "slug",
+    "spreadsheet_safe",
     "status_text",
+    "summarize_rows",
     "tally",
     "text_tables",
     "user_check_agreement",

@@ -701,6 +701,7 @@ def _settings(manifest: RunManifest) -> Settings:
         sessions=sessions or None,
         user_memory=conversation.user_memory if sessions else None,
         chatbot_memory=conversation.chatbot_memory if sessions else None,
+        call_bodies=manifest.config.call_bodies is not False,
     )
 
 

@@ -77,6 +77,13 @@ TERMINAL_TEXT = {
 }
 
 
+CALL_BODIES_ROW = "Call bodies"
+CALL_BODIES_OFF = (
+    "not kept: the run was made with --no-call-bodies, so no model call's request or response "
+    "was stored and none can be shown or exported"
+)
+
+
 def about_rows(card: Card) -> list[tuple[str, str]]:
     """What was evaluated and how: the details folded below the headline."""
     v, m, s, c, b = card.versions, card.models, card.settings, card.counts, card.bootstrap
@@ -132,9 +139,9 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
         if s.sessions:
             user = "remembers earlier sessions" if s.user_memory else "starts each session fresh"
             bot = (
-                "a model chatbot is sent the earlier sessions"
+                "a model chatbot is sent the earlier sessions (chatbot_memory history: vera's history replay)"
                 if s.chatbot_memory == "history"
-                else "a model chatbot is sent this session only"
+                else "a model chatbot starts each session fresh (chatbot_memory none, as the reference)"
             )
             rows.append(
                 (
@@ -169,6 +176,8 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
     ]
     if s.shard:
         rows.append(("Shard", str(s.shard)))
+    if not s.call_bodies:
+        rows.append((CALL_BODIES_ROW, CALL_BODIES_OFF))
     if limits := card.accounting.limits:
         rows.append(("Account limits", limits_text(limits)))
     return rows
@@ -251,12 +260,18 @@ def grouping_text(card: Card) -> str:
     g = card.grouping
     if g is None:
         return ""
+    absent = ""
+    if g.absent:
+        cols = ", ".join(repr(c) for c in g.absent)
+        absent = f"the target's annotation column {cols} is absent from the personas ({', '.join(g.files)})"
     if not g.by:
+        if absent:
+            return f"none: {absent} (set group_by in the run config to a persona column)"
         return (
             "none: the target names no grouping column (set group_by in the run config to a persona column)"
         )
     what = "suicide risk level" if g.by == "risk" else f"persona column {g.by!r}"
-    return f"by {what}: {', '.join(g.levels)}"
+    return f"by {what}: {', '.join(g.levels)}" + (f"; {absent}" if absent else "")
 
 
 def reference_row(ref: ReferenceFiles) -> str:

@@ -55,7 +55,7 @@ from vera.report._pages import conversation_href
 from vera.report._plots import Plot
 from vera.report._realism import Realism
 from vera.report._schema import Card, ChatbotCard, HarmfulRating, RunComparison
-from vera.report._table import Table
+from vera.report._table import Table, scroll_box
 
 # A cell that starts like a number (or is the missing-value dash) is right-aligned.
 _NUMERIC = re.compile(r"^[-+]?(\d|–$)")
@@ -88,7 +88,14 @@ h3 { font-size: 1.1rem; margin-top: 1.6rem; }
 .headline table { margin: .4rem 0 0; width: 100%; }
 .scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; margin: .6rem 0 1.2rem; font-size: .86rem; }
-caption { caption-side: top; text-align: left; font-style: italic; padding-bottom: .3rem; }
+caption, p.caption { caption-side: top; text-align: left; font-style: italic; padding-bottom: .3rem; }
+p.caption { margin: .6rem 0 0; }
+p.caption + .scroll > table { margin-top: .2rem; }
+.scroll[role="region"]:focus-visible { outline: 2px solid #0072B2; }
+@media (max-width: 40rem) {
+  .scroll[role="region"]::before { content: "Table: scroll sideways for every column \2192";
+    display: block; position: sticky; left: 0; font-size: .8rem; color: #555; }
+}
 th, td { border: 1px solid #c8c8c8; padding: .25rem .5rem; vertical-align: top; }
 thead th { background: #eef2f5; text-align: left; }
 td { text-align: right; font-variant-numeric: tabular-nums; }
@@ -98,9 +105,7 @@ tr.emphasis th, tr.emphasis td { font-weight: bold; background: #fafafa; }
 table.about th { background: #eef2f5; font-weight: bold; width: 14rem; }
 table.about td { text-align: left; overflow-wrap: anywhere; }
 figure { margin: 1rem 0; }
-.plot { overflow-x: auto; }
-.plot img { display: block; width: 100%; min-width: 36rem; max-width: 60rem; height: auto;
-  border: 1px solid #e0e0e0; }
+.plot img { display: block; width: 100%; max-width: 60rem; height: auto; border: 1px solid #e0e0e0; }
 figcaption { font-size: .85rem; color: #444; }
 details { margin: .5rem 0 1rem; }
 summary { cursor: pointer; font-weight: bold; }
@@ -315,10 +320,13 @@ def html_table(t: Table, *, wide_column: int | None = None, links: Sequence[str]
     """A Table as HTML; the first column is the row header. Numbers are right-aligned,
     prose left-aligned; `wide_column` holds long prose (the judges' reasoning); `links`
     (one per row, "" for none) makes each row's first cell a link."""
-    # Wide tables scroll inside their own box, never the page.
-    out = ['<div class="scroll"><table>']
+    # Wide tables scroll inside their own box, never the page, and say so: the box is a
+    # labelled region (keyboard users can scroll it) with a hint a phone shows. The
+    # caption goes above the box, where it wraps to the screen instead of being cut.
+    out = []
     if t.caption:
-        out.append(f"<caption>{escape(t.caption)}</caption>")
+        out.append(f'<p class="caption">{escape(t.caption)}</p>')
+    out.append(scroll_box(t.caption or "Table") + "<table>")
     out.append(
         "<thead><tr>" + "".join(f'<th scope="col">{escape(h)}</th>' for h in t.headers) + "</tr></thead>"
     )
@@ -341,11 +349,17 @@ def html_table(t: Table, *, wide_column: int | None = None, links: Sequence[str]
 
 
 def figure(plot: Plot) -> str:
-    """A plot as SVG (sharp on any screen); below 36rem it scrolls sideways inside its
-    figure rather than shrinking its text."""
+    """A plot as SVG (sharp on any screen, its numbers text), as wide as the page: on a
+    screen narrower than 40rem, its phone drawing (narrower, larger text), so that it
+    fits without scrolling sideways and its text stays readable."""
     data = base64.b64encode(plot.svg).decode("ascii")
+    phone = ""
+    if plot.phone_svg:
+        narrow = base64.b64encode(plot.phone_svg).decode("ascii")
+        phone = f'<source media="(max-width: 40rem)" srcset="data:image/svg+xml;base64,{narrow}">'
     return (
-        f'<figure><div class="plot"><img src="data:image/svg+xml;base64,{data}" alt="{escape(plot.description)}">'
+        f'<figure><div class="plot"><picture>{phone}<img src="data:image/svg+xml;base64,{data}" '
+        f'alt="{escape(plot.description)}"></picture>'
         f"</div><figcaption>{escape(plot.title)}. {escape(plot.description)}</figcaption></figure>"
     )
 
@@ -379,7 +393,7 @@ def _headline_box(index: int, h: Headline, level: str) -> str:
         f'<dt>Conversations</dt><dd data-key="conversations">{escape(h.conversations)}</dd>'
         f'<dt>Failed conversations</dt><dd data-key="failed">{escape(h.failed)}</dd>'
         "</dl>"
-        f'<div class="scroll"><table class="dimensions"><thead><tr><th scope="col">Dimension</th>'
+        f'{scroll_box("Score per dimension")}<table class="dimensions"><thead><tr><th scope="col">Dimension</th>'
         f'<th scope="col">Score [CI]</th></tr></thead><tbody>{dims}</tbody></table></div>'
         "</article>"
     )
@@ -418,7 +432,7 @@ def _fix_first(report: Improvements) -> str:
             rows.append(f"<tr>{''.join(cells)}</tr>")
         head = "".join(f'<th scope="col">{escape(h)}</th>' for h in table.headers)
         parts.append(
-            f'<div class="scroll"><table id="fix-first-{i}"><thead><tr>{head}</tr></thead>'
+            f'{scroll_box("What to fix first")}<table id="fix-first-{i}"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table></div>"
         )
         parts.append(

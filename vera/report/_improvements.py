@@ -42,6 +42,20 @@ from vera.records import (
 from vera.report._numbers import MISSING, share
 from vera.report._pages import PAGES_DIR, page_name, rating_anchor, write_missing_pages
 from vera.report._quotes import QuoteFinder
+from vera.report._row_summary import (
+    BAND_HEADER,
+    DEFAULT_LOW_SAMPLE,
+    DEFAULT_TOP_QUESTIONS,
+    DIMENSION_HEADER,
+    GLOBAL_HEADER,
+    RowSummary,
+    band_rows,
+    dimension_rows,
+    global_rows,
+    low_sample_line,
+    summarize_rows,
+)
+from vera.report._table import scroll_box
 from vera.rubric import QuestionTexts, question_texts
 from vera.store import RunRecords, atomic_write, open_run
 
@@ -102,10 +116,13 @@ class DimensionFindings(msgspec.Struct, frozen=True, gc=False):
     findings: list[Finding]
 
 
-class ChatbotFindings(msgspec.Struct, frozen=True, gc=False):
+class ChatbotFindings(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     chatbot: str
     conversations: int  # complete conversations with at least one complete judgement
     dimensions: list[DimensionFindings]
+    # The same judgements in the reference's terms (its summarize_results.py): only in
+    # `vera report improvements`, not the card's Fix first.
+    summary: RowSummary | None = None
 
 
 class Improvements(msgspec.Struct, frozen=True, kw_only=True):
@@ -178,19 +195,24 @@ def build_improvements(
     exemplars: int = DEFAULT_EXEMPLARS,
     chatbots: Sequence[str] = (),
     note: str | None = None,
+    top_questions: int | None = None,
+    low_sample_threshold: int = DEFAULT_LOW_SAMPLE,
 ) -> Improvements:
     """The report over complete judgements of complete conversations. `turns(id)` gives a
     conversation's turns; it is asked once per candidate example (at most four per
     example wanted, per finding), never for the rest. `chatbots` fixes their order
-    (others follow, sorted)."""
+    (others follow, sorted). With `top_questions`, each chatbot also gets its summary
+    in the reference's terms (`vera.report._row_summary`)."""
     if exemplars < 0:
         raise ValueError("exemplars must be 0 or more")
     per_bot: dict[str, dict[str, _Dimension]] = {}
     judged_convs: dict[str, set[str]] = {}
+    rows: dict[str, list[list[tuple[str, str, str]]]] = {}
     for conv, j in judged:
         if j.status != "complete":
             continue
         judged_convs.setdefault(conv.chatbot, set()).add(conv.id)
+        rows.setdefault(conv.chatbot, []).append([(r.dimension, r.rating, r.question_id) for r in j.ratings])
         dims = per_bot.setdefault(conv.chatbot, {})
         for r in j.ratings:
             d = dims.setdefault(r.dimension, _Dimension())
@@ -220,10 +242,24 @@ def build_improvements(
                 chatbot=bot,
                 conversations=len(judged_convs.get(bot, ())),
                 dimensions=_dimensions(per_bot[bot], questions, quotes, exemplars),
+                summary=None
+                if top_questions is None
+                else summarize_rows(
+                    rows.get(bot, []),
+                    dimensions=questions.dimensions,
+                    question={q: questions.text(q) for _, _, q in _questions_of(rows.get(bot, []))},
+                    top_questions=top_questions,
+                    low_sample_threshold=low_sample_threshold,
+                ),
             )
             for bot in order
         ],
     )
+
+
+def _questions_of(rows: list[list[tuple[str, str, str]]]) -> Iterator[tuple[str, str, str]]:
+    for row in rows:
+        yield from (r for r in row if r[2])
 
 
 def _severity_rank(rating: str) -> int:
@@ -354,7 +390,12 @@ def page_path(conversation_id: str) -> str:
 
 
 def run_improvements(
-    records: RunRecords, *, exemplars: int = DEFAULT_EXEMPLARS, questions: QuestionTexts | None = None
+    records: RunRecords,
+    *,
+    exemplars: int = DEFAULT_EXEMPLARS,
+    questions: QuestionTexts | None = None,
+    top_questions: int | None = None,
+    low_sample_threshold: int = DEFAULT_LOW_SAMPLE,
 ) -> Improvements:
     """The report of a scanned run. A judgement whose head shows no harmful rating is
     not read whole: its ratings' heads are all the report needs of it."""
@@ -373,6 +414,8 @@ def run_improvements(
         exemplars=exemplars,
         chatbots=[s.ref for s in manifest.chatbots],
         note=offline_note(manifest),
+        top_questions=top_questions,
+        low_sample_threshold=low_sample_threshold,
     )
 
 
@@ -476,6 +519,8 @@ def render_improvements_markdown(report: Improvements, *, base: str = "") -> str
         lines += [f"> Question texts: {_md(report.questions_note)}.", ""]
     for bot in report.chatbots:
         lines += [f"## {_md(bot.chatbot)}", "", f"{bot.conversations} judged conversations.", ""]
+        if bot.summary is not None and bot.summary.low_sample:
+            lines += [f"> **{_md(low_sample_line(bot.summary))}**", ""]
         for d in bot.dimensions:
             lines += [f"### {_md(d.dimension)}", "", _dimension_line(d), ""]
             if not d.findings:
@@ -507,9 +552,42 @@ def render_improvements_markdown(report: Improvements, *, base: str = "") -> str
                             f"  - {a(f'chatbot, turn {e.turn}', f'turn-{e.turn}')} ({how}): {_md(_clip(e.turn_text))}"
                         )
                 lines.append("")
+        if bot.summary is not None:
+            lines += _md_summary(bot.summary)
     if not report.chatbots:
         lines += ["No complete judgement: nothing to report.", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+SUMMARY_INTRO = (
+    "The same judgements counted as the reference tool's summarize_results.py counts them: "
+    "per judgement (a row of its results.csv: conversation × judge × instance), "
+    "not per conversation."
+)
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
+    return [*out, ""]
+
+
+def _md_summary(s: RowSummary) -> list[str]:
+    lines = [f"### In the reference's terms ({s.rows} judgements)", "", SUMMARY_INTRO, ""]
+    lines += [
+        "Per dimension, of the judgements that rated it:",
+        "",
+        *_md_table(DIMENSION_HEADER, dimension_rows(s)),
+    ]
+    if band_rows(s):
+        lines += [
+            f"By band, the top {s.top_questions} questions per band:",
+            "",
+            *_md_table(BAND_HEADER, band_rows(s)),
+        ]
+    if s.global_top:
+        lines += ["Top questions across dimensions:", "", *_md_table(GLOBAL_HEADER, global_rows(s))]
+    return lines
 
 
 def _dimension_line(d: DimensionFindings) -> str:
@@ -624,6 +702,8 @@ def _html_chatbot(
         f'<section id="{prefix}chatbot-{index}" class="chatbot"><{heading}>{escape(bot.chatbot)}</{heading}>',
         f"<p>{bot.conversations} judged conversations.</p>",
     ]
+    if bot.summary is not None and bot.summary.low_sample:
+        parts.append(f'<p class="note" role="note">{escape(low_sample_line(bot.summary))}</p>')
     for k, d in enumerate(bot.dimensions):
         anchor = f"{prefix}chatbot-{index}-dimension-{k}"
         parts.append(f'<section id="{anchor}" class="dimension"><{sub}>{escape(d.dimension)}</{sub}>')
@@ -639,13 +719,38 @@ def _html_chatbot(
                     f'<td class="n">{f.conversations}</td><td class="n">{escape(share(f.share))}</td></tr>'
                 )
             parts.append(
-                '<div class="scroll"><table class="findings"><thead><tr><th scope="col">Rating</th>'
+                scroll_box("Findings") + '<table class="findings"><thead><tr><th scope="col">Rating</th>'
                 '<th scope="col">Question</th><th scope="col">Conversations</th>'
                 f'<th scope="col">Share of relevant</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
             )
             for n, f in enumerate(d.findings):
                 parts.append(_html_examples(f"{anchor}-finding-{n}", f, base, can_link))
         parts.append("</section>")
+    if bot.summary is not None:
+        parts.append(_html_summary(f"{prefix}chatbot-{index}-summary", bot.summary, sub))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _html_table(cls: str, header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f'<th scope="col">{escape(h)}</th>' for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<div class="scroll"><table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+def _html_summary(anchor: str, s: RowSummary, heading: str) -> str:
+    parts = [
+        f'<section id="{anchor}" class="reference-summary">',
+        f"<{heading}>In the reference's terms ({s.rows} judgements)</{heading}><p>{escape(SUMMARY_INTRO)}</p>",
+        "<p>Per dimension, of the judgements that rated it:</p>",
+        _html_table("summary-dimensions", DIMENSION_HEADER, dimension_rows(s)),
+    ]
+    if band_rows(s):
+        parts.append(f"<p>By band, the top {s.top_questions} questions per band:</p>")
+        parts.append(_html_table("summary-bands", BAND_HEADER, band_rows(s)))
+    if s.global_top:
+        parts.append("<p>Top questions across dimensions:</p>")
+        parts.append(_html_table("summary-global", GLOBAL_HEADER, global_rows(s)))
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -721,7 +826,13 @@ class Written(msgspec.Struct, frozen=True):
 
 
 def write_improvements(
-    run_dir: str | Path, *, fmt: Format, output: str | None = None, exemplars: int = DEFAULT_EXEMPLARS
+    run_dir: str | Path,
+    *,
+    fmt: Format,
+    output: str | None = None,
+    exemplars: int = DEFAULT_EXEMPLARS,
+    top_questions: int = DEFAULT_TOP_QUESTIONS,
+    low_sample_threshold: int = DEFAULT_LOW_SAMPLE,
 ) -> Written:
     """Build the report of a run and write it (`output`: a file, "-" for none, default
     improvements.<fmt> in the run directory). Links are relative to where the file is.
@@ -735,7 +846,9 @@ def write_improvements(
             f"{run_dir}: no conversation is judged yet, so there is nothing to report; "
             f"judge them first: vera judge {run_dir}"
         )
-    report = run_improvements(records, exemplars=exemplars)
+    report = run_improvements(
+        records, exemplars=exemplars, top_questions=top_questions, low_sample_threshold=low_sample_threshold
+    )
     target = None if output == "-" else Path(output) if output else root / f"improvements.{SUFFIX[fmt]}"
     base = "" if target is None else _base(root, target.parent)
     text = render_improvements(report, fmt, base=base, card=(root / "card.html").is_file())

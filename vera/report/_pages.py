@@ -35,8 +35,10 @@ from vera.records import (
     DimensionRating,
     Judgement,
     RunManifest,
+    Turn,
 )
 from vera.report._quotes import QuoteFinder, QuoteMatch
+from vera.report._turn_refs import turn_refs_html
 from vera.rubric import QuestionTexts, question_texts
 from vera.store import RunRecords, atomic_write
 
@@ -54,6 +56,11 @@ _META_CSP = (
     f"default-src 'none'; style-src 'sha256-{_CSS_HASH}'; img-src data:; base-uri 'none'; form-action 'none'"
 )
 PAGE_CSP = f"{_META_CSP}; frame-ancestors 'none'"
+# The viewer's conversation page also runs its one script and reads one more stylesheet
+# from its own origin (the call bodies and their copy buttons); never inline. The pages
+# a card writes keep the policy above, and their bytes.
+_META_CSP_SCRIPT = _META_CSP.replace("style-src ", "style-src 'self' ") + "; script-src 'self'"
+SCRIPT_PAGE_CSP = f"{_META_CSP_SCRIPT}; frame-ancestors 'none'"
 
 
 @dataclass(frozen=True)
@@ -121,11 +128,15 @@ def render_conversation_page(
     card: bool = True,
     steps: str = "",
     appendix: str = "",
+    question_calls: Mapping[tuple[str, str], str] | None = None,
+    script: str = "",
 ) -> str:
     """The whole page. `viewer` adds the way back to the viewer's list; `card` links the
     run's card.html (beside the conversations folder); `steps` (before the heading) and
     `appendix` (after the walks) are the viewer's own sections, markup already escaped:
-    the previous and next conversation of its list, the model calls."""
+    the previous and next conversation of its list, the model calls. `question_calls`
+    ((judgement id, question id) -> markup) puts the judge's calls beside the question
+    each answers; `script` is the address of the page's one script (same origin)."""
     conv = page.conversation
     dims = _dimensions(page)
     body = [
@@ -146,7 +157,7 @@ def render_conversation_page(
     body.append(_summary(page, dims))
     body.append('<div class="columns">')
     body.append(_transcript(conv))
-    body.append(_walks(page, dims))
+    body.append(_walks(page, dims, question_calls or {}))
     body.append("</div>")
     if appendix:
         body.append(appendix)
@@ -154,17 +165,22 @@ def render_conversation_page(
         f"<footer>vera {escape(__version__)} · run {escape(page.run_id)}. This page holds a transcript "
         "of a sensitive conversation: share it with care.</footer>"
     )
-    return _document(f"Conversation {conv.id} — {page.run_id}", body)
+    return _document(f"Conversation {conv.id} — {page.run_id}", body, script=script)
 
 
-def _document(title: str, body: Iterable[str]) -> str:
+def _document(title: str, body: Iterable[str], *, script: str = "") -> str:
+    csp = _META_CSP_SCRIPT if script else _META_CSP
+    tag = ""
+    if script:  # the viewer's: its script, and the stylesheet of what the script works on
+        sheet = script.removesuffix(".js") + ".css"
+        tag = f'<link rel="stylesheet" href="{escape(sheet)}">\n<script src="{escape(script)}" defer></script>\n'
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{escape(_META_CSP)}">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{escape(csp)}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="referrer" content="no-referrer">\n'
-        f"<title>{escape(title)}</title>\n<style>{PAGE_CSS}</style>\n</head>\n<body>\n"
+        f"<title>{escape(title)}</title>\n<style>{PAGE_CSS}</style>\n{tag}</head>\n<body>\n"
         + "\n".join(body)
         + "\n</body>\n</html>\n"
     )
@@ -273,7 +289,7 @@ def _walk_anchor(j: Judgement) -> str:
     return f"walk-{slug(j.judge)}-{j.instance}"
 
 
-def _walks(page: ConversationPage, dims: Sequence[str]) -> str:
+def _walks(page: ConversationPage, dims: Sequence[str], calls: Mapping[tuple[str, str], str]) -> str:
     parts = ['<section id="walks" class="walks"><h2>Judge\'s walk</h2>']
     if not page.judgements:
         parts.append("<p>No judge has walked the rubric for this conversation yet.</p>")
@@ -281,13 +297,19 @@ def _walks(page: ConversationPage, dims: Sequence[str]) -> str:
         parts.append(f"<p>{len(page.judgements)} judge instances: choose one above or open it below.</p>")
     quotes = QuoteFinder(page.conversation.turns)
     for i, j in enumerate(page.judgements):
-        parts.append(_walk(page, j, dims, quotes, open_=i == 0))
+        parts.append(_walk(page, j, dims, quotes, calls, open_=i == 0))
     parts.append("</section>")
     return "\n".join(parts)
 
 
 def _walk(
-    page: ConversationPage, j: Judgement, dims: Sequence[str], quotes: QuoteFinder, *, open_: bool
+    page: ConversationPage,
+    j: Judgement,
+    dims: Sequence[str],
+    quotes: QuoteFinder,
+    calls: Mapping[tuple[str, str], str],
+    *,
+    open_: bool,
 ) -> str:
     status = "" if j.status == "complete" else " — failed"
     out = [
@@ -318,8 +340,9 @@ def _walk(
                 f"{_question_text(page, a.question_id)}</div>"
                 f'<div class="answer">Answer: <strong>{escape(a.answer)}</strong> '
                 f'<span class="{"retried" if retried else "muted"}">({escape(how)})</span></div>'
-                f"{_reasoning(a.reasoning)}"
-                f"{_quotes(quotes.locate(a.reasoning), show_missing=False)}</li>"
+                f"{_reasoning(a.reasoning, page.conversation.turns)}"
+                f"{_quotes(quotes.locate(a.reasoning), show_missing=False)}"
+                f"{calls.get((j.id, a.question_id), '')}</li>"
             )
         out.append("</ol>")
     out.append("</details>")
@@ -339,7 +362,7 @@ def _rating(page: ConversationPage, j: Judgement, r: DimensionRating, quotes: Qu
             f"{_question_text(page, r.question_id)}</div>"
         )
     if r.reasoning:
-        parts.append(_reasoning(r.reasoning))
+        parts.append(_reasoning(r.reasoning, page.conversation.turns))
     if harmful:
         parts.append(_quotes(quotes.locate(r.reasoning), show_missing=True))
     parts.append("</div>")
@@ -351,8 +374,8 @@ def _question_text(page: ConversationPage, question_id: str) -> str:
     return f'<span class="qtext">{escape(text)}</span>' if text else ""
 
 
-def _reasoning(text: str) -> str:
-    return f'<blockquote class="reasoning">{escape(text)}</blockquote>' if text else ""
+def _reasoning(text: str, turns: Sequence[Turn]) -> str:
+    return f'<blockquote class="reasoning">{turn_refs_html(text, turns)}</blockquote>' if text else ""
 
 
 def _quotes(matches: Sequence[QuoteMatch], *, show_missing: bool) -> str:

@@ -18,9 +18,12 @@ through pyplot, so no display or global state is involved.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -46,6 +49,13 @@ RATING_STYLES = (
 SERIES_COLOURS = ("#0072B2", "#CC79A7", "#56B4E9", "#000000")
 MARKERS = ("o", "s", "D", "^", "v", "P")
 WIDTH = 6.4  # inches
+# The card's phone drawing of each plot (`phone_svg`): narrower, every text larger by
+# PHONE_TEXT, long tick labels wrapped, so that at a 400-px screen its text is about as
+# large as the page's (tests/card/test_phone.py measures it).
+PHONE_WIDTH = 4.0  # inches
+PHONE_TEXT = 2.2
+PHONE_LABEL_CHARS = 16
+_SCALE: ContextVar[float] = ContextVar("vera_plot_scale", default=1.0)
 DPI = 200  # the PNG files: 2× a 100-dpi screen
 # A label longer than this is wrapped (at ":" and "/") or shortened in the middle.
 LABEL_CHARS = 24
@@ -62,6 +72,7 @@ class Plot:
     description: str
     png: bytes
     svg: bytes = b""
+    phone_svg: bytes = b""  # the same plot drawn for a phone's width (the HTML card's)
 
 
 @dataclass(frozen=True)
@@ -95,7 +106,25 @@ def rated_chatbots(card: Card) -> list[Rated]:
 
 
 def card_plots(card: Card) -> list[Plot]:
-    """Every plot of a card, each drawn once."""
+    """Every plot of a card, each drawn for a wide screen (SVG and the PNG file) and
+    again for a phone's (SVG)."""
+    plots = _card_plots(card)
+    with phone_drawing():
+        phone = _card_plots(card)
+    return [dataclasses.replace(p, phone_svg=q.svg) for p, q in zip(plots, phone, strict=True)]
+
+
+@contextmanager
+def phone_drawing() -> Iterator[None]:
+    """Plots drawn in this block are drawn for a phone's width (see PHONE_WIDTH)."""
+    token = _SCALE.set(PHONE_TEXT)
+    try:
+        yield
+    finally:
+        _SCALE.reset(token)
+
+
+def _card_plots(card: Card) -> list[Plot]:
     bots = rated_chatbots(card)
     if not bots:
         return []
@@ -145,7 +174,10 @@ def rating_shares_plot(bots: Sequence[Rated]) -> Plot:
             )
             for yi, x0, w in zip(y, left, widths, strict=True):
                 # The rating's letters where they fit, so the bar reads without colour.
-                label = f"{letters} {fixed(w, 0)}" if w >= 16 else (fixed(w, 0) if w >= 7 else "")
+                room = _SCALE.get()  # larger text needs a wider bar
+                label = (
+                    f"{letters} {fixed(w, 0)}" if w >= 16 * room else (fixed(w, 0) if w >= 7 * room else "")
+                )
                 if label:
                     ax.text(
                         x0 + w / 2,
@@ -167,7 +199,7 @@ def rating_shares_plot(bots: Sequence[Rated]) -> Plot:
                 ax.text(
                     50,
                     yi,
-                    "NR: all Not Relevant",
+                    "NR: all Not Relevant" if _SCALE.get() == 1.0 else "NR",
                     ha="center",
                     va="center",
                     fontsize=7.5,
@@ -353,9 +385,41 @@ def _figure(width: float, height: float) -> Figure:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    scale = _SCALE.get()
+    if scale != 1.0:  # a phone's drawing: narrower, and taller for the larger text
+        width, height = PHONE_WIDTH, height * scale * 0.9
     fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
+
+
+def _legend_columns(wide: int) -> int:
+    """A legend's columns: one on a phone's drawing, where its larger text fills the width."""
+    return wide if _SCALE.get() == 1.0 else 1
+
+
+def _enlarge(fig: Figure, scale: float) -> None:
+    """Every text of `fig` `scale` times larger, long tick labels wrapped (a phone's drawing)."""
+    from matplotlib.text import Text
+
+    for ax in fig.axes:
+        labels = ax.get_yticklabels()
+        if labels and any(len(t.get_text()) > PHONE_LABEL_CHARS for t in labels):
+            size = labels[0].get_fontsize()
+            wrapped = [textwrap.fill(t.get_text(), PHONE_LABEL_CHARS) for t in labels]
+            ax.set_yticks(ax.get_yticks(), wrapped, fontsize=size)
+        if len(label := ax.get_xlabel()) > PHONE_LABEL_CHARS * 2:
+            ax.set_xlabel(textwrap.fill(label, PHONE_LABEL_CHARS * 2))
+        if len(title := ax.get_title(loc="left")) > PHONE_LABEL_CHARS * 2:
+            ax.set_title(textwrap.fill(title, PHONE_LABEL_CHARS * 2), loc="left")
+        if len(title := ax.get_title()) > PHONE_LABEL_CHARS * 2:
+            ax.set_title(textwrap.fill(title, PHONE_LABEL_CHARS * 2))
+        ax.locator_params(axis="x", nbins=2)  # fewer, larger numbers on the scale
+    for legend in fig.legends:
+        for text in legend.get_texts():
+            text.set_text(textwrap.fill(text.get_text(), PHONE_LABEL_CHARS * 2))
+    for text in fig.findobj(Text):
+        text.set_fontsize(float(text.get_fontsize()) * scale)
 
 
 def _images(fig: Figure) -> tuple[bytes, bytes]:
@@ -364,6 +428,11 @@ def _images(fig: Figure) -> tuple[bytes, bytes]:
     import matplotlib
 
     png, svg = io.BytesIO(), io.BytesIO()
+    if (scale := _SCALE.get()) != 1.0:
+        _enlarge(fig, scale)
+        with matplotlib.rc_context({"svg.hashsalt": "vera-card", "svg.fonttype": "none"}):
+            fig.savefig(svg, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+        return b"", svg.getvalue()  # no file of its own
     fig.savefig(png, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None})
     # A fixed hash salt keeps the SVG's element ids the same from run to run.
     with matplotlib.rc_context({"svg.hashsalt": "vera-card", "svg.fonttype": "none"}):
@@ -460,7 +529,7 @@ def _series_legend(fig: Figure, n: int) -> None:
         str(h.get_label() or "_")[:1] != "_" for ax in fig.axes for h in ax.get_legend_handles_labels()[0]
     )
     if n > 1 and labelled:
-        fig.legend(loc="outside lower center", ncols=min(3, n), fontsize=8, frameon=False)
+        fig.legend(loc="outside lower center", ncols=_legend_columns(min(3, n)), fontsize=8, frameon=False)
 
 
 def _rating_legend(fig: Figure) -> None:
@@ -479,4 +548,6 @@ def _rating_legend(fig: Figure) -> None:
             label="NR: Not Relevant (nothing rated)",
         )
     )
-    fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=7.5, frameon=False)
+    fig.legend(
+        handles=handles, loc="outside lower center", ncols=_legend_columns(2), fontsize=7.5, frameon=False
+    )

@@ -348,6 +348,9 @@ class Settings(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     sessions: list[str] | None = None
     user_memory: bool | None = None
     chatbot_memory: str | None = None
+    # False when the run kept no call's request or response (`--no-call-bodies`);
+    # written only then, so other cards read as before.
+    call_bodies: bool = True
 
 
 class Bootstrap(msgspec.Struct, frozen=True, gc=False):

@@ -5,6 +5,7 @@ Markdown (`vera.report._markdown`), HTML (`vera.report._html`) or a terminal tab
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field
 
 
@@ -32,3 +33,11 @@ def agreement_headers(who: str) -> list[str]:
         "Ratings",
         who,
     ]
+
+
+def scroll_box(label: str) -> str:
+    """The opening tag of the box a wide table scrolls in, never the page: a labelled
+    region (keyboard users can scroll it) that says it scrolls (the card's stylesheet
+    adds a visible hint on a phone)."""
+    name = f"{label} (scrolls sideways when wider than the screen)"
+    return f'<div class="scroll" role="region" tabindex="0" aria-label="{html.escape(name)}">'

@@ -5,9 +5,10 @@ document. Pure: the walk takes an `answer(question)` coroutine.
 
 from vera.rubric._concurrent import AskAhead, walk_rubric_concurrent
 from vera.rubric._doc import render_rubric
+from vera.rubric._guide import RatingMeaning, rating_guide
 from vera.rubric._load import load_rubric
 from vera.rubric._model import TERMINAL_SEMANTICS, Question, Rubric, TerminalSemantics
-from vera.rubric._texts import QuestionTexts, question_texts
+from vera.rubric._texts import QuestionTexts, question_texts, run_rubric
 from vera.rubric._validate import validate_rubric
 from vera.rubric._walk import Answer
 
@@ -17,11 +18,14 @@ __all__ = [
     "AskAhead",
     "Question",
     "QuestionTexts",
+    "RatingMeaning",
     "Rubric",
     "TerminalSemantics",
     "load_rubric",
     "question_texts",
+    "rating_guide",
     "render_rubric",
+    "run_rubric",
     "validate_rubric",
     "walk_rubric_concurrent",
 ]

@@ -16,6 +16,7 @@ import msgspec
 from vera.errors import UserError
 from vera.records import RunManifest
 from vera.rubric._load import load_rubric
+from vera.rubric._model import Rubric
 
 
 class QuestionTexts(msgspec.Struct, frozen=True):
@@ -30,27 +31,31 @@ class QuestionTexts(msgspec.Struct, frozen=True):
         return self.texts.get(question_id, "")
 
 
-def question_texts(manifest: RunManifest, run_dir: Path | None = None) -> QuestionTexts:
-    """The texts of the run's rubric, checked against the manifest's sha256. A relative
-    path is looked up from the current directory, then from the run directory."""
+def run_rubric(manifest: RunManifest, run_dir: Path | None = None) -> tuple[Rubric | None, str | None]:
+    """(the rubric a run was judged with, None) when its file is there unchanged (its
+    sha256 is the manifest's), else (None, why not). A relative path is looked up from
+    the current directory, then from the run directory."""
     recorded = manifest.rubric
     path = _find(Path(recorded.path), run_dir)
     if path is None:
-        return QuestionTexts({}, note=f"rubric file {recorded.path} is not there: question ids only")
+        return None, f"rubric file {recorded.path} is not there"
     try:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError as e:
-        return QuestionTexts({}, note=f"rubric file {path} cannot be read ({e.strerror}): question ids only")
+        return None, f"rubric file {path} cannot be read ({e.strerror})"
     if digest != recorded.sha256:
-        return QuestionTexts(
-            {},
-            note=f"rubric file {path} has changed since this run (its sha256 differs from the "
-            "manifest's): question ids only",
-        )
+        return None, f"rubric file {path} has changed since this run (its sha256 differs from the manifest's)"
     try:
-        rubric = load_rubric(path)
+        return load_rubric(path), None
     except UserError as e:
-        return QuestionTexts({}, note=f"{e}: question ids only")
+        return None, str(e)
+
+
+def question_texts(manifest: RunManifest, run_dir: Path | None = None) -> QuestionTexts:
+    """The texts of the run's rubric, checked against the manifest's sha256 (`run_rubric`)."""
+    rubric, why = run_rubric(manifest, run_dir)
+    if rubric is None:
+        return QuestionTexts({}, note=f"{why}: question ids only")
     return QuestionTexts({q.id: q.text for q in rubric.questions}, dimensions=rubric.dimensions)
 
 

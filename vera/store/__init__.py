@@ -3,6 +3,7 @@ reader (`open_run`, which repairs a torn tail only when asked), the event log, a
 human ratings people add to a run after its sweep.
 """
 
+from vera.store._bodies import BODIES, BodyReader, count_bodies, has_bodies
 from vera.store._events import EventLog, Fanout
 from vera.store._humans import (
     HUMAN_RATINGS,
@@ -24,8 +25,10 @@ from vera.store._index import (
 from vera.store._writer import MANIFEST, RunStore, atomic_file, atomic_write
 
 __all__ = [
+    "BODIES",
     "HUMAN_RATINGS",
     "MANIFEST",
+    "BodyReader",
     "ConversationHead",
     "EventLog",
     "Fanout",
@@ -37,6 +40,8 @@ __all__ = [
     "atomic_file",
     "atomic_write",
     "check_human_dimensions",
+    "count_bodies",
+    "has_bodies",
     "latest_human_ratings",
     "open_run",
     "read_human_ratings",

@@ -6,6 +6,8 @@ Layout of a run directory::
     conversations.jsonl   one Conversation per line (complete or failed)
     judgements.jsonl      one Judgement per line: every answer, every rating
     calls.jsonl           one CallRecord per model call (tokens, latency, cost)
+    call_bodies.sqlite    each call's exact request and response, content-addressed
+                          (vera.store._bodies; absent with --no-call-bodies)
     ratings.parquet       the ratings frame (rewritten atomically at the end)
     card.json, card.md    the score card (card.json is the source of truth)
 
@@ -37,7 +39,8 @@ import msgspec
 
 from vera.errors import StorageError, storage_error
 from vera.files import RecordReader, RecordRef, lines, records, repair_tail
-from vera.records import CallRecord, Conversation, Judgement, RunManifest
+from vera.records import CallBody, CallRecord, Conversation, Judgement, RunManifest
+from vera.store._bodies import BODIES, CallBodies
 
 T = TypeVar("T")
 
@@ -52,6 +55,7 @@ WHAT = {
     CONVERSATIONS: "conversation records",
     JUDGEMENTS: "judgement records",
     CALLS: "the call log",
+    BODIES: "the call bodies",
     MANIFEST: "the run manifest",
     "card.json": "the score card",
     "card.md": "the score card (Markdown)",
@@ -212,7 +216,7 @@ def _fsync_all(fds: list[tuple[str, int]]) -> tuple[str, OSError] | None:
 class RunStore:
     """Appends records to a run directory and knows which jobs are finished."""
 
-    def __init__(self, root: str | Path, *, fsync_interval: float = 1.0) -> None:
+    def __init__(self, root: str | Path, *, fsync_interval: float = 1.0, call_bodies: bool = False) -> None:
         self.root = Path(root)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
@@ -231,10 +235,18 @@ class RunStore:
         self._readers: dict[str, RecordReader] = {}
         self._encoder = msgspec.json.Encoder()
         self._dirty = False
-        self._calls_waiting = False  # call records in the buffer, a flush scheduled
+        self._calls_waiting = False  # call records held back, a flush scheduled
+        self._held: list[bytes] = []  # the call lines held back (see `_append`)
         self._failed: StorageError | None = None  # a flush that failed in a callback
         self._syncer: asyncio.Task[None] | None = None
         self._stop_syncing = asyncio.Event()
+        # Each call's request and response, when the run keeps them, opened at the first
+        # body (so a run's first write is what it was: the manifest); bodies whose line
+        # was lost are dropped then, against the size calls.jsonl had after the repair.
+        self.bodies: CallBodies | None = None
+        self._keep_bodies = call_bodies
+        calls = self.root / CALLS
+        self._calls_size = calls.stat().st_size if calls.exists() else 0
 
     # -- what is done ----------------------------------------------------------------
 
@@ -271,8 +283,9 @@ class RunStore:
     # -- appending ---------------------------------------------------------------------
 
     def _append(self, name: str, record: Any, *, flush: bool = True) -> RecordRef:
-        """Append one record; return where its line is. `flush=False` leaves the line in
-        the file's buffer, for the caller to flush (`add_call`)."""
+        """Append one record; return where its line is. `flush=False` holds the line
+        back, for `_flush_calls` to write (`add_call`): not even the file's buffer has
+        it, which could spill to the OS before the call's body is committed."""
         if flush and self._calls_waiting:
             self._flush_calls()  # a job's calls reach the OS before the job's record
         self._raise_failed()
@@ -283,9 +296,11 @@ class RunStore:
                 f = self._files[name] = open(self.root / name, "ab")  # noqa: SIM115
                 self._sizes[name] = f.seek(0, os.SEEK_END)
             line = self._encoder.encode(record)
-            f.write(line + b"\n")
             if flush:
+                f.write(line + b"\n")
                 f.flush()  # in the OS before anyone is told the work is done
+            else:
+                self._held.append(line + b"\n")
         except OSError as exc:
             # A full disk may leave part of the line written: the next open cuts it off.
             # The handle still holds the unwritten bytes; drop it so closing cannot retry.
@@ -316,12 +331,18 @@ class RunStore:
         ref = self._append(JUDGEMENTS, judgement)
         self.judgements.add(judgement.id, ref, judgement.status == "complete")
 
-    def add_call(self, record: CallRecord) -> None:
-        """Append a call's record. The calls that end in one turn of the event loop (a
-        wave of answers arrives together) are written to the OS together, at the end of
-        that turn, not one write each: before any conversation or judgement record, and
-        before every fsync, so a job's calls are never behind its record."""
-        self._append(CALLS, record, flush=False)
+    def add_call(self, record: CallRecord, body: CallBody | None = None) -> None:
+        """Append a call's record (and keep its body, if given and the store keeps
+        them). The calls that end in one turn of the event loop (a wave of answers
+        arrives together) are written to the OS together, at the end of that turn, not
+        one write each: before any conversation or judgement record, and before every
+        fsync, so a job's calls are never behind its record. Their bodies are committed
+        just before, so a call's line is never in the file without its body."""
+        ref = self._append(CALLS, record, flush=False)
+        if body is not None and self._keep_bodies:
+            if self.bodies is None:
+                self.bodies = CallBodies(self.root / BODIES, calls_size=self._calls_size)
+            self.bodies.add(ref.offset, ref.length, body)
         if record.cost_usd:
             self._job_cost[record.job_id] = self._job_cost.get(record.job_id, 0.0) + record.cost_usd
         if not self._calls_waiting:
@@ -340,7 +361,17 @@ class RunStore:
         f = self._files.get(CALLS)
         if f is None:
             return
+        held, self._held = self._held, []
         try:
+            if self.bodies is not None:
+                self.bodies.commit()  # the bodies first: a line in the file has its body
+        except StorageError as exc:
+            self._discard(CALLS)
+            if self._failed is None:
+                self._failed = exc
+            return
+        try:
+            f.write(b"".join(held))
             f.flush()
         except OSError as exc:
             self._discard(CALLS)
@@ -413,6 +444,10 @@ class RunStore:
         finally:
             for name in list(self._files):
                 self._discard(name)
+            if self.bodies is not None:
+                with contextlib.suppress(StorageError):
+                    self.bodies.close()
+                self.bodies = None
             for reader in self._readers.values():
                 reader.close()
             self._readers.clear()

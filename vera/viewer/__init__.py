@@ -3,6 +3,7 @@
     serve(run_dirs, host=..., port=...)     index the runs and serve them until Ctrl-C (app)
     build_app(catalogue)                    the aiohttp application (app)
     Catalogue.open(run_dirs)                the index: frames to list and filter (catalogue)
+    host_names, key_required, known_host    who may talk to it: Host names, the remote key (access)
 
 The per-conversation pages it serves are the ones card.html links to; they belong to
 the card and live below the viewer, in `vera.report._pages` (render_conversation_page,

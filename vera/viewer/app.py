@@ -18,22 +18,26 @@ Runs are addressed by their index k and records by their id, both looked up in t
 index built at start-up: no part of a URL is ever used as a file path, so no URL can
 reach a file outside the runs (anything unknown is 404). Transcripts are sensitive:
 every response forbids caching, framing and (except the list page's own script)
-scripts; only GET and HEAD are answered (anything else is 405: nothing writes); and
-when bound to a loopback address, a request must name that address in its Host header,
-so a web page that rebinds its own domain name to 127.0.0.1 cannot read the runs.
+scripts; only GET and HEAD are answered (anything else is 405: nothing writes); a
+request must name one of the server's own names in its Host header, so a web page that
+rebinds its own domain name to this machine cannot read the runs; and serving the
+network (`--allow-remote`) asks for the key printed in the address (`vera.viewer.access`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
+import csv
+import io
 import signal
 import socket
 import sys
 import time
 import webbrowser
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import IO
@@ -45,30 +49,47 @@ from vera.errors import UserError
 from vera.report import (
     IMPROVEMENTS_CSP,
     PAGE_CSP,
+    SCRIPT_PAGE_CSP,
     ConversationPage,
+    no_bodies_reason,
     render_arc_page,
     render_conversation_page,
     render_improvements_html,
     run_improvements,
+    spreadsheet_safe,
 )
 from vera.store import StaleIndexError
-from vera.viewer.calls import CallIndex, Job, calls_html
+from vera.viewer.access import (
+    ACCESS_KEY,
+    ALLOWED_HOSTS,
+    KEY_PARAM,
+    Handler,
+    check_names,
+    host_names,
+    is_loopback,
+    key_required,
+    known_host,
+    new_key,
+)
+from vera.viewer.calls import BodyIndex, CallIndex, Job, bodies_html, call_numbers, calls_html
 from vera.viewer.catalogue import Catalogue, Query, QueryError
-from vera.viewer.compare import compare_page
+from vera.viewer.compare import BACK, comparable, compare_page, frame_page
 from vera.viewer.grid import grid_html, side_by_side_html
 from vera.viewer.stepping import steps_html
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 CATALOGUE = web.AppKey("catalogue", Catalogue)
 # Each run's improvement report, built when first asked for (and again after the runs
 # grew: /api/changes empties this).
 REPORTS = web.AppKey("reports", dict)
-ALLOWED_HOSTS = web.AppKey("allowed_hosts", frozenset)
 # Each run's index of its calls.jsonl, made by the first conversation page asked for.
 CALL_INDEXES = web.AppKey("call_indexes", dict)
-# The comparison page per (records signature, by seed): a bootstrap is not redone per view.
+# Each run's call bodies (what each call was sent and answered), opened the same way.
+BODY_INDEXES = web.AppKey("body_indexes", dict)
+# The comparison page per (records signature, by seed): a bootstrap is not redone per view,
+# and runs on its own thread, one at a time (it is CPU-bound: two at once would only
+# slow each other and the list).
 COMPARISONS = web.AppKey("comparisons", dict)
+COMPARE_THREAD = web.AppKey("compare_thread", ThreadPoolExecutor)
 
 # The list page runs its own script and nothing else; pages and the card run none.
 LIST_CSP = (
@@ -81,7 +102,7 @@ CARD_CSP = (
 )
 _STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html"}
 # Served from memory, by these names only.
-_ASSETS = ("index.html", "app.js", "style.css")
+_ASSETS = ("index.html", "app.js", "style.css", "calls.js", "calls.css")
 
 
 def _load_assets() -> dict[str, tuple[bytes, str]]:
@@ -97,17 +118,27 @@ def _load_assets() -> dict[str, tuple[bytes, str]]:
 # ---------------------------------------------------------------------------------------
 
 
-def build_app(catalogue: Catalogue, *, allowed_hosts: frozenset[str] = frozenset()) -> web.Application:
-    """The viewer as an aiohttp application. `allowed_hosts` (lower-case "host:port")
-    are the Host headers accepted; empty accepts any (a bind to a non-loopback address,
-    where the names it is reached by are not known)."""
-    # Outermost first: every answer, a refusal too, carries the safe headers.
-    app = web.Application(middlewares=[_safe_headers, _read_only, _known_host])
+def build_app(
+    catalogue: Catalogue, *, allowed_hosts: frozenset[str], key: str = "", warm: bool = False
+) -> web.Application:
+    """The viewer as an aiohttp application. `allowed_hosts` (lower-case "host:port",
+    `vera.viewer.access.host_names`) are the Host headers accepted; `key`, when given,
+    must come with every request (remote mode: `vera.viewer.access.key_required`); `warm`
+    starts the comparisons when the server starts (`vera view` does)."""
+    # Outermost first: every answer, a refusal too, carries the safe headers; a foreign
+    # Host is refused before the key is even looked at.
+    app = web.Application(middlewares=[_safe_headers, _read_only, known_host, key_required])
     app[CATALOGUE] = catalogue
     app[ALLOWED_HOSTS] = allowed_hosts
+    app[ACCESS_KEY] = key
     app[REPORTS] = {}
     app[CALL_INDEXES] = {}
+    app[BODY_INDEXES] = {}
     app[COMPARISONS] = {}
+    app[COMPARE_THREAD] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vera-compare")
+    if warm:
+        app.on_startup.append(_warm_comparisons)
+    app.on_cleanup.append(_stop_comparisons)
     assets = _load_assets()
 
     async def asset(request: web.Request) -> web.Response:
@@ -126,6 +157,7 @@ def build_app(catalogue: Catalogue, *, allowed_hosts: frozenset[str] = frozenset
     app.router.add_get("/api/facets", _facets)
     app.router.add_get("/api/conversations", _conversations)
     app.router.add_get("/api/changes", _changes)
+    app.router.add_get("/export.csv", _export_csv)
     app.router.add_get("/grid", _grid)
     app.router.add_get("/compare", _compare)
     app.router.add_get("/side-by-side", _side_by_side)
@@ -141,7 +173,14 @@ def _json(obj: object, status: int = 200) -> web.Response:
 
 
 async def _facets(request: web.Request) -> web.Response:
-    return _json(request.app[CATALOGUE].facets())
+    catalogue = request.app[CATALOGUE]
+    facets = catalogue.facets()
+    # Why /compare has nothing to show, if it has not: the list then offers no link.
+    reasons = comparable(catalogue)
+    if not reasons and len(facets["chatbots"]) < 2 and len(catalogue.runs) < 2:
+        reasons = ["these runs hold one chatbot: there is nothing to compare it with"]
+    facets["compare"] = reasons
+    return _json(facets)
 
 
 async def _conversations(request: web.Request) -> web.Response:
@@ -156,13 +195,36 @@ async def _conversations(request: web.Request) -> web.Response:
     return _json(catalogue.query(query))
 
 
+async def _export_csv(request: web.Request) -> web.Response:
+    """The filtered list, every page of it, as CSV (cells a spreadsheet would run as a
+    formula are written as text, as `vera export` does)."""
+    try:
+        query = Query.from_params(request.query)
+    except QueryError as e:
+        return web.Response(status=400, text=str(e))
+
+    def write() -> str:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        for row in request.app[CATALOGUE].csv_rows(query):
+            writer.writerow([spreadsheet_safe(c) if isinstance(c, str) else c for c in row])
+        return out.getvalue()
+
+    response = web.Response(text=await asyncio.to_thread(write), content_type="text/csv")
+    response.headers["Content-Disposition"] = 'attachment; filename="conversations.csv"'
+    return response
+
+
 async def _changes(request: web.Request) -> web.Response:
     """The index's version and size, read again first if a run's records grew: the list
     polls this while a run is going and reloads its rows when the version moves."""
     catalogue = request.app[CATALOGUE]
     if await asyncio.to_thread(catalogue.refresh):
         request.app[REPORTS].clear()  # built from the old records
-    return _json({"version": catalogue.version, "conversations": catalogue.conversations.height})
+    planned = sum(max(r.records.manifest.jobs_planned, len(r.records.conversations)) for r in catalogue.runs)
+    return _json(
+        {"version": catalogue.version, "conversations": catalogue.conversations.height, "planned": planned}
+    )
 
 
 async def _grid(request: web.Request) -> web.Response:
@@ -213,10 +275,18 @@ async def _conversation_page(request: web.Request) -> web.Response:
     else:
         steps = steps_html(catalogue, request.query, k, page.conversation.id)
     has_card = (catalogue.runs[k].path / "card.html").is_file()
-    calls = await asyncio.to_thread(_calls_section, request.app, k, page)
-    html = render_conversation_page(page, viewer=True, card=has_card, steps=steps, appendix=calls)
+    calls, by_question = await asyncio.to_thread(_calls_section, request.app, k, page)
+    html = render_conversation_page(
+        page,
+        viewer=True,
+        card=has_card,
+        steps=steps,
+        appendix=calls,
+        question_calls=by_question,
+        script="/static/calls.js",
+    )
     response = web.Response(text=html, content_type="text/html")
-    response.headers["Content-Security-Policy"] = PAGE_CSP
+    response.headers["Content-Security-Policy"] = SCRIPT_PAGE_CSP
     return response
 
 
@@ -232,30 +302,71 @@ async def _arc_page(request: web.Request) -> web.Response:
     return response
 
 
-def _calls_section(app: web.Application, k: int, page: ConversationPage) -> str:
-    """The page's model calls: the conversation's own, then each judgement's (off the
-    loop: the first page of a run reads where every call is)."""
+def _calls_section(
+    app: web.Application, k: int, page: ConversationPage
+) -> tuple[str, dict[tuple[str, str], str]]:
+    """The page's model calls: the conversation's own, then each judgement's, and what
+    each was sent and answered, the judge's by question (off the loop: the first page
+    of a run reads where every call is)."""
     indexes: dict[int, CallIndex] = app[CALL_INDEXES]
+    bodies: dict[int, BodyIndex] = app[BODY_INDEXES]
+    path = app[CATALOGUE].runs[k].path
     if k not in indexes:
-        indexes[k] = CallIndex(app[CATALOGUE].runs[k].path)
+        indexes[k] = CallIndex(path)
+    if k not in bodies:
+        bodies[k] = BodyIndex(path)
     jobs = [Job(page.conversation.id, "")]
     jobs += [Job(j.id, f"judge {j.judge} #{j.instance}") for j in page.judgements]
-    return calls_html(jobs, indexes[k])
+    calls = indexes[k].calls([j.id for j in jobs])
+    kept = bodies[k].conversation(page.conversation.id)
+    if not calls:
+        return calls_html(jobs, calls), {}
+    answered = {(j.id, a.question_id) for j in page.judgements for a in j.answers if not a.auto}
+    found = bodies_html(jobs, kept, call_numbers(calls), no_bodies_reason(path) or "", answered)
+    return calls_html(jobs, calls, linked=kept is not None) + found.appendix, found.by_question
 
 
 async def _compare(request: web.Request) -> web.Response:
     """`vera compare` over the runs being viewed, each score row linking to its
-    conversations (bootstrapped off the loop, once per set of records)."""
-    catalogue = request.app[CATALOGUE]
+    conversations. The bootstrap takes seconds: it runs off the request path (one at a
+    time, on the app's own thread), once per state of the runs; until it is done the
+    answer is a frame that reloads itself, served at once."""
     by_seed = request.query.get("by_seed", "") in ("1", "true")
-    cache: dict[tuple[str, bool], tuple[int, str]] = request.app[COMPARISONS]
-    key = (str(catalogue.signature), by_seed)
-    if key not in cache:
-        cache[key] = await asyncio.to_thread(compare_page, catalogue, by_seed=by_seed)
-    status, html = cache[key]
+    task = _comparison(request.app, by_seed)
+    if task.done():
+        status, html = task.result()
+    else:
+        status, html = 202, frame_page(len(request.app[CATALOGUE].runs), by_seed=by_seed)
     response = web.Response(status=status, text=html, content_type="text/html")
     response.headers["Content-Security-Policy"] = CARD_CSP
     return response
+
+
+def _comparison(app: web.Application, by_seed: bool) -> asyncio.Future[tuple[int, str]]:
+    """The comparison of the runs as they are now, started if it is not yet: a future
+    on the app's comparison thread (comparisons of older states are dropped)."""
+    catalogue = app[CATALOGUE]
+    signature = str(catalogue.signature)
+    cache: dict[tuple[str, bool], asyncio.Future[tuple[int, str]]] = app[COMPARISONS]
+    key = (signature, by_seed)
+    if key not in cache:
+        for old in [k for k in cache if k[0] != signature]:
+            del cache[old]
+        loop = asyncio.get_running_loop()
+        cache[key] = loop.run_in_executor(
+            app[COMPARE_THREAD], partial(compare_page, catalogue, by_seed=by_seed)
+        )
+    return cache[key]
+
+
+async def _warm_comparisons(app: web.Application) -> None:
+    """Start both comparisons when the server starts, so /compare is ready when asked for."""
+    _comparison(app, False)
+    _comparison(app, True)
+
+
+async def _stop_comparisons(app: web.Application) -> None:
+    app[COMPARE_THREAD].shutdown(wait=False, cancel_futures=True)
 
 
 async def _card(request: web.Request) -> web.Response:
@@ -268,6 +379,8 @@ async def _card(request: web.Request) -> web.Response:
         body = path.read_bytes()
     except OSError:
         raise web.HTTPNotFound() from None
+    # The card is a file made to be opened alone; served here it gets the way back.
+    body = body.replace(b"<body>\n", b"<body>\n" + BACK.encode() + b"\n", 1)
     response = web.Response(body=body, content_type="text/html", charset="utf-8")
     response.headers["Content-Security-Policy"] = CARD_CSP
     return response
@@ -312,14 +425,6 @@ async def _read_only(request: web.Request, handler: Handler) -> web.StreamRespon
 
 
 @web.middleware
-async def _known_host(request: web.Request, handler: Handler) -> web.StreamResponse:
-    allowed = request.app[ALLOWED_HOSTS]
-    if allowed and request.headers.get("Host", "").lower() not in allowed:
-        raise web.HTTPBadRequest(text="unexpected Host header")
-    return await handler(request)
-
-
-@web.middleware
 async def _safe_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         response = await handler(request)
@@ -345,20 +450,12 @@ def _add_safe_headers(headers: MutableMapping[str, str]) -> None:
 # ---------------------------------------------------------------------------------------
 
 
-def is_loopback(address: str) -> bool:
-    try:
-        return ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        return False
-
-
 class RemoteNotAllowed(UserError):
     """`--host` names an address other machines can reach, without `--allow-remote`."""
 
 
 REMOTE_REFUSAL = (
-    "--host {host} would serve every transcript to the network without a password; "
-    "add --allow-remote if that is intended"
+    "--host {host} would serve every transcript to the network; add --allow-remote if that is intended"
 )
 
 
@@ -396,21 +493,24 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def host_names(sock: socket.socket) -> tuple[str, frozenset[str]]:
-    """The URL to print for a socket, and the Host headers to accept (empty: any)."""
-    address, port = sock.getsockname()[:2]
-    shown = f"[{address}]" if ":" in address else address
-    if not is_loopback(address):
-        return f"http://{shown}:{port}/", frozenset()
-    names = {f"{shown}:{port}", f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}"}
-    return f"http://{shown}:{port}/", frozenset(names)
-
-
 NETWORK_WARNING = """\
 WARNING: vera view is serving transcripts to the network at {url}
-WARNING: anyone who can reach this machine on port {port} can read every conversation
-WARNING: of these runs, without a password. Stop it (Ctrl-C) unless that is intended;
-WARNING: the default, --host 127.0.0.1, keeps them on this machine."""
+WARNING: anyone who can reach this machine on port {port} with the address above (its key
+WARNING: included) can read every conversation of these runs: share it as you would the
+WARNING: runs. Stop it (Ctrl-C) unless that is intended; the default, --host 127.0.0.1,
+WARNING: keeps them on this machine."""
+
+
+def with_key(url: str, key: str) -> str:
+    return f"{url}?{KEY_PARAM}={key}" if key else url
+
+
+def remote_access(sock: socket.socket, host: str, names: Sequence[str]) -> tuple[str, frozenset[str], str]:
+    """(address to print, Host headers accepted, access key): a key only when the socket
+    is reachable from other machines."""
+    url, allowed = host_names(sock, host, names)
+    key = "" if is_loopback(sock.getsockname()[0]) else new_key()
+    return url, allowed, key
 
 
 def serve(
@@ -419,20 +519,24 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 0,
     allow_remote: bool = False,
+    allowed_hosts: Sequence[str] = (),
     open_browser: bool = False,
     out: IO[str] | None = None,
     err: IO[str] | None = None,
 ) -> None:
     """Index the runs, serve them until SIGINT or SIGTERM, and return (exit code 0).
-    A host other machines can reach is refused (RemoteNotAllowed) unless `allow_remote`."""
+    A host other machines can reach is refused (RemoteNotAllowed) unless `allow_remote`;
+    then only `host` and the `allowed_hosts` names are answered, and a key is asked for."""
     out = out or sys.stdout
     err = err or sys.stderr
     check_host(host, allow_remote=allow_remote)
+    names = check_names(host, allowed_hosts, allow_remote=allow_remote)
     started = time.perf_counter()
     catalogue = Catalogue.open(run_dirs)
     sock = bind(host, port)
-    url, allowed = host_names(sock)
-    if not allowed:
+    url, allowed, key = remote_access(sock, host, names)
+    url = with_key(url, key)
+    if key:
         print(NETWORK_WARNING.format(url=url, port=sock.getsockname()[1]), file=err, flush=True)
     n = catalogue.conversations.height
     print(
@@ -440,10 +544,14 @@ def serve(
         f"{time.perf_counter() - started:.1f} s",
         file=out,
     )
-    print(f"vera view: serving at {url} (Ctrl-C to stop)", file=out, flush=True)
-    if open_browser:
-        webbrowser.open(url)
-    _run(_serve_until_stopped(build_app(catalogue, allowed_hosts=allowed), sock))
+
+    def ready() -> None:
+        # Printed once Ctrl-C and SIGTERM are handled: a stop right after it is clean.
+        print(f"vera view: serving at {url} (Ctrl-C to stop)", file=out, flush=True)
+        if open_browser:
+            webbrowser.open(url)
+
+    _run(_serve_until_stopped(build_app(catalogue, allowed_hosts=allowed, key=key, warm=True), sock, ready))
 
 
 async def _serve_until_stopped(

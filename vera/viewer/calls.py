@@ -1,4 +1,5 @@
-"""Each model call of a conversation, for its page: tokens, cost and latency.
+"""Each model call of a conversation, for its page: tokens, cost and latency, and what
+each was sent and answered (the run's call bodies).
 
 calls.jsonl holds one CallRecord per call, keyed by job: a conversation's calls (the
 user-agent's and the chatbot's) carry the conversation's id, a judgement's calls the
@@ -19,7 +20,9 @@ from pathlib import Path
 
 import msgspec
 
-from vera.records import CallRecord
+from vera.records import CallBody, CallRecord
+from vera.report import exported_call
+from vera.store import BodyReader, has_bodies
 
 CALLS_FILE = "calls.jsonl"
 # The encoder writes a CallRecord's fields in order: the job id comes first.
@@ -97,10 +100,10 @@ def _cost(usd: float) -> str:
     return "$0" if usd == 0 else f"${usd:,.4f}"
 
 
-def calls_html(jobs: Sequence[Job], index: CallIndex) -> str:
-    """The page's "Model calls" section: one row per call, then the totals."""
+def calls_html(jobs: Sequence[Job], calls: Sequence[CallRecord], *, linked: bool = False) -> str:
+    """The page's "Model calls" section: one row per call, then the totals; with
+    `linked`, each call's number links to its body."""
     label = {j.id: j.label for j in jobs}
-    calls = index.calls([j.id for j in jobs])
     head = '<section id="calls" class="calls"><h2>Model calls</h2>'
     if not calls:
         return (
@@ -124,8 +127,9 @@ def calls_html(jobs: Sequence[Job], index: CallIndex) -> str:
             notes.append(f"{c.http_429}× rate-limited")
         if c.status != "ok":
             notes.append(f"failed: {c.error or 'no reason recorded'}")
+        number = f'<a href="#call-{n}">{n}</a>' if linked else str(n)
         rows.append(
-            f'<tr class="{"failed" if c.status != "ok" else ""}"><td>{n}</td>'
+            f'<tr class="{"failed" if c.status != "ok" else ""}"><td>{number}</td>'
             f"<td>{escape(label.get(c.job_id) or _ROLES.get(c.role, c.role))}</td>"
             f"<td>{escape(c.provider)}/{escape(c.model)}</td>"
             f'<td class="num">{_tokens(u.input_tokens)}</td>'
@@ -150,3 +154,137 @@ def calls_html(jobs: Sequence[Job], index: CallIndex) -> str:
         f'<td class="num">{_tokens(total_out)}</td><td class="num">{_cost(total_cost)}</td>'
         f'<td class="num">{_latency(total_ms)}</td><td></td></tr></tfoot></table></div></section>'
     )
+
+
+# ---------------------------------------------------------------------------------------
+# What each call was sent and answered (the run's call bodies, vera.store)
+# ---------------------------------------------------------------------------------------
+
+
+class BodyIndex:
+    """One run's call bodies, read a conversation at a time (None when the run keeps
+    none: made with --no-call-bodies, or before vera kept them). Opened for each page
+    (a few hundred microseconds), so a page of a run still going sees its newest calls."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+
+    def conversation(self, conversation_id: str) -> list[CallBody] | None:
+        if not has_bodies(self.run_dir):
+            return None
+        with BodyReader(self.run_dir) as reader:
+            return reader.conversation(conversation_id)
+
+
+_json = msgspec.json.Encoder(order="sorted")
+
+
+def _pretty(value: object) -> str:
+    return msgspec.json.format(_json.encode(value), indent=2).decode()
+
+
+def _copy(target: str, what: str) -> str:
+    return f'<button type="button" class="copy" data-copy="{target}" aria-label="Copy {what}">Copy</button>'
+
+
+def body_html(n: int, body: CallBody, label: str) -> str:
+    """One call's exact input and output, collapsed: the messages as sent (system
+    first), the parameters and schema; the reply's text, structured answer, finish
+    reason and usage. Each side has a copy button (the input as JSON, the reply's text)."""
+    c = body.call
+    anchor = f"call-{n}"
+    r = body.response
+    outcome = (
+        f"{len(r.text):,} characters back"
+        if r is not None
+        else f"no answer ({'failed: ' + (c.error or 'no reason recorded') if c.status != 'ok' else 'none'})"
+    )
+    request = exported_call(body)["request"]
+    parts = [
+        f'<details class="call-body" id="{anchor}"><summary>Call {n} · {escape(label)} · '
+        f"{escape(c.provider)}/{escape(c.model)} · {len(body.messages)} message(s) in, {escape(outcome)}"
+        f"{' · from the response cache' if c.cached else ''}</summary>",
+        '<div class="call-io"><div class="call-in">',
+        f"<h4>Input {_copy(anchor + '-in', f'the input of call {n} as JSON')}</h4>",
+        f'<template id="{anchor}-in">{escape(_pretty(request))}</template>',
+    ]
+    for m in body.messages:
+        parts.append(
+            f'<div class="msg"><div class="who">{escape(m.role)}</div><pre>{escape(m.content)}</pre></div>'
+        )
+    if body.params:
+        parts.append(
+            f'<div class="msg"><div class="who">parameters</div><pre>{escape(_pretty(body.params))}</pre></div>'
+        )
+    if body.schema is not None:
+        parts.append(
+            '<details class="schema"><summary>Response schema</summary>'
+            f"<pre>{escape(_pretty(body.schema))}</pre></details>"
+        )
+    parts.append('</div><div class="call-out">')
+    if r is None:
+        parts.append(f"<h4>Output</h4><p>{escape(outcome[:1].upper() + outcome[1:])}.</p>")
+    else:
+        parts.append(f"<h4>Output {_copy(anchor + '-out', f'the reply of call {n}')}</h4>")
+        parts.append(f'<pre id="{anchor}-out">{escape(r.text)}</pre>')
+        if r.parsed is not None:
+            parts.append(
+                f'<div class="msg"><div class="who">structured answer</div><pre>{escape(_pretty(r.parsed))}</pre></div>'
+            )
+        u = r.usage
+        parts.append(
+            f'<p class="muted">Finish reason: {escape(r.finish_reason)} · {_tokens(u.input_tokens)} tokens in'
+            f" ({_tokens(u.cached_input_tokens)} cached), {_tokens(u.output_tokens)} out"
+            f"{f' ({_tokens(u.reasoning_tokens)} reasoning)' if u.reasoning_tokens else ''}</p>"
+        )
+    parts.append("</div></div></details>")
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class CallBodiesHtml:
+    """A page's call bodies: the conversation's own (after the calls table) and the
+    judge's, by (judgement id, question id), for the walk to show beside each question."""
+
+    appendix: str
+    by_question: dict[tuple[str, str], str]
+
+
+def bodies_html(
+    jobs: Sequence[Job],
+    bodies: list[CallBody] | None,
+    numbers: dict[tuple[str, float], int],
+    why_none: str,
+    answered: set[tuple[str, str]],
+) -> CallBodiesHtml:
+    """The bodies of a page's calls, numbered as the calls table numbers them. A judge
+    call goes beside its question when the walk shows that question (`answered`:
+    (judgement id, question id)); the rest (asked ahead and not reached) stay here."""
+    head = '<section id="call-bodies" class="calls"><h2>What each call was sent and answered</h2>'
+    if bodies is None:
+        return CallBodiesHtml(head + f"<p>{escape(why_none)}.</p></section>", {})
+    label = {j.id: j.label for j in jobs}
+    own: list[str] = []
+    by_question: dict[tuple[str, str], list[str]] = {}
+    for body in bodies:
+        c = body.call
+        n = numbers.get((c.job_id, c.at), 0)
+        html = body_html(n, body, label.get(c.job_id) or _ROLES.get(c.role, c.role))
+        if (c.job_id, body.question_id) in answered:
+            by_question.setdefault((c.job_id, body.question_id), []).append(html)
+        else:
+            own.append(html)
+    questions = {
+        key: f'<div class="question-calls"><div class="muted">The judge\'s call(s) for this question:</div>{"".join(v)}</div>'
+        for key, v in by_question.items()
+    }
+    text = (
+        "<p>Each call's exact input (every message, the system prompt first, and the parameters) and "
+        "output. The judge's calls are in the walk above, beside the question each answers.</p>"
+    )
+    return CallBodiesHtml(head + text + "".join(own) + "</section>", questions)
+
+
+def call_numbers(calls: Sequence[CallRecord]) -> dict[tuple[str, float], int]:
+    """(job id, time) -> the call's number in the calls table."""
+    return {(c.job_id, c.at): n for n, c in enumerate(calls, start=1)}

@@ -13,7 +13,7 @@ resumed run, and says exactly what the card would count.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,9 @@ from vera.viewer.search import MAX_QUERY, LazySearch
 # Worse ratings rank higher: the list shows the worst rating of a dimension first.
 RATING_RANK = {rec.NOT_RELEVANT: 0, rec.BEST_PRACTICE: 1, rec.SUBOPTIMAL: 2, rec.HIGH_POTENTIAL_FOR_HARM: 3}
 STATUSES = ("complete", "failed", "judgement failed", "not judged")
+# Ratings that differ: between the judges (and instances) of one conversation, or between
+# runs, for the same chatbot, persona and seed.
+DIFFERS = ("judges", "runs")
 SORTS = ("worst", "id", "chatbot", "persona", "risk", "seed", "turns", "status", "run")
 MAX_PER_PAGE = 200
 # Filters that are one column of the conversations frame each.
@@ -56,6 +59,7 @@ class Query:
     rating: str | None = None
     status: str | None = None
     text: str | None = None  # free text to find in transcripts and reasoning (param `q`)
+    differ: str | None = None  # "judges" or "runs": where the ratings of a dimension differ
     sort: str = "worst"
     descending: bool = False
     page: int = 1
@@ -87,6 +91,9 @@ class Query:
         status = text("status")
         if status is not None and status not in STATUSES:
             raise QueryError(f"status: {status!r} is not one of {', '.join(STATUSES)}")
+        differ = text("differ")
+        if differ is not None and differ not in DIFFERS:
+            raise QueryError(f"differ: {differ!r} is not one of {', '.join(DIFFERS)}")
         search = params.get("q", "").strip() or None
         if search is not None and len(search) > MAX_QUERY:
             raise QueryError(f"q: longer than {MAX_QUERY} characters")
@@ -102,6 +109,7 @@ class Query:
             rating=text("rating"),
             status=status,
             text=search,
+            differ=differ,
             sort=sort,
             descending=params.get("desc", "") in ("1", "true"),
             page=integer("page", 1, 1) or 1,
@@ -245,6 +253,25 @@ class Catalogue:
                 rows[-1]["found"] = found.get(key, {"count": 0, "snippets": []})
         return {"total": total, "page": q.page, "per_page": q.per_page, "rows": rows}
 
+    def csv_rows(self, q: Query) -> Iterator[list[Any]]:
+        """The whole filtered list (every page, in its order) as table rows: a header,
+        then one row per conversation with its worst rating per dimension (the list's
+        badge, written out; every judge's when they differ, worst first)."""
+        frame = self.listed(q)
+        ratings = self._page_ratings(frame, q.judge)
+        run_labels = [r.label for r in self.runs]
+        yield [
+            "run", "conversation_id", "chatbot", "persona", "risk", "seed", "user_agent",
+            "turns", "status", "judgements", *self.dimensions,
+        ]  # fmt: skip
+        for row in frame.iter_rows(named=True):
+            dims = ratings.get((row["run"], row["id"]), {})
+            yield [
+                run_labels[row["run"]], row["id"], row["chatbot"], row["persona"], row["risk"],
+                row["seed"], row["user_agent"], row["turns"], row["status"], row["judgements"],
+                *(" | ".join(dims.get(d, [])) for d in self.dimensions),
+            ]  # fmt: skip
+
     def listed(self, q: Query) -> pl.DataFrame:
         """Every conversation the list `q` holds, in its order (all pages)."""
         return self._sorted(self._filtered(q), q)
@@ -299,22 +326,49 @@ class Catalogue:
             ]
             hits = r.filter(pl.all_horizontal(wanted)).select("run", "id").unique()
             c = c.join(hits, on=["run", "id"], how="semi")
+        if q.differ:
+            c = c.join(self._differing(q.differ, q.judge), on=["run", "id"], how="semi")
         if q.text:
             c = c.join(self.search.get().matching(q.text), on=["run", "id"], how="semi")
         return c
+
+    def _differing(self, between: str, judge: str | None) -> pl.DataFrame:
+        """(run, id) of the conversations where some dimension got different ratings:
+        from its judges and instances, or, across runs, for the same chatbot, persona and
+        seed (each run's conversation of that triple is listed)."""
+        r = self.ratings if judge is None else self.ratings.filter(pl.col("judge") == judge)
+        if between == "judges":
+            spread = r.group_by("run", "id", "dimension").agg(pl.col("rating").n_unique().alias("n"))
+            return spread.filter(pl.col("n") > 1).select("run", "id").unique()
+        key = ["chatbot", "persona", "seed"]
+        rated = r.join(self.conversations.select("run", "id", *key), on=["run", "id"])
+        # The same judge instance's rating, run against run: judges that disagree within
+        # one run are the other filter.
+        spread = rated.group_by(*key, "judge", "instance", "dimension").agg(
+            pl.col("run").n_unique().alias("runs"), pl.col("rating").n_unique().alias("n")
+        )
+        triples = spread.filter((pl.col("runs") > 1) & (pl.col("n") > 1)).select(key).unique()
+        return self.conversations.join(triples, on=key, how="semi").select("run", "id")
 
     def _sorted(self, frame: pl.DataFrame, q: Query) -> pl.DataFrame:
         # The order conversations were written in breaks ties, so a page is stable.
         if q.sort == "worst":
             worst = self._worst(q.judge)
             frame = frame.join(worst, on=["run", "id"], how="left").with_columns(
-                pl.col("n_hph").fill_null(0), pl.col("n_sub").fill_null(0)
+                pl.col("n_hph").fill_null(0),
+                pl.col("n_sub").fill_null(0),
+                # Ties go to the higher risk level (Immediate first): the same harm weighs
+                # more there. A group that is no risk level (a target's own) comes after.
+                pl.when(pl.col("risk_order") < len(RISK_LEVELS))
+                .then(pl.col("risk_order"))
+                .otherwise(-1)
+                .alias("risk_tie"),
             )
             # Worst first; "descending" turns it round (best first).
             return frame.sort(
-                ["n_hph", "n_sub", "run", "order"],
-                descending=[not q.descending, not q.descending, False, False],
-            )
+                ["n_hph", "n_sub", "risk_tie", "run", "order"],
+                descending=[not q.descending, not q.descending, not q.descending, False, False],
+            ).drop("risk_tie")
         key = {"risk": "risk_order"}.get(q.sort, q.sort)
         return frame.sort([key, "run", "order"], descending=[q.descending, False, False], nulls_last=True)
 

@@ -2,19 +2,36 @@
 row linking to the list of the conversations behind it (that run, that chatbot and,
 compared by seed, that seed), so a number can be checked against what was said.
 
-Runs that are not comparable (different rubric, persona or prompt versions) get the
-refusal `vera compare` prints, not a comparison made anyway.
+Runs that are not comparable (different rubric, persona or prompt versions, or
+terminal semantics) get a page saying why in words, not a comparison made anyway; the
+list does not offer the link then (`comparable`). The comparison itself takes seconds
+(a bootstrap), so the viewer computes it off the request path, once per state of the
+runs, and serves `frame_page` until it is there (`vera.viewer.app`).
 """
 
 from __future__ import annotations
 
+import re
 from html import escape
 from pathlib import Path
 from urllib.parse import urlencode
 
 from vera.errors import UserError
 from vera.report import RunComparison, compare_runs, comparison_plots, render_compare_html
+from vera.stats import check_comparable
 from vera.viewer.catalogue import Catalogue
+
+# What a page of its own needs, as the card looks (the comparison page has its own style).
+_STYLE = (
+    "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;"
+    "max-width:60rem;margin:0 auto;padding:1rem;color:#1a1a1a;line-height:1.5;overflow-wrap:anywhere}"
+    "h1{font-size:1.4rem}nav{margin:.3rem 0 1rem}a{color:#005a8e}"
+    ".reason{border-left:5px solid #E69F00;background:#fff8e6;padding:.6rem 1rem}"
+    ".reason li{margin:.3rem 0}.wait{color:#444}"
+)
+BACK = '<nav aria-label="Page"><a href="/">← All conversations</a></nav>'
+# Seconds between the frame's reloads while the comparison is computed.
+FRAME_REFRESH = 1
 
 
 def unit_links(result: RunComparison, catalogue: Catalogue) -> dict[str, str]:
@@ -33,20 +50,79 @@ def unit_links(result: RunComparison, catalogue: Catalogue) -> dict[str, str]:
     return links
 
 
+def comparable(catalogue: Catalogue) -> list[str]:
+    """Why the runs being viewed cannot be compared, in words (empty: they can). From
+    the manifests alone, so it costs nothing: the list asks it before offering the link."""
+    manifests = [r.records.manifest for r in catalogue.runs]
+    names = [r.label for r in catalogue.runs]
+    reasons = []
+    semantics = {m.terminal_semantics for m in manifests}
+    if len(semantics) > 1:
+        reasons.append(
+            "the runs were judged with different rules for where the rubric's walk ends "
+            f"({', '.join(f'{n}: {m.terminal_semantics}' for n, m in zip(names, manifests, strict=True))}), "
+            "so the same answers would give different ratings; judge them again with the same rules"
+        )
+    for problem in check_comparable(manifests, names=names):
+        reasons.append(_in_words(problem))
+    return reasons
+
+
+def _in_words(problem: str) -> str:
+    what = {
+        "rubric": "the rubric differs",
+        "personas": "the personas differ",
+        "user_prompts": "the simulated user's prompts differ",
+        "judge_prompts": "the judge's prompts differ",
+    }
+    key, _, rest = problem.partition(" differs: ")
+    return f"{what.get(key, key + ' differs')}: {rest}; scores made with different versions do not measure the same thing"
+
+
 def compare_page(catalogue: Catalogue, *, by_seed: bool = False) -> tuple[int, str]:
     """(HTTP status, page): the comparison, or the reason there is none."""
+    reasons = comparable(catalogue)
+    if reasons:
+        return 409, refusal_page(reasons)
     try:
         result = compare_runs([r.path for r in catalogue.runs], by_seed=by_seed)
     except UserError as e:
-        return 409, _refusal(str(e))
+        # Whatever else `vera compare` refuses (nothing judged yet, one chatbot only), in
+        # its words, without the command line's advice.
+        return 409, refusal_page([re.sub(r" \(use --\w+[^)]*\)$", "", str(e))])
     if not result.units:
-        return 409, _refusal("nothing to compare: no chatbot has a judged conversation yet")
-    return 200, render_compare_html(result, comparison_plots(result), unit_links(result, catalogue))
+        return 409, refusal_page(["no chatbot has a judged conversation yet"])
+    html = render_compare_html(result, comparison_plots(result), unit_links(result, catalogue))
+    return 200, html.replace("<body>\n", "<body>\n" + BACK + "\n", 1)
 
 
-def _refusal(reason: str) -> str:
+def _page(title: str, body: str, *, head: str = "") -> str:
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>vera comparison</title>'
-        "</head><body><h1>No comparison</h1>"
-        f'<p>{escape(reason)}</p><p><a href="/">Back to the conversations</a></p></body></html>\n'
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"{head}<title>{escape(title)}</title><style>{_STYLE}</style></head><body>{BACK}{body}</body></html>\n"
+    )
+
+
+def refusal_page(reasons: list[str]) -> str:
+    items = "".join(f"<li>{escape(r)}</li>" for r in reasons)
+    return _page(
+        "vera comparison: not comparable",
+        "<h1>These runs cannot be compared</h1>"
+        f'<div class="reason"><p>A comparison would line up numbers that do not mean the same thing:</p>'
+        f"<ul>{items}</ul></div>"
+        "<p>Each run's own score card and conversations are still there, from the list.</p>",
+    )
+
+
+def frame_page(runs: int, *, by_seed: bool) -> str:
+    """Served at once while the comparison is computed; reloads itself until it is there
+    (a meta refresh: the comparison pages run no script)."""
+    what = "each chatbot and seed" if by_seed else "each chatbot"
+    return _page(
+        "vera comparison: computing",
+        f'<h1>vera comparison</h1><p class="wait" role="status">Comparing {what} across '
+        f"{runs} run(s): the intervals are being computed. This page fills in by itself when "
+        "they are ready.</p>",
+        head=f'<meta http-equiv="refresh" content="{FRAME_REFRESH}">',
     )

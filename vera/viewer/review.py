@@ -29,7 +29,7 @@ import secrets
 import sys
 import time
 import webbrowser
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
@@ -41,19 +41,18 @@ from aiohttp import web
 
 from vera.errors import StorageError, UserError
 from vera.records import RATINGS, HumanRating
-from vera.rubric import question_texts
+from vera.rubric import rating_guide, run_rubric
 from vera.stats.sampling import Unit, draw_sample, rater_order, sample_sizes
 from vera.store import RunRecords, append_human_ratings, open_run, read_human_ratings
+from vera.viewer.access import ACCESS_KEY, ALLOWED_HOSTS, Handler, check_names, key_required, known_host
 from vera.viewer.app import (
-    ALLOWED_HOSTS,
-    Handler,
-    _known_host,
     _run,
     _safe_headers,
     _serve_until_stopped,
     bind,
     check_host,
-    host_names,
+    remote_access,
+    with_key,
 )
 
 __all__ = ["ReviewSession", "build_review_app", "check_rater", "serve_review"]
@@ -88,6 +87,15 @@ class ReviewSession:
     order: list[str]
     how: str  # how the size was chosen, for the start-up line
     latest: dict[str, Mapping[str, str]] = field(default_factory=dict)  # this rater's ratings by conversation
+    # What each rating means per dimension, from the run's rubric (empty when its file is
+    # gone or changed: `guide_note` says why); the same for every rater.
+    guide: dict[str, Any] = field(default_factory=dict)
+    guide_note: str | None = None
+    # Saved since this server started, and so still open to change until the judge's
+    # ratings are shown; ratings from an earlier start are final (whether the judge was
+    # shown then is not known, so they are treated as if it was).
+    open_to_change: set[str] = field(default_factory=set)
+    revealed: set[str] = field(default_factory=set)  # the judge's ratings were shown
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @classmethod
@@ -123,12 +131,15 @@ class ReviewSession:
             sizes = sample_sizes(units, size=size)
             how = f"--size {size}" + (f", all {len(units)} there are" if size > len(units) else "")
         sample = draw_sample(units, sizes, seed)
+        rubric, why = run_rubric(records.manifest, records.root)
         session = cls(
             run_dir=Path(run_dir),
             records=records,
             rater=rater,
             seed=seed,
             dimensions=rubric_dimensions(records),
+            guide=msgspec.to_builtins(rating_guide(rubric)) if rubric else {},
+            guide_note=None if rubric else f"{why}: what each rating means cannot be shown",
             population=len(units),
             order=[u.id for u in rater_order(sample, rater, seed)],
             how=how,
@@ -170,6 +181,8 @@ class ReviewSession:
             "population": self.population,
             "dimensions": list(self.dimensions),
             "ratings": list(RATINGS),
+            "guide": self.guide,
+            "guide_note": self.guide_note,
         }
 
     def check_rating(self, body: object) -> HumanRating:
@@ -178,7 +191,7 @@ class ReviewSession:
             raise UserError("the body is not a JSON object")
         cid, ratings, note = body.get("conversation_id"), body.get("ratings"), body.get("note", "")
         if not isinstance(cid, str) or cid not in self.order:
-            raise UserError(f"conversation {cid!r} is not in your sample")
+            raise UserError(f"conversation {_short(cid)} is not in your sample")
         if not isinstance(ratings, dict):
             raise UserError("ratings: not an object of dimension: rating")
         missing = [d for d in self.dimensions if d not in ratings]
@@ -186,10 +199,12 @@ class ReviewSession:
             raise UserError(f"rate every dimension: {', '.join(missing)} missing")
         unknown = [d for d in ratings if d not in self.dimensions]
         if unknown:
-            raise UserError(f"not a dimension of this run's rubric: {', '.join(map(str, unknown))}")
+            raise UserError(
+                f"not a dimension of this run's rubric: {', '.join(_short(u, quote=False) for u in unknown)}"
+            )
         for d, value in ratings.items():
-            if value not in RATINGS:
-                raise UserError(f"{d}: {value!r} is not one of {', '.join(RATINGS)}")
+            if not isinstance(value, str) or value not in RATINGS:
+                raise UserError(f"{d}: {_short(value)} is not one of {', '.join(RATINGS)}")
         if not isinstance(note, str) or len(note) > MAX_NOTE:
             raise UserError(f"note: text of at most {MAX_NOTE} characters")
         realism = body.get("realism")
@@ -207,16 +222,38 @@ class ReviewSession:
 
     async def save(self, rating: HumanRating) -> dict[str, Any]:
         """Append the rating to human_ratings.jsonl (fsync'd, off the event loop); only
-        then is it counted, and the page told it is saved."""
+        then is it counted, and the page told it is saved. A second rating of the same
+        conversation replaces the first (the later line counts) only while it is open to
+        change: saved since this start, the judge's ratings not shown (else FinalRating)."""
+        cid = rating.conversation_id
         async with self.lock:
+            if cid in self.latest and (cid in self.revealed or cid not in self.open_to_change):
+                why = (
+                    "the judge's ratings have been shown"
+                    if cid in self.revealed
+                    else "it was saved before this review was started again"
+                )
+                raise FinalRating(f"your ratings of this conversation are final: {why}")
+            changed = cid in self.latest
             await asyncio.to_thread(append_human_ratings, self.run_dir, [rating])
-            self.latest[rating.conversation_id] = dict(rating.ratings)
+            self.latest[cid] = dict(rating.ratings)
+            self.open_to_change.add(cid)
         return {
             "saved": True,
-            "conversation_id": rating.conversation_id,
+            "changed": changed,
+            "conversation_id": cid,
             "rated": self.rated,
             "total": len(self.order),
         }
+
+    async def reveal(self, conversation_id: str) -> dict[str, Any] | None:
+        """The judge's ratings (`judge_ratings`), after which the rater's are final: under
+        the lock, so a save in flight is either on disk first or refused."""
+        async with self.lock:
+            found = self.judge_ratings(conversation_id)
+            if found is not None:
+                self.revealed.add(conversation_id)
+            return found
 
     def judge_ratings(self, conversation_id: str) -> dict[str, Any] | None:
         """The judge's ratings beside the rater's, or None while the rater has not rated it."""
@@ -234,6 +271,16 @@ class ReviewSession:
             "yours": yours,
             "judges": judges,
         }
+
+
+class FinalRating(UserError):
+    """A second rating of a conversation whose ratings can no longer change."""
+
+
+def _short(value: object, *, quote: bool = True) -> str:
+    """A value from a request, for an error line: at most 80 characters of it."""
+    text = repr(value) if quote else str(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def check_rater(name: str) -> str:
@@ -260,9 +307,9 @@ def judged_units(records: RunRecords) -> list[Unit]:
 def rubric_dimensions(records: RunRecords) -> tuple[str, ...]:
     """The run's rubric dimensions in order; from the judgements when the rubric file
     is gone (their ratings name every dimension)."""
-    dims = question_texts(records.manifest, records.root).dimensions
-    if dims:
-        return tuple(dims)
+    rubric, _ = run_rubric(records.manifest, records.root)
+    if rubric is not None and rubric.dimensions:
+        return tuple(rubric.dimensions)
     seen: dict[str, None] = {}
     for head, _ in records.judgements.values():
         for r in head.ratings:
@@ -280,14 +327,18 @@ TOKEN = web.AppKey("review_token", str)
 
 
 def build_review_app(
-    session: ReviewSession, *, token: str, allowed_hosts: frozenset[str] = frozenset()
+    session: ReviewSession, *, token: str, allowed_hosts: frozenset[str], key: str = ""
 ) -> web.Application:
     """The review as an aiohttp application; `token` is the one every /api request must
-    carry, `allowed_hosts` as in `vera.viewer.app.build_app`."""
-    app = web.Application(middlewares=[_safe_headers, _known_host, _writes_guarded], client_max_size=MAX_BODY)
+    carry, `allowed_hosts` and `key` as in `vera.viewer.app.build_app` (in remote mode
+    the page itself, which holds the token, is served only with the key)."""
+    app = web.Application(
+        middlewares=[_safe_headers, known_host, key_required, _writes_guarded], client_max_size=MAX_BODY
+    )
     app[SESSION] = session
     app[TOKEN] = token
     app[ALLOWED_HOSTS] = allowed_hosts
+    app[ACCESS_KEY] = key
     folder = resources.files("vera.viewer").joinpath("static")
     page = folder.joinpath("review.html").read_bytes().replace(_TOKEN_SLOT, token.encode())
     assets = {name: folder.joinpath(name).read_bytes() for name in _ASSETS}
@@ -321,14 +372,17 @@ async def _save(request: web.Request) -> web.Response:
     session = request.app[SESSION]
     try:
         body = msgspec.json.decode(await request.read())
-    except msgspec.DecodeError:
-        return _json({"error": "the body is not JSON"}, status=400)
+    except (msgspec.DecodeError, RecursionError):
+        # RecursionError: a body nested deeper than the decoder goes (a few KB of "[").
+        return _json({"error": "the body is not JSON (or is nested too deep to be a rating)"}, status=400)
     try:
         rating = session.check_rating(body)
     except UserError as e:
         return _json({"error": str(e)}, status=400)
     try:
         return _json(await session.save(rating))
+    except FinalRating as e:
+        return _json({"error": str(e)}, status=409)
     except OSError as e:
         # Not saved, and the page must say so: the rater keeps the form and can retry.
         return _json({"error": f"not saved: cannot write human_ratings.jsonl ({e.strerror})"}, status=500)
@@ -337,7 +391,7 @@ async def _save(request: web.Request) -> web.Response:
 
 
 async def _judge(request: web.Request) -> web.Response:
-    found = request.app[SESSION].judge_ratings(request.match_info["id"])
+    found = await request.app[SESSION].reveal(request.match_info["id"])
     if found is None:
         return _json(
             {"error": "rate this conversation first: the judge's ratings stay hidden until then"}, 403
@@ -379,9 +433,9 @@ REVIEW_REMOTE_REFUSAL = (
 
 REMOTE_WARNING = """\
 WARNING: vera review is serving transcripts to the network at {url}, and taking ratings
-WARNING: from it: anyone who can reach this machine on port {port} can read the sampled
-WARNING: conversations without a password (the session token only stops other web pages
-WARNING: from writing). Stop it (Ctrl-C) unless that is intended."""
+WARNING: from it: anyone who can reach this machine on port {port} with the address above
+WARNING: (its key included) can read the sampled conversations and rate them. Give it to
+WARNING: the rater only. Stop it (Ctrl-C) unless that is intended."""
 
 
 def serve_review(
@@ -394,6 +448,7 @@ def serve_review(
     host: str = "127.0.0.1",
     port: int = 0,
     allow_remote: bool = False,
+    allowed_hosts: Sequence[str] = (),
     open_browser: bool = False,
     out: IO[str] | None = None,
     err: IO[str] | None = None,
@@ -403,10 +458,12 @@ def serve_review(
     err = err or sys.stderr
     started = time.perf_counter()
     check_host(host, allow_remote=allow_remote, refusal=REVIEW_REMOTE_REFUSAL)
+    names = check_names(host, allowed_hosts, allow_remote=allow_remote)
     session = ReviewSession.open(run_dir, rater, size=size, width=width, seed=seed)
     sock = bind(host, port)
-    url, allowed = host_names(sock)
-    if not allowed:
+    url, allowed, key = remote_access(sock, host, names)
+    url = with_key(url, key)
+    if key:
         print(REMOTE_WARNING.format(url=url, port=sock.getsockname()[1]), file=err, flush=True)
     left = len(session.order) - session.rated
     print(
@@ -424,5 +481,5 @@ def serve_review(
         if open_browser:
             webbrowser.open(url)
 
-    app = build_review_app(session, token=secrets.token_urlsafe(32), allowed_hosts=allowed)
+    app = build_review_app(session, token=secrets.token_urlsafe(32), allowed_hosts=allowed, key=key)
     _run(_serve_until_stopped(app, sock, ready))

@@ -9,7 +9,7 @@ const CODES = {
   "High Potential for Harm": "HPH",
   "Not Relevant": "NR",
 };
-const FILTERS = ["q", "run", "chatbot", "persona", "risk", "seed", "user_agent", "judge", "dimension", "rating", "status"];
+const FILTERS = ["q", "run", "chatbot", "persona", "risk", "seed", "user_agent", "judge", "dimension", "rating", "status", "differ"];
 const SORT_LABELS = {
   worst: "worst first",
   id: "conversation id",
@@ -23,6 +23,7 @@ const SORT_LABELS = {
 };
 
 let facets = null;
+let shown = null; // the last page of the list rendered (its rows stay put while live)
 
 function el(tag, attrs = {}, text = null) {
   const node = document.createElement(tag);
@@ -110,6 +111,8 @@ function gridLink(p) {
   q.delete("page");
   const query = q.toString();
   document.getElementById("grid-link").href = `/grid${query ? `?${query}` : ""}`;
+  // The CSV is the whole filtered list, in its order: every page.
+  document.getElementById("csv-link").href = `/export.csv${query ? `?${query}` : ""}`;
 }
 
 function showFilters() {
@@ -163,6 +166,7 @@ function columns() {
 }
 
 function render(data) {
+  shown = data;
   const table = document.getElementById("list");
   const cols = columns();
   const head = el("tr");
@@ -307,6 +311,18 @@ function renderRuns() {
   }
 }
 
+// The comparison is offered only where there is one: otherwise the reason, in words.
+function renderCompareLink() {
+  const old = document.getElementById("compare-link");
+  const reasons = facets.compare || [];
+  if (reasons.length === 0) {
+    if (old.tagName !== "A") old.replaceWith(el("a", { id: "compare-link", href: "/compare" }, "Compare the chatbots"));
+    return;
+  }
+  const note = el("span", { id: "compare-link", className: "not-offered" }, `No comparison: ${reasons.join("; ")}.`);
+  old.replaceWith(note);
+}
+
 function renderLegend() {
   const ratings = document.getElementById("legend-ratings");
   for (const r of facets.ratings) {
@@ -325,10 +341,27 @@ function renderLegend() {
 // -- a run still going -----------------------------------------------------------------
 
 // Every few seconds, ask whether the runs' records grew; if they did, the menus, the run
-// counts and the current page of rows are fetched again, in place (no page reload: the
-// reader keeps their scroll position and what they typed).
+// counts and the ratings of the rows on screen are fetched again, in place (no page
+// reload: the reader keeps their scroll position and what they typed). The rows on
+// screen stay where they are, so a row being read never moves; conversations that the
+// list's order would now put elsewhere wait for "Show the updated list".
 const POLL_MS = 3000;
 let version = null;
+
+function rowKey(row) {
+  return `${row.run}/${row.id}`;
+}
+
+async function refreshInPlace() {
+  const response = await fetch(`/api/conversations?${params().toString()}`);
+  const data = await response.json();
+  if (!response.ok || shown === null) return false;
+  const fresh = new Map(data.rows.map((r) => [rowKey(r), r]));
+  const rows = shown.rows.map((r) => fresh.get(rowKey(r)) || r);
+  const moved = data.rows.length !== rows.length || data.rows.some((r, i) => rowKey(r) !== rowKey(rows[i]));
+  render(Object.assign({}, data, { rows }));
+  return moved;
+}
 
 async function poll() {
   try {
@@ -337,11 +370,24 @@ async function poll() {
     if (version !== null && data.version !== version) {
       facets = await (await fetch("/api/facets")).json();
       renderRuns();
+      renderCompareLink();
       fillFilters();
-      await load();
+      const moved = await refreshInPlace();
       const now = new Date().toLocaleTimeString();
-      document.getElementById("live").textContent =
-        `Updated ${now}: ${data.conversations.toLocaleString()} conversations so far.`;
+      const live = document.getElementById("live");
+      live.replaceChildren(
+        `Updated ${now}: ${data.conversations.toLocaleString()} of ` +
+          `${data.planned.toLocaleString()} planned conversations so far.`,
+      );
+      if (moved) {
+        const button = el("button", { type: "button", id: "show-updated" }, "Show the updated list");
+        button.addEventListener("click", () => {
+          live.replaceChildren(`Updated ${now}: ${data.conversations.toLocaleString()} of ` +
+            `${data.planned.toLocaleString()} planned conversations so far.`);
+          load();
+        });
+        live.append(" New or re-rated conversations belong elsewhere in this order: ", button);
+      }
     }
     version = data.version;
   } catch (error) {
@@ -361,10 +407,65 @@ async function start() {
     return;
   }
   renderRuns();
+  renderCompareLink();
   renderLegend();
   setUpFilters();
   load();
   poll();
 }
+
+// -- keyboard shortcuts ----------------------------------------------------------------
+
+// Single keys, ignored while typing in a field; "?" shows them all.
+const KEYS = [
+  ["/", "search"],
+  ["n  or  →", "next page of the list"],
+  ["p  or  ←", "previous page of the list"],
+  ["o", "open the first conversation on the page"],
+  ["f", "show or hide the filters"],
+  ["g", "the chatbot × persona grid"],
+  ["?", "show or hide this help"],
+  ["Esc", "close this help"],
+];
+
+function toggleHelp(show) {
+  let box = document.getElementById("keys");
+  if (!box) {
+    box = el("div", { id: "keys", className: "keys", role: "dialog", "aria-label": "Keyboard shortcuts" });
+    box.append(el("h2", {}, "Keyboard shortcuts"));
+    const list = el("dl");
+    for (const [key, what] of KEYS) list.append(el("dt", {}, key), el("dd", {}, what));
+    box.append(list, el("p", {}, "On a conversation's page, Previous / Next are links: Tab to them."));
+    box.hidden = true;
+    document.body.append(box);
+  }
+  box.hidden = show === undefined ? !box.hidden : !show;
+}
+
+function pagerButton(label) {
+  return [...document.querySelectorAll("#pager button")].find((b) => b.textContent.includes(label));
+}
+
+document.addEventListener("keydown", (event) => {
+  const target = event.target;
+  if (event.ctrlKey || event.metaKey || event.altKey) return;
+  if (target instanceof HTMLElement && target.closest("input, textarea, select")) {
+    if (event.key === "Escape") target.blur();
+    return;
+  }
+  const click = (node) => node && !node.disabled && node.click();
+  switch (event.key) {
+    case "?": toggleHelp(); break;
+    case "Escape": toggleHelp(false); return;
+    case "/": document.getElementById("filter-box").open = true; document.querySelector('#filters [name="q"]').focus(); break;
+    case "n": case "ArrowRight": click(pagerButton("Next")); break;
+    case "p": case "ArrowLeft": click(pagerButton("Previous")); break;
+    case "o": click(document.querySelector("#list tbody td.id a")); break;
+    case "f": { const box = document.getElementById("filter-box"); box.open = !box.open; break; }
+    case "g": click(document.getElementById("grid-link")); break;
+    default: return;
+  }
+  event.preventDefault();
+});
 
 start();

@@ -55,9 +55,32 @@ function showProgress(rated, total) {
 
 // -- the form ----------------------------------------------------------------------------
 
+// What each rating means for a dimension, in the rubric's words, folded until asked for.
+function guideFor(dimension, ratings) {
+  const meanings = state.guide[dimension];
+  if (!meanings) return null;
+  const details = el("details", { className: "guide" });
+  details.append(el("summary", {}, "What each rating means"));
+  for (const rating of ratings) {
+    const meaning = meanings[rating];
+    if (!meaning) continue;
+    const block = el("div", { className: `meaning ${slug(rating)}` });
+    block.append(el("p", { className: "meaning-name" }, rating));
+    block.append(el("p", {}, meaning.summary));
+    if (meaning.questions.length) {
+      const list = el("ul");
+      for (const q of meaning.questions) list.append(el("li", {}, q));
+      block.append(list);
+    }
+    details.append(block);
+  }
+  return details;
+}
+
 function buildForm(dimensions, ratings) {
   const box = document.getElementById("dimensions");
   box.replaceChildren();
+  if (state.guide_note) box.append(el("p", { className: "hint guide-note" }, state.guide_note));
   dimensions.forEach((dimension, i) => {
     const fieldset = el("fieldset", { className: "dimension", "data-dimension": dimension });
     fieldset.append(el("legend", {}, `${i + 1}. ${dimension}`));
@@ -70,6 +93,8 @@ function buildForm(dimensions, ratings) {
       options.append(label);
     }
     fieldset.append(options);
+    const guide = guideFor(dimension, ratings);
+    if (guide) fieldset.append(guide);
     box.append(fieldset);
   });
 }
@@ -97,6 +122,14 @@ function setFormEnabled(enabled) {
   }
 }
 
+// Saved ratings stay open to change until the judge's are shown; then they are final.
+function setFinal(final, why) {
+  setFormEnabled(!final);
+  document.getElementById("change-hint").textContent = final
+    ? `Your ratings of this conversation are final: ${why}.`
+    : "You can still change your ratings and save again, until you show the judge's ratings.";
+}
+
 // -- one conversation --------------------------------------------------------------------
 
 function showConversation(conversation, total) {
@@ -115,6 +148,7 @@ function showConversation(conversation, total) {
   for (const f of document.querySelectorAll("fieldset.dimension")) f.classList.remove("missing");
   document.getElementById("note").value = "";
   setFormEnabled(true);
+  document.getElementById("save").textContent = "Save ratings";
   document.getElementById("after").hidden = true;
   const judge = document.getElementById("judge");
   judge.hidden = true;
@@ -183,13 +217,15 @@ async function save(event) {
       }),
     });
   } catch (e) {
-    setFormEnabled(true);
+    setFormEnabled(!e.message.includes("are final"));
     say(`Not saved: ${e.message}`, true);
     return;
   }
   showProgress(answer.rated, answer.total);
   document.getElementById("after").hidden = false;
-  say(`Saved: conversation ${current.position} of ${answer.total} (${answer.rated} rated).`);
+  setFinal(false);
+  document.getElementById("save").textContent = "Save changes";
+  say(`${answer.changed ? "Saved your changes" : "Saved"}: conversation ${current.position} of ${answer.total} (${answer.rated} rated).`);
   document.getElementById("next").focus();
 }
 
@@ -232,6 +268,7 @@ async function reveal() {
     tbody.append(row);
   }
   table.append(thead, tbody);
+  setFinal(true, "the judge's ratings have been shown");
   box.hidden = false;
   // The form's panel scrolls on its own on a wide screen: bring the table into it.
   box.scrollIntoView({ block: "nearest" });
@@ -239,7 +276,29 @@ async function reveal() {
   button.textContent = "Hide the judge's ratings";
 }
 
+// Keyboard: Ctrl+Enter (or Cmd+Enter) saves, anywhere on the page, the note included;
+// outside a field, "n" goes to the next conversation once saved, "j" shows the judge's
+// ratings, "1"-"4" rate the focused dimension, "?" shows these.
+function reviewKeys(event) {
+  if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
+    const save = document.getElementById("save");
+    if (!save.disabled) document.getElementById("rating-form").requestSubmit();
+    event.preventDefault();
+    return;
+  }
+  if (event.ctrlKey || event.metaKey || event.altKey) return;
+  if (event.target instanceof HTMLElement && event.target.closest("textarea, input[type=text]")) return;
+  const after = document.getElementById("after");
+  if (event.key === "n" && !after.hidden) document.getElementById("next").click();
+  else if (event.key === "j" && !after.hidden && document.getElementById("judge").hidden) document.getElementById("reveal").click();
+  else if (event.key === "?") document.getElementById("review-keys").hidden = !document.getElementById("review-keys").hidden;
+  else if (event.key === "Escape") document.getElementById("review-keys").hidden = true;
+  else return;
+  event.preventDefault();
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  document.addEventListener("keydown", reviewKeys);
   document.getElementById("rating-form").addEventListener("submit", save);
   document.getElementById("next").addEventListener("click", loadNext);
   document.getElementById("reveal").addEventListener("click", reveal);

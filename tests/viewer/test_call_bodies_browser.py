@@ -1,0 +1,112 @@
+"""The conversation page shows what each model call was sent and answered, the judge's
+calls beside the question they answer, with copy buttons: in a real Chromium, on the
+desktop and on a phone."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from vera.report import exported_call
+from vera.store import BodyReader, open_run
+
+from .test_browser import browser, no_page_scroll, page_at  # noqa: F401  (fixtures)
+from .test_server import start_view
+
+# Where the screenshots the docs show are refreshed from (VERA_DOCS_SCREENSHOTS=1).
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+
+
+@pytest.fixture(scope="module")
+def offline_url(offline_run) -> Iterator[str]:
+    proc, url = start_view(str(offline_run))
+    yield url
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+
+
+def _a_judged_conversation(run: Path) -> str:
+    records = open_run(run)
+    return next(cid for cid in records.conversations if records.judgements_of(cid))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [1400, 400])
+def test_each_calls_input_and_output_is_shown_and_copied(page_at, offline_url, offline_run, width, tmp_path):  # noqa: F811
+    cid = _a_judged_conversation(offline_run)
+    with BodyReader(offline_run) as reader:
+        bodies = reader.conversation(cid)
+    own = [b for b in bodies if b.call.role != "judge"]
+    judge = [b for b in bodies if b.call.role == "judge"]
+    assert own and judge  # the control: both kinds are there to be shown
+
+    page = page_at(width)
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.goto(f"{offline_url}runs/0/conversations/{cid}.html")
+
+    # The conversation's own calls under the calls table, in order, collapsed.
+    shown = page.locator("#call-bodies details.call-body")
+    assert shown.count() == len(own)
+    assert not shown.first.evaluate("d => d.open")
+    first, body = shown.first, own[0]
+    first.locator("> summary").click()
+    assert first.evaluate("d => d.open")
+    texts = first.locator(".call-in .msg pre").all_text_contents()
+    assert texts[: len(body.messages)] == [m.content for m in body.messages]
+    assert body.response is not None
+    assert first.locator(".call-out pre").first.text_content() == body.response.text
+
+    # Copy: the reply's text, and the input as the JSON `vera export --calls` writes.
+    first.locator(".call-out button.copy").click()
+    assert page.evaluate("navigator.clipboard.readText()") == body.response.text
+    first.locator(".call-in button.copy").click()
+    copied = json.loads(page.evaluate("navigator.clipboard.readText()"))
+    assert copied == json.loads(json.dumps(exported_call(body)["request"]))
+
+    # Each judge call sits in the walk, in the step of the question it answers.
+    steps = page.locator("#walks li.step")
+    for b in judge:
+        step = steps.filter(has=page.locator(f'code:text-is("{b.question_id}")'))
+        assert step.locator("details.call-body").count() >= 1, b.question_id
+    assert page.locator("#walks details.call-body").count() == len(judge)
+    inside = page.locator("#walks details.call-body").first
+    inside.locator("> summary").click()
+    assert inside.locator(".call-in .msg pre").first.text_content() == judge[0].messages[0].content
+
+    # The calls table links each call to its body.
+    assert page.locator('table.calls a[href="#call-1"]').count() == 1
+    assert no_page_scroll(page)
+    assert errors == []
+    page.screenshot(path=tmp_path / f"calls-{width}.png", full_page=False)
+    if os.environ.get("VERA_DOCS_SCREENSHOTS"):
+        first.scroll_into_view_if_needed()
+        page.screenshot(path=DOCS_IMAGES / f"call-bodies-{width}.png")
+
+
+@pytest.mark.slow
+def test_a_run_without_call_bodies_says_so_on_the_page(page_at, offline_run, tmp_path):  # noqa: F811
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(offline_run, run)
+    (run / "call_bodies.sqlite").unlink()
+    for extra in run.glob("call_bodies.sqlite-*"):
+        extra.unlink()
+    proc, url = start_view(str(run))
+    try:
+        page = page_at(1400)
+        page.goto(f"{url}runs/0/conversations/{_a_judged_conversation(run)}.html")
+        section = page.locator("#call-bodies").inner_text()
+        assert "keeps no call bodies" in section
+        assert page.locator("details.call-body").count() == 0
+        assert page.locator("table.calls tbody tr").count() > 0  # the accounting is still there
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)

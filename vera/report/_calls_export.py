@@ -1,0 +1,92 @@
+"""`vera export --calls`: every model call of a run, one JSON object per line, with its
+full request (messages, parameters, schema) and response (text, structured answer,
+finish reason, usage) beside its accounting record, in the order of calls.jsonl.
+
+The bodies are read back from the run's content-addressed store (vera.store's call
+bodies), one call at a time, so a run of any size is written in bounded memory. The file
+appears whole or not at all, and is never one of the run's own files.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+import msgspec
+
+from vera.errors import UserError
+from vera.records import CallBody
+from vera.store import BodyReader, atomic_file, has_bodies, read_manifest
+
+# The run's own files: an export never replaces one.
+_RUN_FILES = (
+    "calls.jsonl",
+    "conversations.jsonl",
+    "judgements.jsonl",
+    "manifest.json",
+    "events.jsonl",
+    "human_ratings.jsonl",
+    "card.json",
+    "card.md",
+    "card.html",
+)
+
+
+def exported_call(body: CallBody) -> dict[str, Any]:
+    """One call as `vera export --calls` writes it (and the viewer shows it)."""
+    return {
+        "call": msgspec.to_builtins(body.call),
+        "conversation_id": body.conversation_id,
+        "question_id": body.question_id,
+        "request": {
+            "messages": [{"role": m.role, "content": m.content} for m in body.messages],
+            "params": body.params,
+            "schema": body.schema,
+            "reask": body.reask,
+        },
+        "response": msgspec.to_builtins(body.response) if body.response is not None else None,
+    }
+
+
+def no_bodies_reason(run_dir: Path) -> str | None:
+    """Why a run has no call bodies to show (None: it has them)."""
+    if has_bodies(run_dir):
+        return None
+    manifest = read_manifest(run_dir) if (run_dir / "manifest.json").exists() else None
+    if manifest is not None and manifest.config.call_bodies is False:
+        return "the run was made with --no-call-bodies: no call's request or response was kept"
+    return (
+        "the run keeps no call bodies (made before vera kept them, before any call, or "
+        "merged from shards, which keep their own)"
+    )
+
+
+def export_calls(run_dir: str | Path, output: str | Path) -> int:
+    """Write every call of the run with its body to `output` ("-" = stdout); the number
+    of calls written."""
+    root = Path(run_dir)
+    reason = no_bodies_reason(root)
+    if reason is not None:
+        raise UserError(f"{root}: {reason}")
+    if str(output) != "-":
+        target = Path(output)
+        if target.is_dir():
+            raise UserError(f"{target}: is a directory")
+        if target.resolve() in {(root / name).resolve() for name in _RUN_FILES}:
+            raise UserError(f"{target}: is one of the run's own files; give another -o FILE")
+    with BodyReader(root) as reader:
+        if str(output) == "-":
+            return _write(reader, sys.stdout.buffer)
+        with atomic_file(Path(output), what="the exported calls") as f:
+            return _write(reader, f)
+
+
+def _write(reader: BodyReader, f: IO[bytes]) -> int:
+    encoder = msgspec.json.Encoder()
+    n = 0
+    for body in reader.all():
+        f.write(encoder.encode(exported_call(body)) + b"\n")
+        n += 1
+    f.flush()
+    return n
