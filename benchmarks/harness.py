@@ -778,6 +778,9 @@ def bench(
 
     Ideal calls/s = min(concurrency, conversations) / latency, capped by --rpm / 60.
     Without options: 100 conversations × 20 turns at 200 ms latency (about 5 s)."""
+    from vera.store import check_output
+
+    check_output(json_path, "--json")  # never over a run's records (a bench run is one)
     if suite:
         if not run_suite(json_path, only):
             sys.exit(1)

@@ -75,7 +75,7 @@ def test_card_of_a_read_only_run_is_printed_and_nothing_is_written(small_run):
     [
         ("score {run}", "ratings.parquet: cannot write the ratings frame"),
         ("card {run} --html", "card.html: cannot write the score card (HTML)"),
-        ("run --resume {run}", "manifest.json: cannot write the run manifest"),
+        ("run --resume {run}", "events.jsonl: cannot write the event log"),  # the manifest is left alone
         ("judge {run}", "events.jsonl: cannot write the event log"),
     ],
 )

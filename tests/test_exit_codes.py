@@ -44,6 +44,7 @@ def test_all_work_complete_is_0(tmp_path):
         "exit_code": 0,
         "summary": "",
         "missing_shards": [],
+        "skipped_lines": [],
     }
 
 

@@ -600,6 +600,11 @@ class ConfigSnapshot(msgspec.Struct, kw_only=True):
     reference: ReferenceSnapshot = msgspec.field(default_factory=ReferenceSnapshot)
 
 
+# The manifest schema this vera writes and can continue; a manifest of a later schema
+# is read for display only (`vera.store.manifest_notes`), never rewritten.
+MANIFEST_SCHEMA_VERSION = 1
+
+
 class RunManifest(msgspec.Struct, kw_only=True):
     """Exactly what produced a run: versions and hashes of every input, models, seeds.
 
@@ -607,7 +612,7 @@ class RunManifest(msgspec.Struct, kw_only=True):
     field of its own), typed: a resumed run restores exactly it (`vera.app`), and the
     report reads its settings (`[stats]`, `[conversation]`, `allow_failures`)."""
 
-    schema_version: int = 1
+    schema_version: int = MANIFEST_SCHEMA_VERSION
     vera_version: str
     run_id: str
     rubric: ArtifactVersion

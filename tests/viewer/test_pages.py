@@ -168,6 +168,12 @@ def test_score_writes_a_page_for_every_conversation_the_card_lists(viewer_run):
         for f in d["findings"]
         for e in f["exemplars"]
     }
+    # ... and every conversation its simulated-user checks flag (each linked from the card).
+    listed |= {
+        f["conversation_id"]
+        for row in (card["realism"] or {}).get("by_user_agent", [])
+        for f in row["flagged_conversations"]
+    }
     written = {p.stem for p in (viewer_run / "conversations").glob("*.html")}
     assert written == listed
     card_html = (viewer_run / "card.html").read_text()

@@ -118,18 +118,27 @@ def preflight(
     judging: bool = True,
     chosen_judges: bool = False,
     shard: Shard | None = None,
+    judging_only: bool = False,
 ) -> ConfigReport:
     """Every problem of the run `cfg` describes, before anything is opened. `where`
     names the config in findings about it; `keys="warn"` reports an unset key variable
     as a warning (`vera validate config`), the run's "require" as an error; `judging`:
     whether the run calls its judges (`vera simulate` only records them, so their keys
     and their budget wait for `vera judge`); `chosen_judges`: the judges were named on the command line (stand-in judges that
-    cannot read the rubric are then refused, not replaced by the dry-run judge)."""
+    cannot read the rubric are then refused, not replaced by the dry-run judge);
+    `judging_only`: `vera judge` (a run's conversations, or imported transcripts), which
+    calls only the judges and reads only the rubric and the judge prompts."""
     findings: list[Finding] = []
     reference = _reference(cfg, where, findings)
     profiles, broken, origin = _profiles(cfg, findings)
-    specs = _models(cfg, where, profiles, broken, origin, findings, keys=keys, judging=judging)
+    roles = ("judges",) if judging_only else ("chatbots", "user_agents", "judges")
+    specs = _models(cfg, where, profiles, broken, origin, findings, keys=keys, judging=judging, roles=roles)
     rubric_key = _rubric(cfg, findings)
+    if judging_only:
+        _judge_prompts(cfg, findings)
+        if rubric_key is not None:
+            _stand_in_judges(specs, rubric_key, cfg, chosen_judges, findings)
+        return ConfigReport(findings, f"rubric {rubric_key or '?'}, {len(cfg.judges)} judge(s)", reference)
     _target_warnings(cfg, findings)
     n_personas, columns = _personas(cfg, findings)
     _prompts(cfg, columns, findings)
@@ -213,13 +222,14 @@ def _models(
     *,
     keys: Keys,
     judging: bool,
+    roles: tuple[str, ...] = ("chatbots", "user_agents", "judges"),
 ) -> list[ModelSpec]:
     """Every model reference resolves to a profile that loads, an offline stand-in
     exists and plays its role, the model takes the role's settings (reasoning, service
     tier, judge mode, budget), and the keys it needs are set."""
     specs: list[ModelSpec] = []
     warned: set[str] = set()
-    for role in ("chatbots", "user_agents", "judges"):
+    for role in roles:
         for ref in getattr(cfg, role):
             prefix = ref.split("/", 1)[0]
             if ref in broken or prefix in broken:
@@ -365,6 +375,10 @@ def _prompts(cfg: RunConfig, columns: tuple[str, ...], findings: list[Finding]) 
                 findings.append(Finding(f"{i.path}:{i.line}" if i.line else i.path, i.message))
     except UserError as exc:
         findings.append(_finding(exc, cfg.user_prompts))
+    _judge_prompts(cfg, findings)
+
+
+def _judge_prompts(cfg: RunConfig, findings: list[Finding]) -> None:
     try:
         load_judge_prompts(cfg.path(cfg.judge_prompts), cfg.reference_dir)
     except UserError as exc:

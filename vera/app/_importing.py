@@ -7,6 +7,7 @@ import dataclasses
 from collections import Counter
 from pathlib import Path
 
+from vera.app._checks import preflight
 from vera.app._judging import judge, judged
 from vera.app._options import JudgeOptions, configure
 from vera.app._result import RunOutcome
@@ -23,6 +24,9 @@ from vera.store import RunStore, atomic_write
 
 async def import_and_judge(opts: JudgeOptions) -> RunOutcome:
     cfg = configure(load_config(opts.config_path, reference_data=opts.reference_data), opts)
+    # The checks `vera run` makes, of what judging uses: the judges, rubric and prompts.
+    hint = f"; `vera validate config {opts.config_path}` lists them" if opts.config_path else ""
+    preflight(cfg, opts.config_path or "", chosen_judges=bool(opts.judges), judging_only=True).refuse(hint)
     inputs = Inputs.load(cfg)
     stand_in = fit_stand_in_judges(inputs, chosen=bool(opts.judges))
     personas = inputs.personas if opts.personas else None

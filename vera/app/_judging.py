@@ -11,10 +11,11 @@ from pathlib import Path
 
 import msgspec
 
+from vera.app._checks import preflight
 from vera.app._options import JudgeOptions, configure
 from vera.app._result import RunOutcome
 from vera.app._resume import check_inputs_present, restored_config, resume_command, run_to_resume
-from vera.app._run import FORCED, counts
+from vera.app._run import FORCED, counts, did_work, same_manifest
 from vera.app._session import RunSession
 from vera.app._stand_ins import RunFacts
 from vera.engine import Inputs, Sweep, SweepResult, check_judges, judge_conversations, judge_slots, role_specs
@@ -23,7 +24,7 @@ from vera.inputs import PersonaSet, RunConfig, Template, UserPrompts, load_judge
 from vera.records import Conversation, ImportInfo, ModelSpec, RunManifest
 from vera.report import run_status, tally
 from vera.rubric import load_rubric, validate_rubric
-from vera.store import Fanout, open_run
+from vera.store import MANIFEST, Fanout, open_run
 
 
 async def judge_existing(opts: JudgeOptions) -> RunOutcome:
@@ -48,6 +49,8 @@ async def judge_existing(opts: JudgeOptions) -> RunOutcome:
         cfg.reference.data = manifest.reference.path
     cfg = configure(cfg, opts)
     check_inputs_present(manifest, cfg, run_dir, ("rubric", "judge_prompts"))
+    # The checks `vera run` makes, of what judging uses: the judges, rubric and prompts.
+    preflight(cfg, str(run_dir / MANIFEST), chosen_judges=True, judging_only=True).refuse()
     inputs = _judging_inputs(cfg, manifest)
     for key, now in (("rubric", inputs.rubric_version()), ("judge_prompts", inputs.judge_prompts.version)):
         was = getattr(manifest, key)
@@ -168,7 +171,8 @@ async def judge(
             slots=judge_slots(judges, cfg.judge.instances),
         )
         planned = _manifest(sweep, run_dir, manifest, len(conversations), imported[2] if imported else None)
-        session.store.write_manifest(planned)
+        if not same_manifest(manifest, planned):
+            session.store.write_manifest(planned)
         session.open_cache(cfg)
         swept = await session.work(
             judge_conversations(
@@ -184,7 +188,10 @@ async def judge(
         result = swept or SweepResult(stopped=f"{session.stop.reason}; {FORCED}")
         session.budget_stop(result)
         planned = msgspec.structs.replace(planned, stopped=result.stopped)
-        session.store.write_manifest(planned)
+        if did_work(result) or not same_manifest(manifest, planned):
+            session.store.write_manifest(planned)
+        elif manifest is not None:  # judged again with nothing left to do: left as it was
+            planned = manifest
         if stats := pool.batch_stats():
             events.log.info("batches", **stats)  # created, submitted, resumed, requeued, live
         events.log.info("judging_finished", **counts(result))

@@ -24,10 +24,11 @@ from typing import Any
 
 import msgspec
 
+from vera.app._resume import check_schema
 from vera.errors import UserError, storage_error
 from vera.records import RunManifest
 from vera.report import RunStatus, run_status, score_run
-from vera.store import RunStore, open_run, read_manifest
+from vera.store import MANIFEST, RunStore, open_run, read_manifest
 
 # Fields that legitimately differ between the shards of one sweep.
 _PER_SHARD = (
@@ -59,6 +60,7 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
     manifests: list[RunManifest] = []
     for d in shards:
         manifests.append(read_manifest(d))  # names a folder that is not a run
+        check_schema(manifests[-1], d / MANIFEST)  # its fields this vera does not know would be lost
     first = _identity(manifests[0])
     for d, m in zip(shards[1:], manifests[1:], strict=True):
         other = _identity(m)

@@ -29,9 +29,10 @@ from typing import Any
 
 import msgspec
 
+from vera import __version__
 from vera.errors import ConfigError, UserError
 from vera.inputs import Profile, RunConfig, load_config, resolve_ref
-from vera.records import ArtifactVersion, ModelSpec, RunManifest
+from vera.records import MANIFEST_SCHEMA_VERSION, ArtifactVersion, ModelSpec, RunManifest
 from vera.store import MANIFEST
 
 # The inputs a manifest pins by hash: (manifest and config field, what it is).
@@ -118,7 +119,34 @@ def run_to_resume(out: Path) -> RunManifest:
     path = out / MANIFEST
     if not path.is_file():
         raise UserError(f"{out}: nothing to resume (no {MANIFEST}: not a vera run directory)")
-    return read_manifest(path)
+    manifest = read_manifest(path)
+    check_own_version(manifest, path)
+    return manifest
+
+
+def check_schema(manifest: RunManifest, path: Path) -> None:
+    """Refuse to rewrite a manifest of a schema later than this vera's: the fields this
+    vera does not know would be lost."""
+    if manifest.schema_version > MANIFEST_SCHEMA_VERSION:
+        raise UserError(
+            f"{path}: manifest schema {manifest.schema_version} is newer than this vera writes "
+            f"({MANIFEST_SCHEMA_VERSION}); continue the run with the vera that made it "
+            f"({manifest.vera_version}), or start a new run"
+        )
+
+
+def check_own_version(manifest: RunManifest, path: Path) -> None:
+    """Only the vera that made a run continues it: another version may plan other jobs,
+    ask the judge other questions or write records this one does not know, and continuing
+    would rewrite the manifest as if this vera had made the whole run. Reading the run
+    (`vera card`, `view`, `compare`) stays open to every version."""
+    check_schema(manifest, path)
+    if manifest.vera_version != __version__:
+        raise UserError(
+            f"{path}: this run was made by vera {manifest.vera_version} and this is vera "
+            f"{__version__}; continue it with vera {manifest.vera_version}, or start a new run "
+            "(its card, view and export read it as it is)"
+        )
 
 
 def read_manifest(path: Path) -> RunManifest:

@@ -134,7 +134,8 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
             )
             if existing is not None:
                 check_same_run(existing, manifest, run_dir)
-            session.store.write_manifest(manifest)
+            if not same_manifest(existing, manifest):
+                session.store.write_manifest(manifest)
             events = session.open_events()
             events.log.info(
                 "run_started",
@@ -165,7 +166,10 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
             finished = msgspec.structs.replace(
                 manifest, updated_at=sweep.manifest(manifest.run_id).updated_at, stopped=result.stopped
             )
-            session.store.write_manifest(finished)
+            if did_work(result) or not same_manifest(existing, finished):
+                session.store.write_manifest(finished)
+            else:  # a resume with nothing left to do leaves the manifest as it was
+                finished = existing or finished
             if stats := pool.batch_stats():
                 events.log.info("batches", **stats)  # created, submitted, resumed, requeued, live
             events.log.info("run_finished", **counts(result))
@@ -231,6 +235,21 @@ def _resumed_config(
 
 def _manifest_shard(manifest: RunManifest | None) -> Shard | None:
     return Shard.parse(manifest.shard) if manifest is not None and manifest.shard else None
+
+
+def same_manifest(existing: RunManifest | None, planned: RunManifest) -> bool:
+    """Whether `planned` says nothing `existing` does not, but the time: a resume that
+    has nothing to do does not rewrite the manifest."""
+    return (
+        existing is not None and msgspec.structs.replace(planned, updated_at=existing.updated_at) == existing
+    )
+
+
+def did_work(result: SweepResult) -> bool:
+    """Whether a session added any record (done or failed) to the run."""
+    return bool(
+        result.conversations or result.conversations_failed or result.judgements or result.judgements_failed
+    )
 
 
 def counts(result: SweepResult) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from vera import __version__
 from vera.app import sweep_collector
 from vera.cli._door import Number, guard
 from vera.errors import ConfigError, Interrupted, UserError
+from vera.files import CorruptLine, watching
 from vera.inputs import MAX_RESAMPLES, MAX_SEEDS, MAX_TURNS
 from vera.ranges import SEED
 from vera.report import Card, fixed, num
@@ -34,13 +35,42 @@ def _fail(message: str, code: int = 1) -> None:
     sys.exit(code)
 
 
+class _SkippedLines:
+    """Tells the terminal of each corrupt record line a command skipped (a few per file,
+    then how many more at the end): nothing is left out unseen."""
+
+    SHOWN_PER_FILE = 5
+
+    def __init__(self) -> None:
+        self.per_file: dict[str, int] = {}
+
+    def found(self, line: CorruptLine) -> None:
+        n = self.per_file[str(line.path)] = self.per_file.get(str(line.path), 0) + 1
+        if n <= self.SHOWN_PER_FILE:
+            click.echo(f"warning: {line.render()}; left out (restore the file from a backup)", err=True)
+
+    def summary(self) -> None:
+        for path, n in self.per_file.items():
+            if n > self.SHOWN_PER_FILE:
+                click.echo(
+                    f"warning: {path}: {n - self.SHOWN_PER_FILE} more corrupt line(s) left out", err=True
+                )
+
+
 class VeraGroup(click.Group):
     """Turns vera's user errors, and click's own (a bad option or value), into one clear
-    line and exit code 1: exit code 2 means a run with failed work (`vera.report._outcome`)."""
+    line and exit code 1: exit code 2 means a run with failed work (`vera.report._outcome`).
+    Every record line a command skips because it does not decode is named on the
+    terminal (`vera.files.watching`)."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        skipped = _SkippedLines()
         try:
-            return super().invoke(ctx)
+            with watching(on_found=skipped.found):
+                try:
+                    return super().invoke(ctx)
+                finally:
+                    skipped.summary()
         except UserError as exc:
             _fail(str(exc))
         except Interrupted as exc:
@@ -137,6 +167,15 @@ DURATION = _Duration()
 MAX_WAIT_HELP = (
     'Bound on the time the run waits for pending batches ([judge] mode = "batch"), e.g. 90m, '
     "2h or seconds; past it the run stops (exit 3), the batches kept: a resume polls them."
+)
+
+
+SKIP_CORRUPT = click.option(
+    "--skip-corrupt",
+    is_flag=True,
+    help="Go on when a record file of the run holds a line that is not a record (each is named; "
+    "the card counts them). Without it such a run is refused. A last line cut short by a crash "
+    "is not corrupt: it is mended without this option.",
 )
 
 
@@ -298,6 +337,7 @@ def _sweep_options(f: F) -> F:
             "default and the reference's: each session starts fresh) or history (vera's replay).",
         ),
         REFERENCE_DATA_OPTION,
+        SKIP_CORRUPT,
         click.option("--quiet", is_flag=True, help="Do not print the card at the end."),
     ]
     for option in reversed(options):
@@ -379,7 +419,7 @@ def _session_types(value: str | None) -> list[str] | None:
 
 @main.command()
 @_sweep_options
-def run(quiet: bool, **sweep: Any) -> None:
+def run(quiet: bool, skip_corrupt: bool, **sweep: Any) -> None:
     """Simulate, judge and score: a complete evaluation into one run directory.
 
     `vera run --resume DIR` continues a run with the settings it was made with (rerunning
@@ -389,21 +429,23 @@ def run(quiet: bool, **sweep: Any) -> None:
     interrupted."""
     from vera.app import execute_run, scored
 
-    outcome = scored(_run_async(execute_run(_run_options(**sweep, judge=True, command="run"))))
+    with watching(refuse=not skip_corrupt):
+        outcome = scored(_run_async(execute_run(_run_options(**sweep, judge=True, command="run"))))
     _print_outcome(outcome, quiet=quiet)
     sys.exit(outcome.exit_code)
 
 
 @main.command()
 @_sweep_options
-def simulate(quiet: bool, **sweep: Any) -> None:
+def simulate(quiet: bool, skip_corrupt: bool, **sweep: Any) -> None:
     """Only simulate conversations (no judging); judge later with `vera judge RUN_DIR`.
 
     Takes the options of `vera run`; --judge records the judges `vera judge` will use.
     `vera simulate --resume DIR` continues. Exit codes as for `vera run`."""
     from vera.app import execute_run, scored
 
-    outcome = scored(_run_async(execute_run(_run_options(**sweep, judge=False, command="simulate"))))
+    with watching(refuse=not skip_corrupt):
+        outcome = scored(_run_async(execute_run(_run_options(**sweep, judge=False, command="simulate"))))
     _print_outcome(outcome, quiet=quiet)
     sys.exit(outcome.exit_code)
 
@@ -453,6 +495,7 @@ def simulate(quiet: bool, **sweep: Any) -> None:
     is_flag=True,
     help="Do not replay cached responses (they are still not paid twice within a run).",
 )
+@SKIP_CORRUPT
 @click.option(
     "--no-call-bodies",
     is_flag=True,
@@ -474,6 +517,7 @@ def judge(
     max_wait: float | None,
     allow_failures: float | None,
     no_cache: bool,
+    skip_corrupt: bool,
     no_call_bodies: bool,
     quiet: bool,
 ) -> None:
@@ -504,7 +548,8 @@ def judge(
         reference_data=reference_data,
         allow_failures=allow_failures,
     )
-    outcome = scored(_run_async(judge_run(opts)))
+    with watching(refuse=not skip_corrupt):
+        outcome = scored(_run_async(judge_run(opts)))
     _print_outcome(outcome, quiet=quiet)
     sys.exit(outcome.exit_code)
 
@@ -517,14 +562,16 @@ def judge(
     is_flag=True,
     help="Merge even if some shards of the sweep are missing; the card then names them at the top.",
 )
-def merge(out: str, shards: tuple[str, ...], allow_partial: bool) -> None:
+@SKIP_CORRUPT
+def merge(out: str, shards: tuple[str, ...], allow_partial: bool, skip_corrupt: bool) -> None:
     """Combine shard run directories (`vera run --shard K/N`) into one run and score it.
 
     The shards must belong to the same sweep (same inputs, models and settings) and
     make it whole, unless --allow-partial. Exit codes as for `vera run`."""
     from vera.app import merge_runs
 
-    status = merge_runs(Path(out), [Path(s) for s in shards], allow_partial=allow_partial)
+    with watching(refuse=not skip_corrupt):
+        status = merge_runs(Path(out), [Path(s) for s in shards], allow_partial=allow_partial)
     click.echo(f"merged {len(shards)} run(s) → {out}")
     click.echo(status.line())
     sys.exit(status.exit_code)
@@ -605,6 +652,7 @@ def pool(
     help="Interval level between 0 and 1, e.g. 0.95.",
 )
 @click.option("--bootstrap-seed", type=SEED_TYPE, help="Seed of the bootstrap.")
+@SKIP_CORRUPT
 @click.option(
     "--by",
     "by",
@@ -624,6 +672,7 @@ def score(
     resamples: int | None,
     confidence: float | None,
     bootstrap_seed: int | None,
+    skip_corrupt: bool,
     by: tuple[str, ...],
     exclude_flagged: bool,
 ) -> None:
@@ -647,14 +696,15 @@ def score(
         return
     from vera.report import num, score_run
 
-    c = score_run(
-        run_dir,
-        resamples=resamples,
-        confidence=confidence,
-        seed=bootstrap_seed,
-        by=by or None,
-        exclude_flagged=exclude_flagged,
-    )
+    with watching(refuse=not skip_corrupt):
+        c = score_run(
+            run_dir,
+            resamples=resamples,
+            confidence=confidence,
+            seed=bootstrap_seed,
+            by=by or None,
+            exclude_flagged=exclude_flagged,
+        )
     click.echo(f"scored → {Path(run_dir) / 'card.json'}")
     if c.realism is not None and c.realism.excluded:
         click.echo(f"left out: {c.realism.n_excluded} conversation(s) whose simulated user was flagged")
@@ -685,7 +735,10 @@ def card(run_dir: str, html_only: bool, by: str | None) -> None:
     left as it is."""
     from vera.errors import StorageError
     from vera.report import by_column_text, fit, read_card, render_card, render_card_files, write_card_html
+    from vera.store import manifest_notes
 
+    for note in manifest_notes(run_dir):
+        click.echo(note, err=True)
     c = read_card(run_dir)
     if by is not None:
         click.echo(by_column_text(c, by), nl=False)
@@ -835,7 +888,9 @@ def rubric() -> None:
 def rubric_render(file: str, output: str | None) -> None:
     """Render a rubric as Markdown a clinician can read (questions, guidance, flow)."""
     from vera.rubric import load_rubric, render_rubric, validate_rubric
+    from vera.store import check_output
 
+    check_output(output, "-o", inputs=[(file, "rubric")])
     rubric = load_rubric(file)
     # A flow with a cycle or a GOTO to nowhere has no rendering that would not mislead.
     if problems := validate_rubric(rubric):

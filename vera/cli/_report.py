@@ -58,7 +58,9 @@ def improvements(
     conversations; the share of the conversations where the dimension was relevant;
     and examples linked to each conversation's page (docs/improvements.md)."""
     from vera.report import ImprovementsFormat, write_improvements
+    from vera.store import check_output
 
+    check_output(out, "--out", runs=[run_dir])
     written = write_improvements(
         run_dir,
         fmt=cast(ImprovementsFormat, fmt),

@@ -20,7 +20,7 @@ from vera.inputs import MAX_RESAMPLES
 from vera.ranges import MARGIN, SEED
 from vera.report import compare_tables, percent_level, render, text_tables
 from vera.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
-from vera.store import atomic_write
+from vera.store import atomic_write, check_output
 
 # Only the names of the literal types: vera.stats (polars, numpy) loads when a command runs.
 NRTreatment = Literal["category", "exclude"]
@@ -116,6 +116,8 @@ def compare(
     from vera.report import compare_runs
 
     _check_bootstrap(resamples, confidence, seed)
+    check_output(json_path, "--json", runs=run_dirs)
+    check_output(html_path, "--html", runs=run_dirs)
     if gate and (by_seed or html_path):
         flag = "--by-seed" if by_seed else "--html"
         raise ConfigError(f"{flag} applies to a comparison, not to --gate (the gate prints its verdict)")
@@ -312,6 +314,12 @@ def agreement(
     _check_bootstrap(resamples, confidence, seed)
     if confusion_csv is not None and against is None:
         raise ConfigError("--confusion-csv needs --against RUN_DIR (judges to set against the raters)")
+    check_output(
+        confusion_csv,
+        "--confusion-csv",
+        runs=[against] if against else [],
+        inputs=[(ratings_file, "ratings file")],
+    )
     result = agreement_report(
         ratings_file,
         against=against,

@@ -80,8 +80,11 @@ def view(
     Lists every conversation with its ratings; filter by run, chatbot, persona, risk
     level, seed, user-agent, judge, dimension and rating, and status; open one to read
     the transcript beside the judge's walk of the rubric. Ctrl-C stops it."""
+    from vera.store import manifest_notes
     from vera.viewer.app import serve
 
+    for note in (n for d in run_dirs for n in manifest_notes(d)):
+        click.echo(note, err=True)
     # A refusal (a network --host without --allow-remote, a bad --allowed-host) is a
     # UserError: one line and exit code 1, as in `vera review`.
     serve(
@@ -201,6 +204,9 @@ def export(run_dir: str, fmt: str, wide: bool, calls: bool, output: str | None, 
     complete judgement in VERA-MH's results.csv layout, one file per chatbot as the
     reference scores them (docs/targets.md)."""
     from vera.report import export_calls, export_reference, export_run, num
+    from vera.store import check_output
+
+    check_output(output, "-o", runs=[run_dir])
 
     if calls:
         if wide or fmt != "csv" or chatbot:

@@ -59,6 +59,7 @@ from vera.clients.batch_openai import (
 from vera.clients.limits import Account, LimitedClient, Prices
 from vera.clients.meter import current_meter
 from vera.errors import FatalProviderError, ProviderError, RequestError, TransientError, WaitLimitReached
+from vera.files import records
 from vera.records import CallRecord, Completion, Usage
 
 JOURNAL_FILE = "batches.jsonl"
@@ -120,15 +121,9 @@ class BatchJournal:
         self._encoder = msgspec.json.Encoder()
 
     def entries(self) -> list[JournalEntry]:
-        if not self.path.exists():
-            return []
-        out = []
-        for text in self.path.read_bytes().splitlines():
-            try:
-                out.append(msgspec.json.decode(text, type=JournalEntry))
-            except msgspec.DecodeError:
-                continue
-        return out
+        # One reader for every record file: a torn last line is skipped, any other line
+        # that does not decode is named (a batch lost from the journal would be paid twice).
+        return list(records(self.path, JournalEntry))
 
     def append(self, entry: JournalEntry) -> None:
         with self.path.open("ab") as f:

@@ -4,21 +4,32 @@ their sidecars.
 
 from vera.files._datafile import CELL_LIMIT, read_tsv_text, sidecar, tsv_rows
 from vera.files._jsonl import (
+    SKIP_HINT,
+    CorruptLine,
+    CorruptRecordError,
+    Damage,
     RecordReader,
     RecordRef,
     StaleIndexError,
+    decoded,
     lines,
     read_record,
     records,
     repair_tail,
     torn_tail,
+    watching,
 )
 
 __all__ = [
     "CELL_LIMIT",
+    "SKIP_HINT",
+    "CorruptLine",
+    "CorruptRecordError",
+    "Damage",
     "RecordReader",
     "RecordRef",
     "StaleIndexError",
+    "decoded",
     "lines",
     "read_record",
     "read_tsv_text",
@@ -27,4 +38,5 @@ __all__ = [
     "sidecar",
     "torn_tail",
     "tsv_rows",
+    "watching",
 ]

@@ -1,15 +1,29 @@
 """Reading the run's append-only JSONL files one line at a time, and one record by place.
 
 The run store, the report builders, the merge and the viewer all read the same files;
-this is the one way they read them. Nothing here holds more than one line at a time:
-a place (`RecordRef`: byte offset and length) is enough to read a record again later.
+this is the one way they read them (`decoded`). Nothing here holds more than one line at
+a time: a place (`RecordRef`: byte offset and length) is enough to read a record again
+later.
+
+Two kinds of line do not decode, and they are told apart:
+
+* a **torn last line**: the file's last line, without its newline, that is not a whole
+  record. A crash (or kill -9) mid-write leaves one, and a run being written shows one
+  for a moment. Every reader skips it without a word; whoever appends to the file first
+  mends it (`repair_tail`: a whole record gets its newline, a partial one is cut off).
+* a **corrupt line**: any other line that does not decode (a line ended by its newline
+  cannot be a write in progress). It is never skipped in silence: it is handed to the
+  `Damage` watching the reads (`watching`), which either refuses to go on
+  (`CorruptRecordError`, naming file and line) or counts it and tells whoever asked to
+  be told; a reader with no watcher (library use) skips it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import IO, NamedTuple, TypeVar
 
@@ -34,26 +48,127 @@ class StaleIndexError(UserError):
     """A record is no longer where the scan found it."""
 
 
-def lines(path: Path) -> Iterator[tuple[RecordRef, bytes]]:
-    """Every non-empty line of a file with its place, read in one pass."""
+class CorruptLine(NamedTuple):
+    """A line of a record file that is not a record (and not a torn last line)."""
+
+    path: Path
+    number: int  # 1-based, counting every line of the file
+    problem: str
+
+    def where(self) -> str:
+        return f"{self.path}:{self.number}"
+
+    def render(self) -> str:
+        return f"{self.where()}: {self.problem}"
+
+
+class CorruptRecordError(UserError):
+    """A record file holds a line that does not decode, and the reader may not skip it."""
+
+
+SKIP_HINT = (
+    "the run's records are damaged: restore the file from a backup, or give --skip-corrupt "
+    "to go on without the line (the card then counts the lines skipped)"
+)
+
+
+class Damage:
+    """The corrupt lines met by the reads made while it watches (`watching`): each once,
+    by file and line. `refuse`: the first one is a `CorruptRecordError` instead (a run
+    resumed or scored over damaged records would count work that is not there).
+    `on_found` is told of each line skipped; a watcher inside another passes the lines
+    it skips on to it."""
+
+    def __init__(
+        self,
+        *,
+        refuse: bool = False,
+        on_found: Callable[[CorruptLine], None] | None = None,
+        parent: Damage | None = None,
+    ) -> None:
+        self.refuse = refuse
+        self.on_found = on_found
+        self.parent = parent
+        self.lines: dict[tuple[str, int], CorruptLine] = {}
+
+    def found(self, line: CorruptLine) -> None:
+        if self.refuse:
+            raise CorruptRecordError(f"{line.render()}; {SKIP_HINT}")
+        self._skipped(line)
+
+    def _skipped(self, line: CorruptLine) -> None:
+        key = (str(line.path), line.number)
+        if key in self.lines:
+            return
+        self.lines[key] = line
+        if self.on_found is not None:
+            self.on_found(line)
+        if self.parent is not None:
+            self.parent._skipped(line)
+
+
+_watcher: ContextVar[Damage | None] = ContextVar("vera_record_damage", default=None)
+
+
+@contextlib.contextmanager
+def watching(
+    *, refuse: bool | None = None, on_found: Callable[[CorruptLine], None] | None = None
+) -> Iterator[Damage]:
+    """Watch the record files read inside the block for corrupt lines (see `Damage`).
+    `refuse=None` keeps the policy of the watcher around this one (none: skip)."""
+    parent = _watcher.get()
+    if refuse is None:
+        refuse = parent.refuse if parent is not None else False
+    damage = Damage(refuse=refuse, on_found=on_found, parent=parent)
+    token = _watcher.set(damage)
+    try:
+        yield damage
+    finally:
+        _watcher.reset(token)
+
+
+def _numbered(path: Path) -> Iterator[tuple[RecordRef, bytes, int, bool]]:
+    """Every non-empty line of a file: its place, its bytes, its number, and whether it
+    ends with a newline (only the last line of a file can lack one)."""
     if not path.exists():
         return
     offset = 0
     with open(path, "rb") as f:
-        for raw in f:
+        for number, raw in enumerate(f, start=1):
             line = raw.rstrip(b"\r\n")
             if line.strip():
-                yield RecordRef(offset, len(line)), line
+                yield RecordRef(offset, len(line)), line, number, raw.endswith(b"\n")
             offset += len(raw)
 
 
+def lines(path: Path) -> Iterator[tuple[RecordRef, bytes]]:
+    """Every non-empty line of a file with its place, read in one pass."""
+    for ref, line, _, _ in _numbered(path):
+        yield ref, line
+
+
+def decoded(path: Path, decoder: msgspec.json.Decoder[T]) -> Iterator[tuple[RecordRef, T]]:
+    """Every line of a record file that decodes, with its place, in file order. A torn
+    last line is skipped; any other line that does not decode is handed to the watcher
+    (see the module docstring), which refuses or counts it."""
+    for ref, line, number, ended in _numbered(path):
+        try:
+            record = decoder.decode(line)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            damage = _watcher.get()
+            # Not ended: a torn last line (a crash, or a write in progress), mended on append.
+            if ended and damage is not None:
+                damage.found(CorruptLine(path, number, f"not a record ({exc})"))
+            continue
+        yield ref, record
+
+
 def records(path: Path, type_: type[T]) -> Iterator[T]:
-    """Every record of a file that decodes as `type_`, in file order. A damaged or torn
-    line is skipped: one bad record must not lose the others."""
+    """Every record of a file that decodes as `type_`, in file order (see `decoded`: one
+    bad line must not lose the others, and is never skipped unseen)."""
     decoder = msgspec.json.Decoder(type_)
-    for _, line in lines(path):
-        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
-            yield decoder.decode(line)
+    for _, record in decoded(path, decoder):
+        yield record
 
 
 class RecordReader:

@@ -141,12 +141,14 @@ def find_target(
     else:
         raw = Path(text).expanduser()
         candidates = [raw] if raw.is_absolute() else [*([base / raw] if base else []), Path.cwd() / raw]
+    # Absolute but not resolved: a message names the target's files the way the user
+    # reaches them, not where a symlink points (the manifest records resolved paths).
     for c in candidates:
         if c.is_file():
-            return c.resolve()
+            return c.absolute()
         for name in (TARGET_TOML, MANIFEST_JSON):
             if (c / name).is_file():
-                return (c / name).resolve()
+                return (c / name).absolute()
         if c.is_dir():
             raise ConfigError(f"{c}: target folder holds neither {TARGET_TOML} nor {MANIFEST_JSON}")
     builtin = {k.lower(): v for k, v in builtin_targets().items()}

@@ -60,15 +60,31 @@ def status_text(card: Card) -> str:
 def status_warning(card: Card) -> str | None:
     """A warning for the top of the card when it does not cover the whole sweep."""
     st = card.status
-    if st is None or (st.state == "complete" and not st.missing_shards):
+    if st is None:
         return None
+    skipped = _skipped_text(st.skipped_lines)
+    if st.state == "complete" and not st.missing_shards:
+        return skipped or None
     if st.missing_shards:
-        return (
+        warning = (
             f"Partial sweep: shard(s) {', '.join(st.missing_shards)} are missing; every number "
             "below covers only the shards that were merged."
         )
-    # The status line itself is right above the warning in every rendering.
-    return "Not every planned job is complete; the numbers below cover only the work that is."
+    else:
+        # The status line itself is right above the warning in every rendering.
+        warning = "Not every planned job is complete; the numbers below cover only the work that is."
+    return f"{warning} {skipped}" if skipped else warning
+
+
+def _skipped_text(lines: list[str]) -> str:
+    """The record lines a card was scored without (`--skip-corrupt`), named."""
+    if not lines:
+        return ""
+    shown = ", ".join(lines[:5]) + (f" and {num(len(lines) - 5)} more" if len(lines) > 5 else "")
+    return (
+        f"{num(len(lines))} corrupt record line(s) skipped (--skip-corrupt): {shown}; "
+        "the work they held is in no number below."
+    )
 
 
 TERMINAL_TEXT = {

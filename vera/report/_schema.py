@@ -290,12 +290,15 @@ class Comparison(msgspec.Struct, frozen=True, gc=False):
 
 
 class CardStatus(msgspec.Struct, frozen=True, gc=False):
-    """How the run ended: the state, the exit code it gave, one line, missing shards."""
+    """How the run ended: the state, the exit code it gave, one line, missing shards, and
+    the record lines left out because they did not decode (`file:line`, scored with
+    `--skip-corrupt`; the work they held is not in any number of the card)."""
 
     state: str
     exit_code: int
     summary: str
     missing_shards: list[str] = []
+    skipped_lines: list[str] = []
 
 
 class InputVersion(msgspec.Struct, frozen=True, gc=False):

@@ -14,6 +14,7 @@ import polars as pl
 
 from vera import __version__
 from vera.errors import UserError, storage_error
+from vera.files import Damage, watching
 from vera.records import RunManifest
 from vera.report._card import build_card
 from vera.report._html import render_html
@@ -61,6 +62,30 @@ def score_run(
     conversations the simulated-user check flagged out of every score (ratings.parquet
     keeps them: it is the run's, not the card's)."""
     root = Path(run_dir)
+    with watching() as damage:  # refuses or counts corrupt lines, as the command says
+        return _score(
+            root,
+            damage,
+            resamples=resamples,
+            confidence=confidence,
+            seed=seed,
+            frames=frames,
+            by=by,
+            exclude_flagged=exclude_flagged,
+        )
+
+
+def _score(
+    root: Path,
+    damage: Damage,
+    *,
+    resamples: int | None,
+    confidence: float | None,
+    seed: int | None,
+    frames: tuple[pl.DataFrame, pl.DataFrame] | None,
+    by: Sequence[str] | None,
+    exclude_flagged: bool,
+) -> Card:
     # A line a crash tore is mended, so the records the card is written from are whole.
     records = open_run(root, repair=True)
     manifest = records.manifest
@@ -109,6 +134,10 @@ def score_run(
         confidence=settings.confidence,
         seed=settings.seed,
     )
+    if damage.lines and card.status is not None:  # every record file has been read by now
+        card = msgspec.structs.replace(
+            card, status=msgspec.structs.replace(card.status, skipped_lines=_skipped(damage))
+        )
     atomic_write(root / "card.json", encode_card(card))
     render_card_files(card, root)
     # The card's harm list links each conversation to its page beside card.html: only
@@ -127,6 +156,12 @@ def score_run(
         [records.read_judgement(j.id) for cid in sorted(linked) for j in records.judgements_of(cid)],
     )
     return card
+
+
+def _skipped(damage: Damage) -> list[str]:
+    """`file:line` of each corrupt line the card leaves out, file by file."""
+    lines = sorted((line.path.name, line.number) for line in damage.lines.values())
+    return [f"{name}:{number}" for name, number in lines]
 
 
 class StatsSettings(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,10 +1,12 @@
 """The run directory: the append-only writer (fsync'd JSONL, an index of places), the one
-reader (`open_run`, which repairs a torn tail only when asked), the event log, and the
-human ratings people add to a run after its sweep.
+reader (`open_run`, which repairs a torn tail only when asked), the event log, the
+human ratings people add to a run after its sweep, and the guard that keeps every
+output a user names off a run's records and a command's own inputs (`check_output`).
 """
 
 from vera.store._bodies import BODIES, BodyReader, count_bodies, has_bodies
 from vera.store._events import EventLog, Fanout
+from vera.store._guard import OverwriteRefused, check_output, record_kind
 from vera.store._humans import (
     HUMAN_RATINGS,
     append_human_ratings,
@@ -18,6 +20,7 @@ from vera.store._index import (
     JudgementHead,
     RunRecords,
     StaleIndexError,
+    manifest_notes,
     open_run,
     read_manifest,
     recorded_spend,
@@ -33,6 +36,7 @@ __all__ = [
     "EventLog",
     "Fanout",
     "JudgementHead",
+    "OverwriteRefused",
     "RunRecords",
     "RunStore",
     "StaleIndexError",
@@ -40,12 +44,15 @@ __all__ = [
     "atomic_file",
     "atomic_write",
     "check_human_dimensions",
+    "check_output",
     "count_bodies",
     "has_bodies",
     "latest_human_ratings",
+    "manifest_notes",
     "open_run",
     "read_human_ratings",
     "read_human_ratings_numbered",
     "read_manifest",
+    "record_kind",
     "recorded_spend",
 ]

@@ -9,8 +9,9 @@ record is read again by offset when someone opens it.
 `open_run` is the one way a finished or running run is read: the card, merge, compare,
 gate, agreement, the viewer and export all go through it. The records that count are
 the ones `RunStore` keeps (`store.keep_latest`: the last record of a job wins, a complete
-one is never replaced by a failed one). Lines that do not decode (a torn last line while
-a run is being written) are skipped, as `read_records` skips them. By default nothing is
+one is never replaced by a failed one). A torn last line (a run being written, or a
+crash mid-write) is skipped; any other line that does not decode is handed to the
+watcher of the reads (`vera.files.watching`), which refuses or counts it. By default nothing is
 repaired, so a run that is still being written (or an archive on a read-only disk) is
 only read; `repair=True` first mends a last line a crash tore, as `RunStore` does when
 it opens a run to append to it, for readers that write from what they read (the card
@@ -27,9 +28,11 @@ from typing import TypeVar
 import msgspec
 
 from vera.errors import UserError
-from vera.files import RecordReader, RecordRef, StaleIndexError, lines, read_record, records
+from vera.files import RecordReader, RecordRef, StaleIndexError, decoded, read_record, records
+from vera.ranges import SEED
 from vera.records import (
     HIGH_POTENTIAL_FOR_HARM,
+    MANIFEST_SCHEMA_VERSION,
     CallRecord,
     Conversation,
     Judgement,
@@ -188,11 +191,43 @@ def read_manifest(root: Path) -> RunManifest:
     try:
         # Decoded typed, the stored config included: a field of the wrong type is a bad
         # manifest here, not a traceback when the card is made.
-        return msgspec.json.decode(path.read_bytes(), type=RunManifest)
+        manifest = msgspec.json.decode(path.read_bytes(), type=RunManifest)
     except OSError as e:
         raise UserError(f"{path}: cannot read the run manifest: {e.strerror or e}") from None
     except (msgspec.DecodeError, msgspec.ValidationError) as e:
         raise UserError(f"{path}: not a readable run manifest ({e})") from None
+    # Earlier versions let any seed through (`--seed 99999999999999999999999`); no table
+    # can hold one beyond the range, so such a run is named here, not a traceback later.
+    for seed in (*manifest.seeds, *manifest.config.seeds, manifest.config.stats.seed):
+        if SEED.problem(seed) is not None:
+            raise UserError(
+                f"{path}: seed {seed} is not {SEED.describe()} (an earlier vera let it through); "
+                "this vera cannot compute with it: rerun the evaluation with a seed in that range"
+            )
+    return manifest
+
+
+def manifest_notes(run_dir: str | Path) -> list[str]:
+    """What this vera does not know of a run's manifest (a later schema, fields it has no
+    name for), as notes for a command that only reads the run (`vera card`, `vera view`):
+    such a run reads as far as this vera knows it, and says so."""
+    path = Path(run_dir) / MANIFEST
+    try:
+        raw = msgspec.json.decode(path.read_bytes())
+    except (OSError, msgspec.DecodeError):
+        return []  # read_manifest names the problem
+    if not isinstance(raw, dict):
+        return []
+    unknown = sorted(set(raw) - set(RunManifest.__struct_fields__))
+    fields = f"fields it does not know, not shown: {', '.join(unknown)}" if unknown else ""
+    schema = raw.get("schema_version")
+    if isinstance(schema, int) and schema > MANIFEST_SCHEMA_VERSION:
+        more = f"; {fields}" if fields else ""
+        return [
+            f"note: {path}: manifest schema {schema} is newer than this vera knows "
+            f"({MANIFEST_SCHEMA_VERSION}); shown as far as it knows it{more}"
+        ]
+    return [f"note: {path}: {fields}"] if fields else []
 
 
 def open_run(run_dir: str | Path, *, repair: bool = False) -> RunRecords:
@@ -214,11 +249,7 @@ def _scan(path: Path, head_type: type[H]) -> dict[str, tuple[H, RecordRef]]:
     decoder = msgspec.json.Decoder(head_type)
     heads: dict[str, H] = {}
     refs: dict[str, RecordRef] = {}
-    for ref, line in lines(path):
-        try:
-            head = decoder.decode(line)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            continue  # a damaged or torn line: `read_records` skips it too
+    for ref, head in decoded(path, decoder):  # a corrupt line is named, a torn last one skipped
         if isinstance(head, ConversationHead):
             head.n_turns, head.turns = len(head.turns), []
         before = heads.get(head.id)

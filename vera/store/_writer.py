@@ -38,7 +38,7 @@ from typing import IO, Any, Protocol, TypeVar
 import msgspec
 
 from vera.errors import StorageError, storage_error
-from vera.files import RecordReader, RecordRef, lines, records, repair_tail
+from vera.files import RecordReader, RecordRef, decoded, records, repair_tail
 from vera.records import CallBody, CallRecord, Conversation, Judgement, RunManifest
 from vera.store._bodies import BODIES, CallBodies
 
@@ -186,13 +186,12 @@ class JobIndex:
         """The index of a file, from one streaming pass."""
         index = cls()
         decoder = msgspec.json.Decoder(_IdStatus)
-        for ref, line in lines(path):
-            try:
-                head = decoder.decode(line)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                continue  # a damaged line: every reader skips it
+        for ref, head in decoded(path, decoder):  # a corrupt line is named (vera.files.watching)
             index.add(head.id, ref, head.status == "complete")
         return index
+
+
+_CALL = msgspec.json.Decoder(CallRecord)
 
 
 def repair_run(root: Path) -> None:
@@ -227,6 +226,10 @@ class RunStore:
         # What is done, by place: never the records themselves (see `JobIndex`).
         self.conversations = JobIndex.scan(self.root / CONVERSATIONS)
         self.judgements = JobIndex.scan(self.root / JUDGEMENTS)
+        # The call log is read whole only for the card; a corrupt line in it is found
+        # now, before a resumed run does any work it would then refuse to score.
+        for _ in decoded(self.root / CALLS, _CALL):
+            pass
         self._files: dict[str, IO[bytes]] = {}
         # The cost of the calls made for each job since its last record was written: a
         # record carries exactly its own calls' cost, so the records sum to calls.jsonl.

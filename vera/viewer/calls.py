@@ -69,8 +69,8 @@ class CallIndex:
                 f.seek(offset)
                 try:
                     out.append(_decode.decode(f.readline()))
-                except msgspec.DecodeError:
-                    continue  # a damaged line is not a call to show
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    continue  # not a call to show; the card's scan of calls.jsonl names it
         return sorted(out, key=lambda c: c.at)
 
 
