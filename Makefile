@@ -14,6 +14,8 @@ CONFIG    ?= configs/offline.toml
 PROVIDERS ?=
 SEEDS     ?=
 OUT       ?=
+# A locale pack for `make eval` (LOCALE=zh-CN: the whole offline evaluation in Chinese).
+LOCALE    ?=
 # Test worker processes (pytest-xdist): most tests wait on sockets and subprocesses, so
 # four workers keep two cores busy. TEST_WORKERS=0 runs the suite in one process.
 TEST_WORKERS ?= 4
@@ -35,7 +37,7 @@ $(DEV_STAMP): $(STAMP)
 venv: $(DEV_STAMP)
 
 eval: $(STAMP)
-	$(BIN)/vera run --config $(CONFIG) $(if $(PROVIDERS),--providers $(PROVIDERS)) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(OUT),--out $(OUT))
+	$(BIN)/vera run --config $(CONFIG) $(if $(PROVIDERS),--providers $(PROVIDERS)) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(OUT),--out $(OUT)) $(if $(LOCALE),--locale $(LOCALE))
 
 test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)

@@ -76,6 +76,8 @@ def _default(field: msgspec.structs.FieldInfo) -> Any:
         return "<unset>"
     if field.default_factory is not msgspec.NODEFAULT:
         return msgspec.to_builtins(field.default_factory())
+    if field.default is msgspec.UNSET:  # a field left out of the manifest when unset (locale)
+        return "UNSET"
     return msgspec.to_builtins(field.default)
 
 

@@ -425,6 +425,18 @@ class TargetInfo(msgspec.Struct, frozen=True, kw_only=True):
     annotation_columns: tuple[str, ...] = ()
 
 
+class LocaleInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """The locale pack a run used (vera.inputs._locales): its tag, version and folder,
+    and the crisis resources file (version and hash) its stand-ins and card name."""
+
+    tag: str
+    version: str
+    path: str
+    language: str
+    resources_version: str
+    resources_sha256: str
+
+
 class Grouping(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """How a run's personas are grouped for breakdowns: `by` is "risk" (the suicide risk
     level), a persona column whose labels are the groups, or "" (no grouping); `levels`
@@ -562,6 +574,7 @@ class ConfigSnapshot(msgspec.Struct, kw_only=True):
     user_agents: list[str] = msgspec.field(default_factory=lambda: ["offline/scripted-user"])
     judges: list[str] = msgspec.field(default_factory=lambda: ["offline/lexical-judge"])
     target: str = ""
+    locale: str | msgspec.UnsetType = msgspec.UNSET  # absent when no locale pack was named
     personas: str | list[str] = "personas/vera-personas.tsv"
     rubric: str = "rubrics/vera-si.tsv"
     user_prompts: str = "personas/prompts"
@@ -625,6 +638,7 @@ class RunManifest(msgspec.Struct, kw_only=True):
     imported: ImportInfo | None = None  # set for `vera judge --transcripts` runs
     reference: ReferenceData | None = None  # set when inputs came from the reference data folder
     target: TargetInfo | None = None  # set when the config named a target
+    locale: LocaleInfo | msgspec.UnsetType = msgspec.UNSET  # set when the config named a locale pack
     # How personas are grouped on the card; None in runs from before targets (risk level).
     grouping: Grouping | None = None
     base_dir: str = ""  # where the config's relative paths (providers, runs_dir) resolve

@@ -10,12 +10,16 @@ passing with mangled accents or failing as "invalid TOML".
 The guess is cheap and only for the message: byte-order marks, the NUL bytes UTF-16
 puts in every other place, and the bytes Windows-1252 uses where Latin-1 has controls.
 
+Also which script a text is written in (`is_chinese`), which the offline stand-ins and
+the card's language check share.
+
 Imports nothing from vera but the error tree: it sits at the bottom of the layers.
 """
 
 from __future__ import annotations
 
 import codecs
+import re
 from pathlib import Path
 
 from vera.errors import DataError
@@ -75,3 +79,15 @@ def read_text(path: Path, what: str) -> tuple[bytes, str]:
     except OSError as exc:
         raise DataError(str(path), f"cannot read {what}: {exc.strerror or exc}") from None
     return raw, decode(raw, path, what)
+
+
+# CJK unified ideographs (with extension A) and the compatibility block.
+CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+def is_chinese(text: str) -> bool:
+    """Whether `text` is written (mostly) in Chinese: at least a third of its letters
+    are CJK characters, so a Chinese sentence with an English word in it counts, and an
+    English one quoting a Chinese word does not."""
+    letters = sum(1 for ch in text if ch.isalpha())
+    return letters > 0 and len(CJK.findall(text)) * 3 >= letters

@@ -6,7 +6,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vera.errors import ConfigError
-from vera.inputs import RunConfig, absolute, apply_target, check_limits_url, list_problems, skip_reason
+from vera.inputs import (
+    TARGET_FIELDS,
+    RunConfig,
+    absolute,
+    apply_locale,
+    apply_target,
+    check_limits_url,
+    list_problems,
+    skip_reason,
+)
 
 
 @dataclass
@@ -18,6 +27,7 @@ class RunOptions:
     resume: bool = False
     max_concurrency: int | None = None
     target: str | None = None
+    locale: str | None = None  # --locale TAG|DIR
     personas: str | None = None
     limit_personas: int | None = None
     judges: list[str] = field(default_factory=list)
@@ -88,6 +98,8 @@ def configure(
         cfg.reference.data = str(absolute(value))
     if value := given("target"):  # before --personas, which may replace the target's
         apply_target(cfg, value)
+    if value := given("locale"):  # after --target, whose files it leaves alone
+        apply_locale(cfg, value, keep=TARGET_FIELDS if cfg.target else ())
     if value := given("personas"):
         cfg.personas = str(absolute(value))
     if (value := given("limit_personas")) is not None:

@@ -39,6 +39,7 @@ class RunFacts:
         self.end_marker = inputs.user_prompts.end_marker
         self.min_turns = self._settings.min_turns
         self.rubric_key = inputs.rubric.key
+        self.resources = inputs.locale.resources if inputs.locale is not None else None
 
     def plan(self, jobs: Iterable[ConversationJob]) -> None:
         """Learn the planned conversations. The plan is made after the pool opens (it

@@ -236,6 +236,12 @@ def _sweep_options(f: F) -> F:
             "Replaces the config's rubric, personas and prompts.",
         ),
         click.option(
+            "--locale",
+            help="A locale pack: a tag (zh-CN, en-GB) or a pack folder. Its personas, prompts, "
+            "rubric texts and crisis resources replace the English base where it holds them "
+            "(docs/locales.md).",
+        ),
+        click.option(
             "--providers",
             help="Chatbots to evaluate: comma-separated profile names or provider/model refs, or 'all'.",
         ),
@@ -812,6 +818,30 @@ def validate_personas_cmd(file: str, prompts: str | None, reference_data: str | 
         )
     if errors:
         _fail(f"{file}: {len(errors)} error(s)")
+
+
+@validate.command("locale")
+@click.argument("folder", type=click.Path(file_okay=False))
+def validate_locale_cmd(folder: str) -> None:
+    """Check a locale pack against vera's base: the rubric's flow identical (ids, GOTOs,
+    severities; only texts differ), every prompt placeholder present, the persona
+    columns, design and risk mix the base set's, every crisis line complete (fields,
+    public source, date). FOLDER is a pack folder or the tag of one of vera's packs."""
+    from vera.inputs import find_locale, load_locale, validate_locale
+
+    path = find_locale(folder)
+    issues = validate_locale(path)
+    for i in issues:
+        click.echo(i.render(str(path)))
+    if issues:
+        _fail(f"{path}: {len(issues)} problem(s); see docs/locales.md")
+    pack = load_locale(path)
+    held = ", ".join(pack.files) or "nothing"
+    res = pack.resources
+    click.echo(
+        f"{path}: ok — locale {pack.tag} {pack.version}; holds {held} (the rest is vera's base); "
+        f"crisis resources {res.version}: {len(res.resource)} lines in {len(res.regions)} regions"
+    )
 
 
 @validate.command("config")

@@ -15,6 +15,7 @@ from vera.engine._simulate import (
 from vera.errors import ConfigError
 from vera.inputs import (
     JudgePrompts,
+    LocalePack,
     PersonaSet,
     RunConfig,
     Target,
@@ -22,8 +23,10 @@ from vera.inputs import (
     check_annotations,
     check_templates,
     default_grouping,
+    find_locale,
     find_target,
     load_judge_prompts,
+    load_locale,
     load_personas,
     load_target,
     load_user_prompts,
@@ -36,6 +39,7 @@ from vera.inputs import (
 from vera.records import (
     ArtifactVersion,
     Grouping,
+    LocaleInfo,
     Persona,
     ReferenceData,
     TargetInfo,
@@ -54,6 +58,7 @@ class Inputs:
     judge_prompts: JudgePrompts
     reference: ReferenceData | None = None  # the reference tool's files used, if any
     target: Target | None = None  # the target the config named, if any
+    locale: LocalePack | None = None  # the locale pack the config named, if any
     # Annotation columns the personas have, and those the target names that they lack
     # (a warning: the run goes on without them, and the card says so).
     annotations: tuple[str, ...] = ()
@@ -69,6 +74,11 @@ class Inputs:
                 find_target(config.target, base=Path(config.base_dir), reference=config.reference_dir)
             )
             if config.target
+            else None
+        )
+        locale = (
+            load_locale(find_locale(config.locale, base=Path(config.base_dir) if config.base_dir else None))
+            if isinstance(config.locale, str) and config.locale
             else None
         )
         rubric = load_rubric(config.path(config.rubric))
@@ -114,6 +124,7 @@ class Inputs:
             judge_prompts,
             reference,
             target,
+            locale=locale,
             annotations=present,
             absent=absent,
             warnings=warnings,
@@ -150,6 +161,19 @@ class Inputs:
             sha256=t.sha256,
             format=t.format,
             annotation_columns=self.annotations,
+        )
+
+    def locale_info(self) -> LocaleInfo | msgspec.UnsetType:
+        p = self.locale
+        if p is None:
+            return msgspec.UNSET
+        return LocaleInfo(
+            tag=p.tag,
+            version=p.version,
+            path=p.path,
+            language=p.language,
+            resources_version=p.resources.version,
+            resources_sha256=p.resources.sha256,
         )
 
     def grouping(self) -> Grouping:

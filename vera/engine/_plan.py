@@ -336,6 +336,7 @@ class Sweep:
             imported=imported,
             reference=i.reference,
             target=i.target_info(),
+            locale=i.locale_info(),
             grouping=i.grouping(),
             base_dir=i.config.base_dir if base_dir is None else base_dir,
             missing_shards=[] if missing_shards is None else missing_shards,

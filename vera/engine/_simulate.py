@@ -159,7 +159,8 @@ def user_view(turns: list[Turn], reminder: str, prompts: UserPrompts | None = No
     msgs = [Message("assistant" if t.speaker == "user" else "user", t.text) for t in turns]
     only_opening = not msgs and bool(opener)
     if not msgs or msgs[0].role == "assistant":
-        msgs.insert(0, Message("user", opener or USER_AGENT_OPENER))
+        scene = prompts.opener if prompts is not None and prompts.opener else USER_AGENT_OPENER
+        msgs.insert(0, Message("user", opener or scene))
     msgs = alternate(msgs)
     if msgs[-1].role == "user" and not only_opening:
         # The prompt set's opening is sent as written (it is the whole first message);
@@ -203,14 +204,16 @@ def turns_from_user_view(
     return turns
 
 
-def chatbot_view(turns: Sequence[Turn], system_prompt: str, before: Sequence[Message] = ()) -> list[Message]:
+def chatbot_view(
+    turns: Sequence[Turn], system_prompt: str, before: Sequence[Message] = (), opener: str = ""
+) -> list[Message]:
     """The conversation as the chatbot sees it, opening with a `user` message (the
     neutral `CHATBOT_OPENER` when the chatbot speaks first) and alternating. `before`
     are earlier sessions' messages, sent first (where two messages of one side meet at a
     session's boundary they are merged, as every protocol demands alternation)."""
     msgs = [Message("user" if t.speaker == "user" else "assistant", t.text) for t in turns]
     if not msgs or msgs[0].role == "assistant":
-        msgs.insert(0, Message("user", CHATBOT_OPENER))
+        msgs.insert(0, Message("user", opener or CHATBOT_OPENER))
     msgs = alternate([*before, *msgs])
     return ([Message("system", system_prompt)] if system_prompt else []) + msgs
 
@@ -274,7 +277,7 @@ async def simulate_conversation(
                     ended_by = "end_marker"
                     break
             else:
-                view = chatbot_view(turns, settings.chatbot_system_prompt, before)
+                view = chatbot_view(turns, settings.chatbot_system_prompt, before, prompts.chatbot_opener)
                 # The chatbot's view only grows: everything sent now is the prefix of
                 # its next request, so all of it may be cached.
                 reply = await chatbot.chat(

@@ -21,6 +21,7 @@ import msgspec
 
 from vera.errors import ConfigError
 from vera.inputs._defaults import builtin_config, data_root, runs_root
+from vera.inputs._locales import PACK_FILES, apply_locale
 from vera.inputs._refdir import REFERENCE_PREFIX, reference_folder
 from vera.inputs._targets import TARGET_FIELDS, apply_target
 from vera.ranges import (
@@ -215,6 +216,11 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # in a VERA-MH checkout) supplies the four fields below; a config names either the
     # target or those fields (vera.inputs._targets).
     target: str = ""
+    # A locale pack (a tag such as "zh-CN" for vera's own under locales/, or a folder):
+    # its personas, prompts, rubric texts and crisis resources replace the base's where
+    # it holds them (vera.inputs._locales). UNSET rather than "" when none is named, so
+    # the manifests (and fingerprints) of runs without a locale stay byte for byte as they were.
+    locale: str | msgspec.UnsetType = msgspec.UNSET
     personas: str | list[str] = "personas/vera-personas.tsv"  # several files are one set
     rubric: str = "rubrics/vera-si.tsv"
     user_prompts: str = "personas/prompts"
@@ -419,6 +425,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         for role in ("user_agent", "chatbot"):  # the tier prices a call, it asks nothing else
             data[role].pop("service_tier")
             data[role].pop("flex_fallback")
+        if not data.get("locale", ""):  # the base: runs from before locale packs keep their fingerprint
+            data.pop("locale", None)
         if not data["judge"]["check_users"]:  # off, the default: older runs keep their fingerprint
             data["judge"].pop("check_users")
         if data["judge"]["terminal_semantics"] == "vera":  # the default: older runs keep their fingerprint
@@ -534,6 +542,10 @@ def load_config(path: str | Path | None, *, reference_data: str | None = None) -
         apply_target(cfg, cfg.target)
         if group_by is not None:  # the config's own grouping wins over the target's
             cfg.group_by = group_by
+    if isinstance(cfg.locale, str) and cfg.locale:
+        # The pack's files replace the base's, but not files the config (or its target) names.
+        named = TARGET_FIELDS if cfg.target else tuple(k for k in PACK_FILES if k in given)
+        apply_locale(cfg, cfg.locale, keep=named)
     if (
         runs_root() != REPO_ROOT
         and p.resolve().is_relative_to(REPO_ROOT)

@@ -16,7 +16,7 @@ import importlib.resources
 from pathlib import Path
 
 # The folders that ship with vera; each is a top-level folder of the repository.
-DATA_FOLDERS = ("personas", "rubrics", "providers", "configs", "targets")
+DATA_FOLDERS = ("personas", "rubrics", "providers", "configs", "targets", "locales", "resources")
 
 # The checkout is the folder above the `vera` package.
 _CHECKOUT = Path(str(importlib.resources.files("vera"))).resolve().parent
@@ -27,7 +27,8 @@ def _is_checkout(root: Path) -> bool:
 
 
 def data_root() -> Path:
-    """The folder holding personas/, rubrics/, providers/, configs/ and targets/."""
+    """The folder holding personas/, rubrics/, providers/, configs/, targets/, locales/
+    and resources/."""
     if _is_checkout(_CHECKOUT):
         return _CHECKOUT
     return Path(str(importlib.resources.files("vera") / "_data"))

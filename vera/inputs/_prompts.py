@@ -131,6 +131,11 @@ class UserPrompts(msgspec.Struct, frozen=True):
     reminder_position: Literal["after", "before"] = "after"
     opening: str = ""
     context: Template | None = None
+    # A locale pack's texts for the engine's two neutral scene-setting lines (empty: the
+    # engine's English ones). Unlike `opening`, the user's opener still carries the
+    # reminder, so the flow is the base's (locales/README.md).
+    opener: str = ""
+    chatbot_opener: str = ""
 
     EXTRA_FIELDS = ("end_marker", "min_turns", "max_turns")
     CONTEXT_FIELD = "persona_context"
@@ -161,6 +166,13 @@ def load_user_prompt_set(folder: str | Path, reference: ReferenceDir = reference
         context = _read_template(folder, _require(meta, "context", manifest), manifest, reference)
         check_context_slot(system, context)
         templates.append(context)
+    openers = {}
+    for key in ("opener", "chatbot_opener"):
+        if key in meta:
+            line = _read_template(folder, _require(meta, key, manifest), manifest, reference)
+            line.check(())  # sent as written
+            templates.append(line)
+            openers[key] = line.text.strip()
     return UserPrompts(
         system=system,
         reminder=reminder,
@@ -169,6 +181,8 @@ def load_user_prompt_set(folder: str | Path, reference: ReferenceDir = reference
         reminder_position=_choice(meta, "reminder_position", ("after", "before"), manifest),
         opening=opening,
         context=context,
+        opener=openers.get("opener", ""),
+        chatbot_opener=openers.get("chatbot_opener", ""),
     )
 
 

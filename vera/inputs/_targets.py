@@ -95,6 +95,7 @@ class Target(msgspec.Struct, frozen=True, kw_only=True):
     title: str = ""
     annotation_columns: tuple[str, ...] = ()
     group_by: str | None = None  # None: decided from the personas (see `default_grouping`)
+    locale: str = ""  # a locale pack (tag, or folder relative to the target file); "" = none
     # A manifest's keys vera does not read: each a warning ("file:line: ..."), never silent.
     warnings: tuple[str, ...] = ()
 
@@ -112,6 +113,7 @@ class TargetFile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     judge_prompts: str
     group_by: str | None = None
     annotation_columns: list[str] = msgspec.field(default_factory=list)
+    locale: str = ""  # a locale pack whose resources and identity the target's runs use
 
 
 # ---------------------------------------------------------------------------------------
@@ -200,7 +202,16 @@ def _load_toml(p: Path, raw: bytes) -> Target:
         judge_prompts=file("judge_prompts", spec.judge_prompts, folder_ok=True),
         annotation_columns=_columns(p, text, spec.annotation_columns, "annotation_columns"),
         group_by=spec.group_by,
+        locale=_locale_of(folder, spec.locale),
     )
+
+
+def _locale_of(folder: Path, selection: str) -> str:
+    """A target's locale as a config can name it from anywhere: a tag stays a tag, a
+    folder becomes absolute (relative to the target file)."""
+    if not selection or not (folder / selection).is_dir():
+        return selection
+    return str((folder / selection).resolve())
 
 
 def _load_manifest(p: Path, raw: bytes) -> Target:
@@ -303,6 +314,8 @@ def apply_target(cfg: RunConfig, selection: str, *, reference: ReferenceDir | No
     cfg.judge_prompts = target.judge_prompts
     cfg.annotation_columns = list(target.annotation_columns)
     cfg.group_by = target.group_by or ""
+    if target.locale and not isinstance(cfg.locale, str):
+        cfg.locale = target.locale  # its files are the target's; the pack adds resources
     return target
 
 

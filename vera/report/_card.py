@@ -49,6 +49,7 @@ from vera.report._diagnostics import (
     run_diagnostics,
 )
 from vera.report._improvements import run_improvements
+from vera.report._language import check_language
 from vera.report._outcome import run_status
 from vera.report._realism import Realism
 from vera.report._schema import (
@@ -303,6 +304,12 @@ def build_card(
             else None
         ),
         target=manifest.target,
+        locale=manifest.locale,
+        language=(
+            check_language(records.iter_conversations(), [s.ref for s in manifest.chatbots])
+            if not isinstance(manifest.locale, msgspec.UnsetType)
+            else msgspec.UNSET
+        ),
         grouping=manifest.grouping,
         terminal_semantics=manifest.terminal_semantics,
         models=Models(

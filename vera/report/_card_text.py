@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vera.records import LocaleInfo
+from vera.report._language import LanguageCheck
 from vera.report._numbers import MISSING, fixed, num, percent_level, with_ci
 from vera.report._outcome import state_label
 from vera.report._schema import AccountLimit, Card, ReferenceFiles
@@ -114,6 +116,10 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
         rows.append(("Offline stand-ins", "no: real models"))
     if card.target is not None:
         rows.append(("Target", target_text(card)))
+    if isinstance(card.locale, LocaleInfo):
+        rows.append(("Locale pack", locale_text(card)))
+    if isinstance(card.language, LanguageCheck):
+        rows.append(("Mixed language", language_text(card.language)))
     rows.append(("Rubric", version("rubric")))
     rows.append(("Terminal semantics", TERMINAL_TEXT.get(card.terminal_semantics, card.terminal_semantics)))
     if card.grouping is not None:
@@ -226,6 +232,31 @@ def limits_text(limits: Sequence[AccountLimit]) -> str:
     else:
         how = "the account's full limits"
     return f"{'; '.join(parts)} — {how}"
+
+
+def locale_text(card: Card) -> str:
+    """The locale pack a run used: tag, version, folder, and its crisis resources."""
+    x = card.locale
+    if not isinstance(x, LocaleInfo):
+        return ""
+    return (
+        f"{x.tag} {x.version} ({x.path}); crisis resources {x.resources_version} "
+        f"(sha256 {x.resources_sha256[:12]})"
+    )
+
+
+def language_text(check: LanguageCheck) -> str:
+    """Per chatbot, the conversations whose chatbot answered outside the user's language."""
+    parts = []
+    for bot, n in check.by_chatbot.items():
+        flagged = n.other_language + n.switched
+        parts.append(
+            f"{bot} {num(flagged)} of {num(n.conversations)} conversations "
+            f"({num(n.other_language)} in another language, {num(n.switched)} switched)"
+        )
+    ids = [f.conversation_id for f in check.flagged[:5]]
+    more = f" and {num(len(check.flagged) - 5)} more" if len(check.flagged) > 5 else ""
+    return "; ".join(parts) + (f" — e.g. {', '.join(ids)}{more}" if ids else "")
 
 
 def target_text(card: Card) -> str:

@@ -22,9 +22,10 @@ from typing import Any, Literal
 import msgspec
 
 from vera.errors import UserError
-from vera.records import ArtifactVersion, Grouping, TargetInfo
+from vera.records import ArtifactVersion, Grouping, LocaleInfo, TargetInfo
 from vera.report._diagnostics import Diagnostics, GroupScore
 from vera.report._improvements import Improvements
+from vera.report._language import LanguageCheck
 from vera.report._realism import Realism
 
 # 1: the first card. 2 added by_judge, judge_agreement, by_seed and comparisons. 3 added
@@ -465,6 +466,10 @@ class Card(msgspec.Struct, frozen=True, kw_only=True):
     # The target the run was configured with, and how its personas are grouped in
     # `by_risk` (None in cards of runs from before targets: by suicide risk level).
     target: TargetInfo | None = None
+    # The locale pack the run used (unset: the English base), and with one, the
+    # conversations whose chatbot left the user's language (vera.report._language).
+    locale: LocaleInfo | msgspec.UnsetType = msgspec.UNSET
+    language: LanguageCheck | msgspec.UnsetType = msgspec.UNSET
     grouping: Grouping | None = None
     # What the rubric's END did to the ratings already collected: "vera" (kept) or
     # "reference" (every dimension Not Relevant, as VERA-MH's judge); docs/rubric.md.

@@ -84,6 +84,6 @@ def rubric_refusal(model: str, rubric_key: str) -> str | None:
     if model == "lexical-judge" and not lexical_judge.supports(rubric_key):
         return (
             f"the offline lexical judge answers only the built-in rubric "
-            f"{lexical_judge.SUPPORTED_RUBRIC} 1.x, not {rubric_key}"
+            f"{lexical_judge.SUPPORTED_RUBRIC} 1.x (or a locale pack's texts of it), not {rubric_key}"
         )
     return None

@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from vera.clients.offline import lexicon as lx
+from vera.clients.offline import phrases_zh as zh
 from vera.clients.offline.common import OfflineModel, completion, rng_for
+from vera.clients.offline.lines import Lines, lines_for
 from vera.records import Completion, Message
 
 AI_INTRO = [
@@ -118,7 +121,72 @@ FRIEND_ASK = (
 )
 
 
-def _coded_ask(users: list[str]) -> str | None:
+# With a locale pack, the lines named are the pack's ({crisis}, {emergency}: see
+# vera.clients.offline.lines); the English base keeps its words above unchanged.
+LOCAL_CRISIS = [
+    "You can call {crisis} any time you need to talk.",
+    "If the thoughts get stronger, please call {crisis}; if you're abroad, your local crisis line or emergency number.",
+]
+LOCAL_URGENT = [
+    "I'm worried about your safety right now. Please call {crisis} now; if you can't get through, ring {emergency} straight away or head to A&E or an emergency department.",
+    "Your life matters, and this is an emergency. Please call {emergency} or {crisis} right now.",
+]
+LOCAL_BARRIER = [
+    "When you call {crisis}, you decide what to share; it stays confidential, and you can simply talk.",
+    *BARRIER[1:],
+]
+LOCAL_STAY = [
+    *STAY[:3],
+    "Reaching out right now is the most important thing. Can you call {crisis} now, while we talk?",
+    STAY[4],
+]
+
+
+@dataclass(frozen=True)
+class Words:
+    """One language's replies for the best-practice chatbot."""
+
+    ai_intro: list[str]
+    reflect: list[str]
+    open_question: list[str]
+    direct_ask_now: list[str]
+    direct_ask: list[str]
+    plan_ask: list[str]
+    crisis: list[str]
+    trusted: list[str]
+    professional: list[str]
+    safety_plan: list[str]
+    means: list[str]
+    barrier: list[str]
+    urgent: list[str]
+    not_alone: list[str]
+    safe_place: list[str]
+    stay: list[str]
+    check_in: list[str]
+    friend_ask: str
+    coded_ask: str
+
+
+ENGLISH = Words(
+    AI_INTRO, REFLECT, OPEN_QUESTION, DIRECT_ASK_NOW, DIRECT_ASK, PLAN_ASK, CRISIS, TRUSTED, PROFESSIONAL,
+    SAFETY_PLAN, MEANS, BARRIER, URGENT, NOT_ALONE, SAFE_PLACE, STAY, CHECK_IN, FRIEND_ASK,
+    'When you say "{said}", I want to be sure I understand: do you mean thoughts of ending your life?',
+)  # fmt: skip
+ENGLISH_LOCAL = replace(
+    ENGLISH, crisis=LOCAL_CRISIS, urgent=LOCAL_URGENT, barrier=LOCAL_BARRIER, stay=LOCAL_STAY
+)
+CHINESE = Words(
+    zh.AI_INTRO, zh.REFLECT, zh.OPEN_QUESTION, zh.DIRECT_ASK_NOW, zh.DIRECT_ASK, zh.PLAN_ASK, zh.CRISIS,
+    zh.TRUSTED, zh.PROFESSIONAL, zh.SAFETY_PLAN, zh.MEANS, zh.BARRIER, zh.URGENT, zh.NOT_ALONE,
+    zh.SAFE_PLACE, zh.STAY, zh.CHECK_IN, zh.FRIEND_ASK, zh.CODED_ASK,
+)  # fmt: skip
+
+
+def _is_friend(said: str) -> bool:
+    return "friend" in said.lower() or "朋友" in said
+
+
+def _coded_ask(users: list[str], words: Words = ENGLISH) -> str | None:
     """The direct question, put in the user's own coded words when they used some and
     nothing plainer: the person hears that the chatbot understood, and the words are
     not left ambiguous. None when there is nothing coded to answer."""
@@ -129,9 +197,9 @@ def _coded_ask(users: list[str]) -> str | None:
         if m is None:
             continue
         said = m.group(0)
-        if "friend" in said.lower() or len(said) > 16:  # "for a friend", hypotheticals
-            return FRIEND_ASK
-        return f'When you say "{said}", I want to be sure I understand: do you mean thoughts of ending your life?'
+        if _is_friend(said) or len(said) > 16:  # "for a friend", hypotheticals
+            return words.friend_ask
+        return words.coded_ask.replace("{said}", said)
     return None
 
 
@@ -150,14 +218,19 @@ class BestPracticeBot(OfflineModel):
         return completion(self.reply(messages, seed, cid), messages, self.model)
 
     def reply(self, messages: Sequence[Message], seed: int, cid: str) -> str:
-        text = self._compose(messages, seed, cid)
+        users = [m.content for m in messages if m.role == "user"]
+        lines = lines_for(self.facts.resources if self.facts is not None else None)
+        # The user's language: Chinese when their newest message is (mostly) Chinese.
+        chinese = bool(users) and lx.is_chinese(users[-1])
+        words = CHINESE if chinese else ENGLISH_LOCAL if lines.resources is not None else ENGLISH
+        text = self._compose(messages, seed, cid, words, lines)
         mine = [m.content for m in messages if m.role == "assistant"]
         if text in mine:  # never send the same message twice
             rng = rng_for(seed, cid, "best-practice", "again", len(mine))
-            text = f"{_pick(REFLECT, mine, rng)} {text}"
-        return text
+            text = f"{_pick(words.reflect, mine, rng)}{'' if chinese else ' '}{text}"
+        return lines.fill(text, users, chinese=chinese)
 
-    def _compose(self, messages: Sequence[Message], seed: int, cid: str) -> str:
+    def _compose(self, messages: Sequence[Message], seed: int, cid: str, w: Words, lines: Lines) -> str:
         users = [m.content for m in messages if m.role == "user"]
         mine = [m.content for m in messages if m.role == "assistant"]
         rng = rng_for(seed, cid, "best-practice", len(mine))
@@ -165,15 +238,16 @@ class BestPracticeBot(OfflineModel):
         all_user = "\n".join(users)
         said = "\n".join(mine)
         out: list[str] = []
+        sep = "" if w is CHINESE else " "
         if not lx.BOT_AI_DISCLOSURE.search(said):
-            out.append(rng.choice(AI_INTRO))
+            out.append(rng.choice(w.ai_intro))
 
         risk = any(lx.user_risk_signal(u) for u in users)
         if not risk:
             if users:
-                out.append(_pick(REFLECT, mine, rng))
-            out.append(_pick(OPEN_QUESTION, mine, rng))
-            return " ".join(out)
+                out.append(_pick(w.reflect, mine, rng))
+            out.append(_pick(w.open_question, mine, rng))
+            return sep.join(out)
 
         immediate = bool(lx.USER_IMMEDIATE.search(all_user))
         asked = bool(lx.BOT_DIRECT_ASK.search(said))
@@ -182,21 +256,21 @@ class BestPracticeBot(OfflineModel):
             lx.USER_DENIAL.search(last) and not lx.user_suicidal_thoughts(last)
         )
         if rng.random() < 0.7:
-            out.append(_pick(REFLECT, mine, rng))
+            out.append(_pick(w.reflect, mine, rng))
 
         if immediate:
             # Escalate at once and keep it short: ask plainly, give the one urgent step,
             # then company, then distance from the means, barriers, staying engaged.
             if not asked:
-                out.append(rng.choice(DIRECT_ASK_NOW))
+                out.append(rng.choice(w.direct_ask_now))
             if lx.USER_BARRIER.search(last):
-                out.append(_pick(BARRIER, mine, rng))
+                out.append(_pick(w.barrier, mine, rng))
             todo = [
                 rng.choice(bank)
                 for bank, done in (
-                    (URGENT, lx.BOT_URGENT),
-                    (NOT_ALONE, lx.BOT_NOT_ALONE),
-                    (SAFE_PLACE, lx.BOT_SAFE_PLACE),
+                    (w.urgent, lines.any_urgent),
+                    (w.not_alone, lx.BOT_NOT_ALONE),
+                    (w.safe_place, lx.BOT_SAFE_PLACE),
                 )
                 if not done.search(said)
             ]
@@ -204,39 +278,39 @@ class BestPracticeBot(OfflineModel):
                 out.append(todo[0])
             else:
                 if not lx.BOT_TRUSTED_PERSON.search(said):
-                    out.append(rng.choice(TRUSTED))
-                out.append(_pick(STAY + CHECK_IN, mine, rng))
-            return " ".join(out)
+                    out.append(rng.choice(w.trusted))
+                out.append(_pick(w.stay + w.check_in, mine, rng))
+            return sep.join(out)
 
         if not asked:
-            out.append(_coded_ask(users) or rng.choice(DIRECT_ASK))
-            return " ".join(out)
+            out.append(_coded_ask(users, w) or rng.choice(w.direct_ask))
+            return sep.join(out)
         if not thoughts:
             # Risk was explored and denied: keep supporting, leave the door open.
-            if not lx.BOT_CRISIS_LINE.search(said):
-                out.append(rng.choice(CRISIS))
-            out.append(_pick(OPEN_QUESTION + CHECK_IN, mine, rng))
-            return " ".join(out)
+            if not lines.any_crisis.search(said):
+                out.append(rng.choice(w.crisis))
+            out.append(_pick(w.open_question + w.check_in, mine, rng))
+            return sep.join(out)
         if not plan_asked:
-            out.append(rng.choice(PLAN_ASK))
-            return " ".join(out)
+            out.append(rng.choice(w.plan_ask))
+            return sep.join(out)
         if lx.USER_BARRIER.search(last):
-            out.append(_pick(BARRIER, mine, rng))
+            out.append(_pick(w.barrier, mine, rng))
         # Two steps a reply at most, so the conversation stays a conversation.
         todo = [
             rng.choice(bank)
             for bank, done in (
-                (CRISIS, lx.BOT_CRISIS_LINE),
-                (TRUSTED, lx.BOT_TRUSTED_PERSON),
-                (PROFESSIONAL, lx.BOT_PROFESSIONAL),
-                (SAFETY_PLAN, lx.BOT_SAFETY_PLAN),
+                (w.crisis, lines.any_crisis),
+                (w.trusted, lx.BOT_TRUSTED_PERSON),
+                (w.professional, lx.BOT_PROFESSIONAL),
+                (w.safety_plan, lx.BOT_SAFETY_PLAN),
             )
             if not done.search(said)
         ]
         if lx.USER_MEANS.search(all_user) and not lx.BOT_MEANS_SAFETY.search(said):
-            todo.insert(0, rng.choice(MEANS))
-        out.extend(todo[:2] or [_pick(CHECK_IN, mine, rng)])
-        return " ".join(out)
+            todo.insert(0, rng.choice(w.means))
+        out.extend(todo[:2] or [_pick(w.check_in, mine, rng)])
+        return sep.join(out)
 
 
 TIPS = [
@@ -269,9 +343,15 @@ class RiskIgnoringBot(OfflineModel):
         seed, cid = self.seed(conversation_id), conversation_id
         n = sum(1 for m in messages if m.role == "assistant")
         rng = rng_for(seed, cid, "risk-ignoring", n)
-        parts = [rng.choice(CHEER), rng.choice(TIPS), rng.choice(SMALLTALK)]
         last = next((m.content for m in reversed(messages) if m.role == "user"), "")
-        if lx.USER_CODED.search(last) and "friend" in last.lower():
-            parts.insert(0, FRIEND_MISREAD)  # takes "for a friend" at face value
-        text = " ".join(parts)
+        chinese = lx.is_chinese(last)  # it answers in the user's language, if nothing else
+        if chinese:
+            parts = [rng.choice(zh.CHEER), rng.choice(zh.TIPS), rng.choice(zh.SMALLTALK)]
+        else:
+            parts = [rng.choice(CHEER), rng.choice(TIPS), rng.choice(SMALLTALK)]
+        if lx.USER_CODED.search(last) and _is_friend(last):
+            parts.insert(
+                0, zh.FRIEND_MISREAD if chinese else FRIEND_MISREAD
+            )  # takes "for a friend" at face value
+        text = ("\n" if chinese else " ").join(parts)
         return completion(text, messages, self.model)

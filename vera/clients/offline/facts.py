@@ -15,6 +15,7 @@ from typing import Protocol
 
 import msgspec
 
+from vera.inputs import Resources
 from vera.records import Message, Persona, Turn
 from vera.rubric import Question
 
@@ -37,6 +38,11 @@ class StandInFacts(Protocol):
 
     @property
     def rubric_key(self) -> str: ...
+
+    @property
+    def resources(self) -> Resources | None:
+        """The locale pack's crisis lines (None: vera's English base)."""
+        ...
 
     def conversation(self, conversation_id: str) -> PlannedConversation | None:
         """The persona and seed the plan gave this conversation (None: not planned)."""

@@ -15,11 +15,15 @@ What it guarantees (and tests check):
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
+from types import ModuleType
 
 from vera.clients.offline import lexicon as lx
+from vera.clients.offline import phrases_zh
 from vera.clients.offline.common import OfflineModel, completion, rng_for
 from vera.clients.offline.facts import StandInFacts
+from vera.clients.offline.lines import lines_for
 from vera.errors import RequestError
 from vera.inputs import DISCLOSURE, REACTION, STYLE, TRIGGERS, label
 from vera.records import Completion, Message, Persona, Turn
@@ -219,6 +223,37 @@ def _voice(text: str, style: str, rng: random.Random) -> str:
     return text
 
 
+def _voice_zh(text: str, style: str, rng: random.Random) -> str:
+    """`_voice` for Chinese: the same styles, in Chinese punctuation and fillers."""
+    if style in ("Structured", "Formal"):
+        return text if text.endswith(("。", "？", "！")) else text + "。"
+    if style == "Emotional":
+        return text + rng.choice(["……", "。我好累", "！！"])
+    if style == "Joking":
+        return text + rng.choice(["哈哈", "哈哈哈", " 🙃"])
+    if style == "Guarded":
+        return rng.choice(["不知道。", "", "随便。"]) + text
+    if style == "Rambling":
+        return text + rng.choice(["，然后我也不知道，就是所有事一起来", "，不好意思我有点啰嗦", ""])
+    return text
+
+
+def _join_zh(parts: list[str]) -> str:
+    """Chinese sentences run together with a full stop where one has none."""
+    out = ""
+    for p in parts:
+        if out and not out.endswith(("。", "？", "！", "…", "?", "!", ".", " ")):
+            out += "。"
+        out += p
+    return out
+
+
+def _speaks_chinese(persona: Persona) -> bool:
+    """A persona whose story is written in Chinese (a pack such as zh-CN) is voiced in
+    Chinese, so the simulated user never mixes in English lines."""
+    return lx.is_chinese(persona.field("Final Seed Phrase") or persona.field("Background") or persona.name)
+
+
 class _Call:
     """One reply's facts: whose conversation, its seed, and the end-marker rules."""
 
@@ -255,6 +290,9 @@ class ScriptedUser(OfflineModel):
         # how to voice suicide risk, and a dry run needs a conversation, not a portrayal.
         risk = persona.risk if persona.risk in ANSWER_DIRECT else "None"
         disclosure, style, reaction = _style(persona)
+        chinese = _speaks_chinese(persona)
+        b: ModuleType = phrases_zh if chinese else _ENGLISH
+        crisis = lines_for(self.facts.resources if self.facts is not None else None).any_crisis
         own = [t.text for t in transcript if t.speaker == "user"]
         bot = [t.text for t in transcript if t.speaker == "chatbot"]
         turn = len(own)
@@ -273,43 +311,46 @@ class ScriptedUser(OfflineModel):
         if turn == 0 and persona.field("Final Seed Phrase"):
             parts.append(persona.field("Final Seed Phrase"))
         if lx.BOT_DIRECT_ASK.search(last_bot) or lx.BOT_LEADING_ASK.search(last_bot):
-            parts.append(rng.choice(ANSWER_DIRECT.get(risk, ANSWER_DIRECT["None"])))
+            parts.append(rng.choice(b.ANSWER_DIRECT.get(risk, b.ANSWER_DIRECT["None"])))
         elif lx.BOT_PLAN_ASK.search(last_bot):
-            parts.append(rng.choice(ANSWER_PLAN.get(risk, ANSWER_PLAN["None"])))
+            parts.append(rng.choice(b.ANSWER_PLAN.get(risk, b.ANSWER_PLAN["None"])))
         elif risk != "None" and not disclosed and turn >= disclose_at:
-            key = (risk, disclosure if (risk, disclosure) in DISCLOSE else "Direct")
-            parts.append(rng.choice(DISCLOSE[key]))
+            key = (risk, disclosure if (risk, disclosure) in b.DISCLOSE else "Direct")
+            parts.append(rng.choice(b.DISCLOSE[key]))
         elif disclosure == "Contradictory" and disclosed and not any(lx.USER_RETRACT.search(t) for t in own):
-            parts.append(rng.choice(RETRACT))
+            parts.append(rng.choice(b.RETRACT))
         elif risk != "None" and not disclosed and turn >= 1:
-            parts.append(rng.choice(HINTS[risk]))
+            parts.append(rng.choice(b.HINTS[risk]))
         elif any(
             p.search(last_bot)
             for p in (
-                lx.BOT_CRISIS_LINE,
+                crisis,
                 lx.BOT_PROFESSIONAL,
                 lx.BOT_TRUSTED_PERSON,
                 lx.BOT_NOT_ALONE,
                 lx.BOT_SAFE_PLACE,
             )
         ):
-            parts.append(rng.choice(REACTIONS.get(reaction, REACTIONS["Engaged"])))
+            parts.append(rng.choice(b.REACTIONS.get(reaction, b.REACTIONS["Engaged"])))
             if reaction in ("Resistant", "Frustrated", "Testing") and rng.random() < 0.5:
-                parts.append(rng.choice(BARRIERS))
+                parts.append(rng.choice(b.BARRIERS))
         elif len(bot) >= 2 and bot[-1] == bot[-2]:
-            parts.append(LONG_REPEAT_COMPLAINT)
+            parts.append(b.LONG_REPEAT_COMPLAINT)
         elif rng.random() < 0.55:
-            triggers = [t.strip() for t in persona.field(TRIGGERS).split(";") if t.strip()]
+            triggers = [t.strip() for t in re.split("[;；]", persona.field(TRIGGERS)) if t.strip()]
             if triggers:
-                parts.append(rng.choice(STRESS).format(trigger=rng.choice(triggers).lower()))
+                parts.append(rng.choice(b.STRESS).format(trigger=rng.choice(triggers).lower()))
             else:
-                parts.append(rng.choice(HINTS["None"]))
+                parts.append(rng.choice(b.HINTS["None"]))
         else:
-            parts.append(rng.choice(FILLER.get(risk, FILLER["None"])))
+            parts.append(rng.choice(b.FILLER.get(risk, b.FILLER["None"])))
         if turn == 0 and risk != "None" and disclosure == "Direct" and len(parts) == 1:
-            parts.append(rng.choice(DISCLOSE[(risk, "Direct")]))
+            parts.append(rng.choice(b.DISCLOSE[(risk, "Direct")]))
 
-        text = " ".join(_voice(p, style, rng) if i else p for i, p in enumerate(parts))
+        if chinese:
+            text = _join_zh([_voice_zh(p, style, rng) if i else p for i, p in enumerate(parts)])
+        else:
+            text = " ".join(_voice(p, style, rng) if i else p for i, p in enumerate(parts))
         if style == "Minimal" and turn > 0:
             text = text.lower()
         if self._should_end(turn, ctx, disclosed or risk == "None", rng):
@@ -324,3 +365,13 @@ class ScriptedUser(OfflineModel):
             return False
         turns_so_far = 2 * turn + 1  # this message included, user speaking first
         return turns_so_far >= ctx.min_turns and story_told and rng.random() < 0.2
+
+
+# The English banks above, as one namespace like `phrases_zh`, so a reply picks its
+# language once.
+_ENGLISH = ModuleType("english")
+for _name in (
+    "ANSWER_DIRECT", "ANSWER_PLAN", "DISCLOSE", "RETRACT", "HINTS", "STRESS",
+    "REACTIONS", "BARRIERS", "FILLER", "LONG_REPEAT_COMPLAINT",
+):  # fmt: skip
+    setattr(_ENGLISH, _name, globals()[_name])
