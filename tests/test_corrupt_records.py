@@ -159,3 +159,20 @@ def test_the_store_refuses_under_a_refusing_watcher_and_counts_otherwise(run) ->
     with watching() as damage:
         RunStore(run).close()
     assert [line.number for line in damage.lines.values()] == [2]
+
+
+def test_the_viewer_names_a_damaged_call_line_on_the_conversation_page(run) -> None:
+    from vera.viewer.calls import CallIndex, corrupt_html
+
+    path = run / "calls.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    job = json.loads(lines[0])["job_id"]
+    # The line still names its job (so the page looks for it) but is not a call record.
+    damaged = b'{"job_id":"' + job.encode() + b'","not":"a call"}\n'
+    path.write_bytes(lines[0] + damaged + b"".join(lines[1:]))
+    index = CallIndex(run)
+    calls, corrupt_lines = index.calls_and_damage([job])
+    assert corrupt_lines == [2]
+    assert calls and all(c.job_id == job for c in calls)  # the calls around it are shown
+    assert f"{path}: line(s) 2 not a call record" in corrupt_html(path, corrupt_lines)
+    assert corrupt_html(path, []) == ""

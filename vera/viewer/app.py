@@ -71,7 +71,15 @@ from vera.viewer.access import (
     known_host,
     new_key,
 )
-from vera.viewer.calls import BodyIndex, CallIndex, Job, bodies_html, call_numbers, calls_html
+from vera.viewer.calls import (
+    BodyIndex,
+    CallIndex,
+    Job,
+    bodies_html,
+    call_numbers,
+    calls_html,
+    corrupt_html,
+)
 from vera.viewer.catalogue import Catalogue, Query, QueryError
 from vera.viewer.compare import BACK, comparable, compare_page, frame_page
 from vera.viewer.grid import grid_html, side_by_side_html
@@ -317,13 +325,14 @@ def _calls_section(
         bodies[k] = BodyIndex(path)
     jobs = [Job(page.conversation.id, "")]
     jobs += [Job(j.id, f"judge {j.judge} #{j.instance}") for j in page.judgements]
-    calls = indexes[k].calls([j.id for j in jobs])
+    calls, corrupt = indexes[k].calls_and_damage([j.id for j in jobs])
+    warning = corrupt_html(indexes[k].path, corrupt)
     kept = bodies[k].conversation(page.conversation.id)
     if not calls:
-        return calls_html(jobs, calls), {}
+        return warning + calls_html(jobs, calls), {}
     answered = {(j.id, a.question_id) for j in page.judgements for a in j.answers if not a.auto}
     found = bodies_html(jobs, kept, call_numbers(calls), no_bodies_reason(path) or "", answered)
-    return calls_html(jobs, calls, linked=kept is not None) + found.appendix, found.by_question
+    return warning + calls_html(jobs, calls, linked=kept is not None) + found.appendix, found.by_question
 
 
 async def _compare(request: web.Request) -> web.Response:

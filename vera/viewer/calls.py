@@ -36,7 +36,10 @@ class CallIndex:
     def __init__(self, run_dir: Path) -> None:
         self.path = run_dir / CALLS_FILE
         self._scanned = 0
-        self._at: dict[str, list[int]] = {}
+        self._lines = 0
+        # Each job's calls as (byte offset, line number): the number names a line that
+        # does not decode, as every other reader of a record file does.
+        self._at: dict[str, list[tuple[int, int]]] = {}
         self._lock = threading.Lock()
 
     def _catch_up(self) -> None:
@@ -50,28 +53,48 @@ class CallIndex:
             for line in f:
                 if not line.endswith(b"\n"):
                     break  # still being written
+                self._lines += 1
                 m = _JOB.match(line)
                 if m is not None:
-                    self._at.setdefault(m.group(1).decode(), []).append(offset)
+                    self._at.setdefault(m.group(1).decode(), []).append((offset, self._lines))
                 offset += len(line)
             self._scanned = offset
 
     def calls(self, job_ids: Sequence[str]) -> list[CallRecord]:
         """Every call of these jobs, in the order they were made."""
+        return self.calls_and_damage(job_ids)[0]
+
+    def calls_and_damage(self, job_ids: Sequence[str]) -> tuple[list[CallRecord], list[int]]:
+        """Every call of these jobs, in the order they were made, and the numbers of
+        their lines in calls.jsonl that do not decode (named on the page, not skipped in
+        silence)."""
         with self._lock:
             self._catch_up()
-            places = sorted(o for job in job_ids for o in self._at.get(job, ()))
+            places = sorted(p for job in job_ids for p in self._at.get(job, ()))
         out: list[CallRecord] = []
+        corrupt: list[int] = []
         if not places:
-            return out
+            return out, corrupt
         with self.path.open("rb") as f:
-            for offset in places:
+            for offset, number in places:
                 f.seek(offset)
                 try:
                     out.append(_decode.decode(f.readline()))
                 except (msgspec.DecodeError, msgspec.ValidationError):
-                    continue  # not a call to show; the card's scan of calls.jsonl names it
-        return sorted(out, key=lambda c: c.at)
+                    corrupt.append(number)
+        return sorted(out, key=lambda c: c.at), corrupt
+
+
+def corrupt_html(path: Path, numbers: Sequence[int]) -> str:
+    """A warning naming each line of this conversation's calls that is not a record."""
+    if not numbers:
+        return ""
+    lines = ", ".join(str(n) for n in numbers)
+    return (
+        f'<p class="warning" role="alert">{escape(str(path))}: line(s) {lines} not a call '
+        "record (damaged) and left out of the table below; vera score names them on the "
+        "card (with --skip-corrupt).</p>"
+    )
 
 
 @dataclass(frozen=True)
