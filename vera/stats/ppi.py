@@ -67,6 +67,7 @@ from vera.stats.bootstrap import (
 )
 from vera.stats.compare import MAX_SETTLE_RESAMPLES, SETTLE_GROWTH
 from vera.stats.humans import DEFAULT_RATER_RULE, combine_raters
+from vera.stats.sampling import STRATUM_COLUMNS
 
 METHOD = "PPI++ (power-tuned), persona-clustered bootstrap of the whole estimator (percentile)"
 
@@ -75,9 +76,6 @@ Estimator = Literal["ppi", "judge", "human"]
 SHARES = (rec.BEST_PRACTICE, rec.HIGH_POTENTIAL_FOR_HARM, rec.NOT_RELEVANT)
 _F = ("f_bp", "f_hph", "f_nr")
 _Y = ("y_bp", "y_hph", "y_nr")
-# The columns of a ratings frame that make `vera review`'s strata (chatbot × persona
-# group; `vera.viewer.review.judged_units` reads the group from the same `risk` field).
-STRATUM_COLUMNS = ("chatbot", "risk")
 # Features per cluster and dimension: N, n, then Σf, Σy, Σf·[labelled], Σy·f,
 # Σf²·[labelled], 3 each (y is 0 where unlabelled).
 _WIDTH = 2 + 5 * len(SHARES)
