@@ -29,9 +29,13 @@ are drawn with replacement within each chatbot and every conversation of a drawn
 persona comes along, human-rated or not. Every statistic is made of sums over
 conversations, so a resample is one matrix product of cluster sums, as there.
 
-The labelled conversations must be a random sample of the judged ones (any sampling
-in which every conversation has the same chance: simple, or stratified in proportion);
-ratings a clinician chose to give because a conversation looked bad would bias θ.
+The labelled conversations must be a random sample of the judged ones; ratings a
+clinician chose to give because a conversation looked bad would bias θ. A stratified
+sample (`vera review`: chatbot × persona group) need not be in proportion: each rated
+conversation is weighted by its stratum's share of the judged conversations over its
+share of the rated ones, (N_h/N)/(n_h/n), from the counts actually rated (a rater who
+stops early leaves only roughly proportional counts), and every labelled sum is a
+weighted one. Rated in proportion, every weight is exactly 1.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ from vera.stats.bootstrap import (
 )
 from vera.stats.compare import MAX_SETTLE_RESAMPLES, SETTLE_GROWTH
 from vera.stats.humans import DEFAULT_RATER_RULE, combine_raters
+from vera.stats.sampling import STRATUM_COLUMNS
 
 METHOD = "PPI++ (power-tuned), persona-clustered bootstrap of the whole estimator (percentile)"
 
@@ -90,14 +95,18 @@ def calibration_units(
     human: pl.DataFrame,
     by: Sequence[str] = ("chatbot",),
     cluster: str = "persona",
+    strata: Sequence[str] = STRATUM_COLUMNS,
 ) -> pl.DataFrame:
     """One row per (conversation, dimension) judged: the judge's predicted shares
     `f_bp`, `f_hph`, `f_nr` (the share of its judgements giving each rating) and, where
     humans rated the conversation on that dimension, the humans' `y_bp`, `y_hph`, `y_nr`
-    (0 or 1; null when not rated). `ratings` is a ratings frame, `human` has
+    (0 or 1; null when not rated), and `w`, the rated conversation's stratum weight
+    (`stratum_weights`; 1 where not rated). `ratings` is a ratings frame, `human` has
     `conversation_id`, `dimension`, `rating` (e.g. `human_consensus`, item_id renamed);
-    human ratings of conversations with no judgement are left out."""
-    keys = [*by, cluster, "conversation_id", "dimension"]
+    human ratings of conversations with no judgement are left out. The strata are the
+    `strata` columns the ratings frame has (`vera review`'s chatbot × persona group)."""
+    present = [c for c in strata if c in ratings.columns and c not in (*by, cluster)]
+    keys = [*by, *present, cluster, "conversation_id", "dimension"]
     judged = ratings.group_by(keys, maintain_order=True).agg(
         *(
             (pl.col("rating") == share).mean().cast(pl.Float64).alias(f)
@@ -109,7 +118,24 @@ def calibration_units(
         "dimension",
         *((pl.col("rating") == share).cast(pl.Float64).alias(y) for share, y in zip(SHARES, _Y, strict=True)),
     )
-    return judged.join(labels, on=["conversation_id", "dimension"], how="left").sort(keys)
+    units = judged.join(labels, on=["conversation_id", "dimension"], how="left").sort(keys)
+    return stratum_weights(units, [*by, "dimension"], [*by, *present, "dimension"])
+
+
+def stratum_weights(units: pl.DataFrame, group: Sequence[str], stratum: Sequence[str]) -> pl.DataFrame:
+    """`units` with `w`: for a rated row, its stratum's share of the group's rows over
+    its share of the group's rated rows, (N_h/N)/(n_h/n) = (N_h·n)/(N·n_h), so a
+    stratum rated out of proportion (by allocation, rounding, or a rater who stopped
+    early) counts in the estimator as much as it holds. Computed as a ratio of whole
+    numbers, it is exactly 1 where the stratum was rated in proportion; 1 where not
+    rated (the weight multiplies the labelled sums only)."""
+    rated = pl.col("y_bp").is_not_null()
+    big_n_h = pl.len().over(stratum)
+    n_h = rated.sum().over(stratum)
+    big_n = pl.len().over(group)
+    n = rated.sum().over(group)
+    weight = (big_n_h * n).cast(pl.Float64) / (big_n * n_h).cast(pl.Float64)
+    return units.with_columns(w=pl.when(rated).then(weight).otherwise(1.0))
 
 
 def calibrated_summary(
@@ -141,9 +167,11 @@ def calibrated_summary(
         key = tuple(key) if isinstance(key, tuple) else (key,)
         x, n_conv = _cluster_features(part, dimensions, cluster)
         n = x.sum(axis=0)
+        rated = part.filter(pl.col("y_bp").is_not_null())
+        per_dim = dict(rated.group_by("dimension").len().iter_rows())
         n_labelled = [
-            *(int(v) for v in n[:, 1]),
-            part.filter(pl.col("y_bp").is_not_null()).get_column("conversation_id").n_unique(),
+            *(int(per_dim.get(d, 0)) for d in dimensions),
+            rated.get_column("conversation_id").n_unique(),
         ]
         result = summarise_features(
             x,
@@ -513,8 +541,11 @@ def _cluster_features(
     f = part.select(_F).to_numpy().astype(np.float64)
     y_raw = part.select(_Y).to_numpy().astype(np.float64)
     labelled = ~np.isnan(y_raw[:, :1])
-    y = np.nan_to_num(y_raw)
-    lab = labelled.astype(np.float64)
+    # A rated conversation counts by its stratum weight (`stratum_weights`) in every
+    # labelled sum, the count n among them; 1 where the frame has no weights.
+    w = part.get_column("w").to_numpy().astype(np.float64)[:, None] if "w" in part.columns else 1.0
+    lab = labelled.astype(np.float64) * w
+    y = np.nan_to_num(y_raw) * lab
     feats = np.hstack([np.ones((len(f), 1)), lab, f, y, f * lab, y * f, f * f * lab])
     x = np.zeros((len(ids), len(dimensions), _WIDTH))
     np.add.at(x, (c_idx, d_idx), feats)

@@ -31,10 +31,23 @@ from typing import NamedTuple, TypeVar
 
 from vera.records import DEFAULT_CONFIDENCE
 
-__all__ = ["Unit", "allocate", "draw_sample", "proposed_size", "rater_order", "sample_sizes"]
+__all__ = [
+    "STRATUM_COLUMNS",
+    "Unit",
+    "allocate",
+    "draw_sample",
+    "proposed_size",
+    "rater_order",
+    "sample_sizes",
+]
 
 
 K = TypeVar("K", str, tuple[str, str])
+
+# A unit's stratum as columns of a ratings frame, so the calibrated estimator finds the
+# same strata at scoring time (`vera.stats.ppi.stratum_weights`): the chatbot and the
+# persona group, which a run records in the `risk` field (`Unit.group` is read from it).
+STRATUM_COLUMNS = ("chatbot", "risk")
 
 
 class Unit(NamedTuple):
@@ -46,6 +59,7 @@ class Unit(NamedTuple):
 
     @property
     def stratum(self) -> tuple[str, str]:
+        """(chatbot, group): the ratings frame's `STRATUM_COLUMNS` of this unit."""
         return (self.chatbot, self.group)
 
 
