@@ -127,9 +127,11 @@ def test_a_run_that_fills_the_disk_stops_with_one_line_and_resumes_when_space_is
     first = f"$VERA run --config {q(Path(OFFLINE))} --out {q(run)} --quiet {' '.join(args)}"
     script = "; ".join(
         [
-            small_disk(disk, "4m"),
-            # The sweep writes about 420 KiB; 300 left fills the disk well inside it,
-            # whatever order the job ids put the conversations in.
+            # The whole run takes about 2.4 MiB (call bodies, pages and plots included):
+            # the disk must hold it once the filler is gone.
+            small_disk(disk, "16m"),
+            # The sweep writes about 1.2 MiB; 300 KiB left fills the disk well inside
+            # it, whatever order the job ids put the conversations in.
             fill(disk, leave_kib=300),
             f"{first} > /dev/null 2> {q(tmp_path / 'err1')}",
             "echo rc1=$?",
