@@ -609,6 +609,14 @@ class ConfigSnapshot(msgspec.Struct, kw_only=True):
 MANIFEST_SCHEMA_VERSION = 1
 
 
+class JudgeSample(msgspec.Struct, kw_only=True):
+    """`vera judge --sample`: only these many of the complete conversations, chosen by
+    a hash keyed by the seed, are planned for judging (the rest stay unjudged)."""
+
+    size: int
+    seed: int
+
+
 class RunManifest(msgspec.Struct, kw_only=True):
     """Exactly what produced a run: versions and hashes of every input, models, seeds.
 
@@ -648,6 +656,9 @@ class RunManifest(msgspec.Struct, kw_only=True):
     # What the rubric's END did to the ratings already collected: "vera" (kept) or
     # "reference" (all Not Relevant, as VERA-MH's judge); runs from before the choice: "vera".
     terminal_semantics: str = "vera"
+    # Set by `vera judge --sample`; unset (and not written, so older manifests keep their
+    # bytes): every complete conversation is judged.
+    judge_sample: JudgeSample | msgspec.UnsetType = msgspec.UNSET
 
 
 def encode_json(obj: Any) -> bytes:

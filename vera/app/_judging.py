@@ -21,9 +21,10 @@ from vera.app._stand_ins import RunFacts
 from vera.engine import Inputs, Sweep, SweepResult, check_judges, judge_conversations, judge_slots, role_specs
 from vera.errors import ConfigError, StorageError, UserError
 from vera.inputs import PersonaSet, RunConfig, Template, UserPrompts, load_judge_prompts, load_profiles
-from vera.records import Conversation, ImportInfo, ModelSpec, RunManifest
+from vera.records import Conversation, ImportInfo, JudgeSample, ModelSpec, RunManifest
 from vera.report import run_status, tally
 from vera.rubric import load_rubric, validate_rubric
+from vera.stats.sampling import judging_sample
 from vera.store import MANIFEST, Fanout, open_run
 
 
@@ -70,8 +71,33 @@ async def judge_existing(opts: JudgeOptions) -> RunOutcome:
         # `judge_conversations`).
         store = session.store
         conversations = [cid for cid in store.conversations if store.conversation_done(cid)]
-        done = await judge(session, cfg, inputs, manifest, conversations, max_wait_s=opts.max_wait_s)
-    return judged(done, run_dir, session.signal.resume, cfg.allow_failures)
+        sample, note = _sample(opts, manifest, len(conversations))
+        if sample is not None:
+            conversations = judging_sample(conversations, sample.size, sample.seed)
+        done = await judge(
+            session, cfg, inputs, manifest, conversations, max_wait_s=opts.max_wait_s, sample=sample
+        )
+    outcome = judged(done, run_dir, session.signal.resume, cfg.allow_failures)
+    if note:
+        outcome.notes.insert(0, note)
+    return outcome
+
+
+def _sample(opts: JudgeOptions, manifest: RunManifest, available: int) -> tuple[JudgeSample | None, str]:
+    """The sample to judge: the one asked for, or else the run's own (so that `vera
+    judge RUN_DIR` continuing a sampled judging stays in its sample), and a note when
+    the sample asked for holds every complete conversation."""
+    if opts.sample is None:
+        return (manifest.judge_sample or None), ""
+    if opts.sample <= 0:  # the command line refuses it first; a caller of the API too
+        raise UserError(f"--sample must be a whole number of 1 or more, not {opts.sample}")
+    sample = JudgeSample(size=opts.sample, seed=opts.sample_seed)
+    if opts.sample >= available:
+        return (
+            sample,
+            f"--sample {opts.sample}: the run has {available} complete conversation(s); judging all",
+        )
+    return sample, ""
 
 
 def _judging_inputs(cfg: RunConfig, manifest: RunManifest) -> Inputs:
@@ -138,6 +164,7 @@ async def judge(
     conversations: Sequence[Conversation | str],
     imported: tuple[list[str], list[str], ImportInfo] | None = None,
     max_wait_s: float = 0.0,
+    sample: JudgeSample | None = None,
 ) -> Judged:
     """Judge `conversations` in an open session: the run's own (by id) or imported ones."""
     run_dir = session.run_dir
@@ -171,6 +198,7 @@ async def judge(
             slots=judge_slots(judges, cfg.judge.instances),
         )
         planned = _manifest(sweep, run_dir, manifest, len(conversations), imported[2] if imported else None)
+        planned = msgspec.structs.replace(planned, judge_sample=sample or msgspec.UNSET)
         if not same_manifest(manifest, planned):
             session.store.write_manifest(planned)
         session.open_cache(cfg)

@@ -72,6 +72,8 @@ class JudgeOptions:
     max_wait_s: float = 0.0  # --max-wait: how long to wait on pending batches (0: no bound)
     reference_data: str | None = None
     allow_failures: float | None = None
+    sample: int | None = None  # --sample N: judge only a seeded sample of N conversations
+    sample_seed: int = 0  # --sample-seed
 
 
 def configure(

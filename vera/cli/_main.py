@@ -502,6 +502,13 @@ def simulate(quiet: bool, skip_corrupt: bool, **sweep: Any) -> None:
     is_flag=True,
     help="Keep no judge call's request or response in the run directory; the card says so.",
 )
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    help="Judge only a seeded random sample of N of the run's complete conversations (a larger N "
+    "later judges only the extra ones); the rest stay unjudged and the card says how many were judged.",
+)
+@click.option("--sample-seed", type=SEED_TYPE, default=0, show_default=True, help="Seed of --sample.")
 @click.option("--quiet", is_flag=True, help="Do not print the card at the end.")
 def judge(
     run_dir: str | None,
@@ -520,6 +527,8 @@ def judge(
     no_cache: bool,
     skip_corrupt: bool,
     no_call_bodies: bool,
+    sample: int | None,
+    sample_seed: int,
     quiet: bool,
 ) -> None:
     """Judge conversations that are not judged yet, then score.
@@ -532,6 +541,8 @@ def judge(
 
     if bool(run_dir) == bool(transcripts):
         raise ConfigError("give either RUN_DIR or --transcripts PATH")
+    if sample is not None and transcripts:
+        raise ConfigError("--sample is for judging a RUN_DIR, not for importing --transcripts")
     opts = JudgeOptions(
         run_dir=run_dir,
         transcripts=transcripts,
@@ -548,6 +559,8 @@ def judge(
         max_wait_s=max_wait or 0.0,
         reference_data=reference_data,
         allow_failures=allow_failures,
+        sample=sample,
+        sample_seed=sample_seed,
     )
     with watching(refuse=not skip_corrupt):
         outcome = scored(_run_async(judge_run(opts)))

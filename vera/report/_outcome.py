@@ -36,7 +36,8 @@ from typing import Protocol
 import msgspec
 
 from vera.errors import BudgetReached, WaitLimitReached
-from vera.records import RunManifest
+from vera.records import JudgeSample, RunManifest
+from vera.stats.sampling import judging_sample
 
 
 class ConversationStatus(Protocol):
@@ -140,7 +141,7 @@ def tally(
         convs.failed += c.status == "failed"
     judges = {j.ref for j in manifest.judges}
     slots = len(judges) * manifest.judge_instances if judging else 0
-    judged = _Tally(planned=convs.complete * slots)
+    judged = _Tally(planned=len(_to_judge(manifest, conversations, judgements)) * slots)
     if slots:
         for j in judgements.values():
             conv = conversations.get(j.conversation_id)
@@ -154,6 +155,20 @@ def tally(
             judged.complete += j.status == "complete"
             judged.failed += j.status == "failed"
     return convs, judged
+
+
+def _to_judge(
+    manifest: RunManifest,
+    conversations: Mapping[str, ConversationStatus],
+    judgements: Mapping[str, JudgementStatus],
+) -> set[str]:
+    """The complete conversations planned for judging: all of them, or with `vera judge
+    --sample` the seeded sample and any judged before it was drawn."""
+    complete = {cid for cid, c in conversations.items() if c.status == "complete"}
+    if not isinstance(sample := manifest.judge_sample, JudgeSample):
+        return complete
+    judged = {j.conversation_id for j in judgements.values()} & complete
+    return set(judging_sample(complete, sample.size, sample.seed)) | judged
 
 
 def run_status(
@@ -171,6 +186,9 @@ def run_status(
     done = f"{convs.complete} of {convs.planned} conversations complete, {convs.failed} failed"
     if judging:
         done += f"; {judged.complete} of {judged.planned} judgements complete, {judged.failed} failed"
+        if isinstance(sample := manifest.judge_sample, JudgeSample):
+            chosen = len(_to_judge(manifest, conversations, judgements))
+            done += f"; a sample of {chosen} of {convs.complete} complete conversations judged (seed {sample.seed})"
     missing = list(manifest.missing_shards)
     if missing:
         done = f"partial sweep, shard(s) {', '.join(missing)} missing; " + done

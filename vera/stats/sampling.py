@@ -36,6 +36,7 @@ __all__ = [
     "Unit",
     "allocate",
     "draw_sample",
+    "judging_sample",
     "proposed_size",
     "rater_order",
     "sample_sizes",
@@ -129,6 +130,13 @@ def draw_sample(units: Sequence[Unit], per_chatbot: Mapping[str, int], seed: int
             members = sorted(strata[stratum], key=lambda u: _key("sample", str(seed), u.id))
             out.extend(members[:k])
     return out
+
+
+def judging_sample(ids: Iterable[str], size: int, seed: int) -> list[str]:
+    """The `size` ids with the smallest hash keyed by (seed, id) (`vera judge --sample`).
+    Nested: the sample of a larger size holds the smaller one's, so judging a larger
+    sample judges only the extra conversations; an id added later reshuffles none."""
+    return sorted(ids, key=lambda i: _key("judge", str(seed), i))[: max(0, size)]
 
 
 def rater_order(sample: Sequence[Unit], rater: str, seed: int) -> list[Unit]:
