@@ -132,8 +132,8 @@ def test_every_seed_option_takes_the_one_seed_range() -> None:
     visit(main)
     names = sorted({p.name or "" for p in seeds})
     assert (
-        names == ["bootstrap_seed", "seed"] and len(seeds) >= 5
-    )  # run, simulate, compare, agreement, plan, review
+        names == ["bootstrap_seed", "sample_seed", "seed"] and len(seeds) >= 5
+    )  # run, simulate, compare, agreement, plan, review, judge --sample-seed
     for param in seeds:
         assert isinstance(param.type, Number) and param.type.kind == SEED, param
         assert param.type.convert(str(SEED_MAX), param, None) == SEED_MAX
