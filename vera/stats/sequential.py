@@ -405,7 +405,9 @@ def asymptotic_radius(
 
     a = v(min(max(round(horizon), 1), population - 1)) / lead
     vt = v(t)
-    out = sd * (population - t) / t * np.sqrt(2.0 * (vt + a) * np.log(np.sqrt((vt + a) / a) / alpha))
+    # With every unit in nothing is left to err (0, even where the spread is unknown).
+    with np.errstate(invalid="ignore"):
+        out = sd * (population - t) / t * np.sqrt(2.0 * (vt + a) * np.log(np.sqrt((vt + a) / a) / alpha))
     return np.asarray(np.where(t >= population, 0.0, out))
 
 
