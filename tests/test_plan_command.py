@@ -72,3 +72,19 @@ def test_a_pilot_that_is_not_a_run_is_one_clear_line(tmp_path) -> None:
     result = CliRunner().invoke(main, ["plan", "--pilot", str(tmp_path)])
     assert result.exit_code != 0
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_the_candidates_profile_prices_the_chatbots_calls(pilot) -> None:
+    result = CliRunner().invoke(
+        main, ["plan", "--pilot", str(pilot), "--candidate", "openai", "--reps", "10"]
+    )
+    assert result.exit_code == 0, result.output
+    money = re.search(r"power 0\.8 at margin 5: .*? \$([\d,.]+) live, \$([\d,.]+) batch", result.output)
+    assert money is not None, result.output
+    live, batch = (float(x.replace(",", "")) for x in money.groups())
+    # The stand-in user and judge are free; the chatbot's tokens at OpenAI's prices, half in a batch.
+    assert live > 0 and batch == pytest.approx(live / 2, abs=0.011)
+    unknown = CliRunner().invoke(
+        main, ["plan", "--pilot", str(pilot), "--candidate", "nosuch", "--reps", "10"]
+    )
+    assert unknown.exit_code == 1 and "unknown model reference 'nosuch'" in unknown.output

@@ -22,7 +22,7 @@ from vera.app._gate import _max_ratings, unit_counts
 from vera.clients.limits import Prices
 from vera.clients.pool import CachePrices, tier_prices
 from vera.errors import UserError
-from vera.inputs import Profile, RunConfig, load_profiles
+from vera.inputs import Profile, RunConfig, load_profiles, resolve_ref
 from vera.records import RunManifest, Usage
 from vera.report import read_run
 from vera.stats.planning import (
@@ -53,6 +53,7 @@ class PlanOptions:
     personas: int | None = None
     reps: int = 200
     seed: int = 0
+    candidate: str | None = None  # price the chatbot's calls at this profile (name or name/model)
 
 
 class Design(msgspec.Struct, frozen=True, kw_only=True):
@@ -170,13 +171,19 @@ def plan(opts: PlanOptions) -> Plan:
             reps=opts.reps,
             seed=opts.seed,
         )
-        unit_cost = _per_unit_cost(Path(opts.pilot or "."), len(units.keys), run.manifest, notes)
+        unit_cost = _per_unit_cost(
+            Path(opts.pilot or "."), len(units.keys), run.manifest, notes, candidate=opts.candidate
+        )
     return Plan(opts, var, designs, gate, power_design.units, unit_cost, notes)
 
 
-def _per_unit_cost(run_dir: Path, units: int, manifest: RunManifest, notes: list[str]) -> Cost:
+def _per_unit_cost(
+    run_dir: Path, units: int, manifest: RunManifest, notes: list[str], *, candidate: str | None = None
+) -> Cost:
     """One unit's tokens and cost from the pilot's call records, at the prices of the
-    profiles the pilot's config names (the recorded cost where a profile is gone)."""
+    profiles the pilot's config names (the recorded cost where a profile is gone); with
+    `candidate`, the chatbot's calls at that profile's prices (the pilot's tokens: the
+    candidate's conversations are taken to be as long)."""
     profiles: dict[str, Profile] = {}
     try:
         cfg = RunConfig.from_snapshot(manifest.config, manifest.base_dir)
@@ -184,32 +191,39 @@ def _per_unit_cost(run_dir: Path, units: int, manifest: RunManifest, notes: list
     except (UserError, OSError, ValueError) as e:
         notes.append(f"the pilot's profiles could not be read ({e}); its recorded costs are used")
     by_name = {p.name or k: p for k, p in profiles.items()} | profiles
+    bot = ""
+    if candidate is not None:
+        profile, _ = resolve_ref(candidate, profiles)
+        bot = f"candidate {candidate}"
+        by_name[bot] = profile
+        notes.append(f"the chatbot's calls are priced at {candidate}'s profile, with the pilot's tokens")
     usage: dict[str, Usage] = {}
     recorded: dict[str, float] = {}
     tokens = 0
     for call in open_run(run_dir).calls():
         if call.status != "ok" or call.cached:
             continue
-        usage.setdefault(call.provider, Usage()).add(call.usage)
-        recorded[call.provider] = recorded.get(call.provider, 0.0) + call.live_cost_usd
+        who = bot if bot and call.role == "chatbot" else call.provider
+        usage.setdefault(who, Usage()).add(call.usage)
+        recorded[who] = recorded.get(who, 0.0) + call.live_cost_usd
         tokens += call.usage.input_tokens + call.usage.output_tokens
     live = batch = 0.0
     missing = []
     for provider, used in usage.items():
-        profile = by_name.get(provider)
-        if profile is None:
+        found = by_name.get(provider)
+        if found is None:
             missing.append(provider)
             live += recorded[provider]
             batch += recorded[provider] * 0.5
             continue
         prices = CachePrices(
-            profile.price_input_per_mtok,
-            profile.price_output_per_mtok,
-            profile.price_cached_input_per_mtok,
-            cache_write_per_mtok=profile.price_cache_write_per_mtok,
+            found.price_input_per_mtok,
+            found.price_output_per_mtok,
+            found.price_cached_input_per_mtok,
+            cache_write_per_mtok=found.price_cache_write_per_mtok,
         )
         live += prices.cost(used)
-        batch += _batch(prices, profile).cost(used)
+        batch += _batch(prices, found).cost(used)
     if missing:
         notes.append(
             f"no profile for {', '.join(sorted(missing))}: priced at the pilot's recorded cost (batch: half)"

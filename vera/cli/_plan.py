@@ -50,6 +50,10 @@ from vera.ranges import LEVEL, MARGIN, SEED
 @click.option(
     "--seed", type=Number(SEED, "seed"), default=0, show_default=True, help="Seed of the simulation."
 )
+@click.option(
+    "--candidate",
+    help="Price the chatbot's calls at this profile (name or name/model), with the pilot's tokens.",
+)
 def plan(**options: Any) -> None:
     """Plan a comparison at a margin before spending on it: the personas × user-agents ×
     seeds a fixed design needs (for --width, and for --power at --margin), the expected
