@@ -4,6 +4,7 @@ each scored against clinicians' ratings the estimator did not see.
     .venv/bin/python benchmarks/bench_reference_calibration.py RUN_DIR                  # 200 persona splits, ~3 min
     .venv/bin/python benchmarks/bench_reference_calibration.py RUN_DIR --by conversation
     .venv/bin/python benchmarks/bench_reference_calibration.py RUN_DIR --splits 5 --resamples 100   # a quick look
+    .venv/bin/python benchmarks/bench_reference_calibration.py RUN_DIR --card   # the card's two columns
 
 RUN_DIR is the reference's 120 human-validation transcripts judged by vera's offline
 judge, with the clinicians' ratings imported (benchmarks/README.md, "Calibration on the
@@ -41,7 +42,8 @@ import numpy as np
 import polars as pl
 
 from vera.records import DEFAULT_RESAMPLES, OVERALL, RaterRule
-from vera.report._calibration import human_labels
+from vera.report._calibration import calibrated_by_chatbot, human_labels
+from vera.stats import summarise
 from vera.stats.humans import DEFAULT_RATER_RULE, RATER_RULES
 from vera.stats.ppi import Estimator, calibrated_summary, calibration_units
 from vera.store import read_human_ratings
@@ -153,6 +155,43 @@ def held_out_check(
     return out
 
 
+def card_columns(run_dir: Path, raters: RaterRule, resamples: int) -> list[dict[str, Any]]:
+    """Per chatbot, the overall score of the card's judge-only and calibrated columns
+    with their intervals, as `vera score` computes them (bootstrap seed 0)."""
+    frame = pl.read_parquet(run_dir / "ratings.parquet")
+    cal = calibrated_by_chatbot(
+        frame, read_human_ratings(run_dir), resamples=resamples, confidence=0.95, seed=0, raters=raters
+    )
+    judge = summarise(frame, ["chatbot"], n_resamples=resamples, seed=0).filter(
+        pl.col("dimension") == OVERALL
+    )
+    rows = []
+    for r in judge.sort("chatbot").iter_rows(named=True):
+        c = cal.get(r["chatbot"])
+        rows.append(
+            {
+                "chatbot": r["chatbot"],
+                "judge_only": [r["score"], r["score_lo"], r["score_hi"]],
+                "calibrated": None
+                if c is None
+                else [c.overall.score, c.overall.score_ci.lo, c.overall.score_ci.hi],
+            }
+        )
+    return rows
+
+
+def render_card(rows: list[dict[str, Any]]) -> str:
+    def cell(v: list[float | None] | None) -> str:
+        if v is None or None in v:
+            return "no human ratings"
+        score, lo, hi = (float(x) for x in v)  # type: ignore[arg-type]
+        return f"{score:.1f} [{lo:.1f}, {hi:.1f}] ({hi - lo:.1f} wide)"
+
+    lines = ["| chatbot | judge-only | calibrated |", "|---|---|---|"]
+    lines += [f"| {r['chatbot']} | {cell(r['judge_only'])} | {cell(r['calibrated'])} |" for r in rows]
+    return "\n".join(lines)
+
+
 def render(r: dict[str, Any]) -> str:
     lines = [
         f"{r['conversations']} clinician-rated conversations, {r['groups']} {r['by']}s; "
@@ -197,11 +236,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--raters", choices=RATER_RULES, default=DEFAULT_RATER_RULE)
+    parser.add_argument(
+        "--card",
+        action="store_true",
+        help="print the card's judge-only and calibrated overall columns instead",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args(argv)
     if not (args.run_dir / "ratings.parquet").exists():
         parser.error(f"{args.run_dir} is not a judged run directory (no ratings.parquet)")
     start = time.perf_counter()
+    if args.card:
+        rows = card_columns(args.run_dir, args.raters, args.resamples)
+        print(render_card(rows))
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=2) + "\n")
+        return 0
     r = held_out_check(
         args.run_dir,
         args.splits,

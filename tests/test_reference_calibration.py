@@ -4,12 +4,13 @@ judge, each estimator scored against clinicians' ratings it did not see."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from benchmarks.bench_reference_calibration import held_out_check, main, render
+from benchmarks.bench_reference_calibration import card_columns, held_out_check, main, render
 from vera.cli._main import main as vera
 
 from .conftest import REFERENCE
@@ -64,6 +65,24 @@ def test_the_rule_combining_the_clinicians_moves_their_score(reference_run):
     r = held_out_check(reference_run, 1, by="conversation", resamples=50, raters="majority")
     assert round(r["clinicians_score_all"], 1) == 35.1
     assert r["groups"] == 90 and r["labelled_groups_per_split"] == 45
+
+
+def test_the_card_columns_are_the_cards(reference_run):
+    # vera score writes the same two columns on the card (bootstrap seed 0; one decimal)
+    rows = {r["chatbot"]: r for r in card_columns(reference_run, "severest", 2000)}
+    result = CliRunner().invoke(vera, ["score", str(reference_run)])
+    assert result.exit_code == 0, result.output
+    card = json.loads((reference_run / "card.json").read_text())
+    for bot in card["chatbots"]:
+        row, cal = rows[bot["chatbot"]], bot.get("calibrated")
+        assert round(row["judge_only"][0], 1) == bot["overall"]["score"]
+        if cal is None:
+            assert row["calibrated"] is None
+        else:
+            assert [round(v, 1) for v in row["calibrated"]] == [
+                round(v, 1) for v in (cal["overall"]["score"], *cal["overall"]["score_ci"])
+            ]
+    assert sum(r["calibrated"] is not None for r in rows.values()) == 3
 
 
 def test_the_command_refuses_a_directory_that_is_no_run(tmp_path, capsys):
