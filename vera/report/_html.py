@@ -94,7 +94,7 @@ p.caption { margin: .6rem 0 0; }
 p.caption + .scroll > table { margin-top: .2rem; }
 .scroll[role="region"]:focus-visible { outline: 2px solid #0072B2; }
 @media (max-width: 40rem) {
-  .scroll[role="region"]::before { content: "Table: scroll sideways for every column \2192";
+  .scroll[role="region"]::before { content: "Table: scroll sideways for every column \\2192";
     display: block; position: sticky; left: 0; font-size: .8rem; color: #555; }
 }
 th, td { border: 1px solid #c8c8c8; padding: .25rem .5rem; vertical-align: top; }
