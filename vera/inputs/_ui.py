@@ -180,6 +180,11 @@ BASE: dict[str, str] = {
     "review.dimension": "Dimension",
     "review.you": "You",
     "review.shown": "the judge's ratings have been shown",
+    "review.rate_first": "Rate every dimension first: {missing}.",
+    "review.saving": "Saving…",
+    "review.not_saved": "Not saved: {error}",
+    "review.saved_changes": "Saved your changes: conversation {position} of {total} ({rated} rated).",
+    "review.saved_one": "Saved: conversation {position} of {total} ({rated} rated).",
 }
 
 # Table headings and row labels are built in English by vera.report._card_tables; the
