@@ -171,3 +171,12 @@ def test_english_plots_name_no_cjk_font(zh_card):
 def test_the_pack_strings_file_is_read_from_the_card_s_folder(zh_card):
     assert isinstance(zh_card.locale, LocaleInfo)
     assert Path(zh_card.locale.path) == ZH.resolve()
+
+
+def test_the_offline_note_is_the_pack_s_and_the_english_one_is_card_json_s(zh_card):
+    from vera.report._card import OFFLINE_NOTE
+
+    assert BASE["card.offline_note"] == OFFLINE_NOTE == zh_card.note
+    assert "> **离线运行：聊天机器人、模拟用户和评审模型都是 vera 内置的替身" in render_markdown(zh_card)
+    page = render_html(zh_card, [])
+    assert "<strong>离线运行：</strong> 聊天机器人" in page  # the badge, said once

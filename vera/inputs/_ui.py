@@ -66,6 +66,12 @@ BASE: dict[str, str] = {
     "card.score_per_dimension": "Score per dimension",
     "card.none": "None.",
     "card.offline_badge": "Offline run:",
+    # vera.report._card.OFFLINE_NOTE, as card.json keeps it (a test holds them equal).
+    "card.offline_note": (
+        "Offline run: the chatbots, the simulated user and the judge are vera's built-in "
+        "stand-ins (scripted rules and seeded draws), not language models. The numbers check the "
+        "pipeline end to end; they say nothing about any real chatbot."
+    ),
     "card.terminal_more": (
         "By risk level, judge and seed, every harmful rating with the judge's reasoning, and how "
         "the run was made: card.md and card.html in the run directory."

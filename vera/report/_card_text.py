@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vera.inputs import ENGLISH, Strings, tr, ui_strings
+from vera.inputs._ui import BASE
 from vera.records import LocaleInfo
 from vera.report._language import LanguageCheck
 from vera.report._numbers import MISSING, fixed, num, percent_level, with_ci
@@ -53,6 +54,11 @@ def card_strings(card: Card) -> Strings:
     and for every key the pack does not translate)."""
     x = card.locale
     return ui_strings(x.tag, x.path) if isinstance(x, LocaleInfo) else ENGLISH
+
+
+def offline_note(card: Card) -> str:
+    """The card's offline note, in the pack's words when it is vera's standard one."""
+    return tr("card.offline_note") if card.note == BASE["card.offline_note"] else card.note
 
 
 def status_text(card: Card) -> str:
@@ -445,7 +451,7 @@ def top_lines(card: Card) -> list[str]:
     if warning := status_warning(card):
         lines.append(warning)
     if card.offline and card.note:
-        lines.append(card.note)
+        lines.append(offline_note(card))
     if excluded := excluded_warning(card):
         lines.append(excluded)
     return lines

@@ -43,6 +43,7 @@ from vera.report._card_text import (
     excluded_warning,
     group_title,
     headlines,
+    offline_note,
     reading_guide,
     realism_text,
     run_title,
@@ -143,7 +144,7 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
     if warning := status_warning(card):
         body.append(f'<p class="warning" role="alert"><strong>{escape(warning)}</strong></p>')
     if card.offline and card.note:
-        body.append(_offline_banner(card.note, tr("card.offline_badge")))
+        body.append(_offline_banner(offline_note(card), tr("card.offline_badge")))
     if excluded := excluded_warning(card):
         body.append(f'<p class="warning"><strong>{escape(excluded)}</strong></p>')
     body += ["</header>", "<main>", _results(card)]
@@ -506,7 +507,7 @@ def _section(anchor: str, heading: str, *parts: str) -> str:
 
 def _offline_banner(note: str, badge: str = "Offline run:") -> str:
     # The badge says "offline run"; the note need not say it again.
-    text = note.removeprefix("Offline run: ")
+    text = note.removeprefix("Offline run: ").removeprefix(badge)
     return f'<p class="offline" role="note"><strong>{escape(badge)}</strong> {escape(text[:1].upper() + text[1:])}</p>'
 
 

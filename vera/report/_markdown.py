@@ -27,6 +27,7 @@ from vera.report._card_text import (
     card_strings,
     excluded_warning,
     group_title,
+    offline_note,
     reading_guide,
     realism_text,
     run_title,
@@ -87,7 +88,7 @@ def _render_markdown(card: Card, *, max_harmful: int) -> str:
     if warning := status_warning(card):
         lines += [f"> **{warning}**", ""]
     if card.offline:
-        lines += [f"> **{card.note}**", ""]
+        lines += [f"> **{offline_note(card)}**", ""]
     if excluded := excluded_warning(card):
         lines += [f"> **{excluded}**", ""]
     lines += [f"## {tr('card.results')}", "", tr("card.score_meaning"), ""]
