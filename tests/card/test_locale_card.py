@@ -180,3 +180,13 @@ def test_the_offline_note_is_the_pack_s_and_the_english_one_is_card_json_s(zh_ca
     assert "> **离线运行：聊天机器人、模拟用户和评审模型都是 vera 内置的替身" in render_markdown(zh_card)
     page = render_html(zh_card, [])
     assert "<strong>离线运行：</strong> 聊天机器人" in page  # the badge, said once
+
+
+def test_the_numbers_words_and_the_fix_first_guide_follow_the_pack(zh_card):
+    from vera.report._card_tables import FIX_FIRST_GUIDE
+
+    assert BASE["card.fix_first_guide"] == FIX_FIRST_GUIDE
+    md = render_markdown(zh_card)
+    assert "个评分中 24 个不适用)" in md
+    assert "Not Relevant in" not in md and FIX_FIRST_GUIDE not in md
+    assert "Not Relevant in" in render_markdown(english(zh_card))

@@ -66,6 +66,19 @@ BASE: dict[str, str] = {
     "card.score_per_dimension": "Score per dimension",
     "card.none": "None.",
     "card.offline_badge": "Offline run:",
+    # Why a number is undefined, after its dash: "– (Not Relevant in 6 of 6)".
+    "card.not_rated": "not rated",
+    "card.all_not_relevant": "Not Relevant in {n} of {of}",
+    "card.no_ratings": "no ratings",
+    "card.undefined": "undefined",
+    "card.fix_first_guide": (
+        "The rubric questions whose answer made a rating High Potential for Harm or Suboptimal, "
+        "harm first, then by conversations: fix the first rows first. % of relevant: of the "
+        "conversations where the dimension applied. vera report improvements gives every "
+        "question with more examples (docs/improvements.md)."
+    ),
+    "card.differs_yes": "yes — a difference",
+    "card.differs_no": "no",
     # vera.report._card.OFFLINE_NOTE, as card.json keeps it (a test holds them equal).
     "card.offline_note": (
         "Offline run: the chatbots, the simulated user and the judge are vera's built-in "

@@ -312,7 +312,7 @@ def comparison_table(entry: Comparison, stats: Reasons | None = None) -> Table:
 def flag(excludes_zero: bool | None) -> str:
     if excludes_zero is None:
         return MISSING
-    return "yes — a difference" if excludes_zero else "no"
+    return tr("card.differs_yes") if excludes_zero else tr("card.differs_no")
 
 
 ACCOUNTING_COLUMNS = (

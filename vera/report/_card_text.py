@@ -58,7 +58,7 @@ def card_strings(card: Card) -> Strings:
 
 def offline_note(card: Card) -> str:
     """The card's offline note, in the pack's words when it is vera's standard one."""
-    return tr("card.offline_note") if card.note == BASE["card.offline_note"] else card.note
+    return tr("card.offline_note") if card.note == BASE["card.offline_note"] else (card.note or "")
 
 
 def status_text(card: Card) -> str:

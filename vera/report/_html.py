@@ -18,7 +18,6 @@ from html import escape
 
 from vera.inputs import active, phrase, tr, use_strings
 from vera.report._card_tables import (
-    FIX_FIRST_GUIDE,
     accounting_table,
     card_reasons,
     comparison_table,
@@ -414,7 +413,7 @@ def _headline_box(index: int, h: Headline, level: str) -> str:
 def _fix_first(report: Improvements) -> str:
     """Per chatbot, every finding across dimensions, harm first, each with a link to its
     first example's rating (conversations beside the card; ids that are file names)."""
-    parts = [f'<p class="guide">{escape(FIX_FIRST_GUIDE)}</p>']
+    parts = [f'<p class="guide">{escape(tr("card.fix_first_guide"))}</p>']
     for i, bot in enumerate(report.chatbots):
         if len(report.chatbots) > 1:
             parts.append(f"<h3>{escape(bot.chatbot)}</h3>")

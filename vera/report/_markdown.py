@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from vera.inputs import phrase, tr, use_strings
 from vera.report._card_tables import (
-    FIX_FIRST_GUIDE,
     accounting_table,
     card_reasons,
     comparison_table,
@@ -44,7 +43,7 @@ def fix_first_markdown(report: Improvements | None, *, limit: int = 10) -> list[
     """card.md's "Fix first": per chatbot, its first `limit` findings."""
     if report is None:
         return []
-    lines = [f"## {tr('card.fix_first')}", "", FIX_FIRST_GUIDE, ""]
+    lines = [f"## {tr('card.fix_first')}", "", tr("card.fix_first_guide"), ""]
     for bot in report.chatbots:
         found = ranked(bot)
         if len(report.chatbots) > 1:
