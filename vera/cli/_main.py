@@ -849,7 +849,8 @@ def validate_locale_cmd(folder: str) -> None:
     if issues:
         _fail(f"{path}: {len(issues)} problem(s); see docs/locales.md")
     pack = load_locale(path)
-    held = ", ".join(pack.files) or "nothing"
+    # strings.toml: the words of the card, viewer and review (vera.inputs._ui).
+    held = ", ".join([*pack.files, *(["strings"] if (path / "strings.toml").is_file() else [])]) or "nothing"
     res = pack.resources
     click.echo(
         f"{path}: ok — locale {pack.tag} {pack.version}; holds {held} (the rest is vera's base); "

@@ -84,6 +84,7 @@ from vera.viewer.catalogue import Catalogue, Query, QueryError
 from vera.viewer.compare import BACK, comparable, compare_page, frame_page
 from vera.viewer.grid import grid_html, side_by_side_html
 from vera.viewer.stepping import steps_html
+from vera.viewer.words import run_strings, translate_page
 
 CATALOGUE = web.AppKey("catalogue", Catalogue)
 # Each run's improvement report, built when first asked for (and again after the runs
@@ -156,9 +157,13 @@ def build_app(
         body, content_type = found
         return web.Response(body=body, content_type=content_type, charset="utf-8")
 
+    # The list page in the runs' locale pack's language (English unless they share one).
+    index_page = translate_page(
+        assets["index.html"][0], run_strings(r.records.manifest for r in catalogue.runs), "viewer"
+    )
+
     async def index(request: web.Request) -> web.Response:
-        body, _ = assets["index.html"]
-        return web.Response(body=body, content_type="text/html", charset="utf-8")
+        return web.Response(body=index_page, content_type="text/html", charset="utf-8")
 
     app.router.add_get("/", index)
     app.router.add_get("/static/{name}", asset)
