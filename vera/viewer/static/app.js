@@ -330,6 +330,7 @@ function renderCompareLink() {
   const reasons = facets.compare || [];
   if (reasons.length === 0) {
     if (old.tagName !== "A") old.replaceWith(el("a", { id: "compare-link", href: there("compare") }, "Compare the chatbots"));
+    else old.setAttribute("href", there("compare"));
     return;
   }
   const note = el("span", { id: "compare-link", className: "not-offered" }, `No comparison: ${reasons.join("; ")}.`);
