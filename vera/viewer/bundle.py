@@ -238,9 +238,9 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
         html = grid_html(catalogue, {"page": str(n)} if n > 1 else {}, links)
         _put(root, "grid.html" if n == 1 else f"grid-{n}.html", with_meta_csp(html, PLAIN_META_CSP))
     for persona, n in number.items():
-        html = side_by_side_html(catalogue, {"persona": persona}, links)
-        if html is not None:
-            _put(root, f"side-by-side-{n}.html", with_meta_csp(html, PLAIN_META_CSP))
+        side = side_by_side_html(catalogue, {"persona": persona}, links)
+        if side is not None:
+            _put(root, f"side-by-side-{n}.html", with_meta_csp(side, PLAIN_META_CSP))
     if compare is not None:
         _put(root, "compare.html", with_meta_csp(compare, CARD_META_CSP))
     marker = {
