@@ -188,7 +188,9 @@ class Folder:
             except (UserError, OSError, msgspec.MsgspecError, ValueError) as e:
                 # One unreadable run (a torn manifest, a newer schema) does not hide the others.
                 catalogues.append(None)
-                rows.append(RunSummary(index=n, folder=shown, error=str(e).splitlines()[0][:300]))
+                # Said relative to the folder given: the list need not show where it is.
+                said = str(e).splitlines()[0].replace(str(path), shown)[:300]
+                rows.append(RunSummary(index=n, folder=shown, error=said))
                 if err is not None:
                     print(f"vera view: {shown}: not shown ({rows[-1].error})", file=err)
                 continue

@@ -185,6 +185,8 @@
   function ready() {
     // What a server would add and a copy cannot: the CSV download (a server answers it)
     // and a grid narrowed by the list's filters (the bundle's grid holds every row).
+    const title = document.querySelector("header h1");
+    if (title) title.append(Object.assign(document.createElement("small"), { className: "muted", textContent: " · a copy, opened from disk" }));
     const csv = document.getElementById("csv-link");
     if (csv) {
       csv.hidden = true;
