@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from html import unescape
+from html import escape, unescape
 from pathlib import Path
 
 import pytest
@@ -131,3 +131,24 @@ def test_bundle_options_that_do_not_fit_are_one_line(viewer_run, offline_run, tm
     assert two.exit_code != 0 and "give one run directory" in two.output
     lone = invoke_vera("view", str(viewer_run), "--no-call-bodies")
     assert lone.exit_code != 0 and "--no-call-bodies applies to --bundle" in lone.output
+
+
+def test_an_id_that_is_no_file_name_gets_a_page_named_by_its_hash(tmp_path):
+    """Ids may hold any character (an imported log's "chat log/5 #1"): its page is named
+    by a hash, and the list's row says which file it is, so the link finds it."""
+    from tests.improvements_run import LOG_ID, write_run
+
+    run = write_run(tmp_path / "run")
+    out = tmp_path / "bundle"
+    result = invoke_vera("view", str(run), "--bundle", str(out))
+    assert result.exit_code == 0, result.output
+    name = page_file(LOG_ID)
+    assert name.startswith("id-") and name.endswith(".html") and "/" not in name
+    page = (out / "runs/0/conversations" / name).read_text()
+    assert escape(LOG_ID) in page
+    data = json.loads(
+        (out / "data/list.js").read_text().removeprefix("window.veraBundleData = ").rstrip(";\n")
+    )
+    row = next(r for r in data["rows"] if r["id"] == LOG_ID)
+    assert row["file"] == name
+    assert not any(".." in p.name or " " in p.name for p in (out / "runs/0/conversations").iterdir())
