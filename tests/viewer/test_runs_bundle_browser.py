@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 
 import pytest
 
+from vera.viewer.bundle import page_file
 from vera.viewer.catalogue import Catalogue, Query
 
 from .conftest import FAILED_ID, MARKUP_ID, SECOND_JUDGE
@@ -189,3 +190,33 @@ def test_the_bundle_answers_every_list_query_as_the_server_does(page_of, bundled
     bad = page.evaluate("window.veraBundle.get('api/conversations?sort=nope')")
     assert "sort" in bad["error"]
     assert page.problems == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("width", "height"), SIZES)
+def test_a_bundled_page_steps_within_the_filtered_list_it_was_opened_from(
+    page_of,
+    bundled,  # noqa: F811
+    viewer_run,
+    width,
+    height,
+):
+    out, _, _ = bundled
+    params = {"chatbot": "offline/risk-ignoring", "sort": "id", "per_page": "2"}
+    order = [
+        r["id"]
+        for r in Catalogue.open([viewer_run]).query(Query.from_params({**params, "per_page": "200"}))["rows"]
+    ]
+    page = page_of(width, height)
+    page.goto(f"{(out / 'index.html').as_uri()}?{urlencode(params)}")
+    wait_for_list(page)
+    page.locator("#list tbody td.id a").first.click()
+    expect_text(page, "nav.steps a:not([rel])", f"Conversation 1 of {len(order)} in this filtered list")
+    page.click("nav.steps a[rel=next]")
+    expect_text(page, "nav.steps a:not([rel])", f"Conversation 2 of {len(order)} in this filtered list")
+    assert page_file(order[1]) in page.url and "chatbot=offline%2Frisk-ignoring" in page.url
+    page.click("nav.steps a[rel=next]")
+    expect_text(page, "nav.steps a:not([rel])", f"Conversation 3 of {len(order)} in this filtered list")
+    page.click("nav.steps a:not([rel])")  # back to the list, at the page holding it
+    summary_is(page, rf"^Conversations 3–4 of {len(order)}$")
+    assert page.problems == [] and no_page_scroll(page)

@@ -71,6 +71,28 @@ CARD_META_CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 )
 _STATIC = ("app.js", "style.css", "calls.js", "calls.css", "bundle.js")
+# Appended to the conversation pages' script in a bundle: opened from a filtered list (a
+# query in the address), the page loads the list's data and bundle.js, which redraw its
+# Previous / Next within that list. Scripts from the bundle's own files, as the policy allows.
+STEPS_LOADER = """
+// vera view --bundle: Previous / Next within the list this page was opened from.
+(function () {
+  if (!window.location.search) return;
+  const load = (src) => new Promise((resolve, reject) => {
+    const tag = document.createElement("script");
+    tag.src = "../../../" + src;
+    tag.onload = resolve;
+    tag.onerror = reject;
+    document.head.append(tag);
+  });
+  const search = new URLSearchParams(window.location.search).get("q");
+  load("data/list.js")
+    .then(() => (search ? load("data/search.js") : null))
+    .then(() => load("static/bundle.js"))
+    .then(() => window.veraBundle && window.veraBundle.steps())
+    .catch(() => {});
+})();
+"""
 _CSP_TAG = re.compile(r'<meta http-equiv="Content-Security-Policy"', re.IGNORECASE)
 
 
@@ -178,7 +200,8 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
     assets = load_assets()
     for name in _STATIC:
         (root / "static").mkdir(exist_ok=True)
-        (root / "static" / name).write_bytes(assets[name][0])
+        body = assets[name][0] + (STEPS_LOADER.encode() if name == "calls.js" else b"")
+        (root / "static" / name).write_bytes(body)
     index = assets["index.html"][0].decode()
     index = with_meta_csp(index, LIST_META_CSP).replace(
         '<script src="static/app.js" defer></script>',

@@ -168,13 +168,15 @@
     return { total: listed.length, page: q.page, per_page: q.per_page, rows };
   }
 
-  // The viewer's addresses (relative to the list) → the bundle's files.
+  // The viewer's addresses (relative to the list) → the bundle's files. A conversation
+  // keeps the list's query: its page steps within that list (steps, below).
   function link(path) {
     const [where, query] = path.split("?", 2);
     const conversation = /^runs\/(\d+)\/conversations\/(.+)\.html$/.exec(where);
     if (conversation) {
       const row = byId.get(`${conversation[1]}/${decodeURIComponent(conversation[2])}`);
-      return row ? `runs/${conversation[1]}/conversations/${encodeURIComponent(row.file)}` : "#";
+      if (!row) return "#";
+      return `runs/${conversation[1]}/conversations/${encodeURIComponent(row.file)}${query ? `?${query}` : ""}`;
     }
     if (where === "grid") return "grid.html";
     if (where === "compare") return "compare.html";
@@ -196,7 +198,46 @@
     }
   }
 
+  // On a conversation page opened from a filtered list: Previous / Next and "n of N"
+  // within that list, as the server's step bar (vera.viewer.stepping), in place of the
+  // bar the page was written with (the list in its default order).
+  const LIST_PARAMS = ["q", "run", "chatbot", "persona", "risk", "seed", "user_agent", "judge",
+    "dimension", "rating", "status", "differ", "sort", "desc", "per_page"];
+
+  function steps() {
+    const bar = document.querySelector("nav.steps");
+    const file = decodeURIComponent(window.location.pathname.split("/").pop());
+    const row = data.rows.find((r) => r.file === file);
+    if (!bar || !row) return;
+    const given = new URLSearchParams(window.location.search);
+    const p = new URLSearchParams();
+    for (const name of LIST_PARAMS) if (given.get(name)) p.set(name, given.get(name));
+    const query = p.toString();
+    if (!query) return;
+    let q;
+    try {
+      q = parse(p);
+    } catch (error) {
+      return;
+    }
+    const listed = sorted(data.rows.filter((r) => keep(r, q)), q);
+    const i = listed.findIndex((r) => r.run === row.run && r.id === row.id);
+    if (i < 0) return;
+    const page = Math.floor(i / q.per_page) + 1;
+    const step = (target, label, rel) => {
+      if (!target) return Object.assign(document.createElement("span"), { className: "off", textContent: label });
+      return Object.assign(document.createElement("a"), { rel, textContent: label, href: `${encodeURIComponent(target.file)}?${query}` });
+    };
+    const narrowed = LIST_PARAMS.some((name) => !["sort", "desc", "per_page"].includes(name) && p.get(name));
+    const back = document.createElement("a");
+    back.href = `../../../index.html?${query}${page > 1 ? `&page=${page}` : ""}`;
+    back.textContent = `Conversation ${(i + 1).toLocaleString()} of ${listed.length.toLocaleString()} ` +
+      (narrowed ? "in this filtered list" : "in the list");
+    bar.replaceChildren(step(listed[i - 1], "← Previous", "prev"), " ", back, " ", step(listed[i + 1], "Next →", "next"));
+  }
+
   window.veraBundle = {
+    steps,
     get(path) {
       const [where, query] = path.split("?", 2);
       const p = new URLSearchParams(query || "");
