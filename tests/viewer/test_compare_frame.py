@@ -25,8 +25,8 @@ async def test_compare_answers_a_frame_at_once_then_the_comparison(viewer_run):
             await asyncio.sleep(0.1)
         else:
             raise AssertionError("the comparison never came")
-        assert '<a href="/">← All conversations</a>' in html and 'id="scores"' in html
-        async with http.get(f"{base}/runs/0/card.html") as r:
-            assert '<a href="/">← All conversations</a>' in await r.text()
+        assert '<a href="index.html">← All conversations</a>' in html and 'id="scores"' in html
+        async with http.get(f"{base}/runs/0/card.html") as r:  # two folders down
+            assert '<a href="../../index.html">← All conversations</a>' in await r.text()
         async with http.get(f"{base}/api/facets") as r:
             assert (await r.json())["compare"] == []

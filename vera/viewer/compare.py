@@ -29,7 +29,11 @@ _STYLE = (
     ".reason{border-left:5px solid #E69F00;background:#fff8e6;padding:.6rem 1rem}"
     ".reason li{margin:.3rem 0}.wait{color:#444}"
 )
-BACK = '<nav aria-label="Page"><a href="/">← All conversations</a></nav>'
+# Links are relative to the page (the list is index.html beside /compare), so the viewer
+# works under a prefix (`vera view FOLDER`) and as a bundle opened from disk.
+BACK = '<nav aria-label="Page"><a href="index.html">← All conversations</a></nav>'
+# The same, from a run's card (runs/<k>/card.html).
+CARD_BACK = '<nav aria-label="Page"><a href="../../index.html">← All conversations</a></nav>'
 # Seconds between the frame's reloads while the comparison is computed.
 FRAME_REFRESH = 1
 
@@ -46,7 +50,7 @@ def unit_links(result: RunComparison, catalogue: Catalogue) -> dict[str, str]:
         params: dict[str, str | int] = {"run": k, "chatbot": u.chatbot}
         if u.seed is not None:
             params["seed"] = u.seed
-        links[u.unit] = "/?" + urlencode(params)
+        links[u.unit] = "index.html?" + urlencode(params)
     return links
 
 
