@@ -517,6 +517,7 @@ class ConversationSnapshot(msgspec.Struct, kw_only=True):
     session: dict[str, SessionSnapshot] = msgspec.field(default_factory=dict)
     user_memory: bool = False
     chatbot_memory: Literal["history", "none"] = "none"
+    max_total_words: int | msgspec.UnsetType = msgspec.UNSET  # absent when there is no word limit
 
 
 class JudgeSnapshot(msgspec.Struct, kw_only=True):

@@ -47,6 +47,7 @@ class RunOptions:
     sessions: list[str] | None = None  # --sessions intake,follow-up
     user_memory: bool | None = None  # --user-memory / --no-user-memory
     chatbot_memory: str | None = None  # --chatbot-memory none|history
+    max_total_words: int | None = None  # -w / --max-total-words
     seeds_flag: str = "--seeds"  # how the user gave the seeds (--seed or --seeds), for messages
     command: str = "run"  # the command that continues this run: run or simulate
     # `vera gate`: the config a run starts from, given whole (the baseline's) instead of
@@ -128,6 +129,8 @@ def configure(
         cfg.allow_failures = value
     if (value := given("sessions")) is not None:
         cfg.conversation.sessions = value
+    if (value := given("max_total_words")) is not None:
+        cfg.conversation.max_total_words = value
     if (value := given("user_memory")) is not None:
         cfg.conversation.user_memory = value
         if value and not cfg.conversation.multi_session:

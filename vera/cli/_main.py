@@ -326,6 +326,14 @@ def _sweep_options(f: F) -> F:
             "conversation judged on its own, grouped into one arc (docs/sessions.md).",
         ),
         click.option(
+            "-w",
+            "--max-total-words",
+            type=click.IntRange(min=1),
+            help="End a conversation after the chatbot's reply once the words of both sides "
+            "reach N (the reference's -w; the card counts these under the word limit). "
+            "Default: no limit.",
+        ),
+        click.option(
             "--user-memory/--no-user-memory",
             default=None,
             help="The simulated user remembers its earlier sessions (default: each starts fresh).",
@@ -373,6 +381,7 @@ def _run_options(
     sessions: str | None = None,
     user_memory: bool | None = None,
     chatbot_memory: str | None = None,
+    max_total_words: int | None = None,
     **extra: Any,
 ) -> Any:
     from vera.app import RunOptions
@@ -405,6 +414,7 @@ def _run_options(
         sessions=_session_types(sessions),
         user_memory=user_memory,
         chatbot_memory=chatbot_memory,
+        max_total_words=max_total_words,
         **extra,
     )
 

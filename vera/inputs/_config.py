@@ -116,6 +116,10 @@ class ConversationConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
     # sessions' messages before this session's). A custom HTTP chatbot is always sent
     # this session only: it keeps its own memory.
     chatbot_memory: Literal["history", "none"] = "none"
+    # The reference's --max-total-words: a conversation ends after the chatbot's reply
+    # once the words of both sides reach this many (ended_by "max_words"). Unset (no
+    # limit) it is left out of the manifest, so older runs keep their bytes and fingerprint.
+    max_total_words: int | msgspec.UnsetType = msgspec.UNSET
 
     @property
     def multi_session(self) -> bool:
@@ -303,6 +307,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             problems.append(f"conversation.max_turns must be between 2 and {MAX_TURNS:,}")
         if not 0 <= c.min_turns <= c.max_turns:
             problems.append("conversation.min_turns must be between 0 and max_turns")
+        if isinstance(c.max_total_words, int) and c.max_total_words < 1:
+            problems.append("conversation.max_total_words must be at least 1 (leave it out for no limit)")
         problems += _session_problems(c)
         if self.judge.instances < 1:
             problems.append("judge.instances must be at least 1")
