@@ -45,6 +45,7 @@ from vera.report._card_text import (
     reading_guide,
     realism_text,
     run_title,
+    sample_text,
     status_text,
     status_warning,
 )
@@ -131,6 +132,8 @@ def render_html(card: Card, plots: Sequence[Plot]) -> str:
 
     body: list[str] = [f"<header><h1>{escape(run_title(card))}</h1>"]
     body.append(f'<p class="status"><strong>Run status:</strong> {escape(status_text(card))}</p>')
+    if judged := sample_text(card):
+        body.append(f'<p class="sample"><strong>Judged:</strong> {escape(judged)}</p>')
     if warning := status_warning(card):
         body.append(f'<p class="warning" role="alert"><strong>{escape(warning)}</strong></p>')
     if card.offline and card.note:

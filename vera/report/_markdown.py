@@ -29,6 +29,7 @@ from vera.report._card_text import (
     reading_guide,
     realism_text,
     run_title,
+    sample_text,
     status_text,
     status_warning,
 )
@@ -77,6 +78,8 @@ def render_markdown(card: Card, *, max_harmful: int = 10) -> str:
     the harmful ratings beyond the first `max_harmful` per chatbot; all are in card.json
     and card.html), with the run's details last."""
     lines = [f"# {run_title(card)}", "", f"**Run status:** {status_text(card)}", ""]
+    if judged := sample_text(card):
+        lines += [f"**Judged:** {judged}", ""]
     if warning := status_warning(card):
         lines += [f"> **{warning}**", ""]
     if card.offline:
