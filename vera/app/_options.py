@@ -48,6 +48,8 @@ class RunOptions:
     user_memory: bool | None = None  # --user-memory / --no-user-memory
     chatbot_memory: str | None = None  # --chatbot-memory none|history
     max_total_words: int | None = None  # -w / --max-total-words
+    judge_max_concurrent: int | None = None  # --judge-max-concurrent N
+    per_judge: bool = False  # --per-judge
     seeds_flag: str = "--seeds"  # how the user gave the seeds (--seed or --seeds), for messages
     command: str = "run"  # the command that continues this run: run or simulate
     # `vera gate`: the config a run starts from, given whole (the baseline's) instead of
@@ -75,6 +77,8 @@ class JudgeOptions:
     allow_failures: float | None = None
     sample: int | None = None  # --sample N: judge only a seeded sample of N conversations
     sample_seed: int = 0  # --sample-seed
+    judge_max_concurrent: int | None = None  # --judge-max-concurrent N
+    per_judge: bool = False  # --per-judge
 
 
 def configure(
@@ -113,6 +117,15 @@ def configure(
         cfg.user_agents = value
     if (value := given("instances")) is not None:
         cfg.judge.instances = value
+    if (value := given("judge_max_concurrent")) is not None:
+        cfg.judge.max_concurrent = value
+    if given("per_judge"):
+        if not isinstance(cfg.judge.max_concurrent, int):
+            raise ConfigError(
+                "--per-judge applies --judge-max-concurrent to each judge model: give "
+                "--judge-max-concurrent N too (or [judge] max_concurrent in the config)"
+            )
+        cfg.judge.per_judge = True
     if (value := given("cache")) is not None:
         cfg.cache = value
     if value := given("cache_dir"):

@@ -171,6 +171,13 @@ class JudgeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # Check each conversation's simulated user with the first judge model (one more
     # structured call per conversation, through the judge's client: docs/realism.md).
     check_users: bool = False
+    # The reference's judge `--max-concurrent N [--per-judge]`: at most N rubric walks
+    # (one conversation by one judge instance) in flight at once, in total or, with
+    # `per_judge`, for each judge model. Unset: bounded only by the conversations in
+    # flight and each account's limits. Neither changes an answer: both are left out of
+    # the fingerprint, and out of the manifest when unset.
+    max_concurrent: int | msgspec.UnsetType = msgspec.UNSET
+    per_judge: bool | msgspec.UnsetType = msgspec.UNSET
 
     def asks_ahead(self) -> bool:
         """Whether the judge asks ahead at the end of the sweep (`ask_ahead`)."""
@@ -314,6 +321,12 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             problems.append("judge.instances must be at least 1")
         if self.judge.max_attempts < 1:
             problems.append("judge.max_attempts must be at least 1")
+        if isinstance(self.judge.max_concurrent, int) and self.judge.max_concurrent < 1:
+            problems.append("judge.max_concurrent must be at least 1 (leave it out for no cap)")
+        if self.judge.per_judge is True and not isinstance(self.judge.max_concurrent, int):
+            problems.append(
+                "judge.per_judge applies judge.max_concurrent to each judge model: set max_concurrent too"
+            )
         if self.judge.terminal_semantics not in TERMINAL_SEMANTICS:
             problems.append(
                 "judge.terminal_semantics must be "
@@ -428,6 +441,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         # waiting differ; vera.clients.batching): a run may be resumed in the other mode.
         for key in ("mode", "batch_poll_s", "batch_collect_s", "batch_requeue"):
             data["judge"].pop(key)
+        for key in ("max_concurrent", "per_judge"):  # how many walks at once, never an answer
+            data["judge"].pop(key, None)
         for role in ("user_agent", "chatbot"):  # the tier prices a call, it asks nothing else
             data[role].pop("service_tier")
             data[role].pop("flex_fallback")
