@@ -54,8 +54,23 @@ def test_a_sample_is_judged_and_the_card_says_of_how_many(simulated, tmp_path):
     assert "a sample of 2 of 6 complete conversations judged (seed 7)" in card["status"]["summary"]
     assert card["counts"]["judgements_complete"] == 2 and card["counts"]["judgements_failed"] == 0
     assert "a sample of 2 of 6 complete conversations judged" in (run / "card.md").read_text()
+    # Its own field and line, in card.json and in every rendering.
+    assert card["status"]["judged_sample"] == {"judged": 2, "of": 6, "seed": 7}
+    said = "judged 2 of 6 conversations (a seeded sample, seed 7)"
+    assert f"**Judged:** {said}" in (run / "card.md").read_text()
+    assert f"<strong>Judged:</strong> {said}" in (run / "card.html").read_text()
+    shown = invoke(["judge", str(run), "--sample", "2", "--sample-seed", "7"])  # a no-op that prints the card
+    assert shown.exit_code == 0 and f"Judged: {said}" in shown.output, shown.output
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["judge_sample"] == {"size": 2, "seed": 7}
+
+
+def test_a_run_judged_whole_has_no_sample_field_or_line(simulated, tmp_path):
+    run = copy(simulated, tmp_path)
+    assert invoke(["judge", str(run), "--quiet"]).exit_code == 0
+    card = json.loads((run / "card.json").read_text())
+    assert card["status"]["judged_sample"] is None
+    assert "Judged:" not in (run / "card.md").read_text()
 
 
 def test_the_same_seed_gives_the_same_sample_and_another_seed_its_own(simulated, tmp_path):

@@ -43,6 +43,16 @@ def test_pooling_two_runs_scores_as_one_run_of_both(runs):
     assert lo <= rows["Overall"]["score"] <= hi  # vera's interval, not the reference's bare number
 
 
+def test_a_run_given_twice_is_counted_as_it_is_scored(runs):
+    result = vera("pool", str(runs / "a"), str(runs / "a"), "--chatbot", BOT, "--json")
+    assert result.returncode == 0, result.stderr
+    pooled = json.loads(result.stdout)
+    once = card_of(runs / "a")
+    assert pooled["rows_per_source"] == [3, 3] and pooled["n_judgements"] == 6
+    rows = {r["dimension"]: r for r in pooled["rows"]}
+    assert rows["Overall"]["n_rated"] == 2 * once["overall"]["n_rated"]
+
+
 def test_a_run_with_several_chatbots_needs_one_named(runs):
     result = vera("pool", str(runs / "a"), str(runs / "b"))
     assert result.returncode == 1 and "Traceback" not in result.stderr

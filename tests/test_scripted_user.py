@@ -150,3 +150,30 @@ def test_the_same_seed_gives_the_same_words(conversations):
         )
     )
     assert again.turns == conversations[p.name].turns
+
+
+def test_no_message_is_said_twice_so_the_realism_heuristic_passes_it(conversations):
+    """The stand-in varies its lines (a chatbot that answers the same thing every turn
+    included, as the probe does): the heuristic flags none of its conversations, while
+    the same transcripts with a user line said again are flagged."""
+    import msgspec
+
+    from vera.inputs import heuristic_check
+    from vera.records import Turn
+
+    by_name = {p.name: p for p in PERSONAS}
+    for name, conv in conversations.items():
+        users = [t.text for t in conv.turns if t.speaker == "user"]
+        assert len(set(users)) == len(users), (name, users)
+        fields = by_name[name].fields
+        assert heuristic_check(conv.turns, fields).flags == [], name
+        longest = max(users, key=lambda u: len(u.split()))
+        if len(longest.split()) >= 6:
+            # The longest line said again straight after its answer: a script, flagged.
+            at = next(i for i, t in enumerate(conv.turns) if t.text == longest) + 2
+            injected = [*conv.turns[:at], Turn("user", longest), *conv.turns[at:]]
+            kinds = [f.kind for f in heuristic_check(injected, fields).flags]
+            assert "empty_or_repeated" in kinds, (name, longest)
+        empty = msgspec.structs.replace(conv.turns[2], text="")
+        kinds = [f.kind for f in heuristic_check([*conv.turns[:2], empty], fields).flags]
+        assert kinds == ["empty_or_repeated"], name

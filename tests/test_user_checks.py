@@ -110,6 +110,17 @@ def test_empty_and_repeated_turns_are_flagged():
     assert [(f.kind, f.turn) for f in empty.flags] == [("empty_or_repeated", 3)]
 
 
+def test_a_turn_in_chinese_is_words_not_an_empty_turn():
+    line = "工作压力太大了，我已经好几个星期睡不好觉了"
+    clean = heuristic_check(talk("你好", line, "不知道", "我妹妹说我应该去看看医生"), LOW)
+    assert clean.flags == []
+    repeated = heuristic_check(talk(line, "嗯", line, "好", line), LOW)
+    assert [(f.kind, f.turn) for f in repeated.flags] == [("empty_or_repeated", 9)]
+    assert (
+        heuristic_check(talk("不知道", "不知道", "不知道"), LOW).flags == []
+    )  # short: how a terse person talks
+
+
 def test_the_chatbots_words_are_never_the_users_fault():
     turns = [Turn("user", "hi"), Turn("chatbot", "How are you feeling today? As an AI I am here to help.")]
     assert heuristic_check(turns, LOW).flags == []

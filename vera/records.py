@@ -517,6 +517,7 @@ class ConversationSnapshot(msgspec.Struct, kw_only=True):
     session: dict[str, SessionSnapshot] = msgspec.field(default_factory=dict)
     user_memory: bool = False
     chatbot_memory: Literal["history", "none"] = "none"
+    max_total_words: int | msgspec.UnsetType = msgspec.UNSET  # absent when there is no word limit
 
 
 class JudgeSnapshot(msgspec.Struct, kw_only=True):
@@ -532,6 +533,8 @@ class JudgeSnapshot(msgspec.Struct, kw_only=True):
     batch_collect_s: Annotated[float, msgspec.Meta(ge=0)] = 0.5
     batch_requeue: Annotated[int, msgspec.Meta(ge=0, le=10)] = 2
     check_users: bool = False
+    max_concurrent: int | msgspec.UnsetType = msgspec.UNSET  # absent when judging is not capped
+    per_judge: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class RoleSnapshot(msgspec.Struct, kw_only=True):

@@ -24,14 +24,39 @@ def jsonl(path):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+# What a simulated user who falls out of its role says: injected into some conversations
+# of the checked run (the scripted stand-in itself stays in role and passes the checks).
+INJECTED = {
+    0: "As an AI language model I cannot feel tired. ",
+    3: "How does that make you feel? ",
+    6: "As an AI language model I cannot feel tired. ",
+    9: "How does that make you feel? ",
+}
+
+
 @pytest.fixture(scope="module")
 def checked_run(tmp_path_factory):
+    """A simulated offline run, four of its conversations given a user turn out of role,
+    then judged with `[judge] check_users`."""
     folder = tmp_path_factory.mktemp("checked")
     cfg = offline_config(folder)
     cfg.write_text(cfg.read_text().replace("max_attempts = 3", "max_attempts = 3\ncheck_users = true"))
     out = folder / "run"
-    run_vera("run", "--config", str(cfg), "--out", str(out), "--limit-personas", "12", "--quiet")
+    run_vera("simulate", "--config", str(cfg), "--out", str(out), "--limit-personas", "12", "--quiet")
+    convs = jsonl(out / "conversations.jsonl")
+    for k, opening in INJECTED.items():
+        first_user = next(t for t in convs[k]["turns"] if t["speaker"] == "user")
+        first_user["text"] = opening + first_user["text"]
+    (out / "conversations.jsonl").write_text("".join(json.dumps(c) + "\n" for c in convs))
+    run_vera("judge", str(out), "--quiet")
     return out
+
+
+def test_the_checked_run_flags_exactly_the_users_out_of_role(checked_run):
+    convs = jsonl(checked_run / "conversations.jsonl")
+    judgements = jsonl(checked_run / "judgements.jsonl")
+    flagged = {j["conversation_id"] for j in judgements if j["user_check"]["flags"]}
+    assert flagged == {convs[k]["id"] for k in INJECTED}
 
 
 def test_the_judge_checks_each_simulated_user_and_the_calls_are_recorded(checked_run):

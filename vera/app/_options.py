@@ -47,6 +47,9 @@ class RunOptions:
     sessions: list[str] | None = None  # --sessions intake,follow-up
     user_memory: bool | None = None  # --user-memory / --no-user-memory
     chatbot_memory: str | None = None  # --chatbot-memory none|history
+    max_total_words: int | None = None  # -w / --max-total-words
+    judge_max_concurrent: int | None = None  # --judge-max-concurrent N
+    per_judge: bool = False  # --per-judge
     seeds_flag: str = "--seeds"  # how the user gave the seeds (--seed or --seeds), for messages
     command: str = "run"  # the command that continues this run: run or simulate
     # `vera gate`: the config a run starts from, given whole (the baseline's) instead of
@@ -74,6 +77,8 @@ class JudgeOptions:
     allow_failures: float | None = None
     sample: int | None = None  # --sample N: judge only a seeded sample of N conversations
     sample_seed: int = 0  # --sample-seed
+    judge_max_concurrent: int | None = None  # --judge-max-concurrent N
+    per_judge: bool = False  # --per-judge
 
 
 def configure(
@@ -112,6 +117,15 @@ def configure(
         cfg.user_agents = value
     if (value := given("instances")) is not None:
         cfg.judge.instances = value
+    if (value := given("judge_max_concurrent")) is not None:
+        cfg.judge.max_concurrent = value
+    if given("per_judge"):
+        if not isinstance(cfg.judge.max_concurrent, int):
+            raise ConfigError(
+                "--per-judge applies --judge-max-concurrent to each judge model: give "
+                "--judge-max-concurrent N too (or [judge] max_concurrent in the config)"
+            )
+        cfg.judge.per_judge = True
     if (value := given("cache")) is not None:
         cfg.cache = value
     if value := given("cache_dir"):
@@ -128,6 +142,8 @@ def configure(
         cfg.allow_failures = value
     if (value := given("sessions")) is not None:
         cfg.conversation.sessions = value
+    if (value := given("max_total_words")) is not None:
+        cfg.conversation.max_total_words = value
     if (value := given("user_memory")) is not None:
         cfg.conversation.user_memory = value
         if value and not cfg.conversation.multi_session:

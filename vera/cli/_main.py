@@ -219,6 +219,21 @@ REFERENCE_DATA_OPTION = click.option(
 )
 
 
+JUDGE_MAX_CONCURRENT = click.option(
+    "--judge-max-concurrent",
+    type=click.IntRange(min=1),
+    help="At most N rubric walks (a conversation by one judge instance) in flight at once, over "
+    "all judges (the reference's judge --max-concurrent; [judge] max_concurrent). Default: no cap "
+    "beyond the conversations in flight and each account's limits.",
+)
+PER_JUDGE = click.option(
+    "--per-judge",
+    is_flag=True,
+    help="Apply --judge-max-concurrent to each judge model instead of in total (the reference's "
+    "--per-judge; [judge] per_judge).",
+)
+
+
 def _sweep_options(f: F) -> F:
     """The options `run` and `simulate` share: what to sweep and how."""
     options = [
@@ -326,6 +341,14 @@ def _sweep_options(f: F) -> F:
             "conversation judged on its own, grouped into one arc (docs/sessions.md).",
         ),
         click.option(
+            "-w",
+            "--max-total-words",
+            type=click.IntRange(min=1),
+            help="End a conversation after the chatbot's reply once the words of both sides "
+            "reach N (the reference's -w; the card counts these under the word limit). "
+            "Default: no limit.",
+        ),
+        click.option(
             "--user-memory/--no-user-memory",
             default=None,
             help="The simulated user remembers its earlier sessions (default: each starts fresh).",
@@ -337,6 +360,8 @@ def _sweep_options(f: F) -> F:
             help="With sessions, what a model chatbot is sent of earlier sessions: none (the "
             "default and the reference's: each session starts fresh) or history (vera's replay).",
         ),
+        JUDGE_MAX_CONCURRENT,
+        PER_JUDGE,
         REFERENCE_DATA_OPTION,
         SKIP_CORRUPT,
         click.option("--quiet", is_flag=True, help="Do not print the card at the end."),
@@ -373,6 +398,9 @@ def _run_options(
     sessions: str | None = None,
     user_memory: bool | None = None,
     chatbot_memory: str | None = None,
+    max_total_words: int | None = None,
+    judge_max_concurrent: int | None = None,
+    per_judge: bool = False,
     **extra: Any,
 ) -> Any:
     from vera.app import RunOptions
@@ -405,6 +433,9 @@ def _run_options(
         sessions=_session_types(sessions),
         user_memory=user_memory,
         chatbot_memory=chatbot_memory,
+        max_total_words=max_total_words,
+        judge_max_concurrent=judge_max_concurrent,
+        per_judge=per_judge,
         **extra,
     )
 
@@ -478,6 +509,8 @@ def simulate(quiet: bool, skip_corrupt: bool, **sweep: Any) -> None:
 @REFERENCE_DATA_OPTION
 @click.option("--instances", type=click.IntRange(min=1), help="Independent judge runs per judge model.")
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Conversations being judged at once.")
+@JUDGE_MAX_CONCURRENT
+@PER_JUDGE
 @click.option(
     "--max-cost",
     type=DOLLARS,
@@ -521,6 +554,8 @@ def judge(
     reference_data: str | None,
     instances: int | None,
     max_concurrency: int | None,
+    judge_max_concurrent: int | None,
+    per_judge: bool,
     max_cost: float | None,
     max_wait: float | None,
     allow_failures: float | None,
@@ -561,6 +596,8 @@ def judge(
         allow_failures=allow_failures,
         sample=sample,
         sample_seed=sample_seed,
+        judge_max_concurrent=judge_max_concurrent,
+        per_judge=per_judge,
     )
     with watching(refuse=not skip_corrupt):
         outcome = scored(_run_async(judge_run(opts)))

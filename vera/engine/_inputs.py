@@ -144,6 +144,7 @@ class Inputs:
             first_speaker=c.first_speaker,
             opening_message=c.opening_message,
             chatbot_system_prompt=c.chatbot_system_prompt,
+            max_total_words=c.max_total_words if isinstance(c.max_total_words, int) else None,
         )
 
     def selected_personas(self) -> tuple[Persona, ...]:

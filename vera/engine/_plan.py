@@ -146,11 +146,11 @@ def conversation_jobs(
             for ua in user_agents:
                 for p in personas:
                     key = persona_key(p)
-                    jid = digest("conversation", bot, ua, key, seed, user_prompts_sha, settings)
+                    jid = digest("conversation", bot, ua, key, seed, user_prompts_sha, settings.id_form())
                     if sessions is not None:
                         # The arc's id covers its whole plan; the single-session id is kept
                         # unchanged above for runs without sessions.
-                        jid = digest("arc", jid, sessions)
+                        jid = digest("arc", jid, sessions.id_form())
                     if shard is not None and not shard.keeps(jid):
                         continue
                     job = ConversationJob(
@@ -175,6 +175,13 @@ class SessionPlan(msgspec.Struct, frozen=True, kw_only=True):
     settings: tuple[SimulationSettings, ...]
     user_memory: bool
     chatbot_memory: str
+
+    def id_form(self) -> dict[str, Any]:
+        """This plan as an arc's id encodes it (each session's settings as a job id
+        encodes them: `SimulationSettings.id_form`)."""
+        data: dict[str, Any] = msgspec.to_builtins(self)
+        data["settings"] = [s.id_form() for s in self.settings]
+        return data
 
 
 def session_plan(

@@ -33,6 +33,23 @@ class SimulationSettings(msgspec.Struct, frozen=True, kw_only=True):
     opening_message: str = ""  # said verbatim by the first speaker instead of generating
     chatbot_system_prompt: str = ""
     max_empty_replies: int = 2  # empty user-agent replies re-asked before giving up
+    # The reference's --max-total-words: once the words of both sides reach this, the
+    # conversation ends after the chatbot's reply (None = no limit).
+    max_total_words: int | None = None
+
+    def id_form(self) -> dict[str, Any]:
+        """These settings as a job id encodes them. A setting added after runs were
+        made enters the id only when it is set, so older runs keep their job ids (and
+        resume) and a run that sets it gets ids of its own."""
+        data: dict[str, Any] = msgspec.to_builtins(self)
+        for name, default in _NEW_AT_DEFAULT.items():
+            if data.get(name) == default:
+                del data[name]
+        return data
+
+
+# The settings added since job ids were first made, with the default that leaves them out.
+_NEW_AT_DEFAULT: dict[str, Any] = {"max_total_words": None}
 
 
 class ConversationJob(msgspec.Struct, frozen=True, kw_only=True):
@@ -250,9 +267,10 @@ async def simulate_conversation(
     turns: list[Turn] = []
     usage = Usage()
     speaker: Literal["user", "chatbot"] = settings.first_speaker
-    ended_by: Literal["end_marker", "max_turns", "error"] = "max_turns"
+    ended_by: Literal["end_marker", "max_turns", "max_words", "error"] = "max_turns"
     error: str | None = None
     truncated: list[int] = []  # chatbot replies cut at the output limit
+    words = 0  # of both sides, counted as the reference counts them (split on white space)
 
     context = job.context
     try:
@@ -292,6 +310,12 @@ async def simulate_conversation(
                 if reply.finish_reason == "length":
                     truncated.append(len(turns))
                 turns.append(Turn("chatbot", reply.text.strip()))
+            words += len(turns[-1].text.split()) if turns else 0
+            if _over_words(settings, speaker, words):
+                # As the reference: checked on the chatbot's turns only, so the chatbot
+                # always answers the user's last message.
+                ended_by = "max_words"
+                break
             speaker = "chatbot" if speaker == "user" else "user"
     except TransientError as exc:
         # Retries are exhausted: infrastructure failure, recorded, never scored.
@@ -308,6 +332,11 @@ async def simulate_conversation(
         usage=usage,
         truncated_turns=truncated,
     )
+
+
+def _over_words(settings: SimulationSettings, speaker: str, words: int) -> bool:
+    limit = settings.max_total_words
+    return speaker == "chatbot" and limit is not None and words >= limit
 
 
 async def _user_turn(

@@ -11,6 +11,7 @@ count only bounds memory and fairness, not the request rate.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -115,6 +116,7 @@ class Judging:
         self.sweep, self.store, self.clients = sweep, store, clients
         self.result, self.progress = result, progress
         self.tail = False
+        self.gates = walk_gates(sweep)
 
     def reached_tail(self) -> None:
         self.tail = True
@@ -144,11 +146,15 @@ class Judging:
         self.progress.judgement(head, cached=True)
 
     async def _one(self, conv: Conversation, slot: JudgeSlot) -> None:
-        inputs = self.sweep.inputs
         jid = self.sweep.judgement_id(conv.id, slot)
         if self.store.done_judgement(jid):
             self._reused(jid, conv.id, slot)
             return
+        async with self.gates.get(slot.ref) or contextlib.nullcontext():
+            await self._walk(conv, slot, jid)
+
+    async def _walk(self, conv: Conversation, slot: JudgeSlot, jid: str) -> None:
+        inputs = self.sweep.inputs
         ahead = AskAhead(self._in_tail) if inputs.config.judge.asks_ahead() else None
         try:
             j = await judge_conversation(
@@ -202,6 +208,21 @@ class Judging:
             max_attempts=self.sweep.inputs.config.judge.max_attempts,
             usage=usage,
         )
+
+
+def walk_gates(sweep: Sweep) -> dict[str, asyncio.Semaphore]:
+    """The reference's judge `--max-concurrent N [--per-judge]` (`[judge] max_concurrent`,
+    `per_judge`): a semaphore of N rubric walks per judge model, shared by every judge
+    unless `per_judge`; none when the config sets no cap."""
+    judge = sweep.inputs.config.judge
+    cap = judge.max_concurrent
+    if not isinstance(cap, int):
+        return {}
+    refs = sorted({slot.ref for slot in sweep.slots})
+    if judge.per_judge is True:
+        return {ref: asyncio.Semaphore(cap) for ref in refs}
+    shared = asyncio.Semaphore(cap)
+    return dict.fromkeys(refs, shared)
 
 
 async def _workers(

@@ -116,6 +116,10 @@ class ConversationConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
     # sessions' messages before this session's). A custom HTTP chatbot is always sent
     # this session only: it keeps its own memory.
     chatbot_memory: Literal["history", "none"] = "none"
+    # The reference's --max-total-words: a conversation ends after the chatbot's reply
+    # once the words of both sides reach this many (ended_by "max_words"). Unset (no
+    # limit) it is left out of the manifest, so older runs keep their bytes and fingerprint.
+    max_total_words: int | msgspec.UnsetType = msgspec.UNSET
 
     @property
     def multi_session(self) -> bool:
@@ -167,6 +171,13 @@ class JudgeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # Check each conversation's simulated user with the first judge model (one more
     # structured call per conversation, through the judge's client: docs/realism.md).
     check_users: bool = False
+    # The reference's judge `--max-concurrent N [--per-judge]`: at most N rubric walks
+    # (one conversation by one judge instance) in flight at once, in total or, with
+    # `per_judge`, for each judge model. Unset: bounded only by the conversations in
+    # flight and each account's limits. Neither changes an answer: both are left out of
+    # the fingerprint, and out of the manifest when unset.
+    max_concurrent: int | msgspec.UnsetType = msgspec.UNSET
+    per_judge: bool | msgspec.UnsetType = msgspec.UNSET
 
     def asks_ahead(self) -> bool:
         """Whether the judge asks ahead at the end of the sweep (`ask_ahead`)."""
@@ -303,11 +314,19 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             problems.append(f"conversation.max_turns must be between 2 and {MAX_TURNS:,}")
         if not 0 <= c.min_turns <= c.max_turns:
             problems.append("conversation.min_turns must be between 0 and max_turns")
+        if isinstance(c.max_total_words, int) and c.max_total_words < 1:
+            problems.append("conversation.max_total_words must be at least 1 (leave it out for no limit)")
         problems += _session_problems(c)
         if self.judge.instances < 1:
             problems.append("judge.instances must be at least 1")
         if self.judge.max_attempts < 1:
             problems.append("judge.max_attempts must be at least 1")
+        if isinstance(self.judge.max_concurrent, int) and self.judge.max_concurrent < 1:
+            problems.append("judge.max_concurrent must be at least 1 (leave it out for no cap)")
+        if self.judge.per_judge is True and not isinstance(self.judge.max_concurrent, int):
+            problems.append(
+                "judge.per_judge applies judge.max_concurrent to each judge model: set max_concurrent too"
+            )
         if self.judge.terminal_semantics not in TERMINAL_SEMANTICS:
             problems.append(
                 "judge.terminal_semantics must be "
@@ -422,6 +441,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         # waiting differ; vera.clients.batching): a run may be resumed in the other mode.
         for key in ("mode", "batch_poll_s", "batch_collect_s", "batch_requeue"):
             data["judge"].pop(key)
+        for key in ("max_concurrent", "per_judge"):  # how many walks at once, never an answer
+            data["judge"].pop(key, None)
         for role in ("user_agent", "chatbot"):  # the tier prices a call, it asks nothing else
             data[role].pop("service_tier")
             data[role].pop("flex_fallback")

@@ -185,7 +185,13 @@ _MY_NAME = re.compile(r"\b(?i:my name is|my name's|call me)\s+([A-Z][a-z]+)\b")
 _PAST = re.compile(
     r"\b(?:used to|years ago|when i was|in the past|back then|at \d\d|as a (?:kid|teen))\b", re.I
 )
-_WORDS = re.compile(r"[a-z0-9']+")
+# Words in any script (a turn in Chinese is not an empty turn); an apostrophe inside a
+# word keeps it one word.
+_WORDS = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+# Chinese and Japanese are written without spaces: a run of their characters is one
+# "word" above, so its length is counted in characters, about two to a word.
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+CHARACTERS_PER_WORD: Final = 2
 # A repeated line counts when it is at least this many words ("ok", "yeah" and "idk"
 # said again are how a terse person talks) and is said for the `REPEATS`th time, or
 # straight after itself, or echoes the chatbot's last turn. A person may come back to
@@ -196,6 +202,13 @@ REPEATS: Final = 3
 
 def _norm(text: str) -> str:
     return " ".join(_WORDS.findall(text.lower()))
+
+
+def _word_count(said: str) -> int:
+    """Words of a normalised turn, its unspaced characters counted two to a word."""
+    unspaced = len(_UNSPACED.findall(said))
+    spaced = len(_UNSPACED.sub("", said).split())
+    return spaced + unspaced // CHARACTERS_PER_WORD
 
 
 def _clip(text: str, n: int = 160) -> str:
@@ -229,7 +242,7 @@ def heuristic_flags(turns: Sequence[Turn], persona: Mapping[str, str]) -> list[U
             flags.append(UserFlag(kind="empty_or_repeated", turn=i, evidence="(empty turn)"))
             continue
         seen[said] += 1
-        long_enough = len(said.split()) >= MIN_REPEATED_WORDS
+        long_enough = _word_count(said) >= MIN_REPEATED_WORDS
         if long_enough and (seen[said] == REPEATS or said in (last_user, last_bot)):
             flags.append(UserFlag(kind="empty_or_repeated", turn=i, evidence=_clip(text)))
         last_user = said

@@ -34,6 +34,7 @@ BASE: dict[str, str] = {
     # --- the card: card.md, card.html and `vera card` ----------------------------------
     "card.kind_si": "Suicide-risk safety card",
     "card.run_status": "Run status",
+    "card.judged": "Judged",
     "card.results": "Results",
     "card.score_meaning": (
         "On this 0–100 scale, 100 means every rated conversation followed best practice, 50 means "

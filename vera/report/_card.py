@@ -292,7 +292,13 @@ def build_card(
     return Card(
         schema_version=CARD_SCHEMA_VERSION,
         run_id=manifest.run_id,
-        status=CardStatus(status.state, status.exit_code, status.summary, list(status.missing_shards)),
+        status=CardStatus(
+            status.state,
+            status.exit_code,
+            status.summary,
+            list(status.missing_shards),
+            judged_sample=status.judged_sample,
+        ),
         vera_version=manifest.vera_version,
         offline=manifest.offline,
         note=offline_note(manifest),

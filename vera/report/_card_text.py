@@ -73,6 +73,14 @@ def status_text(card: Card) -> str:
     return f"{label} (exit code {num(st.exit_code)}) — {st.summary}"
 
 
+def sample_text(card: Card) -> str | None:
+    """ "judged N of M conversations" when `vera judge --sample` chose what was judged."""
+    st = card.status
+    if st is None or st.judged_sample is None:
+        return None
+    return st.judged_sample.text()
+
+
 def status_warning(card: Card) -> str | None:
     """A warning for the top of the card when it does not cover the whole sweep."""
     st = card.status
@@ -454,6 +462,8 @@ def top_lines(card: Card) -> list[str]:
     """What precedes the headline, in every rendering: the status line, a warning when the
     card does not cover the whole sweep, and the offline label (the one place it is said)."""
     lines = [f"{tr('card.run_status')}: {status_text(card)}"]
+    if judged := sample_text(card):
+        lines.append(f"{tr('card.judged')}: {judged}")
     if warning := status_warning(card):
         lines.append(warning)
     if card.offline and card.note:

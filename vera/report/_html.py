@@ -48,6 +48,7 @@ from vera.report._card_text import (
     reading_guide,
     realism_text,
     run_title,
+    sample_text,
     status_text,
     status_warning,
 )
@@ -143,6 +144,8 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
     body.append(
         f'<p class="status"><strong>{escape(tr("card.run_status"))}:</strong> {escape(status_text(card))}</p>'
     )
+    if judged := sample_text(card):
+        body.append(f'<p class="sample"><strong>{escape(tr("card.judged"))}:</strong> {escape(judged)}</p>')
     if warning := status_warning(card):
         body.append(f'<p class="warning" role="alert"><strong>{escape(warning)}</strong></p>')
     if card.offline and card.note:

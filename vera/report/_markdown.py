@@ -32,6 +32,7 @@ from vera.report._card_text import (
     reading_guide,
     realism_text,
     run_title,
+    sample_text,
     status_text,
     status_warning,
 )
@@ -87,6 +88,8 @@ def render_markdown(card: Card, *, max_harmful: int = 10) -> str:
 
 def _render_markdown(card: Card, *, max_harmful: int) -> str:
     lines = [f"# {run_title(card)}", "", f"**{tr('card.run_status')}:** {status_text(card)}", ""]
+    if judged := sample_text(card):
+        lines += [f"**{tr('card.judged')}:** {judged}", ""]
     if warning := status_warning(card):
         lines += [f"> **{warning}**", ""]
     if card.offline:

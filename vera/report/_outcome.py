@@ -97,11 +97,24 @@ def state_label(state: str) -> str:
     return _LABELS.get(state, state)
 
 
+class JudgedSample(msgspec.Struct, frozen=True, gc=False):
+    """`vera judge --sample N`: `judged` of the run's `of` complete conversations were
+    chosen for judging (the seeded sample, with any judged before it was drawn)."""
+
+    judged: int
+    of: int
+    seed: int
+
+    def text(self) -> str:
+        return f"judged {self.judged} of {self.of} conversations (a seeded sample, seed {self.seed})"
+
+
 class RunStatus(msgspec.Struct, kw_only=True):
     state: str  # complete | failed | stopped | budget | waited | incomplete | interrupted
     exit_code: int
     summary: str
     missing_shards: list[str] = msgspec.field(default_factory=list)
+    judged_sample: JudgedSample | None = None  # set when `vera judge --sample` chose the conversations
 
     @property
     def label(self) -> str:
@@ -184,12 +197,36 @@ def run_status(
     share of failed work the user accepts."""
     convs, judged = tally(manifest, conversations, judgements, judging=judging)
     done = f"{convs.complete} of {convs.planned} conversations complete, {convs.failed} failed"
+    judged_sample = None
     if judging:
         done += f"; {judged.complete} of {judged.planned} judgements complete, {judged.failed} failed"
         if isinstance(sample := manifest.judge_sample, JudgeSample):
             chosen = len(_to_judge(manifest, conversations, judgements))
+            judged_sample = JudgedSample(judged=chosen, of=convs.complete, seed=sample.seed)
             done += f"; a sample of {chosen} of {convs.complete} complete conversations judged (seed {sample.seed})"
-    missing = list(manifest.missing_shards)
+    status = _run_state(
+        convs,
+        judged,
+        done,
+        stopped=stopped,
+        allow_failures=allow_failures,
+        missing=list(manifest.missing_shards),
+    )
+    status.judged_sample = judged_sample
+    return status
+
+
+def _run_state(
+    convs: _Tally,
+    judged: _Tally,
+    done: str,
+    *,
+    stopped: str | None,
+    allow_failures: float,
+    missing: list[str],
+) -> RunStatus:
+    """The state, exit code and summary of a run whose work is tallied in `convs` and
+    `judged` (`done` says it in words)."""
     if missing:
         done = f"partial sweep, shard(s) {', '.join(missing)} missing; " + done
     not_run = convs.not_run + judged.not_run

@@ -154,13 +154,17 @@ def pool_scores(
         )
         for r in summary.iter_rows(named=True)
     ]
+    per_source = [
+        f.select(pl.struct("conversation_id", "judge", "instance").n_unique()).item() for f in frames
+    ]
     return Pooled(
         chatbot=chatbot,
         sources=list(sources),
-        rows_per_source=[
-            f.select(pl.struct("conversation_id", "judge", "instance").n_unique()).item() for f in frames
-        ],
-        n_judgements=pooled.select(pl.struct("conversation_id", "judge", "instance").n_unique()).item(),
+        rows_per_source=per_source,
+        # Every source's judgements, as they are scored: a judgement id found in two
+        # sources (the same run given twice, or two runs of one config and seed) is
+        # pooled twice, as the reference's concatenated rows are.
+        n_judgements=sum(per_source),
         n_personas=pooled.get_column("persona").n_unique(),
         resamples=resamples,
         confidence=confidence,

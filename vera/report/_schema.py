@@ -26,6 +26,7 @@ from vera.records import ArtifactVersion, Grouping, LocaleInfo, TargetInfo
 from vera.report._diagnostics import Diagnostics, GroupScore
 from vera.report._improvements import Improvements
 from vera.report._language import LanguageCheck
+from vera.report._outcome import JudgedSample
 from vera.report._realism import Realism
 
 # 1: the first card. 2 added by_judge, judge_agreement, by_seed and comparisons. 3 added
@@ -47,7 +48,9 @@ from vera.report._realism import Realism
 # `by_user_agent` and `by_persona` (scores by persona column, `by_columns`,
 # `absent_columns`) and the simulated-user checks (`realism`); all optional, so a card of
 # 7 reads as before. 8 also added raters to Calibrated (how raters who disagree were
-# combined; null in older cards, which combined them as "majority" does).
+# combined; null in older cards, which combined them as "majority" does), and
+# status.judged_sample (how many of the complete conversations `vera judge --sample`
+# judged; null in older cards).
 CARD_SCHEMA_VERSION = 8
 
 
@@ -304,6 +307,9 @@ class CardStatus(msgspec.Struct, frozen=True, gc=False):
     summary: str
     missing_shards: list[str] = []
     skipped_lines: list[str] = []
+    # `vera judge --sample N`: judged N of M complete conversations (null otherwise, and
+    # in cards made before it was recorded apart from the summary).
+    judged_sample: JudgedSample | None = None
 
 
 class InputVersion(msgspec.Struct, frozen=True, gc=False):

@@ -106,6 +106,18 @@ FILLER = {
     "Immediate": ["已经无所谓了", "不知道", "没事。随便吧"],
 }
 LONG_REPEAT_COMPLAINT = "你刚才已经说过了"
+# Closing remarks that make a message which would repeat an earlier one its own
+# (vera.clients.offline.user_agent.TAILS).
+TAILS = [
+    "我知道我一直在说这个",
+    "还是那样",
+    "一直没怎么变",
+    "不知道你能不能明白",
+    "我也不知道还能说什么",
+    "说真的就是这样",
+    "我老是绕回这件事",
+    "跟之前一样",
+]
 
 # --- the best-practice chatbot -------------------------------------------------------
 
