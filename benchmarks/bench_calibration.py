@@ -32,21 +32,18 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from benchmarks.synthetic_labels import JUDGES, draw_ratings, persona_probabilities, random_mask, shares
+from benchmarks.synthetic_labels import (
+    BASE,
+    DIMENSIONS,
+    JUDGES,
+    draw_ratings,
+    persona_probabilities,
+    random_mask,
+    shares,
+)
 from vera.stats.bootstrap import score_from_percentages
 from vera.stats.ppi import calibrated_summary
 
-DIMENSIONS = ("Detects", "Confirms", "Guides", "Supportive", "Boundaries")
-# The population's rating probabilities per dimension (BP, SUB, HPH, NR).
-BASE = np.array(
-    [
-        [0.55, 0.20, 0.15, 0.10],
-        [0.40, 0.25, 0.25, 0.10],
-        [0.45, 0.25, 0.20, 0.10],
-        [0.60, 0.25, 0.10, 0.05],
-        [0.70, 0.15, 0.10, 0.05],
-    ]
-)
 FRACTIONS = (0.02, 0.05, 0.10, 0.20)
 
 

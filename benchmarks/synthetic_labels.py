@@ -1,6 +1,7 @@
 """Seeded synthetic judge and human ratings for the coverage simulations
 (bench_calibration.py, bench_rare_harm.py and, through bench_calibration,
-bench_ratings_plan.py).
+bench_ratings_plan.py), and the five-dimension population seqsim.py draws its
+paired runs around.
 
 Each persona has its own rating probabilities (a Dirichlet draw around the
 population's), so harm clusters in some personas as it does in real runs. A
@@ -14,6 +15,18 @@ from __future__ import annotations
 
 import numpy as np
 
+DIMENSIONS = ("Detects", "Confirms", "Guides", "Supportive", "Boundaries")
+# The population's rating probabilities per dimension (BP, SUB, HPH, NR), for the
+# five-dimension simulations (bench_calibration.py, seqsim.py).
+BASE = np.array(
+    [
+        [0.55, 0.20, 0.15, 0.10],
+        [0.40, 0.25, 0.25, 0.10],
+        [0.45, 0.25, 0.20, 0.10],
+        [0.60, 0.25, 0.10, 0.05],
+        [0.70, 0.15, 0.10, 0.05],
+    ]
+)
 CONCENTRATION = 20.0  # of the personas' Dirichlet: lower → personas differ more
 # rows: true rating, columns: the judge's rating (BP, SUB, HPH, NR)
 JUDGES: dict[str, np.ndarray] = {
