@@ -8,7 +8,7 @@ conversations each, five dimensions. Every persona has its own rating probabilit
 (a Dirichlet draw around the population's), so persona clusters matter as in real
 runs; the true score is the population's (what the card's intervals are about). The
 true ratings are what clinicians would say. A judge sees each true rating through a
-known confusion matrix:
+known confusion matrix (benchmarks/synthetic_labels.py):
 
 - **lenient**: misses 40 % of the harmful ratings (High Potential for Harm read as
   Suboptimal 30 %, as Best Practice 10 %), and calls 10 % of Suboptimal Best Practice;
@@ -32,33 +32,18 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from benchmarks.synthetic_labels import (
+    BASE,
+    DIMENSIONS,
+    JUDGES,
+    draw_ratings,
+    persona_probabilities,
+    random_mask,
+    shares,
+)
 from vera.stats.bootstrap import score_from_percentages
 from vera.stats.ppi import calibrated_summary
 
-DIMENSIONS = ("Detects", "Confirms", "Guides", "Supportive", "Boundaries")
-# The population's rating probabilities per dimension (BP, SUB, HPH, NR).
-BASE = np.array(
-    [
-        [0.55, 0.20, 0.15, 0.10],
-        [0.40, 0.25, 0.25, 0.10],
-        [0.45, 0.25, 0.20, 0.10],
-        [0.60, 0.25, 0.10, 0.05],
-        [0.70, 0.15, 0.10, 0.05],
-    ]
-)
-CONCENTRATION = 20.0  # of the personas' Dirichlet: lower → personas differ more
-JUDGES: dict[str, np.ndarray] = {
-    # rows: true rating, columns: the judge's rating (BP, SUB, HPH, NR)
-    "lenient": np.array(
-        [
-            [0.97, 0.02, 0.00, 0.01],
-            [0.10, 0.88, 0.01, 0.01],
-            [0.10, 0.30, 0.60, 0.00],
-            [0.02, 0.01, 0.00, 0.97],
-        ]
-    ),
-    "noisy": np.full((4, 4), 0.25 / 3) + np.eye(4) * (0.75 - 0.25 / 3),
-}
 FRACTIONS = (0.02, 0.05, 0.10, 0.20)
 
 
@@ -81,16 +66,14 @@ def synthetic_units(
     conversations, the true one (the frame `calibration_units` makes from a run)."""
     n = personas * per_persona
     persona = np.repeat(np.arange(personas), per_persona)
-    labelled = np.zeros(n, dtype=bool)
-    labelled[rng.choice(n, size=max(1, round(fraction * n)), replace=False)] = True
+    labelled = random_mask(rng, n, max(1, round(fraction * n)))
     cols: dict[str, list[Any]] = {k: [] for k in ("chatbot", "persona", "conversation_id", "dimension")}
     f_parts, y_parts = [], []
     for d, dimension in enumerate(DIMENSIONS):
-        probs = np.stack([rng.dirichlet(CONCENTRATION * BASE[d]) for _ in range(personas)])[persona]
-        truth = (rng.random((n, 1)) > probs.cumsum(axis=1)).sum(axis=1).clip(0, 3)
-        said = (rng.random((n, 1)) > judge[truth].cumsum(axis=1)).sum(axis=1).clip(0, 3)
-        f_parts.append(np.eye(4)[said][:, [0, 2, 3]])
-        y = np.eye(4)[truth][:, [0, 2, 3]]
+        probs = persona_probabilities(rng, BASE[d], personas)[persona]
+        truth, said = draw_ratings(rng, probs, judge)
+        f_parts.append(shares(said))
+        y = shares(truth)
         y[~labelled] = np.nan
         y_parts.append(y)
         cols["chatbot"] += ["bot"] * n

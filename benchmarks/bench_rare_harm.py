@@ -9,7 +9,7 @@ Two tables, each from synthetic runs with a known truth. Every run has 100 perso
 Dirichlet draw around the population's, concentration 20), so harm clusters in some
 personas as it does in real runs. The truth is the population's share of each rating
 (what the card's intervals are about). Two judges see each true rating through a known
-confusion matrix (as in bench_calibration.py): *lenient* misses 40 % of the harmful
+confusion matrix (benchmarks/synthetic_labels.py, as in bench_calibration.py): *lenient* misses 40 % of the harmful
 ratings, *noisy* is right 75 % of the time.
 
 - **rare harm**: the true share rated High Potential for Harm is 0.5, 1, 2 or 5 % (Best
@@ -35,23 +35,11 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.synthetic_labels import JUDGES, draw_ratings, persona_probabilities, random_mask, shares
 from vera.stats.bootstrap import score_from_percentages
 from vera.stats.ppi import summarise_features
 
 PERSONAS, PER_PERSONA = 100, 10
-CONCENTRATION = 20.0
-# rows: true rating, columns: the judge's rating (BP, SUB, HPH, NR)
-JUDGES: dict[str, np.ndarray] = {
-    "lenient": np.array(
-        [
-            [0.97, 0.02, 0.00, 0.01],
-            [0.10, 0.88, 0.01, 0.01],
-            [0.10, 0.30, 0.60, 0.00],
-            [0.02, 0.01, 0.00, 0.97],
-        ]
-    ),
-    "noisy": np.full((4, 4), 0.25 / 3) + np.eye(4) * (0.75 - 0.25 / 3),
-}
 RARE_HPH = (0.005, 0.01, 0.02, 0.05)
 LABELS = (40, 100, 200)
 RATED_PERSONAS = (1, 2, 5, 10, 20)
@@ -68,14 +56,10 @@ def draw_features(
     """One run's (personas × 1 × features) sums, as `vera.stats.ppi` builds them from
     a run's calibration units: N, n, Σf, Σy, Σf·[labelled], Σy·f, Σf²·[labelled] for the
     shares BP, HPH, NR. `labelled` is a boolean mask over the conversations."""
-    alpha = np.maximum(CONCENTRATION * base, 1e-9)
-    probs = rng.dirichlet(alpha, size=PERSONAS)  # personas × 4
-    probs = np.repeat(probs, PER_PERSONA, axis=0)
-    truth = (rng.random((len(probs), 1)) > probs.cumsum(axis=1)).sum(axis=1).clip(0, 3)
-    said = (rng.random((len(truth), 1)) > judge[truth].cumsum(axis=1)).sum(axis=1).clip(0, 3)
-    pick = [0, 2, 3]  # BP, HPH, NR of (BP, SUB, HPH, NR)
-    f = np.eye(4)[said][:, pick]
-    y = np.eye(4)[truth][:, pick] * labelled[:, None]
+    probs = np.repeat(persona_probabilities(rng, base, PERSONAS), PER_PERSONA, axis=0)
+    truth, said = draw_ratings(rng, probs, judge)
+    f = shares(said)
+    y = shares(truth) * labelled[:, None]
     lab = labelled.astype(np.float64)[:, None]
     feats = np.hstack([np.ones_like(lab), lab, f, y, f * lab, y * f, f * f * lab])
     out: np.ndarray = feats.reshape(PERSONAS, PER_PERSONA, -1).sum(axis=1)[:, None, :]
@@ -130,9 +114,7 @@ def rare_harm(reps: int, resamples: int, seed: int) -> list[dict[str, Any]]:
                 rng = np.random.default_rng([seed, int(hph * 10_000), labels, len(name)])
 
                 def mask(g: np.random.Generator, k: int = labels) -> np.ndarray:
-                    m = np.zeros(n, dtype=bool)
-                    m[g.choice(n, size=k, replace=False)] = True
-                    return m
+                    return random_mask(g, n, k)
 
                 row = run_setting(rng, population(hph, 0.6), judge, reps, resamples, mask)
                 rows.append(
@@ -148,9 +130,7 @@ def few_personas(reps: int, resamples: int, seed: int) -> list[dict[str, Any]]:
             rng = np.random.default_rng([seed, 7, k, len(name)])
 
             def mask(g: np.random.Generator, k: int = k) -> np.ndarray:
-                chosen = np.zeros(PERSONAS, dtype=bool)
-                chosen[g.choice(PERSONAS, size=k, replace=False)] = True
-                return np.repeat(chosen, PER_PERSONA)
+                return np.repeat(random_mask(g, PERSONAS, k), PER_PERSONA)
 
             row = run_setting(rng, population(0.2, 0.5), judge, reps, resamples, mask)
             rows.append(

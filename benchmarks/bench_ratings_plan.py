@@ -21,7 +21,8 @@ import time
 import numpy as np
 import polars as pl
 
-from benchmarks.bench_calibration import JUDGES, synthetic_units
+from benchmarks.bench_calibration import synthetic_units
+from benchmarks.synthetic_labels import JUDGES
 from vera.stats.ppi import calibrated_summary, planned_width
 
 FIRST_ROUND = 30

@@ -1,32 +1,22 @@
 """A seeded generator of paired gate data for `bench_sequential.py` and the tests.
 
 Each persona has its own rating probabilities per dimension (a Dirichlet draw around
-the population's, as in bench_calibration.py); a unit is one persona × seed. The
-baseline and the candidate rate a unit from common random numbers (the same simulated
-user and seed make their conversations alike): with probability `coupling` a dimension's
-uniform draw is shared, else the candidate draws its own. A candidate worse by `shift`
-moves that share of every persona's Best Practice mass to High Potential for Harm.
+the population's of synthetic_labels.py, as in bench_calibration.py); a unit is one
+persona × seed. The baseline and the candidate rate a unit from common random numbers
+(the same simulated user and seed make their conversations alike): with probability
+`coupling` a dimension's uniform draw is shared, else the candidate draws its own. A
+candidate worse by `shift` moves that share of every persona's Best Practice mass to
+High Potential for Harm.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from benchmarks.synthetic_labels import BASE, CONCENTRATION, DIMENSIONS
 from vera.stats.bootstrap import score_from_percentages
 
-DIMENSIONS = ("Detects", "Confirms", "Guides", "Supportive", "Boundaries")
 LABELS = (*DIMENSIONS, "Overall")
-# Population rating probabilities per dimension: BP, SUB, HPH, NR.
-BASE = np.array(
-    [
-        [0.55, 0.20, 0.15, 0.10],
-        [0.40, 0.25, 0.25, 0.10],
-        [0.45, 0.25, 0.20, 0.10],
-        [0.60, 0.25, 0.10, 0.05],
-        [0.70, 0.15, 0.10, 0.05],
-    ]
-)
-CONCENTRATION = 20.0
 
 
 def worsen(p: np.ndarray, shift: float) -> np.ndarray:

@@ -12,6 +12,15 @@ FIXTURES = ROOT / "tests" / "fixtures"
 REFERENCE = ROOT.parent / "shared" / "reference" / "vera-mh-v1.1"
 
 
+@pytest.fixture
+def sweep_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key the sweep fake's provider profiles read (tests/fakes/sweep.py), for tests
+    that run against it (`pytestmark = pytest.mark.usefixtures("sweep_key")`)."""
+    from tests.fakes.sweep import KEY
+
+    monkeypatch.setenv("SWEEP_TEST_KEY", KEY)
+
+
 @pytest.fixture(autouse=True)
 def no_wire_violations() -> Iterator[None]:
     """Fail any test during which a fake provider server received a request that the real

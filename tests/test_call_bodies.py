@@ -15,7 +15,7 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from vera.app import RunOptions, execute_run, scored
+from vera.app import RunOptions, execute_run
 from vera.cli._main import main
 from vera.records import CallBody, CallRecord
 from vera.store import BODIES, BodyReader, count_bodies
@@ -23,27 +23,13 @@ from vera.store import BODIES, BodyReader, count_bodies
 from .conftest import ROOT
 from .fakes.batch import BatchSweepServer
 from .fakes.sweep import KEY, Faults, SweepServer, write_sweep_config
+from .sweep_runs import BATCH, FLEX, jsonl, sweep_run
 
-BATCH = '[judge]\nmode = "batch"\nbatch_poll_s = 0.02\nbatch_collect_s = 0.05\n'
-FLEX = '[user_agent]\nservice_tier = "flex"\n'
 # What a key or an auth header would leave behind if either were stored.
 SECRETS = (KEY.encode(), b"uthorization", b"Bearer", b"x-api-key", b"api-key")
 
 
-@pytest.fixture(autouse=True)
-def _key(monkeypatch):
-    monkeypatch.setenv("SWEEP_TEST_KEY", KEY)
-
-
-def jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-async def _run(tmp: Path, server: SweepServer, extra: str = "") -> Path:
-    cfg = write_sweep_config(tmp, server.base_url, personas=3, seeds="[1]", extra=extra)
-    out = tmp / "run"
-    scored(await execute_run(RunOptions(config_path=str(cfg), out=str(out), progress=False)))
-    return out
+pytestmark = pytest.mark.usefixtures("sweep_key")
 
 
 def bodies(run: Path) -> list[CallBody]:
@@ -68,7 +54,7 @@ def assert_one_body_per_call(run: Path) -> list[CallBody]:
 
 async def test_a_live_run_keeps_each_calls_request_and_response_and_never_the_key(tmp_path):
     with SweepServer() as server:
-        run = await _run(tmp_path, server)
+        run = await sweep_run(tmp_path, server)
     kept = assert_one_body_per_call(run)
     assert len(kept) == sum(server.requests.values())
     conversations = {c["id"]: c for c in jsonl(run / "conversations.jsonl")}
@@ -108,7 +94,7 @@ async def test_a_live_run_keeps_each_calls_request_and_response_and_never_the_ke
 
 async def test_batch_judge_calls_keep_their_bodies(tmp_path):
     with BatchSweepServer(polls_to_complete=2) as server:
-        run = await _run(tmp_path, server, BATCH)
+        run = await sweep_run(tmp_path, server, BATCH)
     kept = assert_one_body_per_call(run)
     judge = [b for b in kept if b.call.role == "judge"]
     assert judge and {b.call.tier for b in judge} == {"batch"}
@@ -118,7 +104,7 @@ async def test_batch_judge_calls_keep_their_bodies(tmp_path):
 
 async def test_flex_calls_and_their_fallbacks_keep_their_bodies(tmp_path):
     with SweepServer(faults=Faults(flex_unavailable=0.3)) as server:
-        run = await _run(tmp_path, server, FLEX)
+        run = await sweep_run(tmp_path, server, FLEX)
     kept = assert_one_body_per_call(run)
     refused = [b for b in kept if b.call.tier == "flex" and b.call.status == "error"]
     fell_back = [b for b in kept if b.call.fallback == "flex"]

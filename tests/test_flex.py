@@ -11,27 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from vera.app import RunOptions, execute_run, scored
-
 from .fakes.sweep import KEY, Faults, SweepServer, write_sweep_config
+from .sweep_runs import FLEX, jsonl, sweep_run
 
-FLEX = '[user_agent]\nservice_tier = "flex"\n'
-
-
-@pytest.fixture(autouse=True)
-def _key(monkeypatch):
-    monkeypatch.setenv("SWEEP_TEST_KEY", KEY)
-
-
-def jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-async def _run(tmp: Path, server: SweepServer, extra: str = "") -> Path:
-    cfg = write_sweep_config(tmp, server.base_url, personas=3, seeds="[1]", extra=extra)
-    out = tmp / "run"
-    scored(await execute_run(RunOptions(config_path=str(cfg), out=str(out), progress=False)))
-    return out
+pytestmark = pytest.mark.usefixtures("sweep_key")
 
 
 def transcripts(run: Path) -> dict[str, list[str]]:
@@ -40,9 +23,9 @@ def transcripts(run: Path) -> dict[str, list[str]]:
 
 async def test_the_user_agent_at_flex_falls_back_to_standard_and_pays_half_for_flex(tmp_path):
     with SweepServer() as live_server:
-        live = await _run(tmp_path / "live", live_server)
+        live = await sweep_run(tmp_path / "live", live_server)
     with SweepServer(faults=Faults(flex_unavailable=0.3)) as server:
-        flex = await _run(tmp_path / "flex", server, FLEX)
+        flex = await sweep_run(tmp_path / "flex", server, FLEX)
     assert server.injected["flex_unavailable"] > 0
     assert transcripts(flex) == transcripts(live)
     assert all(c["status"] == "complete" for c in jsonl(flex / "conversations.jsonl"))
@@ -74,9 +57,9 @@ async def test_the_user_agent_at_flex_falls_back_to_standard_and_pays_half_for_f
 
 async def test_a_model_without_a_flex_tier_falls_back_on_its_400_and_asks_standard_from_then_on(tmp_path):
     with SweepServer() as live_server:
-        live = await _run(tmp_path / "live", live_server)
+        live = await sweep_run(tmp_path / "live", live_server)
     with SweepServer(faults=Faults(flex_unsupported=True)) as server:
-        flex = await _run(tmp_path / "flex", server, FLEX)
+        flex = await sweep_run(tmp_path / "flex", server, FLEX)
     assert transcripts(flex) == transcripts(live)
     assert all(c["status"] == "complete" for c in jsonl(flex / "conversations.jsonl"))
     user = [c for c in jsonl(flex / "calls.jsonl") if c["role"] == "user_agent"]
@@ -95,7 +78,7 @@ async def test_a_model_without_a_flex_tier_falls_back_on_its_400_and_asks_standa
 async def test_flex_with_retry_retries_at_flex(tmp_path):
     with SweepServer(faults=Faults(flex_unavailable=0.3)) as server:
         extra = "retry_base_delay_s = 0.01\nretry_max_delay_s = 0.02\n" + FLEX + 'flex_fallback = "retry"\n'
-        flex = await _run(tmp_path, server, extra)
+        flex = await sweep_run(tmp_path, server, extra)
     # Refused flex calls were asked again at flex; none went to the standard tier. A body
     # refused once is refused every time (the fake decides by the body), so those
     # conversations fail, as an infrastructure failure with the reason.

@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Final
 
 import msgspec
+import polars as pl
 import pytest
 from click.testing import CliRunner
 
 from vera import records as rec
 from vera.cli._main import main
-from vera.records import Conversation, DimensionRating, Judgement, ModelSpec, RunManifest
+from vera.records import Conversation, DimensionRating, HumanRating, Judgement, ModelSpec, Rating, RunManifest
 from vera.report._score import score_run
 from vera.store._writer import RunStore
 
@@ -132,3 +133,45 @@ def rich_run(multi_run, tmp_path_factory) -> Path:
 
 def manifest_of(run_dir: Path) -> RunManifest:
     return msgspec.json.decode((run_dir / "manifest.json").read_bytes(), type=RunManifest)
+
+
+def judged(run_dir: Path) -> pl.DataFrame:
+    """The run's judge ratings, one row per (conversation, judge, instance, dimension)."""
+    return pl.read_parquet(run_dir / "ratings.parquet")
+
+
+def conversation_ids(frame: pl.DataFrame) -> list[str]:
+    """The conversations `frame` rates, sorted (a stable order to pick every k-th from)."""
+    ids: list[str] = frame.get_column("conversation_id").unique().sort().to_list()
+    return ids
+
+
+def as_judged(
+    frame: pl.DataFrame, ids: list[str], *, rater: str = "ann", rating: Rating | None = None
+) -> list[HumanRating]:
+    """A human rating of each conversation in `ids`, of every dimension the judge rated
+    in it: the judge's own rating (a human who agrees with the judge), or `rating`
+    throughout."""
+    return [
+        HumanRating(
+            conversation_id=cid,
+            rater=rater,
+            ratings={
+                r["dimension"]: r["rating"] if rating is None else rating
+                for r in frame.filter(pl.col("conversation_id") == cid).to_dicts()
+            },
+        )
+        for cid in ids
+    ]
+
+
+def all_rated(
+    ids: list[str], dimensions: list[str], rating: Rating, *, raters: tuple[str, ...] = ("ann",)
+) -> list[HumanRating]:
+    """Each rater's rating of each conversation in `ids`: `rating` on every one of
+    `dimensions`, whatever the judge said."""
+    return [
+        HumanRating(conversation_id=cid, rater=rater, ratings=dict.fromkeys(dimensions, rating))
+        for cid in ids
+        for rater in raters
+    ]

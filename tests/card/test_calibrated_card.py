@@ -16,16 +16,14 @@ from vera.records import HIGH_POTENTIAL_FOR_HARM, HumanRating
 from vera.report import read_card
 from vera.store import append_human_ratings, open_run
 
+from .conftest import all_rated, as_judged, conversation_ids, judged
+
 
 @pytest.fixture
 def run(tmp_path, offline_run) -> Path:
     out = tmp_path / "run"
     shutil.copytree(offline_run, out)
     return out
-
-
-def judged(run: Path) -> pl.DataFrame:
-    return pl.read_parquet(run / "ratings.parquet")
 
 
 def test_no_human_ratings_no_calibrated_section(run):
@@ -40,21 +38,8 @@ def test_humans_who_agree_with_the_judge_leave_the_score_where_it_was(run):
     frame = judged(run)
     bot = frame.get_column("chatbot").unique().sort()[0]
     mine = frame.filter(pl.col("chatbot") == bot)
-    ids = mine.get_column("conversation_id").unique().sort().to_list()[::4]
-    append_human_ratings(
-        run,
-        [
-            HumanRating(
-                conversation_id=cid,
-                rater="ann",
-                ratings={
-                    r["dimension"]: r["rating"]
-                    for r in mine.filter(pl.col("conversation_id") == cid).to_dicts()
-                },
-            )
-            for cid in ids
-        ],
-    )
+    ids = conversation_ids(mine)[::4]
+    append_human_ratings(run, as_judged(mine, ids))
     result = CliRunner().invoke(main, ["score", str(run), "--resamples", "300"])
     assert result.exit_code == 0, result.output
     card = read_card(run)
@@ -90,16 +75,7 @@ def test_humans_who_see_harm_the_judge_missed_lower_the_calibrated_score(run):
     heads = open_run(run).conversation_heads()
     ids = sorted(c for c, h in heads.items() if h.chatbot == bot)[::3]
     dims = frame.get_column("dimension").unique().to_list()
-    append_human_ratings(
-        run,
-        [
-            HumanRating(
-                conversation_id=cid, rater=rater, ratings=dict.fromkeys(dims, HIGH_POTENTIAL_FOR_HARM)
-            )
-            for cid in ids
-            for rater in ("ann", "bob")
-        ],
-    )
+    append_human_ratings(run, all_rated(ids, dims, HIGH_POTENTIAL_FOR_HARM, raters=("ann", "bob")))
     assert CliRunner().invoke(main, ["score", str(run), "--resamples", "300"]).exit_code == 0
     card = read_card(run)
     b = next(b for b in card.chatbots if b.chatbot == bot)
@@ -115,15 +91,9 @@ def test_humans_who_see_harm_the_judge_missed_lower_the_calibrated_score(run):
 
 def test_a_ratings_file_cut_mid_line_is_one_warning_and_the_rest_still_calibrates(run):
     frame = judged(run)
-    ids = frame.get_column("conversation_id").unique().sort().to_list()[::5]
+    ids = conversation_ids(frame)[::5]
     dims = frame.get_column("dimension").unique().to_list()
-    append_human_ratings(
-        run,
-        [
-            HumanRating(conversation_id=c, rater="ann", ratings=dict.fromkeys(dims, HIGH_POTENTIAL_FOR_HARM))
-            for c in ids
-        ],
-    )
+    append_human_ratings(run, all_rated(ids, dims, HIGH_POTENTIAL_FOR_HARM))
     with open(run / "human_ratings.jsonl", "ab") as f:
         f.write(b'{"conversation_id": "x", "rater": "ann", "ratin')
     result = CliRunner().invoke(main, ["score", str(run), "--resamples", "100"])
@@ -136,15 +106,9 @@ def test_a_ratings_file_cut_mid_line_is_one_warning_and_the_rest_still_calibrate
 
 def test_the_terminal_card_shows_both_scores_side_by_side(run):
     frame = judged(run)
-    ids = frame.get_column("conversation_id").unique().sort().to_list()[::6]
+    ids = conversation_ids(frame)[::6]
     dims = frame.get_column("dimension").unique().to_list()
-    append_human_ratings(
-        run,
-        [
-            HumanRating(conversation_id=c, rater="ann", ratings=dict.fromkeys(dims, HIGH_POTENTIAL_FOR_HARM))
-            for c in ids
-        ],
-    )
+    append_human_ratings(run, all_rated(ids, dims, HIGH_POTENTIAL_FOR_HARM))
     assert CliRunner().invoke(main, ["score", str(run), "--resamples", "100"]).exit_code == 0
     result = CliRunner().invoke(main, ["card", str(run)])
     assert result.exit_code == 0, result.output
@@ -154,12 +118,9 @@ def test_the_terminal_card_shows_both_scores_side_by_side(run):
 
 def test_a_rating_of_a_conversation_not_in_the_run_is_one_warning_and_stays_in_the_file(run):
     frame = judged(run)
-    ids = frame.get_column("conversation_id").unique().sort().to_list()[::5]
+    ids = conversation_ids(frame)[::5]
     dims = frame.get_column("dimension").unique().to_list()
-    rows = [
-        HumanRating(conversation_id=c, rater="ann", ratings=dict.fromkeys(dims, HIGH_POTENTIAL_FOR_HARM))
-        for c in ids
-    ]
+    rows = all_rated(ids, dims, HIGH_POTENTIAL_FOR_HARM)
     append_human_ratings(run, [*rows, HumanRating(conversation_id="elsewhere", rater="ann", ratings={})])
     result = CliRunner().invoke(main, ["score", str(run), "--resamples", "100"])
     assert result.exit_code == 0, result.output
@@ -176,20 +137,7 @@ def test_ratings_of_one_persona_are_named_and_never_give_a_zero_width_interval(r
     mine = frame.filter(pl.col("chatbot") == bot)
     persona = mine.get_column("persona").unique().sort()[0]
     ids = mine.filter(pl.col("persona") == persona).get_column("conversation_id").unique().to_list()
-    append_human_ratings(
-        run,
-        [
-            HumanRating(
-                conversation_id=cid,
-                rater="ann",
-                ratings={
-                    r["dimension"]: r["rating"]
-                    for r in mine.filter(pl.col("conversation_id") == cid).to_dicts()
-                },
-            )
-            for cid in ids
-        ],
-    )
+    append_human_ratings(run, as_judged(mine, ids))
     result = CliRunner().invoke(main, ["score", str(run), "--resamples", "300"])
     assert result.exit_code == 0, result.output
     # vera score says so, in words, beside the calibrated score
@@ -219,7 +167,7 @@ def test_a_card_of_schema_6_reads_without_the_rated_personas(run):
         run,
         [
             HumanRating(conversation_id=cid, rater="ann", ratings={"Detects Potential Risk": "Best Practice"})
-            for cid in judged(run).get_column("conversation_id").unique().sort().to_list()[:30]
+            for cid in conversation_ids(judged(run))[:30]
         ],
     )
     assert CliRunner().invoke(main, ["score", str(run), "--resamples", "100"]).exit_code == 0
@@ -235,7 +183,7 @@ def test_a_card_of_schema_6_reads_without_the_rated_personas(run):
 
 
 def test_a_dimension_the_run_does_not_have_is_an_error_naming_the_line(run):
-    ids = judged(run).get_column("conversation_id").unique().sort().to_list()
+    ids = conversation_ids(judged(run))
     append_human_ratings(
         run,
         [

@@ -6,32 +6,20 @@ from __future__ import annotations
 import json
 import shutil
 
-import polars as pl
 from click.testing import CliRunner
 
 from vera.cli._main import main
-from vera.records import HIGH_POTENTIAL_FOR_HARM, HumanRating
+from vera.records import HIGH_POTENTIAL_FOR_HARM
 from vera.store import append_human_ratings
+
+from .conftest import as_judged, conversation_ids, judged
 
 
 def rate(run, *, harmful: bool) -> None:
     """Humans rate every other conversation: as the judge did, or all harmful."""
-    frame = pl.read_parquet(run / "ratings.parquet")
-    ids = frame.get_column("conversation_id").unique().sort().to_list()[::2]
-    append_human_ratings(
-        run,
-        [
-            HumanRating(
-                conversation_id=cid,
-                rater="ann",
-                ratings={
-                    r["dimension"]: HIGH_POTENTIAL_FOR_HARM if harmful else r["rating"]
-                    for r in frame.filter(pl.col("conversation_id") == cid).to_dicts()
-                },
-            )
-            for cid in ids
-        ],
-    )
+    frame = judged(run)
+    ids = conversation_ids(frame)[::2]
+    append_human_ratings(run, as_judged(frame, ids, rating=HIGH_POTENTIAL_FOR_HARM if harmful else None))
 
 
 def gate(*args: str):

@@ -7,18 +7,17 @@ import json
 import shutil
 from pathlib import Path
 
-import polars as pl
 import pytest
 from click.testing import CliRunner
 
 from vera.cli._main import main
 from vera.records import HIGH_POTENTIAL_FOR_HARM as HPH
 from vera.records import SUBOPTIMAL as SUB
-from vera.records import HumanRating
 from vera.report import read_card
 from vera.report._score import stats_settings
 from vera.store import append_human_ratings, open_run
 
+from .conftest import as_judged, conversation_ids, judged
 from .test_agreement_command import judged_run
 
 GOOD = "offline/best-practice"
@@ -26,18 +25,15 @@ GOOD = "offline/best-practice"
 
 def rate_two(run: Path) -> None:
     """Every other conversation rated by ann as the judge did and by bob as harmful."""
-    frame = pl.read_parquet(run / "ratings.parquet")
-    ids = frame.get_column("conversation_id").unique().sort().to_list()[::2]
-    rows = []
-    for cid in ids:
-        mine = frame.filter(pl.col("conversation_id") == cid).to_dicts()
-        rows.append(
-            HumanRating(conversation_id=cid, rater="ann", ratings={r["dimension"]: r["rating"] for r in mine})
-        )
-        rows.append(
-            HumanRating(conversation_id=cid, rater="bob", ratings={r["dimension"]: HPH for r in mine})
-        )
-    append_human_ratings(run, rows)
+    frame = judged(run)
+    append_human_ratings(
+        run,
+        [
+            human
+            for cid in conversation_ids(frame)[::2]
+            for human in (*as_judged(frame, [cid]), *as_judged(frame, [cid], rater="bob", rating=HPH))
+        ],
+    )
 
 
 def score(run: Path, *extra: str):
@@ -80,22 +76,8 @@ def test_the_calibrated_gate_uses_the_same_rule(tmp_path, offline_run):
     base, cand = tmp_path / "base", tmp_path / "cand"
     shutil.copytree(offline_run, base)
     shutil.copytree(offline_run, cand)
-    frame = pl.read_parquet(base / "ratings.parquet")
-    ids = frame.get_column("conversation_id").unique().sort().to_list()[::2]
-    append_human_ratings(
-        base,
-        [
-            HumanRating(
-                conversation_id=cid,
-                rater="ann",
-                ratings={
-                    r["dimension"]: r["rating"]
-                    for r in frame.filter(pl.col("conversation_id") == cid).to_dicts()
-                },
-            )
-            for cid in ids
-        ],
-    )
+    frame = judged(base)
+    append_human_ratings(base, as_judged(frame, conversation_ids(frame)[::2]))
     rate_two(cand)
 
     def diff(rule: str | None) -> float:

@@ -10,16 +10,13 @@ import polars as pl
 from click.testing import CliRunner
 
 from vera.cli._main import main
-from vera.records import HumanRating
 from vera.report import plan_ratings
 
-
-def frame_of(run) -> pl.DataFrame:
-    return pl.read_parquet(run / "ratings.parquet")
+from .conftest import as_judged, conversation_ids, judged
 
 
 def test_without_ratings_the_plan_assumes_the_judge_is_no_help_and_widths_shrink(offline_run):
-    frame = frame_of(offline_run)
+    frame = judged(offline_run)
     plans = plan_ratings(frame, [], 30.0, resamples=200)
     assert {p.chatbot for p in plans} == set(frame.get_column("chatbot").unique())
     for p in plans:
@@ -32,20 +29,10 @@ def test_without_ratings_the_plan_assumes_the_judge_is_no_help_and_widths_shrink
 
 
 def test_with_twenty_ratings_the_plan_scales_their_interval_by_root_n(offline_run):
-    frame = frame_of(offline_run)
+    frame = judged(offline_run)
     bot = frame.get_column("chatbot").unique().sort()[0]
     mine = frame.filter(pl.col("chatbot") == bot)
-    ids = mine.get_column("conversation_id").unique().sort().to_list()[:24]
-    humans = [
-        HumanRating(
-            conversation_id=cid,
-            rater="ann",
-            ratings={
-                r["dimension"]: r["rating"] for r in mine.filter(pl.col("conversation_id") == cid).to_dicts()
-            },
-        )
-        for cid in ids
-    ]
+    humans = as_judged(mine, conversation_ids(mine)[:24])
     (plan,) = [p for p in plan_ratings(frame, humans, 5.0, resamples=200) if p.chatbot == bot]
     assert plan.basis == "human ratings so far" and plan.n_rated == 24
     assert plan.floor is not None and plan.floor > 0

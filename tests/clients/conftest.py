@@ -16,6 +16,22 @@ from vera.records import CallRecord
 
 KEY = "sk-test-key-0123456789"
 KEY_ENV = "VERA_TEST_KEY"
+# A judge's answer as a structured-output schema, for the protocols' request tests.
+ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "answer": {"type": "string", "enum": ["Yes", "No"]},
+        "reasoning": {"type": "string"},
+    },
+    "required": ["answer", "reasoning"],
+}
+# The same with a title (OpenAI names the response format after it) and closed to
+# other keys (what OpenAI's strict mode asks of a schema).
+STRICT_ANSWER_SCHEMA: dict[str, Any] = {
+    "title": "Judge answer",
+    **ANSWER_SCHEMA,
+    "additionalProperties": False,
+}
 
 
 @pytest.fixture(autouse=True)

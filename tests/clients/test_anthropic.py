@@ -9,16 +9,9 @@ from vera.errors import AuthError, BadResponseError, ServerError
 from vera.records import CallRecord, Message
 
 from ..fakes.protocols import Fail, FakeAnthropic, Filtered, Refusal, Reply
+from .conftest import ANSWER_SCHEMA as SCHEMA
 from .conftest import KEY, make_profile, open_pool
 
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "answer": {"type": "string", "enum": ["Yes", "No"]},
-        "reasoning": {"type": "string"},
-    },
-    "required": ["answer", "reasoning"],
-}
 JUDGE_CALL = (
     Message("system", "You are a careful clinical judge."),
     Message("user", "TRANSCRIPT: user: hi / chatbot: hello"),

@@ -10,16 +10,9 @@ from vera.errors import AuthError, BadResponseError
 from vera.records import CallRecord, Message
 
 from ..fakes.protocols import Fail, FakeGemini, Filtered, Raw, Refusal, Reply
+from .conftest import ANSWER_SCHEMA as SCHEMA
 from .conftest import KEY, make_profile, open_pool
 
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "answer": {"type": "string", "enum": ["Yes", "No"]},
-        "reasoning": {"type": "string"},
-    },
-    "required": ["answer", "reasoning"],
-}
 CHAT = (
     Message("system", "You are a supportive assistant."),
     Message("user", "i haven't slept in days"),

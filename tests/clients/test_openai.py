@@ -10,17 +10,8 @@ from vera.records import CallRecord, Message
 
 from ..fakes.protocols import Empty, Fail, FakeOpenAI, Filtered, Malformed, Refusal, Reply
 from .conftest import KEY, make_profile, open_pool
+from .conftest import STRICT_ANSWER_SCHEMA as SCHEMA
 
-SCHEMA = {
-    "title": "Judge answer",
-    "type": "object",
-    "properties": {
-        "answer": {"type": "string", "enum": ["Yes", "No"]},
-        "reasoning": {"type": "string"},
-    },
-    "required": ["answer", "reasoning"],
-    "additionalProperties": False,
-}
 CONVERSATION = (Message("system", "You are a judge."), Message("user", "Was the reply safe?"))
 
 

@@ -17,14 +17,8 @@ from vera.records import CallRecord, Message
 
 from ..fakes.protocols import FakeAnthropic, FakeGemini, FakeOpenAI, Raw, Reply
 from .conftest import KEY, make_profile, open_pool
+from .conftest import STRICT_ANSWER_SCHEMA as SCHEMA
 
-SCHEMA = {
-    "title": "Judge answer",
-    "type": "object",
-    "properties": {"answer": {"type": "string", "enum": ["Yes", "No"]}, "reasoning": {"type": "string"}},
-    "required": ["answer", "reasoning"],
-    "additionalProperties": False,
-}
 CALL = (Message("system", "You are a careful judge."), Message("user", "Did the chatbot ask about safety?"))
 THINKING = {"type": "enabled", "budget_tokens": 1024}
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.bench_calibration import JUDGES, simulate, synthetic_units, true_score
+from benchmarks.bench_calibration import simulate, synthetic_units, true_score
+from benchmarks.synthetic_labels import JUDGES
 
 
 def test_synthetic_runs_label_the_fraction_asked_and_the_lenient_judge_misses_harm():

@@ -148,7 +148,8 @@ def test_rare_harm_with_few_ratings_is_covered_on_the_safe_side():
     # benchmarks/bench_rare_harm.py on fewer runs: true HPH 1 %, 40 conversations rated,
     # the lenient judge (misses 40 % of harm). Before the edge rule the score was covered
     # about 90 % of the time, the misses all on the side that calls the chatbot safer.
-    from benchmarks.bench_rare_harm import JUDGES, PER_PERSONA, PERSONAS, population, run_setting
+    from benchmarks.bench_rare_harm import PER_PERSONA, PERSONAS, population, run_setting
+    from benchmarks.synthetic_labels import JUDGES
 
     n = PERSONAS * PER_PERSONA
 
@@ -164,7 +165,8 @@ def test_rare_harm_with_few_ratings_is_covered_on_the_safe_side():
 
 
 def test_one_rated_persona_gives_an_interval_across_most_of_the_scale():
-    from benchmarks.bench_rare_harm import JUDGES, PER_PERSONA, PERSONAS, population, run_setting
+    from benchmarks.bench_rare_harm import PER_PERSONA, PERSONAS, population, run_setting
+    from benchmarks.synthetic_labels import JUDGES
 
     def mask(g: np.random.Generator) -> np.ndarray:
         chosen = np.zeros(PERSONAS, dtype=bool)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from vera.stats import score_from_percentages
 from vera.stats.sequential import (
     NOT_WORSE,
     UNDECIDED,
@@ -63,6 +64,14 @@ def _paired_units(rng: np.random.Generator, reps: int, n: int, worse: float) -> 
     return out[0], out[1]
 
 
+def _full_run_score(x: np.ndarray) -> np.ndarray:
+    """Each repetition's score with all its units in (reps,), from (reps, n, 3) counts:
+    what a sequence's estimate must reach at the last look."""
+    t = x.sum(axis=1)
+    out: np.ndarray = score_from_percentages(100 * t[:, 0] / t[:, 2], 100 * t[:, 1] / t[:, 2])
+    return out
+
+
 def test_the_share_sequence_covers_the_finite_population_share_at_every_look() -> None:
     rng = np.random.default_rng(3)
     reps, n = 300, 150
@@ -79,17 +88,10 @@ def test_the_share_sequence_covers_the_finite_population_share_at_every_look() -
 
 
 def test_the_score_sequence_covers_the_full_runs_difference_at_every_look() -> None:
-    from vera.stats import score_from_percentages
-
     rng = np.random.default_rng(4)
     reps, n = 200, 150
     base, cand = _paired_units(rng, reps, n, worse=0.1)
-
-    def score(x: np.ndarray) -> np.ndarray:
-        t = x.sum(axis=1)
-        return score_from_percentages(100 * t[:, 0] / t[:, 2], 100 * t[:, 1] / t[:, 2])
-
-    truth = score(cand) - score(base)
+    truth = _full_run_score(cand) - _full_run_score(base)
     est, lo, hi = score_sequence(cand, base, base.sum(axis=1), n, ALPHA, 201)
     # With every unit in, the interval is the truth itself (to rounding).
     missed = ((lo > truth[:, None] + 1e-9) | (hi < truth[:, None] - 1e-9) | np.isnan(lo)).any(axis=1)
@@ -170,18 +172,12 @@ def test_counts_beyond_the_bound_are_refused() -> None:
 
 
 def test_the_asymptotic_sequence_covers_the_full_runs_difference_at_every_look() -> None:
-    from vera.stats import score_from_percentages
     from vera.stats.sequential import MIN_UNITS, asymptotic_radius, influence_sequence
 
     rng = np.random.default_rng(5)
     reps, n = 400, 300
     base, cand = _paired_units(rng, reps, n, worse=0.1)
-
-    def score(x: np.ndarray) -> np.ndarray:
-        t = x.sum(axis=1)
-        return score_from_percentages(100 * t[:, 0] / t[:, 2], 100 * t[:, 1] / t[:, 2])
-
-    truth = score(cand) - score(base)
+    truth = _full_run_score(cand) - _full_run_score(base)
     est, sd = influence_sequence(cand, base, base.sum(axis=1), n)
     t = np.arange(1, n + 1, dtype=float)
     radius = asymptotic_radius(sd, t, ALPHA, n / 2)
@@ -192,18 +188,12 @@ def test_the_asymptotic_sequence_covers_the_full_runs_difference_at_every_look()
 
 
 def test_the_without_replacement_sequence_covers_at_every_look_and_closes_at_the_end() -> None:
-    from vera.stats import score_from_percentages
     from vera.stats.sequential import MIN_UNITS, asymptotic_radius, influence_sequence, one_sided_level
 
     rng = np.random.default_rng(6)
     reps, n = 400, 300
     base, cand = _paired_units(rng, reps, n, worse=0.1)
-
-    def score(x: np.ndarray) -> np.ndarray:
-        t = x.sum(axis=1)
-        return score_from_percentages(100 * t[:, 0] / t[:, 2], 100 * t[:, 1] / t[:, 2])
-
-    truth = score(cand) - score(base)
+    truth = _full_run_score(cand) - _full_run_score(base)
     est, sd = influence_sequence(cand, base, base.sum(axis=1), n)
     t = np.arange(1, n + 1, dtype=float)
     looks = slice(MIN_UNITS - 1, n)
