@@ -74,3 +74,16 @@ def test_growing_histories_read_back_whole_with_one_node_per_distinct_prefix(tmp
     # Compressed ones are ordinary zlib streams, and smaller than what they hold.
     packed = [d for d in blobs.values() if d[:1] == b"z"]
     assert packed and all(len(zlib.decompress(d[1:])) > len(d) for d in packed)
+
+
+def test_a_blob_no_longer_remembered_is_found_not_stored_again(tmp_path: Path) -> None:
+    from vera.store._bodies import CallBodies
+
+    bodies = CallBodies(tmp_path / BODIES, calls_size=0, remember=2)
+    texts = [f"text {i} " * 30 for i in range(5)]
+    first = [bodies._text(t) for t in texts]  # the first ones fall out of memory
+    again = [bodies._text(t) for t in texts]
+    bodies.close()
+    assert again == first and len(set(first)) == 5
+    with sqlite3.connect(tmp_path / BODIES) as db:
+        assert db.execute("SELECT count(*) FROM blobs").fetchone() == (5,)

@@ -173,12 +173,13 @@ class CallBodies:
             self._known.move_to_end(key)
             return found
         db = self._conn()
-        row = db.execute("SELECT id FROM blobs WHERE hash = ?", (key,)).fetchone()
-        if row is not None:
-            blob_id = int(row[0])
-        else:
-            cursor = db.execute("INSERT INTO blobs (hash, data) VALUES (?, ?)", (key, _pack(data)))
+        # Insert first: a blob not remembered is almost always new (an old one is
+        # looked up only when the insert finds it), one statement where two were.
+        cursor = db.execute("INSERT OR IGNORE INTO blobs (hash, data) VALUES (?, ?)", (key, _pack(data)))
+        if cursor.rowcount == 1:
             blob_id = int(cursor.lastrowid or 0)
+        else:
+            blob_id = int(db.execute("SELECT id FROM blobs WHERE hash = ?", (key,)).fetchone()[0])
         self._known[key] = blob_id
         if len(self._known) > self._remember:
             self._known.popitem(last=False)
