@@ -1069,9 +1069,11 @@ main.add_command(review)
 main.add_command(export)
 
 from vera.cli._gate import gate  # noqa: E402  (the sequential release gate)
+from vera.cli._plan import plan  # noqa: E402  (sizing and pricing a comparison)
 from vera.cli._report import report  # noqa: E402  (reports on a run live in vera.cli._report)
 
 main.add_command(gate)
+main.add_command(plan)
 
 main.add_command(report)
 

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from vera.records import LocaleInfo
 from vera.report._language import LanguageCheck
 from vera.report._numbers import MISSING, fixed, num, percent_level, with_ci
@@ -120,6 +122,10 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
         rows.append(("Locale pack", locale_text(card)))
     if isinstance(card.language, LanguageCheck):
         rows.append(("Mixed language", language_text(card.language)))
+    if not isinstance(card.sequential, msgspec.UnsetType):
+        from vera.report._sequence import sequential_text  # it draws plots; only a gate's card needs it
+
+        rows.append(("Sequential gate", sequential_text(card.sequential)))
     rows.append(("Rubric", version("rubric")))
     rows.append(("Terminal semantics", TERMINAL_TEXT.get(card.terminal_semantics, card.terminal_semantics)))
     if card.grouping is not None:

@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 
+import msgspec
+
 from vera.report._card_tables import (
     FIX_FIRST_GUIDE,
     accounting_table,
@@ -55,6 +57,7 @@ from vera.report._pages import conversation_href
 from vera.report._plots import Plot
 from vera.report._realism import Realism
 from vera.report._schema import Card, ChatbotCard, HarmfulRating, RunComparison
+from vera.report._sequence import sequential_table, sequential_text
 from vera.report._table import Table, scroll_box
 
 # A cell that starts like a number (or is the missing-value dash) is right-aligned.
@@ -148,6 +151,17 @@ def render_html(card: Card, plots: Sequence[Plot]) -> str:
         + "</details>"
     )
     body.append(_contents(card))
+    if not isinstance(card.sequential, msgspec.UnsetType):
+        seq = card.sequential
+        body.append(
+            _section(
+                "sequential",
+                "Sequential gate",
+                f"<p>This run is {escape(sequential_text(seq))}</p>",
+                *figures("sequence.png"),
+                html_table(sequential_table(seq)),
+            )
+        )
     body.append(_section("overview", "Overview", html_table(overview_table(card)), *figures("chatbots.png")))
     if card.comparisons:
         parts = [
@@ -467,6 +481,8 @@ def _realism(card: Card, r: Realism) -> str:
 def _contents(card: Card) -> str:
     """Links to the sections, so a reader can jump to one chatbot or the harmful ratings."""
     links = [("results", "Results"), ("details", "Run details"), ("overview", "Overview")]
+    if not isinstance(card.sequential, msgspec.UnsetType):
+        links.insert(2, ("sequential", "Sequential gate"))
     if card.fix_first is not None:
         links.insert(1, ("fix-first", "Fix first"))
     if card.comparisons:

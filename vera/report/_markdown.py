@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from vera.report._card_tables import (
     FIX_FIRST_GUIDE,
     accounting_table,
@@ -35,6 +37,7 @@ from vera.report._card_text import (
 from vera.report._improvements import Improvements, ranked
 from vera.report._realism import SHOWN_FLAGGED
 from vera.report._schema import Card, ChatbotCard
+from vera.report._sequence import SEQUENCE_PLOT, sequential_table, sequential_text
 from vera.report._table import Table
 
 
@@ -92,6 +95,11 @@ def render_markdown(card: Card, *, max_harmful: int = 10) -> str:
         lines += ["## Comparisons (paired)", ""]
         for entry in card.comparisons:
             lines += [*markdown_table(comparison_table(entry, card_reasons(card))), ""]
+    if not isinstance(card.sequential, msgspec.UnsetType):
+        seq = card.sequential
+        lines += ["## Sequential gate", "", f"This run is {sequential_text(seq)}", ""]
+        lines += [f"![The interval after each wave](plots/{SEQUENCE_PLOT})", ""]
+        lines += [*markdown_table(sequential_table(seq)), ""]
     lines += ["## Overview", "", *markdown_table(overview_table(card))]
     for bot in card.chatbots:
         lines += _markdown_chatbot(bot, max_harmful=max_harmful, title=group_title(card))

@@ -27,6 +27,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from vera.records import OVERALL
 from vera.report._numbers import fixed
 from vera.report._schema import Card, Comparison, DimensionScore, RunComparison, Section
@@ -138,6 +140,10 @@ def _card_plots(card: Card) -> list[Plot]:
         plots.append(chatbot_scores_plot(points))
     if card.comparisons:
         plots.append(differences_plot(card.comparisons))
+    if not isinstance(card.sequential, msgspec.UnsetType):
+        from vera.report._sequence import sequential_card_plot  # it draws with this module
+
+        plots.append(sequential_card_plot(card.sequential))
     return plots
 
 

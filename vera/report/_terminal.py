@@ -15,6 +15,7 @@ import sys
 import textwrap
 from collections.abc import Iterable, Sequence
 
+import msgspec
 from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.table import Table as RichTable
@@ -33,6 +34,7 @@ from vera.report._card_tables import (
 )
 from vera.report._card_text import SCORE_MEANING, absent_columns_text, realism_text, run_title, top_lines
 from vera.report._schema import Card
+from vera.report._sequence import sequential_text
 from vera.report._table import Table
 
 MIN_WIDTH = 80
@@ -213,6 +215,8 @@ def render_card(card: Card, width: int | None = None) -> str:
     """`vera card`: the headline, then the paired comparisons, each chatbot's dimension
     table and the failed work; the rest is in card.md and card.html."""
     parts: list[RenderableType | str] = list(_headline_parts(card))
+    if not isinstance(card.sequential, msgspec.UnsetType):
+        parts.append(f"This run is {sequential_text(card.sequential)}")
     reasons = card_reasons(card)
     for entry in card.comparisons:
         parts.append(rich_table(comparison_table(entry, reasons)))
