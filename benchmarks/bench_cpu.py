@@ -13,7 +13,8 @@ that out of the ratio. Each round is `--conversations` × `--turns` calls at
   with orjson, POSTs it over one aiohttp session, reads and decodes the answer. The same
   requests on the wire as vera's, and nothing else.
 - **vera**: `vera bench` in `vera run`'s default configuration (response cache, event
-  log, progress display on): the real run session, client stack and run store.
+  log, progress display, call bodies on): the real run session, client stack and run
+  store.
 
 CPU is `time.process_time()` of this process over the round (every thread), as `vera
 bench` measures it; the figure is the median over the rounds, and the ratio vera /
@@ -105,7 +106,12 @@ def run_cpu_comparison(opts: BenchOptions, rounds: int) -> dict[str, Any]:
             "turns": opts.turns,
             "latency_ms": opts.latency_ms,
             "rounds": rounds,
-            "config": {"cache": opts.cache, "events": opts.events, "progress": opts.progress},
+            "config": {
+                "cache": opts.cache,
+                "events": opts.events,
+                "progress": opts.progress,
+                "call_bodies": opts.call_bodies,
+            },
         },
         "floor": floor,
         "vera": vera,

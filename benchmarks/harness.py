@@ -9,9 +9,10 @@ provider profiles on disk, `ClientPool` → `LimitedClient` → `OpenAIClient` o
 aiohttp session, the `simulate_conversation` turn loop, and every record written to a
 run store. Chatbot, user-agent (and judge, with `--judge`) are three profiles on one
 account, as they would be on one provider key. The configuration is `vera run`'s
-default: response cache, event log and progress display on, and with `--judge` the
-judge's asking ahead at the end of the sweep (`--no-cache`, `--no-events`,
-`--no-progress`, `--no-ask-ahead` turn each off to show what it costs).
+default: response cache, event log, progress display and call bodies (each call's
+request and response kept in the run directory) on, and with `--judge` the judge's
+asking ahead at the end of the sweep (`--no-cache`, `--no-events`, `--no-progress`,
+`--no-call-bodies`, `--no-ask-ahead` turn each off to show what it costs).
 
     vera bench                                   # 100 conversations × 20 turns, 200 ms
     vera bench --conversations 2000 --turns 20 --latency-ms 2000 --concurrency 2000
@@ -73,6 +74,7 @@ class BenchOptions:
     events: bool = True
     progress: bool = True
     ask_ahead: bool = True
+    call_bodies: bool = True  # each call's request and response kept in the run (call_bodies.sqlite)
     # Sessions per arc (docs/sessions.md): N conversations are then N / S arcs of S
     # sessions each, a model chatbot sent the arc's earlier sessions as history.
     sessions: int = 1
@@ -240,7 +242,7 @@ async def measure(opts: BenchOptions, server: ServerProcess, workdir: Path) -> d
     _enough_jobs(inputs.config, opts.conversations, len(inputs.personas.personas))
     # No grace: when the window closes, conversations still running would only add a tail.
     async with (
-        RunSession(workdir / "run", resume="", grace_s=0.0) as session,
+        RunSession(workdir / "run", resume="", grace_s=0.0, call_bodies=opts.call_bodies) as session,
         aiohttp.ClientSession() as probe,
     ):
         facts = RunFacts(inputs, session.store.read_conversation)
@@ -312,7 +314,12 @@ def figures(opts: BenchOptions, window: Window, result: Any) -> dict[str, Any]:
     server_cpu_s = after["cpu_s"] - before["cpu_s"]
     return {
         "scenario": asdict(opts),
-        "config": {"cache": opts.cache, "events": opts.events, "progress": opts.progress}
+        "config": {
+            "cache": opts.cache,
+            "events": opts.events,
+            "progress": opts.progress,
+            "call_bodies": opts.call_bodies,
+        }
         | ({"ask_ahead": opts.ask_ahead} if opts.judge else {}),
         "calls": calls,
         "wall_s": round(window.wall_s, 3),
@@ -411,7 +418,7 @@ _LINES = (
 )
 
 
-_PARTS = ("cache", "events", "progress", "ask_ahead")
+_PARTS = ("cache", "events", "progress", "call_bodies", "ask_ahead")
 
 
 def render_figures(fig: dict[str, Any]) -> str:
@@ -688,6 +695,12 @@ def render_table(results: list[tuple[Scenario, dict[str, Any]]]) -> str:
     help="The progress display, on as in `vera run` (a live table on a terminal, else a line every 10 s).",
 )
 @click.option(
+    "--call-bodies/--no-call-bodies",
+    default=True,
+    show_default=True,
+    help="Each call's request and response kept in the run directory, on as in `vera run`.",
+)
+@click.option(
     "--ask-ahead/--no-ask-ahead",
     default=True,
     show_default=True,
@@ -760,6 +773,7 @@ def bench(
     cache: bool,
     events: bool,
     progress: bool,
+    call_bodies: bool,
     ask_ahead: bool,
     sessions_list: str | None,
     chatbot_memory: str,
@@ -835,6 +849,7 @@ def bench(
         events,
         progress,
         ask_ahead,
+        call_bodies,
     )
     if floor:
         from benchmarks.bench_cpu import render_cpu_comparison, run_cpu_comparison

@@ -60,20 +60,21 @@ def test_a_small_sweep_makes_every_call_through_the_fake_server(tmp_path: Path) 
     assert fig["server_max_in_flight"] <= 3
     assert fig["cpu_ms_per_call"] > 0 and fig["server_cpu_ms_per_request"] > 0
     # What `vera run` has on by default is on here too.
-    assert fig["config"] == {"cache": True, "events": True, "progress": True}
+    assert fig["config"] == {"cache": True, "events": True, "progress": True, "call_bodies": True}
     assert 0 < fig["rss_mb_start"] <= fig["rss_mb_peak"] == fig["peak_rss_mb"]
     assert not list(tmp_path.glob(".*.tmp"))  # the JSON is written whole, by rename
 
 
 def test_each_part_of_the_default_configuration_can_be_turned_off(tmp_path: Path) -> None:
     args = ("--conversations", "2", "--turns", "2", "--latency-ms", "5", "--concurrency", "2")
-    fig = bench(tmp_path, *args, "--no-cache", "--no-events", "--no-progress")
-    assert fig["config"] == {"cache": False, "events": False, "progress": False}
+    fig = bench(tmp_path, *args, "--no-cache", "--no-events", "--no-progress", "--no-call-bodies")
+    assert fig["config"] == {"cache": False, "events": False, "progress": False, "call_bodies": False}
     assert fig["calls"] == 4
     assert bench(tmp_path, *args, "--no-events")["config"] == {
         "cache": True,
         "events": False,
         "progress": True,
+        "call_bodies": True,
     }
 
 
@@ -206,3 +207,21 @@ def test_a_bad_sessions_list_is_one_line() -> None:
     result = CliRunner().invoke(main, ["bench", "--sessions", "two"])
     assert result.exit_code == 1
     assert "--sessions 'two': give whole numbers separated by commas" in result.output
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_call_bodies_are_kept_as_a_default_run_keeps_them(tmp_path: Path, keep: bool) -> None:
+    import sqlite3
+
+    from benchmarks.harness import _run_on_uvloop, fake_server, measure
+
+    opts = BenchOptions(conversations=2, turns=3, latency_ms=5, concurrency=2, call_bodies=keep)
+    with fake_server(opts.latency_ms, None) as server:
+        fig = _run_on_uvloop(measure(opts, server, tmp_path))
+    assert fig["config"]["call_bodies"] is keep and fig["calls"] == 6
+    bodies = tmp_path / "run" / "call_bodies.sqlite"
+    if keep:
+        with sqlite3.connect(bodies) as db:
+            assert db.execute("SELECT count(*) FROM calls").fetchone() == (6,)
+    else:
+        assert not bodies.exists()

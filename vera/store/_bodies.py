@@ -53,6 +53,8 @@ _ROLE_CODE = {role: i for i, role in enumerate(_ROLES)}
 # A blob's first byte says how the rest is kept.
 _RAW, _ZLIB = b"r", b"z"
 _COMPRESS_ABOVE = 96  # shorter texts rarely shrink
+# Conversations whose chains are remembered at most (more than are ever in flight).
+_CHAINS = 16384
 
 
 class _Reply(msgspec.Struct, array_like=True, gc=False):
@@ -126,12 +128,21 @@ class CallBodies:
     transaction costs microseconds, and a commit (one WAL write, no fsync) is made once
     per turn of the loop. Which blobs are already stored is remembered for the most
     recent `remember` of them (the histories in flight, the judge's question prompts);
-    an older one is looked up in the file's index, so memory stays bounded."""
+    an older one is looked up in the file's index, so memory stays bounded.
+
+    Each conversation's chain nodes are also remembered by what they hold (the node
+    before, the message), until the store writes the conversation's record (`forget`):
+    a history of N messages that grows by one is then N dictionary lookups and one new
+    node, not N texts and N nodes encoded and hashed again. The messages it keeps are
+    the ones the conversation in flight holds anyway."""
 
     def __init__(self, path: Path, *, calls_size: int, remember: int = 65536) -> None:
         self.path = path
         self._known: OrderedDict[bytes, int] = OrderedDict()
         self._remember = remember
+        # conversation id -> {(node before, message): node}; oldest conversation dropped
+        # past `_CHAINS` (one whose record is never written: a cancelled run's).
+        self._chains: dict[str, dict[tuple[int, Message], int]] = {}
         self._encoder = msgspec.json.Encoder()
         try:
             # Opened as a file first: a read-only or full disk is then named as the OS
@@ -162,12 +173,13 @@ class CallBodies:
             self._known.move_to_end(key)
             return found
         db = self._conn()
-        row = db.execute("SELECT id FROM blobs WHERE hash = ?", (key,)).fetchone()
-        if row is not None:
-            blob_id = int(row[0])
-        else:
-            cursor = db.execute("INSERT INTO blobs (hash, data) VALUES (?, ?)", (key, _pack(data)))
+        # Insert first: a blob not remembered is almost always new (an old one is
+        # looked up only when the insert finds it), one statement where two were.
+        cursor = db.execute("INSERT OR IGNORE INTO blobs (hash, data) VALUES (?, ?)", (key, _pack(data)))
+        if cursor.rowcount == 1:
             blob_id = int(cursor.lastrowid or 0)
+        else:
+            blob_id = int(db.execute("SELECT id FROM blobs WHERE hash = ?", (key,)).fetchone()[0])
         self._known[key] = blob_id
         if len(self._known) > self._remember:
             self._known.popitem(last=False)
@@ -176,12 +188,25 @@ class CallBodies:
     def _text(self, text: str) -> int:
         return self._blob(b"text", text.encode("utf-8", "surrogatepass"))
 
-    def _chain(self, messages: tuple[Message, ...]) -> int:
+    def _chain(self, conversation: str, messages: tuple[Message, ...]) -> int:
+        memo = self._chains.get(conversation)
+        if memo is None:
+            if len(self._chains) >= _CHAINS:
+                del self._chains[next(iter(self._chains))]
+            memo = self._chains[conversation] = {}
         node = 0
         for m in messages:
-            data = self._encoder.encode(_Node(node, _ROLE_CODE[m.role], self._text(m.content)))
-            node = self._blob(b"node", data)
+            found = memo.get((node, m))
+            if found is None:
+                data = self._encoder.encode(_Node(node, _ROLE_CODE[m.role], self._text(m.content)))
+                found = memo[node, m] = self._blob(b"node", data)
+            node = found
         return node
+
+    def forget(self, conversation: str) -> None:
+        """The conversation's record is written: its chains are not extended again (a
+        judge of it that comes later hashes them afresh, as it would anyway)."""
+        self._chains.pop(conversation, None)
 
     def add(self, offset: int, length: int, body: CallBody) -> None:
         """Keep `body`, whose call's line is at `offset` (`length` bytes) in calls.jsonl,
@@ -210,7 +235,9 @@ class CallBodies:
             schema = 0
             if body.schema is not None:
                 schema = self._blob(b"json", msgspec.json.encode(body.schema, order="sorted"))
-            row = _Row(self._chain(body.messages), body.params, schema, body.reask, reply)
+            row = _Row(
+                self._chain(body.conversation_id, body.messages), body.params, schema, body.reask, reply
+            )
             db.execute(
                 "INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?)",
                 (

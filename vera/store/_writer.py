@@ -326,6 +326,8 @@ class RunStore:
         conv.cost_usd += self._job_cost.pop(conv.id, 0.0)
         ref = self._append(CONVERSATIONS, conv)
         self.conversations.add(conv.id, ref, conv.status == "complete")
+        if self.bodies is not None:
+            self.bodies.forget(conv.id)
 
     def add_judgement(self, judgement: Judgement) -> None:
         if self.judgements.complete(judgement.id):
@@ -333,6 +335,8 @@ class RunStore:
         judgement.cost_usd += self._job_cost.pop(judgement.id, 0.0)
         ref = self._append(JUDGEMENTS, judgement)
         self.judgements.add(judgement.id, ref, judgement.status == "complete")
+        if self.bodies is not None:
+            self.bodies.forget(judgement.conversation_id)
 
     def add_call(self, record: CallRecord, body: CallBody | None = None) -> None:
         """Append a call's record (and keep its body, if given and the store keeps
