@@ -6,7 +6,9 @@ The same function renders the page `vera view` serves at
 ``conversations/<id>.html`` beside card.html, so a link in the card works both from disk
 and through the viewer. The page has no script at all (its Content-Security-Policy
 forbids one) and every text from a run is escaped here, on the server: a transcript or a
-reasoning holding markup shows as text. Jumps (from a rating to the turn its reasoning
+reasoning holding markup shows as text. A chatbot's turn written in Markdown is shown
+formatted, as its user saw it (rendered safely, `vera.report._chat_markdown`), with its
+exact text one click away. Jumps (from a rating to the turn its reasoning
 quotes, from the card to a rating) are plain fragment links, highlighted with
 ``:target``.
 
@@ -37,6 +39,7 @@ from vera.records import (
     RunManifest,
     Turn,
 )
+from vera.report._chat_markdown import chatbot_markdown
 from vera.report._quotes import QuoteFinder, QuoteMatch
 from vera.report._turn_refs import turn_refs_html
 from vera.rubric import QuestionTexts, question_texts
@@ -275,9 +278,18 @@ def _transcript(conv: Conversation) -> str:
     turns = []
     for n, t in enumerate(conv.turns, start=1):
         who = "User" if t.speaker == "user" else "Chatbot"
+        formatted = chatbot_markdown(t.text) if t.speaker != "user" else None
+        if formatted is None:
+            text = f'<p class="text">{escape(t.text)}</p>'
+        else:
+            # Formatted as the chatbot's user saw it, the exact text one click away.
+            text = (
+                f'<div class="text md">{formatted}</div>'
+                '<details class="raw"><summary>Exact text (Markdown shown formatted above)</summary>'
+                f'<pre class="exact">{escape(t.text)}</pre></details>'
+            )
         turns.append(
-            f'<li id="turn-{n}" class="turn {t.speaker}"><div class="who">{n} · {who}</div>'
-            f'<p class="text">{escape(t.text)}</p></li>'
+            f'<li id="turn-{n}" class="turn {t.speaker}"><div class="who">{n} · {who}</div>{text}</li>'
         )
     return (
         '<section id="transcript" class="transcript"><h2>Transcript</h2>'
