@@ -132,14 +132,14 @@ def render_conversation_page(
     steps: str = "",
     appendix: str = "",
     question_calls: Mapping[tuple[str, str], str] | None = None,
-    script: str = "",
+    script: str | Sequence[str] = "",
 ) -> str:
     """The whole page. `viewer` adds the way back to the viewer's list; `card` links the
     run's card.html (beside the conversations folder); `steps` (before the heading) and
     `appendix` (after the walks) are the viewer's own sections, markup already escaped:
     the previous and next conversation of its list, the model calls. `question_calls`
     ((judgement id, question id) -> markup) puts the judge's calls beside the question
-    each answers; `script` is the address of the page's one script (same origin)."""
+    each answers; `script` is the address of the page's script, or its scripts (same origin)."""
     conv = page.conversation
     dims = _dimensions(page)
     body = [
@@ -171,12 +171,16 @@ def render_conversation_page(
     return _document(f"Conversation {conv.id} — {page.run_id}", body, script=script)
 
 
-def _document(title: str, body: Iterable[str], *, script: str = "") -> str:
-    csp = _META_CSP_SCRIPT if script else _META_CSP
+def _document(title: str, body: Iterable[str], *, script: str | Sequence[str] = "") -> str:
+    scripts = [script] if isinstance(script, str) else list(script)
+    scripts = [s for s in scripts if s]
+    csp = _META_CSP_SCRIPT if scripts else _META_CSP
     tag = ""
-    if script:  # the viewer's: its script, and the stylesheet of what the script works on
-        sheet = script.removesuffix(".js") + ".css"
-        tag = f'<link rel="stylesheet" href="{escape(sheet)}">\n<script src="{escape(script)}" defer></script>\n'
+    for one in scripts:  # the viewer's: each script, and the stylesheet of what it works on
+        sheet = one.removesuffix(".js") + ".css"
+        tag += (
+            f'<link rel="stylesheet" href="{escape(sheet)}">\n<script src="{escape(one)}" defer></script>\n'
+        )
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'

@@ -110,7 +110,7 @@ CARD_CSP = (
 )
 _STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html"}
 # Served from memory, by these names only.
-_ASSETS = ("index.html", "app.js", "style.css", "calls.js", "calls.css")
+_ASSETS = ("index.html", "app.js", "style.css", "calls.js", "calls.css", "keys.js", "keys.css")
 
 
 def _load_assets() -> dict[str, tuple[bytes, str]]:
@@ -291,7 +291,7 @@ async def _conversation_page(request: web.Request) -> web.Response:
         steps=steps,
         appendix=calls,
         question_calls=by_question,
-        script="/static/calls.js",
+        script=("/static/calls.js", "/static/keys.js"),
     )
     response = web.Response(text=html, content_type="text/html")
     response.headers["Content-Security-Policy"] = SCRIPT_PAGE_CSP
