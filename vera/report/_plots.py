@@ -56,6 +56,9 @@ PHONE_WIDTH = 4.0  # inches
 PHONE_TEXT = 2.2
 PHONE_LABEL_CHARS = 16
 _SCALE: ContextVar[float] = ContextVar("vera_plot_scale", default=1.0)
+# Whether a plot is also drawn as PNG (the card's files); a comparison page shows the SVG
+# only, and the PNG costs as much again to draw.
+_WITH_PNG: ContextVar[bool] = ContextVar("vera_plot_png", default=True)
 DPI = 200  # the PNG files: 2× a 100-dpi screen
 # A label longer than this is wrapped (at ":" and "/") or shortened in the middle.
 LABEL_CHARS = 24
@@ -144,7 +147,11 @@ def _card_plots(card: Card) -> list[Plot]:
 def comparison_plots(result: RunComparison) -> list[Plot]:
     """The charts of a `vera compare` result: scores per unit, and paired differences."""
     points = [_point(u.unit, u.overall) for u in result.units]
-    return [chatbot_scores_plot(points), differences_plot(result.comparisons)]
+    token = _WITH_PNG.set(False)  # the page shows the SVG; no file is written
+    try:
+        return [chatbot_scores_plot(points), differences_plot(result.comparisons)]
+    finally:
+        _WITH_PNG.reset(token)
 
 
 def rating_shares_plot(bots: Sequence[Rated]) -> Plot:
@@ -423,7 +430,7 @@ def _enlarge(fig: Figure, scale: float) -> None:
 
 
 def _images(fig: Figure) -> tuple[bytes, bytes]:
-    """The figure as PNG (2×) and SVG. Nothing is clipped (a tight bounding box takes in
+    """The figure as PNG (2×; none for a comparison page) and SVG. Nothing is clipped (a tight bounding box takes in
     every label), and no metadata is written so the same card gives the same bytes."""
     import matplotlib
 
@@ -433,7 +440,8 @@ def _images(fig: Figure) -> tuple[bytes, bytes]:
         with matplotlib.rc_context({"svg.hashsalt": "vera-card", "svg.fonttype": "none"}):
             fig.savefig(svg, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
         return b"", svg.getvalue()  # no file of its own
-    fig.savefig(png, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None})
+    if _WITH_PNG.get():
+        fig.savefig(png, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None})
     # A fixed hash salt keeps the SVG's element ids the same from run to run.
     with matplotlib.rc_context({"svg.hashsalt": "vera-card", "svg.fonttype": "none"}):
         fig.savefig(svg, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
