@@ -54,6 +54,10 @@ WIDTH = 6.4  # inches
 # large as the page's (tests/card/test_phone.py measures it).
 PHONE_WIDTH = 4.0  # inches
 PHONE_TEXT = 2.2
+# No text of a phone's drawing smaller than this (points of the drawing): its width
+# grows past PHONE_WIDTH with its labels, so it is shown scaled down to ~0.9 at 400 px,
+# and the smallest text (the in-bar labels) must still be the body text's size.
+PHONE_MIN_TEXT = 19.0
 PHONE_LABEL_CHARS = 16
 _SCALE: ContextVar[float] = ContextVar("vera_plot_scale", default=1.0)
 # Whether a plot is also drawn as PNG (the card's files); a comparison page shows the SVG
@@ -426,7 +430,7 @@ def _enlarge(fig: Figure, scale: float) -> None:
         for text in legend.get_texts():
             text.set_text(textwrap.fill(text.get_text(), PHONE_LABEL_CHARS * 2))
     for text in fig.findobj(Text):
-        text.set_fontsize(float(text.get_fontsize()) * scale)
+        text.set_fontsize(max(float(text.get_fontsize()) * scale, PHONE_MIN_TEXT))
 
 
 def _images(fig: Figure) -> tuple[bytes, bytes]:
