@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import re
 import textwrap
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -54,10 +55,13 @@ WIDTH = 6.4  # inches
 # large as the page's (tests/card/test_phone.py measures it).
 PHONE_WIDTH = 4.0  # inches
 PHONE_TEXT = 2.2
-# No text of a phone's drawing smaller than this (points of the drawing): its width
-# grows past PHONE_WIDTH with its labels, so it is shown scaled down to ~0.9 at 400 px,
-# and the smallest text (the in-bar labels) must still be the body text's size.
-PHONE_MIN_TEXT = 19.0
+# A phone's drawing grows wider than PHONE_WIDTH with its labels (the tight bounding
+# box takes them in), and is then shown scaled down. At a 400-px screen the card shows
+# it PHONE_SHOWN_PX wide (its margins take the rest); its smallest text must come out
+# at least the body text's size there (PHONE_BODY_PX, with a little room), so a drawing
+# whose smallest text would not is drawn again with the small texts larger.
+PHONE_SHOWN_PX = 376.0
+PHONE_BODY_PX = 16.3
 PHONE_LABEL_CHARS = 16
 _SCALE: ContextVar[float] = ContextVar("vera_plot_scale", default=1.0)
 # Whether a plot is also drawn as PNG (the card's files); a comparison page shows the SVG
@@ -430,7 +434,7 @@ def _enlarge(fig: Figure, scale: float) -> None:
         for text in legend.get_texts():
             text.set_text(textwrap.fill(text.get_text(), PHONE_LABEL_CHARS * 2))
     for text in fig.findobj(Text):
-        text.set_fontsize(max(float(text.get_fontsize()) * scale, PHONE_MIN_TEXT))
+        text.set_fontsize(float(text.get_fontsize()) * scale)
 
 
 def _images(fig: Figure) -> tuple[bytes, bytes]:
@@ -441,15 +445,48 @@ def _images(fig: Figure) -> tuple[bytes, bytes]:
     png, svg = io.BytesIO(), io.BytesIO()
     if (scale := _SCALE.get()) != 1.0:
         _enlarge(fig, scale)
-        with matplotlib.rc_context({"svg.hashsalt": "vera-card", "svg.fonttype": "none"}):
-            fig.savefig(svg, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
-        return b"", svg.getvalue()  # no file of its own
+        drawn = _svg(fig)
+        for _ in range(3):  # each pass widens the drawing a little: settle in a few
+            smallest, width = _smallest_text(drawn)
+            floor = PHONE_BODY_PX * width / PHONE_SHOWN_PX
+            if smallest >= floor:
+                break
+            _raise_small_text(fig, floor * 1.04)
+            # Taller by as much, so lines of larger labels keep their room.
+            w, h = fig.get_size_inches()
+            fig.set_size_inches(w, h * floor * 1.04 / smallest)
+            drawn = _svg(fig)
+        return b"", drawn  # no file of its own
     if _WITH_PNG.get():
         fig.savefig(png, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None})
     # A fixed hash salt keeps the SVG's element ids the same from run to run.
     with matplotlib.rc_context({"svg.hashsalt": "vera-card", "svg.fonttype": "none"}):
         fig.savefig(svg, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
     return png.getvalue(), svg.getvalue()
+
+
+def _svg(fig: Figure) -> bytes:
+    import matplotlib
+
+    out = io.BytesIO()
+    with matplotlib.rc_context({"svg.hashsalt": "vera-card", "svg.fonttype": "none"}):
+        fig.savefig(out, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    return out.getvalue()
+
+
+def _smallest_text(svg: bytes) -> tuple[float, float]:
+    """(the smallest font size, the drawing's width), both in the drawing's units."""
+    sizes = [float(x) for x in re.findall(rb"font-size: ([\d.]+)px", svg)]
+    found = re.search(rb'viewBox="0 0 ([\d.]+)', svg)
+    return min(sizes, default=float("inf")), float(found.group(1)) if found else PHONE_SHOWN_PX
+
+
+def _raise_small_text(fig: Figure, floor: float) -> None:
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        if text.get_text() and float(text.get_fontsize()) < floor:
+            text.set_fontsize(floor)
 
 
 def short_label(label: str, width: int = LABEL_CHARS) -> str:
