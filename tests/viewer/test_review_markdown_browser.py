@@ -55,7 +55,7 @@ def test_the_review_shows_markdown_formatted_and_inert(page_at, offline_run, tmp
             turns[second] = {
                 "speaker": "chatbot",
                 "text": MD_TEXT,
-                "html": chatbot_markdown(MD_TEXT) + FORGED,
+                "html": str(chatbot_markdown(MD_TEXT)) + FORGED,
             }
             route.fulfill(status=200, content_type="application/json", body=json.dumps(answer))
 

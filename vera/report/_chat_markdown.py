@@ -80,4 +80,4 @@ def chatbot_markdown(text: str) -> str | None:
     )
     if plain:
         return None
-    return _MD.renderer.render(tokens, _MD.options, {})
+    return str(_MD.renderer.render(tokens, _MD.options, {}))
