@@ -31,6 +31,7 @@ def test_a_conversation_pages_keys(page_at, md_url, tmp_path, width):  # noqa: F
     page.keyboard.press("Enter")
     page.wait_for_url(f"**/conversations/{ids[1]}.html?sort=id&per_page=25")
 
+    assert page.locator("nav.steps .keys-hint").inner_text() == "? for shortcuts"
     page.keyboard.press("?")
     help_box = page.get_by_role("dialog", name="Keyboard shortcuts")
     assert help_box.is_visible() and "next conversation" in help_box.inner_text()

@@ -47,6 +47,10 @@
     if (href) window.location.href = href;
   }
 
+  // Where the keys are told of: beside the page's own links (only when this script runs).
+  const bar = document.querySelector("nav.steps") || document.querySelector("nav");
+  if (bar) bar.append(" ", el("span", { class: "keys-hint" }, "? for shortcuts"));
+
   document.addEventListener("keydown", (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     const target = event.target;
