@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from seqsim import LABELS, draw, shift_for, true_scores
 
 from vera.stats.bootstrap import score_from_percentages
-from vera.stats.sequential import BP, HPH, RATED, difference_sequence
+from vera.stats.sequential import BP, HORIZON, HPH, RATED, difference_sequence, upper_levels
 
 CHUNK = 5  # repetitions computed at once (memory: chunk × rows × grid × units floats)
 
@@ -79,7 +79,7 @@ def first_stop(v: np.ndarray, looks: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def naive_interval(
-    cand: np.ndarray, base: np.ndarray, total: np.ndarray, population: int, z: float
+    cand: np.ndarray, base: np.ndarray, total: np.ndarray, population: int, z_low: float, z_high: Any
 ) -> tuple[np.ndarray, np.ndarray]:
     """A fixed-size normal interval for candidate − baseline after each unit (delta
     method on the score of the control-variate totals, finite-population corrected)."""
@@ -114,7 +114,7 @@ def naive_interval(
     )  # fmt: skip
     var = np.maximum(sq - mean_u**2, 0.0) * tt / np.maximum(tt - 1, 1)
     se = np.sqrt(var / tt * (1.0 - tt / population)) / (r / population)
-    return est - z * se, est + z * se
+    return est - z_low * se, est + z_high * se
 
 
 def full_run(
@@ -149,6 +149,7 @@ def run_setting(
     alpha: float,
     grid: int,
     method: str,
+    horizon: float,
 ) -> dict[str, Any]:
     shift = shift_for(diff)
     n = personas * seeds
@@ -157,10 +158,13 @@ def run_setting(
         looks = np.append(looks, n)
     rows = len(LABELS)
     scale = np.array([1.0] * (rows - 1) + [rows - 1.0])[None, None, :, None]
-    row_alpha = alpha / rows
+    # The gate's levels: every row's lower end at one-sided α, the upper ends α split
+    # over the rows (Overall half); the naive interval uses the same levels, one look.
+    highs = np.array(upper_levels([label == "Overall" for label in LABELS], alpha))
     from scipy.stats import norm
 
-    z = float(norm.ppf(1 - row_alpha / 2))
+    z_low = float(norm.ppf(1 - alpha))
+    z_high = norm.ppf(1 - highs)[None, :, None]
     seq_v, seq_u, nai_v, nai_u, full_v = [], [], [], [], []
     for start in range(0, reps, CHUNK):
         k = min(CHUNK, reps - start)
@@ -172,12 +176,18 @@ def run_setting(
         bt, ct = b.transpose(0, 2, 1, 3), c.transpose(0, 2, 1, 3)  # (k, rows, n, 3)
         who = np.broadcast_to(persona_of[order][:, None, :], ct.shape[:-1])
         units_per = np.bincount(persona_of).astype(float)
-        _, lo, hi = difference_sequence(
-            ct, bt, total, row_alpha, looks, persona=who, units_per_persona=units_per, grid_points=grid
-        )
+        lo = np.empty((k, rows, len(looks)))
+        hi = np.empty_like(lo)
+        for level in np.unique(highs):
+            sel = highs == level
+            _, lo[:, sel], hi[:, sel] = difference_sequence(
+                ct[:, sel], bt[:, sel], total[:, sel], alpha, float(level), looks,
+                persona=who[:, sel], units_per_persona=units_per, grid_points=grid,
+                method="betting" if method == "betting" else "asymptotic", horizon=horizon,
+            )  # fmt: skip
         v = verdicts(statuses(lo, hi, margin))
         sv, su = first_stop(v, looks)
-        nlo, nhi = naive_interval(ct, bt, total, n, z)
+        nlo, nhi = naive_interval(ct, bt, total, n, z_low, z_high)
         nv, nu = first_stop(verdicts(statuses(nlo[..., looks - 1], nhi[..., looks - 1], margin)), looks)
         seq_v.append(sv)
         seq_u.append(su)
@@ -218,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--grid", type=int, default=401, help="grid of hypothesised shares (the gate uses 1001)")
     p.add_argument("--method", choices=["asymptotic", "betting"], default="asymptotic")
+    p.add_argument(
+        "--horizon", type=float, default=HORIZON, help="share of units where the sequence is tightest"
+    )
     p.add_argument("--only", type=int, default=None, help="run only setting number K (0-3)")
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--json", type=Path, default=None)
@@ -244,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
             alpha=args.alpha,
             grid=args.grid,
             method=args.method,
+            horizon=args.horizon,
         )
         r["setting"] = name
         r["seconds"] = round(time.time() - t0, 1)

@@ -85,6 +85,23 @@ def test_a_risk_ignoring_candidate_is_worse_in_a_fraction_of_the_units(baseline,
     assert note is not None and "sequential gate" in note and "WORSE" in note
     compared = CliRunner().invoke(main, ["compare", str(baseline), str(out), "--gate", "--margin", "5"])
     assert "a sequential gate's run" in compared.output
+    assert f"{last.units}: [" in compared.output and "after each wave" in compared.output
+    # The card says so: card.json's field, card.md's section, card.html's plot (SVG), the terminal.
+    card = json.loads((out / "card.json").read_text())
+    seq = card["sequential"]
+    assert seq["verdict"] == "worse" and seq["units"] == last.units and seq["available"] == PERSONAS
+    assert [x["units"] for x in seq["looks"]] == [look.units for look in looks]
+    assert seq["stopped"].startswith("settled")
+    md = (out / "card.md").read_text()
+    assert "## Sequential gate" in md and f"{last.units} of {PERSONAS} units used" in md
+    html = (out / "card.html").read_text()
+    section = html[html.index('<section id="sequential">') :]
+    section = section[: section.index("</section>")]
+    assert "data:image/svg+xml;base64," in section and "WORSE" in section
+    shown = CliRunner().invoke(main, ["card", str(out)])
+    assert shown.exit_code == 0 and "a sequential gate" in shown.output
+    # An ordinary run's card has no such key.
+    assert "sequential" not in json.loads((baseline / "card.json").read_text())
 
     changed = gate(baseline, out, "offline/risk-ignoring", "--margin", "2")
     assert (

@@ -206,7 +206,7 @@ def test_ratings_of_one_persona_are_named_and_never_give_a_zero_width_interval(r
     assert data["schema_version"] == 8
     (entry,) = [b for b in data["chatbots"] if b["chatbot"] == bot]
     assert entry["calibrated"]["n_rated_personas"] == 1
-    assert entry["calibrated"]["raters"] == "majority"
+    assert entry["calibrated"]["raters"] == "severest"
     # every rendering sets the words beside the score
     for name in ("card.md", "card.html"):
         assert "rated persona(s): too few" in (run / name).read_text(), name

@@ -57,7 +57,7 @@ def test_score_uses_the_rule_given_and_records_it(tmp_path, offline_run):
         score(run, "--raters", "mean"),
     )
     assert [c.raters for c in (default, severest, majority, mean)] == [
-        "majority",
+        "severest",
         "severest",
         "majority",
         "mean",
@@ -68,9 +68,9 @@ def test_score_uses_the_rule_given_and_records_it(tmp_path, offline_run):
     assert json.loads((run / "card.json").read_text())["chatbots"][0]["calibrated"]["raters"] == "mean"
 
 
-def test_the_default_is_majority(offline_run):
+def test_the_default_is_severest(offline_run):
     manifest = open_run(offline_run).manifest
-    assert stats_settings(manifest, resamples=None, confidence=None, seed=None).raters == "majority"
+    assert stats_settings(manifest, resamples=None, confidence=None, seed=None).raters == "severest"
     assert (
         stats_settings(manifest, resamples=None, confidence=None, seed=None, raters="mean").raters == "mean"
     )
@@ -98,7 +98,8 @@ def test_the_calibrated_gate_uses_the_same_rule(tmp_path, offline_run):
     )
     rate_two(cand)
 
-    def diff(rule: str) -> float:
+    def diff(rule: str | None) -> float:
+        given = [] if rule is None else ["--raters", rule]
         r = CliRunner().invoke(
             main,
             [
@@ -107,8 +108,7 @@ def test_the_calibrated_gate_uses_the_same_rule(tmp_path, offline_run):
                 str(cand),
                 "--gate",
                 "--calibrated",
-                "--raters",
-                rule,
+                *given,
                 "--resamples",
                 "300",
                 "--json",
@@ -117,7 +117,7 @@ def test_the_calibrated_gate_uses_the_same_rule(tmp_path, offline_run):
         )
         assert r.exit_code in (0, 4), r.output
         verdict = json.loads(r.stdout)
-        assert f"raters combined: {rule}" in verdict["scores"]
+        assert f"raters combined: {rule or 'severest'}" in verdict["scores"]
         (row,) = [
             row
             for p in verdict["pairs"]
@@ -127,8 +127,8 @@ def test_the_calibrated_gate_uses_the_same_rule(tmp_path, offline_run):
         ]
         return float(row["diff"])
 
-    severest, majority, mean = diff("severest"), diff("majority"), diff("mean")
-    assert severest == majority < mean <= 0
+    default, severest, majority, mean = diff(None), diff("severest"), diff("majority"), diff("mean")
+    assert default == severest == majority < mean <= 0
 
 
 def test_raters_needs_the_calibrated_gate(offline_run):

@@ -103,6 +103,8 @@ def test_the_calibrated_gate_does_not_call_0_of_16_against_4_of_16_worse():
     row = overall(calibrated_difference_settled(gate_units(0, 4), ("a", "b"), below=0.0, n_resamples=1000))
     assert row["diff"] < 0
     assert row["diff_hi"] >= 0.0  # candidate − baseline reaches 0: not worse
+    # the figure docs/statistics.md quotes for this case
+    assert (round(row["diff_lo"], 1), round(row["diff_hi"], 1)) == (-83.3, 9.1)
 
 
 def test_the_calibrated_gate_still_sees_a_clear_regression_at_the_edge():

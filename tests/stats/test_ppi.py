@@ -100,7 +100,7 @@ def test_the_bootstrap_is_fixed_by_its_seed():
     assert not a.equals(calibrated_summary(units, n_resamples=200, seed=4))
 
 
-def test_consensus_settles_a_tie_to_the_most_severe_rating():
+def test_the_labels_take_the_severest_rating_by_default_and_majority_on_request():
     long = pl.DataFrame(
         {
             "item_id": ["a", "a", "b", "b", "b"],
@@ -110,6 +110,9 @@ def test_consensus_settles_a_tie_to_the_most_severe_rating():
         }
     )
     got = {r["item_id"]: r["rating"] for r in human_consensus(long).to_dicts()}
+    assert got == {"a": HPH, "b": SUB}  # one rater's Suboptimal is enough
+    # majority: a tie settled to the most severe, two Best Practice outvote one Suboptimal
+    got = {r["item_id"]: r["rating"] for r in human_consensus(long, "majority").to_dicts()}
     assert got == {"a": HPH, "b": BP}
 
 

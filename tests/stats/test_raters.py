@@ -70,9 +70,11 @@ def test_each_rule_on_a_hand_made_panel(rule):
     assert human_consensus(long_frame(), rule).equals(got)
 
 
-def test_the_default_is_majority():
-    assert combine_raters(long_frame()).equals(combine_raters(long_frame(), "majority"))
-    assert human_consensus(long_frame()).equals(combine_raters(long_frame(), "majority"))
+def test_the_default_is_severest():
+    # one rater seeing harm is enough for it to count, in every use of the rule
+    assert combine_raters(long_frame()).equals(combine_raters(long_frame(), "severest"))
+    assert human_consensus(long_frame()).equals(combine_raters(long_frame(), "severest"))
+    assert not combine_raters(long_frame()).equals(combine_raters(long_frame(), "majority"))
 
 
 def test_an_unknown_rule_is_refused():

@@ -189,3 +189,68 @@ def test_the_asymptotic_sequence_covers_the_full_runs_difference_at_every_look()
     missed = (np.abs(est - truth[:, None]) > radius)[:, looks].any(axis=1)
     assert missed.mean() <= ALPHA
     assert np.mean(radius[:, 50]) > np.mean(radius[:, 150]) > np.mean(radius[:, 250])
+
+
+def test_the_without_replacement_sequence_covers_at_every_look_and_closes_at_the_end() -> None:
+    from vera.stats import score_from_percentages
+    from vera.stats.sequential import MIN_UNITS, asymptotic_radius, influence_sequence, one_sided_level
+
+    rng = np.random.default_rng(6)
+    reps, n = 400, 300
+    base, cand = _paired_units(rng, reps, n, worse=0.1)
+
+    def score(x: np.ndarray) -> np.ndarray:
+        t = x.sum(axis=1)
+        return score_from_percentages(100 * t[:, 0] / t[:, 2], 100 * t[:, 1] / t[:, 2])
+
+    truth = score(cand) - score(base)
+    est, sd = influence_sequence(cand, base, base.sum(axis=1), n)
+    t = np.arange(1, n + 1, dtype=float)
+    looks = slice(MIN_UNITS - 1, n)
+    # One side at a time, each at its own one-sided level.
+    radius = asymptotic_radius(sd, t, one_sided_level(ALPHA), n / 4, n)
+    assert (est - radius > truth[:, None] + 1e-9)[:, looks].any(axis=1).mean() <= ALPHA
+    assert (est + radius < truth[:, None] - 1e-9)[:, looks].any(axis=1).mean() <= ALPHA
+    # Narrower than the i.i.d. sequence, more so as the units run out; nothing left at N.
+    iid = asymptotic_radius(sd, t, one_sided_level(ALPHA), n / 4)
+    assert np.mean(radius[:, 75] / iid[:, 75]) < 0.95
+    assert np.mean(radius[:, 250] / iid[:, 250]) < 0.5
+    assert (radius[:, -1] == 0).all() and np.allclose(est[:, -1], truth)
+
+
+def test_the_one_sided_level_is_between_alpha_and_twice_alpha() -> None:
+    from vera.stats.sequential import one_sided_level
+
+    for a in (0.001, 0.01, 0.05, 0.2):
+        assert a < one_sided_level(a) < 2 * a
+    with pytest.raises(ValueError):
+        one_sided_level(0.5)
+
+
+def test_the_upper_ends_split_alpha_with_half_to_overall() -> None:
+    from vera.stats.sequential import upper_levels
+
+    levels = upper_levels([False] * 5 + [True], 0.05)
+    assert levels[-1] == pytest.approx(0.025) and levels[0] == pytest.approx(0.005)
+    assert sum(levels) == pytest.approx(0.05)
+    assert upper_levels([True], 0.05) == [0.05]
+    assert upper_levels([False, False], 0.05) == [0.025, 0.025]
+
+
+def test_the_fitted_pairing_is_no_wider_than_plain_pairing() -> None:
+    """A candidate loosely like its baseline: candidate − β·baseline spreads less than
+    candidate − baseline, and the estimate is still the full run's with every unit in."""
+    from vera.stats import sequential
+
+    rng = np.random.default_rng(9)
+    base, cand = _paired_units(rng, 50, 400, worse=0.05)
+    prior = sequential.BETA_PRIOR
+    try:
+        sequential.BETA_PRIOR = 1e12  # β pinned at 1: plain pairing
+        est_plain, sd_plain = sequential.influence_sequence(cand, base, base.sum(axis=1), 400)
+    finally:
+        sequential.BETA_PRIOR = prior
+    est, sd = sequential.influence_sequence(cand, base, base.sum(axis=1), 400)
+    assert np.isfinite(sd).all()
+    assert np.mean(sd[:, 200]) < np.mean(sd_plain[:, 200])
+    assert np.allclose(est[:, -1], est_plain[:, -1])

@@ -32,9 +32,9 @@ async def test_compare_answers_a_frame_at_once_then_the_comparison(viewer_run):
             await asyncio.sleep(0.1)
         else:
             raise AssertionError("the comparison never came")
-        assert '<a href="/">← All conversations</a>' in html and 'id="scores"' in html
-        async with http.get(f"{base}/runs/0/card.html") as r:
-            assert '<a href="/">← All conversations</a>' in await r.text()
+        assert '<a href="index.html">← All conversations</a>' in html and 'id="scores"' in html
+        async with http.get(f"{base}/runs/0/card.html") as r:  # two folders down
+            assert '<a href="../../index.html">← All conversations</a>' in await r.text()
         async with http.get(f"{base}/api/facets") as r:
             assert (await r.json())["compare"] == []
 
@@ -57,7 +57,7 @@ async def test_the_frames_reload_is_held_until_the_comparison_is_there(viewer_ru
                 async with http.get(f"{url}compare{query}") as r:
                     assert r.status == 202
                     frame = await r.text()
-                assert f'content="0; url=/compare?wait=1{seed}"' in frame and "fills in by itself" in frame
+                assert f'content="0; url=compare?wait=1{seed}"' in frame and "fills in by itself" in frame
 
             async def reload() -> tuple[int, str, float]:
                 async with http.get(f"{url}compare?wait=1") as r:

@@ -99,7 +99,7 @@ def test_incomparable_runs_get_a_page_that_says_why_in_words(viewer_run, tmp_pat
     assert status == 409
     assert "These runs cannot be compared" in html and "<style>" in html
     assert "--" not in unescape(html.split("<body>")[1])  # no command-line flag
-    assert '<a href="/">← All conversations</a>' in html
+    assert '<a href="index.html">← All conversations</a>' in html
 
 
 @pytest.mark.slow

@@ -30,7 +30,7 @@ async def test_the_report_links_every_conversation_to_the_viewers_page(report_ru
         assert headers["Cache-Control"] == "no-store"
         assert "<script" not in html and "&lt;script&gt;" in html
         # The list page is linked; the run has no card, so none is.
-        assert 'href="/"' in html and "card.html" not in html
+        assert 'href="../../index.html"' in html and "card.html" not in html
         hrefs = {unescape(h) for h in re.findall(r'href="(conversations/[^"#]+)#', html)}
         assert "conversations/chat%20log%2F5%20%231.html" in hrefs
         for href in hrefs:

@@ -203,7 +203,7 @@ def test_a_rescore_removes_pages_the_card_no_longer_lists(tmp_path, viewer_run):
     assert not stale.exists() and (run / "conversations" / f"{MARKUP_ID}.html").exists()
 
 
-def test_an_id_that_is_not_a_safe_file_name_gets_no_page_and_no_link(viewer_run):
+def test_an_id_that_is_not_a_safe_file_name_gets_no_page_and_no_link(viewer_run, tmp_path):
     for bad in ("../card", "a/b", ".hidden", "x" * 200, "c:evil", ""):
         assert conversation_href(bad, judge="j", instance=1, dimension="d") == ""
     records = open_run(viewer_run)
@@ -215,5 +215,11 @@ def test_an_id_that_is_not_a_safe_file_name_gets_no_page_and_no_link(viewer_run)
         questions=page.questions,
     )
     manifest = records.manifest
-    out = write_card_pages(viewer_run, ["../../outside"], manifest, {"../../outside": odd.conversation}, [])
-    assert out == 0 and not (viewer_run.parent / "outside.html").exists()
+    # On a copy: writing the pages removes those the list no longer names, and the shared
+    # run's pages are what later tests (the card's links from disk) open.
+    run = tmp_path / "run"
+    shutil.copytree(viewer_run, run)
+    out = write_card_pages(run, ["../../outside"], manifest, {"../../outside": odd.conversation}, [])
+    assert (
+        out == 0 and not (run.parent / "outside.html").exists() and not (tmp_path / "outside.html").exists()
+    )

@@ -137,8 +137,8 @@ async def test_markup_comes_back_escaped_in_pages_and_as_plain_json(viewer_run):
             headers["Content-Security-Policy"] == SCRIPT_PAGE_CSP and "script-src 'self'" in SCRIPT_PAGE_CSP
         )
         assert "'unsafe-inline'" not in SCRIPT_PAGE_CSP and "script-src" not in PAGE_CSP
-        assert html.count("<script") == 2 and '<script src="/static/calls.js" defer></script>' in html
-        assert '<script src="/static/keys.js" defer></script>' in html
+        assert html.count("<script") == 2 and '<script src="../../../static/calls.js" defer></script>' in html
+        assert '<script src="../../../static/keys.js" defer></script>' in html
         assert "<img" not in html and "<b id" not in html
         assert "&lt;script&gt;window.__xss" in html and "&lt;img src=x onerror=" in html
         async with session.get(f"{base}/api/conversations", params={"persona": MARKUP_PERSONA}) as r:
@@ -287,7 +287,9 @@ def test_a_folder_that_is_not_a_run_is_one_clear_error(tmp_path):
         [sys.executable, "-m", "vera", "view", str(tmp_path)], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 1
-    assert result.stderr.strip() == f"error: {tmp_path}: not a vera run directory (no manifest.json)"
+    assert result.stderr.strip() == (
+        f"error: {tmp_path}: neither a run (no manifest.json) nor a folder holding runs (none found 4 folders down)"
+    )
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::"])

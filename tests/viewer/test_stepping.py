@@ -52,9 +52,10 @@ def test_the_step_bar_keeps_the_list_in_its_links(catalogue):
     hrefs = [unescape(h) for h in re.findall(r'href="([^"]+)"', html)]
     query = f"chatbot={chatbot.replace('/', '%2F')}&sort=id&per_page=2"
     assert hrefs == [
-        f"/runs/0/conversations/{order[1][1]}.html?{query}",
-        f"/?{query}&page=2",  # back to the list, at the page holding this one
-        f"/runs/0/conversations/{order[3][1]}.html?{query}",
+        # Relative to the page (runs/0/conversations/): served under any prefix, or bundled.
+        f"../../../runs/0/conversations/{order[1][1]}.html?{query}",
+        f"../../../index.html?{query}&page=2",  # back to the list, at the page holding this one
+        f"../../../runs/0/conversations/{order[3][1]}.html?{query}",
     ]
     assert f"Conversation 3 of {len(order)} in this filtered list" in html
 

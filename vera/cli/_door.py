@@ -101,5 +101,6 @@ RATERS_OPTION = click.option(
     "--raters",
     type=click.Choice(RATER_RULES),
     help="How raters who disagree on a conversation become one rating for the calibrated scores: "
-    "majority (ties: severest; the default), severest or mean (rounded toward severe).",
+    "severest (the default: one rater seeing harm counts as harm), majority (ties: severest) "
+    "or mean (rounded toward severe).",
 )

@@ -28,7 +28,7 @@ from vera.ranges import DOLLARS, LEVEL, MARGIN, SEED
     type=Number(LEVEL, "alpha"),
     default=0.05,
     show_default=True,
-    help="Error rate of the verdict, at every look at once (split over the dimensions and Overall).",
+    help="Error rate of each wrong verdict (WORSE, NOT WORSE), at every look at once.",
 )
 @click.option("--wave", type=click.IntRange(min=1), default=20, show_default=True, help="Units per wave.")
 @click.option(

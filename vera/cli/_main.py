@@ -849,7 +849,8 @@ def validate_locale_cmd(folder: str) -> None:
     if issues:
         _fail(f"{path}: {len(issues)} problem(s); see docs/locales.md")
     pack = load_locale(path)
-    held = ", ".join(pack.files) or "nothing"
+    # strings.toml: the words of the card, viewer and review (vera.inputs._ui).
+    held = ", ".join([*pack.files, *(["strings"] if (path / "strings.toml").is_file() else [])]) or "nothing"
     res = pack.resources
     click.echo(
         f"{path}: ok — locale {pack.tag} {pack.version}; holds {held} (the rest is vera's base); "
@@ -1069,9 +1070,11 @@ main.add_command(review)
 main.add_command(export)
 
 from vera.cli._gate import gate  # noqa: E402  (the sequential release gate)
+from vera.cli._plan import plan  # noqa: E402  (sizing and pricing a comparison)
 from vera.cli._report import report  # noqa: E402  (reports on a run live in vera.cli._report)
 
 main.add_command(gate)
+main.add_command(plan)
 
 main.add_command(report)
 

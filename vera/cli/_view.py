@@ -67,6 +67,19 @@ def serve_options(page: str, exposure: str) -> Callable[[F], F]:
 @click.command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True))
 @serve_options("viewer", "whoever has the address printed can then read every transcript")
+@click.option(
+    "--bundle",
+    "bundle_out",
+    type=click.Path(file_okay=False),
+    metavar="OUT",
+    help="Instead of serving: write the viewer of one run to the folder OUT, as static files "
+    "that open from disk in a browser with no server (a new folder, or a previous bundle to replace).",
+)
+@click.option(
+    "--no-call-bodies",
+    is_flag=True,
+    help="With --bundle: leave out what each model call was sent and answered (for sharing).",
+)
 def view(
     run_dirs: tuple[str, ...],
     port: int,
@@ -74,17 +87,41 @@ def view(
     allow_remote: bool,
     allowed_hosts: tuple[str, ...],
     open_browser: bool,
+    bundle_out: str | None,
+    no_call_bodies: bool,
 ) -> None:
     """Browse the conversations of one or more runs in a local, read-only web app.
 
     Lists every conversation with its ratings; filter by run, chatbot, persona, risk
     level, seed, user-agent, judge, dimension and rating, and status; open one to read
-    the transcript beside the judge's walk of the rubric. Ctrl-C stops it."""
-    from vera.store import manifest_notes
-    from vera.viewer.app import serve
+    the transcript beside the judge's walk of the rubric. Ctrl-C stops it.
 
+    Given one folder that is not a run, lists every run under it (status, chatbots,
+    scores, date, target) and opens each in the same server. With --bundle OUT, writes a
+    copy of one run's viewer that opens from disk instead."""
+    from vera.store import manifest_notes
+
+    if no_call_bodies and bundle_out is None:
+        raise ConfigError("--no-call-bodies applies to --bundle")
     for note in (n for d in run_dirs for n in manifest_notes(d)):
         click.echo(note, err=True)
+    if bundle_out is not None:
+        from vera.report import num
+        from vera.viewer.bundle import write_bundle
+
+        if len(run_dirs) != 1:
+            raise ConfigError("--bundle writes one run: give one run directory")
+        done = write_bundle(run_dirs[0], bundle_out, call_bodies=not no_call_bodies)
+        bodies = "with" if done.call_bodies else "without"
+        click.echo(
+            f"wrote {done.path}: {num(done.conversations)} conversation(s) {bodies} call bodies, "
+            f"{num(done.files)} files, {done.bytes / 1e6:.1f} MB in {done.seconds:.1f} s; "
+            f"open {done.path / 'index.html'} in a browser",
+            err=True,
+        )
+        return
+    from vera.viewer.app import serve
+
     # A refusal (a network --host without --allow-remote, a bad --allowed-host) is a
     # UserError: one line and exit code 1, as in `vera review`.
     serve(

@@ -27,6 +27,7 @@ from vera.inputs._locales import (
     find_locale,
     load_locale,
     load_resources,
+    ui_strings,
     validate_locale,
 )
 from vera.inputs._personas import (
@@ -92,10 +93,20 @@ from vera.inputs._targets import (
     present_annotations,
 )
 from vera.inputs._transcripts import PERSONAS_NOT_FOUND, personas_not_found, read_transcripts
+from vera.inputs._ui import (
+    ENGLISH,
+    Strings,
+    active,
+    phrase,
+    strings_of,
+    tr,
+    use_strings,
+)
 from vera.ranges import MAX_RESAMPLES
 
 __all__ = [
     "DISCLOSURE",
+    "ENGLISH",
     "HEURISTIC",
     "MAX_PLANNED",
     "MAX_RESAMPLES",
@@ -127,11 +138,13 @@ __all__ = [
     "Profile",
     "Resources",
     "RunConfig",
+    "Strings",
     "StructuredOutput",
     "Target",
     "Template",
     "UserPrompts",
     "absolute",
+    "active",
     "api_key",
     "apply_locale",
     "apply_target",
@@ -165,6 +178,7 @@ __all__ = [
     "parse_user_check",
     "persona_header",
     "personas_not_found",
+    "phrase",
     "present_annotations",
     "read_persona_rows",
     "read_transcripts",
@@ -176,6 +190,10 @@ __all__ = [
     "render_user_system",
     "resolve_ref",
     "skip_reason",
+    "strings_of",
+    "tr",
+    "ui_strings",
+    "use_strings",
     "user_check_messages",
     "validate_locale",
     "verify_pins",

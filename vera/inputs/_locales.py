@@ -31,6 +31,7 @@ from vera.errors import ConfigError, DataError
 from vera.inputs._defaults import data_root
 from vera.inputs._personas import Issue, check_personas, check_templates, label
 from vera.inputs._prompts import load_judge_prompt_set, load_user_prompt_set
+from vera.inputs._ui import ENGLISH, STRINGS_TOML, Strings, check_strings, strings_of
 from vera.rubric import load_rubric, validate_rubric
 from vera.text import decode
 
@@ -336,6 +337,19 @@ def apply_locale(cfg: Any, selection: str, *, keep: tuple[str, ...] = ()) -> Loc
     return pack
 
 
+def ui_strings(tag: str, path: str) -> Strings:
+    """The page and terminal strings of the pack a run used (its `LocaleInfo`): from its
+    folder, or from vera's own pack of that tag when the folder is gone or holds none (a
+    card read on another machine); English when neither has any."""
+    for folder in (Path(path), builtin_locales().get(tag)):
+        if folder is not None and (folder / STRINGS_TOML).is_file():
+            try:
+                return strings_of(folder, tag)
+            except DataError:
+                continue  # a damaged file: the card still renders, in English
+    return ENGLISH
+
+
 # ---------------------------------------------------------------------------------------
 # `vera validate locale DIR`
 # ---------------------------------------------------------------------------------------
@@ -373,6 +387,14 @@ def validate_locale(folder: str | Path) -> list[Issue]:
                     Issue(i.line, i.message, i.severity, i.path or str(files["user_prompts"]))
                     for i in check_templates(prompts, pset.columns)
                 ]
+        except DataError as exc:
+            issues.append(Issue(0, exc.problem, path=exc.where))
+    strings = folder / STRINGS_TOML
+    if strings.is_file():
+        try:
+            issues += [
+                Issue(0, f"{key}: {message}", path=str(strings)) for key, message in check_strings(strings)
+            ]
         except DataError as exc:
             issues.append(Issue(0, exc.problem, path=exc.where))
     resources = folder / RESOURCES_TOML

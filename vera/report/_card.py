@@ -85,6 +85,7 @@ from vera.report._schema import (
     SeedScore,
     Settings,
 )
+from vera.report._sequence import sequential_card
 from vera.stats import METHOD, RaterBlock, compare, judge_agreement, summarise
 from vera.stats.humans import DEFAULT_RATER_RULE
 from vera.store import ConversationHead, RunRecords
@@ -350,6 +351,7 @@ def build_card(
         by_columns=columns,
         absent_columns=absent,
         realism=realism,
+        sequential=sequential_card(records.root) or msgspec.UNSET,
     )
 
 

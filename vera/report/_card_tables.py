@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from vera.inputs import tr
 from vera.records import OVERALL
 from vera.report._card_text import headlines, live_cost_text
 from vera.report._diagnostics import END_LABELS, END_REASONS, GroupScore
@@ -56,16 +57,16 @@ def headline_tables(card: Card, *, short: bool = False) -> list[Table]:
     heads = headlines(card)
     main = Table(
         [
-            "Chatbot",
-            f"Overall [{level} CI]" if short else f"Overall score [{level} CI]",
-            "Any HPH % [CI]" if short else "Conversations with any High Potential for Harm % [CI]",
-            "Conv." if short else "Conversations",
-            "Failed",
+            tr("col.chatbot"),
+            tr("col.overall_short", level=level) if short else tr("col.overall_long", level=level),
+            tr("col.any_hph_short") if short else tr("col.any_hph_long"),
+            tr("col.conv_short") if short else tr("col.conversations"),
+            tr("col.failed"),
         ]
     )
     for h in heads:
         main.rows.append([h.chatbot, h.score, h.any_hph, h.conversations, h.failed])
-    dims = Table(["Dimension score [CI]", *(h.chatbot for h in heads)])
+    dims = Table([tr("col.dimension_score"), *(h.chatbot for h in heads)])
     for i, (name, _) in enumerate(heads[0].dimensions if heads else []):
         dims.rows.append([name, *(h.dimensions[i][1] for h in heads)])
     return [main, dims]
@@ -311,7 +312,7 @@ def comparison_table(entry: Comparison, stats: Reasons | None = None) -> Table:
 def flag(excludes_zero: bool | None) -> str:
     if excludes_zero is None:
         return MISSING
-    return "yes — a difference" if excludes_zero else "no"
+    return tr("card.differs_yes") if excludes_zero else tr("card.differs_no")
 
 
 ACCOUNTING_COLUMNS = (

@@ -15,6 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
+from vera.inputs import ENGLISH, Strings, tr, ui_strings
+from vera.inputs._ui import BASE
 from vera.records import LocaleInfo
 from vera.report._language import LanguageCheck
 from vera.report._numbers import MISSING, fixed, num, percent_level, with_ci
@@ -45,6 +49,18 @@ SCORE_MEANING = (
     "they were all suboptimal but low in harm, and each High Potential for Harm (HPH) rating drags the "
     "score steeply towards 0, its floor (it never goes negative)."
 )
+
+
+def card_strings(card: Card) -> Strings:
+    """The words to render `card` in: its locale pack's (English for a run without one,
+    and for every key the pack does not translate)."""
+    x = card.locale
+    return ui_strings(x.tag, x.path) if isinstance(x, LocaleInfo) else ENGLISH
+
+
+def offline_note(card: Card) -> str:
+    """The card's offline note, in the pack's words when it is vera's standard one."""
+    return tr("card.offline_note") if card.note == BASE["card.offline_note"] else (card.note or "")
 
 
 def status_text(card: Card) -> str:
@@ -120,6 +136,10 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
         rows.append(("Locale pack", locale_text(card)))
     if isinstance(card.language, LanguageCheck):
         rows.append(("Mixed language", language_text(card.language)))
+    if not isinstance(card.sequential, msgspec.UnsetType):
+        from vera.report._sequence import sequential_text  # it draws plots; only a gate's card needs it
+
+        rows.append(("Sequential gate", sequential_text(card.sequential)))
     rows.append(("Rubric", version("rubric")))
     rows.append(("Terminal semantics", TERMINAL_TEXT.get(card.terminal_semantics, card.terminal_semantics)))
     if card.grouping is not None:
@@ -366,7 +386,7 @@ def card_kind(card: Card) -> str:
     runs from before targets; another target's name otherwise."""
     t = card.target
     if t is None or t.name.lower() in ("vera-si", "si"):
-        return "Suicide-risk safety card"
+        return tr("card.kind_si")
     return f"Safety card, target {t.name}"
 
 
@@ -433,11 +453,11 @@ def reading_guide(card: Card) -> str:
 def top_lines(card: Card) -> list[str]:
     """What precedes the headline, in every rendering: the status line, a warning when the
     card does not cover the whole sweep, and the offline label (the one place it is said)."""
-    lines = [f"Run status: {status_text(card)}"]
+    lines = [f"{tr('card.run_status')}: {status_text(card)}"]
     if warning := status_warning(card):
         lines.append(warning)
     if card.offline and card.note:
-        lines.append(card.note)
+        lines.append(offline_note(card))
     if excluded := excluded_warning(card):
         lines.append(excluded)
     return lines

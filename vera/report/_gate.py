@@ -119,7 +119,7 @@ def gate(
     """The gate's verdict and every number behind it (see the module's docstring). With
     `calibrated`, on the scores calibrated by each run's human ratings
     (`vera.report._calibrated_gate`), raters who disagree combined by `raters` (else
-    `majority`)."""
+    `severest`)."""
     if margin < 0:
         raise UserError(f"--margin must be 0 or more score points, not {margin}")
     if Path(baseline_dir).resolve() == Path(candidate_dir).resolve():

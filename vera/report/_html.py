@@ -16,8 +16,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 
+import msgspec
+
+from vera.inputs import active, phrase, tr, use_strings
 from vera.report._card_tables import (
-    FIX_FIRST_GUIDE,
     accounting_table,
     card_reasons,
     comparison_table,
@@ -35,13 +37,14 @@ from vera.report._card_tables import (
 )
 from vera.report._card_text import (
     REASONING_NOTE,
-    SCORE_MEANING,
     Headline,
     about_rows,
     absent_columns_text,
+    card_strings,
     excluded_warning,
     group_title,
     headlines,
+    offline_note,
     reading_guide,
     realism_text,
     run_title,
@@ -55,6 +58,7 @@ from vera.report._pages import conversation_href
 from vera.report._plots import Plot
 from vera.report._realism import Realism
 from vera.report._schema import Card, ChatbotCard, HarmfulRating, RunComparison
+from vera.report._sequence import sequential_table, sequential_text
 from vera.report._table import Table, scroll_box
 
 # A cell that starts like a number (or is the missing-value dash) is right-aligned.
@@ -93,7 +97,7 @@ p.caption { margin: .6rem 0 0; }
 p.caption + .scroll > table { margin-top: .2rem; }
 .scroll[role="region"]:focus-visible { outline: 2px solid #0072B2; }
 @media (max-width: 40rem) {
-  .scroll[role="region"]::before { content: "Table: scroll sideways for every column \2192";
+  .scroll[role="region"]::before { content: "Table: scroll sideways for every column \\2192";
     display: block; position: sticky; left: 0; font-size: .8rem; color: #555; }
 }
 th, td { border: 1px solid #c8c8c8; padding: .25rem .5rem; vertical-align: top; }
@@ -123,32 +127,52 @@ footer { margin-top: 3rem; font-size: .8rem; color: #555; }
 
 
 def render_html(card: Card, plots: Sequence[Plot]) -> str:
-    """The whole card as one HTML page: every number of card.json, every plot."""
+    """The whole card as one HTML page: every number of card.json, every plot; in the
+    words of the run's locale pack."""
+    with use_strings(card_strings(card)):
+        return _render_html(card, plots)
+
+
+def _render_html(card: Card, plots: Sequence[Plot]) -> str:
     by_name = {p.name: p for p in plots}
 
     def figures(*names: str) -> list[str]:
         return [figure(by_name[n]) for n in names if n in by_name]
 
     body: list[str] = [f"<header><h1>{escape(run_title(card))}</h1>"]
-    body.append(f'<p class="status"><strong>Run status:</strong> {escape(status_text(card))}</p>')
+    body.append(
+        f'<p class="status"><strong>{escape(tr("card.run_status"))}:</strong> {escape(status_text(card))}</p>'
+    )
     if warning := status_warning(card):
         body.append(f'<p class="warning" role="alert"><strong>{escape(warning)}</strong></p>')
     if card.offline and card.note:
-        body.append(_offline_banner(card.note))
+        body.append(_offline_banner(offline_note(card), tr("card.offline_badge")))
     if excluded := excluded_warning(card):
         body.append(f'<p class="warning"><strong>{escape(excluded)}</strong></p>')
     body += ["</header>", "<main>", _results(card)]
     if card.fix_first is not None:
         body.append(_fix_first(card.fix_first))
     body.append(
-        '<details class="run-details" id="details"><summary>Run details: versions and hashes, '
-        "models, seeds, method and settings, how to read this card</summary>"
+        f'<details class="run-details" id="details"><summary>{escape(tr("card.run_details_summary"))}</summary>'
         + _about_table(about_rows(card))
-        + f'<h3 id="how-to-read">How to read this card</h3><p class="guide">{escape(reading_guide(card))}</p>'
+        + f'<h3 id="how-to-read">{escape(tr("card.how_to_read"))}</h3><p class="guide">{escape(reading_guide(card))}</p>'
         + "</details>"
     )
     body.append(_contents(card))
-    body.append(_section("overview", "Overview", html_table(overview_table(card)), *figures("chatbots.png")))
+    if not isinstance(card.sequential, msgspec.UnsetType):
+        seq = card.sequential
+        body.append(
+            _section(
+                "sequential",
+                "Sequential gate",
+                f"<p>This run is {escape(sequential_text(seq))}</p>",
+                *figures("sequence.png"),
+                html_table(sequential_table(seq)),
+            )
+        )
+    body.append(
+        _section("overview", tr("card.overview"), html_table(overview_table(card)), *figures("chatbots.png"))
+    )
     if card.comparisons:
         parts = [
             "<p>Each pair is scored on the personas both chatbots talked to; the difference's "
@@ -157,18 +181,16 @@ def render_html(card: Card, plots: Sequence[Plot]) -> str:
         parts += figures("differences.png")
         reasons = card_reasons(card)
         parts += [html_table(comparison_table(e, reasons)) for e in card.comparisons]
-        body.append(_section("comparisons", "Comparisons (paired)", *parts))
+        body.append(_section("comparisons", tr("card.comparisons"), *parts))
     if plots:
-        body.append(
-            _section("plots", "Ratings and scores", *figures("ratings.png", "scores.png", "risk.png"))
-        )
+        body.append(_section("plots", tr("card.plots"), *figures("ratings.png", "scores.png", "risk.png")))
     for i, bot in enumerate(card.chatbots):
         body.append(_chatbot(i, bot, group_title(card)))
     if card.failures:
         body.append(
             _section(
                 "failures",
-                "Failed work (not scored)",
+                tr("card.failures"),
                 "<p>These conversations and judgements failed and are left out of every score.</p>",
                 html_table(failures_table(card.failures)),
             )
@@ -177,7 +199,7 @@ def render_html(card: Card, plots: Sequence[Plot]) -> str:
         body.append(
             _section(
                 "diagnostics",
-                "Run diagnostics",
+                tr("card.diagnostics"),
                 html_table(diagnostics_table(card)),
                 "<details><summary>Turn counts</summary>",
                 html_table(turns_table(card)),
@@ -191,7 +213,7 @@ def render_html(card: Card, plots: Sequence[Plot]) -> str:
     body.append(
         _section(
             "accounting",
-            "Model calls and cost",
+            tr("card.accounting"),
             html_table(accounting_table(card)),
             f"<p>{escape(REASONING_NOTE)}</p>",
             *(
@@ -230,14 +252,14 @@ def _chatbot(index: int, bot: ChatbotCard, title: str) -> str:
         html_table(dimension_table(section)),
     ]
     for heading, tables in section_tables(bot, title):
-        parts.append(f"<h3>{escape(heading)}</h3>")
+        parts.append(f"<h3>{escape(phrase(heading))}</h3>")
         parts.append(html_table(tables[0]))
         if len(tables) > 1:
             parts.append("<details><summary>Every number</summary>")
             parts += [html_table(t) for t in tables[1:]]
             parts.append("</details>")
     harmful = bot.harmful
-    parts.append(f"<h3>High Potential for Harm ratings ({num(len(harmful))})</h3>")
+    parts.append(f"<h3>{escape(tr('card.harmful'))} ({num(len(harmful))})</h3>")
     if harmful:
         parts += [
             "<p>Each row is one judge's rating of one conversation; the reasoning is the judge's "
@@ -248,7 +270,7 @@ def _chatbot(index: int, bot: ChatbotCard, title: str) -> str:
             "</details>",
         ]
     else:
-        parts.append("<p>None.</p>")
+        parts.append(f"<p>{escape(tr('card.none'))}</p>")
     return _section(f"chatbot-{index}", name, *parts)
 
 
@@ -304,7 +326,7 @@ def render_compare_html(
 def page(title: str, body: Iterable[str]) -> str:
     return (
         "<!DOCTYPE html>\n"
-        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<html lang="{escape(active().lang)}">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
         + "\n".join(body)
@@ -328,12 +350,14 @@ def html_table(t: Table, *, wide_column: int | None = None, links: Sequence[str]
         out.append(f'<p class="caption">{escape(t.caption)}</p>')
     out.append(scroll_box(t.caption or "Table") + "<table>")
     out.append(
-        "<thead><tr>" + "".join(f'<th scope="col">{escape(h)}</th>' for h in t.headers) + "</tr></thead>"
+        "<thead><tr>"
+        + "".join(f'<th scope="col">{escape(phrase(h))}</th>' for h in t.headers)
+        + "</tr></thead>"
     )
     out.append("<tbody>")
     for i, row in enumerate(t.rows):
         attrs = ' class="emphasis"' if i in t.emphasise else ""
-        head = escape(row[0])
+        head = escape(phrase(row[0]))
         if links and links[i]:
             head = f'<a href="{escape(links[i])}">{head}</a>'
         cells = [f'<th scope="row">{head}</th>']
@@ -371,9 +395,9 @@ def _results(card: Card) -> str:
     level = percent_level(card.bootstrap.confidence)
     boxes = [_headline_box(i, h, level) for i, h in enumerate(headlines(card))]
     return (
-        '<section id="results">\n<h2>Results</h2>\n'
+        f'<section id="results">\n<h2>{escape(tr("card.results"))}</h2>\n'
         f'<div class="headlines">{"".join(boxes)}</div>\n'
-        f'<p class="meaning">{escape(SCORE_MEANING)}</p>\n</section>'
+        f'<p class="meaning">{escape(tr("card.score_meaning"))}</p>\n</section>'
     )
 
 
@@ -387,14 +411,15 @@ def _headline_box(index: int, h: Headline, level: str) -> str:
         f'<article class="headline" id="headline-{index}" aria-labelledby="headline-{index}-name">'
         f'<h3 id="headline-{index}-name">{escape(h.chatbot)}</h3>'
         f'<p><span class="score" data-key="score">{escape(value)}</span> '
-        f'<span class="ci" data-key="score_ci">{escape(interval)}</span> overall score, {escape(level)} CI</p>'
+        f'<span class="ci" data-key="score_ci">{escape(interval)}</span> {escape(tr("card.overall_ci", level=level))}</p>'
         "<dl>"
-        f'<dt>Conversations with any High Potential for Harm, % [CI]</dt><dd data-key="any_hph">{escape(h.any_hph)}</dd>'
-        f'<dt>Conversations</dt><dd data-key="conversations">{escape(h.conversations)}</dd>'
-        f'<dt>Failed conversations</dt><dd data-key="failed">{escape(h.failed)}</dd>'
+        f'<dt>{escape(tr("card.any_hph"))}</dt><dd data-key="any_hph">{escape(h.any_hph)}</dd>'
+        f'<dt>{escape(tr("card.conversations"))}</dt><dd data-key="conversations">{escape(h.conversations)}</dd>'
+        f'<dt>{escape(tr("card.failed"))}</dt><dd data-key="failed">{escape(h.failed)}</dd>'
         "</dl>"
-        f'{scroll_box("Score per dimension")}<table class="dimensions"><thead><tr><th scope="col">Dimension</th>'
-        f'<th scope="col">Score [CI]</th></tr></thead><tbody>{dims}</tbody></table></div>'
+        f'{scroll_box(tr("card.score_per_dimension"))}<table class="dimensions"><thead><tr>'
+        f'<th scope="col">{escape(tr("col.dimension"))}</th>'
+        f'<th scope="col">{escape(tr("col.score"))}</th></tr></thead><tbody>{dims}</tbody></table></div>'
         "</article>"
     )
 
@@ -402,7 +427,7 @@ def _headline_box(index: int, h: Headline, level: str) -> str:
 def _fix_first(report: Improvements) -> str:
     """Per chatbot, every finding across dimensions, harm first, each with a link to its
     first example's rating (conversations beside the card; ids that are file names)."""
-    parts = [f'<p class="guide">{escape(FIX_FIRST_GUIDE)}</p>']
+    parts = [f'<p class="guide">{escape(tr("card.fix_first_guide"))}</p>']
     for i, bot in enumerate(report.chatbots):
         if len(report.chatbots) > 1:
             parts.append(f"<h3>{escape(bot.chatbot)}</h3>")
@@ -441,7 +466,7 @@ def _fix_first(report: Improvements) -> str:
             + chatbot_details_html(i, bot, prefix="fix-first-")
             + "</details>"
         )
-    return _section("fix-first", "Fix first", *parts)
+    return _section("fix-first", tr("card.fix_first"), *parts)
 
 
 def _realism(card: Card, r: Realism) -> str:
@@ -461,26 +486,32 @@ def _realism(card: Card, r: Realism) -> str:
                 ),
                 "</details>",
             ]
-    return _section("realism", "Simulated-user checks", *parts)
+    return _section("realism", tr("card.realism"), *parts)
 
 
 def _contents(card: Card) -> str:
     """Links to the sections, so a reader can jump to one chatbot or the harmful ratings."""
-    links = [("results", "Results"), ("details", "Run details"), ("overview", "Overview")]
+    links = [
+        ("results", tr("card.results")),
+        ("details", tr("card.nav_details")),
+        ("overview", tr("card.overview")),
+    ]
+    if not isinstance(card.sequential, msgspec.UnsetType):
+        links.insert(2, ("sequential", "Sequential gate"))
     if card.fix_first is not None:
-        links.insert(1, ("fix-first", "Fix first"))
+        links.insert(1, ("fix-first", tr("card.fix_first")))
     if card.comparisons:
-        links.append(("comparisons", "Comparisons"))
+        links.append(("comparisons", tr("card.nav_comparisons")))
     links += [(f"chatbot-{i}", bot.chatbot) for i, bot in enumerate(card.chatbots)]
     if card.failures:
-        links.append(("failures", "Failed work"))
+        links.append(("failures", tr("card.nav_failures")))
     if card.diagnostics:
-        links.append(("diagnostics", "Run diagnostics"))
+        links.append(("diagnostics", tr("card.diagnostics")))
     if card.realism is not None:
-        links.append(("realism", "Simulated-user checks"))
-    links.append(("accounting", "Model calls and cost"))
+        links.append(("realism", tr("card.realism")))
+    links.append(("accounting", tr("card.accounting")))
     items = "".join(f'<li><a href="#{anchor}">{escape(label)}</a></li>' for anchor, label in links)
-    return f'<nav aria-label="Contents"><ul class="contents">{items}</ul></nav>'
+    return f'<nav aria-label="{escape(tr("card.contents"))}"><ul class="contents">{items}</ul></nav>'
 
 
 def _section(anchor: str, heading: str, *parts: str) -> str:
@@ -491,7 +522,7 @@ def _section(anchor: str, heading: str, *parts: str) -> str:
 
 def _offline_banner(note: str, badge: str = "Offline run:") -> str:
     # The badge says "offline run"; the note need not say it again.
-    text = note.removeprefix("Offline run: ")
+    text = note.removeprefix("Offline run: ").removeprefix(badge)
     return f'<p class="offline" role="note"><strong>{escape(badge)}</strong> {escape(text[:1].upper() + text[1:])}</p>'
 
 

@@ -649,7 +649,7 @@ def render_improvements_html(
     to the viewer's list; `card` links the run's card.html."""
     can_link = link if link is not None else (lambda cid: page_name(cid) is not None)
     title = _title(report)
-    nav = ['<a href="/">← All conversations</a>'] if viewer else []
+    nav = ['<a href="../../index.html">← All conversations</a>'] if viewer else []
     if card:
         nav.append(f'<a href="{escape(base)}card.html">Score card</a>')
     body = [

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import msgspec
+
+from vera.inputs import phrase, tr, use_strings
 from vera.report._card_tables import (
-    FIX_FIRST_GUIDE,
     accounting_table,
     card_reasons,
     comparison_table,
@@ -21,11 +23,12 @@ from vera.report._card_tables import (
 )
 from vera.report._card_text import (
     REASONING_NOTE,
-    SCORE_MEANING,
     about_rows,
     absent_columns_text,
+    card_strings,
     excluded_warning,
     group_title,
+    offline_note,
     reading_guide,
     realism_text,
     run_title,
@@ -35,6 +38,7 @@ from vera.report._card_text import (
 from vera.report._improvements import Improvements, ranked
 from vera.report._realism import SHOWN_FLAGGED
 from vera.report._schema import Card, ChatbotCard
+from vera.report._sequence import SEQUENCE_PLOT, sequential_table, sequential_text
 from vera.report._table import Table
 
 
@@ -42,7 +46,7 @@ def fix_first_markdown(report: Improvements | None, *, limit: int = 10) -> list[
     """card.md's "Fix first": per chatbot, its first `limit` findings."""
     if report is None:
         return []
-    lines = ["## Fix first", "", FIX_FIRST_GUIDE, ""]
+    lines = [f"## {tr('card.fix_first')}", "", tr("card.fix_first_guide"), ""]
     for bot in report.chatbots:
         found = ranked(bot)
         if len(report.chatbots) > 1:
@@ -63,9 +67,10 @@ def markdown_table(t: Table) -> list[str]:
         return " ".join(text.replace("|", "\\|").replace("<", "&lt;").split())
 
     lines = [f"*{cell(t.caption)}*", ""] if t.caption else []
-    lines += ["| " + " | ".join(map(cell, t.headers)) + " |", "|" + "---|" * len(t.headers)]
+    # Headings and row labels in the card's language (`phrase` leaves names as they are).
+    lines += ["| " + " | ".join(cell(phrase(h)) for h in t.headers) + " |", "|" + "---|" * len(t.headers)]
     for i, row in enumerate(t.rows):
-        cells = [cell(c) for c in row]
+        cells = [cell(phrase(c) if k == 0 else c) for k, c in enumerate(row)]
         if i in t.emphasise:
             cells[0] = f"**{cells[0]}**"
         lines.append("| " + " | ".join(cells) + " |")
@@ -75,38 +80,48 @@ def markdown_table(t: Table) -> list[str]:
 def render_markdown(card: Card, *, max_harmful: int = 10) -> str:
     """card.md: the headline first, then the whole card (every number of card.json except
     the harmful ratings beyond the first `max_harmful` per chatbot; all are in card.json
-    and card.html), with the run's details last."""
-    lines = [f"# {run_title(card)}", "", f"**Run status:** {status_text(card)}", ""]
+    and card.html), with the run's details last; in the words of the run's locale pack."""
+    with use_strings(card_strings(card)):
+        return _render_markdown(card, max_harmful=max_harmful)
+
+
+def _render_markdown(card: Card, *, max_harmful: int) -> str:
+    lines = [f"# {run_title(card)}", "", f"**{tr('card.run_status')}:** {status_text(card)}", ""]
     if warning := status_warning(card):
         lines += [f"> **{warning}**", ""]
     if card.offline:
-        lines += [f"> **{card.note}**", ""]
+        lines += [f"> **{offline_note(card)}**", ""]
     if excluded := excluded_warning(card):
         lines += [f"> **{excluded}**", ""]
-    lines += ["## Results", "", SCORE_MEANING, ""]
+    lines += [f"## {tr('card.results')}", "", tr("card.score_meaning"), ""]
     for t in headline_tables(card):
         lines += [*markdown_table(t), ""]
-    lines += ["The tables below break these down; how the run was made is at the end.", ""]
+    lines += [tr("card.below"), ""]
     lines += fix_first_markdown(card.fix_first)
     if card.comparisons:
-        lines += ["## Comparisons (paired)", ""]
+        lines += [f"## {tr('card.comparisons')}", ""]
         for entry in card.comparisons:
             lines += [*markdown_table(comparison_table(entry, card_reasons(card))), ""]
-    lines += ["## Overview", "", *markdown_table(overview_table(card))]
+    if not isinstance(card.sequential, msgspec.UnsetType):
+        seq = card.sequential
+        lines += ["## Sequential gate", "", f"This run is {sequential_text(seq)}", ""]
+        lines += [f"![The interval after each wave](plots/{SEQUENCE_PLOT})", ""]
+        lines += [*markdown_table(sequential_table(seq)), ""]
+    lines += [f"## {tr('card.overview')}", "", *markdown_table(overview_table(card))]
     for bot in card.chatbots:
         lines += _markdown_chatbot(bot, max_harmful=max_harmful, title=group_title(card))
     if card.failures:
-        lines += ["", "## Failed work (not scored)", "", *markdown_table(failures_table(card.failures))]
+        lines += ["", f"## {tr('card.failures')}", "", *markdown_table(failures_table(card.failures))]
     if card.diagnostics:
-        lines += ["", "## Run diagnostics", "", *markdown_table(diagnostics_table(card))]
+        lines += ["", f"## {tr('card.diagnostics')}", "", *markdown_table(diagnostics_table(card))]
         lines += ["", *markdown_table(turns_table(card))]
     if card.absent_columns:
         lines += ["", absent_columns_text(card)]
     if card.realism is not None:
         lines += realism_markdown(card)
-    lines += ["", "## How to read this card", "", reading_guide(card)]
-    lines += ["", "## Details of the run", "", *(f"- **{k}:** {v}" for k, v in about_rows(card))]
-    lines += ["", "## Model calls and cost", "", *markdown_table(accounting_table(card))]
+    lines += ["", f"## {tr('card.how_to_read')}", "", reading_guide(card)]
+    lines += ["", f"## {tr('card.details')}", "", *(f"- **{k}:** {v}" for k, v in about_rows(card))]
+    lines += ["", f"## {tr('card.accounting')}", "", *markdown_table(accounting_table(card))]
     lines += ["", REASONING_NOTE]
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -120,14 +135,14 @@ def _markdown_chatbot(bot: ChatbotCard, *, max_harmful: int, title: str) -> list
     harmful = bot.harmful
     lines += markdown_table(dimension_table(section))
     for heading, tables in section_tables(bot, title):
-        lines += ["", f"### {heading}"]
+        lines += ["", f"### {phrase(heading)}"]
         for t in tables:
             lines += ["", *markdown_table(t)]
     if harmful:
         shown = min(max_harmful, len(harmful))
         lines += [
             "",
-            "### High Potential for Harm ratings",
+            f"### {tr('card.harmful')}",
             "",
             f"{len(harmful)} rating(s); the first {shown} here, all of them in card.json and card.html.",
             "",
@@ -142,7 +157,7 @@ def realism_markdown(card: Card, *, limit: int = SHOWN_FLAGGED) -> list[str]:
     r = card.realism
     if r is None:
         return []
-    lines = ["", "## Simulated-user checks", "", realism_text(card), "", *markdown_table(realism_table(r))]
+    lines = ["", f"## {tr('card.realism')}", "", realism_text(card), "", *markdown_table(realism_table(r))]
     for row in r.by_user_agent:
         if not row.flagged_conversations:
             continue

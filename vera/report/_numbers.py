@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from vera.inputs import tr
+
 if TYPE_CHECKING:
     # Only for annotations: the card's schema imports the improvements report, which
     # formats its numbers here.
@@ -81,13 +83,14 @@ def why_missing(stats: Scored | None) -> str:
     from vera.report._schema import DimensionScore  # see the import at the top
 
     if stats is None:
-        return f"{MISSING} (not rated)"
+        return f"{MISSING} ({tr('card.not_rated')})"
     if isinstance(stats, DimensionScore):
         if stats.n_rated == 0 and stats.n_ratings:
-            return f"{MISSING} (Not Relevant in {num(stats.n_not_relevant)} of {num(stats.n_ratings)})"
+            why = tr("card.all_not_relevant", n=num(stats.n_not_relevant), of=num(stats.n_ratings))
+            return f"{MISSING} ({why})"
         if stats.n_ratings == 0:
-            return f"{MISSING} (no ratings)"
-    return f"{MISSING} (undefined)"
+            return f"{MISSING} ({tr('card.no_ratings')})"
+    return f"{MISSING} ({tr('card.undefined')})"
 
 
 def with_ci(stats: Scored | None, key: ScoreKey) -> str:

@@ -196,7 +196,8 @@ def _document(title: str, body: Iterable[str], *, script: str | Sequence[str] = 
 def _navigation(*, viewer: bool, card: bool, arc: str = "") -> str:
     links = []
     if viewer:
-        links.append('<a href="/">← All conversations</a>')
+        # Relative, so the same page works served (under any prefix) and in a bundle.
+        links.append('<a href="../../../index.html">← All conversations</a>')
     if viewer and arc and _SAFE_ID.match(arc):
         links.append(f'<a href="../arcs/{arc}.html" class="arc">All sessions of this arc</a>')
     if card:
@@ -547,7 +548,7 @@ def render_arc_page(page: ArcPage) -> str:
     ]
     items = "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in facts)
     body = [
-        '<nav aria-label="Page"><a href="/">← All conversations</a></nav>',
+        '<nav aria-label="Page"><a href="../../../index.html">← All conversations</a></nav>',
         "<header>",
         f"<h1>Arc <code>{escape(page.arc)}</code></h1>",
         f'<dl class="facts">{items}</dl>',

@@ -14,10 +14,17 @@ only cue: each rating also has its own hatching and its letters (BP, SUB, HPH, N
 the bars wide enough to hold them; chatbots use blue, reddish purple, sky blue and
 black, each with its own marker. Figures are drawn on matplotlib's Agg canvas, never
 through pyplot, so no display or global state is involved.
+
+A card in a locale pack's language has titles in that language. DejaVu Sans, matplotlib's
+font, has no Chinese: the figure then names the CJK fonts the machine has after it
+(`CJK_FAMILIES`; matplotlib falls back glyph by glyph), so the PNG draws every character,
+and the SVG keeps its text as text with that family list, which a browser completes with
+its own CJK font. (Debian: fonts-noto-cjk, which .ci/run installs.)
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import re
@@ -26,9 +33,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
+from vera.inputs import active, tr, use_strings
 from vera.records import OVERALL
+from vera.report._card_text import card_strings
 from vera.report._numbers import fixed
 from vera.report._schema import Card, Comparison, DimensionScore, RunComparison, Section
 
@@ -70,6 +83,17 @@ _WITH_PNG: ContextVar[bool] = ContextVar("vera_plot_png", default=True)
 DPI = 200  # the PNG files: 2× a 100-dpi screen
 # A label longer than this is wrapped (at ":" and "/") or shortened in the middle.
 LABEL_CHARS = 24
+# Fonts with Chinese (and Japanese and Korean) characters, the first ones found used
+# after DejaVu Sans for the characters it lacks: Noto/Source Han (Linux), then the fonts
+# macOS and Windows ship.
+CJK_FAMILIES = (
+    "Noto Sans CJK SC",
+    "Noto Sans CJK TC",
+    "Source Han Sans SC",
+    "WenQuanYi Micro Hei",
+    "PingFang SC",
+    "Microsoft YaHei",
+)
 
 
 @dataclass(frozen=True)
@@ -118,10 +142,11 @@ def rated_chatbots(card: Card) -> list[Rated]:
 
 def card_plots(card: Card) -> list[Plot]:
     """Every plot of a card, each drawn for a wide screen (SVG and the PNG file) and
-    again for a phone's (SVG)."""
-    plots = _card_plots(card)
-    with phone_drawing():
-        phone = _card_plots(card)
+    again for a phone's (SVG); titles in the words of the run's locale pack."""
+    with use_strings(card_strings(card)), _fonts():
+        plots = _card_plots(card)
+        with phone_drawing():
+            phone = _card_plots(card)
     return [dataclasses.replace(p, phone_svg=q.svg) for p, q in zip(plots, phone, strict=True)]
 
 
@@ -149,6 +174,10 @@ def _card_plots(card: Card) -> list[Plot]:
         plots.append(chatbot_scores_plot(points))
     if card.comparisons:
         plots.append(differences_plot(card.comparisons))
+    if not isinstance(card.sequential, msgspec.UnsetType):
+        from vera.report._sequence import sequential_card_plot  # it draws with this module
+
+        plots.append(sequential_card_plot(card.sequential))
     return plots
 
 
@@ -214,7 +243,7 @@ def rating_shares_plot(bots: Sequence[Rated]) -> Plot:
                 ax.text(
                     50,
                     yi,
-                    "NR: all Not Relevant" if _SCALE.get() == 1.0 else "NR",
+                    tr("card.plot_all_nr") if _SCALE.get() == 1.0 else "NR",
                     ha="center",
                     va="center",
                     fontsize=7.5,
@@ -227,12 +256,12 @@ def rating_shares_plot(bots: Sequence[Rated]) -> Plot:
         ax.set_yticks(y, ticks, fontsize=8)
         ax.set_xlim(0, 100)
         ax.set_title(short_label(bot.chatbot, 60), fontsize=10, loc="left")
-    axes[-1].set_xlabel("% of rated conversations (Not Relevant left out)")
+    axes[-1].set_xlabel(tr("card.plot_rated_axis"))
     _rating_legend(fig)
-    fig.suptitle("Ratings per dimension", fontsize=12)
+    fig.suptitle(tr("card.plot_ratings"), fontsize=12)
     return Plot(
         "ratings.png",
-        "Ratings per dimension",
+        tr("card.plot_ratings"),
         "Stacked bars per chatbot and dimension: the share of Best Practice, Suboptimal and "
         "High Potential for Harm among rated conversations; the numbers are in the tables.",
         *_images(fig),
@@ -256,13 +285,13 @@ def dimension_scores_plot(bots: Sequence[Rated]) -> Plot:
     _dodged_points(ax, y, series, horizontal=True)
     ax.set_yticks(y, labels, fontsize=9)
     _score_axis(ax, "x")
-    ax.set_xlabel("Score (0–100), with confidence interval")
-    ax.set_title("Score per dimension", fontsize=12)
+    ax.set_xlabel(tr("card.plot_score_axis"))
+    ax.set_title(tr("card.plot_scores"), fontsize=12)
     ax.grid(axis="x", alpha=0.3)
     _series_legend(fig, len(bots))
     return Plot(
         "scores.png",
-        "Score per dimension",
+        tr("card.plot_scores"),
         "Points with horizontal bars: each chatbot's score per dimension and overall with its "
         "confidence interval, on a 0 to 100 scale.",
         *_images(fig),
@@ -290,16 +319,17 @@ def risk_scores_plot(bots: Sequence[Rated], title: str = "risk level") -> Plot:
     ax.set_xlim(-0.5, len(levels) - 0.5)
     for xi in x:
         if all(points[xi].score is None for _, points in series):
-            ax.text(xi, 50, "nothing rated", ha="center", va="center", fontsize=8, color="#555555")
+            ax.text(xi, 50, tr("card.plot_nothing"), ha="center", va="center", fontsize=8, color="#555555")
     _score_axis(ax, "y")
-    ax.set_ylabel("Overall score (0–100)")
-    ax.set_xlabel("Persona suicide-risk level" if title == "risk level" else f"Persona {title}")
-    ax.set_title(f"Overall score by persona {title}", fontsize=12)
+    ax.set_ylabel(tr("card.plot_overall_axis"))
+    ax.set_xlabel(tr("card.plot_risk_axis") if title == "risk level" else f"Persona {title}")
+    shown = tr("col.risk_level") if title == "risk level" and not active().english else title
+    ax.set_title(tr("card.plot_risk", title=shown), fontsize=12)
     ax.grid(axis="y", alpha=0.3)
     _series_legend(fig, len(bots))
     return Plot(
         "risk.png",
-        f"Overall score by persona {title}",
+        tr("card.plot_risk", title=shown),
         "Points with vertical bars: each chatbot's overall score with its confidence interval "
         f"for the personas in each group ({title}). Few personas per group make these intervals wide.",
         *_images(fig),
@@ -406,6 +436,49 @@ def _figure(width: float, height: float) -> Figure:
     fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
+
+
+@cache
+def cjk_families() -> tuple[str, ...]:
+    """The fonts of `CJK_FAMILIES` this machine has. matplotlib's list of fonts is cached
+    the first time it runs: a CJK font installed since is missing from it, so when none
+    is found the system's font folders are searched for one (by file name) and added."""
+    from matplotlib import font_manager
+
+    def found() -> tuple[str, ...]:
+        have = []
+        for family in CJK_FAMILIES:
+            try:
+                font_manager.findfont(family, fallback_to_default=False)
+            except ValueError:
+                continue
+            have.append(family)
+        return tuple(have)
+
+    if have := found():
+        return have
+    for path in font_manager.findSystemFonts():
+        if _CJK_FILE.search(Path(path).name):
+            with contextlib.suppress(OSError, RuntimeError, ValueError):
+                font_manager.fontManager.addfont(path)
+    return found()
+
+
+_CJK_FILE = re.compile(r"NotoSansCJK|SourceHanSans|wqy-microhei|wqy-zenhei", re.IGNORECASE)
+
+
+@contextmanager
+def _fonts() -> Iterator[None]:
+    """Figures made and saved in this block, for a card in another language than
+    English, use DejaVu Sans then the CJK fonts found (English figures stay as they were:
+    nothing changes). Text takes its fonts when it is made, so the block holds both."""
+    if active().english:
+        yield
+        return
+    import matplotlib
+
+    with matplotlib.rc_context({"font.family": ["DejaVu Sans", *cjk_families()]}):
+        yield
 
 
 def _legend_columns(wide: int) -> int:

@@ -449,6 +449,35 @@ class Accounting(msgspec.Struct, frozen=True):
     by_role_tier: dict[str, CallTotals] = {}
 
 
+class SequentialLookCard(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Overall's interval of candidate − baseline after one wave of a sequential gate."""
+
+    wave: int
+    units: int  # units judged so far
+    diff: float | None
+    lo: float | None
+    hi: float | None
+    verdict: str
+
+
+class SequentialCard(msgspec.Struct, frozen=True, kw_only=True):
+    """A sequential gate's run (`vera gate`): the question, the interval after each wave,
+    where it stopped and why, and the units used of those the baseline has."""
+
+    baseline_run_id: str
+    baseline_path: str
+    candidate: str
+    margin: float
+    alpha: float
+    method: str
+    wave: int
+    verdict: str  # "worse", "not worse", "undecided" or "running"
+    stopped: str  # why it stopped ("" while it goes on)
+    units: int
+    available: int
+    looks: list[SequentialLookCard]
+
+
 class Card(msgspec.Struct, frozen=True, kw_only=True):
     """The score card of a run: card.json. The fields with defaults are the ones a
     schema-2 card lacks, so an older card.json still reads."""
@@ -493,6 +522,8 @@ class Card(msgspec.Struct, frozen=True, kw_only=True):
     # Schema 7: the simulated-user checks (docs/realism.md), and whether the scores
     # leave out the conversations they flagged.
     realism: Realism | None = None
+    # A sequential gate's run (vera gate) says so: absent from every other card.
+    sequential: SequentialCard | msgspec.UnsetType = msgspec.UNSET
 
 
 def encode_card(card: Card) -> bytes:

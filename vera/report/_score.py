@@ -187,7 +187,7 @@ def stats_settings(
     raters: RaterRule | None = None,
 ) -> StatsSettings:
     """Bootstrap settings: the ones given, else the run config's [stats], else defaults;
-    and the rule combining raters (given, else `majority`). The rule is not a config key:
+    and the rule combining raters (given, else `severest`). The rule is not a config key:
     a field added to the stored [stats] would change the bytes and fingerprint of every
     earlier run's manifest."""
     cfg = manifest.config.stats

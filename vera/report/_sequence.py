@@ -16,6 +16,8 @@ from vera.errors import UserError
 from vera.records import OVERALL
 from vera.report._numbers import fixed
 from vera.report._plots import Plot, _figure, _images
+from vera.report._schema import SequentialCard, SequentialLookCard
+from vera.report._table import Table
 from vera.stats import SequenceRow, Status
 
 GATE_FILE = "gate.json"
@@ -106,43 +108,135 @@ def sequential_note(run_dir: str | Path) -> str | None:
     )
     verdict = (record.verdict or "running").upper()
     why = f" ({record.stopped})" if record.stopped else ""
+    steps = []
+    for look in looks:
+        row = next((r for r in look.rows if r.dimension == OVERALL), None)
+        if row is not None and row.lo is not None and row.hi is not None:
+            steps.append(f"{look.units}: [{fixed(row.lo, 1)}, {fixed(row.hi, 1)}]")
+    path = "; Overall's interval after each wave (units: interval) " + ", ".join(steps) if steps else ""
     return (
         f"{run_dir}: a sequential gate's run (vera gate, margin {s.margin:g}, alpha {s.alpha:g}, {s.method} "
-        f"sequence): {where}, {verdict}{why}; its units are a random subset of {s.baseline_path}'s, "
+        f"sequence): {where}, {verdict}{why}{path}; its units are a random subset of {s.baseline_path}'s, "
         "so a fixed comparison of it covers only those units"
     )
+
+
+def sequential_card(run_dir: str | Path) -> SequentialCard | None:
+    """What the card says of a gate's run (None for any other run)."""
+    record = read_gate(run_dir)
+    if record is None:
+        return None
+    looks = read_sequence(run_dir)
+    s = record.settings
+    last = looks[-1] if looks else None
+    out = []
+    for look in looks:
+        row = next((r for r in look.rows if r.dimension == OVERALL), None)
+        out.append(
+            SequentialLookCard(
+                wave=look.wave,
+                units=look.units,
+                diff=None if row is None else row.diff,
+                lo=None if row is None else row.lo,
+                hi=None if row is None else row.hi,
+                verdict=look.verdict,
+            )
+        )
+    return SequentialCard(
+        baseline_run_id=s.baseline_run_id,
+        baseline_path=s.baseline_path,
+        candidate=s.candidate,
+        margin=s.margin,
+        alpha=s.alpha,
+        method=s.method,
+        wave=s.wave,
+        verdict=record.verdict or "running",
+        stopped=record.stopped,
+        units=last.units if last is not None else 0,
+        available=last.available if last is not None else len(s.order),
+        looks=out,
+    )
+
+
+def sequential_text(seq: SequentialCard) -> str:
+    """One paragraph: the question, where the gate stopped and why, units used."""
+    why = f" ({seq.stopped})" if seq.stopped else ""
+    share = f" ({seq.units / seq.available:.0%})" if seq.available else ""
+    return (
+        f"a sequential gate (vera gate): candidate {seq.candidate} against run {seq.baseline_run_id}, "
+        f"margin {seq.margin:g} points, alpha {seq.alpha:g}, {seq.method} confidence sequence, waves of "
+        f"{seq.wave}; {seq.verdict.upper()}{why} after {len(seq.looks)} wave(s), {seq.units} of "
+        f"{seq.available} units used{share}. Its units are a random subset of the baseline's: the "
+        "scores below are of those units only."
+    )
+
+
+def sequential_table(seq: SequentialCard) -> Table:
+    """Overall's interval after each wave, and the verdict it gave."""
+    rows = []
+    for x in seq.looks:
+        ci = f"[{fixed(x.lo, 1)}, {fixed(x.hi, 1)}]" if x.lo is not None and x.hi is not None else "–"
+        est = fixed(x.diff, 1) if x.diff is not None else "–"
+        rows.append([str(x.wave), f"{x.units} of {seq.available}", est, ci, x.verdict.upper()])
+    return Table(
+        ["Wave", "Units judged", "Overall: candidate − baseline", "Interval (every look at once)", "Verdict"],
+        rows,
+        caption=f"Settled when the interval clears −{seq.margin:g} (NOT WORSE) or falls below it (WORSE).",
+    )
+
+
+def sequential_card_plot(seq: SequentialCard) -> Plot:
+    """The card's plot of a gate's run: Overall's interval after each wave vs −margin."""
+    points = [(x.units, x.lo, x.hi, x.diff) for x in seq.looks]
+    return _interval_plot(points, seq.margin, seq.stopped, seq.available, len(seq.looks))
 
 
 def sequence_plot(looks: list[GateLook], margin: float) -> Plot:
     """Overall's interval of candidate − baseline after each wave, with −margin and
     where the gate stopped."""
+    points = []
+    for look in looks:
+        row = next((r for r in look.rows if r.dimension == OVERALL), None)
+        if row is not None:
+            points.append((look.units, row.lo, row.hi, row.diff))
+    last = looks[-1] if looks else None
+    return _interval_plot(
+        points, margin, last.stopped if last else "", last.available if last else 0, len(looks)
+    )
+
+
+def _interval_plot(
+    points: list[tuple[int, float | None, float | None, float | None]],
+    margin: float,
+    stopped: str,
+    available: int,
+    waves: int,
+) -> Plot:
     fig = _figure(6.4, 3.2)
     ax = fig.add_subplot()
     xs, lo, hi, mid = [], [], [], []
-    for look in looks:
-        row = next((r for r in look.rows if r.dimension == OVERALL), None)
-        if row is None or row.lo is None or row.hi is None or row.diff is None:
+    for units, low, high, diff in points:
+        if low is None or high is None or diff is None:
             continue
-        xs.append(look.units)
-        lo.append(row.lo)
-        hi.append(row.hi)
-        mid.append(row.diff)
+        xs.append(units)
+        lo.append(low)
+        hi.append(high)
+        mid.append(diff)
     if xs:
         ax.fill_between(xs, lo, hi, step=None, color="#56B4E9", alpha=0.35, label="interval (Overall)")
         ax.plot(xs, mid, marker="o", color="#0072B2", label="estimate")
     ax.axhline(-margin, color="#D55E00", linestyle="--", label=f"−margin ({fixed(-margin, 1)})")
     ax.axhline(0.0, color="#000000", linewidth=0.6)
-    if looks and looks[-1].stopped:
-        ax.axvline(looks[-1].units, color="#CC79A7", linestyle=":", label="stopped")
+    if stopped and xs:
+        ax.axvline(xs[-1], color="#CC79A7", linestyle=":", label="stopped")
     ax.set_xlabel("units judged")
     ax.set_ylabel("candidate − baseline (points)")
     ax.legend(fontsize=7, loc="lower right")
     png, svg = _images(fig)
-    last = looks[-1] if looks else None
     desc = (
-        f"The Overall interval after each of {len(looks)} waves; the gate stopped at {last.units} of "
-        f"{last.available} units: {last.stopped or 'not yet'}."
-        if last is not None
+        f"The Overall interval after each of {waves} waves; the gate stopped at {xs[-1]} of "
+        f"{available} units: {stopped or 'not yet'}."
+        if xs
         else "No wave yet."
     )
     return Plot(name=SEQUENCE_PLOT, title="The sequence", description=desc, png=png, svg=svg)

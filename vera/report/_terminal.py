@@ -5,6 +5,12 @@ terminal's width (at least `MIN_WIDTH` columns, whatever the terminal reports), 
 card's terminal form is the headline and the breakdowns a reader acts on, pointing to
 card.md and card.html for everything else. Nothing here styles the text, so the output
 is the same in a pipe, a log file and a terminal.
+
+Widths are display cells, not characters: a Chinese, Japanese or Korean character (East
+Asian Wide or Fullwidth) takes two (`cells`, by wcwidth), so a card in Chinese fits 80
+columns and its columns line up. Chinese has no spaces between words: a line may break
+between any two such characters (never inside one), so they are wrapped one by one
+(`units`), and a closing mark (，。、)) stays with the character before it.
 """
 
 from __future__ import annotations
@@ -15,11 +21,14 @@ import sys
 import textwrap
 from collections.abc import Iterable, Sequence
 
+import msgspec
+import wcwidth
 from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from vera.inputs import phrase, tr, use_strings
 from vera.report._card_tables import (
     calibrated_table,
     card_reasons,
@@ -31,8 +40,9 @@ from vera.report._card_tables import (
     headline_tables,
     realism_table,
 )
-from vera.report._card_text import SCORE_MEANING, absent_columns_text, realism_text, run_title, top_lines
+from vera.report._card_text import absent_columns_text, card_strings, realism_text, run_title, top_lines
 from vera.report._schema import Card
+from vera.report._sequence import sequential_text
 from vera.report._table import Table
 
 MIN_WIDTH = 80
@@ -42,6 +52,76 @@ _NUMERIC_START = tuple("0123456789-–")
 _LABEL_CAP = 26
 # Columns are separated by one blank rule position and one (collapsed) padding.
 _GAP = 2
+
+
+# Marks that close a phrase: never the first thing on a line.
+_CLOSING = "，。、；：！？）」』》〉】”’,.;:!?)]"
+
+
+def cells(text: str) -> int:
+    """The width of `text` in terminal cells (a wide character counts two)."""
+    n = wcwidth.wcswidth(text)
+    return n if n >= 0 else len(text)  # a control character: count it as one
+
+
+def _wide(ch: str) -> bool:
+    return wcwidth.wcwidth(ch) == 2
+
+
+def units(text: str) -> list[str]:
+    """The pieces of `text` no line break may split: each word between spaces, except
+    that a wide character is a piece of its own (with any closing mark after it)."""
+    out: list[str] = []
+    for word in text.split():
+        if not any(_wide(ch) for ch in word):
+            out.append(word)
+            continue
+        piece = ""
+        for ch in word:
+            if piece and ch in _CLOSING:
+                piece += ch
+            elif _wide(ch):
+                if piece:
+                    out.append(piece)
+                piece = ch
+            elif piece and (_wide(piece[0]) or _wide(piece[-1])):
+                out.append(piece)
+                piece = ch
+            else:
+                piece += ch
+        if piece:
+            out.append(piece)
+    return out
+
+
+def wrap(line: str, width: int, indent: str = "") -> str:
+    """`line` wrapped at `width` cells, continuation lines starting with `indent`: at
+    spaces, as textwrap does (exactly textwrap for a line without wide characters), and
+    between wide characters; a piece wider than the line stays whole on its own line."""
+    if not any(_wide(ch) for ch in line):
+        return (
+            textwrap.fill(
+                line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+            )
+            or line
+        )
+    lines: list[str] = []
+    current, used = "", 0
+    for word in line.split():
+        pieces = units(word)
+        for k, piece in enumerate(pieces):
+            # A space separates words; none goes between the pieces of one word.
+            gap = 1 if current and k == 0 else 0
+            w = cells(piece)
+            if current and used + gap + w > width:
+                lines.append(current)
+                current, used = indent + piece, cells(indent) + w
+            else:
+                current += " " * gap + piece
+                used += gap + w
+    if current:
+        lines.append(current)
+    return "\n".join(lines)
 
 
 def terminal_width(width: int | None = None) -> int:
@@ -56,7 +136,14 @@ def rich_table(t: Table, width: int | None = None) -> RenderableType:
     """A card Table for a terminal of `width` columns: a rule under the headers, no outer
     border (so each row starts with its label), cells that wrap at spaces. No word or
     number is ever broken: when the columns cannot all fit with their longest word whole,
-    the table is drawn as several narrower tables, each repeating the row labels."""
+    the table is drawn as several narrower tables, each repeating the row labels.
+    Headings and row labels are in the active strings' language."""
+    t = Table(
+        [phrase(h) for h in t.headers],
+        [[phrase(row[0]), *row[1:]] if row else row for row in t.rows],
+        caption=t.caption,
+        emphasise=set(t.emphasise),
+    )
     room = terminal_width(width)
     groups = column_groups(t, room)
     if len(groups) == 1:
@@ -100,20 +187,29 @@ def _paragraph(text: str, room: int) -> Text:
     """Prose (a caption, a legend) wrapped at spaces to the terminal, line by line; a word
     wider than the terminal (a long path) stays whole on a line of its own, so it can
     still be copied, where rich would fold it in two."""
-    lines = [
-        textwrap.fill(line, room, break_long_words=False, break_on_hyphens=False) or line
-        for line in text.splitlines()
-    ]
+    lines = [wrap(line, room) for line in text.splitlines()]
     return Text("\n".join(lines), overflow="ignore")
 
 
 def _longest_word(texts: Iterable[str]) -> int:
-    return max((len(w) for c in texts for w in c.split()), default=1)
+    return max((cells(w) for c in texts for w in units(c)), default=1)
 
 
 def _floors(t: Table) -> list[int]:
-    """Per column, the narrowest width that breaks no word of its header or cells."""
-    return [max(3, _longest_word([h, *(row[i] for row in t.rows)])) for i, h in enumerate(t.headers)]
+    """Per column, the narrowest width that breaks no word of its header or cells (a
+    short Chinese heading, up to `_SHORT_HEADING` cells, kept whole: 对话, not 对/话)."""
+    return [
+        max(3, _longest_word([h, *(row[i] for row in t.rows)]), _short_heading(h))
+        for i, h in enumerate(t.headers)
+    ]
+
+
+_SHORT_HEADING = 8
+
+
+def _short_heading(h: str) -> int:
+    w = cells(h)
+    return w if w != len(h) and w <= _SHORT_HEADING and " " not in h else 0
 
 
 def column_groups(t: Table, width: int) -> list[list[int]]:
@@ -142,7 +238,7 @@ def column_widths(t: Table, width: int) -> list[int]:
     or number breaks) and the rest is shared in proportion to what each would need.
     A table whose floors do not fit is split first (`column_groups`)."""
     cols = [[row[i] for row in t.rows] for i in range(len(t.headers))]
-    natural = [max([len(h), *map(len, col)]) for h, col in zip(t.headers, cols, strict=True)]
+    natural = [max([cells(h), *map(cells, col)]) for h, col in zip(t.headers, cols, strict=True)]
     room = width - _GAP * (len(cols) - 1)
     if sum(natural) <= room:
         return natural
@@ -169,11 +265,7 @@ def fit(text: str, width: int | None = None, *, terminal: bool | None = None) ->
     if not terminal:
         return text
     room = terminal_width(width)
-    return "\n".join(
-        textwrap.fill(line, room, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
-        or line
-        for line in text.splitlines()
-    )
+    return "\n".join(wrap(line, room, "  ") for line in text.splitlines())
 
 
 def render(parts: Iterable[RenderableType | str], width: int | None = None) -> str:
@@ -206,13 +298,22 @@ def text_tables(tables: Sequence[Table], width: int | None = None) -> str:
 
 def headline(card: Card, width: int | None = None) -> str:
     """What `vera run` prints at its end: the status, the offline label, the headline."""
-    return render(_headline_parts(card), width)
+    with use_strings(card_strings(card)):
+        return render(_headline_parts(card), width)
 
 
 def render_card(card: Card, width: int | None = None) -> str:
     """`vera card`: the headline, then the paired comparisons, each chatbot's dimension
-    table and the failed work; the rest is in card.md and card.html."""
+    table and the failed work; the rest is in card.md and card.html. In the words of
+    the run's locale pack."""
+    with use_strings(card_strings(card)):
+        return _render_card(card, width)
+
+
+def _render_card(card: Card, width: int | None) -> str:
     parts: list[RenderableType | str] = list(_headline_parts(card))
+    if not isinstance(card.sequential, msgspec.UnsetType):
+        parts.append(f"This run is {sequential_text(card.sequential)}")
     reasons = card_reasons(card)
     for entry in card.comparisons:
         parts.append(rich_table(comparison_table(entry, reasons)))
@@ -233,10 +334,7 @@ def render_card(card: Card, width: int | None = None) -> str:
     if card.realism is not None:
         parts.append(rich_table(realism_table(card.realism)))
         parts.append(realism_text(card))
-    parts.append(
-        "By risk level, judge and seed, every harmful rating with the judge's reasoning, and how "
-        "the run was made: card.md and card.html in the run directory."
-    )
+    parts.append(tr("card.terminal_more"))
     return render(parts, width)
 
 
@@ -244,7 +342,7 @@ def _headline_parts(card: Card) -> list[RenderableType | str]:
     return [
         run_title(card),
         *top_lines(card),
-        SCORE_MEANING,
+        tr("card.score_meaning"),
         *(rich_table(t) for t in headline_tables(card, short=True)),
     ]
 

@@ -83,9 +83,9 @@ _WIDTH = 2 + 5 * len(SHARES)
 
 def human_consensus(long: pl.DataFrame, raters: RaterRule = DEFAULT_RATER_RULE) -> pl.DataFrame:
     """The raters' one rating per (item_id, dimension) by the rule `raters`
-    (`vera.stats.humans.combine_raters`; by default the majority, a tie settled to the
-    most severe tied rating, so a split panel never makes a harmful conversation count
-    as safe, and no rated conversation is dropped). Columns: item_id, dimension, rating,
+    (`vera.stats.humans.combine_raters`; by default the most severe rating any rater
+    gave, so a split panel never makes a harmful conversation count as safe, and no
+    rated conversation is dropped). Columns: item_id, dimension, rating,
     n_raters."""
     return combine_raters(long, raters)
 

@@ -26,9 +26,15 @@ the known −Σ(a − r·b)_baseline / N. A hard persona is hard for both sides 
 
 Joint coverage. BP % and HPH % each get a sequence at α/2 (union bound); the score is
 increasing in BP % and decreasing in HPH %, so the score's sequence is the score at the
-corners [S(BP_lo, HPH_hi), S(BP_hi, HPH_lo)]. The gate splits α over its rows (Overall
-and every dimension, Bonferroni), so all rows cover at every look with probability
-≥ 1 − α and the gate's verdict errs with probability ≤ α.
+corners [S(BP_lo, HPH_hi), S(BP_hi, HPH_lo)].
+
+The two ends of a row answer different questions and are held to their own errors. A
+wrong NOT WORSE needs some row's *lower* end above its truth; a wrong WORSE needs some
+row's *upper* end below its truth. NOT WORSE asks every row to clear −margin, an
+intersection-union test (Berger 1982): each row's lower end at one-sided α keeps the
+chance of a wrong NOT WORSE at α, with no split over rows. WORSE needs one row, so the
+upper ends split α over the rows (weighted Bonferroni: Overall α/2, the dimensions the
+other half), and a wrong WORSE also errs with probability ≤ α.
 """
 
 from __future__ import annotations
@@ -213,60 +219,94 @@ BETTING: Method = "betting"
 MIN_UNITS = 10
 # The standard deviation of the pseudo-unit `influence_sequence` adds (score points).
 PRIOR_SPREAD = 100.0
+# The share of the units at which the asymptotic sequence is tightest (fixed before any
+# unit is seen; a candidate far from the margin stops well before it).
+HORIZON = 0.25
+# How many units' weight the prior guess β = 1 (plain pairing) has against the fitted
+# regression of candidate on baseline (`influence_sequence`).
+BETA_PRIOR = 20.0
+# The share of each end's α spent on the sequence; the rest covers the personas.
+SEQUENCE_SHARE = 0.5
 
 
 def difference_sequence(
     candidate: np.ndarray,
     baseline: np.ndarray,
     baseline_total: np.ndarray,
-    alpha: float,
+    alpha_low: float,
+    alpha_high: float,
     looks: np.ndarray,
     *,
     persona: np.ndarray,
     units_per_persona: np.ndarray,
     method: Method = ASYMPTOTIC,
     grid_points: int = GRID_POINTS,
+    horizon: float = HORIZON,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The gate's interval of candidate − baseline at each look: (estimate, low, high),
-    each (..., L).
+    each (..., L). The low end errs (lies above the truth at some look) with probability
+    at most `alpha_low`, the high end (below it at some look) at most `alpha_high`.
 
-    Two parts, α/2 each. The first covers the full run's difference on these units at
-    every look at once: with `method="betting"` the exact confidence sequence of
-    `score_sequence` (sampling without replacement); with `"asymptotic"` the asymptotic
-    confidence sequence of the units' paired influences (`influence_sequence`,
-    `asymptotic_radius`; tightest at half the units; from `MIN_UNITS` units on). With
-    every unit in, both are the full run's difference exactly. The full run's
-    difference is itself an estimate of the difference over personas like these; the
-    interval is widened by z(1 − α/4) times its standard error (`persona_spread`), the
-    same large-sample reading the fixed gate's bootstrap makes. Without it, a gate that
-    ran out of units would end on the full run's point estimate, as if its personas were
-    all there are.
+    Two parts, each end's α split between them (`SEQUENCE_SHARE` to the first). The
+    first covers the full run's difference on these units at every look at once: with
+    `method="betting"` the exact confidence sequence of `score_sequence` (sampling
+    without replacement); with `"asymptotic"` the asymptotic confidence sequence of the
+    units' paired influences under sampling without replacement (`influence_sequence`,
+    `asymptotic_radius`; tuned to be tightest at `horizon` of the units; from
+    `MIN_UNITS` units on). With every unit in, both are the full run's difference
+    exactly. The full run's difference is itself an estimate of the difference over
+    personas like these; each end is moved out by z(1 − its other part) standard errors
+    (`persona_spread`), the same large-sample reading the fixed gate's bootstrap makes.
+    Without it, a gate that ran out of units would end on the full run's point
+    estimate, as if its personas were all there are.
     """
     population = int(units_per_persona.sum())
     idx = np.asarray(looks) - 1
+    low_seq, high_seq = SEQUENCE_SHARE * alpha_low, SEQUENCE_SHARE * alpha_high
     if method == BETTING:
-        est, lo, hi = score_sequence(
-            candidate, baseline, baseline_total, population, alpha / 2.0, grid_points
-        )
+        # The betting sequence is two-sided: at level a, neither end errs more than a.
+        est, lo, hi = score_sequence(candidate, baseline, baseline_total, population, low_seq, grid_points)
+        if alpha_high != alpha_low:
+            _, _, hi = score_sequence(candidate, baseline, baseline_total, population, high_seq, grid_points)
         est, lo, hi = est[..., idx], lo[..., idx], hi[..., idx]
     else:
         est_all, sd = influence_sequence(candidate, baseline, baseline_total, population)
         t = np.asarray(looks, dtype=np.float64)
-        radius = asymptotic_radius(sd[..., idx], t, alpha / 2.0, population / 2.0)
-        radius = np.where(t < MIN_UNITS, np.inf, np.where(t >= population, 0.0, radius))
+        s = sd[..., idx]
+
+        def radius(a: float) -> np.ndarray:
+            r = asymptotic_radius(s, t, one_sided_level(a), horizon * population, population)
+            return np.where(t < MIN_UNITS, np.inf, np.where(t >= population, 0.0, r))
+
         est = est_all[..., idx]
-        lo, hi = est - radius, est + radius
+        lo, hi = est - radius(low_seq), est + radius(high_seq)
     spread = persona_spread(
         candidate, baseline, baseline_total, persona, units_per_persona, np.asarray(looks)
     )
-    z = NormalDist().inv_cdf(1.0 - alpha / 4.0)
+    normal = NormalDist()
+    z_low = normal.inv_cdf(1.0 - (1.0 - SEQUENCE_SHARE) * alpha_low)
+    z_high = normal.inv_cdf(1.0 - (1.0 - SEQUENCE_SHARE) * alpha_high)
     # Scores lie in [0, 100] and the baseline's is known: so does the difference's range.
     base_score = _score(baseline_total[..., BP], baseline_total[..., HPH], baseline_total[..., RATED])[
         ..., None
     ]
-    low = np.maximum(lo - z * spread, -base_score)
-    high = np.minimum(hi + z * spread, 100.0 - base_score)
+    low = np.maximum(lo - z_low * spread, -base_score)
+    high = np.minimum(hi + z_high * spread, 100.0 - base_score)
     return est, low, high
+
+
+def one_sided_level(alpha: float) -> float:
+    """The two-sided level whose normal-mixture boundary bounds one side at `alpha`.
+
+    The one-sided mixture (a half-normal mixing distribution over the bet) is 2Φ(x)
+    times the two-sided one, x the standardised sum; where the two-sided mixture
+    reaches 1/(2αc), x is at least √(2 ln(1/(2α))), so with c = Φ(√(2 ln(1/(2α)))) the
+    one-sided mixture has reached 1/α: Ville's inequality bounds that side by α.
+    """
+    if not 0.0 < alpha < 0.5:
+        raise ValueError(f"a one-sided level must lie in (0, 0.5), not {alpha}")
+    c = NormalDist().cdf(math.sqrt(2.0 * math.log(1.0 / (2.0 * alpha))))
+    return 2.0 * alpha * c
 
 
 def influence_sequence(
@@ -302,29 +342,73 @@ def influence_sequence(
     x = np.concatenate([candidate, baseline], axis=-1)  # (..., T, 6)
     first = np.cumsum(x, axis=-2) / t[:, None]
     second = np.cumsum(x[..., :, None] * x[..., None, :], axis=-3) / t[:, None, None]
-    mean_u = (coef * first).sum(axis=-1)
-    mean_u2 = np.einsum("...i,...ij,...j->...", coef, second, coef)
+    # The baseline's influences have mean 0 over all N units (they are linearised at its
+    # known shares), so any multiple β of their mean so far may be taken off the
+    # estimate's error: candidate − β·baseline, β the regression of the one on the
+    # other (the regression estimator of survey sampling). Pairing with β = 1 halves
+    # nothing when the two sides are only loosely alike; the fitted β never does worse
+    # than either β = 1 or no pairing, to first order. β is shrunk towards 1 over the
+    # first units, while it is still a guess.
+    only_c = coef * np.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0])
+    only_b = -(coef - only_c)
+    m_c, m_b = (only_c * first).sum(axis=-1), (only_b * first).sum(axis=-1)
+    var_c = np.einsum("...i,...ij,...j->...", only_c, second, only_c) - m_c**2
+    var_b = np.einsum("...i,...ij,...j->...", only_b, second, only_b) - m_b**2
+    cov = np.einsum("...i,...ij,...j->...", only_c, second, only_b) - m_c * m_b
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fitted = np.clip(np.nan_to_num(cov / var_b, nan=1.0, posinf=1.0, neginf=1.0), 0.0, 2.0)
+    beta = (t * fitted + BETA_PRIOR) / (t + BETA_PRIOR)
+    estimate = estimate + np.nan_to_num((1.0 - beta) * m_b)
+    var_u = var_c - 2.0 * beta * cov + beta**2 * var_b
     # One pseudo-unit of the largest spread a score difference can have (±100 points)
     # joins the units seen: a row whose first units all agree (a dimension rarely
     # relevant) is not taken to have no spread at all, which would close its interval
     # at once; it fades as units come in (as WSR's bets start from a variance of 1/4).
-    squares = np.maximum(mean_u2 - mean_u**2, 0.0) * t
+    squares = np.maximum(var_u, 0.0) * t
     var = (squares + PRIOR_SPREAD**2) / t
     return estimate, np.nan_to_num(np.sqrt(var), nan=np.inf)
 
 
-def asymptotic_radius(sd: np.ndarray, t: np.ndarray, alpha: float, horizon: float) -> np.ndarray:
+def asymptotic_radius(
+    sd: np.ndarray, t: np.ndarray, alpha: float, horizon: float, population: int | None = None
+) -> np.ndarray:
     """Half-width of the asymptotic confidence sequence of Waudby-Smith, Arbour, Sinha,
     Kennedy & Ramdas (2024, "Time-uniform central limit theory and asymptotic confidence
     sequences", Annals of Statistics): the normal-mixture boundary with the estimated
-    standard deviation, two-sided, tightest near `horizon` units."""
+    standard deviation, two-sided at `alpha`, tightest near `horizon` units.
+
+    With `population` N the units are drawn without replacement from N, and the
+    boundary is put on the martingale that sampling makes exact: the mean of the units
+    not yet drawn, μ_rest(t) = μ − S(t)/(N − t) with S(t) the sum of the first t
+    errors. Its variance grows as σ²·Σ 1/j² over j = N − t … N − 1 (one unit's share of
+    what is left, each draw), so the estimate's error S(t)/t = (N − t)/t · (μ − μ_rest)
+    shrinks like the finite-population-corrected √((1 − t/N)/t) and is 0 with every unit
+    in; i.i.d. boundaries ignore that and stay wide to the end.
+    """
     log_a = -2.0 * math.log(alpha)
-    rho2 = (log_a + math.log(log_a + 1.0)) / horizon
+    lead = log_a + math.log(log_a + 1.0)
     t = np.asarray(t, dtype=np.float64)
-    out: np.ndarray = sd * np.sqrt(
-        2.0 * (t * rho2 + 1.0) / (t**2 * rho2) * np.log(np.sqrt(t * rho2 + 1.0) / alpha)
+    if population is None:
+        rho2 = lead / horizon
+        out: np.ndarray = sd * np.sqrt(
+            2.0 * (t * rho2 + 1.0) / (t**2 * rho2) * np.log(np.sqrt(t * rho2 + 1.0) / alpha)
+        )
+        return out
+    inverse_squares = np.concatenate(
+        [[0.0], np.cumsum(1.0 / np.arange(1, population, dtype=np.float64) ** 2)]
     )
-    return out
+
+    def v(n: np.ndarray | float) -> np.ndarray:
+        # Σ 1/j² for j = N − n … N − 1 (the intrinsic time after n draws, per unit of σ²).
+        k = np.clip(np.asarray(n, dtype=np.int64), 0, population - 1)
+        return np.asarray(inverse_squares[population - 1] - inverse_squares[population - 1 - k])
+
+    a = v(min(max(round(horizon), 1), population - 1)) / lead
+    vt = v(t)
+    # With every unit in nothing is left to err (0, even where the spread is unknown).
+    with np.errstate(invalid="ignore"):
+        out = sd * (population - t) / t * np.sqrt(2.0 * (vt + a) * np.log(np.sqrt((vt + a) / a) / alpha))
+    return np.asarray(np.where(t >= population, 0.0, out))
 
 
 def persona_spread(
@@ -455,6 +539,19 @@ class SequenceLook(msgspec.Struct, frozen=True, kw_only=True):
     verdict: Status
 
 
+def upper_levels(is_overall: Sequence[bool], alpha: float) -> list[float]:
+    """The one-sided level of each row's upper end (weighted Bonferroni, summing to α):
+    Overall half of α and the dimensions the other half evenly; without an Overall row,
+    or with only it, the rows share α evenly. Overall gets more because it pools every
+    dimension's ratings, so it is the row most likely to settle a WORSE early."""
+    n = len(is_overall)
+    if n == 0:
+        return []
+    if sum(is_overall) != 1 or n == 1:
+        return [alpha / n] * n
+    return [alpha / 2.0 if o else alpha / (2.0 * (n - 1)) for o in is_overall]
+
+
 def gate_sequence(
     baseline: np.ndarray,
     candidate: np.ndarray,
@@ -468,6 +565,7 @@ def gate_sequence(
     alpha: float,
     method: Method = ASYMPTOTIC,
     grid_points: int = GRID_POINTS,
+    overall: str = "Overall",
 ) -> list[SequenceLook]:
     """The gate's sequence at each look.
 
@@ -476,8 +574,10 @@ def gate_sequence(
     counts of the units `order[:n]`, in that order; `max_ratings` (R,) the most ratings
     one unit can hold in each row (judge slots, times the dimensions for Overall), which
     scales the counts to [0, 1]; `looks` the numbers of units after which the gate looked
-    (each ≤ n). A row the baseline never rated is left out (nothing to compare). α is
-    split over the rows that are compared (Bonferroni).
+    (each ≤ n). A row the baseline never rated is left out (nothing to compare). Each
+    row's lower end errs at most α (NOT WORSE needs every row: intersection-union), the
+    upper ends split α over the rows compared (`upper_levels`; the row labelled
+    `overall` gets half).
     """
     base = np.asarray(baseline, dtype=np.float64)
     cand = np.asarray(candidate, dtype=np.float64)
@@ -490,21 +590,28 @@ def gate_sequence(
     who = np.asarray(persona, dtype=np.int64)
     units_per_persona = np.bincount(who).astype(np.float64)
     rows = [i for i in range(base.shape[1]) if base[:, i, RATED].sum() > 0]
-    row_alpha = alpha / max(len(rows), 1)
+    highs = upper_levels([labels[i] == overall for i in rows], alpha)
     seen = (base[idx] / scale).transpose(1, 0, 2)[rows]  # (R, n, 3)
     drawn = (cand / scale).transpose(1, 0, 2)[rows]
     total = (base / scale).sum(axis=0)[rows]  # (R, 3)
-    est, lo, hi = difference_sequence(
-        drawn,
-        seen,
-        total,
-        row_alpha,
-        np.asarray(looks),
-        persona=np.broadcast_to(who[idx], drawn.shape[:-1]),
-        units_per_persona=units_per_persona,
-        method=method,
-        grid_points=grid_points,
-    )
+    who_drawn = np.broadcast_to(who[idx], drawn.shape[:-1])
+    est = np.empty((len(rows), len(looks)))
+    lo, hi = np.empty_like(est), np.empty_like(est)
+    # Rows held to the same upper level are computed together.
+    for level in sorted(set(highs)):
+        sel = np.array([h == level for h in highs])
+        est[sel], lo[sel], hi[sel] = difference_sequence(
+            drawn[sel],
+            seen[sel],
+            total[sel],
+            alpha,
+            level,
+            np.asarray(looks),
+            persona=who_drawn[sel],
+            units_per_persona=units_per_persona,
+            method=method,
+            grid_points=grid_points,
+        )
     out = []
     for j, n in enumerate(looks):
         entries = []

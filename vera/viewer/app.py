@@ -81,9 +81,11 @@ from vera.viewer.calls import (
     corrupt_html,
 )
 from vera.viewer.catalogue import Catalogue, Query, QueryError
-from vera.viewer.compare import BACK, comparable, compare_page, frame_page
+from vera.viewer.compare import CARD_BACK, comparable, compare_page, frame_page
 from vera.viewer.grid import grid_html, side_by_side_html
+from vera.viewer.runs import Folder, build_folder_app, describe, is_run_dir
 from vera.viewer.stepping import steps_html
+from vera.viewer.words import run_strings, translate_page
 
 CATALOGUE = web.AppKey("catalogue", Catalogue)
 # Each run's improvement report, built when first asked for (and again after the runs
@@ -115,10 +117,23 @@ CARD_CSP = (
 )
 _STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html"}
 # Served from memory, by these names only.
-_ASSETS = ("index.html", "app.js", "style.css", "calls.js", "calls.css", "keys.js", "keys.css")
+_ASSETS = (
+    "index.html",
+    "app.js",
+    "style.css",
+    "calls.js",
+    "calls.css",
+    "keys.js",
+    "keys.css",
+    "runs.html",
+    "runs.js",
+    "bundle.js",
+)
+# In a folder of runs (`vera view FOLDER`), each run's list links back to the runs list.
+HOME = web.AppKey("home", str)
 
 
-def _load_assets() -> dict[str, tuple[bytes, str]]:
+def load_assets() -> dict[str, tuple[bytes, str]]:
     folder = resources.files("vera.viewer").joinpath("static")
     out = {}
     for name in _ASSETS:
@@ -132,18 +147,25 @@ def _load_assets() -> dict[str, tuple[bytes, str]]:
 
 
 def build_app(
-    catalogue: Catalogue, *, allowed_hosts: frozenset[str], key: str = "", warm: bool = False
+    catalogue: Catalogue,
+    *,
+    allowed_hosts: frozenset[str],
+    key: str = "",
+    warm: bool = False,
+    home: str = "",
 ) -> web.Application:
     """The viewer as an aiohttp application. `allowed_hosts` (lower-case "host:port",
     `vera.viewer.access.host_names`) are the Host headers accepted; `key`, when given,
     must come with every request (remote mode: `vera.viewer.access.key_required`); `warm`
-    starts the comparisons when the server starts (`vera view` does)."""
+    starts the comparisons when the server starts (`vera view` does); `home`, the runs
+    list this run was opened from (relative), when there is one."""
     # Outermost first: every answer, a refusal too, carries the safe headers; a foreign
     # Host is refused before the key is even looked at.
     app = web.Application(middlewares=[_safe_headers, _read_only, known_host, key_required])
     app[CATALOGUE] = catalogue
     app[ALLOWED_HOSTS] = allowed_hosts
     app[ACCESS_KEY] = key
+    app[HOME] = home
     app[REPORTS] = {}
     app[CALL_INDEXES] = {}
     app[BODY_INDEXES] = {}
@@ -153,7 +175,7 @@ def build_app(
     if warm:
         app.on_startup.append(_warm_comparisons)
     app.on_cleanup.append(_stop_comparisons)
-    assets = _load_assets()
+    assets = load_assets()
 
     async def asset(request: web.Request) -> web.Response:
         found = assets.get(request.match_info["name"])
@@ -162,11 +184,18 @@ def build_app(
         body, content_type = found
         return web.Response(body=body, content_type=content_type, charset="utf-8")
 
+    # The list page in the runs' locale pack's language (English unless they share one).
+    index_page = translate_page(
+        assets["index.html"][0], run_strings(r.records.manifest for r in catalogue.runs), "viewer"
+    )
+
     async def index(request: web.Request) -> web.Response:
-        body, _ = assets["index.html"]
-        return web.Response(body=body, content_type="text/html", charset="utf-8")
+        return web.Response(body=index_page, content_type="text/html", charset="utf-8")
 
     app.router.add_get("/", index)
+    # Every page links back to the list as index.html (relative): the same link works
+    # served and in a bundle opened from disk, where "./" would list the folder.
+    app.router.add_get("/index.html", index)
     app.router.add_get("/static/{name}", asset)
     app.router.add_get("/api/facets", _facets)
     app.router.add_get("/api/conversations", _conversations)
@@ -194,6 +223,7 @@ async def _facets(request: web.Request) -> web.Response:
     if not reasons and len(facets["chatbots"]) < 2 and len(catalogue.runs) < 2:
         reasons = ["these runs hold one chatbot: there is nothing to compare it with"]
     facets["compare"] = reasons
+    facets["home"] = request.app[HOME]
     return _json(facets)
 
 
@@ -297,7 +327,7 @@ async def _conversation_page(request: web.Request) -> web.Response:
         steps=steps,
         appendix=calls,
         question_calls=by_question,
-        script=("/static/calls.js", "/static/keys.js"),
+        script=("../../../static/calls.js", "../../../static/keys.js"),
     )
     response = web.Response(text=html, content_type="text/html")
     response.headers["Content-Security-Policy"] = SCRIPT_PAGE_CSP
@@ -329,15 +359,24 @@ def _calls_section(
         indexes[k] = CallIndex(path)
     if k not in bodies:
         bodies[k] = BodyIndex(path)
+    return page_calls(indexes[k], bodies[k], page)
+
+
+def page_calls(
+    index: CallIndex, bodies: BodyIndex | None, page: ConversationPage, *, left_out: str = ""
+) -> tuple[str, dict[tuple[str, str], str]]:
+    """A conversation's calls section and its judge calls by question; `bodies` None:
+    the bodies are left out, and the page says why (`left_out`)."""
     jobs = [Job(page.conversation.id, "")]
     jobs += [Job(j.id, f"judge {j.judge} #{j.instance}") for j in page.judgements]
-    calls, corrupt = indexes[k].calls_and_damage([j.id for j in jobs])
-    warning = corrupt_html(indexes[k].path, corrupt)
-    kept = bodies[k].conversation(page.conversation.id)
+    calls, corrupt = index.calls_and_damage([j.id for j in jobs])
+    warning = corrupt_html(index.path, corrupt)
+    kept = bodies.conversation(page.conversation.id) if bodies is not None else None
     if not calls:
         return warning + calls_html(jobs, calls), {}
     answered = {(j.id, a.question_id) for j in page.judgements for a in j.answers if not a.auto}
-    found = bodies_html(jobs, kept, call_numbers(calls), no_bodies_reason(path) or "", answered)
+    why = left_out or no_bodies_reason(index.path.parent) or ""
+    found = bodies_html(jobs, kept, call_numbers(calls), why, answered)
     return warning + calls_html(jobs, calls, linked=kept is not None) + found.appendix, found.by_question
 
 
@@ -399,7 +438,7 @@ async def _card(request: web.Request) -> web.Response:
     except OSError:
         raise web.HTTPNotFound() from None
     # The card is a file made to be opened alone; served here it gets the way back.
-    body = body.replace(b"<body>\n", b"<body>\n" + BACK.encode() + b"\n", 1)
+    body = body.replace(b"<body>\n", b"<body>\n" + CARD_BACK.encode() + b"\n", 1)
     response = web.Response(body=body, content_type="text/html", charset="utf-8")
     response.headers["Content-Security-Policy"] = CARD_CSP
     return response
@@ -452,6 +491,11 @@ async def _safe_headers(request: web.Request, handler: Handler) -> web.StreamRes
         raise
     _add_safe_headers(response.headers)
     return response
+
+
+# For the runs list of `vera view FOLDER` (vera.viewer.runs), which wraps the run viewers.
+SAFE_HEADERS = _safe_headers
+READ_ONLY = _read_only
 
 
 def _add_safe_headers(headers: MutableMapping[str, str]) -> None:
@@ -551,18 +595,29 @@ def serve(
     check_host(host, allow_remote=allow_remote)
     names = check_names(host, allowed_hosts, allow_remote=allow_remote)
     started = time.perf_counter()
-    catalogue = Catalogue.open(run_dirs)
+    # One folder that is not itself a run: the runs under it, each opened from a list.
+    one_folder = len(run_dirs) == 1 and not is_run_dir(Path(run_dirs[0]))
+    opened: Catalogue | Folder = Folder.open(run_dirs[0], err) if one_folder else Catalogue.open(run_dirs)
     sock = bind(host, port)
     url, allowed, key = remote_access(sock, host, names)
     url = with_key(url, key)
     if key:
         print(NETWORK_WARNING.format(url=url, port=sock.getsockname()[1]), file=err, flush=True)
-    n = catalogue.conversations.height
-    print(
-        f"vera view: {n} conversation(s) in {len(catalogue.runs)} run(s), indexed in "
-        f"{time.perf_counter() - started:.1f} s",
-        file=out,
-    )
+    took = f"indexed in {time.perf_counter() - started:.1f} s"
+    if isinstance(opened, Catalogue):
+        n = opened.conversations.height
+        print(f"vera view: {n} conversation(s) in {len(opened.runs)} run(s), {took}", file=out)
+        app = build_app(opened, allowed_hosts=allowed, key=key, warm=True)
+    else:
+        print(f"vera view: {describe(opened)}, {took}", file=out)
+        app = build_folder_app(
+            opened,
+            allowed_hosts=allowed,
+            key=key,
+            assets=load_assets(),
+            # Not warmed: a folder of many runs would start every comparison at once.
+            run_app=lambda c: build_app(c, allowed_hosts=allowed, home="../../"),
+        )
 
     def ready() -> None:
         # Printed once Ctrl-C and SIGTERM are handled: a stop right after it is clean.
@@ -570,7 +625,7 @@ def serve(
         if open_browser:
             webbrowser.open(url)
 
-    _run(_serve_until_stopped(build_app(catalogue, allowed_hosts=allowed, key=key, warm=True), sock, ready))
+    _run(_serve_until_stopped(app, sock, ready))
 
 
 async def _serve_until_stopped(

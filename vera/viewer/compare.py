@@ -30,10 +30,15 @@ _STYLE = (
     ".reason{border-left:5px solid #E69F00;background:#fff8e6;padding:.6rem 1rem}"
     ".reason li{margin:.3rem 0}.wait{color:#444}"
 )
-BACK = '<nav aria-label="Page"><a href="/">← All conversations</a></nav>'
+# Links are relative to the page (the list is index.html beside /compare), so the viewer
+# works under a prefix (`vera view FOLDER`) and as a bundle opened from disk.
+BACK = '<nav aria-label="Page"><a href="index.html">← All conversations</a></nav>'
+# The same, from a run's card (runs/<k>/card.html).
+CARD_BACK = '<nav aria-label="Page"><a href="../../index.html">← All conversations</a></nav>'
 # The frame reloads itself at once; the server holds that reload (`wait=1`) until the
 # comparison is there, so the browser shows the frame meanwhile and then the page.
-FRAME_RELOAD = "0; url=/compare?wait=1"
+# Relative, as the links above.
+FRAME_RELOAD = "0; url=compare?wait=1"
 
 
 def unit_links(result: RunComparison, catalogue: Catalogue) -> dict[str, str]:
@@ -48,7 +53,7 @@ def unit_links(result: RunComparison, catalogue: Catalogue) -> dict[str, str]:
         params: dict[str, str | int] = {"run": k, "chatbot": u.chatbot}
         if u.seed is not None:
             params["seed"] = u.seed
-        links[u.unit] = "/?" + urlencode(params)
+        links[u.unit] = "index.html?" + urlencode(params)
     return links
 
 

@@ -12,7 +12,8 @@ grid of one seed or one run is a link away.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from html import escape
 from typing import Any
 
@@ -29,13 +30,32 @@ MAX_SIDE_BY_SIDE = 8  # columns: more would not be side by side on any screen
 GRID_ROWS = 100
 
 
+@dataclass(frozen=True)
+class GridLinks:
+    """Where the grid's links go, relative to the list: the viewer's routes (the
+    default), or a bundle's files (`vera.viewer.bundle`), which cannot take a query."""
+
+    list: str = "index.html"
+    # (list query, page number) → a grid page
+    grid: Callable[[str, int], str] = lambda query, n: (
+        "grid?" + "&".join(p for p in (query, f"page={n}" if n > 1 else "") if p)
+    )
+    # (persona, query with the persona) → its side-by-side page
+    side: Callable[[str, str], str] = lambda persona, query: f"side-by-side?{query}"
+    # (run, conversation id, list query) → its page
+    page: Callable[[int, str, str], str] = page_href
+
+
+SERVED = GridLinks()
+
+
 def _document(title: str, body: str) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="referrer" content="no-referrer">\n'
         f'<title>{escape(title)}</title>\n<link rel="icon" href="data:,">\n'
-        '<link rel="stylesheet" href="/static/style.css">\n</head>\n<body>\n'
+        '<link rel="stylesheet" href="static/style.css">\n</head>\n<body>\n'
         f"{body}\n<footer>Transcripts are sensitive: share what you see here with care.</footer>\n"
         "</body>\n</html>\n"
     )
@@ -47,7 +67,7 @@ def _rows(catalogue: Catalogue, q: Query) -> list[dict[str, Any]]:
     return frame.select("run", "id", "chatbot", "persona", "risk", "seed", "status", "rank").to_dicts()
 
 
-def _chip(row: dict[str, Any], query: str) -> str:
+def _chip(row: dict[str, Any], query: str, links: GridLinks) -> str:
     rank = row["rank"]
     if row["status"] == "failed":
         cls, code, title = "failed", "✕", "conversation failed"
@@ -57,11 +77,11 @@ def _chip(row: dict[str, Any], query: str) -> str:
         cls, code = _BADGES[rank]
         title = f"worst rating: {_NAMES[rank]}"
     label = f"{row['id']} · seed {row['seed']} · {title}"
-    href = page_href(row["run"], row["id"], query)
+    href = links.page(row["run"], row["id"], query)
     return f'<a class="chip badge {cls}" href="{escape(href)}" title="{escape(label)}">{escape(code)}</a>'
 
 
-def grid_html(catalogue: Catalogue, params: Mapping[str, str]) -> str:
+def grid_html(catalogue: Catalogue, params: Mapping[str, str], links: GridLinks = SERVED) -> str:
     """The grid page (the caller has checked the query parses)."""
     q = Query.from_params(params)
     rows = _rows(catalogue, q)
@@ -83,14 +103,14 @@ def grid_html(catalogue: Catalogue, params: Mapping[str, str]) -> str:
         side = list_query({**params, "persona": p})
         # data-label names the chatbot where a phone shows each row as a card.
         tds = "".join(
-            f'<td data-label="{escape(c)}">{"".join(_chip(r, query) for r in cells.get((p, c), []))}</td>'
+            f'<td data-label="{escape(c)}">{"".join(_chip(r, query, links) for r in cells.get((p, c), []))}</td>'
             for c in chatbots
         )
         body.append(
             f'<tr><th scope="row">{escape(p)} <span class="muted">({escape(risk[p])})</span><br>'
-            f'<a class="side" href="/side-by-side?{escape(side)}">side by side</a></th>{tds}</tr>'
+            f'<a class="side" href="{escape(links.side(p, side))}">side by side</a></th>{tds}</tr>'
         )
-    back = "/" + (f"?{query}" if query else "")
+    back = links.list + (f"?{query}" if query else "")
     summary = f"{len(rows):,} conversation(s), {len(personas):,} persona(s), {len(chatbots):,} chatbot(s)"
     html = (
         f'<nav><a href="{escape(back)}">← The list</a></nav>'
@@ -100,23 +120,25 @@ def grid_html(catalogue: Catalogue, params: Mapping[str, str]) -> str:
         "(BP, SUB, HPH, NR; – not judged, ✕ failed); it opens the conversation. "
         "<em>side by side</em> shows a persona's conversations with every chatbot next to each other.</p>"
         # The pager above the grid too: with 100 rows the one below is far down.
-        f"{_pager(query, page, pages, len(shown), len(personas), 'grid-pager-top')}"
+        f"{_pager(query, page, pages, len(shown), len(personas), 'grid-pager-top', links)}"
         '<div class="list-box"><table class="list grid" id="grid">'
         f'<thead><tr><th scope="col">Persona (risk)</th>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div>"
-        f"{_pager(query, page, pages, len(shown), len(personas), 'grid-pager')}"
+        f"{_pager(query, page, pages, len(shown), len(personas), 'grid-pager', links)}"
     )
     return _document("Chatbot × persona — vera view", html)
 
 
-def _pager(query: str, page: int, pages: int, shown: int, personas: int, element_id: str) -> str:
+def _pager(
+    query: str, page: int, pages: int, shown: int, personas: int, element_id: str, links: GridLinks
+) -> str:
     """Previous / next grid pages, keeping the filters; nothing when one page holds all."""
     if pages == 1:
         return ""
     first = (page - 1) * GRID_ROWS + 1
 
     def link(n: int, text: str, rel: str) -> str:
-        href = "/grid?" + "&".join(p for p in (query, f"page={n}") if p)
+        href = links.grid(query, n)
         return f'<a rel="{rel}" href="{escape(href)}">{text}</a>'
 
     parts = [link(page - 1, "← previous", "prev") if page > 1 else ""]
@@ -127,7 +149,9 @@ def _pager(query: str, page: int, pages: int, shown: int, personas: int, element
     return f'<nav class="pager" id="{element_id}">{"".join(parts)}</nav>'
 
 
-def side_by_side_html(catalogue: Catalogue, params: Mapping[str, str]) -> str | None:
+def side_by_side_html(
+    catalogue: Catalogue, params: Mapping[str, str], links: GridLinks = SERVED
+) -> str | None:
     """One persona's conversations (within the filters), transcripts in columns; None
     when no persona is named."""
     persona = params.get("persona", "")
@@ -150,7 +174,7 @@ def side_by_side_html(catalogue: Catalogue, params: Mapping[str, str]) -> str | 
         columns.append(
             '<section class="side-column">'
             f"<h2>{escape(r['chatbot'])}</h2>"
-            f'<p>{_chip(r, query)} <a href="{escape(page_href(r["run"], r["id"], query))}">'
+            f'<p>{_chip(r, query, links)} <a href="{escape(links.page(r["run"], r["id"], query))}">'
             f"<code>{escape(r['id'])}</code></a> · seed {escape(str(r['seed']))}"
             f"{' · ' + escape(run.label) if len(catalogue.runs) > 1 else ''}</p>"
             f'<ol class="side-turns">{turns}</ol></section>'
@@ -161,7 +185,7 @@ def side_by_side_html(catalogue: Catalogue, params: Mapping[str, str]) -> str | 
     )
     grid = list_query({k: v for k, v in params.items() if k != "persona"})
     html = (
-        f'<nav><a href="/grid{escape("?" + grid if grid else "")}">← The grid</a></nav>'
+        f'<nav><a href="{escape(links.grid(grid, 1))}">← The grid</a></nav>'
         f"<h1>{escape(persona)}, side by side</h1>"
         f'<p class="summary">{len(rows)} conversation(s) of this persona.{escape(note)}</p>'
         f'<div class="side-by-side" id="side-by-side">{"".join(columns)}</div>'

@@ -55,6 +55,7 @@ from vera.viewer.app import (
     remote_access,
     with_key,
 )
+from vera.viewer.words import run_strings, translate_page
 
 __all__ = ["ReviewSession", "build_review_app", "check_rater", "serve_review"]
 
@@ -342,6 +343,8 @@ def build_review_app(
     app[ACCESS_KEY] = key
     folder = resources.files("vera.viewer").joinpath("static")
     page = folder.joinpath("review.html").read_bytes().replace(_TOKEN_SLOT, token.encode())
+    # In the run's locale pack's language (vera.viewer.words); as on disk in English.
+    page = translate_page(page, run_strings([session.records.manifest]), "review")
     assets = {name: folder.joinpath(name).read_bytes() for name in _ASSETS}
 
     async def index(request: web.Request) -> web.Response:

@@ -40,8 +40,9 @@ def list_query(params: Mapping[str, str]) -> str:
     return urlencode([(k, params[k]) for k in LIST_PARAMS if params.get(k)])
 
 
-def page_href(run_index: int, conversation_id: str, query: str) -> str:
-    return f"/runs/{run_index}/conversations/{quote(conversation_id, safe='')}.html" + (
+def page_href(run_index: int, conversation_id: str, query: str, *, prefix: str = "") -> str:
+    """A conversation's page, relative to the list (or, with `prefix`, to another page)."""
+    return f"{prefix}runs/{run_index}/conversations/{quote(conversation_id, safe='')}.html" + (
         f"?{query}" if query else ""
     )
 
@@ -59,12 +60,12 @@ def steps_html(catalogue: Catalogue, params: Mapping[str, str], run_index: int, 
         return ""
     query = list_query(params)
     page = found.position // q.per_page + 1
-    list_href = "/?" + "&".join(x for x in (query, f"page={page}" if page > 1 else "") if x)
+    list_href = "../../../index.html?" + "&".join(x for x in (query, f"page={page}" if page > 1 else "") if x)
 
     def link(target: tuple[int, str] | None, label: str, rel: str) -> str:
         if target is None:
             return f'<span class="off">{label}</span>'
-        return f'<a rel="{rel}" href="{escape(page_href(*target, query))}">{label}</a>'
+        return f'<a rel="{rel}" href="{escape(page_href(*target, query, prefix="../../../"))}">{label}</a>'
 
     narrowed = any(params.get(k) for k in LIST_PARAMS if k not in ("sort", "desc", "per_page"))
     where = "in this filtered list" if narrowed else "in the list"

@@ -22,6 +22,19 @@ const SORT_LABELS = {
   run: "run",
 };
 
+// Every address is relative to the list's own (the viewer may serve it under a prefix);
+// in a bundle opened from disk, bundle.js answers the API and names the files (`there`).
+const bundle = window.veraBundle || null;
+const there = (path) => (bundle ? bundle.link(path) : path);
+async function getJSON(path) {
+  if (bundle) {
+    const data = bundle.get(path);
+    return { ok: !data.error, status: data.error ? 400 : 200, data };
+  }
+  const response = await fetch(path);
+  return { ok: response.ok, status: response.status, data: await response.json() };
+}
+
 let facets = null;
 let shown = null; // the last page of the list rendered (its rows stay put while live)
 
@@ -110,9 +123,9 @@ function gridLink(p) {
   const q = new URLSearchParams(p);
   q.delete("page");
   const query = q.toString();
-  document.getElementById("grid-link").href = `/grid${query ? `?${query}` : ""}`;
+  document.getElementById("grid-link").href = there(`grid${query ? `?${query}` : ""}`);
   // The CSV is the whole filtered list, in its order: every page.
-  document.getElementById("csv-link").href = `/export.csv${query ? `?${query}` : ""}`;
+  document.getElementById("csv-link").href = there(`export.csv${query ? `?${query}` : ""}`);
 }
 
 function showFilters() {
@@ -142,8 +155,8 @@ async function load() {
   summary.textContent = "Loading…";
   let data;
   try {
-    const response = await fetch(`/api/conversations?${params().toString()}`);
-    data = await response.json();
+    const response = await getJSON(`api/conversations?${params().toString()}`);
+    data = response.data;
     if (!response.ok) throw new Error(data.error || `HTTP ${response.status}`);
   } catch (error) {
     summary.textContent = `Could not load the list: ${error.message}`;
@@ -230,7 +243,7 @@ function conversationHref(row) {
   const p = params();
   p.delete("page");
   const query = p.toString();
-  return `/runs/${row.run}/conversations/${encodeURIComponent(row.id)}.html${query ? `?${query}` : ""}`;
+  return there(`runs/${row.run}/conversations/${encodeURIComponent(row.id)}.html${query ? `?${query}` : ""}`);
 }
 
 // Where the search words were found: a link to the turn or rating, the words round the
@@ -302,10 +315,10 @@ function renderRuns() {
     if (r.offline) li.append(" · ", el("span", { className: "offline" }, "offline stand-in run"));
     if (r.card) {
       li.append(" · ");
-      li.append(el("a", { href: `/runs/${r.index}/card.html` }, "score card"));
+      li.append(el("a", { href: there(`runs/${r.index}/card.html`) }, "score card"));
     }
     li.append(" · ");
-    li.append(el("a", { href: `/runs/${r.index}/improvements.html` }, "what to fix first"));
+    li.append(el("a", { href: there(`runs/${r.index}/improvements.html`) }, "what to fix first"));
     if (r.questions_note) li.append(el("div", { className: "note" }, `Question texts: ${r.questions_note}.`));
     list.append(li);
   }
@@ -316,7 +329,8 @@ function renderCompareLink() {
   const old = document.getElementById("compare-link");
   const reasons = facets.compare || [];
   if (reasons.length === 0) {
-    if (old.tagName !== "A") old.replaceWith(el("a", { id: "compare-link", href: "/compare" }, "Compare the chatbots"));
+    if (old.tagName !== "A") old.replaceWith(el("a", { id: "compare-link", href: there("compare") }, "Compare the chatbots"));
+    else old.setAttribute("href", there("compare"));
     return;
   }
   const note = el("span", { id: "compare-link", className: "not-offered" }, `No comparison: ${reasons.join("; ")}.`);
@@ -353,7 +367,7 @@ function rowKey(row) {
 }
 
 async function refreshInPlace() {
-  const response = await fetch(`/api/conversations?${params().toString()}`);
+  const response = await fetch(`api/conversations?${params().toString()}`);
   const data = await response.json();
   if (!response.ok || shown === null) return false;
   const fresh = new Map(data.rows.map((r) => [rowKey(r), r]));
@@ -365,10 +379,10 @@ async function refreshInPlace() {
 
 async function poll() {
   try {
-    const response = await fetch("/api/changes");
+    const response = await fetch("api/changes");
     const data = await response.json();
     if (version !== null && data.version !== version) {
-      facets = await (await fetch("/api/facets")).json();
+      facets = await (await fetch("api/facets")).json();
       renderRuns();
       renderCompareLink();
       fillFilters();
@@ -400,18 +414,20 @@ async function start() {
   // On a phone the filters would fill the first screen: they start folded there.
   if (window.matchMedia("(max-width: 760px)").matches) document.getElementById("filter-box").open = false;
   try {
-    const response = await fetch("/api/facets");
-    facets = await response.json();
+    facets = (await getJSON("api/facets")).data;
   } catch (error) {
     document.getElementById("summary").textContent = `Could not reach the viewer: ${error.message}`;
     return;
   }
+  // Opened from a folder's runs list (vera view FOLDER): the way back to it.
+  if (facets.home) document.querySelector("header h1").before(el("a", { className: "home", href: facets.home }, "← All runs"));
   renderRuns();
   renderCompareLink();
   renderLegend();
   setUpFilters();
   load();
-  poll();
+  if (bundle) bundle.ready(facets);
+  else poll(); // a bundle is a copy: it does not grow
   // A conversation page's "/" comes back here to search.
   if (window.location.hash === "#search") focusSearch();
 }

@@ -21,7 +21,7 @@
   // The step bar's links (rel=prev / rel=next), and its "n of N in the list" link back.
   const step = (rel) => document.querySelector(`nav.steps a[rel="${rel}"]`);
   function listHref() {
-    const back = document.querySelector("nav.steps a:not([rel])") || document.querySelector('nav a[href="/"]');
+    const back = document.querySelector("nav.steps a:not([rel])") || document.querySelector('nav a[href$="index.html"]');
     return back ? back.getAttribute("href") : "/";
   }
 

@@ -4,7 +4,22 @@
 "use strict";
 
 const TOKEN = document.querySelector('meta[name="vera-token"]').content;
-const SPEAKERS = { user: "User", chatbot: "Chatbot" };
+
+// The page's words in the run's locale pack's language: the server puts them in a JSON
+// block (vera/viewer/words.py); a key it lacks, or an English run, is the text given here.
+const UI = (() => {
+  const node = document.getElementById("vera-ui");
+  try {
+    return node ? JSON.parse(node.textContent) : {};
+  } catch (e) {
+    return {};
+  }
+})();
+function ui(key, english, fields = {}) {
+  return (UI[key] || english).replace(/\{(\w+)\}/g, (m, name) => (name in fields ? String(fields[name]) : m));
+}
+
+const SPEAKERS = { user: ui("user", "User"), chatbot: ui("chatbot", "Chatbot") };
 
 let current = null; // the conversation on screen
 let state = null; // the last answer of /api/next
@@ -45,9 +60,11 @@ function say(text, isError = false) {
 }
 
 function showProgress(rated, total) {
-  document.getElementById("progress-text").textContent =
-    `Rater ${state.rater} · ${rated} of ${total} rated in your sample ` +
-    `(drawn from ${state.population} judged conversations)`;
+  document.getElementById("progress-text").textContent = ui(
+    "progress",
+    "Rater {rater} · {rated} of {total} rated in your sample (drawn from {population} judged conversations)",
+    { rater: state.rater, rated, total, population: state.population },
+  );
   const bar = document.getElementById("progress");
   bar.max = Math.max(total, 1);
   bar.value = rated;
@@ -60,7 +77,7 @@ function guideFor(dimension, ratings) {
   const meanings = state.guide[dimension];
   if (!meanings) return null;
   const details = el("details", { className: "guide" });
-  details.append(el("summary", {}, "What each rating means"));
+  details.append(el("summary", {}, ui("guide", "What each rating means")));
   for (const rating of ratings) {
     const meaning = meanings[rating];
     if (!meaning) continue;
@@ -126,8 +143,8 @@ function setFormEnabled(enabled) {
 function setFinal(final, why) {
   setFormEnabled(!final);
   document.getElementById("change-hint").textContent = final
-    ? `Your ratings of this conversation are final: ${why}.`
-    : "You can still change your ratings and save again, until you show the judge's ratings.";
+    ? ui("final", "Your ratings of this conversation are final: {why}.", { why })
+    : ui("can_change", "You can still change your ratings and save again, until you show the judge's ratings.");
 }
 
 // -- one conversation --------------------------------------------------------------------
@@ -169,8 +186,8 @@ function formatted(turn) {
 
 function showConversation(conversation, total) {
   current = conversation;
-  document.getElementById("conversation-title").textContent =
-    `Conversation ${conversation.position} of ${total}`;
+  document.getElementById("conversation-title").textContent = ui(
+    "position", "Conversation {position} of {total}", { position: conversation.position, total });
   const list = document.getElementById("turns");
   list.replaceChildren();
   conversation.turns.forEach((turn, i) => {
@@ -184,7 +201,7 @@ function showConversation(conversation, total) {
   for (const f of document.querySelectorAll("fieldset.dimension")) f.classList.remove("missing");
   document.getElementById("note").value = "";
   setFormEnabled(true);
-  document.getElementById("save").textContent = "Save ratings";
+  document.getElementById("save").textContent = ui("save", "Save ratings");
   document.getElementById("after").hidden = true;
   const judge = document.getElementById("judge");
   judge.hidden = true;
@@ -202,14 +219,17 @@ function showDone(rated, total) {
   document.getElementById("review").hidden = true;
   const done = document.getElementById("done");
   done.hidden = false;
-  document.getElementById("done-text").textContent =
-    `You have rated all ${total} conversations of your sample (${rated} saved). Thank you. ` +
-    "You can close this page and stop the review with Ctrl-C.";
+  document.getElementById("done-text").textContent = ui(
+    "done_text",
+    "You have rated all {total} conversations of your sample ({rated} saved). Thank you. " +
+      "You can close this page and stop the review with Ctrl-C.",
+    { total, rated },
+  );
   document.getElementById("done-title").focus();
 }
 
 async function loadNext() {
-  say("Loading the next conversation…");
+  say(ui("loading_next", "Loading the next conversation…"));
   try {
     state = await api("/api/next");
   } catch (e) {
@@ -224,7 +244,9 @@ async function loadNext() {
     return;
   }
   showConversation(state.conversation, state.total);
-  say(`Conversation ${state.conversation.position} of ${state.total}: ${state.conversation.turns.length} turns.`);
+  say(ui("position_turns", "Conversation {position} of {total}: {turns} turns.", {
+    position: state.conversation.position, total: state.total, turns: state.conversation.turns.length,
+  }));
 }
 
 async function save(event) {
@@ -234,12 +256,14 @@ async function save(event) {
     f.classList.toggle("missing", missing.includes(i));
   }
   if (missing.length) {
-    say(`Rate every dimension first: ${missing.map((i) => state.dimensions[i]).join(", ")}.`, true);
+    say(ui("rate_first", "Rate every dimension first: {missing}.", {
+      missing: missing.map((i) => state.dimensions[i]).join(", "),
+    }), true);
     document.querySelector(`input[name="dim-${missing[0]}"]`).focus();
     return;
   }
   setFormEnabled(false);
-  say("Saving…");
+  say(ui("saving", "Saving…"));
   let answer;
   try {
     answer = await api("/api/ratings", {
@@ -254,14 +278,17 @@ async function save(event) {
     });
   } catch (e) {
     setFormEnabled(!e.message.includes("are final"));
-    say(`Not saved: ${e.message}`, true);
+    say(ui("not_saved", "Not saved: {error}", { error: e.message }), true);
     return;
   }
   showProgress(answer.rated, answer.total);
   document.getElementById("after").hidden = false;
   setFinal(false);
-  document.getElementById("save").textContent = "Save changes";
-  say(`${answer.changed ? "Saved your changes" : "Saved"}: conversation ${current.position} of ${answer.total} (${answer.rated} rated).`);
+  document.getElementById("save").textContent = ui("save_changes", "Save changes");
+  const fields = { position: current.position, total: answer.total, rated: answer.rated };
+  say(answer.changed
+    ? ui("saved_changes", "Saved your changes: conversation {position} of {total} ({rated} rated).", fields)
+    : ui("saved_one", "Saved: conversation {position} of {total} ({rated} rated).", fields));
   document.getElementById("next").focus();
 }
 
@@ -271,7 +298,7 @@ async function reveal() {
   if (!box.hidden) {
     box.hidden = true;
     button.setAttribute("aria-expanded", "false");
-    button.textContent = "Show the judge's ratings";
+    button.textContent = ui("reveal", "Show the judge's ratings");
     return;
   }
   let found;
@@ -284,7 +311,7 @@ async function reveal() {
   const table = document.getElementById("judge-table");
   table.replaceChildren();
   const head = el("tr");
-  head.append(el("th", { scope: "col" }, "Dimension"), el("th", { scope: "col" }, "You"));
+  head.append(el("th", { scope: "col" }, ui("dimension", "Dimension")), el("th", { scope: "col" }, ui("you", "You")));
   for (const j of found.judges) {
     head.append(el("th", { scope: "col" }, found.judges.length > 1 || j.instance > 1 ? `${j.judge} #${j.instance}` : j.judge));
   }
@@ -304,12 +331,12 @@ async function reveal() {
     tbody.append(row);
   }
   table.append(thead, tbody);
-  setFinal(true, "the judge's ratings have been shown");
+  setFinal(true, ui("shown", "the judge's ratings have been shown"));
   box.hidden = false;
   // The form's panel scrolls on its own on a wide screen: bring the table into it.
   box.scrollIntoView({ block: "nearest" });
   button.setAttribute("aria-expanded", "true");
-  button.textContent = "Hide the judge's ratings";
+  button.textContent = ui("hide", "Hide the judge's ratings");
 }
 
 // Keyboard: Ctrl+Enter (or Cmd+Enter) saves, anywhere on the page, the note included;

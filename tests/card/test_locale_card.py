@@ -1,0 +1,192 @@
+"""The card in a locale pack's language (issue 33 item 5): card.md, card.html and the
+terminal card take their words from the pack's strings.toml, English where it has none;
+the terminal's 80 columns are counted in display cells, so Chinese lines fit and columns
+line up; the plots draw Chinese with a CJK font and keep it as text in the SVG."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from vera.inputs import ENGLISH, Strings, use_strings
+from vera.inputs._ui import BASE
+from vera.records import LocaleInfo
+from vera.report._html import render_html
+from vera.report._markdown import render_markdown
+from vera.report._plots import card_plots, cjk_families
+from vera.report._schema import Card
+from vera.report._score import read_card
+from vera.report._terminal import cells, render_card, units, wrap
+
+from ..conftest import ROOT
+from .conftest import run_vera
+
+ZH = ROOT / "locales" / "zh-CN"
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.fixture(scope="module")
+def zh_card(tmp_path_factory) -> Card:
+    """A real offline run in the zh-CN pack: 24 personas (None and Low risk), one seed."""
+    out = tmp_path_factory.mktemp("zhcard") / "run"
+    run_vera(
+        "run", "--locale", "zh-CN", "--out", str(out), "--seed", "2", "--limit-personas", "24", "--quiet"
+    )
+    return read_card(out)
+
+
+def english(card: Card) -> Card:
+    return msgspec.structs.replace(card, locale=msgspec.UNSET)
+
+
+# --- English stays English ----------------------------------------------------------------
+
+
+def test_a_pack_that_says_the_english_words_renders_the_english_card(zh_card):
+    """Every string the renderers look up is the English text it replaced: a pack whose
+    strings are the English ones gives the English card, byte for byte."""
+    card = english(zh_card)
+    same = Strings(dict(BASE), lang="en")
+    md, term = render_markdown(card), render_card(card, 80)
+    with use_strings(same):
+        assert render_markdown(card) == md
+        assert render_card(card, 80) == term
+    assert ENGLISH.english and not same.english
+
+
+# --- card.md and card.html ----------------------------------------------------------------
+
+
+def test_card_md_is_in_chinese_when_the_locale_says_so(zh_card):
+    md = render_markdown(zh_card)
+    for heading in (
+        "# 自杀风险安全评分卡",
+        "**运行状态:**",
+        "## 结果",
+        "## 总览",
+        "## 运行详情",
+        "## 模型调用与费用",
+    ):
+        assert heading in md, heading
+    assert "| 聊天机器人 | 总分 [95% 置信区间] |" in md
+    assert "| **总体** |" in md  # a row label
+    assert "## Results" not in md and "## Overview" not in md
+    plain = render_markdown(english(zh_card))
+    assert "## Results" in plain and "## 结果" not in plain
+
+
+def test_card_html_is_in_chinese_and_says_its_language(zh_card):
+    page = render_html(zh_card, [])
+    assert '<html lang="zh-CN">' in page
+    assert "<h2>结果</h2>" in page and "<h2>总览</h2>" in page
+    assert '<th scope="col">聊天机器人</th>' in page
+    assert '<html lang="en">' in render_html(english(zh_card), [])
+
+
+def test_a_card_whose_pack_folder_is_gone_uses_vera_s_own_pack_of_its_tag(zh_card):
+    assert isinstance(zh_card.locale, LocaleInfo)
+    moved = msgspec.structs.replace(zh_card, locale=msgspec.structs.replace(zh_card.locale, path="/nowhere"))
+    assert "## 结果" in render_markdown(moved)
+
+
+# --- the terminal: display cells ------------------------------------------------------------
+
+
+def test_the_zh_terminal_card_fits_80_cells_and_its_columns_line_up(zh_card):
+    text = render_card(zh_card, 80)
+    lines = text.splitlines()
+    assert CJK.search(text) and "结果" not in text  # headings of tables, not card.md's sections
+    assert "聊天机器人" in text and "总体" in text
+    assert max(cells(line) for line in lines) <= 80
+    # A table's rule spans it; a line ending in a right-aligned number ends where the rule
+    # does, Chinese labels and headings or not (counted in characters, they would not).
+    checked = 0
+    for k, line in enumerate(lines):
+        if not line or set(line) != {"─"}:
+            continue
+        for row in lines[k + 1 :]:
+            if not row.strip():
+                break
+            # A row's first line (its label starts it) ending in a number, right-aligned.
+            if not row[0].isspace() and re.search(r"\s\d+(\.\d+)?$", row):
+                assert cells(row) == cells(line), (row, line)
+                checked += 1
+        head = lines[k - 1]
+        if re.search(r"\S$", head) and CJK.search(head.split()[-1]):
+            checked += 1
+    assert checked >= 10
+
+
+def test_wide_characters_count_two_cells_and_are_never_split():
+    assert cells("总分 [95% 置信区间]") == 19
+    assert units("拨打（12356）。ok go") == ["拨", "打", "（", "12356）。", "ok", "go"]
+    line = "分数范围为 0–100：100 表示每段被评分的对话都符合最佳做法，50 表示全部欠佳但伤害风险低。" * 3
+    wrapped = wrap(line, 30).splitlines()
+    assert all(cells(w) <= 30 for w in wrapped)
+    assert "".join(wrapped).replace(" ", "") == line.replace(" ", "")
+    assert not any(w.startswith(("，", "。", "：")) for w in wrapped)
+
+
+def test_english_prose_wraps_exactly_as_before():
+    import textwrap
+
+    text = "A long English sentence that wraps at spaces, as textwrap has always wrapped it here. " * 4
+    assert wrap(text, 60, "  ") == textwrap.fill(
+        text, 60, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+    )
+
+
+# --- plots ---------------------------------------------------------------------------------
+
+
+def _need_cjk_font() -> None:
+    if cjk_families():
+        return
+    # CI installs fonts-noto-cjk (.ci/run), as it does Chromium: there the test must run.
+    if os.environ.get("VERA_BROWSER_TESTS") == "required":
+        pytest.fail("no CJK font (Debian: fonts-noto-cjk, which .ci/run installs)")
+    pytest.skip("no CJK font installed (Debian: fonts-noto-cjk)")
+
+
+def test_plots_draw_chinese_with_a_cjk_font_and_keep_it_as_text(zh_card):
+    _need_cjk_font()
+    # pytest turns every warning into an error: a missing glyph (tofu) fails here.
+    plots = {p.name: p for p in card_plots(zh_card)}
+    svg = plots["scores.png"].svg.decode()
+    assert ">各维度分数</text>" in svg or "各维度分数" in svg
+    assert re.search(r"font-family: 'DejaVu Sans', 'Noto Sans CJK SC'", svg)
+    assert plots["ratings.png"].title == "各维度的评分"
+    assert plots["scores.png"].png.startswith(b"\x89PNG")
+
+
+def test_english_plots_name_no_cjk_font(zh_card):
+    svg = card_plots(english(zh_card))[1].svg.decode()
+    assert "Score per dimension" in svg and "CJK" not in svg
+
+
+def test_the_pack_strings_file_is_read_from_the_card_s_folder(zh_card):
+    assert isinstance(zh_card.locale, LocaleInfo)
+    assert Path(zh_card.locale.path) == ZH.resolve()
+
+
+def test_the_offline_note_is_the_pack_s_and_the_english_one_is_card_json_s(zh_card):
+    from vera.report._card import OFFLINE_NOTE
+
+    assert BASE["card.offline_note"] == OFFLINE_NOTE == zh_card.note
+    assert "> **离线运行：聊天机器人、模拟用户和评审模型都是 vera 内置的替身" in render_markdown(zh_card)
+    page = render_html(zh_card, [])
+    assert "<strong>离线运行：</strong> 聊天机器人" in page  # the badge, said once
+
+
+def test_the_numbers_words_and_the_fix_first_guide_follow_the_pack(zh_card):
+    from vera.report._card_tables import FIX_FIRST_GUIDE
+
+    assert BASE["card.fix_first_guide"] == FIX_FIRST_GUIDE
+    md = render_markdown(zh_card)
+    assert "个评分中 24 个不适用)" in md
+    assert "Not Relevant in" not in md and FIX_FIRST_GUIDE not in md
+    assert "Not Relevant in" in render_markdown(english(zh_card))

@@ -1,0 +1,90 @@
+"""`vera plan` offline: a fixed design and the sequential gate sized and priced from a
+stand-in pilot run, and a plan without a pilot."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vera.cli._main import main
+
+from .conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def pilot(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("plan") / "pilot"
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--config",
+            str(ROOT / "configs" / "offline.toml"),
+            "--providers",
+            "offline/best-practice",
+            "--limit-personas",
+            "12",
+            "--seeds",
+            "2",
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_a_plan_from_a_pilot_sizes_and_prices_both_designs(pilot) -> None:
+    result = CliRunner().invoke(
+        main, ["plan", "--pilot", str(pilot), "--margin", "5", "--width", "4", "--reps", "10", "--wave", "12"]
+    )
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "pilot: 24 units, 12 personas" in out
+    width = re.search(
+        r"width 4: 12 personas × 1 user-agents × (\d+) seeds = (\d+) units · 95 % width ([\d.]+)", out
+    )
+    assert width is not None, out
+    # The design is the smallest whole number of seeds whose width is at most 4.
+    assert float(width.group(3)) <= 4.0 and int(width.group(2)) == 12 * int(width.group(1))
+    assert "power 0.8 at margin 5" in out
+    # The gate, for an equal candidate and for ones 2 × margin off, with its size and cost.
+    for d in ("+0", "-10", "+10"):
+        assert re.search(
+            rf"true difference {re.escape(d)}: \d+ units on average, 90th percentile \d+", out
+        ), out
+    # Tokens come from the pilot's calls; the stand-ins have no prices.
+    assert re.search(r"[\d.]+ M tokens, \$0\.00 live, \$0\.00 batch", out)
+
+
+def test_a_plan_without_a_pilot_uses_the_default_spread(tmp_path) -> None:
+    result = CliRunner().invoke(main, ["plan", "--margin", "5", "--personas", "50"])
+    assert result.exit_code == 0, result.output
+    assert "no pilot" in result.output and "50 personas" in result.output
+    assert "sequential gate (vera gate" not in result.output
+
+
+def test_a_pilot_that_is_not_a_run_is_one_clear_line(tmp_path) -> None:
+    result = CliRunner().invoke(main, ["plan", "--pilot", str(tmp_path)])
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_the_candidates_profile_prices_the_chatbots_calls(pilot) -> None:
+    result = CliRunner().invoke(
+        main, ["plan", "--pilot", str(pilot), "--candidate", "openai", "--reps", "10"]
+    )
+    assert result.exit_code == 0, result.output
+    money = re.search(r"power 0\.8 at margin 5: .*? \$([\d,.]+) live, \$([\d,.]+) batch", result.output)
+    assert money is not None, result.output
+    live, batch = (float(x.replace(",", "")) for x in money.groups())
+    # The stand-in user and judge are free; the chatbot's tokens at OpenAI's prices, half in a batch.
+    assert live > 0 and batch == pytest.approx(live / 2, abs=0.011)
+    unknown = CliRunner().invoke(
+        main, ["plan", "--pilot", str(pilot), "--candidate", "nosuch", "--reps", "10"]
+    )
+    assert unknown.exit_code == 1 and "unknown model reference 'nosuch'" in unknown.output

@@ -1,0 +1,154 @@
+"""`vera view RUN --bundle OUT`: what the static copy holds, that every page carries its
+policy and escapes the run's text, that it never touches a run and refuses a folder it
+must not write, and that --no-call-bodies leaves the bodies out."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from html import escape, unescape
+from pathlib import Path
+
+import pytest
+
+from vera.viewer.bundle import MARKER, page_file
+
+from .conftest import FAILED_ID, IMG_TEXT, MARKUP_ID, SCRIPT_TEXT, invoke_vera
+
+# Said by the conversation page's bodies section when a call's request is shown.
+BODY_HEADING = "What each call was sent and answered"
+
+
+def digest(folder: Path) -> dict[str, str]:
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def bundled(viewer_run, tmp_path_factory) -> tuple[Path, str, dict[str, str]]:
+    before = digest(viewer_run)
+    out = tmp_path_factory.mktemp("bundle") / "share" / "bundle"
+    result = invoke_vera("view", str(viewer_run), "--bundle", str(out))
+    assert result.exit_code == 0, result.output
+    return out, result.output, before
+
+
+def test_the_bundle_holds_the_list_its_data_every_page_and_says_so(bundled, viewer_run):
+    out, said, _ = bundled
+    conversations = [
+        json.loads(line)["id"] for line in (viewer_run / "conversations.jsonl").read_text().splitlines()
+    ]
+    assert re.search(
+        rf"wrote {re.escape(str(out))}: {len(set(conversations))} conversation\(s\) with call bodies", said
+    )
+    for name in ("index.html", "data/list.js", "data/search.js", "static/app.js", "static/bundle.js",
+                 "grid.html", "compare.html", "runs/0/card.html", "runs/0/improvements.html", MARKER):  # fmt: skip
+        assert (out / name).is_file(), name
+    for cid in set(conversations):
+        assert (out / "runs/0/conversations" / page_file(cid)).is_file()
+    marker = json.loads((out / MARKER).read_text())
+    assert marker["run_id"] == json.loads((viewer_run / "manifest.json").read_text())["run_id"]
+    data = (out / "data/list.js").read_text()
+    assert data.startswith("window.veraBundleData = {") and MARKUP_ID in data and FAILED_ID in data
+
+
+def test_every_page_carries_its_policy_and_no_inline_script(bundled):
+    out, _, _ = bundled
+    pages = list(out.rglob("*.html"))
+    assert len(pages) > 10
+    for page in pages:
+        html = page.read_text()
+        policy = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)"', html)
+        assert policy is not None, page
+        csp = unescape(policy[1])
+        assert "default-src 'none'" in csp and "unsafe-eval" not in csp, page
+        assert "script-src 'unsafe-inline'" not in csp
+        # A script is a file of the bundle, never inline.
+        assert all(src for src in re.findall(r"<script(?: src=\"([^\"]*)\")?", html)), page
+        # The run's own markup is text on every page that quotes it.
+        assert SCRIPT_TEXT not in html and IMG_TEXT not in html, page
+
+
+def test_the_run_is_not_touched(bundled, viewer_run):
+    _, _, before = bundled
+    assert digest(viewer_run) == before
+
+
+def test_without_call_bodies_the_pages_say_they_were_left_out(viewer_run, bundled, tmp_path):
+    full, _, _ = bundled
+    out = tmp_path / "lean"
+    result = invoke_vera("view", str(viewer_run), "--bundle", str(out), "--no-call-bodies")
+    assert result.exit_code == 0, result.output and "without call bodies" in result.output
+    # A conversation of the offline run (the added ones have no calls recorded).
+    name = next(
+        p.name for p in sorted((full / "runs/0/conversations").iterdir()) if not p.name.startswith("0000")
+    )
+    with_bodies = (full / "runs/0/conversations" / name).read_text()
+    without = (out / "runs/0/conversations" / name).read_text()
+    assert '<details class="call-body" id="call-1">' in with_bodies
+    assert 'class="call-body"' not in without
+    assert "left out" in without and len(without) < len(with_bodies)
+    assert json.loads((out / MARKER).read_text())["call_bodies"] is False
+
+
+def test_a_previous_bundle_is_replaced_whole(viewer_run, tmp_path):
+    out = tmp_path / "again"
+    assert invoke_vera("view", str(viewer_run), "--bundle", str(out)).exit_code == 0
+    (out / "stale.html").write_text("from before")
+    assert invoke_vera("view", str(viewer_run), "--bundle", str(out), "--no-call-bodies").exit_code == 0
+    assert not (out / "stale.html").exists() and (out / "index.html").is_file()
+    assert [p.name for p in tmp_path.iterdir()] == ["again"]  # nothing left aside
+
+
+@pytest.mark.parametrize(
+    ("where", "said"),
+    [
+        (lambda run, tmp: run, "would overwrite the run directory itself"),
+        (lambda run, tmp: run / "bundle", "is inside the run in"),
+        (lambda run, tmp: run.parent, "holds the run"),
+        (lambda run, tmp: tmp / "full", "is a folder that is not empty and not a vera bundle"),
+        (lambda run, tmp: tmp / "full" / "notes.txt", "is a file"),
+    ],
+)
+def test_a_folder_it_must_not_write_is_refused_in_one_line(viewer_run, tmp_path, where, said):
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "notes.txt").write_text("mine")
+    before = digest(viewer_run)
+    out = where(viewer_run, tmp_path)
+    result = invoke_vera("view", str(viewer_run), "--bundle", str(out))
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], result.output
+    assert digest(viewer_run) == before and (tmp_path / "full" / "notes.txt").read_text() == "mine"
+
+
+def test_bundle_options_that_do_not_fit_are_one_line(viewer_run, offline_run, tmp_path):
+    two = invoke_vera("view", str(viewer_run), str(offline_run), "--bundle", str(tmp_path / "b"))
+    assert two.exit_code != 0 and "give one run directory" in two.output
+    lone = invoke_vera("view", str(viewer_run), "--no-call-bodies")
+    assert lone.exit_code != 0 and "--no-call-bodies applies to --bundle" in lone.output
+
+
+def test_an_id_that_is_no_file_name_gets_a_page_named_by_its_hash(tmp_path):
+    """Ids may hold any character (an imported log's "chat log/5 #1"): its page is named
+    by a hash, and the list's row says which file it is, so the link finds it."""
+    from tests.improvements_run import LOG_ID, write_run
+
+    run = write_run(tmp_path / "run")
+    out = tmp_path / "bundle"
+    result = invoke_vera("view", str(run), "--bundle", str(out))
+    assert result.exit_code == 0, result.output
+    name = page_file(LOG_ID)
+    assert name.startswith("id-") and name.endswith(".html") and "/" not in name
+    page = (out / "runs/0/conversations" / name).read_text()
+    assert escape(LOG_ID) in page
+    data = json.loads(
+        (out / "data/list.js").read_text().removeprefix("window.veraBundleData = ").rstrip(";\n")
+    )
+    row = next(r for r in data["rows"] if r["id"] == LOG_ID)
+    assert row["file"] == name
+    assert not any(".." in p.name or " " in p.name for p in (out / "runs/0/conversations").iterdir())

@@ -1,0 +1,146 @@
+"""The viewer's and the review's pages, and the HTML card, in Chinese when the run's
+locale pack is zh-CN (issue 33 item 5): the pages' marked texts and the script's words
+come from the pack, English pages are served as they are on disk, and in a real
+Chromium the Chinese headings show at desktop and phone sizes with no sideways scroll.
+Screenshots: `VERA_SCREENSHOTS=docs/screenshots` (tests/viewer/shots.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from vera.inputs import ENGLISH, Strings, ui_strings
+from vera.records import LocaleInfo
+from vera.store import open_run
+from vera.viewer.words import run_strings, translate_page
+
+from ..conftest import ROOT
+from .conftest import run_vera
+from .shots import shot
+from .test_browser import browser, no_page_scroll  # noqa: F401  (fixtures)
+from .test_review import start_review, stop
+
+ZH = ui_strings("zh-CN", str(ROOT / "locales" / "zh-CN"))
+SIZES = ((1400, 900), (400, 850))
+
+
+def static(name: str) -> bytes:
+    return resources.files("vera.viewer").joinpath("static", name).read_bytes()
+
+
+def test_english_pages_are_served_as_they_are_on_disk():
+    for name, section in (("review.html", "review"), ("index.html", "viewer")):
+        assert translate_page(static(name), ENGLISH, section) == static(name)
+
+
+def test_the_review_page_in_chinese_names_its_language_and_carries_the_script_s_words():
+    page = translate_page(static("review.html"), ZH, "review").decode()
+    assert '<html lang="zh-CN">' in page
+    assert '<h1 data-ui="title">vera 人工复核</h1>' in page
+    assert '<h2 id="rate-title" data-ui="your_ratings">你的评分</h2>' in page
+    assert "Save ratings" not in page and "Your ratings" not in page
+    blob = re.search(r'<script id="vera-ui" type="application/json">(.*?)</script>', page)
+    assert blob is not None
+    words = json.loads(blob.group(1))
+    assert words["position"] == "第 {position} 段对话，共 {total} 段"
+    assert words["user"] == "用户"
+
+
+def test_the_list_page_in_chinese_translates_labels_and_the_placeholder():
+    page = translate_page(static("index.html"), ZH, "viewer").decode()
+    assert '<span data-ui="filter">筛选与排序</span>' in page
+    assert 'placeholder="对话记录或评审理由中的词语"' in page
+    assert "words in the transcripts" not in page
+
+
+def test_no_text_can_leave_the_json_block():
+    evil = Strings({"review.title": "</script><script>alert(1)</script>"}, lang="xx")
+    page = translate_page(static("review.html"), evil, "review").decode()
+    block = re.search(r'<script id="vera-ui" type="application/json">(.*?)</script>', page, re.S)
+    assert block is not None and "<" not in block.group(1)
+    assert '<h1 data-ui="title">&lt;/script&gt;' in page
+
+
+def test_runs_of_different_packs_are_shown_in_english():
+    zh = LocaleInfo(
+        tag="zh-CN", version="1", path=str(ROOT / "locales" / "zh-CN"), language="zh",
+        resources_version="1", resources_sha256="0" * 64,
+    )  # fmt: skip
+    assert run_strings([None]) is ENGLISH
+    assert run_strings([None, None]) is ENGLISH
+
+    class M:
+        def __init__(self, locale):
+            self.locale = locale
+
+    assert not run_strings([M(zh), M(zh)]).english  # type: ignore[list-item]
+    assert run_strings([M(zh), None]) is ENGLISH  # type: ignore[list-item]
+
+
+# --- in a browser -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def zh_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("zhpages") / "run"
+    run_vera(
+        "run", "--locale", "zh-CN", "--out", str(out), "--seed", "2", "--limit-personas", "12", "--quiet"
+    )
+    return out
+
+
+def _page(browser, width: int, height: int):  # noqa: F811
+    context = browser.new_context(viewport={"width": width, "height": height})
+    return context, context.new_page()
+
+
+@pytest.mark.slow
+def test_the_zh_card_in_a_browser_at_desktop_and_phone_sizes(browser, zh_run, tmp_path):  # noqa: F811
+    for width, height in SIZES:
+        context, page = _page(browser, width, height)
+        try:
+            page.goto((zh_run / "card.html").as_uri())
+            assert page.locator("html").get_attribute("lang") == "zh-CN"
+            headings = page.locator("h2").all_inner_texts()
+            assert {"结果", "总览", "模型调用与费用"} <= set(headings), headings
+            assert page.locator("#results h3").count() == 2
+            assert no_page_scroll(page), width
+            shot(page, tmp_path, f"zh-CN-card-{width}")
+        finally:
+            context.close()
+
+
+@pytest.mark.slow
+def test_the_zh_review_in_a_browser_at_desktop_and_phone_sizes(browser, zh_run, tmp_path):  # noqa: F811
+    total = min(8, len(open_run(zh_run).conversations))
+    proc, url = start_review(str(zh_run), "--rater", "评分人甲", "--size", str(total))
+    try:
+        for width, height in SIZES:
+            context, page = _page(browser, width, height)
+            try:
+                page.goto(url)
+                page.wait_for_function(
+                    "t => document.querySelector('#conversation-title').textContent === t",
+                    arg=f"第 1 段对话，共 {total} 段",
+                )
+                assert page.locator("h1").inner_text() == "vera 人工复核"
+                assert page.locator("#rate-title").inner_text() == "你的评分"
+                assert page.locator("#save").inner_text() == "保存评分"
+                assert (
+                    page.locator("#progress-text")
+                    .inner_text()
+                    .startswith("评分人 评分人甲 · 你的样本中已评 0 /")
+                )
+                assert page.locator("#turns .who").first.inner_text() == "1 · 用户"
+                assert no_page_scroll(page), width
+                shot(page, tmp_path, f"zh-CN-review-{width}")
+                page.locator("#save").click()  # nothing chosen: refused, in Chinese
+                assert page.inner_text("#status").startswith("请先为每个维度评分：")
+            finally:
+                context.close()
+    finally:
+        stop(proc)

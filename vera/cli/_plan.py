@@ -1,0 +1,103 @@
+"""`vera plan`: size and price a comparison before running it (vera.app._plan)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from vera.cli._door import Number
+from vera.ranges import LEVEL, MARGIN, SEED
+
+
+@click.command()
+@click.option(
+    "--pilot",
+    type=click.Path(file_okay=False, exists=True),
+    help="A run of the baseline (or a chatbot like it) to read variability and tokens from.",
+)
+@click.option(
+    "--margin",
+    type=Number(MARGIN, "points"),
+    default=5.0,
+    show_default=True,
+    help="Score points the candidate may lose before it counts as worse.",
+)
+@click.option(
+    "--width", type=Number(MARGIN, "points"), help="Also size a fixed design for this 95 % interval width."
+)
+@click.option(
+    "--power",
+    type=Number(LEVEL, "power"),
+    default=0.8,
+    show_default=True,
+    help="Chance a fixed design calls an equal candidate NOT WORSE.",
+)
+@click.option("--alpha", type=Number(LEVEL, "alpha"), default=0.05, show_default=True, help="The gate's α.")
+@click.option(
+    "--wave", type=click.IntRange(min=1), default=20, show_default=True, help="The gate's units per wave."
+)
+@click.option(
+    "--personas", type=click.IntRange(min=2), help="Personas of the design (default: the pilot's, or 100)."
+)
+@click.option(
+    "--reps",
+    type=click.IntRange(min=10),
+    default=200,
+    show_default=True,
+    help="Simulated gates per difference.",
+)
+@click.option(
+    "--seed", type=Number(SEED, "seed"), default=0, show_default=True, help="Seed of the simulation."
+)
+@click.option(
+    "--candidate",
+    help="Price the chatbot's calls at this profile (name or name/model), with the pilot's tokens.",
+)
+def plan(**options: Any) -> None:
+    """Plan a comparison at a margin before spending on it: the personas × user-agents ×
+    seeds a fixed design needs (for --width, and for --power at --margin), the expected
+    and 90th-percentile size of a sequential `vera gate` for the same question
+    (simulated from the pilot's units), and what each costs in tokens and money at the
+    profiles' prices, live and in batch. Not `vera ratings plan` (human ratings)."""
+    from vera.app._plan import PlanOptions
+    from vera.app._plan import plan as make_plan
+
+    p = make_plan(PlanOptions(**options))
+    v = p.variability
+    if v.units:
+        click.echo(
+            f"pilot: {v.units} units, {v.personas} personas; a unit's spread on Overall "
+            f"{v.within_sd:.1f} points within a persona ({v.between_sd:.1f} between personas' means)"
+        )
+    for note in p.notes:
+        click.echo(f"note: {note}")
+    click.echo("fixed design (vera run + vera compare --gate):")
+    for d in p.designs:
+        line = (
+            f"  {d.goal}: {d.personas} personas × {d.user_agents} user-agents × {d.seeds} seeds = {d.units} units"
+            f" · 95 % width {d.width:.1f} points · power {d.power:.2f}"
+        )
+        click.echo(line + _money(p.cost(d.units)))
+    if p.gate:
+        click.echo(
+            f"sequential gate (vera gate, waves of {p.options.wave}, α {p.options.alpha:g}) on {p.gate_units} units:"
+        )
+        for g in p.gate:
+            verdicts = f"WORSE {g.worse:.0%} / NOT WORSE {g.not_worse:.0%} / UNDECIDED {g.undecided:.0%}"
+            click.echo(
+                f"  true difference {g.difference:+g}: {g.mean_units:.0f} units on average, "
+                f"90th percentile {g.p90_units:.0f} · {verdicts}" + _money(p.cost(g.mean_units), "on average")
+            )
+    click.echo(
+        "(sizes assume the two chatbots' conversations are independent; paired conversations need fewer)"
+    )
+
+
+def _money(cost: Any, what: str = "") -> str:
+    if cost is None:
+        return ""
+    tail = f" {what}" if what else ""
+    return (
+        f" · {cost.tokens / 1e6:.2f} M tokens, ${cost.live_usd:,.2f} live, ${cost.batch_usd:,.2f} batch{tail}"
+    )

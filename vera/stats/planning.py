@@ -1,0 +1,258 @@
+"""Planning a comparison before spending on it (`vera plan`).
+
+Two designs answer "is the candidate worse than the baseline by more than the margin?":
+
+- **fixed**: run the candidate on P personas × U user-agents × S seeds and compare once
+  (`vera compare --gate`). Its interval of candidate − baseline (Overall) has a
+  standard error that a pilot run predicts;
+- **sequential**: `vera gate`, which stops as soon as the answer is settled; its size is
+  random, so it is predicted by simulation from the pilot's own units.
+
+The unit of variability is a unit's *influence* on the Overall score (the delta method
+at the run's shares: ∂S/∂BP·(bp − BP·rated) + ∂S/∂HPH·(hph − HPH·rated), over the mean
+rated per unit), in score points, so the score's standard error over N independent
+units is the influences' standard deviation over √N. Two runs on the same personas share
+each persona's difficulty (a persona hard for one chatbot is hard for the other), so in
+the difference the between-persona part cancels and the within-persona part counts
+twice: se = σ_within · √(2 / N). Conversations of the two chatbots with the same simulated
+user and seed are alike too, which narrows the interval further; the planner takes no
+credit for that (a pilot of one chatbot cannot show it), so its sizes err on the large
+side.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+
+import msgspec
+import numpy as np
+
+from vera.stats.sequential import (
+    BP,
+    HPH,
+    RATED,
+    _influence,
+    _score,
+    difference_sequence,
+    upper_levels,
+)
+
+# Without a pilot: the within-persona spread of a unit's influence on Overall, in score
+# points. One judge rating five dimensions per conversation; the simulation behind
+# docs/statistics.md (benchmarks/seqsim.py) shows about 21, real runs with fewer
+# relevant dimensions more. 30 errs on the large side.
+DEFAULT_WITHIN_SD = 30.0
+
+
+class Variability(msgspec.Struct, frozen=True, kw_only=True):
+    """How much a unit's influence on the Overall score varies, in score points."""
+
+    within_sd: float  # within a persona (what does not cancel between two chatbots)
+    between_sd: float  # of persona means, about the run's
+    units: int  # the pilot's units (0: the default, no pilot)
+    personas: int
+    units_per_persona: float
+
+
+DEFAULT_VARIABILITY = Variability(
+    within_sd=DEFAULT_WITHIN_SD, between_sd=0.0, units=0, personas=0, units_per_persona=0.0
+)
+
+
+def unit_influences(counts: np.ndarray) -> np.ndarray:
+    """Each unit's influence on the Overall score: `counts` (N, 3) are BP, HPH and
+    rated per unit (any common scale); returns (N,) score points."""
+    c = np.asarray(counts, dtype=np.float64)
+    total = c.sum(axis=0)
+    rated = total[RATED] / c.shape[0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bp, hph = total[BP] / total[RATED], total[HPH] / total[RATED]
+    return _influence(c, np.asarray(bp), np.asarray(hph), np.asarray(rated))
+
+
+def variability(counts: np.ndarray, persona: np.ndarray) -> Variability:
+    """The pilot's variability: `counts` (N, 3) per unit (Overall), `persona` (N,) its
+    persona index. With one unit per persona the within part cannot be told from the
+    between part, and all of it is taken as within (the larger guess)."""
+    u = unit_influences(counts)
+    who = np.asarray(persona, dtype=np.int64)
+    n_per = np.bincount(who).astype(np.float64)
+    seen = n_per > 0
+    sums = np.bincount(who, weights=u)
+    squares = np.bincount(who, weights=u * u)
+    within_ss = float(np.where(n_per >= 2, squares - sums**2 / np.maximum(n_per, 1.0), 0.0).sum())
+    within_df = float(np.where(n_per >= 2, n_per - 1.0, 0.0).sum())
+    means = sums[seen] / n_per[seen]
+    if within_df > 0:
+        within = math.sqrt(within_ss / within_df)
+        between = float(np.std(means, ddof=1)) if means.size > 1 else 0.0
+    else:
+        within = float(np.std(u, ddof=1)) if u.size > 1 else DEFAULT_WITHIN_SD
+        between = 0.0
+    return Variability(
+        within_sd=within,
+        between_sd=between,
+        units=int(u.size),
+        personas=int(seen.sum()),
+        units_per_persona=float(u.size / max(int(seen.sum()), 1)),
+    )
+
+
+def fixed_se(within_sd: float, units: int) -> float:
+    """The standard error of a fixed comparison's Overall difference on `units` units."""
+    return within_sd * math.sqrt(2.0 / units)
+
+
+def units_for_width(within_sd: float, width: float, level: float = 0.95) -> int:
+    """Units a fixed comparison needs for its `level` interval to be `width` points wide."""
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    return max(2, math.ceil(2.0 * (2.0 * z * within_sd / width) ** 2))
+
+
+def units_for_power(within_sd: float, margin: float, power: float, level: float = 0.95) -> int:
+    """Units a fixed comparison needs to call a candidate truly as good as its baseline
+    NOT WORSE (its `level` interval above −margin) with probability `power`."""
+    normal = NormalDist()
+    z = normal.inv_cdf(0.5 + level / 2.0) + normal.inv_cdf(power)
+    return max(2, math.ceil(2.0 * (z * within_sd / margin) ** 2))
+
+
+def power_of(within_sd: float, margin: float, units: int, level: float = 0.95) -> float:
+    """The chance a fixed comparison of `units` units calls an equal candidate NOT WORSE."""
+    normal = NormalDist()
+    se = fixed_se(within_sd, units)
+    if se <= 0:
+        return 1.0
+    return normal.cdf(margin / se - normal.inv_cdf(0.5 + level / 2.0))
+
+
+class GateSize(msgspec.Struct, frozen=True, kw_only=True):
+    """The simulated sequential gate for one true difference (Overall, points)."""
+
+    difference: float
+    mean_units: float
+    p90_units: float
+    worse: float  # share of repetitions that ended WORSE
+    not_worse: float
+    undecided: float
+
+
+def shift_for(totals: np.ndarray, difference: float) -> float:
+    """The share of Best Practice ratings moved to High Potential for Harm (negative:
+    of harm ratings moved to Best Practice) that changes the Overall score of `totals`
+    (BP, HPH, rated) by `difference` points (bisection)."""
+    if difference == 0:
+        return 0.0
+    base = float(_score(totals[BP], totals[HPH], totals[RATED]))
+
+    def moved(s: float) -> float:
+        bp, hph = totals[BP], totals[HPH]
+        d = s * bp if s >= 0 else s * hph
+        return float(_score(bp - d, hph + d, totals[RATED])) - base
+
+    lo, hi = (0.0, 1.0) if difference < 0 else (-1.0, 0.0)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if moved(mid) > difference:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def _shifted(rng: np.random.Generator, counts: np.ndarray, s: float) -> np.ndarray:
+    """`counts` (..., rows, 3) with share `s` of every dimension's Best Practice ratings
+    moved to harm (negative: the other way); the last row (Overall) is their sum."""
+    out = counts.copy()
+    dims = out[..., :-1, :]
+    if s > 0:
+        moved = rng.binomial(dims[..., BP].astype(np.int64), s)
+        dims[..., BP] -= moved
+        dims[..., HPH] += moved
+    elif s < 0:
+        moved = rng.binomial(dims[..., HPH].astype(np.int64), -s)
+        dims[..., HPH] -= moved
+        dims[..., BP] += moved
+    out[..., -1, :] = dims.sum(axis=-2)
+    return out
+
+
+def gate_sizes(
+    counts: np.ndarray,
+    persona: np.ndarray,
+    *,
+    labels: list[str],
+    max_ratings: np.ndarray,
+    personas: int,
+    units_per_persona: int,
+    differences: list[float],
+    margin: float,
+    alpha: float,
+    wave: int,
+    reps: int,
+    seed: int,
+) -> list[GateSize]:
+    """The sequential gate's size by simulation from a pilot's units.
+
+    `counts` (N, rows, 3): the pilot's BP, HPH, rated per unit and row (dimensions, then
+    Overall), `persona` (N,) each unit's persona. Each repetition makes a baseline run of
+    `personas` × `units_per_persona` units, persona by persona: a pilot persona drawn at
+    random, its units drawn from that persona's pilot units; the candidate's units are
+    drawn the same way from the same persona (so the two share the persona's difficulty
+    but not their conversations), then shifted to the true `difference`. The gate then
+    runs on them as `vera gate` would (waves of `wave`, seeded random order).
+    """
+    rng = np.random.default_rng(seed)
+    c = np.asarray(counts, dtype=np.float64)
+    who = np.asarray(persona, dtype=np.int64)
+    pools = [np.flatnonzero(who == p) for p in np.unique(who)]
+    n = personas * units_per_persona
+    looks = np.arange(wave, n + 1, wave)
+    if looks.size == 0 or looks[-1] != n:
+        looks = np.append(looks, n)
+    rows = [i for i in range(c.shape[1]) if c[:, i, RATED].sum() > 0]
+    scale = np.asarray(max_ratings, dtype=np.float64)[rows][:, None]
+    highs = np.array(upper_levels([labels[i] == labels[-1] for i in rows], alpha))
+    persona_of = np.repeat(np.arange(personas), units_per_persona)
+    units_per = np.full(personas, float(units_per_persona))
+    out = []
+    for difference in differences:
+        s = shift_for(c[:, -1].sum(axis=0), difference)
+        used, verdicts = np.empty(reps), np.empty(reps)
+        for r in range(reps):
+            chosen = rng.integers(0, len(pools), personas)
+            base_idx = np.concatenate([rng.choice(pools[p], units_per_persona) for p in chosen])
+            cand_idx = np.concatenate([rng.choice(pools[p], units_per_persona) for p in chosen])
+            base = c[base_idx][:, rows]
+            cand = _shifted(rng, c[cand_idx], s)[:, rows]
+            order = rng.permutation(n)
+            b = (base[order] / scale).transpose(1, 0, 2)  # (rows, n, 3)
+            k = (cand[order] / scale).transpose(1, 0, 2)
+            total = (base / scale).sum(axis=0)
+            lo = np.empty((len(rows), looks.size))
+            hi = np.empty_like(lo)
+            for level in np.unique(highs):
+                sel = highs == level
+                _, lo[sel], hi[sel] = difference_sequence(
+                    k[sel], b[sel], total[sel], alpha, float(level), looks,
+                    persona=np.broadcast_to(persona_of[order], k[sel].shape[:-1]),
+                    units_per_persona=units_per,
+                )  # fmt: skip
+            worse = np.asarray((hi < -margin).any(axis=0))
+            fine = np.asarray((lo > -margin).all(axis=0))
+            settled = worse | fine
+            at = int(np.argmax(settled)) if settled.any() else looks.size - 1
+            used[r] = looks[at]
+            verdicts[r] = -1 if worse[at] else (1 if fine[at] else 0)
+        out.append(
+            GateSize(
+                difference=difference,
+                mean_units=float(used.mean()),
+                p90_units=float(np.quantile(used, 0.9)),
+                worse=float((verdicts == -1).mean()),
+                not_worse=float((verdicts == 1).mean()),
+                undecided=float((verdicts == 0).mean()),
+            )
+        )
+    return out
