@@ -45,6 +45,7 @@ def test_all_work_complete_is_0(tmp_path):
         "summary": "",
         "missing_shards": [],
         "skipped_lines": [],
+        "judged_sample": None,  # the whole run was judged, not a sample
     }
 
 
