@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -187,7 +188,7 @@ def test_validate_config_print_shows_the_translated_run(example, reference_data)
         assert f"{example}: warning: {w}" in result.stderr
 
 
-OFFLINE_RUN = {
+OFFLINE_RUN: dict[str, Any] = {
     "generation": {
         "chatbot": {"name": "offline/best-practice", "repeats": 1},
         "user": [{"name": "offline/scripted-user", "repeats": 1}],
