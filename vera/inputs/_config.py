@@ -13,6 +13,7 @@ import math
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -22,6 +23,7 @@ import msgspec
 from vera.errors import ConfigError
 from vera.inputs._defaults import builtin_config, data_root, runs_root
 from vera.inputs._locales import PACK_FILES, apply_locale
+from vera.inputs._refconfig import is_reference_layout, translate
 from vera.inputs._refdir import REFERENCE_PREFIX, reference_folder
 from vera.inputs._targets import TARGET_FIELDS, apply_target
 from vera.ranges import (
@@ -508,12 +510,24 @@ _DEFAULTS = RunConfig()
 RUN_CONFIG_ENV = "VERA_RUN_CONFIG"  # a whole run config, inline JSON (as the reference's)
 
 
-def load_config(path: str | Path | None, *, reference_data: str | None = None) -> RunConfig:
+def _print_warning(where: str, message: str) -> None:
+    print(f"warning: {where}: {message}", file=sys.stderr)
+
+
+def load_config(
+    path: str | Path | None,
+    *,
+    reference_data: str | None = None,
+    warn: Callable[[str, str], None] = _print_warning,
+) -> RunConfig:
     """The config in `path` (TOML, or JSON for a `.json` file; "-" reads it from standard
     input), else the inline JSON of `$VERA_RUN_CONFIG`, else the built-in offline
-    defaults. The keys are vera's in either syntax. `reference_data`
+    defaults. The keys are vera's in either syntax; a JSON document in the reference
+    tool's layout (`generation` / `judging` / `scoring`) is translated into them
+    (vera.inputs._refconfig). `reference_data`
     (`--reference-data`) replaces the config's reference folder before a target in it is
-    looked up."""
+    looked up. `warn(where, message)` is told each field of a reference-layout config
+    that vera does not use (printed to stderr unless given)."""
     inline = os.environ.get(RUN_CONFIG_ENV, "").strip()
     if path is None and not inline:
         cfg = RunConfig(base_dir=str(REPO_ROOT), runs_dir=str(runs_root() / "runs"))
@@ -538,8 +552,15 @@ def load_config(path: str | Path | None, *, reference_data: str | None = None) -
     where = p.name if p.name in (RUN_CONFIG_ENV, "<stdin>") else str(p)
     parse = msgspec.json.decode if syntax == "JSON" else msgspec.toml.decode
     try:
-        cfg = parse(raw, type=RunConfig)
-        given = set(parse(raw))
+        doc = parse(raw)
+        if syntax == "JSON" and is_reference_layout(doc):
+            # The reference tool's own layout (`generation` / `judging` / `scoring`):
+            # translated into vera's keys, each field it cannot map a warning.
+            doc, warnings = translate(doc, where)
+            for w in warnings:
+                warn(where, w)
+        cfg = msgspec.convert(doc, type=RunConfig)
+        given = set(doc)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     except msgspec.DecodeError as exc:
