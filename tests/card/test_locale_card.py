@@ -190,3 +190,26 @@ def test_the_numbers_words_and_the_fix_first_guide_follow_the_pack(zh_card):
     assert "个评分中 24 个不适用)" in md
     assert "Not Relevant in" not in md and FIX_FIRST_GUIDE not in md
     assert "Not Relevant in" in render_markdown(english(zh_card))
+
+
+def test_the_status_line_reading_guide_run_details_and_table_headings_are_chinese(zh_card):
+    """Issue 33 item 5: the status label, the reading guide, the run details' row labels
+    and the tables' column headings and fixed captions come from the pack too."""
+    md = render_markdown(zh_card)
+    assert "**运行状态:** 已完成 (退出码 0) — " in md
+    assert "每段对话都按评分标准的每个维度评为" in md and "95% 置信区间" in md
+    assert "Each conversation is rated" not in md
+    for label in ("运行", "评分标准", "评审模型", "随机种子", "对话", "费用", "置信区间"):
+        assert f"- **{label}:** " in md, label
+    assert "- **Rubric:**" not in md and "- **Seeds:**" not in md
+    assert "| 问题 | 维度 | 评分 | 对话 | 占相关对话 % | 例子 |" in md  # fix first
+    assert "*按轮数统计的完整对话。*" in md and "| 轮数 |" in md
+    assert "| 对话 | 人物 | 风险 | 评审模型 | 实例 | 维度 | 问题 | 评审理由 |" in md
+    page = render_html(zh_card, [])
+    assert '<th scope="row">评分标准</th>' in page and "每段对话都按评分标准的每个维度评为" in page
+    assert '<p class="caption">按轮数统计的完整对话。</p>' in page
+    assert '<th scope="col">输入 token</th>' in page
+    term = render_card(zh_card, 80)
+    assert "运行状态: 已完成 (退出码 0)" in term
+    plain = render_markdown(english(zh_card))
+    assert "**Run status:** complete (exit code 0) — " in plain and "- **Rubric:**" in plain

@@ -350,8 +350,8 @@ def html_table(t: Table, *, wide_column: int | None = None, links: Sequence[str]
     # caption goes above the box, where it wraps to the screen instead of being cut.
     out = []
     if t.caption:
-        out.append(f'<p class="caption">{escape(t.caption)}</p>')
-    out.append(scroll_box(t.caption or "Table") + "<table>")
+        out.append(f'<p class="caption">{escape(phrase(t.caption))}</p>')
+    out.append(scroll_box(phrase(t.caption) if t.caption else "Table") + "<table>")
     out.append(
         "<thead><tr>"
         + "".join(f'<th scope="col">{escape(phrase(h))}</th>' for h in t.headers)
@@ -530,5 +530,5 @@ def _offline_banner(note: str, badge: str = "Offline run:") -> str:
 
 
 def _about_table(rows: Sequence[tuple[str, str]]) -> str:
-    cells = "".join(f'<tr><th scope="row">{escape(k)}</th><td>{escape(v)}</td></tr>' for k, v in rows)
+    cells = "".join(f'<tr><th scope="row">{escape(phrase(k))}</th><td>{escape(v)}</td></tr>' for k, v in rows)
     return f'<table class="about"><tbody>{cells}</tbody></table>'

@@ -67,7 +67,7 @@ def markdown_table(t: Table) -> list[str]:
         # One line per row; "|" would end the cell and "<" could start HTML in a viewer.
         return " ".join(text.replace("|", "\\|").replace("<", "&lt;").split())
 
-    lines = [f"*{cell(t.caption)}*", ""] if t.caption else []
+    lines = [f"*{cell(phrase(t.caption))}*", ""] if t.caption else []
     # Headings and row labels in the card's language (`phrase` leaves names as they are).
     lines += ["| " + " | ".join(cell(phrase(h)) for h in t.headers) + " |", "|" + "---|" * len(t.headers)]
     for i, row in enumerate(t.rows):
@@ -123,7 +123,7 @@ def _render_markdown(card: Card, *, max_harmful: int) -> str:
     if card.realism is not None:
         lines += realism_markdown(card)
     lines += ["", f"## {tr('card.how_to_read')}", "", reading_guide(card)]
-    lines += ["", f"## {tr('card.details')}", "", *(f"- **{k}:** {v}" for k, v in about_rows(card))]
+    lines += ["", f"## {tr('card.details')}", "", *(f"- **{phrase(k)}:** {v}" for k, v in about_rows(card))]
     lines += ["", f"## {tr('card.accounting')}", "", *markdown_table(accounting_table(card))]
     lines += ["", REASONING_NOTE]
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -141,7 +141,7 @@ def rich_table(t: Table, width: int | None = None) -> RenderableType:
     t = Table(
         [phrase(h) for h in t.headers],
         [[phrase(row[0]), *row[1:]] if row else row for row in t.rows],
-        caption=t.caption,
+        caption=phrase(t.caption) if t.caption else t.caption,
         emphasise=set(t.emphasise),
     )
     room = terminal_width(width)
