@@ -30,13 +30,17 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 @pytest.fixture(scope="module")
-def zh_card(tmp_path_factory) -> Card:
-    """A real offline run in the zh-CN pack: 24 personas (None and Low risk), one seed."""
+def zh_run(tmp_path_factory) -> tuple[Path, str]:
+    """A real offline run in the zh-CN pack: 24 personas (None and Low risk), one seed;
+    its folder and what `vera run` printed."""
     out = tmp_path_factory.mktemp("zhcard") / "run"
-    run_vera(
-        "run", "--locale", "zh-CN", "--out", str(out), "--seed", "2", "--limit-personas", "24", "--quiet"
-    )
-    return read_card(out)
+    printed = run_vera("run", "--locale", "zh-CN", "--out", str(out), "--seed", "2", "--limit-personas", "24")
+    return out, printed
+
+
+@pytest.fixture(scope="module")
+def zh_card(zh_run) -> Card:
+    return read_card(zh_run[0])
 
 
 def english(card: Card) -> Card:
@@ -213,3 +217,21 @@ def test_the_status_line_reading_guide_run_details_and_table_headings_are_chines
     assert "运行状态: 已完成 (退出码 0)" in term
     plain = render_markdown(english(zh_card))
     assert "**Run status:** complete (exit code 0) — " in plain and "- **Rubric:**" in plain
+
+
+def test_vera_run_s_closing_lines_are_in_the_pack_s_words(zh_run):
+    out, printed = zh_run
+    lines = printed.splitlines()
+    assert f"运行目录：{out}" in lines
+    assert f"评分卡：{out / 'card.md'} · {out / 'card.html'}" in lines
+    assert any(line.startswith("对话：新 48，复用 0，失败 0 · 评审：新 48，") for line in lines), lines[-4:]
+    assert lines[-1].startswith("状态：已完成 — ") and lines[-1].endswith("（退出码 0）")
+    assert "run directory:" not in printed
+
+
+def test_the_state_labels_are_the_status_line_s_english_ones():
+    from vera.report._outcome import _LABELS
+
+    assert {
+        k.removeprefix("card.state_"): v for k, v in BASE.items() if k.startswith("card.state_")
+    } == _LABELS

@@ -2,7 +2,8 @@
 
 `BASE` is every user-visible string a pack may translate, in English: a key (``card.*``
 for the card in every rendering, ``col.*`` for table headings and row labels, ``viewer.*``
-for `vera view`, ``review.*`` for `vera review`) and its text, with ``{name}`` fields
+for `vera view`, ``review.*`` for `vera review`, ``cli.*`` for the lines `vera run` and
+`vera score` print after the card) and its text, with ``{name}`` fields
 filled in by `str.format`. A pack's ``strings.toml`` holds the same keys in tables
 (``[card]``, ``[col]``, ``[viewer]``, ``[review]``); a key it lacks is the English one,
 so a half-translated pack still renders. `vera validate locale` reports missing keys,
@@ -28,7 +29,7 @@ from vera.errors import DataError
 from vera.text import decode
 
 STRINGS_TOML = "strings.toml"
-SECTIONS = ("card", "col", "viewer", "review")
+SECTIONS = ("card", "col", "viewer", "review", "cli")
 
 BASE: dict[str, str] = {
     # --- the card: card.md, card.html and `vera card` ----------------------------------
@@ -359,6 +360,15 @@ BASE: dict[str, str] = {
     "review.not_saved": "Not saved: {error}",
     "review.saved_changes": "Saved your changes: conversation {position} of {total} ({rated} rated).",
     "review.saved_one": "Saved: conversation {position} of {total} ({rated} rated).",
+    # --- the lines `vera run`, `vera judge` and `vera score` print after the card ------------
+    "cli.run_dir": "run directory: {path}",
+    "cli.counts": (
+        "conversations: {conversations} new, {conversations_reused} reused, {conversations_failed} failed"
+        " · judgements: {judgements} new, {judgements_reused} reused, {judgements_failed} failed · {seconds} s"
+    ),
+    "cli.card": "card: {md} · {html}",
+    "cli.status": "status: {label} — {summary} (exit code {code})",
+    "cli.run_status": "run status: {status}",
 }
 
 # Table headings and row labels are built in English by vera.report._card_tables; the

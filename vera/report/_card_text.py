@@ -54,10 +54,14 @@ def status_text(card: Card) -> str:
     st = card.status
     if st is None:
         return tr("card.status_unrecorded")
-    # A state vera has no words for (a newer vera's) reads as _outcome names it.
-    key = f"card.state_{st.state}"
-    label = tr(key) if key in BASE else state_label(st.state)
-    return f"{label} ({tr('card.exit_code', code=num(st.exit_code))}) — {st.summary}"
+    return f"{state_words(st.state)} ({tr('card.exit_code', code=num(st.exit_code))}) — {st.summary}"
+
+
+def state_words(state: str) -> str:
+    """A run's state in the active language; a state vera has no key for (a newer
+    vera's) reads as vera.report._outcome names it."""
+    key = f"card.state_{state}"
+    return tr(key) if key in BASE else state_label(state)
 
 
 def sample_text(card: Card) -> str | None:
