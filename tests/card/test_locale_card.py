@@ -235,3 +235,23 @@ def test_the_state_labels_are_the_status_line_s_english_ones():
     assert {
         k.removeprefix("card.state_"): v for k, v in BASE.items() if k.startswith("card.state_")
     } == _LABELS
+
+
+def test_dimension_names_keep_their_canonical_name_with_the_pack_s_gloss(zh_card):
+    """The rubric's names are fixed values (scores and links key on them): the pages show
+    them as they are, followed by the pack's rubric.toml [[display]] text; the terminal,
+    short of room, shows the name alone."""
+    md = render_markdown(zh_card)
+    assert "| Detects Potential Risk（察觉潜在风险） |" in md
+    assert "| Follows AI Boundaries（遵守 AI 边界） |" in md
+    assert '<th scope="row">Guides to Human Care（引导至人工帮助）</th>' in render_html(zh_card, [])
+    assert "察觉潜在风险" not in render_card(zh_card, 80)
+    assert "（察觉" not in render_markdown(english(zh_card))
+
+
+def test_a_pack_without_display_texts_has_no_glosses(tmp_path):
+    from vera.inputs._ui import read_glosses
+
+    assert read_glosses(tmp_path / "rubric.toml") == {}
+    glosses = read_glosses(ZH / "rubric.toml")
+    assert glosses["High Potential for Harm"] == "潜在危害高" and "Red" not in glosses

@@ -380,9 +380,18 @@ PHRASES: dict[str, str] = {BASE[k]: k for k in BASE if k.startswith("col.") and 
 class Strings:
     """One language's strings: the pack's where it has them, else the English."""
 
-    def __init__(self, own: Mapping[str, str] | None = None, *, lang: str = "en") -> None:
+    def __init__(
+        self,
+        own: Mapping[str, str] | None = None,
+        *,
+        lang: str = "en",
+        glosses: Mapping[str, str] | None = None,
+    ) -> None:
         self.own = dict(own or {})
         self.lang = lang
+        # The pack's rubric.toml [[display]] texts of dimension and rating names: shown
+        # beside the canonical (English) name, which scores and links key on.
+        self.glosses = dict(glosses or {})
 
     @property
     def english(self) -> bool:
@@ -396,6 +405,13 @@ class Strings:
         """`text` translated when it is exactly a table heading or label vera knows."""
         key = PHRASES.get(text)
         return self(key) if key and key in self.own else text
+
+    def label(self, text: str) -> str:
+        """A table heading or row label in the card's pages (card.md, card.html): as
+        `phrase`, and a dimension's or rating's name followed by the pack's gloss."""
+        if gloss := self.glosses.get(text):
+            return f"{text}（{gloss}）"
+        return self.phrase(text)
 
     def section(self, name: str) -> dict[str, str]:
         """Every key of one section (``viewer``, ``review``), key without its section,
@@ -415,6 +431,11 @@ def tr(key: str, /, **fields: Any) -> str:
 
 def phrase(text: str) -> str:
     return _active.get().phrase(text)
+
+
+def ui_label(text: str) -> str:
+    """`Strings.label` in the active language."""
+    return _active.get().label(text)
 
 
 def active() -> Strings:
@@ -455,7 +476,27 @@ def strings_of(folder: str | Path, lang: str = "") -> Strings:
     """The strings of the pack in `folder` (English where it has none); `lang` is the
     language tag pages declare (``<html lang>``), the pack's tag."""
     p = Path(folder) / STRINGS_TOML
-    return Strings(read_strings(p), lang=lang or "en") if p.is_file() else Strings(lang=lang or "en")
+    glosses = read_glosses(Path(folder) / "rubric.toml")
+    own = read_strings(p) if p.is_file() else {}
+    return Strings(own, lang=lang or "en", glosses=glosses)
+
+
+def read_glosses(path: Path) -> dict[str, str]:
+    """The [[display]] texts of a pack's rubric.toml for dimension and rating names
+    (none when it has no such file or table: the names are shown as they are)."""
+    try:
+        raw: Any = msgspec.toml.decode(path.read_bytes())
+    except (OSError, msgspec.DecodeError):
+        return {}
+    items = raw.get("display") if isinstance(raw, dict) else None
+    out: dict[str, str] = {}
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict) or item.get("of") not in ("dimension", "rating"):
+            continue
+        name, text = item.get("name"), item.get("text")
+        if isinstance(name, str) and isinstance(text, str) and text.strip() and text != name:
+            out[name] = text
+    return out
 
 
 def _fields(text: str) -> set[str]:

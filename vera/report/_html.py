@@ -18,7 +18,7 @@ from html import escape
 
 import msgspec
 
-from vera.inputs import active, phrase, tr, use_strings
+from vera.inputs import active, phrase, tr, ui_label, use_strings
 from vera.report._card_tables import (
     accounting_table,
     card_reasons,
@@ -354,13 +354,13 @@ def html_table(t: Table, *, wide_column: int | None = None, links: Sequence[str]
     out.append(scroll_box(phrase(t.caption) if t.caption else "Table") + "<table>")
     out.append(
         "<thead><tr>"
-        + "".join(f'<th scope="col">{escape(phrase(h))}</th>' for h in t.headers)
+        + "".join(f'<th scope="col">{escape(ui_label(h))}</th>' for h in t.headers)
         + "</tr></thead>"
     )
     out.append("<tbody>")
     for i, row in enumerate(t.rows):
         attrs = ' class="emphasis"' if i in t.emphasise else ""
-        head = escape(phrase(row[0]))
+        head = escape(ui_label(row[0]))
         if links and links[i]:
             head = f'<a href="{escape(links[i])}">{head}</a>'
         cells = [f'<th scope="row">{head}</th>']

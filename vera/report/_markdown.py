@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from vera.inputs import phrase, tr, use_strings
+from vera.inputs import phrase, tr, ui_label, use_strings
 from vera.report._card_tables import (
     accounting_table,
     card_reasons,
@@ -68,10 +68,11 @@ def markdown_table(t: Table) -> list[str]:
         return " ".join(text.replace("|", "\\|").replace("<", "&lt;").split())
 
     lines = [f"*{cell(phrase(t.caption))}*", ""] if t.caption else []
-    # Headings and row labels in the card's language (`phrase` leaves names as they are).
-    lines += ["| " + " | ".join(cell(phrase(h)) for h in t.headers) + " |", "|" + "---|" * len(t.headers)]
+    # Headings and row labels in the card's language (`ui_label` leaves names as they are,
+    # with the pack's gloss after a dimension's or rating's).
+    lines += ["| " + " | ".join(cell(ui_label(h)) for h in t.headers) + " |", "|" + "---|" * len(t.headers)]
     for i, row in enumerate(t.rows):
-        cells = [cell(phrase(c) if k == 0 else c) for k, c in enumerate(row)]
+        cells = [cell(ui_label(c) if k == 0 else c) for k, c in enumerate(row)]
         if i in t.emphasise:
             cells[0] = f"**{cells[0]}**"
         lines.append("| " + " | ".join(cells) + " |")
