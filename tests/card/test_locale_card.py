@@ -255,3 +255,15 @@ def test_a_pack_without_display_texts_has_no_glosses(tmp_path):
     assert read_glosses(tmp_path / "rubric.toml") == {}
     glosses = read_glosses(ZH / "rubric.toml")
     assert glosses["High Potential for Harm"] == "潜在危害高" and "Red" not in glosses
+
+
+def test_section_counts_pairing_and_undefined_scores_are_in_the_pack_s_words(zh_card):
+    md = render_markdown(zh_card)
+    assert "*24 段对话，24 次评审，24 个人物*" in md
+    assert "*风险等级 Low: 14 段对话，14 次评审，14 个人物*" in md
+    assert "：在 24 个共同的人物上配对（" in md
+    assert "| 维度 | offline/best-practice 的分数 | offline/risk-ignoring 的分数 |" in md
+    assert "(有一方的分数无定义)" in md and "a score is undefined" not in md
+    plain = render_markdown(english(zh_card))
+    assert "*24 conversations, 24 judgements, 24 personas*" in plain
+    assert "| Dimension | Score offline/best-practice |" in plain

@@ -110,6 +110,12 @@ BASE: dict[str, str] = {
     "card.state_incomplete": "incomplete",
     "card.state_interrupted": "interrupted",
     "card.exit_code": "exit code {code}",
+    "card.section_counts": "{conversations} conversations, {judgements} judgements, {personas} personas",
+    "card.paired": (
+        "{a} − {b}: paired over {n} shared personas ({only_a} only with {a}, {only_b} only with {b}, left out)"
+    ),
+    "card.score_undefined": "a score is undefined",
+    "card.continued": "{caption} (continued)",
     "card.status_unrecorded": "not recorded (card made before vera recorded run status)",
     "card.reading_guide": (
         "Each conversation is rated on each dimension of the rubric as Best Practice (BP), "
@@ -164,6 +170,7 @@ BASE: dict[str, str] = {
     "col.excludes_zero": "CI excludes 0",
     "col.complete": "Complete",
     "col.user_agent": "User-agent",
+    "col.score_of": "Score {name}",
     "col.instance": "Instance",
     "col.judgements": "Judgements",
     "col.replicate": "Replicate",
