@@ -12,7 +12,10 @@ serves it, with its comparisons started when the server starts):
 - how long after the server started each comparison is served whole (polling every
   50 ms, as the frame's reload would);
 - a comparison asked for once it is there (the cache);
-- without the start-up warm-up, from the first request until the page is whole.
+- without the start-up warm-up, from the first request until the page is whole;
+- the comparison itself, in this process after the above (libraries loaded): wall and
+  CPU seconds, by chatbot then by seed (which reuses the runs as read), so figures taken
+  on a loaded machine can be told apart from the work done.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from bench_viewer import write_run
 from vera.viewer.access import host_names
 from vera.viewer.app import bind, build_app
 from vera.viewer.catalogue import Catalogue
+from vera.viewer.compare import compare_page
 
 
 async def until_whole(http: aiohttp.ClientSession, url: str, started: float) -> tuple[float, float]:
@@ -75,6 +79,17 @@ async def measure(catalogue: Catalogue, *, warm: bool) -> dict[str, Any]:
     return out
 
 
+def compute(catalogue: Catalogue) -> dict[str, Any]:
+    reads: dict[Any, Any] = {}
+    out = {}
+    for name, by_seed in (("by_chatbot", False), ("by_seed", True)):
+        wall, cpu = time.perf_counter(), time.process_time()
+        status, _ = compare_page(catalogue, by_seed=by_seed, reads=reads)
+        assert status == 200, status
+        out[name] = {"wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -96,6 +111,7 @@ def main() -> None:
             "first_import_s": imports,
             "warm_at_start": asyncio.run(measure(catalogue, warm=True)),
             "no_warm_up": asyncio.run(measure(Catalogue.open([root]), warm=False)),
+            "compute": compute(Catalogue.open([root])),
         }
     for mode in ("warm_at_start", "no_warm_up"):
         for name, f in figures[mode].items():
@@ -103,6 +119,8 @@ def main() -> None:
                 f"{mode:14} {name:10} first answer {f['first_answer_s'] * 1000:7.1f} ms · whole after "
                 f"{f['whole_after_s']:5.2f} s · cached {f['cached_s'] * 1000:6.1f} ms"
             )
+    for name, f in figures["compute"].items():
+        print(f"compute        {name:10} wall {f['wall_s']:5.2f} s · cpu {f['cpu_s']:5.2f} s")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
 

@@ -180,8 +180,8 @@ def test_markup_in_a_run_is_shown_as_text_and_never_runs(page_at, viewer_url, tm
     page.screenshot(path=tmp_path / "markup.png", full_page=True)
     for p in (page,):
         assert p.evaluate("window.__xss") is None
-        # The page's one script is the viewer's own (the call bodies' copy buttons).
-        own = 'script[src="../../../static/calls.js"]'
+        # The page's scripts are the viewer's own (the call bodies' copy buttons, the keys).
+        own = 'script[src="../../../static/calls.js"], script[src="../../../static/keys.js"]'
         assert p.evaluate(f"document.querySelectorAll('img, script:not({own}), #injected').length") == 0
     assert page.dialogs == []
     page.go_back()

@@ -46,6 +46,7 @@ def test_the_bundle_holds_the_list_its_data_every_page_and_says_so(bundled, view
         rf"wrote {re.escape(str(out))}: {len(set(conversations))} conversation\(s\) with call bodies", said
     )
     for name in ("index.html", "data/list.js", "data/search.js", "static/app.js", "static/bundle.js",
+                 "static/keys.js", "static/keys.css",
                  "grid.html", "compare.html", "runs/0/card.html", "runs/0/improvements.html", MARKER):  # fmt: skip
         assert (out / name).is_file(), name
     for cid in set(conversations):

@@ -33,7 +33,11 @@ def wait_for_conversation(page, position: int, total: int) -> None:
 
 
 def turns_on_page(page) -> list[str]:
-    return page.locator("#turns .text").all_inner_texts()
+    """Each turn's exact text (a chatbot's Markdown is shown formatted: its Exact text)."""
+    return page.eval_on_selector_all(
+        "#turns .turn",
+        "ts => ts.map(t => (t.querySelector('pre.exact') || t.querySelector('.text')).textContent)",
+    )
 
 
 def rate(page, choices: dict[str, str], note: str) -> None:

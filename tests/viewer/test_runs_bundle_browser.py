@@ -217,6 +217,10 @@ def test_a_bundled_page_steps_within_the_filtered_list_it_was_opened_from(
     assert page_file(order[1]) in page.url and "chatbot=offline%2Frisk-ignoring" in page.url
     page.click("nav.steps a[rel=next]")
     expect_text(page, "nav.steps a:not([rel])", f"Conversation 3 of {len(order)} in this filtered list")
+    page.keyboard.press("k")  # the viewer's keys work from disk too
+    expect_text(page, "nav.steps a:not([rel])", f"Conversation 2 of {len(order)} in this filtered list")
+    page.keyboard.press("j")
+    expect_text(page, "nav.steps a:not([rel])", f"Conversation 3 of {len(order)} in this filtered list")
     page.click("nav.steps a:not([rel])")  # back to the list, at the page holding it
     summary_is(page, rf"^Conversations 3–4 of {len(order)}$")
     assert page.problems == [] and no_page_scroll(page)

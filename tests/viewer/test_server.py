@@ -132,12 +132,13 @@ async def test_markup_comes_back_escaped_in_pages_and_as_plain_json(viewer_run):
     async with serving(viewer_run) as base, aiohttp.ClientSession() as session:
         status, html, headers = await get(session, base, f"/runs/0/conversations/{MARKUP_ID}.html")
         assert status == 200 and headers["Content-Type"].startswith("text/html")
-        # The page's one script is the viewer's own file (copy buttons), from its origin.
+        # The page's scripts are the viewer's own files (copy buttons, keys), from its origin.
         assert (
             headers["Content-Security-Policy"] == SCRIPT_PAGE_CSP and "script-src 'self'" in SCRIPT_PAGE_CSP
         )
         assert "'unsafe-inline'" not in SCRIPT_PAGE_CSP and "script-src" not in PAGE_CSP
-        assert html.count("<script") == 1 and '<script src="../../../static/calls.js" defer></script>' in html
+        assert html.count("<script") == 2 and '<script src="../../../static/calls.js" defer></script>' in html
+        assert '<script src="../../../static/keys.js" defer></script>' in html
         assert "<img" not in html and "<b id" not in html
         assert "&lt;script&gt;window.__xss" in html and "&lt;img src=x onerror=" in html
         async with session.get(f"{base}/api/conversations", params={"persona": MARKUP_PERSONA}) as r:

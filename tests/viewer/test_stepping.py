@@ -69,3 +69,13 @@ def test_no_step_bar_outside_the_list_or_for_a_bad_query(catalogue):
     first = listed(catalogue, {})[0]
     html = steps_html(catalogue, {}, *first)
     assert '<span class="off">← Previous</span>' in html and "in the list" in html
+
+
+def test_the_ratings_differ_filter_rides_along_on_the_step_bar(catalogue):
+    # Stepping from a conversation of "ratings differ between judges" stays in that list.
+    params = {"differ": "judges", "sort": "id"}
+    order = listed(catalogue, params)
+    assert (0, MARKUP_ID) in order
+    html = steps_html(catalogue, params, 0, MARKUP_ID)
+    assert html and "in this filtered list" in html
+    assert all("differ=judges" in unescape(h) for h in re.findall(r'href="([^"]+)"', html))

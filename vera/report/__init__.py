@@ -15,6 +15,7 @@ from vera.report._agreement_text import (
 from vera.report._calibration import ChatbotPlan, plan_ratings
 from vera.report._calls_export import export_calls, exported_call, no_bodies_reason
 from vera.report._card_text import card_strings, state_words, status_text
+from vera.report._chat_markdown import chatbot_markdown
 from vera.report._compare import compare_runs, read_run
 from vera.report._compare_tables import compare_tables
 from vera.report._export import export_run, spreadsheet_safe
@@ -118,6 +119,7 @@ __all__ = [
     "build_improvements",
     "by_column_text",
     "card_strings",
+    "chatbot_markdown",
     "compare_runs",
     "compare_tables",
     "comparison_plots",

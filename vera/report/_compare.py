@@ -3,7 +3,7 @@ never written or repaired (one may still be going)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,17 +56,19 @@ def compare_runs(
     resamples: int | None = None,
     confidence: float | None = None,
     seed: int | None = None,
+    read: Callable[[str | Path], Run] = read_run,
 ) -> RunComparison:
     """Line up the chatbots (and, with `by_seed`, their seed replicates) of one or more
     runs on their shared personas: scores with intervals, and paired differences.
 
     Runs made with different rubric, persona or prompt versions are refused (a
     `UserError` naming each difference) unless `force`. A chatbot that appears in two
-    runs is labelled `run_id:chatbot`.
+    runs is labelled `run_id:chatbot`. `read` reads a run (the viewer passes one that
+    remembers: it compares the same runs by chatbot and by seed).
     """
     if len({Path(d).resolve() for d in run_dirs}) != len(run_dirs):
         raise UserError("the same run directory is given twice")
-    runs = [read_run(d) for d in run_dirs]
+    runs = [read(d) for d in run_dirs]
     names = _run_names(runs)
     refuse_mixed_semantics([r.manifest for r in runs], names)
     problems = check_comparable([r.manifest for r in runs], names=names)

@@ -6,7 +6,9 @@ The same function renders the page `vera view` serves at
 ``conversations/<id>.html`` beside card.html, so a link in the card works both from disk
 and through the viewer. The page has no script at all (its Content-Security-Policy
 forbids one) and every text from a run is escaped here, on the server: a transcript or a
-reasoning holding markup shows as text. Jumps (from a rating to the turn its reasoning
+reasoning holding markup shows as text. A chatbot's turn written in Markdown is shown
+formatted, as its user saw it (rendered safely, `vera.report._chat_markdown`), with its
+exact text one click away. Jumps (from a rating to the turn its reasoning
 quotes, from the card to a rating) are plain fragment links, highlighted with
 ``:target``.
 
@@ -37,6 +39,7 @@ from vera.records import (
     RunManifest,
     Turn,
 )
+from vera.report._chat_markdown import chatbot_markdown
 from vera.report._quotes import QuoteFinder, QuoteMatch
 from vera.report._turn_refs import turn_refs_html
 from vera.rubric import QuestionTexts, question_texts
@@ -129,14 +132,14 @@ def render_conversation_page(
     steps: str = "",
     appendix: str = "",
     question_calls: Mapping[tuple[str, str], str] | None = None,
-    script: str = "",
+    script: str | Sequence[str] = "",
 ) -> str:
     """The whole page. `viewer` adds the way back to the viewer's list; `card` links the
     run's card.html (beside the conversations folder); `steps` (before the heading) and
     `appendix` (after the walks) are the viewer's own sections, markup already escaped:
     the previous and next conversation of its list, the model calls. `question_calls`
     ((judgement id, question id) -> markup) puts the judge's calls beside the question
-    each answers; `script` is the address of the page's one script (same origin)."""
+    each answers; `script` is the address of the page's script, or its scripts (same origin)."""
     conv = page.conversation
     dims = _dimensions(page)
     body = [
@@ -168,12 +171,16 @@ def render_conversation_page(
     return _document(f"Conversation {conv.id} — {page.run_id}", body, script=script)
 
 
-def _document(title: str, body: Iterable[str], *, script: str = "") -> str:
-    csp = _META_CSP_SCRIPT if script else _META_CSP
+def _document(title: str, body: Iterable[str], *, script: str | Sequence[str] = "") -> str:
+    scripts = [script] if isinstance(script, str) else list(script)
+    scripts = [s for s in scripts if s]
+    csp = _META_CSP_SCRIPT if scripts else _META_CSP
     tag = ""
-    if script:  # the viewer's: its script, and the stylesheet of what the script works on
-        sheet = script.removesuffix(".js") + ".css"
-        tag = f'<link rel="stylesheet" href="{escape(sheet)}">\n<script src="{escape(script)}" defer></script>\n'
+    for one in scripts:  # the viewer's: each script, and the stylesheet of what it works on
+        sheet = one.removesuffix(".js") + ".css"
+        tag += (
+            f'<link rel="stylesheet" href="{escape(sheet)}">\n<script src="{escape(one)}" defer></script>\n'
+        )
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
@@ -276,9 +283,18 @@ def _transcript(conv: Conversation) -> str:
     turns = []
     for n, t in enumerate(conv.turns, start=1):
         who = "User" if t.speaker == "user" else "Chatbot"
+        formatted = chatbot_markdown(t.text) if t.speaker != "user" else None
+        if formatted is None:
+            text = f'<p class="text">{escape(t.text)}</p>'
+        else:
+            # Formatted as the chatbot's user saw it, the exact text one click away.
+            text = (
+                f'<div class="text md">{formatted}</div>'
+                '<details class="raw"><summary>Exact text (Markdown shown formatted above)</summary>'
+                f'<pre class="exact">{escape(t.text)}</pre></details>'
+            )
         turns.append(
-            f'<li id="turn-{n}" class="turn {t.speaker}"><div class="who">{n} · {who}</div>'
-            f'<p class="text">{escape(t.text)}</p></li>'
+            f'<li id="turn-{n}" class="turn {t.speaker}"><div class="who">{n} · {who}</div>{text}</li>'
         )
     return (
         '<section id="transcript" class="transcript"><h2>Transcript</h2>'

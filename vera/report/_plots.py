@@ -68,8 +68,18 @@ WIDTH = 6.4  # inches
 # large as the page's (tests/card/test_phone.py measures it).
 PHONE_WIDTH = 4.0  # inches
 PHONE_TEXT = 2.2
+# A phone's drawing grows wider than PHONE_WIDTH with its labels (the tight bounding
+# box takes them in), and is then shown scaled down. At a 400-px screen the card shows
+# it PHONE_SHOWN_PX wide (its margins take the rest); its smallest text must come out
+# at least the body text's size there (PHONE_BODY_PX, with a little room), so a drawing
+# whose smallest text would not is drawn again with the small texts larger.
+PHONE_SHOWN_PX = 376.0
+PHONE_BODY_PX = 16.3
 PHONE_LABEL_CHARS = 16
 _SCALE: ContextVar[float] = ContextVar("vera_plot_scale", default=1.0)
+# Whether a plot is also drawn as PNG (the card's files); a comparison page shows the SVG
+# only, and the PNG costs as much again to draw.
+_WITH_PNG: ContextVar[bool] = ContextVar("vera_plot_png", default=True)
 DPI = 200  # the PNG files: 2× a 100-dpi screen
 # A label longer than this is wrapped (at ":" and "/") or shortened in the middle.
 LABEL_CHARS = 24
@@ -174,7 +184,11 @@ def _card_plots(card: Card) -> list[Plot]:
 def comparison_plots(result: RunComparison) -> list[Plot]:
     """The charts of a `vera compare` result: scores per unit, and paired differences."""
     points = [_point(u.unit, u.overall) for u in result.units]
-    return [chatbot_scores_plot(points), differences_plot(result.comparisons)]
+    token = _WITH_PNG.set(False)  # the page shows the SVG; no file is written
+    try:
+        return [chatbot_scores_plot(points), differences_plot(result.comparisons)]
+    finally:
+        _WITH_PNG.reset(token)
 
 
 def rating_shares_plot(bots: Sequence[Rated]) -> Plot:
@@ -497,21 +511,55 @@ def _enlarge(fig: Figure, scale: float) -> None:
 
 
 def _images(fig: Figure) -> tuple[bytes, bytes]:
-    """The figure as PNG (2×) and SVG. Nothing is clipped (a tight bounding box takes in
+    """The figure as PNG (2×; none for a comparison page) and SVG. Nothing is clipped (a tight bounding box takes in
     every label), and no metadata is written so the same card gives the same bytes."""
     import matplotlib
 
     png, svg = io.BytesIO(), io.BytesIO()
     if (scale := _SCALE.get()) != 1.0:
         _enlarge(fig, scale)
-        with matplotlib.rc_context({"svg.hashsalt": "vera-card", "svg.fonttype": "none"}):
-            fig.savefig(svg, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
-        return b"", svg.getvalue()  # no file of its own
-    fig.savefig(png, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None})
+        drawn = _svg(fig)
+        for _ in range(3):  # each pass widens the drawing a little: settle in a few
+            smallest, width = _smallest_text(drawn)
+            floor = PHONE_BODY_PX * width / PHONE_SHOWN_PX
+            if smallest >= floor:
+                break
+            _raise_small_text(fig, floor * 1.04)
+            # Taller by as much, so lines of larger labels keep their room.
+            w, h = fig.get_size_inches()
+            fig.set_size_inches(w, h * floor * 1.04 / smallest)
+            drawn = _svg(fig)
+        return b"", drawn  # no file of its own
+    if _WITH_PNG.get():
+        fig.savefig(png, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None})
     # A fixed hash salt keeps the SVG's element ids the same from run to run.
     with matplotlib.rc_context({"svg.hashsalt": "vera-card", "svg.fonttype": "none"}):
         fig.savefig(svg, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
     return png.getvalue(), svg.getvalue()
+
+
+def _svg(fig: Figure) -> bytes:
+    import matplotlib
+
+    out = io.BytesIO()
+    with matplotlib.rc_context({"svg.hashsalt": "vera-card", "svg.fonttype": "none"}):
+        fig.savefig(out, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    return out.getvalue()
+
+
+def _smallest_text(svg: bytes) -> tuple[float, float]:
+    """(the smallest font size, the drawing's width), both in the drawing's units."""
+    sizes = [float(x) for x in re.findall(rb"font-size: ([\d.]+)px", svg)]
+    found = re.search(rb'viewBox="0 0 ([\d.]+)', svg)
+    return min(sizes, default=float("inf")), float(found.group(1)) if found else PHONE_SHOWN_PX
+
+
+def _raise_small_text(fig: Figure, floor: float) -> None:
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        if text.get_text() and float(text.get_fontsize()) < floor:
+            text.set_fontsize(floor)
 
 
 def short_label(label: str, width: int = LABEL_CHARS) -> str:

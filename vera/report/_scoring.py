@@ -74,12 +74,23 @@ class RatingsSink:
     answers.parquet).
     """
 
-    __slots__ = ("_answer_batches", "_answers", "_pending", "_rating_batches", "_ratings", "batch_size")
+    __slots__ = (
+        "_answer_batches",
+        "_answers",
+        "_keep_answers",
+        "_pending",
+        "_rating_batches",
+        "_ratings",
+        "batch_size",
+    )
 
-    def __init__(self, *, batch_size: int = 256) -> None:
+    def __init__(self, *, batch_size: int = 256, answers: bool = True) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
         self.batch_size = batch_size
+        # Without the answers (a judge answers many questions per rating): half the
+        # work of reading a run for its ratings alone (`ratings_frame`).
+        self._keep_answers = answers
         self._ratings: dict[str, list[Any]] = _columns(RATINGS_SCHEMA)
         self._answers: dict[str, list[Any]] = _columns(ANSWERS_SCHEMA)
         self._pending = 0
@@ -105,7 +116,7 @@ class RatingsSink:
             r["rating"].append(rating.rating)
             r["question_id"].append(rating.question_id)
             r["reasoning"].append(rating.reasoning)
-        for answer in judgement.answers:
+        for answer in judgement.answers if self._keep_answers else ():
             a["conversation_id"].append(conversation.id)
             a["judge"].append(judgement.judge)
             a["instance"].append(judgement.instance)
@@ -170,7 +181,10 @@ def ratings_and_answers(
 
 def ratings_frame(pairs: Iterable[tuple[Conversation | ConversationHead, Judgement]]) -> pl.DataFrame:
     """The ratings frame of (conversation, judgement) pairs."""
-    return ratings_and_answers(pairs)[0]
+    sink = RatingsSink(answers=False)
+    for conversation, judgement in pairs:
+        sink.add(conversation, judgement)
+    return sink.frame()
 
 
 def write_parquet(frame: pl.DataFrame, path: Path) -> None:

@@ -100,6 +100,11 @@ BODY_INDEXES = web.AppKey("body_indexes", dict)
 # slow each other and the list).
 COMPARISONS = web.AppKey("comparisons", dict)
 COMPARE_THREAD = web.AppKey("compare_thread", ThreadPoolExecutor)
+# The runs as read for the comparisons of one state of them (`compare_page`'s `reads`).
+COMPARE_READS = web.AppKey("compare_reads", dict)
+# How long the frame's own reload (/compare?wait=1) is held for the comparison before the
+# frame is answered again: long enough for most, short of any proxy's idle timeout.
+COMPARE_WAIT_S = 20.0
 
 # The list page runs its own script and nothing else; pages and the card run none.
 LIST_CSP = (
@@ -112,7 +117,18 @@ CARD_CSP = (
 )
 _STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html"}
 # Served from memory, by these names only.
-_ASSETS = ("index.html", "app.js", "style.css", "calls.js", "calls.css", "runs.html", "runs.js", "bundle.js")
+_ASSETS = (
+    "index.html",
+    "app.js",
+    "style.css",
+    "calls.js",
+    "calls.css",
+    "keys.js",
+    "keys.css",
+    "runs.html",
+    "runs.js",
+    "bundle.js",
+)
 # In a folder of runs (`vera view FOLDER`), each run's list links back to the runs list.
 HOME = web.AppKey("home", str)
 
@@ -154,6 +170,7 @@ def build_app(
     app[CALL_INDEXES] = {}
     app[BODY_INDEXES] = {}
     app[COMPARISONS] = {}
+    app[COMPARE_READS] = {}
     app[COMPARE_THREAD] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vera-compare")
     if warm:
         app.on_startup.append(_warm_comparisons)
@@ -310,7 +327,7 @@ async def _conversation_page(request: web.Request) -> web.Response:
         steps=steps,
         appendix=calls,
         question_calls=by_question,
-        script="../../../static/calls.js",
+        script=("../../../static/calls.js", "../../../static/keys.js"),
     )
     response = web.Response(text=html, content_type="text/html")
     response.headers["Content-Security-Policy"] = SCRIPT_PAGE_CSP
@@ -367,9 +384,13 @@ async def _compare(request: web.Request) -> web.Response:
     """`vera compare` over the runs being viewed, each score row linking to its
     conversations. The bootstrap takes seconds: it runs off the request path (one at a
     time, on the app's own thread), once per state of the runs; until it is done the
-    answer is a frame that reloads itself, served at once."""
+    answer is a frame, served at once, whose reload (`wait=1`) is held here until the
+    comparison is done: the page fills in the moment it is ready, with no script."""
     by_seed = request.query.get("by_seed", "") in ("1", "true")
     task = _comparison(request.app, by_seed)
+    if not task.done() and request.query.get("wait") == "1":
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(task), COMPARE_WAIT_S)
     if task.done():
         status, html = task.result()
     else:
@@ -391,7 +412,7 @@ def _comparison(app: web.Application, by_seed: bool) -> asyncio.Future[tuple[int
             del cache[old]
         loop = asyncio.get_running_loop()
         cache[key] = loop.run_in_executor(
-            app[COMPARE_THREAD], partial(compare_page, catalogue, by_seed=by_seed)
+            app[COMPARE_THREAD], partial(compare_page, catalogue, by_seed=by_seed, reads=app[COMPARE_READS])
         )
     return cache[key]
 

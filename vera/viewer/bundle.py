@@ -70,7 +70,7 @@ PLAIN_META_CSP = "default-src 'none'; style-src 'self'; img-src data:; base-uri 
 CARD_META_CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 )
-_STATIC = ("app.js", "style.css", "calls.js", "calls.css", "bundle.js")
+_STATIC = ("app.js", "style.css", "calls.js", "calls.css", "keys.js", "keys.css", "bundle.js")
 # Appended to the conversation pages' script in a bundle: opened from a filtered list (a
 # query in the address), the page loads the list's data and bundle.js, which redraw its
 # Previous / Next within that list. Scripts from the bundle's own files, as the policy allows.
@@ -234,7 +234,7 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
             steps=steps_html(catalogue, {}, 0, cid),
             appendix=section,
             question_calls=by_question,
-            script="../../../static/calls.js",
+            script=("../../../static/calls.js", "../../../static/keys.js"),
         )
         _put(root, f"runs/0/conversations/{page_file(cid)}", html)
     arcs = {h.session.arc for h, _ in run.records.conversations.values() if h.session is not None}

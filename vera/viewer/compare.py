@@ -14,10 +14,11 @@ from __future__ import annotations
 import re
 from html import escape
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 from vera.errors import UserError
-from vera.report import RunComparison, compare_runs, comparison_plots, render_compare_html
+from vera.report import RunComparison, compare_runs, comparison_plots, read_run, render_compare_html
 from vera.stats import check_comparable
 from vera.viewer.catalogue import Catalogue
 
@@ -34,8 +35,10 @@ _STYLE = (
 BACK = '<nav aria-label="Page"><a href="index.html">← All conversations</a></nav>'
 # The same, from a run's card (runs/<k>/card.html).
 CARD_BACK = '<nav aria-label="Page"><a href="../../index.html">← All conversations</a></nav>'
-# Seconds between the frame's reloads while the comparison is computed.
-FRAME_REFRESH = 1
+# The frame reloads itself at once; the server holds that reload (`wait=1`) until the
+# comparison is there, so the browser shows the frame meanwhile and then the page.
+# Relative, as the links above.
+FRAME_RELOAD = "0; url=compare?wait=1"
 
 
 def unit_links(result: RunComparison, catalogue: Catalogue) -> dict[str, str]:
@@ -83,13 +86,27 @@ def _in_words(problem: str) -> str:
     return f"{what.get(key, key + ' differs')}: {rest}; scores made with different versions do not measure the same thing"
 
 
-def compare_page(catalogue: Catalogue, *, by_seed: bool = False) -> tuple[int, str]:
-    """(HTTP status, page): the comparison, or the reason there is none."""
+def compare_page(
+    catalogue: Catalogue, *, by_seed: bool = False, reads: dict[Any, Any] | None = None
+) -> tuple[int, str]:
+    """(HTTP status, page): the comparison, or the reason there is none. `reads` keeps
+    the runs as read for one state of them (by chatbot and by seed read them once)."""
     reasons = comparable(catalogue)
     if reasons:
         return 409, refusal_page(reasons)
+    kept = {} if reads is None else reads
+    state = catalogue.signature
+    for old in [k for k in kept if k[1] != state]:
+        del kept[old]
+
+    def read(path: str | Path) -> Any:
+        key = (str(path), state)
+        if key not in kept:
+            kept[key] = read_run(path)
+        return kept[key]
+
     try:
-        result = compare_runs([r.path for r in catalogue.runs], by_seed=by_seed)
+        result = compare_runs([r.path for r in catalogue.runs], by_seed=by_seed, read=read)
     except UserError as e:
         # Whatever else `vera compare` refuses (nothing judged yet, one chatbot only), in
         # its words, without the command line's advice.
@@ -128,5 +145,5 @@ def frame_page(runs: int, *, by_seed: bool) -> str:
         f'<h1>vera comparison</h1><p class="wait" role="status">Comparing {what} across '
         f"{runs} run(s): the intervals are being computed. This page fills in by itself when "
         "they are ready.</p>",
-        head=f'<meta http-equiv="refresh" content="{FRAME_REFRESH}">',
+        head=f'<meta http-equiv="refresh" content="{escape(FRAME_RELOAD + ("&by_seed=1" if by_seed else ""))}">',
     )

@@ -41,6 +41,7 @@ from aiohttp import web
 
 from vera.errors import StorageError, UserError
 from vera.records import RATINGS, HumanRating
+from vera.report import chatbot_markdown
 from vera.rubric import rating_guide, run_rubric
 from vera.stats.sampling import Unit, draw_sample, rater_order, sample_sizes
 from vera.store import RunRecords, append_human_ratings, open_run, read_human_ratings
@@ -170,7 +171,7 @@ class ReviewSession:
             conversation = {
                 "id": cid,
                 "position": i + 1,
-                "turns": [{"speaker": t.speaker, "text": t.text} for t in turns],
+                "turns": [_turn(t.speaker, t.text) for t in turns],
             }
         return self._progress() | {"conversation": conversation}
 
@@ -486,3 +487,13 @@ def serve_review(
 
     app = build_review_app(session, token=secrets.token_urlsafe(32), allowed_hosts=allowed, key=key)
     _run(_serve_until_stopped(app, sock, ready))
+
+
+def _turn(speaker: str, text: str) -> dict[str, str]:
+    """A turn for the review page: its exact text and, for a chatbot's turn in Markdown,
+    that Markdown rendered as the conversation page renders it (escaped, safe links), so
+    the rater sees the formatting the user saw."""
+    out = {"speaker": speaker, "text": text}
+    if speaker != "user" and (html := chatbot_markdown(text)) is not None:
+        out["html"] = html
+    return out

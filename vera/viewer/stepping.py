@@ -27,6 +27,7 @@ LIST_PARAMS = (
     "dimension",
     "rating",
     "status",
+    "differ",
     "sort",
     "desc",
     "per_page",

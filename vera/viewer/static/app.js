@@ -458,6 +458,8 @@ async function start() {
   load();
   if (bundle) bundle.ready(facets);
   else poll(); // a bundle is a copy: it does not grow
+  // A conversation page's "/" comes back here to search.
+  if (window.location.hash === "#search") focusSearch();
 }
 
 // -- keyboard shortcuts ----------------------------------------------------------------
@@ -467,6 +469,7 @@ const KEYS = [
   ["/", "search"],
   ["n  or  →", "next page of the list"],
   ["p  or  ←", "previous page of the list"],
+  ["j  or  k", "next or previous conversation on the page (Enter opens it)"],
   ["o", "open the first conversation on the page"],
   ["f", "show or hide the filters"],
   ["g", "the chatbot × persona grid"],
@@ -488,6 +491,21 @@ function toggleHelp(show) {
   box.hidden = show === undefined ? !box.hidden : !show;
 }
 
+// j / k walk the rows' links (focus is the cursor: Enter opens, Tab goes on from there).
+function moveRow(delta) {
+  const links = [...document.querySelectorAll("#list tbody td.id a")];
+  if (links.length === 0) return;
+  const at = links.indexOf(document.activeElement);
+  const to = at < 0 ? (delta > 0 ? 0 : links.length - 1) : Math.min(links.length - 1, Math.max(0, at + delta));
+  links[to].focus();
+  links[to].scrollIntoView({ block: "nearest" });
+}
+
+function focusSearch() {
+  document.getElementById("filter-box").open = true;
+  document.querySelector('#filters [name="q"]').focus();
+}
+
 function pagerButton(label) {
   return [...document.querySelectorAll("#pager button")].find((b) => b.textContent.includes(label));
 }
@@ -503,7 +521,9 @@ document.addEventListener("keydown", (event) => {
   switch (event.key) {
     case "?": toggleHelp(); break;
     case "Escape": toggleHelp(false); return;
-    case "/": document.getElementById("filter-box").open = true; document.querySelector('#filters [name="q"]').focus(); break;
+    case "/": focusSearch(); break;
+    case "j": moveRow(1); break;
+    case "k": moveRow(-1); break;
     case "n": case "ArrowRight": click(pagerButton("Next")); break;
     case "p": case "ArrowLeft": click(pagerButton("Previous")); break;
     case "o": click(document.querySelector("#list tbody td.id a")); break;

@@ -149,6 +149,41 @@ function setFinal(final, why) {
 
 // -- one conversation --------------------------------------------------------------------
 
+// A chatbot's Markdown, as the user saw it: the server renders it (escaped, links kept
+// only for http, https and mailto); it is parsed inert here (DOMParser runs nothing) and
+// checked again against the few elements and attributes that rendering makes, so a
+// mistake there could still not put markup from a run in the page. The exact text is
+// one click away.
+const MARKDOWN_TAGS = new Set(["P", "STRONG", "EM", "UL", "OL", "LI", "A", "CODE", "PRE", "BLOCKQUOTE", "BR", "HR",
+  "S", "TABLE", "THEAD", "TBODY", "TR", "TH", "TD"]);
+const MARKDOWN_ATTRS = { A: ["href", "rel"], OL: ["start"], P: ["class"], CODE: ["class"] };
+
+function clean(node) {
+  for (const child of [...node.children]) {
+    if (!MARKDOWN_TAGS.has(child.tagName)) {
+      child.replaceWith(document.createTextNode(child.textContent));
+      continue;
+    }
+    const allowed = MARKDOWN_ATTRS[child.tagName] || [];
+    for (const attr of [...child.attributes]) if (!allowed.includes(attr.name)) child.removeAttribute(attr.name);
+    if (child.tagName === "A") {
+      if (!/^(https?:\/\/|mailto:)/i.test(child.getAttribute("href") || "")) child.removeAttribute("href");
+      child.setAttribute("rel", "noopener noreferrer nofollow");
+    }
+    clean(child);
+  }
+  return node;
+}
+
+function formatted(turn) {
+  const parsed = new DOMParser().parseFromString(turn.html, "text/html");
+  const box = el("div", { className: "text md" });
+  box.append(...clean(parsed.body).childNodes);
+  const raw = el("details", { className: "raw" });
+  raw.append(el("summary", {}, "Exact text (Markdown shown formatted above)"), el("pre", { className: "exact" }, turn.text));
+  return [box, raw];
+}
+
 function showConversation(conversation, total) {
   current = conversation;
   document.getElementById("conversation-title").textContent = ui(
@@ -158,7 +193,8 @@ function showConversation(conversation, total) {
   conversation.turns.forEach((turn, i) => {
     const item = el("li", { className: `turn ${turn.speaker === "user" ? "user" : "chatbot"}`, id: `turn-${i + 1}` });
     item.append(el("p", { className: "who" }, `${i + 1} · ${SPEAKERS[turn.speaker] || turn.speaker}`));
-    item.append(el("p", { className: "text" }, turn.text));
+    if (turn.html) item.append(...formatted(turn));
+    else item.append(el("p", { className: "text" }, turn.text));
     list.append(item);
   });
   for (const input of document.querySelectorAll("#rating-form input")) input.checked = false;

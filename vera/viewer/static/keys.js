@@ -1,0 +1,70 @@
+// vera view: a conversation page's keyboard shortcuts. The page works without them (its
+// Previous / Next and list links are plain links made on the server); these keys only
+// follow those links. Single keys, ignored while typing in a field; "?" lists them.
+"use strict";
+(() => {
+  const KEYS = [
+    ["j  or  n", "next conversation in the list"],
+    ["k  or  p", "previous conversation in the list"],
+    ["u  or  Esc", "back to the list, at this conversation's page"],
+    ["/", "back to the list, in its search box"],
+    ["?", "show or hide this help"],
+  ];
+
+  function el(tag, attrs = {}, text = null) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
+    if (text !== null) node.textContent = text;
+    return node;
+  }
+
+  // The step bar's links (rel=prev / rel=next), and its "n of N in the list" link back.
+  const step = (rel) => document.querySelector(`nav.steps a[rel="${rel}"]`);
+  function listHref() {
+    const back = document.querySelector("nav.steps a:not([rel])") || document.querySelector('nav a[href$="index.html"]');
+    return back ? back.getAttribute("href") : "/";
+  }
+
+  function help(show) {
+    let box = document.getElementById("keys");
+    if (!box) {
+      box = el("div", { id: "keys", class: "keys", role: "dialog", "aria-label": "Keyboard shortcuts" });
+      box.append(el("h2", {}, "Keyboard shortcuts"));
+      const list = el("dl");
+      for (const [key, what] of KEYS) list.append(el("dt", {}, key), el("dd", {}, what));
+      box.append(list);
+      if (!step("prev") && !step("next")) {
+        box.append(el("p", {}, "This page was not opened from the list: there is no next or previous."));
+      }
+      box.hidden = true;
+      document.body.append(box);
+    }
+    box.hidden = show === undefined ? !box.hidden : !show;
+    return !box.hidden;
+  }
+
+  function go(href) {
+    if (href) window.location.href = href;
+  }
+
+  // Where the keys are told of: beside the page's own links (only when this script runs).
+  const bar = document.querySelector("nav.steps") || document.querySelector("nav");
+  if (bar) bar.append(" ", el("span", { class: "keys-hint" }, "? for shortcuts"));
+
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const target = event.target;
+    if (target instanceof HTMLElement && target.closest("input, textarea, select, [contenteditable]")) return;
+    const open = document.getElementById("keys") && !document.getElementById("keys").hidden;
+    switch (event.key) {
+      case "?": help(); break;
+      case "j": case "n": go(step("next") && step("next").getAttribute("href")); break;
+      case "k": case "p": go(step("prev") && step("prev").getAttribute("href")); break;
+      case "u": go(listHref()); break;
+      case "Escape": if (open) help(false); else go(listHref()); break;
+      case "/": go(`${listHref()}#search`); break;
+      default: return;
+    }
+    event.preventDefault();
+  });
+})();
