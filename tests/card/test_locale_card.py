@@ -267,3 +267,14 @@ def test_section_counts_pairing_and_undefined_scores_are_in_the_pack_s_words(zh_
     plain = render_markdown(english(zh_card))
     assert "*24 conversations, 24 judgements, 24 personas*" in plain
     assert "| Dimension | Score offline/best-practice |" in plain
+
+
+def test_the_diagnostics_table_s_headings_and_caption_are_in_the_pack_s_words(zh_card):
+    from vera.report._diagnostics import END_LABELS
+
+    assert {r: BASE[f"col.ended_{r}"] for r in END_LABELS} == {
+        r: f"Ended: {v}" for r, v in END_LABELS.items()
+    }
+    md = render_markdown(zh_card)
+    assert "| 结束方式：结束标记 |" in md and "*对话如何结束、持续了多少轮" in md
+    assert "Ended: " not in md

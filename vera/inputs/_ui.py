@@ -216,6 +216,22 @@ BASE: dict[str, str] = {
     "col.re_asks": "Judge re-asks (answers re-asked)",
     "col.no_valid_answer": "Judgements with no valid answer",
     "col.turn_counts": "Complete conversations by number of turns.",
+    # vera.report._diagnostics.END_LABELS after "Ended: " (a test holds them equal).
+    "col.ended_end_marker": "Ended: end marker",
+    "col.ended_max_turns": "Ended: turn limit",
+    "col.ended_max_words": "Ended: word limit",
+    "col.ended_error": "Ended: error",
+    "col.ended_imported": "Ended: imported",
+    "col.diagnostics_caption": (
+        "How conversations ended, how long they ran (complete conversations), the "
+        "chatbot's empty replies and replies cut at the output limit (finish reason length), "
+        "and the judge's questions asked again after an invalid answer."
+    ),
+    "col.realism_caption": (
+        "Each complete conversation's simulated user, checked by a model where the run "
+        "asked for it ([judge] check_users) and by vera's offline heuristic otherwise; a "
+        "conversation counts once under each kind of flag it has."
+    ),
     "col.any_hph_plain": "Conversations with any HPH %",
     "col.checked": "Conversations checked",
     "col.by_a_model": "By a model",
