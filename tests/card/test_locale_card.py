@@ -278,3 +278,12 @@ def test_the_diagnostics_table_s_headings_and_caption_are_in_the_pack_s_words(zh
     md = render_markdown(zh_card)
     assert "| 结束方式：结束标记 |" in md and "*对话如何结束、持续了多少轮" in md
     assert "Ended: " not in md
+
+
+def test_the_reasoning_note_and_the_harmful_count_follow_the_pack(zh_card):
+    from vera.report._card_text import REASONING_NOTE
+
+    assert BASE["card.reasoning_note"] == REASONING_NOTE
+    md = render_markdown(zh_card)
+    assert "推理 token（推理模型在回答之前的思考）" in md and REASONING_NOTE not in md
+    assert re.search(r"共 \d+ 个评分；这里列出前 \d+ 个", md)

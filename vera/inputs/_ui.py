@@ -116,6 +116,13 @@ BASE: dict[str, str] = {
     ),
     "card.score_undefined": "a score is undefined",
     "card.continued": "{caption} (continued)",
+    # vera.report._card_text.REASONING_NOTE (a test holds them equal).
+    "card.reasoning_note": (
+        "Reasoning tokens (a reasoning model's thinking before it answers) are part of the "
+        "output tokens and priced as output; their cost is part of the cost. Anthropic reports "
+        "its models' thinking only inside the output tokens: it shows as 0 here."
+    ),
+    "card.harmful_shown": "{n} rating(s); the first {shown} here, all of them in card.json and card.html.",
     "card.status_unrecorded": "not recorded (card made before vera recorded run status)",
     "card.reading_guide": (
         "Each conversation is rated on each dimension of the rubric as Best Practice (BP), "

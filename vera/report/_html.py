@@ -36,7 +36,6 @@ from vera.report._card_tables import (
     turns_table,
 )
 from vera.report._card_text import (
-    REASONING_NOTE,
     Headline,
     about_rows,
     absent_columns_text,
@@ -218,7 +217,7 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
             "accounting",
             tr("card.accounting"),
             html_table(accounting_table(card)),
-            f"<p>{escape(REASONING_NOTE)}</p>",
+            f"<p>{escape(tr('card.reasoning_note'))}</p>",
             *(
                 [
                     f"<p>{num(unused)} of the judge's calls asked a question ahead, at the end of "

@@ -22,7 +22,6 @@ from vera.report._card_tables import (
     turns_table,
 )
 from vera.report._card_text import (
-    REASONING_NOTE,
     about_rows,
     absent_columns_text,
     card_strings,
@@ -126,7 +125,7 @@ def _render_markdown(card: Card, *, max_harmful: int) -> str:
     lines += ["", f"## {tr('card.how_to_read')}", "", reading_guide(card)]
     lines += ["", f"## {tr('card.details')}", "", *(f"- **{phrase(k)}:** {v}" for k, v in about_rows(card))]
     lines += ["", f"## {tr('card.accounting')}", "", *markdown_table(accounting_table(card))]
-    lines += ["", REASONING_NOTE]
+    lines += ["", tr("card.reasoning_note")]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -148,7 +147,7 @@ def _markdown_chatbot(bot: ChatbotCard, *, max_harmful: int, title: str) -> list
             "",
             f"### {tr('card.harmful')}",
             "",
-            f"{len(harmful)} rating(s); the first {shown} here, all of them in card.json and card.html.",
+            tr("card.harmful_shown", n=len(harmful), shown=shown),
             "",
             *markdown_table(harmful_table(harmful[:shown])),
         ]
