@@ -162,6 +162,7 @@ def test_the_zh_list_page_builds_its_rows_and_menus_in_chinese(browser, zh_run):
         assert heads[:6] == ["对话", "聊天机器人", "人物", "风险", "轮数", "状态"], heads
         assert "已完成" in page.locator("#list tbody").inner_text()
         assert page.locator("#filters select[name=chatbot] option").first.inner_text() == "任意聊天机器人"
+        assert page.locator("#filters select[name=sort] option").first.inner_text() == "最差的在前"
         runs = page.inner_text("#runs")
         assert "段对话" in runs and "评分卡" in runs and "优先改进什么" in runs
     finally:

@@ -293,6 +293,15 @@ BASE: dict[str, str] = {
         "was started with --host and --allow-remote. It only reads the runs; it never changes them."
     ),
     # The list page's script (static/app.js) builds these.
+    "viewer.sort_worst": "worst first",
+    "viewer.sort_id": "conversation id",
+    "viewer.sort_chatbot": "chatbot",
+    "viewer.sort_persona": "persona",
+    "viewer.sort_risk": "risk level",
+    "viewer.sort_seed": "seed",
+    "viewer.sort_turns": "turns",
+    "viewer.sort_status": "status",
+    "viewer.sort_run": "run",
     "viewer.any_run": "Any run",
     "viewer.any_chatbot": "Any chatbot",
     "viewer.any_persona": "Any persona",

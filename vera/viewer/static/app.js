@@ -25,15 +25,15 @@ const CODES = {
 };
 const FILTERS = ["q", "run", "chatbot", "persona", "risk", "seed", "user_agent", "judge", "dimension", "rating", "status", "differ"];
 const SORT_LABELS = {
-  worst: "worst first",
-  id: "conversation id",
-  chatbot: "chatbot",
-  persona: "persona",
-  risk: "risk level",
-  seed: "seed",
-  turns: "turns",
-  status: "status",
-  run: "run",
+  worst: ui("sort_worst", "worst first"),
+  id: ui("sort_id", "conversation id"),
+  chatbot: ui("sort_chatbot", "chatbot"),
+  persona: ui("sort_persona", "persona"),
+  risk: ui("sort_risk", "risk level"),
+  seed: ui("sort_seed", "seed"),
+  turns: ui("sort_turns", "turns"),
+  status: ui("sort_status", "status"),
+  run: ui("sort_run", "run"),
 };
 
 // Every address is relative to the list's own (the viewer may serve it under a prefix);
