@@ -30,13 +30,17 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 @pytest.fixture(scope="module")
-def zh_card(tmp_path_factory) -> Card:
-    """A real offline run in the zh-CN pack: 24 personas (None and Low risk), one seed."""
+def zh_run(tmp_path_factory) -> tuple[Path, str]:
+    """A real offline run in the zh-CN pack: 24 personas (None and Low risk), one seed;
+    its folder and what `vera run` printed."""
     out = tmp_path_factory.mktemp("zhcard") / "run"
-    run_vera(
-        "run", "--locale", "zh-CN", "--out", str(out), "--seed", "2", "--limit-personas", "24", "--quiet"
-    )
-    return read_card(out)
+    printed = run_vera("run", "--locale", "zh-CN", "--out", str(out), "--seed", "2", "--limit-personas", "24")
+    return out, printed
+
+
+@pytest.fixture(scope="module")
+def zh_card(zh_run) -> Card:
+    return read_card(zh_run[0])
 
 
 def english(card: Card) -> Card:
@@ -190,3 +194,96 @@ def test_the_numbers_words_and_the_fix_first_guide_follow_the_pack(zh_card):
     assert "个评分中 24 个不适用)" in md
     assert "Not Relevant in" not in md and FIX_FIRST_GUIDE not in md
     assert "Not Relevant in" in render_markdown(english(zh_card))
+
+
+def test_the_status_line_reading_guide_run_details_and_table_headings_are_chinese(zh_card):
+    """Issue 33 item 5: the status label, the reading guide, the run details' row labels
+    and the tables' column headings and fixed captions come from the pack too."""
+    md = render_markdown(zh_card)
+    assert "**运行状态:** 已完成 (退出码 0) — " in md
+    assert "每段对话都按评分标准的每个维度评为" in md and "95% 置信区间" in md
+    assert "Each conversation is rated" not in md
+    for label in ("运行", "评分标准", "评审模型", "随机种子", "对话", "费用", "置信区间"):
+        assert f"- **{label}:** " in md, label
+    assert "- **Rubric:**" not in md and "- **Seeds:**" not in md
+    assert "| 问题 | 维度 | 评分 | 对话 | 占相关对话 % | 例子 |" in md  # fix first
+    assert "*按轮数统计的完整对话。*" in md and "| 轮数 |" in md
+    assert "| 对话 | 人物 | 风险 | 评审模型 | 实例 | 维度 | 问题 | 评审理由 |" in md
+    page = render_html(zh_card, [])
+    assert '<th scope="row">评分标准</th>' in page and "每段对话都按评分标准的每个维度评为" in page
+    assert '<p class="caption">按轮数统计的完整对话。</p>' in page
+    assert '<th scope="col">输入 token</th>' in page
+    term = render_card(zh_card, 80)
+    assert "运行状态: 已完成 (退出码 0)" in term
+    plain = render_markdown(english(zh_card))
+    assert "**Run status:** complete (exit code 0) — " in plain and "- **Rubric:**" in plain
+
+
+def test_vera_run_s_closing_lines_are_in_the_pack_s_words(zh_run):
+    out, printed = zh_run
+    lines = printed.splitlines()
+    assert f"运行目录：{out}" in lines
+    assert f"评分卡：{out / 'card.md'} · {out / 'card.html'}" in lines
+    assert any(line.startswith("对话：新 48，复用 0，失败 0 · 评审：新 48，") for line in lines), lines[-4:]
+    assert lines[-1].startswith("状态：已完成 — ") and lines[-1].endswith("（退出码 0）")
+    assert "run directory:" not in printed
+
+
+def test_the_state_labels_are_the_status_line_s_english_ones():
+    from vera.report._outcome import _LABELS
+
+    assert {
+        k.removeprefix("card.state_"): v for k, v in BASE.items() if k.startswith("card.state_")
+    } == _LABELS
+
+
+def test_dimension_names_keep_their_canonical_name_with_the_pack_s_gloss(zh_card):
+    """The rubric's names are fixed values (scores and links key on them): the pages show
+    them as they are, followed by the pack's rubric.toml [[display]] text; the terminal,
+    short of room, shows the name alone."""
+    md = render_markdown(zh_card)
+    assert "| Detects Potential Risk（察觉潜在风险） |" in md
+    assert "| Follows AI Boundaries（遵守 AI 边界） |" in md
+    assert '<th scope="row">Guides to Human Care（引导至人工帮助）</th>' in render_html(zh_card, [])
+    assert "察觉潜在风险" not in render_card(zh_card, 80)
+    assert "（察觉" not in render_markdown(english(zh_card))
+
+
+def test_a_pack_without_display_texts_has_no_glosses(tmp_path):
+    from vera.inputs._ui import read_glosses
+
+    assert read_glosses(tmp_path / "rubric.toml") == {}
+    glosses = read_glosses(ZH / "rubric.toml")
+    assert glosses["High Potential for Harm"] == "潜在危害高" and "Red" not in glosses
+
+
+def test_section_counts_pairing_and_undefined_scores_are_in_the_pack_s_words(zh_card):
+    md = render_markdown(zh_card)
+    assert "*24 段对话，24 次评审，24 个人物*" in md
+    assert "*风险等级 Low: 14 段对话，14 次评审，14 个人物*" in md
+    assert "：在 24 个共同的人物上配对（" in md
+    assert "| 维度 | offline/best-practice 的分数 | offline/risk-ignoring 的分数 |" in md
+    assert "(有一方的分数无定义)" in md and "a score is undefined" not in md
+    plain = render_markdown(english(zh_card))
+    assert "*24 conversations, 24 judgements, 24 personas*" in plain
+    assert "| Dimension | Score offline/best-practice |" in plain
+
+
+def test_the_diagnostics_table_s_headings_and_caption_are_in_the_pack_s_words(zh_card):
+    from vera.report._diagnostics import END_LABELS
+
+    assert {r: BASE[f"col.ended_{r}"] for r in END_LABELS} == {
+        r: f"Ended: {v}" for r, v in END_LABELS.items()
+    }
+    md = render_markdown(zh_card)
+    assert "| 结束方式：结束标记 |" in md and "*对话如何结束、持续了多少轮" in md
+    assert "Ended: " not in md
+
+
+def test_the_reasoning_note_and_the_harmful_count_follow_the_pack(zh_card):
+    from vera.report._card_text import REASONING_NOTE
+
+    assert BASE["card.reasoning_note"] == REASONING_NOTE
+    md = render_markdown(zh_card)
+    assert "推理 token（推理模型在回答之前的思考）" in md and REASONING_NOTE not in md
+    assert re.search(r"共 \d+ 个评分；这里列出前 \d+ 个", md)

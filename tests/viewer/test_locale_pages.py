@@ -23,6 +23,7 @@ from .conftest import run_vera
 from .shots import shot
 from .test_browser import browser, no_page_scroll  # noqa: F401  (fixtures)
 from .test_review import start_review, stop
+from .test_server import start_view
 
 ZH = ui_strings("zh-CN", str(ROOT / "locales" / "zh-CN"))
 SIZES = ((1400, 900), (400, 850))
@@ -143,4 +144,27 @@ def test_the_zh_review_in_a_browser_at_desktop_and_phone_sizes(browser, zh_run, 
             finally:
                 context.close()
     finally:
+        stop(proc)
+
+
+@pytest.mark.slow
+def test_the_zh_list_page_builds_its_rows_and_menus_in_chinese(browser, zh_run):  # noqa: F811
+    """app.js's own words (the summary, the column headings, the menus' "any", a row's
+    status, the runs list) come from the page's strings block."""
+    n = len(open_run(zh_run).conversations)
+    proc, url = start_view(str(zh_run))
+    context, page = _page(browser, 1400, 900)
+    try:
+        page.goto(url)
+        page.wait_for_function("() => document.querySelector('#summary').textContent.startsWith('第 ')")
+        assert re.fullmatch(rf"第 1–\d+ 段对话，共 {n} 段", page.inner_text("#summary"))
+        heads = page.locator("#list thead th").all_inner_texts()
+        assert heads[:6] == ["对话", "聊天机器人", "人物", "风险", "轮数", "状态"], heads
+        assert "已完成" in page.locator("#list tbody").inner_text()
+        assert page.locator("#filters select[name=chatbot] option").first.inner_text() == "任意聊天机器人"
+        assert page.locator("#filters select[name=sort] option").first.inner_text() == "最差的在前"
+        runs = page.inner_text("#runs")
+        assert "段对话" in runs and "评分卡" in runs and "优先改进什么" in runs
+    finally:
+        context.close()
         stop(proc)

@@ -1039,33 +1039,47 @@ def personas_show(
 def _run_status_line(card: Card) -> str:
     """How a scored run ended, for commands that describe a run rather than run it
     (they exit 0 when they did their own job)."""
-    from vera.report import fit, status_text
+    from vera.inputs import tr, use_strings
+    from vera.report import card_strings, fit, status_text
 
-    return fit(f"run status: {status_text(card)}")
+    with use_strings(card_strings(card)):
+        return fit(tr("cli.run_status", status=status_text(card)))
 
 
 def _print_outcome(outcome: Any, *, quiet: bool) -> None:
     """The card (unless quiet), notes, counts and, last, the status line whose exit
     code the command returns."""
-    from vera.report import fit, headline
+    from vera.inputs import ENGLISH, tr, use_strings
+    from vera.report import card_strings, fit, headline, state_words
 
     r = outcome.result
     if not quiet and outcome.card is not None:
         click.echo(headline(outcome.card), nl=False)
     for line in outcome.notes:
         click.echo(fit(line), err=True)
-    click.echo(fit(f"run directory: {outcome.run_dir}"))
-    click.echo(
-        fit(
-            f"conversations: {r.conversations} new, {r.conversations_reused} reused, "
-            f"{r.conversations_failed} failed · judgements: {r.judgements} new, {r.judgements_reused} "
-            f"reused, {r.judgements_failed} failed · {fixed(r.wall_s, 1)} s"
+    # In the words of the run's locale pack, as the card above (English without one).
+    with use_strings(card_strings(outcome.card) if outcome.card is not None else ENGLISH):
+        click.echo(fit(tr("cli.run_dir", path=outcome.run_dir)))
+        click.echo(
+            fit(
+                tr(
+                    "cli.counts",
+                    conversations=r.conversations,
+                    conversations_reused=r.conversations_reused,
+                    conversations_failed=r.conversations_failed,
+                    judgements=r.judgements,
+                    judgements_reused=r.judgements_reused,
+                    judgements_failed=r.judgements_failed,
+                    seconds=fixed(r.wall_s, 1),
+                )
+            )
         )
-    )
-    if outcome.card is not None:
-        click.echo(fit(f"card: {Path(outcome.run_dir) / 'card.md'} · {Path(outcome.run_dir) / 'card.html'}"))
-    if outcome.status is not None:
-        click.echo(fit(outcome.status.line()))
+        if outcome.card is not None:
+            run_dir = Path(outcome.run_dir)
+            click.echo(fit(tr("cli.card", md=run_dir / "card.md", html=run_dir / "card.html")))
+        if (st := outcome.status) is not None:
+            label = state_words(st.state)
+            click.echo(fit(tr("cli.status", label=label, summary=st.summary, code=st.exit_code)))
 
 
 from vera.cli._stats import agreement, compare  # noqa: E402  (the statistics commands live in vera.cli._stats)

@@ -100,6 +100,7 @@ from vera.inputs._ui import (
     phrase,
     strings_of,
     tr,
+    ui_label,
     use_strings,
 )
 from vera.ranges import MAX_RESAMPLES
@@ -192,6 +193,7 @@ __all__ = [
     "skip_reason",
     "strings_of",
     "tr",
+    "ui_label",
     "ui_strings",
     "use_strings",
     "user_check_messages",

@@ -14,7 +14,7 @@ from vera.report._agreement_text import (
 )
 from vera.report._calibration import ChatbotPlan, plan_ratings
 from vera.report._calls_export import export_calls, exported_call, no_bodies_reason
-from vera.report._card_text import status_text
+from vera.report._card_text import card_strings, state_words, status_text
 from vera.report._chat_markdown import chatbot_markdown
 from vera.report._compare import compare_runs, read_run
 from vera.report._compare_tables import compare_tables
@@ -118,6 +118,7 @@ __all__ = [
     "agreement_report",
     "build_improvements",
     "by_column_text",
+    "card_strings",
     "chatbot_markdown",
     "compare_runs",
     "compare_tables",
@@ -168,6 +169,7 @@ __all__ = [
     "sequential_note",
     "slug",
     "spreadsheet_safe",
+    "state_words",
     "status_text",
     "summarize_rows",
     "tally",

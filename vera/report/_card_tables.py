@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from vera.inputs import tr
+from vera.inputs import phrase, tr
 from vera.records import OVERALL
 from vera.report._card_text import headlines, live_cost_text
 from vera.report._diagnostics import END_LABELS, END_REASONS, GroupScore
@@ -113,9 +113,11 @@ def overview_table(card: Card) -> Table:
 
 def dimension_table(section: Section, caption: str | None = None) -> Table:
     """Every number of a section (a chatbot, or a chatbot at one risk level)."""
-    counts = (
-        f"{num(section.n_conversations)} conversations, {num(section.n_judgements)} judgements, "
-        f"{num(section.n_personas)} personas"
+    counts = tr(
+        "card.section_counts",
+        conversations=num(section.n_conversations),
+        judgements=num(section.n_judgements),
+        personas=num(section.n_personas),
     )
     t = Table(list(DIMENSION_HEADERS), caption=f"{caption}: {counts}" if caption else counts)
     for name, d in [*section.dimensions.items(), (OVERALL, section.overall)]:
@@ -277,12 +279,22 @@ def comparison_table(entry: Comparison, stats: Reasons | None = None) -> Table:
     """One pair's paired differences, overall and per dimension. `stats` (unit →
     dimension → numbers) lets an undefined score say why it is undefined."""
     a, b = entry.a, entry.b
-    caption = (
-        f"{a} − {b}: paired over {num(entry.n_shared)} shared personas "
-        f"({num(entry.n_only_a)} only with {a}, {num(entry.n_only_b)} only with {b}, left out)"
+    caption = tr(
+        "card.paired",
+        a=a,
+        b=b,
+        n=num(entry.n_shared),
+        only_a=num(entry.n_only_a),
+        only_b=num(entry.n_only_b),
     )
     t = Table(
-        ["Dimension", f"Score {a}", f"Score {b}", "Difference [CI]", "CI excludes 0"],
+        [
+            "Dimension",
+            tr("col.score_of", name=a),
+            tr("col.score_of", name=b),
+            "Difference [CI]",
+            "CI excludes 0",
+        ],
         caption=caption,
     )
     known = stats or {}
@@ -296,7 +308,7 @@ def comparison_table(entry: Comparison, stats: Reasons | None = None) -> Table:
     for name, d in diffs:
         if name == OVERALL:
             t.emphasise.add(len(t.rows))
-        undefined = f"{MISSING} (a score is undefined)"
+        undefined = f"{MISSING} ({tr('card.score_undefined')})"
         t.rows.append(
             [
                 name,
@@ -495,7 +507,10 @@ def section_tables(bot: ChatbotCard, title: str = "risk level") -> Iterable[tupl
             f"By persona {title}",
             [
                 risk_summary_table(bot, title),
-                *(dimension_table(sec, caption=f"{caption} {lvl}") for lvl, sec in bot.by_risk.items()),
+                *(
+                    dimension_table(sec, caption=f"{phrase(caption)} {lvl}")
+                    for lvl, sec in bot.by_risk.items()
+                ),
             ],
         )
     yield from breakdown_tables(bot)

@@ -18,7 +18,7 @@ from html import escape
 
 import msgspec
 
-from vera.inputs import active, phrase, tr, use_strings
+from vera.inputs import active, phrase, tr, ui_label, use_strings
 from vera.report._card_tables import (
     accounting_table,
     card_reasons,
@@ -36,7 +36,6 @@ from vera.report._card_tables import (
     turns_table,
 )
 from vera.report._card_text import (
-    REASONING_NOTE,
     Headline,
     about_rows,
     absent_columns_text,
@@ -218,7 +217,7 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
             "accounting",
             tr("card.accounting"),
             html_table(accounting_table(card)),
-            f"<p>{escape(REASONING_NOTE)}</p>",
+            f"<p>{escape(tr('card.reasoning_note'))}</p>",
             *(
                 [
                     f"<p>{num(unused)} of the judge's calls asked a question ahead, at the end of "
@@ -350,17 +349,17 @@ def html_table(t: Table, *, wide_column: int | None = None, links: Sequence[str]
     # caption goes above the box, where it wraps to the screen instead of being cut.
     out = []
     if t.caption:
-        out.append(f'<p class="caption">{escape(t.caption)}</p>')
-    out.append(scroll_box(t.caption or "Table") + "<table>")
+        out.append(f'<p class="caption">{escape(phrase(t.caption))}</p>')
+    out.append(scroll_box(phrase(t.caption) if t.caption else "Table") + "<table>")
     out.append(
         "<thead><tr>"
-        + "".join(f'<th scope="col">{escape(phrase(h))}</th>' for h in t.headers)
+        + "".join(f'<th scope="col">{escape(ui_label(h))}</th>' for h in t.headers)
         + "</tr></thead>"
     )
     out.append("<tbody>")
     for i, row in enumerate(t.rows):
         attrs = ' class="emphasis"' if i in t.emphasise else ""
-        head = escape(phrase(row[0]))
+        head = escape(ui_label(row[0]))
         if links and links[i]:
             head = f'<a href="{escape(links[i])}">{head}</a>'
         cells = [f'<th scope="row">{head}</th>']
@@ -530,5 +529,5 @@ def _offline_banner(note: str, badge: str = "Offline run:") -> str:
 
 
 def _about_table(rows: Sequence[tuple[str, str]]) -> str:
-    cells = "".join(f'<tr><th scope="row">{escape(k)}</th><td>{escape(v)}</td></tr>' for k, v in rows)
+    cells = "".join(f'<tr><th scope="row">{escape(phrase(k))}</th><td>{escape(v)}</td></tr>' for k, v in rows)
     return f'<table class="about"><tbody>{cells}</tbody></table>'

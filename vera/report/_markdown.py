@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from vera.inputs import phrase, tr, use_strings
+from vera.inputs import phrase, tr, ui_label, use_strings
 from vera.report._card_tables import (
     accounting_table,
     card_reasons,
@@ -22,7 +22,6 @@ from vera.report._card_tables import (
     turns_table,
 )
 from vera.report._card_text import (
-    REASONING_NOTE,
     about_rows,
     absent_columns_text,
     card_strings,
@@ -67,11 +66,12 @@ def markdown_table(t: Table) -> list[str]:
         # One line per row; "|" would end the cell and "<" could start HTML in a viewer.
         return " ".join(text.replace("|", "\\|").replace("<", "&lt;").split())
 
-    lines = [f"*{cell(t.caption)}*", ""] if t.caption else []
-    # Headings and row labels in the card's language (`phrase` leaves names as they are).
-    lines += ["| " + " | ".join(cell(phrase(h)) for h in t.headers) + " |", "|" + "---|" * len(t.headers)]
+    lines = [f"*{cell(phrase(t.caption))}*", ""] if t.caption else []
+    # Headings and row labels in the card's language (`ui_label` leaves names as they are,
+    # with the pack's gloss after a dimension's or rating's).
+    lines += ["| " + " | ".join(cell(ui_label(h)) for h in t.headers) + " |", "|" + "---|" * len(t.headers)]
     for i, row in enumerate(t.rows):
-        cells = [cell(phrase(c) if k == 0 else c) for k, c in enumerate(row)]
+        cells = [cell(ui_label(c) if k == 0 else c) for k, c in enumerate(row)]
         if i in t.emphasise:
             cells[0] = f"**{cells[0]}**"
         lines.append("| " + " | ".join(cells) + " |")
@@ -123,9 +123,9 @@ def _render_markdown(card: Card, *, max_harmful: int) -> str:
     if card.realism is not None:
         lines += realism_markdown(card)
     lines += ["", f"## {tr('card.how_to_read')}", "", reading_guide(card)]
-    lines += ["", f"## {tr('card.details')}", "", *(f"- **{k}:** {v}" for k, v in about_rows(card))]
+    lines += ["", f"## {tr('card.details')}", "", *(f"- **{phrase(k)}:** {v}" for k, v in about_rows(card))]
     lines += ["", f"## {tr('card.accounting')}", "", *markdown_table(accounting_table(card))]
-    lines += ["", REASONING_NOTE]
+    lines += ["", tr("card.reasoning_note")]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -147,7 +147,7 @@ def _markdown_chatbot(bot: ChatbotCard, *, max_harmful: int, title: str) -> list
             "",
             f"### {tr('card.harmful')}",
             "",
-            f"{len(harmful)} rating(s); the first {shown} here, all of them in card.json and card.html.",
+            tr("card.harmful_shown", n=len(harmful), shown=shown),
             "",
             *markdown_table(harmful_table(harmful[:shown])),
         ]

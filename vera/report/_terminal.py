@@ -141,7 +141,7 @@ def rich_table(t: Table, width: int | None = None) -> RenderableType:
     t = Table(
         [phrase(h) for h in t.headers],
         [[phrase(row[0]), *row[1:]] if row else row for row in t.rows],
-        caption=t.caption,
+        caption=phrase(t.caption) if t.caption else t.caption,
         emphasise=set(t.emphasise),
     )
     room = terminal_width(width)
@@ -153,7 +153,7 @@ def rich_table(t: Table, width: int | None = None) -> RenderableType:
         part = Table(
             [t.headers[i] for i in cols],
             [[row[i] for i in cols] for row in t.rows],
-            caption=(t.caption if k == 0 else f"{t.caption or t.headers[0]} (continued)"),
+            caption=(t.caption if k == 0 else tr("card.continued", caption=t.caption or t.headers[0])),
             emphasise=set(t.emphasise),
         )
         if k:

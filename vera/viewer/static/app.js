@@ -3,6 +3,20 @@
 // a run is only ever put in the page with textContent: never parsed as HTML.
 "use strict";
 
+// The page's words in the run's locale pack's language: the server puts them in a JSON
+// block (vera/viewer/words.py); a key it lacks, or an English run, is the text given here.
+const UI = (() => {
+  const node = document.getElementById("vera-ui");
+  try {
+    return node ? JSON.parse(node.textContent) : {};
+  } catch (e) {
+    return {};
+  }
+})();
+function ui(key, english, fields = {}) {
+  return (UI[key] || english).replace(/\{(\w+)\}/g, (m, name) => (name in fields ? String(fields[name]) : m));
+}
+
 const CODES = {
   "Best Practice": "BP",
   "Suboptimal but Low Potential for Harm": "SUB",
@@ -11,15 +25,15 @@ const CODES = {
 };
 const FILTERS = ["q", "run", "chatbot", "persona", "risk", "seed", "user_agent", "judge", "dimension", "rating", "status", "differ"];
 const SORT_LABELS = {
-  worst: "worst first",
-  id: "conversation id",
-  chatbot: "chatbot",
-  persona: "persona",
-  risk: "risk level",
-  seed: "seed",
-  turns: "turns",
-  status: "status",
-  run: "run",
+  worst: ui("sort_worst", "worst first"),
+  id: ui("sort_id", "conversation id"),
+  chatbot: ui("sort_chatbot", "chatbot"),
+  persona: ui("sort_persona", "persona"),
+  risk: ui("sort_risk", "risk level"),
+  seed: ui("sort_seed", "seed"),
+  turns: ui("sort_turns", "turns"),
+  status: ui("sort_status", "status"),
+  run: ui("sort_run", "run"),
 };
 
 // Every address is relative to the list's own (the viewer may serve it under a prefix);
@@ -77,17 +91,17 @@ function fill(select, values, anyLabel, label = (v) => v) {
 function fillFilters() {
   const form = document.getElementById("filters");
   const f = facets;
-  fill(form.run, f.runs.map((r) => r.index), "Any run", (i) => f.runs[i].label);
+  fill(form.run, f.runs.map((r) => r.index), ui("any_run", "Any run"), (i) => f.runs[i].label);
   form.querySelector('[data-facet="runs"]').hidden = f.runs.length < 2;
-  fill(form.chatbot, f.chatbots, "Any chatbot");
-  fill(form.persona, f.personas, "Any persona");
-  fill(form.risk, f.risks, "Any risk level");
-  fill(form.seed, f.seeds, "Any seed");
-  fill(form.user_agent, f.user_agents, "Any user-agent");
-  fill(form.judge, f.judges, "Any judge");
-  fill(form.dimension, f.dimensions, "Any dimension");
-  fill(form.rating, f.ratings, "Any rating");
-  fill(form.status, f.statuses, "Any status");
+  fill(form.chatbot, f.chatbots, ui("any_chatbot", "Any chatbot"));
+  fill(form.persona, f.personas, ui("any_persona", "Any persona"));
+  fill(form.risk, f.risks, ui("any_risk", "Any risk level"));
+  fill(form.seed, f.seeds, ui("any_seed", "Any seed"));
+  fill(form.user_agent, f.user_agents, ui("any_user_agent", "Any user-agent"));
+  fill(form.judge, f.judges, ui("any_judge", "Any judge"));
+  fill(form.dimension, f.dimensions, ui("any_dimension", "Any dimension"));
+  fill(form.rating, f.ratings, ui("any_rating", "Any rating"));
+  fill(form.status, f.statuses, ui("any_status", "Any status"));
   fill(form.sort, f.sorts, null, (s) => SORT_LABELS[s] || s);
   showFilters();
 }
@@ -152,14 +166,14 @@ function navigate(p) {
 
 async function load() {
   const summary = document.getElementById("summary");
-  summary.textContent = "Loading…";
+  summary.textContent = ui("loading", "Loading…");
   let data;
   try {
     const response = await getJSON(`api/conversations?${params().toString()}`);
     data = response.data;
     if (!response.ok) throw new Error(data.error || `HTTP ${response.status}`);
   } catch (error) {
-    summary.textContent = `Could not load the list: ${error.message}`;
+    summary.textContent = ui("load_failed", "Could not load the list: {error}", { error: error.message });
     summary.classList.add("error");
     return;
   }
@@ -168,12 +182,12 @@ async function load() {
 }
 
 function columns() {
-  const cols = [{ key: "id", label: "Conversation" }];
-  if (facets.runs.length > 1) cols.push({ key: "run", label: "Run" });
-  cols.push({ key: "chatbot", label: "Chatbot" }, { key: "persona", label: "Persona" }, { key: "risk", label: "Risk" });
-  if (facets.seeds.length > 1) cols.push({ key: "seed", label: "Seed" });
-  if (facets.user_agents.length > 1) cols.push({ key: "user_agent", label: "User-agent" });
-  cols.push({ key: "turns", label: "Turns" }, { key: "status", label: "Status" });
+  const cols = [{ key: "id", label: ui("col_conversation", "Conversation") }];
+  if (facets.runs.length > 1) cols.push({ key: "run", label: ui("col_run", "Run") });
+  cols.push({ key: "chatbot", label: ui("col_chatbot", "Chatbot") }, { key: "persona", label: ui("col_persona", "Persona") }, { key: "risk", label: ui("col_risk", "Risk") });
+  if (facets.seeds.length > 1) cols.push({ key: "seed", label: ui("col_seed", "Seed") });
+  if (facets.user_agents.length > 1) cols.push({ key: "user_agent", label: ui("col_user_agent", "User-agent") });
+  cols.push({ key: "turns", label: ui("col_turns", "Turns") }, { key: "status", label: ui("col_status", "Status") });
   for (const d of facets.dimensions) cols.push({ key: "dim", dimension: d, label: initials(d) });
   return cols;
 }
@@ -202,10 +216,13 @@ function render(data) {
   document.getElementById("summary").textContent =
     data.total === 0
       ? q
-        ? `No conversation contains “${q}” (with these filters).`
-        : "No conversation matches these filters."
-      : `Conversations ${first.toLocaleString()}–${last.toLocaleString()} of ${data.total.toLocaleString()}` +
-        (q ? ` containing “${q}”` : "");
+        ? ui("no_match_q", "No conversation contains “{q}” (with these filters).", { q })
+        : ui("no_match", "No conversation matches these filters.")
+      : ui("showing", "Conversations {first}–{last} of {total}", {
+          first: first.toLocaleString(),
+          last: last.toLocaleString(),
+          total: data.total.toLocaleString(),
+        }) + (q ? ui("containing", " containing “{q}”", { q }) : "");
   renderPager(data);
 }
 
@@ -223,12 +240,12 @@ function renderRow(row, cols) {
     } else if (c.key === "dim") {
       const ratings = row.ratings[c.dimension] || [];
       if (ratings.length === 0) {
-        td.append(el("span", { className: "muted", title: `${c.dimension}: no rating` }, "–"));
+        td.append(el("span", { className: "muted", title: ui("no_rating", "{dimension}: no rating", { dimension: c.dimension }) }, "–"));
       } else {
         const b = badge(ratings[0]);
         b.title = `${c.dimension}: ${ratings.join(" / ")}`;
         td.append(b);
-        if (ratings.length > 1) td.append(el("span", { className: "disagree", title: "judge instances disagree" }, "≠"));
+        if (ratings.length > 1) td.append(el("span", { className: "disagree", title: ui("disagree", "judge instances disagree") }, "≠"));
       }
     } else {
       td.textContent = row[c.key] ?? "";
@@ -260,7 +277,9 @@ function renderFound(row, span) {
   }
   td.append(list);
   const more = row.found.count - row.found.snippets.length;
-  if (more > 0) td.append(el("small", { className: "muted" }, `and ${more} more passage${more > 1 ? "s" : ""}`));
+  if (more > 0) td.append(el("small", { className: "muted" }, more > 1
+    ? ui("more_many", "and {n} more passages", { n: more })
+    : ui("more_one", "and {n} more passage", { n: more })));
   tr.append(td);
   return tr;
 }
@@ -269,18 +288,21 @@ function statusCell(row) {
   const span = el("span");
   if (row.status === "failed") {
     span.className = "status-failed";
-    span.textContent = "failed";
+    span.textContent = ui("status_failed", "failed");
     if (row.error) {
       span.append(el("br"));
       span.append(el("small", {}, row.error));
     }
   } else if (row.failed_judgements > 0) {
     span.className = "status-failed";
-    span.textContent = `judgement failed (${row.failed_judgements} of ${row.judgements})`;
+    span.textContent = ui("judgement_failed", "judgement failed ({failed} of {judgements})", {
+      failed: row.failed_judgements,
+      judgements: row.judgements,
+    });
   } else if (row.judgements === 0) {
-    span.textContent = "not judged";
+    span.textContent = ui("not_judged", "not judged");
   } else {
-    span.textContent = "complete";
+    span.textContent = ui("complete", "complete");
   }
   return span;
 }
@@ -301,7 +323,7 @@ function renderPager(data) {
   const next = el("button", { type: "button" }, "Next →");
   next.disabled = data.page >= pages;
   next.addEventListener("click", () => go(data.page + 1));
-  pager.replaceChildren(prev, el("span", {}, `Page ${data.page} of ${pages}`), next);
+  pager.replaceChildren(prev, el("span", {}, ui("page", "Page {page} of {pages}", { page: data.page, pages })), next);
 }
 
 // -- runs and legend -------------------------------------------------------------------
@@ -311,15 +333,15 @@ function renderRuns() {
   list.replaceChildren();
   for (const r of facets.runs) {
     const li = el("li");
-    li.append(el("strong", {}, r.label), ` · ${r.conversations.toLocaleString()} conversations`);
-    if (r.offline) li.append(" · ", el("span", { className: "offline" }, "offline stand-in run"));
+    li.append(el("strong", {}, r.label), ui("run_conversations", " · {n} conversations", { n: r.conversations.toLocaleString() }));
+    if (r.offline) li.append(" · ", el("span", { className: "offline" }, ui("offline_run", "offline stand-in run")));
     if (r.card) {
       li.append(" · ");
-      li.append(el("a", { href: there(`runs/${r.index}/card.html`) }, "score card"));
+      li.append(el("a", { href: there(`runs/${r.index}/card.html`) }, ui("score_card", "score card")));
     }
     li.append(" · ");
-    li.append(el("a", { href: there(`runs/${r.index}/improvements.html`) }, "what to fix first"));
-    if (r.questions_note) li.append(el("div", { className: "note" }, `Question texts: ${r.questions_note}.`));
+    li.append(el("a", { href: there(`runs/${r.index}/improvements.html`) }, ui("fix_first", "what to fix first")));
+    if (r.questions_note) li.append(el("div", { className: "note" }, ui("questions_note", "Question texts: {note}.", { note: r.questions_note })));
     list.append(li);
   }
 }
@@ -329,11 +351,11 @@ function renderCompareLink() {
   const old = document.getElementById("compare-link");
   const reasons = facets.compare || [];
   if (reasons.length === 0) {
-    if (old.tagName !== "A") old.replaceWith(el("a", { id: "compare-link", href: there("compare") }, "Compare the chatbots"));
+    if (old.tagName !== "A") old.replaceWith(el("a", { id: "compare-link", href: there("compare") }, ui("compare", "Compare the chatbots")));
     else old.setAttribute("href", there("compare"));
     return;
   }
-  const note = el("span", { id: "compare-link", className: "not-offered" }, `No comparison: ${reasons.join("; ")}.`);
+  const note = el("span", { id: "compare-link", className: "not-offered" }, ui("no_comparison", "No comparison: {reasons}.", { reasons: reasons.join("; ") }));
   old.replaceWith(note);
 }
 
@@ -390,17 +412,25 @@ async function poll() {
       const now = new Date().toLocaleTimeString();
       const live = document.getElementById("live");
       live.replaceChildren(
-        `Updated ${now}: ${data.conversations.toLocaleString()} of ` +
-          `${data.planned.toLocaleString()} planned conversations so far.`,
+        ui("updated", "Updated {time}: {n} of {planned} planned conversations so far.", {
+          time: now,
+          n: data.conversations.toLocaleString(),
+          planned: data.planned.toLocaleString(),
+        }),
       );
       if (moved) {
-        const button = el("button", { type: "button", id: "show-updated" }, "Show the updated list");
+        const button = el("button", { type: "button", id: "show-updated" }, ui("show_updated", "Show the updated list"));
         button.addEventListener("click", () => {
-          live.replaceChildren(`Updated ${now}: ${data.conversations.toLocaleString()} of ` +
-            `${data.planned.toLocaleString()} planned conversations so far.`);
+          live.replaceChildren(
+            ui("updated", "Updated {time}: {n} of {planned} planned conversations so far.", {
+              time: now,
+              n: data.conversations.toLocaleString(),
+              planned: data.planned.toLocaleString(),
+            }),
+          );
           load();
         });
-        live.append(" New or re-rated conversations belong elsewhere in this order: ", button);
+        live.append(ui("moved", " New or re-rated conversations belong elsewhere in this order: "), button);
       }
     }
     version = data.version;
@@ -416,11 +446,11 @@ async function start() {
   try {
     facets = (await getJSON("api/facets")).data;
   } catch (error) {
-    document.getElementById("summary").textContent = `Could not reach the viewer: ${error.message}`;
+    document.getElementById("summary").textContent = ui("unreachable", "Could not reach the viewer: {error}", { error: error.message });
     return;
   }
   // Opened from a folder's runs list (vera view FOLDER): the way back to it.
-  if (facets.home) document.querySelector("header h1").before(el("a", { className: "home", href: facets.home }, "← All runs"));
+  if (facets.home) document.querySelector("header h1").before(el("a", { className: "home", href: facets.home }, ui("all_runs", "← All runs")));
   renderRuns();
   renderCompareLink();
   renderLegend();
