@@ -242,4 +242,4 @@ def test_the_zh_card_counts_mixed_language_and_the_reference_bots_keep_to_chines
     for bot in ("offline/best-practice", "offline/risk-ignoring"):
         assert counts[bot] == {"conversations": 100, "other_language": 0, "switched": 0}
     md = (zh_run / "card.md").read_text()
-    assert "**Mixed language:** offline/best-practice 0 of 100 conversations" in md
+    assert "**语言混用:** offline/best-practice 0 of 100 conversations" in md  # the pack's label

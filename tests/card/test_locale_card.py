@@ -254,7 +254,7 @@ def test_a_pack_without_display_texts_has_no_glosses(tmp_path):
 
     assert read_glosses(tmp_path / "rubric.toml") == {}
     glosses = read_glosses(ZH / "rubric.toml")
-    assert glosses["High Potential for Harm"] == "潜在危害高" and "Red" not in glosses
+    assert glosses["High Potential for Harm"] == "高度潜在伤害" and "Red" not in glosses
 
 
 def test_section_counts_pairing_and_undefined_scores_are_in_the_pack_s_words(zh_card):
