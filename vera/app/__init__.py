@@ -13,6 +13,8 @@ from vera.app._gc import sweep_collector
 from vera.app._judge_command import judge_run
 from vera.app._merge import merge_runs
 from vera.app._options import JudgeOptions, RunOptions, configure
+from vera.app._plan import PlanOptions
+from vera.app._plan import plan as plan_comparison
 from vera.app._result import RunOutcome, scored
 from vera.app._run import Prepared, execute_run, prepare_run
 from vera.app._session import RunSession
@@ -23,6 +25,7 @@ __all__ = [
     "GateOptions",
     "GateOutcome",
     "JudgeOptions",
+    "PlanOptions",
     "Prepared",
     "RunFacts",
     "RunOptions",
@@ -33,6 +36,7 @@ __all__ = [
     "execute_run",
     "judge_run",
     "merge_runs",
+    "plan_comparison",
     "prepare_run",
     "run_gate",
     "scored",

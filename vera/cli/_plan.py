@@ -1,4 +1,4 @@
-"""`vera plan`: size and price a comparison before running it (vera.app._plan)."""
+"""`vera plan`: size and price a comparison before running it (vera.app.plan_comparison)."""
 
 from __future__ import annotations
 
@@ -60,10 +60,9 @@ def plan(**options: Any) -> None:
     and 90th-percentile size of a sequential `vera gate` for the same question
     (simulated from the pilot's units), and what each costs in tokens and money at the
     profiles' prices, live and in batch. Not `vera ratings plan` (human ratings)."""
-    from vera.app._plan import PlanOptions
-    from vera.app._plan import plan as make_plan
+    from vera.app import PlanOptions, plan_comparison
 
-    p = make_plan(PlanOptions(**options))
+    p = plan_comparison(PlanOptions(**options))
     v = p.variability
     if v.units:
         click.echo(

@@ -94,6 +94,7 @@ from vera.inputs._targets import (
 )
 from vera.inputs._transcripts import PERSONAS_NOT_FOUND, personas_not_found, read_transcripts
 from vera.inputs._ui import (
+    BASE,
     ENGLISH,
     Strings,
     active,
@@ -106,6 +107,7 @@ from vera.inputs._ui import (
 from vera.ranges import MAX_RESAMPLES
 
 __all__ = [
+    "BASE",
     "DISCLOSURE",
     "ENGLISH",
     "HEURISTIC",

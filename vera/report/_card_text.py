@@ -17,8 +17,7 @@ from typing import Any
 
 import msgspec
 
-from vera.inputs import ENGLISH, Strings, tr, ui_strings
-from vera.inputs._ui import BASE
+from vera.inputs import BASE, ENGLISH, Strings, tr, ui_strings
 from vera.records import LocaleInfo
 from vera.report._language import LanguageCheck
 from vera.report._numbers import MISSING, fixed, num, percent_level, with_ci

@@ -17,8 +17,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from vera.inputs import ENGLISH, Strings, ui_strings
-from vera.inputs._ui import BASE
+from vera.inputs import BASE, ENGLISH, Strings, ui_strings
 from vera.records import LocaleInfo, RunManifest
 
 # An element whose whole content is text, marked for translation.
