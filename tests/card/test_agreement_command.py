@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import cast
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 
@@ -17,7 +18,7 @@ from vera.records import HIGH_POTENTIAL_FOR_HARM as HPH
 from vera.records import SUBOPTIMAL as SUB
 from vera.records import Conversation, DimensionRating, Judgement, Rating, Turn
 from vera.report._agreement import human_item_id
-from vera.stats import consensus, read_human_ratings
+from vera.stats import combine_raters, consensus, read_human_ratings
 from vera.store._writer import RunStore
 
 from ..conftest import REFERENCE
@@ -217,42 +218,65 @@ def test_confusion_csv_needs_a_run(tmp_path):
     assert result.exit_code == 1 and result.output.startswith("error: ") and "--against" in result.output
 
 
-@needs_reference
-def test_a_judge_that_always_gives_the_clinicians_majority_agrees_perfectly(tmp_path, offline_run):
-    long = read_human_ratings(CLINICIANS)
-    agreed = consensus(long)
-    judged: dict[str | None, dict[str, str]] = {}
-    for row in agreed.iter_rows(named=True):
-        source = f"human_validation/conversations/some run/{row['item_id']}_Name_model_run1.txt"
-        # A tie has no majority; the judge's rating there is left out of the statistics.
-        judged.setdefault(source, {})[row["dimension"]] = row["rating"] or "Best Practice"
-    run = judged_run(tmp_path, offline_run, judged)
-    result = CliRunner().invoke(
-        main, ["agreement", str(CLINICIANS), "--against", str(run), "--json", "--resamples", "200"]
+def against(ratings: Path, run: Path, *args: str):
+    return CliRunner().invoke(
+        main, ["agreement", str(ratings), "--against", str(run), "--json", "--resamples", "200", *args]
     )
+
+
+def judging_each_item(rows: list[dict[str, str | None]]) -> dict[str | None, dict[str, str]]:
+    judged: dict[str | None, dict[str, str]] = {}
+    for row in rows:
+        source = f"human_validation/conversations/some run/{row['item_id']}_Name_model_run1.txt"
+        # A tie has no majority: a judge of the majority says Best Practice there.
+        judged.setdefault(source, {})[cast(str, row["dimension"])] = row["rating"] or "Best Practice"
+    return judged
+
+
+@needs_reference
+def test_by_default_the_consensus_is_the_severest_rating_as_in_vera_score(tmp_path, offline_run):
+    # Issue 28: `--against` sets the judges against the labels `vera score` and the
+    # calibrated gate calibrate with, the severest rating any clinician gave.
+    long = read_human_ratings(CLINICIANS)
+    run = judged_run(tmp_path, offline_run, judging_each_item(combine_raters(long).to_dicts()))
+    result = against(CLINICIANS, run)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
+    assert data["raters"] == "severest" and data["ties"] is None and result.stderr == ""
+    assert data["overall"]["percent_agreement"] == 1.0 and data["overall"]["n_pairs"] == 90 * 5
+    assert data["n_ties"] == int(consensus(long).get_column("tie").sum())
+    assert against(CLINICIANS, run, "--raters", "severest").stdout == result.stdout
+
+
+@needs_reference
+def test_ties_keeps_the_majority_consensus_it_always_meant_with_a_note(tmp_path, offline_run):
+    long = read_human_ratings(CLINICIANS)
+    agreed = consensus(long)
+    run = judged_run(tmp_path, offline_run, judging_each_item(agreed.to_dicts()))
     ties = int(agreed.get_column("tie").sum())
+    result = against(CLINICIANS, run, "--ties", "exclude")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["raters"] is None and data["ties"] == "exclude"
+    assert result.stderr.count("note: --ties exclude") == 1 and "majority" in result.stderr
     assert data["n_ties"] == ties and data["n_conversations_unmatched"] == 0 and data["n_items"] == 90
     assert data["overall"]["percent_agreement"] == 1.0 and data["overall"]["gwet_ac1"] == 1.0
     assert data["overall"]["n_pairs"] == 90 * 5 - ties
     for block in data["dimensions"].values():
         assert block["percent_agreement"] == 1.0 and set(block) >= REQUIRED
-    severest = CliRunner().invoke(
-        main,
-        [
-            "agreement",
-            str(CLINICIANS),
-            "--against",
-            str(run),
-            "--json",
-            "--ties",
-            "severest",
-            "--resamples",
-            "200",
-        ],
+    severest = json.loads(against(CLINICIANS, run, "--ties", "severest").stdout)
+    assert severest["overall"]["n_pairs"] == 90 * 5 and severest["ties"] == "severest"
+    # The judge of the majority, set against the default (severest) consensus, agrees
+    # exactly where majority and severest give the same rating.
+    default = json.loads(against(CLINICIANS, run).stdout)
+    same = agreed.join(combine_raters(long), on=["item_id", "dimension"]).filter(
+        pl.col("rating").fill_null("Best Practice") == pl.col("rating_right")
     )
-    assert json.loads(severest.stdout)["overall"]["n_pairs"] == 90 * 5
+    assert default["overall"]["percent_agreement"] == pytest.approx(same.height / (90 * 5))
+    # --raters forms the consensus; a --ties beside it is said to be unused.
+    both = against(CLINICIANS, run, "--raters", "majority", "--ties", "exclude")
+    assert json.loads(both.stdout)["raters"] == "majority"
+    assert "note: --ties is not used: --raters majority" in both.stderr
 
 
 def test_a_run_sharing_no_item_with_the_ratings_is_a_user_error(tmp_path, offline_run):

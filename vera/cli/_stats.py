@@ -20,7 +20,7 @@ from vera.inputs import MAX_RESAMPLES
 from vera.ranges import MARGIN, SEED
 from vera.records import RaterRule
 from vera.report import compare_tables, percent_level, render, text_tables
-from vera.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
+from vera.stats import DEFAULT_CONFIDENCE, DEFAULT_RATER_RULE, DEFAULT_RESAMPLES
 from vera.store import atomic_write, check_output
 
 # Only the names of the literal types: vera.stats (polars, numpy) loads when a command runs.
@@ -245,15 +245,16 @@ def _gate(
 @click.option(
     "--ties",
     type=click.Choice(["exclude", "severest"]),
-    default="exclude",
-    show_default=True,
-    help="With --against: leave tied consensus out, or settle it to the most severe rating.",
+    help="With --against and no --raters: set the judges against the majority vote of the raters "
+    "(the consensus before issue 28), a tie left out (exclude) or settled to the most severe "
+    "rating (severest). Never used for the raters' agreement among themselves.",
 )
 @click.option(
     "--raters",
     type=click.Choice(RATER_RULES),
-    help="With --against: combine the raters by this rule (as `vera score` and the calibrated gate do) "
-    "instead of the majority with --ties.",
+    help="With --against: the rule combining raters who disagree into the consensus, as `vera score` "
+    "and the calibrated gate combine them: severest (the default unless --ties is given), majority "
+    "(ties: severest) or mean.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option(
@@ -288,7 +289,7 @@ def agreement(
     unrealistic_at: int,
     against: str | None,
     nr: NRTreatment,
-    ties: TieRule,
+    ties: TieRule | None,
     raters: RaterRule | None,
     as_json: bool,
     confusion_csv: str | None,
@@ -300,7 +301,8 @@ def agreement(
 
     RATINGS_FILE is the reference clinician file (clinician_ratings.csv) or the long
     format `item_id,rater,dimension,rating`. With --against RUN_DIR: agreement between
-    the raters' per-conversation consensus (majority vote) and the run's judges, with
+    the raters' per-conversation consensus (their ratings combined by --raters, severest
+    by default as in `vera score`; with --ties, the majority vote) and the run's judges, with
     bootstrap intervals over conversations, and the confusion matrix of judge rating ×
     consensus rating per dimension and pooled (in the JSON as `confusion`; as CSV with
     --confusion-csv). Conversations imported from transcripts are matched to items by
@@ -340,11 +342,12 @@ def agreement(
         runs=[against] if against else [],
         inputs=[(ratings_file, "ratings file")],
     )
+    raters = _consensus_rule(against, ties, raters)
     result = agreement_report(
         ratings_file,
         against=against,
         nr=nr,
-        ties=ties,
+        ties=ties or "exclude",
         raters=raters,
         resamples=resamples,
         confidence=confidence,
@@ -362,6 +365,28 @@ def agreement(
         click.echo(agreement_humans_text(result), nl=False)
     if confusion_csv is not None:
         click.echo(f"confusion matrices: {confusion_csv}", err=True)
+
+
+def _consensus_rule(against: str | None, ties: TieRule | None, raters: RaterRule | None) -> RaterRule | None:
+    """The rule forming the consensus of `vera agreement --against` (None: the majority
+    vote, ties as `--ties` says). By default the one `vera score` and the calibrated gate
+    use (issue 28), so the three set the judges against the same human labels; a
+    `--ties` without `--raters` keeps the majority it always meant, with a note."""
+    if against is None:
+        return raters
+    if raters is not None:
+        if ties is not None:
+            click.echo(f"note: --ties is not used: --raters {raters} forms the consensus", err=True)
+        return raters
+    if ties is not None:
+        click.echo(
+            f"note: --ties {ties}: the consensus is the raters' majority vote, as before issue 28; "
+            f"without --ties it is --raters {DEFAULT_RATER_RULE}, as `vera score` and the calibrated "
+            "gate form it",
+            err=True,
+        )
+        return None
+    return DEFAULT_RATER_RULE
 
 
 def _user_check_agreement(run_dir: str, unrealistic_at: int, as_json: bool) -> None:

@@ -15,6 +15,7 @@ from vera.report._compare import read_run
 from vera.stats import (
     CLINICIAN_DIMENSIONS,
     DEFAULT_CONFIDENCE,
+    DEFAULT_RATER_RULE,
     DEFAULT_RESAMPLES,
     ConsensusAgreement,
     NRTreatment,
@@ -104,7 +105,7 @@ def agreement_report(
     against: str | Path | None = None,
     nr: NRTreatment = "category",
     ties: TieRule = "exclude",
-    raters: RaterRule | None = None,
+    raters: RaterRule | None = DEFAULT_RATER_RULE,
     resamples: int = DEFAULT_RESAMPLES,
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
@@ -112,9 +113,10 @@ def agreement_report(
     """Agreement among the human raters of a ratings file; with `against`, between
     their per-conversation consensus and the judges of that run (with bootstrap
     intervals over conversations), plus the humans' own agreement. Dimensions come in
-    the order of the ratings file (the rubric's order). With `raters`, the consensus is
-    the one rating that rule forms (as the calibrated scores form it), not the majority
-    with `ties`."""
+    the order of the ratings file (the rubric's order). The consensus is the one rating
+    the `raters` rule forms, severest by default as the calibrated scores and gate form
+    it; `raters=None` sets the judges against the majority vote instead, ties handled
+    by `ties`."""
     run = read_run(against) if against is not None else None
     dimensions = run.ratings.get_column("dimension").unique(maintain_order=True).to_list() if run else None
     # The run's rubric names the dimensions; without a run, the method's five.

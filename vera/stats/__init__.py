@@ -31,6 +31,7 @@ from vera.stats.bootstrap import (
 from vera.stats.compare import MAX_SETTLE_RESAMPLES, check_comparable, compare, compare_settled
 from vera.stats.humans import (
     CLINICIAN_DIMENSIONS,
+    DEFAULT_RATER_RULE,
     ConfusionMatrices,
     ConsensusAgreement,
     PairedAgreement,
@@ -55,6 +56,7 @@ from vera.stats.sequential import (
 __all__ = [
     "CLINICIAN_DIMENSIONS",
     "DEFAULT_CONFIDENCE",
+    "DEFAULT_RATER_RULE",
     "DEFAULT_RESAMPLES",
     "MAX_SETTLE_RESAMPLES",
     "MC_Z",

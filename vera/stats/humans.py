@@ -125,7 +125,9 @@ class ConsensusAgreement(msgspec.Struct, frozen=True):
     """How far the judges agree with the human consensus (`judge_vs_consensus`)."""
 
     nr: NRTreatment
-    ties: TieRule
+    # How ties in the majority were handled; None when `raters` formed the consensus
+    # (no tie is left out or settled then).
+    ties: TieRule | None
     bootstrap: BootstrapSpec
     n_items: int
     n_ties: int
@@ -427,7 +429,7 @@ def judge_vs_consensus(
     overall, dimensions = _paired_agreement(pairs, spec, nr)
     return ConsensusAgreement(
         nr=nr,
-        ties=ties,
+        ties=ties if raters is None else None,
         bootstrap=spec,
         n_items=pairs.get_column("item_id").n_unique(),
         n_ties=n_ties,
