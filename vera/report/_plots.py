@@ -29,6 +29,7 @@ import dataclasses
 import io
 import re
 import textwrap
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -539,11 +540,27 @@ def _images(fig: Figure) -> tuple[bytes, bytes]:
 
 
 def _svg(fig: Figure) -> bytes:
+    """The phone's drawing as SVG. Enlarged text can leave a tall chart (many chatbots or
+    groups) no room for its axes, which matplotlib reports by warning that the layout
+    collapsed: the figure is then made taller until the axes fit again."""
     import matplotlib
 
-    out = io.BytesIO()
-    with matplotlib.rc_context({"svg.hashsalt": "vera-card", "svg.fonttype": "none"}):
-        fig.savefig(out, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    for _ in range(6):
+        out = io.BytesIO()
+        with (
+            warnings.catch_warnings(record=True) as caught,
+            matplotlib.rc_context({"svg.hashsalt": "vera-card", "svg.fonttype": "none"}),
+        ):
+            warnings.simplefilter("always")
+            fig.savefig(out, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+        collapsed = [w for w in caught if "collapsed to zero" in str(w.message)]
+        for w in caught:
+            if w not in collapsed:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if not collapsed:
+            break
+        width, height = fig.get_size_inches()
+        fig.set_size_inches(width, height * 1.5)
     return out.getvalue()
 
 
