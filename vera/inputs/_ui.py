@@ -2,10 +2,11 @@
 
 `BASE` is every user-visible string a pack may translate, in English: a key (``card.*``
 for the card in every rendering, ``col.*`` for table headings and row labels, ``viewer.*``
-for `vera view`, ``review.*`` for `vera review`, ``cli.*`` for the lines `vera run` and
+for `vera view`, ``review.*`` for `vera review`, ``page.*`` for a conversation's and an
+arc's page, ``cli.*`` for the lines `vera run` and
 `vera score` print after the card) and its text, with ``{name}`` fields
 filled in by `str.format`. A pack's ``strings.toml`` holds the same keys in tables
-(``[card]``, ``[col]``, ``[viewer]``, ``[review]``); a key it lacks is the English one,
+(``[card]``, ``[col]``, ``[viewer]``, ``[review]``, ``[page]``); a key it lacks is the English one,
 so a half-translated pack still renders. `vera validate locale` reports missing keys,
 keys vera does not know and fields that differ.
 
@@ -29,7 +30,7 @@ from vera.errors import DataError
 from vera.text import decode
 
 STRINGS_TOML = "strings.toml"
-SECTIONS = ("card", "col", "viewer", "review", "cli")
+SECTIONS = ("card", "col", "viewer", "review", "page", "cli")
 
 BASE: dict[str, str] = {
     # --- the card: card.md, card.html and `vera card` ----------------------------------
@@ -399,6 +400,62 @@ BASE: dict[str, str] = {
     "review.not_saved": "Not saved: {error}",
     "review.saved_changes": "Saved your changes: conversation {position} of {total} ({rated} rated).",
     "review.saved_one": "Saved: conversation {position} of {total} ({rated} rated).",
+    # --- a conversation's page and an arc's page (beside card.html and in `vera view`) -------
+    "page.title": "Conversation {id} — {run}",
+    "page.conversation": "Conversation {id}",
+    "page.all_conversations": "← All conversations",
+    "page.arc_sessions": "All sessions of this arc",
+    "page.score_card": "Score card",
+    "page.transcript": "Transcript",
+    "page.walk": "Judge's walk",
+    "page.conversation_failed": "This conversation failed",
+    "page.judgement_failed": "This judgement failed",
+    "page.failed": "{failed} and is left out of every score. Reason: {reason}",
+    "page.not_recorded": "not recorded",
+    "page.questions_note": "Question texts: {note}.",
+    "page.footer": (
+        "vera {version} · run {run}. This page holds a transcript of a sensitive conversation: share it with care."
+    ),
+    "page.seed_value": "{run_seed} (conversation seed {seed})",
+    "page.turns_value": "{n}, ended by {ended_by}",
+    "page.session_value": "{index} of {count}: {type} (arc {arc})",
+    "page.imported_from": "Imported from",
+    "page.ratings": "Ratings",
+    "page.not_judged": "Not judged.",
+    "page.failed_cell": "failed",
+    "page.no_turns": "No turns.",
+    "page.user": "User",
+    "page.chatbot": "Chatbot",
+    "page.exact_text": "Exact text (Markdown shown formatted above)",
+    "page.no_walk": "No judge has walked the rubric for this conversation yet.",
+    "page.instances": "{n} judge instances: choose one above or open it below.",
+    "page.instance": "{judge} · instance {instance}",
+    "page.walk_failed": " — failed",
+    "page.risk_chosen": "Risk level chosen by the judge: {risk}",
+    "page.questions_asked": "Questions asked, in order ({n})",
+    "page.attempt": "1 attempt",
+    "page.attempts": "{n} attempts",
+    "page.auto": "recorded without asking the model (Auto Answer or only option)",
+    "page.answer": "Answer: {answer}",
+    "page.decided_by": "Decided by {question}",
+    "page.quotes_not_found": "The words it quotes were not found in the transcript.",
+    "page.quotes_nothing": "The reasoning quotes nothing from the transcript.",
+    "page.turn_link": "turn {n}",
+    "page.quoted": "Quoted: {links}{tail}",
+    "page.list_sep": ", ",
+    "page.missing_one": " ({n} quoted passage not found)",
+    "page.missing_many": " ({n} quoted passages not found)",
+    "page.arc_title": "Arc {arc} — {run}",
+    "page.arc": "Arc {arc}",
+    "page.of": "{n} of {count}",
+    "page.arc_missing": (
+        "{missing} of the {count} planned sessions are not in this run "
+        "(not run yet, or the arc stopped at a failed session)."
+    ),
+    "page.arc_footer": (
+        "vera {version} · run {run}. Each session is judged on its own; open one for its "
+        "transcript and the judge's walk."
+    ),
     # --- the lines `vera run`, `vera judge` and `vera score` print after the card ------------
     "cli.run_dir": "run directory: {path}",
     "cli.counts": (
