@@ -6,13 +6,16 @@ Screenshots: `VERA_SCREENSHOTS=docs/screenshots` (tests/viewer/shots.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from importlib import resources
 from pathlib import Path
 
+import aiohttp
 import msgspec
 import pytest
+from aiohttp import web
 
 from vera.inputs import ENGLISH, Strings, ui_strings, use_strings
 from vera.records import LocaleInfo
@@ -26,7 +29,10 @@ from vera.report._pages import (
 )
 from vera.rubric._texts import question_texts
 from vera.store import open_run
+from vera.viewer.access import host_names
+from vera.viewer.app import bind, build_app
 from vera.viewer.bundle import write_bundle
+from vera.viewer.catalogue import Catalogue
 from vera.viewer.words import run_strings, translate_page
 
 from ..conftest import ROOT
@@ -264,3 +270,26 @@ def test_an_arc_page_in_chinese():
     assert "<dd>1 / 3</dd>" in html and "计划的 3 次会话中有 2 次不在本次运行中" in html
     assert '<th scope="col">轮数</th>' in html and "Sessions" not in html
     assert "<h1>Arc <code>a1</code></h1>" in render_arc_page(arc)
+
+
+def test_the_viewer_serves_a_zh_run_s_conversation_page_in_chinese(zh_run):
+    async def get() -> tuple[str, str]:
+        sock = bind("127.0.0.1", 0)
+        url, allowed = host_names(sock)
+        runner = web.AppRunner(build_app(Catalogue.open([zh_run]), allowed_hosts=allowed), access_log=None)
+        await runner.setup()
+        await web.SockSite(runner, sock).start()
+        try:
+            cid = next(iter(open_run(zh_run).conversations))
+            async with (
+                aiohttp.ClientSession() as session,
+                session.get(f"{url}runs/0/conversations/{cid}.html") as r,
+            ):
+                assert r.status == 200
+                return await r.text(), r.headers["Content-Security-Policy"]
+        finally:
+            await runner.cleanup()
+
+    html, csp = asyncio.run(get())
+    assert '<html lang="zh-CN">' in html and "<h2>对话记录</h2>" in html and "← 全部对话" in html
+    assert "script-src 'self'" in csp  # the viewer's page, with its call bodies' script
