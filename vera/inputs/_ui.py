@@ -141,6 +141,37 @@ BASE: dict[str, str] = {
         "when its interval excludes zero. With several judges, every judge's rating counts "
         "once (pooled)."
     ),
+    # The warnings at the top of a card that does not cover the whole sweep, or whose
+    # scores leave conversations out (vera.report._card_text).
+    "card.partial_sweep": (
+        "Partial sweep: shard(s) {shards} are missing; every number below covers only the shards that were merged."
+    ),
+    "card.not_complete": "Not every planned job is complete; the numbers below cover only the work that is.",
+    "card.skipped_lines": (
+        "{n} corrupt record line(s) skipped (--skip-corrupt): {shown}; the work they held is in no number below."
+    ),
+    "card.and_more": " and {n} more",
+    "card.excluded": (
+        "Scores exclude {n} conversation(s) whose simulated user was flagged "
+        "(vera score --exclude-flagged); see {section}."
+    ),
+    "card.absent_columns": (
+        "Scores by persona column: {cols} asked for, but no persona file of this run has it "
+        "(nor the conversations' records), so there is no breakdown by it."
+    ),
+    # The paragraph above the simulated-user checks' table.
+    "card.checked_by_nothing": "nothing (no complete conversation)",
+    "card.checked_prompt": " (model prompt {prompt})",
+    "card.checked_excluded": (
+        "Checked by: {by}{prompt}. A flagged conversation's simulated user stopped being a "
+        "person in its persona's situation (docs/realism.md); the scores on this card leave out "
+        "the {n} flagged conversation(s) (vera score --exclude-flagged)."
+    ),
+    "card.checked_included": (
+        "Checked by: {by}{prompt}. A flagged conversation's simulated user stopped being a "
+        "person in its persona's situation (docs/realism.md); the scores include them "
+        "(vera score --exclude-flagged leaves them out)."
+    ),
     # --- table headings and row labels (every rendering) ------------------------------
     "col.chatbot": "Chatbot",
     "col.dimension": "Dimension",
