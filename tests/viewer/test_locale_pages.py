@@ -256,6 +256,10 @@ def test_the_viewer_s_copy_of_a_zh_run_serves_its_pages_in_chinese(zh_run, tmp_p
     for p in pages[:5]:
         html = p.read_text(encoding="utf-8")
         assert '<html lang="zh-CN">' in html and "<h2>对话记录</h2>" in html and "← 全部对话" in html
+        # The viewer's model-calls sections, too.
+        assert "<h2>模型调用</h2>" in html and "<h2>每次调用发送与收到的内容</h2>" in html
+        assert "<th>角色</th>" in html and "<h4>输入 " in html
+        assert "Model calls" not in html and "What each call was sent" not in html
 
 
 def test_an_arc_page_in_chinese():
@@ -292,4 +296,5 @@ def test_the_viewer_serves_a_zh_run_s_conversation_page_in_chinese(zh_run):
 
     html, csp = asyncio.run(get())
     assert '<html lang="zh-CN">' in html and "<h2>对话记录</h2>" in html and "← 全部对话" in html
+    assert "<h2>模型调用</h2>" in html and "评审模型为这个问题发出的调用：" in html
     assert "script-src 'self'" in csp  # the viewer's page, with its call bodies' script

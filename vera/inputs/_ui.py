@@ -487,6 +487,27 @@ BASE: dict[str, str] = {
         "vera {version} · run {run}. Each session is judged on its own; open one for its "
         "transcript and the judge's walk."
     ),
+    # The viewer's model-calls sections on a conversation's page (vera.viewer.calls).
+    "page.calls": "Model calls",
+    "page.calls_none": "No call is recorded for this conversation (imported, or its calls.jsonl is gone).",
+    "page.calls_summary": (
+        "{n} call(s), {tokens} tokens, {cost}, {latency} waiting for models in all. "
+        "Latency is each call's own, retries included."
+    ),
+    "page.calls_role": "Role",
+    "page.calls_model": "Model",
+    "page.calls_cost": "Cost",
+    "page.calls_latency": "Latency",
+    "page.calls_notes": "Notes",
+    "page.calls_bodies": "What each call was sent and answered",
+    "page.calls_bodies_intro": (
+        "Each call's exact input (every message, the system prompt first, and the parameters) and "
+        "output. The judge's calls are in the walk above, beside the question each answers."
+    ),
+    "page.calls_question": "The judge's call(s) for this question:",
+    "page.calls_input": "Input",
+    "page.calls_output": "Output",
+    "page.calls_schema": "Response schema",
     # --- the lines `vera run`, `vera judge` and `vera score` print after the card ------------
     "cli.run_dir": "run directory: {path}",
     "cli.counts": (

@@ -320,8 +320,9 @@ async def _conversation_page(request: web.Request) -> web.Response:
     else:
         steps = steps_html(catalogue, request.query, k, page.conversation.id)
     has_card = (catalogue.runs[k].path / "card.html").is_file()
-    calls, by_question = await asyncio.to_thread(_calls_section, request.app, k, page)
     with use_strings(run_strings([catalogue.runs[k].records.manifest])):  # the run's pack's words
+        # to_thread copies the context: the calls section is in the same words.
+        calls, by_question = await asyncio.to_thread(_calls_section, request.app, k, page)
         html = render_conversation_page(
             page,
             viewer=True,

@@ -229,8 +229,8 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
         page = catalogue.page(0, cid)
         if page is None:
             continue
-        section, by_question = page_calls(calls, bodies, page, left_out=left_out)
         with use_strings(strings):
+            section, by_question = page_calls(calls, bodies, page, left_out=left_out)
             html = render_conversation_page(
                 page,
                 viewer=True,
