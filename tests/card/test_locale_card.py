@@ -287,3 +287,41 @@ def test_the_reasoning_note_and_the_harmful_count_follow_the_pack(zh_card):
     md = render_markdown(zh_card)
     assert "推理 token（推理模型在回答之前的思考）" in md and REASONING_NOTE not in md
     assert re.search(r"共 \d+ 个评分；这里列出前 \d+ 个", md)
+
+
+def _warned(card: Card) -> Card:
+    """The card with every warning a card can carry at its top: a partial sweep with
+    skipped corrupt lines, flagged conversations left out, an absent persona column."""
+    assert card.status is not None and card.realism is not None
+    status = msgspec.structs.replace(
+        card.status, missing_shards=["2/3"], skipped_lines=[f"judgements.jsonl:{n}" for n in range(1, 8)]
+    )
+    realism = msgspec.structs.replace(card.realism, excluded=True, n_excluded=3)
+    return msgspec.structs.replace(card, status=status, realism=realism, absent_columns=["school"])
+
+
+def test_the_card_s_warnings_and_the_user_check_paragraph_are_in_the_pack_s_words(zh_card):
+    card = _warned(zh_card)
+    md = render_markdown(card)
+    assert "评测不完整：缺少分片 2/3；下面的每个数字只涵盖已合并的分片。" in md
+    assert "跳过了 7 行损坏的记录（--skip-corrupt）：judgements.jsonl:1, " in md and " 等另外 2 行；" in md
+    assert "分数排除了 3 段模拟用户被标记的对话（vera score --exclude-flagged）；见“模拟用户检查”。" in md
+    assert "本评分卡的分数排除了这 3 段被标记的对话" in md and "检查者：" in md
+    assert "要求了 'school'，但本次运行没有任何人物文件" in md
+    for english_words in (
+        "Partial sweep",
+        "corrupt record line",
+        "Scores exclude",
+        "Checked by",
+        "asked for",
+    ):
+        assert english_words not in md, english_words
+    page = render_html(card, [])
+    assert "评测不完整：缺少分片 2/3" in page and "检查者：" in page
+    assert "评测不完整：缺少分片 2/3" in render_card(card, 80).replace("\n", "")
+    plain = render_markdown(english(card))
+    assert "Partial sweep: shard(s) 2/3 are missing; every number below covers only the shards" in plain
+    assert "7 corrupt record line(s) skipped (--skip-corrupt): judgements.jsonl:1, " in plain
+    assert " and 2 more; the work they held is in no number below." in plain
+    assert "see Simulated-user checks." in plain and "leave out the 3 flagged conversation(s)" in plain
+    assert "Scores by persona column: 'school' asked for" in plain

@@ -6,16 +6,33 @@ Screenshots: `VERA_SCREENSHOTS=docs/screenshots` (tests/viewer/shots.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from importlib import resources
 from pathlib import Path
 
+import aiohttp
+import msgspec
 import pytest
+from aiohttp import web
 
-from vera.inputs import ENGLISH, Strings, ui_strings
+from vera.inputs import ENGLISH, Strings, ui_strings, use_strings
 from vera.records import LocaleInfo
+from vera.report._pages import (
+    ArcPage,
+    ArcSession,
+    ConversationPage,
+    read_conversation_page,
+    render_arc_page,
+    render_conversation_page,
+)
+from vera.rubric._texts import question_texts
 from vera.store import open_run
+from vera.viewer.access import host_names
+from vera.viewer.app import bind, build_app
+from vera.viewer.bundle import write_bundle
+from vera.viewer.catalogue import Catalogue
 from vera.viewer.words import run_strings, translate_page
 
 from ..conftest import ROOT
@@ -168,3 +185,116 @@ def test_the_zh_list_page_builds_its_rows_and_menus_in_chinese(browser, zh_run):
     finally:
         context.close()
         stop(proc)
+
+
+# --- a conversation's page and an arc's page -------------------------------------------------
+
+# Fixed labels of the pages in English: none may be left on a zh-CN run's page.
+ENGLISH_LABELS = (
+    "<h2>Transcript</h2>",
+    "Judge's walk",
+    "Judge&#x27;s walk",
+    ">Ratings<",
+    "Questions asked",
+    "Answer: <strong>",
+    " · User</div>",
+    " · Chatbot</div>",
+    "Score card",
+    "share it with care",
+    "Exact text",
+    "Decided by",
+    "<dt>Persona</dt>",
+)
+
+
+def _zh_page(zh_run: Path) -> str:
+    pages = sorted((zh_run / "conversations").glob("*.html"))
+    assert pages, "the zh-CN run's card links no conversation"
+    return pages[0].read_text(encoding="utf-8")
+
+
+def test_a_zh_run_s_conversation_page_beside_its_card_is_in_chinese(zh_run):
+    page = _zh_page(zh_run)
+    assert '<html lang="zh-CN">' in page
+    for label in ("<h2>对话记录</h2>", "<h2>评审模型的作答过程</h2>", "<h2>评分</h2>", "依次回答的问题（"):
+        assert label in page, label
+    assert "<dt>人物</dt>" in page and "<dt>评审模型</dt>" not in page  # the facts' labels are the card's
+    assert " · 用户</div>" in page and " · 聊天机器人</div>" in page
+    assert "回答：<strong>" in page and '<a href="../card.html">评分卡</a>' in page
+    assert "本页包含一段敏感对话的记录" in page
+    # The judge's and the rubric's canonical names stay, with the pack's gloss beside them.
+    assert "Detects Potential Risk（" in page
+    left = [label for label in ENGLISH_LABELS if label in page]
+    assert not left, left
+
+
+def test_failed_work_and_missing_quotes_are_said_in_the_pack_s_words(zh_run):
+    records = open_run(zh_run)
+    cid = next(iter(records.conversations))
+    page = read_conversation_page(records, cid, question_texts(records.manifest, zh_run))
+    broken = ConversationPage(
+        run_id=page.run_id,
+        conversation=msgspec.structs.replace(page.conversation, status="failed", error="timeout"),
+        judgements=[msgspec.structs.replace(j, status="failed", error="") for j in page.judgements],
+        questions=page.questions,
+    )
+    with use_strings(ZH):
+        zh = render_conversation_page(broken, viewer=True)
+    assert "<strong>这段对话失败了</strong>，不计入任何分数。原因：timeout" in zh
+    assert "<strong>这次评审失败了</strong>，不计入任何分数。原因：未记录" in zh
+    assert "← 全部对话" in zh and " — 失败</summary>" in zh
+    # The same page without a pack is the English one.
+    en = render_conversation_page(broken, viewer=True)
+    assert '<html lang="en">' in en and "<strong>This conversation failed</strong> and is left out" in en
+    assert "Reason: not recorded" in en and "← All conversations" in en
+
+
+def test_the_viewer_s_copy_of_a_zh_run_serves_its_pages_in_chinese(zh_run, tmp_path):
+    write_bundle(zh_run, tmp_path / "bundle")
+    pages = sorted((tmp_path / "bundle" / "runs" / "0" / "conversations").glob("*.html"))
+    assert pages
+    for p in pages[:5]:
+        html = p.read_text(encoding="utf-8")
+        assert '<html lang="zh-CN">' in html and "<h2>对话记录</h2>" in html and "← 全部对话" in html
+        # The viewer's model-calls sections, too.
+        assert "<h2>模型调用</h2>" in html and "<h2>每次调用发送与收到的内容</h2>" in html
+        assert "<th>角色</th>" in html and "<h4>输入 " in html
+        assert "Model calls" not in html and "What each call was sent" not in html
+
+
+def test_an_arc_page_in_chinese():
+    arc = ArcPage(
+        run_id="r", arc="a1", chatbot="bot", persona="p", user_agent="u", count=3,
+        sessions=[ArcSession(id="s1", index=1, type="check-in", status="complete", turns=4, ratings={})],
+        dimensions=["Detects Potential Risk"],
+    )  # fmt: skip
+    with use_strings(ZH):
+        html = render_arc_page(arc)
+    assert '<html lang="zh-CN">' in html and "<h1>会话线 <code>a1</code></h1>" in html
+    assert "<dd>1 / 3</dd>" in html and "计划的 3 次会话中有 2 次不在本次运行中" in html
+    assert '<th scope="col">轮数</th>' in html and "Sessions" not in html
+    assert "<h1>Arc <code>a1</code></h1>" in render_arc_page(arc)
+
+
+def test_the_viewer_serves_a_zh_run_s_conversation_page_in_chinese(zh_run):
+    async def get() -> tuple[str, str]:
+        sock = bind("127.0.0.1", 0)
+        url, allowed = host_names(sock)
+        runner = web.AppRunner(build_app(Catalogue.open([zh_run]), allowed_hosts=allowed), access_log=None)
+        await runner.setup()
+        await web.SockSite(runner, sock).start()
+        try:
+            cid = next(iter(open_run(zh_run).conversations))
+            async with (
+                aiohttp.ClientSession() as session,
+                session.get(f"{url}runs/0/conversations/{cid}.html") as r,
+            ):
+                assert r.status == 200
+                return await r.text(), r.headers["Content-Security-Policy"]
+        finally:
+            await runner.cleanup()
+
+    html, csp = asyncio.run(get())
+    assert '<html lang="zh-CN">' in html and "<h2>对话记录</h2>" in html and "← 全部对话" in html
+    assert "<h2>模型调用</h2>" in html and "评审模型为这个问题发出的调用：" in html
+    assert "script-src 'self'" in csp  # the viewer's page, with its call bodies' script

@@ -2,10 +2,11 @@
 
 `BASE` is every user-visible string a pack may translate, in English: a key (``card.*``
 for the card in every rendering, ``col.*`` for table headings and row labels, ``viewer.*``
-for `vera view`, ``review.*`` for `vera review`, ``cli.*`` for the lines `vera run` and
+for `vera view`, ``review.*`` for `vera review`, ``page.*`` for a conversation's and an
+arc's page, ``cli.*`` for the lines `vera run` and
 `vera score` print after the card) and its text, with ``{name}`` fields
 filled in by `str.format`. A pack's ``strings.toml`` holds the same keys in tables
-(``[card]``, ``[col]``, ``[viewer]``, ``[review]``); a key it lacks is the English one,
+(``[card]``, ``[col]``, ``[viewer]``, ``[review]``, ``[page]``); a key it lacks is the English one,
 so a half-translated pack still renders. `vera validate locale` reports missing keys,
 keys vera does not know and fields that differ.
 
@@ -29,7 +30,7 @@ from vera.errors import DataError
 from vera.text import decode
 
 STRINGS_TOML = "strings.toml"
-SECTIONS = ("card", "col", "viewer", "review", "cli")
+SECTIONS = ("card", "col", "viewer", "review", "page", "cli")
 
 BASE: dict[str, str] = {
     # --- the card: card.md, card.html and `vera card` ----------------------------------
@@ -139,6 +140,37 @@ BASE: dict[str, str] = {
         "are paired: both are scored on the same re-drawn personas, and a difference is flagged "
         "when its interval excludes zero. With several judges, every judge's rating counts "
         "once (pooled)."
+    ),
+    # The warnings at the top of a card that does not cover the whole sweep, or whose
+    # scores leave conversations out (vera.report._card_text).
+    "card.partial_sweep": (
+        "Partial sweep: shard(s) {shards} are missing; every number below covers only the shards that were merged."
+    ),
+    "card.not_complete": "Not every planned job is complete; the numbers below cover only the work that is.",
+    "card.skipped_lines": (
+        "{n} corrupt record line(s) skipped (--skip-corrupt): {shown}; the work they held is in no number below."
+    ),
+    "card.and_more": " and {n} more",
+    "card.excluded": (
+        "Scores exclude {n} conversation(s) whose simulated user was flagged "
+        "(vera score --exclude-flagged); see {section}."
+    ),
+    "card.absent_columns": (
+        "Scores by persona column: {cols} asked for, but no persona file of this run has it "
+        "(nor the conversations' records), so there is no breakdown by it."
+    ),
+    # The paragraph above the simulated-user checks' table.
+    "card.checked_by_nothing": "nothing (no complete conversation)",
+    "card.checked_prompt": " (model prompt {prompt})",
+    "card.checked_excluded": (
+        "Checked by: {by}{prompt}. A flagged conversation's simulated user stopped being a "
+        "person in its persona's situation (docs/realism.md); the scores on this card leave out "
+        "the {n} flagged conversation(s) (vera score --exclude-flagged)."
+    ),
+    "card.checked_included": (
+        "Checked by: {by}{prompt}. A flagged conversation's simulated user stopped being a "
+        "person in its persona's situation (docs/realism.md); the scores include them "
+        "(vera score --exclude-flagged leaves them out)."
     ),
     # --- table headings and row labels (every rendering) ------------------------------
     "col.chatbot": "Chatbot",
@@ -399,6 +431,83 @@ BASE: dict[str, str] = {
     "review.not_saved": "Not saved: {error}",
     "review.saved_changes": "Saved your changes: conversation {position} of {total} ({rated} rated).",
     "review.saved_one": "Saved: conversation {position} of {total} ({rated} rated).",
+    # --- a conversation's page and an arc's page (beside card.html and in `vera view`) -------
+    "page.title": "Conversation {id} — {run}",
+    "page.conversation": "Conversation {id}",
+    "page.all_conversations": "← All conversations",
+    "page.arc_sessions": "All sessions of this arc",
+    "page.score_card": "Score card",
+    "page.transcript": "Transcript",
+    "page.walk": "Judge's walk",
+    "page.conversation_failed": "This conversation failed",
+    "page.judgement_failed": "This judgement failed",
+    "page.failed": "{failed} and is left out of every score. Reason: {reason}",
+    "page.not_recorded": "not recorded",
+    "page.questions_note": "Question texts: {note}.",
+    "page.footer": (
+        "vera {version} · run {run}. This page holds a transcript of a sensitive conversation: share it with care."
+    ),
+    "page.seed_value": "{run_seed} (conversation seed {seed})",
+    "page.turns_value": "{n}, ended by {ended_by}",
+    "page.session_value": "{index} of {count}: {type} (arc {arc})",
+    "page.imported_from": "Imported from",
+    "page.ratings": "Ratings",
+    "page.not_judged": "Not judged.",
+    "page.failed_cell": "failed",
+    "page.no_turns": "No turns.",
+    "page.user": "User",
+    "page.chatbot": "Chatbot",
+    "page.exact_text": "Exact text (Markdown shown formatted above)",
+    "page.no_walk": "No judge has walked the rubric for this conversation yet.",
+    "page.instances": "{n} judge instances: choose one above or open it below.",
+    "page.instance": "{judge} · instance {instance}",
+    "page.walk_failed": " — failed",
+    "page.risk_chosen": "Risk level chosen by the judge: {risk}",
+    "page.questions_asked": "Questions asked, in order ({n})",
+    "page.attempt": "1 attempt",
+    "page.attempts": "{n} attempts",
+    "page.auto": "recorded without asking the model (Auto Answer or only option)",
+    "page.answer": "Answer: {answer}",
+    "page.decided_by": "Decided by {question}",
+    "page.quotes_not_found": "The words it quotes were not found in the transcript.",
+    "page.quotes_nothing": "The reasoning quotes nothing from the transcript.",
+    "page.turn_link": "turn {n}",
+    "page.quoted": "Quoted: {links}{tail}",
+    "page.list_sep": ", ",
+    "page.missing_one": " ({n} quoted passage not found)",
+    "page.missing_many": " ({n} quoted passages not found)",
+    "page.arc_title": "Arc {arc} — {run}",
+    "page.arc": "Arc {arc}",
+    "page.of": "{n} of {count}",
+    "page.arc_missing": (
+        "{missing} of the {count} planned sessions are not in this run "
+        "(not run yet, or the arc stopped at a failed session)."
+    ),
+    "page.arc_footer": (
+        "vera {version} · run {run}. Each session is judged on its own; open one for its "
+        "transcript and the judge's walk."
+    ),
+    # The viewer's model-calls sections on a conversation's page (vera.viewer.calls).
+    "page.calls": "Model calls",
+    "page.calls_none": "No call is recorded for this conversation (imported, or its calls.jsonl is gone).",
+    "page.calls_summary": (
+        "{n} call(s), {tokens} tokens, {cost}, {latency} waiting for models in all. "
+        "Latency is each call's own, retries included."
+    ),
+    "page.calls_role": "Role",
+    "page.calls_model": "Model",
+    "page.calls_cost": "Cost",
+    "page.calls_latency": "Latency",
+    "page.calls_notes": "Notes",
+    "page.calls_bodies": "What each call was sent and answered",
+    "page.calls_bodies_intro": (
+        "Each call's exact input (every message, the system prompt first, and the parameters) and "
+        "output. The judge's calls are in the walk above, beside the question each answers."
+    ),
+    "page.calls_question": "The judge's call(s) for this question:",
+    "page.calls_input": "Input",
+    "page.calls_output": "Output",
+    "page.calls_schema": "Response schema",
     # --- the lines `vera run`, `vera judge` and `vera score` print after the card ------------
     "cli.run_dir": "run directory: {path}",
     "cli.counts": (

@@ -80,13 +80,10 @@ def status_warning(card: Card) -> str | None:
     if st.state == "complete" and not st.missing_shards:
         return skipped or None
     if st.missing_shards:
-        warning = (
-            f"Partial sweep: shard(s) {', '.join(st.missing_shards)} are missing; every number "
-            "below covers only the shards that were merged."
-        )
+        warning = tr("card.partial_sweep", shards=", ".join(st.missing_shards))
     else:
         # The status line itself is right above the warning in every rendering.
-        warning = "Not every planned job is complete; the numbers below cover only the work that is."
+        warning = tr("card.not_complete")
     return f"{warning} {skipped}" if skipped else warning
 
 
@@ -94,11 +91,8 @@ def _skipped_text(lines: list[str]) -> str:
     """The record lines a card was scored without (`--skip-corrupt`), named."""
     if not lines:
         return ""
-    shown = ", ".join(lines[:5]) + (f" and {num(len(lines) - 5)} more" if len(lines) > 5 else "")
-    return (
-        f"{num(len(lines))} corrupt record line(s) skipped (--skip-corrupt): {shown}; "
-        "the work they held is in no number below."
-    )
+    shown = ", ".join(lines[:5]) + (tr("card.and_more", n=num(len(lines) - 5)) if len(lines) > 5 else "")
+    return tr("card.skipped_lines", n=num(len(lines)), shown=shown)
 
 
 TERMINAL_TEXT = {
@@ -469,10 +463,7 @@ def absent_columns_text(card: Card) -> str:
     """What the card says of persona columns it was asked to break scores down by that
     no persona file of the run has."""
     cols = ", ".join(repr(c) for c in card.absent_columns)
-    return (
-        f"Scores by persona column: {cols} asked for, but no persona file of this run has it "
-        "(nor the conversations' records), so there is no breakdown by it."
-    )
+    return tr("card.absent_columns", cols=cols)
 
 
 def realism_text(card: Card) -> str:
@@ -480,18 +471,11 @@ def realism_text(card: Card) -> str:
     r = card.realism
     if r is None:
         return ""
-    by = ", ".join(r.checkers) or "nothing (no complete conversation)"
-    prompt = f" (model prompt {r.prompt})" if r.prompt else ""
-    return (
-        f"Checked by: {by}{prompt}. A flagged conversation's simulated user stopped being a "
-        "person in its persona's situation (docs/realism.md); "
-        + (
-            f"the scores on this card leave out the {r.n_excluded} flagged conversation(s) "
-            "(vera score --exclude-flagged)."
-            if r.excluded
-            else "the scores include them (vera score --exclude-flagged leaves them out)."
-        )
-    )
+    by = ", ".join(r.checkers) or tr("card.checked_by_nothing")
+    prompt = tr("card.checked_prompt", prompt=r.prompt) if r.prompt else ""
+    if r.excluded:
+        return tr("card.checked_excluded", by=by, prompt=prompt, n=r.n_excluded)
+    return tr("card.checked_included", by=by, prompt=prompt)
 
 
 def excluded_warning(card: Card) -> str:
@@ -499,7 +483,4 @@ def excluded_warning(card: Card) -> str:
     r = card.realism
     if r is None or not r.excluded:
         return ""
-    return (
-        f"Scores exclude {r.n_excluded} conversation(s) whose simulated user was flagged "
-        "(vera score --exclude-flagged); see Simulated-user checks."
-    )
+    return tr("card.excluded", n=r.n_excluded, section=tr("card.realism"))

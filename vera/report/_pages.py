@@ -29,6 +29,7 @@ from pathlib import Path
 
 from vera import __version__
 from vera.errors import storage_error
+from vera.inputs import ENGLISH, Strings, active, tr, ui_label, ui_strings, use_strings
 from vera.records import (
     HIGH_POTENTIAL_FOR_HARM,
     RATING_CODES,
@@ -36,6 +37,7 @@ from vera.records import (
     Conversation,
     DimensionRating,
     Judgement,
+    LocaleInfo,
     RunManifest,
     Turn,
 )
@@ -93,6 +95,19 @@ def read_conversation_page(
     )
 
 
+def page_strings(manifest: RunManifest) -> Strings:
+    """The words of a run's pages: its locale pack's (English without one)."""
+    x = manifest.locale
+    return ui_strings(x.tag, x.path) if isinstance(x, LocaleInfo) else ENGLISH
+
+
+def _t(key: str, /, **markup: str) -> str:
+    """The active language's text for `key` as HTML: the text escaped, then its fields
+    filled with `markup` (already escaped). Quotes are left as they are, so an English
+    page keeps its bytes."""
+    return escape(tr(key), quote=False).format(**markup)
+
+
 def slug(text: str) -> str:
     return _SLUG.sub("-", text.casefold()).strip("-")
 
@@ -146,16 +161,15 @@ def render_conversation_page(
         _navigation(viewer=viewer, card=card, arc=conv.session.arc if conv.session else ""),
         *([steps] if steps else []),
         "<header>",
-        f"<h1>Conversation <code>{escape(conv.id)}</code></h1>",
+        f"<h1>{_t('page.conversation', id=f'<code>{escape(conv.id)}</code>')}</h1>",
         _facts(page),
     ]
     if conv.status == "failed":
-        body.append(
-            '<p class="failure" role="alert"><strong>This conversation failed</strong> and is left out '
-            f"of every score. Reason: {escape(conv.error or 'not recorded')}</p>"
-        )
+        failed = f"<strong>{_t('page.conversation_failed')}</strong>"
+        reason = escape(conv.error or tr("page.not_recorded"))
+        body.append(f'<p class="failure" role="alert">{_t("page.failed", failed=failed, reason=reason)}</p>')
     if page.questions.note:
-        body.append(f'<p class="note">Question texts: {escape(page.questions.note)}.</p>')
+        body.append(f'<p class="note">{_t("page.questions_note", note=escape(page.questions.note))}</p>')
     body.append("</header>")
     body.append(_summary(page, dims))
     body.append('<div class="columns">')
@@ -164,11 +178,9 @@ def render_conversation_page(
     body.append("</div>")
     if appendix:
         body.append(appendix)
-    body.append(
-        f"<footer>vera {escape(__version__)} · run {escape(page.run_id)}. This page holds a transcript "
-        "of a sensitive conversation: share it with care.</footer>"
-    )
-    return _document(f"Conversation {conv.id} — {page.run_id}", body, script=script)
+    footer = _t("page.footer", version=escape(__version__), run=escape(page.run_id))
+    body.append(f"<footer>{footer}</footer>")
+    return _document(tr("page.title", id=conv.id, run=page.run_id), body, script=script)
 
 
 def _document(title: str, body: Iterable[str], *, script: str | Sequence[str] = "") -> str:
@@ -183,7 +195,7 @@ def _document(title: str, body: Iterable[str], *, script: str | Sequence[str] = 
         )
     return (
         "<!DOCTYPE html>\n"
-        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<html lang="{escape(active().lang)}">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{escape(csp)}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="referrer" content="no-referrer">\n'
@@ -197,33 +209,42 @@ def _navigation(*, viewer: bool, card: bool, arc: str = "") -> str:
     links = []
     if viewer:
         # Relative, so the same page works served (under any prefix) and in a bundle.
-        links.append('<a href="../../../index.html">← All conversations</a>')
+        links.append(f'<a href="../../../index.html">{_t("page.all_conversations")}</a>')
     if viewer and arc and _SAFE_ID.match(arc):
-        links.append(f'<a href="../arcs/{arc}.html" class="arc">All sessions of this arc</a>')
+        links.append(f'<a href="../arcs/{arc}.html" class="arc">{_t("page.arc_sessions")}</a>')
     if card:
-        links.append('<a href="../card.html">Score card</a>')
-    links += ['<a href="#transcript">Transcript</a>', '<a href="#walks">Judge\'s walk</a>']
+        links.append(f'<a href="../card.html">{_t("page.score_card")}</a>')
+    links += [
+        f'<a href="#transcript">{_t("page.transcript")}</a>',
+        f'<a href="#walks">{_t("page.walk")}</a>',
+    ]
     return '<nav aria-label="Page">' + " ".join(links) + "</nav>"
 
 
 def _facts(page: ConversationPage) -> str:
     c = page.conversation
     run_seed = page.run_seeds[c.replicate] if 0 <= c.replicate < len(page.run_seeds) else None
+    seed = tr("page.seed_value", run_seed=run_seed, seed=c.seed) if run_seed is not None else str(c.seed)
     rows = [
-        ("Run", page.run_id),
-        ("Chatbot", c.chatbot),
-        ("Persona", c.persona),
-        ("Risk level", c.risk),
-        ("Seed", f"{run_seed} (conversation seed {c.seed})" if run_seed is not None else str(c.seed)),
-        ("User-agent", c.user_agent),
-        ("Status", c.status),
-        ("Turns", f"{len(c.turns)}, ended by {c.ended_by.replace('_', ' ')}"),
+        (tr("col.run"), page.run_id),
+        (tr("col.chatbot"), c.chatbot),
+        (tr("col.persona"), c.persona),
+        (tr("col.risk_level"), c.risk),
+        (tr("col.seed"), seed),
+        (tr("col.user_agent"), c.user_agent),
+        (tr("viewer.col_status"), c.status),
+        (tr("col.turns"), tr("page.turns_value", n=len(c.turns), ended_by=c.ended_by.replace("_", " "))),
     ]
     if c.session is not None:
         p = c.session
-        rows.append(("Session", f"{p.index} of {p.count}: {p.type} (arc {p.arc})"))
+        rows.append(
+            (
+                tr("col.session"),
+                tr("page.session_value", index=p.index, count=p.count, type=p.type, arc=p.arc),
+            )
+        )
     if c.source:
-        rows.append(("Imported from", c.source))
+        rows.append((tr("page.imported_from"), c.source))
     items = "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in rows)
     return f'<dl class="facts">{items}</dl>'
 
@@ -245,7 +266,7 @@ def _badge(rating: str) -> str:
 def _summary(page: ConversationPage, dims: Sequence[str]) -> str:
     """Every judge instance's rating of every dimension, each a link to its explanation."""
     if not page.judgements:
-        return '<section id="ratings"><h2>Ratings</h2><p>Not judged.</p></section>'
+        return f'<section id="ratings"><h2>{_t("page.ratings")}</h2><p>{_t("page.not_judged")}</p></section>'
     head = "".join(
         f'<th scope="col"><a href="#{_walk_anchor(j)}">{escape(j.judge)} · {j.instance}</a></th>'
         for j in page.judgements
@@ -256,33 +277,36 @@ def _summary(page: ConversationPage, dims: Sequence[str]) -> str:
         for j in page.judgements:
             r = next((r for r in j.ratings if r.dimension == dim), None)
             if j.status != "complete":
-                cells.append('<td class="muted">failed</td>')
+                cells.append(f'<td class="muted">{_t("page.failed_cell")}</td>')
             elif r is None:
                 cells.append('<td class="muted">–</td>')
             else:
                 anchor = rating_anchor(j.judge, j.instance, dim)
                 cells.append(
-                    f'<td><a href="#{anchor}">{_badge(r.rating)} <span class="rtext">{escape(r.rating)}</span></a></td>'
+                    f'<td><a href="#{anchor}">{_badge(r.rating)} <span class="rtext">{escape(ui_label(r.rating))}</span></a></td>'
                 )
-        rows.append(f'<tr><th scope="row">{escape(dim)}</th>{"".join(cells)}</tr>')
+        rows.append(f'<tr><th scope="row">{escape(ui_label(dim))}</th>{"".join(cells)}</tr>')
     return (
-        '<section id="ratings"><h2>Ratings</h2><div class="scroll"><table class="ratings">'
-        f'<thead><tr><th scope="col">Dimension</th>{head}</tr></thead>'
+        f'<section id="ratings"><h2>{_t("page.ratings")}</h2><div class="scroll"><table class="ratings">'
+        f'<thead><tr><th scope="col">{_t("col.dimension")}</th>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>{_legend()}</section>"
     )
 
 
 def _legend() -> str:
-    items = "".join(f"<li>{_badge(r)} {escape(r)}</li>" for r in RATING_CODES)
-    return f'<ul class="legend" aria-label="Ratings">{items}</ul>'
+    items = "".join(f"<li>{_badge(r)} {escape(ui_label(r))}</li>" for r in RATING_CODES)
+    return f'<ul class="legend" aria-label="{escape(tr("page.ratings"))}">{items}</ul>'
 
 
 def _transcript(conv: Conversation) -> str:
     if not conv.turns:
-        return '<section id="transcript" class="transcript"><h2>Transcript</h2><p>No turns.</p></section>'
+        return (
+            f'<section id="transcript" class="transcript"><h2>{_t("page.transcript")}</h2>'
+            f"<p>{_t('page.no_turns')}</p></section>"
+        )
     turns = []
     for n, t in enumerate(conv.turns, start=1):
-        who = "User" if t.speaker == "user" else "Chatbot"
+        who = _t("page.user") if t.speaker == "user" else _t("page.chatbot")
         formatted = chatbot_markdown(t.text) if t.speaker != "user" else None
         if formatted is None:
             text = f'<p class="text">{escape(t.text)}</p>'
@@ -290,14 +314,14 @@ def _transcript(conv: Conversation) -> str:
             # Formatted as the chatbot's user saw it, the exact text one click away.
             text = (
                 f'<div class="text md">{formatted}</div>'
-                '<details class="raw"><summary>Exact text (Markdown shown formatted above)</summary>'
+                f'<details class="raw"><summary>{_t("page.exact_text")}</summary>'
                 f'<pre class="exact">{escape(t.text)}</pre></details>'
             )
         turns.append(
             f'<li id="turn-{n}" class="turn {t.speaker}"><div class="who">{n} · {who}</div>{text}</li>'
         )
     return (
-        '<section id="transcript" class="transcript"><h2>Transcript</h2>'
+        f'<section id="transcript" class="transcript"><h2>{_t("page.transcript")}</h2>'
         f'<ol class="turns">{"".join(turns)}</ol></section>'
     )
 
@@ -307,11 +331,11 @@ def _walk_anchor(j: Judgement) -> str:
 
 
 def _walks(page: ConversationPage, dims: Sequence[str], calls: Mapping[tuple[str, str], str]) -> str:
-    parts = ['<section id="walks" class="walks"><h2>Judge\'s walk</h2>']
+    parts = [f'<section id="walks" class="walks"><h2>{_t("page.walk")}</h2>']
     if not page.judgements:
-        parts.append("<p>No judge has walked the rubric for this conversation yet.</p>")
+        parts.append(f"<p>{_t('page.no_walk')}</p>")
     elif len(page.judgements) > 1:
-        parts.append(f"<p>{len(page.judgements)} judge instances: choose one above or open it below.</p>")
+        parts.append(f"<p>{_t('page.instances', n=str(len(page.judgements)))}</p>")
     quotes = QuoteFinder(page.conversation.turns)
     for i, j in enumerate(page.judgements):
         parts.append(_walk(page, j, dims, quotes, calls, open_=i == 0))
@@ -328,34 +352,36 @@ def _walk(
     *,
     open_: bool,
 ) -> str:
-    status = "" if j.status == "complete" else " — failed"
+    status = "" if j.status == "complete" else _t("page.walk_failed")
+    instance = _t("page.instance", judge=escape(j.judge), instance=str(j.instance))
     out = [
         f'<details id="{_walk_anchor(j)}" class="walk"{" open" if open_ else ""}>',
-        f"<summary>{escape(j.judge)} · instance {j.instance}{status}</summary>",
+        f"<summary>{instance}{status}</summary>",
     ]
     if j.status != "complete":
-        out.append(
-            '<p class="failure" role="alert"><strong>This judgement failed</strong> and is left out of '
-            f"every score. Reason: {escape(j.error or 'not recorded')}</p>"
-        )
+        failed = f"<strong>{_t('page.judgement_failed')}</strong>"
+        reason = escape(j.error or tr("page.not_recorded"))
+        out.append(f'<p class="failure" role="alert">{_t("page.failed", failed=failed, reason=reason)}</p>')
     if j.ratings:
         ratings = sorted(
             j.ratings, key=lambda r: dims.index(r.dimension) if r.dimension in dims else len(dims)
         )
-        out.append("<h3>Ratings</h3>")
+        out.append(f"<h3>{_t('page.ratings')}</h3>")
         out += [_rating(page, j, r, quotes) for r in ratings]
     if j.risk_selected:
-        out.append(f"<p>Risk level chosen by the judge: <strong>{escape(j.risk_selected)}</strong></p>")
+        risk = f"<strong>{escape(j.risk_selected)}</strong>"
+        out.append(f"<p>{_t('page.risk_chosen', risk=risk)}</p>")
     if j.answers:
-        out.append(f'<h3>Questions asked, in order ({len(j.answers)})</h3><ol class="steps">')
+        out.append(f'<h3>{_t("page.questions_asked", n=str(len(j.answers)))}</h3><ol class="steps">')
         for a in j.answers:
-            attempts = f"{a.attempts} attempts" if a.attempts != 1 else "1 attempt"
-            how = "recorded without asking the model (Auto Answer or only option)" if a.auto else attempts
+            attempts = tr("page.attempts", n=a.attempts) if a.attempts != 1 else tr("page.attempt")
+            how = tr("page.auto") if a.auto else attempts
+            answer = f"<strong>{escape(a.answer)}</strong>"
             retried = a.attempts > 1 and not a.auto
             out.append(
                 f'<li class="step"><div class="q"><code>{escape(a.question_id)}</code> '
                 f"{_question_text(page, a.question_id)}</div>"
-                f'<div class="answer">Answer: <strong>{escape(a.answer)}</strong> '
+                f'<div class="answer">{_t("page.answer", answer=answer)} '
                 f'<span class="{"retried" if retried else "muted"}">({escape(how)})</span></div>'
                 f"{_reasoning(a.reasoning, page.conversation.turns)}"
                 f"{_quotes(quotes.locate(a.reasoning), show_missing=False)}"
@@ -371,13 +397,12 @@ def _rating(page: ConversationPage, j: Judgement, r: DimensionRating, quotes: Qu
     harmful = r.rating in (HIGH_POTENTIAL_FOR_HARM, SUBOPTIMAL)
     parts = [
         f'<div id="{anchor}" class="rating{" harmful" if harmful else ""}">',
-        f'<div class="dim">{_badge(r.rating)} <strong>{escape(r.dimension)}</strong>: {escape(r.rating)}</div>',
+        f'<div class="dim">{_badge(r.rating)} <strong>{escape(ui_label(r.dimension))}</strong>: '
+        f"{escape(ui_label(r.rating))}</div>",
     ]
     if r.question_id:
-        parts.append(
-            f'<div class="q">Decided by <code>{escape(r.question_id)}</code> '
-            f"{_question_text(page, r.question_id)}</div>"
-        )
+        decided = _t("page.decided_by", question=f"<code>{escape(r.question_id)}</code>")
+        parts.append(f'<div class="q">{decided} {_question_text(page, r.question_id)}</div>')
     if r.reasoning:
         parts.append(_reasoning(r.reasoning, page.conversation.turns))
     if harmful:
@@ -401,19 +426,16 @@ def _quotes(matches: Sequence[QuoteMatch], *, show_missing: bool) -> str:
     if not found:
         if not show_missing:
             return ""
-        why = (
-            "The words it quotes were not found in the transcript."
-            if matches
-            else "The reasoning quotes nothing from the transcript."
-        )
+        why = _t("page.quotes_not_found") if matches else _t("page.quotes_nothing")
         return f'<p class="quotes none">{why}</p>'
     links = []
     for m in found:
         for t in m.turns:
-            links.append(f'<a href="#turn-{t + 1}" title="{escape(m.quote)}">turn {t + 1}</a>')
+            turn = _t("page.turn_link", n=str(t + 1))
+            links.append(f'<a href="#turn-{t + 1}" title="{escape(m.quote)}">{turn}</a>')
     missing = len(matches) - len(found)
-    tail = f" ({missing} quoted passage{'s' if missing > 1 else ''} not found)" if missing else ""
-    return f'<p class="quotes">Quoted: {", ".join(links)}{tail}</p>'
+    tail = _t("page.missing_many" if missing > 1 else "page.missing_one", n=str(missing)) if missing else ""
+    return f'<p class="quotes">{_t("page.quoted", links=tr("page.list_sep").join(links), tail=tail)}</p>'
 
 
 # ---------------------------------------------------------------------------------------
@@ -447,6 +469,7 @@ def write_card_pages(
             by_conversation.setdefault(j.conversation_id, []).append(j)
     questions = question_texts(manifest, run_dir)
     folder.mkdir(exist_ok=True)
+    strings = page_strings(manifest)
     for cid in sorted(wanted):
         page = ConversationPage(
             run_id=manifest.run_id,
@@ -455,9 +478,9 @@ def write_card_pages(
             questions=questions,
             run_seeds=manifest.seeds,
         )
-        atomic_write(
-            folder / f"{cid}.html", render_conversation_page(page).encode(), what="a conversation page"
-        )
+        with use_strings(strings):
+            html = render_conversation_page(page)
+        atomic_write(folder / f"{cid}.html", html.encode(), what="a conversation page")
     return len(wanted)
 
 
@@ -478,11 +501,12 @@ def write_missing_pages(records: RunRecords, linked: Iterable[str]) -> int:
         folder.mkdir(exist_ok=True)
     except OSError as exc:
         raise storage_error(folder, "the conversation pages", exc) from None
+    strings = page_strings(records.manifest)
     for cid in wanted:
         page = read_conversation_page(records, cid, questions)
-        atomic_write(
-            folder / f"{cid}.html", render_conversation_page(page).encode(), what="a conversation page"
-        )
+        with use_strings(strings):
+            html = render_conversation_page(page)
+        atomic_write(folder / f"{cid}.html", html.encode(), what="a conversation page")
     return len(wanted)
 
 
@@ -519,7 +543,7 @@ class ArcPage:
 def render_arc_page(page: ArcPage) -> str:
     """An arc's page: its sessions in order, each linked to its own page, with the
     ratings each session got (each session is judged on its own)."""
-    head = "".join(f'<th scope="col">{escape(d)}</th>' for d in page.dimensions)
+    head = "".join(f'<th scope="col">{escape(ui_label(d))}</th>' for d in page.dimensions)
     rows = []
     for s in page.sessions:
         name = page_name(s.id)
@@ -534,31 +558,30 @@ def render_arc_page(page: ArcPage) -> str:
         )
     missing = page.count - len(page.sessions)
     note = (
-        f'<p class="note">{missing} of the {page.count} planned sessions are not in this run '
-        "(not run yet, or the arc stopped at a failed session).</p>"
+        f'<p class="note">{_t("page.arc_missing", missing=str(missing), count=str(page.count))}</p>'
         if missing > 0
         else ""
     )
     facts = [
-        ("Run", page.run_id),
-        ("Chatbot", page.chatbot),
-        ("Persona", page.persona),
-        ("User-agent", page.user_agent),
-        ("Sessions", f"{len(page.sessions)} of {page.count}"),
+        (tr("col.run"), page.run_id),
+        (tr("col.chatbot"), page.chatbot),
+        (tr("col.persona"), page.persona),
+        (tr("col.user_agent"), page.user_agent),
+        (tr("col.sessions"), tr("page.of", n=len(page.sessions), count=page.count)),
     ]
     items = "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in facts)
     body = [
-        '<nav aria-label="Page"><a href="../../../index.html">← All conversations</a></nav>',
+        f'<nav aria-label="Page"><a href="../../../index.html">{_t("page.all_conversations")}</a></nav>',
         "<header>",
-        f"<h1>Arc <code>{escape(page.arc)}</code></h1>",
+        f"<h1>{_t('page.arc', arc=f'<code>{escape(page.arc)}</code>')}</h1>",
         f'<dl class="facts">{items}</dl>',
         note,
         "</header>",
-        '<section id="sessions"><h2>Sessions</h2><div class="scroll"><table class="ratings">'
-        '<thead><tr><th scope="col">#</th><th scope="col">Session</th><th scope="col">Conversation</th>'
-        f'<th scope="col">Status</th><th scope="col">Turns</th>{head}</tr></thead>'
+        f'<section id="sessions"><h2>{_t("col.sessions")}</h2><div class="scroll"><table class="ratings">'
+        f'<thead><tr><th scope="col">#</th><th scope="col">{_t("col.session")}</th>'
+        f'<th scope="col">{_t("col.conversation")}</th>'
+        f'<th scope="col">{_t("viewer.col_status")}</th><th scope="col">{_t("col.turns")}</th>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>{_legend()}</section>",
-        f"<footer>vera {escape(__version__)} · run {escape(page.run_id)}. Each session is judged on its "
-        "own; open one for its transcript and the judge's walk.</footer>",
+        f"<footer>{_t('page.arc_footer', version=escape(__version__), run=escape(page.run_id))}</footer>",
     ]
-    return _document(f"Arc {page.arc} — {page.run_id}", body)
+    return _document(tr("page.arc_title", arc=page.arc, run=page.run_id), body)

@@ -46,6 +46,7 @@ import msgspec
 from aiohttp import web
 
 from vera.errors import UserError
+from vera.inputs import use_strings
 from vera.report import (
     IMPROVEMENTS_CSP,
     PAGE_CSP,
@@ -319,16 +320,18 @@ async def _conversation_page(request: web.Request) -> web.Response:
     else:
         steps = steps_html(catalogue, request.query, k, page.conversation.id)
     has_card = (catalogue.runs[k].path / "card.html").is_file()
-    calls, by_question = await asyncio.to_thread(_calls_section, request.app, k, page)
-    html = render_conversation_page(
-        page,
-        viewer=True,
-        card=has_card,
-        steps=steps,
-        appendix=calls,
-        question_calls=by_question,
-        script=("../../../static/calls.js", "../../../static/keys.js"),
-    )
+    with use_strings(run_strings([catalogue.runs[k].records.manifest])):  # the run's pack's words
+        # to_thread copies the context: the calls section is in the same words.
+        calls, by_question = await asyncio.to_thread(_calls_section, request.app, k, page)
+        html = render_conversation_page(
+            page,
+            viewer=True,
+            card=has_card,
+            steps=steps,
+            appendix=calls,
+            question_calls=by_question,
+            script=("../../../static/calls.js", "../../../static/keys.js"),
+        )
     response = web.Response(text=html, content_type="text/html")
     response.headers["Content-Security-Policy"] = SCRIPT_PAGE_CSP
     return response
@@ -338,10 +341,14 @@ async def _arc_page(request: web.Request) -> web.Response:
     name = request.match_info["name"]
     if not name.endswith(".html"):
         raise web.HTTPNotFound()
-    page = request.app[CATALOGUE].arc(_run_index(request), name.removesuffix(".html"))
+    catalogue = request.app[CATALOGUE]
+    k = _run_index(request)
+    page = catalogue.arc(k, name.removesuffix(".html"))
     if page is None:
         raise web.HTTPNotFound()
-    response = web.Response(text=render_arc_page(page), content_type="text/html")
+    with use_strings(run_strings([catalogue.runs[k].records.manifest])):
+        html = render_arc_page(page)
+    response = web.Response(text=html, content_type="text/html")
     response.headers["Content-Security-Policy"] = PAGE_CSP
     return response
 

@@ -42,6 +42,7 @@ import msgspec
 
 from vera import __version__
 from vera.errors import UserError
+from vera.inputs import use_strings
 from vera.records import RISK_LEVELS
 from vera.report import (
     page_name,
@@ -59,6 +60,7 @@ from vera.viewer.grid import GRID_ROWS, GridLinks, grid_html, side_by_side_html
 from vera.viewer.runs import is_run_dir
 from vera.viewer.search import SearchIndex
 from vera.viewer.stepping import steps_html
+from vera.viewer.words import run_strings
 
 MARKER = "vera-bundle.json"
 # The list page and the viewer's own pages that carry no policy of their own.
@@ -217,6 +219,7 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
 
     calls = CallIndex(run.path)
     bodies = BodyIndex(run.path) if call_bodies else None
+    strings = run_strings([run.records.manifest])  # the pages in the run's pack's words
     left_out = (
         ""
         if call_bodies
@@ -226,22 +229,24 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
         page = catalogue.page(0, cid)
         if page is None:
             continue
-        section, by_question = page_calls(calls, bodies, page, left_out=left_out)
-        html = render_conversation_page(
-            page,
-            viewer=True,
-            card=has_card,
-            steps=steps_html(catalogue, {}, 0, cid),
-            appendix=section,
-            question_calls=by_question,
-            script=("../../../static/calls.js", "../../../static/keys.js"),
-        )
+        with use_strings(strings):
+            section, by_question = page_calls(calls, bodies, page, left_out=left_out)
+            html = render_conversation_page(
+                page,
+                viewer=True,
+                card=has_card,
+                steps=steps_html(catalogue, {}, 0, cid),
+                appendix=section,
+                question_calls=by_question,
+                script=("../../../static/calls.js", "../../../static/keys.js"),
+            )
         _put(root, f"runs/0/conversations/{page_file(cid)}", html)
     arcs = {h.session.arc for h, _ in run.records.conversations.values() if h.session is not None}
     for arc in sorted(arcs):
         found = catalogue.arc(0, arc)
         if found is not None and page_name(arc) is not None:
-            _put(root, f"runs/0/arcs/{arc}.html", render_arc_page(found))
+            with use_strings(strings):
+                _put(root, f"runs/0/arcs/{arc}.html", render_arc_page(found))
     if has_card:
         card = (run.path / "card.html").read_text(encoding="utf-8")
         card = with_meta_csp(card.replace("<body>\n", "<body>\n" + CARD_BACK + "\n", 1), CARD_META_CSP)

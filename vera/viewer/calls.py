@@ -20,6 +20,7 @@ from pathlib import Path
 
 import msgspec
 
+from vera.inputs import tr
 from vera.records import CallBody, CallRecord
 from vera.report import exported_call
 from vera.store import BodyReader, has_bodies
@@ -109,6 +110,12 @@ class Job:
 _ROLES = {"user_agent": "user-agent", "chatbot": "chatbot", "judge": "judge"}
 
 
+def _w(key: str) -> str:
+    """A fixed label of the section in the run's pack's words, as HTML (quotes left as
+    they are, so an English page keeps its bytes)."""
+    return escape(tr(key), quote=False)
+
+
 def _tokens(n: int) -> str:
     return f"{n:,}"
 
@@ -127,12 +134,9 @@ def calls_html(jobs: Sequence[Job], calls: Sequence[CallRecord], *, linked: bool
     """The page's "Model calls" section: one row per call, then the totals; with
     `linked`, each call's number links to its body."""
     label = {j.id: j.label for j in jobs}
-    head = '<section id="calls" class="calls"><h2>Model calls</h2>'
+    head = f'<section id="calls" class="calls"><h2>{_w("page.calls")}</h2>'
     if not calls:
-        return (
-            head
-            + "<p>No call is recorded for this conversation (imported, or its calls.jsonl is gone).</p></section>"
-        )
+        return head + f"<p>{_w('page.calls_none')}</p></section>"
     rows = []
     for n, c in enumerate(calls, start=1):
         u = c.usage
@@ -165,15 +169,23 @@ def calls_html(jobs: Sequence[Job], calls: Sequence[CallRecord], *, linked: bool
     total_out = sum(c.usage.output_tokens for c in calls)
     total_cost = sum(c.cost_usd for c in calls)
     total_ms = sum(c.latency_ms for c in calls)
+    summary = tr(
+        "page.calls_summary",
+        n=len(calls),
+        tokens=_tokens(total_in + total_out),
+        cost=_cost(total_cost),
+        latency=_latency(total_ms),
+    )
     return (
-        head + f"<p>{len(calls)} call(s), {_tokens(total_in + total_out)} tokens, {_cost(total_cost)}, "
-        f"{_latency(total_ms)} waiting for models in all. Latency is each call's own, retries included.</p>"
+        head + f"<p>{escape(summary, quote=False)}</p>"
         '<div class="scroll"><table class="ratings calls"><thead><tr>'
-        '<th>#</th><th>Role</th><th>Model</th><th class="num">Input tokens</th>'
-        '<th class="num">Output tokens</th><th class="num">Cost</th><th class="num">Latency</th><th>Notes</th>'
+        f"<th>#</th><th>{_w('page.calls_role')}</th><th>{_w('page.calls_model')}</th>"
+        f'<th class="num">{_w("col.input_tokens")}</th><th class="num">{_w("col.output_tokens")}</th>'
+        f'<th class="num">{_w("page.calls_cost")}</th><th class="num">{_w("page.calls_latency")}</th>'
+        f"<th>{_w('page.calls_notes')}</th>"
         "</tr></thead><tbody>"
         + "".join(rows)
-        + f'</tbody><tfoot><tr><th colspan="3">Total</th><td class="num">{_tokens(total_in)}</td>'
+        + f'</tbody><tfoot><tr><th colspan="3">{_w("col.total")}</th><td class="num">{_tokens(total_in)}</td>'
         f'<td class="num">{_tokens(total_out)}</td><td class="num">{_cost(total_cost)}</td>'
         f'<td class="num">{_latency(total_ms)}</td><td></td></tr></tfoot></table></div></section>'
     )
@@ -228,7 +240,7 @@ def body_html(n: int, body: CallBody, label: str) -> str:
         f"{escape(c.provider)}/{escape(c.model)} · {len(body.messages)} message(s) in, {escape(outcome)}"
         f"{' · from the response cache' if c.cached else ''}</summary>",
         '<div class="call-io"><div class="call-in">',
-        f"<h4>Input {_copy(anchor + '-in', f'the input of call {n} as JSON')}</h4>",
+        f"<h4>{_w('page.calls_input')} {_copy(anchor + '-in', f'the input of call {n} as JSON')}</h4>",
         f'<template id="{anchor}-in">{escape(_pretty(request))}</template>',
     ]
     for m in body.messages:
@@ -241,14 +253,14 @@ def body_html(n: int, body: CallBody, label: str) -> str:
         )
     if body.schema is not None:
         parts.append(
-            '<details class="schema"><summary>Response schema</summary>'
+            f'<details class="schema"><summary>{_w("page.calls_schema")}</summary>'
             f"<pre>{escape(_pretty(body.schema))}</pre></details>"
         )
     parts.append('</div><div class="call-out">')
     if r is None:
-        parts.append(f"<h4>Output</h4><p>{escape(outcome[:1].upper() + outcome[1:])}.</p>")
+        parts.append(f"<h4>{_w('page.calls_output')}</h4><p>{escape(outcome[:1].upper() + outcome[1:])}.</p>")
     else:
-        parts.append(f"<h4>Output {_copy(anchor + '-out', f'the reply of call {n}')}</h4>")
+        parts.append(f"<h4>{_w('page.calls_output')} {_copy(anchor + '-out', f'the reply of call {n}')}</h4>")
         parts.append(f'<pre id="{anchor}-out">{escape(r.text)}</pre>')
         if r.parsed is not None:
             parts.append(
@@ -283,7 +295,7 @@ def bodies_html(
     """The bodies of a page's calls, numbered as the calls table numbers them. A judge
     call goes beside its question when the walk shows that question (`answered`:
     (judgement id, question id)); the rest (asked ahead and not reached) stay here."""
-    head = '<section id="call-bodies" class="calls"><h2>What each call was sent and answered</h2>'
+    head = f'<section id="call-bodies" class="calls"><h2>{_w("page.calls_bodies")}</h2>'
     if bodies is None:
         return CallBodiesHtml(head + f"<p>{escape(why_none)}.</p></section>", {})
     label = {j.id: j.label for j in jobs}
@@ -298,13 +310,10 @@ def bodies_html(
         else:
             own.append(html)
     questions = {
-        key: f'<div class="question-calls"><div class="muted">The judge\'s call(s) for this question:</div>{"".join(v)}</div>'
+        key: f'<div class="question-calls"><div class="muted">{_w("page.calls_question")}</div>{"".join(v)}</div>'
         for key, v in by_question.items()
     }
-    text = (
-        "<p>Each call's exact input (every message, the system prompt first, and the parameters) and "
-        "output. The judge's calls are in the walk above, beside the question each answers.</p>"
-    )
+    text = f"<p>{_w('page.calls_bodies_intro')}</p>"
     return CallBodiesHtml(head + text + "".join(own) + "</section>", questions)
 
 
