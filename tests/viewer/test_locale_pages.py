@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 
 import aiohttp
 import msgspec
 import pytest
-from aiohttp import web
 
 from vera.inputs import ENGLISH, Strings, ui_strings, use_strings
 from vera.records import LocaleInfo
@@ -29,10 +29,7 @@ from vera.report._pages import (
 )
 from vera.rubric._texts import question_texts
 from vera.store import open_run
-from vera.viewer.access import host_names
-from vera.viewer.app import bind, build_app
 from vera.viewer.bundle import write_bundle
-from vera.viewer.catalogue import Catalogue
 from vera.viewer.words import run_strings, translate_page
 
 from ..conftest import ROOT
@@ -40,7 +37,7 @@ from .conftest import run_vera
 from .shots import shot
 from .test_browser import browser, no_page_scroll  # noqa: F401  (fixtures)
 from .test_review import start_review, stop
-from .test_server import start_view
+from .test_server import serving, start_view
 
 ZH = ui_strings("zh-CN", str(ROOT / "locales" / "zh-CN"))
 SIZES = ((1400, 900), (400, 850))
@@ -277,24 +274,20 @@ def test_an_arc_page_in_chinese():
 
 
 def test_the_viewer_serves_a_zh_run_s_conversation_page_in_chinese(zh_run):
-    async def get() -> tuple[str, str]:
-        sock = bind("127.0.0.1", 0)
-        url, allowed = host_names(sock)
-        runner = web.AppRunner(build_app(Catalogue.open([zh_run]), allowed_hosts=allowed), access_log=None)
-        await runner.setup()
-        await web.SockSite(runner, sock).start()
-        try:
-            cid = next(iter(open_run(zh_run).conversations))
-            async with (
-                aiohttp.ClientSession() as session,
-                session.get(f"{url}runs/0/conversations/{cid}.html") as r,
-            ):
-                assert r.status == 200
-                return await r.text(), r.headers["Content-Security-Policy"]
-        finally:
-            await runner.cleanup()
+    cid = next(iter(open_run(zh_run).conversations))
 
-    html, csp = asyncio.run(get())
+    async def get() -> tuple[int, str, str]:
+        async with (
+            serving(zh_run) as base,
+            aiohttp.ClientSession() as session,
+            session.get(f"{base}/runs/0/conversations/{cid}.html") as r,
+        ):
+            return r.status, await r.text(), r.headers["Content-Security-Policy"]
+
+    # On a thread of its own: this module's browser fixture keeps a loop running here.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        status, html, csp = pool.submit(asyncio.run, get()).result()
+    assert status == 200
     assert '<html lang="zh-CN">' in html and "<h2>对话记录</h2>" in html and "← 全部对话" in html
     assert "<h2>模型调用</h2>" in html and "评审模型为这个问题发出的调用：" in html
     assert "script-src 'self'" in csp  # the viewer's page, with its call bodies' script
