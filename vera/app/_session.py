@@ -28,13 +28,13 @@ from vera.app._signals import StopSignal
 from vera.clients import JOURNAL_FILE, BatchJournal, BatchSettings
 from vera.clients.budget import Budget, usd
 from vera.clients.cache import CACHE_FILE, ResponseCache
-from vera.clients.offline import StandInFacts
 from vera.clients.pool import ClientPool
 from vera.clients.stack import CachingClients
 from vera.engine import Shard, Stop, SweepResult
 from vera.errors import BudgetReached, ConfigError, UserError
 from vera.inputs import RunConfig
 from vera.records import CallBody, CallRecord, ModelSpec, Role
+from vera.standins import StandInFacts
 from vera.store import EventLog, RunStore, recorded_spend
 
 T = TypeVar("T")

@@ -3,7 +3,7 @@
 Every command reports a user's mistake (a bad value, a bad file, a folder it cannot
 write) as one line (``error: <where>: <what>``) with exit code 1, never a traceback;
 work already finished is on disk before anything is printed. `run`, `simulate`, `judge`
-and `merge` end with a status line and exit with the code in `vera.report._outcome.Exit`.
+and `merge` end with a status line and exit with the code in `vera.report.shared._outcome.Exit`.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class _SkippedLines:
 
 class VeraGroup(click.Group):
     """Turns vera's user errors, and click's own (a bad option or value), into one clear
-    line and exit code 1: exit code 2 means a run with failed work (`vera.report._outcome`).
+    line and exit code 1: exit code 2 means a run with failed work (`vera.report.shared._outcome`).
     Every record line a command skips because it does not decode is named on the
     terminal (`vera.files.watching`)."""
 

@@ -22,7 +22,7 @@ class CallContext(msgspec.Struct, frozen=True, kw_only=True):
     and response-cache entry), `conversation_id` (the custom HTTP client's session id,
     OpenAI's prompt-cache key) and the session place the custom HTTP client sends. Nothing about the persona, the transcript or the rubric
     travels here: the offline stand-ins look those up by `conversation_id` in the facts
-    they were built with (`vera.clients.offline.StandInFacts`).
+    they were built with (`vera.standins.StandInFacts`).
     """
 
     role: Role

@@ -53,13 +53,13 @@ from vera.clients.flex import FLEX_PROTOCOLS, FlexClient, flex_problem
 from vera.clients.gemini import GeminiClient
 from vera.clients.http import HttpChatbotClient
 from vera.clients.limits import Account, LimitedClient, Prices, RetryPolicy, max_output
-from vera.clients.offline import StandInFacts, make_offline_client, rubric_refusal
 from vera.clients.openai import OpenAIClient, azure_deployment
 from vera.clients.shared_limits import RedisLimits
 from vera.clients.stack import stack
 from vera.errors import ConfigError
 from vera.inputs import AzureOptions, Profile, api_key, missing_key, resolve_ref
 from vera.records import AccountLimits, CallRecord, ModelSpec, Role, Usage
+from vera.standins import StandInFacts, make_offline_client, rubric_refusal
 
 ShardLimits = Literal["split", "full"]
 
