@@ -178,7 +178,7 @@ def test_the_pack_strings_file_is_read_from_the_card_s_folder(zh_card):
 
 
 def test_the_offline_note_is_the_pack_s_and_the_english_one_is_card_json_s(zh_card):
-    from vera.report.card._build import OFFLINE_NOTE
+    from vera.report.shared._offline import OFFLINE_NOTE
 
     assert BASE["card.offline_note"] == OFFLINE_NOTE == zh_card.note
     assert "> **离线运行：聊天机器人、模拟用户和评审模型都是 vera 内置的替身" in render_markdown(zh_card)

@@ -84,6 +84,7 @@ from vera.report.shared._diagnostics import (
     run_diagnostics,
 )
 from vera.report.shared._language import check_language
+from vera.report.shared._offline import offline_note
 from vera.report.shared._outcome import run_status
 from vera.report.shared._realism import Realism
 from vera.stats import METHOD, RaterBlock, compare, judge_agreement, summarise
@@ -92,12 +93,6 @@ from vera.store import ConversationHead, RunRecords
 
 # Examples per finding in the card's "Fix first" (`vera report improvements` gives more).
 CARD_EXEMPLARS = 2
-
-OFFLINE_NOTE = (
-    "Offline run: the chatbots, the simulated user and the judge are vera's built-in "
-    "stand-ins (scripted rules and seeded draws), not language models. The numbers check the "
-    "pipeline end to end; they say nothing about any real chatbot."
-)
 
 
 def round_number(x: Any, digits: int = 1) -> float | None:
@@ -653,33 +648,6 @@ def _accounting(calls: Iterable[CallRecord], manifest: RunManifest, *, unused: i
         limits=[msgspec.convert(msgspec.to_builtins(a), AccountLimit) for a in manifest.limits],
         unused_judge_questions=unused,
         by_role_tier=dict(sorted(by_role_tier.items())),
-    )
-
-
-def offline_note(manifest: RunManifest) -> str | None:
-    """The label of an offline run, naming the roles that were stand-ins: imported
-    transcripts judged offline have real chatbots but a stand-in judge."""
-    if not manifest.offline:
-        return None
-    roles = [
-        role
-        for role, specs in (
-            ("the chatbots", manifest.chatbots),
-            ("the simulated user", manifest.user_agents),
-            ("the judge", manifest.judges),
-        )
-        if any(s.protocol == "offline" for s in specs)
-    ]
-    if len(roles) in (0, 3):
-        return OFFLINE_NOTE
-    what = (
-        "is vera's built-in stand-in, not a language model"
-        if len(roles) == 1
-        else "are vera's built-in stand-ins, not language models"
-    )
-    return (
-        f"Offline run: {' and '.join(roles)} {what}. The numbers check the pipeline end to end; "
-        "they say nothing about any real chatbot."
     )
 
 

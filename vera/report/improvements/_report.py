@@ -53,6 +53,7 @@ from vera.report.improvements._row_summary import (
     summarize_rows,
 )
 from vera.report.shared._numbers import MISSING, share
+from vera.report.shared._offline import offline_note
 from vera.report.shared._pages import PAGES_DIR, page_name, rating_anchor, write_missing_pages
 from vera.report.shared._quotes import QuoteFinder
 from vera.report.shared._table import scroll_box
@@ -399,9 +400,6 @@ def run_improvements(
 ) -> Improvements:
     """The report of a scanned run. A judgement whose head shows no harmful rating is
     not read whole: its ratings' heads are all the report needs of it."""
-    # The card's own wording of the offline label (imported here: the card imports this
-    # module to build its Fix first).
-    from vera.report.card._build import offline_note
 
     manifest = records.manifest
     qs = questions if questions is not None else question_texts(manifest, records.root)
