@@ -42,7 +42,7 @@ from vera.report.card._sequence import (
     sequential_note,
 )
 from vera.report.card._text import card_strings, state_words, status_text
-from vera.report.compare._compare import compare_runs, read_run
+from vera.report.compare._compare import compare_runs
 from vera.report.compare._gate import GatePair, GateRow, GateVerdict, gate
 from vera.report.compare._gate_text import gate_text, gate_verdict
 from vera.report.compare._pool import Pooled, pool_scores, pooled_text, results_csv_ratings, run_ratings
@@ -85,6 +85,7 @@ from vera.report.shared._pages import (
     render_conversation_page,
     slug,
 )
+from vera.report.shared._runs import read_run
 from vera.report.shared._table import Table
 from vera.report.shared._terminal import (
     by_column_text,

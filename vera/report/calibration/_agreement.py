@@ -11,7 +11,7 @@ import polars as pl
 
 from vera.errors import UserError
 from vera.records import Conversation
-from vera.report.compare._compare import read_run
+from vera.report.shared._runs import read_run
 from vera.stats import (
     CLINICIAN_DIMENSIONS,
     DEFAULT_CONFIDENCE,

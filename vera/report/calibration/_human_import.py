@@ -18,7 +18,7 @@ import msgspec
 from vera.errors import UserError
 from vera.records import HumanRating
 from vera.report.calibration._agreement import human_item_id
-from vera.report.compare._compare import read_run
+from vera.report.shared._runs import read_run
 from vera.stats import read_human_ratings
 from vera.store import append_human_ratings
 

@@ -13,7 +13,7 @@ import polars as pl
 from vera.errors import UserError
 from vera.records import RaterRule
 from vera.report.calibration._calibration import human_labels
-from vera.report.compare._compare import Run
+from vera.report.shared._runs import Run
 from vera.stats import MAX_SETTLE_RESAMPLES
 from vera.stats.humans import DEFAULT_RATER_RULE
 from vera.stats.ppi import calibrated_difference_settled, calibration_units

@@ -4,7 +4,6 @@ never written or repaired (one may still be going)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,32 +19,13 @@ from vera.report.card._schema import (
     RunComparison,
 )
 from vera.report.card._score import stats_settings
-from vera.report.shared._scoring import ratings_frame
+from vera.report.shared._runs import Run, read_run
 from vera.stats import (
     METHOD,
     OVERALL,
     check_comparable,
     compare,
 )
-from vera.store import ConversationHead, open_run
-
-
-@dataclass
-class Run:
-    """A run directory read for analysis: its manifest, conversation heads and ratings."""
-
-    path: Path
-    manifest: RunManifest
-    conversations: dict[str, ConversationHead]
-    ratings: pl.DataFrame
-
-
-def read_run(run_dir: str | Path) -> Run:
-    """Read a run's records as `RunStore` would (the last complete record of a job wins),
-    without repairing or locking anything, one judgement at a time."""
-    records = open_run(run_dir)
-    ratings = ratings_frame(records.complete_pairs())
-    return Run(records.root, records.manifest, records.conversation_heads(), ratings)
 
 
 def compare_runs(

@@ -36,7 +36,8 @@ from vera.records import RaterRule
 from vera.report.card._build import round_number
 from vera.report.card._score import stats_settings
 from vera.report.compare._calibrated_gate import calibrated_diffs
-from vera.report.compare._compare import Run, read_run, refuse_mixed_semantics
+from vera.report.compare._compare import refuse_mixed_semantics
+from vera.report.shared._runs import Run, read_run
 from vera.stats import MAX_SETTLE_RESAMPLES, MC_Z, METHOD, OVERALL, check_comparable, compare_settled
 
 BASELINE, CANDIDATE = "baseline", "candidate"
