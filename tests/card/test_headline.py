@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from vera.cli._main import main
 from vera.report.card._score import read_card
-from vera.report.shared._terminal import render_card
+from vera.report.card._terminal import render_card
 
 from ..helpers import widest_line
 from .conftest import run_vera

@@ -20,7 +20,8 @@ from vera.report.card._markdown import render_markdown
 from vera.report.card._plots import card_plots, cjk_families
 from vera.report.card._schema import Card
 from vera.report.card._score import read_card
-from vera.report.shared._terminal import cells, render_card, units, wrap
+from vera.report.card._terminal import render_card
+from vera.report.shared._terminal import cells, units, wrap
 
 from ..conftest import ROOT
 from .conftest import run_vera

@@ -41,6 +41,7 @@ from vera.report.card._sequence import (
     sequence_plot,
     sequential_note,
 )
+from vera.report.card._terminal import by_column_text, headline, render_card
 from vera.report.card._text import card_strings, state_words, status_text
 from vera.report.compare._compare import compare_runs
 from vera.report.compare._gate import GatePair, GateRow, GateVerdict, gate
@@ -87,15 +88,7 @@ from vera.report.shared._pages import (
 )
 from vera.report.shared._runs import read_run
 from vera.report.shared._table import Table
-from vera.report.shared._terminal import (
-    by_column_text,
-    fit,
-    headline,
-    render,
-    render_card,
-    rich_table,
-    text_tables,
-)
+from vera.report.shared._terminal import fit, render, rich_table, text_tables
 
 __all__ = [
     "DEFAULT_EXEMPLARS",
