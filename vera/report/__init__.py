@@ -24,7 +24,6 @@ from vera.report.calibration._realism_agreement import (
     user_check_agreement,
     user_check_agreement_table,
 )
-from vera.report.card._html import render_compare_html
 from vera.report.card._plots import comparison_plots
 from vera.report.card._schema import Card, RunComparison
 from vera.report.card._score import read_card, render_card_files, score_run, write_card_html
@@ -46,6 +45,7 @@ from vera.report.card._text import card_strings, state_words, status_text
 from vera.report.compare._compare import compare_runs
 from vera.report.compare._gate import GatePair, GateRow, GateVerdict, gate
 from vera.report.compare._gate_text import gate_text, gate_verdict
+from vera.report.compare._html import render_compare_html
 from vera.report.compare._pool import Pooled, pool_scores, pooled_text, results_csv_ratings, run_ratings
 from vera.report.compare._tables import compare_tables
 from vera.report.exports._calls import export_calls, exported_call, no_bodies_reason

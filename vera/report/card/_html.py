@@ -1,4 +1,5 @@
-"""card.html and the comparison page: self-contained HTML5 (inline CSS, plots as SVG
+"""card.html, and the page pieces the comparison page (vera.report.compare._html) shares:
+self-contained HTML5 (inline CSS, plots as SVG
 data URIs, no scripts, no fonts or anything else fetched), readable offline and safe to
 mail. Every text that comes from a run (names, the judges' reasoning) is escaped.
 
@@ -13,14 +14,14 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from html import escape
 
 import msgspec
 
 from vera.inputs import active, phrase, tr, ui_label, use_strings
 from vera.report.card._plots import Plot
-from vera.report.card._schema import Card, ChatbotCard, HarmfulRating, RunComparison
+from vera.report.card._schema import Card, ChatbotCard, HarmfulRating
 from vera.report.card._sequence import sequential_table, sequential_text
 from vera.report.card._tables import (
     accounting_table,
@@ -54,7 +55,6 @@ from vera.report.card._text import (
     status_text,
     status_warning,
 )
-from vera.report.compare._tables import COMPARE_GUIDE, compare_tables
 from vera.report.improvements._report import Improvements, chatbot_details_html, ranked
 from vera.report.shared._numbers import num, percent_level
 from vera.report.shared._pages import conversation_href
@@ -148,7 +148,7 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
     if warning := status_warning(card):
         body.append(f'<p class="warning" role="alert"><strong>{escape(warning)}</strong></p>')
     if card.offline and card.note:
-        body.append(_offline_banner(offline_note(card), tr("card.offline_badge")))
+        body.append(offline_banner(offline_note(card), tr("card.offline_badge")))
     if excluded := excluded_warning(card):
         body.append(f'<p class="warning"><strong>{escape(excluded)}</strong></p>')
     body += ["</header>", "<main>", _results(card)]
@@ -164,7 +164,7 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
     if not isinstance(card.sequential, msgspec.UnsetType):
         seq = card.sequential
         body.append(
-            _section(
+            html_section(
                 "sequential",
                 "Sequential gate",
                 f"<p>This run is {escape(sequential_text(seq))}</p>",
@@ -173,7 +173,9 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
             )
         )
     body.append(
-        _section("overview", tr("card.overview"), html_table(overview_table(card)), *figures("chatbots.png"))
+        html_section(
+            "overview", tr("card.overview"), html_table(overview_table(card)), *figures("chatbots.png")
+        )
     )
     if card.comparisons:
         parts = [
@@ -183,14 +185,16 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
         parts += figures("differences.png")
         reasons = card_reasons(card)
         parts += [html_table(comparison_table(e, reasons)) for e in card.comparisons]
-        body.append(_section("comparisons", tr("card.comparisons"), *parts))
+        body.append(html_section("comparisons", tr("card.comparisons"), *parts))
     if plots:
-        body.append(_section("plots", tr("card.plots"), *figures("ratings.png", "scores.png", "risk.png")))
+        body.append(
+            html_section("plots", tr("card.plots"), *figures("ratings.png", "scores.png", "risk.png"))
+        )
     for i, bot in enumerate(card.chatbots):
         body.append(_chatbot(i, bot, group_title(card)))
     if card.failures:
         body.append(
-            _section(
+            html_section(
                 "failures",
                 tr("card.failures"),
                 "<p>These conversations and judgements failed and are left out of every score.</p>",
@@ -199,7 +203,7 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
         )
     if card.diagnostics:
         body.append(
-            _section(
+            html_section(
                 "diagnostics",
                 tr("card.diagnostics"),
                 html_table(diagnostics_table(card)),
@@ -213,7 +217,7 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
         body.append(_realism(card, card.realism))
     unused = card.accounting.unused_judge_questions
     body.append(
-        _section(
+        html_section(
             "accounting",
             tr("card.accounting"),
             html_table(accounting_table(card)),
@@ -243,7 +247,7 @@ def _chatbot(index: int, bot: ChatbotCard, title: str) -> str:
     name = bot.chatbot
     section = bot.section()
     if section is None:
-        return _section(
+        return html_section(
             f"chatbot-{index}",
             name,
             f"<p>No complete judgement: {num(bot.conversations_complete)} complete and "
@@ -273,51 +277,7 @@ def _chatbot(index: int, bot: ChatbotCard, title: str) -> str:
         ]
     else:
         parts.append(f"<p>{escape(tr('card.none'))}</p>")
-    return _section(f"chatbot-{index}", name, *parts)
-
-
-def render_compare_html(
-    result: RunComparison, plots: Sequence[Plot], unit_links: Mapping[str, str] | None = None
-) -> str:
-    """The page of `vera compare --html`: runs, scores, charts, paired differences.
-    `unit_links` (unit → URL; the viewer's list of that unit's conversations) makes each
-    score row's chatbot a link to the conversations behind its numbers."""
-    tables = compare_tables(result)
-    if unit_links:
-        links = [unit_links.get(u.unit, "") for u in result.units]
-        scores = "".join(html_table(t, links=links) for t in tables.scores)
-    else:
-        scores = "".join(html_table(t) for t in tables.scores)
-    body = ["<header><h1>vera comparison</h1>"]
-    if any(r.offline for r in result.runs):
-        body.append(
-            _offline_banner(
-                "At least one of these runs is an offline run with vera's built-in stand-ins; "
-                "its numbers say nothing about any real chatbot.",
-                badge="Offline stand-ins:",
-            )
-        )
-    if result.forced_differences:
-        items = "".join(f"<li>{escape(d)}</li>" for d in result.forced_differences)
-        body.append(
-            '<div class="warning"><strong>Compared with --force although the runs differ:</strong>'
-            f"<ul>{items}</ul>Scores from different rubric, persona or prompt versions are not comparable.</div>"
-        )
-    body += [html_table(tables.runs), "</header>", "<main>"]
-    guide = COMPARE_GUIDE.format(confidence=percent_level(result.bootstrap.confidence))
-    body.append(
-        _section("how-to-read", "How to read this comparison", f'<p class="guide">{escape(guide)}</p>')
-    )
-    body.append(_section("scores", "Scores", scores))
-    body.append(_section("charts", "Charts", *(figure(p) for p in plots)))
-    body.append(_section("pairs", "Paired differences", *(html_table(t) for t in tables.pairs)))
-    body.append("</main>")
-    b = result.bootstrap
-    body.append(
-        f"<footer>Intervals: {escape(b.method)} over personas, {num(b.resamples)} resamples, "
-        f"confidence {num(b.confidence)}, seed {num(b.seed)}.</footer>"
-    )
-    return page("vera comparison", body)
+    return html_section(f"chatbot-{index}", name, *parts)
 
 
 # ---------------------------------------------------------------------------------------
@@ -468,7 +428,7 @@ def _fix_first(report: Improvements) -> str:
             + chatbot_details_html(i, bot, prefix="fix-first-")
             + "</details>"
         )
-    return _section("fix-first", tr("card.fix_first"), *parts)
+    return html_section("fix-first", tr("card.fix_first"), *parts)
 
 
 def _realism(card: Card, r: Realism) -> str:
@@ -488,7 +448,7 @@ def _realism(card: Card, r: Realism) -> str:
                 ),
                 "</details>",
             ]
-    return _section("realism", tr("card.realism"), *parts)
+    return html_section("realism", tr("card.realism"), *parts)
 
 
 def _contents(card: Card) -> str:
@@ -516,13 +476,13 @@ def _contents(card: Card) -> str:
     return f'<nav aria-label="{escape(tr("card.contents"))}"><ul class="contents">{items}</ul></nav>'
 
 
-def _section(anchor: str, heading: str, *parts: str) -> str:
+def html_section(anchor: str, heading: str, *parts: str) -> str:
     return (
         f'<section id="{escape(anchor)}">\n<h2>{escape(heading)}</h2>\n' + "\n".join(parts) + "\n</section>"
     )
 
 
-def _offline_banner(note: str, badge: str = "Offline run:") -> str:
+def offline_banner(note: str, badge: str = "Offline run:") -> str:
     # The badge says "offline run"; the note need not say it again.
     text = note.removeprefix("Offline run: ").removeprefix(badge)
     return f'<p class="offline" role="note"><strong>{escape(badge)}</strong> {escape(text[:1].upper() + text[1:])}</p>'
