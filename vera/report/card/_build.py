@@ -39,7 +39,7 @@ from vera.records import (
     RunManifest,
     SessionPlace,
 )
-from vera.report.calibration._calibration import calibrated_by_chatbot
+from vera.report.card._calibrated import calibrated_by_chatbot
 from vera.report.card._schema import (
     CARD_SCHEMA_VERSION,
     Accounting,
