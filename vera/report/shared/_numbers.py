@@ -12,17 +12,29 @@ lost data or an escaped penalty).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from vera.inputs import tr
 
-if TYPE_CHECKING:
-    # Only for annotations: the card's schema imports the improvements report, which
-    # formats its numbers here.
-    from vera.report.card._schema import CalibratedScore, Difference, DimensionScore, Score, SeedScore
+# What carries a number with its interval: one of the card's score records
+# (vera.report.card._schema: DimensionScore, Score, SeedScore, Difference,
+# CalibratedScore), whose `<key>` and `<key>_ci` are read by name, so that formatting
+# a number needs nothing of the card.
+Scored: TypeAlias = object
 
-    # What carries a number with its interval: `<key>` and `<key>_ci` of one of these.
-    Scored: TypeAlias = DimensionScore | Score | SeedScore | Difference | CalibratedScore
+
+@runtime_checkable
+class _Counted(Protocol):
+    """A dimension's full numbers (the card's DimensionScore): only they can say why a
+    score is undefined."""
+
+    @property
+    def n_ratings(self) -> int: ...
+    @property
+    def n_rated(self) -> int: ...
+    @property
+    def n_not_relevant(self) -> int: ...
+
 
 MISSING = "–"
 ScoreKey = Literal["score", "pct_bp", "pct_sub", "pct_hph", "pct_conversations_any_hph", "diff"]
@@ -80,11 +92,9 @@ def percent_level(confidence: float) -> str:
 def why_missing(stats: Scored | None) -> str:
     """The dash for an undefined number, with the reason it is undefined (only a
     dimension's full numbers can say which)."""
-    from vera.report.card._schema import DimensionScore  # see the import at the top
-
     if stats is None:
         return f"{MISSING} ({tr('card.not_rated')})"
-    if isinstance(stats, DimensionScore):
+    if isinstance(stats, _Counted):
         if stats.n_rated == 0 and stats.n_ratings:
             why = tr("card.all_not_relevant", n=num(stats.n_not_relevant), of=num(stats.n_ratings))
             return f"{MISSING} ({why})"
