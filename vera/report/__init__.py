@@ -24,7 +24,7 @@ from vera.report.calibration._realism_agreement import (
     user_check_agreement,
     user_check_agreement_table,
 )
-from vera.report.card._plots import comparison_plots
+from vera.report.card._plots import comparison_plots, sequence_plot
 from vera.report.card._schema import Card, RunComparison
 from vera.report.card._score import read_card, render_card_files, score_run, write_card_html
 from vera.report.card._sequence import (
@@ -37,7 +37,6 @@ from vera.report.card._sequence import (
     read_gate,
     read_sequence,
     sequence_page,
-    sequence_plot,
     sequential_note,
 )
 from vera.report.card._terminal import by_column_text, headline, render_card

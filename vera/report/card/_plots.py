@@ -42,7 +42,15 @@ import msgspec
 
 from vera.inputs import active, tr, use_strings
 from vera.records import OVERALL
-from vera.report.card._schema import Card, Comparison, DimensionScore, RunComparison, Section
+from vera.report.card._schema import (
+    Card,
+    Comparison,
+    DimensionScore,
+    RunComparison,
+    Section,
+    SequentialCard,
+)
+from vera.report.card._sequence import SEQUENCE_PLOT, GateLook
 from vera.report.card._text import card_strings
 from vera.report.shared._numbers import fixed
 
@@ -176,8 +184,6 @@ def _card_plots(card: Card) -> list[Plot]:
     if card.comparisons:
         plots.append(differences_plot(card.comparisons))
     if not isinstance(card.sequential, msgspec.UnsetType):
-        from vera.report.card._sequence import sequential_card_plot  # it draws with this module
-
         plots.append(sequential_card_plot(card.sequential))
     return plots
 
@@ -690,3 +696,60 @@ def _rating_legend(fig: Figure) -> None:
     fig.legend(
         handles=handles, loc="outside lower center", ncols=_legend_columns(2), fontsize=7.5, frameon=False
     )
+
+
+def sequential_card_plot(seq: SequentialCard) -> Plot:
+    """The card's plot of a gate's run: Overall's interval after each wave vs −margin."""
+    points = [(x.units, x.lo, x.hi, x.diff) for x in seq.looks]
+    return _interval_plot(points, seq.margin, seq.stopped, seq.available, len(seq.looks))
+
+
+def sequence_plot(looks: list[GateLook], margin: float) -> Plot:
+    """Overall's interval of candidate − baseline after each wave, with −margin and
+    where the gate stopped."""
+    points = []
+    for look in looks:
+        row = next((r for r in look.rows if r.dimension == OVERALL), None)
+        if row is not None:
+            points.append((look.units, row.lo, row.hi, row.diff))
+    last = looks[-1] if looks else None
+    return _interval_plot(
+        points, margin, last.stopped if last else "", last.available if last else 0, len(looks)
+    )
+
+
+def _interval_plot(
+    points: list[tuple[int, float | None, float | None, float | None]],
+    margin: float,
+    stopped: str,
+    available: int,
+    waves: int,
+) -> Plot:
+    fig = _figure(6.4, 3.2)
+    ax = fig.add_subplot()
+    xs, lo, hi, mid = [], [], [], []
+    for units, low, high, diff in points:
+        if low is None or high is None or diff is None:
+            continue
+        xs.append(units)
+        lo.append(low)
+        hi.append(high)
+        mid.append(diff)
+    if xs:
+        ax.fill_between(xs, lo, hi, step=None, color="#56B4E9", alpha=0.35, label="interval (Overall)")
+        ax.plot(xs, mid, marker="o", color="#0072B2", label="estimate")
+    ax.axhline(-margin, color="#D55E00", linestyle="--", label=f"−margin ({fixed(-margin, 1)})")
+    ax.axhline(0.0, color="#000000", linewidth=0.6)
+    if stopped and xs:
+        ax.axvline(xs[-1], color="#CC79A7", linestyle=":", label="stopped")
+    ax.set_xlabel("units judged")
+    ax.set_ylabel("candidate − baseline (points)")
+    ax.legend(fontsize=7, loc="lower right")
+    png, svg = _images(fig)
+    desc = (
+        f"The Overall interval after each of {waves} waves; the gate stopped at {xs[-1]} of "
+        f"{available} units: {stopped or 'not yet'}."
+        if xs
+        else "No wave yet."
+    )
+    return Plot(name=SEQUENCE_PLOT, title="The sequence", description=desc, png=png, svg=svg)
