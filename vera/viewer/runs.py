@@ -218,7 +218,7 @@ def build_folder_app(
 ) -> web.Application:
     """The runs list at /, and each readable run's viewer (`run_app(catalogue)`, an
     application without Host check or key of its own: this one's cover it) at /r/<n>/."""
-    from vera.viewer.app import READ_ONLY, SAFE_HEADERS  # the app imports this module
+    from vera.viewer.access import READ_ONLY, SAFE_HEADERS
 
     app = web.Application(middlewares=[SAFE_HEADERS, READ_ONLY, known_host, key_required])
     app[ALLOWED_HOSTS] = allowed_hosts
