@@ -43,6 +43,7 @@ __all__ = [
     "OFFLINE_MODELS",
     "PlannedConversation",
     "StandInFacts",
+    "StandIns",
     "make_offline_client",
     "rubric_refusal",
     "stand_in_role_problem",
@@ -87,3 +88,17 @@ def rubric_refusal(model: str, rubric_key: str) -> str | None:
             f"{lexical_judge.SUPPORTED_RUBRIC} 1.x (or a locale pack's texts of it), not {rubric_key}"
         )
     return None
+
+
+class StandIns:
+    """vera's built-in stand-ins as a `ClientPool` builds them (`vera.clients.OfflineModels`),
+    knowing the run's `facts` (None: the scripted user and the lexical judge refuse to work)."""
+
+    def __init__(self, facts: StandInFacts | None = None) -> None:
+        self.facts = facts
+
+    def client(self, model: str, name: str) -> ChatClient:
+        return make_offline_client(model, name, self.facts)
+
+    def rubric_refusal(self, model: str, rubric_key: str) -> str | None:
+        return rubric_refusal(model, rubric_key)
