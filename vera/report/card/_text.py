@@ -20,6 +20,7 @@ import msgspec
 from vera.inputs import BASE, ENGLISH, Strings, tr, ui_strings
 from vera.records import LocaleInfo
 from vera.report.card._schema import AccountLimit, Card, ReferenceFiles
+from vera.report.card._sequence import sequential_text
 from vera.report.shared._language import LanguageCheck
 from vera.report.shared._numbers import MISSING, fixed, num, percent_level, with_ci
 from vera.report.shared._outcome import state_label
@@ -129,8 +130,6 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
     if isinstance(card.language, LanguageCheck):
         rows.append(("Mixed language", language_text(card.language)))
     if not isinstance(card.sequential, msgspec.UnsetType):
-        from vera.report.card._sequence import sequential_text  # it draws plots; only a gate's card needs it
-
         rows.append(("Sequential gate", sequential_text(card.sequential)))
     rows.append(("Rubric", version("rubric")))
     rows.append(("Terminal semantics", TERMINAL_TEXT.get(card.terminal_semantics, card.terminal_semantics)))
