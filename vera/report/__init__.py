@@ -1,8 +1,11 @@
-"""Everything read out of a finished run: scores over the stored judgements, the typed card
-(schema 3) and its text, HTML, terminal and plot renderings, comparisons, the release gate,
-exports, the improvement report and the run's status.
+"""Everything read out of a finished run, in six subpackages by what they produce:
+`card` (the typed card and its Markdown, HTML, terminal and plot renderings), `compare`
+(comparisons, pooling, the release and sequential gates), `calibration` (human labels,
+ratings plans, agreement), `exports`, `improvements` (what to fix first) and `shared`
+(scoring frames, run status, number formats, tables, conversation pages).
 
-It reads runs through `vera.store`; it never runs anything.
+Code outside vera.report imports the names below, never a subpackage. It reads runs
+through `vera.store`; it never runs anything.
 """
 
 from vera.report.calibration._agreement import (

@@ -8,6 +8,11 @@ They implement the same `ChatClient` interface as the real protocol clients:
 * ``dry-run-judge`` — answers any rubric by seeded draws, to run a new target end to end.
 
 Every run that uses one is labelled an offline run on its card.
+
+The package is the stand-ins' own: the client pool builds them only through the
+`StandIns` the application hands it (`vera.clients.OfflineModels`), so a locale adds its
+texts here (`lexicon_zh.py`, `phrases_zh.py` for zh-CN) and a new stand-in is a module
+and its line in `_FACTORIES` and `OFFLINE_MODELS`, with no change to the clients.
 """
 
 from __future__ import annotations
