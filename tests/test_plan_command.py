@@ -55,7 +55,9 @@ def test_a_plan_from_a_pilot_sizes_and_prices_both_designs(pilot) -> None:
     # The gate, for an equal candidate and for ones 2 × margin off, with its size and cost.
     for d in ("+0", "-10", "+10"):
         assert re.search(
-            rf"true difference {re.escape(d)}: \d+ units on average, 90th percentile \d+", out
+            rf"true difference {re.escape(d)}( \(the pilot's score allows only [+-][\d.]+\))?: "
+            r"\d+ units on average, 90th percentile \d+",
+            out,
         ), out
     # Tokens come from the pilot's calls; the stand-ins have no prices.
     assert re.search(r"[\d.]+ M tokens, \$0\.00 live, \$0\.00 batch", out)
@@ -88,3 +90,49 @@ def test_the_candidates_profile_prices_the_chatbots_calls(pilot) -> None:
         main, ["plan", "--pilot", str(pilot), "--candidate", "nosuch", "--reps", "10"]
     )
     assert unknown.exit_code == 1 and "unknown model reference 'nosuch'" in unknown.output
+
+
+def test_a_difference_the_pilot_s_score_cannot_make_is_named(pilot) -> None:
+    # The best-practice stand-in scores 100: no candidate can be 10 points better.
+    result = CliRunner().invoke(main, ["plan", "--pilot", str(pilot), "--margin", "5", "--reps", "10"])
+    assert result.exit_code == 0, result.output
+    assert "true difference +10 (the pilot's score allows only +0.0):" in result.output
+    assert re.search(r"true difference -10: \d+ units", result.output), result.output
+
+
+@pytest.fixture(scope="module")
+def two_bot_pilot(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("plan2") / "pilot"
+    result = CliRunner().invoke(
+        main, ["run", "--config", str(ROOT / "configs" / "offline.toml"), "--limit-personas", "12",
+               "--out", str(out), "--quiet"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_a_pilot_of_several_chatbots_needs_one_named(two_bot_pilot) -> None:
+    result = CliRunner().invoke(main, ["plan", "--pilot", str(two_bot_pilot), "--reps", "10"])
+    assert result.exit_code == 1
+    assert "the pilot scored 2 chatbots (offline/best-practice, offline/risk-ignoring)" in result.output
+    assert "--chatbot" in result.output and "Traceback" not in result.output
+    wrong = CliRunner().invoke(main, ["plan", "--pilot", str(two_bot_pilot), "--chatbot", "nope"])
+    assert wrong.exit_code == 1 and "--chatbot nope: the pilot has no such chatbot" in wrong.output
+    one = CliRunner().invoke(
+        main, ["plan", "--pilot", str(two_bot_pilot), "--chatbot", "offline/risk-ignoring", "--reps", "10"]
+    )
+    assert one.exit_code == 0, one.output
+    assert "pilot: 12 units, 12 personas" in one.output
+
+
+def test_a_pilot_rated_only_not_relevant_is_refused(tmp_path) -> None:
+    out = tmp_path / "calm"
+    # The first persona of the set is at no risk: every rating is Not Relevant.
+    made = CliRunner().invoke(
+        main, ["run", "--config", str(ROOT / "configs" / "offline.toml"), "--providers", "offline/best-practice",
+               "--limit-personas", "1", "--out", str(out), "--quiet"],
+    )  # fmt: skip
+    assert made.exit_code == 0, made.output
+    result = CliRunner().invoke(main, ["plan", "--pilot", str(out)])
+    assert result.exit_code == 1
+    assert "every rating of the pilot is Not Relevant" in result.output

@@ -54,6 +54,7 @@ class PlanOptions:
     reps: int = 200
     seed: int = 0
     candidate: str | None = None  # price the chatbot's calls at this profile (name or name/model)
+    chatbot: str | None = None  # the pilot's chatbot to plan from, when it scored several
 
 
 class Design(msgspec.Struct, frozen=True, kw_only=True):
@@ -110,7 +111,14 @@ def plan(opts: PlanOptions) -> Plan:
         run = read_run(opts.pilot)
         if not run.ratings.height:
             raise UserError(f"{opts.pilot}: the pilot has no complete judgements to plan from")
-        units = unit_counts(run.ratings)
+        ratings = _one_chatbot(run.ratings, opts.chatbot, opts.pilot)
+        if ratings.filter(pl.col("rating") != "Not Relevant").is_empty():
+            # No score to move and no spread to learn from: every figure would be made up.
+            raise UserError(
+                f"{opts.pilot}: every rating of the pilot is Not Relevant, so it has no score to plan "
+                "from; use a pilot whose personas include some at risk"
+            )
+        units = unit_counts(ratings)
         index = {p: i for i, p in enumerate(sorted({k[0] for k in units.keys}))}
         persona = np.array([index[k[0]] for k in units.keys])
         var = variability(units.counts[:, -1], persona)
@@ -152,7 +160,7 @@ def plan(opts: PlanOptions) -> Plan:
     if pilot_counts is not None:
         units, persona, run = pilot_counts
         manifest = run.manifest
-        per_unit = run.ratings.group_by("persona", "user_agent", "replicate").agg(
+        per_unit = ratings.group_by("persona", "user_agent", "replicate").agg(
             pl.col("conversation_id").n_unique().alias("c")
         )
         conversations = int(per_unit.get_column("c").max() or 1)  # type: ignore[arg-type]
@@ -172,18 +180,50 @@ def plan(opts: PlanOptions) -> Plan:
             seed=opts.seed,
         )
         unit_cost = _per_unit_cost(
-            Path(opts.pilot or "."), len(units.keys), run.manifest, notes, candidate=opts.candidate
+            Path(opts.pilot or "."),
+            len(units.keys),
+            run.manifest,
+            notes,
+            candidate=opts.candidate,
+            conversations=set(ratings.get_column("conversation_id").unique().to_list()),
         )
     return Plan(opts, var, designs, gate, power_design.units, unit_cost, notes)
 
 
+def _one_chatbot(ratings: pl.DataFrame, chatbot: str | None, pilot: str) -> pl.DataFrame:
+    """The pilot's ratings of one chatbot: a unit is one chatbot's conversations with a
+    persona × user-agent × seed, so a pilot that scored several must name one."""
+    bots = sorted(ratings.get_column("chatbot").unique().to_list())
+    if chatbot is None:
+        if len(bots) > 1:
+            raise UserError(
+                f"{pilot}: the pilot scored {len(bots)} chatbots ({', '.join(bots)}); "
+                "name the one to plan from with --chatbot"
+            )
+        return ratings
+    if chatbot not in bots:
+        raise UserError(f"{pilot}: --chatbot {chatbot}: the pilot has no such chatbot ({', '.join(bots)})")
+    return ratings.filter(pl.col("chatbot") == chatbot)
+
+
 def _per_unit_cost(
-    run_dir: Path, units: int, manifest: RunManifest, notes: list[str], *, candidate: str | None = None
+    run_dir: Path,
+    units: int,
+    manifest: RunManifest,
+    notes: list[str],
+    *,
+    candidate: str | None = None,
+    conversations: set[str],
 ) -> Cost:
-    """One unit's tokens and cost from the pilot's call records, at the prices of the
-    profiles the pilot's config names (the recorded cost where a profile is gone); with
-    `candidate`, the chatbot's calls at that profile's prices (the pilot's tokens: the
-    candidate's conversations are taken to be as long)."""
+    """One unit's tokens and cost from the pilot's call records of `conversations` (the
+    planned chatbot's) and their judgements, at the prices of the profiles the pilot's
+    config names (the recorded cost where a profile is gone); with `candidate`, the
+    chatbot's calls at that profile's prices (the pilot's tokens: the candidate's
+    conversations are taken to be as long)."""
+    records = open_run(run_dir)
+    jobs = conversations | {
+        jid for jid, head in records.judgement_heads().items() if head.conversation_id in conversations
+    }
     profiles: dict[str, Profile] = {}
     try:
         cfg = RunConfig.from_snapshot(manifest.config, manifest.base_dir)
@@ -200,8 +240,8 @@ def _per_unit_cost(
     usage: dict[str, Usage] = {}
     recorded: dict[str, float] = {}
     tokens = 0
-    for call in open_run(run_dir).calls():
-        if call.status != "ok" or call.cached:
+    for call in records.calls():
+        if call.status != "ok" or call.cached or call.job_id not in jobs:
             continue
         who = bot if bot and call.role == "chatbot" else call.provider
         usage.setdefault(who, Usage()).add(call.usage)

@@ -55,6 +55,7 @@ from vera.ranges import LEVEL, MARGIN, SEED
     "--candidate",
     help="Price the chatbot's calls at this profile (name or name/model), with the pilot's tokens.",
 )
+@click.option("--chatbot", help="The pilot's chatbot to plan from (needed when the pilot scored several).")
 def plan(**options: Any) -> None:
     """Plan a comparison at a margin before spending on it: the personas × user-agents ×
     seeds a fixed design needs (for --width, and for --power at --margin), the expected
@@ -83,8 +84,11 @@ def plan(**options: Any) -> None:
         )
         for g in p.gate:
             verdicts = f"WORSE {g.worse:.0%} / NOT WORSE {g.not_worse:.0%} / UNDECIDED {g.undecided:.0%}"
+            # A pilot scoring near 0 or 100 cannot be moved by every difference: say so.
+            short = abs(g.reached - g.difference) > 0.5
+            made = f" (the pilot's score allows only {g.reached:+.1f})" if short else ""
             click.echo(
-                f"  true difference {g.difference:+g}: {g.mean_units:.0f} units on average, "
+                f"  true difference {g.difference:+g}{made}: {g.mean_units:.0f} units on average, "
                 f"90th percentile {g.p90_units:.0f} · {verdicts}" + _money(p.cost(g.mean_units), "on average")
             )
     click.echo(

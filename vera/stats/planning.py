@@ -131,6 +131,7 @@ class GateSize(msgspec.Struct, frozen=True, kw_only=True):
     """The simulated sequential gate for one true difference (Overall, points)."""
 
     difference: float
+    reached: float  # the difference the pilot's score allows (= difference unless near 0 or 100)
     mean_units: float
     p90_units: float
     worse: float  # share of repetitions that ended WORSE
@@ -144,21 +145,23 @@ def shift_for(totals: np.ndarray, difference: float) -> float:
     (BP, HPH, rated) by `difference` points (bisection)."""
     if difference == 0:
         return 0.0
-    base = float(_score(totals[BP], totals[HPH], totals[RATED]))
-
-    def moved(s: float) -> float:
-        bp, hph = totals[BP], totals[HPH]
-        d = s * bp if s >= 0 else s * hph
-        return float(_score(bp - d, hph + d, totals[RATED])) - base
-
     lo, hi = (0.0, 1.0) if difference < 0 else (-1.0, 0.0)
     for _ in range(60):
         mid = (lo + hi) / 2
-        if moved(mid) > difference:
+        if score_change(totals, mid) > difference:
             lo = mid
         else:
             hi = mid
     return (lo + hi) / 2
+
+
+def score_change(totals: np.ndarray, s: float) -> float:
+    """How far moving share `s` of the ratings (as `shift_for`) moves the Overall score of
+    `totals` (BP, HPH, rated): a pilot near 0 or 100 cannot move by every difference."""
+    bp, hph = totals[BP], totals[HPH]
+    d = s * bp if s >= 0 else s * hph
+    base = float(_score(bp, hph, totals[RATED]))
+    return float(_score(bp - d, hph + d, totals[RATED])) - base
 
 
 def _shifted(rng: np.random.Generator, counts: np.ndarray, s: float) -> np.ndarray:
@@ -219,6 +222,7 @@ def gate_sizes(
     out = []
     for difference in differences:
         s = shift_for(c[:, -1].sum(axis=0), difference)
+        reached = score_change(c[:, -1].sum(axis=0), s)
         used, verdicts = np.empty(reps), np.empty(reps)
         for r in range(reps):
             chosen = rng.integers(0, len(pools), personas)
@@ -248,6 +252,7 @@ def gate_sizes(
         out.append(
             GateSize(
                 difference=difference,
+                reached=round(reached, 1),
                 mean_units=float(used.mean()),
                 p90_units=float(np.quantile(used, 0.9)),
                 worse=float((verdicts == -1).mean()),
