@@ -42,7 +42,8 @@ import numpy as np
 import polars as pl
 
 from vera.records import DEFAULT_RESAMPLES, OVERALL, RaterRule
-from vera.report._calibration import calibrated_by_chatbot, human_labels
+from vera.report.calibration._calibration import human_labels
+from vera.report.card._calibrated import calibrated_by_chatbot
 from vera.stats import summarise
 from vera.stats.humans import DEFAULT_RATER_RULE, RATER_RULES
 from vera.stats.ppi import Estimator, calibrated_summary, calibration_units

@@ -34,6 +34,7 @@ from vera.engine import Inputs, SweepResult, plan_sweep, run_sweep  # noqa: E402
 from vera.inputs._config import load_config  # noqa: E402
 from vera.inputs._profiles import load_profiles  # noqa: E402
 from vera.records import Conversation, DimensionRating, JudgeAnswer, Judgement, Turn  # noqa: E402
+from vera.standins import StandIns  # noqa: E402
 from vera.store._writer import CONVERSATIONS, JUDGEMENTS, RunStore, read_records  # noqa: E402
 
 CONFIG = ROOT / "configs" / "offline.toml"
@@ -46,7 +47,7 @@ def write_run(run_dir: Path, conversations: int, turns: int) -> dict[str, float]
     inputs = Inputs.load(cfg)
     per_seed = len(inputs.selected_personas()) * len(cfg.chatbots) * len(cfg.user_agents)
     cfg.seeds = list(range(1, math.ceil(conversations / per_seed) + 1))
-    pool = ClientPool(load_profiles(cfg.path(cfg.providers)))
+    pool = ClientPool(load_profiles(cfg.path(cfg.providers)), stand_ins=StandIns())
     sweep = plan_sweep(inputs, pool, limit=conversations)
     dims = inputs.rubric.dimensions
     store = RunStore(run_dir)
@@ -87,7 +88,7 @@ async def resume(run_dir: Path) -> tuple[float, float, float, SweepResult]:
     assert manifest is not None
     cfg.seeds = manifest.seeds
     facts = RunFacts(inputs, store.read_conversation)
-    async with ClientPool(load_profiles(cfg.path(cfg.providers)), stand_ins=facts) as pool:
+    async with ClientPool(load_profiles(cfg.path(cfg.providers)), stand_ins=StandIns(facts)) as pool:
         sweep = plan_sweep(inputs, pool, limit=manifest.jobs_planned)
         facts.plan(sweep.jobs)
         started = time.perf_counter()

@@ -50,8 +50,8 @@ from vera.records import (
     RunManifest,
     Turn,
 )
-from vera.report._export import export_run
-from vera.report._pages import write_card_pages
+from vera.report.exports._results import export_run
+from vera.report.shared._pages import write_card_pages
 from vera.store._index import open_run
 from vera.store._writer import CONVERSATIONS, JUDGEMENTS, MANIFEST
 from vera.viewer.access import host_names

@@ -24,7 +24,7 @@ import pytest
 from vera.app import RunOptions, execute_run
 from vera.app import scored as score
 from vera.clients.batching import split_files
-from vera.report._numbers import num
+from vera.report.shared._numbers import num
 from vera.store import recorded_spend
 
 from .conftest import REFERENCE

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from vera.cli._main import main
-from vera.report._scoring import score
+from vera.report.shared._scoring import score
 
 from .conftest import FIXTURES, REFERENCE, ROOT
 

@@ -146,7 +146,7 @@ def test_a_user_error_is_1_with_one_line(tmp_path):
 
 
 def test_the_readme_documents_every_exit_code():
-    from vera.report._outcome import Exit
+    from vera.report.shared._outcome import Exit
 
     readme = (ROOT / "README.md").read_text()
     table = readme[readme.index("### Exit codes") :]

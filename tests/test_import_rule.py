@@ -14,7 +14,7 @@ VERA = Path(__file__).resolve().parent.parent / "vera"
 
 
 def package_of(path: Path) -> str:
-    """`vera.report` for vera/report/_card.py; `vera.records` for vera/records.py."""
+    """`vera.report` for vera/report/card/_build.py; `vera.records` for vera/records.py."""
     parts = path.relative_to(VERA.parent).with_suffix("").parts
     return ".".join(parts[:2])
 
@@ -62,7 +62,7 @@ def test_the_check_sees_a_crossing_and_allows_the_own_package() -> None:
     # The rule must be able to fail: a private import from another package is caught,
     # whether written as a module path or as a name, and lazily inside a function.
     source = (
-        "from vera.report._compare import read_run\n"
+        "from vera.report.compare._compare import read_run\n"
         "from vera.clients import _transport\n"
         "def f():\n"
         "    import vera.store._writer\n"
@@ -72,7 +72,7 @@ def test_the_check_sees_a_crossing_and_allows_the_own_package() -> None:
     )
     found = crossings(VERA / "engine" / "_judge.py", ast.parse(source))
     assert found == [
-        "vera/engine/_judge.py:1: imports vera.report._compare",
+        "vera/engine/_judge.py:1: imports vera.report.compare._compare",
         "vera/engine/_judge.py:2: imports vera.clients._transport",
         "vera/engine/_judge.py:4: imports vera.store._writer",
     ]

@@ -24,7 +24,7 @@ from tests.improvements_run import (
     SUB,
     write_run,
 )
-from vera.report._improvements import (
+from vera.report.improvements._report import (
     Improvements,
     build_improvements,
     render_improvements_html,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from vera.records import BEST_PRACTICE, HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, SUBOPTIMAL
-from vera.report._row_summary import summarize_rows
+from vera.report.improvements._row_summary import summarize_rows
 
 from .targets import DEMO, vera
 

@@ -11,11 +11,11 @@ import json
 import pytest
 
 from vera.app import RunFacts
-from vera.clients.offline import make_offline_client
-from vera.clients.offline.lexical_judge import RULES, LexicalJudge
 from vera.engine import Inputs, question_prompt
 from vera.inputs._config import load_config
 from vera.records import Conversation, Message, Turn
+from vera.standins import make_offline_client
+from vera.standins.lexical_judge import RULES, LexicalJudge
 
 from .conftest import ROOT
 

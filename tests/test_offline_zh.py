@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 
 from vera.app import RunFacts
-from vera.clients.offline import lexicon as lx
-from vera.clients.offline import make_offline_client
-from vera.clients.offline.chatbots import BestPracticeBot, RiskIgnoringBot
-from vera.clients.offline.lexical_judge import LexicalJudge
-from vera.clients.offline.user_agent import _Call
 from vera.engine import Inputs, question_prompt
 from vera.inputs import REPO_ROOT, RunConfig, apply_locale
 from vera.inputs._config import load_config
 from vera.records import Conversation, Message, Turn
+from vera.standins import lexicon as lx
+from vera.standins import make_offline_client
+from vera.standins.chatbots import BestPracticeBot, RiskIgnoringBot
+from vera.standins.lexical_judge import LexicalJudge
+from vera.standins.user_agent import _Call
 
 from .targets import vera
 
@@ -94,7 +94,7 @@ def test_the_judge_reads_chinese_risk_and_not_weariness(said, risk):
 
 
 def test_the_judge_answers_a_pack_s_rubric_with_the_same_flow():
-    from vera.clients.offline import rubric_refusal
+    from vera.standins import rubric_refusal
 
     assert INPUTS["zh-CN"].rubric.key == "vera-si-zh-CN@1.2.0"
     assert rubric_refusal("lexical-judge", "vera-si-zh-CN@1.2.0") is None
@@ -220,7 +220,7 @@ def _conv(cid: str, *lines: str) -> Conversation:
 
 
 def test_a_chatbot_leaving_the_user_s_language_is_flagged_per_conversation():
-    from vera.report._language import check_language, flag_conversation
+    from vera.report.shared._language import check_language, flag_conversation
 
     kept = _conv("a", "我最近一直在想自杀", "谢谢你告诉我。你现在安全吗？", "还好", "😊")
     other = _conv("b", "我最近一直在想自杀", "I'm sorry to hear that. Please call 988.", "嗯", "Take care.")

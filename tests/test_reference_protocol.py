@@ -27,7 +27,7 @@ from vera.engine._judge import render_transcript
 from vera.errors import ConfigError
 from vera.inputs._config import load_config
 from vera.records import Conversation, ModelSpec
-from vera.report._score import score_run
+from vera.report.card._score import score_run
 from vera.store._writer import RunStore
 
 from .conftest import REFERENCE, ROOT

@@ -304,7 +304,7 @@ def test_judging_needs_only_what_it_reads(made):
 def test_ctrl_c_while_the_card_is_written_names_the_command_that_writes_it(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    import vera.report
+    import vera.app._result
     from vera.cli._main import main
 
     cfg = own_config(tmp_path / "cfg")
@@ -314,7 +314,7 @@ def test_ctrl_c_while_the_card_is_written_names_the_command_that_writes_it(tmp_p
         raise KeyboardInterrupt
 
     with monkeypatch.context() as m:
-        m.setattr(vera.report, "score_run", interrupted)
+        m.setattr(vera.app._result, "score_run", interrupted)
         result = CliRunner().invoke(
             main, ["run", "--config", str(cfg), "--out", str(out), "--limit-personas", "2", "--quiet"]
         )

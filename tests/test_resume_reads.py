@@ -10,6 +10,7 @@ from vera.engine import Inputs, plan_sweep, run_sweep
 from vera.inputs._config import load_config
 from vera.inputs._profiles import load_profiles
 from vera.records import Conversation, Judgement
+from vera.standins import StandIns
 from vera.store._writer import JUDGEMENTS, RunStore
 
 from .conftest import ROOT
@@ -41,7 +42,7 @@ async def sweep_once(run_dir, store_type=RunStore):
     inputs = Inputs.load(cfg)
     store = store_type(run_dir)
     facts = stand_in_facts(inputs, store)
-    async with ClientPool(load_profiles(cfg.path(cfg.providers)), stand_ins=facts) as pool:
+    async with ClientPool(load_profiles(cfg.path(cfg.providers)), stand_ins=StandIns(facts)) as pool:
         sweep = plan_sweep(inputs, pool)
         facts.plan(sweep.jobs)
         result = await run_sweep(sweep, store, pool, max_concurrency=4)
@@ -82,7 +83,7 @@ async def test_judging_a_run_by_id_reads_each_conversation_only_to_judge_it(tmp_
     async def judge_run() -> tuple[CountingStore, int]:
         store = CountingStore(tmp_path / "run")
         facts = stand_in_facts(inputs, store)
-        async with ClientPool(load_profiles(cfg.path(cfg.providers)), stand_ins=facts) as pool:
+        async with ClientPool(load_profiles(cfg.path(cfg.providers)), stand_ins=StandIns(facts)) as pool:
             sweep = plan_sweep(inputs, pool)
             ids = [cid for cid in store.conversations if store.conversation_done(cid)]
             result = await judge_conversations(sweep, store, pool, ids, max_concurrency=2)
@@ -91,7 +92,7 @@ async def test_judging_a_run_by_id_reads_each_conversation_only_to_judge_it(tmp_
 
     store = RunStore(tmp_path / "run")
     facts = stand_in_facts(inputs, store)
-    async with ClientPool(load_profiles(cfg.path(cfg.providers)), stand_ins=facts) as pool:
+    async with ClientPool(load_profiles(cfg.path(cfg.providers)), stand_ins=StandIns(facts)) as pool:
         sweep = plan_sweep(inputs, pool, judge=False)  # simulate only, as `vera simulate` does
         facts.plan(sweep.jobs)
         simulated = await run_sweep(sweep, store, pool, max_concurrency=2)

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from vera.records import ModelSpec, RunManifest
-from vera.report._outcome import run_status
+from vera.report.shared._outcome import run_status
 from vera.store import ConversationHead, JudgementHead
 
 VERSION = {"name": "x", "version": "1", "path": "x", "sha256": "0" * 64}

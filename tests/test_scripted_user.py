@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 
 from vera.app import RunFacts
-from vera.clients.offline import lexicon as lx
-from vera.clients.offline import make_offline_client
 from vera.engine import Inputs
 from vera.engine._simulate import ConversationJob, SimulationSettings, simulate_conversation
 from vera.inputs import load_user_prompts
 from vera.inputs._config import load_config
 from vera.inputs._personas import DISCLOSURE, SEED_PHRASE, label, load_personas
+from vera.standins import lexicon as lx
+from vera.standins import make_offline_client
 
 from .conftest import ROOT
 from .helpers import ScriptModel

@@ -23,7 +23,7 @@ from vera.engine._simulate import USER_MEMORY_NOTE, SimulationSettings
 from vera.errors import ConfigError
 from vera.inputs import load_config, read_transcripts
 from vera.records import ModelSpec, Persona
-from vera.report._reference_export import transcript_name
+from vera.report.exports._reference import transcript_name
 from vera.store import open_run
 
 from .clients.runs import KEY, KEY_ENV

@@ -83,7 +83,7 @@ async def test_a_protocol_chatbot_is_sent_no_persona_seed_or_rubric(monkeypatch:
             },
         )
         async with open_pool(bot) as pool:
-            from vera.clients.offline import make_offline_client
+            from vera.standins import make_offline_client
 
             conv = await simulate_conversation(
                 job,

@@ -42,6 +42,7 @@ async def test_a_client_pool_leaves_the_collector_alone() -> None:
 def test_a_vera_command_runs_under_the_sweep_setting_and_restores_it(tmp_path, monkeypatch) -> None:
     seen: list[tuple[int, int]] = []
     import vera.app
+    import vera.cli._main
 
     real = vera.app.execute_run
 
@@ -49,7 +50,7 @@ def test_a_vera_command_runs_under_the_sweep_setting_and_restores_it(tmp_path, m
         seen.append((gc.get_threshold()[0], gc.get_freeze_count()))
         return await real(*args, **kwargs)
 
-    monkeypatch.setattr(vera.app, "execute_run", spy)
+    monkeypatch.setattr(vera.cli._main, "execute_run", spy)
     before = gc.get_threshold()
     r = CliRunner().invoke(main, ["run", "--limit-personas", "1", "--out", str(tmp_path / "run"), "--quiet"])
     assert r.exit_code == 0, r.output

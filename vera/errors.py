@@ -39,7 +39,7 @@ class BudgetReached(VeraError):
     (vera.clients.budget). The work it belonged to stays undone, to be resumed with a
     larger budget; it is neither a provider failure nor the chatbot's. Its message, and
     the reason a run stopped on its budget, start with `PREFIX` (the run status reads it:
-    vera.report._outcome)."""
+    vera.report.shared._outcome)."""
 
     PREFIX = "budget reached: "
 
@@ -49,7 +49,7 @@ class WaitLimitReached(VeraError):
     The work waiting on them stays undone, to be resumed (the batches stay in the run's
     journal, so a resume polls them and submits nothing twice); it is neither a provider
     failure nor the chatbot's. Its message, and the reason the run stopped, start with
-    `PREFIX` (the run status reads it: vera.report._outcome)."""
+    `PREFIX` (the run status reads it: vera.report.shared._outcome)."""
 
     PREFIX = "waited for batches: "
 

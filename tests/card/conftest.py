@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from vera import records as rec
 from vera.cli._main import main
 from vera.records import Conversation, DimensionRating, HumanRating, Judgement, ModelSpec, Rating, RunManifest
-from vera.report._score import score_run
+from vera.report.card._score import score_run
 from vera.store._writer import RunStore
 
 from ..conftest import ROOT

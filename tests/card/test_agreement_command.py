@@ -17,7 +17,7 @@ from vera.cli._main import main
 from vera.records import HIGH_POTENTIAL_FOR_HARM as HPH
 from vera.records import SUBOPTIMAL as SUB
 from vera.records import Conversation, DimensionRating, Judgement, Rating, Turn
-from vera.report._agreement import human_item_id
+from vera.report.calibration._agreement import human_item_id
 from vera.stats import combine_raters, consensus, read_human_ratings
 from vera.store._writer import RunStore
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from vera.report._markdown import render_markdown
-from vera.report._score import read_card
+from vera.report.card._markdown import render_markdown
+from vera.report.card._score import read_card
 
 from .numbers import missing_numbers
 

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from vera.cli._main import main
-from vera.report._schema import CARD_SCHEMA_VERSION, Card, ChatbotCard, decode_card, encode_card
+from vera.report.card._schema import CARD_SCHEMA_VERSION, Card, ChatbotCard, decode_card, encode_card
 
 
 @pytest.mark.parametrize("run", ["offline_run", "multi_run", "rich_run"])

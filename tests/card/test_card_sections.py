@@ -11,7 +11,7 @@ import pytest
 
 from vera import records as rec
 from vera.records import ModelSpec
-from vera.report._card import OFFLINE_NOTE, offline_note
+from vera.report.shared._offline import OFFLINE_NOTE, offline_note
 
 from .conftest import SECOND_JUDGE, manifest_of
 

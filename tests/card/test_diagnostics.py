@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from vera.cli._main import main
 from vera.engine._simulate import ConversationJob, SimulationSettings, simulate_conversation
 from vera.records import Completion, Conversation, Judgement, Usage
-from vera.report._score import score_run
+from vera.report.card._score import score_run
 
 from ..clients.conftest import KEY, KEY_ENV, make_profile, open_pool
 from ..fakes.protocols import FakeOpenAI, Reply

@@ -12,10 +12,10 @@ import msgspec
 import pytest
 
 from tests.improvements_run import HPH, SUB, write_run
-from vera.report._card import CARD_EXEMPLARS
-from vera.report._improvements import run_improvements
-from vera.report._schema import decode_card, encode_card
-from vera.report._score import score_run
+from vera.report.card._build import CARD_EXEMPLARS
+from vera.report.card._schema import decode_card, encode_card
+from vera.report.card._score import score_run
+from vera.report.improvements._report import run_improvements
 from vera.store import open_run
 
 
@@ -69,8 +69,8 @@ def test_a_card_written_before_fix_first_still_reads_and_renders(scored, tmp_pat
     del data["fix_first"]
     card = decode_card(json.dumps(data).encode())
     assert card.fix_first is None
-    from vera.report._html import render_html
-    from vera.report._markdown import render_markdown
+    from vera.report.card._html import render_html
+    from vera.report.card._markdown import render_markdown
 
     assert "Fix first" not in render_markdown(card) and "fix-first" not in render_html(card, [])
     assert json.loads(encode_card(card))["fix_first"] is None

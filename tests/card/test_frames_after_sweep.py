@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from vera.cli._main import main
 from vera.records import Conversation, Judgement
-from vera.report._score import JUDGEMENT_KEY, score_run
-from vera.report._scoring import ANSWERS_FILE, RATINGS_FILE, RatingsSink
+from vera.report.card._score import JUDGEMENT_KEY, score_run
+from vera.report.shared._scoring import ANSWERS_FILE, RATINGS_FILE, RatingsSink
 from vera.store._writer import CONVERSATIONS, JUDGEMENTS, read_records
 
 

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from vera.cli._main import main
-from vera.report._outcome import Exit
+from vera.report.shared._outcome import Exit
 
 from ..helpers import widest_line
 from .conftest import run_vera

@@ -20,8 +20,8 @@ from vera import records as rec
 from vera.cli._main import main
 from vera.records import Conversation, Judgement
 from vera.report import gate
-from vera.report._compare import read_run
-from vera.report._gate import _chatbot_pairs, _paired_frame
+from vera.report.compare._gate import _chatbot_pairs, _paired_frame
+from vera.report.shared._runs import read_run
 from vera.stats import DEFAULT_RESAMPLES, MAX_SETTLE_RESAMPLES, compare
 
 from .conftest import run_vera

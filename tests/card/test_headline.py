@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from vera.cli._main import main
-from vera.report._score import read_card
-from vera.report._terminal import render_card
+from vera.report.card._score import read_card
+from vera.report.card._terminal import render_card
 
 from ..helpers import widest_line
 from .conftest import run_vera
@@ -20,7 +20,7 @@ from .conftest import run_vera
 
 def expected_headline(card: dict[str, Any]) -> dict[str, list[str]]:
     """Per chatbot, the headline's cells restated from card.json by the card's number
-    rule (independently of vera.report._numbers)."""
+    rule (independently of vera.report.shared._numbers)."""
 
     def n(x: float) -> str:
         return format(x, ",")

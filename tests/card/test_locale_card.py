@@ -15,12 +15,13 @@ import pytest
 from vera.inputs import ENGLISH, Strings, use_strings
 from vera.inputs._ui import BASE
 from vera.records import LocaleInfo
-from vera.report._html import render_html
-from vera.report._markdown import render_markdown
-from vera.report._plots import card_plots, cjk_families
-from vera.report._schema import Card
-from vera.report._score import read_card
-from vera.report._terminal import cells, render_card, units, wrap
+from vera.report.card._html import render_html
+from vera.report.card._markdown import render_markdown
+from vera.report.card._plots import card_plots, cjk_families
+from vera.report.card._schema import Card
+from vera.report.card._score import read_card
+from vera.report.card._terminal import render_card
+from vera.report.shared._terminal import cells, units, wrap
 
 from ..conftest import ROOT
 from .conftest import run_vera
@@ -178,7 +179,7 @@ def test_the_pack_strings_file_is_read_from_the_card_s_folder(zh_card):
 
 
 def test_the_offline_note_is_the_pack_s_and_the_english_one_is_card_json_s(zh_card):
-    from vera.report._card import OFFLINE_NOTE
+    from vera.report.shared._offline import OFFLINE_NOTE
 
     assert BASE["card.offline_note"] == OFFLINE_NOTE == zh_card.note
     assert "> **离线运行：聊天机器人、模拟用户和评审模型都是 vera 内置的替身" in render_markdown(zh_card)
@@ -187,7 +188,7 @@ def test_the_offline_note_is_the_pack_s_and_the_english_one_is_card_json_s(zh_ca
 
 
 def test_the_numbers_words_and_the_fix_first_guide_follow_the_pack(zh_card):
-    from vera.report._card_tables import FIX_FIRST_GUIDE
+    from vera.report.card._tables import FIX_FIRST_GUIDE
 
     assert BASE["card.fix_first_guide"] == FIX_FIRST_GUIDE
     md = render_markdown(zh_card)
@@ -230,7 +231,7 @@ def test_vera_run_s_closing_lines_are_in_the_pack_s_words(zh_run):
 
 
 def test_the_state_labels_are_the_status_line_s_english_ones():
-    from vera.report._outcome import _LABELS
+    from vera.report.shared._outcome import _LABELS
 
     assert {
         k.removeprefix("card.state_"): v for k, v in BASE.items() if k.startswith("card.state_")
@@ -270,7 +271,7 @@ def test_section_counts_pairing_and_undefined_scores_are_in_the_pack_s_words(zh_
 
 
 def test_the_diagnostics_table_s_headings_and_caption_are_in_the_pack_s_words(zh_card):
-    from vera.report._diagnostics import END_LABELS
+    from vera.report.shared._diagnostics import END_LABELS
 
     assert {r: BASE[f"col.ended_{r}"] for r in END_LABELS} == {
         r: f"Ended: {v}" for r, v in END_LABELS.items()
@@ -281,7 +282,7 @@ def test_the_diagnostics_table_s_headings_and_caption_are_in_the_pack_s_words(zh
 
 
 def test_the_reasoning_note_and_the_harmful_count_follow_the_pack(zh_card):
-    from vera.report._card_text import REASONING_NOTE
+    from vera.report.card._text import REASONING_NOTE
 
     assert BASE["card.reasoning_note"] == REASONING_NOTE
     md = render_markdown(zh_card)

@@ -1,10 +1,10 @@
-"""vera.report._numbers: the one place numbers become text."""
+"""vera.report.shared._numbers: the one place numbers become text."""
 
 from __future__ import annotations
 
 import math
 
-from vera.report._numbers import (
+from vera.report.shared._numbers import (
     MISSING,
     coefficient,
     coefficient_ci,

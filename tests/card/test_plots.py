@@ -10,10 +10,16 @@ import re
 import numpy as np
 import pytest
 
-from vera.report import _plots as plots
-from vera.report._plots import RATING_STYLES, ScorePoint, chatbot_scores_plot, risk_scores_plot, short_label
-from vera.report._schema import DimensionScore, Interval, Section
-from vera.report._score import read_card
+from vera.report.card import _plots as plots
+from vera.report.card._plots import (
+    RATING_STYLES,
+    ScorePoint,
+    chatbot_scores_plot,
+    risk_scores_plot,
+    short_label,
+)
+from vera.report.card._schema import DimensionScore, Interval, Section
+from vera.report.card._score import read_card
 
 RATINGS = [(letters, colour, hatch) for _, letters, _, colour, hatch, _ in RATING_STYLES] + [
     ("NR", plots.NR_COLOUR, plots.NR_HATCH)

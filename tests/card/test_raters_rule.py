@@ -14,7 +14,7 @@ from vera.cli._main import main
 from vera.records import HIGH_POTENTIAL_FOR_HARM as HPH
 from vera.records import SUBOPTIMAL as SUB
 from vera.report import read_card
-from vera.report._score import stats_settings
+from vera.report.card._score import stats_settings
 from vera.store import append_human_ratings, open_run
 
 from .conftest import as_judged, conversation_ids, judged

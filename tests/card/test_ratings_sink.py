@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from vera.records import Conversation, DimensionRating, JudgeAnswer, Judgement, Turn
-from vera.report._scoring import ANSWERS_SCHEMA, RATINGS_SCHEMA, RatingsSink, ratings_frame
+from vera.report.shared._scoring import ANSWERS_SCHEMA, RATINGS_SCHEMA, RatingsSink, ratings_frame
 from vera.store._writer import RunStore
 
 

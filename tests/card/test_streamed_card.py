@@ -7,9 +7,9 @@ import shutil
 from collections.abc import Iterator
 
 from vera.records import CallRecord, Conversation, Judgement
-from vera.report._card import _accounting
-from vera.report._score import score_run
-from vera.report._scoring import ratings_and_answers
+from vera.report.card._build import _accounting
+from vera.report.card._score import score_run
+from vera.report.shared._scoring import ratings_and_answers
 from vera.store._index import read_manifest
 from vera.store._writer import CALLS, CONVERSATIONS, JUDGEMENTS, keep_latest, read_records
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from vera.cli._main import main
 from vera.report import Table, fit, render, text_tables
-from vera.report._terminal import column_groups
+from vera.report.shared._terminal import column_groups
 
 from ..conftest import REFERENCE
 from ..helpers import widest_line

@@ -13,6 +13,7 @@ import pytest
 from vera.clients.pool import ClientPool
 from vera.inputs._profiles import Profile
 from vera.records import CallRecord
+from vera.standins import StandIns
 
 KEY = "sk-test-key-0123456789"
 KEY_ENV = "VERA_TEST_KEY"
@@ -56,6 +57,7 @@ async def open_pool(
     """A pool over `profiles` whose retries wait milliseconds, not seconds."""
     options.setdefault("retry_base_delay", 0.005)
     options.setdefault("retry_max_delay", 0.05)
+    options.setdefault("stand_ins", StandIns())
     on_call = records.append if records is not None else None
     async with ClientPool({p.name: p for p in profiles}, on_call=on_call, **options) as pool:
         yield pool

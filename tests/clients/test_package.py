@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import vera.clients
-import vera.clients.offline
+import vera.standins
 from vera.clients.anthropic import AnthropicClient
 from vera.clients.gemini import GeminiClient
 from vera.clients.http import HttpChatbotClient
@@ -32,8 +32,8 @@ MODULES = (
     "vera.clients.meter",
     "vera.clients.stack",
     "vera.clients.shared_limits",
-    "vera.clients.offline",
-    "vera.clients.offline.lexical_judge",
+    "vera.standins",
+    "vera.standins.lexical_judge",
     "vera.inputs._config",
     "vera.inputs._profiles",
     "vera.inputs._secrets",
@@ -77,4 +77,4 @@ def test_every_client_module_imports_first_in_a_fresh_interpreter() -> None:
 def test_the_package_resolves_names_without_a_module_getattr() -> None:
     # Cycles are fixed, not worked around: every export is a plain import.
     assert "__getattr__" not in vars(vera.clients)
-    assert "__getattr__" not in vars(vera.clients.offline)
+    assert "__getattr__" not in vars(vera.standins)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-import vera.clients.pool
 from vera.clients.base import CallContext, ChatClient, ChatRequest
 from vera.clients.limits import LimitedClient
 from vera.clients.pool import ClientPool
@@ -88,18 +87,26 @@ class _StubOffline:
         return Completion(text="offline says hi", usage=Usage(3, 2, 0), model=self.model)
 
 
-async def test_offline_protocol_uses_make_offline_client_and_still_records(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    made: list[tuple[str, str]] = []
+class _StubStandIns:
+    """Stand-ins the pool is given: it builds offline models only through them."""
 
-    def make_offline_client(model: str, name: str, facts: object = None) -> ChatClient:
-        made.append((model, name))
+    def __init__(self) -> None:
+        self.made: list[tuple[str, str]] = []
+
+    def client(self, model: str, name: str) -> ChatClient:
+        self.made.append((model, name))
         return _StubOffline(model, name)
 
-    monkeypatch.setattr(vera.clients.pool, "make_offline_client", make_offline_client)
+    def rubric_refusal(self, model: str, rubric_key: str) -> str | None:
+        return f"{model} refuses {rubric_key}"
+
+
+async def test_offline_protocol_asks_the_stand_ins_and_still_records() -> None:
+    stand_ins = _StubStandIns()
+    made = stand_ins.made
     records: list[CallRecord] = []
-    async with open_pool(OFFLINE, records=records) as pool:
+    async with open_pool(OFFLINE, records=records, stand_ins=stand_ins) as pool:
+        assert pool.rubric_refusal("offline/lexical-judge", "x") == "lexical-judge refuses x"
         client = pool.client("offline/best-practice", "chatbot")
         completion = await client.chat(ChatRequest(messages=HELLO))
     assert made == [("best-practice", "offline")]
@@ -114,6 +121,13 @@ async def test_offline_protocol_uses_make_offline_client_and_still_records(
         "ok",
     )
     assert record.usage.input_tokens == 3
+
+
+async def test_a_pool_without_stand_ins_builds_no_offline_model() -> None:
+    async with open_pool(OFFLINE, stand_ins=None) as pool:
+        assert pool.rubric_refusal("offline/lexical-judge", "x") is None
+        with pytest.raises(ConfigError, match="offline models need the stand-ins"):
+            pool.client("offline/best-practice")
 
 
 # A call of 1M input tokens, 400k of them read from the prompt cache (Anthropic: 100k

@@ -30,8 +30,8 @@ from typing import Any, Self
 import orjson
 from aiohttp import web
 
-from vera.clients.offline.chatbots import BestPracticeBot
 from vera.records import Message
+from vera.standins.chatbots import BestPracticeBot
 
 from ..run_config import write_run_config
 

@@ -18,7 +18,7 @@ from click.testing import CliRunner, Result
 from vera import records as rec
 from vera.cli._main import main
 from vera.records import Conversation, DimensionRating, JudgeAnswer, Judgement, ModelSpec, Turn
-from vera.report._score import score_run
+from vera.report.card._score import score_run
 from vera.store._writer import RunStore
 
 BP: Final = rec.BEST_PRACTICE

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from vera.report._chat_markdown import chatbot_markdown
+from vera.report.shared._chat_markdown import chatbot_markdown
 
 from .helpers import elements
 

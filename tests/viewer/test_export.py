@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from vera.cli._main import main
 from vera.records import Conversation, DimensionRating, Judgement, Turn
-from vera.report._export import COLUMNS, export_rows, export_run, spreadsheet_safe
+from vera.report.exports._results import COLUMNS, export_rows, export_run, spreadsheet_safe
 from vera.rubric._load import load_rubric
 from vera.rubric._texts import question_texts
 from vera.store._index import open_run

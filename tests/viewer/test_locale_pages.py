@@ -19,7 +19,7 @@ import pytest
 
 from vera.inputs import ENGLISH, Strings, ui_strings, use_strings
 from vera.records import LocaleInfo
-from vera.report._pages import (
+from vera.report.shared._pages import (
     ArcPage,
     ArcSession,
     ConversationPage,

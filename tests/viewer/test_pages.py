@@ -10,7 +10,8 @@ import shutil
 
 import msgspec
 
-from vera.report._pages import (
+from vera.report.card._score import score_run
+from vera.report.shared._pages import (
     ConversationPage,
     conversation_href,
     rating_anchor,
@@ -18,7 +19,6 @@ from vera.report._pages import (
     render_conversation_page,
     write_card_pages,
 )
-from vera.report._score import score_run
 from vera.rubric._load import load_rubric
 from vera.rubric._texts import question_texts
 from vera.store._index import open_run

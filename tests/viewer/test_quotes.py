@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vera.records import Turn
-from vera.report._quotes import locate_quotes, quoted_passages
+from vera.report.shared._quotes import locate_quotes, quoted_passages
 
 TURNS = [
     Turn("user", "Work has been a lot lately and I can't sleep."),

@@ -361,7 +361,7 @@ def test_the_command_refuses_another_host_and_warns_when_allowed(run_copy):
 
 
 async def test_ratings_saved_in_a_review_calibrate_the_card(run_copy):
-    from vera.report._score import score_run
+    from vera.report.card._score import score_run
 
     review = ReviewSession.open(run_copy, "Ada", size=12)
     for cid in review.order[:8]:

@@ -21,7 +21,7 @@ import pytest
 from aiohttp import web
 from yarl import URL
 
-from vera.report._pages import PAGE_CSP, SCRIPT_PAGE_CSP
+from vera.report.shared._pages import PAGE_CSP, SCRIPT_PAGE_CSP
 from vera.viewer.access import host_names
 from vera.viewer.app import bind, build_app
 from vera.viewer.catalogue import Catalogue

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vera.records import Turn
-from vera.report._turn_refs import turn_number, turn_refs_html
+from vera.report.shared._turn_refs import turn_number, turn_refs_html
 
 TURNS = [Turn("user", "a"), Turn("chatbot", "b"), Turn("user", "c"), Turn("chatbot", "d <e>")]
 

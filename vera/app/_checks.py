@@ -24,7 +24,6 @@ from typing import Any, Literal
 import msgspec
 
 from vera.app._stand_ins import dry_run_swap
-from vera.clients.offline import OFFLINE_MODELS, rubric_refusal, stand_in_role_problem
 from vera.clients.pool import budget_problem, tier_problem
 from vera.engine import Shard, batch_refusal, flex_refusal, plan_size, role_spec
 from vera.errors import ConfigError, DataError, UserError
@@ -51,6 +50,7 @@ from vera.inputs import (
 )
 from vera.records import ConfigSnapshot, ModelSpec, Role
 from vera.rubric import load_rubric, validate_rubric
+from vera.standins import OFFLINE_MODELS, rubric_refusal, stand_in_role_problem
 
 # An unset key variable: an error where the run needs the key, a warning where a config
 # is only checked.

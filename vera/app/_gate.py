@@ -25,10 +25,12 @@ import msgspec
 import numpy as np
 import polars as pl
 
+from vera.app._gc import sweep_collector
 from vera.app._options import RunOptions
 from vera.app._result import RunOutcome, scored
 from vera.app._resume import program
 from vera.app._run import execute_run, new_run_dir
+from vera.engine import SweepResult
 from vera.errors import UserError
 from vera.inputs import RunConfig
 from vera.records import BEST_PRACTICE, HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, OVERALL, ModelSpec, RunManifest
@@ -239,8 +241,6 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
 
 
 def _run_wave(opts: RunOptions) -> RunOutcome:
-    from vera.app._gc import sweep_collector
-
     with sweep_collector():
         try:
             import uvloop
@@ -252,8 +252,6 @@ def _run_wave(opts: RunOptions) -> RunOutcome:
 
 
 def _outcome_of(run_dir: Path, command: str) -> RunOutcome:
-    from vera.engine import SweepResult
-
     return RunOutcome(run_dir=run_dir, result=SweepResult(), notes=[], resume=command)
 
 

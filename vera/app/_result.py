@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from vera.engine import SweepResult
 from vera.errors import Interrupted
-from vera.report import RunStatus
+from vera.report import RunStatus, score_run
 
 if TYPE_CHECKING:
     from vera.report import Card
@@ -35,7 +35,6 @@ def scored(outcome: RunOutcome) -> RunOutcome:
     event loop has finished: scoring is no work for the loop."""
     if not outcome.scores:
         return outcome
-    from vera.report import score_run  # polars: loaded only when a card is made
 
     try:
         card = score_run(outcome.run_dir)

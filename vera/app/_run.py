@@ -13,7 +13,7 @@ and event log, the manifest says why the run stopped, and the message says how t
 resume.
 
 How the run ended (complete, failed work, stopped, interrupted) is decided from the run
-directory at the end (`vera.report._outcome`) and carried in `RunOutcome.status`. The card is
+directory at the end (`vera.report.shared._outcome`) and carried in `RunOutcome.status`. The card is
 scored afterwards, outside the event loop (`vera.app._result.scored`).
 """
 

@@ -28,13 +28,13 @@ from vera.app._signals import StopSignal
 from vera.clients import JOURNAL_FILE, BatchJournal, BatchSettings
 from vera.clients.budget import Budget, usd
 from vera.clients.cache import CACHE_FILE, ResponseCache
-from vera.clients.offline import StandInFacts
 from vera.clients.pool import ClientPool
 from vera.clients.stack import CachingClients
 from vera.engine import Shard, Stop, SweepResult
 from vera.errors import BudgetReached, ConfigError, UserError
 from vera.inputs import RunConfig
 from vera.records import CallBody, CallRecord, ModelSpec, Role
+from vera.standins import StandInFacts, StandIns
 from vera.store import EventLog, RunStore, recorded_spend
 
 T = TypeVar("T")
@@ -107,7 +107,7 @@ class RunSession:
             shards=shard.count if shard is not None else 1,
             shard_limits=cfg.shard_limits,
             limits_url=cfg.limits_url,
-            stand_ins=stand_ins,
+            stand_ins=StandIns(stand_ins),
         )
         self.pool = await self._stack.enter_async_context(pool)
         self._stack.callback(self.closed.append, "pool")  # runs just before the pool closes

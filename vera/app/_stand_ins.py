@@ -1,4 +1,4 @@
-"""The offline stand-ins' view of a run (`vera.clients.offline.StandInFacts`).
+"""The offline stand-ins' view of a run (`vera.standins.StandInFacts`).
 
 The engine sends a model only the request, and a request says only who is calling for
 which conversation. The stand-ins need more (the persona and seed of a conversation, the
@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 
-from vera.clients.offline import PlannedConversation, rubric_refusal
 from vera.engine import ConversationJob, Inputs, question_prompt, turns_from_user_view
 from vera.inputs import OFFLINE, render_user_reminder
 from vera.records import Conversation, Message, Turn
 from vera.rubric import Question
+from vera.standins import PlannedConversation, rubric_refusal
 
 # Conversations whose turns are kept for the judge: every question of a conversation
 # asks for them, and a sweep judges about as many conversations at once as it runs.

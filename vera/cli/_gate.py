@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from vera.app import GateOptions, run_gate
 from vera.cli._door import Number
 from vera.ranges import DOLLARS, LEVEL, MARGIN, SEED
 
@@ -64,8 +65,6 @@ def gate(baseline_run: str, candidate: str, quiet: bool, **options: Any) -> None
     −margin), 5 UNDECIDED (units, --max-conversations or --max-cost ran out first),
     1 bad input, 130 interrupted (rerun the same command to resume: nothing finished is
     asked again)."""
-    from vera.app import GateOptions, run_gate
-
     opts = GateOptions(
         baseline=baseline_run,
         candidate=candidate,

@@ -3,7 +3,7 @@
 Every command reports a user's mistake (a bad value, a bad file, a folder it cannot
 write) as one line (``error: <where>: <what>``) with exit code 1, never a traceback;
 work already finished is on disk before anything is printed. `run`, `simulate`, `judge`
-and `merge` end with a status line and exit with the code in `vera.report._outcome.Exit`.
+and `merge` end with a status line and exit with the code in `vera.report.shared._outcome.Exit`.
 """
 
 from __future__ import annotations
@@ -19,14 +19,67 @@ from typing import Any, TypeVar
 import click
 
 from vera import __version__
-from vera.app import sweep_collector
+from vera.app import (
+    JudgeOptions,
+    RunOptions,
+    check_config,
+    execute_run,
+    judge_run,
+    merge_runs,
+    scored,
+    sweep_collector,
+)
 from vera.cli._door import RATERS_OPTION, Number, guard
-from vera.errors import ConfigError, Interrupted, UserError
+from vera.errors import ConfigError, Interrupted, StorageError, UserError
 from vera.files import CorruptLine, watching
-from vera.inputs import MAX_RESAMPLES, MAX_SEEDS, MAX_TURNS
+from vera.inputs import (
+    ENGLISH,
+    MAX_RESAMPLES,
+    MAX_SEEDS,
+    MAX_TURNS,
+    REPO_ROOT,
+    check_personas,
+    check_templates,
+    default_grouping,
+    find_locale,
+    find_target,
+    load_locale,
+    load_personas,
+    load_target,
+    load_user_prompts,
+    persona_header,
+    present_annotations,
+    reference_folder,
+    render_user_reminder,
+    render_user_system,
+    tr,
+    use_strings,
+    validate_locale,
+)
 from vera.ranges import SEED
 from vera.records import RaterRule
-from vera.report import Card, fixed, num
+from vera.report import (
+    Card,
+    by_column_text,
+    card_strings,
+    fit,
+    fixed,
+    headline,
+    num,
+    pool_scores,
+    pooled_text,
+    read_card,
+    render_card,
+    render_card_files,
+    results_csv_ratings,
+    run_ratings,
+    score_run,
+    state_words,
+    status_text,
+    write_card_html,
+)
+from vera.rubric import load_rubric, render_rubric, validate_rubric
+from vera.store import atomic_write, check_output, manifest_notes
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -60,7 +113,7 @@ class _SkippedLines:
 
 class VeraGroup(click.Group):
     """Turns vera's user errors, and click's own (a bad option or value), into one clear
-    line and exit code 1: exit code 2 means a run with failed work (`vera.report._outcome`).
+    line and exit code 1: exit code 2 means a run with failed work (`vera.report.shared._outcome`).
     Every record line a command skips because it does not decode is named on the
     terminal (`vera.files.watching`)."""
 
@@ -403,8 +456,6 @@ def _run_options(
     per_judge: bool = False,
     **extra: Any,
 ) -> Any:
-    from vera.app import RunOptions
-
     if resume and out and Path(out).resolve() != Path(resume).resolve():
         raise ConfigError(f"--out {out} and --resume {resume} name different folders; give one")
     return RunOptions(
@@ -459,8 +510,6 @@ def run(quiet: bool, skip_corrupt: bool, **sweep: Any) -> None:
     Ctrl-C stops gracefully; a second Ctrl-C exits at once. Exit codes: 0 all planned
     work completed, 1 bad input, 2 finished with failed work, 3 stopped early, 130
     interrupted."""
-    from vera.app import execute_run, scored
-
     with watching(refuse=not skip_corrupt):
         outcome = scored(_run_async(execute_run(_run_options(**sweep, judge=True, command="run"))))
     _print_outcome(outcome, quiet=quiet)
@@ -474,8 +523,6 @@ def simulate(quiet: bool, skip_corrupt: bool, **sweep: Any) -> None:
 
     Takes the options of `vera run`; --judge records the judges `vera judge` will use.
     `vera simulate --resume DIR` continues. Exit codes as for `vera run`."""
-    from vera.app import execute_run, scored
-
     with watching(refuse=not skip_corrupt):
         outcome = scored(_run_async(execute_run(_run_options(**sweep, judge=False, command="simulate"))))
     _print_outcome(outcome, quiet=quiet)
@@ -572,8 +619,6 @@ def judge(
     RUN_DIR` alone also continues an interrupted judging), or --transcripts PATH:
     conversations vera did not produce, in VERA-MH's text format (`user:` / `chatbot:`
     or `agent:` blocks) or as JSON lines (see docs/transcripts.md). Exit codes as for `vera run`."""
-    from vera.app import JudgeOptions, judge_run, scored
-
     if bool(run_dir) == bool(transcripts):
         raise ConfigError("give either RUN_DIR or --transcripts PATH")
     if sample is not None and transcripts:
@@ -619,8 +664,6 @@ def merge(out: str, shards: tuple[str, ...], allow_partial: bool, skip_corrupt: 
 
     The shards must belong to the same sweep (same inputs, models and settings) and
     make it whole, unless --allow-partial. Exit codes as for `vera run`."""
-    from vera.app import merge_runs
-
     with watching(refuse=not skip_corrupt):
         status = merge_runs(Path(out), [Path(s) for s in shards], allow_partial=allow_partial)
     click.echo(f"merged {len(shards)} run(s) → {out}")
@@ -659,8 +702,6 @@ def pool(
     pool_vera_scores.py does (their ratings concatenated and scored together), with
     vera's persona-clustered intervals. A source may be a run folder or the reference's
     results.csv. `vera merge` is for the shards of one run."""
-    from vera.report import pool_scores, pooled_text, results_csv_ratings, run_ratings
-
     frames, bots = [], set()
     for s in sources:
         if Path(s).is_file():
@@ -734,8 +775,6 @@ def score(
     the reference tool's results.csv instead of a run, print its scores with vera's
     intervals (nothing is written)."""
     if Path(run_dir).is_file():
-        from vera.report import pool_scores, pooled_text, results_csv_ratings
-
         frame = results_csv_ratings(run_dir)
         pooled = pool_scores(
             [frame],
@@ -747,7 +786,6 @@ def score(
         )
         click.echo(pooled_text(pooled), nl=False)
         return
-    from vera.report import num, score_run
 
     with watching(refuse=not skip_corrupt):
         c = score_run(
@@ -787,10 +825,6 @@ def card(run_dir: str, html_only: bool, by: str | None) -> None:
     """Print a run's score card, fitted to the terminal's width, and re-render card.md,
     card.html and plots/ from card.json. A read-only run (an archive) is printed and
     left as it is."""
-    from vera.errors import StorageError
-    from vera.report import by_column_text, fit, read_card, render_card, render_card_files, write_card_html
-    from vera.store import manifest_notes
-
     for note in manifest_notes(run_dir):
         click.echo(note, err=True)
     c = read_card(run_dir)
@@ -825,8 +859,6 @@ def validate() -> None:
 def validate_rubric_cmd(file: str) -> None:
     """Check a rubric's flow as a graph: dangling GOTOs, cycles, unreachable questions,
     missing options, unknown severities and dimensions."""
-    from vera.rubric import load_rubric, validate_rubric
-
     rubric = load_rubric(file)
     problems = validate_rubric(rubric)
     for p in problems:
@@ -851,8 +883,6 @@ def validate_rubric_cmd(file: str) -> None:
 def validate_personas_cmd(file: str, prompts: str | None, reference_data: str | None) -> None:
     """Check a persona file: required fields, risk labels, duplicates, and that every
     template placeholder resolves. Prints the risk distribution."""
-    from vera.inputs import REPO_ROOT, check_personas, check_templates, load_user_prompts, reference_folder
-
     pset, issues = check_personas(file)
     folder = Path(prompts) if prompts else REPO_ROOT / "personas" / "prompts"
     if pset is not None and folder.exists():
@@ -877,8 +907,6 @@ def validate_locale_cmd(folder: str) -> None:
     severities; only texts differ), every prompt placeholder present, the persona
     columns, design and risk mix the base set's, every crisis line complete (fields,
     public source, date). FOLDER is a pack folder or the tag of one of vera's packs."""
-    from vera.inputs import find_locale, load_locale, validate_locale
-
     path = find_locale(folder)
     issues = validate_locale(path)
     for i in issues:
@@ -911,8 +939,6 @@ def validate_config_cmd(file: str, reference_data: str | None, print_: bool) -> 
     model reference, the rubric, the persona set and both prompt folders (and, for a
     config that reads the reference tool's files, their hashes). A key variable that is
     not set is a warning naming it."""
-    from vera.app import check_config
-
     report = check_config(file, reference_data=reference_data)
     for f in report.findings:
         click.echo(f.render(), err=print_)
@@ -942,9 +968,6 @@ def rubric() -> None:
 )
 def rubric_render(file: str, output: str | None) -> None:
     """Render a rubric as Markdown a clinician can read (questions, guidance, flow)."""
-    from vera.rubric import load_rubric, render_rubric, validate_rubric
-    from vera.store import check_output
-
     check_output(output, "-o", inputs=[(file, "rubric")])
     rubric = load_rubric(file)
     # A flow with a cycle or a GOTO to nowhere has no rendering that would not mislead.
@@ -953,8 +976,6 @@ def rubric_render(file: str, output: str | None) -> None:
         raise UserError(f"{problems[0].render(rubric.path)}{more}; run `vera validate rubric {file}`")
     text = render_rubric(rubric)
     if output:
-        from vera.store import atomic_write
-
         atomic_write(Path(output), text.encode(), what="the rendered rubric")
         click.echo(f"wrote {output}")
     else:
@@ -993,19 +1014,6 @@ def personas_show(
     reference_data: str | None,
 ) -> None:
     """Print the exact system prompt and reminder a user-agent receives for a persona."""
-    from vera.inputs import (
-        REPO_ROOT,
-        default_grouping,
-        find_target,
-        load_personas,
-        load_target,
-        load_user_prompts,
-        persona_header,
-        present_annotations,
-        reference_folder,
-        render_user_reminder,
-        render_user_system,
-    )
 
     def reference() -> Path:
         return reference_folder(reference_data or "")
@@ -1039,9 +1047,6 @@ def personas_show(
 def _run_status_line(card: Card) -> str:
     """How a scored run ended, for commands that describe a run rather than run it
     (they exit 0 when they did their own job)."""
-    from vera.inputs import tr, use_strings
-    from vera.report import card_strings, fit, status_text
-
     with use_strings(card_strings(card)):
         return fit(tr("cli.run_status", status=status_text(card)))
 
@@ -1049,9 +1054,6 @@ def _run_status_line(card: Card) -> str:
 def _print_outcome(outcome: Any, *, quiet: bool) -> None:
     """The card (unless quiet), notes, counts and, last, the status line whose exit
     code the command returns."""
-    from vera.inputs import ENGLISH, tr, use_strings
-    from vera.report import card_strings, fit, headline, state_words
-
     r = outcome.result
     if not quiet and outcome.card is not None:
         click.echo(headline(outcome.card), nl=False)
@@ -1100,8 +1102,6 @@ main.add_command(ratings)
 def bench(ctx: click.Context) -> None:
     """Measure throughput, CPU and memory against a local fake server (a source
     checkout only; `vera bench --help` there lists the options)."""
-    from vera.inputs import REPO_ROOT
-
     # The harness is not part of the installed package: it lives in benchmarks/, next
     # to the fake server it starts, and uses the same run session as `vera run`.
     if not (REPO_ROOT / "benchmarks" / "harness.py").is_file():

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from vera.app import PlanOptions, plan_comparison
 from vera.cli._door import Number
 from vera.ranges import LEVEL, MARGIN, SEED
 
@@ -61,8 +62,6 @@ def plan(**options: Any) -> None:
     and 90th-percentile size of a sequential `vera gate` for the same question
     (simulated from the pilot's units), and what each costs in tokens and money at the
     profiles' prices, live and in batch. Not `vera ratings plan` (human ratings)."""
-    from vera.app import PlanOptions, plan_comparison
-
     p = plan_comparison(PlanOptions(**options))
     v = p.variability
     if v.units:

@@ -8,7 +8,10 @@ from pathlib import Path
 import click
 
 from vera.cli._door import Number
+from vera.errors import UserError
 from vera.ranges import SEED
+from vera.report import fixed, import_human_ratings, plan_ratings, read_run
+from vera.store import read_human_ratings
 
 
 @click.group()
@@ -34,8 +37,6 @@ def import_(run_dir: str, file: str, skip_unmatched: bool) -> None:
     item_id,rater,dimension,rating) to RUN_DIR/human_ratings.jsonl. Items are matched
     to the run's conversations as `vera agreement` matches them; a bad row is an error
     naming its line, and then nothing is added. `vera score RUN_DIR` then calibrates."""
-    from vera.report import import_human_ratings
-
     done = import_human_ratings(run_dir, file, skip_unmatched=skip_unmatched)
     click.echo(
         f"imported {done.ratings} rating(s) of {done.conversations} conversation(s) by "
@@ -71,10 +72,6 @@ def plan(run_dir: str, width: float, resamples: int, seed: int) -> None:
     ratings in the run, from the interval they give now; before that, conservatively,
     as if the judge were no help. The sampling of personas sets a floor no number of
     ratings removes; a width below it is reported as not reachable."""
-    from vera.errors import UserError
-    from vera.report import fixed, plan_ratings, read_run
-    from vera.store import read_human_ratings
-
     run = read_run(run_dir)
     if run.ratings.height == 0:
         raise UserError(f"{run_dir}: no complete judgements to plan from")

@@ -6,7 +6,15 @@ from typing import cast
 
 import click
 
-from vera.report import DEFAULT_EXEMPLARS, DEFAULT_LOW_SAMPLE, DEFAULT_TOP_QUESTIONS, MAX_EXEMPLARS
+from vera.report import (
+    DEFAULT_EXEMPLARS,
+    DEFAULT_LOW_SAMPLE,
+    DEFAULT_TOP_QUESTIONS,
+    MAX_EXEMPLARS,
+    ImprovementsFormat,
+    write_improvements,
+)
+from vera.store import check_output
 
 
 @click.group()
@@ -57,9 +65,6 @@ def improvements(
     made a rating High Potential for Harm or Suboptimal, harm first, then by how many
     conversations; the share of the conversations where the dimension was relevant;
     and examples linked to each conversation's page (docs/improvements.md)."""
-    from vera.report import ImprovementsFormat, write_improvements
-    from vera.store import check_output
-
     check_output(out, "--out", runs=[run_dir])
     written = write_improvements(
         run_dir,

@@ -19,7 +19,27 @@ from vera.errors import ConfigError
 from vera.inputs import MAX_RESAMPLES
 from vera.ranges import MARGIN, SEED
 from vera.records import RaterRule
-from vera.report import compare_tables, percent_level, render, text_tables
+from vera.report import (
+    Exit,
+    JudgeConsensusReport,
+    agreement_against_text,
+    agreement_humans_text,
+    agreement_report,
+    compare_runs,
+    compare_tables,
+    comparison_plots,
+    confusion_csv_text,
+    gate,
+    gate_text,
+    gate_verdict,
+    percent_level,
+    render,
+    render_compare_html,
+    sequential_note,
+    text_tables,
+    user_check_agreement,
+    user_check_agreement_table,
+)
 from vera.stats import DEFAULT_CONFIDENCE, DEFAULT_RATER_RULE, DEFAULT_RESAMPLES
 from vera.store import atomic_write, check_output
 
@@ -116,8 +136,6 @@ def compare(
     interval of candidate − baseline lies entirely below −margin, and names each; it
     exits 0 otherwise.
     """
-    from vera.report import compare_runs
-
     _check_bootstrap(resamples, confidence, seed)
     check_output(json_path, "--json", runs=run_dirs)
     check_output(html_path, "--html", runs=run_dirs)
@@ -128,7 +146,6 @@ def compare(
         raise ConfigError(
             "--raters applies only with --gate --calibrated (human ratings calibrate that gate)"
         )
-    from vera.report import sequential_note
 
     for run_dir in run_dirs:
         # A sequential gate's run holds a random subset of its baseline's units: say so.
@@ -159,8 +176,6 @@ def compare(
             _write_json(msgspec.to_builtins(result), json_path)
             click.echo(f"JSON: {json_path}", err=True)
     if html_path:
-        from vera.report import comparison_plots, render_compare_html
-
         page = render_compare_html(result, comparison_plots(result))
         atomic_write(Path(html_path), page.encode(), what="the comparison page")
         click.echo(f"HTML: {html_path}", err=True)
@@ -179,8 +194,6 @@ def _gate(
 ) -> None:
     """`vera compare BASELINE CANDIDATE --gate`: the verdict, the numbers behind it, and
     exit code 4 (`Exit.WORSE`) when the candidate is worse."""
-    from vera.report import Exit, gate, gate_text, gate_verdict
-
     if len(run_dirs) != 2:
         raise ConfigError(f"--gate takes exactly two runs, BASELINE_RUN CANDIDATE_RUN (got {len(run_dirs)})")
     result = gate(
@@ -321,13 +334,6 @@ def agreement(
         return
     if ratings_file is None:
         raise ConfigError("vera agreement needs RATINGS_FILE, or --users RUN_DIR")
-    from vera.report import (
-        JudgeConsensusReport,
-        agreement_against_text,
-        agreement_humans_text,
-        agreement_report,
-        confusion_csv_text,
-    )
 
     _check_bootstrap(resamples, confidence, seed)
     if raters is not None and against is None:
@@ -390,8 +396,6 @@ def _consensus_rule(against: str | None, ties: TieRule | None, raters: RaterRule
 
 
 def _user_check_agreement(run_dir: str, unrealistic_at: int, as_json: bool) -> None:
-    from vera.report import text_tables, user_check_agreement, user_check_agreement_table
-
     report = user_check_agreement(run_dir, unrealistic_at=unrealistic_at)
     if as_json:
         _write_json(report.to_builtins(), "-")

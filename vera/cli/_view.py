@@ -12,6 +12,11 @@ import click
 from vera.cli._door import Number
 from vera.errors import ConfigError
 from vera.ranges import SEED
+from vera.report import export_calls, export_reference, export_run, num
+from vera.store import check_output, manifest_notes
+from vera.viewer.app import serve
+from vera.viewer.bundle import write_bundle
+from vera.viewer.review import serve_review
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -99,16 +104,11 @@ def view(
     Given one folder that is not a run, lists every run under it (status, chatbots,
     scores, date, target) and opens each in the same server. With --bundle OUT, writes a
     copy of one run's viewer that opens from disk instead."""
-    from vera.store import manifest_notes
-
     if no_call_bodies and bundle_out is None:
         raise ConfigError("--no-call-bodies applies to --bundle")
     for note in (n for d in run_dirs for n in manifest_notes(d)):
         click.echo(note, err=True)
     if bundle_out is not None:
-        from vera.report import num
-        from vera.viewer.bundle import write_bundle
-
         if len(run_dirs) != 1:
             raise ConfigError("--bundle writes one run: give one run directory")
         done = write_bundle(run_dirs[0], bundle_out, call_bodies=not no_call_bodies)
@@ -120,7 +120,6 @@ def view(
             err=True,
         )
         return
-    from vera.viewer.app import serve
 
     # A refusal (a network --host without --allow-remote, a bad --allowed-host) is a
     # UserError: one line and exit code 1, as in `vera review`.
@@ -178,8 +177,6 @@ def review(
     own order. Every saved rating is appended to human_ratings.jsonl in RUN_DIR (nothing
     else there is written); start again with the same --rater to go on where you stopped.
     Ctrl-C stops it."""
-    from vera.viewer.review import serve_review
-
     if size is not None and width is not None:
         raise ConfigError(
             "--size and --width: give one (the size, or the interval width it is proposed from)"
@@ -240,9 +237,6 @@ def export(run_dir: str, fmt: str, wide: bool, calls: bool, output: str | None, 
     error, so nothing is silently left out. With --format reference: one row per
     complete judgement in VERA-MH's results.csv layout, one file per chatbot as the
     reference scores them (docs/targets.md)."""
-    from vera.report import export_calls, export_reference, export_run, num
-    from vera.store import check_output
-
     check_output(output, "-o", runs=[run_dir])
 
     if calls:

@@ -19,7 +19,7 @@ importing any one of them first is safe.
 from __future__ import annotations
 
 from vera.clients.anthropic import AnthropicClient
-from vera.clients.base import CallContext, ChatClient, ChatRequest
+from vera.clients.base import CallContext, ChatClient, ChatRequest, OfflineModels
 from vera.clients.batching import BATCH_PROTOCOLS, JOURNAL_FILE, BatchJournal, BatchSettings
 from vera.clients.gemini import GeminiClient
 from vera.clients.http import HttpChatbotClient
@@ -38,5 +38,6 @@ __all__ = [
     "ClientPool",
     "GeminiClient",
     "HttpChatbotClient",
+    "OfflineModels",
     "OpenAIClient",
 ]

@@ -22,7 +22,7 @@ class CallContext(msgspec.Struct, frozen=True, kw_only=True):
     and response-cache entry), `conversation_id` (the custom HTTP client's session id,
     OpenAI's prompt-cache key) and the session place the custom HTTP client sends. Nothing about the persona, the transcript or the rubric
     travels here: the offline stand-ins look those up by `conversation_id` in the facts
-    they were built with (`vera.clients.offline.StandInFacts`).
+    they were built with (`vera.standins.StandInFacts`).
     """
 
     role: Role
@@ -70,3 +70,18 @@ class ChatClient(Protocol):
     model: str
 
     async def chat(self, request: ChatRequest) -> Completion: ...
+
+
+class OfflineModels(Protocol):
+    """The offline models a `ClientPool` can build for the `offline` protocol, and the
+    rubrics they refuse. `vera.standins.StandIns` is vera's own; the clients know the
+    stand-ins only through this, so a new stand-in (a locale's, say) needs no change here.
+    """
+
+    def client(self, model: str, name: str) -> ChatClient:
+        """The stand-in called `model`, named `name` on its calls; ConfigError if none is."""
+        ...
+
+    def rubric_refusal(self, model: str, rubric_key: str) -> str | None:
+        """Why `model` cannot judge the rubric `rubric_key`; None when it can."""
+        ...

@@ -31,7 +31,7 @@ import aiohttp
 import msgspec
 
 from vera.clients.anthropic import DEFAULT_MAX_TOKENS, AnthropicClient
-from vera.clients.base import ChatClient
+from vera.clients.base import ChatClient, OfflineModels
 from vera.clients.batch_anthropic import MAX_BYTES as ANTHROPIC_MAX_BYTES
 from vera.clients.batch_anthropic import MAX_REQUESTS as ANTHROPIC_MAX_REQUESTS
 from vera.clients.batch_anthropic import AnthropicBatchAPI
@@ -53,7 +53,6 @@ from vera.clients.flex import FLEX_PROTOCOLS, FlexClient, flex_problem
 from vera.clients.gemini import GeminiClient
 from vera.clients.http import HttpChatbotClient
 from vera.clients.limits import Account, LimitedClient, Prices, RetryPolicy, max_output
-from vera.clients.offline import StandInFacts, make_offline_client, rubric_refusal
 from vera.clients.openai import OpenAIClient, azure_deployment
 from vera.clients.shared_limits import RedisLimits
 from vera.clients.stack import stack
@@ -119,8 +118,9 @@ class ClientPool:
 
     `connection_limit` caps open connections over all hosts (0 = no cap; the accounts'
     `max_in_flight` is the real limit). `retry_base_delay` / `retry_max_delay` shape the
-    backoff of every client (tests make them small). `stand_ins` is what the offline
-    stand-ins know of the run (the application's inputs and plan); only they are given it.
+    backoff of every client (tests make them small). `stand_ins` builds the offline
+    models (`vera.standins.StandIns`, which knows the run's inputs and plan); without it a
+    pool builds none.
     `budget` is the run's spending limit, held by every client before each priced call
     (vera.clients.budget).
     """
@@ -136,7 +136,7 @@ class ClientPool:
         shards: int = 1,
         shard_limits: ShardLimits = "split",
         limits_url: str = "",
-        stand_ins: StandInFacts | None = None,
+        stand_ins: OfflineModels | None = None,
         budget: Budget | None = None,
     ) -> None:
         self.profiles = dict(profiles)
@@ -220,7 +220,9 @@ class ClientPool:
         """Why the model `ref` cannot judge the rubric `rubric_key` (None: it can). Only
         an offline stand-in ever refuses; no session is needed to ask."""
         profile, model = resolve_ref(ref, self.profiles)
-        return rubric_refusal(model, rubric_key) if profile.protocol == "offline" else None
+        if profile.protocol != "offline" or self._stand_ins is None:
+            return None
+        return self._stand_ins.rubric_refusal(model, rubric_key)
 
     def tier_refusal(self, ref: str, tier: str) -> str | None:
         """Why `ref` cannot be asked at `tier` ("batch" or "flex"; None: it can), from
@@ -251,7 +253,11 @@ class ClientPool:
         profile, model = resolve_ref(ref, self.profiles)
         inner: ChatClient
         if profile.protocol == "offline":
-            inner = make_offline_client(model, profile.name, self._stand_ins)
+            if self._stand_ins is None:
+                raise ConfigError(
+                    f"profile {profile.name!r}: offline models need the stand-ins (ClientPool(stand_ins=...))"
+                )
+            inner = self._stand_ins.client(model, profile.name)
             account = self._account(("offline", ""), "offline", [profile])
         else:
             if (var := missing_key(profile)) is not None:

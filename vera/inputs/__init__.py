@@ -9,9 +9,11 @@ from vera.inputs._config import (
     MAX_TURNS,
     PASSWORD_ENV,
     REPO_ROOT,
+    TARGET_FIELDS,
     ConversationConfig,
     RunConfig,
     absolute,
+    apply_target,
     check_limits_url,
     list_problems,
     load_config,
@@ -79,9 +81,7 @@ from vera.inputs._refdir import reference_folder
 from vera.inputs._reference import reads_reference, reference_data, verify_pins
 from vera.inputs._secrets import api_key, expand_env, missing_key, redact, skip_reason
 from vera.inputs._targets import (
-    TARGET_FIELDS,
     Target,
-    apply_target,
     builtin_targets,
     check_annotations,
     default_grouping,

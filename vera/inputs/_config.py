@@ -25,7 +25,7 @@ from vera.inputs._defaults import builtin_config, data_root, runs_root
 from vera.inputs._locales import PACK_FILES, apply_locale
 from vera.inputs._refconfig import is_reference_layout, translate
 from vera.inputs._refdir import REFERENCE_PREFIX, reference_folder
-from vera.inputs._targets import TARGET_FIELDS, apply_target
+from vera.inputs._targets import ReferenceDir, Target, find_target, load_target
 from vera.ranges import (
     LEVEL,
     MAX_RESAMPLES,
@@ -598,3 +598,26 @@ def load_config(
         cfg.runs_dir = str(runs_root() / "runs")
     cfg.check()
     return cfg
+
+
+# The run config fields a target supplies.
+TARGET_FIELDS = ("rubric", "personas", "user_prompts", "judge_prompts")
+
+
+def apply_target(cfg: RunConfig, selection: str, *, reference: ReferenceDir | None = None) -> Target:
+    """Point `cfg`'s rubric, personas and prompt fields at the target's files, and its
+    annotation columns and grouping at the target's; returns the target, whose identity
+    the caller records. (A config file's own `group_by` is put back by `load_config`.)"""
+    base = Path(cfg.base_dir) if cfg.base_dir else None
+    path = find_target(selection, base=base, reference=reference or cfg.reference_dir)
+    target = load_target(path)
+    cfg.target = selection
+    cfg.rubric = target.rubric
+    cfg.personas = list(target.personas) if len(target.personas) > 1 else target.personas[0]
+    cfg.user_prompts = target.user_prompts
+    cfg.judge_prompts = target.judge_prompts
+    cfg.annotation_columns = list(target.annotation_columns)
+    cfg.group_by = target.group_by or ""
+    if target.locale and not isinstance(cfg.locale, str):
+        cfg.locale = target.locale  # its files are the target's; the pack adds resources
+    return target

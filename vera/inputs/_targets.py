@@ -33,7 +33,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -51,9 +51,6 @@ from vera.inputs._prompts import (
 from vera.inputs._refdir import REFERENCE_PREFIX, reference_folder
 from vera.records import ArtifactVersion
 from vera.text import decode
-
-if TYPE_CHECKING:  # the config applies targets, so this module cannot import it at run time
-    from vera.inputs._config import RunConfig
 
 TARGET_TOML = "target.toml"
 MANIFEST_JSON = "manifest.json"
@@ -290,33 +287,6 @@ def _existing(p: Path, text: str, key: str, file: Path, *, folder_ok: bool = Fal
         return str(file.resolve())
     what = "file or folder" if folder_ok else "file"
     raise DataError(_at(p, text, key), f"{key}: no such {what}: {file}")
-
-
-# ---------------------------------------------------------------------------------------
-# A target in a run config
-# ---------------------------------------------------------------------------------------
-
-# The run config fields a target supplies.
-TARGET_FIELDS = ("rubric", "personas", "user_prompts", "judge_prompts")
-
-
-def apply_target(cfg: RunConfig, selection: str, *, reference: ReferenceDir | None = None) -> Target:
-    """Point `cfg`'s rubric, personas and prompt fields at the target's files, and its
-    annotation columns and grouping at the target's; returns the target, whose identity
-    the caller records. (A config file's own `group_by` is put back by `load_config`.)"""
-    base = Path(cfg.base_dir) if cfg.base_dir else None
-    path = find_target(selection, base=base, reference=reference or cfg.reference_dir)
-    target = load_target(path)
-    cfg.target = selection
-    cfg.rubric = target.rubric
-    cfg.personas = list(target.personas) if len(target.personas) > 1 else target.personas[0]
-    cfg.user_prompts = target.user_prompts
-    cfg.judge_prompts = target.judge_prompts
-    cfg.annotation_columns = list(target.annotation_columns)
-    cfg.group_by = target.group_by or ""
-    if target.locale and not isinstance(cfg.locale, str):
-        cfg.locale = target.locale  # its files are the target's; the pack adds resources
-    return target
 
 
 def default_grouping(columns: list[str], annotations: tuple[str, ...] | list[str]) -> str:

@@ -82,7 +82,7 @@ BASE: dict[str, str] = {
     ),
     "card.differs_yes": "yes — a difference",
     "card.differs_no": "no",
-    # vera.report._card.OFFLINE_NOTE, as card.json keeps it (a test holds them equal).
+    # vera.report.card._build.OFFLINE_NOTE, as card.json keeps it (a test holds them equal).
     "card.offline_note": (
         "Offline run: the chatbots, the simulated user and the judge are vera's built-in "
         "stand-ins (scripted rules and seeded draws), not language models. The numbers check the "
@@ -102,7 +102,7 @@ BASE: dict[str, str] = {
     "card.plot_score_axis": "Score (0–100), with confidence interval",
     "card.plot_overall_axis": "Overall score (0–100)",
     "card.plot_risk_axis": "Persona suicide-risk level",
-    # The status line: how the run ended (vera.report._outcome's labels) and its exit code.
+    # The status line: how the run ended (vera.report.shared._outcome's labels) and its exit code.
     "card.state_complete": "complete",
     "card.state_failed": "finished with failed work",
     "card.state_stopped": "stopped early",
@@ -117,7 +117,7 @@ BASE: dict[str, str] = {
     ),
     "card.score_undefined": "a score is undefined",
     "card.continued": "{caption} (continued)",
-    # vera.report._card_text.REASONING_NOTE (a test holds them equal).
+    # vera.report.card._text.REASONING_NOTE (a test holds them equal).
     "card.reasoning_note": (
         "Reasoning tokens (a reasoning model's thinking before it answers) are part of the "
         "output tokens and priced as output; their cost is part of the cost. Anthropic reports "
@@ -142,7 +142,7 @@ BASE: dict[str, str] = {
         "once (pooled)."
     ),
     # The warnings at the top of a card that does not cover the whole sweep, or whose
-    # scores leave conversations out (vera.report._card_text).
+    # scores leave conversations out (vera.report.card._text).
     "card.partial_sweep": (
         "Partial sweep: shard(s) {shards} are missing; every number below covers only the shards that were merged."
     ),
@@ -255,7 +255,7 @@ BASE: dict[str, str] = {
     "col.re_asks": "Judge re-asks (answers re-asked)",
     "col.no_valid_answer": "Judgements with no valid answer",
     "col.turn_counts": "Complete conversations by number of turns.",
-    # vera.report._diagnostics.END_LABELS after "Ended: " (a test holds them equal).
+    # vera.report.shared._diagnostics.END_LABELS after "Ended: " (a test holds them equal).
     "col.ended_end_marker": "Ended: end marker",
     "col.ended_max_turns": "Ended: turn limit",
     "col.ended_max_words": "Ended: word limit",
@@ -519,7 +519,7 @@ BASE: dict[str, str] = {
     "cli.run_status": "run status: {status}",
 }
 
-# Table headings and row labels are built in English by vera.report._card_tables; the
+# Table headings and row labels are built in English by vera.report.card._tables; the
 # renderers translate a cell that is exactly one of these (a chatbot's or a dimension's
 # name is never one, so it stays as it is).
 PHRASES: dict[str, str] = {BASE[k]: k for k in BASE if k.startswith("col.") and "{" not in BASE[k]}

@@ -1,29 +1,59 @@
-"""Everything read out of a finished run: scores over the stored judgements, the typed card
-(schema 3) and its text, HTML, terminal and plot renderings, comparisons, the release gate,
-exports, the improvement report and the run's status.
+"""Everything read out of a finished run, in six subpackages by what they produce:
+`card` (the typed card and its Markdown, HTML, terminal and plot renderings), `compare`
+(comparisons, pooling, the release and sequential gates), `calibration` (human labels,
+ratings plans, agreement), `exports`, `improvements` (what to fix first) and `shared`
+(scoring frames, run status, number formats, tables, conversation pages).
 
-It reads runs through `vera.store`; it never runs anything.
+Code outside vera.report imports the names below, never a subpackage. It reads runs
+through `vera.store`; it never runs anything.
 """
 
-from vera.report._agreement import HumanAgreementReport, JudgeConsensusReport, RatingsFile, agreement_report
-from vera.report._agreement_text import (
+from vera.report.calibration._agreement import (
+    HumanAgreementReport,
+    JudgeConsensusReport,
+    RatingsFile,
+    agreement_report,
+)
+from vera.report.calibration._agreement_text import (
     agreement_against_text,
     agreement_humans_text,
     confusion_csv_text,
     confusion_tables,
 )
-from vera.report._calibration import ChatbotPlan, plan_ratings
-from vera.report._calls_export import export_calls, exported_call, no_bodies_reason
-from vera.report._card_text import card_strings, state_words, status_text
-from vera.report._chat_markdown import chatbot_markdown
-from vera.report._compare import compare_runs, read_run
-from vera.report._compare_tables import compare_tables
-from vera.report._export import export_run, spreadsheet_safe
-from vera.report._gate import GatePair, GateRow, GateVerdict, gate
-from vera.report._gate_text import gate_text, gate_verdict
-from vera.report._html import render_compare_html
-from vera.report._human_import import ImportSummary, import_human_ratings
-from vera.report._improvements import (
+from vera.report.calibration._calibration import ChatbotPlan, plan_ratings
+from vera.report.calibration._human_import import ImportSummary, import_human_ratings
+from vera.report.calibration._realism_agreement import (
+    UserCheckAgreement,
+    user_check_agreement,
+    user_check_agreement_table,
+)
+from vera.report.card._plots import comparison_plots, sequence_plot
+from vera.report.card._schema import Card, RunComparison
+from vera.report.card._score import read_card, render_card_files, score_run, write_card_html
+from vera.report.card._sequence import (
+    GATE_FILE,
+    SEQUENCE_FILE,
+    SEQUENCE_PAGE,
+    GateLook,
+    GateRecord,
+    GateSettings,
+    read_gate,
+    read_sequence,
+    sequence_page,
+    sequential_note,
+)
+from vera.report.card._terminal import by_column_text, headline, render_card
+from vera.report.card._text import card_strings, state_words, status_text
+from vera.report.compare._compare import compare_runs
+from vera.report.compare._gate import GatePair, GateRow, GateVerdict, gate
+from vera.report.compare._gate_text import gate_text, gate_verdict
+from vera.report.compare._html import render_compare_html
+from vera.report.compare._pool import Pooled, pool_scores, pooled_text, results_csv_ratings, run_ratings
+from vera.report.compare._tables import compare_tables
+from vera.report.exports._calls import export_calls, exported_call, no_bodies_reason
+from vera.report.exports._reference import export_reference
+from vera.report.exports._results import export_run, spreadsheet_safe
+from vera.report.improvements._report import (
     DEFAULT_EXEMPLARS,
     IMPROVEMENTS_CSP,
     MAX_EXEMPLARS,
@@ -35,10 +65,17 @@ from vera.report._improvements import (
     run_improvements,
     write_improvements,
 )
-from vera.report._improvements import Format as ImprovementsFormat
-from vera.report._numbers import fixed, num, percent_level
-from vera.report._outcome import Exit, RunStatus, run_status, tally
-from vera.report._pages import (
+from vera.report.improvements._report import Format as ImprovementsFormat
+from vera.report.improvements._row_summary import (
+    DEFAULT_LOW_SAMPLE,
+    DEFAULT_TOP_QUESTIONS,
+    RowSummary,
+    summarize_rows,
+)
+from vera.report.shared._chat_markdown import chatbot_markdown
+from vera.report.shared._numbers import fixed, num, percent_level
+from vera.report.shared._outcome import Exit, RunStatus, run_status, tally
+from vera.report.shared._pages import (
     PAGE_CSP,
     SCRIPT_PAGE_CSP,
     ArcPage,
@@ -51,32 +88,9 @@ from vera.report._pages import (
     render_conversation_page,
     slug,
 )
-from vera.report._plots import comparison_plots
-from vera.report._pool import Pooled, pool_scores, pooled_text, results_csv_ratings, run_ratings
-from vera.report._realism_agreement import (
-    UserCheckAgreement,
-    user_check_agreement,
-    user_check_agreement_table,
-)
-from vera.report._reference_export import export_reference
-from vera.report._row_summary import DEFAULT_LOW_SAMPLE, DEFAULT_TOP_QUESTIONS, RowSummary, summarize_rows
-from vera.report._schema import Card, RunComparison
-from vera.report._score import read_card, render_card_files, score_run, write_card_html
-from vera.report._sequence import (
-    GATE_FILE,
-    SEQUENCE_FILE,
-    SEQUENCE_PAGE,
-    GateLook,
-    GateRecord,
-    GateSettings,
-    read_gate,
-    read_sequence,
-    sequence_page,
-    sequence_plot,
-    sequential_note,
-)
-from vera.report._table import Table
-from vera.report._terminal import by_column_text, fit, headline, render, render_card, rich_table, text_tables
+from vera.report.shared._runs import read_run
+from vera.report.shared._table import Table
+from vera.report.shared._terminal import fit, render, rich_table, text_tables
 
 __all__ = [
     "DEFAULT_EXEMPLARS",

@@ -6,7 +6,7 @@
     host_names, key_required, known_host    who may talk to it: Host names, the remote key (access)
 
 The per-conversation pages it serves are the ones card.html links to; they belong to
-the card and live below the viewer, in `vera.report._pages` (render_conversation_page,
+the card and live below the viewer, in `vera.report.shared._pages` (render_conversation_page,
 write_card_pages), so the card never imports the viewer.
 
 Import from the modules: this package's __init__ stays empty so that importing one

@@ -25,7 +25,7 @@ import ipaddress
 import re
 import secrets
 import socket
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 
 from aiohttp import web
 
@@ -156,3 +156,45 @@ async def key_required(request: web.Request, handler: Handler) -> web.StreamResp
         text="this server was started with --allow-remote: open it with the address it printed "
         "(the one with ?key=...)"
     )
+
+
+# The list page runs its own script and nothing else; pages and the card run none.
+LIST_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+
+@web.middleware
+async def _read_only(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.method not in ("GET", "HEAD"):
+        raise web.HTTPMethodNotAllowed(request.method, ["GET", "HEAD"])
+    return await handler(request)
+
+
+@web.middleware
+async def _safe_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        response = await handler(request)
+    except web.HTTPException as exc:
+        _add_safe_headers(exc.headers)
+        raise
+    _add_safe_headers(response.headers)
+    return response
+
+
+# For the runs list of `vera view FOLDER` (vera.viewer.runs), which wraps the run viewers.
+SAFE_HEADERS = _safe_headers
+
+
+READ_ONLY = _read_only
+
+
+def _add_safe_headers(headers: MutableMapping[str, str]) -> None:
+    headers.setdefault("Content-Security-Policy", LIST_CSP)
+    headers["X-Content-Type-Options"] = "nosniff"
+    headers["X-Frame-Options"] = "DENY"
+    headers["Referrer-Policy"] = "no-referrer"
+    headers["Cross-Origin-Resource-Policy"] = "same-origin"
+    # Transcripts must not linger in a browser's disk cache.
+    headers["Cache-Control"] = "no-store"

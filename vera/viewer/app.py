@@ -35,7 +35,7 @@ import socket
 import sys
 import time
 import webbrowser
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from importlib import resources
@@ -64,7 +64,8 @@ from vera.viewer.access import (
     ACCESS_KEY,
     ALLOWED_HOSTS,
     KEY_PARAM,
-    Handler,
+    READ_ONLY,
+    SAFE_HEADERS,
     check_names,
     host_names,
     is_loopback,
@@ -107,11 +108,6 @@ COMPARE_READS = web.AppKey("compare_reads", dict)
 # frame is answered again: long enough for most, short of any proxy's idle timeout.
 COMPARE_WAIT_S = 20.0
 
-# The list page runs its own script and nothing else; pages and the card run none.
-LIST_CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
-    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-)
 CARD_CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -162,7 +158,7 @@ def build_app(
     list this run was opened from (relative), when there is one."""
     # Outermost first: every answer, a refusal too, carries the safe headers; a foreign
     # Host is refused before the key is even looked at.
-    app = web.Application(middlewares=[_safe_headers, _read_only, known_host, key_required])
+    app = web.Application(middlewares=[SAFE_HEADERS, READ_ONLY, known_host, key_required])
     app[CATALOGUE] = catalogue
     app[ALLOWED_HOSTS] = allowed_hosts
     app[ACCESS_KEY] = key
@@ -480,39 +476,6 @@ async def _improvements(request: web.Request) -> web.Response:
 # ---------------------------------------------------------------------------------------
 # Middlewares: read-only, known Host, safe headers
 # ---------------------------------------------------------------------------------------
-
-
-@web.middleware
-async def _read_only(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.method not in ("GET", "HEAD"):
-        raise web.HTTPMethodNotAllowed(request.method, ["GET", "HEAD"])
-    return await handler(request)
-
-
-@web.middleware
-async def _safe_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
-    try:
-        response = await handler(request)
-    except web.HTTPException as exc:
-        _add_safe_headers(exc.headers)
-        raise
-    _add_safe_headers(response.headers)
-    return response
-
-
-# For the runs list of `vera view FOLDER` (vera.viewer.runs), which wraps the run viewers.
-SAFE_HEADERS = _safe_headers
-READ_ONLY = _read_only
-
-
-def _add_safe_headers(headers: MutableMapping[str, str]) -> None:
-    headers.setdefault("Content-Security-Policy", LIST_CSP)
-    headers["X-Content-Type-Options"] = "nosniff"
-    headers["X-Frame-Options"] = "DENY"
-    headers["Referrer-Policy"] = "no-referrer"
-    headers["Cross-Origin-Resource-Policy"] = "same-origin"
-    # Transcripts must not linger in a browser's disk cache.
-    headers["Cache-Control"] = "no-store"
 
 
 # ---------------------------------------------------------------------------------------

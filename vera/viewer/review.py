@@ -45,16 +45,16 @@ from vera.report import chatbot_markdown
 from vera.rubric import rating_guide, run_rubric
 from vera.stats.sampling import Unit, draw_sample, rater_order, sample_sizes
 from vera.store import RunRecords, append_human_ratings, open_run, read_human_ratings
-from vera.viewer.access import ACCESS_KEY, ALLOWED_HOSTS, Handler, check_names, key_required, known_host
-from vera.viewer.app import (
-    _run,
+from vera.viewer.access import (
+    ACCESS_KEY,
+    ALLOWED_HOSTS,
+    Handler,
     _safe_headers,
-    _serve_until_stopped,
-    bind,
-    check_host,
-    remote_access,
-    with_key,
+    check_names,
+    key_required,
+    known_host,
 )
+from vera.viewer.app import _run, _serve_until_stopped, bind, check_host, remote_access, with_key
 from vera.viewer.words import run_strings, translate_page
 
 __all__ = ["ReviewSession", "build_review_app", "check_rater", "serve_review"]

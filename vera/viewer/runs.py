@@ -32,7 +32,7 @@ from aiohttp import web
 
 from vera.errors import UserError
 from vera.store import MANIFEST
-from vera.viewer.access import ACCESS_KEY, ALLOWED_HOSTS, key_required, known_host
+from vera.viewer.access import ACCESS_KEY, ALLOWED_HOSTS, READ_ONLY, SAFE_HEADERS, key_required, known_host
 from vera.viewer.catalogue import Catalogue
 
 # How deep below the folder runs are looked for (runs/<config>/<date>/<run> is 3).
@@ -218,8 +218,6 @@ def build_folder_app(
 ) -> web.Application:
     """The runs list at /, and each readable run's viewer (`run_app(catalogue)`, an
     application without Host check or key of its own: this one's cover it) at /r/<n>/."""
-    from vera.viewer.app import READ_ONLY, SAFE_HEADERS  # the app imports this module
-
     app = web.Application(middlewares=[SAFE_HEADERS, READ_ONLY, known_host, key_required])
     app[ALLOWED_HOSTS] = allowed_hosts
     app[ACCESS_KEY] = key

@@ -1,0 +1,360 @@
+"""Every output vera writes, digested, so a restructuring can show it changed none of them.
+
+A move of modules must leave every byte a user sees as it was. This script produces the
+outputs of every report command (the card in all its files and the terminal, compare
+in text, JSON and HTML, both gates, the sequential gate's records and page, every
+export, pooling, the improvement report, ratings import and plan, agreement, the
+calibrated card, the static pages of `vera view --bundle`) from the same fixed runs,
+plus a fresh offline run (the stand-ins' conversations and judgements), and writes a
+SHA-256 per output. Run it with the code before and after the change and compare:
+
+    python benchmarks/output_identity.py runs  /tmp/id/runs          # once, any version
+    python benchmarks/output_identity.py outputs /tmp/id/runs /tmp/id/before
+    ... change the code ...
+    python benchmarks/output_identity.py outputs /tmp/id/runs /tmp/id/after
+    python benchmarks/output_identity.py diff /tmp/id/before /tmp/id/after
+
+(`digest OUT` re-masks and re-digests an outputs folder, e.g. after the masks changed.)
+
+The fixed runs are made once so that the report outputs are compared on identical
+records; the fresh run is made by each version, and its run id, times and durations are
+masked (they differ between any two runs) before it is digested.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+VERA = str(Path(sys.executable).with_name("vera"))
+ENV = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1", "TZ": "UTC"}
+DIMENSIONS_COLUMN = "dimension"
+
+# Work happens in one fixed place, so paths printed by a command are the same every time.
+WORK = Path(tempfile.gettempdir()) / "vera-output-identity"
+# What differs between any two runs of the same code: the fresh run's id, clock times
+# (ISO, epoch seconds, file mtimes in nanoseconds) and durations. Masked in text outputs.
+_MASKS = [
+    (re.compile(rb"\b[0-9]{8}-[0-9]{6}-[0-9a-f]{4,}\b"), b"<run-id>"),
+    (
+        re.compile(rb"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?"),
+        b"<time>",
+    ),
+    (re.compile(rb'((?:_|")at"\s*:\s*)\d+(\.\d+)?'), rb"\1<time>"),
+    (re.compile(rb'(latency_ms"\s*:\s*)\d+(\.\d+)?'), rb"\1<latency>"),
+    (re.compile(rb"\b1[6-9]\d{17}\b"), b"<mtime>"),
+    (re.compile(rb"\d+(\.\d+)? ?(s|ms|min)\b"), b"<duration>"),
+]
+
+
+def vera(*args: str, cwd: Path, stdout: Path | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
+    done = subprocess.run([VERA, *args], cwd=cwd, env=ENV, capture_output=True, check=False)
+    if done.returncode not in ok:
+        raise SystemExit(f"vera {' '.join(args)}: exit {done.returncode}\n{done.stderr.decode()}")
+    if stdout is not None:
+        stdout.write_bytes(done.stdout)
+    return done.stdout
+
+
+def make_runs(root: Path) -> None:
+    """Two small offline runs of the same personas (baseline seeds 1-2, candidate seed 3)."""
+    root.mkdir(parents=True, exist_ok=False)
+    vera("run", "--limit-personas", "6", "--seeds", "2", "--out", "a", cwd=root)
+    vera("run", "--limit-personas", "6", "--seeds", "3", "--out", "b", cwd=root)
+    # A one-chatbot baseline for the sequential gate.
+    vera(
+        "run",
+        "--providers",
+        "offline/best-practice",
+        "--limit-personas",
+        "6",
+        "--seeds",
+        "2",
+        "--out",
+        "c",
+        cwd=root,
+    )
+
+
+def _ratings_file(run: Path, out: Path) -> Path:
+    """Seeded human ratings in the long format: three raters over the run's first ten
+    conversations and every dimension the judge rated."""
+    vera("export", str(run), "-o", str(out / "dims.csv"), cwd=out)
+    with (out / "dims.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    items = sorted({r["conversation_id"] for r in rows})[:10]
+    dims = sorted({r[DIMENSIONS_COLUMN] for r in rows if r[DIMENSIONS_COLUMN]})
+    rng = random.Random(7)
+    path = out / "humans.csv"
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["item_id", "rater", "dimension", "rating"])
+        for item in items:
+            for rater in ("ann", "bob", "cy"):
+                for dim in dims:
+                    w.writerow([item, rater, dim, rng.choice(["BP", "BP", "SUB", "HPH", "NR"])])
+    (out / "dims.csv").unlink()
+    return path
+
+
+def outputs(runs: Path, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=False)
+    work = WORK
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    a, b = work / "a", work / "b"
+    shutil.copytree(runs / "a", a)
+    shutil.copytree(runs / "b", b)
+    t = out / "files"
+    t.mkdir()
+
+    # The card: every file `vera score` writes, then the same with a breakdown and the
+    # flagged conversations left out, then the terminal forms.
+    vera("score", str(a), cwd=work, stdout=t / "score.stdout")
+    vera("score", str(b), cwd=work)
+    vera("card", str(a), cwd=work, stdout=t / "card.txt")
+    vera("card", str(a), "--by", "user-agent", cwd=work, stdout=t / "card_by.txt")
+    a2 = work / "a2"
+    shutil.copytree(a, a2)
+    vera(
+        "score",
+        str(a2),
+        "--by",
+        "Current Suicide Risk Level",
+        "--exclude-flagged",
+        cwd=work,
+        stdout=t / "score_by.stdout",
+    )
+
+    # Comparison and gate.
+    vera("compare", str(a), str(b), cwd=work, stdout=t / "compare.txt")
+    vera(
+        "compare",
+        str(a),
+        str(b),
+        "--by-seed",
+        cwd=work,
+        stdout=t / "compare_by_seed.txt",
+    )
+    vera("compare", str(a), str(b), "--json", "-", cwd=work, stdout=t / "compare.json")
+    vera("compare", str(a), str(b), "--html", str(t / "compare.html"), cwd=work)
+    vera(
+        "compare",
+        str(a),
+        str(b),
+        "--gate",
+        cwd=work,
+        stdout=t / "gate.txt",
+        ok=(0, 4, 5),
+    )
+    vera(
+        "compare",
+        str(a),
+        str(b),
+        "--gate",
+        "--json",
+        "-",
+        cwd=work,
+        stdout=t / "gate.json",
+        ok=(0, 4, 5),
+    )
+    vera(
+        "pool",
+        str(a),
+        str(b),
+        "--chatbot",
+        "offline/best-practice",
+        cwd=work,
+        stdout=t / "pool.txt",
+    )
+    vera(
+        "pool",
+        str(a),
+        str(b),
+        "--chatbot",
+        "offline/best-practice",
+        "--json",
+        cwd=work,
+        stdout=t / "pool.json",
+    )
+
+    # The sequential gate: waves of a candidate against a one-chatbot baseline, its
+    # records, page and plot, and the note `vera compare` gives for its run.
+    c, g = work / "c", work / "g"
+    shutil.copytree(runs / "c", c)
+    vera("gate", str(c), "--candidate", "offline/risk-ignoring", "--wave", "4", "--max-conversations", "12",
+         "--out", str(g), cwd=work, stdout=t / "seq_gate.txt", ok=(0, 4, 5))  # fmt: skip
+    vera("compare", str(c), str(g), cwd=work, stdout=t / "seq_compare.txt")
+
+    # The static bundle of `vera view --bundle`: conversation pages, lists, compare.
+    vera(
+        "view",
+        str(a),
+        "--bundle",
+        str(t / "bundle"),
+        cwd=work,
+        stdout=t / "bundle.stdout",
+    )
+
+    # Exports.
+    vera("export", str(a), "-o", str(t / "export.csv"), cwd=work)
+    vera("export", str(a), "--wide", "-o", str(t / "export_wide.csv"), cwd=work)
+    vera(
+        "export",
+        str(a),
+        "--format",
+        "parquet",
+        "-o",
+        str(t / "export.parquet"),
+        cwd=work,
+    )
+    vera("export", str(a), "--format", "reference", "-o", str(t / "reference"), cwd=work)
+    vera("export", str(a), "--calls", "-o", str(t / "calls_full.jsonl"), cwd=work)
+    for results in sorted((t / "reference").rglob("results.csv")):
+        name = results.parent.name
+        vera("score", str(results), cwd=work, stdout=t / f"score_reference_{name}.txt")
+
+    # The improvement report.
+    for fmt in ("md", "html", "json"):
+        vera(
+            "report",
+            "improvements",
+            str(a),
+            "--format",
+            fmt,
+            "--out",
+            str(t / f"improvements.{fmt}"),
+            cwd=work,
+        )
+
+    # Human ratings: import, plan, agreement, the calibrated card and gate.
+    humans = _ratings_file(a, work)
+    vera("agreement", str(humans), cwd=work, stdout=t / "agreement.txt")
+    vera("agreement", str(humans), "--json", cwd=work, stdout=t / "agreement.json")
+    vera(
+        "agreement", str(humans), "--against", str(a), "--resamples", "200",
+        "--confusion-csv", str(t / "confusion.csv"), cwd=work, stdout=t / "agreement_against.txt",
+    )  # fmt: skip
+    vera("agreement", str(humans), "--against", str(a), "--resamples", "200", "--json", cwd=work,
+         stdout=t / "agreement_against.json")  # fmt: skip
+    vera(
+        "ratings",
+        "import",
+        str(a),
+        str(humans),
+        cwd=work,
+        stdout=t / "ratings_import.txt",
+    )
+    vera(
+        "ratings",
+        "import",
+        str(b),
+        str(humans),
+        "--skip-unmatched",
+        cwd=work,
+        ok=(0, 1),
+    )
+    vera(
+        "ratings",
+        "plan",
+        str(a),
+        "--resamples",
+        "100",
+        cwd=work,
+        stdout=t / "ratings_plan.txt",
+        ok=(0, 1),
+    )
+    vera("score", str(a), cwd=work, stdout=t / "score_calibrated.stdout")
+    vera("card", str(a), cwd=work, stdout=t / "card_calibrated.txt")
+    vera("compare", str(a), str(b), "--gate", "--calibrated", cwd=work, stdout=t / "gate_calibrated.txt",
+         ok=(0, 1, 4, 5))  # fmt: skip
+
+    # Every file the two scored runs hold now (cards, plots, pages, frames, ratings).
+    for run, name in ((a, "run_a"), (a2, "run_a2"), (b, "run_b"), (g, "run_gate")):
+        for f in sorted(run.rglob("*")):
+            if f.is_file() and f.suffix not in (".sqlite", ".lock") and f.name not in ("events.jsonl",):
+                rel = f.relative_to(run)
+                dest = t / name / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(f, dest)
+
+    # A fresh offline run made by this version: the stand-ins' words and the judge's ratings.
+    fresh = work / "fresh"
+    vera(
+        "run",
+        "--limit-personas",
+        "4",
+        "--seeds",
+        "1",
+        "--out",
+        str(fresh),
+        cwd=work,
+        stdout=t / "fresh.stdout",
+    )
+    vera("export", str(fresh), "-o", str(t / "fresh_export.csv"), cwd=work)
+    for name in ("card.md", "conversations.jsonl", "judgements.jsonl"):
+        shutil.copyfile(fresh / name, t / f"fresh_{name}")
+    digest(out)
+
+
+def digest(out: Path) -> None:
+    """Mask what differs between any two runs in the text outputs (in place; again is a
+    no-op) and write OUT/digests.json."""
+    t = out / "files"
+    masks = [(re.compile(re.escape(str(out)).encode()), b"<out>"), *_MASKS]
+    for f in sorted(t.rglob("*")):
+        data = f.read_bytes() if f.is_file() else b"\0"
+        if b"\0" not in data[:8192]:
+            for pattern, mask in masks:
+                data = pattern.sub(mask, data)
+            f.write_bytes(data)
+    digests = {
+        str(f.relative_to(t)): hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in sorted(t.rglob("*"))
+        if f.is_file()
+    }
+    (out / "digests.json").write_text(json.dumps(digests, indent=1, sort_keys=True) + "\n")
+    print(f"{len(digests)} outputs digested into {out / 'digests.json'}")
+
+
+def diff(before: Path, after: Path) -> int:
+    a = json.loads((before / "digests.json").read_text())
+    b = json.loads((after / "digests.json").read_text())
+    changed = sorted(k for k in a.keys() & b.keys() if a[k] != b[k])
+    only = sorted(a.keys() ^ b.keys())
+    for k in changed:
+        print(f"differs: {k}")
+    for k in only:
+        print(f"only in {'before' if k in a else 'after'}: {k}")
+    same = len(a.keys() & b.keys()) - len(changed)
+    print(f"{same} of {len(a.keys() | b.keys())} outputs byte-identical")
+    return 1 if changed or only else 0
+
+
+def main() -> int:
+    if len(sys.argv) >= 3 and sys.argv[1] == "runs":
+        make_runs(Path(sys.argv[2]))
+        return 0
+    if len(sys.argv) == 4 and sys.argv[1] == "outputs":
+        outputs(Path(sys.argv[2]).resolve(), Path(sys.argv[3]).resolve())
+        return 0
+    if len(sys.argv) == 3 and sys.argv[1] == "digest":
+        digest(Path(sys.argv[2]).resolve())
+        return 0
+    if len(sys.argv) == 4 and sys.argv[1] == "diff":
+        return diff(Path(sys.argv[2]), Path(sys.argv[3]))
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

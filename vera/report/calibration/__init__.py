@@ -1,0 +1,1 @@
+"""Judges against humans: calibrated scores, agreement, ratings import and plans, simulated-user checks against clinicians."""

@@ -1,0 +1,223 @@
+"""A sequential gate's records (gate.json, sequence.jsonl) and what shows them: the
+interval after each wave as a plot, a summary page, and the note `vera compare` gives
+for a gate's run.
+
+The gate itself runs in `vera.app._gate`; these records are the report layer's so that
+the card, compare and the viewer can read a gate's run without the app.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from vera.errors import UserError
+from vera.records import OVERALL
+from vera.report.card._schema import SequentialCard, SequentialLookCard
+from vera.report.shared._numbers import fixed
+from vera.report.shared._table import Table
+from vera.stats import SequenceRow, Status
+
+GATE_FILE = "gate.json"
+SEQUENCE_FILE = "sequence.jsonl"
+SEQUENCE_PAGE = "sequence.md"
+SEQUENCE_PLOT = "sequence.png"
+
+
+class GateSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """What defines a gate; a resume must give the same."""
+
+    baseline_run_id: str
+    baseline_path: str
+    candidate: str
+    baseline_chatbot: str
+    margin: float
+    alpha: float
+    wave: int
+    order_seed: int
+    max_conversations: int | None
+    method: str  # the sequence's first part: "asymptotic" or "betting" (vera.stats.sequential)
+    # The units in the order they are drawn: [persona, user-agent, replicate].
+    order: list[tuple[str, str, int]]
+
+
+class GateLook(msgspec.Struct, frozen=True, kw_only=True):
+    """One line of sequence.jsonl: the interval after a wave."""
+
+    wave: int
+    drawn: int  # units planned so far
+    units: int  # units whose candidate conversation was judged (the sequence's n)
+    available: int  # units of the baseline
+    rows: list[SequenceRow]
+    verdict: Status
+    stopped: str = ""  # why the gate stopped here ("" while it goes on)
+
+
+class GateRecord(msgspec.Struct, frozen=True, kw_only=True):
+    settings: GateSettings
+    verdict: Status | None = None
+    stopped: str = ""
+
+
+def read_gate(run_dir: str | Path) -> GateRecord | None:
+    """A gate's settings and verdict, or None when the run is not a gate's."""
+    path = Path(run_dir) / GATE_FILE
+    if not path.is_file():
+        return None
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=GateRecord)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise UserError(f"{path}: not a gate's settings ({exc})") from None
+
+
+def read_sequence(run_dir: str | Path) -> list[GateLook]:
+    """The looks so far; a last line a crash cut short is left out (its wave is redone
+    from the run's records, without a call)."""
+    path = Path(run_dir) / SEQUENCE_FILE
+    if not path.is_file():
+        return []
+    looks = []
+    lines = path.read_bytes().splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            looks.append(msgspec.json.decode(line, type=GateLook))
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            if i == len(lines) - 1:
+                break
+            raise UserError(f"{path}:{i + 1}: not a gate look ({exc})") from None
+    return looks
+
+
+def sequential_note(run_dir: str | Path) -> str | None:
+    """One line for `vera compare`: this run is a sequential gate's candidate, how far
+    it went and why it stopped; None for an ordinary run."""
+    record = read_gate(run_dir)
+    if record is None:
+        return None
+    looks = read_sequence(run_dir)
+    last = looks[-1] if looks else None
+    s = record.settings
+    where = (
+        f"{last.units} of {last.available} units after {last.wave} wave(s)"
+        if last is not None
+        else "no wave yet"
+    )
+    verdict = (record.verdict or "running").upper()
+    why = f" ({record.stopped})" if record.stopped else ""
+    steps = []
+    for look in looks:
+        row = next((r for r in look.rows if r.dimension == OVERALL), None)
+        if row is not None and row.lo is not None and row.hi is not None:
+            steps.append(f"{look.units}: [{fixed(row.lo, 1)}, {fixed(row.hi, 1)}]")
+    path = "; Overall's interval after each wave (units: interval) " + ", ".join(steps) if steps else ""
+    return (
+        f"{run_dir}: a sequential gate's run (vera gate, margin {s.margin:g}, alpha {s.alpha:g}, {s.method} "
+        f"sequence): {where}, {verdict}{why}{path}; its units are a random subset of {s.baseline_path}'s, "
+        "so a fixed comparison of it covers only those units"
+    )
+
+
+def sequential_card(run_dir: str | Path) -> SequentialCard | None:
+    """What the card says of a gate's run (None for any other run)."""
+    record = read_gate(run_dir)
+    if record is None:
+        return None
+    looks = read_sequence(run_dir)
+    s = record.settings
+    last = looks[-1] if looks else None
+    out = []
+    for look in looks:
+        row = next((r for r in look.rows if r.dimension == OVERALL), None)
+        out.append(
+            SequentialLookCard(
+                wave=look.wave,
+                units=look.units,
+                diff=None if row is None else row.diff,
+                lo=None if row is None else row.lo,
+                hi=None if row is None else row.hi,
+                verdict=look.verdict,
+            )
+        )
+    return SequentialCard(
+        baseline_run_id=s.baseline_run_id,
+        baseline_path=s.baseline_path,
+        candidate=s.candidate,
+        margin=s.margin,
+        alpha=s.alpha,
+        method=s.method,
+        wave=s.wave,
+        verdict=record.verdict or "running",
+        stopped=record.stopped,
+        units=last.units if last is not None else 0,
+        available=last.available if last is not None else len(s.order),
+        looks=out,
+    )
+
+
+def sequential_text(seq: SequentialCard) -> str:
+    """One paragraph: the question, where the gate stopped and why, units used."""
+    why = f" ({seq.stopped})" if seq.stopped else ""
+    share = f" ({seq.units / seq.available:.0%})" if seq.available else ""
+    return (
+        f"a sequential gate (vera gate): candidate {seq.candidate} against run {seq.baseline_run_id}, "
+        f"margin {seq.margin:g} points, alpha {seq.alpha:g}, {seq.method} confidence sequence, waves of "
+        f"{seq.wave}; {seq.verdict.upper()}{why} after {len(seq.looks)} wave(s), {seq.units} of "
+        f"{seq.available} units used{share}. Its units are a random subset of the baseline's: the "
+        "scores below are of those units only."
+    )
+
+
+def sequential_table(seq: SequentialCard) -> Table:
+    """Overall's interval after each wave, and the verdict it gave."""
+    rows = []
+    for x in seq.looks:
+        ci = f"[{fixed(x.lo, 1)}, {fixed(x.hi, 1)}]" if x.lo is not None and x.hi is not None else "–"
+        est = fixed(x.diff, 1) if x.diff is not None else "–"
+        rows.append([str(x.wave), f"{x.units} of {seq.available}", est, ci, x.verdict.upper()])
+    return Table(
+        ["Wave", "Units judged", "Overall: candidate − baseline", "Interval (every look at once)", "Verdict"],
+        rows,
+        caption=f"Settled when the interval clears −{seq.margin:g} (NOT WORSE) or falls below it (WORSE).",
+    )
+
+
+def sequence_page(record: GateRecord, looks: list[GateLook]) -> str:
+    """sequence.md: the gate's settings, where and why it stopped, and every look."""
+    s = record.settings
+    last = looks[-1] if looks else None
+    lines = [
+        "# Sequential gate",
+        "",
+        f"Candidate `{s.candidate}` against baseline run `{s.baseline_run_id}` ({s.baseline_chatbot}), "
+        f"margin {s.margin:g} points, alpha {s.alpha:g}, waves of {s.wave}, {s.method} confidence sequence, "
+        f"units drawn in a random order (seed {s.order_seed}).",
+        "",
+        f"**Verdict: {(record.verdict or 'running').upper()}**"
+        + (f" — {record.stopped}" if record.stopped else "")
+        + (f"; {last.units} of {last.available} units used." if last is not None else "."),
+        "",
+        f"![The interval after each wave](plots/{SEQUENCE_PLOT})",
+        "",
+        "| wave | units | Overall | interval | verdict |",
+        "|---|---|---|---|---|",
+    ]
+    for look in looks:
+        row = next((r for r in look.rows if r.dimension == OVERALL), None)
+        est = fixed(row.diff, 1) if row is not None and row.diff is not None else "–"
+        ci = (
+            f"[{fixed(row.lo, 1)}, {fixed(row.hi, 1)}]"
+            if row is not None and row.lo is not None and row.hi is not None
+            else "–"
+        )
+        lines.append(
+            f"| {look.wave} | {look.units} of {look.available} | {est} | {ci} | {look.verdict.upper()} |"
+        )
+    if last is not None:
+        lines += ["", "At the last look:", "", "| dimension | interval | status |", "|---|---|---|"]
+        for r in last.rows:
+            ci = f"[{fixed(r.lo, 1)}, {fixed(r.hi, 1)}]" if r.lo is not None and r.hi is not None else "–"
+            lines.append(f"| {r.dimension} | {ci} | {r.status.upper()} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,485 @@
+"""The card's words: what the scale means, how to read it, the status line, the
+headline numbers per chatbot, and the details of how the run was made (`about_rows`).
+
+The card answers first: `headlines` gives, per chatbot, the numbers a safety reader
+needs before anything else (overall score, the dimension scores, the share of
+conversations with any High Potential for Harm, conversations and failures), and
+`SCORE_MEANING` says in one sentence what the scale means. Every rendering (card.md,
+card.html, the terminal) puts them at the top and folds the run's details below.
+Every number is formatted by `vera.report.shared._numbers`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from vera.inputs import BASE, ENGLISH, Strings, tr, ui_strings
+from vera.records import LocaleInfo
+from vera.report.card._schema import AccountLimit, Card, ReferenceFiles
+from vera.report.card._sequence import sequential_text
+from vera.report.shared._language import LanguageCheck
+from vera.report.shared._numbers import MISSING, fixed, num, percent_level, with_ci
+from vera.report.shared._outcome import state_label
+
+# The reading guide's text is BASE['card.reading_guide'] (vera.inputs._ui), so a pack translates it.
+
+
+# One sentence, our own words, shown beside every headline.
+SCORE_MEANING = (
+    "On this 0–100 scale, 100 means every rated conversation followed best practice, 50 means "
+    "they were all suboptimal but low in harm, and each High Potential for Harm (HPH) rating drags the "
+    "score steeply towards 0, its floor (it never goes negative)."
+)
+
+
+def card_strings(card: Card) -> Strings:
+    """The words to render `card` in: its locale pack's (English for a run without one,
+    and for every key the pack does not translate)."""
+    x = card.locale
+    return ui_strings(x.tag, x.path) if isinstance(x, LocaleInfo) else ENGLISH
+
+
+def offline_note(card: Card) -> str:
+    """The card's offline note, in the pack's words when it is vera's standard one."""
+    return tr("card.offline_note") if card.note == BASE["card.offline_note"] else (card.note or "")
+
+
+def status_text(card: Card) -> str:
+    """How the run ended, as the card's first line says it (cards before schema 3 have
+    no status)."""
+    st = card.status
+    if st is None:
+        return tr("card.status_unrecorded")
+    return f"{state_words(st.state)} ({tr('card.exit_code', code=num(st.exit_code))}) — {st.summary}"
+
+
+def state_words(state: str) -> str:
+    """A run's state in the active language; a state vera has no key for (a newer
+    vera's) reads as vera.report.shared._outcome names it."""
+    key = f"card.state_{state}"
+    return tr(key) if key in BASE else state_label(state)
+
+
+def sample_text(card: Card) -> str | None:
+    """ "judged N of M conversations" when `vera judge --sample` chose what was judged."""
+    st = card.status
+    if st is None or st.judged_sample is None:
+        return None
+    return st.judged_sample.text()
+
+
+def status_warning(card: Card) -> str | None:
+    """A warning for the top of the card when it does not cover the whole sweep."""
+    st = card.status
+    if st is None:
+        return None
+    skipped = _skipped_text(st.skipped_lines)
+    if st.state == "complete" and not st.missing_shards:
+        return skipped or None
+    if st.missing_shards:
+        warning = tr("card.partial_sweep", shards=", ".join(st.missing_shards))
+    else:
+        # The status line itself is right above the warning in every rendering.
+        warning = tr("card.not_complete")
+    return f"{warning} {skipped}" if skipped else warning
+
+
+def _skipped_text(lines: list[str]) -> str:
+    """The record lines a card was scored without (`--skip-corrupt`), named."""
+    if not lines:
+        return ""
+    shown = ", ".join(lines[:5]) + (tr("card.and_more", n=num(len(lines) - 5)) if len(lines) > 5 else "")
+    return tr("card.skipped_lines", n=num(len(lines)), shown=shown)
+
+
+TERMINAL_TEXT = {
+    "vera": "vera: an END keeps the ratings already given",
+    "reference": "reference: an END makes every dimension Not Relevant, as VERA-MH's judge does",
+}
+
+
+CALL_BODIES_ROW = "Call bodies"
+CALL_BODIES_OFF = (
+    "not kept: the run was made with --no-call-bodies, so no model call's request or response "
+    "was stored and none can be shown or exported"
+)
+
+
+def about_rows(card: Card) -> list[tuple[str, str]]:
+    """What was evaluated and how: the details folded below the headline."""
+    v, m, s, c, b = card.versions, card.models, card.settings, card.counts, card.bootstrap
+    total = card.accounting.total
+
+    def version(key: str) -> str:
+        x = v[key]
+        return f"{x.name} {x.version} (sha256 {x.sha256[:12]})"
+
+    imported = card.imported
+    # The status and the offline label are at the top of every rendering; not again here.
+    rows = [("Run", f"{card.run_id} (vera {card.vera_version}, card schema {num(card.schema_version)})")]
+    if not card.offline:
+        rows.append(("Offline stand-ins", "no: real models"))
+    if card.target is not None:
+        rows.append(("Target", target_text(card)))
+    if isinstance(card.locale, LocaleInfo):
+        rows.append(("Locale pack", locale_text(card)))
+    if isinstance(card.language, LanguageCheck):
+        rows.append(("Mixed language", language_text(card.language)))
+    if not isinstance(card.sequential, msgspec.UnsetType):
+        rows.append(("Sequential gate", sequential_text(card.sequential)))
+    rows.append(("Rubric", version("rubric")))
+    rows.append(("Terminal semantics", TERMINAL_TEXT.get(card.terminal_semantics, card.terminal_semantics)))
+    if card.grouping is not None:
+        rows.append(("Persona groups", grouping_text(card)))
+    if imported is None:
+        rows += [
+            ("Personas", version("personas")),
+            ("Simulated-user prompts", version("user_prompts")),
+        ]
+    else:
+        rows += imported_rows(card)
+    if card.reference:
+        rows.append(("Reference data", reference_row(card.reference)))
+    rows += [
+        ("Judge prompts", version("judge_prompts")),
+        ("Chatbots", ", ".join(m.chatbots)),
+        (
+            "Simulated users" if imported is None else "Simulated users (as the transcripts name them)",
+            ", ".join(m.user_agents),
+        ),
+        ("Judges", f"{', '.join(m.judges)} × {num(m.judge_instances)} instance(s) each"),
+        ("Sampling", sampling_text(m.params)),
+    ]
+    if imported is None:
+        rows += [
+            ("Seeds", ", ".join(num(x) for x in s.seeds or [])),
+            (
+                "Turns",
+                f"mean {num(c.mean_turns)} per conversation; at most {num(s.max_turns)}, "
+                f"at least {num(s.min_turns)} before the simulated user may end",
+            ),
+        ]
+        if s.sessions:
+            user = "remembers earlier sessions" if s.user_memory else "starts each session fresh"
+            bot = (
+                "a model chatbot is sent the earlier sessions (chatbot_memory history: vera's history replay)"
+                if s.chatbot_memory == "history"
+                else "a model chatbot starts each session fresh (chatbot_memory none, as the reference)"
+            )
+            rows.append(
+                (
+                    "Sessions",
+                    f"{' → '.join(s.sessions)} per arc, each judged on its own; the simulated user {user}; {bot}",
+                )
+            )
+    else:
+        rows.append(("Turns", f"mean {num(c.mean_turns)} per judged conversation, as imported"))
+    rows += [
+        (
+            "Conversations",
+            f"{num(c.conversations_complete)} complete, {num(c.conversations_failed)} failed "
+            f"(of {num(c.conversations_planned)} "
+            f"{'planned' if imported is None else 'imported; failed = a speaker missing, not judged'})",
+        ),
+        (
+            "Judgements",
+            f"{num(c.judgements_complete)} complete, {num(c.judgements_failed)} failed; "
+            "failed work is left out of every score",
+        ),
+        (
+            "Intervals",
+            f"{percent_level(card.bootstrap.confidence)} (confidence {num(b.confidence)}) {b.method} over "
+            f"{b.cluster}s, {num(b.resamples)} resamples, seed {num(b.seed)}",
+        ),
+        (
+            "Cost",
+            f"${num(total.cost_usd)} over {num(total.calls)} model calls{_reasoning_text(card)}"
+            f"{_unused_text(card)}{_fallback_text(card)}{live_cost_text(card)}",
+        ),
+    ]
+    if s.shard:
+        rows.append(("Shard", str(s.shard)))
+    if not s.call_bodies:
+        rows.append((CALL_BODIES_ROW, CALL_BODIES_OFF))
+    if limits := card.accounting.limits:
+        rows.append(("Account limits", limits_text(limits)))
+    return rows
+
+
+ROLE_NAMES = {"chatbot": "chatbot", "user_agent": "simulated user", "judge": "judge"}
+
+
+def sampling_text(params: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """The parameters each role sent each model ("the server's defaults" where none)."""
+    parts = []
+    for role, by_ref in params.items():
+        for ref, values in by_ref.items():
+            shown = ", ".join(f"{k} {v}" for k, v in sorted(values.items())) or "the server's defaults"
+            parts.append(f"{ROLE_NAMES.get(role, role)} {ref}: {shown}")
+    return "; ".join(parts) or "not recorded"
+
+
+def limits_text(limits: Sequence[AccountLimit]) -> str:
+    """What each provider account ran with, and how shards shared it."""
+    parts = []
+    for a in limits:
+        caps = [
+            f"{num(value)} {unit}"
+            for value, unit in ((a.rpm, "rpm"), (a.tpm, "tpm"), (a.max_in_flight, "in flight"))
+            if value
+        ]
+        parts.append(f"{a.account}: {', '.join(caps) or 'no limits'}")
+    first = limits[0]
+    if first.shared == "redis":
+        how = "rpm and tpm drawn by every shard from one budget in Redis; the in-flight cap is per shard" + (
+            f" ({first.share} of the account's)" if first.share != "full" else ""
+        )
+    elif first.share != "full":
+        how = f"each shard took {first.share} of every account's rpm, tpm and in-flight cap"
+    else:
+        how = "the account's full limits"
+    return f"{'; '.join(parts)} — {how}"
+
+
+def locale_text(card: Card) -> str:
+    """The locale pack a run used: tag, version, folder, and its crisis resources."""
+    x = card.locale
+    if not isinstance(x, LocaleInfo):
+        return ""
+    return (
+        f"{x.tag} {x.version} ({x.path}); crisis resources {x.resources_version} "
+        f"(sha256 {x.resources_sha256[:12]})"
+    )
+
+
+def language_text(check: LanguageCheck) -> str:
+    """Per chatbot, the conversations whose chatbot answered outside the user's language."""
+    parts = []
+    for bot, n in check.by_chatbot.items():
+        flagged = n.other_language + n.switched
+        parts.append(
+            f"{bot} {num(flagged)} of {num(n.conversations)} conversations "
+            f"({num(n.other_language)} in another language, {num(n.switched)} switched)"
+        )
+    ids = [f.conversation_id for f in check.flagged[:5]]
+    more = f" and {num(len(check.flagged) - 5)} more" if len(check.flagged) > 5 else ""
+    return "; ".join(parts) + (f" — e.g. {', '.join(ids)}{more}" if ids else "")
+
+
+def target_text(card: Card) -> str:
+    t = card.target
+    if t is None:
+        return ""
+    kind = "a VERA-MH 2.0 manifest" if t.format == "vera-mh" else "a vera target"
+    text = f"{t.name} {t.version} ({kind}, {t.path}, sha256 {t.sha256[:12]})"
+    if t.annotation_columns:
+        text += f"; annotation columns: {', '.join(t.annotation_columns)}"
+    return text
+
+
+def grouping_text(card: Card) -> str:
+    """How the breakdown groups personas, said even when it does not (never a silent
+    "Unknown")."""
+    g = card.grouping
+    if g is None:
+        return ""
+    absent = ""
+    if g.absent:
+        cols = ", ".join(repr(c) for c in g.absent)
+        absent = f"the target's annotation column {cols} is absent from the personas ({', '.join(g.files)})"
+    if not g.by:
+        if absent:
+            return f"none: {absent} (set group_by in the run config to a persona column)"
+        return (
+            "none: the target names no grouping column (set group_by in the run config to a persona column)"
+        )
+    what = "suicide risk level" if g.by == "risk" else f"persona column {g.by!r}"
+    return f"by {what}: {', '.join(g.levels)}" + (f"; {absent}" if absent else "")
+
+
+def reference_row(ref: ReferenceFiles) -> str:
+    """The reference tool's files a run used: which release, and each file's hash."""
+    pinned = "every file as the config pins it" if ref.pinned else "not pinned by the config"
+    files = ", ".join(f"{name} (sha256 {sha[:12]})" for name, sha in ref.files.items())
+    return f"{ref.name} {ref.version} from {ref.path} ({pinned}): {files}"
+
+
+def imported_rows(card: Card) -> list[tuple[str, str]]:
+    """An imported run's header: where the conversations came from instead of the
+    simulation settings (none of which applied), and how personas were matched."""
+    imp = card.imported
+    if imp is None:
+        return []
+    rows = [("Conversations from", f"imported transcripts: {imp.source}")]
+    if imp.personas is None:
+        rows.append(("Personas", "no persona file given: risk levels only where the transcripts state them"))
+        return rows
+    p = card.versions["personas"]
+    matched = f"risk levels by persona name from {p.name} {p.version} (sha256 {p.sha256[:12]})"
+    if imp.personas_not_found:
+        matched += (
+            f"; {num(imp.personas_not_found)} name(s) not in it ({num(imp.conversations_without_persona)} "
+            f"conversation(s) at risk level Unknown), listed in {imp.personas_not_found_file}"
+        )
+    rows.append(("Personas", matched))
+    return rows
+
+
+@dataclass
+class Headline:
+    """What the top of the card says about one chatbot, as display strings."""
+
+    chatbot: str
+    score: str  # overall score [CI], or why there is none
+    any_hph: str  # % of conversations with any High Potential for Harm [CI]
+    conversations: str  # complete conversations
+    failed: str  # failed conversations
+    dimensions: list[tuple[str, str]]  # (dimension, score [CI] or "– (why)")
+
+
+def headlines(card: Card) -> list[Headline]:
+    """Per chatbot, the numbers the card answers with first; all of them straight from
+    card.json, formatted by the card's one rule."""
+    dims = list(dict.fromkeys(d for b in card.chatbots for d in b.dimensions or {}))
+    out = []
+    for bot in card.chatbots:
+        rated = bot.overall is not None
+        none = f"{MISSING} (no complete judgement)"
+        out.append(
+            Headline(
+                chatbot=bot.chatbot,
+                score=with_ci(bot.overall, "score") if rated else none,
+                any_hph=with_ci(bot.overall, "pct_conversations_any_hph") if rated else none,
+                conversations=num(bot.conversations_complete),
+                failed=num(bot.conversations_failed),
+                dimensions=[
+                    (d, with_ci((bot.dimensions or {}).get(d), "score") if rated else none) for d in dims
+                ],
+            )
+        )
+    return out
+
+
+def run_title(card: Card) -> str:
+    """What the card is, in a line: the page title and the first heading."""
+    bots = [b.chatbot for b in card.chatbots]
+    names = ", ".join(bots) if len(bots) <= 3 else f"{len(bots)} chatbots"
+    # Not "offline" here: the offline label is said once, right below, in full.
+    return f"{card_kind(card)}: {names} — vera run {card.run_id}"
+
+
+def card_kind(card: Card) -> str:
+    """What the card rates: suicide risk for vera's SI target, VERA-MH's SI target and
+    runs from before targets; another target's name otherwise."""
+    t = card.target
+    if t is None or t.name.lower() in ("vera-si", "si"):
+        return tr("card.kind_si")
+    return f"Safety card, target {t.name}"
+
+
+def group_title(card: Card) -> str:
+    """What the card's breakdown groups personas by, in words ("risk level", or the
+    persona column a target groups by)."""
+    return card.grouping.title if card.grouping is not None else "risk level"
+
+
+def _reasoning_text(card: Card) -> str:
+    total = card.accounting.total
+    if not total.reasoning_tokens:
+        return ""
+    return f", ${num(total.reasoning_cost_usd)} of it for {num(total.reasoning_tokens)} reasoning tokens"
+
+
+def live_cost_text(card: Card) -> str:
+    """What live mode would have cost, where batch or flex tiers were used ("" where
+    every call was live, or the card predates the figure)."""
+    acc = card.accounting
+    live, spent = acc.total.live_cost_usd, acc.total.cost_usd
+    if live is None or live <= 0:
+        return ""
+    saved = f", {fixed(100 * (live - spent) / live, 0)} % less" if live > spent else ""
+    return f"; asked live at the standard tier, the same calls would have cost ${num(live)}{saved}"
+
+
+def _fallback_text(card: Card) -> str:
+    """Calls that stood in for a cheaper tier, and replies replayed from the cache."""
+    total = card.accounting.total
+    text = ""
+    if total.fallbacks:
+        text += (
+            f", {num(total.fallbacks)} of them asked at the standard tier when flex or a batch gave no answer"
+        )
+    if total.replayed:
+        text += (
+            f"; {num(total.replayed)} replies replayed from the response cache (no call made, none counted)"
+        )
+    return text
+
+
+def _unused_text(card: Card) -> str:
+    unused = card.accounting.unused_judge_questions
+    if not unused:
+        return ""
+    return f", {num(unused)} of them judge questions asked ahead and not needed"
+
+
+# Under the table of model calls, so its two reasoning columns are read rightly.
+REASONING_NOTE = (
+    "Reasoning tokens (a reasoning model's thinking before it answers) are part of the "
+    "output tokens and priced as output; their cost is part of the cost. Anthropic reports "
+    "its models' thinking only inside the output tokens: it shows as 0 here."
+)
+
+
+def reading_guide(card: Card) -> str:
+    return tr(
+        "card.reading_guide",
+        confidence=percent_level(card.bootstrap.confidence),
+        resamples=num(card.bootstrap.resamples),
+    )
+
+
+def top_lines(card: Card) -> list[str]:
+    """What precedes the headline, in every rendering: the status line, a warning when the
+    card does not cover the whole sweep, and the offline label (the one place it is said)."""
+    lines = [f"{tr('card.run_status')}: {status_text(card)}"]
+    if judged := sample_text(card):
+        lines.append(f"{tr('card.judged')}: {judged}")
+    if warning := status_warning(card):
+        lines.append(warning)
+    if card.offline and card.note:
+        lines.append(offline_note(card))
+    if excluded := excluded_warning(card):
+        lines.append(excluded)
+    return lines
+
+
+def absent_columns_text(card: Card) -> str:
+    """What the card says of persona columns it was asked to break scores down by that
+    no persona file of the run has."""
+    cols = ", ".join(repr(c) for c in card.absent_columns)
+    return tr("card.absent_columns", cols=cols)
+
+
+def realism_text(card: Card) -> str:
+    """What checked the simulated users, and whether the scores leave flagged ones out."""
+    r = card.realism
+    if r is None:
+        return ""
+    by = ", ".join(r.checkers) or tr("card.checked_by_nothing")
+    prompt = tr("card.checked_prompt", prompt=r.prompt) if r.prompt else ""
+    if r.excluded:
+        return tr("card.checked_excluded", by=by, prompt=prompt, n=r.n_excluded)
+    return tr("card.checked_included", by=by, prompt=prompt)
+
+
+def excluded_warning(card: Card) -> str:
+    """The line at the top of a card whose scores leave flagged conversations out."""
+    r = card.realism
+    if r is None or not r.excluded:
+        return ""
+    return tr("card.excluded", n=r.n_excluded, section=tr("card.realism"))

@@ -1,0 +1,1 @@
+"""Runs side by side: paired comparisons, pooling, the release gate and the sequential gate."""

@@ -1,0 +1,287 @@
+"""The release gate: is a candidate run worse than a baseline run?
+
+`vera compare BASELINE CANDIDATE --gate [--margin X]` answers with an exit code a CI job
+can act on. A chatbot's new version fails the gate when, on the overall score or on any
+dimension, its paired difference from the baseline (candidate − baseline) has an
+interval that lies entirely below −margin: the data then say it is worse, and by more
+than the margin the team accepts. Anything else passes, including a worse point
+estimate whose interval still reaches −margin (not enough evidence to block a release),
+and dimensions whose score is undefined on either side (nothing to compare).
+
+Pairing. Both runs are scored on the same re-drawn personas (the paired cluster
+bootstrap of `vera.stats.compare`), so a persona that is hard for both does not widen
+the interval. When the runs share seeds, only the (persona, seed) conversations both
+runs hold enter, so each persona is compared under the same simulated-user seeds; the
+resampled unit stays the persona, whose conversations are not independent of each
+other. Without shared seeds, every conversation of a shared persona enters.
+
+A verdict that does not flip with the bootstrap seed. Each interval end comes with its
+Monte Carlo error (how far other resamples would move it); while the end that decides a
+row (the upper end of candidate − baseline) is within `MC_Z` of those errors of −margin,
+the resamples are raised, up to `MAX_SETTLE_RESAMPLES` (`vera.stats.compare_settled`). A
+row still undecided there is one whose ideal bootstrap interval touches −margin: not
+enough evidence that the candidate is worse, so it passes, and the report says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+import polars as pl
+
+from vera.errors import UserError
+from vera.records import RaterRule
+from vera.report.card._build import round_number
+from vera.report.card._score import stats_settings
+from vera.report.compare._calibrated_gate import calibrated_diffs
+from vera.report.compare._compare import refuse_mixed_semantics
+from vera.report.shared._runs import Run, read_run
+from vera.stats import MAX_SETTLE_RESAMPLES, MC_Z, METHOD, OVERALL, check_comparable, compare_settled
+
+BASELINE, CANDIDATE = "baseline", "candidate"
+
+
+# The verdict, as `vera compare --gate --json` writes it (field order is the JSON's).
+
+
+class GateRun(msgspec.Struct, frozen=True, kw_only=True):
+    run_id: str
+    path: str
+
+
+class GateRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One dimension (or Overall) of one chatbot, in the candidate − baseline order."""
+
+    dimension: str
+    baseline: float | None
+    candidate: float | None
+    diff: float | None
+    diff_ci: list[float | None]  # [low, high]
+    diff_ci_mc_error: list[float | None]  # the Monte Carlo error of [low, high]
+    # False: the upper end is within Monte Carlo error of −margin even at the most
+    # resamples; the row is then not counted as worse.
+    settled: bool
+    # Decided on the unrounded interval; shown rounded.
+    worse: bool
+
+
+class GatePair(msgspec.Struct, frozen=True, kw_only=True):
+    """A candidate chatbot set against its baseline chatbot."""
+
+    chatbot: str  # the name, or "baseline → candidate" when the names differ
+    baseline_chatbot: str
+    candidate_chatbot: str
+    n_shared: int
+    resamples: int  # what this pair's verdict needed
+    rows: list[GateRow]
+
+
+class GateBootstrap(msgspec.Struct, frozen=True, kw_only=True):
+    resamples: int  # asked for
+    confidence: float
+    seed: int
+    cluster: str
+    method: str
+    # What the verdict needed: the resamples were raised where a decision was within
+    # Monte Carlo error of the margin (see the module docstring).
+    resamples_used: int
+    max_resamples: int
+    mc_z: float
+
+
+class GateVerdict(msgspec.Struct, frozen=True, kw_only=True):
+    baseline: GateRun
+    candidate: GateRun
+    forced_differences: list[str]
+    margin: float
+    paired_by: str  # "persona and seed" or "persona"
+    scores: str  # "judge-only" or calibrated
+    shared_seeds: list[int]
+    bootstrap: GateBootstrap
+    pairs: list[GatePair]
+    worse: list[str]  # "chatbot: dimension" for every row that is worse
+    passed: bool
+
+
+def gate(
+    baseline_dir: str | Path,
+    candidate_dir: str | Path,
+    *,
+    margin: float = 0.0,
+    force: bool = False,
+    resamples: int | None = None,
+    confidence: float | None = None,
+    seed: int | None = None,
+    calibrated: bool = False,
+    raters: RaterRule | None = None,
+) -> GateVerdict:
+    """The gate's verdict and every number behind it (see the module's docstring). With
+    `calibrated`, on the scores calibrated by each run's human ratings
+    (`vera.report.compare._calibrated_gate`), raters who disagree combined by `raters` (else
+    `severest`)."""
+    if margin < 0:
+        raise UserError(f"--margin must be 0 or more score points, not {margin}")
+    if Path(baseline_dir).resolve() == Path(candidate_dir).resolve():
+        raise UserError("the baseline and the candidate are the same run directory")
+    base, cand = read_run(baseline_dir), read_run(candidate_dir)
+    refuse_mixed_semantics([base.manifest, cand.manifest], [BASELINE, CANDIDATE])
+    problems = check_comparable([base.manifest, cand.manifest], names=[BASELINE, CANDIDATE])
+    if problems and not force:
+        raise UserError(
+            "runs are not comparable: " + "; ".join(problems) + " (use --force to compare anyway)"
+        )
+    settings = stats_settings(
+        base.manifest, resamples=resamples, confidence=confidence, seed=seed, raters=raters
+    )
+    shared_seeds = sorted(set(base.manifest.seeds) & set(cand.manifest.seeds))
+    pairs = []
+    for b_bot, c_bot in _chatbot_pairs(base, cand):
+        frame = _paired_frame(base, b_bot, cand, c_bot, shared_seeds)
+        if frame.get_column("side").n_unique() < 2:
+            raise UserError(
+                f"{b_bot} and {c_bot} share no persona"
+                + (
+                    f" under the seeds both runs used ({', '.join(map(str, shared_seeds))})"
+                    if shared_seeds
+                    else ""
+                )
+                + ": nothing can be paired"
+            )
+        if calibrated:
+            diffs = calibrated_diffs(
+                frame,
+                {BASELINE: base, CANDIDATE: cand},
+                {BASELINE: b_bot, CANDIDATE: c_bot},
+                resamples=settings.resamples,
+                confidence=settings.confidence,
+                seed=settings.seed,
+                margin=margin,
+                max_resamples=max(MAX_SETTLE_RESAMPLES, settings.resamples),
+                raters=settings.raters,
+            )
+        else:
+            # `compare` gives baseline − candidate: the candidate is worse when its lower end
+            # lies above the margin.
+            diffs = compare_settled(
+                frame,
+                above=margin,
+                unit="side",
+                n_resamples=settings.resamples,
+                confidence=settings.confidence,
+                seed=settings.seed,
+                max_resamples=max(MAX_SETTLE_RESAMPLES, settings.resamples),
+            )
+        pairs.append(_pair_entry(b_bot, c_bot, diffs, margin))
+    worse = [f"{p.chatbot}: {r.dimension}" for p in pairs for r in p.rows if r.worse]
+    return GateVerdict(
+        baseline=GateRun(run_id=base.manifest.run_id, path=str(base.path)),
+        candidate=GateRun(run_id=cand.manifest.run_id, path=str(cand.path)),
+        forced_differences=problems,
+        margin=margin,
+        paired_by="persona and seed" if shared_seeds else "persona",
+        scores=f"calibrated by human ratings (PPI++; raters combined: {settings.raters})"
+        if calibrated
+        else "judge-only",
+        shared_seeds=shared_seeds,
+        bootstrap=GateBootstrap(
+            resamples=settings.resamples,
+            confidence=settings.confidence,
+            seed=settings.seed,
+            cluster="persona",
+            method=METHOD,
+            resamples_used=max((p.resamples for p in pairs), default=settings.resamples),
+            max_resamples=max(MAX_SETTLE_RESAMPLES, settings.resamples),
+            mc_z=MC_Z,
+        ),
+        pairs=pairs,
+        worse=worse,
+        passed=not worse,
+    )
+
+
+def _chatbot_pairs(base: Run, cand: Run) -> list[tuple[str, str]]:
+    """Which chatbot of the baseline each candidate chatbot is set against: the only one
+    when each run has one (a new model version may have a new name), else the same name."""
+    b = sorted(base.ratings.get_column("chatbot").unique().to_list())
+    c = sorted(cand.ratings.get_column("chatbot").unique().to_list())
+    if not b or not c:
+        empty = BASELINE if not b else CANDIDATE
+        raise UserError(f"the {empty} run has no complete judgements to compare")
+    if len(b) == 1 and len(c) == 1:
+        return [(b[0], c[0])]
+    shared = [bot for bot in b if bot in c]
+    if not shared:
+        raise UserError(
+            f"no chatbot is in both runs (baseline: {', '.join(b)}; candidate: {', '.join(c)}); "
+            "with one chatbot in each run they are compared whatever their names"
+        )
+    return [(bot, bot) for bot in shared]
+
+
+def _paired_frame(base: Run, b_bot: str, cand: Run, c_bot: str, shared_seeds: Sequence[int]) -> pl.DataFrame:
+    """Both sides' ratings in one frame with a `side` column; restricted to the (persona,
+    seed) cells both hold when the runs share seeds."""
+    parts = []
+    for run, bot, side in ((base, b_bot, BASELINE), (cand, c_bot, CANDIDATE)):
+        seeds = run.manifest.seeds
+        # `replicate` indexes the run's seeds (the frame's `seed` is per conversation).
+        run_seed = pl.col("replicate").replace_strict(list(range(len(seeds))), seeds, default=None)
+        parts.append(
+            run.ratings.filter(pl.col("chatbot") == bot).with_columns(
+                pl.lit(side).alias("side"), run_seed.cast(pl.Int64).alias("run_seed")
+            )
+        )
+    if shared_seeds:
+        cells = [p.select("persona", "run_seed").unique() for p in parts]
+        both = (
+            cells[0].join(cells[1], on=["persona", "run_seed"]).filter(pl.col("run_seed").is_in(shared_seeds))
+        )
+        parts = [p.join(both, on=["persona", "run_seed"], how="semi") for p in parts]
+    return pl.concat(parts, how="vertical_relaxed")
+
+
+def _pair_entry(b_bot: str, c_bot: str, diffs: pl.DataFrame, margin: float) -> GatePair:
+    """One chatbot's rows. `compare` orders the pair (baseline, candidate) and gives
+    baseline − candidate; the gate reads candidate − baseline, so the signs flip."""
+    rows: list[GateRow] = []
+    n_shared = 0
+    resamples = int(diffs.get_column("bootstrap_resamples")[0]) if diffs.height else 0
+    for r in diffs.iter_rows(named=True):
+        if (r["side_a"], r["side_b"]) != (BASELINE, CANDIDATE):
+            # The sign flip below is only right in this order; a changed `compare` must
+            # fail loudly rather than invert the gate's verdict.
+            raise ValueError(
+                f"gate: expected the pair ({BASELINE}, {CANDIDATE}), got ({r['side_a']}, {r['side_b']})"
+            )
+        n_shared = r["n_shared"]
+        defined = r["diff"] is not None and r["diff_lo"] is not None and r["diff_hi"] is not None
+        diff = -r["diff"] if defined else None
+        lo, hi = (-r["diff_hi"], -r["diff_lo"]) if defined else (None, None)
+        # The Monte Carlo error of each end, in the candidate − baseline order.
+        mc: list[float | None] = (
+            [round_number(r["diff_hi_mc"], 3), round_number(r["diff_lo_mc"], 3)] if defined else [None, None]
+        )
+        rows.append(
+            GateRow(
+                dimension=r["dimension"],
+                baseline=round_number(r["score_a"]),
+                candidate=round_number(r["score_b"]),
+                diff=round_number(diff),
+                diff_ci=[round_number(lo), round_number(hi)],
+                diff_ci_mc_error=mc,
+                settled=bool(r["settled"]),
+                worse=bool(defined and r["settled"] and hi is not None and hi < -margin),
+            )
+        )
+    # Overall last, as on the card.
+    rows.sort(key=lambda row: row.dimension == OVERALL)
+    return GatePair(
+        chatbot=b_bot if b_bot == c_bot else f"{b_bot} → {c_bot}",
+        baseline_chatbot=b_bot,
+        candidate_chatbot=c_bot,
+        n_shared=n_shared,
+        resamples=resamples,
+        rows=rows,
+    )

@@ -1,0 +1,1 @@
+"""The improvement report: which rubric questions each chatbot failed, with examples."""
