@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from html import escape, unescape
 from pathlib import Path
@@ -153,3 +154,14 @@ def test_an_id_that_is_no_file_name_gets_a_page_named_by_its_hash(tmp_path):
     row = next(r for r in data["rows"] if r["id"] == LOG_ID)
     assert row["file"] == name
     assert not any(".." in p.name or " " in p.name for p in (out / "runs/0/conversations").iterdir())
+
+
+def test_a_run_and_a_bundle_named_relative_to_the_working_folder(viewer_run, tmp_path, monkeypatch):
+    # The call bodies' database is opened by file URI, which must be absolute: a user who
+    # types `vera view runs/x --bundle out` from the folder above gets a bundle, not a traceback.
+    monkeypatch.chdir(viewer_run.parent)
+    out = Path(os.path.relpath(tmp_path / "relative-bundle", viewer_run.parent))
+    result = invoke_vera("view", viewer_run.name, "--bundle", str(out))
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output and "with call bodies" in result.output
+    assert (viewer_run.parent / out / "index.html").is_file()

@@ -403,7 +403,8 @@ def _read_only(path: Path) -> sqlite3.Connection:
     With a writer at work, those files exist and it reads beside it."""
     wal = path.with_name(path.name + "-wal")
     mode = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
-    return sqlite3.connect(f"{path.as_uri()}?{mode}", uri=True, check_same_thread=False)
+    # A file URI must be absolute: a run named relative to the working folder is resolved.
+    return sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True, check_same_thread=False)
 
 
 def has_bodies(run_dir: Path) -> bool:
