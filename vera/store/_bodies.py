@@ -117,8 +117,17 @@ def _unpack(data: bytes) -> bytes:
     return data[1:]
 
 
+# A hasher per kind of blob, its parameters set once: copying one costs less than making
+# one from keyword arguments, and hashes the same (a blob's hash is its address).
+_HASHERS = {
+    kind: hashlib.blake2b(digest_size=16, person=kind.ljust(16, b"-")) for kind in (b"text", b"node", b"json")
+}
+
+
 def _digest(kind: bytes, data: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=16, person=kind.ljust(16, b"-")).digest()
+    h = _HASHERS[kind].copy()
+    h.update(data)
+    return h.digest()
 
 
 _SCHEMA = """
