@@ -7,8 +7,8 @@ from typing import Any
 import click
 
 from vera.app import PlanOptions, plan_comparison
-from vera.cli._door import Number
-from vera.ranges import LEVEL, MARGIN, SEED
+from vera.cli._door import Number, alpha_option, margin_option, seed_option, wave_option
+from vera.ranges import LEVEL, MARGIN
 
 
 @click.command()
@@ -17,13 +17,7 @@ from vera.ranges import LEVEL, MARGIN, SEED
     type=click.Path(file_okay=False, exists=True),
     help="A run of the baseline (or a chatbot like it) to read variability and tokens from.",
 )
-@click.option(
-    "--margin",
-    type=Number(MARGIN, "points"),
-    default=5.0,
-    show_default=True,
-    help="Score points the candidate may lose before it counts as worse.",
-)
+@margin_option()
 @click.option(
     "--width", type=Number(MARGIN, "points"), help="Also size a fixed design for this 95 % interval width."
 )
@@ -34,10 +28,8 @@ from vera.ranges import LEVEL, MARGIN, SEED
     show_default=True,
     help="Chance a fixed design calls an equal candidate NOT WORSE.",
 )
-@click.option("--alpha", type=Number(LEVEL, "alpha"), default=0.05, show_default=True, help="The gate's α.")
-@click.option(
-    "--wave", type=click.IntRange(min=1), default=20, show_default=True, help="The gate's units per wave."
-)
+@alpha_option("The gate's α.")
+@wave_option("The gate's units per wave.")
 @click.option(
     "--personas", type=click.IntRange(min=2), help="Personas of the design (default: the pilot's, or 100)."
 )
@@ -48,9 +40,7 @@ from vera.ranges import LEVEL, MARGIN, SEED
     show_default=True,
     help="Simulated gates per difference.",
 )
-@click.option(
-    "--seed", type=Number(SEED, "seed"), default=0, show_default=True, help="Seed of the simulation."
-)
+@seed_option("Seed of the simulation.")
 @click.option(
     "--candidate",
     help="Price the chatbot's calls at this profile (name or name/model), with the pilot's tokens.",
