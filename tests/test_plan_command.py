@@ -14,28 +14,10 @@ from vera.cli._main import main
 from .conftest import ROOT
 
 
-@pytest.fixture(scope="module")
-def pilot(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("plan") / "pilot"
-    result = CliRunner().invoke(
-        main,
-        [
-            "run",
-            "--config",
-            str(ROOT / "configs" / "offline.toml"),
-            "--providers",
-            "offline/best-practice",
-            "--limit-personas",
-            "12",
-            "--seeds",
-            "2",
-            "--out",
-            str(out),
-            "--quiet",
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    return out
+@pytest.fixture
+def pilot(offline_pilot: Path) -> Path:
+    """The shared best-practice run (tests/conftest.py): 50 personas, one unit each."""
+    return offline_pilot
 
 
 def test_a_plan_from_a_pilot_sizes_and_prices_both_designs(pilot) -> None:
@@ -44,13 +26,13 @@ def test_a_plan_from_a_pilot_sizes_and_prices_both_designs(pilot) -> None:
     )
     assert result.exit_code == 0, result.output
     out = result.output
-    assert "pilot: 24 units, 12 personas" in out
+    assert "pilot: 50 units, 50 personas" in out
     width = re.search(
-        r"width 4: 12 personas × 1 user-agents × (\d+) seeds = (\d+) units · 95 % width ([\d.]+)", out
+        r"width 4: 50 personas × 1 user-agents × (\d+) seeds = (\d+) units · 95 % width ([\d.]+)", out
     )
     assert width is not None, out
     # The design is the smallest whole number of seeds whose width is at most 4.
-    assert float(width.group(3)) <= 4.0 and int(width.group(2)) == 12 * int(width.group(1))
+    assert float(width.group(3)) <= 4.0 and int(width.group(2)) == 50 * int(width.group(1))
     assert "power 0.8 at margin 5" in out
     # The gate, for an equal candidate and for ones 2 × margin off, with its size and cost.
     for d in ("+0", "-10", "+10"):
