@@ -3,6 +3,7 @@ stand-in pilot run, and a plan without a pilot."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -118,3 +119,85 @@ def test_a_pilot_rated_only_not_relevant_is_refused(tmp_path) -> None:
     result = CliRunner().invoke(main, ["plan", "--pilot", str(out)])
     assert result.exit_code == 1
     assert "every rating of the pilot is Not Relevant" in result.output
+
+
+def _text_and_json(*args: str) -> tuple[str, dict]:
+    text = CliRunner().invoke(main, ["plan", *args])
+    assert text.exit_code == 0, text.output
+    as_json = CliRunner().invoke(main, ["plan", *args, "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    return text.output, json.loads(as_json.output)
+
+
+def test_the_json_plan_says_what_the_text_says(pilot) -> None:
+    text, plan = _text_and_json("--pilot", str(pilot), "--width", "4", "--reps", "10", "--wave", "12")
+    a = plan["assumptions"]
+    assert a["pilot"] == str(pilot) and a["margin"] == 5.0 and a["width"] == 4.0 and a["level"] == 0.95
+    assert a["pairing_source"] == "assumed independent" and a["pairing"] == 0.0
+    assert plan["pairing_note"] in text and plan["pairing_note"].startswith("assumption:")
+    v = plan["variability"]
+    assert f"pilot: {v['units']} units, {v['personas']} personas" in text
+    assert all(f"note: {n}" in text for n in plan["notes"])
+    lines = text.splitlines()
+    assert len(plan["designs"]) == 2
+    for d in plan["designs"]:
+        (line,) = [x for x in lines if x.startswith(f"  {d['goal']}:")]
+        shown = re.search(
+            r"(\d+) personas × (\d+) user-agents × (\d+) seeds = (\d+) units · 95 % width ([\d.]+) points "
+            r"· power ([\d.]+) · ([\d.]+) M tokens, \$([\d.,]+) live, \$([\d.,]+) batch",
+            line,
+        )
+        assert shown is not None, line
+        assert [int(x) for x in shown.groups()[:4]] == [
+            d["personas"],
+            d["user_agents"],
+            d["seeds"],
+            d["units"],
+        ]
+        assert float(shown.group(5)) == round(d["width"], 1) and float(shown.group(6)) == round(d["power"], 2)
+        assert float(shown.group(7)) == round(d["cost"]["tokens"] / 1e6, 2)
+        assert float(shown.group(8)) == round(d["cost"]["live_usd"], 2)
+    g = plan["gate"]
+    assert f"waves of {g['wave']}, α {g['alpha']:g}) on {g['units']} units" in text
+    assert [s["difference"] for s in g["sizes"]] == [0.0, -10.0, 10.0]
+    for s in g["sizes"]:
+        (line,) = [x for x in lines if x.startswith(f"  true difference {s['difference']:+g}")]
+        assert f": {s['mean_units']:.0f} units on average, 90th percentile {s['p90_units']:.0f}" in line
+        assert f"WORSE {s['worse']:.0%} / NOT WORSE {s['not_worse']:.0%}" in line
+        assert f"{s['cost']['tokens'] / 1e6:.2f} M tokens" in line
+    assert plan["per_unit"]["tokens"] > 0
+
+
+def test_a_json_plan_goes_to_a_file_but_never_over_a_run(pilot, tmp_path) -> None:
+    target = tmp_path / "plan.json"
+    result = CliRunner().invoke(main, ["plan", "--pilot", str(pilot), "--reps", "10", "--json", str(target)])
+    assert result.exit_code == 0, result.output
+    assert "fixed design" in result.output and f"plan written to {target}" in result.output
+    assert json.loads(target.read_text())["assumptions"]["reps"] == 10
+    before = (pilot / "card.json").read_bytes()
+    refused = CliRunner().invoke(
+        main, ["plan", "--pilot", str(pilot), "--reps", "10", "--json", str(pilot / "card.json")]
+    )
+    assert refused.exit_code == 1 and "Traceback" not in refused.output
+    assert len(refused.output.strip().splitlines()) == 1 and "--json" in refused.output
+    assert (pilot / "card.json").read_bytes() == before
+    # Without a pilot: the design only, and the default spread named as such.
+    alone = json.loads(CliRunner().invoke(main, ["plan", "--json", "-"]).output)
+    assert alone["gate"] is None and alone["per_unit"] is None
+    assert alone["assumptions"]["within_sd_source"] == "default" and alone["designs"][0]["cost"] is None
+
+
+def test_a_pilot_of_two_chatbots_pairs_them_where_it_can(two_bot_pilot, pilot) -> None:
+    # The stand-ins score every unit alike: no spread, so no pairing can be read.
+    result = CliRunner().invoke(
+        main, ["plan", "--pilot", str(two_bot_pilot), "--chatbot", "offline/best-practice", "--reps", "10"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "note: the pairing is not read: the pilot shows no spread to compare it with" in result.output
+    assert "assumption: the two chatbots' conversations of a unit are taken as independent" in result.output
+    # A second run of two chatbots besides the baseline's names no one partner.
+    wrong = CliRunner().invoke(
+        main, ["plan", "--pilot", str(pilot), "--pilot-candidate", str(two_bot_pilot), "--reps", "10"]
+    )
+    assert wrong.exit_code == 1 and "Traceback" not in wrong.output
+    assert "--pilot-candidate" in wrong.output and "needs a run of one chatbot" in wrong.output
