@@ -7,10 +7,17 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
+import polars as pl
 import pytest
 from click.testing import CliRunner
 
+from vera.app import PlanOptions
+from vera.app._gate import unit_counts
+from vera.app._plan import _paired, _partner
 from vera.cli._main import main
+from vera.records import BEST_PRACTICE, HIGH_POTENTIAL_FOR_HARM, SUBOPTIMAL
+from vera.stats.planning import variability
 
 from .conftest import ROOT
 
@@ -201,3 +208,37 @@ def test_a_pilot_of_two_chatbots_pairs_them_where_it_can(two_bot_pilot, pilot) -
     )
     assert wrong.exit_code == 1 and "Traceback" not in wrong.output
     assert "--pilot-candidate" in wrong.output and "needs a run of one chatbot" in wrong.output
+
+
+def _ratings(chatbot: str, draws: np.ndarray) -> pl.DataFrame:
+    """A ratings frame of one chatbot: `draws` (units, dimensions) uniforms, one unit per
+    persona × seed (3 seeds), read as Best Practice below 0.5, harm above 0.8."""
+    rows = []
+    for i, unit in enumerate(draws):
+        for j, x in enumerate(unit):
+            rating = BEST_PRACTICE if x < 0.5 else (HIGH_POTENTIAL_FOR_HARM if x > 0.8 else SUBOPTIMAL)
+            rows.append((chatbot, f"p{i // 3}", "ua", i % 3, f"dim{j}", rating))
+    return pl.DataFrame(
+        rows, schema=["chatbot", "persona", "user_agent", "replicate", "dimension", "rating"], orient="row"
+    )
+
+
+def test_two_chatbots_on_the_same_units_show_their_pairing() -> None:
+    rng = np.random.default_rng(5)
+    u = rng.random((600, 5))
+    v = np.where(rng.random((600, 5)) < 0.6, u, rng.random((600, 5)))
+    base, cand = _ratings("a", u), _ratings("b", v)
+    units = unit_counts(base)
+    persona = np.array([int(k[0][1:]) for k in units.keys])
+    var = variability(units.counts[:, -1], persona)
+    notes: list[str] = []
+    # The pilot scored both: naming the baseline pairs it with the other.
+    both = pl.concat([base, cand])
+    partner = _partner(both, base, PlanOptions(pilot="x", chatbot="a"))
+    assert partner is not None and partner.get_column("chatbot").unique().to_list() == ["b"]
+    paired, source = _paired(var, units, partner, notes)
+    assert source == "b" and paired.paired_units == 600 and notes == []
+    assert paired.pairing == pytest.approx(0.6, abs=0.1)
+    # Units the two do not share are left out; too few shared, and nothing is read.
+    few, none = _paired(var, units, cand.filter(pl.col("persona").is_in(["p0", "p1"])), notes)
+    assert none is None and few.pairing == 0.0 and "shares only 6 units" in notes[0]
