@@ -10,6 +10,7 @@ from benchmarks.bench_plan import check, check_paired
 from vera.stats.planning import (
     MAX_PAIRING,
     fixed_se,
+    gate_coupling,
     gate_sizes,
     pairing_of,
     power_of,
@@ -141,9 +142,18 @@ def test_a_paired_gate_is_simulated_smaller() -> None:
     def mean_units(pairing: float) -> float:
         (size,) = gate_sizes(
             base[0], persona_of, labels=list(LABELS), max_ratings=np.array([1.0] * 5 + [5.0]),
-            personas=100, units_per_persona=4, differences=[0.0], margin=5.0, alpha=0.05,
+            personas=100, units_per_persona=6, differences=[-15.0], margin=5.0, alpha=0.05,
             wave=40, reps=12, seed=4, pairing=pairing,
         )  # fmt: skip
         return size.mean_units
 
     assert mean_units(0.8) < mean_units(0.0)
+
+
+def test_the_gate_copies_units_so_the_paired_variance_is_the_pilot_s() -> None:
+    # Three units a persona: two draws from the pool keep 2/3 of the spread, so ρ = 0.4
+    # (paired variance 1.2 σ²) needs 1 − 0.6 × 1.5 = 0.1 of the units copied.
+    assert gate_coupling(0.4, [3] * 50) == pytest.approx(0.1)
+    assert gate_coupling(0.3, [3] * 50) == 0.0 and gate_coupling(0.0, [3] * 50) == 0.0
+    assert gate_coupling(0.99, [10] * 50) == pytest.approx(1 - (1 - MAX_PAIRING) / 0.9)  # ρ capped first
+    assert gate_coupling(0.5, [1] * 50) == 0.0  # one unit a persona: every draw is that unit

@@ -216,6 +216,23 @@ def _shifted(rng: np.random.Generator, counts: np.ndarray, s: float) -> np.ndarr
     return out
 
 
+def gate_coupling(pairing: float, pool_sizes: list[int]) -> float:
+    """The share of simulated candidate units copied from the baseline's that gives the
+    paired differences the variance the pilot measured, 2 σ² (1 − `pairing`).
+
+    Drawing a persona's units from its k pilot units (with replacement) gives them the
+    pool's spread around its own mean, (k − 1)/k of σ² on average (2/3 with 3 seeds):
+    two independent draws already differ less than two new conversations would. Copying
+    a share c of the units makes the paired variance 2 σ² f (1 − c), f = Σ(k − 1)/Σk, so
+    c = 1 − (1 − ρ)/f, clipped to [0, MAX_PAIRING]. With no pairing credit (ρ = 0) no unit
+    is copied and the size errs large, as the fixed design's does."""
+    total = sum(pool_sizes)
+    kept = (total - len(pool_sizes)) / total if total else 0.0
+    if pairing <= 0 or kept <= 0:
+        return 0.0
+    return min(max(1.0 - (1.0 - min(pairing, MAX_PAIRING)) / kept, 0.0), MAX_PAIRING)
+
+
 def gate_sizes(
     counts: np.ndarray,
     persona: np.ndarray,
@@ -239,17 +256,16 @@ def gate_sizes(
     `personas` × `units_per_persona` units, persona by persona: a pilot persona drawn at
     random, its units drawn from that persona's pilot units; the candidate's units are
     drawn the same way from the same persona (so the two share the persona's difficulty
-    but not their conversations), except that with probability `pairing` (clipped to
-    [0, MAX_PAIRING]) a candidate unit is the baseline's own (so the two sides' influences
-    correlate by about `pairing`, as paired conversations do), then shifted to the true
-    `difference`. The gate then runs on them as `vera gate` would (waves of `wave`,
-    seeded random order).
+    but not their conversations), except that with probability `coupling(pairing)` a
+    candidate unit is the baseline's own (paired conversations are alike), then shifted
+    to the true `difference`. The gate then runs on them as `vera gate` would (waves of
+    `wave`, seeded random order).
     """
-    coupling = min(max(pairing, 0.0), MAX_PAIRING)
     rng = np.random.default_rng(seed)
     c = np.asarray(counts, dtype=np.float64)
     who = np.asarray(persona, dtype=np.int64)
     pools = [np.flatnonzero(who == p) for p in np.unique(who)]
+    coupling = gate_coupling(pairing, [len(p) for p in pools])
     n = personas * units_per_persona
     looks = np.arange(wave, n + 1, wave)
     if looks.size == 0 or looks[-1] != n:
