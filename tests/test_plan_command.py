@@ -208,6 +208,8 @@ def test_a_pilot_of_two_chatbots_pairs_them_where_it_can(two_bot_pilot, pilot) -
     )
     assert wrong.exit_code == 1 and "Traceback" not in wrong.output
     assert "--pilot-candidate" in wrong.output and "needs a run of one chatbot" in wrong.output
+    alone = CliRunner().invoke(main, ["plan", "--pilot-candidate", str(pilot)])
+    assert alone.exit_code == 1 and "give --pilot RUN as well" in alone.output
 
 
 def _ratings(chatbot: str, draws: np.ndarray) -> pl.DataFrame:

@@ -229,6 +229,8 @@ def plan(opts: PlanOptions) -> Plan:
     notes: list[str] = []
     default_spread = False
     paired_on: str | None = None
+    if opts.pilot is None and opts.pilot_candidate is not None:
+        raise UserError("--pilot-candidate is paired with a pilot's units: give --pilot RUN as well")
     if opts.pilot is None:
         default_spread = True
         var = DEFAULT_VARIABILITY
