@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -30,6 +27,8 @@ from vera.store import append_human_ratings, open_run, read_human_ratings
 from vera.viewer.access import host_names
 from vera.viewer.app import bind
 from vera.viewer.review import ReviewSession, build_review_app, serve_review
+
+from .conftest import start_review, stop
 
 TOKEN = "test-token-0123456789"
 
@@ -291,35 +290,6 @@ def test_another_host_is_refused_without_allow_remote(run_copy):
 
 
 # -- the command -------------------------------------------------------------------------
-
-
-def start_review(*args: str) -> tuple[subprocess.Popen, str]:
-    """`vera review` as a user starts it; returns the process and the URL it serves."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "vera", "review", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        m = re.search(r"serving at (http://\S+/)", line)
-        if m:
-            return proc, m.group(1)
-    proc.kill()
-    raise AssertionError(f"vera review did not start: {proc.communicate()}")
-
-
-def stop(proc: subprocess.Popen) -> str:
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
-    return err
 
 
 @pytest.mark.slow

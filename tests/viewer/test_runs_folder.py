@@ -19,9 +19,8 @@ from vera.viewer.access import host_names, key_cookie
 from vera.viewer.app import bind, build_app, load_assets
 from vera.viewer.runs import Folder, build_folder_app, find_runs
 
-from .conftest import run_vera
+from .conftest import run_vera, start_view
 from .test_server import get as aget
-from .test_server import start_view
 
 
 @pytest.fixture(scope="module")
