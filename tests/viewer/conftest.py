@@ -13,12 +13,15 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Final
 
 import msgspec
 import pytest
+from aiohttp import web
 from click.testing import CliRunner, Result
 
 from vera import records as rec
@@ -26,6 +29,8 @@ from vera.cli._main import main
 from vera.records import Conversation, DimensionRating, JudgeAnswer, Judgement, ModelSpec, Turn
 from vera.report.card._score import score_run
 from vera.store._writer import RunStore
+from vera.viewer.access import host_names
+from vera.viewer.app import bind
 
 BP: Final = rec.BEST_PRACTICE
 SUB: Final = rec.SUBOPTIMAL
@@ -55,6 +60,23 @@ def run_vera(*args: str) -> str:
     result = invoke_vera(*args)
     assert result.exit_code == 0, result.output
     return result.output
+
+
+@asynccontextmanager
+async def serving_app(
+    make_app: Callable[[frozenset[str]], web.Application], host: str = "127.0.0.1"
+) -> AsyncIterator[str]:
+    """An app on a real socket, bound as `vera view` and `vera review` bind theirs:
+    `make_app` is given the Host headers to accept. Yields the address (ending in /)."""
+    sock = bind(host, 0)
+    url, allowed = host_names(sock)
+    runner = web.AppRunner(make_app(allowed), access_log=None)
+    await runner.setup()
+    try:
+        await web.SockSite(runner, sock).start()
+        yield url
+    finally:
+        await runner.cleanup()
 
 
 def start_vera(command: str, *args: str) -> tuple[subprocess.Popen[str], str]:

@@ -8,7 +8,6 @@ import hashlib
 import json
 import re
 import shutil
-import socket
 import subprocess
 import sys
 from collections import Counter
@@ -18,17 +17,14 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from aiohttp import web
 
 from vera.errors import UserError
 from vera.records import BEST_PRACTICE as BP
 from vera.records import RATINGS, HumanRating, Rating
 from vera.store import append_human_ratings, open_run, read_human_ratings
-from vera.viewer.access import host_names
-from vera.viewer.app import bind
 from vera.viewer.review import ReviewSession, build_review_app, serve_review
 
-from .conftest import start_review, stop
+from .conftest import serving_app, start_review, stop
 
 TOKEN = "test-token-0123456789"
 
@@ -44,15 +40,10 @@ def run_copy(offline_run, tmp_path) -> Path:
 @asynccontextmanager
 async def serving(session: ReviewSession) -> AsyncIterator[str]:
     """The review on a real socket, bound as `vera review` binds it; yields its base URL."""
-    sock: socket.socket = bind("127.0.0.1", 0)
-    url, allowed = host_names(sock)
-    runner = web.AppRunner(build_review_app(session, token=TOKEN, allowed_hosts=allowed), access_log=None)
-    await runner.setup()
-    try:
-        await web.SockSite(runner, sock).start()
+    async with serving_app(
+        lambda allowed: build_review_app(session, token=TOKEN, allowed_hosts=allowed)
+    ) as url:
         yield url.rstrip("/")
-    finally:
-        await runner.cleanup()
 
 
 def all_ratings(session: ReviewSession, rating: Rating = BP) -> dict[str, Rating]:

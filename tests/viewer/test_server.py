@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -15,15 +14,14 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from aiohttp import web
 from yarl import URL
 
 from vera.report.shared._pages import PAGE_CSP, SCRIPT_PAGE_CSP
-from vera.viewer.access import KEY_PARAM, host_names
-from vera.viewer.app import bind, build_app
+from vera.viewer.access import KEY_PARAM
+from vera.viewer.app import build_app
 from vera.viewer.catalogue import Catalogue
 
-from .conftest import FAILED_ID, IMG_TEXT, MARKUP_ID, MARKUP_PERSONA, SCRIPT_TEXT, start_view
+from .conftest import FAILED_ID, IMG_TEXT, MARKUP_ID, MARKUP_PERSONA, SCRIPT_TEXT, serving_app, start_view
 
 SECRET = "do-not-serve-this-4f1c"
 
@@ -31,15 +29,10 @@ SECRET = "do-not-serve-this-4f1c"
 @asynccontextmanager
 async def serving(*run_dirs: Path, host: str = "127.0.0.1") -> AsyncIterator[str]:
     """The viewer on a real socket (as `vera view` binds it); yields its base URL."""
-    sock: socket.socket = bind(host, 0)
-    url, allowed = host_names(sock)
-    runner = web.AppRunner(build_app(Catalogue.open(run_dirs), allowed_hosts=allowed), access_log=None)
-    await runner.setup()
-    try:
-        await web.SockSite(runner, sock).start()
+    async with serving_app(
+        lambda allowed: build_app(Catalogue.open(run_dirs), allowed_hosts=allowed), host
+    ) as url:
         yield url.rstrip("/")
-    finally:
-        await runner.cleanup()
 
 
 @pytest.fixture(scope="module")
