@@ -12,14 +12,11 @@ import pytest
 from vera.records import RISK_LEVELS
 from vera.viewer.catalogue import Catalogue, Query, QueryError
 
+from ..conftest import jsonl
 from .conftest import BP, FAILED_ID, HPH, MARKUP_ID, MARKUP_PERSONA, SECOND_JUDGE, SUB
 
 JUDGE = "offline/lexical-judge"
 GHC = "Guides to Human Care"
-
-
-def jsonl(path):
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 @pytest.fixture(scope="module")
