@@ -24,6 +24,7 @@ masked (they differ between any two runs) before it is digested.
 from __future__ import annotations
 
 import csv
+import fcntl
 import hashlib
 import json
 import os
@@ -98,8 +99,25 @@ def _ratings_file(run: Path, out: Path) -> Path:
     return path
 
 
+def _hold_work_folder() -> None:
+    """Refuse, in one line, to share WORK with another `outputs` running at the same time:
+    the folder is fixed (so printed paths compare equal), and two runs in it would
+    overwrite each other's files and report differences that are not in the code."""
+    WORK.parent.mkdir(parents=True, exist_ok=True)
+    lock = open(WORK.with_name(WORK.name + ".lock"), "w")  # noqa: SIM115 - held until exit
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        sys.exit(f"output_identity: {WORK} is in use by another run of this script; wait for it")
+    _HELD.append(lock)
+
+
+_HELD: list[object] = []
+
+
 def outputs(runs: Path, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=False)
+    _hold_work_folder()
     work = WORK
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
