@@ -160,6 +160,18 @@ BASE: dict[str, str] = {
         "(nor the conversations' records), so there is no breakdown by it."
     ),
     # The paragraph above the simulated-user checks' table.
+    "card.checked_by_nothing": "nothing (no complete conversation)",
+    "card.checked_prompt": " (model prompt {prompt})",
+    "card.checked_excluded": (
+        "Checked by: {by}{prompt}. A flagged conversation's simulated user stopped being a "
+        "person in its persona's situation (docs/realism.md); the scores on this card leave out "
+        "the {n} flagged conversation(s) (vera score --exclude-flagged)."
+    ),
+    "card.checked_included": (
+        "Checked by: {by}{prompt}. A flagged conversation's simulated user stopped being a "
+        "person in its persona's situation (docs/realism.md); the scores include them "
+        "(vera score --exclude-flagged leaves them out)."
+    ),
     # card/terminal leftovers
     "card.by_persona_column": "By persona column {column}",
     # The parts of a run's status summary (vera.report.shared._outcome): the record keeps
@@ -194,18 +206,6 @@ BASE: dict[str, str] = {
     "card.about_unused": ", {n} of them judge questions asked ahead and not needed",
     "card.about_grouping_risk": "by suicide risk level: {levels}",
     "card.risk_caption": "{caption} {level}",
-    "card.checked_by_nothing": "nothing (no complete conversation)",
-    "card.checked_prompt": " (model prompt {prompt})",
-    "card.checked_excluded": (
-        "Checked by: {by}{prompt}. A flagged conversation's simulated user stopped being a "
-        "person in its persona's situation (docs/realism.md); the scores on this card leave out "
-        "the {n} flagged conversation(s) (vera score --exclude-flagged)."
-    ),
-    "card.checked_included": (
-        "Checked by: {by}{prompt}. A flagged conversation's simulated user stopped being a "
-        "person in its persona's situation (docs/realism.md); the scores include them "
-        "(vera score --exclude-flagged leaves them out)."
-    ),
     # --- table headings and row labels (every rendering) ------------------------------
     "col.chatbot": "Chatbot",
     "col.dimension": "Dimension",
