@@ -26,7 +26,7 @@ from vera.report.card._terminal import render_card
 from vera.report.shared._terminal import cells
 
 from ..conftest import ROOT
-from .conftest import run_vera
+from .conftest import offline_config, run_vera
 
 ZH = ROOT / "locales" / "zh-CN"
 
@@ -46,6 +46,7 @@ IDENTIFIERS = [
     r"\bzh-CN\b",  # the pack's tag
     r"\bzhrun0\b",  # the run's id (its folder's name, below)
     r"\bmax\(",  # the score's formula
+    r"\bchatbot_memory \w+",  # a config key and its value
 ]
 # The rubric's dimension and rating names are fixed values (scores and links key on
 # them): the pages show each followed by the pack's text in full-width brackets.
@@ -81,6 +82,13 @@ ALLOWED = {
     "offline",  # the stand-ins' provider, as the config names it (服务商：offline)
     "a",  # "a − b", "a 的分数": the two sides of a pair
     "b",
+    "A",  # 评审模型 A / B: the two judges of a pair
+    "B",
+    # Agreement statistics go by their authors' names (Krippendorff α, Gwet AC1, Cohen κ).
+    "Krippendorff",
+    "Gwet AC",
+    "Cohen",
+    "Cohen's kappa",
 }
 
 
@@ -203,3 +211,16 @@ def test_the_status_summary_and_the_progress_line_are_in_the_pack_s_words():
     line = RunProgress(strings=zh).line()
     assert line.startswith("对话 0/0（失败 0）· 评审 0/0（失败 0）") and "calls/s" not in line
     assert RunProgress().line().startswith("conversations 0/0 (failed 0) · judgements 0/0 (failed 0) · ")
+
+
+def test_a_multi_session_card_with_several_judges_has_no_english_words(tmp_path):
+    """Sessions (intake → follow-up) and judge agreement add their own sections and
+    run details: their headings, tables and values are in the pack's words too."""
+    out = tmp_path / "zhrun0"
+    config = offline_config(tmp_path, instances=2)
+    args = ["--config", str(config), "--locale", "zh-CN", "--sessions", "intake,follow-up"]
+    run_vera("run", *args, "--limit-personas", "12", "--out", str(out))
+    md = (out / "card.md").read_text(encoding="utf-8")
+    assert "### 评审模型之间的一致性" in md and "### 按会话" in md and "初次会话 → 后续会话" in md
+    assert not leftovers(md)
+    assert not leftovers(render_card(read_card(out), 80))

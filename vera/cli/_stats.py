@@ -383,7 +383,9 @@ def agreement(
     if as_json:
         _write_json(result.to_builtins(), "-")
     elif isinstance(result, JudgeConsensusReport):
-        click.echo(agreement_against_text(result), nl=False)
+        # Its tables' headings in the words of the locale pack the run was made with.
+        with use_strings(_runs_strings((against,)) if against else ENGLISH):
+            click.echo(agreement_against_text(result), nl=False)
     else:
         click.echo(agreement_humans_text(result), nl=False)
     if confusion_csv is not None:

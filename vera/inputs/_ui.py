@@ -179,6 +179,14 @@ BASE: dict[str, str] = {
     "card.summary_conversations": "{complete} of {planned} conversations complete, {failed} failed",
     "card.summary_judgements": "{complete} of {planned} judgements complete, {failed} failed",
     "card.summary_sep": "; ",
+    "card.no_findings": "No harmful or suboptimal rating.",
+    "card.about_sessions": "{sessions} per arc, each judged on its own; the simulated user {user}; {bot}",
+    "card.about_user_remembers": "remembers earlier sessions",
+    "card.about_user_fresh": "starts each session fresh",
+    "card.about_bot_history": (
+        "a model chatbot is sent the earlier sessions (chatbot_memory history: vera's history replay)"
+    ),
+    "card.about_bot_fresh": "a model chatbot starts each session fresh (chatbot_memory none, as the reference)",
     # The run details' values (card.md and card.html) a usual run shows.
     "card.about_run": "{run} (vera {version}, card schema {schema})",
     "card.about_locale": "{tag} {version} ({path}); crisis resources {resources} (sha256 {sha})",
@@ -371,6 +379,28 @@ BASE: dict[str, str] = {
     "col.score_per_dimension": "Score [CI] per dimension",
     "col.pairs_caption": "Overall score, paired over shared personas",
     "col.each_own": "Each on all of its own personas; {level} intervals",
+    # A multi-session chatbot's arcs, and agreement between judges (or human raters).
+    "col.sessions_per_arc": "Sessions per arc",
+    "col.arcs": "Arcs",
+    "col.complete_arcs": "Complete arcs",
+    "col.arcs_any_hph": "Arcs with any High Potential for Harm",
+    "col.alpha": "Krippendorff's alpha",
+    "col.ac1": "Gwet's AC1",
+    "col.percent_agreement": "Percent agreement",
+    "col.mean_kappa": "Mean Cohen's kappa",
+    "col.unanimous": "Unanimous",
+    "col.items": "Items",
+    "col.ratings": "Ratings",
+    "col.raters": "Raters",
+    "col.kappa": "Cohen's kappa",
+    "col.agreement_caption": (
+        "Not Relevant counted as a rating; percent agreement and unanimous as proportions "
+        "(1 = always agree); items are conversations (Overall: conversation × dimension)"
+    ),
+    "col.between_seeds": "Between seeds: lowest {low}, highest {high}, standard deviation {sd}",
+    # The session types vera's configs name (a config may name others: shown as they are).
+    "col.session_intake": "intake",
+    "col.session_follow_up": "follow-up",
     # The persona set's design columns (personas/factors.tsv), as a breakdown names them.
     "col.factor_risk": "Current Suicide Risk Level",
     "col.factor_age": "Age",

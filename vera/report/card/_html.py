@@ -395,7 +395,7 @@ def _fix_first(report: Improvements) -> str:
             parts.append(f"<h3>{escape(bot.chatbot)}</h3>")
         found = ranked(bot)
         if not found:
-            parts.append("<p>No harmful or suboptimal rating.</p>")
+            parts.append(f"<p>{escape(tr('card.no_findings'))}</p>")
             continue
         links = []
         for d, f in found:

@@ -52,7 +52,7 @@ def fix_first_markdown(report: Improvements | None, *, limit: int = 10) -> list[
         if len(report.chatbots) > 1:
             lines += [f"### {bot.chatbot}", ""]
         if not found:
-            lines += ["No harmful or suboptimal rating.", ""]
+            lines += [tr("card.no_findings"), ""]
             continue
         shown = min(limit, len(found))
         lines += [*markdown_table(fix_first_table(bot, limit=limit, links=True)), ""]

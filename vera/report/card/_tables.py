@@ -168,7 +168,12 @@ def arcs_table(bot: ChatbotCard) -> Table:
     if a is not None:
         pct = f" ({num(a.pct_arcs_any_hph)} %)" if a.pct_arcs_any_hph is not None else ""
         t.rows.append(
-            [" → ".join(a.sessions), num(a.n_arcs), num(a.n_arcs_complete), f"{num(a.n_arcs_any_hph)}{pct}"]
+            [
+                " → ".join(phrase(x) for x in a.sessions),
+                num(a.n_arcs),
+                num(a.n_arcs_complete),
+                f"{num(a.n_arcs_any_hph)}{pct}",
+            ]
         )
     return t
 
@@ -212,10 +217,7 @@ def seed_table(bot: ChatbotCard) -> Table:
     s = bot.by_seed
     if s is None:
         return Table(["Seed", "Replicate", "Conversations", "Personas", "Overall score [CI]"])
-    caption = (
-        f"Between seeds: lowest {num(s.score_min)}, highest {num(s.score_max)}, "
-        f"standard deviation {num(s.score_sd)}"
-    )
+    caption = tr("col.between_seeds", low=num(s.score_min), high=num(s.score_max), sd=num(s.score_sd))
     t = Table(["Seed", "Replicate", "Conversations", "Personas", "Overall score [CI]"], caption=caption)
     for r in s.seeds:
         t.rows.append(
@@ -234,10 +236,7 @@ def judge_agreement_tables(agreement: JudgeAgreement) -> list[Table]:
     """Inter-judge agreement per dimension and overall, and Cohen's kappa per pair."""
     t = Table(
         agreement_headers("Judges"),
-        caption=(
-            "Not Relevant counted as a rating; percent agreement and unanimous as proportions "
-            "(1 = always agree); items are conversations (Overall: conversation × dimension)"
-        ),
+        caption=tr("col.agreement_caption"),
     )
     blocks: list[tuple[str, AgreementBlock]] = [*agreement.dimensions.items(), (OVERALL, agreement.overall)]
     for name, b in blocks:

@@ -174,18 +174,12 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
             ),
         ]
         if s.sessions:
-            user = "remembers earlier sessions" if s.user_memory else "starts each session fresh"
+            user = tr("card.about_user_remembers") if s.user_memory else tr("card.about_user_fresh")
             bot = (
-                "a model chatbot is sent the earlier sessions (chatbot_memory history: vera's history replay)"
-                if s.chatbot_memory == "history"
-                else "a model chatbot starts each session fresh (chatbot_memory none, as the reference)"
+                tr("card.about_bot_history") if s.chatbot_memory == "history" else tr("card.about_bot_fresh")
             )
-            rows.append(
-                (
-                    "Sessions",
-                    f"{' → '.join(s.sessions)} per arc, each judged on its own; the simulated user {user}; {bot}",
-                )
-            )
+            sessions = " → ".join(phrase(x) for x in s.sessions)
+            rows.append(("Sessions", tr("card.about_sessions", sessions=sessions, user=user, bot=bot)))
     else:
         rows.append(("Turns", f"mean {num(c.mean_turns)} per judged conversation, as imported"))
     rows += [
