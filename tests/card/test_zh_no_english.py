@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
@@ -240,3 +241,29 @@ def test_a_multi_session_card_with_several_judges_has_no_english_words(tmp_path)
     assert not leftovers(render_card(read_card(out), 80))
     assert not leftovers(visible_text((out / "card.html").read_text(encoding="utf-8")))
 
+
+def test_vera_score_draws_the_card_again_when_the_pack_s_words_changed(tmp_path):
+    """`vera score` leaves the card's files alone when the card is the same (drawing the
+    plots is slow), but a pack edited since (a translation fixed) must show: card.md and
+    card.html are drawn again in its new words, though card.json has not changed."""
+    pack = tmp_path / "zh"
+    shutil.copytree(ZH, pack)
+    out = tmp_path / "zhrun0"
+    config = offline_config(tmp_path)
+    run_vera(
+        "run", "--config", str(config), "--locale", str(pack), "--limit-personas", "4", "--out", str(out)
+    )
+    json_before = (out / "card.json").read_bytes()
+    md_before = (out / "card.md").read_text(encoding="utf-8")
+    assert "## 总览" in md_before
+    run_vera("score", str(out))  # nothing changed: nothing drawn again
+    assert (out / "card.md").read_text(encoding="utf-8") == md_before
+    strings = pack / "strings.toml"
+    strings.write_text(
+        strings.read_text(encoding="utf-8").replace('overview = "总览"', 'overview = "概览"'),
+        encoding="utf-8",
+    )
+    run_vera("score", str(out))
+    assert (out / "card.json").read_bytes() == json_before
+    assert "## 概览" in (out / "card.md").read_text(encoding="utf-8")
+    assert "概览" in (out / "card.html").read_text(encoding="utf-8")
