@@ -285,7 +285,8 @@ BASE: dict[str, str] = {
         "Relevant in {n} conversations: harmful (High Potential for Harm) in {hph}, Suboptimal in {sub}."
     ),
     "card.fix_findings": "Findings",
-    "card.fix_counts": "{conversations} conversation(s), {ratings} judge rating(s).",
+    # {question} is the rubric question's id.
+    "card.fix_counts": "{question}: {conversations} conversation(s), {ratings} judge rating(s).",
     # {conversation} is the conversation's id (a link where its page exists).
     "card.fix_meta": "{conversation} · persona {persona} · {risk} · judge {judge} #{instance}",
     "card.fix_reasoning": "The judge’s reasoning",

@@ -178,7 +178,7 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
         )
     )
     if card.comparisons:
-        parts = [f"<p>{escape(tr('card.comparisons_intro'))}</p>"]
+        parts = [f"<p>{escape(tr('card.comparisons_intro'), quote=False)}</p>"]
         parts += figures("differences.png")
         reasons = card_reasons(card)
         parts += [html_table(comparison_table(e, reasons)) for e in card.comparisons]
@@ -219,7 +219,7 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
             tr("card.accounting"),
             html_table(accounting_table(card)),
             f"<p>{escape(tr('card.reasoning_note'))}</p>",
-            *([f"<p>{escape(tr('card.unused_calls', n=num(unused)))}</p>"] if unused else []),
+            *([f"<p>{escape(tr('card.unused_calls', n=num(unused)), quote=False)}</p>"] if unused else []),
         )
     )
     body.append("</main>")
@@ -262,7 +262,7 @@ def _chatbot(index: int, bot: ChatbotCard, title: str) -> str:
     if harmful:
         parts += [
             f"<p>{html_tr('card.harmful_intro', command='<code>vera view</code>')}</p>",
-            f"<details><summary>{escape(tr('card.show_all', n=num(len(harmful))))}</summary>",
+            f"<details><summary>{escape(tr('card.show_all', n=num(len(harmful))), quote=False)}</summary>",
             html_table(harmful_table(harmful), wide_column=7, links=[_harm_link(h) for h in harmful]),
             "</details>",
         ]
@@ -298,9 +298,10 @@ def _css_text(text: str) -> str:
 
 
 def html_tr(key: str, /, **markup: str) -> str:
-    """`tr(key)` as HTML: its text escaped, its fields filled with `markup` (HTML
-    already, e.g. a name in <code>), so a pack's words never carry markup of their own."""
-    return escape(tr(key)).format(**markup)
+    """`tr(key)` as HTML: its text escaped (as element text: quotes stay), its fields
+    filled with `markup` (HTML already, e.g. a name in <code>), so a pack's words never
+    carry markup of their own."""
+    return escape(tr(key), quote=False).format(**markup)
 
 
 def _harm_link(h: HarmfulRating) -> str:
@@ -433,7 +434,7 @@ def _fix_first(report: Improvements) -> str:
             f"<tbody>{''.join(rows)}</tbody></table></div>"
         )
         parts.append(
-            f"<details><summary>{escape(tr('card.fix_first_more', n=num(report.max_exemplars)))}</summary>"
+            f"<details><summary>{escape(tr('card.fix_first_more', n=num(report.max_exemplars)), quote=False)}</summary>"
             + chatbot_details_html(i, bot, prefix="fix-first-")
             + "</details>"
         )

@@ -763,10 +763,11 @@ def _html_summary(anchor: str, s: RowSummary, heading: str) -> str:
 
 
 def _html_examples(anchor: str, f: Finding, base: str, can_link: Callable[[str], bool]) -> str:
-    head = (
-        f'<div id="{anchor}" class="examples"><p>{_badge(f.rating)} <code>{escape(f.question_id or MISSING)}</code>: '
-        f"{escape(tr('card.fix_counts', conversations=f.conversations, ratings=f.ratings))}</p>"
+    question = f"<code>{escape(f.question_id or MISSING)}</code>"
+    counts = _html_tr(
+        "card.fix_counts", question=question, conversations=str(f.conversations), ratings=str(f.ratings)
     )
+    head = f'<div id="{anchor}" class="examples"><p>{_badge(f.rating)} {counts}</p>'
     if not f.exemplars:
         return head + "</div>"
     items = []
@@ -807,7 +808,7 @@ def _html_examples(anchor: str, f: Finding, base: str, can_link: Callable[[str],
 
 def _html_tr(key: str, /, **markup: str) -> str:
     """`tr(key)` as HTML: its text escaped, its fields filled with `markup` (HTML already)."""
-    return escape(tr(key)).format(**markup)
+    return escape(tr(key), quote=False).format(**markup)
 
 
 def chatbot_details_html(index: int, bot: ChatbotFindings, *, prefix: str) -> str:
