@@ -216,21 +216,51 @@ def _shifted(rng: np.random.Generator, counts: np.ndarray, s: float) -> np.ndarr
     return out
 
 
-def gate_coupling(pairing: float, pool_sizes: list[int]) -> float:
+def _moved(counts: np.ndarray, s: float) -> np.ndarray:
+    """`_shifted`'s expectation: share `s` of the Best Practice ratings moved to harm
+    (negative: of the harm ratings to Best Practice), fractionally, not drawn."""
+    out = counts.copy()
+    dims = out[..., :-1, :]
+    moved = s * dims[..., BP] if s >= 0 else s * dims[..., HPH]
+    dims[..., BP] -= moved
+    dims[..., HPH] += moved
+    out[..., -1, :] = dims.sum(axis=-2)
+    return out
+
+
+def _stretched(counts: np.ndarray, mean: np.ndarray, stretch: np.ndarray) -> np.ndarray:
+    """`counts` (N, rows, 3) moved away from their pool's `mean` by `stretch` (N,)."""
+    return mean + (counts - mean) * stretch[:, None, None]
+
+
+def gate_coupling(pairing: float) -> float:
     """The share of simulated candidate units copied from the baseline's that gives the
-    paired differences the variance the pilot measured, 2 σ² (1 − `pairing`).
+    paired differences the variance the pilot measured, 2 σ² (1 − `pairing`): the
+    simulated units carry the pilot's within-persona spread σ² (`restored_spread`), so
+    copying a share c makes it 2 σ² (1 − c), and c = ρ, clipped to [0, MAX_PAIRING].
+    With no pairing credit (ρ = 0) no unit is copied and the size errs large, as the
+    fixed design's does; a negative ρ is not simulated (it would err small)."""
+    return min(max(pairing, 0.0), MAX_PAIRING)
+
+
+def restored_spread(counts: np.ndarray, pools: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per pilot unit, its persona pool's mean counts and the factor √(k / (k − 1)) its
+    deviation from that mean is stretched by, k the pool's units (1 for a pool of one).
 
     Drawing a persona's units from its k pilot units (with replacement) gives them the
-    pool's spread around its own mean, (k − 1)/k of σ² on average (2/3 with 3 seeds):
-    two independent draws already differ less than two new conversations would. Copying
-    a share c of the units makes the paired variance 2 σ² f (1 − c), f = Σ(k − 1)/Σk, so
-    c = 1 − (1 − ρ)/f, clipped to [0, MAX_PAIRING]. With no pairing credit (ρ = 0) no unit
-    is copied and the size errs large, as the fixed design's does."""
-    total = sum(pool_sizes)
-    kept = (total - len(pool_sizes)) / total if total else 0.0
-    if pairing <= 0 or kept <= 0:
-        return 0.0
-    return min(max(1.0 - (1.0 - min(pairing, MAX_PAIRING)) / kept, 0.0), MAX_PAIRING)
+    pool's spread around its own mean, SS/k, where the pilot's within-persona variance
+    is SS/(k − 1): on average (k − 1)/k of σ² (2/3 with 3 seeds), so two independent
+    draws differ less than two new conversations would, and a gate simulated from them
+    is too small. Stretching each draw's deviation from the pool mean by √(k / (k − 1))
+    gives the draws the pilot's σ² (the counts become fractional, which the asymptotic
+    sequence takes as it takes any linear contribution)."""
+    mean = np.empty_like(counts)
+    stretch = np.ones(counts.shape[0])
+    for pool in pools:
+        mean[pool] = counts[pool].mean(axis=0)
+        if pool.size > 1:
+            stretch[pool] = math.sqrt(pool.size / (pool.size - 1))
+    return mean, stretch
 
 
 def gate_sizes(
@@ -256,16 +286,22 @@ def gate_sizes(
     `personas` × `units_per_persona` units, persona by persona: a pilot persona drawn at
     random, its units drawn from that persona's pilot units; the candidate's units are
     drawn the same way from the same persona (so the two share the persona's difficulty
-    but not their conversations), except that with probability `coupling(pairing)` a
-    candidate unit is the baseline's own (paired conversations are alike), then shifted
-    to the true `difference`. The gate then runs on them as `vera gate` would (waves of
-    `wave`, seeded random order).
+    but not their conversations), except that with probability `gate_coupling(pairing)`
+    a candidate unit is the baseline's own (paired conversations are alike), then shifted
+    to the true `difference`. Each drawn unit's deviation from its pool's mean is
+    stretched so that the draws have the pilot's within-persona spread
+    (`restored_spread`). A pilot with one unit per persona is one pool (its whole spread
+    is taken as within, as `variability` does). The gate then runs on them as `vera
+    gate` would (waves of `wave`, seeded random order).
     """
     rng = np.random.default_rng(seed)
     c = np.asarray(counts, dtype=np.float64)
     who = np.asarray(persona, dtype=np.int64)
     pools = [np.flatnonzero(who == p) for p in np.unique(who)]
-    coupling = gate_coupling(pairing, [len(p) for p in pools])
+    if all(pool.size == 1 for pool in pools):
+        pools = [np.arange(c.shape[0])]
+    pool_mean, stretch = restored_spread(c, pools)
+    coupling = gate_coupling(pairing)
     n = personas * units_per_persona
     looks = np.arange(wave, n + 1, wave)
     if looks.size == 0 or looks[-1] != n:
@@ -279,6 +315,7 @@ def gate_sizes(
     for difference in differences:
         s = shift_for(c[:, -1].sum(axis=0), difference)
         reached = score_change(c[:, -1].sum(axis=0), s)
+        moved_mean = _moved(pool_mean, s)
         used, verdicts = np.empty(reps), np.empty(reps)
         for r in range(reps):
             chosen = rng.integers(0, len(pools), personas)
@@ -286,8 +323,8 @@ def gate_sizes(
             cand_idx = np.concatenate([rng.choice(pools[p], units_per_persona) for p in chosen])
             if coupling > 0:
                 cand_idx = np.where(rng.random(n) < coupling, base_idx, cand_idx)
-            base = c[base_idx][:, rows]
-            cand = _shifted(rng, c[cand_idx], s)[:, rows]
+            base = _stretched(c[base_idx], pool_mean[base_idx], stretch[base_idx])[:, rows]
+            cand = _stretched(_shifted(rng, c[cand_idx], s), moved_mean[cand_idx], stretch[cand_idx])[:, rows]
             order = rng.permutation(n)
             b = (base[order] / scale).transpose(1, 0, 2)  # (rows, n, 3)
             k = (cand[order] / scale).transpose(1, 0, 2)
