@@ -152,34 +152,39 @@ def test_a_paired_gate_is_simulated_smaller() -> None:
 
 
 def test_the_gate_copies_units_so_the_paired_variance_is_the_pilot_s() -> None:
-    # The simulated units carry the pilot's spread, so a share ρ copied leaves 2σ²(1 − ρ).
-    assert gate_coupling(0.4) == pytest.approx(0.4)
-    assert gate_coupling(0.0) == 0.0 and gate_coupling(-0.3) == 0.0
-    assert gate_coupling(0.99) == MAX_PAIRING
+    # Three units a persona: two draws from the pool keep 2/3 of the spread, so ρ = 0.4
+    # (paired variance 1.2 σ²) needs 1 − 0.6 × 1.5 = 0.1 of the units copied.
+    assert gate_coupling(0.4, [3] * 50) == pytest.approx(0.1)
+    assert gate_coupling(0.3, [3] * 50) == 0.0 and gate_coupling(0.0, [3] * 50) == 0.0
+    assert gate_coupling(0.99, [10] * 50) == pytest.approx(1 - (1 - MAX_PAIRING) / 0.9)  # ρ capped first
+    assert gate_coupling(0.5, [1] * 50) == 0.0  # one unit a persona: every draw is that unit
 
 
-def test_the_simulated_units_keep_the_pilot_s_within_persona_spread() -> None:
+def test_where_copying_cannot_match_the_pairing_the_draws_are_stretched() -> None:
     from benchmarks.seqsim import draw
 
     base, _, persona_of = draw(np.random.default_rng(5), 1, 200, 3, 0.0)
     c = base[0]
     pools = [np.flatnonzero(persona_of == p) for p in range(200)]
-    mean, stretch = restored_spread(c, pools)
-    assert np.allclose(stretch, np.sqrt(1.5))
-
-    def drawn_variance(counts: np.ndarray) -> float:
-        # A unit drawn at random from its persona's pool varies by the pool's spread (ddof 0).
-        u = unit_influences(counts[:, -1])
-        return float(np.mean([np.var(u[pool]) for pool in pools]))
-
     sigma2 = variability(c[:, -1], persona_of).within_sd ** 2
-    assert drawn_variance(c) == pytest.approx(sigma2 * 2 / 3)  # what resampling alone keeps
-    assert drawn_variance(mean + (c - mean) * stretch[:, None, None]) == pytest.approx(sigma2)
+
+    def paired_variance(pairing: float) -> float:
+        # Two independent draws from a unit's pool differ by twice the pool's spread (ddof 0).
+        mean, stretch = restored_spread(c, pools, pairing)
+        u = unit_influences((mean + (c - mean) * stretch[:, None, None])[:, -1])
+        return 2 * float(np.mean([np.var(u[pool]) for pool in pools]))
+
+    # No credit: the independent sides' 2σ², not the 2σ²·2/3 resampling alone keeps.
+    assert paired_variance(0.0) == pytest.approx(2 * sigma2)
+    assert paired_variance(0.2) == pytest.approx(2 * sigma2 * 0.8)
+    # From ρ = 1/k on, copying does it and nothing is stretched.
+    assert np.all(restored_spread(c, pools, 0.4)[1] == 1.0)
+    assert paired_variance(0.4) == pytest.approx(2 * sigma2 * 2 / 3)
 
 
 def test_without_pairing_credit_a_few_seed_pilot_does_not_under_size_the_gate() -> None:
     # Two seeds a persona, sides independent: resampling alone kept half the spread and
-    # predicted 428 units where 498 were measured (86 %); with the spread restored, 545.
+    # predicted 428 units where 498 were measured (86 %); stretched, it errs large.
     ((_d, (truth, _p90), pilots),) = check_gate_size(
         np.random.default_rng(2), pilots=1, gates=30, reps=30, pilot_seeds=2, coupling=0.0,
         credit=False, personas=100, seeds=6, margin=5.0, wave=50, differences=(-10.0,),

@@ -233,33 +233,48 @@ def _stretched(counts: np.ndarray, mean: np.ndarray, stretch: np.ndarray) -> np.
     return mean + (counts - mean) * stretch[:, None, None]
 
 
-def gate_coupling(pairing: float) -> float:
+def gate_coupling(pairing: float, pool_sizes: list[int]) -> float:
     """The share of simulated candidate units copied from the baseline's that gives the
-    paired differences the variance the pilot measured, 2 σ² (1 − `pairing`): the
-    simulated units carry the pilot's within-persona spread σ² (`restored_spread`), so
-    copying a share c makes it 2 σ² (1 − c), and c = ρ, clipped to [0, MAX_PAIRING].
-    With no pairing credit (ρ = 0) no unit is copied and the size errs large, as the
-    fixed design's does; a negative ρ is not simulated (it would err small)."""
-    return min(max(pairing, 0.0), MAX_PAIRING)
-
-
-def restored_spread(counts: np.ndarray, pools: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Per pilot unit, its persona pool's mean counts and the factor √(k / (k − 1)) its
-    deviation from that mean is stretched by, k the pool's units (1 for a pool of one).
+    paired differences the variance the pilot measured, 2 σ² (1 − `pairing`).
 
     Drawing a persona's units from its k pilot units (with replacement) gives them the
-    pool's spread around its own mean, SS/k, where the pilot's within-persona variance
-    is SS/(k − 1): on average (k − 1)/k of σ² (2/3 with 3 seeds), so two independent
-    draws differ less than two new conversations would, and a gate simulated from them
-    is too small. Stretching each draw's deviation from the pool mean by √(k / (k − 1))
-    gives the draws the pilot's σ² (the counts become fractional, which the asymptotic
-    sequence takes as it takes any linear contribution)."""
+    pool's spread around its own mean, (k − 1)/k of σ² on average (2/3 with 3 seeds),
+    while the pool's mean, shared by both sides, carries the other σ²/k: two independent
+    draws already differ less than two new conversations would, as if paired by 1/k.
+    Copying a share c of the units makes the paired variance 2 σ² f (1 − c),
+    f = Σ(k − 1)/Σk, so c = 1 − (1 − ρ)/f, clipped to [0, MAX_PAIRING]; each side's
+    variance and their covariance are then the pilot's too. Where ρ < 1 − f (no pairing
+    credit among them) no unit is copied and the draws are stretched instead
+    (`restored_spread`)."""
+    total = sum(pool_sizes)
+    kept = (total - len(pool_sizes)) / total if total else 0.0
+    if pairing <= 0 or kept <= 0:
+        return 0.0
+    return min(max(1.0 - (1.0 - min(pairing, MAX_PAIRING)) / kept, 0.0), MAX_PAIRING)
+
+
+def restored_spread(
+    counts: np.ndarray, pools: list[np.ndarray], pairing: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per pilot unit, its persona pool's mean counts and the factor its deviation from
+    that mean is stretched by: √((1 − ρ) k / (k − 1)) where that exceeds 1, k the pool's
+    units, else 1 (and 1 for a pool of one).
+
+    Where copying cannot bring the paired variance down to 2 σ² (1 − ρ) because two
+    independent draws from a pool already differ by only 2 σ² (k − 1)/k (`gate_coupling`:
+    ρ below 1/k, e.g. no pairing credit), the gate would be simulated too small.
+    Stretching each draw's deviation from its pool mean makes two independent draws
+    differ by 2 σ² (1 − ρ), the measured (or, without credit, independent) paired
+    variance. Each side then varies by σ²/k more than the pilot (its pool mean's share,
+    counted again) and the two sides correlate more than they should, which leaves the
+    simulated gate larger, not smaller. The counts become fractional, which the
+    asymptotic sequence takes as any linear contribution."""
     mean = np.empty_like(counts)
     stretch = np.ones(counts.shape[0])
     for pool in pools:
         mean[pool] = counts[pool].mean(axis=0)
         if pool.size > 1:
-            stretch[pool] = math.sqrt(pool.size / (pool.size - 1))
+            stretch[pool] = math.sqrt(max((1.0 - max(pairing, 0.0)) * pool.size / (pool.size - 1), 1.0))
     return mean, stretch
 
 
@@ -288,11 +303,11 @@ def gate_sizes(
     drawn the same way from the same persona (so the two share the persona's difficulty
     but not their conversations), except that with probability `gate_coupling(pairing)`
     a candidate unit is the baseline's own (paired conversations are alike), then shifted
-    to the true `difference`. Each drawn unit's deviation from its pool's mean is
-    stretched so that the draws have the pilot's within-persona spread
-    (`restored_spread`). A pilot with one unit per persona is one pool (its whole spread
-    is taken as within, as `variability` does). The gate then runs on them as `vera
-    gate` would (waves of `wave`, seeded random order).
+    to the true `difference`. Where copying cannot match the measured pairing (it is
+    weaker than 1/k, or not credited), each drawn unit's deviation from its pool's
+    mean is stretched instead (`restored_spread`). A pilot with one unit per persona is
+    one pool (its whole spread is taken as within, as `variability` does). The gate then
+    runs on them as `vera gate` would (waves of `wave`, seeded random order).
     """
     rng = np.random.default_rng(seed)
     c = np.asarray(counts, dtype=np.float64)
@@ -300,8 +315,8 @@ def gate_sizes(
     pools = [np.flatnonzero(who == p) for p in np.unique(who)]
     if all(pool.size == 1 for pool in pools):
         pools = [np.arange(c.shape[0])]
-    pool_mean, stretch = restored_spread(c, pools)
-    coupling = gate_coupling(pairing)
+    pool_mean, stretch = restored_spread(c, pools, pairing)
+    coupling = gate_coupling(pairing, [len(p) for p in pools])
     n = personas * units_per_persona
     looks = np.arange(wave, n + 1, wave)
     if looks.size == 0 or looks[-1] != n:
