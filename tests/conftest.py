@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,11 @@ FIXTURES = ROOT / "tests" / "fixtures"
 # The reference tool's data sits beside the project in development and CI; tests that
 # need it skip cleanly where it is absent (e.g. a user's fresh clone).
 REFERENCE = ROOT.parent / "shared" / "reference" / "vera-mh-v1.1"
+
+
+def jsonl(path: Path) -> list[dict]:
+    """The records of a JSON-lines file; a missing file is an error, not no records."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 # The personas of `offline_pilot`: one unit (persona × user-agent × seed) each.

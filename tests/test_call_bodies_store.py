@@ -1,13 +1,14 @@
 """The call-body store on its own (vera.store's `CallBodies` behind `RunStore.add_call`):
 what the shortcuts taken on the loop (chain nodes remembered per conversation, texts
-compressed with a window sized to them) keep exactly as before: every history reads
+compressed with zstd) keep exactly as before: every history reads
 back whole, each distinct prefix is one node, each distinct text one blob."""
 
 from __future__ import annotations
 
 import sqlite3
-import zlib
 from pathlib import Path
+
+import zstandard
 
 from vera.records import CallBody, CallRecord, Completion, Conversation, Message
 from vera.store import BODIES, BodyReader, RunStore
@@ -71,9 +72,9 @@ def test_growing_histories_read_back_whole_with_one_node_per_distinct_prefix(tmp
     assert chains == len(sent)
     # Every blob is a text or a node; each distinct one once.
     assert len(blobs) == len(prefixes) + len(texts)
-    # Compressed ones are ordinary zlib streams, and smaller than what they hold.
-    packed = [d for d in blobs.values() if d[:1] == b"z"]
-    assert packed and all(len(zlib.decompress(d[1:])) > len(d) for d in packed)
+    # Compressed ones are ordinary zstd frames, and smaller than what they hold.
+    packed = [d for d in blobs.values() if d[:1] == b"s"]
+    assert packed and all(len(zstandard.ZstdDecompressor().decompress(d[1:])) > len(d) for d in packed)
 
 
 def test_a_blob_no_longer_remembered_is_found_not_stored_again(tmp_path: Path) -> None:
@@ -87,3 +88,91 @@ def test_a_blob_no_longer_remembered_is_found_not_stored_again(tmp_path: Path) -
     assert again == first and len(set(first)) == 5
     with sqlite3.connect(tmp_path / BODIES) as db:
         assert db.execute("SELECT count(*) FROM blobs").fetchone() == (5,)
+
+
+# A run's store as written before issue 31's third pass (texts zlib-compressed, tag
+# "z"), kept as files: stores written by earlier versions must stay readable, and a
+# resumed old run adds zstd blobs ("s") beside its zlib ones.
+OLD_STORE = Path(__file__).parent / "fixtures" / "call_bodies_zlib"
+
+
+def _old_store_bodies() -> list[CallBody]:
+    """What the fixture holds (`write_old_store_fixture` wrote it with the zlib code)."""
+    bodies: list[CallBody] = []
+    for job in ("a", "b"):
+        history: list[Message] = [SYSTEM]
+        for turn in range(4):
+            history.append(Message("user", f"{job} line {turn} " * (1 + 20 * (turn % 2))))
+            reply = _reply(turn)
+            bodies.append(
+                CallBody(
+                    call=_call(job),
+                    conversation_id=job,
+                    question_id="",
+                    messages=tuple(history),
+                    params={"temperature": 0.7, "max_tokens": 512},
+                    schema={"type": "object", "properties": {"answer": {"type": "string"}}}
+                    if turn == 3
+                    else None,
+                    reask=1 if turn == 3 else 0,
+                    response=Completion(reply, parsed={"answer": "yes"} if turn == 3 else None),
+                )
+            )
+            history.append(Message("assistant", reply))
+    return bodies
+
+
+def write_old_store_fixture(run_dir: Path) -> None:  # pragma: no cover (run once, by hand)
+    store = RunStore(run_dir, call_bodies=True)
+    for body in _old_store_bodies():
+        store.add_call(body.call, body)
+    store.close()
+
+
+def _strip(body: CallBody) -> tuple[object, ...]:
+    return (
+        body.conversation_id,
+        body.messages,
+        body.params,
+        body.schema,
+        body.reask,
+        body.response,
+        body.call.job_id,
+    )
+
+
+def test_a_store_written_with_zlib_reads_back_whole(tmp_path: Path) -> None:
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(OLD_STORE, run)
+    with sqlite3.connect(run / BODIES) as db:
+        kinds = {d[:1] for (d,) in db.execute("SELECT data FROM blobs")}
+    assert b"z" in kinds and b"s" not in kinds  # what the fixture is for
+    expected = [_strip(b) for b in _old_store_bodies()]
+    with BodyReader(run) as reader:
+        assert [_strip(b) for b in reader.all()] == expected
+
+    # Resumed: the run goes on in the same store, new texts compressed with zstd; old
+    # blobs are still deduplicated against (same hash), and both kinds read back.
+    store = RunStore(run, call_bodies=True)
+    more = _old_store_bodies()[-1]
+    longer = CallBody(
+        call=_call("b"),
+        conversation_id="b",
+        messages=(
+            *more.messages,
+            Message("assistant", more.response.text if more.response else ""),
+            Message("user", "a new line, long enough to be compressed " * 5),
+        ),
+        params=more.params,
+        response=Completion(_reply(2)),  # a text the old store already holds
+    )
+    store.add_call(longer.call, longer)
+    store.close()
+    with sqlite3.connect(run / BODIES) as db:
+        kinds = {d[:1] for (d,) in db.execute("SELECT data FROM blobs")}
+        replies = db.execute("SELECT count(*) FROM blobs WHERE data LIKE 'rreply 2:%'").fetchone()
+    assert {b"z", b"s"} <= kinds and replies == (0,)
+    with BodyReader(run) as reader:
+        assert [_strip(b) for b in reader.all()] == [*expected, _strip(longer)]

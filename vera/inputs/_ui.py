@@ -172,6 +172,48 @@ BASE: dict[str, str] = {
         "person in its persona's situation (docs/realism.md); the scores include them "
         "(vera score --exclude-flagged leaves them out)."
     ),
+    # card/terminal leftovers
+    "card.by_persona_column": "By persona column {column}",
+    # The parts of a run's status summary (vera.report.shared._outcome): the record keeps
+    # the English; `summary_words` shows each part it knows in the pack's words.
+    "card.summary_conversations": "{complete} of {planned} conversations complete, {failed} failed",
+    "card.summary_judgements": "{complete} of {planned} judgements complete, {failed} failed",
+    "card.summary_sep": "; ",
+    "card.no_findings": "No harmful or suboptimal rating.",
+    "card.about_sessions": "{sessions} per arc, each judged on its own; the simulated user {user}; {bot}",
+    "card.about_user_remembers": "remembers earlier sessions",
+    "card.about_user_fresh": "starts each session fresh",
+    "card.about_bot_history": (
+        "a model chatbot is sent the earlier sessions (chatbot_memory history: vera's history replay)"
+    ),
+    "card.about_bot_fresh": "a model chatbot starts each session fresh (chatbot_memory none, as the reference)",
+    # The run details' values (card.md and card.html) a usual run shows.
+    "card.about_run": "{run} (vera {version}, card schema {schema})",
+    "card.about_locale": "{tag} {version} ({path}); crisis resources {resources} (sha256 {sha})",
+    "card.about_language": "{bot} {flagged} of {n} conversations ({other} in another language, {switched} switched)",
+    "card.about_language_eg": " — e.g. {ids}{more}",
+    "card.about_terminal_vera": "vera: an END keeps the ratings already given",
+    "card.about_terminal_reference": (
+        "reference: an END makes every dimension Not Relevant, as VERA-MH's judge does"
+    ),
+    "card.about_judges": "{judges} × {n} instance(s) each",
+    "card.about_role_chatbot": "chatbot",
+    "card.about_role_user_agent": "simulated user",
+    "card.about_role_judge": "judge",
+    "card.about_defaults": "the server's defaults",
+    "card.about_param": "{name} {value}",
+    "card.about_turns": (
+        "mean {mean} per conversation; at most {max}, at least {min} before the simulated user may end"
+    ),
+    "card.about_conversations": "{complete} complete, {failed} failed (of {planned} planned)",
+    "card.about_judgements": "{complete} complete, {failed} failed; failed work is left out of every score",
+    "card.about_intervals": (
+        "{level} (confidence {confidence}) {method} over {cluster}s, {resamples} resamples, seed {seed}"
+    ),
+    "card.about_cost": "${cost} over {calls} model calls",
+    "card.about_unused": ", {n} of them judge questions asked ahead and not needed",
+    "card.about_grouping_risk": "by suicide risk level: {levels}",
+    "card.risk_caption": "{caption} {level}",
     # --- table headings and row labels (every rendering) ------------------------------
     "col.chatbot": "Chatbot",
     "col.dimension": "Dimension",
@@ -309,6 +351,74 @@ BASE: dict[str, str] = {
     "col.shard": "Shard",
     "col.call_bodies": "Call bodies",
     "col.account_limits": "Account limits",
+    # card/terminal leftovers: values written from run data, shown in a cell of their own
+    # (the records keep the English; `Strings.cell` translates at display time).
+    "col.rating_suboptimal": "Suboptimal",
+    "col.all_pooled": "all (pooled)",
+    # The model-calls table's row labels: a role's, a provider's, a role's per price tier.
+    "col.acc_role": "role: {role}",
+    "col.acc_provider": "provider: {provider}",
+    "col.acc_role_tier": "role/tier: {pair}",
+    "col.acc_chatbot": "chatbot",
+    "col.acc_user_agent": "user_agent",
+    "col.acc_judge": "judge",
+    "col.acc_tier_standard": "standard",
+    "col.acc_tier_batch": "batch",
+    "col.acc_tier_flex": "flex",
+    # The run details' interval method and what it re-draws, as vera.stats names them.
+    "col.interval_method": "cluster bootstrap (percentile for scores, Korn–Graubard exact for percentages)",
+    "col.cluster_persona": "persona",
+    "col.n_of": "{n} of {of}",
+    # The offline check of simulated users (vera.inputs.HEURISTIC), as "Checked by" names it.
+    "col.checker_heuristic": "heuristic",
+    # `vera compare`'s tables.
+    "col.pair": "Pair (a − b)",
+    "col.score_a": "Score a",
+    "col.score_b": "Score b",
+    "col.shared_personas": "Shared personas",
+    "col.score_per_dimension": "Score [CI] per dimension",
+    "col.pairs_caption": "Overall score, paired over shared personas",
+    "col.each_own": "Each on all of its own personas; {level} intervals",
+    # A multi-session chatbot's arcs, and agreement between judges (or human raters).
+    "col.sessions_per_arc": "Sessions per arc",
+    "col.arcs": "Arcs",
+    "col.complete_arcs": "Complete arcs",
+    "col.arcs_any_hph": "Arcs with any High Potential for Harm",
+    "col.alpha": "Krippendorff's alpha",
+    "col.ac1": "Gwet's AC1",
+    "col.percent_agreement": "Percent agreement",
+    "col.mean_kappa": "Mean Cohen's kappa",
+    "col.unanimous": "Unanimous",
+    "col.items": "Items",
+    "col.ratings": "Ratings",
+    "col.raters": "Raters",
+    "col.kappa": "Cohen's kappa",
+    "col.agreement_caption": (
+        "Not Relevant counted as a rating; percent agreement and unanimous as proportions "
+        "(1 = always agree); items are conversations (Overall: conversation × dimension)"
+    ),
+    "col.between_seeds": "Between seeds: lowest {low}, highest {high}, standard deviation {sd}",
+    # The session types vera's configs name (a config may name others: shown as they are).
+    "col.session_intake": "intake",
+    "col.session_follow_up": "follow-up",
+    # The persona set's design columns (personas/factors.tsv), as a breakdown names them.
+    "col.factor_risk": "Current Suicide Risk Level",
+    "col.factor_age": "Age",
+    "col.factor_gender": "Gender",
+    "col.factor_disclosure": "Disclosure of Suicide Risk",
+    "col.factor_style": "Primary Communication Style",
+    "col.factor_reaction": "Reaction to Chatbot Responses",
+    "col.factor_diagnoses": "Diagnoses and Symptoms",
+    "col.factor_treatment": "Treatment Engagement / Access",
+    "col.factor_stigma": "Mental Health Stigma",
+    "col.factor_financial": "Financial Stress",
+    "col.factor_isolation": "Social Isolation",
+    "col.factor_discrimination": "Discrimination Exposure",
+    "col.factor_history": "Remote History of Suicidal Thoughts and Behaviors",
+    "col.kind_conversation": "conversation",
+    "col.kind_judgement": "judgement",
+    "col.yes": "yes",
+    "col.no": "no",
     # --- vera view ----------------------------------------------------------------------
     "viewer.filter": "Filter and sort",
     "viewer.search": "Search",
@@ -508,6 +618,13 @@ BASE: dict[str, str] = {
     "page.calls_input": "Input",
     "page.calls_output": "Output",
     "page.calls_schema": "Response schema",
+    # card/terminal leftovers: how a conversation ended (its record's ended_by, which stays
+    # as it is), after "ended by" on its page.
+    "page.ended_end_marker": "end marker",
+    "page.ended_max_turns": "max turns",
+    "page.ended_max_words": "max words",
+    "page.ended_error": "error",
+    "page.ended_imported": "imported",
     # --- the lines `vera run`, `vera judge` and `vera score` print after the card ------------
     "cli.run_dir": "run directory: {path}",
     "cli.counts": (
@@ -517,6 +634,15 @@ BASE: dict[str, str] = {
     "cli.card": "card: {md} · {html}",
     "cli.status": "status: {label} — {summary} (exit code {code})",
     "cli.run_status": "run status: {status}",
+    # card/terminal leftovers
+    "cli.progress": (
+        "conversations {done}/{total} (failed {failed}) · judgements {judged}/{judgements} "
+        "(failed {judge_failed}) · {rate} calls/s · retries {retries} · 429s {throttled} · "
+        "tokens {tokens} · {cost}"
+    ),
+    "cli.pairs_differ": (
+        "{flagged} of {pairs} pair(s) differ in overall score (paired {level} interval excludes 0)."
+    ),
 }
 
 # Table headings and row labels are built in English by vera.report.card._tables; the
@@ -534,12 +660,16 @@ class Strings:
         *,
         lang: str = "en",
         glosses: Mapping[str, str] | None = None,
+        values: Mapping[str, str] | None = None,
     ) -> None:
         self.own = dict(own or {})
         self.lang = lang
         # The pack's rubric.toml [[display]] texts of dimension and rating names: shown
         # beside the canonical (English) name, which scores and links key on.
         self.glosses = dict(glosses or {})
+        # The pack's factor-labels.tsv: a persona column's value (a risk level, an age
+        # band) in the pack's language, for a cell that shows one. Records keep the value.
+        self.values = dict(values or {})
 
     @property
     def english(self) -> bool:
@@ -560,6 +690,21 @@ class Strings:
         if gloss := self.glosses.get(text):
             return f"{text}（{gloss}）"
         return self.phrase(text)
+
+    def cell(self, text: str) -> str:
+        """A table cell in the card's pages: a heading or label as `label`, a persona
+        column's value (Immediate) in the pack's words; anything else (a number, a name,
+        an id) as it is."""
+        if text in self.values:
+            return self.values[text]
+        return self.label(text)
+
+    def short(self, text: str) -> str:
+        """A table cell in the terminal, where width is scarce: a dimension's or rating's
+        name as the pack's gloss alone (the canonical name is in card.md beside it)."""
+        if gloss := self.glosses.get(text):
+            return gloss
+        return self.values.get(text) or self.phrase(text)
 
     def section(self, name: str) -> dict[str, str]:
         """Every key of one section (``viewer``, ``review``), key without its section,
@@ -584,6 +729,16 @@ def phrase(text: str) -> str:
 def ui_label(text: str) -> str:
     """`Strings.label` in the active language."""
     return _active.get().label(text)
+
+
+def ui_cell(text: str) -> str:
+    """`Strings.cell` in the active language."""
+    return _active.get().cell(text)
+
+
+def ui_short(text: str) -> str:
+    """`Strings.short` in the active language."""
+    return _active.get().short(text)
 
 
 def active() -> Strings:
@@ -626,7 +781,27 @@ def strings_of(folder: str | Path, lang: str = "") -> Strings:
     p = Path(folder) / STRINGS_TOML
     glosses = read_glosses(Path(folder) / "rubric.toml")
     own = read_strings(p) if p.is_file() else {}
-    return Strings(own, lang=lang or "en", glosses=glosses)
+    values = read_values(Path(folder) / FACTOR_LABELS)
+    return Strings(own, lang=lang or "en", glosses=glosses, values=values)
+
+
+FACTOR_LABELS = "factor-labels.tsv"
+
+
+def read_values(path: Path) -> dict[str, str]:
+    """A pack's factor-labels.tsv as value → the pack's label, for the values whose label
+    is the same in every column that has them ("None" is 无 as a risk level and as a
+    history); none when the pack has no such file."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    seen: dict[str, set[str]] = {}
+    for line in lines[1:]:
+        parts = line.split("\t")
+        if len(parts) >= 3 and parts[1].strip() and parts[2].strip():
+            seen.setdefault(parts[1].strip(), set()).add(parts[2].strip())
+    return {value: next(iter(labels)) for value, labels in seen.items() if len(labels) == 1}
 
 
 def read_glosses(path: Path) -> dict[str, str]:
