@@ -230,7 +230,7 @@ def _moved(counts: np.ndarray, s: float) -> np.ndarray:
 
 def _stretched(counts: np.ndarray, mean: np.ndarray, stretch: np.ndarray) -> np.ndarray:
     """`counts` (N, rows, 3) moved away from their pool's `mean` by `stretch` (N,)."""
-    return mean + (counts - mean) * stretch[:, None, None]
+    return np.asarray(mean + (counts - mean) * stretch[:, None, None])
 
 
 def gate_coupling(pairing: float, pool_sizes: list[int]) -> float:
