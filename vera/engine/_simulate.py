@@ -271,8 +271,10 @@ async def simulate_conversation(
     error: str | None = None
     truncated: list[int] = []  # chatbot replies cut at the output limit
     words = 0  # of both sides, counted as the reference counts them (split on white space)
-
-    context = job.context
+    # Counted only under a limit: splitting every reply into words cost a call ~1 µs.
+    count_words = settings.max_total_words is not None
+    # Each side's context is the same on every turn: built once, not once per call.
+    user_context, chatbot_context = job.context("user_agent"), job.context("chatbot")
     try:
         while len(turns) < settings.max_turns:
             if not turns and settings.opening_message:
@@ -284,7 +286,7 @@ async def simulate_conversation(
                     reminder,
                     user_agent,
                     user_params,
-                    context("user_agent"),
+                    user_context,
                     prompts,
                     settings,
                     usage,
@@ -303,15 +305,16 @@ async def simulate_conversation(
                         messages=tuple(view),
                         params=chatbot_params,
                         cache_prefix=len(view),
-                        context=context("chatbot"),
+                        context=chatbot_context,
                     )
                 )
                 usage.add(reply.usage)
                 if reply.finish_reason == "length":
                     truncated.append(len(turns))
                 turns.append(Turn("chatbot", reply.text.strip()))
-            words += len(turns[-1].text.split()) if turns else 0
-            if _over_words(settings, speaker, words):
+            if count_words and turns:
+                words += len(turns[-1].text.split())
+            if count_words and _over_words(settings, speaker, words):
                 # As the reference: checked on the chatbot's turns only, so the chatbot
                 # always answers the user's last message.
                 ended_by = "max_words"
