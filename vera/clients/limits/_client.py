@@ -165,6 +165,7 @@ class LimitedClient:
     async def chat(self, request: ChatRequest) -> Completion:
         """`inner.chat` within limits, with retries; see the class docstring."""
         account = self.account
+        slots = account.slot
         estimate = 0
         if account.tokens is not None:
             estimate = estimate_tokens(
@@ -181,7 +182,10 @@ class LimitedClient:
             hold: Reservation | None = None
             try:
                 # The slot first, then the pause and buckets: see the module docstring.
-                async with account.slot:
+                # (Taken at once when free: no coroutine for a cap that does not bind.)
+                if not slots.try_take():
+                    await slots.take()
+                try:
                     reserved = 0 if account.admitted_at_once() else await account.admit(estimate)
                     if budget is not None and worst > 0:
                         try:
@@ -205,6 +209,8 @@ class LimitedClient:
                             watch.done = True
                             if watch.expired and task is not None and task.cancelling():
                                 task.uncancel()  # expired as it finished: no cancel pending
+                finally:
+                    slots.give()
             except TimeoutError:
                 error: ProviderError = CallTimeoutError(
                     self.provider, f"no complete answer within {self.timeout_s:g} s"
