@@ -4,6 +4,7 @@ maximum, fresh contexts, and failures recorded as failures."""
 from __future__ import annotations
 
 import itertools
+from typing import Literal
 
 import msgspec
 
@@ -275,7 +276,7 @@ def test_views_grown_turn_by_turn_are_the_views_built_from_scratch():
         msgspec.structs.replace(base, opening="Hello.", reminder_position="before"),
     ]
     earlier = [(), (Message("user", "before 1"), Message("assistant", "before 2"))]
-    speakers = ["user", "chatbot"]
+    speakers: list[Literal["user", "chatbot"]] = ["user", "chatbot"]
     checked = 0
     for prompts, before, system_prompt in itertools.product(prompt_sets, earlier, ["", "Be kind."]):
         for order in itertools.product(speakers, repeat=5):
