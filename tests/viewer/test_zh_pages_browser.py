@@ -207,6 +207,16 @@ def test_the_list_page_and_its_keyboard_help(page, view_url, words):
 
 
 @pytest.mark.slow
+def test_a_search_names_where_it_found_each_passage_in_chinese(page, view_url, words):
+    page.goto(f"{view_url}?q=真人")
+    page.wait_for_selector(".snippets a")
+    where = page.locator(".snippets a").all_inner_texts()
+    assert any(re.fullmatch(r"第 \d+ 轮 · 聊天机器人", w) for w in where), where
+    _none(words.on(page, ".snippets a"))
+    _none(words.on(page))
+
+
+@pytest.mark.slow
 def test_n_and_p_find_the_pager_buttons_by_data_step_whatever_their_words(page, view_url):
     page.goto(f"{view_url}?per_page=10")
     page.wait_for_selector("#pager button[data-step=next]:not([disabled])")

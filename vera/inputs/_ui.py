@@ -442,6 +442,8 @@ BASE: dict[str, str] = {
     "viewer.copy_failed": "Copy failed",
     "viewer.bundle_copy": " · a copy, opened from disk",
     "viewer.bundle_no_csv": "a copy: the grid shows every conversation, no CSV download",
+    "viewer.search_turn": "turn {n} · {who}",
+    "viewer.search_question": "{judge} · question {question}",
     # The grid and a persona's conversations side by side.
     "viewer.grid_footer": "Transcripts are sensitive: share what you see here with care.",
     "viewer.grid_failed": "conversation failed",
