@@ -56,6 +56,7 @@ ALLOWED = {
     "JavaScript",  # what the pages need, by its name
     "Markdown",  # the format a turn is shown formatted from
     "token",  # the pack's word for a model's unit of text (no settled Chinese term)
+    "UTC",  # the time zone a run's date is given in
     "BP",  # the rubric's rating codes, defined in each page's legend beside their names
     "SUB",
     "HPH",
@@ -97,8 +98,8 @@ class Words:
         m = records.manifest
         glosses = ui_strings("zh-CN", str(ZH_PACK)).glosses
         self.names = sorted(glosses, key=len, reverse=True)
-        # Model and chatbot references and the run's id: names, not words.
-        refs = {m.run_id, *(s.ref for s in (*m.chatbots, *m.user_agents, *m.judges))}
+        # Model and chatbot references, the run's id and its persona set's: names, not words.
+        refs = {m.run_id, m.personas.name, *(s.ref for s in (*m.chatbots, *m.user_agents, *m.judges))}
         self.refs = sorted(refs, key=len, reverse=True)
         # The list's dimension codes, each defined in its legend beside the dimension.
         self.allowed = ALLOWED | {_initials(d) for d in glosses if " " in d}
@@ -111,7 +112,7 @@ class Words:
             # the card shows them: the name scores and links key on.
             for name in self.names:
                 t = t.replace(f"{name}（", "（")
-            t = t.replace("vera view", " ")  # the command's name
+            t = re.sub(r"vera (?:view|score)", " ", t)  # commands, by name
             t = re.sub(r"--[a-z][a-z-]*", " ", t)  # command-line options
             t = re.sub(r"[\w.-]+\.(?:jsonl|html|csv)\b", " ", t)  # file names
             t = t.replace("runs/<k>/conversations/", " ")  # a folder of the run
@@ -214,6 +215,22 @@ def test_a_search_names_where_it_found_each_passage_in_chinese(page, view_url, w
     assert any(re.fullmatch(r"第 \d+ 轮 · 聊天机器人", w) for w in where), where
     _none(words.on(page, ".snippets a"))
     _none(words.on(page))
+
+
+@pytest.mark.slow
+def test_the_runs_of_a_folder(page, zh_run, words):
+    """`vera view FOLDER` of zh-CN runs: the runs list in the pack's words."""
+    proc, url = start_view(str(zh_run.parent))
+    try:
+        page.goto(url)
+        page.wait_for_selector("#run-list tbody tr")
+        assert page.locator("#run-list .state").first.inner_text() == "已完成"
+        words.refs.insert(0, str(zh_run.parent))  # the folder's path, as the page names it
+        _none(words.on(page))
+    finally:
+        words.refs.remove(str(zh_run.parent))
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
 
 
 @pytest.mark.slow
