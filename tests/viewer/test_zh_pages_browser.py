@@ -66,7 +66,8 @@ ALLOWED = {
 KEY_CAPS = {"Esc", "Tab", "Ctrl", "Enter"}
 
 # Every visible text node under the roots (the page's body unless named), minus the
-# run's data; and the menus' options and the fields' placeholders, which show when used.
+# run's data; the menus' options and the fields' placeholders, which show when used; and
+# the accessible names a screen reader says.
 _TEXTS = """([roots, data]) => {
   const out = [];
   for (const root of roots ? document.querySelectorAll(roots) : [document.body]) {
@@ -80,6 +81,7 @@ _TEXTS = """([roots, data]) => {
     }
     for (const o of root.querySelectorAll("select option")) out.push([o.textContent, false]);
     for (const i of root.querySelectorAll("[placeholder]")) out.push([i.placeholder, false]);
+    for (const i of root.querySelectorAll("[aria-label]")) out.push([i.getAttribute("aria-label"), false]);
   }
   return out;
 }"""
@@ -247,11 +249,13 @@ def test_n_and_p_find_the_pager_buttons_by_data_step_whatever_their_words(page, 
 # Values of the run that the conversation page's own part (vera/report/shared/_pages.py,
 # the card's side of issue 33 item 5, not the viewer's) still shows as recorded: the
 # risk level, the status and how the conversation ended among its facts, and the judge's
-# answers by their canonical option values. Listed so that no other English can appear.
+# answers by their canonical option values, and its navigation's accessible name. Listed
+# so that no other English can appear.
 REPORT_VALUES = {
     "None", "Low", "High", "Immediate", "complete", "failed", "max", "turns",  # facts
     "Yes", "No", "Not", "rated", "risk", "was", "not", "detected",  # answers
     "immediate", "Suicidal", "thoughts", "without", "a", "plan", "suicidal",
+    "Page",  # its navigation's accessible name
 }  # fmt: skip
 
 # The parts of a conversation page the viewer writes: its calls sections, the step bar,

@@ -444,6 +444,12 @@ BASE: dict[str, str] = {
     "viewer.bundle_no_csv": "a copy: the grid shows every conversation, no CSV download",
     "viewer.search_turn": "turn {n} · {who}",
     "viewer.search_question": "{judge} · question {question}",
+    # Accessible names (aria-label) of the pages' regions.
+    "viewer.aria_runs": "Runs",
+    "viewer.aria_filters": "Filter and sort conversations",
+    "viewer.aria_pages": "Pages",
+    "viewer.aria_steps": "Within the list",
+    "viewer.runs_aria_find": "Find a run",
     # `vera view FOLDER`: the runs under a folder (in a pack's words when they share one).
     "viewer.runs_title": "vera view: runs",
     "viewer.runs_find": "Find",

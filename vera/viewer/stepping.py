@@ -75,7 +75,7 @@ def steps_html(catalogue: Catalogue, params: Mapping[str, str], run_index: int, 
         total=f"{found.total:,}",
     )
     return (
-        '<nav class="steps" aria-label="Within the list">'
+        f'<nav class="steps" aria-label="{escape(tr("viewer.aria_steps"))}">'
         + link(found.previous, escape(tr("viewer.previous"), quote=False), "prev")
         + f' <a href="{escape(list_href.rstrip("?"))}">{escape(where, quote=False)}</a> '
         + link(found.next, escape(tr("viewer.next"), quote=False), "next")

@@ -29,6 +29,8 @@ _MARKED = re.compile(
     r'(?P<open><(?P<tag>[a-z][a-z0-9]*)\b[^>]*?\sdata-ui="(?P<key>[a-z_]+)"[^>]*>)(?P<body>[^<]*)(?P<close></(?P=tag)>)'
 )
 _PLACEHOLDER = re.compile(r'data-ui-placeholder="(?P<key>[a-z_]+)"(?P<between>[^>]*?)placeholder="[^"]*"')
+# An element's accessible name, marked for translation (data-ui-label before aria-label).
+_ARIA = re.compile(r'data-ui-label="(?P<key>[a-z_]+)"(?P<between>[^>]*?)aria-label="[^"]*"')
 
 
 def run_strings(manifests: Iterable[RunManifest | None]) -> Strings:
@@ -60,7 +62,13 @@ def translate_page(page: bytes, strings: Strings, section: str) -> bytes:
             return m[0]
         return f'data-ui-placeholder="{m["key"]}"{m["between"]}placeholder="{html.escape(strings(key))}"'
 
-    text = _PLACEHOLDER.sub(placeholder, _MARKED.sub(element, text))
+    def aria(m: re.Match[str]) -> str:
+        key = f"{section}.{m['key']}"
+        if key not in BASE:
+            return m[0]
+        return f'data-ui-label="{m["key"]}"{m["between"]}aria-label="{html.escape(strings(key))}"'
+
+    text = _ARIA.sub(aria, _PLACEHOLDER.sub(placeholder, _MARKED.sub(element, text)))
     return with_words(text, strings, section).encode("utf-8")
 
 
