@@ -190,6 +190,19 @@ def test_the_rating_guide_in_the_pack_s_words_and_in_english(zh_run):
     assert english[rubric.dimensions[0]]["Best Practice"].summary == GUIDE_WORDS["best"]
 
 
+def test_the_way_back_from_the_card_and_the_comparison_in_both_languages():
+    from vera.inputs import use_strings
+    from vera.viewer.compare import back_nav, frame_page
+
+    assert back_nav("../../index.html") == (
+        '<nav aria-label="Page"><a href="../../index.html">← All conversations</a></nav>'
+    )
+    with use_strings(ui_strings("zh-CN", str(ZH_PACK))):
+        assert back_nav() == '<nav aria-label="页面"><a href="index.html">← 全部对话</a></nav>'
+        frame = frame_page(2, by_seed=False)
+    assert '<html lang="zh-CN">' in frame and "<h1>vera 比较</h1>" in frame and "正在比较 2 个运行" in frame
+
+
 def _open_all(page) -> None:
     page.evaluate("() => document.querySelectorAll('details').forEach((d) => { d.open = true; })")
 
@@ -293,13 +306,17 @@ def test_a_conversation_page_with_its_calls_open_and_its_keyboard_help(browser, 
 
 
 @pytest.mark.slow
-def test_the_grid_and_a_persona_side_by_side(page, view_url, words):
+def test_the_grid_a_persona_side_by_side_and_the_way_back_from_the_card(page, view_url, words):
     page.goto(f"{view_url}grid")
     assert page.locator("h1").inner_text() == "聊天机器人 × 人物"
     _none(words.on(page))
     page.locator("a.side").first.click()
     page.wait_for_selector("#side-by-side")
     _none(words.on(page))
+    # The card (vera/report's) served by the viewer: the way back the viewer adds.
+    page.goto(f"{view_url}runs/0/card.html")
+    assert page.locator("body > nav a").first.inner_text() == "← 全部对话"
+    assert page.locator("body > nav").first.get_attribute("aria-label") == "页面"
 
 
 @pytest.mark.slow

@@ -450,6 +450,23 @@ BASE: dict[str, str] = {
     "viewer.aria_pages": "Pages",
     "viewer.aria_steps": "Within the list",
     "viewer.runs_aria_find": "Find a run",
+    "viewer.aria_page": "Page",
+    # The comparison's frame while it is computed, and its refusal (the comparison
+    # itself is vera.report's).
+    "viewer.compare_title": "vera comparison",
+    "viewer.compare_computing": "vera comparison: computing",
+    "viewer.compare_wait": (
+        "Comparing each chatbot across {runs} run(s): the intervals are being computed. "
+        "This page fills in by itself when they are ready."
+    ),
+    "viewer.compare_wait_seed": (
+        "Comparing each chatbot and seed across {runs} run(s): the intervals are being computed. "
+        "This page fills in by itself when they are ready."
+    ),
+    "viewer.compare_refused_title": "vera comparison: not comparable",
+    "viewer.compare_refused": "These runs cannot be compared",
+    "viewer.compare_refused_why": "A comparison would line up numbers that do not mean the same thing:",
+    "viewer.compare_refused_still": "Each run's own score card and conversations are still there, from the list.",
     # `vera view FOLDER`: the runs under a folder (in a pack's words when they share one).
     "viewer.runs_title": "vera view: runs",
     "viewer.runs_find": "Find",

@@ -84,7 +84,7 @@ from vera.viewer.calls import (
     judge_label,
 )
 from vera.viewer.catalogue import Catalogue, Query, QueryError
-from vera.viewer.compare import CARD_BACK, comparable, compare_page, frame_page
+from vera.viewer.compare import back_nav, comparable, compare_page, frame_page
 from vera.viewer.grid import grid_html, side_by_side_html
 from vera.viewer.runs import Folder, build_folder_app, describe, is_run_dir
 from vera.viewer.stepping import steps_html
@@ -404,7 +404,9 @@ async def _compare(request: web.Request) -> web.Response:
     if task.done():
         status, html = task.result()
     else:
-        status, html = 202, frame_page(len(request.app[CATALOGUE].runs), by_seed=by_seed)
+        catalogue = request.app[CATALOGUE]
+        with use_strings(run_strings(r.records.manifest for r in catalogue.runs)):
+            status, html = 202, frame_page(len(catalogue.runs), by_seed=by_seed)
     response = web.Response(status=status, text=html, content_type="text/html")
     response.headers["Content-Security-Policy"] = CARD_CSP
     return response
@@ -448,7 +450,9 @@ async def _card(request: web.Request) -> web.Response:
     except OSError:
         raise web.HTTPNotFound() from None
     # The card is a file made to be opened alone; served here it gets the way back.
-    body = body.replace(b"<body>\n", b"<body>\n" + CARD_BACK.encode() + b"\n", 1)
+    with use_strings(run_strings([catalogue.runs[k].records.manifest])):
+        back = back_nav("../../index.html")
+    body = body.replace(b"<body>\n", b"<body>\n" + back.encode() + b"\n", 1)
     response = web.Response(body=body, content_type="text/html", charset="utf-8")
     response.headers["Content-Security-Policy"] = CARD_CSP
     return response

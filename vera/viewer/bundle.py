@@ -55,7 +55,7 @@ from vera.store import check_output
 from vera.viewer.app import load_assets, page_calls
 from vera.viewer.calls import BodyIndex, CallIndex
 from vera.viewer.catalogue import Catalogue
-from vera.viewer.compare import CARD_BACK, compare_page
+from vera.viewer.compare import back_nav, compare_page
 from vera.viewer.grid import GRID_ROWS, GridLinks, grid_html, side_by_side_html
 from vera.viewer.runs import is_run_dir
 from vera.viewer.search import SearchIndex
@@ -249,7 +249,9 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
                 _put(root, f"runs/0/arcs/{arc}.html", render_arc_page(found))
     if has_card:
         card = (run.path / "card.html").read_text(encoding="utf-8")
-        card = with_meta_csp(card.replace("<body>\n", "<body>\n" + CARD_BACK + "\n", 1), CARD_META_CSP)
+        with use_strings(strings):
+            back = back_nav("../../index.html")
+        card = with_meta_csp(card.replace("<body>\n", "<body>\n" + back + "\n", 1), CARD_META_CSP)
         _put(root, "runs/0/card.html", card)
     report = run_improvements(run.records, questions=run.questions)
     _put(root, "runs/0/improvements.html", render_improvements_html(report, viewer=True, card=has_card))
