@@ -451,6 +451,7 @@ BASE: dict[str, str] = {
     "viewer.aria_steps": "Within the list",
     "viewer.runs_aria_find": "Find a run",
     "viewer.aria_page": "Page",
+    "viewer.bundle_no_bodies": "this bundle was written with --no-call-bodies: the calls' bodies were left out",
     # The comparison's frame while it is computed, and its refusal (the comparison
     # itself is vera.report's).
     "viewer.compare_title": "vera comparison",
@@ -717,6 +718,10 @@ BASE: dict[str, str] = {
     "page.calls_role_assistant": "assistant",
     "page.calls_finish_stop": "stop",
     "page.calls_finish_length": "length",
+    "page.calls_damaged": (
+        "{path}: line(s) {lines} not a call record (damaged) and left out of the table below; "
+        "vera score names them on the card (with --skip-corrupt)."
+    ),
     # --- the lines `vera run`, `vera judge` and `vera score` print after the card ------------
     "cli.run_dir": "run directory: {path}",
     "cli.counts": (

@@ -42,7 +42,7 @@ import msgspec
 
 from vera import __version__
 from vera.errors import UserError
-from vera.inputs import use_strings
+from vera.inputs import tr, use_strings
 from vera.records import RISK_LEVELS
 from vera.report import (
     page_name,
@@ -220,11 +220,8 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
 
     calls = CallIndex(run.path)
     bodies = BodyIndex(run.path) if call_bodies else None
-    left_out = (
-        ""
-        if call_bodies
-        else "this bundle was written with --no-call-bodies: the calls' bodies were left out"
-    )
+    with use_strings(strings):
+        left_out = "" if call_bodies else tr("viewer.bundle_no_bodies")
     for cid in run.records.conversations:
         page = catalogue.page(0, cid)
         if page is None:

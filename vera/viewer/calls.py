@@ -91,11 +91,8 @@ def corrupt_html(path: Path, numbers: Sequence[int]) -> str:
     if not numbers:
         return ""
     lines = ", ".join(str(n) for n in numbers)
-    return (
-        f'<p class="warning" role="alert">{escape(str(path))}: line(s) {lines} not a call '
-        "record (damaged) and left out of the table below; vera score names them on the "
-        "card (with --skip-corrupt).</p>"
-    )
+    warning = tr("page.calls_damaged", path=str(path), lines=lines)
+    return f'<p class="warning" role="alert">{escape(warning, quote=False)}</p>'
 
 
 @dataclass(frozen=True)
