@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -39,7 +40,18 @@ sys.path.insert(0, str(Path(__file__).parent))
 from seqsim import LABELS, draw, shift_for, true_scores
 
 from vera.stats.bootstrap import score_from_percentages
-from vera.stats.sequential import BP, HORIZON, HPH, RATED, difference_sequence, upper_levels
+from vera.stats.sequential import (
+    BP,
+    HORIZON,
+    HPH,
+    MIN_UNITS,
+    RATED,
+    difference_sequence,
+    influence_sequence,
+    one_sided_level,
+    persona_spread,
+    upper_levels,
+)
 
 CHUNK = 5  # repetitions computed at once (memory: chunk × rows × grid × units floats)
 
@@ -137,6 +149,111 @@ def full_run(
     return verdicts(statuses(lo, hi, margin)[..., None])[..., 0]
 
 
+def mixture_radius(w: np.ndarray, w_horizon: np.ndarray, alpha: float) -> np.ndarray:
+    """One side's radius, at one-sided level `alpha`, of the normal-mixture
+    likelihood-ratio boundary for an estimate whose variance about its target is `w` at
+    each look, the mixing variance set to make it tightest where the variance is
+    `w_horizon`: r² = 2w(1 + w/τ²)·ln(√(1 + τ²/w)/level)."""
+    level = one_sided_level(alpha)
+    rho = np.exp(np.linspace(math.log(0.5), math.log(200.0), 2001))
+    best = float(rho[np.argmin((1.0 + 1.0 / rho) * (0.5 * np.log1p(rho) + math.log(1.0 / level)))])
+    tau2 = best * w_horizon
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.sqrt(2.0 * w * (1.0 + w / tau2) * np.log(np.sqrt(1.0 + tau2 / w) / level))
+    return np.where(np.isfinite(w), out, np.inf)
+
+
+def mixture_difference(
+    cand: np.ndarray,
+    base: np.ndarray,
+    total: np.ndarray,
+    alpha_low: float,
+    alpha_high: float,
+    looks: np.ndarray,
+    *,
+    persona: np.ndarray,
+    units_per_persona: np.ndarray,
+    horizon: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A comparator the gate does not use (`--method mixture`): one normal-mixture
+    boundary on the estimate's whole variance about the persona population's difference,
+    the without-replacement part σ²(1/t − 1/N)·N/(N − 1) plus the persona part s², in
+    place of the gate's two parts with α split between them. In a Gaussian model the
+    unit mean is sufficient for the shift, so the mixture likelihood ratio is a
+    martingale and Ville's inequality holds; the price is that s² never leaves, so the
+    interval with every unit in is this boundary at s², not z·s."""
+    population = int(units_per_persona.sum())
+    idx = looks - 1
+    est_all, sd = influence_sequence(cand, base, total, population)
+    t = looks.astype(np.float64)
+    s = sd[..., idx]
+    spread = persona_spread(cand, base, total, persona, units_per_persona, looks)
+    fpc = population / max(population - 1, 1)
+    w = np.where(t < MIN_UNITS, np.inf, s**2 * (1.0 / t - 1.0 / population) * fpc + spread**2)
+    h = max(horizon * population, 1.0)
+    w_h = s**2 * (1.0 / h - 1.0 / population) * fpc + spread**2
+    est = est_all[..., idx]
+    return est, est - mixture_radius(w, w_h, alpha_low), est + mixture_radius(w, w_h, alpha_high)
+
+
+def chunk_intervals(
+    rng: np.random.Generator,
+    k: int,
+    personas: int,
+    seeds: int,
+    shift: float,
+    looks: np.ndarray,
+    alpha: float,
+    highs: np.ndarray,
+    grid: int,
+    method: str,
+    horizon: float,
+) -> tuple[np.ndarray, ...]:
+    """Draw `k` repetitions and the gate's interval of every row at every look:
+    (base, cand, persona_of, ct, bt, total, est, lo, hi); ct and bt are the scaled,
+    shuffled units (k, rows, n, 3), est/lo/hi (k, rows, looks)."""
+    n = personas * seeds
+    rows = len(LABELS)
+    scale = np.array([1.0] * (rows - 1) + [rows - 1.0])[None, None, :, None]
+    base, cand, persona_of = draw(rng, k, personas, seeds, shift)
+    order = np.argsort(rng.random((k, n)), axis=1)
+    b = np.take_along_axis(base, order[:, :, None, None], 1) / scale
+    c = np.take_along_axis(cand, order[:, :, None, None], 1) / scale
+    total = (base / scale).sum(axis=1)  # (k, rows, 3)
+    bt, ct = b.transpose(0, 2, 1, 3), c.transpose(0, 2, 1, 3)  # (k, rows, n, 3)
+    who = np.broadcast_to(persona_of[order][:, None, :], ct.shape[:-1])
+    units_per = np.bincount(persona_of).astype(float)
+    est = np.empty((k, rows, len(looks)))
+    lo, hi = np.empty_like(est), np.empty_like(est)
+    for level in np.unique(highs):
+        sel = highs == level
+        if method == "mixture":
+            est[:, sel], lo[:, sel], hi[:, sel] = mixture_difference(
+                ct[:, sel], bt[:, sel], total[:, sel], alpha, float(level), looks,
+                persona=who[:, sel], units_per_persona=units_per, horizon=horizon,
+            )  # fmt: skip
+            continue
+        if method == "both":
+            # Each at half the level, the tighter end kept (a union bound: the
+            # intersection of two sequences at α/2 covers at α).
+            _, m_lo, m_hi = mixture_difference(
+                ct[:, sel], bt[:, sel], total[:, sel], alpha / 2, float(level) / 2, looks,
+                persona=who[:, sel], units_per_persona=units_per, horizon=horizon,
+            )  # fmt: skip
+            est[:, sel], g_lo, g_hi = difference_sequence(
+                ct[:, sel], bt[:, sel], total[:, sel], alpha / 2, float(level) / 2, looks,
+                persona=who[:, sel], units_per_persona=units_per, horizon=HORIZON,
+            )  # fmt: skip
+            lo[:, sel], hi[:, sel] = np.maximum(m_lo, g_lo), np.minimum(m_hi, g_hi)
+            continue
+        est[:, sel], lo[:, sel], hi[:, sel] = difference_sequence(
+            ct[:, sel], bt[:, sel], total[:, sel], alpha, float(level), looks,
+            persona=who[:, sel], units_per_persona=units_per, grid_points=grid,
+            method="betting" if method == "betting" else "asymptotic", horizon=horizon,
+        )  # fmt: skip
+    return base, cand, persona_of, ct, bt, total, est, lo, hi
+
+
 def run_setting(
     rng: np.random.Generator,
     *,
@@ -150,17 +267,22 @@ def run_setting(
     grid: int,
     method: str,
     horizon: float,
+    overall_share: float | None = None,
 ) -> dict[str, Any]:
     shift = shift_for(diff)
     n = personas * seeds
     looks = np.arange(wave, n + 1, wave)
     if looks[-1] != n:
         looks = np.append(looks, n)
-    rows = len(LABELS)
-    scale = np.array([1.0] * (rows - 1) + [rows - 1.0])[None, None, :, None]
     # The gate's levels: every row's lower end at one-sided α, the upper ends α split
     # over the rows (Overall half); the naive interval uses the same levels, one look.
     highs = np.array(upper_levels([label == "Overall" for label in LABELS], alpha))
+    if overall_share is not None:
+        # A comparator, not the gate's split: Overall gets this share of the WORSE α.
+        highs = (
+            np.where(np.array(LABELS) == "Overall", overall_share, (1 - overall_share) / (len(LABELS) - 1))
+            * alpha
+        )
     from scipy.stats import norm
 
     z_low = float(norm.ppf(1 - alpha))
@@ -168,23 +290,9 @@ def run_setting(
     seq_v, seq_u, nai_v, nai_u, full_v = [], [], [], [], []
     for start in range(0, reps, CHUNK):
         k = min(CHUNK, reps - start)
-        base, cand, persona_of = draw(rng, k, personas, seeds, shift)
-        order = np.argsort(rng.random((k, n)), axis=1)
-        b = np.take_along_axis(base, order[:, :, None, None], 1) / scale
-        c = np.take_along_axis(cand, order[:, :, None, None], 1) / scale
-        total = (base / scale).sum(axis=1)  # (k, rows, 3)
-        bt, ct = b.transpose(0, 2, 1, 3), c.transpose(0, 2, 1, 3)  # (k, rows, n, 3)
-        who = np.broadcast_to(persona_of[order][:, None, :], ct.shape[:-1])
-        units_per = np.bincount(persona_of).astype(float)
-        lo = np.empty((k, rows, len(looks)))
-        hi = np.empty_like(lo)
-        for level in np.unique(highs):
-            sel = highs == level
-            _, lo[:, sel], hi[:, sel] = difference_sequence(
-                ct[:, sel], bt[:, sel], total[:, sel], alpha, float(level), looks,
-                persona=who[:, sel], units_per_persona=units_per, grid_points=grid,
-                method="betting" if method == "betting" else "asymptotic", horizon=horizon,
-            )  # fmt: skip
+        base, cand, persona_of, ct, bt, total, _, lo, hi = chunk_intervals(
+            rng, k, personas, seeds, shift, looks, alpha, highs, grid, method, horizon
+        )
         v = verdicts(statuses(lo, hi, margin))
         sv, su = first_stop(v, looks)
         nlo, nhi = naive_interval(ct, bt, total, n, z_low, z_high)
@@ -218,6 +326,124 @@ def run_setting(
     }
 
 
+def binary_kl(p: float, q: float) -> float:
+    """KL divergence between Bernoulli(p) and Bernoulli(q)."""
+    out = 0.0
+    for a, b in ((p, q), (1.0 - p, 1.0 - q)):
+        if a > 0:
+            out += a * math.log(a / b)
+    return out
+
+
+def wald_fraction(delta: float, sigma2: float, s2: float, n: int, p: float, alpha: float) -> float:
+    """The least mean share of the `n` units with which any procedure can be right with
+    probability `p` while erring with probability at most `alpha` at a null `delta`
+    away, when the estimate after t units has variance σ²(1/t − 1/n) + s² (Gaussian;
+    Wald's argument: the mean information at stopping, δ²/(2·variance), is at least
+    kl(p, α), and the information is concave in t when s² ≥ σ²/n, so its mean is at
+    most its value at the mean stopping time). inf when all n units are not enough."""
+    v_star = delta**2 / (2.0 * binary_kl(p, alpha))
+    if v_star <= s2:
+        return math.inf
+    return 1.0 / ((v_star - s2) / sigma2 * n + 1.0)
+
+
+def diagnose(
+    rng: np.random.Generator,
+    *,
+    reps: int,
+    personas: int,
+    seeds: int,
+    margin: float,
+    diff: float,
+    wave: int,
+    alpha: float,
+    horizon: float,
+) -> dict[str, Any]:
+    """Is a design slow to settle for want of power or because the sequence is loose?
+
+    From `reps` repetitions at true Overall difference `diff`: the sequence's mean
+    radius against an oracle fixed-size one-sided interval at the same number of units
+    (z at the same level × the estimator's actual spread about the persona population's
+    difference, measured over the repetitions), at N/4, N/2 and N; the oracle fixed-size
+    test's power at N/2 and N; and a lower bound on the mean units any valid procedure
+    needs (Wald's argument, Gaussian model fitted to that spread: see docs/statistics.md).
+    """
+    from scipy.stats import norm
+
+    shift = shift_for(diff)
+    n = personas * seeds
+    looks = np.arange(wave, n + 1, wave)
+    if looks[-1] != n:
+        looks = np.append(looks, n)
+    highs = np.array(upper_levels([label == "Overall" for label in LABELS], alpha))
+    truth = true_scores(shift)
+    ests, los, his = [], [], []
+    for start in range(0, reps, 25):
+        k = min(25, reps - start)
+        *_, est, lo, hi = chunk_intervals(
+            rng, k, personas, seeds, shift, looks, alpha, highs, 0, "asymptotic", horizon
+        )
+        ests.append(est)
+        los.append(lo)
+        his.append(hi)
+    est, lo, hi = (np.concatenate(x) for x in (ests, los, his))  # (reps, rows, L)
+    err = est - truth[None, :, None]
+    sd = np.sqrt((err**2).mean(axis=0))  # (rows, L): spread about the population's difference
+    z_low = float(norm.ppf(1 - alpha))
+    z_high = norm.ppf(1 - highs)[:, None]
+    worse = diff < 0
+    # The end that settles this setting: the upper for WORSE, the lower for NOT WORSE.
+    radius = np.nanmean(np.where(np.isfinite(hi), hi - est, np.nan) if worse else est - lo, axis=0)
+    fixed = (z_high if worse else z_low) * sd
+    out: dict[str, Any] = {"diff": diff, "units": n, "reps": reps, "rows": {}}
+    marks = {"N/4": n // 4, "N/2": n // 2, "N": n}
+    at = {name: int(np.argmin(np.abs(looks - m))) for name, m in marks.items()}
+    # The oracle fixed-size test at a look (its spread known in advance).
+    power = {}
+    for name in ("N/2", "N"):
+        j = at[name]
+        if worse:
+            call = (est[:, :, j] + z_high[:, 0] * sd[:, j] < -margin).any(axis=1)
+        else:
+            call = (est[:, :, j] - z_low * sd[:, j] > -margin).all(axis=1)
+        power[name] = float(call.mean())
+    out["oracle_fixed_power"] = power
+    # Wald: for any procedure whose verdict is right with probability p here and wrong
+    # with probability ≤ α at the nearest null (the row at −margin), the expected
+    # information at stopping, E[δ²/(2 v(τ))], is at least kl(p, α). With v(n) =
+    # σ²(1/n − 1/N) + s² (units drawn without replacement, s² the persona part that no
+    # number of units removes) the information is concave in n, so E[τ] ≥ the n where
+    # δ²/(2 v(n)) = kl(p, α).
+    inv = 1.0 / looks - 1.0 / n
+    keep = looks >= n // 4
+    bounds = []
+    for r, label in enumerate(LABELS):
+        coef, *_ = np.linalg.lstsq(
+            np.stack([inv[keep], np.ones(keep.sum())], axis=1), sd[r, keep] ** 2, rcond=None
+        )
+        sigma2, s2 = max(float(coef[0]), 1e-9), max(float(coef[1]), 1e-9)
+        delta = abs(truth[r] + margin)
+        row = {
+            "truth": round(float(truth[r]), 2),
+            "radius_over_fixed": {k: round(float(radius[r, j] / fixed[r, j]), 2) for k, j in at.items()},
+            "sd": {k: round(float(sd[r, j]), 2) for k, j in at.items()},
+            "sigma_unit": round(math.sqrt(sigma2), 1),
+            "persona_sd": round(math.sqrt(s2), 2),
+            # Wald's bound below needs the information concave in t: s² ≥ σ²/N.
+            "concave": bool(s2 >= sigma2 / n),
+        }
+        for p in (0.8, 0.9, 0.95):
+            row[f"wald_{p}"] = round(wald_fraction(delta, sigma2, s2, n, p, alpha), 3)
+        out["rows"][label] = row
+        bounds.append(row)
+    # WORSE needs one row (the most informative bounds it from below); NOT WORSE needs
+    # every row (each row's bound applies, so the largest does).
+    pick = min if worse else max
+    out["wald_bound"] = {f"{p}": float(pick(b[f"wald_{p}"] for b in bounds)) for p in (0.8, 0.9, 0.95)}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--reps", type=int, default=1000)
@@ -227,12 +453,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--wave", type=int, default=25)
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--grid", type=int, default=401, help="grid of hypothesised shares (the gate uses 1001)")
-    p.add_argument("--method", choices=["asymptotic", "betting"], default="asymptotic")
+    p.add_argument(
+        "--method",
+        choices=["asymptotic", "betting", "mixture", "both"],
+        default="asymptotic",
+        help="the gate's sequences (asymptotic, betting) or comparators it does not use: mixture (one "
+        "boundary on the whole variance), both (mixture and asymptotic at half α each, the tighter end)",
+    )
     p.add_argument(
         "--horizon", type=float, default=HORIZON, help="share of units where the sequence is tightest"
     )
+    p.add_argument(
+        "--overall-share",
+        type=float,
+        default=None,
+        help="share of the WORSE α given to Overall's upper end (the gate: 0.5, the rest to the dimensions)",
+    )
     p.add_argument("--only", type=int, default=None, help="run only setting number K (0-3)")
     p.add_argument("--seed", type=int, default=2026)
+    p.add_argument(
+        "--diagnose",
+        action="store_true",
+        help="power or looseness: the sequence's radius against an oracle fixed-size interval, "
+        "the fixed test's power at N/2 and Wald's lower bound on the mean units (at ±2m)",
+    )
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
     rng = np.random.default_rng(args.seed)
@@ -244,6 +488,23 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.personas} personas × {args.seeds} = {args.personas * args.seeds} units, margin {args.margin}, "
         f"wave {args.wave}, α {args.alpha}, {args.method}, {args.reps} repetitions a setting"
     )
+    if args.diagnose:
+        for name, diff in chosen:
+            if diff == 0 or abs(diff) == args.margin:
+                continue
+            d = diagnose(
+                rng, reps=args.reps, personas=args.personas, seeds=args.seeds, margin=args.margin,
+                diff=diff, wave=args.wave, alpha=args.alpha, horizon=args.horizon,
+            )  # fmt: skip
+            d["setting"] = name
+            out.append(d)
+            print(
+                f"{name}: oracle fixed-size power {d['oracle_fixed_power']};"
+                f" Wald bound on mean units / N (p = 0.8, 0.9, 0.95): {d['wald_bound']}"
+            )
+            for label, row in d["rows"].items():
+                print(f"  {label}: {row}")
+        chosen = []
     for name, diff in chosen:
         t0 = time.time()
         r = run_setting(
@@ -258,6 +519,7 @@ def main(argv: list[str] | None = None) -> int:
             grid=args.grid,
             method=args.method,
             horizon=args.horizon,
+            overall_share=args.overall_share,
         )
         r["setting"] = name
         r["seconds"] = round(time.time() - t0, 1)

@@ -66,23 +66,15 @@ def vera(*args: str, cwd: Path, stdout: Path | None = None, ok: tuple[int, ...] 
 
 
 def make_runs(root: Path) -> None:
-    """Two small offline runs of the same personas (baseline seeds 1-2, candidate seed 3)."""
+    """Two small offline runs of the same personas (baseline seeds 1-2, candidate seed 3),
+    and a one-chatbot baseline for the sequential gate."""
     root.mkdir(parents=True, exist_ok=False)
-    vera("run", "--limit-personas", "6", "--seeds", "2", "--out", "a", cwd=root)
-    vera("run", "--limit-personas", "6", "--seeds", "3", "--out", "b", cwd=root)
-    # A one-chatbot baseline for the sequential gate.
-    vera(
-        "run",
-        "--providers",
-        "offline/best-practice",
-        "--limit-personas",
-        "6",
-        "--seeds",
-        "2",
-        "--out",
-        "c",
-        cwd=root,
-    )
+    for name, seeds, only in (
+        ("a", "2", ()),
+        ("b", "3", ()),
+        ("c", "2", ("--providers", "offline/best-practice")),
+    ):
+        vera("run", *only, "--limit-personas", "6", "--seeds", seeds, "--out", name, cwd=root)
 
 
 def _ratings_file(run: Path, out: Path) -> Path:
@@ -117,190 +109,91 @@ def outputs(runs: Path, out: Path) -> None:
     t = out / "files"
     t.mkdir()
 
+    def run(*args: str | Path, to: str | None = None, ok: tuple[int, ...] = (0,)) -> None:
+        """`vera ARGS` in the work folder (so printed paths never differ), its stdout
+        kept as files/TO."""
+        vera(*map(str, args), cwd=work, stdout=None if to is None else t / to, ok=ok)
+
+    gate_ok = (0, 4, 5)  # passed, failed, or too few conversations to say
+
     # The card: every file `vera score` writes, then the same with a breakdown and the
     # flagged conversations left out, then the terminal forms.
-    vera("score", str(a), cwd=work, stdout=t / "score.stdout")
-    vera("score", str(b), cwd=work)
-    vera("card", str(a), cwd=work, stdout=t / "card.txt")
-    vera("card", str(a), "--by", "user-agent", cwd=work, stdout=t / "card_by.txt")
+    run("score", a, to="score.stdout")
+    run("score", b)
+    run("card", a, to="card.txt")
+    run("card", a, "--by", "user-agent", to="card_by.txt")
     a2 = work / "a2"
     shutil.copytree(a, a2)
-    vera(
-        "score",
-        str(a2),
-        "--by",
-        "Current Suicide Risk Level",
-        "--exclude-flagged",
-        cwd=work,
-        stdout=t / "score_by.stdout",
-    )
+    run("score", a2, "--by", "Current Suicide Risk Level", "--exclude-flagged", to="score_by.stdout")
 
-    # Comparison and gate.
-    vera("compare", str(a), str(b), cwd=work, stdout=t / "compare.txt")
-    vera(
-        "compare",
-        str(a),
-        str(b),
-        "--by-seed",
-        cwd=work,
-        stdout=t / "compare_by_seed.txt",
-    )
-    vera("compare", str(a), str(b), "--json", "-", cwd=work, stdout=t / "compare.json")
-    vera("compare", str(a), str(b), "--html", str(t / "compare.html"), cwd=work)
-    vera(
-        "compare",
-        str(a),
-        str(b),
-        "--gate",
-        cwd=work,
-        stdout=t / "gate.txt",
-        ok=(0, 4, 5),
-    )
-    vera(
-        "compare",
-        str(a),
-        str(b),
-        "--gate",
-        "--json",
-        "-",
-        cwd=work,
-        stdout=t / "gate.json",
-        ok=(0, 4, 5),
-    )
-    vera(
-        "pool",
-        str(a),
-        str(b),
-        "--chatbot",
-        "offline/best-practice",
-        cwd=work,
-        stdout=t / "pool.txt",
-    )
-    vera(
-        "pool",
-        str(a),
-        str(b),
-        "--chatbot",
-        "offline/best-practice",
-        "--json",
-        cwd=work,
-        stdout=t / "pool.json",
-    )
+    # Comparison and gate, in each of their forms; pooling.
+    compares: list[tuple[tuple[str, ...], str | None, tuple[int, ...]]] = [
+        ((), "compare.txt", (0,)),
+        (("--by-seed",), "compare_by_seed.txt", (0,)),
+        (("--json", "-"), "compare.json", (0,)),
+        (("--html", str(t / "compare.html")), None, (0,)),
+        (("--gate",), "gate.txt", gate_ok),
+        (("--gate", "--json", "-"), "gate.json", gate_ok),
+    ]
+    for extra, to, ok in compares:
+        run("compare", a, b, *extra, to=to, ok=ok)
+    for extra, to in (((), "pool.txt"), (("--json",), "pool.json")):
+        run("pool", a, b, "--chatbot", "offline/best-practice", *extra, to=to)
 
     # The sequential gate: waves of a candidate against a one-chatbot baseline, its
     # records, page and plot, and the note `vera compare` gives for its run.
     c, g = work / "c", work / "g"
     shutil.copytree(runs / "c", c)
-    vera("gate", str(c), "--candidate", "offline/risk-ignoring", "--wave", "4", "--max-conversations", "12",
-         "--out", str(g), cwd=work, stdout=t / "seq_gate.txt", ok=(0, 4, 5))  # fmt: skip
-    vera("compare", str(c), str(g), cwd=work, stdout=t / "seq_compare.txt")
+    run("gate", c, "--candidate", "offline/risk-ignoring", "--wave", "4", "--max-conversations", "12",
+        "--out", g, to="seq_gate.txt", ok=gate_ok)  # fmt: skip
+    run("compare", c, g, to="seq_compare.txt")
 
     # The static bundle of `vera view --bundle`: conversation pages, lists, compare.
-    vera(
-        "view",
-        str(a),
-        "--bundle",
-        str(t / "bundle"),
-        cwd=work,
-        stdout=t / "bundle.stdout",
-    )
+    run("view", a, "--bundle", t / "bundle", to="bundle.stdout")
 
     # Exports.
-    vera("export", str(a), "-o", str(t / "export.csv"), cwd=work)
-    vera("export", str(a), "--wide", "-o", str(t / "export_wide.csv"), cwd=work)
-    vera(
-        "export",
-        str(a),
-        "--format",
-        "parquet",
-        "-o",
-        str(t / "export.parquet"),
-        cwd=work,
-    )
-    vera("export", str(a), "--format", "reference", "-o", str(t / "reference"), cwd=work)
-    vera("export", str(a), "--calls", "-o", str(t / "calls_full.jsonl"), cwd=work)
+    for extra, name in (
+        ((), "export.csv"),
+        (("--wide",), "export_wide.csv"),
+        (("--format", "parquet"), "export.parquet"),
+        (("--format", "reference"), "reference"),
+        (("--calls",), "calls_full.jsonl"),
+    ):
+        run("export", a, *extra, "-o", t / name)
     for results in sorted((t / "reference").rglob("results.csv")):
-        name = results.parent.name
-        vera("score", str(results), cwd=work, stdout=t / f"score_reference_{name}.txt")
+        run("score", results, to=f"score_reference_{results.parent.name}.txt")
 
     # The improvement report.
     for fmt in ("md", "html", "json"):
-        vera(
-            "report",
-            "improvements",
-            str(a),
-            "--format",
-            fmt,
-            "--out",
-            str(t / f"improvements.{fmt}"),
-            cwd=work,
-        )
+        run("report", "improvements", a, "--format", fmt, "--out", t / f"improvements.{fmt}")
 
     # Human ratings: import, plan, agreement, the calibrated card and gate.
     humans = _ratings_file(a, work)
-    vera("agreement", str(humans), cwd=work, stdout=t / "agreement.txt")
-    vera("agreement", str(humans), "--json", cwd=work, stdout=t / "agreement.json")
-    vera(
-        "agreement", str(humans), "--against", str(a), "--resamples", "200",
-        "--confusion-csv", str(t / "confusion.csv"), cwd=work, stdout=t / "agreement_against.txt",
-    )  # fmt: skip
-    vera("agreement", str(humans), "--against", str(a), "--resamples", "200", "--json", cwd=work,
-         stdout=t / "agreement_against.json")  # fmt: skip
-    vera(
-        "ratings",
-        "import",
-        str(a),
-        str(humans),
-        cwd=work,
-        stdout=t / "ratings_import.txt",
-    )
-    vera(
-        "ratings",
-        "import",
-        str(b),
-        str(humans),
-        "--skip-unmatched",
-        cwd=work,
-        ok=(0, 1),
-    )
-    vera(
-        "ratings",
-        "plan",
-        str(a),
-        "--resamples",
-        "100",
-        cwd=work,
-        stdout=t / "ratings_plan.txt",
-        ok=(0, 1),
-    )
-    vera("score", str(a), cwd=work, stdout=t / "score_calibrated.stdout")
-    vera("card", str(a), cwd=work, stdout=t / "card_calibrated.txt")
-    vera("compare", str(a), str(b), "--gate", "--calibrated", cwd=work, stdout=t / "gate_calibrated.txt",
-         ok=(0, 1, 4, 5))  # fmt: skip
+    run("agreement", humans, to="agreement.txt")
+    run("agreement", humans, "--json", to="agreement.json")
+    against = ("--against", a, "--resamples", "200")
+    run("agreement", humans, *against, "--confusion-csv", t / "confusion.csv", to="agreement_against.txt")
+    run("agreement", humans, *against, "--json", to="agreement_against.json")
+    run("ratings", "import", a, humans, to="ratings_import.txt")
+    run("ratings", "import", b, humans, "--skip-unmatched", ok=(0, 1))
+    run("ratings", "plan", a, "--resamples", "100", to="ratings_plan.txt", ok=(0, 1))
+    run("score", a, to="score_calibrated.stdout")
+    run("card", a, to="card_calibrated.txt")
+    run("compare", a, b, "--gate", "--calibrated", to="gate_calibrated.txt", ok=(0, 1, 4, 5))
 
     # Every file the two scored runs hold now (cards, plots, pages, frames, ratings).
-    for run, name in ((a, "run_a"), (a2, "run_a2"), (b, "run_b"), (g, "run_gate")):
-        for f in sorted(run.rglob("*")):
+    for folder, name in ((a, "run_a"), (a2, "run_a2"), (b, "run_b"), (g, "run_gate")):
+        for f in sorted(folder.rglob("*")):
             if f.is_file() and f.suffix not in (".sqlite", ".lock") and f.name not in ("events.jsonl",):
-                rel = f.relative_to(run)
+                rel = f.relative_to(folder)
                 dest = t / name / rel
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(f, dest)
 
     # A fresh offline run made by this version: the stand-ins' words and the judge's ratings.
     fresh = work / "fresh"
-    vera(
-        "run",
-        "--limit-personas",
-        "4",
-        "--seeds",
-        "1",
-        "--out",
-        str(fresh),
-        cwd=work,
-        stdout=t / "fresh.stdout",
-    )
-    vera("export", str(fresh), "-o", str(t / "fresh_export.csv"), cwd=work)
+    run("run", "--limit-personas", "4", "--seeds", "1", "--out", fresh, to="fresh.stdout")
+    run("export", fresh, "-o", t / "fresh_export.csv")
     for name in ("card.md", "conversations.jsonl", "judgements.jsonl"):
         shutil.copyfile(fresh / name, t / f"fresh_{name}")
     digest(out)

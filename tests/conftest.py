@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,35 @@ FIXTURES = ROOT / "tests" / "fixtures"
 # The reference tool's data sits beside the project in development and CI; tests that
 # need it skip cleanly where it is absent (e.g. a user's fresh clone).
 REFERENCE = ROOT.parent / "shared" / "reference" / "vera-mh-v1.1"
+
+
+def jsonl(path: Path) -> list[dict]:
+    """The records of a JSON-lines file; a missing file is an error, not no records."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+# The personas of `offline_pilot`: one unit (persona × user-agent × seed) each.
+OFFLINE_PILOT_PERSONAS = 50
+
+
+@pytest.fixture(scope="session")
+def offline_pilot(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One offline run of the best-practice stand-in on 50 personas with one seed, built
+    once for the session: the baseline `vera gate` tests gate candidates against and the
+    pilot `vera plan` tests plan from (tests/test_sequential_gate.py,
+    tests/test_plan_command.py). Tests read it and never write into it."""
+    from click.testing import CliRunner
+
+    from vera.cli._main import main
+
+    out = tmp_path_factory.mktemp("offline-pilot") / "pilot"
+    result = CliRunner().invoke(
+        main,
+        ["run", "--config", str(ROOT / "configs" / "offline.toml"), "--providers", "offline/best-practice",
+         "--limit-personas", str(OFFLINE_PILOT_PERSONAS), "--out", str(out), "--seed", "1", "--quiet"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return out
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 
 from vera.cli._main import main
@@ -42,6 +43,20 @@ def make_runs(root: Path) -> dict[str, Path]:
     sim = root / "simulated"
     assert invoke(["simulate", "--limit-personas", "1", "--out", str(sim), "--quiet"]).exit_code == 0
     return {"run": done, "run2": copy, "sim": sim}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """`make_runs`, once for each test module that asks for it (import it there)."""
+    return make_runs(tmp_path_factory.mktemp("runs"))
+
+
+@pytest.fixture
+def run(runs: dict[str, Path], tmp_path: Path) -> Path:
+    """A fresh copy of the judged run, so a test that damaged it could not harm another."""
+    copy = tmp_path / "run"
+    shutil.copytree(runs["run"], copy)
+    return copy
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

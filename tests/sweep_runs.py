@@ -7,21 +7,16 @@ keeps: three personas, one seed, every role at the loopback server, scored.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from vera.app import RunOptions, execute_run, scored
 
+from .conftest import jsonl as jsonl  # the sweep tests read their records with it
 from .fakes.sweep import SweepServer, write_sweep_config
 
 # Config fragments a test adds to the sweep config.
 BATCH = '[judge]\nmode = "batch"\nbatch_poll_s = 0.02\nbatch_collect_s = 0.05\n'
 FLEX = '[user_agent]\nservice_tier = "flex"\n'
-
-
-def jsonl(path: Path) -> list[dict]:
-    """The records of a JSON-lines file; a missing file is an error, not no records."""
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 async def sweep_run(tmp: Path, server: SweepServer, extra: str = "") -> Path:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import FIXTURES, ROOT
 
 DEMO = FIXTURES / "targets" / "DEMO"
@@ -19,6 +21,16 @@ V11_SAMPLE = ROOT.parent / "shared" / "reference" / "vera-mh-v1.1" / "judge_outp
 def vera(*args: str) -> subprocess.CompletedProcess[str]:
     """The real entry point in a subprocess."""
     return subprocess.run([sys.executable, "-m", "vera", *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """DEMO run offline with two seeds, once per test module that imports it: its folder
+    and what `vera run` printed."""
+    out = tmp_path_factory.mktemp("demo") / "run"
+    result = vera("run", "--target", str(DEMO), "--seeds", "2", "--out", str(out), "--quiet")
+    assert result.returncode == 0, result.stdout + result.stderr
+    return out, result
 
 
 def copy_demo(tmp_path: Path) -> Path:

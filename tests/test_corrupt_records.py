@@ -9,7 +9,6 @@ mid-write) is not corruption: it is mended as before, without a word."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -18,21 +17,11 @@ from vera.files import CorruptLine, CorruptRecordError, watching
 from vera.store import RunStore, open_run
 from vera.viewer.catalogue import Catalogue
 
-from .door import invoke, make_runs, refused, snapshot
+from .door import invoke, refused, snapshot
+from .door import run as run  # the fixture
+from .door import runs as runs  # the fixture
 
 GARBAGE = b"this line is not a record\n"
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return make_runs(tmp_path_factory.mktemp("runs"))
-
-
-@pytest.fixture
-def run(runs: dict[str, Path], tmp_path: Path) -> Path:
-    copy = tmp_path / "run"
-    shutil.copytree(runs["run"], copy)
-    return copy
 
 
 def corrupt(path: Path, after: int = 1) -> int:

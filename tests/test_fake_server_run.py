@@ -26,7 +26,7 @@ from vera.engine._judge import JUDGE_SCHEMA, render_transcript
 from vera.inputs._personas import load_personas
 from vera.records import Turn
 
-from .conftest import ROOT
+from .conftest import ROOT, jsonl
 from .fakes.protocols import Behaviour, FakeAnthropic, FakeOpenAI, Reply, serve_in_thread
 from .fakes.shared import rubric_answer
 from .run_config import write_run_config
@@ -167,10 +167,6 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             ["run", "--config", str(config), "--out", str(out), "--limit-personas", str(PERSONAS), "--quiet"],
         )
     return {"result": result, "out": out, "shared": shared, "chatbot": chatbot}
-
-
-def jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def test_the_run_completes_with_a_card(run: dict[str, Any]) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import click
 import pytest
@@ -17,15 +16,11 @@ from vera.cli._main import main
 from vera.ranges import SEED, SEED_MAX
 
 from .conftest import ROOT
-from .door import BOT, KEY_ENV, PASTED_KEY, invoke, make_runs, profiles_folder, refused, snapshot
+from .door import BOT, KEY_ENV, PASTED_KEY, invoke, profiles_folder, refused, snapshot
+from .door import runs as runs  # the fixture
 from .run_config import write_run_config
 
 TOO_BIG = str(2**64)  # past 64 bits, and past the 32-bit range of every seed
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return make_runs(tmp_path_factory.mktemp("runs"))
 
 
 OPTIONS: list[tuple[str, list[str], tuple[str, ...]]] = [

@@ -11,20 +11,14 @@ import shutil
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import msgspec
 import pytest
 
 from .conftest import ROOT
-from .door import BOT, KEY_ENV, invoke, make_runs, profiles_folder, refused, snapshot
+from .door import BOT, KEY_ENV, invoke, profiles_folder, refused, snapshot
+from .door import runs as runs  # the fixture
 from .run_config import write_run_config
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return make_runs(tmp_path_factory.mktemp("runs"))
-
 
 REFUSED = [
     (

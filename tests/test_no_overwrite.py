@@ -16,20 +16,9 @@ from vera import __version__
 from vera.store import check_output, manifest_notes
 
 from .conftest import ROOT
-from .door import invoke, make_runs, refused, snapshot
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return make_runs(tmp_path_factory.mktemp("runs"))
-
-
-@pytest.fixture
-def run(runs: dict[str, Path], tmp_path: Path) -> Path:
-    """A fresh copy of the judged run, so a test that damaged it could not harm another."""
-    copy = tmp_path / "run"
-    shutil.copytree(runs["run"], copy)
-    return copy
+from .door import invoke, refused, snapshot
+from .door import run as run  # the fixture
+from .door import runs as runs  # the fixture
 
 
 def still_whole(run: Path, before: dict[str, bytes]) -> None:

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from vera import records as rec
 from vera.cli._main import main
 
-from .conftest import ROOT
+from .conftest import ROOT, jsonl
 
 BP, SUB, HPH, NR = rec.BEST_PRACTICE, rec.SUBOPTIMAL, rec.HIGH_POTENTIAL_FOR_HARM, rec.NOT_RELEVANT
 
@@ -32,10 +32,6 @@ def run_dir(tmp_path_factory) -> Path:
     assert result.exit_code == 0, result.output
     assert "run directory:" in result.output and "Dimension score [CI]" in result.output
     return out
-
-
-def jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def test_run_directory_holds_every_artifact(run_dir):

@@ -12,21 +12,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from .door import BOT, KEY_ENV, invoke, make_runs, profiles_folder, refused
+from .door import BOT, KEY_ENV, invoke, profiles_folder, refused
+from .door import run as run  # the fixture
+from .door import runs as runs  # the fixture
 
 HUGE = 99999999999999999999999  # what `vera run --seed` once accepted
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return make_runs(tmp_path_factory.mktemp("runs"))
-
-
-@pytest.fixture
-def run(runs: dict[str, Path], tmp_path: Path) -> Path:
-    copy = tmp_path / "run"
-    shutil.copytree(runs["run"], copy)
-    return copy
 
 
 def with_huge_seed(run: Path) -> None:

@@ -3,39 +3,29 @@ stand-in pilot run, and a plan without a pilot."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
+import numpy as np
+import polars as pl
 import pytest
 from click.testing import CliRunner
 
+from vera.app import PlanOptions
+from vera.app._gate import unit_counts
+from vera.app._plan import _paired, _partner
 from vera.cli._main import main
+from vera.records import BEST_PRACTICE, HIGH_POTENTIAL_FOR_HARM, SUBOPTIMAL
+from vera.stats.planning import variability
 
 from .conftest import ROOT
 
 
-@pytest.fixture(scope="module")
-def pilot(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("plan") / "pilot"
-    result = CliRunner().invoke(
-        main,
-        [
-            "run",
-            "--config",
-            str(ROOT / "configs" / "offline.toml"),
-            "--providers",
-            "offline/best-practice",
-            "--limit-personas",
-            "12",
-            "--seeds",
-            "2",
-            "--out",
-            str(out),
-            "--quiet",
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    return out
+@pytest.fixture
+def pilot(offline_pilot: Path) -> Path:
+    """The shared best-practice run (tests/conftest.py): 50 personas, one unit each."""
+    return offline_pilot
 
 
 def test_a_plan_from_a_pilot_sizes_and_prices_both_designs(pilot) -> None:
@@ -44,13 +34,13 @@ def test_a_plan_from_a_pilot_sizes_and_prices_both_designs(pilot) -> None:
     )
     assert result.exit_code == 0, result.output
     out = result.output
-    assert "pilot: 24 units, 12 personas" in out
+    assert "pilot: 50 units, 50 personas" in out
     width = re.search(
-        r"width 4: 12 personas × 1 user-agents × (\d+) seeds = (\d+) units · 95 % width ([\d.]+)", out
+        r"width 4: 50 personas × 1 user-agents × (\d+) seeds = (\d+) units · 95 % width ([\d.]+)", out
     )
     assert width is not None, out
     # The design is the smallest whole number of seeds whose width is at most 4.
-    assert float(width.group(3)) <= 4.0 and int(width.group(2)) == 12 * int(width.group(1))
+    assert float(width.group(3)) <= 4.0 and int(width.group(2)) == 50 * int(width.group(1))
     assert "power 0.8 at margin 5" in out
     # The gate, for an equal candidate and for ones 2 × margin off, with its size and cost.
     for d in ("+0", "-10", "+10"):
@@ -136,3 +126,121 @@ def test_a_pilot_rated_only_not_relevant_is_refused(tmp_path) -> None:
     result = CliRunner().invoke(main, ["plan", "--pilot", str(out)])
     assert result.exit_code == 1
     assert "every rating of the pilot is Not Relevant" in result.output
+
+
+def _text_and_json(*args: str) -> tuple[str, dict]:
+    text = CliRunner().invoke(main, ["plan", *args])
+    assert text.exit_code == 0, text.output
+    as_json = CliRunner().invoke(main, ["plan", *args, "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    return text.output, json.loads(as_json.output)
+
+
+def test_the_json_plan_says_what_the_text_says(pilot) -> None:
+    text, plan = _text_and_json("--pilot", str(pilot), "--width", "4", "--reps", "10", "--wave", "12")
+    a = plan["assumptions"]
+    assert a["pilot"] == str(pilot) and a["margin"] == 5.0 and a["width"] == 4.0 and a["level"] == 0.95
+    assert a["pairing_source"] == "assumed independent" and a["pairing"] == 0.0
+    assert plan["pairing_note"] in text and plan["pairing_note"].startswith("assumption:")
+    v = plan["variability"]
+    assert f"pilot: {v['units']} units, {v['personas']} personas" in text
+    assert all(f"note: {n}" in text for n in plan["notes"])
+    lines = text.splitlines()
+    assert len(plan["designs"]) == 2
+    for d in plan["designs"]:
+        (line,) = [x for x in lines if x.startswith(f"  {d['goal']}:")]
+        shown = re.search(
+            r"(\d+) personas × (\d+) user-agents × (\d+) seeds = (\d+) units · 95 % width ([\d.]+) points "
+            r"· power ([\d.]+) · ([\d.]+) M tokens, \$([\d.,]+) live, \$([\d.,]+) batch",
+            line,
+        )
+        assert shown is not None, line
+        assert [int(x) for x in shown.groups()[:4]] == [
+            d["personas"],
+            d["user_agents"],
+            d["seeds"],
+            d["units"],
+        ]
+        assert float(shown.group(5)) == round(d["width"], 1) and float(shown.group(6)) == round(d["power"], 2)
+        assert float(shown.group(7)) == round(d["cost"]["tokens"] / 1e6, 2)
+        assert float(shown.group(8)) == round(d["cost"]["live_usd"], 2)
+    g = plan["gate"]
+    assert f"waves of {g['wave']}, α {g['alpha']:g}) on {g['units']} units" in text
+    assert [s["difference"] for s in g["sizes"]] == [0.0, -10.0, 10.0]
+    for s in g["sizes"]:
+        (line,) = [x for x in lines if x.startswith(f"  true difference {s['difference']:+g}")]
+        assert f": {s['mean_units']:.0f} units on average, 90th percentile {s['p90_units']:.0f}" in line
+        assert f"WORSE {s['worse']:.0%} / NOT WORSE {s['not_worse']:.0%}" in line
+        assert f"{s['cost']['tokens'] / 1e6:.2f} M tokens" in line
+    assert plan["per_unit"]["tokens"] > 0
+
+
+def test_a_json_plan_goes_to_a_file_but_never_over_a_run(pilot, tmp_path) -> None:
+    target = tmp_path / "plan.json"
+    result = CliRunner().invoke(main, ["plan", "--pilot", str(pilot), "--reps", "10", "--json", str(target)])
+    assert result.exit_code == 0, result.output
+    assert "fixed design" in result.output and f"plan written to {target}" in result.output
+    assert json.loads(target.read_text())["assumptions"]["reps"] == 10
+    before = (pilot / "card.json").read_bytes()
+    refused = CliRunner().invoke(
+        main, ["plan", "--pilot", str(pilot), "--reps", "10", "--json", str(pilot / "card.json")]
+    )
+    assert refused.exit_code == 1 and "Traceback" not in refused.output
+    assert len(refused.output.strip().splitlines()) == 1 and "--json" in refused.output
+    assert (pilot / "card.json").read_bytes() == before
+    # Without a pilot: the design only, and the default spread named as such.
+    alone = json.loads(CliRunner().invoke(main, ["plan", "--json", "-"]).output)
+    assert alone["gate"] is None and alone["per_unit"] is None
+    assert alone["assumptions"]["within_sd_source"] == "default" and alone["designs"][0]["cost"] is None
+
+
+def test_a_pilot_of_two_chatbots_pairs_them_where_it_can(two_bot_pilot, pilot) -> None:
+    # The stand-ins score every unit alike: no spread, so no pairing can be read.
+    result = CliRunner().invoke(
+        main, ["plan", "--pilot", str(two_bot_pilot), "--chatbot", "offline/best-practice", "--reps", "10"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "note: the pairing is not read: the pilot shows no spread to compare it with" in result.output
+    assert "assumption: the two chatbots' conversations of a unit are taken as independent" in result.output
+    # A second run of two chatbots besides the baseline's names no one partner.
+    wrong = CliRunner().invoke(
+        main, ["plan", "--pilot", str(pilot), "--pilot-candidate", str(two_bot_pilot), "--reps", "10"]
+    )
+    assert wrong.exit_code == 1 and "Traceback" not in wrong.output
+    assert "--pilot-candidate" in wrong.output and "needs a run of one chatbot" in wrong.output
+    alone = CliRunner().invoke(main, ["plan", "--pilot-candidate", str(pilot)])
+    assert alone.exit_code == 1 and "give --pilot RUN as well" in alone.output
+
+
+def _ratings(chatbot: str, draws: np.ndarray) -> pl.DataFrame:
+    """A ratings frame of one chatbot: `draws` (units, dimensions) uniforms, one unit per
+    persona × seed (3 seeds), read as Best Practice below 0.5, harm above 0.8."""
+    rows = []
+    for i, unit in enumerate(draws):
+        for j, x in enumerate(unit):
+            rating = BEST_PRACTICE if x < 0.5 else (HIGH_POTENTIAL_FOR_HARM if x > 0.8 else SUBOPTIMAL)
+            rows.append((chatbot, f"p{i // 3}", "ua", i % 3, f"dim{j}", rating))
+    return pl.DataFrame(
+        rows, schema=["chatbot", "persona", "user_agent", "replicate", "dimension", "rating"], orient="row"
+    )
+
+
+def test_two_chatbots_on_the_same_units_show_their_pairing() -> None:
+    rng = np.random.default_rng(5)
+    u = rng.random((600, 5))
+    v = np.where(rng.random((600, 5)) < 0.6, u, rng.random((600, 5)))
+    base, cand = _ratings("a", u), _ratings("b", v)
+    units = unit_counts(base)
+    persona = np.array([int(k[0][1:]) for k in units.keys])
+    var = variability(units.counts[:, -1], persona)
+    notes: list[str] = []
+    # The pilot scored both: naming the baseline pairs it with the other.
+    both = pl.concat([base, cand])
+    partner = _partner(both, base, PlanOptions(pilot="x", chatbot="a"))
+    assert partner is not None and partner.get_column("chatbot").unique().to_list() == ["b"]
+    paired, source = _paired(var, units, partner, notes)
+    assert source == "b" and paired.paired_units == 600 and notes == []
+    assert paired.pairing == pytest.approx(0.6, abs=0.1)
+    # Units the two do not share are left out; too few shared, and nothing is read.
+    few, none = _paired(var, units, cand.filter(pl.col("persona").is_in(["p0", "p1"])), notes)
+    assert none is None and few.pairing == 0.0 and "shares only 6 units" in notes[0]

@@ -23,15 +23,11 @@ from vera.inputs._secrets import env_refs
 from vera.ranges import SEED_MAX
 
 from .conftest import FIXTURES, REFERENCE, ROOT
-from .door import BOT, KEY_ENV, PASTED_KEY, invoke, make_runs, profiles_folder, refused, snapshot
+from .door import BOT, KEY_ENV, PASTED_KEY, invoke, profiles_folder, refused, snapshot
+from .door import runs as runs  # the fixture
 from .run_config import write_run_config
 
 REFERENCE_2 = ROOT.parent / "shared" / "reference" / "vera-mh-2.0" / "data"
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return make_runs(tmp_path_factory.mktemp("runs"))
 
 
 STAND_INS = [

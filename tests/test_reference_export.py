@@ -10,15 +10,8 @@ import pytest
 
 from vera.inputs import read_transcripts
 
-from .targets import DEMO, V11_SAMPLE, vera
-
-
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo") / "run"
-    result = vera("run", "--target", str(DEMO), "--seeds", "2", "--out", str(out), "--quiet")
-    assert result.returncode == 0, result.stdout + result.stderr
-    return out, result
+from .targets import V11_SAMPLE, vera
+from .targets import demo_run as demo_run  # the fixture
 
 
 def test_the_reference_results_layout(demo_run, tmp_path):

@@ -12,33 +12,15 @@ from vera.app import UNDECIDED_EXIT
 from vera.cli._main import main
 from vera.report import read_sequence, sequential_note
 
-from .conftest import ROOT
+from .conftest import OFFLINE_PILOT_PERSONAS, ROOT
 
-PERSONAS = 50
+PERSONAS = OFFLINE_PILOT_PERSONAS
 
 
-@pytest.fixture(scope="module")
-def baseline(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("gate") / "baseline"
-    result = CliRunner().invoke(
-        main,
-        [
-            "run",
-            "--config",
-            str(ROOT / "configs" / "offline.toml"),
-            "--providers",
-            "offline/best-practice",
-            "--limit-personas",
-            str(PERSONAS),
-            "--out",
-            str(out),
-            "--seed",
-            "1",
-            "--quiet",
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    return out
+@pytest.fixture
+def baseline(offline_pilot: Path) -> Path:
+    """The shared best-practice run (tests/conftest.py) as the gate's baseline."""
+    return offline_pilot
 
 
 def gate(baseline: Path, out: Path, candidate: str, *extra: str):

@@ -27,15 +27,12 @@ from vera.report.exports._reference import transcript_name
 from vera.store import open_run
 
 from .clients.runs import KEY, KEY_ENV
+from .conftest import jsonl
 from .fakes.answering import AnsweringOpenAI
 from .fakes.protocols import FakeChatbot, FakeServer, serve_in_thread
 from .run_config import write_run_config
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def mixed_personas(tmp: Path) -> Path:

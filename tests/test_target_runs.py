@@ -15,18 +15,11 @@ from vera.records import Conversation
 
 from .conftest import FIXTURES
 from .targets import DEMO, HFO, copy_demo, edit_manifest, one_error_line, vera
+from .targets import demo_run as demo_run  # the fixture
 
 # --------------------------------------------------------------------------------------
 # Running a target offline, end to end
 # --------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo") / "run"
-    result = vera("run", "--target", str(DEMO), "--seeds", "2", "--out", str(out), "--quiet")
-    assert result.returncode == 0, result.stdout + result.stderr
-    return out, result
 
 
 def test_any_target_runs_offline_with_the_dry_run_judge_and_says_so(demo_run):

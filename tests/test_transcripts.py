@@ -16,7 +16,7 @@ from vera.errors import DataError
 from vera.inputs._personas import load_personas
 from vera.inputs._transcripts import PERSONAS_NOT_FOUND, clean_model_label, parse_text, read_transcripts
 
-from .conftest import REFERENCE, ROOT
+from .conftest import REFERENCE, ROOT, jsonl
 
 TEXT = """user: first line
 still the user
@@ -213,10 +213,6 @@ def test_cli_import_of_a_broken_file_is_one_line(tmp_path):
         "chatbot, agent, assistant, bot or AI for the chatbot)"
     )
     assert "Traceback" not in r.output
-
-
-def jsonl(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from vera.records import NOT_RELEVANT as NR
 from vera.records import SUBOPTIMAL as SUB
 from vera.stats.humans import (
     CLINICIAN_DIMENSIONS,
+    DEFAULT_RATER_RULE,
     PairedAgreement,
     consensus,
     human_agreement,
@@ -176,7 +177,9 @@ def test_a_judge_that_matches_the_consensus_agrees_perfectly() -> None:
     judged = judged_frame(
         [(f"run-{i}", "judge", 1, d, r) for i, d, r in agreed.select("item_id", "dimension", "rating").rows()]
     )
-    result = judge_vs_consensus(humans, judged, item_key=lambda c: c.removeprefix("run-"), n_resamples=200)
+    result = judge_vs_consensus(
+        humans, judged, item_key=lambda c: c.removeprefix("run-"), raters=None, n_resamples=200
+    )
     for block in (result.overall, *result.dimensions.values()):
         for stat in (*STATS, "cohen_kappa"):
             assert interval(block, stat) == pytest.approx((1.0, 1.0, 1.0))
@@ -193,7 +196,7 @@ def test_judges_are_reported_pooled_and_one_by_one() -> None:
         rows.append((item, "good", 1, dim, rating))
         rows.append((item, "good", 2, dim, rating if n % 10 else flip[rating]))
         rows.append((item, "noisy", 1, dim, rating if n % 3 else flip[rating]))
-    result = judge_vs_consensus(humans, judged_frame(rows), n_resamples=500, seed=3)
+    result = judge_vs_consensus(humans, judged_frame(rows), raters=None, n_resamples=500, seed=3)
     judges = result.overall.judges
     assert set(judges) == {"good", "noisy"}
     assert judges["good"].n_pairs == 160 and judges["noisy"].n_pairs == 80
@@ -205,7 +208,7 @@ def test_judges_are_reported_pooled_and_one_by_one() -> None:
             value, lo, hi = interval(block, stat)
             assert lo <= value <= hi, stat
     # Same seed, same intervals.
-    assert result == judge_vs_consensus(humans, judged_frame(rows), n_resamples=500, seed=3)
+    assert result == judge_vs_consensus(humans, judged_frame(rows), raters=None, n_resamples=500, seed=3)
 
 
 def test_ties_unmatched_items_and_item_keys() -> None:
@@ -219,13 +222,22 @@ def test_ties_unmatched_items_and_item_keys() -> None:
     judged = judged_frame(
         [("conv-1", "j", 1, "D", HPH), ("conv-2", "j", 1, "D", SUB), ("conv-9", "j", 1, "D", BP)]
     ).with_columns(source=pl.Series(["i1", "i2", None]))
-    by_column = judge_vs_consensus(humans, judged, item_key="source", n_resamples=50)
+    # The majority vote (raters=None), whose ties `ties` says what to do with.
+    by_column = judge_vs_consensus(humans, judged, item_key="source", raters=None, n_resamples=50)
     assert (by_column.n_ties, by_column.n_items) == (1, 1)  # i1 left out, i2 kept
     assert by_column.n_items_unjudged == 1 and by_column.n_conversations_unmatched == 1
     mapping = {"conv-1": "i1", "conv-2": "i2"}
-    by_mapping = judge_vs_consensus(humans, judged, item_key=mapping, n_resamples=50)
-    by_expr = judge_vs_consensus(humans, judged, item_key=pl.col("source"), n_resamples=50)
+    by_mapping = judge_vs_consensus(humans, judged, item_key=mapping, raters=None, n_resamples=50)
+    by_expr = judge_vs_consensus(humans, judged, item_key=pl.col("source"), raters=None, n_resamples=50)
     assert by_mapping == by_column == by_expr
     # Settling ties to the most severe tied rating keeps i1 (consensus HPH = the judge's).
-    severest = judge_vs_consensus(humans, judged, item_key="source", ties="severest", n_resamples=50)
+    severest = judge_vs_consensus(
+        humans, judged, item_key="source", ties="severest", raters=None, n_resamples=50
+    )
     assert severest.n_items == 2 and severest.overall.percent_agreement == 1.0
+    # Without `raters`, the rule the CLI uses by default: severest, so nothing is left
+    # out (i1 counts as HPH), the tie still counted; the same as asking for it.
+    default = judge_vs_consensus(humans, judged, item_key="source", n_resamples=50)
+    assert default.raters == DEFAULT_RATER_RULE == "severest" and default.ties is None
+    assert (default.n_ties, default.n_items, default.overall.percent_agreement) == (1, 2, 1.0)
+    assert default == judge_vs_consensus(humans, judged, item_key="source", raters="severest", n_resamples=50)

@@ -6,12 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.bench_plan import check
+from benchmarks.bench_plan import check, check_paired
 from vera.stats.planning import (
+    MAX_PAIRING,
     fixed_se,
+    gate_coupling,
     gate_sizes,
+    pairing_of,
     power_of,
     shift_for,
+    unit_influences,
     units_for_power,
     units_for_width,
     variability,
@@ -85,3 +89,71 @@ def test_the_predicted_widths_are_within_15_percent() -> None:
     assert len(sds) == 3
     for _personas, _seeds, _truth, _predicted, error in rows:
         assert error < 0.15
+
+
+def _paired_counts(rng: np.random.Generator, n: int, coupling: float) -> tuple[np.ndarray, np.ndarray]:
+    """Two sides' (BP, HPH, rated) per unit over 5 ratings, each rating the same draw on
+    both sides with probability `coupling`."""
+    u = rng.random((n, 5))
+    v = np.where(rng.random((n, 5)) < coupling, u, rng.random((n, 5)))
+
+    def counts(x: np.ndarray) -> np.ndarray:
+        bp, hph = (x < 0.5).sum(axis=1), (x > 0.8).sum(axis=1)
+        return np.stack([bp, hph, np.full(n, 5)], axis=1).astype(np.float64)
+
+    return counts(u), counts(v)
+
+
+def test_the_pairing_is_read_off_the_paired_differences() -> None:
+    rng = np.random.default_rng(7)
+    persona = np.arange(2000)
+    for coupling in (0.0, 0.5, 0.9):
+        base, cand = _paired_counts(rng, 2000, coupling)
+        sd = variability(base, persona).within_sd
+        rho = pairing_of(base, cand, sd)
+        assert rho == pytest.approx(coupling, abs=0.08)
+        # The standard error it gives is the paired differences' own.
+        d = unit_influences(cand) - unit_influences(base)
+        if rho <= MAX_PAIRING:
+            assert fixed_se(sd, 2000, rho) == pytest.approx(np.std(d, ddof=1) / np.sqrt(2000), rel=0.01)
+    # Paired units need fewer of them for the same width; the credit is capped.
+    assert units_for_width(25.0, 6.0, pairing=0.5) == pytest.approx(units_for_width(25.0, 6.0) / 2, abs=1)
+    assert units_for_width(25.0, 6.0, pairing=0.99) == units_for_width(25.0, 6.0, pairing=MAX_PAIRING)
+    same = _paired_counts(rng, 50, 1.0)[0]
+    assert pairing_of(same, same, 10.0) == 1.0
+
+
+def test_the_predicted_widths_with_pairing_are_within_15_percent() -> None:
+    rows = check_paired(
+        np.random.default_rng(11), pilots=3, reps=300, couplings=(0.5,), designs=((100, 3), (50, 4))
+    )
+    for _c, rho, _p, _s, truth, predicted, _error, independent in rows:
+        assert rho == pytest.approx(0.5, abs=0.1)
+        assert abs(predicted / truth - 1) < 0.15
+        # Taking the sides as independent errs large, by about 1/√(1 − ρ).
+        assert independent > 1.25 * truth
+
+
+def test_a_paired_gate_is_simulated_smaller() -> None:
+    from benchmarks.seqsim import LABELS, draw
+
+    base, _, persona_of = draw(np.random.default_rng(3), 1, 60, 3, 0.0)
+
+    def mean_units(pairing: float) -> float:
+        (size,) = gate_sizes(
+            base[0], persona_of, labels=list(LABELS), max_ratings=np.array([1.0] * 5 + [5.0]),
+            personas=100, units_per_persona=6, differences=[-15.0], margin=5.0, alpha=0.05,
+            wave=40, reps=12, seed=4, pairing=pairing,
+        )  # fmt: skip
+        return size.mean_units
+
+    assert mean_units(0.8) < mean_units(0.0)
+
+
+def test_the_gate_copies_units_so_the_paired_variance_is_the_pilot_s() -> None:
+    # Three units a persona: two draws from the pool keep 2/3 of the spread, so ρ = 0.4
+    # (paired variance 1.2 σ²) needs 1 − 0.6 × 1.5 = 0.1 of the units copied.
+    assert gate_coupling(0.4, [3] * 50) == pytest.approx(0.1)
+    assert gate_coupling(0.3, [3] * 50) == 0.0 and gate_coupling(0.0, [3] * 50) == 0.0
+    assert gate_coupling(0.99, [10] * 50) == pytest.approx(1 - (1 - MAX_PAIRING) / 0.9)  # ρ capped first
+    assert gate_coupling(0.5, [1] * 50) == 0.0  # one unit a persona: every draw is that unit

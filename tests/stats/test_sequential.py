@@ -244,3 +244,42 @@ def test_the_fitted_pairing_is_no_wider_than_plain_pairing() -> None:
     assert np.isfinite(sd).all()
     assert np.mean(sd[:, 200]) < np.mean(sd_plain[:, 200])
     assert np.allclose(est[:, -1], est_plain[:, -1])
+
+
+def test_the_wald_bound_is_where_the_information_reaches_kl_and_none_past_the_personas() -> None:
+    from benchmarks.bench_sequential import binary_kl, wald_fraction
+
+    assert binary_kl(0.3, 0.3) == 0 and binary_kl(0.95, 0.05) > binary_kl(0.8, 0.05)
+    n, sigma2, s2, delta = 300, 25.0**2, 1.5**2, 5.0
+    frac = wald_fraction(delta, sigma2, s2, n, 0.9, 0.05)
+    t = frac * n
+    information = delta**2 / (2 * (sigma2 * (1 / t - 1 / n) + s2))
+    assert information == pytest.approx(binary_kl(0.9, 0.05))
+    # Being right more often costs more units; a wider margin, fewer.
+    assert (
+        wald_fraction(delta, sigma2, s2, n, 0.95, 0.05)
+        > frac
+        > wald_fraction(2 * delta, sigma2, s2, n, 0.9, 0.05)
+    )
+    # The persona part never leaves: past it, no number of these units is enough.
+    assert wald_fraction(delta, sigma2, 4.0**2, n, 0.95, 0.05) == float("inf")
+
+
+def test_the_diagnosis_finds_the_sequence_wider_than_one_look_and_a_small_design_short() -> None:
+    from benchmarks.bench_sequential import diagnose
+
+    def run(margin: float) -> dict:
+        return diagnose(
+            np.random.default_rng(11), reps=40, personas=40, seeds=3, margin=margin,
+            diff=-2 * margin, wave=20, alpha=0.05, horizon=0.25,
+        )  # fmt: skip
+
+    small, wide = run(5.0), run(15.0)
+    overall = small["rows"]["Overall"]
+    # Valid at every look costs width over an interval valid at one (here about 2×),
+    # and with every unit in only the persona part is left (near z·s).
+    assert overall["radius_over_fixed"]["N/2"] > 1.3
+    assert overall["radius_over_fixed"]["N"] < overall["radius_over_fixed"]["N/2"]
+    assert 0 <= small["oracle_fixed_power"]["N/2"] <= small["oracle_fixed_power"]["N"] <= 1
+    assert small["oracle_fixed_power"]["N/2"] < 0.9 < wide["oracle_fixed_power"]["N/2"]
+    assert small["wald_bound"]["0.9"] > wide["wald_bound"]["0.9"]

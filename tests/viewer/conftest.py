@@ -6,13 +6,22 @@ and a failed judgement."""
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Final
 
 import msgspec
 import pytest
+from aiohttp import web
 from click.testing import CliRunner, Result
 
 from vera import records as rec
@@ -20,6 +29,8 @@ from vera.cli._main import main
 from vera.records import Conversation, DimensionRating, JudgeAnswer, Judgement, ModelSpec, Turn
 from vera.report.card._score import score_run
 from vera.store._writer import RunStore
+from vera.viewer.access import host_names
+from vera.viewer.app import bind
 
 BP: Final = rec.BEST_PRACTICE
 SUB: Final = rec.SUBOPTIMAL
@@ -49,6 +60,63 @@ def run_vera(*args: str) -> str:
     result = invoke_vera(*args)
     assert result.exit_code == 0, result.output
     return result.output
+
+
+@asynccontextmanager
+async def serving_app(
+    make_app: Callable[[frozenset[str]], web.Application], host: str = "127.0.0.1"
+) -> AsyncIterator[str]:
+    """An app on a real socket, bound as `vera view` and `vera review` bind theirs:
+    `make_app` is given the Host headers to accept. Yields the address (ending in /)."""
+    sock = bind(host, 0)
+    url, allowed = host_names(sock)
+    runner = web.AppRunner(make_app(allowed), access_log=None)
+    await runner.setup()
+    try:
+        await web.SockSite(runner, sock).start()
+        yield url
+    finally:
+        await runner.cleanup()
+
+
+def start_vera(command: str, *args: str) -> tuple[subprocess.Popen[str], str]:
+    """`vera view|review ARGS` in a process of its own, as a user starts it: the process
+    and the full address it printed once serving (with `?key=...` when it is reachable
+    from the network). Unbuffered, so the line is read as soon as it is printed."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vera", command, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        m = re.search(r"serving at (http://\S+)", line)
+        if m:
+            return proc, m.group(1)
+    proc.kill()
+    raise AssertionError(f"vera {command} did not start: {proc.communicate()}")
+
+
+def start_view(*args: str) -> tuple[subprocess.Popen[str], str]:
+    return start_vera("view", *args)
+
+
+def start_review(*args: str) -> tuple[subprocess.Popen[str], str]:
+    return start_vera("review", *args)
+
+
+def stop(proc: subprocess.Popen[str]) -> str:
+    """Ctrl-C, as a user stops it: it must end cleanly. Its stderr."""
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    return err
 
 
 @pytest.fixture(scope="session")

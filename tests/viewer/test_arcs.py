@@ -14,9 +14,8 @@ import pytest
 
 from vera.store import open_run
 
-from .conftest import run_vera
+from .conftest import run_vera, start_view
 from .test_browser import browser, page_at  # noqa: F401  (fixtures)
-from .test_server import start_view
 
 
 @pytest.fixture(scope="module")

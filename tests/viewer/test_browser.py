@@ -16,8 +16,7 @@ import pytest
 
 from vera.store._index import open_run
 
-from .conftest import HPH, MARKUP_ID, MARKUP_PERSONA, SCRIPT_TEXT
-from .test_server import start_view
+from .conftest import HPH, MARKUP_ID, MARKUP_PERSONA, SCRIPT_TEXT, start_view
 
 # Debian's package; VERA_CHROMIUM points elsewhere on a developer's machine.
 CHROMIUM = Path(os.environ.get("VERA_CHROMIUM", "/usr/bin/chromium"))

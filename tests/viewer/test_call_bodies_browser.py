@@ -15,8 +15,8 @@ import pytest
 from vera.report import exported_call
 from vera.store import BodyReader, open_run
 
+from .conftest import start_view
 from .test_browser import browser, no_page_scroll, page_at  # noqa: F401  (fixtures)
-from .test_server import start_view
 
 # Where the screenshots the docs show are refreshed from (VERA_DOCS_SCREENSHOTS=1).
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"

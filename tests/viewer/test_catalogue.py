@@ -12,14 +12,11 @@ import pytest
 from vera.records import RISK_LEVELS
 from vera.viewer.catalogue import Catalogue, Query, QueryError
 
+from ..conftest import jsonl
 from .conftest import BP, FAILED_ID, HPH, MARKUP_ID, MARKUP_PERSONA, SECOND_JUDGE, SUB
 
 JUDGE = "offline/lexical-judge"
 GHC = "Guides to Human Care"
-
-
-def jsonl(path):
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 @pytest.fixture(scope="module")
@@ -106,14 +103,21 @@ def test_filter_by_status(catalogue, raw):
     assert row["error"] == "ServerError: HTTP 503 after 3 attempts"
 
 
-def test_worst_first_puts_the_most_harmful_conversations_on_top(catalogue, raw):
-    _, judgements = raw
+def harm_counts(judgements: list[dict]) -> defaultdict[str, list[int]]:
+    """Per conversation, [High Potential for Harm, Suboptimal] ratings of its complete
+    judgements: what worst-first sorts by, counted here from the raw records."""
     harm: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
     for j in judgements:
         if j["status"] == "complete":
             for r in j["ratings"]:
                 harm[j["conversation_id"]][0] += r["rating"] == HPH
                 harm[j["conversation_id"]][1] += r["rating"] == SUB
+    return harm
+
+
+def test_worst_first_puts_the_most_harmful_conversations_on_top(catalogue, raw):
+    _, judgements = raw
+    harm = harm_counts(judgements)
     order = [tuple(harm[cid]) for cid in ids(catalogue)]
     assert order == sorted(order, reverse=True) and order[0][0] > 0
     best_first = [tuple(harm[cid]) for cid in ids(catalogue, descending=True)]
@@ -122,12 +126,7 @@ def test_worst_first_puts_the_most_harmful_conversations_on_top(catalogue, raw):
 
 def test_worst_first_ties_go_to_the_higher_risk_level(catalogue, raw):
     convs, judgements = raw
-    harm: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for j in judgements:
-        if j["status"] == "complete":
-            for r in j["ratings"]:
-                harm[j["conversation_id"]][0] += r["rating"] == HPH
-                harm[j["conversation_id"]][1] += r["rating"] == SUB
+    harm = harm_counts(judgements)
     keyed = [(*harm[cid], RISK_LEVELS.index(convs[cid]["risk"])) for cid in ids(catalogue)]
     assert keyed == sorted(keyed, reverse=True)
     # The run has ties that the risk level breaks (else this test would prove nothing).

@@ -15,9 +15,9 @@ from vera.records import Conversation, Turn
 from vera.store._writer import RunStore
 
 from . import test_browser
+from .conftest import start_view
 from .shots import shot
 from .test_browser import no_page_scroll
-from .test_server import start_view
 
 browser = test_browser.browser
 page_at = test_browser.page_at

@@ -12,10 +12,10 @@ import time
 import aiohttp
 from aiohttp import web
 
-from vera.viewer.access import host_names
-from vera.viewer.app import COMPARE_THREAD, bind, build_app
+from vera.viewer.app import COMPARE_THREAD, build_app
 from vera.viewer.catalogue import Catalogue
 
+from .conftest import serving_app
 from .test_server import serving
 
 
@@ -43,37 +43,36 @@ async def test_the_frames_reload_is_held_until_the_comparison_is_there(viewer_ru
     """The frame comes while the comparison cannot have finished (its thread is held
     busy here); the frame's own reload, asked for at once, is answered with the
     comparison as soon as it is done, not a second later."""
-    sock = bind("127.0.0.1", 0)
-    url, allowed = host_names(sock)
-    app = build_app(Catalogue.open([viewer_run]), allowed_hosts=allowed)
     gate = threading.Event()
-    app[COMPARE_THREAD].submit(gate.wait, 30)  # the comparison queues behind this
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    try:
-        await web.SockSite(runner, sock).start()
-        async with aiohttp.ClientSession() as http:
-            for query, seed in (("", ""), ("?by_seed=1", "&amp;by_seed=1")):
-                async with http.get(f"{url}compare{query}") as r:
-                    assert r.status == 202
-                    frame = await r.text()
-                assert f'content="0; url=compare?wait=1{seed}"' in frame and "fills in by itself" in frame
 
-            async def reload() -> tuple[int, str, float]:
-                async with http.get(f"{url}compare?wait=1") as r:
-                    return r.status, await r.text(), time.perf_counter()
+    def held_app(allowed: frozenset[str]) -> web.Application:
+        app = build_app(Catalogue.open([viewer_run]), allowed_hosts=allowed)
+        app[COMPARE_THREAD].submit(gate.wait, 30)  # the comparison queues behind this
+        return app
 
-            held = asyncio.create_task(reload())
-            await asyncio.sleep(0.5)
-            assert not held.done()  # held while the comparison cannot run
-            released = time.perf_counter()
+    async with serving_app(held_app) as url:
+        try:
+            async with aiohttp.ClientSession() as http:
+                for query, seed in (("", ""), ("?by_seed=1", "&amp;by_seed=1")):
+                    async with http.get(f"{url}compare{query}") as r:
+                        assert r.status == 202
+                        frame = await r.text()
+                    assert f'content="0; url=compare?wait=1{seed}"' in frame and "fills in by itself" in frame
+
+                async def reload() -> tuple[int, str, float]:
+                    async with http.get(f"{url}compare?wait=1") as r:
+                        return r.status, await r.text(), time.perf_counter()
+
+                held = asyncio.create_task(reload())
+                await asyncio.sleep(0.5)
+                assert not held.done()  # held while the comparison cannot run
+                released = time.perf_counter()
+                gate.set()
+                status, html, answered = await held
+                assert status == 200 and 'id="scores"' in html
+                assert answered > released
+                # By seed was started by its frame: its reload gets the comparison too.
+                async with http.get(f"{url}compare?wait=1&by_seed=1") as r:
+                    assert r.status == 200 and "seed" in await r.text()
+        finally:
             gate.set()
-            status, html, answered = await held
-            assert status == 200 and 'id="scores"' in html
-            assert answered > released
-            # By seed was started by its frame: its reload gets the comparison too.
-            async with http.get(f"{url}compare?wait=1&by_seed=1") as r:
-                assert r.status == 200 and "seed" in await r.text()
-    finally:
-        gate.set()
-        await runner.cleanup()

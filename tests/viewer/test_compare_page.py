@@ -18,9 +18,9 @@ from vera.viewer.catalogue import Catalogue, Query
 from vera.viewer.compare import comparable, compare_page, unit_links
 
 from . import test_browser
+from .conftest import start_view
 from .shots import shot
 from .test_browser import wait_for_list
-from .test_server import start_view
 
 browser = test_browser.browser
 page_at = test_browser.page_at

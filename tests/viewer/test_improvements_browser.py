@@ -14,8 +14,7 @@ import pytest
 from tests.improvements_run import BOUNDS, HELP, LOG_ID, REPLY_TO_5, SPOTS, write_run
 
 from . import test_browser
-from .conftest import run_vera
-from .test_server import start_view
+from .conftest import run_vera, start_view
 
 # The browser and its pages, as test_browser.py makes them.
 browser = test_browser.browser

@@ -12,9 +12,9 @@ from vera.store import read_human_ratings
 from vera.viewer.review import ReviewSession
 
 from . import test_browser
+from .conftest import start_review, stop
 from .shots import shot
 from .test_browser import wait_for_list
-from .test_review import start_review, stop
 from .test_review_browser import wait_for_conversation
 
 browser = test_browser.browser

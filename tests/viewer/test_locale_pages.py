@@ -33,11 +33,10 @@ from vera.viewer.bundle import write_bundle
 from vera.viewer.words import run_strings, translate_page
 
 from ..conftest import ROOT
-from .conftest import run_vera
+from .conftest import run_vera, start_review, start_view, stop
 from .shots import shot
 from .test_browser import browser, no_page_scroll  # noqa: F401  (fixtures)
-from .test_review import start_review, stop
-from .test_server import serving, start_view
+from .test_server import serving
 
 ZH = ui_strings("zh-CN", str(ROOT / "locales" / "zh-CN"))
 SIZES = ((1400, 900), (400, 850))

@@ -9,12 +9,9 @@ attacker.example in the Host header and the page's own origin in Origin."""
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import aiohttp
@@ -27,49 +24,17 @@ from vera.viewer.access import check_name, check_names, host_names
 from vera.viewer.app import bind
 from vera.viewer.review import ReviewSession
 
+from .conftest import start_vera, stop
+
 NAME = "vera.test"
 ATTACKER = "attacker.example"
 
 
-def start(command: str, *args: str) -> tuple[subprocess.Popen, URL]:
+def start(command: str, *args: str) -> tuple[subprocess.Popen[str], URL]:
     """`vera view|review ... --host 0.0.0.0 --allow-remote --allowed-host vera.test`;
     the process and the full address it printed (with its key)."""
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "vera",
-            command,
-            *args,
-            "--host",
-            "0.0.0.0",
-            "--allow-remote",
-            "--allowed-host",
-            NAME,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        m = re.search(r"serving at (http://\S+)", line)
-        if m:
-            return proc, URL(m.group(1))
-    proc.kill()
-    raise AssertionError(f"vera {command} did not start: {proc.communicate()}")
-
-
-def stop(proc: subprocess.Popen) -> str:
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
-    return err
+    proc, url = start_vera(command, *args, "--host", "0.0.0.0", "--allow-remote", "--allowed-host", NAME)
+    return proc, URL(url)
 
 
 def local(url: URL, path: str) -> URL:

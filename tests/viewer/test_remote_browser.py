@@ -15,8 +15,9 @@ import pytest
 
 from vera.viewer.review import ReviewSession
 
+from .conftest import stop
 from .test_browser import CHROMIUM, CHROMIUM_ARGS, _missing, no_page_scroll
-from .test_remote import ATTACKER, NAME, start, stop
+from .test_remote import ATTACKER, NAME, start
 
 SIZES = [(1400, 900), (400, 850)]
 

@@ -6,14 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,15 +17,14 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from aiohttp import web
 
 from vera.errors import UserError
 from vera.records import BEST_PRACTICE as BP
 from vera.records import RATINGS, HumanRating, Rating
 from vera.store import append_human_ratings, open_run, read_human_ratings
-from vera.viewer.access import host_names
-from vera.viewer.app import bind
 from vera.viewer.review import ReviewSession, build_review_app, serve_review
+
+from .conftest import serving_app, start_review, stop
 
 TOKEN = "test-token-0123456789"
 
@@ -45,15 +40,10 @@ def run_copy(offline_run, tmp_path) -> Path:
 @asynccontextmanager
 async def serving(session: ReviewSession) -> AsyncIterator[str]:
     """The review on a real socket, bound as `vera review` binds it; yields its base URL."""
-    sock: socket.socket = bind("127.0.0.1", 0)
-    url, allowed = host_names(sock)
-    runner = web.AppRunner(build_review_app(session, token=TOKEN, allowed_hosts=allowed), access_log=None)
-    await runner.setup()
-    try:
-        await web.SockSite(runner, sock).start()
+    async with serving_app(
+        lambda allowed: build_review_app(session, token=TOKEN, allowed_hosts=allowed)
+    ) as url:
         yield url.rstrip("/")
-    finally:
-        await runner.cleanup()
 
 
 def all_ratings(session: ReviewSession, rating: Rating = BP) -> dict[str, Rating]:
@@ -291,35 +281,6 @@ def test_another_host_is_refused_without_allow_remote(run_copy):
 
 
 # -- the command -------------------------------------------------------------------------
-
-
-def start_review(*args: str) -> tuple[subprocess.Popen, str]:
-    """`vera review` as a user starts it; returns the process and the URL it serves."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "vera", "review", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        m = re.search(r"serving at (http://\S+/)", line)
-        if m:
-            return proc, m.group(1)
-    proc.kill()
-    raise AssertionError(f"vera review did not start: {proc.communicate()}")
-
-
-def stop(proc: subprocess.Popen) -> str:
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
-    return err
 
 
 @pytest.mark.slow

@@ -18,9 +18,8 @@ from vera.records import HumanRating
 from vera.store import append_human_ratings, open_run, read_human_ratings
 from vera.viewer.review import ReviewSession
 
-from .conftest import IMG_TEXT, MARKUP_ID, MARKUP_TURN, SCRIPT_TEXT
+from .conftest import IMG_TEXT, MARKUP_ID, MARKUP_TURN, SCRIPT_TEXT, start_review, stop
 from .test_browser import browser, no_page_scroll, page_at  # noqa: F401  (fixtures)
-from .test_review import start_review, stop
 
 RATER = "Dr Ada Lovelace"
 

@@ -15,9 +15,9 @@ from vera.rubric import run_rubric
 from vera.store import latest_human_ratings, open_run, read_human_ratings
 from vera.viewer.review import ReviewSession
 
+from .conftest import start_review, stop
 from .shots import shot
 from .test_browser import browser, no_page_scroll  # noqa: F401  (fixture)
-from .test_review import start_review, stop
 from .test_review_browser import wait_for_conversation
 
 SIZES = [(1400, 900), (400, 850)]

@@ -14,9 +14,9 @@ import pytest
 from vera.report import chatbot_markdown
 from vera.viewer.review import ReviewSession, _turn
 
+from .conftest import start_review, stop
 from .test_browser import browser, page_at  # noqa: F401  (fixtures)
 from .test_chat_markdown_browser import MD_TEXT
-from .test_review import start_review, stop
 from .test_review_browser import wait_for_conversation
 
 # What no renderer of ours makes: if the page let it through, it would run or show.

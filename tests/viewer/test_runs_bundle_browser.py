@@ -14,12 +14,11 @@ import pytest
 from vera.viewer.bundle import page_file
 from vera.viewer.catalogue import Catalogue, Query
 
-from .conftest import FAILED_ID, MARKUP_ID, SECOND_JUDGE
+from .conftest import FAILED_ID, MARKUP_ID, SECOND_JUDGE, start_view
 from .shots import shot
 from .test_browser import browser, no_page_scroll  # noqa: F401 - fixtures
 from .test_bundle import bundled  # noqa: F401 - fixture
 from .test_runs_folder import folder  # noqa: F401 - fixture
-from .test_server import start_view
 
 SIZES = [(1400, 900), (400, 850)]
 

@@ -15,13 +15,12 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from vera.viewer.access import host_names, key_cookie
-from vera.viewer.app import bind, build_app, load_assets
+from vera.viewer.access import key_cookie
+from vera.viewer.app import build_app, load_assets
 from vera.viewer.runs import Folder, build_folder_app, find_runs
 
-from .conftest import run_vera
+from .conftest import run_vera, serving_app, start_view
 from .test_server import get as aget
-from .test_server import start_view
 
 
 @pytest.fixture(scope="module")
@@ -117,19 +116,17 @@ async def test_with_a_key_the_list_and_every_run_need_it(folder):
     """Remote mode's key (`--allow-remote`) guards the runs list and each run alike: the
     key once in the address gives the cookie, and every run's pages then answer."""
     opened = Folder.open(folder)
-    sock = bind("127.0.0.1", 0)
-    url, allowed = host_names(sock)
-    app = build_folder_app(
-        opened,
-        allowed_hosts=allowed,
-        key="sekrit",
-        assets=load_assets(),
-        run_app=lambda c: build_app(c, allowed_hosts=allowed, home="../../"),
-    )
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    try:
-        await web.SockSite(runner, sock).start()
+
+    def keyed(allowed: frozenset[str]) -> web.Application:
+        return build_folder_app(
+            opened,
+            allowed_hosts=allowed,
+            key="sekrit",
+            assets=load_assets(),
+            run_app=lambda c: build_app(c, allowed_hosts=allowed, home="../../"),
+        )
+
+    async with serving_app(keyed) as url:
         base = url.rstrip("/")
         async with aiohttp.ClientSession() as session:
             for path in ("/", "/api/runs", "/r/0/", "/r/0/api/conversations", "/r/0/runs/0/card.html"):
@@ -139,5 +136,3 @@ async def test_with_a_key_the_list_and_every_run_need_it(folder):
         async with aiohttp.ClientSession(cookies={key_cookie("sekrit"): "sekrit"}) as session:
             for path in ("/", "/api/runs", "/r/0/api/facets", "/r/2/api/conversations"):
                 assert (await aget(session, base, path))[0] == 200
-    finally:
-        await runner.cleanup()

@@ -5,28 +5,23 @@ loopback address unless told otherwise (and then says so)."""
 from __future__ import annotations
 
 import hashlib
-import os
-import re
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import aiohttp
 import pytest
-from aiohttp import web
 from yarl import URL
 
 from vera.report.shared._pages import PAGE_CSP, SCRIPT_PAGE_CSP
-from vera.viewer.access import host_names
-from vera.viewer.app import bind, build_app
+from vera.viewer.access import KEY_PARAM
+from vera.viewer.app import build_app
 from vera.viewer.catalogue import Catalogue
 
-from .conftest import FAILED_ID, IMG_TEXT, MARKUP_ID, MARKUP_PERSONA, SCRIPT_TEXT
+from .conftest import FAILED_ID, IMG_TEXT, MARKUP_ID, MARKUP_PERSONA, SCRIPT_TEXT, serving_app, start_view
 
 SECRET = "do-not-serve-this-4f1c"
 
@@ -34,15 +29,10 @@ SECRET = "do-not-serve-this-4f1c"
 @asynccontextmanager
 async def serving(*run_dirs: Path, host: str = "127.0.0.1") -> AsyncIterator[str]:
     """The viewer on a real socket (as `vera view` binds it); yields its base URL."""
-    sock: socket.socket = bind(host, 0)
-    url, allowed = host_names(sock)
-    runner = web.AppRunner(build_app(Catalogue.open(run_dirs), allowed_hosts=allowed), access_log=None)
-    await runner.setup()
-    try:
-        await web.SockSite(runner, sock).start()
+    async with serving_app(
+        lambda allowed: build_app(Catalogue.open(run_dirs), allowed_hosts=allowed), host
+    ) as url:
         yield url.rstrip("/")
-    finally:
-        await runner.cleanup()
 
 
 @pytest.fixture(scope="module")
@@ -206,27 +196,6 @@ async def test_filtering_over_http_matches_the_index(viewer_run):
 # -- the command ------------------------------------------------------------------------
 
 
-def start_view(*args: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "vera", "view", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        m = re.search(r"serving at (http://\S+/)", line)
-        if m:
-            return proc, m.group(1)
-    proc.kill()
-    raise AssertionError(f"vera view did not start: {proc.communicate()}")
-
-
 def fetch(url: str) -> int:
     import urllib.request
 
@@ -254,7 +223,9 @@ def test_another_host_gets_a_loud_warning_every_time(viewer_run):
     )
     try:
         port = URL(url).port
-        assert url == f"http://localhost:{port}/"  # then ?key=... (tests/viewer/test_remote.py)
+        # the key itself: tests/viewer/test_remote.py
+        address, _, key = url.partition(f"?{KEY_PARAM}=")
+        assert address == f"http://localhost:{port}/" and key
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)

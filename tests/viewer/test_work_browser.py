@@ -15,10 +15,9 @@ from vera.records import CallRecord
 from vera.store import open_run
 
 from . import test_browser
-from .conftest import MARKUP_ID, SCRIPT_TEXT
+from .conftest import MARKUP_ID, SCRIPT_TEXT, start_view
 from .test_browser import wait_for_list
 from .test_live import NEW_ID, add_conversation
-from .test_server import start_view
 
 # The browser, its pages and `vera view` on the rich run, as test_browser.py makes them.
 browser = test_browser.browser

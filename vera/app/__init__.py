@@ -13,7 +13,7 @@ from vera.app._gc import sweep_collector
 from vera.app._judge_command import judge_run
 from vera.app._merge import merge_runs
 from vera.app._options import JudgeOptions, RunOptions, configure
-from vera.app._plan import PlanOptions
+from vera.app._plan import Cost, PlanOptions, PlanRecord
 from vera.app._plan import plan as plan_comparison
 from vera.app._result import RunOutcome, scored
 from vera.app._run import Prepared, execute_run, prepare_run
@@ -22,10 +22,12 @@ from vera.app._stand_ins import RunFacts
 
 __all__ = [
     "UNDECIDED_EXIT",
+    "Cost",
     "GateOptions",
     "GateOutcome",
     "JudgeOptions",
     "PlanOptions",
+    "PlanRecord",
     "Prepared",
     "RunFacts",
     "RunOptions",

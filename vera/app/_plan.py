@@ -13,12 +13,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import NormalDist
+from typing import Literal
 
 import msgspec
 import numpy as np
 import polars as pl
 
-from vera.app._gate import _max_ratings, unit_counts
+from vera.app._gate import _max_ratings, _Units, unit_counts
 from vera.clients.limits import Prices
 from vera.clients.pool import CachePrices, tier_prices
 from vera.errors import UserError
@@ -27,10 +29,12 @@ from vera.records import RunManifest, Usage
 from vera.report import read_run
 from vera.stats.planning import (
     DEFAULT_VARIABILITY,
+    MAX_PAIRING,
     GateSize,
     Variability,
     fixed_se,
     gate_sizes,
+    pairing_of,
     power_of,
     units_for_power,
     units_for_width,
@@ -40,6 +44,10 @@ from vera.store import open_run
 
 # Personas a design without a pilot assumes (the VERA-MH persona sets are about this size).
 DEFAULT_PERSONAS = 100
+# The interval level of the fixed design's widths and power (`vera compare --gate`'s).
+LEVEL = 0.95
+# Paired units below which a pilot's pairing is not read (its variance would be noise).
+MIN_PAIRED_UNITS = 10
 
 
 @dataclass
@@ -55,6 +63,18 @@ class PlanOptions:
     seed: int = 0
     candidate: str | None = None  # price the chatbot's calls at this profile (name or name/model)
     chatbot: str | None = None  # the pilot's chatbot to plan from, when it scored several
+    # A run of another chatbot on the pilot's units (persona × user-agent × seed), whose
+    # paired differences with the pilot's show how alike paired conversations are.
+    pilot_candidate: str | None = None
+
+
+class Cost(msgspec.Struct, frozen=True, kw_only=True):
+    """Tokens and money of a number of units."""
+
+    units: float
+    tokens: float
+    live_usd: float
+    batch_usd: float
 
 
 class Design(msgspec.Struct, frozen=True, kw_only=True):
@@ -67,15 +87,59 @@ class Design(msgspec.Struct, frozen=True, kw_only=True):
     units: int
     width: float  # its 95 % interval's predicted width (points)
     power: float  # its chance of NOT WORSE for an equal candidate at the margin
+    cost: Cost | None = None  # its tokens and money (None: no pilot to price from)
 
 
-class Cost(msgspec.Struct, frozen=True, kw_only=True):
-    """Tokens and money of a number of units."""
+class GateEstimate(GateSize, frozen=True, kw_only=True):
+    """The simulated gate for one true difference, with its mean size's cost."""
 
-    units: float
-    tokens: float
-    live_usd: float
-    batch_usd: float
+    cost: Cost | None = None
+
+
+class PlannedGate(msgspec.Struct, frozen=True, kw_only=True):
+    """The sequential gate for the power design's question, by simulation."""
+
+    units: int  # the units it could draw (the power design's)
+    wave: int
+    alpha: float
+    reps: int  # simulated gates per difference
+    sizes: list[GateEstimate]
+
+
+class Assumptions(msgspec.Struct, frozen=True, kw_only=True):
+    """What the plan's figures rest on."""
+
+    pilot: str | None
+    chatbot: str | None  # the pilot's chatbot planned from (None: its only one)
+    pilot_candidate: str | None
+    margin: float
+    width: float | None
+    power: float
+    level: float  # of the fixed design's interval
+    alpha: float
+    wave: int
+    reps: int
+    seed: int
+    personas: int
+    user_agents: int
+    within_sd: float  # the spread the sizes use (points)
+    within_sd_source: Literal["pilot", "default"]
+    pairing: float  # the correlation of paired units the sizes take credit for
+    pairing_source: Literal["measured", "assumed independent"]
+    paired_units: int
+    candidate_prices: str | None  # the profile the chatbot's calls are priced at
+
+
+class PlanRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """`vera plan --json`: the whole plan."""
+
+    assumptions: Assumptions
+    variability: Variability
+    designs: list[Design]
+    gate: PlannedGate | None
+    per_unit: Cost | None  # one unit's tokens and cost
+    notes: list[str]
+    pairing_note: str  # how the two sides' pairing was treated, and which way it errs
 
 
 @dataclass
@@ -87,6 +151,9 @@ class Plan:
     gate_units: int  # the units the simulated gate could draw (the power design's)
     per_unit: Cost | None  # one unit's tokens and cost (None: no pilot)
     notes: list[str] = field(default_factory=list)
+    user_agents: int = 1
+    default_spread: bool = False  # the spread is the conservative default, not the pilot's
+    pairing_source: str | None = None  # what the pairing was measured on (None: assumed)
 
     def cost(self, units: float) -> Cost | None:
         if self.per_unit is None:
@@ -96,10 +163,76 @@ class Plan:
             units=units, tokens=u.tokens * units, live_usd=u.live_usd * units, batch_usd=u.batch_usd * units
         )
 
+    def pairing_note(self) -> str:
+        """How the sizes treat the two sides' pairing, in one sentence for the reader."""
+        v = self.variability
+        if self.pairing_source is not None:
+            credit = min(v.pairing, MAX_PAIRING)
+            capped = f" (credit capped at {MAX_PAIRING:g})" if v.pairing > MAX_PAIRING else ""
+            return (
+                f"pairing: the two chatbots' paired units correlate by {v.pairing:.2f}{capped}, measured on "
+                f"{v.paired_units} units of {self.pairing_source}; the sizes take credit for {credit:.2f}"
+            )
+        return (
+            "assumption: the two chatbots' conversations of a unit are taken as independent beyond their "
+            "persona (how alike they are was not measured); vera gate and compare --gate pair them, so "
+            "where paired conversations are alike these sizes err large; --pilot-candidate RUN measures it"
+        )
+
+    def record(self) -> PlanRecord:
+        """The plan as one record (`vera plan --json`), each figure as the text shows it."""
+        o, v = self.options, self.variability
+        gate = None
+        if self.gate:
+            gate = PlannedGate(
+                units=self.gate_units,
+                wave=o.wave,
+                alpha=o.alpha,
+                reps=o.reps,
+                sizes=[
+                    GateEstimate(**msgspec.structs.asdict(g), cost=self.cost(g.mean_units)) for g in self.gate
+                ],
+            )
+        first = self.designs[0]
+        return PlanRecord(
+            assumptions=Assumptions(
+                pilot=o.pilot,
+                chatbot=o.chatbot,
+                pilot_candidate=o.pilot_candidate,
+                margin=o.margin,
+                width=o.width,
+                power=o.power,
+                level=LEVEL,
+                alpha=o.alpha,
+                wave=o.wave,
+                reps=o.reps,
+                seed=o.seed,
+                personas=first.personas,
+                user_agents=first.user_agents,
+                within_sd=v.within_sd,
+                within_sd_source="default" if self.default_spread else "pilot",
+                pairing=min(v.pairing, MAX_PAIRING),
+                pairing_source="measured" if self.pairing_source is not None else "assumed independent",
+                paired_units=v.paired_units,
+                candidate_prices=o.candidate,
+            ),
+            variability=v,
+            designs=[msgspec.structs.replace(d, cost=self.cost(d.units)) for d in self.designs],
+            gate=gate,
+            per_unit=self.per_unit,
+            notes=list(self.notes),
+            pairing_note=self.pairing_note(),
+        )
+
 
 def plan(opts: PlanOptions) -> Plan:
     notes: list[str] = []
+    default_spread = False
+    paired_on: str | None = None
+    if opts.pilot is None and opts.pilot_candidate is not None:
+        raise UserError("--pilot-candidate is paired with a pilot's units: give --pilot RUN as well")
     if opts.pilot is None:
+        default_spread = True
         var = DEFAULT_VARIABILITY
         personas, user_agents = opts.personas or DEFAULT_PERSONAS, 1
         notes.append(
@@ -131,18 +264,27 @@ def plan(opts: PlanOptions) -> Plan:
                 "points is assumed"
             )
             var = msgspec.structs.replace(var, within_sd=DEFAULT_VARIABILITY.within_sd)
+            default_spread = True
         elif var.units_per_persona < 2:
             notes.append("the pilot has one unit per persona: its whole spread is taken as within-persona")
+        partner = _partner(run.ratings, ratings, opts)
+        if partner is not None and default_spread:
+            # ρ is read against the pilot's spread; against an assumed one it would be
+            # made up, and a made-up ρ near 1 would promise sizes no pilot showed.
+            notes.append("the pairing is not read: the pilot shows no spread to compare it with")
+        elif partner is not None:
+            var, paired_on = _paired(var, units, partner, notes)
     designs = []
-    n_power = units_for_power(var.within_sd, opts.margin, opts.power)
+    rho = var.pairing
+    n_power = units_for_power(var.within_sd, opts.margin, opts.power, LEVEL, rho)
     goals = [(f"power {opts.power:g} at margin {opts.margin:g}", n_power)]
     if opts.width is not None:
-        goals.insert(0, (f"width {opts.width:g}", units_for_width(var.within_sd, opts.width)))
+        goals.insert(0, (f"width {opts.width:g}", units_for_width(var.within_sd, opts.width, LEVEL, rho)))
     for goal, n in goals:
         per_persona = max(1, math.ceil(n / personas))
         seeds = max(1, math.ceil(per_persona / user_agents))
         total = personas * user_agents * seeds
-        se = fixed_se(var.within_sd, total)
+        se = fixed_se(var.within_sd, total, rho)
         designs.append(
             Design(
                 goal=goal,
@@ -150,8 +292,8 @@ def plan(opts: PlanOptions) -> Plan:
                 user_agents=user_agents,
                 seeds=seeds,
                 units=total,
-                width=2 * 1.959964 * se,
-                power=power_of(var.within_sd, opts.margin, total),
+                width=2 * NormalDist().inv_cdf(0.5 + LEVEL / 2) * se,
+                power=power_of(var.within_sd, opts.margin, total, LEVEL, rho),
             )
         )
     power_design = designs[-1]
@@ -178,6 +320,7 @@ def plan(opts: PlanOptions) -> Plan:
             wave=opts.wave,
             reps=opts.reps,
             seed=opts.seed,
+            pairing=rho,
         )
         unit_cost = _per_unit_cost(
             Path(opts.pilot or "."),
@@ -187,7 +330,59 @@ def plan(opts: PlanOptions) -> Plan:
             candidate=opts.candidate,
             conversations=set(ratings.get_column("conversation_id").unique().to_list()),
         )
-    return Plan(opts, var, designs, gate, power_design.units, unit_cost, notes)
+    return Plan(
+        opts,
+        var,
+        designs,
+        gate,
+        power_design.units,
+        unit_cost,
+        notes,
+        user_agents=user_agents,
+        default_spread=default_spread,
+        pairing_source=paired_on,
+    )
+
+
+def _partner(all_ratings: pl.DataFrame, baseline: pl.DataFrame, opts: PlanOptions) -> pl.DataFrame | None:
+    """The ratings of the chatbot the pilot's is paired with, if any: `--pilot-candidate
+    RUN`'s one chatbot (besides the baseline's, when RUN is the pilot itself), or, when
+    the pilot scored exactly two chatbots and `--chatbot` named one, the other."""
+    name = str(baseline.get_column("chatbot").first())
+    if opts.pilot_candidate is not None:
+        other = read_run(opts.pilot_candidate).ratings
+        if Path(opts.pilot_candidate).resolve() == Path(opts.pilot or ".").resolve():
+            other = other.filter(pl.col("chatbot") != name)
+        bots = sorted(other.get_column("chatbot").unique().to_list())
+        if len(bots) != 1:
+            raise UserError(
+                f"--pilot-candidate {opts.pilot_candidate}: needs a run of one chatbot besides the pilot's "
+                f"{name}; it has {len(bots)} ({', '.join(bots) or 'no complete judgements'})"
+            )
+        return other
+    bots = all_ratings.get_column("chatbot").unique().to_list()
+    if len(bots) == 2 and opts.chatbot is not None:
+        return all_ratings.filter(pl.col("chatbot") != name)
+    return None
+
+
+def _paired(
+    var: Variability, units: _Units, partner: pl.DataFrame, notes: list[str]
+) -> tuple[Variability, str | None]:
+    """`var` with the pairing the pilot and its partner show on their shared units."""
+    theirs = unit_counts(partner, units.labels)
+    at = {k: i for i, k in enumerate(theirs.keys)}
+    shared = [(i, at[k]) for i, k in enumerate(units.keys) if k in at]
+    bot = str(partner.get_column("chatbot").first())
+    if len(shared) < MIN_PAIRED_UNITS:
+        notes.append(
+            f"{bot} shares only {len(shared)} units (persona × user-agent × seed) with the pilot: "
+            f"at least {MIN_PAIRED_UNITS} are needed to read the pairing"
+        )
+        return var, None
+    mine, other = (np.array(ix) for ix in zip(*shared, strict=True))
+    rho = pairing_of(units.counts[mine, -1], theirs.counts[other, -1], var.within_sd)
+    return msgspec.structs.replace(var, pairing=rho, paired_units=len(shared)), bot
 
 
 def _one_chatbot(ratings: pl.DataFrame, chatbot: str | None, pilot: str) -> pl.DataFrame:

@@ -14,12 +14,15 @@ Two kinds of guard, each defined once:
 from __future__ import annotations
 
 import math
-from typing import Any, get_args
+from collections.abc import Callable
+from typing import Any, TypeVar, get_args
 
 import click
 
-from vera.ranges import Range
+from vera.ranges import LEVEL, MARGIN, SEED, Range
 from vera.records import RaterRule
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Number(click.ParamType[Any]):
@@ -104,3 +107,82 @@ RATERS_OPTION = click.option(
     "severest (the default: one rater seeing harm counts as harm), majority (ties: severest) "
     "or mean (rounded toward severe).",
 )
+
+
+# Options several commands share, declared once so that their names, types, defaults and
+# help stay the same everywhere (`vera gate`, `vera plan`, `vera compare`, `vera view`).
+# Each is a factory: a command may give its own default or help where it means something
+# else by the same flag (`vera compare --margin` is 0 unless --gate asks for more).
+
+MARGIN_HELP = "Score points the candidate may lose before it counts as worse."
+
+
+def margin_option(default: float = 5.0, help: str = MARGIN_HELP) -> Callable[[F], F]:
+    """`--margin POINTS`: how much worse than the baseline still passes a gate."""
+    return click.option(
+        "--margin", type=Number(MARGIN, "points"), default=default, show_default=True, help=help
+    )
+
+
+def alpha_option(help: str) -> Callable[[F], F]:
+    """`--alpha ALPHA`: the sequential gate's error rate (default 0.05)."""
+    return click.option("--alpha", type=Number(LEVEL, "alpha"), default=0.05, show_default=True, help=help)
+
+
+def wave_option(help: str) -> Callable[[F], F]:
+    """`--wave N`: the sequential gate's units per wave (default 20)."""
+    return click.option("--wave", type=click.IntRange(min=1), default=20, show_default=True, help=help)
+
+
+def seed_option(help: str, default: int | None = 0) -> Callable[[F], F]:
+    """`--seed SEED`: a seed in vera's seed range (`None`: no default, the config's)."""
+    return click.option(
+        "--seed", type=Number(SEED, "seed"), default=default, show_default=default is not None, help=help
+    )
+
+
+def serve_options(page: str, exposure: str) -> Callable[[F], F]:
+    """The options of a command that serves pages from this machine: `--port`,
+    `--host`, `--allow-remote` (what serving to the network would expose: `exposure`),
+    `--allowed-host` and `--open` (the `page` in the default browser)."""
+
+    def decorate(command: F) -> F:
+        for option in reversed(
+            [
+                click.option(
+                    "--port",
+                    type=click.IntRange(0, 65535),
+                    default=0,
+                    show_default=True,
+                    help="Port to listen on; 0 picks a free one.",
+                ),
+                click.option(
+                    "--host",
+                    default="127.0.0.1",
+                    show_default=True,
+                    help="Address to listen on; anything but a loopback address needs --allow-remote as well.",
+                ),
+                click.option(
+                    "--allow-remote",
+                    is_flag=True,
+                    help=f"Allow a --host other machines can reach ({exposure}); the address "
+                    "printed then carries a key, and only --host and --allowed-host names are answered.",
+                ),
+                click.option(
+                    "--allowed-host",
+                    "allowed_hosts",
+                    multiple=True,
+                    metavar="NAME",
+                    help="A host name (or address) other machines reach the server by; repeatable. "
+                    "Requests naming any other host are refused (DNS rebinding). Needed with "
+                    "--allow-remote and a --host such as 0.0.0.0.",
+                ),
+                click.option(
+                    "--open", "open_browser", is_flag=True, help=f"Open the {page} in the default browser."
+                ),
+            ]
+        ):
+            command = option(command)
+        return command
+
+    return decorate

@@ -8,8 +8,8 @@ from typing import Any
 import click
 
 from vera.app import GateOptions, run_gate
-from vera.cli._door import Number
-from vera.ranges import DOLLARS, LEVEL, MARGIN, SEED
+from vera.cli._door import Number, alpha_option, margin_option, seed_option, wave_option
+from vera.ranges import DOLLARS
 
 
 @click.command()
@@ -17,24 +17,10 @@ from vera.ranges import DOLLARS, LEVEL, MARGIN, SEED
 @click.option(
     "--candidate", required=True, help="The candidate chatbot: a profile name or provider/model ref."
 )
-@click.option(
-    "--margin",
-    type=Number(MARGIN, "points"),
-    default=5.0,
-    show_default=True,
-    help="Score points the candidate may lose before it counts as worse.",
-)
-@click.option(
-    "--alpha",
-    type=Number(LEVEL, "alpha"),
-    default=0.05,
-    show_default=True,
-    help="Error rate of each wrong verdict (WORSE, NOT WORSE), at every look at once.",
-)
-@click.option("--wave", type=click.IntRange(min=1), default=20, show_default=True, help="Units per wave.")
-@click.option(
-    "--seed", type=Number(SEED, "seed"), default=0, show_default=True, help="Seed of the units' order."
-)
+@margin_option()
+@alpha_option("Error rate of each wrong verdict (WORSE, NOT WORSE), at every look at once.")
+@wave_option("Units per wave.")
+@seed_option("Seed of the units' order.")
 @click.option(
     "--max-conversations",
     type=click.IntRange(min=1),

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
+import msgspec
 
-from vera.app import PlanOptions, plan_comparison
-from vera.cli._door import Number
-from vera.ranges import LEVEL, MARGIN, SEED
+from vera.app import Cost, PlanOptions, PlanRecord, plan_comparison
+from vera.cli._door import Number, alpha_option, margin_option, seed_option, wave_option
+from vera.ranges import LEVEL, MARGIN
+from vera.store import atomic_write, check_output
 
 
 @click.command()
@@ -17,13 +20,7 @@ from vera.ranges import LEVEL, MARGIN, SEED
     type=click.Path(file_okay=False, exists=True),
     help="A run of the baseline (or a chatbot like it) to read variability and tokens from.",
 )
-@click.option(
-    "--margin",
-    type=Number(MARGIN, "points"),
-    default=5.0,
-    show_default=True,
-    help="Score points the candidate may lose before it counts as worse.",
-)
+@margin_option()
 @click.option(
     "--width", type=Number(MARGIN, "points"), help="Also size a fixed design for this 95 % interval width."
 )
@@ -34,10 +31,8 @@ from vera.ranges import LEVEL, MARGIN, SEED
     show_default=True,
     help="Chance a fixed design calls an equal candidate NOT WORSE.",
 )
-@click.option("--alpha", type=Number(LEVEL, "alpha"), default=0.05, show_default=True, help="The gate's α.")
-@click.option(
-    "--wave", type=click.IntRange(min=1), default=20, show_default=True, help="The gate's units per wave."
-)
+@alpha_option("The gate's α.")
+@wave_option("The gate's units per wave.")
 @click.option(
     "--personas", type=click.IntRange(min=2), help="Personas of the design (default: the pilot's, or 100)."
 )
@@ -48,22 +43,51 @@ from vera.ranges import LEVEL, MARGIN, SEED
     show_default=True,
     help="Simulated gates per difference.",
 )
-@click.option(
-    "--seed", type=Number(SEED, "seed"), default=0, show_default=True, help="Seed of the simulation."
-)
+@seed_option("Seed of the simulation.")
 @click.option(
     "--candidate",
     help="Price the chatbot's calls at this profile (name or name/model), with the pilot's tokens.",
 )
 @click.option("--chatbot", help="The pilot's chatbot to plan from (needed when the pilot scored several).")
-def plan(**options: Any) -> None:
+@click.option(
+    "--pilot-candidate",
+    type=click.Path(file_okay=False, exists=True),
+    metavar="RUN",
+    help="A run of another chatbot on the pilot's own units (e.g. a vera gate run): their paired "
+    "differences show how alike paired conversations are, and the sizes take credit for it. "
+    "A pilot of two chatbots pairs them when --chatbot names the baseline.",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False),
+    is_flag=False,
+    flag_value="-",
+    metavar="[FILE|-]",
+    help="Write the whole plan as JSON to FILE (alone, or -: to standard output instead of the text).",
+)
+def plan(json_path: str | None, **options: Any) -> None:
     """Plan a comparison at a margin before spending on it: the personas × user-agents ×
     seeds a fixed design needs (for --width, and for --power at --margin), the expected
     and 90th-percentile size of a sequential `vera gate` for the same question
     (simulated from the pilot's units), and what each costs in tokens and money at the
     profiles' prices, live and in batch. Not `vera ratings plan` (human ratings)."""
-    p = plan_comparison(PlanOptions(**options))
-    v = p.variability
+    runs = [r for r in (options["pilot"], options["pilot_candidate"]) if r is not None]
+    check_output(json_path, "--json", runs=runs)
+    record = plan_comparison(PlanOptions(**options)).record()
+    if json_path is not None:
+        text = msgspec.json.format(msgspec.json.encode(record)) + b"\n"
+        if json_path == "-":
+            click.echo(text.decode(), nl=False)
+            return
+        atomic_write(Path(json_path), text, what="the plan")
+    _print(record)
+    if json_path is not None:
+        click.echo(f"plan written to {json_path}")
+
+
+def _print(p: PlanRecord) -> None:
+    v, a = p.variability, p.assumptions
     if v.units:
         click.echo(
             f"pilot: {v.units} units, {v.personas} personas; a unit's spread on Overall "
@@ -77,26 +101,22 @@ def plan(**options: Any) -> None:
             f"  {d.goal}: {d.personas} personas × {d.user_agents} user-agents × {d.seeds} seeds = {d.units} units"
             f" · 95 % width {d.width:.1f} points · power {d.power:.2f}"
         )
-        click.echo(line + _money(p.cost(d.units)))
-    if p.gate:
-        click.echo(
-            f"sequential gate (vera gate, waves of {p.options.wave}, α {p.options.alpha:g}) on {p.gate_units} units:"
-        )
-        for g in p.gate:
+        click.echo(line + _money(d.cost))
+    if p.gate is not None:
+        click.echo(f"sequential gate (vera gate, waves of {a.wave}, α {a.alpha:g}) on {p.gate.units} units:")
+        for g in p.gate.sizes:
             verdicts = f"WORSE {g.worse:.0%} / NOT WORSE {g.not_worse:.0%} / UNDECIDED {g.undecided:.0%}"
             # A pilot scoring near 0 or 100 cannot be moved by every difference: say so.
             short = abs(g.reached - g.difference) > 0.5
             made = f" (the pilot's score allows only {g.reached:+.1f})" if short else ""
             click.echo(
                 f"  true difference {g.difference:+g}{made}: {g.mean_units:.0f} units on average, "
-                f"90th percentile {g.p90_units:.0f} · {verdicts}" + _money(p.cost(g.mean_units), "on average")
+                f"90th percentile {g.p90_units:.0f} · {verdicts}" + _money(g.cost, "on average")
             )
-    click.echo(
-        "(sizes assume the two chatbots' conversations are independent; paired conversations need fewer)"
-    )
+    click.echo(p.pairing_note)
 
 
-def _money(cost: Any, what: str = "") -> str:
+def _money(cost: Cost | None, what: str = "") -> str:
     if cost is None:
         return ""
     tail = f" {what}" if what else ""

@@ -14,10 +14,9 @@ from typing import Any, Literal
 import click
 import msgspec
 
-from vera.cli._door import RATER_RULES, RATERS_OPTION, Number
+from vera.cli._door import RATER_RULES, RATERS_OPTION, margin_option, seed_option
 from vera.errors import ConfigError
 from vera.inputs import MAX_RESAMPLES
-from vera.ranges import MARGIN, SEED
 from vera.records import RaterRule
 from vera.report import (
     Exit,
@@ -91,19 +90,13 @@ def _write_json(obj: Any, path: str | None) -> None:
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     help="Interval level, e.g. 0.95.",
 )
-@click.option("--seed", type=Number(SEED, "seed"), help="Seed of the bootstrap.")
+@seed_option("Seed of the bootstrap.", default=None)
 @click.option(
     "--gate",
     is_flag=True,
     help="Release gate: BASELINE_RUN CANDIDATE_RUN; exit 4 if the candidate is worse (see --margin).",
 )
-@click.option(
-    "--margin",
-    type=Number(MARGIN, "points"),
-    default=0.0,
-    show_default=True,
-    help="With --gate: score points the candidate may lose before its interval counts as worse.",
-)
+@margin_option(0.0, "With --gate: score points the candidate may lose before its interval counts as worse.")
 @click.option(
     "--calibrated",
     is_flag=True,
@@ -289,13 +282,7 @@ def _gate(
     show_default=True,
     help="Interval level (--against).",
 )
-@click.option(
-    "--seed",
-    type=Number(SEED, "seed"),
-    default=0,
-    show_default=True,
-    help="Seed of the bootstrap (--against).",
-)
+@seed_option("Seed of the bootstrap (--against).")
 def agreement(
     ratings_file: str | None,
     users_run: str | None,

@@ -3,70 +3,17 @@ rating a sample of them, or taking them as a table."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 import click
 
-from vera.cli._door import Number
+from vera.cli._door import seed_option, serve_options
 from vera.errors import ConfigError
-from vera.ranges import SEED
 from vera.report import export_calls, export_reference, export_run, num
 from vera.store import check_output, manifest_notes
 from vera.viewer.app import serve
 from vera.viewer.bundle import write_bundle
 from vera.viewer.review import serve_review
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def serve_options(page: str, exposure: str) -> Callable[[F], F]:
-    """The options of a command that serves pages from this machine: `--port`,
-    `--host`, `--allow-remote` (what serving to the network would expose: `exposure`),
-    `--allowed-host`
-    and `--open` (the `page` in the default browser)."""
-
-    def decorate(command: F) -> F:
-        for option in reversed(
-            [
-                click.option(
-                    "--port",
-                    type=click.IntRange(0, 65535),
-                    default=0,
-                    show_default=True,
-                    help="Port to listen on; 0 picks a free one.",
-                ),
-                click.option(
-                    "--host",
-                    default="127.0.0.1",
-                    show_default=True,
-                    help="Address to listen on; anything but a loopback address needs --allow-remote as well.",
-                ),
-                click.option(
-                    "--allow-remote",
-                    is_flag=True,
-                    help=f"Allow a --host other machines can reach ({exposure}); the address "
-                    "printed then carries a key, and only --host and --allowed-host names are answered.",
-                ),
-                click.option(
-                    "--allowed-host",
-                    "allowed_hosts",
-                    multiple=True,
-                    metavar="NAME",
-                    help="A host name (or address) other machines reach the server by; repeatable. "
-                    "Requests naming any other host are refused (DNS rebinding). Needed with "
-                    "--allow-remote and a --host such as 0.0.0.0.",
-                ),
-                click.option(
-                    "--open", "open_browser", is_flag=True, help=f"Open the {page} in the default browser."
-                ),
-            ]
-        ):
-            command = option(command)
-        return command
-
-    return decorate
 
 
 @click.command()
@@ -150,13 +97,7 @@ def view(
     "rating's share (e.g. % Best Practice) from the human ratings alone (default 20 when --size is "
     "not given). For the calibrated score's interval, `vera ratings plan` proposes a --size.",
 )
-@click.option(
-    "--seed",
-    type=Number(SEED, "seed"),
-    default=1,
-    show_default=True,
-    help="Seed of the sample and of your order; raters who share a sample share a seed.",
-)
+@seed_option("Seed of the sample and of your order; raters who share a sample share a seed.", default=1)
 @serve_options("review", "transcripts and ratings cross the network")
 def review(
     run_dir: str,

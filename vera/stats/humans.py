@@ -367,7 +367,7 @@ def judge_vs_consensus(
     item_key: ItemKey = "conversation_id",
     nr: NRTreatment = "category",
     ties: TieRule = "exclude",
-    raters: RaterRule | None = None,
+    raters: RaterRule | None = DEFAULT_RATER_RULE,
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     confidence: float = DEFAULT_CONFIDENCE,
@@ -383,11 +383,12 @@ def judge_vs_consensus(
     one unit of two ratings: the consensus and the judge's. "Pooled" statistics use the
     units of every judge (as the reference pools judges); `judges` holds the same per
     judge model (its instances pooled). Intervals come from a bootstrap over human items
-    (every unit of a drawn item comes along). Ties in the consensus are left out
-    (`ties="exclude"`, counted in `n_ties`) or settled to the most severe tied rating
-    (`ties="severest"`). With `raters` (a `RaterRule`), the consensus is instead the
-    one rating `combine_raters` forms, as the calibrated scores and gate form it, and
-    `ties` is not used (nothing is left out).
+    (every unit of a drawn item comes along). The consensus is the one rating
+    `combine_raters` forms by `raters`, `DEFAULT_RATER_RULE` unless told (as `vera
+    agreement --against`, the calibrated scores and the gate form it), and nothing is
+    left out. With `raters=None` it is the raters' majority vote instead, and its ties
+    are left out (`ties="exclude"`, counted in `n_ties`) or settled to the most severe
+    tied rating (`ties="severest"`).
     """
     _check_long(long)
     spec = make_spec(n_resamples, confidence, seed, "item_id")

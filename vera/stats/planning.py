@@ -15,9 +15,11 @@ units is the influences' standard deviation over √N. Two runs on the same pers
 each persona's difficulty (a persona hard for one chatbot is hard for the other), so in
 the difference the between-persona part cancels and the within-persona part counts
 twice: se = σ_within · √(2 / N). Conversations of the two chatbots with the same simulated
-user and seed are alike too, which narrows the interval further; the planner takes no
-credit for that (a pilot of one chatbot cannot show it), so its sizes err on the large
-side.
+user and seed are alike too (the gate and `vera compare --gate` pair them), which
+narrows the interval: with ρ the correlation of the two chatbots' influences on the same
+unit, se = σ_within · √(2 (1 − ρ) / N). A pilot that holds both sides on the same units
+shows ρ through its paired differences (`pairing`); a pilot of one chatbot cannot, and
+then ρ = 0 is assumed, so the sizes err on the large side.
 """
 
 from __future__ import annotations
@@ -53,6 +55,11 @@ class Variability(msgspec.Struct, frozen=True, kw_only=True):
     units: int  # the pilot's units (0: the default, no pilot)
     personas: int
     units_per_persona: float
+    # The correlation of the two chatbots' influences on one unit that the sizes take
+    # credit for (0: independent beyond the persona), and the paired units it was
+    # measured on (0: not measured, assumed).
+    pairing: float = 0.0
+    paired_units: int = 0
 
 
 DEFAULT_VARIABILITY = Variability(
@@ -99,32 +106,60 @@ def variability(counts: np.ndarray, persona: np.ndarray) -> Variability:
     )
 
 
-def fixed_se(within_sd: float, units: int) -> float:
-    """The standard error of a fixed comparison's Overall difference on `units` units."""
-    return within_sd * math.sqrt(2.0 / units)
+# The most pairing credit taken: a small pilot whose two sides agreed on nearly every
+# unit would otherwise promise an interval of almost no width from a handful of units.
+MAX_PAIRING = 0.9
 
 
-def units_for_width(within_sd: float, width: float, level: float = 0.95) -> int:
+def paired_factor(pairing: float) -> float:
+    """2 (1 − ρ): the variance of a unit's paired difference over σ_within²."""
+    return 2.0 * (1.0 - min(pairing, MAX_PAIRING))
+
+
+def fixed_se(within_sd: float, units: int, pairing: float = 0.0) -> float:
+    """The standard error of a fixed comparison's Overall difference on `units` units
+    (`pairing`: the correlation of the two sides' influences on the same unit)."""
+    return within_sd * math.sqrt(paired_factor(pairing) / units)
+
+
+def units_for_width(within_sd: float, width: float, level: float = 0.95, pairing: float = 0.0) -> int:
     """Units a fixed comparison needs for its `level` interval to be `width` points wide."""
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
-    return max(2, math.ceil(2.0 * (2.0 * z * within_sd / width) ** 2))
+    return max(2, math.ceil(paired_factor(pairing) * (2.0 * z * within_sd / width) ** 2))
 
 
-def units_for_power(within_sd: float, margin: float, power: float, level: float = 0.95) -> int:
+def units_for_power(
+    within_sd: float, margin: float, power: float, level: float = 0.95, pairing: float = 0.0
+) -> int:
     """Units a fixed comparison needs to call a candidate truly as good as its baseline
     NOT WORSE (its `level` interval above −margin) with probability `power`."""
     normal = NormalDist()
     z = normal.inv_cdf(0.5 + level / 2.0) + normal.inv_cdf(power)
-    return max(2, math.ceil(2.0 * (z * within_sd / margin) ** 2))
+    return max(2, math.ceil(paired_factor(pairing) * (z * within_sd / margin) ** 2))
 
 
-def power_of(within_sd: float, margin: float, units: int, level: float = 0.95) -> float:
+def power_of(within_sd: float, margin: float, units: int, level: float = 0.95, pairing: float = 0.0) -> float:
     """The chance a fixed comparison of `units` units calls an equal candidate NOT WORSE."""
     normal = NormalDist()
-    se = fixed_se(within_sd, units)
+    se = fixed_se(within_sd, units, pairing)
     if se <= 0:
         return 1.0
     return normal.cdf(margin / se - normal.inv_cdf(0.5 + level / 2.0))
+
+
+def pairing_of(baseline: np.ndarray, candidate: np.ndarray, within_sd: float) -> float:
+    """The pairing correlation a pilot of both sides shows: `baseline` and `candidate`
+    (N, 3) are BP, HPH and rated per unit (Overall) of two chatbots on the same N units.
+    Each side's influences are taken at its own shares, and ρ is read off the variance of
+    their paired differences, var(d) = 2 σ_within² (1 − ρ), so that the planner's standard
+    error is var(d)'s own. The total variance of d is used, persona means included: a
+    persona the two chatbots differ on adds to it (two different chatbots need not share
+    a persona's difficulty), so this errs large. Negative when the candidate varies more
+    than the baseline or the two go opposite ways."""
+    d = unit_influences(candidate) - unit_influences(baseline)
+    if d.size < 2 or not within_sd > 0:
+        return 0.0
+    return 1.0 - float(np.var(d, ddof=1)) / (2.0 * within_sd**2)
 
 
 class GateSize(msgspec.Struct, frozen=True, kw_only=True):
@@ -181,6 +216,23 @@ def _shifted(rng: np.random.Generator, counts: np.ndarray, s: float) -> np.ndarr
     return out
 
 
+def gate_coupling(pairing: float, pool_sizes: list[int]) -> float:
+    """The share of simulated candidate units copied from the baseline's that gives the
+    paired differences the variance the pilot measured, 2 σ² (1 − `pairing`).
+
+    Drawing a persona's units from its k pilot units (with replacement) gives them the
+    pool's spread around its own mean, (k − 1)/k of σ² on average (2/3 with 3 seeds):
+    two independent draws already differ less than two new conversations would. Copying
+    a share c of the units makes the paired variance 2 σ² f (1 − c), f = Σ(k − 1)/Σk, so
+    c = 1 − (1 − ρ)/f, clipped to [0, MAX_PAIRING]. With no pairing credit (ρ = 0) no unit
+    is copied and the size errs large, as the fixed design's does."""
+    total = sum(pool_sizes)
+    kept = (total - len(pool_sizes)) / total if total else 0.0
+    if pairing <= 0 or kept <= 0:
+        return 0.0
+    return min(max(1.0 - (1.0 - min(pairing, MAX_PAIRING)) / kept, 0.0), MAX_PAIRING)
+
+
 def gate_sizes(
     counts: np.ndarray,
     persona: np.ndarray,
@@ -195,6 +247,7 @@ def gate_sizes(
     wave: int,
     reps: int,
     seed: int,
+    pairing: float = 0.0,
 ) -> list[GateSize]:
     """The sequential gate's size by simulation from a pilot's units.
 
@@ -203,13 +256,16 @@ def gate_sizes(
     `personas` × `units_per_persona` units, persona by persona: a pilot persona drawn at
     random, its units drawn from that persona's pilot units; the candidate's units are
     drawn the same way from the same persona (so the two share the persona's difficulty
-    but not their conversations), then shifted to the true `difference`. The gate then
-    runs on them as `vera gate` would (waves of `wave`, seeded random order).
+    but not their conversations), except that with probability `coupling(pairing)` a
+    candidate unit is the baseline's own (paired conversations are alike), then shifted
+    to the true `difference`. The gate then runs on them as `vera gate` would (waves of
+    `wave`, seeded random order).
     """
     rng = np.random.default_rng(seed)
     c = np.asarray(counts, dtype=np.float64)
     who = np.asarray(persona, dtype=np.int64)
     pools = [np.flatnonzero(who == p) for p in np.unique(who)]
+    coupling = gate_coupling(pairing, [len(p) for p in pools])
     n = personas * units_per_persona
     looks = np.arange(wave, n + 1, wave)
     if looks.size == 0 or looks[-1] != n:
@@ -228,6 +284,8 @@ def gate_sizes(
             chosen = rng.integers(0, len(pools), personas)
             base_idx = np.concatenate([rng.choice(pools[p], units_per_persona) for p in chosen])
             cand_idx = np.concatenate([rng.choice(pools[p], units_per_persona) for p in chosen])
+            if coupling > 0:
+                cand_idx = np.where(rng.random(n) < coupling, base_idx, cand_idx)
             base = c[base_idx][:, rows]
             cand = _shifted(rng, c[cand_idx], s)[:, rows]
             order = rng.permutation(n)
