@@ -12,7 +12,6 @@ Screenshots: `VERA_SCREENSHOTS=docs/screenshots` (tests/viewer/shots.py)."""
 from __future__ import annotations
 
 import re
-import signal
 from collections import Counter
 from collections.abc import Iterator
 from importlib import resources
@@ -25,11 +24,9 @@ from vera.store import open_run
 from vera.viewer.bundle import write_bundle
 
 from ..conftest import ROOT
-from .conftest import run_vera
+from .conftest import run_vera, start_review, start_view, stop
 from .shots import shot
 from .test_browser import browser, no_page_scroll  # noqa: F401  (fixtures)
-from .test_review import start_review, stop
-from .test_server import start_view
 
 ZH_PACK = ROOT / "locales" / "zh-CN"
 
@@ -149,8 +146,7 @@ def words(zh_run) -> Words:
 def view_url(zh_run) -> Iterator[str]:
     proc, url = start_view(str(zh_run))
     yield url
-    proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=30)
+    stop(proc)
 
 
 @pytest.fixture
@@ -244,8 +240,7 @@ def test_the_runs_of_a_folder(page, zh_run, words):
         _none(words.on(page))
     finally:
         words.refs.remove(str(zh_run.parent))
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=30)
+        stop(proc)
 
 
 @pytest.mark.slow
