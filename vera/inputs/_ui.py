@@ -805,6 +805,9 @@ BASE: dict[str, str] = {
     "page.ended_max_words": "max words",
     "page.ended_error": "error",
     "page.ended_imported": "imported",
+    # The conversation page's navigation (back to the card, the run's other pages), named
+    # for screen readers.
+    "page.nav_label": "Page",
     # viewer/review leftovers: the calls sections' notes, summaries and buttons.
     "page.calls_cached": "{n} cached",
     "page.calls_reasoning": "{n} reasoning",
