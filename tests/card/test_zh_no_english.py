@@ -24,7 +24,10 @@ import pytest
 from vera.app._progress import RunProgress
 from vera.inputs import strings_of, use_strings
 from vera.report import summary_words
+from vera.report.card._plots import _fonts, sequential_card_plot
+from vera.report.card._schema import SequentialCard, SequentialLookCard
 from vera.report.card._score import read_card
+from vera.report.card._sequence import sequential_table, sequential_text
 from vera.report.card._terminal import render_card
 from vera.report.shared._terminal import cells
 
@@ -40,6 +43,7 @@ IDENTIFIERS = [
     r"\boffline/[\w-]+",  # a chatbot's, simulated user's or judge's name in the run
     r"\bvera-[\w.-]*\w",  # the rubric's, personas' and prompt sets' names
     r"\b[0-9a-f]{12,64}\b",  # conversation ids and sha256 prefixes
+    r"\b\d{8}-\d{6}-[0-9a-f]{4,}\b",  # a run's id (a gate names its baseline's)
     r"\bsha256\b",
     r"(?<![\w/])(?:/[\w.@+-]+)+/?",  # a file system path (the run, the pack)
     r"\b[\w-]+(?:/[\w-]+)*\.(?:md|html|json|jsonl|parquet|svg|png|toml|tsv)\b",  # a file name
@@ -267,3 +271,61 @@ def test_vera_score_draws_the_card_again_when_the_pack_s_words_changed(tmp_path)
     assert (out / "card.json").read_bytes() == json_before
     assert "## 概览" in (out / "card.md").read_text(encoding="utf-8")
     assert "概览" in (out / "card.html").read_text(encoding="utf-8")
+
+
+def _gated(verdict: str, stopped: str) -> SequentialCard:
+    looks = [
+        SequentialLookCard(wave=1, units=20, diff=-30.0, lo=-60.0, hi=5.0, verdict="undecided"),
+        SequentialLookCard(wave=2, units=40, diff=-35.0, lo=-52.5, hi=-12.0, verdict=verdict),
+    ]
+    return SequentialCard(
+        baseline_run_id="20261206-101500-abcdef12",
+        baseline_path="runs/base",
+        candidate="offline/risk-ignoring",
+        margin=5.0,
+        alpha=0.05,
+        method="asymptotic",
+        wave=20,
+        verdict=verdict,
+        stopped=stopped,
+        units=40,
+        available=100,
+        looks=looks,
+    )
+
+
+@pytest.mark.parametrize(
+    ("verdict", "stopped"),
+    [
+        ("worse", "settled: WORSE"),
+        ("not worse", "settled: NOT WORSE"),
+        ("undecided", "out of budget (--max-cost)"),
+        ("undecided", "out of units: every unit of the baseline was drawn"),
+        ("undecided", "out of conversations (--max-conversations 40)"),
+        ("undecided", "the run stopped: stopped"),
+    ],
+)
+def test_a_gated_run_s_sequence_is_in_the_pack_s_words(verdict: str, stopped: str) -> None:
+    """A zh-CN gate's run (`vera gate` on a zh-CN baseline): the card's paragraph, table
+    and plot say the verdict, why it stopped and every heading in the pack's words; the
+    recorded values stay English, and the English card says what it always said."""
+    seq = _gated(verdict, stopped)
+    english = sequential_text(seq)
+    assert f"{verdict.upper()} ({stopped}) after 2 wave(s), 40 of 100 units used (40%)" in english
+    # The card draws its plots with the CJK fonts when its language is not English.
+    with use_strings(strings_of(ZH, "zh-CN")), _fonts():
+        table = sequential_table(seq)
+        plot = sequential_card_plot(seq)
+        shown = [
+            sequential_text(seq),
+            *table.headers,
+            *(cell for row in table.rows for cell in row),
+            table.caption or "",
+            plot.title,
+            plot.description,
+        ]
+    text = "\n".join(shown)
+    # Command names and options (vera gate, --max-cost) are what a user types: allowed.
+    assert not leftovers(re.sub(r"--[a-z-]+|vera gate", " ", text)), leftovers(text)
+    assert "不更差" in text if verdict == "not worse" else "更差" in text or "未定" in text
+    assert seq.stopped == stopped and seq.verdict == verdict  # the record keeps its values

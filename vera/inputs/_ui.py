@@ -218,6 +218,50 @@ BASE: dict[str, str] = {
     # A figure's caption (its title, then what it draws) and each plot's description,
     # which is also the image's alt text.
     "card.figure_caption": "{title}. {description}",
+    # A sequential gate's run (vera gate) on its card: the question and where it stopped,
+    # the interval after each wave, its plot. Verdicts and stop reasons are recorded in
+    # English (gate.json); these are their display words.
+    "card.seq_this_run": "This run is {text}",
+    "card.seq_text": (
+        "a sequential gate (vera gate): candidate {candidate} against run {run}, margin {margin} points, "
+        "alpha {alpha}, {method} confidence sequence, waves of {wave}; {verdict}{why} after {waves} "
+        "wave(s), {units} of {available} units used{share}. Its units are a random subset of the "
+        "baseline's: the scores below are of those units only."
+    ),
+    "card.seq_why": " ({why})",
+    "card.seq_share": " ({share})",
+    "card.seq_units_of": "{units} of {available}",
+    "card.seq_caption": "Settled when the interval clears −{margin} (NOT WORSE) or falls below it (WORSE).",
+    "card.seq_worse": "WORSE",
+    "card.seq_not_worse": "NOT WORSE",
+    "card.seq_undecided": "UNDECIDED",
+    "card.seq_running": "RUNNING",
+    "card.seq_method_asymptotic": "asymptotic",
+    "card.seq_method_betting": "betting",
+    "card.seq_settled": "settled: {verdict}",
+    "card.seq_out_of_budget": "out of budget (--max-cost)",
+    "card.seq_out_of_units": "out of units: every unit of the baseline was drawn",
+    "card.seq_out_of_conversations": "out of conversations (--max-conversations {n})",
+    "card.seq_run_stopped": "the run stopped: {state}",
+    "card.seq_plot_title": "The sequence",
+    "card.seq_plot_alt": "The interval after each wave",
+    "card.seq_plot_desc": (
+        "The Overall interval after each of {waves} waves; the gate stopped at {units} of "
+        "{available} units: {stopped}."
+    ),
+    "card.seq_plot_not_yet": "not yet",
+    "card.seq_plot_empty": "No wave yet.",
+    "card.seq_plot_interval": "interval (Overall)",
+    "card.seq_plot_estimate": "estimate",
+    "card.seq_plot_margin": "−margin ({margin})",
+    "card.seq_plot_stopped": "stopped",
+    "card.seq_plot_x": "units judged",
+    "card.seq_plot_y": "candidate − baseline (points)",
+    "col.seq_wave": "Wave",
+    "col.seq_units": "Units judged",
+    "col.seq_overall": "Overall: candidate − baseline",
+    "col.seq_interval": "Interval (every look at once)",
+    "col.seq_verdict": "Verdict",
     "card.plot_ratings_desc": (
         "Stacked bars per chatbot and dimension: the share of Best Practice, Suboptimal and "
         "High Potential for Harm among rated conversations; the numbers are in the tables."

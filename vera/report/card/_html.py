@@ -167,7 +167,7 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
             html_section(
                 "sequential",
                 tr("col.sequential_gate"),
-                f"<p>This run is {escape(sequential_text(seq))}</p>",
+                f"<p>{escape(tr('card.seq_this_run', text=sequential_text(seq)))}</p>",
                 *figures("sequence.png"),
                 html_table(sequential_table(seq)),
             )

@@ -109,8 +109,13 @@ def _render_markdown(card: Card, *, max_harmful: int) -> str:
             lines += [*markdown_table(comparison_table(entry, card_reasons(card))), ""]
     if not isinstance(card.sequential, msgspec.UnsetType):
         seq = card.sequential
-        lines += ["## Sequential gate", "", f"This run is {sequential_text(seq)}", ""]
-        lines += [f"![The interval after each wave](plots/{SEQUENCE_PLOT})", ""]
+        lines += [
+            f"## {tr('col.sequential_gate')}",
+            "",
+            tr("card.seq_this_run", text=sequential_text(seq)),
+            "",
+        ]
+        lines += [f"![{tr('card.seq_plot_alt')}](plots/{SEQUENCE_PLOT})", ""]
         lines += [*markdown_table(sequential_table(seq)), ""]
     lines += [f"## {tr('card.overview')}", "", *markdown_table(overview_table(card))]
     for bot in card.chatbots:

@@ -50,7 +50,7 @@ from vera.report.card._schema import (
     Section,
     SequentialCard,
 )
-from vera.report.card._sequence import SEQUENCE_PLOT, GateLook
+from vera.report.card._sequence import SEQUENCE_PLOT, GateLook, stopped_words
 from vera.report.card._text import card_strings
 from vera.report.shared._numbers import fixed
 
@@ -733,20 +733,29 @@ def _interval_plot(
         hi.append(high)
         mid.append(diff)
     if xs:
-        ax.fill_between(xs, lo, hi, step=None, color="#56B4E9", alpha=0.35, label="interval (Overall)")
-        ax.plot(xs, mid, marker="o", color="#0072B2", label="estimate")
-    ax.axhline(-margin, color="#D55E00", linestyle="--", label=f"−margin ({fixed(-margin, 1)})")
+        ax.fill_between(
+            xs, lo, hi, step=None, color="#56B4E9", alpha=0.35, label=tr("card.seq_plot_interval")
+        )
+        ax.plot(xs, mid, marker="o", color="#0072B2", label=tr("card.seq_plot_estimate"))
+    ax.axhline(
+        -margin, color="#D55E00", linestyle="--", label=tr("card.seq_plot_margin", margin=fixed(-margin, 1))
+    )
     ax.axhline(0.0, color="#000000", linewidth=0.6)
     if stopped and xs:
-        ax.axvline(xs[-1], color="#CC79A7", linestyle=":", label="stopped")
-    ax.set_xlabel("units judged")
-    ax.set_ylabel("candidate − baseline (points)")
+        ax.axvline(xs[-1], color="#CC79A7", linestyle=":", label=tr("card.seq_plot_stopped"))
+    ax.set_xlabel(tr("card.seq_plot_x"))
+    ax.set_ylabel(tr("card.seq_plot_y"))
     ax.legend(fontsize=7, loc="lower right")
     png, svg = _images(fig)
     desc = (
-        f"The Overall interval after each of {waves} waves; the gate stopped at {xs[-1]} of "
-        f"{available} units: {stopped or 'not yet'}."
+        tr(
+            "card.seq_plot_desc",
+            waves=waves,
+            units=xs[-1],
+            available=available,
+            stopped=stopped_words(stopped) if stopped else tr("card.seq_plot_not_yet"),
+        )
         if xs
-        else "No wave yet."
+        else tr("card.seq_plot_empty")
     )
-    return Plot(name=SEQUENCE_PLOT, title="The sequence", description=desc, png=png, svg=svg)
+    return Plot(name=SEQUENCE_PLOT, title=tr("card.seq_plot_title"), description=desc, png=png, svg=svg)

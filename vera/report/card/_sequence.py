@@ -8,11 +8,13 @@ the card, compare and the viewer can read a gate's run without the app.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import msgspec
 
 from vera.errors import UserError
+from vera.inputs import BASE, active, tr
 from vera.records import OVERALL
 from vera.report.card._schema import SequentialCard, SequentialLookCard
 from vera.report.shared._numbers import fixed
@@ -157,16 +159,54 @@ def sequential_card(run_dir: str | Path) -> SequentialCard | None:
     )
 
 
+def verdict_words(verdict: str) -> str:
+    """A recorded verdict ("worse", "not worse", "undecided", "running") in the card's
+    language; one vera has no words for, upper-cased as recorded."""
+    key = f"card.seq_{verdict.replace(' ', '_')}"
+    return tr(key) if key in BASE else verdict.upper()
+
+
+def stopped_words(stopped: str) -> str:
+    """Why a gate stopped, as `vera.app._gate` records it, in the card's language; a
+    reason vera has no words for stays as recorded."""
+    if stopped.startswith("settled: "):
+        return tr("card.seq_settled", verdict=verdict_words(stopped.removeprefix("settled: ").lower()))
+    if stopped == "out of budget (--max-cost)":
+        return tr("card.seq_out_of_budget")
+    if stopped.startswith("out of units"):
+        return tr("card.seq_out_of_units")
+    if m := re.fullmatch(r"out of conversations \(--max-conversations (\d+)\)", stopped):
+        return tr("card.seq_out_of_conversations", n=m.group(1))
+    if stopped.startswith("the run stopped: "):
+        state = stopped.removeprefix("the run stopped: ")
+        # The run's state (stopped, waited) as the card names it; English keeps the
+        # recorded word, as it always has.
+        key = f"card.state_{state}"
+        return tr("card.seq_run_stopped", state=tr(key) if key in BASE and not active().english else state)
+    return stopped
+
+
+def _method_words(method: str) -> str:
+    key = f"card.seq_method_{method}"
+    return tr(key) if key in BASE else method
+
+
 def sequential_text(seq: SequentialCard) -> str:
     """One paragraph: the question, where the gate stopped and why, units used."""
-    why = f" ({seq.stopped})" if seq.stopped else ""
-    share = f" ({seq.units / seq.available:.0%})" if seq.available else ""
-    return (
-        f"a sequential gate (vera gate): candidate {seq.candidate} against run {seq.baseline_run_id}, "
-        f"margin {seq.margin:g} points, alpha {seq.alpha:g}, {seq.method} confidence sequence, waves of "
-        f"{seq.wave}; {seq.verdict.upper()}{why} after {len(seq.looks)} wave(s), {seq.units} of "
-        f"{seq.available} units used{share}. Its units are a random subset of the baseline's: the "
-        "scores below are of those units only."
+    return tr(
+        "card.seq_text",
+        candidate=seq.candidate,
+        run=seq.baseline_run_id,
+        margin=f"{seq.margin:g}",
+        alpha=f"{seq.alpha:g}",
+        method=_method_words(seq.method),
+        wave=seq.wave,
+        verdict=verdict_words(seq.verdict),
+        why=tr("card.seq_why", why=stopped_words(seq.stopped)) if seq.stopped else "",
+        waves=len(seq.looks),
+        units=seq.units,
+        available=seq.available,
+        share=tr("card.seq_share", share=f"{seq.units / seq.available:.0%}") if seq.available else "",
     )
 
 
@@ -176,11 +216,18 @@ def sequential_table(seq: SequentialCard) -> Table:
     for x in seq.looks:
         ci = f"[{fixed(x.lo, 1)}, {fixed(x.hi, 1)}]" if x.lo is not None and x.hi is not None else "–"
         est = fixed(x.diff, 1) if x.diff is not None else "–"
-        rows.append([str(x.wave), f"{x.units} of {seq.available}", est, ci, x.verdict.upper()])
+        units = tr("card.seq_units_of", units=x.units, available=seq.available)
+        rows.append([str(x.wave), units, est, ci, verdict_words(x.verdict)])
     return Table(
-        ["Wave", "Units judged", "Overall: candidate − baseline", "Interval (every look at once)", "Verdict"],
+        [
+            tr("col.seq_wave"),
+            tr("col.seq_units"),
+            tr("col.seq_overall"),
+            tr("col.seq_interval"),
+            tr("col.seq_verdict"),
+        ],
         rows,
-        caption=f"Settled when the interval clears −{seq.margin:g} (NOT WORSE) or falls below it (WORSE).",
+        caption=tr("card.seq_caption", margin=f"{seq.margin:g}"),
     )
 
 

@@ -43,7 +43,7 @@ def render_card(card: Card, width: int | None = None) -> str:
 def _render_card(card: Card, width: int | None) -> str:
     parts: list[RenderableType | str] = list(_headline_parts(card))
     if not isinstance(card.sequential, msgspec.UnsetType):
-        parts.append(f"This run is {sequential_text(card.sequential)}")
+        parts.append(tr("card.seq_this_run", text=sequential_text(card.sequential)))
     reasons = card_reasons(card)
     for entry in card.comparisons:
         parts.append(rich_table(comparison_table(entry, reasons)))

@@ -135,7 +135,7 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
     if isinstance(card.language, LanguageCheck):
         rows.append(("Mixed language", language_text(card.language)))
     if not isinstance(card.sequential, msgspec.UnsetType):
-        rows.append(("Sequential gate", sequential_text(card.sequential)))
+        rows.append((tr("col.sequential_gate"), sequential_text(card.sequential)))
     rows.append(("Rubric", version("rubric")))
     terminal = card.terminal_semantics
     rows.append(
