@@ -146,3 +146,29 @@ async def test_a_reader_beside_a_run_still_writing_sees_each_turns_bodies(tmp_pa
             assert [_strip(b) for b in reader.all()] == [_strip(b) for b in written[:n]]
         store.close()  # folded under the reader's feet: it still reads the same
         assert [_strip(b) for b in reader.all()] == [_strip(b) for b in written]
+
+
+def test_a_log_folded_a_few_bytes_at_a_time_folds_the_same_rows(tmp_path: Path, monkeypatch) -> None:
+    # The fold reads a long run's log a chunk at a time: records cut by a chunk's end
+    # are read whole with the next, and a bad record ends the log there.
+    from vera.store import _bodies
+
+    monkeypatch.setattr(_bodies, "_FOLD_CHUNK", 37)
+    killed, folded, written = _killed_and_folded(tmp_path)
+    with sqlite3.connect(folded / BODIES) as db:
+        expected = (
+            db.execute("SELECT * FROM blobs ORDER BY id").fetchall(),
+            db.execute("SELECT * FROM calls ORDER BY offset").fetchall(),
+        )
+    log = killed / LOG
+    whole = log.read_bytes()
+    bad = _record(_BLOB, _msgpack.encode((10**6, b"h" * 16, b"r" + b"lost " * 50)))
+    log.write_bytes(whole + bad[:-1] + bytes([bad[-1] ^ 1]) + whole[:200])
+    RunStore(killed, call_bodies=True).close()
+    assert not log.exists()
+    with sqlite3.connect(killed / BODIES) as db:
+        got = (
+            db.execute("SELECT * FROM blobs ORDER BY id").fetchall(),
+            db.execute("SELECT * FROM calls ORDER BY offset").fetchall(),
+        )
+    assert got == expected and len(expected[1]) == len(written)

@@ -149,6 +149,7 @@ def _digest(kind: bytes, data: bytes) -> bytes:
 _HEAD = struct.Struct("<BII")
 _BLOB, _CALL = 1, 2
 _msgpack = msgspec.msgpack.Encoder()
+_FOLD_CHUNK = 4 << 20  # bytes of the log read at a time by a fold
 _log_decoder = msgspec.msgpack.Decoder()
 
 
@@ -178,28 +179,42 @@ def _read_log(data: bytes, start: int = 0) -> tuple[list[tuple[int, list[Any]]],
 
 def _fold(db: sqlite3.Connection, log: Path) -> None:
     """Move the log's rows into the database in one transaction, then remove the log. A
-    kill in between folds them again at the next open: the same ids, the same rows."""
+    kill in between folds them again at the next open: the same ids, the same rows. The
+    log is read a chunk at a time, so a long run's log is never in memory whole."""
     try:
-        data = log.read_bytes()
+        f = open(log, "rb")  # noqa: SIM115 (closed below, in every case)
     except FileNotFoundError:
         return
-    records, _ = _read_log(data)
-    blobs = [tuple(r) for kind, r in records if kind == _BLOB]
-    calls = [tuple(r) for kind, r in records if kind == _CALL]
     # The log goes only once its rows are durable in the database: FULL fsyncs the
     # WAL at this one commit (NORMAL, the rest of the time, does not).
-    db.execute("PRAGMA synchronous=FULL")
-    db.execute("BEGIN")
-    try:
-        db.executemany("INSERT OR IGNORE INTO blobs (id, hash, data) VALUES (?, ?, ?)", blobs)
-        db.executemany("INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?)", calls)
-        db.execute("COMMIT")
-    except BaseException:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        raise
-    finally:
-        db.execute("PRAGMA synchronous=NORMAL")
+    with f:
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute("BEGIN")
+        try:
+            rest = b""
+            while chunk := f.read(_FOLD_CHUNK):
+                data = rest + chunk
+                records, used = _read_log(data)
+                db.executemany(
+                    "INSERT OR IGNORE INTO blobs (id, hash, data) VALUES (?, ?, ?)",
+                    [tuple(r) for kind, r in records if kind == _BLOB],
+                )
+                db.executemany(
+                    "INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?)",
+                    [tuple(r) for kind, r in records if kind == _CALL],
+                )
+                rest = data[used:]
+                if len(rest) >= _HEAD.size:
+                    kind, length, _ = _HEAD.unpack_from(rest)
+                    if kind not in (_BLOB, _CALL) or _HEAD.size + length <= len(rest):
+                        break  # a bad record, not a cut one: the log ends there
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        finally:
+            db.execute("PRAGMA synchronous=NORMAL")
     log.unlink()
 
 
