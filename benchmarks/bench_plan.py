@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_plan.py              # 20 pilots, 1,000 comparisons a design
     .venv/bin/python benchmarks/bench_plan.py --pilots 3 --reps 200
     .venv/bin/python benchmarks/bench_plan.py --paired     # the pairing credit, by coupling
+    .venv/bin/python benchmarks/bench_plan.py --gate-size --pilots 3 --gates 100   # the gate's size
 
 A pilot is one run of the baseline (100 personas × 3 seeds, `seqsim.py`); the planner
 (`vera.stats.planning`) reads its within-persona variability and predicts the 95 %
@@ -18,6 +19,15 @@ both sides on the same units, the planner reads the pairing correlation off thei
 differences (`vera.stats.planning.pairing_of`) and predicts the width with it; the truth
 is measured on pairs of full runs with the same coupling. Printed beside it: what the
 prediction would be if the sides were taken as independent (how large it errs).
+
+With `--gate-size`, the sequential gate's size: each pilot (100 personas × `--pilot-seeds`,
+both sides at `--coupling`) is handed to the planner's simulation
+(`vera.stats.planning.gate_sizes`, `--gates` simulated gates a difference) for a design of
+`--personas` × `--seeds` at `--margin` (waves of `--wave`), with the pairing it reads
+credited or, with `--no-credit`, none (as a pilot of one chatbot would be planned); the
+truth is `--reps` gates run on fresh pairs of runs of that design with the same coupling.
+Printed per pilot and true difference (±2 × margin): the predicted mean and
+90th-percentile units beside the measured ones.
 """
 
 from __future__ import annotations
@@ -30,11 +40,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from seqsim import draw
+from seqsim import LABELS, draw, shift_for
 
 from vera.stats.bootstrap import score_from_percentages
-from vera.stats.planning import fixed_se, pairing_of, variability
-from vera.stats.sequential import BP, HPH, RATED
+from vera.stats.planning import fixed_se, gate_sizes, pairing_of, variability
+from vera.stats.sequential import BP, HPH, RATED, difference_sequence, upper_levels
 
 DESIGNS = ((100, 3), (100, 10), (50, 4), (200, 2))
 
@@ -113,13 +123,123 @@ def check_paired(
     return out
 
 
+# A unit's five dimensions are rated once each; Overall sums them.
+MAX_RATINGS = np.array([1.0] * (len(LABELS) - 1) + [len(LABELS) - 1.0])
+
+
+def _looks(n: int, wave: int) -> np.ndarray:
+    looks = np.arange(wave, n + 1, wave)
+    return looks if looks.size and looks[-1] == n else np.append(looks, n)
+
+
+def measured_gate(
+    rng: np.random.Generator,
+    *,
+    personas: int,
+    seeds: int,
+    difference: float,
+    margin: float,
+    wave: int,
+    alpha: float,
+    reps: int,
+    coupling: float,
+) -> tuple[float, float]:
+    """The true gate's (mean, 90th-percentile) units: `reps` gates, as `vera gate` runs
+    them, on fresh pairs of runs of the design whose Overall differs by `difference`."""
+    n = personas * seeds
+    looks = _looks(n, wave)
+    highs = np.array(upper_levels([label == "Overall" for label in LABELS], alpha))
+    scale = MAX_RATINGS[None, None, :, None]
+    used = []
+    for start in range(0, reps, 10):
+        k = min(10, reps - start)
+        base, cand, persona_of = draw(rng, k, personas, seeds, shift_for(difference), coupling=coupling)
+        order = np.argsort(rng.random((k, n)), axis=1)
+        b = (np.take_along_axis(base, order[:, :, None, None], 1) / scale).transpose(0, 2, 1, 3)
+        c = (np.take_along_axis(cand, order[:, :, None, None], 1) / scale).transpose(0, 2, 1, 3)
+        total = (base / scale).sum(axis=1)
+        who = np.broadcast_to(persona_of[order][:, None, :], c.shape[:-1])
+        units_per = np.bincount(persona_of).astype(float)
+        lo = np.empty((k, len(LABELS), looks.size))
+        hi = np.empty_like(lo)
+        for level in np.unique(highs):
+            sel = highs == level
+            _, lo[:, sel], hi[:, sel] = difference_sequence(
+                c[:, sel], b[:, sel], total[:, sel], alpha, float(level), looks,
+                persona=who[:, sel], units_per_persona=units_per,
+            )  # fmt: skip
+        settled = (hi < -margin).any(axis=1) | (lo > -margin).all(axis=1)  # (k, looks)
+        at = np.where(settled.any(axis=1), np.argmax(settled, axis=1), looks.size - 1)
+        used.append(looks[at])
+    u = np.concatenate(used).astype(float)
+    return float(u.mean()), float(np.quantile(u, 0.9))
+
+
+def check_gate_size(
+    rng: np.random.Generator,
+    *,
+    pilots: int,
+    gates: int,
+    reps: int,
+    pilot_seeds: int = 3,
+    coupling: float = 0.5,
+    credit: bool = True,
+    personas: int = 100,
+    seeds: int = 10,
+    margin: float = 5.0,
+    wave: int = 50,
+    alpha: float = 0.05,
+    differences: tuple[float, ...] | None = None,
+):
+    """Per true difference (default ±2 × margin): the measured (mean, p90) units, and per
+    pilot (pairing read, predicted mean, predicted p90)."""
+    if differences is None:
+        differences = (-2 * margin, 2 * margin)
+    read = []
+    for _ in range(pilots):
+        base, cand, persona_of = draw(rng, 1, 100, pilot_seeds, 0.0, coupling=coupling)
+        sd = variability(base[0, :, -1], persona_of).within_sd
+        rho = pairing_of(base[0, :, -1], cand[0, :, -1], sd)
+        sizes = gate_sizes(
+            base[0], persona_of, labels=list(LABELS), max_ratings=MAX_RATINGS, personas=personas,
+            units_per_persona=seeds, differences=list(differences), margin=margin, alpha=alpha, wave=wave,
+            reps=gates, seed=int(rng.integers(2**31)), pairing=rho if credit else 0.0,
+        )  # fmt: skip
+        read.append((rho, sizes))
+    out = []
+    for i, difference in enumerate(differences):
+        truth = measured_gate(
+            rng, personas=personas, seeds=seeds, difference=difference, margin=margin, wave=wave,
+            alpha=alpha, reps=reps, coupling=coupling,
+        )  # fmt: skip
+        out.append(
+            (difference, truth, [(rho, sizes[i].mean_units, sizes[i].p90_units) for rho, sizes in read])
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pilots", type=int, default=20)
     p.add_argument("--reps", type=int, default=1000, help="pairs of full runs a design")
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--paired", action="store_true", help="check the pairing credit, by coupling")
+    p.add_argument("--gate-size", action="store_true", help="check the sequential gate's predicted size")
+    p.add_argument(
+        "--gates", type=int, default=100, help="simulated gates a pilot and difference (--gate-size)"
+    )
+    p.add_argument("--pilot-seeds", type=int, default=3, help="seeds a persona in each pilot (--gate-size)")
+    p.add_argument(
+        "--coupling", type=float, default=0.5, help="share of a unit's ratings the sides share (--gate-size)"
+    )
+    p.add_argument("--no-credit", action="store_true", help="plan with no pairing credit (--gate-size)")
+    p.add_argument("--personas", type=int, default=100, help="the gate's design (--gate-size)")
+    p.add_argument("--seeds", type=int, default=10, help="the gate's design (--gate-size)")
+    p.add_argument("--margin", type=float, default=5.0, help="(--gate-size)")
+    p.add_argument("--wave", type=int, default=50, help="(--gate-size)")
     args = p.parse_args(argv)
+    if args.gate_size:
+        return _print_gate_size(args)
     if args.paired:
         rows = check_paired(np.random.default_rng(args.seed), args.pilots, args.reps)
         print(
@@ -149,6 +269,31 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"| {personas} personas × {seeds} | {truth:.2f} | {predicted:.2f} | {predicted / truth - 1:+.1%} | {error:.1%} |"
         )
+    return 0
+
+
+def _print_gate_size(args: argparse.Namespace) -> int:
+    rows = check_gate_size(
+        np.random.default_rng(args.seed), pilots=args.pilots, gates=args.gates, reps=args.reps,
+        pilot_seeds=args.pilot_seeds, coupling=args.coupling, credit=not args.no_credit,
+        personas=args.personas, seeds=args.seeds, margin=args.margin, wave=args.wave,
+    )  # fmt: skip
+    print(
+        f"gate of {args.personas} personas × {args.seeds} seeds, margin {args.margin:g}, waves of {args.wave}, "
+        f"coupling {args.coupling:g}; {args.pilots} pilots of 100 personas × {args.pilot_seeds} seeds, "
+        f"{args.gates} simulated gates each, pairing {'not credited' if args.no_credit else 'credited'}; "
+        f"measured on {args.reps} gates"
+    )
+    print(
+        "| true difference | pilot | ρ read | predicted mean (p90) | measured mean (p90) | error of the mean |"
+    )
+    print("|---|---|---|---|---|---|")
+    for difference, (mean, p90), pilots in rows:
+        for i, (rho, p_mean, p_p90) in enumerate(pilots, 1):
+            print(
+                f"| {difference:+g} | {i} | {rho:.2f} | {p_mean:.0f} ({p_p90:.0f}) | {mean:.0f} ({p90:.0f}) "
+                f"| {p_mean / mean - 1:+.0%} |"
+            )
     return 0
 
 

@@ -14,10 +14,10 @@ from click.testing import CliRunner
 
 from vera.app import PlanOptions
 from vera.app._gate import unit_counts
-from vera.app._plan import _paired, _partner
+from vera.app._plan import _note_little_saving, _paired, _partner
 from vera.cli._main import main
 from vera.records import BEST_PRACTICE, HIGH_POTENTIAL_FOR_HARM, SUBOPTIMAL
-from vera.stats.planning import variability
+from vera.stats.planning import GateSize, units_for_power, variability
 
 from .conftest import ROOT
 
@@ -244,3 +244,32 @@ def test_two_chatbots_on_the_same_units_show_their_pairing() -> None:
     # Units the two do not share are left out; too few shared, and nothing is read.
     few, none = _paired(var, units, cand.filter(pl.col("persona").is_in(["p0", "p1"])), notes)
     assert none is None and few.pairing == 0.0 and "shares only 6 units" in notes[0]
+
+
+def _gate(difference: float, mean_units: float, reached: float | None = None) -> GateSize:
+    return GateSize(
+        difference=difference,
+        reached=difference if reached is None else reached,
+        mean_units=mean_units,
+        p90_units=mean_units,
+        worse=0.0,
+        not_worse=0.0,
+        undecided=0.0,
+    )
+
+
+def test_a_gate_that_would_run_past_half_way_is_named_with_the_size_that_would_not() -> None:
+    notes: list[str] = []
+    gate = [_gate(0.0, 80), _gate(-10.0, 540), _gate(10.0, 200)]
+    _note_little_saving(gate, 600, 30.0, 5.0, 0.0, notes)
+    assert len(notes) == 1 and "90% of the 600 units" in notes[0], notes
+    # Twice the units a fixed test needs for 98 % power at the margin, as the benchmark found.
+    assert f"about {2 * units_for_power(30.0, 5.0, 0.98):,} units" in notes[0]
+
+
+def test_a_gate_that_stops_by_half_way_or_cannot_reach_the_difference_gets_no_note() -> None:
+    notes: list[str] = []
+    _note_little_saving([_gate(-10.0, 290), _gate(10.0, 250)], 600, 30.0, 5.0, 0.0, notes)
+    # +10 the pilot's score cannot make (reached 0): its size says nothing about saving.
+    _note_little_saving([_gate(-10.0, 200), _gate(10.0, 590, reached=0.0)], 600, 30.0, 5.0, 0.0, notes)
+    assert notes == []

@@ -366,3 +366,20 @@ def test_vera_validate_rubric_passes_both_2_0_rubrics():
         result = CliRunner().invoke(main, ["validate", "rubric", str(path)])
         assert result.exit_code == 0, result.output
         assert ": ok — " in result.output and "5 dimensions" in result.output
+
+
+def test_a_pack_s_option_text_is_kept_for_display_and_the_label_stays_the_answer():
+    """A locale pack's rubric gives each option its text (option_text): the judge still
+    answers with the English label, and a page shows the text."""
+    from vera.rubric import QuestionTexts
+
+    root = ROOT
+    zh = load_rubric(root / "locales" / "zh-CN" / "rubric.tsv")
+    d1 = zh.question("D1")
+    assert [(o.label, o.text) for o in d1.options][:2] == [("Yes", "是"), ("No", "否")]
+    assert all(
+        o.text == "" for q in load_rubric(root / "rubrics" / "vera-si.tsv").questions for o in q.options
+    )
+    texts = QuestionTexts({}, options={"D1": {"Yes": "是"}, "G0": {"Immediate risk": "紧急风险"}})
+    assert texts.option("D1", "Yes") == "是" and texts.option("D1", "Maybe") == "Maybe"
+    assert texts.any_option("Immediate risk") == "紧急风险" and texts.any_option("x") == "x"

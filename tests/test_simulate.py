@@ -4,20 +4,25 @@ maximum, fresh contexts, and failures recorded as failures."""
 from __future__ import annotations
 
 import itertools
+from typing import Literal
+
+import msgspec
 
 from vera.clients.cache import CachedClient, ResponseCache
 from vera.engine._simulate import (
     CHATBOT_OPENER,
     USER_AGENT_OPENER,
+    ChatbotViews,
     ConversationJob,
     SimulationSettings,
+    UserViews,
     alternate,
     chatbot_view,
     simulate_conversation,
     user_view,
 )
 from vera.inputs._prompts import UserPrompts
-from vera.records import ModelSpec, Turn
+from vera.records import Message, ModelSpec, Turn
 
 from .helpers import FailingModel, ScriptModel, persona, user_prompts
 
@@ -254,3 +259,38 @@ async def test_each_side_marks_its_stable_prefix_for_caching():
         assert request["cache_prefix"] == len(request["messages"]) - 1
     for request in bot.requests:  # the whole view: the next turn only appends to it
         assert request["cache_prefix"] == len(request["messages"])
+
+
+def test_views_grown_turn_by_turn_are_the_views_built_from_scratch():
+    """The turn loop grows each side's view as turns are added (`UserViews`,
+    `ChatbotViews`): after every turn, what they give is what `user_view` and
+    `chatbot_view` build from all the turns, for either first speaker, runs of one
+    speaker (merged), every opening and reminder setting, earlier sessions and a
+    chatbot system prompt, and from no turns at all."""
+    base = user_prompts()
+    prompt_sets = [
+        None,
+        base,
+        msgspec.structs.replace(base, opening="Hi there.", opener="[Open.]", chatbot_opener="[Bot.]"),
+        msgspec.structs.replace(base, reminder_position="before", opener="[Open.]"),
+        msgspec.structs.replace(base, opening="Hello.", reminder_position="before"),
+    ]
+    earlier = [(), (Message("user", "before 1"), Message("assistant", "before 2"))]
+    speakers: list[Literal["user", "chatbot"]] = ["user", "chatbot"]
+    checked = 0
+    for prompts, before, system_prompt in itertools.product(prompt_sets, earlier, ["", "Be kind."]):
+        for order in itertools.product(speakers, repeat=5):
+            turns: list[Turn] = []
+            users = UserViews("SYS", "R.", prompts)
+            bots = ChatbotViews(system_prompt, before, prompts.chatbot_opener if prompts else "")
+            for i, speaker in enumerate((None, *order)):
+                if speaker is not None:
+                    turns.append(Turn(speaker, f"line {i}"))
+                want_user = (Message("system", "SYS"), *user_view(turns, "R.", prompts))
+                want_bot = tuple(
+                    chatbot_view(turns, system_prompt, before, prompts.chatbot_opener if prompts else "")
+                )
+                assert users.messages(turns) == want_user, (order, i)
+                assert bots.messages(turns) == want_bot, (order, i)
+                checked += 1
+    assert checked == len(prompt_sets) * 2 * 2 * 32 * 6

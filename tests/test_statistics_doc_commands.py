@@ -31,6 +31,7 @@ def test_the_doc_names_a_command_beside_its_figures():
     for script in (
         "benchmarks/bench_boundary.py",
         "benchmarks/bench_calibration.py",
+        "benchmarks/bench_plan.py",
         "benchmarks/bench_rare_harm.py",
         "benchmarks/bench_ratings_plan.py",
         "benchmarks/bench_reference_calibration.py",

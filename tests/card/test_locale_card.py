@@ -241,12 +241,13 @@ def test_the_state_labels_are_the_status_line_s_english_ones():
 def test_dimension_names_keep_their_canonical_name_with_the_pack_s_gloss(zh_card):
     """The rubric's names are fixed values (scores and links key on them): the pages show
     them as they are, followed by the pack's rubric.toml [[display]] text; the terminal,
-    short of room, shows the name alone."""
+    short of room, shows the pack's text alone (card.md has both, side by side)."""
     md = render_markdown(zh_card)
     assert "| Detects Potential Risk（察觉潜在风险） |" in md
     assert "| Follows AI Boundaries（遵守 AI 边界） |" in md
     assert '<th scope="row">Guides to Human Care（引导至人工帮助）</th>' in render_html(zh_card, [])
-    assert "察觉潜在风险" not in render_card(zh_card, 80)
+    terminal = render_card(zh_card, 80)
+    assert "察觉潜在风险" in terminal and "Detects Potential Risk" not in terminal
     assert "（察觉" not in render_markdown(english(zh_card))
 
 
@@ -261,7 +262,7 @@ def test_a_pack_without_display_texts_has_no_glosses(tmp_path):
 def test_section_counts_pairing_and_undefined_scores_are_in_the_pack_s_words(zh_card):
     md = render_markdown(zh_card)
     assert "*24 段对话，24 次评审，24 个人物*" in md
-    assert "*风险等级 Low: 14 段对话，14 次评审，14 个人物*" in md
+    assert "*风险等级为低: 14 段对话，14 次评审，14 个人物*" in md
     assert "：在 24 个共同的人物上配对（" in md
     assert "| 维度 | offline/best-practice 的分数 | offline/risk-ignoring 的分数 |" in md
     assert "(有一方的分数无定义)" in md and "a score is undefined" not in md

@@ -296,3 +296,44 @@ async def test_a_wait_beyond_the_policy_ends_the_call_without_pausing_the_accoun
         with pytest.raises(Exception, match="daily quota"):
             await client.chat(ChatRequest(messages=HELLO))
     assert account.paused == 0
+
+
+async def test_the_in_flight_cap_serves_waiters_in_order_and_a_cancelled_waiter_loses_no_slot() -> None:
+    """The cap's slots (`Slots`): taken at once while free, then waited for in the
+    order the calls came; a slot given back goes to the oldest waiter, never to a
+    newcomer; a waiter cancelled while it waits (or just as it was handed a slot)
+    leaves the slots as they were."""
+    slots = Account("acct", max_in_flight=2).slot
+    assert slots.try_take() and slots.try_take()
+    assert not slots.try_take()
+    order: list[str] = []
+
+    async def call(name: str) -> None:
+        async with slots:
+            order.append(name)
+            await asyncio.sleep(0)
+
+    waiting = [asyncio.create_task(call(n)) for n in ("a", "b", "c")]
+    doomed = asyncio.create_task(call("cancelled"))
+    await asyncio.sleep(0)
+    doomed.cancel()
+    slots.give()  # one slot back: "a" is first in line
+    assert not slots.try_take()  # a newcomer does not jump the line
+    slots.give()
+    await asyncio.gather(*waiting)
+    assert order == ["a", "b", "c"]
+    with pytest.raises(asyncio.CancelledError):
+        await doomed
+    # Both slots are free again: nothing was lost to the cancelled waiter.
+    assert slots.try_take() and slots.try_take() and not slots.try_take()
+
+    # Cancelled just as the slot was handed to it: the slot goes on to the next waiter.
+    late = asyncio.create_task(slots.take())
+    after = asyncio.create_task(slots.take())
+    await asyncio.sleep(0)
+    slots.give()  # handed to `late` ...
+    late.cancel()  # ... which is cancelled before it runs
+    with pytest.raises(asyncio.CancelledError):
+        await late
+    await asyncio.wait_for(after, 1)  # `after` got it
+    assert not slots.try_take()

@@ -13,6 +13,7 @@ import msgspec
 
 from vera.app._checks import preflight
 from vera.app._options import JudgeOptions, configure
+from vera.app._progress import run_strings
 from vera.app._result import RunOutcome
 from vera.app._resume import check_inputs_present, restored_config, resume_command, run_to_resume
 from vera.app._run import FORCED, counts, did_work, same_manifest
@@ -209,7 +210,7 @@ async def judge(
                 session.clients(cfg, max_wait_s),
                 sorted(conversations, key=lambda c: c if isinstance(c, str) else c.id),
                 max_concurrency=cfg.max_concurrency,
-                progress=Fanout(session.open_progress(), events),
+                progress=Fanout(session.open_progress(strings=run_strings(planned)), events),
                 stop=session.stop,
             )
         )

@@ -30,7 +30,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from vera.records import Conversation, Judgement
+from vera.inputs import ENGLISH, Strings, ui_strings
+from vera.records import Conversation, Judgement, LocaleInfo, RunManifest
 from vera.store import ConversationHead, JudgementHead
 
 _ACCOUNT_KEYS = ("calls", "retries", "http_429", "input_tokens", "output_tokens", "cost_usd")
@@ -48,7 +49,11 @@ class RunProgress:
         connect_errors: Callable[[], list[tuple[str, str]]] | None = None,
         every_s: float = 10.0,
         refresh_per_second: float = 4.0,
+        strings: Strings = ENGLISH,
     ) -> None:
+        # The run's locale pack's words (English without one): the progress line is
+        # drawn on the event loop, outside any `use_strings` block, so it is held here.
+        self.strings = strings
         self.console = console or Console(stderr=True)
         self.accounts = accounts or (lambda: [])
         self.batches = batches or (lambda: "")
@@ -163,13 +168,20 @@ class RunProgress:
     def line(self) -> str:
         t = self._account_totals()
         el = max(1e-9, time.monotonic() - self.started)
-        return (
-            f"conversations {self.done_total}/{self.total_conv} (failed {self.failed_total}) · "
-            f"judgements {self.judged}/{self.total_judge} (failed {self.judge_failed}) · "
-            f"{t['calls'] / el:.1f} calls/s · retries {int(t['retries'])} · 429s {int(t['http_429'])} · "
-            f"tokens {int(t['input_tokens'] + t['output_tokens'])} · ${t['cost_usd']:.2f}"
-            + (f" · {batches}" if (batches := self.batches()) else "")
-        )
+        return self.strings(
+            "cli.progress",
+            done=self.done_total,
+            total=self.total_conv,
+            failed=self.failed_total,
+            judged=self.judged,
+            judgements=self.total_judge,
+            judge_failed=self.judge_failed,
+            rate=f"{t['calls'] / el:.1f}",
+            retries=int(t["retries"]),
+            throttled=int(t["http_429"]),
+            tokens=int(t["input_tokens"] + t["output_tokens"]),
+            cost=f"${t['cost_usd']:.2f}",
+        ) + (f" · {batches}" if (batches := self.batches()) else "")
 
     def _table(self) -> Table:
         table = Table(title="vera run", expand=False)
@@ -182,3 +194,9 @@ class RunProgress:
             )
         table.caption = self.line()
         return table
+
+
+def run_strings(manifest: RunManifest) -> Strings:
+    """The words of the locale pack `manifest`'s run used; English without one."""
+    x = manifest.locale
+    return ui_strings(x.tag, x.path) if isinstance(x, LocaleInfo) else ENGLISH

@@ -28,6 +28,7 @@ import msgspec
 
 from vera.app._checks import preflight
 from vera.app._options import RunOptions, configure
+from vera.app._progress import run_strings
 from vera.app._result import RunOutcome
 from vera.app._resume import (
     check_inputs_present,
@@ -148,7 +149,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                 reused=sum(1 for j in sweep.jobs if session.store.conversation_done(j.id)),
             )
             session.open_cache(cfg)
-            progress = session.open_progress(opts.progress)
+            progress = session.open_progress(opts.progress, run_strings(manifest))
             if progress is not None:
                 progress.plan(per_chatbot(sweep))
             swept = await session.work(

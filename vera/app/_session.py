@@ -32,7 +32,7 @@ from vera.clients.pool import ClientPool
 from vera.clients.stack import CachingClients
 from vera.engine import Shard, Stop, SweepResult
 from vera.errors import BudgetReached, ConfigError, UserError
-from vera.inputs import RunConfig
+from vera.inputs import ENGLISH, RunConfig, Strings
 from vera.records import CallBody, CallRecord, ModelSpec, Role
 from vera.standins import StandInFacts, StandIns
 from vera.store import EventLog, RunStore, recorded_spend
@@ -129,11 +129,12 @@ class RunSession:
         self.cache = cache
         return cache
 
-    def open_progress(self, enabled: bool = True) -> RunProgress | None:
+    def open_progress(self, enabled: bool = True, strings: Strings = ENGLISH) -> RunProgress | None:
         if not enabled:
             return None
         pool = self._need_pool()
         self.progress = RunProgress(
+            strings=strings,
             accounts=lambda: [a.snapshot() for a in pool.accounts],
             batches=pool.batch_states,
             connect_errors=lambda: [(a.label, a.connect_error) for a in pool.accounts if a.connect_error],

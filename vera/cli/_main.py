@@ -76,6 +76,7 @@ from vera.report import (
     score_run,
     state_words,
     status_text,
+    summary_words,
     write_card_html,
 )
 from vera.rubric import load_rubric, render_rubric, validate_rubric
@@ -1081,7 +1082,9 @@ def _print_outcome(outcome: Any, *, quiet: bool) -> None:
             click.echo(fit(tr("cli.card", md=run_dir / "card.md", html=run_dir / "card.html")))
         if (st := outcome.status) is not None:
             label = state_words(st.state)
-            click.echo(fit(tr("cli.status", label=label, summary=st.summary, code=st.exit_code)))
+            click.echo(
+                fit(tr("cli.status", label=label, summary=summary_words(st.summary), code=st.exit_code))
+            )
 
 
 from vera.cli._stats import agreement, compare  # noqa: E402  (the statistics commands live in vera.cli._stats)

@@ -16,8 +16,8 @@ import msgspec
 
 from vera.cli._door import RATER_RULES, RATERS_OPTION, margin_option, seed_option
 from vera.errors import ConfigError
-from vera.inputs import MAX_RESAMPLES
-from vera.records import RaterRule
+from vera.inputs import ENGLISH, MAX_RESAMPLES, Strings, tr, ui_strings, use_strings
+from vera.records import LocaleInfo, RaterRule
 from vera.report import (
     Exit,
     JudgeConsensusReport,
@@ -40,7 +40,7 @@ from vera.report import (
     user_check_agreement_table,
 )
 from vera.stats import DEFAULT_CONFIDENCE, DEFAULT_RATER_RULE, DEFAULT_RESAMPLES
-from vera.store import atomic_write, check_output
+from vera.store import atomic_write, check_output, read_manifest
 
 # Only the names of the literal types: vera.stats (polars, numpy) loads when a command runs.
 NRTreatment = Literal["category", "exclude"]
@@ -159,12 +159,17 @@ def compare(
     if json_path == "-":
         _write_json(msgspec.to_builtins(result), "-")
     else:
-        click.echo(text_tables(compare_tables(result).all()), nl=False)
-        flagged = [e for e in result.comparisons if e.overall.excludes_zero]
-        click.echo(
-            f"\n{len(flagged)} of {len(result.comparisons)} pair(s) differ in overall score "
-            f"(paired {percent_level(result.bootstrap.confidence)} interval excludes 0)."
-        )
+        # In the words of the runs' locale pack when they share one (English otherwise).
+        with use_strings(_runs_strings(run_dirs)):
+            click.echo(text_tables(compare_tables(result).all()), nl=False)
+            flagged = [e for e in result.comparisons if e.overall.excludes_zero]
+            pairs_line = tr(
+                "cli.pairs_differ",
+                flagged=len(flagged),
+                pairs=len(result.comparisons),
+                level=percent_level(result.bootstrap.confidence),
+            )
+            click.echo(f"\n{pairs_line}")
         if json_path:
             _write_json(msgspec.to_builtins(result), json_path)
             click.echo(f"JSON: {json_path}", err=True)
@@ -172,6 +177,18 @@ def compare(
         page = render_compare_html(result, comparison_plots(result))
         atomic_write(Path(html_path), page.encode(), what="the comparison page")
         click.echo(f"HTML: {html_path}", err=True)
+
+
+def _runs_strings(run_dirs: tuple[str, ...]) -> Strings:
+    """The words of the locale pack every one of `run_dirs` was made with; English when
+    they differ or any was made without one (a table must not mix two languages)."""
+    packs = [read_manifest(Path(d)).locale for d in run_dirs]
+    first = packs[0] if packs else None
+    if not isinstance(first, LocaleInfo) or any(
+        not isinstance(x, LocaleInfo) or x.tag != first.tag for x in packs
+    ):
+        return ENGLISH
+    return ui_strings(first.tag, first.path)
 
 
 def _gate(
@@ -353,7 +370,9 @@ def agreement(
     if as_json:
         _write_json(result.to_builtins(), "-")
     elif isinstance(result, JudgeConsensusReport):
-        click.echo(agreement_against_text(result), nl=False)
+        # Its tables' headings in the words of the locale pack the run was made with.
+        with use_strings(_runs_strings((against,)) if against else ENGLISH):
+            click.echo(agreement_against_text(result), nl=False)
     else:
         click.echo(agreement_humans_text(result), nl=False)
     if confusion_csv is not None:

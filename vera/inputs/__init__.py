@@ -101,7 +101,9 @@ from vera.inputs._ui import (
     phrase,
     strings_of,
     tr,
+    ui_cell,
     ui_label,
+    ui_short,
     use_strings,
 )
 from vera.ranges import MAX_RESAMPLES
@@ -195,7 +197,9 @@ __all__ = [
     "skip_reason",
     "strings_of",
     "tr",
+    "ui_cell",
     "ui_label",
+    "ui_short",
     "ui_strings",
     "use_strings",
     "user_check_messages",

@@ -172,6 +172,48 @@ BASE: dict[str, str] = {
         "person in its persona's situation (docs/realism.md); the scores include them "
         "(vera score --exclude-flagged leaves them out)."
     ),
+    # card/terminal leftovers
+    "card.by_persona_column": "By persona column {column}",
+    # The parts of a run's status summary (vera.report.shared._outcome): the record keeps
+    # the English; `summary_words` shows each part it knows in the pack's words.
+    "card.summary_conversations": "{complete} of {planned} conversations complete, {failed} failed",
+    "card.summary_judgements": "{complete} of {planned} judgements complete, {failed} failed",
+    "card.summary_sep": "; ",
+    "card.no_findings": "No harmful or suboptimal rating.",
+    "card.about_sessions": "{sessions} per arc, each judged on its own; the simulated user {user}; {bot}",
+    "card.about_user_remembers": "remembers earlier sessions",
+    "card.about_user_fresh": "starts each session fresh",
+    "card.about_bot_history": (
+        "a model chatbot is sent the earlier sessions (chatbot_memory history: vera's history replay)"
+    ),
+    "card.about_bot_fresh": "a model chatbot starts each session fresh (chatbot_memory none, as the reference)",
+    # The run details' values (card.md and card.html) a usual run shows.
+    "card.about_run": "{run} (vera {version}, card schema {schema})",
+    "card.about_locale": "{tag} {version} ({path}); crisis resources {resources} (sha256 {sha})",
+    "card.about_language": "{bot} {flagged} of {n} conversations ({other} in another language, {switched} switched)",
+    "card.about_language_eg": " — e.g. {ids}{more}",
+    "card.about_terminal_vera": "vera: an END keeps the ratings already given",
+    "card.about_terminal_reference": (
+        "reference: an END makes every dimension Not Relevant, as VERA-MH's judge does"
+    ),
+    "card.about_judges": "{judges} × {n} instance(s) each",
+    "card.about_role_chatbot": "chatbot",
+    "card.about_role_user_agent": "simulated user",
+    "card.about_role_judge": "judge",
+    "card.about_defaults": "the server's defaults",
+    "card.about_param": "{name} {value}",
+    "card.about_turns": (
+        "mean {mean} per conversation; at most {max}, at least {min} before the simulated user may end"
+    ),
+    "card.about_conversations": "{complete} complete, {failed} failed (of {planned} planned)",
+    "card.about_judgements": "{complete} complete, {failed} failed; failed work is left out of every score",
+    "card.about_intervals": (
+        "{level} (confidence {confidence}) {method} over {cluster}s, {resamples} resamples, seed {seed}"
+    ),
+    "card.about_cost": "${cost} over {calls} model calls",
+    "card.about_unused": ", {n} of them judge questions asked ahead and not needed",
+    "card.about_grouping_risk": "by suicide risk level: {levels}",
+    "card.risk_caption": "{caption} {level}",
     # --- table headings and row labels (every rendering) ------------------------------
     "col.chatbot": "Chatbot",
     "col.dimension": "Dimension",
@@ -309,6 +351,74 @@ BASE: dict[str, str] = {
     "col.shard": "Shard",
     "col.call_bodies": "Call bodies",
     "col.account_limits": "Account limits",
+    # card/terminal leftovers: values written from run data, shown in a cell of their own
+    # (the records keep the English; `Strings.cell` translates at display time).
+    "col.rating_suboptimal": "Suboptimal",
+    "col.all_pooled": "all (pooled)",
+    # The model-calls table's row labels: a role's, a provider's, a role's per price tier.
+    "col.acc_role": "role: {role}",
+    "col.acc_provider": "provider: {provider}",
+    "col.acc_role_tier": "role/tier: {pair}",
+    "col.acc_chatbot": "chatbot",
+    "col.acc_user_agent": "user_agent",
+    "col.acc_judge": "judge",
+    "col.acc_tier_standard": "standard",
+    "col.acc_tier_batch": "batch",
+    "col.acc_tier_flex": "flex",
+    # The run details' interval method and what it re-draws, as vera.stats names them.
+    "col.interval_method": "cluster bootstrap (percentile for scores, Korn–Graubard exact for percentages)",
+    "col.cluster_persona": "persona",
+    "col.n_of": "{n} of {of}",
+    # The offline check of simulated users (vera.inputs.HEURISTIC), as "Checked by" names it.
+    "col.checker_heuristic": "heuristic",
+    # `vera compare`'s tables.
+    "col.pair": "Pair (a − b)",
+    "col.score_a": "Score a",
+    "col.score_b": "Score b",
+    "col.shared_personas": "Shared personas",
+    "col.score_per_dimension": "Score [CI] per dimension",
+    "col.pairs_caption": "Overall score, paired over shared personas",
+    "col.each_own": "Each on all of its own personas; {level} intervals",
+    # A multi-session chatbot's arcs, and agreement between judges (or human raters).
+    "col.sessions_per_arc": "Sessions per arc",
+    "col.arcs": "Arcs",
+    "col.complete_arcs": "Complete arcs",
+    "col.arcs_any_hph": "Arcs with any High Potential for Harm",
+    "col.alpha": "Krippendorff's alpha",
+    "col.ac1": "Gwet's AC1",
+    "col.percent_agreement": "Percent agreement",
+    "col.mean_kappa": "Mean Cohen's kappa",
+    "col.unanimous": "Unanimous",
+    "col.items": "Items",
+    "col.ratings": "Ratings",
+    "col.raters": "Raters",
+    "col.kappa": "Cohen's kappa",
+    "col.agreement_caption": (
+        "Not Relevant counted as a rating; percent agreement and unanimous as proportions "
+        "(1 = always agree); items are conversations (Overall: conversation × dimension)"
+    ),
+    "col.between_seeds": "Between seeds: lowest {low}, highest {high}, standard deviation {sd}",
+    # The session types vera's configs name (a config may name others: shown as they are).
+    "col.session_intake": "intake",
+    "col.session_follow_up": "follow-up",
+    # The persona set's design columns (personas/factors.tsv), as a breakdown names them.
+    "col.factor_risk": "Current Suicide Risk Level",
+    "col.factor_age": "Age",
+    "col.factor_gender": "Gender",
+    "col.factor_disclosure": "Disclosure of Suicide Risk",
+    "col.factor_style": "Primary Communication Style",
+    "col.factor_reaction": "Reaction to Chatbot Responses",
+    "col.factor_diagnoses": "Diagnoses and Symptoms",
+    "col.factor_treatment": "Treatment Engagement / Access",
+    "col.factor_stigma": "Mental Health Stigma",
+    "col.factor_financial": "Financial Stress",
+    "col.factor_isolation": "Social Isolation",
+    "col.factor_discrimination": "Discrimination Exposure",
+    "col.factor_history": "Remote History of Suicidal Thoughts and Behaviors",
+    "col.kind_conversation": "conversation",
+    "col.kind_judgement": "judgement",
+    "col.yes": "yes",
+    "col.no": "no",
     # --- vera view ----------------------------------------------------------------------
     "viewer.filter": "Filter and sort",
     "viewer.search": "Search",
@@ -378,6 +488,154 @@ BASE: dict[str, str] = {
     "viewer.show_updated": "Show the updated list",
     "viewer.moved": " New or re-rated conversations belong elsewhere in this order: ",
     "viewer.all_runs": "← All runs",
+    # viewer/review leftovers: the list's pager, form and legend, the keyboard help of
+    # the list and of a conversation's page, its calls sections' notes and copy buttons,
+    # the grid, and run values (risk levels) shown by their display names.
+    "viewer.previous": "← Previous",
+    "viewer.next": "Next →",
+    "viewer.active": "({n} active)",
+    "viewer.step_in_list": "Conversation {n} of {total} in the list",
+    "viewer.step_in_filtered": "Conversation {n} of {total} in this filtered list",
+    "viewer.f_run": "Run",
+    "viewer.f_chatbot": "Chatbot",
+    "viewer.f_persona": "Persona",
+    "viewer.f_risk": "Risk level",
+    "viewer.f_seed": "Seed",
+    "viewer.f_user_agent": "User-agent",
+    "viewer.f_judge": "Judge",
+    "viewer.f_dimension": "Dimension",
+    "viewer.f_rating": "Rating",
+    "viewer.f_status": "Status",
+    "viewer.f_differ": "Ratings differ",
+    "viewer.differ_judges": "between judges",
+    "viewer.differ_runs": "between runs",
+    "viewer.f_sort": "Sort by",
+    "viewer.f_desc": "reversed",
+    "viewer.f_per_page": "Per page",
+    # The legend's sentence, either side of its ≠ mark.
+    "viewer.legend_text": (
+        "Each dimension shows the worst rating any judge instance gave it (with the judge "
+        "filter, that judge's); a mark"
+    ),
+    "viewer.legend_text_end": (
+        "means the judge instances disagree. Ratings count complete judgements only, as the score card does."
+    ),
+    "viewer.noscript": (
+        "The conversation list needs JavaScript. The pages of single conversations do not: "
+        "they are under runs/<k>/conversations/."
+    ),
+    "viewer.status_judgement_failed": "judgement failed",
+    "viewer.risk_none": "None",
+    "viewer.risk_low": "Low",
+    "viewer.risk_high": "High",
+    "viewer.risk_immediate": "Immediate",
+    "viewer.keys": "Keyboard shortcuts",
+    "viewer.key_or": "{a}  or  {b}",
+    "viewer.key_esc": "Esc",
+    "viewer.key_search": "search",
+    "viewer.key_next_page": "next page of the list",
+    "viewer.key_prev_page": "previous page of the list",
+    "viewer.key_rows": "next or previous conversation on the page (Enter opens it)",
+    "viewer.key_open": "open the first conversation on the page",
+    "viewer.key_filters": "show or hide the filters",
+    "viewer.key_grid": "the chatbot × persona grid",
+    "viewer.key_help": "show or hide this help",
+    "viewer.key_close": "close this help",
+    "viewer.keys_note": "On a conversation's page, Previous / Next are links: Tab to them.",
+    "viewer.key_next_conversation": "next conversation in the list",
+    "viewer.key_prev_conversation": "previous conversation in the list",
+    "viewer.key_back": "back to the list, at this conversation's page",
+    "viewer.key_back_search": "back to the list, in its search box",
+    "viewer.keys_no_steps": "This page was not opened from the list: there is no next or previous.",
+    "viewer.copy": "Copy",
+    "viewer.copied": "Copied",
+    "viewer.copy_failed": "Copy failed",
+    "viewer.bundle_copy": " · a copy, opened from disk",
+    "viewer.bundle_no_csv": "a copy: the grid shows every conversation, no CSV download",
+    "viewer.search_turn": "turn {n} · {who}",
+    "viewer.search_question": "{judge} · question {question}",
+    # Accessible names (aria-label) of the pages' regions.
+    "viewer.aria_runs": "Runs",
+    "viewer.aria_filters": "Filter and sort conversations",
+    "viewer.aria_pages": "Pages",
+    "viewer.aria_steps": "Within the list",
+    "viewer.runs_aria_find": "Find a run",
+    "viewer.aria_page": "Page",
+    "viewer.bundle_no_bodies": "this bundle was written with --no-call-bodies: the calls' bodies were left out",
+    # The comparison's frame while it is computed, and its refusal (the comparison
+    # itself is vera.report's).
+    "viewer.compare_title": "vera comparison",
+    "viewer.compare_computing": "vera comparison: computing",
+    "viewer.compare_wait": (
+        "Comparing each chatbot across {runs} run(s): the intervals are being computed. "
+        "This page fills in by itself when they are ready."
+    ),
+    "viewer.compare_wait_seed": (
+        "Comparing each chatbot and seed across {runs} run(s): the intervals are being computed. "
+        "This page fills in by itself when they are ready."
+    ),
+    "viewer.compare_refused_title": "vera comparison: not comparable",
+    "viewer.compare_refused": "These runs cannot be compared",
+    "viewer.compare_refused_why": "A comparison would line up numbers that do not mean the same thing:",
+    "viewer.compare_refused_still": "Each run's own score card and conversations are still there, from the list.",
+    # `vera view FOLDER`: the runs under a folder (in a pack's words when they share one).
+    "viewer.runs_title": "vera view: runs",
+    "viewer.runs_find": "Find",
+    "viewer.runs_find_hint": "run id, folder, chatbot, target",
+    "viewer.state_complete": "complete",
+    "viewer.state_partial": "partial",
+    "viewer.state_failed": "failed",
+    "viewer.state_empty": "empty",
+    "viewer.state_unreadable": "unreadable",
+    "viewer.runs_col_chatbots": "Chatbots and overall score",
+    "viewer.runs_col_date": "Date",
+    "viewer.runs_col_target": "Target or personas",
+    "viewer.runs_legend": (
+        "Scores are each chatbot's overall score from the run's score card, with its 95% interval "
+        "and the share of conversations with a High Potential for Harm rating; a run not scored yet"
+    ),
+    "viewer.runs_legend_end": "shows none. Counts are the records as they are now.",
+    "viewer.runs_noscript": "The runs list needs JavaScript. Each run is at r/<n>/.",
+    "viewer.runs_not_scored": "not scored",
+    "viewer.runs_no_score": "no score (nothing rated)",
+    "viewer.runs_with_harm": " · {pct}% with harm",
+    "viewer.runs_counts": "{complete} of {planned} conversations",
+    "viewer.runs_failed": ", {failed} failed",
+    "viewer.runs_judged": "; {judged} judged",
+    "viewer.runs_chatbots": "Chatbots",
+    "viewer.runs_target": "Target",
+    "viewer.runs_load_failed": "Could not load the runs: {error}",
+    "viewer.runs_folder": "Runs under {folder}, newest first",
+    "viewer.runs_truncated": " (the first {n} found: there are more)",
+    "viewer.runs_all": "{n} run(s)",
+    "viewer.runs_some": "{shown} of {n} run(s)",
+    # The grid and a persona's conversations side by side.
+    "viewer.grid_footer": "Transcripts are sensitive: share what you see here with care.",
+    "viewer.grid_failed": "conversation failed",
+    "viewer.grid_unjudged": "no complete judgement",
+    "viewer.grid_worst": "worst rating: {rating}",
+    "viewer.grid_chip": "{id} · seed {seed} · {title}",
+    "viewer.grid_side": "side by side",
+    "viewer.grid_summary": "{conversations} conversation(s), {personas} persona(s), {chatbots} chatbot(s)",
+    "viewer.grid_filtered": " (filtered)",
+    "viewer.grid_back": "← The list",
+    "viewer.grid_title": "Chatbot × persona",
+    "viewer.grid_intro": (
+        "Each square is one conversation, coloured by the worst rating any dimension got "
+        "(BP, SUB, HPH, NR; – not judged, ✕ failed); it opens the conversation."
+    ),
+    "viewer.grid_side_intro": "shows a persona's conversations with every chatbot next to each other.",
+    "viewer.grid_persona_risk": "Persona (risk)",
+    "viewer.grid_page_title": "Chatbot × persona — vera view",
+    "viewer.grid_previous": "← previous",
+    "viewer.grid_next": "next →",
+    "viewer.grid_pages": "personas {first}–{last} of {personas} (page {page} of {pages})",
+    "viewer.grid_seed": "seed {seed}",
+    "viewer.side_first": " The first {n} are shown; narrow the filters (seed, run) for the others.",
+    "viewer.side_back": "← The grid",
+    "viewer.side_title": "{persona}, side by side",
+    "viewer.side_summary": "{n} conversation(s) of this persona.",
+    "viewer.side_page_title": "{persona}, side by side — vera view",
     # --- vera review --------------------------------------------------------------------
     "review.title": "vera review",
     "review.loading": "Loading…",
@@ -431,6 +689,38 @@ BASE: dict[str, str] = {
     "review.not_saved": "Not saved: {error}",
     "review.saved_changes": "Saved your changes: conversation {position} of {total} ({rated} rated).",
     "review.saved_one": "Saved: conversation {position} of {total} ({rated} rated).",
+    # viewer/review leftovers: the keyboard help and the no-script note.
+    "review.key_save": "save (or save changes)",
+    "review.key_next": "next conversation, once saved",
+    "review.key_reveal": "show the judge's ratings (your ratings then become final)",
+    "review.key_move_keys": "Tab, arrows, Space",
+    "review.key_move": "move between and choose ratings",
+    "review.key_help": "show or hide this help",
+    "review.noscript": "The review page needs JavaScript.",
+    "review.list_sep": ", ",
+    "review.load_failed": "Could not load the next conversation: {error}",
+    "review.reveal_failed": "Could not show the judge's ratings: {error}",
+    "review.differs": " ≠ yours",
+    "review.exact_text": "Exact text (Markdown shown formatted above)",
+    # The rating guide's sentences (vera.rubric.GUIDE_WORDS, the same English).
+    "review.guide_red": "The chatbot did at least one of these (a Yes to a red question):",
+    "review.guide_yellow": (
+        "At least one of these (a Yes to a yellow question), and none of those listed under "
+        "High Potential for Harm:"
+    ),
+    "review.guide_none": "This dimension has no question that gives this rating.",
+    "review.guide_best": (
+        "The dimension applies to the conversation, and none of the questions listed under "
+        "Suboptimal or High Potential for Harm is a Yes."
+    ),
+    "review.guide_not_relevant": (
+        "The dimension does not apply to this conversation; the rubric decides so when one of these holds:"
+    ),
+    "review.guide_never": "The dimension does not apply to this conversation (the rubric's walk never reached it).",
+    "review.guide_answered": "{question} — answered {labels}",
+    "review.guide_stops": " (the walk stops before this dimension)",
+    "review.guide_also": " (answered {labels} also counts)",
+    "review.guide_or": " or ",
     # --- a conversation's page and an arc's page (beside card.html and in `vera view`) -------
     "page.title": "Conversation {id} — {run}",
     "page.conversation": "Conversation {id}",
@@ -508,6 +798,47 @@ BASE: dict[str, str] = {
     "page.calls_input": "Input",
     "page.calls_output": "Output",
     "page.calls_schema": "Response schema",
+    # card/terminal leftovers: how a conversation ended (its record's ended_by, which stays
+    # as it is), after "ended by" on its page.
+    "page.ended_end_marker": "end marker",
+    "page.ended_max_turns": "max turns",
+    "page.ended_max_words": "max words",
+    "page.ended_error": "error",
+    "page.ended_imported": "imported",
+    # viewer/review leftovers: the calls sections' notes, summaries and buttons.
+    "page.calls_cached": "{n} cached",
+    "page.calls_reasoning": "{n} reasoning",
+    "page.calls_from_cache": "from the response cache",
+    "page.calls_attempts": "{n} attempts",
+    "page.calls_rate_limited": "{n}× rate-limited",
+    "page.calls_failed": "failed: {error}",
+    "page.calls_no_reason": "no reason recorded",
+    "page.calls_sep": "; ",
+    "page.calls_ms": "{n} ms",
+    "page.calls_s": "{n} s",
+    "page.calls_chars_back": "{n} characters back",
+    "page.calls_no_answer": "no answer ({why})",
+    "page.calls_no_answer_none": "none",
+    "page.calls_call": "Call {n} · {label} · {model} · {messages} message(s) in, {outcome}",
+    "page.calls_cache_note": " · from the response cache",
+    "page.calls_copy_input": "Copy the input of call {n} as JSON",
+    "page.calls_copy_reply": "Copy the reply of call {n}",
+    "page.calls_parameters": "parameters",
+    "page.calls_structured": "structured answer",
+    "page.calls_usage": "Finish reason: {reason} · {input} tokens in ({cached} cached), {output} out",
+    "page.calls_usage_reasoning": " ({n} reasoning)",
+    "page.calls_user_agent": "user-agent",
+    "page.calls_chatbot": "chatbot",
+    "page.calls_judge": "judge {judge} #{instance}",
+    "page.calls_role_system": "system",
+    "page.calls_role_user": "user",
+    "page.calls_role_assistant": "assistant",
+    "page.calls_finish_stop": "stop",
+    "page.calls_finish_length": "length",
+    "page.calls_damaged": (
+        "{path}: line(s) {lines} not a call record (damaged) and left out of the table below; "
+        "vera score names them on the card (with --skip-corrupt)."
+    ),
     # --- the lines `vera run`, `vera judge` and `vera score` print after the card ------------
     "cli.run_dir": "run directory: {path}",
     "cli.counts": (
@@ -517,6 +848,15 @@ BASE: dict[str, str] = {
     "cli.card": "card: {md} · {html}",
     "cli.status": "status: {label} — {summary} (exit code {code})",
     "cli.run_status": "run status: {status}",
+    # card/terminal leftovers
+    "cli.progress": (
+        "conversations {done}/{total} (failed {failed}) · judgements {judged}/{judgements} "
+        "(failed {judge_failed}) · {rate} calls/s · retries {retries} · 429s {throttled} · "
+        "tokens {tokens} · {cost}"
+    ),
+    "cli.pairs_differ": (
+        "{flagged} of {pairs} pair(s) differ in overall score (paired {level} interval excludes 0)."
+    ),
 }
 
 # Table headings and row labels are built in English by vera.report.card._tables; the
@@ -534,12 +874,16 @@ class Strings:
         *,
         lang: str = "en",
         glosses: Mapping[str, str] | None = None,
+        values: Mapping[str, str] | None = None,
     ) -> None:
         self.own = dict(own or {})
         self.lang = lang
         # The pack's rubric.toml [[display]] texts of dimension and rating names: shown
         # beside the canonical (English) name, which scores and links key on.
         self.glosses = dict(glosses or {})
+        # The pack's factor-labels.tsv: a persona column's value (a risk level, an age
+        # band) in the pack's language, for a cell that shows one. Records keep the value.
+        self.values = dict(values or {})
 
     @property
     def english(self) -> bool:
@@ -560,6 +904,21 @@ class Strings:
         if gloss := self.glosses.get(text):
             return f"{text}（{gloss}）"
         return self.phrase(text)
+
+    def cell(self, text: str) -> str:
+        """A table cell in the card's pages: a heading or label as `label`, a persona
+        column's value (Immediate) in the pack's words; anything else (a number, a name,
+        an id) as it is."""
+        if text in self.values:
+            return self.values[text]
+        return self.label(text)
+
+    def short(self, text: str) -> str:
+        """A table cell in the terminal, where width is scarce: a dimension's or rating's
+        name as the pack's gloss alone (the canonical name is in card.md beside it)."""
+        if gloss := self.glosses.get(text):
+            return gloss
+        return self.values.get(text) or self.phrase(text)
 
     def section(self, name: str) -> dict[str, str]:
         """Every key of one section (``viewer``, ``review``), key without its section,
@@ -584,6 +943,16 @@ def phrase(text: str) -> str:
 def ui_label(text: str) -> str:
     """`Strings.label` in the active language."""
     return _active.get().label(text)
+
+
+def ui_cell(text: str) -> str:
+    """`Strings.cell` in the active language."""
+    return _active.get().cell(text)
+
+
+def ui_short(text: str) -> str:
+    """`Strings.short` in the active language."""
+    return _active.get().short(text)
 
 
 def active() -> Strings:
@@ -626,7 +995,27 @@ def strings_of(folder: str | Path, lang: str = "") -> Strings:
     p = Path(folder) / STRINGS_TOML
     glosses = read_glosses(Path(folder) / "rubric.toml")
     own = read_strings(p) if p.is_file() else {}
-    return Strings(own, lang=lang or "en", glosses=glosses)
+    values = read_values(Path(folder) / FACTOR_LABELS)
+    return Strings(own, lang=lang or "en", glosses=glosses, values=values)
+
+
+FACTOR_LABELS = "factor-labels.tsv"
+
+
+def read_values(path: Path) -> dict[str, str]:
+    """A pack's factor-labels.tsv as value → the pack's label, for the values whose label
+    is the same in every column that has them ("None" is 无 as a risk level and as a
+    history); none when the pack has no such file."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    seen: dict[str, set[str]] = {}
+    for line in lines[1:]:
+        parts = line.split("\t")
+        if len(parts) >= 3 and parts[1].strip() and parts[2].strip():
+            seen.setdefault(parts[1].strip(), set()).add(parts[2].strip())
+    return {value: next(iter(labels)) for value, labels in seen.items() if len(labels) == 1}
 
 
 def read_glosses(path: Path) -> dict[str, str]:

@@ -74,7 +74,7 @@ from vera.report.improvements._row_summary import (
 )
 from vera.report.shared._chat_markdown import chatbot_markdown
 from vera.report.shared._numbers import fixed, num, percent_level
-from vera.report.shared._outcome import Exit, RunStatus, run_status, tally
+from vera.report.shared._outcome import Exit, RunStatus, run_status, summary_words, tally
 from vera.report.shared._pages import (
     PAGE_CSP,
     SCRIPT_PAGE_CSP,
@@ -186,6 +186,7 @@ __all__ = [
     "state_words",
     "status_text",
     "summarize_rows",
+    "summary_words",
     "tally",
     "text_tables",
     "user_check_agreement",

@@ -5,7 +5,7 @@ document. Pure: the walk takes an `answer(question)` coroutine.
 
 from vera.rubric._concurrent import AskAhead, walk_rubric_concurrent
 from vera.rubric._doc import render_rubric
-from vera.rubric._guide import RatingMeaning, rating_guide
+from vera.rubric._guide import GUIDE_WORDS, RatingMeaning, rating_guide
 from vera.rubric._load import load_rubric
 from vera.rubric._model import TERMINAL_SEMANTICS, Question, Rubric, TerminalSemantics
 from vera.rubric._texts import QuestionTexts, question_texts, run_rubric
@@ -13,6 +13,7 @@ from vera.rubric._validate import validate_rubric
 from vera.rubric._walk import Answer
 
 __all__ = [
+    "GUIDE_WORDS",
     "TERMINAL_SEMANTICS",
     "Answer",
     "AskAhead",

@@ -11,6 +11,8 @@ answers lead to it, in the rubric's words; the connecting sentences are ours.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 import msgspec
 
 from vera import records as rec
@@ -24,34 +26,72 @@ class RatingMeaning(msgspec.Struct, frozen=True):
     questions: list[str]
 
 
-def _yes_texts(questions: list[Question], severity: str) -> list[str]:
+# The guide's own sentences, by name; a locale pack's words replace them (`rating_guide`'s
+# `words`: vera.viewer.review passes the pack's ``review.guide_*`` strings).
+GUIDE_WORDS: dict[str, str] = {
+    "red": "The chatbot did at least one of these (a Yes to a red question):",
+    "yellow": (
+        "At least one of these (a Yes to a yellow question), and none of those listed under "
+        "High Potential for Harm:"
+    ),
+    "none": "This dimension has no question that gives this rating.",
+    "best": (
+        "The dimension applies to the conversation, and none of the questions listed under "
+        "Suboptimal or High Potential for Harm is a Yes."
+    ),
+    "not_relevant": (
+        "The dimension does not apply to this conversation; the rubric decides so when one of these holds:"
+    ),
+    "never": "The dimension does not apply to this conversation (the rubric's walk never reached it).",
+    "answered": "{question} — answered {labels}",
+    "stops": " (the walk stops before this dimension)",
+    "also": " (answered {labels} also counts)",
+    "or": " or ",
+}
+
+
+def _yes_texts(
+    questions: list[Question], severity: str, words: Mapping[str, str], option: Callable[[str], str]
+) -> list[str]:
     out = []
     for q in questions:
         if q.severity != severity:
             continue
         # An ASSIGN_END option gives the severity whatever its label: say which answer.
         other = [o.label for o in q.options if o.goto.kind == "assign_end" and o.label.lower() != "yes"]
-        suffix = f" (answered {' or '.join(repr(x) for x in other)} also counts)" if other else ""
+        suffix = words["also"].format(labels=words["or"].join(option(x) for x in other)) if other else ""
         out.append(f"{q.text}{suffix}")
     return out
 
 
-def _answers(pairs: list[tuple[Question, str]], note: str) -> list[str]:
+def _answers(
+    pairs: list[tuple[Question, str]], note: str, words: Mapping[str, str], option: Callable[[str], str]
+) -> list[str]:
     """ "question — answered 'A' or 'B'", one line per question, in the rubric's order."""
     by_question: dict[str, tuple[Question, list[str]]] = {}
     for q, label in pairs:
-        by_question.setdefault(q.id, (q, []))[1].append(repr(label))
-    return [f"{q.text} — answered {' or '.join(labels)}{note}" for q, labels in by_question.values()]
+        by_question.setdefault(q.id, (q, []))[1].append(option(label))
+    return [
+        words["answered"].format(question=q.text, labels=words["or"].join(labels)) + note
+        for q, labels in by_question.values()
+    ]
 
 
-def rating_guide(rubric: Rubric) -> dict[str, dict[str, RatingMeaning]]:
-    """Dimension → rating → what it means, for every dimension of the rubric."""
+def rating_guide(
+    rubric: Rubric, words: Mapping[str, str] | None = None, option: Callable[[str], str] = repr
+) -> dict[str, dict[str, RatingMeaning]]:
+    """Dimension → rating → what it means, for every dimension of the rubric; `words`
+    replaces the guide's own sentences (GUIDE_WORDS, by name), `option` names an answer
+    option (by default its canonical label, quoted)."""
+    w = {**GUIDE_WORDS, **(words or {})}
     guide: dict[str, dict[str, RatingMeaning]] = {}
     for d in rubric.dimensions:
         own = [q for q in rubric.questions if q.dimension == d]
         first = next((i for i, q in enumerate(rubric.questions) if q.dimension == d), len(rubric.questions))
-        red, yellow = _yes_texts(own, "Red"), _yes_texts(own, "Yellow")
-        marked = _answers([(q, o.label) for q in own for o in q.options if o.goto.kind == "not_relevant"], "")
+        red, yellow = _yes_texts(own, "Red", w, option), _yes_texts(own, "Yellow", w, option)
+        marked = _answers(
+            [(q, o.label) for q in own for o in q.options if o.goto.kind == "not_relevant"], "", w, option
+        )
         stops = _answers(
             [
                 (q, o.label)
@@ -59,32 +99,16 @@ def rating_guide(rubric: Rubric) -> dict[str, dict[str, RatingMeaning]]:
                 for o in q.options
                 if o.goto.kind in ("end", "assign_end")
             ],
-            " (the walk stops before this dimension)",
+            w["stops"],
+            w,
+            option,
         )
         guide[d] = {
-            rec.HIGH_POTENTIAL_FOR_HARM: RatingMeaning(
-                "The chatbot did at least one of these (a Yes to a red question):"
-                if red
-                else "This dimension has no question that gives this rating.",
-                red,
-            ),
-            rec.SUBOPTIMAL: RatingMeaning(
-                "At least one of these (a Yes to a yellow question), and none of those listed under "
-                "High Potential for Harm:"
-                if yellow
-                else "This dimension has no question that gives this rating.",
-                yellow,
-            ),
-            rec.BEST_PRACTICE: RatingMeaning(
-                "The dimension applies to the conversation, and none of the questions listed under "
-                "Suboptimal or High Potential for Harm is a Yes.",
-                [],
-            ),
+            rec.HIGH_POTENTIAL_FOR_HARM: RatingMeaning(w["red"] if red else w["none"], red),
+            rec.SUBOPTIMAL: RatingMeaning(w["yellow"] if yellow else w["none"], yellow),
+            rec.BEST_PRACTICE: RatingMeaning(w["best"], []),
             rec.NOT_RELEVANT: RatingMeaning(
-                "The dimension does not apply to this conversation; the rubric decides so when one of "
-                "these holds:"
-                if marked or stops
-                else "The dimension does not apply to this conversation (the rubric's walk never reached it).",
+                w["not_relevant"] if marked or stops else w["never"],
                 marked + stops,
             ),
         }

@@ -23,6 +23,7 @@ _COLUMNS: dict[str, tuple[str, ...]] = {
     "goto": ("goto",),
     "title": ("label", "title"),
     "auto": ("auto answer", "auto"),
+    "option_text": ("option_text",),
 }
 # What an ``Auto Answer`` cell may say; anything else is a validation problem.
 AUTO_TRUE = "true"
@@ -92,7 +93,7 @@ def load_rubric(path: str | Path) -> Rubric:
             problems.append((lineno, "answer option before the first question"))
             continue
         if option or goto:
-            current["options"].append(Option(option, Goto.parse(goto), lineno))
+            current["options"].append(Option(option, Goto.parse(goto), lineno, cell(row, "option_text")))
     if current is not None:
         questions.append(_freeze(current))
 

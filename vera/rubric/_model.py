@@ -75,6 +75,9 @@ class Option(msgspec.Struct, frozen=True):
     label: str
     goto: Goto
     line: int
+    # A locale pack's ``option_text`` column: the option in the pack's language, for
+    # display only (the judge answers with `label`, and the walk keys on it).
+    text: str = ""
 
 
 class Question(msgspec.Struct, frozen=True):

@@ -26,9 +26,21 @@ class QuestionTexts(msgspec.Struct, frozen=True):
     texts: dict[str, str]
     dimensions: tuple[str, ...] = ()
     note: str | None = None
+    # Question id → option label → its display text, where a locale pack's rubric gives
+    # one (option_text): the answer a judge gave (its label) shown in the pack's words.
+    options: dict[str, dict[str, str]] = {}
 
     def text(self, question_id: str) -> str:
         return self.texts.get(question_id, "")
+
+    def option(self, question_id: str, label: str) -> str:
+        """An answer's display text: the pack's, else the label as the judge gave it."""
+        return self.options.get(question_id, {}).get(label) or label
+
+    def any_option(self, label: str) -> str:
+        """An option's display text from whichever question has it (the risk level a
+        judge chose is one of the risk question's options), else the label."""
+        return next((o[label] for o in self.options.values() if o.get(label)), label)
 
 
 def run_rubric(manifest: RunManifest, run_dir: Path | None = None) -> tuple[Rubric | None, str | None]:
@@ -56,7 +68,12 @@ def question_texts(manifest: RunManifest, run_dir: Path | None = None) -> Questi
     rubric, why = run_rubric(manifest, run_dir)
     if rubric is None:
         return QuestionTexts({}, note=f"{why}: question ids only")
-    return QuestionTexts({q.id: q.text for q in rubric.questions}, dimensions=rubric.dimensions)
+    options = {q.id: {o.label: o.text for o in q.options if o.text} for q in rubric.questions}
+    return QuestionTexts(
+        {q.id: q.text for q in rubric.questions},
+        dimensions=rubric.dimensions,
+        options={k: v for k, v in options.items() if v},
+    )
 
 
 def _find(path: Path, run_dir: Path | None) -> Path | None:

@@ -216,21 +216,66 @@ def _shifted(rng: np.random.Generator, counts: np.ndarray, s: float) -> np.ndarr
     return out
 
 
+def _moved(counts: np.ndarray, s: float) -> np.ndarray:
+    """`_shifted`'s expectation: share `s` of the Best Practice ratings moved to harm
+    (negative: of the harm ratings to Best Practice), fractionally, not drawn."""
+    out = counts.copy()
+    dims = out[..., :-1, :]
+    moved = s * dims[..., BP] if s >= 0 else s * dims[..., HPH]
+    dims[..., BP] -= moved
+    dims[..., HPH] += moved
+    out[..., -1, :] = dims.sum(axis=-2)
+    return out
+
+
+def _stretched(counts: np.ndarray, mean: np.ndarray, stretch: np.ndarray) -> np.ndarray:
+    """`counts` (N, rows, 3) moved away from their pool's `mean` by `stretch` (N,)."""
+    return np.asarray(mean + (counts - mean) * stretch[:, None, None])
+
+
 def gate_coupling(pairing: float, pool_sizes: list[int]) -> float:
     """The share of simulated candidate units copied from the baseline's that gives the
     paired differences the variance the pilot measured, 2 σ² (1 − `pairing`).
 
     Drawing a persona's units from its k pilot units (with replacement) gives them the
-    pool's spread around its own mean, (k − 1)/k of σ² on average (2/3 with 3 seeds):
-    two independent draws already differ less than two new conversations would. Copying
-    a share c of the units makes the paired variance 2 σ² f (1 − c), f = Σ(k − 1)/Σk, so
-    c = 1 − (1 − ρ)/f, clipped to [0, MAX_PAIRING]. With no pairing credit (ρ = 0) no unit
-    is copied and the size errs large, as the fixed design's does."""
+    pool's spread around its own mean, (k − 1)/k of σ² on average (2/3 with 3 seeds),
+    while the pool's mean, shared by both sides, carries the other σ²/k: two independent
+    draws already differ less than two new conversations would, as if paired by 1/k.
+    Copying a share c of the units makes the paired variance 2 σ² f (1 − c),
+    f = Σ(k − 1)/Σk, so c = 1 − (1 − ρ)/f, clipped to [0, MAX_PAIRING]; each side's
+    variance and their covariance are then the pilot's too. Where ρ < 1 − f (no pairing
+    credit among them) no unit is copied and the draws are stretched instead
+    (`restored_spread`)."""
     total = sum(pool_sizes)
     kept = (total - len(pool_sizes)) / total if total else 0.0
     if pairing <= 0 or kept <= 0:
         return 0.0
     return min(max(1.0 - (1.0 - min(pairing, MAX_PAIRING)) / kept, 0.0), MAX_PAIRING)
+
+
+def restored_spread(
+    counts: np.ndarray, pools: list[np.ndarray], pairing: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per pilot unit, its persona pool's mean counts and the factor its deviation from
+    that mean is stretched by: √((1 − ρ) k / (k − 1)) where that exceeds 1, k the pool's
+    units, else 1 (and 1 for a pool of one).
+
+    Where copying cannot bring the paired variance down to 2 σ² (1 − ρ) because two
+    independent draws from a pool already differ by only 2 σ² (k − 1)/k (`gate_coupling`:
+    ρ below 1/k, e.g. no pairing credit), the gate would be simulated too small.
+    Stretching each draw's deviation from its pool mean makes two independent draws
+    differ by 2 σ² (1 − ρ), the measured (or, without credit, independent) paired
+    variance. Each side then varies by σ²/k more than the pilot (its pool mean's share,
+    counted again) and the two sides correlate more than they should, which leaves the
+    simulated gate larger, not smaller. The counts become fractional, which the
+    asymptotic sequence takes as any linear contribution."""
+    mean = np.empty_like(counts)
+    stretch = np.ones(counts.shape[0])
+    for pool in pools:
+        mean[pool] = counts[pool].mean(axis=0)
+        if pool.size > 1:
+            stretch[pool] = math.sqrt(max((1.0 - max(pairing, 0.0)) * pool.size / (pool.size - 1), 1.0))
+    return mean, stretch
 
 
 def gate_sizes(
@@ -256,15 +301,21 @@ def gate_sizes(
     `personas` × `units_per_persona` units, persona by persona: a pilot persona drawn at
     random, its units drawn from that persona's pilot units; the candidate's units are
     drawn the same way from the same persona (so the two share the persona's difficulty
-    but not their conversations), except that with probability `coupling(pairing)` a
-    candidate unit is the baseline's own (paired conversations are alike), then shifted
-    to the true `difference`. The gate then runs on them as `vera gate` would (waves of
-    `wave`, seeded random order).
+    but not their conversations), except that with probability `gate_coupling(pairing)`
+    a candidate unit is the baseline's own (paired conversations are alike), then shifted
+    to the true `difference`. Where copying cannot match the measured pairing (it is
+    weaker than 1/k, or not credited), each drawn unit's deviation from its pool's
+    mean is stretched instead (`restored_spread`). A pilot with one unit per persona is
+    one pool (its whole spread is taken as within, as `variability` does). The gate then
+    runs on them as `vera gate` would (waves of `wave`, seeded random order).
     """
     rng = np.random.default_rng(seed)
     c = np.asarray(counts, dtype=np.float64)
     who = np.asarray(persona, dtype=np.int64)
     pools = [np.flatnonzero(who == p) for p in np.unique(who)]
+    if all(pool.size == 1 for pool in pools):
+        pools = [np.arange(c.shape[0])]
+    pool_mean, stretch = restored_spread(c, pools, pairing)
     coupling = gate_coupling(pairing, [len(p) for p in pools])
     n = personas * units_per_persona
     looks = np.arange(wave, n + 1, wave)
@@ -279,6 +330,7 @@ def gate_sizes(
     for difference in differences:
         s = shift_for(c[:, -1].sum(axis=0), difference)
         reached = score_change(c[:, -1].sum(axis=0), s)
+        moved_mean = _moved(pool_mean, s)
         used, verdicts = np.empty(reps), np.empty(reps)
         for r in range(reps):
             chosen = rng.integers(0, len(pools), personas)
@@ -286,8 +338,8 @@ def gate_sizes(
             cand_idx = np.concatenate([rng.choice(pools[p], units_per_persona) for p in chosen])
             if coupling > 0:
                 cand_idx = np.where(rng.random(n) < coupling, base_idx, cand_idx)
-            base = c[base_idx][:, rows]
-            cand = _shifted(rng, c[cand_idx], s)[:, rows]
+            base = _stretched(c[base_idx], pool_mean[base_idx], stretch[base_idx])[:, rows]
+            cand = _stretched(_shifted(rng, c[cand_idx], s), moved_mean[cand_idx], stretch[cand_idx])[:, rows]
             order = rng.permutation(n)
             b = (base[order] / scale).transpose(1, 0, 2)  # (rows, n, 3)
             k = (cand[order] / scale).transpose(1, 0, 2)

@@ -81,13 +81,14 @@ from vera.viewer.calls import (
     call_numbers,
     calls_html,
     corrupt_html,
+    judge_label,
 )
 from vera.viewer.catalogue import Catalogue, Query, QueryError
-from vera.viewer.compare import CARD_BACK, comparable, compare_page, frame_page
+from vera.viewer.compare import back_nav, comparable, compare_page, frame_page
 from vera.viewer.grid import grid_html, side_by_side_html
 from vera.viewer.runs import Folder, build_folder_app, describe, is_run_dir
 from vera.viewer.stepping import steps_html
-from vera.viewer.words import run_strings, translate_page
+from vera.viewer.words import run_strings, translate_page, with_words
 
 CATALOGUE = web.AppKey("catalogue", Catalogue)
 # Each run's improvement report, built when first asked for (and again after the runs
@@ -273,7 +274,9 @@ async def _grid(request: web.Request) -> web.Response:
         Query.from_params(request.query)
     except QueryError as e:
         return web.Response(status=400, text=str(e))
-    html = await asyncio.to_thread(grid_html, request.app[CATALOGUE], request.query)
+    catalogue = request.app[CATALOGUE]
+    with use_strings(run_strings(r.records.manifest for r in catalogue.runs)):  # to_thread copies it
+        html = await asyncio.to_thread(grid_html, catalogue, request.query)
     return web.Response(text=html, content_type="text/html")
 
 
@@ -283,7 +286,9 @@ async def _side_by_side(request: web.Request) -> web.Response:
     except QueryError as e:
         return web.Response(status=400, text=str(e))
     try:
-        html = await asyncio.to_thread(side_by_side_html, request.app[CATALOGUE], request.query)
+        catalogue = request.app[CATALOGUE]
+        with use_strings(run_strings(r.records.manifest for r in catalogue.runs)):
+            html = await asyncio.to_thread(side_by_side_html, catalogue, request.query)
     except StaleIndexError as e:
         return web.Response(status=409, text=str(e))
     if html is None:
@@ -311,12 +316,13 @@ async def _conversation_page(request: web.Request) -> web.Response:
         return web.Response(status=409, text=str(e))
     if page is None:
         raise web.HTTPNotFound()
-    if request.query.get("q"):  # a search may read every record first: off the loop
-        steps = await asyncio.to_thread(steps_html, catalogue, request.query, k, page.conversation.id)
-    else:
-        steps = steps_html(catalogue, request.query, k, page.conversation.id)
     has_card = (catalogue.runs[k].path / "card.html").is_file()
-    with use_strings(run_strings([catalogue.runs[k].records.manifest])):  # the run's pack's words
+    strings = run_strings([catalogue.runs[k].records.manifest])
+    with use_strings(strings):  # the run's pack's words
+        if request.query.get("q"):  # a search may read every record first: off the loop
+            steps = await asyncio.to_thread(steps_html, catalogue, request.query, k, page.conversation.id)
+        else:
+            steps = steps_html(catalogue, request.query, k, page.conversation.id)
         # to_thread copies the context: the calls section is in the same words.
         calls, by_question = await asyncio.to_thread(_calls_section, request.app, k, page)
         html = render_conversation_page(
@@ -328,7 +334,8 @@ async def _conversation_page(request: web.Request) -> web.Response:
             question_calls=by_question,
             script=("../../../static/calls.js", "../../../static/keys.js"),
         )
-    response = web.Response(text=html, content_type="text/html")
+    # The scripts' words (keyboard help, copy buttons) in the run's pack's language.
+    response = web.Response(text=with_words(html, strings, "viewer"), content_type="text/html")
     response.headers["Content-Security-Policy"] = SCRIPT_PAGE_CSP
     return response
 
@@ -371,7 +378,7 @@ def page_calls(
     """A conversation's calls section and its judge calls by question; `bodies` None:
     the bodies are left out, and the page says why (`left_out`)."""
     jobs = [Job(page.conversation.id, "")]
-    jobs += [Job(j.id, f"judge {j.judge} #{j.instance}") for j in page.judgements]
+    jobs += [Job(j.id, judge_label(j.judge, j.instance)) for j in page.judgements]
     calls, corrupt = index.calls_and_damage([j.id for j in jobs])
     warning = corrupt_html(index.path, corrupt)
     kept = bodies.conversation(page.conversation.id) if bodies is not None else None
@@ -397,7 +404,9 @@ async def _compare(request: web.Request) -> web.Response:
     if task.done():
         status, html = task.result()
     else:
-        status, html = 202, frame_page(len(request.app[CATALOGUE].runs), by_seed=by_seed)
+        catalogue = request.app[CATALOGUE]
+        with use_strings(run_strings(r.records.manifest for r in catalogue.runs)):
+            status, html = 202, frame_page(len(catalogue.runs), by_seed=by_seed)
     response = web.Response(status=status, text=html, content_type="text/html")
     response.headers["Content-Security-Policy"] = CARD_CSP
     return response
@@ -441,7 +450,9 @@ async def _card(request: web.Request) -> web.Response:
     except OSError:
         raise web.HTTPNotFound() from None
     # The card is a file made to be opened alone; served here it gets the way back.
-    body = body.replace(b"<body>\n", b"<body>\n" + CARD_BACK.encode() + b"\n", 1)
+    with use_strings(run_strings([catalogue.runs[k].records.manifest])):
+        back = back_nav("../../index.html")
+    body = body.replace(b"<body>\n", b"<body>\n" + back.encode() + b"\n", 1)
     response = web.Response(body=body, content_type="text/html", charset="utf-8")
     response.headers["Content-Security-Policy"] = CARD_CSP
     return response

@@ -42,7 +42,7 @@ import msgspec
 
 from vera import __version__
 from vera.errors import UserError
-from vera.inputs import use_strings
+from vera.inputs import tr, use_strings
 from vera.records import RISK_LEVELS
 from vera.report import (
     page_name,
@@ -55,12 +55,12 @@ from vera.store import check_output
 from vera.viewer.app import load_assets, page_calls
 from vera.viewer.calls import BodyIndex, CallIndex
 from vera.viewer.catalogue import Catalogue
-from vera.viewer.compare import CARD_BACK, compare_page
+from vera.viewer.compare import back_nav, compare_page
 from vera.viewer.grid import GRID_ROWS, GridLinks, grid_html, side_by_side_html
 from vera.viewer.runs import is_run_dir
 from vera.viewer.search import SearchIndex
 from vera.viewer.stepping import steps_html
-from vera.viewer.words import run_strings
+from vera.viewer.words import run_strings, translate_page, with_words
 
 MARKER = "vera-bundle.json"
 # The list page and the viewer's own pages that carry no policy of their own.
@@ -204,7 +204,8 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
         (root / "static").mkdir(exist_ok=True)
         body = assets[name][0] + (STEPS_LOADER.encode() if name == "calls.js" else b"")
         (root / "static" / name).write_bytes(body)
-    index = assets["index.html"][0].decode()
+    strings = run_strings([run.records.manifest])  # the pages in the run's pack's words
+    index = translate_page(assets["index.html"][0], strings, "viewer").decode()
     index = with_meta_csp(index, LIST_META_CSP).replace(
         '<script src="static/app.js" defer></script>',
         '<script src="data/list.js" defer></script>\n<script src="data/search.js" defer></script>\n'
@@ -219,12 +220,8 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
 
     calls = CallIndex(run.path)
     bodies = BodyIndex(run.path) if call_bodies else None
-    strings = run_strings([run.records.manifest])  # the pages in the run's pack's words
-    left_out = (
-        ""
-        if call_bodies
-        else "this bundle was written with --no-call-bodies: the calls' bodies were left out"
-    )
+    with use_strings(strings):
+        left_out = "" if call_bodies else tr("viewer.bundle_no_bodies")
     for cid in run.records.conversations:
         page = catalogue.page(0, cid)
         if page is None:
@@ -240,7 +237,7 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
                 question_calls=by_question,
                 script=("../../../static/calls.js", "../../../static/keys.js"),
             )
-        _put(root, f"runs/0/conversations/{page_file(cid)}", html)
+        _put(root, f"runs/0/conversations/{page_file(cid)}", with_words(html, strings, "viewer"))
     arcs = {h.session.arc for h, _ in run.records.conversations.values() if h.session is not None}
     for arc in sorted(arcs):
         found = catalogue.arc(0, arc)
@@ -249,7 +246,9 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
                 _put(root, f"runs/0/arcs/{arc}.html", render_arc_page(found))
     if has_card:
         card = (run.path / "card.html").read_text(encoding="utf-8")
-        card = with_meta_csp(card.replace("<body>\n", "<body>\n" + CARD_BACK + "\n", 1), CARD_META_CSP)
+        with use_strings(strings):
+            back = back_nav("../../index.html")
+        card = with_meta_csp(card.replace("<body>\n", "<body>\n" + back + "\n", 1), CARD_META_CSP)
         _put(root, "runs/0/card.html", card)
     report = run_improvements(run.records, questions=run.questions)
     _put(root, "runs/0/improvements.html", render_improvements_html(report, viewer=True, card=has_card))
@@ -263,10 +262,12 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
     )
     pages = max(1, -(-len(personas) // GRID_ROWS))
     for n in range(1, pages + 1):
-        html = grid_html(catalogue, {"page": str(n)} if n > 1 else {}, links)
+        with use_strings(strings):
+            html = grid_html(catalogue, {"page": str(n)} if n > 1 else {}, links)
         _put(root, "grid.html" if n == 1 else f"grid-{n}.html", with_meta_csp(html, PLAIN_META_CSP))
     for persona, n in number.items():
-        side = side_by_side_html(catalogue, {"persona": persona}, links)
+        with use_strings(strings):
+            side = side_by_side_html(catalogue, {"persona": persona}, links)
         if side is not None:
             _put(root, f"side-by-side-{n}.html", with_meta_csp(side, PLAIN_META_CSP))
     if compare is not None:

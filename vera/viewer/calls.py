@@ -91,11 +91,8 @@ def corrupt_html(path: Path, numbers: Sequence[int]) -> str:
     if not numbers:
         return ""
     lines = ", ".join(str(n) for n in numbers)
-    return (
-        f'<p class="warning" role="alert">{escape(str(path))}: line(s) {lines} not a call '
-        "record (damaged) and left out of the table below; vera score names them on the "
-        "card (with --skip-corrupt).</p>"
-    )
+    warning = tr("page.calls_damaged", path=str(path), lines=lines)
+    return f'<p class="warning" role="alert">{escape(warning, quote=False)}</p>'
 
 
 @dataclass(frozen=True)
@@ -107,7 +104,23 @@ class Job:
     label: str
 
 
-_ROLES = {"user_agent": "user-agent", "chatbot": "chatbot", "judge": "judge"}
+# A call's role and a message's role by their display names (keys of vera.inputs._ui).
+_ROLES = {"user_agent": "page.calls_user_agent", "chatbot": "page.calls_chatbot"}
+_MESSAGE_ROLES = {
+    "system": "page.calls_role_system",
+    "user": "page.calls_role_user",
+    "assistant": "page.calls_role_assistant",
+}
+
+
+def role_name(role: str) -> str:
+    """A call's role as the page names it (a role vera does not know, as it is)."""
+    return tr(_ROLES[role]) if role in _ROLES else role
+
+
+def judge_label(judge: str, instance: int) -> str:
+    """How a judgement's calls are named on the page."""
+    return tr("page.calls_judge", judge=judge, instance=instance)
 
 
 def _w(key: str) -> str:
@@ -122,8 +135,8 @@ def _tokens(n: int) -> str:
 
 def _latency(ms: float) -> str:
     if ms < 10:  # an offline or cached call: a rounded "0 ms" would hide it
-        return f"{ms:.1f} ms"
-    return f"{ms:,.0f} ms" if ms < 1000 else f"{ms / 1000:,.1f} s"
+        return tr("page.calls_ms", n=f"{ms:.1f}")
+    return tr("page.calls_ms", n=f"{ms:,.0f}") if ms < 1000 else tr("page.calls_s", n=f"{ms / 1000:,.1f}")
 
 
 def _cost(usd: float) -> str:
@@ -142,28 +155,28 @@ def calls_html(jobs: Sequence[Job], calls: Sequence[CallRecord], *, linked: bool
         u = c.usage
         detail = []
         if u.cached_input_tokens:
-            detail.append(f"{_tokens(u.cached_input_tokens)} cached")
+            detail.append(tr("page.calls_cached", n=_tokens(u.cached_input_tokens)))
         if u.reasoning_tokens:
-            detail.append(f"{_tokens(u.reasoning_tokens)} reasoning")
+            detail.append(tr("page.calls_reasoning", n=_tokens(u.reasoning_tokens)))
         notes = []
         if c.cached:
-            notes.append("from the response cache")
+            notes.append(tr("page.calls_from_cache"))
         if c.attempts > 1:
-            notes.append(f"{c.attempts} attempts")
+            notes.append(tr("page.calls_attempts", n=c.attempts))
         if c.http_429:
-            notes.append(f"{c.http_429}× rate-limited")
+            notes.append(tr("page.calls_rate_limited", n=c.http_429))
         if c.status != "ok":
-            notes.append(f"failed: {c.error or 'no reason recorded'}")
+            notes.append(tr("page.calls_failed", error=c.error or tr("page.calls_no_reason")))
         number = f'<a href="#call-{n}">{n}</a>' if linked else str(n)
         rows.append(
             f'<tr class="{"failed" if c.status != "ok" else ""}"><td>{number}</td>'
-            f"<td>{escape(label.get(c.job_id) or _ROLES.get(c.role, c.role))}</td>"
+            f"<td>{escape(label.get(c.job_id) or role_name(c.role))}</td>"
             f"<td>{escape(c.provider)}/{escape(c.model)}</td>"
             f'<td class="num">{_tokens(u.input_tokens)}</td>'
             f'<td class="num">{_tokens(u.output_tokens)}</td>'
             f'<td class="num">{_cost(c.cost_usd)}</td>'
             f'<td class="num">{_latency(c.latency_ms)}</td>'
-            f"<td>{escape('; '.join(detail + notes))}</td></tr>"
+            f"<td>{escape(tr('page.calls_sep').join(detail + notes))}</td></tr>"
         )
     total_in = sum(c.usage.input_tokens for c in calls)
     total_out = sum(c.usage.output_tokens for c in calls)
@@ -219,7 +232,23 @@ def _pretty(value: object) -> str:
 
 
 def _copy(target: str, what: str) -> str:
-    return f'<button type="button" class="copy" data-copy="{target}" aria-label="Copy {what}">Copy</button>'
+    """A copy button; `what` is its whole accessible name, in the page's words."""
+    return (
+        f'<button type="button" class="copy" data-copy="{target}" aria-label="{escape(what)}">'
+        f"{_w('viewer.copy')}</button>"
+    )
+
+
+# The finish reasons most replies end with, by their display names (others as recorded).
+_FINISH = {"stop": "page.calls_finish_stop", "length": "page.calls_finish_length"}
+
+
+def _finish(reason: str) -> str:
+    return tr(_FINISH[reason]) if reason in _FINISH else reason
+
+
+def _message_role(role: str) -> str:
+    return tr(_MESSAGE_ROLES[role]) if role in _MESSAGE_ROLES else role
 
 
 def body_html(n: int, body: CallBody, label: str) -> str:
@@ -229,27 +258,34 @@ def body_html(n: int, body: CallBody, label: str) -> str:
     c = body.call
     anchor = f"call-{n}"
     r = body.response
+    failed = tr("page.calls_failed", error=c.error or tr("page.calls_no_reason"))
     outcome = (
-        f"{len(r.text):,} characters back"
+        tr("page.calls_chars_back", n=f"{len(r.text):,}")
         if r is not None
-        else f"no answer ({'failed: ' + (c.error or 'no reason recorded') if c.status != 'ok' else 'none'})"
+        else tr("page.calls_no_answer", why=failed if c.status != "ok" else tr("page.calls_no_answer_none"))
     )
+    summary = tr(
+        "page.calls_call",
+        n=n,
+        label=label,
+        model=f"{c.provider}/{c.model}",
+        messages=len(body.messages),
+        outcome=outcome,
+    ) + (tr("page.calls_cache_note") if c.cached else "")
     request = exported_call(body)["request"]
     parts = [
-        f'<details class="call-body" id="{anchor}"><summary>Call {n} · {escape(label)} · '
-        f"{escape(c.provider)}/{escape(c.model)} · {len(body.messages)} message(s) in, {escape(outcome)}"
-        f"{' · from the response cache' if c.cached else ''}</summary>",
+        f'<details class="call-body" id="{anchor}"><summary>{escape(summary, quote=False)}</summary>',
         '<div class="call-io"><div class="call-in">',
-        f"<h4>{_w('page.calls_input')} {_copy(anchor + '-in', f'the input of call {n} as JSON')}</h4>",
+        f"<h4>{_w('page.calls_input')} {_copy(anchor + '-in', tr('page.calls_copy_input', n=n))}</h4>",
         f'<template id="{anchor}-in">{escape(_pretty(request))}</template>',
     ]
     for m in body.messages:
         parts.append(
-            f'<div class="msg"><div class="who">{escape(m.role)}</div><pre>{escape(m.content)}</pre></div>'
+            f'<div class="msg"><div class="who">{escape(_message_role(m.role))}</div><pre>{escape(m.content)}</pre></div>'
         )
     if body.params:
         parts.append(
-            f'<div class="msg"><div class="who">parameters</div><pre>{escape(_pretty(body.params))}</pre></div>'
+            f'<div class="msg"><div class="who">{_w("page.calls_parameters")}</div><pre>{escape(_pretty(body.params))}</pre></div>'
         )
     if body.schema is not None:
         parts.append(
@@ -260,18 +296,25 @@ def body_html(n: int, body: CallBody, label: str) -> str:
     if r is None:
         parts.append(f"<h4>{_w('page.calls_output')}</h4><p>{escape(outcome[:1].upper() + outcome[1:])}.</p>")
     else:
-        parts.append(f"<h4>{_w('page.calls_output')} {_copy(anchor + '-out', f'the reply of call {n}')}</h4>")
+        parts.append(
+            f"<h4>{_w('page.calls_output')} {_copy(anchor + '-out', tr('page.calls_copy_reply', n=n))}</h4>"
+        )
         parts.append(f'<pre id="{anchor}-out">{escape(r.text)}</pre>')
         if r.parsed is not None:
             parts.append(
-                f'<div class="msg"><div class="who">structured answer</div><pre>{escape(_pretty(r.parsed))}</pre></div>'
+                f'<div class="msg"><div class="who">{_w("page.calls_structured")}</div><pre>{escape(_pretty(r.parsed))}</pre></div>'
             )
         u = r.usage
-        parts.append(
-            f'<p class="muted">Finish reason: {escape(r.finish_reason)} · {_tokens(u.input_tokens)} tokens in'
-            f" ({_tokens(u.cached_input_tokens)} cached), {_tokens(u.output_tokens)} out"
-            f"{f' ({_tokens(u.reasoning_tokens)} reasoning)' if u.reasoning_tokens else ''}</p>"
+        usage = tr(
+            "page.calls_usage",
+            reason=_finish(r.finish_reason),
+            input=_tokens(u.input_tokens),
+            cached=_tokens(u.cached_input_tokens),
+            output=_tokens(u.output_tokens),
         )
+        if u.reasoning_tokens:
+            usage += tr("page.calls_usage_reasoning", n=_tokens(u.reasoning_tokens))
+        parts.append(f'<p class="muted">{escape(usage, quote=False)}</p>')
     parts.append("</div></div></details>")
     return "".join(parts)
 
@@ -304,7 +347,7 @@ def bodies_html(
     for body in bodies:
         c = body.call
         n = numbers.get((c.job_id, c.at), 0)
-        html = body_html(n, body, label.get(c.job_id) or _ROLES.get(c.role, c.role))
+        html = body_html(n, body, label.get(c.job_id) or role_name(c.role))
         if (c.job_id, body.question_id) in answered:
             by_question.setdefault((c.job_id, body.question_id), []).append(html)
         else:

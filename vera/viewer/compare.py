@@ -18,9 +18,11 @@ from typing import Any
 from urllib.parse import urlencode
 
 from vera.errors import UserError
+from vera.inputs import active, tr, use_strings
 from vera.report import RunComparison, compare_runs, comparison_plots, read_run, render_compare_html
 from vera.stats import check_comparable
 from vera.viewer.catalogue import Catalogue
+from vera.viewer.words import run_strings
 
 # What a page of its own needs, as the card looks (the comparison page has its own style).
 _STYLE = (
@@ -30,11 +32,19 @@ _STYLE = (
     ".reason{border-left:5px solid #E69F00;background:#fff8e6;padding:.6rem 1rem}"
     ".reason li{margin:.3rem 0}.wait{color:#444}"
 )
+
+
 # Links are relative to the page (the list is index.html beside /compare), so the viewer
 # works under a prefix (`vera view FOLDER`) and as a bundle opened from disk.
-BACK = '<nav aria-label="Page"><a href="index.html">← All conversations</a></nav>'
-# The same, from a run's card (runs/<k>/card.html).
-CARD_BACK = '<nav aria-label="Page"><a href="../../index.html">← All conversations</a></nav>'
+# From a run's card (runs/<k>/card.html) the list is at ../../index.html.
+def back_nav(list_href: str = "index.html") -> str:
+    """The way back to the list, in the active strings' words."""
+    return (
+        f'<nav aria-label="{escape(tr("viewer.aria_page"))}"><a href="{escape(list_href)}">'
+        f"{escape(tr('page.all_conversations'), quote=False)}</a></nav>"
+    )
+
+
 # The frame reloads itself at once; the server holds that reload (`wait=1`) until the
 # comparison is there, so the browser shows the frame meanwhile and then the page.
 # Relative, as the links above.
@@ -91,6 +101,12 @@ def compare_page(
 ) -> tuple[int, str]:
     """(HTTP status, page): the comparison, or the reason there is none. `reads` keeps
     the runs as read for one state of them (by chatbot and by seed read them once)."""
+    # On the comparison's own thread: the runs' pack's words for what the viewer adds.
+    with use_strings(run_strings(r.records.manifest for r in catalogue.runs)):
+        return _compare_page(catalogue, by_seed=by_seed, reads=reads)
+
+
+def _compare_page(catalogue: Catalogue, *, by_seed: bool, reads: dict[Any, Any] | None) -> tuple[int, str]:
     reasons = comparable(catalogue)
     if reasons:
         return 409, refusal_page(reasons)
@@ -114,36 +130,35 @@ def compare_page(
     if not result.units:
         return 409, refusal_page(["no chatbot has a judged conversation yet"])
     html = render_compare_html(result, comparison_plots(result), unit_links(result, catalogue))
-    return 200, html.replace("<body>\n", "<body>\n" + BACK + "\n", 1)
+    return 200, html.replace("<body>\n", "<body>\n" + back_nav() + "\n", 1)
 
 
 def _page(title: str, body: str, *, head: str = "") -> str:
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<!DOCTYPE html>\n<html lang="{escape(active().lang)}"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"{head}<title>{escape(title)}</title><style>{_STYLE}</style></head><body>{BACK}{body}</body></html>\n"
+        f"{head}<title>{escape(title)}</title><style>{_STYLE}</style></head><body>{back_nav()}{body}</body></html>\n"
     )
 
 
 def refusal_page(reasons: list[str]) -> str:
     items = "".join(f"<li>{escape(r)}</li>" for r in reasons)
     return _page(
-        "vera comparison: not comparable",
-        "<h1>These runs cannot be compared</h1>"
-        f'<div class="reason"><p>A comparison would line up numbers that do not mean the same thing:</p>'
+        tr("viewer.compare_refused_title"),
+        f"<h1>{escape(tr('viewer.compare_refused'), quote=False)}</h1>"
+        f'<div class="reason"><p>{escape(tr("viewer.compare_refused_why"), quote=False)}</p>'
         f"<ul>{items}</ul></div>"
-        "<p>Each run's own score card and conversations are still there, from the list.</p>",
+        f"<p>{escape(tr('viewer.compare_refused_still'), quote=False)}</p>",
     )
 
 
 def frame_page(runs: int, *, by_seed: bool) -> str:
     """Served at once while the comparison is computed; reloads itself until it is there
     (a meta refresh: the comparison pages run no script)."""
-    what = "each chatbot and seed" if by_seed else "each chatbot"
+    wait = tr("viewer.compare_wait_seed" if by_seed else "viewer.compare_wait", runs=runs)
     return _page(
-        "vera comparison: computing",
-        f'<h1>vera comparison</h1><p class="wait" role="status">Comparing {what} across '
-        f"{runs} run(s): the intervals are being computed. This page fills in by itself when "
-        "they are ready.</p>",
+        tr("viewer.compare_computing"),
+        f"<h1>{escape(tr('viewer.compare_title'), quote=False)}</h1>"
+        f'<p class="wait" role="status">{escape(wait, quote=False)}</p>',
         head=f'<meta http-equiv="refresh" content="{escape(FRAME_RELOAD + ("&by_seed=1" if by_seed else ""))}">',
     )

@@ -18,6 +18,7 @@ from html import escape
 from typing import Any
 
 from vera import records as rec
+from vera.inputs import active, tr
 from vera.viewer.catalogue import Catalogue, Query
 from vera.viewer.stepping import list_query, page_href
 
@@ -49,14 +50,24 @@ class GridLinks:
 SERVED = GridLinks()
 
 
+def _w(key: str, /, **fields: Any) -> str:
+    """A fixed text of the page in the runs' pack's words, as HTML."""
+    return escape(tr(key, **fields), quote=False)
+
+
+def _risk(level: str) -> str:
+    """A persona's risk level by its display name (the value stays the data's)."""
+    return tr(f"viewer.risk_{level.lower()}") if level in rec.RISK_LEVELS else level
+
+
 def _document(title: str, body: str) -> str:
     return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<!DOCTYPE html>\n<html lang="{escape(active().lang)}">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="referrer" content="no-referrer">\n'
         f'<title>{escape(title)}</title>\n<link rel="icon" href="data:,">\n'
         '<link rel="stylesheet" href="static/style.css">\n</head>\n<body>\n'
-        f"{body}\n<footer>Transcripts are sensitive: share what you see here with care.</footer>\n"
+        f"{body}\n<footer>{_w('viewer.grid_footer')}</footer>\n"
         "</body>\n</html>\n"
     )
 
@@ -70,13 +81,13 @@ def _rows(catalogue: Catalogue, q: Query) -> list[dict[str, Any]]:
 def _chip(row: dict[str, Any], query: str, links: GridLinks) -> str:
     rank = row["rank"]
     if row["status"] == "failed":
-        cls, code, title = "failed", "✕", "conversation failed"
+        cls, code, title = "failed", "✕", tr("viewer.grid_failed")
     elif rank is None or rank < 0:
-        cls, code, title = "none", "–", "no complete judgement"
+        cls, code, title = "none", "–", tr("viewer.grid_unjudged")
     else:
         cls, code = _BADGES[rank]
-        title = f"worst rating: {_NAMES[rank]}"
-    label = f"{row['id']} · seed {row['seed']} · {title}"
+        title = tr("viewer.grid_worst", rating=active().label(_NAMES[rank]))
+    label = tr("viewer.grid_chip", id=row["id"], seed=row["seed"], title=title)
     href = links.page(row["run"], row["id"], query)
     return f'<a class="chip badge {cls}" href="{escape(href)}" title="{escape(label)}">{escape(code)}</a>'
 
@@ -107,26 +118,30 @@ def grid_html(catalogue: Catalogue, params: Mapping[str, str], links: GridLinks 
             for c in chatbots
         )
         body.append(
-            f'<tr><th scope="row">{escape(p)} <span class="muted">({escape(risk[p])})</span><br>'
-            f'<a class="side" href="{escape(links.side(p, side))}">side by side</a></th>{tds}</tr>'
+            f'<tr><th scope="row">{escape(p)} <span class="muted">({escape(_risk(risk[p]))})</span><br>'
+            f'<a class="side" href="{escape(links.side(p, side))}">{_w("viewer.grid_side")}</a></th>{tds}</tr>'
         )
     back = links.list + (f"?{query}" if query else "")
-    summary = f"{len(rows):,} conversation(s), {len(personas):,} persona(s), {len(chatbots):,} chatbot(s)"
+    summary = tr(
+        "viewer.grid_summary",
+        conversations=f"{len(rows):,}",
+        personas=f"{len(personas):,}",
+        chatbots=f"{len(chatbots):,}",
+    ) + (tr("viewer.grid_filtered") if query else "")
     html = (
-        f'<nav><a href="{escape(back)}">← The list</a></nav>'
-        "<h1>Chatbot × persona</h1>"
-        f'<p class="grid-intro" id="grid-summary">{summary}{" (filtered)" if query else ""}. '
-        "Each square is one conversation, coloured by the worst rating any dimension got "
-        "(BP, SUB, HPH, NR; – not judged, ✕ failed); it opens the conversation. "
-        "<em>side by side</em> shows a persona's conversations with every chatbot next to each other.</p>"
+        f'<nav><a href="{escape(back)}">{_w("viewer.grid_back")}</a></nav>'
+        f"<h1>{_w('viewer.grid_title')}</h1>"
+        f'<p class="grid-intro" id="grid-summary">{escape(summary, quote=False)}. '
+        f"{_w('viewer.grid_intro')} "
+        f"<em>{_w('viewer.grid_side')}</em> {_w('viewer.grid_side_intro')}</p>"
         # The pager above the grid too: with 100 rows the one below is far down.
         f"{_pager(query, page, pages, len(shown), len(personas), 'grid-pager-top', links)}"
         '<div class="list-box"><table class="list grid" id="grid">'
-        f'<thead><tr><th scope="col">Persona (risk)</th>{head}</tr></thead>'
+        f'<thead><tr><th scope="col">{_w("viewer.grid_persona_risk")}</th>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div>"
         f"{_pager(query, page, pages, len(shown), len(personas), 'grid-pager', links)}"
     )
-    return _document("Chatbot × persona — vera view", html)
+    return _document(tr("viewer.grid_page_title"), html)
 
 
 def _pager(
@@ -141,11 +156,17 @@ def _pager(
         href = links.grid(query, n)
         return f'<a rel="{rel}" href="{escape(href)}">{text}</a>'
 
-    parts = [link(page - 1, "← previous", "prev") if page > 1 else ""]
-    parts.append(
-        f"<span>personas {first:,}–{first + shown - 1:,} of {personas:,} (page {page} of {pages})</span>"
+    parts = [link(page - 1, _w("viewer.grid_previous"), "prev") if page > 1 else ""]
+    where = tr(
+        "viewer.grid_pages",
+        first=f"{first:,}",
+        last=f"{first + shown - 1:,}",
+        personas=f"{personas:,}",
+        page=page,
+        pages=pages,
     )
-    parts.append(link(page + 1, "next →", "next") if page < pages else "")
+    parts.append(f"<span>{escape(where, quote=False)}</span>")
+    parts.append(link(page + 1, _w("viewer.grid_next"), "next") if page < pages else "")
     return f'<nav class="pager" id="{element_id}">{"".join(parts)}</nav>'
 
 
@@ -167,7 +188,7 @@ def side_by_side_html(
         conv = run.records.read_conversation(r["id"])
         turns = "".join(
             f'<li class="turn {t.speaker}"><div class="who">{n} · '
-            f"{'User' if t.speaker == 'user' else 'Chatbot'}</div>"
+            f"{_w('page.user') if t.speaker == 'user' else _w('page.chatbot')}</div>"
             f'<p class="text">{escape(t.text)}</p></li>'
             for n, t in enumerate(conv.turns, start=1)
         )
@@ -175,19 +196,17 @@ def side_by_side_html(
             '<section class="side-column">'
             f"<h2>{escape(r['chatbot'])}</h2>"
             f'<p>{_chip(r, query, links)} <a href="{escape(links.page(r["run"], r["id"], query))}">'
-            f"<code>{escape(r['id'])}</code></a> · seed {escape(str(r['seed']))}"
+            f"<code>{escape(r['id'])}</code></a> · {_w('viewer.grid_seed', seed=r['seed'])}"
             f"{' · ' + escape(run.label) if len(catalogue.runs) > 1 else ''}</p>"
             f'<ol class="side-turns">{turns}</ol></section>'
         )
     more = len(rows) - len(shown)
-    note = (
-        f" The first {len(shown)} are shown; narrow the filters (seed, run) for the others." if more else ""
-    )
+    note = tr("viewer.side_first", n=len(shown)) if more else ""
     grid = list_query({k: v for k, v in params.items() if k != "persona"})
     html = (
-        f'<nav><a href="{escape(links.grid(grid, 1))}">← The grid</a></nav>'
-        f"<h1>{escape(persona)}, side by side</h1>"
-        f'<p class="summary">{len(rows)} conversation(s) of this persona.{escape(note)}</p>'
+        f'<nav><a href="{escape(links.grid(grid, 1))}">{_w("viewer.side_back")}</a></nav>'
+        f"<h1>{_w('viewer.side_title', persona=persona)}</h1>"
+        f'<p class="summary">{_w("viewer.side_summary", n=len(rows))}{escape(note)}</p>'
         f'<div class="side-by-side" id="side-by-side">{"".join(columns)}</div>'
     )
-    return _document(f"{persona}, side by side — vera view", html)
+    return _document(tr("viewer.side_page_title", persona=persona), html)

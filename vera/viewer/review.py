@@ -55,7 +55,7 @@ from vera.viewer.access import (
     known_host,
 )
 from vera.viewer.app import _run, _serve_until_stopped, bind, check_host, remote_access, with_key
-from vera.viewer.words import run_strings, translate_page
+from vera.viewer.words import guide_words, option_namer, run_strings, translate_page
 
 __all__ = ["ReviewSession", "build_review_app", "check_rater", "serve_review"]
 
@@ -134,13 +134,16 @@ class ReviewSession:
             how = f"--size {size}" + (f", all {len(units)} there are" if size > len(units) else "")
         sample = draw_sample(units, sizes, seed)
         rubric, why = run_rubric(records.manifest, records.root)
+        # The guide in the run's pack's words, its options by the pack's names for them.
+        strings = run_strings([records.manifest])
+        namer = option_namer(records.manifest, records.root, strings)
         session = cls(
             run_dir=Path(run_dir),
             records=records,
             rater=rater,
             seed=seed,
             dimensions=rubric_dimensions(records),
-            guide=msgspec.to_builtins(rating_guide(rubric)) if rubric else {},
+            guide=msgspec.to_builtins(rating_guide(rubric, guide_words(strings), namer)) if rubric else {},
             guide_note=None if rubric else f"{why}: what each rating means cannot be shown",
             population=len(units),
             order=[u.id for u in rater_order(sample, rater, seed)],

@@ -34,6 +34,7 @@ from vera.errors import UserError
 from vera.store import MANIFEST
 from vera.viewer.access import ACCESS_KEY, ALLOWED_HOSTS, READ_ONLY, SAFE_HEADERS, key_required, known_host
 from vera.viewer.catalogue import Catalogue
+from vera.viewer.words import run_strings, translate_page
 
 # How deep below the folder runs are looked for (runs/<config>/<date>/<run> is 3).
 MAX_DEPTH = 4
@@ -223,9 +224,12 @@ def build_folder_app(
     app[ACCESS_KEY] = key
     started = time.time()
 
+    # In the runs' locale pack's words when they all share one (English otherwise).
+    strings = run_strings(c.runs[0].records.manifest for c in folder.catalogues if c is not None)
+    page = translate_page(assets["runs.html"][0], strings, "viewer")
+
     async def runs_page(request: web.Request) -> web.Response:
-        body, _ = assets["runs.html"]
-        return web.Response(body=body, content_type="text/html", charset="utf-8")
+        return web.Response(body=page, content_type="text/html", charset="utf-8")
 
     async def asset(request: web.Request) -> web.Response:
         name = request.match_info["name"]

@@ -20,6 +20,7 @@ import polars as pl
 
 from vera.report import rating_anchor, slug
 from vera.store import RunRecords
+from vera.viewer.words import run_strings
 
 MAX_QUERY = 200  # characters: a search, not a document
 SNIPPETS_PER_CONVERSATION = 3
@@ -33,10 +34,13 @@ class _Run(Protocol):
 
 def _passages(run: _Run) -> Iterable[tuple[int, str, str, str, str]]:
     """(run, conversation id, where, anchor, text) for every searchable passage of a run."""
+    # Where a passage is, in the run's pack's words (the snippets' links name it).
+    say = run_strings([run.records.manifest])
+    who = {"user": say("page.user"), "chatbot": say("page.chatbot")}
     for conv in run.records.iter_conversations():
         for n, turn in enumerate(conv.turns, start=1):
-            who = "User" if turn.speaker == "user" else "Chatbot"
-            yield run.index, conv.id, f"turn {n} · {who}", f"turn-{n}", turn.text
+            where = say("viewer.search_turn", n=n, who=who.get(turn.speaker, turn.speaker))
+            yield run.index, conv.id, where, f"turn-{n}", turn.text
     for j in run.records.iter_judgements():
         judge = f"{j.judge} #{j.instance}"
         # The anchors the conversation page gives a walk and a rating.
@@ -44,10 +48,12 @@ def _passages(run: _Run) -> Iterable[tuple[int, str, str, str, str]]:
         for r in j.ratings:
             if r.reasoning:
                 anchor = rating_anchor(j.judge, j.instance, r.dimension)
-                yield run.index, j.conversation_id, f"{judge} · {r.dimension}", anchor, r.reasoning
+                where = f"{judge} · {say.label(r.dimension)}"
+                yield run.index, j.conversation_id, where, anchor, r.reasoning
         for a in j.answers:
             if a.reasoning:
-                yield run.index, j.conversation_id, f"{judge} · question {a.question_id}", walk, a.reasoning
+                where = say("viewer.search_question", judge=judge, question=a.question_id)
+                yield run.index, j.conversation_id, where, walk, a.reasoning
 
 
 class SearchIndex:

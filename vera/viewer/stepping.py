@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from html import escape
 from urllib.parse import quote, urlencode
 
+from vera.inputs import tr
 from vera.viewer.catalogue import Catalogue, Query, QueryError
 
 # The list's own parameters; anything else in a page's query string is dropped.
@@ -68,12 +69,15 @@ def steps_html(catalogue: Catalogue, params: Mapping[str, str], run_index: int, 
         return f'<a rel="{rel}" href="{escape(page_href(*target, query, prefix="../../../"))}">{label}</a>'
 
     narrowed = any(params.get(k) for k in LIST_PARAMS if k not in ("sort", "desc", "per_page"))
-    where = "in this filtered list" if narrowed else "in the list"
+    where = tr(
+        "viewer.step_in_filtered" if narrowed else "viewer.step_in_list",
+        n=f"{found.position + 1:,}",
+        total=f"{found.total:,}",
+    )
     return (
-        '<nav class="steps" aria-label="Within the list">'
-        + link(found.previous, "← Previous", "prev")
-        + f' <a href="{escape(list_href.rstrip("?"))}">Conversation {found.position + 1:,} of {found.total:,} '
-        + f"{where}</a> "
-        + link(found.next, "Next →", "next")
+        f'<nav class="steps" aria-label="{escape(tr("viewer.aria_steps"))}">'
+        + link(found.previous, escape(tr("viewer.previous"), quote=False), "prev")
+        + f' <a href="{escape(list_href.rstrip("?"))}">{escape(where, quote=False)}</a> '
+        + link(found.next, escape(tr("viewer.next"), quote=False), "next")
         + "</nav>"
     )

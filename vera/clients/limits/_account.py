@@ -5,6 +5,8 @@ name, and the counters of the progress display.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections import deque
 from typing import Any, Protocol
 
 from vera.clients.limits._buckets import (
@@ -29,10 +31,72 @@ class SharedPause(Protocol):
     async def remaining(self) -> float: ...
 
 
+class Slots:
+    """The in-flight cap: at most `limit` holders at once, the others served in the
+    order they came. What `asyncio.Semaphore` does, with a synchronous way in when a
+    slot is free (`try_take`): the semaphore's `async with` ran two or three coroutines
+    per call (about 0.65 µs), for a cap that rarely binds. A slot given back goes
+    straight to the oldest waiter, so a newcomer never takes it first."""
+
+    __slots__ = ("_free", "_waiters")
+
+    def __init__(self, limit: int) -> None:
+        self._free = limit
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    def try_take(self) -> bool:
+        """Take a slot if one is free and nobody waits for one; never waits."""
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
+            return True
+        return False
+
+    async def take(self) -> None:
+        """Take a slot, waiting in line for one."""
+        if self.try_take():
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self.give()  # handed a slot as it was cancelled: it goes to the next
+            else:
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
+            raise
+
+    def give(self) -> None:
+        """Give a slot back: to the oldest waiter still waiting, else to the free ones."""
+        waiters = self._waiters
+        while waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._free += 1
+
+    async def __aenter__(self) -> None:
+        await self.take()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.give()
+
+
 class _Unlimited:
-    """Stands in for a semaphore when an account has no in-flight cap."""
+    """Stands in for `Slots` when an account has no in-flight cap."""
 
     __slots__ = ()
+
+    def try_take(self) -> bool:
+        return True
+
+    async def take(self) -> None:
+        return None
+
+    def give(self) -> None:
+        return None
 
     async def __aenter__(self) -> None:
         return None
@@ -99,9 +163,7 @@ class Account:
         self.tokens: Bucket | None = None
         if tpm:
             self.tokens = make("tokens", *bucket_shape(tpm, TOKEN_BURST_S, window_s))
-        self._slots: asyncio.Semaphore | _Unlimited = (
-            asyncio.Semaphore(max_in_flight) if max_in_flight else _Unlimited()
-        )
+        self._slots: Slots | _Unlimited = Slots(max_in_flight) if max_in_flight else _Unlimited()
         self._shared_pause = shared_pause
         self._resume_at = 0.0
         self.calls = 0
@@ -169,8 +231,8 @@ class Account:
             await self._shared_pause.pause(seconds)
 
     @property
-    def slot(self) -> asyncio.Semaphore | _Unlimited:
-        """The in-flight cap, as an async context manager."""
+    def slot(self) -> Slots | _Unlimited:
+        """The in-flight cap: an async context manager, or `try_take` / `take` / `give`."""
         return self._slots
 
     def snapshot(self) -> dict[str, Any]:

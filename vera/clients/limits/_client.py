@@ -13,7 +13,7 @@ from vera.clients.budget import Budget, Reservation, input_bound, output_bound
 from vera.clients.limits._account import Account
 from vera.clients.limits._prices import DEFAULT_OUTPUT_ESTIMATE, Prices, estimate_tokens
 from vera.clients.limits._retry import RetryPolicy
-from vera.clients.meter import current_meter
+from vera.clients.meter import METER
 from vera.errors import (
     CallTimeoutError,
     ConfigError,
@@ -165,6 +165,7 @@ class LimitedClient:
     async def chat(self, request: ChatRequest) -> Completion:
         """`inner.chat` within limits, with retries; see the class docstring."""
         account = self.account
+        slots = account.slot
         estimate = 0
         if account.tokens is not None:
             estimate = estimate_tokens(
@@ -181,7 +182,10 @@ class LimitedClient:
             hold: Reservation | None = None
             try:
                 # The slot first, then the pause and buckets: see the module docstring.
-                async with account.slot:
+                # (Taken at once when free: no coroutine for a cap that does not bind.)
+                if not slots.try_take():
+                    await slots.take()
+                try:
                     reserved = 0 if account.admitted_at_once() else await account.admit(estimate)
                     if budget is not None and worst > 0:
                         try:
@@ -205,6 +209,8 @@ class LimitedClient:
                             watch.done = True
                             if watch.expired and task is not None and task.cancelling():
                                 task.uncancel()  # expired as it finished: no cancel pending
+                finally:
+                    slots.give()
             except TimeoutError:
                 error: ProviderError = CallTimeoutError(
                     self.provider, f"no complete answer within {self.timeout_s:g} s"
@@ -218,7 +224,8 @@ class LimitedClient:
                 raise
             else:
                 usage = completion.usage
-                await account.settle(reserved, usage.input_tokens + usage.output_tokens or reserved)
+                if account.tokens is not None:  # (no coroutine per call without a token bucket)
+                    await account.settle(reserved, usage.input_tokens + usage.output_tokens or reserved)
                 if hold is not None:
                     if usage.input_tokens or usage.output_tokens:
                         hold.settle(self.prices.cost(usage))
@@ -232,7 +239,7 @@ class LimitedClient:
                     hold.release()
                 else:
                     uncertain += hold.unknown()
-            if error.status is not None:
+            if error.status is not None and account.tokens is not None:
                 await account.settle(reserved, 0)  # the server refused: nothing was generated
             if isinstance(error, RateLimitError):
                 http_429 += 1
@@ -268,7 +275,7 @@ class LimitedClient:
         account.cost_usd += cost
         if error is not None:
             account.errors += 1
-        meter = current_meter()
+        meter = METER.get()
         if meter is None:
             return
         meter.settled = True
@@ -282,7 +289,7 @@ class LimitedClient:
         meter.standard_cost_usd = (
             cost if self.standard_prices is self.prices else self.standard_prices.cost(usage)
         )
-        meter.reasoning_cost_usd = self.prices.reasoning_cost(usage)
+        meter.reasoning_cost_usd = self.prices.reasoning_cost(usage) if usage.reasoning_tokens else 0.0
         meter.uncertain_usd = uncertain
         meter.error = None if error is None else redact(f"{type(error).__name__}: {error}")
         meter.tier = self.tier

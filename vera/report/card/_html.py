@@ -19,7 +19,7 @@ from html import escape
 
 import msgspec
 
-from vera.inputs import active, phrase, tr, ui_label, use_strings
+from vera.inputs import active, phrase, tr, ui_cell, ui_label, use_strings
 from vera.report.card._plots import Plot
 from vera.report.card._schema import Card, ChatbotCard, HarmfulRating
 from vera.report.card._sequence import sequential_table, sequential_text
@@ -319,7 +319,7 @@ def html_table(t: Table, *, wide_column: int | None = None, links: Sequence[str]
     out.append("<tbody>")
     for i, row in enumerate(t.rows):
         attrs = ' class="emphasis"' if i in t.emphasise else ""
-        head = escape(ui_label(row[0]))
+        head = escape(ui_cell(row[0]))
         if links and links[i]:
             head = f'<a href="{escape(links[i])}">{head}</a>'
         cells = [f'<th scope="row">{head}</th>']
@@ -328,7 +328,7 @@ def html_table(t: Table, *, wide_column: int | None = None, links: Sequence[str]
                 c for c, on in (("text", not _NUMERIC.match(cell)), ("reasoning", j == wide_column)) if on
             ]
             cls = f' class="{" ".join(classes)}"' if classes else ""
-            cells.append(f"<td{cls}>{escape(cell)}</td>")
+            cells.append(f"<td{cls}>{escape(ui_cell(cell))}</td>")
         out.append(f"<tr{attrs}>{''.join(cells)}</tr>")
     out.append("</tbody></table></div>")
     return "\n".join(out)
@@ -366,7 +366,7 @@ def _results(card: Card) -> str:
 def _headline_box(index: int, h: Headline, level: str) -> str:
     value, _, interval = h.score.partition(" ")
     dims = "".join(
-        f'<tr><th scope="row">{escape(name)}</th><td data-key="dimension">{escape(cell)}</td></tr>'
+        f'<tr><th scope="row">{escape(ui_cell(name))}</th><td data-key="dimension">{escape(cell)}</td></tr>'
         for name, cell in h.dimensions
     )
     return (
@@ -395,7 +395,7 @@ def _fix_first(report: Improvements) -> str:
             parts.append(f"<h3>{escape(bot.chatbot)}</h3>")
         found = ranked(bot)
         if not found:
-            parts.append("<p>No harmful or suboptimal rating.</p>")
+            parts.append(f"<p>{escape(tr('card.no_findings'))}</p>")
             continue
         links = []
         for d, f in found:
@@ -412,7 +412,10 @@ def _fix_first(report: Improvements) -> str:
         for row, href in zip(table.rows, links, strict=True):
             cells = [f'<th scope="row">{escape(row[0])}</th>']
             dimension, rating, conversations, share = row[1:-1]
-            cells += [f'<td class="text">{escape(dimension)}</td>', f'<td class="text">{escape(rating)}</td>']
+            cells += [
+                f'<td class="text">{escape(ui_cell(dimension))}</td>',
+                f'<td class="text">{escape(ui_cell(rating))}</td>',
+            ]
             cells += [f"<td>{escape(conversations)}</td>", f"<td>{escape(share)}</td>"]
             example = f'<a href="{escape(href)}">{escape(row[-1])}</a>' if href else escape(row[-1])
             cells.append(f'<td class="text">{example}</td>')

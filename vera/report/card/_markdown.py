@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from vera.inputs import phrase, tr, ui_label, use_strings
+from vera.inputs import phrase, tr, ui_cell, ui_label, use_strings
 from vera.report.card._schema import Card, ChatbotCard
 from vera.report.card._sequence import SEQUENCE_PLOT, sequential_table, sequential_text
 from vera.report.card._tables import (
@@ -52,7 +52,7 @@ def fix_first_markdown(report: Improvements | None, *, limit: int = 10) -> list[
         if len(report.chatbots) > 1:
             lines += [f"### {bot.chatbot}", ""]
         if not found:
-            lines += ["No harmful or suboptimal rating.", ""]
+            lines += [tr("card.no_findings"), ""]
             continue
         shown = min(limit, len(found))
         lines += [*markdown_table(fix_first_table(bot, limit=limit, links=True)), ""]
@@ -69,9 +69,11 @@ def markdown_table(t: Table) -> list[str]:
     lines = [f"*{cell(phrase(t.caption))}*", ""] if t.caption else []
     # Headings and row labels in the card's language (`ui_label` leaves names as they are,
     # with the pack's gloss after a dimension's or rating's).
+    # A cell that holds a value from the run's data (a risk level, a rating) is shown in
+    # the pack's words too (`ui_cell`); the records keep the English.
     lines += ["| " + " | ".join(cell(ui_label(h)) for h in t.headers) + " |", "|" + "---|" * len(t.headers)]
     for i, row in enumerate(t.rows):
-        cells = [cell(ui_label(c) if k == 0 else c) for k, c in enumerate(row)]
+        cells = [cell(ui_cell(c)) for c in row]
         if i in t.emphasise:
             cells[0] = f"**{cells[0]}**"
         lines.append("| " + " | ".join(cells) + " |")

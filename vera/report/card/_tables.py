@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from vera.inputs import phrase, tr
+from vera.inputs import BASE, phrase, tr, ui_cell
 from vera.records import OVERALL
 from vera.report.card._schema import (
     AgreementBlock,
@@ -168,7 +168,12 @@ def arcs_table(bot: ChatbotCard) -> Table:
     if a is not None:
         pct = f" ({num(a.pct_arcs_any_hph)} %)" if a.pct_arcs_any_hph is not None else ""
         t.rows.append(
-            [" → ".join(a.sessions), num(a.n_arcs), num(a.n_arcs_complete), f"{num(a.n_arcs_any_hph)}{pct}"]
+            [
+                " → ".join(phrase(x) for x in a.sessions),
+                num(a.n_arcs),
+                num(a.n_arcs_complete),
+                f"{num(a.n_arcs_any_hph)}{pct}",
+            ]
         )
     return t
 
@@ -198,7 +203,7 @@ def judge_table(bot: ChatbotCard) -> Table:
         t.rows.append(
             [
                 entry.judge,
-                "all (pooled)" if entry.instance is None else num(entry.instance),
+                tr("col.all_pooled") if entry.instance is None else num(entry.instance),
                 num(entry.n_conversations),
                 num(entry.n_judgements),
                 with_ci(entry.overall, "score"),
@@ -212,10 +217,7 @@ def seed_table(bot: ChatbotCard) -> Table:
     s = bot.by_seed
     if s is None:
         return Table(["Seed", "Replicate", "Conversations", "Personas", "Overall score [CI]"])
-    caption = (
-        f"Between seeds: lowest {num(s.score_min)}, highest {num(s.score_max)}, "
-        f"standard deviation {num(s.score_sd)}"
-    )
+    caption = tr("col.between_seeds", low=num(s.score_min), high=num(s.score_max), sd=num(s.score_sd))
     t = Table(["Seed", "Replicate", "Conversations", "Personas", "Overall score [CI]"], caption=caption)
     for r in s.seeds:
         t.rows.append(
@@ -234,10 +236,7 @@ def judge_agreement_tables(agreement: JudgeAgreement) -> list[Table]:
     """Inter-judge agreement per dimension and overall, and Cohen's kappa per pair."""
     t = Table(
         agreement_headers("Judges"),
-        caption=(
-            "Not Relevant counted as a rating; percent agreement and unanimous as proportions "
-            "(1 = always agree); items are conversations (Overall: conversation × dimension)"
-        ),
+        caption=tr("col.agreement_caption"),
     )
     blocks: list[tuple[str, AgreementBlock]] = [*agreement.dimensions.items(), (OVERALL, agreement.overall)]
     for name, b in blocks:
@@ -364,17 +363,32 @@ def accounting_table(card: Card) -> Table:
         columns.append(REPLAYED_COLUMN)
     t = Table(["Model calls", *(header for _, header in columns)])
     rows: list[tuple[str, CallTotals]] = [
-        *((f"role: {k}", v) for k, v in acc.by_role.items()),
-        *((f"provider: {k}", v) for k, v in acc.by_provider.items()),
+        *((tr("col.acc_role", role=_role_word(k)), v) for k, v in acc.by_role.items()),
+        *((tr("col.acc_provider", provider=k), v) for k, v in acc.by_provider.items()),
         # by price tier: standard (live), batch, flex
-        *((f"role/tier: {k}", v) for k, v in acc.by_role_tier.items()),
+        *((tr("col.acc_role_tier", pair=_role_tier_words(k)), v) for k, v in acc.by_role_tier.items()),
         ("Total", acc.total),
     ]
-    for label, bucket in rows:
-        if label == "Total":
+    for k, (label, bucket) in enumerate(rows):
+        if k == len(rows) - 1:
             t.emphasise.add(len(t.rows))
         t.rows.append([label, *(num(_accounting_value(bucket, key)) for key, _ in columns)])
     return t
+
+
+_TIERS = ("standard", "batch", "flex")
+
+
+def _role_word(role: str) -> str:
+    """A role's key (as the accounting records it) in the card's language: English
+    keeps the key itself."""
+    return tr(f"col.acc_{role}") if f"col.acc_{role}" in BASE else role
+
+
+def _role_tier_words(pair: str) -> str:
+    role, _, tier = pair.partition("/")
+    tier_word = tr(f"col.acc_tier_{tier}") if tier in _TIERS else tier
+    return f"{_role_word(role)}/{tier_word}" if tier else _role_word(role)
 
 
 def harmful_table(harmful: Sequence[HarmfulRating]) -> Table:
@@ -508,7 +522,9 @@ def section_tables(bot: ChatbotCard, title: str = "risk level") -> Iterable[tupl
             [
                 risk_summary_table(bot, title),
                 *(
-                    dimension_table(sec, caption=f"{phrase(caption)} {lvl}")
+                    dimension_table(
+                        sec, caption=tr("card.risk_caption", caption=phrase(caption), level=ui_cell(lvl))
+                    )
                     for lvl, sec in bot.by_risk.items()
                 ),
             ],
@@ -556,9 +572,9 @@ def diagnostics_table(card: Card) -> Table:
                 *(num(d.ended_by.get(r, 0)) for r in END_REASONS),
                 num(tc.n),
                 f"{num(tc.min)} / {num(tc.median)} / {num(tc.max)} ({num(tc.mean)})",
-                f"{num(d.empty_chatbot_turns)} of {num(d.chatbot_turns)}",
+                tr("col.n_of", n=num(d.empty_chatbot_turns), of=num(d.chatbot_turns)),
                 num(d.truncated_chatbot_turns),
-                f"{num(d.judge_reasks)} ({num(d.answers_reasked)} of {num(d.judge_answers)})",
+                f"{num(d.judge_reasks)} ({tr('col.n_of', n=num(d.answers_reasked), of=num(d.judge_answers))})",
                 num(d.invalid_answers),
             ]
         )
@@ -583,7 +599,11 @@ def group_score_table(groups: dict[str, GroupScore], title: str, caption: str = 
     )
     for value, g in groups.items():
         lo, hi = g.score_ci
-        score = f"{MISSING} (nothing rated)" if g.score is None else f"{num(g.score)} [{num(lo)}, {num(hi)}]"
+        score = (
+            f"{MISSING} ({tr('card.plot_nothing')})"
+            if g.score is None
+            else f"{num(g.score)} [{num(lo)}, {num(hi)}]"
+        )
         t.rows.append(
             [value, num(g.n_conversations), num(g.n_personas), score, num(g.pct_conversations_any_hph)]
         )
@@ -595,7 +615,7 @@ def breakdown_tables(bot: ChatbotCard) -> Iterable[tuple[str, list[Table]]]:
     if bot.by_user_agent:
         yield "By user-agent", [group_score_table(bot.by_user_agent, "User-agent")]
     for column, groups in (bot.by_persona or {}).items():
-        yield f"By persona column {column}", [group_score_table(groups, column)]
+        yield tr("card.by_persona_column", column=phrase(column)), [group_score_table(groups, column)]
 
 
 # ---------------------------------------------------------------------------------------

@@ -17,13 +17,13 @@ from typing import Any
 
 import msgspec
 
-from vera.inputs import BASE, ENGLISH, Strings, tr, ui_strings
+from vera.inputs import BASE, ENGLISH, Strings, phrase, tr, ui_cell, ui_strings
 from vera.records import LocaleInfo
 from vera.report.card._schema import AccountLimit, Card, ReferenceFiles
 from vera.report.card._sequence import sequential_text
 from vera.report.shared._language import LanguageCheck
 from vera.report.shared._numbers import MISSING, fixed, num, percent_level, with_ci
-from vera.report.shared._outcome import state_label
+from vera.report.shared._outcome import state_label, summary_words
 
 # The reading guide's text is BASE['card.reading_guide'] (vera.inputs._ui), so a pack translates it.
 
@@ -54,7 +54,7 @@ def status_text(card: Card) -> str:
     st = card.status
     if st is None:
         return tr("card.status_unrecorded")
-    return f"{state_words(st.state)} ({tr('card.exit_code', code=num(st.exit_code))}) — {st.summary}"
+    return f"{state_words(st.state)} ({tr('card.exit_code', code=num(st.exit_code))}) — {summary_words(st.summary)}"
 
 
 def state_words(state: str) -> str:
@@ -120,7 +120,12 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
 
     imported = card.imported
     # The status and the offline label are at the top of every rendering; not again here.
-    rows = [("Run", f"{card.run_id} (vera {card.vera_version}, card schema {num(card.schema_version)})")]
+    rows = [
+        (
+            "Run",
+            tr("card.about_run", run=card.run_id, version=card.vera_version, schema=num(card.schema_version)),
+        )
+    ]
     if not card.offline:
         rows.append(("Offline stand-ins", "no: real models"))
     if card.target is not None:
@@ -132,7 +137,13 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
     if not isinstance(card.sequential, msgspec.UnsetType):
         rows.append(("Sequential gate", sequential_text(card.sequential)))
     rows.append(("Rubric", version("rubric")))
-    rows.append(("Terminal semantics", TERMINAL_TEXT.get(card.terminal_semantics, card.terminal_semantics)))
+    terminal = card.terminal_semantics
+    rows.append(
+        (
+            "Terminal semantics",
+            tr(f"card.about_terminal_{terminal}") if terminal in TERMINAL_TEXT else terminal,
+        )
+    )
     if card.grouping is not None:
         rows.append(("Persona groups", grouping_text(card)))
     if imported is None:
@@ -151,7 +162,7 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
             "Simulated users" if imported is None else "Simulated users (as the transcripts name them)",
             ", ".join(m.user_agents),
         ),
-        ("Judges", f"{', '.join(m.judges)} × {num(m.judge_instances)} instance(s) each"),
+        ("Judges", tr("card.about_judges", judges=", ".join(m.judges), n=num(m.judge_instances))),
         ("Sampling", sampling_text(m.params)),
     ]
     if imported is None:
@@ -159,45 +170,55 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
             ("Seeds", ", ".join(num(x) for x in s.seeds or [])),
             (
                 "Turns",
-                f"mean {num(c.mean_turns)} per conversation; at most {num(s.max_turns)}, "
-                f"at least {num(s.min_turns)} before the simulated user may end",
+                tr("card.about_turns", mean=num(c.mean_turns), max=num(s.max_turns), min=num(s.min_turns)),
             ),
         ]
         if s.sessions:
-            user = "remembers earlier sessions" if s.user_memory else "starts each session fresh"
+            user = tr("card.about_user_remembers") if s.user_memory else tr("card.about_user_fresh")
             bot = (
-                "a model chatbot is sent the earlier sessions (chatbot_memory history: vera's history replay)"
-                if s.chatbot_memory == "history"
-                else "a model chatbot starts each session fresh (chatbot_memory none, as the reference)"
+                tr("card.about_bot_history") if s.chatbot_memory == "history" else tr("card.about_bot_fresh")
             )
-            rows.append(
-                (
-                    "Sessions",
-                    f"{' → '.join(s.sessions)} per arc, each judged on its own; the simulated user {user}; {bot}",
-                )
-            )
+            sessions = " → ".join(phrase(x) for x in s.sessions)
+            rows.append(("Sessions", tr("card.about_sessions", sessions=sessions, user=user, bot=bot)))
     else:
         rows.append(("Turns", f"mean {num(c.mean_turns)} per judged conversation, as imported"))
     rows += [
         (
             "Conversations",
-            f"{num(c.conversations_complete)} complete, {num(c.conversations_failed)} failed "
-            f"(of {num(c.conversations_planned)} "
-            f"{'planned' if imported is None else 'imported; failed = a speaker missing, not judged'})",
+            tr(
+                "card.about_conversations",
+                complete=num(c.conversations_complete),
+                failed=num(c.conversations_failed),
+                planned=num(c.conversations_planned),
+            )
+            if imported is None
+            else f"{num(c.conversations_complete)} complete, {num(c.conversations_failed)} failed "
+            f"(of {num(c.conversations_planned)} imported; failed = a speaker missing, not judged)",
         ),
         (
             "Judgements",
-            f"{num(c.judgements_complete)} complete, {num(c.judgements_failed)} failed; "
-            "failed work is left out of every score",
+            tr(
+                "card.about_judgements",
+                complete=num(c.judgements_complete),
+                failed=num(c.judgements_failed),
+            ),
         ),
         (
             "Intervals",
-            f"{percent_level(card.bootstrap.confidence)} (confidence {num(b.confidence)}) {b.method} over "
-            f"{b.cluster}s, {num(b.resamples)} resamples, seed {num(b.seed)}",
+            tr(
+                "card.about_intervals",
+                level=percent_level(card.bootstrap.confidence),
+                confidence=num(b.confidence),
+                method=phrase(b.method),
+                cluster=phrase(b.cluster),
+                resamples=num(b.resamples),
+                seed=num(b.seed),
+            ),
         ),
         (
             "Cost",
-            f"${num(total.cost_usd)} over {num(total.calls)} model calls{_reasoning_text(card)}"
+            tr("card.about_cost", cost=num(total.cost_usd), calls=num(total.calls))
+            + f"{_reasoning_text(card)}"
             f"{_unused_text(card)}{_fallback_text(card)}{live_cost_text(card)}",
         ),
     ]
@@ -218,9 +239,10 @@ def sampling_text(params: dict[str, dict[str, dict[str, Any]]]) -> str:
     parts = []
     for role, by_ref in params.items():
         for ref, values in by_ref.items():
-            shown = ", ".join(f"{k} {v}" for k, v in sorted(values.items())) or "the server's defaults"
-            parts.append(f"{ROLE_NAMES.get(role, role)} {ref}: {shown}")
-    return "; ".join(parts) or "not recorded"
+            shown = ", ".join(tr("card.about_param", name=k, value=v) for k, v in sorted(values.items()))
+            role_name = tr(f"card.about_role_{role}") if role in ROLE_NAMES else role
+            parts.append(f"{role_name} {ref}: {shown or tr('card.about_defaults')}")
+    return tr("card.summary_sep").join(parts) or "not recorded"
 
 
 def limits_text(limits: Sequence[AccountLimit]) -> str:
@@ -250,9 +272,13 @@ def locale_text(card: Card) -> str:
     x = card.locale
     if not isinstance(x, LocaleInfo):
         return ""
-    return (
-        f"{x.tag} {x.version} ({x.path}); crisis resources {x.resources_version} "
-        f"(sha256 {x.resources_sha256[:12]})"
+    return tr(
+        "card.about_locale",
+        tag=x.tag,
+        version=x.version,
+        path=x.path,
+        resources=x.resources_version,
+        sha=x.resources_sha256[:12],
     )
 
 
@@ -262,12 +288,19 @@ def language_text(check: LanguageCheck) -> str:
     for bot, n in check.by_chatbot.items():
         flagged = n.other_language + n.switched
         parts.append(
-            f"{bot} {num(flagged)} of {num(n.conversations)} conversations "
-            f"({num(n.other_language)} in another language, {num(n.switched)} switched)"
+            tr(
+                "card.about_language",
+                bot=bot,
+                flagged=num(flagged),
+                n=num(n.conversations),
+                other=num(n.other_language),
+                switched=num(n.switched),
+            )
         )
     ids = [f.conversation_id for f in check.flagged[:5]]
-    more = f" and {num(len(check.flagged) - 5)} more" if len(check.flagged) > 5 else ""
-    return "; ".join(parts) + (f" — e.g. {', '.join(ids)}{more}" if ids else "")
+    more = tr("card.and_more", n=num(len(check.flagged) - 5)) if len(check.flagged) > 5 else ""
+    eg = tr("card.about_language_eg", ids=", ".join(ids), more=more) if ids else ""
+    return tr("card.summary_sep").join(parts) + eg
 
 
 def target_text(card: Card) -> str:
@@ -297,8 +330,11 @@ def grouping_text(card: Card) -> str:
         return (
             "none: the target names no grouping column (set group_by in the run config to a persona column)"
         )
-    what = "suicide risk level" if g.by == "risk" else f"persona column {g.by!r}"
-    return f"by {what}: {', '.join(g.levels)}" + (f"; {absent}" if absent else "")
+    if g.by == "risk":
+        text = tr("card.about_grouping_risk", levels=", ".join(ui_cell(x) for x in g.levels))
+    else:
+        text = f"by persona column {g.by!r}: {', '.join(g.levels)}"
+    return text + (f"; {absent}" if absent else "")
 
 
 def reference_row(ref: ReferenceFiles) -> str:
@@ -424,7 +460,7 @@ def _unused_text(card: Card) -> str:
     unused = card.accounting.unused_judge_questions
     if not unused:
         return ""
-    return f", {num(unused)} of them judge questions asked ahead and not needed"
+    return tr("card.about_unused", n=num(unused))
 
 
 # Under the table of model calls, so its two reasoning columns are read rightly.
@@ -470,7 +506,7 @@ def realism_text(card: Card) -> str:
     r = card.realism
     if r is None:
         return ""
-    by = ", ".join(r.checkers) or tr("card.checked_by_nothing")
+    by = ", ".join(phrase(x) for x in r.checkers) or tr("card.checked_by_nothing")
     prompt = tr("card.checked_prompt", prompt=r.prompt) if r.prompt else ""
     if r.excluded:
         return tr("card.checked_excluded", by=by, prompt=prompt, n=r.n_excluded)

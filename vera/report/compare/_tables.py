@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from vera.inputs import tr
 from vera.records import OVERALL
 from vera.report.card._schema import Comparison, RunComparison
 from vera.report.card._tables import Reasons, comparison_table, flag
@@ -63,7 +64,7 @@ def compare_tables(result: RunComparison) -> CompareTables:
             "Conversations",
             "Personas",
         ],
-        caption=f"Each on all of its own personas; {percent_level(result.bootstrap.confidence)} intervals",
+        caption=tr("col.each_own", level=percent_level(result.bootstrap.confidence)),
     )
     for u in units:
         o = u.overall

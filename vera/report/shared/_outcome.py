@@ -29,6 +29,7 @@ card.html) and on the last line vera prints.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from enum import IntEnum
 from typing import Protocol
@@ -36,6 +37,7 @@ from typing import Protocol
 import msgspec
 
 from vera.errors import BudgetReached, WaitLimitReached
+from vera.inputs import active
 from vera.records import JudgeSample, RunManifest
 from vera.stats.sampling import judging_sample
 
@@ -276,3 +278,23 @@ _CODES = {
 
 def _status(state: str, summary: str, missing: list[str]) -> RunStatus:
     return RunStatus(state=state, exit_code=int(_CODES[state]), summary=summary, missing_shards=missing)
+
+
+_SUMMARY_PART = re.compile(r"(\d+) of (\d+) (conversations|judgements) complete, (\d+) failed")
+
+
+def summary_words(summary: str) -> str:
+    """A run's status summary (as recorded, in English) in the active language: each
+    "; "-separated part vera writes in a known form is translated, any other part (a
+    stop's reason, a command) stays as recorded. English: the summary itself."""
+    words = active()
+    if words.english:
+        return summary
+    parts = []
+    for part in summary.split("; "):
+        m = _SUMMARY_PART.fullmatch(part)
+        if m:
+            key = "card.summary_conversations" if m[3] == "conversations" else "card.summary_judgements"
+            part = words(key, complete=m[1], planned=m[2], failed=m[4])
+        parts.append(part)
+    return words("card.summary_sep").join(parts)

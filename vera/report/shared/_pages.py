@@ -29,7 +29,7 @@ from pathlib import Path
 
 from vera import __version__
 from vera.errors import storage_error
-from vera.inputs import ENGLISH, Strings, active, tr, ui_label, ui_strings, use_strings
+from vera.inputs import BASE, ENGLISH, Strings, active, tr, ui_label, ui_strings, use_strings
 from vera.records import (
     HIGH_POTENTIAL_FOR_HARM,
     RATING_CODES,
@@ -233,7 +233,7 @@ def _facts(page: ConversationPage) -> str:
         (tr("col.seed"), seed),
         (tr("col.user_agent"), c.user_agent),
         (tr("viewer.col_status"), c.status),
-        (tr("col.turns"), tr("page.turns_value", n=len(c.turns), ended_by=c.ended_by.replace("_", " "))),
+        (tr("col.turns"), tr("page.turns_value", n=len(c.turns), ended_by=_ended(c.ended_by))),
     ]
     if c.session is not None:
         p = c.session
@@ -369,14 +369,16 @@ def _walk(
         out.append(f"<h3>{_t('page.ratings')}</h3>")
         out += [_rating(page, j, r, quotes) for r in ratings]
     if j.risk_selected:
-        risk = f"<strong>{escape(j.risk_selected)}</strong>"
+        risk = f"<strong>{escape(page.questions.any_option(j.risk_selected))}</strong>"
         out.append(f"<p>{_t('page.risk_chosen', risk=risk)}</p>")
     if j.answers:
         out.append(f'<h3>{_t("page.questions_asked", n=str(len(j.answers)))}</h3><ol class="steps">')
         for a in j.answers:
             attempts = tr("page.attempts", n=a.attempts) if a.attempts != 1 else tr("page.attempt")
             how = tr("page.auto") if a.auto else attempts
-            answer = f"<strong>{escape(a.answer)}</strong>"
+            # The judge's answer is its option's label (English, as recorded); shown in
+            # the pack's words where its rubric has them.
+            answer = f"<strong>{escape(page.questions.option(a.question_id, a.answer))}</strong>"
             retried = a.attempts > 1 and not a.auto
             out.append(
                 f'<li class="step"><div class="q"><code>{escape(a.question_id)}</code> '
@@ -585,3 +587,9 @@ def render_arc_page(page: ArcPage) -> str:
         f"<footer>{_t('page.arc_footer', version=escape(__version__), run=escape(page.run_id))}</footer>",
     ]
     return _document(tr("page.arc_title", arc=page.arc, run=page.run_id), body)
+
+
+def _ended(reason: str) -> str:
+    """How a conversation ended, in the page's language (its record keeps the value)."""
+    key = f"page.ended_{reason}"
+    return tr(key) if key in BASE else reason.replace("_", " ")

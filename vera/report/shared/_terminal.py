@@ -26,7 +26,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from vera.inputs import phrase, tr
+from vera.inputs import phrase, tr, ui_short
 from vera.report.shared._table import Table
 
 MIN_WIDTH = 80
@@ -123,8 +123,10 @@ def rich_table(t: Table, width: int | None = None) -> RenderableType:
     the table is drawn as several narrower tables, each repeating the row labels.
     Headings and row labels are in the active strings' language."""
     t = Table(
-        [phrase(h) for h in t.headers],
-        [[phrase(row[0]), *row[1:]] if row else row for row in t.rows],
+        [ui_short(h) for h in t.headers],
+        # Every cell, as a value from the run's data (a risk level, a rating) may be one
+        # the pack translates; a number or a name is left as it is.
+        [[ui_short(c) for c in row] for row in t.rows],
         caption=phrase(t.caption) if t.caption else t.caption,
         emphasise=set(t.emphasise),
     )
@@ -183,12 +185,26 @@ def _floors(t: Table) -> list[int]:
     """Per column, the narrowest width that breaks no word of its header or cells (a
     short Chinese heading, up to `_SHORT_HEADING` cells, kept whole: 对话, not 对/话)."""
     return [
-        max(3, _longest_word([h, *(row[i] for row in t.rows)]), _short_heading(h))
+        max(
+            3,
+            _longest_word([h, *(row[i] for row in t.rows)]),
+            _short_heading(h),
+            _wide_floor([h, *(row[i] for row in t.rows)]),
+        )
         for i, h in enumerate(t.headers)
     ]
 
 
 _SHORT_HEADING = 8
+# The narrowest a column holding Chinese (Japanese, Korean) text may be, in cells: such
+# text may break between any two characters, so without a floor of its own a squeezed
+# column shows one character a line (是/有/差/异). Six characters a line reads as words;
+# a shorter text keeps its own width.
+_WIDE_FLOOR = 12
+
+
+def _wide_floor(texts: Iterable[str]) -> int:
+    return max((min(cells(x), _WIDE_FLOOR) for x in texts if any(_wide(ch) for ch in x)), default=0)
 
 
 def _short_heading(h: str) -> int:

@@ -17,6 +17,25 @@ function ui(key, english, fields = {}) {
   return (UI[key] || english).replace(/\{(\w+)\}/g, (m, name) => (name in fields ? String(fields[name]) : m));
 }
 
+// Values from the runs, shown by their display names; the value itself (a filter's, a
+// link's) never changes. Dimensions and ratings: "Name（gloss）" as the card shows them.
+const NAMES = UI._names || {};
+const named = (name) => (NAMES[name] ? `${name}（${NAMES[name]}）` : name);
+const RISKS = {
+  None: ui("risk_none", "None"),
+  Low: ui("risk_low", "Low"),
+  High: ui("risk_high", "High"),
+  Immediate: ui("risk_immediate", "Immediate"),
+};
+const riskName = (risk) => RISKS[risk] || risk;
+const STATUS_NAMES = {
+  complete: ui("complete", "complete"),
+  failed: ui("status_failed", "failed"),
+  "judgement failed": ui("status_judgement_failed", "judgement failed"),
+  "not judged": ui("not_judged", "not judged"),
+};
+const statusName = (status) => STATUS_NAMES[status] || status;
+
 const CODES = {
   "Best Practice": "BP",
   "Suboptimal but Low Potential for Harm": "SUB",
@@ -72,7 +91,7 @@ function initials(dimension) {
 
 function badge(rating) {
   const code = CODES[rating] || "?";
-  const span = el("span", { className: `badge ${code.toLowerCase()}`, title: rating }, code);
+  const span = el("span", { className: `badge ${code.toLowerCase()}`, title: named(rating) }, code);
   return span;
 }
 
@@ -95,13 +114,13 @@ function fillFilters() {
   form.querySelector('[data-facet="runs"]').hidden = f.runs.length < 2;
   fill(form.chatbot, f.chatbots, ui("any_chatbot", "Any chatbot"));
   fill(form.persona, f.personas, ui("any_persona", "Any persona"));
-  fill(form.risk, f.risks, ui("any_risk", "Any risk level"));
+  fill(form.risk, f.risks, ui("any_risk", "Any risk level"), riskName);
   fill(form.seed, f.seeds, ui("any_seed", "Any seed"));
   fill(form.user_agent, f.user_agents, ui("any_user_agent", "Any user-agent"));
   fill(form.judge, f.judges, ui("any_judge", "Any judge"));
-  fill(form.dimension, f.dimensions, ui("any_dimension", "Any dimension"));
-  fill(form.rating, f.ratings, ui("any_rating", "Any rating"));
-  fill(form.status, f.statuses, ui("any_status", "Any status"));
+  fill(form.dimension, f.dimensions, ui("any_dimension", "Any dimension"), named);
+  fill(form.rating, f.ratings, ui("any_rating", "Any rating"), named);
+  fill(form.status, f.statuses, ui("any_status", "Any status"), statusName);
   fill(form.sort, f.sorts, null, (s) => SORT_LABELS[s] || s);
   showFilters();
 }
@@ -148,7 +167,7 @@ function showFilters() {
   for (const name of FILTERS) form[name].value = p.get(name) || "";
   gridLink(p);
   const active = FILTERS.filter((name) => p.get(name)).length;
-  document.getElementById("active-filters").textContent = active ? `(${active} active)` : "";
+  document.getElementById("active-filters").textContent = active ? ui("active", "({n} active)", { n: active }) : "";
   form.sort.value = p.get("sort") || "worst";
   form.per_page.value = p.get("per_page") || "50";
   form.desc.checked = p.get("desc") === "1";
@@ -199,7 +218,7 @@ function render(data) {
   const head = el("tr");
   for (const c of cols) {
     const th = el("th", { scope: "col", className: c.key === "dim" ? "dim" : c.key }, c.label);
-    if (c.dimension) th.title = c.dimension;
+    if (c.dimension) th.title = named(c.dimension);
     head.append(th);
   }
   table.tHead.replaceChildren(head);
@@ -229,21 +248,23 @@ function render(data) {
 function renderRow(row, cols) {
   const tr = el("tr", { className: row.status === "failed" ? "failed" : "" });
   for (const c of cols) {
-    const td = el("td", { "data-label": c.dimension || c.label, className: c.key === "dim" ? "dim" : c.key });
+    const td = el("td", { "data-label": c.dimension ? named(c.dimension) : c.label, className: c.key === "dim" ? "dim" : c.key });
     if (c.dimension) td.setAttribute("data-short", c.label);
     if (c.key === "id") {
       td.append(el("a", { href: conversationHref(row) }, row.id));
     } else if (c.key === "run") {
       td.textContent = facets.runs[row.run].label;
+    } else if (c.key === "risk") {
+      td.textContent = riskName(row.risk ?? "");
     } else if (c.key === "status") {
       td.append(statusCell(row));
     } else if (c.key === "dim") {
       const ratings = row.ratings[c.dimension] || [];
       if (ratings.length === 0) {
-        td.append(el("span", { className: "muted", title: ui("no_rating", "{dimension}: no rating", { dimension: c.dimension }) }, "–"));
+        td.append(el("span", { className: "muted", title: ui("no_rating", "{dimension}: no rating", { dimension: named(c.dimension) }) }, "–"));
       } else {
         const b = badge(ratings[0]);
-        b.title = `${c.dimension}: ${ratings.join(" / ")}`;
+        b.title = `${named(c.dimension)}: ${ratings.map(named).join(" / ")}`;
         td.append(b);
         if (ratings.length > 1) td.append(el("span", { className: "disagree", title: ui("disagree", "judge instances disagree") }, "≠"));
       }
@@ -317,10 +338,11 @@ function renderPager(data) {
     navigate(p);
     window.scrollTo(0, 0);
   };
-  const prev = el("button", { type: "button" }, "← Previous");
+  // The n / p keys find these by data-step, whatever the words on them.
+  const prev = el("button", { type: "button", "data-step": "prev" }, ui("previous", "← Previous"));
   prev.disabled = data.page <= 1;
   prev.addEventListener("click", () => go(data.page - 1));
-  const next = el("button", { type: "button" }, "Next →");
+  const next = el("button", { type: "button", "data-step": "next" }, ui("next", "Next →"));
   next.disabled = data.page >= pages;
   next.addEventListener("click", () => go(data.page + 1));
   pager.replaceChildren(prev, el("span", {}, ui("page", "Page {page} of {pages}", { page: data.page, pages })), next);
@@ -363,13 +385,13 @@ function renderLegend() {
   const ratings = document.getElementById("legend-ratings");
   for (const r of facets.ratings) {
     const li = el("li");
-    li.append(badge(r), ` ${r}`);
+    li.append(badge(r), ` ${named(r)}`);
     ratings.append(li);
   }
   const dims = document.getElementById("legend-dimensions");
   for (const d of facets.dimensions) {
     const li = el("li");
-    li.append(el("strong", {}, initials(d)), ` ${d}`);
+    li.append(el("strong", {}, initials(d)), ` ${named(d)}`);
     dims.append(li);
   }
 }
@@ -465,26 +487,27 @@ async function start() {
 // -- keyboard shortcuts ----------------------------------------------------------------
 
 // Single keys, ignored while typing in a field; "?" shows them all.
+const or = (a, b) => ui("key_or", "{a}  or  {b}", { a, b });
 const KEYS = [
-  ["/", "search"],
-  ["n  or  →", "next page of the list"],
-  ["p  or  ←", "previous page of the list"],
-  ["j  or  k", "next or previous conversation on the page (Enter opens it)"],
-  ["o", "open the first conversation on the page"],
-  ["f", "show or hide the filters"],
-  ["g", "the chatbot × persona grid"],
-  ["?", "show or hide this help"],
-  ["Esc", "close this help"],
+  ["/", ui("key_search", "search")],
+  [or("n", "→"), ui("key_next_page", "next page of the list")],
+  [or("p", "←"), ui("key_prev_page", "previous page of the list")],
+  [or("j", "k"), ui("key_rows", "next or previous conversation on the page (Enter opens it)")],
+  ["o", ui("key_open", "open the first conversation on the page")],
+  ["f", ui("key_filters", "show or hide the filters")],
+  ["g", ui("key_grid", "the chatbot × persona grid")],
+  ["?", ui("key_help", "show or hide this help")],
+  [ui("key_esc", "Esc"), ui("key_close", "close this help")],
 ];
 
 function toggleHelp(show) {
   let box = document.getElementById("keys");
   if (!box) {
-    box = el("div", { id: "keys", className: "keys", role: "dialog", "aria-label": "Keyboard shortcuts" });
-    box.append(el("h2", {}, "Keyboard shortcuts"));
+    box = el("div", { id: "keys", className: "keys", role: "dialog", "aria-label": ui("keys", "Keyboard shortcuts") });
+    box.append(el("h2", {}, ui("keys", "Keyboard shortcuts")));
     const list = el("dl");
     for (const [key, what] of KEYS) list.append(el("dt", {}, key), el("dd", {}, what));
-    box.append(list, el("p", {}, "On a conversation's page, Previous / Next are links: Tab to them."));
+    box.append(list, el("p", {}, ui("keys_note", "On a conversation's page, Previous / Next are links: Tab to them.")));
     box.hidden = true;
     document.body.append(box);
   }
@@ -506,8 +529,9 @@ function focusSearch() {
   document.querySelector('#filters [name="q"]').focus();
 }
 
-function pagerButton(label) {
-  return [...document.querySelectorAll("#pager button")].find((b) => b.textContent.includes(label));
+// By data-step, not by the words on it: a translation cannot break the keys.
+function pagerButton(step) {
+  return document.querySelector(`#pager button[data-step="${step}"]`);
 }
 
 document.addEventListener("keydown", (event) => {
@@ -524,8 +548,8 @@ document.addEventListener("keydown", (event) => {
     case "/": focusSearch(); break;
     case "j": moveRow(1); break;
     case "k": moveRow(-1); break;
-    case "n": case "ArrowRight": click(pagerButton("Next")); break;
-    case "p": case "ArrowLeft": click(pagerButton("Previous")); break;
+    case "n": case "ArrowRight": click(pagerButton("next")); break;
+    case "p": case "ArrowLeft": click(pagerButton("prev")); break;
     case "o": click(document.querySelector("#list tbody td.id a")); break;
     case "f": { const box = document.getElementById("filter-box"); box.open = !box.open; break; }
     case "g": click(document.getElementById("grid-link")); break;

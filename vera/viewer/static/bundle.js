@@ -9,6 +9,16 @@
   const data = window.veraBundleData;
   if (!data) return;
   const passages = window.veraBundleSearch || {};
+  // The step bar's words in the run's locale pack's language (the page's JSON block).
+  let words = {};
+  try {
+    const node = document.getElementById("vera-ui");
+    words = node ? JSON.parse(node.textContent) : {};
+  } catch (e) {
+    words = {};
+  }
+  const say = (key, english, fields = {}) =>
+    (words[key] || english).replace(/\{(\w+)\}/g, (m, name) => (name in fields ? String(fields[name]) : m));
   const RANK = { "Not Relevant": 0, "Best Practice": 1, "Suboptimal but Low Potential for Harm": 2, "High Potential for Harm": 3 };
   const HPH = data.ratings.indexOf("High Potential for Harm");
   const SUB = data.ratings.indexOf("Suboptimal but Low Potential for Harm");
@@ -188,12 +198,12 @@
     // What a server would add and a copy cannot: the CSV download (a server answers it)
     // and a grid narrowed by the list's filters (the bundle's grid holds every row).
     const title = document.querySelector("header h1");
-    if (title) title.append(Object.assign(document.createElement("small"), { className: "muted", textContent: " · a copy, opened from disk" }));
+    if (title) title.append(Object.assign(document.createElement("small"), { className: "muted", textContent: say("bundle_copy", " · a copy, opened from disk") }));
     const csv = document.getElementById("csv-link");
     if (csv) {
       csv.hidden = true;
       csv.after(Object.assign(document.createElement("span"), {
-        className: "muted", textContent: "a copy: the grid shows every conversation, no CSV download",
+        className: "muted", textContent: say("bundle_no_csv", "a copy: the grid shows every conversation, no CSV download"),
       }));
     }
   }
@@ -231,9 +241,14 @@
     const narrowed = LIST_PARAMS.some((name) => !["sort", "desc", "per_page"].includes(name) && p.get(name));
     const back = document.createElement("a");
     back.href = `../../../index.html?${query}${page > 1 ? `&page=${page}` : ""}`;
-    back.textContent = `Conversation ${(i + 1).toLocaleString()} of ${listed.length.toLocaleString()} ` +
-      (narrowed ? "in this filtered list" : "in the list");
-    bar.replaceChildren(step(listed[i - 1], "← Previous", "prev"), " ", back, " ", step(listed[i + 1], "Next →", "next"));
+    const position = { n: (i + 1).toLocaleString(), total: listed.length.toLocaleString() };
+    back.textContent = narrowed
+      ? say("step_in_filtered", "Conversation {n} of {total} in this filtered list", position)
+      : say("step_in_list", "Conversation {n} of {total} in the list", position);
+    bar.replaceChildren(
+      step(listed[i - 1], say("previous", "← Previous"), "prev"), " ", back, " ",
+      step(listed[i + 1], say("next", "Next →"), "next"),
+    );
   }
 
   window.veraBundle = {

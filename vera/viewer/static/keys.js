@@ -3,12 +3,23 @@
 // follow those links. Single keys, ignored while typing in a field; "?" lists them.
 "use strict";
 (() => {
+  // Its words in the run's locale pack's language: the page's JSON block (vera/viewer/words.py).
+  let words = {};
+  try {
+    const node = document.getElementById("vera-ui");
+    words = node ? JSON.parse(node.textContent) : {};
+  } catch (e) {
+    words = {};
+  }
+  const ui = (key, english, fields = {}) =>
+    (words[key] || english).replace(/\{(\w+)\}/g, (m, name) => (name in fields ? String(fields[name]) : m));
+  const or = (a, b) => ui("key_or", "{a}  or  {b}", { a, b });
   const KEYS = [
-    ["j  or  n", "next conversation in the list"],
-    ["k  or  p", "previous conversation in the list"],
-    ["u  or  Esc", "back to the list, at this conversation's page"],
-    ["/", "back to the list, in its search box"],
-    ["?", "show or hide this help"],
+    [or("j", "n"), ui("key_next_conversation", "next conversation in the list")],
+    [or("k", "p"), ui("key_prev_conversation", "previous conversation in the list")],
+    [or("u", ui("key_esc", "Esc")), ui("key_back", "back to the list, at this conversation's page")],
+    ["/", ui("key_back_search", "back to the list, in its search box")],
+    ["?", ui("key_help", "show or hide this help")],
   ];
 
   function el(tag, attrs = {}, text = null) {
@@ -28,13 +39,13 @@
   function help(show) {
     let box = document.getElementById("keys");
     if (!box) {
-      box = el("div", { id: "keys", class: "keys", role: "dialog", "aria-label": "Keyboard shortcuts" });
-      box.append(el("h2", {}, "Keyboard shortcuts"));
+      box = el("div", { id: "keys", class: "keys", role: "dialog", "aria-label": ui("keys", "Keyboard shortcuts") });
+      box.append(el("h2", {}, ui("keys", "Keyboard shortcuts")));
       const list = el("dl");
       for (const [key, what] of KEYS) list.append(el("dt", {}, key), el("dd", {}, what));
       box.append(list);
       if (!step("prev") && !step("next")) {
-        box.append(el("p", {}, "This page was not opened from the list: there is no next or previous."));
+        box.append(el("p", {}, ui("keys_no_steps", "This page was not opened from the list: there is no next or previous.")));
       }
       box.hidden = true;
       document.body.append(box);
@@ -49,7 +60,7 @@
 
   // Where the keys are told of: beside the page's own links (only when this script runs).
   const bar = document.querySelector("nav.steps") || document.querySelector("nav");
-  if (bar) bar.append(" ", el("span", { class: "keys-hint" }, "? for shortcuts"));
+  if (bar) bar.append(" ", el("span", { class: "keys-hint" }, ui("shortcuts_hint", "? for shortcuts")));
 
   document.addEventListener("keydown", (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey) return;

@@ -19,6 +19,11 @@ function ui(key, english, fields = {}) {
   return (UI[key] || english).replace(/\{(\w+)\}/g, (m, name) => (name in fields ? String(fields[name]) : m));
 }
 
+// Dimensions and ratings by the pack's display names beside the canonical ones, as the
+// card shows them ("Name（gloss）"); what is saved is always the canonical name.
+const NAMES = UI._names || {};
+const named = (name) => (NAMES[name] ? `${name}（${NAMES[name]}）` : name);
+
 const SPEAKERS = { user: ui("user", "User"), chatbot: ui("chatbot", "Chatbot") };
 
 let current = null; // the conversation on screen
@@ -82,7 +87,7 @@ function guideFor(dimension, ratings) {
     const meaning = meanings[rating];
     if (!meaning) continue;
     const block = el("div", { className: `meaning ${slug(rating)}` });
-    block.append(el("p", { className: "meaning-name" }, rating));
+    block.append(el("p", { className: "meaning-name" }, named(rating)));
     block.append(el("p", {}, meaning.summary));
     if (meaning.questions.length) {
       const list = el("ul");
@@ -100,13 +105,13 @@ function buildForm(dimensions, ratings) {
   if (state.guide_note) box.append(el("p", { className: "hint guide-note" }, state.guide_note));
   dimensions.forEach((dimension, i) => {
     const fieldset = el("fieldset", { className: "dimension", "data-dimension": dimension });
-    fieldset.append(el("legend", {}, `${i + 1}. ${dimension}`));
+    fieldset.append(el("legend", {}, `${i + 1}. ${named(dimension)}`));
     const options = el("div", { className: "options" });
     for (const rating of ratings) {
       const id = `r-${slug(dimension)}-${slug(rating)}`;
       const input = el("input", { type: "radio", id, name: `dim-${i}`, value: rating });
       const label = el("label", { for: id, className: `rating ${slug(rating)}` });
-      label.append(input, document.createTextNode(" " + rating));
+      label.append(input, document.createTextNode(" " + named(rating)));
       options.append(label);
     }
     fieldset.append(options);
@@ -180,7 +185,7 @@ function formatted(turn) {
   const box = el("div", { className: "text md" });
   box.append(...clean(parsed.body).childNodes);
   const raw = el("details", { className: "raw" });
-  raw.append(el("summary", {}, "Exact text (Markdown shown formatted above)"), el("pre", { className: "exact" }, turn.text));
+  raw.append(el("summary", {}, ui("exact_text", "Exact text (Markdown shown formatted above)")), el("pre", { className: "exact" }, turn.text));
   return [box, raw];
 }
 
@@ -233,7 +238,7 @@ async function loadNext() {
   try {
     state = await api("/api/next");
   } catch (e) {
-    say(`Could not load the next conversation: ${e.message}`, true);
+    say(ui("load_failed", "Could not load the next conversation: {error}", { error: e.message }), true);
     return;
   }
   buildForm(state.dimensions, state.ratings);
@@ -257,7 +262,7 @@ async function save(event) {
   }
   if (missing.length) {
     say(ui("rate_first", "Rate every dimension first: {missing}.", {
-      missing: missing.map((i) => state.dimensions[i]).join(", "),
+      missing: missing.map((i) => named(state.dimensions[i])).join(ui("list_sep", ", ")),
     }), true);
     document.querySelector(`input[name="dim-${missing[0]}"]`).focus();
     return;
@@ -305,7 +310,7 @@ async function reveal() {
   try {
     found = await api(`/api/judge/${encodeURIComponent(current.id)}`);
   } catch (e) {
-    say(`Could not show the judge's ratings: ${e.message}`, true);
+    say(ui("reveal_failed", "Could not show the judge's ratings: {error}", { error: e.message }), true);
     return;
   }
   const table = document.getElementById("judge-table");
@@ -321,11 +326,11 @@ async function reveal() {
   for (const dimension of found.dimensions) {
     const row = el("tr");
     const yours = found.yours[dimension];
-    row.append(el("th", { scope: "row" }, dimension), el("td", {}, yours || "—"));
+    row.append(el("th", { scope: "row" }, named(dimension)), el("td", {}, yours ? named(yours) : "—"));
     for (const j of found.judges) {
       const theirs = j.ratings[dimension] || "—";
-      const cell = el("td", { className: theirs === yours ? "same" : "differs" }, theirs);
-      if (theirs !== yours) cell.append(el("span", { className: "mark" }, " ≠ yours"));
+      const cell = el("td", { className: theirs === yours ? "same" : "differs" }, named(theirs));
+      if (theirs !== yours) cell.append(el("span", { className: "mark" }, ui("differs", " ≠ yours")));
       row.append(cell);
     }
     tbody.append(row);

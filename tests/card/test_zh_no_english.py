@@ -1,0 +1,226 @@
+"""A zh-CN run reads as Chinese (issue 33 item 5): card.md, the terminal card, `vera
+compare`'s tables and card.html's tables and headings hold no English word but the few
+listed in `ALLOWED`, each with its reason. Values from the run's data (risk levels,
+ratings, how a conversation ended, the status summary, the offline judge's reasoning)
+are shown in the pack's words while the records keep them as they are.
+
+What this does not cover yet, and why: card.html's prose outside its tables (the
+figure captions, the footer, the "fix first" section drawn by the improvements report)
+is still English; the check of card.html is limited to its tables and headings."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from vera.app._progress import RunProgress
+from vera.inputs import strings_of, use_strings
+from vera.report import summary_words
+from vera.report.card._score import read_card
+from vera.report.card._terminal import render_card
+from vera.report.shared._terminal import cells
+
+from ..conftest import ROOT
+from .conftest import offline_config, run_vera
+
+ZH = ROOT / "locales" / "zh-CN"
+
+# Identifiers, not words: removed before looking for English.
+IDENTIFIERS = [
+    r"https?://\S+",  # a source's address
+    r"\]\([^)]*\)",  # a Markdown link's target (a conversation page's file name)
+    r"\boffline/[\w-]+",  # a chatbot's, simulated user's or judge's name in the run
+    r"\bvera-[\w.-]*\w",  # the rubric's, personas' and prompt sets' names
+    r"\b[0-9a-f]{12,64}\b",  # conversation ids and sha256 prefixes
+    r"\bsha256\b",
+    r"(?<![\w/])(?:/[\w.@+-]+)+/?",  # a file system path (the run, the pack)
+    r"\b[\w-]+(?:/[\w-]+)*\.(?:md|html|json|jsonl|parquet|svg|png|toml|tsv)\b",  # a file name
+    r"\bvera(?: [a-z]+)+(?: --[a-z-]+)*",  # a command to type (vera score --exclude-flagged)
+    r"\[judge\] check_users",  # a config key to set
+    r"\b[DCGSB]\d{1,2}\b",  # a rubric question's id
+    r"\bzh-CN\b",  # the pack's tag
+    r"\bzhrun0\b",  # the run's id (its folder's name, below)
+    r"\bmax\(",  # the score's formula
+    r"\bchatbot_memory \w+",  # a config key and its value
+]
+# The rubric's dimension and rating names are fixed values (scores and links key on
+# them): the pages show each followed by the pack's text in full-width brackets.
+CANONICAL = [
+    "Detects Potential Risk",
+    "Confirms Risk",
+    "Guides to Human Care",
+    "Supportive Conversation",
+    "Follows AI Boundaries",
+    "Best Practice",
+    "Suboptimal but Low Potential for Harm",
+    "High Potential for Harm",
+    "Not Relevant",
+]
+ALLOWED = {
+    # The rating codes the pack keeps, each spelled out in Chinese in "how to read".
+    "HPH",
+    "BP",
+    "SUB",
+    "NR",
+    "AI",  # written so in Chinese too (遵守 AI 边界)
+    "token",  # the unit models are billed in; Chinese writing keeps the word
+    "vera",  # the tool's name
+    "END",  # the rubric's keyword for an ending GOTO
+    "HTTP",  # HTTP 429: a status code
+    "temperature",  # a sampling parameter, by the name the API takes
+    "finish reason",  # the API's field and its value, as a model's response says them
+    "length",
+    "bootstrap",  # the method's name (Korn–Graubard: its authors)
+    "Korn",
+    "Graubard",
+    "Anthropic",  # a provider's name
+    "offline",  # the stand-ins' provider, as the config names it (服务商：offline)
+    "a",  # "a − b", "a 的分数": the two sides of a pair
+    "b",
+    "A",  # 评审模型 A / B: the two judges of a pair
+    "B",
+    # Agreement statistics go by their authors' names (Krippendorff α, Gwet AC1, Cohen κ).
+    "Krippendorff",
+    "Gwet AC",
+    "Cohen",
+    "Cohen's kappa",
+}
+
+
+def leftovers(text: str) -> Counter[str]:
+    """Every run of English words in `text` that is not an identifier or allowed."""
+    for name in CANONICAL:
+        text = text.replace(f"{name}（", "（")
+    for pattern in IDENTIFIERS:
+        text = re.sub(pattern, " ", text)
+    words = re.findall(r"[A-Za-z][A-Za-z'’-]*(?: [A-Za-z][A-Za-z'’-]*)*", text)
+    return Counter(w for w in words if w not in ALLOWED)
+
+
+class _Tables(HTMLParser):
+    """The text of card.html's tables, headings and table captions (what card.md also
+    has), outside the figures, the footer and the "fix first" section."""
+
+    KEEP = ("table", "h1", "h2", "h3")
+    SKIP = ("figure", "script", "style", "footer")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.keep = 0
+        self.skip = 0
+        self.sections: list[bool] = []
+        self.out: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "section":
+            self.sections.append(a.get("id") == "fix-first")
+            self.skip += self.sections[-1]
+        elif tag in self.SKIP:
+            self.skip += 1
+        elif tag in self.KEEP or (tag == "p" and "caption" in (a.get("class") or "")):
+            self.keep += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "section" and self.sections:
+            self.skip -= self.sections.pop()
+        elif tag in self.SKIP:
+            self.skip -= 1
+        elif (tag in self.KEEP or tag == "p") and self.keep:
+            self.keep -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self.keep and not self.skip:
+            self.out.append(data)
+
+
+@pytest.fixture(scope="module")
+def zh_run(tmp_path_factory) -> Path:
+    """A whole offline zh-CN run: all 100 personas, so every risk level and harmful
+    ratings with the judge's reasoning are on the card."""
+    out = tmp_path_factory.mktemp("zhwords") / "zhrun0"
+    run_vera("run", "--locale", "zh-CN", "--out", str(out))
+    return out
+
+
+def test_card_md_has_no_english_words(zh_run):
+    assert not leftovers((zh_run / "card.md").read_text(encoding="utf-8"))
+
+
+def test_the_terminal_card_has_no_english_words(zh_run):
+    text = render_card(read_card(zh_run), 80)
+    assert not leftovers(text)
+    assert max(cells(line) for line in text.splitlines()) <= 80
+
+
+def test_compare_in_the_runs_pack_has_no_english_words_and_no_word_split_per_character(zh_run, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    text = run_vera("compare", str(zh_run))
+    assert not leftovers(text)
+    lines = text.splitlines()
+    assert max(cells(line) for line in lines) <= 80
+    # A squeezed Chinese column wrapped one character a line (是——/有差/异, 置信/区间/不含):
+    # with a floor of six characters, a short heading or flag stays whole on its line.
+    for whole in ("是——有差异", "置信区间不含 0", "察觉潜在风险", "共同的人物"):
+        assert any(whole in line for line in lines), whole
+    assert "是——有差异" in text and "1 对中有 1 对的总分不同" in text
+
+
+def test_card_html_tables_and_headings_have_no_english_words(zh_run):
+    parser = _Tables()
+    parser.feed((zh_run / "card.html").read_text(encoding="utf-8"))
+    text = "\n".join(parser.out)
+    assert "紧急" in text and "察觉潜在风险" in text
+    assert not leftovers(text)
+
+
+def test_records_keep_their_english_values(zh_run):
+    """Display only: the records hold the values the schema defines."""
+    conv = json.loads((zh_run / "conversations.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert conv["risk"] in ("None", "Low", "High", "Immediate")
+    assert conv["ended_by"] in ("end_marker", "max_turns", "max_words")
+    card = json.loads((zh_run / "card.json").read_text(encoding="utf-8"))
+    assert card["status"]["summary"].startswith("100 of 100 conversations complete") or card["status"][
+        "summary"
+    ].startswith("200 of 200 conversations complete")
+    judged = [json.loads(x) for x in (zh_run / "judgements.jsonl").read_text(encoding="utf-8").splitlines()]
+    answers = {a["answer"] for j in judged for a in j["answers"]}
+    assert "Yes" in answers and "是" not in answers
+    # ... while the offline judge, reading a Chinese transcript, reasons in Chinese.
+    # (An auto answer's note is the engine's, not the judge's.)
+    reasons = [a["reasoning"] for j in judged for a in j["answers"] if a["reasoning"] and not a.get("auto")]
+    assert sum(bool(re.search(r"[\u4e00-\u9fff]", r)) for r in reasons) == len(reasons)
+
+
+def test_the_status_summary_and_the_progress_line_are_in_the_pack_s_words():
+    zh = strings_of(ZH, "zh-CN")
+    summary = "3 of 4 conversations complete, 1 failed; 2 of 3 judgements complete, 1 failed"
+    assert summary_words(summary) == summary  # English: as recorded
+    with use_strings(zh):
+        assert (
+            summary_words(summary)
+            == "计划的 4 段对话中 3 段完成，1 段失败；计划的 3 次评审中 2 次完成，1 次失败"
+        )
+        # A part vera has no words for (a stop's reason) stays as recorded.
+        assert summary_words(f"stopped by the user; {summary}").startswith("stopped by the user；计划的 4 段")
+    line = RunProgress(strings=zh).line()
+    assert line.startswith("对话 0/0（失败 0）· 评审 0/0（失败 0）") and "calls/s" not in line
+    assert RunProgress().line().startswith("conversations 0/0 (failed 0) · judgements 0/0 (failed 0) · ")
+
+
+def test_a_multi_session_card_with_several_judges_has_no_english_words(tmp_path):
+    """Sessions (intake → follow-up) and judge agreement add their own sections and
+    run details: their headings, tables and values are in the pack's words too."""
+    out = tmp_path / "zhrun0"
+    config = offline_config(tmp_path, instances=2)
+    args = ["--config", str(config), "--locale", "zh-CN", "--sessions", "intake,follow-up"]
+    run_vera("run", *args, "--limit-personas", "12", "--out", str(out))
+    md = (out / "card.md").read_text(encoding="utf-8")
+    assert "### 评审模型之间的一致性" in md and "### 按会话" in md and "初次会话 → 后续会话" in md
+    assert not leftovers(md)
+    assert not leftovers(render_card(read_card(out), 80))
