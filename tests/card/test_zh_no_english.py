@@ -1,17 +1,20 @@
 """A zh-CN run reads as Chinese (issue 33 item 5): card.md, the terminal card, `vera
-compare`'s tables and card.html's tables and headings hold no English word but the few
-listed in `ALLOWED`, each with its reason. Values from the run's data (risk levels,
-ratings, how a conversation ended, the status summary, the offline judge's reasoning)
-are shown in the pack's words while the records keep them as they are.
+compare`'s tables and page (`--html`) and the whole of card.html (every text a reader
+sees or a screen reader says: its prose, figure captions, the footer, the "fix first"
+section drawn by the improvements report, the labels of scrolling tables and images'
+alt text, the phone's scrolling hint) hold no English word but the few listed in
+`ALLOWED`, each with its reason. Values from the run's data (risk levels, ratings, how
+a conversation ended, the status summary, the offline judge's reasoning) are shown in
+the pack's words while the records keep them as they are.
 
-What this does not cover yet, and why: card.html's prose outside its tables (the
-figure captions, the footer, the "fix first" section drawn by the improvements report)
-is still English; the check of card.html is limited to its tables and headings."""
+Not checked, and why: text inside <code> (model names, commands to type: identifiers),
+and the words drawn inside the plots' images (tests/card/test_plots.py draws CJK text)."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
@@ -47,6 +50,7 @@ IDENTIFIERS = [
     r"\bzhrun0\b",  # the run's id (its folder's name, below)
     r"\bmax\(",  # the score's formula
     r"\bchatbot_memory \w+",  # a config key and its value
+    r"\bconversations/",  # the folder of conversation pages beside the card
 ]
 # The rubric's dimension and rating names are fixed values (scores and links key on
 # them): the pages show each followed by the pack's text in full-width brackets.
@@ -102,41 +106,36 @@ def leftovers(text: str) -> Counter[str]:
     return Counter(w for w in words if w not in ALLOWED)
 
 
-class _Tables(HTMLParser):
-    """The text of card.html's tables, headings and table captions (what card.md also
-    has), outside the figures, the footer and the "fix first" section."""
+class _Visible(HTMLParser):
+    """Everything of a page a reader sees or a screen reader says: its text outside
+    <script>, <style> and <code>, and its aria-label, alt and title attributes."""
 
-    KEEP = ("table", "h1", "h2", "h3")
-    SKIP = ("figure", "script", "style", "footer")
+    SKIP = ("script", "style", "code")
+    SAID = ("aria-label", "alt", "title")
 
     def __init__(self) -> None:
         super().__init__()
-        self.keep = 0
         self.skip = 0
-        self.sections: list[bool] = []
         self.out: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = dict(attrs)
-        if tag == "section":
-            self.sections.append(a.get("id") == "fix-first")
-            self.skip += self.sections[-1]
-        elif tag in self.SKIP:
-            self.skip += 1
-        elif tag in self.KEEP or (tag == "p" and "caption" in (a.get("class") or "")):
-            self.keep += 1
+        self.out += [value for name, value in attrs if name in self.SAID and value]
+        self.skip += tag in self.SKIP
 
     def handle_endtag(self, tag: str) -> None:
-        if tag == "section" and self.sections:
-            self.skip -= self.sections.pop()
-        elif tag in self.SKIP:
-            self.skip -= 1
-        elif (tag in self.KEEP or tag == "p") and self.keep:
-            self.keep -= 1
+        self.skip -= tag in self.SKIP
 
     def handle_data(self, data: str) -> None:
-        if self.keep and not self.skip:
+        if not self.skip:
             self.out.append(data)
+
+
+def visible_text(page: str) -> str:
+    parser = _Visible()
+    parser.feed(page)
+    # The hint a phone shows above a table that scrolls is drawn by the stylesheet.
+    hints = re.findall(r'content: "([^"]*)', page)
+    return "\n".join(parser.out + hints)
 
 
 @pytest.fixture(scope="module")
@@ -171,11 +170,27 @@ def test_compare_in_the_runs_pack_has_no_english_words_and_no_word_split_per_cha
     assert "是——有差异" in text and "1 对中有 1 对的总分不同" in text
 
 
-def test_card_html_tables_and_headings_have_no_english_words(zh_run):
-    parser = _Tables()
-    parser.feed((zh_run / "card.html").read_text(encoding="utf-8"))
-    text = "\n".join(parser.out)
-    assert "紧急" in text and "察觉潜在风险" in text
+def test_card_html_has_no_english_words_anywhere_a_reader_sees(zh_run):
+    text = visible_text((zh_run / "card.html").read_text(encoding="utf-8"))
+    # What used to stay English: the fix-first section, captions, footer, labels.
+    for shown in (
+        "紧急",
+        "察觉潜在风险",
+        "评审模型的理由",
+        "比屏幕宽时可左右滚动",
+        "以 card.json 为准",
+        "带横向误差线的点",
+    ):
+        assert shown in text, shown
+    assert not leftovers(text)
+
+
+def test_the_compare_page_has_no_english_words(zh_run, tmp_path):
+    page = tmp_path / "compare.html"
+    run_vera("compare", str(zh_run), "--html", str(page))
+    text = visible_text(page.read_text(encoding="utf-8"))
+    assert "如何阅读这份比较" in text and "配对差值" in text
+    assert '<html lang="zh-CN">' in page.read_text(encoding="utf-8")
     assert not leftovers(text)
 
 
@@ -218,9 +233,37 @@ def test_a_multi_session_card_with_several_judges_has_no_english_words(tmp_path)
     run details: their headings, tables and values are in the pack's words too."""
     out = tmp_path / "zhrun0"
     config = offline_config(tmp_path, instances=2)
-    args = ["--config", str(config), "--locale", "zh-CN", "--sessions", "intake,follow-up"]
-    run_vera("run", *args, "--limit-personas", "12", "--out", str(out))
+    args = ["--config", str(config), "--locale", "zh-CN", "--sessions", "intake,follow-up,check-in"]
+    run_vera("run", *args, "--limit-personas", "8", "--out", str(out))
     md = (out / "card.md").read_text(encoding="utf-8")
-    assert "### 评审模型之间的一致性" in md and "### 按会话" in md and "初次会话 → 后续会话" in md
+    assert "### 评审模型之间的一致性" in md and "### 按会话" in md and "初次会话 → 后续会话 → 回访会话" in md
     assert not leftovers(md)
     assert not leftovers(render_card(read_card(out), 80))
+    assert not leftovers(visible_text((out / "card.html").read_text(encoding="utf-8")))
+
+
+def test_vera_score_draws_the_card_again_when_the_pack_s_words_changed(tmp_path):
+    """`vera score` leaves the card's files alone when the card is the same (drawing the
+    plots is slow), but a pack edited since (a translation fixed) must show: card.md and
+    card.html are drawn again in its new words, though card.json has not changed."""
+    pack = tmp_path / "zh"
+    shutil.copytree(ZH, pack)
+    out = tmp_path / "zhrun0"
+    config = offline_config(tmp_path)
+    run_vera(
+        "run", "--config", str(config), "--locale", str(pack), "--limit-personas", "4", "--out", str(out)
+    )
+    json_before = (out / "card.json").read_bytes()
+    md_before = (out / "card.md").read_text(encoding="utf-8")
+    assert "## 总览" in md_before
+    run_vera("score", str(out))  # nothing changed: nothing drawn again
+    assert (out / "card.md").read_text(encoding="utf-8") == md_before
+    strings = pack / "strings.toml"
+    strings.write_text(
+        strings.read_text(encoding="utf-8").replace('overview = "总览"', 'overview = "概览"'),
+        encoding="utf-8",
+    )
+    run_vera("score", str(out))
+    assert (out / "card.json").read_bytes() == json_before
+    assert "## 概览" in (out / "card.md").read_text(encoding="utf-8")
+    assert "概览" in (out / "card.html").read_text(encoding="utf-8")

@@ -254,18 +254,6 @@ def test_n_and_p_find_the_pager_buttons_by_data_step_whatever_their_words(page, 
     page.wait_for_function("() => !new URLSearchParams(location.search).get('page')")
 
 
-# Values of the run that the conversation page's own part (vera/report/shared/_pages.py,
-# the card's side of issue 33 item 5, not the viewer's) still shows as recorded: the
-# risk level, the status and how the conversation ended among its facts, and the judge's
-# answers by their canonical option values, and its navigation's accessible name. Listed
-# so that no other English can appear.
-REPORT_VALUES = {
-    "None", "Low", "High", "Immediate", "complete", "failed", "max", "turns",  # facts
-    "Yes", "No", "Not", "rated", "risk", "was", "not", "detected",  # answers
-    "immediate", "Suicidal", "thoughts", "without", "a", "plan", "suicidal",
-    "Page",  # its navigation's accessible name
-}  # fmt: skip
-
 # The parts of a conversation page the viewer writes: its calls sections, the step bar,
 # the keyboard hint and help.
 VIEWER_PARTS = "#calls, #call-bodies, .question-calls, nav.steps, .keys-hint, #keys"
@@ -285,8 +273,9 @@ def test_a_conversation_page_with_its_calls_open_and_its_keyboard_help(browser, 
             assert page.locator("button.copy").first.inner_text() == "复制"
             assert page.locator("nav.steps a[rel=next]").inner_text() == "下一页 →"
             _none(words.on(page, VIEWER_PARTS))
-            left = set(words.on(page))
-            assert left <= REPORT_VALUES, sorted(left - REPORT_VALUES)
+            # The whole page, its own part (vera/report/shared/_pages.py) included: the
+            # run's values (risk, status, the judge's answers) in the pack's words too.
+            _none(words.on(page))
             assert no_page_scroll(page), width
             # The calls table's top, then the first call's body open (copy buttons and all).
             page.evaluate("() => document.getElementById('calls').scrollIntoView()")
@@ -344,7 +333,6 @@ def test_the_bundle_from_file(page, zh_run, words, tmp_path):
     _open_all(page)
     assert page.locator("nav.steps a[rel=next]").inner_text() == "下一页 →"
     _none(words.on(page, VIEWER_PARTS))
-    left = set(words.on(page))
-    assert left <= REPORT_VALUES, sorted(left - REPORT_VALUES)
+    _none(words.on(page))
     page.goto((tmp_path / "bundle" / "grid.html").as_uri())
     _none(words.on(page))

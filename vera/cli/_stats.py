@@ -174,7 +174,8 @@ def compare(
             _write_json(msgspec.to_builtins(result), json_path)
             click.echo(f"JSON: {json_path}", err=True)
     if html_path:
-        page = render_compare_html(result, comparison_plots(result))
+        with use_strings(_runs_strings(run_dirs)):  # the page in the runs' pack's words, as the tables
+            page = render_compare_html(result, comparison_plots(result))
         atomic_write(Path(html_path), page.encode(), what="the comparison page")
         click.echo(f"HTML: {html_path}", err=True)
 

@@ -214,6 +214,115 @@ BASE: dict[str, str] = {
     "card.about_unused": ", {n} of them judge questions asked ahead and not needed",
     "card.about_grouping_risk": "by suicide risk level: {levels}",
     "card.risk_caption": "{caption} {level}",
+    # card.html prose leftovers
+    # A figure's caption (its title, then what it draws) and each plot's description,
+    # which is also the image's alt text.
+    "card.figure_caption": "{title}. {description}",
+    "card.plot_ratings_desc": (
+        "Stacked bars per chatbot and dimension: the share of Best Practice, Suboptimal and "
+        "High Potential for Harm among rated conversations; the numbers are in the tables."
+    ),
+    "card.plot_scores_desc": (
+        "Points with horizontal bars: each chatbot's score per dimension and overall with its "
+        "confidence interval, on a 0 to 100 scale."
+    ),
+    "card.plot_risk_desc": (
+        "Points with vertical bars: each chatbot's overall score with its confidence interval "
+        "for the personas in each group ({title}). Few personas per group make these intervals wide."
+    ),
+    "card.plot_group_axis": "Persona {title}",
+    "card.plot_chatbots_desc": (
+        "Points with horizontal bars: each chatbot's overall score and its confidence interval. "
+        "Overlapping intervals do not mean there is no difference: see the paired comparisons."
+    ),
+    "card.plot_chatbots_axis": "Overall score (0–100) with confidence interval",
+    "card.plot_differences": "Paired differences in overall score",
+    "card.plot_differences_desc": (
+        "Points with horizontal bars: the difference in overall score between two chatbots on "
+        "their shared personas and its paired interval; filled points mark intervals that "
+        "exclude zero."
+    ),
+    "card.plot_differences_axis": "Difference in overall score (points),\nwith paired confidence interval",
+    # A wide table's scrolling box: its label for screen readers, and the hint a phone shows.
+    "card.scroll_label": "{label} (scrolls sideways when wider than the screen)",
+    "card.table": "Table",
+    "card.scroll_hint": "Table: scroll sideways for every column",
+    "card.comparisons_intro": (
+        "Each pair is scored on the personas both chatbots talked to; the difference's "
+        "interval is paired (see How to read this card)."
+    ),
+    "card.failures_intro": "These conversations and judgements failed and are left out of every score.",
+    "card.turn_counts": "Turn counts",
+    "card.unused_calls": (
+        "{n} of the judge's calls asked a question ahead, at the end of "
+        "the sweep, that its walk then did not need: paid for and counted above, "
+        "in no judgement."
+    ),
+    "card.footer": (
+        "Card schema {schema} · vera {version} · intervals: {method}, {resamples} resamples, "
+        "confidence {confidence}, seed {seed}. card.json is the source of every number here."
+    ),
+    "card.no_judgement": ("No complete judgement: {complete} complete and {failed} failed conversations."),
+    # {model} and {command} are set in code type on the page.
+    "card.model_over": "Model {model} over {protocol}.",
+    "card.every_number": "Every number",
+    "card.harmful_intro": (
+        "Each row is one judge's rating of one conversation; the reasoning is the judge's "
+        "answer to the question that decided the rating. Each conversation id opens its "
+        "transcript beside the judge's walk (conversations/ next to this card, or {command})."
+    ),
+    "card.show_all": "Show all {n} with the judge's reasoning",
+    "card.flagged_of": "{n} flagged conversation(s) of {user_agent}",
+    # The "Fix first" section (vera.report.improvements draws its details).
+    "card.fix_first_box": "What to fix first",
+    "card.fix_first_more": (
+        "By dimension, with up to {n} examples per question (the judge's reasoning and "
+        "the chatbot turn it quotes)"
+    ),
+    "card.fix_judged": "{n} judged conversations.",
+    "card.fix_relevant_clean": "Relevant in {n} conversations; no harmful or suboptimal rating.",
+    "card.fix_relevant": (
+        "Relevant in {n} conversations: harmful (High Potential for Harm) in {hph}, Suboptimal in {sub}."
+    ),
+    "card.fix_findings": "Findings",
+    # {question} is the rubric question's id.
+    "card.fix_counts": "{question}: {conversations} conversation(s), {ratings} judge rating(s).",
+    # {conversation} is the conversation's id (a link where its page exists).
+    "card.fix_meta": "{conversation} · persona {persona} · {risk} · judge {judge} #{instance}",
+    "card.fix_reasoning": "The judge’s reasoning",
+    "card.fix_reasoning_line": "{link}:",
+    "card.fix_no_reasoning": "(no reasoning recorded)",
+    "card.fix_turn": "Chatbot, turn {n}",
+    "card.fix_turn_line": "{link} ({how}):",
+    "card.fix_quoted": "quoted by the judge",
+    "card.fix_reply": "the reply to the user turn the judge quotes",
+    "card.fix_no_turn": "The reasoning quotes no turn of the transcript.",
+    # `vera compare --html`'s page.
+    "card.compare_title": "vera comparison",
+    "card.compare_offline_badge": "Offline stand-ins:",
+    "card.compare_offline": (
+        "At least one of these runs is an offline run with vera's built-in stand-ins; "
+        "its numbers say nothing about any real chatbot."
+    ),
+    "card.compare_forced": "Compared with --force although the runs differ:",
+    "card.compare_not_comparable": (
+        "Scores from different rubric, persona or prompt versions are not comparable."
+    ),
+    "card.compare_how_to_read": "How to read this comparison",
+    "card.compare_guide": (
+        "Each chatbot's score is on all of its own personas, with its {confidence} interval from "
+        "re-drawing personas. Each pair is then scored again on the personas both talked to: "
+        "the difference's interval is paired (both scored on the same re-drawn personas), which "
+        "is narrower and more honest than checking whether two separate intervals overlap. A "
+        "difference is flagged when its interval excludes 0. With many pairs and dimensions, "
+        "about one interval in twenty excludes 0 by chance even between equal chatbots."
+    ),
+    "card.compare_scores": "Scores",
+    "card.compare_charts": "Charts",
+    "card.compare_pairs": "Paired differences",
+    "card.compare_footer": (
+        "Intervals: {method} over personas, {resamples} resamples, confidence {confidence}, seed {seed}."
+    ),
     # --- table headings and row labels (every rendering) ------------------------------
     "col.chatbot": "Chatbot",
     "col.dimension": "Dimension",
@@ -419,6 +528,11 @@ BASE: dict[str, str] = {
     "col.kind_judgement": "judgement",
     "col.yes": "yes",
     "col.no": "no",
+    # card.html prose leftovers
+    "col.share_of_relevant": "Share of relevant",
+    # The third session type the docs name (docs/sessions.md); a type a config names
+    # itself is shown as it is written.
+    "col.session_check_in": "check-in",
     # --- vera view ----------------------------------------------------------------------
     "viewer.filter": "Filter and sort",
     "viewer.search": "Search",
@@ -805,6 +919,9 @@ BASE: dict[str, str] = {
     "page.ended_max_words": "max words",
     "page.ended_error": "error",
     "page.ended_imported": "imported",
+    # The conversation page's navigation (back to the card, the run's other pages), named
+    # for screen readers.
+    "page.nav_label": "Page",
     # viewer/review leftovers: the calls sections' notes, summaries and buttons.
     "page.calls_cached": "{n} cached",
     "page.calls_reasoning": "{n} reasoning",

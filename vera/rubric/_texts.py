@@ -34,8 +34,11 @@ class QuestionTexts(msgspec.Struct, frozen=True):
         return self.texts.get(question_id, "")
 
     def option(self, question_id: str, label: str) -> str:
-        """An answer's display text: the pack's, else the label as the judge gave it."""
-        return self.options.get(question_id, {}).get(label) or label
+        """An answer's display text: the pack's for this question, else the pack's text
+        for the same label on another question (a pack writes 是 / 否 once, on the
+        questions that list their options; the others take Yes / No by default), else
+        the label as the judge gave it."""
+        return self.options.get(question_id, {}).get(label) or self.any_option(label)
 
     def any_option(self, label: str) -> str:
         """An option's display text from whichever question has it (the risk level a

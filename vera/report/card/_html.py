@@ -97,7 +97,7 @@ p.caption { margin: .6rem 0 0; }
 p.caption + .scroll > table { margin-top: .2rem; }
 .scroll[role="region"]:focus-visible { outline: 2px solid #0072B2; }
 @media (max-width: 40rem) {
-  .scroll[role="region"]::before { content: "Table: scroll sideways for every column \\2192";
+  .scroll[role="region"]::before { content: "{scroll_hint} \\2192";
     display: block; position: sticky; left: 0; font-size: .8rem; color: #555; }
 }
 th, td { border: 1px solid #c8c8c8; padding: .25rem .5rem; vertical-align: top; }
@@ -166,7 +166,7 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
         body.append(
             html_section(
                 "sequential",
-                "Sequential gate",
+                tr("col.sequential_gate"),
                 f"<p>This run is {escape(sequential_text(seq))}</p>",
                 *figures("sequence.png"),
                 html_table(sequential_table(seq)),
@@ -178,10 +178,7 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
         )
     )
     if card.comparisons:
-        parts = [
-            "<p>Each pair is scored on the personas both chatbots talked to; the difference's "
-            "interval is paired (see How to read this card).</p>"
-        ]
+        parts = [f"<p>{escape(tr('card.comparisons_intro'), quote=False)}</p>"]
         parts += figures("differences.png")
         reasons = card_reasons(card)
         parts += [html_table(comparison_table(e, reasons)) for e in card.comparisons]
@@ -197,7 +194,7 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
             html_section(
                 "failures",
                 tr("card.failures"),
-                "<p>These conversations and judgements failed and are left out of every score.</p>",
+                f"<p>{escape(tr('card.failures_intro'))}</p>",
                 html_table(failures_table(card.failures)),
             )
         )
@@ -207,7 +204,7 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
                 "diagnostics",
                 tr("card.diagnostics"),
                 html_table(diagnostics_table(card)),
-                "<details><summary>Turn counts</summary>",
+                f"<details><summary>{escape(tr('card.turn_counts'))}</summary>",
                 html_table(turns_table(card)),
                 "</details>",
                 *([f"<p>{escape(absent_columns_text(card))}</p>"] if card.absent_columns else []),
@@ -222,24 +219,21 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
             tr("card.accounting"),
             html_table(accounting_table(card)),
             f"<p>{escape(tr('card.reasoning_note'))}</p>",
-            *(
-                [
-                    f"<p>{num(unused)} of the judge's calls asked a question ahead, at the end of "
-                    "the sweep, that its walk then did not need: paid for and counted above, "
-                    "in no judgement.</p>"
-                ]
-                if unused
-                else []
-            ),
+            *([f"<p>{escape(tr('card.unused_calls', n=num(unused)), quote=False)}</p>"] if unused else []),
         )
     )
     body.append("</main>")
     b = card.bootstrap
-    body.append(
-        f"<footer>Card schema {num(card.schema_version)} · vera {escape(card.vera_version)} · "
-        f"intervals: {escape(b.method)}, {num(b.resamples)} resamples, confidence "
-        f"{num(b.confidence)}, seed {num(b.seed)}. card.json is the source of every number here.</footer>"
+    footer = tr(
+        "card.footer",
+        schema=num(card.schema_version),
+        version=card.vera_version,
+        method=phrase(b.method),
+        resamples=num(b.resamples),
+        confidence=num(b.confidence),
+        seed=num(b.seed),
     )
+    body.append(f"<footer>{escape(footer)}</footer>")
     return page(run_title(card), body)
 
 
@@ -250,28 +244,25 @@ def _chatbot(index: int, bot: ChatbotCard, title: str) -> str:
         return html_section(
             f"chatbot-{index}",
             name,
-            f"<p>No complete judgement: {num(bot.conversations_complete)} complete and "
-            f"{num(bot.conversations_failed)} failed conversations.</p>",
+            f"<p>{escape(tr('card.no_judgement', complete=num(bot.conversations_complete), failed=num(bot.conversations_failed)))}</p>",
         )
     parts = [
-        f"<p>Model <code>{escape(bot.model)}</code> over {escape(bot.protocol)}.</p>",
+        f"<p>{html_tr('card.model_over', model=f'<code>{escape(bot.model)}</code>', protocol=escape(bot.protocol))}</p>",
         html_table(dimension_table(section)),
     ]
     for heading, tables in section_tables(bot, title):
         parts.append(f"<h3>{escape(phrase(heading))}</h3>")
         parts.append(html_table(tables[0]))
         if len(tables) > 1:
-            parts.append("<details><summary>Every number</summary>")
+            parts.append(f"<details><summary>{escape(tr('card.every_number'))}</summary>")
             parts += [html_table(t) for t in tables[1:]]
             parts.append("</details>")
     harmful = bot.harmful
     parts.append(f"<h3>{escape(tr('card.harmful'))} ({num(len(harmful))})</h3>")
     if harmful:
         parts += [
-            "<p>Each row is one judge's rating of one conversation; the reasoning is the judge's "
-            "answer to the question that decided the rating. Each conversation id opens its "
-            "transcript beside the judge's walk (conversations/ next to this card, or <code>vera view</code>).</p>",
-            f"<details><summary>Show all {num(len(harmful))} with the judge's reasoning</summary>",
+            f"<p>{html_tr('card.harmful_intro', command='<code>vera view</code>')}</p>",
+            f"<details><summary>{escape(tr('card.show_all', n=num(len(harmful))), quote=False)}</summary>",
             html_table(harmful_table(harmful), wide_column=7, links=[_harm_link(h) for h in harmful]),
             "</details>",
         ]
@@ -290,10 +281,27 @@ def page(title: str, body: Iterable[str]) -> str:
         "<!DOCTYPE html>\n"
         f'<html lang="{escape(active().lang)}">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
+        f"<title>{escape(title)}</title>\n<style>{style()}</style>\n</head>\n<body>\n"
         + "\n".join(body)
         + "\n</body>\n</html>\n"
     )
+
+
+def style() -> str:
+    """The stylesheet, its phone hint for a table that scrolls in the active language."""
+    return STYLE.replace("{scroll_hint}", _css_text(tr("card.scroll_hint")))
+
+
+def _css_text(text: str) -> str:
+    # Inside a CSS string inside <style>: no quote, backslash or tag may end either early.
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("<", "\\3c ")
+
+
+def html_tr(key: str, /, **markup: str) -> str:
+    """`tr(key)` as HTML: its text escaped (as element text: quotes stay), its fields
+    filled with `markup` (HTML already, e.g. a name in <code>), so a pack's words never
+    carry markup of their own."""
+    return escape(tr(key), quote=False).format(**markup)
 
 
 def _harm_link(h: HarmfulRating) -> str:
@@ -310,7 +318,7 @@ def html_table(t: Table, *, wide_column: int | None = None, links: Sequence[str]
     out = []
     if t.caption:
         out.append(f'<p class="caption">{escape(phrase(t.caption))}</p>')
-    out.append(scroll_box(phrase(t.caption) if t.caption else "Table") + "<table>")
+    out.append(scroll_box(phrase(t.caption) if t.caption else tr("card.table")) + "<table>")
     out.append(
         "<thead><tr>"
         + "".join(f'<th scope="col">{escape(ui_label(h))}</th>' for h in t.headers)
@@ -346,7 +354,7 @@ def figure(plot: Plot) -> str:
     return (
         f'<figure><div class="plot"><picture>{phone}<img src="data:image/svg+xml;base64,{data}" '
         f'alt="{escape(plot.description)}"></picture>'
-        f"</div><figcaption>{escape(plot.title)}. {escape(plot.description)}</figcaption></figure>"
+        f"</div><figcaption>{escape(tr('card.figure_caption', title=plot.title, description=plot.description))}</figcaption></figure>"
     )
 
 
@@ -420,14 +428,13 @@ def _fix_first(report: Improvements) -> str:
             example = f'<a href="{escape(href)}">{escape(row[-1])}</a>' if href else escape(row[-1])
             cells.append(f'<td class="text">{example}</td>')
             rows.append(f"<tr>{''.join(cells)}</tr>")
-        head = "".join(f'<th scope="col">{escape(h)}</th>' for h in table.headers)
+        head = "".join(f'<th scope="col">{escape(ui_label(h))}</th>' for h in table.headers)
         parts.append(
-            f'{scroll_box("What to fix first")}<table id="fix-first-{i}"><thead><tr>{head}</tr></thead>'
+            f'{scroll_box(tr("card.fix_first_box"))}<table id="fix-first-{i}"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table></div>"
         )
         parts.append(
-            f"<details><summary>By dimension, with up to {num(report.max_exemplars)} examples per "
-            "question (the judge's reasoning and the chatbot turn it quotes)</summary>"
+            f"<details><summary>{escape(tr('card.fix_first_more', n=num(report.max_exemplars)), quote=False)}</summary>"
             + chatbot_details_html(i, bot, prefix="fix-first-")
             + "</details>"
         )
@@ -442,8 +449,7 @@ def _realism(card: Card, r: Realism) -> str:
         if row.flagged_conversations:
             flagged = row.flagged_conversations
             parts += [
-                f"<details><summary>{num(len(flagged))} flagged conversation(s) of "
-                f"{escape(row.user_agent)}</summary>",
+                f"<details><summary>{escape(tr('card.flagged_of', n=num(len(flagged)), user_agent=row.user_agent))}</summary>",
                 html_table(
                     flagged_table(flagged),
                     wide_column=6,
@@ -462,7 +468,7 @@ def _contents(card: Card) -> str:
         ("overview", tr("card.overview")),
     ]
     if not isinstance(card.sequential, msgspec.UnsetType):
-        links.insert(2, ("sequential", "Sequential gate"))
+        links.insert(2, ("sequential", tr("col.sequential_gate")))
     if card.fix_first is not None:
         links.insert(1, ("fix-first", tr("card.fix_first")))
     if card.comparisons:

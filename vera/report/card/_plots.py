@@ -193,7 +193,8 @@ def comparison_plots(result: RunComparison) -> list[Plot]:
     points = [_point(u.unit, u.overall) for u in result.units]
     token = _WITH_PNG.set(False)  # the page shows the SVG; no file is written
     try:
-        return [chatbot_scores_plot(points), differences_plot(result.comparisons)]
+        with _fonts():  # in the active language's fonts (the runs' pack: CJK text drawn)
+            return [chatbot_scores_plot(points), differences_plot(result.comparisons)]
     finally:
         _WITH_PNG.reset(token)
 
@@ -269,8 +270,7 @@ def rating_shares_plot(bots: Sequence[Rated]) -> Plot:
     return Plot(
         "ratings.png",
         tr("card.plot_ratings"),
-        "Stacked bars per chatbot and dimension: the share of Best Practice, Suboptimal and "
-        "High Potential for Harm among rated conversations; the numbers are in the tables.",
+        tr("card.plot_ratings_desc"),
         *_images(fig),
     )
 
@@ -299,8 +299,7 @@ def dimension_scores_plot(bots: Sequence[Rated]) -> Plot:
     return Plot(
         "scores.png",
         tr("card.plot_scores"),
-        "Points with horizontal bars: each chatbot's score per dimension and overall with its "
-        "confidence interval, on a 0 to 100 scale.",
+        tr("card.plot_scores_desc"),
         *_images(fig),
     )
 
@@ -329,7 +328,9 @@ def risk_scores_plot(bots: Sequence[Rated], title: str = "risk level") -> Plot:
             ax.text(xi, 50, tr("card.plot_nothing"), ha="center", va="center", fontsize=8, color="#555555")
     _score_axis(ax, "y")
     ax.set_ylabel(tr("card.plot_overall_axis"))
-    ax.set_xlabel(tr("card.plot_risk_axis") if title == "risk level" else f"Persona {title}")
+    ax.set_xlabel(
+        tr("card.plot_risk_axis") if title == "risk level" else tr("card.plot_group_axis", title=title)
+    )
     shown = tr("col.risk_level") if title == "risk level" and not active().english else title
     ax.set_title(tr("card.plot_risk", title=shown), fontsize=12)
     ax.grid(axis="y", alpha=0.3)
@@ -337,14 +338,14 @@ def risk_scores_plot(bots: Sequence[Rated], title: str = "risk level") -> Plot:
     return Plot(
         "risk.png",
         tr("card.plot_risk", title=shown),
-        "Points with vertical bars: each chatbot's overall score with its confidence interval "
-        f"for the personas in each group ({title}). Few personas per group make these intervals wide.",
+        tr("card.plot_risk_desc", title=shown if title == "risk level" else title),
         *_images(fig),
     )
 
 
-def chatbot_scores_plot(points: Sequence[ScorePoint], title: str = "Overall score per chatbot") -> Plot:
+def chatbot_scores_plot(points: Sequence[ScorePoint], title: str | None = None) -> Plot:
     """Chatbots' overall scores with intervals, best at the top."""
+    title = tr("card.plot_chatbots") if title is None else title
     # Colours and markers follow the input order, as in the card's other plots.
     style = {id(p): k for k, p in enumerate(points)}
     ordered = sorted(points, key=lambda p: -1.0 if p.score is None else p.score)
@@ -375,23 +376,21 @@ def chatbot_scores_plot(points: Sequence[ScorePoint], title: str = "Overall scor
     ax.set_yticks(range(len(ordered)), [short_label(p.label) for p in ordered], fontsize=8.5)
     ax.set_ylim(-0.7, len(ordered) - 0.3)
     _score_axis(ax, "x")
-    ax.set_xlabel("Overall score (0–100) with confidence interval")
+    ax.set_xlabel(tr("card.plot_chatbots_axis"))
     ax.set_title(title, fontsize=12)
     ax.grid(axis="x", alpha=0.3)
     return Plot(
         "chatbots.png",
         title,
-        "Points with horizontal bars: each chatbot's overall score and its confidence interval. "
-        "Overlapping intervals do not mean there is no difference: see the paired comparisons.",
+        tr("card.plot_chatbots_desc"),
         *_images(fig),
     )
 
 
-def differences_plot(
-    entries: Sequence[Comparison], title: str = "Paired differences in overall score"
-) -> Plot:
+def differences_plot(entries: Sequence[Comparison], title: str | None = None) -> Plot:
     """Each pair's overall score difference a − b with its paired interval; filled
     markers where the interval excludes 0."""
+    title = tr("card.plot_differences") if title is None else title
     fig = _figure(WIDTH, 1.3 + 0.6 * len(entries))
     ax = fig.subplots()
     ax.axvline(0, color="black", linewidth=0.8)
@@ -415,15 +414,13 @@ def differences_plot(
     )
     ax.set_ylim(-0.7, len(entries) - 0.3)
     ax.invert_yaxis()
-    ax.set_xlabel("Difference in overall score (points),\nwith paired confidence interval")
+    ax.set_xlabel(tr("card.plot_differences_axis"))
     ax.set_title(title, fontsize=12)
     ax.grid(axis="x", alpha=0.3)
     return Plot(
         "differences.png",
         title,
-        "Points with horizontal bars: the difference in overall score between two chatbots on "
-        "their shared personas and its paired interval; filled points mark intervals that "
-        "exclude zero.",
+        tr("card.plot_differences_desc"),
         *_images(fig),
     )
 

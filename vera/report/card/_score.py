@@ -21,6 +21,7 @@ from vera.report.card._html import render_html
 from vera.report.card._markdown import render_markdown
 from vera.report.card._plots import Plot, card_plots
 from vera.report.card._schema import Card, decode_card, encode_card
+from vera.report.card._text import card_strings
 from vera.report.improvements._report import exemplar_conversations
 from vera.report.shared._pages import write_card_pages
 from vera.report.shared._realism import flagged_ids, model_checks, realism_block, user_checks
@@ -208,7 +209,7 @@ def render_card_files(card: Card, run_dir: str | Path) -> Path:
     in plots/ (`RENDERED`) keeps the card's hash and each file's size and time."""
     root = Path(run_dir)
     html = root / "card.html"
-    key = hashlib.sha256(encode_card(card) + b"\0" + __version__.encode()).hexdigest()
+    key = hashlib.sha256(encode_card(card) + b"\0" + __version__.encode() + _words(card)).hexdigest()
     if _rendered(root, key):
         return html
     atomic_write(root / "card.md", render_markdown(card).encode())
@@ -219,6 +220,17 @@ def render_card_files(card: Card, run_dir: str | Path) -> Path:
     stamp = {"card": key, "files": {name: _signature(root / name) for name in files}}
     atomic_write(root / RENDERED, msgspec.json.encode(stamp), what="the note of the rendered card")
     return html
+
+
+def _words(card: Card) -> bytes:
+    """What the card's words depend on besides the card: its locale pack's strings,
+    rubric glosses and value labels, read now. A pack edited since the files were drawn
+    (a translation fixed) draws them again, though card.json is the same. Nothing for a
+    card in vera's English, so its note (and the files) stay as they were."""
+    s = card_strings(card)
+    if not (s.own or s.glosses or s.values):
+        return b""
+    return b"\0" + msgspec.json.encode([s.lang, s.own, s.glosses, s.values])
 
 
 # What `render_card_files` last wrote, from which card (see there).

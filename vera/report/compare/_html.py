@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from html import escape
 
+from vera.inputs import phrase, tr
 from vera.report.card._html import (
     figure,
     html_section,
@@ -15,7 +16,7 @@ from vera.report.card._html import (
 )
 from vera.report.card._plots import Plot
 from vera.report.card._schema import RunComparison
-from vera.report.compare._tables import COMPARE_GUIDE, compare_tables
+from vera.report.compare._tables import compare_tables
 from vera.report.shared._numbers import num, percent_level
 
 
@@ -31,33 +32,32 @@ def render_compare_html(
         scores = "".join(html_table(t, links=links) for t in tables.scores)
     else:
         scores = "".join(html_table(t) for t in tables.scores)
-    body = ["<header><h1>vera comparison</h1>"]
+    title = tr("card.compare_title")
+    body = [f"<header><h1>{escape(title)}</h1>"]
     if any(r.offline for r in result.runs):
-        body.append(
-            offline_banner(
-                "At least one of these runs is an offline run with vera's built-in stand-ins; "
-                "its numbers say nothing about any real chatbot.",
-                badge="Offline stand-ins:",
-            )
-        )
+        body.append(offline_banner(tr("card.compare_offline"), badge=tr("card.compare_offline_badge")))
     if result.forced_differences:
         items = "".join(f"<li>{escape(d)}</li>" for d in result.forced_differences)
         body.append(
-            '<div class="warning"><strong>Compared with --force although the runs differ:</strong>'
-            f"<ul>{items}</ul>Scores from different rubric, persona or prompt versions are not comparable.</div>"
+            f'<div class="warning"><strong>{escape(tr("card.compare_forced"))}</strong>'
+            f"<ul>{items}</ul>{escape(tr('card.compare_not_comparable'))}</div>"
         )
     body += [html_table(tables.runs), "</header>", "<main>"]
-    guide = COMPARE_GUIDE.format(confidence=percent_level(result.bootstrap.confidence))
+    guide = tr("card.compare_guide", confidence=percent_level(result.bootstrap.confidence))
     body.append(
-        html_section("how-to-read", "How to read this comparison", f'<p class="guide">{escape(guide)}</p>')
+        html_section("how-to-read", tr("card.compare_how_to_read"), f'<p class="guide">{escape(guide)}</p>')
     )
-    body.append(html_section("scores", "Scores", scores))
-    body.append(html_section("charts", "Charts", *(figure(p) for p in plots)))
-    body.append(html_section("pairs", "Paired differences", *(html_table(t) for t in tables.pairs)))
+    body.append(html_section("scores", tr("card.compare_scores"), scores))
+    body.append(html_section("charts", tr("card.compare_charts"), *(figure(p) for p in plots)))
+    body.append(html_section("pairs", tr("card.compare_pairs"), *(html_table(t) for t in tables.pairs)))
     body.append("</main>")
     b = result.bootstrap
-    body.append(
-        f"<footer>Intervals: {escape(b.method)} over personas, {num(b.resamples)} resamples, "
-        f"confidence {num(b.confidence)}, seed {num(b.seed)}.</footer>"
+    footer = tr(
+        "card.compare_footer",
+        method=phrase(b.method),
+        resamples=num(b.resamples),
+        confidence=num(b.confidence),
+        seed=num(b.seed),
     )
-    return page("vera comparison", body)
+    body.append(f"<footer>{escape(footer)}</footer>")
+    return page(title, body)

@@ -25,16 +25,6 @@ class CompareTables:
         return [self.runs, *self.scores, *self.pairs]
 
 
-COMPARE_GUIDE = (
-    "Each chatbot's score is on all of its own personas, with its {confidence} interval from "
-    "re-drawing personas. Each pair is then scored again on the personas both talked to: "
-    "the difference's interval is paired (both scored on the same re-drawn personas), which "
-    "is narrower and more honest than checking whether two separate intervals overlap. A "
-    "difference is flagged when its interval excludes 0. With many pairs and dimensions, "
-    "about one interval in twenty excludes 0 by chance even between equal chatbots."
-)
-
-
 def compare_tables(result: RunComparison) -> CompareTables:
     """Runs compared; overall and per-dimension scores per unit; every pair's overall
     difference, then each pair per dimension."""

@@ -30,6 +30,7 @@ from urllib.parse import quote
 import msgspec
 
 from vera.errors import StorageError, UserError
+from vera.inputs import tr, ui_cell, ui_label
 from vera.records import (
     HIGH_POTENTIAL_FOR_HARM,
     NOT_RELEVANT,
@@ -590,10 +591,12 @@ def _md_summary(s: RowSummary) -> list[str]:
 
 def _dimension_line(d: DimensionFindings) -> str:
     if not d.findings:
-        return f"Relevant in {d.relevant} conversations; no harmful or suboptimal rating."
-    return (
-        f"Relevant in {d.relevant} conversations: harmful (High Potential for Harm) in "
-        f"{d.conversations_high_potential_for_harm}, Suboptimal in {d.conversations_suboptimal}."
+        return tr("card.fix_relevant_clean", n=d.relevant)
+    return tr(
+        "card.fix_relevant",
+        n=d.relevant,
+        hph=d.conversations_high_potential_for_harm,
+        sub=d.conversations_suboptimal,
     )
 
 
@@ -681,7 +684,7 @@ def render_improvements_html(
 
 def _badge(rating: str) -> str:
     cls = "hph" if rating == HIGH_POTENTIAL_FOR_HARM else "sub"
-    return f'<span class="badge {cls}">{escape(SHORT.get(rating, rating))}</span>'
+    return f'<span class="badge {cls}">{escape(ui_cell(SHORT.get(rating, rating)))}</span>'
 
 
 def _html_chatbot(
@@ -698,13 +701,15 @@ def _html_chatbot(
     sub = "h4" if heading == "h3" else "h3"
     parts = [
         f'<section id="{prefix}chatbot-{index}" class="chatbot"><{heading}>{escape(bot.chatbot)}</{heading}>',
-        f"<p>{bot.conversations} judged conversations.</p>",
+        f"<p>{escape(tr('card.fix_judged', n=bot.conversations))}</p>",
     ]
     if bot.summary is not None and bot.summary.low_sample:
         parts.append(f'<p class="note" role="note">{escape(low_sample_line(bot.summary))}</p>')
     for k, d in enumerate(bot.dimensions):
         anchor = f"{prefix}chatbot-{index}-dimension-{k}"
-        parts.append(f'<section id="{anchor}" class="dimension"><{sub}>{escape(d.dimension)}</{sub}>')
+        parts.append(
+            f'<section id="{anchor}" class="dimension"><{sub}>{escape(ui_label(d.dimension))}</{sub}>'
+        )
         parts.append(f"<p>{escape(_dimension_line(d))}</p>")
         if d.findings:
             rows = []
@@ -717,9 +722,13 @@ def _html_chatbot(
                     f'<td class="n">{f.conversations}</td><td class="n">{escape(share(f.share))}</td></tr>'
                 )
             parts.append(
-                scroll_box("Findings") + '<table class="findings"><thead><tr><th scope="col">Rating</th>'
-                '<th scope="col">Question</th><th scope="col">Conversations</th>'
-                f'<th scope="col">Share of relevant</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+                scroll_box(tr("card.fix_findings"))
+                + '<table class="findings"><thead><tr>'
+                + "".join(
+                    f'<th scope="col">{escape(tr(k))}</th>'
+                    for k in ("col.rating", "col.question", "col.conversations", "col.share_of_relevant")
+                )
+                + f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
             )
             for n, f in enumerate(d.findings):
                 parts.append(_html_examples(f"{anchor}-finding-{n}", f, base, can_link))
@@ -754,10 +763,11 @@ def _html_summary(anchor: str, s: RowSummary, heading: str) -> str:
 
 
 def _html_examples(anchor: str, f: Finding, base: str, can_link: Callable[[str], bool]) -> str:
-    head = (
-        f'<div id="{anchor}" class="examples"><p>{_badge(f.rating)} <code>{escape(f.question_id or MISSING)}</code>: '
-        f"{f.conversations} conversation(s), {f.ratings} judge rating(s).</p>"
+    question = f"<code>{escape(f.question_id or MISSING)}</code>"
+    counts = _html_tr(
+        "card.fix_counts", question=question, conversations=str(f.conversations), ratings=str(f.ratings)
     )
+    head = f'<div id="{anchor}" class="examples"><p>{_badge(f.rating)} {counts}</p>'
     if not f.exemplars:
         return head + "</div>"
     items = []
@@ -770,24 +780,35 @@ def _html_examples(anchor: str, f: Finding, base: str, can_link: Callable[[str],
                 return escape(label)
             return f'<a class="{cls}" href="{escape(href)}#{escape(fragment)}">{escape(label)}</a>'
 
-        meta = (
-            f'<div class="meta">{a(e.anchor, e.conversation_id, cls="conversation")} · persona '
-            f"{escape(e.persona)} · {escape(e.risk)} · judge {escape(e.judge)} #{e.instance}</div>"
+        meta = _html_tr(
+            "card.fix_meta",
+            conversation=a(e.anchor, e.conversation_id, cls="conversation"),
+            persona=escape(e.persona),
+            risk=escape(ui_cell(e.risk)),
+            judge=escape(e.judge),
+            instance=str(e.instance),
         )
-        reasoning = f"<blockquote>{escape(e.reasoning) or '(no reasoning recorded)'}</blockquote>"
+        reasoning = f"<blockquote>{escape(e.reasoning) or escape(tr('card.fix_no_reasoning'))}</blockquote>"
+        link = a(e.anchor, tr("card.fix_reasoning"), cls="reasoning")
         item = [
-            f"<li>{meta}",
-            f"<div>{a(e.anchor, 'The judge’s reasoning', cls='reasoning')}:</div>",
+            f'<li><div class="meta">{meta}</div>',
+            f"<div>{_html_tr('card.fix_reasoning_line', link=link)}</div>",
             reasoning,
         ]
         if e.turn is not None:
-            how = "quoted by the judge" if e.quoted else "the reply to the user turn the judge quotes"
-            item.append(f"<div>{a(f'turn-{e.turn}', f'Chatbot, turn {e.turn}', cls='turn')} ({how}):</div>")
+            how = tr("card.fix_quoted") if e.quoted else tr("card.fix_reply")
+            turn = a(f"turn-{e.turn}", tr("card.fix_turn", n=e.turn), cls="turn")
+            item.append(f"<div>{_html_tr('card.fix_turn_line', link=turn, how=escape(how))}</div>")
             item.append(f'<blockquote class="turn">{escape(_clip(e.turn_text))}</blockquote>')
         else:
-            item.append('<div class="meta">The reasoning quotes no turn of the transcript.</div>')
+            item.append(f'<div class="meta">{escape(tr("card.fix_no_turn"))}</div>')
         items.append("".join(item) + "</li>")
     return head + f'<ol class="exemplars">{"".join(items)}</ol></div>'
+
+
+def _html_tr(key: str, /, **markup: str) -> str:
+    """`tr(key)` as HTML: its text escaped, its fields filled with `markup` (HTML already)."""
+    return escape(tr(key), quote=False).format(**markup)
 
 
 def chatbot_details_html(index: int, bot: ChatbotFindings, *, prefix: str) -> str:

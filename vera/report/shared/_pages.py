@@ -29,7 +29,7 @@ from pathlib import Path
 
 from vera import __version__
 from vera.errors import storage_error
-from vera.inputs import BASE, ENGLISH, Strings, active, tr, ui_label, ui_strings, use_strings
+from vera.inputs import BASE, ENGLISH, Strings, active, tr, ui_cell, ui_label, ui_strings, use_strings
 from vera.records import (
     HIGH_POTENTIAL_FOR_HARM,
     RATING_CODES,
@@ -218,7 +218,17 @@ def _navigation(*, viewer: bool, card: bool, arc: str = "") -> str:
         f'<a href="#transcript">{_t("page.transcript")}</a>',
         f'<a href="#walks">{_t("page.walk")}</a>',
     ]
-    return '<nav aria-label="Page">' + " ".join(links) + "</nav>"
+    return f'<nav aria-label="{escape(tr("page.nav_label"))}">' + " ".join(links) + "</nav>"
+
+
+# A conversation's status as recorded (complete, failed) in the page's language; the
+# record keeps its value.
+_STATUS_KEYS = {"complete": "viewer.complete", "failed": "viewer.status_failed"}
+
+
+def _status_word(status: str) -> str:
+    key = _STATUS_KEYS.get(status)
+    return tr(key) if key else status
 
 
 def _facts(page: ConversationPage) -> str:
@@ -229,10 +239,10 @@ def _facts(page: ConversationPage) -> str:
         (tr("col.run"), page.run_id),
         (tr("col.chatbot"), c.chatbot),
         (tr("col.persona"), c.persona),
-        (tr("col.risk_level"), c.risk),
+        (tr("col.risk_level"), ui_cell(c.risk)),
         (tr("col.seed"), seed),
         (tr("col.user_agent"), c.user_agent),
-        (tr("viewer.col_status"), c.status),
+        (tr("viewer.col_status"), _status_word(c.status)),
         (tr("col.turns"), tr("page.turns_value", n=len(c.turns), ended_by=_ended(c.ended_by))),
     ]
     if c.session is not None:

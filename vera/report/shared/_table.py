@@ -8,6 +8,8 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 
+from vera.inputs import tr
+
 
 @dataclass
 class Table:
@@ -39,5 +41,5 @@ def scroll_box(label: str) -> str:
     """The opening tag of the box a wide table scrolls in, never the page: a labelled
     region (keyboard users can scroll it) that says it scrolls (the card's stylesheet
     adds a visible hint on a phone)."""
-    name = f"{label} (scrolls sideways when wider than the screen)"
+    name = tr("card.scroll_label", label=label)
     return f'<div class="scroll" role="region" tabindex="0" aria-label="{html.escape(name)}">'
