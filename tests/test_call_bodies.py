@@ -1,6 +1,6 @@
 """Every model call's body (its exact request and response) kept in the run directory:
 live, batch, flex and replayed calls against the loopback fakes, `--no-call-bodies`,
-`vera export --calls`, and a kill between a body's commit and its call's line."""
+`vera export --calls`, and a kill between a body's write to the log and its call's line."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from vera.app import RunOptions, execute_run
 from vera.cli._main import main
 from vera.records import CallBody, CallRecord
 from vera.store import BODIES, BodyReader, count_bodies
+from vera.store._bodies import LOG
 
 from .conftest import ROOT
 from .fakes.batch import BatchSweepServer
@@ -215,15 +216,23 @@ def test_a_kill_between_a_bodys_commit_and_its_line_leaves_no_orphan_and_no_dupl
     root = tmp_path / "run"
     done = subprocess.run([sys.executable, "-c", _KILLED, str(root), "3"], cwd=ROOT, timeout=60)
     assert done.returncode == -signal.SIGKILL
+    # Killed before the store closed: the bodies are in the log, not yet in the database.
+    assert (root / LOG).exists()
     with sqlite3.connect(root / BODIES) as db:
-        assert db.execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 4  # one body past the file
+        assert db.execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 0
+    assert count_bodies(root) == 4  # one body past the file
     assert len((root / "calls.jsonl").read_bytes().splitlines()) == 3
     # Reopened (a resume): the orphan is dropped; the call asked again is recorded once.
     from vera.records import Completion, Message
     from vera.store import RunStore
 
-    assert len(bodies(root)) == 3  # a reader skips the orphan
+    assert len(bodies(root)) == 3  # a reader skips the orphan (and leaves the log as it is)
+    assert (root / LOG).exists()
     store = RunStore(root, call_bodies=True)
+    # Folded on open, the orphan dropped.
+    assert not (root / LOG).exists()
+    with sqlite3.connect(root / BODIES) as db:
+        assert db.execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 3
     call = CallRecord(
         job_id="job3", role="chatbot", provider="p", model="m", account="a", latency_ms=1.0, status="ok"
     )
@@ -237,6 +246,9 @@ def test_a_kill_between_a_bodys_commit_and_its_line_leaves_no_orphan_and_no_dupl
         ),
     )
     store.close()
+    assert not (root / LOG).exists()
+    with sqlite3.connect(root / BODIES) as db:
+        assert db.execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 4
     kept = assert_one_body_per_call(root)
     assert [b.call.job_id for b in kept] == ["job0", "job1", "job2", "job3"]
     assert [b.messages[-1].content for b in kept] == ["hello 0", "hello 1", "hello 2", "hello 3"]

@@ -77,17 +77,20 @@ def test_growing_histories_read_back_whole_with_one_node_per_distinct_prefix(tmp
     assert packed and all(len(zstandard.ZstdDecompressor().decompress(d[1:])) > len(d) for d in packed)
 
 
-def test_a_blob_no_longer_remembered_is_found_not_stored_again(tmp_path: Path) -> None:
+def test_a_blob_stored_before_the_store_was_opened_again_is_found_not_stored_again(tmp_path: Path) -> None:
     from vera.store._bodies import CallBodies
 
-    bodies = CallBodies(tmp_path / BODIES, calls_size=0, remember=2)
     texts = [f"text {i} " * 30 for i in range(5)]
-    first = [bodies._text(t) for t in texts]  # the first ones fall out of memory
-    again = [bodies._text(t) for t in texts]
+    bodies = CallBodies(tmp_path / BODIES, calls_size=0)
+    first = [bodies._text(t) for t in texts]
     bodies.close()
-    assert again == first and len(set(first)) == 5
+    bodies = CallBodies(tmp_path / BODIES, calls_size=0)  # the writer chooses ids: it must know these
+    again = [bodies._text(t) for t in texts]
+    fresh = bodies._text("a new one " * 30)
+    bodies.close()
+    assert again == first and len(set(first)) == 5 and fresh == max(first) + 1
     with sqlite3.connect(tmp_path / BODIES) as db:
-        assert db.execute("SELECT count(*) FROM blobs").fetchone() == (5,)
+        assert db.execute("SELECT count(*) FROM blobs").fetchone() == (6,)
 
 
 # A run's store as written before issue 31's third pass (texts zlib-compressed, tag

@@ -23,6 +23,7 @@ from vera.records import Completion
 
 from .conftest import ROOT
 from .fakes.sweep import KEY, Faults, SweepServer, write_sweep_config
+from .test_call_bodies import assert_one_body_per_call
 
 
 @pytest.fixture(autouse=True)
@@ -146,7 +147,7 @@ def test_sigkill_at_several_points_then_resume_gives_the_uninterrupted_card(tmp_
     with SweepServer() as server:
         cfg_b = write_sweep_config(tmp_path / "b", server.base_url, personas=6)
         out = tmp_path / "B"
-        kills = 0
+        kills = unfolded = 0
         for calls_before_kill in (5, 60, 150):
             proc = subprocess.Popen(
                 vera_cmd("run", "--config", str(cfg_b), "--out", str(out), "--quiet"),
@@ -159,7 +160,9 @@ def test_sigkill_at_several_points_then_resume_gives_the_uninterrupted_card(tmp_
                 proc.send_signal(signal.SIGKILL)
                 kills += 1
             proc.wait(30)
-        assert kills >= 2
+            # Killed: the call bodies' log is left unfolded (the next run folds it).
+            unfolded += (out / "call_bodies.sqlite-log").exists()
+        assert kills >= 2 and unfolded >= 1
         done = subprocess.run(
             vera_cmd("run", "--config", str(cfg_b), "--resume", str(out), "--quiet"),
             env=env,
@@ -175,6 +178,9 @@ def test_sigkill_at_several_points_then_resume_gives_the_uninterrupted_card(tmp_
     assert card_without_volatile(tmp_path / "A") == card_without_volatile(out)
     convs = jsonl(out / "conversations.jsonl")
     assert len([c for c in convs if c["status"] == "complete"]) == len({c["id"] for c in convs}) == 12
+    # Every call in calls.jsonl has its body, once, the log folded.
+    assert_one_body_per_call(out)
+    assert not (out / "call_bodies.sqlite-log").exists()
 
 
 @pytest.mark.slow

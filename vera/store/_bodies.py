@@ -19,12 +19,21 @@ A call row names its chain, its reply's text and its schema by blob id, with the
 small fields inline; its key is the byte offset of the call's line in `calls.jsonl`,
 which the row belongs to (the line is read from there, so nothing is kept twice).
 
-Durable before reported: the store (`RunStore.add_call`) adds the body to an open
-transaction and buffers the call's line; at the end of that turn of the event loop the
-transaction is committed (SQLite WAL) before the lines are handed to the OS. A process
-killed between the two leaves bodies whose line never reached the file: opening the
-store again deletes every row at or past the end of `calls.jsonl` (after its torn tail
-is mended), so a resumed run that asks again records one body per call, never two.
+Durable before reported: during a run the new rows (blobs and call rows) are not
+inserted into SQLite one by one but appended to a log beside it (`call_bodies.sqlite-log`):
+the store (`RunStore.add_call`) adds the body to a buffer and buffers the call's line; at
+the end of that turn of the event loop the buffer is written to the log in one write
+before the lines are handed to the OS (and fsync'd with them). The log is folded into
+the database in one transaction when the store closes, and when a writer opens a run
+whose log was not folded (a kill). Blob ids are chosen by the writer (the largest stored
+plus one), so the log's rows are the rows the database gets. A reader reads the database
+and the log together and never folds (the folder may be read-only, or a run still
+writing). A process killed between the log's write and the lines' leaves bodies whose
+line never reached the file: opening the store again deletes every row at or past the
+end of `calls.jsonl` (after its torn tail is mended), so a resumed run that asks again
+records one body per call, never two. A torn last record of the log (a kill in the
+middle of its write) is cut off, as calls.jsonl's torn last line is: no line of
+calls.jsonl names it, since the lines are written after it.
 """
 
 from __future__ import annotations
@@ -32,8 +41,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import heapq
 import os
 import sqlite3
+import struct
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -47,6 +58,8 @@ from vera.errors import StorageError, storage_error
 from vera.records import CallBody, CallRecord, Completion, Message, Usage
 
 BODIES = "call_bodies.sqlite"
+# The rows written since the last fold (see the module's docstring).
+LOG = "call_bodies.sqlite-log"
 FORMAT = "1"
 
 _ROLES: tuple[Literal["system", "user", "assistant"], ...] = ("system", "user", "assistant")
@@ -130,6 +143,81 @@ def _digest(kind: bytes, data: bytes) -> bytes:
     return h.digest()
 
 
+# The log: records of a header (kind, payload length, CRC-32 of the payload) and a
+# msgpack payload. A record cut short, or whose CRC does not match, ends the log: it can
+# only be the last one, torn by a kill or a full disk in the middle of a write.
+_HEAD = struct.Struct("<BII")
+_BLOB, _CALL = 1, 2
+_msgpack = msgspec.msgpack.Encoder()
+_FOLD_CHUNK = 4 << 20  # bytes of the log read at a time by a fold
+_log_decoder = msgspec.msgpack.Decoder()
+
+
+def _record(kind: int, payload: bytes) -> bytes:
+    return _HEAD.pack(kind, len(payload), zlib.crc32(payload)) + payload
+
+
+def _read_log(data: bytes, start: int = 0) -> tuple[list[tuple[int, list[Any]]], int]:
+    """The whole records of `data` from `start` and where they end (a torn one is left)."""
+    records: list[tuple[int, list[Any]]] = []
+    pos, size = start, len(data)
+    while pos + _HEAD.size <= size:
+        kind, length, crc = _HEAD.unpack_from(data, pos)
+        end = pos + _HEAD.size + length
+        if kind not in (_BLOB, _CALL) or end > size:
+            break
+        payload = data[pos + _HEAD.size : end]
+        if zlib.crc32(payload) != crc:
+            break
+        try:
+            records.append((kind, _log_decoder.decode(payload)))
+        except msgspec.DecodeError:
+            break
+        pos = end
+    return records, pos
+
+
+def _fold(db: sqlite3.Connection, log: Path) -> None:
+    """Move the log's rows into the database in one transaction, then remove the log. A
+    kill in between folds them again at the next open: the same ids, the same rows. The
+    log is read a chunk at a time, so a long run's log is never in memory whole."""
+    try:
+        f = open(log, "rb")  # noqa: SIM115 (closed below, in every case)
+    except FileNotFoundError:
+        return
+    # The log goes only once its rows are durable in the database: FULL fsyncs the
+    # WAL at this one commit (NORMAL, the rest of the time, does not).
+    with f:
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute("BEGIN")
+        try:
+            rest = b""
+            while chunk := f.read(_FOLD_CHUNK):
+                data = rest + chunk
+                records, used = _read_log(data)
+                db.executemany(
+                    "INSERT OR IGNORE INTO blobs (id, hash, data) VALUES (?, ?, ?)",
+                    [tuple(r) for kind, r in records if kind == _BLOB],
+                )
+                db.executemany(
+                    "INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?)",
+                    [tuple(r) for kind, r in records if kind == _CALL],
+                )
+                rest = data[used:]
+                if len(rest) >= _HEAD.size:
+                    kind, length, _ = _HEAD.unpack_from(rest)
+                    if kind not in (_BLOB, _CALL) or _HEAD.size + length <= len(rest):
+                        break  # a bad record, not a cut one: the log ends there
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        finally:
+            db.execute("PRAGMA synchronous=NORMAL")
+    log.unlink()
+
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS blobs (id INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE, data BLOB NOT NULL);
@@ -148,11 +236,12 @@ CREATE INDEX IF NOT EXISTS calls_conversation ON calls (conversation);
 class CallBodies:
     """The writer of a run's call bodies (the run store owns it: `RunStore.add_call`).
 
-    Every statement runs on the caller's thread, the event loop: an insert into an open
-    transaction costs microseconds, and a commit (one WAL write, no fsync) is made once
-    per turn of the loop. Which blobs are already stored is remembered for the most
-    recent `remember` of them (the histories in flight, the judge's question prompts);
-    an older one is looked up in the file's index, so memory stays bounded.
+    Every call runs on the caller's thread, the event loop: a new blob or call row is a
+    record appended to a buffer, and the buffer is one write to the log per turn of the
+    loop (`commit`); SQLite is written only when the log is folded (on open and on
+    `close`). Which blobs are stored is known for all of them (their hashes, seeded from
+    the database when the store opens): the writer chooses each new blob's id, so a blob
+    must never be written twice under two ids.
 
     Each conversation's chain nodes are also remembered by what they hold (the node
     before, the message), until the store writes the conversation's record (`forget`):
@@ -160,14 +249,17 @@ class CallBodies:
     node, not N texts and N nodes encoded and hashed again. The messages it keeps are
     the ones the conversation in flight holds anyway."""
 
-    def __init__(self, path: Path, *, calls_size: int, remember: int = 65536) -> None:
+    def __init__(self, path: Path, *, calls_size: int) -> None:
         self.path = path
-        self._known: OrderedDict[bytes, int] = OrderedDict()
-        self._remember = remember
+        self.log_path = path.with_name(LOG)
         # conversation id -> {(node before, message): node}; oldest conversation dropped
         # past `_CHAINS` (one whose record is never written: a cancelled run's).
         self._chains: dict[str, dict[tuple[int, Message], int]] = {}
         self._encoder = msgspec.json.Encoder()
+        self._buffer: list[bytes] = []
+        # A write to the log that failed (a full disk): nothing more is written after a
+        # record that may be torn, or a later row could name a blob that never arrived.
+        self._broken: StorageError | None = None
         try:
             # Opened as a file first: a read-only or full disk is then named as the OS
             # names it ("Read-only file system"), not as SQLite's "unable to open".
@@ -178,9 +270,13 @@ class CallBodies:
             db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(_SCHEMA)
             db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
-            # Bodies whose call line never reached calls.jsonl (a kill between the commit
-            # and the write): the call is asked again on resume and recorded then.
+            _fold(db, self.log_path)  # a run killed before its store closed
+            # Bodies whose call line never reached calls.jsonl (a kill between the log's
+            # write and the lines'): the call is asked again on resume and recorded then.
             db.execute("DELETE FROM calls WHERE offset >= ?", (calls_size,))
+            self._known: dict[bytes, int] = dict(db.execute("SELECT hash, id FROM blobs"))
+            self._next = int(db.execute("SELECT COALESCE(MAX(id), 0) FROM blobs").fetchone()[0]) + 1
+            self._log = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         except (OSError, sqlite3.Error) as exc:
             raise _failure(path, exc) from None
         self._db: sqlite3.Connection | None = db
@@ -190,23 +286,18 @@ class CallBodies:
             raise StorageError(f"{self.path}: the call bodies are closed")
         return self._db
 
+    def log_fd(self) -> int | None:
+        """The log's descriptor, for the store's fsyncs (None once closed)."""
+        return self._log if self._db is not None else None
+
     def _blob(self, kind: bytes, data: bytes) -> int:
         key = _digest(kind, data)
         found = self._known.get(key)
         if found is not None:
-            self._known.move_to_end(key)
             return found
-        db = self._conn()
-        # Insert first: a blob not remembered is almost always new (an old one is
-        # looked up only when the insert finds it), one statement where two were.
-        cursor = db.execute("INSERT OR IGNORE INTO blobs (hash, data) VALUES (?, ?)", (key, _pack(data)))
-        if cursor.rowcount == 1:
-            blob_id = int(cursor.lastrowid or 0)
-        else:
-            blob_id = int(db.execute("SELECT id FROM blobs WHERE hash = ?", (key,)).fetchone()[0])
-        self._known[key] = blob_id
-        if len(self._known) > self._remember:
-            self._known.popitem(last=False)
+        blob_id = self._known[key] = self._next
+        self._next += 1
+        self._buffer.append(_record(_BLOB, _msgpack.encode((blob_id, key, _pack(data)))))
         return blob_id
 
     def _text(self, text: str) -> int:
@@ -234,70 +325,82 @@ class CallBodies:
 
     def add(self, offset: int, length: int, body: CallBody) -> None:
         """Keep `body`, whose call's line is at `offset` (`length` bytes) in calls.jsonl,
-        in the open transaction (committed by `commit`)."""
-        db = self._conn()
-        try:
-            if not db.in_transaction:
-                db.execute("BEGIN")
-            reply = None
-            if (r := body.response) is not None:
-                u = r.usage
-                reply = _Reply(
-                    self._text(r.text),
-                    r.parsed,
-                    r.finish_reason,
-                    (
-                        u.input_tokens,
-                        u.output_tokens,
-                        u.cached_input_tokens,
-                        u.cache_write_tokens,
-                        u.reasoning_tokens,
-                    ),
-                    r.raw_id,
-                    r.model,
-                )
-            schema = 0
-            if body.schema is not None:
-                schema = self._blob(b"json", msgspec.json.encode(body.schema, order="sorted"))
-            row = _Row(
-                self._chain(body.conversation_id, body.messages), body.params, schema, body.reask, reply
-            )
-            db.execute(
-                "INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?)",
+        in the buffer (written to the log by `commit`)."""
+        self._conn()
+        reply = None
+        if (r := body.response) is not None:
+            u = r.usage
+            reply = _Reply(
+                self._text(r.text),
+                r.parsed,
+                r.finish_reason,
                 (
-                    offset,
-                    length,
-                    body.call.job_id,
-                    body.conversation_id,
-                    body.question_id,
-                    self._encoder.encode(row),
+                    u.input_tokens,
+                    u.output_tokens,
+                    u.cached_input_tokens,
+                    u.cache_write_tokens,
+                    u.reasoning_tokens,
                 ),
+                r.raw_id,
+                r.model,
             )
-        except sqlite3.Error as exc:
-            raise _failure(self.path, exc) from None
+        schema = 0
+        if body.schema is not None:
+            schema = self._blob(b"json", msgspec.json.encode(body.schema, order="sorted"))
+        row = _Row(self._chain(body.conversation_id, body.messages), body.params, schema, body.reask, reply)
+        payload = (
+            offset,
+            length,
+            body.call.job_id,
+            body.conversation_id,
+            body.question_id,
+            self._encoder.encode(row),
+        )
+        self._buffer.append(_record(_CALL, _msgpack.encode(payload)))
 
     def commit(self) -> None:
-        db = self._conn()
-        if db.in_transaction:
-            try:
-                db.execute("COMMIT")
-            except sqlite3.Error as exc:
-                raise _failure(self.path, exc) from None
+        """Hand the buffered records to the OS in one write (before the turn's lines)."""
+        self._conn()
+        if self._broken is not None:
+            raise self._broken
+        if not self._buffer:
+            return
+        data = memoryview(b"".join(self._buffer))
+        self._buffer.clear()
+        try:
+            while data:
+                data = data[os.write(self._log, data) :]
+        except OSError as exc:
+            self._broken = _failure(self.log_path, exc)
+            raise self._broken from None
 
     def close(self) -> None:
+        """Write what is buffered, fold the log into the database, close both."""
         if self._db is None:
             return
+        db = self._db
         try:
             self.commit()
+            os.close(self._log)
+            self._log = -1
+            _fold(db, self.log_path)
+        except (OSError, sqlite3.Error) as exc:
+            raise _failure(self.path, exc) from None
         finally:
-            self._db.close()
+            if self._log >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(self._log)
+            db.close()
             self._db = None
 
 
 class BodyReader:
     """Reads a run's call bodies back whole (the viewer, `vera export --calls`).
 
-    Opened read-only, so a run still writing is read beside it (WAL). A chain of
+    Opened read-only, so a run still writing is read beside it (WAL), and never folds
+    the log: its records are read beside the database's rows (new ones at each read, as
+    a run still writing appends them), the log's winning where both have one (a kill
+    after a fold's commit, before the log's removal: the same rows). A chain of
     messages is rebuilt from its last node up to the first already rebuilt: reading a
     conversation's calls in order rebuilds each turn's history from the one before."""
 
@@ -315,6 +418,7 @@ class BodyReader:
         self._row = msgspec.json.Decoder(_Row)
         self._node = msgspec.json.Decoder(_Node)
         self._call = msgspec.json.Decoder(CallRecord)
+        self._log = _LogView(run_dir / LOG)
 
     def close(self) -> None:
         self._db.close()
@@ -327,6 +431,9 @@ class BodyReader:
         self.close()
 
     def _data(self, blob_id: int) -> bytes:
+        logged = self._log.blobs.get(blob_id)
+        if logged is not None:
+            return _unpack(logged)
         row = self._db.execute("SELECT data FROM blobs WHERE id = ?", (blob_id,)).fetchone()
         if row is None:
             raise StorageError(f"{self.path}: blob {blob_id} is missing")
@@ -388,13 +495,28 @@ class BodyReader:
             response=response,
         )
 
-    def _rows(self, sql: str, args: tuple[Any, ...] = ()) -> Iterator[CallBody]:
+    def _rows(self, where: str, args: tuple[Any, ...], conversation: str | None = None) -> Iterator[CallBody]:
+        # calls.jsonl's end first, then the log: a line in the file has its record in
+        # the log by then (the log is written before the lines).
+        end = self._end()
         try:
-            cursor = self._db.execute(sql, args)
-            while batch := cursor.fetchmany(256):
-                for row in batch:
+            self._log.refresh()
+            cursor = self._db.execute(
+                "SELECT offset, length, conversation, question, body FROM calls "
+                f"WHERE {where} offset < ? ORDER BY offset",
+                (*args, end),
+            )
+            stored = (row for batch in iter(lambda: cursor.fetchmany(256), []) for row in batch)
+            logged = sorted(
+                (row for row in self._log.calls.values() if row[0] < end and conversation in (None, row[2])),
+                key=_offset,
+            )
+            last = -1
+            for row in heapq.merge(logged, stored, key=_offset) if logged else stored:
+                if row[0] != last:  # the log's row first where both have one
+                    last = row[0]
                     yield self._body(row)
-        except (sqlite3.Error, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        except (sqlite3.Error, msgspec.DecodeError, msgspec.ValidationError, OSError) as exc:
             raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None
 
     def _end(self) -> int:
@@ -404,20 +526,45 @@ class BodyReader:
 
     def all(self) -> Iterator[CallBody]:
         """Every call's body, in the order of calls.jsonl."""
-        return self._rows(
-            "SELECT offset, length, conversation, question, body FROM calls WHERE offset < ? ORDER BY offset",
-            (self._end(),),
-        )
+        return self._rows("", ())
 
     def conversation(self, conversation_id: str) -> list[CallBody]:
         """The calls made for one conversation (simulating it and judging it), in order."""
-        return list(
-            self._rows(
-                "SELECT offset, length, conversation, question, body FROM calls "
-                "WHERE conversation = ? AND offset < ? ORDER BY offset",
-                (conversation_id, self._end()),
-            )
-        )
+        return list(self._rows("conversation = ? AND", (conversation_id,), conversation_id))
+
+
+def _offset(row: tuple[Any, ...]) -> int:
+    return int(row[0])
+
+
+class _LogView:
+    """A reader's view of the log: its whole records so far, read on from where the last
+    read ended (a torn or unfinished last record is read again next time)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.blobs: dict[int, bytes] = {}
+        self.calls: dict[int, tuple[int, int, str, str, bytes]] = {}  # offset -> row
+        self._pos = 0
+        self._inode: int | None = None
+
+    def refresh(self) -> None:
+        try:
+            with open(self.path, "rb") as f:
+                inode = os.fstat(f.fileno()).st_ino
+                if inode != self._inode:  # folded, and a new log begun (a resume)
+                    self._inode, self._pos = inode, 0
+                f.seek(self._pos)
+                data = f.read()
+        except FileNotFoundError:
+            return  # folded: its rows are in the database (the ones read stay valid)
+        records, used = _read_log(data)
+        self._pos += used
+        for kind, r in records:
+            if kind == _BLOB:
+                self.blobs[r[0]] = r[2]
+            else:
+                self.calls[r[0]] = (r[0], r[1], r[3], r[4], r[5])
 
 
 def _read_only(path: Path) -> sqlite3.Connection:
@@ -439,5 +586,13 @@ def count_bodies(run_dir: Path) -> int:
     """How many calls have a body (0 when none are kept)."""
     if not has_bodies(run_dir):
         return 0
+    log = _LogView(run_dir / LOG)
+    log.refresh()
     with contextlib.closing(_read_only(run_dir / BODIES)) as db:
-        return int(db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+        stored = int(db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+        twice = sum(
+            1
+            for offset in log.calls
+            if db.execute("SELECT 1 FROM calls WHERE offset = ?", (offset,)).fetchone()
+        )
+    return stored + len(log.calls) - twice

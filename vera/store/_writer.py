@@ -40,7 +40,7 @@ import msgspec
 from vera.errors import StorageError, storage_error
 from vera.files import RecordReader, RecordRef, decoded, records, repair_tail
 from vera.records import CallBody, CallRecord, Conversation, Judgement, RunManifest
-from vera.store._bodies import BODIES, CallBodies
+from vera.store._bodies import BODIES, LOG, CallBodies
 
 T = TypeVar("T")
 
@@ -56,6 +56,7 @@ WHAT = {
     JUDGEMENTS: "judgement records",
     CALLS: "the call log",
     BODIES: "the call bodies",
+    LOG: "the call bodies",
     MANIFEST: "the run manifest",
     "card.json": "the score card",
     "card.md": "the score card (Markdown)",
@@ -250,6 +251,10 @@ class RunStore:
         self._keep_bodies = call_bodies
         calls = self.root / CALLS
         self._calls_size = calls.stat().st_size if calls.exists() else 0
+        if (self.root / LOG).exists():
+            # A run killed before its bodies' log was folded: folded now, whether or not
+            # this run keeps bodies, so that the next open finds one file to read.
+            CallBodies(self.root / BODIES, calls_size=self._calls_size).close()
 
     # -- what is done ----------------------------------------------------------------
 
@@ -395,13 +400,21 @@ class RunStore:
         self._raise_failed()
         if not self._dirty:
             return
-        for name, f in list(self._files.items()):
+        for name, fd in self._fds():
             try:
-                os.fsync(f.fileno())
+                os.fsync(fd)
             except OSError as exc:
                 self._discard(name)
                 raise storage_error(self.root / name, WHAT[name], exc) from None
         self._dirty = False
+
+    def _fds(self) -> list[tuple[str, int]]:
+        """The files an fsync covers: the records, and the call bodies' log (written
+        with the call lines, so made durable with them)."""
+        fds = [(name, f.fileno()) for name, f in self._files.items()]
+        if self.bodies is not None and (fd := self.bodies.log_fd()) is not None:
+            fds.append((LOG, fd))
+        return fds
 
     async def _sync_forever(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -419,7 +432,7 @@ class RunStore:
         if not self._dirty:
             return
         self._dirty = False
-        fds = [(name, f.fileno()) for name, f in self._files.items()]
+        fds = self._fds()
         failure = await asyncio.to_thread(_fsync_all, fds)
         if failure is not None:
             name, exc = failure
