@@ -20,8 +20,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from vera.app._progress import RunProgress
+from vera.cli._main import main
 from vera.inputs import strings_of, use_strings
 from vera.report import summary_words
 from vera.report.card._plots import _fonts, sequential_card_plot
@@ -329,3 +331,20 @@ def test_a_gated_run_s_sequence_is_in_the_pack_s_words(verdict: str, stopped: st
     assert not leftovers(re.sub(r"--[a-z-]+|vera gate", " ", text)), leftovers(text)
     assert "不更差" in text if verdict == "not worse" else "更差" in text or "未定" in text
     assert seq.stopped == stopped and seq.verdict == verdict  # the record keeps its values
+
+
+def test_vera_gate_on_a_zh_cn_baseline_prints_in_the_pack_s_words(tmp_path):
+    """What `vera gate` prints (each wave, each dimension's interval, the verdict) is in
+    the candidate run's pack, as its card; the gate's records keep English values."""
+    base = tmp_path / "zhbase"
+    run_vera("run", "--locale", "zh-CN", "--providers", "offline/best-practice", "--out", str(base))
+    out = tmp_path / "zhgate"
+    result = CliRunner().invoke(
+        main, ["gate", str(base), "--candidate", "offline/risk-ignoring", "--wave", "20", "--out", str(out)]
+    )
+    assert result.exit_code == 4, result.output  # WORSE
+    # The candidate's name and the run folder are identifiers; the rest is Chinese.
+    text = result.output.replace(str(out), " ")
+    assert not leftovers(text), text
+    assert "第 1 批：" in text and "把关：界值 5 下更差（已判定：更差）（退出码 4）" in text
+    assert json.loads((out / "gate.json").read_text())["verdict"] == "worse"

@@ -7,9 +7,11 @@ from typing import Any
 
 import click
 
-from vera.app import GateOptions, run_gate
+from vera.app import GateOptions, GateOutcome, run_gate
 from vera.cli._door import Number, alpha_option, margin_option, seed_option, wave_option
+from vera.inputs import ENGLISH, tr, ui_short, use_strings
 from vera.ranges import DOLLARS
+from vera.report import card_strings, stopped_words, verdict_words
 
 
 @click.command()
@@ -66,6 +68,15 @@ def gate(baseline_run: str, candidate: str, quiet: bool, **options: Any) -> None
         progress=not quiet,
     )
     outcome = run_gate(opts)
+    card = outcome.run.card if outcome.run is not None else None
+    # In the words of the candidate run's locale pack, as its card (English without one);
+    # the records (gate.json, sequence.jsonl) keep their English values.
+    with use_strings(card_strings(card) if card is not None else ENGLISH):
+        _print_gate(outcome, quiet=quiet)
+    sys.exit(outcome.exit_code)
+
+
+def _print_gate(outcome: GateOutcome, *, quiet: bool) -> None:
     if not quiet:
         for look in outcome.looks:
             overall = next((r for r in look.rows if r.dimension == "Overall"), None)
@@ -75,22 +86,42 @@ def gate(baseline_run: str, candidate: str, quiet: bool, **options: Any) -> None
                 and overall.diff is not None
                 and overall.lo is not None
                 and overall.hi is not None
-                else "no interval yet"
+                else tr("cli.gate_no_interval")
             )
             click.echo(
-                f"wave {look.wave}: {look.units} of {look.available} units · Overall {interval} · {look.verdict.upper()}"
+                tr(
+                    "cli.gate_wave",
+                    wave=look.wave,
+                    units=look.units,
+                    available=look.available,
+                    overall=ui_short("Overall"),
+                    interval=interval,
+                    verdict=verdict_words(look.verdict),
+                )
             )
         last = outcome.looks[-1] if outcome.looks else None
         if last is not None:
             for r in last.rows:
                 if r.lo is not None and r.hi is not None:
-                    click.echo(f"  {r.dimension}: [{r.lo:+.1f}, {r.hi:+.1f}] {r.status.upper()}")
-    click.echo(f"run directory: {outcome.run_dir}")
+                    click.echo(
+                        tr(
+                            "cli.gate_row",
+                            dimension=ui_short(r.dimension),
+                            interval=f"[{r.lo:+.1f}, {r.hi:+.1f}]",
+                            verdict=verdict_words(r.status),
+                        )
+                    )
+    click.echo(tr("cli.run_dir", path=outcome.run_dir))
     if outcome.exit_code == 130:
-        click.echo(f"interrupted; to continue: {outcome.command}", err=True)
+        click.echo(tr("cli.gate_interrupted", command=outcome.command), err=True)
     else:
-        why = f" ({outcome.stopped})" if outcome.stopped else ""
+        why = tr("card.seq_why", why=stopped_words(outcome.stopped)) if outcome.stopped else ""
         click.echo(
-            f"gate: {outcome.verdict.upper()} at margin {outcome.settings.margin:g}{why} (exit code {outcome.exit_code})"
+            tr(
+                "cli.gate_verdict",
+                verdict=verdict_words(outcome.verdict),
+                margin=f"{outcome.settings.margin:g}",
+                why=why,
+                code=outcome.exit_code,
+            )
         )
-    sys.exit(outcome.exit_code)

@@ -1015,6 +1015,12 @@ BASE: dict[str, str] = {
         "(failed {judge_failed}) · {rate} calls/s · retries {retries} · 429s {throttled} · "
         "tokens {tokens} · {cost}"
     ),
+    # What `vera gate` prints: each wave's interval and verdict, then the gate's verdict.
+    "cli.gate_wave": "wave {wave}: {units} of {available} units · {overall} {interval} · {verdict}",
+    "cli.gate_row": "  {dimension}: {interval} {verdict}",
+    "cli.gate_no_interval": "no interval yet",
+    "cli.gate_interrupted": "interrupted; to continue: {command}",
+    "cli.gate_verdict": "gate: {verdict} at margin {margin}{why} (exit code {code})",
     "cli.pairs_differ": (
         "{flagged} of {pairs} pair(s) differ in overall score (paired {level} interval excludes 0)."
     ),

@@ -41,6 +41,8 @@ from vera.report.card._sequence import (
     read_sequence,
     sequence_page,
     sequential_note,
+    stopped_words,
+    verdict_words,
 )
 from vera.report.card._terminal import by_column_text, headline, render_card
 from vera.report.card._text import card_strings, state_words, status_text
@@ -185,12 +187,14 @@ __all__ = [
     "spreadsheet_safe",
     "state_words",
     "status_text",
+    "stopped_words",
     "summarize_rows",
     "summary_words",
     "tally",
     "text_tables",
     "user_check_agreement",
     "user_check_agreement_table",
+    "verdict_words",
     "write_card_html",
     "write_improvements",
 ]
