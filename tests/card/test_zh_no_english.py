@@ -348,3 +348,7 @@ def test_vera_gate_on_a_zh_cn_baseline_prints_in_the_pack_s_words(tmp_path):
     assert not leftovers(text), text
     assert "第 1 批：" in text and "把关：界值 5 下更差（已判定：更差）（退出码 4）" in text
     assert json.loads((out / "gate.json").read_text())["verdict"] == "worse"
+    # The gate's own page, sequence.md, too.
+    page = (out / "sequence.md").read_text(encoding="utf-8")
+    assert not leftovers(page.replace("`zhbase`", " ")), page  # the baseline's run id
+    assert page.startswith("# 序贯检验") and "**判定：更差** — 已判定：更差" in page

@@ -27,12 +27,13 @@ import polars as pl
 
 from vera.app._gc import sweep_collector
 from vera.app._options import RunOptions
+from vera.app._progress import run_strings
 from vera.app._result import RunOutcome, scored
 from vera.app._resume import program
 from vera.app._run import execute_run, new_run_dir
 from vera.engine import SweepResult
 from vera.errors import UserError
-from vera.inputs import RunConfig
+from vera.inputs import RunConfig, use_strings
 from vera.records import BEST_PRACTICE, HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, OVERALL, ModelSpec, RunManifest
 from vera.report import (
     GATE_FILE,
@@ -231,10 +232,13 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
     if final is not None and final.stopped:
         record = GateRecord(settings=settings, verdict=verdict, stopped=stopped)
         write_settings(run_dir, record)
-        plot = sequence_plot(looks, settings.margin)
+        # The gate's page and plot in the words of the run's locale pack, as its card.
+        with use_strings(run_strings(manifest)):
+            plot = sequence_plot(looks, settings.margin)
+            page = sequence_page(record, looks)
         (run_dir / "plots").mkdir(exist_ok=True)
         atomic_write(run_dir / "plots" / plot.name, plot.png, what="the gate's plot")
-        atomic_write(run_dir / SEQUENCE_PAGE, sequence_page(record, looks).encode(), what="the gate's page")
+        atomic_write(run_dir / SEQUENCE_PAGE, page.encode(), what="the gate's page")
         if outcome is None or outcome.exit_code != Exit.INTERRUPTED:
             outcome = scored(outcome or _outcome_of(run_dir, command))
     return GateOutcome(run_dir, settings, looks, verdict, stopped, outcome, command)

@@ -966,6 +966,18 @@ BASE: dict[str, str] = {
     # The conversation page's navigation (back to the card, the run's other pages), named
     # for screen readers.
     "page.nav_label": "Page",
+    # sequence.md, the page `vera gate` writes in the candidate's run.
+    "page.seq_settings": (
+        "Candidate `{candidate}` against baseline run `{run}` ({chatbot}), margin {margin} points, "
+        "alpha {alpha}, waves of {wave}, {method} confidence sequence, units drawn in a random order "
+        "(seed {seed})."
+    ),
+    "page.seq_verdict": "**Verdict: {verdict}**",
+    "page.seq_stop": " — {why}",
+    "page.seq_used": "; {units} of {available} units used.",
+    "page.seq_looks_header": "| wave | units | Overall | interval | verdict |",
+    "page.seq_last_look": "At the last look:",
+    "page.seq_rows_header": "| dimension | interval | status |",
     # viewer/review leftovers: the calls sections' notes, summaries and buttons.
     "page.calls_cached": "{n} cached",
     "page.calls_reasoning": "{n} reasoning",

@@ -710,9 +710,10 @@ def sequence_plot(looks: list[GateLook], margin: float) -> Plot:
         if row is not None:
             points.append((look.units, row.lo, row.hi, row.diff))
     last = looks[-1] if looks else None
-    return _interval_plot(
-        points, margin, last.stopped if last else "", last.available if last else 0, len(looks)
-    )
+    with _fonts():  # drawn on its own (the gate's page), in the run's language
+        return _interval_plot(
+            points, margin, last.stopped if last else "", last.available if last else 0, len(looks)
+        )
 
 
 def _interval_plot(

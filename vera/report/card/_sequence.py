@@ -14,7 +14,7 @@ from pathlib import Path
 import msgspec
 
 from vera.errors import UserError
-from vera.inputs import BASE, active, tr
+from vera.inputs import BASE, active, tr, ui_label
 from vera.records import OVERALL
 from vera.report.card._schema import SequentialCard, SequentialLookCard
 from vera.report.shared._numbers import fixed
@@ -232,23 +232,33 @@ def sequential_table(seq: SequentialCard) -> Table:
 
 
 def sequence_page(record: GateRecord, looks: list[GateLook]) -> str:
-    """sequence.md: the gate's settings, where and why it stopped, and every look."""
+    """sequence.md: the gate's settings, where and why it stopped, and every look, in the
+    active language (the run's locale pack: `vera.app._gate` sets it)."""
     s = record.settings
     last = looks[-1] if looks else None
+    verdict = verdict_words(record.verdict or "running")
+    stop = tr("page.seq_stop", why=stopped_words(record.stopped)) if record.stopped else ""
+    used = tr("page.seq_used", units=last.units, available=last.available) if last is not None else "."
     lines = [
-        "# Sequential gate",
+        f"# {tr('col.sequential_gate')}",
         "",
-        f"Candidate `{s.candidate}` against baseline run `{s.baseline_run_id}` ({s.baseline_chatbot}), "
-        f"margin {s.margin:g} points, alpha {s.alpha:g}, waves of {s.wave}, {s.method} confidence sequence, "
-        f"units drawn in a random order (seed {s.order_seed}).",
+        tr(
+            "page.seq_settings",
+            candidate=s.candidate,
+            run=s.baseline_run_id,
+            chatbot=s.baseline_chatbot,
+            margin=f"{s.margin:g}",
+            alpha=f"{s.alpha:g}",
+            wave=s.wave,
+            method=_method_words(s.method),
+            seed=s.order_seed,
+        ),
         "",
-        f"**Verdict: {(record.verdict or 'running').upper()}**"
-        + (f" — {record.stopped}" if record.stopped else "")
-        + (f"; {last.units} of {last.available} units used." if last is not None else "."),
+        tr("page.seq_verdict", verdict=verdict) + stop + used,
         "",
-        f"![The interval after each wave](plots/{SEQUENCE_PLOT})",
+        f"![{tr('card.seq_plot_alt')}](plots/{SEQUENCE_PLOT})",
         "",
-        "| wave | units | Overall | interval | verdict |",
+        tr("page.seq_looks_header"),
         "|---|---|---|---|---|",
     ]
     for look in looks:
@@ -259,12 +269,11 @@ def sequence_page(record: GateRecord, looks: list[GateLook]) -> str:
             if row is not None and row.lo is not None and row.hi is not None
             else "–"
         )
-        lines.append(
-            f"| {look.wave} | {look.units} of {look.available} | {est} | {ci} | {look.verdict.upper()} |"
-        )
+        units = tr("card.seq_units_of", units=look.units, available=look.available)
+        lines.append(f"| {look.wave} | {units} | {est} | {ci} | {verdict_words(look.verdict)} |")
     if last is not None:
-        lines += ["", "At the last look:", "", "| dimension | interval | status |", "|---|---|---|"]
+        lines += ["", tr("page.seq_last_look"), "", tr("page.seq_rows_header"), "|---|---|---|"]
         for r in last.rows:
             ci = f"[{fixed(r.lo, 1)}, {fixed(r.hi, 1)}]" if r.lo is not None and r.hi is not None else "–"
-            lines.append(f"| {r.dimension} | {ci} | {r.status.upper()} |")
+            lines.append(f"| {ui_label(r.dimension)} | {ci} | {verdict_words(r.status)} |")
     return "\n".join(lines) + "\n"
