@@ -606,10 +606,15 @@ def test_kill_9_mid_arcs_then_resume_redoes_only_the_unfinished_sessions(tmp_pat
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         # Kill once some arc is stored only in part: offline sessions are quick, so on a
-        # busy machine 40 stored sessions may all belong to whole arcs.
+        # busy machine 40 stored sessions may all belong to whole arcs. The run is frozen
+        # (SIGSTOP) before the check that decides the kill, so the arcs it sees cut are
+        # still cut when it dies: a running process can finish them in between.
         lines = _complete_lines(killed / "conversations.jsonl")
         if len(lines) >= 40 and _arcs_cut(lines):
-            break
+            proc.send_signal(signal.SIGSTOP)
+            if _arcs_cut(_complete_lines(killed / "conversations.jsonl")):
+                break
+            proc.send_signal(signal.SIGCONT)
         time.sleep(0.02)
     assert proc.poll() is None, "the run finished before it could be killed"
     proc.send_signal(signal.SIGKILL)
