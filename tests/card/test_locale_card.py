@@ -192,7 +192,7 @@ def test_the_numbers_words_and_the_fix_first_guide_follow_the_pack(zh_card):
 
     assert BASE["card.fix_first_guide"] == FIX_FIRST_GUIDE
     md = render_markdown(zh_card)
-    assert "个评分中 24 个不适用)" in md
+    assert "个评分中 24 个不适用）" in md
     assert "Not Relevant in" not in md and FIX_FIRST_GUIDE not in md
     assert "Not Relevant in" in render_markdown(english(zh_card))
 
@@ -262,7 +262,7 @@ def test_a_pack_without_display_texts_has_no_glosses(tmp_path):
 def test_section_counts_pairing_and_undefined_scores_are_in_the_pack_s_words(zh_card):
     md = render_markdown(zh_card)
     assert "*24 段对话，24 次评审，24 个人物*" in md
-    assert "*风险等级为低: 14 段对话，14 次评审，14 个人物*" in md
+    assert "*风险等级为低：14 段对话，14 次评审，14 个人物*" in md
     assert "：在 24 个共同的人物上配对（" in md
     assert "| 维度 | offline/best-practice 的分数 | offline/risk-ignoring 的分数 |" in md
     assert "(有一方的分数无定义)" in md and "a score is undefined" not in md

@@ -72,6 +72,10 @@ BASE: dict[str, str] = {
     # Why a number is undefined, after its dash: "– (Not Relevant in 6 of 6)".
     "card.not_rated": "not rated",
     "card.all_not_relevant": "Not Relevant in {n} of {of}",
+    # A dash for a number that cannot be given, and why (a pack's own brackets).
+    "card.missing_why": "{dash} ({why})",
+    # A table's caption before its counts (a pack's own colon).
+    "card.caption_counts": "{caption}: {counts}",
     "card.no_ratings": "no ratings",
     "card.undefined": "undefined",
     "card.fix_first_guide": (

@@ -119,7 +119,10 @@ def dimension_table(section: Section, caption: str | None = None) -> Table:
         judgements=num(section.n_judgements),
         personas=num(section.n_personas),
     )
-    t = Table(list(DIMENSION_HEADERS), caption=f"{caption}: {counts}" if caption else counts)
+    t = Table(
+        list(DIMENSION_HEADERS),
+        caption=tr("card.caption_counts", caption=caption, counts=counts) if caption else counts,
+    )
     for name, d in [*section.dimensions.items(), (OVERALL, section.overall)]:
         if name == OVERALL:
             t.emphasise.add(len(t.rows))

@@ -93,14 +93,14 @@ def why_missing(stats: Scored | None) -> str:
     """The dash for an undefined number, with the reason it is undefined (only a
     dimension's full numbers can say which)."""
     if stats is None:
-        return f"{MISSING} ({tr('card.not_rated')})"
+        return tr("card.missing_why", dash=MISSING, why=tr("card.not_rated"))
     if isinstance(stats, _Counted):
         if stats.n_rated == 0 and stats.n_ratings:
             why = tr("card.all_not_relevant", n=num(stats.n_not_relevant), of=num(stats.n_ratings))
-            return f"{MISSING} ({why})"
+            return tr("card.missing_why", dash=MISSING, why=why)
         if stats.n_ratings == 0:
-            return f"{MISSING} ({tr('card.no_ratings')})"
-    return f"{MISSING} ({tr('card.undefined')})"
+            return tr("card.missing_why", dash=MISSING, why=tr("card.no_ratings"))
+    return tr("card.missing_why", dash=MISSING, why=tr("card.undefined"))
 
 
 def with_ci(stats: Scored | None, key: ScoreKey) -> str:
