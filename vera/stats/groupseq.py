@@ -49,8 +49,8 @@ GRID = 61
 FLOOR = 8.0
 # The largest critical value solved for: a look that spends nothing has an infinite one.
 CEILING = 9.0
-# Most Newton steps per look (it stops when every root is found to 1e-9 relative; a step
-# that would leave the bracket is a bisection instead).
+# Most Newton steps per look (it stops when no root moves by 1e-9; a step that would
+# leave the bracket is a bisection instead).
 NEWTON = 60
 
 
@@ -150,8 +150,10 @@ def upper_bounds(info: np.ndarray, cumulative: np.ndarray, grid: int = GRID) -> 
             with np.errstate(divide="ignore", invalid="ignore"):
                 step = c_k - f / slope
             inside = np.isfinite(step) & (step > lo) & (step < hi)
-            c_k = np.where(inside, step, 0.5 * (lo + hi))
-            if (np.abs(f) <= 1e-9 * np.maximum(target, 1e-12)).all() and (hi - lo < 1e-6).all():
+            moved = np.where(inside, step, 0.5 * (lo + hi))
+            done = (np.abs(moved - c_k) < 1e-9).all()
+            c_k = moved
+            if done:
                 break
         c = np.where(target > 1e-15, c_k, np.inf)
         c = np.where(np.isfinite(c) & (c >= CEILING - 1e-9), np.inf, c)
