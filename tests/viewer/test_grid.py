@@ -138,3 +138,6 @@ def test_a_grid_of_many_personas_comes_in_pages_that_keep_the_filters(catalogue,
     assert grid_cells(grid_html(catalogue, {"page": "999"})) == grid_cells(
         grid_html(catalogue, {"page": str(pages)})
     )
+    # unpaged (a bundle's): every persona on one page, no pager, whatever page is asked
+    unpaged = grid_html(catalogue, {"page": "2"}, paged=False)
+    assert grid_cells(unpaged) == whole and "grid-pager" not in unpaged

@@ -89,11 +89,20 @@ def _chip(row: dict[str, Any], query: str, links: GridLinks) -> str:
         title = tr("viewer.grid_worst", rating=active().label(_NAMES[rank]))
     label = tr("viewer.grid_chip", id=row["id"], seed=row["seed"], title=title)
     href = links.page(row["run"], row["id"], query)
-    return f'<a class="chip badge {cls}" href="{escape(href)}" title="{escape(label)}">{escape(code)}</a>'
+    # data-conversation: which conversation a square is, for a bundle's script that
+    # narrows a grid written whole (vera.viewer.bundle).
+    key = f"{row['run']}/{row['id']}"
+    return (
+        f'<a class="chip badge {cls}" href="{escape(href)}" title="{escape(label)}" '
+        f'data-conversation="{escape(key)}">{escape(code)}</a>'
+    )
 
 
-def grid_html(catalogue: Catalogue, params: Mapping[str, str], links: GridLinks = SERVED) -> str:
-    """The grid page (the caller has checked the query parses)."""
+def grid_html(
+    catalogue: Catalogue, params: Mapping[str, str], links: GridLinks = SERVED, *, paged: bool = True
+) -> str:
+    """The grid page (the caller has checked the query parses); every persona on one
+    page when not `paged` (a bundle's, which its script narrows)."""
     q = Query.from_params(params)
     rows = _rows(catalogue, q)
     query = list_query(params)
@@ -105,9 +114,9 @@ def grid_html(catalogue: Catalogue, params: Mapping[str, str], links: GridLinks 
         risk.setdefault(r["persona"], r["risk"])
     order = {level: i for i, level in enumerate(rec.RISK_LEVELS)}
     personas = sorted(risk, key=lambda p: (order.get(risk[p], len(order)), p))
-    pages = max(1, -(-len(personas) // GRID_ROWS))
+    pages = max(1, -(-len(personas) // GRID_ROWS)) if paged else 1
     page = min(q.page, pages)  # past the last page: the last one
-    shown = personas[(page - 1) * GRID_ROWS : page * GRID_ROWS]
+    shown = personas[(page - 1) * GRID_ROWS : page * GRID_ROWS] if paged else personas
     head = "".join(f'<th scope="col">{escape(c)}</th>' for c in chatbots)
     body = []
     for p in shown:
@@ -129,9 +138,9 @@ def grid_html(catalogue: Catalogue, params: Mapping[str, str], links: GridLinks 
         chatbots=f"{len(chatbots):,}",
     ) + (tr("viewer.grid_filtered") if query else "")
     html = (
-        f'<nav><a href="{escape(back)}">{_w("viewer.grid_back")}</a></nav>'
+        f'<nav><a id="grid-back" href="{escape(back)}">{_w("viewer.grid_back")}</a></nav>'
         f"<h1>{_w('viewer.grid_title')}</h1>"
-        f'<p class="grid-intro" id="grid-summary">{escape(summary, quote=False)}. '
+        f'<p class="grid-intro" id="grid-summary"><span id="grid-counts">{escape(summary, quote=False)}</span>. '
         f"{_w('viewer.grid_intro')} "
         f"<em>{_w('viewer.grid_side')}</em> {_w('viewer.grid_side_intro')}</p>"
         # The pager above the grid too: with 100 rows the one below is far down.
