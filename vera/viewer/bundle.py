@@ -9,7 +9,8 @@ no vera, or to keep what a run looked like.
     OUT/runs/0/conversations/<id>.html      each conversation's page, with its model calls
     OUT/runs/0/card.html, improvements.html the score card (if scored), what to fix first
     OUT/runs/0/arcs/<arc>.html              each arc (multi-session runs)
-    OUT/grid.html, grid-<n>.html            the chatbot × persona grid (unfiltered)
+    OUT/grid.html                           the chatbot × persona grid, every persona on it;
+                                            narrowed by the list's filters (grid.js)
     OUT/side-by-side-<n>.html               each persona's conversations in columns
     OUT/compare.html                        the comparison, when the run has one to make
     OUT/vera-bundle.json                    what this folder is (so a new bundle may replace it)
@@ -56,7 +57,7 @@ from vera.viewer.app import load_assets, page_calls
 from vera.viewer.calls import BodyIndex, CallIndex
 from vera.viewer.catalogue import Catalogue
 from vera.viewer.compare import back_nav, compare_page
-from vera.viewer.grid import GRID_ROWS, GridLinks, grid_html, side_by_side_html
+from vera.viewer.grid import GridLinks, grid_html, side_by_side_html
 from vera.viewer.runs import is_run_dir
 from vera.viewer.search import SearchIndex
 from vera.viewer.stepping import steps_html
@@ -72,7 +73,7 @@ PLAIN_META_CSP = "default-src 'none'; style-src 'self'; img-src data:; base-uri 
 CARD_META_CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 )
-_STATIC = ("app.js", "style.css", "calls.js", "calls.css", "keys.js", "keys.css", "bundle.js")
+_STATIC = ("app.js", "style.css", "calls.js", "calls.css", "keys.js", "keys.css", "bundle.js", "grid.js")
 # Appended to the conversation pages' script in a bundle: opened from a filtered list (a
 # query in the address), the page loads the list's data and bundle.js, which redraw its
 # Previous / Next within that list. Scripts from the bundle's own files, as the policy allows.
@@ -256,15 +257,17 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
     personas = sorted(set(catalogue.conversations.get_column("persona").to_list()))
     number = {p: n for n, p in enumerate(personas, start=1)}
     links = GridLinks(
-        grid=lambda _query, n: "grid.html" if n <= 1 else f"grid-{n}.html",
+        grid=lambda _query, _n: "grid.html",
         side=lambda persona, _query: f"side-by-side-{number[persona]}.html",
         page=lambda k, cid, _query: f"runs/{k}/conversations/{page_file(cid)}",
     )
-    pages = max(1, -(-len(personas) // GRID_ROWS))
-    for n in range(1, pages + 1):
-        with use_strings(strings):
-            html = grid_html(catalogue, {"page": str(n)} if n > 1 else {}, links)
-        _put(root, "grid.html" if n == 1 else f"grid-{n}.html", with_meta_csp(html, PLAIN_META_CSP))
+    # One grid of every persona, unpaged: a file cannot take the list's filters or a page
+    # number, so grid.js reads them from the address and narrows this one as the server's
+    # grid would draw them (bundle.js's own rule, the list's).
+    with use_strings(strings):
+        html = grid_html(catalogue, {}, links, paged=False)
+    html = html.replace("</head>", '<script src="static/grid.js" defer></script>\n</head>', 1)
+    _put(root, "grid.html", with_meta_csp(with_words(html, strings, "viewer"), LIST_META_CSP))
     for persona, n in number.items():
         with use_strings(strings):
             side = side_by_side_html(catalogue, {"persona": persona}, links)
