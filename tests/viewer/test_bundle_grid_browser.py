@@ -157,6 +157,13 @@ def test_the_grid_reads_the_filter_from_the_query_or_the_fragment_and_opens_page
             page.goto(address)
             wait_for_grid(page)
             assert grid_state(page) == want, address
+    # A fragment changed in the same page: the grid narrowed afresh.
+    page.goto(f"{grid}#status=failed")
+    wait_for_grid(page)
+    assert chips(grid_state(page)) == [f"0/{FAILED_ID}"]
+    page.evaluate("location.hash = 'q=pointless'")
+    page.wait_for_selector(f'#grid a.chip[data-conversation="0/{MARKUP_ID}"]', state="visible")
+    assert chips(grid_state(page)) == [f"0/{MARKUP_ID}"]
     # From a square, the conversation steps within the grid's list.
     page.goto(f"{grid}?status=complete&sort=id")
     wait_for_grid(page)

@@ -9,6 +9,9 @@
   const LIST_PARAMS = ["q", "run", "chatbot", "persona", "risk", "seed", "user_agent", "judge",
     "dimension", "rating", "status", "differ", "sort", "desc", "per_page"];
   const raw = window.location.search.slice(1) || window.location.hash.slice(1);
+  // A fragment edited in the address does not load the page again: the grid, narrowed
+  // by the last one, is drawn afresh for the new one.
+  if (!window.location.search) window.addEventListener("hashchange", () => window.location.reload());
   const given = new URLSearchParams(raw);
   if (!LIST_PARAMS.some((name) => given.get(name))) return; // the whole grid, as written
   const table = document.getElementById("grid");
