@@ -5,7 +5,7 @@ code, title and link query), the rows and columns left, the counts and the way b
 those `vera view` shows for the same filter on the same run, started beside it. The
 filter may come in the query or the fragment; a filter the list refuses is said. What a
 keyboard reaches and what a screen reader reads (the accessibility tree) are the
-server's too."""
+server's too; so is a persona's side by side opened from the narrowed grid."""
 
 from __future__ import annotations
 
@@ -46,8 +46,30 @@ GRID_STATE = """() => {
 }"""
 
 
+# One persona's side by side, the same way: its columns, their squares and links.
+SIDE_STATE = """() => {
+  const shown = (el) => el.checkVisibility();
+  const query = (href) => Object.fromEntries(new URL(href).searchParams);
+  return {
+    columns: [...document.querySelectorAll("#side-by-side section.side-column")].filter(shown).map((s) => ({
+      conversation: s.dataset.conversation, chatbot: s.querySelector("h2").textContent,
+      links: [...s.querySelectorAll("a[href]")].map((a) => [a.className, a.textContent, a.title, query(a.href)]),
+      turns: s.querySelectorAll(".turn").length,
+    })),
+    summary: document.getElementById("side-summary").textContent,
+    back: query(document.getElementById("side-back").href),
+  };
+}"""
+
+
 def grid_state(page) -> dict:
-    return page.evaluate(GRID_STATE)
+    """The grid as shown, with each persona's side-by-side link's query."""
+    state = page.evaluate(GRID_STATE)
+    state["side"] = page.evaluate(
+        "() => [...document.querySelectorAll('#grid a.side')].filter((a) => a.checkVisibility())"
+        ".map((a) => Object.fromEntries(new URL(a.href).searchParams))"
+    )
+    return state
 
 
 def wait_for_grid(page) -> None:
@@ -59,10 +81,10 @@ def chips(state: dict) -> list[str]:
     return [c["conversation"] for r in state["rows"] for cell in r["cells"] for c in cell["chips"]]
 
 
-def tree(page) -> str:
+def tree(page, selector: str = "#grid") -> str:
     """What a screen reader is given of the grid: its accessibility tree, without the
     links' addresses (a file's names differ from the server's routes)."""
-    snapshot = page.locator("#grid").aria_snapshot()
+    snapshot = page.locator(selector).aria_snapshot()
     return "\n".join(line for line in snapshot.splitlines() if "/url:" not in line)
 
 
@@ -125,7 +147,15 @@ def test_the_bundle_grid_follows_the_list_s_filters_as_the_server_s_grid_does(
     assert 0 < len(chips(got)) < len(open_run(viewer_run).conversations)
     assert got["counts"].endswith(" (filtered)") and got["back"] == {**choices}
     assert no_page_scroll(page)
-    shot(page, tmp_path, "bundle-grid-" + re.sub(r"\W+", "-", urlencode(choices)), full_page=True)
+    name = re.sub(r"\W+", "-", urlencode(choices))
+    shot(page, tmp_path, f"bundle-grid-{name}", full_page=True)
+    # A persona's side by side, within the same filters.
+    for p in (live, page):
+        p.locator("#grid a.side:visible").first.click()
+        p.wait_for_selector("#side-by-side", state="visible")
+    assert page.evaluate(SIDE_STATE) == live.evaluate(SIDE_STATE)
+    assert tree(page, "#side-by-side") == tree(live, "#side-by-side")
+    shot(page, tmp_path, f"bundle-side-{name}")
     assert page.problems == [] and live.problems == []
 
 
@@ -214,4 +244,46 @@ def test_the_keyboard_reaches_only_the_squares_the_filter_keeps(
     page.keyboard.press("Enter")
     page.wait_for_selector("#transcript")
     assert quote(MARKUP_ID) in page.url and "q=pointless" in page.url
+    assert page.problems == []
+
+
+@pytest.mark.slow
+def test_side_by_side_shows_the_first_columns_of_the_filtered_list_as_the_server_does(
+    page_of,  # noqa: F811
+    viewer_run,
+    tmp_path,
+    monkeypatch,
+):
+    """With fewer columns allowed than a persona has conversations, the bundle's page
+    (every column written) shows the first of those the filter keeps, and says so, as
+    the server's page made with the same limit."""
+    import vera.viewer.grid
+    from vera.viewer.bundle import write_bundle
+    from vera.viewer.catalogue import Catalogue
+    from vera.viewer.grid import side_by_side_html
+
+    from .helpers import text_of
+
+    monkeypatch.setattr(vera.viewer.grid, "MAX_SIDE_BY_SIDE", 1)
+    write_bundle(viewer_run, tmp_path / "bundle")
+    catalogue = Catalogue.open([viewer_run])
+    persona = next(
+        r["persona"] for r in catalogue.conversations.iter_rows(named=True) if r["id"] == FAILED_ID
+    )
+    personas = sorted(set(catalogue.conversations.get_column("persona").to_list()))
+    side = (tmp_path / "bundle" / f"side-by-side-{personas.index(persona) + 1}.html").as_uri()
+    page = page_of(1400, 900)
+    for params in ({"persona": persona}, {"persona": persona, "status": "complete", "desc": "1"}):
+        html = side_by_side_html(catalogue, params)
+        assert html is not None
+        want = re.findall(r'<section class="side-column" data-conversation="([^"]+)"', html)
+        page.goto(f"{side}?{urlencode(params)}")
+        page.wait_for_selector("#side-by-side", state="visible")
+        shown = page.evaluate(
+            "() => [...document.querySelectorAll('section.side-column')]"
+            ".filter((s) => s.checkVisibility()).map((s) => s.dataset.conversation)"
+        )
+        assert shown == want and len(want) == 1
+        assert page.inner_text("#side-summary") == text_of(html, "side-summary")
+        assert "The first 1 are shown" in page.inner_text("#side-summary")
     assert page.problems == []

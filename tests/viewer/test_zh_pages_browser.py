@@ -28,7 +28,7 @@ from ..conftest import ROOT
 from .conftest import run_vera, start_review, start_view, stop
 from .shots import shot
 from .test_browser import browser, no_page_scroll  # noqa: F401  (fixtures)
-from .test_bundle_grid_browser import grid_state
+from .test_bundle_grid_browser import SIDE_STATE, grid_state
 
 ZH_PACK = ROOT / "locales" / "zh-CN"
 
@@ -352,5 +352,14 @@ def test_the_bundle_from_file(page, zh_run, view_url, words, tmp_path):
     _none(words.on(page))
     page.goto(f"{view_url}grid?{query}")
     assert grid_state(page) == got
+    # A persona side by side from it, the same on both.
+    page.locator("#grid a.side:visible").first.click()
+    page.wait_for_selector("#side-by-side", state="visible")
+    want = page.evaluate(SIDE_STATE)
+    page.goto(f"{(tmp_path / 'bundle' / 'grid.html').as_uri()}?{query}")
+    page.locator("#grid a.side:visible").first.click()
+    page.wait_for_selector("#side-by-side", state="visible")
+    assert page.evaluate(SIDE_STATE) == want and want["summary"].endswith("段对话。")
+    _none(words.on(page))
     page.goto(f"{(tmp_path / 'bundle' / 'grid.html').as_uri()}#sort=nope")
     assert page.inner_text("#grid-refused").startswith("此网格无法套用列表的筛选条件：")

@@ -180,10 +180,11 @@ def _pager(
 
 
 def side_by_side_html(
-    catalogue: Catalogue, params: Mapping[str, str], links: GridLinks = SERVED
+    catalogue: Catalogue, params: Mapping[str, str], links: GridLinks = SERVED, *, every: bool = False
 ) -> str | None:
     """One persona's conversations (within the filters), transcripts in columns; None
-    when no persona is named."""
+    when no persona is named. With `every` (a bundle's, which its script narrows), the
+    columns past the first MAX_SIDE_BY_SIDE are written too, hidden."""
     persona = params.get("persona", "")
     if not persona:
         return None
@@ -192,7 +193,7 @@ def side_by_side_html(
     query = list_query(params)
     shown = rows[:MAX_SIDE_BY_SIDE]
     columns = []
-    for r in shown:
+    for n, r in enumerate(rows if every else shown):
         run = catalogue.runs[r["run"]]
         conv = run.records.read_conversation(r["id"])
         turns = "".join(
@@ -201,8 +202,10 @@ def side_by_side_html(
             f'<p class="text">{escape(t.text)}</p></li>'
             for n, t in enumerate(conv.turns, start=1)
         )
+        key = f"{r['run']}/{r['id']}"
         columns.append(
-            '<section class="side-column">'
+            f'<section class="side-column" data-conversation="{escape(key)}"'
+            f"{' hidden' if n >= MAX_SIDE_BY_SIDE else ''}>"
             f"<h2>{escape(r['chatbot'])}</h2>"
             f'<p>{_chip(r, query, links)} <a href="{escape(links.page(r["run"], r["id"], query))}">'
             f"<code>{escape(r['id'])}</code></a> · {_w('viewer.grid_seed', seed=r['seed'])}"
@@ -213,9 +216,9 @@ def side_by_side_html(
     note = tr("viewer.side_first", n=len(shown)) if more else ""
     grid = list_query({k: v for k, v in params.items() if k != "persona"})
     html = (
-        f'<nav><a href="{escape(links.grid(grid, 1))}">{_w("viewer.side_back")}</a></nav>'
+        f'<nav><a id="side-back" href="{escape(links.grid(grid, 1))}">{_w("viewer.side_back")}</a></nav>'
         f"<h1>{_w('viewer.side_title', persona=persona)}</h1>"
-        f'<p class="summary">{_w("viewer.side_summary", n=len(rows))}{escape(note)}</p>'
+        f'<p class="summary" id="side-summary">{_w("viewer.side_summary", n=len(rows))}{escape(note)}</p>'
         f'<div class="side-by-side" id="side-by-side">{"".join(columns)}</div>'
     )
     return _document(tr("viewer.side_page_title", persona=persona), html)

@@ -281,12 +281,24 @@
     chip.title = say("grid_chip", "{id} · seed {seed} · {title}", { id: row.id, seed: row.seed, title });
   }
 
+  // The list's own parameters of a query, in the server's order (stepping.list_query).
+  function listQuery(given, extra = {}) {
+    const p = new URLSearchParams();
+    for (const name of LIST_PARAMS) {
+      const value = name in extra ? extra[name] : given.get(name);
+      if (value) p.set(name, value);
+    }
+    return p;
+  }
+
+  // An address of the bundle with the list's query in place of the one it had.
+  const withQuery = (href, query) => `${href.split("?")[0]}${query ? `?${query}` : ""}`;
+
   function grid(given) {
     const table = document.getElementById("grid");
     const counts = document.getElementById("grid-counts");
     if (!table || !counts) return null;
-    const p = new URLSearchParams();
-    for (const name of LIST_PARAMS) if (given.get(name)) p.set(name, given.get(name));
+    const p = listQuery(given);
     const query = p.toString();
     if (!query) return null;
     let q;
@@ -307,8 +319,13 @@
       if (!found) continue;
       const [chip, cell] = found;
       if (q.judge) look(chip, row, q.judge);
-      chip.href = `${chip.getAttribute("href").split("?")[0]}?${query}`;
+      chip.href = withQuery(chip.getAttribute("href"), query);
       cell.append(chip);
+    }
+    // Each persona's side by side within the same filters, as the server links it.
+    for (const link of table.querySelectorAll("a.side")) {
+      const persona = new URLSearchParams(link.getAttribute("href").split("?")[1] || "").get("persona");
+      link.href = withQuery(link.getAttribute("href"), listQuery(p, { persona }).toString());
     }
     const head = [...table.tHead.rows[0].cells].slice(1);
     const rows = [...table.tBodies[0].rows];
@@ -332,13 +349,57 @@
       conversations: count(listed.length), personas: count(personas), chatbots: count(used.filter(Boolean).length),
     }) + say("grid_filtered", " (filtered)");
     const back = document.getElementById("grid-back");
-    if (back) back.href = `index.html?${query}`;
+    if (back) back.href = withQuery(back.getAttribute("href"), query);
+    return null;
+  }
+
+  // One persona's conversations side by side (vera.viewer.grid.side_by_side_html, the
+  // page written with every one of them), narrowed as the server's page for the query
+  // `given`: the list's rule, ordered by chatbot, the first MAX_SIDE shown.
+  const MAX_SIDE = data.side_max || 8;
+
+  function side(given) {
+    const box = document.getElementById("side-by-side");
+    const summary = document.getElementById("side-summary");
+    const p = listQuery(given);
+    if (!box || !summary || !p.get("persona")) return null;
+    const query = p.toString();
+    let q;
+    try {
+      q = parse(listQuery(p, { sort: "chatbot" }));
+    } catch (error) {
+      if (error instanceof QueryError) return error.message;
+      throw error;
+    }
+    const listed = sorted(data.rows.filter((r) => keep(r, q)), q);
+    const shown = listed.slice(0, MAX_SIDE);
+    const columns = new Map();
+    for (const column of box.querySelectorAll("section.side-column[data-conversation]")) {
+      columns.set(column.dataset.conversation, column);
+      column.remove();
+    }
+    for (const row of shown) {
+      const column = columns.get(`${row.run}/${row.id}`);
+      if (!column) continue;
+      for (const link of column.querySelectorAll("a[href]")) link.href = withQuery(link.getAttribute("href"), query);
+      const chip = column.querySelector("a.chip");
+      if (chip && q.judge) look(chip, row, q.judge);
+      column.hidden = false;
+      box.append(column);
+    }
+    summary.textContent = say("side_summary", "{n} conversation(s) of this persona.", { n: listed.length }) + (
+      listed.length > shown.length
+        ? say("side_first", " The first {n} are shown; narrow the filters (seed, run) for the others.", { n: shown.length })
+        : "");
+    const back = document.getElementById("side-back");
+    if (back) back.href = withQuery(back.getAttribute("href"), listQuery(p, { persona: "" }).toString());
     return null;
   }
 
   window.veraBundle = {
     steps,
     grid,
+    side,
     get(path) {
       const [where, query] = path.split("?", 2);
       const p = new URLSearchParams(query || "");

@@ -1,5 +1,6 @@
 // vera view --bundle: the grid page (grid.html, written with every conversation on it)
-// narrowed by the list's filters, as the server's grid draws them. A file takes no query
+// and a persona's side by side (side-by-side-<n>.html, every one of its conversations)
+// narrowed by the list's filters, as the server draws them. A file takes no query
 // of its own, so the filters come in the address: its query (grid.html?risk=High, as the
 // list links it) or, if none, its fragment (grid.html#risk=High). Only then are the
 // list's data and bundle.js loaded; bundle.js keeps the squares by the list's own rule.
@@ -14,8 +15,9 @@
   if (!window.location.search) window.addEventListener("hashchange", () => window.location.reload());
   const given = new URLSearchParams(raw);
   if (!LIST_PARAMS.some((name) => given.get(name))) return; // the whole grid, as written
+  // The grid, or one persona's conversations side by side (the same script narrows both).
   const table = document.getElementById("grid");
-  const box = table ? table.closest(".list-box") || table : null;
+  const box = table ? table.closest(".list-box") || table : document.getElementById("side-by-side");
   if (!box) return;
   // Until it is narrowed, the grid of every conversation is not shown, nor read out.
   box.hidden = true;
@@ -46,7 +48,7 @@
     .then(() => load("static/bundle.js"))
     .then(() => {
       if (!window.veraBundle) throw new Error("bundle.js did not start");
-      const refused = window.veraBundle.grid(given);
+      const refused = table ? window.veraBundle.grid(given) : window.veraBundle.side(given);
       if (refused) refuse(refused);
       else box.hidden = false;
     })
