@@ -17,7 +17,7 @@ import aiohttp
 import msgspec
 import pytest
 
-from vera.inputs import ENGLISH, Strings, ui_strings, use_strings
+from vera.inputs import ENGLISH, Strings, run_strings, ui_strings, use_strings
 from vera.records import LocaleInfo
 from vera.report.shared._pages import (
     ArcPage,
@@ -30,7 +30,7 @@ from vera.report.shared._pages import (
 from vera.rubric._texts import question_texts
 from vera.store import open_run
 from vera.viewer.bundle import write_bundle
-from vera.viewer.words import run_strings, translate_page
+from vera.viewer.words import translate_page
 
 from ..conftest import ROOT
 from .conftest import run_vera, start_review, start_view, stop

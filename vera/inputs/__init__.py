@@ -29,6 +29,7 @@ from vera.inputs._locales import (
     find_locale,
     load_locale,
     load_resources,
+    run_strings,
     ui_strings,
     validate_locale,
 )
@@ -194,6 +195,7 @@ __all__ = [
     "render_user_reminder",
     "render_user_system",
     "resolve_ref",
+    "run_strings",
     "skip_reason",
     "strings_of",
     "tr",

@@ -42,7 +42,7 @@ import msgspec
 
 from vera import __version__
 from vera.errors import UserError
-from vera.inputs import tr, use_strings
+from vera.inputs import run_strings, tr, use_strings
 from vera.records import RISK_LEVELS
 from vera.report import (
     page_name,
@@ -60,7 +60,7 @@ from vera.viewer.grid import GRID_ROWS, GridLinks, grid_html, side_by_side_html
 from vera.viewer.runs import is_run_dir
 from vera.viewer.search import SearchIndex
 from vera.viewer.stepping import steps_html
-from vera.viewer.words import run_strings, translate_page, with_words
+from vera.viewer.words import translate_page, with_words
 
 MARKER = "vera-bundle.json"
 # The list page and the viewer's own pages that carry no policy of their own.
