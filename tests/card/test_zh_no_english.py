@@ -7,6 +7,9 @@ alt text, the phone's scrolling hint) hold no English word but the few listed in
 a conversation ended, the status summary, the offline judge's reasoning) are shown in
 the pack's words while the records keep them as they are.
 
+`vera report improvements` (its page in Markdown and HTML, its summary in the
+reference's terms, the line it prints) is in the pack's words too.
+
 Not checked, and why: text inside <code> (model names, commands to type: identifiers),
 and the words drawn inside the plots' images (tests/card/test_plots.py draws CJK text)."""
 
@@ -48,7 +51,7 @@ IDENTIFIERS = [
     r"\b\d{8}-\d{6}-[0-9a-f]{4,}\b",  # a run's id (a gate names its baseline's)
     r"\bsha256\b",
     r"(?<![\w/])(?:/[\w.@+-]+)+/?",  # a file system path (the run, the pack)
-    r"\b[\w-]+(?:/[\w-]+)*\.(?:md|html|json|jsonl|parquet|svg|png|toml|tsv)\b",  # a file name
+    r"\b[\w-]+(?:/[\w-]+)*\.(?:md|html|json|jsonl|parquet|svg|png|toml|tsv|csv|py)\b",  # a file name
     r"\bvera(?: [a-z]+)+(?: --[a-z-]+)*",  # a command to type (vera score --exclude-flagged)
     r"\[judge\] check_users",  # a config key to set
     r"\b[DCGSB]\d{1,2}\b",  # a rubric question's id
@@ -352,3 +355,35 @@ def test_vera_gate_on_a_zh_cn_baseline_prints_in_the_pack_s_words(tmp_path):
     page = (out / "sequence.md").read_text(encoding="utf-8")
     assert not leftovers(page.replace("`zhbase`", " ")), page  # the baseline's run id
     assert page.startswith("# 序贯检验") and "**判定：更差** — 已判定：更差" in page
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_the_improvement_report_of_a_zh_cn_run_has_no_english_words(zh_run, tmp_path, fmt):
+    """`vera report improvements` follows the run's pack as the card does: the page, its
+    summary in the reference's terms (--top-questions) and the line it prints."""
+    out = tmp_path / f"improvements.{fmt}"
+    result = CliRunner().invoke(
+        main,
+        ["report", "improvements", str(zh_run), "--format", fmt, "--out", str(out), "--top-questions", "3"],
+    )
+    assert result.exit_code == 0, result.output
+    page = out.read_text(encoding="utf-8")
+    text = visible_text(page) if fmt == "html" else page
+    for shown in ("优先改进的问题 — 运行 zhrun0", "按参考实现的口径", "按评分档，每档最常见的前 3 个问题"):
+        assert shown in text, shown
+    # A chatbot turn the judge's reasoning is about, and the example's own line.
+    assert ("聊天机器人，第 " in text) and ("人物 " in text)
+    assert not leftovers(text), leftovers(text)
+    if fmt == "html":
+        assert '<html lang="zh-CN">' in page
+    line = result.output.replace(str(out), " ")
+    assert line.startswith("改进报告：") and not leftovers(line), line
+
+
+def test_the_improvement_report_keeps_its_english_words_without_a_pack(tmp_path):
+    out = tmp_path / "enrun"
+    run_vera("run", "--config", str(offline_config(tmp_path)), "--limit-personas", "6", "--out", str(out))
+    result = CliRunner().invoke(main, ["report", "improvements", str(out), "--format", "md", "--out", "-"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"# What to fix first — run {out.name}\n\nFor each dimension, ")
+    assert "### In the reference's terms (" in result.output and "improvement report: " in result.output

@@ -472,7 +472,8 @@ async def _improvements(request: web.Request) -> web.Response:
         def render() -> str:
             report = run_improvements(run.records, questions=run.questions)
             has_card = (run.path / "card.html").is_file()
-            return render_improvements_html(report, link=lambda _: True, viewer=True, card=has_card)
+            with use_strings(run_strings([run.records.manifest])):  # the run's pack's words
+                return render_improvements_html(report, link=lambda _: True, viewer=True, card=has_card)
 
         try:
             # Off the loop: a large run's judgements are read here, once.

@@ -251,7 +251,8 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
         card = with_meta_csp(card.replace("<body>\n", "<body>\n" + back + "\n", 1), CARD_META_CSP)
         _put(root, "runs/0/card.html", card)
     report = run_improvements(run.records, questions=run.questions)
-    _put(root, "runs/0/improvements.html", render_improvements_html(report, viewer=True, card=has_card))
+    with use_strings(strings):
+        _put(root, "runs/0/improvements.html", render_improvements_html(report, viewer=True, card=has_card))
 
     personas = sorted(set(catalogue.conversations.get_column("persona").to_list()))
     number = {p: n for n, p in enumerate(personas, start=1)}
