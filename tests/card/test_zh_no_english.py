@@ -8,7 +8,8 @@ a conversation ended, the status summary, the offline judge's reasoning) are sho
 the pack's words while the records keep them as they are.
 
 `vera report improvements` (its page in Markdown and HTML, its summary in the
-reference's terms, the line it prints) is in the pack's words too.
+reference's terms, the line it prints) and `vera agreement --locale` are in the pack's
+words too.
 
 Not checked, and why: text inside <code> (model names, commands to type: identifiers),
 and the words drawn inside the plots' images (tests/card/test_plots.py draws CJK text)."""
@@ -387,3 +388,48 @@ def test_the_improvement_report_keeps_its_english_words_without_a_pack(tmp_path)
     assert result.exit_code == 0, result.output
     assert result.output.startswith(f"# What to fix first — run {out.name}\n\nFor each dimension, ")
     assert "### In the reference's terms (" in result.output and "improvement report: " in result.output
+
+
+def _ratings_csv(path: Path) -> Path:
+    """Three raters' ratings of eight items in the long format (item_id, rater, dimension, rating)."""
+    names = [
+        "Best Practice",
+        "Suboptimal but Low Potential for Harm",
+        "High Potential for Harm",
+        "Not Relevant",
+    ]
+    rows = ["item_id,rater,dimension,rating"]
+    for i in range(8):
+        for r, rater in enumerate(("r1", "r2", "r3")):
+            for d, dimension in enumerate(CANONICAL[:5]):
+                rows.append(f"item{i},{rater},{dimension},{names[(i + r * (d % 2) + d) % 4]}")
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("nr", ["category", "exclude"])
+def test_vera_agreement_with_locale_prints_in_the_pack_s_words(tmp_path, monkeypatch, nr):
+    """`vera agreement RATINGS_FILE` has no run to take a pack from: `--locale` names one.
+    Without it, the English stays as it was."""
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.chdir(tmp_path)  # a short path: a long one stays whole on a line of its own
+    ratings = _ratings_csv(Path("ratings.csv"))
+    zh = CliRunner().invoke(main, ["agreement", str(ratings), "--nr", nr, "--locale", "zh-CN"])
+    assert zh.exit_code == 0, zh.output
+    assert zh.output.startswith("3 位评分者之间的一致性（每个评分对象 3 位），共 8 个评分对象（")
+    assert ("算作一种评分" if nr == "category" else "视为缺失") in zh.output
+    assert "察觉潜在风险" in zh.output and "总体" in zh.output
+    assert not leftovers(zh.output), leftovers(zh.output)
+    assert max(cells(line) for line in zh.output.splitlines()) <= 80
+    en = CliRunner().invoke(main, ["agreement", str(ratings), "--nr", nr])
+    assert en.exit_code == 0 and en.output.startswith("Agreement among 3 raters (3 per item) on 8 items (")
+
+
+def test_vera_agreement_with_an_unknown_locale_is_one_line(tmp_path):
+    ratings = _ratings_csv(tmp_path / "ratings.csv")
+    result = CliRunner().invoke(main, ["agreement", str(ratings), "--locale", "xx-YY"])
+    assert result.exit_code == 1, result.output
+    assert (
+        result.output.startswith("error: locale 'xx-YY': no such pack folder")
+        and result.output.count("\n") == 1
+    )

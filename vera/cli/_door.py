@@ -141,6 +141,19 @@ def seed_option(help: str, default: int | None = 0) -> Callable[[F], F]:
     )
 
 
+LOCALE_HELP = (
+    "A locale pack: a tag (zh-CN, en-GB) or a pack folder. Its personas, prompts, "
+    "rubric texts and crisis resources replace the English base where it holds them "
+    "(docs/locales.md)."
+)
+
+
+def locale_option(help: str = LOCALE_HELP) -> Callable[[F], F]:
+    """`--locale TAG|DIR`: a locale pack, by one of vera's tags or a pack folder (checked
+    where it is used: `vera.inputs.find_locale`)."""
+    return click.option("--locale", help=help)
+
+
 def serve_options(page: str, exposure: str) -> Callable[[F], F]:
     """The options of a command that serves pages from this machine: `--port`,
     `--host`, `--allow-remote` (what serving to the network would expose: `exposure`),

@@ -29,7 +29,7 @@ from vera.app import (
     scored,
     sweep_collector,
 )
-from vera.cli._door import RATERS_OPTION, Number, guard
+from vera.cli._door import RATERS_OPTION, Number, guard, locale_option
 from vera.errors import ConfigError, Interrupted, StorageError, UserError
 from vera.files import CorruptLine, watching
 from vera.inputs import (
@@ -304,12 +304,7 @@ def _sweep_options(f: F) -> F:
             "a VERA-MH 2.0 manifest.json), or reference:NAME in the reference data folder. "
             "Replaces the config's rubric, personas and prompts.",
         ),
-        click.option(
-            "--locale",
-            help="A locale pack: a tag (zh-CN, en-GB) or a pack folder. Its personas, prompts, "
-            "rubric texts and crisis resources replace the English base where it holds them "
-            "(docs/locales.md).",
-        ),
+        locale_option(),
         click.option(
             "--providers",
             help="Chatbots to evaluate: comma-separated profile names or provider/model refs, or 'all'.",

@@ -14,9 +14,9 @@ from typing import Any, Literal
 import click
 import msgspec
 
-from vera.cli._door import RATER_RULES, RATERS_OPTION, margin_option, seed_option
+from vera.cli._door import RATER_RULES, RATERS_OPTION, locale_option, margin_option, seed_option
 from vera.errors import ConfigError
-from vera.inputs import ENGLISH, MAX_RESAMPLES, Strings, tr, ui_strings, use_strings
+from vera.inputs import ENGLISH, MAX_RESAMPLES, Strings, locale_strings, tr, ui_strings, use_strings
 from vera.records import LocaleInfo, RaterRule
 from vera.report import (
     Exit,
@@ -301,6 +301,10 @@ def _gate(
     help="Interval level (--against).",
 )
 @seed_option("Seed of the bootstrap (--against).")
+@locale_option(
+    "A locale pack (a tag such as zh-CN, or a pack folder) to print the tables in its words. "
+    "Default: the pack --against's run was made with; English without --against."
+)
 def agreement(
     ratings_file: str | None,
     users_run: str | None,
@@ -314,6 +318,7 @@ def agreement(
     resamples: int,
     confidence: float,
     seed: int,
+    locale: str | None,
 ) -> None:
     """Agreement among human raters, per dimension and overall.
 
@@ -339,6 +344,9 @@ def agreement(
         return
     if ratings_file is None:
         raise ConfigError("vera agreement needs RATINGS_FILE, or --users RUN_DIR")
+    # A pack named here wins; else the run's, as its card (read before any work is done,
+    # so a wrong --locale is one line and nothing else).
+    strings = locale_strings(locale) if locale else _runs_strings((against,)) if against else ENGLISH
 
     _check_bootstrap(resamples, confidence, seed)
     if raters is not None and against is None:
@@ -371,11 +379,11 @@ def agreement(
     if as_json:
         _write_json(result.to_builtins(), "-")
     elif isinstance(result, JudgeConsensusReport):
-        # Its tables' headings in the words of the locale pack the run was made with.
-        with use_strings(_runs_strings((against,)) if against else ENGLISH):
+        with use_strings(strings):
             click.echo(agreement_against_text(result), nl=False)
     else:
-        click.echo(agreement_humans_text(result), nl=False)
+        with use_strings(strings):
+            click.echo(agreement_humans_text(result), nl=False)
     if confusion_csv is not None:
         click.echo(f"confusion matrices: {confusion_csv}", err=True)
 

@@ -352,6 +352,13 @@ def ui_strings(tag: str, path: str) -> Strings:
     return ENGLISH
 
 
+def locale_strings(selection: str) -> Strings:
+    """The page and terminal strings of the pack `selection` names (a tag of vera's own
+    or a pack folder, as `--locale` takes it): for a command with no run to take them from."""
+    folder = find_locale(selection)
+    return strings_of(folder, read_locale_file(folder).tag)
+
+
 def run_strings(manifests: Iterable[RunManifest | None]) -> Strings:
     """The strings of the runs' locale pack when they all used the same one (English
     when any used none, or they differ)."""

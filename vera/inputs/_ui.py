@@ -1086,6 +1086,12 @@ BASE: dict[str, str] = {
     "cli.improvements_stdout": "stdout",
     "cli.improvements_pages": "; {n} conversation page(s) added",
     "cli.note": "note: {note}",
+    # `vera agreement RATINGS_FILE`: the raters' agreement with one another.
+    "cli.agreement_humans": (
+        "Agreement among {raters} raters ({per_item} per item) on {items} items ({path}); Not Relevant {nr}."
+    ),
+    "cli.nr_category": "counted as a rating",
+    "cli.nr_exclude": "treated as missing",
     "cli.pairs_differ": (
         "{flagged} of {pairs} pair(s) differ in overall score (paired {level} interval excludes 0)."
     ),

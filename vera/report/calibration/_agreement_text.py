@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 
+from vera.inputs import tr
 from vera.records import OVERALL, RATING_CODES
 from vera.report.calibration._agreement import HumanAgreementReport, JudgeConsensusReport, RatingsFile
 from vera.report.shared._numbers import coefficient, coefficient_ci, percent_level
@@ -50,9 +51,13 @@ def confusion_tables(confusion: ConfusionMatrices) -> list[Table]:
 def agreement_humans_text(report: HumanAgreementReport) -> str:
     """`vera agreement RATINGS_FILE`: the raters' agreement with one another."""
     ratings = report.ratings
-    header = (
-        f"Agreement among {ratings.n_raters} raters ({_per_item(ratings)} per item) on "
-        f"{ratings.n_items} items ({ratings.path}); Not Relevant {_nr_label(report.humans.nr)}."
+    header = tr(
+        "cli.agreement_humans",
+        raters=ratings.n_raters,
+        per_item=_per_item(ratings),
+        items=ratings.n_items,
+        path=ratings.path,
+        nr=_nr_label(report.humans.nr),
     )
     return render([header, rich_table(_human_table(report.humans))])
 
@@ -142,4 +147,4 @@ def _per_item(ratings: RatingsFile) -> str:
 
 
 def _nr_label(nr: NRTreatment) -> str:
-    return "counted as a rating" if nr == "category" else "treated as missing"
+    return tr("cli.nr_category") if nr == "category" else tr("cli.nr_exclude")
