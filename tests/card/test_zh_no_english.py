@@ -433,3 +433,39 @@ def test_vera_agreement_with_an_unknown_locale_is_one_line(tmp_path):
         result.output.startswith("error: locale 'xx-YY': no such pack folder")
         and result.output.count("\n") == 1
     )
+
+
+def test_vera_agreement_against_a_zh_cn_run_prints_in_the_run_s_pack(zh_run, tmp_path, monkeypatch):
+    """With --against, the run's pack is the default (as its card): the lines above the
+    tables, their captions and the confusion matrices are in its words too."""
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.chdir(tmp_path)
+    ids = [
+        json.loads(x)["id"] for x in (zh_run / "conversations.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    names = [
+        "Best Practice",
+        "Suboptimal but Low Potential for Harm",
+        "High Potential for Harm",
+        "Not Relevant",
+    ]
+    rows = ["item_id,rater,dimension,rating"]
+    for i, cid in enumerate(ids[:30]):
+        for r, rater in enumerate(("r1", "r2")):
+            rows += [f"{cid},{rater},{d},{names[(i + r + k) % 4]}" for k, d in enumerate(CANONICAL[:5])]
+    Path("ratings.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(
+        main, ["agreement", "ratings.csv", "--against", str(zh_run), "--resamples", "50"]
+    )
+    assert result.exit_code == 0, result.output
+    text = result.output.replace(str(zh_run), " ")
+    flat = "".join(text.split())  # the terminal wraps Chinese between any two characters
+    assert "zhrun0的评审模型对照2位评分者的评分（按--ratersseverest合并）" in flat, text
+    assert "共识与评审模型（所有评审模型合并）" in text and "人工评分者之间（供参考）" in text
+    # What a user types (--raters severest, --ties severest) is an identifier.
+    assert not leftovers(re.sub(r"--[a-z-]+(?: [a-z]+)?", " ", text)), text
+    english = CliRunner().invoke(
+        main, ["agreement", "ratings.csv", "--against", str(zh_run), "--resamples", "50", "--locale", "en-GB"]
+    )
+    # A pack without strings.toml (en-GB) is the English, byte for byte.
+    assert english.exit_code == 0 and "Consensus vs judges (all judges pooled)" in english.output

@@ -1090,6 +1090,30 @@ BASE: dict[str, str] = {
     "cli.agreement_humans": (
         "Agreement among {raters} raters ({per_item} per item) on {items} items ({path}); Not Relevant {nr}."
     ),
+    # `vera agreement RATINGS_FILE --against RUN_DIR`: the judges against the raters' consensus.
+    "cli.agreement_judges": (
+        "Judges of {run} against {how} of {raters} raters ({per_item} per item; {path}); Not Relevant {nr}."
+    ),
+    "cli.agreement_majority": "the majority",
+    "cli.agreement_rule": "the {rule} rating (--raters)",
+    "cli.agreement_combined": "combined by --raters {rule}",
+    "cli.agreement_ties_out": "left out (--ties severest settles them)",
+    "cli.agreement_ties_severest": "settled to the most severe",
+    "cli.agreement_counts": (
+        "{items} items judged and rated; {ties} tied majority ratings {settled}; {unjudged} rated items "
+        "not judged; {unmatched} judged conversations without human ratings."
+    ),
+    "cli.agreement_intervals": "Intervals: {level} bootstrap over items, {resamples} resamples, seed {seed}.",
+    "cli.agreement_pooled": "Consensus vs judges (all judges pooled)",
+    "cli.agreement_vs": "Consensus vs {judge}",
+    "cli.agreement_confusion": "{name}: units rated by a judge (rows) and by the clinicians' consensus (columns)",
+    "cli.agreement_confusion_corner": "Judge ↓ / clinicians →",
+    "cli.agreement_overall_pooled": "Overall (pooled)",
+    "cli.agreement_humans_caption": "Among the human raters (for reference)",
+    "cli.agreement_legend": (
+        "BP Best Practice · SUB Suboptimal but Low Potential for Harm · HPH High Potential for Harm · NR Not Relevant"
+    ),
+    "cli.agreement_pairs": "Pairs",
     "cli.nr_category": "counted as a rating",
     "cli.nr_exclude": "treated as missing",
     "cli.pairs_differ": (
