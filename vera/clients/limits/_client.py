@@ -55,8 +55,7 @@ class _Deadlines:
         self._queue: deque[_Watch] = deque()
         self._timer: asyncio.TimerHandle | None = None
 
-    def watch(self, task: asyncio.Task[Any]) -> _Watch:
-        loop = asyncio.get_running_loop()
+    def watch(self, task: asyncio.Task[Any], loop: asyncio.AbstractEventLoop) -> _Watch:
         watch = _Watch(task, loop.time() + self.timeout_s)
         self._queue.append(watch)
         if self._timer is None:
@@ -194,8 +193,10 @@ class LimitedClient:
                             await account.settle(reserved, 0)  # not sent: the tokens go back
                             raise
                     account.in_flight += 1
-                    task = asyncio.current_task()
-                    watch = self._deadlines.watch(task) if task is not None else None
+                    # The loop read once, for the task and the deadline (0.2 µs a read).
+                    loop = asyncio.get_running_loop()
+                    task = asyncio.current_task(loop)
+                    watch = self._deadlines.watch(task, loop) if task is not None else None
                     try:
                         completion = await self.inner.chat(request)
                     except asyncio.CancelledError:
