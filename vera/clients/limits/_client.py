@@ -67,7 +67,7 @@ class _Deadlines:
         watches and timer are left behind with it."""
         loop = self._loop
         task = asyncio.current_task(loop) if loop is not None else None
-        if task is None:
+        if loop is None or task is None:
             loop = asyncio.get_running_loop()
             task = asyncio.current_task(loop)
             if task is None:
@@ -78,7 +78,6 @@ class _Deadlines:
                 self._loop = loop
                 self._queue = deque()
                 self._timer = None
-        assert loop is not None  # (for the type checker: set above when it was None)
         watch = _Watch(task, loop.time() + self.timeout_s)
         self._queue.append(watch)
         if self._timer is None:
