@@ -193,4 +193,6 @@ def test_a_log_of_one_record_per_row_as_written_before_is_read_and_folded(tmp_pa
     assert not log.exists()
     for name in ("blobs ORDER BY id", "calls ORDER BY offset"):
         with sqlite3.connect(killed / BODIES) as a, sqlite3.connect(folded / BODIES) as b:
-            assert a.execute(f"SELECT * FROM {name}").fetchall() == b.execute(f"SELECT * FROM {name}").fetchall()
+            assert (
+                a.execute(f"SELECT * FROM {name}").fetchall() == b.execute(f"SELECT * FROM {name}").fetchall()
+            )
