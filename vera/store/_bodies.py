@@ -258,15 +258,18 @@ class CallBodies:
     Each conversation's chain nodes are also remembered by what they hold (the node
     before, the message), until the store writes the conversation's record (`forget`):
     a history of N messages that grows by one is then N dictionary lookups and one new
-    node, not N texts and N nodes encoded and hashed again. The messages it keeps are
-    the ones the conversation in flight holds anyway."""
+    node, not N texts and N nodes encoded and hashed again. So are its texts (a reply is
+    sent again as a message of the next call's history, by both sides: found, not
+    hashed again). The messages and texts it keeps are the ones the conversation in
+    flight holds anyway."""
 
     def __init__(self, path: Path, *, calls_size: int) -> None:
         self.path = path
         self.log_path = path.with_name(LOG)
-        # conversation id -> {(node before, message): node}; oldest conversation dropped
-        # past `_CHAINS` (one whose record is never written: a cancelled run's).
-        self._chains: dict[str, dict[tuple[int, Message], int]] = {}
+        # conversation id -> {(node before, message): node, text: blob}; oldest
+        # conversation dropped past `_CHAINS` (one whose record is never written: a
+        # cancelled run's).
+        self._chains: dict[str, dict[tuple[int, Message] | str, int]] = {}
         self._encoder = msgspec.json.Encoder()
         # This turn's new rows, written to the log as one record by `commit`.
         self._blobs: list[tuple[int, bytes, bytes]] = []
@@ -317,17 +320,26 @@ class CallBodies:
     def _text(self, text: str) -> int:
         return self._blob(b"text", text.encode("utf-8", "surrogatepass"))
 
-    def _chain(self, conversation: str, messages: tuple[Message, ...]) -> int:
+    def _memo(self, conversation: str) -> dict[tuple[int, Message] | str, int]:
         memo = self._chains.get(conversation)
         if memo is None:
             if len(self._chains) >= _CHAINS:
                 del self._chains[next(iter(self._chains))]
             memo = self._chains[conversation] = {}
+        return memo
+
+    def _chain(self, memo: dict[tuple[int, Message] | str, int], messages: tuple[Message, ...]) -> int:
         node = 0
         for m in messages:
             found = memo.get((node, m))
             if found is None:
-                data = self._encoder.encode(_Node(node, _ROLE_CODE[m.role], self._text(m.content)))
+                # Most new messages of a history are a reply stored before (the model's
+                # own, or the other side's): its text is then found in the memo, not
+                # encoded and hashed again.
+                text = memo.get(m.content)
+                if text is None:
+                    text = memo[m.content] = self._text(m.content)
+                data = self._encoder.encode(_Node(node, _ROLE_CODE[m.role], text))
                 found = memo[node, m] = self._blob(b"node", data)
             node = found
         return node
@@ -341,11 +353,15 @@ class CallBodies:
         """Keep `body`, whose call's line is at `offset` (`length` bytes) in calls.jsonl,
         in the buffer (written to the log by `commit`)."""
         self._conn()
+        memo = self._memo(body.conversation_id)
         reply = None
         if (r := body.response) is not None:
             u = r.usage
+            text = memo.get(r.text)
+            if text is None:
+                text = memo[r.text] = self._text(r.text)
             reply = _Reply(
-                self._text(r.text),
+                text,
                 r.parsed,
                 r.finish_reason,
                 (
@@ -361,9 +377,16 @@ class CallBodies:
         schema = 0
         if body.schema is not None:
             schema = self._blob(b"json", msgspec.json.encode(body.schema, order="sorted"))
-        row = _Row(self._chain(body.conversation_id, body.messages), body.params, schema, body.reask, reply)
+        row = _Row(self._chain(memo, body.messages), body.params, schema, body.reask, reply)
         self._calls.append(
-            (offset, length, body.call.job_id, body.conversation_id, body.question_id, self._encoder.encode(row))
+            (
+                offset,
+                length,
+                body.call.job_id,
+                body.conversation_id,
+                body.question_id,
+                self._encoder.encode(row),
+            )
         )
 
     def commit(self) -> None:
