@@ -263,3 +263,52 @@ def test_the_request_key_changes_with_anything_that_changes_the_answer():
         _key(context=CallContext(role="user_agent", job_id="conv-1", conversation_id="conv-1")),
     }
     assert len(keys) == 7
+
+
+def test_the_key_chain_gives_request_key_s_bytes_along_any_history():
+    """`KeyChain` hashes only what a job's request adds to its last one; its keys must
+    be `request_key`'s exactly (caches written before keep answering), whether the
+    history grows, the last message changes (the user-agent's reminder), a request
+    re-asks, branches back, restarts, or another job or role comes in between."""
+    import random
+
+    from vera.clients.base import CallContext
+    from vera.clients.cache import KeyChain, request_key
+    from vera.records import Message, ModelSpec
+
+    spec = ModelSpec(ref="bot", provider="openai", protocol="openai", model="gpt-4o-mini", params={"seed": 3})
+    rnd = random.Random(7)
+    texts = ["Hi.", 'She said "no".', "line\nbreak", "é ü 你好", "", "x" * 2000]
+    contexts = [
+        CallContext(role="user_agent", job_id="conv-1", conversation_id="conv-1"),
+        CallContext(role="chatbot", job_id="conv-1", conversation_id="conv-1"),
+        CallContext(role="chatbot", job_id="conv-2", conversation_id="conv-2"),
+        None,
+    ]
+    histories: dict[int, list[Message]] = {i: [Message("system", f"sys {i}")] for i in range(len(contexts))}
+    for limit in (4096, 1):
+        chain = KeyChain(limit=limit)
+        for _ in range(600):
+            i = rnd.randrange(len(contexts))
+            history = histories[i]
+            move = rnd.random()
+            if move < 0.6:
+                history.append(Message(rnd.choice(["user", "assistant"]), rnd.choice(texts)))
+            elif move < 0.7 and len(history) > 1:
+                del history[rnd.randrange(1, len(history)) :]  # branch back
+            elif move < 0.75:
+                history[:] = []  # restart (and an empty request)
+            last = [Message("user", rnd.choice(texts) + " (reminder)")] if rnd.random() < 0.5 else []
+            messages = tuple(history + last)
+            args = (
+                spec,
+                messages,
+                rnd.choice([None, {"temperature": 0.7, "max_tokens": 64}]),
+                rnd.choice([None, {"type": "object", "b": 1, "a": [2]}]),
+                contexts[i],
+                rnd.choice([0, 0, 1]),
+            )
+            assert chain.key(*args) == request_key(*args)
+            if rnd.random() < 0.2:  # the same request asked again
+                assert chain.key(*args) == request_key(*args)
+        assert len(chain._chains) <= limit

@@ -450,17 +450,93 @@ def request_key(
     return hashlib.sha256(msgspec.json.encode(body, order="sorted")).hexdigest()
 
 
+class KeyChain:
+    """`request_key` of the calls of one client, hashing along each job's history.
+
+    The key's bytes open with the job and the messages (the body's keys are sorted:
+    `job`, `messages`, then the rest), and a conversation's next request repeats the
+    last one's messages but the newest: the user-agent's last message carries the
+    reminder, the rest only grows. So the SHA-256 state after all but the last message
+    is kept per (job, role) with those messages, and the next request of the job that
+    starts with them (compared as a tuple: the same `Message` objects compare by
+    identity at C speed) hashes only what follows. The bytes hashed are exactly
+    `request_key`'s (a test compares the two over histories that grow, branch and
+    restart), so caches written before keep answering. Any request that does not
+    continue its job's last one is hashed whole, and starts the job's chain again.
+
+    At most `limit` chains are kept (the oldest used dropped first): a chain is a
+    hash state and a reference to messages the engine holds anyway."""
+
+    __slots__ = ("_chains", "limit")
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.limit = limit
+        # (job, role) -> (the messages hashed, the hash state after them)
+        self._chains: dict[tuple[str | None, str | None], tuple[tuple[Message, ...], Any]] = {}
+
+    def key(
+        self,
+        spec: ModelSpec,
+        messages: tuple[Message, ...],
+        params: dict[str, Any] | None,
+        schema: dict[str, Any] | None,
+        context: CallContext | None,
+        reask: int = 0,
+    ) -> str:
+        role = context.role if context else None
+        job = context.job_id if context else None
+        chains = self._chains
+        at = (job, role)
+        chain = chains.pop(at, None)
+        n = len(messages)
+        if chain is not None and (k := len(chain[0])) < n and messages[:k] == chain[0]:
+            h = chain[1]  # popped: no other request continues from it
+            head = messages[k:-1]
+            if head:
+                h.update(b"," + _encode([(m.role, m.content) for m in head])[1:-1])
+        else:
+            h = hashlib.sha256(_encode({"job": job})[:-1] + b',"messages":[')
+            head = messages[:-1]
+            if head:
+                h.update(_encode([(m.role, m.content) for m in head])[1:-1])
+        if n:
+            prefix = messages[:-1]
+            if prefix:
+                chains[at] = (prefix, h.copy())
+                if len(chains) > self.limit:
+                    del chains[next(iter(chains))]
+            last = messages[-1]
+            h.update((b"," if prefix else b"") + _encode((last.role, last.content)))
+        rest: dict[str, Any] = {
+            "role": role,
+            "protocol": spec.protocol,
+            "provider": spec.provider,
+            "model": spec.model,
+            "profile_params": spec.params,
+            "params": params or {},
+            "schema": schema,
+        }
+        if reask:
+            rest["reask"] = reask
+        h.update(b"]," + _encode(rest, order="sorted")[1:])
+        return h.hexdigest()
+
+
+_encode = msgspec.json.encode
+
+
 class CachedClient:
     """A ChatClient that answers from the cache when it can and stores what it paid for
     otherwise. A hit tells the recorder above it (vera.clients.stack) that the call was
     cached and cost nothing."""
 
-    __slots__ = ("cache", "inner", "model", "name", "spec")
+    __slots__ = ("cache", "inner", "keys", "model", "name", "spec")
 
     def __init__(self, inner: ChatClient, cache: ResponseCache, spec: ModelSpec) -> None:
         self.inner = inner
         self.cache = cache
         self.spec = spec
+        self.keys = KeyChain()
         self.name = inner.name
         self.model = inner.model
 
@@ -468,7 +544,7 @@ class CachedClient:
         return f"CachedClient({self.inner!r})"
 
     async def chat(self, request: ChatRequest) -> Completion:
-        key = request_key(
+        key = self.keys.key(
             self.spec, request.messages, request.params, request.schema, request.context, request.reask
         )
         hit = await self.cache.get(key)
