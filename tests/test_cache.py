@@ -112,6 +112,26 @@ async def test_a_key_never_held_is_answered_without_a_lookup_once_the_keys_are_r
     await cache.aclose()
 
 
+async def test_surely_absent_answers_only_what_get_would_answer_without_a_lookup(tmp_path):
+    """The client asks `surely_absent` before `get` to spare a coroutine per call: it
+    may say so only where `get` would say None at once, and must leave a failed write
+    to `get` to raise."""
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    cache.put("held", completion(1))
+    assert not cache.surely_absent("never")  # the filter is not loaded yet
+    cache.start()
+    assert cache._loader is not None
+    await cache._loader
+    assert cache.surely_absent("never") and cache.filtered == 1
+    assert not cache.surely_absent("held") and cache.filtered == 1
+    cache._error = StorageError("disk full")
+    assert not cache.surely_absent("never")
+    with pytest.raises(StorageError, match="disk full"):
+        await cache.get("never")
+    await cache.aclose()
+    assert not cache.surely_absent("never")  # closed: `get` says so
+
+
 async def test_puts_of_one_turn_of_the_loop_reach_the_thread_together(tmp_path, monkeypatch):
     batches: list[int] = []
     real_put = ResponseCache._put
