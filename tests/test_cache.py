@@ -339,7 +339,14 @@ def test_the_key_chain_gives_request_key_s_bytes_along_any_history():
     from vera.clients.cache import KeyChain, request_key
     from vera.records import Message, ModelSpec
 
-    spec = ModelSpec(ref="bot", provider="openai", protocol="openai", model="gpt-4o-mini", params={"seed": 3})
+    spec = ModelSpec(
+        ref="bot",
+        provider="openai",
+        protocol="openai",
+        model="gpt-4o-mini",
+        params={"seed": 3, "b": 1e16, "a": "é"},
+    )
+    other = ModelSpec(ref="other", provider="azure", protocol="openai", model='m"1', params={})
     rnd = random.Random(7)
     texts = ["Hi.", 'She said "no".', "line\nbreak", "é ü 你好", "", "x" * 2000]
     contexts = [
@@ -364,7 +371,7 @@ def test_the_key_chain_gives_request_key_s_bytes_along_any_history():
             last = [Message("user", rnd.choice(texts) + " (reminder)")] if rnd.random() < 0.5 else []
             messages = tuple(history + last)
             args = (
-                spec,
+                rnd.choice([spec, spec, other]),
                 messages,
                 rnd.choice([None, {"temperature": 0.7, "max_tokens": 64}]),
                 rnd.choice([None, {"type": "object", "b": 1, "a": [2]}]),

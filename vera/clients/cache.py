@@ -507,10 +507,12 @@ class KeyChain:
     At most `limit` chains are kept (the oldest used dropped first): a chain is a
     hash state and a reference to messages the engine holds anyway."""
 
-    __slots__ = ("_chains", "limit")
+    __slots__ = ("_chains", "_spec", "limit")
 
     def __init__(self, limit: int = 4096) -> None:
         self.limit = limit
+        # The last spec seen and the bytes its (immutable) names make around the params.
+        self._spec: tuple[ModelSpec, bytes, bytes] | None = None
         # (job, role) -> (the messages hashed, the hash state after them)
         self._chains: dict[tuple[str | None, str | None], tuple[tuple[Message, ...], Any]] = {}
 
@@ -547,18 +549,32 @@ class KeyChain:
                     del chains[next(iter(chains))]
             last = messages[-1]
             h.update((b"," if prefix else b"") + _encode((last.role, last.content)))
-        rest: dict[str, Any] = {
-            "role": role,
-            "protocol": spec.protocol,
-            "provider": spec.provider,
-            "model": spec.model,
-            "profile_params": spec.params,
-            "params": params or {},
-            "schema": schema,
-        }
-        if reask:
-            rest["reask"] = reask
-        h.update(b"]," + _encode(rest, order="sorted")[1:])
+        # The rest of the body, its keys in sorted order, as `_encode(..., order="sorted")`
+        # writes it (built here: the spec's names are encoded once, not at every call).
+        named = self._spec
+        if named is None or named[0] is not spec:
+            named = self._spec = (
+                spec,
+                b'],"model":' + _encode(spec.model) + b',"params":',
+                b',"protocol":' + _encode(spec.protocol) + b',"provider":' + _encode(spec.provider),
+            )
+        h.update(
+            b"".join(
+                (
+                    named[1],
+                    _encode(params or {}, order="sorted"),
+                    b',"profile_params":',
+                    _encode(spec.params, order="sorted"),
+                    named[2],
+                    b',"reask":' + _encode(reask) if reask else b"",
+                    b',"role":',
+                    _encode(role),
+                    b',"schema":',
+                    _encode(schema, order="sorted"),
+                    b"}",
+                )
+            )
+        )
         return h.hexdigest()
 
 
