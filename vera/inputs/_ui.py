@@ -713,7 +713,8 @@ BASE: dict[str, str] = {
     "viewer.copied": "Copied",
     "viewer.copy_failed": "Copy failed",
     "viewer.bundle_copy": " · a copy, opened from disk",
-    "viewer.bundle_no_csv": "a copy: the grid shows every conversation, no CSV download",
+    "viewer.bundle_no_csv": "a copy: no CSV download",
+    "viewer.bundle_grid_refused": "This grid cannot take the list's filters: {error}",
     "viewer.search_turn": "turn {n} · {who}",
     "viewer.search_question": "{judge} · question {question}",
     # Accessible names (aria-label) of the pages' regions.

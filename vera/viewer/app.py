@@ -126,6 +126,7 @@ _ASSETS = (
     "runs.html",
     "runs.js",
     "bundle.js",
+    "grid.js",
 )
 # In a folder of runs (`vera view FOLDER`), each run's list links back to the runs list.
 HOME = web.AppKey("home", str)
