@@ -514,7 +514,7 @@ class KeyChain:
         # The last spec seen and the bytes its (immutable) names make around the params.
         self._spec: tuple[ModelSpec, bytes, bytes] | None = None
         # (job, role) -> (the messages hashed, the hash state after them)
-        self._chains: dict[tuple[str | None, str | None], tuple[tuple[Message, ...], Any]] = {}
+        self._chains: dict[tuple[str | None, str | None], tuple[tuple[Message, ...], hashlib._Hash]] = {}
 
     def key(
         self,
