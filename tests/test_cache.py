@@ -356,7 +356,7 @@ def test_the_key_chain_gives_request_key_s_bytes_along_any_history():
         None,
     ]
     histories: dict[int, list[Message]] = {i: [Message("system", f"sys {i}")] for i in range(len(contexts))}
-    for limit in (4096, 1):
+    for limit in (1024, 1):
         chain = KeyChain(limit=limit)
         for _ in range(600):
             i = rnd.randrange(len(contexts))
