@@ -170,8 +170,9 @@ def test_every_marked_text_of_the_static_pages_has_the_pack_s_words():
 
 
 def test_the_rating_guide_in_the_pack_s_words_and_in_english(zh_run):
+    from vera.inputs import run_strings
     from vera.rubric import GUIDE_WORDS, rating_guide, run_rubric
-    from vera.viewer.words import guide_words, option_namer, run_strings
+    from vera.viewer.words import guide_words, option_namer
 
     records = open_run(zh_run)
     rubric, why = run_rubric(records.manifest, records.root)

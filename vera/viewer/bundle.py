@@ -44,7 +44,7 @@ import msgspec
 
 from vera import __version__
 from vera.errors import UserError
-from vera.inputs import Strings, tr, use_strings
+from vera.inputs import Strings, run_strings, tr, use_strings
 from vera.records import RISK_LEVELS
 from vera.report import (
     page_name,
@@ -63,7 +63,7 @@ from vera.viewer.grid import GridLinks, grid_html, side_by_side_html
 from vera.viewer.runs import is_run_dir
 from vera.viewer.search import SearchIndex
 from vera.viewer.stepping import steps_html
-from vera.viewer.words import run_strings, translate_page, with_words
+from vera.viewer.words import translate_page, with_words
 
 MARKER = "vera-bundle.json"
 # The list page and the viewer's own pages that carry no policy of their own.
@@ -253,7 +253,8 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
         card = with_meta_csp(card.replace("<body>\n", "<body>\n" + back + "\n", 1), CARD_META_CSP)
         _put(root, "runs/0/card.html", card)
     report = run_improvements(run.records, questions=run.questions)
-    _put(root, "runs/0/improvements.html", render_improvements_html(report, viewer=True, card=has_card))
+    with use_strings(strings):
+        _put(root, "runs/0/improvements.html", render_improvements_html(report, viewer=True, card=has_card))
 
     personas = sorted(set(catalogue.conversations.get_column("persona").to_list()))
     number = {p: n for n, p in enumerate(personas, start=1)}
