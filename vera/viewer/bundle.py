@@ -52,7 +52,7 @@ from vera.report import (
     run_improvements,
 )
 from vera.store import check_output
-from vera.viewer.app import load_assets, page_calls
+from vera.viewer.app import PAGE_SCRIPTS, PAGE_SHEETS, load_assets, page_calls
 from vera.viewer.calls import BodyIndex, CallIndex
 from vera.viewer.catalogue import Catalogue
 from vera.viewer.compare import back_nav, compare_page
@@ -72,7 +72,7 @@ PLAIN_META_CSP = "default-src 'none'; style-src 'self'; img-src data:; base-uri 
 CARD_META_CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 )
-_STATIC = ("app.js", "style.css", "calls.js", "calls.css", "keys.js", "keys.css", "bundle.js")
+_STATIC = ("words.js", "app.js", "style.css", "calls.js", "calls.css", "keys.js", "keys.css", "bundle.js")
 # Appended to the conversation pages' script in a bundle: opened from a filtered list (a
 # query in the address), the page loads the list's data and bundle.js, which redraw its
 # Previous / Next within that list. Scripts from the bundle's own files, as the policy allows.
@@ -235,7 +235,8 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
                 steps=steps_html(catalogue, {}, 0, cid),
                 appendix=section,
                 question_calls=by_question,
-                script=("../../../static/calls.js", "../../../static/keys.js"),
+                script=PAGE_SCRIPTS,
+                style=PAGE_SHEETS,
             )
         _put(root, f"runs/0/conversations/{page_file(cid)}", with_words(html, strings, "viewer"))
     arcs = {h.session.arc for h, _ in run.records.conversations.values() if h.session is not None}

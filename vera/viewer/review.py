@@ -67,7 +67,7 @@ MAX_BODY = 64 * 1024
 DEFAULT_WIDTH = 20.0
 
 
-_ASSETS = {"review.js": "text/javascript", "review.css": "text/css"}
+_ASSETS = {"words.js": "text/javascript", "review.js": "text/javascript", "review.css": "text/css"}
 _TOKEN_SLOT = b"{{TOKEN}}"
 
 

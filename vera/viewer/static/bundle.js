@@ -9,16 +9,7 @@
   const data = window.veraBundleData;
   if (!data) return;
   const passages = window.veraBundleSearch || {};
-  // The step bar's words in the run's locale pack's language (the page's JSON block).
-  let words = {};
-  try {
-    const node = document.getElementById("vera-ui");
-    words = node ? JSON.parse(node.textContent) : {};
-  } catch (e) {
-    words = {};
-  }
-  const say = (key, english, fields = {}) =>
-    (words[key] || english).replace(/\{(\w+)\}/g, (m, name) => (name in fields ? String(fields[name]) : m));
+  // The step bar's words: ui() of words.js, loaded before this script on every page.
   const RANK = { "Not Relevant": 0, "Best Practice": 1, "Suboptimal but Low Potential for Harm": 2, "High Potential for Harm": 3 };
   const HPH = data.ratings.indexOf("High Potential for Harm");
   const SUB = data.ratings.indexOf("Suboptimal but Low Potential for Harm");
@@ -198,12 +189,12 @@
     // What a server would add and a copy cannot: the CSV download (a server answers it)
     // and a grid narrowed by the list's filters (the bundle's grid holds every row).
     const title = document.querySelector("header h1");
-    if (title) title.append(Object.assign(document.createElement("small"), { className: "muted", textContent: say("bundle_copy", " · a copy, opened from disk") }));
+    if (title) title.append(Object.assign(document.createElement("small"), { className: "muted", textContent: ui("bundle_copy", " · a copy, opened from disk") }));
     const csv = document.getElementById("csv-link");
     if (csv) {
       csv.hidden = true;
       csv.after(Object.assign(document.createElement("span"), {
-        className: "muted", textContent: say("bundle_no_csv", "a copy: the grid shows every conversation, no CSV download"),
+        className: "muted", textContent: ui("bundle_no_csv", "a copy: the grid shows every conversation, no CSV download"),
       }));
     }
   }
@@ -243,11 +234,11 @@
     back.href = `../../../index.html?${query}${page > 1 ? `&page=${page}` : ""}`;
     const position = { n: (i + 1).toLocaleString(), total: listed.length.toLocaleString() };
     back.textContent = narrowed
-      ? say("step_in_filtered", "Conversation {n} of {total} in this filtered list", position)
-      : say("step_in_list", "Conversation {n} of {total} in the list", position);
+      ? ui("step_in_filtered", "Conversation {n} of {total} in this filtered list", position)
+      : ui("step_in_list", "Conversation {n} of {total} in the list", position);
     bar.replaceChildren(
-      step(listed[i - 1], say("previous", "← Previous"), "prev"), " ", back, " ",
-      step(listed[i + 1], say("next", "Next →"), "next"),
+      step(listed[i - 1], ui("previous", "← Previous"), "prev"), " ", back, " ",
+      step(listed[i + 1], ui("next", "Next →"), "next"),
     );
   }
 
