@@ -41,7 +41,7 @@ from vera.records import (
     RunManifest,
     Turn,
 )
-from vera.report.shared._chat_markdown import chatbot_markdown
+from vera.report.shared._chat_markdown import chatbot_markdown, with_markdown_css
 from vera.report.shared._quotes import QuoteFinder, QuoteMatch
 from vera.report.shared._turn_refs import turn_refs_html
 from vera.rubric import QuestionTexts, question_texts
@@ -52,7 +52,9 @@ PAGES_DIR = "conversations"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 _SLUG = re.compile(r"[^a-z0-9]+")
 
-PAGE_CSS = resources.files("vera.report.shared").joinpath("conversation_page.css").read_text(encoding="utf-8")
+PAGE_CSS = with_markdown_css(
+    resources.files("vera.report.shared").joinpath("conversation_page.css").read_text(encoding="utf-8")
+)
 _CSS_HASH = base64.b64encode(hashlib.sha256(PAGE_CSS.encode()).digest()).decode()
 # No script, no request to anywhere: the page's one stylesheet is inline and allowed by
 # hash. The page carries it in a <meta> (for a file opened from disk), where browsers
