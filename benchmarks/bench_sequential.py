@@ -65,6 +65,18 @@ def settings(margin: float) -> list[tuple[str, float]]:
     ]
 
 
+def wave_looks(n: int, wave: int) -> np.ndarray:
+    """The units judged at each look: every `wave`, and all `n` at the last."""
+    looks = np.arange(wave, n + 1, wave)
+    return looks if looks[-1] == n else np.append(looks, n)
+
+
+def gate_levels(alpha: float) -> np.ndarray:
+    """The gate's one-sided levels of the rows' upper ends: α split over the rows,
+    Overall half (`vera.stats.sequential.upper_levels`)."""
+    return np.array(upper_levels([label == "Overall" for label in LABELS], alpha))
+
+
 def statuses(lo: np.ndarray, hi: np.ndarray, margin: float) -> np.ndarray:
     """Per row: −1 WORSE, +1 NOT WORSE, 0 undecided (NaN: undecided)."""
     out = np.zeros(lo.shape, dtype=np.int8)
@@ -271,12 +283,10 @@ def run_setting(
 ) -> dict[str, Any]:
     shift = shift_for(diff)
     n = personas * seeds
-    looks = np.arange(wave, n + 1, wave)
-    if looks[-1] != n:
-        looks = np.append(looks, n)
+    looks = wave_looks(n, wave)
     # The gate's levels: every row's lower end at one-sided α, the upper ends α split
     # over the rows (Overall half); the naive interval uses the same levels, one look.
-    highs = np.array(upper_levels([label == "Overall" for label in LABELS], alpha))
+    highs = gate_levels(alpha)
     if overall_share is not None:
         # A comparator, not the gate's split: Overall gets this share of the WORSE α.
         highs = (
@@ -373,10 +383,8 @@ def diagnose(
 
     shift = shift_for(diff)
     n = personas * seeds
-    looks = np.arange(wave, n + 1, wave)
-    if looks[-1] != n:
-        looks = np.append(looks, n)
-    highs = np.array(upper_levels([label == "Overall" for label in LABELS], alpha))
+    looks = wave_looks(n, wave)
+    highs = gate_levels(alpha)
     truth = true_scores(shift)
     ests, los, his = [], [], []
     for start in range(0, reps, 25):

@@ -137,6 +137,38 @@ def test_every_seed_option_takes_the_one_seed_range() -> None:
                 param.type.convert(bad, param, None)
 
 
+def test_resamples_and_confidence_are_one_option_each_in_every_command() -> None:
+    """`--resamples` and `--confidence` of compare, agreement, score and pool come from
+    one factory each (vera/cli/_door.py): the same range, the same refusals and the same
+    help, which differs only in where the default comes from or when the option applies."""
+    from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
+
+    helps: dict[str, list[str]] = {"resamples": [], "confidence": []}
+    for name in ("compare", "agreement", "score", "pool"):
+        params = {p.name: p for p in main.commands[name].params if isinstance(p, click.Option)}
+        resamples, confidence = params["resamples"], params["confidence"]
+        assert resamples.default in (None, DEFAULT_RESAMPLES) and confidence.default in (
+            None,
+            DEFAULT_CONFIDENCE,
+        )
+        assert (resamples.default is None) == (confidence.default is None), name
+        for bad in ("0", "100001", "1.5", "nan"):
+            with pytest.raises(click.BadParameter):
+                resamples.type.convert(bad, resamples, None)
+        assert resamples.type.convert("100000", resamples, None) == 100_000
+        for bad in ("0", "1", "-0.5", "nan", "inf"):
+            with pytest.raises(click.BadParameter):
+                confidence.type.convert(bad, confidence, None)
+        assert confidence.type.convert("0.9", confidence, None) == 0.9
+        helps["resamples"].append(resamples.help or "")
+        helps["confidence"].append(confidence.help or "")
+    assert all(h.startswith("Bootstrap resamples") for h in helps["resamples"])
+    assert all(h.startswith("Interval level between 0 and 1, e.g. 0.95") for h in helps["confidence"])
+    # compare and score take them from a run's config by default, and say so in both.
+    assert [h.endswith("config).") for h in helps["resamples"]] == [True, False, True, False]
+    assert [h.endswith("config).") for h in helps["confidence"]] == [True, False, True, False]
+
+
 @pytest.mark.slow
 def test_bench_takes_a_latency_of_zero() -> None:
     proc = subprocess.run(

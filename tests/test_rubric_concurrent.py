@@ -153,29 +153,45 @@ async def test_a_failing_call_fails_the_walk_as_the_sequential_walk_fails(name):
         assert concurrent.in_flight == 0  # nothing left running
 
 
-async def test_parts_after_a_failure_are_cancelled_and_earlier_ones_finish():
+async def test_after_a_failure_later_parts_ask_nothing_more_and_their_calls_under_way_end():
+    """A later part's call already sent when an earlier part fails is billed: the walk
+    waits for it (so its caller records it) rather than cancelling it, and nothing
+    after it is asked."""
     r = rubric("vera-si")
     given = {q.id: "No" for q in r.questions} | {"D1": "Yes", "G0": "Immediate risk"}
     release = asyncio.Event()
+    both_sent = asyncio.Event()
     asked: list[str] = []
+    ended: list[str] = []
 
     async def answer(q: Question) -> Answer:
         asked.append(q.id)
         if q.id == "G0":
+            await both_sent.wait()
             raise ConnectionError("G0 failed")
         if q.id in ("S1", "B1"):
-            await release.wait()  # never set: cancelled when G0 fails
+            if {"S1", "B1"} <= set(asked):
+                both_sent.set()
+            await release.wait()
+            ended.append(q.id)
         if q.id.startswith(("D", "C")):
             await asyncio.sleep(0)
         return Answer(given[q.id])
 
     answered: list[tuple[Question, Answer]] = []
+    walk = asyncio.create_task(walk_rubric_concurrent(r, answer, answered=answered))
+    await both_sent.wait()
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not walk.done(), "the walk gave up on calls still under way"
+    release.set()
     with pytest.raises(ConnectionError, match="G0 failed"):
-        await walk_rubric_concurrent(r, answer, answered=answered)
+        await walk
+    assert sorted(ended) == ["B1", "S1"]
     # The part before G0 ran to its end; the parts after it went no further than
-    # their first question.
+    # their first question, and those answers are not the walk's.
     assert [q.id for q, _ in answered] == ["D1", "D2", "D4", "C1", "C2", "C3", "C4"]
-    assert {q for q in asked if q.startswith(("S", "B"))} <= {"S1", "B1"}
+    assert {q for q in asked if q.startswith(("S", "B"))} == {"S1", "B1"}
 
 
 async def test_an_outside_cancellation_cancels_every_part():

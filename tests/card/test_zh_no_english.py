@@ -7,6 +7,10 @@ alt text, the phone's scrolling hint) hold no English word but the few listed in
 a conversation ended, the status summary, the offline judge's reasoning) are shown in
 the pack's words while the records keep them as they are.
 
+`vera report improvements` (its page in Markdown and HTML, its summary in the
+reference's terms, the line it prints) and `vera agreement --locale` are in the pack's
+words too.
+
 Not checked, and why: text inside <code> (model names, commands to type: identifiers),
 and the words drawn inside the plots' images (tests/card/test_plots.py draws CJK text)."""
 
@@ -48,7 +52,7 @@ IDENTIFIERS = [
     r"\b\d{8}-\d{6}-[0-9a-f]{4,}\b",  # a run's id (a gate names its baseline's)
     r"\bsha256\b",
     r"(?<![\w/])(?:/[\w.@+-]+)+/?",  # a file system path (the run, the pack)
-    r"\b[\w-]+(?:/[\w-]+)*\.(?:md|html|json|jsonl|parquet|svg|png|toml|tsv)\b",  # a file name
+    r"\b[\w-]+(?:/[\w-]+)*\.(?:md|html|json|jsonl|parquet|svg|png|toml|tsv|csv|py)\b",  # a file name
     r"\bvera(?: [a-z]+)+(?: --[a-z-]+)*",  # a command to type (vera score --exclude-flagged)
     r"\[judge\] check_users",  # a config key to set
     r"\b[DCGSB]\d{1,2}\b",  # a rubric question's id
@@ -352,3 +356,116 @@ def test_vera_gate_on_a_zh_cn_baseline_prints_in_the_pack_s_words(tmp_path):
     page = (out / "sequence.md").read_text(encoding="utf-8")
     assert not leftovers(page.replace("`zhbase`", " ")), page  # the baseline's run id
     assert page.startswith("# 序贯检验") and "**判定：更差** — 已判定：更差" in page
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_the_improvement_report_of_a_zh_cn_run_has_no_english_words(zh_run, tmp_path, fmt):
+    """`vera report improvements` follows the run's pack as the card does: the page, its
+    summary in the reference's terms (--top-questions) and the line it prints."""
+    out = tmp_path / f"improvements.{fmt}"
+    result = CliRunner().invoke(
+        main,
+        ["report", "improvements", str(zh_run), "--format", fmt, "--out", str(out), "--top-questions", "3"],
+    )
+    assert result.exit_code == 0, result.output
+    page = out.read_text(encoding="utf-8")
+    text = visible_text(page) if fmt == "html" else page
+    for shown in ("优先改进的问题 — 运行 zhrun0", "按参考实现的口径", "按评分档，每档最常见的前 3 个问题"):
+        assert shown in text, shown
+    # A chatbot turn the judge's reasoning is about, and the example's own line.
+    assert ("聊天机器人，第 " in text) and ("人物 " in text)
+    assert not leftovers(text), leftovers(text)
+    if fmt == "html":
+        assert '<html lang="zh-CN">' in page
+    line = result.output.replace(str(out), " ")
+    assert line.startswith("改进报告：") and not leftovers(line), line
+
+
+def test_the_improvement_report_keeps_its_english_words_without_a_pack(tmp_path):
+    out = tmp_path / "enrun"
+    run_vera("run", "--config", str(offline_config(tmp_path)), "--limit-personas", "6", "--out", str(out))
+    result = CliRunner().invoke(main, ["report", "improvements", str(out), "--format", "md", "--out", "-"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"# What to fix first — run {out.name}\n\nFor each dimension, ")
+    assert "### In the reference's terms (" in result.output and "improvement report: " in result.output
+
+
+def _ratings_csv(path: Path) -> Path:
+    """Three raters' ratings of eight items in the long format (item_id, rater, dimension, rating)."""
+    names = [
+        "Best Practice",
+        "Suboptimal but Low Potential for Harm",
+        "High Potential for Harm",
+        "Not Relevant",
+    ]
+    rows = ["item_id,rater,dimension,rating"]
+    for i in range(8):
+        for r, rater in enumerate(("r1", "r2", "r3")):
+            for d, dimension in enumerate(CANONICAL[:5]):
+                rows.append(f"item{i},{rater},{dimension},{names[(i + r * (d % 2) + d) % 4]}")
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("nr", ["category", "exclude"])
+def test_vera_agreement_with_locale_prints_in_the_pack_s_words(tmp_path, monkeypatch, nr):
+    """`vera agreement RATINGS_FILE` has no run to take a pack from: `--locale` names one.
+    Without it, the English stays as it was."""
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.chdir(tmp_path)  # a short path: a long one stays whole on a line of its own
+    ratings = _ratings_csv(Path("ratings.csv"))
+    zh = CliRunner().invoke(main, ["agreement", str(ratings), "--nr", nr, "--locale", "zh-CN"])
+    assert zh.exit_code == 0, zh.output
+    assert zh.output.startswith("3 位评分者之间的一致性（每个评分对象 3 位），共 8 个评分对象（")
+    assert ("算作一种评分" if nr == "category" else "视为缺失") in zh.output
+    assert "察觉潜在风险" in zh.output and "总体" in zh.output
+    assert not leftovers(zh.output), leftovers(zh.output)
+    assert max(cells(line) for line in zh.output.splitlines()) <= 80
+    en = CliRunner().invoke(main, ["agreement", str(ratings), "--nr", nr])
+    assert en.exit_code == 0 and en.output.startswith("Agreement among 3 raters (3 per item) on 8 items (")
+
+
+def test_vera_agreement_with_an_unknown_locale_is_one_line(tmp_path):
+    ratings = _ratings_csv(tmp_path / "ratings.csv")
+    result = CliRunner().invoke(main, ["agreement", str(ratings), "--locale", "xx-YY"])
+    assert result.exit_code == 1, result.output
+    assert (
+        result.output.startswith("error: locale 'xx-YY': no such pack folder")
+        and result.output.count("\n") == 1
+    )
+
+
+def test_vera_agreement_against_a_zh_cn_run_prints_in_the_run_s_pack(zh_run, tmp_path, monkeypatch):
+    """With --against, the run's pack is the default (as its card): the lines above the
+    tables, their captions and the confusion matrices are in its words too."""
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.chdir(tmp_path)
+    ids = [
+        json.loads(x)["id"] for x in (zh_run / "conversations.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    names = [
+        "Best Practice",
+        "Suboptimal but Low Potential for Harm",
+        "High Potential for Harm",
+        "Not Relevant",
+    ]
+    rows = ["item_id,rater,dimension,rating"]
+    for i, cid in enumerate(ids[:30]):
+        for r, rater in enumerate(("r1", "r2")):
+            rows += [f"{cid},{rater},{d},{names[(i + r + k) % 4]}" for k, d in enumerate(CANONICAL[:5])]
+    Path("ratings.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(
+        main, ["agreement", "ratings.csv", "--against", str(zh_run), "--resamples", "50"]
+    )
+    assert result.exit_code == 0, result.output
+    text = result.output.replace(str(zh_run), " ")
+    flat = "".join(text.split())  # the terminal wraps Chinese between any two characters
+    assert "zhrun0的评审模型对照2位评分者的评分（按--ratersseverest合并）" in flat, text
+    assert "共识与评审模型（所有评审模型合并）" in text and "人工评分者之间（供参考）" in text
+    # What a user types (--raters severest, --ties severest) is an identifier.
+    assert not leftovers(re.sub(r"--[a-z-]+(?: [a-z]+)?", " ", text)), text
+    english = CliRunner().invoke(
+        main, ["agreement", "ratings.csv", "--against", str(zh_run), "--resamples", "50", "--locale", "en-GB"]
+    )
+    # A pack without strings.toml (en-GB) is the English, byte for byte.
+    assert english.exit_code == 0 and "Consensus vs judges (all judges pooled)" in english.output

@@ -174,3 +174,18 @@ def test_a_run_and_a_bundle_named_relative_to_the_working_folder(viewer_run, tmp
     assert result.exit_code == 0, result.output
     assert "Traceback" not in result.output and "with call bodies" in result.output
     assert (viewer_run.parent / out / "index.html").is_file()
+
+
+def test_the_bundle_writes_one_grid_that_its_script_narrows(bundled, viewer_run):
+    """One grid of every persona (no grid-<n>.html), each square naming its conversation
+    for grid.js, which the page loads under the list's policy (test_bundle_grid_browser
+    holds what it does)."""
+    out, _, _ = bundled
+    assert sorted(p.name for p in out.glob("grid*.html")) == ["grid.html"]
+    html = (out / "grid.html").read_text()
+    lines = (viewer_run / "conversations.jsonl").read_text().splitlines()
+    conversations = {json.loads(line)["id"] for line in lines}
+    assert {unescape(k) for k in re.findall(r'data-conversation="0/([^"]+)"', html)} == conversations
+    scripts = '<script src="static/words.js" defer></script>\n<script src="static/grid.js" defer></script>\n'
+    assert scripts in html and "script-src &#x27;self&#x27;" in html
+    assert (out / "static" / "grid.js").is_file() and 'id="grid-counts"' in html and 'id="grid-back"' in html

@@ -98,7 +98,7 @@ def test_side_by_side_puts_each_chatbot_in_a_column(catalogue, viewer_run):
     mine = [h for h, _ in records.conversations.values() if h.persona == persona]
     html = side_by_side_html(catalogue, {"persona": persona})
     assert html is not None
-    columns = re.findall(r'<section class="side-column"><h2>([^<]*)</h2>', html)
+    columns = re.findall(r'<section class="side-column" data-conversation="[^"]+"><h2>([^<]*)</h2>', html)
     assert sorted(unescape(c) for c in columns) == sorted(h.chatbot for h in mine)
     assert len({h.chatbot for h in mine}) > 1  # the control: more than one chatbot to compare
     assert side_by_side_html(catalogue, {}) is None
@@ -138,3 +138,6 @@ def test_a_grid_of_many_personas_comes_in_pages_that_keep_the_filters(catalogue,
     assert grid_cells(grid_html(catalogue, {"page": "999"})) == grid_cells(
         grid_html(catalogue, {"page": str(pages)})
     )
+    # unpaged (a bundle's): every persona on one page, no pager, whatever page is asked
+    unpaged = grid_html(catalogue, {"page": "2"}, paged=False)
+    assert grid_cells(unpaged) == whole and "grid-pager" not in unpaged

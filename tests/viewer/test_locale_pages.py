@@ -17,7 +17,7 @@ import aiohttp
 import msgspec
 import pytest
 
-from vera.inputs import ENGLISH, Strings, ui_strings, use_strings
+from vera.inputs import ENGLISH, Strings, run_strings, ui_strings, use_strings
 from vera.records import LocaleInfo
 from vera.report.shared._pages import (
     ArcPage,
@@ -30,7 +30,7 @@ from vera.report.shared._pages import (
 from vera.rubric._texts import question_texts
 from vera.store import open_run
 from vera.viewer.bundle import write_bundle
-from vera.viewer.words import run_strings, translate_page
+from vera.viewer.words import translate_page
 
 from ..conftest import ROOT
 from .conftest import run_vera, start_review, start_view, stop
@@ -256,6 +256,10 @@ def test_the_viewer_s_copy_of_a_zh_run_serves_its_pages_in_chinese(zh_run, tmp_p
         assert "<h2>模型调用</h2>" in html and "<h2>每次调用发送与收到的内容</h2>" in html
         assert "<th>角色</th>" in html and "<h4>输入 " in html
         assert "Model calls" not in html and "What each call was sent" not in html
+    # Its improvement report, as `vera report improvements` writes it for this run.
+    report = (tmp_path / "bundle" / "runs" / "0" / "improvements.html").read_text(encoding="utf-8")
+    assert '<html lang="zh-CN">' in report and "← 全部对话" in report and "评分卡" in report
+    assert "优先改进的问题 — 运行 " in report and "What to fix first" not in report
 
 
 def test_an_arc_page_in_chinese():

@@ -44,7 +44,7 @@ def test_only_words_js_reads_the_words_block():
         text = script.read_text()
         reads = 'getElementById("vera-ui")' in text or "function ui(" in text or "const UI " in text
         assert reads == (script.name == "words.js"), script.name
-    assert _users() == {"app.js", "review.js", "runs.js", "keys.js", "calls.js", "bundle.js"}
+    assert _users() == {"app.js", "review.js", "runs.js", "keys.js", "calls.js", "bundle.js", "grid.js"}
 
 
 def test_every_page_loads_words_js_before_the_scripts_that_use_it():

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 
@@ -27,6 +28,7 @@ from ..conftest import ROOT
 from .conftest import run_vera, start_review, start_view, stop
 from .shots import shot
 from .test_browser import browser, no_page_scroll  # noqa: F401  (fixtures)
+from .test_bundle_grid_browser import SIDE_STATE, grid_state
 
 ZH_PACK = ROOT / "locales" / "zh-CN"
 
@@ -168,8 +170,9 @@ def test_every_marked_text_of_the_static_pages_has_the_pack_s_words():
 
 
 def test_the_rating_guide_in_the_pack_s_words_and_in_english(zh_run):
+    from vera.inputs import run_strings
     from vera.rubric import GUIDE_WORDS, rating_guide, run_rubric
-    from vera.viewer.words import guide_words, option_namer, run_strings
+    from vera.viewer.words import guide_words, option_namer
 
     records = open_run(zh_run)
     rubric, why = run_rubric(records.manifest, records.root)
@@ -322,7 +325,7 @@ def test_the_review_and_its_keyboard_help(page, zh_run, words):
 
 
 @pytest.mark.slow
-def test_the_bundle_from_file(page, zh_run, words, tmp_path):
+def test_the_bundle_from_file(page, zh_run, view_url, words, tmp_path):
     write_bundle(zh_run, tmp_path / "bundle")
     page.goto((tmp_path / "bundle" / "index.html").as_uri())
     page.wait_for_selector("#list tbody tr")
@@ -336,3 +339,28 @@ def test_the_bundle_from_file(page, zh_run, words, tmp_path):
     _none(words.on(page))
     page.goto((tmp_path / "bundle" / "grid.html").as_uri())
     _none(words.on(page))
+    # Narrowed by the list's filters (a judge's: each square's title made again by the
+    # script, from the pack's words): the server's grid, word for word.
+    judge = open_run(zh_run).manifest.judges[0].ref
+    query = urlencode({"judge": judge, "status": "complete", "sort": "id"})
+    page.goto(f"{(tmp_path / 'bundle' / 'index.html').as_uri()}?{query}")
+    page.wait_for_selector("#list tbody tr")
+    page.click("#grid-link")
+    page.wait_for_selector("#grid", state="visible")
+    got = grid_state(page)
+    titles = [c["title"] for r in got["rows"] for cell in r["cells"] for c in cell["chips"]]
+    assert got["counts"].endswith("（已筛选）") and any("最差评分" in t for t in titles)
+    _none(words.on(page))
+    page.goto(f"{view_url}grid?{query}")
+    assert grid_state(page) == got
+    # A persona side by side from it, the same on both.
+    page.locator("#grid a.side:visible").first.click()
+    page.wait_for_selector("#side-by-side", state="visible")
+    want = page.evaluate(SIDE_STATE)
+    page.goto(f"{(tmp_path / 'bundle' / 'grid.html').as_uri()}?{query}")
+    page.locator("#grid a.side:visible").first.click()
+    page.wait_for_selector("#side-by-side", state="visible")
+    assert page.evaluate(SIDE_STATE) == want and want["summary"].endswith("段对话。")
+    _none(words.on(page))
+    page.goto(f"{(tmp_path / 'bundle' / 'grid.html').as_uri()}#sort=nope")
+    assert page.inner_text("#grid-refused").startswith("此网格无法套用列表的筛选条件：")

@@ -19,8 +19,8 @@ from typing import Any, TypeVar, get_args
 
 import click
 
-from vera.ranges import LEVEL, MARGIN, SEED, Range
-from vera.records import RaterRule
+from vera.ranges import LEVEL, MARGIN, MAX_RESAMPLES, SEED, Range
+from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, RaterRule
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -110,7 +110,8 @@ RATERS_OPTION = click.option(
 
 
 # Options several commands share, declared once so that their names, types, defaults and
-# help stay the same everywhere (`vera gate`, `vera plan`, `vera compare`, `vera view`).
+# help stay the same everywhere (`vera gate`, `vera plan`, `vera compare`, `vera view`,
+# and the bootstrap's `--resamples` and `--confidence` of compare, agreement, score, pool).
 # Each is a factory: a command may give its own default or help where it means something
 # else by the same flag (`vera compare --margin` is 0 unless --gate asks for more).
 
@@ -138,6 +139,49 @@ def seed_option(help: str, default: int | None = 0) -> Callable[[F], F]:
     """`--seed SEED`: a seed in vera's seed range (`None`: no default, the config's)."""
     return click.option(
         "--seed", type=Number(SEED, "seed"), default=default, show_default=default is not None, help=help
+    )
+
+
+LOCALE_HELP = (
+    "A locale pack: a tag (zh-CN, en-GB) or a pack folder. Its personas, prompts, "
+    "rubric texts and crisis resources replace the English base where it holds them "
+    "(docs/locales.md)."
+)
+
+
+def locale_option(help: str = LOCALE_HELP) -> Callable[[F], F]:
+    """`--locale TAG|DIR`: a locale pack, by one of vera's tags or a pack folder (checked
+    where it is used: `vera.inputs.find_locale`)."""
+    return click.option("--locale", help=help)
+
+
+def _bootstrap_help(what: str, default_from: str | None, scope: str | None) -> str:
+    notes = [n for n in (scope, default_from and f"default: {default_from}") if n]
+    return f"{what} ({'; '.join(notes)})." if notes else f"{what}."
+
+
+def resamples_option(default_from: str | None = None, scope: str | None = None) -> Callable[[F], F]:
+    """`--resamples N`: the bootstrap's resamples, 1 to `MAX_RESAMPLES`. Its default is
+    `DEFAULT_RESAMPLES`, or with `default_from` none: the command then takes them from
+    where that says (a run's config); `scope` says when it applies ("with --against")."""
+    return click.option(
+        "--resamples",
+        type=click.IntRange(1, MAX_RESAMPLES),
+        default=None if default_from else DEFAULT_RESAMPLES,
+        show_default=not default_from,
+        help=_bootstrap_help("Bootstrap resamples", default_from, scope),
+    )
+
+
+def confidence_option(default_from: str | None = None, scope: str | None = None) -> Callable[[F], F]:
+    """`--confidence C`: the intervals' level, strictly between 0 and 1; default
+    `DEFAULT_CONFIDENCE` unless `default_from` (as `resamples_option`)."""
+    return click.option(
+        "--confidence",
+        type=click.FloatRange(0, 1, min_open=True, max_open=True),
+        default=None if default_from else DEFAULT_CONFIDENCE,
+        show_default=not default_from,
+        help=_bootstrap_help("Interval level between 0 and 1, e.g. 0.95", default_from, scope),
     )
 
 

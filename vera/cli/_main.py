@@ -29,12 +29,11 @@ from vera.app import (
     scored,
     sweep_collector,
 )
-from vera.cli._door import RATERS_OPTION, Number, guard
+from vera.cli._door import RATERS_OPTION, Number, confidence_option, guard, locale_option, resamples_option
 from vera.errors import ConfigError, Interrupted, StorageError, UserError
 from vera.files import CorruptLine, watching
 from vera.inputs import (
     ENGLISH,
-    MAX_RESAMPLES,
     MAX_SEEDS,
     MAX_TURNS,
     REPO_ROOT,
@@ -57,7 +56,7 @@ from vera.inputs import (
     validate_locale,
 )
 from vera.ranges import SEED
-from vera.records import RaterRule
+from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, RaterRule
 from vera.report import (
     Card,
     by_column_text,
@@ -304,12 +303,7 @@ def _sweep_options(f: F) -> F:
             "a VERA-MH 2.0 manifest.json), or reference:NAME in the reference data folder. "
             "Replaces the config's rubric, personas and prompts.",
         ),
-        click.option(
-            "--locale",
-            help="A locale pack: a tag (zh-CN, en-GB) or a pack folder. Its personas, prompts, "
-            "rubric texts and crisis resources replace the English base where it holds them "
-            "(docs/locales.md).",
-        ),
+        locale_option(),
         click.option(
             "--providers",
             help="Chatbots to evaluate: comma-separated profile names or provider/model refs, or 'all'.",
@@ -675,20 +669,8 @@ def merge(out: str, shards: tuple[str, ...], allow_partial: bool, skip_corrupt: 
 @main.command()
 @click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--chatbot", help="The chatbot to pool, when a run holds several.")
-@click.option(
-    "--resamples",
-    type=click.IntRange(1, MAX_RESAMPLES),
-    default=2000,
-    show_default=True,
-    help="Bootstrap resamples.",
-)
-@click.option(
-    "--confidence",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.95,
-    show_default=True,
-    help="Interval level between 0 and 1.",
-)
+@resamples_option()
+@confidence_option()
 @click.option("--bootstrap-seed", type=SEED_TYPE, default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--json", "as_json", is_flag=True, help="Print the pooled scores as JSON.")
 def pool(
@@ -734,16 +716,8 @@ def pool(
 
 @main.command()
 @click.argument("run_dir", type=click.Path(exists=True))
-@click.option(
-    "--resamples",
-    type=click.IntRange(1, MAX_RESAMPLES),
-    help="Bootstrap resamples (default: the run's config).",
-)
-@click.option(
-    "--confidence",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    help="Interval level between 0 and 1, e.g. 0.95.",
-)
+@resamples_option(default_from="the run's config")
+@confidence_option(default_from="the run's config")
 @click.option("--bootstrap-seed", type=SEED_TYPE, help="Seed of the bootstrap.")
 @SKIP_CORRUPT
 @click.option(
@@ -781,8 +755,8 @@ def score(
             [frame],
             chatbot=run_dir,
             sources=[run_dir],
-            resamples=resamples or 2000,
-            confidence=confidence or 0.95,
+            resamples=resamples or DEFAULT_RESAMPLES,
+            confidence=confidence or DEFAULT_CONFIDENCE,
             seed=bootstrap_seed or 0,
         )
         click.echo(pooled_text(pooled), nl=False)

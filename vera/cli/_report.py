@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import cast
 
 import click
 
+from vera.inputs import run_strings, tr, use_strings
 from vera.report import (
     DEFAULT_EXEMPLARS,
     DEFAULT_LOW_SAMPLE,
@@ -14,7 +16,7 @@ from vera.report import (
     ImprovementsFormat,
     write_improvements,
 )
-from vera.store import check_output
+from vera.store import check_output, read_manifest
 
 
 @click.group()
@@ -66,18 +68,21 @@ def improvements(
     conversations; the share of the conversations where the dimension was relevant;
     and examples linked to each conversation's page (docs/improvements.md)."""
     check_output(out, "--out", runs=[run_dir])
-    written = write_improvements(
-        run_dir,
-        fmt=cast(ImprovementsFormat, fmt),
-        output=out,
-        exemplars=exemplars,
-        top_questions=top_questions,
-        low_sample_threshold=low_sample_threshold,
-    )
-    if written.path is None:
-        click.echo(written.text, nl=False)
-    if written.pages_note:
-        click.echo(f"note: {written.pages_note}", err=True)
-    where = "stdout" if written.path is None else str(written.path)
-    pages = f"; {written.pages_added} conversation page(s) added" if written.pages_added else ""
-    click.echo(f"improvement report: {written.findings} finding(s) → {where}{pages}", err=True)
+    # The page and the lines below in the words of the run's locale pack, as its card
+    # (English for a run without one); the JSON keeps the records' values.
+    with use_strings(run_strings([read_manifest(Path(run_dir))])):
+        written = write_improvements(
+            run_dir,
+            fmt=cast(ImprovementsFormat, fmt),
+            output=out,
+            exemplars=exemplars,
+            top_questions=top_questions,
+            low_sample_threshold=low_sample_threshold,
+        )
+        if written.path is None:
+            click.echo(written.text, nl=False)
+        if written.pages_note:
+            click.echo(tr("cli.note", note=written.pages_note), err=True)
+        where = tr("cli.improvements_stdout") if written.path is None else str(written.path)
+        pages = tr("cli.improvements_pages", n=written.pages_added) if written.pages_added else ""
+        click.echo(tr("cli.improvements", n=written.findings, where=where, pages=pages), err=True)

@@ -14,9 +14,17 @@ from typing import Any, Literal
 import click
 import msgspec
 
-from vera.cli._door import RATER_RULES, RATERS_OPTION, margin_option, seed_option
+from vera.cli._door import (
+    RATER_RULES,
+    RATERS_OPTION,
+    confidence_option,
+    locale_option,
+    margin_option,
+    resamples_option,
+    seed_option,
+)
 from vera.errors import ConfigError
-from vera.inputs import ENGLISH, MAX_RESAMPLES, Strings, tr, ui_strings, use_strings
+from vera.inputs import ENGLISH, Strings, locale_strings, tr, ui_strings, use_strings
 from vera.records import LocaleInfo, RaterRule
 from vera.report import (
     Exit,
@@ -39,21 +47,12 @@ from vera.report import (
     user_check_agreement,
     user_check_agreement_table,
 )
-from vera.stats import DEFAULT_CONFIDENCE, DEFAULT_RATER_RULE, DEFAULT_RESAMPLES
+from vera.stats import DEFAULT_RATER_RULE
 from vera.store import atomic_write, check_output, read_manifest
 
 # Only the names of the literal types: vera.stats (polars, numpy) loads when a command runs.
 NRTreatment = Literal["category", "exclude"]
 TieRule = Literal["exclude", "severest"]
-
-
-def _check_bootstrap(resamples: int | None, confidence: float | None, seed: int | None) -> None:
-    if resamples is not None and resamples < 1:
-        raise ConfigError(f"--resamples must be at least 1, not {resamples}")
-    if confidence is not None and not 0.0 < confidence < 1.0:
-        raise ConfigError(f"--confidence must be between 0 and 1 (e.g. 0.95), not {confidence}")
-    if seed is not None and seed < 0:
-        raise ConfigError(f"--seed must be a non-negative integer, not {seed}")
 
 
 def _write_json(obj: Any, path: str | None) -> None:
@@ -80,16 +79,8 @@ def _write_json(obj: Any, path: str | None) -> None:
 @click.option(
     "--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML page."
 )
-@click.option(
-    "--resamples",
-    type=click.IntRange(1, MAX_RESAMPLES),
-    help="Bootstrap resamples (default: the first run's config).",
-)
-@click.option(
-    "--confidence",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    help="Interval level, e.g. 0.95.",
-)
+@resamples_option(default_from="the first run's config")
+@confidence_option(default_from="the first run's config")
 @seed_option("Seed of the bootstrap.", default=None)
 @click.option(
     "--gate",
@@ -129,7 +120,6 @@ def compare(
     interval of candidate − baseline lies entirely below −margin, and names each; it
     exits 0 otherwise.
     """
-    _check_bootstrap(resamples, confidence, seed)
     check_output(json_path, "--json", runs=run_dirs)
     check_output(html_path, "--html", runs=run_dirs)
     if gate and (by_seed or html_path):
@@ -286,21 +276,13 @@ def _gate(
     type=click.Path(dir_okay=False),
     help="With --against: also write the confusion matrices (judge × clinicians) as CSV.",
 )
-@click.option(
-    "--resamples",
-    type=click.IntRange(1, MAX_RESAMPLES),
-    default=DEFAULT_RESAMPLES,
-    show_default=True,
-    help="Bootstrap resamples (--against).",
-)
-@click.option(
-    "--confidence",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=DEFAULT_CONFIDENCE,
-    show_default=True,
-    help="Interval level (--against).",
-)
+@resamples_option(scope="with --against")
+@confidence_option(scope="with --against")
 @seed_option("Seed of the bootstrap (--against).")
+@locale_option(
+    "A locale pack (a tag such as zh-CN, or a pack folder) to print the tables in its words. "
+    "Default: the pack --against's run was made with; English without --against."
+)
 def agreement(
     ratings_file: str | None,
     users_run: str | None,
@@ -314,6 +296,7 @@ def agreement(
     resamples: int,
     confidence: float,
     seed: int,
+    locale: str | None,
 ) -> None:
     """Agreement among human raters, per dimension and overall.
 
@@ -339,8 +322,10 @@ def agreement(
         return
     if ratings_file is None:
         raise ConfigError("vera agreement needs RATINGS_FILE, or --users RUN_DIR")
+    # A pack named here wins; else the run's, as its card (read before any work is done,
+    # so a wrong --locale is one line and nothing else).
+    strings = locale_strings(locale) if locale else _runs_strings((against,)) if against else ENGLISH
 
-    _check_bootstrap(resamples, confidence, seed)
     if raters is not None and against is None:
         raise ConfigError(
             "--raters needs --against RUN_DIR (it forms the consensus the judges are set against)"
@@ -371,11 +356,11 @@ def agreement(
     if as_json:
         _write_json(result.to_builtins(), "-")
     elif isinstance(result, JudgeConsensusReport):
-        # Its tables' headings in the words of the locale pack the run was made with.
-        with use_strings(_runs_strings((against,)) if against else ENGLISH):
+        with use_strings(strings):
             click.echo(agreement_against_text(result), nl=False)
     else:
-        click.echo(agreement_humans_text(result), nl=False)
+        with use_strings(strings):
+            click.echo(agreement_humans_text(result), nl=False)
     if confusion_csv is not None:
         click.echo(f"confusion matrices: {confusion_csv}", err=True)
 

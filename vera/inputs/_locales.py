@@ -22,6 +22,7 @@ import csv
 import datetime
 import hashlib
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +33,7 @@ from vera.inputs._defaults import data_root
 from vera.inputs._personas import Issue, check_personas, check_templates, label
 from vera.inputs._prompts import load_judge_prompt_set, load_user_prompt_set
 from vera.inputs._ui import ENGLISH, STRINGS_TOML, Strings, check_strings, strings_of
+from vera.records import LocaleInfo, RunManifest
 from vera.rubric import load_rubric, validate_rubric
 from vera.text import decode
 
@@ -348,6 +350,25 @@ def ui_strings(tag: str, path: str) -> Strings:
             except DataError:
                 continue  # a damaged file: the card still renders, in English
     return ENGLISH
+
+
+def locale_strings(selection: str) -> Strings:
+    """The page and terminal strings of the pack `selection` names (a tag of vera's own
+    or a pack folder, as `--locale` takes it): for a command with no run to take them from."""
+    folder = find_locale(selection)
+    return strings_of(folder, read_locale_file(folder).tag)
+
+
+def run_strings(manifests: Iterable[RunManifest | None]) -> Strings:
+    """The strings of the runs' locale pack when they all used the same one (English
+    when any used none, or they differ)."""
+    packs = {
+        (m.locale.tag, m.locale.path) if m is not None and isinstance(m.locale, LocaleInfo) else None
+        for m in manifests
+    }
+    if len(packs) != 1 or (only := packs.pop()) is None:
+        return ENGLISH
+    return ui_strings(*only)
 
 
 # ---------------------------------------------------------------------------------------

@@ -713,7 +713,8 @@ BASE: dict[str, str] = {
     "viewer.copied": "Copied",
     "viewer.copy_failed": "Copy failed",
     "viewer.bundle_copy": " · a copy, opened from disk",
-    "viewer.bundle_no_csv": "a copy: the grid shows every conversation, no CSV download",
+    "viewer.bundle_no_csv": "a copy: no CSV download",
+    "viewer.bundle_grid_refused": "This grid cannot take the list's filters: {error}",
     "viewer.search_turn": "turn {n} · {who}",
     "viewer.search_question": "{judge} · question {question}",
     # Accessible names (aria-label) of the pages' regions.
@@ -982,6 +983,50 @@ BASE: dict[str, str] = {
     "page.seq_looks_header": "| wave | units | Overall | interval | verdict |",
     "page.seq_last_look": "At the last look:",
     "page.seq_rows_header": "| dimension | interval | status |",
+    # `vera report improvements`' own page (Markdown and HTML; the card's "Fix first"
+    # section draws its details with the card.fix_* keys) and its summary in the
+    # reference's terms.
+    "page.fix_title": "What to fix first — run {run}",
+    "page.fix_intro": (
+        "For each dimension, the rubric questions whose answer made the rating High Potential for "
+        "Harm or Suboptimal, most harmful first and then by how often: in how many conversations, and "
+        "what share of the conversations where the dimension was relevant (rated anything but Not "
+        "Relevant by at least one judge). Each example is one judge's reasoning and the chatbot turn it "
+        "is about; fix the first rows first."
+    ),
+    "page.fix_rubric": "Rubric {rubric}; up to {n} examples per question.",
+    "page.fix_rubric_md": "Rubric: {rubric}.",
+    "page.fix_nothing": "No complete judgement: nothing to report.",
+    "page.fix_footer": "This page quotes conversations about suicide risk: share it with care.",
+    "page.fix_no_question": "(no deciding question recorded)",
+    "page.fix_examples": "Examples for {question} ({rating}):",
+    "page.fix_example": "{conversation} · {persona} · {risk} · {judge} #{instance}: {reasoning}",
+    "page.fix_turn": "chatbot, turn {n}",
+    "page.fix_turn_line": "{link} ({how}): {text}",
+    "page.fix_quoted": "quoted",
+    "page.fix_reply": "reply to the quoted user turn",
+    "page.fix_reference": "In the reference's terms ({n} judgements)",
+    "page.fix_reference_intro": (
+        "The same judgements counted as the reference tool's summarize_results.py counts them: "
+        "per judgement (a row of its results.csv: conversation × judge × instance), "
+        "not per conversation."
+    ),
+    "page.fix_per_dimension": "Per dimension, of the judgements that rated it:",
+    "page.fix_by_band": "By band, the top {n} questions per band:",
+    "page.fix_top": "Top questions across dimensions:",
+    "page.fix_low_sample": (
+        "Low sample: only {rows} judgement(s) for this chatbot (fewer than {threshold}); "
+        "the percentages are noisy, read them as directional only."
+    ),
+    "page.fix_band": "{rating}: {count} ({pct}% of all)",
+    "page.fix_col_dimension": "dimension",
+    "page.fix_col_rated": "rated",
+    "page.fix_col_nr": "Not Relevant (of all)",
+    "page.fix_col_band": "band",
+    "page.fix_col_question": "question",
+    "page.fix_col_count": "count",
+    "page.fix_col_of_all": "% of all",
+    "page.fix_col_within": "% within band",
     # viewer/review leftovers: the calls sections' notes, summaries and buttons.
     "page.calls_cached": "{n} cached",
     "page.calls_reasoning": "{n} reasoning",
@@ -1037,6 +1082,41 @@ BASE: dict[str, str] = {
     "cli.gate_no_interval": "no interval yet",
     "cli.gate_interrupted": "interrupted; to continue: {command}",
     "cli.gate_verdict": "gate: {verdict} at margin {margin}{why} (exit code {code})",
+    # What `vera report improvements` prints when it has written the report.
+    "cli.improvements": "improvement report: {n} finding(s) → {where}{pages}",
+    "cli.improvements_stdout": "stdout",
+    "cli.improvements_pages": "; {n} conversation page(s) added",
+    "cli.note": "note: {note}",
+    # `vera agreement RATINGS_FILE`: the raters' agreement with one another.
+    "cli.agreement_humans": (
+        "Agreement among {raters} raters ({per_item} per item) on {items} items ({path}); Not Relevant {nr}."
+    ),
+    # `vera agreement RATINGS_FILE --against RUN_DIR`: the judges against the raters' consensus.
+    "cli.agreement_judges": (
+        "Judges of {run} against {how} of {raters} raters ({per_item} per item; {path}); Not Relevant {nr}."
+    ),
+    "cli.agreement_majority": "the majority",
+    "cli.agreement_rule": "the {rule} rating (--raters)",
+    "cli.agreement_combined": "combined by --raters {rule}",
+    "cli.agreement_ties_out": "left out (--ties severest settles them)",
+    "cli.agreement_ties_severest": "settled to the most severe",
+    "cli.agreement_counts": (
+        "{items} items judged and rated; {ties} tied majority ratings {settled}; {unjudged} rated items "
+        "not judged; {unmatched} judged conversations without human ratings."
+    ),
+    "cli.agreement_intervals": "Intervals: {level} bootstrap over items, {resamples} resamples, seed {seed}.",
+    "cli.agreement_pooled": "Consensus vs judges (all judges pooled)",
+    "cli.agreement_vs": "Consensus vs {judge}",
+    "cli.agreement_confusion": "{name}: units rated by a judge (rows) and by the clinicians' consensus (columns)",
+    "cli.agreement_confusion_corner": "Judge ↓ / clinicians →",
+    "cli.agreement_overall_pooled": "Overall (pooled)",
+    "cli.agreement_humans_caption": "Among the human raters (for reference)",
+    "cli.agreement_legend": (
+        "BP Best Practice · SUB Suboptimal but Low Potential for Harm · HPH High Potential for Harm · NR Not Relevant"
+    ),
+    "cli.agreement_pairs": "Pairs",
+    "cli.nr_category": "counted as a rating",
+    "cli.nr_exclude": "treated as missing",
     "cli.pairs_differ": (
         "{flagged} of {pairs} pair(s) differ in overall score (paired {level} interval excludes 0)."
     ),

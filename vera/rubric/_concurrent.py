@@ -24,11 +24,15 @@ walk's own, by construction.
 
 A failing call fails the walk as it would fail the sequential one: the failure that
 comes first *in walk order* is raised (not the first in time), and `answered` holds the
-answers before it in walk order. Parts after a failed one are cancelled, as their calls
-would never have been made; parts before it finish, since one of them might fail first.
-The only difference from the sequential walk is then a few calls of later parts that
-were already in flight when an earlier part failed: they are paid for (their usage is
-counted by the caller's client) but not recorded as answers.
+answers before it in walk order. Parts after a failed one ask nothing more, as their
+calls would never have been made; parts before it finish, since one of them might fail
+first. The only difference from the sequential walk is then a few calls of later parts
+(and questions asked ahead) that were already under way when an earlier part failed.
+They are not cancelled: a request already sent is billed whether or not anyone waits
+for its answer, and only a call that ends is recorded (vera.clients.stack), so the walk
+waits for them and the card's calls stay the requests the provider received. Their
+answers are not recorded as answers. Only a cancellation from outside (the sweep
+stopping) cancels calls in flight.
 
 A rubric whose flow has a cycle (an invalid rubric, refused by validation) has no
 post-dominators to speak of; it is walked sequentially.
@@ -203,6 +207,7 @@ async def walk_rubric_concurrent(
     task_of: dict[_Part, asyncio.Task[None]] = {}
     all_done = asyncio.Event()
     early: dict[int, asyncio.Future[Answer]] = {}  # asked ahead, not yet reached
+    halted: set[_Part] = set()  # after a failed part: they ask nothing more
 
     def start(first: int, stop: int | None, after: _Part | None) -> None:
         part = _Part()
@@ -213,9 +218,10 @@ async def walk_rubric_concurrent(
 
     def finished(task: asyncio.Task[None]) -> None:
         if not task.cancelled() and task.exception() is not None:
-            # The sequential walk stops here: nothing after this part is asked.
+            # The sequential walk stops here: nothing after this part is asked. A later
+            # part's call already under way runs to its end (see the module docstring).
             for later in order[order.index(running[task]) + 1 :]:
-                task_of[later].cancel()
+                halted.add(later)
         # Parts start only from running parts: when all are done, none will start.
         if all(t.done() for t in running):
             all_done.set()
@@ -235,7 +241,7 @@ async def walk_rubric_concurrent(
 
     async def walk_part(part: _Part, i: int | None, stop: int | None) -> None:
         asked = 0
-        while i is not None and i != stop:
+        while i is not None and i != stop and part not in halted:
             certain = flow.ipdom[i]
             if certain is not None and certain != stop:
                 # Every path from i passes through `certain` before `stop` (stop
@@ -252,6 +258,8 @@ async def walk_rubric_concurrent(
                     ask_ahead(i, stop)
                 # Awaiting a task asked ahead cancels it if this part is cancelled.
                 a = await (early.pop(i, None) or answer(q))
+                if part in halted:
+                    break  # an earlier part failed while this call was under way
                 part.answers.append((q, a))
                 label = _canonical(q, a.label)
             i = flow.step[i][label]
@@ -269,13 +277,12 @@ async def walk_rubric_concurrent(
         if left:
             await asyncio.gather(*left, return_exceptions=True)
         # Every part is done: what was asked ahead and is still here was not reached.
-        # A walk that ran to its end waits for those calls, so each is accounted; one
-        # that failed or was cancelled stops them as it stops its later parts.
+        # The walk waits for those calls, so each is accounted, whether it ran to its
+        # end or failed; one cancelled from outside cancels them with its parts.
         unused = list(early.values())
         if ahead is not None:
             ahead.unused += len(unused)
-        failed = any(not t.cancelled() and t.exception() is not None for t in running)
-        if not completed or failed:
+        if not completed:
             for call in unused:
                 call.cancel()
         if unused:

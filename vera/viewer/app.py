@@ -46,7 +46,7 @@ import msgspec
 from aiohttp import web
 
 from vera.errors import UserError
-from vera.inputs import use_strings
+from vera.inputs import run_strings, use_strings
 from vera.report import (
     IMPROVEMENTS_CSP,
     PAGE_CSP,
@@ -88,7 +88,7 @@ from vera.viewer.compare import back_nav, comparable, compare_page, frame_page
 from vera.viewer.grid import grid_html, side_by_side_html
 from vera.viewer.runs import Folder, build_folder_app, describe, is_run_dir
 from vera.viewer.stepping import steps_html
-from vera.viewer.words import run_strings, translate_page, with_words
+from vera.viewer.words import translate_page, with_words
 
 CATALOGUE = web.AppKey("catalogue", Catalogue)
 # Each run's improvement report, built when first asked for (and again after the runs
@@ -127,6 +127,7 @@ _ASSETS = (
     "runs.html",
     "runs.js",
     "bundle.js",
+    "grid.js",
 )
 # A conversation page's own scripts (words.js, the words they share, first) and the
 # stylesheets of what they add, relative to runs/<k>/conversations/: served, and in a bundle.
@@ -478,7 +479,8 @@ async def _improvements(request: web.Request) -> web.Response:
         def render() -> str:
             report = run_improvements(run.records, questions=run.questions)
             has_card = (run.path / "card.html").is_file()
-            return render_improvements_html(report, link=lambda _: True, viewer=True, card=has_card)
+            with use_strings(run_strings([run.records.manifest])):  # the run's pack's words
+                return render_improvements_html(report, link=lambda _: True, viewer=True, card=has_card)
 
         try:
             # Off the loop: a large run's judgements are read here, once.

@@ -9,8 +9,10 @@ no vera, or to keep what a run looked like.
     OUT/runs/0/conversations/<id>.html      each conversation's page, with its model calls
     OUT/runs/0/card.html, improvements.html the score card (if scored), what to fix first
     OUT/runs/0/arcs/<arc>.html              each arc (multi-session runs)
-    OUT/grid.html, grid-<n>.html            the chatbot × persona grid (unfiltered)
-    OUT/side-by-side-<n>.html               each persona's conversations in columns
+    OUT/grid.html                           the chatbot × persona grid, every persona on it;
+                                            narrowed by the list's filters (grid.js)
+    OUT/side-by-side-<n>.html               each persona's conversations in columns; narrowed
+                                            by the list's filters (grid.js)
     OUT/compare.html                        the comparison, when the run has one to make
     OUT/vera-bundle.json                    what this folder is (so a new bundle may replace it)
 
@@ -42,7 +44,7 @@ import msgspec
 
 from vera import __version__
 from vera.errors import UserError
-from vera.inputs import tr, use_strings
+from vera.inputs import Strings, run_strings, tr, use_strings
 from vera.records import RISK_LEVELS
 from vera.report import (
     page_name,
@@ -52,15 +54,16 @@ from vera.report import (
     run_improvements,
 )
 from vera.store import check_output
+from vera.viewer import grid
 from vera.viewer.app import PAGE_SCRIPTS, PAGE_SHEETS, load_assets, page_calls
 from vera.viewer.calls import BodyIndex, CallIndex
 from vera.viewer.catalogue import Catalogue
 from vera.viewer.compare import back_nav, compare_page
-from vera.viewer.grid import GRID_ROWS, GridLinks, grid_html, side_by_side_html
+from vera.viewer.grid import GridLinks, grid_html, side_by_side_html
 from vera.viewer.runs import is_run_dir
 from vera.viewer.search import SearchIndex
 from vera.viewer.stepping import steps_html
-from vera.viewer.words import run_strings, translate_page, with_words
+from vera.viewer.words import translate_page, with_words
 
 MARKER = "vera-bundle.json"
 # The list page and the viewer's own pages that carry no policy of their own.
@@ -68,11 +71,20 @@ LIST_META_CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "base-uri 'none'; form-action 'none'"
 )
-PLAIN_META_CSP = "default-src 'none'; style-src 'self'; img-src data:; base-uri 'none'; form-action 'none'"
 CARD_META_CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 )
-_STATIC = ("words.js", "app.js", "style.css", "calls.js", "calls.css", "keys.js", "keys.css", "bundle.js")
+_STATIC = (
+    "words.js",
+    "app.js",
+    "style.css",
+    "calls.js",
+    "calls.css",
+    "keys.js",
+    "keys.css",
+    "bundle.js",
+    "grid.js",
+)
 # Appended to the conversation pages' script in a bundle: opened from a filtered list (a
 # query in the address), the page loads the list's data and bundle.js, which redraw its
 # Previous / Next within that list. Scripts from the bundle's own files, as the policy allows.
@@ -252,25 +264,30 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
         card = with_meta_csp(card.replace("<body>\n", "<body>\n" + back + "\n", 1), CARD_META_CSP)
         _put(root, "runs/0/card.html", card)
     report = run_improvements(run.records, questions=run.questions)
-    _put(root, "runs/0/improvements.html", render_improvements_html(report, viewer=True, card=has_card))
+    with use_strings(strings):
+        _put(root, "runs/0/improvements.html", render_improvements_html(report, viewer=True, card=has_card))
 
     personas = sorted(set(catalogue.conversations.get_column("persona").to_list()))
     number = {p: n for n, p in enumerate(personas, start=1)}
     links = GridLinks(
-        grid=lambda _query, n: "grid.html" if n <= 1 else f"grid-{n}.html",
-        side=lambda persona, _query: f"side-by-side-{number[persona]}.html",
+        grid=lambda _query, _n: "grid.html",
+        # The persona rides along (as in the server's link), so the page's script runs.
+        side=lambda persona, query: f"side-by-side-{number[persona]}.html?{query}",
         page=lambda k, cid, _query: f"runs/{k}/conversations/{page_file(cid)}",
     )
-    pages = max(1, -(-len(personas) // GRID_ROWS))
-    for n in range(1, pages + 1):
-        with use_strings(strings):
-            html = grid_html(catalogue, {"page": str(n)} if n > 1 else {}, links)
-        _put(root, "grid.html" if n == 1 else f"grid-{n}.html", with_meta_csp(html, PLAIN_META_CSP))
+    # One grid of every persona, unpaged: a file cannot take the list's filters or a page
+    # number, so grid.js reads them from the address and narrows this one as the server's
+    # grid would draw them (bundle.js's own rule, the list's).
+    with use_strings(strings):
+        html = grid_html(catalogue, {}, links, paged=False)
+    _put(root, "grid.html", _narrowed(html, strings))
     for persona, n in number.items():
+        # Every conversation of the persona (past the first few, hidden): the filters in
+        # the address choose which the script shows, as the server's page would.
         with use_strings(strings):
-            side = side_by_side_html(catalogue, {"persona": persona}, links)
+            side = side_by_side_html(catalogue, {"persona": persona}, links, every=True)
         if side is not None:
-            _put(root, f"side-by-side-{n}.html", with_meta_csp(side, PLAIN_META_CSP))
+            _put(root, f"side-by-side-{n}.html", _narrowed(side, strings))
     if compare is not None:
         _put(root, "compare.html", with_meta_csp(compare, CARD_META_CSP))
     marker = {
@@ -281,6 +298,14 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
         "call_bodies": call_bodies,
     }
     _put(root, MARKER, msgspec.json.encode(marker).decode() + "\n")
+
+
+def _narrowed(html: str, strings: Strings) -> str:
+    """A grid or side-by-side page with the script that narrows it by the list's filters
+    (static/grid.js), the policy that lets it run, and the page's words for it."""
+    scripts = '<script src="static/words.js" defer></script>\n<script src="static/grid.js" defer></script>\n'
+    html = html.replace("</head>", scripts + "</head>", 1)
+    return with_meta_csp(with_words(html, strings, "viewer"), LIST_META_CSP)
 
 
 def _compare(catalogue: Catalogue) -> str | None:
@@ -335,6 +360,7 @@ def _list_data(catalogue: Catalogue, has_card: bool, compare: str | None) -> dic
         "ratings": ratings,
         "risk_levels": len(RISK_LEVELS),
         "per_page_max": 200,
+        "side_max": grid.MAX_SIDE_BY_SIDE,  # columns side by side (read when written)
         "card": has_card,
         "rows": rows,
     }

@@ -18,11 +18,10 @@ from typing import Any
 from urllib.parse import urlencode
 
 from vera.errors import UserError
-from vera.inputs import active, tr, use_strings
+from vera.inputs import active, run_strings, tr, use_strings
 from vera.report import RunComparison, compare_runs, comparison_plots, read_run, render_compare_html
 from vera.stats import check_comparable
 from vera.viewer.catalogue import Catalogue
-from vera.viewer.words import run_strings
 
 # What a page of its own needs, as the card looks (the comparison page has its own style).
 _STYLE = (

@@ -89,11 +89,20 @@ def _chip(row: dict[str, Any], query: str, links: GridLinks) -> str:
         title = tr("viewer.grid_worst", rating=active().label(_NAMES[rank]))
     label = tr("viewer.grid_chip", id=row["id"], seed=row["seed"], title=title)
     href = links.page(row["run"], row["id"], query)
-    return f'<a class="chip badge {cls}" href="{escape(href)}" title="{escape(label)}">{escape(code)}</a>'
+    # data-conversation: which conversation a square is, for a bundle's script that
+    # narrows a grid written whole (vera.viewer.bundle).
+    key = f"{row['run']}/{row['id']}"
+    return (
+        f'<a class="chip badge {cls}" href="{escape(href)}" title="{escape(label)}" '
+        f'data-conversation="{escape(key)}">{escape(code)}</a>'
+    )
 
 
-def grid_html(catalogue: Catalogue, params: Mapping[str, str], links: GridLinks = SERVED) -> str:
-    """The grid page (the caller has checked the query parses)."""
+def grid_html(
+    catalogue: Catalogue, params: Mapping[str, str], links: GridLinks = SERVED, *, paged: bool = True
+) -> str:
+    """The grid page (the caller has checked the query parses); every persona on one
+    page when not `paged` (a bundle's, which its script narrows)."""
     q = Query.from_params(params)
     rows = _rows(catalogue, q)
     query = list_query(params)
@@ -105,9 +114,9 @@ def grid_html(catalogue: Catalogue, params: Mapping[str, str], links: GridLinks 
         risk.setdefault(r["persona"], r["risk"])
     order = {level: i for i, level in enumerate(rec.RISK_LEVELS)}
     personas = sorted(risk, key=lambda p: (order.get(risk[p], len(order)), p))
-    pages = max(1, -(-len(personas) // GRID_ROWS))
+    pages = max(1, -(-len(personas) // GRID_ROWS)) if paged else 1
     page = min(q.page, pages)  # past the last page: the last one
-    shown = personas[(page - 1) * GRID_ROWS : page * GRID_ROWS]
+    shown = personas[(page - 1) * GRID_ROWS : page * GRID_ROWS] if paged else personas
     head = "".join(f'<th scope="col">{escape(c)}</th>' for c in chatbots)
     body = []
     for p in shown:
@@ -129,9 +138,9 @@ def grid_html(catalogue: Catalogue, params: Mapping[str, str], links: GridLinks 
         chatbots=f"{len(chatbots):,}",
     ) + (tr("viewer.grid_filtered") if query else "")
     html = (
-        f'<nav><a href="{escape(back)}">{_w("viewer.grid_back")}</a></nav>'
+        f'<nav><a id="grid-back" href="{escape(back)}">{_w("viewer.grid_back")}</a></nav>'
         f"<h1>{_w('viewer.grid_title')}</h1>"
-        f'<p class="grid-intro" id="grid-summary">{escape(summary, quote=False)}. '
+        f'<p class="grid-intro" id="grid-summary"><span id="grid-counts">{escape(summary, quote=False)}</span>. '
         f"{_w('viewer.grid_intro')} "
         f"<em>{_w('viewer.grid_side')}</em> {_w('viewer.grid_side_intro')}</p>"
         # The pager above the grid too: with 100 rows the one below is far down.
@@ -171,10 +180,11 @@ def _pager(
 
 
 def side_by_side_html(
-    catalogue: Catalogue, params: Mapping[str, str], links: GridLinks = SERVED
+    catalogue: Catalogue, params: Mapping[str, str], links: GridLinks = SERVED, *, every: bool = False
 ) -> str | None:
     """One persona's conversations (within the filters), transcripts in columns; None
-    when no persona is named."""
+    when no persona is named. With `every` (a bundle's, which its script narrows), the
+    columns past the first MAX_SIDE_BY_SIDE are written too, hidden."""
     persona = params.get("persona", "")
     if not persona:
         return None
@@ -183,7 +193,7 @@ def side_by_side_html(
     query = list_query(params)
     shown = rows[:MAX_SIDE_BY_SIDE]
     columns = []
-    for r in shown:
+    for n, r in enumerate(rows if every else shown):
         run = catalogue.runs[r["run"]]
         conv = run.records.read_conversation(r["id"])
         turns = "".join(
@@ -192,8 +202,10 @@ def side_by_side_html(
             f'<p class="text">{escape(t.text)}</p></li>'
             for n, t in enumerate(conv.turns, start=1)
         )
+        key = f"{r['run']}/{r['id']}"
         columns.append(
-            '<section class="side-column">'
+            f'<section class="side-column" data-conversation="{escape(key)}"'
+            f"{' hidden' if n >= MAX_SIDE_BY_SIDE else ''}>"
             f"<h2>{escape(r['chatbot'])}</h2>"
             f'<p>{_chip(r, query, links)} <a href="{escape(links.page(r["run"], r["id"], query))}">'
             f"<code>{escape(r['id'])}</code></a> · {_w('viewer.grid_seed', seed=r['seed'])}"
@@ -204,9 +216,9 @@ def side_by_side_html(
     note = tr("viewer.side_first", n=len(shown)) if more else ""
     grid = list_query({k: v for k, v in params.items() if k != "persona"})
     html = (
-        f'<nav><a href="{escape(links.grid(grid, 1))}">{_w("viewer.side_back")}</a></nav>'
+        f'<nav><a id="side-back" href="{escape(links.grid(grid, 1))}">{_w("viewer.side_back")}</a></nav>'
         f"<h1>{_w('viewer.side_title', persona=persona)}</h1>"
-        f'<p class="summary">{_w("viewer.side_summary", n=len(rows))}{escape(note)}</p>'
+        f'<p class="summary" id="side-summary">{_w("viewer.side_summary", n=len(rows))}{escape(note)}</p>'
         f'<div class="side-by-side" id="side-by-side">{"".join(columns)}</div>'
     )
     return _document(tr("viewer.side_page_title", persona=persona), html)

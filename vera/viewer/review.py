@@ -40,6 +40,7 @@ import msgspec
 from aiohttp import web
 
 from vera.errors import StorageError, UserError
+from vera.inputs import run_strings
 from vera.records import RATINGS, HumanRating
 from vera.report import chatbot_markdown, with_markdown_css
 from vera.rubric import rating_guide, run_rubric
@@ -55,7 +56,7 @@ from vera.viewer.access import (
     known_host,
 )
 from vera.viewer.app import _run, _serve_until_stopped, bind, check_host, remote_access, with_key
-from vera.viewer.words import guide_words, option_namer, run_strings, translate_page
+from vera.viewer.words import guide_words, option_namer, translate_page
 
 __all__ = ["ReviewSession", "build_review_app", "check_rater", "serve_review"]
 

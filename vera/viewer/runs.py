@@ -31,10 +31,11 @@ import msgspec
 from aiohttp import web
 
 from vera.errors import UserError
+from vera.inputs import run_strings
 from vera.store import MANIFEST
 from vera.viewer.access import ACCESS_KEY, ALLOWED_HOSTS, READ_ONLY, SAFE_HEADERS, key_required, known_host
 from vera.viewer.catalogue import Catalogue
-from vera.viewer.words import run_strings, translate_page
+from vera.viewer.words import translate_page
 
 # How deep below the folder runs are looked for (runs/<config>/<date>/<run> is 3).
 MAX_DEPTH = 4

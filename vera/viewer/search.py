@@ -18,9 +18,9 @@ from typing import Any, Protocol
 
 import polars as pl
 
+from vera.inputs import run_strings
 from vera.report import rating_anchor, slug
 from vera.store import RunRecords
-from vera.viewer.words import run_strings
 
 MAX_QUERY = 200  # characters: a search, not a document
 SNIPPETS_PER_CONVERSATION = 3

@@ -15,13 +15,13 @@ import csv
 import html
 import io
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 
-from vera.inputs import BASE, ENGLISH, Strings, ui_strings
-from vera.records import LocaleInfo, RunManifest
+from vera.inputs import BASE, Strings
+from vera.records import RunManifest
 from vera.rubric import GUIDE_WORDS
 
 # An element whose whole content is text, marked for translation.
@@ -31,18 +31,6 @@ _MARKED = re.compile(
 _PLACEHOLDER = re.compile(r'data-ui-placeholder="(?P<key>[a-z_]+)"(?P<between>[^>]*?)placeholder="[^"]*"')
 # An element's accessible name, marked for translation (data-ui-label before aria-label).
 _ARIA = re.compile(r'data-ui-label="(?P<key>[a-z_]+)"(?P<between>[^>]*?)aria-label="[^"]*"')
-
-
-def run_strings(manifests: Iterable[RunManifest | None]) -> Strings:
-    """The strings of the runs' locale pack when they all used the same one (English
-    when any used none, or they differ)."""
-    packs = {
-        (m.locale.tag, m.locale.path) if m is not None and isinstance(m.locale, LocaleInfo) else None
-        for m in manifests
-    }
-    if len(packs) != 1 or (only := packs.pop()) is None:
-        return ENGLISH
-    return ui_strings(*only)
 
 
 def translate_page(page: bytes, strings: Strings, section: str) -> bytes:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 
+from vera.inputs import tr, ui_short
 from vera.records import OVERALL, RATING_CODES
 from vera.report.calibration._agreement import HumanAgreementReport, JudgeConsensusReport, RatingsFile
 from vera.report.shared._numbers import coefficient, coefficient_ci, percent_level
@@ -34,10 +35,10 @@ def confusion_tables(confusion: ConfusionMatrices) -> list[Table]:
     the clinicians' consensus across, totals at the edges; the diagonal is agreement."""
     short = [RATING_CODES.get(c, c) for c in confusion.categories]
     tables = []
-    for name, m in [*confusion.dimensions.items(), ("Overall (pooled)", confusion.overall)]:
+    for name, m in [*confusion.dimensions.items(), (tr("cli.agreement_overall_pooled"), confusion.overall)]:
         t = Table(
-            ["Judge ↓ / clinicians →", *short, "Total"],
-            caption=f"{name}: units rated by a judge (rows) and by the clinicians' consensus (columns)",
+            [tr("cli.agreement_confusion_corner"), *short, "Total"],
+            caption=tr("cli.agreement_confusion", name=ui_short(name)),
         )
         for label, row in zip(short, m, strict=True):
             t.rows.append([label, *(str(x) for x in row), str(sum(row))])
@@ -50,9 +51,13 @@ def confusion_tables(confusion: ConfusionMatrices) -> list[Table]:
 def agreement_humans_text(report: HumanAgreementReport) -> str:
     """`vera agreement RATINGS_FILE`: the raters' agreement with one another."""
     ratings = report.ratings
-    header = (
-        f"Agreement among {ratings.n_raters} raters ({_per_item(ratings)} per item) on "
-        f"{ratings.n_items} items ({ratings.path}); Not Relevant {_nr_label(report.humans.nr)}."
+    header = tr(
+        "cli.agreement_humans",
+        raters=ratings.n_raters,
+        per_item=_per_item(ratings),
+        items=ratings.n_items,
+        path=ratings.path,
+        nr=_nr_label(report.humans.nr),
     )
     return render([header, rich_table(_human_table(report.humans))])
 
@@ -63,26 +68,47 @@ def agreement_against_text(report: JudgeConsensusReport) -> str:
     own agreement."""
     ratings, result = report.ratings, report.judges
     b = result.bootstrap
-    how = "the majority" if result.raters is None else f"the {result.raters} rating (--raters)"
+    how = (
+        tr("cli.agreement_majority")
+        if result.raters is None
+        else tr("cli.agreement_rule", rule=result.raters)
+    )
     settled = (
-        f"combined by --raters {result.raters}"
+        tr("cli.agreement_combined", rule=result.raters)
         if result.raters is not None
-        else "left out (--ties severest settles them)"
+        else tr("cli.agreement_ties_out")
         if result.ties == "exclude"
-        else "settled to the most severe"
+        else tr("cli.agreement_ties_severest")
     )
     lines = [
-        f"Judges of {report.run_id} against {how} of {ratings.n_raters} raters "
-        f"({_per_item(ratings)} per item; {ratings.path}); Not Relevant {_nr_label(result.nr)}.",
-        f"{result.n_items} items judged and rated; {result.n_ties} tied majority ratings {settled}"
-        + f"; {result.n_items_unjudged} rated items not judged; "
-        f"{result.n_conversations_unmatched} judged conversations without human ratings.",
-        f"Intervals: {percent_level(b.confidence)} bootstrap over items, {b.n_resamples} resamples, seed {b.seed}.",
+        tr(
+            "cli.agreement_judges",
+            run=report.run_id,
+            how=how,
+            raters=ratings.n_raters,
+            per_item=_per_item(ratings),
+            path=ratings.path,
+            nr=_nr_label(result.nr),
+        ),
+        tr(
+            "cli.agreement_counts",
+            items=result.n_items,
+            ties=result.n_ties,
+            settled=settled,
+            unjudged=result.n_items_unjudged,
+            unmatched=result.n_conversations_unmatched,
+        ),
+        tr(
+            "cli.agreement_intervals",
+            level=percent_level(b.confidence),
+            resamples=b.n_resamples,
+            seed=b.seed,
+        ),
     ]
     headers = ["Dimension", "Krippendorff's alpha", "Gwet's AC1", "Percent agreement", "Cohen's kappa"]
 
     def table(caption: str, judge: str | None) -> Table:
-        t = Table([*headers, "Items", "Pairs"], caption=caption)
+        t = Table([*headers, "Items", tr("cli.agreement_pairs")], caption=caption)
         for name, pooled in [*result.dimensions.items(), (OVERALL, result.overall)]:
             block: PairedAgreement | None = pooled if judge is None else pooled.judges.get(judge)
             if block is None:
@@ -104,13 +130,13 @@ def agreement_against_text(report: JudgeConsensusReport) -> str:
             )
         return t
 
-    tables = [table("Consensus vs judges (all judges pooled)", None)]
+    tables = [table(tr("cli.agreement_pooled"), None)]
     judges = sorted(result.overall.judges)
     if len(judges) > 1:
-        tables += [table(f"Consensus vs {j}", j) for j in judges]
+        tables += [table(tr("cli.agreement_vs", judge=j), j) for j in judges]
     tables += confusion_tables(result.confusion)
-    tables.append(_human_table(report.humans, caption="Among the human raters (for reference)"))
-    legend = "BP Best Practice · SUB Suboptimal but Low Potential for Harm · HPH High Potential for Harm · NR Not Relevant"
+    tables.append(_human_table(report.humans, caption=tr("cli.agreement_humans_caption")))
+    legend = tr("cli.agreement_legend")
     return render(["\n".join([*lines, legend]), *(rich_table(t) for t in tables)])
 
 
@@ -142,4 +168,4 @@ def _per_item(ratings: RatingsFile) -> str:
 
 
 def _nr_label(nr: NRTreatment) -> str:
-    return "counted as a rating" if nr == "category" else "treated as missing"
+    return tr("cli.nr_category") if nr == "category" else tr("cli.nr_exclude")

@@ -30,7 +30,7 @@ from urllib.parse import quote
 import msgspec
 
 from vera.errors import StorageError, UserError
-from vera.inputs import tr, ui_cell, ui_label
+from vera.inputs import BASE, active, tr, ui_cell, ui_label, ui_short
 from vera.records import (
     HIGH_POTENTIAL_FOR_HARM,
     NOT_RELEVANT,
@@ -41,14 +41,14 @@ from vera.records import (
     Turn,
 )
 from vera.report.improvements._row_summary import (
-    BAND_HEADER,
     DEFAULT_LOW_SAMPLE,
     DEFAULT_TOP_QUESTIONS,
-    DIMENSION_HEADER,
-    GLOBAL_HEADER,
     RowSummary,
+    band_header,
     band_rows,
+    dimension_header,
     dimension_rows,
+    global_header,
     global_rows,
     low_sample_line,
     summarize_rows,
@@ -473,13 +473,8 @@ Format = Literal["md", "html", "json"]
 # The Yellow rating's full name is long for a badge; the Red one is kept whole.
 SHORT = {SUBOPTIMAL: "Suboptimal"}
 
-INTRO = (
-    "For each dimension, the rubric questions whose answer made the rating High Potential for "
-    "Harm or Suboptimal, most harmful first and then by how often: in how many conversations, and "
-    "what share of the conversations where the dimension was relevant (rated anything but Not "
-    "Relevant by at least one judge). Each example is one judge's reasoning and the chatbot turn it "
-    "is about; fix the first rows first."
-)
+# The pages' words are the active strings' (`vera.inputs.tr`, keys page.fix_*): the run's
+# locale pack's when the caller renders inside `use_strings`, English otherwise.
 
 
 def render_improvements_json(report: Improvements) -> str:
@@ -491,7 +486,7 @@ def _clip(text: str) -> str:
 
 
 def _question_label(f: Finding) -> str:
-    qid = f.question_id or "(no deciding question recorded)"
+    qid = f.question_id or tr("page.fix_no_question")
     return f"{qid} {f.question}".strip()
 
 
@@ -504,36 +499,45 @@ def _md(text: str) -> str:
 
 
 def _title(report: Improvements) -> str:
-    return f"What to fix first — run {report.run_id}" if report.run_id else "What to fix first"
+    return tr("page.fix_title", run=report.run_id) if report.run_id else tr("card.fix_first_box")
+
+
+def _note(report: Improvements) -> str | None:
+    """The offline note, in the pack's words when it is vera's standard one (as the card's)."""
+    return tr("card.offline_note") if report.note == BASE["card.offline_note"] else report.note
 
 
 def render_improvements_markdown(report: Improvements, *, base: str = "") -> str:
     """The report as Markdown; `base` is prepended to each link (the run directory as
     seen from where the file is written: "" when it is written inside it)."""
-    lines = [f"# {_md(_title(report))}", "", INTRO, ""]
-    if report.note:
-        lines += [f"> **{_md(report.note)}**", ""]
-    lines += [f"Rubric: {_md(report.rubric)}.", ""]
+    lines = [f"# {_md(_title(report))}", "", tr("page.fix_intro"), ""]
+    if note := _note(report):
+        lines += [f"> **{_md(note)}**", ""]
+    lines += [tr("page.fix_rubric_md", rubric=_md(report.rubric)), ""]
     if report.questions_note:
-        lines += [f"> Question texts: {_md(report.questions_note)}.", ""]
+        lines += [f"> {tr('page.questions_note', note=_md(report.questions_note))}", ""]
     for bot in report.chatbots:
-        lines += [f"## {_md(bot.chatbot)}", "", f"{bot.conversations} judged conversations.", ""]
+        lines += [f"## {_md(bot.chatbot)}", "", tr("card.fix_judged", n=bot.conversations), ""]
         if bot.summary is not None and bot.summary.low_sample:
             lines += [f"> **{_md(low_sample_line(bot.summary))}**", ""]
         for d in bot.dimensions:
-            lines += [f"### {_md(d.dimension)}", "", _dimension_line(d), ""]
+            lines += [f"### {_md(ui_label(d.dimension))}", "", _dimension_line(d), ""]
             if not d.findings:
                 continue
-            lines += ["| Rating | Question | Conversations | Share of relevant |", "|---|---|---|---|"]
+            heads = (
+                tr(k) for k in ("col.rating", "col.question", "col.conversations", "col.share_of_relevant")
+            )
+            lines += ["| " + " | ".join(heads) + " |", "|---|---|---|---|"]
             for f in d.findings:
                 lines.append(
-                    f"| {SHORT.get(f.rating, f.rating)} | {_md(_question_label(f))} | {f.conversations} | {share(f.share)} |"
+                    f"| {ui_cell(SHORT.get(f.rating, f.rating))} | {_md(_question_label(f))} | {f.conversations} | {share(f.share)} |"
                 )
             lines.append("")
             for f in d.findings:
                 if not f.exemplars:
                     continue
-                lines += [f"Examples for {_md(f.question_id)} ({SHORT.get(f.rating, f.rating)}):", ""]
+                rating = ui_short(SHORT.get(f.rating, f.rating))  # the pack's name alone inside brackets
+                lines += [tr("page.fix_examples", question=_md(f.question_id), rating=rating), ""]
                 for e in f.exemplars:
                     # Only pages that can exist beside the card are linked (see the HTML).
                     link = f"{base}{e.page}" if page_name(e.conversation_id) else ""
@@ -541,28 +545,27 @@ def render_improvements_markdown(report: Improvements, *, base: str = "") -> str
                     def a(label: str, fragment: str, link: str = link) -> str:
                         return f"[{label}]({link}#{fragment})" if link else label
 
-                    lines.append(
-                        f"- {a(_md(e.conversation_id), e.anchor)} · {_md(e.persona)} · "
-                        f"{_md(e.risk)} · {_md(e.judge)} #{e.instance}: {_md(e.reasoning)}"
+                    example = tr(
+                        "page.fix_example",
+                        conversation=a(_md(e.conversation_id), e.anchor),
+                        persona=_md(e.persona),
+                        risk=_md(ui_cell(e.risk)),
+                        judge=_md(e.judge),
+                        instance=e.instance,
+                        reasoning=_md(e.reasoning),
                     )
+                    lines.append(f"- {example}")
                     if e.turn is not None:
-                        how = "quoted" if e.quoted else "reply to the quoted user turn"
-                        lines.append(
-                            f"  - {a(f'chatbot, turn {e.turn}', f'turn-{e.turn}')} ({how}): {_md(_clip(e.turn_text))}"
-                        )
+                        how = tr("page.fix_quoted") if e.quoted else tr("page.fix_reply")
+                        turn = a(tr("page.fix_turn", n=e.turn), f"turn-{e.turn}")
+                        text = _md(_clip(e.turn_text))
+                        lines.append(f"  - {tr('page.fix_turn_line', link=turn, how=how, text=text)}")
                 lines.append("")
         if bot.summary is not None:
             lines += _md_summary(bot.summary)
     if not report.chatbots:
-        lines += ["No complete judgement: nothing to report.", ""]
+        lines += [tr("page.fix_nothing"), ""]
     return "\n".join(lines).rstrip("\n") + "\n"
-
-
-SUMMARY_INTRO = (
-    "The same judgements counted as the reference tool's summarize_results.py counts them: "
-    "per judgement (a row of its results.csv: conversation × judge × instance), "
-    "not per conversation."
-)
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -572,20 +575,20 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _md_summary(s: RowSummary) -> list[str]:
-    lines = [f"### In the reference's terms ({s.rows} judgements)", "", SUMMARY_INTRO, ""]
+    lines = [f"### {tr('page.fix_reference', n=s.rows)}", "", tr("page.fix_reference_intro"), ""]
     lines += [
-        "Per dimension, of the judgements that rated it:",
+        tr("page.fix_per_dimension"),
         "",
-        *_md_table(DIMENSION_HEADER, dimension_rows(s)),
+        *_md_table(dimension_header(), dimension_rows(s)),
     ]
     if band_rows(s):
         lines += [
-            f"By band, the top {s.top_questions} questions per band:",
+            tr("page.fix_by_band", n=s.top_questions),
             "",
-            *_md_table(BAND_HEADER, band_rows(s)),
+            *_md_table(band_header(), band_rows(s)),
         ]
     if s.global_top:
-        lines += ["Top questions across dimensions:", "", *_md_table(GLOBAL_HEADER, global_rows(s))]
+        lines += [tr("page.fix_top"), "", *_md_table(global_header(), global_rows(s))]
     return lines
 
 
@@ -650,29 +653,28 @@ def render_improvements_html(
     to the viewer's list; `card` links the run's card.html."""
     can_link = link if link is not None else (lambda cid: page_name(cid) is not None)
     title = _title(report)
-    nav = ['<a href="../../index.html">← All conversations</a>'] if viewer else []
+    nav = [f'<a href="../../index.html">{escape(tr("page.all_conversations"))}</a>'] if viewer else []
     if card:
-        nav.append(f'<a href="{escape(base)}card.html">Score card</a>')
+        nav.append(f'<a href="{escape(base)}card.html">{escape(tr("page.score_card"))}</a>')
+    meta = tr("page.fix_rubric", rubric=report.rubric, n=report.max_exemplars)
     body = [
-        f'<nav aria-label="Page">{" · ".join(nav)}</nav>',
-        f"<header><h1>{escape(title)}</h1><p>{escape(INTRO)}</p>",
-        f'<p class="meta">Rubric {escape(report.rubric)}; up to {report.max_exemplars} examples per question.</p>',
+        f'<nav aria-label="{escape(tr("page.nav_label"))}">{" · ".join(nav)}</nav>',
+        f"<header><h1>{escape(title)}</h1><p>{escape(tr('page.fix_intro'))}</p>",
+        f'<p class="meta">{escape(meta)}</p>',
     ]
-    if report.note:
-        body.append(f'<p class="offline" role="note"><strong>{escape(report.note)}</strong></p>')
+    if note := _note(report):
+        body.append(f'<p class="offline" role="note"><strong>{escape(note)}</strong></p>')
     if report.questions_note:
-        body.append(f'<p class="note">Question texts: {escape(report.questions_note)}.</p>')
+        body.append(f'<p class="note">{escape(tr("page.questions_note", note=report.questions_note))}</p>')
     body.append("</header><main>")
     for i, bot in enumerate(report.chatbots):
         body.append(_html_chatbot(i, bot, base, can_link))
     if not report.chatbots:
-        body.append("<p>No complete judgement: nothing to report.</p>")
-    body.append(
-        "</main><footer>This page quotes conversations about suicide risk: share it with care.</footer>"
-    )
+        body.append(f"<p>{escape(tr('page.fix_nothing'))}</p>")
+    body.append(f"</main><footer>{escape(tr('page.fix_footer'))}</footer>")
     return (
         "<!DOCTYPE html>\n"
-        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<html lang="{escape(active().lang)}">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{escape(_META_CSP)}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="referrer" content="no-referrer">\n'
@@ -748,16 +750,17 @@ def _html_table(cls: str, header: list[str], rows: list[list[str]]) -> str:
 def _html_summary(anchor: str, s: RowSummary, heading: str) -> str:
     parts = [
         f'<section id="{anchor}" class="reference-summary">',
-        f"<{heading}>In the reference's terms ({s.rows} judgements)</{heading}><p>{escape(SUMMARY_INTRO)}</p>",
-        "<p>Per dimension, of the judgements that rated it:</p>",
-        _html_table("summary-dimensions", DIMENSION_HEADER, dimension_rows(s)),
+        f"<{heading}>{escape(tr('page.fix_reference', n=s.rows), quote=False)}</{heading}>"
+        f"<p>{escape(tr('page.fix_reference_intro'))}</p>",
+        f"<p>{escape(tr('page.fix_per_dimension'))}</p>",
+        _html_table("summary-dimensions", dimension_header(), dimension_rows(s)),
     ]
     if band_rows(s):
-        parts.append(f"<p>By band, the top {s.top_questions} questions per band:</p>")
-        parts.append(_html_table("summary-bands", BAND_HEADER, band_rows(s)))
+        parts.append(f"<p>{escape(tr('page.fix_by_band', n=s.top_questions))}</p>")
+        parts.append(_html_table("summary-bands", band_header(), band_rows(s)))
     if s.global_top:
-        parts.append("<p>Top questions across dimensions:</p>")
-        parts.append(_html_table("summary-global", GLOBAL_HEADER, global_rows(s)))
+        parts.append(f"<p>{escape(tr('page.fix_top'))}</p>")
+        parts.append(_html_table("summary-global", global_header(), global_rows(s)))
     parts.append("</section>")
     return "\n".join(parts)
 

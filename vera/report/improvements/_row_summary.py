@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
+from vera.inputs import tr, ui_label, ui_short
 from vera.records import BEST_PRACTICE, HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, SUBOPTIMAL
 
 DEFAULT_TOP_QUESTIONS = 12
@@ -169,17 +170,15 @@ def summarize_rows(
 
 
 # ---------------------------------------------------------------------------------------
-# Markdown (the HTML page shows the same tables; see _improvements)
+# Markdown (the HTML page shows the same tables; see _improvements), in the active
+# strings' words (`vera.inputs.tr`: a run's locale pack's, or English)
 # ---------------------------------------------------------------------------------------
 
 SHORT = {SUBOPTIMAL: "Suboptimal", HIGH_POTENTIAL_FOR_HARM: "High Potential for Harm"}
 
 
 def low_sample_line(s: RowSummary) -> str:
-    return (
-        f"Low sample: only {s.rows} judgement(s) for this chatbot (fewer than {s.low_sample_threshold}); "
-        "the percentages are noisy, read them as directional only."
-    )
+    return tr("page.fix_low_sample", rows=s.rows, threshold=s.low_sample_threshold)
 
 
 def dimension_rows(s: RowSummary) -> list[list[str]]:
@@ -187,7 +186,7 @@ def dimension_rows(s: RowSummary) -> list[list[str]]:
     share of all rows."""
     return [
         [
-            d.dimension,
+            ui_label(d.dimension),
             str(d.rated),
             f"{d.pct_of_rated[BEST_PRACTICE]:.1f}%",
             f"{d.pct_of_rated[SUBOPTIMAL]:.1f}%",
@@ -198,16 +197,28 @@ def dimension_rows(s: RowSummary) -> list[list[str]]:
     ]
 
 
-DIMENSION_HEADER = [
-    "dimension",
-    "rated",
-    "Best Practice",
-    "Suboptimal",
-    "High Potential for Harm",
-    "Not Relevant (of all)",
-]
-BAND_HEADER = ["dimension", "band", "question", "count", "% of all", "% within band"]
-GLOBAL_HEADER = ["#", "dimension", "band", "question", "count", "% of all"]
+def dimension_header() -> list[str]:
+    return [
+        tr("page.fix_col_dimension"),
+        tr("page.fix_col_rated"),
+        *(ui_short(r) for r in (BEST_PRACTICE, SHORT[SUBOPTIMAL], HIGH_POTENTIAL_FOR_HARM)),
+        tr("page.fix_col_nr"),
+    ]
+
+
+def band_header() -> list[str]:
+    return [
+        tr("page.fix_col_dimension"),
+        tr("page.fix_col_band"),
+        tr("page.fix_col_question"),
+        tr("page.fix_col_count"),
+        tr("page.fix_col_of_all"),
+        tr("page.fix_col_within"),
+    ]
+
+
+def global_header() -> list[str]:
+    return ["#", *(tr(f"page.fix_col_{k}") for k in ("dimension", "band", "question", "count", "of_all"))]
 
 
 def band_rows(s: RowSummary) -> list[list[str]]:
@@ -216,14 +227,16 @@ def band_rows(s: RowSummary) -> list[list[str]]:
         for b in d.bands:
             if not b.count:
                 continue
-            head = f"{SHORT[b.rating]}: {b.count} ({b.pct_of_all:.1f}% of all)"
+            head = tr(
+                "page.fix_band", rating=ui_short(SHORT[b.rating]), count=b.count, pct=f"{b.pct_of_all:.1f}"
+            )
             if not b.questions:
-                rows.append([d.dimension, head, "(no deciding question recorded)", "", "", ""])
+                rows.append([ui_label(d.dimension), head, tr("page.fix_no_question"), "", "", ""])
             for q in b.questions:
                 label = f"{q.question_id} {q.question}".strip()
                 rows.append(
                     [
-                        d.dimension,
+                        ui_label(d.dimension),
                         head,
                         label,
                         str(q.count),
@@ -238,8 +251,8 @@ def global_rows(s: RowSummary) -> list[list[str]]:
     return [
         [
             str(i),
-            m.dimension,
-            SHORT[m.rating],
+            ui_label(m.dimension),
+            ui_short(SHORT[m.rating]),
             f"{m.question_id} {m.question}".strip(),
             str(m.count),
             f"{m.pct_of_all:.1f}%",

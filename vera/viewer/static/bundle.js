@@ -9,7 +9,8 @@
   const data = window.veraBundleData;
   if (!data) return;
   const passages = window.veraBundleSearch || {};
-  // The step bar's words: ui() of words.js, loaded before this script on every page.
+  // Its words (the step bar's, the grid's): ui() and UI of words.js, loaded before this
+  // script on every page.
   const RANK = { "Not Relevant": 0, "Best Practice": 1, "Suboptimal but Low Potential for Harm": 2, "High Potential for Harm": 3 };
   const HPH = data.ratings.indexOf("High Potential for Harm");
   const SUB = data.ratings.indexOf("Suboptimal but Low Potential for Harm");
@@ -179,22 +180,22 @@
       if (!row) return "#";
       return `runs/${conversation[1]}/conversations/${encodeURIComponent(row.file)}${query ? `?${query}` : ""}`;
     }
-    if (where === "grid") return "grid.html";
+    // The grid is one file; its script (grid.js) reads the list's filters from the query.
+    if (where === "grid") return `grid.html${query ? `?${query}` : ""}`;
     if (where === "compare") return "compare.html";
     if (where === "export.csv") return "#";
     return where;
   }
 
   function ready() {
-    // What a server would add and a copy cannot: the CSV download (a server answers it)
-    // and a grid narrowed by the list's filters (the bundle's grid holds every row).
+    // What a server would add and a copy cannot: the CSV download (a server answers it).
     const title = document.querySelector("header h1");
     if (title) title.append(Object.assign(document.createElement("small"), { className: "muted", textContent: ui("bundle_copy", " · a copy, opened from disk") }));
     const csv = document.getElementById("csv-link");
     if (csv) {
       csv.hidden = true;
       csv.after(Object.assign(document.createElement("span"), {
-        className: "muted", textContent: ui("bundle_no_csv", "a copy: the grid shows every conversation, no CSV download"),
+        className: "muted", textContent: ui("bundle_no_csv", "a copy: no CSV download"),
       }));
     }
   }
@@ -242,8 +243,155 @@
     );
   }
 
+  // The grid page (vera.viewer.grid, written with every conversation) narrowed to the
+  // list the query `given` asks for, as the server draws that grid: the same squares by
+  // the list's rule (keep) in its order (sorted) within each cell, the persona rows and
+  // chatbot columns left with none hidden, a judge's own worst rating on each square,
+  // the counts, and links that keep the list's query. Hidden, not removed: out of the
+  // tab order and what a screen reader reads. The refusal's text, or null.
+  const BADGES = { 3: ["hph", "HPH"], 2: ["sub", "SUB"], 1: ["bp", "BP"], 0: ["nr", "NR"] };
+  const NAMES = UI._names || {};
+
+  function look(chip, row, judge) {
+    let cls;
+    let code;
+    let title;
+    const ranks = ratingsOf(row, judge).map((r) => (data.ratings[r[3]] in RANK ? RANK[data.ratings[r[3]]] : -1));
+    const rank = ranks.length ? Math.max(...ranks) : -1;
+    if (row.status === "failed") {
+      [cls, code, title] = ["failed", "✕", ui("grid_failed", "conversation failed")];
+    } else if (rank < 0) {
+      [cls, code, title] = ["none", "–", ui("grid_unjudged", "no complete judgement")];
+    } else {
+      [cls, code] = BADGES[rank];
+      const name = Object.keys(RANK).find((n) => RANK[n] === rank);
+      // The pack's name beside the canonical one, as the server's label() gives it.
+      title = ui("grid_worst", "worst rating: {rating}", { rating: NAMES[name] ? `${name}（${NAMES[name]}）` : name });
+    }
+    chip.className = `chip badge ${cls}`;
+    chip.textContent = code;
+    chip.title = ui("grid_chip", "{id} · seed {seed} · {title}", { id: row.id, seed: row.seed, title });
+  }
+
+  // The list's own parameters of a query, in the server's order (stepping.list_query).
+  function listQuery(given, extra = {}) {
+    const p = new URLSearchParams();
+    for (const name of LIST_PARAMS) {
+      const value = name in extra ? extra[name] : given.get(name);
+      if (value) p.set(name, value);
+    }
+    return p;
+  }
+
+  // An address of the bundle with the list's query in place of the one it had.
+  const withQuery = (href, query) => `${href.split("?")[0]}${query ? `?${query}` : ""}`;
+
+  function grid(given) {
+    const table = document.getElementById("grid");
+    const counts = document.getElementById("grid-counts");
+    if (!table || !counts) return null;
+    const p = listQuery(given);
+    const query = p.toString();
+    if (!query) return null;
+    let q;
+    try {
+      q = parse(p);
+    } catch (error) {
+      if (error instanceof QueryError) return error.message;
+      throw error;
+    }
+    const listed = sorted(data.rows.filter((r) => keep(r, q)), q);
+    const chips = new Map();
+    for (const chip of table.querySelectorAll("a.chip[data-conversation]")) {
+      chips.set(chip.dataset.conversation, [chip, chip.parentElement]);
+      chip.remove();
+    }
+    for (const row of listed) {
+      const found = chips.get(`${row.run}/${row.id}`);
+      if (!found) continue;
+      const [chip, cell] = found;
+      if (q.judge) look(chip, row, q.judge);
+      chip.href = withQuery(chip.getAttribute("href"), query);
+      cell.append(chip);
+    }
+    // Each persona's side by side within the same filters, as the server links it.
+    for (const link of table.querySelectorAll("a.side")) {
+      const persona = new URLSearchParams(link.getAttribute("href").split("?")[1] || "").get("persona");
+      link.href = withQuery(link.getAttribute("href"), listQuery(p, { persona }).toString());
+    }
+    const head = [...table.tHead.rows[0].cells].slice(1);
+    const rows = [...table.tBodies[0].rows];
+    const used = head.map(() => false);
+    let personas = 0;
+    for (const tr of rows) {
+      const cells = [...tr.cells].slice(1);
+      cells.forEach((td, i) => {
+        if (td.querySelector("a.chip")) used[i] = true;
+      });
+      tr.hidden = !cells.some((td) => td.querySelector("a.chip"));
+      if (!tr.hidden) personas += 1;
+    }
+    used.forEach((shown, i) => {
+      head[i].hidden = !shown;
+      for (const tr of rows) tr.cells[i + 1].hidden = !shown;
+    });
+    // Counts as the server writes them (Python's "{:,}"), whatever the browser's locale.
+    const count = (n) => n.toLocaleString("en-US");
+    counts.textContent = ui("grid_summary", "{conversations} conversation(s), {personas} persona(s), {chatbots} chatbot(s)", {
+      conversations: count(listed.length), personas: count(personas), chatbots: count(used.filter(Boolean).length),
+    }) + ui("grid_filtered", " (filtered)");
+    const back = document.getElementById("grid-back");
+    if (back) back.href = withQuery(back.getAttribute("href"), query);
+    return null;
+  }
+
+  // One persona's conversations side by side (vera.viewer.grid.side_by_side_html, the
+  // page written with every one of them), narrowed as the server's page for the query
+  // `given`: the list's rule, ordered by chatbot, the first MAX_SIDE shown.
+  const MAX_SIDE = data.side_max || 8;
+
+  function side(given) {
+    const box = document.getElementById("side-by-side");
+    const summary = document.getElementById("side-summary");
+    const p = listQuery(given);
+    if (!box || !summary || !p.get("persona")) return null;
+    const query = p.toString();
+    let q;
+    try {
+      q = parse(listQuery(p, { sort: "chatbot" }));
+    } catch (error) {
+      if (error instanceof QueryError) return error.message;
+      throw error;
+    }
+    const listed = sorted(data.rows.filter((r) => keep(r, q)), q);
+    const shown = listed.slice(0, MAX_SIDE);
+    const columns = new Map();
+    for (const column of box.querySelectorAll("section.side-column[data-conversation]")) {
+      columns.set(column.dataset.conversation, column);
+      column.remove();
+    }
+    for (const row of shown) {
+      const column = columns.get(`${row.run}/${row.id}`);
+      if (!column) continue;
+      for (const link of column.querySelectorAll("a[href]")) link.href = withQuery(link.getAttribute("href"), query);
+      const chip = column.querySelector("a.chip");
+      if (chip && q.judge) look(chip, row, q.judge);
+      column.hidden = false;
+      box.append(column);
+    }
+    summary.textContent = ui("side_summary", "{n} conversation(s) of this persona.", { n: listed.length }) + (
+      listed.length > shown.length
+        ? ui("side_first", " The first {n} are shown; narrow the filters (seed, run) for the others.", { n: shown.length })
+        : "");
+    const back = document.getElementById("side-back");
+    if (back) back.href = withQuery(back.getAttribute("href"), listQuery(p, { persona: "" }).toString());
+    return null;
+  }
+
   window.veraBundle = {
     steps,
+    grid,
+    side,
     get(path) {
       const [where, query] = path.split("?", 2);
       const p = new URLSearchParams(query || "");
