@@ -186,6 +186,6 @@ def test_the_bundle_writes_one_grid_that_its_script_narrows(bundled, viewer_run)
     lines = (viewer_run / "conversations.jsonl").read_text().splitlines()
     conversations = {json.loads(line)["id"] for line in lines}
     assert {unescape(k) for k in re.findall(r'data-conversation="0/([^"]+)"', html)} == conversations
-    scripts = '<script src="static/words.js" defer></script>\n<script src="static/grid.js" defer></script>\n'
+    scripts = '<script src="static/grid.js" defer></script>\n<script src="static/words.js" defer></script>\n'
     assert scripts in html and "script-src &#x27;self&#x27;" in html
     assert (out / "static" / "grid.js").is_file() and 'id="grid-counts"' in html and 'id="grid-back"' in html

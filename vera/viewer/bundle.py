@@ -303,7 +303,10 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
 def _narrowed(html: str, strings: Strings) -> str:
     """A grid or side-by-side page with the script that narrows it by the list's filters
     (static/grid.js), the policy that lets it run, and the page's words for it."""
-    scripts = '<script src="static/words.js" defer></script>\n<script src="static/grid.js" defer></script>\n'
+    # grid.js first: it hides the grid before it is narrowed, as the page's first script.
+    # It says nothing itself until the list's data has loaded; words.js, deferred too, runs
+    # before that, and before the bundle.js it loads then.
+    scripts = '<script src="static/grid.js" defer></script>\n<script src="static/words.js" defer></script>\n'
     html = html.replace("</head>", scripts + "</head>", 1)
     return with_meta_csp(with_words(html, strings, "viewer"), LIST_META_CSP)
 
