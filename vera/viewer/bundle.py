@@ -55,7 +55,7 @@ from vera.report import (
 )
 from vera.store import check_output
 from vera.viewer import grid
-from vera.viewer.app import PAGE_SCRIPTS, PAGE_SHEETS, load_assets, page_calls
+from vera.viewer.app import _ASSETS, PAGE_SCRIPTS, PAGE_SHEETS, load_assets, page_calls
 from vera.viewer.calls import BodyIndex, CallIndex
 from vera.viewer.catalogue import Catalogue
 from vera.viewer.compare import back_nav, compare_page
@@ -74,17 +74,8 @@ LIST_META_CSP = (
 CARD_META_CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 )
-_STATIC = (
-    "words.js",
-    "app.js",
-    "style.css",
-    "calls.js",
-    "calls.css",
-    "keys.js",
-    "keys.css",
-    "bundle.js",
-    "grid.js",
-)
+# The viewer's own scripts and stylesheets, but the runs folder's page (a bundle is one run).
+_STATIC = tuple(name for name in _ASSETS if not name.endswith(".html") and name != "runs.js")
 # Appended to the conversation pages' script in a bundle: opened from a filtered list (a
 # query in the address), the page loads the list's data and bundle.js, which redraw its
 # Previous / Next within that list. Scripts from the bundle's own files, as the policy allows.
