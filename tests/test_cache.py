@@ -112,6 +112,26 @@ async def test_a_key_never_held_is_answered_without_a_lookup_once_the_keys_are_r
     await cache.aclose()
 
 
+async def test_surely_absent_answers_only_what_get_would_answer_without_a_lookup(tmp_path):
+    """The client asks `surely_absent` before `get` to spare a coroutine per call: it
+    may say so only where `get` would say None at once, and must leave a failed write
+    to `get` to raise."""
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    cache.put("held", completion(1))
+    assert not cache.surely_absent("never")  # the filter is not loaded yet
+    cache.start()
+    assert cache._loader is not None
+    await cache._loader
+    assert cache.surely_absent("never") and cache.filtered == 1
+    assert not cache.surely_absent("held") and cache.filtered == 1
+    cache._error = StorageError("disk full")
+    assert not cache.surely_absent("never")
+    with pytest.raises(StorageError, match="disk full"):
+        await cache.get("never")
+    await cache.aclose()
+    assert not cache.surely_absent("never")  # closed: `get` says so
+
+
 async def test_puts_of_one_turn_of_the_loop_reach_the_thread_together(tmp_path, monkeypatch):
     batches: list[int] = []
     real_put = ResponseCache._put
@@ -121,7 +141,7 @@ async def test_puts_of_one_turn_of_the_loop_reach_the_thread_together(tmp_path, 
         return real_put(self, entries)
 
     monkeypatch.setattr(ResponseCache, "_put", spy)
-    cache = ResponseCache(tmp_path / "cache.sqlite", commit_every=1000, commit_interval_s=3600)
+    cache = ResponseCache(tmp_path / "cache.sqlite", commit_every=1000, commit_interval_s=3600, hand_over_s=0)
     for i in range(5):
         cache.put(f"k{i}", completion(i))
     assert await cache.get("k4") == completion(4)  # a lookup hands queued puts over first
@@ -135,6 +155,49 @@ async def test_puts_of_one_turn_of_the_loop_reach_the_thread_together(tmp_path, 
     reopened = ResponseCache(tmp_path / "cache.sqlite")
     assert len(reopened) == 8
     reopened.close()
+
+
+async def test_puts_wait_on_the_loop_for_the_hand_over_time_or_a_full_batch(tmp_path, monkeypatch):
+    batches: list[int] = []
+    real_put = ResponseCache._put
+
+    def spy(self, entries):
+        batches.append(len(entries))
+        return real_put(self, entries)
+
+    monkeypatch.setattr(ResponseCache, "_put", spy)
+    cache = ResponseCache(tmp_path / "cache.sqlite", hand_over_s=0.05, hand_over_every=10)
+    for i in range(3):
+        cache.put(f"k{i}", completion(i))
+        await asyncio.sleep(0)
+    assert len(cache._queued) == 3  # turns of the loop went by: still waiting
+    await asyncio.sleep(0.1)
+    assert cache._queued == [] and batches == [3]
+    for i in range(3, 13):
+        cache.put(f"k{i}", completion(i))
+    assert cache._queued == []  # a full batch goes at once
+    cache._in_thread[-1][0].result()
+    assert batches == [3, 10]
+    cache.put("k13", completion(13))
+    assert await cache.get("k13") == completion(13)  # a lookup takes what waits along
+    assert batches == [3, 10, 1]
+    await cache.aclose()
+
+
+async def test_an_entry_is_committed_about_the_commit_interval_after_its_put(tmp_path):
+    """Waiting on the loop before the thread must not make an entry wait longer to be
+    durable (a kill -9 loses what is not committed): the thread commits that much
+    sooner."""
+    cache = ResponseCache(tmp_path / "cache.sqlite", commit_interval_s=0.3, hand_over_s=0.1)
+    cache.start()
+    await asyncio.sleep(0.35)  # the committer has ticked once, with nothing to commit
+    cache.put("k", completion(1))
+    for _ in range(60):
+        await asyncio.sleep(0.01)
+        if rows_seen_by_another_reader(cache):
+            break
+    assert rows_seen_by_another_reader(cache) == 1
+    await cache.aclose()
 
 
 def test_the_key_filter_never_forgets_a_key_and_seldom_claims_one():
@@ -263,3 +326,124 @@ def test_the_request_key_changes_with_anything_that_changes_the_answer():
         _key(context=CallContext(role="user_agent", job_id="conv-1", conversation_id="conv-1")),
     }
     assert len(keys) == 7
+
+
+def test_the_key_chain_gives_request_key_s_bytes_along_any_history():
+    """`KeyChain` hashes only what a job's request adds to its last one; its keys must
+    be `request_key`'s exactly (caches written before keep answering), whether the
+    history grows, the last message changes (the user-agent's reminder), a request
+    re-asks, branches back, restarts, or another job or role comes in between."""
+    import random
+
+    from vera.clients.base import CallContext
+    from vera.clients.cache import KeyChain, request_key
+    from vera.records import Message, ModelSpec
+
+    spec = ModelSpec(
+        ref="bot",
+        provider="openai",
+        protocol="openai",
+        model="gpt-4o-mini",
+        params={"seed": 3, "b": 1e16, "a": "é"},
+    )
+    other = ModelSpec(ref="other", provider="azure", protocol="openai", model='m"1', params={})
+    rnd = random.Random(7)
+    texts = ["Hi.", 'She said "no".', "line\nbreak", "é ü 你好", "", "x" * 2000]
+    contexts = [
+        CallContext(role="user_agent", job_id="conv-1", conversation_id="conv-1"),
+        CallContext(role="chatbot", job_id="conv-1", conversation_id="conv-1"),
+        CallContext(role="chatbot", job_id="conv-2", conversation_id="conv-2"),
+        None,
+    ]
+    histories: dict[int, list[Message]] = {i: [Message("system", f"sys {i}")] for i in range(len(contexts))}
+    for limit in (1024, 1):
+        chain = KeyChain(limit=limit)
+        for _ in range(600):
+            i = rnd.randrange(len(contexts))
+            history = histories[i]
+            move = rnd.random()
+            if move < 0.6:
+                history.append(Message(rnd.choice(["user", "assistant"]), rnd.choice(texts)))
+            elif move < 0.7 and len(history) > 1:
+                del history[rnd.randrange(1, len(history)) :]  # branch back
+            elif move < 0.75:
+                history[:] = []  # restart (and an empty request)
+            last = [Message("user", rnd.choice(texts) + " (reminder)")] if rnd.random() < 0.5 else []
+            messages = tuple(history + last)
+            args = (
+                rnd.choice([spec, spec, other]),
+                messages,
+                rnd.choice([None, {"temperature": 0.7, "max_tokens": 64}]),
+                rnd.choice([None, {"type": "object", "b": 1, "a": [2]}]),
+                contexts[i],
+                rnd.choice([0, 0, 1]),
+            )
+            assert chain.key(*args) == request_key(*args)
+            if rnd.random() < 0.2:  # the same request asked again
+                assert chain.key(*args) == request_key(*args)
+        assert len(chain._chains) <= limit
+
+
+_WRITER = """
+import asyncio, os, signal, sys
+from vera.clients.cache import ResponseCache
+from vera.records import Completion, Usage
+
+async def main(path, name):
+    cache = ResponseCache(path)  # commits every 0.5 s, as a run's does
+    cache.start()
+    for i in range(200):
+        cache.put(f"{name}-{i}", Completion(text=f"{name} {i}", usage=Usage(input_tokens=i, output_tokens=1)))
+        cache.put(f"shared-{i}", Completion(text=f"{name} shared {i}"))
+        await asyncio.sleep(0.004)
+    cache.commit()  # what a commit made durable survives the kill
+    for i in range(200, 400):
+        cache.put(f"{name}-{i}", Completion(text=f"{name} {i}"))
+        await asyncio.sleep(0)
+    await asyncio.sleep(0.05)  # handed to the thread, written, not committed
+    os.kill(os.getpid(), signal.SIGKILL)
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_share_a_cache_and_a_kill_9_loses_only_what_was_not_committed(tmp_path):
+    """`--cache-dir` lets several runs share one file: two writers killed outright
+    mid-run leave a sound file holding at least what each committed (a key both wrote
+    keeps one answer, the first committed), and a cache reopened on it answers from it
+    and knows the rest is absent."""
+    import subprocess
+    import sys
+
+    import msgspec
+
+    path = tmp_path / "cache.sqlite"
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), name]) for name in ("a", "b")]
+    for proc in procs:
+        assert proc.wait(timeout=60) == -9
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        keys = {k for (k,) in db.execute("SELECT key FROM responses")}
+        shared = dict(db.execute("SELECT key, value FROM responses WHERE key LIKE 'shared-%'"))
+    committed = {f"{n}-{i}" for n in "ab" for i in range(200)} | {f"shared-{i}" for i in range(200)}
+    assert committed <= keys <= committed | {f"{n}-{i}" for n in "ab" for i in range(200, 400)}
+    for key, value in shared.items():
+        assert msgspec.json.decode(value, type=Completion).text in {
+            f"a shared {key[7:]}",
+            f"b shared {key[7:]}",
+        }
+
+    async def reopen() -> None:
+        cache = ResponseCache(path)
+        cache.start()
+        assert cache._loader is not None
+        await cache._loader
+        for name in "ab":
+            answer = Completion(text=f"{name} 199", usage=Usage(input_tokens=199, output_tokens=1))
+            assert await cache.get(f"{name}-199") == answer
+            if f"{name}-399" not in keys:
+                assert cache.surely_absent(f"{name}-399")  # lost with the kill: asked again
+        await cache.aclose()
+
+    asyncio.run(reopen())

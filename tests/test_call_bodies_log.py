@@ -172,3 +172,27 @@ def test_a_log_folded_a_few_bytes_at_a_time_folds_the_same_rows(tmp_path: Path, 
             db.execute("SELECT * FROM calls ORDER BY offset").fetchall(),
         )
     assert got == expected and len(expected[1]) == len(written)
+
+
+def test_a_log_of_one_record_per_row_as_written_before_is_read_and_folded(tmp_path: Path) -> None:
+    # Logs are now one record per turn of the loop; a run killed by a vera that wrote a
+    # record per blob and per call row is read and folded the same.
+    from vera.store._bodies import _CALL, _read_log
+
+    killed, folded, written = _killed_and_folded(tmp_path)
+    log = killed / LOG
+    blobs, calls, used = _read_log(log.read_bytes())
+    assert used == log.stat().st_size and len(calls) == len(written)
+    log.write_bytes(
+        b"".join(_record(_BLOB, _msgpack.encode(r)) for r in blobs)
+        + b"".join(_record(_CALL, _msgpack.encode(r)) for r in calls)
+    )
+    with BodyReader(killed) as reader:
+        assert [_strip(b) for b in reader.all()] == [_strip(b) for b in written]
+    RunStore(killed, call_bodies=True).close()
+    assert not log.exists()
+    for name in ("blobs ORDER BY id", "calls ORDER BY offset"):
+        with sqlite3.connect(killed / BODIES) as a, sqlite3.connect(folded / BODIES) as b:
+            assert (
+                a.execute(f"SELECT * FROM {name}").fetchall() == b.execute(f"SELECT * FROM {name}").fetchall()
+            )

@@ -77,6 +77,50 @@ def test_growing_histories_read_back_whole_with_one_node_per_distinct_prefix(tmp
     assert packed and all(len(zstandard.ZstdDecompressor().decompress(d[1:])) > len(d) for d in packed)
 
 
+def test_histories_that_share_objects_as_the_turn_loop_sends_them_read_back_whole(tmp_path: Path) -> None:
+    # Histories as the turn loop sends them, with the writer's memo of a conversation's
+    # nodes and texts: the same objects call after call, the last user message
+    # rewritten (a reminder added), two sides of one conversation with their own first
+    # message, a history that is cut back or changed in the middle, one sent twice, equal
+    # messages that are not the same objects, the same objects in another conversation.
+    # Each reads back as sent, each distinct prefix is one node, each text one blob.
+    store = RunStore(tmp_path, call_bodies=True)
+    other = Message("system", "You are the chatbot. " * 30)
+    sides: dict[Message, list[Message]] = {SYSTEM: [SYSTEM], other: [other]}
+    sent: list[tuple[Message, ...]] = []
+
+    def send(job: str, messages: tuple[Message, ...], reply: str | None = None) -> None:
+        body = CallBody(
+            call=_call(job),
+            conversation_id=job,
+            messages=messages,
+            response=Completion(reply) if reply is not None else None,
+        )
+        store.add_call(body.call, body)
+        sent.append(messages)
+
+    for turn in range(5):
+        for first, history in sides.items():
+            line = Message("user", f"turn {turn} to {first.content[:10]}")
+            send("a", (*history, Message("user", line.content + " (reminder)")), _reply(turn))
+            history += [line, Message("assistant", _reply(turn))]
+    mine = tuple(sides[SYSTEM])
+    send("a", mine)  # sent twice
+    send("a", mine[:3])  # cut back
+    send("a", (*mine[:2], Message("user", "changed"), *mine[3:]))  # changed in the middle
+    send("a", (Message("system", SYSTEM.content), *mine[1:]))  # equal, not the same objects
+    send("b", mine)  # the same objects, another conversation
+    send("a", ())
+    store.close()
+
+    with BodyReader(tmp_path) as reader:
+        assert [b.messages for b in reader.all()] == sent
+    prefixes = {m[:n] for m in sent for n in range(1, len(m) + 1)}
+    texts = {x.content for m in sent for x in m} | {_reply(t) for t in range(5)}
+    with sqlite3.connect(tmp_path / BODIES) as db:
+        assert db.execute("SELECT count(*) FROM blobs").fetchone() == (len(prefixes) + len(texts),)
+
+
 def test_a_blob_stored_before_the_store_was_opened_again_is_found_not_stored_again(tmp_path: Path) -> None:
     from vera.store._bodies import CallBodies
 

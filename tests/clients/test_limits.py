@@ -7,6 +7,7 @@ request arrived and when each error was answered."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import aiohttp
@@ -23,8 +24,8 @@ from vera.clients.limits import (
     estimate_tokens,
 )
 from vera.clients.openai import OpenAIClient
-from vera.errors import RequestError
-from vera.records import CallRecord, Message
+from vera.errors import CallTimeoutError, RequestError
+from vera.records import CallRecord, Completion, Message
 
 from ..fakes.protocols import Behaviour, Fail, FakeOpenAI, Reply
 from .conftest import make_profile, open_pool
@@ -337,3 +338,31 @@ async def test_the_in_flight_cap_serves_waiters_in_order_and_a_cancelled_waiter_
         await late
     await asyncio.wait_for(after, 1)  # `after` got it
     assert not slots.try_take()
+
+
+class _SlowProvider:
+    """A provider that answers after `delay` seconds (what the timeout is tested on)."""
+
+    name = "slow"
+    model = "slow-model"
+
+    def __init__(self) -> None:
+        self.delay = 0.0
+
+    async def chat(self, request: ChatRequest) -> Completion:
+        await asyncio.sleep(self.delay)
+        return Completion(text="late")
+
+
+def test_the_timeout_holds_on_a_second_event_loop() -> None:
+    # The client remembers the loop its calls run on (a lookup per call costs a system
+    # call); used again on another loop, its deadlines must follow it there.
+    provider = _SlowProvider()
+    client = LimitedClient(provider, Account("acct"), RetryPolicy(0), provider="slow", timeout_s=0.2)
+    request = ChatRequest(messages=(Message("user", "hi"),))
+    assert asyncio.run(client.chat(request)).text == "late"
+    provider.delay = 5.0
+    started = time.monotonic()
+    with pytest.raises(CallTimeoutError, match=r"0\.2 s"):
+        asyncio.run(client.chat(request))
+    assert time.monotonic() - started < 2.0

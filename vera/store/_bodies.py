@@ -145,9 +145,16 @@ def _digest(kind: bytes, data: bytes) -> bytes:
 
 # The log: records of a header (kind, payload length, CRC-32 of the payload) and a
 # msgpack payload. A record cut short, or whose CRC does not match, ends the log: it can
-# only be the last one, torn by a kill or a full disk in the middle of a write.
+# only be the last one, torn by a kill or a full disk in the middle of a write. A record
+# is one turn of the loop (`_TURN`: its new blob rows and its call rows, the ones `commit`
+# writes together); logs written before held a record per row (`_BLOB`, `_CALL`), still
+# read, so a run killed by an earlier vera is folded by this one. One record a turn
+# instead of three a call: a header, a CRC and an encoding per turn, and a fold that
+# decodes a few hundred records where it decoded thousands (benchmarks/README.md, "Fifth
+# pass: call bodies").
 _HEAD = struct.Struct("<BII")
-_BLOB, _CALL = 1, 2
+_BLOB, _CALL, _TURN = 1, 2, 3
+_KINDS = (_BLOB, _CALL, _TURN)
 _msgpack = msgspec.msgpack.Encoder()
 _FOLD_CHUNK = 4 << 20  # bytes of the log read at a time by a fold
 _log_decoder = msgspec.msgpack.Decoder()
@@ -157,24 +164,35 @@ def _record(kind: int, payload: bytes) -> bytes:
     return _HEAD.pack(kind, len(payload), zlib.crc32(payload)) + payload
 
 
-def _read_log(data: bytes, start: int = 0) -> tuple[list[tuple[int, list[Any]]], int]:
-    """The whole records of `data` from `start` and where they end (a torn one is left)."""
-    records: list[tuple[int, list[Any]]] = []
+def _read_log(data: bytes, start: int = 0) -> tuple[list[list[Any]], list[list[Any]], int]:
+    """The blob rows and call rows of the whole records of `data` from `start`, and
+    where those records end (a torn one is left)."""
+    blobs: list[list[Any]] = []
+    calls: list[list[Any]] = []
     pos, size = start, len(data)
+    view = memoryview(data)
     while pos + _HEAD.size <= size:
         kind, length, crc = _HEAD.unpack_from(data, pos)
         end = pos + _HEAD.size + length
-        if kind not in (_BLOB, _CALL) or end > size:
+        if kind not in _KINDS or end > size:
             break
-        payload = data[pos + _HEAD.size : end]
+        payload = view[pos + _HEAD.size : end]
         if zlib.crc32(payload) != crc:
             break
         try:
-            records.append((kind, _log_decoder.decode(payload)))
-        except msgspec.DecodeError:
+            rows = _log_decoder.decode(payload)
+            if kind == _TURN:
+                turn_blobs, turn_calls = rows
+                blobs += turn_blobs
+                calls += turn_calls
+            elif kind == _BLOB:
+                blobs.append(rows)
+            else:
+                calls.append(rows)
+        except (msgspec.DecodeError, TypeError, ValueError):
             break
         pos = end
-    return records, pos
+    return blobs, calls, pos
 
 
 def _fold(db: sqlite3.Connection, log: Path) -> None:
@@ -194,19 +212,13 @@ def _fold(db: sqlite3.Connection, log: Path) -> None:
             rest = b""
             while chunk := f.read(_FOLD_CHUNK):
                 data = rest + chunk
-                records, used = _read_log(data)
-                db.executemany(
-                    "INSERT OR IGNORE INTO blobs (id, hash, data) VALUES (?, ?, ?)",
-                    [tuple(r) for kind, r in records if kind == _BLOB],
-                )
-                db.executemany(
-                    "INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?)",
-                    [tuple(r) for kind, r in records if kind == _CALL],
-                )
+                blobs, calls, used = _read_log(data)
+                db.executemany("INSERT OR IGNORE INTO blobs (id, hash, data) VALUES (?, ?, ?)", blobs)
+                db.executemany("INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?)", calls)
                 rest = data[used:]
                 if len(rest) >= _HEAD.size:
                     kind, length, _ = _HEAD.unpack_from(rest)
-                    if kind not in (_BLOB, _CALL) or _HEAD.size + length <= len(rest):
+                    if kind not in _KINDS or _HEAD.size + length <= len(rest):
                         break  # a bad record, not a cut one: the log ends there
             db.execute("COMMIT")
         except BaseException:
@@ -236,9 +248,9 @@ CREATE INDEX IF NOT EXISTS calls_conversation ON calls (conversation);
 class CallBodies:
     """The writer of a run's call bodies (the run store owns it: `RunStore.add_call`).
 
-    Every call runs on the caller's thread, the event loop: a new blob or call row is a
-    record appended to a buffer, and the buffer is one write to the log per turn of the
-    loop (`commit`); SQLite is written only when the log is folded (on open and on
+    Every call runs on the caller's thread, the event loop: a new blob or call row is
+    kept in a list, and the turn's rows are one record and one write to the log per turn
+    of the loop (`commit`); SQLite is written only when the log is folded (on open and on
     `close`). Which blobs are stored is known for all of them (their hashes, seeded from
     the database when the store opens): the writer chooses each new blob's id, so a blob
     must never be written twice under two ids.
@@ -246,17 +258,22 @@ class CallBodies:
     Each conversation's chain nodes are also remembered by what they hold (the node
     before, the message), until the store writes the conversation's record (`forget`):
     a history of N messages that grows by one is then N dictionary lookups and one new
-    node, not N texts and N nodes encoded and hashed again. The messages it keeps are
-    the ones the conversation in flight holds anyway."""
+    node, not N texts and N nodes encoded and hashed again. So are its texts (a reply is
+    sent again as a message of the next call's history, by both sides: found, not
+    hashed again). The messages and texts it keeps are the ones the conversation in
+    flight holds anyway."""
 
     def __init__(self, path: Path, *, calls_size: int) -> None:
         self.path = path
         self.log_path = path.with_name(LOG)
-        # conversation id -> {(node before, message): node}; oldest conversation dropped
-        # past `_CHAINS` (one whose record is never written: a cancelled run's).
-        self._chains: dict[str, dict[tuple[int, Message], int]] = {}
+        # conversation id -> {(node before, message): node, text: blob}; oldest
+        # conversation dropped past `_CHAINS` (one whose record is never written: a
+        # cancelled run's).
+        self._chains: dict[str, dict[tuple[int, Message] | str, int]] = {}
         self._encoder = msgspec.json.Encoder()
-        self._buffer: list[bytes] = []
+        # This turn's new rows, written to the log as one record by `commit`.
+        self._blobs: list[tuple[int, bytes, bytes]] = []
+        self._calls: list[tuple[int, int, str, str, str, bytes]] = []
         # A write to the log that failed (a full disk): nothing more is written after a
         # record that may be torn, or a later row could name a blob that never arrived.
         self._broken: StorageError | None = None
@@ -297,23 +314,32 @@ class CallBodies:
             return found
         blob_id = self._known[key] = self._next
         self._next += 1
-        self._buffer.append(_record(_BLOB, _msgpack.encode((blob_id, key, _pack(data)))))
+        self._blobs.append((blob_id, key, _pack(data)))
         return blob_id
 
     def _text(self, text: str) -> int:
         return self._blob(b"text", text.encode("utf-8", "surrogatepass"))
 
-    def _chain(self, conversation: str, messages: tuple[Message, ...]) -> int:
+    def _memo(self, conversation: str) -> dict[tuple[int, Message] | str, int]:
         memo = self._chains.get(conversation)
         if memo is None:
             if len(self._chains) >= _CHAINS:
                 del self._chains[next(iter(self._chains))]
             memo = self._chains[conversation] = {}
+        return memo
+
+    def _chain(self, memo: dict[tuple[int, Message] | str, int], messages: tuple[Message, ...]) -> int:
         node = 0
         for m in messages:
             found = memo.get((node, m))
             if found is None:
-                data = self._encoder.encode(_Node(node, _ROLE_CODE[m.role], self._text(m.content)))
+                # Most new messages of a history are a reply stored before (the model's
+                # own, or the other side's): its text is then found in the memo, not
+                # encoded and hashed again.
+                text = memo.get(m.content)
+                if text is None:
+                    text = memo[m.content] = self._text(m.content)
+                data = self._encoder.encode(_Node(node, _ROLE_CODE[m.role], text))
                 found = memo[node, m] = self._blob(b"node", data)
             node = found
         return node
@@ -327,11 +353,15 @@ class CallBodies:
         """Keep `body`, whose call's line is at `offset` (`length` bytes) in calls.jsonl,
         in the buffer (written to the log by `commit`)."""
         self._conn()
+        memo = self._memo(body.conversation_id)
         reply = None
         if (r := body.response) is not None:
             u = r.usage
+            text = memo.get(r.text)
+            if text is None:
+                text = memo[r.text] = self._text(r.text)
             reply = _Reply(
-                self._text(r.text),
+                text,
                 r.parsed,
                 r.finish_reason,
                 (
@@ -347,26 +377,28 @@ class CallBodies:
         schema = 0
         if body.schema is not None:
             schema = self._blob(b"json", msgspec.json.encode(body.schema, order="sorted"))
-        row = _Row(self._chain(body.conversation_id, body.messages), body.params, schema, body.reask, reply)
-        payload = (
-            offset,
-            length,
-            body.call.job_id,
-            body.conversation_id,
-            body.question_id,
-            self._encoder.encode(row),
+        row = _Row(self._chain(memo, body.messages), body.params, schema, body.reask, reply)
+        self._calls.append(
+            (
+                offset,
+                length,
+                body.call.job_id,
+                body.conversation_id,
+                body.question_id,
+                self._encoder.encode(row),
+            )
         )
-        self._buffer.append(_record(_CALL, _msgpack.encode(payload)))
 
     def commit(self) -> None:
         """Hand the buffered records to the OS in one write (before the turn's lines)."""
         self._conn()
         if self._broken is not None:
             raise self._broken
-        if not self._buffer:
+        if not self._calls and not self._blobs:
             return
-        data = memoryview(b"".join(self._buffer))
-        self._buffer.clear()
+        data = memoryview(_record(_TURN, _msgpack.encode((self._blobs, self._calls))))
+        self._blobs = []
+        self._calls = []
         try:
             while data:
                 data = data[os.write(self._log, data) :]
@@ -558,13 +590,12 @@ class _LogView:
                 data = f.read()
         except FileNotFoundError:
             return  # folded: its rows are in the database (the ones read stay valid)
-        records, used = _read_log(data)
+        blobs, calls, used = _read_log(data)
         self._pos += used
-        for kind, r in records:
-            if kind == _BLOB:
-                self.blobs[r[0]] = r[2]
-            else:
-                self.calls[r[0]] = (r[0], r[1], r[3], r[4], r[5])
+        for r in blobs:
+            self.blobs[r[0]] = r[2]
+        for r in calls:
+            self.calls[r[0]] = (r[0], r[1], r[3], r[4], r[5])
 
 
 def _read_only(path: Path) -> sqlite3.Connection:

@@ -240,7 +240,9 @@ class RunStore:
         self._encoder = msgspec.json.Encoder()
         self._dirty = False
         self._calls_waiting = False  # call records held back, a flush scheduled
-        self._held: list[bytes] = []  # the call lines held back (see `_append`)
+        # The call lines held back (see `add_call`), encoded one after the other into
+        # one buffer: no bytes object, newline concatenation and join per call.
+        self._held = bytearray()
         self._failed: StorageError | None = None  # a flush that failed in a callback
         self._syncer: asyncio.Task[None] | None = None
         self._stop_syncing = asyncio.Event()
@@ -308,7 +310,8 @@ class RunStore:
                 f.write(line + b"\n")
                 f.flush()  # in the OS before anyone is told the work is done
             else:
-                self._held.append(line + b"\n")
+                self._held += line
+                self._held.append(10)  # b"\n"
         except OSError as exc:
             # A full disk may leave part of the line written: the next open cuts it off.
             # The handle still holds the unwritten bytes; drop it so closing cannot retry.
@@ -350,11 +353,25 @@ class RunStore:
         one write each: before any conversation or judgement record, and before every
         fsync, so a job's calls are never behind its record. Their bodies are committed
         just before, so a call's line is never in the file without its body."""
-        ref = self._append(CALLS, record, flush=False)
+        held = self._held
+        if self._failed is not None or CALLS not in self._files:
+            # A failure to raise, or the file to open first: the general way.
+            ref = self._append(CALLS, record, flush=False)
+            offset, length = ref.offset, ref.length
+        else:
+            # What `_append(CALLS, record, flush=False)` does, without its `RecordRef`
+            # and line copies: a call's line is encoded straight into the held buffer.
+            start = len(held)
+            self._encoder.encode_into(record, held, -1)
+            length = len(held) - start
+            held.append(10)  # b"\n"
+            offset = self._sizes[CALLS]
+            self._sizes[CALLS] = offset + length + 1
+            self._dirty = True
         if body is not None and self._keep_bodies:
             if self.bodies is None:
                 self.bodies = CallBodies(self.root / BODIES, calls_size=self._calls_size)
-            self.bodies.add(ref.offset, ref.length, body)
+            self.bodies.add(offset, length, body)
         if record.cost_usd:
             self._job_cost[record.job_id] = self._job_cost.get(record.job_id, 0.0) + record.cost_usd
         if not self._calls_waiting:
@@ -373,7 +390,7 @@ class RunStore:
         f = self._files.get(CALLS)
         if f is None:
             return
-        held, self._held = self._held, []
+        held, self._held = self._held, bytearray()
         try:
             if self.bodies is not None:
                 self.bodies.commit()  # the bodies first: a line in the file has its body
@@ -383,7 +400,7 @@ class RunStore:
                 self._failed = exc
             return
         try:
-            f.write(b"".join(held))
+            f.write(held)
             f.flush()
         except OSError as exc:
             self._discard(CALLS)

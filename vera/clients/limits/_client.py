@@ -48,15 +48,36 @@ class _Deadlines:
     front, any call past its deadline is cancelled (and marked, so the call can tell
     its own timeout from the run being cancelled), and the timer is set for the next."""
 
-    __slots__ = ("_queue", "_timer", "timeout_s")
+    __slots__ = ("_loop", "_queue", "_timer", "timeout_s")
 
     def __init__(self, timeout_s: float) -> None:
         self.timeout_s = timeout_s
         self._queue: deque[_Watch] = deque()
         self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop the calls run on
 
-    def watch(self, task: asyncio.Task[Any]) -> _Watch:
-        loop = asyncio.get_running_loop()
+    def watch_current(self) -> _Watch | None:
+        """Watch the task this call runs in (None outside a task).
+
+        The loop is remembered, not looked up per call: on Python 3.11
+        `asyncio.get_running_loop()` makes a getpid system call each time (0.2 µs
+        quiet, more under load). A remembered loop that has a current task is the one
+        running this call (a loop runs in one thread, and a client is used by one);
+        one without (a loop closed, as between two tests) is looked up again, and its
+        watches and timer are left behind with it."""
+        loop = self._loop
+        task = asyncio.current_task(loop) if loop is not None else None
+        if loop is None or task is None:
+            loop = asyncio.get_running_loop()
+            task = asyncio.current_task(loop)
+            if task is None:
+                return None
+            if loop is not self._loop:
+                if self._timer is not None:
+                    self._timer.cancel()
+                self._loop = loop
+                self._queue = deque()
+                self._timer = None
         watch = _Watch(task, loop.time() + self.timeout_s)
         self._queue.append(watch)
         if self._timer is None:
@@ -194,8 +215,8 @@ class LimitedClient:
                             await account.settle(reserved, 0)  # not sent: the tokens go back
                             raise
                     account.in_flight += 1
-                    task = asyncio.current_task()
-                    watch = self._deadlines.watch(task) if task is not None else None
+                    watch = self._deadlines.watch_current()
+                    task = watch.task if watch is not None else None
                     try:
                         completion = await self.inner.chat(request)
                     except asyncio.CancelledError:

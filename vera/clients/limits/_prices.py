@@ -24,7 +24,9 @@ class Prices(msgspec.Struct, frozen=True):
         cached_price = self.cached_input_per_mtok
         if cached_price is None:
             cached_price = self.input_per_mtok
-        uncached = max(0, usage.input_tokens - usage.cached_input_tokens)
+        uncached = usage.input_tokens - usage.cached_input_tokens
+        if uncached < 0:  # (not max(): this prices every call)
+            uncached = 0
         return (
             uncached * self.input_per_mtok
             + usage.cached_input_tokens * cached_price
