@@ -217,7 +217,10 @@ def held_writes(monkeypatch) -> threading.Event:
     real_put = ResponseCache._put
 
     def held(self, entries):
-        gate.wait(5)
+        # Long enough for a loaded machine (CI saw 2,000 tasks take over 5 s to put
+        # their answers, and the thread then wrote 40 of them): the bound only keeps
+        # a failing test from hanging.
+        gate.wait(120)
         return real_put(self, entries)
 
     monkeypatch.setattr(ResponseCache, "_put", held)
