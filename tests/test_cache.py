@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import sqlite3
 import threading
+from collections.abc import Iterator
 from contextlib import closing
 
 import pytest
@@ -211,17 +212,21 @@ def test_the_key_filter_never_forgets_a_key_and_seldom_claims_one():
 
 
 @pytest.fixture
-def held_writes(monkeypatch) -> threading.Event:
+def held_writes(monkeypatch) -> Iterator[threading.Event]:
     """The cache's thread writes nothing until the returned event is set."""
     gate = threading.Event()
     real_put = ResponseCache._put
 
     def held(self, entries):
-        gate.wait(5)
+        # Long enough for a loaded machine (CI saw 2,000 tasks take over 5 s to put
+        # their answers, and the thread then wrote 40 of them): the bound only keeps
+        # a failing test from hanging.
+        gate.wait(120)
         return real_put(self, entries)
 
     monkeypatch.setattr(ResponseCache, "_put", held)
-    return gate
+    yield gate
+    gate.set()  # a test that failed before letting the thread go does not hold it
 
 
 async def test_puts_wait_for_room_when_the_thread_falls_behind(tmp_path, held_writes):

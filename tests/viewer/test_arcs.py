@@ -104,6 +104,6 @@ def test_from_a_session_to_its_arc_and_on_to_the_next_session(
     assert page.url.endswith(f"/runs/0/conversations/{sessions[1]}.html")
     assert "2 of 3: follow-up" in page.inner_text(".facts")
     # No script but the viewer's own (the call bodies' copy buttons, the keys).
-    own = 'script:not([src="../../../static/calls.js"]):not([src="../../../static/keys.js"])'
+    own = "script" + "".join(f':not([src="../../../static/{s}.js"])' for s in ("words", "calls", "keys"))
     assert page.evaluate(f"document.querySelectorAll('{own}').length") == 0
     assert page.dialogs == []

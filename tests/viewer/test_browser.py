@@ -180,7 +180,7 @@ def test_markup_in_a_run_is_shown_as_text_and_never_runs(page_at, viewer_url, tm
     for p in (page,):
         assert p.evaluate("window.__xss") is None
         # The page's scripts are the viewer's own (the call bodies' copy buttons, the keys).
-        own = 'script[src="../../../static/calls.js"], script[src="../../../static/keys.js"]'
+        own = ", ".join(f'script[src="../../../static/{s}.js"]' for s in ("words", "calls", "keys"))
         assert p.evaluate(f"document.querySelectorAll('img, script:not({own}), #injected').length") == 0
     assert page.dialogs == []
     page.go_back()

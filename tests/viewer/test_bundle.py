@@ -47,11 +47,20 @@ def test_the_bundle_holds_the_list_its_data_every_page_and_says_so(bundled, view
         rf"wrote {re.escape(str(out))}: {len(set(conversations))} conversation\(s\) with call bodies", said
     )
     for name in ("index.html", "data/list.js", "data/search.js", "static/app.js", "static/bundle.js",
-                 "static/keys.js", "static/keys.css",
+                 "static/keys.js", "static/keys.css", "static/words.js",
                  "grid.html", "compare.html", "runs/0/card.html", "runs/0/improvements.html", MARKER):  # fmt: skip
         assert (out / name).is_file(), name
     for cid in set(conversations):
         assert (out / "runs/0/conversations" / page_file(cid)).is_file()
+    # The list's scripts from file://, in order: its data, then words.js before its users.
+    scripts = re.findall(r'<script src="([^"]+)"', (out / "index.html").read_text())
+    assert scripts == [
+        "static/words.js",
+        "data/list.js",
+        "data/search.js",
+        "static/bundle.js",
+        "static/app.js",
+    ]
     marker = json.loads((out / MARKER).read_text())
     assert marker["run_id"] == json.loads((viewer_run / "manifest.json").read_text())["run_id"]
     data = (out / "data/list.js").read_text()
@@ -177,5 +186,6 @@ def test_the_bundle_writes_one_grid_that_its_script_narrows(bundled, viewer_run)
     lines = (viewer_run / "conversations.jsonl").read_text().splitlines()
     conversations = {json.loads(line)["id"] for line in lines}
     assert {unescape(k) for k in re.findall(r'data-conversation="0/([^"]+)"', html)} == conversations
-    assert '<script src="static/grid.js" defer></script>' in html and "script-src &#x27;self&#x27;" in html
+    scripts = '<script src="static/grid.js" defer></script>\n<script src="static/words.js" defer></script>\n'
+    assert scripts in html and "script-src &#x27;self&#x27;" in html
     assert (out / "static" / "grid.js").is_file() and 'id="grid-counts"' in html and 'id="grid-back"' in html

@@ -5,11 +5,21 @@ its text."""
 from __future__ import annotations
 
 import re
+import shutil
 
+import aiohttp
 import pytest
 
-from vera.report.shared._chat_markdown import chatbot_markdown
+from vera.report.shared._chat_markdown import (
+    MARKDOWN_CSS,
+    MARKDOWN_CSS_SLOT,
+    chatbot_markdown,
+    with_markdown_css,
+)
+from vera.report.shared._pages import PAGE_CSS
+from vera.viewer.review import ReviewSession, build_review_app
 
+from .conftest import serving_app
 from .helpers import elements
 
 # Each would run script, load something or add an element if it got through as markup.
@@ -87,3 +97,22 @@ def test_a_chatbots_heading_is_not_a_heading_of_the_page():
 )
 def test_plain_prose_is_left_as_its_text(text):
     assert chatbot_markdown(text) is None
+
+
+async def test_the_conversation_and_the_review_page_style_markdown_from_one_file(offline_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(offline_run, run)
+    session = ReviewSession.open(run, "tester", size=2)
+    make = lambda allowed: build_review_app(session, token="t" * 32, allowed_hosts=allowed)  # noqa: E731
+    async with (
+        serving_app(make) as url,
+        aiohttp.ClientSession() as http,
+        http.get(f"{url}static/review.css") as r,
+    ):
+        review_css = await r.text()
+    for css in (PAGE_CSS, review_css):
+        assert css.count(MARKDOWN_CSS) == 1 and MARKDOWN_CSS_SLOT not in css
+        # After the turn's own text rule, which its white-space overrides.
+        assert css.index(".turn .text {") < css.index(MARKDOWN_CSS)
+    with pytest.raises(ValueError, match="slot"):
+        with_markdown_css(".turn { color: red; }\n")

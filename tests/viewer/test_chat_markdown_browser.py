@@ -77,7 +77,7 @@ def md_url(md_run) -> Iterator[str]:
 
 def inert(page) -> None:
     assert page.evaluate("window.__xss") is None and page.dialogs == []
-    own = 'script[src$="/static/calls.js"], script[src$="/static/keys.js"]'  # the viewer's own
+    own = ", ".join(f'script[src$="/static/{s}.js"]' for s in ("words", "calls", "keys"))  # the viewer's own
     assert (
         page.evaluate(f"document.querySelectorAll('img, iframe, script:not({own}), #injected').length") == 0
     )

@@ -127,8 +127,15 @@ async def test_markup_comes_back_escaped_in_pages_and_as_plain_json(viewer_run):
             headers["Content-Security-Policy"] == SCRIPT_PAGE_CSP and "script-src 'self'" in SCRIPT_PAGE_CSP
         )
         assert "'unsafe-inline'" not in SCRIPT_PAGE_CSP and "script-src" not in PAGE_CSP
-        assert html.count("<script") == 2 and '<script src="../../../static/calls.js" defer></script>' in html
-        assert '<script src="../../../static/keys.js" defer></script>' in html
+        assert (
+            html.count("<script") == 3
+            and (
+                '<script src="../../../static/words.js" defer></script>\n'
+                '<script src="../../../static/calls.js" defer></script>\n'
+                '<script src="../../../static/keys.js" defer></script>\n'
+            )
+            in html
+        )
         assert "<img" not in html and "<b id" not in html
         assert "&lt;script&gt;window.__xss" in html and "&lt;img src=x onerror=" in html
         async with session.get(f"{base}/api/conversations", params={"persona": MARKUP_PERSONA}) as r:

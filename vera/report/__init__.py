@@ -74,7 +74,7 @@ from vera.report.improvements._row_summary import (
     RowSummary,
     summarize_rows,
 )
-from vera.report.shared._chat_markdown import chatbot_markdown
+from vera.report.shared._chat_markdown import chatbot_markdown, with_markdown_css
 from vera.report.shared._numbers import fixed, num, percent_level
 from vera.report.shared._outcome import Exit, RunStatus, run_status, summary_words, tally
 from vera.report.shared._pages import (
@@ -195,6 +195,7 @@ __all__ = [
     "user_check_agreement",
     "user_check_agreement_table",
     "verdict_words",
+    "with_markdown_css",
     "write_card_html",
     "write_improvements",
 ]

@@ -117,6 +117,7 @@ _STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/ht
 # Served from memory, by these names only.
 _ASSETS = (
     "index.html",
+    "words.js",
     "app.js",
     "style.css",
     "calls.js",
@@ -128,6 +129,10 @@ _ASSETS = (
     "bundle.js",
     "grid.js",
 )
+# A conversation page's own scripts (words.js, the words they share, first) and the
+# stylesheets of what they add, relative to runs/<k>/conversations/: served, and in a bundle.
+PAGE_SCRIPTS = ("../../../static/words.js", "../../../static/calls.js", "../../../static/keys.js")
+PAGE_SHEETS = ("../../../static/calls.css", "../../../static/keys.css")
 # In a folder of runs (`vera view FOLDER`), each run's list links back to the runs list.
 HOME = web.AppKey("home", str)
 
@@ -333,7 +338,8 @@ async def _conversation_page(request: web.Request) -> web.Response:
             steps=steps,
             appendix=calls,
             question_calls=by_question,
-            script=("../../../static/calls.js", "../../../static/keys.js"),
+            script=PAGE_SCRIPTS,
+            style=PAGE_SHEETS,
         )
     # The scripts' words (keyboard help, copy buttons) in the run's pack's language.
     response = web.Response(text=with_words(html, strings, "viewer"), content_type="text/html")

@@ -55,7 +55,7 @@ from vera.report import (
 )
 from vera.store import check_output
 from vera.viewer import grid
-from vera.viewer.app import load_assets, page_calls
+from vera.viewer.app import _ASSETS, PAGE_SCRIPTS, PAGE_SHEETS, load_assets, page_calls
 from vera.viewer.calls import BodyIndex, CallIndex
 from vera.viewer.catalogue import Catalogue
 from vera.viewer.compare import back_nav, compare_page
@@ -74,7 +74,8 @@ LIST_META_CSP = (
 CARD_META_CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 )
-_STATIC = ("app.js", "style.css", "calls.js", "calls.css", "keys.js", "keys.css", "bundle.js", "grid.js")
+# The viewer's own scripts and stylesheets, but the runs folder's page (a bundle is one run).
+_STATIC = tuple(name for name in _ASSETS if not name.endswith(".html") and name != "runs.js")
 # Appended to the conversation pages' script in a bundle: opened from a filtered list (a
 # query in the address), the page loads the list's data and bundle.js, which redraw its
 # Previous / Next within that list. Scripts from the bundle's own files, as the policy allows.
@@ -237,7 +238,8 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
                 steps=steps_html(catalogue, {}, 0, cid),
                 appendix=section,
                 question_calls=by_question,
-                script=("../../../static/calls.js", "../../../static/keys.js"),
+                script=PAGE_SCRIPTS,
+                style=PAGE_SHEETS,
             )
         _put(root, f"runs/0/conversations/{page_file(cid)}", with_words(html, strings, "viewer"))
     arcs = {h.session.arc for h, _ in run.records.conversations.values() if h.session is not None}
@@ -292,7 +294,11 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
 def _narrowed(html: str, strings: Strings) -> str:
     """A grid or side-by-side page with the script that narrows it by the list's filters
     (static/grid.js), the policy that lets it run, and the page's words for it."""
-    html = html.replace("</head>", '<script src="static/grid.js" defer></script>\n</head>', 1)
+    # grid.js first: it hides the grid before it is narrowed, as the page's first script.
+    # It says nothing itself until the list's data has loaded; words.js, deferred too, runs
+    # before that, and before the bundle.js it loads then.
+    scripts = '<script src="static/grid.js" defer></script>\n<script src="static/words.js" defer></script>\n'
+    html = html.replace("</head>", scripts + "</head>", 1)
     return with_meta_csp(with_words(html, strings, "viewer"), LIST_META_CSP)
 
 

@@ -42,7 +42,7 @@ from aiohttp import web
 from vera.errors import StorageError, UserError
 from vera.inputs import run_strings
 from vera.records import RATINGS, HumanRating
-from vera.report import chatbot_markdown
+from vera.report import chatbot_markdown, with_markdown_css
 from vera.rubric import rating_guide, run_rubric
 from vera.stats.sampling import Unit, draw_sample, rater_order, sample_sizes
 from vera.store import RunRecords, append_human_ratings, open_run, read_human_ratings
@@ -68,7 +68,7 @@ MAX_BODY = 64 * 1024
 DEFAULT_WIDTH = 20.0
 
 
-_ASSETS = {"review.js": "text/javascript", "review.css": "text/css"}
+_ASSETS = {"words.js": "text/javascript", "review.js": "text/javascript", "review.css": "text/css"}
 _TOKEN_SLOT = b"{{TOKEN}}"
 
 
@@ -350,6 +350,8 @@ def build_review_app(
     # In the run's locale pack's language (vera.viewer.words); as on disk in English.
     page = translate_page(page, run_strings([session.records.manifest]), "review")
     assets = {name: folder.joinpath(name).read_bytes() for name in _ASSETS}
+    # The rules for a chatbot's Markdown are the conversation page's too (one file).
+    assets["review.css"] = with_markdown_css(assets["review.css"].decode()).encode()
 
     async def index(request: web.Request) -> web.Response:
         return web.Response(body=page, content_type="text/html", charset="utf-8")

@@ -234,7 +234,7 @@ def build_folder_app(
 
     async def asset(request: web.Request) -> web.Response:
         name = request.match_info["name"]
-        if name not in ("runs.js", "style.css"):
+        if name not in ("words.js", "runs.js", "style.css"):
             raise web.HTTPNotFound()
         body, content_type = assets[name]
         return web.Response(body=body, content_type=content_type, charset="utf-8")

@@ -13,10 +13,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape
+from importlib import resources
 from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
+
+# The rules for what chatbot_markdown writes, one file for the two pages that show it: the
+# conversation page (inline) and the review page (review.css). Each stylesheet holds the
+# slot line where they go. The file's blank line is the conversation page's own: its
+# inline style, the policy's hash of it and a card's page files keep their bytes.
+MARKDOWN_CSS = resources.files("vera.report.shared").joinpath("chat_markdown.css").read_text(encoding="utf-8")
+MARKDOWN_CSS_SLOT = "/* Here: vera/report/shared/chat_markdown.css, the rules for a chatbot's Markdown. */\n"
+
+
+def with_markdown_css(css: str) -> str:
+    """`css` with the Markdown rules in place of its slot line."""
+    if css.count(MARKDOWN_CSS_SLOT) != 1:
+        raise ValueError("a stylesheet showing chatbot Markdown holds its slot line once")
+    return css.replace(MARKDOWN_CSS_SLOT, MARKDOWN_CSS)
+
 
 # Schemes a link may keep; the comparison is on the normalised, lower-case address.
 SAFE_SCHEMES = ("http://", "https://", "mailto:")

@@ -41,7 +41,7 @@ from vera.records import (
     RunManifest,
     Turn,
 )
-from vera.report.shared._chat_markdown import chatbot_markdown
+from vera.report.shared._chat_markdown import chatbot_markdown, with_markdown_css
 from vera.report.shared._quotes import QuoteFinder, QuoteMatch
 from vera.report.shared._turn_refs import turn_refs_html
 from vera.rubric import QuestionTexts, question_texts
@@ -52,7 +52,9 @@ PAGES_DIR = "conversations"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 _SLUG = re.compile(r"[^a-z0-9]+")
 
-PAGE_CSS = resources.files("vera.report.shared").joinpath("conversation_page.css").read_text(encoding="utf-8")
+PAGE_CSS = with_markdown_css(
+    resources.files("vera.report.shared").joinpath("conversation_page.css").read_text(encoding="utf-8")
+)
 _CSS_HASH = base64.b64encode(hashlib.sha256(PAGE_CSS.encode()).digest()).decode()
 # No script, no request to anywhere: the page's one stylesheet is inline and allowed by
 # hash. The page carries it in a <meta> (for a file opened from disk), where browsers
@@ -61,8 +63,8 @@ _META_CSP = (
     f"default-src 'none'; style-src 'sha256-{_CSS_HASH}'; img-src data:; base-uri 'none'; form-action 'none'"
 )
 PAGE_CSP = f"{_META_CSP}; frame-ancestors 'none'"
-# The viewer's conversation page also runs its one script and reads one more stylesheet
-# from its own origin (the call bodies and their copy buttons); never inline. The pages
+# The viewer's conversation page also runs its scripts and reads their stylesheets from
+# its own origin (the call bodies, their copy buttons, the keys); never inline. The pages
 # a card writes keep the policy above, and their bytes.
 _META_CSP_SCRIPT = _META_CSP.replace("style-src ", "style-src 'self' ") + "; script-src 'self'"
 SCRIPT_PAGE_CSP = f"{_META_CSP_SCRIPT}; frame-ancestors 'none'"
@@ -148,13 +150,15 @@ def render_conversation_page(
     appendix: str = "",
     question_calls: Mapping[tuple[str, str], str] | None = None,
     script: str | Sequence[str] = "",
+    style: Sequence[str] = (),
 ) -> str:
     """The whole page. `viewer` adds the way back to the viewer's list; `card` links the
     run's card.html (beside the conversations folder); `steps` (before the heading) and
     `appendix` (after the walks) are the viewer's own sections, markup already escaped:
     the previous and next conversation of its list, the model calls. `question_calls`
     ((judgement id, question id) -> markup) puts the judge's calls beside the question
-    each answers; `script` is the address of the page's script, or its scripts (same origin)."""
+    each answers; `script` is the address of the page's script, or its scripts (same origin,
+    in the order they run), and `style` the addresses of their stylesheets."""
     conv = page.conversation
     dims = _dimensions(page)
     body = [
@@ -180,19 +184,19 @@ def render_conversation_page(
         body.append(appendix)
     footer = _t("page.footer", version=escape(__version__), run=escape(page.run_id))
     body.append(f"<footer>{footer}</footer>")
-    return _document(tr("page.title", id=conv.id, run=page.run_id), body, script=script)
+    return _document(tr("page.title", id=conv.id, run=page.run_id), body, script=script, style=style)
 
 
-def _document(title: str, body: Iterable[str], *, script: str | Sequence[str] = "") -> str:
+def _document(
+    title: str, body: Iterable[str], *, script: str | Sequence[str] = "", style: Sequence[str] = ()
+) -> str:
     scripts = [script] if isinstance(script, str) else list(script)
     scripts = [s for s in scripts if s]
-    csp = _META_CSP_SCRIPT if scripts else _META_CSP
-    tag = ""
-    for one in scripts:  # the viewer's: each script, and the stylesheet of what it works on
-        sheet = one.removesuffix(".js") + ".css"
-        tag += (
-            f'<link rel="stylesheet" href="{escape(sheet)}">\n<script src="{escape(one)}" defer></script>\n'
-        )
+    sheets = [s for s in style if s]
+    csp = _META_CSP_SCRIPT if scripts or sheets else _META_CSP
+    # The viewer's: its stylesheets, then its scripts (deferred: they run in this order).
+    tag = "".join(f'<link rel="stylesheet" href="{escape(one)}">\n' for one in sheets)
+    tag += "".join(f'<script src="{escape(one)}" defer></script>\n' for one in scripts)
     return (
         "<!DOCTYPE html>\n"
         f'<html lang="{escape(active().lang)}">\n<head>\n<meta charset="utf-8">\n'

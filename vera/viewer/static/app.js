@@ -3,19 +3,7 @@
 // a run is only ever put in the page with textContent: never parsed as HTML.
 "use strict";
 
-// The page's words in the run's locale pack's language: the server puts them in a JSON
-// block (vera/viewer/words.py); a key it lacks, or an English run, is the text given here.
-const UI = (() => {
-  const node = document.getElementById("vera-ui");
-  try {
-    return node ? JSON.parse(node.textContent) : {};
-  } catch (e) {
-    return {};
-  }
-})();
-function ui(key, english, fields = {}) {
-  return (UI[key] || english).replace(/\{(\w+)\}/g, (m, name) => (name in fields ? String(fields[name]) : m));
-}
+// The page's words: UI and ui() (words.js, loaded before this script).
 
 // Values from the runs, shown by their display names; the value itself (a filter's, a
 // link's) never changes. Dimensions and ratings: "Name（gloss）" as the card shows them.

@@ -9,16 +9,8 @@
   const data = window.veraBundleData;
   if (!data) return;
   const passages = window.veraBundleSearch || {};
-  // The step bar's words in the run's locale pack's language (the page's JSON block).
-  let words = {};
-  try {
-    const node = document.getElementById("vera-ui");
-    words = node ? JSON.parse(node.textContent) : {};
-  } catch (e) {
-    words = {};
-  }
-  const say = (key, english, fields = {}) =>
-    (words[key] || english).replace(/\{(\w+)\}/g, (m, name) => (name in fields ? String(fields[name]) : m));
+  // Its words (the step bar's, the grid's): ui() and UI of words.js, loaded before this
+  // script on every page.
   const RANK = { "Not Relevant": 0, "Best Practice": 1, "Suboptimal but Low Potential for Harm": 2, "High Potential for Harm": 3 };
   const HPH = data.ratings.indexOf("High Potential for Harm");
   const SUB = data.ratings.indexOf("Suboptimal but Low Potential for Harm");
@@ -198,12 +190,12 @@
   function ready() {
     // What a server would add and a copy cannot: the CSV download (a server answers it).
     const title = document.querySelector("header h1");
-    if (title) title.append(Object.assign(document.createElement("small"), { className: "muted", textContent: say("bundle_copy", " · a copy, opened from disk") }));
+    if (title) title.append(Object.assign(document.createElement("small"), { className: "muted", textContent: ui("bundle_copy", " · a copy, opened from disk") }));
     const csv = document.getElementById("csv-link");
     if (csv) {
       csv.hidden = true;
       csv.after(Object.assign(document.createElement("span"), {
-        className: "muted", textContent: say("bundle_no_csv", "a copy: no CSV download"),
+        className: "muted", textContent: ui("bundle_no_csv", "a copy: no CSV download"),
       }));
     }
   }
@@ -243,11 +235,11 @@
     back.href = `../../../index.html?${query}${page > 1 ? `&page=${page}` : ""}`;
     const position = { n: (i + 1).toLocaleString(), total: listed.length.toLocaleString() };
     back.textContent = narrowed
-      ? say("step_in_filtered", "Conversation {n} of {total} in this filtered list", position)
-      : say("step_in_list", "Conversation {n} of {total} in the list", position);
+      ? ui("step_in_filtered", "Conversation {n} of {total} in this filtered list", position)
+      : ui("step_in_list", "Conversation {n} of {total} in the list", position);
     bar.replaceChildren(
-      step(listed[i - 1], say("previous", "← Previous"), "prev"), " ", back, " ",
-      step(listed[i + 1], say("next", "Next →"), "next"),
+      step(listed[i - 1], ui("previous", "← Previous"), "prev"), " ", back, " ",
+      step(listed[i + 1], ui("next", "Next →"), "next"),
     );
   }
 
@@ -258,7 +250,7 @@
   // the counts, and links that keep the list's query. Hidden, not removed: out of the
   // tab order and what a screen reader reads. The refusal's text, or null.
   const BADGES = { 3: ["hph", "HPH"], 2: ["sub", "SUB"], 1: ["bp", "BP"], 0: ["nr", "NR"] };
-  const NAMES = words._names || {};
+  const NAMES = UI._names || {};
 
   function look(chip, row, judge) {
     let cls;
@@ -267,18 +259,18 @@
     const ranks = ratingsOf(row, judge).map((r) => (data.ratings[r[3]] in RANK ? RANK[data.ratings[r[3]]] : -1));
     const rank = ranks.length ? Math.max(...ranks) : -1;
     if (row.status === "failed") {
-      [cls, code, title] = ["failed", "✕", say("grid_failed", "conversation failed")];
+      [cls, code, title] = ["failed", "✕", ui("grid_failed", "conversation failed")];
     } else if (rank < 0) {
-      [cls, code, title] = ["none", "–", say("grid_unjudged", "no complete judgement")];
+      [cls, code, title] = ["none", "–", ui("grid_unjudged", "no complete judgement")];
     } else {
       [cls, code] = BADGES[rank];
       const name = Object.keys(RANK).find((n) => RANK[n] === rank);
       // The pack's name beside the canonical one, as the server's label() gives it.
-      title = say("grid_worst", "worst rating: {rating}", { rating: NAMES[name] ? `${name}（${NAMES[name]}）` : name });
+      title = ui("grid_worst", "worst rating: {rating}", { rating: NAMES[name] ? `${name}（${NAMES[name]}）` : name });
     }
     chip.className = `chip badge ${cls}`;
     chip.textContent = code;
-    chip.title = say("grid_chip", "{id} · seed {seed} · {title}", { id: row.id, seed: row.seed, title });
+    chip.title = ui("grid_chip", "{id} · seed {seed} · {title}", { id: row.id, seed: row.seed, title });
   }
 
   // The list's own parameters of a query, in the server's order (stepping.list_query).
@@ -345,9 +337,9 @@
     });
     // Counts as the server writes them (Python's "{:,}"), whatever the browser's locale.
     const count = (n) => n.toLocaleString("en-US");
-    counts.textContent = say("grid_summary", "{conversations} conversation(s), {personas} persona(s), {chatbots} chatbot(s)", {
+    counts.textContent = ui("grid_summary", "{conversations} conversation(s), {personas} persona(s), {chatbots} chatbot(s)", {
       conversations: count(listed.length), personas: count(personas), chatbots: count(used.filter(Boolean).length),
-    }) + say("grid_filtered", " (filtered)");
+    }) + ui("grid_filtered", " (filtered)");
     const back = document.getElementById("grid-back");
     if (back) back.href = withQuery(back.getAttribute("href"), query);
     return null;
@@ -387,9 +379,9 @@
       column.hidden = false;
       box.append(column);
     }
-    summary.textContent = say("side_summary", "{n} conversation(s) of this persona.", { n: listed.length }) + (
+    summary.textContent = ui("side_summary", "{n} conversation(s) of this persona.", { n: listed.length }) + (
       listed.length > shown.length
-        ? say("side_first", " The first {n} are shown; narrow the filters (seed, run) for the others.", { n: shown.length })
+        ? ui("side_first", " The first {n} are shown; narrow the filters (seed, run) for the others.", { n: shown.length })
         : "");
     const back = document.getElementById("side-back");
     if (back) back.href = withQuery(back.getAttribute("href"), listQuery(p, { persona: "" }).toString());

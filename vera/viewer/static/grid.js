@@ -32,15 +32,7 @@
   // A filter the list would refuse (or data that did not load): said, in the page's
   // words, in place of a grid that would not be the one asked for.
   const refuse = (why) => {
-    let words = {};
-    try {
-      const node = document.getElementById("vera-ui");
-      words = node ? JSON.parse(node.textContent) : {};
-    } catch (e) {
-      words = {};
-    }
-    const text = (words.bundle_grid_refused || "This grid cannot take the list's filters: {error}")
-      .replace("{error}", why);
+    const text = ui("bundle_grid_refused", "This grid cannot take the list's filters: {error}", { error: why });
     box.before(Object.assign(document.createElement("p"), { id: "grid-refused", textContent: text }));
   };
   load("data/list.js")

@@ -3,16 +3,7 @@
 // follow those links. Single keys, ignored while typing in a field; "?" lists them.
 "use strict";
 (() => {
-  // Its words in the run's locale pack's language: the page's JSON block (vera/viewer/words.py).
-  let words = {};
-  try {
-    const node = document.getElementById("vera-ui");
-    words = node ? JSON.parse(node.textContent) : {};
-  } catch (e) {
-    words = {};
-  }
-  const ui = (key, english, fields = {}) =>
-    (words[key] || english).replace(/\{(\w+)\}/g, (m, name) => (name in fields ? String(fields[name]) : m));
+  // Its words: ui() of words.js, loaded before this script.
   const or = (a, b) => ui("key_or", "{a}  or  {b}", { a, b });
   const KEYS = [
     [or("j", "n"), ui("key_next_conversation", "next conversation in the list")],

@@ -5,19 +5,7 @@
 
 const TOKEN = document.querySelector('meta[name="vera-token"]').content;
 
-// The page's words in the run's locale pack's language: the server puts them in a JSON
-// block (vera/viewer/words.py); a key it lacks, or an English run, is the text given here.
-const UI = (() => {
-  const node = document.getElementById("vera-ui");
-  try {
-    return node ? JSON.parse(node.textContent) : {};
-  } catch (e) {
-    return {};
-  }
-})();
-function ui(key, english, fields = {}) {
-  return (UI[key] || english).replace(/\{(\w+)\}/g, (m, name) => (name in fields ? String(fields[name]) : m));
-}
+// The page's words: UI and ui() (words.js, loaded before this script).
 
 // Dimensions and ratings by the pack's display names beside the canonical ones, as the
 // card shows them ("Name（gloss）"); what is saved is always the canonical name.

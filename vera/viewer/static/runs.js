@@ -2,19 +2,8 @@
 // Text from a run (ids, folders, model names) only ever goes in with textContent.
 "use strict";
 
-// The page's words in the runs' locale pack's language (vera/viewer/words.py), when all
+// The page's words (words.js, loaded before this script): the runs' locale pack's, when all
 // the runs under the folder share one; else the English given here.
-const UI = (() => {
-  const node = document.getElementById("vera-ui");
-  try {
-    return node ? JSON.parse(node.textContent) : {};
-  } catch (e) {
-    return {};
-  }
-})();
-function ui(key, english, fields = {}) {
-  return (UI[key] || english).replace(/\{(\w+)\}/g, (m, name) => (name in fields ? String(fields[name]) : m));
-}
 const STATES = {
   complete: ui("state_complete", "complete"),
   partial: ui("state_partial", "partial"),
