@@ -3,13 +3,16 @@ it save?
 
     .venv/bin/python benchmarks/bench_sequential.py                 # 1,000 repetitions a setting
     .venv/bin/python benchmarks/bench_sequential.py --reps 50 --json out.json
+    .venv/bin/python benchmarks/bench_sequential.py --seeds 3 --method spending   # the α-spending boundary
 
 Each repetition draws a baseline and a candidate run on the same units (personas ×
 seeds, five dimensions, one judge; `seqsim.py`), shuffles the units (the gate's seeded
 order without replacement) and looks after every wave:
 
-- **sequential**: the gate's confidence sequence (`vera.stats.sequential`), stopping at
-  the first look whose verdict is WORSE or NOT WORSE, UNDECIDED when the units run out;
+- **sequential**: the gate's confidence sequence (`vera.stats.sequential`), or with
+  `--method spending` its group-sequential α-spending boundary (`--spending obf`,
+  `pocock` or `hsd:GAMMA`; `vera gate --boundary spending`), stopping at the first look
+  whose verdict is WORSE or NOT WORSE, UNDECIDED when the units run out;
 - **naive**: the same data and stopping rule with a fixed-size interval (normal, delta
   method, finite-population corrected, the same α split over the rows) recomputed after
   every wave, as a team peeking at a fixed-size test would;
@@ -40,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from seqsim import LABELS, draw, shift_for, true_scores
 
 from vera.stats.bootstrap import score_from_percentages
+from vera.stats.groupseq import DEFAULT_SPENDING
 from vera.stats.sequential import (
     BP,
     HORIZON,
@@ -220,6 +224,7 @@ def chunk_intervals(
     grid: int,
     method: str,
     horizon: float,
+    spending: str = DEFAULT_SPENDING,
 ) -> tuple[np.ndarray, ...]:
     """Draw `k` repetitions and the gate's interval of every row at every look:
     (base, cand, persona_of, ct, bt, total, est, lo, hi); ct and bt are the scaled,
@@ -261,7 +266,8 @@ def chunk_intervals(
         est[:, sel], lo[:, sel], hi[:, sel] = difference_sequence(
             ct[:, sel], bt[:, sel], total[:, sel], alpha, float(level), looks,
             persona=who[:, sel], units_per_persona=units_per, grid_points=grid,
-            method="betting" if method == "betting" else "asymptotic", horizon=horizon,
+            method=method if method in ("betting", "spending") else "asymptotic",  # type: ignore[arg-type]
+            horizon=horizon, spending=spending,
         )  # fmt: skip
     return base, cand, persona_of, ct, bt, total, est, lo, hi
 
@@ -280,6 +286,7 @@ def run_setting(
     method: str,
     horizon: float,
     overall_share: float | None = None,
+    spending: str = DEFAULT_SPENDING,
 ) -> dict[str, Any]:
     shift = shift_for(diff)
     n = personas * seeds
@@ -298,10 +305,12 @@ def run_setting(
     z_low = float(norm.ppf(1 - alpha))
     z_high = norm.ppf(1 - highs)[None, :, None]
     seq_v, seq_u, nai_v, nai_u, full_v = [], [], [], [], []
-    for start in range(0, reps, CHUNK):
-        k = min(CHUNK, reps - start)
+    # The betting grid needs small chunks; the others are cheaper computed in larger ones.
+    chunk = CHUNK if method == "betting" else 25
+    for start in range(0, reps, chunk):
+        k = min(chunk, reps - start)
         base, cand, persona_of, ct, bt, total, _, lo, hi = chunk_intervals(
-            rng, k, personas, seeds, shift, looks, alpha, highs, grid, method, horizon
+            rng, k, personas, seeds, shift, looks, alpha, highs, grid, method, horizon, spending
         )
         v = verdicts(statuses(lo, hi, margin))
         sv, su = first_stop(v, looks)
@@ -463,10 +472,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--grid", type=int, default=401, help="grid of hypothesised shares (the gate uses 1001)")
     p.add_argument(
         "--method",
-        choices=["asymptotic", "betting", "mixture", "both"],
+        choices=["asymptotic", "betting", "spending", "mixture", "both"],
         default="asymptotic",
-        help="the gate's sequences (asymptotic, betting) or comparators it does not use: mixture (one "
+        help="the gate's boundaries (asymptotic, betting: confidence sequences; spending: the "
+        "group-sequential α-spending boundary, --spending) or comparators it does not use: mixture (one "
         "boundary on the whole variance), both (mixture and asymptotic at half α each, the tighter end)",
+    )
+    p.add_argument(
+        "--spending",
+        default=DEFAULT_SPENDING,
+        help="the spending function of --method spending: obf, pocock or hsd:GAMMA",
     )
     p.add_argument(
         "--horizon", type=float, default=HORIZON, help="share of units where the sequence is tightest"
@@ -494,7 +509,8 @@ def main(argv: list[str] | None = None) -> int:
         chosen = [chosen[args.only]]
     print(
         f"{args.personas} personas × {args.seeds} = {args.personas * args.seeds} units, margin {args.margin}, "
-        f"wave {args.wave}, α {args.alpha}, {args.method}, {args.reps} repetitions a setting"
+        f"wave {args.wave}, α {args.alpha}, {args.method}"
+        f"{' ' + args.spending if args.method == 'spending' else ''}, {args.reps} repetitions a setting"
     )
     if args.diagnose:
         for name, diff in chosen:
@@ -528,6 +544,7 @@ def main(argv: list[str] | None = None) -> int:
             method=args.method,
             horizon=args.horizon,
             overall_share=args.overall_share,
+            spending=args.spending,
         )
         r["setting"] = name
         r["seconds"] = round(time.time() - t0, 1)

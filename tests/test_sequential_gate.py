@@ -137,3 +137,41 @@ def test_an_unknown_candidate_is_one_line_and_leaves_no_folder(baseline, tmp_pat
     assert result.exit_code == 1
     assert "unknown model reference 'nosuch/model'" in result.output and "Traceback" not in result.output
     assert not out.exists()
+
+
+def test_the_spending_boundary_settles_and_resumes_on_the_same_looks(baseline, tmp_path) -> None:
+    out = tmp_path / "spending"
+    result = gate(baseline, out, "offline/risk-ignoring", "--boundary", "spending", "--spending", "obf")
+    assert result.exit_code == 4, result.output
+    looks = read_sequence(out)
+    last = looks[-1]
+    assert last.verdict == "worse" and last.units <= PERSONAS // 2
+    record = json.loads((out / "gate.json").read_text())
+    assert record["settings"]["method"] == "spending" and record["settings"]["spending"] == "obf"
+
+    # Killed before the last look's line was whole: the rerun recomputes that look from
+    # the looks recorded before it, to the same interval, and asks nothing again.
+    calls = lines(out / "calls.jsonl")
+    seq = (out / "sequence.jsonl").read_bytes().splitlines(keepends=True)
+    (out / "sequence.jsonl").write_bytes(b"".join(seq[:-1]) + b'{"wave": 9, "dra')
+    again = gate(baseline, out, "offline/risk-ignoring", "--boundary", "spending", "--spending", "obf")
+    assert again.exit_code == 4, again.output
+    assert lines(out / "calls.jsonl") == calls
+    assert read_sequence(out) == looks
+
+    # Another spending function is another gate.
+    changed = gate(baseline, out, "offline/risk-ignoring", "--boundary", "spending", "--spending", "pocock")
+    assert changed.exit_code == 1 and "spending was 'obf', now 'pocock'" in changed.output
+
+    same = gate(baseline, tmp_path / "same", "offline/best-practice", "--boundary", "spending")
+    assert same.exit_code == 0, same.output
+    assert all(r.status == "not worse" for r in read_sequence(tmp_path / "same")[-1].rows)
+
+
+def test_a_bad_spending_function_is_one_line_and_leaves_no_folder(baseline, tmp_path) -> None:
+    out = tmp_path / "bad"
+    for extra in (["--spending", "hsd:x"], ["--exact"]):
+        result = gate(baseline, out, "offline/risk-ignoring", "--boundary", "spending", *extra)
+        assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+        assert len(result.output.strip().splitlines()) == 1
+        assert not out.exists()

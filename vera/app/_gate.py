@@ -48,7 +48,7 @@ from vera.report import (
     sequence_page,
     sequence_plot,
 )
-from vera.stats import NOT_WORSE, UNDECIDED, WORSE, Status, gate_sequence
+from vera.stats import DEFAULT_SPENDING, NOT_WORSE, UNDECIDED, WORSE, Status, gate_sequence, parse_spending
 from vera.store import MANIFEST, atomic_write
 
 # Exit code of an UNDECIDED gate (WORSE is `Exit.WORSE`, 4; NOT WORSE is 0).
@@ -65,6 +65,10 @@ class GateOptions:
     seed: int = 0
     max_conversations: int | None = None
     exact: bool = False  # the betting sequence (exact, wider) instead of the asymptotic one
+    # "sequence" (a confidence sequence: asymptotic, or betting with `exact`) or "spending"
+    # (the group-sequential α-spending boundary, with the `spending` function).
+    boundary: str = "sequence"
+    spending: str = DEFAULT_SPENDING
     max_cost: float | None = None
     max_concurrency: int | None = None
     out: str | None = None
@@ -126,6 +130,7 @@ def unit_counts(frame: pl.DataFrame, labels: list[str] | None = None) -> _Units:
 def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None = None) -> GateOutcome:
     """Run (or resume) the gate; `run` runs one wave (default: the run engine, then the
     card is scored only after the last wave)."""
+    method = _method(opts)  # a bad --boundary/--spending is refused before anything is read
     base = read_run(opts.baseline)
     bots = sorted(base.ratings.get_column("chatbot").unique().to_list())
     if len(bots) != 1:
@@ -152,7 +157,8 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
         wave=opts.wave,
         order_seed=opts.seed,
         max_conversations=opts.max_conversations,
-        method="betting" if opts.exact else "asymptotic",
+        method=method,
+        spending=opts.spending if opts.boundary == "spending" else None,
         order=[baseline.keys[i] for i in rng.permutation(len(baseline.keys))],
     )
     settings = _settings(run_dir, fresh)
@@ -187,6 +193,10 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
         judged = [k for k in settings.order[:drawn] if counts is not None and k in counts.keys]
         if judged and counts is not None:
             at = {k: i for i, k in enumerate(counts.keys)}
+            # A confidence sequence needs only this look; the spending boundary needs every
+            # look so far (the units each had, as recorded), for the α they spent.
+            history = [look.units for look in looks if 0 < look.units < len(judged)]
+            spending = settings.method == "spending"
             seq = gate_sequence(
                 baseline.counts,
                 counts.counts[[at[k] for k in judged]],
@@ -194,12 +204,13 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
                 persona=persona,
                 labels=baseline.labels,
                 max_ratings=max_ratings,
-                looks=[len(judged)],
+                looks=[*sorted(set(history)), len(judged)] if spending else [len(judged)],
                 margin=settings.margin,
                 alpha=settings.alpha,
-                method="betting" if settings.method == "betting" else "asymptotic",
+                method=settings.method if settings.method in ("betting", "spending") else "asymptotic",  # type: ignore[arg-type]
+                spending=settings.spending or DEFAULT_SPENDING,
             )
-            rows, verdict = seq[0].rows, seq[0].verdict
+            rows, verdict = seq[-1].rows, seq[-1].verdict
         else:
             rows, verdict = [], UNDECIDED
         stopped = ""
@@ -304,6 +315,7 @@ def _settings(run_dir: Path, fresh: GateSettings) -> GateSettings:
             "order_seed",
             "max_conversations",
             "method",
+            "spending",
         )
         if getattr(old, name) != getattr(fresh, name)
     ]
@@ -332,6 +344,21 @@ def append_look(run_dir: Path, look: GateLook) -> None:
         os.fsync(f.fileno())
 
 
+def _method(opts: GateOptions) -> str:
+    """The boundary's name in the gate's settings: asymptotic, betting or spending."""
+    if opts.boundary == "spending":
+        if opts.exact:
+            raise UserError(
+                "--exact is the betting confidence sequence; it does not go with --boundary spending"
+            )
+        try:
+            parse_spending(opts.spending)
+        except ValueError as exc:
+            raise UserError(f"--spending: {exc}") from None
+        return "spending"
+    return "betting" if opts.exact else "asymptotic"
+
+
 def _max_ratings(judges: list[ModelSpec], instances: int, conversations: int, rows: int) -> np.ndarray:
     """The most ratings a unit can hold per row: one per judge slot and conversation of
     the unit (a unit of a multi-session arc has several), times the dimensions on
@@ -350,6 +377,8 @@ def _command(opts: GateOptions, run_dir: Path) -> str:
         parts += ["--max-conversations", str(opts.max_conversations)]
     if opts.exact:
         parts.append("--exact")
+    if opts.boundary == "spending":
+        parts += ["--boundary", "spending", "--spending", opts.spending]
     if opts.max_cost is not None:
         parts += ["--max-cost", f"{opts.max_cost:g}"]
     return " ".join([*parts, "--out", shlex.quote(str(run_dir))])

@@ -12,6 +12,7 @@ from vera.cli._door import Number, alpha_option, margin_option, seed_option, wav
 from vera.inputs import ENGLISH, tr, ui_short, use_strings
 from vera.ranges import DOLLARS
 from vera.report import card_strings, stopped_words, verdict_words
+from vera.stats import DEFAULT_SPENDING
 
 
 @click.command()
@@ -39,6 +40,21 @@ from vera.report import card_strings, stopped_words, verdict_words
     help="Use the exact betting confidence sequence (valid for any sample size, wider) "
     "instead of the asymptotic one (see docs/statistics.md).",
 )
+@click.option(
+    "--boundary",
+    type=click.Choice(["sequence", "spending"]),
+    default="sequence",
+    show_default=True,
+    help="sequence: a confidence sequence, valid at any looks; spending: a group-sequential "
+    "α-spending boundary for the gate's own waves, which stops sooner (see docs/statistics.md).",
+)
+@click.option(
+    "--spending",
+    default=DEFAULT_SPENDING,
+    show_default=True,
+    help="The spending function of --boundary spending: obf (Lan–DeMets O'Brien–Fleming), "
+    "pocock (Lan–DeMets Pocock) or hsd:GAMMA (Hwang–Shih–DeCani).",
+)
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Conversations at once.")
 @click.option(
     "--out", type=click.Path(file_okay=False), help="The candidate's run directory (rerun to resume)."
@@ -62,6 +78,8 @@ def gate(baseline_run: str, candidate: str, quiet: bool, **options: Any) -> None
         seed=options["seed"],
         max_conversations=options["max_conversations"],
         exact=options["exact"],
+        boundary=options["boundary"],
+        spending=options["spending"],
         max_cost=options["max_cost"],
         max_concurrency=options["max_concurrency"],
         out=options["out"],

@@ -242,6 +242,7 @@ BASE: dict[str, str] = {
     "card.seq_running": "RUNNING",
     "card.seq_method_asymptotic": "asymptotic",
     "card.seq_method_betting": "betting",
+    "card.seq_method_spending": "group-sequential (α-spending)",
     "card.seq_settled": "settled: {verdict}",
     "card.seq_out_of_budget": "out of budget (--max-cost)",
     "card.seq_out_of_units": "out of units: every unit of the baseline was drawn",

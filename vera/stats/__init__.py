@@ -29,6 +29,7 @@ from vera.stats.bootstrap import (
     summarise,
 )
 from vera.stats.compare import MAX_SETTLE_RESAMPLES, check_comparable, compare, compare_settled
+from vera.stats.groupseq import DEFAULT_SPENDING, parse_spending
 from vera.stats.humans import (
     CLINICIAN_DIMENSIONS,
     DEFAULT_RATER_RULE,
@@ -58,6 +59,7 @@ __all__ = [
     "DEFAULT_CONFIDENCE",
     "DEFAULT_RATER_RULE",
     "DEFAULT_RESAMPLES",
+    "DEFAULT_SPENDING",
     "MAX_SETTLE_RESAMPLES",
     "MC_Z",
     "METHOD",
@@ -92,6 +94,7 @@ __all__ = [
     "judge_agreement",
     "judge_vs_consensus",
     "krippendorff_alpha",
+    "parse_spending",
     "percent_agreement",
     "rater_agreement",
     "read_human_ratings",

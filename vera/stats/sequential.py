@@ -48,6 +48,8 @@ import msgspec
 import numpy as np
 
 from vera.stats.bootstrap import score_from_percentages
+from vera.stats.groupseq import DEFAULT_SPENDING, GRID, upper_bounds
+from vera.stats.groupseq import spent as spent_alpha
 
 Status = Literal["worse", "not worse", "undecided"]
 WORSE: Status = "worse"
@@ -211,9 +213,11 @@ def score_sequence(
     return estimate, lo, hi
 
 
-Method = Literal["asymptotic", "betting"]
+Method = Literal["asymptotic", "betting", "spending"]
 ASYMPTOTIC: Method = "asymptotic"
 BETTING: Method = "betting"
+# The group-sequential boundary (`vera gate --boundary spending`, `spending_difference`).
+SPENDING: Method = "spending"
 # Below this many units an asymptotic sequence is not trusted (its variance estimate is
 # too rough): the interval is the whole range until then.
 MIN_UNITS = 10
@@ -242,6 +246,7 @@ def difference_sequence(
     method: Method = ASYMPTOTIC,
     grid_points: int = GRID_POINTS,
     horizon: float = HORIZON,
+    spending: str = DEFAULT_SPENDING,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The gate's interval of candidate − baseline at each look: (estimate, low, high),
     each (..., L). The low end errs (lies above the truth at some look) with probability
@@ -259,7 +264,16 @@ def difference_sequence(
     (`persona_spread`), the same large-sample reading the fixed gate's bootstrap makes.
     Without it, a gate that ran out of units would end on the full run's point
     estimate, as if its personas were all there are.
+
+    `method="spending"` is neither: one group-sequential boundary on both parts at once
+    (`spending_difference`), valid at the looks that happen (`looks` must then be every
+    look the gate made, in order, not only the last).
     """
+    if method == SPENDING:
+        return spending_difference(
+            candidate, baseline, baseline_total, alpha_low, alpha_high, looks,
+            persona=persona, units_per_persona=units_per_persona, spending=spending,
+        )  # fmt: skip
     population = int(units_per_persona.sum())
     idx = np.asarray(looks) - 1
     low_seq, high_seq = SEQUENCE_SHARE * alpha_low, SEQUENCE_SHARE * alpha_high
@@ -293,6 +307,78 @@ def difference_sequence(
     low = np.maximum(lo - z_low * spread, -base_score)
     high = np.minimum(hi + z_high * spread, 100.0 - base_score)
     return est, low, high
+
+
+# Below this share of the unit spread's variance per unit, the persona part is taken as
+# this (a persona part of 0 would make the last look's information infinite, and no α
+# would be spent before it).
+PERSONA_FLOOR = 1e-6
+
+
+def spending_difference(
+    candidate: np.ndarray,
+    baseline: np.ndarray,
+    baseline_total: np.ndarray,
+    alpha_low: float,
+    alpha_high: float,
+    looks: np.ndarray | Sequence[int],
+    *,
+    persona: np.ndarray,
+    units_per_persona: np.ndarray,
+    spending: str = DEFAULT_SPENDING,
+    grid: int = GRID,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The gate's interval at each look from a group-sequential (α-spending) boundary:
+    (estimate, low, high), each (..., L); `looks` the units after each look the gate made.
+
+    The estimate is the asymptotic sequence's (`influence_sequence`); its variance about
+    the persona population's difference after t units is V(t) = s² + σ²(1/t − 1/N)·N/(N − 1),
+    σ the units' spread and s the persona part (`persona_spread`), and the estimates at the
+    looks have the canonical joint distribution of group-sequential tests (see
+    `vera.stats.groupseq`), with information 1/V(t) and 1/s² with every unit in. Each end
+    spends its α (`alpha_low`, `alpha_high`, one-sided) by the information fraction
+    s²/V(t) (or t/N, if further) with the `spending` function; at look j the information of looks 1 … j is
+    computed with look j's σ and s, and the end is est ∓ c_j·√V(t_j). Looks before
+    `MIN_UNITS` units, or before the persona part can be estimated, spend nothing.
+    """
+    population = int(units_per_persona.sum())
+    t_all = np.asarray(looks, dtype=np.int64)
+    if t_all.size and (np.diff(t_all) <= 0).any():
+        raise ValueError("a gate's looks must have more units each time")
+    idx = t_all - 1
+    est_all, sd = influence_sequence(candidate, baseline, baseline_total, population)
+    spread = persona_spread(candidate, baseline, baseline_total, persona, units_per_persona, t_all)
+    t = t_all.astype(np.float64)
+    fpc = population / max(population - 1, 1)
+    est = est_all[..., idx]
+    sig2 = sd[..., idx] ** 2
+    s2 = spread**2
+    lo, hi = np.full(est.shape, -np.inf), np.full(est.shape, np.inf)
+    counted = t >= MIN_UNITS
+    for j in np.flatnonzero(counted):
+        prior = np.flatnonzero(counted[: j + 1])
+        g, p = sig2[..., j], s2[..., j]
+        ok = np.isfinite(g) & np.isfinite(p) & (g > 0)
+        g = np.where(ok, g, 1.0)
+        p = np.where(ok, np.maximum(p, PERSONA_FLOOR * g), 1.0)
+        # Variance at every look so far, with this look's estimates (..., J).
+        v = p[..., None] + g[..., None] * fpc * np.clip(1.0 / t[prior] - 1.0 / population, 0.0, None)
+        info = 1.0 / v
+        # The spending clock: the information fraction, or the share of the units if that
+        # is further on. Any clock that rises to 1 with every unit in and does not look
+        # at the differences keeps α (Lan & DeMets); the share of the units keeps the
+        # gate spending where the persona part is small against a unit's spread (the
+        # information fraction then stays near 0 until the last look).
+        tau = np.maximum(p[..., None] / v, t[prior] / population)
+        ends = []
+        for a in (alpha_low, alpha_high):
+            c = upper_bounds(info, spent_alpha(tau, a, spending), grid)[..., -1]
+            ends.append(np.where(ok, c * np.sqrt(v[..., -1]), np.inf))
+        lo[..., j], hi[..., j] = est[..., j] - ends[0], est[..., j] + ends[1]
+    base_score = _score(baseline_total[..., BP], baseline_total[..., HPH], baseline_total[..., RATED])[
+        ..., None
+    ]
+    return est, np.maximum(lo, -base_score), np.minimum(hi, 100.0 - base_score)
 
 
 def one_sided_level(alpha: float) -> float:
@@ -566,6 +652,7 @@ def gate_sequence(
     method: Method = ASYMPTOTIC,
     grid_points: int = GRID_POINTS,
     overall: str = "Overall",
+    spending: str = DEFAULT_SPENDING,
 ) -> list[SequenceLook]:
     """The gate's sequence at each look.
 
@@ -577,7 +664,8 @@ def gate_sequence(
     (each ≤ n). A row the baseline never rated is left out (nothing to compare). Each
     row's lower end errs at most α (NOT WORSE needs every row: intersection-union), the
     upper ends split α over the rows compared (`upper_levels`; the row labelled
-    `overall` gets half).
+    `overall` gets half). With `method="spending"` (`spending_difference`, the
+    `spending` function) `looks` must be every look the gate made so far.
     """
     base = np.asarray(baseline, dtype=np.float64)
     cand = np.asarray(candidate, dtype=np.float64)
@@ -611,6 +699,7 @@ def gate_sequence(
             units_per_persona=units_per_persona,
             method=method,
             grid_points=grid_points,
+            spending=spending,
         )
     out = []
     for j, n in enumerate(looks):

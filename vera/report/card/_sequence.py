@@ -39,9 +39,13 @@ class GateSettings(msgspec.Struct, frozen=True, kw_only=True):
     wave: int
     order_seed: int
     max_conversations: int | None
-    method: str  # the sequence's first part: "asymptotic" or "betting" (vera.stats.sequential)
+    # The boundary: "asymptotic" or "betting" (confidence sequences), or "spending" (the
+    # group-sequential α-spending boundary, vera.stats.sequential.spending_difference).
+    method: str
     # The units in the order they are drawn: [persona, user-agent, replicate].
     order: list[tuple[str, str, int]]
+    # The spending function of method "spending" (vera.stats.groupseq): obf, pocock, hsd:γ.
+    spending: str | None = None
 
 
 class GateLook(msgspec.Struct, frozen=True, kw_only=True):
