@@ -228,7 +228,7 @@ BASE: dict[str, str] = {
     "card.seq_this_run": "This run is {text}",
     "card.seq_text": (
         "a sequential gate (vera gate): candidate {candidate} against run {run}, margin {margin} points, "
-        "alpha {alpha}, {method} confidence sequence, waves of {wave}; {verdict}{why} after {waves} "
+        "alpha {alpha}, {method}, waves of {wave}; {verdict}{why} after {waves} "
         "wave(s), {units} of {available} units used{share}. Its units are a random subset of the "
         "baseline's: the scores below are of those units only."
     ),
@@ -240,9 +240,11 @@ BASE: dict[str, str] = {
     "card.seq_not_worse": "NOT WORSE",
     "card.seq_undecided": "UNDECIDED",
     "card.seq_running": "RUNNING",
-    "card.seq_method_asymptotic": "asymptotic",
-    "card.seq_method_betting": "betting",
-    "card.seq_method_spending": "group-sequential (α-spending)",
+    # The interval a gate's verdict rests on: a confidence sequence (valid at any looks),
+    # or, with --boundary spending, repeated confidence intervals (valid at its looks).
+    "card.seq_method_asymptotic": "asymptotic confidence sequence",
+    "card.seq_method_betting": "betting confidence sequence",
+    "card.seq_method_spending": "group-sequential (α-spending) repeated confidence intervals",
     "card.seq_settled": "settled: {verdict}",
     "card.seq_out_of_budget": "out of budget (--max-cost)",
     "card.seq_out_of_units": "out of units: every unit of the baseline was drawn",
@@ -975,7 +977,7 @@ BASE: dict[str, str] = {
     # sequence.md, the page `vera gate` writes in the candidate's run.
     "page.seq_settings": (
         "Candidate `{candidate}` against baseline run `{run}` ({chatbot}), margin {margin} points, "
-        "alpha {alpha}, waves of {wave}, {method} confidence sequence, units drawn in a random order "
+        "alpha {alpha}, waves of {wave}, {method}, units drawn in a random order "
         "(seed {seed})."
     ),
     "page.seq_verdict": "**Verdict: {verdict}**",

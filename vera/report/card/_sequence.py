@@ -192,7 +192,7 @@ def stopped_words(stopped: str) -> str:
 
 def _method_words(method: str) -> str:
     key = f"card.seq_method_{method}"
-    return tr(key) if key in BASE else method
+    return tr(key) if key in BASE else f"{method} confidence sequence"
 
 
 def sequential_text(seq: SequentialCard) -> str:
