@@ -273,3 +273,45 @@ def test_a_gate_that_stops_by_half_way_or_cannot_reach_the_difference_gets_no_no
     # +10 the pilot's score cannot make (reached 0): its size says nothing about saving.
     _note_little_saving([_gate(-10.0, 200), _gate(10.0, 590, reached=0.0)], 600, 30.0, 5.0, 0.0, notes)
     assert notes == []
+
+
+def _gate_json(pilot: Path, *extra: str) -> dict:
+    result = CliRunner().invoke(
+        main, ["plan", "--pilot", str(pilot), "--reps", "10", "--wave", "60", *extra, "--json", "-"]
+    )
+    assert result.exit_code == 0, result.output
+    gate = json.loads(result.output)["gate"]
+    assert gate is not None
+    return gate
+
+
+def test_a_plan_for_the_spending_boundary_sizes_that_gate(pilot) -> None:
+    sequence = _gate_json(pilot)
+    spending = _gate_json(pilot, "--boundary", "spending")
+    assert (sequence["boundary"], sequence["spending"]) == ("sequence", None)
+    assert (spending["boundary"], spending["spending"]) == ("spending", "hsd:-4")
+    # A candidate 2 × margin worse: the spending boundary, built for the gate's own waves,
+    # needs no more units than the confidence sequence, on average and at the 90th percentile.
+    worse = {
+        g["boundary"]: next(s for s in g["sizes"] if s["difference"] == -10) for g in (sequence, spending)
+    }
+    assert worse["spending"]["worse"] == 1.0 and worse["sequence"]["worse"] == 1.0
+    assert worse["spending"]["mean_units"] <= worse["sequence"]["mean_units"]
+    assert worse["spending"]["p90_units"] <= worse["sequence"]["p90_units"]
+    # The text names the boundary the sizes are for.
+    text = CliRunner().invoke(
+        main, ["plan", "--pilot", str(pilot), "--reps", "10", "--wave", "60", "--boundary", "spending",
+               "--spending", "obf"],
+    )  # fmt: skip
+    assert text.exit_code == 0, text.output
+    assert "sequential gate (vera gate --boundary spending --spending obf, waves of 60" in text.output
+
+
+def test_a_bad_spending_function_is_one_line(pilot) -> None:
+    result = CliRunner().invoke(
+        main, ["plan", "--pilot", str(pilot), "--boundary", "spending", "--spending", "hsd:steep"]
+    )
+    assert result.exit_code != 0
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "--spending" in lines[0] and "hsd:GAMMA" in lines[0], result.output
+    assert "Traceback" not in result.output

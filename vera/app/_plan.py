@@ -27,6 +27,7 @@ from vera.errors import UserError
 from vera.inputs import Profile, RunConfig, load_profiles, resolve_ref
 from vera.records import RunManifest, Usage
 from vera.report import read_run
+from vera.stats import DEFAULT_SPENDING, parse_spending
 from vera.stats.planning import (
     DEFAULT_VARIABILITY,
     MAX_PAIRING,
@@ -66,6 +67,9 @@ class PlanOptions:
     # A run of another chatbot on the pilot's units (persona × user-agent × seed), whose
     # paired differences with the pilot's show how alike paired conversations are.
     pilot_candidate: str | None = None
+    # The boundary the gate will run with (`vera gate --boundary`, `--spending`).
+    boundary: str = "sequence"
+    spending: str = DEFAULT_SPENDING
 
 
 class Cost(msgspec.Struct, frozen=True, kw_only=True):
@@ -100,6 +104,8 @@ class PlannedGate(msgspec.Struct, frozen=True, kw_only=True):
     """The sequential gate for the power design's question, by simulation."""
 
     units: int  # the units it could draw (the power design's)
+    boundary: str  # "sequence" or "spending" (`vera gate --boundary`)
+    spending: str | None  # the spending function of the "spending" boundary (None: sequence)
     wave: int
     alpha: float
     reps: int  # simulated gates per difference
@@ -186,6 +192,8 @@ class Plan:
         if self.gate:
             gate = PlannedGate(
                 units=self.gate_units,
+                boundary=o.boundary,
+                spending=o.spending if o.boundary == "spending" else None,
                 wave=o.wave,
                 alpha=o.alpha,
                 reps=o.reps,
@@ -226,6 +234,11 @@ class Plan:
 
 
 def plan(opts: PlanOptions) -> Plan:
+    if opts.boundary == "spending":
+        try:
+            parse_spending(opts.spending)
+        except ValueError as exc:
+            raise UserError(f"--spending: {exc}") from None
     notes: list[str] = []
     default_spread = False
     paired_on: str | None = None
@@ -321,6 +334,8 @@ def plan(opts: PlanOptions) -> Plan:
             reps=opts.reps,
             seed=opts.seed,
             pairing=rho,
+            method="spending" if opts.boundary == "spending" else "asymptotic",
+            spending=opts.spending,
         )
         _note_little_saving(gate, power_design.units, var.within_sd, opts.margin, rho, notes)
         unit_cost = _per_unit_cost(

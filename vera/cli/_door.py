@@ -21,6 +21,7 @@ import click
 
 from vera.ranges import LEVEL, MARGIN, MAX_RESAMPLES, SEED, Range
 from vera.records import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, RaterRule
+from vera.stats import DEFAULT_SPENDING
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -133,6 +134,35 @@ def alpha_option(help: str) -> Callable[[F], F]:
 def wave_option(help: str) -> Callable[[F], F]:
     """`--wave N`: the sequential gate's units per wave (default 20)."""
     return click.option("--wave", type=click.IntRange(min=1), default=20, show_default=True, help=help)
+
+
+BOUNDARY_HELP = (
+    "sequence: a confidence sequence, valid at any looks; spending: a group-sequential "
+    "α-spending boundary for the gate's own waves, which stops sooner (see docs/statistics.md)."
+)
+SPENDING_HELP = (
+    "The spending function of --boundary spending: obf (Lan–DeMets O'Brien–Fleming), "
+    "pocock (Lan–DeMets Pocock) or hsd:GAMMA (Hwang–Shih–DeCani)."
+)
+
+
+def boundary_options() -> Callable[[F], F]:
+    """`--boundary sequence|spending` and `--spending FUNCTION`: the sequential gate's
+    boundary, declared once so `vera gate` and `vera plan` (which sizes that gate) offer
+    the same choices in the same words. The spending function is checked where it is
+    used (`vera.stats.parse_spending`), so a bad one is one line from either command."""
+
+    def apply(f: F) -> F:
+        f = click.option("--spending", default=DEFAULT_SPENDING, show_default=True, help=SPENDING_HELP)(f)
+        return click.option(
+            "--boundary",
+            type=click.Choice(["sequence", "spending"]),
+            default="sequence",
+            show_default=True,
+            help=BOUNDARY_HELP,
+        )(f)
+
+    return apply
 
 
 def seed_option(help: str, default: int | None = 0) -> Callable[[F], F]:

@@ -8,11 +8,10 @@ from typing import Any
 import click
 
 from vera.app import GateOptions, GateOutcome, run_gate
-from vera.cli._door import Number, alpha_option, margin_option, seed_option, wave_option
+from vera.cli._door import Number, alpha_option, boundary_options, margin_option, seed_option, wave_option
 from vera.inputs import ENGLISH, tr, ui_short, use_strings
 from vera.ranges import DOLLARS
 from vera.report import card_strings, stopped_words, verdict_words
-from vera.stats import DEFAULT_SPENDING
 
 
 @click.command()
@@ -40,21 +39,7 @@ from vera.stats import DEFAULT_SPENDING
     help="Use the exact betting confidence sequence (valid for any sample size, wider) "
     "instead of the asymptotic one (see docs/statistics.md).",
 )
-@click.option(
-    "--boundary",
-    type=click.Choice(["sequence", "spending"]),
-    default="sequence",
-    show_default=True,
-    help="sequence: a confidence sequence, valid at any looks; spending: a group-sequential "
-    "α-spending boundary for the gate's own waves, which stops sooner (see docs/statistics.md).",
-)
-@click.option(
-    "--spending",
-    default=DEFAULT_SPENDING,
-    show_default=True,
-    help="The spending function of --boundary spending: obf (Lan–DeMets O'Brien–Fleming), "
-    "pocock (Lan–DeMets Pocock) or hsd:GAMMA (Hwang–Shih–DeCani).",
-)
+@boundary_options()
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Conversations at once.")
 @click.option(
     "--out", type=click.Path(file_okay=False), help="The candidate's run directory (rerun to resume)."

@@ -9,7 +9,7 @@ import click
 import msgspec
 
 from vera.app import Cost, PlanOptions, PlanRecord, plan_comparison
-from vera.cli._door import Number, alpha_option, margin_option, seed_option, wave_option
+from vera.cli._door import Number, alpha_option, boundary_options, margin_option, seed_option, wave_option
 from vera.ranges import LEVEL, MARGIN
 from vera.store import atomic_write, check_output
 
@@ -33,6 +33,7 @@ from vera.store import atomic_write, check_output
 )
 @alpha_option("The gate's α.")
 @wave_option("The gate's units per wave.")
+@boundary_options()
 @click.option(
     "--personas", type=click.IntRange(min=2), help="Personas of the design (default: the pilot's, or 100)."
 )
@@ -103,7 +104,11 @@ def _print(p: PlanRecord) -> None:
         )
         click.echo(line + _money(d.cost))
     if p.gate is not None:
-        click.echo(f"sequential gate (vera gate, waves of {a.wave}, α {a.alpha:g}) on {p.gate.units} units:")
+        # The default boundary's line is as it always was; another names itself.
+        bound = "" if p.gate.boundary == "sequence" else f" --boundary spending --spending {p.gate.spending}"
+        click.echo(
+            f"sequential gate (vera gate{bound}, waves of {a.wave}, α {a.alpha:g}) on {p.gate.units} units:"
+        )
         for g in p.gate.sizes:
             verdicts = f"WORSE {g.worse:.0%} / NOT WORSE {g.not_worse:.0%} / UNDECIDED {g.undecided:.0%}"
             # A pilot scoring near 0 or 100 cannot be moved by every difference: say so.

@@ -30,10 +30,14 @@ from statistics import NormalDist
 import msgspec
 import numpy as np
 
+from vera.stats.groupseq import DEFAULT_SPENDING
 from vera.stats.sequential import (
+    ASYMPTOTIC,
     BP,
     HPH,
     RATED,
+    SPENDING,
+    Method,
     _influence,
     _score,
     difference_sequence,
@@ -293,6 +297,8 @@ def gate_sizes(
     reps: int,
     seed: int,
     pairing: float = 0.0,
+    method: Method = ASYMPTOTIC,
+    spending: str = DEFAULT_SPENDING,
 ) -> list[GateSize]:
     """The sequential gate's size by simulation from a pilot's units.
 
@@ -307,7 +313,10 @@ def gate_sizes(
     weaker than 1/k, or not credited), each drawn unit's deviation from its pool's
     mean is stretched instead (`restored_spread`). A pilot with one unit per persona is
     one pool (its whole spread is taken as within, as `variability` does). The gate then
-    runs on them as `vera gate` would (waves of `wave`, seeded random order).
+    runs on them as `vera gate` would (waves of `wave`, seeded random order), with its
+    boundary: the asymptotic confidence sequence, or with `method="spending"` the
+    group-sequential boundary of the `spending` function (`spending_difference`, given
+    every look, as the gate gives it).
     """
     rng = np.random.default_rng(seed)
     c = np.asarray(counts, dtype=np.float64)
@@ -344,19 +353,28 @@ def gate_sizes(
             b = (base[order] / scale).transpose(1, 0, 2)  # (rows, n, 3)
             k = (cand[order] / scale).transpose(1, 0, 2)
             total = (base / scale).sum(axis=0)
-            lo = np.empty((len(rows), looks.size))
-            hi = np.empty_like(lo)
-            for level in np.unique(highs):
-                sel = highs == level
-                _, lo[sel], hi[sel] = difference_sequence(
-                    k[sel], b[sel], total[sel], alpha, float(level), looks,
-                    persona=np.broadcast_to(persona_of[order], k[sel].shape[:-1]),
-                    units_per_persona=units_per,
-                )  # fmt: skip
-            worse = np.asarray((hi < -margin).any(axis=0))
-            fine = np.asarray((lo > -margin).all(axis=0))
-            settled = worse | fine
-            at = int(np.argmax(settled)) if settled.any() else looks.size - 1
+            # The spending boundary's cost grows with the square of the looks, and a look's
+            # bounds need only the looks before it: compute the first 4, 8, 16 … looks until
+            # one settles (the same bounds as all at once, far fewer where it stops early).
+            # The sequence's radius is cheap and computed at every look in one go.
+            upto = min(4, looks.size) if method == SPENDING else looks.size
+            while True:
+                lo = np.empty((len(rows), upto))
+                hi = np.empty_like(lo)
+                for level in np.unique(highs):
+                    sel = highs == level
+                    _, lo[sel], hi[sel] = difference_sequence(
+                        k[sel], b[sel], total[sel], alpha, float(level), looks[:upto],
+                        persona=np.broadcast_to(persona_of[order], k[sel].shape[:-1]),
+                        units_per_persona=units_per, method=method, spending=spending,
+                    )  # fmt: skip
+                worse = np.asarray((hi < -margin).any(axis=0))
+                fine = np.asarray((lo > -margin).all(axis=0))
+                settled = worse | fine
+                if settled.any() or upto == looks.size:
+                    break
+                upto = min(2 * upto, looks.size)
+            at = int(np.argmax(settled)) if settled.any() else upto - 1
             used[r] = looks[at]
             verdicts[r] = -1 if worse[at] else (1 if fine[at] else 0)
         out.append(
