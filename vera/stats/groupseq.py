@@ -34,7 +34,10 @@ import math
 from typing import Literal
 
 import numpy as np
-from scipy.special import ndtr, ndtri
+
+# scipy.special is imported inside the functions that use it, not here: every `vera`
+# command imports this module when it starts (through vera.stats), and scipy there
+# would cost each one, `vera --help` included, most of a second.
 
 Family = Literal["obf", "pocock", "hsd"]
 # The default family: Hwang, Shih & DeCani (1990) with γ = −4, close to O'Brien–Fleming
@@ -78,6 +81,8 @@ def spent(tau: np.ndarray | float, alpha: float, spec: str = DEFAULT_SPENDING) -
     - `hsd:γ`: Hwang–Shih–DeCani, α(1 − e^(−γτ))/(1 − e^(−γ)) (γ = 0: ατ; −4 is close
       to O'Brien–Fleming, 1 to Pocock).
     """
+    from scipy.special import ndtr, ndtri  # (here: see the note on imports)
+
     family, gamma = parse_spending(spec)
     t = np.clip(np.asarray(tau, dtype=np.float64), 0.0, 1.0)
     if family == "obf":
@@ -108,6 +113,8 @@ def upper_bounds(info: np.ndarray, cumulative: np.ndarray, grid: int = GRID) -> 
     Brownian motion observed at the increasing information levels `info` (..., K): the
     chance that Z first reaches c at look k is the increment of `cumulative` (..., K)
     there (α spent so far) under the null. An increment of 0 gives c = inf."""
+    from scipy.special import ndtr, ndtri  # (here: see the note on imports)
+
     info = np.asarray(info, dtype=np.float64)
     cum = np.asarray(cumulative, dtype=np.float64)
     shape = info.shape
@@ -170,6 +177,8 @@ def upper_bounds(info: np.ndarray, cumulative: np.ndarray, grid: int = GRID) -> 
 def crossing_probability(info: np.ndarray, bounds: np.ndarray, grid: int = GRID) -> float:
     """The null chance that Z ever reaches `bounds` (K,) at the `info` (K,) levels (the
     total one-sided error of a given boundary; used to check published tables)."""
+    from scipy.special import ndtr  # (here: see the note on imports)
+
     info = np.asarray(info, dtype=np.float64)
     b = np.asarray(bounds, dtype=np.float64)
     m = grid if grid % 2 else grid + 1
