@@ -351,12 +351,18 @@ def _method(opts: GateOptions) -> str:
             raise UserError(
                 "--exact is the betting confidence sequence; it does not go with --boundary spending"
             )
-        try:
-            parse_spending(opts.spending)
-        except ValueError as exc:
-            raise UserError(f"--spending: {exc}") from None
+        check_spending(opts.spending)
         return "spending"
     return "betting" if opts.exact else "asymptotic"
+
+
+def check_spending(spending: str) -> None:
+    """A UserError naming `--spending` unless `spending` is a spending function
+    (`vera gate` and `vera plan`, which sizes that gate, refuse alike)."""
+    try:
+        parse_spending(spending)
+    except ValueError as exc:
+        raise UserError(f"--spending: {exc}") from None
 
 
 def _max_ratings(judges: list[ModelSpec], instances: int, conversations: int, rows: int) -> np.ndarray:

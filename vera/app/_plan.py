@@ -20,14 +20,14 @@ import msgspec
 import numpy as np
 import polars as pl
 
-from vera.app._gate import _max_ratings, _Units, unit_counts
+from vera.app._gate import _max_ratings, _Units, check_spending, unit_counts
 from vera.clients.limits import Prices
 from vera.clients.pool import CachePrices, tier_prices
 from vera.errors import UserError
 from vera.inputs import Profile, RunConfig, load_profiles, resolve_ref
 from vera.records import RunManifest, Usage
 from vera.report import read_run
-from vera.stats import DEFAULT_SPENDING, parse_spending
+from vera.stats import DEFAULT_SPENDING
 from vera.stats.planning import (
     DEFAULT_VARIABILITY,
     MAX_PAIRING,
@@ -235,10 +235,7 @@ class Plan:
 
 def plan(opts: PlanOptions) -> Plan:
     if opts.boundary == "spending":
-        try:
-            parse_spending(opts.spending)
-        except ValueError as exc:
-            raise UserError(f"--spending: {exc}") from None
+        check_spending(opts.spending)
     notes: list[str] = []
     default_spread = False
     paired_on: str | None = None

@@ -150,7 +150,7 @@ def boundary_options() -> Callable[[F], F]:
     """`--boundary sequence|spending` and `--spending FUNCTION`: the sequential gate's
     boundary, declared once so `vera gate` and `vera plan` (which sizes that gate) offer
     the same choices in the same words. The spending function is checked where it is
-    used (`vera.stats.parse_spending`), so a bad one is one line from either command."""
+    used (`vera.app._gate.check_spending`), so a bad one is one line from either command."""
 
     def apply(f: F) -> F:
         f = click.option("--spending", default=DEFAULT_SPENDING, show_default=True, help=SPENDING_HELP)(f)
