@@ -290,6 +290,41 @@ async def test_thousands_waiting_for_room_share_one_wake_up(tmp_path, monkeypatc
     reopened.close()
 
 
+async def test_new_files_get_large_pages_and_files_written_before_keep_theirs(tmp_path):
+    """A new cache file has 16 KiB pages (fewer page writes a commit); a file written by
+    an earlier vera (4 KiB pages, the same table) keeps its pages and answers, and the
+    new file reads back with the statements an earlier vera uses."""
+    import msgspec
+
+    from vera.clients.cache import PAGE_SIZE
+
+    old = tmp_path / "old" / "cache.sqlite"
+    old.parent.mkdir()
+    with closing(sqlite3.connect(old, isolation_level=None)) as db:  # as vera wrote it before
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value BLOB NOT NULL, at REAL)"
+        )
+        db.execute("INSERT INTO responses VALUES (?, ?, 0)", ("k-old", msgspec.json.encode(completion(1))))
+    cache = ResponseCache(old)
+    cache.start()
+    assert await cache.get("k-old") == completion(1)
+    cache.put("k-new", completion(2))
+    await cache.aclose()
+    with closing(sqlite3.connect(old)) as db:
+        assert db.execute("PRAGMA page_size").fetchone()[0] == 4096
+        assert db.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 2
+
+    new = ResponseCache(tmp_path / "new" / "cache.sqlite")
+    new.put("k", completion(3))
+    new.close()
+    with closing(sqlite3.connect(new.path)) as db:
+        assert db.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE == 16384
+        (value,) = db.execute("SELECT value FROM responses WHERE key = ?", ("k",)).fetchone()
+    assert msgspec.json.decode(value, type=Completion) == completion(3)
+
+
 def _key(**changes: object) -> str:
     from vera.clients.base import CallContext
     from vera.clients.cache import request_key

@@ -50,6 +50,7 @@ from vera.errors import StorageError, storage_error
 from vera.records import Completion, Message, ModelSpec
 
 CACHE_FILE = "cache.sqlite"
+PAGE_SIZE = 16384  # of a new cache file (see `ResponseCache._open`)
 
 _encode = msgspec.json.encode
 
@@ -201,6 +202,11 @@ class ResponseCache:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.path, isolation_level=None)
+            # A new file gets 16 KiB pages (the first write fixes the size; a file written
+            # before keeps its own, and every reader reads both): an entry is ~0.6 KB, and
+            # with 4 KiB pages each commit and checkpoint wrote four times as many pages,
+            # one write call each (insert and commit 4.8 against 6.6 us an entry, issue 31).
+            db.execute(f"PRAGMA page_size={PAGE_SIZE}")
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(
