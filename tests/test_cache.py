@@ -424,6 +424,67 @@ def test_the_key_chain_gives_request_key_s_bytes_along_any_history():
         assert len(chain._chains) <= limit
 
 
+def test_the_key_chain_hashes_each_message_of_a_growing_history_once(monkeypatch):
+    """A chatbot's history only grows and a user-agent's repeats all but its newest
+    message: along either, each message is hashed once, not once a call."""
+    import hashlib
+    from typing import Any
+
+    from vera.clients import cache as cache_module
+    from vera.clients.base import CallContext
+    from vera.clients.cache import KeyChain, request_key
+    from vera.records import Message, ModelSpec
+
+    hashed: list[bytes] = []
+
+    class Counting:
+        def __init__(self, h: Any) -> None:
+            self.h = h
+
+        def update(self, data: bytes) -> None:
+            hashed.append(bytes(data))
+            self.h.update(data)
+
+        def copy(self) -> Counting:
+            return Counting(self.h.copy())
+
+        def hexdigest(self) -> str:
+            return self.h.hexdigest()
+
+    class CountingHashlib:
+        @staticmethod
+        def sha256(data: bytes = b"") -> Counting:
+            hashed.append(data)
+            return Counting(hashlib.sha256(data))
+
+    spec = ModelSpec(ref="bot", provider="openai", protocol="openai", model="gpt-4o-mini")
+    bot = CallContext(role="chatbot", job_id="conv-1")
+    user = CallContext(role="user_agent", job_id="conv-1")
+    bot_history = [Message("system", "bot system")]
+    user_history = [Message("system", "user system")]
+    calls: list[tuple[tuple[Message, ...], CallContext]] = []
+    for turn in range(12):
+        bot_history.append(Message("user", f"user says {turn}"))
+        calls.append((tuple(bot_history), bot))
+        bot_history.append(Message("assistant", f"bot says {turn}"))
+        if turn:
+            user_history.append(Message("user", f"bot says {turn - 1}"))
+        calls.append((tuple([*user_history, Message("user", f"reminder {turn}")]), user))
+        user_history.append(Message("assistant", f"user says {turn}"))
+    expected = [request_key(spec, messages, None, None, context) for messages, context in calls]
+    monkeypatch.setattr(cache_module, "hashlib", CountingHashlib)
+    chain = KeyChain()
+    assert [chain.key(spec, messages, None, None, context) for messages, context in calls] == expected
+    everything = b"|".join(hashed)
+    for turn in range(12):
+        assert everything.count(f'"reminder {turn}"'.encode()) == 1
+    for turn in range(11):  # once on each side (the last turn's only on the chatbot's)
+        assert everything.count(f'"user says {turn}"'.encode()) == 2
+        assert everything.count(f'"bot says {turn}"'.encode()) == 2
+    assert everything.count(b'"user says 11"') == 1
+    assert everything.count(b'"bot system"') == everything.count(b'"user system"') == 1
+
+
 _WRITER = """
 import asyncio, os, signal, sys
 from vera.clients.cache import ResponseCache

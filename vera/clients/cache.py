@@ -500,30 +500,36 @@ class KeyChain:
     """`request_key` of the calls of one client, hashing along each job's history.
 
     The key's bytes open with the job and the messages (the body's keys are sorted:
-    `job`, `messages`, then the rest), and a conversation's next request repeats the
-    last one's messages but the newest: the user-agent's last message carries the
-    reminder, the rest only grows. So the SHA-256 state after all but the last message
-    is kept per (job, role) with those messages, and the next request of the job that
-    starts with them (compared as a tuple: the same `Message` objects compare by
-    identity at C speed) hashes only what follows. The bytes hashed are exactly
-    `request_key`'s (a test compares the two over histories that grow, branch and
-    restart), so caches written before keep answering. Any request that does not
-    continue its job's last one is hashed whole, and starts the job's chain again.
+    `job`, `messages`, then the rest), and a job's next request repeats its last one:
+    the chatbot's history only grows, and the user-agent's repeats all but its newest
+    message (which carries the reminder). So two SHA-256 states are kept per (job, role)
+    with the messages hashed: after all but the last message, and after all of them.
+    The next request of the job that starts with all of them (compared as a tuple: the
+    same `Message` objects compare by identity at C speed) continues from the second,
+    one that starts with all but the last from the first, and either hashes only what
+    follows. The bytes hashed are exactly `request_key`'s (a test compares the two over
+    histories that grow, branch and restart), so caches written before keep answering.
+    Any other request is hashed whole, and starts the job's chain again.
 
-    At most `limit` chains are kept (the oldest used dropped first): a chain is a
-    hash state and a reference to its job's messages, which the engine holds while the
+    At most `limit` chains are kept (the oldest used dropped first): a chain is two hash
+    states and a reference to its job's messages, which the engine holds while the
     job runs but a chain keeps after it ends, until dropped (1,024 finished
     conversations of 20 turns: ~8 MB a client). 1,024 is four times the default
     `max_concurrency`; with more jobs in flight some keys are hashed whole again."""
 
-    __slots__ = ("_chains", "_spec", "limit")
+    __slots__ = ("_chains", "_roles", "_spec", "limit")
 
     def __init__(self, limit: int = 1024) -> None:
         self.limit = limit
-        # The last spec seen and the bytes its (immutable) names make around the params.
+        # The last spec seen and the bytes its names and profile parameters make around
+        # the call's parameters (a spec is a frozen value, built once from the config).
         self._spec: tuple[ModelSpec, bytes, bytes] | None = None
-        # (job, role) -> (the messages hashed, the hash state after them)
-        self._chains: dict[tuple[str | None, str | None], tuple[tuple[Message, ...], hashlib._Hash]] = {}
+        # role -> the bytes from `,"role":` to `,"schema":` (a role is a str: immutable)
+        self._roles: dict[str | None, bytes] = {}
+        # (job, role) -> (the messages hashed, the state after all but the last, after all)
+        self._chains: dict[
+            tuple[str | None, str | None], tuple[tuple[Message, ...], hashlib._Hash, hashlib._Hash]
+        ] = {}
 
     def key(
         self,
@@ -538,47 +544,70 @@ class KeyChain:
         job = context.job_id if context else None
         chains = self._chains
         at = (job, role)
-        chain = chains.pop(at, None)
+        chain = chains.pop(at, None)  # popped: no other request continues from its states
         n = len(messages)
-        if chain is not None and (k := len(chain[0])) < n and messages[:k] == chain[0]:
-            h = chain[1]  # popped: no other request continues from it
-            head = messages[k:-1]
-            if head:
-                h.update(b"," + _encode([(m.role, m.content) for m in head])[1:-1])
-        else:
-            h = hashlib.sha256(_encode({"job": job})[:-1] + b',"messages":[')
-            head = messages[:-1]
-            if head:
-                h.update(_encode([(m.role, m.content) for m in head])[1:-1])
+        h: hashlib._Hash | None = None
+        if chain is not None:
+            seen, before_last, after_all = chain
+            k = len(seen)
+            if k <= n and messages[:k] == seen:
+                if k == n:  # the same messages again (a re-ask, another model's question)
+                    chains[at] = chain
+                    return self._finish(after_all.copy(), spec, params, schema, role, reask)
+                h, j = after_all, k  # the history grew: hash what follows
+            elif k <= n and messages[: k - 1] == seen[:-1]:
+                h, j = before_last, k - 1  # the last message changed (the reminder)
+        if h is None:
+            h, j = hashlib.sha256(_encode({"job": job})[:-1] + b',"messages":['), 0
         if n:
-            prefix = messages[:-1]
-            if prefix:
-                chains[at] = (prefix, h.copy())
-                if len(chains) > self.limit:
-                    del chains[next(iter(chains))]
+            head = messages[j:-1]
+            if head:
+                encoded = _encode([(m.role, m.content) for m in head])
+                h.update((b"," + encoded[1:-1]) if j else encoded[1:-1])
+            before = h.copy()
             last = messages[-1]
-            h.update((b"," if prefix else b"") + _encode((last.role, last.content)))
+            h.update((b"," if n > 1 else b"") + _encode((last.role, last.content)))
+            chains[at] = (messages, before, h)
+            if len(chains) > self.limit:
+                del chains[next(iter(chains))]
+            h = h.copy()
+        return self._finish(h, spec, params, schema, role, reask)
+
+    def _finish(
+        self,
+        h: hashlib._Hash,
+        spec: ModelSpec,
+        params: dict[str, Any] | None,
+        schema: dict[str, Any] | None,
+        role: str | None,
+        reask: int,
+    ) -> str:
         # The rest of the body, its keys in sorted order, as `_encode(..., order="sorted")`
-        # writes it (built here: the spec's names are encoded once, not at every call).
+        # writes it; what is the same at every call (the spec's, the role's) is encoded
+        # once, the call's parameters and schema (mutable dicts) every time.
         named = self._spec
         if named is None or named[0] is not spec:
             named = self._spec = (
                 spec,
                 b'],"model":' + _encode(spec.model) + b',"params":',
-                b',"protocol":' + _encode(spec.protocol) + b',"provider":' + _encode(spec.provider),
+                b',"profile_params":'
+                + _encode(spec.params, order="sorted")
+                + b',"protocol":'
+                + _encode(spec.protocol)
+                + b',"provider":'
+                + _encode(spec.provider),
             )
+        named_role = self._roles.get(role)
+        if named_role is None:
+            named_role = self._roles[role] = b',"role":' + _encode(role) + b',"schema":'
         h.update(
             b"".join(
                 (
                     named[1],
                     _encode(params or {}, order="sorted"),
-                    b',"profile_params":',
-                    _encode(spec.params, order="sorted"),
                     named[2],
                     b',"reask":' + _encode(reask) if reask else b"",
-                    b',"role":',
-                    _encode(role),
-                    b',"schema":',
+                    named_role,
                     _encode(schema, order="sorted"),
                     b"}",
                 )
