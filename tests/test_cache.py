@@ -229,6 +229,22 @@ def held_writes(monkeypatch) -> Iterator[threading.Event]:
     gate.set()  # a test that failed before letting the thread go does not hold it
 
 
+def test_the_key_filter_sets_the_bits_of_double_hashing_on_the_whole_hash():
+    """`add` and `may_hold` work on small ints; the bits they set are those of double
+    hashing with the key's whole unsigned 64-bit hash (a, b from its halves)."""
+    keys = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(40)] + ["", "é", "x" * 99]
+    for key in keys:
+        h = hash(key) & 0xFFFFFFFFFFFFFFFF
+        a, b = h & KeyFilter._MASK, (h >> 32) | 1
+        positions = [(a + i * b) & KeyFilter._MASK for i in range(4)]
+        assert KeyFilter._positions(key) == positions
+        alone = KeyFilter()
+        alone.add(key)
+        assert alone.may_hold(key)
+        assert all(alone.bits[p >> 3] >> (p & 7) & 1 for p in positions)
+        assert int.from_bytes(alone.bits, "little").bit_count() == len(set(positions))  # no others
+
+
 async def test_puts_wait_for_room_when_the_thread_falls_behind(tmp_path, held_writes):
     # The thread is held up; `room` lets no more than `max_backlog` entries pile up.
     gate = held_writes

@@ -73,9 +73,9 @@ class KeyFilter:
 
     def add(self, key: str) -> None:
         # Unrolled as `may_hold` is: every put of a run adds one (2.3 -> 0.6 us).
-        h = hash(key) & 0xFFFFFFFFFFFFFFFF
+        h = hash(key)
         m = self._MASK
-        a, b = h & m, (h >> 32) | 1
+        a, b = h & m, ((h >> 32) & m) | 1  # see `_positions`
         bits = self.bits
         bits[a >> 3] |= 1 << (a & 7)
         p = (a + b) & m
@@ -87,9 +87,9 @@ class KeyFilter:
 
     def may_hold(self, key: str) -> bool:
         # Unrolled (no generator): every call of a run asks it once.
-        h = hash(key) & 0xFFFFFFFFFFFFFFFF
+        h = hash(key)
         m = self._MASK
-        a, b = h & m, (h >> 32) | 1
+        a, b = h & m, ((h >> 32) & m) | 1  # see `_positions`
         bits = self.bits
         if not bits[a >> 3] & (1 << (a & 7)):
             return False
@@ -101,6 +101,18 @@ class KeyFilter:
             return False
         p = (a + 3 * b) & m
         return bool(bits[p >> 3] & (1 << (p & 7)))
+
+    @classmethod
+    def _positions(cls, key: str) -> list[int]:
+        """The bits of `key`, as `add` and `may_hold` find them: `a + i*b` modulo 2**25
+        for i in 0..3, from the low and high halves of the key's 64-bit `hash`. Only
+        `b`'s low 25 bits count modulo 2**25, so they take `b` masked to them: the
+        same bits as from the whole 32-bit half, with every operation on small ints
+        (Python's fast path) instead of 64-bit ones."""
+        h = hash(key)
+        m = cls._MASK
+        a, b = h & m, ((h >> 32) & m) | 1
+        return [(a + i * b) & m for i in range(4)]
 
 
 class ResponseCache:
