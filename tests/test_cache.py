@@ -271,6 +271,23 @@ async def test_puts_wait_for_room_when_the_thread_falls_behind(tmp_path, held_wr
     reopened.close()
 
 
+async def test_a_put_says_when_the_backlog_is_over_its_bound(tmp_path, held_writes):
+    """`put` answers whether to wait for `room`: true exactly while more than
+    `max_backlog` entries are put and not written, however they stand (waiting on the
+    loop, handed to the thread, written)."""
+    cache = ResponseCache(tmp_path / "cache.sqlite", max_backlog=3, hand_over_s=0, hand_over_every=2)
+    said = []
+    for i in range(6):
+        said.append(cache.put(f"k{i}", completion(i)))
+        assert said[-1] == (cache.backlog() > 3)
+    assert said == [False, False, False, True, True, True]
+    held_writes.set()
+    while cache.backlog():
+        await asyncio.sleep(0.01)
+    assert not cache.put("k6", completion(6))
+    await cache.aclose()
+
+
 async def test_thousands_waiting_for_room_share_one_wake_up(tmp_path, monkeypatch, held_writes):
     # 2,000 conversations answered at once against a held-up thread: each waits, and
     # is woken once when the backlog is down to half the bound, not once per batch

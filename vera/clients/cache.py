@@ -342,12 +342,14 @@ class ResponseCache:
         self.filtered += 1
         return True
 
-    def put(self, key: str, completion: Completion) -> None:
+    def put(self, key: str, completion: Completion) -> bool:
         """Queue `completion` under `key`; handed to the thread with the other puts of
         the next `hand_over_s` (or once `hand_over_every` wait, or before a lookup that
         may need it), committed in batches (every `commit_every` entries or about
-        `commit_interval_s` seconds after the put, and on close)."""
-        self._raise_failed_write()
+        `commit_interval_s` seconds after the put, and on close). True when more than
+        `max_backlog` entries wait to be written: the caller should await `room()`."""
+        if self._error is not None or self._closed:
+            self._raise_failed_write()
         if self._filter is not None:
             self._filter.add(key)
         elif self._put_while_loading is not None:
@@ -359,13 +361,17 @@ class ResponseCache:
                 loop = asyncio.get_running_loop()
             except RuntimeError:  # no loop running: hand it over now
                 self._hand_over()
-                return
+                return self.backlog() > self.max_backlog
             if self.hand_over_s:
                 loop.call_later(self.hand_over_s, self._hand_over)
             else:
                 loop.call_soon(self._hand_over)
         elif len(queued) >= self.hand_over_every:
             self._hand_over()
+        # The count handed over is an upper bound of what is still unwritten (written
+        # batches are counted off in `backlog`, which asks each batch's future under its
+        # lock): asked only when the bound is over, as it seldom is.
+        return len(queued) + self._in_thread_entries > self.max_backlog and self.backlog() > self.max_backlog
 
     def _hand_over(self) -> None:
         if self._queued and not self._closed:
@@ -375,6 +381,7 @@ class ResponseCache:
             done.add_done_callback(self._written)
             self._in_thread.append((done, len(entries)))
             self._in_thread_entries += len(entries)
+            self.backlog()  # counts off the batches written since the last hand-over
 
     def backlog(self) -> int:
         """Entries put and not yet written by the thread."""
@@ -663,7 +670,6 @@ class CachedClient:
                 meter.account = "cache"
             return hit
         completion = await self.inner.chat(request)
-        cache.put(key, completion)
-        if cache.backlog() > cache.max_backlog:
+        if cache.put(key, completion):  # more wait to be written than it may hold
             await cache.room()
         return completion
