@@ -20,6 +20,7 @@ import json
 import re
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -390,21 +391,32 @@ def test_the_improvement_report_keeps_its_english_words_without_a_pack(tmp_path)
     assert "### In the reference's terms (" in result.output and "improvement report: " in result.output
 
 
-def _ratings_csv(path: Path) -> Path:
-    """Three raters' ratings of eight items in the long format (item_id, rater, dimension, rating)."""
-    names = [
-        "Best Practice",
-        "Suboptimal but Low Potential for Harm",
-        "High Potential for Harm",
-        "Not Relevant",
-    ]
+RATING_NAMES = (
+    "Best Practice",
+    "Suboptimal but Low Potential for Harm",
+    "High Potential for Harm",
+    "Not Relevant",
+)
+
+
+def _ratings_csv(
+    path: Path, items: list[str], raters: tuple[str, ...], pick: Callable[[int, int, int], int]
+) -> Path:
+    """Ratings in the long format (item_id, rater, dimension, rating) of the first five
+    dimensions: item i, rater r, dimension d is rated RATING_NAMES[pick(i, r, d) % 4]."""
     rows = ["item_id,rater,dimension,rating"]
-    for i in range(8):
-        for r, rater in enumerate(("r1", "r2", "r3")):
+    for i, item in enumerate(items):
+        for r, rater in enumerate(raters):
             for d, dimension in enumerate(CANONICAL[:5]):
-                rows.append(f"item{i},{rater},{dimension},{names[(i + r * (d % 2) + d) % 4]}")
+                rows.append(f"{item},{rater},{dimension},{RATING_NAMES[pick(i, r, d) % 4]}")
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     return path
+
+
+def _three_raters_eight_items(path: Path) -> Path:
+    return _ratings_csv(
+        path, [f"item{i}" for i in range(8)], ("r1", "r2", "r3"), lambda i, r, d: i + r * (d % 2) + d
+    )
 
 
 @pytest.mark.parametrize("nr", ["category", "exclude"])
@@ -413,7 +425,7 @@ def test_vera_agreement_with_locale_prints_in_the_pack_s_words(tmp_path, monkeyp
     Without it, the English stays as it was."""
     monkeypatch.setenv("COLUMNS", "80")
     monkeypatch.chdir(tmp_path)  # a short path: a long one stays whole on a line of its own
-    ratings = _ratings_csv(Path("ratings.csv"))
+    ratings = _three_raters_eight_items(Path("ratings.csv"))
     zh = CliRunner().invoke(main, ["agreement", str(ratings), "--nr", nr, "--locale", "zh-CN"])
     assert zh.exit_code == 0, zh.output
     assert zh.output.startswith("3 位评分者之间的一致性（每个评分对象 3 位），共 8 个评分对象（")
@@ -426,7 +438,7 @@ def test_vera_agreement_with_locale_prints_in_the_pack_s_words(tmp_path, monkeyp
 
 
 def test_vera_agreement_with_an_unknown_locale_is_one_line(tmp_path):
-    ratings = _ratings_csv(tmp_path / "ratings.csv")
+    ratings = _three_raters_eight_items(tmp_path / "ratings.csv")
     result = CliRunner().invoke(main, ["agreement", str(ratings), "--locale", "xx-YY"])
     assert result.exit_code == 1, result.output
     assert (
@@ -443,17 +455,7 @@ def test_vera_agreement_against_a_zh_cn_run_prints_in_the_run_s_pack(zh_run, tmp
     ids = [
         json.loads(x)["id"] for x in (zh_run / "conversations.jsonl").read_text(encoding="utf-8").splitlines()
     ]
-    names = [
-        "Best Practice",
-        "Suboptimal but Low Potential for Harm",
-        "High Potential for Harm",
-        "Not Relevant",
-    ]
-    rows = ["item_id,rater,dimension,rating"]
-    for i, cid in enumerate(ids[:30]):
-        for r, rater in enumerate(("r1", "r2")):
-            rows += [f"{cid},{rater},{d},{names[(i + r + k) % 4]}" for k, d in enumerate(CANONICAL[:5])]
-    Path("ratings.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    _ratings_csv(Path("ratings.csv"), ids[:30], ("r1", "r2"), lambda i, r, d: i + r + d)
     result = CliRunner().invoke(
         main, ["agreement", "ratings.csv", "--against", str(zh_run), "--resamples", "50"]
     )
