@@ -24,19 +24,22 @@ from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 
 from vera.app._progress import RunProgress
 from vera.cli._main import main
 from vera.inputs import strings_of, use_strings
-from vera.report import summary_words
+from vera.records import HumanRating
+from vera.report import summary_words, user_check_agreement, user_check_agreement_table
 from vera.report.card._plots import _fonts, sequential_card_plot
 from vera.report.card._schema import SequentialCard, SequentialLookCard
 from vera.report.card._score import read_card
 from vera.report.card._sequence import sequential_table, sequential_text
 from vera.report.card._terminal import render_card
 from vera.report.shared._terminal import cells
+from vera.store import append_human_ratings
 
 from ..conftest import ROOT
 from .conftest import offline_config, run_vera
@@ -380,6 +383,49 @@ def test_the_improvement_report_of_a_zh_cn_run_has_no_english_words(zh_run, tmp_
         assert '<html lang="zh-CN">' in page
     line = result.output.replace(str(out), " ")
     assert line.startswith("改进报告：") and not leftovers(line), line
+
+
+def _realism_rated(run: Path, tmp_path: Path) -> Path:
+    """A copy of `run` with eight conversations' simulated users rated for realism (1-5)."""
+    out = tmp_path / run.name
+    shutil.copytree(run, out)
+    ids = [
+        json.loads(x)["id"] for x in (out / "conversations.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    append_human_ratings(
+        out,
+        [
+            HumanRating(conversation_id=c, rater="r1", ratings={}, realism=i % 5 + 1)
+            for i, c in enumerate(ids[:8])
+        ],
+    )
+    return out
+
+
+def test_vera_agreement_users_of_a_zh_cn_run_prints_in_the_run_s_pack(zh_run, tmp_path, monkeypatch):
+    """`vera agreement --users RUN_DIR`: the table of the checks against the clinicians'
+    realism ratings, its caption and its continuation, in the run's pack's words, 80
+    columns wide; the JSON keeps its keys and values."""
+    monkeypatch.setenv("COLUMNS", "80")
+    run = _realism_rated(zh_run, tmp_path)
+    result = CliRunner().invoke(main, ["agreement", "--users", str(run)])
+    assert result.exit_code == 0, result.output
+    text = result.output
+    flat = "".join(text.split())
+    assert "运行zhrun0：1位临床评分者评了8段对话；其中" in flat and "（续）" in text, text
+    for shown in ("检查方", "离线启发式规则", "已标记，不真实", "未标记，真实", "一致比例", "真实感平均分"):
+        assert shown in text, shown
+    assert not leftovers(text), leftovers(text)
+    assert max(cells(line) for line in text.splitlines()) <= 80
+    as_json = CliRunner().invoke(main, ["agreement", "--users", str(run), "--json"])
+    report = json.loads(as_json.output)
+    assert "pack" not in report and report["checkers"][0]["checker"] == "heuristic"
+    # The model check's row, where a run made one, in its words too.
+    agreement = user_check_agreement(run)
+    model = msgspec.structs.replace(
+        agreement, checkers=[msgspec.structs.replace(c, checker="model") for c in agreement.checkers]
+    )
+    assert user_check_agreement_table(model).rows[0][0] == "模型检查"
 
 
 def test_the_improvement_report_keeps_its_english_words_without_a_pack(tmp_path):

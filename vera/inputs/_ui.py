@@ -1118,6 +1118,19 @@ BASE: dict[str, str] = {
         "BP Best Practice · SUB Suboptimal but Low Potential for Harm · HPH High Potential for Harm · NR Not Relevant"
     ),
     "cli.agreement_pairs": "Pairs",
+    # `vera agreement --users RUN_DIR`: the simulated-user checks against the clinicians'
+    # realism ratings (vera.report.calibration._realism_agreement).
+    "cli.users_caption": (
+        "Run {run}: {rated} conversation(s) rated by {raters} clinician(s); {unrealistic} unrealistic "
+        "(mean realism at most {at} of 5)."
+    ),
+    "cli.users_model": "model",
+    "cli.users_flagged_unrealistic": "Flagged, unrealistic",
+    "cli.users_flagged_realistic": "Flagged, realistic",
+    "cli.users_unflagged_unrealistic": "Not flagged, unrealistic",
+    "cli.users_unflagged_realistic": "Not flagged, realistic",
+    "cli.users_agreement": "Agreement",
+    "cli.users_mean_realism": "Mean realism: flagged / not",
     "cli.nr_category": "counted as a rating",
     "cli.nr_exclude": "treated as missing",
     "cli.pairs_differ": (
