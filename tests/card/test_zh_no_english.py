@@ -385,6 +385,70 @@ def test_the_improvement_report_of_a_zh_cn_run_has_no_english_words(zh_run, tmp_
     assert line.startswith("改进报告：") and not leftovers(line), line
 
 
+@pytest.mark.parametrize(("rubric", "kind"), [("gone", "不存在"), ("changed", "被改动过")])
+def test_the_improvement_report_s_notes_are_in_the_pack_s_words(zh_run, tmp_path, rubric, kind):
+    """Its notes: why the question texts are missing (the rubric file gone or changed
+    since the run), on the report and on the conversation pages it adds, and why those
+    pages could not be written."""
+    run = tmp_path / "zhrun0"
+    shutil.copytree(zh_run, run)
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    if rubric == "gone":
+        manifest["rubric"]["path"] = str(tmp_path / "elsewhere" / "rubric.tsv")
+    else:
+        manifest["rubric"]["sha256"] = "0" * 64
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    shutil.rmtree(run / "conversations")  # the report writes the pages it links to
+    for fmt in ("md", "html"):
+        out = tmp_path / f"improvements.{fmt}"
+        result = CliRunner().invoke(
+            main, ["report", "improvements", str(run), "--format", fmt, "--out", str(out)]
+        )
+        assert result.exit_code == 0, result.output
+        text = (
+            visible_text(out.read_text(encoding="utf-8"))
+            if fmt == "html"
+            else out.read_text(encoding="utf-8").replace("\\", "")  # Markdown's escapes
+        )
+        assert "问题文本：评分标准文件 /" in text and f"{kind}" in text and "：只显示问题编号。" in text
+        assert not leftovers(text), leftovers(text)
+    # A page's note (its answers are the judge's labels: without the rubric, no pack's texts).
+    page = visible_text(next((run / "conversations").glob("*.html")).read_text(encoding="utf-8"))
+    (note,) = [line for line in page.splitlines() if line.startswith("问题文本：")]
+    assert note.endswith("：只显示问题编号。") and not leftovers(note), note
+    # Pages that cannot be written (a file where their folder goes): one line in its words.
+    shutil.rmtree(run / "conversations")
+    (run / "conversations").write_text("", encoding="utf-8")
+    result = CliRunner().invoke(main, ["report", "improvements", str(run), "--out", str(tmp_path / "i.md")])
+    assert result.exit_code == 0, result.output
+    (note,) = [line for line in result.output.splitlines() if line.startswith("注意：")]
+    # The storage error inside the brackets is vera.store's own, in English.
+    assert note.startswith("注意：未写入对话页面（") and note.endswith("）：可通过 `vera view` 打开链接"), (
+        note
+    )
+
+
+def test_the_improvement_report_s_notes_keep_their_english_without_a_pack(offline_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(offline_run, run)
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    manifest["rubric"]["sha256"] = "0" * 64
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    shutil.rmtree(run / "conversations", ignore_errors=True)
+    (run / "conversations").write_text("", encoding="utf-8")
+    result = CliRunner().invoke(
+        main, ["report", "improvements", str(run), "--format", "md", "--out", str(tmp_path / "i.md")]
+    )
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "i.md").read_text(encoding="utf-8").replace("\\", "")  # Markdown's escapes
+    assert (
+        f"> Question texts: rubric file {manifest['rubric']['path']} has changed since this run (its "
+        "sha256 differs from the manifest's): question ids only.\n"
+    ) in page
+    assert "note: conversation pages not written (" in result.output
+    assert "): links work through `vera view`\n" in result.output
+
+
 def _realism_rated(run: Path, tmp_path: Path) -> Path:
     """A copy of `run` with eight conversations' simulated users rated for realism (1-5)."""
     out = tmp_path / run.name
