@@ -393,6 +393,10 @@ def needs_repair(path: Path, calls_size: int) -> bool:
     return closed is None or closed[0].calls_end > calls_size
 
 
+# The last closed file's index read, under (path, inode, size, mtime).
+_last_index: list[Any] = [None, None]
+
+
 class LogReader:
     """Reads format 2 back whole (see `BodyReader`, which picks the format). A closed
     run's index is read from its end; a run killed, or still writing, is indexed by
@@ -410,9 +414,14 @@ class LogReader:
         self._turns: OrderedDict[int, tuple[int, list[bytes], list[list[Any]]]] = OrderedDict()
         self._strs: OrderedDict[int, str] = OrderedDict()
         try:
-            size = os.fstat(self._f.fileno()).st_size
+            stat = os.fstat(self._f.fileno())
+            size = stat.st_size
             _check_magic(self.path, self._f.read(len(MAGIC)))
-            closed = _read_index(self._f, size)
+            # The viewer opens a reader per page: a closed run's index is decoded once.
+            key = (str(self.path.resolve()), stat.st_ino, size, stat.st_mtime_ns)
+            closed = _last_index[1] if _last_index[0] == key else _read_index(self._f, size)
+            if closed is not None:
+                _last_index[:] = [key, closed]
         except BaseException:
             self.close()
             raise
