@@ -1,4 +1,9 @@
-"""Every model call's body (the exact request and response), content-addressed.
+"""Every model call's body (the exact request and response): format 1, and the choice.
+
+New runs write format 2 (`call_bodies.vlog`, vera.store._bodylog: one append-only file,
+no hashing, no fold; benchmarks/README.md, "Sixth pass: call bodies"). This module keeps
+format 1, below, for the runs that hold it: `BodyReader` reads either, and a run started
+in format 1 by an earlier vera is resumed in format 1 (`open_bodies`).
 
 `calls.jsonl` says what each call cost; `call_bodies.sqlite` says what it was sent and
 what it answered: every message (the system prompt first), the parameters as sent, the
@@ -635,7 +640,7 @@ class BodyReader:
 
 
 # The format a new run's bodies are written in (a run resumed keeps the one it has).
-WRITE_FORMAT = 1
+WRITE_FORMAT = 2
 
 
 def open_bodies(root: Path, *, calls_size: int) -> CallBodies | BodyLog:

@@ -6,8 +6,9 @@ Layout of a run directory::
     conversations.jsonl   one Conversation per line (complete or failed)
     judgements.jsonl      one Judgement per line: every answer, every rating
     calls.jsonl           one CallRecord per model call (tokens, latency, cost)
-    call_bodies.sqlite    each call's exact request and response, content-addressed
-                          (vera.store._bodies; absent with --no-call-bodies)
+    call_bodies.vlog      each call's exact request and response, each text once
+                          (vera.store._bodylog; absent with --no-call-bodies; runs of an
+                          earlier vera: call_bodies.sqlite, vera.store._bodies)
     ratings.parquet       the ratings frame (rewritten atomically at the end)
     card.json, card.md    the score card (card.json is the source of truth)
 
