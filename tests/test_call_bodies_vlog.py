@@ -91,6 +91,21 @@ def test_bodies_read_back_whole_from_one_file_closed_or_killed(tmp_path: Path) -
     assert _read(killed) == expected
     assert (killed / VLOG).read_bytes()[-_TRAILER.size :].endswith(b"VBINDEX\n")
 
+    # A closed run resumed: its index read from its end and cut off, the new turn and a
+    # new index written after the last turn; a text written before is stored again (the
+    # writer's dictionary starts empty), and every body reads back.
+    more = CallBody(
+        call=_call("b"),
+        conversation_id="b",
+        messages=(*written[-1].messages, Message("user", "one more line")),
+        response=Completion(_reply(1)),
+    )
+    size = (closed / VLOG).stat().st_size
+    _write(closed, [more])
+    assert (closed / VLOG).stat().st_size > size
+    assert _read(closed) == [*expected, _strip(more)]
+    assert (closed / VLOG).read_bytes().count(b"VBINDEX\n") == 1
+
 
 def test_histories_texts_and_schemas_read_back_as_sent(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import io
 import os
 import struct
 import zlib
@@ -207,16 +206,14 @@ class BodyLog:
         self._fd = -1
         try:
             self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            data = b""
             with open(path, "rb") as f:
-                data = f.read()
-            if len(data) < len(MAGIC):
-                _check_magic(path, data)
-                os.ftruncate(self._fd, 0)
-                os.write(self._fd, MAGIC)
-            else:
-                _check_magic(path, data[: len(MAGIC)])
-                self._reopen(data, calls_size)
+                head = f.read(len(MAGIC))
+                _check_magic(path, head)
+                if len(head) < len(MAGIC):
+                    os.ftruncate(self._fd, 0)
+                    os.write(self._fd, MAGIC)
+                else:
+                    self._reopen(f, calls_size)
             os.lseek(self._fd, 0, os.SEEK_END)
         except (OSError, StorageError) as exc:
             if self._fd >= 0:
@@ -226,15 +223,17 @@ class BodyLog:
             raise storage_error(path, "the call bodies", exc) from None
         self._next = self._builder.index.next_id
 
-    def _reopen(self, data: bytes, calls_size: int) -> None:
-        """A run's file opened again (a resume): its index rebuilt, a torn tail and the
-        closing index cut off, and a cut written for rows whose line never arrived."""
+    def _reopen(self, f: Any, calls_size: int) -> None:
+        """A run's file opened again (a resume): its index read from its end (a closed
+        run) or rebuilt from its records (a killed one), a torn tail and the closing
+        index cut off, and a cut written for rows whose line never arrived."""
         b = self._builder
-        closed = _read_index(io.BytesIO(data), len(data))
+        closed = _read_index(f, os.fstat(f.fileno()).st_size)
         if closed is not None:
             b.index, b.end = closed
         else:
-            b.read(data[len(MAGIC) :], len(MAGIC))
+            f.seek(len(MAGIC))
+            b.read(f.read(), len(MAGIC))
         os.ftruncate(self._fd, b.end)
         os.lseek(self._fd, 0, os.SEEK_END)
         if b.index.calls_end > calls_size:
