@@ -227,6 +227,22 @@ def held_writes(monkeypatch) -> Iterator[threading.Event]:
     gate.set()  # a test that failed before letting the thread go does not hold it
 
 
+def test_the_key_filter_sets_the_bits_of_double_hashing_on_the_whole_hash():
+    """`add` and `may_hold` work on small ints; the bits they set are those of double
+    hashing with the key's whole unsigned 64-bit hash (a, b from its halves)."""
+    keys = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(40)] + ["", "é", "x" * 99]
+    for key in keys:
+        h = hash(key) & 0xFFFFFFFFFFFFFFFF
+        a, b = h & KeyFilter._MASK, (h >> 32) | 1
+        positions = [(a + i * b) & KeyFilter._MASK for i in range(4)]
+        assert KeyFilter._positions(key) == positions
+        alone = KeyFilter()
+        alone.add(key)
+        assert alone.may_hold(key)
+        assert all(alone.bits[p >> 3] >> (p & 7) & 1 for p in positions)
+        assert int.from_bytes(alone.bits, "little").bit_count() == len(set(positions))  # no others
+
+
 async def test_puts_wait_for_room_when_the_thread_falls_behind(tmp_path, held_writes):
     # The thread is held up; `room` lets no more than `max_backlog` entries pile up.
     gate = held_writes
@@ -251,6 +267,23 @@ async def test_puts_wait_for_room_when_the_thread_falls_behind(tmp_path, held_wr
     reopened = ResponseCache(tmp_path / "cache.sqlite")
     assert len(reopened) == 10
     reopened.close()
+
+
+async def test_a_put_says_when_the_backlog_is_over_its_bound(tmp_path, held_writes):
+    """`put` answers whether to wait for `room`: true exactly while more than
+    `max_backlog` entries are put and not written, however they stand (waiting on the
+    loop, handed to the thread, written)."""
+    cache = ResponseCache(tmp_path / "cache.sqlite", max_backlog=3, hand_over_s=0, hand_over_every=2)
+    said = []
+    for i in range(6):
+        said.append(cache.put(f"k{i}", completion(i)))
+        assert said[-1] == (cache.backlog() > 3)
+    assert said == [False, False, False, True, True, True]
+    held_writes.set()
+    while cache.backlog():
+        await asyncio.sleep(0.01)
+    assert not cache.put("k6", completion(6))
+    await cache.aclose()
 
 
 async def test_thousands_waiting_for_room_share_one_wake_up(tmp_path, monkeypatch, held_writes):
@@ -286,6 +319,41 @@ async def test_thousands_waiting_for_room_share_one_wake_up(tmp_path, monkeypatc
     reopened = ResponseCache(tmp_path / "cache.sqlite")
     assert len(reopened) == 2000
     reopened.close()
+
+
+async def test_new_files_get_large_pages_and_files_written_before_keep_theirs(tmp_path):
+    """A new cache file has 16 KiB pages (fewer page writes a commit); a file written by
+    an earlier vera (4 KiB pages, the same table) keeps its pages and answers, and the
+    new file reads back with the statements an earlier vera uses."""
+    import msgspec
+
+    from vera.clients.cache import PAGE_SIZE
+
+    old = tmp_path / "old" / "cache.sqlite"
+    old.parent.mkdir()
+    with closing(sqlite3.connect(old, isolation_level=None)) as db:  # as vera wrote it before
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value BLOB NOT NULL, at REAL)"
+        )
+        db.execute("INSERT INTO responses VALUES (?, ?, 0)", ("k-old", msgspec.json.encode(completion(1))))
+    cache = ResponseCache(old)
+    cache.start()
+    assert await cache.get("k-old") == completion(1)
+    cache.put("k-new", completion(2))
+    await cache.aclose()
+    with closing(sqlite3.connect(old)) as db:
+        assert db.execute("PRAGMA page_size").fetchone()[0] == 4096
+        assert db.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 2
+
+    new = ResponseCache(tmp_path / "new" / "cache.sqlite")
+    new.put("k", completion(3))
+    new.close()
+    with closing(sqlite3.connect(new.path)) as db:
+        assert db.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE == 16384
+        (value,) = db.execute("SELECT value FROM responses WHERE key = ?", ("k",)).fetchone()
+    assert msgspec.json.decode(value, type=Completion) == completion(3)
 
 
 def _key(**changes: object) -> str:
@@ -385,6 +453,67 @@ def test_the_key_chain_gives_request_key_s_bytes_along_any_history():
             if rnd.random() < 0.2:  # the same request asked again
                 assert chain.key(*args) == request_key(*args)
         assert len(chain._chains) <= limit
+
+
+def test_the_key_chain_hashes_each_message_of_a_growing_history_once(monkeypatch):
+    """A chatbot's history only grows and a user-agent's repeats all but its newest
+    message: along either, each message is hashed once, not once a call."""
+    import hashlib
+    from typing import Any
+
+    from vera.clients import cache as cache_module
+    from vera.clients.base import CallContext
+    from vera.clients.cache import KeyChain, request_key
+    from vera.records import Message, ModelSpec
+
+    hashed: list[bytes] = []
+
+    class Counting:
+        def __init__(self, h: Any) -> None:
+            self.h = h
+
+        def update(self, data: bytes) -> None:
+            hashed.append(bytes(data))
+            self.h.update(data)
+
+        def copy(self) -> Counting:
+            return Counting(self.h.copy())
+
+        def hexdigest(self) -> str:
+            return self.h.hexdigest()
+
+    class CountingHashlib:
+        @staticmethod
+        def sha256(data: bytes = b"") -> Counting:
+            hashed.append(data)
+            return Counting(hashlib.sha256(data))
+
+    spec = ModelSpec(ref="bot", provider="openai", protocol="openai", model="gpt-4o-mini")
+    bot = CallContext(role="chatbot", job_id="conv-1")
+    user = CallContext(role="user_agent", job_id="conv-1")
+    bot_history = [Message("system", "bot system")]
+    user_history = [Message("system", "user system")]
+    calls: list[tuple[tuple[Message, ...], CallContext]] = []
+    for turn in range(12):
+        bot_history.append(Message("user", f"user says {turn}"))
+        calls.append((tuple(bot_history), bot))
+        bot_history.append(Message("assistant", f"bot says {turn}"))
+        if turn:
+            user_history.append(Message("user", f"bot says {turn - 1}"))
+        calls.append((tuple([*user_history, Message("user", f"reminder {turn}")]), user))
+        user_history.append(Message("assistant", f"user says {turn}"))
+    expected = [request_key(spec, messages, None, None, context) for messages, context in calls]
+    monkeypatch.setattr(cache_module, "hashlib", CountingHashlib)
+    chain = KeyChain()
+    assert [chain.key(spec, messages, None, None, context) for messages, context in calls] == expected
+    everything = b"|".join(hashed)
+    for turn in range(12):
+        assert everything.count(f'"reminder {turn}"'.encode()) == 1
+    for turn in range(11):  # once on each side (the last turn's only on the chatbot's)
+        assert everything.count(f'"user says {turn}"'.encode()) == 2
+        assert everything.count(f'"bot says {turn}"'.encode()) == 2
+    assert everything.count(b'"user says 11"') == 1
+    assert everything.count(b'"bot system"') == everything.count(b'"user system"') == 1
 
 
 _WRITER = """

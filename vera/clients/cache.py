@@ -50,6 +50,7 @@ from vera.errors import StorageError, storage_error
 from vera.records import Completion, Message, ModelSpec
 
 CACHE_FILE = "cache.sqlite"
+PAGE_SIZE = 16384  # of a new cache file (see `ResponseCache._open`)
 
 _encode = msgspec.json.encode
 
@@ -72,9 +73,9 @@ class KeyFilter:
 
     def add(self, key: str) -> None:
         # Unrolled as `may_hold` is: every put of a run adds one (2.3 -> 0.6 us).
-        h = hash(key) & 0xFFFFFFFFFFFFFFFF
+        h = hash(key)
         m = self._MASK
-        a, b = h & m, (h >> 32) | 1
+        a, b = h & m, ((h >> 32) & m) | 1  # see `_positions`
         bits = self.bits
         bits[a >> 3] |= 1 << (a & 7)
         p = (a + b) & m
@@ -86,9 +87,9 @@ class KeyFilter:
 
     def may_hold(self, key: str) -> bool:
         # Unrolled (no generator): every call of a run asks it once.
-        h = hash(key) & 0xFFFFFFFFFFFFFFFF
+        h = hash(key)
         m = self._MASK
-        a, b = h & m, (h >> 32) | 1
+        a, b = h & m, ((h >> 32) & m) | 1  # see `_positions`
         bits = self.bits
         if not bits[a >> 3] & (1 << (a & 7)):
             return False
@@ -100,6 +101,18 @@ class KeyFilter:
             return False
         p = (a + 3 * b) & m
         return bool(bits[p >> 3] & (1 << (p & 7)))
+
+    @classmethod
+    def _positions(cls, key: str) -> list[int]:
+        """The bits of `key`, as `add` and `may_hold` find them: `a + i*b` modulo 2**25
+        for i in 0..3, from the low and high halves of the key's 64-bit `hash`. Only
+        `b`'s low 25 bits count modulo 2**25, so they take `b` masked to them: the
+        same bits as from the whole 32-bit half, with every operation on small ints
+        (Python's fast path) instead of 64-bit ones."""
+        h = hash(key)
+        m = cls._MASK
+        a, b = h & m, ((h >> 32) & m) | 1
+        return [(a + i * b) & m for i in range(4)]
 
 
 class ResponseCache:
@@ -201,6 +214,11 @@ class ResponseCache:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.path, isolation_level=None)
+            # A new file gets 16 KiB pages (the first write fixes the size; a file written
+            # before keeps its own, and every reader reads both): an entry is ~0.6 KB, and
+            # with 4 KiB pages each commit and checkpoint wrote four times as many pages,
+            # one write call each (insert and commit 4.8 against 6.6 us an entry, issue 31).
+            db.execute(f"PRAGMA page_size={PAGE_SIZE}")
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(
@@ -324,12 +342,14 @@ class ResponseCache:
         self.filtered += 1
         return True
 
-    def put(self, key: str, completion: Completion) -> None:
+    def put(self, key: str, completion: Completion) -> bool:
         """Queue `completion` under `key`; handed to the thread with the other puts of
         the next `hand_over_s` (or once `hand_over_every` wait, or before a lookup that
         may need it), committed in batches (every `commit_every` entries or about
-        `commit_interval_s` seconds after the put, and on close)."""
-        self._raise_failed_write()
+        `commit_interval_s` seconds after the put, and on close). True when more than
+        `max_backlog` entries wait to be written: the caller should await `room()`."""
+        if self._error is not None or self._closed:
+            self._raise_failed_write()
         if self._filter is not None:
             self._filter.add(key)
         elif self._put_while_loading is not None:
@@ -341,13 +361,17 @@ class ResponseCache:
                 loop = asyncio.get_running_loop()
             except RuntimeError:  # no loop running: hand it over now
                 self._hand_over()
-                return
+                return self.backlog() > self.max_backlog
             if self.hand_over_s:
                 loop.call_later(self.hand_over_s, self._hand_over)
             else:
                 loop.call_soon(self._hand_over)
         elif len(queued) >= self.hand_over_every:
             self._hand_over()
+        # The count handed over is an upper bound of what is still unwritten (written
+        # batches are counted off in `backlog`, which asks each batch's future under its
+        # lock): asked only when the bound is over, as it seldom is.
+        return len(queued) + self._in_thread_entries > self.max_backlog and self.backlog() > self.max_backlog
 
     def _hand_over(self) -> None:
         if self._queued and not self._closed:
@@ -357,6 +381,7 @@ class ResponseCache:
             done.add_done_callback(self._written)
             self._in_thread.append((done, len(entries)))
             self._in_thread_entries += len(entries)
+            self.backlog()  # counts off the batches written since the last hand-over
 
     def backlog(self) -> int:
         """Entries put and not yet written by the thread."""
@@ -494,30 +519,36 @@ class KeyChain:
     """`request_key` of the calls of one client, hashing along each job's history.
 
     The key's bytes open with the job and the messages (the body's keys are sorted:
-    `job`, `messages`, then the rest), and a conversation's next request repeats the
-    last one's messages but the newest: the user-agent's last message carries the
-    reminder, the rest only grows. So the SHA-256 state after all but the last message
-    is kept per (job, role) with those messages, and the next request of the job that
-    starts with them (compared as a tuple: the same `Message` objects compare by
-    identity at C speed) hashes only what follows. The bytes hashed are exactly
-    `request_key`'s (a test compares the two over histories that grow, branch and
-    restart), so caches written before keep answering. Any request that does not
-    continue its job's last one is hashed whole, and starts the job's chain again.
+    `job`, `messages`, then the rest), and a job's next request repeats its last one:
+    the chatbot's history only grows, and the user-agent's repeats all but its newest
+    message (which carries the reminder). So two SHA-256 states are kept per (job, role)
+    with the messages hashed: after all but the last message, and after all of them.
+    The next request of the job that starts with all of them (compared as a tuple: the
+    same `Message` objects compare by identity at C speed) continues from the second,
+    one that starts with all but the last from the first, and either hashes only what
+    follows. The bytes hashed are exactly `request_key`'s (a test compares the two over
+    histories that grow, branch and restart), so caches written before keep answering.
+    Any other request is hashed whole, and starts the job's chain again.
 
-    At most `limit` chains are kept (the oldest used dropped first): a chain is a
-    hash state and a reference to its job's messages, which the engine holds while the
+    At most `limit` chains are kept (the oldest used dropped first): a chain is two hash
+    states and a reference to its job's messages, which the engine holds while the
     job runs but a chain keeps after it ends, until dropped (1,024 finished
     conversations of 20 turns: ~8 MB a client). 1,024 is four times the default
     `max_concurrency`; with more jobs in flight some keys are hashed whole again."""
 
-    __slots__ = ("_chains", "_spec", "limit")
+    __slots__ = ("_chains", "_roles", "_spec", "limit")
 
     def __init__(self, limit: int = 1024) -> None:
         self.limit = limit
-        # The last spec seen and the bytes its (immutable) names make around the params.
+        # The last spec seen and the bytes its names and profile parameters make around
+        # the call's parameters (a spec is a frozen value, built once from the config).
         self._spec: tuple[ModelSpec, bytes, bytes] | None = None
-        # (job, role) -> (the messages hashed, the hash state after them)
-        self._chains: dict[tuple[str | None, str | None], tuple[tuple[Message, ...], hashlib._Hash]] = {}
+        # role -> the bytes from `,"role":` to `,"schema":` (a role is a str: immutable)
+        self._roles: dict[str | None, bytes] = {}
+        # (job, role) -> (the messages hashed, the state after all but the last, after all)
+        self._chains: dict[
+            tuple[str | None, str | None], tuple[tuple[Message, ...], hashlib._Hash, hashlib._Hash]
+        ] = {}
 
     def key(
         self,
@@ -532,47 +563,70 @@ class KeyChain:
         job = context.job_id if context else None
         chains = self._chains
         at = (job, role)
-        chain = chains.pop(at, None)
+        chain = chains.pop(at, None)  # popped: no other request continues from its states
         n = len(messages)
-        if chain is not None and (k := len(chain[0])) < n and messages[:k] == chain[0]:
-            h = chain[1]  # popped: no other request continues from it
-            head = messages[k:-1]
-            if head:
-                h.update(b"," + _encode([(m.role, m.content) for m in head])[1:-1])
-        else:
-            h = hashlib.sha256(_encode({"job": job})[:-1] + b',"messages":[')
-            head = messages[:-1]
-            if head:
-                h.update(_encode([(m.role, m.content) for m in head])[1:-1])
+        h: hashlib._Hash | None = None
+        if chain is not None:
+            seen, before_last, after_all = chain
+            k = len(seen)
+            if k <= n and messages[:k] == seen:
+                if k == n:  # the same messages again (a re-ask, another model's question)
+                    chains[at] = chain
+                    return self._finish(after_all.copy(), spec, params, schema, role, reask)
+                h, j = after_all, k  # the history grew: hash what follows
+            elif k <= n and messages[: k - 1] == seen[:-1]:
+                h, j = before_last, k - 1  # the last message changed (the reminder)
+        if h is None:
+            h, j = hashlib.sha256(_encode({"job": job})[:-1] + b',"messages":['), 0
         if n:
-            prefix = messages[:-1]
-            if prefix:
-                chains[at] = (prefix, h.copy())
-                if len(chains) > self.limit:
-                    del chains[next(iter(chains))]
+            head = messages[j:-1]
+            if head:
+                encoded = _encode([(m.role, m.content) for m in head])
+                h.update((b"," + encoded[1:-1]) if j else encoded[1:-1])
+            before = h.copy()
             last = messages[-1]
-            h.update((b"," if prefix else b"") + _encode((last.role, last.content)))
+            h.update((b"," if n > 1 else b"") + _encode((last.role, last.content)))
+            chains[at] = (messages, before, h)
+            if len(chains) > self.limit:
+                del chains[next(iter(chains))]
+            h = h.copy()
+        return self._finish(h, spec, params, schema, role, reask)
+
+    def _finish(
+        self,
+        h: hashlib._Hash,
+        spec: ModelSpec,
+        params: dict[str, Any] | None,
+        schema: dict[str, Any] | None,
+        role: str | None,
+        reask: int,
+    ) -> str:
         # The rest of the body, its keys in sorted order, as `_encode(..., order="sorted")`
-        # writes it (built here: the spec's names are encoded once, not at every call).
+        # writes it; what is the same at every call (the spec's, the role's) is encoded
+        # once, the call's parameters and schema (mutable dicts) every time.
         named = self._spec
         if named is None or named[0] is not spec:
             named = self._spec = (
                 spec,
                 b'],"model":' + _encode(spec.model) + b',"params":',
-                b',"protocol":' + _encode(spec.protocol) + b',"provider":' + _encode(spec.provider),
+                b',"profile_params":'
+                + _encode(spec.params, order="sorted")
+                + b',"protocol":'
+                + _encode(spec.protocol)
+                + b',"provider":'
+                + _encode(spec.provider),
             )
+        named_role = self._roles.get(role)
+        if named_role is None:
+            named_role = self._roles[role] = b',"role":' + _encode(role) + b',"schema":'
         h.update(
             b"".join(
                 (
                     named[1],
                     _encode(params or {}, order="sorted"),
-                    b',"profile_params":',
-                    _encode(spec.params, order="sorted"),
                     named[2],
                     b',"reask":' + _encode(reask) if reask else b"",
-                    b',"role":',
-                    _encode(role),
-                    b',"schema":',
+                    named_role,
                     _encode(schema, order="sorted"),
                     b"}",
                 )
@@ -616,7 +670,6 @@ class CachedClient:
                 meter.account = "cache"
             return hit
         completion = await self.inner.chat(request)
-        cache.put(key, completion)
-        if cache.backlog() > cache.max_backlog:
+        if cache.put(key, completion):  # more wait to be written than it may hold
             await cache.room()
         return completion
