@@ -60,18 +60,23 @@ async def send(
             return raw
     except ProviderError:
         raise
-    except aiohttp.InvalidURL as exc:
-        raise RequestError(provider, f"invalid URL: {redact(str(exc))}") from None
-    except aiohttp.ServerTimeoutError as exc:
-        raise CallTimeoutError(provider, f"socket timeout: {redact(str(exc))}") from None
-    except aiohttp.ClientConnectorError as exc:
+    except (aiohttp.ClientError, OSError) as exc:
+        raise transport_error(provider, exc) from None
+
+
+def transport_error(provider: str, exc: aiohttp.ClientError | OSError) -> ProviderError:
+    """The error a failed request stands for (raise it `from None`: aiohttp exceptions
+    carry the request headers, i.e. the key)."""
+    if isinstance(exc, aiohttp.InvalidURL):
+        return RequestError(provider, f"invalid URL: {redact(str(exc))}")
+    if isinstance(exc, aiohttp.ServerTimeoutError):
+        return CallTimeoutError(provider, f"socket timeout: {redact(str(exc))}")
+    if isinstance(exc, aiohttp.ClientConnectorError):
         # The connection was never made: nothing was sent, nothing can be billed.
         detail = redact(str(exc)) or "cannot connect"
-        raise ConnectError(provider, f"{type(exc).__name__}: {detail}", sent=False) from None
-    except (aiohttp.ClientError, OSError) as exc:
-        # from None: aiohttp exceptions carry the request headers, i.e. the key.
-        detail = redact(str(exc)) or "connection closed"
-        raise ConnectError(provider, f"{type(exc).__name__}: {detail}") from None
+        return ConnectError(provider, f"{type(exc).__name__}: {detail}", sent=False)
+    detail = redact(str(exc)) or "connection closed"
+    return ConnectError(provider, f"{type(exc).__name__}: {detail}")
 
 
 def profile_headers(profile: Profile) -> dict[str, str]:
