@@ -296,7 +296,7 @@ def test_the_spending_table_reads_the_integrated_bounds(spending: str) -> None:
     table = SpendingTable(looks, population, spending)
     rng = np.random.default_rng(3)
     ratio = np.concatenate(
-        [np.exp(rng.uniform(np.log(0.02 * population), np.log(1e3 * population), 60)), [299.0, 1e-3, 1e6]]
+        [np.exp(rng.uniform(np.log(0.02 * population), np.log(1e6), 60)), [299.0, 1e-3, 1e6]]
     )
     for alpha in (0.05, 0.005):
         for j in range(looks.size):

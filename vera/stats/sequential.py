@@ -427,11 +427,12 @@ class SpendingTable:
     # (tests/stats/test_sequential.py checks it on random ratios and every family).
     STEP = 0.1
     TOLERANCE = 2e-3
-    # The range of r tabulated, as multiples of N − 1 (where the clock switches) but at
-    # most 1/PERSONA_FLOOR (the persona part's floor). Below it the persona part is
-    # large against a unit's spread and the looks hold little more information than
-    # the first; they are rare and integrated exactly.
-    LOW, HIGH = 1e-2, 1e3
+    # The least r tabulated, as a multiple of N − 1 (where the clock switches); the
+    # most is 1/PERSONA_FLOOR (the persona part's floor, which a pilot whose units all
+    # score alike meets at every look). Below it the persona part is large against a
+    # unit's spread and the looks hold little more information than the first; such
+    # ratios are rare and integrated exactly.
+    LOW = 1e-2
 
     def __init__(self, looks: np.ndarray | Sequence[int], population: int, spending: str, grid: int = GRID):
         self.looks = np.asarray(looks, dtype=np.int64)
@@ -440,9 +441,10 @@ class SpendingTable:
         self.grid = grid
         self.kink = math.log(max(population - 1, 1))
         low = max(math.log(self.LOW), -self.kink - 30 * self.STEP)  # r at least ~0.05
-        high = min(math.log(self.HIGH), math.log(1.0 / PERSONA_FLOOR) - self.kink)
+        high = max(math.log(1.0 / PERSONA_FLOOR) - self.kink, low + 4 * self.STEP)
         self.first = math.floor(low / self.STEP)
-        self.log_r = self.kink + self.STEP * np.arange(self.first, math.ceil(high / self.STEP) + 1)
+        # One point past the top: r = 1/PERSONA_FLOOR, where the floor holds, is common.
+        self.log_r = self.kink + self.STEP * np.arange(self.first, math.ceil(high / self.STEP) + 2)
         self._values: dict[float, np.ndarray] = {}
 
     def fits(self, looks: np.ndarray, population: int, spending: str, grid: int) -> bool:
