@@ -313,19 +313,23 @@ def test_the_spending_difference_from_the_table_is_the_integrated_one() -> None:
     base, cand = _paired_units(rng, 3, personas * seeds, worse=0.1)
     base, cand = base[:, None], cand[:, None]
     looks = np.arange(20, personas * seeds + 1, 20)
-    args = (cand, base, base.sum(axis=-2), 0.05, 0.025, looks)
-    kw = {"persona": np.broadcast_to(np.repeat(np.arange(personas), seeds), base.shape[:-1]),
-          "units_per_persona": np.full(personas, float(seeds)), "spending": "obf"}  # fmt: skip
-    est, lo, hi = spending_difference(*args, **kw)
+    persona = np.broadcast_to(np.repeat(np.arange(personas), seeds), base.shape[:-1])
+    per = np.full(personas, float(seeds))
+
+    def interval(spending: str, table: SpendingTable | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return spending_difference(
+            cand, base, base.sum(axis=-2), 0.05, 0.025, looks,
+            persona=persona, units_per_persona=per, spending=spending, table=table,
+        )  # fmt: skip
+
+    est, lo, hi = interval("obf", None)
     table = SpendingTable(looks, personas * seeds, "obf")
-    t_est, t_lo, t_hi = spending_difference(*args, **kw, table=table)
+    t_est, t_lo, t_hi = interval("obf", table)
     assert np.array_equal(est, t_est)
     finite = np.isfinite(lo)
     assert (np.isfinite(t_lo) == finite).all() and np.isfinite(hi).sum() == np.isfinite(t_hi).sum()
     # A critical value within the tolerance moves an end by at most that many variances' roots.
-    width = hi - est
-    assert np.allclose(
-        t_lo[finite], lo[finite], rtol=0, atol=1e-6 + SpendingTable.TOLERANCE * np.abs(width[finite]).max()
-    )
+    width = np.abs(est - lo)[finite].max()
+    assert np.allclose(t_lo[finite], lo[finite], rtol=0, atol=1e-6 + SpendingTable.TOLERANCE * width)
     with pytest.raises(ValueError, match="spending table"):
-        spending_difference(*args, **kw | {"spending": "pocock"}, table=table)
+        interval("pocock", table)
