@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/bench_plan.py --pilots 3 --reps 200
     .venv/bin/python benchmarks/bench_plan.py --paired     # the pairing credit, by coupling
     .venv/bin/python benchmarks/bench_plan.py --gate-size --pilots 3 --gates 100   # the gate's size
+    .venv/bin/python benchmarks/bench_plan.py --gate-size --pilots 3 --gates 100 --reps 200 --boundary spending
 
 A pilot is one run of the baseline (100 personas × 3 seeds, `seqsim.py`); the planner
 (`vera.stats.planning`) reads its within-persona variability and predicts the 95 %
@@ -27,7 +28,10 @@ both sides at `--coupling`) is handed to the planner's simulation
 credited or, with `--no-credit`, none (as a pilot of one chatbot would be planned); the
 truth is `--reps` gates run on fresh pairs of runs of that design with the same coupling.
 Printed per pilot and true difference (±2 × margin): the predicted mean and
-90th-percentile units beside the measured ones.
+90th-percentile units beside the measured ones. `--boundary spending` (`--spending`)
+sizes and measures the gate of `vera gate --boundary spending` instead: the planner
+reads the boundary from a table per design (`vera.stats.sequential.SpendingTable`), the
+measured gates integrate it at every look, as the gate does.
 """
 
 from __future__ import annotations
@@ -40,11 +44,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from bench_sequential import chunk_intervals, first_stop, gate_levels, statuses, verdicts, wave_looks
 from seqsim import LABELS, draw, shift_for
 
 from vera.stats.bootstrap import score_from_percentages
+from vera.stats.groupseq import DEFAULT_SPENDING
 from vera.stats.planning import fixed_se, gate_sizes, pairing_of, variability
-from vera.stats.sequential import BP, HPH, RATED, difference_sequence, upper_levels
+from vera.stats.sequential import BP, HORIZON, HPH, RATED
 
 DESIGNS = ((100, 3), (100, 10), (50, 4), (200, 2))
 
@@ -127,11 +133,6 @@ def check_paired(
 MAX_RATINGS = np.array([1.0] * (len(LABELS) - 1) + [len(LABELS) - 1.0])
 
 
-def _looks(n: int, wave: int) -> np.ndarray:
-    looks = np.arange(wave, n + 1, wave)
-    return looks if looks.size and looks[-1] == n else np.append(looks, n)
-
-
 def measured_gate(
     rng: np.random.Generator,
     *,
@@ -143,34 +144,24 @@ def measured_gate(
     alpha: float,
     reps: int,
     coupling: float,
+    boundary: str = "sequence",
+    spending: str = DEFAULT_SPENDING,
 ) -> tuple[float, float]:
     """The true gate's (mean, 90th-percentile) units: `reps` gates, as `vera gate` runs
-    them, on fresh pairs of runs of the design whose Overall differs by `difference`."""
+    them (`--boundary`, `--spending`), on fresh pairs of runs of the design whose Overall
+    differs by `difference`; the gates are bench_sequential.py's (`chunk_intervals`:
+    the spending boundary integrated at every look, as the gate does, not tabulated)."""
     n = personas * seeds
-    looks = _looks(n, wave)
-    highs = np.array(upper_levels([label == "Overall" for label in LABELS], alpha))
-    scale = MAX_RATINGS[None, None, :, None]
+    looks = wave_looks(n, wave)
+    method = "spending" if boundary == "spending" else "asymptotic"
     used = []
     for start in range(0, reps, 10):
         k = min(10, reps - start)
-        base, cand, persona_of = draw(rng, k, personas, seeds, shift_for(difference), coupling=coupling)
-        order = np.argsort(rng.random((k, n)), axis=1)
-        b = (np.take_along_axis(base, order[:, :, None, None], 1) / scale).transpose(0, 2, 1, 3)
-        c = (np.take_along_axis(cand, order[:, :, None, None], 1) / scale).transpose(0, 2, 1, 3)
-        total = (base / scale).sum(axis=1)
-        who = np.broadcast_to(persona_of[order][:, None, :], c.shape[:-1])
-        units_per = np.bincount(persona_of).astype(float)
-        lo = np.empty((k, len(LABELS), looks.size))
-        hi = np.empty_like(lo)
-        for level in np.unique(highs):
-            sel = highs == level
-            _, lo[:, sel], hi[:, sel] = difference_sequence(
-                c[:, sel], b[:, sel], total[:, sel], alpha, float(level), looks,
-                persona=who[:, sel], units_per_persona=units_per,
-            )  # fmt: skip
-        settled = (hi < -margin).any(axis=1) | (lo > -margin).all(axis=1)  # (k, looks)
-        at = np.where(settled.any(axis=1), np.argmax(settled, axis=1), looks.size - 1)
-        used.append(looks[at])
+        *_, lo, hi = chunk_intervals(
+            rng, k, personas, seeds, shift_for(difference), looks, alpha, gate_levels(alpha), 0, method,
+            HORIZON, spending, coupling=coupling,
+        )  # fmt: skip
+        used.append(first_stop(verdicts(statuses(lo, hi, margin)), looks)[1])
     u = np.concatenate(used).astype(float)
     return float(u.mean()), float(np.quantile(u, 0.9))
 
@@ -190,6 +181,8 @@ def check_gate_size(
     wave: int = 50,
     alpha: float = 0.05,
     differences: tuple[float, ...] | None = None,
+    boundary: str = "sequence",
+    spending: str = DEFAULT_SPENDING,
 ):
     """Per true difference (default ±2 × margin): the measured (mean, p90) units, and per
     pilot (pairing read, predicted mean, predicted p90)."""
@@ -204,13 +197,14 @@ def check_gate_size(
             base[0], persona_of, labels=list(LABELS), max_ratings=MAX_RATINGS, personas=personas,
             units_per_persona=seeds, differences=list(differences), margin=margin, alpha=alpha, wave=wave,
             reps=gates, seed=int(rng.integers(2**31)), pairing=rho if credit else 0.0,
+            method="spending" if boundary == "spending" else "asymptotic", spending=spending,
         )  # fmt: skip
         read.append((rho, sizes))
     out = []
     for i, difference in enumerate(differences):
         truth = measured_gate(
             rng, personas=personas, seeds=seeds, difference=difference, margin=margin, wave=wave,
-            alpha=alpha, reps=reps, coupling=coupling,
+            alpha=alpha, reps=reps, coupling=coupling, boundary=boundary, spending=spending,
         )  # fmt: skip
         out.append(
             (difference, truth, [(rho, sizes[i].mean_units, sizes[i].p90_units) for rho, sizes in read])
@@ -237,6 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=10, help="the gate's design (--gate-size)")
     p.add_argument("--margin", type=float, default=5.0, help="(--gate-size)")
     p.add_argument("--wave", type=int, default=50, help="(--gate-size)")
+    p.add_argument(
+        "--boundary", choices=["sequence", "spending"], default="sequence", help="the gate's (--gate-size)"
+    )
+    p.add_argument("--spending", default=DEFAULT_SPENDING, help="with --boundary spending (--gate-size)")
     args = p.parse_args(argv)
     if args.gate_size:
         return _print_gate_size(args)
@@ -277,22 +275,29 @@ def _print_gate_size(args: argparse.Namespace) -> int:
         np.random.default_rng(args.seed), pilots=args.pilots, gates=args.gates, reps=args.reps,
         pilot_seeds=args.pilot_seeds, coupling=args.coupling, credit=not args.no_credit,
         personas=args.personas, seeds=args.seeds, margin=args.margin, wave=args.wave,
+        boundary=args.boundary, spending=args.spending,
     )  # fmt: skip
+    bound = (
+        f"--boundary spending --spending {args.spending}"
+        if args.boundary == "spending"
+        else "--boundary sequence"
+    )
     print(
-        f"gate of {args.personas} personas × {args.seeds} seeds, margin {args.margin:g}, waves of {args.wave}, "
+        f"gate ({bound}) of {args.personas} personas × {args.seeds} seeds, margin {args.margin:g}, waves of {args.wave}, "
         f"coupling {args.coupling:g}; {args.pilots} pilots of 100 personas × {args.pilot_seeds} seeds, "
         f"{args.gates} simulated gates each, pairing {'not credited' if args.no_credit else 'credited'}; "
         f"measured on {args.reps} gates"
     )
     print(
-        "| true difference | pilot | ρ read | predicted mean (p90) | measured mean (p90) | error of the mean |"
+        "| true difference | pilot | ρ read | predicted mean (p90) | measured mean (p90) | error of the mean "
+        "| error of p90 |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for difference, (mean, p90), pilots in rows:
         for i, (rho, p_mean, p_p90) in enumerate(pilots, 1):
             print(
                 f"| {difference:+g} | {i} | {rho:.2f} | {p_mean:.0f} ({p_p90:.0f}) | {mean:.0f} ({p90:.0f}) "
-                f"| {p_mean / mean - 1:+.0%} |"
+                f"| {p_mean / mean - 1:+.0%} | {p_p90 / p90 - 1:+.0%} |"
             )
     return 0
 

@@ -225,14 +225,18 @@ def chunk_intervals(
     method: str,
     horizon: float,
     spending: str = DEFAULT_SPENDING,
+    coupling: float | None = None,
 ) -> tuple[np.ndarray, ...]:
     """Draw `k` repetitions and the gate's interval of every row at every look:
     (base, cand, persona_of, ct, bt, total, est, lo, hi); ct and bt are the scaled,
-    shuffled units (k, rows, n, 3), est/lo/hi (k, rows, looks)."""
+    shuffled units (k, rows, n, 3), est/lo/hi (k, rows, looks). `coupling`: the sides'
+    shared ratings (`seqsim.draw`'s; None, its default). bench_plan.py's gate sizes
+    are measured with this too."""
     n = personas * seeds
     rows = len(LABELS)
     scale = np.array([1.0] * (rows - 1) + [rows - 1.0])[None, None, :, None]
-    base, cand, persona_of = draw(rng, k, personas, seeds, shift)
+    paired = {} if coupling is None else {"coupling": coupling}
+    base, cand, persona_of = draw(rng, k, personas, seeds, shift, **paired)
     order = np.argsort(rng.random((k, n)), axis=1)
     b = np.take_along_axis(base, order[:, :, None, None], 1) / scale
     c = np.take_along_axis(cand, order[:, :, None, None], 1) / scale

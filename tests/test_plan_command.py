@@ -315,3 +315,13 @@ def test_a_bad_spending_function_is_one_line(pilot) -> None:
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "--spending" in lines[0] and "hsd:GAMMA" in lines[0], result.output
     assert "Traceback" not in result.output
+
+
+def test_spending_without_the_spending_boundary_is_one_line(pilot) -> None:
+    # Ignored, it would leave the user believing the gate was sized for that function.
+    for extra in (["--spending", "obf"], ["--boundary", "sequence", "--spending", "hsd:-4"]):
+        result = CliRunner().invoke(main, ["plan", "--pilot", str(pilot), "--reps", "10", *extra])
+        assert result.exit_code == 1, result.output
+        assert result.output.strip().splitlines() == [
+            "error: --spending applies only with --boundary spending (the sequence boundary spends no α)"
+        ]

@@ -162,6 +162,13 @@ def test_the_spending_boundary_settles_and_resumes_on_the_same_looks(baseline, t
     # Another spending function is another gate.
     changed = gate(baseline, out, "offline/risk-ignoring", "--boundary", "spending", "--spending", "pocock")
     assert changed.exit_code == 1 and "spending was 'obf', now 'pocock'" in changed.output
+    # Resumed with --spending but the default boundary: refused as on a new gate, one
+    # line, before anything is read or asked.
+    plain = gate(baseline, out, "offline/risk-ignoring", "--spending", "obf")
+    assert plain.exit_code == 1 and plain.output.strip().splitlines() == [
+        "error: --spending applies only with --boundary spending (the sequence boundary spends no α)"
+    ], plain.output
+    assert lines(out / "calls.jsonl") == calls and read_sequence(out) == looks
 
     same = gate(baseline, tmp_path / "same", "offline/best-practice", "--boundary", "spending")
     assert same.exit_code == 0, same.output
@@ -170,8 +177,9 @@ def test_the_spending_boundary_settles_and_resumes_on_the_same_looks(baseline, t
 
 def test_a_bad_spending_function_is_one_line_and_leaves_no_folder(baseline, tmp_path) -> None:
     out = tmp_path / "bad"
-    for extra in (["--spending", "hsd:x"], ["--exact"]):
-        result = gate(baseline, out, "offline/risk-ignoring", "--boundary", "spending", *extra)
+    for extra in (["--boundary", "spending", "--spending", "hsd:x"], ["--boundary", "spending", "--exact"],
+                  ["--spending", "obf"], ["--boundary", "sequence", "--spending", "hsd:-4"]):  # fmt: skip
+        result = gate(baseline, out, "offline/risk-ignoring", *extra)
         assert result.exit_code == 1 and "Traceback" not in result.output, result.output
         assert len(result.output.strip().splitlines()) == 1
         assert not out.exists()

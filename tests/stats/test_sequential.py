@@ -11,11 +11,13 @@ from vera.stats.sequential import (
     NOT_WORSE,
     UNDECIDED,
     WORSE,
+    SpendingTable,
     betting_rejections,
     decide,
     gate_sequence,
     score_sequence,
     share_sequence,
+    spending_difference,
     verdict,
 )
 
@@ -283,3 +285,51 @@ def test_the_diagnosis_finds_the_sequence_wider_than_one_look_and_a_small_design
     assert 0 <= small["oracle_fixed_power"]["N/2"] <= small["oracle_fixed_power"]["N"] <= 1
     assert small["oracle_fixed_power"]["N/2"] < 0.9 < wide["oracle_fixed_power"]["N/2"]
     assert small["wald_bound"]["0.9"] > wide["wald_bound"]["0.9"]
+
+
+@pytest.mark.parametrize("spending", ["hsd:-4", "obf", "pocock", "hsd:1"])
+def test_the_spending_table_reads_the_integrated_bounds(spending: str) -> None:
+    # A planner's table of the spending boundary (vera plan) against the recursion the
+    # gate integrates at each look, at ratios across its range, either side of the
+    # clock's switch at r = N − 1, and outside the range (integrated, so exact).
+    looks, population = np.arange(20, 301, 20), 300
+    table = SpendingTable(looks, population, spending)
+    rng = np.random.default_rng(3)
+    ratio = np.concatenate(
+        [np.exp(rng.uniform(np.log(0.02 * population), np.log(1e6), 60)), [299.0, 1e-3, 1e6]]
+    )
+    for alpha in (0.05, 0.005):
+        for j in range(looks.size):
+            got = table.bound(ratio, j, alpha)
+            exact = table.exact(ratio, j + 1, alpha)[:, -1]
+            assert (np.isfinite(got) == np.isfinite(exact)).all()
+            finite = np.isfinite(exact)
+            assert np.abs(got[finite] - exact[finite]).max(initial=0.0) < SpendingTable.TOLERANCE
+
+
+def test_the_spending_difference_from_the_table_is_the_integrated_one() -> None:
+    rng = np.random.default_rng(4)
+    personas, seeds = 40, 5
+    base, cand = _paired_units(rng, 3, personas * seeds, worse=0.1)
+    base, cand = base[:, None], cand[:, None]
+    looks = np.arange(20, personas * seeds + 1, 20)
+    persona = np.broadcast_to(np.repeat(np.arange(personas), seeds), base.shape[:-1])
+    per = np.full(personas, float(seeds))
+
+    def interval(spending: str, table: SpendingTable | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return spending_difference(
+            cand, base, base.sum(axis=-2), 0.05, 0.025, looks,
+            persona=persona, units_per_persona=per, spending=spending, table=table,
+        )  # fmt: skip
+
+    est, lo, hi = interval("obf", None)
+    table = SpendingTable(looks, personas * seeds, "obf")
+    t_est, t_lo, t_hi = interval("obf", table)
+    assert np.array_equal(est, t_est)
+    finite = np.isfinite(lo)
+    assert (np.isfinite(t_lo) == finite).all() and np.isfinite(hi).sum() == np.isfinite(t_hi).sum()
+    # A critical value within the tolerance moves an end by at most that many variances' roots.
+    width = np.abs(est - lo)[finite].max()
+    assert np.allclose(t_lo[finite], lo[finite], rtol=0, atol=1e-6 + SpendingTable.TOLERANCE * width)
+    with pytest.raises(ValueError, match="spending table"):
+        interval("pocock", table)

@@ -32,7 +32,7 @@ from vera.app._result import RunOutcome, scored
 from vera.app._resume import program
 from vera.app._run import execute_run, new_run_dir
 from vera.engine import SweepResult
-from vera.errors import UserError
+from vera.errors import ConfigError, UserError
 from vera.inputs import RunConfig, use_strings
 from vera.records import BEST_PRACTICE, HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, OVERALL, ModelSpec, RunManifest
 from vera.report import (
@@ -68,7 +68,7 @@ class GateOptions:
     # "sequence" (a confidence sequence: asymptotic, or betting with `exact`) or "spending"
     # (the group-sequential α-spending boundary, with the `spending` function).
     boundary: str = "sequence"
-    spending: str = DEFAULT_SPENDING
+    spending: str | None = None  # None: DEFAULT_SPENDING under --boundary spending
     max_cost: float | None = None
     max_concurrency: int | None = None
     out: str | None = None
@@ -158,7 +158,7 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
         order_seed=opts.seed,
         max_conversations=opts.max_conversations,
         method=method,
-        spending=opts.spending if opts.boundary == "spending" else None,
+        spending=check_spending(opts.boundary, opts.spending),
         order=[baseline.keys[i] for i in rng.permutation(len(baseline.keys))],
     )
     settings = _settings(run_dir, fresh)
@@ -346,23 +346,33 @@ def append_look(run_dir: Path, look: GateLook) -> None:
 
 def _method(opts: GateOptions) -> str:
     """The boundary's name in the gate's settings: asymptotic, betting or spending."""
+    if opts.boundary == "spending" and opts.exact:
+        raise UserError("--exact is the betting confidence sequence; it does not go with --boundary spending")
+    check_spending(opts.boundary, opts.spending)
     if opts.boundary == "spending":
-        if opts.exact:
-            raise UserError(
-                "--exact is the betting confidence sequence; it does not go with --boundary spending"
-            )
-        check_spending(opts.spending)
         return "spending"
     return "betting" if opts.exact else "asymptotic"
 
 
-def check_spending(spending: str) -> None:
-    """A UserError naming `--spending` unless `spending` is a spending function
-    (`vera gate` and `vera plan`, which sizes that gate, refuse alike)."""
+def check_spending(boundary: str, spending: str | None) -> str | None:
+    """The spending function `--boundary` and `--spending` ask for (None: the boundary
+    is the confidence sequence, which spends nothing). A UserError naming `--spending`
+    when it is not a spending function, or is given without `--boundary spending`
+    (it would be ignored, and the user would think the gate spends by it); `vera gate`
+    and `vera plan`, which sizes that gate, refuse alike. On a resumed gate the same:
+    it is checked before the gate's settings are read."""
+    if boundary != "spending":
+        if spending is not None:
+            raise ConfigError(
+                f"--spending applies only with --boundary spending (the {boundary} boundary spends no α)"
+            )
+        return None
+    spending = DEFAULT_SPENDING if spending is None else spending
     try:
         parse_spending(spending)
     except ValueError as exc:
         raise UserError(f"--spending: {exc}") from None
+    return spending
 
 
 def _max_ratings(judges: list[ModelSpec], instances: int, conversations: int, rows: int) -> np.ndarray:
@@ -384,7 +394,7 @@ def _command(opts: GateOptions, run_dir: Path) -> str:
     if opts.exact:
         parts.append("--exact")
     if opts.boundary == "spending":
-        parts += ["--boundary", "spending", "--spending", opts.spending]
+        parts += ["--boundary", "spending", "--spending", opts.spending or DEFAULT_SPENDING]
     if opts.max_cost is not None:
         parts += ["--max-cost", f"{opts.max_cost:g}"]
     return " ".join([*parts, "--out", shlex.quote(str(run_dir))])

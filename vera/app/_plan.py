@@ -69,7 +69,7 @@ class PlanOptions:
     pilot_candidate: str | None = None
     # The boundary the gate will run with (`vera gate --boundary`, `--spending`).
     boundary: str = "sequence"
-    spending: str = DEFAULT_SPENDING
+    spending: str | None = None  # None: DEFAULT_SPENDING under --boundary spending
 
 
 class Cost(msgspec.Struct, frozen=True, kw_only=True):
@@ -193,7 +193,7 @@ class Plan:
             gate = PlannedGate(
                 units=self.gate_units,
                 boundary=o.boundary,
-                spending=o.spending if o.boundary == "spending" else None,
+                spending=check_spending(o.boundary, o.spending),
                 wave=o.wave,
                 alpha=o.alpha,
                 reps=o.reps,
@@ -234,8 +234,7 @@ class Plan:
 
 
 def plan(opts: PlanOptions) -> Plan:
-    if opts.boundary == "spending":
-        check_spending(opts.spending)
+    spending = check_spending(opts.boundary, opts.spending)
     notes: list[str] = []
     default_spread = False
     paired_on: str | None = None
@@ -332,7 +331,7 @@ def plan(opts: PlanOptions) -> Plan:
             seed=opts.seed,
             pairing=rho,
             method="spending" if opts.boundary == "spending" else "asymptotic",
-            spending=opts.spending,
+            spending=spending or DEFAULT_SPENDING,
         )
         _note_little_saving(gate, power_design.units, var.within_sd, opts.margin, rho, notes)
         unit_cost = _per_unit_cost(

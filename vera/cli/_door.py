@@ -142,7 +142,7 @@ BOUNDARY_HELP = (
 )
 SPENDING_HELP = (
     "The spending function of --boundary spending: obf (Lan–DeMets O'Brien–Fleming), "
-    "pocock (Lan–DeMets Pocock) or hsd:GAMMA (Hwang–Shih–DeCani)."
+    f"pocock (Lan–DeMets Pocock) or hsd:GAMMA (Hwang–Shih–DeCani); default {DEFAULT_SPENDING}."
 )
 
 
@@ -150,10 +150,12 @@ def boundary_options() -> Callable[[F], F]:
     """`--boundary sequence|spending` and `--spending FUNCTION`: the sequential gate's
     boundary, declared once so `vera gate` and `vera plan` (which sizes that gate) offer
     the same choices in the same words. The spending function is checked where it is
-    used (`vera.app._gate.check_spending`), so a bad one is one line from either command."""
+    used (`vera.app._gate.check_spending`), so a bad one, or one without --boundary
+    spending, is one line from either command."""
 
     def apply(f: F) -> F:
-        f = click.option("--spending", default=DEFAULT_SPENDING, show_default=True, help=SPENDING_HELP)(f)
+        # No default here: given without --boundary spending it is refused, not ignored.
+        f = click.option("--spending", metavar="FUNCTION", help=SPENDING_HELP)(f)
         return click.option(
             "--boundary",
             type=click.Choice(["sequence", "spending"]),

@@ -154,7 +154,7 @@ def upper_bounds(info: np.ndarray, cumulative: np.ndarray, grid: int = GRID) -> 
             f = (dens * ndtr(-z)).sum(axis=1) - target
             slope = -(dens * _phi(z)).sum(axis=1) * sd_k / sd_d
             lo, hi = np.where(f > 0, c_k, lo), np.where(f > 0, hi, c_k)
-            with np.errstate(divide="ignore", invalid="ignore"):
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 step = c_k - f / slope
             inside = np.isfinite(step) & (step > lo) & (step < hi)
             moved = np.where(inside, step, 0.5 * (lo + hi))

@@ -35,9 +35,11 @@ from vera.stats.sequential import (
     ASYMPTOTIC,
     BP,
     HPH,
+    MIN_UNITS,
     RATED,
     SPENDING,
     Method,
+    SpendingTable,
     _influence,
     _score,
     difference_sequence,
@@ -333,6 +335,10 @@ def gate_sizes(
     rows = [i for i in range(c.shape[1]) if c[:, i, RATED].sum() > 0]
     scale = np.asarray(max_ratings, dtype=np.float64)[rows][:, None]
     highs = np.array(upper_levels([labels[i] == labels[-1] for i in rows], alpha))
+    # The spending boundary's critical values depend on a gate's data through one ratio
+    # only: tabulated once for the design's looks, they are read by every simulated gate
+    # instead of integrated at each of its looks (`SpendingTable`).
+    table = SpendingTable(looks[looks >= MIN_UNITS], n, spending) if method == SPENDING else None
     persona_of = np.repeat(np.arange(personas), units_per_persona)
     units_per = np.full(personas, float(units_per_persona))
     out = []
@@ -353,7 +359,7 @@ def gate_sizes(
             b = (base[order] / scale).transpose(1, 0, 2)  # (rows, n, 3)
             k = (cand[order] / scale).transpose(1, 0, 2)
             total = (base / scale).sum(axis=0)
-            # The spending boundary's cost grows with the square of the looks, and a look's
+            # The spending boundary's persona parts cost a pass per look, and a look's
             # bounds need only the looks before it: compute the first 4, 8, 16 … looks until
             # one settles (the same bounds as all at once, far fewer where it stops early).
             # The sequence's radius is cheap and computed at every look in one go.
@@ -366,7 +372,7 @@ def gate_sizes(
                     _, lo[sel], hi[sel] = difference_sequence(
                         k[sel], b[sel], total[sel], alpha, float(level), looks[:upto],
                         persona=np.broadcast_to(persona_of[order], k[sel].shape[:-1]),
-                        units_per_persona=units_per, method=method, spending=spending,
+                        units_per_persona=units_per, method=method, spending=spending, table=table,
                     )  # fmt: skip
                 worse = np.asarray((hi < -margin).any(axis=0))
                 fine = np.asarray((lo > -margin).all(axis=0))

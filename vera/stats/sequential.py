@@ -247,6 +247,7 @@ def difference_sequence(
     grid_points: int = GRID_POINTS,
     horizon: float = HORIZON,
     spending: str = DEFAULT_SPENDING,
+    table: SpendingTable | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The gate's interval of candidate − baseline at each look: (estimate, low, high),
     each (..., L). The low end errs (lies above the truth at some look) with probability
@@ -267,12 +268,13 @@ def difference_sequence(
 
     `method="spending"` is neither: one group-sequential boundary on both parts at once
     (`spending_difference`), valid at the looks that happen (`looks` must then be every
-    look the gate made, in order, not only the last).
+    look the gate made, in order, not only the last; `table` its critical values, read
+    instead of integrated, for simulations of many gates of one design).
     """
     if method == SPENDING:
         return spending_difference(
             candidate, baseline, baseline_total, alpha_low, alpha_high, looks,
-            persona=persona, units_per_persona=units_per_persona, spending=spending,
+            persona=persona, units_per_persona=units_per_persona, spending=spending, table=table,
         )  # fmt: skip
     population = int(units_per_persona.sum())
     idx = np.asarray(looks) - 1
@@ -327,6 +329,7 @@ def spending_difference(
     units_per_persona: np.ndarray,
     spending: str = DEFAULT_SPENDING,
     grid: int = GRID,
+    table: SpendingTable | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The gate's interval at each look from a group-sequential (α-spending) boundary:
     (estimate, low, high), each (..., L); `looks` the units after each look the gate made.
@@ -340,6 +343,10 @@ def spending_difference(
     s²/V(t) (or t/N, if further) with the `spending` function; at look j the information of looks 1 … j is
     computed with look j's σ and s, and the end is est ∓ c_j·√V(t_j). Looks before
     `MIN_UNITS` units, or before the persona part can be estimated, spend nothing.
+
+    With `table` (a `SpendingTable` for these looks, population and `spending`), the
+    critical values are read from it instead of integrated at every look: the same to
+    within `SpendingTable.TOLERANCE`, for a simulation that runs many gates of one design.
     """
     population = int(units_per_persona.sum())
     t_all = np.asarray(looks, dtype=np.int64)
@@ -355,6 +362,22 @@ def spending_difference(
     s2 = spread**2
     lo, hi = np.full(est.shape, -np.inf), np.full(est.shape, np.inf)
     counted = t >= MIN_UNITS
+    if table is not None:
+        if not table.fits(t_all[counted], population, spending, grid):
+            raise ValueError("the spending table was built for other looks, population or spending")
+        # Every look at once, as the loop below computes them (its variance at look j).
+        js = np.flatnonzero(counted)
+        g, p = sig2[..., js], s2[..., js]
+        ok = np.isfinite(g) & np.isfinite(p) & (g > 0)
+        g = np.where(ok, g, 1.0)
+        p = np.where(ok, np.maximum(p, PERSONA_FLOOR * g), 1.0)
+        width = np.sqrt(p + g * fpc * np.clip(1.0 / t[js] - 1.0 / population, 0.0, None))
+        look = np.broadcast_to(np.arange(js.size), g.shape)
+        low, high = (
+            np.where(ok, table.bound(g / p, look, a) * width, np.inf) for a in (alpha_low, alpha_high)
+        )
+        lo[..., js], hi[..., js] = est[..., js] - low, est[..., js] + high
+        counted = np.zeros_like(counted)
     for j in np.flatnonzero(counted):
         prior = np.flatnonzero(counted[: j + 1])
         g, p = sig2[..., j], s2[..., j]
@@ -379,6 +402,103 @@ def spending_difference(
         ..., None
     ]
     return est, np.maximum(lo, -base_score), np.minimum(hi, 100.0 - base_score)
+
+
+class SpendingTable:
+    """The spending boundary's critical values for one schedule of looks, tabulated once
+    and read by many simulated gates (`vera plan`, the benchmarks).
+
+    The boundary is not the same for every gate of a design: at look j its information
+    levels are estimated from the data so far (`spending_difference`). But they enter
+    only through one number, r = σ²/s² at look j: the critical values of a standardised
+    statistic depend on the information levels' ratios alone, which are
+    1/(1 + r·fpc·(1/t_i − 1/N)) for looks i ≤ j, and the clock, max(information
+    fraction, t/N), is a function of r too. And a look's critical value depends on the
+    looks up to it only, so one recursion over the whole schedule at a given r gives
+    every look's. The table holds that recursion on a grid of ln r, `STEP` apart, and a
+    look's value at any r in its range is interpolated (cubic, through four points).
+    The clock switches from the information fraction to t/N at r = N − 1 for every look
+    at once, where the values have a kink: that r is a grid point and no interpolation
+    reaches across it. At r outside the range, or where a point nearby has no boundary
+    (a look that spends nothing), the value is integrated exactly.
+    """
+
+    # Apart on ln r: interpolated values are within TOLERANCE of the integrated ones
+    # (tests/stats/test_sequential.py checks it on random ratios and every family).
+    STEP = 0.1
+    TOLERANCE = 2e-3
+    # The least r tabulated, as a multiple of N − 1 (where the clock switches); the
+    # most is 1/PERSONA_FLOOR (the persona part's floor, which a pilot whose units all
+    # score alike meets at every look). Below it the persona part is large against a
+    # unit's spread and the looks hold little more information than the first; such
+    # ratios are rare and integrated exactly.
+    LOW = 1e-2
+
+    def __init__(self, looks: np.ndarray | Sequence[int], population: int, spending: str, grid: int = GRID):
+        self.looks = np.asarray(looks, dtype=np.int64)
+        self.population = population
+        self.spending = spending
+        self.grid = grid
+        self.kink = math.log(max(population - 1, 1))
+        low = max(math.log(self.LOW), -self.kink - 30 * self.STEP)  # r at least ~0.05
+        high = max(math.log(1.0 / PERSONA_FLOOR) - self.kink, low + 4 * self.STEP)
+        self.first = math.floor(low / self.STEP)
+        # One point past the top: r = 1/PERSONA_FLOOR, where the floor holds, is common.
+        self.log_r = self.kink + self.STEP * np.arange(self.first, math.ceil(high / self.STEP) + 2)
+        self._values: dict[float, np.ndarray] = {}
+
+    def fits(self, looks: np.ndarray, population: int, spending: str, grid: int) -> bool:
+        """Whether the table holds the values of these looks (its own, or the first of them)."""
+        looks = np.asarray(looks, dtype=np.int64)
+        return (
+            population == self.population
+            and (spending, grid) == (self.spending, self.grid)
+            and np.array_equal(looks, self.looks[: looks.size])
+        )
+
+    def exact(self, ratio: np.ndarray, upto: int, alpha: float) -> np.ndarray:
+        """Every look's critical value up to look `upto` (exclusive), integrated, at
+        each ratio r (...): (..., upto); as `spending_difference` computes them."""
+        t = self.looks[:upto].astype(np.float64)
+        fpc = self.population / max(self.population - 1, 1)
+        rel = np.clip(1.0 / t - 1.0 / self.population, 0.0, None)
+        info = 1.0 / (1.0 + np.asarray(ratio, dtype=np.float64)[..., None] * fpc * rel)
+        tau = np.maximum(info, t / self.population)
+        out: np.ndarray = upper_bounds(info, spent_alpha(tau, alpha, self.spending), self.grid)
+        return out
+
+    def bound(self, ratio: np.ndarray, look: np.ndarray | int, alpha: float) -> np.ndarray:
+        """The critical value for each ratio r = σ²/s² in `ratio` (...) at the look
+        `look` (0-based, of the looks of `MIN_UNITS` units or more; an int, or one per ratio)."""
+        if alpha not in self._values:
+            self._values[alpha] = self.exact(np.exp(self.log_r), self.looks.size, alpha)
+        r = np.asarray(ratio, dtype=np.float64)
+        look = np.broadcast_to(np.asarray(look, dtype=np.int64), r.shape)
+        table = self._values[alpha]
+        size = self.log_r.size
+        with np.errstate(divide="ignore"):
+            x = (np.log(np.clip(r, 1e-300, None)) - self.log_r[0]) / self.STEP
+        inside = np.isfinite(x) & (x >= 0) & (x <= size - 1)
+        x = np.where(inside, x, 0.0)
+        i = np.clip(np.floor(x).astype(np.int64), 0, size - 2)
+        # Four points on the interval's side of the kink (grid index k0).
+        k0 = -self.first
+        start = np.where(i >= k0, np.maximum(i - 1, k0), np.minimum(i - 1, k0 - 3))
+        start = np.clip(start, 0, size - 4)
+        u = x - start  # the point's place among the stencil's nodes 0..3
+        near = np.stack([table[start + k, look] for k in range(4)])
+        out = np.zeros(r.shape)
+        for k in range(4):
+            weight = np.ones(r.shape)
+            for m in range(4):
+                if m != k:
+                    weight = weight * (u - m) / (k - m)
+            out = out + weight * np.where(np.isfinite(near[k]), near[k], 0.0)
+        exact = ~(inside & np.isfinite(near).all(axis=0))
+        for j in np.unique(look[exact]):
+            at = exact & (look == j)
+            out[at] = self.exact(r[at], int(j) + 1, alpha)[..., -1]
+        return out
 
 
 def one_sided_level(alpha: float) -> float:
