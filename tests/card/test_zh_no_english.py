@@ -331,6 +331,9 @@ def test_a_gated_run_s_sequence_is_in_the_pack_s_words(verdict: str, stopped: st
     recorded values stay English, and the English card says what it always said."""
     seq = _gated(verdict, stopped)
     english = sequential_text(seq)
+    # The table's caption says the one-sided levels each row is checked at.
+    levels = sequential_table(seq).caption or ""
+    assert "every row's lower end at α = 0.05" in levels and "Overall 0.025" in levels
     assert f"{verdict.upper()} ({stopped}) after 2 wave(s), 40 of 100 units used (40%)" in english
     # The card draws its plots with the CJK fonts when its language is not English.
     with use_strings(strings_of(ZH, "zh-CN")), _fonts():

@@ -236,6 +236,11 @@ BASE: dict[str, str] = {
     "card.seq_share": " ({share})",
     "card.seq_units_of": "{units} of {available}",
     "card.seq_caption": "Settled when the interval clears −{margin} (NOT WORSE) or falls below it (WORSE).",
+    # The one-sided levels a sequential gate checks each row at (vera.stats.upper_levels).
+    "card.seq_levels": (
+        " Levels, one-sided: every row's lower end at α = {alpha} (NOT WORSE needs every row); "
+        "the upper ends split α over the rows, Overall {half} and the dimensions the other half."
+    ),
     "card.seq_worse": "WORSE",
     "card.seq_not_worse": "NOT WORSE",
     "card.seq_undecided": "UNDECIDED",
