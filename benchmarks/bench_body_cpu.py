@@ -14,7 +14,7 @@ so the bodies committing and the call lines written) every `--per-commit` calls:
 run commits one loop turn's answers at a time, about 7 in `vera bench`'s default
 scenario. Prints the process's CPU per call with bodies, without (the call line alone),
 and the difference, the min of `--repeat` runs; and of the bodies' cost, the part spent
-at the store's close (the fold of the bodies' log into the database). The `--floor` comparison (`vera bench
+at the store's close (format 2: the index written; format 1 folded its log into SQLite). The `--floor` comparison (`vera bench
 --floor`) measures the whole client; this isolates the part that writes bodies, where a
 change of 5 µs is visible (in `--floor`, rounds minutes apart differ by 20 µs).
 """
@@ -91,8 +91,9 @@ def replay_parts(bodies: list[CallBody], *, keep: bool, per_commit: int) -> tupl
 
         try:
             spent = asyncio.run(write())
-            # The close counts too: it folds the bodies' log into the database (the
-            # work the loop's turns no longer do), where it used to commit nothing.
+            # The close counts too: it writes the bodies' index (format 2), or folds the
+            # bodies' log into the database (format 1: the work the loop's turns no
+            # longer do).
             started = time.process_time()
             store.close()
             return spent, time.process_time() - started

@@ -51,6 +51,7 @@ def main() -> None:
         t_kept = _run(kept, args.personas, args.seeds)
         t_off = _run(off, args.personas, args.seeds, "--no-call-bodies")
         a, b = _size(kept), _size(off)
+        calls = len((kept / "calls.jsonl").read_bytes().splitlines())
     conversations = 2 * args.personas * args.seeds
     total_a, total_b = sum(a.values()), sum(b.values())
     print(f"{conversations:,} offline conversations, each judged once")
@@ -59,8 +60,11 @@ def main() -> None:
         print(f"{name:<22}{a.get(name, 0):>14,}{b.get(name, 0):>14,}")
     print(f"{'run directory':<22}{total_a:>14,}{total_b:>14,}")
     print(f"ratio (with / without): {total_a / total_b:.2f}×")
-    bodies = a.get("call_bodies.sqlite", 0)
-    print(f"call bodies per conversation: {bodies / conversations / 1024:.1f} KiB")
+    # Format 2 (`call_bodies.vlog`) or, from an earlier vera, format 1 (`.sqlite`).
+    bodies = sum(size for name, size in a.items() if name.startswith("call_bodies"))
+    print(
+        f"call bodies per conversation: {bodies / conversations / 1024:.1f} KiB, per call: {bodies / calls:.0f} B"
+    )
     print(f"run time: {t_kept:.1f} s with bodies, {t_off:.1f} s without")
 
 

@@ -202,7 +202,11 @@ def outputs(runs: Path, out: Path) -> None:
     # Every file the two scored runs hold now (cards, plots, pages, frames, ratings).
     for folder, name in ((a, "run_a"), (a2, "run_a2"), (b, "run_b"), (g, "run_gate")):
         for f in sorted(folder.rglob("*")):
-            if f.is_file() and f.suffix not in (".sqlite", ".lock") and f.name not in ("events.jsonl",):
+            if (
+                f.is_file()
+                and f.suffix not in (".sqlite", ".vlog", ".lock")
+                and f.name not in ("events.jsonl",)
+            ):
                 rel = f.relative_to(folder)
                 dest = t / name / rel
                 dest.parent.mkdir(parents=True, exist_ok=True)

@@ -211,17 +211,14 @@ def test_a_bad_sessions_list_is_one_line() -> None:
 
 @pytest.mark.parametrize("keep", [True, False])
 def test_call_bodies_are_kept_as_a_default_run_keeps_them(tmp_path: Path, keep: bool) -> None:
-    import sqlite3
-
     from benchmarks.harness import _run_on_uvloop, fake_server, measure
+    from vera.store import count_bodies, has_bodies
 
     opts = BenchOptions(conversations=2, turns=3, latency_ms=5, concurrency=2, call_bodies=keep)
     with fake_server(opts.latency_ms, None) as server:
         fig = _run_on_uvloop(measure(opts, server, tmp_path))
     assert fig["config"]["call_bodies"] is keep and fig["calls"] == 6
-    bodies = tmp_path / "run" / "call_bodies.sqlite"
     if keep:
-        with sqlite3.connect(bodies) as db:
-            assert db.execute("SELECT count(*) FROM calls").fetchone() == (6,)
+        assert count_bodies(tmp_path / "run") == 6
     else:
-        assert not bodies.exists()
+        assert not has_bodies(tmp_path / "run")

@@ -133,15 +133,21 @@ async def test_surely_absent_answers_only_what_get_would_answer_without_a_lookup
     assert not cache.surely_absent("never")  # closed: `get` says so
 
 
-async def test_puts_of_one_turn_of_the_loop_reach_the_thread_together(tmp_path, monkeypatch):
-    batches: list[int] = []
+@pytest.fixture
+def batches(monkeypatch) -> list[int]:
+    """The size of each batch of puts the thread writes, in order (ResponseCache._put, spied on)."""
+    sizes: list[int] = []
     real_put = ResponseCache._put
 
     def spy(self, entries):
-        batches.append(len(entries))
+        sizes.append(len(entries))
         return real_put(self, entries)
 
     monkeypatch.setattr(ResponseCache, "_put", spy)
+    return sizes
+
+
+async def test_puts_of_one_turn_of_the_loop_reach_the_thread_together(tmp_path, batches):
     cache = ResponseCache(tmp_path / "cache.sqlite", commit_every=1000, commit_interval_s=3600, hand_over_s=0)
     for i in range(5):
         cache.put(f"k{i}", completion(i))
@@ -158,15 +164,7 @@ async def test_puts_of_one_turn_of_the_loop_reach_the_thread_together(tmp_path, 
     reopened.close()
 
 
-async def test_puts_wait_on_the_loop_for_the_hand_over_time_or_a_full_batch(tmp_path, monkeypatch):
-    batches: list[int] = []
-    real_put = ResponseCache._put
-
-    def spy(self, entries):
-        batches.append(len(entries))
-        return real_put(self, entries)
-
-    monkeypatch.setattr(ResponseCache, "_put", spy)
+async def test_puts_wait_on_the_loop_for_the_hand_over_time_or_a_full_batch(tmp_path, batches):
     cache = ResponseCache(tmp_path / "cache.sqlite", hand_over_s=0.05, hand_over_every=10)
     for i in range(3):
         cache.put(f"k{i}", completion(i))

@@ -18,8 +18,9 @@ from click.testing import CliRunner
 from vera.app import RunOptions, execute_run
 from vera.cli._main import main
 from vera.records import CallBody, CallRecord
-from vera.store import BODIES, BodyReader, count_bodies
+from vera.store import BODIES, BodyReader, count_bodies, has_bodies
 from vera.store._bodies import LOG
+from vera.store._bodylog import VLOG
 
 from .conftest import ROOT
 from .fakes.batch import BatchSweepServer
@@ -83,10 +84,9 @@ async def test_a_live_run_keeps_each_calls_request_and_response_and_never_the_ke
             asked = [b for b in calls if b.question_id == answer["question_id"]]
             assert asked and asked[-1].response is not None
             assert asked[-1].response.text == answer["raw"]
-    # Content-addressed: the judge's transcript is stored once per conversation, however
-    # many questions resend it, and the user-agent's history grows one node a turn.
-    with sqlite3.connect(run / BODIES) as db:
-        stored: int = db.execute("SELECT SUM(LENGTH(data)) FROM blobs").fetchone()[0]
+    # Each text stored once: the judge's transcript once per conversation, however many
+    # questions resend it, and a history that grows adds its new message's text alone.
+    stored = (run / VLOG).stat().st_size
     chars = sum(len(m.content) for b in kept for m in b.messages) + sum(
         len(b.response.text) for b in kept if b.response
     )
@@ -161,7 +161,7 @@ def test_no_call_bodies_keeps_none_and_the_manifest_and_card_say_so(tmp_path):
         main, ["run", "--limit-personas", "2", "--out", str(out), "--quiet", "--no-call-bodies"]
     )
     assert made.exit_code == 0, made.output
-    assert not (out / BODIES).exists()
+    assert not has_bodies(out)
     assert json.loads((out / "manifest.json").read_text())["config"]["call_bodies"] is False
     assert "**Call bodies:** not kept" in (out / "card.md").read_text()
     assert "Call bodies" in (out / "card.html").read_text()
@@ -172,7 +172,7 @@ def test_no_call_bodies_keeps_none_and_the_manifest_and_card_say_so(tmp_path):
     # a resume keeps it off: the manifest's config is restored
     again = runner.invoke(main, ["run", "--resume", str(out), "--quiet"])
     assert again.exit_code == 0, again.output
-    assert not (out / BODIES).exists()
+    assert not has_bodies(out)
 
 
 def test_a_run_with_bodies_leaves_the_manifest_and_card_json_as_before(tmp_path):
@@ -189,8 +189,9 @@ _KILLED = """
 import asyncio, os, signal, sys
 from pathlib import Path
 from vera.records import CallBody, CallRecord, Completion, Message
-from vera.store import RunStore
+from vera.store import RunStore, _bodies
 
+_bodies.WRITE_FORMAT = 1  # format 2's own test: tests/test_call_bodies_vlog.py
 root, n = Path(sys.argv[1]), int(sys.argv[2])
 def body(i):
     call = CallRecord(job_id=f"job{i}", role="chatbot", provider="p", model="m", account="a",

@@ -11,13 +11,22 @@ import sqlite3
 from pathlib import Path
 
 import msgspec
+import pytest
 
 from vera.records import CallBody, CallRecord, Completion, Message
 from vera.report import export_calls
-from vera.store import BODIES, BodyReader, RunStore, count_bodies
+from vera.store import BODIES, BodyReader, RunStore, _bodies, count_bodies
 from vera.store._bodies import _BLOB, LOG, _msgpack, _record
 
 from .test_call_bodies_store import _call, _old_store_bodies, _reply, _strip
+
+
+@pytest.fixture(autouse=True)
+def _format_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about format 1 (`call_bodies.sqlite`), which new runs no longer
+    write (format 2: tests/test_call_bodies_vlog.py): written here by its own writer,
+    as a run started by an earlier vera holds it."""
+    monkeypatch.setattr(_bodies, "WRITE_FORMAT", 1)
 
 
 def _killed_and_folded(tmp_path: Path) -> tuple[Path, Path, list[CallBody]]:
@@ -32,7 +41,8 @@ def _killed_and_folded(tmp_path: Path) -> tuple[Path, Path, list[CallBody]]:
     killed = tmp_path / "killed"
     shutil.copytree(folded, killed)
     store.close()
-    assert (killed / LOG).exists() and not (folded / LOG).exists()
+    if _bodies.WRITE_FORMAT == 1:
+        assert (killed / LOG).exists() and not (folded / LOG).exists()
     return killed, folded, written
 
 

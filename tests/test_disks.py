@@ -159,18 +159,29 @@ def test_a_run_that_fills_the_disk_stops_with_one_line_and_resumes_when_space_is
     assert cards[0] == cards[1]
 
 
-def test_a_killed_runs_unfolded_call_bodies_export_from_a_read_only_folder(tmp_path):
-    # A run killed before its call bodies' log was folded, on a read-only mount: a
-    # reader reads the log beside the database (it cannot fold it, and must not try),
-    # and exports what the folded run exports.
+@pytest.mark.parametrize("write_format", [1, 2])
+def test_a_killed_runs_unfolded_call_bodies_export_from_a_read_only_folder(
+    tmp_path, monkeypatch, write_format
+):
+    # A run killed before its call bodies were closed, on a read-only mount: a reader
+    # reads what was written (format 1: the log beside the database, which it cannot
+    # fold and must not try to; format 2: the records, without their closing index),
+    # and exports what the closed run exports.
+    from vera.store import _bodies
+
     from .test_call_bodies_log import _killed_and_folded
 
+    monkeypatch.setattr(_bodies, "WRITE_FORMAT", write_format)
     killed, folded, _ = _killed_and_folded(tmp_path)
     before = snapshot(killed)
     out = tmp_path / "killed.jsonl"
     proc = in_private_mounts(f"{read_only(killed)} && $VERA export --calls {q(killed)} -o {q(out)}")
     assert proc.returncode == 0, proc.stderr
-    assert snapshot(killed) == before and (killed / "call_bodies.sqlite-log").exists()
+    assert snapshot(killed) == before
+    if write_format == 1:
+        assert (killed / "call_bodies.sqlite-log").exists()
+    else:
+        assert not (killed / "call_bodies.vlog").read_bytes().endswith(b"VBINDEX\n")
     r = CliRunner().invoke(main, ["export", "--calls", str(folded), "-o", str(tmp_path / "folded.jsonl")])
     assert r.exit_code == 0, r.output
     assert out.read_bytes() == (tmp_path / "folded.jsonl").read_bytes() and out.stat().st_size > 0

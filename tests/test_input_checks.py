@@ -10,6 +10,7 @@ import sys
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from vera.cli._door import Number
 from vera.cli._main import main
@@ -167,6 +168,37 @@ def test_resamples_and_confidence_are_one_option_each_in_every_command() -> None
     # compare and score take them from a run's config by default, and say so in both.
     assert [h.endswith("config).") for h in helps["resamples"]] == [True, False, True, False]
     assert [h.endswith("config).") for h in helps["confidence"]] == [True, False, True, False]
+
+
+def test_ratings_plan_resamples_is_the_shared_option_with_its_own_default() -> None:
+    """`vera ratings plan --resamples` had a range of its own (50 to 100,000) and no help:
+    it is the shared option now, refusing what the others refuse and accepting what they
+    accept, with a smaller default (it runs one bootstrap per number of ratings tried)
+    that its help explains."""
+    from vera.report import PLAN_RESAMPLES
+
+    plan = main.commands["ratings"].commands["plan"]  # type: ignore[attr-defined]
+    params = {p.name: p for p in plan.params if isinstance(p, click.Option)}
+    resamples, shared = (
+        params["resamples"],
+        {p.name: p for p in main.commands["agreement"].params if isinstance(p, click.Option)}["resamples"],
+    )
+    assert resamples.default == PLAN_RESAMPLES == 500 and resamples.show_default
+    assert (
+        type(resamples.type) is type(shared.type)
+        and resamples.type.to_info_dict() == shared.type.to_info_dict()
+    )
+    for bad in ("0", "100001", "1.5", "nan"):
+        with pytest.raises(click.BadParameter):
+            resamples.type.convert(bad, resamples, None)
+    assert resamples.type.convert("1", resamples, None) == 1  # the old floor was 50
+    help_text = resamples.help or ""
+    assert (
+        help_text.startswith("Bootstrap resamples (") and "one bootstrap per number of ratings" in help_text
+    )
+    refused = CliRunner().invoke(main, ["ratings", "plan", ".", "--width", "10", "--resamples", "0"])
+    assert refused.exit_code == 1 and refused.output.count("\n") == 1, refused.output
+    assert "'--resamples': 0 is not in the range 1<=x<=100000" in refused.output
 
 
 @pytest.mark.slow

@@ -160,8 +160,9 @@ def test_sigkill_at_several_points_then_resume_gives_the_uninterrupted_card(tmp_
                 proc.send_signal(signal.SIGKILL)
                 kills += 1
             proc.wait(30)
-            # Killed: the call bodies' log is left unfolded (the next run folds it).
-            unfolded += (out / "call_bodies.sqlite-log").exists()
+            # Killed: the call bodies are left without their closing index (the next run
+            # goes on after their last whole record).
+            unfolded += not (out / "call_bodies.vlog").read_bytes().endswith(b"VBINDEX\n")
         assert kills >= 2 and unfolded >= 1
         done = subprocess.run(
             vera_cmd("run", "--config", str(cfg_b), "--resume", str(out), "--quiet"),
@@ -178,9 +179,9 @@ def test_sigkill_at_several_points_then_resume_gives_the_uninterrupted_card(tmp_
     assert card_without_volatile(tmp_path / "A") == card_without_volatile(out)
     convs = jsonl(out / "conversations.jsonl")
     assert len([c for c in convs if c["status"] == "complete"]) == len({c["id"] for c in convs}) == 12
-    # Every call in calls.jsonl has its body, once, the log folded.
+    # Every call in calls.jsonl has its body, once, the bodies closed with their index.
     assert_one_body_per_call(out)
-    assert not (out / "call_bodies.sqlite-log").exists()
+    assert (out / "call_bodies.vlog").read_bytes().endswith(b"VBINDEX\n")
 
 
 @pytest.mark.slow

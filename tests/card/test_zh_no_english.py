@@ -20,22 +20,26 @@ import json
 import re
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 
 from vera.app._progress import RunProgress
 from vera.cli._main import main
 from vera.inputs import strings_of, use_strings
-from vera.report import summary_words
+from vera.records import HumanRating
+from vera.report import summary_words, user_check_agreement, user_check_agreement_table
 from vera.report.card._plots import _fonts, sequential_card_plot
 from vera.report.card._schema import SequentialCard, SequentialLookCard
 from vera.report.card._score import read_card
 from vera.report.card._sequence import sequential_table, sequential_text
 from vera.report.card._terminal import render_card
 from vera.report.shared._terminal import cells
+from vera.store import append_human_ratings
 
 from ..conftest import ROOT
 from .conftest import offline_config, run_vera
@@ -398,6 +402,113 @@ def test_the_improvement_report_of_a_zh_cn_run_has_no_english_words(zh_run, tmp_
     assert line.startswith("改进报告：") and not leftovers(line), line
 
 
+@pytest.mark.parametrize(("rubric", "kind"), [("gone", "不存在"), ("changed", "被改动过")])
+def test_the_improvement_report_s_notes_are_in_the_pack_s_words(zh_run, tmp_path, rubric, kind):
+    """Its notes: why the question texts are missing (the rubric file gone or changed
+    since the run), on the report and on the conversation pages it adds, and why those
+    pages could not be written."""
+    run = tmp_path / "zhrun0"
+    shutil.copytree(zh_run, run)
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    if rubric == "gone":
+        manifest["rubric"]["path"] = str(tmp_path / "elsewhere" / "rubric.tsv")
+    else:
+        manifest["rubric"]["sha256"] = "0" * 64
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    shutil.rmtree(run / "conversations")  # the report writes the pages it links to
+    for fmt in ("md", "html"):
+        out = tmp_path / f"improvements.{fmt}"
+        result = CliRunner().invoke(
+            main, ["report", "improvements", str(run), "--format", fmt, "--out", str(out)]
+        )
+        assert result.exit_code == 0, result.output
+        text = (
+            visible_text(out.read_text(encoding="utf-8"))
+            if fmt == "html"
+            else out.read_text(encoding="utf-8").replace("\\", "")  # Markdown's escapes
+        )
+        assert "问题文本：评分标准文件 /" in text and f"{kind}" in text and "：只显示问题编号。" in text
+        assert not leftovers(text), leftovers(text)
+    # A page's note (its answers are the judge's labels: without the rubric, no pack's texts).
+    page = visible_text(next((run / "conversations").glob("*.html")).read_text(encoding="utf-8"))
+    (note,) = [line for line in page.splitlines() if line.startswith("问题文本：")]
+    assert note.endswith("：只显示问题编号。") and not leftovers(note), note
+    # Pages that cannot be written (a file where their folder goes): one line in its words.
+    shutil.rmtree(run / "conversations")
+    (run / "conversations").write_text("", encoding="utf-8")
+    result = CliRunner().invoke(main, ["report", "improvements", str(run), "--out", str(tmp_path / "i.md")])
+    assert result.exit_code == 0, result.output
+    (note,) = [line for line in result.output.splitlines() if line.startswith("注意：")]
+    # The storage error inside the brackets is vera.store's own, in English.
+    assert note.startswith("注意：未写入对话页面（") and note.endswith("）：可通过 `vera view` 打开链接"), (
+        note
+    )
+
+
+def test_the_improvement_report_s_notes_keep_their_english_without_a_pack(offline_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(offline_run, run)
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    manifest["rubric"]["sha256"] = "0" * 64
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    shutil.rmtree(run / "conversations", ignore_errors=True)
+    (run / "conversations").write_text("", encoding="utf-8")
+    result = CliRunner().invoke(
+        main, ["report", "improvements", str(run), "--format", "md", "--out", str(tmp_path / "i.md")]
+    )
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "i.md").read_text(encoding="utf-8").replace("\\", "")  # Markdown's escapes
+    assert (
+        f"> Question texts: rubric file {manifest['rubric']['path']} has changed since this run (its "
+        "sha256 differs from the manifest's): question ids only.\n"
+    ) in page
+    assert "note: conversation pages not written (" in result.output
+    assert "): links work through `vera view`\n" in result.output
+
+
+def _realism_rated(run: Path, tmp_path: Path) -> Path:
+    """A copy of `run` with eight conversations' simulated users rated for realism (1-5)."""
+    out = tmp_path / run.name
+    shutil.copytree(run, out)
+    ids = [
+        json.loads(x)["id"] for x in (out / "conversations.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    append_human_ratings(
+        out,
+        [
+            HumanRating(conversation_id=c, rater="r1", ratings={}, realism=i % 5 + 1)
+            for i, c in enumerate(ids[:8])
+        ],
+    )
+    return out
+
+
+def test_vera_agreement_users_of_a_zh_cn_run_prints_in_the_run_s_pack(zh_run, tmp_path, monkeypatch):
+    """`vera agreement --users RUN_DIR`: the table of the checks against the clinicians'
+    realism ratings, its caption and its continuation, in the run's pack's words, 80
+    columns wide; the JSON keeps its keys and values."""
+    monkeypatch.setenv("COLUMNS", "80")
+    run = _realism_rated(zh_run, tmp_path)
+    result = CliRunner().invoke(main, ["agreement", "--users", str(run)])
+    assert result.exit_code == 0, result.output
+    text = result.output
+    flat = "".join(text.split())
+    assert "运行zhrun0：1位临床评分者评了8段对话；其中" in flat and "（续）" in text, text
+    for shown in ("检查方", "离线启发式规则", "已标记，不真实", "未标记，真实", "一致比例", "真实感平均分"):
+        assert shown in text, shown
+    assert not leftovers(text), leftovers(text)
+    assert max(cells(line) for line in text.splitlines()) <= 80
+    as_json = CliRunner().invoke(main, ["agreement", "--users", str(run), "--json"])
+    report = json.loads(as_json.output)
+    assert "pack" not in report and report["checkers"][0]["checker"] == "heuristic"
+    # The model check's row, where a run made one, in its words too.
+    agreement = user_check_agreement(run)
+    model = msgspec.structs.replace(
+        agreement, checkers=[msgspec.structs.replace(c, checker="model") for c in agreement.checkers]
+    )
+    assert user_check_agreement_table(model).rows[0][0] == "模型检查"
+
+
 def test_the_improvement_report_keeps_its_english_words_without_a_pack(tmp_path):
     out = tmp_path / "enrun"
     run_vera("run", "--config", str(offline_config(tmp_path)), "--limit-personas", "6", "--out", str(out))
@@ -407,21 +518,32 @@ def test_the_improvement_report_keeps_its_english_words_without_a_pack(tmp_path)
     assert "### In the reference's terms (" in result.output and "improvement report: " in result.output
 
 
-def _ratings_csv(path: Path) -> Path:
-    """Three raters' ratings of eight items in the long format (item_id, rater, dimension, rating)."""
-    names = [
-        "Best Practice",
-        "Suboptimal but Low Potential for Harm",
-        "High Potential for Harm",
-        "Not Relevant",
-    ]
+RATING_NAMES = (
+    "Best Practice",
+    "Suboptimal but Low Potential for Harm",
+    "High Potential for Harm",
+    "Not Relevant",
+)
+
+
+def _ratings_csv(
+    path: Path, items: list[str], raters: tuple[str, ...], pick: Callable[[int, int, int], int]
+) -> Path:
+    """Ratings in the long format (item_id, rater, dimension, rating) of the first five
+    dimensions: item i, rater r, dimension d is rated RATING_NAMES[pick(i, r, d) % 4]."""
     rows = ["item_id,rater,dimension,rating"]
-    for i in range(8):
-        for r, rater in enumerate(("r1", "r2", "r3")):
+    for i, item in enumerate(items):
+        for r, rater in enumerate(raters):
             for d, dimension in enumerate(CANONICAL[:5]):
-                rows.append(f"item{i},{rater},{dimension},{names[(i + r * (d % 2) + d) % 4]}")
+                rows.append(f"{item},{rater},{dimension},{RATING_NAMES[pick(i, r, d) % 4]}")
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     return path
+
+
+def _three_raters_eight_items(path: Path) -> Path:
+    return _ratings_csv(
+        path, [f"item{i}" for i in range(8)], ("r1", "r2", "r3"), lambda i, r, d: i + r * (d % 2) + d
+    )
 
 
 @pytest.mark.parametrize("nr", ["category", "exclude"])
@@ -430,7 +552,7 @@ def test_vera_agreement_with_locale_prints_in_the_pack_s_words(tmp_path, monkeyp
     Without it, the English stays as it was."""
     monkeypatch.setenv("COLUMNS", "80")
     monkeypatch.chdir(tmp_path)  # a short path: a long one stays whole on a line of its own
-    ratings = _ratings_csv(Path("ratings.csv"))
+    ratings = _three_raters_eight_items(Path("ratings.csv"))
     zh = CliRunner().invoke(main, ["agreement", str(ratings), "--nr", nr, "--locale", "zh-CN"])
     assert zh.exit_code == 0, zh.output
     assert zh.output.startswith("3 位评分者之间的一致性（每个评分对象 3 位），共 8 个评分对象（")
@@ -443,7 +565,7 @@ def test_vera_agreement_with_locale_prints_in_the_pack_s_words(tmp_path, monkeyp
 
 
 def test_vera_agreement_with_an_unknown_locale_is_one_line(tmp_path):
-    ratings = _ratings_csv(tmp_path / "ratings.csv")
+    ratings = _three_raters_eight_items(tmp_path / "ratings.csv")
     result = CliRunner().invoke(main, ["agreement", str(ratings), "--locale", "xx-YY"])
     assert result.exit_code == 1, result.output
     assert (
@@ -460,17 +582,7 @@ def test_vera_agreement_against_a_zh_cn_run_prints_in_the_run_s_pack(zh_run, tmp
     ids = [
         json.loads(x)["id"] for x in (zh_run / "conversations.jsonl").read_text(encoding="utf-8").splitlines()
     ]
-    names = [
-        "Best Practice",
-        "Suboptimal but Low Potential for Harm",
-        "High Potential for Harm",
-        "Not Relevant",
-    ]
-    rows = ["item_id,rater,dimension,rating"]
-    for i, cid in enumerate(ids[:30]):
-        for r, rater in enumerate(("r1", "r2")):
-            rows += [f"{cid},{rater},{d},{names[(i + r + k) % 4]}" for k, d in enumerate(CANONICAL[:5])]
-    Path("ratings.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    _ratings_csv(Path("ratings.csv"), ids[:30], ("r1", "r2"), lambda i, r, d: i + r + d)
     result = CliRunner().invoke(
         main, ["agreement", "ratings.csv", "--against", str(zh_run), "--resamples", "50"]
     )

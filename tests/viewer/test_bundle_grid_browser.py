@@ -206,6 +206,12 @@ def test_the_grid_reads_the_filter_from_the_query_or_the_fragment_and_opens_page
     open_grid(page, f"{grid}?status=complete&sort=id")
     page.locator("#grid a.chip").first.click()
     page.wait_for_selector("nav.steps a:not([rel])")
+    # The page's own links come first; bundle.js then redraws the bar for the list the
+    # page was opened from, so wait for that redraw rather than read the bar at once.
+    page.wait_for_function(
+        "() => document.querySelector('nav.steps').innerText.includes('in this filtered list')",
+        timeout=30_000,
+    )
     assert "in this filtered list" in page.inner_text("nav.steps")
     assert "status=complete" in page.url
     assert page.problems == [] and live.problems == []

@@ -96,9 +96,8 @@ def test_a_run_without_call_bodies_says_so_on_the_page(page_at, offline_run, tmp
 
     run = tmp_path / "run"
     shutil.copytree(offline_run, run)
-    (run / "call_bodies.sqlite").unlink()
-    for extra in run.glob("call_bodies.sqlite-*"):
-        extra.unlink()
+    for bodies in run.glob("call_bodies.*"):
+        bodies.unlink()
     proc, url = start_view(str(run))
     try:
         page = page_at(1400)

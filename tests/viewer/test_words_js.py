@@ -1,6 +1,6 @@
 """words.js: the one reader of a page's words (the JSON block of vera/viewer/words.py) for
 every script of the viewer's and the review's pages. Each page that runs a script using
-`ui()` loads words.js before it, and each server (and the bundle) that hands out such a
+`ui()` or `el()` loads words.js before it, and each server (and the bundle) that hands out such a
 script hands out words.js too: a page without it would stop at the first `ui()`."""
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ _SRC = re.compile(r'<script src="([^"]+)"')
 
 
 def _users() -> set[str]:
-    """The scripts that call ui() or read UI (words.js's)."""
+    """The scripts that call ui() or el(), or read UI (words.js's)."""
     return {
         p.name
         for p in STATIC.glob("*.js")
-        if p.name != "words.js" and re.search(r"\bui\(|\bUI\b", p.read_text())
+        if p.name != "words.js" and re.search(r"\bui\(|\bel\(|\bUI\b", p.read_text())
     }
 
 
@@ -44,6 +44,8 @@ def test_only_words_js_reads_the_words_block():
         text = script.read_text()
         reads = 'getElementById("vera-ui")' in text or "function ui(" in text or "const UI " in text
         assert reads == (script.name == "words.js"), script.name
+        # One el() for every page: a copy elsewhere would drift from it (or shadow it).
+        assert ("function el(" in text) == (script.name == "words.js"), script.name
     assert _users() == {"app.js", "review.js", "runs.js", "keys.js", "calls.js", "bundle.js", "grid.js"}
 
 

@@ -196,14 +196,17 @@ def _bootstrap_help(what: str, default_from: str | None, scope: str | None) -> s
     return f"{what} ({'; '.join(notes)})." if notes else f"{what}."
 
 
-def resamples_option(default_from: str | None = None, scope: str | None = None) -> Callable[[F], F]:
+def resamples_option(
+    default_from: str | None = None, scope: str | None = None, default: int = DEFAULT_RESAMPLES
+) -> Callable[[F], F]:
     """`--resamples N`: the bootstrap's resamples, 1 to `MAX_RESAMPLES`. Its default is
-    `DEFAULT_RESAMPLES`, or with `default_from` none: the command then takes them from
-    where that says (a run's config); `scope` says when it applies ("with --against")."""
+    `default` (`DEFAULT_RESAMPLES` unless a command runs many bootstraps and says why in
+    `scope`), or with `default_from` none: the command then takes them from where that
+    says (a run's config); `scope` says when or how it applies ("with --against")."""
     return click.option(
         "--resamples",
         type=click.IntRange(1, MAX_RESAMPLES),
-        default=None if default_from else DEFAULT_RESAMPLES,
+        default=None if default_from else default,
         show_default=not default_from,
         help=_bootstrap_help("Bootstrap resamples", default_from, scope),
     )

@@ -250,7 +250,7 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     persona_limit: int = 0  # 0 = every persona; otherwise the first N (quick trials)
     cache: bool = True  # replay paid-for responses on reruns (never for offline stand-ins)
     cache_dir: str = ""  # a shared cache folder; empty = the run directory
-    # Keep each call's exact request and response in the run directory (call_bodies.sqlite);
+    # Keep each call's exact request and response in the run directory (call_bodies.vlog);
     # false for data that must not be kept (`--no-call-bodies`). Decides no result. Unset
     # (kept) is left out of the manifest, so manifests from before it keep their bytes.
     call_bodies: bool | msgspec.UnsetType = msgspec.UNSET

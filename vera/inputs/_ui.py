@@ -905,6 +905,14 @@ BASE: dict[str, str] = {
     "page.failed": "{failed} and is left out of every score. Reason: {reason}",
     "page.not_recorded": "not recorded",
     "page.questions_note": "Question texts: {note}.",
+    # Why the question texts are missing (vera.rubric.RubricMissing), each the note above.
+    "page.rubric_absent": "rubric file {path} is not there: question ids only",
+    "page.rubric_unreadable": "rubric file {path} cannot be read ({detail}): question ids only",
+    "page.rubric_changed": (
+        "rubric file {path} has changed since this run (its sha256 differs from the manifest's): "
+        "question ids only"
+    ),
+    "page.rubric_invalid": "{detail}: question ids only",
     "page.footer": (
         "vera {version} · run {run}. This page holds a transcript of a sensitive conversation: share it with care."
     ),
@@ -1136,6 +1144,7 @@ BASE: dict[str, str] = {
     "cli.improvements": "improvement report: {n} finding(s) → {where}{pages}",
     "cli.improvements_stdout": "stdout",
     "cli.improvements_pages": "; {n} conversation page(s) added",
+    "cli.improvements_no_pages": "conversation pages not written ({error}): links work through `vera view`",
     "cli.note": "note: {note}",
     # `vera agreement RATINGS_FILE`: the raters' agreement with one another.
     "cli.agreement_humans": (
@@ -1165,6 +1174,19 @@ BASE: dict[str, str] = {
         "BP Best Practice · SUB Suboptimal but Low Potential for Harm · HPH High Potential for Harm · NR Not Relevant"
     ),
     "cli.agreement_pairs": "Pairs",
+    # `vera agreement --users RUN_DIR`: the simulated-user checks against the clinicians'
+    # realism ratings (vera.report.calibration._realism_agreement).
+    "cli.users_caption": (
+        "Run {run}: {rated} conversation(s) rated by {raters} clinician(s); {unrealistic} unrealistic "
+        "(mean realism at most {at} of 5)."
+    ),
+    "cli.users_model": "model",
+    "cli.users_flagged_unrealistic": "Flagged, unrealistic",
+    "cli.users_flagged_realistic": "Flagged, realistic",
+    "cli.users_unflagged_unrealistic": "Not flagged, unrealistic",
+    "cli.users_unflagged_realistic": "Not flagged, realistic",
+    "cli.users_agreement": "Agreement",
+    "cli.users_mean_realism": "Mean realism: flagged / not",
     "cli.nr_category": "counted as a rating",
     "cli.nr_exclude": "treated as missing",
     "cli.pairs_differ": (

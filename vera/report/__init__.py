@@ -20,7 +20,7 @@ from vera.report.calibration._agreement_text import (
     confusion_csv_text,
     confusion_tables,
 )
-from vera.report.calibration._calibration import ChatbotPlan, plan_ratings
+from vera.report.calibration._calibration import PLAN_RESAMPLES, ChatbotPlan, plan_ratings
 from vera.report.calibration._human_import import ImportSummary, import_human_ratings
 from vera.report.calibration._realism_agreement import (
     UserCheckAgreement,
@@ -102,6 +102,7 @@ __all__ = [
     "IMPROVEMENTS_CSP",
     "MAX_EXEMPLARS",
     "PAGE_CSP",
+    "PLAN_RESAMPLES",
     "SCRIPT_PAGE_CSP",
     "SEQUENCE_FILE",
     "SEQUENCE_PAGE",

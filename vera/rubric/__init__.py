@@ -8,7 +8,7 @@ from vera.rubric._doc import render_rubric
 from vera.rubric._guide import GUIDE_WORDS, RatingMeaning, rating_guide
 from vera.rubric._load import load_rubric
 from vera.rubric._model import TERMINAL_SEMANTICS, Question, Rubric, TerminalSemantics
-from vera.rubric._texts import QuestionTexts, question_texts, run_rubric
+from vera.rubric._texts import QuestionTexts, RubricMissing, question_texts, run_rubric
 from vera.rubric._validate import validate_rubric
 from vera.rubric._walk import Answer
 
@@ -21,6 +21,7 @@ __all__ = [
     "QuestionTexts",
     "RatingMeaning",
     "Rubric",
+    "RubricMissing",
     "TerminalSemantics",
     "load_rubric",
     "question_texts",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 
@@ -17,6 +18,28 @@ from vera.errors import UserError
 from vera.records import RunManifest
 from vera.rubric._load import load_rubric
 from vera.rubric._model import Rubric
+
+# Why a run's rubric file gives no texts, in vera's English; a page in a locale pack's
+# words says the same from `RubricMissing.kind` (vera.report's `questions_note`).
+_WHY = {
+    "absent": "rubric file {path} is not there",
+    "unreadable": "rubric file {path} cannot be read ({detail})",
+    "changed": "rubric file {path} has changed since this run (its sha256 differs from the manifest's)",
+    "invalid": "{detail}",
+}
+
+
+class RubricMissing(msgspec.Struct, frozen=True):
+    """Why the rubric a run was judged with cannot give its texts: `kind` names the case,
+    `path` the file, `detail` the error (unreadable: the OS's reason; invalid: the
+    loader's message)."""
+
+    kind: Literal["absent", "unreadable", "changed", "invalid"]
+    path: str
+    detail: str = ""
+
+    def english(self) -> str:
+        return _WHY[self.kind].format(path=self.path, detail=self.detail)
 
 
 class QuestionTexts(msgspec.Struct, frozen=True):
@@ -29,6 +52,9 @@ class QuestionTexts(msgspec.Struct, frozen=True):
     # Question id → option label → its display text, where a locale pack's rubric gives
     # one (option_text): the answer a judge gave (its label) shown in the pack's words.
     options: dict[str, dict[str, str]] = {}
+    # Why the texts are missing, as data (`note` is its English): for a page to say it in
+    # its own words.
+    missing: RubricMissing | None = None
 
     def text(self, question_id: str) -> str:
         return self.texts.get(question_id, "")
@@ -50,27 +76,32 @@ def run_rubric(manifest: RunManifest, run_dir: Path | None = None) -> tuple[Rubr
     """(the rubric a run was judged with, None) when its file is there unchanged (its
     sha256 is the manifest's), else (None, why not). A relative path is looked up from
     the current directory, then from the run directory."""
+    got = _checked_rubric(manifest, run_dir)
+    return (None, got.english()) if isinstance(got, RubricMissing) else (got, None)
+
+
+def _checked_rubric(manifest: RunManifest, run_dir: Path | None) -> Rubric | RubricMissing:
     recorded = manifest.rubric
     path = _find(Path(recorded.path), run_dir)
     if path is None:
-        return None, f"rubric file {recorded.path} is not there"
+        return RubricMissing("absent", recorded.path)
     try:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError as e:
-        return None, f"rubric file {path} cannot be read ({e.strerror})"
+        return RubricMissing("unreadable", str(path), str(e.strerror))
     if digest != recorded.sha256:
-        return None, f"rubric file {path} has changed since this run (its sha256 differs from the manifest's)"
+        return RubricMissing("changed", str(path))
     try:
-        return load_rubric(path), None
+        return load_rubric(path)
     except UserError as e:
-        return None, str(e)
+        return RubricMissing("invalid", str(path), str(e))
 
 
 def question_texts(manifest: RunManifest, run_dir: Path | None = None) -> QuestionTexts:
     """The texts of the run's rubric, checked against the manifest's sha256 (`run_rubric`)."""
-    rubric, why = run_rubric(manifest, run_dir)
-    if rubric is None:
-        return QuestionTexts({}, note=f"{why}: question ids only")
+    rubric = _checked_rubric(manifest, run_dir)
+    if isinstance(rubric, RubricMissing):
+        return QuestionTexts({}, note=f"{rubric.english()}: question ids only", missing=rubric)
     options = {q.id: {o.label: o.text for o in q.options if o.text} for q in rubric.questions}
     return QuestionTexts(
         {q.id: q.text for q in rubric.questions},

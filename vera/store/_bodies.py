@@ -1,4 +1,9 @@
-"""Every model call's body (the exact request and response), content-addressed.
+"""Every model call's body (the exact request and response): format 1, and the choice.
+
+New runs write format 2 (`call_bodies.vlog`, vera.store._bodylog: one append-only file,
+no hashing, no fold; benchmarks/README.md, "Sixth pass: call bodies"). This module keeps
+format 1, below, for the runs that hold it: `BodyReader` reads either, and a run started
+in format 1 by an earlier vera is resumed in format 1 (`open_bodies`).
 
 `calls.jsonl` says what each call cost; `call_bodies.sqlite` says what it was sent and
 what it answered: every message (the system prompt first), the parameters as sent, the
@@ -56,6 +61,7 @@ import zstandard
 
 from vera.errors import StorageError, storage_error
 from vera.records import CallBody, CallRecord, Completion, Message, Usage
+from vera.store._bodylog import VLOG, BodyLog, LogReader, needs_repair
 
 BODIES = "call_bodies.sqlite"
 # The rows written since the last fold (see the module's docstring).
@@ -426,8 +432,8 @@ class CallBodies:
             self._db = None
 
 
-class BodyReader:
-    """Reads a run's call bodies back whole (the viewer, `vera export --calls`).
+class _SqliteReader:
+    """Reads a run's call bodies in format 1 back whole (see `BodyReader`).
 
     Opened read-only, so a run still writing is read beside it (WAL), and never folds
     the log: its records are read beside the database's rows (new ones at each read, as
@@ -455,12 +461,6 @@ class BodyReader:
     def close(self) -> None:
         self._db.close()
         self._calls.close()
-
-    def __enter__(self) -> BodyReader:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
 
     def _data(self, blob_id: int) -> bytes:
         logged = self._log.blobs.get(blob_id)
@@ -609,13 +609,72 @@ def _read_only(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True, check_same_thread=False)
 
 
+class BodyReader:
+    """Reads a run's call bodies back whole (the viewer, `vera export --calls`, the
+    bundle), in whichever format the run holds them: format 2 (`call_bodies.vlog`,
+    vera.store._bodylog) or format 1 (`call_bodies.sqlite` and its log)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self._reader: LogReader | _SqliteReader = (
+            LogReader(run_dir) if (run_dir / VLOG).exists() else _SqliteReader(run_dir)
+        )
+        self.path = self._reader.path
+
+    def close(self) -> None:
+        self._reader.close()
+
+    def __enter__(self) -> BodyReader:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def all(self) -> Iterator[CallBody]:
+        """Every call's body, in the order of calls.jsonl."""
+        return self._reader.all()
+
+    def conversation(self, conversation_id: str) -> list[CallBody]:
+        """The calls made for one conversation (simulating it and judging it), in order."""
+        return self._reader.conversation(conversation_id)
+
+
+# The format a new run's bodies are written in (a run resumed keeps the one it has).
+WRITE_FORMAT = 2
+
+
+def open_bodies(root: Path, *, calls_size: int) -> CallBodies | BodyLog:
+    """The writer of a run's call bodies: format 1 where the run already holds them so
+    (a run started by an earlier vera, resumed), else `WRITE_FORMAT`."""
+    if (root / VLOG).exists() or ((WRITE_FORMAT == 2) and not (root / BODIES).exists()):
+        return BodyLog(root / VLOG, calls_size=calls_size)
+    return CallBodies(root / BODIES, calls_size=calls_size)
+
+
+def repair_bodies(root: Path, *, calls_size: int) -> None:
+    """What a writer opening a run does first, whether or not it keeps bodies: a run
+    killed before its bodies were closed is made whole (format 1: the log folded;
+    format 2: a torn tail cut off, rows whose line never arrived cut), so that no body
+    names a line that a resumed run writes anew."""
+    if (root / LOG).exists():
+        CallBodies(root / BODIES, calls_size=calls_size).close()
+    if (root / VLOG).exists() and needs_repair(root / VLOG, calls_size):
+        BodyLog(root / VLOG, calls_size=calls_size).close()
+
+
 def has_bodies(run_dir: Path) -> bool:
-    return (run_dir / BODIES).exists()
+    return (run_dir / VLOG).exists() or (run_dir / BODIES).exists()
 
 
 def count_bodies(run_dir: Path) -> int:
     """How many calls have a body (0 when none are kept)."""
-    if not has_bodies(run_dir):
+    if (run_dir / VLOG).exists():
+        reader = LogReader(run_dir)
+        try:
+            return reader.count()
+        finally:
+            reader.close()
+    if not (run_dir / BODIES).exists():
         return 0
     log = _LogView(run_dir / LOG)
     log.refresh()

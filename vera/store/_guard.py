@@ -23,8 +23,8 @@ from vera.store._writer import MANIFEST, WHAT
 _RECORD_FOLDERS = {"plots": "a plot of the score card", "conversations": "a conversation page of the card"}
 _FRAMES = ("ratings.parquet", "answers.parquet")
 # Every JSONL file (records, calls, events, human ratings, the batch journal) and the
-# response cache with SQLite's side files (and the call bodies' log).
-_RECORD_SUFFIXES = (".jsonl", ".sqlite", ".sqlite-wal", ".sqlite-shm", ".sqlite-log")
+# response cache with SQLite's side files (and the call bodies' logs, both formats).
+_RECORD_SUFFIXES = (".jsonl", ".sqlite", ".sqlite-wal", ".sqlite-shm", ".sqlite-log", ".vlog")
 
 
 class OverwriteRefused(UserError):

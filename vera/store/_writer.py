@@ -6,8 +6,9 @@ Layout of a run directory::
     conversations.jsonl   one Conversation per line (complete or failed)
     judgements.jsonl      one Judgement per line: every answer, every rating
     calls.jsonl           one CallRecord per model call (tokens, latency, cost)
-    call_bodies.sqlite    each call's exact request and response, content-addressed
-                          (vera.store._bodies; absent with --no-call-bodies)
+    call_bodies.vlog      each call's exact request and response, each text once
+                          (vera.store._bodylog; absent with --no-call-bodies; runs of an
+                          earlier vera: call_bodies.sqlite, vera.store._bodies)
     ratings.parquet       the ratings frame (rewritten atomically at the end)
     card.json, card.md    the score card (card.json is the source of truth)
 
@@ -40,7 +41,8 @@ import msgspec
 from vera.errors import StorageError, storage_error
 from vera.files import RecordReader, RecordRef, decoded, records, repair_tail
 from vera.records import CallBody, CallRecord, Conversation, Judgement, RunManifest
-from vera.store._bodies import BODIES, LOG, CallBodies
+from vera.store._bodies import BODIES, LOG, CallBodies, open_bodies, repair_bodies
+from vera.store._bodylog import VLOG, BodyLog
 
 T = TypeVar("T")
 
@@ -57,6 +59,7 @@ WHAT = {
     CALLS: "the call log",
     BODIES: "the call bodies",
     LOG: "the call bodies",
+    VLOG: "the call bodies",
     MANIFEST: "the run manifest",
     "card.json": "the score card",
     "card.md": "the score card (Markdown)",
@@ -249,14 +252,13 @@ class RunStore:
         # Each call's request and response, when the run keeps them, opened at the first
         # body (so a run's first write is what it was: the manifest); bodies whose line
         # was lost are dropped then, against the size calls.jsonl had after the repair.
-        self.bodies: CallBodies | None = None
+        self.bodies: CallBodies | BodyLog | None = None
         self._keep_bodies = call_bodies
         calls = self.root / CALLS
         self._calls_size = calls.stat().st_size if calls.exists() else 0
-        if (self.root / LOG).exists():
-            # A run killed before its bodies' log was folded: folded now, whether or not
-            # this run keeps bodies, so that the next open finds one file to read.
-            CallBodies(self.root / BODIES, calls_size=self._calls_size).close()
+        # A run killed before its bodies were closed: made whole now, whether or not this
+        # run keeps bodies, so that no body names a line this run writes anew.
+        repair_bodies(self.root, calls_size=self._calls_size)
 
     # -- what is done ----------------------------------------------------------------
 
@@ -370,7 +372,7 @@ class RunStore:
             self._dirty = True
         if body is not None and self._keep_bodies:
             if self.bodies is None:
-                self.bodies = CallBodies(self.root / BODIES, calls_size=self._calls_size)
+                self.bodies = open_bodies(self.root, calls_size=self._calls_size)
             self.bodies.add(offset, length, body)
         if record.cost_usd:
             self._job_cost[record.job_id] = self._job_cost.get(record.job_id, 0.0) + record.cost_usd
@@ -430,7 +432,7 @@ class RunStore:
         with the call lines, so made durable with them)."""
         fds = [(name, f.fileno()) for name, f in self._files.items()]
         if self.bodies is not None and (fd := self.bodies.log_fd()) is not None:
-            fds.append((LOG, fd))
+            fds.append((VLOG if isinstance(self.bodies, BodyLog) else LOG, fd))
         return fds
 
     async def _sync_forever(self, stop: asyncio.Event) -> None:

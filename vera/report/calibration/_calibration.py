@@ -5,7 +5,7 @@ card's calibrated scores are built from them in `vera.report.card._calibrated`."
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 import numpy as np
@@ -67,6 +67,9 @@ def few_personas_words(personas: int) -> str | None:
 # How many conversations to rate
 # ---------------------------------------------------------------------------------------
 
+# The plan's bootstrap resamples by default (`vera ratings plan --resamples`): fewer than
+# DEFAULT_RESAMPLES, as it runs one bootstrap per candidate number of ratings.
+PLAN_RESAMPLES: Final = 500
 _CANDIDATES = (10, 15, 20, 30, 40, 50, 75, 100, 150, 200, 300, 400, 500, 750, 1000, 1500, 2000)
 
 
@@ -90,7 +93,7 @@ def plan_ratings(
     humans: Sequence[HumanRating],
     width: float,
     *,
-    resamples: int = 500,
+    resamples: int = PLAN_RESAMPLES,
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
 ) -> list[ChatbotPlan]:

@@ -19,8 +19,8 @@ from pathlib import Path
 import msgspec
 
 from vera.errors import UserError
-from vera.inputs import HEURISTIC, USER_CHECK_COLUMNS, heuristic_check
-from vera.records import UserCheck
+from vera.inputs import ENGLISH, HEURISTIC, USER_CHECK_COLUMNS, heuristic_check, tr, ui_strings, use_strings
+from vera.records import LocaleInfo, UserCheck
 from vera.report.shared._diagnostics import persona_columns
 from vera.report.shared._realism import model_checks
 from vera.report.shared._table import Table
@@ -53,9 +53,14 @@ class UserCheckAgreement(msgspec.Struct, frozen=True, kw_only=True):
     n_raters: int
     n_unrealistic: int
     checkers: list[CheckerAgreement]
+    # The run's locale pack, for the words of its table (as its card's); not in the JSON,
+    # which keeps the figures and the records' values.
+    pack: LocaleInfo | None = None
 
     def to_builtins(self) -> object:
-        return msgspec.to_builtins(self)
+        out = msgspec.to_builtins(self)
+        del out["pack"]
+        return out
 
 
 def user_check_agreement(run_dir: str | Path, *, unrealistic_at: int = UNREALISTIC_AT) -> UserCheckAgreement:
@@ -97,6 +102,7 @@ def user_check_agreement(run_dir: str | Path, *, unrealistic_at: int = UNREALIST
         n_raters=len({h.rater for h in rated if h.conversation_id in scores}),
         n_unrealistic=sum(unrealistic.values()),
         checkers=checkers,
+        pack=records.manifest.locale if isinstance(records.manifest.locale, LocaleInfo) else None,
     )
 
 
@@ -129,31 +135,46 @@ def _against(
 
 
 def user_check_agreement_table(report: UserCheckAgreement) -> Table:
+    """The report as a table in the words of the run's locale pack (English without
+    one), as its card: the words go with the table, as the command that prints it
+    sets none of its own."""
+    words = ui_strings(report.pack.tag, report.pack.path) if report.pack else ENGLISH
+    with use_strings(words):
+        table = _table(report)
+    table.words = words  # its "(continued)" too, when the terminal splits it
+    return table
+
+
+def _table(report: UserCheckAgreement) -> Table:
     def n(x: float | None) -> str:
         return "–" if x is None else f"{x:g}"
 
+    checker = {HEURISTIC: tr("col.checker_heuristic"), "model": tr("cli.users_model")}
     t = Table(
         [
-            "Checker",
-            "Conversations",
-            "Flagged, unrealistic",
-            "Flagged, realistic",
-            "Not flagged, unrealistic",
-            "Not flagged, realistic",
-            "Agreement",
-            "Cohen's kappa",
-            "Mean realism: flagged / not",
+            tr("col.checker"),
+            tr("col.conversations"),
+            tr("cli.users_flagged_unrealistic"),
+            tr("cli.users_flagged_realistic"),
+            tr("cli.users_unflagged_unrealistic"),
+            tr("cli.users_unflagged_realistic"),
+            tr("cli.users_agreement"),
+            tr("col.kappa"),
+            tr("cli.users_mean_realism"),
         ],
-        caption=(
-            f"Run {report.run_id}: {report.n_rated} conversation(s) rated by {report.n_raters} "
-            f"clinician(s); {report.n_unrealistic} unrealistic (mean realism at most "
-            f"{report.unrealistic_at} of 5)."
+        caption=tr(
+            "cli.users_caption",
+            run=report.run_id,
+            rated=report.n_rated,
+            raters=report.n_raters,
+            unrealistic=report.n_unrealistic,
+            at=report.unrealistic_at,
         ),
     )
     for c in report.checkers:
         t.rows.append(
             [
-                c.checker,
+                checker.get(c.checker, c.checker),
                 str(c.n),
                 str(c.both_flagged),
                 str(c.check_only),

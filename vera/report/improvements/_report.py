@@ -55,7 +55,7 @@ from vera.report.improvements._row_summary import (
 )
 from vera.report.shared._numbers import MISSING, share
 from vera.report.shared._offline import offline_note
-from vera.report.shared._pages import PAGES_DIR, page_name, rating_anchor, write_missing_pages
+from vera.report.shared._pages import PAGES_DIR, page_name, questions_note, rating_anchor, write_missing_pages
 from vera.report.shared._quotes import QuoteFinder
 from vera.report.shared._table import scroll_box
 from vera.rubric import QuestionTexts, question_texts
@@ -237,7 +237,8 @@ def build_improvements(
         run_id=run_id,
         rubric=rubric,
         max_exemplars=exemplars,
-        questions_note=questions.note,
+        # In the active language (the run's pack's, as the page), as the page shows it.
+        questions_note=questions_note(questions),
         note=note,
         chatbots=[
             ChatbotFindings(
@@ -881,7 +882,7 @@ def write_improvements(
         try:
             added = write_missing_pages(records, exemplar_conversations(report))
         except StorageError as exc:
-            note = f"conversation pages not written ({exc}): links work through `vera view`"
+            note = tr("cli.improvements_no_pages", error=exc)
     return Written(target, text, sum(_count(report)), added, note)
 
 

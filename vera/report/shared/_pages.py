@@ -103,6 +103,15 @@ def page_strings(manifest: RunManifest) -> Strings:
     return ui_strings(x.tag, x.path) if isinstance(x, LocaleInfo) else ENGLISH
 
 
+def questions_note(questions: QuestionTexts) -> str | None:
+    """Why the run's question texts are missing, in the active language (None when they
+    are there): the page's words for the rubric's `RubricMissing`, English as its note."""
+    why = questions.missing
+    if why is None:
+        return questions.note
+    return tr(f"page.rubric_{why.kind}", path=why.path, detail=why.detail)
+
+
 def _t(key: str, /, **markup: str) -> str:
     """The active language's text for `key` as HTML: the text escaped, then its fields
     filled with `markup` (already escaped). Quotes are left as they are, so an English
@@ -172,8 +181,8 @@ def render_conversation_page(
         failed = f"<strong>{_t('page.conversation_failed')}</strong>"
         reason = escape(conv.error or tr("page.not_recorded"))
         body.append(f'<p class="failure" role="alert">{_t("page.failed", failed=failed, reason=reason)}</p>')
-    if page.questions.note:
-        body.append(f'<p class="note">{_t("page.questions_note", note=escape(page.questions.note))}</p>')
+    if note := questions_note(page.questions):
+        body.append(f'<p class="note">{_t("page.questions_note", note=escape(note))}</p>')
     body.append("</header>")
     body.append(_summary(page, dims))
     body.append('<div class="columns">')

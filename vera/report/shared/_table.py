@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 
-from vera.inputs import tr
+from vera.inputs import Strings, tr
 
 
 @dataclass
@@ -19,6 +19,10 @@ class Table:
     rows: list[list[str]] = field(default_factory=list)
     caption: str | None = None
     emphasise: set[int] = field(default_factory=set)  # rows to show in bold (Overall)
+    # The language the terminal draws it in ("(continued)", headings it translates), when
+    # not the one active where it is drawn: a table built in a run's pack's words and
+    # printed by a command that sets none (`vera agreement --users`).
+    words: Strings | None = None
 
 
 def agreement_headers(who: str) -> list[str]:

@@ -19,6 +19,7 @@ import shutil
 import sys
 import textwrap
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 import wcwidth
 from rich import box
@@ -26,7 +27,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from vera.inputs import phrase, tr, ui_short
+from vera.inputs import phrase, tr, ui_short, use_strings
 from vera.report.shared._table import Table
 
 MIN_WIDTH = 80
@@ -121,7 +122,10 @@ def rich_table(t: Table, width: int | None = None) -> RenderableType:
     border (so each row starts with its label), cells that wrap at spaces. No word or
     number is ever broken: when the columns cannot all fit with their longest word whole,
     the table is drawn as several narrower tables, each repeating the row labels.
-    Headings and row labels are in the active strings' language."""
+    Headings and row labels are in the active strings' language, or the table's own."""
+    if t.words is not None:
+        with use_strings(t.words):
+            return rich_table(replace(t, words=None), width)
     t = Table(
         [ui_short(h) for h in t.headers],
         # Every cell, as a value from the run's data (a risk level, a rating) may be one

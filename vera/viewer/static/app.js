@@ -59,16 +59,6 @@ async function getJSON(path) {
 let facets = null;
 let shown = null; // the last page of the list rendered (its rows stay put while live)
 
-function el(tag, attrs = {}, text = null) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (key === "className") node.className = value;
-    else node.setAttribute(key, value);
-  }
-  if (text !== null) node.textContent = String(text);
-  return node;
-}
-
 function initials(dimension) {
   return dimension
     .split(/\s+/)

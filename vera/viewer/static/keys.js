@@ -13,13 +13,6 @@
     ["?", ui("key_help", "show or hide this help")],
   ];
 
-  function el(tag, attrs = {}, text = null) {
-    const node = document.createElement(tag);
-    for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
-    if (text !== null) node.textContent = text;
-    return node;
-  }
-
   // The step bar's links (rel=prev / rel=next), and its "n of N in the list" link back.
   const step = (rel) => document.querySelector(`nav.steps a[rel="${rel}"]`);
   function listHref() {

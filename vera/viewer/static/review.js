@@ -17,16 +17,6 @@ const SPEAKERS = { user: ui("user", "User"), chatbot: ui("chatbot", "Chatbot") }
 let current = null; // the conversation on screen
 let state = null; // the last answer of /api/next
 
-function el(tag, attrs = {}, text = null) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (key === "className") node.className = value;
-    else node.setAttribute(key, value);
-  }
-  if (text !== null) node.textContent = String(text);
-  return node;
-}
-
 function slug(text) {
   return text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
 }

@@ -12,16 +12,6 @@ const STATES = {
   unreadable: ui("state_unreadable", "unreadable"),
 };
 
-function el(tag, attrs = {}, text = null) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (key === "className") node.className = value;
-    else node.setAttribute(key, value);
-  }
-  if (text !== null) node.textContent = String(text);
-  return node;
-}
-
 function score(bot) {
   if (bot.score === undefined) return ui("runs_not_scored", "not scored");
   if (bot.score === null) return ui("runs_no_score", "no score (nothing rated)");

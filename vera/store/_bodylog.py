@@ -1,0 +1,546 @@
+"""Call bodies, format 2: one append-only file that is both the log and the store.
+
+`call_bodies.vlog` holds what `call_bodies.sqlite` held (every message of every call, the
+parameters, the schema, the reply; keys and headers never), for far less CPU a call:
+no content hash, no per-text compression, no fold into a database at the end.
+
+- Every text (a message's content, a reply's text, a schema's JSON) gets a run-local
+  integer id the first time the writer sees it, found again through a dictionary keyed
+  by the text itself (Python keeps a string's hash on the string, and the turn loop
+  hands the same string objects from one call to the next, so finding a known text costs
+  a dictionary lookup, not a hash of its bytes). The dictionary forgets its oldest texts
+  past `_TEXTS_HELD` characters: a text seen again after that is stored again (room,
+  never correctness).
+- A call's row carries its messages inline, each as `id << 2 | role`, with the few
+  small fields (parameters, reply's id and usage, ...) beside them.
+- One record per turn of the event loop: the turn's new texts and call rows, msgpack,
+  compressed as one zstd frame by one compressor reused for the run. A turn's texts
+  (replies and new lines of several conversations, 5–20 KB) compress as well together as
+  one by one did, for one call into zstd instead of two or three a call.
+
+The file: an 8-byte magic with the version, then records of a header (kind, payload
+length, CRC-32 of the payload) and a payload. A turn's payload begins, uncompressed, with
+its first text id and how many texts it adds (texts are numbered in the order written,
+so a text's record is found by bisection). A `_CUT` record, written by a writer that opens
+the file again, says that rows written before it whose offset is at or past the given size
+of calls.jsonl are not calls (a kill between the record's write and its lines'; the call
+is asked again on resume, and its new row comes after the cut). At close, an `_INDEX`
+record (each turn's place and first text id, each conversation's turns, the cuts)
+and a 16-byte trailer naming it: a reader of a closed run reads one conversation by
+decompressing its turns and the turns holding its texts, not the whole file.
+
+Durable before reported, as format 1: the turn's record is written before the turn's
+`calls.jsonl` lines and fsync'd with them (`RunStore`). A kill leaves no index: readers
+then rebuild it by reading the records, and stop at a torn last record (cut short, or
+its CRC wrong), which no line of calls.jsonl names; the next writer cuts it off and
+appends after the last whole record.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import os
+import struct
+import zlib
+from collections import OrderedDict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import zstandard
+
+from vera.errors import StorageError, storage_error
+from vera.records import CallBody, CallRecord, Completion, Message, Usage
+
+VLOG = "call_bodies.vlog"
+MAGIC = b"VERABD\x00\x02"  # "VERA bodies", format 2
+_ROLES = ("system", "user", "assistant")
+_ROLE_CODE = {role: i for i, role in enumerate(_ROLES)}
+
+_HEAD = struct.Struct("<BII")
+_TURN, _CUT, _INDEX = 1, 2, 3
+_KINDS = (_TURN, _CUT, _INDEX)
+_TURN_HEAD = struct.Struct("<II")  # first text id, texts in the turn
+_TRAILER = struct.Struct("<Q8s")  # where the index record begins, and a mark
+_TRAILER_MARK = b"VBINDEX\n"
+_ZSTD_LEVEL = 3
+# Characters of text the writer's dictionary keeps (a run's working set: the texts of
+# the conversations in flight, the shared system prompts); the oldest half goes past it.
+_TEXTS_HELD = 32 << 20
+
+_msgpack = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder()
+
+
+def _record(kind: int, payload: bytes) -> bytes:
+    return _HEAD.pack(kind, len(payload), zlib.crc32(payload)) + payload
+
+
+class _Index(msgspec.Struct, array_like=True):
+    turns: list[int]  # file position of each turn's record
+    first_ids: list[int]  # each turn's first text id
+    conversations: dict[str, list[int]]  # conversation id -> its turns (numbers)
+    cuts: list[tuple[int, int]]  # (turns before the cut, calls.jsonl size)
+    next_id: int
+    calls_end: int  # where the last call line named ends in calls.jsonl
+
+
+_index_decoder = msgspec.msgpack.Decoder(_Index)
+
+
+def _scan(data: bytes | memoryview, pos: int) -> Iterator[tuple[int, int, memoryview]]:
+    """(kind, position, payload) of each whole record from `pos`; stops at a torn one."""
+    view = memoryview(data)
+    size = len(view)
+    while pos + _HEAD.size <= size:
+        kind, length, crc = _HEAD.unpack_from(view, pos)
+        end = pos + _HEAD.size + length
+        if kind not in _KINDS or end > size:
+            return
+        payload = view[pos + _HEAD.size : end]
+        if zlib.crc32(payload) != crc:
+            return
+        yield kind, pos, payload
+        pos = end
+
+
+_decompressor = zstandard.ZstdDecompressor()
+
+
+def _turn(payload: bytes | memoryview) -> tuple[int, list[bytes], list[list[Any]]]:
+    """A turn record's first text id, texts (UTF-8) and call rows."""
+    first, _ = _TURN_HEAD.unpack_from(payload)
+    texts, calls = _decoder.decode(_decompressor.decompress(payload[_TURN_HEAD.size :]))
+    return first, texts, calls
+
+
+class _Builder:
+    """The index, as records are read or written."""
+
+    def __init__(self) -> None:
+        self.index = _Index([], [], {}, [], 1, 0)
+        self.end = len(MAGIC)  # where the last whole record ends
+
+    def turn(self, pos: int, first: int, n_texts: int, calls: list[Any]) -> None:
+        ix = self.index
+        number = len(ix.turns)
+        ix.turns.append(pos)
+        ix.first_ids.append(first)
+        ix.next_id = max(ix.next_id, first + n_texts)
+        if calls:
+            last = calls[-1]
+            ix.calls_end = max(ix.calls_end, last[0] + last[1] + 1)
+        convs = ix.conversations
+        for row in calls:
+            c = row[2]
+            turns = convs.get(c)
+            if turns is None:
+                convs[c] = [number]
+            elif turns[-1] != number:
+                turns.append(number)
+
+    def read(self, data: bytes, start: int) -> int:
+        """Index the whole records of `data` (the file from `start`); where they end."""
+        end = start
+        for kind, pos, payload in _scan(data, 0):
+            if kind == _TURN:
+                first, texts, calls = _turn(payload)
+                self.turn(start + pos, first, len(texts), calls)
+            elif kind == _CUT:
+                (size,) = struct.unpack("<Q", payload)
+                self.index.cuts.append((len(self.index.turns), size))
+                self.index.calls_end = min(self.index.calls_end, size)
+            else:
+                break  # the closing index: what follows is its trailer
+            end = start + pos + _HEAD.size + len(payload)
+        self.end = end
+        return end
+
+
+def _read_index(f: Any, size: int) -> tuple[_Index, int] | None:
+    """The index a closed file ends with, and where its record begins (None: killed,
+    or still being written)."""
+    if size < len(MAGIC) + _TRAILER.size + _HEAD.size:
+        return None
+    f.seek(size - _TRAILER.size)
+    at, mark = _TRAILER.unpack(f.read(_TRAILER.size))
+    if mark != _TRAILER_MARK or not len(MAGIC) <= at < size:
+        return None
+    f.seek(at)
+    data = f.read(size - _TRAILER.size - at)
+    records = list(_scan(data, 0))
+    if len(records) != 1 or records[0][0] != _INDEX or _HEAD.size + len(records[0][2]) != len(data):
+        return None
+    try:
+        return _index_decoder.decode(records[0][2]), at
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def _check_magic(path: Path, head: bytes) -> None:
+    if head[: len(MAGIC)] != MAGIC[: len(head)]:
+        raise StorageError(f"{path}: not a call bodies file of a format this vera reads")
+
+
+class BodyLog:
+    """The writer of a run's call bodies in format 2 (`RunStore.add_call` hands it each
+    body; `commit` writes a turn's worth, `close` the index). Same contract as
+    `CallBodies` (format 1): `add`, `commit`, `forget`, `log_fd`, `close`."""
+
+    def __init__(self, path: Path, *, calls_size: int) -> None:
+        self.path = path
+        self._builder = _Builder()
+        self._ids: dict[str | bytes, int] = {}
+        self._held = 0  # characters of text in `_ids`
+        # conversation -> the calling side (user agent, chatbot, judge) -> the last
+        # messages it sent and their encoded ids: a history that grows by one is the last
+        # one's ids and one more.
+        self._last: dict[str, dict[str, tuple[tuple[Message, ...], list[int]]]] = {}
+        self._texts: list[bytes] = []
+        self._calls: list[tuple[Any, ...]] = []
+        self._convs: list[str] = []
+        self._compressor = zstandard.ZstdCompressor(level=_ZSTD_LEVEL)
+        self._broken: StorageError | None = None
+        self._fd = -1
+        try:
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            with open(path, "rb") as f:
+                head = f.read(len(MAGIC))
+                _check_magic(path, head)
+                if len(head) < len(MAGIC):
+                    os.ftruncate(self._fd, 0)
+                    os.write(self._fd, MAGIC)
+                else:
+                    self._reopen(f, calls_size)
+            os.lseek(self._fd, 0, os.SEEK_END)
+        except (OSError, StorageError) as exc:
+            if self._fd >= 0:
+                os.close(self._fd)
+            if isinstance(exc, StorageError):
+                raise
+            raise storage_error(path, "the call bodies", exc) from None
+        self._next = self._builder.index.next_id
+
+    def _reopen(self, f: Any, calls_size: int) -> None:
+        """A run's file opened again (a resume): its index read from its end (a closed
+        run) or rebuilt from its records (a killed one), a torn tail and the closing
+        index cut off, and a cut written for rows whose line never arrived."""
+        b = self._builder
+        closed = _read_index(f, os.fstat(f.fileno()).st_size)
+        if closed is not None:
+            b.index, b.end = closed
+        else:
+            f.seek(len(MAGIC))
+            b.read(f.read(), len(MAGIC))
+        os.ftruncate(self._fd, b.end)
+        os.lseek(self._fd, 0, os.SEEK_END)
+        if b.index.calls_end > calls_size:
+            record = _record(_CUT, struct.pack("<Q", calls_size))
+            os.write(self._fd, record)
+            b.end += len(record)
+            b.index.cuts.append((len(b.index.turns), calls_size))
+            b.index.calls_end = calls_size
+
+    def log_fd(self) -> int | None:
+        """The file's descriptor, for the store's fsyncs (None once closed)."""
+        return self._fd if self._fd >= 0 else None
+
+    def _new(self, text: str | bytes) -> int:
+        """A text not seen before (or forgotten): its id, and its bytes for the turn."""
+        i = self._ids[text] = self._next
+        self._next += 1
+        if isinstance(text, str):
+            self._texts.append(text.encode("utf-8", "surrogatepass"))
+        else:
+            self._texts.append(text)
+        self._held += len(text)
+        if self._held > _TEXTS_HELD:
+            self._shrink()
+        return i
+
+    def _shrink(self) -> None:
+        ids = self._ids
+        for text in list(ids)[: len(ids) // 2]:
+            self._held -= len(text)
+            del ids[text]
+
+    def _messages(self, conversation: str, side: str, messages: tuple[Message, ...]) -> list[int]:
+        lasts = self._last.get(conversation)
+        if lasts is None:
+            lasts = self._last[conversation] = {}
+        last = lasts.get(side)
+        # The turn loop sends each side's history again with one or two messages more,
+        # the same objects: comparing the two tuples is mostly identity checks.
+        if last is not None and len(last[0]) <= len(messages) and messages[: len(last[0])] == last[0]:
+            start, encoded = len(last[0]), last[1][:]
+        else:
+            start, encoded = 0, []
+        ids, new, code = self._ids, self._new, _ROLE_CODE
+        for m in messages[start:] if start else messages:
+            text = m.content
+            i = ids.get(text)
+            if i is None:
+                i = new(text)
+            encoded.append(i << 2 | code[m.role])
+        lasts[side] = (messages, encoded)
+        return encoded
+
+    def forget(self, conversation: str) -> None:
+        """The conversation's record is written: its last history is let go."""
+        self._last.pop(conversation, None)
+
+    def add(self, offset: int, length: int, body: CallBody) -> None:
+        """Keep `body`, whose call's line is at `offset` (`length` bytes) in calls.jsonl,
+        for the turn's record (written by `commit`)."""
+        if self._fd < 0:
+            raise StorageError(f"{self.path}: the call bodies are closed")
+        conversation = body.conversation_id
+        reply: tuple[Any, ...] | None = None
+        if (r := body.response) is not None:
+            u = r.usage
+            text = self._ids.get(r.text)
+            if text is None:
+                text = self._new(r.text)
+            reply = (
+                text,
+                r.parsed,
+                r.finish_reason,
+                (
+                    u.input_tokens,
+                    u.output_tokens,
+                    u.cached_input_tokens,
+                    u.cache_write_tokens,
+                    u.reasoning_tokens,
+                ),
+                r.raw_id,
+                r.model,
+            )
+        schema = 0
+        if body.schema is not None:
+            data = msgspec.json.encode(body.schema, order="sorted")
+            schema = self._ids.get(data) or self._new(data)
+        self._calls.append(
+            (
+                offset,
+                length,
+                conversation,
+                body.question_id,
+                body.call.job_id,
+                self._messages(conversation, body.call.role, body.messages),
+                body.params,
+                schema,
+                body.reask,
+                reply,
+            )
+        )
+
+    def commit(self) -> None:
+        """Hand the turn's record to the OS in one write (before the turn's lines)."""
+        if self._broken is not None:
+            raise self._broken
+        if not self._calls and not self._texts:
+            return
+        if self._fd < 0:
+            raise StorageError(f"{self.path}: the call bodies are closed")
+        texts, calls = self._texts, self._calls
+        self._texts, self._calls = [], []
+        first = self._next - len(texts)
+        payload = _TURN_HEAD.pack(first, len(texts)) + self._compressor.compress(
+            _msgpack.encode((texts, calls))
+        )
+        b = self._builder
+        pos = b.end
+        data = memoryview(_record(_TURN, payload))
+        try:
+            while data:
+                data = data[os.write(self._fd, data) :]
+        except OSError as exc:
+            self._broken = storage_error(self.path, "the call bodies", exc)
+            raise self._broken from None
+        b.end = pos + _HEAD.size + len(payload)
+        b.turn(pos, first, len(texts), calls)
+
+    def close(self) -> None:
+        """Write what is buffered, then the index (a reader of the closed run finds a
+        conversation's turns without reading the others)."""
+        if self._fd < 0:
+            return
+        try:
+            self.commit()
+            b = self._builder
+            b.index.next_id = self._next
+            at = b.end
+            os.write(self._fd, _record(_INDEX, _msgpack.encode(b.index)) + _TRAILER.pack(at, _TRAILER_MARK))
+        except OSError as exc:
+            raise storage_error(self.path, "the call bodies", exc) from None
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = -1
+
+
+def needs_repair(path: Path, calls_size: int) -> bool:
+    """Whether a run's file must be opened by a writer before its calls.jsonl grows:
+    killed before its close (no index), or naming lines past `calls_size`."""
+    try:
+        with open(path, "rb") as f:
+            closed = _read_index(f, os.fstat(f.fileno()).st_size)
+    except OSError:
+        return False
+    return closed is None or closed[0].calls_end > calls_size
+
+
+# The last closed file's index read, under (path, inode, size, mtime).
+_last_index: list[Any] = [None, None]
+
+
+class LogReader:
+    """Reads format 2 back whole (see `BodyReader`, which picks the format). A closed
+    run's index is read from its end; a run killed, or still writing, is indexed by
+    reading its records (again from where the last read ended, at each read)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / VLOG
+        self._calls = open(run_dir / "calls.jsonl", "rb")  # noqa: SIM115 (closed in close())
+        try:
+            self._f = open(self.path, "rb")  # noqa: SIM115 (closed in close())
+        except OSError as exc:
+            self._calls.close()
+            raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None
+        self._call = msgspec.json.Decoder(CallRecord)
+        self._turns: OrderedDict[int, tuple[int, list[bytes], list[list[Any]]]] = OrderedDict()
+        self._strs: OrderedDict[int, str] = OrderedDict()
+        try:
+            stat = os.fstat(self._f.fileno())
+            size = stat.st_size
+            _check_magic(self.path, self._f.read(len(MAGIC)))
+            # The viewer opens a reader per page: a closed run's index is decoded once.
+            key = (str(self.path.resolve()), stat.st_ino, size, stat.st_mtime_ns)
+            closed = _last_index[1] if _last_index[0] == key else _read_index(self._f, size)
+            if closed is not None:
+                _last_index[:] = [key, closed]
+        except BaseException:
+            self.close()
+            raise
+        self._builder: _Builder | None = None
+        if closed is None:
+            self._builder = _Builder()
+            self._index = self._builder.index
+        else:
+            self._index = closed[0]
+
+    def close(self) -> None:
+        self._f.close()
+        self._calls.close()
+
+    def _refresh(self) -> None:
+        """Index the records written since the last read (no closing index: a run
+        killed, or still writing)."""
+        b = self._builder
+        if b is None:
+            return
+        self._f.seek(b.end)
+        data = self._f.read()
+        b.read(data, b.end)
+
+    def _load(self, number: int) -> tuple[int, list[bytes], list[list[Any]]]:
+        found = self._turns.get(number)
+        if found is None:
+            self._f.seek(self._index.turns[number])
+            head = self._f.read(_HEAD.size)
+            kind, length, crc = _HEAD.unpack(head)
+            payload = self._f.read(length)
+            if kind != _TURN or len(payload) != length or zlib.crc32(payload) != crc:
+                raise StorageError(f"{self.path}: turn record {number} is damaged")
+            found = self._turns[number] = _turn(payload)
+            if len(self._turns) > 64:
+                self._turns.popitem(last=False)
+        return found
+
+    def _text(self, text_id: int) -> str:
+        found = self._strs.get(text_id)
+        if found is None:
+            found = self._bytes(text_id).decode("utf-8", "surrogatepass")
+            self._strs[text_id] = found
+            if len(self._strs) > 4096:
+                self._strs.popitem(last=False)
+        return found
+
+    def _bytes(self, text_id: int) -> bytes:
+        number = bisect.bisect_right(self._index.first_ids, text_id) - 1
+        if number >= 0:
+            first, texts, _ = self._load(number)
+            if 0 <= text_id - first < len(texts):
+                return texts[text_id - first]
+        raise StorageError(f"{self.path}: text {text_id} is missing")
+
+    def _limit(self, number: int) -> int | None:
+        """The smallest cut made after turn `number` (rows at or past it are not calls)."""
+        sizes = [size for before, size in self._index.cuts if before > number]
+        return min(sizes) if sizes else None
+
+    def _rows(self, conversation: str | None) -> Iterator[CallBody]:
+        # calls.jsonl's end first, then the records: a line in the file has its record
+        # in the file by then (the record is written before the lines).
+        end = os.fstat(self._calls.fileno()).st_size
+        try:
+            self._refresh()
+            ix = self._index
+            numbers = range(len(ix.turns)) if conversation is None else ix.conversations.get(conversation, [])
+            for number in numbers:
+                limit = self._limit(number)
+                top = end if limit is None else min(end, limit)
+                for row in self._load(number)[2]:
+                    if row[0] < top and (conversation is None or row[2] == conversation):
+                        yield self._body(row)
+        except (
+            msgspec.DecodeError,
+            msgspec.ValidationError,
+            zstandard.ZstdError,
+            OSError,
+            struct.error,
+        ) as exc:
+            raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None
+
+    def _body(self, row: list[Any]) -> CallBody:
+        offset, length, conversation, question, _job, messages, params, schema, reask, reply = row
+        response = None
+        if reply is not None:
+            text, parsed, finish, usage, raw_id, model = reply
+            response = Completion(
+                text=self._text(text),
+                parsed=parsed,
+                usage=Usage(*usage),
+                finish_reason=finish,
+                raw_id=raw_id,
+                model=model,
+            )
+        self._calls.seek(offset)
+        return CallBody(
+            call=self._call.decode(self._calls.read(length)),
+            conversation_id=conversation,
+            question_id=question,
+            messages=tuple(Message(_ROLES[m & 3], self._text(m >> 2)) for m in messages),  # type: ignore[arg-type]
+            params=params,
+            schema=msgspec.json.decode(self._bytes(schema)) if schema else None,
+            reask=reask,
+            response=response,
+        )
+
+    def all(self) -> Iterator[CallBody]:
+        return self._rows(None)
+
+    def conversation(self, conversation_id: str) -> list[CallBody]:
+        return list(self._rows(conversation_id))
+
+    def count(self) -> int:
+        end = os.fstat(self._calls.fileno()).st_size
+        self._refresh()
+        n = 0
+        for number in range(len(self._index.turns)):
+            limit = self._limit(number)
+            top = end if limit is None else min(end, limit)
+            n += sum(1 for row in self._load(number)[2] if row[0] < top)
+        return n
