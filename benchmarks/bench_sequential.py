@@ -16,9 +16,11 @@ order without replacement) and looks after every wave:
 - **naive**: the same data and stopping rule with a fixed-size interval (normal, delta
   method, finite-population corrected, the same α split over the rows) recomputed after
   every wave, as a team peeking at a fixed-size test would;
-- **full run**: the fixed gate on all units (`vera compare --gate`'s method: a paired
-  persona-cluster percentile bootstrap, 95 % per row), whose verdict is settled when
-  every row's interval lies on one side of −margin (or one row lies below).
+- **full run**: the fixed gate on all units (`vera compare --gate`'s method and levels:
+  a paired persona-cluster percentile bootstrap, each row's WORSE end at its share of α
+  as the sequential gate splits it, every NOT WORSE end at α/2;
+  `vera.stats.fixed_gate_levels`), whose verdict is settled when every row's interval
+  lies above −margin (NOT WORSE) or one row's lies below (WORSE).
 
 The candidate's true difference (Overall, candidate − baseline; the population's, not
 the sample's) is 0, −margin, −2 × margin or +2 × margin. Printed per setting: the rate of
@@ -51,6 +53,7 @@ from vera.stats.sequential import (
     MIN_UNITS,
     RATED,
     difference_sequence,
+    fixed_gate_levels,
     influence_sequence,
     one_sided_level,
     persona_spread,
@@ -146,22 +149,40 @@ def naive_interval(
 
 
 def full_run(
-    base: np.ndarray, cand: np.ndarray, persona_of: np.ndarray, rng: np.random.Generator, margin: float
+    base: np.ndarray,
+    cand: np.ndarray,
+    persona_of: np.ndarray,
+    rng: np.random.Generator,
+    margin: float,
+    alpha: float,
+    highs: np.ndarray,
+    resamples: int = 2000,
 ):
-    """The fixed gate's verdict on all units: paired persona-cluster bootstrap, 95 %."""
+    """The fixed gate's verdict on all units (`vera compare --gate`'s method and levels):
+    a paired persona-cluster percentile bootstrap, each row's upper end of candidate −
+    baseline at its one-sided level `highs` (α split over the rows as the sequential
+    gate splits it: Overall α/2, each dimension α/10), its lower end at one-sided α/2
+    (`vera.stats.fixed_gate_levels`: `alpha` and `highs` are its α and upper levels)."""
     personas = int(persona_of.max()) + 1
     per_b = np.zeros((*base.shape[:1], personas, *base.shape[2:]))
     per_c = np.zeros_like(per_b)
     np.add.at(per_b, (slice(None), persona_of), base)
     np.add.at(per_c, (slice(None), persona_of), cand)
-    w = rng.multinomial(personas, np.full(personas, 1.0 / personas), size=(base.shape[0], 400)).astype(float)
+    w = rng.multinomial(personas, np.full(personas, 1.0 / personas), size=(base.shape[0], resamples)).astype(
+        float
+    )
     tb = np.einsum("rbp,rpkc->rbkc", w, per_b)
     tc = np.einsum("rbp,rpkc->rbkc", w, per_c)
     with np.errstate(invalid="ignore", divide="ignore"):
         sb = score_from_percentages(100 * tb[..., BP] / tb[..., RATED], 100 * tb[..., HPH] / tb[..., RATED])
         sc = score_from_percentages(100 * tc[..., BP] / tc[..., RATED], 100 * tc[..., HPH] / tc[..., RATED])
-    d = sc - sb
-    lo, hi = np.nanquantile(d, 0.025, axis=1), np.nanquantile(d, 0.975, axis=1)
+    d = sc - sb  # (k, resamples, rows)
+    low, _ = fixed_gate_levels([label == "Overall" for label in LABELS], alpha)
+    lo = np.nanquantile(d, low, axis=1)
+    hi = np.empty_like(lo)
+    for level in np.unique(highs):
+        sel = highs == level
+        hi[:, sel] = np.nanquantile(d[..., sel], 1.0 - float(level), axis=1)
     return verdicts(statuses(lo, hi, margin)[..., None])[..., 0]
 
 
@@ -324,7 +345,7 @@ def run_setting(
         seq_u.append(su)
         nai_v.append(nv)
         nai_u.append(nu)
-        full_v.append(full_run(base, cand, persona_of, rng, margin))
+        full_v.append(full_run(base, cand, persona_of, rng, margin, alpha, gate_levels(alpha)))
     sv, su, nv, nu, fv = (np.concatenate(x) for x in (seq_v, seq_u, nai_v, nai_u, full_v))
     settled = fv != 0
 

@@ -131,6 +131,95 @@ def test_gate_needs_exactly_two_runs_and_margin_needs_gate(runs):
     assert negative.exit_code == 1 and negative.output.startswith("error: ")
 
 
+def test_each_row_is_checked_at_the_sequential_gate_s_levels(runs):
+    """A wrong WORSE over all rows at most α, split as `vera gate` splits it (Overall α/2,
+    each of the five dimensions α/10); every NOT WORSE end at α/2. The JSON and the
+    table say which."""
+    code, data = gate_json(runs["good"], runs["bad"])
+    assert code == 4 and data["alpha"] == 0.05 and data["verdict"] == "worse"
+    rows = {r["dimension"]: r for r in data["pairs"][0]["rows"] if r["diff"] is not None}
+    assert rows["Overall"]["checked_at"] == [0.025, 0.025]
+    dims = [r for name, r in rows.items() if name != "Overall"]
+    assert dims and all(r["checked_at"] == [0.025, 0.05 / (2 * len(dims))] for r in dims)
+    assert all(r["status"] == "worse" for r in rows.values() if r["worse"])
+    wide = CliRunner().invoke(
+        main,
+        ["compare", str(runs["good"]), str(runs["bad"]), "--gate", "--resamples", "300"],
+        env={"COLUMNS": "200"},
+    )
+    text = " ".join(wide.output.split())
+    # (A dimension the candidate never rated is not compared and takes no share.)
+    assert (
+        "α 0.05" in text and f"2.5% / {100 * 0.05 / (2 * len(dims)):.3g}%" in text and "2.5% / 2.5%" in text
+    )
+    # A larger α narrows the WORSE ends: never fewer rows worse.
+    _, loose = gate_json(runs["good"], runs["bad"], "--alpha", "0.2")
+    assert loose["alpha"] == 0.2 and set(loose["worse"]) >= set(data["worse"])
+
+
+def test_a_candidate_shown_within_the_margin_everywhere_is_not_worse(runs):
+    # A chatbot rated Best Practice everywhere sits at the edge: its interval is the exact
+    # one (about ±26 points on 40 personas), so the margin that clears it is wide.
+    code, data = gate_json(runs["good"], runs["good-copy"], "--margin", "30")
+    assert code == 0 and data["verdict"] == "not worse" and data["passed"]
+    assert all(r["status"] == "not worse" for r in data["pairs"][0]["rows"] if r["diff"] is not None)
+    assert "NOT WORSE" in gate(runs["good"], runs["good-copy"], "--margin", "30").output
+    # At margin 0 that interval straddles −margin: passed, undecided.
+    code, data = gate_json(runs["good"], runs["good-copy"])
+    assert code == 0 and data["verdict"] == "undecided" and data["passed"]
+    assert "UNDECIDED" in gate(runs["good"], runs["good-copy"]).output
+
+
+def test_alpha_needs_the_gate_and_confidence_is_not_the_gate_s(runs):
+    alone = CliRunner().invoke(main, ["compare", str(runs["good"]), str(runs["bad"]), "--alpha", "0.1"])
+    assert alone.exit_code == 1 and alone.output.startswith("error: ") and "--gate" in alone.output
+    conf = gate(runs["good"], runs["bad"], "--confidence", "0.9")
+    assert conf.exit_code == 1 and conf.output.startswith("error: ") and "--alpha" in conf.output
+    wide = gate(runs["good"], runs["bad"], "--alpha", "0.6")
+    assert wide.exit_code == 1 and wide.output.startswith("error: ") and "Traceback" not in wide.output
+
+
+def test_a_dimension_s_worse_end_comes_from_its_own_level() -> None:
+    """`_at_levels` takes a dimension's WORSE end (compare's low end of baseline −
+    candidate), its Monte Carlo error and its settling from the rows at 1 − 2·(its
+    level), and every NOT WORSE end from the rows at 1 − α."""
+    import polars as pl
+
+    from vera.report.compare._gate import _at_levels
+
+    asked: list[float] = []
+
+    def diffs_at(confidence: float) -> pl.DataFrame:
+        asked.append(round(confidence, 6))
+        names = ["Confirms Risk", "Detects Potential Risk", "Overall"]
+        return pl.DataFrame(
+            {
+                "dimension": names,
+                "diff": [1.0, 1.0, 1.0],
+                "diff_lo": [confidence] * 3,
+                "diff_hi": [10 + confidence] * 3,
+                "diff_lo_mc": [confidence / 10] * 3,
+                "diff_hi_mc": [0.0] * 3,
+                "settled": [confidence > 0.96] * 3,
+                "bootstrap_resamples": [2000 if confidence < 0.96 else 8000] * 3,
+            }
+        )
+
+    out, levels = _at_levels(diffs_at, 0.05)
+    assert asked == [0.95, 0.975]  # two dimensions: α/4 each
+    assert levels == {
+        "Confirms Risk": (0.025, 0.0125),
+        "Detects Potential Risk": (0.025, 0.0125),
+        "Overall": (0.025, 0.025),
+    }
+    rows = {r["dimension"]: r for r in out.iter_rows(named=True)}
+    assert rows["Overall"]["diff_lo"] == 0.95 and not rows["Overall"]["settled"]
+    assert rows["Confirms Risk"]["diff_lo"] == 0.975 and rows["Confirms Risk"]["settled"]
+    assert rows["Confirms Risk"]["diff_lo_mc"] == pytest.approx(0.0975)
+    assert all(r["diff_hi"] == 10.95 for r in rows.values())
+    assert all(r["bootstrap_resamples"] == 8000 for r in rows.values() if r["dimension"] != "Overall")
+
+
 def test_the_gate_report_fits_an_80_column_terminal(runs):
     result = CliRunner().invoke(
         main,

@@ -184,6 +184,20 @@ def test_compare_in_the_runs_pack_has_no_english_words_and_no_word_split_per_cha
     assert "是——有差异" in text and "1 对中有 1 对的总分不同" in text
 
 
+def test_the_release_gate_on_zh_cn_runs_says_its_levels_in_the_pack_s_words(zh_run, tmp_path, monkeypatch):
+    """`vera compare BASELINE CANDIDATE --gate` on two zh-CN runs: the intro, the table
+    with each row's one-sided levels, the Monte Carlo note and the verdict line."""
+    monkeypatch.setenv("COLUMNS", "80")
+    copy = tmp_path / "zhrun0"
+    shutil.copytree(zh_run, copy)
+    text = run_vera("compare", str(zh_run), str(copy), "--gate", "--margin", "5", "--resamples", "200")
+    assert not leftovers(text), leftovers(text)
+    flat = "".join(text.split())
+    for shown in ("检验水平", "2.5%/2.5%", "2.5%/0.5%", "误判为不更差的概率至多2.5%", "把关：通过"):
+        assert shown in flat, shown
+    assert max(cells(line) for line in text.splitlines()) <= 80
+
+
 def test_card_html_has_no_english_words_anywhere_a_reader_sees(zh_run):
     text = visible_text((zh_run / "card.html").read_text(encoding="utf-8"))
     # What used to stay English: the fix-first section, captions, footer, labels.
@@ -321,6 +335,9 @@ def test_a_gated_run_s_sequence_is_in_the_pack_s_words(verdict: str, stopped: st
     recorded values stay English, and the English card says what it always said."""
     seq = _gated(verdict, stopped)
     english = sequential_text(seq)
+    # The table's caption says the one-sided levels each row is checked at.
+    levels = sequential_table(seq).caption or ""
+    assert "every row's lower end at α = 0.05" in levels and "Overall 0.025" in levels
     assert f"{verdict.upper()} ({stopped}) after 2 wave(s), 40 of 100 units used (40%)" in english
     # The card draws its plots with the CJK fonts when its language is not English.
     with use_strings(strings_of(ZH, "zh-CN")), _fonts():

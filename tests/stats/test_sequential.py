@@ -229,6 +229,21 @@ def test_the_upper_ends_split_alpha_with_half_to_overall() -> None:
     assert upper_levels([False, False], 0.05) == [0.025, 0.025]
 
 
+def test_the_fixed_gate_checks_the_sequential_gate_s_question_at_its_levels() -> None:
+    """`vera compare --gate`: the upper ends (WORSE) split α as the sequential gate does,
+    so a wrong WORSE anywhere is at most α; every lower end (NOT WORSE) at α/2, never
+    looser than the two-sided 1 − α interval it used before."""
+    from vera.stats import fixed_gate_levels
+    from vera.stats.sequential import upper_levels
+
+    rows = [False] * 5 + [True]
+    low, highs = fixed_gate_levels(rows, 0.05)
+    assert low == pytest.approx(0.025)
+    assert highs == upper_levels(rows, 0.05) and sum(highs) == pytest.approx(0.05)
+    only, [high] = fixed_gate_levels([True], 0.1)[0], fixed_gate_levels([True], 0.1)[1]
+    assert only == pytest.approx(0.05) and high == pytest.approx(0.1)
+
+
 def test_the_fitted_pairing_is_no_wider_than_plain_pairing() -> None:
     """A candidate loosely like its baseline: candidate − β·baseline spreads less than
     candidate − baseline, and the estimate is still the full run's with every unit in."""

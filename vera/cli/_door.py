@@ -126,9 +126,15 @@ def margin_option(default: float = 5.0, help: str = MARGIN_HELP) -> Callable[[F]
     )
 
 
-def alpha_option(help: str) -> Callable[[F], F]:
-    """`--alpha ALPHA`: the sequential gate's error rate (default 0.05)."""
-    return click.option("--alpha", type=Number(LEVEL, "alpha"), default=0.05, show_default=True, help=help)
+ALPHA = 0.05  # the gates' error rate unless --alpha says otherwise
+
+
+def alpha_option(help: str, *, default: float | None = ALPHA) -> Callable[[F], F]:
+    """`--alpha ALPHA`: the gates' error rate (default 0.05). `default=None` lets a
+    command tell a given --alpha from none (`vera compare` takes it only with --gate)."""
+    return click.option(
+        "--alpha", type=Number(LEVEL, "alpha"), default=default, show_default=default is not None, help=help
+    )
 
 
 def wave_option(help: str) -> Callable[[F], F]:

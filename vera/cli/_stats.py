@@ -15,8 +15,10 @@ import click
 import msgspec
 
 from vera.cli._door import (
+    ALPHA,
     RATER_RULES,
     RATERS_OPTION,
+    alpha_option,
     confidence_option,
     locale_option,
     margin_option,
@@ -88,6 +90,11 @@ def _write_json(obj: Any, path: str | None) -> None:
     help="Release gate: BASELINE_RUN CANDIDATE_RUN; exit 4 if the candidate is worse (see --margin).",
 )
 @margin_option(0.0, "With --gate: score points the candidate may lose before its interval counts as worse.")
+@alpha_option(
+    "With --gate: the chance of a wrong WORSE over all rows (split as vera gate splits it: Overall α/2, "
+    "the dimensions the rest); each row's NOT WORSE end at α/2. [default: 0.05]",
+    default=None,
+)
 @click.option(
     "--calibrated",
     is_flag=True,
@@ -105,6 +112,7 @@ def compare(
     seed: int | None,
     gate: bool,
     margin: float,
+    alpha: float | None,
     calibrated: bool,
     raters: RaterRule | None,
 ) -> None:
@@ -117,8 +125,9 @@ def compare(
 
     With --gate, the two runs are BASELINE_RUN CANDIDATE_RUN and the command is a
     release gate: it exits 4 when, on the overall score or any dimension, the paired
-    interval of candidate − baseline lies entirely below −margin, and names each; it
-    exits 0 otherwise.
+    interval of candidate − baseline lies entirely below −margin (each row at its share
+    of --alpha, as vera gate splits it), and names each; it exits 0 otherwise, saying
+    NOT WORSE when every interval lies above −margin and UNDECIDED when not.
     """
     check_output(json_path, "--json", runs=run_dirs)
     check_output(html_path, "--html", runs=run_dirs)
@@ -135,10 +144,24 @@ def compare(
         if (note := sequential_note(run_dir)) is not None:
             click.echo(f"note: {note}", err=True)
     if gate:
-        _gate(run_dirs, force, json_path, margin, resamples, confidence, seed, calibrated, raters)
+        if confidence is not None:
+            raise ConfigError("--confidence applies to a comparison; the gate's levels come from --alpha")
+        _gate(
+            run_dirs,
+            force,
+            json_path,
+            margin,
+            resamples,
+            ALPHA if alpha is None else alpha,
+            seed,
+            calibrated,
+            raters,
+        )
         return
     if margin != 0.0:
         raise ConfigError("--margin applies only with --gate")
+    if alpha is not None:
+        raise ConfigError("--alpha applies only with --gate")
     if calibrated:
         raise ConfigError("--calibrated applies only with --gate")
     result = compare_runs(
@@ -188,7 +211,7 @@ def _gate(
     json_path: str | None,
     margin: float,
     resamples: int | None,
-    confidence: float | None,
+    alpha: float,
     seed: int | None,
     calibrated: bool = False,
     raters: RaterRule | None = None,
@@ -203,21 +226,23 @@ def _gate(
         margin=margin,
         force=force,
         resamples=resamples,
-        confidence=confidence,
+        alpha=alpha,
         seed=seed,
         calibrated=calibrated,
         raters=raters,
     )
     for problem in result.forced_differences:
         click.echo(f"warning: {problem}", err=True)
-    if json_path == "-":
-        _write_json(msgspec.to_builtins(result), "-")
-    else:
-        click.echo(gate_text(result), nl=False)
-        if json_path:
-            _write_json(msgspec.to_builtins(result), json_path)
-            click.echo(f"JSON: {json_path}", err=True)
-    click.echo(render([gate_verdict(result)]), nl=False, err=json_path == "-")
+    # In the words of the runs' locale pack when they share one; the JSON keeps English values.
+    with use_strings(_runs_strings(run_dirs)):
+        if json_path == "-":
+            _write_json(msgspec.to_builtins(result), "-")
+        else:
+            click.echo(gate_text(result), nl=False)
+            if json_path:
+                _write_json(msgspec.to_builtins(result), json_path)
+                click.echo(f"JSON: {json_path}", err=True)
+        click.echo(render([gate_verdict(result)]), nl=False, err=json_path == "-")
     if not result.passed:
         sys.exit(Exit.WORSE)
 

@@ -236,6 +236,11 @@ BASE: dict[str, str] = {
     "card.seq_share": " ({share})",
     "card.seq_units_of": "{units} of {available}",
     "card.seq_caption": "Settled when the interval clears −{margin} (NOT WORSE) or falls below it (WORSE).",
+    # The one-sided levels a sequential gate checks each row at (vera.stats.upper_levels).
+    "card.seq_levels": (
+        " Levels, one-sided: every row's lower end at α = {alpha} (NOT WORSE needs every row); "
+        "the upper ends split α over the rows, Overall {half} and the dimensions the other half."
+    ),
     "card.seq_worse": "WORSE",
     "card.seq_not_worse": "NOT WORSE",
     "card.seq_undecided": "UNDECIDED",
@@ -1093,6 +1098,48 @@ BASE: dict[str, str] = {
     "cli.gate_no_interval": "no interval yet",
     "cli.gate_interrupted": "interrupted; to continue: {command}",
     "cli.gate_verdict": "gate: {verdict} at margin {margin}{why} (exit code {code})",
+    # What `vera compare BASELINE CANDIDATE --gate` prints (vera.report.compare._gate_text).
+    "cli.fixed_gate_intro": (
+        "Release gate: candidate {candidate} against baseline {baseline}; paired by {paired}{seeds}. "
+        "α {alpha}: a row is WORSE when its interval of candidate − baseline lies {below}, NOT WORSE "
+        "when it lies {above}. Each end is checked at the one-sided level shown (low end / high end): "
+        "the high ends split α over the rows as vera gate splits it (Overall half), so a wrong WORSE "
+        "anywhere is at most {alpha}; every low end at {low}, so a wrong NOT WORSE is at most {low}.{scores}"
+    ),
+    "cli.fixed_gate_seeds": " (seeds {seeds})",
+    "cli.fixed_gate_by_seed": "persona and seed",
+    "cli.fixed_gate_by_persona": "persona",
+    "cli.fixed_gate_calibrated": " Scores: calibrated by human ratings (PPI++; raters combined: {rule}).",
+    "cli.fixed_gate_caption": "{chatbot}: {n} shared personas",
+    "cli.fixed_gate_undefined": "{missing} (a score is undefined)",
+    "cli.fixed_gate_col_dimension": "Dimension",
+    "cli.fixed_gate_col_baseline": "Baseline",
+    "cli.fixed_gate_col_candidate": "Candidate",
+    "cli.fixed_gate_col_diff": "Candidate − baseline [interval]",
+    "cli.fixed_gate_col_levels": "Checked at (low / high)",
+    "cli.fixed_gate_col_verdict": "Verdict",
+    "cli.fixed_gate_below_zero": "below 0",
+    "cli.fixed_gate_below": "below −{margin} points",
+    "cli.fixed_gate_above_zero": "above 0",
+    "cli.fixed_gate_above": "above −{margin} points",
+    "cli.fixed_gate_mc_error": "Monte Carlo error of the interval ends: at most {error} points ({used} resamples{raised}).",
+    "cli.fixed_gate_mc_raised": ", raised from {asked} to settle the verdict",
+    "cli.fixed_gate_mc_unsettled": (
+        "Within Monte Carlo error ({rows}): the interval's high end stays within Monte Carlo error of "
+        "the threshold ({threshold}) at {max} resamples, so the data cannot say the candidate is "
+        "worse; not counted as worse."
+    ),
+    "cli.fixed_gate_failed": (
+        "gate: FAILED (exit code {code}) — the candidate is worse than the baseline (paired interval "
+        "{below}) on {rows}."
+    ),
+    "cli.fixed_gate_not_worse": (
+        "gate: passed — {verdict}: every paired interval of candidate − baseline lies {above}."
+    ),
+    "cli.fixed_gate_undecided": (
+        "gate: passed — {verdict}: no paired interval of candidate − baseline lies {below}, but not "
+        "every one lies {above}; not enough evidence either way (exit 0)."
+    ),
     # What `vera report improvements` prints when it has written the report.
     "cli.improvements": "improvement report: {n} finding(s) → {where}{pages}",
     "cli.improvements_stdout": "stdout",

@@ -51,6 +51,7 @@ from vera.stats.sequential import (
     SequenceLook,
     SequenceRow,
     Status,
+    fixed_gate_levels,
     gate_sequence,
 )
 
@@ -88,6 +89,7 @@ __all__ = [
     "compare",
     "compare_settled",
     "consensus",
+    "fixed_gate_levels",
     "gate_sequence",
     "gwet_ac1",
     "human_agreement",

@@ -758,6 +758,25 @@ def upper_levels(is_overall: Sequence[bool], alpha: float) -> list[float]:
     return [alpha / 2.0 if o else alpha / (2.0 * (n - 1)) for o in is_overall]
 
 
+def fixed_gate_levels(is_overall: Sequence[bool], alpha: float) -> tuple[float, list[float]]:
+    """The one-sided levels at which the fixed gate (`vera compare --gate`) checks each
+    row of candidate − baseline, looked at once on the whole run: the sequential gate's
+    question at its error rates.
+
+    - The upper ends (a row below −margin is WORSE) split α over the rows as the
+      sequential gate splits it (`upper_levels`: Overall α/2, the dimensions the other
+      half), so a wrong WORSE anywhere has probability at most α.
+    - Every lower end (every row above −margin is NOT WORSE: intersection-union, no
+      split over the rows) at α/2, not the sequential gate's nominal α: a wrong NOT
+      WORSE is the costly error, and α/2 is where the fixed gate checked it before the
+      split (its two-sided 1 − α interval) and where the confidence sequence checks it
+      with every unit in (its persona part's half of α). So no fixed verdict became
+      easier to reach in the costly direction.
+
+    Returns (the lower ends' level, the upper ends' levels in the order given)."""
+    return alpha / 2.0, upper_levels(is_overall, alpha)
+
+
 def gate_sequence(
     baseline: np.ndarray,
     candidate: np.ndarray,

@@ -231,7 +231,8 @@ def sequential_table(seq: SequentialCard) -> Table:
             tr("col.seq_verdict"),
         ],
         rows,
-        caption=tr("card.seq_caption", margin=f"{seq.margin:g}"),
+        caption=tr("card.seq_caption", margin=f"{seq.margin:g}")
+        + tr("card.seq_levels", alpha=f"{seq.alpha:g}", half=f"{seq.alpha / 2:g}"),
     )
 
 

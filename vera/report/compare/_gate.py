@@ -15,6 +15,13 @@ runs hold enter, so each persona is compared under the same simulated-user seeds
 resampled unit stays the persona, whose conversations are not independent of each
 other. Without shared seeds, every conversation of a shared persona enters.
 
+The levels: the sequential gate's (`vera gate`) question, looked at once. A wrong WORSE
+on any row has probability at most α (`--alpha`): the rows' upper ends split α as the
+sequential gate splits it (Overall α/2, the dimensions the other half). Every row's
+lower end is checked at one-sided α/2 (`vera.stats.fixed_gate_levels`), and the verdict
+says NOT WORSE when all of them lie above −margin, UNDECIDED when neither verdict
+holds; the exit code stays 4 for WORSE and 0 otherwise.
+
 A verdict that does not flip with the bootstrap seed. Each interval end comes with its
 Monte Carlo error (how far other resamples would move it); while the end that decides a
 row (the upper end of candidate − baseline) is within `MC_Z` of those errors of −margin,
@@ -25,7 +32,7 @@ enough evidence that the candidate is worse, so it passes, and the report says s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -38,7 +45,19 @@ from vera.report.card._score import stats_settings
 from vera.report.compare._calibrated_gate import calibrated_diffs
 from vera.report.compare._compare import refuse_mixed_semantics
 from vera.report.shared._runs import Run, read_run
-from vera.stats import MAX_SETTLE_RESAMPLES, MC_Z, METHOD, OVERALL, check_comparable, compare_settled
+from vera.stats import (
+    MAX_SETTLE_RESAMPLES,
+    MC_Z,
+    METHOD,
+    NOT_WORSE,
+    OVERALL,
+    UNDECIDED,
+    WORSE,
+    Status,
+    check_comparable,
+    compare_settled,
+    fixed_gate_levels,
+)
 
 BASELINE, CANDIDATE = "baseline", "candidate"
 
@@ -65,6 +84,12 @@ class GateRow(msgspec.Struct, frozen=True, kw_only=True):
     settled: bool
     # Decided on the unrounded interval; shown rounded.
     worse: bool
+    # The one-sided levels each end was checked at: [low end (NOT WORSE), high end
+    # (WORSE)] (`vera.stats.fixed_gate_levels`); None for a row not compared.
+    checked_at: list[float | None]
+    # "worse", "not worse" (its low end above −margin by more than its Monte Carlo
+    # error) or "undecided".
+    status: Status
 
 
 class GatePair(msgspec.Struct, frozen=True, kw_only=True):
@@ -96,12 +121,18 @@ class GateVerdict(msgspec.Struct, frozen=True, kw_only=True):
     candidate: GateRun
     forced_differences: list[str]
     margin: float
+    # A wrong WORSE has probability at most alpha over every row (and a wrong NOT WORSE
+    # at most alpha/2): the rows' levels are in each row's `checked_at`.
+    alpha: float
     paired_by: str  # "persona and seed" or "persona"
     scores: str  # "judge-only" or calibrated
     shared_seeds: list[int]
     bootstrap: GateBootstrap
     pairs: list[GatePair]
     worse: list[str]  # "chatbot: dimension" for every row that is worse
+    # "worse" (exit 4), "not worse" (every row compared is), else "undecided"; both of
+    # the last two pass (exit 0).
+    verdict: Status
     passed: bool
 
 
@@ -112,17 +143,20 @@ def gate(
     margin: float = 0.0,
     force: bool = False,
     resamples: int | None = None,
-    confidence: float | None = None,
+    alpha: float = 0.05,
     seed: int | None = None,
     calibrated: bool = False,
     raters: RaterRule | None = None,
 ) -> GateVerdict:
-    """The gate's verdict and every number behind it (see the module's docstring). With
+    """The gate's verdict and every number behind it (see the module's docstring), each
+    row at its level of `alpha` (`vera.stats.fixed_gate_levels`). With
     `calibrated`, on the scores calibrated by each run's human ratings
     (`vera.report.compare._calibrated_gate`), raters who disagree combined by `raters` (else
     `severest`)."""
     if margin < 0:
         raise UserError(f"--margin must be 0 or more score points, not {margin}")
+    if not 0.0 < alpha < 0.5:
+        raise UserError(f"--alpha must lie between 0 and 0.5, not {alpha}")
     if Path(baseline_dir).resolve() == Path(candidate_dir).resolve():
         raise UserError("the baseline and the candidate are the same run directory")
     base, cand = read_run(baseline_dir), read_run(candidate_dir)
@@ -132,9 +166,8 @@ def gate(
         raise UserError(
             "runs are not comparable: " + "; ".join(problems) + " (use --force to compare anyway)"
         )
-    settings = stats_settings(
-        base.manifest, resamples=resamples, confidence=confidence, seed=seed, raters=raters
-    )
+    # The levels come from alpha, not from the runs' [stats] confidence.
+    settings = stats_settings(base.manifest, resamples=resamples, confidence=None, seed=seed, raters=raters)
     shared_seeds = sorted(set(base.manifest.seeds) & set(cand.manifest.seeds))
     pairs = []
     for b_bot, c_bot in _chatbot_pairs(base, cand):
@@ -149,37 +182,51 @@ def gate(
                 )
                 + ": nothing can be paired"
             )
-        if calibrated:
-            diffs = calibrated_diffs(
-                frame,
-                {BASELINE: base, CANDIDATE: cand},
-                {BASELINE: b_bot, CANDIDATE: c_bot},
-                resamples=settings.resamples,
-                confidence=settings.confidence,
-                seed=settings.seed,
-                margin=margin,
-                max_resamples=max(MAX_SETTLE_RESAMPLES, settings.resamples),
-                raters=settings.raters,
-            )
-        else:
-            # `compare` gives baseline − candidate: the candidate is worse when its lower end
-            # lies above the margin.
-            diffs = compare_settled(
+
+        def diffs_at(
+            confidence: float, frame: pl.DataFrame = frame, bots: tuple[str, str] = (b_bot, c_bot)
+        ) -> pl.DataFrame:
+            if calibrated:
+                return calibrated_diffs(
+                    frame,
+                    {BASELINE: base, CANDIDATE: cand},
+                    {BASELINE: bots[0], CANDIDATE: bots[1]},
+                    resamples=settings.resamples,
+                    confidence=confidence,
+                    seed=settings.seed,
+                    margin=margin,
+                    max_resamples=max(MAX_SETTLE_RESAMPLES, settings.resamples),
+                    raters=settings.raters,
+                )
+            # `compare` gives baseline − candidate: the candidate is worse when its lower
+            # end lies above the margin.
+            return compare_settled(
                 frame,
                 above=margin,
                 unit="side",
                 n_resamples=settings.resamples,
-                confidence=settings.confidence,
+                confidence=confidence,
                 seed=settings.seed,
                 max_resamples=max(MAX_SETTLE_RESAMPLES, settings.resamples),
             )
-        pairs.append(_pair_entry(b_bot, c_bot, diffs, margin))
+
+        diffs, levels = _at_levels(diffs_at, alpha)
+        pairs.append(_pair_entry(b_bot, c_bot, diffs, margin, levels))
     worse = [f"{p.chatbot}: {r.dimension}" for p in pairs for r in p.rows if r.worse]
+    compared = [r for p in pairs for r in p.rows if r.checked_at[0] is not None]
+    verdict: Status = (
+        WORSE
+        if worse
+        else NOT_WORSE
+        if compared and all(r.status == NOT_WORSE for r in compared)
+        else UNDECIDED
+    )
     return GateVerdict(
         baseline=GateRun(run_id=base.manifest.run_id, path=str(base.path)),
         candidate=GateRun(run_id=cand.manifest.run_id, path=str(cand.path)),
         forced_differences=problems,
         margin=margin,
+        alpha=alpha,
         paired_by="persona and seed" if shared_seeds else "persona",
         scores=f"calibrated by human ratings (PPI++; raters combined: {settings.raters})"
         if calibrated
@@ -187,7 +234,7 @@ def gate(
         shared_seeds=shared_seeds,
         bootstrap=GateBootstrap(
             resamples=settings.resamples,
-            confidence=settings.confidence,
+            confidence=1.0 - alpha,
             seed=settings.seed,
             cluster="persona",
             method=METHOD,
@@ -197,8 +244,51 @@ def gate(
         ),
         pairs=pairs,
         worse=worse,
+        verdict=verdict,
         passed=not worse,
     )
+
+
+def _at_levels(
+    diffs_at: Callable[[float], pl.DataFrame], alpha: float
+) -> tuple[pl.DataFrame, dict[str, tuple[float, float]]]:
+    """The paired differences (baseline − candidate, as `compare` gives them) with each
+    row's ends at its own one-sided levels (`fixed_gate_levels`), and those levels
+    (low end, high end of candidate − baseline) per row compared.
+
+    `diffs_at(confidence)` computes every row at one two-sided level. At 1 − α every end
+    is at α/2: every row's NOT WORSE end, and Overall's WORSE end. A row whose WORSE end
+    has another level (a dimension: α/10 with five) takes that end, its Monte Carlo error
+    and its settling from the rows at 1 − 2·level. Only rows with a defined difference
+    are compared, and only they share α."""
+    main = diffs_at(1.0 - alpha)
+    defined = main.filter(pl.col("diff").is_not_null() & pl.col("diff_lo").is_not_null())
+    names = sorted(set(defined.get_column("dimension").to_list()))
+    low, highs = fixed_gate_levels([n == OVERALL for n in names], alpha)
+    levels = {n: (low, h) for n, h in zip(names, highs, strict=True)}
+    out = main
+    for level in sorted({h for h in highs if h != low}):
+        rows = [n for n, (_, h) in levels.items() if h == level]
+        other = diffs_at(1.0 - 2.0 * level).filter(pl.col("dimension").is_in(rows))
+        # In compare's order the candidate's WORSE end is the low end of baseline − candidate.
+        taken = other.select(
+            "dimension",
+            pl.col("diff_lo").alias("_lo"),
+            pl.col("diff_lo_mc").alias("_lo_mc"),
+            pl.col("settled").alias("_settled"),
+            pl.col("bootstrap_resamples").alias("_resamples"),
+        )
+        out = (
+            out.join(taken, on="dimension", how="left")
+            .with_columns(
+                diff_lo=pl.coalesce("_lo", "diff_lo"),
+                diff_lo_mc=pl.coalesce("_lo_mc", "diff_lo_mc"),
+                settled=pl.coalesce("_settled", "settled"),
+                bootstrap_resamples=pl.max_horizontal("bootstrap_resamples", "_resamples"),
+            )
+            .drop("_lo", "_lo_mc", "_settled", "_resamples")
+        )
+    return out, levels
 
 
 def _chatbot_pairs(base: Run, cand: Run) -> list[tuple[str, str]]:
@@ -242,9 +332,12 @@ def _paired_frame(base: Run, b_bot: str, cand: Run, c_bot: str, shared_seeds: Se
     return pl.concat(parts, how="vertical_relaxed")
 
 
-def _pair_entry(b_bot: str, c_bot: str, diffs: pl.DataFrame, margin: float) -> GatePair:
-    """One chatbot's rows. `compare` orders the pair (baseline, candidate) and gives
-    baseline − candidate; the gate reads candidate − baseline, so the signs flip."""
+def _pair_entry(
+    b_bot: str, c_bot: str, diffs: pl.DataFrame, margin: float, levels: dict[str, tuple[float, float]]
+) -> GatePair:
+    """One chatbot's rows, each with the `levels` its ends were checked at. `compare`
+    orders the pair (baseline, candidate) and gives baseline − candidate; the gate reads
+    candidate − baseline, so the signs flip."""
     rows: list[GateRow] = []
     n_shared = 0
     resamples = int(diffs.get_column("bootstrap_resamples")[0]) if diffs.height else 0
@@ -263,6 +356,11 @@ def _pair_entry(b_bot: str, c_bot: str, diffs: pl.DataFrame, margin: float) -> G
         mc: list[float | None] = (
             [round_number(r["diff_hi_mc"], 3), round_number(r["diff_lo_mc"], 3)] if defined else [None, None]
         )
+        worse = bool(defined and r["settled"] and hi is not None and hi < -margin)
+        # NOT WORSE needs the low end above −margin by more than its Monte Carlo error (the
+        # resamples are raised for the WORSE end only): a borderline row reads undecided.
+        clear = lo is not None and r["diff_hi_mc"] is not None and lo - MC_Z * r["diff_hi_mc"] > -margin
+        level = levels.get(r["dimension"]) if defined else None
         rows.append(
             GateRow(
                 dimension=r["dimension"],
@@ -272,7 +370,9 @@ def _pair_entry(b_bot: str, c_bot: str, diffs: pl.DataFrame, margin: float) -> G
                 diff_ci=[round_number(lo), round_number(hi)],
                 diff_ci_mc_error=mc,
                 settled=bool(r["settled"]),
-                worse=bool(defined and r["settled"] and hi is not None and hi < -margin),
+                worse=worse,
+                checked_at=list(level) if level is not None else [None, None],
+                status=WORSE if worse else NOT_WORSE if clear and level is not None else UNDECIDED,
             )
         )
     # Overall last, as on the card.

@@ -1,67 +1,111 @@
 """The gate's verdict in words: its tables, the Monte Carlo notes and the one-line
-verdict that `vera compare --gate` prints (the verdict itself: vera.report.compare._gate)."""
+verdict that `vera compare --gate` prints (the verdict itself: vera.report.compare._gate),
+in the active locale pack's words (the JSON keeps its English values)."""
 
 from __future__ import annotations
 
+from vera.inputs import tr, ui_short
 from vera.records import OVERALL
+from vera.report.card._sequence import verdict_words
 from vera.report.compare._gate import GateVerdict
-from vera.report.shared._numbers import MISSING, interval, num, percent_level
+from vera.report.shared._numbers import MISSING, interval, num
 from vera.report.shared._outcome import Exit
 from vera.report.shared._table import Table
 from vera.report.shared._terminal import render, rich_table
+from vera.stats import NOT_WORSE, WORSE
 
 
 def gate_verdict(result: GateVerdict) -> str:
-    """The last line: passed, or failed with the exit code and what is worse."""
-    if result.passed:
-        verdict = f"gate: passed — no paired interval of candidate − baseline lies {_below(result.margin)}."
-    else:
+    """The last line: failed with the exit code and what is worse, or passed, saying
+    whether every row is NOT WORSE or the verdict is UNDECIDED."""
+    if result.verdict == WORSE:
         by_bot: dict[str, list[str]] = {}
         for p in result.pairs:
-            if bad := [r.dimension for r in p.rows if r.worse]:
+            if bad := [ui_short(r.dimension) for r in p.rows if r.worse]:
                 by_bot[p.chatbot] = bad
-        verdict = (
-            f"gate: FAILED (exit code {int(Exit.WORSE)}) — the candidate is worse than the baseline "
-            f"(paired interval {_below(result.margin)}) on "
-            + "; ".join(f"{bot}: {', '.join(dims)}" for bot, dims in by_bot.items())
-            + "."
-        )
-    return verdict
+        rows = "; ".join(f"{bot}: {', '.join(dims)}" for bot, dims in by_bot.items())
+        return tr("cli.fixed_gate_failed", code=int(Exit.WORSE), below=_below(result.margin), rows=rows)
+    key = "cli.fixed_gate_not_worse" if result.verdict == NOT_WORSE else "cli.fixed_gate_undecided"
+    return tr(
+        key,
+        verdict=verdict_words(result.verdict),
+        below=_below(result.margin),
+        above=_above(result.margin),
+    )
 
 
 def _below(margin: float) -> str:
-    return "below 0" if margin == 0 else f"below −{margin:g} point" + ("" if margin == 1 else "s")
+    return (
+        tr("cli.fixed_gate_below_zero") if margin == 0 else tr("cli.fixed_gate_below", margin=f"{margin:g}")
+    )
+
+
+def _above(margin: float) -> str:
+    return (
+        tr("cli.fixed_gate_above_zero") if margin == 0 else tr("cli.fixed_gate_above", margin=f"{margin:g}")
+    )
+
+
+def level_words(level: float | None) -> str:
+    """A one-sided level as a percentage with the digits it has: 0.025 → "2.5%",
+    0.0125 → "1.25%"."""
+    return MISSING if level is None else f"{100 * level:.3g}%"
 
 
 def gate_text(result: GateVerdict) -> str:
-    """The gate's tables: per chatbot, baseline and candidate scores and the paired
-    difference, each row marked worse or not."""
-    level = percent_level(result.bootstrap.confidence)
-    intro = (
-        f"Release gate: candidate {result.candidate.run_id} against baseline "
-        f"{result.baseline.run_id}; paired by {result.paired_by}"
-        + (f" (seeds {', '.join(map(str, result.shared_seeds))})" if result.shared_seeds else "")
-        + f"; worse = the {level} interval of candidate − baseline lies {_below(result.margin)}."
-        + (f" Scores: {result.scores}." if result.scores != "judge-only" else "")
+    """The gate's tables: per chatbot, baseline and candidate scores, the paired
+    difference, the one-sided levels its two ends were checked at, and each row's
+    verdict (WORSE, NOT WORSE or UNDECIDED)."""
+    paired = tr("cli.fixed_gate_by_seed") if result.shared_seeds else tr("cli.fixed_gate_by_persona")
+    seeds = (
+        tr("cli.fixed_gate_seeds", seeds=", ".join(map(str, result.shared_seeds)))
+        if result.shared_seeds
+        else ""
+    )
+    scores = (
+        tr("cli.fixed_gate_calibrated", rule=result.scores.rsplit(": ", 1)[-1].rstrip(")"))
+        if result.scores != "judge-only"
+        else ""
+    )
+    intro = tr(
+        "cli.fixed_gate_intro",
+        candidate=result.candidate.run_id,
+        baseline=result.baseline.run_id,
+        paired=paired,
+        seeds=seeds,
+        alpha=f"{result.alpha:g}",
+        below=_below(result.margin),
+        above=_above(result.margin),
+        low=level_words(result.alpha / 2.0),
+        scores=scores,
     )
     tables = []
     for p in result.pairs:
         t = Table(
-            ["Dimension", "Baseline", "Candidate", f"Candidate − baseline [{level} CI]", "Worse"],
-            caption=f"{p.chatbot}: {p.n_shared} shared personas",
+            [
+                tr("cli.fixed_gate_col_dimension"),
+                tr("cli.fixed_gate_col_baseline"),
+                tr("cli.fixed_gate_col_candidate"),
+                tr("cli.fixed_gate_col_diff"),
+                tr("cli.fixed_gate_col_levels"),
+                tr("cli.fixed_gate_col_verdict"),
+            ],
+            caption=tr("cli.fixed_gate_caption", chatbot=p.chatbot, n=p.n_shared),
         )
         for r in p.rows:
             if r.dimension == OVERALL:
                 t.emphasise.add(len(t.rows))
-            undefined = f"{MISSING} (a score is undefined)"
+            undefined = tr("cli.fixed_gate_undefined", missing=MISSING)
             diff = interval(r.diff, r.diff_ci[0], r.diff_ci[1]) if r.diff is not None else undefined
+            low, high = r.checked_at
             t.rows.append(
                 [
-                    r.dimension,
+                    ui_short(r.dimension),
                     num(r.baseline) if r.baseline is not None else undefined,
                     num(r.candidate) if r.candidate is not None else undefined,
                     diff,
-                    "WORSE" if r.worse else ("no" if r.settled else "undecided"),
+                    f"{level_words(low)} / {level_words(high)}" if low is not None else MISSING,
+                    verdict_words(r.status) if low is not None else MISSING,
                 ]
             )
         tables.append(t)
@@ -76,16 +120,18 @@ def _mc_notes(result: GateVerdict) -> list[str]:
     used, asked = boot.resamples_used, boot.resamples
     notes = []
     if errors:
-        raised = f", raised from {num(asked)} to settle the verdict" if used > asked else ""
+        raised = tr("cli.fixed_gate_mc_raised", asked=num(asked)) if used > asked else ""
+        notes.append(tr("cli.fixed_gate_mc_error", error=f"{max(errors):g}", used=num(used), raised=raised))
+    unsettled = [
+        f"{p.chatbot}: {ui_short(r.dimension)}" for p in result.pairs for r in p.rows if not r.settled
+    ]
+    if unsettled:
         notes.append(
-            f"Monte Carlo error of the interval ends: at most {max(errors):g} points "
-            f"({num(used)} resamples{raised})."
-        )
-    undecided = [f"{p.chatbot}: {r.dimension}" for p in result.pairs for r in p.rows if not r.settled]
-    if undecided:
-        notes.append(
-            f"Undecided ({'; '.join(undecided)}): the interval's upper end stays within Monte Carlo "
-            f"error of {_below(result.margin).removeprefix('below ')} at {num(boot.max_resamples)} "
-            "resamples, so the data cannot say the candidate is worse; not counted as worse."
+            tr(
+                "cli.fixed_gate_mc_unsettled",
+                rows="; ".join(unsettled),
+                threshold=_below(result.margin),
+                max=num(boot.max_resamples),
+            )
         )
     return notes
