@@ -482,6 +482,9 @@ class LogReader:
         return min(sizes) if sizes else None
 
     def _rows(self, conversation: str | None) -> Iterator[CallBody]:
+        return (body for _, body in self._placed(conversation))
+
+    def _placed(self, conversation: str | None) -> Iterator[tuple[int, CallBody]]:
         # calls.jsonl's end first, then the records: a line in the file has its record
         # in the file by then (the record is written before the lines).
         end = os.fstat(self._calls.fileno()).st_size
@@ -494,7 +497,7 @@ class LogReader:
                 top = end if limit is None else min(end, limit)
                 for row in self._load(number)[2]:
                     if row[0] < top and (conversation is None or row[2] == conversation):
-                        yield self._body(row)
+                        yield row[0], self._body(row)
         except (
             msgspec.DecodeError,
             msgspec.ValidationError,
@@ -531,6 +534,9 @@ class LogReader:
 
     def all(self) -> Iterator[CallBody]:
         return self._rows(None)
+
+    def placed(self) -> Iterator[tuple[int, CallBody]]:
+        return self._placed(None)
 
     def conversation(self, conversation_id: str) -> list[CallBody]:
         return list(self._rows(conversation_id))

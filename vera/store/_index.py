@@ -33,6 +33,7 @@ from vera.ranges import SEED
 from vera.records import (
     HIGH_POTENTIAL_FOR_HARM,
     MANIFEST_SCHEMA_VERSION,
+    CallBody,
     CallRecord,
     Conversation,
     Judgement,
@@ -40,6 +41,7 @@ from vera.records import (
     SessionPlace,
     UserCheck,
 )
+from vera.store._bodies import BodyReader, has_bodies
 from vera.store._writer import CALLS, CONVERSATIONS, JUDGEMENTS, MANIFEST, keep_latest, repair_run
 
 __all__ = ["RecordRef", "RunRecords", "StaleIndexError", "open_run", "read_manifest", "recorded_spend"]
@@ -164,6 +166,31 @@ class RunRecords:
     def calls(self) -> Iterator[CallRecord]:
         """Every call record, in file order, one at a time."""
         return records(self.root / CALLS, CallRecord)
+
+    def calls_with_bodies(self) -> Iterator[tuple[CallRecord, CallBody | None]]:
+        """Every call record, in file order, one at a time, each with its body (None:
+        the run kept none for it: --no-call-bodies, or a run from before vera kept
+        them). A body belongs to the line at its offset in calls.jsonl; both are in
+        that file's order, so one pass over each pairs them."""
+        decoder = msgspec.json.Decoder(CallRecord)
+        lines = decoded(self.root / CALLS, decoder)
+        if not has_bodies(self.root):
+            for _, call in lines:
+                yield call, None
+            return
+        with BodyReader(self.root) as reader:
+            bodies = reader.placed()
+            body = next(bodies, None)
+            for ref, call in lines:
+                # A body before this line belongs to no line that decodes (a corrupt
+                # line skipped with --skip-corrupt): it goes with its line.
+                while body is not None and body[0] < ref.offset:
+                    body = next(bodies, None)
+                if body is not None and body[0] == ref.offset:
+                    yield call, body[1]
+                    body = next(bodies, None)
+                else:
+                    yield call, None
 
 
 class _Spend(msgspec.Struct):
