@@ -140,6 +140,11 @@ def test_a_shard_without_bodies_merges_and_its_calls_have_none(tmp_path):
     merged = [json.loads(c) for c in _exported(out, tmp_path)]
     with_body = [json.dumps(c, sort_keys=True) for c in merged if c["request"] is not None]
     assert sorted(with_body) == sorted(_exported(kept, tmp_path))
+    # The calls of the shard that kept none are there too, each saying it has no body.
+    bare_calls = [json.loads(x) for x in (bare / "calls.jsonl").read_text().splitlines()]
+    without = [c for c in merged if c["request"] is None]
+    assert [c["call"] for c in without] == bare_calls
+    assert all(c["response"] is None and "--no-call-bodies" in c["no_body"] for c in without)
     # The merged run keeps bodies, though its first shard kept none: the card does not
     # say "not kept" (it writes call_bodies only when false).
     assert json.loads((bare / "card.json").read_text())["settings"]["call_bodies"] is False
