@@ -149,3 +149,19 @@ def test_a_shard_without_bodies_merges_and_its_calls_have_none(tmp_path):
     # say "not kept" (it writes call_bodies only when false).
     assert json.loads((bare / "card.json").read_text())["settings"]["call_bodies"] is False
     assert '"call_bodies"' not in (out / "card.json").read_text()
+    # The viewer's pages (here in the static bundle) name the calls that have none.
+    from click.testing import CliRunner
+
+    from vera.cli._main import main
+    from vera.viewer.bundle import page_file
+
+    bundle = tmp_path / "bundle"
+    result = CliRunner().invoke(main, ["view", str(out), "--bundle", str(bundle)])
+    assert result.exit_code == 0, result.output
+    note = "No request or response was kept for call(s)"
+    for convs, said in ((bare, True), (kept, False)):
+        ids = {json.loads(x)["id"] for x in (convs / "conversations.jsonl").read_text().splitlines()}
+        assert ids
+        for cid in ids:
+            page = next(bundle.rglob(page_file(cid))).read_text()
+            assert (note in page) is said, cid
