@@ -165,3 +165,21 @@ def test_a_shard_without_bodies_merges_and_its_calls_have_none(tmp_path):
         for cid in ids:
             page = next(bundle.rglob(page_file(cid))).read_text()
             assert (note in page) is said, cid
+
+
+def test_a_damaged_call_line_is_left_out_with_its_body_under_skip_corrupt(tmp_path):
+    shards = [Path(s) for s in run_shards(tmp_path, 2, (1, 2), personas=4)]
+    calls = shards[0] / "calls.jsonl"
+    lines = calls.read_bytes().splitlines(keepends=True)
+    # Damaged in place (same length), so every other line and body keeps its place.
+    lines[1] = b"#" * (len(lines[1]) - 1) + b"\n"
+    calls.write_bytes(b"".join(lines))
+    out = tmp_path / "merged"
+    refused = vera("merge", str(out), *map(str, shards))
+    assert_one_line_error(refused, "calls.jsonl:2")
+    proc = vera("merge", str(out), *map(str, shards), "--skip-corrupt")
+    assert proc.returncode == 0, proc.stderr
+    assert "calls.jsonl:2" in proc.stderr
+    merged = [json.loads(c) for c in _exported(out, tmp_path)]
+    assert len(merged) == len(lines) - 1 + _lines(shards[1] / "calls.jsonl")
+    assert all(c["request"] is not None for c in merged)
