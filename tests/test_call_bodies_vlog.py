@@ -297,3 +297,30 @@ def test_a_file_of_another_kind_is_one_clear_error(tmp_path: Path) -> None:
         BodyReader(tmp_path)
     with pytest.raises(StorageError, match="not a call bodies file"):
         RunStore(tmp_path, call_bodies=True).add_call(_call("a"), _old_store_bodies()[0])
+
+
+@pytest.mark.parametrize("write_format", [1, 2])
+def test_each_call_is_read_with_its_own_body_or_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write_format: int
+) -> None:
+    from typing import Any, cast
+
+    from vera.store import RunRecords
+
+    monkeypatch.setattr(_bodies, "WRITE_FORMAT", write_format)
+    written = _old_store_bodies()
+    store = RunStore(tmp_path, call_bodies=True)
+    for i, body in enumerate(written):
+        store.add_call(body.call, body if i % 2 else None)  # every other call without one
+    store.close()
+    with BodyReader(tmp_path) as reader:
+        placed = list(reader.placed())
+    lines = (tmp_path / "calls.jsonl").read_bytes().splitlines(keepends=True)
+    starts = [sum(len(x) for x in lines[:i]) for i in range(len(lines))]
+    assert [offset for offset, _ in placed] == starts[1::2]
+    # Only the calls a run reads: the manifest is not needed for them.
+    run = RunRecords(tmp_path, cast(Any, None), {}, {})
+    paired = list(run.calls_with_bodies())
+    assert [call for call, _ in paired] == _calls(tmp_path)
+    assert [body is None for _, body in paired] == [i % 2 == 0 for i in range(len(written))]
+    assert [_strip(b) for _, b in paired if b is not None] == [_strip(b) for b in written[1::2]]

@@ -69,3 +69,117 @@ def test_an_interrupted_merge_leaves_nothing_half_made_and_can_be_run_again(tmp_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["merged", "s1", "s2"]
     assert json.loads((out / "card.json").read_text())["run_id"] == "merged"
     assert not any(".merging-" in p.read_text() for p in out.glob("*.json*"))
+
+
+def _exported(run: Path, tmp_path: Path) -> list[str]:
+    """`vera export --calls` of a run: one canonical JSON line per call."""
+    from click.testing import CliRunner
+
+    from vera.cli._main import main
+
+    target = tmp_path / f"{run.name}-calls.jsonl"
+    result = CliRunner().invoke(main, ["export", "--calls", str(run), "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    return [json.dumps(json.loads(line), sort_keys=True) for line in target.read_text().splitlines()]
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines())
+
+
+def test_the_merged_run_carries_every_calls_body(tmp_path):
+    shards = [Path(s) for s in run_shards(tmp_path, 2, (1, 2), personas=4)]
+    out = tmp_path / "merged"
+    proc = vera("merge", str(out), *map(str, shards))
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "call_bodies.vlog").is_file()
+    merged = _exported(out, tmp_path)
+    # Every call of the merged run, with its request and response, as the shards had it.
+    assert len(merged) == _lines(out / "calls.jsonl") == sum(_lines(s / "calls.jsonl") for s in shards) > 0
+    assert sorted(merged) == sorted(_exported(shards[0], tmp_path) + _exported(shards[1], tmp_path))
+    assert all(json.loads(c)["request"]["messages"] and json.loads(c)["response"] for c in merged)
+
+
+def test_a_shard_in_format_1_merges_with_one_in_format_2(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from vera.cli._main import main
+    from vera.store import _bodies
+
+    old = tmp_path / "s1"
+    with monkeypatch.context() as m:
+        m.setattr(_bodies, "WRITE_FORMAT", 1)  # the format an earlier vera wrote
+        result = CliRunner().invoke(
+            main, ["run", "--limit-personas", "4", "--shard", "1/2", "--out", str(old), "--quiet"]
+        )
+    assert result.exit_code == 0, result.output
+    assert (old / "call_bodies.sqlite").is_file() and not (old / "call_bodies.vlog").exists()
+    new = Path(run_shards(tmp_path, 2, (2,), personas=4)[0])
+    assert (new / "call_bodies.vlog").is_file()
+    out = tmp_path / "merged"
+    proc = vera("merge", str(out), str(old), str(new))
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "call_bodies.vlog").is_file() and not (out / "call_bodies.sqlite").exists()
+    merged = _exported(out, tmp_path)
+    assert len(merged) == _lines(out / "calls.jsonl")
+    assert sorted(merged) == sorted(_exported(old, tmp_path) + _exported(new, tmp_path))
+
+
+def test_a_shard_without_bodies_merges_and_its_calls_have_none(tmp_path):
+    bare = tmp_path / "s1"
+    proc = vera(
+        "run", "--limit-personas", "4", "--shard", "1/2", "--out", str(bare), "--quiet", "--no-call-bodies"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert not (bare / "call_bodies.vlog").exists()
+    kept = Path(run_shards(tmp_path, 2, (2,), personas=4)[0])
+    out = tmp_path / "merged"
+    proc = vera("merge", str(out), str(bare), str(kept))
+    assert proc.returncode == 0, proc.stderr
+    assert _lines(out / "calls.jsonl") == _lines(bare / "calls.jsonl") + _lines(kept / "calls.jsonl")
+    merged = [json.loads(c) for c in _exported(out, tmp_path)]
+    with_body = [json.dumps(c, sort_keys=True) for c in merged if c["request"] is not None]
+    assert sorted(with_body) == sorted(_exported(kept, tmp_path))
+    # The calls of the shard that kept none are there too, each saying it has no body.
+    bare_calls = [json.loads(x) for x in (bare / "calls.jsonl").read_text().splitlines()]
+    without = [c for c in merged if c["request"] is None]
+    assert [c["call"] for c in without] == bare_calls
+    assert all(c["response"] is None and "--no-call-bodies" in c["no_body"] for c in without)
+    # The merged run keeps bodies, though its first shard kept none: the card does not
+    # say "not kept" (it writes call_bodies only when false).
+    assert json.loads((bare / "card.json").read_text())["settings"]["call_bodies"] is False
+    assert '"call_bodies"' not in (out / "card.json").read_text()
+    # The viewer's pages (here in the static bundle) name the calls that have none.
+    from click.testing import CliRunner
+
+    from vera.cli._main import main
+    from vera.viewer.bundle import page_file
+
+    bundle = tmp_path / "bundle"
+    result = CliRunner().invoke(main, ["view", str(out), "--bundle", str(bundle)])
+    assert result.exit_code == 0, result.output
+    note = "No request or response was kept for call(s)"
+    for convs, said in ((bare, True), (kept, False)):
+        ids = {json.loads(x)["id"] for x in (convs / "conversations.jsonl").read_text().splitlines()}
+        assert ids
+        for cid in ids:
+            page = next(bundle.rglob(page_file(cid))).read_text()
+            assert (note in page) is said, cid
+
+
+def test_a_damaged_call_line_is_left_out_with_its_body_under_skip_corrupt(tmp_path):
+    shards = [Path(s) for s in run_shards(tmp_path, 2, (1, 2), personas=4)]
+    calls = shards[0] / "calls.jsonl"
+    lines = calls.read_bytes().splitlines(keepends=True)
+    # Damaged in place (same length), so every other line and body keeps its place.
+    lines[1] = b"#" * (len(lines[1]) - 1) + b"\n"
+    calls.write_bytes(b"".join(lines))
+    out = tmp_path / "merged"
+    refused = vera("merge", str(out), *map(str, shards))
+    assert_one_line_error(refused, "calls.jsonl:2")
+    proc = vera("merge", str(out), *map(str, shards), "--skip-corrupt")
+    assert proc.returncode == 0, proc.stderr
+    assert "calls.jsonl:2" in proc.stderr
+    merged = [json.loads(c) for c in _exported(out, tmp_path)]
+    assert len(merged) == len(lines) - 1 + _lines(shards[1] / "calls.jsonl")
+    assert all(c["request"] is not None for c in merged)

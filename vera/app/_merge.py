@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -113,12 +114,19 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
     )
 
 
+# Conversations whose last history the bodies' writer keeps while a merge copies calls
+# (a shard's calls interleave the conversations it ran at once); an older one is let go,
+# which costs room (its next call's history is written whole), never a body.
+_HISTORIES_HELD = 1024
+
+
 def _merge_into(
     target_dir: Path, run_id: str, shards: list[Path], manifests: list[RunManifest], missing: list[str]
 ) -> RunManifest:
     """Copy every shard's records into a store at `target_dir`, one record in memory at a
     time, and write the merged manifest."""
-    target = RunStore(target_dir)
+    target = RunStore(target_dir, call_bodies=True)
+    carried = 0  # calls copied with their body
     try:
         for d in shards:
             # A line a crash tore is mended; then streamed, however big the shards are.
@@ -127,10 +135,29 @@ def _merge_into(
                 target.add_conversation(c)
             for j in src.iter_judgements():
                 target.add_judgement(j)
-            for call in src.calls():
-                target.add_call(call)
+            # Each call's body is handed over with its line, as a run does: the merged
+            # run's bodies are keyed by where the line lands in the merged calls.jsonl.
+            recent: OrderedDict[str, None] = OrderedDict()
+            for call, body in src.calls_with_bodies():
+                target.add_call(call, body)
+                if body is None:
+                    continue
+                carried += 1
+                recent[body.conversation_id] = None
+                recent.move_to_end(body.conversation_id)
+                if len(recent) > _HISTORIES_HELD and target.bodies is not None:
+                    target.bodies.forget(recent.popitem(last=False)[0])
+            if target.bodies is not None:
+                for conversation in recent:
+                    target.bodies.forget(conversation)
+        config = manifests[0].config
+        if carried and config.call_bodies is False:
+            config = msgspec.structs.replace(config, call_bodies=msgspec.UNSET)  # kept
+        elif not carried and any(m.config.call_bodies is False for m in manifests):
+            config = msgspec.structs.replace(config, call_bodies=False)  # said why, not "none kept"
         merged = msgspec.structs.replace(
             manifests[0],
+            config=config,
             run_id=run_id,
             shard=None,
             jobs_planned=sum(m.jobs_planned for m in manifests),

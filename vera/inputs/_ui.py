@@ -973,6 +973,10 @@ BASE: dict[str, str] = {
         "Each call's exact input (every message, the system prompt first, and the parameters) and "
         "output. The judge's calls are in the walk above, beside the question each answers."
     ),
+    "page.calls_no_body": (
+        "No request or response was kept for call(s) {calls}: this run was merged from a shard "
+        "run with --no-call-bodies or by a vera from before call bodies."
+    ),
     "page.calls_question": "The judge's call(s) for this question:",
     "page.calls_input": "Input",
     "page.calls_output": "Output",

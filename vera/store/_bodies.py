@@ -61,7 +61,7 @@ import zstandard
 
 from vera.errors import StorageError, storage_error
 from vera.records import CallBody, CallRecord, Completion, Message, Usage
-from vera.store._bodylog import VLOG, BodyLog, LogReader, needs_repair
+from vera.store._bodylog import VLOG, BadCallLine, BodyLog, LogReader, call_line, needs_repair
 
 BODIES = "call_bodies.sqlite"
 # The rows written since the last fold (see the module's docstring).
@@ -501,7 +501,7 @@ class _SqliteReader:
 
     def _record(self, offset: int, length: int) -> CallRecord:
         self._calls.seek(offset)
-        return self._call.decode(self._calls.read(length))
+        return call_line(self._call, self._calls.read(length))
 
     def _body(self, row: tuple[int, int, str, str, bytes]) -> CallBody:
         offset, length, conversation, question, data = row
@@ -528,6 +528,11 @@ class _SqliteReader:
         )
 
     def _rows(self, where: str, args: tuple[Any, ...], conversation: str | None = None) -> Iterator[CallBody]:
+        return (body for _, body in self._placed(where, args, conversation))
+
+    def _placed(
+        self, where: str, args: tuple[Any, ...], conversation: str | None = None, *, skip_bad: bool = False
+    ) -> Iterator[tuple[int, CallBody]]:
         # calls.jsonl's end first, then the log: a line in the file has its record in
         # the log by then (the log is written before the lines).
         end = self._end()
@@ -547,7 +552,13 @@ class _SqliteReader:
             for row in heapq.merge(logged, stored, key=_offset) if logged else stored:
                 if row[0] != last:  # the log's row first where both have one
                     last = row[0]
-                    yield self._body(row)
+                    try:
+                        body = self._body(row)
+                    except BadCallLine:
+                        if skip_bad:
+                            continue
+                        raise
+                    yield last, body
         except (sqlite3.Error, msgspec.DecodeError, msgspec.ValidationError, OSError) as exc:
             raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None
 
@@ -559,6 +570,9 @@ class _SqliteReader:
     def all(self) -> Iterator[CallBody]:
         """Every call's body, in the order of calls.jsonl."""
         return self._rows("", ())
+
+    def placed(self) -> Iterator[tuple[int, CallBody]]:
+        return self._placed("", (), skip_bad=True)
 
     def conversation(self, conversation_id: str) -> list[CallBody]:
         """The calls made for one conversation (simulating it and judging it), in order."""
@@ -637,6 +651,13 @@ class BodyReader:
     def conversation(self, conversation_id: str) -> list[CallBody]:
         """The calls made for one conversation (simulating it and judging it), in order."""
         return self._reader.conversation(conversation_id)
+
+    def placed(self) -> Iterator[tuple[int, CallBody]]:
+        """Every call's body with the offset of its call's line in calls.jsonl, in that
+        file's order: what a merge pairs with the lines it copies (the offset, not the
+        record, says which line a body belongs to). A body whose line does not decode is
+        left out, as that line is (a merge or export with --skip-corrupt names it)."""
+        return self._reader.placed()
 
 
 # The format a new run's bodies are written in (a run resumed keeps the one it has).

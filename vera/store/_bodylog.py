@@ -74,6 +74,19 @@ _msgpack = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder()
 
 
+class BadCallLine(msgspec.DecodeError):
+    """The line a body belongs to does not decode (a damaged calls.jsonl line): a reader
+    of every body (`placed`, for a merge or an export) leaves that body out, as the line
+    itself is left out (and named) with --skip-corrupt; the other readers refuse."""
+
+
+def call_line(decoder: msgspec.json.Decoder[CallRecord], data: bytes) -> CallRecord:
+    try:
+        return decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise BadCallLine(str(exc)) from None
+
+
 def _record(kind: int, payload: bytes) -> bytes:
     return _HEAD.pack(kind, len(payload), zlib.crc32(payload)) + payload
 
@@ -482,6 +495,9 @@ class LogReader:
         return min(sizes) if sizes else None
 
     def _rows(self, conversation: str | None) -> Iterator[CallBody]:
+        return (body for _, body in self._placed(conversation))
+
+    def _placed(self, conversation: str | None, *, skip_bad: bool = False) -> Iterator[tuple[int, CallBody]]:
         # calls.jsonl's end first, then the records: a line in the file has its record
         # in the file by then (the record is written before the lines).
         end = os.fstat(self._calls.fileno()).st_size
@@ -494,7 +510,13 @@ class LogReader:
                 top = end if limit is None else min(end, limit)
                 for row in self._load(number)[2]:
                     if row[0] < top and (conversation is None or row[2] == conversation):
-                        yield self._body(row)
+                        try:
+                            body = self._body(row)
+                        except BadCallLine:
+                            if skip_bad:
+                                continue
+                            raise
+                        yield row[0], body
         except (
             msgspec.DecodeError,
             msgspec.ValidationError,
@@ -519,7 +541,7 @@ class LogReader:
             )
         self._calls.seek(offset)
         return CallBody(
-            call=self._call.decode(self._calls.read(length)),
+            call=call_line(self._call, self._calls.read(length)),
             conversation_id=conversation,
             question_id=question,
             messages=tuple(Message(_ROLES[m & 3], self._text(m >> 2)) for m in messages),  # type: ignore[arg-type]
@@ -531,6 +553,9 @@ class LogReader:
 
     def all(self) -> Iterator[CallBody]:
         return self._rows(None)
+
+    def placed(self) -> Iterator[tuple[int, CallBody]]:
+        return self._placed(None, skip_bad=True)
 
     def conversation(self, conversation_id: str) -> list[CallBody]:
         return list(self._rows(conversation_id))

@@ -33,6 +33,7 @@ from vera.ranges import SEED
 from vera.records import (
     HIGH_POTENTIAL_FOR_HARM,
     MANIFEST_SCHEMA_VERSION,
+    CallBody,
     CallRecord,
     Conversation,
     Judgement,
@@ -40,9 +41,18 @@ from vera.records import (
     SessionPlace,
     UserCheck,
 )
+from vera.store._bodies import BodyReader, has_bodies
 from vera.store._writer import CALLS, CONVERSATIONS, JUDGEMENTS, MANIFEST, keep_latest, repair_run
 
-__all__ = ["RecordRef", "RunRecords", "StaleIndexError", "open_run", "read_manifest", "recorded_spend"]
+__all__ = [
+    "RecordRef",
+    "RunRecords",
+    "StaleIndexError",
+    "calls_with_bodies",
+    "open_run",
+    "read_manifest",
+    "recorded_spend",
+]
 
 
 class _Skipped(msgspec.Struct):
@@ -164,6 +174,45 @@ class RunRecords:
     def calls(self) -> Iterator[CallRecord]:
         """Every call record, in file order, one at a time."""
         return records(self.root / CALLS, CallRecord)
+
+    def calls_with_bodies(self) -> Iterator[tuple[CallRecord, CallBody | None]]:
+        """Every call record with its body (see `calls_with_bodies`)."""
+        return calls_with_bodies(self.root)
+
+
+def calls_with_bodies(run_dir: Path) -> Iterator[tuple[CallRecord, CallBody | None]]:
+    """Every call record of a run, in file order, one at a time, each with its body
+    (None: the run kept none for it: a shard merged from a run made with
+    --no-call-bodies, or before vera kept them). A body belongs to the line at its
+    offset in calls.jsonl; both are in that file's order, so one pass over each pairs
+    them."""
+    decoder = msgspec.json.Decoder(CallRecord)
+    lines = decoded(run_dir / CALLS, decoder)
+    if not has_bodies(run_dir):
+        for _, call in lines:
+            yield call, None
+        return
+    # Only the lines already written when the bodies are read: a line a run still
+    # writing adds later may have a body the reader was too early to see.
+    try:
+        end = (run_dir / CALLS).stat().st_size
+    except FileNotFoundError:
+        end = 0
+    with BodyReader(run_dir) as reader:
+        bodies = reader.placed()
+        body = next(bodies, None)
+        for ref, call in lines:
+            if ref.offset >= end:
+                break
+            # A body before this line belongs to no line that decodes (a corrupt
+            # line skipped with --skip-corrupt): it goes with its line.
+            while body is not None and body[0] < ref.offset:
+                body = next(bodies, None)
+            if body is not None and body[0] == ref.offset:
+                yield call, body[1]
+                body = next(bodies, None)
+            else:
+                yield call, None
 
 
 class _Spend(msgspec.Struct):

@@ -357,6 +357,12 @@ def bodies_html(
         for key, v in by_question.items()
     }
     text = f"<p>{_w('page.calls_bodies_intro')}</p>"
+    # A merged run's calls from a shard that kept no bodies: named, not silently absent.
+    have = {(b.call.job_id, b.call.at) for b in bodies}
+    missing = sorted(n for key, n in numbers.items() if key not in have)
+    if missing:
+        note = tr("page.calls_no_body", calls=", ".join(str(n) for n in missing))
+        text += f'<p class="muted" id="calls-no-body">{escape(note, quote=False)}</p>'
     return CallBodiesHtml(head + text + "".join(own) + "</section>", questions)
 
 

@@ -16,8 +16,8 @@ from typing import IO, Any
 import msgspec
 
 from vera.errors import UserError
-from vera.records import CallBody
-from vera.store import BodyReader, atomic_file, check_output, has_bodies, read_manifest
+from vera.records import CallBody, CallRecord
+from vera.store import atomic_file, calls_with_bodies, check_output, has_bodies, read_manifest
 
 
 def exported_call(body: CallBody) -> dict[str, Any]:
@@ -36,6 +36,26 @@ def exported_call(body: CallBody) -> dict[str, Any]:
     }
 
 
+# Why a call of a run that keeps bodies has none: it came from a shard that kept none.
+NO_BODY = (
+    "no request or response was kept for this call: it was merged from a shard run with "
+    "--no-call-bodies or by a vera from before call bodies"
+)
+
+
+def bodiless_call(call: CallRecord) -> dict[str, Any]:
+    """A call that has no body, as `vera export --calls` writes it: its accounting
+    record, null where the request and response would be, and why."""
+    return {
+        "call": msgspec.to_builtins(call),
+        "conversation_id": None,
+        "question_id": None,
+        "request": None,
+        "response": None,
+        "no_body": NO_BODY,
+    }
+
+
 def no_bodies_reason(run_dir: Path) -> str | None:
     """Why a run has no call bodies to show (None: it has them)."""
     if has_bodies(run_dir):
@@ -45,7 +65,7 @@ def no_bodies_reason(run_dir: Path) -> str | None:
         return "the run was made with --no-call-bodies: no call's request or response was kept"
     return (
         "the run keeps no call bodies (made before vera kept them, before any call, or "
-        "merged from shards, which keep their own)"
+        "merged from shards that kept none)"
     )
 
 
@@ -62,18 +82,18 @@ def export_calls(run_dir: str | Path, output: str | Path) -> int:
             raise UserError(f"{target}: is a directory")
         # Never over the run's own records (the guard every output option shares).
         check_output(target, "-o", runs=[root])
-    with BodyReader(root) as reader:
-        if str(output) == "-":
-            return _write(reader, sys.stdout.buffer)
-        with atomic_file(Path(output), what="the exported calls") as f:
-            return _write(reader, f)
+    if str(output) == "-":
+        return _write(root, sys.stdout.buffer)
+    with atomic_file(Path(output), what="the exported calls") as f:
+        return _write(root, f)
 
 
-def _write(reader: BodyReader, f: IO[bytes]) -> int:
+def _write(root: Path, f: IO[bytes]) -> int:
     encoder = msgspec.json.Encoder()
     n = 0
-    for body in reader.all():
-        f.write(encoder.encode(exported_call(body)) + b"\n")
+    for call, body in calls_with_bodies(root):
+        row = exported_call(body) if body is not None else bodiless_call(call)
+        f.write(encoder.encode(row) + b"\n")
         n += 1
     f.flush()
     return n
