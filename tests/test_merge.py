@@ -4,6 +4,7 @@ card says at the top which shards are missing."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from .test_cli import assert_one_line_error, vera
@@ -165,6 +166,10 @@ def test_a_shard_without_bodies_merges_and_its_calls_have_none(tmp_path):
         for cid in ids:
             page = next(bundle.rglob(page_file(cid))).read_text()
             assert (note in page) is said, cid
+            # A call's number links to its body only where the body is on the page.
+            links = set(re.findall(r'href="#call-(\d+)"', page))
+            bodies = set(re.findall(r'class="call-body" id="call-(\d+)"', page))
+            assert links == bodies and bool(links) is not said, cid
 
 
 def test_a_damaged_call_line_is_left_out_with_its_body_under_skip_corrupt(tmp_path):

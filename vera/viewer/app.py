@@ -394,7 +394,8 @@ def page_calls(
     answered = {(j.id, a.question_id) for j in page.judgements for a in j.answers if not a.auto}
     why = left_out or no_bodies_reason(index.path.parent) or ""
     found = bodies_html(jobs, kept, call_numbers(calls), why, answered)
-    return warning + calls_html(jobs, calls, linked=kept is not None) + found.appendix, found.by_question
+    linked = {(b.call.job_id, b.call.at) for b in kept} if kept is not None else ()
+    return warning + calls_html(jobs, calls, linked=linked) + found.appendix, found.by_question
 
 
 async def _compare(request: web.Request) -> web.Response:

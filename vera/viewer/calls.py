@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -143,9 +143,12 @@ def _cost(usd: float) -> str:
     return "$0" if usd == 0 else f"${usd:,.4f}"
 
 
-def calls_html(jobs: Sequence[Job], calls: Sequence[CallRecord], *, linked: bool = False) -> str:
-    """The page's "Model calls" section: one row per call, then the totals; with
-    `linked`, each call's number links to its body."""
+def calls_html(
+    jobs: Sequence[Job], calls: Sequence[CallRecord], *, linked: Collection[tuple[str, float]] = ()
+) -> str:
+    """The page's "Model calls" section: one row per call, then the totals; a call in
+    `linked` ((job id, time) of the calls whose body is on the page) links to its body,
+    the others (a merged shard that kept none) are plain numbers, not dead links."""
     label = {j.id: j.label for j in jobs}
     head = f'<section id="calls" class="calls"><h2>{_w("page.calls")}</h2>'
     if not calls:
@@ -167,7 +170,7 @@ def calls_html(jobs: Sequence[Job], calls: Sequence[CallRecord], *, linked: bool
             notes.append(tr("page.calls_rate_limited", n=c.http_429))
         if c.status != "ok":
             notes.append(tr("page.calls_failed", error=c.error or tr("page.calls_no_reason")))
-        number = f'<a href="#call-{n}">{n}</a>' if linked else str(n)
+        number = f'<a href="#call-{n}">{n}</a>' if (c.job_id, c.at) in linked else str(n)
         rows.append(
             f'<tr class="{"failed" if c.status != "ok" else ""}"><td>{number}</td>'
             f"<td>{escape(label.get(c.job_id) or role_name(c.role))}</td>"
