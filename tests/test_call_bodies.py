@@ -152,6 +152,12 @@ def test_export_calls_writes_every_call_with_its_request_and_response(tmp_path):
     refused = runner.invoke(main, ["export", "--calls", str(out), "-o", str(out / "calls.jsonl")])
     assert refused.exit_code == 1 and "only the run itself writes its records" in refused.output
     assert len(jsonl(out / "calls.jsonl")) == len(rows)
+    # without -o: the default file in the run directory (an export, not a record),
+    # written again by a second export
+    for _ in range(2):
+        default = runner.invoke(main, ["export", "--calls", str(out)])
+        assert default.exit_code == 0, default.output
+        assert jsonl(out / "calls_full.jsonl") == rows
 
 
 def test_no_call_bodies_keeps_none_and_the_manifest_and_card_say_so(tmp_path):

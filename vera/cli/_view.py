@@ -10,7 +10,7 @@ import click
 from vera.cli._door import seed_option, serve_options
 from vera.errors import ConfigError
 from vera.report import export_calls, export_reference, export_run, num
-from vera.store import check_output, manifest_notes
+from vera.store import CALLS_EXPORT, check_output, manifest_notes
 from vera.viewer.app import serve
 from vera.viewer.bundle import write_bundle
 from vera.viewer.review import serve_review
@@ -185,7 +185,7 @@ def export(run_dir: str, fmt: str, wide: bool, calls: bool, output: str | None, 
             raise ConfigError(
                 "--calls writes JSON lines of its own; give it without --format, --wide or --chatbot"
             )
-        target = output or str(Path(run_dir) / "calls_full.jsonl")
+        target = output or str(Path(run_dir) / CALLS_EXPORT)
         n = export_calls(run_dir, target)
         if target != "-":
             click.echo(f"wrote {num(n)} calls, each with its request and response, to {target}", err=True)

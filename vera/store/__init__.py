@@ -6,7 +6,7 @@ output a user names off a run's records and a command's own inputs (`check_outpu
 
 from vera.store._bodies import BODIES, BodyReader, count_bodies, has_bodies
 from vera.store._events import EventLog, Fanout
-from vera.store._guard import OverwriteRefused, check_output, record_kind
+from vera.store._guard import CALLS_EXPORT, OverwriteRefused, check_output, record_kind
 from vera.store._humans import (
     HUMAN_RATINGS,
     append_human_ratings,
@@ -30,6 +30,7 @@ from vera.store._writer import MANIFEST, RunStore, atomic_file, atomic_write
 
 __all__ = [
     "BODIES",
+    "CALLS_EXPORT",
     "HUMAN_RATINGS",
     "MANIFEST",
     "BodyReader",

@@ -25,6 +25,9 @@ _FRAMES = ("ratings.parquet", "answers.parquet")
 # Every JSONL file (records, calls, events, human ratings, the batch journal) and the
 # response cache with SQLite's side files (and the call bodies' logs, both formats).
 _RECORD_SUFFIXES = (".jsonl", ".sqlite", ".sqlite-wal", ".sqlite-shm", ".sqlite-log", ".vlog")
+# `vera export --calls`'s default file, beside the records: an export (written again by
+# each export, read by nothing of the run's), though it is JSON lines like a record.
+CALLS_EXPORT = "calls_full.jsonl"
 
 
 class OverwriteRefused(UserError):
@@ -56,6 +59,8 @@ def record_kind(path: Path, run_dir: Path) -> str | None:
     if len(parts) > 1:
         return _RECORD_FOLDERS.get(parts[0])
     name = parts[0]
+    if name == CALLS_EXPORT:
+        return None
     if name in WHAT:
         return WHAT[name]
     if name == MANIFEST or name in _FRAMES or name.endswith(_RECORD_SUFFIXES) or name.startswith("card."):
