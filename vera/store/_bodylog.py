@@ -101,6 +101,8 @@ class _Index(msgspec.Struct, array_like=True):
 
 
 _index_decoder = msgspec.msgpack.Decoder(_Index)
+# What reading a damaged or vanished file raises: said as one StorageError.
+_READ_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, zstandard.ZstdError, OSError, struct.error)
 
 
 def _scan(data: bytes | memoryview, pos: int) -> Iterator[tuple[int, int, memoryview]]:
@@ -497,33 +499,33 @@ class LogReader:
     def _rows(self, conversation: str | None) -> Iterator[CallBody]:
         return (body for _, body in self._placed(conversation))
 
-    def _placed(self, conversation: str | None, *, skip_bad: bool = False) -> Iterator[tuple[int, CallBody]]:
+    def _live(self, conversation: str | None) -> Iterator[list[Any]]:
+        """The rows of `conversation` (None: all) that are calls: below calls.jsonl's end
+        and below any cut made after their turn."""
         # calls.jsonl's end first, then the records: a line in the file has its record
         # in the file by then (the record is written before the lines).
         end = os.fstat(self._calls.fileno()).st_size
+        self._refresh()
+        ix = self._index
+        numbers = range(len(ix.turns)) if conversation is None else ix.conversations.get(conversation, [])
+        for number in numbers:
+            limit = self._limit(number)
+            top = end if limit is None else min(end, limit)
+            for row in self._load(number)[2]:
+                if row[0] < top and (conversation is None or row[2] == conversation):
+                    yield row
+
+    def _placed(self, conversation: str | None, *, skip_bad: bool = False) -> Iterator[tuple[int, CallBody]]:
         try:
-            self._refresh()
-            ix = self._index
-            numbers = range(len(ix.turns)) if conversation is None else ix.conversations.get(conversation, [])
-            for number in numbers:
-                limit = self._limit(number)
-                top = end if limit is None else min(end, limit)
-                for row in self._load(number)[2]:
-                    if row[0] < top and (conversation is None or row[2] == conversation):
-                        try:
-                            body = self._body(row)
-                        except BadCallLine:
-                            if skip_bad:
-                                continue
-                            raise
-                        yield row[0], body
-        except (
-            msgspec.DecodeError,
-            msgspec.ValidationError,
-            zstandard.ZstdError,
-            OSError,
-            struct.error,
-        ) as exc:
+            for row in self._live(conversation):
+                try:
+                    body = self._body(row)
+                except BadCallLine:
+                    if skip_bad:
+                        continue
+                    raise
+                yield row[0], body
+        except _READ_ERRORS as exc:
             raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None
 
     def _body(self, row: list[Any]) -> CallBody:
@@ -561,11 +563,7 @@ class LogReader:
         return list(self._rows(conversation_id))
 
     def count(self) -> int:
-        end = os.fstat(self._calls.fileno()).st_size
-        self._refresh()
-        n = 0
-        for number in range(len(self._index.turns)):
-            limit = self._limit(number)
-            top = end if limit is None else min(end, limit)
-            n += sum(1 for row in self._load(number)[2] if row[0] < top)
-        return n
+        try:
+            return sum(1 for _ in self._live(None))
+        except _READ_ERRORS as exc:
+            raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None
