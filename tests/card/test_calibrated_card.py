@@ -58,6 +58,8 @@ def test_humans_who_agree_with_the_judge_leave_the_score_where_it_was(run):
     data = json.loads((run / "card.json").read_text())
     entry = next(b for b in data["chatbots"] if b["chatbot"] == bot)
     assert set(entry["calibrated"]) >= {"overall", "dimensions", "confusion", "n_rated_by_humans"}
+    # card.json names the interval as card.md's header does, not as a bare percentile one.
+    assert "exact interval near 0 or 100 %" in entry["calibrated"]["method"]
     md = (run / "card.md").read_text()
     assert "### Calibrated by human ratings" in md
     assert f"{len(ids)} of {cal.n_conversations} conversations rated by 1 human rater(s)" in md

@@ -69,7 +69,14 @@ from vera.stats.compare import MAX_SETTLE_RESAMPLES, SETTLE_GROWTH
 from vera.stats.humans import DEFAULT_RATER_RULE, combine_raters
 from vera.stats.sampling import STRATUM_COLUMNS
 
-METHOD = "PPI++ (power-tuned), persona-clustered bootstrap of the whole estimator (percentile)"
+# card.json's `calibrated.method`: it names every part of the interval, as card.md's
+# column header and docs/statistics.md do (it once said "percentile" alone, which the
+# widening and the exact floors near the edges and for few rated personas are not).
+METHOD = (
+    "PPI++ (power-tuned), persona-clustered bootstrap of the whole estimator (percentile, "
+    "widened for the number of rated personas; at least the Korn–Graubard exact interval "
+    "near 0 or 100 % or with fewer than 10 rated personas)"
+)
 
 Estimator = Literal["ppi", "judge", "human"]
 # The shares estimated, in the order of the arrays below.
