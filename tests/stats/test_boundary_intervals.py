@@ -151,7 +151,11 @@ def test_more_personas_than_conversations_never_narrow_the_exact_bound(units: in
     # never more than the conversations behind the share.
     zero = np.zeros((500, 1))
     lo, hi = proportion_interval(
-        np.array([0.0]), zero, units=np.array([float(units)]), clusters=np.array([float(clusters)]), confidence=0.95
+        np.array([0.0]),
+        zero,
+        units=np.array([float(units)]),
+        clusters=np.array([float(clusters)]),
+        confidence=0.95,
     )
     assert lo[0] == 0.0
     assert hi[0] >= 100 * (1 - 0.025 ** (1 / units)) - 1e-9
