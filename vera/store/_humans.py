@@ -117,7 +117,16 @@ def read_human_ratings_numbered(
     run_dir: Path, *, on_warning: Callable[[str], None] | None = None
 ) -> list[tuple[int, HumanRating]]:
     """`read_human_ratings` with each rating's line number in the file."""
-    path = Path(run_dir) / HUMAN_RATINGS
+    return read_human_ratings_file(Path(run_dir) / HUMAN_RATINGS, on_warning=on_warning)
+
+
+def read_human_ratings_file(
+    path: Path, *, on_warning: Callable[[str], None] | None = None
+) -> list[tuple[int, HumanRating]]:
+    """The numbered ratings of a human-ratings file anywhere (a run's, or a copy of one
+    brought from another machine to `vera ratings import`), read as a run's is: none when
+    there is no file, a cut last line skipped with a warning, any other bad line a
+    `DataError("file:line")`."""
     torn = torn_tail(path, HumanRating)
     torn_at = torn[0] if torn is not None and not torn[1] else None
     out: list[tuple[int, HumanRating]] = []
