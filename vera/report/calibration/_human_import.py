@@ -19,7 +19,7 @@ import msgspec
 
 from vera.errors import DataError, UserError
 from vera.records import HumanRating
-from vera.report.calibration._agreement import human_item_id
+from vera.report.calibration._agreement import human_item_id, is_jsonl
 from vera.report.shared._runs import read_run
 from vera.stats import read_human_ratings
 from vera.store import HUMAN_RATINGS, append_human_ratings, read_human_ratings_file
@@ -53,7 +53,7 @@ def import_human_ratings(
     dimensions = run.ratings.get_column("dimension").unique(maintain_order=True).to_list()
     if not dimensions:
         raise UserError(f"{run_dir}: no complete judgements: there is nothing to rate beside")
-    if _is_jsonl(Path(ratings_file)):
+    if is_jsonl(Path(ratings_file)):
         return _import_jsonl(Path(run_dir), Path(ratings_file), run.conversations, dimensions, skip_unmatched)
     long = read_human_ratings(ratings_file, dimensions, repeats="keep", with_lines=True)
     if long.height == 0:
@@ -107,17 +107,6 @@ def import_human_ratings(
         repeated=sorted(repeated),
         skipped=[r["line"] for r in unmatched],
     )
-
-
-def _is_jsonl(path: Path) -> bool:
-    """A human_ratings.jsonl (its lines are JSON objects), not a CSV: told by its first
-    character that is not white space."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return False  # the CSV reader names the problem
-    return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
 
 
 def _import_jsonl(
