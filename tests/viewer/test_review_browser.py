@@ -177,3 +177,27 @@ def test_markup_in_a_transcript_is_text_and_a_small_screen_does_not_scroll_sidew
         page.screenshot(path=tmp_path / "review-400.png", full_page=True)
     finally:
         stop(proc)
+
+
+@pytest.mark.slow
+def test_the_next_conversation_shows_the_form_from_its_first_dimension(page_at, offline_run, tmp_path):  # noqa: F811
+    # On a wide screen the form scrolls in a panel of its own; a rater who scrolled it
+    # down to Save met the next conversation's form still scrolled down, its first
+    # dimensions out of sight above (seen in a trial's screenshots).
+    run = tmp_path / "run"
+    shutil.copytree(offline_run, run)
+    dims = ReviewSession.open(run, RATER, size=4).dimensions
+    proc, url = start_review(str(run), "--rater", RATER, "--size", "4")
+    page = page_at(1400)
+    try:
+        page.goto(url)
+        wait_for_conversation(page, 1, 4)
+        rate(page, dict.fromkeys(dims, BP), "")
+        page.get_by_role("button", name="Save ratings").click()
+        page.wait_for_function("() => document.querySelector('#status').textContent.startsWith('Saved')")
+        page.get_by_role("button", name="Next conversation").click()
+        wait_for_conversation(page, 2, 4)
+        assert page.evaluate("document.querySelector('section.rate').scrollTop") == 0
+        page.screenshot(path=tmp_path / "review-next.png")
+    finally:
+        stop(proc)
