@@ -240,6 +240,17 @@ def summarise_features(
     return out | bounds | {"exact_floor": floored, "lambda": lam}
 
 
+def persona_floor(judge_width: float, humans_width: float | None, n_rated: int, n_total: int) -> float:
+    """The width no number of ratings removes, as `planned_width` takes it: the judge's
+    mean's width under the persona bootstrap or, where wider, the humans' own mean's
+    width now (`n_rated` of `n_total` rated) scaled to all of them (1/√n). The judge's
+    spread is the floor only where the humans rate as it does: a judge that rates
+    everything Best Practice has none, while humans who see harm it missed do."""
+    if humans_width is None or n_rated <= 0 or n_total <= 0:
+        return judge_width
+    return max(judge_width, humans_width * float(np.sqrt(n_rated / n_total)))
+
+
 def planned_width(measured: float, n_rated: int, floor: float, n: int, n_total: int | None = None) -> float:
     """The calibrated interval's expected width with `n` of `n_total` conversations
     rated, from the width `measured` with `n_rated` of them and the persona-sampling
