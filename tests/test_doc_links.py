@@ -77,3 +77,26 @@ def test_anchors_follow_githubs_rule() -> None:
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_every_relative_link_resolves(page: Path) -> None:
     assert not broken_links(page), f"{page.relative_to(ROOT)}: broken links: {broken_links(page)}"
+
+
+def headless_tables(page: Path) -> list[int]:
+    """Lines that start a table without a header: Markdown renders their rows as plain
+    text full of pipes (a paragraph dropped into a table cuts it in two so)."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    found, fenced = [], False
+    for i, line in enumerate(lines):
+        if line.startswith(("```", "~~~")):
+            fenced = not fenced
+        if fenced or not line.startswith("|") or (i and lines[i - 1].startswith("|")):
+            continue
+        following = lines[i + 1] if i + 1 < len(lines) else ""
+        if not re.match(r"^\|\s*:?-{3,}", following):
+            found.append(i + 1)
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_every_table_has_its_header(page: Path) -> None:
+    assert not headless_tables(page), (
+        f"{page.relative_to(ROOT)}: tables without a header at lines {headless_tables(page)}"
+    )
