@@ -1,4 +1,4 @@
-"""Every relative link in the README, docs/ and benchmarks/ leads somewhere.
+"""Every relative link in the README, docs/, benchmarks/ and the folders' READMEs leads somewhere.
 
 The docs cross-reference each other by section (`docs/statistics.md#the-sequential-gate-
 vera-gate`); a renamed heading silently breaks every link to it, and a user following the
@@ -38,11 +38,14 @@ def anchors(page: Path) -> set[str]:
     return found
 
 
-PAGES = [
-    ROOT / "README.md",
-    *sorted((ROOT / "docs").rglob("*.md")),
-    *sorted((ROOT / "benchmarks").glob("*.md")),
-]
+PAGES = sorted(
+    {
+        ROOT / "README.md",
+        *(ROOT / "docs").rglob("*.md"),
+        *(ROOT / "benchmarks").glob("*.md"),
+        *ROOT.glob("*/README.md"),  # providers/, locales/, configs/, ...
+    }
+)
 
 
 def broken_links(page: Path) -> list[str]:
