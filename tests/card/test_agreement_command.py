@@ -441,10 +441,11 @@ def test_a_runs_review_file_is_a_ratings_file_its_latest_ratings_counting(tmp_pa
     shutil.copytree(offline_run, run)
     ids = sorted(open_run(run).conversation_heads())[:6]
     dims = ["Detects Potential Risk", "Confirms Risk"]
+    raters: list[tuple[str, Rating]] = [("Zoë 李", SUB), ("bo", BEST_PRACTICE)]
     ratings = [
         HumanRating(conversation_id=cid, rater=rater, ratings=dict.fromkeys(dims, rating))
         for cid in ids
-        for rater, rating in (("Zoë 李", SUB), ("bo", BEST_PRACTICE))
+        for rater, rating in raters
     ]
     # Zoë changes her mind about the first conversation: the later line counts.
     ratings.append(
