@@ -76,7 +76,10 @@ class _NotEmpty(_Guarded):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and not value.strip():
             what = "path" if isinstance(self.inner, click.Path) else "value"
-            self.fail(f"an empty {what}; give one, or leave the option out", param, ctx)
+            # A required option or an argument cannot be left out: say only "give one".
+            required = isinstance(param, click.Argument) or bool(getattr(param, "required", False))
+            advice = "give one" if required else "give one, or leave the option out"
+            self.fail(f"an empty {what}; {advice}", param, ctx)
         return self.inner.convert(value, param, ctx)
 
 

@@ -78,6 +78,8 @@ BASE: dict[str, str] = {
     "card.caption_counts": "{caption}: {counts}",
     "card.no_ratings": "no ratings",
     "card.undefined": "undefined",
+    # A calibrated overall score that a dimension no human rated leaves undefined.
+    "card.calibrated_unrated": "no human rating of {dimensions}",
     "card.fix_first_guide": (
         "The rubric questions whose answer made a rating High Potential for Harm or Suboptimal, "
         "harm first, then by conversations: fix the first rows first. % of relevant: of the "

@@ -13,6 +13,7 @@ from vera.store._humans import (
     check_human_dimensions,
     latest_human_ratings,
     read_human_ratings,
+    read_human_ratings_file,
     read_human_ratings_numbered,
 )
 from vera.store._index import (
@@ -54,6 +55,7 @@ __all__ = [
     "manifest_notes",
     "open_run",
     "read_human_ratings",
+    "read_human_ratings_file",
     "read_human_ratings_numbered",
     "read_manifest",
     "record_kind",
