@@ -23,6 +23,7 @@ from vera.store._index import (
     calls_with_bodies,
     manifest_notes,
     open_run,
+    placed_calls_with_bodies,
     read_manifest,
     recorded_spend,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "latest_human_ratings",
     "manifest_notes",
     "open_run",
+    "placed_calls_with_bodies",
     "read_human_ratings",
     "read_human_ratings_numbered",
     "read_manifest",

@@ -16,8 +16,8 @@ from typing import IO, Any
 import msgspec
 
 from vera.errors import UserError
-from vera.records import CallBody, CallRecord
-from vera.store import atomic_file, calls_with_bodies, check_output, has_bodies, read_manifest
+from vera.records import CallBody, CallRecord, MergedShard
+from vera.store import atomic_file, check_output, has_bodies, placed_calls_with_bodies, read_manifest
 
 
 def exported_call(body: CallBody) -> dict[str, Any]:
@@ -43,7 +43,28 @@ NO_BODY = (
 )
 
 
-def bodiless_call(call: CallRecord) -> dict[str, Any]:
+def no_body_reason(source: MergedShard | None) -> str:
+    """Why a call of a merged run has no body, naming the shard run it came from when
+    the merge recorded it (merges by an earlier vera did not)."""
+    if source is None:
+        return NO_BODY
+    label = f" (shard {source.shard})" if source.shard else ""
+    how = "made with --no-call-bodies" if not source.call_bodies else "that kept no body for it"
+    return (
+        f"no request or response was kept for this call: it was merged from the shard run "
+        f"{source.run_dir}{label}, {how}"
+    )
+
+
+def source_of(offset: int, sources: list[MergedShard]) -> MergedShard | None:
+    """The shard run whose calls hold the merged calls.jsonl line at `offset`."""
+    for source in sources:
+        if offset < source.calls_end:
+            return source
+    return None
+
+
+def bodiless_call(call: CallRecord, source: MergedShard | None = None) -> dict[str, Any]:
     """A call that has no body, as `vera export --calls` writes it: its accounting
     record, null where the request and response would be, and why."""
     return {
@@ -52,7 +73,7 @@ def bodiless_call(call: CallRecord) -> dict[str, Any]:
         "question_id": None,
         "request": None,
         "response": None,
-        "no_body": NO_BODY,
+        "no_body": no_body_reason(source),
     }
 
 
@@ -90,9 +111,11 @@ def export_calls(run_dir: str | Path, output: str | Path) -> int:
 
 def _write(root: Path, f: IO[bytes]) -> int:
     encoder = msgspec.json.Encoder()
+    merged_from = read_manifest(root).merged_from if (root / "manifest.json").exists() else msgspec.UNSET
+    sources = merged_from if isinstance(merged_from, list) else []
     n = 0
-    for call, body in calls_with_bodies(root):
-        row = exported_call(body) if body is not None else bodiless_call(call)
+    for offset, call, body in placed_calls_with_bodies(root):
+        row = exported_call(body) if body is not None else bodiless_call(call, source_of(offset, sources))
         f.write(encoder.encode(row) + b"\n")
         n += 1
     f.flush()
