@@ -151,6 +151,13 @@ def test_a_shard_without_bodies_merges_and_its_calls_have_none(tmp_path):
         "no request or response was kept for this call: it was merged from the shard run "
         f"{bare.resolve()} (shard 1/2), made with --no-call-bodies"
     }
+    # The command's own line does not claim every call has its request and response.
+    proc = vera("export", "--calls", str(out), "-o", str(tmp_path / "again.jsonl"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == (
+        f"wrote {len(merged):,} calls to {tmp_path / 'again.jsonl'}; {len(without):,} of them without "
+        "their request and response (merged from a shard run that kept none: see each one's no_body)"
+    )
     # The merged run keeps bodies, though its first shard kept none: the card does not
     # say "not kept" (it writes call_bodies only when false).
     assert json.loads((bare / "card.json").read_text())["settings"]["call_bodies"] is False

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import msgspec
 
@@ -90,9 +90,14 @@ def no_bodies_reason(run_dir: Path) -> str | None:
     )
 
 
-def export_calls(run_dir: str | Path, output: str | Path) -> int:
-    """Write every call of the run with its body to `output` ("-" = stdout); the number
-    of calls written."""
+class Exported(NamedTuple):
+    calls: int  # calls written
+    bodiless: int  # of them, calls written without a request and response (`no_body`)
+
+
+def export_calls(run_dir: str | Path, output: str | Path) -> Exported:
+    """Write every call of the run with its body to `output` ("-" = stdout); how many
+    calls were written, and how many of them had no body."""
     root = Path(run_dir)
     reason = no_bodies_reason(root)
     if reason is not None:
@@ -109,14 +114,15 @@ def export_calls(run_dir: str | Path, output: str | Path) -> int:
         return _write(root, f)
 
 
-def _write(root: Path, f: IO[bytes]) -> int:
+def _write(root: Path, f: IO[bytes]) -> Exported:
     encoder = msgspec.json.Encoder()
     merged_from = read_manifest(root).merged_from if (root / "manifest.json").exists() else msgspec.UNSET
     sources = merged_from if isinstance(merged_from, list) else []
-    n = 0
+    n = bodiless = 0
     for offset, call, body in placed_calls_with_bodies(root):
         row = exported_call(body) if body is not None else bodiless_call(call, source_of(offset, sources))
         f.write(encoder.encode(row) + b"\n")
         n += 1
+        bodiless += body is None
     f.flush()
-    return n
+    return Exported(n, bodiless)
