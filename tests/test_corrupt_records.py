@@ -165,3 +165,13 @@ def test_the_viewer_names_a_damaged_call_line_on_the_conversation_page(run) -> N
     assert calls and all(c.job_id == job for c in calls)  # the calls around it are shown
     assert f"{path}: line(s) 2 not a call record" in corrupt_html(path, corrupt_lines)
     assert corrupt_html(path, []) == ""
+
+
+def test_a_damaged_call_line_is_named_by_the_viewer_as_calls_jsonl_not_the_bodies(run, tmp_path) -> None:
+    # A garbage line among the calls: the bodies after it point at lines that no longer
+    # decode. The bundle's refusal names calls.jsonl and the line, not call_bodies.vlog
+    # (which is whole: restoring it would not help).
+    number = corrupt(run / "calls.jsonl", after=3)
+    line = refused(invoke(["view", str(run), "--bundle", str(tmp_path / "bundle")]))
+    assert line.startswith(f"error: {run / 'calls.jsonl'}:{number}: not a record ("), line
+    assert "call_bodies" not in line
