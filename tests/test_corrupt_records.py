@@ -126,6 +126,10 @@ def test_merge_refuses_a_corrupt_shard_unless_told(run, tmp_path) -> None:
     merged = invoke(["merge", str(tmp_path / "merged"), str(run), "--skip-corrupt"])
     assert merged.exit_code == 0, merged.output
     assert "judgements.jsonl:2" in merged.stderr
+    # The merged card names the line it left out, and the shard run it was in.
+    card = json.loads((tmp_path / "merged" / "card.json").read_text())
+    assert card["status"]["skipped_lines"] == [f"{run / 'judgements.jsonl'}:2"]
+    assert f"{run / 'judgements.jsonl'}:2" in (tmp_path / "merged" / "card.md").read_text()
 
 
 def test_a_torn_last_line_is_mended_without_a_word(run) -> None:

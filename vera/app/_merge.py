@@ -27,6 +27,7 @@ import msgspec
 
 from vera.app._resume import check_schema
 from vera.errors import UserError, storage_error
+from vera.files import watching
 from vera.records import MergedShard, RunManifest
 from vera.report import RunStatus, run_status, score_run
 from vera.store import MANIFEST, RunStore, open_run, read_manifest
@@ -97,8 +98,11 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
     except OSError as exc:
         raise storage_error(out.parent, "the merged run", exc) from None
     try:
-        merged = _merge_into(building, out.name, shards, manifests, missing)
-        score_run(building)
+        # The shards' corrupt lines (when they may be skipped) are not copied: the
+        # merged card names them, as a card scored over them would.
+        with watching() as copied:
+            merged = _merge_into(building, out.name, shards, manifests, missing)
+        score_run(building, skipped=list(copied.lines.values()))
         if out.exists():
             out.rmdir()  # empty (checked above); a rename replaces no folder with content
         building.rename(out)
