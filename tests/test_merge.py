@@ -156,7 +156,7 @@ def test_a_shard_without_bodies_merges_and_its_calls_have_none(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip() == (
         f"wrote {len(merged):,} calls to {tmp_path / 'again.jsonl'}; {len(without):,} of them without "
-        "their request and response (merged from a shard run that kept none: see each one's no_body)"
+        "their request and response (each one's no_body says why)"
     )
     # The merged run keeps bodies, though its first shard kept none: the card does not
     # say "not kept" (it writes call_bodies only when false).

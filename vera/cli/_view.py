@@ -194,7 +194,7 @@ def export(run_dir: str, fmt: str, wide: bool, calls: bool, output: str | None, 
             # kept none, and each of those says so in its no_body field.
             click.echo(
                 f"wrote {num(n)} calls to {target}; {num(bodiless)} of them without their request "
-                "and response (merged from a shard run that kept none: see each one's no_body)",
+                "and response (each one's no_body says why)",
                 err=True,
             )
         return

@@ -36,10 +36,14 @@ def exported_call(body: CallBody) -> dict[str, Any]:
     }
 
 
-# Why a call of a run that keeps bodies has none: it came from a shard that kept none.
+# Why a call of a run that keeps bodies has none, when the run does not say which shard
+# it came from: a merge by an earlier vera of a shard that kept none, or a calls.jsonl
+# changed after the run wrote it (a line added or removed moves every line after it
+# away from the place its body names).
 NO_BODY = (
-    "no request or response was kept for this call: it was merged from a shard run with "
-    "--no-call-bodies or by a vera from before call bodies"
+    "no request or response was found for this call: it was merged from a shard run with "
+    "--no-call-bodies or by a vera from before call bodies, or calls.jsonl was changed "
+    "after the run wrote it (a line added or removed before this one)"
 )
 
 
