@@ -24,6 +24,7 @@ from vera.store._index import (
     calls_with_bodies,
     manifest_notes,
     open_run,
+    placed_calls_with_bodies,
     read_manifest,
     recorded_spend,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "latest_human_ratings",
     "manifest_notes",
     "open_run",
+    "placed_calls_with_bodies",
     "read_human_ratings",
     "read_human_ratings_file",
     "read_human_ratings_numbered",
