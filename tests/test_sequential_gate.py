@@ -183,3 +183,22 @@ def test_a_bad_spending_function_is_one_line_and_leaves_no_folder(baseline, tmp_
         assert result.exit_code == 1 and "Traceback" not in result.output, result.output
         assert len(result.output.strip().splitlines()) == 1
         assert not out.exists()
+
+
+@pytest.mark.parametrize("where", [".", "sub"])
+def test_an_out_in_the_baseline_is_refused_and_the_baseline_is_untouched(baseline, tmp_path, where) -> None:
+    # A copy: the shared baseline is never written into, even by a test of this bug.
+    import shutil
+
+    base = tmp_path / "base"
+    shutil.copytree(baseline, base)
+    before = {p.relative_to(base): p.read_bytes() for p in base.rglob("*") if p.is_file()}
+    out = base if where == "." else base / where
+    result = gate(base, out, "offline/best-practice")
+    assert result.exit_code == 1, result.output
+    assert result.output.strip().splitlines() == [
+        f"error: --out {out}: in the baseline run {base}; the gate writes the candidate's "
+        "run in a folder of its own, never among the baseline's records"
+    ], result.output
+    after = {p.relative_to(base): p.read_bytes() for p in base.rglob("*") if p.is_file()}
+    assert after == before

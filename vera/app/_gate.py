@@ -143,6 +143,8 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
     if not baseline.keys:
         raise UserError(f"{opts.baseline}: no judged conversations to gate against")
     out = Path(opts.out) if opts.out else None
+    if out is not None:
+        _refuse_inside(out, Path(opts.baseline))
     run_dir = out or new_run_dir(
         RunConfig.from_snapshot(manifest.config, manifest.base_dir), f"gate-{manifest.run_id}"
     )
@@ -253,6 +255,19 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
         if outcome is None or outcome.exit_code != Exit.INTERRUPTED:
             outcome = scored(outcome or _outcome_of(run_dir, command))
     return GateOutcome(run_dir, settings, looks, verdict, stopped, outcome, command)
+
+
+def _refuse_inside(out: Path, baseline: Path) -> None:
+    """Refuse an --out that is the baseline run or a folder inside it. The baseline run
+    itself would be taken for the candidate's run to resume when the candidate is the
+    baseline's chatbot (its card rewritten as a gate's, gate.json and sequence.jsonl
+    added among its records); a folder inside it nests a run among its records."""
+    where, base = out.resolve(), baseline.resolve()
+    if where == base or base in where.parents:
+        raise UserError(
+            f"--out {out}: in the baseline run {baseline}; the gate writes the candidate's "
+            "run in a folder of its own, never among the baseline's records"
+        )
 
 
 def _run_wave(opts: RunOptions) -> RunOutcome:
