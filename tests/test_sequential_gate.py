@@ -202,3 +202,49 @@ def test_an_out_in_the_baseline_is_refused_and_the_baseline_is_untouched(baselin
     ], result.output
     after = {p.relative_to(base): p.read_bytes() for p in base.rglob("*") if p.is_file()}
     assert after == before
+
+
+def test_ctrl_c_in_a_wave_that_finished_stops_the_gate(baseline, tmp_path) -> None:
+    # A wave's units are usually all in flight at once: Ctrl-C then lets them finish and
+    # the wave's run is complete. The gate must still stop there (exit 130), with its own
+    # command to continue, and that command must finish the gate as an uninterrupted one.
+    from vera.app import GateOptions, run_gate
+    from vera.app._gate import _run_wave
+
+    seen = []
+
+    def stopped_wave(opts):
+        seen.append(opts)
+        outcome = _run_wave(opts)
+        outcome.result.stopped = "interrupted (SIGINT)"  # the stop came with nothing left to start
+        return outcome
+
+    out = tmp_path / "sigint"
+    opts = GateOptions(baseline=str(baseline), candidate="offline/best-practice", wave=8, out=str(out))
+    outcome = run_gate(opts, run=stopped_wave)
+    assert outcome.exit_code == 130 and len(seen) == 1 and len(outcome.looks) == 1
+    assert seen[0].resume_with == outcome.command and " gate " in outcome.command
+    assert lines(out / "sequence.jsonl") == 1 and not (out / "sequence.md").exists()
+    calls = lines(out / "calls.jsonl")
+
+    again = gate(baseline, out, "offline/best-practice")
+    whole = gate(baseline, tmp_path / "whole", "offline/best-practice")
+    assert again.exit_code == whole.exit_code == 0, again.output
+    assert read_sequence(out) == read_sequence(tmp_path / "whole")
+    # The first wave's conversations were not simulated again.
+    assert lines(out / "conversations.jsonl") == lines(tmp_path / "whole" / "conversations.jsonl")
+    assert calls < lines(out / "calls.jsonl") == lines(tmp_path / "whole" / "calls.jsonl")
+
+
+def test_ctrl_c_while_the_card_is_written_names_the_gate_to_continue(baseline, tmp_path, monkeypatch) -> None:
+    import vera.app._result as result_module
+
+    def interrupted(run_dir):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(result_module, "score_run", interrupted)
+    out = tmp_path / "card"
+    result = gate(baseline, out, "offline/risk-ignoring")
+    assert result.exit_code == 130, result.output
+    message = result.output.strip().splitlines()[-1]
+    assert " gate " in message and f"--out {out}" in message and "run --resume" not in message, message
