@@ -248,3 +248,15 @@ def test_ctrl_c_while_the_card_is_written_names_the_gate_to_continue(baseline, t
     assert result.exit_code == 130, result.output
     message = result.output.strip().splitlines()[-1]
     assert " gate " in message and f"--out {out}" in message and "run --resume" not in message, message
+
+
+def test_the_exact_sequence_settles_a_far_worse_candidate_early(baseline, tmp_path) -> None:
+    # The risk-ignoring bot's Best Practice share is about 0 where the baseline's is 1:
+    # beyond the betting grid's fine window. It used to have no interval at all until
+    # every unit was in; it is WORSE after a fraction of them, as with the default.
+    out = tmp_path / "exact"
+    result = gate(baseline, out, "offline/risk-ignoring", "--exact")
+    assert result.exit_code == 4, result.output
+    looks = read_sequence(out)
+    assert looks[-1].verdict == "worse" and looks[-1].units <= PERSONAS // 2
+    assert all(r.lo is not None for look in looks for r in look.rows if r.dimension == "Overall")
