@@ -848,11 +848,17 @@ def gate_sequence(
             grid_points=grid_points,
             spending=spending,
         )
+    # A row the candidate's units so far never rated (Not Relevant in each) has no
+    # score on the candidate's side, so no difference: its estimate would be a ratio of
+    # two near-zero remainders. It has no interval and cannot be NOT WORSE.
+    rated_so_far = np.cumsum(drawn[..., RATED], axis=1)  # (R, n)
     out = []
     for j, n in enumerate(looks):
         entries = []
         for k, row in enumerate(rows):
             e, low, high = float(est[k, j]), float(lo[k, j]), float(hi[k, j])
+            if rated_so_far[k, n - 1] <= 0:
+                e = low = high = math.nan
             entries.append(
                 SequenceRow(
                     dimension=labels[row],
