@@ -260,3 +260,13 @@ def test_the_exact_sequence_settles_a_far_worse_candidate_early(baseline, tmp_pa
     looks = read_sequence(out)
     assert looks[-1].verdict == "worse" and looks[-1].units <= PERSONAS // 2
     assert all(r.lo is not None for look in looks for r in look.rows if r.dimension == "Overall")
+
+
+def test_every_row_is_printed_one_without_an_interval_too(baseline, tmp_path) -> None:
+    # The risk-ignoring bot is never rated on Confirms Risk: that row has no interval.
+    # It was left out of the console's rows (sequence.md showed it as "–").
+    result = gate(baseline, tmp_path / "rows", "offline/risk-ignoring")
+    assert result.exit_code == 4, result.output
+    assert "  Confirms Risk: – UNDECIDED" in result.output.splitlines(), result.output
+    page = (tmp_path / "rows" / "sequence.md").read_text()
+    assert "| Confirms Risk | – | UNDECIDED |" in page
