@@ -200,7 +200,9 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
                 write_settings(run_dir, GateRecord(settings=settings))
             cand = read_run(run_dir) if (run_dir / MANIFEST).is_file() else None
             counts = (
-                unit_counts(cand.ratings, baseline.labels) if cand is not None and cand.ratings.height else None
+                unit_counts(cand.ratings, baseline.labels)
+                if cand is not None and cand.ratings.height
+                else None
             )
             judged = [k for k in settings.order[:drawn] if counts is not None and k in counts.keys]
             if judged and counts is not None:

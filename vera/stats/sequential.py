@@ -170,7 +170,9 @@ def share_sequence(
     first = np.argmax(kept, axis=-2)
     last = points - 1 - np.argmax(kept[..., ::-1, :], axis=-2)
     lo = np.where(first == 0, 0.0, np.take_along_axis(grid, np.maximum(first - 1, 0), axis=-1))
-    hi = np.where(last == points - 1, 1.0, np.take_along_axis(grid, np.minimum(last + 1, points - 1), axis=-1))
+    hi = np.where(
+        last == points - 1, 1.0, np.take_along_axis(grid, np.minimum(last + 1, points - 1), axis=-1)
+    )
     lo, hi = np.where(some, lo, np.nan), np.where(some, hi, np.nan)
     if candidate.shape[-2] == population:
         # Every unit is in: the share is known exactly (the grid would only approximate it).
