@@ -270,3 +270,18 @@ def test_every_row_is_printed_one_without_an_interval_too(baseline, tmp_path) ->
     assert "  Confirms Risk: – UNDECIDED" in result.output.splitlines(), result.output
     page = (tmp_path / "rows" / "sequence.md").read_text()
     assert "| Confirms Risk | – | UNDECIDED |" in page
+
+
+def test_a_baseline_never_judged_says_so(tmp_path) -> None:
+    made = CliRunner().invoke(
+        main,
+        ["simulate", "--config", str(ROOT / "configs" / "offline.toml"), "--providers", "offline/best-practice",
+         "--limit-personas", "2", "--out", str(tmp_path / "sim"), "--quiet"],
+    )  # fmt: skip
+    assert made.exit_code == 0, made.output
+    result = gate(tmp_path / "sim", tmp_path / "g", "offline/best-practice")
+    assert result.exit_code == 1 and not (tmp_path / "g").exists()
+    assert result.output.strip().splitlines() == [
+        f"error: {tmp_path / 'sim'}: no judged conversations to gate against; judge them first: "
+        f"vera judge {tmp_path / 'sim'}"
+    ], result.output

@@ -137,6 +137,12 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
     method = _method(opts)  # a bad --boundary/--spending is refused before anything is read
     base = read_run(opts.baseline)
     bots = sorted(base.ratings.get_column("chatbot").unique().to_list())
+    if not bots:
+        # Simulated and not judged (or every judgement failed): say so, not "0 chatbots".
+        raise UserError(
+            f"{opts.baseline}: no judged conversations to gate against; judge them first: "
+            f"vera judge {opts.baseline}"
+        )
     if len(bots) != 1:
         raise UserError(
             f"{opts.baseline}: the gate needs a baseline run of one chatbot; this one has "
