@@ -285,3 +285,21 @@ def test_a_baseline_never_judged_says_so(tmp_path) -> None:
         f"error: {tmp_path / 'sim'}: no judged conversations to gate against; judge them first: "
         f"vera judge {tmp_path / 'sim'}"
     ], result.output
+
+
+def test_compare_json_and_html_say_a_run_is_a_gate_s(baseline, tmp_path) -> None:
+    # The terminal's note was all: `vera compare --json`, `--html` and the viewer's
+    # comparison page (the same page) showed the gate's 20-odd units as a whole run.
+    out = tmp_path / "g"
+    assert gate(baseline, out, "offline/risk-ignoring").exit_code == 4
+    result = CliRunner().invoke(main, ["compare", str(baseline), str(out), "--json", "-"])
+    assert result.exit_code == 0, result.output
+    runs = json.loads(result.stdout)["runs"]
+    assert "sequential" not in runs[0]  # an ordinary run's entry is as before
+    seq = runs[1]["sequential"]
+    assert seq["verdict"] == "worse" and seq["units"] == read_sequence(out)[-1].units
+    assert seq["available"] == PERSONAS
+    page = tmp_path / "compare.html"
+    made = CliRunner().invoke(main, ["compare", str(baseline), str(out), "--html", str(page)])
+    assert made.exit_code == 0, made.output
+    assert "a sequential gate&#x27;s run (vera gate, margin 5" in page.read_text()
