@@ -22,7 +22,9 @@ from vera.store import atomic_write, check_output
 )
 @margin_option(points=POSITIVE_POINTS)
 @click.option(
-    "--width", type=Number(POSITIVE_POINTS, "points"), help="Also size a fixed design for this 95 % interval width."
+    "--width",
+    type=Number(POSITIVE_POINTS, "points"),
+    help="Also size a fixed design for this 95 % interval width.",
 )
 @click.option(
     "--power",
