@@ -111,7 +111,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
         ready.notes,
     )
     run_dir = out or new_run_dir(cfg, cfg.fingerprint())
-    resume = resume_command(opts.command, run_dir)
+    resume = opts.resume_with or resume_command(opts.command, run_dir)
     fresh = not run_dir.exists()
     manifest: RunManifest | None = None
     try:

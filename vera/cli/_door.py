@@ -122,10 +122,11 @@ RATERS_OPTION = click.option(
 MARGIN_HELP = "Score points the candidate may lose before it counts as worse."
 
 
-def margin_option(default: float = 5.0, help: str = MARGIN_HELP) -> Callable[[F], F]:
-    """`--margin POINTS`: how much worse than the baseline still passes a gate."""
+def margin_option(default: float = 5.0, help: str = MARGIN_HELP, points: Range = MARGIN) -> Callable[[F], F]:
+    """`--margin POINTS`: how much worse than the baseline still passes a gate (`points`:
+    the values allowed; `vera plan` sizes for a margin above 0)."""
     return click.option(
-        "--margin", type=Number(MARGIN, "points"), default=default, show_default=True, help=help
+        "--margin", type=Number(points, "points"), default=default, show_default=True, help=help
     )
 
 

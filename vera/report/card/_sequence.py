@@ -100,29 +100,30 @@ def read_sequence(run_dir: str | Path) -> list[GateLook]:
 def sequential_note(run_dir: str | Path) -> str | None:
     """One line for `vera compare`: this run is a sequential gate's candidate, how far
     it went and why it stopped; None for an ordinary run."""
-    record = read_gate(run_dir)
-    if record is None:
-        return None
-    looks = read_sequence(run_dir)
-    last = looks[-1] if looks else None
-    s = record.settings
+    seq = sequential_card(run_dir)
+    return None if seq is None else sequential_note_of(run_dir, seq)
+
+
+def sequential_note_of(run_dir: str | Path, seq: SequentialCard) -> str:
+    """`sequential_note` from what the card (or a comparison's run) holds of the gate."""
+    last = seq.looks[-1] if seq.looks else None
     where = (
-        f"{last.units} of {last.available} units after {last.wave} wave(s)"
+        f"{seq.units} of {seq.available} units after {last.wave} wave(s)"
         if last is not None
         else "no wave yet"
     )
-    verdict = (record.verdict or "running").upper()
-    why = f" ({record.stopped})" if record.stopped else ""
-    steps = []
-    for look in looks:
-        row = next((r for r in look.rows if r.dimension == OVERALL), None)
-        if row is not None and row.lo is not None and row.hi is not None:
-            steps.append(f"{look.units}: [{fixed(row.lo, 1)}, {fixed(row.hi, 1)}]")
+    verdict = seq.verdict.upper()
+    why = f" ({seq.stopped})" if seq.stopped else ""
+    steps = [
+        f"{look.units}: [{fixed(look.lo, 1)}, {fixed(look.hi, 1)}]"
+        for look in seq.looks
+        if look.lo is not None and look.hi is not None
+    ]
     path = "; Overall's interval after each wave (units: interval) " + ", ".join(steps) if steps else ""
     return (
-        f"{run_dir}: a sequential gate's run (vera gate, margin {s.margin:g}, alpha {s.alpha:g}, {s.method} "
-        f"sequence): {where}, {verdict}{why}{path}; its units are a random subset of {s.baseline_path}'s, "
-        "so a fixed comparison of it covers only those units"
+        f"{run_dir}: a sequential gate's run (vera gate, margin {seq.margin:g}, alpha {seq.alpha:g}, "
+        f"{seq.method} sequence): {where}, {verdict}{why}{path}; its units are a random subset of "
+        f"{seq.baseline_path}'s, so a fixed comparison of it covers only those units"
     )
 
 
