@@ -290,8 +290,9 @@ class Judgement(msgspec.Struct, gc=False, kw_only=True):
     usage: Usage = msgspec.field(default_factory=Usage)
     cost_usd: float = 0.0
     finished_at: float = 0.0
-    # Questions asked ahead at the end of the sweep that the walk did not reach: their
-    # calls are in `usage` and the call log, their answers nowhere (vera.rubric._concurrent).
+    # Questions asked ahead at the end of the sweep that the walk did not reach and that
+    # were paid for (a reply replayed from the response cache was not): their calls are
+    # in `usage` and the call log, their answers nowhere (vera.rubric._concurrent).
     unused_questions: int = 0
     # The model check of the simulated user (`[judge] check_users`), made by the first
     # judge slot with the same client (so cached, limited and batched as the judge);
