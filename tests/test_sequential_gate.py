@@ -148,6 +148,11 @@ def test_the_spending_boundary_settles_and_resumes_on_the_same_looks(baseline, t
     assert last.verdict == "worse" and last.units <= PERSONAS // 2
     record = json.loads((out / "gate.json").read_text())
     assert record["settings"]["method"] == "spending" and record["settings"]["spending"] == "obf"
+    # The pages a reader sees name the spending function, as gate.json does.
+    assert "spending function obf" in (out / "sequence.md").read_text()
+    assert "spending function obf" in (out / "card.md").read_text()
+    assert json.loads((out / "card.json").read_text())["sequential"]["spending"] == "obf"
+    assert "α-spending boundary obf" in sequential_note(out)
 
     # Killed before the last look's line was whole: the rerun recomputes that look from
     # the looks recorded before it, to the same interval, and asks nothing again.

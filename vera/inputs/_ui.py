@@ -252,6 +252,7 @@ BASE: dict[str, str] = {
     "card.seq_method_asymptotic": "asymptotic confidence sequence",
     "card.seq_method_betting": "betting confidence sequence",
     "card.seq_method_spending": "group-sequential (α-spending) repeated confidence intervals",
+    "card.seq_spending_function": ", spending function {spending}",
     "card.seq_settled": "settled: {verdict}",
     "card.seq_out_of_budget": "out of budget (--max-cost)",
     "card.seq_out_of_units": "out of units: every unit of the baseline was drawn",

@@ -478,6 +478,9 @@ class SequentialCard(msgspec.Struct, frozen=True, kw_only=True):
     method: str
     wave: int
     verdict: str  # "worse", "not worse", "undecided" or "running"
+    # The spending function of method "spending" (obf, pocock, hsd:γ); left out of
+    # card.json for the confidence sequences, whose cards keep their bytes.
+    spending: str | msgspec.UnsetType = msgspec.UNSET
     stopped: str  # why it stopped ("" while it goes on)
     units: int
     available: int
