@@ -41,7 +41,7 @@ from aiohttp import web
 
 from vera.errors import StorageError, UserError
 from vera.inputs import run_strings
-from vera.records import RATINGS, HumanRating
+from vera.records import RATINGS, HumanRating, transcript_sha256
 from vera.report import chatbot_markdown, with_markdown_css
 from vera.rubric import rating_guide, run_rubric
 from vera.stats.sampling import Unit, draw_sample, rater_order, sample_sizes
@@ -224,6 +224,9 @@ class ReviewSession:
             realism=realism,
             source="review",
             rated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            # The transcript the page showed, so the rating never attaches to another
+            # run's different transcript under the same conversation id.
+            transcript_sha256=transcript_sha256(self.records.read_conversation(cid).turns),
         )
 
     async def save(self, rating: HumanRating) -> dict[str, Any]:

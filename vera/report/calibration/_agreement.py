@@ -26,7 +26,15 @@ from vera.stats import (
     judge_vs_consensus,
     read_human_ratings,
 )
-from vera.store import ConversationHead, latest_human_ratings, read_human_ratings_file
+from vera.store import (
+    OTHER_TRANSCRIPTS_OPTION,
+    ConversationHead,
+    RunRecords,
+    check_transcripts,
+    latest_human_ratings,
+    open_run,
+    read_human_ratings_file,
+)
 
 # Reference transcripts are named "<6 hex>_<Persona>_<model>_run1.txt"; the clinicians'
 # conversation ids are that prefix.
@@ -109,6 +117,7 @@ def agreement_report(
     resamples: int = DEFAULT_RESAMPLES,
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
+    allow_other_transcripts: bool = False,
 ) -> HumanAgreementReport | JudgeConsensusReport:
     """Agreement among the human raters of a ratings file; with `against`, between
     their per-conversation consensus and the judges of that run (with bootstrap
@@ -116,13 +125,20 @@ def agreement_report(
     the order of the ratings file (the rubric's order). The consensus is the one rating
     the `raters` rule forms, severest by default as the calibrated scores and gate form
     it; `raters=None` sets the judges against the majority vote instead, ties handled
-    by `ties`."""
+    by `ties`. A human_ratings.jsonl set against a run has its ratings' transcript
+    fingerprints checked against the run's transcripts (`check_transcripts`): one made
+    on another transcript is refused unless `allow_other_transcripts`."""
     run = read_run(against) if against is not None else None
     dimensions = run.ratings.get_column("dimension").unique(maintain_order=True).to_list() if run else None
     # The run's rubric names the dimensions; without a run, the method's five.
     known = dimensions or list(CLINICIAN_DIMENSIONS.values())
     if is_jsonl(Path(ratings_file)):
-        long = review_ratings(Path(ratings_file), known)
+        long = review_ratings(
+            Path(ratings_file),
+            known,
+            against=open_run(run.path) if run is not None else None,
+            allow_other_transcripts=allow_other_transcripts,
+        )
     else:
         long = read_human_ratings(ratings_file, known)
     if long.height == 0:
@@ -182,12 +198,27 @@ def is_jsonl(path: Path) -> bool:
     return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
 
 
-def review_ratings(path: Path, dimensions: list[str]) -> pl.DataFrame:
+def review_ratings(
+    path: Path,
+    dimensions: list[str],
+    *,
+    against: RunRecords | None = None,
+    allow_other_transcripts: bool = False,
+) -> pl.DataFrame:
     """The long frame `(item_id, rater, dimension, rating)` of a human_ratings.jsonl
     (`vera review`'s file, or `vera ratings import`'s): each rater's latest rating of a
     conversation, as `vera score` reads it, the item being the conversation id. A
-    dimension not among `dimensions` is an error naming its line."""
+    dimension not among `dimensions` is an error naming its line, and so, `against` a
+    run, is a rating made on another transcript than the run's (unless allowed)."""
     numbered = read_human_ratings_file(path)
+    if against is not None:
+        check_transcripts(
+            path,
+            numbered,
+            against,
+            allow_other=allow_other_transcripts,
+            hint=f"nothing compared; {OTHER_TRANSCRIPTS_OPTION} compares them anyway if you know",
+        )
     known = set(dimensions)
     for line, rating in numbered:
         unknown = sorted(set(rating.ratings) - known)
