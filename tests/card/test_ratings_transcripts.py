@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from vera.cli._main import main
+from vera.errors import DataError
 from vera.records import BEST_PRACTICE as BP
 from vera.records import HIGH_POTENTIAL_FOR_HARM as HPH
 from vera.records import HumanRating, transcript_sha256
@@ -110,7 +111,7 @@ def test_review_ratings_of_another_run_are_refused_unless_allowed(tmp_path, run)
     assert "1 rating(s) were made on another transcript than this run's" in scored.stderr
 
 
-def test_a_copied_ratings_file_of_another_run_is_refused_by_the_card_and_the_plan(tmp_path, run):
+def test_a_copied_ratings_file_of_another_run_is_refused_by_the_card_plan_and_review(tmp_path, run):
     (a,) = conversation_ids(run, 1)
     other = other_run(run, tmp_path / "other", a)
     shutil.copy(review(other, "Zoë", {a: HPH}), run / HUMAN_RATINGS)  # not imported: copied
@@ -119,6 +120,9 @@ def test_a_copied_ratings_file_of_another_run_is_refused_by_the_card_and_the_pla
         assert result.exit_code == 1, (command, result.output)
         assert f"{run / HUMAN_RATINGS}:1: conversation {a!r} by 'Zoë': {REFUSED}" in result.output
         assert "Traceback" not in result.output
+    # Nor does a review start on it: its earlier ratings are of another transcript.
+    with pytest.raises(DataError, match=REFUSED):
+        ReviewSession.open(run, "Zoë", size=4)
     # Made on this run's transcripts, the same review reads.
     (run / HUMAN_RATINGS).unlink()
     review(run, "Zoë", {a: HPH})
