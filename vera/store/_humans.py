@@ -23,6 +23,7 @@ import msgspec
 
 from vera.errors import DataError, storage_error
 from vera.files import torn_tail
+from vera.inputs import run_strings, tr, use_strings
 from vera.records import HumanRating, transcript_sha256
 from vera.store._index import RunRecords
 
@@ -185,22 +186,17 @@ def check_transcripts(
             f"{path}:{number}",
             other_transcript_problem(rating.conversation_id, rating.rater, theirs, ours, hint),
         )
-    if unchecked:
-        note(unchecked_note(path, unchecked))
-    if accepted:
-        note(
-            f"note: {path}: {accepted} rating(s) were made on another transcript than this run's "
-            f"and are used as {OTHER_TRANSCRIPTS_OPTION} allowed"
-        )
+    # In the run's language, as the rest of what a command prints about the run.
+    with use_strings(run_strings([records.manifest])):
+        if unchecked:
+            note(unchecked_note(path, unchecked))
+        if accepted:
+            note(tr("cli.ratings_other_transcripts", path=path, n=accepted, option=OTHER_TRANSCRIPTS_OPTION))
 
 
 def unchecked_note(path: Path | str, n: int) -> str:
     """The note, once per file, on ratings that carry no transcript fingerprint."""
-    return (
-        f"note: {path}: {n} rating(s) carry no transcript fingerprint (saved before vera recorded "
-        "one, or imported from a CSV without a transcript_sha256 column): they cannot be checked "
-        "against this run's transcripts"
-    )
+    return tr("cli.ratings_unchecked", path=path, n=n)
 
 
 def read_human_ratings_numbered(
