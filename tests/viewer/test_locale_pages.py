@@ -294,3 +294,18 @@ def test_the_viewer_serves_a_zh_run_s_conversation_page_in_chinese(zh_run):
     assert '<html lang="zh-CN">' in html and "<h2>对话记录</h2>" in html and "← 全部对话" in html
     assert "<h2>模型调用</h2>" in html and "评审模型为这个问题发出的调用：" in html
     assert "script-src 'self'" in csp  # the viewer's page, with its call bodies' script
+
+
+def test_a_zh_conversation_page_steps_by_conversation_not_by_page(zh_run):
+    # The list's pager says 上一页 / 下一页 (its pages); a conversation page's steps go to
+    # the conversation before and after, 上一段 / 下一段, as its keyboard help says.
+    from vera.viewer.catalogue import Catalogue, Query
+    from vera.viewer.stepping import steps_html
+
+    catalogue = Catalogue.open([zh_run])
+    rows = catalogue.query(Query.from_params({"sort": "id", "per_page": "50", "page": "1"}))["rows"]
+    with use_strings(ZH):
+        html = steps_html(catalogue, {"sort": "id"}, rows[1]["run"], rows[1]["id"])
+    assert "← 上一段" in html and "下一段 →" in html and "页" not in html, html
+    english = steps_html(catalogue, {"sort": "id"}, rows[1]["run"], rows[1]["id"])
+    assert "← Previous" in english and "Next →" in english

@@ -663,6 +663,11 @@ BASE: dict[str, str] = {
     # the grid, and run values (risk levels) shown by their display names.
     "viewer.previous": "← Previous",
     "viewer.next": "Next →",
+    # A conversation page's steps to the list's neighbouring conversations: the same
+    # words as the list's pager in English, other words where "page" and "conversation"
+    # are (上一页 is the list's page, 上一段 the conversation before).
+    "viewer.step_previous": "← Previous",
+    "viewer.step_next": "Next →",
     "viewer.active": "({n} active)",
     "viewer.step_in_list": "Conversation {n} of {total} in the list",
     "viewer.step_in_filtered": "Conversation {n} of {total} in this filtered list",
