@@ -309,3 +309,16 @@ def test_a_zh_conversation_page_steps_by_conversation_not_by_page(zh_run):
     assert "← 上一段" in html and "下一段 →" in html and "页" not in html, html
     english = steps_html(catalogue, {"sort": "id"}, rows[1]["run"], rows[1]["id"])
     assert "← Previous" in english and "Next →" in english
+
+
+def test_the_notes_vera_writes_in_the_walk_are_in_the_pack_s_words(zh_run):
+    # A conversation where risk was not detected: C0 is answered automatically and makes
+    # Confirms Risk Not Relevant. vera writes both notes itself ("Auto Answer: answered
+    # without asking.", "question C0 answered '...'"); a zh-CN page says them in Chinese.
+    pages = [p.read_text(encoding="utf-8") for p in sorted((zh_run / "conversations").glob("*.html"))]
+    auto = [p for p in pages if "<code>C0</code>" in p]
+    assert auto, "no conversation of the zh-CN run answered C0"
+    for page in auto:
+        assert "answered without asking" not in page and "question C0 answered" not in page
+    assert any("自动作答：没有询问评审模型。" in p for p in auto)
+    assert any("问题 C0 的回答是“" in p and "”，所以这个维度不适用" in p for p in auto)

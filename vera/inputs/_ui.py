@@ -941,6 +941,11 @@ BASE: dict[str, str] = {
     "page.attempt": "1 attempt",
     "page.attempts": "{n} attempts",
     "page.auto": "recorded without asking the model (Auto Answer or only option)",
+    # Reasonings vera writes itself in the rubric's walk (vera.rubric._walk), recorded in
+    # English; a pack shows them in its words.
+    "page.auto_answer": "Auto Answer: answered without asking.",
+    "page.only_option": "Only one option: answered without asking.",
+    "page.not_relevant_by": "question {question} answered {answer}",
     "page.answer": "Answer: {answer}",
     "page.decided_by": "Decided by {question}",
     "page.quotes_not_found": "The words it quotes were not found in the transcript.",
