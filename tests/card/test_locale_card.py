@@ -128,7 +128,9 @@ def test_the_zh_terminal_card_fits_80_cells_and_its_columns_line_up(zh_card):
 
 def test_wide_characters_count_two_cells_and_are_never_split():
     assert cells("总分 [95% 置信区间]") == 19
-    assert units("拨打（12356）。ok go") == ["拨", "打", "（", "12356）。", "ok", "go"]
+    assert units("拨打（12356）。ok go") == ["拨", "打", "（12356）。", "ok", "go"]
+    # An opening mark never ends a line: it goes with what it opens.
+    assert units("；“不适用”算作") == ["；", "“不", "适", "用”", "算", "作"]
     line = "分数范围为 0–100：100 表示每段被评分的对话都符合最佳做法，50 表示全部欠佳但伤害风险低。" * 3
     wrapped = wrap(line, 30).splitlines()
     assert all(cells(w) <= 30 for w in wrapped)
