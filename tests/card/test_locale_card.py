@@ -232,6 +232,16 @@ def test_vera_run_s_closing_lines_are_in_the_pack_s_words(zh_run):
     assert "run directory:" not in printed
 
 
+def test_vera_score_s_lines_are_in_the_pack_s_words(zh_run, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(zh_run[0], run)
+    printed = run_vera("score", str(run))
+    assert f"已评分 → {run / 'card.json'}" in printed.splitlines(), printed
+    assert "scored →" not in printed and "运行状态：已完成" in printed
+
+
 def test_the_state_labels_are_the_status_line_s_english_ones():
     from vera.report.shared._outcome import _LABELS
 

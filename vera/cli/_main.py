@@ -772,9 +772,11 @@ def score(
             exclude_flagged=exclude_flagged,
             raters=raters,
         )
-    click.echo(f"scored → {Path(run_dir) / 'card.json'}")
-    if c.realism is not None and c.realism.excluded:
-        click.echo(f"left out: {c.realism.n_excluded} conversation(s) whose simulated user was flagged")
+    # In the words of the run's locale pack, as the status line below.
+    with use_strings(card_strings(c)):
+        click.echo(tr("cli.scored", path=Path(run_dir) / "card.json"))
+        if c.realism is not None and c.realism.excluded:
+            click.echo(tr("cli.left_out", n=c.realism.n_excluded))
     click.echo(_run_status_line(c))
     for bot in c.chatbots:
         cal = bot.calibrated

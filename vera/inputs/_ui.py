@@ -1100,6 +1100,8 @@ BASE: dict[str, str] = {
     "cli.card": "card: {md} · {html}",
     "cli.status": "status: {label} — {summary} (exit code {code})",
     "cli.run_status": "run status: {status}",
+    "cli.scored": "scored → {path}",
+    "cli.left_out": "left out: {n} conversation(s) whose simulated user was flagged",
     # card/terminal leftovers
     "cli.progress": (
         "conversations {done}/{total} (failed {failed}) · judgements {judged}/{judgements} "
