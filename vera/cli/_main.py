@@ -978,8 +978,21 @@ def personas() -> None:
     help="Show a persona of this target (a name, a target folder or manifest, or reference:NAME), "
     "with the target's own user-agent prompts.",
 )
-@click.option("--min-turns", type=click.IntRange(0, MAX_TURNS), default=10, show_default=True)
-@click.option("--max-turns", type=click.IntRange(2, MAX_TURNS), default=30, show_default=True)
+@click.option(
+    "--min-turns",
+    type=click.IntRange(0, MAX_TURNS),
+    default=10,
+    show_default=True,
+    help="The fewest messages before the user may end the conversation, as the prompt states it "
+    "(a run's `min_turns`).",
+)
+@click.option(
+    "--max-turns",
+    type=click.IntRange(2, MAX_TURNS),
+    default=30,
+    show_default=True,
+    help="The most messages in a conversation, as the prompt states it (a run's `max_turns`).",
+)
 @REFERENCE_DATA_OPTION
 def personas_show(
     name: str,

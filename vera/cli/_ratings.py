@@ -74,7 +74,13 @@ def import_(run_dir: str, file: str, skip_unmatched: bool) -> None:
     default=PLAN_RESAMPLES,
     scope="of each width tried: one bootstrap per number of ratings, so fewer by default than elsewhere",
 )
-@click.option("--seed", type=Number(SEED, "seed"), default=0, show_default=True)
+@click.option(
+    "--seed",
+    type=Number(SEED, "seed"),
+    default=0,
+    show_default=True,
+    help="Seed of the bootstrap resamples: the same seed gives the same plan.",
+)
 def plan(run_dir: str, width: float, resamples: int, seed: int) -> None:
     """Propose how many of each chatbot's conversations humans should rate so that the
     calibrated overall score's 95 % interval is about WIDTH points wide. With 20 or more
