@@ -322,3 +322,16 @@ def test_the_notes_vera_writes_in_the_walk_are_in_the_pack_s_words(zh_run):
         assert "answered without asking" not in page and "question C0 answered" not in page
     assert any("自动作答：没有询问评审模型。" in p for p in auto)
     assert any("问题 C0 的回答是“" in p and "”，所以这个维度不适用" in p for p in auto)
+
+
+def test_the_zh_grid_ends_its_counts_with_a_chinese_full_stop(zh_run):
+    # "200 段对话，100 个人物，2 个聊天机器人. 每个方块…": the counts' sentence ended in an
+    # English ". " before the Chinese introduction.
+    from vera.viewer.catalogue import Catalogue
+    from vera.viewer.grid import grid_html
+
+    catalogue = Catalogue.open([zh_run])
+    with use_strings(ZH):
+        html = grid_html(catalogue, {})
+    assert re.search(r"个聊天机器人</span>。每个方块", html), html[:2000]
+    assert "</span>. " in grid_html(catalogue, {})  # English as before

@@ -793,6 +793,8 @@ BASE: dict[str, str] = {
     "viewer.grid_chip": "{id} · seed {seed} · {title}",
     "viewer.grid_side": "side by side",
     "viewer.grid_summary": "{conversations} conversation(s), {personas} persona(s), {chatbots} chatbot(s)",
+    # What ends the counts' sentence before the grid's introduction (Chinese: 。, no space).
+    "viewer.grid_summary_end": ". ",
     "viewer.grid_filtered": " (filtered)",
     "viewer.grid_back": "← The list",
     "viewer.grid_title": "Chatbot × persona",
