@@ -183,6 +183,12 @@ BASE: dict[str, str] = {
     "card.summary_conversations": "{complete} of {planned} conversations complete, {failed} failed",
     "card.summary_judgements": "{complete} of {planned} judgements complete, {failed} failed",
     "card.summary_sep": "; ",
+    # Other parts of a status summary vera writes in a known form (vera.report.shared._outcome).
+    "card.summary_by_signal": "by {signal}",
+    "card.summary_not_run": "{n} planned job(s) not run yet",
+    "card.summary_no_conversation": "no conversation completed",
+    "card.summary_no_judgement": "no judgement completed",
+    "card.summary_forced": "cancelled at once by a second signal",
     "card.no_findings": "No harmful or suboptimal rating.",
     "card.about_sessions": "{sessions} per arc, each judged on its own; the simulated user {user}; {bot}",
     "card.about_user_remembers": "remembers earlier sessions",
@@ -1103,6 +1109,12 @@ BASE: dict[str, str] = {
     "cli.status": "status: {label} — {summary} (exit code {code})",
     "cli.run_status": "run status: {status}",
     "cli.scored": "scored → {path}",
+    "cli.stopping": (
+        "{signal}: no new work will start; letting calls in flight finish for up to {grace} s. "
+        "Press Ctrl-C again to exit now."
+    ),
+    "cli.exiting": "exiting now; resume with: {command}",
+    "cli.continue": "to continue this run: {command}",
     "cli.left_out": "left out: {n} conversation(s) whose simulated user was flagged",
     # card/terminal leftovers
     "cli.progress": (
