@@ -242,6 +242,15 @@ def test_vera_score_s_lines_are_in_the_pack_s_words(zh_run, tmp_path):
     assert "scored →" not in printed and "运行状态：已完成" in printed
 
 
+def test_vera_simulate_s_closing_lines_are_in_the_pack_s_words(tmp_path):
+    # No card yet (nothing judged), so the words come from the run's pack itself.
+    out = tmp_path / "sim"
+    printed = run_vera("simulate", "--locale", "zh-CN", "--out", str(out), "--limit-personas", "2")
+    lines = printed.splitlines()
+    assert f"运行目录：{out}" in lines, printed
+    assert lines[-1].startswith("状态：已完成 — 计划的 4 段对话中 4 段完成") and "status:" not in printed
+
+
 def test_the_state_labels_are_the_status_line_s_english_ones():
     from vera.report.shared._outcome import _LABELS
 

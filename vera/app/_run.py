@@ -198,7 +198,13 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
     # A second signal asked to exit at once: no card then.
     scores = opts.judge and not session.signal.forced
     return RunOutcome(
-        run_dir=run_dir, result=result, notes=notes, status=status, resume=resume, scores=scores
+        run_dir=run_dir,
+        result=result,
+        notes=notes,
+        status=status,
+        resume=resume,
+        scores=scores,
+        words=run_strings(finished),
     )
 
 

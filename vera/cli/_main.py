@@ -33,7 +33,6 @@ from vera.cli._door import RATERS_OPTION, Number, confidence_option, guard, loca
 from vera.errors import ConfigError, Interrupted, StorageError, UserError
 from vera.files import CorruptLine, watching
 from vera.inputs import (
-    ENGLISH,
     MAX_SEEDS,
     MAX_TURNS,
     REPO_ROOT,
@@ -1050,7 +1049,7 @@ def _print_outcome(outcome: Any, *, quiet: bool) -> None:
     for line in outcome.notes:
         click.echo(fit(line), err=True)
     # In the words of the run's locale pack, as the card above (English without one).
-    with use_strings(card_strings(outcome.card) if outcome.card is not None else ENGLISH):
+    with use_strings(card_strings(outcome.card) if outcome.card is not None else outcome.words):
         click.echo(fit(tr("cli.run_dir", path=outcome.run_dir)))
         click.echo(
             fit(

@@ -1115,6 +1115,7 @@ BASE: dict[str, str] = {
     ),
     "cli.exiting": "exiting now; resume with: {command}",
     "cli.continue": "to continue this run: {command}",
+    "cli.continue_judging": "to continue judging: {command}",
     "cli.left_out": "left out: {n} conversation(s) whose simulated user was flagged",
     # card/terminal leftovers
     "cli.progress": (
