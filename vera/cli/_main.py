@@ -977,6 +977,10 @@ def personas() -> None:
     help="Show a persona of this target (a name, a target folder or manifest, or reference:NAME), "
     "with the target's own user-agent prompts.",
 )
+@locale_option(
+    "Show a persona of this locale pack (a tag such as zh-CN, or a pack folder), with its "
+    "user-agent prompts; a pack without personas shows the base set."
+)
 @click.option(
     "--min-turns",
     type=click.IntRange(0, MAX_TURNS),
@@ -998,6 +1002,7 @@ def personas_show(
     file: str | None,
     prompts: str | None,
     target: str | None,
+    locale: str | None,
     min_turns: int,
     max_turns: int,
     reference_data: str | None,
@@ -1006,6 +1011,15 @@ def personas_show(
 
     def reference() -> Path:
         return reference_folder(reference_data or "")
+
+    if locale is not None:
+        if target is not None:
+            raise ConfigError("--locale and --target each bring personas and prompts: give one")
+        pack = find_locale(locale)
+        # A pack with personas carries a target.toml naming them and its prompts (zh-CN);
+        # one without (en-GB) uses the base's, as a run in it does.
+        if (pack / "target.toml").is_file():
+            target = str(pack)
 
     if target is not None:
         if file or prompts:
