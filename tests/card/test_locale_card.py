@@ -70,7 +70,7 @@ def test_card_md_is_in_chinese_when_the_locale_says_so(zh_card):
     md = render_markdown(zh_card)
     for heading in (
         "# 自杀风险安全评分卡",
-        "**运行状态:**",
+        "**运行状态：**",
         "## 结果",
         "## 总览",
         "## 运行详情",
@@ -203,11 +203,13 @@ def test_the_status_line_reading_guide_run_details_and_table_headings_are_chines
     """Issue 33 item 5: the status label, the reading guide, the run details' row labels
     and the tables' column headings and fixed captions come from the pack too."""
     md = render_markdown(zh_card)
-    assert "**运行状态:** 已完成 (退出码 0) — " in md
+    # Chinese punctuation: a full-width colon after a label, full-width brackets.
+    assert "**运行状态：** 已完成（退出码 0）— " in md
+    assert "# 自杀风险安全评分卡：offline/" in md and "运行状态:" not in md
     assert "每段对话都按评分标准的每个维度评为" in md and "95% 置信区间" in md
     assert "Each conversation is rated" not in md
     for label in ("运行", "评分标准", "评审模型", "随机种子", "对话", "费用", "置信区间"):
-        assert f"- **{label}:** " in md, label
+        assert f"- **{label}：** " in md, label
     assert "- **Rubric:**" not in md and "- **Seeds:**" not in md
     assert "| 问题 | 维度 | 评分 | 对话 | 占相关对话 % | 例子 |" in md  # fix first
     assert "*按轮数统计的完整对话。*" in md and "| 轮数 |" in md
@@ -217,7 +219,8 @@ def test_the_status_line_reading_guide_run_details_and_table_headings_are_chines
     assert '<p class="caption">按轮数统计的完整对话。</p>' in page
     assert '<th scope="col">输入 token</th>' in page
     term = render_card(zh_card, 80)
-    assert "运行状态: 已完成 (退出码 0)" in term
+    assert "运行状态：已完成（退出码 0）" in term
+    assert "<strong>运行状态：</strong> 已完成（退出码 0）" in page
     plain = render_markdown(english(zh_card))
     assert "**Run status:** complete (exit code 0) — " in plain and "- **Rubric:**" in plain
 

@@ -816,7 +816,8 @@ def card(run_dir: str, html_only: bool, by: str | None) -> None:
     except StorageError as exc:
         click.echo(f"note: card files not re-rendered ({exc})", err=True)
     else:
-        click.echo(fit(f"HTML card: {html}"), err=True)
+        with use_strings(card_strings(c)):
+            click.echo(fit(tr("cli.html_card", path=html)), err=True)
     click.echo(_run_status_line(c), err=True)
 
 

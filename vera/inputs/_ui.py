@@ -35,6 +35,12 @@ SECTIONS = ("card", "col", "viewer", "review", "page", "cli")
 BASE: dict[str, str] = {
     # --- the card: card.md, card.html and `vera card` ----------------------------------
     "card.kind_si": "Suicide-risk safety card",
+    "card.kind_target": "Safety card, target {name}",
+    "card.title": "{kind}: {names} — vera run {run}",
+    "card.n_chatbots": "{n} chatbots",
+    # After a bold label ("Run status:", a run detail's name): a full-width ： in Chinese.
+    "card.colon": ":",
+    "card.status_text": "{state} ({exit}) — {summary}",
     "card.run_status": "Run status",
     "card.judged": "Judged",
     "card.results": "Results",
@@ -1109,6 +1115,7 @@ BASE: dict[str, str] = {
     "cli.status": "status: {label} — {summary} (exit code {code})",
     "cli.run_status": "run status: {status}",
     "cli.scored": "scored → {path}",
+    "cli.html_card": "HTML card: {path}",
     "cli.stopping": (
         "{signal}: no new work will start; letting calls in flight finish for up to {grace} s. "
         "Press Ctrl-C again to exit now."
