@@ -267,4 +267,4 @@ def test_the_zh_card_counts_mixed_language_and_the_reference_bots_keep_to_chines
         assert counts[bot] == {"conversations": 100, "other_language": 0, "switched": 0}
     md = (zh_run / "card.md").read_text()
     # The pack's label and the pack's words for the counts (card.json keeps the numbers).
-    assert "**语言混用:** offline/best-practice：100 段对话中 0 段（0 段用了另一种语言" in md
+    assert "**语言混用：** offline/best-practice：100 段对话中 0 段（0 段用了另一种语言" in md
