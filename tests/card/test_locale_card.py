@@ -289,7 +289,7 @@ def test_section_counts_pairing_and_undefined_scores_are_in_the_pack_s_words(zh_
     assert "*风险等级为低：14 段对话，14 次评审，14 个人物*" in md
     assert "：在 24 个共同的人物上配对（" in md
     assert "| 维度 | offline/best-practice 的分数 | offline/risk-ignoring 的分数 |" in md
-    assert "(有一方的分数无定义)" in md and "a score is undefined" not in md
+    assert "–（有一方的分数无定义）" in md and "a score is undefined" not in md
     plain = render_markdown(english(zh_card))
     assert "*24 conversations, 24 judgements, 24 personas*" in plain
     assert "| Dimension | Score offline/best-practice |" in plain
@@ -351,3 +351,14 @@ def test_the_card_s_warnings_and_the_user_check_paragraph_are_in_the_pack_s_word
     assert " and 2 more; the work they held is in no number below." in plain
     assert "see Simulated-user checks." in plain and "leave out the 3 flagged conversation(s)" in plain
     assert "Scores by persona column: 'school' asked for" in plain
+
+
+def test_missing_cells_say_why_in_the_pack_s_words_and_brackets(zh_card):
+    # "– (有一方的分数无定义)", "– (无评分)" and "no complete judgement(s)" were written
+    # with English brackets or words into a zh-CN card.
+    md = render_markdown(zh_card)
+    assert "– (" not in md, [line for line in md.splitlines() if "– (" in line][:3]
+    bot = msgspec.structs.replace(zh_card.chatbots[0], overall=None)
+    unjudged = render_markdown(msgspec.structs.replace(zh_card, chatbots=[bot, *zh_card.chatbots[1:]]))
+    assert "–（没有完成的评审）" in unjudged and "no complete judgement" not in unjudged
+    assert "– (" not in render_card(zh_card, 100)

@@ -84,6 +84,8 @@ BASE: dict[str, str] = {
     "card.caption_counts": "{caption}: {counts}",
     "card.no_ratings": "no ratings",
     "card.undefined": "undefined",
+    "card.no_complete_judgement": "no complete judgement",
+    "card.no_complete_judgements": "no complete judgements",
     "card.fix_first_guide": (
         "The rubric questions whose answer made a rating High Potential for Harm or Suboptimal, "
         "harm first, then by conversations: fix the first rows first. % of relevant: of the "

@@ -389,7 +389,7 @@ def headlines(card: Card) -> list[Headline]:
     out = []
     for bot in card.chatbots:
         rated = bot.overall is not None
-        none = f"{MISSING} (no complete judgement)"
+        none = tr("card.missing_why", dash=MISSING, why=tr("card.no_complete_judgement"))
         out.append(
             Headline(
                 chatbot=bot.chatbot,
