@@ -6,8 +6,9 @@
 Each run is a synthetic run of bench_calibration.py (100 personas × 10 conversations,
 five dimensions, a lenient or a noisy judge). A first round of 30 random conversations
 is rated; from it the plan predicts the calibrated overall interval's width at 50, 100,
-200 and 400 rated (`vera.stats.ppi.planned_width`, with the persona floor F: the judge's
-mean's width under the same bootstrap). Then that many are actually rated (the first
+200 and 400 rated (`vera.stats.ppi.planned_width`, with the persona floor F of
+`persona_floor`: the judge's mean's width under the same bootstrap, or the humans' own
+scaled to all 1,000 where wider). Then that many are actually rated (the first
 round plus more, at random) and the width is measured. Printed: the mean predicted and
 achieved widths and their ratio, per judge and n; the target is within 15 %.
 """
@@ -23,7 +24,7 @@ import polars as pl
 
 from benchmarks.bench_calibration import synthetic_units
 from benchmarks.synthetic_labels import JUDGES
-from vera.stats.ppi import calibrated_summary, planned_width
+from vera.stats.ppi import calibrated_summary, persona_floor, planned_width
 
 FIRST_ROUND = 30
 TARGETS = (50, 100, 200, 400)
@@ -71,7 +72,12 @@ def main(argv: list[str] | None = None) -> int:
             ]
             first = relabel(full, truth, order[:FIRST_ROUND])
             w0 = width(first, args.resamples, r)
-            floor = width(first, args.resamples, r, estimator="judge")
+            floor = persona_floor(
+                width(first, args.resamples, r, estimator="judge"),
+                width(first, args.resamples, r, estimator="human"),
+                FIRST_ROUND,
+                1000,
+            )
             for n in TARGETS:
                 predicted[n].append(planned_width(w0, FIRST_ROUND, floor, n, 1000))
                 achieved[n].append(width(relabel(full, truth, order[:n]), args.resamples, r))

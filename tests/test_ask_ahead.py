@@ -38,14 +38,25 @@ class ChainJudge(SweepServer):
         return orjson.dumps({"reasoning": "a chain judge", "answer": answer}).decode()
 
 
-def run_sweep(tmp: Path, ask_ahead: str) -> tuple[Path, ChainJudge]:
+def run_sweep(tmp: Path, ask_ahead: str, *options: str) -> tuple[Path, ChainJudge]:
     with ChainJudge() as server:
         cfg = write_sweep_config(
             tmp, server.base_url, personas=4, max_concurrency=2, extra=f'[judge]\nask_ahead = "{ask_ahead}"'
         )
         out = tmp / "run"
         proc = subprocess.run(
-            [sys.executable, "-m", "vera", "run", "--config", str(cfg), "--out", str(out), "--quiet"],
+            [
+                sys.executable,
+                "-m",
+                "vera",
+                "run",
+                "--config",
+                str(cfg),
+                "--out",
+                str(out),
+                "--quiet",
+                *options,
+            ],
             capture_output=True,
             text=True,
             cwd=ROOT,
@@ -120,3 +131,24 @@ def test_asking_ahead_is_on_live_and_off_in_batch_mode_unless_chosen() -> None:
     assert not JudgeConfig(mode="batch").asks_ahead()
     assert JudgeConfig(mode="batch", ask_ahead="tail").asks_ahead()
     assert not JudgeConfig(mode="live", ask_ahead="off").asks_ahead()
+
+
+@pytest.mark.slow
+def test_a_question_asked_ahead_and_answered_by_the_cache_is_not_counted_as_paid(tmp_path: Path) -> None:
+    # The same sweep twice on one shared cache: the rerun's judge questions, asked ahead
+    # or not, are answered by the cache, so none of its unused questions cost anything;
+    # only one the first run never asked would reach the server (and be counted).
+    cache = tmp_path / "cache"
+    first, _ = run_sweep(tmp_path / "first", "tail", "--cache-dir", str(cache))
+    assert sum(j.get("unused_questions", 0) for j in jsonl(first / "judgements.jsonl")) > 0
+    rerun, rerun_server = run_sweep(tmp_path / "rerun", "tail", "--cache-dir", str(cache))
+
+    unused = sum(j.get("unused_questions", 0) for j in jsonl(rerun / "judgements.jsonl"))
+    sent = rerun_server.by_role["judge"]
+    assert unused == sent  # every unused question counted reached the server, and no other
+    judge_calls = [c for c in jsonl(rerun / "calls.jsonl") if c["role"] == "judge"]
+    assert sum(not c.get("cached", False) for c in judge_calls) == sent
+    card = json.loads((rerun / "card.json").read_text())
+    assert card["accounting"]["unused_judge_questions"] == unused
+    if not unused:
+        assert "asked ahead and not needed" not in (rerun / "card.md").read_text()

@@ -126,6 +126,10 @@ def test_merge_refuses_a_corrupt_shard_unless_told(run, tmp_path) -> None:
     merged = invoke(["merge", str(tmp_path / "merged"), str(run), "--skip-corrupt"])
     assert merged.exit_code == 0, merged.output
     assert "judgements.jsonl:2" in merged.stderr
+    # The merged card names the line it left out, and the shard run it was in.
+    card = json.loads((tmp_path / "merged" / "card.json").read_text())
+    assert card["status"]["skipped_lines"] == [f"{run / 'judgements.jsonl'}:2"]
+    assert f"{run / 'judgements.jsonl'}:2" in (tmp_path / "merged" / "card.md").read_text()
 
 
 def test_a_torn_last_line_is_mended_without_a_word(run) -> None:
@@ -165,3 +169,29 @@ def test_the_viewer_names_a_damaged_call_line_on_the_conversation_page(run) -> N
     assert calls and all(c.job_id == job for c in calls)  # the calls around it are shown
     assert f"{path}: line(s) 2 not a call record" in corrupt_html(path, corrupt_lines)
     assert corrupt_html(path, []) == ""
+
+
+def test_a_damaged_call_line_is_named_by_the_viewer_as_calls_jsonl_not_the_bodies(run, tmp_path) -> None:
+    # A garbage line among the calls: the bodies after it point at lines that no longer
+    # decode. The bundle's refusal names calls.jsonl and the line, not call_bodies.vlog
+    # (which is whole: restoring it would not help).
+    number = corrupt(run / "calls.jsonl", after=3)
+    line = refused(invoke(["view", str(run), "--bundle", str(tmp_path / "bundle")]))
+    assert line.startswith(f"error: {run / 'calls.jsonl'}:{number}: not a record ("), line
+    assert "call_bodies" not in line
+
+
+def test_calls_whose_bodies_a_changed_call_log_hides_say_so(run, tmp_path) -> None:
+    # A line added to calls.jsonl moves every later line from the place its body names:
+    # those calls are exported without a body, and the reason must not claim the run
+    # was merged from a shard that kept none.
+    number = corrupt(run / "calls.jsonl", after=3)
+    target = tmp_path / "calls.jsonl"
+    result = invoke(["export", "--calls", str(run), "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    assert f"{run / 'calls.jsonl'}:{number}" in warnings_of(result.stderr)[0]
+    reasons = {json.loads(line).get("no_body") for line in target.read_text().splitlines()}
+    reasons.discard(None)
+    assert len(reasons) == 1
+    assert "calls.jsonl was changed after the run wrote it" in reasons.pop()
+    assert "each one's no_body says why" in result.stderr

@@ -91,6 +91,22 @@ def test_writing_into_a_read_only_run_is_one_line_naming_the_file(small_run, tmp
 
 
 @pytest.mark.slow
+def test_a_bundle_into_a_read_only_folder_is_one_line_naming_it(small_run, tmp_path):
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    err = tmp_path / "stderr"
+    bundle = shelf / "pages"
+    proc = in_private_mounts(
+        f"{read_only(shelf)} && $VERA view {q(small_run)} --bundle {q(bundle)} 2> {q(err)}; echo rc=$?"
+    )
+    assert "rc=1" in proc.stdout, proc.stdout + proc.stderr
+    assert (
+        one_error_line(err.read_text()) == f"error: {bundle}: cannot write the bundle: Read-only file system"
+    )
+    assert not any(shelf.iterdir())
+
+
+@pytest.mark.slow
 def test_a_full_disk_during_score_keeps_the_old_card_and_leaves_no_temporary_file(small_run, tmp_path):
     disk, saved = tmp_path / "disk", tmp_path / "saved"
     disk.mkdir()

@@ -101,3 +101,31 @@ def test_a_bad_earlier_line_is_an_error_naming_file_and_line(tmp_path, bad):
         read_human_ratings(tmp_path)
     assert str(err.value).startswith(f"{path}:2: ")
     assert "\n" not in str(err.value)
+
+
+def _append_many(run_dir: str, rater: str, count: int) -> None:
+    from pathlib import Path
+
+    for i in range(count):
+        append_human_ratings(Path(run_dir), [rating(f"c{i}", rater, note="x" * (7 * i))])
+
+
+def test_two_raters_saving_at_once_lose_no_rating(tmp_path):
+    # Two `vera review` servers (two raters side by side, as docs/viewer.md invites)
+    # append to one file. Unserialised, one's check for a torn last line read the
+    # other's line half written and moved it to human_ratings.jsonl.torn: a rating
+    # the page had called saved was gone from the run (5 of 800 in a trial).
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    writers = [context.Process(target=_append_many, args=(str(tmp_path), who, 300)) for who in ("ana", "bo")]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join(120)
+        assert w.exitcode == 0
+    saved = read_human_ratings(tmp_path, on_warning=pytest.fail)
+    assert sorted((r.rater, r.conversation_id) for r in saved) == sorted(
+        (who, f"c{i}") for who in ("ana", "bo") for i in range(300)
+    )
+    assert not (tmp_path / (HUMAN_RATINGS + ".torn")).exists()

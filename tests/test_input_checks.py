@@ -56,7 +56,8 @@ OPTIONS: list[tuple[str, list[str], tuple[str, ...]]] = [
     ("export-output-empty", ["export", "{run}", "-o", ""], ("'-o' / '--output'",)),
     ("improvements-out-empty", ["report", "improvements", "{run}", "--out", ""], ("'--out'",)),
     ("transcripts-empty", ["judge", "--transcripts", ""], ("'--transcripts'",)),
-    ("rater-empty", ["review", "{run}", "--rater", " "], ("'--rater'",)),
+    # --rater is required: "leave the option out" would only earn "Missing option".
+    ("rater-empty", ["review", "{run}", "--rater", " "], ("'--rater'", "empty value; give one (see")),
     # options that contradict each other
     ("seed-and-seeds", ["run", "--seed", "1", "--seeds", "3", "--out", "{out}"], ("--seed 1 and --seeds 3",)),
     ("no-cache-and-cache-dir", ["run", "--no-cache", "--cache-dir", "{tmp}/cache", "--out", "{out}"], ("--no-cache",)),

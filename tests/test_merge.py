@@ -146,6 +146,18 @@ def test_a_shard_without_bodies_merges_and_its_calls_have_none(tmp_path):
     without = [c for c in merged if c["request"] is None]
     assert [c["call"] for c in without] == bare_calls
     assert all(c["response"] is None and "--no-call-bodies" in c["no_body"] for c in without)
+    # Each names the shard run it came from, so a reader knows where its body is not.
+    assert {c["no_body"] for c in without} == {
+        "no request or response was kept for this call: it was merged from the shard run "
+        f"{bare.resolve()} (shard 1/2), made with --no-call-bodies"
+    }
+    # The command's own line does not claim every call has its request and response.
+    proc = vera("export", "--calls", str(out), "-o", str(tmp_path / "again.jsonl"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == (
+        f"wrote {len(merged):,} calls to {tmp_path / 'again.jsonl'}; {len(without):,} of them without "
+        "their request and response (each one's no_body says why)"
+    )
     # The merged run keeps bodies, though its first shard kept none: the card does not
     # say "not kept" (it writes call_bodies only when false).
     assert json.loads((bare / "card.json").read_text())["settings"]["call_bodies"] is False

@@ -325,3 +325,19 @@ def test_spending_without_the_spending_boundary_is_one_line(pilot) -> None:
         assert result.output.strip().splitlines() == [
             "error: --spending applies only with --boundary spending (the sequence boundary spends no α)"
         ]
+
+
+@pytest.mark.parametrize(
+    ("option", "words"),
+    [
+        ("--width", "'--width': 0 is not a number of score points above 0 and up to 100"),
+        ("--margin", "'--margin': 0 is not a number of score points above 0 and up to 100"),
+    ],
+)
+def test_a_zero_width_or_margin_is_one_line(option, words) -> None:
+    # Both divide the spread: 0 was a ZeroDivisionError's traceback. No design reaches
+    # an interval 0 points wide, nor has power at a margin of 0.
+    result = CliRunner().invoke(main, ["plan", option, "0"])
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert len(result.output.strip().splitlines()) == 1 and words in result.output, result.output

@@ -148,6 +148,11 @@ def test_the_spending_boundary_settles_and_resumes_on_the_same_looks(baseline, t
     assert last.verdict == "worse" and last.units <= PERSONAS // 2
     record = json.loads((out / "gate.json").read_text())
     assert record["settings"]["method"] == "spending" and record["settings"]["spending"] == "obf"
+    # The pages a reader sees name the spending function, as gate.json does.
+    assert "spending function obf" in (out / "sequence.md").read_text()
+    assert "spending function obf" in (out / "card.md").read_text()
+    assert json.loads((out / "card.json").read_text())["sequential"]["spending"] == "obf"
+    assert "α-spending boundary obf" in sequential_note(out)
 
     # Killed before the last look's line was whole: the rerun recomputes that look from
     # the looks recorded before it, to the same interval, and asks nothing again.
@@ -183,3 +188,123 @@ def test_a_bad_spending_function_is_one_line_and_leaves_no_folder(baseline, tmp_
         assert result.exit_code == 1 and "Traceback" not in result.output, result.output
         assert len(result.output.strip().splitlines()) == 1
         assert not out.exists()
+
+
+@pytest.mark.parametrize("where", [".", "sub"])
+def test_an_out_in_the_baseline_is_refused_and_the_baseline_is_untouched(baseline, tmp_path, where) -> None:
+    # A copy: the shared baseline is never written into, even by a test of this bug.
+    import shutil
+
+    base = tmp_path / "base"
+    shutil.copytree(baseline, base)
+    before = {p.relative_to(base): p.read_bytes() for p in base.rglob("*") if p.is_file()}
+    out = base if where == "." else base / where
+    result = gate(base, out, "offline/best-practice")
+    assert result.exit_code == 1, result.output
+    assert result.output.strip().splitlines() == [
+        f"error: --out {out}: in the baseline run {base}; the gate writes the candidate's "
+        "run in a folder of its own, never among the baseline's records"
+    ], result.output
+    after = {p.relative_to(base): p.read_bytes() for p in base.rglob("*") if p.is_file()}
+    assert after == before
+
+
+def test_ctrl_c_in_a_wave_that_finished_stops_the_gate(baseline, tmp_path) -> None:
+    # A wave's units are usually all in flight at once: Ctrl-C then lets them finish and
+    # the wave's run is complete. The gate must still stop there (exit 130), with its own
+    # command to continue, and that command must finish the gate as an uninterrupted one.
+    from vera.app import GateOptions, run_gate
+    from vera.app._gate import _run_wave
+
+    seen = []
+
+    def stopped_wave(opts):
+        seen.append(opts)
+        outcome = _run_wave(opts)
+        outcome.result.stopped = "interrupted (SIGINT)"  # the stop came with nothing left to start
+        return outcome
+
+    out = tmp_path / "sigint"
+    opts = GateOptions(baseline=str(baseline), candidate="offline/best-practice", wave=8, out=str(out))
+    outcome = run_gate(opts, run=stopped_wave)
+    assert outcome.exit_code == 130 and len(seen) == 1 and len(outcome.looks) == 1
+    assert seen[0].resume_with == outcome.command and " gate " in outcome.command
+    assert lines(out / "sequence.jsonl") == 1 and not (out / "sequence.md").exists()
+    calls = lines(out / "calls.jsonl")
+
+    again = gate(baseline, out, "offline/best-practice")
+    whole = gate(baseline, tmp_path / "whole", "offline/best-practice")
+    assert again.exit_code == whole.exit_code == 0, again.output
+    assert read_sequence(out) == read_sequence(tmp_path / "whole")
+    # The first wave's conversations were not simulated again.
+    assert lines(out / "conversations.jsonl") == lines(tmp_path / "whole" / "conversations.jsonl")
+    assert calls < lines(out / "calls.jsonl") == lines(tmp_path / "whole" / "calls.jsonl")
+
+
+def test_ctrl_c_while_the_card_is_written_names_the_gate_to_continue(baseline, tmp_path, monkeypatch) -> None:
+    import vera.app._result as result_module
+
+    def interrupted(run_dir):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(result_module, "score_run", interrupted)
+    out = tmp_path / "card"
+    result = gate(baseline, out, "offline/risk-ignoring")
+    assert result.exit_code == 130, result.output
+    message = result.output.strip().splitlines()[-1]
+    assert " gate " in message and f"--out {out}" in message and "run --resume" not in message, message
+
+
+def test_the_exact_sequence_settles_a_far_worse_candidate_early(baseline, tmp_path) -> None:
+    # The risk-ignoring bot's Best Practice share is about 0 where the baseline's is 1:
+    # beyond the betting grid's fine window. It used to have no interval at all until
+    # every unit was in; it is WORSE after a fraction of them, as with the default.
+    out = tmp_path / "exact"
+    result = gate(baseline, out, "offline/risk-ignoring", "--exact")
+    assert result.exit_code == 4, result.output
+    looks = read_sequence(out)
+    assert looks[-1].verdict == "worse" and looks[-1].units <= PERSONAS // 2
+    assert all(r.lo is not None for look in looks for r in look.rows if r.dimension == "Overall")
+
+
+def test_every_row_is_printed_one_without_an_interval_too(baseline, tmp_path) -> None:
+    # The risk-ignoring bot is never rated on Confirms Risk: that row has no interval.
+    # It was left out of the console's rows (sequence.md showed it as "–").
+    result = gate(baseline, tmp_path / "rows", "offline/risk-ignoring")
+    assert result.exit_code == 4, result.output
+    assert "  Confirms Risk: – UNDECIDED" in result.output.splitlines(), result.output
+    page = (tmp_path / "rows" / "sequence.md").read_text()
+    assert "| Confirms Risk | – | UNDECIDED |" in page
+
+
+def test_a_baseline_never_judged_says_so(tmp_path) -> None:
+    made = CliRunner().invoke(
+        main,
+        ["simulate", "--config", str(ROOT / "configs" / "offline.toml"), "--providers", "offline/best-practice",
+         "--limit-personas", "2", "--out", str(tmp_path / "sim"), "--quiet"],
+    )  # fmt: skip
+    assert made.exit_code == 0, made.output
+    result = gate(tmp_path / "sim", tmp_path / "g", "offline/best-practice")
+    assert result.exit_code == 1 and not (tmp_path / "g").exists()
+    assert result.output.strip().splitlines() == [
+        f"error: {tmp_path / 'sim'}: no judged conversations to gate against; judge them first: "
+        f"vera judge {tmp_path / 'sim'}"
+    ], result.output
+
+
+def test_compare_json_and_html_say_a_run_is_a_gate_s(baseline, tmp_path) -> None:
+    # The terminal's note was all: `vera compare --json`, `--html` and the viewer's
+    # comparison page (the same page) showed the gate's 20-odd units as a whole run.
+    out = tmp_path / "g"
+    assert gate(baseline, out, "offline/risk-ignoring").exit_code == 4
+    result = CliRunner().invoke(main, ["compare", str(baseline), str(out), "--json", "-"])
+    assert result.exit_code == 0, result.output
+    runs = json.loads(result.stdout)["runs"]
+    assert "sequential" not in runs[0]  # an ordinary run's entry is as before
+    seq = runs[1]["sequential"]
+    assert seq["verdict"] == "worse" and seq["units"] == read_sequence(out)[-1].units
+    assert seq["available"] == PERSONAS
+    page = tmp_path / "compare.html"
+    made = CliRunner().invoke(main, ["compare", str(baseline), str(out), "--html", str(page)])
+    assert made.exit_code == 0, made.output
+    assert "a sequential gate&#x27;s run (vera gate, margin 5" in page.read_text()

@@ -153,9 +153,9 @@ def test_a_second_sigint_cancels_at_once_and_resume_finishes_the_run(tmp_path: P
             text=True,
         )
         assert proc.stderr is not None
-        # Once the run has made a call, the first signal; once vera says it stops
-        # launching work, the second.
-        while not (out / CALLS).exists() or not (out / CALLS).read_text():
+        # Once the run has finished a conversation, the first signal; once vera says it
+        # stops launching work, the second.
+        while not (out / "conversations.jsonl").exists() or not (out / "conversations.jsonl").read_text():
             assert proc.poll() is None, proc.communicate()
             os.sched_yield()
         proc.send_signal(signal.SIGINT)
@@ -176,7 +176,10 @@ def test_a_second_sigint_cancels_at_once_and_resume_finishes_the_run(tmp_path: P
         # Cleanup ran: the event log has its last line, the cache its commits.
         assert _jsonl(out / EVENTS_FILE)[-1]["event"] == "run_finished"
         partial = {c["id"] for c in _jsonl(out / "conversations.jsonl") if c["status"] == "complete"}
-        assert len(partial) < 8
+        assert 0 < len(partial) < 8
+        # The work done before the second signal is counted, not reported as none.
+        assert _jsonl(out / EVENTS_FILE)[-1]["conversations"] == len(partial)
+        assert _jsonl(out / EVENTS_FILE)[-1]["judgements"] == len(_jsonl(out / "judgements.jsonl"))
 
         done = subprocess.run(
             [sys.executable, "-m", "vera", "run", "--resume", str(out), "--quiet"],

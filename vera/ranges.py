@@ -94,6 +94,9 @@ DOLLARS: Final = Range(0, None, unit="US dollars")
 # How many score points a candidate may lose before the release gate counts it worse;
 # scores lie between 0 and 100, so a larger margin could never fail the gate.
 MARGIN: Final = Range(0, 100, unit="score points")
+# An interval's width, or a margin a design is sized for (`vera plan`): each divides a
+# spread, and no design reaches a width of 0 or has power at a margin of 0.
+POSITIVE_POINTS: Final = Range(0, 100, low_open=True, unit="score points")
 # Bootstrap resamples: past 100,000 the Monte Carlo error of an interval end is far
 # below its rounding, and the bootstrap only takes longer (docs/configuration.md).
 MAX_RESAMPLES: Final = 100_000

@@ -290,8 +290,9 @@ class Judgement(msgspec.Struct, gc=False, kw_only=True):
     usage: Usage = msgspec.field(default_factory=Usage)
     cost_usd: float = 0.0
     finished_at: float = 0.0
-    # Questions asked ahead at the end of the sweep that the walk did not reach: their
-    # calls are in `usage` and the call log, their answers nowhere (vera.rubric._concurrent).
+    # Questions asked ahead at the end of the sweep that the walk did not reach and that
+    # were paid for (a reply replayed from the response cache was not): their calls are
+    # in `usage` and the call log, their answers nowhere (vera.rubric._concurrent).
     unused_questions: int = 0
     # The model check of the simulated user (`[judge] check_users`), made by the first
     # judge slot with the same client (so cached, limited and batched as the judge);
@@ -612,6 +613,17 @@ class ConfigSnapshot(msgspec.Struct, kw_only=True):
 MANIFEST_SCHEMA_VERSION = 1
 
 
+class MergedShard(msgspec.Struct, kw_only=True):
+    """One shard run that `vera merge` copied into a merged run: where it was, and where
+    its calls end in the merged calls.jsonl (a byte offset; the shards' calls follow one
+    another in the order given), so a call can be traced back to the run it came from."""
+
+    run_dir: str  # the shard's run directory, resolved, as the merge was given it
+    shard: str | None  # its K/N
+    call_bodies: bool  # whether it kept its calls' requests and responses
+    calls_end: int
+
+
 class JudgeSample(msgspec.Struct, kw_only=True):
     """`vera judge --sample`: only these many of the complete conversations, chosen by
     a hash keyed by the seed, are planned for judging (the rest stay unjudged)."""
@@ -662,6 +674,9 @@ class RunManifest(msgspec.Struct, kw_only=True):
     # Set by `vera judge --sample`; unset (and not written, so older manifests keep their
     # bytes): every complete conversation is judged.
     judge_sample: JudgeSample | msgspec.UnsetType = msgspec.UNSET
+    # Set by `vera merge` (unset, and not written, in every other run): the shard runs
+    # it combined, so a call without a body names the shard run that kept none.
+    merged_from: list[MergedShard] | msgspec.UnsetType = msgspec.UNSET
 
 
 def encode_json(obj: Any) -> bytes:

@@ -426,3 +426,41 @@ def test_the_json_fields_and_their_order_are_pinned(tmp_path, offline_run):
     assert list(data["confusion"]["dimensions"]) == ["Confirms Risk", "Guides to Human Care"]
     assert list(data["humans"]) == ["nr", "overall", "dimensions"]
     _check_rater_agreement(data["humans"], ["Confirms Risk", "Guides to Human Care"])
+
+
+def test_a_runs_review_file_is_a_ratings_file_its_latest_ratings_counting(tmp_path, offline_run):
+    # Ratings collected with `vera review` live in human_ratings.jsonl; `vera agreement`
+    # refused it ("unrecognised header"), so the raters' agreement and the judges'
+    # against them could not be had without rewriting the file by hand. Each rater's
+    # latest rating counts, as in `vera score`, and the confusion matrix is the card's.
+    from vera.records import BEST_PRACTICE, HumanRating
+    from vera.report import read_card
+    from vera.store import HUMAN_RATINGS, append_human_ratings, open_run
+
+    run = tmp_path / "run"
+    shutil.copytree(offline_run, run)
+    ids = sorted(open_run(run).conversation_heads())[:6]
+    dims = ["Detects Potential Risk", "Confirms Risk"]
+    raters: list[tuple[str, Rating]] = [("Zoë 李", SUB), ("bo", BEST_PRACTICE)]
+    ratings = [
+        HumanRating(conversation_id=cid, rater=rater, ratings=dict.fromkeys(dims, rating))
+        for cid in ids
+        for rater, rating in raters
+    ]
+    # Zoë changes her mind about the first conversation: the later line counts.
+    ratings.append(
+        HumanRating(conversation_id=ids[0], rater="Zoë 李", ratings=dict.fromkeys(dims, BEST_PRACTICE))
+    )
+    append_human_ratings(run, ratings)
+    file = str(run / HUMAN_RATINGS)
+    among = invoke("agreement", file, "--json")
+    assert among.exit_code == 0, among.output
+    overall = json.loads(among.stdout)["overall"]  # units: conversation × dimension
+    assert overall["n_items"] == 12 and overall["percent_agreement"] == pytest.approx(2 / 12)
+    result = invoke("agreement", file, "--against", str(run), "--json")
+    assert result.exit_code == 0, result.output
+    assert invoke("score", str(run), "--resamples", "50").exit_code == 0
+    card = read_card(run)
+    matrices = [b.calibrated.confusion.overall for b in card.chatbots if b.calibrated is not None]
+    summed = [[sum(m[i][j] for m in matrices) for j in range(4)] for i in range(4)]
+    assert json.loads(result.stdout)["confusion"]["overall"] == summed

@@ -58,6 +58,8 @@ def test_humans_who_agree_with_the_judge_leave_the_score_where_it_was(run):
     data = json.loads((run / "card.json").read_text())
     entry = next(b for b in data["chatbots"] if b["chatbot"] == bot)
     assert set(entry["calibrated"]) >= {"overall", "dimensions", "confusion", "n_rated_by_humans"}
+    # card.json names the interval as card.md's header does, not as a bare percentile one.
+    assert "exact interval near 0 or 100 %" in entry["calibrated"]["method"]
     md = (run / "card.md").read_text()
     assert "### Calibrated by human ratings" in md
     assert f"{len(ids)} of {cal.n_conversations} conversations rated by 1 human rater(s)" in md
@@ -201,3 +203,22 @@ def test_a_dimension_the_run_does_not_have_is_an_error_naming_the_line(run):
     assert result.output.count("\n") == 1 and "Traceback" not in result.output
     assert "human_ratings.jsonl:2" in result.output and "'Detects Potental Risk'" in result.output
     assert (run / "card.json").read_bytes() == before  # nothing written over
+
+
+def test_a_dimension_no_human_rated_is_named_where_overall_is_undefined(run):
+    # A long-format file that leaves a dimension out: that dimension has no calibrated
+    # number, nor has Overall (it pools them all). The card said "– (undefined)" and
+    # left the reader to find the 0 in "Rated by humans".
+    frame = judged(run)
+    bot = frame.get_column("chatbot").unique().sort()[0]
+    heads = open_run(run).conversation_heads()
+    ids = sorted(c for c, h in heads.items() if h.chatbot == bot)[::2]
+    dims = sorted(frame.get_column("dimension").unique().to_list())
+    left_out = dims[0]
+    append_human_ratings(run, all_rated(ids, dims[1:], HIGH_POTENTIAL_FOR_HARM))
+    assert CliRunner().invoke(main, ["score", str(run), "--resamples", "100"]).exit_code == 0
+    section = (run / "card.md").read_text().split("### Calibrated by human ratings")[1]
+    overall = next(line for line in section.splitlines() if line.startswith("| **Overall**"))
+    assert f"– (no human rating of {left_out})" in overall and "undefined" not in overall
+    dimension = next(line for line in section.splitlines() if line.startswith(f"| {left_out} |"))
+    assert "– (not rated)" in dimension

@@ -228,3 +228,26 @@ def test_the_gate_report_fits_an_80_column_terminal(runs):
     )
     assert result.exit_code == 4
     assert widest_line(result.output) <= 80
+
+
+def _one_look(lo: float, hi: float, units: int = 20):
+    from vera.report import GateLook
+    from vera.stats import SequenceRow
+
+    row = SequenceRow(dimension="Overall", diff=-97.1, lo=lo, hi=hi, status="worse")
+    return [GateLook(wave=1, drawn=units, units=units, available=100, rows=[row], verdict="worse",
+                     stopped="settled: WORSE")]  # fmt: skip
+
+
+def test_a_gate_that_stopped_at_its_first_wave_draws_its_interval_on_whole_units() -> None:
+    # A far worse candidate settles at the first wave: its one interval was a band of no
+    # width (invisible), and the axis counted units in quarters (19.25, 19.5, ...).
+    import re
+
+    from vera.report import sequence_plot
+
+    wide = sequence_plot(_one_look(-100.0, -38.4), 5.0)
+    narrow = sequence_plot(_one_look(-100.0, -90.0), 5.0)
+    assert wide.svg != narrow.svg and wide.png != narrow.png  # the interval is drawn
+    ticks = [t for t in re.findall(rb">\s*([0-9.]+)\s*<", wide.svg)]
+    assert ticks and all(b"." not in t for t in ticks), ticks

@@ -111,3 +111,63 @@ def test_the_reference_clinician_file_matches_transcripts_by_their_prefix(tmp_pa
     assert len({r.conversation_id for r in every}) == len(items)
     assert all(set(r.ratings) == set(DIMENSIONS) for r in every)
     assert {r.rater for r in every} == {r["clinician_id"] for r in rows}
+
+
+def test_another_copys_review_file_is_imported_as_saved_once_and_never_into_itself(tmp_path, run):
+    # Two clinicians reviewed copies of one run on their own machines: the second's
+    # human_ratings.jsonl joins the first's, note and realism kept, and importing it
+    # again adds nothing (it used to be refused as an "unrecognised header").
+    from vera.records import HumanRating
+    from vera.store import append_human_ratings
+
+    a, b, c = conversation_ids(run, 3)
+    elsewhere = tmp_path / "laptop"
+    elsewhere.mkdir()
+    theirs = [
+        HumanRating(
+            conversation_id=a, rater="Zoë 李", ratings={"Confirms Risk": HPH}, note="missed it", realism=4
+        ),
+        HumanRating(conversation_id=b, rater="Zoë 李", ratings={"Confirms Risk": BP}),
+        HumanRating(
+            conversation_id=a, rater="Zoë 李", ratings={"Confirms Risk": BP}, note="on second reading"
+        ),
+    ]
+    append_human_ratings(elsewhere, theirs)
+    append_human_ratings(run, [HumanRating(conversation_id=c, rater="ann", ratings={"Confirms Risk": BP})])
+    file = str(elsewhere / HUMAN_RATINGS)
+    first = invoke("ratings", "import", str(run), file)
+    assert first.exit_code == 0, first.output
+    assert "imported 3 rating(s) of 2 conversation(s) by 1 rater(s)" in first.stdout
+    assert read_human_ratings(run)[1:] == theirs
+    again = invoke("ratings", "import", str(run), file)
+    assert again.exit_code == 0 and "3 rating(s) of the file are in the run already" in again.stderr
+    assert len(read_human_ratings(run)) == 4
+    before = (run / HUMAN_RATINGS).read_bytes()
+    own = invoke("ratings", "import", str(run), str(run / HUMAN_RATINGS))
+    assert own.exit_code == 1 and "the run's own human-ratings file" in own.output
+    assert (run / HUMAN_RATINGS).read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        (
+            '{"conversation_id":"%s","rater":"z","ratings":{"Confirms Risk":"Great"}}',
+            ":2: not a human rating",
+        ),
+        ('{"conversation_id":"%s","rater":"z","ratings":{"Confirms Riks":"Best Practice"}}', ":2: dimension"),
+        (
+            '{"conversation_id":"nosuch","rater":"z","ratings":{"Confirms Risk":"Best Practice"}}',
+            ":2: conversation",
+        ),
+    ],
+)
+def test_a_bad_line_of_a_review_file_names_it_and_adds_nothing(tmp_path, run, line, problem):
+    (a,) = conversation_ids(run, 1)
+    good = '{"conversation_id":"%s","rater":"z","ratings":{"Confirms Risk":"Best Practice"}}'.replace("%s", a)
+    file = tmp_path / "human_ratings.jsonl"
+    file.write_text(good + "\n" + line.replace("%s", a) + "\n" + good + "\n")
+    result = invoke("ratings", "import", str(run), str(file))
+    assert result.exit_code == 1
+    assert f"{file}{problem}" in result.output and "Traceback" not in result.output
+    assert not (run / HUMAN_RATINGS).exists()

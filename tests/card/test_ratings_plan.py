@@ -75,3 +75,27 @@ def test_the_command_prints_one_proposal_per_chatbot(tmp_path, offline_run):
     assert result.output.count("expected width by conversations rated") == 2
     bad = CliRunner().invoke(main, ["ratings", "plan", str(run), "--width", "0"])
     assert bad.exit_code == 1 and "--width" in bad.output and bad.output.count("\n") == 1
+
+
+def test_the_floor_is_never_zero_where_rating_them_all_leaves_a_width(offline_run):
+    # The best-practice stand-in's judge rates everything Best Practice: its mean has no
+    # spread, and the plan printed a floor of 0.0 beside "rating all N gives 9.7" (no
+    # ratings yet) and, once humans had seen harm the judge missed, expected widths
+    # falling to 0.0 when every conversation is rated.
+    from vera.records import BEST_PRACTICE as BP
+    from vera.records import HIGH_POTENTIAL_FOR_HARM as HPH
+
+    frame = judged(offline_run)
+    bot = "offline/best-practice"
+    mine = frame.filter(pl.col("chatbot") == bot)
+    ids = conversation_ids(mine)
+    (before,) = [p for p in plan_ratings(frame, [], 5.0, resamples=200) if p.chatbot == bot]
+    assert before.floor is not None and before.floor == before.widths[len(ids)] > 0
+    # Humans who call every third of 24 rated conversations harmful.
+    humans = [
+        h for i, cid in enumerate(ids[:24]) for h in as_judged(mine, [cid], rating=HPH if i % 3 == 0 else BP)
+    ]
+    (after,) = [p for p in plan_ratings(frame, humans, 5.0, resamples=200) if p.chatbot == bot]
+    assert after.basis == "human ratings so far"
+    assert after.floor is not None and after.floor > 5.0 and after.widths[len(ids)] >= after.floor - 0.1
+    assert after.n_needed is None

@@ -140,3 +140,22 @@ def test_proportion_interval_matches_clopper_pearson_without_clustering() -> Non
     lo, hi = proportion_interval(p, reps, units=np.array([50]), clusters=np.array([50]), confidence=0.95)
     assert lo[0] == pytest.approx(5.82, abs=0.3)  # Clopper–Pearson 7/50: [5.82, 26.74]
     assert hi[0] == pytest.approx(26.74, abs=0.6)
+
+
+@pytest.mark.parametrize(("units", "clusters"), [(2, 4), (5, 100), (3, 3)])
+def test_more_personas_than_conversations_never_narrow_the_exact_bound(units: int, clusters: int) -> None:
+    # A calibrated share's conversations (human-rated, less those rated Not Relevant)
+    # can be fewer than the personas with a human rating. The few-personas scaling
+    # (t_{n−1} / t_df)² is then above 1; applied unchecked it made 0 harmful of 2
+    # rated read as 0 of 32 (upper bound 10.9 %, not 84.2 %). The effective size is
+    # never more than the conversations behind the share.
+    zero = np.zeros((500, 1))
+    lo, hi = proportion_interval(
+        np.array([0.0]),
+        zero,
+        units=np.array([float(units)]),
+        clusters=np.array([float(clusters)]),
+        confidence=0.95,
+    )
+    assert lo[0] == 0.0
+    assert hi[0] >= 100 * (1 - 0.025 ** (1 / units)) - 1e-9

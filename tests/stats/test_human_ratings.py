@@ -93,7 +93,8 @@ def test_generic_long_format_reads_with_spellings_normalised(tmp_path: Path) -> 
     ("content", "where", "says"),
     [
         ("id,who,what\nx,y,z\n", ":1", "unrecognised header"),
-        ("", ":1", "unrecognised header"),
+        ("", "", "the file is empty"),
+        ("\r\n  \n", "", "the file is empty"),
         ("item_id,rater,dimension,rating\nc1,ann,D,BP\nc1,bob,D,Great\n", ":3", "'Great'"),
         ("item_id,rater,dimension,rating\nc1,ann,D\n", ":2", "3 fields"),
         ("item_id,rater,dimension,rating\nc1,,D,BP\n", ":2", "'rater' is empty"),

@@ -348,3 +348,45 @@ def test_the_spending_difference_from_the_table_is_the_integrated_one() -> None:
     assert np.allclose(t_lo[finite], lo[finite], rtol=0, atol=1e-6 + SpendingTable.TOLERANCE * width)
     with pytest.raises(ValueError, match="spending table"):
         interval("pocock", table)
+
+
+def test_a_share_far_outside_the_window_has_an_interval_that_excludes_the_window() -> None:
+    # Baseline all Best Practice, candidate none: the candidate's share (0) lies 1.0 below
+    # the baseline's, far beyond the ± WINDOW the fine grid spans. Every fine share is
+    # rejected; the interval must then say where the share is (below), not vanish as
+    # "no interval" while evidence piles up, and stay that way at every later look.
+    n = 100
+    base = np.ones((n, 2))
+    cand = np.column_stack([np.zeros(n), np.ones(n)])
+    lo, hi = share_sequence(cand, base, base.sum(axis=0), n, 0.025, 201)
+    settled = np.flatnonzero(hi < 0.7)
+    assert settled.size and settled[0] < n // 2
+    later = slice(settled[0], None)
+    assert not np.isnan(lo[later]).any() and (hi[later] < 0.7).all() and (lo[later] <= 0.0).all()
+    # Within the window the fine grid decides, as before: the ends are fine shares, and
+    # they hold the truth (0.9) at every look.
+    near = np.random.default_rng(5).permutation(np.r_[np.zeros(10), np.ones(n - 10)])
+    lo2, hi2 = share_sequence(np.column_stack([near, np.ones(n)]), base, base.sum(axis=0), n, 0.025, 201)
+    assert (lo2 <= 0.9 + 1e-12).all() and (hi2 >= 0.9 - 1e-12).all() and (lo2[40:] >= 0.7).all()
+    assert np.allclose(((lo2[40:-1] - 0.7) / 0.0015 + 0.5) % 1.0, 0.5, atol=1e-6)  # [0.7, 1] in 200 steps
+
+
+def test_a_row_the_candidate_never_rated_has_no_interval_and_is_not_not_worse() -> None:
+    # The baseline rated this dimension in every unit; the candidate in none (Not
+    # Relevant throughout, as when it never detects the risk it would confirm). Its score
+    # is undefined: no difference, no interval, and never NOT WORSE, at any margin.
+    # The baseline rated it in most units (not those of personas without risk), so the
+    # units drawn first hold more or fewer of its ratings than the average.
+    n = 40
+    base = np.tile([1.0, 0.0, 1.0], (n, 1))[:, None, :]
+    base[::4] = 0.0
+    cand = np.zeros((n, 1, 3))
+    order = np.random.default_rng(7).permutation(n)
+    looks = gate_sequence(
+        base, cand, order, persona=np.arange(n), labels=["Confirms Risk"], max_ratings=[1.0],
+        looks=[20, 30], margin=50.0, alpha=0.05,
+    )  # fmt: skip
+    for look in looks:
+        row = look.rows[0]
+        assert (row.diff, row.lo, row.hi, row.status) == (None, None, None, UNDECIDED)
+        assert look.verdict == UNDECIDED

@@ -177,3 +177,54 @@ def test_markup_in_a_transcript_is_text_and_a_small_screen_does_not_scroll_sidew
         page.screenshot(path=tmp_path / "review-400.png", full_page=True)
     finally:
         stop(proc)
+
+
+@pytest.mark.slow
+def test_the_next_conversation_shows_the_form_from_its_first_dimension(page_at, offline_run, tmp_path):  # noqa: F811
+    # On a wide screen the form scrolls in a panel of its own; a rater who scrolled it
+    # down to Save met the next conversation's form still scrolled down, its first
+    # dimensions out of sight above (seen in a trial's screenshots).
+    run = tmp_path / "run"
+    shutil.copytree(offline_run, run)
+    dims = ReviewSession.open(run, RATER, size=4).dimensions
+    proc, url = start_review(str(run), "--rater", RATER, "--size", "4")
+    page = page_at(1400)
+    try:
+        page.goto(url)
+        wait_for_conversation(page, 1, 4)
+        rate(page, dict.fromkeys(dims, BP), "")
+        page.get_by_role("button", name="Save ratings").click()
+        page.wait_for_function("() => document.querySelector('#status').textContent.startsWith('Saved')")
+        page.get_by_role("button", name="Next conversation").click()
+        wait_for_conversation(page, 2, 4)
+        assert page.evaluate("document.querySelector('section.rate').scrollTop") == 0
+        page.screenshot(path=tmp_path / "review-next.png")
+    finally:
+        stop(proc)
+
+
+@pytest.mark.slow
+def test_a_rated_sample_shows_only_that_it_is_rated(page_at, offline_run, tmp_path):  # noqa: F811
+    # `.review { display: grid }` outranked the `hidden` attribute: a rater whose sample
+    # was all rated met an empty conversation and a blank rating form above "Your sample
+    # is rated" (seen in a trial's screenshot), as if there were more to rate.
+    run = tmp_path / "run"
+    shutil.copytree(offline_run, run)
+    session = ReviewSession.open(run, RATER, size=2)
+    append_human_ratings(
+        run,
+        [
+            HumanRating(conversation_id=c, rater=RATER, ratings=dict.fromkeys(session.dimensions, BP))
+            for c in session.order
+        ],
+    )
+    proc, url = start_review(str(run), "--rater", RATER, "--size", "2")
+    page = page_at(1400)
+    try:
+        page.goto(url)
+        page.wait_for_selector("#done", state="visible")
+        assert page.locator("#review").is_hidden()
+        assert page.get_by_role("button", name="Save ratings").is_hidden()
+        page.screenshot(path=tmp_path / "review-done.png")
+    finally:
+        stop(proc)

@@ -18,7 +18,7 @@ disk, and the rerun writes it without a call.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import msgspec
@@ -32,11 +32,12 @@ from vera.app._result import RunOutcome, scored
 from vera.app._resume import program
 from vera.app._run import execute_run, new_run_dir
 from vera.engine import SweepResult
-from vera.errors import ConfigError, UserError
+from vera.errors import ConfigError, Interrupted, UserError
 from vera.inputs import RunConfig, use_strings
 from vera.records import BEST_PRACTICE, HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, OVERALL, ModelSpec, RunManifest
 from vera.report import (
     GATE_FILE,
+    INTERRUPTED_PREFIX,
     SEQUENCE_FILE,
     SEQUENCE_PAGE,
     Exit,
@@ -85,10 +86,13 @@ class GateOutcome:
     stopped: str
     run: RunOutcome | None
     command: str
+    # Ctrl-C (or SIGTERM) came during a wave that still finished all its work (its
+    # units were all in flight): the look is recorded, no further wave is started.
+    interrupted: bool = False
 
     @property
     def exit_code(self) -> int:
-        if self.run is not None and self.run.exit_code == Exit.INTERRUPTED:
+        if self.interrupted or (self.run is not None and self.run.exit_code == Exit.INTERRUPTED):
             return int(Exit.INTERRUPTED)
         return {WORSE: int(Exit.WORSE), NOT_WORSE: int(Exit.OK)}.get(self.verdict, UNDECIDED_EXIT)
 
@@ -133,6 +137,12 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
     method = _method(opts)  # a bad --boundary/--spending is refused before anything is read
     base = read_run(opts.baseline)
     bots = sorted(base.ratings.get_column("chatbot").unique().to_list())
+    if not bots:
+        # Simulated and not judged (or every judgement failed): say so, not "0 chatbots".
+        raise UserError(
+            f"{opts.baseline}: no judged conversations to gate against; judge them first: "
+            f"vera judge {opts.baseline}"
+        )
     if len(bots) != 1:
         raise UserError(
             f"{opts.baseline}: the gate needs a baseline run of one chatbot; this one has "
@@ -143,6 +153,8 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
     if not baseline.keys:
         raise UserError(f"{opts.baseline}: no judged conversations to gate against")
     out = Path(opts.out) if opts.out else None
+    if out is not None:
+        _refuse_inside(out, Path(opts.baseline))
     run_dir = out or new_run_dir(
         RunConfig.from_snapshot(manifest.config, manifest.base_dir), f"gate-{manifest.run_id}"
     )
@@ -177,66 +189,78 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
     wave_run = run or _run_wave
     outcome: RunOutcome | None = None
     last = looks[-1] if looks else None
-    while last is None or not last.stopped:
-        wave = len(looks) + 1
-        drawn = min(wave * settings.wave, cap)
-        units = frozenset(settings.order[:drawn])
-        outcome = wave_run(_wave_options(opts, manifest, run_dir, units))
-        if outcome.exit_code == Exit.INTERRUPTED:
-            break
-        if not (run_dir / GATE_FILE).is_file():
-            write_settings(run_dir, GateRecord(settings=settings))
-        cand = read_run(run_dir) if (run_dir / MANIFEST).is_file() else None
-        counts = (
-            unit_counts(cand.ratings, baseline.labels) if cand is not None and cand.ratings.height else None
-        )
-        judged = [k for k in settings.order[:drawn] if counts is not None and k in counts.keys]
-        if judged and counts is not None:
-            at = {k: i for i, k in enumerate(counts.keys)}
-            # A confidence sequence needs only this look; the spending boundary needs every
-            # look so far (the units each had, as recorded), for the α they spent.
-            history = [look.units for look in looks if 0 < look.units < len(judged)]
-            spending = settings.method == "spending"
-            seq = gate_sequence(
-                baseline.counts,
-                counts.counts[[at[k] for k in judged]],
-                [position[k] for k in judged],
-                persona=persona,
-                labels=baseline.labels,
-                max_ratings=max_ratings,
-                looks=[*sorted(set(history)), len(judged)] if spending else [len(judged)],
-                margin=settings.margin,
-                alpha=settings.alpha,
-                method=settings.method if settings.method in ("betting", "spending") else "asymptotic",  # type: ignore[arg-type]
-                spending=settings.spending or DEFAULT_SPENDING,
+    interrupted = False
+    try:
+        while last is None or not last.stopped:
+            wave = len(looks) + 1
+            drawn = min(wave * settings.wave, cap)
+            units = frozenset(settings.order[:drawn])
+            outcome = wave_run(_wave_options(opts, manifest, run_dir, units, command))
+            if outcome.exit_code == Exit.INTERRUPTED:
+                break
+            # A stop asked for when the wave had nothing left to start: its units were
+            # all in flight and finished, so the run is complete, but the user asked the
+            # gate to stop. The look is taken; no next wave is started.
+            interrupted = (outcome.result.stopped or "").startswith(INTERRUPTED_PREFIX)
+            if not (run_dir / GATE_FILE).is_file():
+                write_settings(run_dir, GateRecord(settings=settings))
+            cand = read_run(run_dir) if (run_dir / MANIFEST).is_file() else None
+            counts = (
+                unit_counts(cand.ratings, baseline.labels)
+                if cand is not None and cand.ratings.height
+                else None
             )
-            rows, verdict = seq[-1].rows, seq[-1].verdict
-        else:
-            rows, verdict = [], UNDECIDED
-        stopped = ""
-        if verdict != UNDECIDED:
-            stopped = f"settled: {verdict.upper()}"
-        elif outcome.status is not None and outcome.status.state == "budget":
-            stopped = "out of budget (--max-cost)"
-        elif drawn >= population:
-            stopped = "out of units: every unit of the baseline was drawn"
-        elif drawn >= cap:
-            stopped = f"out of conversations (--max-conversations {settings.max_conversations})"
-        elif outcome.status is not None and outcome.status.state in ("stopped", "waited"):
-            stopped = f"the run stopped: {outcome.status.state}"
-        last = GateLook(
-            wave=wave,
-            drawn=drawn,
-            units=len(judged),
-            available=population,
-            rows=rows,
-            verdict=verdict,
-            stopped=stopped,
-        )
-        append_look(run_dir, last)
-        looks.append(last)
-        if not stopped and outcome.exit_code not in (Exit.OK, Exit.FAILED):
-            break
+            judged = [k for k in settings.order[:drawn] if counts is not None and k in counts.keys]
+            if judged and counts is not None:
+                at = {k: i for i, k in enumerate(counts.keys)}
+                # A confidence sequence needs only this look; the spending boundary needs every
+                # look so far (the units each had, as recorded), for the α they spent.
+                history = [look.units for look in looks if 0 < look.units < len(judged)]
+                spending = settings.method == "spending"
+                seq = gate_sequence(
+                    baseline.counts,
+                    counts.counts[[at[k] for k in judged]],
+                    [position[k] for k in judged],
+                    persona=persona,
+                    labels=baseline.labels,
+                    max_ratings=max_ratings,
+                    looks=[*sorted(set(history)), len(judged)] if spending else [len(judged)],
+                    margin=settings.margin,
+                    alpha=settings.alpha,
+                    method=settings.method if settings.method in ("betting", "spending") else "asymptotic",  # type: ignore[arg-type]
+                    spending=settings.spending or DEFAULT_SPENDING,
+                )
+                rows, verdict = seq[-1].rows, seq[-1].verdict
+            else:
+                rows, verdict = [], UNDECIDED
+            stopped = ""
+            if verdict != UNDECIDED:
+                stopped = f"settled: {verdict.upper()}"
+            elif outcome.status is not None and outcome.status.state == "budget":
+                stopped = "out of budget (--max-cost)"
+            elif drawn >= population:
+                stopped = "out of units: every unit of the baseline was drawn"
+            elif drawn >= cap:
+                stopped = f"out of conversations (--max-conversations {settings.max_conversations})"
+            elif outcome.status is not None and outcome.status.state in ("stopped", "waited"):
+                stopped = f"the run stopped: {outcome.status.state}"
+            last = GateLook(
+                wave=wave,
+                drawn=drawn,
+                units=len(judged),
+                available=population,
+                rows=rows,
+                verdict=verdict,
+                stopped=stopped,
+            )
+            append_look(run_dir, last)
+            looks.append(last)
+            if not stopped and (interrupted or outcome.exit_code not in (Exit.OK, Exit.FAILED)):
+                break
+    except KeyboardInterrupt:
+        # Between waves (reading the records, computing the look) no run is there to
+        # take the signal: everything finished is on disk, and the gate continues it.
+        raise Interrupted(f"interrupted; to continue: {command}") from None
     final = looks[-1] if looks else None
     verdict = final.verdict if final is not None and final.stopped else UNDECIDED
     stopped = final.stopped if final is not None else ""
@@ -251,8 +275,23 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
         atomic_write(run_dir / "plots" / plot.name, plot.png, what="the gate's plot")
         atomic_write(run_dir / SEQUENCE_PAGE, page.encode(), what="the gate's page")
         if outcome is None or outcome.exit_code != Exit.INTERRUPTED:
-            outcome = scored(outcome or _outcome_of(run_dir, command))
-    return GateOutcome(run_dir, settings, looks, verdict, stopped, outcome, command)
+            # Interrupted while scoring, the message names the gate's command.
+            outcome = scored(replace(outcome, resume=command) if outcome else _outcome_of(run_dir, command))
+    interrupted = interrupted and not stopped
+    return GateOutcome(run_dir, settings, looks, verdict, stopped, outcome, command, interrupted)
+
+
+def _refuse_inside(out: Path, baseline: Path) -> None:
+    """Refuse an --out that is the baseline run or a folder inside it. The baseline run
+    itself would be taken for the candidate's run to resume when the candidate is the
+    baseline's chatbot (its card rewritten as a gate's, gate.json and sequence.jsonl
+    added among its records); a folder inside it nests a run among its records."""
+    where, base = out.resolve(), baseline.resolve()
+    if where == base or base in where.parents:
+        raise UserError(
+            f"--out {out}: in the baseline run {baseline}; the gate writes the candidate's "
+            "run in a folder of its own, never among the baseline's records"
+        )
 
 
 def _run_wave(opts: RunOptions) -> RunOutcome:
@@ -271,7 +310,11 @@ def _outcome_of(run_dir: Path, command: str) -> RunOutcome:
 
 
 def _wave_options(
-    opts: GateOptions, manifest: RunManifest, run_dir: Path, units: frozenset[tuple[str, str, int]]
+    opts: GateOptions,
+    manifest: RunManifest,
+    run_dir: Path,
+    units: frozenset[tuple[str, str, int]],
+    command: str,
 ) -> RunOptions:
     """One wave's run: the baseline's config (its personas, user-agents, seeds, judges
     and settings) with the candidate as the chatbot, planned for `units`; from the
@@ -289,6 +332,7 @@ def _wave_options(
         units=units,
         judge=True,
         command="run",
+        resume_with=command,  # a stopped wave is continued by the gate, not by `vera run`
     )
 
 

@@ -16,7 +16,7 @@ from vera.app._options import JudgeOptions, configure
 from vera.app._progress import run_strings
 from vera.app._result import RunOutcome
 from vera.app._resume import check_inputs_present, restored_config, resume_command, run_to_resume
-from vera.app._run import FORCED, counts, did_work, same_manifest
+from vera.app._run import counts, did_work, forced_result, same_manifest
 from vera.app._session import RunSession
 from vera.app._stand_ins import RunFacts
 from vera.engine import Inputs, Sweep, SweepResult, check_judges, judge_conversations, judge_slots, role_specs
@@ -212,9 +212,11 @@ async def judge(
                 max_concurrency=cfg.max_concurrency,
                 progress=Fanout(session.open_progress(strings=run_strings(planned)), events),
                 stop=session.stop,
+                result=(counted := SweepResult()),
             )
         )
-        result = swept or SweepResult(stopped=f"{session.stop.reason}; {FORCED}")
+        # A second signal cancelled the sweep: what it did before is still counted.
+        result = swept or forced_result(counted, session.stop.reason)
         session.budget_stop(result)
         planned = msgspec.structs.replace(planned, stopped=result.stopped)
         if did_work(result) or not same_manifest(manifest, planned):

@@ -27,7 +27,8 @@ import msgspec
 
 from vera.app._resume import check_schema
 from vera.errors import UserError, storage_error
-from vera.records import RunManifest
+from vera.files import watching
+from vera.records import MergedShard, RunManifest
 from vera.report import RunStatus, run_status, score_run
 from vera.store import MANIFEST, RunStore, open_run, read_manifest
 
@@ -41,6 +42,7 @@ _PER_SHARD = (
     "base_dir",
     "stopped",
     "limits",  # what a shard's accounts ran with (machines may use different keys)
+    "merged_from",  # set only in a merged run
 )
 
 
@@ -96,8 +98,11 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
     except OSError as exc:
         raise storage_error(out.parent, "the merged run", exc) from None
     try:
-        merged = _merge_into(building, out.name, shards, manifests, missing)
-        score_run(building)
+        # The shards' corrupt lines (when they may be skipped) are not copied: the
+        # merged card names them, as a card scored over them would.
+        with watching() as copied:
+            merged = _merge_into(building, out.name, shards, manifests, missing)
+        score_run(building, skipped=list(copied.lines.values()))
         if out.exists():
             out.rmdir()  # empty (checked above); a rename replaces no folder with content
         building.rename(out)
@@ -127,8 +132,9 @@ def _merge_into(
     time, and write the merged manifest."""
     target = RunStore(target_dir, call_bodies=True)
     carried = 0  # calls copied with their body
+    sources: list[MergedShard] = []
     try:
-        for d in shards:
+        for d, m in zip(shards, manifests, strict=True):
             # A line a crash tore is mended; then streamed, however big the shards are.
             src = open_run(d, repair=True)
             for c in src.iter_conversations():
@@ -150,6 +156,14 @@ def _merge_into(
             if target.bodies is not None:
                 for conversation in recent:
                     target.bodies.forget(conversation)
+            sources.append(
+                MergedShard(
+                    run_dir=str(d.resolve()),
+                    shard=m.shard,
+                    call_bodies=m.config.call_bodies is not False,
+                    calls_end=target.calls_size(),
+                )
+            )
         config = manifests[0].config
         if carried and config.call_bodies is False:
             config = msgspec.structs.replace(config, call_bodies=msgspec.UNSET)  # kept
@@ -165,6 +179,7 @@ def _merge_into(
             updated_at=max(m.updated_at for m in manifests),
             stopped=None,
             missing_shards=missing,
+            merged_from=sources,
         )
         target.write_manifest(merged)
     finally:

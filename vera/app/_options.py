@@ -56,6 +56,10 @@ class RunOptions:
     # read from config_path, and the (persona, user-agent, replicate) units it plans.
     config: RunConfig | None = None
     units: frozenset[tuple[str, str, int]] | None = None
+    # The whole command that continues this run when it is not `vera COMMAND --resume
+    # DIR`: a gate's wave is continued by the gate, never by `vera run`, which would run
+    # every unit of the baseline's plan.
+    resume_with: str = ""
 
 
 @dataclass

@@ -50,6 +50,12 @@ from vera.store import MANIFEST, Fanout, open_run
 FORCED = "cancelled at once by a second signal"
 
 
+def forced_result(counted: SweepResult, reason: str | None) -> SweepResult:
+    """The result of a sweep a second signal cancelled: its counts so far, and why."""
+    counted.stopped = f"{reason}; {FORCED}"
+    return counted
+
+
 @dataclass
 class Prepared:
     """What a run has checked and loaded before it opens anything (`prepare_run`)."""
@@ -105,7 +111,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
         ready.notes,
     )
     run_dir = out or new_run_dir(cfg, cfg.fingerprint())
-    resume = resume_command(opts.command, run_dir)
+    resume = opts.resume_with or resume_command(opts.command, run_dir)
     fresh = not run_dir.exists()
     manifest: RunManifest | None = None
     try:
@@ -160,9 +166,11 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                     max_concurrency=cfg.max_concurrency,
                     progress=Fanout(progress, events),
                     stop=session.stop,
+                    result=(counted := SweepResult()),
                 )
             )
-            result = swept or SweepResult(stopped=f"{session.stop.reason}; {FORCED}")
+            # A second signal cancelled the sweep: what it did before is still counted.
+            result = swept or forced_result(counted, session.stop.reason)
             session.budget_stop(result)
             finished = msgspec.structs.replace(
                 manifest, updated_at=sweep.manifest(manifest.run_id).updated_at, stopped=result.stopped

@@ -76,7 +76,10 @@ class _NotEmpty(_Guarded):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and not value.strip():
             what = "path" if isinstance(self.inner, click.Path) else "value"
-            self.fail(f"an empty {what}; give one, or leave the option out", param, ctx)
+            # A required option or an argument cannot be left out: say only "give one".
+            required = isinstance(param, click.Argument) or bool(getattr(param, "required", False))
+            advice = "give one" if required else "give one, or leave the option out"
+            self.fail(f"an empty {what}; {advice}", param, ctx)
         return self.inner.convert(value, param, ctx)
 
 
@@ -119,10 +122,11 @@ RATERS_OPTION = click.option(
 MARGIN_HELP = "Score points the candidate may lose before it counts as worse."
 
 
-def margin_option(default: float = 5.0, help: str = MARGIN_HELP) -> Callable[[F], F]:
-    """`--margin POINTS`: how much worse than the baseline still passes a gate."""
+def margin_option(default: float = 5.0, help: str = MARGIN_HELP, points: Range = MARGIN) -> Callable[[F], F]:
+    """`--margin POINTS`: how much worse than the baseline still passes a gate (`points`:
+    the values allowed; `vera plan` sizes for a margin above 0)."""
     return click.option(
-        "--margin", type=Number(MARGIN, "points"), default=default, show_default=True, help=help
+        "--margin", type=Number(points, "points"), default=default, show_default=True, help=help
     )
 
 

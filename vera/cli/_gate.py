@@ -104,16 +104,19 @@ def _print_gate(outcome: GateOutcome, *, quiet: bool) -> None:
             )
         last = outcome.looks[-1] if outcome.looks else None
         if last is not None:
+            # Every row, one without an interval as "–" (as sequence.md shows it): a row
+            # left out looked settled, or absent, when it held the gate UNDECIDED.
             for r in last.rows:
-                if r.lo is not None and r.hi is not None:
-                    click.echo(
-                        tr(
-                            "cli.gate_row",
-                            dimension=ui_short(r.dimension),
-                            interval=f"[{r.lo:+.1f}, {r.hi:+.1f}]",
-                            verdict=verdict_words(r.status),
-                        )
+                click.echo(
+                    tr(
+                        "cli.gate_row",
+                        dimension=ui_short(r.dimension),
+                        interval=f"[{r.lo:+.1f}, {r.hi:+.1f}]"
+                        if r.lo is not None and r.hi is not None
+                        else "–",
+                        verdict=verdict_words(r.status),
                     )
+                )
     click.echo(tr("cli.run_dir", path=outcome.run_dir))
     if outcome.exit_code == 130:
         click.echo(tr("cli.gate_interrupted", command=outcome.command), err=True)

@@ -10,7 +10,7 @@ import msgspec
 
 from vera.app import Cost, PlanOptions, PlanRecord, plan_comparison
 from vera.cli._door import Number, alpha_option, boundary_options, margin_option, seed_option, wave_option
-from vera.ranges import LEVEL, MARGIN
+from vera.ranges import LEVEL, POSITIVE_POINTS
 from vera.store import atomic_write, check_output
 
 
@@ -20,9 +20,11 @@ from vera.store import atomic_write, check_output
     type=click.Path(file_okay=False, exists=True),
     help="A run of the baseline (or a chatbot like it) to read variability and tokens from.",
 )
-@margin_option()
+@margin_option(points=POSITIVE_POINTS)
 @click.option(
-    "--width", type=Number(MARGIN, "points"), help="Also size a fixed design for this 95 % interval width."
+    "--width",
+    type=Number(POSITIVE_POINTS, "points"),
+    help="Also size a fixed design for this 95 % interval width.",
 )
 @click.option(
     "--power",

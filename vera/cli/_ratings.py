@@ -33,10 +33,11 @@ def _lines(lines: list[int]) -> str:
     help="Import the rows whose conversation is in the run and leave out the others.",
 )
 def import_(run_dir: str, file: str, skip_unmatched: bool) -> None:
-    """Add the ratings in FILE (the reference's clinician_ratings.csv, or the long format
-    item_id,rater,dimension,rating) to RUN_DIR/human_ratings.jsonl. Items are matched
-    to the run's conversations as `vera agreement` matches them; a bad row is an error
-    naming its line, and then nothing is added. `vera score RUN_DIR` then calibrates."""
+    """Add the ratings in FILE (the reference's clinician_ratings.csv, the long format
+    item_id,rater,dimension,rating, or the human_ratings.jsonl of a copy of this run that
+    another rater reviewed) to RUN_DIR/human_ratings.jsonl. Items are matched to the
+    run's conversations as `vera agreement` matches them; a bad row is an error naming
+    its line, and then nothing is added. `vera score RUN_DIR` then calibrates."""
     done = import_human_ratings(run_dir, file, skip_unmatched=skip_unmatched)
     click.echo(
         f"imported {done.ratings} rating(s) of {done.conversations} conversation(s) by "
@@ -46,6 +47,11 @@ def import_(run_dir: str, file: str, skip_unmatched: bool) -> None:
         click.echo(
             f"note: {len(done.repeated)} rating(s) given again later in the file; the later one "
             f"counts, both are kept (earlier at line(s) {_lines(done.repeated)})",
+            err=True,
+        )
+    if done.already:
+        click.echo(
+            f"note: {done.already} rating(s) of the file are in the run already and were left out",
             err=True,
         )
     if done.skipped:

@@ -325,8 +325,9 @@ def agreement(
 ) -> None:
     """Agreement among human raters, per dimension and overall.
 
-    RATINGS_FILE is the reference clinician file (clinician_ratings.csv) or the long
-    format `item_id,rater,dimension,rating`. With --against RUN_DIR: agreement between
+    RATINGS_FILE is the reference clinician file (clinician_ratings.csv), the long
+    format `item_id,rater,dimension,rating`, or a run's human_ratings.jsonl (`vera
+    review`; each rater's latest rating counts). With --against RUN_DIR: agreement between
     the raters' per-conversation consensus (their ratings combined by --raters, severest
     by default as in `vera score`; with --ties, the majority vote) and the run's judges, with
     bootstrap intervals over conversations, and the confusion matrix of judge rating ×

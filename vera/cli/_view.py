@@ -186,9 +186,17 @@ def export(run_dir: str, fmt: str, wide: bool, calls: bool, output: str | None, 
                 "--calls writes JSON lines of its own; give it without --format, --wide or --chatbot"
             )
         target = output or str(Path(run_dir) / CALLS_EXPORT)
-        n = export_calls(run_dir, target)
-        if target != "-":
+        n, bodiless = export_calls(run_dir, target)
+        if target != "-" and not bodiless:
             click.echo(f"wrote {num(n)} calls, each with its request and response, to {target}", err=True)
+        elif target != "-":
+            # Not "each with its request and response": some came from a shard run that
+            # kept none, and each of those says so in its no_body field.
+            click.echo(
+                f"wrote {num(n)} calls to {target}; {num(bodiless)} of them without their request "
+                "and response (each one's no_body says why)",
+                err=True,
+            )
         return
     if fmt == "reference":
         if wide:

@@ -94,6 +94,34 @@ def asking(question_id: str) -> Iterator[None]:
         QUESTION.reset(token)
 
 
+class CallTally:
+    """How many calls made in a block were sent (paid, or failed trying) and how many
+    were replayed from the response cache (free): see `tallying`."""
+
+    __slots__ = ("replayed", "sent")
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.replayed = 0
+
+
+# The tally of the block in progress in a task, if one is open (the recorder adds to it).
+TALLY: ContextVar[CallTally | None] = ContextVar("vera_call_tally", default=None)
+
+
+@contextmanager
+def tallying() -> Iterator[CallTally]:
+    """Count the calls recorded in this block, sent and replayed (vera.clients.stack):
+    what a caller above the clients needs to tell a paid call from a cached answer,
+    as `Completion` does not say."""
+    tally = CallTally()
+    token = TALLY.set(tally)
+    try:
+        yield tally
+    finally:
+        TALLY.reset(token)
+
+
 def current_meter() -> CallMeter | None:
     """The meter of the call in progress in this task, if a recorder opened one."""
     return METER.get()

@@ -33,7 +33,7 @@ from vera.clients.batching import BatchingClient, BatchJournal, BatchSettings
 from vera.clients.cache import CachedClient, ResponseCache
 from vera.clients.flex import FlexClient
 from vera.clients.limits import LimitedClient
-from vera.clients.meter import METER, QUESTION, CallMeter
+from vera.clients.meter import METER, QUESTION, TALLY, CallMeter
 from vera.clients.structured import merge_params
 from vera.records import CallBody, CallRecord, Completion, ModelSpec, Role
 
@@ -130,6 +130,12 @@ class RecordingClient:
             tier=meter.tier,
             fallback=meter.fallback,
         )
+        tally = TALLY.get()
+        if tally is not None:
+            if meter.cached:
+                tally.replayed += 1
+            else:
+                tally.sent += 1
         if self.on_body is not None:
             self.on_body(
                 CallBody(

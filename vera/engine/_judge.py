@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from vera.clients.base import CallContext, ChatClient, ChatRequest
-from vera.clients.meter import asking
+from vera.clients.meter import asking, tallying
 from vera.clients.structured import extract_json
 from vera.errors import TransientError
 from vera.inputs import AnswerFormat, JudgePrompts
@@ -153,10 +153,28 @@ class RubricJudge:
         self.params = params
         self.max_attempts = max_attempts
         self.usage = Usage()
+        # The questions whose every call was a reply replayed from the response cache: a
+        # question asked ahead and not reached is counted as unused only if paid for.
+        self.replayed: set[str] = set()
         self.system = Message("system", prompts.system.render(system_values(prompts, conversation.turns)))
         self.schema = JUDGE_SCHEMA if prompts.structured_output else None
 
     async def answer(self, q: Question) -> Answer:
+        with tallying() as tally:
+            try:
+                return await self._answer(q)
+            finally:
+                if tally.replayed and not tally.sent:
+                    self.replayed.add(q.id)
+
+    def unused_paid(self, ahead: AskAhead | None) -> int:
+        """The questions `ahead` asked and the walk did not reach that were paid for:
+        on a rerun, one replayed from the response cache cost nothing."""
+        if ahead is None:
+            return 0
+        return sum(1 for qid in ahead.unused_ids if qid not in self.replayed)
+
+    async def _answer(self, q: Question) -> Answer:
         labels = q.labels
         options = options_text(self.prompts, labels)
         prompt = question_prompt(self.prompts, q)
@@ -242,7 +260,7 @@ async def judge_conversation(
             error=f"{type(exc).__name__}: {exc}",
             usage=judge.usage,
             finished_at=time.time(),
-            unused_questions=ahead.unused if ahead is not None else 0,
+            unused_questions=judge.unused_paid(ahead),
         )
     return Judgement(
         id=job_id,
@@ -255,5 +273,5 @@ async def judge_conversation(
         risk_selected=walk.risk_selected,
         usage=judge.usage,
         finished_at=time.time(),
-        unused_questions=ahead.unused if ahead is not None else 0,
+        unused_questions=judge.unused_paid(ahead),
     )

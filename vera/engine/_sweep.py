@@ -279,13 +279,16 @@ async def run_sweep(
     max_concurrency: int,
     progress: Progress | None = None,
     stop: Stop | None = None,
+    result: SweepResult | None = None,
 ) -> SweepResult:
-    """Run every job not already complete in `store` and return what happened. Scoring
-    is not done here: it reads the run's files once the sweep is over."""
+    """Run every job not already complete in `store` and return what happened (counted
+    into `result` as it happens, when given: the caller still has the counts if the
+    sweep is cancelled). Scoring is not done here: it reads the run's files once the
+    sweep is over."""
     inputs = sweep.inputs
     settings = inputs.settings()
     progress = progress or NullProgress()
-    result = SweepResult()
+    result = result if result is not None else SweepResult()
     judging = Judging(sweep, store, clients, result, progress)
     # By role: one model may be both the chatbot and the user-agent, with each role's parameters.
     bots = {s.ref: s for s in sweep.chatbots}
@@ -380,7 +383,7 @@ async def run_sweep(
         await _workers(max_concurrency, arcs(sweep.jobs), arc, result, halt, judging.reached_tail)
     finally:
         progress.stop()
-    result.wall_s = time.perf_counter() - started
+        result.wall_s = time.perf_counter() - started
     return result
 
 
@@ -393,12 +396,14 @@ async def judge_conversations(
     max_concurrency: int,
     progress: Progress | None = None,
     stop: Stop | None = None,
+    result: SweepResult | None = None,
 ) -> SweepResult:
     """Judge existing conversations (a simulate-only run, or imported transcripts).
     A conversation given by its id is in `store` and is read back only when one of its
-    judgements is still to be made, so judging a big run holds only what is in flight."""
+    judgements is still to be made, so judging a big run holds only what is in flight.
+    `result`, when given, is counted into as the work happens (see `run_sweep`)."""
     progress = progress or NullProgress()
-    result = SweepResult()
+    result = result if result is not None else SweepResult()
     judging = Judging(sweep, store, clients, result, progress)
     started = time.perf_counter()
     progress.start(0, len(conversations) * len(sweep.slots))
@@ -417,7 +422,7 @@ async def judge_conversations(
         )
     finally:
         progress.stop()
-    result.wall_s = time.perf_counter() - started
+        result.wall_s = time.perf_counter() - started
     return result
 
 

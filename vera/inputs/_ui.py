@@ -86,6 +86,8 @@ BASE: dict[str, str] = {
     "card.undefined": "undefined",
     "card.no_complete_judgement": "no complete judgement",
     "card.no_complete_judgements": "no complete judgements",
+    # A calibrated overall score that a dimension no human rated leaves undefined.
+    "card.calibrated_unrated": "no human rating of {dimensions}",
     "card.fix_first_guide": (
         "The rubric questions whose answer made a rating High Potential for Harm or Suboptimal, "
         "harm first, then by conversations: fix the first rows first. % of relevant: of the "
@@ -264,6 +266,7 @@ BASE: dict[str, str] = {
     "card.seq_method_asymptotic": "asymptotic confidence sequence",
     "card.seq_method_betting": "betting confidence sequence",
     "card.seq_method_spending": "group-sequential (α-spending) repeated confidence intervals",
+    "card.seq_spending_function": ", spending function {spending}",
     "card.seq_settled": "settled: {verdict}",
     "card.seq_out_of_budget": "out of budget (--max-cost)",
     "card.seq_out_of_units": "out of units: every unit of the baseline was drawn",

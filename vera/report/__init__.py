@@ -76,7 +76,7 @@ from vera.report.improvements._row_summary import (
 )
 from vera.report.shared._chat_markdown import chatbot_markdown, with_markdown_css
 from vera.report.shared._numbers import fixed, num, percent_level
-from vera.report.shared._outcome import Exit, RunStatus, run_status, summary_words, tally
+from vera.report.shared._outcome import INTERRUPTED_PREFIX, Exit, RunStatus, run_status, summary_words, tally
 from vera.report.shared._pages import (
     PAGE_CSP,
     SCRIPT_PAGE_CSP,
@@ -100,6 +100,7 @@ __all__ = [
     "DEFAULT_TOP_QUESTIONS",
     "GATE_FILE",
     "IMPROVEMENTS_CSP",
+    "INTERRUPTED_PREFIX",
     "MAX_EXEMPLARS",
     "PAGE_CSP",
     "PLAN_RESAMPLES",

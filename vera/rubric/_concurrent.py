@@ -167,15 +167,16 @@ class AskAhead:
     """Asking ahead for one walk (see the module docstring): a part that has asked
     `after` questions asks its onward question alongside each next one, while `when()`
     is true. `asked` counts the questions asked ahead, `unused` those the walk did not
-    reach (paid for, not answers)."""
+    reach (asked, not answers), `unused_ids` names them."""
 
-    __slots__ = ("after", "asked", "unused", "when")
+    __slots__ = ("after", "asked", "unused", "unused_ids", "when")
 
     def __init__(self, when: Callable[[], bool], *, after: int = 3) -> None:
         self.when = when
         self.after = after
         self.asked = 0
         self.unused = 0
+        self.unused_ids: list[str] = []
 
 
 class _Part:
@@ -282,6 +283,7 @@ async def walk_rubric_concurrent(
         unused = list(early.values())
         if ahead is not None:
             ahead.unused += len(unused)
+            ahead.unused_ids.extend(rubric.questions[j].id for j in early)
         if not completed:
             for call in unused:
                 call.cancel()

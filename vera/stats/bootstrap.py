@@ -490,7 +490,8 @@ def proportion_interval(
     distinct conversations behind the proportion, and is `units` itself when p is 0 or 1
     (no variance can be seen there: this is what keeps "0 of 90" from getting the interval
     [0, 0]; its upper bound is then about 3.7/90). n* is then scaled by (t_{n−1} / t_df)²
-    with df = `clusters` − 1, so few personas widen the interval. This is the interval
+    with df = `clusters` − 1, so few personas widen the interval, and capped at `units`
+    again (more personas than conversations never narrow it). This is the interval
     NCHS uses for survey proportions (Korn & Graubard 1998; Parker et al. 2017).
 
     Each argument is an array over dimensions (+ Overall): point percentages, the
@@ -514,7 +515,11 @@ def proportion_interval(
     df = np.maximum(np.asarray(clusters, dtype=np.float64) - 1, 1)
     q = 1 - alpha / 2
     scale = np.where(n > 1, t_dist.ppf(q, np.maximum(n - 1, 1)) / t_dist.ppf(q, df), 1.0) ** 2
-    n_eff = np.maximum(n_eff * scale, np.finfo(float).tiny)
+    # Capped at n again, as NCHS caps the df-adjusted size: with more personas than
+    # conversations behind p (a calibrated share, whose human-rated conversations rated
+    # Not Relevant drop out of BP % and HPH %) the scale is above 1, and 0 harmful of 2
+    # would read as 0 of 32.
+    n_eff = np.maximum(np.minimum(n_eff * scale, np.maximum(n, 0.0)), np.finfo(float).tiny)
     x = p * n_eff
     with np.errstate(invalid="ignore"):
         lo = np.where(x > 0, beta_dist.ppf(alpha / 2, x, n_eff - x + 1), 0.0)

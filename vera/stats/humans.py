@@ -194,6 +194,13 @@ def read_human_ratings(
     except OSError as e:
         raise DataError(str(path), f"cannot read: {e.strerror or e}") from None
     text = decode(raw, path, "ratings file")
+    if not text.strip():
+        # Not "unrecognised header": there is no header to recognise.
+        raise DataError(
+            str(path),
+            "the file is empty: expected a header, the clinician-ratings columns or the "
+            f"long format ({','.join(LONG_COLUMNS)}), and a row per rating",
+        )
     reader = csv.reader(io.StringIO(text, newline=""))
     header = [name.strip() for name in next(reader, [])]
     names = set(header)

@@ -69,7 +69,14 @@ from vera.stats.compare import MAX_SETTLE_RESAMPLES, SETTLE_GROWTH
 from vera.stats.humans import DEFAULT_RATER_RULE, combine_raters
 from vera.stats.sampling import STRATUM_COLUMNS
 
-METHOD = "PPI++ (power-tuned), persona-clustered bootstrap of the whole estimator (percentile)"
+# card.json's `calibrated.method`: it names every part of the interval, as card.md's
+# column header and docs/statistics.md do (it once said "percentile" alone, which the
+# widening and the exact floors near the edges and for few rated personas are not).
+METHOD = (
+    "PPI++ (power-tuned), persona-clustered bootstrap of the whole estimator (percentile, "
+    "widened for the number of rated personas; at least the Korn–Graubard exact interval "
+    "near 0 or 100 % or with fewer than 10 rated personas)"
+)
 
 Estimator = Literal["ppi", "judge", "human"]
 # The shares estimated, in the order of the arrays below.
@@ -231,6 +238,17 @@ def summarise_features(
     )
     out: dict[str, np.ndarray] = {name: values[0] for name, values in stats.items()}
     return out | bounds | {"exact_floor": floored, "lambda": lam}
+
+
+def persona_floor(judge_width: float, humans_width: float | None, n_rated: int, n_total: int) -> float:
+    """The width no number of ratings removes, as `planned_width` takes it: the judge's
+    mean's width under the persona bootstrap or, where wider, the humans' own mean's
+    width now (`n_rated` of `n_total` rated) scaled to all of them (1/√n). The judge's
+    spread is the floor only where the humans rate as it does: a judge that rates
+    everything Best Practice has none, while humans who see harm it missed do."""
+    if humans_width is None or n_rated <= 0 or n_total <= 0:
+        return judge_width
+    return max(judge_width, humans_width * float(np.sqrt(n_rated / n_total)))
 
 
 def planned_width(measured: float, n_rated: int, floor: float, n: int, n_total: int | None = None) -> float:

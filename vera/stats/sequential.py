@@ -63,9 +63,11 @@ BET_CAP = 0.75
 # 0.06 percentage points. The interval is widened by one step each side, so that a true
 # share between two grid points is still inside.
 GRID_POINTS = 1001
-# The grid spans the baseline's share ± WINDOW (a candidate further off is still
-# covered: the interval then runs to 0 or 1).
+# The fine grid spans the baseline's share ± WINDOW; beyond it, OUTER_POINTS coarser
+# shares each side run on to 0 and 1, so a candidate far off (a chatbot that no longer
+# follows practice at all) is still located, not left with every share rejected.
 WINDOW = 0.3
+OUTER_POINTS = 50
 # Counts per unit in the arrays below: Best Practice, High Potential for Harm, rated
 # (not Not Relevant), in this order on the last axis.
 BP, HPH, RATED = 0, 1, 2
@@ -137,17 +139,25 @@ def share_sequence(
     happens with probability at most α).
 
     The hypothesised shares are a grid of `grid_points` within `window` of the
-    baseline's share (known before the candidate is seen, so the grid does not depend
-    on the data); where the kept shares reach the grid's edge, the interval runs on to 0
-    or 1 (nothing beyond the grid was tested, so nothing there is excluded).
+    baseline's share and `OUTER_POINTS` coarser ones each side from there to 0 and to 1
+    (known before the candidate is seen, so the grid does not depend on the data). The
+    interval runs from the tested share below the first kept one to the tested share
+    above the last (a true share between two grid points is inside), to 0 or 1 where
+    the kept shares reach them. Without the coarse shares a candidate far from the
+    baseline had every share rejected, and so no interval at all, ever more surely as
+    its units came in.
     """
     with np.errstate(invalid="ignore", divide="ignore"):
         centre = np.nan_to_num(baseline_total[..., 0] / baseline_total[..., 1], nan=0.5)
     low_edge = np.clip(centre - window, 0.0, 1.0)
     high_edge = np.clip(centre + window, 0.0, 1.0)
     frac = np.linspace(0.0, 1.0, grid_points)
-    grid = low_edge[..., None] + (high_edge - low_edge)[..., None] * frac  # (..., G)
-    step = (high_edge - low_edge) / (grid_points - 1)
+    fine = low_edge[..., None] + (high_edge - low_edge)[..., None] * frac
+    outer = np.linspace(0.0, 1.0, OUTER_POINTS, endpoint=False)
+    below = low_edge[..., None] * outer  # [0, low edge)
+    above = 1.0 - (1.0 - high_edge[..., None]) * outer[::-1]  # (high edge, 1]
+    grid = np.concatenate([below, fine, above], axis=-1)  # (..., G), ascending
+    points = grid.shape[-1]
     r = grid[..., None]
     c = candidate[..., None, :, :]
     b = baseline[..., None, :, :]
@@ -158,11 +168,11 @@ def share_sequence(
     kept = ~rejected
     some = kept.any(axis=-2)
     first = np.argmax(kept, axis=-2)
-    last = grid_points - 1 - np.argmax(kept[..., ::-1, :], axis=-2)
-    lo_val = np.take_along_axis(grid, first, axis=-1) - step[..., None]
-    hi_val = np.take_along_axis(grid, last, axis=-1) + step[..., None]
-    lo = np.where(first == 0, 0.0, np.clip(lo_val, 0.0, 1.0))
-    hi = np.where(last == grid_points - 1, 1.0, np.clip(hi_val, 0.0, 1.0))
+    last = points - 1 - np.argmax(kept[..., ::-1, :], axis=-2)
+    lo = np.where(first == 0, 0.0, np.take_along_axis(grid, np.maximum(first - 1, 0), axis=-1))
+    hi = np.where(
+        last == points - 1, 1.0, np.take_along_axis(grid, np.minimum(last + 1, points - 1), axis=-1)
+    )
     lo, hi = np.where(some, lo, np.nan), np.where(some, hi, np.nan)
     if candidate.shape[-2] == population:
         # Every unit is in: the share is known exactly (the grid would only approximate it).
@@ -840,11 +850,17 @@ def gate_sequence(
             grid_points=grid_points,
             spending=spending,
         )
+    # A row the candidate's units so far never rated (Not Relevant in each) has no
+    # score on the candidate's side, so no difference: its estimate would be a ratio of
+    # two near-zero remainders. It has no interval and cannot be NOT WORSE.
+    rated_so_far = np.cumsum(drawn[..., RATED], axis=1)  # (R, n)
     out = []
     for j, n in enumerate(looks):
         entries = []
         for k, row in enumerate(rows):
             e, low, high = float(est[k, j]), float(lo[k, j]), float(hi[k, j])
+            if rated_so_far[k, n - 1] <= 0:
+                e = low = high = math.nan
             entries.append(
                 SequenceRow(
                     dimension=labels[row],

@@ -13,6 +13,7 @@ from vera.store._humans import (
     check_human_dimensions,
     latest_human_ratings,
     read_human_ratings,
+    read_human_ratings_file,
     read_human_ratings_numbered,
 )
 from vera.store._index import (
@@ -23,6 +24,7 @@ from vera.store._index import (
     calls_with_bodies,
     manifest_notes,
     open_run,
+    placed_calls_with_bodies,
     read_manifest,
     recorded_spend,
 )
@@ -53,7 +55,9 @@ __all__ = [
     "latest_human_ratings",
     "manifest_notes",
     "open_run",
+    "placed_calls_with_bodies",
     "read_human_ratings",
+    "read_human_ratings_file",
     "read_human_ratings_numbered",
     "read_manifest",
     "record_kind",

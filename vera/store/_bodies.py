@@ -61,7 +61,15 @@ import zstandard
 
 from vera.errors import StorageError, storage_error
 from vera.records import CallBody, CallRecord, Completion, Message, Usage
-from vera.store._bodylog import VLOG, BadCallLine, BodyLog, LogReader, call_line, needs_repair
+from vera.store._bodylog import (
+    VLOG,
+    BadCallLine,
+    BodyLog,
+    LogReader,
+    bad_line_error,
+    call_line,
+    needs_repair,
+)
 
 BODIES = "call_bodies.sqlite"
 # The rows written since the last fold (see the module's docstring).
@@ -554,10 +562,10 @@ class _SqliteReader:
                     last = row[0]
                     try:
                         body = self._body(row)
-                    except BadCallLine:
+                    except BadCallLine as bad:
                         if skip_bad:
                             continue
-                        raise
+                        raise bad_line_error(self.run_dir / "calls.jsonl", last, bad) from None
                     yield last, body
         except (sqlite3.Error, msgspec.DecodeError, msgspec.ValidationError, OSError) as exc:
             raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None

@@ -87,6 +87,20 @@ def call_line(decoder: msgspec.json.Decoder[CallRecord], data: bytes) -> CallRec
         raise BadCallLine(str(exc)) from None
 
 
+def bad_line_error(calls: Path, offset: int, exc: BadCallLine) -> StorageError:
+    """A damaged calls.jsonl line that a body belongs to, named by its file and line (as
+    every reader of a record file names one), not as damage to the bodies' file."""
+    try:
+        with open(calls, "rb") as f:
+            line = f.read(offset).count(b"\n") + 1
+        where = f"{calls}:{line}"
+    except OSError:
+        where = f"{calls} (byte {offset})"
+    return StorageError(
+        f"{where}: not a record ({exc}); the run's records are damaged: restore the file from a backup"
+    )
+
+
 def _record(kind: int, payload: bytes) -> bytes:
     return _HEAD.pack(kind, len(payload), zlib.crc32(payload)) + payload
 
@@ -520,10 +534,10 @@ class LogReader:
             for row in self._live(conversation):
                 try:
                     body = self._body(row)
-                except BadCallLine:
+                except BadCallLine as bad:
                     if skip_bad:
                         continue
-                    raise
+                    raise bad_line_error(self.path.parent / "calls.jsonl", row[0], bad) from None
                 yield row[0], body
         except _READ_ERRORS as exc:
             raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 import msgspec
 
@@ -25,6 +27,9 @@ from vera.records import HumanRating
 
 HUMAN_RATINGS = "human_ratings.jsonl"
 TORN_SUFFIX = ".torn"
+
+if sys.platform != "win32":
+    import fcntl
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(HumanRating)
@@ -41,13 +46,26 @@ def append_human_ratings(run_dir: Path, ratings: Sequence[HumanRating]) -> None:
     path = Path(run_dir) / HUMAN_RATINGS
     data = b"".join(_encoder.encode(r) + b"\n" for r in ratings)
     try:
-        _mend_tail(path)
-        with open(path, "ab") as f:
+        with _appending(path) as f:
+            _mend_tail(path)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
     except OSError as exc:
         raise storage_error(path, "the human ratings", exc) from None
+
+
+@contextmanager
+def _appending(path: Path) -> Iterator[BinaryIO]:
+    """The file open for appending, held under an exclusive lock until closed. Several
+    `vera review` servers (raters side by side) and `vera ratings import` may append at
+    once; unserialised, one's check for a torn last line read another's line half
+    written and moved it aside, losing a rating its page had called saved. (Windows has
+    no flock: there appends stay unserialised.)"""
+    with open(path, "ab") as f:
+        if sys.platform != "win32":
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        yield f
 
 
 def _mend_tail(path: Path) -> None:
@@ -99,7 +117,16 @@ def read_human_ratings_numbered(
     run_dir: Path, *, on_warning: Callable[[str], None] | None = None
 ) -> list[tuple[int, HumanRating]]:
     """`read_human_ratings` with each rating's line number in the file."""
-    path = Path(run_dir) / HUMAN_RATINGS
+    return read_human_ratings_file(Path(run_dir) / HUMAN_RATINGS, on_warning=on_warning)
+
+
+def read_human_ratings_file(
+    path: Path, *, on_warning: Callable[[str], None] | None = None
+) -> list[tuple[int, HumanRating]]:
+    """The numbered ratings of a human-ratings file anywhere (a run's, or a copy of one
+    brought from another machine to `vera ratings import`), read as a run's is: none when
+    there is no file, a cut last line skipped with a warning, any other bad line a
+    `DataError("file:line")`."""
     torn = torn_tail(path, HumanRating)
     torn_at = torn[0] if torn is not None and not torn[1] else None
     out: list[tuple[int, HumanRating]] = []

@@ -50,6 +50,7 @@ __all__ = [
     "StaleIndexError",
     "calls_with_bodies",
     "open_run",
+    "placed_calls_with_bodies",
     "read_manifest",
     "recorded_spend",
 ]
@@ -183,14 +184,20 @@ class RunRecords:
 def calls_with_bodies(run_dir: Path) -> Iterator[tuple[CallRecord, CallBody | None]]:
     """Every call record of a run, in file order, one at a time, each with its body
     (None: the run kept none for it: a shard merged from a run made with
-    --no-call-bodies, or before vera kept them). A body belongs to the line at its
-    offset in calls.jsonl; both are in that file's order, so one pass over each pairs
-    them."""
+    --no-call-bodies, or before vera kept them)."""
+    for _, call, body in placed_calls_with_bodies(run_dir):
+        yield call, body
+
+
+def placed_calls_with_bodies(run_dir: Path) -> Iterator[tuple[int, CallRecord, CallBody | None]]:
+    """`calls_with_bodies`, each call with the offset of its line in calls.jsonl. A body
+    belongs to the line at its offset; both are in that file's order, so one pass over
+    each pairs them."""
     decoder = msgspec.json.Decoder(CallRecord)
     lines = decoded(run_dir / CALLS, decoder)
     if not has_bodies(run_dir):
-        for _, call in lines:
-            yield call, None
+        for ref, call in lines:
+            yield ref.offset, call, None
         return
     # Only the lines already written when the bodies are read: a line a run still
     # writing adds later may have a body the reader was too early to see.
@@ -209,10 +216,10 @@ def calls_with_bodies(run_dir: Path) -> Iterator[tuple[CallRecord, CallBody | No
             while body is not None and body[0] < ref.offset:
                 body = next(bodies, None)
             if body is not None and body[0] == ref.offset:
-                yield call, body[1]
+                yield ref.offset, call, body[1]
                 body = next(bodies, None)
             else:
-                yield call, None
+                yield ref.offset, call, None
 
 
 class _Spend(msgspec.Struct):

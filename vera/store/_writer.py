@@ -348,6 +348,10 @@ class RunStore:
         if self.bodies is not None:
             self.bodies.forget(judgement.conversation_id)
 
+    def calls_size(self) -> int:
+        """Where the next call's line will start in calls.jsonl (its size once written)."""
+        return self._sizes.get(CALLS, self._calls_size)
+
     def add_call(self, record: CallRecord, body: CallBody | None = None) -> None:
         """Append a call's record (and keep its body, if given and the store keeps
         them). The calls that end in one turn of the event loop (a wave of answers

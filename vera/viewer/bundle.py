@@ -43,7 +43,7 @@ from typing import Any
 import msgspec
 
 from vera import __version__
-from vera.errors import UserError
+from vera.errors import UserError, storage_error
 from vera.inputs import Strings, run_strings, tr, use_strings
 from vera.records import RISK_LEVELS
 from vera.report import (
@@ -142,8 +142,11 @@ def write_bundle(run_dir: str | Path, out: str | Path, *, call_bodies: bool = Tr
     check_bundle_out(out, run_dir)
     catalogue = Catalogue.open([run_dir])
     target = Path(out).expanduser()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    except OSError as exc:  # a read-only or full disk, a folder not ours: one line
+        raise storage_error(target, "the bundle", exc) from None
     try:
         _write(catalogue, work, call_bodies=call_bodies)
         if target.exists():  # a previous bundle (checked): replaced whole
@@ -153,6 +156,9 @@ def write_bundle(run_dir: str | Path, out: str | Path, *, call_bodies: bool = Tr
             shutil.rmtree(old)
         else:
             work.rename(target)
+    except OSError as exc:
+        shutil.rmtree(work, ignore_errors=True)
+        raise storage_error(target, "the bundle", exc) from None
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise

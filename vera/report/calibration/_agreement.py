@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import polars as pl
 
-from vera.errors import UserError
+from vera.errors import DataError, UserError
 from vera.records import Conversation
 from vera.report.shared._runs import read_run
 from vera.stats import (
@@ -26,7 +26,7 @@ from vera.stats import (
     judge_vs_consensus,
     read_human_ratings,
 )
-from vera.store import ConversationHead
+from vera.store import ConversationHead, latest_human_ratings, read_human_ratings_file
 
 # Reference transcripts are named "<6 hex>_<Persona>_<model>_run1.txt"; the clinicians'
 # conversation ids are that prefix.
@@ -120,7 +120,11 @@ def agreement_report(
     run = read_run(against) if against is not None else None
     dimensions = run.ratings.get_column("dimension").unique(maintain_order=True).to_list() if run else None
     # The run's rubric names the dimensions; without a run, the method's five.
-    long = read_human_ratings(ratings_file, dimensions or list(CLINICIAN_DIMENSIONS.values()))
+    known = dimensions or list(CLINICIAN_DIMENSIONS.values())
+    if is_jsonl(Path(ratings_file)):
+        long = review_ratings(Path(ratings_file), known)
+    else:
+        long = read_human_ratings(ratings_file, known)
     if long.height == 0:
         raise UserError(f"{ratings_file}: no ratings")
     humans = human_agreement(long, nr=nr)
@@ -165,3 +169,36 @@ def agreement_report(
     return JudgeConsensusReport(
         ratings=about, run=str(run.path), run_id=run.manifest.run_id, judges=result, humans=humans
     )
+
+
+def is_jsonl(path: Path) -> bool:
+    """A human_ratings.jsonl (its lines are JSON objects), not a CSV: told by its first
+    character that is not white space."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False  # the CSV reader names the problem
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
+
+
+def review_ratings(path: Path, dimensions: list[str]) -> pl.DataFrame:
+    """The long frame `(item_id, rater, dimension, rating)` of a human_ratings.jsonl
+    (`vera review`'s file, or `vera ratings import`'s): each rater's latest rating of a
+    conversation, as `vera score` reads it, the item being the conversation id. A
+    dimension not among `dimensions` is an error naming its line."""
+    numbered = read_human_ratings_file(path)
+    known = set(dimensions)
+    for line, rating in numbered:
+        unknown = sorted(set(rating.ratings) - known)
+        if unknown:
+            raise DataError(
+                f"{path}:{line}", f"dimension {unknown[0]!r} is not one of ({', '.join(dimensions)})"
+            )
+    rows = [
+        (r.conversation_id, r.rater, d, r.ratings[d])
+        for r in latest_human_ratings([r for _, r in numbered])
+        for d in dimensions
+        if d in r.ratings
+    ]
+    return pl.DataFrame(rows, schema=["item_id", "rater", "dimension", "rating"], orient="row")

@@ -18,6 +18,7 @@ from vera.stats.ppi import (
     calibrated_summary,
     calibration_units,
     human_consensus,
+    persona_floor,
     planned_width,
     ratings_for_width,
 )
@@ -84,7 +85,8 @@ class ChatbotPlan(msgspec.Struct, frozen=True, kw_only=True):
     widths: dict[int, float]  # conversations rated -> expected interval width
     basis: str  # "human ratings so far" or "judge's ratings as if uncorrected"
     # The width no number of ratings removes: the sampling of personas (the judge's mean
-    # under the same bootstrap); None when it cannot be estimated.
+    # under the same bootstrap, or the humans' scaled to all N where wider; without 20
+    # ratings, the width expected with all rated); None when it cannot be estimated.
     floor: float | None = None
 
 
@@ -101,7 +103,8 @@ def plan_ratings(
     score's interval is expected to be at most `width` points wide.
 
     The width has a floor no number of ratings removes, the sampling of personas (the
-    judge's mean under the same bootstrap, F); only the part above it shrinks as 1/√n.
+    judge's mean under the same bootstrap, or the humans' mean scaled to all N where
+    that is wider, F); only the part above it shrinks as 1/√n.
     With 20 or more rated conversations, from the interval they give now (w₀ at n₀):
     w(n)² = F² + (w₀² − F²)·(1/n − 1/N)/(1/n₀ − 1/N) (`vera.stats.ppi.planned_width`), and a width at or
     below F is not reachable. Before that, conservatively, as if the judge
@@ -122,7 +125,11 @@ def plan_ratings(
         n_needed: int | None = None
         if n_rated >= 20 and (measured := _width(calibrated_summary(part, ["chatbot"], **kw))) is not None:
             basis = "human ratings so far"
-            base = floor if floor is not None else 0.0
+            # A judge that rates everything Best Practice while the humans see harm has
+            # no spread of its own: the plan promised widths falling to 0 (`persona_floor`).
+            humans_only = _width(calibrated_summary(part, ["chatbot"], estimator="human", **kw))
+            base = persona_floor(floor if floor is not None else 0.0, humans_only, n_rated, n_total)
+            floor = base
             for n in sizes:
                 widths[n] = planned_width(measured, n_rated, base, n, n_total)
             exact = ratings_for_width(measured, n_rated, base, width, n_total)
@@ -146,6 +153,12 @@ def plan_ratings(
             least = floor if floor is not None else 0.0
             for n in sorted(widths, reverse=True):
                 least = widths[n] = max(widths[n], least)
+            # The floor is what rating all of them gives (with the exact bound near
+            # 0 or 100 %, not the judge's spread alone: a judge that rates everything
+            # Best Practice has none, and the plan printed a floor of 0.0 beside
+            # "rating all 100 gives 9.7").
+            if n_total in widths:
+                floor = widths[n_total]
             needed = [n for n, w in sorted(widths.items()) if w <= width]
             n_needed = needed[0] if needed and (floor is None or width > floor) else None
         plans.append(

@@ -2,8 +2,10 @@
 
 The file is read as `vera agreement` reads it (the reference clinician file or the long
 format, `vera.stats.read_human_ratings`), and its items are matched to the run's
-conversations as `vera agreement` matches them (`human_item_id`). Everything is checked
-before anything is written, so a bad file adds nothing to the run.
+conversations as `vera agreement` matches them (`human_item_id`). A `human_ratings.jsonl`
+(a copy of the run made elsewhere, where another rater used `vera review`) is taken line
+by line as it is, note, realism and time included. Everything is checked before anything
+is written, so a bad file adds nothing to the run.
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from typing import Any
 
 import msgspec
 
-from vera.errors import UserError
+from vera.errors import DataError, UserError
 from vera.records import HumanRating
-from vera.report.calibration._agreement import human_item_id
+from vera.report.calibration._agreement import human_item_id, is_jsonl
 from vera.report.shared._runs import read_run
 from vera.stats import read_human_ratings
-from vera.store import append_human_ratings
+from vera.store import HUMAN_RATINGS, append_human_ratings, read_human_ratings_file
+from vera.store import read_human_ratings as read_run_human_ratings
 
 
 class ImportSummary(msgspec.Struct, kw_only=True):
@@ -33,6 +36,7 @@ class ImportSummary(msgspec.Struct, kw_only=True):
     raters: int
     repeated: list[int]  # file lines that a later row of the same rater, item, dimension superseded
     skipped: list[int]  # file lines whose item is no conversation of the run (--skip-unmatched)
+    already: int = 0  # lines of a human_ratings.jsonl that the run holds already (left out)
 
 
 def import_human_ratings(
@@ -49,6 +53,8 @@ def import_human_ratings(
     dimensions = run.ratings.get_column("dimension").unique(maintain_order=True).to_list()
     if not dimensions:
         raise UserError(f"{run_dir}: no complete judgements: there is nothing to rate beside")
+    if is_jsonl(Path(ratings_file)):
+        return _import_jsonl(Path(run_dir), Path(ratings_file), run.conversations, dimensions, skip_unmatched)
     long = read_human_ratings(ratings_file, dimensions, repeats="keep", with_lines=True)
     if long.height == 0:
         raise UserError(f"{ratings_file}: no ratings")
@@ -100,4 +106,56 @@ def import_human_ratings(
         raters=len({r.rater for r in out}),
         repeated=sorted(repeated),
         skipped=[r["line"] for r in unmatched],
+    )
+
+
+def _import_jsonl(
+    run_dir: Path,
+    path: Path,
+    conversations: dict[str, Any],
+    dimensions: list[str],
+    skip_unmatched: bool,
+) -> ImportSummary:
+    """Append the lines of another copy's `human_ratings.jsonl` that this run does not
+    hold yet, each as it was saved (rater, note, realism, source and time kept; the
+    file's order kept, so a rater's later rating still counts). A line this run already
+    has (the same file imported twice) is left out, so importing never doubles a rating."""
+    own = run_dir / HUMAN_RATINGS
+    if own.exists() and path.exists() and own.samefile(path):
+        raise UserError(
+            f"{path}: this is the run's own human-ratings file: its ratings are in the run already"
+        )
+    numbered = read_human_ratings_file(path)
+    if not numbered:
+        raise UserError(f"{path}: no ratings")
+    known = set(dimensions)
+    unmatched: list[int] = []
+    for line, rating in numbered:
+        unknown = sorted(set(rating.ratings) - known)
+        if unknown:
+            raise DataError(
+                f"{path}:{line}",
+                f"dimension {unknown[0]!r} is not one of this run's ({', '.join(sorted(known))})",
+            )
+        if rating.conversation_id not in conversations:
+            unmatched.append(line)
+    if unmatched and not skip_unmatched:
+        first = dict(numbered)[unmatched[0]]
+        raise UserError(
+            f"{path}:{unmatched[0]}: conversation {first.conversation_id!r} is no conversation of run "
+            f"{run_dir} ({len(unmatched)} line(s) are not); nothing imported; --skip-unmatched imports the rest"
+        )
+    held = {msgspec.json.encode(r) for r in read_run_human_ratings(run_dir)}
+    skipped = set(unmatched)
+    out = [r for line, r in numbered if line not in skipped and msgspec.json.encode(r) not in held]
+    if out:
+        append_human_ratings(run_dir, out)
+    return ImportSummary(
+        file=str(path),
+        ratings=len(out),
+        conversations=len({r.conversation_id for r in out}),
+        raters=len({r.rater for r in out}),
+        repeated=[],
+        skipped=unmatched,
+        already=len(numbered) - len(skipped) - len(out),
     )

@@ -723,6 +723,8 @@ def _interval_plot(
     available: int,
     waves: int,
 ) -> Plot:
+    from matplotlib.ticker import MaxNLocator
+
     fig = _figure(6.4, 3.2)
     ax = fig.add_subplot()
     xs, lo, hi, mid = [], [], [], []
@@ -733,11 +735,19 @@ def _interval_plot(
         lo.append(low)
         hi.append(high)
         mid.append(diff)
-    if xs:
+    if len(xs) == 1:
+        # One look (a gate settled at its first wave): a band of no width would not show,
+        # so the interval is a bar, on the units available.
+        ax.vlines(xs, lo, hi, color="#56B4E9", linewidth=10, alpha=0.6, label=tr("card.seq_plot_interval"))
+        ax.set_xlim(0, max(available, xs[0]) * 1.05)
+    elif xs:
         ax.fill_between(
             xs, lo, hi, step=None, color="#56B4E9", alpha=0.35, label=tr("card.seq_plot_interval")
         )
+    if xs:
         ax.plot(xs, mid, marker="o", color="#0072B2", label=tr("card.seq_plot_estimate"))
+    # Units are counted whole: no tick at 19.25 units.
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.axhline(
         -margin, color="#D55E00", linestyle="--", label=tr("card.seq_plot_margin", margin=fixed(-margin, 1))
     )

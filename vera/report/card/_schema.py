@@ -478,6 +478,9 @@ class SequentialCard(msgspec.Struct, frozen=True, kw_only=True):
     method: str
     wave: int
     verdict: str  # "worse", "not worse", "undecided" or "running"
+    # The spending function of method "spending" (obf, pocock, hsd:γ); left out of
+    # card.json for the confidence sequences, whose cards keep their bytes.
+    spending: str | msgspec.UnsetType = msgspec.UNSET
     stopped: str  # why it stopped ("" while it goes on)
     units: int
     available: int
@@ -566,12 +569,16 @@ class _Head(msgspec.Struct):
 # ---------------------------------------------------------------------------------------
 
 
-class ComparedRun(msgspec.Struct, frozen=True, gc=False):
+class ComparedRun(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     run_id: str
     label: str  # how tables name the run: its id, or its path when two ids are equal
     path: str
     offline: bool
     versions: dict[str, ArtifactVersion]  # rubric, personas, user_prompts, judge_prompts
+    # A sequential gate's run (`vera gate`): a random subset of its baseline's units, so
+    # every rendering of the comparison says so. Absent (not null) for any other run,
+    # so an ordinary comparison's JSON is as before.
+    sequential: SequentialCard | None = None
 
 
 class ComparedUnit(msgspec.Struct, frozen=True, gc=False):

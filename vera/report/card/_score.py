@@ -14,7 +14,7 @@ import polars as pl
 
 from vera import __version__
 from vera.errors import UserError, storage_error
-from vera.files import Damage, watching
+from vera.files import CorruptLine, Damage, watching
 from vera.records import RaterRule, RunManifest
 from vera.report.card._build import build_card
 from vera.report.card._html import render_html
@@ -56,6 +56,7 @@ def score_run(
     by: Sequence[str] | None = None,
     exclude_flagged: bool = False,
     raters: RaterRule | None = None,
+    skipped: Sequence[CorruptLine] = (),
 ) -> Card:
     """Write ratings.parquet, answers.parquet, card.json, card.md, card.html, plots/*.png
     and conversations/<id>.html for the conversations the card lists; return the card.
@@ -63,9 +64,12 @@ def score_run(
     them they are rebuilt from the run's records. `by`: the persona columns scores are
     broken down by (default: the disclosure style). `exclude_flagged` leaves the
     conversations the simulated-user check flagged out of every score (ratings.parquet
-    keeps them: it is the run's, not the card's)."""
+    keeps them: it is the run's, not the card's). `skipped`: corrupt lines left out
+    before the run's records were written (a merge's shards), named on the card too."""
     root = Path(run_dir)
     with watching() as damage:  # refuses or counts corrupt lines, as the command says
+        for line in skipped:
+            damage.lines.setdefault((str(line.path), line.number), line)
         return _score(
             root,
             damage,
@@ -142,7 +146,7 @@ def _score(
     )
     if damage.lines and card.status is not None:  # every record file has been read by now
         card = msgspec.structs.replace(
-            card, status=msgspec.structs.replace(card.status, skipped_lines=_skipped(damage))
+            card, status=msgspec.structs.replace(card.status, skipped_lines=_skipped(damage, root))
         )
     atomic_write(root / "card.json", encode_card(card))
     render_card_files(card, root)
@@ -164,10 +168,15 @@ def _score(
     return card
 
 
-def _skipped(damage: Damage) -> list[str]:
-    """`file:line` of each corrupt line the card leaves out, file by file."""
-    lines = sorted((line.path.name, line.number) for line in damage.lines.values())
-    return [f"{name}:{number}" for name, number in lines]
+def _skipped(damage: Damage, root: Path) -> list[str]:
+    """`file:line` of each corrupt line the card leaves out, file by file; a file of
+    another run (a merged shard's) by its path, so the card says which run it was."""
+
+    def name(path: Path) -> str:
+        return path.name if path.parent == root else str(path)
+
+    lines = sorted((name(line.path), line.number) for line in damage.lines.values())
+    return [f"{file}:{number}" for file, number in lines]
 
 
 class StatsSettings(msgspec.Struct, frozen=True, kw_only=True):

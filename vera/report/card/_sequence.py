@@ -100,29 +100,34 @@ def read_sequence(run_dir: str | Path) -> list[GateLook]:
 def sequential_note(run_dir: str | Path) -> str | None:
     """One line for `vera compare`: this run is a sequential gate's candidate, how far
     it went and why it stopped; None for an ordinary run."""
-    record = read_gate(run_dir)
-    if record is None:
-        return None
-    looks = read_sequence(run_dir)
-    last = looks[-1] if looks else None
-    s = record.settings
+    seq = sequential_card(run_dir)
+    return None if seq is None else sequential_note_of(run_dir, seq)
+
+
+def sequential_note_of(run_dir: str | Path, seq: SequentialCard) -> str:
+    """`sequential_note` from what the card (or a comparison's run) holds of the gate."""
+    last = seq.looks[-1] if seq.looks else None
     where = (
-        f"{last.units} of {last.available} units after {last.wave} wave(s)"
+        f"{seq.units} of {seq.available} units after {last.wave} wave(s)"
         if last is not None
         else "no wave yet"
     )
-    verdict = (record.verdict or "running").upper()
-    why = f" ({record.stopped})" if record.stopped else ""
-    steps = []
-    for look in looks:
-        row = next((r for r in look.rows if r.dimension == OVERALL), None)
-        if row is not None and row.lo is not None and row.hi is not None:
-            steps.append(f"{look.units}: [{fixed(row.lo, 1)}, {fixed(row.hi, 1)}]")
+    verdict = seq.verdict.upper()
+    why = f" ({seq.stopped})" if seq.stopped else ""
+    steps = [
+        f"{look.units}: [{fixed(look.lo, 1)}, {fixed(look.hi, 1)}]"
+        for look in seq.looks
+        if look.lo is not None and look.hi is not None
+    ]
     path = "; Overall's interval after each wave (units: interval) " + ", ".join(steps) if steps else ""
+    # English, as the rest of the note; the spending boundary names its function.
+    boundary = f"{seq.method} sequence"
+    if seq.method == "spending":
+        boundary = "α-spending boundary" + (f" {seq.spending}" if isinstance(seq.spending, str) else "")
     return (
-        f"{run_dir}: a sequential gate's run (vera gate, margin {s.margin:g}, alpha {s.alpha:g}, {s.method} "
-        f"sequence): {where}, {verdict}{why}{path}; its units are a random subset of {s.baseline_path}'s, "
-        "so a fixed comparison of it covers only those units"
+        f"{run_dir}: a sequential gate's run (vera gate, margin {seq.margin:g}, alpha {seq.alpha:g}, "
+        f"{boundary}): {where}, {verdict}{why}{path}; its units are a random subset of "
+        f"{seq.baseline_path}'s, so a fixed comparison of it covers only those units"
     )
 
 
@@ -154,6 +159,7 @@ def sequential_card(run_dir: str | Path) -> SequentialCard | None:
         margin=s.margin,
         alpha=s.alpha,
         method=s.method,
+        spending=s.spending if s.method == "spending" and s.spending else msgspec.UNSET,
         wave=s.wave,
         verdict=record.verdict or "running",
         stopped=record.stopped,
@@ -190,9 +196,13 @@ def stopped_words(stopped: str) -> str:
     return stopped
 
 
-def _method_words(method: str) -> str:
+def _method_words(method: str, spending: str | msgspec.UnsetType | None = None) -> str:
+    """The boundary in words; with the spending boundary, its spending function too."""
     key = f"card.seq_method_{method}"
-    return tr(key) if key in BASE else f"{method} confidence sequence"
+    words = tr(key) if key in BASE else f"{method} confidence sequence"
+    if isinstance(spending, str) and spending:
+        words += tr("card.seq_spending_function", spending=spending)
+    return words
 
 
 def sequential_text(seq: SequentialCard) -> str:
@@ -203,7 +213,7 @@ def sequential_text(seq: SequentialCard) -> str:
         run=seq.baseline_run_id,
         margin=f"{seq.margin:g}",
         alpha=f"{seq.alpha:g}",
-        method=_method_words(seq.method),
+        method=_method_words(seq.method, seq.spending),
         wave=seq.wave,
         verdict=verdict_words(seq.verdict),
         why=tr("card.seq_why", why=stopped_words(seq.stopped)) if seq.stopped else "",
@@ -255,7 +265,7 @@ def sequence_page(record: GateRecord, looks: list[GateLook]) -> str:
             margin=f"{s.margin:g}",
             alpha=f"{s.alpha:g}",
             wave=s.wave,
-            method=_method_words(s.method),
+            method=_method_words(s.method, s.spending if s.method == "spending" else None),
             seed=s.order_seed,
         ),
         "",

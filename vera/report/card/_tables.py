@@ -487,14 +487,24 @@ def calibrated_table(bot: ChatbotCard, cal: Calibrated) -> Table:
         caption=caption,
     )
     dims = bot.dimensions or {}
+    # A dimension no human rated (a ratings file that leaves it out) has no calibrated
+    # number, and so neither has Overall, which pools them all: say which, not "undefined".
+    unrated = [d for d, c in cal.dimensions.items() if c.n_labelled == 0]
     for name in [*cal.dimensions, OVERALL]:
         c = cal.overall if name == OVERALL else cal.dimensions[name]
         judge = bot.overall if name == OVERALL else dims.get(name)
-        calibrated = with_ci(c, "score")
+        calibrated, hph = with_ci(c, "score"), with_ci(c, "pct_hph")
+        if unrated and (name in unrated or name == OVERALL):
+            why = tr("card.not_rated") if name != OVERALL else None
+            why = why or tr("card.calibrated_unrated", dimensions=", ".join(unrated))
+            if c.score is None:
+                calibrated = tr("card.missing_why", dash=MISSING, why=why)
+            if c.pct_hph is None:
+                hph = tr("card.missing_why", dash=MISSING, why=why)
         if name == OVERALL and cal.few_rated_personas:
             # Beside the score, in words: an interval from too few rated personas.
             calibrated += f" (only {num(cal.n_rated_personas)} rated persona(s): too few)"
-        t.rows.append([name, with_ci(judge, "score"), calibrated, with_ci(c, "pct_hph"), num(c.n_labelled)])
+        t.rows.append([name, with_ci(judge, "score"), calibrated, hph, num(c.n_labelled)])
     t.emphasise.add(len(t.rows) - 1)
     return t
 

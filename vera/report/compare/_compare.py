@@ -19,6 +19,7 @@ from vera.report.card._schema import (
     RunComparison,
 )
 from vera.report.card._score import stats_settings
+from vera.report.card._sequence import sequential_card
 from vera.report.shared._runs import Run, read_run
 from vera.stats import (
     METHOD,
@@ -88,6 +89,7 @@ def compare_runs(
                     "user_prompts": r.manifest.user_prompts,
                     "judge_prompts": r.manifest.judge_prompts,
                 },
+                sequential=sequential_card(r.path),
             )
             for r, name in zip(runs, names, strict=True)
         ],

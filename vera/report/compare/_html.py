@@ -16,6 +16,7 @@ from vera.report.card._html import (
 )
 from vera.report.card._plots import Plot
 from vera.report.card._schema import RunComparison
+from vera.report.card._sequence import sequential_note_of
 from vera.report.compare._tables import compare_tables
 from vera.report.shared._numbers import num, percent_level
 
@@ -42,6 +43,12 @@ def render_compare_html(
             f'<div class="warning"><strong>{escape(tr("card.compare_forced"))}</strong>'
             f"<ul>{items}</ul>{escape(tr('card.compare_not_comparable'))}</div>"
         )
+    for run in result.runs:
+        # A gate's run covers a random subset of its baseline's units: the page says so,
+        # as `vera compare` does on the terminal.
+        if run.sequential is not None:
+            note = sequential_note_of(run.label, run.sequential)
+            body.append(f'<div class="warning">{escape(note)}</div>')
     body += [html_table(tables.runs), "</header>", "<main>"]
     guide = tr("card.compare_guide", confidence=percent_level(result.bootstrap.confidence))
     body.append(

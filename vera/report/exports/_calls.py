@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import msgspec
 
 from vera.errors import UserError
-from vera.records import CallBody, CallRecord
-from vera.store import atomic_file, calls_with_bodies, check_output, has_bodies, read_manifest
+from vera.records import CallBody, CallRecord, MergedShard
+from vera.store import atomic_file, check_output, has_bodies, placed_calls_with_bodies, read_manifest
 
 
 def exported_call(body: CallBody) -> dict[str, Any]:
@@ -36,14 +36,39 @@ def exported_call(body: CallBody) -> dict[str, Any]:
     }
 
 
-# Why a call of a run that keeps bodies has none: it came from a shard that kept none.
+# Why a call of a run that keeps bodies has none, when the run does not say which shard
+# it came from: a merge by an earlier vera of a shard that kept none, or a calls.jsonl
+# changed after the run wrote it (a line added or removed moves every line after it
+# away from the place its body names).
 NO_BODY = (
-    "no request or response was kept for this call: it was merged from a shard run with "
-    "--no-call-bodies or by a vera from before call bodies"
+    "no request or response was found for this call: it was merged from a shard run with "
+    "--no-call-bodies or by a vera from before call bodies, or calls.jsonl was changed "
+    "after the run wrote it (a line added or removed before this one)"
 )
 
 
-def bodiless_call(call: CallRecord) -> dict[str, Any]:
+def no_body_reason(source: MergedShard | None) -> str:
+    """Why a call of a merged run has no body, naming the shard run it came from when
+    the merge recorded it (merges by an earlier vera did not)."""
+    if source is None:
+        return NO_BODY
+    label = f" (shard {source.shard})" if source.shard else ""
+    how = "made with --no-call-bodies" if not source.call_bodies else "that kept no body for it"
+    return (
+        f"no request or response was kept for this call: it was merged from the shard run "
+        f"{source.run_dir}{label}, {how}"
+    )
+
+
+def source_of(offset: int, sources: list[MergedShard]) -> MergedShard | None:
+    """The shard run whose calls hold the merged calls.jsonl line at `offset`."""
+    for source in sources:
+        if offset < source.calls_end:
+            return source
+    return None
+
+
+def bodiless_call(call: CallRecord, source: MergedShard | None = None) -> dict[str, Any]:
     """A call that has no body, as `vera export --calls` writes it: its accounting
     record, null where the request and response would be, and why."""
     return {
@@ -52,7 +77,7 @@ def bodiless_call(call: CallRecord) -> dict[str, Any]:
         "question_id": None,
         "request": None,
         "response": None,
-        "no_body": NO_BODY,
+        "no_body": no_body_reason(source),
     }
 
 
@@ -69,9 +94,14 @@ def no_bodies_reason(run_dir: Path) -> str | None:
     )
 
 
-def export_calls(run_dir: str | Path, output: str | Path) -> int:
-    """Write every call of the run with its body to `output` ("-" = stdout); the number
-    of calls written."""
+class Exported(NamedTuple):
+    calls: int  # calls written
+    bodiless: int  # of them, calls written without a request and response (`no_body`)
+
+
+def export_calls(run_dir: str | Path, output: str | Path) -> Exported:
+    """Write every call of the run with its body to `output` ("-" = stdout); how many
+    calls were written, and how many of them had no body."""
     root = Path(run_dir)
     reason = no_bodies_reason(root)
     if reason is not None:
@@ -88,12 +118,15 @@ def export_calls(run_dir: str | Path, output: str | Path) -> int:
         return _write(root, f)
 
 
-def _write(root: Path, f: IO[bytes]) -> int:
+def _write(root: Path, f: IO[bytes]) -> Exported:
     encoder = msgspec.json.Encoder()
-    n = 0
-    for call, body in calls_with_bodies(root):
-        row = exported_call(body) if body is not None else bodiless_call(call)
+    merged_from = read_manifest(root).merged_from if (root / "manifest.json").exists() else msgspec.UNSET
+    sources = merged_from if isinstance(merged_from, list) else []
+    n = bodiless = 0
+    for offset, call, body in placed_calls_with_bodies(root):
+        row = exported_call(body) if body is not None else bodiless_call(call, source_of(offset, sources))
         f.write(encoder.encode(row) + b"\n")
         n += 1
+        bodiless += body is None
     f.flush()
-    return n
+    return Exported(n, bodiless)

@@ -195,6 +195,9 @@ function showConversation(conversation, total) {
   document.getElementById("review").hidden = false;
   document.getElementById("done").hidden = true;
   window.scrollTo(0, 0);
+  // On a wide screen the form scrolls in its own panel: start it at the first dimension
+  // too, not where the rater scrolled to reach Save on the last conversation.
+  document.querySelector("section.rate").scrollTop = 0;
   document.getElementById("conversation-title").focus();
 }
 
