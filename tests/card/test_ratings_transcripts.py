@@ -228,3 +228,22 @@ def test_a_csv_imported_twice_or_with_a_row_copied_adds_each_rating_once(tmp_pat
     changed = invoke("ratings", "import", str(run), str(file))
     assert "imported 1 rating(s)" in changed.stdout
     assert len(read_human_ratings(run)) == 3
+
+
+def test_agreement_checks_a_csv_fingerprint_column_against_the_run(tmp_path, run):
+    a, b = conversation_ids(run, 2)
+    other = other_run(run, tmp_path / "other", a)
+    file = tmp_path / "long.csv"
+    file.write_text(
+        "item_id,rater,dimension,rating,transcript_sha256\n"
+        f"{b},ann,Confirms Risk,BP,{fingerprint(run, b)}\n"
+        f"{a},ann,Confirms Risk,HPH,{fingerprint(other, a)}\n"
+        f"{a},bob,Confirms Risk,HPH,\n"
+    )
+    args = ["agreement", str(file), "--against", str(run), "--resamples", "50"]
+    refused = invoke(*args)
+    assert refused.exit_code == 1 and f"{file}:3: conversation {a!r} by 'ann': {REFUSED}" in refused.output
+    assert invoke(*args, "--allow-other-transcripts").exit_code == 0
+    # Without the column's mismatch, the same file compares.
+    file.write_text(file.read_text().replace(fingerprint(other, a), fingerprint(run, a)))
+    assert invoke(*args).exit_code == 0

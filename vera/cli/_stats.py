@@ -304,7 +304,7 @@ def _gate(
 @click.option(
     "--allow-other-transcripts",
     is_flag=True,
-    help="With --against and a human_ratings.jsonl: compare ratings made on a different transcript "
+    help="With --against: compare ratings made on a different transcript "
     "than the run's (another run of the same config) instead of refusing them.",
 )
 @resamples_option(scope="with --against")
