@@ -760,7 +760,7 @@ def _interval_plot(
     png, svg = _images(fig)
     desc = (
         tr(
-            "card.seq_plot_desc",
+            "card.seq_plot_desc_one" if waves == 1 else "card.seq_plot_desc",
             waves=waves,
             units=xs[-1],
             available=available,
