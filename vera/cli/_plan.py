@@ -91,7 +91,14 @@ def plan(json_path: str | None, **options: Any) -> None:
 
 def _print(p: PlanRecord) -> None:
     v, a = p.variability, p.assumptions
-    if v.units:
+    if v.units and a.within_sd_source == "default":
+        # Not the pilot's: say so where the spread is shown, not only in a note below.
+        click.echo(
+            f"pilot: {v.units} units, {v.personas} personas; a unit's spread on Overall {v.within_sd:.1f} "
+            f"points within a persona, assumed ({a.within_sd_reason}); {v.between_sd:.1f} between "
+            "personas' means"
+        )
+    elif v.units:
         click.echo(
             f"pilot: {v.units} units, {v.personas} personas; a unit's spread on Overall "
             f"{v.within_sd:.1f} points within a persona ({v.between_sd:.1f} between personas' means)"
@@ -108,8 +115,14 @@ def _print(p: PlanRecord) -> None:
     if p.gate is not None:
         # The default boundary's line is as it always was; another names itself.
         bound = "" if p.gate.boundary == "sequence" else f" --boundary spending --spending {p.gate.spending}"
+        spread = (
+            f", simulated with the assumed spread ({p.gate.within_sd:.1f} points)"
+            if p.gate.within_sd_source == "default"
+            else ""
+        )
         click.echo(
-            f"sequential gate (vera gate{bound}, waves of {a.wave}, α {a.alpha:g}) on {p.gate.units} units:"
+            f"sequential gate (vera gate{bound}, waves of {a.wave}, α {a.alpha:g}) on {p.gate.units} units"
+            f"{spread}:"
         )
         for g in p.gate.sizes:
             verdicts = f"WORSE {g.worse:.0%} / NOT WORSE {g.not_worse:.0%} / UNDECIDED {g.undecided:.0%}"
