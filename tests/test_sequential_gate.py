@@ -166,7 +166,7 @@ def test_the_spending_boundary_settles_and_resumes_on_the_same_looks(baseline, t
 
     # Another spending function is another gate.
     changed = gate(baseline, out, "offline/risk-ignoring", "--boundary", "spending", "--spending", "pocock")
-    assert changed.exit_code == 1 and "spending was 'obf', now 'pocock'" in changed.output
+    assert changed.exit_code == 1 and "--spending was obf, now pocock" in changed.output
     # Resumed with --spending but the default boundary: refused as on a new gate, one
     # line, before anything is read or asked.
     plain = gate(baseline, out, "offline/risk-ignoring", "--spending", "obf")
