@@ -18,7 +18,8 @@ from vera.store import atomic_write, check_output
 @click.option(
     "--pilot",
     type=click.Path(file_okay=False, exists=True),
-    help="A run of the baseline (or a chatbot like it) to read variability and tokens from.",
+    help="A run of the baseline (or a chatbot like it) to read variability and tokens from. "
+    "Without it: a conservative spread of 30 points, and no gate size or cost.",
 )
 @margin_option(points=POSITIVE_POINTS)
 @click.option(
@@ -73,7 +74,8 @@ def plan(json_path: str | None, **options: Any) -> None:
     """Plan a comparison at a margin before spending on it: the personas × user-agents ×
     seeds a fixed design needs (for --width, and for --power at --margin), the expected
     and 90th-percentile size of a sequential `vera gate` for the same question
-    (simulated from the pilot's units), and what each costs in tokens and money at the
+    (simulated from the pilot's units; where they all scored alike, from a stand-in with
+    the fixed design's assumed spread), and what each costs in tokens and money at the
     profiles' prices, live and in batch. Not `vera ratings plan` (human ratings)."""
     runs = [r for r in (options["pilot"], options["pilot_candidate"]) if r is not None]
     check_output(json_path, "--json", runs=runs)
