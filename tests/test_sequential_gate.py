@@ -338,6 +338,10 @@ def test_a_gate_s_words_count_its_waves_and_name_what_the_user_typed(baseline, t
     assert "the betting sequence (--exact)" in changed.output and "max_conversations" not in changed.output
     dropped = gate(baseline, one, "offline/best-practice")
     assert "--max-conversations was 6, now not given" in dropped.output and "None" not in dropped.output
+    # A finished gate is not reopened by a budget (README, exit code 5): its verdict again.
+    again = gate(baseline, one, "offline/best-practice", "--max-conversations", "6", "--max-cost", "5")
+    assert again.exit_code == UNDECIDED_EXIT and f"({why})" in again.output, again.output
+    assert lines(one / "sequence.jsonl") == 1 and lines(one / "conversations.jsonl") == 6
 
     many = tmp_path / "many"
     result = gate(baseline, many, "offline/best-practice", "--max-conversations", "20", "--wave", "7")
