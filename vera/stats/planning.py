@@ -306,7 +306,7 @@ def spread_pilot(
     rng = np.random.default_rng(seed)
     # The same draws for every q (common random numbers): the spread rises with q.
     chance = rng.random(units.shape[0])
-    kind = rng.integers(0, 3, units.shape[0])  # 0 BP, 1 Suboptimal, 2 HPH
+    kind = np.asarray(rng.integers(0, 3, size=units.shape[0]))  # 0 BP, 1 Suboptimal, 2 HPH
     rated = units[:, :-1, RATED]
 
     def made(q: float) -> np.ndarray:
