@@ -295,7 +295,9 @@ def test_a_plan_for_the_spending_boundary_sizes_that_gate(pilot) -> None:
     worse = {
         g["boundary"]: next(s for s in g["sizes"] if s["difference"] == -10) for g in (sequence, spending)
     }
-    assert worse["spending"]["worse"] == 1.0 and worse["sequence"]["worse"] == 1.0
+    # (The pilot shows no spread: both are simulated with the assumed 30 points, at which
+    # 600 units do not always settle a candidate 10 points worse.)
+    assert worse["spending"]["worse"] >= worse["sequence"]["worse"] > 0
     assert worse["spending"]["mean_units"] <= worse["sequence"]["mean_units"]
     assert worse["spending"]["p90_units"] <= worse["sequence"]["p90_units"]
     # The text names the boundary the sizes are for.
@@ -341,3 +343,38 @@ def test_a_zero_width_or_margin_is_one_line(option, words) -> None:
     assert result.exit_code == 1, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert len(result.output.strip().splitlines()) == 1 and words in result.output, result.output
+
+
+def test_a_pilot_without_spread_simulates_the_gate_with_the_fixed_design_s_spread(pilot) -> None:
+    """The best-practice pilot's units all score 100: the fixed sizes assume the
+    conservative 30 points, and so must the gate's simulation. Simulated with no spread
+    it settled every time at its first look ("+0: 80 units, NOT WORSE 100%")."""
+    text, plan = _text_and_json("--pilot", str(pilot), "--reps", "20", "--wave", "20")
+    a, g = plan["assumptions"], plan["gate"]
+    assert (a["within_sd"], a["within_sd_source"]) == (30.0, "default")
+    assert a["within_sd_reason"] == "the pilot's units all scored alike, so there is no spread to learn from"
+    assert g["within_sd_source"] == "default" and 30.0 <= g["within_sd"] <= 31.5
+    assert 0 < g["redrawn"] < 0.1
+    equal = next(s for s in g["sizes"] if s["difference"] == 0.0)
+    # Not settled at the first looks: a gate of 600 units at σ 30 needs hundreds.
+    assert equal["mean_units"] > g["units"] / 4 and equal["p90_units"] > g["units"] / 2, equal
+    assert next(s for s in g["sizes"] if s["difference"] == 10.0)["reached"] == 0.0
+    # The text says which spread was used, where, and why.
+    assert "30.0 points within a persona, assumed (the pilot's units all scored alike" in text
+    assert f"on {g['units']} units, simulated with the assumed spread ({g['within_sd']:.1f} points):" in text
+    assert "by the fixed design's sizes and the simulated gate alike" in text
+
+
+def test_the_gate_s_stand_in_has_the_spread_asked_in_whole_ratings() -> None:
+    from vera.stats.planning import spread_pilot
+
+    counts = np.zeros((30, 6, 3))
+    counts[:, :5] = (1.0, 0.0, 1.0)  # every dimension Best Practice, one rating each
+    counts[:, -1] = counts[:, :5].sum(axis=1)
+    made, who, share, spread = spread_pilot(counts, np.arange(30), 30.0, seed=0)
+    assert made.shape == (240, 6, 3) and list(who[:9]) == [0] * 8 + [1]
+    assert 30.0 <= spread <= 33.0 and 0 < share < 0.1
+    assert variability(made[:, -1], who).within_sd == pytest.approx(spread)
+    assert np.array_equal(made, np.round(made)) and (made[..., 2] == counts[0, :, 2]).all()
+    assert (made[..., 0] >= 0).all() and (made[..., 0] + made[..., 1] <= made[..., 2]).all()
+    assert np.array_equal(made[:, -1], made[:, :5].sum(axis=1))

@@ -166,7 +166,7 @@ def test_the_spending_boundary_settles_and_resumes_on_the_same_looks(baseline, t
 
     # Another spending function is another gate.
     changed = gate(baseline, out, "offline/risk-ignoring", "--boundary", "spending", "--spending", "pocock")
-    assert changed.exit_code == 1 and "spending was 'obf', now 'pocock'" in changed.output
+    assert changed.exit_code == 1 and "--spending was obf, now pocock" in changed.output
     # Resumed with --spending but the default boundary: refused as on a new gate, one
     # line, before anything is read or asked.
     plain = gate(baseline, out, "offline/risk-ignoring", "--spending", "obf")
@@ -308,3 +308,46 @@ def test_compare_json_and_html_say_a_run_is_a_gate_s(baseline, tmp_path) -> None
     made = CliRunner().invoke(main, ["compare", str(baseline), str(out), "--html", str(page)])
     assert made.exit_code == 0, made.output
     assert "a sequential gate&#x27;s run (vera gate, margin 5" in page.read_text()
+
+
+def test_a_gate_s_words_count_its_waves_and_name_what_the_user_typed(baseline, tmp_path) -> None:
+    """What a user reads of a gate (the terminal, sequence.md, card.md, compare's note, a
+    resume refused): "after 1 wave" / "after 3 waves", never "wave(s)"; why it stopped
+    without brackets inside brackets; a changed setting named by its option."""
+    one = tmp_path / "one"
+    result = gate(baseline, one, "offline/best-practice", "--max-conversations", "6")
+    assert result.exit_code == UNDECIDED_EXIT, result.output
+    # The recorded reason keeps its value; the words shown have no nested brackets.
+    assert read_sequence(one)[-1].stopped == "out of conversations (--max-conversations 6)"
+    why = "out of conversations at --max-conversations 6"
+    assert f"UNDECIDED at margin 5 ({why}) (exit code 5)" in result.output
+    page = (one / "sequence.md").read_text()
+    card = (one / "card.md").read_text()
+    html = (one / "card.html").read_text()
+    assert f"**Verdict: UNDECIDED** — {why};" in page
+    assert f"UNDECIDED ({why}) after 1 wave, 6 of {PERSONAS} units used" in card
+    assert "The Overall interval after wave 1, the only one; the gate stopped at 6 of" in html
+    note = sequential_note(one)
+    assert note is not None and f"6 of {PERSONAS} units after 1 wave, UNDECIDED ({why});" in note
+    for text in (result.output, page, card, html, note):
+        assert "wave(s)" not in text and "))" not in text and "each of 1 waves" not in text
+    # Changed settings are named as the options the user typed, with their values as typed.
+    changed = gate(baseline, one, "offline/best-practice", "--max-conversations", "30", "--exact")
+    assert changed.exit_code == 1, changed.output
+    assert "--max-conversations was 6, now 30" in changed.output
+    assert "the betting sequence (--exact)" in changed.output and "max_conversations" not in changed.output
+    dropped = gate(baseline, one, "offline/best-practice")
+    assert "--max-conversations was 6, now not given" in dropped.output and "None" not in dropped.output
+    # A finished gate is not reopened by a budget (README, exit code 5): its verdict again.
+    again = gate(baseline, one, "offline/best-practice", "--max-conversations", "6", "--max-cost", "5")
+    assert again.exit_code == UNDECIDED_EXIT and f"({why})" in again.output, again.output
+    assert lines(one / "sequence.jsonl") == 1 and lines(one / "conversations.jsonl") == 6
+
+    many = tmp_path / "many"
+    result = gate(baseline, many, "offline/best-practice", "--max-conversations", "20", "--wave", "7")
+    waves = len(read_sequence(many))
+    assert waves == 3, result.output
+    card = (many / "card.md").read_text()
+    assert f"after 3 waves, 20 of {PERSONAS} units used" in card
+    assert "after each of 3 waves;" in (many / "card.html").read_text()
+    assert "units after 3 waves, UNDECIDED" in (sequential_note(many) or "")

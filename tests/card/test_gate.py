@@ -251,3 +251,18 @@ def test_a_gate_that_stopped_at_its_first_wave_draws_its_interval_on_whole_units
     assert wide.svg != narrow.svg and wide.png != narrow.png  # the interval is drawn
     ticks = [t for t in re.findall(rb">\s*([0-9.]+)\s*<", wide.svg)]
     assert ticks and all(b"." not in t for t in ticks), ticks
+
+
+def test_the_gate_s_plot_writes_minus_one_way() -> None:
+    # The legend read "−margin (-5.0)": a typographic minus, then a hyphen. It now writes
+    # −margin as the card's caption does ("clears −5"), with the minus sign (U+2212) the
+    # plot's tick labels use, and no hyphen-minus stands for a negative number anywhere.
+    import re
+
+    from vera.report import sequence_plot
+
+    svg = sequence_plot(_one_look(-100.0, -38.4), 5.0).svg.decode()
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    assert "−margin (−5)" in texts, texts
+    assert any(t.startswith("−") and t[1:].isdigit() for t in texts), texts  # a negative tick
+    assert not any(re.search(r"(^|[\s(])-\d", t) for t in texts), texts

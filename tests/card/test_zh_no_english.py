@@ -338,7 +338,12 @@ def test_a_gated_run_s_sequence_is_in_the_pack_s_words(verdict: str, stopped: st
     # The table's caption says the one-sided levels each row is checked at.
     levels = sequential_table(seq).caption or ""
     assert "every row's lower end at α = 0.05" in levels and "Overall 0.025" in levels
-    assert f"{verdict.upper()} ({stopped}) after 2 wave(s), 40 of 100 units used (40%)" in english
+    # Why it stopped in words without brackets of their own (they sit in the paragraph's).
+    shown_why = {
+        "out of budget (--max-cost)": "out of budget at --max-cost",
+        "out of conversations (--max-conversations 40)": "out of conversations at --max-conversations 40",
+    }.get(stopped, stopped)
+    assert f"{verdict.upper()} ({shown_why}) after 2 waves, 40 of 100 units used (40%)" in english
     # The card draws its plots with the CJK fonts when its language is not English.
     with use_strings(strings_of(ZH, "zh-CN")), _fonts():
         table = sequential_table(seq)

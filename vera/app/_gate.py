@@ -349,23 +349,45 @@ def _settings(run_dir: Path, fresh: GateSettings) -> GateSettings:
     except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise UserError(f"{path}: not a gate's settings ({exc})") from None
     diffs = [
-        f"{name} was {getattr(old, name)!r}, now {getattr(fresh, name)!r}"
-        for name in (
-            "baseline_run_id",
-            "candidate",
-            "margin",
-            "alpha",
-            "wave",
-            "order_seed",
-            "max_conversations",
-            "method",
-            "spending",
-        )
+        f"{option} was {_given(getattr(old, name))}, now {_given(getattr(fresh, name))}"
+        for name, option in _OPTIONS.items()
         if getattr(old, name) != getattr(fresh, name)
     ]
     if diffs:
-        raise UserError(f"cannot resume the gate in {run_dir}: " + "; ".join(diffs))
+        raise UserError(
+            f"cannot resume the gate in {run_dir}: " + "; ".join(diffs) + "; give the settings it was "
+            "started with to resume it, or a new --out for a new gate"
+        )
     return old
+
+
+# A gate setting's name in a resume refusal: what the user typed, not the record's field.
+_OPTIONS = {
+    "baseline_run_id": "the baseline run",
+    "candidate": "--candidate",
+    "margin": "--margin",
+    "alpha": "--alpha",
+    "wave": "--wave",
+    "order_seed": "--seed",
+    "max_conversations": "--max-conversations",
+    "method": "the boundary (--boundary, --exact)",
+    "spending": "--spending",
+}
+# The boundaries as the options that choose them.
+_METHODS = {
+    "asymptotic": "the asymptotic sequence (the default)",
+    "betting": "the betting sequence (--exact)",
+    "spending": "α-spending (--boundary spending)",
+}
+
+
+def _given(value: object) -> str:
+    """A setting's value as the user would type it; None (an option left out) as such."""
+    if value is None:
+        return "not given"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return _METHODS.get(value, value) if isinstance(value, str) else str(value)
 
 
 def write_settings(run_dir: Path, record: GateRecord) -> None:

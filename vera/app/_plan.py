@@ -37,6 +37,9 @@ from vera.stats.planning import (
     gate_sizes,
     pairing_of,
     power_of,
+    score_change,
+    shift_for,
+    spread_pilot,
     units_for_power,
     units_for_width,
     variability,
@@ -110,6 +113,13 @@ class PlannedGate(msgspec.Struct, frozen=True, kw_only=True):
     alpha: float
     reps: int  # simulated gates per difference
     sizes: list[GateEstimate]
+    # The within-persona spread (Overall, points) the simulated units vary by: the
+    # pilot's own, or the fixed design's default when the pilot shows none.
+    within_sd: float
+    within_sd_source: Literal["pilot", "default"]
+    # With the default: the share of the stand-in's units whose ratings were redrawn to
+    # give it that spread (vera.stats.planning.spread_pilot); None: the pilot's own units.
+    redrawn: float | None = None
 
 
 class Assumptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -130,6 +140,7 @@ class Assumptions(msgspec.Struct, frozen=True, kw_only=True):
     user_agents: int
     within_sd: float  # the spread the sizes use (points)
     within_sd_source: Literal["pilot", "default"]
+    within_sd_reason: str  # why that one: measured, no pilot, or the pilot's could not be used
     pairing: float  # the correlation of paired units the sizes take credit for
     pairing_source: Literal["measured", "assumed independent"]
     paired_units: int
@@ -159,6 +170,9 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     user_agents: int = 1
     default_spread: bool = False  # the spread is the conservative default, not the pilot's
+    spread_reason: str = "measured on the pilot's units"
+    gate_spread: float | None = None  # the stand-in's spread (None: the pilot's units)
+    redrawn: float | None = None  # the stand-in's share of redrawn units
     pairing_source: str | None = None  # what the pairing was measured on (None: assumed)
 
     def cost(self, units: float) -> Cost | None:
@@ -200,6 +214,9 @@ class Plan:
                 sizes=[
                     GateEstimate(**msgspec.structs.asdict(g), cost=self.cost(g.mean_units)) for g in self.gate
                 ],
+                within_sd=self.gate_spread if self.gate_spread is not None else v.within_sd,
+                within_sd_source="default" if self.default_spread else "pilot",
+                redrawn=self.redrawn,
             )
         first = self.designs[0]
         return PlanRecord(
@@ -219,6 +236,7 @@ class Plan:
                 user_agents=first.user_agents,
                 within_sd=v.within_sd,
                 within_sd_source="default" if self.default_spread else "pilot",
+                within_sd_reason=self.spread_reason,
                 pairing=min(v.pairing, MAX_PAIRING),
                 pairing_source="measured" if self.pairing_source is not None else "assumed independent",
                 paired_units=v.paired_units,
@@ -237,11 +255,15 @@ def plan(opts: PlanOptions) -> Plan:
     spending = check_spending(opts.boundary, opts.spending)
     notes: list[str] = []
     default_spread = False
+    spread_reason = "measured on the pilot's units"
+    gate_spread: float | None = None
+    redrawn: float | None = None
     paired_on: str | None = None
     if opts.pilot is None and opts.pilot_candidate is not None:
         raise UserError("--pilot-candidate is paired with a pilot's units: give --pilot RUN as well")
     if opts.pilot is None:
         default_spread = True
+        spread_reason = "no pilot"
         var = DEFAULT_VARIABILITY
         personas, user_agents = opts.personas or DEFAULT_PERSONAS, 1
         notes.append(
@@ -267,10 +289,18 @@ def plan(opts: PlanOptions) -> Plan:
         personas = opts.personas or var.personas
         user_agents = len({k[1] for k in units.keys})
         pilot_counts = (units, persona, run)
-        if not var.within_sd > 0:
+        if not var.within_sd > 0 or var.units < 2:
+            # No spread to learn from (a spread of 0 would promise a gate that settles at
+            # its first look): the fixed design's sizes and the simulated gate both take
+            # the conservative default.
+            spread_reason = (
+                "the pilot's units all scored alike, so there is no spread to learn from"
+                if var.units >= 2
+                else "the pilot has one unit, so there is no spread to learn from"
+            )
             notes.append(
-                f"the pilot's units all scored alike (no spread to learn from): {DEFAULT_VARIABILITY.within_sd:g} "
-                "points is assumed"
+                f"{spread_reason}: {DEFAULT_VARIABILITY.within_sd:g} points is assumed, by the fixed "
+                "design's sizes and the simulated gate alike"
             )
             var = msgspec.structs.replace(var, within_sd=DEFAULT_VARIABILITY.within_sd)
             default_spread = True
@@ -316,14 +346,28 @@ def plan(opts: PlanOptions) -> Plan:
         )
         conversations = int(per_unit.get_column("c").max() or 1)  # type: ignore[arg-type]
         bound = _max_ratings(manifest.judges, manifest.judge_instances, conversations, len(units.labels))
-        gate = gate_sizes(
-            units.counts,
-            persona,
+        asked = [0.0, -2 * opts.margin, 2 * opts.margin]
+        counts, who = units.counts, persona
+        if default_spread:
+            # The pilot shows no spread: the gate is simulated on a stand-in with the
+            # spread the fixed sizes assume, for the differences the pilot's own score
+            # allows (+10 from 100 is +0, as with a pilot's own spread).
+            totals = units.counts[:, -1].sum(axis=0)
+            targets = [round(score_change(totals, shift_for(totals, d)), 1) for d in asked]
+            counts, who, redrawn, gate_spread = spread_pilot(units.counts, persona, var.within_sd, opts.seed)
+            notes.append(
+                f"the sequential gate is simulated on a stand-in for the pilot with that spread "
+                f"({gate_spread:.1f} points): {redrawn:.1%} of its units have every rating redrawn, "
+                "Best Practice, Suboptimal or High Potential for Harm alike"
+            )
+        sizes = gate_sizes(
+            counts,
+            who,
             labels=units.labels,
             max_ratings=bound,
             personas=power_design.personas,
             units_per_persona=power_design.user_agents * power_design.seeds,
-            differences=[0.0, -2 * opts.margin, 2 * opts.margin],
+            differences=targets if default_spread else asked,
             margin=opts.margin,
             alpha=opts.alpha,
             wave=opts.wave,
@@ -333,6 +377,12 @@ def plan(opts: PlanOptions) -> Plan:
             method="spending" if opts.boundary == "spending" else "asymptotic",
             spending=spending or DEFAULT_SPENDING,
         )
+        if default_spread:
+            sizes = [
+                msgspec.structs.replace(g, difference=d, reached=t)
+                for g, d, t in zip(sizes, asked, targets, strict=True)
+            ]
+        gate = sizes
         _note_little_saving(gate, power_design.units, var.within_sd, opts.margin, rho, notes)
         unit_cost = _per_unit_cost(
             Path(opts.pilot or "."),
@@ -352,6 +402,9 @@ def plan(opts: PlanOptions) -> Plan:
         notes,
         user_agents=user_agents,
         default_spread=default_spread,
+        spread_reason=spread_reason,
+        gate_spread=gate_spread,
+        redrawn=redrawn,
         pairing_source=paired_on,
     )
 

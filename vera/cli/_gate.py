@@ -26,7 +26,8 @@ from vera.report import card_strings, stopped_words, verdict_words
 @click.option(
     "--max-conversations",
     type=click.IntRange(min=1),
-    help="Draw at most this many units (one conversation each); UNDECIDED if not settled by then.",
+    help="Draw at most this many units (a conversation each, or a multi-session arc); UNDECIDED "
+    "if not settled by then.",
 )
 @click.option(
     "--max-cost",
@@ -44,9 +45,11 @@ from vera.report import card_strings, stopped_words, verdict_words
 @click.option(
     "--out", type=click.Path(file_okay=False), help="The candidate's run directory (rerun to resume)."
 )
-@click.option("--quiet", is_flag=True, help="Print only the verdict.")
+@click.option(
+    "--quiet", is_flag=True, help="Print only the run directory and the verdict (no progress, waves or rows)."
+)
 def gate(baseline_run: str, candidate: str, quiet: bool, **options: Any) -> None:
-    """Sequential release gate: judge CANDIDATE in waves on BASELINE_RUN's own units
+    """Sequential release gate: judge the --candidate chatbot in waves on BASELINE_RUN's own units
     (persona × user-agent × seed, in a seeded random order) until the interval of
     candidate − baseline settles, for Overall and every dimension.
 

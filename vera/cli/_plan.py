@@ -18,7 +18,8 @@ from vera.store import atomic_write, check_output
 @click.option(
     "--pilot",
     type=click.Path(file_okay=False, exists=True),
-    help="A run of the baseline (or a chatbot like it) to read variability and tokens from.",
+    help="A run of the baseline (or a chatbot like it) to read variability and tokens from. "
+    "Without it: a conservative spread of 30 points, and no gate size or cost.",
 )
 @margin_option(points=POSITIVE_POINTS)
 @click.option(
@@ -73,7 +74,8 @@ def plan(json_path: str | None, **options: Any) -> None:
     """Plan a comparison at a margin before spending on it: the personas × user-agents ×
     seeds a fixed design needs (for --width, and for --power at --margin), the expected
     and 90th-percentile size of a sequential `vera gate` for the same question
-    (simulated from the pilot's units), and what each costs in tokens and money at the
+    (simulated from the pilot's units; where they all scored alike, from a stand-in with
+    the fixed design's assumed spread), and what each costs in tokens and money at the
     profiles' prices, live and in batch. Not `vera ratings plan` (human ratings)."""
     runs = [r for r in (options["pilot"], options["pilot_candidate"]) if r is not None]
     check_output(json_path, "--json", runs=runs)
@@ -91,7 +93,14 @@ def plan(json_path: str | None, **options: Any) -> None:
 
 def _print(p: PlanRecord) -> None:
     v, a = p.variability, p.assumptions
-    if v.units:
+    if v.units and a.within_sd_source == "default":
+        # Not the pilot's: say so where the spread is shown, not only in a note below.
+        click.echo(
+            f"pilot: {v.units} units, {v.personas} personas; a unit's spread on Overall {v.within_sd:.1f} "
+            f"points within a persona, assumed ({a.within_sd_reason}); {v.between_sd:.1f} between "
+            "personas' means"
+        )
+    elif v.units:
         click.echo(
             f"pilot: {v.units} units, {v.personas} personas; a unit's spread on Overall "
             f"{v.within_sd:.1f} points within a persona ({v.between_sd:.1f} between personas' means)"
@@ -108,8 +117,14 @@ def _print(p: PlanRecord) -> None:
     if p.gate is not None:
         # The default boundary's line is as it always was; another names itself.
         bound = "" if p.gate.boundary == "sequence" else f" --boundary spending --spending {p.gate.spending}"
+        spread = (
+            f", simulated with the assumed spread ({p.gate.within_sd:.1f} points)"
+            if p.gate.within_sd_source == "default"
+            else ""
+        )
         click.echo(
-            f"sequential gate (vera gate{bound}, waves of {a.wave}, α {a.alpha:g}) on {p.gate.units} units:"
+            f"sequential gate (vera gate{bound}, waves of {a.wave}, α {a.alpha:g}) on {p.gate.units} units"
+            f"{spread}:"
         )
         for g in p.gate.sizes:
             verdicts = f"WORSE {g.worse:.0%} / NOT WORSE {g.not_worse:.0%} / UNDECIDED {g.undecided:.0%}"

@@ -245,7 +245,14 @@ BASE: dict[str, str] = {
     "card.seq_text": (
         "a sequential gate (vera gate): candidate {candidate} against run {run}, margin {margin} points, "
         "alpha {alpha}, {method}, waves of {wave}; {verdict}{why} after {waves} "
-        "wave(s), {units} of {available} units used{share}. Its units are a random subset of the "
+        "waves, {units} of {available} units used{share}. Its units are a random subset of the "
+        "baseline's: the scores below are of those units only."
+    ),
+    # card.seq_text when the gate stopped after its first wave.
+    "card.seq_text_one": (
+        "a sequential gate (vera gate): candidate {candidate} against run {run}, margin {margin} points, "
+        "alpha {alpha}, {method}, waves of {wave}; {verdict}{why} after {waves} "
+        "wave, {units} of {available} units used{share}. Its units are a random subset of the "
         "baseline's: the scores below are of those units only."
     ),
     "card.seq_why": " ({why})",
@@ -268,14 +275,19 @@ BASE: dict[str, str] = {
     "card.seq_method_spending": "group-sequential (α-spending) repeated confidence intervals",
     "card.seq_spending_function": ", spending function {spending}",
     "card.seq_settled": "settled: {verdict}",
-    "card.seq_out_of_budget": "out of budget (--max-cost)",
+    # Shown inside card.seq_why's brackets: no brackets of their own.
+    "card.seq_out_of_budget": "out of budget at --max-cost",
     "card.seq_out_of_units": "out of units: every unit of the baseline was drawn",
-    "card.seq_out_of_conversations": "out of conversations (--max-conversations {n})",
+    "card.seq_out_of_conversations": "out of conversations at --max-conversations {n}",
     "card.seq_run_stopped": "the run stopped: {state}",
     "card.seq_plot_title": "The sequence",
     "card.seq_plot_alt": "The interval after each wave",
     "card.seq_plot_desc": (
         "The Overall interval after each of {waves} waves; the gate stopped at {units} of "
+        "{available} units: {stopped}."
+    ),
+    "card.seq_plot_desc_one": (
+        "The Overall interval after wave {waves}, the only one; the gate stopped at {units} of "
         "{available} units: {stopped}."
     ),
     "card.seq_plot_not_yet": "not yet",

@@ -284,6 +284,50 @@ def restored_spread(
     return mean, stretch
 
 
+def spread_pilot(
+    counts: np.ndarray, persona: np.ndarray, within_sd: float, seed: int, copies: int = 8
+) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """A stand-in, for the gate's simulation, for a pilot whose units all scored alike:
+    `copies` units per pilot unit, in its persona; each, with probability q, has every
+    rating replaced by one rating drawn for the unit (Best Practice, Suboptimal or High
+    Potential for Harm alike: a conversation that goes another way goes so on every
+    dimension), q the smallest that gives the units a within-persona spread of
+    `within_sd` (Overall, points) by `variability`. The fixed design's sizes assume that
+    spread; a gate simulated with none would settle at its first look.
+
+    Whole ratings keep every count a count, so the scores stay in 0–100 and the gate's
+    interval is bounded as a real one is (a spread added to a pilot at 100 without
+    moving it would be cut at 100, and promise a smaller gate); the stand-in scores
+    lower than the pilot. Returns its counts (N·copies, rows, 3), their persona, q, and
+    the spread reached (short of `within_sd` only if even q = 1 cannot reach it)."""
+    c = np.asarray(counts, dtype=np.float64)
+    units = np.repeat(c, copies, axis=0)
+    who = np.repeat(np.asarray(persona, dtype=np.int64), copies)
+    rng = np.random.default_rng(seed)
+    # The same draws for every q (common random numbers): the spread rises with q.
+    chance = rng.random(units.shape[0])
+    kind = np.asarray(rng.integers(0, 3, size=units.shape[0]))  # 0 BP, 1 Suboptimal, 2 HPH
+    rated = units[:, :-1, RATED]
+
+    def made(q: float) -> np.ndarray:
+        out = units.copy()
+        moved = chance < q
+        out[moved, :-1, BP] = rated[moved] * (kind[moved, None] == 0)
+        out[moved, :-1, HPH] = rated[moved] * (kind[moved, None] == 2)
+        out[:, -1] = out[:, :-1].sum(axis=1)
+        return out
+
+    def spread(q: float) -> float:
+        return variability(made(q)[:, -1], who).within_sd
+
+    lo, hi = 0.0, 1.0
+    if spread(hi) >= within_sd:
+        for _ in range(30):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if spread(mid) >= within_sd else (mid, hi)
+    return made(hi), who, hi, spread(hi)
+
+
 def gate_sizes(
     counts: np.ndarray,
     persona: np.ndarray,

@@ -748,9 +748,10 @@ def _interval_plot(
         ax.plot(xs, mid, marker="o", color="#0072B2", label=tr("card.seq_plot_estimate"))
     # Units are counted whole: no tick at 19.25 units.
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.axhline(
-        -margin, color="#D55E00", linestyle="--", label=tr("card.seq_plot_margin", margin=fixed(-margin, 1))
-    )
+    # −margin as the card's caption writes it ("clears −5"), with the typographic minus
+    # the plot's own tick labels use: not "−margin (-5.0)" with two different minus signs.
+    shown = f"−{margin:g}" if margin else "0"
+    ax.axhline(-margin, color="#D55E00", linestyle="--", label=tr("card.seq_plot_margin", margin=shown))
     ax.axhline(0.0, color="#000000", linewidth=0.6)
     if stopped and xs:
         ax.axvline(xs[-1], color="#CC79A7", linestyle=":", label=tr("card.seq_plot_stopped"))
@@ -760,7 +761,7 @@ def _interval_plot(
     png, svg = _images(fig)
     desc = (
         tr(
-            "card.seq_plot_desc",
+            "card.seq_plot_desc_one" if waves == 1 else "card.seq_plot_desc",
             waves=waves,
             units=xs[-1],
             available=available,

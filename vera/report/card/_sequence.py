@@ -14,7 +14,7 @@ from pathlib import Path
 import msgspec
 
 from vera.errors import UserError
-from vera.inputs import BASE, active, tr, ui_label
+from vera.inputs import BASE, ENGLISH, active, tr, ui_label, use_strings
 from vera.records import OVERALL
 from vera.report.card._schema import SequentialCard, SequentialLookCard
 from vera.report.shared._numbers import fixed
@@ -108,12 +108,15 @@ def sequential_note_of(run_dir: str | Path, seq: SequentialCard) -> str:
     """`sequential_note` from what the card (or a comparison's run) holds of the gate."""
     last = seq.looks[-1] if seq.looks else None
     where = (
-        f"{seq.units} of {seq.available} units after {last.wave} wave(s)"
+        f"{seq.units} of {seq.available} units after {last.wave} wave{'' if last.wave == 1 else 's'}"
         if last is not None
         else "no wave yet"
     )
     verdict = seq.verdict.upper()
-    why = f" ({seq.stopped})" if seq.stopped else ""
+    # Why it stopped in the card's English words (a recorded reason holds brackets of
+    # its own, which would nest in the note's).
+    with use_strings(ENGLISH):
+        why = f" ({stopped_words(seq.stopped)})" if seq.stopped else ""
     steps = [
         f"{look.units}: [{fixed(look.lo, 1)}, {fixed(look.hi, 1)}]"
         for look in seq.looks
@@ -208,7 +211,7 @@ def _method_words(method: str, spending: str | msgspec.UnsetType | None = None) 
 def sequential_text(seq: SequentialCard) -> str:
     """One paragraph: the question, where the gate stopped and why, units used."""
     return tr(
-        "card.seq_text",
+        "card.seq_text_one" if len(seq.looks) == 1 else "card.seq_text",
         candidate=seq.candidate,
         run=seq.baseline_run_id,
         margin=f"{seq.margin:g}",
