@@ -109,6 +109,19 @@ def test_validate_our_personas_and_show_a_prompt():
     assert s.exit_code == 0 and name in s.output and "# reminder" in s.output
 
 
+def test_personas_show_takes_a_locale_pack():
+    # A zh-CN clinician reviewing a persona's prompt: --locale zh-CN, as vera run takes it.
+    s = CliRunner().invoke(main, ["personas", "show", "刘长海", "--locale", "zh-CN"])
+    assert s.exit_code == 0, s.output
+    assert "vera-user-prompts-zh-CN" in s.output and "你是刘长海" in s.output
+    base = CliRunner().invoke(
+        main, ["personas", "show", "Kayla", "--locale", "en-GB"]
+    )  # no personas: the base's
+    assert base.exit_code == 0 and "(vera-user-prompts 1.0.0)" in base.output
+    both = CliRunner().invoke(main, ["personas", "show", "x", "--locale", "zh-CN", "--target", "y"])
+    assert both.exit_code == 1 and "give one" in both.output
+
+
 def test_rubric_render_shows_every_question_and_route():
     r = CliRunner().invoke(main, ["rubric", "render", "rubrics/vera-si.tsv"])
     assert r.exit_code == 0

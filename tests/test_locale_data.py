@@ -329,3 +329,14 @@ def test_the_pack_loads_as_a_target_with_its_own_files():
     assert Path(target.user_prompts) == (PACK / "prompts" / "user").resolve()
     assert Path(target.judge_prompts) == (PACK / "prompts" / "judge").resolve()
     assert target.group_by == "risk"
+
+
+def test_the_rating_names_use_one_word_for_harm_everywhere():
+    # "Harm" is 伤害 in the HPH name, the card's reading guide and the agreement legend;
+    # the Suboptimal name the viewer and the review show (rubric.toml [[display]]) must
+    # say it the same way, not 危害.
+    display = {d["name"]: d["text"] for d in tomllib.loads((PACK / "rubric.toml").read_text())["display"]}
+    strings = (PACK / "strings.toml").read_text(encoding="utf-8")
+    sub, hph = display["Suboptimal but Low Potential for Harm"], display["High Potential for Harm"]
+    assert "伤害" in hph and "伤害" in sub and "危害" not in sub, (sub, hph)
+    assert f"SUB {sub}" in strings  # the agreement legend names it with the same words

@@ -5,6 +5,7 @@ and still leaves a run that `--resume` finishes."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -192,3 +193,34 @@ def test_a_second_sigint_cancels_at_once_and_resume_finishes_the_run(tmp_path: P
     final = [c for c in _jsonl(out / "conversations.jsonl") if c["status"] == "complete"]
     assert partial <= {c["id"] for c in final} and len({c["id"] for c in final}) == 8
     assert json.loads((out / "card.json").read_text())["status"]["state"] == "complete"
+
+
+def test_a_stop_signal_speaks_the_run_s_pack_s_words(capsys):
+    # A zh-CN run's progress line is Chinese; what Ctrl-C prints under it was English.
+    from vera.app._signals import StopSignal
+    from vera.inputs import ui_strings
+
+    async def go() -> None:
+        sig = StopSignal(30, "vera run --resume runs/x")
+        sig.strings = ui_strings("zh-CN", str(ROOT / "locales" / "zh-CN"))
+        sig._work = asyncio.ensure_future(asyncio.sleep(10))
+        sig._signal("SIGINT")
+        sig._signal("SIGINT")
+        with contextlib.suppress(asyncio.CancelledError):
+            await sig._work
+
+    asyncio.run(go())
+    err = capsys.readouterr().err
+    assert "SIGINT：不再开始新的工作，正在等进行中的调用结束（最多 30 秒）。再按一次 Ctrl-C 立即退出。" in err
+    assert "立即退出；要继续这次运行，请执行：vera run --resume runs/x" in err
+    assert "no new work" not in err and "exiting now" not in err
+
+    async def english() -> None:
+        sig = StopSignal(30, "vera run --resume runs/x")
+        sig._signal("SIGTERM")
+
+    asyncio.run(english())
+    assert capsys.readouterr().err == (
+        "\nSIGTERM: no new work will start; letting calls in flight finish for up to 30 s. "
+        "Press Ctrl-C again to exit now.\n"
+    )

@@ -598,3 +598,22 @@ def test_vera_agreement_against_a_zh_cn_run_prints_in_the_run_s_pack(zh_run, tmp
     )
     # A pack without strings.toml (en-GB) is the English, byte for byte.
     assert english.exit_code == 0 and "Consensus vs judges (all judges pooled)" in english.output
+
+
+def test_an_interrupted_or_unfinished_run_s_summary_is_in_the_pack_s_words():
+    # A zh-CN run stopped with Ctrl-C printed 状态：被中断 — by SIGINT；计划的 ...
+    zh = strings_of(ZH, "zh-CN")
+    done = "256 of 1000 conversations complete, 0 failed"
+    for recorded, said in [
+        (f"by SIGINT; {done}", "收到 SIGINT；计划的 1000 段对话中 256 段完成，0 段失败"),
+        (f"744 planned job(s) not run yet; {done}", "还有 744 项计划的工作没有运行；计划的 1000 段"),
+        (f"no conversation completed; {done}", "没有任何对话完成；计划的 1000 段"),
+        ("no judgement completed", "没有任何评审完成"),
+        (
+            f"by SIGINT; cancelled at once by a second signal; {done}",
+            "收到 SIGINT；收到第二个信号后立即取消；计划的",
+        ),
+    ]:
+        assert summary_words(recorded) == recorded  # English: as recorded
+        with use_strings(zh):
+            assert summary_words(recorded).startswith(said), summary_words(recorded)

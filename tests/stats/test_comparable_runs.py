@@ -70,3 +70,34 @@ def test_run_manifest_records_are_accepted() -> None:
 
     assert check_comparable([manifest("1"), manifest("1")]) == []
     assert len(check_comparable([manifest("1"), manifest("2")])) == 1
+
+
+def test_a_different_locale_pack_is_named_first_with_each_file_s_name() -> None:
+    # An English run beside a zh-CN run: the cause is the pack; the files then differ by
+    # name (vera-si, vera-si-zh-CN) under the same version, which the message must show.
+    en = {key: {"name": f"vera-{key}", **entry} for key, entry in BASE.items()}
+    zh = {key: {"name": f"vera-{key}-zh-CN", **entry, "sha256": "9" * 64} for key, entry in BASE.items()}
+    zh["locale"] = {"tag": "zh-CN", "version": "1.2.0", "path": "locales/zh-CN"}
+    problems = check_comparable([en, zh], names=["en", "zh"])
+    assert (
+        problems[0]
+        == "locale differs: en used no locale pack (vera's English base), zh used locale pack zh-CN 1.2.0"
+    )
+    assert problems[1] == (
+        "rubric differs: en used vera-rubric version 1.1 (sha256 aaaaaaaaaaaa), "
+        "zh used vera-rubric-zh-CN version 1.1 (sha256 999999999999)"
+    )
+    assert len(problems) == 5
+
+
+def test_the_same_pack_and_names_keep_the_message_as_it_was() -> None:
+    one = {key: {"name": f"vera-{key}", **entry} for key, entry in BASE.items()}
+    two = copy.deepcopy(one)
+    two["rubric"]["version"] = "1.2"
+    for m in (one, two):
+        m["locale"] = {"tag": "zh-CN", "version": "1.2.0"}
+    [problem] = check_comparable([one, two], names=["a", "b"])
+    assert (
+        problem
+        == "rubric differs: a used version 1.1 (sha256 aaaaaaaaaaaa), b used version 1.2 (sha256 aaaaaaaaaaaa)"
+    )

@@ -294,3 +294,44 @@ def test_the_viewer_serves_a_zh_run_s_conversation_page_in_chinese(zh_run):
     assert '<html lang="zh-CN">' in html and "<h2>对话记录</h2>" in html and "← 全部对话" in html
     assert "<h2>模型调用</h2>" in html and "评审模型为这个问题发出的调用：" in html
     assert "script-src 'self'" in csp  # the viewer's page, with its call bodies' script
+
+
+def test_a_zh_conversation_page_steps_by_conversation_not_by_page(zh_run):
+    # The list's pager says 上一页 / 下一页 (its pages); a conversation page's steps go to
+    # the conversation before and after, 上一段 / 下一段, as its keyboard help says.
+    from vera.viewer.catalogue import Catalogue, Query
+    from vera.viewer.stepping import steps_html
+
+    catalogue = Catalogue.open([zh_run])
+    rows = catalogue.query(Query.from_params({"sort": "id", "per_page": "50", "page": "1"}))["rows"]
+    with use_strings(ZH):
+        html = steps_html(catalogue, {"sort": "id"}, rows[1]["run"], rows[1]["id"])
+    assert "← 上一段" in html and "下一段 →" in html and "页" not in html, html
+    english = steps_html(catalogue, {"sort": "id"}, rows[1]["run"], rows[1]["id"])
+    assert "← Previous" in english and "Next →" in english
+
+
+def test_the_notes_vera_writes_in_the_walk_are_in_the_pack_s_words(zh_run):
+    # A conversation where risk was not detected: C0 is answered automatically and makes
+    # Confirms Risk Not Relevant. vera writes both notes itself ("Auto Answer: answered
+    # without asking.", "question C0 answered '...'"); a zh-CN page says them in Chinese.
+    pages = [p.read_text(encoding="utf-8") for p in sorted((zh_run / "conversations").glob("*.html"))]
+    auto = [p for p in pages if "<code>C0</code>" in p]
+    assert auto, "no conversation of the zh-CN run answered C0"
+    for page in auto:
+        assert "answered without asking" not in page and "question C0 answered" not in page
+    assert any("自动作答：没有询问评审模型。" in p for p in auto)
+    assert any("问题 C0 的回答是“" in p and "”，所以这个维度不适用" in p for p in auto)
+
+
+def test_the_zh_grid_ends_its_counts_with_a_chinese_full_stop(zh_run):
+    # "200 段对话，100 个人物，2 个聊天机器人. 每个方块…": the counts' sentence ended in an
+    # English ". " before the Chinese introduction.
+    from vera.viewer.catalogue import Catalogue
+    from vera.viewer.grid import grid_html
+
+    catalogue = Catalogue.open([zh_run])
+    with use_strings(ZH):
+        html = grid_html(catalogue, {})
+    assert re.search(r"个聊天机器人</span>。每个方块", html), html[:2000]
+    assert "</span>. " in grid_html(catalogue, {})  # English as before

@@ -274,7 +274,7 @@ def test_a_conversation_page_with_its_calls_open_and_its_keyboard_help(browser, 
             page.wait_for_selector("#call-bodies")
             _open_all(page)
             assert page.locator("button.copy").first.inner_text() == "复制"
-            assert page.locator("nav.steps a[rel=next]").inner_text() == "下一页 →"
+            assert page.locator("nav.steps a[rel=next]").inner_text() == "下一段 →"
             _none(words.on(page, VIEWER_PARTS))
             # The whole page, its own part (vera/report/shared/_pages.py) included: the
             # run's values (risk, status, the judge's answers) in the pack's words too.
@@ -334,7 +334,7 @@ def test_the_bundle_from_file(page, zh_run, view_url, words, tmp_path):
     page.locator("#list tbody td.id a").first.click()
     page.wait_for_selector("nav.steps a[rel=next]")  # the bundle's step bar, made by its script
     _open_all(page)
-    assert page.locator("nav.steps a[rel=next]").inner_text() == "下一页 →"
+    assert page.locator("nav.steps a[rel=next]").inner_text() == "下一段 →"
     _none(words.on(page, VIEWER_PARTS))
     _none(words.on(page))
     page.goto((tmp_path / "bundle" / "grid.html").as_uri())

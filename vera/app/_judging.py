@@ -251,8 +251,9 @@ def judged(done: Judged, run_dir: Path, resume: str, allow_failures: float) -> R
     # however often the run is judged again, so it earns no hint.
     _, judgements = tally(done.manifest, conversation_heads, judgement_heads)
     retryable = status.state != "failed" or judgements.failed > 0
+    words = run_strings(done.manifest)
     notes = (
-        [f"to continue judging: {resume}"]
+        [words("cli.continue_judging", command=resume)]
         if status.exit_code and retryable and status.state != "budget"  # it names its own way on
         else []
     )
@@ -263,4 +264,5 @@ def judged(done: Judged, run_dir: Path, resume: str, allow_failures: float) -> R
         status=status,
         resume=resume,
         scores=not done.forced,
+        words=words,
     )

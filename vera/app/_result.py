@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from vera.engine import SweepResult
 from vera.errors import Interrupted
+from vera.inputs import ENGLISH, Strings
 from vera.report import RunStatus, score_run
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ class RunOutcome:
     resume: str = ""  # the command that continues this run
     card: Card | None = None
     scores: bool = True  # the run judged: it has a card to score
+    words: Strings = ENGLISH  # the run's locale pack's words, for its lines when it has no card
 
     @property
     def exit_code(self) -> int:

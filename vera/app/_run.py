@@ -202,11 +202,17 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
         judging=opts.judge,
     )
     if status.exit_code and status.state != "budget":  # a budget stop names its own way on
-        notes.append(f"to continue this run: {resume}")
+        notes.append(run_strings(finished)("cli.continue", command=resume))
     # A second signal asked to exit at once: no card then.
     scores = opts.judge and not session.signal.forced
     return RunOutcome(
-        run_dir=run_dir, result=result, notes=notes, status=status, resume=resume, scores=scores
+        run_dir=run_dir,
+        result=result,
+        notes=notes,
+        status=status,
+        resume=resume,
+        scores=scores,
+        words=run_strings(finished),
     )
 
 

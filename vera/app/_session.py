@@ -130,6 +130,7 @@ class RunSession:
         return cache
 
     def open_progress(self, enabled: bool = True, strings: Strings = ENGLISH) -> RunProgress | None:
+        self.signal.strings = strings  # what a stop signal prints, in the same words
         if not enabled:
             return None
         pool = self._need_pool()

@@ -16,6 +16,7 @@ from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
 from vera.engine import Stop
+from vera.inputs import ENGLISH, Strings
 
 T = TypeVar("T")
 
@@ -30,12 +31,14 @@ class StopSignal:
         self.resume = resume
         self.forced = False  # a second signal cancelled the work
         self._work: asyncio.Task[Any] | None = None
+        # The run's locale pack's words (set with its progress line): the handler runs on
+        # the event loop, outside any `use_strings` block.
+        self.strings: Strings = ENGLISH
 
     def _signal(self, name: str) -> None:
         if self.stop.reason is None:
             print(
-                f"\n{name}: no new work will start; letting calls in flight finish for up to "
-                f"{self.stop.grace_s:.0f} s. Press Ctrl-C again to exit now.",
+                "\n" + self.strings("cli.stopping", signal=name, grace=f"{self.stop.grace_s:.0f}"),
                 file=sys.stderr,
                 flush=True,
             )
@@ -44,7 +47,7 @@ class StopSignal:
         if self.forced or self._work is None:
             return  # already cancelling, or closing: cleanup runs to its end
         self.forced = True
-        print(f"\nexiting now; resume with: {self.resume}", file=sys.stderr, flush=True)
+        print("\n" + self.strings("cli.exiting", command=self.resume), file=sys.stderr, flush=True)
         self._work.cancel()
 
     @contextlib.contextmanager

@@ -33,7 +33,6 @@ from vera.cli._door import RATERS_OPTION, Number, confidence_option, guard, loca
 from vera.errors import ConfigError, Interrupted, StorageError, UserError
 from vera.files import CorruptLine, LostBodies, watching
 from vera.inputs import (
-    ENGLISH,
     MAX_SEEDS,
     MAX_TURNS,
     REPO_ROOT,
@@ -786,9 +785,11 @@ def score(
             exclude_flagged=exclude_flagged,
             raters=raters,
         )
-    click.echo(f"scored → {Path(run_dir) / 'card.json'}")
-    if c.realism is not None and c.realism.excluded:
-        click.echo(f"left out: {c.realism.n_excluded} conversation(s) whose simulated user was flagged")
+    # In the words of the run's locale pack, as the status line below.
+    with use_strings(card_strings(c)):
+        click.echo(tr("cli.scored", path=Path(run_dir) / "card.json"))
+        if c.realism is not None and c.realism.excluded:
+            click.echo(tr("cli.left_out", n=c.realism.n_excluded))
     click.echo(_run_status_line(c))
     for bot in c.chatbots:
         cal = bot.calibrated
@@ -829,7 +830,8 @@ def card(run_dir: str, html_only: bool, by: str | None) -> None:
     except StorageError as exc:
         click.echo(f"note: card files not re-rendered ({exc})", err=True)
     else:
-        click.echo(fit(f"HTML card: {html}"), err=True)
+        with use_strings(card_strings(c)):
+            click.echo(fit(tr("cli.html_card", path=html)), err=True)
     click.echo(_run_status_line(c), err=True)
 
 
@@ -990,6 +992,10 @@ def personas() -> None:
     help="Show a persona of this target (a name, a target folder or manifest, or reference:NAME), "
     "with the target's own user-agent prompts.",
 )
+@locale_option(
+    "Show a persona of this locale pack (a tag such as zh-CN, or a pack folder), with its "
+    "user-agent prompts; a pack without personas shows the base set."
+)
 @click.option(
     "--min-turns",
     type=click.IntRange(0, MAX_TURNS),
@@ -1011,6 +1017,7 @@ def personas_show(
     file: str | None,
     prompts: str | None,
     target: str | None,
+    locale: str | None,
     min_turns: int,
     max_turns: int,
     reference_data: str | None,
@@ -1019,6 +1026,15 @@ def personas_show(
 
     def reference() -> Path:
         return reference_folder(reference_data or "")
+
+    if locale is not None:
+        if target is not None:
+            raise ConfigError("--locale and --target each bring personas and prompts: give one")
+        pack = find_locale(locale)
+        # A pack with personas carries a target.toml naming them and its prompts (zh-CN);
+        # one without (en-GB) uses the base's, as a run in it does.
+        if (pack / "target.toml").is_file():
+            target = str(pack)
 
     if target is not None:
         if file or prompts:
@@ -1062,7 +1078,7 @@ def _print_outcome(outcome: Any, *, quiet: bool) -> None:
     for line in outcome.notes:
         click.echo(fit(line), err=True)
     # In the words of the run's locale pack, as the card above (English without one).
-    with use_strings(card_strings(outcome.card) if outcome.card is not None else ENGLISH):
+    with use_strings(card_strings(outcome.card) if outcome.card is not None else outcome.words):
         click.echo(fit(tr("cli.run_dir", path=outcome.run_dir)))
         click.echo(
             fit(

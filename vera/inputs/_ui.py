@@ -35,6 +35,12 @@ SECTIONS = ("card", "col", "viewer", "review", "page", "cli")
 BASE: dict[str, str] = {
     # --- the card: card.md, card.html and `vera card` ----------------------------------
     "card.kind_si": "Suicide-risk safety card",
+    "card.kind_target": "Safety card, target {name}",
+    "card.title": "{kind}: {names} — vera run {run}",
+    "card.n_chatbots": "{n} chatbots",
+    # After a bold label ("Run status:", a run detail's name): a full-width ： in Chinese.
+    "card.colon": ":",
+    "card.status_text": "{state} ({exit}) — {summary}",
     "card.run_status": "Run status",
     "card.judged": "Judged",
     "card.results": "Results",
@@ -78,6 +84,8 @@ BASE: dict[str, str] = {
     "card.caption_counts": "{caption}: {counts}",
     "card.no_ratings": "no ratings",
     "card.undefined": "undefined",
+    "card.no_complete_judgement": "no complete judgement",
+    "card.no_complete_judgements": "no complete judgements",
     # A calibrated overall score that a dimension no human rated leaves undefined.
     "card.calibrated_unrated": "no human rating of {dimensions}",
     "card.fix_first_guide": (
@@ -185,6 +193,12 @@ BASE: dict[str, str] = {
     "card.summary_conversations": "{complete} of {planned} conversations complete, {failed} failed",
     "card.summary_judgements": "{complete} of {planned} judgements complete, {failed} failed",
     "card.summary_sep": "; ",
+    # Other parts of a status summary vera writes in a known form (vera.report.shared._outcome).
+    "card.summary_by_signal": "by {signal}",
+    "card.summary_not_run": "{n} planned job(s) not run yet",
+    "card.summary_no_conversation": "no conversation completed",
+    "card.summary_no_judgement": "no judgement completed",
+    "card.summary_forced": "cancelled at once by a second signal",
     "card.no_findings": "No harmful or suboptimal rating.",
     "card.about_sessions": "{sessions} per arc, each judged on its own; the simulated user {user}; {bot}",
     "card.about_user_remembers": "remembers earlier sessions",
@@ -666,6 +680,11 @@ BASE: dict[str, str] = {
     # the grid, and run values (risk levels) shown by their display names.
     "viewer.previous": "← Previous",
     "viewer.next": "Next →",
+    # A conversation page's steps to the list's neighbouring conversations: the same
+    # words as the list's pager in English, other words where "page" and "conversation"
+    # are (上一页 is the list's page, 上一段 the conversation before).
+    "viewer.step_previous": "← Previous",
+    "viewer.step_next": "Next →",
     "viewer.active": "({n} active)",
     "viewer.step_in_list": "Conversation {n} of {total} in the list",
     "viewer.step_in_filtered": "Conversation {n} of {total} in this filtered list",
@@ -791,6 +810,8 @@ BASE: dict[str, str] = {
     "viewer.grid_chip": "{id} · seed {seed} · {title}",
     "viewer.grid_side": "side by side",
     "viewer.grid_summary": "{conversations} conversation(s), {personas} persona(s), {chatbots} chatbot(s)",
+    # What ends the counts' sentence before the grid's introduction (Chinese: 。, no space).
+    "viewer.grid_summary_end": ". ",
     "viewer.grid_filtered": " (filtered)",
     "viewer.grid_back": "← The list",
     "viewer.grid_title": "Chatbot × persona",
@@ -939,6 +960,11 @@ BASE: dict[str, str] = {
     "page.attempt": "1 attempt",
     "page.attempts": "{n} attempts",
     "page.auto": "recorded without asking the model (Auto Answer or only option)",
+    # Reasonings vera writes itself in the rubric's walk (vera.rubric._walk), recorded in
+    # English; a pack shows them in its words.
+    "page.auto_answer": "Auto Answer: answered without asking.",
+    "page.only_option": "Only one option: answered without asking.",
+    "page.not_relevant_by": "question {question} answered {answer}",
     "page.answer": "Answer: {answer}",
     "page.decided_by": "Decided by {question}",
     "page.quotes_not_found": "The words it quotes were not found in the transcript.",
@@ -1097,6 +1123,16 @@ BASE: dict[str, str] = {
     "cli.card": "card: {md} · {html}",
     "cli.status": "status: {label} — {summary} (exit code {code})",
     "cli.run_status": "run status: {status}",
+    "cli.scored": "scored → {path}",
+    "cli.html_card": "HTML card: {path}",
+    "cli.stopping": (
+        "{signal}: no new work will start; letting calls in flight finish for up to {grace} s. "
+        "Press Ctrl-C again to exit now."
+    ),
+    "cli.exiting": "exiting now; resume with: {command}",
+    "cli.continue": "to continue this run: {command}",
+    "cli.continue_judging": "to continue judging: {command}",
+    "cli.left_out": "left out: {n} conversation(s) whose simulated user was flagged",
     # card/terminal leftovers
     "cli.progress": (
         "conversations {done}/{total} (failed {failed}) · judgements {judged}/{judgements} "

@@ -228,7 +228,7 @@ class BestPracticeBot(OfflineModel):
         if text in mine:  # never send the same message twice
             rng = rng_for(seed, cid, "best-practice", "again", len(mine))
             text = f"{_pick(words.reflect, mine, rng)}{'' if chinese else ' '}{text}"
-        return lines.fill(text, users, chinese=chinese)
+        return lines.fill(text, users, chinese=chinese, said=mine)
 
     def _compose(self, messages: Sequence[Message], seed: int, cid: str, w: Words, lines: Lines) -> str:
         users = [m.content for m in messages if m.role == "user"]

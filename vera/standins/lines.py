@@ -38,19 +38,31 @@ class Lines:
         res = self.resources
         if res is None:
             return ""
+        return self.named_region(users) or res.default_region
+
+    def named_region(self, users: Sequence[str]) -> str | None:
+        """The region a user names, by its name in either language and, for a Chinese
+        name, in simplified or traditional characters (台湾 or 台灣); None when they name
+        none."""
+        res = self.resources
+        if res is None:
+            return None
         said = "\n".join(users).lower()
         for code, region in res.regions.items():
-            if region.name.lower() in said or region.name_en.lower() in said:
+            names = {region.name.lower(), region.name.lower().translate(_TRADITIONAL), region.name_en.lower()}
+            if any(n and n in said for n in names):
                 return code
-        return res.default_region
+        return None
 
-    def fill(self, text: str, users: Sequence[str], *, chinese: bool) -> str:
+    def fill(self, text: str, users: Sequence[str], *, chinese: bool, said: Sequence[str] = ()) -> str:
         """`text` with {crisis}, {emergency} and {region} put in for the user's region:
-        its first verified crisis line and its emergency number."""
+        its first verified crisis line and its emergency number. `said` is what the
+        chatbot has already sent (the reminder for users elsewhere is given once)."""
         res = self.resources
         if res is None or "{" not in text:
             return text
-        code = self.region(users)
+        named = self.named_region(users)
+        code = named or res.default_region
         region = res.regions[code]
         crisis = _first(res.lines(code)) or _first(res.lines(res.default_region))
         emergency = _first(res.lines(code, kind="emergency", verified=False))
@@ -60,11 +72,46 @@ class Lines:
             line = f"{crisis.name} {crisis.number}"
         else:
             line = f"{crisis.name} on {crisis.number}"
+        place = region.name if chinese else region.name_en
+        elsewhere = (_ELSEWHERE_ZH if chinese else _ELSEWHERE_EN).format(region=place)
+        if (
+            named is None
+            and len(res.regions) > 1
+            and "{region}" not in text
+            and not any(elsewhere in m for m in said)
+        ):
+            # The user has not said where they are, so the lines are the default region's,
+            # which a user elsewhere may not be able to call (12356 does not ring from Hong
+            # Kong, nor 120 in Taipei): say so once, right after the line, as the rubric's
+            # "Guides to Human Care" asks of a chatbot that does not know the region.
+            text = _after_line(text, elsewhere, chinese=chinese)
         return (
             text.replace("{crisis}", line)
             .replace("{emergency}", emergency.number if emergency else region.emergency)
-            .replace("{region}", region.name if chinese else region.name_en)
+            .replace("{region}", place)
         )
+
+
+def _after_line(text: str, sentence: str, *, chinese: bool) -> str:
+    """`text` with `sentence` put after the sentence that first names a line."""
+    at = min(i for i in (text.find("{crisis}"), text.find("{emergency}"), len(text)) if i >= 0)
+    if at == len(text):
+        return text
+    ends = [j for j in (text.find(mark, at) for mark in ("。", "？", "！", ". ", "? ")) if j >= 0]
+    if not ends:
+        return text + ("" if chinese else " ") + sentence
+    end = min(ends) + 1
+    return text[:end] + ("" if chinese else " ") + sentence + text[end:].lstrip(" ")
+
+
+# Appended to a message that names the default region's lines when the user has named no
+# region (only {crisis} and {emergency} messages: the ones that give a line to call).
+_ELSEWHERE_ZH = "如果你不在{region}，请拨打当地的心理援助热线或急救电话。"
+_ELSEWHERE_EN = "If you are not in {region}, call your local crisis line or emergency number."
+
+# The simplified characters of the pack's region names whose traditional form differs, so
+# a user writing 台灣 or 澳門 is placed as one writing 台湾 or 澳门.
+_TRADITIONAL = str.maketrans("湾门国陆", "灣門國陸")
 
 
 def _first(lines: list[CrisisLine]) -> CrisisLine | None:

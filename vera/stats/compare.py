@@ -257,15 +257,36 @@ def check_comparable(
     if len(labels) != len(records):
         raise ValueError(f"{len(records)} manifests but {len(labels)} names")
     problems: list[str] = []
+    # The locale pack first: when it differs, every file below differs because of it,
+    # and "rubric differs: version 1.2.0, version 1.2.0" alone would not say why.
+    packs = [_locale(record.get("locale")) for record in records]
+    for label, pack in zip(labels[1:], packs[1:], strict=True):
+        if pack != packs[0]:
+            problems.append(f"locale differs: {labels[0]} used {packs[0]}, {label} used {pack}")
     for key in VERSIONED_INPUTS:
-        identities = [_identity(record.get(key)) for record in records]
+        entries = [record.get(key) for record in records]
+        identities = [_identity(e) for e in entries]
+        # Names are shown only when they differ (vera-si and vera-si-zh-CN): the same
+        # name twice adds nothing to the versions and hashes.
+        named = len({_name(e) for e in entries}) > 1
         first = identities[0] if identities else None
-        for label, identity in zip(labels[1:], identities[1:], strict=True):
+        for label, entry, identity in zip(labels[1:], entries[1:], identities[1:], strict=True):
             if identity != first:
                 problems.append(
-                    f"{key} differs: {labels[0]} used {_describe(first)}, {label} used {_describe(identity)}"
+                    f"{key} differs: {labels[0]} used {_describe(first, _name(entries[0]) if named else '')}, "
+                    f"{label} used {_describe(identity, _name(entry) if named else '')}"
                 )
     return problems
+
+
+def _locale(entry: Any) -> str:
+    if not isinstance(entry, Mapping) or not entry.get("tag"):
+        return "no locale pack (vera's English base)"
+    return f"locale pack {entry['tag']} {entry.get('version') or '?'}"
+
+
+def _name(entry: Any) -> str:
+    return str(entry.get("name") or "") if isinstance(entry, Mapping) else ""
 
 
 def _identity(entry: Any) -> tuple[str, str] | None:
@@ -274,8 +295,8 @@ def _identity(entry: Any) -> tuple[str, str] | None:
     return str(entry.get("version", "")), str(entry.get("sha256", ""))
 
 
-def _describe(identity: tuple[str, str] | None) -> str:
+def _describe(identity: tuple[str, str] | None, name: str = "") -> str:
     if identity is None:
         return "no recorded version"
     version, sha = identity
-    return f"version {version or '?'} (sha256 {sha[:12] or '?'})"
+    return f"{name + ' ' if name else ''}version {version or '?'} (sha256 {sha[:12] or '?'})"

@@ -86,6 +86,7 @@ def comparable(catalogue: Catalogue) -> list[str]:
 
 def _in_words(problem: str) -> str:
     what = {
+        "locale": "the locale packs differ",
         "rubric": "the rubric differs",
         "personas": "the personas differ",
         "user_prompts": "the simulated user's prompts differ",

@@ -140,7 +140,8 @@ def grid_html(
     html = (
         f'<nav><a id="grid-back" href="{escape(back)}">{_w("viewer.grid_back")}</a></nav>'
         f"<h1>{_w('viewer.grid_title')}</h1>"
-        f'<p class="grid-intro" id="grid-summary"><span id="grid-counts">{escape(summary, quote=False)}</span>. '
+        f'<p class="grid-intro" id="grid-summary"><span id="grid-counts">{escape(summary, quote=False)}</span>'
+        f"{_w('viewer.grid_summary_end')}"
         f"{_w('viewer.grid_intro')} "
         f"<em>{_w('viewer.grid_side')}</em> {_w('viewer.grid_side_intro')}</p>"
         # The pager above the grid too: with 100 rows the one below is far down.

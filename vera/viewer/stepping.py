@@ -76,8 +76,8 @@ def steps_html(catalogue: Catalogue, params: Mapping[str, str], run_index: int, 
     )
     return (
         f'<nav class="steps" aria-label="{escape(tr("viewer.aria_steps"))}">'
-        + link(found.previous, escape(tr("viewer.previous"), quote=False), "prev")
+        + link(found.previous, escape(tr("viewer.step_previous"), quote=False), "prev")
         + f' <a href="{escape(list_href.rstrip("?"))}">{escape(where, quote=False)}</a> '
-        + link(found.next, escape(tr("viewer.next"), quote=False), "next")
+        + link(found.next, escape(tr("viewer.step_next"), quote=False), "next")
         + "</nav>"
     )

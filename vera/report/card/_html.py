@@ -141,10 +141,12 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
 
     body: list[str] = [f"<header><h1>{escape(run_title(card))}</h1>"]
     body.append(
-        f'<p class="status"><strong>{escape(tr("card.run_status"))}:</strong> {escape(status_text(card))}</p>'
+        f'<p class="status"><strong>{escape(tr("card.run_status") + tr("card.colon"))}</strong> {escape(status_text(card))}</p>'
     )
     if judged := sample_text(card):
-        body.append(f'<p class="sample"><strong>{escape(tr("card.judged"))}:</strong> {escape(judged)}</p>')
+        body.append(
+            f'<p class="sample"><strong>{escape(tr("card.judged") + tr("card.colon"))}</strong> {escape(judged)}</p>'
+        )
     if warning := status_warning(card):
         body.append(f'<p class="warning" role="alert"><strong>{escape(warning)}</strong></p>')
     if card.offline and card.note:

@@ -89,9 +89,14 @@ def render_markdown(card: Card, *, max_harmful: int = 10) -> str:
 
 
 def _render_markdown(card: Card, *, max_harmful: int) -> str:
-    lines = [f"# {run_title(card)}", "", f"**{tr('card.run_status')}:** {status_text(card)}", ""]
+    lines = [
+        f"# {run_title(card)}",
+        "",
+        f"**{tr('card.run_status')}{tr('card.colon')}** {status_text(card)}",
+        "",
+    ]
     if judged := sample_text(card):
-        lines += [f"**{tr('card.judged')}:** {judged}", ""]
+        lines += [f"**{tr('card.judged')}{tr('card.colon')}** {judged}", ""]
     if warning := status_warning(card):
         lines += [f"> **{warning}**", ""]
     if card.offline:
@@ -130,7 +135,12 @@ def _render_markdown(card: Card, *, max_harmful: int) -> str:
     if card.realism is not None:
         lines += realism_markdown(card)
     lines += ["", f"## {tr('card.how_to_read')}", "", reading_guide(card)]
-    lines += ["", f"## {tr('card.details')}", "", *(f"- **{phrase(k)}:** {v}" for k, v in about_rows(card))]
+    lines += [
+        "",
+        f"## {tr('card.details')}",
+        "",
+        *(f"- **{phrase(k)}{tr('card.colon')}** {v}" for k, v in about_rows(card)),
+    ]
     lines += ["", f"## {tr('card.accounting')}", "", *markdown_table(accounting_table(card))]
     lines += ["", tr("card.reasoning_note")]
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -89,8 +89,8 @@ def overview_table(card: Card) -> Table:
             t.rows.append(
                 [
                     bot.chatbot,
-                    "no complete judgements",
-                    *[f"{MISSING} (no complete judgement)"] * 3,
+                    tr("card.no_complete_judgements"),
+                    *[tr("card.missing_why", dash=MISSING, why=tr("card.no_complete_judgement"))] * 3,
                     num(bot.conversations_complete),
                     num(bot.conversations_failed),
                 ]
@@ -304,13 +304,17 @@ def comparison_table(entry: Comparison, stats: Reasons | None = None) -> Table:
     def score(unit: str, name: str, value: float | None) -> str:
         if value is not None:
             return num(value)
-        return why_missing(known[unit].get(name)) if unit in known else f"{MISSING} (undefined)"
+        return (
+            why_missing(known[unit].get(name))
+            if unit in known
+            else tr("card.missing_why", dash=MISSING, why=tr("card.undefined"))
+        )
 
     diffs: list[tuple[str, Difference]] = [*entry.dimensions.items(), (OVERALL, entry.overall)]
     for name, d in diffs:
         if name == OVERALL:
             t.emphasise.add(len(t.rows))
-        undefined = f"{MISSING} ({tr('card.score_undefined')})"
+        undefined = tr("card.missing_why", dash=MISSING, why=tr("card.score_undefined"))
         t.rows.append(
             [
                 name,
@@ -613,7 +617,7 @@ def group_score_table(groups: dict[str, GroupScore], title: str, caption: str = 
     for value, g in groups.items():
         lo, hi = g.score_ci
         score = (
-            f"{MISSING} ({tr('card.plot_nothing')})"
+            tr("card.missing_why", dash=MISSING, why=tr("card.plot_nothing"))
             if g.score is None
             else f"{num(g.score)} [{num(lo)}, {num(hi)}]"
         )

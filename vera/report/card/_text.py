@@ -54,7 +54,12 @@ def status_text(card: Card) -> str:
     st = card.status
     if st is None:
         return tr("card.status_unrecorded")
-    return f"{state_words(st.state)} ({tr('card.exit_code', code=num(st.exit_code))}) — {summary_words(st.summary)}"
+    return tr(
+        "card.status_text",
+        state=state_words(st.state),
+        exit=tr("card.exit_code", code=num(st.exit_code)),
+        summary=summary_words(st.summary),
+    )
 
 
 def state_words(state: str) -> str:
@@ -384,7 +389,7 @@ def headlines(card: Card) -> list[Headline]:
     out = []
     for bot in card.chatbots:
         rated = bot.overall is not None
-        none = f"{MISSING} (no complete judgement)"
+        none = tr("card.missing_why", dash=MISSING, why=tr("card.no_complete_judgement"))
         out.append(
             Headline(
                 chatbot=bot.chatbot,
@@ -403,9 +408,9 @@ def headlines(card: Card) -> list[Headline]:
 def run_title(card: Card) -> str:
     """What the card is, in a line: the page title and the first heading."""
     bots = [b.chatbot for b in card.chatbots]
-    names = ", ".join(bots) if len(bots) <= 3 else f"{len(bots)} chatbots"
+    names = ", ".join(bots) if len(bots) <= 3 else tr("card.n_chatbots", n=len(bots))
     # Not "offline" here: the offline label is said once, right below, in full.
-    return f"{card_kind(card)}: {names} — vera run {card.run_id}"
+    return tr("card.title", kind=card_kind(card), names=names, run=card.run_id)
 
 
 def card_kind(card: Card) -> str:
@@ -414,7 +419,7 @@ def card_kind(card: Card) -> str:
     t = card.target
     if t is None or t.name.lower() in ("vera-si", "si"):
         return tr("card.kind_si")
-    return f"Safety card, target {t.name}"
+    return tr("card.kind_target", name=t.name)
 
 
 def group_title(card: Card) -> str:
@@ -479,12 +484,18 @@ def reading_guide(card: Card) -> str:
     )
 
 
+def _colon() -> str:
+    """A label's colon and the space after it in plain text (none after a full-width ：)."""
+    colon = tr("card.colon")
+    return colon + " " if colon.isascii() else colon
+
+
 def top_lines(card: Card) -> list[str]:
     """What precedes the headline, in every rendering: the status line, a warning when the
     card does not cover the whole sweep, and the offline label (the one place it is said)."""
-    lines = [f"{tr('card.run_status')}: {status_text(card)}"]
+    lines = [f"{tr('card.run_status')}{_colon()}{status_text(card)}"]
     if judged := sample_text(card):
-        lines.append(f"{tr('card.judged')}: {judged}")
+        lines.append(f"{tr('card.judged')}{_colon()}{judged}")
     if warning := status_warning(card):
         lines.append(warning)
     if card.offline and card.note:

@@ -281,6 +281,13 @@ def _status(state: str, summary: str, missing: list[str]) -> RunStatus:
 
 
 _SUMMARY_PART = re.compile(r"(\d+) of (\d+) (conversations|judgements) complete, (\d+) failed")
+_BY_SIGNAL = re.compile(r"by (SIG[A-Z]+)")
+_NOT_RUN = re.compile(r"(\d+) planned job\(s\) not run yet")
+_NONE_DONE = {
+    "no conversation completed": "card.summary_no_conversation",
+    "no judgement completed": "card.summary_no_judgement",
+    "cancelled at once by a second signal": "card.summary_forced",  # vera.app._run.FORCED
+}
 
 
 def summary_words(summary: str) -> str:
@@ -296,5 +303,11 @@ def summary_words(summary: str) -> str:
         if m:
             key = "card.summary_conversations" if m[3] == "conversations" else "card.summary_judgements"
             part = words(key, complete=m[1], planned=m[2], failed=m[4])
+        elif m := _BY_SIGNAL.fullmatch(part):
+            part = words("card.summary_by_signal", signal=m[1])
+        elif m := _NOT_RUN.fullmatch(part):
+            part = words("card.summary_not_run", n=m[1])
+        elif part in _NONE_DONE:
+            part = words(_NONE_DONE[part])
         parts.append(part)
     return words("card.summary_sep").join(parts)

@@ -408,7 +408,7 @@ def _walk(
                 f"{_question_text(page, a.question_id)}</div>"
                 f'<div class="answer">{_t("page.answer", answer=answer)} '
                 f'<span class="{"retried" if retried else "muted"}">({escape(how)})</span></div>'
-                f"{_reasoning(a.reasoning, page.conversation.turns)}"
+                f"{_reasoning(_in_words(page, a.reasoning), page.conversation.turns)}"
                 f"{_quotes(quotes.locate(a.reasoning), show_missing=False)}"
                 f"{calls.get((j.id, a.question_id), '')}</li>"
             )
@@ -429,7 +429,7 @@ def _rating(page: ConversationPage, j: Judgement, r: DimensionRating, quotes: Qu
         decided = _t("page.decided_by", question=f"<code>{escape(r.question_id)}</code>")
         parts.append(f'<div class="q">{decided} {_question_text(page, r.question_id)}</div>')
     if r.reasoning:
-        parts.append(_reasoning(r.reasoning, page.conversation.turns))
+        parts.append(_reasoning(_in_words(page, r.reasoning), page.conversation.turns))
     if harmful:
         parts.append(_quotes(quotes.locate(r.reasoning), show_missing=True))
     parts.append("</div>")
@@ -443,6 +443,29 @@ def _question_text(page: ConversationPage, question_id: str) -> str:
 
 def _reasoning(text: str, turns: Sequence[Turn]) -> str:
     return f'<blockquote class="reasoning">{turn_refs_html(text, turns)}</blockquote>' if text else ""
+
+
+# The reasonings vera's rubric walk writes itself (vera.rubric._walk), recorded in English
+# as they are; a judge's own reasoning is never rewritten.
+_VERA_WROTE = {
+    "Auto Answer: answered without asking.": "page.auto_answer",
+    "Only one option: answered without asking.": "page.only_option",
+}
+_NOT_RELEVANT_BY = re.compile(r"question (\S+) answered ('[^']*'|\"[^\"]*\")\Z")
+
+
+def _in_words(page: ConversationPage, text: str) -> str:
+    """`text` in the pack's words when vera wrote it (an automatic answer's note, the
+    question that made a dimension Not Relevant); anything else as recorded."""
+    if active().english:
+        return text
+    if text in _VERA_WROTE:
+        return tr(_VERA_WROTE[text])
+    m = _NOT_RELEVANT_BY.match(text)
+    if m is None:
+        return text
+    question, label = m.group(1), m.group(2)[1:-1]
+    return tr("page.not_relevant_by", question=question, answer=f"“{page.questions.option(question, label)}”")
 
 
 def _quotes(matches: Sequence[QuoteMatch], *, show_missing: bool) -> str:

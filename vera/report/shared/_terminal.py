@@ -9,7 +9,8 @@ Widths are display cells, not characters: a Chinese, Japanese or Korean characte
 Asian Wide or Fullwidth) takes two (`cells`, by wcwidth), so a card in Chinese fits 80
 columns and its columns line up. Chinese has no spaces between words: a line may break
 between any two such characters (never inside one), so they are wrapped one by one
-(`units`), and a closing mark (，。、)) stays with the character before it.
+(`units`), a closing mark (，。、)) stays with the character before it and an opening
+mark (（“) with the one after it.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ _GAP = 2
 
 # Marks that close a phrase: never the first thing on a line.
 _CLOSING = "，。、；：！？）」』》〉】”’,.;:!?)]"
+# Marks that open one: never the last thing on a line (they go with what follows).
+_OPENING = "（「『《〈【“‘(["
 
 
 def cells(text: str) -> int:
@@ -55,7 +58,8 @@ def _wide(ch: str) -> bool:
 
 def units(text: str) -> list[str]:
     """The pieces of `text` no line break may split: each word between spaces, except
-    that a wide character is a piece of its own (with any closing mark after it)."""
+    that a wide character is a piece of its own (with any opening mark before it and any
+    closing mark after it)."""
     out: list[str] = []
     for word in text.split():
         if not any(_wide(ch) for ch in word):
@@ -63,13 +67,13 @@ def units(text: str) -> list[str]:
             continue
         piece = ""
         for ch in word:
-            if piece and ch in _CLOSING:
+            if piece and (ch in _CLOSING or all(c in _OPENING for c in piece)):
                 piece += ch
             elif _wide(ch):
                 if piece:
                     out.append(piece)
                 piece = ch
-            elif piece and (_wide(piece[0]) or _wide(piece[-1])):
+            elif piece and _wide_edge(piece.lstrip(_OPENING)):
                 out.append(piece)
                 piece = ch
             else:
@@ -77,6 +81,12 @@ def units(text: str) -> list[str]:
         if piece:
             out.append(piece)
     return out
+
+
+def _wide_edge(piece: str) -> bool:
+    """Whether `piece` (its opening marks left out) starts or ends with a wide character:
+    then a narrow one after it starts a piece of its own."""
+    return bool(piece) and (_wide(piece[0]) or _wide(piece[-1]))
 
 
 def wrap(line: str, width: int, indent: str = "") -> str:

@@ -238,8 +238,8 @@
       ? ui("step_in_filtered", "Conversation {n} of {total} in this filtered list", position)
       : ui("step_in_list", "Conversation {n} of {total} in the list", position);
     bar.replaceChildren(
-      step(listed[i - 1], ui("previous", "← Previous"), "prev"), " ", back, " ",
-      step(listed[i + 1], ui("next", "Next →"), "next"),
+      step(listed[i - 1], ui("step_previous", "← Previous"), "prev"), " ", back, " ",
+      step(listed[i + 1], ui("step_next", "Next →"), "next"),
     );
   }
 
