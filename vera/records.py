@@ -12,6 +12,9 @@ tuning the collector for the whole process.
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Sequence
 from typing import Annotated, Any, Final, Literal
 
 import msgspec
@@ -88,6 +91,21 @@ class Turn(msgspec.Struct, gc=False, frozen=True):
 
     speaker: Literal["user", "chatbot"]
     text: str
+
+
+def transcript_sha256(turns: Sequence[Turn]) -> str:
+    """The fingerprint of a transcript as stored: the sha256 (hex) of the canonical JSON
+    (sorted keys, no spaces, UTF-8 as is) of its turns' speakers and texts, in order.
+    A human rating carries the fingerprint of the transcript it was made on, so it
+    cannot silently attach to a different transcript with the same conversation id (two
+    runs of one config plan the same ids, but real models say other things)."""
+    canonical = json.dumps(
+        [{"speaker": t.speaker, "text": t.text} for t in turns],
+        ensure_ascii=False,
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 class Usage(msgspec.Struct, gc=False):
@@ -320,6 +338,12 @@ class HumanRating(msgspec.Struct, gc=False, frozen=True, kw_only=True):
     # How realistic the simulated user was, 1 (not at all: no person in this situation
     # would talk like this) to 5 (entirely); None when not rated, and in older lines.
     realism: Annotated[int, msgspec.Meta(ge=1, le=5)] | None = None
+    # `transcript_sha256` of the transcript the rater read; None in lines written before
+    # vera recorded it (they cannot be checked) and in CSV imports without the column.
+    transcript_sha256: str | None = None
+    # The transcript rated is not this run's, and `vera ratings import
+    # --allow-other-transcripts` was told so: readers then accept the mismatch.
+    other_transcript: bool = False
 
 
 # ---------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import msgspec
 from click.testing import CliRunner
 
 from vera.cli._main import main
@@ -54,3 +55,26 @@ def test_the_calibrated_gate_fails_a_candidate_the_humans_find_harmful(tmp_path,
 def test_calibrated_needs_the_gate(tmp_path, offline_run):
     r = CliRunner().invoke(main, ["compare", str(offline_run), "--calibrated"])
     assert r.exit_code == 1 and "--calibrated applies only with --gate" in r.output
+
+
+def test_the_calibrated_gate_refuses_ratings_of_another_runs_transcripts(tmp_path, offline_run):
+    # The candidate's human_ratings.jsonl was copied from a run of the same config whose
+    # first conversation went otherwise: those ratings judge a transcript nobody read here.
+    from vera.records import transcript_sha256
+    from vera.store import HUMAN_RATINGS, read_human_ratings
+
+    base, cand = tmp_path / "base", tmp_path / "cand"
+    shutil.copytree(offline_run, base)
+    shutil.copytree(offline_run, cand)
+    rate(base, harmful=False)
+    frame = judged(cand)
+    ids = conversation_ids(frame)[::2]
+    stamped = [
+        msgspec.structs.replace(r, transcript_sha256=transcript_sha256([])) for r in as_judged(frame, ids)
+    ]
+    append_human_ratings(cand, stamped)
+    result = gate(str(base), str(cand), "--calibrated")
+    assert result.exit_code == 1, result.output
+    assert f"{cand / HUMAN_RATINGS}:1: conversation {stamped[0].conversation_id!r}" in result.output
+    assert "rated a different transcript than this run's" in result.output
+    assert len(read_human_ratings(cand)) == len(stamped)

@@ -164,7 +164,7 @@ def test_agreement_sets_the_checks_against_the_clinicians_realism_ratings(checke
     )
     result = CliRunner().invoke(main, ["agreement", "--users", str(out), "--json"])
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)  # notes go to stderr
     assert (report["n_rated"], report["n_raters"], report["n_unrealistic"]) == (6, 2, 3)
     model, heuristic = report["checkers"]
     assert model["checker"] == "model" and heuristic["checker"] == "heuristic"

@@ -491,7 +491,9 @@ def test_vera_agreement_users_of_a_zh_cn_run_prints_in_the_run_s_pack(zh_run, tm
     run = _realism_rated(zh_run, tmp_path)
     result = CliRunner().invoke(main, ["agreement", "--users", str(run)])
     assert result.exit_code == 0, result.output
-    text = result.output
+    # The ratings carry no transcript fingerprint: the note says so, on stderr, in Chinese.
+    assert "条评分没有对话记录指纹" in result.stderr and not leftovers(result.stderr), result.stderr
+    text = result.stdout
     flat = "".join(text.split())
     assert "运行zhrun0：1位临床评分者评了8段对话；其中" in flat and "（续）" in text, text
     for shown in ("检查方", "离线启发式规则", "已标记，不真实", "未标记，真实", "一致比例", "真实感平均分"):
@@ -499,7 +501,7 @@ def test_vera_agreement_users_of_a_zh_cn_run_prints_in_the_run_s_pack(zh_run, tm
     assert not leftovers(text), leftovers(text)
     assert max(cells(line) for line in text.splitlines()) <= 80
     as_json = CliRunner().invoke(main, ["agreement", "--users", str(run), "--json"])
-    report = json.loads(as_json.output)
+    report = json.loads(as_json.stdout)  # notes go to stderr
     assert "pack" not in report and report["checkers"][0]["checker"] == "heuristic"
     # The model check's row, where a run made one, in its words too.
     agreement = user_check_agreement(run)

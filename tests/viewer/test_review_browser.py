@@ -14,7 +14,7 @@ from vera.records import BEST_PRACTICE as BP
 from vera.records import HIGH_POTENTIAL_FOR_HARM as HPH
 from vera.records import NOT_RELEVANT as NR
 from vera.records import SUBOPTIMAL as SUB
-from vera.records import HumanRating
+from vera.records import HumanRating, transcript_sha256
 from vera.store import append_human_ratings, open_run, read_human_ratings
 from vera.viewer.review import ReviewSession
 
@@ -123,6 +123,10 @@ def test_rate_three_stop_start_again_and_the_fourth_comes_next(page_at, offline_
     assert [r.ratings for r in saved] == given
     assert [r.note for r in saved] == [n.strip() for n in notes]
     assert {r.rater for r in saved} == {RATER} and {r.source for r in saved} == {"review"}
+    # Each carries the fingerprint of the transcript the page showed.
+    assert [r.transcript_sha256 for r in saved] == [
+        transcript_sha256(records.read_conversation(cid).turns) for cid in order[:3]
+    ]
 
     # The old page's token died with its server: a save from it is refused, not lost silently.
     proc, url2 = start_review(str(run), "--rater", RATER, "--size", "8", "--port", port)

@@ -11,7 +11,7 @@ from vera.cli._door import Number, resamples_option
 from vera.errors import UserError
 from vera.ranges import SEED
 from vera.report import PLAN_RESAMPLES, fixed, import_human_ratings, plan_ratings, read_run
-from vera.store import read_human_ratings
+from vera.store import HUMAN_RATINGS, check_transcripts, open_run, read_human_ratings_numbered, unchecked_note
 
 
 @click.group()
@@ -32,13 +32,24 @@ def _lines(lines: list[int]) -> str:
     is_flag=True,
     help="Import the rows whose conversation is in the run and leave out the others.",
 )
-def import_(run_dir: str, file: str, skip_unmatched: bool) -> None:
+@click.option(
+    "--allow-other-transcripts",
+    is_flag=True,
+    help="Import ratings made on a different transcript than this run's (another run of the same "
+    "config): you know they judge conversations nobody read in this run. They are marked so.",
+)
+def import_(run_dir: str, file: str, skip_unmatched: bool, allow_other_transcripts: bool) -> None:
     """Add the ratings in FILE (the reference's clinician_ratings.csv, the long format
     item_id,rater,dimension,rating, or the human_ratings.jsonl of a copy of this run that
     another rater reviewed) to RUN_DIR/human_ratings.jsonl. Items are matched to the
     run's conversations as `vera agreement` matches them; a bad row is an error naming
-    its line, and then nothing is added. `vera score RUN_DIR` then calibrates."""
-    done = import_human_ratings(run_dir, file, skip_unmatched=skip_unmatched)
+    its line, and then nothing is added. A rating that carries the fingerprint of the
+    transcript it was made on (every `vera review` rating; a CSV's optional
+    transcript_sha256 column) must have been made on this run's transcript. A rating the
+    run holds already is left out. `vera score RUN_DIR` then calibrates."""
+    done = import_human_ratings(
+        run_dir, file, skip_unmatched=skip_unmatched, allow_other_transcripts=allow_other_transcripts
+    )
     click.echo(
         f"imported {done.ratings} rating(s) of {done.conversations} conversation(s) by "
         f"{done.raters} rater(s) → {Path(run_dir) / 'human_ratings.jsonl'}"
@@ -52,6 +63,20 @@ def import_(run_dir: str, file: str, skip_unmatched: bool) -> None:
     if done.already:
         click.echo(
             f"note: {done.already} rating(s) of the file are in the run already and were left out",
+            err=True,
+        )
+    if done.duplicates:
+        click.echo(
+            f"note: {len(done.duplicates)} row(s) repeat an earlier row of the file exactly and were "
+            f"left out (line(s) {_lines(done.duplicates)})",
+            err=True,
+        )
+    if done.unchecked:
+        click.echo(unchecked_note(file, done.unchecked), err=True)
+    if done.other_transcripts:
+        click.echo(
+            f"note: {done.other_transcripts} rating(s) were made on another transcript than this run's "
+            "and were imported as --allow-other-transcripts allowed (marked so in the run)",
             err=True,
         )
     if done.skipped:
@@ -96,9 +121,9 @@ def plan(run_dir: str, width: float, resamples: int, seed: int) -> None:
     run = read_run(run_dir)
     if run.ratings.height == 0:
         raise UserError(f"{run_dir}: no complete judgements to plan from")
-    plans = plan_ratings(
-        run.ratings, read_human_ratings(Path(run_dir)), width, resamples=resamples, seed=seed
-    )
+    numbered = read_human_ratings_numbered(Path(run_dir))
+    check_transcripts(Path(run_dir) / HUMAN_RATINGS, numbered, open_run(run_dir))
+    plans = plan_ratings(run.ratings, [h for _, h in numbered], width, resamples=resamples, seed=seed)
     click.echo(f"for a calibrated overall interval about {width:g} points wide (95 %):")
     for p in plans:
         if p.n_needed is not None:

@@ -301,6 +301,12 @@ def _gate(
     type=click.Path(dir_okay=False),
     help="With --against: also write the confusion matrices (judge × clinicians) as CSV.",
 )
+@click.option(
+    "--allow-other-transcripts",
+    is_flag=True,
+    help="With --against: compare ratings made on a different transcript "
+    "than the run's (another run of the same config) instead of refusing them.",
+)
 @resamples_option(scope="with --against")
 @confidence_option(scope="with --against")
 @seed_option("Seed of the bootstrap (--against).")
@@ -318,6 +324,7 @@ def agreement(
     raters: RaterRule | None,
     as_json: bool,
     confusion_csv: str | None,
+    allow_other_transcripts: bool,
     resamples: int,
     confidence: float,
     seed: int,
@@ -374,6 +381,7 @@ def agreement(
         resamples=resamples,
         confidence=confidence,
         seed=seed,
+        allow_other_transcripts=allow_other_transcripts,
     )
     if confusion_csv is not None and isinstance(result, JudgeConsensusReport):
         atomic_write(

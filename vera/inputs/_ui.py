@@ -1123,6 +1123,16 @@ BASE: dict[str, str] = {
     "cli.card": "card: {md} · {html}",
     "cli.status": "status: {label} — {summary} (exit code {code})",
     "cli.run_status": "run status: {status}",
+    # Human ratings checked against the run's transcripts (vera.store._humans).
+    "cli.ratings_unchecked": (
+        "note: {path}: {n} rating(s) carry no transcript fingerprint (saved before vera recorded "
+        "one, or imported from a CSV without a transcript_sha256 column): they cannot be checked "
+        "against this run's transcripts"
+    ),
+    "cli.ratings_other_transcripts": (
+        "note: {path}: {n} rating(s) were made on another transcript than this run's and are used "
+        "as {option} allowed"
+    ),
     "cli.scored": "scored → {path}",
     "cli.html_card": "HTML card: {path}",
     "cli.stopping": (

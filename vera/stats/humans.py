@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -59,6 +60,9 @@ CLINICIAN_DIMENSIONS: dict[str, str] = {
 }
 LONG_COLUMNS = ("item_id", "rater", "dimension", "rating")
 LONG_SCHEMA = dict.fromkeys(LONG_COLUMNS, pl.Utf8)
+# The optional column (either format) with the fingerprint of the transcript rated.
+FINGERPRINT_COLUMN = "transcript_sha256"
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 # How ties are settled when they are not excluded: the most severe tied rating, so a
 # split panel never makes a harmful conversation look safe.
@@ -174,10 +178,13 @@ def read_human_ratings(
     *,
     repeats: Literal["error", "keep"] = "error",
     with_lines: bool = False,
+    with_fingerprints: bool = False,
 ) -> pl.DataFrame:
     """Read a human ratings file (either format) into the long frame
     `(item_id, rater, dimension, rating)`, plus `line` (the row's file line) when
-    `with_lines`. A
+    `with_lines`, and `transcript_sha256` when `with_fingerprints` (the optional column
+    of that name: the fingerprint of the transcript rated, `vera.records.transcript_sha256`;
+    null where the file has no such column or the cell is empty). A
     long-format dimension must be one of `dimensions` when they are given (a rubric's,
     or the method's five).
 
@@ -218,7 +225,7 @@ def read_human_ratings(
         )
     column = {name: i for i, name in enumerate(header)}
     known = tuple(dimensions) if dimensions is not None else None
-    out: dict[str, list[Any]] = {c: [] for c in (*LONG_COLUMNS, "line")}
+    out: dict[str, list[Any]] = {c: [] for c in (*LONG_COLUMNS, "line", FINGERPRINT_COLUMN)}
     seen: dict[tuple[str, str, str], int] = {}
     for row in _rows(reader, path):
         line = reader.line_num
@@ -234,6 +241,7 @@ def read_human_ratings(
             return value
 
         item, rater = field(item_col), field(rater_col)
+        fingerprint = _fingerprint(row, column, f"{path}:{line}")
         if dimension_cols is not None:
             # The reference file writes two of its ids as "#0413e7"; the id is the
             # transcript's file-name prefix, so the "#" is a spreadsheet artefact.
@@ -255,8 +263,24 @@ def read_human_ratings(
             for name, value in zip(LONG_COLUMNS, (item, rater, dimension, rating), strict=True):
                 out[name].append(value)
             out["line"].append(line)
-    frame = pl.DataFrame(out, schema=LONG_SCHEMA | {"line": pl.Int64})
-    return frame if with_lines else frame.drop("line")
+            out[FINGERPRINT_COLUMN].append(fingerprint)
+    frame = pl.DataFrame(out, schema=LONG_SCHEMA | {"line": pl.Int64, FINGERPRINT_COLUMN: pl.Utf8})
+    drop = [c for c, keep in (("line", with_lines), (FINGERPRINT_COLUMN, with_fingerprints)) if not keep]
+    return frame.drop(drop)
+
+
+def _fingerprint(row: list[str], column: Mapping[str, int], where: str) -> str | None:
+    """The row's transcript fingerprint (64 hex digits), None when it gives none."""
+    if FINGERPRINT_COLUMN not in column:
+        return None
+    value = row[column[FINGERPRINT_COLUMN]].strip().lower()
+    if not value:
+        return None
+    if not _SHA256.fullmatch(value):
+        raise DataError(
+            where, f"column {FINGERPRINT_COLUMN!r}: {value[:80]!r} is not a sha256 (64 hexadecimal digits)"
+        )
+    return value
 
 
 def _rating(value: str, where: str, column: str) -> str:

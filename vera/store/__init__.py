@@ -9,12 +9,18 @@ from vera.store._events import EventLog, Fanout
 from vera.store._guard import CALLS_EXPORT, OverwriteRefused, check_output, record_kind
 from vera.store._humans import (
     HUMAN_RATINGS,
+    OTHER_TRANSCRIPTS_OPTION,
     append_human_ratings,
     check_human_dimensions,
+    check_transcripts,
     latest_human_ratings,
+    other_transcript_problem,
     read_human_ratings,
     read_human_ratings_file,
     read_human_ratings_numbered,
+    run_fingerprints,
+    transcript_mismatch,
+    unchecked_note,
 )
 from vera.store._index import (
     ConversationHead,
@@ -35,6 +41,7 @@ __all__ = [
     "CALLS_EXPORT",
     "HUMAN_RATINGS",
     "MANIFEST",
+    "OTHER_TRANSCRIPTS_OPTION",
     "BodyReader",
     "ConversationHead",
     "EventLog",
@@ -50,11 +57,13 @@ __all__ = [
     "calls_with_bodies",
     "check_human_dimensions",
     "check_output",
+    "check_transcripts",
     "count_bodies",
     "has_bodies",
     "latest_human_ratings",
     "manifest_notes",
     "open_run",
+    "other_transcript_problem",
     "placed_calls_with_bodies",
     "read_human_ratings",
     "read_human_ratings_file",
@@ -62,4 +71,7 @@ __all__ = [
     "read_manifest",
     "record_kind",
     "recorded_spend",
+    "run_fingerprints",
+    "transcript_mismatch",
+    "unchecked_note",
 ]

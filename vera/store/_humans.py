@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -23,7 +23,9 @@ import msgspec
 
 from vera.errors import DataError, storage_error
 from vera.files import torn_tail
-from vera.records import HumanRating
+from vera.inputs import run_strings, tr, use_strings
+from vera.records import HumanRating, transcript_sha256
+from vera.store._index import RunRecords
 
 HUMAN_RATINGS = "human_ratings.jsonl"
 TORN_SUFFIX = ".torn"
@@ -111,6 +113,90 @@ def check_human_dimensions(
                 f"{path}:{number}",
                 f"dimension {unknown[0]!r} is not one of this run's ({', '.join(sorted(dimensions))})",
             )
+
+
+OTHER_TRANSCRIPTS_OPTION = "--allow-other-transcripts"
+
+
+def run_fingerprints(records: RunRecords, ids: Iterable[str]) -> dict[str, str]:
+    """`transcript_sha256` of each of the run's conversations among `ids` (one not in
+    the run has none), read from the run's records as stored."""
+    return {
+        cid: transcript_sha256(records.read_conversation(cid).turns)
+        for cid in dict.fromkeys(ids)
+        if cid in records.conversations
+    }
+
+
+def transcript_mismatch(rating: HumanRating, fingerprints: Mapping[str, str]) -> str | None:
+    """This run's fingerprint of the rated conversation when the rating names another
+    transcript (None: the same one, no fingerprint to check, or not in the run)."""
+    ours = fingerprints.get(rating.conversation_id)
+    if rating.transcript_sha256 is None or ours is None or rating.transcript_sha256 == ours:
+        return None
+    return ours
+
+
+def other_transcript_problem(conversation_id: str, rater: str, theirs: str, ours: str, hint: str) -> str:
+    """The one line that refuses a rating made on another transcript than the run's."""
+    return (
+        f"conversation {conversation_id!r} by {rater!r}: rated a different transcript than this "
+        f"run's (sha256 {theirs[:12]}, the run's {ours[:12]}: ratings from another run of the "
+        f"same config?); {hint}"
+    )
+
+
+def check_transcripts(
+    path: Path,
+    ratings: Sequence[tuple[int, HumanRating]],
+    records: RunRecords,
+    *,
+    allow_other: bool = False,
+    hint: str = "",
+    on_note: Callable[[str], None] | None = None,
+) -> None:
+    """Check each rating against the transcript of the run's conversation it names.
+
+    A rating whose `transcript_sha256` is not the run's transcript's is a
+    `DataError("file:line")` (it judges a conversation no human read in this run),
+    unless it was imported knowingly (`other_transcript`) or `allow_other`. Ratings
+    without a fingerprint (saved before vera recorded one) pass, with one note that
+    they cannot be checked; so do accepted mismatches, with one note."""
+    note = on_note or _print_warning
+    fingerprints = run_fingerprints(records, (r.conversation_id for _, r in ratings))
+    hint = hint or (
+        f"move {path.name} aside and add its ratings with `vera ratings import`, which refuses "
+        f"them unless {OTHER_TRANSCRIPTS_OPTION} says you know"
+    )
+    unchecked = accepted = 0
+    for number, rating in ratings:
+        if rating.conversation_id not in fingerprints:
+            continue  # not in the run: the callers say so (or refuse) themselves
+        if rating.transcript_sha256 is None:
+            unchecked += 1
+            continue
+        ours = transcript_mismatch(rating, fingerprints)
+        if ours is None:
+            continue
+        if rating.other_transcript or allow_other:
+            accepted += 1
+            continue
+        theirs = rating.transcript_sha256
+        raise DataError(
+            f"{path}:{number}",
+            other_transcript_problem(rating.conversation_id, rating.rater, theirs, ours, hint),
+        )
+    # In the run's language, as the rest of what a command prints about the run.
+    with use_strings(run_strings([records.manifest])):
+        if unchecked:
+            note(unchecked_note(path, unchecked))
+        if accepted:
+            note(tr("cli.ratings_other_transcripts", path=path, n=accepted, option=OTHER_TRANSCRIPTS_OPTION))
+
+
+def unchecked_note(path: Path | str, n: int) -> str:
+    """The note, once per file, on ratings that carry no transcript fingerprint."""
+    return tr("cli.ratings_unchecked", path=path, n=n)
 
 
 def read_human_ratings_numbered(

@@ -41,11 +41,18 @@ from aiohttp import web
 
 from vera.errors import StorageError, UserError
 from vera.inputs import run_strings
-from vera.records import RATINGS, HumanRating
+from vera.records import RATINGS, HumanRating, transcript_sha256
 from vera.report import chatbot_markdown, with_markdown_css
 from vera.rubric import rating_guide, run_rubric
 from vera.stats.sampling import Unit, draw_sample, rater_order, sample_sizes
-from vera.store import RunRecords, append_human_ratings, open_run, read_human_ratings
+from vera.store import (
+    HUMAN_RATINGS,
+    RunRecords,
+    append_human_ratings,
+    check_transcripts,
+    open_run,
+    read_human_ratings_numbered,
+)
 from vera.viewer.access import (
     ACCESS_KEY,
     ALLOWED_HOSTS,
@@ -150,7 +157,11 @@ class ReviewSession:
             order=[u.id for u in rater_order(sample, rater, seed)],
             how=how,
         )
-        for r in read_human_ratings(Path(run_dir)):
+        numbered = read_human_ratings_numbered(Path(run_dir))
+        # Earlier ratings of another transcript (a file copied from another run of the
+        # config) would mark conversations rated that this rater never read here.
+        check_transcripts(Path(run_dir) / HUMAN_RATINGS, numbered, records)
+        for _, r in numbered:
             if r.rater == rater:
                 session.latest[r.conversation_id] = dict(r.ratings)
         return session
@@ -224,6 +235,9 @@ class ReviewSession:
             realism=realism,
             source="review",
             rated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            # The transcript the page showed, so the rating never attaches to another
+            # run's different transcript under the same conversation id.
+            transcript_sha256=transcript_sha256(self.records.read_conversation(cid).turns),
         )
 
     async def save(self, rating: HumanRating) -> dict[str, Any]:

@@ -26,7 +26,18 @@ from vera.stats import (
     judge_vs_consensus,
     read_human_ratings,
 )
-from vera.store import ConversationHead, latest_human_ratings, read_human_ratings_file
+from vera.stats.humans import FINGERPRINT_COLUMN
+from vera.store import (
+    OTHER_TRANSCRIPTS_OPTION,
+    ConversationHead,
+    RunRecords,
+    check_transcripts,
+    latest_human_ratings,
+    open_run,
+    other_transcript_problem,
+    read_human_ratings_file,
+    run_fingerprints,
+)
 
 # Reference transcripts are named "<6 hex>_<Persona>_<model>_run1.txt"; the clinicians'
 # conversation ids are that prefix.
@@ -109,6 +120,7 @@ def agreement_report(
     resamples: int = DEFAULT_RESAMPLES,
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
+    allow_other_transcripts: bool = False,
 ) -> HumanAgreementReport | JudgeConsensusReport:
     """Agreement among the human raters of a ratings file; with `against`, between
     their per-conversation consensus and the judges of that run (with bootstrap
@@ -116,15 +128,26 @@ def agreement_report(
     the order of the ratings file (the rubric's order). The consensus is the one rating
     the `raters` rule forms, severest by default as the calibrated scores and gate form
     it; `raters=None` sets the judges against the majority vote instead, ties handled
-    by `ties`."""
+    by `ties`. A ratings file set against a run has its ratings' transcript fingerprints
+    (a human_ratings.jsonl's, a CSV's optional column) checked against the run's
+    transcripts: one made on another transcript is refused unless
+    `allow_other_transcripts`."""
     run = read_run(against) if against is not None else None
     dimensions = run.ratings.get_column("dimension").unique(maintain_order=True).to_list() if run else None
     # The run's rubric names the dimensions; without a run, the method's five.
     known = dimensions or list(CLINICIAN_DIMENSIONS.values())
     if is_jsonl(Path(ratings_file)):
-        long = review_ratings(Path(ratings_file), known)
+        long = review_ratings(
+            Path(ratings_file),
+            known,
+            against=open_run(run.path) if run is not None else None,
+            allow_other_transcripts=allow_other_transcripts,
+        )
     else:
-        long = read_human_ratings(ratings_file, known)
+        long = read_human_ratings(ratings_file, known, with_lines=True, with_fingerprints=True)
+        if run is not None and not allow_other_transcripts:
+            _check_csv_transcripts(Path(ratings_file), long, run.path, run.conversations)
+        long = long.drop("line", FINGERPRINT_COLUMN)
     if long.height == 0:
         raise UserError(f"{ratings_file}: no ratings")
     humans = human_agreement(long, nr=nr)
@@ -171,6 +194,36 @@ def agreement_report(
     )
 
 
+def _check_csv_transcripts(
+    path: Path, long: pl.DataFrame, run_dir: Path, conversations: dict[str, ConversationHead]
+) -> None:
+    """A CSV row whose `transcript_sha256` is not the transcript of the run's
+    conversation its item names is a `DataError` naming its line (as `vera ratings
+    import` refuses it); rows without one are not checked."""
+    stamped = long.filter(pl.col(FINGERPRINT_COLUMN).is_not_null())
+    if stamped.height == 0:
+        return
+    items: dict[str, list[str]] = {}
+    for cid, head in conversations.items():
+        items.setdefault(human_item_id(head), []).append(cid)
+    wanted = set(stamped.get_column("item_id").to_list())
+    fingerprints = run_fingerprints(open_run(run_dir), (c for i in wanted for c in items.get(i, [])))
+    for row in stamped.iter_rows(named=True):
+        for cid in items.get(row["item_id"], []):
+            ours = fingerprints[cid]
+            if row[FINGERPRINT_COLUMN] != ours:
+                raise DataError(
+                    f"{path}:{row['line']}",
+                    other_transcript_problem(
+                        cid,
+                        row["rater"],
+                        row[FINGERPRINT_COLUMN],
+                        ours,
+                        f"nothing compared; {OTHER_TRANSCRIPTS_OPTION} compares them anyway if you know",
+                    ),
+                )
+
+
 def is_jsonl(path: Path) -> bool:
     """A human_ratings.jsonl (its lines are JSON objects), not a CSV: told by its first
     character that is not white space."""
@@ -182,12 +235,27 @@ def is_jsonl(path: Path) -> bool:
     return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
 
 
-def review_ratings(path: Path, dimensions: list[str]) -> pl.DataFrame:
+def review_ratings(
+    path: Path,
+    dimensions: list[str],
+    *,
+    against: RunRecords | None = None,
+    allow_other_transcripts: bool = False,
+) -> pl.DataFrame:
     """The long frame `(item_id, rater, dimension, rating)` of a human_ratings.jsonl
     (`vera review`'s file, or `vera ratings import`'s): each rater's latest rating of a
     conversation, as `vera score` reads it, the item being the conversation id. A
-    dimension not among `dimensions` is an error naming its line."""
+    dimension not among `dimensions` is an error naming its line, and so, `against` a
+    run, is a rating made on another transcript than the run's (unless allowed)."""
     numbered = read_human_ratings_file(path)
+    if against is not None:
+        check_transcripts(
+            path,
+            numbered,
+            against,
+            allow_other=allow_other_transcripts,
+            hint=f"nothing compared; {OTHER_TRANSCRIPTS_OPTION} compares them anyway if you know",
+        )
     known = set(dimensions)
     for line, rating in numbered:
         unknown = sorted(set(rating.ratings) - known)

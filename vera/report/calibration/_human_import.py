@@ -6,6 +6,13 @@ conversations as `vera agreement` matches them (`human_item_id`). A `human_ratin
 (a copy of the run made elsewhere, where another rater used `vera review`) is taken line
 by line as it is, note, realism and time included. Everything is checked before anything
 is written, so a bad file adds nothing to the run.
+
+Conversation ids come from the run's plan, not from its transcripts: another run of the
+same config has the same ids and, with real models, other transcripts. So a rating that
+carries the fingerprint of the transcript it was made on (`transcript_sha256`: every
+`vera review` rating, a CSV's optional column) is checked against this run's transcript,
+and a mismatch refused unless `allow_other`. A rating already in the run (the same file
+imported twice, a row repeated) is left out and counted, never appended again.
 """
 
 from __future__ import annotations
@@ -22,8 +29,19 @@ from vera.records import HumanRating
 from vera.report.calibration._agreement import human_item_id, is_jsonl
 from vera.report.shared._runs import read_run
 from vera.stats import read_human_ratings
-from vera.store import HUMAN_RATINGS, append_human_ratings, read_human_ratings_file
+from vera.stats.humans import FINGERPRINT_COLUMN
+from vera.store import (
+    HUMAN_RATINGS,
+    OTHER_TRANSCRIPTS_OPTION,
+    append_human_ratings,
+    open_run,
+    other_transcript_problem,
+    read_human_ratings_file,
+    run_fingerprints,
+)
 from vera.store import read_human_ratings as read_run_human_ratings
+
+_REFUSED = f"nothing imported; {OTHER_TRANSCRIPTS_OPTION} imports them if you know"
 
 
 class ImportSummary(msgspec.Struct, kw_only=True):
@@ -36,11 +54,18 @@ class ImportSummary(msgspec.Struct, kw_only=True):
     raters: int
     repeated: list[int]  # file lines that a later row of the same rater, item, dimension superseded
     skipped: list[int]  # file lines whose item is no conversation of the run (--skip-unmatched)
-    already: int = 0  # lines of a human_ratings.jsonl that the run holds already (left out)
+    already: int = 0  # ratings the run holds already (left out)
+    duplicates: list[int] = []  # CSV lines repeating an earlier row of the file exactly (left out)
+    unchecked: int = 0  # ratings imported without a transcript fingerprint (cannot be checked)
+    other_transcripts: int = 0  # ratings of another transcript, imported as allowed
 
 
 def import_human_ratings(
-    run_dir: str | Path, ratings_file: str | Path, *, skip_unmatched: bool = False
+    run_dir: str | Path,
+    ratings_file: str | Path,
+    *,
+    skip_unmatched: bool = False,
+    allow_other_transcripts: bool = False,
 ) -> ImportSummary:
     """Append the ratings of `ratings_file` to the run's `human_ratings.jsonl`.
 
@@ -48,14 +73,21 @@ def import_human_ratings(
     dimension, and a `UserError` naming the first such row when items are no
     conversation of the run (unless `skip_unmatched`). A rater who rates an item twice
     (in this file) gets two ratings, the later one counting; it carries the earlier
-    one's other dimensions, so a long-format correction of one dimension loses none."""
+    one's other dimensions, so a long-format correction of one dimension loses none.
+    A rating whose transcript fingerprint is not this run's transcript's is a
+    `DataError` naming its line unless `allow_other_transcripts` (then it is kept,
+    marked `other_transcript`)."""
     run = read_run(run_dir)
     dimensions = run.ratings.get_column("dimension").unique(maintain_order=True).to_list()
     if not dimensions:
         raise UserError(f"{run_dir}: no complete judgements: there is nothing to rate beside")
     if is_jsonl(Path(ratings_file)):
-        return _import_jsonl(Path(run_dir), Path(ratings_file), run.conversations, dimensions, skip_unmatched)
-    long = read_human_ratings(ratings_file, dimensions, repeats="keep", with_lines=True)
+        return _import_jsonl(
+            Path(run_dir), Path(ratings_file), dimensions, skip_unmatched, allow_other_transcripts
+        )
+    long = read_human_ratings(
+        ratings_file, dimensions, repeats="keep", with_lines=True, with_fingerprints=True
+    )
     if long.height == 0:
         raise UserError(f"{ratings_file}: no ratings")
     conversations: dict[str, list[str]] = defaultdict(list)
@@ -73,32 +105,69 @@ def import_human_ratings(
         )
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     source = f"import:{Path(ratings_file).name}"
+    records = open_run(run_dir)
+    fingerprints = run_fingerprints(
+        records, (cid for r in rows if r["item_id"] in conversations for cid in conversations[r["item_id"]])
+    )
     # Per (rater, item): the ratings being gathered, and those a repeat closed.
     open_: dict[tuple[str, str], dict[str, Any]] = {}
-    made: list[tuple[int, tuple[str, str], dict[str, Any]]] = []
+    made: list[tuple[int, tuple[str, str], dict[str, Any], str | None]] = []
     first_line: dict[tuple[str, str], int] = {}
+    printed: dict[tuple[str, str], str | None] = {}  # the transcript fingerprint rows name
     repeated: list[int] = []
+    duplicates: list[int] = []
     lines_of: dict[tuple[str, str, str], int] = {}
     for r in rows:
         if r["item_id"] not in conversations:
             continue
         key = (r["rater"], r["item_id"])
+        theirs = r[FINGERPRINT_COLUMN]
+        for cid in conversations[r["item_id"]]:
+            ours = fingerprints[cid]
+            if theirs is not None and theirs != ours and not allow_other_transcripts:
+                raise DataError(
+                    f"{ratings_file}:{r['line']}",
+                    other_transcript_problem(cid, r["rater"], theirs, ours, _REFUSED),
+                )
         current = open_.setdefault(key, {})
+        if current.get(r["dimension"]) == r["rating"] and theirs in (None, printed.get(key)):
+            # The same rating again (a row copied twice): nothing to add.
+            duplicates.append(r["line"])
+            continue
         if r["dimension"] in current:
             repeated.append(lines_of[(*key, r["dimension"])])
-            made.append((first_line[key], key, dict(current)))
+            made.append((first_line[key], key, dict(current), printed.get(key)))
             first_line[key] = r["line"]
         first_line.setdefault(key, r["line"])
         current[r["dimension"]] = r["rating"]
         lines_of[(*key, r["dimension"])] = r["line"]
-    made += [(first_line[key], key, ratings) for key, ratings in open_.items()]
+        if theirs is not None:
+            printed[key] = theirs
+    made += [(first_line[key], key, ratings, printed.get(key)) for key, ratings in open_.items()]
     made.sort(key=lambda m: m[0])
-    out = [
-        HumanRating(conversation_id=cid, rater=rater, ratings=ratings, source=source, rated_at=now)
-        for _, (rater, item), ratings in made
+    every = [
+        HumanRating(
+            conversation_id=cid,
+            rater=rater,
+            ratings=ratings,
+            source=source,
+            rated_at=now,
+            transcript_sha256=theirs,
+            other_transcript=theirs is not None and theirs != fingerprints[cid],
+        )
+        for _, (rater, item), ratings, theirs in made
         for cid in conversations[item]
     ]
-    append_human_ratings(Path(run_dir), out)
+    # A rating the run holds already (its time and source aside: the same file imported
+    # again) is left out, as for a human_ratings.jsonl.
+    held = {_what(r) for r in read_run_human_ratings(Path(run_dir))}
+    out = []
+    for rating in every:
+        if _what(rating) not in held:
+            held.add(_what(rating))
+            out.append(rating)
+    if out:
+        append_human_ratings(Path(run_dir), out)
     return ImportSummary(
         file=str(ratings_file),
         ratings=len(out),
@@ -106,20 +175,31 @@ def import_human_ratings(
         raters=len({r.rater for r in out}),
         repeated=sorted(repeated),
         skipped=[r["line"] for r in unmatched],
+        already=len(every) - len(out),
+        duplicates=duplicates,
+        unchecked=sum(r.transcript_sha256 is None for r in out),
+        other_transcripts=sum(r.other_transcript for r in out),
     )
+
+
+def _what(rating: HumanRating) -> bytes:
+    """A rating as compared for "already there": everything but when and whence."""
+    return msgspec.json.encode(msgspec.structs.replace(rating, rated_at="", source=""))
 
 
 def _import_jsonl(
     run_dir: Path,
     path: Path,
-    conversations: dict[str, Any],
     dimensions: list[str],
     skip_unmatched: bool,
+    allow_other: bool,
 ) -> ImportSummary:
     """Append the lines of another copy's `human_ratings.jsonl` that this run does not
     hold yet, each as it was saved (rater, note, realism, source and time kept; the
     file's order kept, so a rater's later rating still counts). A line this run already
-    has (the same file imported twice) is left out, so importing never doubles a rating."""
+    has (the same file imported twice) is left out, so importing never doubles a rating.
+    A line rating another transcript than this run's is refused unless `allow_other`
+    (then it is marked `other_transcript`)."""
     own = run_dir / HUMAN_RATINGS
     if own.exists() and path.exists() and own.samefile(path):
         raise UserError(
@@ -129,6 +209,8 @@ def _import_jsonl(
     if not numbered:
         raise UserError(f"{path}: no ratings")
     known = set(dimensions)
+    records = open_run(run_dir)
+    conversations = records.conversations
     unmatched: list[int] = []
     for line, rating in numbered:
         unknown = sorted(set(rating.ratings) - known)
@@ -145,9 +227,25 @@ def _import_jsonl(
             f"{path}:{unmatched[0]}: conversation {first.conversation_id!r} is no conversation of run "
             f"{run_dir} ({len(unmatched)} line(s) are not); nothing imported; --skip-unmatched imports the rest"
         )
-    held = {msgspec.json.encode(r) for r in read_run_human_ratings(run_dir)}
     skipped = set(unmatched)
-    out = [r for line, r in numbered if line not in skipped and msgspec.json.encode(r) not in held]
+    fingerprints = run_fingerprints(records, (r.conversation_id for _, r in numbered))
+    checked: list[HumanRating] = []
+    for line, rating in numbered:
+        if line in skipped:
+            continue
+        ours = fingerprints[rating.conversation_id]
+        theirs = rating.transcript_sha256
+        other = theirs is not None and theirs != ours
+        if theirs is not None and other and not allow_other:
+            raise DataError(
+                f"{path}:{line}",
+                other_transcript_problem(rating.conversation_id, rating.rater, theirs, ours, _REFUSED),
+            )
+        if other != rating.other_transcript:
+            rating = msgspec.structs.replace(rating, other_transcript=other)
+        checked.append(rating)
+    held = {msgspec.json.encode(r) for r in read_run_human_ratings(run_dir)}
+    out = [r for r in checked if msgspec.json.encode(r) not in held]
     if out:
         append_human_ratings(run_dir, out)
     return ImportSummary(
@@ -158,4 +256,6 @@ def _import_jsonl(
         repeated=[],
         skipped=unmatched,
         already=len(numbered) - len(skipped) - len(out),
+        unchecked=sum(r.transcript_sha256 is None for r in out),
+        other_transcripts=sum(r.other_transcript for r in out),
     )

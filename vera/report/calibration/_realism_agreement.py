@@ -25,7 +25,13 @@ from vera.report.shared._diagnostics import persona_columns
 from vera.report.shared._realism import model_checks
 from vera.report.shared._table import Table
 from vera.stats import cohen_kappa
-from vera.store import HUMAN_RATINGS, latest_human_ratings, open_run, read_human_ratings
+from vera.store import (
+    HUMAN_RATINGS,
+    check_transcripts,
+    latest_human_ratings,
+    open_run,
+    read_human_ratings_numbered,
+)
 
 UNREALISTIC_AT = 2
 
@@ -66,7 +72,9 @@ class UserCheckAgreement(msgspec.Struct, frozen=True, kw_only=True):
 def user_check_agreement(run_dir: str | Path, *, unrealistic_at: int = UNREALISTIC_AT) -> UserCheckAgreement:
     root = Path(run_dir)
     records = open_run(root)
-    rated = [h for h in latest_human_ratings(read_human_ratings(root)) if h.realism is not None]
+    numbered = read_human_ratings_numbered(root)
+    check_transcripts(root / HUMAN_RATINGS, numbered, records)
+    rated = [h for h in latest_human_ratings([h for _, h in numbered]) if h.realism is not None]
     if not rated:
         raise UserError(
             f"{root / HUMAN_RATINGS}: no realism rating of a simulated user "

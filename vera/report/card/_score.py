@@ -31,6 +31,7 @@ from vera.store import (
     HUMAN_RATINGS,
     atomic_write,
     check_human_dimensions,
+    check_transcripts,
     open_run,
     read_human_ratings_numbered,
     read_manifest,
@@ -111,6 +112,8 @@ def _score(
     numbered = read_human_ratings_numbered(root)
     if frame.height:
         check_human_dimensions(root, numbered, set(frame.get_column("dimension").unique().to_list()))
+    # A rating made on another transcript (another run of the same config) is refused.
+    check_transcripts(root / HUMAN_RATINGS, numbered, records)
     humans = [h for _, h in numbered]
     write_parquet(frame, root / RATINGS_FILE)
     write_parquet(answers, root / ANSWERS_FILE)

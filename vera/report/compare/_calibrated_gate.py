@@ -17,7 +17,13 @@ from vera.report.shared._runs import Run
 from vera.stats import MAX_SETTLE_RESAMPLES
 from vera.stats.humans import DEFAULT_RATER_RULE
 from vera.stats.ppi import calibrated_difference_settled, calibration_units
-from vera.store import check_human_dimensions, read_human_ratings_numbered
+from vera.store import (
+    HUMAN_RATINGS,
+    check_human_dimensions,
+    check_transcripts,
+    open_run,
+    read_human_ratings_numbered,
+)
 
 
 def calibrated_diffs(
@@ -43,6 +49,7 @@ def calibrated_diffs(
         check_human_dimensions(
             run.path, numbered, set(run.ratings.get_column("dimension").unique().to_list())
         )
+        check_transcripts(run.path / HUMAN_RATINGS, numbered, open_run(run.path))
         labels = human_labels([h for _, h in numbered], raters)
         mine = frame.filter(pl.col("side") == side)
         units = calibration_units(mine, labels, by=("side",))
