@@ -306,6 +306,7 @@ def test_each_call_is_read_with_its_own_body_or_none(
     from typing import Any, cast
 
     from vera.store import RunRecords
+    from vera.store._bodylog import Row
 
     monkeypatch.setattr(_bodies, "WRITE_FORMAT", write_format)
     written = _old_store_bodies()
@@ -314,10 +315,11 @@ def test_each_call_is_read_with_its_own_body_or_none(
         store.add_call(body.call, body if i % 2 else None)  # every other call without one
     store.close()
     with BodyReader(tmp_path) as reader:
-        placed = list(reader.placed())
+        placed = [row for row in reader.rows() if isinstance(row, Row)]
     lines = (tmp_path / "calls.jsonl").read_bytes().splitlines(keepends=True)
     starts = [sum(len(x) for x in lines[:i]) for i in range(len(lines))]
-    assert [offset for offset, _ in placed] == starts[1::2]
+    assert [row.offset for row in placed] == starts[1::2]
+    assert [row.length + 1 for row in placed] == [len(x) for x in lines[1::2]]
     # Only the calls a run reads: the manifest is not needed for them.
     run = RunRecords(tmp_path, cast(Any, None), {}, {})
     paired = list(run.calls_with_bodies())

@@ -31,7 +31,7 @@ from vera.app import (
 )
 from vera.cli._door import RATERS_OPTION, Number, confidence_option, guard, locale_option, resamples_option
 from vera.errors import ConfigError, Interrupted, StorageError, UserError
-from vera.files import CorruptLine, watching
+from vera.files import CorruptLine, LostBodies, watching
 from vera.inputs import (
     MAX_SEEDS,
     MAX_TURNS,
@@ -110,6 +110,12 @@ class _SkippedLines:
                 )
 
 
+def _lost_bodies(lost: LostBodies) -> None:
+    """Once per read of a damaged bodies' file (--skip-corrupt): how many calls lost
+    their bodies (each one's no_body says where)."""
+    click.echo(f"warning: {lost.render()}", err=True)
+
+
 class VeraGroup(click.Group):
     """Turns vera's user errors, and click's own (a bad option or value), into one clear
     line and exit code 1: exit code 2 means a run with failed work (`vera.report.shared._outcome`).
@@ -119,7 +125,7 @@ class VeraGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         skipped = _SkippedLines()
         try:
-            with watching(on_found=skipped.found):
+            with watching(on_found=skipped.found, on_lost=_lost_bodies):
                 try:
                     return super().invoke(ctx)
                 finally:
@@ -229,6 +235,14 @@ SKIP_CORRUPT = click.option(
     help="Go on when a record file of the run holds a line that is not a record (each is named; "
     "the card counts them). Without it such a run is refused. A last line cut short by a crash "
     "is not corrupt: it is mended without this option.",
+)
+MERGE_SKIP_CORRUPT = click.option(
+    "--skip-corrupt",
+    is_flag=True,
+    help="Go on when a shard's record file holds a line that is not a record (each is named; "
+    "the card counts them), or its call bodies' file is damaged (the calls it lost are merged "
+    "without their request and response). Without it such a shard is refused. A last line cut "
+    "short by a crash is not corrupt: it is mended without this option.",
 )
 
 
@@ -652,13 +666,13 @@ def judge(
     is_flag=True,
     help="Merge even if some shards of the sweep are missing; the card then names them at the top.",
 )
-@SKIP_CORRUPT
+@MERGE_SKIP_CORRUPT
 def merge(out: str, shards: tuple[str, ...], allow_partial: bool, skip_corrupt: bool) -> None:
     """Combine shard run directories (`vera run --shard K/N`) into one run and score it.
 
     The shards must belong to the same sweep (same inputs, models and settings) and
     make it whole, unless --allow-partial. Exit codes as for `vera run`."""
-    with watching(refuse=not skip_corrupt):
+    with watching(refuse=not skip_corrupt, bodies=skip_corrupt):
         status = merge_runs(Path(out), [Path(s) for s in shards], allow_partial=allow_partial)
     click.echo(f"merged {len(shards)} run(s) → {out}")
     click.echo(status.line())

@@ -9,6 +9,7 @@ import click
 
 from vera.cli._door import seed_option, serve_options
 from vera.errors import ConfigError
+from vera.files import watching
 from vera.report import export_calls, export_reference, export_run, num
 from vera.store import CALLS_EXPORT, check_output, manifest_notes
 from vera.viewer.app import serve
@@ -170,7 +171,22 @@ def review(
     "--chatbot",
     help="With --format reference: export this chatbot's results only.",
 )
-def export(run_dir: str, fmt: str, wide: bool, calls: bool, output: str | None, chatbot: str | None) -> None:
+@click.option(
+    "--skip-corrupt",
+    is_flag=True,
+    help="With --calls: go on when the run's call bodies' file is damaged; the calls whose "
+    "request and response it lost are written without them, each one's no_body saying where. "
+    "Without it such a run is refused.",
+)
+def export(
+    run_dir: str,
+    fmt: str,
+    wide: bool,
+    calls: bool,
+    output: str | None,
+    chatbot: str | None,
+    skip_corrupt: bool,
+) -> None:
     """Write one row per conversation × judge × instance × dimension: persona, risk,
     chatbot, user-agent, judge, seed, rating, the deciding question and the reasoning.
 
@@ -179,6 +195,8 @@ def export(run_dir: str, fmt: str, wide: bool, calls: bool, output: str | None, 
     complete judgement in VERA-MH's results.csv layout, one file per chatbot as the
     reference scores them (docs/targets.md)."""
     check_output(output, "-o", runs=[run_dir])
+    if skip_corrupt and not calls:
+        raise ConfigError("--skip-corrupt applies to --calls (a damaged call bodies file)")
 
     if calls:
         if wide or fmt != "csv" or chatbot:
@@ -186,7 +204,8 @@ def export(run_dir: str, fmt: str, wide: bool, calls: bool, output: str | None, 
                 "--calls writes JSON lines of its own; give it without --format, --wide or --chatbot"
             )
         target = output or str(Path(run_dir) / CALLS_EXPORT)
-        n, bodiless = export_calls(run_dir, target)
+        with watching(bodies=skip_corrupt):
+            n, bodiless = export_calls(run_dir, target)
         if target != "-" and not bodiless:
             click.echo(f"wrote {num(n)} calls, each with its request and response, to {target}", err=True)
         elif target != "-":

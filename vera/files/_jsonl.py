@@ -72,6 +72,20 @@ SKIP_HINT = (
 )
 
 
+class LostBodies(NamedTuple):
+    """Calls of one read of a run whose bodies a damaged bodies' file lost."""
+
+    path: Path  # the bodies' file
+    calls: int
+    where: str  # "record 265", "records 3, 9", or what could not be read
+
+    def render(self) -> str:
+        return (
+            f"{self.path} is damaged ({self.where}): {self.calls} call(s) left without their "
+            "request and response (restore the file from a backup to get them back)"
+        )
+
+
 class Damage:
     """The corrupt lines met by the reads made while it watches (`watching`): each once,
     by file and line. `refuse`: the first one is a `CorruptRecordError` instead (a run
@@ -85,11 +99,27 @@ class Damage:
         refuse: bool = False,
         on_found: Callable[[CorruptLine], None] | None = None,
         parent: Damage | None = None,
+        bodies: bool = False,
+        on_lost: Callable[[LostBodies], None] | None = None,
     ) -> None:
         self.refuse = refuse
         self.on_found = on_found
         self.parent = parent
         self.lines: dict[tuple[str, int], CorruptLine] = {}
+        # Whether a damaged record of a run's call bodies may be gone past (its calls
+        # then have no body, each saying why), and the bodies so lost.
+        self.bodies = bodies
+        self.on_lost = on_lost
+        self.lost: list[LostBodies] = []
+
+    def lost_bodies(self, lost: LostBodies) -> None:
+        """Calls read without their bodies because the bodies' file is damaged (told
+        once per file read, with the count)."""
+        self.lost.append(lost)
+        if self.on_lost is not None:
+            self.on_lost(lost)
+        if self.parent is not None:
+            self.parent.lost_bodies(lost)
 
     def found(self, line: CorruptLine) -> None:
         if self.refuse:
@@ -112,19 +142,32 @@ _watcher: ContextVar[Damage | None] = ContextVar("vera_record_damage", default=N
 
 @contextlib.contextmanager
 def watching(
-    *, refuse: bool | None = None, on_found: Callable[[CorruptLine], None] | None = None
+    *,
+    refuse: bool | None = None,
+    on_found: Callable[[CorruptLine], None] | None = None,
+    bodies: bool | None = None,
+    on_lost: Callable[[LostBodies], None] | None = None,
 ) -> Iterator[Damage]:
     """Watch the record files read inside the block for corrupt lines (see `Damage`).
-    `refuse=None` keeps the policy of the watcher around this one (none: skip)."""
+    `refuse=None` keeps the policy of the watcher around this one (none: skip).
+    `bodies`: whether a damaged record of the call bodies may be gone past (None: the
+    policy around, else no: without --skip-corrupt, a reader of every body refuses)."""
     parent = _watcher.get()
     if refuse is None:
         refuse = parent.refuse if parent is not None else False
-    damage = Damage(refuse=refuse, on_found=on_found, parent=parent)
+    if bodies is None:
+        bodies = parent.bodies if parent is not None else False
+    damage = Damage(refuse=refuse, on_found=on_found, parent=parent, bodies=bodies, on_lost=on_lost)
     token = _watcher.set(damage)
     try:
         yield damage
     finally:
         _watcher.reset(token)
+
+
+def current_damage() -> Damage | None:
+    """The watcher of the reads in progress (None: library use)."""
+    return _watcher.get()
 
 
 def _numbered(path: Path) -> Iterator[tuple[RecordRef, bytes, int, bool]]:

@@ -1018,6 +1018,10 @@ BASE: dict[str, str] = {
         "No request or response was kept for call(s) {calls}: this run was merged from a shard "
         "run with --no-call-bodies or by a vera from before call bodies."
     ),
+    "page.calls_body_damaged": (
+        "No request or response can be shown for call(s) {calls}: {damage}; restore the file "
+        "from a backup to see them."
+    ),
     "page.calls_question": "The judge's call(s) for this question:",
     "page.calls_input": "Input",
     "page.calls_output": "Output",

@@ -52,7 +52,7 @@ import sqlite3
 import struct
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -62,10 +62,13 @@ import zstandard
 from vera.errors import StorageError, storage_error
 from vera.records import CallBody, CallRecord, Completion, Message, Usage
 from vera.store._bodylog import (
+    BODY_HINT,
     VLOG,
     BadCallLine,
     BodyLog,
+    Gap,
     LogReader,
+    Row,
     bad_line_error,
     call_line,
     needs_repair,
@@ -457,7 +460,7 @@ class _SqliteReader:
             self._db = _read_only(self.path)
             self._db.execute("SELECT 1 FROM calls LIMIT 1")
         except sqlite3.Error as exc:
-            raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None
+            raise StorageError(f"{self.path}: cannot read the call bodies: {exc}; {BODY_HINT}") from None
         self._chains: OrderedDict[int, tuple[Message, ...]] = OrderedDict()
         self._texts: OrderedDict[int, str] = OrderedDict()
         self._calls = open(run_dir / "calls.jsonl", "rb")  # noqa: SIM115 (closed in close())
@@ -465,6 +468,7 @@ class _SqliteReader:
         self._node = msgspec.json.Decoder(_Node)
         self._call = msgspec.json.Decoder(CallRecord)
         self._log = _LogView(run_dir / LOG)
+        self.damaged = False  # a conversation read with `skip` met damage
 
     def close(self) -> None:
         self._db.close()
@@ -476,7 +480,7 @@ class _SqliteReader:
             return _unpack(logged)
         row = self._db.execute("SELECT data FROM blobs WHERE id = ?", (blob_id,)).fetchone()
         if row is None:
-            raise StorageError(f"{self.path}: blob {blob_id} is missing")
+            raise StorageError(f"{self.path}: blob {blob_id} is missing; {BODY_HINT}")
         return _unpack(row[0])
 
     def _text(self, blob_id: int) -> str:
@@ -511,8 +515,8 @@ class _SqliteReader:
         self._calls.seek(offset)
         return call_line(self._call, self._calls.read(length))
 
-    def _body(self, row: tuple[int, int, str, str, bytes]) -> CallBody:
-        offset, length, conversation, question, data = row
+    def _body(self, row: tuple[int, int, str, str, bytes, str], call: CallRecord | None = None) -> CallBody:
+        offset, length, conversation, question, data, _job = row
         stored = self._row.decode(data)
         response = None
         if (r := stored.reply) is not None:
@@ -525,7 +529,7 @@ class _SqliteReader:
                 model=r.model,
             )
         return CallBody(
-            call=self._record(offset, length),
+            call=self._record(offset, length) if call is None else call,
             conversation_id=conversation,
             question_id=question,
             messages=self._messages(stored.messages),
@@ -539,15 +543,52 @@ class _SqliteReader:
         return (body for _, body in self._placed(where, args, conversation))
 
     def _placed(
-        self, where: str, args: tuple[Any, ...], conversation: str | None = None, *, skip_bad: bool = False
+        self, where: str, args: tuple[Any, ...], conversation: str | None = None
     ) -> Iterator[tuple[int, CallBody]]:
+        for row in self._stored(where, args, conversation):
+            try:
+                body = self._body(row)
+            except BadCallLine as bad:
+                raise bad_line_error(self.run_dir / "calls.jsonl", row[0], bad) from None
+            except _READ_ERRORS as exc:
+                raise self._damaged(exc) from None
+            yield row[0], body
+
+    def _damaged(self, exc: BaseException) -> StorageError:
+        return StorageError(f"{self.path}: cannot read the call bodies: {exc}; {BODY_HINT}")
+
+    def rows(self) -> Iterator[Row | Gap]:
+        """Every body as stored, in the order of calls.jsonl, for pairing with its lines
+        (`placed_calls_with_bodies`). A file SQLite cannot read is refused whole (the
+        reader past it, with --skip-corrupt, reads no further)."""
+        for row in self._stored("", ()):
+            try:
+                reply = self._row.decode(row[4]).reply
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                raise self._damaged(exc) from None
+            yield Row(
+                row[0], row[1], row[5], None if reply is None else Usage(*reply.usage), self._builder_of(row)
+            )
+
+    def _builder_of(self, row: tuple[int, int, str, str, bytes, str]) -> Callable[[CallRecord], CallBody]:
+        def build(call: CallRecord) -> CallBody:
+            try:
+                return self._body(row, call)
+            except _READ_ERRORS as exc:
+                raise self._damaged(exc) from None
+
+        return build
+
+    def _stored(
+        self, where: str, args: tuple[Any, ...], conversation: str | None = None
+    ) -> Iterator[tuple[int, int, str, str, bytes, str]]:
         # calls.jsonl's end first, then the log: a line in the file has its record in
         # the log by then (the log is written before the lines).
         end = self._end()
         try:
             self._log.refresh()
             cursor = self._db.execute(
-                "SELECT offset, length, conversation, question, body FROM calls "
+                "SELECT offset, length, conversation, question, body, job FROM calls "
                 f"WHERE {where} offset < ? ORDER BY offset",
                 (*args, end),
             )
@@ -560,15 +601,9 @@ class _SqliteReader:
             for row in heapq.merge(logged, stored, key=_offset) if logged else stored:
                 if row[0] != last:  # the log's row first where both have one
                     last = row[0]
-                    try:
-                        body = self._body(row)
-                    except BadCallLine as bad:
-                        if skip_bad:
-                            continue
-                        raise bad_line_error(self.run_dir / "calls.jsonl", last, bad) from None
-                    yield last, body
-        except (sqlite3.Error, msgspec.DecodeError, msgspec.ValidationError, OSError) as exc:
-            raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None
+                    yield row
+        except _READ_ERRORS as exc:
+            raise self._damaged(exc) from None
 
     def _end(self) -> int:
         """Where calls.jsonl ends: a body at or past it lost its line to a kill, and is
@@ -579,12 +614,30 @@ class _SqliteReader:
         """Every call's body, in the order of calls.jsonl."""
         return self._rows("", ())
 
-    def placed(self) -> Iterator[tuple[int, CallBody]]:
-        return self._placed("", (), skip_bad=True)
+    def conversation(self, conversation_id: str, *, skip: bool = False) -> list[CallBody]:
+        """The calls made for one conversation (simulating it and judging it), in order
+        (`skip`: as many as can be read, when the file is damaged)."""
+        bodies: list[CallBody] = []
+        try:
+            for _, body in self._placed("conversation = ? AND", (conversation_id,), conversation_id):
+                bodies.append(body)
+        except StorageError:
+            if not skip:
+                raise
+            self.damaged = True
+        return bodies
 
-    def conversation(self, conversation_id: str) -> list[CallBody]:
-        """The calls made for one conversation (simulating it and judging it), in order."""
-        return list(self._rows("conversation = ? AND", (conversation_id,), conversation_id))
+
+# What reading a damaged format-1 file raises (a blob's compression, a row's JSON, SQLite's
+# "database disk image is malformed"): said as one StorageError.
+_READ_ERRORS = (
+    sqlite3.Error,
+    msgspec.DecodeError,
+    msgspec.ValidationError,
+    OSError,
+    zstandard.ZstdError,
+    zlib.error,
+)
 
 
 def _offset(row: tuple[Any, ...]) -> int:
@@ -598,7 +651,7 @@ class _LogView:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.blobs: dict[int, bytes] = {}
-        self.calls: dict[int, tuple[int, int, str, str, bytes]] = {}  # offset -> row
+        self.calls: dict[int, tuple[int, int, str, str, bytes, str]] = {}  # offset -> row
         self._pos = 0
         self._inode: int | None = None
 
@@ -617,7 +670,7 @@ class _LogView:
         for r in blobs:
             self.blobs[r[0]] = r[2]
         for r in calls:
-            self.calls[r[0]] = (r[0], r[1], r[3], r[4], r[5])
+            self.calls[r[0]] = (r[0], r[1], r[3], r[4], r[5], r[2])
 
 
 def _read_only(path: Path) -> sqlite3.Connection:
@@ -656,16 +709,30 @@ class BodyReader:
         """Every call's body, in the order of calls.jsonl."""
         return self._reader.all()
 
-    def conversation(self, conversation_id: str) -> list[CallBody]:
-        """The calls made for one conversation (simulating it and judging it), in order."""
-        return self._reader.conversation(conversation_id)
+    def conversation(self, conversation_id: str, *, skip: bool = False) -> list[CallBody]:
+        """The calls made for one conversation (simulating it and judging it), in order.
+        `skip` (the viewer): the bodies a damaged file lost are left out (`damaged` then
+        says so) instead of refusing the page."""
+        return self._reader.conversation(conversation_id, skip=skip)
 
-    def placed(self) -> Iterator[tuple[int, CallBody]]:
-        """Every call's body with the offset of its call's line in calls.jsonl, in that
-        file's order: what a merge pairs with the lines it copies (the offset, not the
-        record, says which line a body belongs to). A body whose line does not decode is
-        left out, as that line is (a merge or export with --skip-corrupt names it)."""
-        return self._reader.placed()
+    @property
+    def damaged(self) -> str | None:
+        """What damage a read with `skip` went past (None: none)."""
+        r = self._reader
+        if isinstance(r, LogReader):
+            if not r.damaged:
+                return None
+            numbers = sorted(r.damaged)
+            return f"record{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers))}"
+        return "cannot be read" if r.damaged else None
+
+    def rows(self, *, skip: bool = False) -> Iterator[Row | Gap]:
+        """Every body as stored, in the order of calls.jsonl (the offset its call's line
+        had when written): what `placed_calls_with_bodies` pairs with the lines, checking
+        each pair. `skip`: a damaged record of format 2 is a `Gap` in its place."""
+        if isinstance(self._reader, LogReader):
+            return self._reader.rows(skip=skip)
+        return self._reader.rows()
 
 
 # The format a new run's bodies are written in (a run resumed keeps the one it has).
@@ -689,6 +756,11 @@ def repair_bodies(root: Path, *, calls_size: int) -> None:
         CallBodies(root / BODIES, calls_size=calls_size).close()
     if (root / VLOG).exists() and needs_repair(root / VLOG, calls_size):
         BodyLog(root / VLOG, calls_size=calls_size).close()
+
+
+def bodies_path(run_dir: Path) -> Path:
+    """The file a run's call bodies are in (whichever format it holds)."""
+    return run_dir / VLOG if (run_dir / VLOG).exists() else run_dir / BODIES
 
 
 def has_bodies(run_dir: Path) -> bool:

@@ -44,9 +44,9 @@ import os
 import struct
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 import zstandard
@@ -75,9 +75,48 @@ _decoder = msgspec.msgpack.Decoder()
 
 
 class BadCallLine(msgspec.DecodeError):
-    """The line a body belongs to does not decode (a damaged calls.jsonl line): a reader
-    of every body (`placed`, for a merge or an export) leaves that body out, as the line
-    itself is left out (and named) with --skip-corrupt; the other readers refuse."""
+    """The line a body belongs to does not decode (a damaged calls.jsonl line): the
+    readers of a conversation's bodies refuse (a reader of every body, for a merge or an
+    export, pairs the bodies with the lines that decode instead: `rows`)."""
+
+
+# What a refusal to read past a damaged bodies' file says: the way past it, and its cost.
+BODY_HINT = (
+    "restore it from a backup, or give --skip-corrupt to go on without the bodies it holds "
+    "(those calls then have no request or response, each saying why)"
+)
+
+
+class DamagedRecord(StorageError):
+    """A turn record of `call_bodies.vlog` that fails its check (flipped bytes): the
+    bodies it holds, and those that need a text only it defines, are lost; the rest are
+    read (with --skip-corrupt)."""
+
+    def __init__(self, path: Path, number: int) -> None:
+        self.path = path
+        self.number = number
+        super().__init__(f"{path}: turn record {number} is damaged; {BODY_HINT}")
+
+
+class Row(NamedTuple):
+    """A body as stored, before it is paired with a line of calls.jsonl: what it holds
+    of its call (where its line was, how long, whose), the reply's usage (None: no
+    reply), and how to read it whole with the call record it is paired with."""
+
+    offset: int
+    length: int
+    job_id: str
+    usage: Usage | None
+    build: Callable[[CallRecord], CallBody]
+
+
+class Gap(NamedTuple):
+    """Bodies a damaged file lost, in their place among the rows: record `number`
+    (format 2), or None: nothing past here could be read (format 1)."""
+
+    path: Path
+    number: int | None
+    problem: str
 
 
 def call_line(decoder: msgspec.json.Decoder[CallRecord], data: bytes) -> CallRecord:
@@ -440,6 +479,7 @@ class LogReader:
             raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None
         self._call = msgspec.json.Decoder(CallRecord)
         self._turns: OrderedDict[int, tuple[int, list[bytes], list[list[Any]]]] = OrderedDict()
+        self.damaged: set[int] = set()  # turn records found damaged
         self._strs: OrderedDict[int, str] = OrderedDict()
         try:
             stat = os.fstat(self._f.fileno())
@@ -477,12 +517,15 @@ class LogReader:
     def _load(self, number: int) -> tuple[int, list[bytes], list[list[Any]]]:
         found = self._turns.get(number)
         if found is None:
+            if number in self.damaged:
+                raise DamagedRecord(self.path, number)
             self._f.seek(self._index.turns[number])
             head = self._f.read(_HEAD.size)
             kind, length, crc = _HEAD.unpack(head)
             payload = self._f.read(length)
             if kind != _TURN or len(payload) != length or zlib.crc32(payload) != crc:
-                raise StorageError(f"{self.path}: turn record {number} is damaged")
+                self.damaged.add(number)
+                raise DamagedRecord(self.path, number)
             found = self._turns[number] = _turn(payload)
             if len(self._turns) > 64:
                 self._turns.popitem(last=False)
@@ -510,12 +553,13 @@ class LogReader:
         sizes = [size for before, size in self._index.cuts if before > number]
         return min(sizes) if sizes else None
 
-    def _rows(self, conversation: str | None) -> Iterator[CallBody]:
-        return (body for _, body in self._placed(conversation))
+    def _rows(self, conversation: str | None, *, skip: bool = False) -> Iterator[CallBody]:
+        return (body for _, body in self._placed(conversation, skip=skip))
 
-    def _live(self, conversation: str | None) -> Iterator[list[Any]]:
+    def _live(self, conversation: str | None, *, skip: bool = False) -> Iterator[list[Any] | Gap]:
         """The rows of `conversation` (None: all) that are calls: below calls.jsonl's end
-        and below any cut made after their turn."""
+        and below any cut made after their turn. `skip`: a damaged turn record is a `Gap`
+        in its place instead of a refusal."""
         # calls.jsonl's end first, then the records: a line in the file has its record
         # in the file by then (the record is written before the lines).
         end = os.fstat(self._calls.fileno()).st_size
@@ -525,24 +569,59 @@ class LogReader:
         for number in numbers:
             limit = self._limit(number)
             top = end if limit is None else min(end, limit)
-            for row in self._load(number)[2]:
+            try:
+                rows = self._load(number)[2]
+            except DamagedRecord as exc:
+                if not skip:
+                    raise
+                yield Gap(self.path, number, str(exc))
+                continue
+            for row in rows:
                 if row[0] < top and (conversation is None or row[2] == conversation):
                     yield row
 
-    def _placed(self, conversation: str | None, *, skip_bad: bool = False) -> Iterator[tuple[int, CallBody]]:
+    def _placed(self, conversation: str | None, *, skip: bool = False) -> Iterator[tuple[int, CallBody]]:
         try:
-            for row in self._live(conversation):
+            for row in self._live(conversation, skip=skip):
+                if isinstance(row, Gap):
+                    continue
                 try:
                     body = self._body(row)
                 except BadCallLine as bad:
-                    if skip_bad:
-                        continue
                     raise bad_line_error(self.path.parent / "calls.jsonl", row[0], bad) from None
+                except DamagedRecord:
+                    if skip:
+                        continue  # a text it needs is in a damaged record
+                    raise
                 yield row[0], body
         except _READ_ERRORS as exc:
             raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None
 
-    def _body(self, row: list[Any]) -> CallBody:
+    def rows(self, *, skip: bool = False) -> Iterator[Row | Gap]:
+        """Every body as stored, in the order of calls.jsonl, for pairing with its lines
+        (`placed_calls_with_bodies`); `skip`: a damaged record is a `Gap`."""
+        try:
+            for row in self._live(None, skip=skip):
+                if isinstance(row, Gap):
+                    yield row
+                    continue
+                reply = row[9]
+                yield Row(
+                    row[0], row[1], row[4], None if reply is None else Usage(*reply[3]), self._builder_of(row)
+                )
+        except _READ_ERRORS as exc:
+            raise StorageError(f"{self.path}: cannot read the call bodies: {exc}; {BODY_HINT}") from None
+
+    def _builder_of(self, row: list[Any]) -> Callable[[CallRecord], CallBody]:
+        def build(call: CallRecord) -> CallBody:
+            try:
+                return self._body(row, call)
+            except _READ_ERRORS as exc:
+                raise StorageError(f"{self.path}: cannot read the call bodies: {exc}; {BODY_HINT}") from None
+
+        return build
+
+    def _body(self, row: list[Any], call: CallRecord | None = None) -> CallBody:
         offset, length, conversation, question, _job, messages, params, schema, reask, reply = row
         response = None
         if reply is not None:
@@ -555,9 +634,11 @@ class LogReader:
                 raw_id=raw_id,
                 model=model,
             )
-        self._calls.seek(offset)
+        if call is None:
+            self._calls.seek(offset)
+            call = call_line(self._call, self._calls.read(length))
         return CallBody(
-            call=call_line(self._call, self._calls.read(length)),
+            call=call,
             conversation_id=conversation,
             question_id=question,
             messages=tuple(Message(_ROLES[m & 3], self._text(m >> 2)) for m in messages),  # type: ignore[arg-type]
@@ -570,11 +651,8 @@ class LogReader:
     def all(self) -> Iterator[CallBody]:
         return self._rows(None)
 
-    def placed(self) -> Iterator[tuple[int, CallBody]]:
-        return self._placed(None, skip_bad=True)
-
-    def conversation(self, conversation_id: str) -> list[CallBody]:
-        return list(self._rows(conversation_id))
+    def conversation(self, conversation_id: str, *, skip: bool = False) -> list[CallBody]:
+        return list(self._rows(conversation_id, skip=skip))
 
     def count(self) -> int:
         try:

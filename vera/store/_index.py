@@ -20,6 +20,9 @@ and merge).
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +30,17 @@ from typing import TypeVar
 
 import msgspec
 
-from vera.errors import UserError
-from vera.files import RecordReader, RecordRef, StaleIndexError, decoded, read_record, records
+from vera.errors import StorageError, UserError
+from vera.files import (
+    LostBodies,
+    RecordReader,
+    RecordRef,
+    StaleIndexError,
+    current_damage,
+    decoded,
+    read_record,
+    records,
+)
 from vera.ranges import SEED
 from vera.records import (
     HIGH_POTENTIAL_FOR_HARM,
@@ -41,7 +53,8 @@ from vera.records import (
     SessionPlace,
     UserCheck,
 )
-from vera.store._bodies import BodyReader, has_bodies
+from vera.store._bodies import BodyReader, bodies_path, has_bodies
+from vera.store._bodylog import BODY_HINT, DamagedRecord, Gap, Row
 from vera.store._writer import CALLS, CONVERSATIONS, JUDGEMENTS, MANIFEST, keep_latest, repair_run
 
 __all__ = [
@@ -184,15 +197,140 @@ class RunRecords:
 def calls_with_bodies(run_dir: Path) -> Iterator[tuple[CallRecord, CallBody | None]]:
     """Every call record of a run, in file order, one at a time, each with its body
     (None: the run kept none for it: a shard merged from a run made with
-    --no-call-bodies, or before vera kept them)."""
+    --no-call-bodies, or before vera kept them; or, with --skip-corrupt, a damaged
+    bodies' file lost it)."""
     for _, call, body in placed_calls_with_bodies(run_dir):
-        yield call, body
+        yield call, body if not isinstance(body, str) else None
 
 
-def placed_calls_with_bodies(run_dir: Path) -> Iterator[tuple[int, CallRecord, CallBody | None]]:
-    """`calls_with_bodies`, each call with the offset of its line in calls.jsonl. A body
-    belongs to the line at its offset; both are in that file's order, so one pass over
-    each pairs them."""
+# How many bodies are read ahead of the lines, to find a body whose line moved (a line
+# added to or removed from calls.jsonl before it): no further than this.
+_LOOKAHEAD = 256
+# How many of the bodies after a moved one must sit where their lines are, moved as
+# much, before the move is believed (a body is never paired with a call by chance).
+_CONFIRM = 2
+
+
+def _same(row: Row, ref: RecordRef, call: CallRecord) -> bool:
+    """Whether a body can be the call's: what the body holds of its call (the line's
+    length, the job) is what the line holds."""
+    return row.length == ref.length and row.job_id == call.job_id
+
+
+def _problem(exc: StorageError, path: Path) -> str:
+    """What a refusal to read the bodies says, without its file and its way past it
+    (a call's no_body names the file, and the way past was taken)."""
+    return str(exc).removeprefix(f"{path}: ").removesuffix(f"; {BODY_HINT}")
+
+
+def _lost_reason(gap: Gap) -> str:
+    if gap.number is None:
+        return (
+            f"the request and response of this call were lost: {gap.path.name} could not be read "
+            f"({gap.problem}); restore it from a backup to get them back"
+        )
+    return (
+        f"the request and response of this call were lost: {gap.path.name} is damaged at "
+        f"record {gap.number}; restore it from a backup to get them back"
+    )
+
+
+class _Pairing:
+    """Pairs the lines of calls.jsonl with the bodies, both in file order. A body names
+    the place its call's line had when it was written: a line there of the same length
+    and job is its call. When none is (a line added or removed before it moved every
+    later line), the body is looked for ahead by what it holds of its call (the length,
+    the job, and the reply's usage, which the call record repeats), and believed only
+    if the bodies after it sit where their lines are, moved as much: so a line added or
+    removed loses its own body only, and a body that matches no line is left out, never
+    given to another call."""
+
+    def __init__(self, rows: Iterator[Row | Gap], path: Path, *, skip: bool) -> None:
+        self._rows = rows
+        self._path = path
+        self._skip = skip
+        self._ahead: deque[Row | Gap] = deque()
+        self._done = False
+        self._delta = 0  # how far the lines have moved from where the bodies place them
+
+    def _fill(self) -> None:
+        while not self._done and len(self._ahead) < _LOOKAHEAD:
+            try:
+                item = next(self._rows, None)
+            except StorageError as exc:
+                if not self._skip:
+                    raise
+                # Format 1 unreadable from here: the calls after have no body.
+                item = Gap(self._path, None, _problem(exc, self._path))
+                self._done = True
+            if item is None:
+                self._done = True
+                return
+            self._ahead.append(item)
+
+    def _take(self, i: int) -> Row:
+        for _ in range(i):  # bodies whose line is gone (removed, or not a record)
+            self._ahead.popleft()
+        row = self._ahead.popleft()
+        if not isinstance(row, Row):
+            raise TypeError("a gap taken as a body")  # `body` takes rows only
+        return row
+
+    def _confirmed(self, i: int, delta: int, following: list[tuple[RecordRef, CallRecord]]) -> bool:
+        after = [r for r in itertools.islice(self._ahead, i + 1, None) if isinstance(r, Row)][:_CONFIRM]
+        if len(after) < _CONFIRM and not self._done:
+            return False  # not enough read ahead to believe it
+        if len(following) < len(after):
+            return False
+        return all(
+            r.offset + delta == ref.offset and _same(r, ref, call)
+            for r, (ref, call) in zip(after, following, strict=False)
+        )
+
+    def body(
+        self, ref: RecordRef, call: CallRecord, following: list[tuple[RecordRef, CallRecord]]
+    ) -> Row | Gap | None:
+        """The body of the line at `ref` (None: none; a `Gap`: a damaged file lost it).
+        `following`: the next lines, to confirm a moved body by."""
+        self._fill()
+        first: int | None = None  # where the first body sits, moved as the lines are
+        for i, item in enumerate(self._ahead):
+            if isinstance(item, Gap):
+                continue
+            at = item.offset + self._delta
+            if first is None:
+                first = at
+            if at == ref.offset and _same(item, ref, call):
+                return self._take(i)
+            if at >= ref.offset:
+                break
+        # A body at or before this line that is not its call: lines moved. One ahead
+        # that is this call by all it holds of it, with the next ones moved as much.
+        if first is not None and first <= ref.offset:
+            for i, item in enumerate(self._ahead):
+                if (
+                    isinstance(item, Row)
+                    and item.usage is not None
+                    and _same(item, ref, call)
+                    and item.usage == call.usage
+                    and self._confirmed(i, ref.offset - item.offset, following)
+                ):
+                    self._delta = ref.offset - item.offset
+                    return self._take(i)
+        for item in self._ahead:
+            if isinstance(item, Gap):
+                return item
+            if item.offset + self._delta > ref.offset:
+                break
+        return None
+
+
+def placed_calls_with_bodies(run_dir: Path) -> Iterator[tuple[int, CallRecord, CallBody | str | None]]:
+    """`calls_with_bodies`, each call with the offset of its line in calls.jsonl, and
+    in place of a body a string when a damaged bodies' file lost it: why (only under a
+    watcher that lets damaged bodies be gone past, --skip-corrupt; otherwise the
+    damage is refused, naming the option). Each body is checked against its line
+    (`_Pairing`): a line added or removed loses its own body, not every later one's."""
     decoder = msgspec.json.Decoder(CallRecord)
     lines = decoded(run_dir / CALLS, decoder)
     if not has_bodies(run_dir):
@@ -205,21 +343,48 @@ def placed_calls_with_bodies(run_dir: Path) -> Iterator[tuple[int, CallRecord, C
         end = (run_dir / CALLS).stat().st_size
     except FileNotFoundError:
         end = 0
-    with BodyReader(run_dir) as reader:
-        bodies = reader.placed()
-        body = next(bodies, None)
-        for ref, call in lines:
-            if ref.offset >= end:
-                break
-            # A body before this line belongs to no line that decodes (a corrupt
-            # line skipped with --skip-corrupt): it goes with its line.
-            while body is not None and body[0] < ref.offset:
-                body = next(bodies, None)
-            if body is not None and body[0] == ref.offset:
-                yield ref.offset, call, body[1]
-                body = next(bodies, None)
-            else:
+    damage = current_damage()
+    skip = damage is not None and damage.bodies
+    lost = 0
+    where: dict[str, None] = {}
+    with contextlib.ExitStack() as stack:
+        try:
+            reader = stack.enter_context(BodyReader(run_dir))
+            path, rows = reader.path, reader.rows(skip=skip)
+        except StorageError as exc:
+            if not skip:
+                raise
+            path = bodies_path(run_dir)
+            rows = iter([Gap(path, None, _problem(exc, path))])
+        pairing = _Pairing(rows, path, skip=skip)
+        ahead: deque[tuple[RecordRef, CallRecord]] = deque()
+        source = (x for x in lines if x[0].offset < end)
+        ahead.extend(itertools.islice(source, _CONFIRM + 1))
+        while ahead:
+            ref, call = ahead.popleft()
+            ahead.extend(itertools.islice(source, _CONFIRM + 1 - len(ahead)))
+            found = pairing.body(ref, call, list(ahead))
+            gap: Gap | None = found if isinstance(found, Gap) else None
+            if isinstance(found, Row):
+                try:
+                    yield ref.offset, call, found.build(call)
+                    continue
+                except DamagedRecord as exc:  # a text it needs is in a damaged record
+                    if not skip:
+                        raise
+                    gap = Gap(exc.path, exc.number, _problem(exc, exc.path))
+                except StorageError as exc:
+                    if not skip:
+                        raise
+                    gap = Gap(path, None, _problem(exc, path))
+            if gap is None:
                 yield ref.offset, call, None
+                continue
+            lost += 1
+            where[f"record {gap.number}" if gap.number is not None else "unreadable"] = None
+            yield ref.offset, call, _lost_reason(gap)
+    if lost and damage is not None:
+        damage.lost_bodies(LostBodies(path, lost, ", ".join(where)))
 
 
 class _Spend(msgspec.Struct):

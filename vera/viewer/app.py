@@ -388,12 +388,12 @@ def page_calls(
     jobs += [Job(j.id, judge_label(j.judge, j.instance)) for j in page.judgements]
     calls, corrupt = index.calls_and_damage([j.id for j in jobs])
     warning = corrupt_html(index.path, corrupt)
-    kept = bodies.conversation(page.conversation.id) if bodies is not None else None
+    kept, damaged = bodies.conversation(page.conversation.id) if bodies is not None else (None, None)
     if not calls:
         return warning + calls_html(jobs, calls), {}
     answered = {(j.id, a.question_id) for j in page.judgements for a in j.answers if not a.auto}
     why = left_out or no_bodies_reason(index.path.parent) or ""
-    found = bodies_html(jobs, kept, call_numbers(calls), why, answered)
+    found = bodies_html(jobs, kept, call_numbers(calls), why, answered, damaged)
     linked = {(b.call.job_id, b.call.at) for b in kept} if kept is not None else ()
     return warning + calls_html(jobs, calls, linked=linked) + found.appendix, found.by_question
 

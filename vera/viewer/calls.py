@@ -20,6 +20,7 @@ from pathlib import Path
 
 import msgspec
 
+from vera.errors import StorageError
 from vera.inputs import tr
 from vera.records import CallBody, CallRecord
 from vera.report import exported_call
@@ -220,11 +221,20 @@ class BodyIndex:
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
 
-    def conversation(self, conversation_id: str) -> list[CallBody] | None:
+    def conversation(self, conversation_id: str) -> tuple[list[CallBody] | None, str | None]:
+        """The conversation's bodies, and what damage of the bodies' file hid some of
+        them (None: none): a damaged record costs the page the calls it held, not the
+        page (the calls without a body are named, and why)."""
         if not has_bodies(self.run_dir):
-            return None
-        with BodyReader(self.run_dir) as reader:
-            return reader.conversation(conversation_id)
+            return None, None
+        try:
+            reader = BodyReader(self.run_dir)
+        except StorageError as exc:
+            return [], str(exc)
+        with reader:
+            bodies = reader.conversation(conversation_id, skip=True)
+            damaged = reader.damaged
+            return bodies, (f"{reader.path} is damaged ({damaged})" if damaged else None)
 
 
 _json = msgspec.json.Encoder(order="sorted")
@@ -337,6 +347,7 @@ def bodies_html(
     numbers: dict[tuple[str, float], int],
     why_none: str,
     answered: set[tuple[str, str]],
+    damaged: str | None = None,
 ) -> CallBodiesHtml:
     """The bodies of a page's calls, numbered as the calls table numbers them. A judge
     call goes beside its question when the walk shows that question (`answered`:
@@ -364,7 +375,12 @@ def bodies_html(
     have = {(b.call.job_id, b.call.at) for b in bodies}
     missing = sorted(n for key, n in numbers.items() if key not in have)
     if missing:
-        note = tr("page.calls_no_body", calls=", ".join(str(n) for n in missing))
+        calls = ", ".join(str(n) for n in missing)
+        note = (
+            tr("page.calls_body_damaged", calls=calls, damage=damaged)
+            if damaged
+            else tr("page.calls_no_body", calls=calls)
+        )
         text += f'<p class="muted" id="calls-no-body">{escape(note, quote=False)}</p>'
     return CallBodiesHtml(head + text + "".join(own) + "</section>", questions)
 

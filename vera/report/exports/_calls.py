@@ -68,16 +68,19 @@ def source_of(offset: int, sources: list[MergedShard]) -> MergedShard | None:
     return None
 
 
-def bodiless_call(call: CallRecord, source: MergedShard | None = None) -> dict[str, Any]:
+def bodiless_call(
+    call: CallRecord, source: MergedShard | None = None, why: str | None = None
+) -> dict[str, Any]:
     """A call that has no body, as `vera export --calls` writes it: its accounting
-    record, null where the request and response would be, and why."""
+    record, null where the request and response would be, and why (`why`: a damaged
+    bodies' file lost it, said so)."""
     return {
         "call": msgspec.to_builtins(call),
         "conversation_id": None,
         "question_id": None,
         "request": None,
         "response": None,
-        "no_body": no_body_reason(source),
+        "no_body": why if why is not None else no_body_reason(source),
     }
 
 
@@ -124,9 +127,12 @@ def _write(root: Path, f: IO[bytes]) -> Exported:
     sources = merged_from if isinstance(merged_from, list) else []
     n = bodiless = 0
     for offset, call, body in placed_calls_with_bodies(root):
-        row = exported_call(body) if body is not None else bodiless_call(call, source_of(offset, sources))
+        if body is None or isinstance(body, str):
+            row = bodiless_call(call, source_of(offset, sources), body)
+            bodiless += 1
+        else:
+            row = exported_call(body)
         f.write(encoder.encode(row) + b"\n")
         n += 1
-        bodiless += body is None
     f.flush()
     return Exported(n, bodiless)

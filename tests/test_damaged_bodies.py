@@ -1,0 +1,184 @@
+"""A damaged call bodies' file costs the bodies it holds, not the run's (`--skip-corrupt`),
+and a calls.jsonl line added or removed costs its own body, not every later one's.
+
+Real runs (the offline providers), damaged as a disk or a hand edit would, read back by
+the real commands: `vera export --calls`, `vera merge`, `vera view --bundle`."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from vera.store import _bodies
+from vera.store._bodylog import VLOG, _read_index, _turn
+
+from .door import invoke, refused
+from .door import run as run  # the fixture
+from .door import runs as runs  # the fixture
+
+
+def _turns(run: Path) -> tuple[list[int], list[tuple[int, list[bytes], list[list]]]]:
+    """Where each turn record of a closed run's bodies' file begins, and what it holds."""
+    path = run / VLOG
+    with open(path, "rb") as f:
+        closed = _read_index(f, os.fstat(f.fileno()).st_size)
+    assert closed is not None
+    positions = closed[0].turns
+    data = path.read_bytes()
+    held = []
+    for pos in positions:
+        length = int.from_bytes(data[pos + 1 : pos + 5], "little")
+        held.append(_turn(data[pos + 9 : pos + 9 + length]))
+    return positions, held
+
+
+def _flip(run: Path, number: int) -> None:
+    """Flip a byte inside turn record `number`'s payload (its CRC then fails)."""
+    positions, _ = _turns(run)
+    path = run / VLOG
+    data = bytearray(path.read_bytes())
+    data[positions[number] + 9 + 40] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _lost_offsets(run: Path, number: int) -> set[int]:
+    """The calls (by their line's offset) whose body needs turn `number`: held in it, or
+    naming a text only it defines."""
+    _, held = _turns(run)
+    first, texts, _ = held[number]
+    inside = range(first, first + len(texts))
+    lost = set()
+    for n, (_, _, rows) in enumerate(held):
+        for row in rows:
+            _, _, _, _, _, messages, _, schema, _, reply = row
+            ids = [m >> 2 for m in messages] + [schema] + ([reply[0]] if reply else [])
+            if n == number or any(i in inside for i in ids if i):
+                lost.add(row[0])
+    return lost
+
+
+def _export(run: Path, target: Path, *extra: str) -> tuple[list[dict], str]:
+    result = invoke(["export", "--calls", str(run), "-o", str(target), *extra])
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in target.read_text().splitlines()], result.stderr
+
+
+def _offsets(run: Path) -> list[int]:
+    lines = (run / "calls.jsonl").read_bytes().splitlines(keepends=True)
+    return [sum(len(x) for x in lines[:i]) for i in range(len(lines))]
+
+
+def test_a_damaged_turn_record_is_refused_naming_the_way_past_it(run, tmp_path) -> None:
+    _flip(run, 2)
+    line = refused(invoke(["export", "--calls", str(run), "-o", str(tmp_path / "c.jsonl")]))
+    assert "call_bodies.vlog: turn record 2 is damaged" in line
+    assert "--skip-corrupt" in line
+    assert not (tmp_path / "c.jsonl").exists()
+    refused(
+        invoke(["merge", str(tmp_path / "merged"), str(run)]), "turn record 2 is damaged", "--skip-corrupt"
+    )
+    assert not (tmp_path / "merged").exists()
+
+
+def test_skip_corrupt_loses_only_the_bodies_the_damaged_record_holds_or_defines(run, tmp_path) -> None:
+    whole, _ = _export(run, tmp_path / "whole.jsonl")
+    assert all(c["request"] is not None for c in whole)
+    lost = _lost_offsets(run, 2)
+    _flip(run, 2)
+    calls, stderr = _export(run, tmp_path / "damaged.jsonl", "--skip-corrupt")
+    assert len(calls) == len(whole)
+    offsets = _offsets(run)
+    assert 0 < len(lost) < len(calls)
+    for offset, before, after in zip(offsets, whole, calls, strict=True):
+        if offset in lost:
+            assert after["call"] == before["call"]
+            assert after["request"] is None and after["response"] is None
+            assert "call_bodies.vlog is damaged at record 2" in after["no_body"]
+        else:
+            assert after == before  # everything else is kept, byte for byte
+    warnings = [x for x in stderr.splitlines() if x.startswith("warning: ")]
+    assert len(warnings) == 1, stderr  # once, with the count
+    assert f"(record 2): {len(lost)} call(s) left without" in warnings[0]
+
+
+def test_merge_with_skip_corrupt_carries_every_body_the_damage_spared(run, tmp_path) -> None:
+    whole, _ = _export(run, tmp_path / "whole.jsonl")
+    lost = len(_lost_offsets(run, 1))
+    _flip(run, 1)
+    out = tmp_path / "merged"
+    result = invoke(["merge", str(out), str(run), "--skip-corrupt"])
+    assert result.exit_code == 0, result.output
+    assert sum("call_bodies.vlog is damaged (record 1)" in x for x in result.stderr.splitlines()) == 1
+    merged, _ = _export(out, tmp_path / "merged.jsonl")
+    assert [c["call"] for c in merged] == [c["call"] for c in whole]
+    assert sum(c["request"] is None for c in merged) == lost
+    assert [c for c in merged if c["request"] is not None] == [
+        c for c, m in zip(whole, merged, strict=True) if m["request"] is not None
+    ]
+
+
+def test_the_viewer_shows_the_calls_a_damaged_record_lost_as_without_body(run, tmp_path) -> None:
+    _flip(run, 2)
+    bundle = tmp_path / "bundle"
+    result = invoke(["view", str(run), "--bundle", str(bundle)])
+    assert result.exit_code == 0, result.output
+    pages = [p.read_text() for p in bundle.rglob("*.html")]
+    named = [p for p in pages if "call_bodies.vlog is damaged (record 2)" in p]
+    assert named  # the pages whose calls it held say so
+    assert any('class="call-body"' in p for p in named)  # and show the bodies still there
+
+
+def test_a_damaged_format_1_file_is_one_line_naming_skip_corrupt(
+    runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_bodies, "WRITE_FORMAT", 1)
+    old = tmp_path / "old"
+    assert invoke(["run", "--limit-personas", "1", "--out", str(old), "--quiet"]).exit_code == 0
+    path = old / "call_bodies.sqlite"
+    assert path.exists() and not (old / VLOG).exists()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE calls SET body = 'not json' WHERE offset = (SELECT MAX(offset) FROM calls)")
+    db.close()
+    line = refused(invoke(["export", "--calls", str(old), "-o", str(tmp_path / "c.jsonl")]))
+    assert "call_bodies.sqlite: cannot read the call bodies" in line and "--skip-corrupt" in line
+    calls, stderr = _export(old, tmp_path / "c.jsonl", "--skip-corrupt")
+    assert calls[-1]["request"] is None and "call_bodies.sqlite could not be read" in calls[-1]["no_body"]
+    assert all(c["request"] is not None for c in calls[:-1])
+    assert "1 call(s) left without" in stderr
+
+
+def test_a_line_removed_or_added_loses_only_its_own_body(run, tmp_path) -> None:
+    whole, _ = _export(run, tmp_path / "whole.jsonl")
+    path = run / "calls.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    # A hand edit: line 10 removed, and a copy of a later line put before line 40 (its
+    # body is the later line's: the copy gets none, the later line keeps its own).
+    del lines[10]
+    del whole[10]
+    lines.insert(40, lines[41])
+    path.write_bytes(b"".join(lines))
+    calls, _ = _export(run, tmp_path / "edited.jsonl")
+    assert len(calls) == len(whole) + 1
+    copy = calls.pop(40)
+    assert copy["request"] is None and copy["call"] == whole[41]["call"]
+    assert calls == whole  # every other call with its own body
+
+
+def test_a_body_whose_line_changed_under_it_is_not_paired_with_it(run, tmp_path) -> None:
+    whole, _ = _export(run, tmp_path / "whole.jsonl")
+    path = run / "calls.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    jobs = [json.loads(x)["job_id"] for x in lines]
+    # Line 5 given another job's id, in place (same length, same place): the body at its
+    # place is the other job's call's, and must not be shown as this one's.
+    other = next(j for j in jobs if j != jobs[5] and len(j) == len(jobs[5]))
+    lines[5] = lines[5].replace(jobs[5].encode(), other.encode(), 1)
+    path.write_bytes(b"".join(lines))
+    calls, _ = _export(run, tmp_path / "edited.jsonl")
+    assert calls[5]["call"]["job_id"] == other
+    assert calls[5]["request"] is None
+    assert calls[:5] + calls[6:] == whole[:5] + whole[6:]
