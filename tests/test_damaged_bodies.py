@@ -182,3 +182,44 @@ def test_a_body_whose_line_changed_under_it_is_not_paired_with_it(run, tmp_path)
     assert calls[5]["call"]["job_id"] == other
     assert calls[5]["request"] is None
     assert calls[:5] + calls[6:] == whole[:5] + whole[6:]
+
+
+def _as_killed(run: Path) -> bytes:
+    """The bodies' file as a run killed before closing would leave it: no index, no
+    trailer (every turn record whole)."""
+    path = run / VLOG
+    with open(path, "rb") as f:
+        closed = _read_index(f, os.fstat(f.fileno()).st_size)
+    assert closed is not None
+    data = path.read_bytes()[: closed[1]]
+    path.write_bytes(data)
+    return data
+
+
+def test_a_resume_never_cuts_whole_records_off_after_a_damaged_one(run, tmp_path) -> None:
+    from vera.errors import StorageError
+    from vera.store._bodylog import BodyLog
+
+    killed = _as_killed(run)
+    calls_size = (run / "calls.jsonl").stat().st_size
+    positions = sorted({p for p in _scan_positions(killed)})
+    assert len(positions) >= 3
+    damaged = bytearray(killed)
+    damaged[positions[1] + 9 + 40] ^= 0xFF
+    (run / VLOG).write_bytes(bytes(damaged))
+
+    with pytest.raises(StorageError, match=r"whole records after it.*nothing was changed"):
+        BodyLog(run / VLOG, calls_size=calls_size)
+    assert (run / VLOG).read_bytes() == bytes(damaged)  # not cut
+
+    # A torn tail (the last record cut short by the kill) is still cut, as before.
+    torn = killed[: positions[-1] + 20]
+    (run / VLOG).write_bytes(torn)
+    BodyLog(run / VLOG, calls_size=calls_size).close()
+    assert (run / VLOG).read_bytes().startswith(killed[: positions[-1]])
+
+
+def _scan_positions(data: bytes) -> list[int]:
+    from vera.store._bodylog import MAGIC, _scan
+
+    return [len(MAGIC) + pos for _, pos, _ in _scan(data[len(MAGIC) :], 0)]

@@ -174,6 +174,20 @@ def _scan(data: bytes | memoryview, pos: int) -> Iterator[tuple[int, int, memory
         pos = end
 
 
+def _whole_record_after(data: bytes, start: int) -> int | None:
+    """The position of the first whole record (known kind, length within `data`, CRC
+    right) at or after `start`, or None. A torn tail has none after it; random bytes
+    pass the CRC once in 4 billion tries."""
+    view = memoryview(data)
+    size = len(view)
+    for pos in range(max(start, 0), size - _HEAD.size + 1):
+        kind, length, crc = _HEAD.unpack_from(view, pos)
+        end = pos + _HEAD.size + length
+        if kind in _KINDS and end <= size and zlib.crc32(view[pos + _HEAD.size : end]) == crc:
+            return pos
+    return None
+
+
 _decompressor = zstandard.ZstdDecompressor()
 
 
@@ -301,7 +315,20 @@ class BodyLog:
             b.index, b.end = closed
         else:
             f.seek(len(MAGIC))
-            b.read(f.read(), len(MAGIC))
+            data = f.read()
+            b.read(data, len(MAGIC))
+            # What the scan stopped at is a torn tail (a write the kill cut short: cut
+            # it) unless a whole record lies beyond it: then a record in the middle is
+            # damaged, and cutting there would destroy every body after it.
+            later = _whole_record_after(data, b.end - len(MAGIC) + 1)
+            if later is not None:
+                raise StorageError(
+                    f"{self.path}: damaged at byte {b.end}, with whole records after it (byte "
+                    f"{later + len(MAGIC)}); resuming would cut them off, so nothing was changed. "
+                    "`vera export --calls RUN --skip-corrupt` reads the bodies it holds; to resume, "
+                    "keep a copy of the run folder and move the file aside (the calls made "
+                    "before then are exported without their bodies)"
+                )
         os.ftruncate(self._fd, b.end)
         os.lseek(self._fd, 0, os.SEEK_END)
         if b.index.calls_end > calls_size:
