@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from vera.clients.base import CallContext, ChatRequest
-from vera.clients.cache import request_key
+from vera.clients.cache import CachedClient, ResponseCache, request_key
 from vera.clients.replay import ReplayClient, ReplayTable, body_key, replay_key
 from vera.clients.stack import CachingClients, RecordingClient
 from vera.clients.structured import merge_params
@@ -200,3 +200,27 @@ def test_a_body_key_is_the_key_of_the_request_it_records() -> None:
     unanswered = msgspec.structs.replace(body, response=None)
     assert ReplayTable.of([failed, unanswered]).by_job == {}
     assert len(ReplayTable.of([body])) == 1
+
+
+async def test_with_a_cache_sqlite_too_the_bodies_answer_first_and_the_cache_the_rest(tmp_path: Path) -> None:
+    """A run made before the bodies answered its resume has both; they hold the same
+    replies, and whichever holds one answers it without a request."""
+    async with FakeOpenAI(key=None) as server:
+        server.script(Reply("from bodies"), Reply("from cache"))
+        kept = _kept(tmp_path / "run", await _first_session(server, [("judge", _request())]))
+        table = ReplayTable.of(kept)
+        cache = ResponseCache(tmp_path / "run" / "cache.sqlite")
+        profile = make_profile("oai", "openai", server.base_url, params={"max_tokens": 64})
+        async with open_pool(profile) as pool:
+            # The cache alone first: it pays for one more request and keeps it.
+            only_cache = CachingClients(pool, cache, lambda r: None).client("oai", "judge")
+            assert (await only_cache.chat(_request(job="job-2"))).text == "from cache"
+            received = len(server.received)
+            both = CachingClients(pool, cache, lambda r: None, replay=table).client("oai", "judge")
+            assert isinstance(both, RecordingClient) and isinstance(both.inner, ReplayClient)
+            assert isinstance(both.inner.inner, CachedClient)
+            assert (await both.chat(_request())).text == "from bodies"
+            assert (await both.chat(_request(job="job-2"))).text == "from cache"
+            assert len(server.received) == received
+        assert table.replayed == 1 and cache.hits == 1
+        await cache.aclose()
