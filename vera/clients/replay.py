@@ -14,9 +14,10 @@ What a reply is replayed for. `vera.clients.cache.request_key` hashes the job, r
 protocol, provider, model, the profile's parameters, the call's parameters, the schema,
 the messages and the re-ask count. A body holds all of these but two, in other forms:
 
-- the protocol: not kept, but a provider here is a profile's name and a profile has one
-  protocol; a resume refuses a profile that now resolves to another protocol, model or
-  parameters (vera.app's `check_same_run`), so within one run the provider names it;
+- the protocol: not kept, but the table is looked up by job first, and a job's id
+  hashes the whole `ModelSpec` of each model it calls (protocol, model, profile
+  parameters; vera.engine's plan), so a job's calls go to one protocol per role; a
+  resume also refuses a profile that now resolves otherwise (`check_same_run`);
 - the profile's and the call's parameters: kept merged, as the provider was sent them
   (`merge_params`). Two requests with the same merged parameters are the same request
   on the wire, so the key here is exactly as strict as what the provider saw.
