@@ -139,6 +139,10 @@ def test_a_loss_within_the_margin_passes(runs):
     # Nothing is worse, but no interval lies wholly above a margin that large either
     # (its low ends reach −100), and the candidate never rated Confirms Risk: UNDECIDED.
     assert result.exit_code == int(Exit.UNDECIDED) == 5, result.output
+    if largest_loss + 1 >= 100:
+        # No wider margin exists to suggest: only more data.
+        last = " ".join(result.output.split()[-60:])
+        assert "more personas or seeds" in last and "wider --margin" not in last
     # A margin just inside the overall interval's near end still fails on Overall.
     near = -overall["diff_ci"][1]
     code, data = gate_json(runs["good"], runs["bad"], "--margin", str(max(0.0, near - 1)))

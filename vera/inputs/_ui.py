@@ -1224,6 +1224,7 @@ BASE: dict[str, str] = {
         " To settle it: more personas or seeds (vera plan sizes a design), or a wider --margin if a "
         "larger loss is acceptable."
     ),
+    "cli.fixed_gate_settle_data": " To settle it: more personas or seeds (vera plan sizes a design).",
     "cli.fixed_gate_settle_not_rated": (
         " A row not rated in the candidate settles only when the candidate's conversations rate it "
         "(its card shows why none did)."

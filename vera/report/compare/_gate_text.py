@@ -35,7 +35,8 @@ def gate_verdict(result: GateVerdict) -> str:
         why.append(
             tr("cli.fixed_gate_why_intervals", below=_below(result.margin), above=_above(result.margin))
         )
-        settle.append(tr("cli.fixed_gate_settle"))
+        # At the largest margin (100 points: vera.ranges.MARGIN) only more data can help.
+        settle.append(tr("cli.fixed_gate_settle" if result.margin < 100 else "cli.fixed_gate_settle_data"))
     if not_rated := _rows_by_bot(result, lambda r: r.reason in UNDECIDED_REASONS):
         why.append(tr("cli.fixed_gate_why_not_rated", rows=not_rated))
         settle.append(tr("cli.fixed_gate_settle_not_rated"))
