@@ -65,11 +65,13 @@ class GateOptions:
     wave: int = 20
     seed: int = 0
     max_conversations: int | None = None
-    exact: bool = False  # the betting sequence (exact, wider) instead of the asymptotic one
-    # "sequence" (a confidence sequence: asymptotic, or betting with `exact`) or "spending"
-    # (the group-sequential α-spending boundary, with the `spending` function).
-    boundary: str = "sequence"
-    spending: str | None = None  # None: DEFAULT_SPENDING under --boundary spending
+    exact: bool = False  # the betting confidence sequence (exact, wider); a "sequence" boundary
+    # "spending" (the group-sequential α-spending boundary, with the `spending` function) or
+    # "sequence" (a confidence sequence: asymptotic, or betting with `exact`). None: not
+    # given, so a new gate spends and a resumed one keeps the boundary it was started with
+    # (a gate started when the sequence was the default resumes by the command typed then).
+    boundary: str | None = None
+    spending: str | None = None  # None: DEFAULT_SPENDING, or a resumed gate's own
     max_cost: float | None = None
     max_concurrency: int | None = None
     out: str | None = None
@@ -89,6 +91,9 @@ class GateOutcome:
     # Ctrl-C (or SIGTERM) came during a wave that still finished all its work (its
     # units were all in flight): the look is recorded, no further wave is started.
     interrupted: bool = False
+    # Lines for the user before the gate's own (a resumed gate's boundary, when it was
+    # not given and is not the default).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -134,7 +139,7 @@ def unit_counts(frame: pl.DataFrame, labels: list[str] | None = None) -> _Units:
 def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None = None) -> GateOutcome:
     """Run (or resume) the gate; `run` runs one wave (default: the run engine, then the
     card is scored only after the last wave)."""
-    method = _method(opts)  # a bad --boundary/--spending is refused before anything is read
+    asked = _asked(opts)  # a bad --boundary/--exact/--spending is refused before anything is read
     base = read_run(opts.baseline)
     bots = sorted(base.ratings.get_column("chatbot").unique().to_list())
     if not bots:
@@ -158,6 +163,7 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
     run_dir = out or new_run_dir(
         RunConfig.from_snapshot(manifest.config, manifest.base_dir), f"gate-{manifest.run_id}"
     )
+    method, spending, notes = _boundary(asked, run_dir)
     rng = np.random.default_rng(opts.seed)
     fresh = GateSettings(
         baseline_run_id=manifest.run_id,
@@ -170,12 +176,12 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
         order_seed=opts.seed,
         max_conversations=opts.max_conversations,
         method=method,
-        spending=check_spending(opts.boundary, opts.spending),
+        spending=spending,
         order=[baseline.keys[i] for i in rng.permutation(len(baseline.keys))],
     )
     settings = _settings(run_dir, fresh)
     looks = read_sequence(run_dir)
-    command = _command(opts, run_dir)
+    command = _command(opts, run_dir, method, spending)
     population = len(settings.order)
     cap = min(population, settings.max_conversations or population)
     per_unit = base.ratings.group_by("persona", "user_agent", "replicate").agg(
@@ -216,7 +222,7 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
                 # A confidence sequence needs only this look; the spending boundary needs every
                 # look so far (the units each had, as recorded), for the α they spent.
                 history = [look.units for look in looks if 0 < look.units < len(judged)]
-                spending = settings.method == "spending"
+                spends = settings.method == "spending"
                 seq = gate_sequence(
                     baseline.counts,
                     counts.counts[[at[k] for k in judged]],
@@ -224,7 +230,7 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
                     persona=persona,
                     labels=baseline.labels,
                     max_ratings=max_ratings,
-                    looks=[*sorted(set(history)), len(judged)] if spending else [len(judged)],
+                    looks=[*sorted(set(history)), len(judged)] if spends else [len(judged)],
                     margin=settings.margin,
                     alpha=settings.alpha,
                     method=settings.method if settings.method in ("betting", "spending") else "asymptotic",  # type: ignore[arg-type]
@@ -278,7 +284,7 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
             # Interrupted while scoring, the message names the gate's command.
             outcome = scored(replace(outcome, resume=command) if outcome else _outcome_of(run_dir, command))
     interrupted = interrupted and not stopped
-    return GateOutcome(run_dir, settings, looks, verdict, stopped, outcome, command, interrupted)
+    return GateOutcome(run_dir, settings, looks, verdict, stopped, outcome, command, interrupted, notes)
 
 
 def _refuse_inside(out: Path, baseline: Path) -> None:
@@ -341,13 +347,9 @@ def _settings(run_dir: Path, fresh: GateSettings) -> GateSettings:
     (the order included), refused when they differ from what was given now. A new
     gate's are written once its first wave is on disk (`write_settings`): before that
     the folder must look like a run's, new or resumable, to the run engine."""
-    path = run_dir / GATE_FILE
-    if not path.is_file():
+    old = _recorded(run_dir)
+    if old is None:
         return fresh
-    try:
-        old = msgspec.json.decode(path.read_bytes(), type=GateRecord).settings
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise UserError(f"{path}: not a gate's settings ({exc})") from None
     diffs = [
         f"{option} was {_given(getattr(old, name))}, now {_given(getattr(fresh, name))}"
         for name, option in _OPTIONS.items()
@@ -375,7 +377,7 @@ _OPTIONS = {
 }
 # The boundaries as the options that choose them.
 _METHODS = {
-    "asymptotic": "the asymptotic sequence (the default)",
+    "asymptotic": "the asymptotic sequence (--boundary sequence)",
     "betting": "the betting sequence (--exact)",
     "spending": "α-spending (--boundary spending)",
 }
@@ -388,6 +390,17 @@ def _given(value: object) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return _METHODS.get(value, value) if isinstance(value, str) else str(value)
+
+
+def _recorded(run_dir: Path) -> GateSettings | None:
+    """The settings a gate in `run_dir` was started with (None: no gate there yet)."""
+    path = run_dir / GATE_FILE
+    if not path.is_file():
+        return None
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=GateRecord).settings
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise UserError(f"{path}: not a gate's settings ({exc})") from None
 
 
 def write_settings(run_dir: Path, record: GateRecord) -> None:
@@ -410,23 +423,58 @@ def append_look(run_dir: Path, look: GateLook) -> None:
         os.fsync(f.fileno())
 
 
-def _method(opts: GateOptions) -> str:
-    """The boundary's name in the gate's settings: asymptotic, betting or spending."""
-    if opts.boundary == "spending" and opts.exact:
+def _asked(opts: GateOptions) -> tuple[str, str | None] | None:
+    """The boundary the options ask for, as its name in the gate's settings (asymptotic,
+    betting or spending) and its spending function; None when they name none (no
+    --boundary, --exact or --spending). `--exact` is the betting sequence, so it needs no
+    `--boundary sequence`; `--spending` alone is the spending boundary. What does not go
+    together is refused here, before anything is read."""
+    if opts.exact and opts.boundary == "spending":
         raise UserError("--exact is the betting confidence sequence; it does not go with --boundary spending")
-    check_spending(opts.boundary, opts.spending)
-    if opts.boundary == "spending":
-        return "spending"
-    return "betting" if opts.exact else "asymptotic"
+    if opts.exact and opts.spending is not None:
+        raise ConfigError(
+            "--spending applies only with --boundary spending (--exact is the betting confidence "
+            "sequence, which spends no α)"
+        )
+    boundary = opts.boundary or (
+        "sequence" if opts.exact else "spending" if opts.spending is not None else None
+    )
+    if boundary is None:
+        return None
+    spending = check_spending(boundary, opts.spending)
+    if boundary == "spending":
+        return "spending", spending
+    return ("betting" if opts.exact else "asymptotic"), None
+
+
+def _boundary(asked: tuple[str, str | None] | None, run_dir: Path) -> tuple[str, str | None, list[str]]:
+    """The boundary the gate runs with, its spending function, and a note for the user.
+    Asked for, it is that one (a resumed gate started with another is refused by
+    `_settings`, as any changed setting). Not asked for, a new gate spends by
+    DEFAULT_SPENDING, and a resumed one goes on with the boundary it was started with:
+    one started when the confidence sequence was the default resumes by the very command
+    typed then, instead of being refused or, worse, switching boundary half way (its
+    earlier looks were read at the sequence's level, not spent by a function)."""
+    if asked is not None:
+        return asked[0], asked[1], []
+    old = _recorded(run_dir)
+    if old is None:
+        return "spending", DEFAULT_SPENDING, []
+    if old.method == "spending" and old.spending in (None, DEFAULT_SPENDING):
+        return "spending", DEFAULT_SPENDING, []
+    words = _given(old.method)
+    if old.method == "spending":
+        words = f"α-spending by {old.spending} (--spending {old.spending})"
+    return old.method, old.spending, [f"the gate goes on with the boundary it was started with: {words}"]
 
 
 def check_spending(boundary: str, spending: str | None) -> str | None:
     """The spending function `--boundary` and `--spending` ask for (None: the boundary
     is the confidence sequence, which spends nothing). A UserError naming `--spending`
-    when it is not a spending function, or is given without `--boundary spending`
-    (it would be ignored, and the user would think the gate spends by it); `vera gate`
-    and `vera plan`, which sizes that gate, refuse alike. On a resumed gate the same:
-    it is checked before the gate's settings are read."""
+    when it is not a spending function, or is given with `--boundary sequence` (it
+    would be ignored, and the user would think the gate spends by it); `vera gate` and
+    `vera plan`, which sizes that gate, refuse alike. On a resumed gate the same: it is
+    checked before the gate's settings are read."""
     if boundary != "spending":
         if spending is not None:
             raise ConfigError(
@@ -449,7 +497,10 @@ def _max_ratings(judges: list[ModelSpec], instances: int, conversations: int, ro
     return np.array([float(bound)] * (rows - 1) + [float(bound * (rows - 1))])
 
 
-def _command(opts: GateOptions, run_dir: Path) -> str:
+def _command(opts: GateOptions, run_dir: Path, method: str, spending: str | None) -> str:
+    """The command that continues the gate: the options it was given, and its boundary
+    named whenever it is not the default (so the line means the same gate even if the
+    default changes again)."""
     import shlex
 
     parts = [program(), "gate", shlex.quote(opts.baseline), "--candidate", shlex.quote(opts.candidate)]
@@ -457,10 +508,12 @@ def _command(opts: GateOptions, run_dir: Path) -> str:
     parts += ["--seed", str(opts.seed)]
     if opts.max_conversations is not None:
         parts += ["--max-conversations", str(opts.max_conversations)]
-    if opts.exact:
+    if method == "betting":
         parts.append("--exact")
-    if opts.boundary == "spending":
-        parts += ["--boundary", "spending", "--spending", opts.spending or DEFAULT_SPENDING]
+    elif method == "asymptotic":
+        parts += ["--boundary", "sequence"]
+    elif spending not in (None, DEFAULT_SPENDING):
+        parts += ["--spending", str(spending)]
     if opts.max_cost is not None:
         parts += ["--max-cost", f"{opts.max_cost:g}"]
     return " ".join([*parts, "--out", shlex.quote(str(run_dir))])

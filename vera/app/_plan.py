@@ -71,7 +71,7 @@ class PlanOptions:
     # paired differences with the pilot's show how alike paired conversations are.
     pilot_candidate: str | None = None
     # The boundary the gate will run with (`vera gate --boundary`, `--spending`).
-    boundary: str = "sequence"
+    boundary: str = "spending"
     spending: str | None = None  # None: DEFAULT_SPENDING under --boundary spending
 
 

@@ -37,10 +37,10 @@ from vera.report import card_strings, stopped_words, verdict_words
 @click.option(
     "--exact",
     is_flag=True,
-    help="Use the exact betting confidence sequence (valid for any sample size, wider) "
-    "instead of the asymptotic one (see docs/statistics.md).",
+    help="Use the exact betting confidence sequence (valid for any sample size and at any looks, "
+    "wider): a --boundary sequence of its own (see docs/statistics.md).",
 )
-@boundary_options()
+@boundary_options("A resumed gate keeps the boundary it was started with unless told otherwise.")
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Conversations at once.")
 @click.option(
     "--out", type=click.Path(file_okay=False), help="The candidate's run directory (rerun to resume)."
@@ -84,6 +84,8 @@ def gate(baseline_run: str, candidate: str, quiet: bool, **options: Any) -> None
 
 def _print_gate(outcome: GateOutcome, *, quiet: bool) -> None:
     if not quiet:
+        for note in outcome.notes:
+            click.echo(f"note: {note}")
         for look in outcome.looks:
             overall = next((r for r in look.rows if r.dimension == "Overall"), None)
             interval = (
