@@ -5,12 +5,15 @@ user-agent × seed replicate, paired), drawn in a seeded random order without
 replacement. Each wave is an ordinary run of the run engine into one run directory
 (the candidate's), planned for the units drawn so far: the job ids are the full plan's,
 so what an earlier wave (or an interrupted one) finished is skipped, never asked again.
-After each wave the confidence sequence of `vera.stats.sequential` is computed and
-appended to `sequence.jsonl`; the gate stops when the verdict is settled (WORSE or NOT
-WORSE), or UNDECIDED when the units, the conversation cap or the budget run out.
+After each wave the interval of `vera.stats.sequential` is computed (by default the
+group-sequential α-spending boundary at the gate's waves; with --boundary sequence or
+--exact a confidence sequence) and appended to `sequence.jsonl`; the gate stops when the
+verdict is settled (WORSE or NOT WORSE), or UNDECIDED when the units, the conversation
+cap or the budget run out.
 
 Resuming: run the same command again (same --out). `gate.json` holds the settings and
-the unit order; they must match. The sequence is appended after a wave's run has
+the unit order; they must match, except that a boundary left out is the recorded one
+(a gate started under an older default goes on with it). The sequence is appended after a wave's run has
 finished, so a kill at any point loses at most the line of a wave whose work is all on
 disk, and the rerun writes it without a call.
 """
