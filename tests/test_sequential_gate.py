@@ -175,7 +175,10 @@ def test_the_spending_boundary_settles_and_resumes_on_the_same_looks(baseline, t
     # No boundary option at all: the gate goes on with its own function, and says so.
     plain = gate(baseline, out, "offline/risk-ignoring")
     assert plain.exit_code == 4, plain.output
-    assert "note: the gate goes on with the boundary it was started with: α-spending by obf" in plain.output
+    assert (
+        "note: the gate goes on with the boundary it was started with: group-sequential (α-spending) "
+        "repeated confidence intervals, spending function obf (--spending obf)"
+    ) in plain.output.splitlines(), plain.output
     # With --spending but the sequence boundary: refused, one line, before anything is
     # read or asked.
     seq_spending = gate(baseline, out, "offline/risk-ignoring", "--boundary", "sequence", "--spending", "obf")
@@ -287,7 +290,7 @@ def test_a_gate_started_on_the_sequence_resumes_on_it_by_the_command_typed_then(
     again = gate(baseline, out, "offline/risk-ignoring")
     assert again.exit_code == 4, again.output
     assert again.output.splitlines()[0] == (
-        "note: the gate goes on with the boundary it was started with: the asymptotic sequence "
+        "note: the gate goes on with the boundary it was started with: asymptotic confidence sequence "
         "(--boundary sequence)"
     ), again.output
     assert json.loads((out / "gate.json").read_text())["settings"]["method"] == "asymptotic"

@@ -36,7 +36,7 @@ from vera.app._resume import program
 from vera.app._run import execute_run, new_run_dir
 from vera.engine import SweepResult
 from vera.errors import ConfigError, Interrupted, UserError
-from vera.inputs import RunConfig, use_strings
+from vera.inputs import RunConfig, tr, use_strings
 from vera.records import BEST_PRACTICE, HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, OVERALL, ModelSpec, RunManifest
 from vera.report import (
     GATE_FILE,
@@ -80,6 +80,9 @@ class GateOptions:
     out: str | None = None
     progress: bool = True
     notes: list[str] = field(default_factory=list)
+    # Told, before the first wave, a line the user should read then (a resumed gate going
+    # on with a boundary it was not given), in the words of the run's locale pack.
+    notify: Callable[[str], None] | None = None
 
 
 @dataclass
@@ -94,9 +97,6 @@ class GateOutcome:
     # Ctrl-C (or SIGTERM) came during a wave that still finished all its work (its
     # units were all in flight): the look is recorded, no further wave is started.
     interrupted: bool = False
-    # Lines for the user before the gate's own (a resumed gate's boundary, when it was
-    # not given and is not the default).
-    notes: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -166,7 +166,10 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
     run_dir = out or new_run_dir(
         RunConfig.from_snapshot(manifest.config, manifest.base_dir), f"gate-{manifest.run_id}"
     )
-    method, spending, notes = _boundary(asked, run_dir)
+    method, spending, kept = _boundary(asked, run_dir)
+    if kept and opts.notify is not None:
+        with use_strings(run_strings(manifest)):
+            opts.notify(_kept_words(method, spending))
     rng = np.random.default_rng(opts.seed)
     fresh = GateSettings(
         baseline_run_id=manifest.run_id,
@@ -287,7 +290,7 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
             # Interrupted while scoring, the message names the gate's command.
             outcome = scored(replace(outcome, resume=command) if outcome else _outcome_of(run_dir, command))
     interrupted = interrupted and not stopped
-    return GateOutcome(run_dir, settings, looks, verdict, stopped, outcome, command, interrupted, notes)
+    return GateOutcome(run_dir, settings, looks, verdict, stopped, outcome, command, interrupted)
 
 
 def _refuse_inside(out: Path, baseline: Path) -> None:
@@ -450,8 +453,9 @@ def _asked(opts: GateOptions) -> tuple[str, str | None] | None:
     return ("betting" if opts.exact else "asymptotic"), None
 
 
-def _boundary(asked: tuple[str, str | None] | None, run_dir: Path) -> tuple[str, str | None, list[str]]:
-    """The boundary the gate runs with, its spending function, and a note for the user.
+def _boundary(asked: tuple[str, str | None] | None, run_dir: Path) -> tuple[str, str | None, bool]:
+    """The boundary the gate runs with, its spending function, and whether it is a
+    resumed gate's own that the user did not name and is not the default (to say so).
     Asked for, it is that one (a resumed gate started with another is refused by
     `_settings`, as any changed setting). Not asked for, a new gate spends by
     DEFAULT_SPENDING, and a resumed one goes on with the boundary it was started with:
@@ -459,16 +463,31 @@ def _boundary(asked: tuple[str, str | None] | None, run_dir: Path) -> tuple[str,
     typed then, instead of being refused or, worse, switching boundary half way (its
     earlier looks were read at the sequence's level, not spent by a function)."""
     if asked is not None:
-        return asked[0], asked[1], []
+        return asked[0], asked[1], False
     old = _recorded(run_dir)
     if old is None:
-        return "spending", DEFAULT_SPENDING, []
+        return "spending", DEFAULT_SPENDING, False
     if old.method == "spending" and old.spending in (None, DEFAULT_SPENDING):
-        return "spending", DEFAULT_SPENDING, []
-    words = _given(old.method)
-    if old.method == "spending":
-        words = f"α-spending by {old.spending} (--spending {old.spending})"
-    return old.method, old.spending, [f"the gate goes on with the boundary it was started with: {words}"]
+        return "spending", DEFAULT_SPENDING, False
+    return old.method, old.spending, True
+
+
+def _kept_words(method: str, spending: str | None) -> str:
+    """The line that says a resumed gate goes on with the boundary it was started with."""
+    words = tr(f"card.seq_method_{method}")
+    if method == "spending" and spending:
+        words += tr("card.seq_spending_function", spending=spending)
+    return tr("cli.gate_boundary_kept", boundary=words, option=" ".join(boundary_words(method, spending)))
+
+
+def boundary_words(method: str, spending: str | None) -> list[str]:
+    """The options that choose a boundary, as the user types them: none for the default
+    (α-spending by DEFAULT_SPENDING)."""
+    if method == "betting":
+        return ["--exact"]
+    if method == "asymptotic":
+        return ["--boundary", "sequence"]
+    return [] if spending in (None, DEFAULT_SPENDING) else ["--spending", str(spending)]
 
 
 def check_spending(boundary: str, spending: str | None) -> str | None:
@@ -511,12 +530,7 @@ def _command(opts: GateOptions, run_dir: Path, method: str, spending: str | None
     parts += ["--seed", str(opts.seed)]
     if opts.max_conversations is not None:
         parts += ["--max-conversations", str(opts.max_conversations)]
-    if method == "betting":
-        parts.append("--exact")
-    elif method == "asymptotic":
-        parts += ["--boundary", "sequence"]
-    elif spending not in (None, DEFAULT_SPENDING):
-        parts += ["--spending", str(spending)]
+    parts += [shlex.quote(word) for word in boundary_words(method, spending)]
     if opts.max_cost is not None:
         parts += ["--max-cost", f"{opts.max_cost:g}"]
     return " ".join([*parts, "--out", shlex.quote(str(run_dir))])

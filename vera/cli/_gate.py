@@ -72,6 +72,8 @@ def gate(baseline_run: str, candidate: str, quiet: bool, **options: Any) -> None
         max_concurrency=options["max_concurrency"],
         out=options["out"],
         progress=not quiet,
+        # Before the first wave, where the user can still stop the gate and name another.
+        notify=None if quiet else click.echo,
     )
     outcome = run_gate(opts)
     card = outcome.run.card if outcome.run is not None else None
@@ -84,8 +86,6 @@ def gate(baseline_run: str, candidate: str, quiet: bool, **options: Any) -> None
 
 def _print_gate(outcome: GateOutcome, *, quiet: bool) -> None:
     if not quiet:
-        for note in outcome.notes:
-            click.echo(f"note: {note}")
         for look in outcome.looks:
             overall = next((r for r in look.rows if r.dimension == "Overall"), None)
             interval = (
