@@ -307,7 +307,7 @@ def test_a_gate_started_on_the_sequence_resumes_on_it_by_the_command_typed_then(
     assert spending.exit_code == 1 and "cannot resume the gate" in spending.output
     assert (
         "the boundary (--boundary, --exact) was the asymptotic sequence (--boundary sequence), "
-        "now α-spending (--boundary spending)" in spending.output
+        "now α-spending (--boundary spending); give the settings" in spending.output
     ), spending.output
 
 

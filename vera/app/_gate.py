@@ -356,10 +356,13 @@ def _settings(run_dir: Path, fresh: GateSettings) -> GateSettings:
     old = _recorded(run_dir)
     if old is None:
         return fresh
+    # Another boundary says all: its spending function ("not given, now hsd:-4" for a
+    # --spending nobody typed) would only confuse.
+    other = old.method != fresh.method
     diffs = [
         f"{option} was {_given(getattr(old, name))}, now {_given(getattr(fresh, name))}"
         for name, option in _OPTIONS.items()
-        if getattr(old, name) != getattr(fresh, name)
+        if getattr(old, name) != getattr(fresh, name) and not (other and name == "spending")
     ]
     if diffs:
         raise UserError(

@@ -152,7 +152,7 @@ BOUNDARY_HELP = (
     "whenever it is read (see docs/statistics.md)."
 )
 SPENDING_HELP = (
-    "The spending function of --boundary spending: obf (Lan–DeMets O'Brien–Fleming), "
+    "The spending function of the spending boundary: obf (Lan–DeMets O'Brien–Fleming), "
     f"pocock (Lan–DeMets Pocock) or hsd:GAMMA (Hwang–Shih–DeCani); default {DEFAULT_SPENDING}."
 )
 

@@ -37,8 +37,8 @@ from vera.report import card_strings, stopped_words, verdict_words
 @click.option(
     "--exact",
     is_flag=True,
-    help="Use the exact betting confidence sequence (valid for any sample size and at any looks, "
-    "wider): a --boundary sequence of its own (see docs/statistics.md).",
+    help="Use the exact betting confidence sequence instead of the default boundary: valid for any "
+    "sample size and at any looks, wider (no --boundary needed; see docs/statistics.md).",
 )
 @boundary_options("A resumed gate keeps the boundary it was started with unless told otherwise.")
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Conversations at once.")
