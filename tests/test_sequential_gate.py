@@ -100,7 +100,8 @@ def test_a_best_practice_candidate_against_itself_is_not_worse(baseline, tmp_pat
     last = read_sequence(out)[-1]
     assert last.verdict == "not worse"
     assert all(r.status == "not worse" for r in last.rows)
-    # Each wave's interval is no wider than the one before (the sequence shrinks).
+    # Each wave's interval is no wider than the one before (on these stand-ins, under the
+    # default spending boundary as under the sequence).
     overall = [next(r for r in look.rows if r.dimension == "Overall") for look in read_sequence(out)]
     widths = [r.hi - r.lo for r in overall if r.hi is not None and r.lo is not None]
     assert widths == sorted(widths, reverse=True)
