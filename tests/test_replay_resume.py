@@ -209,3 +209,48 @@ def test_a_run_made_before_keeps_resuming_from_its_cache_sqlite(tmp_path: Path) 
         assert (out / "call_bodies.vlog").exists()  # the resume kept its bodies
         assert _asked_again(server, before, recorded) == []
         assert _ok_calls(out)[1] > 0
+
+
+def test_vera_judge_stopped_mid_judgement_resumes_from_its_bodies(tmp_path: Path) -> None:
+    with SweepServer(faults=SLOW) as server:
+        cfg = write_sweep_config(tmp_path, server.base_url, personas=6, extra=ASK_AHEAD_OFF)
+        out = tmp_path / "run"
+        done = subprocess.run(
+            _vera("simulate", "--config", str(cfg), "--out", str(out), "--quiet"),
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        simulated = len(_lines(out / "calls.jsonl"))
+        proc = subprocess.Popen(
+            _vera("judge", str(out), "--quiet"),
+            env=_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        end = time.monotonic() + 120
+        # The first wave of questions answered (eight walks at once, in step), the second
+        # in flight: two Ctrl-Cs cancel it at once, every walk cut off after its first
+        # answer. (A SIGKILL lands as often after the walks' records as before them.)
+        while proc.poll() is None and time.monotonic() < end:
+            if len((out / "calls.jsonl").read_bytes().splitlines()) >= simulated + 8:
+                break
+            time.sleep(0.005)
+        assert proc.poll() is None, "the judging finished before it could be stopped"
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.005)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(60) == 130
+        recorded = _body_ids(out)
+        before = Counter(server.requests)
+        again = subprocess.run(
+            _vera("judge", str(out), "--quiet"), env=_env(), capture_output=True, text=True, timeout=300
+        )
+        assert again.returncode == 0, again.stderr
+        assert _asked_again(server, before, recorded) == []
+    assert not (out / "cache.sqlite").exists()
+    judged = _lines(out / "judgements.jsonl")
+    assert len({j["id"] for j in judged if j["status"] == "complete"}) == 12
+    assert _ok_calls(out)[1] > 0  # the judgements cut off were rebuilt from the bodies
