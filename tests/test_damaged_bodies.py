@@ -6,6 +6,7 @@ the real commands: `vera export --calls`, `vera merge`, `vera view --bundle`."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sqlite3
@@ -196,27 +197,97 @@ def _as_killed(run: Path) -> bytes:
     return data
 
 
-def test_a_resume_never_cuts_whole_records_off_after_a_damaged_one(run, tmp_path) -> None:
-    from vera.errors import StorageError
+def test_a_killed_runs_file_damaged_in_the_middle_costs_only_that_records_bodies(run, tmp_path) -> None:
+    """No index (a kill): the readers rebuild it by reading the records, and read on past
+    a damaged one to the next whole record, instead of hiding every body after it."""
+    whole, _ = _export(run, tmp_path / "whole.jsonl")
+    lost = _lost_offsets(run, 2)
+    killed = _as_killed(run)
+    positions = _scan_positions(killed)
+    damaged = bytearray(killed)
+    damaged[positions[2] + 9 + 40] ^= 0xFF
+    (run / VLOG).write_bytes(bytes(damaged))
+    calls, stderr = _export(run, tmp_path / "damaged.jsonl", "--skip-corrupt")
+    assert len(calls) == len(whole)
+    assert 0 < len(lost) < len(calls)
+    assert any(o > max(lost) for o in _offsets(run))  # whole records after the damage
+    kept = 0
+    for offset, before, after in zip(_offsets(run), whole, calls, strict=True):
+        if offset in lost:
+            assert after["request"] is None and after["call"] == before["call"]
+            assert "call_bodies.vlog is damaged at record 2" in after["no_body"]
+        else:
+            assert after == before  # byte for byte, the calls after the damage too
+            kept += 1
+    assert kept == len(calls) - len(lost)
+    assert f"(record 2): {len(lost)} call(s) left without" in stderr
+    assert (run / VLOG).read_bytes() == bytes(damaged)  # a reader changes nothing
+
+
+def test_a_torn_tail_is_still_where_a_killed_runs_file_ends(run) -> None:
+    from vera.store._bodylog import LogReader, Row
+
+    killed = _as_killed(run)
+    positions = _scan_positions(killed)
+    (run / VLOG).write_bytes(killed[: positions[-1] + 20])  # the last record cut short
+    reader = LogReader(run)
+    try:
+        rows = list(reader.rows(skip=True))
+        assert reader._index.damaged == [] and len(reader._index.turns) == len(positions) - 1
+    finally:
+        reader.close()
+    assert all(isinstance(r, Row) for r in rows)  # no gap: nothing read as damaged
+    assert len(rows) == sum(len(_turn(killed[p + 9 : q])[2]) for p, q in itertools.pairwise(positions))
+
+
+def test_bytes_inside_a_damaged_payload_are_not_taken_for_the_next_record() -> None:
+    """A whole record inside a damaged record's payload (an old copy, or chance) whose
+    first text id does not continue the numbering is not where reading resumes."""
+    import zlib
+
+    import msgspec
+    import zstandard
+
+    from vera.store._bodylog import _HEAD, _TURN, _TURN_HEAD, MAGIC, _Builder, _record
+
+    def turn(first: int, texts: list[bytes], offset: int) -> bytes:
+        row = [offset, 10, "c", None, "job", [first << 2 | 1], {}, 0, False, None]
+        payload = zstandard.ZstdCompressor().compress(msgspec.msgpack.encode((texts, [row])))
+        return _record(_TURN, _TURN_HEAD.pack(first, len(texts)) + payload)
+
+    one = turn(1, [b"a", b"b"], 0)
+    stale = turn(1, [b"x"], 11)  # whole, CRC right, but numbering from 1 again
+    body = _TURN_HEAD.pack(3, 2) + b"\x00" * 5 + stale + b"\x00" * 5
+    bad = _HEAD.pack(_TURN, len(body), zlib.crc32(body) ^ 1) + body
+    three = turn(5, [b"e"], 33)
+    data = MAGIC + one + bad + three
+    b = _Builder()
+    end = b.read(data[len(MAGIC) :], len(MAGIC))
+    assert end == len(data)
+    ix = b.index
+    assert ix.turns == [len(MAGIC), len(MAGIC) + len(one), len(MAGIC) + len(one) + len(bad)]
+    assert ix.first_ids == [1, 3, 5] and ix.damaged == [1] and ix.next_id == 6
+    assert ix.conversations == {"c": [0, 2]}
+
+
+def test_a_resume_keeps_the_records_after_a_damaged_one(run, tmp_path) -> None:
+    """A writer opening a killed run's file damaged in the middle cuts only a torn tail:
+    the damaged record's bytes stay as they are and every whole record after it."""
     from vera.store._bodylog import BodyLog
 
     killed = _as_killed(run)
     calls_size = (run / "calls.jsonl").stat().st_size
-    positions = sorted({p for p in _scan_positions(killed)})
+    positions = _scan_positions(killed)
     assert len(positions) >= 3
     damaged = bytearray(killed)
     damaged[positions[1] + 9 + 40] ^= 0xFF
-    (run / VLOG).write_bytes(bytes(damaged))
-
-    with pytest.raises(StorageError, match=r"whole records after it.*nothing was changed"):
-        BodyLog(run / VLOG, calls_size=calls_size)
-    assert (run / VLOG).read_bytes() == bytes(damaged)  # not cut
-
-    # A torn tail (the last record cut short by the kill) is still cut, as before.
-    torn = killed[: positions[-1] + 20]
-    (run / VLOG).write_bytes(torn)
-    BodyLog(run / VLOG, calls_size=calls_size).close()
-    assert (run / VLOG).read_bytes().startswith(killed[: positions[-1]])
+    (run / VLOG).write_bytes(bytes(damaged) + killed[positions[-1] : positions[-1] + 20])  # and torn
+    log = BodyLog(run / VLOG, calls_size=calls_size)
+    _, last_texts, _ = _turn(killed[positions[-1] + 9 :])
+    first_last = int.from_bytes(killed[positions[-1] + 9 : positions[-1] + 13], "little")
+    assert log._next == first_last + len(last_texts)  # the numbering goes on
+    log.close()
+    assert (run / VLOG).read_bytes().startswith(bytes(damaged))  # only the torn tail cut
 
 
 def _scan_positions(data: bytes) -> list[int]:
