@@ -185,6 +185,71 @@ def test_a_body_whose_line_changed_under_it_is_not_paired_with_it(run, tmp_path)
     assert calls[:5] + calls[6:] == whole[:5] + whole[6:]
 
 
+def _page_numbers(run: Path, conversation: str) -> dict[tuple[str, float], int]:
+    """(job id, time) -> the call's number on the conversation's page (its own calls and
+    its judgements', by time)."""
+    jobs = {conversation} | {
+        j["id"]
+        for j in map(json.loads, (run / "judgements.jsonl").read_text().splitlines())
+        if j["conversation_id"] == conversation
+    }
+    calls = [
+        c for c in map(json.loads, (run / "calls.jsonl").read_text().splitlines()) if c["job_id"] in jobs
+    ]
+    return {(c["job_id"], c["at"]): n for n, c in enumerate(sorted(calls, key=lambda c: c["at"]), start=1)}
+
+
+def _page(run: Path, bundle: Path, conversation: str) -> str:
+    result = invoke(["view", str(run), "--bundle", str(bundle)])
+    assert result.exit_code == 0, result.output
+    return (bundle / "runs" / "0" / "conversations" / f"{conversation}.html").read_text()
+
+
+def test_the_viewer_pairs_a_body_with_its_line_as_the_export_does(run, tmp_path) -> None:
+    """A line of calls.jsonl edited in place (a user agent's call given its judgement's
+    id, same length, same place): the viewer used to read the body's call from the
+    line at the body's place and showed the user agent's messages as the judge's call.
+    Paired as the export pairs (length and job at the place, usage when moved), that call
+    has no body, and the page says why."""
+    path = run / "calls.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    calls = [json.loads(x) for x in lines]
+    judgement = json.loads((run / "judgements.jsonl").read_text().splitlines()[0])
+    conversation, judge = judgement["conversation_id"], judgement["id"]
+    assert len(conversation) == len(judge)
+    i = next(k for k, c in enumerate(calls) if c["job_id"] == conversation and c["role"] == "user_agent")
+    lines[i] = lines[i].replace(conversation.encode(), judge.encode(), 1)
+    path.write_bytes(b"".join(lines))
+    page = _page(run, tmp_path / "bundle", conversation)
+    numbers = _page_numbers(run, conversation)
+    n = numbers[(judge, calls[i]["at"])]
+    assert f'id="call-{n}"' not in page  # no body shown under the edited call
+    others = [m for m in numbers.values() if m != n]
+    assert all(f'id="call-{m}"' in page for m in others)  # every other call keeps its own
+    note = page.split('id="calls-no-body">', 1)[1].split("</p>", 1)[0]
+    assert note.startswith(f"No request or response is shown for call(s) {n}:")
+    assert "calls.jsonl was changed after the run wrote it" in note
+
+
+def test_the_viewer_keeps_each_body_with_its_call_when_a_line_is_added(run, tmp_path) -> None:
+    """A line added before a conversation's calls moves every line after it: each body
+    is still shown under its own call (paired by what it holds of its call, confirmed by
+    the ones after it), not read from the place its line had."""
+    path = run / "calls.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    calls = [json.loads(x) for x in lines]
+    conversation = json.loads((run / "judgements.jsonl").read_text().splitlines()[-1])["conversation_id"]
+    mine = [k for k, c in enumerate(calls) if c["job_id"] == conversation]
+    foreign = next(k for k, c in enumerate(calls) if c["job_id"] != conversation)
+    before = _page(run, tmp_path / "before", conversation)
+    lines.insert(mine[2], lines[foreign])  # a stray copy of another job's call
+    path.write_bytes(b"".join(lines))
+    after = _page(run, tmp_path / "after", conversation)
+    assert 'id="calls-no-body"' not in after
+    bodies = before.split('<section id="call-bodies"', 1)[1].split("</section>", 1)[0]
+    assert bodies in after  # every body, under the same call, byte for byte
+
+
 def _as_killed(run: Path) -> bytes:
     """The bodies' file as a run killed before closing would leave it: no index, no
     trailer (every turn record whole)."""

@@ -557,11 +557,17 @@ class _SqliteReader:
     def _damaged(self, exc: BaseException) -> StorageError:
         return StorageError(f"{self.path}: cannot read the call bodies: {exc}; {BODY_HINT}")
 
-    def rows(self) -> Iterator[Row | Gap]:
-        """Every body as stored, in the order of calls.jsonl, for pairing with its lines
-        (`placed_calls_with_bodies`). A file SQLite cannot read is refused whole (the
-        reader past it, with --skip-corrupt, reads no further)."""
-        for row in self._stored("", ()):
+    def rows(self, conversation: str | None = None) -> Iterator[Row | Gap]:
+        """Every body as stored (of `conversation`; None: all), in the order of
+        calls.jsonl, for pairing with its lines (`placed_calls_with_bodies`). A file
+        SQLite cannot read is refused whole (the reader past it, with --skip-corrupt,
+        reads no further)."""
+        stored = (
+            self._stored("", ())
+            if conversation is None
+            else self._stored("conversation = ? AND", (conversation,), conversation)
+        )
+        for row in stored:
             try:
                 reply = self._row.decode(row[4]).reply
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -726,13 +732,14 @@ class BodyReader:
             return f"record{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers))}"
         return "cannot be read" if r.damaged else None
 
-    def rows(self, *, skip: bool = False) -> Iterator[Row | Gap]:
-        """Every body as stored, in the order of calls.jsonl (the offset its call's line
-        had when written): what `placed_calls_with_bodies` pairs with the lines, checking
-        each pair. `skip`: a damaged record of format 2 is a `Gap` in its place."""
+    def rows(self, *, skip: bool = False, conversation: str | None = None) -> Iterator[Row | Gap]:
+        """Every body as stored (of `conversation`; None: all), in the order of
+        calls.jsonl (the offset its call's line had when written): what
+        `placed_calls_with_bodies` pairs with the lines, checking each pair. `skip`: a
+        damaged record of format 2 is a `Gap` in its place."""
         if isinstance(self._reader, LogReader):
-            return self._reader.rows(skip=skip)
-        return self._reader.rows()
+            return self._reader.rows(skip=skip, conversation=conversation)
+        return self._reader.rows(conversation)
 
 
 # The format a new run's bodies are written in (a run resumed keeps the one it has).

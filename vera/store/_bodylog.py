@@ -681,11 +681,12 @@ class LogReader:
         except _READ_ERRORS as exc:
             raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None
 
-    def rows(self, *, skip: bool = False) -> Iterator[Row | Gap]:
-        """Every body as stored, in the order of calls.jsonl, for pairing with its lines
-        (`placed_calls_with_bodies`); `skip`: a damaged record is a `Gap`."""
+    def rows(self, *, skip: bool = False, conversation: str | None = None) -> Iterator[Row | Gap]:
+        """Every body as stored (of `conversation`; None: all), in the order of
+        calls.jsonl, for pairing with its lines (`placed_calls_with_bodies`); `skip`: a
+        damaged record is a `Gap`."""
         try:
-            for row in self._live(None, skip=skip):
+            for row in self._live(conversation, skip=skip):
                 if isinstance(row, Gap):
                     yield row
                     continue
