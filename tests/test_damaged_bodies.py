@@ -359,3 +359,106 @@ def _scan_positions(data: bytes) -> list[int]:
     from vera.store._bodylog import MAGIC, _scan
 
     return [len(MAGIC) + pos for _, pos, _ in _scan(data[len(MAGIC) :], 0)]
+
+
+def _held(data: bytes) -> list[tuple[int, list[bytes], list[list]]]:
+    """What each turn record of a bodies' file holds, in order (read by scanning)."""
+    from vera.store._bodylog import _TURN, MAGIC, _scan
+
+    return [_turn(p) for kind, _, p in _scan(data[len(MAGIC) :], 0) if kind == _TURN]
+
+
+def _needing(held: list[tuple[int, list[bytes], list[list]]], number: int) -> set[int]:
+    """The calls (by their line's offset) whose body is held in turn `number` or names a
+    text only it defines."""
+    first, texts, _ = held[number]
+    inside = range(first, first + len(texts))
+    lost = set()
+    for n, (_, _, rows) in enumerate(held):
+        for row in rows:
+            _, _, _, _, _, messages, _, schema, _, reply = row
+            ids = [m >> 2 for m in messages] + [schema] + ([reply[0]] if reply else [])
+            if n == number or any(i in inside for i in ids if i):
+                lost.add(row[0])
+    return lost
+
+
+@pytest.mark.slow
+def test_a_killed_run_damaged_in_the_middle_resumes_and_loses_only_that_records_bodies(tmp_path) -> None:
+    """A real run killed (SIGKILL, so its bodies' file has no index), a byte flipped in a
+    record in the middle, resumed: the resume keeps every whole record after the damage
+    and the damaged bytes as they are; export --skip-corrupt and the viewer then show every
+    call's exact body but those the damaged record held or defined, which say why."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from vera.store._bodylog import MAGIC, _scan
+
+    from .fakes.sweep import KEY, Faults, SweepServer, write_sweep_config
+
+    env = {**os.environ, "SWEEP_TEST_KEY": KEY}
+    out = tmp_path / "run"
+    with SweepServer(faults=Faults(latency=0.02)) as server:
+        cfg = write_sweep_config(tmp_path, server.base_url, personas=4, max_concurrency=4)
+        vera = [sys.executable, "-m", "vera", "run", "--config", str(cfg), "--quiet"]
+        proc = subprocess.Popen([*vera, "--out", str(out)], env=env, stdout=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and proc.poll() is None:
+                calls = out / "calls.jsonl"
+                if calls.exists() and calls.read_bytes().count(b"\n") >= 60:
+                    break
+                time.sleep(0.02)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(30)
+        assert proc.returncode == -signal.SIGKILL, "the run ended before it was killed"
+        killed = (out / VLOG).read_bytes()
+        assert not killed.endswith(b"VBINDEX\n")  # no index: the readers rebuild it
+        whole = [(k, p, len(x)) for k, p, x in _scan(killed[len(MAGIC) :], 0)]
+        held = _held(killed)
+        assert len(held) >= 6
+        number = len(held) // 2
+        pos = len(MAGIC) + whole[number][1]
+        lost = _needing(held, number)
+        before, _ = _export(out, tmp_path / "before.jsonl")
+        written = (out / "calls.jsonl").read_bytes()
+        written = written[: written.rfind(b"\n") + 1]  # the lines the kill left whole
+        by_offset = dict(zip(_offsets(out), before, strict=False))
+
+        damaged = bytearray(killed)
+        damaged[pos + 9 + 30] ^= 0xFF
+        (out / VLOG).write_bytes(bytes(damaged))
+        done = subprocess.run(
+            [*vera, "--resume", str(out)], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr
+
+    end = len(MAGIC) + whole[-1][1] + 9 + whole[-1][2]  # the last whole record's end
+    assert (out / VLOG).read_bytes()[:end] == bytes(damaged[:end])  # kept, damaged bytes too
+    assert (out / "calls.jsonl").read_bytes().startswith(written)
+    calls, stderr = _export(out, tmp_path / "after.jsonl", "--skip-corrupt")
+    offsets = _offsets(out)
+    assert len(calls) == len(offsets)
+    old = [o for o in offsets if o < len(written)]
+    assert 0 < len(lost) < len(old)
+    assert any(o > max(lost) and o not in lost for o in old)  # bodies after the damage
+    for offset, call in zip(offsets, calls, strict=True):
+        if offset in lost:
+            assert call["request"] is None and call["call"] == by_offset[offset]["call"]
+            assert f"call_bodies.vlog is damaged at record {number}" in call["no_body"]
+        elif offset in by_offset:
+            assert call == by_offset[offset]  # byte for byte
+        else:
+            assert call["request"] is not None  # made by the resume
+    assert f"(record {number}): {len(lost)} call(s) left without" in stderr
+
+    bundle = tmp_path / "bundle"
+    result = invoke(["view", str(out), "--bundle", str(bundle)])
+    assert result.exit_code == 0, result.output
+    pages = [p.read_text() for p in (bundle / "runs" / "0" / "conversations").glob("*.html")]
+    assert sum(p.count('class="call-body"') for p in pages) == len(calls) - len(lost)
+    said = [p for p in pages if f"call_bodies.vlog is damaged (record {number})" in p]
+    assert said and all('id="calls-no-body"' in p for p in said)
