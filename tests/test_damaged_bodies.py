@@ -435,6 +435,11 @@ def test_a_killed_run_damaged_in_the_middle_resumes_and_loses_only_that_records_
             [*vera, "--resume", str(out)], env=env, capture_output=True, text=True, timeout=300
         )
         assert done.returncode == 0, done.stderr
+    # Said once, as a warning: the run went on after the damage.
+    said = [x for x in done.stderr.splitlines() if "call_bodies.vlog" in x]
+    assert len(said) == 1 and said[0].startswith("warning: ")
+    assert f"record {number} is damaged; the run goes on after it" in said[0]
+    assert f"vera export --calls {out} --skip-corrupt" in said[0]
 
     end = len(MAGIC) + whole[-1][1] + 9 + whole[-1][2]  # the last whole record's end
     assert (out / VLOG).read_bytes()[:end] == bytes(damaged[:end])  # kept, damaged bytes too

@@ -50,6 +50,7 @@ import heapq
 import os
 import sqlite3
 import struct
+import sys
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -762,7 +763,22 @@ def repair_bodies(root: Path, *, calls_size: int) -> None:
     if (root / LOG).exists():
         CallBodies(root / BODIES, calls_size=calls_size).close()
     if (root / VLOG).exists() and needs_repair(root / VLOG, calls_size):
-        BodyLog(root / VLOG, calls_size=calls_size).close()
+        log = BodyLog(root / VLOG, calls_size=calls_size)
+        log.close()
+        if log.stepped_over:
+            # Said once, by the writer that finds it (its index then names the damage):
+            # the run goes on, and the user learns which calls lost their bodies where.
+            numbers = ", ".join(map(str, log.stepped_over))
+            many = len(log.stepped_over) > 1
+            print(
+                f"warning: {log.path}: record{'s' if many else ''} {numbers} "
+                f"{'are' if many else 'is'} damaged; the run goes on after "
+                f"{'them' if many else 'it'} (the calls whose request and response "
+                f"{'they' if many else 'it'} cost keep their lines without them: "
+                f"`vera export --calls {root} --skip-corrupt` names them)",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def bodies_path(run_dir: Path) -> Path:

@@ -346,6 +346,8 @@ class BodyLog:
         self._convs: list[str] = []
         self._compressor = zstandard.ZstdCompressor(level=_ZSTD_LEVEL)
         self._broken: StorageError | None = None
+        # The damaged records a rebuild of a killed run's index stepped over (numbers).
+        self.stepped_over: list[int] = []
         self._fd = -1
         try:
             self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -379,6 +381,7 @@ class BodyLog:
             # A damaged record in the middle is read past and kept as it is (readers
             # skip it too); only a torn tail, after the last whole record, is cut.
             b.read(f.read(), len(MAGIC))
+            self.stepped_over = list(b.index.damaged)
         os.ftruncate(self._fd, b.end)
         os.lseek(self._fd, 0, os.SEEK_END)
         if b.index.calls_end > calls_size:
