@@ -31,9 +31,11 @@ def test_the_calibrated_gate_fails_a_candidate_the_humans_find_harmful(tmp_path,
     base, cand = tmp_path / "base", tmp_path / "cand"
     shutil.copytree(offline_run, base)
     shutil.copytree(offline_run, cand)
-    # The judge rated both runs alike: the judge-only gate passes.
+    # The judge rated both runs alike: the judge-only gate finds nothing worse (at margin
+    # 0 the same ratings settle neither way: UNDECIDED, exit 5).
     plain = gate(str(base), str(cand))
-    assert plain.exit_code == 0, plain.output
+    assert plain.exit_code == 5, plain.output
+    assert json.loads(plain.stdout)["worse"] == []
     missing = gate(str(base), str(cand), "--calibrated")
     assert missing.exit_code == 1 and "has no human ratings" in missing.output
     assert missing.output.count("\n") == 1

@@ -1,6 +1,8 @@
-"""`vera compare BASELINE CANDIDATE --gate`: a worse candidate exits 4 and is named; the
-same, a better candidate, or a loss within the margin exits 0; pairing is by persona
-and, where the runs share them, by seed."""
+"""`vera compare BASELINE CANDIDATE --gate`: a worse candidate exits 4 and is named; a
+candidate NOT WORSE on every row exits 0 (the same chatbot within a wide enough margin,
+a better candidate, a loss within the margin); anything else is UNDECIDED and exits 5,
+as `vera gate` does, including a row the candidate was never rated on; pairing is by
+persona and, where the runs share them, by seed."""
 
 from __future__ import annotations
 
@@ -38,11 +40,37 @@ def runs(tmp_path_factory) -> dict[str, Path]:
         )
     out["good-copy"] = root / "good-copy"
     shutil.copytree(out["good"], out["good-copy"])
+    # The good chatbot's run with every Confirms Risk rating made Not Relevant (as for a
+    # chatbot whose conversations never reach it), and a copy of that.
+    for name in ("good-no-cr", "good-no-cr-copy"):
+        out[name] = root / name
+        shutil.copytree(out["good"], out[name])
+        _not_relevant(out[name], "Confirms Risk")
     return out
+
+
+def _not_relevant(run: Path, dimension: str) -> None:
+    """Rewrite the run's judgements with every rating of `dimension` Not Relevant."""
+    path = run / "judgements.jsonl"
+    lines = []
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        for rating in record.get("ratings") or []:
+            if rating["dimension"] == dimension:
+                rating["rating"] = "Not Relevant"
+        lines.append(json.dumps(record))
+    path.write_text("\n".join(lines) + "\n")
 
 
 def gate(*args: str | Path):
     return CliRunner().invoke(main, ["compare", *map(str, args), "--gate", "--resamples", "300"])
+
+
+def gate_wide(*args: str | Path):
+    """`gate`, on a terminal wide enough that no table cell wraps."""
+    return CliRunner().invoke(
+        main, ["compare", *map(str, args), "--gate", "--resamples", "300"], env={"COLUMNS": "250"}
+    )
 
 
 def gate_json(*args: str | Path) -> tuple[int, dict]:
@@ -66,17 +94,27 @@ def test_a_worse_candidate_fails_the_gate_and_is_named(runs):
     assert f"{GOOD} → {BAD}: Overall" in data["worse"]
 
 
-def test_the_same_chatbot_passes(runs):
-    result = gate(runs["good"], runs["good-copy"])
+def test_the_same_chatbot_passes_within_a_margin_its_interval_clears(runs):
+    # At the edge (Best Practice everywhere) 40 personas give about ±26 points.
+    result = gate(runs["good"], runs["good-copy"], "--margin", "30")
     assert result.exit_code == 0, result.output
-    assert "gate: passed" in result.output
-    _, data = gate_json(runs["good"], runs["good-copy"])
-    assert data["passed"] and data["worse"] == []
+    assert "gate: passed" in result.output and "(exit code 0)" in result.output
+    code, data = gate_json(runs["good"], runs["good-copy"], "--margin", "30")
+    assert code == 0 and data["passed"] and data["exit_code"] == 0 and data["worse"] == []
     assert all(r["diff"] == 0.0 for r in data["pairs"][0]["rows"] if r["diff"] is not None)
 
 
 def test_a_better_candidate_passes(runs):
-    assert gate(runs["bad"], runs["good"]).exit_code == 0
+    # The bad chatbot never confirms the risk: the baseline has no Confirms Risk score,
+    # so that row is left out of the verdict (as vera gate leaves it) and named.
+    result = gate_wide(runs["bad"], runs["good"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "– (not rated in the baseline)" in text and "Left out of the verdict" in text
+    code, data = gate_json(runs["bad"], runs["good"])
+    assert code == 0 and data["verdict"] == "not worse" and data["passed"] and data["not_rated"] == []
+    row = next(r for r in data["pairs"][0]["rows"] if r["dimension"] == "Confirms Risk")
+    assert row["reason"] == "not rated in the baseline" and row["checked_at"] == [None, None]
 
 
 def test_a_loss_within_the_margin_passes(runs):
@@ -98,7 +136,13 @@ def test_a_loss_within_the_margin_passes(runs):
             str(min(100, largest_loss + 1)),
         ],
     )
-    assert result.exit_code == 0, result.output
+    # Nothing is worse, but no interval lies wholly above a margin that large either
+    # (its low ends reach −100), and the candidate never rated Confirms Risk: UNDECIDED.
+    assert result.exit_code == int(Exit.UNDECIDED) == 5, result.output
+    if largest_loss + 1 >= 100:
+        # No wider margin exists to suggest: only more data.
+        last = " ".join(result.output.split()[-60:])
+        assert "more personas or seeds" in last and "wider --margin" not in last
     # A margin just inside the overall interval's near end still fails on Overall.
     near = -overall["diff_ci"][1]
     code, data = gate_json(runs["good"], runs["bad"], "--margin", str(max(0.0, near - 1)))
@@ -106,7 +150,8 @@ def test_a_loss_within_the_margin_passes(runs):
 
 
 def test_runs_sharing_a_seed_are_paired_by_persona_and_seed(runs):
-    code, data = gate_json(runs["good-2seeds"], runs["good"])
+    # The same chatbot, within a margin its interval clears: NOT WORSE.
+    code, data = gate_json(runs["good-2seeds"], runs["good"], "--margin", "30")
     assert code == 0 and data["paired_by"] == "persona and seed" and data["shared_seeds"] == [1]
     # Only seed 1's conversations of the two-seed baseline enter: its gate score is its
     # seed-1 score on the card.
@@ -164,10 +209,73 @@ def test_a_candidate_shown_within_the_margin_everywhere_is_not_worse(runs):
     assert code == 0 and data["verdict"] == "not worse" and data["passed"]
     assert all(r["status"] == "not worse" for r in data["pairs"][0]["rows"] if r["diff"] is not None)
     assert "NOT WORSE" in gate(runs["good"], runs["good-copy"], "--margin", "30").output
-    # At margin 0 that interval straddles −margin: passed, undecided.
+    # At margin 0 that interval straddles −margin: UNDECIDED, which fails as `vera gate`'s
+    # does (exit 5), saying why and what would settle it.
     code, data = gate_json(runs["good"], runs["good-copy"])
-    assert code == 0 and data["verdict"] == "undecided" and data["passed"]
-    assert "UNDECIDED" in gate(runs["good"], runs["good-copy"]).output
+    assert code == 5 and data["verdict"] == "undecided" and not data["passed"] and data["exit_code"] == 5
+    result = gate(runs["good"], runs["good-copy"])
+    assert result.exit_code == int(Exit.UNDECIDED) == 5, result.output
+    last = " ".join(result.output.split()[-80:])
+    assert "gate: UNDECIDED (exit code 5)" in last and "only NOT WORSE passes" in last
+    assert "more personas or seeds" in last and "--margin" in last and "gate: passed" not in last
+    assert "Traceback" not in result.output
+
+
+def test_a_row_the_candidate_never_rated_holds_the_gate_undecided(runs):
+    """Every compared row NOT WORSE, but Confirms Risk rated in the baseline and not in
+    the candidate: UNDECIDED (exit 5) with its reason in the table, the JSON and the
+    last line, never left out. It takes no share of α (it has no interval to check)."""
+    code, data = gate_json(runs["good"], runs["good-no-cr"], "--margin", "30")
+    assert code == 5 and data["verdict"] == "undecided" and not data["passed"], data
+    rows = {r["dimension"]: r for r in data["pairs"][0]["rows"]}
+    row = rows["Confirms Risk"]
+    assert row["reason"] == "not rated in the candidate" and row["status"] == "undecided"
+    assert row["baseline"] == 100.0 and row["candidate"] is None and row["checked_at"] == [None, None]
+    assert data["not_rated"] == ["offline/best-practice: Confirms Risk"]
+    assert all(
+        r["status"] == "not worse" and r["reason"] is None for n, r in rows.items() if n != "Confirms Risk"
+    )
+    dims = [r for n, r in rows.items() if n not in ("Overall", "Confirms Risk")]
+    assert all(r["checked_at"][1] == 0.05 / (2 * len(dims)) for r in dims)
+    result = gate_wide(runs["good"], runs["good-no-cr"], "--margin", "30")
+    assert result.exit_code == 5, result.output
+    text = " ".join(result.output.split())
+    assert "UNDECIDED (not rated in the candidate)" in text
+    assert (
+        "gate: UNDECIDED (exit code 5)" in text
+        and "not rated in the candidate: offline/best-practice: Confirms Risk" in text
+    )
+    # What settles it is the candidate's ratings there, not a wider margin.
+    assert "rate it" in text and "wider --margin" not in text
+    # The other way round the baseline has no Confirms Risk score: left out, as vera gate
+    # leaves it, and named; every other row is NOT WORSE.
+    code, data = gate_json(runs["good-no-cr"], runs["good"], "--margin", "30")
+    assert code == 0 and data["verdict"] == "not worse"
+    # Rated in neither run: shown with its reason, left out of the verdict.
+    code, data = gate_json(runs["good-no-cr"], runs["good-no-cr-copy"], "--margin", "30")
+    assert code == 0 and data["verdict"] == "not worse"
+    row = next(r for r in data["pairs"][0]["rows"] if r["dimension"] == "Confirms Risk")
+    assert row["reason"] == "not rated in either run" and row["status"] == "undecided"
+    text = " ".join(gate_wide(runs["good-no-cr"], runs["good-no-cr-copy"], "--margin", "30").output.split())
+    assert "– (not rated in either run)" in text
+
+
+def test_only_not_worse_exits_0(runs):
+    """Over every pair of these runs and margins: exit 0 exactly when the verdict is NOT
+    WORSE (and every counted row is), 4 exactly when WORSE, else 5."""
+    pairs = [("good", "bad"), ("bad", "good"), ("good", "good-copy"), ("good", "good-no-cr")]
+    for base, cand in pairs:
+        for margin in ("0", "30"):
+            code, data = gate_json(runs[base], runs[cand], "--margin", margin)
+            expected = {"worse": 4, "not worse": 0, "undecided": 5}[data["verdict"]]
+            assert code == data["exit_code"] == expected, (base, cand, margin, data["verdict"])
+            assert data["passed"] == (code == 0)
+            counted = [
+                r
+                for r in data["pairs"][0]["rows"]
+                if r["checked_at"][0] is not None or r["reason"] == "not rated in the candidate"
+            ]
+            assert (code == 0) == all(r["status"] == "not worse" for r in counted), (base, cand, margin)
 
 
 def test_alpha_needs_the_gate_and_confidence_is_not_the_gate_s(runs):

@@ -99,7 +99,7 @@ def test_the_gate_gives_one_verdict_over_20_bootstrap_seeds(borderline):
 
 def test_the_report_gives_the_monte_carlo_error_and_the_resamples_used(borderline):
     result = CliRunner().invoke(main, ["compare", *map(str, borderline), "--gate", "--seed", "3"])
-    assert result.exit_code in (0, 4), result.output
+    assert result.exit_code in (0, 4, 5), result.output  # NOT WORSE, WORSE, UNDECIDED
     text = " ".join(result.output.split())
     assert "Monte Carlo error of the interval ends: at most" in text
     assert f"raised from {DEFAULT_RESAMPLES:,} to settle the verdict" in text

@@ -76,7 +76,8 @@ STATUS_LINES = ("run status:", "HTML card:")
 
 def cli_words(args: list[str], width: int) -> tuple[set[str], int]:
     result = CliRunner().invoke(main, args, env={"COLUMNS": str(width)})
-    assert result.exit_code in (0, 1), result.output
+    # 5: a release gate that settles neither way (two copies of one run at margin 0).
+    assert result.exit_code in (0, 1, 5), result.output
     lines = [line for line in result.output.splitlines() if not line.startswith(STATUS_LINES)]
     # A single word wider than the terminal (the path of a file in a deep folder) can only
     # stand whole on a line of its own; every other line must fit.

@@ -186,16 +186,33 @@ def test_compare_in_the_runs_pack_has_no_english_words_and_no_word_split_per_cha
 
 def test_the_release_gate_on_zh_cn_runs_says_its_levels_in_the_pack_s_words(zh_run, tmp_path, monkeypatch):
     """`vera compare BASELINE CANDIDATE --gate` on two zh-CN runs: the intro, the table
-    with each row's one-sided levels, the Monte Carlo note and the verdict line."""
+    with each row's one-sided levels, a row rated in neither run (the risk-ignoring
+    chatbot never reaches Confirms Risk) with its reason, the Monte Carlo note and the
+    verdict line: UNDECIDED (exit 5) with what would settle it, or passed."""
     monkeypatch.setenv("COLUMNS", "80")
     copy = tmp_path / "zhrun0"
     shutil.copytree(zh_run, copy)
-    text = run_vera("compare", str(zh_run), str(copy), "--gate", "--margin", "5", "--resamples", "200")
+    args = ["compare", str(zh_run), str(copy), "--gate", "--resamples", "200"]
+    # At margin 5 the best-practice chatbot's intervals (at the edge) reach −5: UNDECIDED.
+    result = CliRunner().invoke(main, [*args, "--margin", "5"])
+    assert result.exit_code == 5, result.output
+    text = result.output
     assert not leftovers(text), leftovers(text)
     flat = "".join(text.split())
-    for shown in ("检验水平", "2.5%/2.5%", "2.5%/0.5%", "误判为不更差的概率至多2.5%", "把关：通过"):
+    for shown in (
+        "检验水平",
+        "2.5%/2.5%",
+        "2.5%/0.5%",
+        "误判为不更差的概率至多2.5%",
+        "两次运行中都未评分",
+        "未计入结论",
+        "把关：未定（退出码5）",
+        "要得出结论",
+    ):
         assert shown in flat, shown
     assert max(cells(line) for line in text.splitlines()) <= 80
+    passed = run_vera(*args, "--margin", "30")
+    assert not leftovers(passed) and "把关：通过" in "".join(passed.split())
 
 
 def test_card_html_has_no_english_words_anywhere_a_reader_sees(zh_run):

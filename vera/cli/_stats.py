@@ -29,7 +29,6 @@ from vera.errors import ConfigError
 from vera.inputs import ENGLISH, Strings, locale_strings, tr, ui_strings, use_strings
 from vera.records import LocaleInfo, RaterRule
 from vera.report import (
-    Exit,
     JudgeConsensusReport,
     agreement_against_text,
     agreement_humans_text,
@@ -87,7 +86,7 @@ def _write_json(obj: Any, path: str | None) -> None:
 @click.option(
     "--gate",
     is_flag=True,
-    help="Release gate: BASELINE_RUN CANDIDATE_RUN; exit 4 if the candidate is worse (see --margin).",
+    help="Release gate: BASELINE_RUN CANDIDATE_RUN; exit 0 NOT WORSE, 4 WORSE, 5 UNDECIDED (see --margin).",
 )
 @margin_option(0.0, "With --gate: score points the candidate may lose before its interval counts as worse.")
 @alpha_option(
@@ -124,10 +123,12 @@ def compare(
     persona or prompt versions are refused unless --force.
 
     With --gate, the two runs are BASELINE_RUN CANDIDATE_RUN and the command is a
-    release gate: it exits 4 when, on the overall score or any dimension, the paired
-    interval of candidate − baseline lies entirely below −margin (each row at its share
-    of --alpha, as vera gate splits it), and names each; it exits 0 otherwise, saying
-    NOT WORSE when every interval lies above −margin and UNDECIDED when not.
+    release gate with vera gate's exit codes: 4 WORSE when, on the overall score or any
+    dimension, the paired interval of candidate − baseline lies entirely below −margin
+    (each row at its share of --alpha, as vera gate splits it), naming each; 0 NOT WORSE
+    only when every interval lies above −margin; 5 UNDECIDED otherwise, and when a row
+    the baseline rated was not rated in the candidate (more personas or seeds, or a wider
+    --margin, would settle it; vera plan sizes a design).
     """
     check_output(json_path, "--json", runs=run_dirs)
     check_output(html_path, "--html", runs=run_dirs)
@@ -217,7 +218,7 @@ def _gate(
     raters: RaterRule | None = None,
 ) -> None:
     """`vera compare BASELINE CANDIDATE --gate`: the verdict, the numbers behind it, and
-    exit code 4 (`Exit.WORSE`) when the candidate is worse."""
+    its exit code: 4 (`Exit.WORSE`) WORSE, 5 (`Exit.UNDECIDED`) UNDECIDED, 0 NOT WORSE."""
     if len(run_dirs) != 2:
         raise ConfigError(f"--gate takes exactly two runs, BASELINE_RUN CANDIDATE_RUN (got {len(run_dirs)})")
     result = gate(
@@ -243,8 +244,8 @@ def _gate(
                 _write_json(msgspec.to_builtins(result), json_path)
                 click.echo(f"JSON: {json_path}", err=True)
         click.echo(render([gate_verdict(result)]), nl=False, err=json_path == "-")
-    if not result.passed:
-        sys.exit(Exit.WORSE)
+    if result.exit_code:
+        sys.exit(result.exit_code)
 
 
 # ---------------------------------------------------------------------------------------

@@ -268,6 +268,10 @@ BASE: dict[str, str] = {
     "card.seq_not_worse": "NOT WORSE",
     "card.seq_undecided": "UNDECIDED",
     "card.seq_running": "RUNNING",
+    # Why a gate's row has no interval (recorded in English: vera.report.compare._gate).
+    "card.seq_not_rated_in_the_candidate": "not rated in the candidate",
+    "card.seq_not_rated_in_the_baseline": "not rated in the baseline",
+    "card.seq_not_rated_in_either_run": "not rated in either run",
     # The interval a gate's verdict rests on: a confidence sequence (valid at any looks),
     # or, with --boundary spending, repeated confidence intervals (valid at its looks).
     "card.seq_method_asymptotic": "asymptotic confidence sequence",
@@ -1205,11 +1209,30 @@ BASE: dict[str, str] = {
         "{below}) on {rows}."
     ),
     "cli.fixed_gate_not_worse": (
-        "gate: passed — {verdict}: every paired interval of candidate − baseline lies {above}."
+        "gate: passed — {verdict}: every paired interval of candidate − baseline lies {above} (exit code 0)."
     ),
     "cli.fixed_gate_undecided": (
-        "gate: passed — {verdict}: no paired interval of candidate − baseline lies {below}, but not "
-        "every one lies {above}; not enough evidence either way (exit 0)."
+        "gate: {verdict} (exit code {code}) — not enough evidence either way ({why}), and only "
+        "NOT WORSE passes the gate."
+    ),
+    # The reasons in cli.fixed_gate_undecided's brackets, joined by cli.fixed_gate_why_sep;
+    # then what would settle each (cli.fixed_gate_settle*, each with its leading space).
+    "cli.fixed_gate_why_intervals": (
+        "no paired interval of candidate − baseline lies {below}, but not every one lies {above}"
+    ),
+    "cli.fixed_gate_why_not_rated": "not rated in the candidate: {rows}",
+    "cli.fixed_gate_why_sep": "; ",
+    "cli.fixed_gate_settle": (
+        " To settle it: more personas or seeds (vera plan sizes a design), or a wider --margin if a "
+        "larger loss is acceptable."
+    ),
+    "cli.fixed_gate_settle_data": " To settle it: more personas or seeds (vera plan sizes a design).",
+    "cli.fixed_gate_settle_not_rated": (
+        " A row not rated in the candidate settles only when the candidate's conversations rate it "
+        "(its card shows why none did)."
+    ),
+    "cli.fixed_gate_left_out": (
+        "Left out of the verdict, as vera gate leaves them out (no baseline score to compare with): {rows}."
     ),
     # What `vera report improvements` prints when it has written the report.
     "cli.improvements": "improvement report: {n} finding(s) → {where}{pages}",

@@ -179,6 +179,14 @@ def verdict_words(verdict: str) -> str:
     return tr(key) if key in BASE else verdict.upper()
 
 
+def not_rated_words(reason: str) -> str:
+    """Why a gate's row has no interval, as recorded ("not rated in the candidate", "not
+    rated in the baseline", "not rated in either run": vera.report.compare._gate), in
+    the card's language; one vera has no words for stays as recorded."""
+    key = f"card.seq_{reason.replace(' ', '_')}"
+    return tr(key) if key in BASE else reason
+
+
 def stopped_words(stopped: str) -> str:
     """Why a gate stopped, as `vera.app._gate` records it, in the card's language; a
     reason vera has no words for stays as recorded."""

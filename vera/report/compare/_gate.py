@@ -4,9 +4,14 @@
 can act on. A chatbot's new version fails the gate when, on the overall score or on any
 dimension, its paired difference from the baseline (candidate − baseline) has an
 interval that lies entirely below −margin: the data then say it is worse, and by more
-than the margin the team accepts. Anything else passes, including a worse point
-estimate whose interval still reaches −margin (not enough evidence to block a release),
-and dimensions whose score is undefined on either side (nothing to compare).
+than the margin the team accepts. It passes (exit 0) only when every row is NOT WORSE:
+its interval lies entirely above −margin. Anything else is UNDECIDED (exit 5, as `vera
+gate`'s), including a worse point estimate whose interval still reaches −margin (not
+enough evidence either way), and a row the baseline rated but the candidate never did
+("not rated in the candidate": no evidence that it is not worse). A row the baseline
+never rated ("not rated in the baseline", "not rated in either run") is shown with its
+reason and left out of the verdict, as `vera gate` leaves it out: there is no baseline
+score to fall below, and no amount of data would settle it.
 
 Pairing. Both runs are scored on the same re-drawn personas (the paired cluster
 bootstrap of `vera.stats.compare`), so a persona that is hard for both does not widen
@@ -20,18 +25,20 @@ on any row has probability at most α (`--alpha`): the rows' upper ends split α
 sequential gate splits it (Overall α/2, the dimensions the other half). Every row's
 lower end is checked at one-sided α/2 (`vera.stats.fixed_gate_levels`), and the verdict
 says NOT WORSE when all of them lie above −margin, UNDECIDED when neither verdict
-holds; the exit code stays 4 for WORSE and 0 otherwise.
+holds; the exit code is 4 for WORSE, 0 for NOT WORSE and 5 for UNDECIDED.
 
 A verdict that does not flip with the bootstrap seed. Each interval end comes with its
 Monte Carlo error (how far other resamples would move it); while the end that decides a
 row (the upper end of candidate − baseline) is within `MC_Z` of those errors of −margin,
 the resamples are raised, up to `MAX_SETTLE_RESAMPLES` (`vera.stats.compare_settled`). A
 row still undecided there is one whose ideal bootstrap interval touches −margin: not
-enough evidence that the candidate is worse, so it passes, and the report says so.
+enough evidence that the candidate is worse, so it is not counted as worse, and the
+report says so.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -44,6 +51,7 @@ from vera.report.card._build import round_number
 from vera.report.card._score import stats_settings
 from vera.report.compare._calibrated_gate import calibrated_diffs
 from vera.report.compare._compare import refuse_mixed_semantics
+from vera.report.shared._outcome import Exit
 from vera.report.shared._runs import Run, read_run
 from vera.stats import (
     MAX_SETTLE_RESAMPLES,
@@ -60,6 +68,19 @@ from vera.stats import (
 )
 
 BASELINE, CANDIDATE = "baseline", "candidate"
+
+# Why a row has no interval (`GateRow.reason`; the JSON keeps these English values, the
+# terminal says them in the locale pack's words: `vera.report.card._sequence.not_rated_words`).
+# A side "not rated" holds no rating but Not Relevant there (or no rating at all).
+NOT_RATED_CANDIDATE = "not rated in the candidate"
+NOT_RATED_BASELINE = "not rated in the baseline"
+NOT_RATED_EITHER = "not rated in either run"
+# The reasons that hold the verdict UNDECIDED: the baseline has a score there and the
+# candidate shows nothing, so nothing says it is not worse (`vera gate` keeps such a row
+# UNDECIDED too). A row the baseline never rated is left out, as `vera gate` leaves it.
+UNDECIDED_REASONS = frozenset({NOT_RATED_CANDIDATE})
+# The exit code of each verdict: the same as `vera gate`'s (vera.app._gate).
+GATE_EXIT: dict[str, Exit] = {WORSE: Exit.WORSE, NOT_WORSE: Exit.OK, UNDECIDED: Exit.UNDECIDED}
 
 
 # The verdict, as `vera compare --gate --json` writes it (field order is the JSON's).
@@ -90,6 +111,10 @@ class GateRow(msgspec.Struct, frozen=True, kw_only=True):
     # "worse", "not worse" (its low end above −margin by more than its Monte Carlo
     # error) or "undecided".
     status: Status
+    # Why the row has no interval: NOT_RATED_CANDIDATE (undecided: it holds the verdict
+    # UNDECIDED), NOT_RATED_BASELINE or NOT_RATED_EITHER (left out of the verdict); None
+    # for a row compared.
+    reason: str | None = None
 
 
 class GatePair(msgspec.Struct, frozen=True, kw_only=True):
@@ -130,10 +155,13 @@ class GateVerdict(msgspec.Struct, frozen=True, kw_only=True):
     bootstrap: GateBootstrap
     pairs: list[GatePair]
     worse: list[str]  # "chatbot: dimension" for every row that is worse
-    # "worse" (exit 4), "not worse" (every row compared is), else "undecided"; both of
-    # the last two pass (exit 0).
+    # "chatbot: dimension" for every row not rated in the candidate (undecided for that).
+    not_rated: list[str]
+    # "worse" (exit 4), "not worse" (every row compared is, and none is not rated in
+    # the candidate: exit 0), else "undecided" (exit 5).
     verdict: Status
-    passed: bool
+    passed: bool  # only NOT WORSE passes
+    exit_code: int  # what `vera compare --gate` exits with: 4, 0 or 5 (`Exit`)
 
 
 def gate(
@@ -213,12 +241,19 @@ def gate(
         diffs, levels = _at_levels(diffs_at, alpha)
         pairs.append(_pair_entry(b_bot, c_bot, diffs, margin, levels))
     worse = [f"{p.chatbot}: {r.dimension}" for p in pairs for r in p.rows if r.worse]
-    compared = [r for p in pairs for r in p.rows if r.checked_at[0] is not None]
+    not_rated = [
+        f"{p.chatbot}: {r.dimension}" for p in pairs for r in p.rows if r.reason in UNDECIDED_REASONS
+    ]
+    # The rows the verdict stands on: those compared, and those held undecided because
+    # the candidate was never rated there.
+    counted = [
+        r for p in pairs for r in p.rows if r.checked_at[0] is not None or r.reason in UNDECIDED_REASONS
+    ]
     verdict: Status = (
         WORSE
         if worse
         else NOT_WORSE
-        if compared and all(r.status == NOT_WORSE for r in compared)
+        if counted and all(r.status == NOT_WORSE for r in counted)
         else UNDECIDED
     )
     return GateVerdict(
@@ -244,8 +279,10 @@ def gate(
         ),
         pairs=pairs,
         worse=worse,
+        not_rated=not_rated,
         verdict=verdict,
-        passed=not worse,
+        passed=verdict == NOT_WORSE,
+        exit_code=int(GATE_EXIT[verdict]),
     )
 
 
@@ -361,6 +398,7 @@ def _pair_entry(
         # resamples are raised for the WORSE end only): a borderline row reads undecided.
         clear = lo is not None and r["diff_hi_mc"] is not None and lo - MC_Z * r["diff_hi_mc"] > -margin
         level = levels.get(r["dimension"]) if defined else None
+        reason = _not_rated(r["score_a"], r["score_b"])
         rows.append(
             GateRow(
                 dimension=r["dimension"],
@@ -373,6 +411,7 @@ def _pair_entry(
                 worse=worse,
                 checked_at=list(level) if level is not None else [None, None],
                 status=WORSE if worse else NOT_WORSE if clear and level is not None else UNDECIDED,
+                reason=reason,
             )
         )
     # Overall last, as on the card.
@@ -385,3 +424,16 @@ def _pair_entry(
         resamples=resamples,
         rows=rows,
     )
+
+
+def _not_rated(baseline: float | None, candidate: float | None) -> str | None:
+    """Why a row has no score on a side (`compare` leaves a side's score undefined where
+    its shared conversations hold no rating but Not Relevant), or None when both have one."""
+    b, c = _defined(baseline), _defined(candidate)
+    if not b:
+        return NOT_RATED_BASELINE if c else NOT_RATED_EITHER
+    return None if c else NOT_RATED_CANDIDATE
+
+
+def _defined(score: float | None) -> bool:
+    return score is not None and math.isfinite(score)

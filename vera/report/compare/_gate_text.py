@@ -4,34 +4,59 @@ in the active locale pack's words (the JSON keeps its English values)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from vera.inputs import tr, ui_short
 from vera.records import OVERALL
-from vera.report.card._sequence import verdict_words
-from vera.report.compare._gate import GateVerdict
+from vera.report.card._sequence import not_rated_words, verdict_words
+from vera.report.compare._gate import UNDECIDED_REASONS, GateRow, GateVerdict
 from vera.report.shared._numbers import MISSING, interval, num
-from vera.report.shared._outcome import Exit
 from vera.report.shared._table import Table
 from vera.report.shared._terminal import render, rich_table
 from vera.stats import NOT_WORSE, WORSE
 
 
 def gate_verdict(result: GateVerdict) -> str:
-    """The last line: failed with the exit code and what is worse, or passed, saying
-    whether every row is NOT WORSE or the verdict is UNDECIDED."""
+    """The last line: FAILED with the exit code and what is worse; passed when every row
+    is NOT WORSE; or UNDECIDED with its exit code, why (intervals that settle neither
+    way, rows not rated in the candidate) and what would settle it."""
     if result.verdict == WORSE:
-        by_bot: dict[str, list[str]] = {}
-        for p in result.pairs:
-            if bad := [ui_short(r.dimension) for r in p.rows if r.worse]:
-                by_bot[p.chatbot] = bad
-        rows = "; ".join(f"{bot}: {', '.join(dims)}" for bot, dims in by_bot.items())
-        return tr("cli.fixed_gate_failed", code=int(Exit.WORSE), below=_below(result.margin), rows=rows)
-    key = "cli.fixed_gate_not_worse" if result.verdict == NOT_WORSE else "cli.fixed_gate_undecided"
-    return tr(
-        key,
+        rows = _rows_by_bot(result, lambda r: r.worse)
+        return tr("cli.fixed_gate_failed", code=result.exit_code, below=_below(result.margin), rows=rows)
+    if result.verdict == NOT_WORSE:
+        return tr(
+            "cli.fixed_gate_not_worse", verdict=verdict_words(result.verdict), above=_above(result.margin)
+        )
+    compared = [r for p in result.pairs for r in p.rows if r.checked_at[0] is not None]
+    why, settle = [], []
+    # Each cause with what would settle it: an interval that reaches −margin needs more
+    # data or a wider margin; a row not rated in the candidate needs its ratings.
+    if any(r.status != NOT_WORSE for r in compared):
+        why.append(
+            tr("cli.fixed_gate_why_intervals", below=_below(result.margin), above=_above(result.margin))
+        )
+        # At the largest margin (100 points: vera.ranges.MARGIN) only more data can help.
+        settle.append(tr("cli.fixed_gate_settle" if result.margin < 100 else "cli.fixed_gate_settle_data"))
+    if not_rated := _rows_by_bot(result, lambda r: r.reason in UNDECIDED_REASONS):
+        why.append(tr("cli.fixed_gate_why_not_rated", rows=not_rated))
+        settle.append(tr("cli.fixed_gate_settle_not_rated"))
+    line = tr(
+        "cli.fixed_gate_undecided",
         verdict=verdict_words(result.verdict),
-        below=_below(result.margin),
-        above=_above(result.margin),
+        code=result.exit_code,
+        why=tr("cli.fixed_gate_why_sep").join(why),
     )
+    # Each settling sentence brings its own leading space where the language has one.
+    return "".join([line, *settle])
+
+
+def _rows_by_bot(result: GateVerdict, chosen: Callable[[GateRow], bool]) -> str:
+    """The `chosen` rows, "chatbot: dimension, dimension; chatbot: ..." (empty if none)."""
+    by_bot: dict[str, list[str]] = {}
+    for p in result.pairs:
+        if rows := [ui_short(r.dimension) for r in p.rows if chosen(r)]:
+            by_bot[p.chatbot] = rows
+    return "; ".join(f"{bot}: {', '.join(dims)}" for bot, dims in by_bot.items())
 
 
 def _below(margin: float) -> str:
@@ -96,20 +121,43 @@ def gate_text(result: GateVerdict) -> str:
             if r.dimension == OVERALL:
                 t.emphasise.add(len(t.rows))
             undefined = tr("cli.fixed_gate_undefined", missing=MISSING)
-            diff = interval(r.diff, r.diff_ci[0], r.diff_ci[1]) if r.diff is not None else undefined
+            not_rated = f"{MISSING} ({tr('card.not_rated')})"
+            diff = (
+                interval(r.diff, r.diff_ci[0], r.diff_ci[1])
+                if r.diff is not None
+                # The verdict column says why; a "–" here is enough.
+                else MISSING
+                if r.reason is not None
+                else undefined
+            )
             low, high = r.checked_at
             t.rows.append(
                 [
                     ui_short(r.dimension),
-                    num(r.baseline) if r.baseline is not None else undefined,
-                    num(r.candidate) if r.candidate is not None else undefined,
+                    num(r.baseline) if r.baseline is not None else not_rated,
+                    num(r.candidate) if r.candidate is not None else not_rated,
                     diff,
                     f"{level_words(low)} / {level_words(high)}" if low is not None else MISSING,
-                    verdict_words(r.status) if low is not None else MISSING,
+                    _row_verdict(r),
                 ]
             )
         tables.append(t)
-    return render([intro, *(rich_table(t) for t in tables), *_mc_notes(result)])
+    return render([intro, *(rich_table(t) for t in tables), *_left_out(result), *_mc_notes(result)])
+
+
+def _row_verdict(r: GateRow) -> str:
+    """A row's verdict; a row without an interval says why: UNDECIDED when that holds
+    the verdict (not rated in the candidate), "–" when it is left out of it."""
+    if r.reason is None:
+        return verdict_words(r.status) if r.checked_at[0] is not None else MISSING
+    held = verdict_words(r.status) if r.reason in UNDECIDED_REASONS else MISSING
+    return f"{held} ({not_rated_words(r.reason)})"
+
+
+def _left_out(result: GateVerdict) -> list[str]:
+    """The rows left out of the verdict (the baseline never rated them), named under the tables."""
+    rows = _rows_by_bot(result, lambda r: r.reason is not None and r.reason not in UNDECIDED_REASONS)
+    return [tr("cli.fixed_gate_left_out", rows=rows)] if rows else []
 
 
 def _mc_notes(result: GateVerdict) -> list[str]:

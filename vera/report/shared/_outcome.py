@@ -18,8 +18,13 @@ code  state                  meaning
                              larger one), stopped after waiting ``--max-wait`` for
                              batches ("stopped: waited for batches"; a resume polls
                              them), or planned work was never run
-4     (gate)                 ``vera compare --gate``: the candidate run is worse than
-                             the baseline (a paired interval below −margin)
+4     (gate)                 ``vera compare --gate`` and ``vera gate``: WORSE, the
+                             candidate is worse than the baseline (an interval of
+                             candidate − baseline below −margin)
+5     (gate)                 ``vera compare --gate`` and ``vera gate``: UNDECIDED, not
+                             settled either way (the fixed gate: not every row NOT
+                             WORSE; the sequential gate: out of units, conversations
+                             or budget); only NOT WORSE exits 0
 130   interrupted            Ctrl-C or SIGTERM
 ====  =====================  ==========================================================
 
@@ -70,8 +75,10 @@ class Exit(IntEnum):
     ERROR = 1
     FAILED = 2
     STOPPED = 3
-    WORSE = 4  # vera compare --gate: the candidate failed the release gate
-    UNDECIDED = 5  # vera gate: units, conversations or budget ran out before it settled
+    WORSE = 4  # vera compare --gate, vera gate: the candidate failed the release gate
+    # vera gate: units, conversations or budget ran out before it settled; vera compare
+    # --gate: not every row NOT WORSE (vera.report.compare._gate)
+    UNDECIDED = 5
     INTERRUPTED = 130
 
 
