@@ -335,6 +335,35 @@ def test_bytes_inside_a_damaged_payload_are_not_taken_for_the_next_record() -> N
     assert ix.conversations == {"c": [0, 2]}
 
 
+def test_a_damaged_cut_still_keeps_the_rows_it_cut_from_being_calls() -> None:
+    """A cut (written by a resume: rows before it at or past its size are not calls)
+    damaged in the middle: its size is lost, but lines are written in order, so no call
+    before the first row after the damage has its line at or past that row's: the rows
+    there are not calls (else the call asked again on resume, at the same place, could
+    be given the body of the one the kill lost)."""
+    import struct
+    import zlib
+
+    import msgspec
+    import zstandard
+
+    from vera.store._bodylog import _CUT, _HEAD, _TURN, _TURN_HEAD, MAGIC, _Builder, _record
+
+    def turn(first: int, offsets: list[int]) -> bytes:
+        rows = [[o, 9, "c", None, "job", [first << 2 | 1], {}, 0, False, None] for o in offsets]
+        payload = zstandard.ZstdCompressor().compress(msgspec.msgpack.encode(([b"t"], rows)))
+        return _record(_TURN, _TURN_HEAD.pack(first, 1) + payload)
+
+    cut = struct.pack("<Q", 10)
+    bad = _HEAD.pack(_CUT, len(cut), zlib.crc32(cut) ^ 1) + cut
+    data = MAGIC + turn(1, [0, 10, 20]) + bad + turn(2, [10, 20])
+    b = _Builder()
+    assert b.read(data[len(MAGIC) :], len(MAGIC)) == len(data)
+    assert b.index.damaged == [1]
+    assert b.index.cuts == [(2, 10)]  # turns before 2: rows at or past 10 are not calls
+    assert b.index.calls_end == 30
+
+
 def test_a_resume_keeps_the_records_after_a_damaged_one(run, tmp_path) -> None:
     """A writer opening a killed run's file damaged in the middle cuts only a torn tail:
     the damaged record's bytes stay as they are and every whole record after it."""
