@@ -34,8 +34,8 @@ Durable before reported, as format 1: the turn's record is written before the tu
 then rebuild it by reading the records, and stop at a torn last record (cut short, or
 its CRC wrong), which no line of calls.jsonl names; the next writer cuts it off and
 appends after the last whole record. A bad record with a whole one after it (a known
-kind, a length within the file, the CRC right, a turn's first text id continuing the
-numbering) is damage in the middle, not a tear: it is kept in the index as a damaged
+kind with a length it can have, within the file, the CRC right, a turn's first text id
+continuing the numbering) is damage in the middle, not a tear: it is kept in the index as a damaged
 turn (the texts it held are those up to the next turn's first id) and reading goes on
 after it, so it costs its own bodies and those needing a text only it held; a writer
 resuming the run leaves its bytes as they are and appends after the last whole record.
@@ -197,10 +197,9 @@ def _scan(data: bytes | memoryview, pos: int) -> Iterator[tuple[int, int, memory
 def _resync(data: bytes | memoryview, start: int, next_id: int) -> int | None:
     """Where the first whole record at or after `start` begins, or None (a torn tail:
     nothing whole after it). Whole: a known kind, a length it can have (`_plausible`)
-    within `data`, the CRC right,
-    and for a turn a first text id that continues the numbering (at or past `next_id`,
-    the ids the damaged records held being unknown). Bytes inside a payload pass all of
-    that about once in 4 billion tries."""
+    within `data`, the CRC right, and for a turn a first text id that continues the
+    numbering (at or past `next_id`, the ids the damaged records held being unknown).
+    Bytes inside a payload pass all of that about once in 4 billion tries."""
     view = memoryview(data)
     size = len(view)
     for pos in range(max(start, 0), size - _HEAD.size + 1):
