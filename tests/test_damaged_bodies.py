@@ -350,7 +350,9 @@ def test_a_damaged_cut_still_keeps_the_rows_it_cut_from_being_calls() -> None:
     from vera.store._bodylog import _CUT, _HEAD, _TURN, _TURN_HEAD, MAGIC, _Builder, _record
 
     def turn(first: int, offsets: list[int]) -> bytes:
-        rows = [[o, 9, "c", None, "job", [first << 2 | 1], {}, 0, False, None] for o in offsets]
+        rows: list[list[object]] = [
+            [o, 9, "c", None, "job", [first << 2 | 1], {}, 0, False, None] for o in offsets
+        ]
         payload = zstandard.ZstdCompressor().compress(msgspec.msgpack.encode(([b"t"], rows)))
         return _record(_TURN, _TURN_HEAD.pack(first, 1) + payload)
 
