@@ -286,10 +286,12 @@ def _gate_json(pilot: Path, *extra: str) -> dict:
 
 
 def test_a_plan_for_the_spending_boundary_sizes_that_gate(pilot) -> None:
-    sequence = _gate_json(pilot)
-    spending = _gate_json(pilot, "--boundary", "spending")
+    # The spending boundary is the gate's default, as it is vera gate's.
+    spending = _gate_json(pilot)
+    sequence = _gate_json(pilot, "--boundary", "sequence")
     assert (sequence["boundary"], sequence["spending"]) == ("sequence", None)
     assert (spending["boundary"], spending["spending"]) == ("spending", "hsd:-4")
+    assert _gate_json(pilot, "--boundary", "spending") == spending
     # A candidate 2 × margin worse: the spending boundary, built for the gate's own waves,
     # needs no more units than the confidence sequence, on average and at the 90th percentile.
     worse = {
@@ -300,13 +302,19 @@ def test_a_plan_for_the_spending_boundary_sizes_that_gate(pilot) -> None:
     assert worse["spending"]["worse"] >= worse["sequence"]["worse"] > 0
     assert worse["spending"]["mean_units"] <= worse["sequence"]["mean_units"]
     assert worse["spending"]["p90_units"] <= worse["sequence"]["p90_units"]
-    # The text names the boundary the sizes are for.
-    text = CliRunner().invoke(
-        main, ["plan", "--pilot", str(pilot), "--reps", "10", "--wave", "60", "--boundary", "spending",
-               "--spending", "obf"],
-    )  # fmt: skip
-    assert text.exit_code == 0, text.output
-    assert "sequential gate (vera gate --boundary spending --spending obf, waves of 60" in text.output
+    # The text names the boundary the sizes are for when it is not the default, as typed.
+    lines = {}
+    for extra in ([], ["--boundary", "sequence"], ["--spending", "obf"]):
+        text = CliRunner().invoke(
+            main, ["plan", "--pilot", str(pilot), "--reps", "10", "--wave", "60", *extra]
+        )
+        assert text.exit_code == 0, text.output
+        lines[" ".join(extra)] = next(x for x in text.output.splitlines() if x.startswith("sequential gate"))
+    assert lines[""].startswith("sequential gate (vera gate, waves of 60")
+    assert lines["--boundary sequence"].startswith(
+        "sequential gate (vera gate --boundary sequence, waves of 60"
+    )
+    assert lines["--spending obf"].startswith("sequential gate (vera gate --spending obf, waves of 60")
 
 
 def test_a_bad_spending_function_is_one_line(pilot) -> None:
@@ -319,9 +327,12 @@ def test_a_bad_spending_function_is_one_line(pilot) -> None:
     assert "Traceback" not in result.output
 
 
-def test_spending_without_the_spending_boundary_is_one_line(pilot) -> None:
+def test_spending_with_the_sequence_boundary_is_one_line(pilot) -> None:
     # Ignored, it would leave the user believing the gate was sized for that function.
-    for extra in (["--spending", "obf"], ["--boundary", "sequence", "--spending", "hsd:-4"]):
+    for extra in (
+        ["--boundary", "sequence", "--spending", "hsd:-4"],
+        ["--spending", "obf", "--boundary", "sequence"],
+    ):
         result = CliRunner().invoke(main, ["plan", "--pilot", str(pilot), "--reps", "10", *extra])
         assert result.exit_code == 1, result.output
         assert result.output.strip().splitlines() == [

@@ -48,6 +48,8 @@ def test_a_risk_ignoring_candidate_is_worse_in_a_fraction_of_the_units(baseline,
     assert (out / "card.json").is_file() and (out / "manifest.json").is_file()
     record = json.loads((out / "gate.json").read_text())
     assert record["verdict"] == "worse" and len(record["settings"]["order"]) == PERSONAS
+    # The default boundary: α-spending by the default function.
+    assert (record["settings"]["method"], record["settings"]["spending"]) == ("spending", "hsd:-4")
 
     # Killed after a wave's work was on disk, before its line was whole: the rerun
     # writes the line again and asks nothing twice.
@@ -98,7 +100,8 @@ def test_a_best_practice_candidate_against_itself_is_not_worse(baseline, tmp_pat
     last = read_sequence(out)[-1]
     assert last.verdict == "not worse"
     assert all(r.status == "not worse" for r in last.rows)
-    # Each wave's interval is no wider than the one before (the sequence shrinks).
+    # Each wave's interval is no wider than the one before (on these stand-ins, under the
+    # default spending boundary as under the sequence).
     overall = [next(r for r in look.rows if r.dimension == "Overall") for look in read_sequence(out)]
     widths = [r.hi - r.lo for r in overall if r.hi is not None and r.lo is not None]
     assert widths == sorted(widths, reverse=True)
@@ -167,12 +170,22 @@ def test_the_spending_boundary_settles_and_resumes_on_the_same_looks(baseline, t
     # Another spending function is another gate.
     changed = gate(baseline, out, "offline/risk-ignoring", "--boundary", "spending", "--spending", "pocock")
     assert changed.exit_code == 1 and "--spending was obf, now pocock" in changed.output
-    # Resumed with --spending but the default boundary: refused as on a new gate, one
-    # line, before anything is read or asked.
-    plain = gate(baseline, out, "offline/risk-ignoring", "--spending", "obf")
-    assert plain.exit_code == 1 and plain.output.strip().splitlines() == [
+    # --spending alone is the spending boundary: the same gate, its verdict again.
+    alone = gate(baseline, out, "offline/risk-ignoring", "--spending", "obf")
+    assert alone.exit_code == 4 and "note:" not in alone.output, alone.output
+    # No boundary option at all: the gate goes on with its own function, and says so.
+    plain = gate(baseline, out, "offline/risk-ignoring")
+    assert plain.exit_code == 4, plain.output
+    assert (
+        "note: the gate goes on with the boundary it was started with: group-sequential (α-spending) "
+        "repeated confidence intervals, spending function obf (--spending obf)"
+    ) in plain.output.splitlines(), plain.output
+    # With --spending but the sequence boundary: refused, one line, before anything is
+    # read or asked.
+    seq_spending = gate(baseline, out, "offline/risk-ignoring", "--boundary", "sequence", "--spending", "obf")
+    assert seq_spending.exit_code == 1 and seq_spending.output.strip().splitlines() == [
         "error: --spending applies only with --boundary spending (the sequence boundary spends no α)"
-    ], plain.output
+    ], seq_spending.output
     assert lines(out / "calls.jsonl") == calls and read_sequence(out) == looks
 
     same = gate(baseline, tmp_path / "same", "offline/best-practice", "--boundary", "spending")
@@ -183,7 +196,7 @@ def test_the_spending_boundary_settles_and_resumes_on_the_same_looks(baseline, t
 def test_a_bad_spending_function_is_one_line_and_leaves_no_folder(baseline, tmp_path) -> None:
     out = tmp_path / "bad"
     for extra in (["--boundary", "spending", "--spending", "hsd:x"], ["--boundary", "spending", "--exact"],
-                  ["--spending", "obf"], ["--boundary", "sequence", "--spending", "hsd:-4"]):  # fmt: skip
+                  ["--exact", "--spending", "obf"], ["--boundary", "sequence", "--spending", "hsd:-4"]):  # fmt: skip
         result = gate(baseline, out, "offline/risk-ignoring", *extra)
         assert result.exit_code == 1 and "Traceback" not in result.output, result.output
         assert len(result.output.strip().splitlines()) == 1
@@ -239,6 +252,64 @@ def test_ctrl_c_in_a_wave_that_finished_stops_the_gate(baseline, tmp_path) -> No
     # The first wave's conversations were not simulated again.
     assert lines(out / "conversations.jsonl") == lines(tmp_path / "whole" / "conversations.jsonl")
     assert calls < lines(out / "calls.jsonl") == lines(tmp_path / "whole" / "calls.jsonl")
+
+
+@pytest.mark.parametrize("recorded", ["as written", "before --spending existed"])
+def test_a_gate_started_on_the_sequence_resumes_on_it_by_the_command_typed_then(
+    baseline, tmp_path, recorded
+) -> None:
+    # A gate started when the confidence sequence was the default (its settings say
+    # "asymptotic"; the oldest have no spending key at all), stopped after a wave, and
+    # rerun by the command typed then, which names no boundary: it goes on with the
+    # sequence, says so in one line, asks nothing twice and ends where an uninterrupted
+    # sequence gate ends. It is neither refused as a changed setting nor switched to
+    # the spending boundary half way.
+    from vera.app import GateOptions, run_gate
+    from vera.app._gate import _run_wave
+
+    def stopped_wave(opts):
+        outcome = _run_wave(opts)
+        outcome.result.stopped = "interrupted (SIGINT)"
+        return outcome
+
+    out = tmp_path / "old"
+    opts = GateOptions(
+        baseline=str(baseline), candidate="offline/risk-ignoring", wave=8, out=str(out), boundary="sequence"
+    )
+    first = run_gate(opts, run=stopped_wave)
+    assert first.exit_code == 130 and len(first.looks) == 1
+    # The command printed to continue names the boundary, which is not the default.
+    assert "--boundary sequence" in first.command and "--spending" not in first.command
+    settings = json.loads((out / "gate.json").read_text())
+    assert settings["settings"]["method"] == "asymptotic"
+    if recorded == "before --spending existed":
+        del settings["settings"]["spending"]
+        (out / "gate.json").write_text(json.dumps(settings))
+    calls = lines(out / "calls.jsonl")
+    conversations = lines(out / "conversations.jsonl")
+
+    again = gate(baseline, out, "offline/risk-ignoring")
+    assert again.exit_code == 4, again.output
+    assert again.output.splitlines()[0] == (
+        "note: the gate goes on with the boundary it was started with: asymptotic confidence sequence "
+        "(--boundary sequence)"
+    ), again.output
+    assert json.loads((out / "gate.json").read_text())["settings"]["method"] == "asymptotic"
+    whole = gate(baseline, tmp_path / "whole", "offline/risk-ignoring", "--boundary", "sequence")
+    assert whole.exit_code == 4 and "note:" not in whole.output, whole.output
+    assert read_sequence(out) == read_sequence(tmp_path / "whole")
+    # The first wave was not simulated or judged again.
+    assert calls < lines(out / "calls.jsonl") == lines(tmp_path / "whole" / "calls.jsonl")
+    assert conversations < lines(out / "conversations.jsonl") == read_sequence(out)[-1].drawn
+    # Its verdict again by the same command, nothing asked; the other boundary is refused.
+    assert gate(baseline, out, "offline/risk-ignoring").exit_code == 4
+    assert lines(out / "calls.jsonl") == lines(tmp_path / "whole" / "calls.jsonl")
+    spending = gate(baseline, out, "offline/risk-ignoring", "--boundary", "spending")
+    assert spending.exit_code == 1 and "cannot resume the gate" in spending.output
+    assert (
+        "the boundary (--boundary, --exact) was the asymptotic sequence (--boundary sequence), "
+        "now α-spending (--boundary spending); give the settings" in spending.output
+    ), spending.output
 
 
 def test_ctrl_c_while_the_card_is_written_names_the_gate_to_continue(baseline, tmp_path, monkeypatch) -> None:

@@ -65,6 +65,7 @@ IDENTIFIERS = [
     r"\bmax\(",  # the score's formula
     r"\bchatbot_memory \w+",  # a config key and its value
     r"\bconversations/",  # the folder of conversation pages beside the card
+    r"\b(?:hsd:-?[\d.]+|obf|pocock)\b",  # a gate's spending function, as --spending takes it
 ]
 # The rubric's dimension and rating names are fixed values (scores and links key on
 # them): the pages show each followed by the pack's text in full-width brackets.

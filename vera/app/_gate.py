@@ -5,12 +5,15 @@ user-agent × seed replicate, paired), drawn in a seeded random order without
 replacement. Each wave is an ordinary run of the run engine into one run directory
 (the candidate's), planned for the units drawn so far: the job ids are the full plan's,
 so what an earlier wave (or an interrupted one) finished is skipped, never asked again.
-After each wave the confidence sequence of `vera.stats.sequential` is computed and
-appended to `sequence.jsonl`; the gate stops when the verdict is settled (WORSE or NOT
-WORSE), or UNDECIDED when the units, the conversation cap or the budget run out.
+After each wave the interval of `vera.stats.sequential` is computed (by default the
+group-sequential α-spending boundary at the gate's waves; with --boundary sequence or
+--exact a confidence sequence) and appended to `sequence.jsonl`; the gate stops when the
+verdict is settled (WORSE or NOT WORSE), or UNDECIDED when the units, the conversation
+cap or the budget run out.
 
 Resuming: run the same command again (same --out). `gate.json` holds the settings and
-the unit order; they must match. The sequence is appended after a wave's run has
+the unit order; they must match, except that a boundary left out is the recorded one
+(a gate started under an older default goes on with it). The sequence is appended after a wave's run has
 finished, so a kill at any point loses at most the line of a wave whose work is all on
 disk, and the rerun writes it without a call.
 """
@@ -33,7 +36,7 @@ from vera.app._resume import program
 from vera.app._run import execute_run, new_run_dir
 from vera.engine import SweepResult
 from vera.errors import ConfigError, Interrupted, UserError
-from vera.inputs import RunConfig, use_strings
+from vera.inputs import RunConfig, tr, use_strings
 from vera.records import BEST_PRACTICE, HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, OVERALL, ModelSpec, RunManifest
 from vera.report import (
     GATE_FILE,
@@ -65,16 +68,21 @@ class GateOptions:
     wave: int = 20
     seed: int = 0
     max_conversations: int | None = None
-    exact: bool = False  # the betting sequence (exact, wider) instead of the asymptotic one
-    # "sequence" (a confidence sequence: asymptotic, or betting with `exact`) or "spending"
-    # (the group-sequential α-spending boundary, with the `spending` function).
-    boundary: str = "sequence"
-    spending: str | None = None  # None: DEFAULT_SPENDING under --boundary spending
+    exact: bool = False  # the betting confidence sequence (exact, wider); a "sequence" boundary
+    # "spending" (the group-sequential α-spending boundary, with the `spending` function) or
+    # "sequence" (a confidence sequence: asymptotic, or betting with `exact`). None: not
+    # given, so a new gate spends and a resumed one keeps the boundary it was started with
+    # (a gate started when the sequence was the default resumes by the command typed then).
+    boundary: str | None = None
+    spending: str | None = None  # None: DEFAULT_SPENDING, or a resumed gate's own
     max_cost: float | None = None
     max_concurrency: int | None = None
     out: str | None = None
     progress: bool = True
     notes: list[str] = field(default_factory=list)
+    # Told, before the first wave, a line the user should read then (a resumed gate going
+    # on with a boundary it was not given), in the words of the run's locale pack.
+    notify: Callable[[str], None] | None = None
 
 
 @dataclass
@@ -134,7 +142,7 @@ def unit_counts(frame: pl.DataFrame, labels: list[str] | None = None) -> _Units:
 def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None = None) -> GateOutcome:
     """Run (or resume) the gate; `run` runs one wave (default: the run engine, then the
     card is scored only after the last wave)."""
-    method = _method(opts)  # a bad --boundary/--spending is refused before anything is read
+    asked = _asked(opts)  # a bad --boundary/--exact/--spending is refused before anything is read
     base = read_run(opts.baseline)
     bots = sorted(base.ratings.get_column("chatbot").unique().to_list())
     if not bots:
@@ -158,6 +166,10 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
     run_dir = out or new_run_dir(
         RunConfig.from_snapshot(manifest.config, manifest.base_dir), f"gate-{manifest.run_id}"
     )
+    method, spending, kept = _boundary(asked, run_dir)
+    if kept and opts.notify is not None:
+        with use_strings(run_strings(manifest)):
+            opts.notify(_kept_words(method, spending))
     rng = np.random.default_rng(opts.seed)
     fresh = GateSettings(
         baseline_run_id=manifest.run_id,
@@ -170,12 +182,12 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
         order_seed=opts.seed,
         max_conversations=opts.max_conversations,
         method=method,
-        spending=check_spending(opts.boundary, opts.spending),
+        spending=spending,
         order=[baseline.keys[i] for i in rng.permutation(len(baseline.keys))],
     )
     settings = _settings(run_dir, fresh)
     looks = read_sequence(run_dir)
-    command = _command(opts, run_dir)
+    command = _command(opts, run_dir, method, spending)
     population = len(settings.order)
     cap = min(population, settings.max_conversations or population)
     per_unit = base.ratings.group_by("persona", "user_agent", "replicate").agg(
@@ -216,7 +228,7 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
                 # A confidence sequence needs only this look; the spending boundary needs every
                 # look so far (the units each had, as recorded), for the α they spent.
                 history = [look.units for look in looks if 0 < look.units < len(judged)]
-                spending = settings.method == "spending"
+                spends = settings.method == "spending"
                 seq = gate_sequence(
                     baseline.counts,
                     counts.counts[[at[k] for k in judged]],
@@ -224,7 +236,7 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
                     persona=persona,
                     labels=baseline.labels,
                     max_ratings=max_ratings,
-                    looks=[*sorted(set(history)), len(judged)] if spending else [len(judged)],
+                    looks=[*sorted(set(history)), len(judged)] if spends else [len(judged)],
                     margin=settings.margin,
                     alpha=settings.alpha,
                     method=settings.method if settings.method in ("betting", "spending") else "asymptotic",  # type: ignore[arg-type]
@@ -341,17 +353,16 @@ def _settings(run_dir: Path, fresh: GateSettings) -> GateSettings:
     (the order included), refused when they differ from what was given now. A new
     gate's are written once its first wave is on disk (`write_settings`): before that
     the folder must look like a run's, new or resumable, to the run engine."""
-    path = run_dir / GATE_FILE
-    if not path.is_file():
+    old = _recorded(run_dir)
+    if old is None:
         return fresh
-    try:
-        old = msgspec.json.decode(path.read_bytes(), type=GateRecord).settings
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise UserError(f"{path}: not a gate's settings ({exc})") from None
+    # Another boundary says all: its spending function ("not given, now hsd:-4" for a
+    # --spending nobody typed) would only confuse.
+    other = old.method != fresh.method
     diffs = [
         f"{option} was {_given(getattr(old, name))}, now {_given(getattr(fresh, name))}"
         for name, option in _OPTIONS.items()
-        if getattr(old, name) != getattr(fresh, name)
+        if getattr(old, name) != getattr(fresh, name) and not (other and name == "spending")
     ]
     if diffs:
         raise UserError(
@@ -375,7 +386,7 @@ _OPTIONS = {
 }
 # The boundaries as the options that choose them.
 _METHODS = {
-    "asymptotic": "the asymptotic sequence (the default)",
+    "asymptotic": "the asymptotic sequence (--boundary sequence)",
     "betting": "the betting sequence (--exact)",
     "spending": "α-spending (--boundary spending)",
 }
@@ -388,6 +399,17 @@ def _given(value: object) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return _METHODS.get(value, value) if isinstance(value, str) else str(value)
+
+
+def _recorded(run_dir: Path) -> GateSettings | None:
+    """The settings a gate in `run_dir` was started with (None: no gate there yet)."""
+    path = run_dir / GATE_FILE
+    if not path.is_file():
+        return None
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=GateRecord).settings
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise UserError(f"{path}: not a gate's settings ({exc})") from None
 
 
 def write_settings(run_dir: Path, record: GateRecord) -> None:
@@ -410,23 +432,74 @@ def append_look(run_dir: Path, look: GateLook) -> None:
         os.fsync(f.fileno())
 
 
-def _method(opts: GateOptions) -> str:
-    """The boundary's name in the gate's settings: asymptotic, betting or spending."""
-    if opts.boundary == "spending" and opts.exact:
+def _asked(opts: GateOptions) -> tuple[str, str | None] | None:
+    """The boundary the options ask for, as its name in the gate's settings (asymptotic,
+    betting or spending) and its spending function; None when they name none (no
+    --boundary, --exact or --spending). `--exact` is the betting sequence, so it needs no
+    `--boundary sequence`; `--spending` alone is the spending boundary. What does not go
+    together is refused here, before anything is read."""
+    if opts.exact and opts.boundary == "spending":
         raise UserError("--exact is the betting confidence sequence; it does not go with --boundary spending")
-    check_spending(opts.boundary, opts.spending)
-    if opts.boundary == "spending":
-        return "spending"
-    return "betting" if opts.exact else "asymptotic"
+    if opts.exact and opts.spending is not None:
+        raise ConfigError(
+            "--spending applies only with --boundary spending (--exact is the betting confidence "
+            "sequence, which spends no α)"
+        )
+    boundary = opts.boundary or (
+        "sequence" if opts.exact else "spending" if opts.spending is not None else None
+    )
+    if boundary is None:
+        return None
+    spending = check_spending(boundary, opts.spending)
+    if boundary == "spending":
+        return "spending", spending
+    return ("betting" if opts.exact else "asymptotic"), None
+
+
+def _boundary(asked: tuple[str, str | None] | None, run_dir: Path) -> tuple[str, str | None, bool]:
+    """The boundary the gate runs with, its spending function, and whether it is a
+    resumed gate's own that the user did not name and is not the default (to say so).
+    Asked for, it is that one (a resumed gate started with another is refused by
+    `_settings`, as any changed setting). Not asked for, a new gate spends by
+    DEFAULT_SPENDING, and a resumed one goes on with the boundary it was started with:
+    one started when the confidence sequence was the default resumes by the very command
+    typed then, instead of being refused or, worse, switching boundary half way (its
+    earlier looks were read at the sequence's level, not spent by a function)."""
+    if asked is not None:
+        return asked[0], asked[1], False
+    old = _recorded(run_dir)
+    if old is None:
+        return "spending", DEFAULT_SPENDING, False
+    if old.method == "spending" and old.spending in (None, DEFAULT_SPENDING):
+        return "spending", DEFAULT_SPENDING, False
+    return old.method, old.spending, True
+
+
+def _kept_words(method: str, spending: str | None) -> str:
+    """The line that says a resumed gate goes on with the boundary it was started with."""
+    words = tr(f"card.seq_method_{method}")
+    if method == "spending" and spending:
+        words += tr("card.seq_spending_function", spending=spending)
+    return tr("cli.gate_boundary_kept", boundary=words, option=" ".join(boundary_words(method, spending)))
+
+
+def boundary_words(method: str, spending: str | None) -> list[str]:
+    """The options that choose a boundary, as the user types them: none for the default
+    (α-spending by DEFAULT_SPENDING)."""
+    if method == "betting":
+        return ["--exact"]
+    if method == "asymptotic":
+        return ["--boundary", "sequence"]
+    return [] if spending in (None, DEFAULT_SPENDING) else ["--spending", str(spending)]
 
 
 def check_spending(boundary: str, spending: str | None) -> str | None:
     """The spending function `--boundary` and `--spending` ask for (None: the boundary
     is the confidence sequence, which spends nothing). A UserError naming `--spending`
-    when it is not a spending function, or is given without `--boundary spending`
-    (it would be ignored, and the user would think the gate spends by it); `vera gate`
-    and `vera plan`, which sizes that gate, refuse alike. On a resumed gate the same:
-    it is checked before the gate's settings are read."""
+    when it is not a spending function, or is given with `--boundary sequence` (it
+    would be ignored, and the user would think the gate spends by it); `vera gate` and
+    `vera plan`, which sizes that gate, refuse alike. On a resumed gate the same: it is
+    checked before the gate's settings are read."""
     if boundary != "spending":
         if spending is not None:
             raise ConfigError(
@@ -449,7 +522,10 @@ def _max_ratings(judges: list[ModelSpec], instances: int, conversations: int, ro
     return np.array([float(bound)] * (rows - 1) + [float(bound * (rows - 1))])
 
 
-def _command(opts: GateOptions, run_dir: Path) -> str:
+def _command(opts: GateOptions, run_dir: Path, method: str, spending: str | None) -> str:
+    """The command that continues the gate: the options it was given, and its boundary
+    named whenever it is not the default (so the line means the same gate even if the
+    default changes again)."""
     import shlex
 
     parts = [program(), "gate", shlex.quote(opts.baseline), "--candidate", shlex.quote(opts.candidate)]
@@ -457,10 +533,7 @@ def _command(opts: GateOptions, run_dir: Path) -> str:
     parts += ["--seed", str(opts.seed)]
     if opts.max_conversations is not None:
         parts += ["--max-conversations", str(opts.max_conversations)]
-    if opts.exact:
-        parts.append("--exact")
-    if opts.boundary == "spending":
-        parts += ["--boundary", "spending", "--spending", opts.spending or DEFAULT_SPENDING]
+    parts += [shlex.quote(word) for word in boundary_words(method, spending)]
     if opts.max_cost is not None:
         parts += ["--max-cost", f"{opts.max_cost:g}"]
     return " ".join([*parts, "--out", shlex.quote(str(run_dir))])

@@ -71,7 +71,7 @@ class PlanOptions:
     # paired differences with the pilot's show how alike paired conversations are.
     pilot_candidate: str | None = None
     # The boundary the gate will run with (`vera gate --boundary`, `--spending`).
-    boundary: str = "sequence"
+    boundary: str = "spending"
     spending: str | None = None  # None: DEFAULT_SPENDING under --boundary spending
 
 
@@ -413,8 +413,8 @@ def _note_little_saving(
     gate: list[GateSize], units: int, within_sd: float, margin: float, rho: float, notes: list[str]
 ) -> None:
     """Say so when the simulated gate is expected to run past half the units even where
-    the truth is two margins away: the design is then too small for the sequence to save
-    much, and no valid sequence could do much better (docs/statistics.md, "Why 300 units
+    the truth is two margins away: the design is then too small for the gate to save
+    much, and no valid procedure could do much better (docs/statistics.md, "Why 300 units
     at margin 5 cannot stop at half"). The gate saved half in the benchmark only where a
     fixed test on half the units settles about 98 % of the time, hence the size named."""
     far = [g for g in gate if abs(g.difference) > 0 and g.reached == g.difference]
@@ -424,8 +424,8 @@ def _note_little_saving(
     enough = 2 * units_for_power(within_sd, margin, 0.98, LEVEL, rho)
     notes.append(
         f"the gate is expected to use {share:.0%} of the {units:,} units even when the truth is "
-        f"two margins away: this design is too small for a sequence to save half; "
-        f"about {enough:,} units would let it stop near half way"
+        f"two margins away: this design is too small for the gate to save half; "
+        f"about {enough:,} units would let it stop before half way"
     )
 
 

@@ -147,31 +147,33 @@ def wave_option(help: str) -> Callable[[F], F]:
 
 
 BOUNDARY_HELP = (
-    "sequence: a confidence sequence, valid at any looks; spending: a group-sequential "
-    "α-spending boundary for the gate's own waves, which stops sooner (see docs/statistics.md)."
+    "spending (the default): a group-sequential α-spending boundary, valid at the gate's own "
+    "waves and sooner to stop; sequence: a confidence sequence, valid however often and "
+    "whenever it is read (see docs/statistics.md)."
 )
 SPENDING_HELP = (
-    "The spending function of --boundary spending: obf (Lan–DeMets O'Brien–Fleming), "
+    "The spending function of the spending boundary: obf (Lan–DeMets O'Brien–Fleming), "
     f"pocock (Lan–DeMets Pocock) or hsd:GAMMA (Hwang–Shih–DeCani); default {DEFAULT_SPENDING}."
 )
 
 
-def boundary_options() -> Callable[[F], F]:
-    """`--boundary sequence|spending` and `--spending FUNCTION`: the sequential gate's
+def boundary_options(resumed: str = "") -> Callable[[F], F]:
+    """`--boundary spending|sequence` and `--spending FUNCTION`: the sequential gate's
     boundary, declared once so `vera gate` and `vera plan` (which sizes that gate) offer
-    the same choices in the same words. The spending function is checked where it is
-    used (`vera.app._gate.check_spending`), so a bad one, or one without --boundary
-    spending, is one line from either command."""
+    the same choices in the same words (`resumed`: what a command adds of a resumed
+    gate). The spending function is checked where it is used
+    (`vera.app._gate.check_spending`), so a bad one, or one with --boundary sequence, is
+    one line from either command."""
 
     def apply(f: F) -> F:
-        # No default here: given without --boundary spending it is refused, not ignored.
+        # No defaults in click: a --spending given with --boundary sequence is refused, not
+        # ignored, and a resumed gate tells a --boundary not given (it keeps the boundary it
+        # was started with) from one given (checked against it); the commands resolve them.
         f = click.option("--spending", metavar="FUNCTION", help=SPENDING_HELP)(f)
         return click.option(
             "--boundary",
-            type=click.Choice(["sequence", "spending"]),
-            default="sequence",
-            show_default=True,
-            help=BOUNDARY_HELP,
+            type=click.Choice(["spending", "sequence"]),
+            help=BOUNDARY_HELP + (f" {resumed}" if resumed else ""),
         )(f)
 
     return apply

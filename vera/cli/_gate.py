@@ -37,10 +37,10 @@ from vera.report import card_strings, stopped_words, verdict_words
 @click.option(
     "--exact",
     is_flag=True,
-    help="Use the exact betting confidence sequence (valid for any sample size, wider) "
-    "instead of the asymptotic one (see docs/statistics.md).",
+    help="Use the exact betting confidence sequence instead of the default boundary: valid for any "
+    "sample size and at any looks, wider (no --boundary needed; see docs/statistics.md).",
 )
-@boundary_options()
+@boundary_options("A resumed gate keeps the boundary it was started with unless told otherwise.")
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Conversations at once.")
 @click.option(
     "--out", type=click.Path(file_okay=False), help="The candidate's run directory (rerun to resume)."
@@ -72,6 +72,8 @@ def gate(baseline_run: str, candidate: str, quiet: bool, **options: Any) -> None
         max_concurrency=options["max_concurrency"],
         out=options["out"],
         progress=not quiet,
+        # Before the first wave, where the user can still stop the gate and name another.
+        notify=None if quiet else click.echo,
     )
     outcome = run_gate(opts)
     card = outcome.run.card if outcome.run is not None else None

@@ -11,6 +11,7 @@ import msgspec
 from vera.app import Cost, PlanOptions, PlanRecord, plan_comparison
 from vera.cli._door import Number, alpha_option, boundary_options, margin_option, seed_option, wave_option
 from vera.ranges import LEVEL, POSITIVE_POINTS
+from vera.stats import DEFAULT_SPENDING
 from vera.store import atomic_write, check_output
 
 
@@ -79,6 +80,8 @@ def plan(json_path: str | None, **options: Any) -> None:
     profiles' prices, live and in batch. Not `vera ratings plan` (human ratings)."""
     runs = [r for r in (options["pilot"], options["pilot_candidate"]) if r is not None]
     check_output(json_path, "--json", runs=runs)
+    # The gate's default boundary (a plan resumes nothing: no recorded one to keep).
+    options["boundary"] = options["boundary"] or "spending"
     record = plan_comparison(PlanOptions(**options)).record()
     if json_path is not None:
         text = msgspec.json.format(msgspec.json.encode(record)) + b"\n"
@@ -115,8 +118,10 @@ def _print(p: PlanRecord) -> None:
         )
         click.echo(line + _money(d.cost))
     if p.gate is not None:
-        # The default boundary's line is as it always was; another names itself.
-        bound = "" if p.gate.boundary == "sequence" else f" --boundary spending --spending {p.gate.spending}"
+        # The default gate's line names no boundary; another names itself as typed.
+        bound = " --boundary sequence" if p.gate.boundary == "sequence" else ""
+        if p.gate.spending not in (None, DEFAULT_SPENDING):
+            bound = f" --spending {p.gate.spending}"
         spread = (
             f", simulated with the assumed spread ({p.gate.within_sd:.1f} points)"
             if p.gate.within_sd_source == "default"

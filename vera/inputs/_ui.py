@@ -1172,6 +1172,8 @@ BASE: dict[str, str] = {
     "cli.gate_row": "  {dimension}: {interval} {verdict}",
     "cli.gate_no_interval": "no interval yet",
     "cli.gate_interrupted": "interrupted; to continue: {command}",
+    # A gate resumed without --boundary goes on with its own, when that is not the default.
+    "cli.gate_boundary_kept": "note: the gate goes on with the boundary it was started with: {boundary} ({option})",
     "cli.gate_verdict": "gate: {verdict} at margin {margin}{why} (exit code {code})",
     # What `vera compare BASELINE CANDIDATE --gate` prints (vera.report.compare._gate_text).
     "cli.fixed_gate_intro": (
