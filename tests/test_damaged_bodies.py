@@ -156,16 +156,28 @@ def test_a_line_removed_or_added_loses_only_its_own_body(run, tmp_path) -> None:
     whole, _ = _export(run, tmp_path / "whole.jsonl")
     path = run / "calls.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
-    # A hand edit: line 10 removed, and a copy of a later line put before line 40 (its
-    # body is the later line's: the copy gets none, the later line keeps its own).
+    # A hand edit: line 10 removed, and a copy of a later line put before the line
+    # before it (its body is the later line's: the copy gets none, the later line keeps
+    # its own). The copy lands where the line before it was: where that line's body
+    # says its call was. A body is its call's there if the length and the job match, so
+    # the copy is taken where those differ (a line's length moves with its latency's
+    # digits from one run to the next; a copy of a same-length line of the same job, at
+    # that line's place, would be paired with that line's body: a hand edit pairing
+    # cannot see through).
     del lines[10]
     del whole[10]
-    lines.insert(40, lines[41])
+    at = next(
+        i
+        for i in range(40, len(lines) - 1)
+        if len(lines[i]) != len(lines[i + 1])
+        or json.loads(lines[i])["job_id"] != json.loads(lines[i + 1])["job_id"]
+    )
+    lines.insert(at, lines[at + 1])
     path.write_bytes(b"".join(lines))
     calls, _ = _export(run, tmp_path / "edited.jsonl")
     assert len(calls) == len(whole) + 1
-    copy = calls.pop(40)
-    assert copy["request"] is None and copy["call"] == whole[41]["call"]
+    copy = calls.pop(at)
+    assert copy["request"] is None and copy["call"] == whole[at + 1]["call"]
     assert calls == whole  # every other call with its own body
 
 
