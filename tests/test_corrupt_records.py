@@ -171,14 +171,25 @@ def test_the_viewer_names_a_damaged_call_line_on_the_conversation_page(run) -> N
     assert corrupt_html(path, []) == ""
 
 
-def test_a_damaged_call_line_is_named_by_the_viewer_as_calls_jsonl_not_the_bodies(run, tmp_path) -> None:
-    # A garbage line among the calls: the bodies after it point at lines that no longer
-    # decode. The bundle's refusal names calls.jsonl and the line, not call_bodies.vlog
-    # (which is whole: restoring it would not help).
-    number = corrupt(run / "calls.jsonl", after=3)
-    line = refused(invoke(["view", str(run), "--bundle", str(tmp_path / "bundle")]))
-    assert line.startswith(f"error: {run / 'calls.jsonl'}:{number}: not a record ("), line
-    assert "call_bodies" not in line
+def test_a_garbage_call_line_costs_the_viewer_no_body(run, tmp_path) -> None:
+    # A garbage line among the calls moves every later line from the place its body
+    # names. The viewer pairs the bodies with the lines as the export does (it used to
+    # read each body's call from that place, and refused the bundle): every page shows
+    # the bodies it showed before, and nothing blames call_bodies.vlog (which is whole).
+    def pages(bundle: Path) -> dict[str, str]:
+        result = invoke(["view", str(run), "--bundle", str(bundle)])
+        assert result.exit_code == 0, result.output
+        assert "call_bodies" not in result.stderr
+        return {p.name: p.read_text() for p in (bundle / "runs" / "0" / "conversations").glob("*.html")}
+
+    before = pages(tmp_path / "before")
+    corrupt(run / "calls.jsonl", after=3)
+    after = pages(tmp_path / "after")
+    assert after.keys() == before.keys() and after
+    for name, page in after.items():
+        assert "call_bodies" not in page and 'id="calls-no-body"' not in page
+        section = before[name].split('<section id="call-bodies"', 1)[1].split("</section>", 1)[0]
+        assert section in page, name
 
 
 def test_a_line_added_to_the_call_log_hides_no_other_calls_body(run, tmp_path) -> None:

@@ -171,7 +171,7 @@ def test_a_shard_without_bodies_merges_and_its_calls_have_none(tmp_path):
     bundle = tmp_path / "bundle"
     result = CliRunner().invoke(main, ["view", str(out), "--bundle", str(bundle)])
     assert result.exit_code == 0, result.output
-    note = "No request or response was kept for call(s)"
+    note = "No request or response is shown for call(s)"
     for convs, said in ((bare, True), (kept, False)):
         ids = {json.loads(x)["id"] for x in (convs / "conversations.jsonl").read_text().splitlines()}
         assert ids

@@ -1019,8 +1019,10 @@ BASE: dict[str, str] = {
         "output. The judge's calls are in the walk above, beside the question each answers."
     ),
     "page.calls_no_body": (
-        "No request or response was kept for call(s) {calls}: this run was merged from a shard "
-        "run with --no-call-bodies or by a vera from before call bodies."
+        "No request or response is shown for call(s) {calls}: this run was merged from a shard "
+        "run with --no-call-bodies or by a vera from before call bodies, or calls.jsonl was "
+        "changed after the run wrote it (a line added or removed before the call's, or the "
+        "call's own line edited: no kept body matches it)."
     ),
     "page.calls_body_damaged": (
         "No request or response can be shown for call(s) {calls}: {damage}; restore the file "

@@ -5,6 +5,7 @@ output a user names off a run's records and a command's own inputs (`check_outpu
 """
 
 from vera.store._bodies import BODIES, BodyReader, count_bodies, has_bodies
+from vera.store._bodylog import Gap
 from vera.store._events import EventLog, Fanout
 from vera.store._guard import CALLS_EXPORT, OverwriteRefused, check_output, record_kind
 from vera.store._humans import (
@@ -28,6 +29,7 @@ from vera.store._index import (
     RunRecords,
     StaleIndexError,
     calls_with_bodies,
+    conversation_calls_with_bodies,
     manifest_notes,
     open_run,
     placed_calls_with_bodies,
@@ -47,6 +49,7 @@ __all__ = [
     "ConversationHead",
     "EventLog",
     "Fanout",
+    "Gap",
     "JudgementHead",
     "OverwriteRefused",
     "RunRecords",
@@ -59,6 +62,7 @@ __all__ = [
     "check_human_dimensions",
     "check_output",
     "check_transcripts",
+    "conversation_calls_with_bodies",
     "count_bodies",
     "has_bodies",
     "latest_human_ratings",

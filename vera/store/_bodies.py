@@ -50,6 +50,7 @@ import heapq
 import os
 import sqlite3
 import struct
+import sys
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -557,11 +558,17 @@ class _SqliteReader:
     def _damaged(self, exc: BaseException) -> StorageError:
         return StorageError(f"{self.path}: cannot read the call bodies: {exc}; {BODY_HINT}")
 
-    def rows(self) -> Iterator[Row | Gap]:
-        """Every body as stored, in the order of calls.jsonl, for pairing with its lines
-        (`placed_calls_with_bodies`). A file SQLite cannot read is refused whole (the
-        reader past it, with --skip-corrupt, reads no further)."""
-        for row in self._stored("", ()):
+    def rows(self, conversation: str | None = None) -> Iterator[Row | Gap]:
+        """Every body as stored (of `conversation`; None: all), in the order of
+        calls.jsonl, for pairing with its lines (`placed_calls_with_bodies`). A file
+        SQLite cannot read is refused whole (the reader past it, with --skip-corrupt,
+        reads no further)."""
+        stored = (
+            self._stored("", ())
+            if conversation is None
+            else self._stored("conversation = ? AND", (conversation,), conversation)
+        )
+        for row in stored:
             try:
                 reply = self._row.decode(row[4]).reply
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -726,13 +733,14 @@ class BodyReader:
             return f"record{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers))}"
         return "cannot be read" if r.damaged else None
 
-    def rows(self, *, skip: bool = False) -> Iterator[Row | Gap]:
-        """Every body as stored, in the order of calls.jsonl (the offset its call's line
-        had when written): what `placed_calls_with_bodies` pairs with the lines, checking
-        each pair. `skip`: a damaged record of format 2 is a `Gap` in its place."""
+    def rows(self, *, skip: bool = False, conversation: str | None = None) -> Iterator[Row | Gap]:
+        """Every body as stored (of `conversation`; None: all), in the order of
+        calls.jsonl (the offset its call's line had when written): what
+        `placed_calls_with_bodies` pairs with the lines, checking each pair. `skip`: a
+        damaged record of format 2 is a `Gap` in its place."""
         if isinstance(self._reader, LogReader):
-            return self._reader.rows(skip=skip)
-        return self._reader.rows()
+            return self._reader.rows(skip=skip, conversation=conversation)
+        return self._reader.rows(conversation)
 
 
 # The format a new run's bodies are written in (a run resumed keeps the one it has).
@@ -755,7 +763,22 @@ def repair_bodies(root: Path, *, calls_size: int) -> None:
     if (root / LOG).exists():
         CallBodies(root / BODIES, calls_size=calls_size).close()
     if (root / VLOG).exists() and needs_repair(root / VLOG, calls_size):
-        BodyLog(root / VLOG, calls_size=calls_size).close()
+        log = BodyLog(root / VLOG, calls_size=calls_size)
+        log.close()
+        if log.stepped_over:
+            # Said once, by the writer that finds it (its index then names the damage):
+            # the run goes on, and the user learns which calls lost their bodies where.
+            numbers = ", ".join(map(str, log.stepped_over))
+            many = len(log.stepped_over) > 1
+            print(
+                f"warning: {log.path}: record{'s' if many else ''} {numbers} "
+                f"{'are' if many else 'is'} damaged; the run goes on after "
+                f"{'them' if many else 'it'} (the calls whose request and response "
+                f"{'they' if many else 'it'} cost keep their lines without them: "
+                f"`vera export --calls {root} --skip-corrupt` names them)",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def bodies_path(run_dir: Path) -> Path:

@@ -33,7 +33,12 @@ Durable before reported, as format 1: the turn's record is written before the tu
 `calls.jsonl` lines and fsync'd with them (`RunStore`). A kill leaves no index: readers
 then rebuild it by reading the records, and stop at a torn last record (cut short, or
 its CRC wrong), which no line of calls.jsonl names; the next writer cuts it off and
-appends after the last whole record.
+appends after the last whole record. A bad record with a whole one after it (a known
+kind with a length it can have, within the file, the CRC right, a turn's first text id
+continuing the numbering) is damage in the middle, not a tear: it is kept in the index as a damaged
+turn (the texts it held are those up to the next turn's first id) and reading goes on
+after it, so it costs its own bodies and those needing a text only it held; a writer
+resuming the run leaves its bytes as they are and appends after the last whole record.
 """
 
 from __future__ import annotations
@@ -61,7 +66,6 @@ _ROLE_CODE = {role: i for i, role in enumerate(_ROLES)}
 
 _HEAD = struct.Struct("<BII")
 _TURN, _CUT, _INDEX = 1, 2, 3
-_KINDS = (_TURN, _CUT, _INDEX)
 _TURN_HEAD = struct.Struct("<II")  # first text id, texts in the turn
 _TRAILER = struct.Struct("<Q8s")  # where the index record begins, and a mark
 _TRAILER_MARK = b"VBINDEX\n"
@@ -151,11 +155,27 @@ class _Index(msgspec.Struct, array_like=True):
     cuts: list[tuple[int, int]]  # (turns before the cut, calls.jsonl size)
     next_id: int
     calls_end: int  # where the last call line named ends in calls.jsonl
+    # Turns (numbers) whose record a rebuild of the index found damaged in the middle of
+    # the file: their rows' conversations are unknown, so a conversation's reader tries
+    # them too (and finds them damaged). Last, with a default: an index written before
+    # it decodes as having none.
+    damaged: list[int] = msgspec.field(default_factory=list)
 
 
 _index_decoder = msgspec.msgpack.Decoder(_Index)
 # What reading a damaged or vanished file raises: said as one StorageError.
 _READ_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, zstandard.ZstdError, OSError, struct.error)
+
+
+def _plausible(kind: int, length: int) -> bool:
+    """Whether a header's kind and length can be a record's: a cut holds one size, a
+    turn at least its first id and count, an index something (an empty payload's CRC is
+    0, so nine bytes of a known kind and zeros would pass the CRC)."""
+    if kind == _TURN:
+        return length > _TURN_HEAD.size
+    if kind == _CUT:
+        return length == 8
+    return kind == _INDEX and length > 0
 
 
 def _scan(data: bytes | memoryview, pos: int) -> Iterator[tuple[int, int, memoryview]]:
@@ -165,7 +185,7 @@ def _scan(data: bytes | memoryview, pos: int) -> Iterator[tuple[int, int, memory
     while pos + _HEAD.size <= size:
         kind, length, crc = _HEAD.unpack_from(view, pos)
         end = pos + _HEAD.size + length
-        if kind not in _KINDS or end > size:
+        if not _plausible(kind, length) or end > size:
             return
         payload = view[pos + _HEAD.size : end]
         if zlib.crc32(payload) != crc:
@@ -174,17 +194,25 @@ def _scan(data: bytes | memoryview, pos: int) -> Iterator[tuple[int, int, memory
         pos = end
 
 
-def _whole_record_after(data: bytes, start: int) -> int | None:
-    """The position of the first whole record (known kind, length within `data`, CRC
-    right) at or after `start`, or None. A torn tail has none after it; random bytes
-    pass the CRC once in 4 billion tries."""
+def _resync(data: bytes | memoryview, start: int, next_id: int) -> int | None:
+    """Where the first whole record at or after `start` begins, or None (a torn tail:
+    nothing whole after it). Whole: a known kind, a length it can have (`_plausible`)
+    within `data`, the CRC right, and for a turn a first text id that continues the
+    numbering (at or past `next_id`, the ids the damaged records held being unknown).
+    Bytes inside a payload pass all of that about once in 4 billion tries."""
     view = memoryview(data)
     size = len(view)
     for pos in range(max(start, 0), size - _HEAD.size + 1):
         kind, length, crc = _HEAD.unpack_from(view, pos)
         end = pos + _HEAD.size + length
-        if kind in _KINDS and end <= size and zlib.crc32(view[pos + _HEAD.size : end]) == crc:
-            return pos
+        if not _plausible(kind, length) or end > size:
+            continue
+        payload = view[pos + _HEAD.size : end]
+        if zlib.crc32(payload) != crc:
+            continue
+        if kind == _TURN and _TURN_HEAD.unpack_from(payload)[0] < next_id:
+            continue
+        return pos
     return None
 
 
@@ -204,6 +232,9 @@ class _Builder:
     def __init__(self) -> None:
         self.index = _Index([], [], {}, [], 1, 0)
         self.end = len(MAGIC)  # where the last whole record ends
+        # A damaged record was skipped and no row has been read since: the first rows
+        # after it bound what came before (`damage`).
+        self._after_damage = False
 
     def turn(self, pos: int, first: int, n_texts: int, calls: list[Any]) -> None:
         ix = self.index
@@ -212,6 +243,15 @@ class _Builder:
         ix.first_ids.append(first)
         ix.next_id = max(ix.next_id, first + n_texts)
         if calls:
+            if self._after_damage:
+                # The damaged record may have been a cut (its size lost with it). Lines
+                # are written in order, so no call made before this turn has its line at
+                # or past this turn's first: a row there is one the lost cut cut (no-op
+                # when the record was a turn).
+                self._after_damage = False
+                size = min(row[0] for row in calls)
+                ix.cuts.append((number, size))
+                ix.calls_end = min(ix.calls_end, size)
             last = calls[-1]
             ix.calls_end = max(ix.calls_end, last[0] + last[1] + 1)
         convs = ix.conversations
@@ -223,22 +263,42 @@ class _Builder:
             elif turns[-1] != number:
                 turns.append(number)
 
+    def damage(self, pos: int) -> None:
+        """A damaged record at file position `pos`, with whole records after it: kept
+        in its place as a turn whose first text id is the next one (its texts, if it
+        held any, are those up to the next turn's first id; a reader finds them damaged)."""
+        ix = self.index
+        ix.damaged.append(len(ix.turns))
+        ix.turns.append(pos)
+        ix.first_ids.append(ix.next_id)
+        self._after_damage = True
+
     def read(self, data: bytes, start: int) -> int:
-        """Index the whole records of `data` (the file from `start`); where they end."""
-        end = start
-        for kind, pos, payload in _scan(data, 0):
-            if kind == _TURN:
-                first, texts, calls = _turn(payload)
-                self.turn(start + pos, first, len(texts), calls)
-            elif kind == _CUT:
-                (size,) = struct.unpack("<Q", payload)
-                self.index.cuts.append((len(self.index.turns), size))
-                self.index.calls_end = min(self.index.calls_end, size)
-            else:
-                break  # the closing index: what follows is its trailer
-            end = start + pos + _HEAD.size + len(payload)
-        self.end = end
-        return end
+        """Index the whole records of `data` (the file from `start`); where they end. A
+        bad record followed by a whole one is damage in the middle (`damage`), read past;
+        one with nothing whole after it is a torn tail (a write a kill cut short, or one
+        still being made), where the reading stops."""
+        end = pos = 0
+        while True:
+            for kind, at, payload in _scan(data, pos):
+                if kind == _TURN:
+                    first, texts, calls = _turn(payload)
+                    self.turn(start + at, first, len(texts), calls)
+                elif kind == _CUT:
+                    (size,) = struct.unpack("<Q", payload)
+                    self.index.cuts.append((len(self.index.turns), size))
+                    self.index.calls_end = min(self.index.calls_end, size)
+                else:
+                    self.end = start + end
+                    return self.end  # the closing index: what follows is its trailer
+                end = at + _HEAD.size + len(payload)
+            later = _resync(data, end + 1, self.index.next_id)
+            if later is None:
+                break
+            self.damage(start + end)
+            pos = later
+        self.end = start + end
+        return self.end
 
 
 def _read_index(f: Any, size: int) -> tuple[_Index, int] | None:
@@ -285,6 +345,8 @@ class BodyLog:
         self._convs: list[str] = []
         self._compressor = zstandard.ZstdCompressor(level=_ZSTD_LEVEL)
         self._broken: StorageError | None = None
+        # The damaged records a rebuild of a killed run's index stepped over (numbers).
+        self.stepped_over: list[int] = []
         self._fd = -1
         try:
             self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -315,20 +377,10 @@ class BodyLog:
             b.index, b.end = closed
         else:
             f.seek(len(MAGIC))
-            data = f.read()
-            b.read(data, len(MAGIC))
-            # What the scan stopped at is a torn tail (a write the kill cut short: cut
-            # it) unless a whole record lies beyond it: then a record in the middle is
-            # damaged, and cutting there would destroy every body after it.
-            later = _whole_record_after(data, b.end - len(MAGIC) + 1)
-            if later is not None:
-                raise StorageError(
-                    f"{self.path}: damaged at byte {b.end}, with whole records after it (byte "
-                    f"{later + len(MAGIC)}); resuming would cut them off, so nothing was changed. "
-                    "`vera export --calls RUN --skip-corrupt` reads the bodies it holds; to resume, "
-                    "keep a copy of the run folder and move the file aside (the calls made "
-                    "before then are exported without their bodies)"
-                )
+            # A damaged record in the middle is read past and kept as it is (readers
+            # skip it too); only a torn tail, after the last whole record, is cut.
+            b.read(f.read(), len(MAGIC))
+            self.stepped_over = list(b.index.damaged)
         os.ftruncate(self._fd, b.end)
         os.lseek(self._fd, 0, os.SEEK_END)
         if b.index.calls_end > calls_size:
@@ -544,7 +596,8 @@ class LogReader:
     def _load(self, number: int) -> tuple[int, list[bytes], list[list[Any]]]:
         found = self._turns.get(number)
         if found is None:
-            if number in self.damaged:
+            if number in self.damaged or number in self._index.damaged:
+                self.damaged.add(number)
                 raise DamagedRecord(self.path, number)
             self._f.seek(self._index.turns[number])
             head = self._f.read(_HEAD.size)
@@ -592,7 +645,13 @@ class LogReader:
         end = os.fstat(self._calls.fileno()).st_size
         self._refresh()
         ix = self._index
-        numbers = range(len(ix.turns)) if conversation is None else ix.conversations.get(conversation, [])
+        if conversation is None:
+            numbers: range | list[int] = range(len(ix.turns))
+        else:
+            # A damaged record's conversations are unknown: it is in every one's place.
+            numbers = ix.conversations.get(conversation, [])
+            if ix.damaged:
+                numbers = sorted({*numbers, *ix.damaged})
         for number in numbers:
             limit = self._limit(number)
             top = end if limit is None else min(end, limit)
@@ -624,11 +683,12 @@ class LogReader:
         except _READ_ERRORS as exc:
             raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None
 
-    def rows(self, *, skip: bool = False) -> Iterator[Row | Gap]:
-        """Every body as stored, in the order of calls.jsonl, for pairing with its lines
-        (`placed_calls_with_bodies`); `skip`: a damaged record is a `Gap`."""
+    def rows(self, *, skip: bool = False, conversation: str | None = None) -> Iterator[Row | Gap]:
+        """Every body as stored (of `conversation`; None: all), in the order of
+        calls.jsonl, for pairing with its lines (`placed_calls_with_bodies`); `skip`: a
+        damaged record is a `Gap`."""
         try:
-            for row in self._live(None, skip=skip):
+            for row in self._live(conversation, skip=skip):
                 if isinstance(row, Gap):
                     yield row
                     continue

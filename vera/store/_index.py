@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -62,6 +62,7 @@ __all__ = [
     "RunRecords",
     "StaleIndexError",
     "calls_with_bodies",
+    "conversation_calls_with_bodies",
     "open_run",
     "placed_calls_with_bodies",
     "read_manifest",
@@ -348,10 +349,43 @@ def placed_calls_with_bodies(run_dir: Path) -> Iterator[tuple[int, CallRecord, C
     skip = damage is not None and damage.bodies
     lost = 0
     where: dict[str, None] = {}
+    path = bodies_path(run_dir)
+    for ref, call, found in _paired(run_dir, None, (x for x in lines if x[0].offset < end), skip=skip):
+        if isinstance(found, Gap):
+            lost += 1
+            where[f"record {found.number}" if found.number is not None else "unreadable"] = None
+            yield ref.offset, call, _lost_reason(found)
+        else:
+            yield ref.offset, call, found
+    if lost and damage is not None:
+        damage.lost_bodies(LostBodies(path, lost, ", ".join(where)))
+
+
+def conversation_calls_with_bodies(
+    run_dir: Path, conversation_id: str, lines: Iterable[tuple[RecordRef, CallRecord]]
+) -> Iterator[tuple[CallRecord, CallBody | Gap | None]]:
+    """The viewer's: the calls of one conversation (its own and its judgements', the
+    `lines` of calls.jsonl its page shows, in file order) each with its body, paired
+    as `placed_calls_with_bodies` pairs them (a line added, removed or edited loses its
+    own body, never shows another's), and a damaged bodies' file gone past: a `Gap` in
+    place of each body it lost."""
+    for _, call, found in _paired(run_dir, conversation_id, iter(lines), skip=True):
+        yield call, found
+
+
+def _paired(
+    run_dir: Path,
+    conversation: str | None,
+    lines: Iterator[tuple[RecordRef, CallRecord]],
+    *,
+    skip: bool,
+) -> Iterator[tuple[RecordRef, CallRecord, CallBody | Gap | None]]:
+    """Each line with its body (None: none; a `Gap`, with `skip`: a damaged file lost
+    it), the bodies being those of `conversation` (None: all)."""
     with contextlib.ExitStack() as stack:
         try:
             reader = stack.enter_context(BodyReader(run_dir))
-            path, rows = reader.path, reader.rows(skip=skip)
+            path, rows = reader.path, reader.rows(skip=skip, conversation=conversation)
         except StorageError as exc:
             if not skip:
                 raise
@@ -359,33 +393,24 @@ def placed_calls_with_bodies(run_dir: Path) -> Iterator[tuple[int, CallRecord, C
             rows = iter([Gap(path, None, _problem(exc, path))])
         pairing = _Pairing(rows, path, skip=skip)
         ahead: deque[tuple[RecordRef, CallRecord]] = deque()
-        source = (x for x in lines if x[0].offset < end)
-        ahead.extend(itertools.islice(source, _CONFIRM + 1))
+        ahead.extend(itertools.islice(lines, _CONFIRM + 1))
         while ahead:
             ref, call = ahead.popleft()
-            ahead.extend(itertools.islice(source, _CONFIRM + 1 - len(ahead)))
+            ahead.extend(itertools.islice(lines, _CONFIRM + 1 - len(ahead)))
             found = pairing.body(ref, call, list(ahead))
-            gap: Gap | None = found if isinstance(found, Gap) else None
             if isinstance(found, Row):
                 try:
-                    yield ref.offset, call, found.build(call)
+                    yield ref, call, found.build(call)
                     continue
                 except DamagedRecord as exc:  # a text it needs is in a damaged record
                     if not skip:
                         raise
-                    gap = Gap(exc.path, exc.number, _problem(exc, exc.path))
+                    found = Gap(exc.path, exc.number, _problem(exc, exc.path))
                 except StorageError as exc:
                     if not skip:
                         raise
-                    gap = Gap(path, None, _problem(exc, path))
-            if gap is None:
-                yield ref.offset, call, None
-                continue
-            lost += 1
-            where[f"record {gap.number}" if gap.number is not None else "unreadable"] = None
-            yield ref.offset, call, _lost_reason(gap)
-    if lost and damage is not None:
-        damage.lost_bodies(LostBodies(path, lost, ", ".join(where)))
+                    found = Gap(path, None, _problem(exc, path))
+            yield ref, call, found
 
 
 def replayable_bodies(run_dir: Path, finished: Callable[[str], bool]) -> Iterator[CallBody]:

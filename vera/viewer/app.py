@@ -386,14 +386,15 @@ def page_calls(
     the bodies are left out, and the page says why (`left_out`)."""
     jobs = [Job(page.conversation.id, "")]
     jobs += [Job(j.id, judge_label(j.judge, j.instance)) for j in page.judgements]
-    calls, corrupt = index.calls_and_damage([j.id for j in jobs])
+    lines, corrupt = index.lines_and_damage([j.id for j in jobs])
+    calls = sorted((call for _, call in lines), key=lambda c: c.at)
     warning = corrupt_html(index.path, corrupt)
-    kept, damaged = bodies.conversation(page.conversation.id) if bodies is not None else (None, None)
+    kept, lost = bodies.conversation(page.conversation.id, lines) if bodies is not None else (None, {})
     if not calls:
         return warning + calls_html(jobs, calls), {}
     answered = {(j.id, a.question_id) for j in page.judgements for a in j.answers if not a.auto}
     why = left_out or no_bodies_reason(index.path.parent) or ""
-    found = bodies_html(jobs, kept, call_numbers(calls), why, answered, damaged)
+    found = bodies_html(jobs, kept, call_numbers(calls), why, answered, lost)
     linked = {(b.call.job_id, b.call.at) for b in kept} if kept is not None else ()
     return warning + calls_html(jobs, calls, linked=linked) + found.appendix, found.by_question
 

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
 import msgspec
 
-from vera.errors import StorageError
+from vera.files import RecordRef
 from vera.inputs import tr
 from vera.records import CallBody, CallRecord
 from vera.report import exported_call
-from vera.store import BodyReader, has_bodies
+from vera.store import Gap, conversation_calls_with_bodies, has_bodies
 
 CALLS_FILE = "calls.jsonl"
 # The encoder writes a CallRecord's fields in order: the job id comes first.
@@ -70,21 +70,31 @@ class CallIndex:
         """Every call of these jobs, in the order they were made, and the numbers of
         their lines in calls.jsonl that do not decode (named on the page, not skipped in
         silence)."""
+        lines, corrupt = self.lines_and_damage(job_ids)
+        return sorted((call for _, call in lines), key=lambda c: c.at), corrupt
+
+    def lines_and_damage(
+        self, job_ids: Sequence[str]
+    ) -> tuple[list[tuple[RecordRef, CallRecord]], list[int]]:
+        """Every call of these jobs with its line's place (offset, length without the
+        newline), in file order (what the bodies are paired by), and the numbers of
+        their lines that do not decode."""
         with self._lock:
             self._catch_up()
             places = sorted(p for job in job_ids for p in self._at.get(job, ()))
-        out: list[CallRecord] = []
+        out: list[tuple[RecordRef, CallRecord]] = []
         corrupt: list[int] = []
         if not places:
             return out, corrupt
         with self.path.open("rb") as f:
             for offset, number in places:
                 f.seek(offset)
+                line = f.readline().rstrip(b"\r\n")
                 try:
-                    out.append(_decode.decode(f.readline()))
+                    out.append((RecordRef(offset, len(line)), _decode.decode(line)))
                 except (msgspec.DecodeError, msgspec.ValidationError):
                     corrupt.append(number)
-        return sorted(out, key=lambda c: c.at), corrupt
+        return out, corrupt
 
 
 def corrupt_html(path: Path, numbers: Sequence[int]) -> str:
@@ -221,20 +231,41 @@ class BodyIndex:
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
 
-    def conversation(self, conversation_id: str) -> tuple[list[CallBody] | None, str | None]:
-        """The conversation's bodies, and what damage of the bodies' file hid some of
-        them (None: none): a damaged record costs the page the calls it held, not the
-        page (the calls without a body are named, and why)."""
+    def conversation(
+        self, conversation_id: str, lines: Sequence[tuple[RecordRef, CallRecord]]
+    ) -> tuple[list[CallBody] | None, dict[tuple[str, float], Gap]]:
+        """The bodies of the conversation's calls (`lines`: its calls' lines in
+        calls.jsonl, in file order), each paired with its line as `vera export --calls`
+        pairs them (a line added, removed or edited loses its own body, never shows
+        another call's), and the calls whose body a damaged bodies' file lost, by (job
+        id, time): a damaged record costs the page the calls it held, not the page."""
         if not has_bodies(self.run_dir):
-            return None, None
-        try:
-            reader = BodyReader(self.run_dir)
-        except StorageError as exc:
-            return [], str(exc)
-        with reader:
-            bodies = reader.conversation(conversation_id, skip=True)
-            damaged = reader.damaged
-            return bodies, (f"{reader.path} is damaged ({damaged})" if damaged else None)
+            return None, {}
+        bodies: list[CallBody] = []
+        lost: dict[tuple[str, float], Gap] = {}
+        for call, found in conversation_calls_with_bodies(self.run_dir, conversation_id, lines):
+            if isinstance(found, Gap):
+                lost[(call.job_id, call.at)] = found
+            elif found is not None:
+                bodies.append(found)
+        return bodies, lost
+
+
+def damage_words(gaps: Collection[Gap]) -> str:
+    """What damage cost the bodies named (`vera.store.Gap`), as the page says it: each
+    file once, with its damaged records."""
+    by_path: dict[Path, set[int | None]] = {}
+    for gap in gaps:
+        by_path.setdefault(gap.path, set()).add(gap.number)
+    said = []
+    for path, numbers in by_path.items():
+        records = sorted(n for n in numbers if n is not None)
+        if None in numbers:
+            said.append(f"{path} cannot be read")
+        if records:
+            plural = "s" if len(records) > 1 else ""
+            said.append(f"{path} is damaged (record{plural} {', '.join(map(str, records))})")
+    return "; ".join(said)
 
 
 _json = msgspec.json.Encoder(order="sorted")
@@ -347,7 +378,7 @@ def bodies_html(
     numbers: dict[tuple[str, float], int],
     why_none: str,
     answered: set[tuple[str, str]],
-    damaged: str | None = None,
+    lost: Mapping[tuple[str, float], Gap] | None = None,
 ) -> CallBodiesHtml:
     """The bodies of a page's calls, numbered as the calls table numbers them. A judge
     call goes beside its question when the walk shows that question (`answered`:
@@ -371,17 +402,21 @@ def bodies_html(
         for key, v in by_question.items()
     }
     text = f"<p>{_w('page.calls_bodies_intro')}</p>"
-    # A merged run's calls from a shard that kept no bodies: named, not silently absent.
+    # Calls without a body are named, not silently absent: those a damaged file lost,
+    # with the damage; the others (a merged shard that kept none, or a line of
+    # calls.jsonl changed after the run wrote it, which no body matches).
+    lost = lost or {}
     have = {(b.call.job_id, b.call.at) for b in bodies}
-    missing = sorted(n for key, n in numbers.items() if key not in have)
+    damaged = sorted(n for key, n in numbers.items() if key not in have and key in lost)
+    missing = sorted(n for key, n in numbers.items() if key not in have and key not in lost)
+    notes = []
+    if damaged:
+        calls = ", ".join(str(n) for n in damaged)
+        notes.append(tr("page.calls_body_damaged", calls=calls, damage=damage_words(lost.values())))
     if missing:
-        calls = ", ".join(str(n) for n in missing)
-        note = (
-            tr("page.calls_body_damaged", calls=calls, damage=damaged)
-            if damaged
-            else tr("page.calls_no_body", calls=calls)
-        )
-        text += f'<p class="muted" id="calls-no-body">{escape(note, quote=False)}</p>'
+        notes.append(tr("page.calls_no_body", calls=", ".join(str(n) for n in missing)))
+    if notes:
+        text += f'<p class="muted" id="calls-no-body">{escape(" ".join(notes), quote=False)}</p>'
     return CallBodiesHtml(head + text + "".join(own) + "</section>", questions)
 
 
