@@ -12,9 +12,9 @@ that out of the ratio. Each round is `--conversations` × `--turns` calls at
   persona prompt, then every reply the server sent and a line of its own), encodes it
   with orjson, POSTs it over one aiohttp session, reads and decodes the answer. The same
   requests on the wire as vera's, and nothing else.
-- **vera**: `vera bench` in `vera run`'s default configuration (response cache, event
-  log, progress display, call bodies on): the real run session, client stack and run
-  store.
+- **vera**: `vera bench` in `vera run`'s default configuration (event log, progress
+  display, call bodies on; the bodies answer a resume, so no response cache): the real
+  run session, client stack and run store.
 
 CPU is `time.process_time()` of this process over the round (every thread), as `vera
 bench` measures it; the figure is the median over the rounds, and the ratio vera /
@@ -107,7 +107,7 @@ def run_cpu_comparison(opts: BenchOptions, rounds: int) -> dict[str, Any]:
             "latency_ms": opts.latency_ms,
             "rounds": rounds,
             "config": {
-                "cache": opts.cache,
+                "cache": opts.cache and not opts.call_bodies,  # as opened (see harness.figures)
                 "events": opts.events,
                 "progress": opts.progress,
                 "call_bodies": opts.call_bodies,

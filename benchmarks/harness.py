@@ -9,10 +9,12 @@ provider profiles on disk, `ClientPool` → `LimitedClient` → `OpenAIClient` o
 aiohttp session, the `simulate_conversation` turn loop, and every record written to a
 run store. Chatbot, user-agent (and judge, with `--judge`) are three profiles on one
 account, as they would be on one provider key. The configuration is `vera run`'s
-default: response cache, event log, progress display and call bodies (each call's
-request and response kept in the run directory) on, and with `--judge` the judge's
-asking ahead at the end of the sweep (`--no-cache`, `--no-events`, `--no-progress`,
-`--no-call-bodies`, `--no-ask-ahead` turn each off to show what it costs).
+default: event log, progress display and call bodies (each call's request and response
+kept in the run directory, which answer a resume: no response cache then, as in `vera
+run`) on, and with `--judge` the judge's asking ahead at the end of the sweep
+(`--no-events`, `--no-progress`, `--no-call-bodies`, `--no-ask-ahead` turn each off to
+show what it costs; with `--no-call-bodies` the run-local response cache is on, as in
+`vera run`, and `--no-cache` turns it off).
 
     vera bench                                   # 100 conversations × 20 turns, 200 ms
     vera bench --conversations 2000 --turns 20 --latency-ms 2000 --concurrency 2000
@@ -74,7 +76,7 @@ class BenchOptions:
     events: bool = True
     progress: bool = True
     ask_ahead: bool = True
-    call_bodies: bool = True  # each call's request and response kept in the run (call_bodies.sqlite)
+    call_bodies: bool = True  # each call's request and response kept in the run (call_bodies.vlog)
     # Sessions per arc (docs/sessions.md): N conversations are then N / S arcs of S
     # sessions each, a model chatbot sent the arc's earlier sessions as history.
     sessions: int = 1
@@ -315,7 +317,9 @@ def figures(opts: BenchOptions, window: Window, result: Any) -> dict[str, Any]:
     return {
         "scenario": asdict(opts),
         "config": {
-            "cache": opts.cache,
+            # As `vera run`: a new run that keeps call bodies opens no response cache
+            # (they answer its resume), so "cache" says what was opened, not what was asked.
+            "cache": opts.cache and not opts.call_bodies,
             "events": opts.events,
             "progress": opts.progress,
             "call_bodies": opts.call_bodies,
@@ -683,7 +687,10 @@ def render_table(results: list[tuple[Scenario, dict[str, Any]]]) -> str:
 )
 @click.option("--judge", is_flag=True, help="Also judge every conversation (the fake answers the rubric).")
 @click.option(
-    "--cache/--no-cache", default=True, show_default=True, help="The response cache, on as in `vera run`."
+    "--cache/--no-cache",
+    default=True,
+    show_default=True,
+    help="The response cache where `vera run` keeps one (with --no-call-bodies).",
 )
 @click.option(
     "--events/--no-events", default=True, show_default=True, help="The event log, on as in `vera run`."

@@ -559,7 +559,7 @@ def test_bench_batch_with_a_folder_that_is_not_the_reference_data_is_one_line_er
 
 async def test_replies_a_resume_replays_from_the_cache_are_not_counted_as_calls(tmp_path):
     """A conversation cut off by a failure is run again on resume, its first turns
-    answered from the response cache: those replays cost nothing and are no calls. The
+    answered from the run's call bodies: those replays cost nothing and are no calls. The
     card counts them apart (`replayed`), and its calls are exactly the requests the
     server received."""
     with SweepServer(faults=Faults(rate_5xx=0.08, seed=3)) as server:
@@ -576,7 +576,7 @@ async def test_replies_a_resume_replays_from_the_cache_are_not_counted_as_calls(
     total = card.accounting.total
     assert total.replayed == len(replayed)
     assert total.calls == len(calls) - len(replayed) == sum(server.requests.values())
-    assert "replayed from the response cache" in (out / "card.md").read_text()
+    assert "replayed on resume" in (out / "card.md").read_text()
 
 
 def test_bench_money_prints_the_whole_bill_beside_the_reference_pattern(tmp_path):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ from click.testing import CliRunner
 from vera.app import RunOptions, execute_run
 from vera.app import scored as score
 from vera.cli._main import main
-from vera.records import Completion
+from vera.store import BodyReader
 
 from .conftest import ROOT
 from .fakes.sweep import KEY, Faults, SweepServer, write_sweep_config
@@ -113,11 +112,11 @@ async def test_fault_injection_every_job_completes_or_fails_with_a_reason_never_
 
 
 def recorded_response_ids(run_dir: Path) -> set[str]:
-    db = sqlite3.connect(run_dir / "cache.sqlite")
-    ids = {
-        msgspec.json.decode(v, type=Completion).raw_id for (v,) in db.execute("SELECT value FROM responses")
-    }
-    db.close()
+    """The answers the run kept: its call bodies answer a resume (vera.clients.replay);
+    a default run keeps no cache.sqlite."""
+    assert not (run_dir / "cache.sqlite").exists()
+    with BodyReader(run_dir) as reader:
+        ids = {b.response.raw_id for b in reader.all() if b.response is not None}
     return {i for i in ids if i}
 
 

@@ -309,7 +309,7 @@ class Judgement(msgspec.Struct, gc=False, kw_only=True):
     cost_usd: float = 0.0
     finished_at: float = 0.0
     # Questions asked ahead at the end of the sweep that the walk did not reach and that
-    # were paid for (a reply replayed from the response cache was not): their calls are
+    # were paid for (a reply replayed on a resume was not): their calls are
     # in `usage` and the call log, their answers nowhere (vera.rubric._concurrent).
     unused_questions: int = 0
     # The model check of the simulated user (`[judge] check_users`), made by the first

@@ -29,13 +29,14 @@ from vera.clients import JOURNAL_FILE, BatchJournal, BatchSettings
 from vera.clients.budget import Budget, usd
 from vera.clients.cache import CACHE_FILE, ResponseCache
 from vera.clients.pool import ClientPool
+from vera.clients.replay import ReplayTable
 from vera.clients.stack import CachingClients
 from vera.engine import Shard, Stop, SweepResult
 from vera.errors import BudgetReached, ConfigError, UserError
 from vera.inputs import ENGLISH, RunConfig, Strings
 from vera.records import CallBody, CallRecord, ModelSpec, Role
 from vera.standins import StandInFacts, StandIns
-from vera.store import EventLog, RunStore, recorded_spend
+from vera.store import EventLog, RunStore, recorded_spend, replayable_bodies
 
 T = TypeVar("T")
 
@@ -64,6 +65,7 @@ class RunSession:
         self.pool: ClientPool | None = None
         self.events: EventLog | None = None
         self.cache: ResponseCache | None = None
+        self.replay: ReplayTable | None = None  # a resume's replies from its call bodies
         self.progress: RunProgress | None = None
         self.budget: Budget | None = None
 
@@ -119,15 +121,32 @@ class RunSession:
         return self.events
 
     def open_cache(self, cfg: RunConfig) -> ResponseCache | None:
-        """The run's response cache (if the config keeps one), committing on a timer too."""
+        """What answers the calls already paid for (none with `--no-cache`): a cache shared
+        between runs (`--cache-dir`) as it is; in the run directory, the run's own call
+        bodies when it keeps them (a resume replays from them, vera.clients.replay), else
+        `cache.sqlite`. A run made before the bodies answered its resume keeps its
+        `cache.sqlite` too, asked after the bodies (they hold the same replies)."""
         if not cfg.cache:
             return None
-        folder = Path(cfg.cache_dir) if cfg.cache_dir else self.run_dir
-        cache = ResponseCache(folder / CACHE_FILE)
+        if cfg.cache_dir:
+            path = Path(cfg.cache_dir) / CACHE_FILE
+        else:
+            path = self.run_dir / CACHE_FILE
+            # What earlier sessions kept answers what they paid for, whether or not this
+            # one keeps bodies (empty for a new run: then no replay layer at all).
+            self.replay = ReplayTable.of(replayable_bodies(self.run_dir, self._finished))
+            if self.call_bodies and not path.exists():
+                return None
+        cache = ResponseCache(path)
         self._stack.push_async_callback(self._closing, "cache", cache.aclose)
         cache.start()
         self.cache = cache
         return cache
+
+    def _finished(self, job_id: str) -> bool:
+        """Whether a job's record is done: its calls are never asked again."""
+        store = self.store
+        return store.conversation_done(job_id) or store.done_judgement(job_id)
 
     def open_progress(self, enabled: bool = True, strings: Strings = ENGLISH) -> RunProgress | None:
         self.signal.strings = strings  # what a stop signal prints, in the same words
@@ -187,6 +206,7 @@ class RunSession:
             batch,
             flex,
             on_body=self.record_body if self.call_bodies else None,
+            replay=self.replay,
         )
 
     def _batch_event(self, name: str, **fields: object) -> None:

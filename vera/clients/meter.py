@@ -96,7 +96,7 @@ def asking(question_id: str) -> Iterator[None]:
 
 class CallTally:
     """How many calls made in a block were sent (paid, or failed trying) and how many
-    were replayed from the response cache (free): see `tallying`."""
+    were replayed on a resume (free): see `tallying`."""
 
     __slots__ = ("replayed", "sent")
 

@@ -1,12 +1,15 @@
 """The middleware around a model client, composed in one place.
 
-    recording(cache(limits(provider)))
+    recording(replay(cache(limits(provider))))
 
 limits     `LimitedClient`: the account's in-flight cap, buckets and pause, the timeout
            and retries (vera.clients.limits)
 cache      `CachedClient`: a reply already paid for is answered from the response cache
            (vera.clients.cache); offline stand-ins are never cached (they are free and
            deterministic)
+replay     `ReplayClient`: on a resume, a reply the run already paid for is answered from
+           the run's own call bodies (vera.clients.replay); only when there is one to
+           replay, and never for the offline stand-ins either
 recording  `RecordingClient`: one `CallRecord` per call, handed to `on_call`, or, when
            the run keeps call bodies, one `CallBody` (the record with the exact request
            and response) handed to `on_body`
@@ -34,6 +37,7 @@ from vera.clients.cache import CachedClient, ResponseCache
 from vera.clients.flex import FlexClient
 from vera.clients.limits import LimitedClient
 from vera.clients.meter import METER, QUESTION, TALLY, CallMeter
+from vera.clients.replay import ReplayClient, ReplayTable
 from vera.clients.structured import merge_params
 from vera.records import CallBody, CallRecord, Completion, ModelSpec, Role
 
@@ -161,11 +165,16 @@ def stack(
     cache: ResponseCache | None = None,
     on_call: OnCall | None = None,
     on_body: OnBody | None = None,
+    replay: ReplayTable | None = None,
 ) -> ChatClient:
-    """The one composition of the middleware: recording(cache(limits(provider)))."""
+    """The one composition of the middleware: recording(replay(cache(limits(provider))))."""
     client: ChatClient = limited
     if cache is not None and spec.protocol != "offline":
         client = CachedClient(client, cache, spec)
+    # Above the cache: a run made before the bodies answered its resume has both, and
+    # they hold the same replies; the bodies are asked first (no lookup on a thread).
+    if replay is not None and replay.by_job and spec.protocol != "offline":
+        client = ReplayClient(client, replay, spec)
     if on_call is not None:
         client = RecordingClient(client, on_call, role=role, on_body=on_body, spec=spec)
     return client
@@ -176,7 +185,9 @@ class CachingClients:
     (reference, role). `on_call` receives every call's record, cached or not. With
     `batch` (the run's journal and settings), the judge's calls go through the
     provider's batch API: recording(cache(batching)), the batching client falling back
-    on the limited one (vera.clients.batching). With `on_body`, every call's body too."""
+    on the limited one (vera.clients.batching). With `on_body`, every call's body too.
+    With `replay` (a resume's table of replies from the run's bodies), what it holds is
+    answered from it."""
 
     def __init__(
         self,
@@ -186,8 +197,10 @@ class CachingClients:
         batch: tuple[BatchJournal, BatchSettings, Callable[..., object] | None] | None = None,
         flex: dict[Role, str] | None = None,
         on_body: OnBody | None = None,
+        replay: ReplayTable | None = None,
     ) -> None:
         self.pool, self.cache, self.on_call, self.on_body = pool, cache, on_call, on_body
+        self.replay = replay
         self.batch = batch
         self.flex = flex or {}  # role -> its flex fallback, for the roles at the flex tier
         self._clients: dict[tuple[str, Role], ChatClient] = {}
@@ -216,5 +229,6 @@ class CachingClients:
                 cache=self.cache,
                 on_call=self.on_call,
                 on_body=self.on_body,
+                replay=self.replay,
             )
         return self._clients[key]

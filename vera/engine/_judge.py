@@ -153,7 +153,7 @@ class RubricJudge:
         self.params = params
         self.max_attempts = max_attempts
         self.usage = Usage()
-        # The questions whose every call was a reply replayed from the response cache: a
+        # The questions whose every call was a reply replayed on a resume: a
         # question asked ahead and not reached is counted as unused only if paid for.
         self.replayed: set[str] = set()
         self.system = Message("system", prompts.system.render(system_values(prompts, conversation.turns)))
@@ -169,7 +169,7 @@ class RubricJudge:
 
     def unused_paid(self, ahead: AskAhead | None) -> int:
         """The questions `ahead` asked and the walk did not reach that were paid for:
-        on a rerun, one replayed from the response cache cost nothing."""
+        on a rerun, one replayed on a resume cost nothing."""
         if ahead is None:
             return 0
         return sum(1 for qid in ahead.unused_ids if qid not in self.replayed)

@@ -471,7 +471,7 @@ BASE: dict[str, str] = {
     "col.errors": "Errors",
     "col.live_cost": "Live-mode cost (USD)",
     "col.fallbacks": "Fallbacks to standard",
-    "col.replayed": "Replayed from cache (not calls)",
+    "col.replayed": "Replayed on resume (not calls)",
     "col.conversation": "Conversation",
     "col.persona": "Persona",
     "col.risk": "Risk",

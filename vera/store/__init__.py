@@ -35,6 +35,7 @@ from vera.store._index import (
     placed_calls_with_bodies,
     read_manifest,
     recorded_spend,
+    replayable_bodies,
 )
 from vera.store._writer import MANIFEST, RunStore, atomic_file, atomic_write
 
@@ -75,6 +76,7 @@ __all__ = [
     "read_manifest",
     "record_kind",
     "recorded_spend",
+    "replayable_bodies",
     "run_fingerprints",
     "transcript_mismatch",
     "unchecked_note",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -67,6 +67,7 @@ __all__ = [
     "placed_calls_with_bodies",
     "read_manifest",
     "recorded_spend",
+    "replayable_bodies",
 ]
 
 
@@ -410,6 +411,47 @@ def _paired(
                         raise
                     found = Gap(path, None, _problem(exc, path))
             yield ref, call, found
+
+
+def replayable_bodies(run_dir: Path, finished: Callable[[str], bool]) -> Iterator[CallBody]:
+    """The bodies of the calls that answered (status ok, with a reply) and belong to a
+    job `finished` says is not done: what a resume may replay (vera.clients.replay).
+
+    Only the bodies of those jobs are read whole, each with its own line of calls.jsonl
+    (read at the place the body names, and checked to be the same length and job). What
+    cannot be read so (a damaged record, a line moved by a hand edit, a file that does
+    not open) is left out: the resume asks for that call again, which costs a request,
+    never a wrong answer."""
+    calls = run_dir / CALLS
+    if not has_bodies(run_dir) or not calls.is_file():
+        return
+    decoder = msgspec.json.Decoder(CallRecord)
+    with contextlib.ExitStack() as stack:
+        try:
+            reader = stack.enter_context(BodyReader(run_dir))
+            lines = stack.enter_context(open(calls, "rb"))
+            rows = reader.rows(skip=True)
+            for row in rows:
+                if isinstance(row, Gap) or row.usage is None or finished(row.job_id):
+                    continue
+                lines.seek(row.offset)
+                line = lines.read(row.length + 1)  # a line's length leaves out its newline
+                if len(line) != row.length + 1 or not line.endswith(b"\n"):
+                    continue
+                try:
+                    call = decoder.decode(line[:-1])
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    continue
+                if call.job_id != row.job_id or call.status != "ok":
+                    continue
+                try:
+                    body = row.build(call)
+                except StorageError:  # a text it needs is in a damaged record
+                    continue
+                if body.response is not None:
+                    yield body
+        except (StorageError, OSError):
+            return  # nothing more can be read: the rest is asked again
 
 
 class _Spend(msgspec.Struct):

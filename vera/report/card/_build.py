@@ -608,7 +608,7 @@ def _accounting(calls: Iterable[CallRecord], manifest: RunManifest, *, unused: i
     discounted: set[int] = set()  # the buckets holding a batch or flex call
     for c in calls:
         for b in (by_role[c.role], by_provider[c.provider], by_role_tier[f"{c.role}/{c.tier}"], total):
-            if c.cached:  # a reply replayed from the response cache: no call was made
+            if c.cached:  # a reply replayed on a resume: no call was made
                 b.replayed = (b.replayed or 0) + 1
                 continue
             live[id(b)] += c.live_cost_usd

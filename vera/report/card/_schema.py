@@ -40,7 +40,7 @@ from vera.report.shared._realism import Realism
 # optional, so a card of 3 reads as before. 5 added live_cost_usd to every CallTotals
 # (what batch and flex calls would have cost asked live); a card of 4 reads it as null.
 # 6 added fallbacks and replayed to every CallTotals (calls that stood in for a cheaper
-# tier, and replies replayed from the response cache, no longer counted as calls), and
+# tier, and replies replayed on a resume, no longer counted as calls), and
 # gives live_cost_usd in every bucket once any call of the run was discounted. 7 added
 # n_rated_personas and few_rated_personas to Calibrated.
 # 8 added the run diagnostics (`diagnostics`: how conversations ended, turn counts, empty
@@ -425,7 +425,7 @@ class CallTotals(msgspec.Struct, gc=False):
     # without capacity or without the model; a request no batch answered), counted in
     # `calls` too (schema 6); null in a run that had none.
     fallbacks: int | None = None
-    # Replies replayed from the response cache (a resumed run rebuilding what it had
+    # Replies replayed on a resume (a resumed run rebuilding what it had
     # paid for): no call was made, so they are not in `calls` (schema 6); null in a run
     # that replayed none.
     replayed: int | None = None

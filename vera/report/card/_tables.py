@@ -350,7 +350,7 @@ ACCOUNTING_COLUMNS = (
 LIVE_COST_COLUMN = ("live_cost_usd", "Live-mode cost (USD)")
 # Shown only when some bucket has them, so a run without either keeps its table.
 FALLBACKS_COLUMN = ("fallbacks", "Fallbacks to standard")
-REPLAYED_COLUMN = ("replayed", "Replayed from cache (not calls)")
+REPLAYED_COLUMN = ("replayed", "Replayed on resume (not calls)")
 
 
 def _accounting_value(bucket: CallTotals, key: str) -> object:

@@ -455,9 +455,7 @@ def _fallback_text(card: Card) -> str:
             f", {num(total.fallbacks)} of them asked at the standard tier when flex or a batch gave no answer"
         )
     if total.replayed:
-        text += (
-            f"; {num(total.replayed)} replies replayed from the response cache (no call made, none counted)"
-        )
+        text += f"; {num(total.replayed)} replies replayed on resume (paid for before: no call made, none counted)"
     return text
 
 
