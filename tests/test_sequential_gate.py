@@ -37,7 +37,8 @@ def test_a_risk_ignoring_candidate_is_worse_in_a_fraction_of_the_units(baseline,
     out = tmp_path / "risky"
     result = gate(baseline, out, "offline/risk-ignoring")
     assert result.exit_code == 4, result.output
-    assert "gate: WORSE" in result.output
+    # The verdict once: a WORSE is one the gate settled, "(settled: WORSE)" repeated it.
+    assert "gate: WORSE at margin 5 (exit code 4)" in result.output.splitlines(), result.output
     looks = read_sequence(out)
     last = looks[-1]
     assert last.verdict == "worse" and last.stopped.startswith("settled")
@@ -64,9 +65,9 @@ def test_a_risk_ignoring_candidate_is_worse_in_a_fraction_of_the_units(baseline,
     # The card's neighbours show the sequence, and compare says the run was sequential.
     assert (out / "plots" / "sequence.png").is_file()
     page = (out / "sequence.md").read_text()
-    assert "Verdict: WORSE" in page and f"{last.units} of {PERSONAS} units used" in page
+    assert f"**Verdict: WORSE**; {last.units} of {PERSONAS} units used" in page
     note = sequential_note(out)
-    assert note is not None and "sequential gate" in note and "WORSE" in note
+    assert note is not None and "sequential gate" in note and "WORSE" in note and "settled" not in note
     compared = CliRunner().invoke(main, ["compare", str(baseline), str(out), "--gate", "--margin", "5"])
     assert "a sequential gate's run" in compared.output
     assert f"{last.units}: [" in compared.output and "after each wave" in compared.output
@@ -78,6 +79,7 @@ def test_a_risk_ignoring_candidate_is_worse_in_a_fraction_of_the_units(baseline,
     assert seq["stopped"].startswith("settled")
     md = (out / "card.md").read_text()
     assert "## Sequential gate" in md and f"{last.units} of {PERSONAS} units used" in md
+    assert "(settled: WORSE)" not in md
     html = (out / "card.html").read_text()
     section = html[html.index('<section id="sequential">') :]
     section = section[: section.index("</section>")]
@@ -343,9 +345,25 @@ def test_every_row_is_printed_one_without_an_interval_too(baseline, tmp_path) ->
     # It was left out of the console's rows (sequence.md showed it as "–").
     result = gate(baseline, tmp_path / "rows", "offline/risk-ignoring")
     assert result.exit_code == 4, result.output
-    assert "  Confirms Risk: – UNDECIDED" in result.output.splitlines(), result.output
+    # It says why, in `vera compare --gate`'s words: the printout, sequence.md, the card.
+    why = "UNDECIDED (not rated in the candidate)"
+    assert f"  Confirms Risk: – {why}" in result.output.splitlines(), result.output
     page = (tmp_path / "rows" / "sequence.md").read_text()
-    assert "| Confirms Risk | – | UNDECIDED |" in page
+    assert f"| Confirms Risk | – | {why} |" in page
+    assert f"At the last look, Confirms Risk: {why}." in (tmp_path / "rows" / "card.md").read_text()
+    card = json.loads((tmp_path / "rows" / "card.json").read_text())
+    assert card["sequential"]["not_rated"] == ["Confirms Risk"]
+    compared = CliRunner().invoke(
+        main, ["compare", str(baseline), str(tmp_path / "rows"), "--gate", "--json", "-"]
+    )
+    found, _ = json.JSONDecoder().raw_decode(compared.output[compared.output.index("{") :])
+    rows = found["pairs"][0]["rows"]
+    assert {r["dimension"]: r["reason"] for r in rows if r["reason"]} == {
+        "Confirms Risk": "not rated in the candidate"
+    }
+    # sequence.jsonl records the reason on that row only; the other rows keep their bytes.
+    last = (tmp_path / "rows" / "sequence.jsonl").read_text().splitlines()[-1]
+    assert last.count('"reason"') == 1
 
 
 def test_a_baseline_never_judged_says_so(tmp_path) -> None:

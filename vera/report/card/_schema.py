@@ -485,6 +485,10 @@ class SequentialCard(msgspec.Struct, frozen=True, kw_only=True):
     units: int
     available: int
     looks: list[SequentialLookCard]
+    # The rows the last look held UNDECIDED because the candidate's units never rated them
+    # (vera.stats.NOT_RATED_CANDIDATE); left out when there are none, so those cards keep
+    # their bytes.
+    not_rated: list[str] | msgspec.UnsetType = msgspec.UNSET
 
 
 class Card(msgspec.Struct, frozen=True, kw_only=True):

@@ -57,6 +57,7 @@ from vera.stats import (
     MAX_SETTLE_RESAMPLES,
     MC_Z,
     METHOD,
+    NOT_RATED_CANDIDATE,
     NOT_WORSE,
     OVERALL,
     UNDECIDED,
@@ -72,7 +73,7 @@ BASELINE, CANDIDATE = "baseline", "candidate"
 # Why a row has no interval (`GateRow.reason`; the JSON keeps these English values, the
 # terminal says them in the locale pack's words: `vera.report.card._sequence.not_rated_words`).
 # A side "not rated" holds no rating but Not Relevant there (or no rating at all).
-NOT_RATED_CANDIDATE = "not rated in the candidate"
+# NOT_RATED_CANDIDATE is vera.stats's, so `vera gate` says it in the same words.
 NOT_RATED_BASELINE = "not rated in the baseline"
 NOT_RATED_EITHER = "not rated in either run"
 # The reasons that hold the verdict UNDECIDED: the baseline has a score there and the
