@@ -474,6 +474,7 @@ BASE: dict[str, str] = {
     "col.live_cost": "Live-mode cost (USD)",
     "col.fallbacks": "Fallbacks to standard",
     "col.replayed": "Replayed on resume (not calls)",
+    "col.replayed_shared": "Replayed from the shared cache or on resume (not calls)",
     "col.conversation": "Conversation",
     "col.persona": "Persona",
     "col.risk": "Risk",
