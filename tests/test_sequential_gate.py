@@ -440,3 +440,24 @@ def test_a_gate_s_words_count_its_waves_and_name_what_the_user_typed(baseline, t
     assert f"after 3 waves, 20 of {PERSONAS} units used" in card
     assert "after each of 3 waves;" in (many / "card.html").read_text()
     assert "units after 3 waves, UNDECIDED" in (sequential_note(many) or "")
+
+
+def test_vera_run_resume_on_a_gate_s_run_is_refused_naming_the_gate(baseline, tmp_path) -> None:
+    """`vera run --resume` on a gate's run planned every unit of the baseline: it ran the
+    units the gate never drew, and the card still said its scores were of the gate's
+    units only. It is refused in one line naming the gate's command, and nothing is run."""
+    out = tmp_path / "gated"
+    first = gate(baseline, out, "offline/best-practice", "--max-conversations", "8")
+    assert first.exit_code == UNDECIDED_EXIT, first.output
+    before = (out / "conversations.jsonl").read_bytes()
+    refused = CliRunner().invoke(main, ["run", "--resume", str(out)])
+    assert refused.exit_code == 1, refused.output
+    assert refused.output.count("\n") == 1 and "Traceback" not in refused.output, refused.output
+    assert "sequential gate's run" in refused.output
+    assert f"gate {baseline} --candidate offline/best-practice" in refused.output
+    assert "--wave 8 --seed 0 --max-conversations 8 --out" in refused.output
+    assert (out / "conversations.jsonl").read_bytes() == before
+    # The gate's command still goes on with it (finished: it asks nothing).
+    again = gate(baseline, out, "offline/best-practice", "--max-conversations", "8")
+    assert again.exit_code == UNDECIDED_EXIT, again.output
+    assert (out / "conversations.jsonl").read_bytes() == before
