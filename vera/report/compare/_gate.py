@@ -216,7 +216,7 @@ def gate(
             confidence: float, frame: pl.DataFrame = frame, bots: tuple[str, str] = (b_bot, c_bot)
         ) -> pl.DataFrame:
             if calibrated:
-                return calibrated_diffs(
+                diffs = calibrated_diffs(
                     frame,
                     {BASELINE: base, CANDIDATE: cand},
                     {BASELINE: bots[0], CANDIDATE: bots[1]},
@@ -227,6 +227,12 @@ def gate(
                     max_resamples=max(MAX_SETTLE_RESAMPLES, settings.resamples),
                     raters=settings.raters,
                 )
+                # The rubric's order, as the judge-only gate and the card give the rows (the
+                # calibrated table comes sorted by name).
+                order = {
+                    d: i for i, d in enumerate(frame.get_column("dimension").unique(maintain_order=True))
+                }
+                return diffs.sort(pl.col("dimension").replace_strict(order, default=len(order)))
             # `compare` gives baseline − candidate: the candidate is worse when its lower
             # end lies above the margin.
             return compare_settled(
