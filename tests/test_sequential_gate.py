@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -461,3 +462,28 @@ def test_vera_run_resume_on_a_gate_s_run_is_refused_naming_the_gate(baseline, tm
     again = gate(baseline, out, "offline/best-practice", "--max-conversations", "8")
     assert again.exit_code == UNDECIDED_EXIT, again.output
     assert (out / "conversations.jsonl").read_bytes() == before
+
+
+def test_an_out_holding_another_run_is_refused_and_left_as_it_was(baseline, tmp_path) -> None:
+    """An --out holding an ordinary run of the candidate (here a copy of the baseline,
+    the same chatbot) was taken for the gate's run: gate.json and sequence.jsonl landed
+    among its records and its card was rewritten to say its scores were of the units
+    drawn. It is refused in one line; a gate stopped in its first wave (its run's
+    manifest written, gate.json not yet) still resumes."""
+    other = tmp_path / "other"
+    shutil.copytree(baseline, other)
+    card = (other / "card.md").read_bytes()
+    refused = gate(baseline, other, "offline/best-practice")
+    assert refused.exit_code == 1, refused.output
+    assert refused.output.count("\n") == 1 and "not a gate's" in refused.output, refused.output
+    assert not (other / "gate.json").exists() and not (other / "sequence.jsonl").exists()
+    assert (other / "card.md").read_bytes() == card
+
+    out = tmp_path / "first-wave"
+    first = gate(baseline, out, "offline/best-practice", "--max-conversations", "8")
+    assert first.exit_code == UNDECIDED_EXIT, first.output
+    for name in ("gate.json", "sequence.jsonl", "sequence.md"):
+        (out / name).unlink()
+    again = gate(baseline, out, "offline/best-practice", "--max-conversations", "8")
+    assert again.exit_code == UNDECIDED_EXIT, again.output
+    assert (out / "gate.json").is_file() and lines(out / "conversations.jsonl") == 8
