@@ -267,6 +267,18 @@ def test_a_gate_that_would_run_past_half_way_is_named_with_the_size_that_would_n
     assert f"about {2 * units_for_power(30.0, 5.0, 0.98):,} units" in notes[0]
 
 
+def test_a_gate_past_half_way_names_no_size_smaller_than_its_own() -> None:
+    # A zh-CN best-practice pilot (spread 5.7 points, 100 units): the simulated gate used
+    # 94 % of its 100 units at -10, and the note said "about 86 units would let it stop
+    # before half way", fewer than the design it called too small.
+    notes: list[str] = []
+    gate = [_gate(0.0, 86), _gate(-10.0, 94), _gate(10.0, 71)]
+    assert 2 * units_for_power(5.7, 5.0, 0.98) <= 100
+    _note_little_saving(gate, 100, 5.7, 5.0, 0.0, notes)
+    assert len(notes) == 1 and "94% of the 100 units" in notes[0], notes
+    assert notes[0].endswith("too small for the gate to save half") and "would let it" not in notes[0]
+
+
 def test_a_gate_that_stops_by_half_way_or_cannot_reach_the_difference_gets_no_note() -> None:
     notes: list[str] = []
     _note_little_saving([_gate(-10.0, 290), _gate(10.0, 250)], 600, 30.0, 5.0, 0.0, notes)

@@ -152,6 +152,9 @@ def test_a_killed_run_resumes_from_its_bodies_asking_nothing_twice(tmp_path: Pat
     ]
     assert totals[0].pop("replayed") == replayed and totals[1].pop("replayed") is None
     assert totals[0] == totals[1] and totals[0]["calls"] == paid
+    # Without a shared cache the card's settings gain no key (card.json keeps its bytes).
+    assert "shared_cache" not in json.loads((out / "card.json").read_text())["settings"]
+    assert "replies replayed on resume" in (out / "card.md").read_text()
 
 
 def test_a_run_without_bodies_resumes_from_its_cache_sqlite(tmp_path: Path) -> None:
@@ -177,6 +180,26 @@ def test_a_shared_cache_dir_is_the_cache_it_was(tmp_path: Path) -> None:
         recorded = _cache_ids(shared / "cache.sqlite")
         assert _ok_calls(out)[1] > 0
         assert all(not set(ids[:-1]) & recorded for ids in server.responses.values())
+
+
+def test_a_fresh_run_on_a_shared_cache_dir_does_not_say_it_resumed(tmp_path: Path) -> None:
+    """A second run on the first one's --cache-dir is answered from that cache without a
+    resume: its card said "replies replayed on resume", of a run never resumed."""
+    shared = tmp_path / "shared"
+    with SweepServer() as server:
+        cfg = write_sweep_config(tmp_path, server.base_url, personas=2, seeds="[1]", extra=ASK_AHEAD_OFF)
+        _run(cfg, tmp_path / "first", "--cache-dir", str(shared))
+        asked = sum(server.requests.values())
+        _run(cfg, tmp_path / "second", "--cache-dir", str(shared))
+        assert sum(server.requests.values()) == asked  # every reply came from the cache
+    paid, replayed = _ok_calls(tmp_path / "second")
+    assert paid == 0 and replayed > 0
+    md = (tmp_path / "second" / "card.md").read_text()
+    assert f"{replayed} replies replayed from the shared response cache (--cache-dir) or on resume" in md
+    assert "Replayed from the shared cache or on resume (not calls)" in md
+    assert "Replayed on resume" not in md and "replies replayed on resume" not in md
+    card = json.loads((tmp_path / "second" / "card.json").read_text())
+    assert card["settings"]["shared_cache"] is True
 
 
 def test_no_cache_replays_nothing(tmp_path: Path) -> None:

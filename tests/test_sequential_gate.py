@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,8 @@ def test_a_risk_ignoring_candidate_is_worse_in_a_fraction_of_the_units(baseline,
     out = tmp_path / "risky"
     result = gate(baseline, out, "offline/risk-ignoring")
     assert result.exit_code == 4, result.output
-    assert "gate: WORSE" in result.output
+    # The verdict once: a WORSE is one the gate settled, "(settled: WORSE)" repeated it.
+    assert "gate: WORSE at margin 5 (exit code 4)" in result.output.splitlines(), result.output
     looks = read_sequence(out)
     last = looks[-1]
     assert last.verdict == "worse" and last.stopped.startswith("settled")
@@ -64,9 +66,9 @@ def test_a_risk_ignoring_candidate_is_worse_in_a_fraction_of_the_units(baseline,
     # The card's neighbours show the sequence, and compare says the run was sequential.
     assert (out / "plots" / "sequence.png").is_file()
     page = (out / "sequence.md").read_text()
-    assert "Verdict: WORSE" in page and f"{last.units} of {PERSONAS} units used" in page
+    assert f"**Verdict: WORSE**; {last.units} of {PERSONAS} units used" in page
     note = sequential_note(out)
-    assert note is not None and "sequential gate" in note and "WORSE" in note
+    assert note is not None and "sequential gate" in note and "WORSE" in note and "settled" not in note
     compared = CliRunner().invoke(main, ["compare", str(baseline), str(out), "--gate", "--margin", "5"])
     assert "a sequential gate's run" in compared.output
     assert f"{last.units}: [" in compared.output and "after each wave" in compared.output
@@ -78,6 +80,7 @@ def test_a_risk_ignoring_candidate_is_worse_in_a_fraction_of_the_units(baseline,
     assert seq["stopped"].startswith("settled")
     md = (out / "card.md").read_text()
     assert "## Sequential gate" in md and f"{last.units} of {PERSONAS} units used" in md
+    assert "(settled: WORSE)" not in md
     html = (out / "card.html").read_text()
     section = html[html.index('<section id="sequential">') :]
     section = section[: section.index("</section>")]
@@ -343,9 +346,25 @@ def test_every_row_is_printed_one_without_an_interval_too(baseline, tmp_path) ->
     # It was left out of the console's rows (sequence.md showed it as "–").
     result = gate(baseline, tmp_path / "rows", "offline/risk-ignoring")
     assert result.exit_code == 4, result.output
-    assert "  Confirms Risk: – UNDECIDED" in result.output.splitlines(), result.output
+    # It says why, in `vera compare --gate`'s words: the printout, sequence.md, the card.
+    why = "UNDECIDED (not rated in the candidate)"
+    assert f"  Confirms Risk: – {why}" in result.output.splitlines(), result.output
     page = (tmp_path / "rows" / "sequence.md").read_text()
-    assert "| Confirms Risk | – | UNDECIDED |" in page
+    assert f"| Confirms Risk | – | {why} |" in page
+    assert f"At the last look, Confirms Risk: {why}." in (tmp_path / "rows" / "card.md").read_text()
+    card = json.loads((tmp_path / "rows" / "card.json").read_text())
+    assert card["sequential"]["not_rated"] == ["Confirms Risk"]
+    compared = CliRunner().invoke(
+        main, ["compare", str(baseline), str(tmp_path / "rows"), "--gate", "--json", "-"]
+    )
+    found, _ = json.JSONDecoder().raw_decode(compared.output[compared.output.index("{") :])
+    rows = found["pairs"][0]["rows"]
+    assert {r["dimension"]: r["reason"] for r in rows if r["reason"]} == {
+        "Confirms Risk": "not rated in the candidate"
+    }
+    # sequence.jsonl records the reason on that row only; the other rows keep their bytes.
+    last = (tmp_path / "rows" / "sequence.jsonl").read_text().splitlines()[-1]
+    assert last.count('"reason"') == 1
 
 
 def test_a_baseline_never_judged_says_so(tmp_path) -> None:
@@ -422,3 +441,49 @@ def test_a_gate_s_words_count_its_waves_and_name_what_the_user_typed(baseline, t
     assert f"after 3 waves, 20 of {PERSONAS} units used" in card
     assert "after each of 3 waves;" in (many / "card.html").read_text()
     assert "units after 3 waves, UNDECIDED" in (sequential_note(many) or "")
+
+
+def test_vera_run_resume_on_a_gate_s_run_is_refused_naming_the_gate(baseline, tmp_path) -> None:
+    """`vera run --resume` on a gate's run planned every unit of the baseline: it ran the
+    units the gate never drew, and the card still said its scores were of the gate's
+    units only. It is refused in one line naming the gate's command, and nothing is run."""
+    out = tmp_path / "gated"
+    first = gate(baseline, out, "offline/best-practice", "--max-conversations", "8")
+    assert first.exit_code == UNDECIDED_EXIT, first.output
+    before = (out / "conversations.jsonl").read_bytes()
+    refused = CliRunner().invoke(main, ["run", "--resume", str(out)])
+    assert refused.exit_code == 1, refused.output
+    assert refused.output.count("\n") == 1 and "Traceback" not in refused.output, refused.output
+    assert "sequential gate's run" in refused.output
+    assert f"gate {baseline} --candidate offline/best-practice" in refused.output
+    assert "--wave 8 --seed 0 --max-conversations 8 --out" in refused.output
+    assert (out / "conversations.jsonl").read_bytes() == before
+    # The gate's command still goes on with it (finished: it asks nothing).
+    again = gate(baseline, out, "offline/best-practice", "--max-conversations", "8")
+    assert again.exit_code == UNDECIDED_EXIT, again.output
+    assert (out / "conversations.jsonl").read_bytes() == before
+
+
+def test_an_out_holding_another_run_is_refused_and_left_as_it_was(baseline, tmp_path) -> None:
+    """An --out holding an ordinary run of the candidate (here a copy of the baseline,
+    the same chatbot) was taken for the gate's run: gate.json and sequence.jsonl landed
+    among its records and its card was rewritten to say its scores were of the units
+    drawn. It is refused in one line; a gate stopped in its first wave (its run's
+    manifest written, gate.json not yet) still resumes."""
+    other = tmp_path / "other"
+    shutil.copytree(baseline, other)
+    card = (other / "card.md").read_bytes()
+    refused = gate(baseline, other, "offline/best-practice")
+    assert refused.exit_code == 1, refused.output
+    assert refused.output.count("\n") == 1 and "not a gate's" in refused.output, refused.output
+    assert not (other / "gate.json").exists() and not (other / "sequence.jsonl").exists()
+    assert (other / "card.md").read_bytes() == card
+
+    out = tmp_path / "first-wave"
+    first = gate(baseline, out, "offline/best-practice", "--max-conversations", "8")
+    assert first.exit_code == UNDECIDED_EXIT, first.output
+    for name in ("gate.json", "sequence.jsonl", "sequence.md"):
+        (out / name).unlink()
+    again = gate(baseline, out, "offline/best-practice", "--max-conversations", "8")
+    assert again.exit_code == UNDECIDED_EXIT, again.output
+    assert (out / "gate.json").is_file() and lines(out / "conversations.jsonl") == 8

@@ -52,6 +52,11 @@ def test_the_calibrated_gate_fails_a_candidate_the_humans_find_harmful(tmp_path,
     # candidate at 100 % harmful (an edge) and 20 conversations rated on each side, the
     # gate's edge rule does not call that proven (as Fisher's exact test would not).
     assert overall["offline/risk-ignoring"]["diff"] <= 0
+    # The rows in the rubric's order, as the judge-only gate gives them (they came sorted
+    # by name: Confirms Risk first).
+    plain_rows = [[r["dimension"] for r in p["rows"]] for p in json.loads(plain.stdout)["pairs"]]
+    assert [[r["dimension"] for r in p["rows"]] for p in verdict["pairs"]] == plain_rows
+    assert plain_rows[0][0] == "Detects Potential Risk" and plain_rows[0][-1] == "Overall"
 
 
 def test_calibrated_needs_the_gate(tmp_path, offline_run):

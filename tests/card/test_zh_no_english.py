@@ -361,7 +361,9 @@ def test_a_gated_run_s_sequence_is_in_the_pack_s_words(verdict: str, stopped: st
         "out of budget (--max-cost)": "out of budget at --max-cost",
         "out of conversations (--max-conversations 40)": "out of conversations at --max-conversations 40",
     }.get(stopped, stopped)
-    assert f"{verdict.upper()} ({shown_why}) after 2 waves, 40 of 100 units used (40%)" in english
+    # A settled verdict is said once: "WORSE (settled: WORSE)" repeated itself.
+    said = "" if stopped.startswith("settled: ") else f" ({shown_why})"
+    assert f"{verdict.upper()}{said} after 2 waves, 40 of 100 units used (40%)" in english
     # The card draws its plots with the CJK fonts when its language is not English.
     with use_strings(strings_of(ZH, "zh-CN")), _fonts():
         table = sequential_table(seq)
@@ -394,12 +396,17 @@ def test_vera_gate_on_a_zh_cn_baseline_prints_in_the_pack_s_words(tmp_path):
     # The candidate's name and the run folder are identifiers; the rest is Chinese.
     text = result.output.replace(str(out), " ")
     assert not leftovers(text), text
-    assert "第 1 批：" in text and "把关：界值 5 下更差（已判定：更差）（退出码 4）" in text
+    # The verdict said once; the row the candidate never rated says why, as compare says it.
+    assert "第 1 批：" in text and "把关：界值 5 下更差（退出码 4）" in text
+    assert "– 未定 (候选中未评分)" in text
     assert json.loads((out / "gate.json").read_text())["verdict"] == "worse"
     # The gate's own page, sequence.md, too.
     page = (out / "sequence.md").read_text(encoding="utf-8")
     assert not leftovers(page.replace("`zhbase`", " ")), page  # the baseline's run id
-    assert page.startswith("# 序贯检验") and "**判定：更差** — 已判定：更差" in page
+    assert page.startswith("# 序贯检验") and "**判定：更差**；" in page
+    assert "| – | 未定 (候选中未评分) |" in page
+    card = (out / "card.md").read_text(encoding="utf-8")
+    assert "最后一次查看时，" in card and "：未定 (候选中未评分)。" in card
 
 
 @pytest.mark.parametrize("fmt", ["md", "html"])

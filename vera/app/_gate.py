@@ -32,7 +32,7 @@ from vera.app._gc import sweep_collector
 from vera.app._options import RunOptions
 from vera.app._progress import run_strings
 from vera.app._result import RunOutcome, scored
-from vera.app._resume import program
+from vera.app._resume import program, read_manifest
 from vera.app._run import execute_run, new_run_dir
 from vera.engine import SweepResult
 from vera.errors import ConfigError, Interrupted, UserError
@@ -194,6 +194,7 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
         pl.col("conversation_id").n_unique()
     )
     conversations = int(per_unit.get_column("conversation_id").max() or 1)  # type: ignore[arg-type]
+    _refuse_other_run(run_dir, min(settings.wave, cap) * conversations)
     max_ratings = _max_ratings(manifest.judges, manifest.judge_instances, conversations, len(baseline.labels))
     position = {k: i for i, k in enumerate(baseline.keys)}
     per_persona = {p: i for i, p in enumerate(sorted({k[0] for k in baseline.keys}))}
@@ -303,6 +304,24 @@ def _refuse_inside(out: Path, baseline: Path) -> None:
         raise UserError(
             f"--out {out}: in the baseline run {baseline}; the gate writes the candidate's "
             "run in a folder of its own, never among the baseline's records"
+        )
+
+
+def _refuse_other_run(run_dir: Path, first_wave: int) -> None:
+    """Refuse an --out that holds a run the gate did not start: one without gate.json
+    that planned more conversations than the gate's first wave does (a gate stopped in
+    its first wave has its run's manifest but not yet gate.json, and is resumed). The
+    gate would take that run's conversations for its units, write gate.json and
+    sequence.jsonl among its records, and rewrite its card as a gate's, saying its
+    scores were of the units drawn when they are of every unit the run holds."""
+    path = run_dir / MANIFEST
+    if not path.is_file() or (run_dir / GATE_FILE).is_file():
+        return
+    planned = read_manifest(path).jobs_planned
+    if planned > first_wave:
+        raise UserError(
+            f"--out {run_dir}: an existing run that is not a gate's ({planned} conversations planned); "
+            "the gate writes the candidate's run in a folder of its own: give a new --out"
         )
 
 

@@ -422,10 +422,14 @@ def _note_little_saving(
         return
     share = max(g.mean_units for g in far) / units
     enough = 2 * units_for_power(within_sd, margin, 0.98, LEVEL, rho)
+    # The rule of thumb comes from the spread alone; where it names no more units than the
+    # design has (a pilot near the top of the scale, whose stand-in decides more slowly
+    # than its spread says), naming it would tell the user to shrink a design the
+    # simulation just found too small.
+    size = f"; about {enough:,} units would let it stop before half way" if enough > units else ""
     notes.append(
         f"the gate is expected to use {share:.0%} of the {units:,} units even when the truth is "
-        f"two margins away: this design is too small for the gate to save half; "
-        f"about {enough:,} units would let it stop before half way"
+        f"two margins away: this design is too small for the gate to save half{size}"
     )
 
 

@@ -19,6 +19,7 @@ scored afterwards, outside the event loop (`vera.app._result.scored`).
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +36,7 @@ from vera.app._resume import (
     check_profiles_present,
     check_same_run,
     existing_run,
+    program,
     resume_command,
     resume_config,
 )
@@ -44,7 +46,8 @@ from vera.engine import Inputs, Shard, Sweep, SweepResult, check_plan_size, plan
 from vera.errors import ConfigError, StorageError, UserError
 from vera.inputs import RunConfig, load_config, load_profiles
 from vera.records import ModelSpec, Role, RunManifest
-from vera.report import run_status
+from vera.report import read_gate, run_status
+from vera.stats import DEFAULT_SPENDING
 from vera.store import MANIFEST, Fanout, open_run
 
 FORCED = "cancelled at once by a second signal"
@@ -77,6 +80,8 @@ def prepare_run(opts: RunOptions) -> Prepared:
     notes: list[str] = []
     out = Path(opts.out) if opts.out else None
     existing = existing_run(out, resume=opts.resume) if out is not None else None
+    if out is not None and existing is not None and opts.units is None:
+        _refuse_gate_run(out)
     if out is not None and existing is not None:
         cfg, profiles = _resumed_config(existing, out, opts, notes)
     else:
@@ -213,6 +218,33 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
         resume=resume,
         scores=scores,
         words=run_strings(finished),
+    )
+
+
+def _refuse_gate_run(run_dir: Path) -> None:
+    """Refuse to continue a sequential gate's run as an ordinary run (`vera run --resume`,
+    `vera run --out` on it): it would plan every unit of the baseline, not the ones the
+    gate drew, and the card would still say the scores are of the gate's units only.
+    The gate's own command continues it; this names it."""
+    record = read_gate(run_dir)
+    if record is None:
+        return
+    s = record.settings
+    parts = [program(), "gate", shlex.quote(s.baseline_path), "--candidate", shlex.quote(s.candidate)]
+    parts += ["--margin", f"{s.margin:g}", "--alpha", f"{s.alpha:g}", "--wave", str(s.wave)]
+    parts += ["--seed", str(s.order_seed)]
+    if s.max_conversations is not None:
+        parts += ["--max-conversations", str(s.max_conversations)]
+    if s.method == "betting":
+        parts.append("--exact")
+    elif s.method == "asymptotic":
+        parts += ["--boundary", "sequence"]
+    elif s.spending not in (None, DEFAULT_SPENDING):
+        parts += ["--spending", shlex.quote(str(s.spending))]
+    parts += ["--out", shlex.quote(str(run_dir))]
+    raise UserError(
+        f"cannot continue {run_dir} as a run: it is a sequential gate's run (vera gate), which "
+        "draws the baseline's units in waves; continue it with its gate: " + " ".join(parts)
     )
 
 

@@ -11,7 +11,7 @@ from vera.app import GateOptions, GateOutcome, run_gate
 from vera.cli._door import Number, alpha_option, boundary_options, margin_option, seed_option, wave_option
 from vera.inputs import ENGLISH, tr, ui_short, use_strings
 from vera.ranges import DOLLARS
-from vera.report import card_strings, stopped_words, verdict_words
+from vera.report import card_strings, row_verdict_words, verdict_words, why_stopped
 
 
 @click.command()
@@ -119,14 +119,15 @@ def _print_gate(outcome: GateOutcome, *, quiet: bool) -> None:
                         interval=f"[{r.lo:+.1f}, {r.hi:+.1f}]"
                         if r.lo is not None and r.hi is not None
                         else "–",
-                        verdict=verdict_words(r.status),
+                        verdict=row_verdict_words(r.status, r.reason),
                     )
                 )
     click.echo(tr("cli.run_dir", path=outcome.run_dir))
     if outcome.exit_code == 130:
         click.echo(tr("cli.gate_interrupted", command=outcome.command), err=True)
     else:
-        why = tr("card.seq_why", why=stopped_words(outcome.stopped)) if outcome.stopped else ""
+        said = why_stopped(outcome.verdict, outcome.stopped)
+        why = tr("card.seq_why", why=said) if said else ""
         click.echo(
             tr(
                 "cli.gate_verdict",

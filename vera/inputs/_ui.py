@@ -256,6 +256,8 @@ BASE: dict[str, str] = {
         "baseline's: the scores below are of those units only."
     ),
     "card.seq_why": " ({why})",
+    # After card.seq_text: the rows the last look held UNDECIDED for want of a rating.
+    "card.seq_not_rated_rows": " At the last look, {rows}: {verdict}.",
     "card.seq_share": " ({share})",
     "card.seq_units_of": "{units} of {available}",
     "card.seq_caption": "Settled when the interval clears −{margin} (NOT WORSE) or falls below it (WORSE).",
@@ -472,6 +474,7 @@ BASE: dict[str, str] = {
     "col.live_cost": "Live-mode cost (USD)",
     "col.fallbacks": "Fallbacks to standard",
     "col.replayed": "Replayed on resume (not calls)",
+    "col.replayed_shared": "Replayed from the shared cache or on resume (not calls)",
     "col.conversation": "Conversation",
     "col.persona": "Persona",
     "col.risk": "Risk",

@@ -39,10 +39,12 @@ from vera.report.card._sequence import (
     GateSettings,
     read_gate,
     read_sequence,
+    row_verdict_words,
     sequence_page,
     sequential_note,
     stopped_words,
     verdict_words,
+    why_stopped,
 )
 from vera.report.card._terminal import by_column_text, headline, render_card
 from vera.report.card._text import card_strings, state_words, status_text
@@ -178,6 +180,7 @@ __all__ = [
     "render_improvements_html",
     "results_csv_ratings",
     "rich_table",
+    "row_verdict_words",
     "run_improvements",
     "run_ratings",
     "run_status",
@@ -197,6 +200,7 @@ __all__ = [
     "user_check_agreement",
     "user_check_agreement_table",
     "verdict_words",
+    "why_stopped",
     "with_markdown_css",
     "write_card_html",
     "write_improvements",

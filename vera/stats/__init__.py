@@ -45,6 +45,7 @@ from vera.stats.humans import (
     read_human_ratings,
 )
 from vera.stats.sequential import (
+    NOT_RATED_CANDIDATE,
     NOT_WORSE,
     UNDECIDED,
     WORSE,
@@ -64,6 +65,7 @@ __all__ = [
     "MAX_SETTLE_RESAMPLES",
     "MC_Z",
     "METHOD",
+    "NOT_RATED_CANDIDATE",
     "NOT_WORSE",
     "OVERALL",
     "UNDECIDED",

@@ -737,7 +737,12 @@ def verdict(statuses: Sequence[Status]) -> Status:
     return UNDECIDED
 
 
-class SequenceRow(msgspec.Struct, frozen=True, kw_only=True):
+# Why a gate's row has no interval: its candidate units so far rated it nowhere (Not
+# Relevant in each). `vera compare --gate` gives the same reason in the same words.
+NOT_RATED_CANDIDATE = "not rated in the candidate"
+
+
+class SequenceRow(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One row (a dimension or Overall) after one look: candidate − baseline."""
 
     dimension: str
@@ -745,6 +750,10 @@ class SequenceRow(msgspec.Struct, frozen=True, kw_only=True):
     lo: float | None
     hi: float | None
     status: Status
+    # Why the row has no interval (NOT_RATED_CANDIDATE), so the printout, sequence.md and
+    # the card can say why it holds the gate UNDECIDED; left out of sequence.jsonl when
+    # the row has one, so those lines keep their bytes.
+    reason: str | None = None
 
 
 class SequenceLook(msgspec.Struct, frozen=True, kw_only=True):
@@ -859,8 +868,10 @@ def gate_sequence(
         entries = []
         for k, row in enumerate(rows):
             e, low, high = float(est[k, j]), float(lo[k, j]), float(hi[k, j])
+            reason = None
             if rated_so_far[k, n - 1] <= 0:
                 e = low = high = math.nan
+                reason = NOT_RATED_CANDIDATE
             entries.append(
                 SequenceRow(
                     dimension=labels[row],
@@ -868,6 +879,7 @@ def gate_sequence(
                     lo=_finite(low),
                     hi=_finite(high),
                     status=decide(low, high, margin),
+                    reason=reason,
                 )
             )
         out.append(SequenceLook(units=n, rows=entries, verdict=verdict([r.status for r in entries])))

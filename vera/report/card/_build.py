@@ -683,6 +683,7 @@ def _settings(manifest: RunManifest) -> Settings:
         user_memory=conversation.user_memory if sessions else None,
         chatbot_memory=conversation.chatbot_memory if sessions else None,
         call_bodies=manifest.config.call_bodies is not False,
+        shared_cache=bool(manifest.config.cache and manifest.config.cache_dir),
     )
 
 

@@ -365,6 +365,10 @@ class Settings(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     # False when the run kept no call's request or response (`--no-call-bodies`);
     # written only then, so other cards read as before.
     call_bodies: bool = True
+    # True when the run read and wrote a response cache shared with other runs
+    # (`--cache-dir`): a reply replayed there may be another run's, in a run never
+    # resumed; written only then, so other cards read as before.
+    shared_cache: bool = False
 
 
 class Bootstrap(msgspec.Struct, frozen=True, gc=False):
@@ -485,6 +489,10 @@ class SequentialCard(msgspec.Struct, frozen=True, kw_only=True):
     units: int
     available: int
     looks: list[SequentialLookCard]
+    # The rows the last look held UNDECIDED because the candidate's units never rated them
+    # (vera.stats.NOT_RATED_CANDIDATE); left out when there are none, so those cards keep
+    # their bytes.
+    not_rated: list[str] | msgspec.UnsetType = msgspec.UNSET
 
 
 class Card(msgspec.Struct, frozen=True, kw_only=True):

@@ -19,7 +19,7 @@ from vera.records import OVERALL
 from vera.report.card._schema import SequentialCard, SequentialLookCard
 from vera.report.shared._numbers import fixed
 from vera.report.shared._table import Table
-from vera.stats import SequenceRow, Status
+from vera.stats import NOT_RATED_CANDIDATE, SequenceRow, Status
 
 GATE_FILE = "gate.json"
 SEQUENCE_FILE = "sequence.jsonl"
@@ -116,7 +116,8 @@ def sequential_note_of(run_dir: str | Path, seq: SequentialCard) -> str:
     # Why it stopped in the card's English words (a recorded reason holds brackets of
     # its own, which would nest in the note's).
     with use_strings(ENGLISH):
-        why = f" ({stopped_words(seq.stopped)})" if seq.stopped else ""
+        said = why_stopped(seq.verdict, seq.stopped)
+        why = f" ({said})" if said else ""
     steps = [
         f"{look.units}: [{fixed(look.lo, 1)}, {fixed(look.hi, 1)}]"
         for look in seq.looks
@@ -143,6 +144,8 @@ def sequential_card(run_dir: str | Path) -> SequentialCard | None:
     s = record.settings
     last = looks[-1] if looks else None
     out = []
+    # The rows the last look holds UNDECIDED for want of a rating, named on the card.
+    not_rated = [r.dimension for r in last.rows if r.reason] if last is not None else []
     for look in looks:
         row = next((r for r in look.rows if r.dimension == OVERALL), None)
         out.append(
@@ -169,6 +172,7 @@ def sequential_card(run_dir: str | Path) -> SequentialCard | None:
         units=last.units if last is not None else 0,
         available=last.available if last is not None else len(s.order),
         looks=out,
+        not_rated=not_rated or msgspec.UNSET,
     )
 
 
@@ -185,6 +189,22 @@ def not_rated_words(reason: str) -> str:
     the card's language; one vera has no words for stays as recorded."""
     key = f"card.seq_{reason.replace(' ', '_')}"
     return tr(key) if key in BASE else reason
+
+
+def row_verdict_words(status: str, reason: str | None) -> str:
+    """A gate row's status in the card's language; a row without an interval says why
+    ("UNDECIDED (not rated in the candidate)"), in `vera compare --gate`'s words."""
+    words = verdict_words(status)
+    return f"{words} ({not_rated_words(reason)})" if reason else words
+
+
+def why_stopped(verdict: str, stopped: str) -> str:
+    """Why a gate stopped, as `stopped_words` says it, or "" when that would only repeat
+    the verdict: a WORSE or NOT WORSE verdict is one the gate settled ("settled: WORSE"
+    after "WORSE" says nothing more)."""
+    if not stopped or stopped == f"settled: {verdict.upper()}":
+        return ""
+    return stopped_words(stopped)
 
 
 def stopped_words(stopped: str) -> str:
@@ -218,7 +238,8 @@ def _method_words(method: str, spending: str | msgspec.UnsetType | None = None) 
 
 def sequential_text(seq: SequentialCard) -> str:
     """One paragraph: the question, where the gate stopped and why, units used."""
-    return tr(
+    why = why_stopped(seq.verdict, seq.stopped)
+    text = tr(
         "card.seq_text_one" if len(seq.looks) == 1 else "card.seq_text",
         candidate=seq.candidate,
         run=seq.baseline_run_id,
@@ -227,12 +248,21 @@ def sequential_text(seq: SequentialCard) -> str:
         method=_method_words(seq.method, seq.spending),
         wave=seq.wave,
         verdict=verdict_words(seq.verdict),
-        why=tr("card.seq_why", why=stopped_words(seq.stopped)) if seq.stopped else "",
+        why=tr("card.seq_why", why=why) if why else "",
         waves=len(seq.looks),
         units=seq.units,
         available=seq.available,
         share=tr("card.seq_share", share=f"{seq.units / seq.available:.0%}") if seq.available else "",
     )
+    if isinstance(seq.not_rated, list) and seq.not_rated:
+        # The table below shows Overall only: the rows that held the gate UNDECIDED for
+        # want of a rating are named here, with why.
+        text += tr(
+            "card.seq_not_rated_rows",
+            rows=", ".join(ui_label(d) for d in seq.not_rated),
+            verdict=row_verdict_words("undecided", NOT_RATED_CANDIDATE),
+        )
+    return text
 
 
 def sequential_table(seq: SequentialCard) -> Table:
@@ -263,7 +293,8 @@ def sequence_page(record: GateRecord, looks: list[GateLook]) -> str:
     s = record.settings
     last = looks[-1] if looks else None
     verdict = verdict_words(record.verdict or "running")
-    stop = tr("page.seq_stop", why=stopped_words(record.stopped)) if record.stopped else ""
+    why = why_stopped(record.verdict or "running", record.stopped)
+    stop = tr("page.seq_stop", why=why) if why else ""
     used = tr("page.seq_used", units=last.units, available=last.available) if last is not None else "."
     lines = [
         f"# {tr('col.sequential_gate')}",
@@ -301,5 +332,5 @@ def sequence_page(record: GateRecord, looks: list[GateLook]) -> str:
         lines += ["", tr("page.seq_last_look"), "", tr("page.seq_rows_header"), "|---|---|---|"]
         for r in last.rows:
             ci = f"[{fixed(r.lo, 1)}, {fixed(r.hi, 1)}]" if r.lo is not None and r.hi is not None else "–"
-            lines.append(f"| {ui_label(r.dimension)} | {ci} | {verdict_words(r.status)} |")
+            lines.append(f"| {ui_label(r.dimension)} | {ci} | {row_verdict_words(r.status, r.reason)} |")
     return "\n".join(lines) + "\n"

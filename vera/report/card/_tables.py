@@ -351,6 +351,8 @@ LIVE_COST_COLUMN = ("live_cost_usd", "Live-mode cost (USD)")
 # Shown only when some bucket has them, so a run without either keeps its table.
 FALLBACKS_COLUMN = ("fallbacks", "Fallbacks to standard")
 REPLAYED_COLUMN = ("replayed", "Replayed on resume (not calls)")
+# A run with a response cache shared by runs (--cache-dir) replays other runs' replies too.
+REPLAYED_SHARED_COLUMN = ("replayed", "Replayed from the shared cache or on resume (not calls)")
 
 
 def _accounting_value(bucket: CallTotals, key: str) -> object:
@@ -367,7 +369,7 @@ def accounting_table(card: Card) -> Table:
     if acc.total.fallbacks:
         columns.append(FALLBACKS_COLUMN)
     if acc.total.replayed:
-        columns.append(REPLAYED_COLUMN)
+        columns.append(REPLAYED_SHARED_COLUMN if card.settings.shared_cache else REPLAYED_COLUMN)
     t = Table(["Model calls", *(header for _, header in columns)])
     rows: list[tuple[str, CallTotals]] = [
         *((tr("col.acc_role", role=_role_word(k)), v) for k, v in acc.by_role.items()),

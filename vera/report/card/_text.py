@@ -455,7 +455,16 @@ def _fallback_text(card: Card) -> str:
             f", {num(total.fallbacks)} of them asked at the standard tier when flex or a batch gave no answer"
         )
     if total.replayed:
-        text += f"; {num(total.replayed)} replies replayed on resume (paid for before: no call made, none counted)"
+        # With a cache shared by runs (--cache-dir) a fresh run replays other runs'
+        # replies: "on resume" alone would be wrong there.
+        where = (
+            "from the shared response cache (--cache-dir) or on resume"
+            if card.settings.shared_cache
+            else "on resume"
+        )
+        text += (
+            f"; {num(total.replayed)} replies replayed {where} (paid for before: no call made, none counted)"
+        )
     return text
 
 

@@ -57,6 +57,7 @@ from vera.stats import (
     MAX_SETTLE_RESAMPLES,
     MC_Z,
     METHOD,
+    NOT_RATED_CANDIDATE,
     NOT_WORSE,
     OVERALL,
     UNDECIDED,
@@ -72,7 +73,7 @@ BASELINE, CANDIDATE = "baseline", "candidate"
 # Why a row has no interval (`GateRow.reason`; the JSON keeps these English values, the
 # terminal says them in the locale pack's words: `vera.report.card._sequence.not_rated_words`).
 # A side "not rated" holds no rating but Not Relevant there (or no rating at all).
-NOT_RATED_CANDIDATE = "not rated in the candidate"
+# NOT_RATED_CANDIDATE is vera.stats's, so `vera gate` says it in the same words.
 NOT_RATED_BASELINE = "not rated in the baseline"
 NOT_RATED_EITHER = "not rated in either run"
 # The reasons that hold the verdict UNDECIDED: the baseline has a score there and the
@@ -215,7 +216,7 @@ def gate(
             confidence: float, frame: pl.DataFrame = frame, bots: tuple[str, str] = (b_bot, c_bot)
         ) -> pl.DataFrame:
             if calibrated:
-                return calibrated_diffs(
+                diffs = calibrated_diffs(
                     frame,
                     {BASELINE: base, CANDIDATE: cand},
                     {BASELINE: bots[0], CANDIDATE: bots[1]},
@@ -226,6 +227,12 @@ def gate(
                     max_resamples=max(MAX_SETTLE_RESAMPLES, settings.resamples),
                     raters=settings.raters,
                 )
+                # The rubric's order, as the judge-only gate and the card give the rows (the
+                # calibrated table comes sorted by name).
+                order = {
+                    d: i for i, d in enumerate(frame.get_column("dimension").unique(maintain_order=True))
+                }
+                return diffs.sort(pl.col("dimension").replace_strict(order, default=len(order)))
             # `compare` gives baseline − candidate: the candidate is worse when its lower
             # end lies above the margin.
             return compare_settled(
