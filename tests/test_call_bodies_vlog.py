@@ -150,6 +150,9 @@ def test_histories_texts_and_schemas_read_back_as_sent(
             history += [line, Message("assistant", _reply(turn))]
     mine = tuple(sides[SYSTEM])
     send("a", mine)
+    send("a", (*mine[:-1], Message("assistant", "another last")))  # all but the last the same
+    send("a", mine[:-1])  # one fewer, the same as far as it goes
+    send("a", (*mine[:-1], Message("assistant", "another last"), Message("user", "and more")))
     send("a", mine[:3])
     send("a", (*mine[:2], Message("user", "changed"), *mine[3:]))
     send("a", (Message("system", SYSTEM.content), *mine[1:]))
@@ -326,3 +329,67 @@ def test_each_call_is_read_with_its_own_body_or_none(
     assert [call for call, _ in paired] == _calls(tmp_path)
     assert [body is None for _, body in paired] == [i % 2 == 0 for i in range(len(written))]
     assert [_strip(b) for _, b in paired if b is not None] == [_strip(b) for b in written[1::2]]
+
+
+def _messages_before_the_shortcut(
+    self: _bodylog.BodyLog, conversation: str, side: str, messages: tuple[Message, ...]
+) -> list[int]:
+    """The writer's encoding of a history before it took all but the last message of the
+    previous call as they were: the whole prefix, or every message looked up again."""
+    lasts = self._last.setdefault(conversation, {})
+    last = lasts.get(side)
+    if last is not None and len(last[0]) <= len(messages) and messages[: len(last[0])] == last[0]:
+        start, encoded = len(last[0]), last[1][:]
+    else:
+        start, encoded = 0, []
+    for m in messages[start:]:
+        i = self._ids.get(m.content)
+        encoded.append((self._new(m.content) if i is None else i) << 2 | _bodylog._ROLE_CODE[m.role])
+    lasts[side] = (messages, encoded, self._shrinks)
+    return encoded
+
+
+@pytest.mark.parametrize("held", [32 << 20, 6000, 1500])
+def test_the_user_agents_reminder_leaves_the_files_bytes_as_they_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held: int
+) -> None:
+    # The user agent's view ends with the reminder joined to its last message, which its
+    # next view sends without it. The writer reuses the ids of the rest, except after its
+    # text table was halved, where a lookup stores a forgotten text again: the file is
+    # byte for byte what the encoding before this shortcut wrote, halvings or not.
+    monkeypatch.setattr(_bodylog, "_TEXTS_HELD", held)
+    user = [SYSTEM]
+    chatbot = [Message("system", "You are the chatbot. " * 20)]
+    bodies: list[CallBody] = []
+    for turn in range(12):
+        for job in ("a", "b"):
+            said = Message("user", f"{job} {turn}: " + _reply(turn))
+            bodies.append(
+                CallBody(
+                    call=_call(job),
+                    conversation_id=job,
+                    messages=(*user, Message("user", said.content + "\n\nRemember who you are.")),
+                    params={"temperature": 0.7},
+                    response=Completion(f"{job} says {turn}: " + _reply(turn + 1)),
+                )
+            )
+            chatbot_call = _call(job)
+            chatbot_call.role = "chatbot"
+            bodies.append(
+                CallBody(
+                    call=chatbot_call,
+                    conversation_id=job,
+                    messages=(*chatbot, Message("user", f"{job} says {turn}: " + _reply(turn + 1))),
+                    response=Completion(_reply(turn + 2) + job),
+                )
+            )
+        user += [said, Message("assistant", f"{job} says {turn}: " + _reply(turn + 1))]
+        chatbot += [
+            Message("user", f"b says {turn}: " + _reply(turn + 1)),
+            Message("assistant", _reply(turn + 2)),
+        ]
+    _write(tmp_path / "now", bodies)
+    monkeypatch.setattr(_bodylog.BodyLog, "_messages", _messages_before_the_shortcut)
+    _write(tmp_path / "before", bodies)
+    assert (tmp_path / "now" / VLOG).read_bytes() == (tmp_path / "before" / VLOG).read_bytes()
+    assert _read(tmp_path / "now") == [_strip(b) for b in bodies]

@@ -337,9 +337,10 @@ class BodyLog:
         self._ids: dict[str | bytes, int] = {}
         self._held = 0  # characters of text in `_ids`
         # conversation -> the calling side (user agent, chatbot, judge) -> the last
-        # messages it sent and their encoded ids: a history that grows by one is the last
-        # one's ids and one more.
-        self._last: dict[str, dict[str, tuple[tuple[Message, ...], list[int]]]] = {}
+        # messages it sent, their encoded ids and `_shrinks` then: a history that grows
+        # by one is the last one's ids and one more.
+        self._last: dict[str, dict[str, tuple[tuple[Message, ...], list[int], int]]] = {}
+        self._shrinks = 0  # times `_ids` was halved
         self._texts: list[bytes] = []
         self._calls: list[tuple[Any, ...]] = []
         self._convs: list[str] = []
@@ -408,6 +409,7 @@ class BodyLog:
         return i
 
     def _shrink(self) -> None:
+        self._shrinks += 1
         ids = self._ids
         for text in list(ids)[: len(ids) // 2]:
             self._held -= len(text)
@@ -420,10 +422,19 @@ class BodyLog:
         last = lasts.get(side)
         # The turn loop sends each side's history again with one or two messages more,
         # the same objects: comparing the two tuples is mostly identity checks.
-        if last is not None and len(last[0]) <= len(messages) and messages[: len(last[0])] == last[0]:
-            start, encoded = len(last[0]), last[1][:]
-        else:
-            start, encoded = 0, []
+        start, encoded = 0, []
+        if last is not None:
+            before, before_ids, shrinks = last
+            n = len(before)
+            if n <= len(messages) and messages[:n] == before:
+                start, encoded = n, before_ids[:]
+            elif 1 < n <= len(messages) + 1 and shrinks == self._shrinks and messages[: n - 1] == before[:-1]:
+                # The user agent's view ends with its reminder joined to the last
+                # message, which its next view sends without it: all but the last are
+                # the same, and need not be looked up again (~25 lookups a call). Not
+                # after `_ids` was halved: a lookup would then store a forgotten text
+                # again, as it did before this shortcut, and the file keeps those bytes.
+                start, encoded = n - 1, before_ids[:-1]
         ids, new, code = self._ids, self._new, _ROLE_CODE
         for m in messages[start:] if start else messages:
             text = m.content
@@ -431,7 +442,7 @@ class BodyLog:
             if i is None:
                 i = new(text)
             encoded.append(i << 2 | code[m.role])
-        lasts[side] = (messages, encoded)
+        lasts[side] = (messages, encoded, self._shrinks)
         return encoded
 
     def forget(self, conversation: str) -> None:
