@@ -76,11 +76,12 @@ def _offsets(run: Path) -> list[int]:
 def test_a_damaged_turn_record_is_refused_naming_the_way_past_it(run, tmp_path) -> None:
     _flip(run, 2)
     line = refused(invoke(["export", "--calls", str(run), "-o", str(tmp_path / "c.jsonl")]))
-    assert "call_bodies.vlog: turn record 2 is damaged" in line
+    # The same words as the resume warning and the --skip-corrupt note ("record 2").
+    assert "call_bodies.vlog: record 2 is damaged" in line
     assert "--skip-corrupt" in line
     assert not (tmp_path / "c.jsonl").exists()
     refused(
-        invoke(["merge", str(tmp_path / "merged"), str(run)]), "turn record 2 is damaged", "--skip-corrupt"
+        invoke(["merge", str(tmp_path / "merged"), str(run)]), "vlog: record 2 is damaged", "--skip-corrupt"
     )
     assert not (tmp_path / "merged").exists()
 

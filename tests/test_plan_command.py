@@ -16,6 +16,7 @@ from vera.app import PlanOptions
 from vera.app._gate import unit_counts
 from vera.app._plan import _note_little_saving, _paired, _partner
 from vera.cli._main import main
+from vera.cli._plan import _reach
 from vera.records import BEST_PRACTICE, HIGH_POTENTIAL_FOR_HARM, SUBOPTIMAL
 from vera.stats.planning import GateSize, units_for_power, variability
 
@@ -43,9 +44,9 @@ def test_a_plan_from_a_pilot_sizes_and_prices_both_designs(pilot) -> None:
     assert float(width.group(3)) <= 4.0 and int(width.group(2)) == 50 * int(width.group(1))
     assert "power 0.8 at margin 5" in out
     # The gate, for an equal candidate and for ones 2 × margin off, with its size and cost.
-    for d in ("+0", "-10", "+10"):
+    for d in ("+0", "−10", "+10"):
         assert re.search(
-            rf"true difference {re.escape(d)}( \(the pilot's score allows only [+-][\d.]+\))?: "
+            rf"true difference {re.escape(d)}( \(the pilot's score allows [^)]+\))?: "
             r"\d+ units on average, 90th percentile \d+",
             out,
         ), out
@@ -86,8 +87,9 @@ def test_a_difference_the_pilot_s_score_cannot_make_is_named(pilot) -> None:
     # The best-practice stand-in scores 100: no candidate can be 10 points better.
     result = CliRunner().invoke(main, ["plan", "--pilot", str(pilot), "--margin", "5", "--reps", "10"])
     assert result.exit_code == 0, result.output
-    assert "true difference +10 (the pilot's score allows only +0.0):" in result.output
-    assert re.search(r"true difference -10: \d+ units", result.output), result.output
+    # Said plainly, not as a signed zero; a negative difference with the minus sign (U+2212).
+    assert "true difference +10 (the pilot's score allows no change upwards):" in result.output
+    assert re.search(r"true difference −10: \d+ units", result.output), result.output
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +115,35 @@ def test_a_pilot_of_several_chatbots_needs_one_named(two_bot_pilot) -> None:
     )
     assert one.exit_code == 0, one.output
     assert "pilot: 12 units, 12 personas" in one.output
+
+
+def test_a_drop_the_pilot_s_score_cannot_make_is_named_as_a_drop(two_bot_pilot) -> None:
+    # The risk-ignoring stand-in's score is at the floor: no candidate can be 10 points
+    # worse, and the line says so in the difference's direction (it once read "+0.0").
+    result = CliRunner().invoke(
+        main, ["plan", "--pilot", str(two_bot_pilot), "--chatbot", "offline/risk-ignoring", "--reps", "10"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "true difference −10 (the pilot's score allows no change downwards):" in result.output
+    assert "+0.0" not in result.output and "−0.0" not in result.output
+
+
+def test_a_difference_the_pilot_s_score_makes_in_part_is_signed_as_the_difference() -> None:
+    def size(difference: float, reached: float) -> GateSize:
+        return GateSize(
+            difference=difference,
+            reached=reached,
+            mean_units=1,
+            p90_units=1,
+            worse=0,
+            not_worse=0,
+            undecided=1,
+        )
+
+    assert _reach(size(-10, -4.2)) == " (the pilot's score allows only −4.2)"
+    assert _reach(size(10, 4.2)) == " (the pilot's score allows only +4.2)"
+    assert _reach(size(-10, 0.01)) == " (the pilot's score allows no change downwards)"
+    assert _reach(size(-10, -9.8)) == ""
 
 
 def test_a_pilot_rated_only_not_relevant_is_refused(tmp_path) -> None:
@@ -175,7 +206,9 @@ def test_the_json_plan_says_what_the_text_says(pilot) -> None:
     assert f"waves of {g['wave']}, α {g['alpha']:g}) on {g['units']} units" in text
     assert [s["difference"] for s in g["sizes"]] == [0.0, -10.0, 10.0]
     for s in g["sizes"]:
-        (line,) = [x for x in lines if x.startswith(f"  true difference {s['difference']:+g}")]
+        (line,) = [
+            x for x in lines if x.startswith(f"  true difference {s['difference']:+g}".replace("-", "−"))
+        ]
         assert f": {s['mean_units']:.0f} units on average, 90th percentile {s['p90_units']:.0f}" in line
         assert f"WORSE {s['worse']:.0%} / NOT WORSE {s['not_worse']:.0%}" in line
         assert f"{s['cost']['tokens'] / 1e6:.2f} M tokens" in line

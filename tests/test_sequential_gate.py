@@ -367,6 +367,42 @@ def test_every_row_is_printed_one_without_an_interval_too(baseline, tmp_path) ->
     assert last.count('"reason"') == 1
 
 
+def test_a_row_the_baseline_never_rated_is_named_with_why_and_left_out_of_the_verdict(tmp_path) -> None:
+    # The risk-ignoring bot never reaches Confirms Risk: as the baseline, that row has no
+    # score to compare with. The gate left it out of its rows without a word, where
+    # `vera compare --gate` names it; now the printout, sequence.md and the card do too.
+    base = tmp_path / "ignoring"
+    made = CliRunner().invoke(
+        main, ["run", "--config", str(ROOT / "configs" / "offline.toml"), "--providers", "offline/risk-ignoring",
+               "--limit-personas", "12", "--out", str(base), "--quiet"],
+    )  # fmt: skip
+    assert made.exit_code == 0, made.output
+    for candidate, why in (
+        ("offline/best-practice", "not rated in the baseline"),
+        ("offline/risk-ignoring", "not rated in either run"),
+    ):
+        out = tmp_path / candidate.replace("/", "-")
+        result = gate(base, out, candidate)
+        assert result.exit_code == 0, result.output  # the verdict is the compared rows' alone
+        said = f"Left out of the verdict (no baseline score to compare with): Confirms Risk ({why})."
+        assert f"  Confirms Risk: – – ({why})" in result.output.splitlines(), result.output
+        assert said in result.output.splitlines(), result.output
+        page = (out / "sequence.md").read_text()
+        assert f"| Confirms Risk | – | – ({why}) |" in page and said in page.splitlines()
+        assert said in (out / "card.md").read_text()
+        card = json.loads((out / "card.json").read_text())
+        assert card["sequential"]["left_out"] == {"Confirms Risk": why}
+        assert "not_rated" not in card["sequential"]
+        # The same reason, in the same words, as vera compare --gate gives that row.
+        compared = CliRunner().invoke(main, ["compare", str(base), str(out), "--gate", "--json", "-"])
+        found, _ = json.JSONDecoder().raw_decode(compared.output[compared.output.index("{") :])
+        rows = found["pairs"][0]["rows"]
+        assert {r["dimension"]: r["reason"] for r in rows if r["reason"]} == {"Confirms Risk": why}
+        last = read_sequence(out)[-1]
+        assert last.left_out == {"Confirms Risk": why}
+        assert "Confirms Risk" not in [r.dimension for r in last.rows]
+
+
 def test_a_baseline_never_judged_says_so(tmp_path) -> None:
     made = CliRunner().invoke(
         main,

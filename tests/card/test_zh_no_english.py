@@ -409,6 +409,31 @@ def test_vera_gate_on_a_zh_cn_baseline_prints_in_the_pack_s_words(tmp_path):
     assert "最后一次查看时，" in card and "：未定 (候选中未评分)。" in card
 
 
+def test_vera_gate_names_a_row_the_zh_cn_baseline_never_rated_in_the_pack_s_words(tmp_path):
+    """A zh-CN risk-ignoring baseline never rates Confirms Risk: the gate's printout,
+    sequence.md and card name that row as left out of the verdict, with why, in the
+    words `vera compare --gate` uses for it (基线中未评分)."""
+    base = tmp_path / "zhignoring"
+    run_vera(
+        "run", "--locale", "zh-CN", "--providers", "offline/risk-ignoring", "--limit-personas", "12",
+        "--out", str(base),
+    )  # fmt: skip
+    out = tmp_path / "zhgate"
+    result = CliRunner().invoke(
+        main, ["gate", str(base), "--candidate", "offline/best-practice", "--wave", "20", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    text = result.output.replace(str(out), " ")
+    assert not leftovers(text), text
+    said = "未计入结论（没有可比较的基线分数）："
+    assert "– – (基线中未评分)" in text and said in text and "(基线中未评分)。" in text
+    page = (out / "sequence.md").read_text(encoding="utf-8")
+    assert not leftovers(page.replace("`zhignoring`", " ")), page
+    assert "| – | – (基线中未评分) |" in page and said in page
+    card = (out / "card.md").read_text(encoding="utf-8")
+    assert said in card and "(基线中未评分)。" in card
+
+
 @pytest.mark.parametrize("fmt", ["md", "html"])
 def test_the_improvement_report_of_a_zh_cn_run_has_no_english_words(zh_run, tmp_path, fmt):
     """`vera report improvements` follows the run's pack as the card does: the page, its

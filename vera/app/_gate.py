@@ -52,7 +52,16 @@ from vera.report import (
     sequence_page,
     sequence_plot,
 )
-from vera.stats import DEFAULT_SPENDING, NOT_WORSE, UNDECIDED, WORSE, Status, gate_sequence, parse_spending
+from vera.stats import (
+    DEFAULT_SPENDING,
+    NOT_WORSE,
+    UNDECIDED,
+    WORSE,
+    Status,
+    gate_sequence,
+    left_out_rows,
+    parse_spending,
+)
 from vera.store import MANIFEST, atomic_write
 
 # Exit code of an UNDECIDED gate (WORSE is `Exit.WORSE`, 4; NOT WORSE is 0).
@@ -224,15 +233,17 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
                 else None
             )
             judged = [k for k in settings.order[:drawn] if counts is not None and k in counts.keys]
+            shown = np.zeros((0, *baseline.counts.shape[1:]))  # the judged units' counts
             if judged and counts is not None:
                 at = {k: i for i, k in enumerate(counts.keys)}
+                shown = counts.counts[[at[k] for k in judged]]
                 # A confidence sequence needs only this look; the spending boundary needs every
                 # look so far (the units each had, as recorded), for the α they spent.
                 history = [look.units for look in looks if 0 < look.units < len(judged)]
                 spends = settings.method == "spending"
                 seq = gate_sequence(
                     baseline.counts,
-                    counts.counts[[at[k] for k in judged]],
+                    shown,
                     [position[k] for k in judged],
                     persona=persona,
                     labels=baseline.labels,
@@ -246,6 +257,8 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
                 rows, verdict = seq[-1].rows, seq[-1].verdict
             else:
                 rows, verdict = [], UNDECIDED
+            # The rows the sequence leaves out, named with why (the verdict is the sequence's).
+            left_out = left_out_rows(baseline.counts, shown, baseline.labels)
             stopped = ""
             if verdict != UNDECIDED:
                 stopped = f"settled: {verdict.upper()}"
@@ -265,6 +278,7 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
                 rows=rows,
                 verdict=verdict,
                 stopped=stopped,
+                left_out=left_out or msgspec.UNSET,
             )
             append_look(run_dir, last)
             looks.append(last)

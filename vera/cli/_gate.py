@@ -11,7 +11,14 @@ from vera.app import GateOptions, GateOutcome, run_gate
 from vera.cli._door import Number, alpha_option, boundary_options, margin_option, seed_option, wave_option
 from vera.inputs import ENGLISH, tr, ui_short, use_strings
 from vera.ranges import DOLLARS
-from vera.report import card_strings, row_verdict_words, verdict_words, why_stopped
+from vera.report import (
+    card_strings,
+    left_out_words,
+    row_verdict_words,
+    shown_rows,
+    verdict_words,
+    why_stopped,
+)
 
 
 @click.command()
@@ -110,8 +117,9 @@ def _print_gate(outcome: GateOutcome, *, quiet: bool) -> None:
         last = outcome.looks[-1] if outcome.looks else None
         if last is not None:
             # Every row, one without an interval as "–" (as sequence.md shows it): a row
-            # left out looked settled, or absent, when it held the gate UNDECIDED.
-            for r in last.rows:
+            # left out looked settled, or absent, when it held the gate UNDECIDED; a row
+            # the baseline never rated is named with why, as vera compare --gate does.
+            for r in shown_rows(last):
                 click.echo(
                     tr(
                         "cli.gate_row",
@@ -122,6 +130,8 @@ def _print_gate(outcome: GateOutcome, *, quiet: bool) -> None:
                         verdict=row_verdict_words(r.status, r.reason),
                     )
                 )
+            if left := left_out_words(last.left_out, ui_short):
+                click.echo(left.strip())
     click.echo(tr("cli.run_dir", path=outcome.run_dir))
     if outcome.exit_code == 130:
         click.echo(tr("cli.gate_interrupted", command=outcome.command), err=True)

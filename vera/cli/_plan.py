@@ -12,6 +12,7 @@ from vera.app import Cost, PlanOptions, PlanRecord, plan_comparison
 from vera.cli._door import Number, alpha_option, boundary_options, margin_option, seed_option, wave_option
 from vera.ranges import LEVEL, POSITIVE_POINTS
 from vera.stats import DEFAULT_SPENDING
+from vera.stats.planning import GateSize
 from vera.store import atomic_write, check_output
 
 
@@ -136,14 +137,28 @@ def _print(p: PlanRecord) -> None:
         )
         for g in p.gate.sizes:
             verdicts = f"WORSE {g.worse:.0%} / NOT WORSE {g.not_worse:.0%} / UNDECIDED {g.undecided:.0%}"
-            # A pilot scoring near 0 or 100 cannot be moved by every difference: say so.
-            short = abs(g.reached - g.difference) > 0.5
-            made = f" (the pilot's score allows only {g.reached:+.1f})" if short else ""
             click.echo(
-                f"  true difference {g.difference:+g}{made}: {g.mean_units:.0f} units on average, "
+                f"  true difference {_signed(g.difference, 'g')}{_reach(g)}: {g.mean_units:.0f} units on average, "
                 f"90th percentile {g.p90_units:.0f} · {verdicts}" + _money(g.cost, "on average")
             )
     click.echo(p.pairing_note)
+
+
+def _signed(x: float, spec: str) -> str:
+    """`x` with its sign always shown, a negative one as the minus sign (U+2212) the
+    rest of vera's user text writes: +10, −10, −3.5."""
+    return format(x, "+" + spec).replace("-", "\u2212")
+
+
+def _reach(g: GateSize) -> str:
+    """What a pilot scoring near 0 or 100 lets a difference become (empty: all of it).
+    The words follow the difference's direction: a score that cannot move that way at
+    all is said plainly, not as a signed zero ("+0.0" for a drop read as a rise)."""
+    if abs(g.reached - g.difference) <= 0.5:
+        return ""
+    if round(g.reached, 1) == 0 or (g.reached > 0) != (g.difference > 0):
+        return f" (the pilot's score allows no change {'upwards' if g.difference > 0 else 'downwards'})"
+    return f" (the pilot's score allows only {_signed(g.reached, '.1f')})"
 
 
 def _money(cost: Cost | None, what: str = "") -> str:

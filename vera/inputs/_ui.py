@@ -258,6 +258,9 @@ BASE: dict[str, str] = {
     "card.seq_why": " ({why})",
     # After card.seq_text: the rows the last look held UNDECIDED for want of a rating.
     "card.seq_not_rated_rows": " At the last look, {rows}: {verdict}.",
+    # After the gate's rows (its printout, sequence.md) and card.seq_text: the rows left
+    # out of the verdict, each with why ("Confirms Risk (not rated in the baseline)").
+    "card.seq_left_out": " Left out of the verdict (no baseline score to compare with): {rows}.",
     "card.seq_share": " ({share})",
     "card.seq_units_of": "{units} of {available}",
     "card.seq_caption": "Settled when the interval clears −{margin} (NOT WORSE) or falls below it (WORSE).",

@@ -45,7 +45,9 @@ from vera.stats.humans import (
     read_human_ratings,
 )
 from vera.stats.sequential import (
+    NOT_RATED_BASELINE,
     NOT_RATED_CANDIDATE,
+    NOT_RATED_EITHER,
     NOT_WORSE,
     UNDECIDED,
     WORSE,
@@ -54,6 +56,7 @@ from vera.stats.sequential import (
     Status,
     fixed_gate_levels,
     gate_sequence,
+    left_out_rows,
 )
 
 __all__ = [
@@ -65,7 +68,9 @@ __all__ = [
     "MAX_SETTLE_RESAMPLES",
     "MC_Z",
     "METHOD",
+    "NOT_RATED_BASELINE",
     "NOT_RATED_CANDIDATE",
+    "NOT_RATED_EITHER",
     "NOT_WORSE",
     "OVERALL",
     "UNDECIDED",
@@ -98,6 +103,7 @@ __all__ = [
     "judge_agreement",
     "judge_vs_consensus",
     "krippendorff_alpha",
+    "left_out_rows",
     "parse_spending",
     "percent_agreement",
     "rater_agreement",

@@ -740,6 +740,10 @@ def verdict(statuses: Sequence[Status]) -> Status:
 # Why a gate's row has no interval: its candidate units so far rated it nowhere (Not
 # Relevant in each). `vera compare --gate` gives the same reason in the same words.
 NOT_RATED_CANDIDATE = "not rated in the candidate"
+# Why a row is left out of the gate's verdict: the baseline never rated it (nothing to
+# compare with); "either" when the candidate's units so far never rated it either.
+NOT_RATED_BASELINE = "not rated in the baseline"
+NOT_RATED_EITHER = "not rated in either run"
 
 
 class SequenceRow(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -835,7 +839,7 @@ def gate_sequence(
         raise ValueError("a unit holds more ratings than max_ratings allows")
     who = np.asarray(persona, dtype=np.int64)
     units_per_persona = np.bincount(who).astype(np.float64)
-    rows = [i for i in range(base.shape[1]) if base[:, i, RATED].sum() > 0]
+    rows = [i for i in range(base.shape[1]) if _rated(base, i)]
     highs = upper_levels([labels[i] == overall for i in rows], alpha)
     seen = (base[idx] / scale).transpose(1, 0, 2)[rows]  # (R, n, 3)
     drawn = (cand / scale).transpose(1, 0, 2)[rows]
@@ -884,6 +888,26 @@ def gate_sequence(
             )
         out.append(SequenceLook(units=n, rows=entries, verdict=verdict([r.status for r in entries])))
     return out
+
+
+def left_out_rows(baseline: np.ndarray, candidate: np.ndarray, labels: Sequence[str]) -> dict[str, str]:
+    """The rows `gate_sequence` leaves out of the verdict (the baseline never rated
+    them), each with why: NOT_RATED_BASELINE, or NOT_RATED_EITHER when the candidate's
+    units so far (`candidate`, (n, R, 3); n may be 0) never rated it either. In the
+    order of `labels`; empty when every row is compared."""
+    base = np.asarray(baseline, dtype=np.float64)
+    cand = np.asarray(candidate, dtype=np.float64)
+    return {
+        labels[i]: NOT_RATED_BASELINE if cand.shape[0] and _rated(cand, i) else NOT_RATED_EITHER
+        for i in range(base.shape[1])
+        if not _rated(base, i)
+    }
+
+
+def _rated(counts: np.ndarray, row: int) -> bool:
+    """Whether any unit of `counts` (units, rows, 3) holds a rating other than Not
+    Relevant in `row`."""
+    return bool(counts[:, row, RATED].sum() > 0)
 
 
 def _finite(x: float) -> float | None:

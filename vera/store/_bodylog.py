@@ -99,7 +99,7 @@ class DamagedRecord(StorageError):
     def __init__(self, path: Path, number: int) -> None:
         self.path = path
         self.number = number
-        super().__init__(f"{path}: turn record {number} is damaged; {BODY_HINT}")
+        super().__init__(f"{path}: record {number} is damaged; {BODY_HINT}")
 
 
 class Row(NamedTuple):

@@ -493,6 +493,9 @@ class SequentialCard(msgspec.Struct, frozen=True, kw_only=True):
     # (vera.stats.NOT_RATED_CANDIDATE); left out when there are none, so those cards keep
     # their bytes.
     not_rated: list[str] | msgspec.UnsetType = msgspec.UNSET
+    # The rows the last look left out of the verdict, dimension → why (the baseline
+    # never rated them: vera.stats.left_out_rows); left out when there are none.
+    left_out: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
 
 
 class Card(msgspec.Struct, frozen=True, kw_only=True):

@@ -9,6 +9,7 @@ the card, compare and the viewer can read a gate's run without the app.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -17,9 +18,19 @@ from vera.errors import UserError
 from vera.inputs import BASE, ENGLISH, active, tr, ui_label, use_strings
 from vera.records import OVERALL
 from vera.report.card._schema import SequentialCard, SequentialLookCard
-from vera.report.shared._numbers import fixed
+from vera.report.shared._numbers import MISSING, fixed
 from vera.report.shared._table import Table
-from vera.stats import NOT_RATED_CANDIDATE, SequenceRow, Status
+from vera.stats import (
+    NOT_RATED_BASELINE,
+    NOT_RATED_CANDIDATE,
+    NOT_RATED_EITHER,
+    UNDECIDED,
+    SequenceRow,
+    Status,
+)
+
+# The reasons of rows left out of a gate's verdict (the baseline never rated them).
+LEFT_OUT = frozenset({NOT_RATED_BASELINE, NOT_RATED_EITHER})
 
 GATE_FILE = "gate.json"
 SEQUENCE_FILE = "sequence.jsonl"
@@ -58,6 +69,10 @@ class GateLook(msgspec.Struct, frozen=True, kw_only=True):
     rows: list[SequenceRow]
     verdict: Status
     stopped: str = ""  # why the gate stopped here ("" while it goes on)
+    # The rows left out of the verdict, dimension → why (vera.stats.left_out_rows: the
+    # baseline never rated them), so every place that shows the rows can name them;
+    # absent when none are, so those lines keep their bytes.
+    left_out: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
 
 
 class GateRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -173,6 +188,7 @@ def sequential_card(run_dir: str | Path) -> SequentialCard | None:
         available=last.available if last is not None else len(s.order),
         looks=out,
         not_rated=not_rated or msgspec.UNSET,
+        left_out=last.left_out if last is not None else msgspec.UNSET,
     )
 
 
@@ -193,9 +209,33 @@ def not_rated_words(reason: str) -> str:
 
 def row_verdict_words(status: str, reason: str | None) -> str:
     """A gate row's status in the card's language; a row without an interval says why
-    ("UNDECIDED (not rated in the candidate)"), in `vera compare --gate`'s words."""
-    words = verdict_words(status)
+    ("UNDECIDED (not rated in the candidate)"), and a row left out of the verdict has
+    none ("– (not rated in the baseline)"), in `vera compare --gate`'s words."""
+    words = MISSING if reason in LEFT_OUT else verdict_words(status)
     return f"{words} ({not_rated_words(reason)})" if reason else words
+
+
+def shown_rows(look: GateLook) -> list[SequenceRow]:
+    """A look's rows as the printout and sequence.md show them: those compared and,
+    before Overall, those left out of the verdict with why (no interval; shown only,
+    their status is no part of the look's verdict)."""
+    left = look.left_out if isinstance(look.left_out, dict) else {}
+    out = [r for r in look.rows if r.dimension != OVERALL]
+    out += [
+        SequenceRow(dimension=d, diff=None, lo=None, hi=None, status=UNDECIDED, reason=why)
+        for d, why in left.items()
+    ]
+    return out + [r for r in look.rows if r.dimension == OVERALL]
+
+
+def left_out_words(left_out: dict[str, str] | msgspec.UnsetType, name: Callable[[str], str]) -> str:
+    """The sentence naming the rows left out of the verdict, each with why, the
+    dimension as `name` shows it (a leading space where the language has one); "" when
+    none is."""
+    if not isinstance(left_out, dict) or not left_out:
+        return ""
+    rows = ", ".join(f"{name(d)} ({not_rated_words(why)})" for d, why in left_out.items())
+    return tr("card.seq_left_out", rows=rows)
 
 
 def why_stopped(verdict: str, stopped: str) -> str:
@@ -254,6 +294,8 @@ def sequential_text(seq: SequentialCard) -> str:
         available=seq.available,
         share=tr("card.seq_share", share=f"{seq.units / seq.available:.0%}") if seq.available else "",
     )
+    # The table below shows Overall only: the rows left out of the verdict are named.
+    text += left_out_words(seq.left_out, ui_label)
     if isinstance(seq.not_rated, list) and seq.not_rated:
         # The table below shows Overall only: the rows that held the gate UNDECIDED for
         # want of a rating are named here, with why.
@@ -330,7 +372,9 @@ def sequence_page(record: GateRecord, looks: list[GateLook]) -> str:
         lines.append(f"| {look.wave} | {units} | {est} | {ci} | {verdict_words(look.verdict)} |")
     if last is not None:
         lines += ["", tr("page.seq_last_look"), "", tr("page.seq_rows_header"), "|---|---|---|"]
-        for r in last.rows:
+        for r in shown_rows(last):
             ci = f"[{fixed(r.lo, 1)}, {fixed(r.hi, 1)}]" if r.lo is not None and r.hi is not None else "–"
             lines.append(f"| {ui_label(r.dimension)} | {ci} | {row_verdict_words(r.status, r.reason)} |")
+        if left := left_out_words(last.left_out, ui_label):
+            lines += ["", left.strip()]
     return "\n".join(lines) + "\n"

@@ -57,7 +57,9 @@ from vera.stats import (
     MAX_SETTLE_RESAMPLES,
     MC_Z,
     METHOD,
+    NOT_RATED_BASELINE,
     NOT_RATED_CANDIDATE,
+    NOT_RATED_EITHER,
     NOT_WORSE,
     OVERALL,
     UNDECIDED,
@@ -73,9 +75,7 @@ BASELINE, CANDIDATE = "baseline", "candidate"
 # Why a row has no interval (`GateRow.reason`; the JSON keeps these English values, the
 # terminal says them in the locale pack's words: `vera.report.card._sequence.not_rated_words`).
 # A side "not rated" holds no rating but Not Relevant there (or no rating at all).
-# NOT_RATED_CANDIDATE is vera.stats's, so `vera gate` says it in the same words.
-NOT_RATED_BASELINE = "not rated in the baseline"
-NOT_RATED_EITHER = "not rated in either run"
+# All three are vera.stats's, so `vera gate` says them in the same words.
 # The reasons that hold the verdict UNDECIDED: the baseline has a score there and the
 # candidate shows nothing, so nothing says it is not worse (`vera gate` keeps such a row
 # UNDECIDED too). A row the baseline never rated is left out, as `vera gate` leaves it.
