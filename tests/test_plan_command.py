@@ -459,6 +459,9 @@ def test_a_pilot_at_the_top_of_the_scale_is_not_promised_a_power_the_gate_denies
     (design,) = plan["designs"]
     (equal,) = [g for g in plan["gate"]["sizes"] if g["difference"] == 0]
     assert design["units"] == 100 and design["overall_power"] > 0.95
+    # The width is compare --gate's (Overall's interval on ten real pairs: 18.8 to 21.3
+    # points), not the spread's 3.2.
+    assert design["spread_width"] < 4 and 17 < design["width"] < 23
     # The fixed gate's power, as compare --gate decides, is no more than the gate's
     # (whose lower ends are at α, not α/2, and have no edge rule) …
     assert design["power"] <= equal["not_worse"] + 0.15 and design["power"] < 0.2

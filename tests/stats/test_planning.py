@@ -10,6 +10,7 @@ from benchmarks.bench_plan import check, check_gate_size, check_paired
 from vera.stats.planning import (
     MAX_PAIRING,
     edge_low,
+    edge_width,
     fixed_power_simulated,
     fixed_se,
     gate_coupling,
@@ -223,6 +224,10 @@ def test_the_fixed_gate_s_edge_rule_is_what_compare_gate_shows_at_100() -> None:
     # a dimension's difference as [-9.7, 13.6] (0 of 90 harmful could be up to 4.0 %).
     side = np.array([[90.0, 0.0, 90.0]])
     assert edge_low(side, side, 0.95)[0] == pytest.approx(-9.7, abs=0.1)
+    # Overall's interval of two such runs: about 19 points wide, as compare --gate showed
+    # ([-9.6, 9.8] on one pair of runs), where the spread alone gives 3.2.
+    assert edge_width(np.array([90.0, 0.0, 90.0]), 0.95) == pytest.approx(19.4, abs=0.2)
+    assert edge_width(np.array([500.0, 200.0, 1000.0]), 0.95) == 0.0
     # Away from the edges the rule does not apply.
     assert edge_low(np.array([[500.0, 200.0, 1000.0]]), np.array([[500.0, 200.0, 1000.0]]), 0.95)[0] == np.inf
 

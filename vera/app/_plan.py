@@ -33,6 +33,7 @@ from vera.stats.planning import (
     MAX_PAIRING,
     GateSize,
     Variability,
+    edge_width,
     fixed_power_simulated,
     fixed_se,
     gate_sizes,
@@ -104,6 +105,9 @@ class Design(msgspec.Struct, frozen=True, kw_only=True):
     # Overall's alone by the normal formula (`power_of`): what `power` was before the
     # dimensions were counted; far above it at the ends of the scale.
     overall_power: float | None = None
+    # The width by the formula from the spread alone; `width` is the larger of it and
+    # the narrowest interval compare --gate's edge rule gives near 0 or 100 (`edge_width`).
+    spread_width: float | None = None
     cost: Cost | None = None  # its tokens and money (None: no pilot to price from)
 
 
@@ -447,7 +451,11 @@ def _simulated_power(
             "by the harm its few ratings could hide; more units (--personas, or a --power above it) "
             "raise it"
         )
-    return msgspec.structs.replace(d, power=power, overall_power=d.power)
+    # Overall's expected totals on the design, in units (over the most ratings a unit can
+    # give), as the exact bounds of the edge rule count conversations.
+    expected = counts[:, -1].sum(axis=0) / float(bound[-1]) / counts.shape[0] * d.units
+    width = max(d.width, edge_width(expected, LEVEL))
+    return msgspec.structs.replace(d, power=power, overall_power=d.power, width=width, spread_width=d.width)
 
 
 def _note_little_saving(

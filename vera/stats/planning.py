@@ -329,6 +329,31 @@ def spread_pilot(
     return made(hi), who, hi, spread(hi)
 
 
+def _edge_side(c: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of one side's totals (rows, 3) in conversations: its score, the score at
+    the exact bounds of HPH % (low, high) at one-sided (1 − `level`)/2, and whether the
+    edge rule applies to it (`RARE_EVENTS`)."""
+    from scipy.stats import beta as beta_dist  # as vera.stats.bootstrap: not at import
+
+    tail = (1.0 - level) / 2.0
+    n = np.maximum(c[:, RATED], 1e-12)
+    x = np.clip(c[:, HPH], 0.0, n)
+    # Clipped: a simulated unit stretched from its pool's mean can have counts a
+    # little outside a share's range.
+    h = 100.0 * x / n
+    bp = np.clip(100.0 * c[:, BP] / n, 0.0, 100.0 - h)
+    with np.errstate(invalid="ignore"):
+        h_hi = 100.0 * np.where(x < n, beta_dist.ppf(1.0 - tail, x + 1.0, np.maximum(n - x, 1e-12)), 1.0)
+        h_lo = 100.0 * np.where(x > 0, beta_dist.ppf(tail, np.maximum(x, 1e-12), n - x + 1.0), 0.0)
+    score = score_from_percentages(bp, h)
+    # HPH at a bound, BP keeping its share of the rest (`widen_score_interval`).
+    rest = np.where(h < 100.0, 1.0 / np.maximum(100.0 - h, 1e-12), 0.0)
+    low = np.minimum(score, score_from_percentages(bp * (100.0 - h_hi) * rest, h_hi))
+    high = np.maximum(score, score_from_percentages(bp * (100.0 - h_lo) * rest, h_lo))
+    edge = n * np.minimum(np.minimum(bp, 100.0 - bp), np.minimum(h, 100.0 - h)) / 100.0 < RARE_EVENTS
+    return np.asarray(score), np.asarray(low), np.asarray(high), np.asarray(edge)
+
+
 def edge_low(candidate: np.ndarray, baseline: np.ndarray, level: float) -> np.ndarray:
     """The low end of candidate − baseline that `vera compare --gate`'s edge rule puts
     at most there, per row: `candidate`, `baseline` (rows, 3) are a run's BP, HPH and
@@ -340,32 +365,21 @@ def edge_low(candidate: np.ndarray, baseline: np.ndarray, level: float) -> np.nd
     moves in the resamples gives none) and the exact bounds at n = the conversations
     rated (the design effect of 1 a side with no spread has), at the one-sided
     (1 − `level`)/2 the gate checks a lower end at."""
-    from scipy.stats import beta as beta_dist  # as vera.stats.bootstrap: not at import
-
-    tail = (1.0 - level) / 2.0
-
-    def side(c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        n = np.maximum(c[:, RATED], 1e-12)
-        x = np.clip(c[:, HPH], 0.0, n)
-        # Clipped: a simulated unit stretched from its pool's mean can have counts a
-        # little outside a share's range.
-        h = 100.0 * x / n
-        bp = np.clip(100.0 * c[:, BP] / n, 0.0, 100.0 - h)
-        with np.errstate(invalid="ignore"):
-            h_hi = 100.0 * np.where(x < n, beta_dist.ppf(1.0 - tail, x + 1.0, np.maximum(n - x, 1e-12)), 1.0)
-            h_lo = 100.0 * np.where(x > 0, beta_dist.ppf(tail, np.maximum(x, 1e-12), n - x + 1.0), 0.0)
-        score = score_from_percentages(bp, h)
-        # HPH at a bound, BP keeping its share of the rest (`widen_score_interval`).
-        rest = np.where(h < 100.0, 1.0 / np.maximum(100.0 - h, 1e-12), 0.0)
-        low = np.minimum(score, score_from_percentages(bp * (100.0 - h_hi) * rest, h_hi))
-        high = np.maximum(score, score_from_percentages(bp * (100.0 - h_lo) * rest, h_lo))
-        edge = n * np.minimum(np.minimum(bp, 100.0 - bp), np.minimum(h, 100.0 - h)) / 100.0 < RARE_EVENTS
-        return np.asarray(score), np.asarray(low), np.asarray(high), np.asarray(edge)
-
-    b, b_low, _, b_edge = side(candidate)
-    a, _, a_high, a_edge = side(baseline)
+    b, b_low, _, b_edge = _edge_side(candidate, level)
+    a, _, a_high, a_edge = _edge_side(baseline, level)
     mover = (b - a) - np.sqrt((b - b_low) ** 2 + (a_high - a) ** 2)
     return np.where((b_edge | a_edge) & np.isfinite(mover), mover, np.inf)
+
+
+def edge_width(totals: np.ndarray, level: float) -> float:
+    """The narrowest interval `vera compare --gate` gives Overall's difference of two
+    runs with these expected totals (BP, HPH, rated in conversations) where its edge
+    rule applies, both sides alike (an equal candidate): MOVER's two halves, r = 0;
+    0 where the rule does not apply."""
+    score, low, high, edge = _edge_side(np.asarray(totals, dtype=np.float64)[None, :], level)
+    if not edge[0]:
+        return 0.0
+    return float(2.0 * np.hypot(score[0] - low[0], high[0] - score[0]))
 
 
 def fixed_power_simulated(
