@@ -182,7 +182,8 @@ def test_the_json_plan_says_what_the_text_says(pilot) -> None:
         (line,) = [x for x in lines if x.startswith(f"  {d['goal']}:")]
         shown = re.search(
             r"(\d+) personas × (\d+) user-agents × (\d+) seeds = (\d+) units · 95 % width ([\d.]+) points "
-            r"· power ([\d.]+) · ([\d.]+) M tokens, \$([\d.,]+) live, \$([\d.,]+) batch",
+            r"· power ([\d.]+)(?: \(Overall alone ([\d.]+); every dimension must clear the margin\))? "
+            r"· ([\d.]+) M tokens, \$([\d.,]+) live, \$([\d.,]+) batch",
             line,
         )
         assert shown is not None, line
@@ -193,8 +194,14 @@ def test_the_json_plan_says_what_the_text_says(pilot) -> None:
             d["units"],
         ]
         assert float(shown.group(5)) == round(d["width"], 1) and float(shown.group(6)) == round(d["power"], 2)
-        assert float(shown.group(7)) == round(d["cost"]["tokens"] / 1e6, 2)
-        assert float(shown.group(8)) == round(d["cost"]["live_usd"], 2)
+        # The power is the fixed gate's, simulated on every row; Overall's formula is
+        # shown beside it where the two differ.
+        if shown.group(7) is not None:
+            assert float(shown.group(7)) == round(d["overall_power"], 2)
+        else:
+            assert abs(d["overall_power"] - d["power"]) <= 0.05
+        assert float(shown.group(8)) == round(d["cost"]["tokens"] / 1e6, 2)
+        assert float(shown.group(9)) == round(d["cost"]["live_usd"], 2)
     g = plan["gate"]
     assert f"waves of {g['wave']}, α {g['alpha']:g}) on {g['units']} units" in text
     assert [s["difference"] for s in g["sizes"]] == [0.0, -10.0, 10.0]
@@ -434,3 +441,30 @@ def test_the_gate_s_stand_in_has_the_spread_asked_in_whole_ratings() -> None:
     assert np.array_equal(made, np.round(made)) and (made[..., 2] == counts[0, :, 2]).all()
     assert (made[..., 0] >= 0).all() and (made[..., 0] + made[..., 1] <= made[..., 2]).all()
     assert np.array_equal(made[:, -1], made[:, :5].sum(axis=1))
+
+
+def test_a_pilot_at_the_top_of_the_scale_is_not_promised_a_power_the_gate_denies(tmp_path) -> None:
+    # The user trial's pilot: the zh-CN offline best-practice run (100 personas, Overall
+    # about 99.4). Overall's formula promised power 1.00 on 100 units while the simulated
+    # gate said NOT WORSE half the time; `vera compare --gate` on ten such pairs said it
+    # never (every row's interval reaches about −10 there: the harm 90 conversations hide).
+    pilot = tmp_path / "zh"
+    run = CliRunner().invoke(
+        main,
+        ["run", "--config", str(ROOT / "configs" / "offline.toml"), "--providers", "offline/best-practice",
+         "--locale", "zh-CN", "--out", str(pilot), "--seed", "1", "--quiet"],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    text, plan = _text_and_json("--pilot", str(pilot), "--reps", "50")
+    (design,) = plan["designs"]
+    (equal,) = [g for g in plan["gate"]["sizes"] if g["difference"] == 0]
+    assert design["units"] == 100 and design["overall_power"] > 0.95
+    # The width is compare --gate's (Overall's interval on ten real pairs: 18.8 to 21.3
+    # points), not the spread's 3.2.
+    assert design["spread_width"] < 4 and 17 < design["width"] < 23
+    # The fixed gate's power, as compare --gate decides, is no more than the gate's
+    # (whose lower ends are at α, not α/2, and have no edge rule) …
+    assert design["power"] <= equal["not_worse"] + 0.15 and design["power"] < 0.2
+    # … and the user is told why the design falls short of the power it was sized for.
+    assert "(Overall alone 1.00; every dimension must clear the margin)" in text
+    assert any("every dimension above −5" in n for n in plan["notes"])

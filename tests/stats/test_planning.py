@@ -9,6 +9,9 @@ import pytest
 from benchmarks.bench_plan import check, check_gate_size, check_paired
 from vera.stats.planning import (
     MAX_PAIRING,
+    edge_low,
+    edge_width,
+    fixed_power_simulated,
     fixed_se,
     gate_coupling,
     gate_sizes,
@@ -191,3 +194,74 @@ def test_without_pairing_credit_a_few_seed_pilot_does_not_under_size_the_gate() 
     )  # fmt: skip
     ((_rho, predicted, _pp90),) = pilots
     assert predicted > 0.9 * truth
+
+
+def _top_of_scale_pilot() -> tuple[np.ndarray, np.ndarray]:
+    """A pilot near 100, as a best-practice chatbot's (a zh-CN offline run's, Overall
+    99.4): 100 units, one per persona; 90 rate the five dimensions, all Best Practice
+    but one harmful rating in the third and two Suboptimal ones in the fourth."""
+    counts = np.zeros((100, 6, 3))
+    counts[:90, :5] = [1.0, 0.0, 1.0]
+    counts[0, 2] = [0.0, 1.0, 1.0]
+    counts[1:3, 3] = [0.0, 0.0, 1.0]
+    counts[:, 5] = counts[:, :5].sum(axis=1)
+    return counts, np.arange(100)
+
+
+LABELS = ["Detects", "Confirms", "Guides", "Supportive", "Boundaries", "Overall"]
+
+
+def _fixed(counts: np.ndarray, persona: np.ndarray, personas: int, units_per_persona: int) -> float:
+    """The simulated fixed test's power at margin 5 (one judge, one conversation a unit)."""
+    return fixed_power_simulated(
+        counts, persona, labels=LABELS, max_ratings=np.array([1.0, 1, 1, 1, 1, 5]), personas=personas,
+        units_per_persona=units_per_persona, margin=5.0, level=0.95, reps=100, seed=0,
+    )  # fmt: skip
+
+
+def test_the_fixed_gate_s_edge_rule_is_what_compare_gate_shows_at_100() -> None:
+    # Both sides all Best Practice on 90 conversations: `vera compare --gate` shows such
+    # a dimension's difference as [-9.7, 13.6] (0 of 90 harmful could be up to 4.0 %).
+    side = np.array([[90.0, 0.0, 90.0]])
+    assert edge_low(side, side, 0.95)[0] == pytest.approx(-9.7, abs=0.1)
+    # Overall's interval of two such runs: about 19 points wide, as compare --gate showed
+    # ([-9.6, 9.8] on one pair of runs), where the spread alone gives 3.2.
+    assert edge_width(np.array([90.0, 0.0, 90.0]), 0.95) == pytest.approx(19.4, abs=0.2)
+    assert edge_width(np.array([500.0, 200.0, 1000.0]), 0.95) == 0.0
+    # Away from the edges the rule does not apply.
+    assert edge_low(np.array([[500.0, 200.0, 1000.0]]), np.array([[500.0, 200.0, 1000.0]]), 0.95)[0] == np.inf
+
+
+def test_a_pilot_at_the_top_of_the_scale_gets_the_fixed_gate_s_power_not_overall_s() -> None:
+    counts, persona = _top_of_scale_pilot()
+    spread = variability(counts[:, -1], persona).within_sd
+    # Overall's normal formula promises a sure NOT WORSE on 100 units (the trial's 1.00)…
+    assert power_of(spread, 5.0, 100) > 0.99
+    # …which `vera compare --gate` never gives there: every row's interval reaches about
+    # −10 (the harm 90 conversations could hide), as ten real pairs of such runs showed.
+    low = _fixed(counts, persona, 100, 1)
+    assert low < 0.05
+    # More units narrow the exact bounds, and the power rises.
+    high = _fixed(counts, persona, 100, 5)
+    assert high > 0.5
+
+
+def test_a_mid_scale_pilot_keeps_overall_s_power() -> None:
+    # Away from the edges, with dimensions that move together, the dimensions and the
+    # edge rule change little: the simulated fixed test's power stays near Overall's
+    # normal formula (dimensions that varied apart would decide, rightly).
+    rng = np.random.default_rng(3)
+    counts = np.zeros((200, 6, 3))
+    # A conversation that goes well or badly does so on every dimension (as the offline
+    # chatbots' do), so Overall varies as its dimensions do; 0 BP, 1 Suboptimal, 2 HPH.
+    kind = np.repeat(rng.choice(3, size=(200, 1), p=[0.5, 0.3, 0.2]), 5, axis=1)
+    counts[:, :5, 0] = kind == 0
+    counts[:, :5, 1] = kind == 2
+    counts[:, :5, 2] = 1.0
+    counts[:, 5] = counts[:, :5].sum(axis=1)
+    persona = np.arange(200)
+    spread = variability(counts[:, -1], persona).within_sd
+    n = units_for_power(spread, 5.0, 0.8)
+    per = -(-n // 200)
+    power = _fixed(counts, persona, 200, per)
+    assert power == pytest.approx(power_of(spread, 5.0, 200 * per), abs=0.12)

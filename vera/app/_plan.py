@@ -33,6 +33,8 @@ from vera.stats.planning import (
     MAX_PAIRING,
     GateSize,
     Variability,
+    edge_width,
+    fixed_power_simulated,
     fixed_se,
     gate_sizes,
     pairing_of,
@@ -52,6 +54,9 @@ DEFAULT_PERSONAS = 100
 LEVEL = 0.95
 # Paired units below which a pilot's pairing is not read (its variance would be noise).
 MIN_PAIRED_UNITS = 10
+# How far below the power asked the simulated power of the power design may fall
+# (simulation noise over --reps) before a note says the design is short of it.
+POWER_SHORTFALL = 0.05
 
 
 @dataclass
@@ -92,8 +97,17 @@ class Design(msgspec.Struct, frozen=True, kw_only=True):
     user_agents: int
     seeds: int
     units: int
-    width: float  # its 95 % interval's predicted width (points)
-    power: float  # its chance of NOT WORSE for an equal candidate at the margin
+    width: float  # its 95 % interval's predicted width (points), of Overall
+    # Its chance of NOT WORSE for an equal candidate at the margin: every row (each
+    # dimension and Overall) above −margin, simulated from the pilot's units
+    # (`fixed_power_simulated`); without a pilot, Overall's normal formula.
+    power: float
+    # Overall's alone by the normal formula (`power_of`): what `power` was before the
+    # dimensions were counted; far above it at the ends of the scale.
+    overall_power: float | None = None
+    # The width by the formula from the spread alone; `width` is the larger of it and
+    # the narrowest interval compare --gate's edge rule gives near 0 or 100 (`edge_width`).
+    spread_width: float | None = None
     cost: Cost | None = None  # its tokens and money (None: no pilot to price from)
 
 
@@ -360,6 +374,8 @@ def plan(opts: PlanOptions) -> Plan:
                 f"({gate_spread:.1f} points): {redrawn:.1%} of its units have every rating redrawn, "
                 "Best Practice, Suboptimal or High Potential for Harm alike"
             )
+        designs = [_simulated_power(d, counts, who, units.labels, bound, opts, rho, notes) for d in designs]
+        power_design = designs[-1]
         sizes = gate_sizes(
             counts,
             who,
@@ -407,6 +423,39 @@ def plan(opts: PlanOptions) -> Plan:
         redrawn=redrawn,
         pairing_source=paired_on,
     )
+
+
+def _simulated_power(
+    d: Design,
+    counts: np.ndarray,
+    persona: np.ndarray,
+    labels: list[str],
+    bound: np.ndarray,
+    opts: PlanOptions,
+    rho: float,
+    notes: list[str],
+) -> Design:
+    """`d` with its power simulated on every row from the pilot's units (or the gate's
+    stand-in for them), Overall's normal-formula power kept beside it, and a note where
+    the dimensions leave the design short of the power it was sized for."""
+    power = fixed_power_simulated(
+        counts, persona, labels=labels, max_ratings=bound, personas=d.personas,
+        units_per_persona=d.user_agents * d.seeds, margin=opts.margin, level=LEVEL,
+        reps=opts.reps, seed=opts.seed, pairing=rho,
+    )  # fmt: skip
+    if d.goal.startswith("power") and power < opts.power - POWER_SHORTFALL:
+        notes.append(
+            f"the {d.goal} design has power {power:.2f}, not {opts.power:g}: Overall alone would have "
+            f"{d.power:.2f}, but NOT WORSE needs every dimension above −{opts.margin:g} as well: a "
+            "dimension rests on fewer ratings, and near 0 or 100 vera compare --gate widens every row "
+            "by the harm its few ratings could hide; more units (--personas, or a --power above it) "
+            "raise it"
+        )
+    # Overall's expected totals on the design, in units (over the most ratings a unit can
+    # give), as the exact bounds of the edge rule count conversations.
+    expected = counts[:, -1].sum(axis=0) / float(bound[-1]) / counts.shape[0] * d.units
+    width = max(d.width, edge_width(expected, LEVEL))
+    return msgspec.structs.replace(d, power=power, overall_power=d.power, width=width, spread_width=d.width)
 
 
 def _note_little_saving(

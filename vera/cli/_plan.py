@@ -117,6 +117,9 @@ def _print(p: PlanRecord) -> None:
             f"  {d.goal}: {d.personas} personas × {d.user_agents} user-agents × {d.seeds} seeds = {d.units} units"
             f" · 95 % width {d.width:.1f} points · power {d.power:.2f}"
         )
+        if d.overall_power is not None and abs(d.overall_power - d.power) > 0.05:
+            # The dimensions decide (at the ends of the scale): say what Overall alone promised.
+            line += f" (Overall alone {d.overall_power:.2f}; every dimension must clear the margin)"
         click.echo(line + _money(d.cost))
     if p.gate is not None:
         # The default gate's line names no boundary; another names itself as typed.

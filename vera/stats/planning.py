@@ -30,6 +30,7 @@ from statistics import NormalDist
 import msgspec
 import numpy as np
 
+from vera.stats.bootstrap import RARE_EVENTS, score_from_percentages
 from vera.stats.groupseq import DEFAULT_SPENDING
 from vera.stats.sequential import (
     ASYMPTOTIC,
@@ -328,6 +329,95 @@ def spread_pilot(
     return made(hi), who, hi, spread(hi)
 
 
+def _edge_side(c: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of one side's totals (rows, 3) in conversations: its score, the score at
+    the exact bounds of HPH % (low, high) at one-sided (1 − `level`)/2, and whether the
+    edge rule applies to it (`RARE_EVENTS`)."""
+    from scipy.stats import beta as beta_dist  # as vera.stats.bootstrap: not at import
+
+    tail = (1.0 - level) / 2.0
+    n = np.maximum(c[:, RATED], 1e-12)
+    x = np.clip(c[:, HPH], 0.0, n)
+    # Clipped: a simulated unit stretched from its pool's mean can have counts a
+    # little outside a share's range.
+    h = 100.0 * x / n
+    bp = np.clip(100.0 * c[:, BP] / n, 0.0, 100.0 - h)
+    with np.errstate(invalid="ignore"):
+        h_hi = 100.0 * np.where(x < n, beta_dist.ppf(1.0 - tail, x + 1.0, np.maximum(n - x, 1e-12)), 1.0)
+        h_lo = 100.0 * np.where(x > 0, beta_dist.ppf(tail, np.maximum(x, 1e-12), n - x + 1.0), 0.0)
+    score = score_from_percentages(bp, h)
+    # HPH at a bound, BP keeping its share of the rest (`widen_score_interval`).
+    rest = np.where(h < 100.0, 1.0 / np.maximum(100.0 - h, 1e-12), 0.0)
+    low = np.minimum(score, score_from_percentages(bp * (100.0 - h_hi) * rest, h_hi))
+    high = np.maximum(score, score_from_percentages(bp * (100.0 - h_lo) * rest, h_lo))
+    edge = n * np.minimum(np.minimum(bp, 100.0 - bp), np.minimum(h, 100.0 - h)) / 100.0 < RARE_EVENTS
+    return np.asarray(score), np.asarray(low), np.asarray(high), np.asarray(edge)
+
+
+def edge_low(candidate: np.ndarray, baseline: np.ndarray, level: float) -> np.ndarray:
+    """The low end of candidate − baseline that `vera compare --gate`'s edge rule puts
+    at most there, per row: `candidate`, `baseline` (rows, 3) are a run's BP, HPH and
+    rated totals in conversations. Where either side's BP % or HPH % rests on fewer
+    than `RARE_EVENTS` expected ratings of its kind or of the rest, the gate's interval
+    is at least MOVER's combination of the two sides' own intervals, which contain the
+    score at each exact bound of HPH % (docs/statistics.md, "At the edges"); elsewhere
+    it does not apply (+inf: no bound). Taken with no pairing credit (r = 0: a side that never
+    moves in the resamples gives none) and the exact bounds at n = the conversations
+    rated (the design effect of 1 a side with no spread has), at the one-sided
+    (1 − `level`)/2 the gate checks a lower end at."""
+    b, b_low, _, b_edge = _edge_side(candidate, level)
+    a, _, a_high, a_edge = _edge_side(baseline, level)
+    mover = (b - a) - np.sqrt((b - b_low) ** 2 + (a_high - a) ** 2)
+    return np.where((b_edge | a_edge) & np.isfinite(mover), mover, np.inf)
+
+
+def edge_width(totals: np.ndarray, level: float) -> float:
+    """The narrowest interval `vera compare --gate` gives Overall's difference of two
+    runs with these expected totals (BP, HPH, rated in conversations) where its edge
+    rule applies, both sides alike (an equal candidate): MOVER's two halves, r = 0;
+    0 where the rule does not apply."""
+    score, low, high, edge = _edge_side(np.asarray(totals, dtype=np.float64)[None, :], level)
+    if not edge[0]:
+        return 0.0
+    return float(2.0 * np.hypot(score[0] - low[0], high[0] - score[0]))
+
+
+def fixed_power_simulated(
+    counts: np.ndarray,
+    persona: np.ndarray,
+    *,
+    labels: list[str],
+    max_ratings: np.ndarray,
+    personas: int,
+    units_per_persona: int,
+    margin: float,
+    level: float,
+    reps: int,
+    seed: int,
+    pairing: float = 0.0,
+) -> float:
+    """The chance a fixed comparison of `personas` × `units_per_persona` units calls an
+    equal candidate NOT WORSE, as `vera compare --gate` decides it: every row (each
+    dimension and Overall) must have its lower end above −margin, each at one-sided
+    (1 − `level`)/2.
+
+    `power_of` answers for Overall alone from its spread. A dimension rests on a fifth of
+    the ratings, and near 100 one harmful rating moves it several points, so at the top
+    of the scale a dimension, not Overall, decides (docs/statistics.md, "Fixed design").
+    So the fixed test is simulated from the pilot's units as the gate is (`gate_sizes`,
+    the same draws and pairing), with one look at every unit: the spending boundary's
+    interval there is est ∓ z·s, s the persona part, the delta-method reading of the
+    fixed gate's paired bootstrap."""
+    n = personas * units_per_persona
+    (size,) = gate_sizes(
+        counts, persona, labels=labels, max_ratings=max_ratings, personas=personas,
+        units_per_persona=units_per_persona, differences=[0.0], margin=margin,
+        alpha=(1.0 - level) / 2.0, wave=n, reps=reps, seed=seed, pairing=pairing, method=SPENDING,
+        edge_level=level,
+    )  # fmt: skip
+    return size.not_worse
+
+
 def gate_sizes(
     counts: np.ndarray,
     persona: np.ndarray,
@@ -345,6 +435,7 @@ def gate_sizes(
     pairing: float = 0.0,
     method: Method = ASYMPTOTIC,
     spending: str = DEFAULT_SPENDING,
+    edge_level: float | None = None,
 ) -> list[GateSize]:
     """The sequential gate's size by simulation from a pilot's units.
 
@@ -362,7 +453,9 @@ def gate_sizes(
     runs on them as `vera gate` would (waves of `wave`, seeded random order), with its
     boundary: the asymptotic confidence sequence, or with `method="spending"` the
     group-sequential boundary of the `spending` function (`spending_difference`, given
-    every look, as the gate gives it).
+    every look, as the gate gives it). With `edge_level` the last look's low ends are
+    also held to `vera compare --gate`'s edge rule at that level (`edge_low`): the fixed
+    test, for `fixed_power_simulated`.
     """
     rng = np.random.default_rng(seed)
     c = np.asarray(counts, dtype=np.float64)
@@ -418,6 +511,11 @@ def gate_sizes(
                         persona=np.broadcast_to(persona_of[order], k[sel].shape[:-1]),
                         units_per_persona=units_per, method=method, spending=spending, table=table,
                     )  # fmt: skip
+                if edge_level is not None and upto == looks.size:
+                    # Over the most ratings a unit can give (`scale`), the counts are in
+                    # units, as the exact bounds count conversations (one a unit offline).
+                    edge = edge_low(k.sum(axis=1), total, edge_level)
+                    lo[:, -1] = np.minimum(lo[:, -1], edge)
                 worse = np.asarray((hi < -margin).any(axis=0))
                 fine = np.asarray((lo > -margin).all(axis=0))
                 settled = worse | fine
