@@ -50,16 +50,7 @@ def _lost_offsets(run: Path, number: int) -> set[int]:
     """The calls (by their line's offset) whose body needs turn `number`: held in it, or
     naming a text only it defines."""
     _, held = _turns(run)
-    first, texts, _ = held[number]
-    inside = range(first, first + len(texts))
-    lost = set()
-    for n, (_, _, rows) in enumerate(held):
-        for row in rows:
-            _, _, _, _, _, messages, _, schema, _, reply = row
-            ids = [m >> 2 for m in messages] + [schema] + ([reply[0]] if reply else [])
-            if n == number or any(i in inside for i in ids if i):
-                lost.add(row[0])
-    return lost
+    return _needing(held, number)
 
 
 def _export(run: Path, target: Path, *extra: str) -> tuple[list[dict], str]:
