@@ -175,3 +175,25 @@ def test_dotenv_is_read_but_never_overrides_the_environment(
     assert missing_key(make_profile("p", "openai", "", api_key_env="ONLY_IN_DOTENV")) is None
     monkeypatch.delenv(KEY_ENV)
     assert env_value(KEY_ENV) == "from-dotenv-file"
+
+
+def test_an_unreadable_dotenv_is_one_error_naming_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A `.env` the user cannot read (chmod 000, another user's file) is named with the
+    reason, as a ConfigError (one line, exit 1), not a PermissionError traceback."""
+    dotenv = tmp_path / ".env"
+    dotenv.write_text("ONLY_IN_DOTENV=dotenv-value-2\n")
+    monkeypatch.chdir(tmp_path)
+    real_open = open
+
+    def refusing_open(file, *args, **kwargs):  # the OS's answer to a file without read permission
+        if str(file) == str(dotenv):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", refusing_open)
+    with pytest.raises(ConfigError) as err:
+        env_value("ONLY_IN_DOTENV")
+    assert str(err.value) == f"{dotenv}: cannot read .env: Permission denied"
+    assert "dotenv-value-2" not in str(err.value)
+    monkeypatch.setattr("builtins.open", real_open)
+    assert env_value("ONLY_IN_DOTENV") == "dotenv-value-2"  # readable again: read, not a remembered failure
