@@ -1,0 +1,59 @@
+"""Failures to write met by an unprivileged user or on a full disk, made without either:
+the OS's answer (EACCES, ENOSPC) is injected at the standard library's boundary, so the
+tests hold when run as root (which ignores file permissions). Each failure is one
+`error:` line that says what to do next, with no traceback, and nothing finished is lost."""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vera.cli._main import main
+
+from .conftest import ROOT
+
+OFFLINE = str(ROOT / "configs" / "offline.toml")
+
+
+def refuse_open(monkeypatch: pytest.MonkeyPatch, when: Callable[[str], bool], code: int) -> None:
+    """`os.open` of a path `when` picks fails with `code`, as the OS would answer it."""
+    real = os.open
+
+    def refusing(path, flags, *args, **kwargs):  # os.open's own signature
+        if when(os.fspath(path)):
+            raise OSError(code, os.strerror(code), os.fspath(path))
+        return real(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refusing)
+
+
+def error_line(output: str) -> str:
+    lines = [line for line in output.strip().splitlines() if line.strip()]
+    assert "Traceback" not in output and lines and lines[-1].startswith("error: "), output
+    assert sum(line.startswith("error: ") for line in lines) == 1, output
+    return lines[-1]
+
+
+def test_a_full_disk_while_writing_the_card_says_the_work_is_saved_and_how_to_finish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "run"
+    refuse_open(monkeypatch, lambda p: Path(p).name.startswith(".card.json."), errno.ENOSPC)
+    r = CliRunner().invoke(
+        main, ["run", "--config", OFFLINE, "--out", str(out), "--limit-personas", "3", "--quiet"]
+    )
+    assert r.exit_code == 1, r.output
+    line = error_line(r.output)
+    assert f"{out / 'card.json'}: cannot write the score card: No space left on device" in line
+    # Every record was written before the card: the line says so and how to write the card.
+    assert "finished work is saved" in line and f"run --resume {out}" in line, line
+    assert len((out / "judgements.jsonl").read_text().splitlines()) == 6
+    monkeypatch.undo()
+    r = CliRunner().invoke(main, ["run", "--resume", str(out), "--quiet"])
+    assert r.exit_code == 0, r.output
+    assert "0 new, 6 reused" in r.output and (out / "card.json").is_file()
