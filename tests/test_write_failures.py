@@ -1,10 +1,11 @@
-"""Failures to write met by an unprivileged user or on a full disk, made without either:
+"""Failures to read or write met by an unprivileged user or on a full disk, made without either:
 the OS's answer (EACCES, ENOSPC) is injected at the standard library's boundary, so the
 tests hold when run as root (which ignores file permissions). Each failure is one
 `error:` line that says what to do next, with no traceback, and nothing finished is lost."""
 
 from __future__ import annotations
 
+import builtins
 import errno
 import os
 from collections.abc import Callable
@@ -57,3 +58,50 @@ def test_a_full_disk_while_writing_the_card_says_the_work_is_saved_and_how_to_fi
     r = CliRunner().invoke(main, ["run", "--resume", str(out), "--quiet"])
     assert r.exit_code == 0, r.output
     assert "0 new, 6 reused" in r.output and (out / "card.json").is_file()
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("refusals") / "run"
+    r = CliRunner().invoke(main, ["run", "--config", OFFLINE, "--out", str(out), "--limit-personas", "2", "--quiet"])
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def refuse_reading(monkeypatch: pytest.MonkeyPatch, target: Path) -> None:
+    """`open` of `target` fails with EACCES, as for a file another user owns (chmod 000)."""
+    real = builtins.open
+
+    def refusing(file, *args, **kwargs):  # open's own signature
+        if isinstance(file, (str, os.PathLike)) and Path(file) == target:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(file))
+        return real(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", refusing)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "score {run}",
+        "export {run} -o -",
+        "pool {run}",
+        "report improvements {run} --out -",
+        "run --resume {run} --quiet",
+        "judge {run}",
+        "merge {tmp}/merged {run}",
+        "view {run} --bundle {tmp}/bundle",
+    ],
+)
+@pytest.mark.parametrize("name", ["judgements.jsonl", "conversations.jsonl"])
+def test_a_record_file_vera_cannot_read_is_one_line_naming_it(
+    small_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, name: str
+) -> None:
+    before = {p.name: p.read_bytes() for p in small_run.iterdir() if p.is_file()}
+    refuse_reading(monkeypatch, small_run / name)
+    args = command.format(run=small_run, tmp=tmp_path).split()
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 1, r.output
+    assert error_line(r.output) == f"error: {small_run / name}: cannot read: Permission denied"
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in small_run.iterdir() if p.is_file()} == before
