@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 import errno
+import io
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -78,6 +79,7 @@ def refuse_reading(monkeypatch: pytest.MonkeyPatch, target: Path) -> None:
         return real(file, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "open", refusing)
+    monkeypatch.setattr(io, "open", refusing)  # what pathlib's Path.open calls
 
 
 @pytest.mark.parametrize(
@@ -105,3 +107,16 @@ def test_a_record_file_vera_cannot_read_is_one_line_naming_it(
     assert error_line(r.output) == f"error: {small_run / name}: cannot read: Permission denied"
     monkeypatch.undo()
     assert {p.name: p.read_bytes() for p in small_run.iterdir() if p.is_file()} == before
+
+
+@pytest.mark.parametrize("command", ["export --calls {run} -o -", "view {run} --bundle {tmp}/bundle"])
+def test_a_calls_file_vera_cannot_read_is_named_as_read_not_as_a_bundle_it_cannot_write(
+    small_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """The call bodies' reader opens calls.jsonl itself: refused, it is named as a file
+    vera cannot read (not a traceback, and not "cannot write the bundle")."""
+    refuse_reading(monkeypatch, small_run / "calls.jsonl")
+    r = CliRunner().invoke(main, command.format(run=small_run, tmp=tmp_path).split())
+    assert r.exit_code == 1, r.output
+    assert error_line(r.output) == f"error: {small_run / 'calls.jsonl'}: cannot read: Permission denied"
+    assert not (tmp_path / "bundle").exists() and not list(tmp_path.glob(".bundle*"))

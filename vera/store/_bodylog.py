@@ -561,7 +561,13 @@ class LogReader:
 
     def __init__(self, run_dir: Path) -> None:
         self.path = run_dir / VLOG
-        self._calls = open(run_dir / "calls.jsonl", "rb")  # noqa: SIM115 (closed in close())
+        try:
+            self._calls = open(run_dir / "calls.jsonl", "rb")  # noqa: SIM115 (closed in close())
+        except OSError as exc:
+            # Named as a file that cannot be read (in the words every reader of a run's JSONL
+            # uses), not left to a caller that would take it for a failure to write; a
+            # StorageError, as the replay of a resume expects of this reader.
+            raise StorageError(f"{run_dir / 'calls.jsonl'}: cannot read: {exc.strerror or exc}") from None
         try:
             self._f = open(self.path, "rb")  # noqa: SIM115 (closed in close())
         except OSError as exc:
