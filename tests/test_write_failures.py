@@ -64,7 +64,9 @@ def test_a_full_disk_while_writing_the_card_says_the_work_is_saved_and_how_to_fi
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("refusals") / "run"
-    r = CliRunner().invoke(main, ["run", "--config", OFFLINE, "--out", str(out), "--limit-personas", "2", "--quiet"])
+    r = CliRunner().invoke(
+        main, ["run", "--config", OFFLINE, "--out", str(out), "--limit-personas", "2", "--quiet"]
+    )
     assert r.exit_code == 0, r.output
     return out
 

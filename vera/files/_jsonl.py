@@ -175,7 +175,7 @@ def _open_to_read(path: Path) -> IO[bytes]:
     chmod 000) is one `DataError` line naming it, never a traceback: every command that
     reads a run reads its files through here, `torn_tail` and `RecordReader`."""
     try:
-        return open(path, "rb")  # noqa: SIM115 (the caller closes it)
+        return open(path, "rb")  # the caller closes it
     except OSError as exc:
         raise DataError(str(path), f"cannot read: {exc.strerror or exc}") from None
 
