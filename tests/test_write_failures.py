@@ -122,3 +122,12 @@ def test_a_calls_file_vera_cannot_read_is_named_as_read_not_as_a_bundle_it_canno
     assert r.exit_code == 1, r.output
     assert error_line(r.output) == f"error: {small_run / 'calls.jsonl'}: cannot read: Permission denied"
     assert not (tmp_path / "bundle").exists() and not list(tmp_path.glob(".bundle*"))
+
+
+def test_a_card_vera_cannot_read_is_one_line_naming_it(
+    small_run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refuse_reading(monkeypatch, small_run / "card.json")
+    r = CliRunner().invoke(main, ["card", str(small_run)])
+    assert r.exit_code == 1, r.output
+    assert error_line(r.output) == f"error: {small_run / 'card.json'}: cannot read: Permission denied"
