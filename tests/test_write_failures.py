@@ -131,3 +131,26 @@ def test_a_card_vera_cannot_read_is_one_line_naming_it(
     r = CliRunner().invoke(main, ["card", str(small_run)])
     assert r.exit_code == 1, r.output
     assert error_line(r.output) == f"error: {small_run / 'card.json'}: cannot read: Permission denied"
+
+
+def test_a_bundle_of_a_run_whose_call_bodies_cannot_be_read_is_refused_not_said_to_hold_them(
+    small_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unreadable bodies (another user's run) made a bundle whose every page said the
+    file "cannot be read; restore it from a backup", while the command said it wrote the
+    conversations "with call bodies". A file the user only has to make readable is not
+    damage: the bundle is refused, naming it and --no-call-bodies."""
+    bodies = small_run / "call_bodies.vlog"
+    assert bodies.is_file()
+    refuse_reading(monkeypatch, bodies)
+    r = CliRunner().invoke(main, ["view", str(small_run), "--bundle", str(tmp_path / "bundle")])
+    assert r.exit_code == 1, r.output
+    assert error_line(r.output) == (
+        f"error: {bodies}: cannot read the call bodies: Permission denied; make it readable, "
+        "or give --no-call-bodies to write the bundle without them"
+    )
+    assert not (tmp_path / "bundle").exists() and not list(tmp_path.glob(".bundle*"))
+    r = CliRunner().invoke(
+        main, ["view", str(small_run), "--bundle", str(tmp_path / "bundle"), "--no-call-bodies"]
+    )
+    assert r.exit_code == 0 and "without call bodies" in r.output, r.output
