@@ -9,6 +9,7 @@ import builtins
 import errno
 import io
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -154,3 +155,39 @@ def test_a_bundle_of_a_run_whose_call_bodies_cannot_be_read_is_refused_not_said_
         main, ["view", str(small_run), "--bundle", str(tmp_path / "bundle"), "--no-call-bodies"]
     )
     assert r.exit_code == 0 and "without call bodies" in r.output, r.output
+
+
+def test_a_folder_of_runs_names_the_runs_and_folders_it_cannot_read(
+    small_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`vera view FOLDER` lists an unreadable run as unreadable ("one unreadable run does
+    not hide the others"), but a run whose manifest the user may not read, or a folder
+    it may not list, vanished from the list without a word."""
+    from io import StringIO
+
+    from vera.viewer.runs import Folder
+
+    root = tmp_path / "runs"
+    for name in ("ok", "locked", "hidden/inside"):
+        shutil.copytree(small_run, root / name)
+    refuse_reading(monkeypatch, root / "locked" / "manifest.json")
+    real_scandir = os.scandir
+
+    def refusing_scandir(path=".", *args, **kwargs):  # os.scandir's own signature
+        if Path(path) == root / "hidden":
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+        return real_scandir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "scandir", refusing_scandir)
+    err = StringIO()
+    folder = Folder.open(root, err=err)
+    rows = {r.folder: r for r in folder.rows}
+    assert set(rows) == {"ok", "locked"}
+    assert rows["ok"].state != "unreadable"
+    assert rows["locked"].state == "unreadable" and "manifest.json" in rows["locked"].error
+    assert "Permission denied" in rows["locked"].error
+    said = err.getvalue().splitlines()
+    assert said == [
+        "vera view: hidden: cannot read the folder (Permission denied); runs in it are not listed",
+        f"vera view: locked: not shown ({rows['locked'].error})",
+    ], said
