@@ -191,3 +191,36 @@ def test_a_folder_of_runs_names_the_runs_and_folders_it_cannot_read(
         "vera view: hidden: cannot read the folder (Permission denied); runs in it are not listed",
         f"vera view: locked: not shown ({rows['locked'].error})",
     ], said
+
+
+@pytest.fixture(scope="module")
+def gate_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A one-chatbot baseline and a finished gate on it: (baseline, gate's run)."""
+    root = tmp_path_factory.mktemp("gate")
+    base, gate = root / "base", root / "gate"
+    r = CliRunner().invoke(
+        main,
+        ["run", "--config", OFFLINE, "--providers", "offline/best-practice", "--out", str(base)]
+        + ["--limit-personas", "4", "--quiet"],
+    )
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(
+        main, ["gate", str(base), "--candidate", "offline/best-practice", "--out", str(gate), "--quiet"]
+    )
+    assert r.exit_code in (0, 5), r.output
+    return base, gate
+
+
+@pytest.mark.parametrize("name", ["gate.json", "sequence.jsonl"])
+def test_a_gate_file_vera_cannot_read_is_one_line_saying_so(
+    gate_run: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Rerunning a gate whose sequence.jsonl the user may not read was a traceback; its
+    gate.json was called "not a gate's settings", which it is: it only cannot be read."""
+    base, gate = gate_run
+    refuse_reading(monkeypatch, gate / name)
+    r = CliRunner().invoke(
+        main, ["gate", str(base), "--candidate", "offline/best-practice", "--out", str(gate), "--quiet"]
+    )
+    assert r.exit_code == 1, r.output
+    assert error_line(r.output) == f"error: {gate / name}: cannot read: Permission denied"
