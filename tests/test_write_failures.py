@@ -21,6 +21,7 @@ from vera.cli._main import main
 from .conftest import ROOT
 
 OFFLINE = str(ROOT / "configs" / "offline.toml")
+SMALL = ("--limit-personas", "4", "--quiet")
 
 
 def refuse_open(monkeypatch: pytest.MonkeyPatch, when: Callable[[str], bool], code: int) -> None:
@@ -200,8 +201,7 @@ def gate_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     base, gate = root / "base", root / "gate"
     r = CliRunner().invoke(
         main,
-        ["run", "--config", OFFLINE, "--providers", "offline/best-practice", "--out", str(base)]
-        + ["--limit-personas", "4", "--quiet"],
+        ["run", "--config", OFFLINE, "--providers", "offline/best-practice", "--out", str(base), *SMALL],
     )
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(
@@ -224,3 +224,42 @@ def test_a_gate_file_vera_cannot_read_is_one_line_saying_so(
     )
     assert r.exit_code == 1, r.output
     assert error_line(r.output) == f"error: {gate / name}: cannot read: Permission denied"
+
+
+def test_a_locale_pack_vera_cannot_read_is_one_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--locale DIR` on a folder the user may not enter was a traceback from the search
+    for its locale.toml."""
+    pack = tmp_path / "pack"
+    shutil.copytree(ROOT / "locales" / "zh-CN", pack)
+    real_stat = os.stat
+
+    def refusing_stat(path, *args, **kwargs):  # os.stat's own signature
+        if Path(os.fspath(path)).parent == pack:  # a folder without search permission
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", refusing_stat)
+    r = CliRunner().invoke(
+        main, ["run", "--config", OFFLINE, "--locale", str(pack), "--out", str(tmp_path / "run")]
+    )
+    assert r.exit_code == 1, r.output
+    assert error_line(r.output) == f"error: {pack / 'locale.toml'}: cannot read: Permission denied"
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("name", ["strings.toml", "personas.tsv", "rubric.tsv", "resources.toml"])
+def test_validate_locale_lists_a_file_it_cannot_read_as_one_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """`vera validate locale DIR` lists every problem, one line each; a file of the pack
+    the user may not read was a traceback instead."""
+    pack = tmp_path / "pack"
+    shutil.copytree(ROOT / "locales" / "zh-CN", pack)
+    refuse_reading(monkeypatch, pack / name)
+    r = CliRunner().invoke(main, ["validate", "locale", str(pack)])
+    assert r.exit_code == 1, r.output
+    assert "Traceback" not in r.output, r.output
+    said = [line for line in r.output.splitlines() if line.startswith(f"{pack / name}: error: cannot read")]
+    assert len(said) == 1 and said[0].endswith(": Permission denied"), r.output
