@@ -263,3 +263,33 @@ def test_validate_locale_lists_a_file_it_cannot_read_as_one_problem(
     assert "Traceback" not in r.output, r.output
     said = [line for line in r.output.splitlines() if line.startswith(f"{pack / name}: error: cannot read")]
     assert len(said) == 1 and said[0].endswith(": Permission denied"), r.output
+
+
+def test_a_providers_folder_vera_cannot_read_is_said_by_run_and_validate_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unreadable providers folder was read as empty: `vera run --providers
+    openai/gpt-4o` said the model was unknown, and `vera validate config` said "ok"."""
+    providers = tmp_path / "providers"
+    shutil.copytree(ROOT / "providers", providers)
+    text = Path(OFFLINE).read_text(encoding="utf-8").replace('"../', f'"{ROOT}/')
+    config = tmp_path / "config.toml"
+    config.write_text(text.replace(f'"{ROOT}/providers"', f'"{providers}"'), encoding="utf-8")
+    real_scandir = os.scandir
+
+    def refusing_scandir(path=".", *args, **kwargs):  # os.scandir's own signature
+        if Path(os.fspath(path)) == providers:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+        return real_scandir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "scandir", refusing_scandir)
+    said = f"{providers}: cannot read the providers folder: Permission denied"
+    r = CliRunner().invoke(main, ["validate", "config", str(config)])
+    listed = f"{providers}: error: cannot read the providers folder: Permission denied"
+    assert r.exit_code == 1 and listed in r.output.splitlines() and "Traceback" not in r.output, r.output
+    r = CliRunner().invoke(
+        main, ["run", "--config", str(config), "--providers", "openai/gpt-4o", "--out", str(tmp_path / "run")]
+    )
+    assert r.exit_code == 1, r.output
+    assert error_line(r.output) == f"error: {said}"
+    assert not (tmp_path / "run").exists()

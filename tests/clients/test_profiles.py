@@ -197,3 +197,26 @@ def test_an_unreadable_dotenv_is_one_error_naming_it(monkeypatch: pytest.MonkeyP
     assert "dotenv-value-2" not in str(err.value)
     monkeypatch.setattr("builtins.open", real_open)
     assert env_value("ONLY_IN_DOTENV") == "dotenv-value-2"  # readable again: read, not a remembered failure
+
+
+def test_a_providers_folder_vera_cannot_read_is_named_not_taken_for_empty(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A providers folder the user may not list (chmod 000, another user's) read as an
+    empty one: `--providers openai/gpt-4o` then said "unknown model reference ...; known
+    profiles: offline", pointing at the name rather than at the folder."""
+    import errno
+    import os
+
+    write(tmp_path, "openai.toml", OPENAI + 'protocol = "openai"\nmodels = ["gpt-4o"]\n')
+    real_scandir = os.scandir
+
+    def refusing_scandir(path=".", *args, **kwargs):  # os.scandir's own signature
+        if os.fspath(path) in (str(tmp_path), str(tmp_path) + "/"):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+        return real_scandir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "scandir", refusing_scandir)
+    with pytest.raises(DataError) as err:
+        load_profiles(tmp_path)
+    assert str(err.value) == f"{tmp_path}: cannot read the providers folder: Permission denied"
