@@ -293,3 +293,26 @@ def test_a_providers_folder_vera_cannot_read_is_said_by_run_and_validate_alike(
     assert r.exit_code == 1, r.output
     assert error_line(r.output) == f"error: {said}"
     assert not (tmp_path / "run").exists()
+
+
+def test_a_target_folder_vera_cannot_enter_is_one_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--target DIR` on a folder the user may not enter was a traceback from the search
+    for its target.toml (Path.is_file does not swallow EACCES)."""
+    target = tmp_path / "target"
+    shutil.copytree(ROOT / "targets" / "vera-si", target)
+    real_stat = os.stat
+
+    def refusing_stat(path, *args, **kwargs):  # os.stat's own signature
+        if Path(os.fspath(path)).parent == target:  # a folder without search permission
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", refusing_stat)
+    r = CliRunner().invoke(
+        main, ["run", "--config", OFFLINE, "--target", str(target), "--out", str(tmp_path / "run")]
+    )
+    assert r.exit_code == 1, r.output
+    assert error_line(r.output) == f"error: {target / 'target.toml'}: cannot read target: Permission denied"
+    assert not (tmp_path / "run").exists()

@@ -144,7 +144,11 @@ def find_target(
         if c.is_file():
             return c.absolute()
         for name in (TARGET_TOML, MANIFEST_JSON):
-            if (c / name).is_file():
+            try:
+                found = (c / name).is_file()
+            except OSError as exc:  # a folder the user may not enter: its files are unknown
+                raise DataError(str(c / name), f"cannot read target: {exc.strerror or exc}") from None
+            if found:
                 return (c / name).absolute()
         if c.is_dir():
             raise ConfigError(f"{c}: target folder holds neither {TARGET_TOML} nor {MANIFEST_JSON}")
