@@ -316,3 +316,23 @@ def test_a_target_folder_vera_cannot_enter_is_one_line_naming_it(
     assert r.exit_code == 1, r.output
     assert error_line(r.output) == f"error: {target / 'target.toml'}: cannot read target: Permission denied"
     assert not (tmp_path / "run").exists()
+
+
+def test_a_reference_data_folder_vera_cannot_enter_is_one_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--target reference:SI` with VERA_MH_DATA naming a folder the user may not enter."""
+    data = tmp_path / "data"
+    data.mkdir()
+    monkeypatch.setenv("VERA_MH_DATA", str(data))
+    real_stat = os.stat
+
+    def refusing_stat(path, *args, **kwargs):  # os.stat's own signature
+        if Path(os.fspath(path)).parent == data:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", refusing_stat)
+    r = CliRunner().invoke(main, ["run", "--target", "reference:SI", "--out", str(tmp_path / "run")])
+    assert r.exit_code == 1, r.output
+    assert error_line(r.output) == f"error: {data / 'SI'}: cannot read target: Permission denied"
