@@ -9,9 +9,17 @@ import click
 
 from vera.cli._door import Number, resamples_option
 from vera.errors import UserError
+from vera.inputs import run_strings, tr, use_strings
 from vera.ranges import SEED
-from vera.report import PLAN_RESAMPLES, fixed, import_human_ratings, plan_ratings, read_run
-from vera.store import HUMAN_RATINGS, check_transcripts, open_run, read_human_ratings_numbered, unchecked_note
+from vera.report import PLAN_RESAMPLES, ImportSummary, fixed, import_human_ratings, plan_ratings, read_run
+from vera.store import (
+    HUMAN_RATINGS,
+    check_transcripts,
+    open_run,
+    read_human_ratings_numbered,
+    read_manifest,
+    unchecked_note,
+)
 
 
 @click.group()
@@ -50,41 +58,36 @@ def import_(run_dir: str, file: str, skip_unmatched: bool, allow_other_transcrip
     done = import_human_ratings(
         run_dir, file, skip_unmatched=skip_unmatched, allow_other_transcripts=allow_other_transcripts
     )
+    # In the words of the run's locale pack, as its card and `vera review` (English for a
+    # run without one); the ratings file keeps the records' values.
+    with use_strings(run_strings([read_manifest(Path(run_dir))])):
+        _report_import(done, run_dir, file)
+
+
+def _report_import(done: ImportSummary, run_dir: str, file: str) -> None:
     click.echo(
-        f"imported {done.ratings} rating(s) of {done.conversations} conversation(s) by "
-        f"{done.raters} rater(s) → {Path(run_dir) / 'human_ratings.jsonl'}"
+        tr(
+            "cli.ratings_imported",
+            ratings=done.ratings,
+            conversations=done.conversations,
+            raters=done.raters,
+            path=Path(run_dir) / "human_ratings.jsonl",
+        )
     )
     if done.repeated:
-        click.echo(
-            f"note: {len(done.repeated)} rating(s) given again later in the file; the later one "
-            f"counts, both are kept (earlier at line(s) {_lines(done.repeated)})",
-            err=True,
-        )
+        click.echo(tr("cli.ratings_repeated", n=len(done.repeated), lines=_lines(done.repeated)), err=True)
     if done.already:
-        click.echo(
-            f"note: {done.already} rating(s) of the file are in the run already and were left out",
-            err=True,
-        )
+        click.echo(tr("cli.ratings_already", n=done.already), err=True)
     if done.duplicates:
         click.echo(
-            f"note: {len(done.duplicates)} row(s) repeat an earlier row of the file exactly and were "
-            f"left out (line(s) {_lines(done.duplicates)})",
-            err=True,
+            tr("cli.ratings_duplicates", n=len(done.duplicates), lines=_lines(done.duplicates)), err=True
         )
     if done.unchecked:
         click.echo(unchecked_note(file, done.unchecked), err=True)
     if done.other_transcripts:
-        click.echo(
-            f"note: {done.other_transcripts} rating(s) were made on another transcript than this run's "
-            "and were imported as --allow-other-transcripts allowed (marked so in the run)",
-            err=True,
-        )
+        click.echo(tr("cli.ratings_other_imported", n=done.other_transcripts), err=True)
     if done.skipped:
-        click.echo(
-            f"note: {len(done.skipped)} row(s) name no conversation of the run and were left out "
-            f"(line(s) {_lines(done.skipped)})",
-            err=True,
-        )
+        click.echo(tr("cli.ratings_skipped", n=len(done.skipped), lines=_lines(done.skipped)), err=True)
 
 
 @ratings.command("plan")

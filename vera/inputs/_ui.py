@@ -1157,6 +1157,25 @@ BASE: dict[str, str] = {
         "note: {path}: {n} rating(s) were made on another transcript than this run's and are used "
         "as {option} allowed"
     ),
+    # `vera ratings import`: what it added, and the rows it left out or marked.
+    "cli.ratings_imported": (
+        "imported {ratings} rating(s) of {conversations} conversation(s) by {raters} rater(s) → {path}"
+    ),
+    "cli.ratings_repeated": (
+        "note: {n} rating(s) given again later in the file; the later one counts, both are kept "
+        "(earlier at line(s) {lines})"
+    ),
+    "cli.ratings_already": "note: {n} rating(s) of the file are in the run already and were left out",
+    "cli.ratings_duplicates": (
+        "note: {n} row(s) repeat an earlier row of the file exactly and were left out (line(s) {lines})"
+    ),
+    "cli.ratings_other_imported": (
+        "note: {n} rating(s) were made on another transcript than this run's and were imported as "
+        "--allow-other-transcripts allowed (marked so in the run)"
+    ),
+    "cli.ratings_skipped": (
+        "note: {n} row(s) name no conversation of the run and were left out (line(s) {lines})"
+    ),
     "cli.scored": "scored → {path}",
     "cli.html_card": "HTML card: {path}",
     "cli.stopping": (
