@@ -8,8 +8,9 @@ a conversation ended, the status summary, the offline judge's reasoning) are sho
 the pack's words while the records keep them as they are.
 
 `vera report improvements` (its page in Markdown and HTML, its summary in the
-reference's terms, the line it prints), `vera agreement --locale` and the lines of `vera
-ratings import` are in the pack's words too.
+reference's terms, the line it prints), `vera agreement --locale`, the lines of `vera
+ratings import` and the offline note of a run where only some roles were stand-ins are
+in the pack's words too.
 
 Not checked, and why: text inside <code> (model names, commands to type: identifiers),
 and the words drawn inside the plots' images (tests/card/test_plots.py draws CJK text)."""
@@ -742,3 +743,48 @@ def test_vera_ratings_import_without_a_pack_prints_what_it_always_printed(offlin
     ]
     assert lines[:5] == first
     assert "note: 3 rating(s) of the file are in the run already and were left out" in lines[5:]
+
+
+def _old_roles_note(roles: list[str]) -> str:
+    """The note as vera wrote it before it had words for it (card.json keeps it so)."""
+    what = (
+        "is vera's built-in stand-in, not a language model"
+        if len(roles) == 1
+        else "are vera's built-in stand-ins, not language models"
+    )
+    return (
+        f"Offline run: {' and '.join(roles)} {what}. The numbers check the pipeline end to end; "
+        "they say nothing about any real chatbot."
+    )
+
+
+ROLE_NAMES = {"chatbots": "the chatbots", "user": "the simulated user", "judge": "the judge"}
+
+
+@pytest.mark.parametrize(
+    "roles",
+    [("judge",), ("chatbots",), ("user",), ("chatbots", "judge"), ("user", "judge"), ("chatbots", "user")],
+)
+def test_a_partly_offline_run_s_note_is_recorded_in_english_and_shown_in_the_pack_s_words(roles):
+    from vera.inputs import ENGLISH
+    from vera.report.shared._offline import note_words, roles_note
+
+    english = roles_note(roles, ENGLISH)
+    assert english == _old_roles_note([ROLE_NAMES[r] for r in roles])  # the record, byte for byte
+    assert note_words(english) == english  # English without a pack
+    with use_strings(strings_of(ZH, "zh-CN")):
+        shown = note_words(english)
+        assert shown.startswith("离线运行：") and not leftovers(shown), shown
+        assert note_words("a note someone else wrote") == "a note someone else wrote"
+
+
+def test_a_zh_cn_card_of_imported_transcripts_judged_offline_says_its_note_in_chinese(zh_run):
+    from vera.inputs import ENGLISH
+    from vera.report.card._markdown import render_markdown
+    from vera.report.shared._offline import roles_note
+
+    card = read_card(zh_run)
+    note = roles_note(("judge",), ENGLISH)
+    md = render_markdown(msgspec.structs.replace(card, note=note))
+    assert "> **离线运行：评审模型是 vera 内置的替身，不是语言模型。" in md
+    assert note not in md

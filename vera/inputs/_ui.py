@@ -102,6 +102,18 @@ BASE: dict[str, str] = {
         "stand-ins (scripted rules and seeded draws), not language models. The numbers check the "
         "pipeline end to end; they say nothing about any real chatbot."
     ),
+    # The offline note of a run where some roles only were stand-ins (imported transcripts
+    # judged offline): vera.report.shared._offline.roles_note builds it from these.
+    "card.offline_roles_note": (
+        "Offline run: {roles} {what}. The numbers check the pipeline end to end; "
+        "they say nothing about any real chatbot."
+    ),
+    "card.offline_role_chatbots": "the chatbots",
+    "card.offline_role_user": "the simulated user",
+    "card.offline_role_judge": "the judge",
+    "card.offline_roles_and": " and ",
+    "card.offline_stand_in": "is vera's built-in stand-in, not a language model",
+    "card.offline_stand_ins": "are vera's built-in stand-ins, not language models",
     "card.terminal_more": (
         "By risk level, judge and seed, every harmful rating with the judge's reasoning, and how "
         "the run was made: card.md and card.html in the run directory."
