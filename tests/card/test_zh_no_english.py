@@ -9,8 +9,8 @@ the pack's words while the records keep them as they are.
 
 `vera report improvements` (its page in Markdown and HTML, its summary in the
 reference's terms, the line it prints), `vera agreement --locale`, the lines of `vera
-ratings import` and the offline note of a run where only some roles were stand-ins are
-in the pack's words too.
+ratings import` and `vera ratings plan`, and the offline note of a run where only some
+roles were stand-ins are in the pack's words too.
 
 Not checked, and why: text inside <code> (model names, commands to type: identifiers),
 and the words drawn inside the plots' images (tests/card/test_plots.py draws CJK text)."""
@@ -788,3 +788,38 @@ def test_a_zh_cn_card_of_imported_transcripts_judged_offline_says_its_note_in_ch
     md = render_markdown(msgspec.structs.replace(card, note=note))
     assert "> **离线运行：评审模型是 vera 内置的替身，不是语言模型。" in md
     assert note not in md
+
+
+@pytest.mark.parametrize("width", ["10", "0.5"])  # reachable for one chatbot; below every floor
+def test_vera_ratings_plan_of_a_zh_cn_run_prints_in_the_pack_s_words(zh_run, width):
+    result = CliRunner().invoke(main, ["ratings", "plan", str(zh_run), "--width", width, "--resamples", "50"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == f"要让校准后的总分区间宽约 {width} 分（95 %）：", lines
+    for line in lines:
+        assert re.search(r"[\u4e00-\u9fff]", line), line
+        left = leftovers(line.replace("--width", ""))  # the option to type, as it is spelled
+        assert not left, (line, left)
+
+
+def test_vera_ratings_plan_without_a_pack_prints_what_it_always_printed(offline_run):
+    result = CliRunner().invoke(
+        main, ["ratings", "plan", str(offline_run), "--width", "0.5", "--resamples", "50"]
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "for a calibrated overall interval about 0.5 points wide (95 %):"
+    rows = [line for line in lines if line.startswith("  ") and not line.startswith("    ")]
+    assert rows and all(
+        re.fullmatch(
+            r"  \S+: not reachable: the sampling of personas alone makes the interval about [\d.]+ points wide, "
+            r"which no number of ratings narrows; more personas \(or a wider --width\) would "
+            r"\(0 rated so far; basis: judge's ratings as if uncorrected\)",
+            row,
+        )
+        for row in rows
+    ), rows
+    assert any(
+        line.startswith("    floor (the sampling of personas, which no number of ratings removes): ")
+        for line in lines
+    )

@@ -11,7 +11,15 @@ from vera.cli._door import Number, resamples_option
 from vera.errors import UserError
 from vera.inputs import run_strings, tr, use_strings
 from vera.ranges import SEED
-from vera.report import PLAN_RESAMPLES, ImportSummary, fixed, import_human_ratings, plan_ratings, read_run
+from vera.report import (
+    PLAN_RESAMPLES,
+    ChatbotPlan,
+    ImportSummary,
+    fixed,
+    import_human_ratings,
+    plan_ratings,
+    read_run,
+)
 from vera.store import (
     HUMAN_RATINGS,
     check_transcripts,
@@ -124,35 +132,52 @@ def plan(run_dir: str, width: float, resamples: int, seed: int) -> None:
     run = read_run(run_dir)
     if run.ratings.height == 0:
         raise UserError(f"{run_dir}: no complete judgements to plan from")
-    numbered = read_human_ratings_numbered(Path(run_dir))
-    check_transcripts(Path(run_dir) / HUMAN_RATINGS, numbered, open_run(run_dir))
-    plans = plan_ratings(run.ratings, [h for _, h in numbered], width, resamples=resamples, seed=seed)
-    click.echo(f"for a calibrated overall interval about {width:g} points wide (95 %):")
-    for p in plans:
-        if p.n_needed is not None:
-            need = f"rate {p.n_needed} of {p.n_conversations} conversations ({p.n_needed / p.n_conversations:.0%})"
-        elif p.floor is not None and width <= p.floor:
-            need = (
-                f"not reachable: the sampling of personas alone makes the interval about "
-                f"{fixed(p.floor, 1)} points wide, which no number of ratings narrows; "
-                "more personas (or a wider --width) would"
-            )
-        elif p.n_conversations in p.widths:
-            need = (
-                f"not reachable: rating all {p.n_conversations} conversations gives "
-                f"{fixed(p.widths[p.n_conversations], 1)} points"
-            )
-        else:  # too few conversations for an interval to have a width at all
-            need = (
-                f"cannot be estimated from {p.n_conversations} conversation(s): an interval needs more; "
-                "judge more conversations of this chatbot first"
-            )
-        more = f", {max(0, p.n_needed - p.n_rated)} more" if p.n_needed is not None and p.n_rated else ""
-        click.echo(f"  {p.chatbot}: {need} ({p.n_rated} rated so far{more}; basis: {p.basis})")
-        if p.widths:
-            shown = ", ".join(f"{n}: {fixed(w, 1)}" for n, w in p.widths.items())
-            click.echo(f"    expected width by conversations rated: {shown}")
-        if p.floor is not None:
-            click.echo(
-                f"    floor (the sampling of personas, which no number of ratings removes): {fixed(p.floor, 1)}"
-            )
+    # In the words of the run's locale pack, as `vera ratings import` (English without one).
+    with use_strings(run_strings([read_manifest(Path(run_dir))])):
+        numbered = read_human_ratings_numbered(Path(run_dir))
+        check_transcripts(Path(run_dir) / HUMAN_RATINGS, numbered, open_run(run_dir))
+        plans = plan_ratings(run.ratings, [h for _, h in numbered], width, resamples=resamples, seed=seed)
+        click.echo(tr("cli.ratings_plan_intro", width=f"{width:g}"))
+        for p in plans:
+            _print_plan(p, width)
+
+
+def _print_plan(p: ChatbotPlan, width: float) -> None:
+    if p.n_needed is not None:
+        need = tr(
+            "cli.ratings_plan_need",
+            n=p.n_needed,
+            total=p.n_conversations,
+            share=f"{p.n_needed / p.n_conversations:.0%}",
+        )
+    elif p.floor is not None and width <= p.floor:
+        need = tr("cli.ratings_plan_floor_unreachable", floor=fixed(p.floor, 1))
+    elif p.n_conversations in p.widths:
+        need = tr(
+            "cli.ratings_plan_all_unreachable",
+            n=p.n_conversations,
+            width=fixed(p.widths[p.n_conversations], 1),
+        )
+    else:  # too few conversations for an interval to have a width at all
+        need = tr("cli.ratings_plan_too_few", n=p.n_conversations)
+    more = (
+        tr("cli.ratings_plan_more", n=max(0, p.n_needed - p.n_rated))
+        if p.n_needed is not None and p.n_rated
+        else ""
+    )
+    # The basis is recorded in English (vera.report's ChatbotPlan); shown in the pack's words.
+    basis = tr(_BASIS[p.basis]) if p.basis in _BASIS else p.basis
+    click.echo(
+        tr("cli.ratings_plan_row", chatbot=p.chatbot, need=need, rated=p.n_rated, more=more, basis=basis)
+    )
+    if p.widths:
+        shown = ", ".join(f"{n}: {fixed(w, 1)}" for n, w in p.widths.items())
+        click.echo(tr("cli.ratings_plan_widths", shown=shown))
+    if p.floor is not None:
+        click.echo(tr("cli.ratings_plan_floor", floor=fixed(p.floor, 1)))
+
+
+_BASIS = {
+    "human ratings so far": "cli.ratings_plan_basis_humans",
+    "judge's ratings as if uncorrected": "cli.ratings_plan_basis_judge",
+}

@@ -1188,6 +1188,26 @@ BASE: dict[str, str] = {
     "cli.ratings_skipped": (
         "note: {n} row(s) name no conversation of the run and were left out (line(s) {lines})"
     ),
+    # `vera ratings plan`: how many conversations to rate for an interval of a width.
+    "cli.ratings_plan_intro": "for a calibrated overall interval about {width} points wide (95 %):",
+    "cli.ratings_plan_need": "rate {n} of {total} conversations ({share})",
+    "cli.ratings_plan_floor_unreachable": (
+        "not reachable: the sampling of personas alone makes the interval about {floor} points wide, "
+        "which no number of ratings narrows; more personas (or a wider --width) would"
+    ),
+    "cli.ratings_plan_all_unreachable": "not reachable: rating all {n} conversations gives {width} points",
+    "cli.ratings_plan_too_few": (
+        "cannot be estimated from {n} conversation(s): an interval needs more; "
+        "judge more conversations of this chatbot first"
+    ),
+    "cli.ratings_plan_more": ", {n} more",
+    "cli.ratings_plan_row": "  {chatbot}: {need} ({rated} rated so far{more}; basis: {basis})",
+    "cli.ratings_plan_basis_humans": "human ratings so far",
+    "cli.ratings_plan_basis_judge": "judge's ratings as if uncorrected",
+    "cli.ratings_plan_widths": "    expected width by conversations rated: {shown}",
+    "cli.ratings_plan_floor": (
+        "    floor (the sampling of personas, which no number of ratings removes): {floor}"
+    ),
     "cli.scored": "scored → {path}",
     "cli.html_card": "HTML card: {path}",
     "cli.stopping": (
