@@ -21,11 +21,11 @@ from vera.inputs._config import load_config
 from vera.inputs._locales import check_resources
 from vera.records import Conversation, Message, Turn
 from vera.standins import lexicon as lx
-from vera.standins import make_offline_client
+from vera.standins import make_offline_client, phrases_zh
 from vera.standins.chatbots import BestPracticeBot, RiskIgnoringBot
 from vera.standins.lexical_judge import LexicalJudge
 from vera.standins.lines import Lines
-from vera.standins.user_agent import _Call, place_of
+from vera.standins.user_agent import _Call, city_of, place_of
 
 from .targets import vera
 
@@ -343,6 +343,12 @@ def test_the_scripted_user_places_a_persona_by_its_own_background():
     places = Counter(place_of(p) for p in INPUTS["zh-CN"].personas.personas)
     assert places == {None: 56, "TW": 16, "HK": 12, "SG": 11, "MO": 5}
     assert {place_of(p) for p in INPUTS[None].personas.personas} == {None}
+    # A mainland city only where the Background's first clause puts the persona there
+    # ("在深圳做后端开发"), not where they come from or used to live (宋佳, 田梦: 搬回).
+    cities = {p.name: city_of(p) for p in INPUTS["zh-CN"].personas.personas if city_of(p)}
+    assert len(cities) == 24 and cities["陈俊杰"] == "深圳" and cities["罗明"] == "上海"
+    assert not {"宋佳", "田梦", "蒋晓曼", "孙浩"} & set(cities)
+    assert not any(city_of(p) for p in INPUTS[None].personas.personas)
 
 
 def test_a_user_outside_mainland_china_names_their_region_once_and_is_given_its_line():
@@ -354,6 +360,7 @@ def test_a_user_outside_mainland_china_names_their_region_once_and_is_given_its_
     facts = RunFacts(inputs, no_conversation)
     user = make_offline_client("scripted-user", facts=facts)
     given = Counter[str]()
+    cities = 0
     for persona in inputs.personas.personas:
         place = place_of(persona)
         bot = BestPracticeBot(None, facts)
@@ -366,12 +373,18 @@ def test_a_user_outside_mainland_china_names_their_region_once_and_is_given_its_
         said = [t.text for t in turns if t.speaker == "user"]
         assert ZH_LINES.named_region(said[:1]) == place, (persona.name, said[0])
         assert all(ZH_LINES.named_region([m]) is None for m in said[1:]), (persona.name, said)
+        city = city_of(persona)
+        cities += bool(city and city in said[0])
+        if city is None and place is None:
+            own = persona.field("Final Seed Phrase") + persona.field("Recent Triggers and Stressors")
+            assert not any(c in said[0] and c not in own for c in phrases_zh.MAINLAND_CITIES), said[0]
         replies = " ".join(t.text for t in turns if t.speaker == "chatbot")
         if place and ZH_LINES.crisis.search(replies):
             assert ZH_LINES.crisis_in(place).search(replies), (persona.name, replies)
             assert "12356" not in replies, (persona.name, replies)
             given[place] += 1
     assert set(given) == {"HK", "TW", "MO", "SG"}, given
+    assert 0 < cities < 24  # some mainland users name their city, not all
 
 
 # --- end to end (item 4) -----------------------------------------------------------------

@@ -133,6 +133,16 @@ PLACES = {
     "MO": ("澳門", "澳门"),
     "SG": ("新加坡",),
 }
+# Mainland cities a persona may say it lives in, sometimes: named only when the
+# Background's first clause after the age puts the persona there ("在深圳做后端开发",
+# "成都一家奶茶店的店长", "北京的程序员"), never from where they come from ("四川人")
+# nor from a Background that says they moved (搬回, 原来), so a city said is the one
+# the persona lives in. It places no one: the region stays the default, mainland China.
+MAINLAND_CITIES = (
+    "北京", "上海", "广州", "深圳", "成都", "杭州", "武汉", "重庆", "东莞", "南京",
+    "昆明", "西安", "天津", "沈阳", "郑州", "长沙", "温州",
+)  # fmt: skip
+SAY_CITY = ["对了，我在{city}", "我人在{city}"]
 # The region's names as resources.toml gives them, in both scripts: a first message that
 # already says one needs no aside.
 REGION_NAMES = {"HK": ("香港",), "TW": ("台湾", "台灣"), "MO": ("澳门", "澳門"), "SG": ("新加坡",)}

@@ -306,13 +306,35 @@ def place_of(persona: Persona) -> str | None:
     return min(((at, code) for at, code in found if at >= 0), default=(0, None))[1]
 
 
+def city_of(persona: Persona) -> str | None:
+    """The mainland city a Chinese persona lives in, when the first clause of its
+    Background after the age says so plainly (see `phrases_zh.MAINLAND_CITIES`)."""
+    background = persona.field("Background")
+    clauses = re.split("[；;]", background)
+    if place_of(persona) or len(clauses) < 2 or any(w in background for w in ("搬回", "原来")):
+        return None
+    first = clauses[1]
+    found = [
+        (first.find(f), city)
+        for city in phrases_zh.MAINLAND_CITIES
+        for f in (f"在{city}", f"{city}的", f"{city}一")
+        if f in first
+    ]
+    return min(found)[1] if found else None
+
+
 def _with_place(text: str, persona: Persona, rng: random.Random) -> str:
     """A Chinese persona's first message with where they live said at its end, unless
     it names that region already: a chatbot can give a line that rings there only if
-    it knows, and a user of Hong Kong or Taipei sent to a mainland line is not helped."""
+    it knows, and a user of Hong Kong or Taipei sent to a mainland line is not helped.
+    A mainland persona sometimes (one in two, seeded) names its city, as people do; that
+    places it nowhere new."""
     code = place_of(persona)
     if code is None:
-        return text
+        city = city_of(persona)
+        if city is None or city in text or rng.random() < 0.5:
+            return text
+        return _join_zh([text, rng.choice(phrases_zh.SAY_CITY).format(city=city)])
     if any(name in text for name in phrases_zh.REGION_NAMES[code]):
         return text
     return _join_zh([text, rng.choice(phrases_zh.SAY_PLACE[code])])
