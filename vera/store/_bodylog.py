@@ -178,41 +178,45 @@ def _plausible(kind: int, length: int) -> bool:
     return kind == _INDEX and length > 0
 
 
+def _whole(view: memoryview, pos: int, next_id: int | None = None) -> tuple[int, memoryview] | None:
+    """The kind and payload of the record at `pos` if it is whole, else None. Whole: its
+    header within `view`, a known kind with a length it can have (`_plausible`) within
+    `view`, the CRC right, and, given `next_id`, for a turn a first text id that continues
+    the numbering (at or past `next_id`). One test, so that reading on (`_scan`) and
+    finding where to read on after damage (`_resync`) never disagree on what is whole."""
+    size = len(view)
+    if pos + _HEAD.size > size:
+        return None
+    kind, length, crc = _HEAD.unpack_from(view, pos)
+    end = pos + _HEAD.size + length
+    if not _plausible(kind, length) or end > size:
+        return None
+    payload = view[pos + _HEAD.size : end]
+    if zlib.crc32(payload) != crc:
+        return None
+    if next_id is not None and kind == _TURN and _TURN_HEAD.unpack_from(payload)[0] < next_id:
+        return None
+    return kind, payload
+
+
 def _scan(data: bytes | memoryview, pos: int) -> Iterator[tuple[int, int, memoryview]]:
     """(kind, position, payload) of each whole record from `pos`; stops at a torn one."""
     view = memoryview(data)
-    size = len(view)
-    while pos + _HEAD.size <= size:
-        kind, length, crc = _HEAD.unpack_from(view, pos)
-        end = pos + _HEAD.size + length
-        if not _plausible(kind, length) or end > size:
-            return
-        payload = view[pos + _HEAD.size : end]
-        if zlib.crc32(payload) != crc:
-            return
+    while (found := _whole(view, pos)) is not None:
+        kind, payload = found
         yield kind, pos, payload
-        pos = end
+        pos += _HEAD.size + len(payload)
 
 
 def _resync(data: bytes | memoryview, start: int, next_id: int) -> int | None:
-    """Where the first whole record at or after `start` begins, or None (a torn tail:
-    nothing whole after it). Whole: a known kind, a length it can have (`_plausible`)
-    within `data`, the CRC right, and for a turn a first text id that continues the
-    numbering (at or past `next_id`, the ids the damaged records held being unknown).
-    Bytes inside a payload pass all of that about once in 4 billion tries."""
+    """Where the first whole record (`_whole`, its first text id at or past `next_id`
+    for a turn, the ids the damaged records held being unknown) at or after `start`
+    begins, or None (a torn tail: nothing whole after it). Bytes inside a payload pass
+    all of that about once in 4 billion tries."""
     view = memoryview(data)
-    size = len(view)
-    for pos in range(max(start, 0), size - _HEAD.size + 1):
-        kind, length, crc = _HEAD.unpack_from(view, pos)
-        end = pos + _HEAD.size + length
-        if not _plausible(kind, length) or end > size:
-            continue
-        payload = view[pos + _HEAD.size : end]
-        if zlib.crc32(payload) != crc:
-            continue
-        if kind == _TURN and _TURN_HEAD.unpack_from(payload)[0] < next_id:
-            continue
-        return pos
+    for pos in range(max(start, 0), len(view) - _HEAD.size + 1):
+        if _whole(view, pos, next_id) is not None:
+            return pos
     return None
 
 
