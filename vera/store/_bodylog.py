@@ -253,9 +253,7 @@ class _Builder:
                 # or past this turn's first: a row there is one the lost cut cut (no-op
                 # when the record was a turn).
                 self._after_damage = False
-                size = min(row[0] for row in calls)
-                ix.cuts.append((number, size))
-                ix.calls_end = min(ix.calls_end, size)
+                self.cut(number, min(row[0] for row in calls))
             last = calls[-1]
             ix.calls_end = max(ix.calls_end, last[0] + last[1] + 1)
         convs = ix.conversations
@@ -266,6 +264,13 @@ class _Builder:
                 convs[c] = [number]
             elif turns[-1] != number:
                 turns.append(number)
+
+    def cut(self, before: int, size: int) -> None:
+        """A cut after `before` turns: rows of those turns whose line is at or past
+        `size` in calls.jsonl are not calls, so the lines the file names end by `size`
+        (the record read back, one a damaged record may have been, one written now)."""
+        self.index.cuts.append((before, size))
+        self.index.calls_end = min(self.index.calls_end, size)
 
     def damage(self, pos: int) -> None:
         """A damaged record at file position `pos`, with whole records after it: kept
@@ -290,8 +295,7 @@ class _Builder:
                     self.turn(start + at, first, len(texts), calls)
                 elif kind == _CUT:
                     (size,) = struct.unpack("<Q", payload)
-                    self.index.cuts.append((len(self.index.turns), size))
-                    self.index.calls_end = min(self.index.calls_end, size)
+                    self.cut(len(self.index.turns), size)
                 else:
                     self.end = start + end
                     return self.end  # the closing index: what follows is its trailer
@@ -392,8 +396,7 @@ class BodyLog:
             record = _record(_CUT, struct.pack("<Q", calls_size))
             os.write(self._fd, record)
             b.end += len(record)
-            b.index.cuts.append((len(b.index.turns), calls_size))
-            b.index.calls_end = calls_size
+            b.cut(len(b.index.turns), calls_size)  # calls_size is below calls_end
 
     def log_fd(self) -> int | None:
         """The file's descriptor, for the store's fsyncs (None once closed)."""
