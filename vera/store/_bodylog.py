@@ -573,7 +573,7 @@ class LogReader:
             self._f = open(self.path, "rb")  # noqa: SIM115 (closed in close())
         except OSError as exc:
             self._calls.close()
-            raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None
+            raise self._unreadable(exc, hint=False) from None
         self._call = msgspec.json.Decoder(CallRecord)
         self._turns: OrderedDict[int, tuple[int, list[bytes], list[list[Any]]]] = OrderedDict()
         self.damaged: set[int] = set()  # turn records found damaged
@@ -600,6 +600,14 @@ class LogReader:
     def close(self) -> None:
         self._f.close()
         self._calls.close()
+
+    def _unreadable(self, exc: BaseException, *, hint: bool = True) -> StorageError:
+        """What a failed read of the file says, in one place for every reader; `hint`:
+        with the way past a damaged file (BODY_HINT), as `rows` and the bodies it
+        builds say it, the others saying it without, as they did."""
+        return StorageError(
+            f"{self.path}: cannot read the call bodies: {exc}" + (f"; {BODY_HINT}" if hint else "")
+        )
 
     def _refresh(self) -> None:
         """Index the records written since the last read (no closing index: a run
@@ -699,7 +707,7 @@ class LogReader:
                     raise
                 yield row[0], body
         except _READ_ERRORS as exc:
-            raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None
+            raise self._unreadable(exc, hint=False) from None
 
     def rows(self, *, skip: bool = False, conversation: str | None = None) -> Iterator[Row | Gap]:
         """Every body as stored (of `conversation`; None: all), in the order of
@@ -715,14 +723,14 @@ class LogReader:
                     row[0], row[1], row[4], None if reply is None else Usage(*reply[3]), self._builder_of(row)
                 )
         except _READ_ERRORS as exc:
-            raise StorageError(f"{self.path}: cannot read the call bodies: {exc}; {BODY_HINT}") from None
+            raise self._unreadable(exc) from None
 
     def _builder_of(self, row: list[Any]) -> Callable[[CallRecord], CallBody]:
         def build(call: CallRecord) -> CallBody:
             try:
                 return self._body(row, call)
             except _READ_ERRORS as exc:
-                raise StorageError(f"{self.path}: cannot read the call bodies: {exc}; {BODY_HINT}") from None
+                raise self._unreadable(exc) from None
 
         return build
 
@@ -763,4 +771,4 @@ class LogReader:
         try:
             return sum(1 for _ in self._live(None))
         except _READ_ERRORS as exc:
-            raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None
+            raise self._unreadable(exc, hint=False) from None
