@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 import pytest
@@ -463,20 +463,28 @@ def test_the_improvement_report_of_a_zh_cn_run_has_no_english_words(zh_run, tmp_
     assert line.startswith("改进报告：") and not leftovers(line), line
 
 
+def _rubric_moved_on(source: Path, run: Path, *, gone: bool) -> dict[str, Any]:
+    """`source` copied to `run` with its rubric file gone since the run (`gone`) or
+    changed (its sha256 no longer the manifest's), and without its conversation pages.
+    The manifest as written."""
+    shutil.copytree(source, run)
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    if gone:
+        manifest["rubric"]["path"] = str(run.parent / "elsewhere" / "rubric.tsv")
+    else:
+        manifest["rubric"]["sha256"] = "0" * 64
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    shutil.rmtree(run / "conversations", ignore_errors=True)
+    return manifest
+
+
 @pytest.mark.parametrize(("rubric", "kind"), [("gone", "不存在"), ("changed", "被改动过")])
 def test_the_improvement_report_s_notes_are_in_the_pack_s_words(zh_run, tmp_path, rubric, kind):
     """Its notes: why the question texts are missing (the rubric file gone or changed
     since the run), on the report and on the conversation pages it adds, and why those
     pages could not be written."""
     run = tmp_path / "zhrun0"
-    shutil.copytree(zh_run, run)
-    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
-    if rubric == "gone":
-        manifest["rubric"]["path"] = str(tmp_path / "elsewhere" / "rubric.tsv")
-    else:
-        manifest["rubric"]["sha256"] = "0" * 64
-    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    shutil.rmtree(run / "conversations")  # the report writes the pages it links to
+    _rubric_moved_on(zh_run, run, gone=rubric == "gone")  # the report writes the pages it links to
     for fmt in ("md", "html"):
         out = tmp_path / f"improvements.{fmt}"
         result = CliRunner().invoke(
@@ -508,11 +516,7 @@ def test_the_improvement_report_s_notes_are_in_the_pack_s_words(zh_run, tmp_path
 
 def test_the_improvement_report_s_notes_keep_their_english_without_a_pack(offline_run, tmp_path):
     run = tmp_path / "run"
-    shutil.copytree(offline_run, run)
-    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
-    manifest["rubric"]["sha256"] = "0" * 64
-    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    shutil.rmtree(run / "conversations", ignore_errors=True)
+    manifest = _rubric_moved_on(offline_run, run, gone=False)
     (run / "conversations").write_text("", encoding="utf-8")
     result = CliRunner().invoke(
         main, ["report", "improvements", str(run), "--format", "md", "--out", str(tmp_path / "i.md")]
