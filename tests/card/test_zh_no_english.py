@@ -8,8 +8,9 @@ a conversation ended, the status summary, the offline judge's reasoning) are sho
 the pack's words while the records keep them as they are.
 
 `vera report improvements` (its page in Markdown and HTML, its summary in the
-reference's terms, the line it prints) and `vera agreement --locale` are in the pack's
-words too.
+reference's terms, the line it prints), `vera agreement --locale`, the lines of `vera
+ratings import` and `vera ratings plan`, and the offline note of a run where only some
+roles were stand-ins are in the pack's words too.
 
 Not checked, and why: text inside <code> (model names, commands to type: identifiers),
 and the words drawn inside the plots' images (tests/card/test_plots.py draws CJK text)."""
@@ -40,7 +41,7 @@ from vera.report.card._score import read_card
 from vera.report.card._sequence import sequential_table, sequential_text
 from vera.report.card._terminal import render_card
 from vera.report.shared._terminal import cells
-from vera.store import append_human_ratings
+from vera.store import HUMAN_RATINGS, append_human_ratings
 
 from ..conftest import ROOT
 from .conftest import offline_config, run_vera
@@ -684,3 +685,151 @@ def test_an_interrupted_or_unfinished_run_s_summary_is_in_the_pack_s_words():
         assert summary_words(recorded) == recorded  # English: as recorded
         with use_strings(zh):
             assert summary_words(recorded).startswith(said), summary_words(recorded)
+
+
+# --- the lines of `vera ratings import` and the offline note of a partly offline run ---
+
+
+def _import_lines(run: Path, rows: list[str], tmp_path: Path) -> list[str]:
+    """Every line `vera ratings import` prints for `rows` (a long-format CSV), imported
+    twice, so that the second import finds its ratings in the run already."""
+    file = tmp_path / "ratings.csv"
+    file.write_text("item_id,rater,dimension,rating\n" + "".join(f"{r}\n" for r in rows), encoding="utf-8")
+    out: list[str] = []
+    for _ in range(2):
+        result = CliRunner().invoke(main, ["ratings", "import", str(run), str(file), "--skip-unmatched"])
+        assert result.exit_code == 0, result.output
+        out += (result.stdout + result.stderr).splitlines()
+    return out
+
+
+def _rows(ids: list[str]) -> list[str]:
+    a, b = ids[:2]
+    return [
+        f"{a},ann,Confirms Risk,BP",
+        f"{b},bob,Confirms Risk,HPH",
+        f"{a},ann,Confirms Risk,HPH",  # given again later: the later counts
+        f"{b},bob,Confirms Risk,HPH",  # the same row again: left out
+        "no-such-conversation,ann,Confirms Risk,BP",  # skipped (--skip-unmatched)
+    ]
+
+
+def _ids(run: Path) -> list[str]:
+    from vera.store import open_run
+
+    return sorted(open_run(run).conversation_heads())
+
+
+def test_vera_ratings_import_of_a_zh_cn_run_prints_in_the_pack_s_words(zh_run, tmp_path):
+    run = tmp_path / "zhrun0"
+    shutil.copytree(zh_run, run, ignore=shutil.ignore_patterns(HUMAN_RATINGS))
+    lines = _import_lines(run, _rows(_ids(run)), tmp_path)
+    # imported; repeated; duplicates; unchecked (a CSV has no fingerprints); skipped; and
+    # the second import: imported none, repeated, duplicates, already there, skipped.
+    assert len(lines) == 10, lines
+    assert any("本次运行里已经有了" in line for line in lines[5:]), lines
+    for line in lines:
+        assert re.search(r"[\u4e00-\u9fff]", line), line
+        assert not leftovers(line), (line, leftovers(line))
+    assert lines[0].startswith("已导入 2 位评分者对 2 段对话的 3 条评分 → "), lines[0]
+
+
+def test_vera_ratings_import_without_a_pack_prints_what_it_always_printed(offline_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(offline_run, run, ignore=shutil.ignore_patterns(HUMAN_RATINGS))
+    lines = _import_lines(run, _rows(_ids(run)), tmp_path)
+    path, file = run / HUMAN_RATINGS, tmp_path / "ratings.csv"
+    unchecked = (
+        f"note: {file}: 3 rating(s) carry no transcript fingerprint (saved before vera recorded one, or "
+        "imported from a CSV without a transcript_sha256 column): they cannot be checked against this "
+        "run's transcripts"
+    )
+    first = [
+        f"imported 3 rating(s) of 2 conversation(s) by 2 rater(s) → {path}",
+        "note: 1 rating(s) given again later in the file; the later one counts, both are kept (earlier at line(s) 2)",
+        "note: 1 row(s) repeat an earlier row of the file exactly and were left out (line(s) 5)",
+        unchecked,
+        "note: 1 row(s) name no conversation of the run and were left out (line(s) 6)",
+    ]
+    assert lines[:5] == first
+    assert "note: 3 rating(s) of the file are in the run already and were left out" in lines[5:]
+
+
+def _old_roles_note(roles: list[str]) -> str:
+    """The note as vera wrote it before it had words for it (card.json keeps it so)."""
+    what = (
+        "is vera's built-in stand-in, not a language model"
+        if len(roles) == 1
+        else "are vera's built-in stand-ins, not language models"
+    )
+    return (
+        f"Offline run: {' and '.join(roles)} {what}. The numbers check the pipeline end to end; "
+        "they say nothing about any real chatbot."
+    )
+
+
+ROLE_NAMES = {"chatbots": "the chatbots", "user": "the simulated user", "judge": "the judge"}
+
+
+@pytest.mark.parametrize(
+    "roles",
+    [("judge",), ("chatbots",), ("user",), ("chatbots", "judge"), ("user", "judge"), ("chatbots", "user")],
+)
+def test_a_partly_offline_run_s_note_is_recorded_in_english_and_shown_in_the_pack_s_words(roles):
+    from vera.inputs import ENGLISH
+    from vera.report.shared._offline import note_words, roles_note
+
+    english = roles_note(roles, ENGLISH)
+    assert english == _old_roles_note([ROLE_NAMES[r] for r in roles])  # the record, byte for byte
+    assert note_words(english) == english  # English without a pack
+    with use_strings(strings_of(ZH, "zh-CN")):
+        shown = note_words(english)
+        assert shown.startswith("离线运行：") and not leftovers(shown), shown
+        assert note_words("a note someone else wrote") == "a note someone else wrote"
+
+
+def test_a_zh_cn_card_of_imported_transcripts_judged_offline_says_its_note_in_chinese(zh_run):
+    from vera.inputs import ENGLISH
+    from vera.report.card._markdown import render_markdown
+    from vera.report.shared._offline import roles_note
+
+    card = read_card(zh_run)
+    note = roles_note(("judge",), ENGLISH)
+    md = render_markdown(msgspec.structs.replace(card, note=note))
+    assert "> **离线运行：评审模型是 vera 内置的替身，不是语言模型。" in md
+    assert note not in md
+
+
+@pytest.mark.parametrize("width", ["10", "0.5"])  # reachable for one chatbot; below every floor
+def test_vera_ratings_plan_of_a_zh_cn_run_prints_in_the_pack_s_words(zh_run, width):
+    result = CliRunner().invoke(main, ["ratings", "plan", str(zh_run), "--width", width, "--resamples", "50"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == f"要让校准后的总分区间宽约 {width} 分（95 %）：", lines
+    for line in lines:
+        assert re.search(r"[\u4e00-\u9fff]", line), line
+        left = leftovers(line.replace("--width", ""))  # the option to type, as it is spelled
+        assert not left, (line, left)
+
+
+def test_vera_ratings_plan_without_a_pack_prints_what_it_always_printed(offline_run):
+    result = CliRunner().invoke(
+        main, ["ratings", "plan", str(offline_run), "--width", "0.5", "--resamples", "50"]
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "for a calibrated overall interval about 0.5 points wide (95 %):"
+    rows = [line for line in lines if line.startswith("  ") and not line.startswith("    ")]
+    assert rows and all(
+        re.fullmatch(
+            r"  \S+: not reachable: the sampling of personas alone makes the interval about [\d.]+ points wide, "
+            r"which no number of ratings narrows; more personas \(or a wider --width\) would "
+            r"\(0 rated so far; basis: judge's ratings as if uncorrected\)",
+            row,
+        )
+        for row in rows
+    ), rows
+    assert any(
+        line.startswith("    floor (the sampling of personas, which no number of ratings removes): ")
+        for line in lines
+    )
