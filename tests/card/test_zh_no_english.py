@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import msgspec
 import pytest
@@ -384,55 +385,60 @@ def test_a_gated_run_s_sequence_is_in_the_pack_s_words(verdict: str, stopped: st
     assert seq.stopped == stopped and seq.verdict == verdict  # the record keeps its values
 
 
-def test_vera_gate_on_a_zh_cn_baseline_prints_in_the_pack_s_words(tmp_path):
-    """What `vera gate` prints (each wave, each dimension's interval, the verdict) is in
-    the candidate run's pack, as its card; the gate's records keep English values."""
-    base = tmp_path / "zhbase"
-    run_vera("run", "--locale", "zh-CN", "--providers", "offline/best-practice", "--out", str(base))
+class _Gated(NamedTuple):
+    """What a gate on a zh-CN baseline left: its folder, what it printed (the folder's
+    path taken out), its sequence.md and its card.md."""
+
+    out: Path
+    text: str
+    page: str
+    card: str
+
+
+def _zh_gate(tmp_path: Path, base: str, chatbot: str, candidate: str, exit_code: int, *limit: str) -> _Gated:
+    """`vera gate` of `candidate` on a zh-CN run of `chatbot` (made first, in tmp_path /
+    `base`, with `limit`'s options): it exits with `exit_code`, and what it prints and
+    its sequence.md hold no English word but the run folder and the baseline's run id."""
+    baseline = tmp_path / base
+    run_vera("run", "--locale", "zh-CN", "--providers", chatbot, *limit, "--out", str(baseline))
     out = tmp_path / "zhgate"
     result = CliRunner().invoke(
-        main, ["gate", str(base), "--candidate", "offline/risk-ignoring", "--wave", "20", "--out", str(out)]
+        main, ["gate", str(baseline), "--candidate", candidate, "--wave", "20", "--out", str(out)]
     )
-    assert result.exit_code == 4, result.output  # WORSE
+    assert result.exit_code == exit_code, result.output
     # The candidate's name and the run folder are identifiers; the rest is Chinese.
     text = result.output.replace(str(out), " ")
     assert not leftovers(text), text
-    # The verdict said once; the row the candidate never rated says why, as compare says it.
-    assert "第 1 批：" in text and "把关：界值 5 下更差（退出码 4）" in text
-    assert "– 未定 (候选中未评分)" in text
-    assert json.loads((out / "gate.json").read_text())["verdict"] == "worse"
-    # The gate's own page, sequence.md, too.
     page = (out / "sequence.md").read_text(encoding="utf-8")
-    assert not leftovers(page.replace("`zhbase`", " ")), page  # the baseline's run id
-    assert page.startswith("# 序贯检验") and "**判定：更差**；" in page
-    assert "| – | 未定 (候选中未评分) |" in page
-    card = (out / "card.md").read_text(encoding="utf-8")
-    assert "最后一次查看时，" in card and "：未定 (候选中未评分)。" in card
+    assert not leftovers(page.replace(f"`{base}`", " ")), page  # the baseline's run id
+    return _Gated(out, text, page, (out / "card.md").read_text(encoding="utf-8"))
+
+
+def test_vera_gate_on_a_zh_cn_baseline_prints_in_the_pack_s_words(tmp_path):
+    """What `vera gate` prints (each wave, each dimension's interval, the verdict) is in
+    the candidate run's pack, as its card; the gate's records keep English values."""
+    gated = _zh_gate(tmp_path, "zhbase", "offline/best-practice", "offline/risk-ignoring", 4)  # WORSE
+    # The verdict said once; the row the candidate never rated says why, as compare says it.
+    assert "第 1 批：" in gated.text and "把关：界值 5 下更差（退出码 4）" in gated.text
+    assert "– 未定 (候选中未评分)" in gated.text
+    assert json.loads((gated.out / "gate.json").read_text())["verdict"] == "worse"
+    # The gate's own page, sequence.md, too.
+    assert gated.page.startswith("# 序贯检验") and "**判定：更差**；" in gated.page
+    assert "| – | 未定 (候选中未评分) |" in gated.page
+    assert "最后一次查看时，" in gated.card and "：未定 (候选中未评分)。" in gated.card
 
 
 def test_vera_gate_names_a_row_the_zh_cn_baseline_never_rated_in_the_pack_s_words(tmp_path):
     """A zh-CN risk-ignoring baseline never rates Confirms Risk: the gate's printout,
     sequence.md and card name that row as left out of the verdict, with why, in the
     words `vera compare --gate` uses for it (基线中未评分)."""
-    base = tmp_path / "zhignoring"
-    run_vera(
-        "run", "--locale", "zh-CN", "--providers", "offline/risk-ignoring", "--limit-personas", "12",
-        "--out", str(base),
-    )  # fmt: skip
-    out = tmp_path / "zhgate"
-    result = CliRunner().invoke(
-        main, ["gate", str(base), "--candidate", "offline/best-practice", "--wave", "20", "--out", str(out)]
+    gated = _zh_gate(
+        tmp_path, "zhignoring", "offline/risk-ignoring", "offline/best-practice", 0, "--limit-personas", "12"
     )
-    assert result.exit_code == 0, result.output
-    text = result.output.replace(str(out), " ")
-    assert not leftovers(text), text
     said = "未计入结论（没有可比较的基线分数）："
-    assert "– – (基线中未评分)" in text and said in text and "(基线中未评分)。" in text
-    page = (out / "sequence.md").read_text(encoding="utf-8")
-    assert not leftovers(page.replace("`zhignoring`", " ")), page
-    assert "| – | – (基线中未评分) |" in page and said in page
-    card = (out / "card.md").read_text(encoding="utf-8")
-    assert said in card and "(基线中未评分)。" in card
+    assert "– – (基线中未评分)" in gated.text and said in gated.text and "(基线中未评分)。" in gated.text
+    assert "| – | – (基线中未评分) |" in gated.page and said in gated.page
+    assert said in gated.card and "(基线中未评分)。" in gated.card
 
 
 @pytest.mark.parametrize("fmt", ["md", "html"])
@@ -458,20 +464,28 @@ def test_the_improvement_report_of_a_zh_cn_run_has_no_english_words(zh_run, tmp_
     assert line.startswith("改进报告：") and not leftovers(line), line
 
 
+def _rubric_moved_on(source: Path, run: Path, *, gone: bool) -> dict[str, Any]:
+    """`source` copied to `run` with its rubric file gone since the run (`gone`) or
+    changed (its sha256 no longer the manifest's), and without its conversation pages.
+    The manifest as written."""
+    shutil.copytree(source, run)
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    if gone:
+        manifest["rubric"]["path"] = str(run.parent / "elsewhere" / "rubric.tsv")
+    else:
+        manifest["rubric"]["sha256"] = "0" * 64
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    shutil.rmtree(run / "conversations", ignore_errors=True)
+    return manifest
+
+
 @pytest.mark.parametrize(("rubric", "kind"), [("gone", "不存在"), ("changed", "被改动过")])
 def test_the_improvement_report_s_notes_are_in_the_pack_s_words(zh_run, tmp_path, rubric, kind):
     """Its notes: why the question texts are missing (the rubric file gone or changed
     since the run), on the report and on the conversation pages it adds, and why those
     pages could not be written."""
     run = tmp_path / "zhrun0"
-    shutil.copytree(zh_run, run)
-    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
-    if rubric == "gone":
-        manifest["rubric"]["path"] = str(tmp_path / "elsewhere" / "rubric.tsv")
-    else:
-        manifest["rubric"]["sha256"] = "0" * 64
-    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    shutil.rmtree(run / "conversations")  # the report writes the pages it links to
+    _rubric_moved_on(zh_run, run, gone=rubric == "gone")  # the report writes the pages it links to
     for fmt in ("md", "html"):
         out = tmp_path / f"improvements.{fmt}"
         result = CliRunner().invoke(
@@ -503,11 +517,7 @@ def test_the_improvement_report_s_notes_are_in_the_pack_s_words(zh_run, tmp_path
 
 def test_the_improvement_report_s_notes_keep_their_english_without_a_pack(offline_run, tmp_path):
     run = tmp_path / "run"
-    shutil.copytree(offline_run, run)
-    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
-    manifest["rubric"]["sha256"] = "0" * 64
-    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    shutil.rmtree(run / "conversations", ignore_errors=True)
+    manifest = _rubric_moved_on(offline_run, run, gone=False)
     (run / "conversations").write_text("", encoding="utf-8")
     result = CliRunner().invoke(
         main, ["report", "improvements", str(run), "--format", "md", "--out", str(tmp_path / "i.md")]
