@@ -336,3 +336,15 @@ def test_a_reference_data_folder_vera_cannot_enter_is_one_line_naming_it(
     r = CliRunner().invoke(main, ["run", "--target", "reference:SI", "--out", str(tmp_path / "run")])
     assert r.exit_code == 1, r.output
     assert error_line(r.output) == f"error: {data / 'SI'}: cannot read target: Permission denied"
+
+
+def test_call_bodies_vera_cannot_read_are_named_once_in_plain_words(
+    small_run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`vera export --calls` of a run whose bodies the user may not read said the path
+    twice: "...vlog: cannot read the call bodies: [Errno 13] Permission denied: '...vlog'"."""
+    bodies = small_run / "call_bodies.vlog"
+    refuse_reading(monkeypatch, bodies)
+    r = CliRunner().invoke(main, ["export", "--calls", str(small_run), "-o", "-"])
+    assert r.exit_code == 1, r.output
+    assert error_line(r.output) == f"error: {bodies}: cannot read the call bodies: Permission denied"

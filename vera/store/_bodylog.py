@@ -611,8 +611,10 @@ class LogReader:
         """What a failed read of the file says, in one place for every reader; `hint`:
         with the way past a damaged file (BODY_HINT), as `rows` and the bodies it
         builds say it, the others saying it without, as they did."""
+        # An OSError's own text repeats the path ("[Errno 13] ...: 'PATH'"): its reason alone.
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         return StorageError(
-            f"{self.path}: cannot read the call bodies: {exc}" + (f"; {BODY_HINT}" if hint else "")
+            f"{self.path}: cannot read the call bodies: {reason}" + (f"; {BODY_HINT}" if hint else "")
         )
 
     def _refresh(self) -> None:
