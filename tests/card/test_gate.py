@@ -46,17 +46,22 @@ def runs(tmp_path_factory) -> dict[str, Path]:
         out[name] = root / name
         shutil.copytree(out["good"], out[name])
         _not_relevant(out[name], "Confirms Risk")
+    # A baseline that rated nothing at all (every rating Not Relevant).
+    out["good-none"] = root / "good-none"
+    shutil.copytree(out["good"], out["good-none"])
+    _not_relevant(out["good-none"], None)
     return out
 
 
-def _not_relevant(run: Path, dimension: str) -> None:
-    """Rewrite the run's judgements with every rating of `dimension` Not Relevant."""
+def _not_relevant(run: Path, dimension: str | None) -> None:
+    """Rewrite the run's judgements with every rating of `dimension` (of every dimension
+    with None) Not Relevant."""
     path = run / "judgements.jsonl"
     lines = []
     for line in path.read_text().splitlines():
         record = json.loads(line)
         for rating in record.get("ratings") or []:
-            if rating["dimension"] == dimension:
+            if dimension is None or rating["dimension"] == dimension:
                 rating["rating"] = "Not Relevant"
         lines.append(json.dumps(record))
     path.write_text("\n".join(lines) + "\n")
@@ -374,3 +379,17 @@ def test_the_gate_s_plot_writes_minus_one_way() -> None:
     assert "−margin (−5)" in texts, texts
     assert any(t.startswith("−") and t[1:].isdigit() for t in texts), texts  # a negative tick
     assert not any(re.search(r"(^|[\s(])-\d", t) for t in texts), texts
+
+
+def test_a_baseline_that_rated_nothing_is_undecided_and_says_why(runs):
+    # Every row is left out (no baseline score): the verdict cannot pass, and its line
+    # says why instead of an empty "()".
+    result = gate_wide(runs["good-none"], runs["good"])
+    assert result.exit_code == int(Exit.UNDECIDED) == 5, result.output
+    text = " ".join(result.output.split())
+    assert "()" not in text
+    assert "no row was rated in the baseline, so there is nothing to compare" in text
+    assert "check the baseline run" in text
+    code, data = gate_json(runs["good-none"], runs["good"])
+    assert code == 5 and data["verdict"] == "undecided" and not data["passed"]
+    assert {r["reason"] for r in data["pairs"][0]["rows"]} == {"not rated in the baseline"}

@@ -1280,6 +1280,7 @@ BASE: dict[str, str] = {
         "no paired interval of candidate − baseline lies {below}, but not every one lies {above}"
     ),
     "cli.fixed_gate_why_not_rated": "not rated in the candidate: {rows}",
+    "cli.fixed_gate_why_nothing": "no row was rated in the baseline, so there is nothing to compare",
     "cli.fixed_gate_why_sep": "; ",
     "cli.fixed_gate_settle": (
         " To settle it: more personas or seeds (vera plan sizes a design), or a wider --margin if a "
@@ -1289,6 +1290,10 @@ BASE: dict[str, str] = {
     "cli.fixed_gate_settle_not_rated": (
         " A row not rated in the candidate settles only when the candidate's conversations rate it "
         "(its card shows why none did)."
+    ),
+    "cli.fixed_gate_settle_nothing": (
+        " The gate decides only rows the baseline rated: check the baseline run (its card shows why "
+        "none was rated) or compare against another."
     ),
     "cli.fixed_gate_left_out": (
         "Left out of the verdict, as vera gate leaves them out (no baseline score to compare with): {rows}."

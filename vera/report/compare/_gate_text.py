@@ -40,6 +40,9 @@ def gate_verdict(result: GateVerdict) -> str:
     if not_rated := _rows_by_bot(result, lambda r: r.reason in UNDECIDED_REASONS):
         why.append(tr("cli.fixed_gate_why_not_rated", rows=not_rated))
         settle.append(tr("cli.fixed_gate_settle_not_rated"))
+    if not why:  # every row left out: the baseline rated none of them
+        why.append(tr("cli.fixed_gate_why_nothing"))
+        settle.append(tr("cli.fixed_gate_settle_nothing"))
     line = tr(
         "cli.fixed_gate_undecided",
         verdict=verdict_words(result.verdict),
