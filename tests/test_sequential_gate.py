@@ -418,6 +418,25 @@ def test_a_baseline_never_judged_says_so(tmp_path) -> None:
     ], result.output
 
 
+def test_a_baseline_that_rated_nothing_is_refused_before_any_wave(baseline, tmp_path) -> None:
+    # Every row would be left out, so no wave could settle anything: before, the gate drew
+    # every unit of the baseline (conversations paid for) and ended UNDECIDED.
+    base = tmp_path / "none"
+    shutil.copytree(baseline, base)
+    path = base / "judgements.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for record in records:
+        for rating in record.get("ratings") or []:
+            rating["rating"] = "Not Relevant"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = gate(base, tmp_path / "g", "offline/best-practice")
+    assert result.exit_code == 1 and not (tmp_path / "g").exists(), result.output
+    assert result.output.strip().splitlines() == [
+        f"error: {base}: no row was rated in the baseline (every rating Not Relevant), so the gate "
+        "has nothing to compare; its card shows why"
+    ], result.output
+
+
 def test_compare_json_and_html_say_a_run_is_a_gate_s(baseline, tmp_path) -> None:
     # The terminal's note was all: `vera compare --json`, `--html` and the viewer's
     # comparison page (the same page) showed the gate's 20-odd units as a whole run.

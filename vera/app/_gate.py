@@ -170,6 +170,13 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
     baseline = unit_counts(base.ratings)
     if not baseline.keys:
         raise UserError(f"{opts.baseline}: no judged conversations to gate against")
+    nothing = np.zeros((0, *baseline.counts.shape[1:]))
+    if len(left_out_rows(baseline.counts, nothing, baseline.labels)) == len(baseline.labels):
+        # Every row would be left out: no wave could ever settle, so draw none.
+        raise UserError(
+            f"{opts.baseline}: no row was rated in the baseline (every rating Not Relevant), so the "
+            "gate has nothing to compare; its card shows why"
+        )
     out = Path(opts.out) if opts.out else None
     if out is not None:
         _refuse_inside(out, Path(opts.baseline))
