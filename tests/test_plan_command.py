@@ -498,7 +498,9 @@ def test_at_100_the_power_design_is_sized_by_simulation_where_the_formula_falls_
 
     units, who, bound = _pilot_units(pilot)
     opts = PlanOptions(margin=5.0, power=0.8, reps=20)
-    short = Design(goal="power 0.8 at margin 5", personas=50, user_agents=1, seeds=2, units=100, width=1.0, power=0.0)
+    short = Design(
+        goal="power 0.8 at margin 5", personas=50, user_agents=1, seeds=2, units=100, width=1.0, power=0.0
+    )
 
     def power(seeds: int) -> float:
         return fixed_power_simulated(
@@ -515,7 +517,20 @@ def test_at_100_the_power_design_is_sized_by_simulation_where_the_formula_falls_
     # The smallest such size: one seed fewer falls short.
     assert power(found.seeds) >= 0.8 > power(found.seeds - 1)
     # A design the formula already sizes well is left alone.
-    assert _search_power(msgspec.structs.replace(short, power=0.9), units.counts, who, units.labels, bound, opts, 0.0, 30.0, notes) is None
+    assert (
+        _search_power(
+            msgspec.structs.replace(short, power=0.9),
+            units.counts,
+            who,
+            units.labels,
+            bound,
+            opts,
+            0.0,
+            30.0,
+            notes,
+        )
+        is None
+    )
 
 
 def test_no_size_up_to_the_cap_is_said_plainly_with_why(pilot, monkeypatch) -> None:
@@ -531,15 +546,20 @@ def test_no_size_up_to_the_cap_is_said_plainly_with_why(pilot, monkeypatch) -> N
         short, units.counts, who, units.labels, bound, PlanOptions(reps=10), 0.0, 30.0, notes
     )
     assert found is None and len(notes) == 1
-    assert notes[0].startswith("no fixed design of up to 150 units reaches power 0.8 at margin 5 by simulation")
+    assert notes[0].startswith(
+        "no fixed design of up to 150 units reaches power 0.8 at margin 5 by simulation"
+    )
     assert "every dimension" in notes[0] and "widens each by the harm" in notes[0]
     # Out of time: said so, with where it stopped.
     monkeypatch.setattr(plan_module, "SEARCH_MAX_UNITS", 20_000)
     monkeypatch.setattr(plan_module, "SEARCH_SECONDS", 0.0)
     notes.clear()
-    assert plan_module._search_power(
-        short, units.counts, who, units.labels, bound, PlanOptions(reps=10), 0.0, 30.0, notes
-    ) is None
+    assert (
+        plan_module._search_power(
+            short, units.counts, who, units.labels, bound, PlanOptions(reps=10), 0.0, 30.0, notes
+        )
+        is None
+    )
     assert notes and "gave up after 0 s" in notes[0]
 
 

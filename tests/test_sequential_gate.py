@@ -124,7 +124,9 @@ def test_at_100_the_gate_agrees_with_compare_on_the_same_units(baseline, tmp_pat
     assert all(look.verdict == "undecided" for look in looks)
     last = looks[-1]
     assert last.units == 32 and last.edge_rule is True
-    compared = CliRunner().invoke(main, ["compare", str(baseline), str(out), "--gate", "--margin", "5", "--json", "-"])
+    compared = CliRunner().invoke(
+        main, ["compare", str(baseline), str(out), "--gate", "--margin", "5", "--json", "-"]
+    )
     found, _ = json.JSONDecoder().raw_decode(compared.output[compared.output.index("{") :])
     pair = found["pairs"][0]
     assert found["verdict"] == "undecided" and compared.exit_code == UNDECIDED_EXIT
@@ -134,7 +136,10 @@ def test_at_100_the_gate_agrees_with_compare_on_the_same_units(baseline, tmp_pat
         # The same low end as compare's, to its rounding (compare's MOVER at r = 0 here:
         # neither side's replicates move at 100).
         assert rows[row.dimension]["status"] == "undecided"
-        assert row.lo == pytest.approx(rows[row.dimension]["diff_ci"][0], abs=0.05), (row, rows[row.dimension])
+        assert row.lo == pytest.approx(rows[row.dimension]["diff_ci"][0], abs=0.05), (
+            row,
+            rows[row.dimension],
+        )
     # Recorded: gate.json names the first wave held to the rule; sequence.md and the card
     # say which waves it widened.
     assert json.loads((out / "gate.json").read_text())["edge_rule_from_wave"] == 1
@@ -226,7 +231,9 @@ def test_the_spending_boundary_settles_and_resumes_on_the_same_looks(baseline, t
     ], seq_spending.output
     assert lines(out / "calls.jsonl") == calls and read_sequence(out) == looks
 
-    same = gate(baseline, tmp_path / "same", "offline/best-practice", "--boundary", "spending", "--margin", "30")
+    same = gate(
+        baseline, tmp_path / "same", "offline/best-practice", "--boundary", "spending", "--margin", "30"
+    )
     assert same.exit_code == 0, same.output
     assert all(r.status == "not worse" for r in read_sequence(tmp_path / "same")[-1].rows)
 
@@ -276,7 +283,9 @@ def test_ctrl_c_in_a_wave_that_finished_stops_the_gate(baseline, tmp_path) -> No
         return outcome
 
     out = tmp_path / "sigint"
-    opts = GateOptions(baseline=str(baseline), candidate="offline/best-practice", wave=8, out=str(out), margin=30)
+    opts = GateOptions(
+        baseline=str(baseline), candidate="offline/best-practice", wave=8, out=str(out), margin=30
+    )
     outcome = run_gate(opts, run=stopped_wave)
     assert outcome.exit_code == 130 and len(seen) == 1 and len(outcome.looks) == 1
     assert seen[0].resume_with == outcome.command and " gate " in outcome.command

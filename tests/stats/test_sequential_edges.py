@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from vera.stats import score_from_percentages
-from vera.stats.sequential import NOT_WORSE, UNDECIDED, edge_interval, gate_sequence
+from vera.stats.sequential import NOT_WORSE, UNDECIDED, Method, edge_interval, gate_sequence
 
 LABELS = ["Detects Potential Risk", "Overall"]
 
@@ -22,7 +22,7 @@ def _pilot_at_100(n: int = 50, rated: int = 40) -> np.ndarray:
     return counts
 
 
-def _looks(counts: np.ndarray, method: str, edge_rule: bool, looks: list[int]) -> list:
+def _looks(counts: np.ndarray, method: Method, edge_rule: bool, looks: list[int]) -> list:
     n = counts.shape[0]
     order = np.random.default_rng(0).permutation(n)
     return gate_sequence(

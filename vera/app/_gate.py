@@ -302,7 +302,9 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
     verdict = final.verdict if final is not None and final.stopped else UNDECIDED
     stopped = final.stopped if final is not None else ""
     if final is not None and final.stopped:
-        record = GateRecord(settings=settings, verdict=verdict, stopped=stopped, edge_rule_from_wave=edge_from)
+        record = GateRecord(
+            settings=settings, verdict=verdict, stopped=stopped, edge_rule_from_wave=edge_from
+        )
         write_settings(run_dir, record)
         # The gate's page and plot in the words of the run's locale pack, as its card.
         with use_strings(run_strings(manifest)):

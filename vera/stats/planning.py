@@ -521,7 +521,13 @@ def gate_sizes(
                     )  # fmt: skip
                 if sequential_edge:
                     e_lo, e_hi = edge_interval(
-                        k, b, persona_of[order], scale[:, 0], looks[:upto], edge_low_level, np.asarray(edge_highs)
+                        k,
+                        b,
+                        persona_of[order],
+                        scale[:, 0],
+                        looks[:upto],
+                        edge_low_level,
+                        np.asarray(edge_highs),
                     )
                     lo, hi = np.minimum(lo, e_lo), np.maximum(hi, e_hi)
                 if edge_level is not None and upto == looks.size:
