@@ -427,8 +427,8 @@ def test_a_row_the_baseline_never_rated_is_named_with_why_and_left_out_of_the_ve
     ):
         out = tmp_path / candidate.replace("/", "-")
         # 12 personas near the ends of the scale: compare --gate's edge rule, which the
-        # gate holds every look to, leaves rows within ±50; the margin clears them.
-        result = gate(base, out, candidate, "--margin", "60")
+        # gate holds every look to, leaves rows within about ±70; the margin clears them.
+        result = gate(base, out, candidate, "--margin", "80")
         assert result.exit_code == 0, result.output  # the verdict is the compared rows' alone
         said = f"Left out of the verdict (no baseline score to compare with): Confirms Risk ({why})."
         assert f"  Confirms Risk: – – ({why})" in result.output.splitlines(), result.output
@@ -441,7 +441,7 @@ def test_a_row_the_baseline_never_rated_is_named_with_why_and_left_out_of_the_ve
         assert "not_rated" not in card["sequential"]
         # The same reason, in the same words, as vera compare --gate gives that row.
         compared = CliRunner().invoke(
-            main, ["compare", str(base), str(out), "--gate", "--margin", "60", "--json", "-"]
+            main, ["compare", str(base), str(out), "--gate", "--margin", "80", "--json", "-"]
         )
         found, _ = json.JSONDecoder().raw_decode(compared.output[compared.output.index("{") :])
         rows = found["pairs"][0]["rows"]

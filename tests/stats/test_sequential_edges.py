@@ -93,3 +93,30 @@ def test_away_from_the_edges_the_gate_is_unchanged() -> None:
     without = gate_sequence(counts, counts[order], order, edge_rule=False, **args)  # type: ignore[arg-type]
     assert with_rule == without
     assert not any(r.edge for look in with_rule for r in look.rows)
+
+
+def test_away_from_the_edges_sequence_md_keeps_its_bytes() -> None:
+    from vera.report.card._sequence import GateLook, GateRecord, GateSettings, sequence_page
+
+    rng = np.random.default_rng(4)
+    n = 200
+    kinds = rng.choice(3, size=(n, 2, 5), p=[0.55, 0.3, 0.15])
+    counts = np.stack([(kinds == 0).sum(-1), (kinds == 2).sum(-1), np.full((n, 2), 5)], axis=-1).astype(float)
+    order = rng.permutation(n)
+    settings = GateSettings(
+        baseline_run_id="base", baseline_path="base", candidate="c", baseline_chatbot="b", margin=5.0,
+        alpha=0.05, wave=40, order_seed=0, max_conversations=None, method="spending",
+        order=[("p", "u", i) for i in range(n)],
+    )  # fmt: skip
+    pages = []
+    for rule in (False, True):
+        seq = gate_sequence(
+            counts, counts[order], order, persona=np.arange(n) % 50, labels=LABELS, max_ratings=[5.0, 5.0],
+            looks=[40, 80, 120, 160, 200], margin=5.0, alpha=0.05, method="spending", edge_rule=rule,
+        )  # fmt: skip
+        looks = [
+            GateLook(wave=i + 1, drawn=x.units, units=x.units, available=n, rows=x.rows, verdict=x.verdict)
+            for i, x in enumerate(seq)
+        ]
+        pages.append(sequence_page(GateRecord(settings=settings, verdict=seq[-1].verdict), looks))
+    assert pages[0] == pages[1] and "edge rule" not in pages[1]

@@ -736,9 +736,10 @@ def edge_interval(
     so far have fewer than `MIN_RATED_PERSONAS` personas; each side's score interval is
     then the one its card gives (the score at each exact bound of HPH %, BP keeping its
     share of the rest, at n = the units that rated the row: the Korn–Graubard interval
-    where HPH % is 0, where no spread can be seen), and the two combine by MOVER with no
-    pairing credit (r = 0: compare's replicates do not move at the edge, and where they
-    do, r ≥ 0 only narrows). The low end is at one-sided `alpha_low` (compare's α/2),
+    where HPH % is 0, where no spread can be seen), widened to the score ∓ z standard
+    errors of the personas so far (`persona_correlation`: the percentile bootstrap's
+    end, to first order), and the two combine by MOVER with no pairing credit (r = 0;
+    see below). The low end is at one-sided `alpha_low` (compare's α/2),
     the high end at `alpha_high` (each row's WORSE level). The rule only widens."""
     from scipy.stats import beta as beta_dist  # as vera.stats.bootstrap: not at import
 
@@ -753,7 +754,9 @@ def edge_interval(
     personas = np.cumsum(first_seen)[at]  # (L,)
     ratings_scale = np.asarray(scale, dtype=np.float64)[:, None]
 
-    def side(c: np.ndarray, tail: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def side(
+        c: np.ndarray, tail: np.ndarray, upper: bool, se: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         # Totals at each look (R, L): shares from the ratings, n from the units rated.
         tot = np.cumsum(c, axis=1)[:, at]
         n = np.cumsum(c[..., RATED] > 0, axis=1)[:, at].astype(np.float64)
@@ -782,17 +785,74 @@ def edge_interval(
                 bp_hi = beta_dist.ppf(1.0 - tail, 1.0, m)
             lifted = score_from_percentages(100.0 * bp_hi, 100.0 * h * (1.0 - bp_hi))
             far = np.where(bp <= 0.0, np.maximum(far, lifted), far)
+        # Compare's side interval is its percentile bootstrap, widened by those bounds:
+        # the bootstrap's end here is the score ∓ z standard errors of the personas so far.
+        z = np.asarray([[NormalDist().inv_cdf(1.0 - float(q))] for q in tail[:, 0]])
+        far = np.minimum(far, score - z * se) if upper else np.maximum(far, score + z * se)
         ok = (n > 0) & np.isfinite(score) & np.isfinite(far)
         return np.asarray(score), np.asarray(far), edge & ok
 
     low_tail = np.full((rows, 1), alpha_low)
-    b, b_low, b_edge = side(cand, low_tail, upper=True)
-    a, a_high, a_edge = side(base, low_tail, upper=False)
-    lo = np.where(b_edge | a_edge, (b - a) - np.hypot(b - b_low, a_high - a), np.inf)
-    b2, b_high, b_edge2 = side(cand, high_alpha, upper=False)
-    a2, a_low, a_edge2 = side(base, high_alpha, upper=True)
-    hi = np.where(b_edge2 | a_edge2, (b2 - a2) + np.hypot(b_high - b2, a2 - a_low), -np.inf)
+    _, se_c, se_b = persona_correlation(cand, base, who, at)
+    # No pairing credit (r = 0), where compare takes its replicates' correlation: the
+    # sides' intervals here are compare's to first order only, and a credit on them
+    # could leave the gate narrower than compare, calling NOT WORSE what compare leaves
+    # UNDECIDED. With r = 0 the gate errs wide (compare's r is ≥ 0 for paired runs).
+    r = 0.0
+    b, b_low, b_edge = side(cand, low_tail, True, se_c)
+    a, a_high, a_edge = side(base, low_tail, False, se_b)
+    down, up = b - b_low, a_high - a
+    with np.errstate(invalid="ignore"):
+        lo = (b - a) - np.sqrt(np.maximum(down**2 + up**2 - 2 * r * down * up, 0.0))
+    lo = np.where(b_edge | a_edge, lo, np.inf)
+    b2, b_high, b_edge2 = side(cand, high_alpha, False, se_c)
+    a2, a_low, a_edge2 = side(base, high_alpha, True, se_b)
+    up, down = b_high - b2, a2 - a_low
+    with np.errstate(invalid="ignore"):
+        hi = (b2 - a2) + np.sqrt(np.maximum(up**2 + down**2 - 2 * r * up * down, 0.0))
+    hi = np.where(b_edge2 | a_edge2, hi, -np.inf)
     return np.where(np.isnan(lo), np.inf, lo), np.where(np.isnan(hi), -np.inf, hi)
+
+
+def persona_correlation(
+    candidate: np.ndarray, baseline: np.ndarray, persona: np.ndarray, at: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row and look (R, L), how the two sides' scores move together when the
+    personas drawn so far are resampled: the correlation of their per-persona sums of
+    each unit's linearised influence on the score (`_influence`), which is the
+    correlation of a paired persona bootstrap's replicates to first order. Compare's
+    MOVER takes its pairing credit from those replicates; 0 where either side does not
+    vary (compare counts that as 0 too: a side that never moves says nothing of how
+    the two move together). `candidate`, `baseline` (R, T, 3) scaled counts, `persona`
+    (T,), `at` the 0-based last unit of each look. `edge_interval` does not take the
+    credit: with these first-order side intervals it left the gate narrower than
+    compare on paired runs (a dry-run-judged pilot against itself). Returns (r, the candidate's standard
+    error, the baseline's), each (R, L): each side's score's spread over such resamples."""
+    rows = candidate.shape[0]
+    out = np.zeros((rows, at.size))
+    se_c, se_b = np.zeros_like(out), np.zeros_like(out)
+    who = np.asarray(persona, dtype=np.int64)
+    groups = int(who.max()) + 1 if who.size else 1
+    for j, last in enumerate(at):
+        n = int(last) + 1
+        sums = []
+        for side in (candidate[:, :n], baseline[:, :n]):
+            tot = side.sum(axis=1)  # (R, 3)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                bp, h = tot[:, BP] / tot[:, RATED], tot[:, HPH] / tot[:, RATED]
+            u = _influence(side, np.nan_to_num(bp), np.nan_to_num(h), tot[:, RATED] / n)  # (R, n)
+            flat = (np.arange(rows)[:, None] * groups + who[None, :n]).ravel()
+            sums.append(np.bincount(flat, weights=u.ravel(), minlength=rows * groups).reshape(rows, groups))
+        seen = np.bincount(who[:n], minlength=groups) > 0
+        x, y = sums[0][:, seen], sums[1][:, seen]
+        x, y = x - x.mean(axis=1, keepdims=True), y - y.mean(axis=1, keepdims=True)
+        sx, sy = np.sqrt((x * x).sum(axis=1)), np.sqrt((y * y).sum(axis=1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rho = (x * y).sum(axis=1) / (sx * sy)
+        # Not trusted where a side barely varies (a count of one or two rare ratings).
+        out[:, j] = np.where((sx > 1e-9) & (sy > 1e-9) & np.isfinite(rho), np.clip(rho, -1.0, 1.0), 0.0)
+        se_c[:, j], se_b[:, j] = np.nan_to_num(sx) / n, np.nan_to_num(sy) / n
+    return out, se_c, se_b
 
 
 def decide(lo: float, hi: float, margin: float) -> Status:
@@ -965,8 +1025,11 @@ def gate_sequence(
             drawn, seen, who[idx], scale[0, rows, 0], looks, low_level, np.asarray(high_levels)
         )
         base_score = _score(total[:, BP], total[:, HPH], total[:, RATED])[:, None]
-        # Within the range a difference from the baseline's known score can take.
-        e_lo, e_hi = np.maximum(e_lo, -base_score), np.minimum(e_hi, 100.0 - base_score)
+        # The high end within the range a difference from the baseline's known score can
+        # take (beyond it, it decides nothing). The low end is not cut there: compare
+        # does not cut it (its baseline is a sample of personas too), and a gate cut
+        # above compare's low end could call NOT WORSE what compare leaves UNDECIDED.
+        e_hi = np.minimum(e_hi, 100.0 - base_score)
         widened = (e_lo < lo) | (e_hi > hi)
         lo, hi = np.minimum(lo, e_lo), np.maximum(hi, e_hi)
     out = []
