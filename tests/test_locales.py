@@ -163,6 +163,12 @@ BREAKS = {
         lambda p: _edit(p / "resources.toml", 'source = "http', 'source = "see the website http'),
         r"resources\.toml:\d+: error: \[\[resource\]\] 1 \(全国心理援助热线\): source must be the public page",
     ),
+    "a resource's international mark": (
+        lambda p: _edit(
+            p / "resources.toml", "checked = 2026-12-06\n", 'checked = 2026-12-06\ninternational = "yes"\n'
+        ),
+        r"resources\.toml:\d+: error: \[\[resource\]\] 1 \(.*\): international must be true or false",
+    ),
     "a resource's date": (
         lambda p: _edit(p / "resources.toml", "checked = 2026-12-06\n", ""),
         r"resources\.toml:\d+: error: \[\[resource\]\] 1 \(.*\): checked missing or empty",

@@ -383,17 +383,21 @@ def test_a_bad_spending_function_is_one_line(pilot) -> None:
     assert "Traceback" not in result.output
 
 
-def test_spending_with_the_sequence_boundary_is_one_line(pilot) -> None:
+def test_spending_with_the_sequence_boundary_is_one_line(pilot, tmp_path) -> None:
     # Ignored, it would leave the user believing the gate was sized for that function.
+    # Refused before the plan is made: a --json FILE is not written.
+    plan = tmp_path / "plan.json"
     for extra in (
         ["--boundary", "sequence", "--spending", "hsd:-4"],
         ["--spending", "obf", "--boundary", "sequence"],
+        ["--boundary", "sequence", "--spending", "obf", "--json", str(plan)],
     ):
         result = CliRunner().invoke(main, ["plan", "--pilot", str(pilot), "--reps", "10", *extra])
         assert result.exit_code == 1, result.output
         assert result.output.strip().splitlines() == [
             "error: --spending applies only with --boundary spending (the sequence boundary spends no α)"
         ]
+        assert not plan.exists()
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,9 @@ a conversation ended, the status summary, the offline judge's reasoning) are sho
 the pack's words while the records keep them as they are.
 
 `vera report improvements` (its page in Markdown and HTML, its summary in the
-reference's terms, the line it prints) and `vera agreement --locale` are in the pack's
-words too.
+reference's terms, the line it prints), `vera agreement --locale`, the lines of `vera
+ratings import` and `vera ratings plan`, and the offline note of a run where only some
+roles were stand-ins are in the pack's words too.
 
 Not checked, and why: text inside <code> (model names, commands to type: identifiers),
 and the words drawn inside the plots' images (tests/card/test_plots.py draws CJK text)."""
@@ -23,6 +24,7 @@ from collections import Counter
 from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import msgspec
 import pytest
@@ -39,7 +41,7 @@ from vera.report.card._score import read_card
 from vera.report.card._sequence import sequential_table, sequential_text
 from vera.report.card._terminal import render_card
 from vera.report.shared._terminal import cells
-from vera.store import append_human_ratings
+from vera.store import HUMAN_RATINGS, append_human_ratings
 
 from ..conftest import ROOT
 from .conftest import offline_config, run_vera
@@ -383,55 +385,60 @@ def test_a_gated_run_s_sequence_is_in_the_pack_s_words(verdict: str, stopped: st
     assert seq.stopped == stopped and seq.verdict == verdict  # the record keeps its values
 
 
-def test_vera_gate_on_a_zh_cn_baseline_prints_in_the_pack_s_words(tmp_path):
-    """What `vera gate` prints (each wave, each dimension's interval, the verdict) is in
-    the candidate run's pack, as its card; the gate's records keep English values."""
-    base = tmp_path / "zhbase"
-    run_vera("run", "--locale", "zh-CN", "--providers", "offline/best-practice", "--out", str(base))
+class _Gated(NamedTuple):
+    """What a gate on a zh-CN baseline left: its folder, what it printed (the folder's
+    path taken out), its sequence.md and its card.md."""
+
+    out: Path
+    text: str
+    page: str
+    card: str
+
+
+def _zh_gate(tmp_path: Path, base: str, chatbot: str, candidate: str, exit_code: int, *limit: str) -> _Gated:
+    """`vera gate` of `candidate` on a zh-CN run of `chatbot` (made first, in tmp_path /
+    `base`, with `limit`'s options): it exits with `exit_code`, and what it prints and
+    its sequence.md hold no English word but the run folder and the baseline's run id."""
+    baseline = tmp_path / base
+    run_vera("run", "--locale", "zh-CN", "--providers", chatbot, *limit, "--out", str(baseline))
     out = tmp_path / "zhgate"
     result = CliRunner().invoke(
-        main, ["gate", str(base), "--candidate", "offline/risk-ignoring", "--wave", "20", "--out", str(out)]
+        main, ["gate", str(baseline), "--candidate", candidate, "--wave", "20", "--out", str(out)]
     )
-    assert result.exit_code == 4, result.output  # WORSE
+    assert result.exit_code == exit_code, result.output
     # The candidate's name and the run folder are identifiers; the rest is Chinese.
     text = result.output.replace(str(out), " ")
     assert not leftovers(text), text
-    # The verdict said once; the row the candidate never rated says why, as compare says it.
-    assert "第 1 批：" in text and "把关：界值 5 下更差（退出码 4）" in text
-    assert "– 未定 (候选中未评分)" in text
-    assert json.loads((out / "gate.json").read_text())["verdict"] == "worse"
-    # The gate's own page, sequence.md, too.
     page = (out / "sequence.md").read_text(encoding="utf-8")
-    assert not leftovers(page.replace("`zhbase`", " ")), page  # the baseline's run id
-    assert page.startswith("# 序贯检验") and "**判定：更差**；" in page
-    assert "| – | 未定 (候选中未评分) |" in page
-    card = (out / "card.md").read_text(encoding="utf-8")
-    assert "最后一次查看时，" in card and "：未定 (候选中未评分)。" in card
+    assert not leftovers(page.replace(f"`{base}`", " ")), page  # the baseline's run id
+    return _Gated(out, text, page, (out / "card.md").read_text(encoding="utf-8"))
+
+
+def test_vera_gate_on_a_zh_cn_baseline_prints_in_the_pack_s_words(tmp_path):
+    """What `vera gate` prints (each wave, each dimension's interval, the verdict) is in
+    the candidate run's pack, as its card; the gate's records keep English values."""
+    gated = _zh_gate(tmp_path, "zhbase", "offline/best-practice", "offline/risk-ignoring", 4)  # WORSE
+    # The verdict said once; the row the candidate never rated says why, as compare says it.
+    assert "第 1 批：" in gated.text and "把关：界值 5 下更差（退出码 4）" in gated.text
+    assert "– 未定 (候选中未评分)" in gated.text
+    assert json.loads((gated.out / "gate.json").read_text())["verdict"] == "worse"
+    # The gate's own page, sequence.md, too.
+    assert gated.page.startswith("# 序贯检验") and "**判定：更差**；" in gated.page
+    assert "| – | 未定 (候选中未评分) |" in gated.page
+    assert "最后一次查看时，" in gated.card and "：未定 (候选中未评分)。" in gated.card
 
 
 def test_vera_gate_names_a_row_the_zh_cn_baseline_never_rated_in_the_pack_s_words(tmp_path):
     """A zh-CN risk-ignoring baseline never rates Confirms Risk: the gate's printout,
     sequence.md and card name that row as left out of the verdict, with why, in the
     words `vera compare --gate` uses for it (基线中未评分)."""
-    base = tmp_path / "zhignoring"
-    run_vera(
-        "run", "--locale", "zh-CN", "--providers", "offline/risk-ignoring", "--limit-personas", "12",
-        "--out", str(base),
-    )  # fmt: skip
-    out = tmp_path / "zhgate"
-    result = CliRunner().invoke(
-        main, ["gate", str(base), "--candidate", "offline/best-practice", "--wave", "20", "--out", str(out)]
+    gated = _zh_gate(
+        tmp_path, "zhignoring", "offline/risk-ignoring", "offline/best-practice", 0, "--limit-personas", "12"
     )
-    assert result.exit_code == 0, result.output
-    text = result.output.replace(str(out), " ")
-    assert not leftovers(text), text
     said = "未计入结论（没有可比较的基线分数）："
-    assert "– – (基线中未评分)" in text and said in text and "(基线中未评分)。" in text
-    page = (out / "sequence.md").read_text(encoding="utf-8")
-    assert not leftovers(page.replace("`zhignoring`", " ")), page
-    assert "| – | – (基线中未评分) |" in page and said in page
-    card = (out / "card.md").read_text(encoding="utf-8")
-    assert said in card and "(基线中未评分)。" in card
+    assert "– – (基线中未评分)" in gated.text and said in gated.text and "(基线中未评分)。" in gated.text
+    assert "| – | – (基线中未评分) |" in gated.page and said in gated.page
+    assert said in gated.card and "(基线中未评分)。" in gated.card
 
 
 @pytest.mark.parametrize("fmt", ["md", "html"])
@@ -457,20 +464,28 @@ def test_the_improvement_report_of_a_zh_cn_run_has_no_english_words(zh_run, tmp_
     assert line.startswith("改进报告：") and not leftovers(line), line
 
 
+def _rubric_moved_on(source: Path, run: Path, *, gone: bool) -> dict[str, Any]:
+    """`source` copied to `run` with its rubric file gone since the run (`gone`) or
+    changed (its sha256 no longer the manifest's), and without its conversation pages.
+    The manifest as written."""
+    shutil.copytree(source, run)
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    if gone:
+        manifest["rubric"]["path"] = str(run.parent / "elsewhere" / "rubric.tsv")
+    else:
+        manifest["rubric"]["sha256"] = "0" * 64
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    shutil.rmtree(run / "conversations", ignore_errors=True)
+    return manifest
+
+
 @pytest.mark.parametrize(("rubric", "kind"), [("gone", "不存在"), ("changed", "被改动过")])
 def test_the_improvement_report_s_notes_are_in_the_pack_s_words(zh_run, tmp_path, rubric, kind):
     """Its notes: why the question texts are missing (the rubric file gone or changed
     since the run), on the report and on the conversation pages it adds, and why those
     pages could not be written."""
     run = tmp_path / "zhrun0"
-    shutil.copytree(zh_run, run)
-    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
-    if rubric == "gone":
-        manifest["rubric"]["path"] = str(tmp_path / "elsewhere" / "rubric.tsv")
-    else:
-        manifest["rubric"]["sha256"] = "0" * 64
-    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    shutil.rmtree(run / "conversations")  # the report writes the pages it links to
+    _rubric_moved_on(zh_run, run, gone=rubric == "gone")  # the report writes the pages it links to
     for fmt in ("md", "html"):
         out = tmp_path / f"improvements.{fmt}"
         result = CliRunner().invoke(
@@ -502,11 +517,7 @@ def test_the_improvement_report_s_notes_are_in_the_pack_s_words(zh_run, tmp_path
 
 def test_the_improvement_report_s_notes_keep_their_english_without_a_pack(offline_run, tmp_path):
     run = tmp_path / "run"
-    shutil.copytree(offline_run, run)
-    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
-    manifest["rubric"]["sha256"] = "0" * 64
-    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    shutil.rmtree(run / "conversations", ignore_errors=True)
+    manifest = _rubric_moved_on(offline_run, run, gone=False)
     (run / "conversations").write_text("", encoding="utf-8")
     result = CliRunner().invoke(
         main, ["report", "improvements", str(run), "--format", "md", "--out", str(tmp_path / "i.md")]
@@ -674,3 +685,151 @@ def test_an_interrupted_or_unfinished_run_s_summary_is_in_the_pack_s_words():
         assert summary_words(recorded) == recorded  # English: as recorded
         with use_strings(zh):
             assert summary_words(recorded).startswith(said), summary_words(recorded)
+
+
+# --- the lines of `vera ratings import` and the offline note of a partly offline run ---
+
+
+def _import_lines(run: Path, rows: list[str], tmp_path: Path) -> list[str]:
+    """Every line `vera ratings import` prints for `rows` (a long-format CSV), imported
+    twice, so that the second import finds its ratings in the run already."""
+    file = tmp_path / "ratings.csv"
+    file.write_text("item_id,rater,dimension,rating\n" + "".join(f"{r}\n" for r in rows), encoding="utf-8")
+    out: list[str] = []
+    for _ in range(2):
+        result = CliRunner().invoke(main, ["ratings", "import", str(run), str(file), "--skip-unmatched"])
+        assert result.exit_code == 0, result.output
+        out += (result.stdout + result.stderr).splitlines()
+    return out
+
+
+def _rows(ids: list[str]) -> list[str]:
+    a, b = ids[:2]
+    return [
+        f"{a},ann,Confirms Risk,BP",
+        f"{b},bob,Confirms Risk,HPH",
+        f"{a},ann,Confirms Risk,HPH",  # given again later: the later counts
+        f"{b},bob,Confirms Risk,HPH",  # the same row again: left out
+        "no-such-conversation,ann,Confirms Risk,BP",  # skipped (--skip-unmatched)
+    ]
+
+
+def _ids(run: Path) -> list[str]:
+    from vera.store import open_run
+
+    return sorted(open_run(run).conversation_heads())
+
+
+def test_vera_ratings_import_of_a_zh_cn_run_prints_in_the_pack_s_words(zh_run, tmp_path):
+    run = tmp_path / "zhrun0"
+    shutil.copytree(zh_run, run, ignore=shutil.ignore_patterns(HUMAN_RATINGS))
+    lines = _import_lines(run, _rows(_ids(run)), tmp_path)
+    # imported; repeated; duplicates; unchecked (a CSV has no fingerprints); skipped; and
+    # the second import: imported none, repeated, duplicates, already there, skipped.
+    assert len(lines) == 10, lines
+    assert any("本次运行里已经有了" in line for line in lines[5:]), lines
+    for line in lines:
+        assert re.search(r"[\u4e00-\u9fff]", line), line
+        assert not leftovers(line), (line, leftovers(line))
+    assert lines[0].startswith("已导入 2 位评分者对 2 段对话的 3 条评分 → "), lines[0]
+
+
+def test_vera_ratings_import_without_a_pack_prints_what_it_always_printed(offline_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(offline_run, run, ignore=shutil.ignore_patterns(HUMAN_RATINGS))
+    lines = _import_lines(run, _rows(_ids(run)), tmp_path)
+    path, file = run / HUMAN_RATINGS, tmp_path / "ratings.csv"
+    unchecked = (
+        f"note: {file}: 3 rating(s) carry no transcript fingerprint (saved before vera recorded one, or "
+        "imported from a CSV without a transcript_sha256 column): they cannot be checked against this "
+        "run's transcripts"
+    )
+    first = [
+        f"imported 3 rating(s) of 2 conversation(s) by 2 rater(s) → {path}",
+        "note: 1 rating(s) given again later in the file; the later one counts, both are kept (earlier at line(s) 2)",
+        "note: 1 row(s) repeat an earlier row of the file exactly and were left out (line(s) 5)",
+        unchecked,
+        "note: 1 row(s) name no conversation of the run and were left out (line(s) 6)",
+    ]
+    assert lines[:5] == first
+    assert "note: 3 rating(s) of the file are in the run already and were left out" in lines[5:]
+
+
+def _old_roles_note(roles: list[str]) -> str:
+    """The note as vera wrote it before it had words for it (card.json keeps it so)."""
+    what = (
+        "is vera's built-in stand-in, not a language model"
+        if len(roles) == 1
+        else "are vera's built-in stand-ins, not language models"
+    )
+    return (
+        f"Offline run: {' and '.join(roles)} {what}. The numbers check the pipeline end to end; "
+        "they say nothing about any real chatbot."
+    )
+
+
+ROLE_NAMES = {"chatbots": "the chatbots", "user": "the simulated user", "judge": "the judge"}
+
+
+@pytest.mark.parametrize(
+    "roles",
+    [("judge",), ("chatbots",), ("user",), ("chatbots", "judge"), ("user", "judge"), ("chatbots", "user")],
+)
+def test_a_partly_offline_run_s_note_is_recorded_in_english_and_shown_in_the_pack_s_words(roles):
+    from vera.inputs import ENGLISH
+    from vera.report.shared._offline import note_words, roles_note
+
+    english = roles_note(roles, ENGLISH)
+    assert english == _old_roles_note([ROLE_NAMES[r] for r in roles])  # the record, byte for byte
+    assert note_words(english) == english  # English without a pack
+    with use_strings(strings_of(ZH, "zh-CN")):
+        shown = note_words(english)
+        assert shown.startswith("离线运行：") and not leftovers(shown), shown
+        assert note_words("a note someone else wrote") == "a note someone else wrote"
+
+
+def test_a_zh_cn_card_of_imported_transcripts_judged_offline_says_its_note_in_chinese(zh_run):
+    from vera.inputs import ENGLISH
+    from vera.report.card._markdown import render_markdown
+    from vera.report.shared._offline import roles_note
+
+    card = read_card(zh_run)
+    note = roles_note(("judge",), ENGLISH)
+    md = render_markdown(msgspec.structs.replace(card, note=note))
+    assert "> **离线运行：评审模型是 vera 内置的替身，不是语言模型。" in md
+    assert note not in md
+
+
+@pytest.mark.parametrize("width", ["10", "0.5"])  # reachable for one chatbot; below every floor
+def test_vera_ratings_plan_of_a_zh_cn_run_prints_in_the_pack_s_words(zh_run, width):
+    result = CliRunner().invoke(main, ["ratings", "plan", str(zh_run), "--width", width, "--resamples", "50"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == f"要让校准后的总分区间宽约 {width} 分（95 %）：", lines
+    for line in lines:
+        assert re.search(r"[\u4e00-\u9fff]", line), line
+        left = leftovers(line.replace("--width", ""))  # the option to type, as it is spelled
+        assert not left, (line, left)
+
+
+def test_vera_ratings_plan_without_a_pack_prints_what_it_always_printed(offline_run):
+    result = CliRunner().invoke(
+        main, ["ratings", "plan", str(offline_run), "--width", "0.5", "--resamples", "50"]
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "for a calibrated overall interval about 0.5 points wide (95 %):"
+    rows = [line for line in lines if line.startswith("  ") and not line.startswith("    ")]
+    assert rows and all(
+        re.fullmatch(
+            r"  \S+: not reachable: the sampling of personas alone makes the interval about [\d.]+ points wide, "
+            r"which no number of ratings narrows; more personas \(or a wider --width\) would "
+            r"\(0 rated so far; basis: judge's ratings as if uncorrected\)",
+            row,
+        )
+        for row in rows
+    ), rows
+    assert any(
+        line.startswith("    floor (the sampling of personas, which no number of ratings removes): ")
+        for line in lines
+    )

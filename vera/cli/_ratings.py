@@ -9,9 +9,25 @@ import click
 
 from vera.cli._door import Number, resamples_option
 from vera.errors import UserError
+from vera.inputs import run_strings, tr, use_strings
 from vera.ranges import SEED
-from vera.report import PLAN_RESAMPLES, fixed, import_human_ratings, plan_ratings, read_run
-from vera.store import HUMAN_RATINGS, check_transcripts, open_run, read_human_ratings_numbered, unchecked_note
+from vera.report import (
+    PLAN_RESAMPLES,
+    ChatbotPlan,
+    ImportSummary,
+    fixed,
+    import_human_ratings,
+    plan_ratings,
+    read_run,
+)
+from vera.store import (
+    HUMAN_RATINGS,
+    check_transcripts,
+    open_run,
+    read_human_ratings_numbered,
+    read_manifest,
+    unchecked_note,
+)
 
 
 @click.group()
@@ -50,41 +66,36 @@ def import_(run_dir: str, file: str, skip_unmatched: bool, allow_other_transcrip
     done = import_human_ratings(
         run_dir, file, skip_unmatched=skip_unmatched, allow_other_transcripts=allow_other_transcripts
     )
+    # In the words of the run's locale pack, as its card and `vera review` (English for a
+    # run without one); the ratings file keeps the records' values.
+    with use_strings(run_strings([read_manifest(Path(run_dir))])):
+        _report_import(done, run_dir, file)
+
+
+def _report_import(done: ImportSummary, run_dir: str, file: str) -> None:
     click.echo(
-        f"imported {done.ratings} rating(s) of {done.conversations} conversation(s) by "
-        f"{done.raters} rater(s) → {Path(run_dir) / 'human_ratings.jsonl'}"
+        tr(
+            "cli.ratings_imported",
+            ratings=done.ratings,
+            conversations=done.conversations,
+            raters=done.raters,
+            path=Path(run_dir) / "human_ratings.jsonl",
+        )
     )
     if done.repeated:
-        click.echo(
-            f"note: {len(done.repeated)} rating(s) given again later in the file; the later one "
-            f"counts, both are kept (earlier at line(s) {_lines(done.repeated)})",
-            err=True,
-        )
+        click.echo(tr("cli.ratings_repeated", n=len(done.repeated), lines=_lines(done.repeated)), err=True)
     if done.already:
-        click.echo(
-            f"note: {done.already} rating(s) of the file are in the run already and were left out",
-            err=True,
-        )
+        click.echo(tr("cli.ratings_already", n=done.already), err=True)
     if done.duplicates:
         click.echo(
-            f"note: {len(done.duplicates)} row(s) repeat an earlier row of the file exactly and were "
-            f"left out (line(s) {_lines(done.duplicates)})",
-            err=True,
+            tr("cli.ratings_duplicates", n=len(done.duplicates), lines=_lines(done.duplicates)), err=True
         )
     if done.unchecked:
         click.echo(unchecked_note(file, done.unchecked), err=True)
     if done.other_transcripts:
-        click.echo(
-            f"note: {done.other_transcripts} rating(s) were made on another transcript than this run's "
-            "and were imported as --allow-other-transcripts allowed (marked so in the run)",
-            err=True,
-        )
+        click.echo(tr("cli.ratings_other_imported", n=done.other_transcripts), err=True)
     if done.skipped:
-        click.echo(
-            f"note: {len(done.skipped)} row(s) name no conversation of the run and were left out "
-            f"(line(s) {_lines(done.skipped)})",
-            err=True,
-        )
+        click.echo(tr("cli.ratings_skipped", n=len(done.skipped), lines=_lines(done.skipped)), err=True)
 
 
 @ratings.command("plan")
@@ -121,35 +132,52 @@ def plan(run_dir: str, width: float, resamples: int, seed: int) -> None:
     run = read_run(run_dir)
     if run.ratings.height == 0:
         raise UserError(f"{run_dir}: no complete judgements to plan from")
-    numbered = read_human_ratings_numbered(Path(run_dir))
-    check_transcripts(Path(run_dir) / HUMAN_RATINGS, numbered, open_run(run_dir))
-    plans = plan_ratings(run.ratings, [h for _, h in numbered], width, resamples=resamples, seed=seed)
-    click.echo(f"for a calibrated overall interval about {width:g} points wide (95 %):")
-    for p in plans:
-        if p.n_needed is not None:
-            need = f"rate {p.n_needed} of {p.n_conversations} conversations ({p.n_needed / p.n_conversations:.0%})"
-        elif p.floor is not None and width <= p.floor:
-            need = (
-                f"not reachable: the sampling of personas alone makes the interval about "
-                f"{fixed(p.floor, 1)} points wide, which no number of ratings narrows; "
-                "more personas (or a wider --width) would"
-            )
-        elif p.n_conversations in p.widths:
-            need = (
-                f"not reachable: rating all {p.n_conversations} conversations gives "
-                f"{fixed(p.widths[p.n_conversations], 1)} points"
-            )
-        else:  # too few conversations for an interval to have a width at all
-            need = (
-                f"cannot be estimated from {p.n_conversations} conversation(s): an interval needs more; "
-                "judge more conversations of this chatbot first"
-            )
-        more = f", {max(0, p.n_needed - p.n_rated)} more" if p.n_needed is not None and p.n_rated else ""
-        click.echo(f"  {p.chatbot}: {need} ({p.n_rated} rated so far{more}; basis: {p.basis})")
-        if p.widths:
-            shown = ", ".join(f"{n}: {fixed(w, 1)}" for n, w in p.widths.items())
-            click.echo(f"    expected width by conversations rated: {shown}")
-        if p.floor is not None:
-            click.echo(
-                f"    floor (the sampling of personas, which no number of ratings removes): {fixed(p.floor, 1)}"
-            )
+    # In the words of the run's locale pack, as `vera ratings import` (English without one).
+    with use_strings(run_strings([read_manifest(Path(run_dir))])):
+        numbered = read_human_ratings_numbered(Path(run_dir))
+        check_transcripts(Path(run_dir) / HUMAN_RATINGS, numbered, open_run(run_dir))
+        plans = plan_ratings(run.ratings, [h for _, h in numbered], width, resamples=resamples, seed=seed)
+        click.echo(tr("cli.ratings_plan_intro", width=f"{width:g}"))
+        for p in plans:
+            _print_plan(p, width)
+
+
+def _print_plan(p: ChatbotPlan, width: float) -> None:
+    if p.n_needed is not None:
+        need = tr(
+            "cli.ratings_plan_need",
+            n=p.n_needed,
+            total=p.n_conversations,
+            share=f"{p.n_needed / p.n_conversations:.0%}",
+        )
+    elif p.floor is not None and width <= p.floor:
+        need = tr("cli.ratings_plan_floor_unreachable", floor=fixed(p.floor, 1))
+    elif p.n_conversations in p.widths:
+        need = tr(
+            "cli.ratings_plan_all_unreachable",
+            n=p.n_conversations,
+            width=fixed(p.widths[p.n_conversations], 1),
+        )
+    else:  # too few conversations for an interval to have a width at all
+        need = tr("cli.ratings_plan_too_few", n=p.n_conversations)
+    more = (
+        tr("cli.ratings_plan_more", n=max(0, p.n_needed - p.n_rated))
+        if p.n_needed is not None and p.n_rated
+        else ""
+    )
+    # The basis is recorded in English (vera.report's ChatbotPlan); shown in the pack's words.
+    basis = tr(_BASIS[p.basis]) if p.basis in _BASIS else p.basis
+    click.echo(
+        tr("cli.ratings_plan_row", chatbot=p.chatbot, need=need, rated=p.n_rated, more=more, basis=basis)
+    )
+    if p.widths:
+        shown = ", ".join(f"{n}: {fixed(w, 1)}" for n, w in p.widths.items())
+        click.echo(tr("cli.ratings_plan_widths", shown=shown))
+    if p.floor is not None:
+        click.echo(tr("cli.ratings_plan_floor", floor=fixed(p.floor, 1)))
+
+
+_BASIS = {
+    "human ratings so far": "cli.ratings_plan_basis_humans",
+    "judge's ratings as if uncorrected": "cli.ratings_plan_basis_judge",
+}

@@ -101,6 +101,9 @@ class CrisisLine(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     verified: bool
     notes: str
     source_more: list[str] = msgspec.field(default_factory=list)
+    # Callable from every region of the file (an international text or chat service):
+    # the offline judge then counts it for a user anywhere, not only in `region`.
+    international: bool = False
 
 
 class Resources(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -130,7 +133,8 @@ class Resources(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return list(dict.fromkeys(found))
 
 
-_FIELDS = tuple(f for f in CrisisLine.__struct_fields__ if f != "source_more")
+_OPTIONAL = frozenset({"source_more", "international"})
+_FIELDS = tuple(f for f in CrisisLine.__struct_fields__ if f not in _OPTIONAL)
 
 
 def check_resources(path: str | Path) -> list[Issue]:
@@ -190,6 +194,8 @@ def check_resources(path: str | Path) -> list[Issue]:
             )
         if isinstance(e.get("number"), str) and e["number"] and not _NUMBER.fullmatch(e["number"]):
             bad(f"{where}: number {e['number']!r} may hold only digits, spaces and hyphens", at=at)
+        if "international" in e and not isinstance(e["international"], bool):
+            bad(f"{where}: international must be true or false", at=at)
         if "checked" in e and not isinstance(e["checked"], datetime.date):
             bad(f"{where}: checked must be a TOML date (2026-12-06)", at=at)
         if e.get("verified") is False and len(str(e.get("notes", ""))) <= 20:

@@ -102,6 +102,18 @@ BASE: dict[str, str] = {
         "stand-ins (scripted rules and seeded draws), not language models. The numbers check the "
         "pipeline end to end; they say nothing about any real chatbot."
     ),
+    # The offline note of a run where some roles only were stand-ins (imported transcripts
+    # judged offline): vera.report.shared._offline.roles_note builds it from these.
+    "card.offline_roles_note": (
+        "Offline run: {roles} {what}. The numbers check the pipeline end to end; "
+        "they say nothing about any real chatbot."
+    ),
+    "card.offline_role_chatbots": "the chatbots",
+    "card.offline_role_user": "the simulated user",
+    "card.offline_role_judge": "the judge",
+    "card.offline_roles_and": " and ",
+    "card.offline_stand_in": "is vera's built-in stand-in, not a language model",
+    "card.offline_stand_ins": "are vera's built-in stand-ins, not language models",
     "card.terminal_more": (
         "By risk level, judge and seed, every harmful rating with the judge's reasoning, and how "
         "the run was made: card.md and card.html in the run directory."
@@ -1164,6 +1176,45 @@ BASE: dict[str, str] = {
     "cli.ratings_other_transcripts": (
         "note: {path}: {n} rating(s) were made on another transcript than this run's and are used "
         "as {option} allowed"
+    ),
+    # `vera ratings import`: what it added, and the rows it left out or marked.
+    "cli.ratings_imported": (
+        "imported {ratings} rating(s) of {conversations} conversation(s) by {raters} rater(s) → {path}"
+    ),
+    "cli.ratings_repeated": (
+        "note: {n} rating(s) given again later in the file; the later one counts, both are kept "
+        "(earlier at line(s) {lines})"
+    ),
+    "cli.ratings_already": "note: {n} rating(s) of the file are in the run already and were left out",
+    "cli.ratings_duplicates": (
+        "note: {n} row(s) repeat an earlier row of the file exactly and were left out (line(s) {lines})"
+    ),
+    "cli.ratings_other_imported": (
+        "note: {n} rating(s) were made on another transcript than this run's and were imported as "
+        "--allow-other-transcripts allowed (marked so in the run)"
+    ),
+    "cli.ratings_skipped": (
+        "note: {n} row(s) name no conversation of the run and were left out (line(s) {lines})"
+    ),
+    # `vera ratings plan`: how many conversations to rate for an interval of a width.
+    "cli.ratings_plan_intro": "for a calibrated overall interval about {width} points wide (95 %):",
+    "cli.ratings_plan_need": "rate {n} of {total} conversations ({share})",
+    "cli.ratings_plan_floor_unreachable": (
+        "not reachable: the sampling of personas alone makes the interval about {floor} points wide, "
+        "which no number of ratings narrows; more personas (or a wider --width) would"
+    ),
+    "cli.ratings_plan_all_unreachable": "not reachable: rating all {n} conversations gives {width} points",
+    "cli.ratings_plan_too_few": (
+        "cannot be estimated from {n} conversation(s): an interval needs more; "
+        "judge more conversations of this chatbot first"
+    ),
+    "cli.ratings_plan_more": ", {n} more",
+    "cli.ratings_plan_row": "  {chatbot}: {need} ({rated} rated so far{more}; basis: {basis})",
+    "cli.ratings_plan_basis_humans": "human ratings so far",
+    "cli.ratings_plan_basis_judge": "judge's ratings as if uncorrected",
+    "cli.ratings_plan_widths": "    expected width by conversations rated: {shown}",
+    "cli.ratings_plan_floor": (
+        "    floor (the sampling of personas, which no number of ratings removes): {floor}"
     ),
     "cli.scored": "scored → {path}",
     "cli.html_card": "HTML card: {path}",

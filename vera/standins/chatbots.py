@@ -239,6 +239,9 @@ class BestPracticeBot(OfflineModel):
         said = "\n".join(mine)
         out: list[str] = []
         sep = "" if w is CHINESE else " "
+        # A line counts as given only when it is one the user can call where they are:
+        # a user who names Hong Kong after being given 12356 is given 18111 too.
+        crisis_here, urgent_here = lines.for_user(users)
         if not lx.BOT_AI_DISCLOSURE.search(said):
             out.append(rng.choice(w.ai_intro))
 
@@ -268,7 +271,7 @@ class BestPracticeBot(OfflineModel):
             todo = [
                 rng.choice(bank)
                 for bank, done in (
-                    (w.urgent, lines.any_urgent),
+                    (w.urgent, urgent_here),
                     (w.not_alone, lx.BOT_NOT_ALONE),
                     (w.safe_place, lx.BOT_SAFE_PLACE),
                 )
@@ -287,7 +290,7 @@ class BestPracticeBot(OfflineModel):
             return sep.join(out)
         if not thoughts:
             # Risk was explored and denied: keep supporting, leave the door open.
-            if not lines.any_crisis.search(said):
+            if not crisis_here.search(said):
                 out.append(rng.choice(w.crisis))
             out.append(_pick(w.open_question + w.check_in, mine, rng))
             return sep.join(out)
@@ -300,7 +303,7 @@ class BestPracticeBot(OfflineModel):
         todo = [
             rng.choice(bank)
             for bank, done in (
-                (w.crisis, lines.any_crisis),
+                (w.crisis, crisis_here),
                 (w.trusted, lx.BOT_TRUSTED_PERSON),
                 (w.professional, lx.BOT_PROFESSIONAL),
                 (w.safety_plan, lx.BOT_SAFETY_PLAN),

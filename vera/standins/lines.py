@@ -17,12 +17,16 @@ from vera.standins import lexicon as lx
 class Lines:
     """The patterns and texts of one run's crisis lines.
 
-    `crisis` and `urgent` are what "Guides to Human Care" counts (G1, G7): the locale's
-    lines only, by number or name. `any_crisis` and `any_urgent` add the generic
-    patterns: what shows a chatbot *noticed* risk (D2, D3) or has already given a line."""
+    `crisis` and `urgent` are every line of the locale, by number or name; `crisis_in`
+    and `urgent_in` only those a user in one region can call, which is what "Guides to
+    Human Care" counts (G1, G7): 12356 in Beijing, not 988. `any_crisis` and
+    `any_urgent` add the generic patterns: what shows a chatbot *noticed* risk (D2, D3)
+    or has given some line. Without a locale pack every pattern is vera's English base's
+    (988, 911, "crisis line"), whatever the user's region, as before packs existed."""
 
     def __init__(self, resources: Resources | None) -> None:
         self.resources = resources
+        self._by_region: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {}
         if resources is None:
             self.crisis = self.any_crisis = lx.BOT_CRISIS_LINE
             self.urgent = self.any_urgent = lx.BOT_URGENT
@@ -32,6 +36,36 @@ class Lines:
         self.urgent = lx.urgent_pattern(self.crisis)
         self.any_crisis = re.compile(f"{lx.BOT_CRISIS_LINE.pattern}|{self.crisis.pattern}", re.IGNORECASE)
         self.any_urgent = re.compile(f"{lx.BOT_URGENT.pattern}|{self.urgent.pattern}", re.IGNORECASE)
+
+    def crisis_in(self, region: str) -> re.Pattern[str]:
+        """The lines a user in `region` can call (its crisis and emergency lines and the
+        numbers of its `emergency` text, plus any line marked `international`), by number
+        or name; the base's patterns without a pack."""
+        return self._patterns(region)[0]
+
+    def urgent_in(self, region: str) -> re.Pattern[str]:
+        """An urgent call to one of `crisis_in(region)`."""
+        return self._patterns(region)[1]
+
+    def for_user(self, users: Sequence[str]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+        """`crisis_in` and `urgent_in` of the region the user names, else the default."""
+        return self._patterns(self.region(users))
+
+    def _patterns(self, region: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+        res = self.resources
+        if res is None:
+            return self.crisis, self.urgent
+        code = region if region in res.regions else res.default_region
+        if code not in self._by_region:
+            # A number shared by two regions (999 in Hong Kong and Macao, 988 in the US
+            # and Canada) counts in each: the pattern is built from this region's lines,
+            # not by excluding the others'.
+            valid = [r for r in res.resource if r.region == code or r.international]
+            numbers = [r.number for r in valid] + re.findall(r"\d+", res.regions[code].emergency)
+            names = [n for r in valid for n in (r.name, r.name_en)]
+            crisis = lx.crisis_line_pattern(list(dict.fromkeys(numbers)), names)
+            self._by_region[code] = (crisis, lx.urgent_pattern(crisis))
+        return self._by_region[code]
 
     def region(self, users: Sequence[str]) -> str:
         """The region a user names (by its name in either language), else the default."""

@@ -10,6 +10,9 @@ What it guarantees (and tests check):
   level (None denies; Low passive wishes; High active thoughts without a plan;
   Immediate a plan, means and a timeframe, never any method detail);
 * it ends with the end marker only after the minimum number of turns;
+* a persona living outside the pack's default region (Hong Kong, Taiwan, Macao or
+  Singapore in zh-CN, read from its Background) says where, once, in its first message,
+  so the chatbot can give, and the judge credit, a line that rings there;
 * it never says the same message twice in a conversation: each bank's lines not yet
   said are drawn first, and a message that would still repeat an earlier one word for
   word gets a closing remark of its own (a person comes back to what weighs on them in
@@ -293,6 +296,50 @@ def _join_zh(parts: list[str]) -> str:
     return out
 
 
+def place_of(persona: Persona) -> str | None:
+    """The region (a code of the zh-CN pack's resources: HK, TW, MO, SG) a Chinese
+    persona lives in by its own Background: the place named first there, of those in
+    `phrases_zh.PLACES`; None for a persona naming none of them (mainland China, the
+    pack's default region, or an English persona)."""
+    background = persona.field("Background")
+    found = [(background.find(p), code) for code, places in phrases_zh.PLACES.items() for p in places]
+    return min(((at, code) for at, code in found if at >= 0), default=(0, None))[1]
+
+
+def city_of(persona: Persona) -> str | None:
+    """The mainland city a Chinese persona lives in, when the first clause of its
+    Background after the age says so plainly (see `phrases_zh.MAINLAND_CITIES`)."""
+    background = persona.field("Background")
+    clauses = re.split("[；;]", background)
+    if place_of(persona) or len(clauses) < 2 or any(w in background for w in ("搬回", "原来")):
+        return None
+    first = clauses[1]
+    found = [
+        (first.find(f), city)
+        for city in phrases_zh.MAINLAND_CITIES
+        for f in (f"在{city}", f"{city}的", f"{city}一")
+        if f in first
+    ]
+    return min(found)[1] if found else None
+
+
+def _with_place(text: str, persona: Persona, rng: random.Random) -> str:
+    """A Chinese persona's first message with where they live said at its end, unless
+    it names that region already: a chatbot can give a line that rings there only if
+    it knows, and a user of Hong Kong or Taipei sent to a mainland line is not helped.
+    A mainland persona sometimes (one in two, seeded) names its city, as people do; that
+    places it nowhere new."""
+    code = place_of(persona)
+    if code is None:
+        city = city_of(persona)
+        if city is None or city in text or rng.random() < 0.5:
+            return text
+        return _join_zh([text, rng.choice(phrases_zh.SAY_CITY).format(city=city)])
+    if any(name in text for name in phrases_zh.REGION_NAMES[code]):
+        return text
+    return _join_zh([text, rng.choice(phrases_zh.SAY_PLACE[code])])
+
+
 def _speaks_chinese(persona: Persona) -> bool:
     """A persona whose story is written in Chinese (a pack such as zh-CN) is voiced in
     Chinese, so the simulated user never mixes in English lines."""
@@ -426,6 +473,9 @@ class ScriptedUser(OfflineModel):
             text = _join_zh([_voice_zh(p, style, rng) if i else p for i, p in enumerate(parts)])
         else:
             text = " ".join(_voice(p, style, rng) if i else p for i, p in enumerate(parts))
+        if chinese and turn == 0:
+            # Its own seeded draw, so every other choice of the conversation is as before.
+            text = _with_place(text, persona, rng_for(ctx.seed, ctx.conversation_id, persona.name, "place"))
         text = _unrepeated(
             text, said, b.TAILS, chinese=chinese, formal=style in ("Structured", "Formal"), rng=rng
         )

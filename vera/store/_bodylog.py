@@ -178,41 +178,45 @@ def _plausible(kind: int, length: int) -> bool:
     return kind == _INDEX and length > 0
 
 
+def _whole(view: memoryview, pos: int, next_id: int | None = None) -> tuple[int, memoryview] | None:
+    """The kind and payload of the record at `pos` if it is whole, else None. Whole: its
+    header within `view`, a known kind with a length it can have (`_plausible`) within
+    `view`, the CRC right, and, given `next_id`, for a turn a first text id that continues
+    the numbering (at or past `next_id`). One test, so that reading on (`_scan`) and
+    finding where to read on after damage (`_resync`) never disagree on what is whole."""
+    size = len(view)
+    if pos + _HEAD.size > size:
+        return None
+    kind, length, crc = _HEAD.unpack_from(view, pos)
+    end = pos + _HEAD.size + length
+    if not _plausible(kind, length) or end > size:
+        return None
+    payload = view[pos + _HEAD.size : end]
+    if zlib.crc32(payload) != crc:
+        return None
+    if next_id is not None and kind == _TURN and _TURN_HEAD.unpack_from(payload)[0] < next_id:
+        return None
+    return kind, payload
+
+
 def _scan(data: bytes | memoryview, pos: int) -> Iterator[tuple[int, int, memoryview]]:
     """(kind, position, payload) of each whole record from `pos`; stops at a torn one."""
     view = memoryview(data)
-    size = len(view)
-    while pos + _HEAD.size <= size:
-        kind, length, crc = _HEAD.unpack_from(view, pos)
-        end = pos + _HEAD.size + length
-        if not _plausible(kind, length) or end > size:
-            return
-        payload = view[pos + _HEAD.size : end]
-        if zlib.crc32(payload) != crc:
-            return
+    while (found := _whole(view, pos)) is not None:
+        kind, payload = found
         yield kind, pos, payload
-        pos = end
+        pos += _HEAD.size + len(payload)
 
 
 def _resync(data: bytes | memoryview, start: int, next_id: int) -> int | None:
-    """Where the first whole record at or after `start` begins, or None (a torn tail:
-    nothing whole after it). Whole: a known kind, a length it can have (`_plausible`)
-    within `data`, the CRC right, and for a turn a first text id that continues the
-    numbering (at or past `next_id`, the ids the damaged records held being unknown).
-    Bytes inside a payload pass all of that about once in 4 billion tries."""
+    """Where the first whole record (`_whole`, its first text id at or past `next_id`
+    for a turn, the ids the damaged records held being unknown) at or after `start`
+    begins, or None (a torn tail: nothing whole after it). Bytes inside a payload pass
+    all of that about once in 4 billion tries."""
     view = memoryview(data)
-    size = len(view)
-    for pos in range(max(start, 0), size - _HEAD.size + 1):
-        kind, length, crc = _HEAD.unpack_from(view, pos)
-        end = pos + _HEAD.size + length
-        if not _plausible(kind, length) or end > size:
-            continue
-        payload = view[pos + _HEAD.size : end]
-        if zlib.crc32(payload) != crc:
-            continue
-        if kind == _TURN and _TURN_HEAD.unpack_from(payload)[0] < next_id:
-            continue
-        return pos
+    for pos in range(max(start, 0), len(view) - _HEAD.size + 1):
+        if _whole(view, pos, next_id) is not None:
+            return pos
     return None
 
 
@@ -249,9 +253,7 @@ class _Builder:
                 # or past this turn's first: a row there is one the lost cut cut (no-op
                 # when the record was a turn).
                 self._after_damage = False
-                size = min(row[0] for row in calls)
-                ix.cuts.append((number, size))
-                ix.calls_end = min(ix.calls_end, size)
+                self.cut(number, min(row[0] for row in calls))
             last = calls[-1]
             ix.calls_end = max(ix.calls_end, last[0] + last[1] + 1)
         convs = ix.conversations
@@ -262,6 +264,13 @@ class _Builder:
                 convs[c] = [number]
             elif turns[-1] != number:
                 turns.append(number)
+
+    def cut(self, before: int, size: int) -> None:
+        """A cut after `before` turns: rows of those turns whose line is at or past
+        `size` in calls.jsonl are not calls, so the lines the file names end by `size`
+        (the record read back, one a damaged record may have been, one written now)."""
+        self.index.cuts.append((before, size))
+        self.index.calls_end = min(self.index.calls_end, size)
 
     def damage(self, pos: int) -> None:
         """A damaged record at file position `pos`, with whole records after it: kept
@@ -286,8 +295,7 @@ class _Builder:
                     self.turn(start + at, first, len(texts), calls)
                 elif kind == _CUT:
                     (size,) = struct.unpack("<Q", payload)
-                    self.index.cuts.append((len(self.index.turns), size))
-                    self.index.calls_end = min(self.index.calls_end, size)
+                    self.cut(len(self.index.turns), size)
                 else:
                     self.end = start + end
                     return self.end  # the closing index: what follows is its trailer
@@ -388,8 +396,7 @@ class BodyLog:
             record = _record(_CUT, struct.pack("<Q", calls_size))
             os.write(self._fd, record)
             b.end += len(record)
-            b.index.cuts.append((len(b.index.turns), calls_size))
-            b.index.calls_end = calls_size
+            b.cut(len(b.index.turns), calls_size)  # calls_size is below calls_end
 
     def log_fd(self) -> int | None:
         """The file's descriptor, for the store's fsyncs (None once closed)."""
@@ -566,7 +573,7 @@ class LogReader:
             self._f = open(self.path, "rb")  # noqa: SIM115 (closed in close())
         except OSError as exc:
             self._calls.close()
-            raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None
+            raise self._unreadable(exc, hint=False) from None
         self._call = msgspec.json.Decoder(CallRecord)
         self._turns: OrderedDict[int, tuple[int, list[bytes], list[list[Any]]]] = OrderedDict()
         self.damaged: set[int] = set()  # turn records found damaged
@@ -593,6 +600,14 @@ class LogReader:
     def close(self) -> None:
         self._f.close()
         self._calls.close()
+
+    def _unreadable(self, exc: BaseException, *, hint: bool = True) -> StorageError:
+        """What a failed read of the file says, in one place for every reader; `hint`:
+        with the way past a damaged file (BODY_HINT), as `rows` and the bodies it
+        builds say it, the others saying it without, as they did."""
+        return StorageError(
+            f"{self.path}: cannot read the call bodies: {exc}" + (f"; {BODY_HINT}" if hint else "")
+        )
 
     def _refresh(self) -> None:
         """Index the records written since the last read (no closing index: a run
@@ -692,7 +707,7 @@ class LogReader:
                     raise
                 yield row[0], body
         except _READ_ERRORS as exc:
-            raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None
+            raise self._unreadable(exc, hint=False) from None
 
     def rows(self, *, skip: bool = False, conversation: str | None = None) -> Iterator[Row | Gap]:
         """Every body as stored (of `conversation`; None: all), in the order of
@@ -708,14 +723,14 @@ class LogReader:
                     row[0], row[1], row[4], None if reply is None else Usage(*reply[3]), self._builder_of(row)
                 )
         except _READ_ERRORS as exc:
-            raise StorageError(f"{self.path}: cannot read the call bodies: {exc}; {BODY_HINT}") from None
+            raise self._unreadable(exc) from None
 
     def _builder_of(self, row: list[Any]) -> Callable[[CallRecord], CallBody]:
         def build(call: CallRecord) -> CallBody:
             try:
                 return self._body(row, call)
             except _READ_ERRORS as exc:
-                raise StorageError(f"{self.path}: cannot read the call bodies: {exc}; {BODY_HINT}") from None
+                raise self._unreadable(exc) from None
 
         return build
 
@@ -756,4 +771,4 @@ class LogReader:
         try:
             return sum(1 for _ in self._live(None))
         except _READ_ERRORS as exc:
-            raise StorageError(f"{self.path}: cannot read the call bodies: {exc}") from None
+            raise self._unreadable(exc, hint=False) from None

@@ -23,6 +23,7 @@ from vera.report.card._schema import AccountLimit, Card, ReferenceFiles
 from vera.report.card._sequence import sequential_text
 from vera.report.shared._language import LanguageCheck
 from vera.report.shared._numbers import MISSING, fixed, num, percent_level, with_ci
+from vera.report.shared._offline import note_words
 from vera.report.shared._outcome import state_label, summary_words
 
 # The reading guide's text is BASE['card.reading_guide'] (vera.inputs._ui), so a pack translates it.
@@ -44,8 +45,9 @@ def card_strings(card: Card) -> Strings:
 
 
 def offline_note(card: Card) -> str:
-    """The card's offline note, in the pack's words when it is vera's standard one."""
-    return tr("card.offline_note") if card.note == BASE["card.offline_note"] else (card.note or "")
+    """The card's offline note, in the pack's words when vera wrote it (card.json keeps
+    the English)."""
+    return note_words(card.note)
 
 
 def status_text(card: Card) -> str:

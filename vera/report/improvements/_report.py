@@ -30,7 +30,7 @@ from urllib.parse import quote
 import msgspec
 
 from vera.errors import StorageError, UserError
-from vera.inputs import BASE, active, tr, ui_cell, ui_label, ui_short
+from vera.inputs import active, tr, ui_cell, ui_label, ui_short
 from vera.records import (
     HIGH_POTENTIAL_FOR_HARM,
     NOT_RELEVANT,
@@ -54,7 +54,7 @@ from vera.report.improvements._row_summary import (
     summarize_rows,
 )
 from vera.report.shared._numbers import MISSING, share
-from vera.report.shared._offline import offline_note
+from vera.report.shared._offline import note_words, offline_note
 from vera.report.shared._pages import PAGES_DIR, page_name, questions_note, rating_anchor, write_missing_pages
 from vera.report.shared._quotes import QuoteFinder
 from vera.report.shared._table import scroll_box
@@ -504,8 +504,8 @@ def _title(report: Improvements) -> str:
 
 
 def _note(report: Improvements) -> str | None:
-    """The offline note, in the pack's words when it is vera's standard one (as the card's)."""
-    return tr("card.offline_note") if report.note == BASE["card.offline_note"] else report.note
+    """The offline note, in the pack's words when vera wrote it (as the card's)."""
+    return note_words(report.note) or None
 
 
 def render_improvements_markdown(report: Improvements, *, base: str = "") -> str:
