@@ -301,6 +301,41 @@ def test_ctrl_c_in_a_wave_that_finished_stops_the_gate(baseline, tmp_path) -> No
     assert calls < lines(out / "calls.jsonl") == lines(tmp_path / "whole" / "calls.jsonl")
 
 
+def test_a_gate_started_before_the_edge_rule_takes_it_from_its_next_look(baseline, tmp_path) -> None:
+    # A gate whose first look was taken before the rule: gate.json without the field,
+    # sequence.jsonl's line without edge_rule. Resumed, it holds the rule from wave 2
+    # (widening is a property of the reading) and records that wave.
+    from vera.app import GateOptions, run_gate
+    from vera.app._gate import _run_wave
+
+    def stopped_wave(opts):
+        outcome = _run_wave(opts)
+        outcome.result.stopped = "interrupted (SIGINT)"
+        return outcome
+
+    out = tmp_path / "old"
+    opts = GateOptions(
+        baseline=str(baseline), candidate="offline/best-practice", wave=8, out=str(out), margin=30
+    )
+    assert run_gate(opts, run=stopped_wave).exit_code == 130
+    record = json.loads((out / "gate.json").read_text())
+    assert record.pop("edge_rule_from_wave") == 1
+    (out / "gate.json").write_text(json.dumps(record))
+    (line,) = (out / "sequence.jsonl").read_text().splitlines()
+    old = json.loads(line)
+    assert old.pop("edge_rule") is True
+    for row in old["rows"]:
+        row.pop("edge", None)
+    (out / "sequence.jsonl").write_text(json.dumps(old) + "\n")
+
+    again = gate(baseline, out, "offline/best-practice", "--margin", "30")
+    assert again.exit_code == 0, again.output
+    looks = read_sequence(out)
+    assert len(looks) > 2 and not looks[0].edge_rule and all(look.edge_rule is True for look in looks[1:])
+    assert json.loads((out / "gate.json").read_text())["edge_rule_from_wave"] == 2
+    assert any(r.edge for look in looks[1:] for r in look.rows)
+
+
 @pytest.mark.parametrize("recorded", ["as written", "before --spending existed"])
 def test_a_gate_started_on_the_sequence_resumes_on_it_by_the_command_typed_then(
     baseline, tmp_path, recorded
