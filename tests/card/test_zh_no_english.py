@@ -406,7 +406,18 @@ def _zh_gate(
     out = tmp_path / "zhgate"
     result = CliRunner().invoke(
         main,
-        ["gate", str(baseline), "--candidate", candidate, "--wave", "20", "--out", str(out), "--margin", margin],
+        [
+            "gate",
+            str(baseline),
+            "--candidate",
+            candidate,
+            "--wave",
+            "20",
+            "--out",
+            str(out),
+            "--margin",
+            margin,
+        ],
     )
     assert result.exit_code == exit_code, result.output
     # The candidate's name and the run folder are identifiers; the rest is Chinese.
