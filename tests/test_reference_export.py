@@ -151,3 +151,18 @@ def test_the_filename_names_the_user_agent_model_and_imports_back_as_it(demo_run
         (folder / n).write_text("user: hello\n\nchatbot: hi, how are you feeling?\n")
     imported = read_transcripts(folder)
     assert {c.user_agent for c in imported} == {agent["model"]}
+
+
+def test_a_reference_export_into_a_folder_it_cannot_make_is_one_line(demo_run, tmp_path):
+    """A folder that cannot be made (here: under a file; for a user, also a read-only
+    folder) is a user's error: one line naming the path, exit 1, no traceback."""
+    out, _ = demo_run
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    result = vera("export", str(out), "--format", "reference", "-o", str(blocker / "reference"))
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {blocker / 'reference'}"), result.stderr
+    assert "cannot write the reference results table" in lines[0] and "Not a directory" in lines[0]
+    assert blocker.read_text() == "not a folder\n"

@@ -175,3 +175,48 @@ def test_dotenv_is_read_but_never_overrides_the_environment(
     assert missing_key(make_profile("p", "openai", "", api_key_env="ONLY_IN_DOTENV")) is None
     monkeypatch.delenv(KEY_ENV)
     assert env_value(KEY_ENV) == "from-dotenv-file"
+
+
+def test_an_unreadable_dotenv_is_one_error_naming_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A `.env` the user cannot read (chmod 000, another user's file) is named with the
+    reason, as a ConfigError (one line, exit 1), not a PermissionError traceback."""
+    dotenv = tmp_path / ".env"
+    dotenv.write_text("ONLY_IN_DOTENV=dotenv-value-2\n")
+    monkeypatch.chdir(tmp_path)
+    real_open = open
+
+    def refusing_open(file, *args, **kwargs):  # the OS's answer to a file without read permission
+        if str(file) == str(dotenv):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", refusing_open)
+    with pytest.raises(ConfigError) as err:
+        env_value("ONLY_IN_DOTENV")
+    assert str(err.value) == f"{dotenv}: cannot read .env: Permission denied"
+    assert "dotenv-value-2" not in str(err.value)
+    monkeypatch.setattr("builtins.open", real_open)
+    assert env_value("ONLY_IN_DOTENV") == "dotenv-value-2"  # readable again: read, not a remembered failure
+
+
+def test_a_providers_folder_vera_cannot_read_is_named_not_taken_for_empty(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A providers folder the user may not list (chmod 000, another user's) read as an
+    empty one: `--providers openai/gpt-4o` then said "unknown model reference ...; known
+    profiles: offline", pointing at the name rather than at the folder."""
+    import errno
+    import os
+
+    write(tmp_path, "openai.toml", OPENAI + 'protocol = "openai"\nmodels = ["gpt-4o"]\n')
+    real_scandir = os.scandir
+
+    def refusing_scandir(path=".", *args, **kwargs):  # os.scandir's own signature
+        if os.fspath(path) in (str(tmp_path), str(tmp_path) + "/"):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+        return real_scandir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "scandir", refusing_scandir)
+    with pytest.raises(DataError) as err:
+        load_profiles(tmp_path)
+    assert str(err.value) == f"{tmp_path}: cannot read the providers folder: Permission denied"

@@ -18,6 +18,7 @@ config on a machine without the keys.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -201,7 +202,12 @@ def _profiles(
             findings.append(Finding(str(folder), "providers folder does not exist"))
         return profiles, broken, {}
     origin: dict[str, Path] = {}
-    for path in sorted(folder.glob("*.toml")):
+    try:  # as load_profiles lists it: a folder it may not read is said, not taken for empty
+        names = sorted(e.name for e in os.scandir(folder) if e.name.endswith(".toml"))
+    except OSError as exc:
+        findings.append(Finding(str(folder), f"cannot read the providers folder: {exc.strerror or exc}"))
+        return profiles, broken, {}
+    for path in (folder / n for n in names):
         try:
             p = load_profile(path)
         except DataError as exc:

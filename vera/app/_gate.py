@@ -48,6 +48,7 @@ from vera.report import (
     GateRecord,
     GateSettings,
     read_gate,
+    read_gate_file,
     read_run,
     read_sequence,
     sequence_page,
@@ -451,9 +452,10 @@ def _recorded(run_dir: Path) -> GateSettings | None:
     path = run_dir / GATE_FILE
     if not path.is_file():
         return None
+    data = read_gate_file(path)
     try:
-        return msgspec.json.decode(path.read_bytes(), type=GateRecord).settings
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        return msgspec.json.decode(data, type=GateRecord).settings
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise UserError(f"{path}: not a gate's settings ({exc})") from None
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vera.engine import SweepResult
-from vera.errors import Interrupted
+from vera.errors import Interrupted, StorageError
 from vera.inputs import ENGLISH, Strings
 from vera.report import RunStatus, score_run
 
@@ -45,5 +45,13 @@ def scored(outcome: RunOutcome) -> RunOutcome:
         # and resuming the run writes it without a call.
         raise Interrupted(
             f"interrupted while writing the card; all finished work is saved: {outcome.resume} writes it"
+        ) from None
+    except StorageError as exc:
+        # A full or read-only disk met while writing the card: every record is on disk,
+        # as the sweep's own storage errors say; only the card (and its pages) is
+        # missing, and the resume writes it without a call.
+        raise StorageError(
+            f"{exc}; all finished work is saved: make room (or make the folder writable), "
+            f"then {outcome.resume} writes the card"
         ) from None
     return replace(outcome, card=card)

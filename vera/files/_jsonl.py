@@ -29,7 +29,7 @@ from typing import IO, NamedTuple, TypeVar
 
 import msgspec
 
-from vera.errors import UserError
+from vera.errors import DataError, UserError
 
 T = TypeVar("T")
 
@@ -170,13 +170,23 @@ def current_damage() -> Damage | None:
     return _watcher.get()
 
 
+def _open_to_read(path: Path) -> IO[bytes]:
+    """A record file opened for reading. One the user may not read (another user's run,
+    chmod 000) is one `DataError` line naming it, never a traceback: every command that
+    reads a run reads its files through here, `torn_tail` and `RecordReader`."""
+    try:
+        return open(path, "rb")  # the caller closes it
+    except OSError as exc:
+        raise DataError(str(path), f"cannot read: {exc.strerror or exc}") from None
+
+
 def _numbered(path: Path) -> Iterator[tuple[RecordRef, bytes, int, bool]]:
     """Every non-empty line of a file: its place, its bytes, its number, and whether it
     ends with a newline (only the last line of a file can lack one)."""
     if not path.exists():
         return
     offset = 0
-    with open(path, "rb") as f:
+    with _open_to_read(path) as f:
         for number, raw in enumerate(f, start=1):
             line = raw.rstrip(b"\r\n")
             if line.strip():
@@ -226,7 +236,7 @@ class RecordReader:
         stays valid; if the record there is not the one expected, the file was rewritten
         since (e.g. replaced by a merge) and the scan must be redone."""
         if self._file is None:
-            self._file = open(self.path, "rb")  # noqa: SIM115 (closed in close())
+            self._file = _open_to_read(self.path)  # closed in close()
         self._file.seek(ref.offset)
         data = self._file.read(ref.length)
         try:
@@ -267,7 +277,7 @@ def torn_tail(path: Path, type_: type[T]) -> tuple[int, bool] | None:
         return None
     if size == 0:
         return None
-    with open(path, "rb") as f:
+    with _open_to_read(path) as f:
         f.seek(size - 1)
         if f.read(1) == b"\n":
             return None

@@ -283,7 +283,11 @@ def find_locale(selection: str, *, base: Path | None = None) -> Path:
     raw = Path(text).expanduser()
     candidates = [raw] if raw.is_absolute() else [*([base / raw] if base else []), Path.cwd() / raw]
     for c in candidates:
-        if (c / LOCALE_TOML).is_file():
+        try:
+            found = (c / LOCALE_TOML).is_file()
+        except OSError as exc:  # a folder the user may not enter: its locale.toml is unknown
+            raise DataError(str(c / LOCALE_TOML), f"cannot read: {exc.strerror or exc}") from None
+        if found:
             return c.resolve()
         if c.is_file() and c.name == LOCALE_TOML:
             return c.parent.resolve()
@@ -393,6 +397,7 @@ def validate_locale(folder: str | Path) -> list[Issue]:
     except DataError as exc:
         return [Issue(0, exc.problem, path=exc.where)]
     issues = _encoding(folder)
+    encoding = len(issues)
     files = {field: folder / name for field, name in PACK_FILES.items() if (folder / name).exists()}
     checks = {
         "personas": _personas,
@@ -433,6 +438,15 @@ def validate_locale(folder: str | Path) -> list[Issue]:
                 issues.append(
                     Issue(0, f"locale {tag!r} is not the pack's tag {spec.tag!r}", path=str(resources))
                 )
+    # A file that cannot be read is said once: by the first check that reads it for its
+    # content, in its words, when there is one; the encoding check's line otherwise.
+    first: dict[str, Issue] = {}
+    for issue in issues[encoding:]:
+        if issue.message.startswith("cannot read"):
+            first.setdefault(issue.path, issue)
+    issues = [
+        i for i in issues if not (i.message.startswith("cannot read") and first.get(i.path, i) is not i)
+    ]
     return issues
 
 
@@ -441,7 +455,11 @@ def _encoding(folder: Path) -> list[Issue]:
     for p in sorted(folder.rglob("*")):
         if not p.is_file() or p.suffix not in {".tsv", ".toml", ".txt", ".md"}:
             continue
-        raw = p.read_bytes()
+        try:
+            raw = p.read_bytes()
+        except OSError as exc:  # one problem among the others, not a traceback
+            out.append(Issue(0, f"cannot read: {exc.strerror or exc}", path=str(p)))
+            continue
         if raw.startswith(b"\xef\xbb\xbf"):
             out.append(Issue(1, "starts with a byte-order mark (save as UTF-8 without BOM)", path=str(p)))
         if b"\r" in raw:
@@ -456,8 +474,11 @@ def _encoding(folder: Path) -> list[Issue]:
 
 
 def _tsv(path: Path) -> list[list[str]]:
-    with path.open(encoding="utf-8", newline="") as f:
-        return [r for r in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE) if any(r)]
+    try:
+        with path.open(encoding="utf-8", newline="") as f:
+            return [r for r in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE) if any(r)]
+    except OSError as exc:
+        raise DataError(str(path), f"cannot read: {exc.strerror or exc}") from None
 
 
 def _personas(path: Path, base: Path) -> list[Issue]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import math
+import os
 import re
 import tomllib
 from collections.abc import Mapping
@@ -240,7 +241,13 @@ def load_profiles(directory: Path | str) -> dict[str, Profile]:
     directory = Path(directory)
     profiles: dict[str, Profile] = {OFFLINE.name: OFFLINE}
     origin: dict[str, Path] = {}
-    for path in sorted(directory.glob("*.toml")) if directory.is_dir() else []:
+    try:
+        # Listed here, not by glob: glob takes a folder it may not read for an empty one,
+        # and every model would then be "unknown" instead of the folder being named.
+        names = [e.name for e in os.scandir(directory)] if directory.is_dir() else []
+    except OSError as exc:
+        raise DataError(str(directory), f"cannot read the providers folder: {exc.strerror or exc}") from None
+    for path in sorted(directory / n for n in names if n.endswith(".toml")):
         profile = load_profile(path)
         if profile.name == OFFLINE.name:
             raise DataError(str(path), "the name 'offline' is reserved for the built-in stand-ins")

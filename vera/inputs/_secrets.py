@@ -40,7 +40,13 @@ def _dotenv() -> dict[str, str]:
     except OSError:
         return {}
     if stamp not in _dotenv_cache:
-        _dotenv_cache[stamp] = {k: v for k, v in dotenv_values(path).items() if v is not None}
+        try:
+            values = dotenv_values(path)
+        except OSError as exc:
+            # Unreadable (chmod 000, another user's file): the user's to fix, said in one
+            # line; the file's content, keys included, is never part of the message.
+            raise ConfigError(f"{path}: cannot read .env: {exc.strerror or exc}") from None
+        _dotenv_cache[stamp] = {k: v for k, v in values.items() if v is not None}
     return _dotenv_cache[stamp]
 
 

@@ -141,13 +141,13 @@ def find_target(
     # Absolute but not resolved: a message names the target's files the way the user
     # reaches them, not where a symlink points (the manifest records resolved paths).
     for c in candidates:
-        if c.is_file():
-            return c.absolute()
-        for name in (TARGET_TOML, MANIFEST_JSON):
-            if (c / name).is_file():
-                return (c / name).absolute()
-        if c.is_dir():
-            raise ConfigError(f"{c}: target folder holds neither {TARGET_TOML} nor {MANIFEST_JSON}")
+        try:
+            found = _target_file(c)
+        except OSError as exc:  # a folder the user may not enter: what it holds is unknown
+            where = exc.filename if isinstance(exc.filename, str) else str(c)
+            raise DataError(where, f"cannot read target: {exc.strerror or exc}") from None
+        if found is not None:
+            return found
     builtin = {k.lower(): v for k, v in builtin_targets().items()}
     if text.lower() in builtin:
         return builtin[text.lower()]
@@ -156,6 +156,19 @@ def find_target(
         f"target {text!r}: no such file or folder, and not a built-in target (built in: {known}; "
         f"a VERA-MH checkout's targets are reference:SI, reference:HFO, ...)"
     )
+
+
+def _target_file(c: Path) -> Path | None:
+    """The target file at or in `c`, None when nothing is there. Path.is_file raises on
+    EACCES (a folder the user may not enter), which the caller names."""
+    if c.is_file():
+        return c.absolute()
+    for name in (TARGET_TOML, MANIFEST_JSON):
+        if (c / name).is_file():
+            return (c / name).absolute()
+    if c.is_dir():
+        raise ConfigError(f"{c}: target folder holds neither {TARGET_TOML} nor {MANIFEST_JSON}")
+    return None
 
 
 def load_target(path: str | Path) -> Target:

@@ -4,7 +4,7 @@ human ratings people add to a run after its sweep, and the guard that keeps ever
 output a user names off a run's records and a command's own inputs (`check_output`).
 """
 
-from vera.store._bodies import BODIES, BodyReader, count_bodies, has_bodies
+from vera.store._bodies import BODIES, BodyReader, bodies_path, count_bodies, has_bodies
 from vera.store._bodylog import Gap
 from vera.store._events import EventLog, Fanout
 from vera.store._guard import CALLS_EXPORT, OverwriteRefused, check_output, record_kind
@@ -58,6 +58,7 @@ __all__ = [
     "append_human_ratings",
     "atomic_file",
     "atomic_write",
+    "bodies_path",
     "calls_with_bodies",
     "check_human_dimensions",
     "check_output",

@@ -568,7 +568,13 @@ class LogReader:
 
     def __init__(self, run_dir: Path) -> None:
         self.path = run_dir / VLOG
-        self._calls = open(run_dir / "calls.jsonl", "rb")  # noqa: SIM115 (closed in close())
+        try:
+            self._calls = open(run_dir / "calls.jsonl", "rb")  # noqa: SIM115 (closed in close())
+        except OSError as exc:
+            # Named as a file that cannot be read (in the words every reader of a run's JSONL
+            # uses), not left to a caller that would take it for a failure to write; a
+            # StorageError, as the replay of a resume expects of this reader.
+            raise StorageError(f"{run_dir / 'calls.jsonl'}: cannot read: {exc.strerror or exc}") from None
         try:
             self._f = open(self.path, "rb")  # noqa: SIM115 (closed in close())
         except OSError as exc:
@@ -605,8 +611,10 @@ class LogReader:
         """What a failed read of the file says, in one place for every reader; `hint`:
         with the way past a damaged file (BODY_HINT), as `rows` and the bodies it
         builds say it, the others saying it without, as they did."""
+        # An OSError's own text repeats the path ("[Errno 13] ...: 'PATH'"): its reason alone.
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         return StorageError(
-            f"{self.path}: cannot read the call bodies: {exc}" + (f"; {BODY_HINT}" if hint else "")
+            f"{self.path}: cannot read the call bodies: {reason}" + (f"; {BODY_HINT}" if hint else "")
         )
 
     def _refresh(self) -> None:

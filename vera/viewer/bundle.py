@@ -43,7 +43,7 @@ from typing import Any
 import msgspec
 
 from vera import __version__
-from vera.errors import UserError, storage_error
+from vera.errors import DataError, UserError, storage_error
 from vera.inputs import Strings, run_strings, tr, use_strings
 from vera.records import RISK_LEVELS
 from vera.report import (
@@ -53,7 +53,7 @@ from vera.report import (
     render_improvements_html,
     run_improvements,
 )
-from vera.store import check_output
+from vera.store import bodies_path, check_output, has_bodies
 from vera.viewer import grid
 from vera.viewer.app import _ASSETS, PAGE_SCRIPTS, PAGE_SHEETS, load_assets, page_calls
 from vera.viewer.calls import BodyIndex, CallIndex
@@ -140,6 +140,8 @@ def write_bundle(run_dir: str | Path, out: str | Path, *, call_bodies: bool = Tr
     """Write the bundle of one run to `out` (checked first; see the module docstring)."""
     started = time.perf_counter()
     check_bundle_out(out, run_dir)
+    if call_bodies:
+        _check_bodies_readable(Path(run_dir))
     catalogue = Catalogue.open([run_dir])
     target = Path(out).expanduser()
     try:
@@ -171,6 +173,25 @@ def write_bundle(run_dir: str | Path, out: str | Path, *, call_bodies: bool = Tr
         call_bodies=call_bodies,
         seconds=time.perf_counter() - started,
     )
+
+
+def _check_bodies_readable(run_dir: Path) -> None:
+    """Refuse a bundle with call bodies from a bodies' file the user may not read (another
+    user's run, chmod 000). Each page would otherwise say the file is damaged and to
+    restore it from a backup, and the command that it wrote them "with call bodies": a
+    file that only needs its permission is the user's to fix, or to leave out."""
+    if not has_bodies(run_dir):
+        return
+    path = bodies_path(run_dir)
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise DataError(
+            str(path),
+            f"cannot read the call bodies: {exc.strerror or exc}; make it readable, "
+            "or give --no-call-bodies to write the bundle without them",
+        ) from None
 
 
 # ---------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import msgspec
 
+from vera.errors import DataError
 from vera.files import RecordRef
 from vera.inputs import tr
 from vera.records import CallBody, CallRecord
@@ -49,6 +50,10 @@ class CallIndex:
             f = self.path.open("rb")
         except FileNotFoundError:
             return
+        except OSError as exc:
+            # One line naming the file (the bundle would otherwise take it for a folder
+            # it cannot write), in the words every reader of a run's records uses.
+            raise DataError(str(self.path), f"cannot read: {exc.strerror or exc}") from None
         with f:
             f.seek(self._scanned)
             offset = self._scanned

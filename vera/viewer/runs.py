@@ -48,13 +48,24 @@ def is_run_dir(folder: Path) -> bool:
     try:
         with open(folder / MANIFEST, "rb") as f:
             return b'"run_id"' in f.read(1 << 20)
+    except PermissionError:
+        # A manifest the user may not read (another user's run) is taken for a run, so
+        # that opening it says why it cannot be read rather than pass it over unseen.
+        return True
     except OSError:
         return False
 
 
-def find_runs(folder: Path, *, max_depth: int = MAX_DEPTH, limit: int = MAX_RUNS) -> tuple[list[Path], bool]:
+def find_runs(
+    folder: Path,
+    *,
+    max_depth: int = MAX_DEPTH,
+    limit: int = MAX_RUNS,
+    unlisted: list[tuple[Path, str]] | None = None,
+) -> tuple[list[Path], bool]:
     """The run folders under `folder` (breadth first, names sorted), and whether the
-    search stopped at `limit`."""
+    search stopped at `limit`. A folder below it that cannot be listed (no permission)
+    is added to `unlisted` with the reason, for the caller to say."""
     found: list[Path] = []
     level = [folder]
     for _ in range(max_depth):
@@ -62,7 +73,9 @@ def find_runs(folder: Path, *, max_depth: int = MAX_DEPTH, limit: int = MAX_RUNS
         for parent in level:
             try:
                 entries = sorted(os.scandir(parent), key=lambda e: e.name)
-            except OSError:
+            except OSError as exc:
+                if unlisted is not None and parent != folder:
+                    unlisted.append((parent, exc.strerror or str(exc)))
                 continue
             for entry in entries:
                 if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
@@ -175,7 +188,13 @@ class Folder:
     @classmethod
     def open(cls, root: str | Path, err: IO[str] | None = None) -> Folder:
         base = Path(root)
-        paths, truncated = find_runs(base)
+        unlisted: list[tuple[Path, str]] = []
+        paths, truncated = find_runs(base, unlisted=unlisted)
+        for path, reason in unlisted if err is not None else ():
+            shown = path.relative_to(base).as_posix()
+            print(
+                f"vera view: {shown}: cannot read the folder ({reason}); runs in it are not listed", file=err
+            )
         if not paths:
             raise UserError(
                 f"{root}: neither a run (no manifest.json) nor a folder holding runs "

@@ -13,7 +13,7 @@ import msgspec
 import polars as pl
 
 from vera import __version__
-from vera.errors import UserError, storage_error
+from vera.errors import DataError, UserError, storage_error
 from vera.files import CorruptLine, Damage, watching
 from vera.records import RaterRule, RunManifest
 from vera.report.card._build import build_card
@@ -295,7 +295,11 @@ def read_card(run_dir: str | Path) -> Card:
     p = Path(run_dir) / "card.json"
     if not p.exists():
         raise UserError(f"{run_dir}: no card.json (run `vera score {run_dir}` first)")
-    card = decode_card(p.read_bytes(), source=p)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:  # another user's card (chmod 000): one line, as for the records
+        raise DataError(str(p), f"cannot read: {exc.strerror or exc}") from None
+    card = decode_card(data, source=p)
     # The card is what the run's records say; a manifest that cannot be read, or that
     # belongs to another run, means the folder is damaged or mixed up, and the card's
     # numbers cannot be vouched for: say so rather than print them.

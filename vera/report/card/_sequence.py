@@ -14,7 +14,7 @@ from pathlib import Path
 
 import msgspec
 
-from vera.errors import UserError
+from vera.errors import DataError, UserError
 from vera.inputs import BASE, ENGLISH, active, tr, ui_label, use_strings
 from vera.records import OVERALL
 from vera.report.card._schema import SequentialCard, SequentialLookCard
@@ -111,10 +111,20 @@ def read_gate(run_dir: str | Path) -> GateRecord | None:
     path = Path(run_dir) / GATE_FILE
     if not path.is_file():
         return None
+    data = read_gate_file(path)
     try:
-        return msgspec.json.decode(path.read_bytes(), type=GateRecord)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        return msgspec.json.decode(data, type=GateRecord)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise UserError(f"{path}: not a gate's settings ({exc})") from None
+
+
+def read_gate_file(path: Path) -> bytes:
+    """A gate file's bytes; one the user may not read (another user's run) is one line
+    saying so, not a traceback and not "not a gate's settings"."""
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise DataError(str(path), f"cannot read: {exc.strerror or exc}") from None
 
 
 def read_sequence(run_dir: str | Path) -> list[GateLook]:
@@ -124,7 +134,7 @@ def read_sequence(run_dir: str | Path) -> list[GateLook]:
     if not path.is_file():
         return []
     looks = []
-    lines = path.read_bytes().splitlines()
+    lines = read_gate_file(path).splitlines()
     for i, line in enumerate(lines):
         if not line.strip():
             continue

@@ -36,7 +36,7 @@ from typing import IO
 
 import msgspec
 
-from vera.errors import UserError
+from vera.errors import UserError, storage_error
 from vera.records import BEST_PRACTICE, NOT_RELEVANT, ModelSpec
 from vera.report.exports._results import rated_dimensions
 from vera.store import ConversationHead, RunRecords, atomic_file, open_run
@@ -156,7 +156,12 @@ def export_reference(
         path = target if single else target / chatbot_folder(bot) / REFERENCE_FILE
         if path.is_dir():
             raise UserError(f"{path}: is a directory")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            # A folder vera cannot make (read-only, or a file in its way) is the user's to
+            # fix: one line naming the file, as atomic_file names its own failures.
+            raise storage_error(path, "the reference results table", exc) from None
         with atomic_file(path, what="the reference results table") as raw:
             text = io.TextIOWrapper(raw, encoding="utf-8", newline="")
             count = _write(text, header, rows)
