@@ -247,6 +247,10 @@ def test_vera_judge_stopped_mid_judgement_resumes_from_its_bodies(tmp_path: Path
         )
         assert done.returncode == 0, done.stderr
         simulated = len(_lines(out / "calls.jsonl"))
+        # The first wave of questions is answered and every later one held: a walk of two
+        # questions is over in two waves, which a loaded machine's polling could miss
+        # (the judge then finished before the signals and nothing was left to replay).
+        server.faults = Faults(latency=0.05, hold_judge_after=8)
         proc = subprocess.Popen(
             _vera("judge", str(out), "--quiet"),
             env=_env(),
@@ -255,8 +259,8 @@ def test_vera_judge_stopped_mid_judgement_resumes_from_its_bodies(tmp_path: Path
         )
         end = time.monotonic() + 120
         # The first wave of questions answered (eight walks at once, in step), the second
-        # in flight: two Ctrl-Cs cancel it at once, every walk cut off after its first
-        # answer. (A SIGKILL lands as often after the walks' records as before them.)
+        # held: two Ctrl-Cs cancel it at once, every walk cut off after its first answer.
+        # (A SIGKILL lands as often after the walks' records as before them.)
         while proc.poll() is None and time.monotonic() < end:
             if len((out / "calls.jsonl").read_bytes().splitlines()) >= simulated + 8:
                 break
@@ -266,7 +270,11 @@ def test_vera_judge_stopped_mid_judgement_resumes_from_its_bodies(tmp_path: Path
         time.sleep(0.005)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(60) == 130
+        stopped = _lines(out / "judgements.jsonl") if (out / "judgements.jsonl").exists() else []
+        assert sum(j["status"] == "complete" for j in stopped) < 12, "the judging ended before the signals"
         recorded = _body_ids(out)
+        assert recorded
+        server.faults = SLOW  # the resume's answers come as the first wave's did
         before = Counter(server.requests)
         again = subprocess.run(
             _vera("judge", str(out), "--quiet"), env=_env(), capture_output=True, text=True, timeout=300

@@ -54,6 +54,11 @@ class Faults:
     fail_user_for: str | None = None
     fail_judge_for: str | None = None
     latency: float = 0.0  # every answer waits this long (to keep a run busy for signal tests)
+    # The judge's answers after its first `hold_judge_after` requests wait until the hold
+    # is lifted (at most `hold_s`): a signal test can then stop the judging at a known
+    # point, however slow the machine.
+    hold_judge_after: int | None = None
+    hold_s: float = 30.0
     # OpenAI's flex tier: this share of the requests with service_tier "flex" (by a hash of
     # the body) is refused with 429 resource_unavailable, as flex does without capacity.
     flex_unavailable: float = 0.0
@@ -160,8 +165,20 @@ class SweepServer:
         with self._lock:
             self.requests[key] += 1
             self.by_role[model] += 1
+            judged = self.by_role["judge"]
         if self.faults.latency:
             await asyncio.sleep(self.faults.latency)
+        if model == "judge":
+            # Held until the hold is lifted (the test sets other faults) or `hold_s` ends,
+            # so a held answer never outlives the test's server.
+            waited = 0.0
+            while (
+                (held := self.faults.hold_judge_after) is not None
+                and judged > held
+                and waited < self.faults.hold_s
+            ):
+                await asyncio.sleep(0.02)
+                waited += 0.02
         if body.get("service_tier") == "flex":
             with self._lock:
                 self.by_tier["flex"] += 1
