@@ -1159,6 +1159,7 @@ BASE: dict[str, str] = {
     "cli.card": "card: {md} · {html}",
     "cli.status": "status: {label} — {summary} (exit code {code})",
     "cli.run_status": "run status: {status}",
+    "cli.merged": "merged {n} run(s) → {path}",
     # Human ratings checked against the run's transcripts (vera.store._humans).
     "cli.ratings_unchecked": (
         "note: {path}: {n} rating(s) carry no transcript fingerprint (saved before vera recorded "
