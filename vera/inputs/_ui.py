@@ -1160,6 +1160,16 @@ BASE: dict[str, str] = {
     "cli.status": "status: {label} — {summary} (exit code {code})",
     "cli.run_status": "run status: {status}",
     "cli.merged": "merged {n} run(s) → {path}",
+    # `vera review`'s start-up lines (vera.viewer.review.serve_review)
+    "cli.review_sample": (
+        "vera review: rater {rater}: a sample of {n} of {population} judged conversation(s) ({how}; seed {seed}); "
+        "{rated} rated, {left} to go ({seconds} s)"
+    ),
+    "cli.review_how_width": "proposed for a 95 % interval {width} points wide per chatbot",
+    "cli.review_how_size": "--size {size}",
+    "cli.review_how_all": ", all {n} there are",
+    "cli.review_appends": "vera review: ratings are appended to {path}",
+    "cli.review_serving": "vera review: serving at {url} (Ctrl-C to stop; start it again to go on)",
     # Human ratings checked against the run's transcripts (vera.store._humans).
     "cli.ratings_unchecked": (
         "note: {path}: {n} rating(s) carry no transcript fingerprint (saved before vera recorded "
