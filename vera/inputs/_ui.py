@@ -208,6 +208,7 @@ BASE: dict[str, str] = {
     # Other parts of a status summary vera writes in a known form (vera.report.shared._outcome).
     "card.summary_by_signal": "by {signal}",
     "card.summary_not_run": "{n} planned job(s) not run yet",
+    "card.summary_partial": "partial sweep, shard(s) {shards} missing",
     "card.summary_no_conversation": "no conversation completed",
     "card.summary_no_judgement": "no judgement completed",
     "card.summary_forced": "cancelled at once by a second signal",
