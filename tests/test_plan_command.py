@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import polars as pl
 import pytest
@@ -177,7 +178,10 @@ def test_the_json_plan_says_what_the_text_says(pilot) -> None:
     assert f"pilot: {v['units']} units, {v['personas']} personas" in text
     assert all(f"note: {n}" in text for n in plan["notes"])
     lines = text.splitlines()
-    assert len(plan["designs"]) == 2
+    # The width and power designs by the formula; the pilot is at 100 (the stand-in's
+    # spread): the power design falls short by simulation, and the size that reaches it
+    # is a third line.
+    assert [d["sized_by"] for d in plan["designs"]] == [None, None, "simulation"]
     for d in plan["designs"]:
         (line,) = [x for x in lines if x.startswith(f"  {d['goal']}:")]
         shown = re.search(
@@ -198,7 +202,7 @@ def test_the_json_plan_says_what_the_text_says(pilot) -> None:
         # shown beside it where the two differ.
         if shown.group(7) is not None:
             assert float(shown.group(7)) == round(d["overall_power"], 2)
-        else:
+        elif d["sized_by"] is None:
             assert abs(d["overall_power"] - d["power"]) <= 0.05
         assert float(shown.group(8)) == round(d["cost"]["tokens"] / 1e6, 2)
         assert float(shown.group(9)) == round(d["cost"]["live_usd"], 2)
@@ -460,15 +464,117 @@ def test_a_pilot_at_the_top_of_the_scale_is_not_promised_a_power_the_gate_denies
     )  # fmt: skip
     assert run.exit_code == 0, run.output
     text, plan = _text_and_json("--pilot", str(pilot), "--reps", "50")
-    (design,) = plan["designs"]
+    design, sized = plan["designs"]
     (equal,) = [g for g in plan["gate"]["sizes"] if g["difference"] == 0]
+    # The size that reaches the power asked, by simulation, is printed beside it.
+    assert sized["sized_by"] == "simulation" and sized["power"] >= 0.8 and sized["units"] > 100
+    assert f"= {sized['units']} units" in next(x for x in text.splitlines() if "sized by simulation" in x)
     assert design["units"] == 100 and design["overall_power"] > 0.95
     # The width is compare --gate's (Overall's interval on ten real pairs: 18.8 to 21.3
     # points), not the spread's 3.2.
     assert design["spread_width"] < 4 and 17 < design["width"] < 23
     # The fixed gate's power, as compare --gate decides, is no more than the gate's
-    # (whose lower ends are at α, not α/2, and have no edge rule) …
+    # (whose lower ends are at α, not α/2; both hold the edge rule) …
     assert design["power"] <= equal["not_worse"] + 0.15 and design["power"] < 0.2
     # … and the user is told why the design falls short of the power it was sized for.
     assert "(Overall alone 1.00; every dimension must clear the margin)" in text
     assert any("every dimension above −5" in n for n in plan["notes"])
+
+
+def _pilot_units(pilot: Path):
+    from vera.app._gate import _max_ratings
+    from vera.report import read_run
+
+    run = read_run(pilot)
+    units = unit_counts(run.ratings)
+    index = {p: i for i, p in enumerate(sorted({k[0] for k in units.keys}))}
+    who = np.array([index[k[0]] for k in units.keys])
+    bound = _max_ratings(run.manifest.judges, run.manifest.judge_instances, 1, len(units.labels))
+    return units, who, bound
+
+
+def test_at_100_the_power_design_is_sized_by_simulation_where_the_formula_falls_short(pilot) -> None:
+    # The pilot scores 100 everywhere: NOT WORSE at margin 5 needs every row's exact
+    # bound of 0 harmful to stay within 5 points, which 100 units (80 rated) cannot
+    # give (power 0.00) however small the spread.
+    from vera.app._plan import Design, _search_power
+    from vera.stats.planning import fixed_power_simulated
+
+    units, who, bound = _pilot_units(pilot)
+    opts = PlanOptions(margin=5.0, power=0.8, reps=20)
+    short = Design(
+        goal="power 0.8 at margin 5", personas=50, user_agents=1, seeds=2, units=100, width=1.0, power=0.0
+    )
+
+    def power(seeds: int) -> float:
+        return fixed_power_simulated(
+            units.counts, who, labels=units.labels, max_ratings=bound, personas=50, units_per_persona=seeds,
+            margin=5.0, level=0.95, reps=20, seed=0,
+        )  # fmt: skip
+
+    assert power(2) == 0.0
+    notes: list[str] = []
+    found = _search_power(short, units.counts, who, units.labels, bound, opts, 0.0, 30.0, notes)
+    assert found is not None and notes == []
+    assert found.sized_by == "simulation" and found.goal == "power 0.8 at margin 5, sized by simulation"
+    assert found.units == 50 * found.seeds and found.power >= 0.8
+    # The smallest such size: one seed fewer falls short.
+    assert power(found.seeds) >= 0.8 > power(found.seeds - 1)
+    # A design the formula already sizes well is left alone.
+    assert (
+        _search_power(
+            msgspec.structs.replace(short, power=0.9),
+            units.counts,
+            who,
+            units.labels,
+            bound,
+            opts,
+            0.0,
+            30.0,
+            notes,
+        )
+        is None
+    )
+
+
+def test_no_size_up_to_the_cap_is_said_plainly_with_why(pilot, monkeypatch) -> None:
+    import vera.app._plan as plan_module
+
+    units, who, bound = _pilot_units(pilot)
+    monkeypatch.setattr(plan_module, "SEARCH_MAX_UNITS", 150)
+    short = plan_module.Design(
+        goal="power 0.8 at margin 5", personas=50, user_agents=1, seeds=1, units=50, width=1.0, power=0.0
+    )
+    notes: list[str] = []
+    found = plan_module._search_power(
+        short, units.counts, who, units.labels, bound, PlanOptions(reps=10), 0.0, 30.0, notes
+    )
+    assert found is None and len(notes) == 1
+    assert notes[0].startswith(
+        "no fixed design of up to 150 units reaches power 0.8 at margin 5 by simulation"
+    )
+    assert "every dimension" in notes[0] and "widens each by the harm" in notes[0]
+    # Out of time: said so, with where it stopped.
+    monkeypatch.setattr(plan_module, "SEARCH_MAX_UNITS", 20_000)
+    monkeypatch.setattr(plan_module, "SEARCH_SECONDS", 0.0)
+    notes.clear()
+    assert (
+        plan_module._search_power(
+            short, units.counts, who, units.labels, bound, PlanOptions(reps=10), 0.0, 30.0, notes
+        )
+        is None
+    )
+    assert notes and "gave up after 0 s" in notes[0]
+
+
+def test_the_plan_prints_the_size_found_by_simulation(pilot) -> None:
+    args = ["plan", "--pilot", str(pilot), "--margin", "5", "--reps", "20"]
+    text = CliRunner().invoke(main, args)
+    assert text.exit_code == 0, text.output
+    line = next(x for x in text.output.splitlines() if "sized by simulation" in x)
+    found = re.search(r"= (\d+) units · 95 % width [\d.]+ points · power ([\d.]+)", line)
+    assert found is not None and float(found.group(2)) >= 0.8, line
+    as_json = json.loads(CliRunner().invoke(main, [*args, "--json", "-"]).output)
+    sized = [d for d in as_json["designs"] if d["sized_by"] == "simulation"]
+    assert len(sized) == 1 and sized[0]["units"] == int(found.group(1))
+    assert all(d["sized_by"] is None for d in as_json["designs"] if d is not sized[0])

@@ -97,8 +97,12 @@ def test_a_risk_ignoring_candidate_is_worse_in_a_fraction_of_the_units(baseline,
 
 
 def test_a_best_practice_candidate_against_itself_is_not_worse(baseline, tmp_path) -> None:
+    # At 100 with 50 units, compare --gate's edge rule leaves no fixed comparison of
+    # these runs NOT WORSE closer than about −21 (the card's [79.5, 100]), and the gate
+    # holds every look to it: at margin 30 it settles, at margin 5 it cannot
+    # (test_at_100_the_gate_agrees_with_compare_on_the_same_units).
     out = tmp_path / "same"
-    result = gate(baseline, out, "offline/best-practice")
+    result = gate(baseline, out, "offline/best-practice", "--margin", "30")
     assert result.exit_code == 0, result.output
     last = read_sequence(out)[-1]
     assert last.verdict == "not worse"
@@ -108,6 +112,42 @@ def test_a_best_practice_candidate_against_itself_is_not_worse(baseline, tmp_pat
     overall = [next(r for r in look.rows if r.dimension == "Overall") for look in read_sequence(out)]
     widths = [r.hi - r.lo for r in overall if r.hi is not None and r.lo is not None]
     assert widths == sorted(widths, reverse=True)
+
+
+def test_at_100_the_gate_agrees_with_compare_on_the_same_units(baseline, tmp_path) -> None:
+    # Before the edge rule the gate said NOT WORSE at 32 of these 50 units, where
+    # compare --gate of the same 32 units says UNDECIDED ([-31.7, …] at margin 5).
+    out = tmp_path / "edge"
+    result = gate(baseline, out, "offline/best-practice", "--max-conversations", "32")
+    assert result.exit_code == UNDECIDED_EXIT, result.output
+    looks = read_sequence(out)
+    assert all(look.verdict == "undecided" for look in looks)
+    last = looks[-1]
+    assert last.units == 32 and last.edge_rule is True
+    compared = CliRunner().invoke(
+        main, ["compare", str(baseline), str(out), "--gate", "--margin", "5", "--json", "-"]
+    )
+    found, _ = json.JSONDecoder().raw_decode(compared.output[compared.output.index("{") :])
+    pair = found["pairs"][0]
+    assert found["verdict"] == "undecided" and compared.exit_code == UNDECIDED_EXIT
+    rows = {r["dimension"]: r for r in pair["rows"]}
+    for row in last.rows:
+        assert row.edge and row.status == "undecided"
+        # The same low end as compare's, to its rounding (compare's MOVER at r = 0 here:
+        # neither side's replicates move at 100).
+        assert rows[row.dimension]["status"] == "undecided"
+        assert row.lo == pytest.approx(rows[row.dimension]["diff_ci"][0], abs=0.05), (
+            row,
+            rows[row.dimension],
+        )
+    # Recorded: gate.json names the first wave held to the rule; sequence.md and the card
+    # say which waves it widened.
+    assert json.loads((out / "gate.json").read_text())["edge_rule_from_wave"] == 1
+    widened = [look.wave for look in looks if any(r.edge for r in look.rows)]
+    words = f"Widened by vera compare --gate's edge rule at waves {', '.join(map(str, widened))}:"
+    assert words in (out / "sequence.md").read_text()
+    assert words in (out / "card.md").read_text()
+    assert json.loads((out / "card.json").read_text())["sequential"]["edge_waves"] == widened
 
 
 def test_out_of_conversations_is_undecided_with_its_own_exit_code(baseline, tmp_path) -> None:
@@ -191,7 +231,9 @@ def test_the_spending_boundary_settles_and_resumes_on_the_same_looks(baseline, t
     ], seq_spending.output
     assert lines(out / "calls.jsonl") == calls and read_sequence(out) == looks
 
-    same = gate(baseline, tmp_path / "same", "offline/best-practice", "--boundary", "spending")
+    same = gate(
+        baseline, tmp_path / "same", "offline/best-practice", "--boundary", "spending", "--margin", "30"
+    )
     assert same.exit_code == 0, same.output
     assert all(r.status == "not worse" for r in read_sequence(tmp_path / "same")[-1].rows)
 
@@ -241,20 +283,57 @@ def test_ctrl_c_in_a_wave_that_finished_stops_the_gate(baseline, tmp_path) -> No
         return outcome
 
     out = tmp_path / "sigint"
-    opts = GateOptions(baseline=str(baseline), candidate="offline/best-practice", wave=8, out=str(out))
+    opts = GateOptions(
+        baseline=str(baseline), candidate="offline/best-practice", wave=8, out=str(out), margin=30
+    )
     outcome = run_gate(opts, run=stopped_wave)
     assert outcome.exit_code == 130 and len(seen) == 1 and len(outcome.looks) == 1
     assert seen[0].resume_with == outcome.command and " gate " in outcome.command
     assert lines(out / "sequence.jsonl") == 1 and not (out / "sequence.md").exists()
     calls = lines(out / "calls.jsonl")
 
-    again = gate(baseline, out, "offline/best-practice")
-    whole = gate(baseline, tmp_path / "whole", "offline/best-practice")
+    again = gate(baseline, out, "offline/best-practice", "--margin", "30")
+    whole = gate(baseline, tmp_path / "whole", "offline/best-practice", "--margin", "30")
     assert again.exit_code == whole.exit_code == 0, again.output
     assert read_sequence(out) == read_sequence(tmp_path / "whole")
     # The first wave's conversations were not simulated again.
     assert lines(out / "conversations.jsonl") == lines(tmp_path / "whole" / "conversations.jsonl")
     assert calls < lines(out / "calls.jsonl") == lines(tmp_path / "whole" / "calls.jsonl")
+
+
+def test_a_gate_started_before_the_edge_rule_takes_it_from_its_next_look(baseline, tmp_path) -> None:
+    # A gate whose first look was taken before the rule: gate.json without the field,
+    # sequence.jsonl's line without edge_rule. Resumed, it holds the rule from wave 2
+    # (widening is a property of the reading) and records that wave.
+    from vera.app import GateOptions, run_gate
+    from vera.app._gate import _run_wave
+
+    def stopped_wave(opts):
+        outcome = _run_wave(opts)
+        outcome.result.stopped = "interrupted (SIGINT)"
+        return outcome
+
+    out = tmp_path / "old"
+    opts = GateOptions(
+        baseline=str(baseline), candidate="offline/best-practice", wave=8, out=str(out), margin=30
+    )
+    assert run_gate(opts, run=stopped_wave).exit_code == 130
+    record = json.loads((out / "gate.json").read_text())
+    assert record.pop("edge_rule_from_wave") == 1
+    (out / "gate.json").write_text(json.dumps(record))
+    (line,) = (out / "sequence.jsonl").read_text().splitlines()
+    old = json.loads(line)
+    assert old.pop("edge_rule") is True
+    for row in old["rows"]:
+        row.pop("edge", None)
+    (out / "sequence.jsonl").write_text(json.dumps(old) + "\n")
+
+    again = gate(baseline, out, "offline/best-practice", "--margin", "30")
+    assert again.exit_code == 0, again.output
+    looks = read_sequence(out)
+    assert len(looks) > 2 and not looks[0].edge_rule and all(look.edge_rule is True for look in looks[1:])
+    assert json.loads((out / "gate.json").read_text())["edge_rule_from_wave"] == 2
+    assert any(r.edge for look in looks[1:] for r in look.rows)
 
 
 @pytest.mark.parametrize("recorded", ["as written", "before --spending existed"])
@@ -382,7 +461,9 @@ def test_a_row_the_baseline_never_rated_is_named_with_why_and_left_out_of_the_ve
         ("offline/risk-ignoring", "not rated in either run"),
     ):
         out = tmp_path / candidate.replace("/", "-")
-        result = gate(base, out, candidate)
+        # 12 personas near the ends of the scale: compare --gate's edge rule, which the
+        # gate holds every look to, leaves rows within about ±70; the margin clears them.
+        result = gate(base, out, candidate, "--margin", "80")
         assert result.exit_code == 0, result.output  # the verdict is the compared rows' alone
         said = f"Left out of the verdict (no baseline score to compare with): Confirms Risk ({why})."
         assert f"  Confirms Risk: – – ({why})" in result.output.splitlines(), result.output
@@ -394,7 +475,9 @@ def test_a_row_the_baseline_never_rated_is_named_with_why_and_left_out_of_the_ve
         assert card["sequential"]["left_out"] == {"Confirms Risk": why}
         assert "not_rated" not in card["sequential"]
         # The same reason, in the same words, as vera compare --gate gives that row.
-        compared = CliRunner().invoke(main, ["compare", str(base), str(out), "--gate", "--json", "-"])
+        compared = CliRunner().invoke(
+            main, ["compare", str(base), str(out), "--gate", "--margin", "80", "--json", "-"]
+        )
         found, _ = json.JSONDecoder().raw_decode(compared.output[compared.output.index("{") :])
         rows = found["pairs"][0]["rows"]
         assert {r["dimension"]: r["reason"] for r in rows if r["reason"]} == {"Confirms Risk": why}

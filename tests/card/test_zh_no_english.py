@@ -401,15 +401,29 @@ class _Gated(NamedTuple):
     card: str
 
 
-def _zh_gate(tmp_path: Path, base: str, chatbot: str, candidate: str, exit_code: int, *limit: str) -> _Gated:
+def _zh_gate(
+    tmp_path: Path, base: str, chatbot: str, candidate: str, exit_code: int, *limit: str, margin: str = "5"
+) -> _Gated:
     """`vera gate` of `candidate` on a zh-CN run of `chatbot` (made first, in tmp_path /
-    `base`, with `limit`'s options): it exits with `exit_code`, and what it prints and
-    its sequence.md hold no English word but the run folder and the baseline's run id."""
+    `base`, with `limit`'s options) at `margin`: it exits with `exit_code`, and what it
+    prints and its sequence.md hold no English word but the run folder and the baseline's run id."""
     baseline = tmp_path / base
     run_vera("run", "--locale", "zh-CN", "--providers", chatbot, *limit, "--out", str(baseline))
     out = tmp_path / "zhgate"
     result = CliRunner().invoke(
-        main, ["gate", str(baseline), "--candidate", candidate, "--wave", "20", "--out", str(out)]
+        main,
+        [
+            "gate",
+            str(baseline),
+            "--candidate",
+            candidate,
+            "--wave",
+            "20",
+            "--out",
+            str(out),
+            "--margin",
+            margin,
+        ],
     )
     assert result.exit_code == exit_code, result.output
     # The candidate's name and the run folder are identifiers; the rest is Chinese.
@@ -438,9 +452,14 @@ def test_vera_gate_names_a_row_the_zh_cn_baseline_never_rated_in_the_pack_s_word
     """A zh-CN risk-ignoring baseline never rates Confirms Risk: the gate's printout,
     sequence.md and card name that row as left out of the verdict, with why, in the
     words `vera compare --gate` uses for it (基线中未评分)."""
+    # 12 personas near 0: compare --gate's edge rule, which the gate holds every look
+    # to, leaves the rows within about ±70; the margin clears them (and the gate's
+    # words for the waves it widened are the pack's too).
     gated = _zh_gate(
-        tmp_path, "zhignoring", "offline/risk-ignoring", "offline/best-practice", 0, "--limit-personas", "12"
-    )
+        tmp_path, "zhignoring", "offline/risk-ignoring", "offline/best-practice", 0, "--limit-personas", "12",
+        margin="80",
+    )  # fmt: skip
+    assert "的区间按 vera compare --gate 的边界规则放宽" in gated.page
     said = "未计入结论（没有可比较的基线分数）："
     assert "– – (基线中未评分)" in gated.text and said in gated.text and "(基线中未评分)。" in gated.text
     assert "| – | – (基线中未评分) |" in gated.page and said in gated.page

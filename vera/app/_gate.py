@@ -47,6 +47,7 @@ from vera.report import (
     GateLook,
     GateRecord,
     GateSettings,
+    read_gate,
     read_gate_file,
     read_run,
     read_sequence,
@@ -204,6 +205,11 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
     )
     settings = _settings(run_dir, fresh)
     looks = read_sequence(run_dir)
+    # The first wave held to compare --gate's edge rule: a gate started before the rule
+    # has none recorded and takes it from its next look (widening is a property of the
+    # reading, not of the gate's design).
+    prior = read_gate(run_dir) if (run_dir / GATE_FILE).is_file() else None
+    edge_from = prior.edge_rule_from_wave if prior is not None else None
     command = _command(opts, run_dir, method, spending)
     population = len(settings.order)
     cap = min(population, settings.max_conversations or population)
@@ -287,8 +293,12 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
                 verdict=verdict,
                 stopped=stopped,
                 left_out=left_out or msgspec.UNSET,
+                edge_rule=True,
             )
             append_look(run_dir, last)
+            if edge_from is None:
+                edge_from = wave
+                write_settings(run_dir, GateRecord(settings=settings, edge_rule_from_wave=edge_from))
             looks.append(last)
             if not stopped and (interrupted or outcome.exit_code not in (Exit.OK, Exit.FAILED)):
                 break
@@ -300,7 +310,9 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
     verdict = final.verdict if final is not None and final.stopped else UNDECIDED
     stopped = final.stopped if final is not None else ""
     if final is not None and final.stopped:
-        record = GateRecord(settings=settings, verdict=verdict, stopped=stopped)
+        record = GateRecord(
+            settings=settings, verdict=verdict, stopped=stopped, edge_rule_from_wave=edge_from
+        )
         write_settings(run_dir, record)
         # The gate's page and plot in the words of the run's locale pack, as its card.
         with use_strings(run_strings(manifest)):

@@ -11,6 +11,7 @@ statistics are in `vera.stats.planning`; this module reads the run and the profi
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import NormalDist
@@ -57,6 +58,15 @@ MIN_PAIRED_UNITS = 10
 # How far below the power asked the simulated power of the power design may fall
 # (simulation noise over --reps) before a note says the design is short of it.
 POWER_SHORTFALL = 0.05
+# Where the power design's simulated power falls short of --power (the ends of the
+# scale, where every dimension must clear the margin and compare --gate's edge rule
+# widens them), the size that reaches it is searched for by simulation: seeds doubled,
+# then bisected, each candidate at SEARCH_REPS repetitions at most, up to
+# SEARCH_MAX_UNITS units and SEARCH_SECONDS of work (a note says where it gave up).
+SEARCH_REPS = 100
+SEARCH_MAX_UNITS = 20_000
+SEARCH_SECONDS = 30.0
+SEARCH_BISECTIONS = 4
 
 
 @dataclass
@@ -109,6 +119,9 @@ class Design(msgspec.Struct, frozen=True, kw_only=True):
     # the narrowest interval compare --gate's edge rule gives near 0 or 100 (`edge_width`).
     spread_width: float | None = None
     cost: Cost | None = None  # its tokens and money (None: no pilot to price from)
+    # "simulation" for the size found by simulated power where the normal formula's size
+    # falls short of --power (`_search_power`); None for a formula's size.
+    sized_by: str | None = None
 
 
 class GateEstimate(GateSize, frozen=True, kw_only=True):
@@ -399,6 +412,9 @@ def plan(opts: PlanOptions) -> Plan:
                 for g, d, t in zip(sizes, asked, targets, strict=True)
             ]
         gate = sizes
+        found = _search_power(power_design, counts, who, units.labels, bound, opts, rho, var.within_sd, notes)
+        if found is not None:
+            designs.append(found)
         _note_little_saving(gate, power_design.units, var.within_sd, opts.margin, rho, notes)
         unit_cost = _per_unit_cost(
             Path(opts.pilot or "."),
@@ -456,6 +472,89 @@ def _simulated_power(
     expected = counts[:, -1].sum(axis=0) / float(bound[-1]) / counts.shape[0] * d.units
     width = max(d.width, edge_width(expected, LEVEL))
     return msgspec.structs.replace(d, power=power, overall_power=d.power, width=width, spread_width=d.width)
+
+
+def _search_power(
+    d: Design,
+    counts: np.ndarray,
+    persona: np.ndarray,
+    labels: list[str],
+    bound: np.ndarray,
+    opts: PlanOptions,
+    rho: float,
+    within_sd: float,
+    notes: list[str],
+) -> Design | None:
+    """The power design's size found by simulation where the normal formula's falls short
+    of --power: seeds doubled until the simulated power (every row, as compare --gate
+    decides, `fixed_power_simulated`) reaches it, then bisected between the last short
+    and the first enough. None (and a note saying why) where the formula's size is
+    enough, or no size up to `SEARCH_MAX_UNITS` reaches it, or the search ran out of
+    `SEARCH_SECONDS`."""
+    if not d.goal.startswith("power") or d.power >= opts.power - POWER_SHORTFALL:
+        return None
+    reps = min(opts.reps, SEARCH_REPS)
+    per_seed = d.personas * d.user_agents
+    start = time.monotonic()
+    tried: dict[int, float] = {}
+
+    def power_at(seeds: int) -> float:
+        tried[seeds] = fixed_power_simulated(
+            counts, persona, labels=labels, max_ratings=bound, personas=d.personas,
+            units_per_persona=d.user_agents * seeds, margin=opts.margin, level=LEVEL,
+            reps=reps, seed=opts.seed, pairing=rho,
+        )  # fmt: skip
+        return tried[seeds]
+
+    def late() -> bool:
+        return time.monotonic() - start > SEARCH_SECONDS
+
+    short, enough = d.seeds, None
+    while enough is None:
+        nxt = short * 2
+        if nxt * per_seed > SEARCH_MAX_UNITS:
+            best = max(tried.values(), default=d.power)
+            notes.append(
+                f"no fixed design of up to {SEARCH_MAX_UNITS:,} units reaches power {opts.power:g} at margin "
+                f"{opts.margin:g} by simulation (the most, {best:.2f}, at {max(tried, default=d.seeds) * per_seed:,} "
+                "units): NOT WORSE needs every dimension above the margin, and near 0 or 100 vera compare "
+                "--gate widens each by the harm its few ratings could hide; a wider --margin, or more "
+                "personas, is what helps"
+            )
+            return None
+        if late():
+            notes.append(
+                f"the search for the size that reaches power {opts.power:g} gave up after "
+                f"{SEARCH_SECONDS:g} s at {short * per_seed:,} units (power {tried.get(short, d.power):.2f}); "
+                "more units than that are needed"
+            )
+            return None
+        if power_at(nxt) >= opts.power:
+            enough = nxt
+        else:
+            short = nxt
+    for _ in range(SEARCH_BISECTIONS):
+        if enough - short <= 1 or late():
+            break
+        mid = (short + enough) // 2
+        if power_at(mid) >= opts.power:
+            enough = mid
+        else:
+            short = mid
+    units = per_seed * enough
+    expected = counts[:, -1].sum(axis=0) / float(bound[-1]) / counts.shape[0] * units
+    spread = 2 * NormalDist().inv_cdf(0.5 + LEVEL / 2) * fixed_se(within_sd, units, rho)
+    return msgspec.structs.replace(
+        d,
+        goal=f"{d.goal}, sized by simulation",
+        seeds=enough,
+        units=units,
+        power=tried[enough],
+        overall_power=None,
+        width=max(spread, edge_width(expected, LEVEL)),
+        spread_width=spread,
+        sized_by="simulation",
+    )
 
 
 def _note_little_saving(

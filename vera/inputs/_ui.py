@@ -275,6 +275,14 @@ BASE: dict[str, str] = {
     # out of the verdict, each with why ("Confirms Risk (not rated in the baseline)").
     "card.seq_left_out": " Left out of the verdict (no baseline score to compare with): {rows}.",
     "card.seq_share": " ({share})",
+    # After card.seq_text and the looks of sequence.md: the waves whose interval vera
+    # compare --gate's edge rule widened (vera.stats.edge_interval); said only where it did.
+    "card.seq_edge": (
+        " Widened by vera compare --gate's edge rule at {wave_word} {waves}: near 0 or 100 a score "
+        "rests on few ratings of the rarer kind, which the gate's interval alone understates."
+    ),
+    "card.seq_edge_wave": "wave",
+    "card.seq_edge_waves": "waves",
     "card.seq_units_of": "{units} of {available}",
     "card.seq_caption": "Settled when the interval clears −{margin} (NOT WORSE) or falls below it (WORSE).",
     # The one-sided levels a sequential gate checks each row at (vera.stats.upper_levels).

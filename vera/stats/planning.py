@@ -44,6 +44,8 @@ from vera.stats.sequential import (
     _influence,
     _score,
     difference_sequence,
+    edge_interval,
+    fixed_gate_levels,
     upper_levels,
 )
 
@@ -436,6 +438,7 @@ def gate_sizes(
     method: Method = ASYMPTOTIC,
     spending: str = DEFAULT_SPENDING,
     edge_level: float | None = None,
+    edge_rule: bool = True,
 ) -> list[GateSize]:
     """The sequential gate's size by simulation from a pilot's units.
 
@@ -455,7 +458,10 @@ def gate_sizes(
     group-sequential boundary of the `spending` function (`spending_difference`, given
     every look, as the gate gives it). With `edge_level` the last look's low ends are
     also held to `vera compare --gate`'s edge rule at that level (`edge_low`): the fixed
-    test, for `fixed_power_simulated`.
+    test, for `fixed_power_simulated`. Without it, and with `edge_rule` (the default),
+    every look is held to that rule at compare's levels for the gate's α, as `vera gate`
+    holds it (`gate_sequence`, `edge_interval`), so the predicted units and verdicts are
+    the gate's near 0 or 100 too.
     """
     rng = np.random.default_rng(seed)
     c = np.asarray(counts, dtype=np.float64)
@@ -472,6 +478,8 @@ def gate_sizes(
     rows = [i for i in range(c.shape[1]) if c[:, i, RATED].sum() > 0]
     scale = np.asarray(max_ratings, dtype=np.float64)[rows][:, None]
     highs = np.array(upper_levels([labels[i] == labels[-1] for i in rows], alpha))
+    edge_low_level, edge_highs = fixed_gate_levels([labels[i] == labels[-1] for i in rows], alpha)
+    sequential_edge = edge_rule and edge_level is None
     # The spending boundary's critical values depend on a gate's data through one ratio
     # only: tabulated once for the design's looks, they are read by every simulated gate
     # instead of integrated at each of its looks (`SpendingTable`).
@@ -511,6 +519,17 @@ def gate_sizes(
                         persona=np.broadcast_to(persona_of[order], k[sel].shape[:-1]),
                         units_per_persona=units_per, method=method, spending=spending, table=table,
                     )  # fmt: skip
+                if sequential_edge:
+                    e_lo, e_hi = edge_interval(
+                        k,
+                        b,
+                        persona_of[order],
+                        scale[:, 0],
+                        looks[:upto],
+                        edge_low_level,
+                        np.asarray(edge_highs),
+                    )
+                    lo, hi = np.minimum(lo, e_lo), np.maximum(hi, e_hi)
                 if edge_level is not None and upto == looks.size:
                     # Over the most ratings a unit can give (`scale`), the counts are in
                     # units, as the exact bounds count conversations (one a unit offline).

@@ -47,7 +47,7 @@ from typing import Literal
 import msgspec
 import numpy as np
 
-from vera.stats.bootstrap import score_from_percentages
+from vera.stats.bootstrap import MIN_RATED_PERSONAS, RARE_EVENTS, score_from_percentages
 from vera.stats.groupseq import DEFAULT_SPENDING, GRID, upper_bounds
 from vera.stats.groupseq import spent as spent_alpha
 
@@ -715,6 +715,146 @@ def _score(bp: np.ndarray, hph: np.ndarray, rated: np.ndarray) -> np.ndarray:
     return np.asarray(score_from_percentages(100.0 * bp_share, 100.0 * hph_share))
 
 
+def edge_interval(
+    candidate: np.ndarray,
+    baseline: np.ndarray,
+    persona: np.ndarray,
+    scale: np.ndarray,
+    looks: np.ndarray | Sequence[int],
+    alpha_low: float,
+    alpha_high: float | np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`vera compare --gate`'s edge rule on the units drawn by each look: the interval of
+    candidate − baseline it would at least give those units, (low, high), each (R, L);
+    +inf / −inf where it does not apply (nothing to widen).
+
+    `candidate`, `baseline` (R, T, 3) are the drawn units' (BP, HPH, rated) counts in
+    the order drawn, scaled by `scale` (R,) (the most ratings a unit holds in the row),
+    `persona` (T,) each unit's persona. As compare decides it (`vera.stats.compare`),
+    the rule applies to a row at a look where either side's BP % or HPH % rests on
+    fewer than `RARE_EVENTS` expected ratings of its kind or of the rest, or the units
+    so far have fewer than `MIN_RATED_PERSONAS` personas; each side's score interval is
+    then the one its card gives (the score at each exact bound of HPH %, BP keeping its
+    share of the rest, at n = the units that rated the row: the Korn–Graubard interval
+    where HPH % is 0, where no spread can be seen), widened to the score ∓ z standard
+    errors of the personas so far (`persona_correlation`: the percentile bootstrap's
+    end, to first order), and the two combine by MOVER with no pairing credit (r = 0;
+    see below). The low end is at one-sided `alpha_low` (compare's α/2),
+    the high end at `alpha_high` (each row's WORSE level). The rule only widens."""
+    from scipy.stats import beta as beta_dist  # as vera.stats.bootstrap: not at import
+
+    cand = np.asarray(candidate, dtype=np.float64)
+    base = np.asarray(baseline, dtype=np.float64)
+    at = np.asarray(looks, dtype=np.int64) - 1
+    rows = cand.shape[0]
+    high_alpha = np.broadcast_to(np.asarray(alpha_high, dtype=np.float64), (rows,))[:, None]
+    who = np.asarray(persona, dtype=np.int64)
+    first_seen = np.zeros(who.shape[-1], dtype=bool)
+    first_seen[np.unique(who, return_index=True)[1]] = True
+    personas = np.cumsum(first_seen)[at]  # (L,)
+    ratings_scale = np.asarray(scale, dtype=np.float64)[:, None]
+
+    def side(
+        c: np.ndarray, tail: np.ndarray, upper: bool, se: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        # Totals at each look (R, L): shares from the ratings, n from the units rated.
+        tot = np.cumsum(c, axis=1)[:, at]
+        n = np.cumsum(c[..., RATED] > 0, axis=1)[:, at].astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            h = np.clip(tot[..., HPH] / tot[..., RATED], 0.0, 1.0)
+            bp = np.clip(tot[..., BP] / tot[..., RATED], 0.0, 1.0 - h)
+        ratings = tot[..., RATED] * ratings_scale
+        edge = (ratings * np.minimum(np.minimum(bp, 1 - bp), np.minimum(h, 1 - h)) < RARE_EVENTS) | (
+            personas[None, :] < MIN_RATED_PERSONAS
+        )
+        x, m = h * n, np.maximum(n, 1e-12)
+        with np.errstate(invalid="ignore"):
+            if upper:  # the score's low end: HPH at its upper bound
+                bound = np.where(x < m, beta_dist.ppf(1.0 - tail, x + 1.0, np.maximum(m - x, 1e-12)), 1.0)
+            else:
+                bound = np.where(x > 0, beta_dist.ppf(tail, np.maximum(x, 1e-12), m - x + 1.0), 0.0)
+        score = score_from_percentages(100.0 * bp, 100.0 * h)
+        rest = np.where(h < 1.0, (1.0 - bound) / np.maximum(1.0 - h, 1e-12), 0.0)
+        moved = score_from_percentages(100.0 * bp * rest, 100.0 * bound)
+        far = np.minimum(score, moved) if upper else np.maximum(score, moved)
+        if not upper:
+            # BP % at exactly 0 has a bound of its own, above (`widen_score_interval`):
+            # BP at it, HPH keeping its share of the rest. (At 100 % its bound is never
+            # below HPH's, so the low end needs only HPH's.)
+            with np.errstate(invalid="ignore"):
+                bp_hi = beta_dist.ppf(1.0 - tail, 1.0, m)
+            lifted = score_from_percentages(100.0 * bp_hi, 100.0 * h * (1.0 - bp_hi))
+            far = np.where(bp <= 0.0, np.maximum(far, lifted), far)
+        # Compare's side interval is its percentile bootstrap, widened by those bounds:
+        # the bootstrap's end here is the score ∓ z standard errors of the personas so far.
+        z = np.asarray([[NormalDist().inv_cdf(1.0 - float(q))] for q in tail[:, 0]])
+        far = np.minimum(far, score - z * se) if upper else np.maximum(far, score + z * se)
+        ok = (n > 0) & np.isfinite(score) & np.isfinite(far)
+        return np.asarray(score), np.asarray(far), edge & ok
+
+    low_tail = np.full((rows, 1), alpha_low)
+    _, se_c, se_b = persona_correlation(cand, base, who, at)
+    # No pairing credit (r = 0), where compare takes its replicates' correlation: the
+    # sides' intervals here are compare's to first order only, and a credit on them
+    # could leave the gate narrower than compare, calling NOT WORSE what compare leaves
+    # UNDECIDED. With r = 0 the gate errs wide (compare's r is ≥ 0 for paired runs).
+    r = 0.0
+    b, b_low, b_edge = side(cand, low_tail, True, se_c)
+    a, a_high, a_edge = side(base, low_tail, False, se_b)
+    down, up = b - b_low, a_high - a
+    with np.errstate(invalid="ignore"):
+        lo = (b - a) - np.sqrt(np.maximum(down**2 + up**2 - 2 * r * down * up, 0.0))
+    lo = np.where(b_edge | a_edge, lo, np.inf)
+    b2, b_high, b_edge2 = side(cand, high_alpha, False, se_c)
+    a2, a_low, a_edge2 = side(base, high_alpha, True, se_b)
+    up, down = b_high - b2, a2 - a_low
+    with np.errstate(invalid="ignore"):
+        hi = (b2 - a2) + np.sqrt(np.maximum(up**2 + down**2 - 2 * r * up * down, 0.0))
+    hi = np.where(b_edge2 | a_edge2, hi, -np.inf)
+    return np.where(np.isnan(lo), np.inf, lo), np.where(np.isnan(hi), -np.inf, hi)
+
+
+def persona_correlation(
+    candidate: np.ndarray, baseline: np.ndarray, persona: np.ndarray, at: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row and look (R, L), how the two sides' scores move together when the
+    personas drawn so far are resampled: the correlation of their per-persona sums of
+    each unit's linearised influence on the score (`_influence`), which is the
+    correlation of a paired persona bootstrap's replicates to first order. Compare's
+    MOVER takes its pairing credit from those replicates; 0 where either side does not
+    vary (compare counts that as 0 too: a side that never moves says nothing of how
+    the two move together). `candidate`, `baseline` (R, T, 3) scaled counts, `persona`
+    (T,), `at` the 0-based last unit of each look. `edge_interval` does not take the
+    credit: with these first-order side intervals it left the gate narrower than
+    compare on paired runs (a dry-run-judged pilot against itself). Returns (r, the candidate's standard
+    error, the baseline's), each (R, L): each side's score's spread over such resamples."""
+    rows = candidate.shape[0]
+    out = np.zeros((rows, at.size))
+    se_c, se_b = np.zeros_like(out), np.zeros_like(out)
+    who = np.asarray(persona, dtype=np.int64)
+    groups = int(who.max()) + 1 if who.size else 1
+    for j, last in enumerate(at):
+        n = int(last) + 1
+        sums = []
+        for side in (candidate[:, :n], baseline[:, :n]):
+            tot = side.sum(axis=1)  # (R, 3)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                bp, h = tot[:, BP] / tot[:, RATED], tot[:, HPH] / tot[:, RATED]
+            u = _influence(side, np.nan_to_num(bp), np.nan_to_num(h), tot[:, RATED] / n)  # (R, n)
+            flat = (np.arange(rows)[:, None] * groups + who[None, :n]).ravel()
+            sums.append(np.bincount(flat, weights=u.ravel(), minlength=rows * groups).reshape(rows, groups))
+        seen = np.bincount(who[:n], minlength=groups) > 0
+        x, y = sums[0][:, seen], sums[1][:, seen]
+        x, y = x - x.mean(axis=1, keepdims=True), y - y.mean(axis=1, keepdims=True)
+        sx, sy = np.sqrt((x * x).sum(axis=1)), np.sqrt((y * y).sum(axis=1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rho = (x * y).sum(axis=1) / (sx * sy)
+        # Not trusted where a side barely varies (a count of one or two rare ratings).
+        out[:, j] = np.where((sx > 1e-9) & (sy > 1e-9) & np.isfinite(rho), np.clip(rho, -1.0, 1.0), 0.0)
+        se_c[:, j], se_b[:, j] = np.nan_to_num(sx) / n, np.nan_to_num(sy) / n
+    return out, se_c, se_b
+
+
 def decide(lo: float, hi: float, margin: float) -> Status:
     """The margin rule: WORSE when the whole interval of candidate − baseline lies below
     −margin, NOT WORSE when it lies entirely above, else UNDECIDED."""
@@ -758,6 +898,9 @@ class SequenceRow(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     # the card can say why it holds the gate UNDECIDED; left out of sequence.jsonl when
     # the row has one, so those lines keep their bytes.
     reason: str | None = None
+    # True where `vera compare --gate`'s edge rule widened the row's interval at this
+    # look (`edge_interval`); left out when it did not, so those lines keep their bytes.
+    edge: bool = False
 
 
 class SequenceLook(msgspec.Struct, frozen=True, kw_only=True):
@@ -815,6 +958,7 @@ def gate_sequence(
     grid_points: int = GRID_POINTS,
     overall: str = "Overall",
     spending: str = DEFAULT_SPENDING,
+    edge_rule: bool = True,
 ) -> list[SequenceLook]:
     """The gate's sequence at each look.
 
@@ -828,6 +972,13 @@ def gate_sequence(
     upper ends split α over the rows compared (`upper_levels`; the row labelled
     `overall` gets half). With `method="spending"` (`spending_difference`, the
     `spending` function) `looks` must be every look the gate made so far.
+
+    With `edge_rule` (the default) each look's interval is also at least what
+    `vera compare --gate`'s edge rule gives the units drawn so far (`edge_interval`, at
+    compare's levels: `fixed_gate_levels`), so near 0 or 100 the gate does not call
+    NOT WORSE what compare of those units would leave UNDECIDED; a row it widened is
+    marked (`SequenceRow.edge`). Widening keeps every error bound: an interval that
+    contains one that covers also covers.
     """
     base = np.asarray(baseline, dtype=np.float64)
     cand = np.asarray(candidate, dtype=np.float64)
@@ -867,6 +1018,20 @@ def gate_sequence(
     # score on the candidate's side, so no difference: its estimate would be a ratio of
     # two near-zero remainders. It has no interval and cannot be NOT WORSE.
     rated_so_far = np.cumsum(drawn[..., RATED], axis=1)  # (R, n)
+    widened = np.zeros(lo.shape, dtype=bool)
+    if edge_rule:
+        low_level, high_levels = fixed_gate_levels([labels[i] == overall for i in rows], alpha)
+        e_lo, e_hi = edge_interval(
+            drawn, seen, who[idx], scale[0, rows, 0], looks, low_level, np.asarray(high_levels)
+        )
+        base_score = _score(total[:, BP], total[:, HPH], total[:, RATED])[:, None]
+        # The high end within the range a difference from the baseline's known score can
+        # take (beyond it, it decides nothing). The low end is not cut there: compare
+        # does not cut it (its baseline is a sample of personas too), and a gate cut
+        # above compare's low end could call NOT WORSE what compare leaves UNDECIDED.
+        e_hi = np.minimum(e_hi, 100.0 - base_score)
+        widened = (e_lo < lo) | (e_hi > hi)
+        lo, hi = np.minimum(lo, e_lo), np.maximum(hi, e_hi)
     out = []
     for j, n in enumerate(looks):
         entries = []
@@ -884,6 +1049,7 @@ def gate_sequence(
                     hi=_finite(high),
                     status=decide(low, high, margin),
                     reason=reason,
+                    edge=bool(widened[k, j]) and reason is None,
                 )
             )
         out.append(SequenceLook(units=n, rows=entries, verdict=verdict([r.status for r in entries])))

@@ -73,12 +73,37 @@ class GateLook(msgspec.Struct, frozen=True, kw_only=True):
     # baseline never rated them), so every place that shows the rows can name them;
     # absent when none are, so those lines keep their bytes.
     left_out: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
+    # True when this look held its rows to `vera compare --gate`'s edge rule
+    # (vera.stats.edge_interval; each row it widened says so, `SequenceRow.edge`);
+    # absent from the looks of gates made before the rule, which a resume keeps.
+    edge_rule: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class GateRecord(msgspec.Struct, frozen=True, kw_only=True):
     settings: GateSettings
     verdict: Status | None = None
     stopped: str = ""
+    # The first wave held to `vera compare --gate`'s edge rule: 1 for a gate started with
+    # it; a later wave for a gate started before it and resumed (the rule is a property
+    # of the reading, so it applies from the resume's next look); None while no look has.
+    edge_rule_from_wave: int | None = None
+
+
+def edge_waves(looks: list[GateLook]) -> list[int]:
+    """The waves at which the edge rule widened some row's interval."""
+    return [look.wave for look in looks if any(r.edge for r in look.rows)]
+
+
+def edge_words(waves: list[int]) -> str:
+    """The sentence naming the waves the edge rule widened (a leading space where the
+    language has one); "" when it widened none."""
+    if not waves:
+        return ""
+    return tr(
+        "card.seq_edge",
+        waves=", ".join(str(w) for w in waves),
+        wave_word=tr("card.seq_edge_wave" if len(waves) == 1 else "card.seq_edge_waves"),
+    )
 
 
 def read_gate(run_dir: str | Path) -> GateRecord | None:
@@ -199,6 +224,7 @@ def sequential_card(run_dir: str | Path) -> SequentialCard | None:
         looks=out,
         not_rated=not_rated or msgspec.UNSET,
         left_out=last.left_out if last is not None else msgspec.UNSET,
+        edge_waves=edge_waves(looks) or msgspec.UNSET,
     )
 
 
@@ -306,6 +332,7 @@ def sequential_text(seq: SequentialCard) -> str:
     )
     # The table below shows Overall only: the rows left out of the verdict are named.
     text += left_out_words(seq.left_out, ui_label)
+    text += edge_words(seq.edge_waves if isinstance(seq.edge_waves, list) else [])
     if isinstance(seq.not_rated, list) and seq.not_rated:
         # The table below shows Overall only: the rows that held the gate UNDECIDED for
         # want of a rating are named here, with why.
@@ -380,6 +407,8 @@ def sequence_page(record: GateRecord, looks: list[GateLook]) -> str:
         )
         units = tr("card.seq_units_of", units=look.units, available=look.available)
         lines.append(f"| {look.wave} | {units} | {est} | {ci} | {verdict_words(look.verdict)} |")
+    if widened := edge_words(edge_waves(looks)):
+        lines += ["", widened.strip()]
     if last is not None:
         lines += ["", tr("page.seq_last_look"), "", tr("page.seq_rows_header"), "|---|---|---|"]
         for r in shown_rows(last):
