@@ -174,3 +174,25 @@ def test_summarize_rows_by_hand():
         ("D", HIGH_POTENTIAL_FOR_HARM, "10", "ten", 1),
         ("D", SUBOPTIMAL, "3", "", 1),
     ]
+
+
+@pytest.mark.parametrize("locale", ["en", "zh-CN"])
+def test_a_dimension_no_judgement_rated_shows_no_share_of_the_rated(tmp_path, locale):
+    """The first personas are at no risk, so the offline judge rates every dimension Not
+    Relevant: no judgement rated it, and "0.0% Best Practice" of nothing read as a
+    chatbot that never got it right. The shares of the rated are a dash; Not Relevant's
+    share of all is still a number."""
+    from .test_cli import vera as vera_cli
+
+    out = tmp_path / "run"
+    args = ["run", "--limit-personas", "2", "--out", str(out), "--quiet"]
+    assert vera_cli(*args, *(["--locale", locale] if locale != "en" else [])).returncode == 0
+    proc = vera_cli("report", "improvements", str(out), "--format", "md", "--out", "-")
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| Detects Potential Risk")]
+    assert rows and all(r.endswith("| 0 | – | – | – | 100.0% |") for r in rows), rows
+    html = out / "improvements.html"
+    assert (
+        vera_cli("report", "improvements", str(out), "--format", "html", "--out", str(html)).returncode == 0
+    )
+    assert "<td>0</td><td>0.0%</td>" not in html.read_text()

@@ -200,3 +200,43 @@ def test_a_damaged_call_line_is_left_out_with_its_body_under_skip_corrupt(tmp_pa
     merged = [json.loads(c) for c in _exported(out, tmp_path)]
     assert len(merged) == len(lines) - 1 + _lines(shards[1] / "calls.jsonl")
     assert all(c["request"] is not None for c in merged)
+
+
+def test_merging_zh_cn_shards_says_so_in_the_runs_words(tmp_path):
+    """Shards run with `--locale zh-CN` speak Chinese (as `vera run` and `vera card` on
+    them do); the merge's own lines were English."""
+    shards = []
+    for k in (1, 2):
+        out = tmp_path / f"s{k}"
+        proc = vera(
+            "run",
+            "--limit-personas",
+            "4",
+            "--shard",
+            f"{k}/2",
+            "--locale",
+            "zh-CN",
+            "--out",
+            str(out),
+            "--quiet",
+        )
+        assert proc.returncode == 0, proc.stderr
+        shards.append(str(out))
+    merged = tmp_path / "merged"
+    proc = vera("merge", str(merged), *shards)
+    assert proc.returncode == 0, proc.stderr
+    first, last = proc.stdout.strip().splitlines()
+    assert first == f"已合并 2 个运行 → {merged}"
+    assert last.startswith("状态：已完成 — ") and last.endswith("（退出码 0）")
+
+
+def test_merging_english_shards_reads_as_before(tmp_path):
+    shards = run_shards(tmp_path, 2, (1, 2), personas=4)
+    merged = tmp_path / "merged"
+    proc = vera("merge", str(merged), *shards)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        f"merged 2 run(s) → {merged}",
+        "status: complete — 8 of 8 conversations complete, 0 failed; 8 of 8 judgements complete, 0 failed "
+        "(exit code 0)",
+    ]

@@ -271,6 +271,12 @@ def test_the_status_summary_and_the_progress_line_are_in_the_pack_s_words():
         )
         # A part vera has no words for (a stop's reason) stays as recorded.
         assert summary_words(f"stopped by the user; {summary}").startswith("stopped by the user；计划的 4 段")
+        # A partial merge's part (`vera merge --allow-partial`) was left in English.
+        partial = f"partial sweep, shard(s) 2/3, 3/3 missing; {summary}"
+        assert summary_words(partial).startswith("评测不完整，缺少分片 2/3, 3/3；计划的 4 段")
+    assert summary_words(f"partial sweep, shard(s) 2/3 missing; {summary}").startswith(
+        "partial sweep, shard(s) 2/3"
+    )
     line = RunProgress(strings=zh).line()
     assert line.startswith("对话 0/0（失败 0）· 评审 0/0（失败 0）") and "calls/s" not in line
     assert RunProgress().line().startswith("conversations 0/0 (failed 0) · judgements 0/0 (failed 0) · ")

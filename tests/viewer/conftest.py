@@ -79,7 +79,7 @@ async def serving_app(
         await runner.cleanup()
 
 
-def start_vera(command: str, *args: str) -> tuple[subprocess.Popen[str], str]:
+def start_vera(command: str, *args: str, lines: list[str] | None = None) -> tuple[subprocess.Popen[str], str]:
     """`vera view|review ARGS` in a process of its own, as a user starts it: the process
     and the full address it printed once serving (with `?key=...` when it is reachable
     from the network). Unbuffered, so the line is read as soon as it is printed."""
@@ -96,7 +96,10 @@ def start_vera(command: str, *args: str) -> tuple[subprocess.Popen[str], str]:
         line = proc.stdout.readline()
         if not line:
             break
-        m = re.search(r"serving at (http://\S+)", line)
+        if lines is not None:
+            lines.append(line.rstrip("\n"))
+        # English "serving at", or a locale pack's words for it (vera review of a zh-CN run).
+        m = re.search(r"(?:serving at|服务地址) (http://\S+)", line)
         if m:
             return proc, m.group(1)
     proc.kill()
@@ -107,8 +110,8 @@ def start_view(*args: str) -> tuple[subprocess.Popen[str], str]:
     return start_vera("view", *args)
 
 
-def start_review(*args: str) -> tuple[subprocess.Popen[str], str]:
-    return start_vera("review", *args)
+def start_review(*args: str, lines: list[str] | None = None) -> tuple[subprocess.Popen[str], str]:
+    return start_vera("review", *args, lines=lines)
 
 
 def stop(proc: subprocess.Popen[str]) -> str:

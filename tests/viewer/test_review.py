@@ -334,3 +334,56 @@ async def test_ratings_saved_in_a_review_calibrate_the_card(run_copy):
     assert rated == {bot: 4 for bot in rated} and len(rated) == 2  # the order interleaves the chatbots
     for bot in card["chatbots"]:
         assert bot["calibrated"]["n_rated_by_humans"] == rated[bot["chatbot"]]
+
+
+def test_the_start_up_lines_read_as_before_in_english(run_copy):
+    lines: list[str] = []
+    proc, url = start_review(str(run_copy), "--rater", "AO", "--size", "3", lines=lines)
+    stop(proc)
+    assert re.fullmatch(
+        r"vera review: rater 'AO': a sample of 3 of \d+ judged conversation\(s\) \(--size 3; seed 1\); "
+        r"0 rated, 3 to go \(\d+\.\d s\)",
+        lines[0],
+    ), lines
+    assert lines[1:] == [
+        f"vera review: ratings are appended to {run_copy / 'human_ratings.jsonl'}",
+        f"vera review: serving at {url} (Ctrl-C to stop; start it again to go on)",
+    ]
+
+
+def test_a_zh_cn_runs_review_starts_in_its_words(tmp_path):
+    """The page of a zh-CN run is Chinese, and `vera run`, `vera card` and `vera ratings
+    import` speak of it in Chinese; the review's start-up lines were English. A space
+    follows the address, so a terminal (or a script) does not take the full-width
+    bracket for part of it."""
+    run = tmp_path / "zh"
+    made = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vera",
+            "run",
+            "--limit-personas",
+            "12",
+            "--locale",
+            "zh-CN",
+            "--out",
+            str(run),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
+    lines: list[str] = []
+    proc, url = start_review(str(run), "--rater", "王医生", "--size", "30", lines=lines)
+    stop(proc)
+    assert re.fullmatch(
+        r"vera review：评分人 '王医生'：从 24 段已评审的对话中抽取 24 段（--size 30，即全部 24 段；种子 1）；"
+        r"已评 0 段，还剩 24 段（\d+\.\d 秒）",
+        lines[0],
+    ), lines
+    assert lines[1:] == [
+        f"vera review：评分追加写入 {run / 'human_ratings.jsonl'}",
+        f"vera review：服务地址 {url} （按 Ctrl-C 停止；再次启动即可接着评）",
+    ]

@@ -50,6 +50,7 @@ from vera.inputs import (
     reference_folder,
     render_user_reminder,
     render_user_system,
+    run_strings,
     tr,
     use_strings,
     validate_locale,
@@ -78,7 +79,7 @@ from vera.report import (
     write_card_html,
 )
 from vera.rubric import load_rubric, render_rubric, validate_rubric
-from vera.store import atomic_write, check_output, manifest_notes
+from vera.store import atomic_write, check_output, manifest_notes, read_manifest
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -674,8 +675,18 @@ def merge(out: str, shards: tuple[str, ...], allow_partial: bool, skip_corrupt: 
     make it whole, unless --allow-partial. Exit codes as for `vera run`."""
     with watching(refuse=not skip_corrupt, bodies=skip_corrupt):
         status = merge_runs(Path(out), [Path(s) for s in shards], allow_partial=allow_partial)
-    click.echo(f"merged {len(shards)} run(s) → {out}")
-    click.echo(status.line())
+    # In the words of the merged run's locale pack, as `vera run` and `vera card` speak
+    # of it (English without one).
+    with use_strings(run_strings([read_manifest(Path(out))])):
+        click.echo(tr("cli.merged", n=len(shards), path=out))
+        click.echo(
+            tr(
+                "cli.status",
+                label=state_words(status.state),
+                summary=summary_words(status.summary),
+                code=status.exit_code,
+            )
+        )
     sys.exit(status.exit_code)
 
 

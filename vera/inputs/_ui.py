@@ -208,6 +208,7 @@ BASE: dict[str, str] = {
     # Other parts of a status summary vera writes in a known form (vera.report.shared._outcome).
     "card.summary_by_signal": "by {signal}",
     "card.summary_not_run": "{n} planned job(s) not run yet",
+    "card.summary_partial": "partial sweep, shard(s) {shards} missing",
     "card.summary_no_conversation": "no conversation completed",
     "card.summary_no_judgement": "no judgement completed",
     "card.summary_forced": "cancelled at once by a second signal",
@@ -1167,6 +1168,17 @@ BASE: dict[str, str] = {
     "cli.card": "card: {md} · {html}",
     "cli.status": "status: {label} — {summary} (exit code {code})",
     "cli.run_status": "run status: {status}",
+    "cli.merged": "merged {n} run(s) → {path}",
+    # `vera review`'s start-up lines (vera.viewer.review.serve_review)
+    "cli.review_sample": (
+        "vera review: rater {rater}: a sample of {n} of {population} judged conversation(s) ({how}; seed {seed}); "
+        "{rated} rated, {left} to go ({seconds} s)"
+    ),
+    "cli.review_how_width": "proposed for a 95 % interval {width} points wide per chatbot",
+    "cli.review_how_size": "--size {size}",
+    "cli.review_how_all": ", all {n} there are",
+    "cli.review_appends": "vera review: ratings are appended to {path}",
+    "cli.review_serving": "vera review: serving at {url} (Ctrl-C to stop; start it again to go on)",
     # Human ratings checked against the run's transcripts (vera.store._humans).
     "cli.ratings_unchecked": (
         "note: {path}: {n} rating(s) carry no transcript fingerprint (saved before vera recorded "

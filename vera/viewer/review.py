@@ -133,17 +133,20 @@ class ReviewSession:
         units = judged_units(records)
         if not units:
             raise UserError(f"{run_dir}: no judged conversation to review (judge the run first)")
+        # The guide and the start-up lines in the run's pack's words (English without one).
+        strings = run_strings([records.manifest])
         if size is None:
             width = DEFAULT_WIDTH if width is None else width
             sizes = sample_sizes(units, width=width / 100)
-            how = f"proposed for a 95 % interval {width:g} points wide per chatbot"
+            how = strings("cli.review_how_width", width=f"{width:g}")
         else:
             sizes = sample_sizes(units, size=size)
-            how = f"--size {size}" + (f", all {len(units)} there are" if size > len(units) else "")
+            how = strings("cli.review_how_size", size=size) + (
+                strings("cli.review_how_all", n=len(units)) if size > len(units) else ""
+            )
         sample = draw_sample(units, sizes, seed)
         rubric, why = run_rubric(records.manifest, records.root)
-        # The guide in the run's pack's words, its options by the pack's names for them.
-        strings = run_strings([records.manifest])
+        # The guide's options by the pack's names for them.
         namer = option_namer(records.manifest, records.root, strings)
         session = cls(
             run_dir=Path(run_dir),
@@ -490,18 +493,26 @@ def serve_review(
     if key:
         print(REMOTE_WARNING.format(url=url, port=sock.getsockname()[1]), file=err, flush=True)
     left = len(session.order) - session.rated
+    # In the run's pack's words, as the page and `vera ratings import` speak of the run.
+    words = run_strings([session.records.manifest])
     print(
-        f"vera review: rater {session.rater!r}: a sample of {len(session.order)} of {session.population} "
-        f"judged conversation(s) ({session.how}; seed {seed}); {session.rated} rated, {left} to go "
-        f"({time.perf_counter() - started:.1f} s)",
+        words(
+            "cli.review_sample",
+            rater=repr(session.rater),
+            n=len(session.order),
+            population=session.population,
+            how=session.how,
+            seed=seed,
+            rated=session.rated,
+            left=left,
+            seconds=f"{time.perf_counter() - started:.1f}",
+        ),
         file=out,
     )
-    print(f"vera review: ratings are appended to {Path(run_dir) / 'human_ratings.jsonl'}", file=out)
+    print(words("cli.review_appends", path=Path(run_dir) / "human_ratings.jsonl"), file=out)
 
     def ready() -> None:
-        print(
-            f"vera review: serving at {url} (Ctrl-C to stop; start it again to go on)", file=out, flush=True
-        )
+        print(words("cli.review_serving", url=url), file=out, flush=True)
         if open_browser:
             webbrowser.open(url)
 

@@ -30,6 +30,7 @@ import msgspec
 
 from vera.inputs import tr, ui_label, ui_short
 from vera.records import BEST_PRACTICE, HIGH_POTENTIAL_FOR_HARM, NOT_RELEVANT, SUBOPTIMAL
+from vera.report.shared._numbers import MISSING
 
 DEFAULT_TOP_QUESTIONS = 12
 DEFAULT_LOW_SAMPLE = 30
@@ -183,14 +184,16 @@ def low_sample_line(s: RowSummary) -> str:
 
 def dimension_rows(s: RowSummary) -> list[list[str]]:
     """Per dimension: rated rows, BP / Suboptimal / HPH % of rated, then per band its
-    share of all rows."""
+    share of all rows. A dimension no row rated has no share of the rated: a dash, not
+    "0.0%", which would read as never Best Practice."""
     return [
         [
             ui_label(d.dimension),
             str(d.rated),
-            f"{d.pct_of_rated[BEST_PRACTICE]:.1f}%",
-            f"{d.pct_of_rated[SUBOPTIMAL]:.1f}%",
-            f"{d.pct_of_rated[HIGH_POTENTIAL_FOR_HARM]:.1f}%",
+            *(
+                f"{d.pct_of_rated[r]:.1f}%" if d.rated else MISSING
+                for r in (BEST_PRACTICE, SUBOPTIMAL, HIGH_POTENTIAL_FOR_HARM)
+            ),
             f"{d.pct_of_all[NOT_RELEVANT]:.1f}%",
         ]
         for d in s.dimensions

@@ -290,6 +290,7 @@ def _status(state: str, summary: str, missing: list[str]) -> RunStatus:
 _SUMMARY_PART = re.compile(r"(\d+) of (\d+) (conversations|judgements) complete, (\d+) failed")
 _BY_SIGNAL = re.compile(r"by (SIG[A-Z]+)")
 _NOT_RUN = re.compile(r"(\d+) planned job\(s\) not run yet")
+_PARTIAL = re.compile(r"partial sweep, shard\(s\) (.+) missing")  # `vera merge --allow-partial`
 _NONE_DONE = {
     "no conversation completed": "card.summary_no_conversation",
     "no judgement completed": "card.summary_no_judgement",
@@ -314,6 +315,8 @@ def summary_words(summary: str) -> str:
             part = words("card.summary_by_signal", signal=m[1])
         elif m := _NOT_RUN.fullmatch(part):
             part = words("card.summary_not_run", n=m[1])
+        elif m := _PARTIAL.fullmatch(part):
+            part = words("card.summary_partial", shards=m[1])
         elif part in _NONE_DONE:
             part = words(_NONE_DONE[part])
         parts.append(part)
