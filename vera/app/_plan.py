@@ -441,6 +441,33 @@ def plan(opts: PlanOptions) -> Plan:
     )
 
 
+def _fixed_power(
+    d: Design,
+    seeds: int,
+    counts: np.ndarray,
+    persona: np.ndarray,
+    labels: list[str],
+    bound: np.ndarray,
+    opts: PlanOptions,
+    rho: float,
+    reps: int,
+) -> float:
+    """The simulated power of `d` with `seeds` seeds, every row as compare --gate decides
+    (`fixed_power_simulated`), over `reps` repetitions."""
+    return fixed_power_simulated(
+        counts, persona, labels=labels, max_ratings=bound, personas=d.personas,
+        units_per_persona=d.user_agents * seeds, margin=opts.margin, level=LEVEL,
+        reps=reps, seed=opts.seed, pairing=rho,
+    )  # fmt: skip
+
+
+def _expected_totals(counts: np.ndarray, bound: np.ndarray, units: int) -> np.ndarray:
+    """Overall's expected totals on a design of `units` units (over the most ratings a unit
+    can give), as the exact bounds of the edge rule count conversations."""
+    totals: np.ndarray = counts[:, -1].sum(axis=0) / float(bound[-1]) / counts.shape[0] * units
+    return totals
+
+
 def _simulated_power(
     d: Design,
     counts: np.ndarray,
@@ -454,11 +481,7 @@ def _simulated_power(
     """`d` with its power simulated on every row from the pilot's units (or the gate's
     stand-in for them), Overall's normal-formula power kept beside it, and a note where
     the dimensions leave the design short of the power it was sized for."""
-    power = fixed_power_simulated(
-        counts, persona, labels=labels, max_ratings=bound, personas=d.personas,
-        units_per_persona=d.user_agents * d.seeds, margin=opts.margin, level=LEVEL,
-        reps=opts.reps, seed=opts.seed, pairing=rho,
-    )  # fmt: skip
+    power = _fixed_power(d, d.seeds, counts, persona, labels, bound, opts, rho, opts.reps)
     if d.goal.startswith("power") and power < opts.power - POWER_SHORTFALL:
         notes.append(
             f"the {d.goal} design has power {power:.2f}, not {opts.power:g}: Overall alone would have "
@@ -467,10 +490,7 @@ def _simulated_power(
             "by the harm its few ratings could hide; more units (--personas, or a --power above it) "
             "raise it"
         )
-    # Overall's expected totals on the design, in units (over the most ratings a unit can
-    # give), as the exact bounds of the edge rule count conversations.
-    expected = counts[:, -1].sum(axis=0) / float(bound[-1]) / counts.shape[0] * d.units
-    width = max(d.width, edge_width(expected, LEVEL))
+    width = max(d.width, edge_width(_expected_totals(counts, bound, d.units), LEVEL))
     return msgspec.structs.replace(d, power=power, overall_power=d.power, width=width, spread_width=d.width)
 
 
@@ -499,11 +519,7 @@ def _search_power(
     tried: dict[int, float] = {}
 
     def power_at(seeds: int) -> float:
-        tried[seeds] = fixed_power_simulated(
-            counts, persona, labels=labels, max_ratings=bound, personas=d.personas,
-            units_per_persona=d.user_agents * seeds, margin=opts.margin, level=LEVEL,
-            reps=reps, seed=opts.seed, pairing=rho,
-        )  # fmt: skip
+        tried[seeds] = _fixed_power(d, seeds, counts, persona, labels, bound, opts, rho, reps)
         return tried[seeds]
 
     def late() -> bool:
@@ -542,7 +558,6 @@ def _search_power(
         else:
             short = mid
     units = per_seed * enough
-    expected = counts[:, -1].sum(axis=0) / float(bound[-1]) / counts.shape[0] * units
     spread = 2 * NormalDist().inv_cdf(0.5 + LEVEL / 2) * fixed_se(within_sd, units, rho)
     return msgspec.structs.replace(
         d,
@@ -551,7 +566,7 @@ def _search_power(
         units=units,
         power=tried[enough],
         overall_power=None,
-        width=max(spread, edge_width(expected, LEVEL)),
+        width=max(spread, edge_width(_expected_totals(counts, bound, units), LEVEL)),
         spread_width=spread,
         sized_by="simulation",
     )
