@@ -196,13 +196,16 @@ def test_a_folder_of_runs_names_the_runs_and_folders_it_cannot_read(
 
 @pytest.fixture(scope="module")
 def gate_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A one-chatbot baseline and a finished gate on it: (baseline, gate's run)."""
+    """A one-chatbot baseline and a finished gate on it: (baseline, gate's run). Twelve
+    personas: the first eight have no risk, so every rating of theirs is Not Relevant, and
+    a gate refuses a baseline that rated nothing."""
     root = tmp_path_factory.mktemp("gate")
     base, gate = root / "base", root / "gate"
     r = CliRunner().invoke(
         main,
-        ["run", "--config", OFFLINE, "--providers", "offline/best-practice", "--out", str(base), *SMALL],
-    )
+        ["run", "--config", OFFLINE, "--providers", "offline/best-practice", "--out", str(base),
+         "--limit-personas", "12", "--quiet"],
+    )  # fmt: skip
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(
         main, ["gate", str(base), "--candidate", "offline/best-practice", "--out", str(gate), "--quiet"]
