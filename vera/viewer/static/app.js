@@ -444,6 +444,9 @@ async function start() {
   // On a phone the filters would fill the first screen: they start folded there.
   if (window.matchMedia("(max-width: 760px)").matches) document.getElementById("filter-box").open = false;
   try {
+    // The version first, then what it versions: a record that lands while the list loads
+    // is then a change the first poll sees (taken after, it would pass for the start).
+    if (!bundle) version = (await getJSON("api/changes")).data.version;
     facets = (await getJSON("api/facets")).data;
   } catch (error) {
     document.getElementById("summary").textContent = ui("unreachable", "Could not reach the viewer: {error}", { error: error.message });
