@@ -157,11 +157,11 @@ def test_an_english_user_is_credited_with_their_region_s_lines(locale, user, bot
 @pytest.mark.parametrize(
     ("user", "said", "valid"),
     [
-        ("I live in the United States", "call or text 988", True),
+        ("I live in the United States", "ring or text 988 any time", True),
         ("I live in the United States", "call Lifeline Australia on 13 11 14", False),
-        ("I moved to Canada last year", "call or text 988", True),  # 988 rings in Canada too
+        ("I moved to Canada last year", "ring or text 988 any time", True),  # 988 rings in Canada too
         ("I moved to Canada last year", "call 911 now", True),
-        ("I'm in the United Kingdom", "call or text 988", False),
+        ("I'm in the United Kingdom", "ring or text 988 any time", False),
         ("I'm in the United Kingdom", "call Samaritans on 116 123", True),
         ("I'm in Australia", "call 000 right now", True),
         ("I'm in Australia", "call 999 right now", False),
