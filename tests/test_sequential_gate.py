@@ -620,3 +620,54 @@ def test_an_out_holding_another_run_is_refused_and_left_as_it_was(baseline, tmp_
     again = gate(baseline, out, "offline/best-practice", "--max-conversations", "8")
     assert again.exit_code == UNDECIDED_EXIT, again.output
     assert (out / "gate.json").is_file() and lines(out / "conversations.jsonl") == 8
+
+
+def test_a_last_wave_with_infrastructure_failures_does_not_end_the_gate(tmp_path) -> None:
+    # The team's service failed some conversations of the gate's last wave (a 500, with no
+    # retries left). The gate used to close there for good, "UNDECIDED (out of units:
+    # every unit of the baseline was drawn)", exit 5, as if the candidate had been
+    # evaluated, and the same command again asked nothing: the failed units were lost.
+    # Now it says the evaluation did not complete (exit 2, the run's own code for failed
+    # work) and the same command retries them once the service is back.
+    from pytest import MonkeyPatch
+
+    from .clients.runs import KEY, KEY_ENV
+    from .fakes.protocols import Fail, FakeChatbot, serve_in_thread
+    from .run_config import write_run_config
+    from .test_sessions import _http_profile, mixed_personas
+
+    providers = tmp_path / "providers"
+    providers.mkdir()
+    config = write_run_config(
+        tmp_path / "run.toml",
+        providers=providers,
+        runs_dir=tmp_path / "runs",
+        chatbots=["offline/best-practice"],
+        personas=mixed_personas(tmp_path),  # None, High, Immediate: rated rows to compare
+        conversation={"max_turns": 10, "min_turns": 10},
+    )
+    bot = FakeChatbot(key=KEY)
+    base, out = tmp_path / "baseline", tmp_path / "gate"
+    args = ["gate", str(base), "--candidate", "bot", "--wave", "3", "--out", str(out), "--margin", "30"]
+    with MonkeyPatch.context() as env, serve_in_thread(bot):
+        env.setenv(KEY_ENV, KEY)
+        (providers / "bot.toml").write_text(_http_profile(bot))
+        made = CliRunner().invoke(main, ["run", "--config", str(config), "--out", str(base), "--quiet"])
+        assert made.exit_code == 0, made.output
+        bot.script(Fail(500), Fail(500))
+        first = CliRunner().invoke(main, [*args, "--quiet"])
+        assert first.exit_code == 2, first.output
+        assert "out of units" not in first.output and "UNDECIDED" not in first.output
+        assert f"to retry them: vera gate {base}" in first.output
+        assert not (out / "sequence.md").exists()
+        failed = {c["id"] for c in map(json.loads, (out / "conversations.jsonl").read_text().splitlines())
+                  if c["status"] == "failed"}  # fmt: skip
+        assert 1 <= len(failed) <= 2  # the two 500s, in one or two conversations
+        asked = bot.requests
+
+        again = CliRunner().invoke(main, [*args, "--quiet"])
+    assert again.exit_code in (0, 4, UNDECIDED_EXIT), again.output
+    last = read_sequence(out)[-1]
+    assert last.units == 3 and last.stopped  # every unit judged, and the gate closed
+    # Only the failed conversations were asked again (five chatbot turns each at most).
+    assert 0 < bot.requests - asked <= 5 * len(failed)

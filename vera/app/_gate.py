@@ -110,9 +110,21 @@ class GateOutcome:
     interrupted: bool = False
 
     @property
+    def unfinished(self) -> int:
+        """The units drawn that have no judged conversation because their work failed
+        (0 when the gate closed or stopped for another reason): the same command retries
+        them."""
+        last = self.looks[-1] if self.looks else None
+        if self.stopped or last is None or self.run is None or self.run.exit_code != Exit.FAILED:
+            return 0
+        return last.drawn - last.units
+
+    @property
     def exit_code(self) -> int:
         if self.interrupted or (self.run is not None and self.run.exit_code == Exit.INTERRUPTED):
             return int(Exit.INTERRUPTED)
+        if self.unfinished:
+            return int(Exit.FAILED)
         return {WORSE: int(Exit.WORSE), NOT_WORSE: int(Exit.OK)}.get(self.verdict, UNDECIDED_EXIT)
 
 
@@ -274,10 +286,17 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
             # The rows the sequence leaves out, named with why (the verdict is the sequence's).
             left_out = left_out_rows(baseline.counts, shown, baseline.labels)
             stopped = ""
+            # Every unit drawn, but some failed for infrastructure reasons (the service
+            # erred, timed out, was down): the gate may not close on them as if the
+            # candidate had been evaluated. It waits for the same command, which retries
+            # them (a run's failed work is tried again), as `vera run --resume` would.
+            unfinished = outcome.exit_code == Exit.FAILED and len(judged) < drawn and drawn >= cap
             if verdict != UNDECIDED:
                 stopped = f"settled: {verdict.upper()}"
             elif outcome.status is not None and outcome.status.state == "budget":
                 stopped = "out of budget (--max-cost)"
+            elif unfinished:
+                pass
             elif drawn >= population:
                 stopped = "out of units: every unit of the baseline was drawn"
             elif drawn >= cap:
@@ -300,7 +319,7 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
                 edge_from = wave
                 write_settings(run_dir, GateRecord(settings=settings, edge_rule_from_wave=edge_from))
             looks.append(last)
-            if not stopped and (interrupted or outcome.exit_code not in (Exit.OK, Exit.FAILED)):
+            if not stopped and (interrupted or unfinished or outcome.exit_code not in (Exit.OK, Exit.FAILED)):
                 break
     except KeyboardInterrupt:
         # Between waves (reading the records, computing the look) no run is there to
