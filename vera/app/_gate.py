@@ -120,11 +120,22 @@ class GateOutcome:
         return last.drawn - last.units
 
     @property
+    def halted(self) -> str:
+        """Why the last wave's run stopped on a fatal provider error, when the gate did not
+        close for another reason ("" otherwise): fixed, the same command goes on."""
+        status = self.run.status if self.run is not None else None
+        if self.stopped or status is None or status.exit_code != Exit.STOPPED or status.state != "stopped":
+            return ""
+        return status.summary
+
+    @property
     def exit_code(self) -> int:
         if self.interrupted or (self.run is not None and self.run.exit_code == Exit.INTERRUPTED):
             return int(Exit.INTERRUPTED)
         if self.unfinished:
             return int(Exit.FAILED)
+        if self.halted:
+            return int(Exit.STOPPED)
         return {WORSE: int(Exit.WORSE), NOT_WORSE: int(Exit.OK)}.get(self.verdict, UNDECIDED_EXIT)
 
 
@@ -290,7 +301,14 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
             # erred, timed out, was down): the gate may not close on them as if the
             # candidate had been evaluated. It waits for the same command, which retries
             # them (a run's failed work is tried again), as `vera run --resume` would.
-            unfinished = outcome.exit_code == Exit.FAILED and len(judged) < drawn and drawn >= cap
+            # Likewise a wave whose run stopped on a fatal provider error (a bad token, a
+            # request the service refuses): fixed, the same command goes on.
+            halted = (
+                outcome.exit_code == Exit.STOPPED
+                and outcome.status is not None
+                and (outcome.status.state == "stopped")
+            )
+            unfinished = halted or (outcome.exit_code == Exit.FAILED and len(judged) < drawn and drawn >= cap)
             if verdict != UNDECIDED:
                 stopped = f"settled: {verdict.upper()}"
             elif outcome.status is not None and outcome.status.state == "budget":

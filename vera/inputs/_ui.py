@@ -1256,6 +1256,7 @@ BASE: dict[str, str] = {
         "gate: not finished — {failed} of the {drawn} units drawn failed for infrastructure reasons "
         "(the card names each); to retry them: {command} (exit code {code})"
     ),
+    "cli.gate_halted": "gate: not finished — the wave stopped: {why}; fix it, then: {command} (exit code {code})",
     # What `vera compare BASELINE CANDIDATE --gate` prints (vera.report.compare._gate_text).
     "cli.fixed_gate_intro": (
         "Release gate: candidate {candidate} against baseline {baseline}; paired by {paired}{seeds}. "
