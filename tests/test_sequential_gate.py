@@ -702,3 +702,29 @@ def test_a_wave_stopped_by_a_bad_key_does_not_end_the_gate(tmp_path) -> None:
         again = CliRunner().invoke(main, args)
     assert again.exit_code in (0, 4, UNDECIDED_EXIT), again.output
     assert read_sequence(out)[-1].units == 3
+
+
+def test_a_baseline_whose_every_conversation_failed_says_to_resume_it(tmp_path) -> None:
+    # The baseline run's chatbot service was down: every conversation failed. The gate said
+    # "judge them first: vera judge RUN", which has nothing to judge; the run needs its
+    # conversations retried.
+    from .test_exit_codes import closed_port
+
+    providers = tmp_path / "providers"
+    providers.mkdir()
+    (providers / "gone.toml").write_text(
+        f'protocol = "http"\nmax_retries = 0\n[http]\nurl = "http://127.0.0.1:{closed_port()}/chat"\n'
+    )
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'providers = "{providers}"\nchatbots = ["gone"]\n')
+    made = CliRunner().invoke(
+        main,
+        ["run", "--config", str(cfg), "--limit-personas", "2", "--out", str(tmp_path / "down"), "--quiet"],
+    )
+    assert made.exit_code == 2, made.output
+    result = gate(tmp_path / "down", tmp_path / "g", "offline/best-practice")
+    assert result.exit_code == 1 and not (tmp_path / "g").exists()
+    assert result.output.strip().splitlines() == [
+        f"error: {tmp_path / 'down'}: no judged conversations to gate against; no conversation of it "
+        f"completed (2 failed): vera run --resume {tmp_path / 'down'} retries them"
+    ], result.output

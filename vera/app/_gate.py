@@ -180,6 +180,15 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
     base = read_run(opts.baseline)
     bots = sorted(base.ratings.get_column("chatbot").unique().to_list())
     if not bots:
+        heads = base.conversations.values()
+        if not any(h.status == "complete" for h in heads):
+            # Its chatbot never answered (a service down, a bad URL): nothing to judge, the
+            # conversations themselves are to be retried.
+            failed = sum(h.status == "failed" for h in heads)
+            raise UserError(
+                f"{opts.baseline}: no judged conversations to gate against; no conversation of it "
+                f"completed ({failed} failed): vera run --resume {opts.baseline} retries them"
+            )
         # Simulated and not judged (or every judgement failed): say so, not "0 chatbots".
         raise UserError(
             f"{opts.baseline}: no judged conversations to gate against; judge them first: "
