@@ -1193,13 +1193,9 @@ BASE: dict[str, str] = {
     "cli.ratings_imported": (
         "imported {ratings} rating(s) of {conversations} conversation(s) by {raters} rater(s) → {path}"
     ),
-    "cli.ratings_repeated": (
-        "note: {n} rating(s) given again later in the file; the later one counts, both are kept "
-        "(earlier at line(s) {lines})"
-    ),
     "cli.ratings_already": "note: {n} rating(s) of the file are in the run already and were left out",
     "cli.ratings_duplicates": (
-        "note: {n} row(s) repeat an earlier row of the file exactly and were left out (line(s) {lines})"
+        "note: {n} row(s) repeat an earlier row of the file exactly and count once (line(s) {lines})"
     ),
     "cli.ratings_other_imported": (
         "note: {n} rating(s) were made on another transcript than this run's and were imported as "

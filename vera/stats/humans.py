@@ -172,14 +172,34 @@ def _rows(reader: Any, path: Path) -> Iterator[list[str]]:
             raise DataError(f"{path}:{reader.line_num}", f"a cell cannot be read: {exc}") from None
 
 
+class RatingsRead(NamedTuple):
+    """A human ratings file read (`read_ratings_file`): the long frame, and the file
+    lines of the rows that repeat an earlier row exactly (counted once)."""
+
+    frame: pl.DataFrame
+    collapsed: list[int]
+
+
 def read_human_ratings(
     path: str | Path,
     dimensions: Sequence[str] | None = None,
     *,
-    repeats: Literal["error", "keep"] = "error",
     with_lines: bool = False,
     with_fingerprints: bool = False,
 ) -> pl.DataFrame:
+    """The long frame of `read_ratings_file` (rows repeated exactly counted once)."""
+    return read_ratings_file(
+        path, dimensions, with_lines=with_lines, with_fingerprints=with_fingerprints
+    ).frame
+
+
+def read_ratings_file(
+    path: str | Path,
+    dimensions: Sequence[str] | None = None,
+    *,
+    with_lines: bool = False,
+    with_fingerprints: bool = False,
+) -> RatingsRead:
     """Read a human ratings file (either format) into the long frame
     `(item_id, rater, dimension, rating)`, plus `line` (the row's file line) when
     `with_lines`, and `transcript_sha256` when `with_fingerprints` (the optional column
@@ -188,10 +208,17 @@ def read_human_ratings(
     long-format dimension must be one of `dimensions` when they are given (a rubric's,
     or the method's five).
 
+    A row that repeats an earlier row exactly (the same rater, item, dimension, rating
+    and fingerprint: a row copied twice) is harmless: it is counted once and its line
+    listed in `collapsed`. Two rows of one rater for one item and dimension that
+    disagree are a `DataError` naming both lines: a spreadsheet's row order says
+    nothing of which one the rater meant, so neither is guessed (a change of mind is
+    a new rating: `vera review`, or a later `vera ratings import`). `vera agreement`
+    and `vera ratings import` read CSV files here, so both apply this one rule.
+
     Raises `DataError("file:line", ...)` naming the row and field for anything malformed:
     an unknown header, a row with the wrong number of fields, an empty id, an unknown
-    rating, and (unless `repeats="keep"`, where the caller lets the later row count) the
-    same rater rating the same item and dimension twice.
+    rating, two disagreeing ratings of one rater, item and dimension.
     """
     path = Path(path)
     try:
@@ -226,7 +253,9 @@ def read_human_ratings(
     column = {name: i for i, name in enumerate(header)}
     known = tuple(dimensions) if dimensions is not None else None
     out: dict[str, list[Any]] = {c: [] for c in (*LONG_COLUMNS, "line", FINGERPRINT_COLUMN)}
-    seen: dict[tuple[str, str, str], int] = {}
+    # (item, rater, dimension) → the line, rating and fingerprint that first gave it.
+    seen: dict[tuple[str, str, str], tuple[int, str, str | None]] = {}
+    collapsed: list[int] = []
     for row in _rows(reader, path):
         line = reader.line_num
         if not any(field.strip() for field in row):
@@ -251,22 +280,49 @@ def read_human_ratings(
             if dimension_cols is not None
             else [(_dimension(field("dimension"), known, f"{path}:{line}"), "rating")]
         )
+        new = False
         for dimension, rating_col in cells:
             rating = _rating(field(rating_col), f"{path}:{line}", rating_col)
             key = (item, rater, dimension)
-            if key in seen and repeats == "error":
-                raise DataError(
-                    f"{path}:{line}",
-                    f"rater {rater!r} already rated item {item!r} on {dimension!r} (line {seen[key]})",
-                )
-            seen[key] = line
+            if key in seen:
+                _same_again(path, line, key, seen[key], (rating, fingerprint))
+                continue
+            seen[key] = (line, rating, fingerprint)
+            new = True
             for name, value in zip(LONG_COLUMNS, (item, rater, dimension, rating), strict=True):
                 out[name].append(value)
             out["line"].append(line)
             out[FINGERPRINT_COLUMN].append(fingerprint)
+        if not new:
+            collapsed.append(line)
     frame = pl.DataFrame(out, schema=LONG_SCHEMA | {"line": pl.Int64, FINGERPRINT_COLUMN: pl.Utf8})
     drop = [c for c, keep in (("line", with_lines), (FINGERPRINT_COLUMN, with_fingerprints)) if not keep]
-    return frame.drop(drop)
+    return RatingsRead(frame.drop(drop), collapsed)
+
+
+def _same_again(
+    path: Path,
+    line: int,
+    key: tuple[str, str, str],
+    first: tuple[int, str, str | None],
+    again: tuple[str, str | None],
+) -> None:
+    """Nothing when a rating given again repeats the first (the same rating; the same
+    transcript fingerprint, or one row without any); else the one line refusing the
+    two (both lines, rater, conversation, dimension, and how they differ)."""
+    first_line, *said = first
+    if said[0] == again[0] and (said[1] == again[1] or None in (said[1], again[1])):
+        return
+    item, rater, dimension = key
+    if said[0] != again[0]:
+        how = f"{said[0]!r} at line {first_line}, {again[0]!r} at line {line}"
+    else:
+        how = f"on different transcripts ({FINGERPRINT_COLUMN}) at lines {first_line} and {line}"
+    raise DataError(
+        f"{path}:{line}",
+        f"rater {rater!r} rated conversation {item!r} on {dimension!r} twice, differently: {how}; "
+        "keep the row that holds and delete the other",
+    )
 
 
 def _fingerprint(row: list[str], column: Mapping[str, int], where: str) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from vera.stats import (
     TieRule,
     human_agreement,
     judge_vs_consensus,
-    read_human_ratings,
+    read_ratings_file,
 )
 from vera.stats.humans import FINGERPRINT_COLUMN
 from vera.store import (
@@ -121,6 +122,7 @@ def agreement_report(
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
     allow_other_transcripts: bool = False,
+    on_collapsed: Callable[[list[int]], None] | None = None,
 ) -> HumanAgreementReport | JudgeConsensusReport:
     """Agreement among the human raters of a ratings file; with `against`, between
     their per-conversation consensus and the judges of that run (with bootstrap
@@ -131,7 +133,9 @@ def agreement_report(
     by `ties`. A ratings file set against a run has its ratings' transcript fingerprints
     (a human_ratings.jsonl's, a CSV's optional column) checked against the run's
     transcripts: one made on another transcript is refused unless
-    `allow_other_transcripts`."""
+    `allow_other_transcripts`. A CSV's rows that repeat an earlier row exactly count
+    once, their lines handed to `on_collapsed`; two that disagree are refused
+    (`read_ratings_file`, as `vera ratings import` reads the file)."""
     run = read_run(against) if against is not None else None
     dimensions = run.ratings.get_column("dimension").unique(maintain_order=True).to_list() if run else None
     # The run's rubric names the dimensions; without a run, the method's five.
@@ -144,7 +148,9 @@ def agreement_report(
             allow_other_transcripts=allow_other_transcripts,
         )
     else:
-        long = read_human_ratings(ratings_file, known, with_lines=True, with_fingerprints=True)
+        long, collapsed = read_ratings_file(ratings_file, known, with_lines=True, with_fingerprints=True)
+        if collapsed and on_collapsed is not None:
+            on_collapsed(collapsed)
         if run is not None and not allow_other_transcripts:
             _check_csv_transcripts(Path(ratings_file), long, run.path, run.conversations)
         long = long.drop("line", FINGERPRINT_COLUMN)
