@@ -48,7 +48,7 @@ from vera.stats.bootstrap import (
     percentile_interval,
     resample_weights,
 )
-from vera.text import decode
+from vera.text import decode, refuse_stray_bom
 
 # Columns of the reference clinician file → vera's dimension names.
 CLINICIAN_DIMENSIONS: dict[str, str] = {
@@ -228,6 +228,8 @@ def read_ratings_file(
     except OSError as e:
         raise DataError(str(path), f"cannot read: {e.strerror or e}") from None
     text = decode(raw, path, "ratings file")
+    # Two exports joined: the second's byte-order mark would start a rater's name.
+    refuse_stray_bom(text, path)
     if not text.strip():
         # Not "unrecognised header": there is no header to recognise.
         raise DataError(
