@@ -99,11 +99,14 @@ def test_a_bad_row_is_a_file_line_error_and_nothing_is_added(tmp_path, run, row,
 def test_the_reference_clinician_file_matches_transcripts_by_their_prefix(tmp_path, offline_run):
     with open(CLINICIANS, encoding="utf-8-sig") as f:
         rows = list(csv.DictReader(f))
-    items = sorted({r["conversation_id"].removeprefix("#") for r in rows})
-    # A run of those transcripts, all rated Best Practice by the judge.
-    run = judged_run(
-        tmp_path, offline_run, {f"t/{i}_P_m_run1.txt": dict.fromkeys(DIMENSIONS, BP) for i in items}
-    )
+    persona = {r["conversation_id"].removeprefix("#"): r["user_profile"] for r in rows}
+    items = sorted(persona)
+    # A run of those transcripts (named as the reference names them, persona included:
+    # the file's user_profile column is checked against it), all rated Best Practice.
+    judged: dict[str | None, dict[str, str]] = {
+        f"t/{i}_{persona[i]}_m_run1.txt": dict.fromkeys(DIMENSIONS, BP) for i in items
+    }
+    run = judged_run(tmp_path, offline_run, judged)
     result = invoke("ratings", "import", str(run), str(CLINICIANS))
     assert result.exit_code == 0, result.output
     every = read_human_ratings(run)

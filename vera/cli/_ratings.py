@@ -61,7 +61,8 @@ def import_(run_dir: str, file: str, skip_unmatched: bool, allow_other_transcrip
     run's conversations as `vera agreement` matches them; a bad row is an error naming
     its line, and then nothing is added. A row repeated exactly counts once; two rows of
     one rater for one conversation and dimension that disagree are refused, as `vera
-    agreement` refuses them. A rating that carries the fingerprint of the
+    agreement` refuses them; so is a row whose user_profile column names another persona
+    than the run's conversation has. A rating that carries the fingerprint of the
     transcript it was made on (every `vera review` rating; a CSV's optional
     transcript_sha256 column) must have been made on this run's transcript. A rating the
     run holds already is left out. `vera score RUN_DIR` then calibrates."""

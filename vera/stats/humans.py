@@ -62,6 +62,10 @@ LONG_COLUMNS = ("item_id", "rater", "dimension", "rating")
 LONG_SCHEMA = dict.fromkeys(LONG_COLUMNS, pl.Utf8)
 # The optional column (either format) with the fingerprint of the transcript rated.
 FINGERPRINT_COLUMN = "transcript_sha256"
+# The optional column (the reference clinician file has it; the long format may) naming
+# the persona of the conversation rated: checked against the run's persona of that
+# conversation where a run is known, so a row of another conversation is caught.
+PROFILE_COLUMN = "user_profile"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 # How ties are settled when they are not excluded: the most severe tied rating, so a
@@ -199,12 +203,15 @@ def read_ratings_file(
     *,
     with_lines: bool = False,
     with_fingerprints: bool = False,
+    with_profiles: bool = False,
 ) -> RatingsRead:
     """Read a human ratings file (either format) into the long frame
     `(item_id, rater, dimension, rating)`, plus `line` (the row's file line) when
     `with_lines`, and `transcript_sha256` when `with_fingerprints` (the optional column
     of that name: the fingerprint of the transcript rated, `vera.records.transcript_sha256`;
-    null where the file has no such column or the cell is empty). A
+    null where the file has no such column or the cell is empty), and `user_profile`
+    when `with_profiles` (the optional column of that name: the persona of the
+    conversation rated, as written; null where absent or empty). A
     long-format dimension must be one of `dimensions` when they are given (a rubric's,
     or the method's five).
 
@@ -254,7 +261,7 @@ def read_ratings_file(
         )
     column = {name: i for i, name in enumerate(header)}
     known = tuple(dimensions) if dimensions is not None else None
-    out: dict[str, list[Any]] = {c: [] for c in (*LONG_COLUMNS, "line", FINGERPRINT_COLUMN)}
+    out: dict[str, list[Any]] = {c: [] for c in (*LONG_COLUMNS, "line", FINGERPRINT_COLUMN, PROFILE_COLUMN)}
     # (item, rater, dimension) → the line, rating and fingerprint that first gave it.
     seen: dict[tuple[str, str, str], tuple[int, str, str | None]] = {}
     collapsed: list[int] = []
@@ -273,6 +280,7 @@ def read_ratings_file(
 
         item, rater = field(item_col), field(rater_col)
         fingerprint = _fingerprint(row, column, f"{path}:{line}")
+        profile = (row[column[PROFILE_COLUMN]].strip() or None) if PROFILE_COLUMN in column else None
         if dimension_cols is not None:
             # The reference file writes two of its ids as "#0413e7"; the id is the
             # transcript's file-name prefix, so the "#" is a spreadsheet artefact.
@@ -295,10 +303,13 @@ def read_ratings_file(
                 out[name].append(value)
             out["line"].append(line)
             out[FINGERPRINT_COLUMN].append(fingerprint)
+            out[PROFILE_COLUMN].append(profile)
         if not new:
             collapsed.append(line)
-    frame = pl.DataFrame(out, schema=LONG_SCHEMA | {"line": pl.Int64, FINGERPRINT_COLUMN: pl.Utf8})
-    drop = [c for c, keep in (("line", with_lines), (FINGERPRINT_COLUMN, with_fingerprints)) if not keep]
+    extra: dict[str, Any] = {"line": pl.Int64, FINGERPRINT_COLUMN: pl.Utf8, PROFILE_COLUMN: pl.Utf8}
+    frame = pl.DataFrame(out, schema=LONG_SCHEMA | extra)
+    kept = (("line", with_lines), (FINGERPRINT_COLUMN, with_fingerprints), (PROFILE_COLUMN, with_profiles))
+    drop = [c for c, keep in kept if not keep]
     return RatingsRead(frame.drop(drop), collapsed)
 
 

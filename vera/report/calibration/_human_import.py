@@ -27,7 +27,7 @@ import msgspec
 
 from vera.errors import DataError, UserError
 from vera.records import HumanRating
-from vera.report.calibration._agreement import human_item_id, is_jsonl
+from vera.report.calibration._agreement import check_profiles, human_item_id, is_jsonl
 from vera.report.shared._runs import read_run
 from vera.stats import read_ratings_file
 from vera.stats.humans import FINGERPRINT_COLUMN
@@ -87,9 +87,13 @@ def import_human_ratings(
         )
     # Rows repeated exactly are counted once; two that disagree are refused (the
     # reader's rule, which `vera agreement` applies too).
-    long, duplicates = read_ratings_file(ratings_file, dimensions, with_lines=True, with_fingerprints=True)
+    long, duplicates = read_ratings_file(
+        ratings_file, dimensions, with_lines=True, with_fingerprints=True, with_profiles=True
+    )
     if long.height == 0:
         raise UserError(f"{ratings_file}: no ratings")
+    # A row naming another persona than its conversation's rates another conversation.
+    check_profiles(Path(ratings_file), long, Path(run_dir), run.conversations)
     conversations: dict[str, list[str]] = defaultdict(list)
     for cid, head in run.conversations.items():
         conversations[human_item_id(head)].append(cid)
