@@ -30,6 +30,16 @@ def gate(baseline: Path, out: Path, candidate: str, *extra: str):
     )
 
 
+def _stopped_wave(opts):
+    """A wave run to its end, as Ctrl-C during it leaves it when its units were all in
+    flight: finished, and the gate told to stop there."""
+    from vera.app._gate import _run_wave
+
+    outcome = _run_wave(opts)
+    outcome.result.stopped = "interrupted (SIGINT)"  # the stop came with nothing left to start
+    return outcome
+
+
 def lines(path: Path) -> int:
     return sum(1 for line in path.read_bytes().splitlines() if line.strip())
 
@@ -272,15 +282,12 @@ def test_ctrl_c_in_a_wave_that_finished_stops_the_gate(baseline, tmp_path) -> No
     # the wave's run is complete. The gate must still stop there (exit 130), with its own
     # command to continue, and that command must finish the gate as an uninterrupted one.
     from vera.app import GateOptions, run_gate
-    from vera.app._gate import _run_wave
 
     seen = []
 
     def stopped_wave(opts):
         seen.append(opts)
-        outcome = _run_wave(opts)
-        outcome.result.stopped = "interrupted (SIGINT)"  # the stop came with nothing left to start
-        return outcome
+        return _stopped_wave(opts)
 
     out = tmp_path / "sigint"
     opts = GateOptions(
@@ -306,18 +313,12 @@ def test_a_gate_started_before_the_edge_rule_takes_it_from_its_next_look(baselin
     # sequence.jsonl's line without edge_rule. Resumed, it holds the rule from wave 2
     # (widening is a property of the reading) and records that wave.
     from vera.app import GateOptions, run_gate
-    from vera.app._gate import _run_wave
-
-    def stopped_wave(opts):
-        outcome = _run_wave(opts)
-        outcome.result.stopped = "interrupted (SIGINT)"
-        return outcome
 
     out = tmp_path / "old"
     opts = GateOptions(
         baseline=str(baseline), candidate="offline/best-practice", wave=8, out=str(out), margin=30
     )
-    assert run_gate(opts, run=stopped_wave).exit_code == 130
+    assert run_gate(opts, run=_stopped_wave).exit_code == 130
     record = json.loads((out / "gate.json").read_text())
     assert record.pop("edge_rule_from_wave") == 1
     (out / "gate.json").write_text(json.dumps(record))
@@ -347,18 +348,12 @@ def test_a_gate_started_on_the_sequence_resumes_on_it_by_the_command_typed_then(
     # sequence gate ends. It is neither refused as a changed setting nor switched to
     # the spending boundary half way.
     from vera.app import GateOptions, run_gate
-    from vera.app._gate import _run_wave
-
-    def stopped_wave(opts):
-        outcome = _run_wave(opts)
-        outcome.result.stopped = "interrupted (SIGINT)"
-        return outcome
 
     out = tmp_path / "old"
     opts = GateOptions(
         baseline=str(baseline), candidate="offline/risk-ignoring", wave=8, out=str(out), boundary="sequence"
     )
-    first = run_gate(opts, run=stopped_wave)
+    first = run_gate(opts, run=_stopped_wave)
     assert first.exit_code == 130 and len(first.looks) == 1
     # The command printed to continue names the boundary, which is not the default.
     assert "--boundary sequence" in first.command and "--spending" not in first.command
