@@ -484,6 +484,43 @@ def test_a_row_the_baseline_never_rated_is_named_with_why_and_left_out_of_the_ve
         assert "Confirms Risk" not in [r.dimension for r in last.rows]
 
 
+def test_a_finished_gate_from_before_left_out_says_so_when_resumed(tmp_path) -> None:
+    # A gate whose looks were taken before vera recorded the rows left out of the
+    # verdict (no left_out, no edge_rule: tests/fixtures/gate_before_left_out is one as
+    # that vera wrote it). Its verdict may have left a row out without a word; resumed,
+    # its printout, sequence.md and card say it predates left-out accounting instead of
+    # showing a gate that left nothing out.
+    base = tmp_path / "ignoring"
+    made = CliRunner().invoke(
+        main, ["run", "--config", str(ROOT / "configs" / "offline.toml"), "--providers", "offline/risk-ignoring",
+               "--limit-personas", "12", "--out", str(base), "--quiet"],
+    )  # fmt: skip
+    assert made.exit_code == 0, made.output
+    out = tmp_path / "gate"
+    assert gate(base, out, "offline/best-practice", "--margin", "80").exit_code == 0
+    record = json.loads((out / "gate.json").read_text())
+    record.pop("edge_rule_from_wave")
+    (out / "gate.json").write_text(json.dumps(record))
+    looks = [json.loads(line) for line in (out / "sequence.jsonl").read_text().splitlines()]
+    for look in looks:
+        assert look.pop("left_out") == {"Confirms Risk": "not rated in the baseline"}
+        look.pop("edge_rule")
+        for row in look["rows"]:
+            row.pop("edge", None)
+    (out / "sequence.jsonl").write_text("".join(json.dumps(look) + "\n" for look in looks))
+
+    again = gate(base, out, "offline/best-practice", "--margin", "80")
+    assert again.exit_code == 0, again.output
+    says = (
+        "This gate predates left-out accounting: its looks do not record which rows, if any, were "
+        "left out of the verdict for want of a baseline score."
+    )
+    assert says in again.output.splitlines() and "Left out of the verdict" not in again.output
+    assert says in (out / "sequence.md").read_text().splitlines()
+    assert says in (out / "card.md").read_text()
+    assert json.loads((out / "card.json").read_text())["sequential"]["left_out_unrecorded"] is True
+
+
 def test_a_baseline_never_judged_says_so(tmp_path) -> None:
     made = CliRunner().invoke(
         main,
