@@ -710,6 +710,7 @@ def test_a_last_wave_with_infrastructure_failures_does_not_end_the_gate(tmp_path
         assert first.exit_code == 2, first.output
         assert "out of units" not in first.output and "UNDECIDED" not in first.output
         assert "gate: not finished" in first.output and f"to retry them: vera gate {base}" in first.output
+        assert f"(vera view {out} names each)" in first.output  # no card is written before the end
         assert not (out / "sequence.md").exists()
         failed = {c["id"] for c in map(json.loads, (out / "conversations.jsonl").read_text().splitlines())
                   if c["status"] == "failed"}  # fmt: skip

@@ -144,6 +144,7 @@ def _print_gate(outcome: GateOutcome, *, quiet: bool) -> None:
                 "cli.gate_unfinished",
                 failed=outcome.unfinished,
                 drawn=last.drawn,
+                run_dir=outcome.run_dir,
                 command=outcome.command,
                 code=outcome.exit_code,
             )

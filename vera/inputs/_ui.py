@@ -1256,7 +1256,7 @@ BASE: dict[str, str] = {
     "cli.gate_verdict": "gate: {verdict} at margin {margin}{why} (exit code {code})",
     "cli.gate_unfinished": (
         "gate: not finished — {failed} of the {drawn} units drawn failed for infrastructure reasons "
-        "(the card names each); to retry them: {command} (exit code {code})"
+        "(vera view {run_dir} names each); to retry them: {command} (exit code {code})"
     ),
     "cli.gate_halted": "gate: not finished — the wave stopped: {why}; fix it, then: {command} (exit code {code})",
     # What `vera compare BASELINE CANDIDATE --gate` prints (vera.report.compare._gate_text).
