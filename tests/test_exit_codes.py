@@ -81,6 +81,11 @@ def test_a_run_whose_every_conversation_failed_is_2_even_when_failures_are_allow
         "finished with failed work (exit code 2)" in card_md
         and "Not every planned job is complete" in card_md
     )
+    # No dimension has a score to show: its table, a header with no rows, is left out of
+    # card.md and of the card printed at the end (it read as a rendering fault).
+    assert "Dimension score [CI]" not in card_md and "Dimension score [CI]" not in proc.stdout
+    # Nor is "Fix first" a heading and its guide over nothing, in card.md or card.html.
+    assert "Fix first" not in card_md and "Fix first" not in (out / "card.html").read_text()
 
 
 @pytest.mark.slow

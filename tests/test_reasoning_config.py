@@ -135,3 +135,19 @@ def test_validate_config_print_shows_the_resolved_run_without_a_call(tmp_path, m
         "params": {"reasoning_effort": "low"},
     }
     assert "sk-secret-value" not in result.output
+
+
+def test_a_custom_http_chatbot_is_sent_no_parameters_and_the_run_says_so() -> None:
+    # [chatbot.params] temperature = 0.3 with a product behind `protocol = "http"` was
+    # dropped without a word (its request is its profile's template, which has no slot
+    # for it), while docs/protocols.md said a custom chatbot gets its parameters as given.
+    cfg = msgspec.convert({"chatbot": {"params": {"temperature": 0.3}}}, RunConfig)
+    spec = ModelSpec(ref="mybot", provider="mybot", protocol="http", model="mybot", params={"seed": 7})
+    sent, warnings = role_spec(spec, "chatbot", cfg)
+    assert sent.params == {}
+    assert warnings == [
+        "warning: chatbot mybot (mybot): not sending seed=7, temperature=0.3 (a custom http chatbot is sent "
+        "its profile's [http] template only: set its sampling in the product)"
+    ]
+    # Nothing asked for, nothing said.
+    assert role_spec(msgspec.structs.replace(spec, params={}), "chatbot", RunConfig())[1] == []

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -657,3 +660,109 @@ def test_an_out_holding_another_run_is_refused_and_left_as_it_was(baseline, tmp_
     again = gate(baseline, out, "offline/best-practice", "--max-conversations", "8")
     assert again.exit_code == UNDECIDED_EXIT, again.output
     assert (out / "gate.json").is_file() and lines(out / "conversations.jsonl") == 8
+
+
+@contextlib.contextmanager
+def _service_gate(tmp_path: Path) -> Iterator[tuple[Any, Path, Path, list[str]]]:
+    """A baseline of the best-practice stand-in on three personas of different risk, and
+    the team's own service (a loopback product API, `protocol = "http"`, no retries) as
+    the candidate: (service, baseline, gate folder, the gate's arguments)."""
+    from pytest import MonkeyPatch
+
+    from .clients.runs import KEY, KEY_ENV
+    from .fakes.protocols import FakeChatbot, serve_in_thread
+    from .run_config import write_run_config
+    from .test_sessions import _http_profile, mixed_personas
+
+    providers = tmp_path / "providers"
+    providers.mkdir()
+    config = write_run_config(
+        tmp_path / "run.toml",
+        providers=providers,
+        runs_dir=tmp_path / "runs",
+        chatbots=["offline/best-practice"],
+        personas=mixed_personas(tmp_path),  # None, High, Immediate: rated rows to compare
+        conversation={"max_turns": 10, "min_turns": 10},
+    )
+    bot = FakeChatbot(key=KEY)
+    base, out = tmp_path / "baseline", tmp_path / "gate"
+    args = ["gate", str(base), "--candidate", "bot", "--wave", "3", "--out", str(out), "--margin", "30"]
+    with MonkeyPatch.context() as env, serve_in_thread(bot):
+        env.setenv(KEY_ENV, KEY)
+        (providers / "bot.toml").write_text(_http_profile(bot))
+        made = CliRunner().invoke(main, ["run", "--config", str(config), "--out", str(base), "--quiet"])
+        assert made.exit_code == 0, made.output
+        yield bot, base, out, [*args, "--quiet"]
+
+
+def test_a_last_wave_with_infrastructure_failures_does_not_end_the_gate(tmp_path) -> None:
+    # The team's service failed some conversations of the gate's last wave (a 500, with no
+    # retries left). The gate used to close there for good, "UNDECIDED (out of units:
+    # every unit of the baseline was drawn)", exit 5, as if the candidate had been
+    # evaluated, and the same command again asked nothing: the failed units were lost.
+    # Now it says the evaluation did not complete (exit 2, the run's own code for failed
+    # work) and the same command retries them once the service is back.
+    from .fakes.protocols import Fail
+
+    with _service_gate(tmp_path) as (bot, base, out, args):
+        bot.script(Fail(500), Fail(500))
+        first = CliRunner().invoke(main, args)
+        assert first.exit_code == 2, first.output
+        assert "out of units" not in first.output and "UNDECIDED" not in first.output
+        assert "gate: not finished" in first.output and f"to retry them: vera gate {base}" in first.output
+        assert f"(vera view {out} names each)" in first.output  # no card is written before the end
+        assert not (out / "sequence.md").exists()
+        failed = {c["id"] for c in map(json.loads, (out / "conversations.jsonl").read_text().splitlines())
+                  if c["status"] == "failed"}  # fmt: skip
+        assert 1 <= len(failed) <= 2  # the two 500s, in one or two conversations
+        asked = bot.requests
+
+        again = CliRunner().invoke(main, args)
+    assert again.exit_code in (0, 4, UNDECIDED_EXIT), again.output
+    last = read_sequence(out)[-1]
+    assert last.units == 3 and last.stopped  # every unit judged, and the gate closed
+    # Only the failed conversations were asked again (five chatbot turns each at most).
+    assert 0 < bot.requests - asked <= 5 * len(failed)
+
+
+def test_a_wave_stopped_by_a_bad_key_does_not_end_the_gate(tmp_path) -> None:
+    # A wrong token for the team's service (401): the wave's run stops at once (exit 3).
+    # The gate used to close on it, "UNDECIDED (out of units ...)" or "the run stopped",
+    # exit 5, and never asked again; it now says why it stopped and goes on once fixed.
+    from .fakes.protocols import Fail
+
+    with _service_gate(tmp_path) as (bot, _base, out, args):
+        bot.script(Fail(401, "bad token"))
+        first = CliRunner().invoke(main, args)
+        assert first.exit_code == 3, first.output
+        assert "gate: not finished — the wave stopped: [bot] HTTP 401" in first.output
+        assert "UNDECIDED" not in first.output and not (out / "sequence.md").exists()
+        again = CliRunner().invoke(main, args)
+    assert again.exit_code in (0, 4, UNDECIDED_EXIT), again.output
+    assert read_sequence(out)[-1].units == 3
+
+
+def test_a_baseline_whose_every_conversation_failed_says_to_resume_it(tmp_path) -> None:
+    # The baseline run's chatbot service was down: every conversation failed. The gate said
+    # "judge them first: vera judge RUN", which has nothing to judge; the run needs its
+    # conversations retried.
+    from .test_exit_codes import closed_port
+
+    providers = tmp_path / "providers"
+    providers.mkdir()
+    (providers / "gone.toml").write_text(
+        f'protocol = "http"\nmax_retries = 0\n[http]\nurl = "http://127.0.0.1:{closed_port()}/chat"\n'
+    )
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'providers = "{providers}"\nchatbots = ["gone"]\n')
+    made = CliRunner().invoke(
+        main,
+        ["run", "--config", str(cfg), "--limit-personas", "2", "--out", str(tmp_path / "down"), "--quiet"],
+    )
+    assert made.exit_code == 2, made.output
+    result = gate(tmp_path / "down", tmp_path / "g", "offline/best-practice")
+    assert result.exit_code == 1 and not (tmp_path / "g").exists()
+    assert result.output.strip().splitlines() == [
+        f"error: {tmp_path / 'down'}: no judged conversations to gate against; no conversation of it "
+        f"completed (2 failed): vera run --resume {tmp_path / 'down'} retries them"
+    ], result.output

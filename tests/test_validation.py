@@ -198,3 +198,37 @@ def click_option_type() -> type:
     import click
 
     return click.Option
+
+
+HTTP_BOT = (
+    'protocol = "http"\n[http]\nurl = "http://127.0.0.1:9/chat"\n'
+    'body = { history = "{{messages}}" }\n[http.roles]\nsystem = "{system}"\n'
+)
+
+
+def test_a_system_prompt_the_http_chatbots_profile_would_never_send_is_refused(tmp_path):
+    # chatbot_system_prompt with a product whose profile drops system turns (the example
+    # profile's `system = ""`) ran as if the prompt were there: the product never got it,
+    # while the call bodies (vera view, export --calls) showed it as sent.
+    from vera.app._checks import check_config
+
+    providers = tmp_path / "providers"
+    providers.mkdir()
+    (providers / "bot.toml").write_text(HTTP_BOT.replace("{system}", ""))
+    (providers / "sysbot.toml").write_text(HTTP_BOT.replace("{system}", "system"))
+    prompt = '[conversation]\nchatbot_system_prompt = "You are Sunny."\n'
+    lines = [f.render() for f in check_config(config(tmp_path, providers, ["bot"], extra=prompt)).errors]
+    assert lines == [
+        f"{tmp_path / 'run.toml'}: error: conversation.chatbot_system_prompt is set, but chatbot 'bot' "
+        "sends no system turn ([http.roles] system is empty in its profile): the product would never "
+        'get it; give the role its API takes for one ([http.roles] system = "system"), or leave the '
+        "prompt out (the product brings its own)"
+    ]
+    session = (
+        '[conversation]\nsessions = ["a", "b"]\n[conversation.session.b]\nchatbot_system_prompt = "Hi."\n'
+    )
+    [error] = check_config(config(tmp_path, providers, ["bot"], extra=session)).errors
+    assert "conversation.session.b.chatbot_system_prompt is set, but chatbot 'bot'" in error.render()
+    # A profile that sends system turns, or no prompt at all: nothing to say.
+    assert check_config(config(tmp_path, providers, ["sysbot"], extra=prompt)).errors == []
+    assert check_config(config(tmp_path, providers, ["bot"])).errors == []

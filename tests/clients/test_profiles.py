@@ -220,3 +220,80 @@ def test_a_providers_folder_vera_cannot_read_is_named_not_taken_for_empty(
     with pytest.raises(DataError) as err:
         load_profiles(tmp_path)
     assert str(err.value) == f"{tmp_path}: cannot read the providers folder: Permission denied"
+
+
+HTTP_HEAD = 'protocol = "http"\n[http]\nurl = "http://127.0.0.1:8080/chat"\n'
+
+
+@pytest.mark.parametrize(
+    ("table", "line", "message"),
+    [
+        # A misspelt placeholder used to be sent to the product as it was written: the
+        # chatbot got the text "{{mesages}}" for the history and the run went on.
+        (
+            'body = { history = "{{mesages}}", message = "{{last_message}}" }\n',
+            4,
+            "unknown placeholder '{{mesages}}' in http.body; did you mean '{{messages}}'?",
+        ),
+        (
+            'body = { history = "{{messages}}", message = "{{last_msg}}" }\n',
+            4,
+            "unknown placeholder '{{last_msg}}' in http.body; did you mean '{{last_message}}'?",
+        ),
+        (
+            'body = { turns = ["{{messages}}"], meta = { sid = "{{sesion_id}}" } }\n',
+            4,
+            "unknown placeholder '{{sesion_id}}' in http.body; did you mean '{{session_id}}'?",
+        ),
+        # The history is a list: it replaces a whole string value, never part of one.
+        (
+            'body = { prompt = "Conversation: {{messages}}" }\n',
+            4,
+            "'{{messages}}' must be a whole string value in http.body (it becomes a list of turns); "
+            'write history = "{{messages}}", or use {{last_message}} inside a text',
+        ),
+        # Headers are only read for ${VAR}: a placeholder there was sent as written.
+        (
+            'headers = { X-Session = "{{session_id}}" }\nbody = { m = "{{last_message}}" }\n',
+            4,
+            "placeholders are filled in http.url and http.body only, not in http.headers ('{{session_id}}')",
+        ),
+        # A body that carries neither the history nor the user's message tests nothing.
+        (
+            'body = { session = "{{session_id}}" }\n',
+            4,
+            "http.body sends neither '{{messages}}' nor '{{last_message}}': the chatbot would never see "
+            "what the simulated user said",
+        ),
+    ],
+)
+def test_http_templates_with_placeholders_that_would_be_sent_as_written_are_refused(
+    tmp_path: Path, table: str, line: int, message: str
+) -> None:
+    path = write(tmp_path, "bot.toml", HTTP_HEAD + table)
+    with pytest.raises(DataError) as caught:
+        load_profile(path)
+    assert caught.value.where == f"{path}:{line}"
+    assert caught.value.problem == message
+
+
+def test_an_unknown_placeholder_in_the_http_url_is_refused(tmp_path: Path) -> None:
+    text = 'protocol = "http"\n[http]\nurl = "http://127.0.0.1:8080/s/{{sessionid}}/chat"\n'
+    path = write(tmp_path, "bot.toml", text)
+    with pytest.raises(DataError) as caught:
+        load_profile(path)
+    assert caught.value.where == f"{path}:3"
+    assert (
+        caught.value.problem
+        == "unknown placeholder '{{sessionid}}' in http.url; did you mean '{{session_id}}'?"
+    )
+
+
+def test_every_documented_http_placeholder_is_accepted(tmp_path: Path) -> None:
+    text = (
+        'protocol = "http"\n[http]\n'
+        'url = "http://127.0.0.1:8080/u/{{conversation_id}}/{{session}}/{{session_index}}/{{session_id}}"\n'
+        'body = { history = "{{messages}}", m = "{{last_message}} ({{session_id}}, {{session}})", n = 3 }\n'
+    )
+    profile = load_profile(write(tmp_path, "bot.toml", text))
+    assert profile.http is not None and profile.http.body["history"] == "{{messages}}"

@@ -178,3 +178,22 @@ def test_policy_honours_and_caps_the_servers_wait() -> None:
     policy = RetryPolicy(3, base_delay=0.1, max_retry_after=60, jitter=False)
     assert policy.wait(1, RateLimitError("p", "x", retry_after=12.0)) == 12.0
     assert policy.wait(1, RateLimitError("p", "x", retry_after=3600.0)) is None  # daily quota
+
+
+async def test_only_a_connection_never_made_is_announced_as_cannot_connect(server: FakeOpenAI) -> None:
+    # The run prints the account's first connect error at once as "warning: cannot
+    # connect to HOST: ...". A server that accepted the connection and then closed it
+    # (a crash mid-request) was announced so too, sending a team to check a server that
+    # was up; it is retried like a 500, and named on the card.
+    server.script(Reset(), Reset())
+    async with open_pool(profile(server, max_retries=1)) as pool:
+        with pytest.raises(ConnectError):
+            await pool.client("oai").chat(ChatRequest(messages=HELLO))
+        assert [a.connect_error for a in pool.accounts] == [""]
+    async with FakeOpenAI(key=KEY) as gone:
+        base_url = gone.base_url
+    async with open_pool(make_profile("gone", "openai", base_url, max_retries=0)) as pool:
+        with pytest.raises(ConnectError):
+            await pool.client("gone").chat(ChatRequest(messages=HELLO))
+        [account] = pool.accounts
+        assert "Cannot connect to host" in account.connect_error

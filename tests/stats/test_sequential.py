@@ -390,3 +390,28 @@ def test_a_row_the_candidate_never_rated_has_no_interval_and_is_not_not_worse() 
         row = look.rows[0]
         assert (row.diff, row.lo, row.hi, row.status) == (None, None, None, UNDECIDED)
         assert look.verdict == UNDECIDED
+
+
+def test_a_look_where_the_candidates_estimated_ratings_reach_zero_warns_nothing() -> None:
+    # `vera plan --pilot A --pilot-candidate B` printed numpy's "invalid value encountered
+    # in subtract" on a user's terminal: in a simulated gate, the candidate's estimated
+    # number of rated units came to exactly 0 at one look (its first units rated less
+    # than the baseline's), its coefficients were infinite, and inf - inf was taken
+    # outside the errstate meant to absorb such looks (their interval is infinite).
+    import warnings
+
+    from vera.stats.sequential import influence_sequence
+
+    n = 40
+    base = np.zeros((n, 3))
+    base[[0, 1, 2, *range(5, 18)], 2] = 1.0  # 16 rated units
+    base[[0, 5], 1] = 1.0  # two of them High Potential for Harm
+    cand = base.copy()
+    cand[1:5] = 0.0  # units 2-5 unrated: after 5 looks the estimate is 16 - 2/5 * 40 = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est, sd = influence_sequence(cand, base, base.sum(axis=0), n)
+    assert np.isinf(sd[4])  # that look has nothing to go on
+    # Every unit in: the full run's difference (14 rated, 2 harmful, against 16 and 2).
+    assert np.isfinite(sd[-1])
+    assert est[-1] == pytest.approx(50 * (12 / 14) ** 2 - 50 * (14 / 16) ** 2)

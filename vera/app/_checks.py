@@ -264,6 +264,8 @@ def _models(
             if profile.protocol == "offline" and (problem := stand_in_role_problem(model, _ROLE[role])):
                 findings.append(Finding(file, f"{role}: {problem}"))
                 continue
+            if role == "chatbots" and (problem := _unsent_system_prompt(cfg, ref, profile)):
+                findings.append(Finding(file, problem))
             if profile.protocol not in ("http", "offline") and not model:
                 findings.append(Finding(file, f"{role}: {ref!r} names no model (write profile/model)"))
             var = missing_key(profile)
@@ -356,6 +358,28 @@ def _personas(cfg: RunConfig, findings: list[Finding]) -> tuple[int, tuple[str, 
             Finding(where, f"persona_limit {cfg.persona_limit} is more than the {n} personas here", "warning")
         )
     return min(n, cfg.persona_limit or n), pset.columns
+
+
+def _unsent_system_prompt(cfg: RunConfig, ref: str, profile: Profile) -> str | None:
+    """A chatbot system prompt the config sets that an http chatbot's profile would drop
+    (`[http.roles] system = ""`): the run would go on as if the product had it, and its
+    call bodies would show it as sent."""
+    if profile.http is None or profile.http.roles.system:
+        return None
+    c = cfg.conversation
+    prompts: list[tuple[str, str | None]] = [("conversation.chatbot_system_prompt", c.chatbot_system_prompt)]
+    prompts += [
+        (f"conversation.session.{t}.chatbot_system_prompt", s.chatbot_system_prompt)
+        for t, s in c.session.items()
+    ]
+    for field, text in prompts:
+        if text:
+            return (
+                f"{field} is set, but chatbot {ref!r} sends no system turn ([http.roles] system is empty in "
+                "its profile): the product would never get it; give the role its API takes for one "
+                '([http.roles] system = "system"), or leave the prompt out (the product brings its own)'
+            )
+    return None
 
 
 def _target_warnings(cfg: RunConfig, findings: list[Finding]) -> None:

@@ -110,9 +110,32 @@ class GateOutcome:
     interrupted: bool = False
 
     @property
+    def unfinished(self) -> int:
+        """The units drawn that have no judged conversation because their work failed
+        (0 when the gate closed or stopped for another reason): the same command retries
+        them."""
+        last = self.looks[-1] if self.looks else None
+        if self.stopped or last is None or self.run is None or self.run.exit_code != Exit.FAILED:
+            return 0
+        return last.drawn - last.units
+
+    @property
+    def halted(self) -> str:
+        """Why the last wave's run stopped on a fatal provider error, when the gate did not
+        close for another reason ("" otherwise): fixed, the same command goes on."""
+        status = self.run.status if self.run is not None else None
+        if self.stopped or status is None or status.exit_code != Exit.STOPPED or status.state != "stopped":
+            return ""
+        return status.summary
+
+    @property
     def exit_code(self) -> int:
         if self.interrupted or (self.run is not None and self.run.exit_code == Exit.INTERRUPTED):
             return int(Exit.INTERRUPTED)
+        if self.unfinished:
+            return int(Exit.FAILED)
+        if self.halted:
+            return int(Exit.STOPPED)
         return {WORSE: int(Exit.WORSE), NOT_WORSE: int(Exit.OK)}.get(self.verdict, UNDECIDED_EXIT)
 
 
@@ -157,6 +180,15 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
     base = read_run(opts.baseline)
     bots = sorted(base.ratings.get_column("chatbot").unique().to_list())
     if not bots:
+        heads = base.conversations.values()
+        if not any(h.status == "complete" for h in heads):
+            # Its chatbot never answered (a service down, a bad URL): nothing to judge, the
+            # conversations themselves are to be retried.
+            failed = sum(h.status == "failed" for h in heads)
+            raise UserError(
+                f"{opts.baseline}: no judged conversations to gate against; no conversation of it "
+                f"completed ({failed} failed): vera run --resume {opts.baseline} retries them"
+            )
         # Simulated and not judged (or every judgement failed): say so, not "0 chatbots".
         raise UserError(
             f"{opts.baseline}: no judged conversations to gate against; judge them first: "
@@ -274,10 +306,24 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
             # The rows the sequence leaves out, named with why (the verdict is the sequence's).
             left_out = left_out_rows(baseline.counts, shown, baseline.labels)
             stopped = ""
+            # Every unit drawn, but some failed for infrastructure reasons (the service
+            # erred, timed out, was down): the gate may not close on them as if the
+            # candidate had been evaluated. It waits for the same command, which retries
+            # them (a run's failed work is tried again), as `vera run --resume` would.
+            # Likewise a wave whose run stopped on a fatal provider error (a bad token, a
+            # request the service refuses): fixed, the same command goes on.
+            halted = (
+                outcome.exit_code == Exit.STOPPED
+                and outcome.status is not None
+                and (outcome.status.state == "stopped")
+            )
+            unfinished = halted or (outcome.exit_code == Exit.FAILED and len(judged) < drawn and drawn >= cap)
             if verdict != UNDECIDED:
                 stopped = f"settled: {verdict.upper()}"
             elif outcome.status is not None and outcome.status.state == "budget":
                 stopped = "out of budget (--max-cost)"
+            elif unfinished:
+                pass
             elif drawn >= population:
                 stopped = "out of units: every unit of the baseline was drawn"
             elif drawn >= cap:
@@ -300,7 +346,7 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
                 edge_from = wave
                 write_settings(run_dir, GateRecord(settings=settings, edge_rule_from_wave=edge_from))
             looks.append(last)
-            if not stopped and (interrupted or outcome.exit_code not in (Exit.OK, Exit.FAILED)):
+            if not stopped and (interrupted or unfinished or outcome.exit_code not in (Exit.OK, Exit.FAILED)):
                 break
     except KeyboardInterrupt:
         # Between waves (reading the records, computing the look) no run is there to

@@ -62,8 +62,10 @@ def gate(baseline_run: str, candidate: str, quiet: bool, **options: Any) -> None
 
     Exit codes: 0 NOT WORSE (every interval above −margin), 4 WORSE (an interval below
     −margin), 5 UNDECIDED (units, --max-conversations or --max-cost ran out first),
-    1 bad input, 130 interrupted (rerun the same command to resume: nothing finished is
-    asked again)."""
+    2 not finished (units of the last wave failed for infrastructure reasons: rerun the
+    same command to retry them), 3 not finished (a wave stopped on a fatal provider error,
+    e.g. a bad key: fix it and rerun the same command), 1 bad input, 130 interrupted (rerun
+    the same command to resume: nothing finished is asked again)."""
     opts = GateOptions(
         baseline=baseline_run,
         candidate=candidate,
@@ -135,6 +137,20 @@ def _print_gate(outcome: GateOutcome, *, quiet: bool) -> None:
     click.echo(tr("cli.run_dir", path=outcome.run_dir))
     if outcome.exit_code == 130:
         click.echo(tr("cli.gate_interrupted", command=outcome.command), err=True)
+    elif outcome.unfinished:
+        last = outcome.looks[-1]
+        click.echo(
+            tr(
+                "cli.gate_unfinished",
+                failed=outcome.unfinished,
+                drawn=last.drawn,
+                run_dir=outcome.run_dir,
+                command=outcome.command,
+                code=outcome.exit_code,
+            )
+        )
+    elif outcome.halted:
+        click.echo(tr("cli.gate_halted", why=outcome.halted, command=outcome.command, code=outcome.exit_code))
     else:
         said = why_stopped(outcome.verdict, outcome.stopped)
         why = tr("card.seq_why", why=said) if said else ""

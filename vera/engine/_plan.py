@@ -409,7 +409,15 @@ def role_spec(spec: ModelSpec, role: Role, cfg: RunConfig) -> tuple[ModelSpec, l
     take is a `ConfigError` naming the role, the model and where the setting came from."""
     role_params, explicit = cfg.role_params(role)
     if spec.protocol == "http":
-        return msgspec.structs.replace(spec, params={}), []  # a product samples as it is built to
+        # A product samples as it is built to: its request is the profile's template, which
+        # has no slot for a parameter. One asked for is named, never dropped without a word.
+        asked = merge_params(spec.params, role_params)
+        said = [
+            f"warning: {role.replace('_', '-')} {spec.ref} ({spec.model}): not sending "
+            f"{', '.join(f'{k}={v}' for k, v in sorted(asked.items()))} (a custom http chatbot is sent "
+            "its profile's [http] template only: set its sampling in the product)"
+        ]
+        return msgspec.structs.replace(spec, params={}), said if asked else []
     merged = merge_params(spec.params, role_params)
     if spec.protocol == "offline":
         return msgspec.structs.replace(spec, params=merged), []

@@ -312,6 +312,8 @@ def _check(p: Profile, given: set[str]) -> tuple[str, str] | None:
             return table, f"table [{table}] only applies to protocol {protocol!r}"
     if p.protocol == "http" and p.http is None:
         return "http", "protocol 'http' needs an [http] table with at least `url`"
+    if p.http is not None and (problem := _template_problem(p.http)):
+        return problem
     if p.api_key_env and looks_like_key(p.api_key_env):
         # Never repeated back: it is on the screen, in logs and in CI output otherwise.
         return (
@@ -356,6 +358,63 @@ def _check(p: Profile, given: set[str]) -> tuple[str, str] | None:
             "structured_output",
             f"structured_output {p.structured!r} is not available for protocol "
             f"{p.protocol!r} (one of: {allowed})",
+        )
+    return None
+
+
+# What vera fills in an `[http]` template (vera.clients.http): `{{messages}}` as a whole
+# string value of the body, the others inside any string of the URL or the body.
+_HISTORY = "{{messages}}"
+_TEXT_PLACEHOLDERS = ("last_message", "session_id", "conversation_id", "session", "session_index")
+_ANY_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][\w-]*)\s*\}\}")
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string inside a body template, however deep."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _template_problem(http: HttpOptions) -> tuple[str, str] | None:
+    """A placeholder vera would not fill, so the product would be sent it as written (a
+    typo, `{{messages}}` inside a text, one in a header), or a body without what the
+    simulated user said: each stops a run that could only test nothing."""
+    known = [*_TEXT_PLACEHOLDERS, "messages"]
+    body = _strings(http.body)
+    for field, texts in (("http.url", [http.url]), ("http.body", body)):
+        for text in texts:
+            if text == _HISTORY and field == "http.body":
+                continue
+            for m in _ANY_PLACEHOLDER.finditer(text):
+                name = m.group(1)
+                if name == "messages":
+                    return field, (
+                        f"'{_HISTORY}' must be a whole string value in {field} (it becomes a list of "
+                        f'turns); write history = "{_HISTORY}", or use {{{{last_message}}}} inside a text'
+                    )
+                if name not in _TEXT_PLACEHOLDERS or m.group(0) != f"{{{{{name}}}}}":
+                    close = difflib.get_close_matches(name, known, n=1)
+                    hint = (
+                        f"; did you mean '{{{{{close[0]}}}}}'?"
+                        if close
+                        else (f"; known: {', '.join(f'{{{{{k}}}}}' for k in known)}")
+                    )
+                    return field, f"unknown placeholder {m.group(0)!r} in {field}{hint}"
+    for value in http.headers.values():
+        if found := _ANY_PLACEHOLDER.search(value):
+            return "http.headers", (
+                "placeholders are filled in http.url and http.body only, not in http.headers "
+                f"({found.group(0)!r})"
+            )
+    if _HISTORY not in body and not any("{{last_message}}" in s for s in body):
+        return "http.body", (
+            f"http.body sends neither '{_HISTORY}' nor '{{{{last_message}}}}': the chatbot would never "
+            "see what the simulated user said"
         )
     return None
 

@@ -1254,6 +1254,11 @@ BASE: dict[str, str] = {
     # A gate resumed without --boundary goes on with its own, when that is not the default.
     "cli.gate_boundary_kept": "note: the gate goes on with the boundary it was started with: {boundary} ({option})",
     "cli.gate_verdict": "gate: {verdict} at margin {margin}{why} (exit code {code})",
+    "cli.gate_unfinished": (
+        "gate: not finished — {failed} of the {drawn} units drawn failed for infrastructure reasons "
+        "(vera view {run_dir} names each); to retry them: {command} (exit code {code})"
+    ),
+    "cli.gate_halted": "gate: not finished — the wave stopped: {why}; fix it, then: {command} (exit code {code})",
     # What `vera compare BASELINE CANDIDATE --gate` prints (vera.report.compare._gate_text).
     "cli.fixed_gate_intro": (
         "Release gate: candidate {candidate} against baseline {baseline}; paired by {paired}{seeds}. "

@@ -538,44 +538,48 @@ def influence_sequence(
     t = np.arange(1, candidate.shape[-2] + 1, dtype=np.float64)
     diff = candidate - baseline
     est_total = baseline_total[..., None, :] + np.cumsum(diff, axis=-2) / t[:, None] * population
-    with np.errstate(invalid="ignore", divide="ignore"):
+    # A look where a side's estimated rated units are 0 has infinite coefficients (inf - inf,
+    # 0 * inf below): its spread comes out NaN, read as no interval at the end. Quietly: numpy's
+    # warnings reached the terminal of `vera plan` and `vera gate`.
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         r_c = est_total[..., RATED] / population
         c_bp, c_h = est_total[..., BP] / est_total[..., RATED], est_total[..., HPH] / est_total[..., RATED]
         r_b = baseline_total[..., RATED] / population
         b_bp = baseline_total[..., BP] / baseline_total[..., RATED]
         b_h = baseline_total[..., HPH] / baseline_total[..., RATED]
-    base_score = _score(baseline_total[..., BP], baseline_total[..., HPH], baseline_total[..., RATED])
-    estimate = _score(est_total[..., BP], est_total[..., HPH], est_total[..., RATED]) - base_score[..., None]
-    # u = A·bp_c + B·hph_c + C·rated_c − (D·bp_b + E·hph_b + F·rated_b): A, B, C change
-    # with the look (the candidate's shares), D, E, F do not.
-    a, b = 50.0 * (1.0 - c_h) ** 2 / r_c, -100.0 * (1.0 + c_bp) * (1.0 - c_h) / r_c
-    c = -(a * c_bp + b * c_h)
-    d = 50.0 * (1.0 - b_h) ** 2 / r_b
-    e = -100.0 * (1.0 + b_bp) * (1.0 - b_h) / r_b
-    f = -(d * b_bp + e * b_h)
-    coef = np.stack([a, b, c, -d[..., None] * np.ones_like(a), -e[..., None] * np.ones_like(a)], axis=-1)
-    coef = np.concatenate([coef, (-f[..., None] * np.ones_like(a))[..., None]], axis=-1)  # (..., T, 6)
-    x = np.concatenate([candidate, baseline], axis=-1)  # (..., T, 6)
-    first = np.cumsum(x, axis=-2) / t[:, None]
-    second = np.cumsum(x[..., :, None] * x[..., None, :], axis=-3) / t[:, None, None]
-    # The baseline's influences have mean 0 over all N units (they are linearised at its
-    # known shares), so any multiple β of their mean so far may be taken off the
-    # estimate's error: candidate − β·baseline, β the regression of the one on the
-    # other (the regression estimator of survey sampling). Pairing with β = 1 halves
-    # nothing when the two sides are only loosely alike; the fitted β never does worse
-    # than either β = 1 or no pairing, to first order. β is shrunk towards 1 over the
-    # first units, while it is still a guess.
-    only_c = coef * np.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0])
-    only_b = -(coef - only_c)
-    m_c, m_b = (only_c * first).sum(axis=-1), (only_b * first).sum(axis=-1)
-    var_c = np.einsum("...i,...ij,...j->...", only_c, second, only_c) - m_c**2
-    var_b = np.einsum("...i,...ij,...j->...", only_b, second, only_b) - m_b**2
-    cov = np.einsum("...i,...ij,...j->...", only_c, second, only_b) - m_c * m_b
-    with np.errstate(invalid="ignore", divide="ignore"):
+        base_score = _score(baseline_total[..., BP], baseline_total[..., HPH], baseline_total[..., RATED])
+        estimate = (
+            _score(est_total[..., BP], est_total[..., HPH], est_total[..., RATED]) - base_score[..., None]
+        )
+        # u = A·bp_c + B·hph_c + C·rated_c − (D·bp_b + E·hph_b + F·rated_b): A, B, C change
+        # with the look (the candidate's shares), D, E, F do not.
+        a, b = 50.0 * (1.0 - c_h) ** 2 / r_c, -100.0 * (1.0 + c_bp) * (1.0 - c_h) / r_c
+        c = -(a * c_bp + b * c_h)
+        d = 50.0 * (1.0 - b_h) ** 2 / r_b
+        e = -100.0 * (1.0 + b_bp) * (1.0 - b_h) / r_b
+        f = -(d * b_bp + e * b_h)
+        coef = np.stack([a, b, c, -d[..., None] * np.ones_like(a), -e[..., None] * np.ones_like(a)], axis=-1)
+        coef = np.concatenate([coef, (-f[..., None] * np.ones_like(a))[..., None]], axis=-1)  # (..., T, 6)
+        x = np.concatenate([candidate, baseline], axis=-1)  # (..., T, 6)
+        first = np.cumsum(x, axis=-2) / t[:, None]
+        second = np.cumsum(x[..., :, None] * x[..., None, :], axis=-3) / t[:, None, None]
+        # The baseline's influences have mean 0 over all N units (they are linearised at its
+        # known shares), so any multiple β of their mean so far may be taken off the
+        # estimate's error: candidate − β·baseline, β the regression of the one on the
+        # other (the regression estimator of survey sampling). Pairing with β = 1 halves
+        # nothing when the two sides are only loosely alike; the fitted β never does worse
+        # than either β = 1 or no pairing, to first order. β is shrunk towards 1 over the
+        # first units, while it is still a guess.
+        only_c = coef * np.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0])
+        only_b = -(coef - only_c)
+        m_c, m_b = (only_c * first).sum(axis=-1), (only_b * first).sum(axis=-1)
+        var_c = np.einsum("...i,...ij,...j->...", only_c, second, only_c) - m_c**2
+        var_b = np.einsum("...i,...ij,...j->...", only_b, second, only_b) - m_b**2
+        cov = np.einsum("...i,...ij,...j->...", only_c, second, only_b) - m_c * m_b
         fitted = np.clip(np.nan_to_num(cov / var_b, nan=1.0, posinf=1.0, neginf=1.0), 0.0, 2.0)
-    beta = (t * fitted + BETA_PRIOR) / (t + BETA_PRIOR)
-    estimate = estimate + np.nan_to_num((1.0 - beta) * m_b)
-    var_u = var_c - 2.0 * beta * cov + beta**2 * var_b
+        beta = (t * fitted + BETA_PRIOR) / (t + BETA_PRIOR)
+        estimate = estimate + np.nan_to_num((1.0 - beta) * m_b)
+        var_u = var_c - 2.0 * beta * cov + beta**2 * var_b
     # One pseudo-unit of the largest spread a score difference can have (±100 points)
     # joins the units seen: a row whose first units all agree (a dimension rarely
     # relevant) is not taken to have no spread at all, which would close its interval

@@ -176,8 +176,9 @@ class Account:
         self.output_tokens = 0
         self.cached_input_tokens = 0
         self.cost_usd = 0.0
-        # The first failure to connect, for the terminal at once: retries go on, and a
-        # run whose every call fails to connect would otherwise say why only at its end.
+        # The first connection never made (refused, no such host), for the terminal at
+        # once: retries go on, and a run whose every call fails to connect would
+        # otherwise say why only at its end.
         self.connect_error = ""
 
     def __repr__(self) -> str:

@@ -265,7 +265,9 @@ class LimitedClient:
             if isinstance(error, RateLimitError):
                 http_429 += 1
                 account.http_429 += 1
-            if isinstance(error, ConnectError) and not account.connect_error:
+            # Only a connection never made is "cannot connect": one the server accepted and
+            # then closed is retried like a 500 and named on the card.
+            if isinstance(error, ConnectError) and not error.sent and not account.connect_error:
                 account.connect_error = redact(str(error))
             if (
                 isinstance(error, TransientError)

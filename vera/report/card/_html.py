@@ -154,7 +154,7 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
     if excluded := excluded_warning(card):
         body.append(f'<p class="warning"><strong>{escape(excluded)}</strong></p>')
     body += ["</header>", "<main>", _results(card)]
-    if card.fix_first is not None:
+    if card.fix_first is not None and card.fix_first.chatbots:  # none: nothing was judged
         body.append(_fix_first(card.fix_first))
     body.append(
         f'<details class="run-details" id="details"><summary>{escape(tr("card.run_details_summary"))}</summary>'
@@ -471,7 +471,7 @@ def _contents(card: Card) -> str:
     ]
     if not isinstance(card.sequential, msgspec.UnsetType):
         links.insert(2, ("sequential", tr("col.sequential_gate")))
-    if card.fix_first is not None:
+    if card.fix_first is not None and card.fix_first.chatbots:  # as the section itself
         links.insert(1, ("fix-first", tr("card.fix_first")))
     if card.comparisons:
         links.append(("comparisons", tr("card.nav_comparisons")))

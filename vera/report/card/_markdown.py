@@ -44,7 +44,7 @@ from vera.report.shared._table import Table
 
 def fix_first_markdown(report: Improvements | None, *, limit: int = 10) -> list[str]:
     """card.md's "Fix first": per chatbot, its first `limit` findings."""
-    if report is None:
+    if report is None or not report.chatbots:  # none: nothing was judged, a heading alone reads as broken
         return []
     lines = [f"## {tr('card.fix_first')}", "", tr("card.fix_first_guide"), ""]
     for bot in report.chatbots:

@@ -69,7 +69,9 @@ def headline_tables(card: Card, *, short: bool = False) -> list[Table]:
     dims = Table([tr("col.dimension_score"), *(h.chatbot for h in heads)])
     for i, (name, _) in enumerate(heads[0].dimensions if heads else []):
         dims.rows.append([name, *(h.dimensions[i][1] for h in heads)])
-    return [main, dims]
+    # No chatbot has a complete judgement (its service was down, say): a header with no
+    # rows reads as a rendering fault; the first table already says why there are none.
+    return [main, dims] if dims.rows else [main]
 
 
 def overview_table(card: Card) -> Table:
