@@ -240,3 +240,33 @@ def test_merging_english_shards_reads_as_before(tmp_path):
         "status: complete — 8 of 8 conversations complete, 0 failed; 8 of 8 judgements complete, 0 failed "
         "(exit code 0)",
     ]
+
+
+def _offline_run(out: Path, *args: str) -> None:
+    """An offline run of 4 personas, in process (faster than a subprocess)."""
+    from click.testing import CliRunner
+
+    from vera.cli._main import main
+
+    result = CliRunner().invoke(main, ["run", "--limit-personas", "4", "--out", str(out), "--quiet", *args])
+    assert result.exit_code == 0, result.output
+
+
+def test_a_run_made_without_shard_is_refused_beside_others(tmp_path):
+    # Merging keys records by job id, but adds up every run's calls and planned jobs: a
+    # whole run given beside its shards (or twice) counted every call twice and called
+    # the merged run incomplete, exit code 3, with jobs "not run yet" that all ran.
+    whole, again = tmp_path / "whole", tmp_path / "again"
+    _offline_run(whole)
+    _offline_run(again)
+    _offline_run(tmp_path / "s1", "--shard", "1/2")
+    for runs in ([whole, tmp_path / "s1"], [whole, again], [whole, whole]):
+        out = tmp_path / "merged"
+        assert_one_line_error(
+            vera("merge", str(out), *map(str, runs)), f"{whole}: not a shard run", "vera pool"
+        )
+        assert not out.exists()
+    # One whole run alone still merges (a copy of it, scored).
+    proc = vera("merge", str(tmp_path / "copy"), str(whole))
+    assert proc.returncode == 0, proc.stderr
+    assert _lines(tmp_path / "copy" / "calls.jsonl") == _lines(whole / "calls.jsonl")

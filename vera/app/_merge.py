@@ -64,6 +64,16 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
     for d in shards:
         manifests.append(read_manifest(d))  # names a folder that is not a run
         check_schema(manifests[-1], d / MANIFEST)  # its fields this vera does not know would be lost
+    if len(shards) > 1:
+        # Records are keyed by job id, but calls and planned jobs add up: a whole run
+        # beside its shards (or twice) would count every call twice and leave the
+        # merged run "incomplete" with jobs that all ran.
+        for d, m in zip(shards, manifests, strict=True):
+            if m.shard is None:
+                raise UserError(
+                    f"{d}: not a shard run (made without --shard, or merged); vera merge "
+                    "combines the shards of one sweep (vera pool pools separate runs)"
+                )
     first = _identity(manifests[0])
     for d, m in zip(shards[1:], manifests[1:], strict=True):
         other = _identity(m)
