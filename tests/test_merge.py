@@ -270,3 +270,18 @@ def test_a_run_made_without_shard_is_refused_beside_others(tmp_path):
     proc = vera("merge", str(tmp_path / "copy"), str(whole))
     assert proc.returncode == 0, proc.stderr
     assert _lines(tmp_path / "copy" / "calls.jsonl") == _lines(whole / "calls.jsonl")
+
+
+def test_the_merged_run_is_never_written_inside_a_shard(tmp_path):
+    # A merged run inside a shard's folder puts a run in the shard's evidence, and in
+    # its plots/ or conversations/ one that the shard's next card writes over.
+    shards = [Path(s) for s in run_shards(tmp_path, 2, (1, 2), personas=4)]
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    for out in (shards[0] / "merged", shards[1] / "plots" / "merged", tmp_path / "link" / "merged"):
+        if out.parent.name == "link":
+            out.parent.symlink_to(shards[0])
+        assert_one_line_error(
+            vera("merge", str(out), *map(str, shards)), f"{out}: inside the shard run", "outside"
+        )
+    (tmp_path / "link").unlink()
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before

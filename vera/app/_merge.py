@@ -101,6 +101,13 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
         )
     if out.exists() and any(out.iterdir()):
         raise UserError(f"{out}: not empty; merge into a new directory")
+    # Compared resolved, so neither a symlink nor `..` gets around it: a merged run inside
+    # a shard would sit in that run's evidence (in its plots/ or conversations/, where the
+    # shard's next card writes).
+    where = out.expanduser().resolve()
+    for d in shards:
+        if where.is_relative_to(d.expanduser().resolve()):
+            raise UserError(f"{out}: inside the shard run {d}; merge into a folder outside every shard")
     building = out.parent / f".{out.name}.merging-{os.getpid()}"
     try:
         shutil.rmtree(building, ignore_errors=True)  # left by a merge killed with this pid
