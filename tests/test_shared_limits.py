@@ -195,3 +195,15 @@ def test_three_shards_share_one_account_through_redis(tmp_path: Path, redis_url:
         assert limits["max_in_flight"] == 8 // SHARDS  # the in-flight cap stays per process
         calls = (tmp_path / f"shard{k}" / "calls.jsonl").read_text()
         assert '"http_429":0' in calls.replace(" ", "") and '"http_429":1' not in calls.replace(" ", "")
+
+
+@pytest.mark.slow
+def test_a_malformed_url_is_one_error_line_and_leaves_no_folder(tmp_path: Path) -> None:
+    # redis-py parses the URL only when it connects: a port that is not a number was a
+    # traceback after the run directory had been made (and left empty).
+    from .test_cli import assert_one_line_error, vera
+
+    out = tmp_path / "run"
+    for url in ("redis://127.0.0.1:notaport/0", "redis://127.0.0.1:99999/0", "redis://[::1/0", "redis://h:1/db"):
+        assert_one_line_error(vera("run", "--out", str(out), "--limits-url", url, "--quiet"), "--limits-url")
+        assert not out.exists(), url
