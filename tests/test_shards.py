@@ -123,3 +123,20 @@ def test_shard_auto_in_a_slurm_array_runs_its_shard(tmp_path: Path, monkeypatch:
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert json.loads((out / "manifest.json").read_text())["shard"] == "2/3"
+
+
+def test_shard_auto_out_of_range_names_the_variables_not_a_split_nobody_typed() -> None:
+    # The user typed `--shard auto`: "--shard '4/3': K must be between 1 and N" named a
+    # value they never gave, and not the variable that was wrong.
+    with pytest.raises(ConfigError) as k8s:
+        Shard.from_environment({"JOB_COMPLETION_INDEX": "3", "VERA_SHARD_COUNT": "3"})
+    assert str(k8s.value) == (
+        "--shard auto: JOB_COMPLETION_INDEX=3 is not below VERA_SHARD_COUNT=3 (0-based index); "
+        "set VERA_SHARD_COUNT to the Job's completions"
+    )
+    slurm = {"SLURM_ARRAY_TASK_ID": "9", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "8"}
+    with pytest.raises(ConfigError) as array:
+        Shard.from_environment(slurm)
+    assert str(array.value) == "--shard auto: SLURM_ARRAY_TASK_ID=9 is outside the array's 1..8"
+    with pytest.raises(ConfigError, match=r"^--shard auto: VERA_SHARD_COUNT=0 "):
+        Shard.from_environment({"JOB_COMPLETION_INDEX": "0", "VERA_SHARD_COUNT": "0"})
