@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 from .test_cli import assert_one_line_error, vera
@@ -285,3 +286,23 @@ def test_the_merged_run_is_never_written_inside_a_shard(tmp_path):
         )
     (tmp_path / "link").unlink()
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_a_merge_of_an_unfinished_shard_names_it_and_how_to_finish_it(tmp_path):
+    # The merge of a shard stopped half-way said "incomplete — N planned job(s) not run
+    # yet" and nothing about which shard, nor how to go on.
+    shards = [Path(s) for s in run_shards(tmp_path, 2, (1, 2), personas=6)]
+    # Shard 2 as a kill leaves it: its first conversation's records and nothing after.
+    cut = shards[1] / "conversations.jsonl"
+    cut.write_text(cut.read_text().splitlines(keepends=True)[0])
+    judged = shards[1] / "judgements.jsonl"
+    judged.write_text(judged.read_text().splitlines(keepends=True)[0])
+    out = tmp_path / "merged"
+    proc = vera("merge", str(out), *map(str, shards))
+    assert proc.returncode == 3, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines[1] == (
+        f"shard 2/2 in {shards[1]} is not finished (incomplete): "
+        f"continue it with `{sys.executable} -m vera run --resume {shards[1]}`, then merge again"
+    )
+    assert lines[-1].startswith("status: incomplete — ")

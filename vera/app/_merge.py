@@ -25,11 +25,11 @@ from typing import Any
 
 import msgspec
 
-from vera.app._resume import check_schema
+from vera.app._resume import check_schema, resume_command
 from vera.errors import UserError, storage_error
 from vera.files import watching
 from vera.records import MergedShard, RunManifest
-from vera.report import RunStatus, run_status, score_run
+from vera.report import Exit, RunStatus, run_status, score_run
 from vera.store import MANIFEST, RunStore, open_run, read_manifest
 
 # Fields that legitimately differ between the shards of one sweep.
@@ -134,6 +134,39 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
         stopped=None,
         allow_failures=merged.config.allow_failures,
     )
+
+
+class Unfinished(msgspec.Struct, frozen=True):
+    """A shard whose own run stopped before its work was done, and how to continue it."""
+
+    run_dir: Path
+    shard: str
+    state: str  # as vera.report.shared._outcome names it: incomplete, budget, interrupted, ...
+    command: str
+
+
+def unfinished_shards(shards: list[Path]) -> list[Unfinished]:
+    """The shards that are not finished (stopped on a budget, a signal, a fatal error,
+    or killed): the merge of them is incomplete until each is continued and merged again,
+    and its status alone does not say which shard that is."""
+    found = []
+    for d in shards:
+        m = read_manifest(d)
+        records = open_run(d)
+        status = run_status(
+            m,
+            records.conversation_heads(),
+            records.judgement_heads(),
+            stopped=m.stopped,
+            allow_failures=m.config.allow_failures,
+        )
+        if status.exit_code not in (Exit.STOPPED, Exit.INTERRUPTED):
+            continue
+        command = resume_command("run", d)
+        if status.state == "budget" and m.config.max_cost_usd:
+            command += f" --max-cost {m.config.max_cost_usd * 2:g}"  # as the shard's own status said
+        found.append(Unfinished(run_dir=d, shard=m.shard or "", state=status.state, command=command))
+    return found
 
 
 # Conversations whose last history the bodies' writer keeps while a merge copies calls
