@@ -28,7 +28,7 @@ import msgspec
 from vera.app._resume import check_schema, resume_command
 from vera.errors import UserError, storage_error
 from vera.files import watching
-from vera.records import MergedShard, RunManifest
+from vera.records import AccountLimits, MergedShard, RunManifest
 from vera.report import Exit, RunStatus, run_status, score_run
 from vera.store import MANIFEST, RunStore, open_run, read_manifest
 
@@ -219,9 +219,15 @@ def _merge_into(
             config = msgspec.structs.replace(config, call_bodies=msgspec.UNSET)  # kept
         elif not carried and any(m.config.call_bodies is False for m in manifests):
             config = msgspec.structs.replace(config, call_bodies=False)  # said why, not "none kept"
+        # Every limit a shard ran with, once: shards on other keys, or run with other
+        # --shard-limits or --limits-url, ran with other limits, and the card says so.
+        limits: list[AccountLimits] = []
+        for m in manifests:
+            limits += [a for a in m.limits if a not in limits]
         merged = msgspec.structs.replace(
             manifests[0],
             config=config,
+            limits=limits,
             run_id=run_id,
             shard=None,
             jobs_planned=sum(m.jobs_planned for m in manifests),
