@@ -61,10 +61,21 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         proc.wait(10)
 
 
-def start_redis(folder: Path, port: int) -> subprocess.Popen[bytes]:
+def start_redis(folder: Path, port: int, *options: str) -> subprocess.Popen[bytes]:
     """A redis-server on 127.0.0.1:`port`, accepting connections."""
     proc = subprocess.Popen(
-        [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        [
+            REDIS_SERVER,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            *options,
+        ],
         cwd=folder,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -271,3 +282,32 @@ def test_redis_lost_mid_run_stops_the_run_and_fails_nothing(
         redis_proc.wait(10)
     ids = [json.loads(line)["id"] for line in (out / "conversations.jsonl").read_text().splitlines()]
     assert len(ids) == len(set(ids)) == PERSONAS
+
+
+@pytest.mark.slow
+def test_a_redis_that_wants_a_password_says_so(
+    tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "Redis does not answer (HELLO must be called with the client already
+    # authenticated ...)": it did answer; it wanted the password.
+    port = free_port()
+    proc = start_redis(tmp_path, port, "--requirepass", "made-up-password")
+    url = f"redis://127.0.0.1:{port}/0"
+    out = tmp_path / "run"
+    try:
+        for password, says in (
+            (None, "set VERA_REDIS_PASSWORD"),
+            ("wrong", "refused the password in VERA_REDIS_PASSWORD"),
+        ):
+            if password is None:
+                monkeypatch.delenv("VERA_REDIS_PASSWORD", raising=False)
+            else:
+                monkeypatch.setenv("VERA_REDIS_PASSWORD", password)
+            result = CliRunner().invoke(main, ["run", "--out", str(out), "--limits-url", url, "--quiet"])
+            assert result.exit_code == 1, result.output
+            [line] = [x for x in result.output.splitlines() if x.strip()]
+            assert line.startswith(f"error: --limits-url {url}: Redis ") and says in line, line
+            assert "does not answer" not in line and "wrong" not in line and not out.exists()
+    finally:
+        proc.terminate()
+        proc.wait(10)

@@ -94,19 +94,28 @@ class RedisLimits:
         """Connect and check that Redis answers; ConfigError (one line) if not."""
         try:
             import redis.asyncio
-            from redis.exceptions import RedisError
+            from redis.exceptions import AuthenticationError, RedisError
         except ImportError:
             raise ConfigError(
                 "--limits-url needs the redis package: pip install 'vera-eval[redis]'"
             ) from None
+        password = os.environ.get(PASSWORD_ENV) or None
         client = redis.asyncio.from_url(
             self.url,
-            password=os.environ.get(PASSWORD_ENV) or None,
+            password=password,
             socket_connect_timeout=_CONNECT_TIMEOUT_S,
             socket_timeout=_CONNECT_TIMEOUT_S,
         )
         try:
             await client.ping()
+        except AuthenticationError as exc:  # it answered: it wants a password, or another
+            await client.aclose()
+            wants = (
+                f"refused the password in {PASSWORD_ENV}"
+                if password
+                else f"wants a password: set {PASSWORD_ENV} to it"
+            )
+            raise ConfigError(f"--limits-url {self.url}: Redis {wants} ({exc})") from None
         except (RedisError, OSError) as exc:
             await client.aclose()
             raise ConfigError(f"--limits-url {self.url}: Redis does not answer ({exc})") from None
