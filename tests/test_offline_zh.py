@@ -40,8 +40,8 @@ def inputs_for(locale: str | None) -> Inputs:
 INPUTS = {tag: inputs_for(tag) for tag in (None, "zh-CN", "en-GB")}
 
 
-def ask(locale: str | None, question_id: str, *lines: str) -> str:
-    """The lexical judge's answer to `question_id` in a run of `locale`, on a transcript
+def _judged(locale: str | None, question_id: str, lines: tuple[str, ...]) -> dict[str, str]:
+    """The lexical judge's reply to `question_id` in a run of `locale`, on a transcript
     whose lines alternate user, chatbot, user, ..."""
     inputs = INPUTS[locale]
     turns = [Turn("user" if i % 2 == 0 else "chatbot", text) for i, text in enumerate(lines)]
@@ -50,19 +50,18 @@ def ask(locale: str | None, question_id: str, *lines: str) -> str:
     assert isinstance(judge, LexicalJudge)
     prompt = question_prompt(inputs.judge_prompts, inputs.rubric.question(question_id))
     done = judge.respond([Message("system", "judge"), Message("user", prompt)], "c1")
-    return json.loads(done.text)["answer"]
+    reply: dict[str, str] = json.loads(done.text)
+    return reply
+
+
+def ask(locale: str | None, question_id: str, *lines: str) -> str:
+    """The lexical judge's answer to `question_id` (see `_judged`)."""
+    return _judged(locale, question_id, lines)["answer"]
 
 
 def reason(locale: str | None, question_id: str, *lines: str) -> str:
     """The lexical judge's reasoning for `question_id`, as `ask` runs it."""
-    inputs = INPUTS[locale]
-    turns = [Turn("user" if i % 2 == 0 else "chatbot", text) for i, text in enumerate(lines)]
-    conv = Conversation(id="c1", chatbot="bot", user_agent="u", persona="p", risk="High", seed=1, turns=turns)
-    judge = make_offline_client("lexical-judge", facts=RunFacts(inputs, lambda cid: conv))
-    assert isinstance(judge, LexicalJudge)
-    prompt = question_prompt(inputs.judge_prompts, inputs.rubric.question(question_id))
-    done = judge.respond([Message("system", "judge"), Message("user", prompt)], "c1")
-    return json.loads(done.text)["reasoning"]
+    return _judged(locale, question_id, lines)["reasoning"]
 
 
 # --- the judge counts the locale's lines (item 3) --------------------------------------

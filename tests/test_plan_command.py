@@ -497,7 +497,7 @@ def test_at_100_the_power_design_is_sized_by_simulation_where_the_formula_falls_
     # The pilot scores 100 everywhere: NOT WORSE at margin 5 needs every row's exact
     # bound of 0 harmful to stay within 5 points, which 100 units (80 rated) cannot
     # give (power 0.00) however small the spread.
-    from vera.app._plan import Design, _search_power
+    from vera.app._plan import Design, _search_power, _Sim
     from vera.stats.planning import fixed_power_simulated
 
     units, who, bound = _pilot_units(pilot)
@@ -514,7 +514,7 @@ def test_at_100_the_power_design_is_sized_by_simulation_where_the_formula_falls_
 
     assert power(2) == 0.0
     notes: list[str] = []
-    found = _search_power(short, units.counts, who, units.labels, bound, opts, 0.0, 30.0, notes)
+    found = _search_power(_Sim(units.counts, who, units.labels, bound, opts, 0.0), short, 30.0, notes)
     assert found is not None and notes == []
     assert found.sized_by == "simulation" and found.goal == "power 0.8 at margin 5, sized by simulation"
     assert found.units == 50 * found.seeds and found.power >= 0.8
@@ -523,13 +523,8 @@ def test_at_100_the_power_design_is_sized_by_simulation_where_the_formula_falls_
     # A design the formula already sizes well is left alone.
     assert (
         _search_power(
+            _Sim(units.counts, who, units.labels, bound, opts, 0.0),
             msgspec.structs.replace(short, power=0.9),
-            units.counts,
-            who,
-            units.labels,
-            bound,
-            opts,
-            0.0,
             30.0,
             notes,
         )
@@ -547,7 +542,10 @@ def test_no_size_up_to_the_cap_is_said_plainly_with_why(pilot, monkeypatch) -> N
     )
     notes: list[str] = []
     found = plan_module._search_power(
-        short, units.counts, who, units.labels, bound, PlanOptions(reps=10), 0.0, 30.0, notes
+        plan_module._Sim(units.counts, who, units.labels, bound, PlanOptions(reps=10), 0.0),
+        short,
+        30.0,
+        notes,
     )
     assert found is None and len(notes) == 1
     assert notes[0].startswith(
@@ -560,7 +558,10 @@ def test_no_size_up_to_the_cap_is_said_plainly_with_why(pilot, monkeypatch) -> N
     notes.clear()
     assert (
         plan_module._search_power(
-            short, units.counts, who, units.labels, bound, PlanOptions(reps=10), 0.0, 30.0, notes
+            plan_module._Sim(units.counts, who, units.labels, bound, PlanOptions(reps=10), 0.0),
+            short,
+            30.0,
+            notes,
         )
         is None
     )

@@ -30,6 +30,16 @@ def gate(baseline: Path, out: Path, candidate: str, *extra: str):
     )
 
 
+def _stopped_wave(opts):
+    """A wave run to its end, as Ctrl-C during it leaves it when its units were all in
+    flight: finished, and the gate told to stop there."""
+    from vera.app._gate import _run_wave
+
+    outcome = _run_wave(opts)
+    outcome.result.stopped = "interrupted (SIGINT)"  # the stop came with nothing left to start
+    return outcome
+
+
 def lines(path: Path) -> int:
     return sum(1 for line in path.read_bytes().splitlines() if line.strip())
 
@@ -272,15 +282,12 @@ def test_ctrl_c_in_a_wave_that_finished_stops_the_gate(baseline, tmp_path) -> No
     # the wave's run is complete. The gate must still stop there (exit 130), with its own
     # command to continue, and that command must finish the gate as an uninterrupted one.
     from vera.app import GateOptions, run_gate
-    from vera.app._gate import _run_wave
 
     seen = []
 
     def stopped_wave(opts):
         seen.append(opts)
-        outcome = _run_wave(opts)
-        outcome.result.stopped = "interrupted (SIGINT)"  # the stop came with nothing left to start
-        return outcome
+        return _stopped_wave(opts)
 
     out = tmp_path / "sigint"
     opts = GateOptions(
@@ -306,18 +313,12 @@ def test_a_gate_started_before_the_edge_rule_takes_it_from_its_next_look(baselin
     # sequence.jsonl's line without edge_rule. Resumed, it holds the rule from wave 2
     # (widening is a property of the reading) and records that wave.
     from vera.app import GateOptions, run_gate
-    from vera.app._gate import _run_wave
-
-    def stopped_wave(opts):
-        outcome = _run_wave(opts)
-        outcome.result.stopped = "interrupted (SIGINT)"
-        return outcome
 
     out = tmp_path / "old"
     opts = GateOptions(
         baseline=str(baseline), candidate="offline/best-practice", wave=8, out=str(out), margin=30
     )
-    assert run_gate(opts, run=stopped_wave).exit_code == 130
+    assert run_gate(opts, run=_stopped_wave).exit_code == 130
     record = json.loads((out / "gate.json").read_text())
     assert record.pop("edge_rule_from_wave") == 1
     (out / "gate.json").write_text(json.dumps(record))
@@ -347,18 +348,12 @@ def test_a_gate_started_on_the_sequence_resumes_on_it_by_the_command_typed_then(
     # sequence gate ends. It is neither refused as a changed setting nor switched to
     # the spending boundary half way.
     from vera.app import GateOptions, run_gate
-    from vera.app._gate import _run_wave
-
-    def stopped_wave(opts):
-        outcome = _run_wave(opts)
-        outcome.result.stopped = "interrupted (SIGINT)"
-        return outcome
 
     out = tmp_path / "old"
     opts = GateOptions(
         baseline=str(baseline), candidate="offline/risk-ignoring", wave=8, out=str(out), boundary="sequence"
     )
-    first = run_gate(opts, run=stopped_wave)
+    first = run_gate(opts, run=_stopped_wave)
     assert first.exit_code == 130 and len(first.looks) == 1
     # The command printed to continue names the boundary, which is not the default.
     assert "--boundary sequence" in first.command and "--spending" not in first.command
@@ -484,6 +479,43 @@ def test_a_row_the_baseline_never_rated_is_named_with_why_and_left_out_of_the_ve
         last = read_sequence(out)[-1]
         assert last.left_out == {"Confirms Risk": why}
         assert "Confirms Risk" not in [r.dimension for r in last.rows]
+
+
+def test_a_finished_gate_from_before_left_out_says_so_when_resumed(tmp_path) -> None:
+    # A gate whose looks were taken before vera recorded the rows left out of the
+    # verdict (no left_out, no edge_rule: tests/fixtures/gate_before_left_out is one as
+    # that vera wrote it). Its verdict may have left a row out without a word; resumed,
+    # its printout, sequence.md and card say it predates left-out accounting instead of
+    # showing a gate that left nothing out.
+    base = tmp_path / "ignoring"
+    made = CliRunner().invoke(
+        main, ["run", "--config", str(ROOT / "configs" / "offline.toml"), "--providers", "offline/risk-ignoring",
+               "--limit-personas", "12", "--out", str(base), "--quiet"],
+    )  # fmt: skip
+    assert made.exit_code == 0, made.output
+    out = tmp_path / "gate"
+    assert gate(base, out, "offline/best-practice", "--margin", "80").exit_code == 0
+    record = json.loads((out / "gate.json").read_text())
+    record.pop("edge_rule_from_wave")
+    (out / "gate.json").write_text(json.dumps(record))
+    looks = [json.loads(line) for line in (out / "sequence.jsonl").read_text().splitlines()]
+    for look in looks:
+        assert look.pop("left_out") == {"Confirms Risk": "not rated in the baseline"}
+        look.pop("edge_rule")
+        for row in look["rows"]:
+            row.pop("edge", None)
+    (out / "sequence.jsonl").write_text("".join(json.dumps(look) + "\n" for look in looks))
+
+    again = gate(base, out, "offline/best-practice", "--margin", "80")
+    assert again.exit_code == 0, again.output
+    says = (
+        "This gate predates left-out accounting: its looks do not record which rows, if any, were "
+        "left out of the verdict for want of a baseline score."
+    )
+    assert says in again.output.splitlines() and "Left out of the verdict" not in again.output
+    assert says in (out / "sequence.md").read_text().splitlines()
+    assert says in (out / "card.md").read_text()
+    assert json.loads((out / "card.json").read_text())["sequential"]["left_out_unrecorded"] is True
 
 
 def test_a_baseline_never_judged_says_so(tmp_path) -> None:

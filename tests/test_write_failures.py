@@ -229,6 +229,19 @@ def test_a_gate_file_vera_cannot_read_is_one_line_saying_so(
     assert error_line(r.output) == f"error: {gate / name}: cannot read: Permission denied"
 
 
+def _unenterable(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """`folder` as a folder without search permission: every stat of an entry in it
+    fails with EACCES (root ignores a real chmod, so the tests say it through os.stat)."""
+    real_stat = os.stat
+
+    def refusing_stat(path, *args, **kwargs):  # os.stat's own signature
+        if Path(os.fspath(path)).parent == folder:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", refusing_stat)
+
+
 def test_a_locale_pack_vera_cannot_read_is_one_line_naming_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -236,14 +249,7 @@ def test_a_locale_pack_vera_cannot_read_is_one_line_naming_it(
     for its locale.toml."""
     pack = tmp_path / "pack"
     shutil.copytree(ROOT / "locales" / "zh-CN", pack)
-    real_stat = os.stat
-
-    def refusing_stat(path, *args, **kwargs):  # os.stat's own signature
-        if Path(os.fspath(path)).parent == pack:  # a folder without search permission
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
-        return real_stat(path, *args, **kwargs)
-
-    monkeypatch.setattr(os, "stat", refusing_stat)
+    _unenterable(monkeypatch, pack)
     r = CliRunner().invoke(
         main, ["run", "--config", OFFLINE, "--locale", str(pack), "--out", str(tmp_path / "run")]
     )
@@ -305,14 +311,7 @@ def test_a_target_folder_vera_cannot_enter_is_one_line_naming_it(
     for its target.toml (Path.is_file does not swallow EACCES)."""
     target = tmp_path / "target"
     shutil.copytree(ROOT / "targets" / "vera-si", target)
-    real_stat = os.stat
-
-    def refusing_stat(path, *args, **kwargs):  # os.stat's own signature
-        if Path(os.fspath(path)).parent == target:  # a folder without search permission
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
-        return real_stat(path, *args, **kwargs)
-
-    monkeypatch.setattr(os, "stat", refusing_stat)
+    _unenterable(monkeypatch, target)
     r = CliRunner().invoke(
         main, ["run", "--config", OFFLINE, "--target", str(target), "--out", str(tmp_path / "run")]
     )
@@ -328,14 +327,7 @@ def test_a_reference_data_folder_vera_cannot_enter_is_one_line_naming_it(
     data = tmp_path / "data"
     data.mkdir()
     monkeypatch.setenv("VERA_MH_DATA", str(data))
-    real_stat = os.stat
-
-    def refusing_stat(path, *args, **kwargs):  # os.stat's own signature
-        if Path(os.fspath(path)).parent == data:
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
-        return real_stat(path, *args, **kwargs)
-
-    monkeypatch.setattr(os, "stat", refusing_stat)
+    _unenterable(monkeypatch, data)
     r = CliRunner().invoke(main, ["run", "--target", "reference:SI", "--out", str(tmp_path / "run")])
     assert r.exit_code == 1, r.output
     assert error_line(r.output) == f"error: {data / 'SI'}: cannot read target: Permission denied"

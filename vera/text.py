@@ -71,6 +71,30 @@ def decode(raw: bytes, path: str | Path, what: str) -> str:
         ) from None
 
 
+BOM = "\ufeff"
+_BOM_BYTES = codecs.BOM_UTF8
+STRAY_BOM = "a byte-order mark in the middle of the file: were two files joined? Remove it"
+
+
+def refuse_stray_bom(text: str | bytes, path: str | Path) -> None:
+    """A `DataError("file:line")` when a byte-order mark (U+FEFF) stands anywhere but at
+    the very start of a file's text or bytes. Spreadsheets put one first in every export,
+    so two exported files joined into one carry the second's in the middle, where it is
+    invisible and would become part of a rater's name or an id ("\ufeffDr Li" is
+    another rater than "Dr Li"). One at the very start is the file's own, accepted
+    (`decode` drops it; a text from `decode` starts after it). Every reader of a
+    ratings, rubric or persona file people export from a spreadsheet calls this
+    (vera.files re-exports it; vera.stats, below vera.files, takes it from here)."""
+    if isinstance(text, bytes):
+        at = text.find(_BOM_BYTES, 1)
+        line = text.count(b"\n", 0, at) + 1 if at >= 0 else 0
+    else:
+        at = text.find(BOM, 1 if text.startswith(BOM) else 0)
+        line = text.count("\n", 0, at) + 1 if at >= 0 else 0
+    if line:
+        raise DataError(f"{path}:{line}", STRAY_BOM)
+
+
 def read_text(path: Path, what: str) -> tuple[bytes, str]:
     """(raw bytes for hashing, text) of the file at `path`, decoded by `decode`; a file
     that cannot be read is a DataError naming it."""

@@ -41,11 +41,13 @@ def invoke(*args: str):
 
 
 def conversation(cid: str, source: str | None) -> Conversation:
+    # The persona as an import takes it from a reference file name, "<id>_<Persona>_...".
+    parts = Path(source).name.split("_") if source else []
     return Conversation(
         id=cid,
         chatbot="imported/chatbot",
         user_agent="imported/user",
-        persona="Imported",
+        persona=parts[1] if len(parts) > 2 else "Imported",
         risk="High",
         seed=0,
         turns=[Turn("user", "hello"), Turn("chatbot", "hi")],
@@ -224,10 +226,18 @@ def against(ratings: Path, run: Path, *args: str):
     )
 
 
+def reference_personas() -> dict[str, str]:
+    """The reference clinician file's conversation id → the persona it names."""
+    with CLINICIANS.open(encoding="utf-8-sig", newline="") as f:
+        return {r["conversation_id"].removeprefix("#"): r["user_profile"] for r in csv.DictReader(f)}
+
+
 def judging_each_item(rows: list[dict[str, str | None]]) -> dict[str | None, dict[str, str]]:
     judged: dict[str | None, dict[str, str]] = {}
+    personas = reference_personas()
     for row in rows:
-        source = f"human_validation/conversations/some run/{row['item_id']}_Name_model_run1.txt"
+        item = cast(str, row["item_id"])
+        source = f"human_validation/conversations/some run/{item}_{personas[item]}_model_run1.txt"
         # A tie has no majority: a judge of the majority says Best Practice there.
         judged.setdefault(source, {})[cast(str, row["dimension"])] = row["rating"] or "Best Practice"
     return judged

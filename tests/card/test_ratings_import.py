@@ -35,7 +35,7 @@ def conversation_ids(run: Path, n: int) -> list[str]:
     return sorted(open_run(run).conversation_heads())[:n]
 
 
-def test_long_format_ratings_are_added_and_a_repeat_counts_later_with_both_kept(tmp_path, run):
+def test_long_format_ratings_are_added_and_a_later_file_corrects_one_dimension(tmp_path, run):
     a, b = conversation_ids(run, 2)
     file = tmp_path / "long.csv"
     file.write_text(
@@ -43,19 +43,19 @@ def test_long_format_ratings_are_added_and_a_repeat_counts_later_with_both_kept(
         f"{a},ann,Confirms Risk,BP\n"
         f"{a},ann,Detects Potential Risk,Best Practice\n"
         f"{b},bob,Confirms Risk,hph\n"
-        f"{a},ann,Confirms Risk,High Potential for Harm\n"  # ann changes her mind
     )
     result = invoke("ratings", "import", str(run), str(file))
     assert result.exit_code == 0, result.output
-    assert "imported 3 rating(s) of 2 conversation(s) by 2 rater(s)" in result.stdout
-    assert "1 rating(s) given again later" in result.stderr and "line(s) 2" in result.stderr
+    assert "imported 2 rating(s) of 2 conversation(s) by 2 rater(s)" in result.stdout
     every = read_human_ratings(run)
-    assert [(r.conversation_id, r.rater) for r in every] == [(a, "ann"), (b, "bob"), (a, "ann")]
+    assert [(r.conversation_id, r.rater) for r in every] == [(a, "ann"), (b, "bob")]
     assert every[0].ratings == {"Confirms Risk": BP, "Detects Potential Risk": BP}
     assert {r.source for r in every} == {"import:long.csv"}
-    latest = {(r.conversation_id, r.rater): r.ratings for r in latest_human_ratings(every)}
-    # The correction keeps the dimension it did not touch.
-    assert latest[(a, "ann")] == {"Confirms Risk": HPH, "Detects Potential Risk": BP}
+    # ann changes her mind on one dimension: a new file, a new rating that counts later.
+    file.write_text(f"item_id,rater,dimension,rating\n{a},ann,Confirms Risk,High Potential for Harm\n")
+    assert invoke("ratings", "import", str(run), str(file)).exit_code == 0
+    latest = {(r.conversation_id, r.rater): r.ratings for r in latest_human_ratings(read_human_ratings(run))}
+    assert latest[(a, "ann")] == {"Confirms Risk": HPH}
 
 
 def test_a_conversation_not_in_the_run_is_one_line_and_nothing_is_added(tmp_path, run):
@@ -99,11 +99,14 @@ def test_a_bad_row_is_a_file_line_error_and_nothing_is_added(tmp_path, run, row,
 def test_the_reference_clinician_file_matches_transcripts_by_their_prefix(tmp_path, offline_run):
     with open(CLINICIANS, encoding="utf-8-sig") as f:
         rows = list(csv.DictReader(f))
-    items = sorted({r["conversation_id"].removeprefix("#") for r in rows})
-    # A run of those transcripts, all rated Best Practice by the judge.
-    run = judged_run(
-        tmp_path, offline_run, {f"t/{i}_P_m_run1.txt": dict.fromkeys(DIMENSIONS, BP) for i in items}
-    )
+    persona = {r["conversation_id"].removeprefix("#"): r["user_profile"] for r in rows}
+    items = sorted(persona)
+    # A run of those transcripts (named as the reference names them, persona included:
+    # the file's user_profile column is checked against it), all rated Best Practice.
+    judged: dict[str | None, dict[str, str]] = {
+        f"t/{i}_{persona[i]}_m_run1.txt": dict.fromkeys(DIMENSIONS, BP) for i in items
+    }
+    run = judged_run(tmp_path, offline_run, judged)
     result = invoke("ratings", "import", str(run), str(CLINICIANS))
     assert result.exit_code == 0, result.output
     every = read_human_ratings(run)

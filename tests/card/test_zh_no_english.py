@@ -733,8 +733,7 @@ def _rows(ids: list[str]) -> list[str]:
     return [
         f"{a},ann,Confirms Risk,BP",
         f"{b},bob,Confirms Risk,HPH",
-        f"{a},ann,Confirms Risk,HPH",  # given again later: the later counts
-        f"{b},bob,Confirms Risk,HPH",  # the same row again: left out
+        f"{b},bob,Confirms Risk,HPH",  # the same row again: counts once
         "no-such-conversation,ann,Confirms Risk,BP",  # skipped (--skip-unmatched)
     ]
 
@@ -749,14 +748,14 @@ def test_vera_ratings_import_of_a_zh_cn_run_prints_in_the_pack_s_words(zh_run, t
     run = tmp_path / "zhrun0"
     shutil.copytree(zh_run, run, ignore=shutil.ignore_patterns(HUMAN_RATINGS))
     lines = _import_lines(run, _rows(_ids(run)), tmp_path)
-    # imported; repeated; duplicates; unchecked (a CSV has no fingerprints); skipped; and
-    # the second import: imported none, repeated, duplicates, already there, skipped.
-    assert len(lines) == 10, lines
-    assert any("本次运行里已经有了" in line for line in lines[5:]), lines
+    # imported; duplicates; unchecked (a CSV has no fingerprints); skipped; and the
+    # second import: imported none, duplicates, already there, skipped.
+    assert len(lines) == 8, lines
+    assert any("本次运行里已经有了" in line for line in lines[4:]), lines
     for line in lines:
         assert re.search(r"[\u4e00-\u9fff]", line), line
         assert not leftovers(line), (line, leftovers(line))
-    assert lines[0].startswith("已导入 2 位评分者对 2 段对话的 3 条评分 → "), lines[0]
+    assert lines[0].startswith("已导入 2 位评分者对 2 段对话的 2 条评分 → "), lines[0]
 
 
 def test_vera_ratings_import_without_a_pack_prints_what_it_always_printed(offline_run, tmp_path):
@@ -765,19 +764,18 @@ def test_vera_ratings_import_without_a_pack_prints_what_it_always_printed(offlin
     lines = _import_lines(run, _rows(_ids(run)), tmp_path)
     path, file = run / HUMAN_RATINGS, tmp_path / "ratings.csv"
     unchecked = (
-        f"note: {file}: 3 rating(s) carry no transcript fingerprint (saved before vera recorded one, or "
+        f"note: {file}: 2 rating(s) carry no transcript fingerprint (saved before vera recorded one, or "
         "imported from a CSV without a transcript_sha256 column): they cannot be checked against this "
         "run's transcripts"
     )
     first = [
-        f"imported 3 rating(s) of 2 conversation(s) by 2 rater(s) → {path}",
-        "note: 1 rating(s) given again later in the file; the later one counts, both are kept (earlier at line(s) 2)",
-        "note: 1 row(s) repeat an earlier row of the file exactly and were left out (line(s) 5)",
+        f"imported 2 rating(s) of 2 conversation(s) by 2 rater(s) → {path}",
+        "note: 1 row(s) repeat an earlier row of the file exactly and count once (line(s) 4)",
         unchecked,
-        "note: 1 row(s) name no conversation of the run and were left out (line(s) 6)",
+        "note: 1 row(s) name no conversation of the run and were left out (line(s) 5)",
     ]
-    assert lines[:5] == first
-    assert "note: 3 rating(s) of the file are in the run already and were left out" in lines[5:]
+    assert lines[:4] == first
+    assert "note: 2 rating(s) of the file are in the run already and were left out" in lines[4:]
 
 
 def _old_roles_note(roles: list[str]) -> str:

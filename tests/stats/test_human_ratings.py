@@ -98,7 +98,12 @@ def test_generic_long_format_reads_with_spellings_normalised(tmp_path: Path) -> 
         ("item_id,rater,dimension,rating\nc1,ann,D,BP\nc1,bob,D,Great\n", ":3", "'Great'"),
         ("item_id,rater,dimension,rating\nc1,ann,D\n", ":2", "3 fields"),
         ("item_id,rater,dimension,rating\nc1,,D,BP\n", ":2", "'rater' is empty"),
-        ("item_id,rater,dimension,rating\nc1,ann,D,BP\nc1,ann,D,SUB\n", ":3", "(line 2)"),
+        (
+            "item_id,rater,dimension,rating\nc1,ann,D,BP\nc1,ann,D,SUB\n",
+            ":3",
+            "rater 'ann' rated conversation 'c1' on 'D' twice, differently: 'Best Practice' at line 2, "
+            "'Suboptimal but Low Potential for Harm' at line 3",
+        ),
     ],
 )
 def test_malformed_long_files_name_file_and_line(tmp_path, content, where, says) -> None:

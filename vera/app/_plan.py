@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import NormalDist
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import msgspec
 import numpy as np
@@ -387,7 +387,8 @@ def plan(opts: PlanOptions) -> Plan:
                 f"({gate_spread:.1f} points): {redrawn:.1%} of its units have every rating redrawn, "
                 "Best Practice, Suboptimal or High Potential for Harm alike"
             )
-        designs = [_simulated_power(d, counts, who, units.labels, bound, opts, rho, notes) for d in designs]
+        sim = _Sim(counts, who, units.labels, bound, opts, rho)
+        designs = [_simulated_power(sim, d, notes) for d in designs]
         power_design = designs[-1]
         sizes = gate_sizes(
             counts,
@@ -412,7 +413,7 @@ def plan(opts: PlanOptions) -> Plan:
                 for g, d, t in zip(sizes, asked, targets, strict=True)
             ]
         gate = sizes
-        found = _search_power(power_design, counts, who, units.labels, bound, opts, rho, var.within_sd, notes)
+        found = _search_power(sim, power_design, var.within_sd, notes)
         if found is not None:
             designs.append(found)
         _note_little_saving(gate, power_design.units, var.within_sd, opts.margin, rho, notes)
@@ -441,23 +442,26 @@ def plan(opts: PlanOptions) -> Plan:
     )
 
 
-def _fixed_power(
-    d: Design,
-    seeds: int,
-    counts: np.ndarray,
-    persona: np.ndarray,
-    labels: list[str],
-    bound: np.ndarray,
-    opts: PlanOptions,
-    rho: float,
-    reps: int,
-) -> float:
+class _Sim(NamedTuple):
+    """What the simulations of a fixed design draw on: the pilot's units (or the gate's
+    stand-in for them) with their personas and dimensions, the most ratings a unit can
+    give, the options and the pairing."""
+
+    counts: np.ndarray
+    persona: np.ndarray
+    labels: list[str]
+    bound: np.ndarray
+    opts: PlanOptions
+    rho: float
+
+
+def _fixed_power(sim: _Sim, d: Design, seeds: int, reps: int) -> float:
     """The simulated power of `d` with `seeds` seeds, every row as compare --gate decides
     (`fixed_power_simulated`), over `reps` repetitions."""
     return fixed_power_simulated(
-        counts, persona, labels=labels, max_ratings=bound, personas=d.personas,
-        units_per_persona=d.user_agents * seeds, margin=opts.margin, level=LEVEL,
-        reps=reps, seed=opts.seed, pairing=rho,
+        sim.counts, sim.persona, labels=sim.labels, max_ratings=sim.bound, personas=d.personas,
+        units_per_persona=d.user_agents * seeds, margin=sim.opts.margin, level=LEVEL,
+        reps=reps, seed=sim.opts.seed, pairing=sim.rho,
     )  # fmt: skip
 
 
@@ -468,20 +472,12 @@ def _expected_totals(counts: np.ndarray, bound: np.ndarray, units: int) -> np.nd
     return totals
 
 
-def _simulated_power(
-    d: Design,
-    counts: np.ndarray,
-    persona: np.ndarray,
-    labels: list[str],
-    bound: np.ndarray,
-    opts: PlanOptions,
-    rho: float,
-    notes: list[str],
-) -> Design:
+def _simulated_power(sim: _Sim, d: Design, notes: list[str]) -> Design:
     """`d` with its power simulated on every row from the pilot's units (or the gate's
     stand-in for them), Overall's normal-formula power kept beside it, and a note where
     the dimensions leave the design short of the power it was sized for."""
-    power = _fixed_power(d, d.seeds, counts, persona, labels, bound, opts, rho, opts.reps)
+    opts = sim.opts
+    power = _fixed_power(sim, d, d.seeds, opts.reps)
     if d.goal.startswith("power") and power < opts.power - POWER_SHORTFALL:
         notes.append(
             f"the {d.goal} design has power {power:.2f}, not {opts.power:g}: Overall alone would have "
@@ -490,27 +486,18 @@ def _simulated_power(
             "by the harm its few ratings could hide; more units (--personas, or a --power above it) "
             "raise it"
         )
-    width = max(d.width, edge_width(_expected_totals(counts, bound, d.units), LEVEL))
+    width = max(d.width, edge_width(_expected_totals(sim.counts, sim.bound, d.units), LEVEL))
     return msgspec.structs.replace(d, power=power, overall_power=d.power, width=width, spread_width=d.width)
 
 
-def _search_power(
-    d: Design,
-    counts: np.ndarray,
-    persona: np.ndarray,
-    labels: list[str],
-    bound: np.ndarray,
-    opts: PlanOptions,
-    rho: float,
-    within_sd: float,
-    notes: list[str],
-) -> Design | None:
+def _search_power(sim: _Sim, d: Design, within_sd: float, notes: list[str]) -> Design | None:
     """The power design's size found by simulation where the normal formula's falls short
     of --power: seeds doubled until the simulated power (every row, as compare --gate
     decides, `fixed_power_simulated`) reaches it, then bisected between the last short
     and the first enough. None (and a note saying why) where the formula's size is
     enough, or no size up to `SEARCH_MAX_UNITS` reaches it, or the search ran out of
     `SEARCH_SECONDS`."""
+    opts = sim.opts
     if not d.goal.startswith("power") or d.power >= opts.power - POWER_SHORTFALL:
         return None
     reps = min(opts.reps, SEARCH_REPS)
@@ -519,7 +506,7 @@ def _search_power(
     tried: dict[int, float] = {}
 
     def power_at(seeds: int) -> float:
-        tried[seeds] = _fixed_power(d, seeds, counts, persona, labels, bound, opts, rho, reps)
+        tried[seeds] = _fixed_power(sim, d, seeds, reps)
         return tried[seeds]
 
     def late() -> bool:
@@ -558,7 +545,7 @@ def _search_power(
         else:
             short = mid
     units = per_seed * enough
-    spread = 2 * NormalDist().inv_cdf(0.5 + LEVEL / 2) * fixed_se(within_sd, units, rho)
+    spread = 2 * NormalDist().inv_cdf(0.5 + LEVEL / 2) * fixed_se(within_sd, units, sim.rho)
     return msgspec.structs.replace(
         d,
         goal=f"{d.goal}, sized by simulation",
@@ -566,7 +553,7 @@ def _search_power(
         units=units,
         power=tried[enough],
         overall_power=None,
-        width=max(spread, edge_width(_expected_totals(counts, bound, units), LEVEL)),
+        width=max(spread, edge_width(_expected_totals(sim.counts, sim.bound, units), LEVEL)),
         spread_width=spread,
         sized_by="simulation",
     )

@@ -13,7 +13,7 @@ from vera.inputs import ENGLISH, tr, ui_short, use_strings
 from vera.ranges import DOLLARS
 from vera.report import (
     card_strings,
-    left_out_words,
+    left_out_line,
     row_verdict_words,
     shown_rows,
     verdict_words,
@@ -130,7 +130,7 @@ def _print_gate(outcome: GateOutcome, *, quiet: bool) -> None:
                         verdict=row_verdict_words(r.status, r.reason),
                     )
                 )
-            if left := left_out_words(last.left_out, ui_short):
+            if left := left_out_line(last, ui_short):
                 click.echo(left.strip())
     click.echo(tr("cli.run_dir", path=outcome.run_dir))
     if outcome.exit_code == 130:

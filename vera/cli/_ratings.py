@@ -59,7 +59,10 @@ def import_(run_dir: str, file: str, skip_unmatched: bool, allow_other_transcrip
     item_id,rater,dimension,rating, or the human_ratings.jsonl of a copy of this run that
     another rater reviewed) to RUN_DIR/human_ratings.jsonl. Items are matched to the
     run's conversations as `vera agreement` matches them; a bad row is an error naming
-    its line, and then nothing is added. A rating that carries the fingerprint of the
+    its line, and then nothing is added. A row repeated exactly counts once; two rows of
+    one rater for one conversation and dimension that disagree are refused, as `vera
+    agreement` refuses them; so is a row whose user_profile column names another persona
+    than the run's conversation has. A rating that carries the fingerprint of the
     transcript it was made on (every `vera review` rating; a CSV's optional
     transcript_sha256 column) must have been made on this run's transcript. A rating the
     run holds already is left out. `vera score RUN_DIR` then calibrates."""
@@ -82,8 +85,6 @@ def _report_import(done: ImportSummary, run_dir: str, file: str) -> None:
             path=Path(run_dir) / "human_ratings.jsonl",
         )
     )
-    if done.repeated:
-        click.echo(tr("cli.ratings_repeated", n=len(done.repeated), lines=_lines(done.repeated)), err=True)
     if done.already:
         click.echo(tr("cli.ratings_already", n=done.already), err=True)
     if done.duplicates:

@@ -335,7 +335,9 @@ def agreement(
 
     RATINGS_FILE is the reference clinician file (clinician_ratings.csv), the long
     format `item_id,rater,dimension,rating`, or a run's human_ratings.jsonl (`vera
-    review`; each rater's latest rating counts). With --against RUN_DIR: agreement between
+    review`; each rater's latest rating counts). A CSV row repeated exactly counts once;
+    two rows of one rater for one item and dimension that disagree are refused, as
+    `vera ratings import` refuses them. With --against RUN_DIR: agreement between
     the raters' per-conversation consensus (their ratings combined by --raters, severest
     by default as in `vera score`; with --ties, the majority vote) and the run's judges, with
     bootstrap intervals over conversations, and the confusion matrix of judge rating ×
@@ -373,6 +375,13 @@ def agreement(
         inputs=[(ratings_file, "ratings file")],
     )
     raters = _consensus_rule(against, ties, raters)
+
+    def collapsed(lines: list[int]) -> None:
+        # A row copied twice counts once, as `vera ratings import` counts it, and says so.
+        with use_strings(strings):
+            shown = ", ".join(map(str, lines[:5])) + (", ..." if len(lines) > 5 else "")
+            click.echo(tr("cli.ratings_duplicates", n=len(lines), lines=shown), err=True)
+
     result = agreement_report(
         ratings_file,
         against=against,
@@ -383,6 +392,7 @@ def agreement(
         confidence=confidence,
         seed=seed,
         allow_other_transcripts=allow_other_transcripts,
+        on_collapsed=collapsed,
     )
     if confusion_csv is not None and isinstance(result, JudgeConsensusReport):
         atomic_write(

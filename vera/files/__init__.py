@@ -1,5 +1,6 @@
 """Files as records: JSONL record files read line by line or by place, TSV data files with
-their sidecars.
+their sidecars; and the one check every reader of a file people export from a
+spreadsheet makes, a byte-order mark only at the very start (`refuse_stray_bom`).
 """
 
 from vera.files._datafile import CELL_LIMIT, read_tsv_text, sidecar, tsv_rows
@@ -21,10 +22,12 @@ from vera.files._jsonl import (
     torn_tail,
     watching,
 )
+from vera.text import STRAY_BOM, refuse_stray_bom
 
 __all__ = [
     "CELL_LIMIT",
     "SKIP_HINT",
+    "STRAY_BOM",
     "CorruptLine",
     "CorruptRecordError",
     "Damage",
@@ -38,6 +41,7 @@ __all__ = [
     "read_record",
     "read_tsv_text",
     "records",
+    "refuse_stray_bom",
     "repair_tail",
     "sidecar",
     "torn_tail",

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from vera.errors import DataError
-from vera.text import read_text
+from vera.text import read_text, refuse_stray_bom
 
 # A cell may hold up to this much text. Python's csv module stops at 128 KiB, which a long
 # rubric guidance or persona background written in a spreadsheet can pass; past this limit
@@ -36,8 +36,11 @@ def tsv_rows(text: str, path: Path) -> list[list[str]]:
 
 def read_tsv_text(path: Path, what: str) -> tuple[bytes, str]:
     """(raw bytes for hashing, text) of a UTF-8 file, a byte-order mark allowed
-    (spreadsheets write one); another encoding is named (vera.text)."""
-    return read_text(path, what)
+    (spreadsheets write one) at its start and refused anywhere else (two exports
+    joined: `refuse_stray_bom`); another encoding is named (vera.text)."""
+    raw, text = read_text(path, what)
+    refuse_stray_bom(text, path)
+    return raw, text
 
 
 def sidecar(path: Path) -> dict[str, Any]:

@@ -274,6 +274,12 @@ BASE: dict[str, str] = {
     # After the gate's rows (its printout, sequence.md) and card.seq_text: the rows left
     # out of the verdict, each with why ("Confirms Risk (not rated in the baseline)").
     "card.seq_left_out": " Left out of the verdict (no baseline score to compare with): {rows}.",
+    # In its place for a gate whose last look was taken before vera recorded the rows it
+    # left out (vera.report.card._sequence.left_out_recorded): which, if any, is unknown.
+    "card.seq_left_out_unrecorded": (
+        " This gate predates left-out accounting: its looks do not record which rows, if any, "
+        "were left out of the verdict for want of a baseline score."
+    ),
     "card.seq_share": " ({share})",
     # After card.seq_text and the looks of sequence.md: the waves whose interval vera
     # compare --gate's edge rule widened (vera.stats.edge_interval); said only where it did.
@@ -1196,13 +1202,9 @@ BASE: dict[str, str] = {
     "cli.ratings_imported": (
         "imported {ratings} rating(s) of {conversations} conversation(s) by {raters} rater(s) → {path}"
     ),
-    "cli.ratings_repeated": (
-        "note: {n} rating(s) given again later in the file; the later one counts, both are kept "
-        "(earlier at line(s) {lines})"
-    ),
     "cli.ratings_already": "note: {n} rating(s) of the file are in the run already and were left out",
     "cli.ratings_duplicates": (
-        "note: {n} row(s) repeat an earlier row of the file exactly and were left out (line(s) {lines})"
+        "note: {n} row(s) repeat an earlier row of the file exactly and count once (line(s) {lines})"
     ),
     "cli.ratings_other_imported": (
         "note: {n} rating(s) were made on another transcript than this run's and were imported as "

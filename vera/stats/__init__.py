@@ -43,6 +43,7 @@ from vera.stats.humans import (
     human_agreement,
     judge_vs_consensus,
     read_human_ratings,
+    read_ratings_file,
 )
 from vera.stats.sequential import (
     NOT_RATED_BASELINE,
@@ -108,6 +109,7 @@ __all__ = [
     "percent_agreement",
     "rater_agreement",
     "read_human_ratings",
+    "read_ratings_file",
     "score_from_percentages",
     "spec_of",
     "summarise",

@@ -48,7 +48,7 @@ from vera.stats.bootstrap import (
     percentile_interval,
     resample_weights,
 )
-from vera.text import decode
+from vera.text import decode, refuse_stray_bom
 
 # Columns of the reference clinician file → vera's dimension names.
 CLINICIAN_DIMENSIONS: dict[str, str] = {
@@ -62,6 +62,10 @@ LONG_COLUMNS = ("item_id", "rater", "dimension", "rating")
 LONG_SCHEMA = dict.fromkeys(LONG_COLUMNS, pl.Utf8)
 # The optional column (either format) with the fingerprint of the transcript rated.
 FINGERPRINT_COLUMN = "transcript_sha256"
+# The optional column (the reference clinician file has it; the long format may) naming
+# the persona of the conversation rated: checked against the run's persona of that
+# conversation where a run is known, so a row of another conversation is caught.
+PROFILE_COLUMN = "user_profile"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 # How ties are settled when they are not excluded: the most severe tied rating, so a
@@ -172,26 +176,56 @@ def _rows(reader: Any, path: Path) -> Iterator[list[str]]:
             raise DataError(f"{path}:{reader.line_num}", f"a cell cannot be read: {exc}") from None
 
 
+class RatingsRead(NamedTuple):
+    """A human ratings file read (`read_ratings_file`): the long frame, and the file
+    lines of the rows that repeat an earlier row exactly (counted once)."""
+
+    frame: pl.DataFrame
+    collapsed: list[int]
+
+
 def read_human_ratings(
     path: str | Path,
     dimensions: Sequence[str] | None = None,
     *,
-    repeats: Literal["error", "keep"] = "error",
     with_lines: bool = False,
     with_fingerprints: bool = False,
 ) -> pl.DataFrame:
+    """The long frame of `read_ratings_file` (rows repeated exactly counted once)."""
+    return read_ratings_file(
+        path, dimensions, with_lines=with_lines, with_fingerprints=with_fingerprints
+    ).frame
+
+
+def read_ratings_file(
+    path: str | Path,
+    dimensions: Sequence[str] | None = None,
+    *,
+    with_lines: bool = False,
+    with_fingerprints: bool = False,
+    with_profiles: bool = False,
+) -> RatingsRead:
     """Read a human ratings file (either format) into the long frame
     `(item_id, rater, dimension, rating)`, plus `line` (the row's file line) when
     `with_lines`, and `transcript_sha256` when `with_fingerprints` (the optional column
     of that name: the fingerprint of the transcript rated, `vera.records.transcript_sha256`;
-    null where the file has no such column or the cell is empty). A
+    null where the file has no such column or the cell is empty), and `user_profile`
+    when `with_profiles` (the optional column of that name: the persona of the
+    conversation rated, as written; null where absent or empty). A
     long-format dimension must be one of `dimensions` when they are given (a rubric's,
     or the method's five).
 
+    A row that repeats an earlier row exactly (the same rater, item, dimension, rating
+    and fingerprint: a row copied twice) is harmless: it is counted once and its line
+    listed in `collapsed`. Two rows of one rater for one item and dimension that
+    disagree are a `DataError` naming both lines: a spreadsheet's row order says
+    nothing of which one the rater meant, so neither is guessed (a change of mind is
+    a new rating: `vera review`, or a later `vera ratings import`). `vera agreement`
+    and `vera ratings import` read CSV files here, so both apply this one rule.
+
     Raises `DataError("file:line", ...)` naming the row and field for anything malformed:
     an unknown header, a row with the wrong number of fields, an empty id, an unknown
-    rating, and (unless `repeats="keep"`, where the caller lets the later row count) the
-    same rater rating the same item and dimension twice.
+    rating, two disagreeing ratings of one rater, item and dimension.
     """
     path = Path(path)
     try:
@@ -201,6 +235,8 @@ def read_human_ratings(
     except OSError as e:
         raise DataError(str(path), f"cannot read: {e.strerror or e}") from None
     text = decode(raw, path, "ratings file")
+    # Two exports joined: the second's byte-order mark would start a rater's name.
+    refuse_stray_bom(text, path)
     if not text.strip():
         # Not "unrecognised header": there is no header to recognise.
         raise DataError(
@@ -225,8 +261,10 @@ def read_human_ratings(
         )
     column = {name: i for i, name in enumerate(header)}
     known = tuple(dimensions) if dimensions is not None else None
-    out: dict[str, list[Any]] = {c: [] for c in (*LONG_COLUMNS, "line", FINGERPRINT_COLUMN)}
-    seen: dict[tuple[str, str, str], int] = {}
+    out: dict[str, list[Any]] = {c: [] for c in (*LONG_COLUMNS, "line", FINGERPRINT_COLUMN, PROFILE_COLUMN)}
+    # (item, rater, dimension) → the line, rating and fingerprint that first gave it.
+    seen: dict[tuple[str, str, str], tuple[int, str, str | None]] = {}
+    collapsed: list[int] = []
     for row in _rows(reader, path):
         line = reader.line_num
         if not any(field.strip() for field in row):
@@ -242,6 +280,7 @@ def read_human_ratings(
 
         item, rater = field(item_col), field(rater_col)
         fingerprint = _fingerprint(row, column, f"{path}:{line}")
+        profile = (row[column[PROFILE_COLUMN]].strip() or None) if PROFILE_COLUMN in column else None
         if dimension_cols is not None:
             # The reference file writes two of its ids as "#0413e7"; the id is the
             # transcript's file-name prefix, so the "#" is a spreadsheet artefact.
@@ -251,22 +290,52 @@ def read_human_ratings(
             if dimension_cols is not None
             else [(_dimension(field("dimension"), known, f"{path}:{line}"), "rating")]
         )
+        new = False
         for dimension, rating_col in cells:
             rating = _rating(field(rating_col), f"{path}:{line}", rating_col)
             key = (item, rater, dimension)
-            if key in seen and repeats == "error":
-                raise DataError(
-                    f"{path}:{line}",
-                    f"rater {rater!r} already rated item {item!r} on {dimension!r} (line {seen[key]})",
-                )
-            seen[key] = line
+            if key in seen:
+                _same_again(path, line, key, seen[key], (rating, fingerprint))
+                continue
+            seen[key] = (line, rating, fingerprint)
+            new = True
             for name, value in zip(LONG_COLUMNS, (item, rater, dimension, rating), strict=True):
                 out[name].append(value)
             out["line"].append(line)
             out[FINGERPRINT_COLUMN].append(fingerprint)
-    frame = pl.DataFrame(out, schema=LONG_SCHEMA | {"line": pl.Int64, FINGERPRINT_COLUMN: pl.Utf8})
-    drop = [c for c, keep in (("line", with_lines), (FINGERPRINT_COLUMN, with_fingerprints)) if not keep]
-    return frame.drop(drop)
+            out[PROFILE_COLUMN].append(profile)
+        if not new:
+            collapsed.append(line)
+    extra: dict[str, Any] = {"line": pl.Int64, FINGERPRINT_COLUMN: pl.Utf8, PROFILE_COLUMN: pl.Utf8}
+    frame = pl.DataFrame(out, schema=LONG_SCHEMA | extra)
+    kept = (("line", with_lines), (FINGERPRINT_COLUMN, with_fingerprints), (PROFILE_COLUMN, with_profiles))
+    drop = [c for c, keep in kept if not keep]
+    return RatingsRead(frame.drop(drop), collapsed)
+
+
+def _same_again(
+    path: Path,
+    line: int,
+    key: tuple[str, str, str],
+    first: tuple[int, str, str | None],
+    again: tuple[str, str | None],
+) -> None:
+    """Nothing when a rating given again repeats the first (the same rating; the same
+    transcript fingerprint, or one row without any); else the one line refusing the
+    two (both lines, rater, conversation, dimension, and how they differ)."""
+    first_line, *said = first
+    if said[0] == again[0] and (said[1] == again[1] or None in (said[1], again[1])):
+        return
+    item, rater, dimension = key
+    if said[0] != again[0]:
+        how = f"{said[0]!r} at line {first_line}, {again[0]!r} at line {line}"
+    else:
+        how = f"on different transcripts ({FINGERPRINT_COLUMN}) at lines {first_line} and {line}"
+    raise DataError(
+        f"{path}:{line}",
+        f"rater {rater!r} rated conversation {item!r} on {dimension!r} twice, differently: {how}; "
+        "keep the row that holds and delete the other",
+    )
 
 
 def _fingerprint(row: list[str], column: Mapping[str, int], where: str) -> str | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+from codecs import BOM_UTF8
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import BinaryIO
 import msgspec
 
 from vera.errors import DataError, storage_error
-from vera.files import torn_tail
+from vera.files import refuse_stray_bom, torn_tail
 from vera.inputs import run_strings, tr, use_strings
 from vera.records import HumanRating, transcript_sha256
 from vera.store._index import RunRecords
@@ -235,15 +236,18 @@ def read_human_ratings_file(
 
 
 def _numbered(path: Path) -> list[tuple[int, tuple[int, bytes]]]:
-    """(line number, (byte offset, text)) of every non-empty line."""
+    """(line number, (byte offset, text)) of every non-empty line. A byte-order mark
+    at the very start (a file saved by an editor that writes one) is not part of the
+    first line; one anywhere else is a `DataError` naming its line (two files joined)."""
     out: list[tuple[int, tuple[int, bytes]]] = []
     if not path.exists():
         return out
     with open(path, "rb") as f:
         data = f.read()
+    refuse_stray_bom(data, path)
     offset = 0
     for number, raw in enumerate(data.splitlines(keepends=True), start=1):
-        text = raw.rstrip(b"\r\n")
+        text = raw.rstrip(b"\r\n").removeprefix(BOM_UTF8 if number == 1 else b"")
         if text.strip():
             out.append((number, (offset, text)))
         offset += len(raw)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,9 @@ from vera.stats import (
     TieRule,
     human_agreement,
     judge_vs_consensus,
-    read_human_ratings,
+    read_ratings_file,
 )
-from vera.stats.humans import FINGERPRINT_COLUMN
+from vera.stats.humans import FINGERPRINT_COLUMN, PROFILE_COLUMN
 from vera.store import (
     OTHER_TRANSCRIPTS_OPTION,
     ConversationHead,
@@ -121,6 +122,7 @@ def agreement_report(
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
     allow_other_transcripts: bool = False,
+    on_collapsed: Callable[[list[int]], None] | None = None,
 ) -> HumanAgreementReport | JudgeConsensusReport:
     """Agreement among the human raters of a ratings file; with `against`, between
     their per-conversation consensus and the judges of that run (with bootstrap
@@ -131,7 +133,9 @@ def agreement_report(
     by `ties`. A ratings file set against a run has its ratings' transcript fingerprints
     (a human_ratings.jsonl's, a CSV's optional column) checked against the run's
     transcripts: one made on another transcript is refused unless
-    `allow_other_transcripts`."""
+    `allow_other_transcripts`. A CSV's rows that repeat an earlier row exactly count
+    once, their lines handed to `on_collapsed`; two that disagree are refused
+    (`read_ratings_file`, as `vera ratings import` reads the file)."""
     run = read_run(against) if against is not None else None
     dimensions = run.ratings.get_column("dimension").unique(maintain_order=True).to_list() if run else None
     # The run's rubric names the dimensions; without a run, the method's five.
@@ -144,10 +148,16 @@ def agreement_report(
             allow_other_transcripts=allow_other_transcripts,
         )
     else:
-        long = read_human_ratings(ratings_file, known, with_lines=True, with_fingerprints=True)
+        long, collapsed = read_ratings_file(
+            ratings_file, known, with_lines=True, with_fingerprints=True, with_profiles=True
+        )
+        if collapsed and on_collapsed is not None:
+            on_collapsed(collapsed)
+        if run is not None:
+            check_profiles(Path(ratings_file), long, run.path, run.conversations)
         if run is not None and not allow_other_transcripts:
             _check_csv_transcripts(Path(ratings_file), long, run.path, run.conversations)
-        long = long.drop("line", FINGERPRINT_COLUMN)
+        long = long.drop("line", FINGERPRINT_COLUMN, PROFILE_COLUMN)
     if long.height == 0:
         raise UserError(f"{ratings_file}: no ratings")
     humans = human_agreement(long, nr=nr)
@@ -192,6 +202,33 @@ def agreement_report(
     return JudgeConsensusReport(
         ratings=about, run=str(run.path), run_id=run.manifest.run_id, judges=result, humans=humans
     )
+
+
+def check_profiles(
+    path: Path, long: pl.DataFrame, run_dir: Path, conversations: Mapping[str, ConversationHead]
+) -> None:
+    """A CSV row whose `user_profile` (the persona it says the conversation had) is not
+    the persona of the run's conversation its item names is a `DataError` naming its
+    line, what the row says and what the run says: the row rates another conversation
+    than the one it names (an id mistyped or pasted into the wrong row), and would
+    count for the wrong persona. Compared as persona names are (letter case aside);
+    rows without one, and items no conversation of the run is, are not checked here
+    (the callers name those)."""
+    named = long.filter(pl.col(PROFILE_COLUMN).is_not_null())
+    if named.height == 0:
+        return
+    personas: dict[str, set[str]] = {}
+    for head in conversations.values():
+        personas.setdefault(human_item_id(head), set()).add(head.persona)
+    for row in named.iter_rows(named=True):
+        theirs = personas.get(row["item_id"])
+        said = row[PROFILE_COLUMN]
+        if theirs and said.casefold() not in {p.casefold() for p in theirs}:
+            raise DataError(
+                f"{path}:{row['line']}",
+                f"{PROFILE_COLUMN} {said!r}, but conversation {row['item_id']!r} of run {run_dir} is "
+                f"persona {', '.join(sorted(theirs))!r}: does the row name the conversation it rates?",
+            )
 
 
 def _check_csv_transcripts(

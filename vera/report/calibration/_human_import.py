@@ -12,7 +12,8 @@ same config has the same ids and, with real models, other transcripts. So a rati
 carries the fingerprint of the transcript it was made on (`transcript_sha256`: every
 `vera review` rating, a CSV's optional column) is checked against this run's transcript,
 and a mismatch refused unless `allow_other`. A rating already in the run (the same file
-imported twice, a row repeated) is left out and counted, never appended again.
+imported twice) is left out and counted, never appended again; a row the file repeats
+exactly is counted once, and two that disagree are refused, as `vera agreement` does.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ import msgspec
 
 from vera.errors import DataError, UserError
 from vera.records import HumanRating
-from vera.report.calibration._agreement import human_item_id, is_jsonl
+from vera.report.calibration._agreement import check_profiles, human_item_id, is_jsonl
 from vera.report.shared._runs import read_run
-from vera.stats import read_human_ratings
+from vera.stats import read_ratings_file
 from vera.stats.humans import FINGERPRINT_COLUMN
 from vera.store import (
     HUMAN_RATINGS,
@@ -45,17 +46,16 @@ _REFUSED = f"nothing imported; {OTHER_TRANSCRIPTS_OPTION} imports them if you kn
 
 
 class ImportSummary(msgspec.Struct, kw_only=True):
-    """What an import added: ratings (one per rater and conversation, more when a rater
-    rated a conversation again), and the rows it set aside or superseded."""
+    """What an import added: ratings (one per rater and conversation), and the rows it
+    set aside."""
 
     file: str
     ratings: int
     conversations: int
     raters: int
-    repeated: list[int]  # file lines that a later row of the same rater, item, dimension superseded
     skipped: list[int]  # file lines whose item is no conversation of the run (--skip-unmatched)
     already: int = 0  # ratings the run holds already (left out)
-    duplicates: list[int] = []  # CSV lines repeating an earlier row of the file exactly (left out)
+    duplicates: list[int] = []  # CSV rows repeating an earlier row of the file exactly (counted once)
     unchecked: int = 0  # ratings imported without a transcript fingerprint (cannot be checked)
     other_transcripts: int = 0  # ratings of another transcript, imported as allowed
 
@@ -71,10 +71,10 @@ def import_human_ratings(
 
     Raises a `DataError` naming file:line for a malformed row or an unknown rating or
     dimension, and a `UserError` naming the first such row when items are no
-    conversation of the run (unless `skip_unmatched`). A rater who rates an item twice
-    (in this file) gets two ratings, the later one counting; it carries the earlier
-    one's other dimensions, so a long-format correction of one dimension loses none.
-    A rating whose transcript fingerprint is not this run's transcript's is a
+    conversation of the run (unless `skip_unmatched`). A row repeated exactly is
+    counted once (listed in `duplicates`); two rows of one rater for one item and
+    dimension that disagree are a `DataError` naming both lines, as `vera agreement`
+    refuses them (`vera.stats.read_ratings_file`). A rating whose transcript fingerprint is not this run's transcript's is a
     `DataError` naming its line unless `allow_other_transcripts` (then it is kept,
     marked `other_transcript`)."""
     run = read_run(run_dir)
@@ -85,11 +85,15 @@ def import_human_ratings(
         return _import_jsonl(
             Path(run_dir), Path(ratings_file), dimensions, skip_unmatched, allow_other_transcripts
         )
-    long = read_human_ratings(
-        ratings_file, dimensions, repeats="keep", with_lines=True, with_fingerprints=True
+    # Rows repeated exactly are counted once; two that disagree are refused (the
+    # reader's rule, which `vera agreement` applies too).
+    long, duplicates = read_ratings_file(
+        ratings_file, dimensions, with_lines=True, with_fingerprints=True, with_profiles=True
     )
     if long.height == 0:
         raise UserError(f"{ratings_file}: no ratings")
+    # A row naming another persona than its conversation's rates another conversation.
+    check_profiles(Path(ratings_file), long, Path(run_dir), run.conversations)
     conversations: dict[str, list[str]] = defaultdict(list)
     for cid, head in run.conversations.items():
         conversations[human_item_id(head)].append(cid)
@@ -109,14 +113,11 @@ def import_human_ratings(
     fingerprints = run_fingerprints(
         records, (cid for r in rows if r["item_id"] in conversations for cid in conversations[r["item_id"]])
     )
-    # Per (rater, item): the ratings being gathered, and those a repeat closed.
+    # Per (rater, item): its ratings by dimension, the line of its first row, and the
+    # transcript fingerprint its rows name.
     open_: dict[tuple[str, str], dict[str, Any]] = {}
-    made: list[tuple[int, tuple[str, str], dict[str, Any], str | None]] = []
     first_line: dict[tuple[str, str], int] = {}
-    printed: dict[tuple[str, str], str | None] = {}  # the transcript fingerprint rows name
-    repeated: list[int] = []
-    duplicates: list[int] = []
-    lines_of: dict[tuple[str, str, str], int] = {}
+    printed: dict[tuple[str, str], str | None] = {}
     for r in rows:
         if r["item_id"] not in conversations:
             continue
@@ -129,21 +130,11 @@ def import_human_ratings(
                     f"{ratings_file}:{r['line']}",
                     other_transcript_problem(cid, r["rater"], theirs, ours, _REFUSED),
                 )
-        current = open_.setdefault(key, {})
-        if current.get(r["dimension"]) == r["rating"] and theirs in (None, printed.get(key)):
-            # The same rating again (a row copied twice): nothing to add.
-            duplicates.append(r["line"])
-            continue
-        if r["dimension"] in current:
-            repeated.append(lines_of[(*key, r["dimension"])])
-            made.append((first_line[key], key, dict(current), printed.get(key)))
-            first_line[key] = r["line"]
         first_line.setdefault(key, r["line"])
-        current[r["dimension"]] = r["rating"]
-        lines_of[(*key, r["dimension"])] = r["line"]
+        open_.setdefault(key, {})[r["dimension"]] = r["rating"]
         if theirs is not None:
             printed[key] = theirs
-    made += [(first_line[key], key, ratings, printed.get(key)) for key, ratings in open_.items()]
+    made = [(first_line[key], key, ratings, printed.get(key)) for key, ratings in open_.items()]
     made.sort(key=lambda m: m[0])
     every = [
         HumanRating(
@@ -173,7 +164,6 @@ def import_human_ratings(
         ratings=len(out),
         conversations=len({r.conversation_id for r in out}),
         raters=len({r.rater for r in out}),
-        repeated=sorted(repeated),
         skipped=[r["line"] for r in unmatched],
         already=len(every) - len(out),
         duplicates=duplicates,
@@ -253,7 +243,6 @@ def _import_jsonl(
         ratings=len(out),
         conversations=len({r.conversation_id for r in out}),
         raters=len({r.rater for r in out}),
-        repeated=[],
         skipped=unmatched,
         already=len(numbered) - len(skipped) - len(out),
         unchecked=sum(r.transcript_sha256 is None for r in out),

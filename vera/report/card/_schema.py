@@ -496,6 +496,11 @@ class SequentialCard(msgspec.Struct, frozen=True, kw_only=True):
     # The rows the last look left out of the verdict, dimension → why (the baseline
     # never rated them: vera.stats.left_out_rows); left out when there are none.
     left_out: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
+    # True when the last look was taken before vera recorded the rows left out
+    # (vera.report.card._sequence.left_out_recorded): then nothing says whether any was,
+    # and the card says so instead of naming none. Left out otherwise, so those cards
+    # keep their bytes.
+    left_out_unrecorded: bool | msgspec.UnsetType = msgspec.UNSET
     # The waves whose interval `vera compare --gate`'s edge rule widened (near 0 or 100);
     # left out when none was, so those cards keep their bytes.
     edge_waves: list[int] | msgspec.UnsetType = msgspec.UNSET

@@ -21,6 +21,7 @@ from vera.report.card._html import render_html
 from vera.report.card._markdown import render_markdown
 from vera.report.card._plots import Plot, card_plots
 from vera.report.card._schema import Card, decode_card, encode_card
+from vera.report.card._sequence import left_out_recorded, read_sequence
 from vera.report.card._text import card_strings
 from vera.report.improvements._report import exemplar_conversations
 from vera.report.shared._pages import write_card_pages
@@ -309,4 +310,21 @@ def read_card(run_dir: str | Path) -> Card:
             f"{p}: belongs to run {card.run_id!r}, but {Path(run_dir) / 'manifest.json'} is run "
             f"{manifest.run_id!r}; rebuild the card with `vera score {run_dir}`"
         )
-    return card
+    return _left_out_unrecorded(card, Path(run_dir))
+
+
+def _left_out_unrecorded(card: Card, run_dir: Path) -> Card:
+    """A gate's card written before cards said whether its gate recorded the rows left
+    out of the verdict: it names none either way, so the gate's own last look decides,
+    and a look from before left-out accounting makes the card say so instead of
+    showing none (`left_out_unrecorded`). Any other card is returned as it is."""
+    seq = card.sequential
+    if seq is msgspec.UNSET or isinstance(seq.left_out, dict) or seq.left_out_unrecorded is True:
+        return card
+    try:
+        looks = read_sequence(run_dir)
+    except UserError:
+        return card  # a damaged sequence: the card says what card.json says
+    if not looks or left_out_recorded(looks[-1]):
+        return card
+    return msgspec.structs.replace(card, sequential=msgspec.structs.replace(seq, left_out_unrecorded=True))

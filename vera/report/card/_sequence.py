@@ -89,6 +89,24 @@ class GateRecord(msgspec.Struct, frozen=True, kw_only=True):
     edge_rule_from_wave: int | None = None
 
 
+def left_out_recorded(look: GateLook) -> bool:
+    """Whether a look records the rows it left out of the verdict. Looks have recorded
+    them since `left_out` came (absent when none was), and every look written since the
+    edge rule, which came after it, records `edge_rule`; a look with neither was taken
+    before `left_out` came (or in the few hours between the two, which cannot be told
+    apart), so its rows left out, if any, are unknown, and never shown as none."""
+    return isinstance(look.left_out, dict) or look.edge_rule is not msgspec.UNSET
+
+
+def left_out_line(look: GateLook, name: Callable[[str], str]) -> str:
+    """What a look says of the rows left out of its verdict: named with why, the
+    sentence that its gate predates left-out accounting, or "" when none was left out
+    (a leading space where the language has one)."""
+    if not left_out_recorded(look):
+        return tr("card.seq_left_out_unrecorded")
+    return left_out_words(look.left_out, name)
+
+
 def edge_waves(looks: list[GateLook]) -> list[int]:
     """The waves at which the edge rule widened some row's interval."""
     return [look.wave for look in looks if any(r.edge for r in look.rows)]
@@ -224,6 +242,7 @@ def sequential_card(run_dir: str | Path) -> SequentialCard | None:
         looks=out,
         not_rated=not_rated or msgspec.UNSET,
         left_out=last.left_out if last is not None else msgspec.UNSET,
+        left_out_unrecorded=True if last is not None and not left_out_recorded(last) else msgspec.UNSET,
         edge_waves=edge_waves(looks) or msgspec.UNSET,
     )
 
@@ -330,8 +349,11 @@ def sequential_text(seq: SequentialCard) -> str:
         available=seq.available,
         share=tr("card.seq_share", share=f"{seq.units / seq.available:.0%}") if seq.available else "",
     )
-    # The table below shows Overall only: the rows left out of the verdict are named.
+    # The table below shows Overall only: the rows left out of the verdict are named (or,
+    # for a gate from before they were recorded, that they are unknown).
     text += left_out_words(seq.left_out, ui_label)
+    if seq.left_out_unrecorded is True:
+        text += tr("card.seq_left_out_unrecorded")
     text += edge_words(seq.edge_waves if isinstance(seq.edge_waves, list) else [])
     if isinstance(seq.not_rated, list) and seq.not_rated:
         # The table below shows Overall only: the rows that held the gate UNDECIDED for
@@ -414,6 +436,6 @@ def sequence_page(record: GateRecord, looks: list[GateLook]) -> str:
         for r in shown_rows(last):
             ci = f"[{fixed(r.lo, 1)}, {fixed(r.hi, 1)}]" if r.lo is not None and r.hi is not None else "–"
             lines.append(f"| {ui_label(r.dimension)} | {ci} | {row_verdict_words(r.status, r.reason)} |")
-        if left := left_out_words(last.left_out, ui_label):
+        if left := left_out_line(last, ui_label):
             lines += ["", left.strip()]
     return "\n".join(lines) + "\n"
