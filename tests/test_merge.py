@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -306,3 +307,16 @@ def test_a_merge_of_an_unfinished_shard_names_it_and_how_to_finish_it(tmp_path):
         f"continue it with `{sys.executable} -m vera run --resume {shards[1]}`, then merge again"
     )
     assert lines[-1].startswith("status: incomplete — ")
+
+
+def test_a_shard_given_twice_is_named_with_both_folders(tmp_path):
+    # "the same shard given twice: [1, 1, 2]" did not say which folders those were.
+    shards = [Path(s) for s in run_shards(tmp_path, 2, (1, 2), personas=4)]
+    copy = tmp_path / "copy-of-s1"
+    shutil.copytree(shards[0], copy)
+    out = tmp_path / "merged"
+    assert_one_line_error(
+        vera("merge", str(out), *map(str, shards), str(copy)),
+        f"shard 1/2 given twice: {shards[0]} and {copy}",
+    )
+    assert not out.exists()

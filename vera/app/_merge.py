@@ -89,8 +89,16 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
     if counts:
         n = int(counts.pop())
         have = sorted(int(lab.split("/")[0]) for lab in labels if lab)
-        if len(set(have)) != len(have):
-            raise UserError(f"the same shard given twice: {have}")
+        seen: dict[str | None, Path] = {}
+        for d, lab in zip(shards, labels, strict=True):
+            if lab in seen:
+                same = seen[lab].resolve() == d.resolve()
+                raise UserError(
+                    f"shard {lab} given twice: {d}"
+                    if same
+                    else f"shard {lab} given twice: {seen[lab]} and {d}"
+                )
+            seen[lab] = d
         missing = [f"{k}/{n}" for k in sorted(set(range(1, n + 1)) - set(have))]
     else:
         missing = []
