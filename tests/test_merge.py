@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import sys
 from pathlib import Path
 
 from .test_cli import assert_one_line_error, vera
@@ -240,3 +242,81 @@ def test_merging_english_shards_reads_as_before(tmp_path):
         "status: complete — 8 of 8 conversations complete, 0 failed; 8 of 8 judgements complete, 0 failed "
         "(exit code 0)",
     ]
+
+
+def _offline_run(out: Path, *args: str) -> None:
+    """An offline run of 4 personas, in process (faster than a subprocess)."""
+    from click.testing import CliRunner
+
+    from vera.cli._main import main
+
+    result = CliRunner().invoke(main, ["run", "--limit-personas", "4", "--out", str(out), "--quiet", *args])
+    assert result.exit_code == 0, result.output
+
+
+def test_a_run_made_without_shard_is_refused_beside_others(tmp_path):
+    # Merging keys records by job id, but adds up every run's calls and planned jobs: a
+    # whole run given beside its shards (or twice) counted every call twice and called
+    # the merged run incomplete, exit code 3, with jobs "not run yet" that all ran.
+    whole, again = tmp_path / "whole", tmp_path / "again"
+    _offline_run(whole)
+    _offline_run(again)
+    _offline_run(tmp_path / "s1", "--shard", "1/2")
+    for runs in ([whole, tmp_path / "s1"], [whole, again], [whole, whole]):
+        out = tmp_path / "merged"
+        assert_one_line_error(
+            vera("merge", str(out), *map(str, runs)), f"{whole}: not a shard run", "vera pool"
+        )
+        assert not out.exists()
+    # One whole run alone still merges (a copy of it, scored).
+    proc = vera("merge", str(tmp_path / "copy"), str(whole))
+    assert proc.returncode == 0, proc.stderr
+    assert _lines(tmp_path / "copy" / "calls.jsonl") == _lines(whole / "calls.jsonl")
+
+
+def test_the_merged_run_is_never_written_inside_a_shard(tmp_path):
+    # A merged run inside a shard's folder puts a run in the shard's evidence, and in
+    # its plots/ or conversations/ one that the shard's next card writes over.
+    shards = [Path(s) for s in run_shards(tmp_path, 2, (1, 2), personas=4)]
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    for out in (shards[0] / "merged", shards[1] / "plots" / "merged", tmp_path / "link" / "merged"):
+        if out.parent.name == "link":
+            out.parent.symlink_to(shards[0])
+        assert_one_line_error(
+            vera("merge", str(out), *map(str, shards)), f"{out}: inside the shard run", "outside"
+        )
+    (tmp_path / "link").unlink()
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_a_merge_of_an_unfinished_shard_names_it_and_how_to_finish_it(tmp_path):
+    # The merge of a shard stopped half-way said "incomplete — N planned job(s) not run
+    # yet" and nothing about which shard, nor how to go on.
+    shards = [Path(s) for s in run_shards(tmp_path, 2, (1, 2), personas=6)]
+    # Shard 2 as a kill leaves it: its first conversation's records and nothing after.
+    cut = shards[1] / "conversations.jsonl"
+    cut.write_text(cut.read_text().splitlines(keepends=True)[0])
+    judged = shards[1] / "judgements.jsonl"
+    judged.write_text(judged.read_text().splitlines(keepends=True)[0])
+    out = tmp_path / "merged"
+    proc = vera("merge", str(out), *map(str, shards))
+    assert proc.returncode == 3, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines[1] == (
+        f"shard 2/2 in {shards[1]} is not finished (incomplete): "
+        f"continue it with `{sys.executable} -m vera run --resume {shards[1]}`, then merge again"
+    )
+    assert lines[-1].startswith("status: incomplete — ")
+
+
+def test_a_shard_given_twice_is_named_with_both_folders(tmp_path):
+    # "the same shard given twice: [1, 1, 2]" did not say which folders those were.
+    shards = [Path(s) for s in run_shards(tmp_path, 2, (1, 2), personas=4)]
+    copy = tmp_path / "copy-of-s1"
+    shutil.copytree(shards[0], copy)
+    out = tmp_path / "merged"
+    assert_one_line_error(
+        vera("merge", str(out), *map(str, shards), str(copy)),
+        f"shard 1/2 given twice: {shards[0]} and {copy}",
+    )
+    assert not out.exists()

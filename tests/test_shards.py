@@ -123,3 +123,60 @@ def test_shard_auto_in_a_slurm_array_runs_its_shard(tmp_path: Path, monkeypatch:
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert json.loads((out / "manifest.json").read_text())["shard"] == "2/3"
+
+
+def test_shard_auto_out_of_range_names_the_variables_not_a_split_nobody_typed() -> None:
+    # The user typed `--shard auto`: "--shard '4/3': K must be between 1 and N" named a
+    # value they never gave, and not the variable that was wrong.
+    with pytest.raises(ConfigError) as k8s:
+        Shard.from_environment({"JOB_COMPLETION_INDEX": "3", "VERA_SHARD_COUNT": "3"})
+    assert str(k8s.value) == (
+        "--shard auto: JOB_COMPLETION_INDEX=3 is not below VERA_SHARD_COUNT=3 (0-based index); "
+        "set VERA_SHARD_COUNT to the Job's completions"
+    )
+    slurm = {"SLURM_ARRAY_TASK_ID": "9", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "8"}
+    with pytest.raises(ConfigError) as array:
+        Shard.from_environment(slurm)
+    assert str(array.value) == "--shard auto: SLURM_ARRAY_TASK_ID=9 is outside the array's 1..8"
+    with pytest.raises(ConfigError, match=r"^--shard auto: VERA_SHARD_COUNT=0 "):
+        Shard.from_environment({"JOB_COMPLETION_INDEX": "0", "VERA_SHARD_COUNT": "0"})
+
+
+def test_a_merge_of_shards_with_different_limits_says_what_each_ran_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The merged card took the first shard's limits for all: "each shard took 1/2 of
+    # every account's rpm, ..." when the other shard ran with the account's full limits.
+    server = FakeOpenAI(key=KEY)
+    monkeypatch.setenv(KEY_ENV, KEY)
+    with serve_in_thread(server):
+        providers = tmp_path / "providers"
+        providers.mkdir()
+        (providers / "bot.toml").write_text(
+            f'protocol = "openai"\nbase_url = "{server.base_url}"\nmodel = "fake-bot"\n'
+            f'api_key_env = "{KEY_ENV}"\nrpm = 6000\ntpm = 900000\nmax_in_flight = 4\ntimeout_s = 10\n'
+        )
+        config = write_run_config(
+            tmp_path / "run.toml",
+            providers=providers,
+            runs_dir=tmp_path / "runs",
+            chatbots=["bot"],
+            conversation={"max_turns": 4, "min_turns": 4},
+            stats={"resamples": 20},
+        )
+        common = ["run", "--config", str(config), "--limit-personas", "4", "--quiet"]
+        for k, extra in ((1, []), (2, ["--shard-limits", "full"])):
+            out = str(tmp_path / f"s{k}")
+            result = CliRunner().invoke(main, [*common, "--shard", f"{k}/2", "--out", out, *extra])
+            assert result.exit_code == 0, result.output
+        host = server.base_url.split("/")[2]
+    merged = tmp_path / "merged"
+    result = CliRunner().invoke(main, ["merge", str(merged), str(tmp_path / "s1"), str(tmp_path / "s2")])
+    assert result.exit_code == 0, result.output
+    [line] = [x for x in (merged / "card.md").read_text().splitlines() if "**Account limits:**" in x]
+    assert line == (
+        f"- **Account limits:** {host}[{KEY_ENV}]: 3,000.0 rpm, 450,000.0 tpm, 2 in flight (1/2 of the "
+        f"account's rpm, tpm and in-flight cap); {host}[{KEY_ENV}]: 6,000.0 rpm, 900,000.0 tpm, 4 in flight "
+        "(the account's full limits) — the shards ran with different limits"
+    )
+    assert len(json.loads((merged / "card.json").read_text())["accounting"]["limits"]) == 2

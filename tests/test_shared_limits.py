@@ -16,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,25 +53,40 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             pytest.fail(f"VERA_REDIS_TESTS=required but {REDIS_SERVER} is missing")
         pytest.skip("redis-server is not installed (apt-get install redis-server)")
     port = free_port()
-    folder = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen(
-        [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        cwd=folder,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = start_redis(tmp_path_factory.mktemp("redis"), port)
     try:
-        for _ in range(200):  # up to 10 s for it to accept connections
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
-        else:
-            pytest.fail("redis-server did not start")
         yield f"redis://127.0.0.1:{port}/0"
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def start_redis(folder: Path, port: int, *options: str) -> subprocess.Popen[bytes]:
+    """A redis-server on 127.0.0.1:`port`, accepting connections."""
+    proc = subprocess.Popen(
+        [
+            REDIS_SERVER,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            *options,
+        ],
+        cwd=folder,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    for _ in range(200):  # up to 10 s for it to accept connections
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return proc
+        time.sleep(0.05)
+    proc.terminate()
+    pytest.fail("redis-server did not start")
 
 
 @pytest.mark.slow
@@ -195,3 +211,103 @@ def test_three_shards_share_one_account_through_redis(tmp_path: Path, redis_url:
         assert limits["max_in_flight"] == 8 // SHARDS  # the in-flight cap stays per process
         calls = (tmp_path / f"shard{k}" / "calls.jsonl").read_text()
         assert '"http_429":0' in calls.replace(" ", "") and '"http_429":1' not in calls.replace(" ", "")
+
+
+@pytest.mark.slow
+def test_a_malformed_url_is_one_error_line_and_leaves_no_folder(tmp_path: Path) -> None:
+    # redis-py parses the URL only when it connects: a port that is not a number was a
+    # traceback after the run directory had been made (and left empty).
+    from .test_cli import assert_one_line_error, vera
+
+    out = tmp_path / "run"
+    for url in (
+        "redis://127.0.0.1:notaport/0",
+        "redis://127.0.0.1:99999/0",
+        "redis://[::1/0",
+        "redis://h:1/db",
+    ):
+        assert_one_line_error(vera("run", "--out", str(out), "--limits-url", url, "--quiet"), "--limits-url")
+        assert not out.exists(), url
+
+
+@pytest.mark.slow
+def test_redis_lost_mid_run_stops_the_run_and_fails_nothing(
+    tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A lost limiter is infrastructure, not the chatbot: the run stops as on a fatal
+    # error (exit code 3, a status and a card that say why, the resume command), every
+    # conversation cut short left undone for the resume, none failed.
+    from vera.clients import shared_limits
+
+    monkeypatch.setattr(shared_limits, "_OUTAGE_S", 0.5)
+    monkeypatch.setenv(KEY_ENV, KEY)
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    redis_proc = start_redis(tmp_path, port)
+    server = FakeOpenAI(key=KEY, latency=0.02)
+    out = tmp_path / "run"
+    try:
+        with serve_in_thread(server):
+            config = write_setup(tmp_path, server.base_url)
+
+            def lose_redis() -> None:
+                while len(server.received) < 60:  # of 144: some conversations done, some not
+                    time.sleep(0.005)
+                redis_proc.terminate()
+
+            threading.Thread(target=lose_redis, daemon=True).start()
+            args = ["run", "--config", str(config), "--out", str(out), "--limits-url", url, "--quiet"]
+            result = CliRunner().invoke(main, args)
+            assert result.exit_code == 3, result.output
+            lines = result.output.strip().splitlines()
+            assert (
+                lines[-1].startswith("status: stopped early — Redis at ") and "stopped answering" in lines[-1]
+            )
+            assert any(line.startswith("to continue this run: ") for line in lines), result.output
+            card = json.loads((out / "card.json").read_text())
+            assert card["status"]["state"] == "stopped" and card["status"]["exit_code"] == 3
+            assert json.loads((out / "manifest.json").read_text())["stopped"].startswith("Redis at ")
+            statuses = [
+                json.loads(line)["status"] for line in (out / "conversations.jsonl").read_text().splitlines()
+            ]
+            assert "failed" not in statuses and 0 < len(statuses) < PERSONAS
+            assert card["counts"]["conversations_complete"] == len(statuses)
+            # Redis back: the same command finishes the run, every conversation once.
+            redis_proc.wait(10)
+            redis_proc = start_redis(tmp_path, port)
+            again = CliRunner().invoke(main, args)
+            assert again.exit_code == 0, again.output
+    finally:
+        redis_proc.terminate()
+        redis_proc.wait(10)
+    ids = [json.loads(line)["id"] for line in (out / "conversations.jsonl").read_text().splitlines()]
+    assert len(ids) == len(set(ids)) == PERSONAS
+
+
+@pytest.mark.slow
+def test_a_redis_that_wants_a_password_says_so(
+    tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "Redis does not answer (HELLO must be called with the client already
+    # authenticated ...)": it did answer; it wanted the password.
+    port = free_port()
+    proc = start_redis(tmp_path, port, "--requirepass", "made-up-password")
+    url = f"redis://127.0.0.1:{port}/0"
+    out = tmp_path / "run"
+    try:
+        for password, says in (
+            (None, "set VERA_REDIS_PASSWORD"),
+            ("wrong", "refused the password in VERA_REDIS_PASSWORD"),
+        ):
+            if password is None:
+                monkeypatch.delenv("VERA_REDIS_PASSWORD", raising=False)
+            else:
+                monkeypatch.setenv("VERA_REDIS_PASSWORD", password)
+            result = CliRunner().invoke(main, ["run", "--out", str(out), "--limits-url", url, "--quiet"])
+            assert result.exit_code == 1, result.output
+            [line] = [x for x in result.output.splitlines() if x.strip()]
+            assert line.startswith(f"error: --limits-url {url}: Redis ") and says in line, line
+            assert "does not answer" not in line and "wrong" not in line and not out.exists()
+    finally:
+        proc.terminate()
+        proc.wait(10)

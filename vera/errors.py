@@ -6,6 +6,8 @@ VeraError
 │                        sent, the work it belonged to is left undone (never failed)
 ├── WaitLimitReached     the run waited --max-wait for its batches: the work waiting on
 │                        them is left undone (never failed), the batches kept for a resume
+├── LimitsLost           the Redis holding the shards' shared limits stopped answering:
+│                        the run stops, the work in flight is left undone (never failed)
 ├── UserError            bad input from the user: one clear line, exit code 1
 │   ├── DataError        a data file (rubric, personas, transcripts) is wrong; names file:line
 │   ├── ConfigError      a run config, provider profile or command-line value is wrong
@@ -52,6 +54,14 @@ class WaitLimitReached(VeraError):
     `PREFIX` (the run status reads it: vera.report.shared._outcome)."""
 
     PREFIX = "waited for batches: "
+
+
+class LimitsLost(VeraError):
+    """The Redis server that holds the shards' shared account limits (`--limits-url`)
+    stayed away longer than a run waits for it (vera.clients.shared_limits). No call can
+    be admitted without it, so the run stops as on a fatal error; the work in flight is
+    left undone for a resume: infrastructure, neither a provider failure nor the
+    chatbot's."""
 
 
 class UserError(VeraError):

@@ -25,11 +25,11 @@ from typing import Any
 
 import msgspec
 
-from vera.app._resume import check_schema
+from vera.app._resume import check_schema, resume_command
 from vera.errors import UserError, storage_error
 from vera.files import watching
-from vera.records import MergedShard, RunManifest
-from vera.report import RunStatus, run_status, score_run
+from vera.records import AccountLimits, MergedShard, RunManifest
+from vera.report import Exit, RunStatus, run_status, score_run
 from vera.store import MANIFEST, RunStore, open_run, read_manifest
 
 # Fields that legitimately differ between the shards of one sweep.
@@ -64,6 +64,16 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
     for d in shards:
         manifests.append(read_manifest(d))  # names a folder that is not a run
         check_schema(manifests[-1], d / MANIFEST)  # its fields this vera does not know would be lost
+    if len(shards) > 1:
+        # Records are keyed by job id, but calls and planned jobs add up: a whole run
+        # beside its shards (or twice) would count every call twice and leave the
+        # merged run "incomplete" with jobs that all ran.
+        for d, m in zip(shards, manifests, strict=True):
+            if m.shard is None:
+                raise UserError(
+                    f"{d}: not a shard run (made without --shard, or merged); vera merge "
+                    "combines the shards of one sweep (vera pool pools separate runs)"
+                )
     first = _identity(manifests[0])
     for d, m in zip(shards[1:], manifests[1:], strict=True):
         other = _identity(m)
@@ -79,8 +89,16 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
     if counts:
         n = int(counts.pop())
         have = sorted(int(lab.split("/")[0]) for lab in labels if lab)
-        if len(set(have)) != len(have):
-            raise UserError(f"the same shard given twice: {have}")
+        seen: dict[str | None, Path] = {}
+        for d, lab in zip(shards, labels, strict=True):
+            if lab in seen:
+                same = seen[lab].resolve() == d.resolve()
+                raise UserError(
+                    f"shard {lab} given twice: {d}"
+                    if same
+                    else f"shard {lab} given twice: {seen[lab]} and {d}"
+                )
+            seen[lab] = d
         missing = [f"{k}/{n}" for k in sorted(set(range(1, n + 1)) - set(have))]
     else:
         missing = []
@@ -91,6 +109,13 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
         )
     if out.exists() and any(out.iterdir()):
         raise UserError(f"{out}: not empty; merge into a new directory")
+    # Compared resolved, so neither a symlink nor `..` gets around it: a merged run inside
+    # a shard would sit in that run's evidence (in its plots/ or conversations/, where the
+    # shard's next card writes).
+    where = out.expanduser().resolve()
+    for d in shards:
+        if where.is_relative_to(d.expanduser().resolve()):
+            raise UserError(f"{out}: inside the shard run {d}; merge into a folder outside every shard")
     building = out.parent / f".{out.name}.merging-{os.getpid()}"
     try:
         shutil.rmtree(building, ignore_errors=True)  # left by a merge killed with this pid
@@ -117,6 +142,39 @@ def merge_runs(out: Path, shards: list[Path], *, allow_partial: bool = False) ->
         stopped=None,
         allow_failures=merged.config.allow_failures,
     )
+
+
+class Unfinished(msgspec.Struct, frozen=True):
+    """A shard whose own run stopped before its work was done, and how to continue it."""
+
+    run_dir: Path
+    shard: str
+    state: str  # as vera.report.shared._outcome names it: incomplete, budget, interrupted, ...
+    command: str
+
+
+def unfinished_shards(shards: list[Path]) -> list[Unfinished]:
+    """The shards that are not finished (stopped on a budget, a signal, a fatal error,
+    or killed): the merge of them is incomplete until each is continued and merged again,
+    and its status alone does not say which shard that is."""
+    found = []
+    for d in shards:
+        m = read_manifest(d)
+        records = open_run(d)
+        status = run_status(
+            m,
+            records.conversation_heads(),
+            records.judgement_heads(),
+            stopped=m.stopped,
+            allow_failures=m.config.allow_failures,
+        )
+        if status.exit_code not in (Exit.STOPPED, Exit.INTERRUPTED):
+            continue
+        command = resume_command("run", d)
+        if status.state == "budget" and m.config.max_cost_usd:
+            command += f" --max-cost {m.config.max_cost_usd * 2:g}"  # as the shard's own status said
+        found.append(Unfinished(run_dir=d, shard=m.shard or "", state=status.state, command=command))
+    return found
 
 
 # Conversations whose last history the bodies' writer keeps while a merge copies calls
@@ -169,9 +227,15 @@ def _merge_into(
             config = msgspec.structs.replace(config, call_bodies=msgspec.UNSET)  # kept
         elif not carried and any(m.config.call_bodies is False for m in manifests):
             config = msgspec.structs.replace(config, call_bodies=False)  # said why, not "none kept"
+        # Every limit a shard ran with, once: shards on other keys, or run with other
+        # --shard-limits or --limits-url, ran with other limits, and the card says so.
+        limits: list[AccountLimits] = []
+        for m in manifests:
+            limits += [a for a in m.limits if a not in limits]
         merged = msgspec.structs.replace(
             manifests[0],
             config=config,
+            limits=limits,
             run_id=run_id,
             shard=None,
             jobs_planned=sum(m.jobs_planned for m in manifests),

@@ -28,6 +28,7 @@ from vera.app import (
     merge_runs,
     scored,
     sweep_collector,
+    unfinished_shards,
 )
 from vera.cli._door import RATERS_OPTION, Number, confidence_option, guard, locale_option, resamples_option
 from vera.errors import ConfigError, Interrupted, StorageError, UserError
@@ -679,6 +680,16 @@ def merge(out: str, shards: tuple[str, ...], allow_partial: bool, skip_corrupt: 
     # of it (English without one).
     with use_strings(run_strings([read_manifest(Path(out))])):
         click.echo(tr("cli.merged", n=len(shards), path=out))
+        for u in unfinished_shards([Path(s) for s in shards]) if status.exit_code else []:
+            click.echo(
+                tr(
+                    "cli.merge_unfinished",
+                    shard=u.shard,
+                    path=u.run_dir,
+                    state=state_words(u.state),
+                    command=u.command,
+                )
+            )
         click.echo(
             tr(
                 "cli.status",

@@ -25,7 +25,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from vera.clients.limits import Bucket, BucketFactory, BucketKind
-from vera.errors import ConfigError
+from vera.errors import ConfigError, LimitsLost
 from vera.inputs import PASSWORD_ENV, check_limits_url
 
 if TYPE_CHECKING:  # the redis client is loaded when a run asks for shared limits
@@ -76,11 +76,14 @@ def account_key(endpoint: str, key_env: str) -> str:
 class RedisLimits:
     """The connection to the Redis server that holds every shard's account budgets."""
 
-    __slots__ = ("_bucket", "_client", "_pause", "url")
+    __slots__ = ("_bucket", "_client", "_lost", "_pause", "url")
 
     def __init__(self, url: str) -> None:
         self.url = check_limits_url(url)
         self._client: Redis | None = None
+        # Set once Redis stayed away too long: every later take fails at once, so the
+        # run stops after one wait, not one per caller queued behind a bucket's lock.
+        self._lost: LimitsLost | None = None
         self._bucket: Any = None
         self._pause: Any = None
 
@@ -91,19 +94,28 @@ class RedisLimits:
         """Connect and check that Redis answers; ConfigError (one line) if not."""
         try:
             import redis.asyncio
-            from redis.exceptions import RedisError
+            from redis.exceptions import AuthenticationError, RedisError
         except ImportError:
             raise ConfigError(
                 "--limits-url needs the redis package: pip install 'vera-eval[redis]'"
             ) from None
+        password = os.environ.get(PASSWORD_ENV) or None
         client = redis.asyncio.from_url(
             self.url,
-            password=os.environ.get(PASSWORD_ENV) or None,
+            password=password,
             socket_connect_timeout=_CONNECT_TIMEOUT_S,
             socket_timeout=_CONNECT_TIMEOUT_S,
         )
         try:
             await client.ping()
+        except AuthenticationError as exc:  # it answered: it wants a password, or another
+            await client.aclose()
+            wants = (
+                f"refused the password in {PASSWORD_ENV}"
+                if password
+                else f"wants a password: set {PASSWORD_ENV} to it"
+            )
+            raise ConfigError(f"--limits-url {self.url}: Redis {wants} ({exc})") from None
         except (RedisError, OSError) as exc:
             await client.aclose()
             raise ConfigError(f"--limits-url {self.url}: Redis does not answer ({exc})") from None
@@ -129,7 +141,7 @@ class RedisLimits:
 
     async def run(self, script: str, keys: list[str], args: list[Any]) -> Any:
         """Run one of the scripts; while Redis is away, retry for up to `_OUTAGE_S`, then
-        stop the run with one clear line (a lost limiter is never a chatbot failure)."""
+        raise `LimitsLost`, which stops the run (a lost limiter is never a chatbot failure)."""
         from redis.exceptions import RedisError
 
         if self._client is None:
@@ -137,14 +149,17 @@ class RedisLimits:
         code = self._bucket if script == "bucket" else self._pause
         delay, waited = 0.1, 0.0
         while True:
+            if self._lost is not None:
+                raise self._lost
             try:
                 return await code(keys=keys, args=args)
             except (RedisError, OSError) as exc:
                 if waited >= _OUTAGE_S:
-                    raise ConfigError(
-                        f"--limits-url {self.url}: Redis stopped answering ({exc}); "
-                        "finished work is saved, resume once it is back"
-                    ) from None
+                    self._lost = LimitsLost(
+                        f"Redis at {self.url} (--limits-url) stopped answering for "
+                        f"{_OUTAGE_S:g} s ({exc}); resume once it is back"
+                    )
+                    raise self._lost from None
                 await asyncio.sleep(delay)
                 waited += delay
                 delay = min(2.0, delay * 2)

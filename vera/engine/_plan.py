@@ -100,6 +100,10 @@ class Shard(msgspec.Struct, frozen=True):
                         f"--shard auto: the Slurm array has {count} tasks between {low} and {high}; "
                         "give it a plain range (--array=1-8, no step or list) or use --shard K/N"
                     )
+                if not low <= int(task) <= high:
+                    raise ConfigError(
+                        f"--shard auto: SLURM_ARRAY_TASK_ID={task} is outside the array's {low}..{high}"
+                    )
                 return cls.parse(f"{int(task) - low + 1}/{count}")
             if (index := env.get("JOB_COMPLETION_INDEX")) is not None:
                 if not env.get("VERA_SHARD_COUNT"):
@@ -107,7 +111,15 @@ class Shard(msgspec.Struct, frozen=True):
                         "--shard auto: JOB_COMPLETION_INDEX is set but VERA_SHARD_COUNT is not; "
                         "set it to the Job's completions in the pod spec"
                     )
-                return cls.parse(f"{int(index) + 1}/{int(env['VERA_SHARD_COUNT'])}")
+                count = int(env["VERA_SHARD_COUNT"])
+                if count < 1:
+                    raise ConfigError(f"--shard auto: VERA_SHARD_COUNT={count} must be 1 or more")
+                if not 0 <= int(index) < count:
+                    raise ConfigError(
+                        f"--shard auto: JOB_COMPLETION_INDEX={index} is not below VERA_SHARD_COUNT={count} "
+                        "(0-based index); set VERA_SHARD_COUNT to the Job's completions"
+                    )
+                return cls(int(index) + 1, count)
         except (KeyError, ValueError) as exc:
             raise ConfigError(
                 f"--shard auto: the scheduler's variables are incomplete or not numbers ({exc})"

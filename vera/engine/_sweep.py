@@ -29,7 +29,7 @@ from vera.engine._simulate import (
 )
 from vera.engine._tasks import first_exception, run_together
 from vera.engine._user_check import check_user
-from vera.errors import BudgetReached, DataError, FatalProviderError, WaitLimitReached
+from vera.errors import BudgetReached, DataError, FatalProviderError, LimitsLost, WaitLimitReached
 from vera.records import (
     Conversation,
     Judgement,
@@ -171,9 +171,9 @@ class Judging:
                 # RunConfig.check admits only the two values
                 terminal=cast(TerminalSemantics, inputs.config.judge.terminal_semantics),
             )
-        except (BudgetReached, WaitLimitReached) as exc:
+        except (BudgetReached, WaitLimitReached, LimitsLost) as exc:
             # Not failed, not the chatbot's: left undone, for a resume (with a larger
-            # budget, or polling the batches it waited on).
+            # budget, polling the batches it waited on, or once Redis is back).
             self.result.stopped = str(exc)
             return
         except FatalProviderError as exc:
@@ -183,7 +183,7 @@ class Judging:
             if inputs.config.judge.check_users and slot == self.sweep.slots[0]:
                 try:
                     j.user_check = await self._check_user(conv, slot, jid, j.usage)
-                except (BudgetReached, WaitLimitReached) as exc:
+                except (BudgetReached, WaitLimitReached, LimitsLost) as exc:
                     self.result.stopped = str(exc)
                     return
         self.store.add_judgement(j)
@@ -332,9 +332,10 @@ async def run_sweep(
                 rendered=rendered_for(job),
                 memory=memory,
             )
-        except BudgetReached as exc:
+        except (BudgetReached, LimitsLost) as exc:
             # The calls made so far are paid (and cached); the session is left undone,
-            # never failed: a resume with a larger budget runs it (and the rest of its arc).
+            # never failed: a resume (with a larger budget, or once the shared limits'
+            # Redis is back) runs it and the rest of its arc.
             result.stopped = str(exc)
             return None
         except FatalProviderError as exc:

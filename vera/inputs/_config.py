@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import msgspec
 
@@ -48,14 +48,30 @@ _SCHEMES = ("redis", "rediss", "unix")
 
 def check_limits_url(url: str) -> str:
     """`url` if it can name a Redis server for shared limits; ConfigError otherwise."""
-    parts = urlsplit(url)
-    if parts.scheme not in _SCHEMES:
-        raise ConfigError(f"--limits-url {url!r}: expected redis://HOST:PORT/DB (or rediss://, unix://)")
+    form = "expected redis://HOST:PORT/DB (or rediss://, unix://)"
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # not echoed: it may hold a password
+        raise ConfigError(f"--limits-url: {form}: {exc}") from None
     if parts.password is not None:
         raise ConfigError(
             f"--limits-url: put the Redis password in {PASSWORD_ENV}, not in the URL "
             "(the URL is recorded in the run's manifest)"
         )
+    expected = f"--limits-url {url!r}: {form}"
+    if parts.scheme not in _SCHEMES:
+        raise ConfigError(expected)
+    try:
+        # Reading the port checks it: the redis client reads it only as it connects,
+        # and a bad one was a traceback there.
+        parts.port  # noqa: B018
+    except ValueError as exc:
+        raise ConfigError(f"{expected}: {exc}") from None
+    # The redis client takes a database that is not a number as 0, in silence.
+    db = parts.path.strip("/") if parts.scheme != "unix" else ""
+    db = db or next((v for k, v in parse_qsl(parts.query) if k == "db"), "")
+    if db and not db.isdigit():
+        raise ConfigError(f"{expected}: the database {db!r} is not a number")
     return url
 
 

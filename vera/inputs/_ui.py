@@ -1175,6 +1175,9 @@ BASE: dict[str, str] = {
     "cli.status": "status: {label} — {summary} (exit code {code})",
     "cli.run_status": "run status: {status}",
     "cli.merged": "merged {n} run(s) → {path}",
+    "cli.merge_unfinished": (
+        "shard {shard} in {path} is not finished ({state}): continue it with `{command}`, then merge again"
+    ),
     # `vera review`'s start-up lines (vera.viewer.review.serve_review)
     "cli.review_sample": (
         "vera review: rater {rater}: a sample of {n} of {population} judged conversation(s) ({how}; seed {seed}); "

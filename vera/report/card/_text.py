@@ -253,7 +253,8 @@ def sampling_text(params: dict[str, dict[str, dict[str, Any]]]) -> str:
 
 
 def limits_text(limits: Sequence[AccountLimit]) -> str:
-    """What each provider account ran with, and how shards shared it."""
+    """What each provider account ran with, and how shards shared it; for a merged run
+    whose shards ran with different limits, each entry with its own way."""
     parts = []
     for a in limits:
         caps = [
@@ -262,16 +263,26 @@ def limits_text(limits: Sequence[AccountLimit]) -> str:
             if value
         ]
         parts.append(f"{a.account}: {', '.join(caps) or 'no limits'}")
-    first = limits[0]
-    if first.shared == "redis":
-        how = "rpm and tpm drawn by every shard from one budget in Redis; the in-flight cap is per shard" + (
-            f" ({first.share} of the account's)" if first.share != "full" else ""
+    if len({(a.share, a.shared) for a in limits}) > 1:
+        each = [f"{part} ({_limits_way(a, each=False)})" for part, a in zip(parts, limits, strict=True)]
+        return f"{'; '.join(each)} — the shards ran with different limits"
+    return f"{'; '.join(parts)} — {_limits_way(limits[0], each=True)}"
+
+
+def _limits_way(a: AccountLimit, *, each: bool) -> str:
+    """How a shard took its account's limits: said of every account (`each`), or of one."""
+    if a.shared == "redis" and not each:
+        cap = f"{a.share} of the account's" if a.share != "full" else "the account's full"
+        return f"rpm and tpm from one budget in Redis for every shard, {cap} in-flight cap"
+    if a.shared == "redis":
+        return "rpm and tpm drawn by every shard from one budget in Redis; the in-flight cap is per shard" + (
+            f" ({a.share} of the account's)" if a.share != "full" else ""
         )
-    elif first.share != "full":
-        how = f"each shard took {first.share} of every account's rpm, tpm and in-flight cap"
-    else:
-        how = "the account's full limits"
-    return f"{'; '.join(parts)} — {how}"
+    if a.share != "full":
+        if each:
+            return f"each shard took {a.share} of every account's rpm, tpm and in-flight cap"
+        return f"{a.share} of the account's rpm, tpm and in-flight cap"
+    return "the account's full limits"
 
 
 def locale_text(card: Card) -> str:
