@@ -811,17 +811,22 @@ def test_a_wave_whose_units_failed_stops_the_gate_and_draws_nothing_more(tmp_pat
         (look,) = read_sequence(out)
         assert (look.drawn, look.units, look.failed, look.stopped) == (1, 0, 1, "")
         assert not (out / "sequence.md").exists()
+        # Still down: the rerun retries that unit only, and names no --allow-failures (to
+        # leave out every unit drawn is no way past a service that is down).
+        down = CliRunner().invoke(main, args)
+        assert down.exit_code == 2 and "--allow-failures" not in down.output, down.output
+        assert bot.requests == 2 and [(x.drawn, x.units) for x in read_sequence(out)] == [(1, 0), (1, 0)]
 
         _back(bot)
         again = CliRunner().invoke(main, args)
         assert again.exit_code in (0, 4, UNDECIDED_EXIT), again.output
         looks = read_sequence(out)
         # The retry drew nothing new: the failed unit was tried again on its own first.
-        assert [(x.drawn, x.units) for x in looks] == [(1, 0), (1, 1), (2, 2), (3, 3)]
-        assert looks[-1].stopped and all(isinstance(x.failed, type(msgspec.UNSET)) for x in looks[1:])
+        assert [(x.drawn, x.units) for x in looks] == [(1, 0), (1, 0), (1, 1), (2, 2), (3, 3)]
+        assert looks[-1].stopped and all(isinstance(x.failed, type(msgspec.UNSET)) for x in looks[2:])
         statuses = _statuses(out)
         assert len(statuses) == 3 and all(s[-1] == "complete" for s in statuses.values())
-        assert sum(s == ["failed", "complete"] for s in statuses.values()) == 1  # only it retried
+        assert sum(s == ["failed", "failed", "complete"] for s in statuses.values()) == 1  # only it retried
 
         # An uninterrupted gate of the same units settles where the resumed one did.
         whole = tmp_path / "whole"

@@ -421,8 +421,10 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
             outcome = scored(replace(outcome, resume=command) if outcome else _outcome_of(run_dir, command))
     interrupted = interrupted and not stopped
     gate = GateOutcome(run_dir, settings, looks, verdict, stopped, outcome, command, interrupted, allow)
-    if gate.retried and final is not None:
+    if gate.retried and final is not None and final.units > 0:
         # The least --allow-failures (in hundredths) that leaves the units failed again out.
+        # Not when every unit drawn failed again: the service is down, and leaving out
+        # every unit is no way past it.
         least = -(-failed_units(final) * 100 // final.drawn) / 100
         gate.past = _command(replace(opts, allow_failures=least), run_dir, method, spending)
     return gate
