@@ -320,3 +320,19 @@ def test_a_shard_given_twice_is_named_with_both_folders(tmp_path):
         f"shard 1/2 given twice: {shards[0]} and {copy}",
     )
     assert not out.exists()
+
+
+def test_the_merged_run_holds_the_sum_of_its_shards_budgets(tmp_path):
+    # Each shard holds --max-cost for its own folder; the merged manifest kept the first
+    # shard's, so a resume of the merged run (which counts every shard's spend) stopped
+    # on its budget at once.
+    for k, budget in ((1, "4"), (2, "6")):
+        _offline_run(tmp_path / f"s{k}", "--shard", f"{k}/2", "--max-cost", budget)
+    _offline_run(tmp_path / "t1", "--shard", "1/2", "--max-cost", "4")
+    _offline_run(tmp_path / "t2", "--shard", "2/2")  # no budget
+    for shards, expected in ((("s1", "s2"), 10.0), (("t1", "t2"), 0.0)):
+        out = tmp_path / f"merged-{shards[0]}"
+        proc = vera("merge", str(out), *(str(tmp_path / s) for s in shards))
+        assert proc.returncode == 0, proc.stderr
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["config"]["max_cost_usd"] == expected

@@ -223,6 +223,11 @@ def _merge_into(
                 )
             )
         config = manifests[0].config
+        # Each shard held --max-cost for its own run directory, so the shards together
+        # could spend the sum: that is the merged run's budget (a resume of it counts
+        # every shard's spend). A shard without a budget leaves the whole run without one.
+        budgets = [m.config.max_cost_usd for m in manifests]
+        config = msgspec.structs.replace(config, max_cost_usd=sum(budgets) if all(budgets) else 0.0)
         if carried and config.call_bodies is False:
             config = msgspec.structs.replace(config, call_bodies=msgspec.UNSET)  # kept
         elif not carried and any(m.config.call_bodies is False for m in manifests):
