@@ -392,6 +392,18 @@ class CallRecord(msgspec.Struct, gc=False, kw_only=True):
         return self.cost_usd if self.standard_cost_usd is None else self.standard_cost_usd
 
 
+class WireRequest(msgspec.Struct, frozen=True, gc=False):
+    """The request as a team's own chatbot received it (protocol `http`): the method, the
+    URL with the session id in it, and the body rendered from the profile's template, as
+    text, exactly as sent. Never a header (they hold the token); the URL and body with
+    every known secret redacted. The wire protocols need none: their kept messages,
+    parameters and schema are what was sent."""
+
+    method: str
+    url: str
+    body: str
+
+
 class CallBody(msgspec.Struct, gc=False, kw_only=True):
     """One model call in full: its accounting record, the exact request (every message,
     the system prompt first, the parameters as sent, the schema) and what came back.
@@ -409,6 +421,10 @@ class CallBody(msgspec.Struct, gc=False, kw_only=True):
     schema: dict[str, Any] | None = None
     reask: int = 0
     response: Completion | None = None  # None: no answer (the error is in `call`)
+    # What the service received, for a protocol that renders its own request from a
+    # template (`http`); None for the others, a call answered without sending (cache,
+    # replay), and bodies kept before vera kept it.
+    wire: WireRequest | None = None
 
 
 class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):

@@ -159,6 +159,8 @@ class Received:
     headers: dict[str, str]
     json: Any
     at: float
+    raw: bytes = b""  # the body's bytes as they arrived
+    path_qs: str = ""  # the path with its query, as sent
 
 
 class BadRequest(Exception):
@@ -265,6 +267,8 @@ class FakeServer:
                     {k.lower(): v for k, v in request.headers.items()},
                     body,
                     loop.time(),
+                    raw,
+                    request.path_qs,
                 )
             )
         self.in_flight += 1

@@ -109,3 +109,39 @@ def test_a_run_without_call_bodies_says_so_on_the_page(page_at, offline_run, tmp
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=30)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [1400, 400])
+def test_an_http_chatbots_calls_show_what_its_service_received(page_at, tmp_path, width):  # noqa: F811
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.clients.runs import run_roles
+
+    # On a thread of its own: the browser's sync API holds this thread's event loop.
+    with ThreadPoolExecutor(1) as pool:
+        roles = {"chatbot": "http", "user_agent": "openai", "judge": "openai"}
+        run = pool.submit(run_roles, tmp_path, roles).result()
+    assert run.exit_code == 0, run.output
+    received = run.servers["http"].received
+    cid = run.jsonl("conversations.jsonl")[0]["id"]
+    proc, url = start_view(str(run.out))
+    try:
+        page = page_at(width)
+        page.goto(f"{url}runs/0/conversations/{cid}.html")
+        # Only the chatbot's calls have the block, one per request the service got.
+        sent = page.locator("#call-bodies details.call-body").filter(has=page.locator(".wire"))
+        assert sent.count() == len(received) >= 2
+        assert page.locator("#call-bodies details.call-body").count() > len(received)
+        first = sent.first
+        first.locator("> summary").click()
+        assert first.locator(".wire .who").text_content() == "sent to the service"
+        assert first.locator(".wire-body").text_content().encode() == received[0].raw
+        line = first.locator(".wire-line").text_content()
+        assert line.startswith("POST http://") and line.endswith(received[0].path_qs)
+        assert no_page_scroll(page)
+        first.scroll_into_view_if_needed()
+        page.screenshot(path=tmp_path / f"wire-{width}.png")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)

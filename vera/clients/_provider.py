@@ -16,8 +16,10 @@ import aiohttp
 
 from vera.clients._transport import encode, error_from_response, transport_error
 from vera.clients.base import ChatRequest
+from vera.clients.meter import METER
 from vera.errors import ProviderError
-from vera.records import Completion
+from vera.inputs import redact
+from vera.records import Completion, WireRequest
 
 
 class ProviderClient:
@@ -27,6 +29,9 @@ class ProviderClient:
     __slots__ = ("_headers", "_session", "_url", "model", "name")
 
     method = "POST"
+    # Whether the recorder keeps the request as sent (`WireRequest`): only for a protocol
+    # whose body is rendered from a user's template, which vera's kept messages do not show.
+    keeps_wire = False
 
     def __init__(
         self, session: aiohttp.ClientSession, *, name: str, model: str, url: str, headers: dict[str, str]
@@ -44,10 +49,13 @@ class ProviderClient:
         # `send`'s body, written out here: one coroutine less for every call (each
         # resume of the call passes through every coroutine it is awaited in).
         body = encode(self.encode_request(request))
+        url = self.url_for(request)
+        if self.keeps_wire and (meter := METER.get()) is not None:
+            # Before the send: a call that fails was sent all the same. Redacted: a
+            # template may put a `${VAR}` token in the URL's query or the body.
+            meter.wire = WireRequest(self.method, redact(url), redact(body.decode("utf-8", "replace")))
         try:
-            async with self._session.request(
-                self.method, self.url_for(request), data=body, headers=self._headers
-            ) as response:
+            async with self._session.request(self.method, url, data=body, headers=self._headers) as response:
                 raw = await response.read()
                 status = response.status
                 if status >= 300:

@@ -54,6 +54,8 @@ class HttpChatbotClient(ProviderClient):
 
     __slots__ = ("_body", "_options", "method")
 
+    keeps_wire = True  # the rendered body and URL are not vera's messages: kept as sent
+
     def __init__(
         self,
         session: aiohttp.ClientSession,

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from vera.records import Usage
+from vera.records import Usage, WireRequest
 
 
 class CallMeter:
@@ -35,6 +35,7 @@ class CallMeter:
         "tier",
         "uncertain_usd",
         "usage",
+        "wire",
     )
 
     def __init__(self) -> None:
@@ -59,6 +60,9 @@ class CallMeter:
         self.error: str | None = None
         self.tier = "standard"
         self.fallback = ""  # the tier this call fell back from ("flex", "batch"), or ""
+        # The request as the service received it, set by a client that renders its own
+        # (vera.clients.http); the last attempt's, when the limits retried.
+        self.wire: WireRequest | None = None
 
     def fall_back(self, tier: str) -> None:
         """The call goes on at another tier: what was settled so far (the refused

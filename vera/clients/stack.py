@@ -151,6 +151,7 @@ class RecordingClient:
                     schema=request.schema,
                     reask=request.reask,
                     response=completion,
+                    wire=meter.wire,
                 )
             )
         else:

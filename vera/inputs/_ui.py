@@ -1159,6 +1159,8 @@ BASE: dict[str, str] = {
     "page.calls_copy_input": "Copy the input of call {n} as JSON",
     "page.calls_copy_reply": "Copy the reply of call {n}",
     "page.calls_parameters": "parameters",
+    # A team's own chatbot (protocol http): the request as its service received it.
+    "page.calls_wire": "sent to the service",
     "page.calls_structured": "structured answer",
     "page.calls_usage": "Finish reason: {reason} · {input} tokens in ({cached} cached), {output} out",
     "page.calls_usage_reasoning": " ({n} reasoning)",

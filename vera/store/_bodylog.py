@@ -57,10 +57,17 @@ import msgspec
 import zstandard
 
 from vera.errors import StorageError, storage_error
-from vera.records import CallBody, CallRecord, Completion, Message, Usage
+from vera.records import CallBody, CallRecord, Completion, Message, Usage, WireRequest
 
 VLOG = "call_bodies.vlog"
 MAGIC = b"VERABD\x00\x02"  # "VERA bodies", format 2
+# Format 2 whose rows may carry an eleventh element, the request as the service received
+# it (`WireRequest`: method, URL's text id, body's text id). A vera from before it would
+# fail to unpack such a row, so a file holding one says so in its magic: that vera then
+# refuses the file in one line (`_check_magic`) instead. The writer turns a file's magic
+# to this one before its first turn with such a row (a run with no `http` chatbot keeps
+# the old magic, readable by every vera); this vera reads both.
+MAGIC_WIRE = b"VERABD\x00\x03"
 _ROLES = ("system", "user", "assistant")
 _ROLE_CODE = {role: i for i, role in enumerate(_ROLES)}
 
@@ -330,7 +337,8 @@ def _read_index(f: Any, size: int) -> tuple[_Index, int] | None:
 
 
 def _check_magic(path: Path, head: bytes) -> None:
-    if head[: len(MAGIC)] != MAGIC[: len(head)]:
+    head = head[: len(MAGIC)]
+    if head != MAGIC[: len(head)] and head != MAGIC_WIRE[: len(head)]:
         raise StorageError(f"{path}: not a call bodies file of a format this vera reads")
 
 
@@ -357,11 +365,13 @@ class BodyLog:
         # The damaged records a rebuild of a killed run's index stepped over (numbers).
         self.stepped_over: list[int] = []
         self._fd = -1
+        self._wire_magic = False  # the file's magic is MAGIC_WIRE (rows may carry a wire)
         try:
             self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
             with open(path, "rb") as f:
                 head = f.read(len(MAGIC))
                 _check_magic(path, head)
+                self._wire_magic = head == MAGIC_WIRE
                 if len(head) < len(MAGIC):
                     os.ftruncate(self._fd, 0)
                     os.write(self._fd, MAGIC)
@@ -486,20 +496,25 @@ class BodyLog:
         if body.schema is not None:
             data = msgspec.json.encode(body.schema, order="sorted")
             schema = self._ids.get(data) or self._new(data)
-        self._calls.append(
-            (
-                offset,
-                length,
-                conversation,
-                body.question_id,
-                body.call.job_id,
-                self._messages(conversation, body.call.role, body.messages),
-                body.params,
-                schema,
-                body.reask,
-                reply,
-            )
+        row: tuple[Any, ...] = (
+            offset,
+            length,
+            conversation,
+            body.question_id,
+            body.call.job_id,
+            self._messages(conversation, body.call.role, body.messages),
+            body.params,
+            schema,
+            body.reask,
+            reply,
         )
+        if (w := body.wire) is not None:
+            # Texts like the others: a conversation's URL is stored once, and a body
+            # sent again (a retry, a resume) costs its id.
+            url = self._ids.get(w.url) or self._new(w.url)
+            sent = self._ids.get(w.body) or self._new(w.body)
+            row = (*row, (w.method, url, sent))
+        self._calls.append(row)
 
     def commit(self) -> None:
         """Hand the turn's record to the OS in one write (before the turn's lines)."""
@@ -510,6 +525,14 @@ class BodyLog:
         if self._fd < 0:
             raise StorageError(f"{self.path}: the call bodies are closed")
         texts, calls = self._texts, self._calls
+        if not self._wire_magic and any(len(row) > 10 for row in calls):
+            # Before the record: a vera that cannot read the row must refuse the file.
+            try:
+                os.pwrite(self._fd, MAGIC_WIRE, 0)
+            except OSError as exc:
+                self._broken = storage_error(self.path, "the call bodies", exc)
+                raise self._broken from None
+            self._wire_magic = True
         self._texts, self._calls = [], []
         first = self._next - len(texts)
         payload = _TURN_HEAD.pack(first, len(texts)) + self._compressor.compress(
@@ -742,8 +765,20 @@ class LogReader:
 
         return build
 
+    def _wire(self, row: list[Any]) -> WireRequest | None:
+        """The request as the service received it, if the row kept one (rows before
+        MAGIC_WIRE have ten elements). Damaged or unreadable, it is None: the rest of
+        the body is read as ever."""
+        if len(row) <= 10:
+            return None
+        try:
+            method, url, body = row[10]
+            return WireRequest(str(method), self._text(url), self._text(body))
+        except (ValueError, TypeError, StorageError):
+            return None
+
     def _body(self, row: list[Any], call: CallRecord | None = None) -> CallBody:
-        offset, length, conversation, question, _job, messages, params, schema, reask, reply = row
+        offset, length, conversation, question, _job, messages, params, schema, reask, reply = row[:10]
         response = None
         if reply is not None:
             text, parsed, finish, usage, raw_id, model = reply
@@ -767,6 +802,7 @@ class LogReader:
             schema=msgspec.json.decode(self._bytes(schema)) if schema else None,
             reask=reask,
             response=response,
+            wire=self._wire(row),
         )
 
     def all(self) -> Iterator[CallBody]:

@@ -43,6 +43,7 @@ from vera.files import RecordReader, RecordRef, decoded, records, repair_tail
 from vera.records import CallBody, CallRecord, Conversation, Judgement, RunManifest
 from vera.store._bodies import BODIES, LOG, CallBodies, open_bodies, repair_bodies
 from vera.store._bodylog import VLOG, BodyLog
+from vera.store._lock import lock_run, run_locked, unlock_run
 
 T = TypeVar("T")
 
@@ -200,10 +201,13 @@ _CALL = msgspec.json.Decoder(CallRecord)
 
 def repair_run(root: Path) -> None:
     """Mend the last line of each record file if a crash tore it (only the files' ends
-    are read): what a reader that must see whole records does before scanning."""
-    repair_tail(root / CONVERSATIONS, Conversation)
-    repair_tail(root / JUDGEMENTS, Judgement)
-    repair_tail(root / CALLS, CallRecord)
+    are read): what a reader that must see whole records does before scanning. A write:
+    refused while another process writes the run (its last line is not torn, only not
+    written yet)."""
+    with run_locked(root):
+        repair_tail(root / CONVERSATIONS, Conversation)
+        repair_tail(root / JUDGEMENTS, Judgement)
+        repair_tail(root / CALLS, CallRecord)
 
 
 def _fsync_all(fds: list[tuple[str, int]]) -> tuple[str, OSError] | None:
@@ -225,6 +229,16 @@ class RunStore:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise storage_error(self.root, "the run directory", exc) from None
+        # One writer at a time: a second process appending here would ask the same jobs
+        # and interleave its records and bodies with this one's (vera.store._lock).
+        self._lock: tuple[int, int] | None = lock_run(self.root)
+        try:
+            self._open(fsync_interval, call_bodies)
+        except BaseException:
+            unlock_run(self._lock)
+            raise
+
+    def _open(self, fsync_interval: float, call_bodies: bool) -> None:
         self.fsync_interval = fsync_interval
         repair_run(self.root)  # before appending: a crash may have torn a last line
         # What is done, by place: never the records themselves (see `JobIndex`).
@@ -494,6 +508,8 @@ class RunStore:
             for reader in self._readers.values():
                 reader.close()
             self._readers.clear()
+            unlock_run(self._lock)
+            self._lock = None
 
     # -- summaries -----------------------------------------------------------------------
 

@@ -341,6 +341,14 @@ def body_html(n: int, body: CallBody, label: str) -> str:
             f'<details class="schema"><summary>{_w("page.calls_schema")}</summary>'
             f"<pre>{escape(_pretty(body.schema))}</pre></details>"
         )
+    if (w := body.wire) is not None:
+        # What a team's own chatbot received (its template rendered): the body as sent,
+        # not reformatted, so it reads byte for byte as the service got it.
+        parts.append(
+            f'<div class="msg wire"><div class="who">{_w("page.calls_wire")}</div>'
+            f'<pre class="wire-line">{escape(w.method)} {escape(w.url)}</pre>'
+            f'<pre class="wire-body">{escape(w.body)}</pre></div>'
+        )
     parts.append('</div><div class="call-out">')
     if r is None:
         parts.append(f"<h4>{_w('page.calls_output')}</h4><p>{escape(outcome[:1].upper() + outcome[1:])}.</p>")

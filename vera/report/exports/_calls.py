@@ -31,6 +31,9 @@ def exported_call(body: CallBody) -> dict[str, Any]:
             "params": body.params,
             "schema": body.schema,
             "reask": body.reask,
+            # What a team's own chatbot (protocol `http`) received: the body rendered
+            # from its template, the method and the URL; null for the other protocols.
+            "wire": msgspec.to_builtins(body.wire) if body.wire is not None else None,
         },
         "response": msgspec.to_builtins(body.response) if body.response is not None else None,
     }
