@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 
@@ -663,10 +664,13 @@ def test_an_out_holding_another_run_is_refused_and_left_as_it_was(baseline, tmp_
 
 
 @contextlib.contextmanager
-def _service_gate(tmp_path: Path) -> Iterator[tuple[Any, Path, Path, list[str]]]:
-    """A baseline of the best-practice stand-in on three personas of different risk, and
-    the team's own service (a loopback product API, `protocol = "http"`, no retries) as
-    the candidate: (service, baseline, gate folder, the gate's arguments)."""
+def _service_gate(
+    tmp_path: Path, *, wave: int = 3, seeds: list[int] | None = None
+) -> Iterator[tuple[Any, Path, Path, list[str]]]:
+    """A baseline of the best-practice stand-in on three personas of different risk (each
+    with `seeds`, default one), and the team's own service (a loopback product API,
+    `protocol = "http"`, no retries) as the candidate: (service, baseline, gate folder,
+    the gate's arguments, waves of `wave` units)."""
     from pytest import MonkeyPatch
 
     from .clients.runs import KEY, KEY_ENV
@@ -683,10 +687,11 @@ def _service_gate(tmp_path: Path) -> Iterator[tuple[Any, Path, Path, list[str]]]
         chatbots=["offline/best-practice"],
         personas=mixed_personas(tmp_path),  # None, High, Immediate: rated rows to compare
         conversation={"max_turns": 10, "min_turns": 10},
+        seeds=seeds or [1],
     )
     bot = FakeChatbot(key=KEY)
     base, out = tmp_path / "baseline", tmp_path / "gate"
-    args = ["gate", str(base), "--candidate", "bot", "--wave", "3", "--out", str(out), "--margin", "30"]
+    args = ["gate", str(base), "--candidate", "bot", "--wave", str(wave), "--out", str(out), "--margin", "30"]
     with MonkeyPatch.context() as env, serve_in_thread(bot):
         env.setenv(KEY_ENV, KEY)
         (providers / "bot.toml").write_text(_http_profile(bot))
@@ -766,3 +771,137 @@ def test_a_baseline_whose_every_conversation_failed_says_to_resume_it(tmp_path) 
         f"error: {tmp_path / 'down'}: no judged conversations to gate against; no conversation of it "
         f"completed (2 failed): vera run --resume {tmp_path / 'down'} retries them"
     ], result.output
+
+
+def _down(bot: Any, requests: int = 200) -> None:
+    """The service answers every request with a 503 (down), for the next `requests`."""
+    from .fakes.protocols import Fail
+
+    bot.script(*[Fail(503, "service unavailable")] * requests)
+
+
+def _back(bot: Any) -> None:
+    """The service is back: what was scripted to fail is dropped."""
+    bot._script.clear()
+
+
+def _statuses(out: Path) -> dict[str, list[str]]:
+    """Each conversation's statuses in the run's records, in order (a retry appends)."""
+    seen: dict[str, list[str]] = {}
+    for line in (out / "conversations.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        seen.setdefault(record["id"], []).append(record["status"])
+    return seen
+
+
+def test_a_wave_whose_units_failed_stops_the_gate_and_draws_nothing_more(tmp_path) -> None:
+    # The trial: the team's service was down and the gate went on drawing wave after wave,
+    # every one failing, burning through the baseline's units. Now the first wave with a
+    # failed unit stops the gate (exit 2, "gate: not finished"), with its look recorded as
+    # it is and nothing more drawn; the same command, once the service is back, retries the
+    # failed unit before drawing any new one and settles as an uninterrupted gate does.
+    with _service_gate(tmp_path, wave=1) as (bot, base, out, args):
+        _down(bot)
+        first = CliRunner().invoke(main, args)
+        assert first.exit_code == 2, first.output
+        assert "gate: not finished — 1 of the 1 units drawn failed for infrastructure reasons" in first.output
+        assert f"to retry them: vera gate {base}" in first.output and "UNDECIDED" not in first.output
+        assert bot.requests == 1  # one unit drawn, its first turn failed; no second wave
+        assert list(_statuses(out).values()) == [["failed"]]
+        (look,) = read_sequence(out)
+        assert (look.drawn, look.units, look.failed, look.stopped) == (1, 0, 1, "")
+        assert not (out / "sequence.md").exists()
+        # Still down: the rerun retries that unit only, and names no --allow-failures (to
+        # leave out every unit drawn is no way past a service that is down).
+        down = CliRunner().invoke(main, args)
+        assert down.exit_code == 2 and "--allow-failures" not in down.output, down.output
+        assert bot.requests == 2 and [(x.drawn, x.units) for x in read_sequence(out)] == [(1, 0), (1, 0)]
+
+        _back(bot)
+        again = CliRunner().invoke(main, args)
+        assert again.exit_code in (0, 4, UNDECIDED_EXIT), again.output
+        looks = read_sequence(out)
+        # The retry drew nothing new: the failed unit was tried again on its own first.
+        assert [(x.drawn, x.units) for x in looks] == [(1, 0), (1, 0), (1, 1), (2, 2), (3, 3)]
+        assert looks[-1].stopped and all(isinstance(x.failed, type(msgspec.UNSET)) for x in looks[2:])
+        statuses = _statuses(out)
+        assert len(statuses) == 3 and all(s[-1] == "complete" for s in statuses.values())
+        assert sum(s == ["failed", "failed", "complete"] for s in statuses.values()) == 1  # only it retried
+
+        # An uninterrupted gate of the same units settles where the resumed one did.
+        whole = tmp_path / "whole"
+        at = args.index("--out")
+        clean = CliRunner().invoke(main, [*args[:at], "--out", str(whole), *args[at + 2 :]])
+    assert clean.exit_code == again.exit_code, clean.output
+    ref = read_sequence(whole)
+    assert [(x.drawn, x.units) for x in ref] == [(1, 1), (2, 2), (3, 3)]
+    assert (ref[-1].verdict, ref[-1].stopped, ref[-1].rows) == (
+        looks[-1].verdict,
+        looks[-1].stopped,
+        looks[-1].rows,
+    )
+
+
+def test_a_unit_that_fails_again_names_allow_failures_and_it_lets_the_gate_settle(tmp_path) -> None:
+    # A unit that always fails held the gate for ever: each rerun retried it, it failed, and
+    # the gate said to retry it. When it fails again on a retry the line now names
+    # --allow-failures, with the share that leaves it out; given that (a policy, so a
+    # resumed gate takes it without the "changed settings" refusal), the gate goes on and
+    # settles on the units judged, and the card, sequence.md and the printout count the
+    # unit left out, never scoring it as the chatbot's.
+    from .fakes.protocols import Fail
+
+    with _service_gate(tmp_path, wave=24, seeds=list(range(1, 9))) as (bot, _base, out, args):
+        quiet = [a for a in args if a != "--quiet"]
+        bot.script(Fail(500), Fail(500))
+        first = CliRunner().invoke(main, quiet)
+        assert first.exit_code == 2, first.output
+        failed = read_sequence(out)[-1].failed
+        assert failed in (1, 2), first.output
+        assert "--allow-failures" not in first.output  # a first failure: retrying is the way
+        # The units judged already look WORSE, but a verdict on the units that happened to
+        # get through is not one on the units drawn: beyond the allowance, it waits.
+        assert read_sequence(out)[-1].verdict == "worse" and "gate: WORSE" not in first.output
+        assert f"wave 1: {24 - failed} of 24 units ({failed} failed)" in first.output
+
+        _down(bot)  # those units fail again when retried
+        again = CliRunner().invoke(main, quiet)
+        assert again.exit_code == 2, again.output
+        assert "again when retried" in again.output
+        least = f"{-(-failed * 100 // 24) / 100:g}"
+        assert (
+            "to go on without them (left out of the verdict, never scored as the chatbot's): vera gate"
+            in again.output
+        )
+        assert f"--allow-failures {least} --out {out}" in again.output
+        assert [(x.drawn, x.failed) for x in read_sequence(out)] == [(24, failed), (24, failed)]
+
+        # --allow-failures 0.2 is allowed on the resumed gate: no "changed settings" refusal.
+        allowed = CliRunner().invoke(main, [*quiet, "--allow-failures", "0.2"])
+        # Closed, the gate's command again decides nothing: it keeps the allowance it closed with.
+        closed = CliRunner().invoke(main, quiet)
+    assert closed.exit_code == 4 and "--allow-failures 0.2" in closed.output, closed.output
+    assert allowed.exit_code == 4, allowed.output  # the service's replies ignore the risk: WORSE
+    assert "cannot resume" not in allowed.output
+    last = read_sequence(out)[-1]
+    assert last.stopped and (last.drawn, last.units, last.failed) == (24, 24 - failed, failed)
+    share = f"{failed / 24:.1%}"
+    words = (
+        f"{failed} of the 24 units drawn failed for infrastructure reasons and are left out of the verdict "
+        f"(within {share} failed, --allow-failures 0.2): counted, never scored as the chatbot's."
+    )
+    assert words in allowed.output
+    assert words in (out / "sequence.md").read_text()
+    card = json.loads((out / "card.json").read_text())
+    assert card["sequential"]["failed"] == failed and card["sequential"]["allow_failures"] == 0.2
+    assert words in (out / "card.md").read_text()
+    assert json.loads((out / "gate.json").read_text())["allow_failures"] == 0.2
+
+
+def test_a_bad_allow_failures_is_one_line_and_writes_nothing(baseline, tmp_path) -> None:
+    for bad in ("1.5", "-0.1", "nan", "half"):
+        out = tmp_path / f"bad-{bad}"
+        result = gate(baseline, out, "offline/best-practice", "--allow-failures", bad)
+        assert result.exit_code == 1, result.output
+        assert result.output.count("\n") == 1 and "--allow-failures" in result.output, result.output
+        assert "Traceback" not in result.output and not out.exists()

@@ -9,7 +9,9 @@ After each wave the interval of `vera.stats.sequential` is computed (by default 
 group-sequential α-spending boundary at the gate's waves; with --boundary sequence or
 --exact a confidence sequence) and appended to `sequence.jsonl`; the gate stops when the
 verdict is settled (WORSE or NOT WORSE), or UNDECIDED when the units, the conversation
-cap or the budget run out.
+cap or the budget run out. A wave whose units failed for infrastructure reasons, more of
+them than --allow-failures allows, stops the gate without closing it; the next wave (the
+same command) retries them before drawing any new unit.
 
 Resuming: run the same command again (same --out). `gate.json` holds the settings and
 the unit order; they must match, except that a boundary left out is the recorded one
@@ -47,6 +49,8 @@ from vera.report import (
     GateLook,
     GateRecord,
     GateSettings,
+    failed_units,
+    over_allowance,
     read_gate,
     read_gate_file,
     read_run,
@@ -87,6 +91,10 @@ class GateOptions:
     boundary: str | None = None
     spending: str | None = None  # None: DEFAULT_SPENDING, or a resumed gate's own
     max_cost: float | None = None
+    # The share of the units drawn so far that may fail for infrastructure reasons and the
+    # gate still go on (and settle on the rest): `vera run --allow-failures`'s meaning,
+    # over units. A policy, not a setting of the gate: a resume may change it.
+    allow_failures: float = 0.0
     max_concurrency: int | None = None
     out: str | None = None
     progress: bool = True
@@ -108,16 +116,30 @@ class GateOutcome:
     # Ctrl-C (or SIGTERM) came during a wave that still finished all its work (its
     # units were all in flight): the look is recorded, no further wave is started.
     interrupted: bool = False
+    allow_failures: float = 0.0
+    # The command that goes on without units that failed again when retried: the gate's
+    # with the --allow-failures that leaves them out ("" unless they did).
+    past: str = ""
 
     @property
     def unfinished(self) -> int:
-        """The units drawn that have no judged conversation because their work failed
-        (0 when the gate closed or stopped for another reason): the same command retries
-        them."""
+        """The units drawn that have no judged conversation because their work failed,
+        more than --allow-failures allows (0 when the gate closed, or stopped for another
+        reason): the same command retries them before drawing any new one."""
         last = self.looks[-1] if self.looks else None
-        if self.stopped or last is None or self.run is None or self.run.exit_code != Exit.FAILED:
+        if self.stopped or last is None or self.halted:
             return 0
-        return last.drawn - last.units
+        failed = failed_units(last)
+        return failed if over_allowance(failed, last.drawn, self.allow_failures) else 0
+
+    @property
+    def retried(self) -> bool:
+        """Whether the last look retried the failed units of the look before it (drew no
+        new one) and some failed again."""
+        if len(self.looks) < 2:
+            return False
+        before, last = self.looks[-2], self.looks[-1]
+        return last.drawn == before.drawn and failed_units(before) > 0 and self.unfinished > 0
 
     @property
     def halted(self) -> str:
@@ -251,6 +273,7 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
     conversations = int(per_unit.get_column("conversation_id").max() or 1)  # type: ignore[arg-type]
     _refuse_other_run(run_dir, min(settings.wave, cap) * conversations)
     max_ratings = _max_ratings(manifest.judges, manifest.judge_instances, conversations, len(baseline.labels))
+    allow = opts.allow_failures
     position = {k: i for i, k in enumerate(baseline.keys)}
     per_persona = {p: i for i, p in enumerate(sorted({k[0] for k in baseline.keys}))}
     persona = np.array([per_persona[k[0]] for k in baseline.keys])
@@ -258,11 +281,21 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
     outcome: RunOutcome | None = None
     last = looks[-1] if looks else None
     interrupted = False
+    ran = False  # whether this command ran a wave (a closed gate's rerun runs none)
     try:
         while last is None or not last.stopped:
             wave = len(looks) + 1
-            drawn = min(wave * settings.wave, cap)
+            # A look held by failed units (more than --allow-failures allows) is followed
+            # by a wave of the same units: the failed ones are retried before any new unit
+            # is drawn (what was answered is not asked again: the run replays it).
+            held = last is not None and over_allowance(failed_units(last), last.drawn, allow)
+            drawn = (
+                last.drawn
+                if last is not None and held
+                else min((last.drawn if last else 0) + settings.wave, cap)
+            )
             units = frozenset(settings.order[:drawn])
+            ran = True
             outcome = wave_run(_wave_options(opts, manifest, run_dir, units, command))
             if outcome.exit_code == Exit.INTERRUPTED:
                 break
@@ -306,24 +339,30 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
             # The rows the sequence leaves out, named with why (the verdict is the sequence's).
             left_out = left_out_rows(baseline.counts, shown, baseline.labels)
             stopped = ""
-            # Every unit drawn, but some failed for infrastructure reasons (the service
-            # erred, timed out, was down): the gate may not close on them as if the
-            # candidate had been evaluated. It waits for the same command, which retries
-            # them (a run's failed work is tried again), as `vera run --resume` would.
-            # Likewise a wave whose run stopped on a fatal provider error (a bad token, a
-            # request the service refuses): fixed, the same command goes on.
+            # Units drawn whose work failed for infrastructure reasons (the service erred,
+            # timed out, was down) have no judged conversation: they are counted, never
+            # scored as the candidate's. More of them than --allow-failures allows (a share
+            # of the units drawn so far, default none) and the gate stops after this wave
+            # without closing, whatever the units judged say: drawing on would burn through
+            # the baseline's units while the service is down, and a verdict on the units
+            # that happened to get through is not one on the units drawn. The same command
+            # retries them first. Within the allowance the gate goes on, and may settle, on
+            # the units judged. Likewise a wave whose run stopped on a fatal provider error
+            # (a bad token, a request the service refuses): fixed, the same command goes on.
+            failed = drawn - len(judged)
             halted = (
                 outcome.exit_code == Exit.STOPPED
                 and outcome.status is not None
                 and (outcome.status.state == "stopped")
             )
-            unfinished = halted or (outcome.exit_code == Exit.FAILED and len(judged) < drawn and drawn >= cap)
-            if verdict != UNDECIDED:
+            finished = outcome.exit_code in (Exit.OK, Exit.FAILED)  # all its work was run
+            unfinished = halted or (finished and over_allowance(failed, drawn, allow))
+            if unfinished:
+                pass
+            elif verdict != UNDECIDED:
                 stopped = f"settled: {verdict.upper()}"
             elif outcome.status is not None and outcome.status.state == "budget":
                 stopped = "out of budget (--max-cost)"
-            elif unfinished:
-                pass
             elif drawn >= population:
                 stopped = "out of units: every unit of the baseline was drawn"
             elif drawn >= cap:
@@ -340,6 +379,7 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
                 stopped=stopped,
                 left_out=left_out or msgspec.UNSET,
                 edge_rule=True,
+                failed=failed if failed > 0 and (finished or halted) else msgspec.UNSET,
             )
             append_look(run_dir, last)
             if edge_from is None:
@@ -355,9 +395,18 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
     final = looks[-1] if looks else None
     verdict = final.verdict if final is not None and final.stopped else UNDECIDED
     stopped = final.stopped if final is not None else ""
+    # The allowance the gate closed with: a closed gate rerun keeps the one it closed with,
+    # whatever this command gives (it decided nothing).
+    if not ran and prior is not None and isinstance(prior.allow_failures, float):
+        allow = prior.allow_failures
     if final is not None and final.stopped:
         record = GateRecord(
-            settings=settings, verdict=verdict, stopped=stopped, edge_rule_from_wave=edge_from
+            settings=settings,
+            verdict=verdict,
+            stopped=stopped,
+            edge_rule_from_wave=edge_from,
+            # The allowance the units left out were within, for the card and sequence.md.
+            allow_failures=allow if failed_units(final) else msgspec.UNSET,
         )
         write_settings(run_dir, record)
         # The gate's page and plot in the words of the run's locale pack, as its card.
@@ -371,7 +420,14 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
             # Interrupted while scoring, the message names the gate's command.
             outcome = scored(replace(outcome, resume=command) if outcome else _outcome_of(run_dir, command))
     interrupted = interrupted and not stopped
-    return GateOutcome(run_dir, settings, looks, verdict, stopped, outcome, command, interrupted)
+    gate = GateOutcome(run_dir, settings, looks, verdict, stopped, outcome, command, interrupted, allow)
+    if gate.retried and final is not None and final.units > 0:
+        # The least --allow-failures (in hundredths) that leaves the units failed again out.
+        # Not when every unit drawn failed again: the service is down, and leaving out
+        # every unit is no way past it.
+        least = -(-failed_units(final) * 100 // final.drawn) / 100
+        gate.past = _command(replace(opts, allow_failures=least), run_dir, method, spending)
+    return gate
 
 
 def _refuse_inside(out: Path, baseline: Path) -> None:
@@ -444,6 +500,9 @@ def _wave_options(
         judge=True,
         command="run",
         resume_with=command,  # a stopped wave is continued by the gate, not by `vera run`
+        # The run's own status then agrees with the gate on failed work ("within 5.0%
+        # failed, --allow-failures 0.1"); the gate decides on units, not on the run's code.
+        allow_failures=opts.allow_failures,
     )
 
 
@@ -636,4 +695,6 @@ def _command(opts: GateOptions, run_dir: Path, method: str, spending: str | None
     parts += [shlex.quote(word) for word in boundary_words(method, spending)]
     if opts.max_cost is not None:
         parts += ["--max-cost", f"{opts.max_cost:g}"]
+    if opts.allow_failures:
+        parts += ["--allow-failures", f"{opts.allow_failures:g}"]
     return " ".join([*parts, "--out", shlex.quote(str(run_dir))])

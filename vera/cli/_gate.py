@@ -13,6 +13,8 @@ from vera.inputs import ENGLISH, tr, ui_short, use_strings
 from vera.ranges import DOLLARS
 from vera.report import (
     card_strings,
+    failed_units,
+    failed_words,
     left_out_line,
     row_verdict_words,
     shown_rows,
@@ -47,6 +49,15 @@ from vera.report import (
     help="Use the exact betting confidence sequence instead of the default boundary: valid for any "
     "sample size and at any looks, wider (no --boundary needed; see docs/statistics.md).",
 )
+@click.option(
+    "--allow-failures",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=False,
+    help="Share of the units drawn so far (0-1) that may fail for infrastructure reasons and the gate "
+    "still go on and settle on the rest (left out, never scored as the chatbot's). Default 0: a wave "
+    "with a failed unit stops the gate (exit 2) and the same command retries it. May change on resume.",
+)
 @boundary_options("A resumed gate keeps the boundary it was started with unless told otherwise.")
 @click.option("--max-concurrency", type=click.IntRange(min=1), help="Conversations at once.")
 @click.option(
@@ -62,8 +73,8 @@ def gate(baseline_run: str, candidate: str, quiet: bool, **options: Any) -> None
 
     Exit codes: 0 NOT WORSE (every interval above −margin), 4 WORSE (an interval below
     −margin), 5 UNDECIDED (units, --max-conversations or --max-cost ran out first),
-    2 not finished (units of the last wave failed for infrastructure reasons: rerun the
-    same command to retry them), 3 not finished (a wave stopped on a fatal provider error,
+    2 not finished (units failed for infrastructure reasons, more than --allow-failures
+    allows: rerun the same command to retry them before any new unit is drawn), 3 not finished (a wave stopped on a fatal provider error,
     e.g. a bad key: fix it and rerun the same command), 1 bad input, 130 interrupted (rerun
     the same command to resume: nothing finished is asked again)."""
     opts = GateOptions(
@@ -78,6 +89,7 @@ def gate(baseline_run: str, candidate: str, quiet: bool, **options: Any) -> None
         boundary=options["boundary"],
         spending=options["spending"],
         max_cost=options["max_cost"],
+        allow_failures=options["allow_failures"],
         max_concurrency=options["max_concurrency"],
         out=options["out"],
         progress=not quiet,
@@ -110,6 +122,8 @@ def _print_gate(outcome: GateOutcome, *, quiet: bool) -> None:
                     "cli.gate_wave",
                     wave=look.wave,
                     units=look.units,
+                    # A look's failed units after its units judged (none: nothing said).
+                    failed=tr("card.seq_units_failed", failed=n) if (n := failed_units(look)) else "",
                     available=look.available,
                     overall=ui_short("Overall"),
                     interval=interval,
@@ -139,19 +153,26 @@ def _print_gate(outcome: GateOutcome, *, quiet: bool) -> None:
         click.echo(tr("cli.gate_interrupted", command=outcome.command), err=True)
     elif outcome.unfinished:
         last = outcome.looks[-1]
+        # Failed again when retried: a unit that always fails would hold the gate for ever,
+        # so the line names the way past it (--allow-failures), with the share it needs.
         click.echo(
             tr(
-                "cli.gate_unfinished",
+                "cli.gate_unfinished_again" if outcome.past else "cli.gate_unfinished",
                 failed=outcome.unfinished,
                 drawn=last.drawn,
                 run_dir=outcome.run_dir,
                 command=outcome.command,
+                past=outcome.past,
                 code=outcome.exit_code,
             )
         )
     elif outcome.halted:
         click.echo(tr("cli.gate_halted", why=outcome.halted, command=outcome.command, code=outcome.exit_code))
     else:
+        last = outcome.looks[-1] if outcome.looks else None
+        if last is not None and (failed := failed_units(last)):
+            # Closed with units left out (within --allow-failures): said before the verdict.
+            click.echo(failed_words(failed, last.drawn, outcome.allow_failures).strip())
         said = why_stopped(outcome.verdict, outcome.stopped)
         why = tr("card.seq_why", why=said) if said else ""
         click.echo(

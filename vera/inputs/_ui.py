@@ -281,6 +281,15 @@ BASE: dict[str, str] = {
         "were left out of the verdict for want of a baseline score."
     ),
     "card.seq_share": " ({share})",
+    # After card.seq_text, sequence.md's verdict and the gate's printout: the units drawn
+    # whose work failed and were left out, within --allow-failures (in vera run's words).
+    "card.seq_failed": (
+        " {failed} of the {drawn} units drawn failed for infrastructure reasons and are left out of "
+        "the verdict (within {share} failed, --allow-failures {allow}): counted, never scored as "
+        "the chatbot's."
+    ),
+    # After a look's units (sequence.md, the gate's printout): how many of its units failed.
+    "card.seq_units_failed": " ({failed} failed)",
     # After card.seq_text and the looks of sequence.md: the waves whose interval vera
     # compare --gate's edge rule widened (vera.stats.edge_interval); said only where it did.
     "card.seq_edge": (
@@ -1252,7 +1261,7 @@ BASE: dict[str, str] = {
         "tokens {tokens} · {cost}"
     ),
     # What `vera gate` prints: each wave's interval and verdict, then the gate's verdict.
-    "cli.gate_wave": "wave {wave}: {units} of {available} units · {overall} {interval} · {verdict}",
+    "cli.gate_wave": "wave {wave}: {units} of {available} units{failed} · {overall} {interval} · {verdict}",
     "cli.gate_row": "  {dimension}: {interval} {verdict}",
     "cli.gate_no_interval": "no interval yet",
     "cli.gate_interrupted": "interrupted; to continue: {command}",
@@ -1262,6 +1271,14 @@ BASE: dict[str, str] = {
     "cli.gate_unfinished": (
         "gate: not finished — {failed} of the {drawn} units drawn failed for infrastructure reasons "
         "(vera view {run_dir} names each); to retry them: {command} (exit code {code})"
+    ),
+    # cli.gate_unfinished when the units had already failed at the look before and failed
+    # again when retried: a unit that always fails would hold the gate for ever.
+    "cli.gate_unfinished_again": (
+        "gate: not finished — {failed} of the {drawn} units drawn failed for infrastructure reasons "
+        "again when retried (vera view {run_dir} names each); to retry them once more: {command}; to "
+        "go on without them (left out of the verdict, never scored as the chatbot's): {past} "
+        "(exit code {code})"
     ),
     "cli.gate_halted": "gate: not finished — the wave stopped: {why}; fix it, then: {command} (exit code {code})",
     # What `vera compare BASELINE CANDIDATE --gate` prints (vera.report.compare._gate_text).

@@ -504,6 +504,11 @@ class SequentialCard(msgspec.Struct, frozen=True, kw_only=True):
     # The waves whose interval `vera compare --gate`'s edge rule widened (near 0 or 100);
     # left out when none was, so those cards keep their bytes.
     edge_waves: list[int] | msgspec.UnsetType = msgspec.UNSET
+    # The units drawn whose work failed for infrastructure reasons and were left out of
+    # the last look (within `--allow-failures`, which `allow_failures` gives); both left
+    # out when none failed, so those cards keep their bytes.
+    failed: int | msgspec.UnsetType = msgspec.UNSET
+    allow_failures: float | msgspec.UnsetType = msgspec.UNSET
 
 
 class Card(msgspec.Struct, frozen=True, kw_only=True):

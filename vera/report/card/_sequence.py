@@ -77,6 +77,22 @@ class GateLook(msgspec.Struct, frozen=True, kw_only=True):
     # (vera.stats.edge_interval; each row it widened says so, `SequenceRow.edge`);
     # absent from the looks of gates made before the rule, which a resume keeps.
     edge_rule: bool | msgspec.UnsetType = msgspec.UNSET
+    # The units drawn that have no judged conversation because their work failed for
+    # infrastructure reasons (the candidate's service erred, timed out, was down; or a
+    # wave stopped on a fatal provider error before running them): counted, never scored
+    # as the chatbot's. Absent when none did, so those lines keep their bytes.
+    failed: int | msgspec.UnsetType = msgspec.UNSET
+
+
+def failed_units(look: GateLook) -> int:
+    """A look's failed units (0 for a look without any, or one recorded before they were)."""
+    return look.failed if isinstance(look.failed, int) else 0
+
+
+def over_allowance(failed: int, drawn: int, allow_failures: float) -> bool:
+    """Whether `failed` of the `drawn` units is more than `--allow-failures` allows: a share
+    of the units drawn so far, as `vera run --allow-failures` is a share of its work."""
+    return failed > 0 and (drawn <= 0 or failed / drawn > allow_failures)
 
 
 class GateRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -87,6 +103,10 @@ class GateRecord(msgspec.Struct, frozen=True, kw_only=True):
     # it; a later wave for a gate started before it and resumed (the rule is a property
     # of the reading, so it applies from the resume's next look); None while no look has.
     edge_rule_from_wave: int | None = None
+    # The `--allow-failures` the gate closed with, when units of its last look had failed
+    # and were left out (within it); absent otherwise. A policy, not a setting of the
+    # gate: a resume may change it.
+    allow_failures: float | msgspec.UnsetType = msgspec.UNSET
 
 
 def left_out_recorded(look: GateLook) -> bool:
@@ -105,6 +125,16 @@ def left_out_line(look: GateLook, name: Callable[[str], str]) -> str:
     if not left_out_recorded(look):
         return tr("card.seq_left_out_unrecorded")
     return left_out_words(look.left_out, name)
+
+
+def failed_words(failed: int, drawn: int, allow_failures: float) -> str:
+    """The sentence saying how many units drawn failed and were left out, within
+    `--allow-failures` in `vera run`'s words ("within 10.0% failed, --allow-failures
+    0.2"), a leading space where the language has one; "" when none failed."""
+    if failed <= 0:
+        return ""
+    share = f"{failed / drawn:.1%}" if drawn else "100%"
+    return tr("card.seq_failed", failed=failed, drawn=drawn, share=share, allow=f"{allow_failures:g}")
 
 
 def edge_waves(looks: list[GateLook]) -> list[int]:
@@ -244,6 +274,8 @@ def sequential_card(run_dir: str | Path) -> SequentialCard | None:
         left_out=last.left_out if last is not None else msgspec.UNSET,
         left_out_unrecorded=True if last is not None and not left_out_recorded(last) else msgspec.UNSET,
         edge_waves=edge_waves(looks) or msgspec.UNSET,
+        failed=(failed_units(last) or msgspec.UNSET) if last is not None else msgspec.UNSET,
+        allow_failures=record.allow_failures if last is not None and failed_units(last) else msgspec.UNSET,
     )
 
 
@@ -354,6 +386,9 @@ def sequential_text(seq: SequentialCard) -> str:
     text += left_out_words(seq.left_out, ui_label)
     if seq.left_out_unrecorded is True:
         text += tr("card.seq_left_out_unrecorded")
+    if isinstance(seq.failed, int):
+        allowed = seq.allow_failures if isinstance(seq.allow_failures, float) else 0.0
+        text += failed_words(seq.failed, seq.units + seq.failed, allowed)
     text += edge_words(seq.edge_waves if isinstance(seq.edge_waves, list) else [])
     if isinstance(seq.not_rated, list) and seq.not_rated:
         # The table below shows Overall only: the rows that held the gate UNDECIDED for
@@ -397,6 +432,9 @@ def sequence_page(record: GateRecord, looks: list[GateLook]) -> str:
     why = why_stopped(record.verdict or "running", record.stopped)
     stop = tr("page.seq_stop", why=why) if why else ""
     used = tr("page.seq_used", units=last.units, available=last.available) if last is not None else "."
+    if last is not None and (failed := failed_units(last)):
+        allowed = record.allow_failures if isinstance(record.allow_failures, float) else 0.0
+        used += failed_words(failed, last.drawn, allowed)
     lines = [
         f"# {tr('col.sequential_gate')}",
         "",
@@ -428,6 +466,8 @@ def sequence_page(record: GateRecord, looks: list[GateLook]) -> str:
             else "–"
         )
         units = tr("card.seq_units_of", units=look.units, available=look.available)
+        if failed := failed_units(look):
+            units += tr("card.seq_units_failed", failed=failed)
         lines.append(f"| {look.wave} | {units} | {est} | {ci} | {verdict_words(look.verdict)} |")
     if widened := edge_words(edge_waves(looks)):
         lines += ["", widened.strip()]
