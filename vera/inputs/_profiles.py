@@ -369,14 +369,14 @@ _TEXT_PLACEHOLDERS = ("last_message", "session_id", "conversation_id", "session"
 _ANY_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][\w-]*)\s*\}\}")
 
 
-def _strings(value: Any) -> list[str]:
-    """Every string inside a body template, however deep."""
+def strings_in(value: Any) -> list[str]:
+    """Every string inside a TOML value (an `[http]` body template), however deep."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
+        return [s for v in value.values() for s in strings_in(v)]
     if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
+        return [s for v in value for s in strings_in(v)]
     return []
 
 
@@ -385,7 +385,7 @@ def _template_problem(http: HttpOptions) -> tuple[str, str] | None:
     typo, `{{messages}}` inside a text, one in a header), or a body without what the
     simulated user said: each stops a run that could only test nothing."""
     known = [*_TEXT_PLACEHOLDERS, "messages"]
-    body = _strings(http.body)
+    body = strings_in(http.body)
     for field, texts in (("http.url", [http.url]), ("http.body", body)):
         for text in texts:
             if text == _HISTORY and field == "http.body":

@@ -13,12 +13,11 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from dotenv import dotenv_values
 
 from vera.errors import ConfigError
-from vera.inputs._profiles import Profile
+from vera.inputs._profiles import Profile, strings_in
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SECRETS: set[str] = set()
@@ -55,7 +54,7 @@ def env_refs(profile: Profile) -> list[str]:
     names = [profile.api_key_env] if profile.api_key_env else []
     texts = list(profile.headers.values())
     if profile.http is not None:
-        texts += [profile.http.url, *profile.http.headers.values(), *_strings(profile.http.body)]
+        texts += [profile.http.url, *profile.http.headers.values(), *strings_in(profile.http.body)]
     for text in texts:
         names += [n for n in _ENV_REF.findall(text) if n not in names]
     return names
@@ -121,13 +120,3 @@ def redact(text: str, extra: Iterable[str] = ()) -> str:
         if secret and secret in text:
             text = text.replace(secret, "****")
     return _KEY_PATTERNS.sub("****", text)
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
