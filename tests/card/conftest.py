@@ -17,6 +17,7 @@ from vera import records as rec
 from vera.cli._main import main
 from vera.records import Conversation, DimensionRating, HumanRating, Judgement, ModelSpec, Rating, RunManifest
 from vera.report.card._score import score_run
+from vera.store import HUMAN_RATINGS
 from vera.store._writer import RunStore
 
 from ..conftest import ROOT
@@ -52,6 +53,14 @@ def offline_run(tmp_path_factory) -> Path:
     """Both offline chatbots, 40 personas, one seed, one judge."""
     out = tmp_path_factory.mktemp("card") / "offline"
     run_vera("run", "--out", str(out), "--seed", "1", "--limit-personas", "40", "--quiet")
+    return out
+
+
+@pytest.fixture
+def unrated_run(tmp_path, offline_run) -> Path:
+    """A copy of `offline_run` without its human ratings, for a test to add its own."""
+    out = tmp_path / "run"
+    shutil.copytree(offline_run, out, ignore=shutil.ignore_patterns(HUMAN_RATINGS))
     return out
 
 

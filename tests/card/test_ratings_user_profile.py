@@ -7,7 +7,6 @@ says and what the run says."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -23,10 +22,8 @@ def invoke(*args: str):
 
 
 @pytest.fixture
-def run(tmp_path, offline_run) -> Path:
-    out = tmp_path / "run"
-    shutil.copytree(offline_run, out, ignore=shutil.ignore_patterns(HUMAN_RATINGS))
-    return out
+def run(unrated_run: Path) -> Path:
+    return unrated_run
 
 
 def _two_personas(run: Path) -> tuple[tuple[str, str], tuple[str, str]]:

@@ -8,7 +8,6 @@ rater's change of mind, keeps its rule: the later line counts."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -25,10 +24,8 @@ def invoke(*args: str):
 
 
 @pytest.fixture
-def run(tmp_path, offline_run) -> Path:
-    out = tmp_path / "run"
-    shutil.copytree(offline_run, out, ignore=shutil.ignore_patterns(HUMAN_RATINGS))
-    return out
+def run(unrated_run: Path) -> Path:
+    return unrated_run
 
 
 def _ids(run: Path, n: int) -> list[str]:

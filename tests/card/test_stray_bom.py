@@ -4,7 +4,6 @@ every reader of ratings, rubric and persona files; one at the very start is acce
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -25,10 +24,8 @@ def invoke(*args: str):
 
 
 @pytest.fixture
-def run(tmp_path, offline_run) -> Path:
-    out = tmp_path / "run"
-    shutil.copytree(offline_run, out, ignore=shutil.ignore_patterns(HUMAN_RATINGS))
-    return out
+def run(unrated_run: Path) -> Path:
+    return unrated_run
 
 
 def _ids(run: Path) -> list[str]:
