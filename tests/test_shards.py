@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -55,28 +56,33 @@ def test_help_names_the_shard_limit_options() -> None:
     assert "--shard-limits" in text and "--limits-url" in text and "1/N" in text
 
 
+def _bot_config(tmp_path: Path, base_url: str, **extra: Any) -> Path:
+    """A run config whose chatbot `bot` is the fake at `base_url` (an account of 6,000
+    rpm, 900,000 tpm and 4 in flight), four turns a conversation."""
+    providers = tmp_path / "providers"
+    providers.mkdir()
+    (providers / "bot.toml").write_text(
+        f'protocol = "openai"\nbase_url = "{base_url}"\nmodel = "fake-bot"\n'
+        f'api_key_env = "{KEY_ENV}"\nrpm = 6000\ntpm = 900000\nmax_in_flight = 4\ntimeout_s = 10\n'
+    )
+    return write_run_config(
+        tmp_path / "run.toml",
+        providers=providers,
+        runs_dir=tmp_path / "runs",
+        chatbots=["bot"],
+        conversation={"max_turns": 4, "min_turns": 4},
+        stats={"resamples": 20},
+        **extra,
+    )
+
+
 def test_a_shard_run_states_its_limits_in_the_manifest_and_on_the_card(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = FakeOpenAI(key=KEY, latency=0.02)
     monkeypatch.setenv(KEY_ENV, KEY)
     with serve_in_thread(server):
-        providers = tmp_path / "providers"
-        providers.mkdir()
-        (providers / "bot.toml").write_text(
-            f'protocol = "openai"\nbase_url = "{server.base_url}"\nmodel = "fake-bot"\n'
-            f'api_key_env = "{KEY_ENV}"\nrpm = 6000\ntpm = 900000\nmax_in_flight = 4\ntimeout_s = 10\n'
-        )
-        config = write_run_config(
-            tmp_path / "run.toml",
-            providers=providers,
-            runs_dir=tmp_path / "runs",
-            chatbots=["bot"],
-            max_concurrency=16,
-            cache=False,
-            conversation={"max_turns": 4, "min_turns": 4},
-            stats={"resamples": 20},
-        )
+        config = _bot_config(tmp_path, server.base_url, max_concurrency=16, cache=False)
         out = tmp_path / "shard1"
         host = server.base_url.split("/")[2]
         result = CliRunner().invoke(
@@ -150,20 +156,7 @@ def test_a_merge_of_shards_with_different_limits_says_what_each_ran_with(
     server = FakeOpenAI(key=KEY)
     monkeypatch.setenv(KEY_ENV, KEY)
     with serve_in_thread(server):
-        providers = tmp_path / "providers"
-        providers.mkdir()
-        (providers / "bot.toml").write_text(
-            f'protocol = "openai"\nbase_url = "{server.base_url}"\nmodel = "fake-bot"\n'
-            f'api_key_env = "{KEY_ENV}"\nrpm = 6000\ntpm = 900000\nmax_in_flight = 4\ntimeout_s = 10\n'
-        )
-        config = write_run_config(
-            tmp_path / "run.toml",
-            providers=providers,
-            runs_dir=tmp_path / "runs",
-            chatbots=["bot"],
-            conversation={"max_turns": 4, "min_turns": 4},
-            stats={"resamples": 20},
-        )
+        config = _bot_config(tmp_path, server.base_url)
         common = ["run", "--config", str(config), "--limit-personas", "4", "--quiet"]
         for k, extra in ((1, []), (2, ["--shard-limits", "full"])):
             out = str(tmp_path / f"s{k}")
