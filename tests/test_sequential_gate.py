@@ -44,6 +44,18 @@ def _stopped_wave(opts):
     return outcome
 
 
+def _ignoring_baseline(tmp_path: Path) -> Path:
+    """A 12-persona offline run of the risk-ignoring bot, which never reaches Confirms
+    Risk: as a baseline, that row has no score to compare with."""
+    base = tmp_path / "ignoring"
+    made = CliRunner().invoke(
+        main, ["run", "--config", str(ROOT / "configs" / "offline.toml"), "--providers", "offline/risk-ignoring",
+               "--limit-personas", "12", "--out", str(base), "--quiet"],
+    )  # fmt: skip
+    assert made.exit_code == 0, made.output
+    return base
+
+
 def lines(path: Path) -> int:
     return sum(1 for line in path.read_bytes().splitlines() if line.strip())
 
@@ -449,12 +461,7 @@ def test_a_row_the_baseline_never_rated_is_named_with_why_and_left_out_of_the_ve
     # The risk-ignoring bot never reaches Confirms Risk: as the baseline, that row has no
     # score to compare with. The gate left it out of its rows without a word, where
     # `vera compare --gate` names it; now the printout, sequence.md and the card do too.
-    base = tmp_path / "ignoring"
-    made = CliRunner().invoke(
-        main, ["run", "--config", str(ROOT / "configs" / "offline.toml"), "--providers", "offline/risk-ignoring",
-               "--limit-personas", "12", "--out", str(base), "--quiet"],
-    )  # fmt: skip
-    assert made.exit_code == 0, made.output
+    base = _ignoring_baseline(tmp_path)
     for candidate, why in (
         ("offline/best-practice", "not rated in the baseline"),
         ("offline/risk-ignoring", "not rated in either run"),
@@ -491,12 +498,7 @@ def test_a_finished_gate_from_before_left_out_says_so_when_resumed(tmp_path) -> 
     # that vera wrote it). Its verdict may have left a row out without a word; resumed,
     # its printout, sequence.md and card say it predates left-out accounting instead of
     # showing a gate that left nothing out.
-    base = tmp_path / "ignoring"
-    made = CliRunner().invoke(
-        main, ["run", "--config", str(ROOT / "configs" / "offline.toml"), "--providers", "offline/risk-ignoring",
-               "--limit-personas", "12", "--out", str(base), "--quiet"],
-    )  # fmt: skip
-    assert made.exit_code == 0, made.output
+    base = _ignoring_baseline(tmp_path)
     out = tmp_path / "gate"
     assert gate(base, out, "offline/best-practice", "--margin", "80").exit_code == 0
     record = json.loads((out / "gate.json").read_text())
