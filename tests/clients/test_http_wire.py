@@ -100,5 +100,9 @@ def test_export_and_viewer_show_what_the_chatbot_received(tmp_path: Path) -> Non
         assert _pre(html, "wire-body").encode() == got.raw
         assert _pre(html, "wire-line") == f"POST {root}{got.path_qs}"
         assert "sent to the service" in html
+        # An http chatbot is named by its profile (its model is the profile's name): the
+        # call's summary names it once, not "bot/bot".
+        name = body.call.provider
+        assert body.call.model == name and f"{name}/{name}" not in html and name in html
     other = next(b for b in every if b.call.role == "judge")
     assert "wire-body" not in body_html(1, other, "judge")

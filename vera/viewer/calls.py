@@ -317,7 +317,8 @@ def body_html(n: int, body: CallBody, label: str) -> str:
         "page.calls_call",
         n=n,
         label=label,
-        model=f"{c.provider}/{c.model}",
+        # An http chatbot is named by its profile alone (model = profile): not "bot/bot".
+        model=c.provider if c.model == c.provider else f"{c.provider}/{c.model}",
         messages=len(body.messages),
         outcome=outcome,
     ) + (tr("page.calls_cache_note") if c.cached else "")
