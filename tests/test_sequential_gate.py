@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -894,6 +895,12 @@ def test_a_unit_that_fails_again_names_allow_failures_and_it_lets_the_gate_settl
     )
     assert words in allowed.output
     assert words in (out / "sequence.md").read_text()
+    # The two looks that waited for the retry read as held, not as verdicts the gate took;
+    # the look it closed on does not.
+    held = "WORSE (held: failed units retried first)"
+    for page in ("sequence.md", "card.md"):
+        table = [x for x in (out / page).read_text().splitlines() if re.match(r"\| \d+ \| \d+ of 24", x)]
+        assert [held in x for x in table] == [True, True, False], (page, table)
     card = json.loads((out / "card.json").read_text())
     assert card["sequential"]["failed"] == failed and card["sequential"]["allow_failures"] == 0.2
     assert words in (out / "card.md").read_text()

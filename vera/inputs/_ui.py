@@ -290,6 +290,7 @@ BASE: dict[str, str] = {
     ),
     # After a look's units (sequence.md, the gate's printout): how many of its units failed.
     "card.seq_units_failed": " ({failed} failed)",
+    "card.seq_verdict_held": " (held: failed units retried first)",
     # After card.seq_text and the looks of sequence.md: the waves whose interval vera
     # compare --gate's edge rule widened (vera.stats.edge_interval); said only where it did.
     "card.seq_edge": (

@@ -9,7 +9,7 @@ the card, compare and the viewer can read a gate's run without the app.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -125,6 +125,17 @@ def left_out_line(look: GateLook, name: Callable[[str], str]) -> str:
     if not left_out_recorded(look):
         return tr("card.seq_left_out_unrecorded")
     return left_out_words(look.left_out, name)
+
+
+def look_verdict_words(looks: Sequence[GateLook] | Sequence[SequentialLookCard], i: int) -> str:
+    """Look `i`'s verdict in words; a settled one with looks after it is marked held: the
+    gate took no verdict there, since units had failed beyond --allow-failures and were
+    retried first (the later looks are the reading it went on with)."""
+    verdict = looks[i].verdict
+    said = verdict_words(verdict)
+    if verdict != UNDECIDED and i < len(looks) - 1:
+        said += tr("card.seq_verdict_held")
+    return said
 
 
 def failed_words(failed: int, drawn: int, allow_failures: float) -> str:
@@ -404,11 +415,11 @@ def sequential_text(seq: SequentialCard) -> str:
 def sequential_table(seq: SequentialCard) -> Table:
     """Overall's interval after each wave, and the verdict it gave."""
     rows = []
-    for x in seq.looks:
+    for i, x in enumerate(seq.looks):
         ci = f"[{fixed(x.lo, 1)}, {fixed(x.hi, 1)}]" if x.lo is not None and x.hi is not None else "–"
         est = fixed(x.diff, 1) if x.diff is not None else "–"
         units = tr("card.seq_units_of", units=x.units, available=seq.available)
-        rows.append([str(x.wave), units, est, ci, verdict_words(x.verdict)])
+        rows.append([str(x.wave), units, est, ci, look_verdict_words(seq.looks, i)])
     return Table(
         [
             tr("col.seq_wave"),
@@ -457,7 +468,7 @@ def sequence_page(record: GateRecord, looks: list[GateLook]) -> str:
         tr("page.seq_looks_header"),
         "|---|---|---|---|---|",
     ]
-    for look in looks:
+    for i, look in enumerate(looks):
         row = next((r for r in look.rows if r.dimension == OVERALL), None)
         est = fixed(row.diff, 1) if row is not None and row.diff is not None else "–"
         ci = (
@@ -468,7 +479,7 @@ def sequence_page(record: GateRecord, looks: list[GateLook]) -> str:
         units = tr("card.seq_units_of", units=look.units, available=look.available)
         if failed := failed_units(look):
             units += tr("card.seq_units_failed", failed=failed)
-        lines.append(f"| {look.wave} | {units} | {est} | {ci} | {verdict_words(look.verdict)} |")
+        lines.append(f"| {look.wave} | {units} | {est} | {ci} | {look_verdict_words(looks, i)} |")
     if widened := edge_words(edge_waves(looks)):
         lines += ["", widened.strip()]
     if last is not None:
