@@ -148,7 +148,8 @@ def test_a_line_removed_or_added_loses_only_its_own_body(run, tmp_path) -> None:
     whole, _ = _export(run, tmp_path / "whole.jsonl")
     path = run / "calls.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
-    # A hand edit: line 10 removed, and a copy of a later line put before the line
+
+    # A hand edit: a line near the 10th removed, and a copy of a later line put before the line
     # before it (its body is the later line's: the copy gets none, the later line keeps
     # its own). The copy lands where the line before it was: where that line's body
     # says its call was. A body is its call's there if the length and the job match, so
@@ -156,14 +157,21 @@ def test_a_line_removed_or_added_loses_only_its_own_body(run, tmp_path) -> None:
     # digits from one run to the next; a copy of a same-length line of the same job, at
     # that line's place, would be paired with that line's body: a hand edit pairing
     # cannot see through).
-    del lines[10]
-    del whole[10]
-    at = next(
-        i
-        for i in range(40, len(lines) - 1)
-        if len(lines[i]) != len(lines[i + 1])
-        or json.loads(lines[i])["job_id"] != json.loads(lines[i + 1])["job_id"]
-    )
+    def told_apart(i: int) -> bool:
+        return (
+            len(lines[i]) != len(lines[i + 1])
+            or json.loads(lines[i])["job_id"] != json.loads(lines[i + 1])["job_id"]
+        )
+
+    # The same holds for the line removed: the line after it lands where its body says
+    # its call was, so a line of the same length and job as the one removed (consecutive
+    # judge calls often are) would be paired with the removed line's body. The removed
+    # line is the first from the 10th that the next one is told apart from (in one CI
+    # run the 10th was not, and the test failed on the run's latency digits).
+    gone = next(i for i in range(10, len(lines) - 1) if told_apart(i))
+    del lines[gone]
+    del whole[gone]
+    at = next(i for i in range(40, len(lines) - 1) if told_apart(i))
     lines.insert(at, lines[at + 1])
     path.write_bytes(b"".join(lines))
     calls, _ = _export(run, tmp_path / "edited.jsonl")
