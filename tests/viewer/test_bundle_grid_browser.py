@@ -72,10 +72,21 @@ def grid_state(page) -> dict:
     return state
 
 
+# Settled: the document loaded (grid.js is deferred: it runs after the page is parsed,
+# so the whole grid is on show for a moment before it hides and narrows it), `selector`
+# shown, and nothing still being narrowed.
+SETTLED = """(selector) => document.readyState === "complete"
+  && document.querySelector(selector)?.checkVisibility()
+  && !document.querySelector("[aria-busy]")"""
+
+
+def wait_for_settled(page, selector: str) -> None:
+    page.wait_for_function(SETTLED, arg=selector, timeout=30_000)
+
+
 def wait_for_grid(page) -> None:
     """The grid shown: at once when unfiltered, once narrowed (grid.js) when filtered."""
-    page.wait_for_selector("#grid", state="visible", timeout=30_000)
-    page.wait_for_function("() => !document.querySelector('[aria-busy]')", timeout=30_000)
+    wait_for_settled(page, "#grid")
 
 
 def open_grid(page, address: str) -> None:
@@ -162,7 +173,7 @@ def test_the_bundle_grid_follows_the_list_s_filters_as_the_server_s_grid_does(
     # A persona's side by side, within the same filters.
     for p in (live, page):
         p.locator("#grid a.side:visible").first.click()
-        p.wait_for_selector("#side-by-side", state="visible")
+        wait_for_settled(p, "#side-by-side")
     assert page.evaluate(SIDE_STATE) == live.evaluate(SIDE_STATE)
     assert tree(page, "#side-by-side") == tree(live, "#side-by-side")
     shot(page, tmp_path, f"bundle-side-{name}")
@@ -289,7 +300,7 @@ def test_side_by_side_shows_the_first_columns_of_the_filtered_list_as_the_server
         assert html is not None
         want = re.findall(r'<section class="side-column" data-conversation="([^"]+)"', html)
         page.goto(f"{side}?{urlencode(params)}")
-        page.wait_for_selector("#side-by-side", state="visible")
+        wait_for_settled(page, "#side-by-side")
         shown = page.evaluate(
             "() => [...document.querySelectorAll('section.side-column')]"
             ".filter((s) => s.checkVisibility()).map((s) => s.dataset.conversation)"
