@@ -145,10 +145,7 @@ class GateOutcome:
     def halted(self) -> str:
         """Why the last wave's run stopped on a fatal provider error, when the gate did not
         close for another reason ("" otherwise): fixed, the same command goes on."""
-        status = self.run.status if self.run is not None else None
-        if self.stopped or status is None or status.exit_code != Exit.STOPPED or status.state != "stopped":
-            return ""
-        return status.summary
+        return "" if self.stopped else stopped_on_error(self.run)
 
     @property
     def exit_code(self) -> int:
@@ -159,6 +156,34 @@ class GateOutcome:
         if self.halted:
             return int(Exit.STOPPED)
         return {WORSE: int(Exit.WORSE), NOT_WORSE: int(Exit.OK)}.get(self.verdict, UNDECIDED_EXIT)
+
+
+def stopped_on_error(run: RunOutcome | None) -> str:
+    """Why a wave's run stopped on a fatal provider error (a bad token, a request the
+    service refuses), or "" when it did not."""
+    status = run.status if run is not None else None
+    if status is None or status.exit_code != Exit.STOPPED or status.state != "stopped":
+        return ""
+    return status.summary
+
+
+def why_closed(
+    verdict: Status, run: RunOutcome, drawn: int, population: int, cap: int, settings: GateSettings
+) -> str:
+    """Why the gate closes after a wave whose units all ran (within the allowance), or ""
+    when it draws on."""
+    state = run.status.state if run.status is not None else None
+    if verdict != UNDECIDED:
+        return f"settled: {verdict.upper()}"
+    if state == "budget":
+        return "out of budget (--max-cost)"
+    if drawn >= population:
+        return "out of units: every unit of the baseline was drawn"
+    if drawn >= cap:
+        return f"out of conversations (--max-conversations {settings.max_conversations})"
+    if state in ("stopped", "waited"):
+        return f"the run stopped: {state}"
+    return ""
 
 
 class _Units(msgspec.Struct, frozen=True):
@@ -338,7 +363,6 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
                 rows, verdict = [], UNDECIDED
             # The rows the sequence leaves out, named with why (the verdict is the sequence's).
             left_out = left_out_rows(baseline.counts, shown, baseline.labels)
-            stopped = ""
             # Units drawn whose work failed for infrastructure reasons (the service erred,
             # timed out, was down) have no judged conversation: they are counted, never
             # scored as the candidate's. More of them than --allow-failures allows (a share
@@ -350,25 +374,10 @@ def run_gate(opts: GateOptions, run: Callable[[RunOptions], RunOutcome] | None =
             # the units judged. Likewise a wave whose run stopped on a fatal provider error
             # (a bad token, a request the service refuses): fixed, the same command goes on.
             failed = drawn - len(judged)
-            halted = (
-                outcome.exit_code == Exit.STOPPED
-                and outcome.status is not None
-                and (outcome.status.state == "stopped")
-            )
+            halted = bool(stopped_on_error(outcome))
             finished = outcome.exit_code in (Exit.OK, Exit.FAILED)  # all its work was run
             unfinished = halted or (finished and over_allowance(failed, drawn, allow))
-            if unfinished:
-                pass
-            elif verdict != UNDECIDED:
-                stopped = f"settled: {verdict.upper()}"
-            elif outcome.status is not None and outcome.status.state == "budget":
-                stopped = "out of budget (--max-cost)"
-            elif drawn >= population:
-                stopped = "out of units: every unit of the baseline was drawn"
-            elif drawn >= cap:
-                stopped = f"out of conversations (--max-conversations {settings.max_conversations})"
-            elif outcome.status is not None and outcome.status.state in ("stopped", "waited"):
-                stopped = f"the run stopped: {outcome.status.state}"
+            stopped = "" if unfinished else why_closed(verdict, outcome, drawn, population, cap, settings)
             last = GateLook(
                 wave=wave,
                 drawn=drawn,
