@@ -215,7 +215,8 @@ def test_the_release_gate_on_zh_cn_runs_says_its_levels_in_the_pack_s_words(zh_r
         assert shown in flat, shown
     assert max(cells(line) for line in text.splitlines()) <= 80
     passed = run_vera(*args, "--margin", "30")
-    assert not leftovers(passed) and "把关：通过" in "".join(passed.split())
+    # In vera gate's word for the outcome (把关：界值 30 下不更差).
+    assert not leftovers(passed) and "把关：不更差（退出码0）" in "".join(passed.split())
 
 
 def test_card_html_has_no_english_words_anywhere_a_reader_sees(zh_run):
@@ -446,6 +447,10 @@ def test_vera_gate_on_a_zh_cn_baseline_prints_in_the_pack_s_words(tmp_path):
     assert gated.page.startswith("# 序贯检验") and "**判定：更差**；" in gated.page
     assert "| – | 未定 (候选中未评分) |" in gated.page
     assert "最后一次查看时，" in gated.card and "：未定 (候选中未评分)。" in gated.card
+    # `vera compare --gate` of the gate's run names the same outcome in the same word.
+    args = ["compare", str(tmp_path / "zhbase"), str(gated.out), "--gate", "--resamples", "200"]
+    compared = CliRunner().invoke(main, args)
+    assert compared.exit_code == 4 and "把关：更差（退出码4）" in "".join(compared.output.split()), compared.output
 
 
 def test_vera_gate_names_a_row_the_zh_cn_baseline_never_rated_in_the_pack_s_words(tmp_path):
