@@ -450,7 +450,9 @@ def test_vera_gate_on_a_zh_cn_baseline_prints_in_the_pack_s_words(tmp_path):
     # `vera compare --gate` of the gate's run names the same outcome in the same word.
     args = ["compare", str(tmp_path / "zhbase"), str(gated.out), "--gate", "--resamples", "200"]
     compared = CliRunner().invoke(main, args)
-    assert compared.exit_code == 4 and "把关：更差（退出码4）" in "".join(compared.output.split()), compared.output
+    assert compared.exit_code == 4 and "把关：更差（退出码4）" in "".join(compared.output.split()), (
+        compared.output
+    )
 
 
 def test_vera_gate_names_a_row_the_zh_cn_baseline_never_rated_in_the_pack_s_words(tmp_path):
