@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 from collections.abc import Iterator
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -854,7 +855,7 @@ def test_a_unit_that_fails_again_names_allow_failures_and_it_lets_the_gate_settl
     # unit left out, never scoring it as the chatbot's.
     from .fakes.protocols import Fail
 
-    with _service_gate(tmp_path, wave=24, seeds=list(range(1, 9))) as (bot, _base, out, args):
+    with _service_gate(tmp_path, wave=24, seeds=list(range(1, 9))) as (bot, base, out, args):
         quiet = [a for a in args if a != "--quiet"]
         bot.script(Fail(500), Fail(500))
         first = CliRunner().invoke(main, quiet)
@@ -905,6 +906,14 @@ def test_a_unit_that_fails_again_names_allow_failures_and_it_lets_the_gate_settl
     assert card["sequential"]["failed"] == failed and card["sequential"]["allow_failures"] == 0.2
     assert words in (out / "card.md").read_text()
     assert json.loads((out / "gate.json").read_text())["allow_failures"] == 0.2
+    # `vera compare` of the gate's run against its baseline says it too, in one line, as
+    # the gate did: a reader of the comparison learns those units are not in it.
+    for extra in ([], ["--gate", "--margin", "30"]):
+        compared = CliRunner().invoke(main, ["compare", str(base), str(out), *extra, "--resamples", "200"])
+        assert f"note: {out}: {words}\n" in compared.output, compared.output
+    page = tmp_path / "compare.html"
+    CliRunner().invoke(main, ["compare", str(base), str(out), "--html", str(page), "--resamples", "200"])
+    assert " ".join(words.split()) in " ".join(unescape(page.read_text()).split())
 
 
 def test_a_bad_allow_failures_is_one_line_and_writes_nothing(baseline, tmp_path) -> None:

@@ -392,6 +392,27 @@ def test_a_gated_run_s_sequence_is_in_the_pack_s_words(verdict: str, stopped: st
     assert seq.stopped == stopped and seq.verdict == verdict  # the record keeps its values
 
 
+def test_compare_says_a_zh_cn_gate_s_failed_units_in_the_pack_s_words() -> None:
+    """`vera compare` of a gate's run whose failed units were left out (--allow-failures)
+    says how many and why in one line, in the run's pack as the gate said it."""
+    from vera.report import sequential_failed_note
+    from vera.report.card._sequence import failed_note_of
+
+    seq = msgspec.structs.replace(_gated("worse", "settled: WORSE"), failed=3, allow_failures=0.1)
+    english = failed_note_of(seq)
+    assert english == (
+        "3 of the 43 units drawn failed for infrastructure reasons and are left out of the verdict "
+        "(within 7.0% failed, --allow-failures 0.1): counted, never scored as the chatbot's."
+    )
+    with use_strings(strings_of(ZH, "zh-CN")):
+        zh = failed_note_of(seq) or ""
+    assert "\n" not in zh and "已抽取的 43 个单元中有 3 个因基础设施原因失败" in zh
+    assert not leftovers(re.sub(r"--[a-z-]+", " ", zh)), zh
+    # A gate none of whose units failed, and an ordinary run: nothing to say.
+    assert failed_note_of(_gated("worse", "settled: WORSE")) is None
+    assert sequential_failed_note(ROOT) is None
+
+
 class _Gated(NamedTuple):
     """What a gate on a zh-CN baseline left: its folder, what it printed (the folder's
     path taken out), its sequence.md and its card.md."""
