@@ -1251,7 +1251,8 @@ BASE: dict[str, str] = {
         "{signal}: no new work will start; letting calls in flight finish for up to {grace} s. "
         "Press Ctrl-C again to exit now."
     ),
-    "cli.exiting": "exiting now; resume with: {command}",
+    # No command here: the run's (or gate's) last line names it once, after the cleanup.
+    "cli.exiting": "exiting now: work in flight is cancelled, what finished is saved",
     "cli.continue": "to continue this run: {command}",
     "cli.continue_judging": "to continue judging: {command}",
     "cli.left_out": "left out: {n} conversation(s) whose simulated user was flagged",
