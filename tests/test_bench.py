@@ -223,3 +223,37 @@ def test_call_bodies_are_kept_as_a_default_run_keeps_them(tmp_path: Path, keep: 
         assert count_bodies(tmp_path / "run") == 6
     else:
         assert not has_bodies(tmp_path / "run")
+
+
+def test_the_profile_split_counts_the_loop_thread_s_window_by_what_did_the_work(tmp_path: Path) -> None:
+    from benchmarks.profile_split import AREAS, render, split
+
+    loop = "<module> (p.py:1);_run_on_uvloop (benchmarks/harness.py:390);Runner.run (asyncio/runners.py:118)"
+    raw = tmp_path / "vera.raw"
+    raw.write_text(
+        "\n".join(
+            [
+                f"{loop} 7",  # the loop's own C code
+                f"{loop};worker (/x/vera/engine/_sweep.py:9);BodyLog.commit (/x/vera/store/_bodylog.py:538) 3",
+                f"{loop};chat (/x/vera/clients/limits/_client.py:221) 2",
+                f"{loop};request (/v/site-packages/aiohttp/client.py:550) 5",
+                f"{loop};Inputs.load (/x/vera/engine/_inputs.py:96);tsv_rows (/x/vera/files/_datafile.py:27) 11",
+                "Thread._bootstrap (threading.py:1002);_worker (concurrent/futures/thread.py:81) 13",
+                "",
+            ]
+        ),
+        encoding="utf-8",
+    )
+    counts = split(raw)
+    assert counts == {
+        "event loop and sockets (uvloop, C)": 7,
+        "vera: call bodies": 3,
+        "vera: client stack (limits, prices, recorder)": 2,
+        "aiohttp": 5,
+    }
+    assert "| **samples** | 17 |" in render([raw])
+    # Each area names modules that exist: a module moved elsewhere fails here, not silently.
+    root = Path(__file__).resolve().parents[1]
+    for _, prefixes in AREAS:
+        for prefix in prefixes:
+            assert (root / prefix).exists(), prefix
