@@ -327,3 +327,19 @@ def test_ctrl_c_while_the_card_is_written_names_the_command_that_writes_it(tmp_p
     done = CliRunner().invoke(main, ["run", "--resume", str(out), "--quiet"])
     assert done.exit_code == 0, done.output
     assert json.loads((out / "card.json").read_text())["status"]["state"] == "complete"
+
+
+@pytest.mark.parametrize(
+    ("argv0", "want"),
+    [
+        ("vera", "vera"),
+        ("/opt/env/lib/python3.11/site-packages/vera/__main__.py", f"{shlex.quote(sys.executable)} -m vera"),
+        # Another program's __main__ (pytest's, when it is run as `python -m pytest`).
+        ("/opt/env/lib/python3.11/site-packages/pytest/__main__.py", "vera"),
+    ],
+)
+def test_the_resume_line_names_vera_as_it_was_started(monkeypatch, argv0: str, want: str) -> None:
+    from vera.app._resume import program
+
+    monkeypatch.setattr(sys, "argv", [argv0])
+    assert program() == want

@@ -86,7 +86,9 @@ def program() -> str:
     """How to start this vera again from the current directory."""
     argv0 = sys.argv[0] if sys.argv else ""
     name = Path(argv0).name
-    if name == "__main__.py":  # python -m vera
+    # python -m vera: vera's own __main__.py (another program's, pytest's say, that
+    # imported vera is not how to start vera)
+    if name == "__main__.py" and Path(argv0).parent.name == "vera":
         return f"{shlex.quote(sys.executable)} -m vera"
     if name == "vera" and argv0 != "vera":
         found = shutil.which("vera")
