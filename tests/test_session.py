@@ -185,6 +185,13 @@ def test_a_second_sigint_cancels_at_once_and_resume_finishes_the_run(tmp_path: P
         assert 0 < len(partial) < 8
         # The work done before the second signal is counted, not reported as none.
         assert _jsonl(out / EVENTS_FILE)[-1]["conversations"] == len(partial)
+        # The calls the signal cut off were sent, and may be billed: each is a call on
+        # record (failed, saying why), so the records count what the service received.
+        calls = _jsonl(out / "calls.jsonl")
+        sent = sum(server.requests.values())
+        assert sent <= len(calls) <= sent + 2, (sent, len(calls))  # at most the 2 in flight unsent
+        cut = [c for c in calls if "the run stopped while the call was in flight" in (c["error"] or "")]
+        assert cut and all(c["status"] == "error" and c["cost_usd"] == 0 for c in cut)
         assert _jsonl(out / EVENTS_FILE)[-1]["judgements"] == len(_jsonl(out / "judgements.jsonl"))
 
         done = subprocess.run(

@@ -138,6 +138,12 @@ class CallTimeoutError(TransientError):
     pass
 
 
+class CallCancelledError(ProviderError):
+    """The run stopped (a second Ctrl-C, the grace period's end, a failure beside it)
+    while the call was sent and unanswered: the provider may bill it all the same, so it
+    is recorded, at its worst case where one is known (vera.clients.limits)."""
+
+
 class ConnectError(TransientError):
     """`sent` is False when the connection was never made, so the request cannot have
     been processed (or billed)."""

@@ -168,3 +168,42 @@ async def test_a_priced_model_needs_an_output_cap_unless_its_protocol_always_sen
         assert worst == pytest.approx(((64 + 5 + 16) * 10 + (2048 + 1000) * 20) / 1e6)
     async with open_pool(openai) as pool:
         assert pool.budget_problem("oai", "judge", {}) is None  # no budget, no worst case needed
+
+
+async def test_a_call_cut_off_by_the_run_stopping_is_recorded_at_its_worst_case():
+    """A second Ctrl-C, the grace period's end: a call sent and unanswered may be billed,
+    so it is a call on record (failed, saying why) and counts at its worst case; one cut
+    off between its attempts keeps what they may have cost; one never sent is no call."""
+    async with FakeOpenAI(key=None) as server:
+        server.script(Slow(30.0), Fail(503, retry_after="30"), Slow(30.0))
+        budget = Budget(1.0)
+        profile = make_profile("oai", "openai", server.base_url, max_retries=1, max_in_flight=2, **PRICED)
+        records: list[CallRecord] = []
+        async with open_pool(profile, records=records, budget=budget) as pool:
+            client = pool.client("oai")
+            request = ChatRequest(messages=HELLO, params={"max_tokens": 500})
+            worst = pool.limited("oai").worst_case(request)
+            in_flight = asyncio.create_task(client.chat(request))
+            waiting = asyncio.create_task(client.chat(request))  # its 503 names a 30 s wait
+            while len(server.received) < 2:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.05)  # the 503 answered: its call waits to try again
+            unsent = asyncio.create_task(client.chat(request))  # both slots taken: it waits
+            await asyncio.sleep(0.05)
+            for task in (in_flight, waiting, unsent):
+                task.cancel()
+            for task in (in_flight, waiting, unsent):
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+    assert len(server.received) == 2
+    by_error = sorted((r.error or "", r.status, r.uncertain_usd, r.cost_usd) for r in records)
+    assert by_error == [
+        ("CallCancelledError: [oai] the run stopped between its attempts; it may be billed", "error", 0, 0),
+        (
+            "CallCancelledError: [oai] the run stopped while the call was in flight; it may be billed",
+            "error",
+            pytest.approx(worst),
+            0,
+        ),
+    ]
+    assert budget.spent == pytest.approx(worst) and budget.reserved == 0

@@ -15,6 +15,7 @@ from vera.clients.limits._prices import DEFAULT_OUTPUT_ESTIMATE, Prices, estimat
 from vera.clients.limits._retry import RetryPolicy
 from vera.clients.meter import METER
 from vera.errors import (
+    CallCancelledError,
     CallTimeoutError,
     ConfigError,
     ConnectError,
@@ -103,8 +104,10 @@ class LimitedClient:
     or final failure) on the account and on the recorder's meter (vera.clients.stack),
     which turns it into one `CallRecord`.
 
-    A cancelled call (the run is stopping) settles nothing on the account and so is not
-    recorded; the budget counts it at its worst case. Errors other than `ProviderError`
+    A call cancelled after it was sent (the run is stopping) may be billed: it is
+    recorded as failed (`CallCancelledError`, at its worst case: see `_cut_off`), and the
+    budget counts it at that worst case; one cancelled before it was sent is no call.
+    Errors other than `ProviderError`
     (a bad profile, a bug, `BudgetReached`) propagate at once, also without a record.
 
     `output_cap` is the output cap the protocol sends when the parameters give none
@@ -197,92 +200,136 @@ class LimitedClient:
         attempts = 0
         http_429 = 0
         uncertain = 0.0  # the worst cases charged for attempts whose cost is unknown
-        while True:
-            attempts += 1
-            reserved = 0
-            hold: Reservation | None = None
-            try:
-                # The slot first, then the pause and buckets: see the module docstring.
-                # (Taken at once when free: no coroutine for a cap that does not bind.)
-                if not slots.try_take():
-                    await slots.take()
+        # For a call the run cuts off (a second Ctrl-C, the grace period's end): whether
+        # an attempt was sent, whether one was in flight, what the budget held for it,
+        # and the usage of an answer that came as it was cut off.
+        sent = cut_in_flight = False
+        held: float | None = None
+        answered: Usage | None = None
+        try:
+            while True:
+                attempts += 1
+                reserved = 0
+                hold: Reservation | None = None
                 try:
-                    reserved = 0 if account.admitted_at_once() else await account.admit(estimate)
-                    if budget is not None and worst > 0:
-                        try:
-                            hold = await budget.reserve(worst)
-                        except BaseException:
-                            await account.settle(reserved, 0)  # not sent: the tokens go back
-                            raise
-                    account.in_flight += 1
-                    watch = self._deadlines.watch_current()
-                    task = watch.task if watch is not None else None
+                    # The slot first, then the pause and buckets: see the module docstring.
+                    # (Taken at once when free: no coroutine for a cap that does not bind.)
+                    if not slots.try_take():
+                        await slots.take()
                     try:
-                        completion = await self.inner.chat(request)
-                    except asyncio.CancelledError:
-                        if watch is None or not watch.expired or task is None:
-                            raise
-                        task.uncancel()  # our own deadline, not the run being cancelled
-                        raise TimeoutError from None
+                        reserved = 0 if account.admitted_at_once() else await account.admit(estimate)
+                        if budget is not None and worst > 0:
+                            try:
+                                hold = await budget.reserve(worst)
+                            except BaseException:
+                                await account.settle(reserved, 0)  # not sent: the tokens go back
+                                raise
+                        account.in_flight += 1
+                        watch = self._deadlines.watch_current()
+                        task = watch.task if watch is not None else None
+                        sent = True
+                        try:
+                            completion = await self.inner.chat(request)
+                        except asyncio.CancelledError:
+                            if watch is None or not watch.expired or task is None:
+                                cut_in_flight = True  # sent and unanswered when the run stopped
+                                raise
+                            task.uncancel()  # our own deadline, not the run being cancelled
+                            raise TimeoutError from None
+                        finally:
+                            account.in_flight -= 1
+                            if watch is not None:
+                                watch.done = True
+                                if watch.expired and task is not None and task.cancelling():
+                                    task.uncancel()  # expired as it finished: no cancel pending
                     finally:
-                        account.in_flight -= 1
-                        if watch is not None:
-                            watch.done = True
-                            if watch.expired and task is not None and task.cancelling():
-                                task.uncancel()  # expired as it finished: no cancel pending
-                finally:
-                    slots.give()
-            except TimeoutError:
-                error: ProviderError = CallTimeoutError(
-                    self.provider, f"no complete answer within {self.timeout_s:g} s"
-                )
-            except ProviderError as exc:
-                error = exc
-            except BaseException:
-                # Cancelled in flight (or a bug): what it cost is unknown.
-                if hold is not None:
-                    hold.unknown()
-                raise
-            else:
-                usage = completion.usage
-                if account.tokens is not None:  # (no coroutine per call without a token bucket)
-                    await account.settle(reserved, usage.input_tokens + usage.output_tokens or reserved)
-                if hold is not None:
-                    if usage.input_tokens or usage.output_tokens:
-                        hold.settle(self.prices.cost(usage))
-                    else:
-                        uncertain += hold.unknown()  # a priced answer that says nothing of its usage
-                self._record(attempts, http_429, usage, None, uncertain)
-                return completion
-
-            if hold is not None:
-                if _free(error):
-                    hold.release()
+                        slots.give()
+                except TimeoutError:
+                    error: ProviderError = CallTimeoutError(
+                        self.provider, f"no complete answer within {self.timeout_s:g} s"
+                    )
+                except ProviderError as exc:
+                    error = exc
+                except BaseException:
+                    # Cancelled in flight (or a bug): what it cost is unknown.
+                    if hold is not None:
+                        held = hold.unknown()
+                    raise
                 else:
-                    uncertain += hold.unknown()
-            if error.status is not None and account.tokens is not None:
-                await account.settle(reserved, 0)  # the server refused: nothing was generated
-            if isinstance(error, RateLimitError):
-                http_429 += 1
-                account.http_429 += 1
-            # Only a connection never made is "cannot connect": one the server accepted and
-            # then closed is retried like a 500 and named on the card.
-            if isinstance(error, ConnectError) and not error.sent and not account.connect_error:
-                account.connect_error = redact(str(error))
-            if (
-                isinstance(error, TransientError)
-                and error.retry_after
-                and error.retry_after <= self.policy.max_retry_after
-            ):
-                # A wait the server named (Retry-After on a 429 or 503, or an exhausted
-                # bucket's reset header) is about the account, not this call.
-                await account.pause(error.retry_after)
-            wait = self.policy.wait(attempts, error)
-            if wait is None:
-                self._record(attempts, http_429, Usage(), error, uncertain)
-                raise error
-            account.retries += 1
-            await asyncio.sleep(wait)
+                    usage = answered = completion.usage
+                    if hold is not None:
+                        if usage.input_tokens or usage.output_tokens:
+                            hold.settle(self.prices.cost(usage))
+                        else:
+                            uncertain += hold.unknown()  # a priced answer that says nothing of its usage
+                    if account.tokens is not None:  # (no coroutine per call without a token bucket)
+                        await account.settle(reserved, usage.input_tokens + usage.output_tokens or reserved)
+                    self._record(attempts, http_429, usage, None, uncertain)
+                    return completion
+
+                if hold is not None:
+                    if _free(error):
+                        hold.release()
+                    else:
+                        uncertain += hold.unknown()
+                if error.status is not None and account.tokens is not None:
+                    await account.settle(reserved, 0)  # the server refused: nothing was generated
+                if isinstance(error, RateLimitError):
+                    http_429 += 1
+                    account.http_429 += 1
+                # Only a connection never made is "cannot connect": one the server accepted and
+                # then closed is retried like a 500 and named on the card.
+                if isinstance(error, ConnectError) and not error.sent and not account.connect_error:
+                    account.connect_error = redact(str(error))
+                if (
+                    isinstance(error, TransientError)
+                    and error.retry_after
+                    and error.retry_after <= self.policy.max_retry_after
+                ):
+                    # A wait the server named (Retry-After on a 429 or 503, or an exhausted
+                    # bucket's reset header) is about the account, not this call.
+                    await account.pause(error.retry_after)
+                wait = self.policy.wait(attempts, error)
+                if wait is None:
+                    self._record(attempts, http_429, Usage(), error, uncertain)
+                    raise error
+                account.retries += 1
+                await asyncio.sleep(wait)
+        except asyncio.CancelledError:
+            if sent:  # possibly billed: a call on record (see `_cut_off`)
+                if answered is not None:
+                    self._record(attempts, http_429, answered, None, uncertain)
+                else:
+                    self._cut_off(request, attempts, http_429, uncertain, cut_in_flight, held)
+            raise
+
+    def _cut_off(
+        self,
+        request: ChatRequest,
+        attempts: int,
+        http_429: int,
+        uncertain: float,
+        in_flight: bool,
+        held: float | None,
+    ) -> None:
+        """Record a call the run stopped after it was sent: the provider may bill it all
+        the same, so it is a call on record (the card counts the calls the provider saw)
+        and what it may have cost counts against a resumed run's budget: the attempt in
+        flight at its worst case (what the budget held, or worked out here; unknown, and
+        none counted, when nothing caps its output), with what earlier attempts may have
+        cost."""
+        worst = 0.0
+        if in_flight:
+            worst = held if held is not None else self._worst_or_nothing(request)
+        why = "while the call was in flight" if in_flight else "between its attempts"
+        error = CallCancelledError(self.provider, f"the run stopped {why}; it may be billed")
+        self._record(attempts, http_429, Usage(), error, uncertain + worst)
+
+    def _worst_or_nothing(self, request: ChatRequest) -> float:
+        try:
+            return self.worst_case(request)
+        except ConfigError:
+            return 0.0
 
     def _record(
         self, attempts: int, http_429: int, usage: Usage, error: ProviderError | None, uncertain: float
