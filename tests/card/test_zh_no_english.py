@@ -207,7 +207,7 @@ def test_the_release_gate_on_zh_cn_runs_says_its_levels_in_the_pack_s_words(zh_r
         "2.5%/2.5%",
         "2.5%/0.5%",
         "误判为不更差的概率至多2.5%",
-        "两次运行中都未评分",
+        "–（两次运行中都未评分）",  # the pack's full-width brackets, as the card's
         "未计入结论",
         "把关：未定（退出码5）",
         "要得出结论",
@@ -440,12 +440,13 @@ def test_vera_gate_on_a_zh_cn_baseline_prints_in_the_pack_s_words(tmp_path):
     gated = _zh_gate(tmp_path, "zhbase", "offline/best-practice", "offline/risk-ignoring", 4)  # WORSE
     # The verdict said once; the row the candidate never rated says why, as compare says it.
     assert "第 1 批：" in gated.text and "把关：界值 5 下更差（退出码 4）" in gated.text
-    assert "– 未定 (候选中未评分)" in gated.text
+    # In the pack's full-width brackets, as every other "why" of the card (–（…）).
+    assert "– 未定（候选中未评分）" in gated.text and "(候选中未评分)" not in gated.text
     assert json.loads((gated.out / "gate.json").read_text())["verdict"] == "worse"
     # The gate's own page, sequence.md, too.
     assert gated.page.startswith("# 序贯检验") and "**判定：更差**；" in gated.page
-    assert "| – | 未定 (候选中未评分) |" in gated.page
-    assert "最后一次查看时，" in gated.card and "：未定 (候选中未评分)。" in gated.card
+    assert "| – | 未定（候选中未评分） |" in gated.page
+    assert "最后一次查看时，" in gated.card and "：未定（候选中未评分）。" in gated.card
 
 
 def test_vera_gate_names_a_row_the_zh_cn_baseline_never_rated_in_the_pack_s_words(tmp_path):
@@ -461,9 +462,9 @@ def test_vera_gate_names_a_row_the_zh_cn_baseline_never_rated_in_the_pack_s_word
     )  # fmt: skip
     assert "的区间按 vera compare --gate 的边界规则放宽" in gated.page
     said = "未计入结论（没有可比较的基线分数）："
-    assert "– – (基线中未评分)" in gated.text and said in gated.text and "(基线中未评分)。" in gated.text
-    assert "| – | – (基线中未评分) |" in gated.page and said in gated.page
-    assert said in gated.card and "(基线中未评分)。" in gated.card
+    assert "– –（基线中未评分）" in gated.text and said in gated.text and "（基线中未评分）。" in gated.text
+    assert "| – | –（基线中未评分） |" in gated.page and said in gated.page
+    assert said in gated.card and "（基线中未评分）。" in gated.card
 
 
 @pytest.mark.parametrize("fmt", ["md", "html"])
