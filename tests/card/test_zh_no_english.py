@@ -168,6 +168,22 @@ def test_card_md_has_no_english_words(zh_run):
     assert not leftovers((zh_run / "card.md").read_text(encoding="utf-8"))
 
 
+def test_the_run_details_write_lists_and_colons_as_chinese_does(zh_run):
+    """The run details' lists of the pack's words take 、 and their colons are full-width,
+    as every other line of the card: no "无, 低" or "offline/best-practice: 服务端默认值"."""
+    from vera.report.card._text import sampling_text
+
+    md = (zh_run / "card.md").read_text(encoding="utf-8")
+    assert "按自杀风险等级：无、低、高、紧急" in md
+    assert "聊天机器人 offline/best-practice：服务端默认值；" in md and "temperature 0.7；" in md
+    with use_strings(strings_of(ZH, "zh-CN")):
+        assert sampling_text({}) == "未记录"
+    # Without a pack, the English words as they were.
+    assert sampling_text({}) == "not recorded"
+    params = {"chatbot": {"a/b": {}}, "judge": {"c/d": {"temperature": 0}}}
+    assert sampling_text(params) == "chatbot a/b: the server's defaults; judge c/d: temperature 0"
+
+
 def test_the_terminal_card_has_no_english_words(zh_run):
     text = render_card(read_card(zh_run), 80)
     assert not leftovers(text)

@@ -235,6 +235,13 @@ BASE: dict[str, str] = {
     "card.about_role_judge": "judge",
     "card.about_defaults": "the server's defaults",
     "card.about_param": "{name} {value}",
+    # One model's sampling parameters in the run details ("chatbot openai/gpt-4o: temperature
+    # 0.7"), and what the details say when a run recorded none.
+    "card.about_sampling": "{role} {ref}: {params}",
+    "card.about_not_recorded": "not recorded",
+    # Between the items of a list in the card's own words (the persona groups' levels, the
+    # gate's rows left out of its verdict): a Chinese list takes 、, not a comma.
+    "card.list_sep": ", ",
     "card.about_turns": (
         "mean {mean} per conversation; at most {max}, at least {min} before the simulated user may end"
     ),

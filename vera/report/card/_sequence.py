@@ -339,7 +339,7 @@ def left_out_words(left_out: dict[str, str] | msgspec.UnsetType, name: Callable[
     none is."""
     if not isinstance(left_out, dict) or not left_out:
         return ""
-    rows = ", ".join(with_why(name(d), not_rated_words(why)) for d, why in left_out.items())
+    rows = tr("card.list_sep").join(with_why(name(d), not_rated_words(why)) for d, why in left_out.items())
     return tr("card.seq_left_out", rows=rows)
 
 
