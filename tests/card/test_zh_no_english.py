@@ -110,6 +110,7 @@ ALLOWED = {
     "Gwet AC",
     "Cohen",
     "Cohen's kappa",
+    "PPI",  # PPI++, the calibration's method by its name (the pack's headings keep it)
 }
 
 
@@ -481,6 +482,47 @@ def test_vera_gate_names_a_row_the_zh_cn_baseline_never_rated_in_the_pack_s_word
     assert "– –（基线中未评分）" in gated.text and said in gated.text and "（基线中未评分）。" in gated.text
     assert "| – | –（基线中未评分） |" in gated.page and said in gated.page
     assert said in gated.card and "（基线中未评分）。" in gated.card
+
+
+def test_the_calibrated_section_of_a_zh_cn_card_is_in_the_pack_s_words(zh_run, tmp_path, monkeypatch):
+    """Once humans rated a few conversations (`vera ratings import`, as after `vera
+    review`), `vera score` adds a calibrated section to each chatbot: its caption, the
+    note on too few rated personas beside Overall, the confusion table's caption, the
+    caption `vera card` gives it and the note `vera score` prints are the pack's, as the
+    rest of the card; card.json keeps its English."""
+    monkeypatch.setenv("COLUMNS", "80")
+    run = tmp_path / "zhrun0"
+    shutil.copytree(zh_run, run)
+    ids = [json.loads(line)["id"] for line in (run / "conversations.jsonl").read_text().splitlines()[:3]]
+    rows = [f"{i},甲,{d},Best Practice" for i in ids for d in CANONICAL[:5]]
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text("item_id,rater,dimension,rating\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    run_vera("ratings", "import", str(run), str(ratings))
+    scored = CliRunner().invoke(main, ["score", str(run)])
+    assert scored.exit_code == 0, scored.output
+    printed = scored.output.replace(str(run), " ")
+    assert "：校准后的总分 " in printed and "个人物（少于 10 个）" in printed
+    assert not leftovers(printed), leftovers(printed)
+    md = (run / "card.md").read_text(encoding="utf-8")
+    for shown in ("### 经人工评分校准", "位人工评分者评过分", "注意：人工评分只来自", "（只有 ", "对角线上"):
+        assert shown in md, shown
+    assert not leftovers(md), leftovers(md)
+    html = visible_text((run / "card.html").read_text(encoding="utf-8"))
+    assert "对角线上" in html and not leftovers(html), leftovers(html)
+    text = render_card(read_card(run), 80)
+    assert "，经人工评分校准：" in text and not leftovers(text), leftovers(text)
+    assert max(cells(line) for line in text.splitlines()) <= 80
+    # The record keeps the English words.
+    bots = json.loads((run / "card.json").read_text())["chatbots"]
+    assert all(b["calibrated"]["few_rated_personas"].startswith("human ratings from only") for b in bots)
+    # And the English card says what card.json records, word for word.
+    from vera.report.calibration._calibration import few_personas_words
+    from vera.report.card._schema import Calibrated
+    from vera.report.card._tables import few_personas_note
+
+    for n in (1, 3):
+        cal = msgspec.convert({**bots[0]["calibrated"], "n_rated_personas": n}, Calibrated)
+        assert few_personas_note(cal) == few_personas_words(n)
 
 
 @pytest.mark.parametrize("fmt", ["md", "html"])
