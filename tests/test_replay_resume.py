@@ -155,6 +155,14 @@ def test_a_killed_run_resumes_from_its_bodies_asking_nothing_twice(tmp_path: Pat
     # Without a shared cache the card's settings gain no key (card.json keeps its bytes).
     assert "shared_cache" not in json.loads((out / "card.json").read_text())["settings"]
     assert "replies replayed on resume" in (out / "card.md").read_text()
+    # Each record carries what its job cost over every session, as the uninterrupted
+    # run's does (the replies paid for before the kill included), and the records add up
+    # to calls.jsonl.
+    for name in ("conversations.jsonl", "judgements.jsonl"):
+        cost = {r["id"]: r["cost_usd"] for r in _lines(tmp_path / "A" / name)}
+        assert {r["id"]: r["cost_usd"] for r in _lines(out / name)} == pytest.approx(cost), name
+    records = sum(r["cost_usd"] for n in ("conversations", "judgements") for r in _lines(out / f"{n}.jsonl"))
+    assert records == pytest.approx(sum(c["cost_usd"] for c in _lines(out / "calls.jsonl")))
 
 
 def test_a_run_without_bodies_resumes_from_its_cache_sqlite(tmp_path: Path) -> None:

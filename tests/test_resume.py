@@ -168,6 +168,29 @@ def test_a_missing_input_file_is_named_and_a_copy_can_stand_in(made, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_copy_standing_in_keeps_the_name_and_version_the_run_recorded(made, tmp_path):
+    # The copy's own name would otherwise replace the run's ("people unversioned"): the
+    # card would name another persona set, and `vera compare` would refuse the run beside
+    # a twin made from the original file although the content is the same.
+    cfg, out = made
+    tsv = cfg.parent / "vera-personas.tsv"
+    copy = tmp_path / "elsewhere" / "people.tsv"
+    copy.parent.mkdir()
+    shutil.copy(tsv, copy)
+    tsv.unlink()
+    proc = vera("run", "--resume", str(out), "--personas", str(copy), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    personas = json.loads((out / "manifest.json").read_text())["personas"]
+    assert (personas["name"], personas["version"], personas["path"]) == ("vera-personas", "1.0.0", str(copy))
+    assert json.loads((out / "card.json").read_text())["versions"]["personas"]["version"] == "1.0.0"
+    _, twin = make_run(tmp_path / "twin")
+    compared = vera("compare", str(out), str(twin))
+    assert compared.returncode == 0, compared.stderr
+    # and the next resume alone finds the input where the copy is
+    assert vera("run", "--resume", str(out), "--quiet").returncode == 0
+
+
+@pytest.mark.slow
 def test_resume_of_a_folder_without_a_run_is_refused(tmp_path):
     (tmp_path / "empty").mkdir()
     assert_one_line_error(vera("run", "--resume", str(tmp_path / "empty")), "nothing to resume")
@@ -327,3 +350,19 @@ def test_ctrl_c_while_the_card_is_written_names_the_command_that_writes_it(tmp_p
     done = CliRunner().invoke(main, ["run", "--resume", str(out), "--quiet"])
     assert done.exit_code == 0, done.output
     assert json.loads((out / "card.json").read_text())["status"]["state"] == "complete"
+
+
+@pytest.mark.parametrize(
+    ("argv0", "want"),
+    [
+        ("vera", "vera"),
+        ("/opt/env/lib/python3.11/site-packages/vera/__main__.py", f"{shlex.quote(sys.executable)} -m vera"),
+        # Another program's __main__ (pytest's, when it is run as `python -m pytest`).
+        ("/opt/env/lib/python3.11/site-packages/pytest/__main__.py", "vera"),
+    ],
+)
+def test_the_resume_line_names_vera_as_it_was_started(monkeypatch, argv0: str, want: str) -> None:
+    from vera.app._resume import program
+
+    monkeypatch.setattr(sys, "argv", [argv0])
+    assert program() == want

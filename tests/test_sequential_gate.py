@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 from collections.abc import Iterator
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -854,7 +855,7 @@ def test_a_unit_that_fails_again_names_allow_failures_and_it_lets_the_gate_settl
     # unit left out, never scoring it as the chatbot's.
     from .fakes.protocols import Fail
 
-    with _service_gate(tmp_path, wave=24, seeds=list(range(1, 9))) as (bot, _base, out, args):
+    with _service_gate(tmp_path, wave=24, seeds=list(range(1, 9))) as (bot, base, out, args):
         quiet = [a for a in args if a != "--quiet"]
         bot.script(Fail(500), Fail(500))
         first = CliRunner().invoke(main, quiet)
@@ -905,6 +906,14 @@ def test_a_unit_that_fails_again_names_allow_failures_and_it_lets_the_gate_settl
     assert card["sequential"]["failed"] == failed and card["sequential"]["allow_failures"] == 0.2
     assert words in (out / "card.md").read_text()
     assert json.loads((out / "gate.json").read_text())["allow_failures"] == 0.2
+    # `vera compare` of the gate's run against its baseline says it too, in one line, as
+    # the gate did: a reader of the comparison learns those units are not in it.
+    for extra in ([], ["--gate", "--margin", "30"]):
+        compared = CliRunner().invoke(main, ["compare", str(base), str(out), *extra, "--resamples", "200"])
+        assert f"note: {out}: {words}\n" in compared.output, compared.output
+    page = tmp_path / "compare.html"
+    CliRunner().invoke(main, ["compare", str(base), str(out), "--html", str(page), "--resamples", "200"])
+    assert " ".join(words.split()) in " ".join(unescape(page.read_text()).split())
 
 
 def test_a_bad_allow_failures_is_one_line_and_writes_nothing(baseline, tmp_path) -> None:
@@ -914,3 +923,44 @@ def test_a_bad_allow_failures_is_one_line_and_writes_nothing(baseline, tmp_path)
         assert result.exit_code == 1, result.output
         assert result.output.count("\n") == 1 and "--allow-failures" in result.output, result.output
         assert "Traceback" not in result.output and not out.exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_twice_in_a_wave_names_the_gate_s_command_once(tmp_path) -> None:
+    # A second Ctrl-C while the first was being handled printed "exiting now; resume
+    # with: ..." and then the gate's own "interrupted; to continue: ...": the same command
+    # twice. It is said once, last.
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    with _service_gate(tmp_path) as (bot, _base, out, args):
+        bot.latency = 0.5  # a slow service: the wave is still running at each signal
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "vera", *args],
+            env=os.environ.copy(),  # the service's key, set by _service_gate
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stderr is not None
+        while bot.requests == 0:  # the wave has started calling the service
+            assert proc.poll() is None, proc.communicate()
+            os.sched_yield()
+        proc.send_signal(signal.SIGINT)
+        said: list[str] = []
+        while not any("no new work will start" in line for line in said):
+            line = proc.stderr.readline()
+            assert line, "".join(said)
+            said.append(line)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    stderr = "".join(said) + stderr
+    assert proc.returncode == 130, stderr
+    assert "exiting now" in stderr and "Traceback" not in stderr
+    command = f"{sys.executable} -m vera gate "
+    assert stderr.count(command) == 1, stderr
+    last = stderr.rstrip().splitlines()[-1]
+    assert last.startswith(f"interrupted; to continue: {command}") and last.endswith(f"--out {out}"), stderr

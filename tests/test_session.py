@@ -168,7 +168,13 @@ def test_a_second_sigint_cancels_at_once_and_resume_finishes_the_run(tmp_path: P
         _, stderr = proc.communicate(timeout=120)
         stderr = "".join(said) + stderr
         assert proc.returncode == 130, stderr
-        assert f"exiting now; resume with: {sys.executable} -m vera run --resume {out}" in stderr
+        assert "exiting now: work in flight is cancelled, what finished is saved" in stderr
+        # The command to continue is said once, as the last line: it used to be said when
+        # the second signal came and again when the run ended.
+        resume = f"{sys.executable} -m vera run --resume {out}"
+        assert stderr.count(resume) == 1 and stderr.rstrip().endswith(f"to continue this run: {resume}"), (
+            stderr
+        )
         assert "Traceback" not in stderr
         manifest = json.loads((out / "manifest.json").read_text())
         assert manifest["stopped"].startswith("interrupted (SIGINT)")
@@ -212,7 +218,7 @@ def test_a_stop_signal_speaks_the_run_s_pack_s_words(capsys):
     asyncio.run(go())
     err = capsys.readouterr().err
     assert "SIGINT：不再开始新的工作，正在等进行中的调用结束（最多 30 秒）。再按一次 Ctrl-C 立即退出。" in err
-    assert "立即退出；要继续这次运行，请执行：vera run --resume runs/x" in err
+    assert "立即退出：进行中的工作已取消，已完成的部分已保存" in err
     assert "no new work" not in err and "exiting now" not in err
 
     async def english() -> None:

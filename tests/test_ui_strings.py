@@ -61,7 +61,7 @@ def test_the_zh_pack_sets_a_number_off_from_chinese_characters_by_spaces():
     ]
     for below, above in bounds:
         lines = [
-            zh("cli.fixed_gate_failed", code=1, below=below, rows="bot: 总分"),
+            zh("cli.fixed_gate_failed", verdict="更差", code=4, below=below, rows="bot: 总分"),
             zh("cli.fixed_gate_not_worse", verdict="不更差", above=above),
             zh("cli.fixed_gate_why_intervals", below=below, above=above),
             zh(

@@ -232,3 +232,26 @@ def test_a_system_prompt_the_http_chatbots_profile_would_never_send_is_refused(t
     # A profile that sends system turns, or no prompt at all: nothing to say.
     assert check_config(config(tmp_path, providers, ["sysbot"], extra=prompt)).errors == []
     assert check_config(config(tmp_path, providers, ["bot"])).errors == []
+
+
+def test_a_key_written_in_a_profiles_url_is_a_warning_naming_file_and_field(tmp_path):
+    # Sent as written, masked in records, but saved in a file that gets shared and
+    # committed: the user is told to take it from the environment instead.
+    providers = tmp_path / "providers"
+    providers.mkdir()
+    (providers / "bot.toml").write_text(
+        HTTP_BOT.replace("{system}", "").replace("/chat", "/chat?v=2&api_key=lit-0f3a9c2e7b")
+    )
+    (providers / "envbot.toml").write_text(
+        HTTP_BOT.replace("{system}", "").replace("/chat", "/chat?api_key=${BOT_KEY}&s={{session_id}}")
+    )
+    proc = vera("validate", "config", str(config(tmp_path, providers, ["bot", "envbot"])))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    warnings = [line for line in proc.stdout.splitlines() if ": warning: " in line]
+    assert warnings[0] == (
+        f"{providers / 'bot.toml'}: warning: http.url: query parameter 'api_key' holds a literal "
+        "credential; write ${VAR} in its place and set VAR in the environment or .env (records show ****)"
+    )
+    # A key from the environment is what is asked for: only its unset variable is said.
+    assert [w for w in warnings if "envbot" in w and "literal" in w] == []
+    assert "lit-0f3a9c2e7b" not in proc.stdout + proc.stderr

@@ -232,7 +232,8 @@ def test_the_release_gate_on_zh_cn_runs_says_its_levels_in_the_pack_s_words(zh_r
         assert shown in flat, shown
     assert max(cells(line) for line in text.splitlines()) <= 80
     passed = run_vera(*args, "--margin", "30")
-    assert not leftovers(passed) and "把关：通过" in "".join(passed.split())
+    # In vera gate's word for the outcome (把关：界值 30 下不更差).
+    assert not leftovers(passed) and "把关：不更差（退出码0）" in "".join(passed.split())
 
 
 def test_card_html_has_no_english_words_anywhere_a_reader_sees(zh_run):
@@ -408,6 +409,27 @@ def test_a_gated_run_s_sequence_is_in_the_pack_s_words(verdict: str, stopped: st
     assert seq.stopped == stopped and seq.verdict == verdict  # the record keeps its values
 
 
+def test_compare_says_a_zh_cn_gate_s_failed_units_in_the_pack_s_words() -> None:
+    """`vera compare` of a gate's run whose failed units were left out (--allow-failures)
+    says how many and why in one line, in the run's pack as the gate said it."""
+    from vera.report import sequential_failed_note
+    from vera.report.card._sequence import failed_note_of
+
+    seq = msgspec.structs.replace(_gated("worse", "settled: WORSE"), failed=3, allow_failures=0.1)
+    english = failed_note_of(seq)
+    assert english == (
+        "3 of the 43 units drawn failed for infrastructure reasons and are left out of the verdict "
+        "(within 7.0% failed, --allow-failures 0.1): counted, never scored as the chatbot's."
+    )
+    with use_strings(strings_of(ZH, "zh-CN")):
+        zh = failed_note_of(seq) or ""
+    assert "\n" not in zh and "已抽取的 43 个单元中有 3 个因基础设施原因失败" in zh
+    assert not leftovers(re.sub(r"--[a-z-]+", " ", zh)), zh
+    # A gate none of whose units failed, and an ordinary run: nothing to say.
+    assert failed_note_of(_gated("worse", "settled: WORSE")) is None
+    assert sequential_failed_note(ROOT) is None
+
+
 class _Gated(NamedTuple):
     """What a gate on a zh-CN baseline left: its folder, what it printed (the folder's
     path taken out), its sequence.md and its card.md."""
@@ -464,6 +486,12 @@ def test_vera_gate_on_a_zh_cn_baseline_prints_in_the_pack_s_words(tmp_path):
     assert gated.page.startswith("# 序贯检验") and "**判定：更差**；" in gated.page
     assert "| – | 未定（候选中未评分） |" in gated.page
     assert "最后一次查看时，" in gated.card and "：未定（候选中未评分）。" in gated.card
+    # `vera compare --gate` of the gate's run names the same outcome in the same word.
+    args = ["compare", str(tmp_path / "zhbase"), str(gated.out), "--gate", "--resamples", "200"]
+    compared = CliRunner().invoke(main, args)
+    assert compared.exit_code == 4 and "把关：更差（退出码4）" in "".join(compared.output.split()), (
+        compared.output
+    )
 
 
 def test_vera_gate_names_a_row_the_zh_cn_baseline_never_rated_in_the_pack_s_words(tmp_path):

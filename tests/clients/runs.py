@@ -50,8 +50,9 @@ def make_server(protocol: str) -> FakeServer:
     raise ValueError(protocol)
 
 
-def profile_toml(protocol: str, server: FakeServer, model: str = "", extra: str = "") -> str:
-    """A provider profile for `server`, as a user would write it."""
+def profile_toml(protocol: str, server: FakeServer, model: str = "", extra: str = "", query: str = "") -> str:
+    """A provider profile for `server`, as a user would write it; `query`: the custom
+    chatbot's URL query (`?key=value`)."""
     model = model or MODELS.get(protocol, "")
     common = f'api_key_env = "{KEY_ENV}"\ntimeout_s = 10\nmax_retries = 0\n'
     prices = "price_input_per_mtok = 1.0\nprice_output_per_mtok = 4.0\n"
@@ -68,7 +69,7 @@ def profile_toml(protocol: str, server: FakeServer, model: str = "", extra: str 
     else:  # the custom chatbot, with the body the example profile documents
         return (
             f'protocol = "http"\ntimeout_s = 10\nmax_retries = 0\n'
-            f'[http]\nurl = "{server.root}/api/chat"\n'
+            f'[http]\nurl = "{server.root}/api/chat{query}"\n'
             f'headers = {{ Authorization = "Bearer ${{{KEY_ENV}}}" }}\n'
             'body = { session = "{{session_id}}", history = "{{messages}}", message = "{{last_message}}" }\n'
             'response_path = "reply.text"\n'
@@ -103,6 +104,7 @@ def run_roles(
     models: dict[str, str] | None = None,
     profile_extra: str = "",
     config_extra: str = "",
+    http_query: str = "",
 ) -> Run:
     """`vera run` with each role (chatbot, user_agent, judge) on the fake server of the
     protocol `roles` names; roles on one protocol share one server."""
@@ -112,7 +114,16 @@ def run_roles(
     with MonkeyPatch.context() as env, serve_in_thread(*servers.values()):
         env.setenv(KEY_ENV, KEY)
         config = _write_setup(
-            tmp, roles, servers, models, personas, max_turns, first_speaker, profile_extra, config_extra
+            tmp,
+            roles,
+            servers,
+            models,
+            personas,
+            max_turns,
+            first_speaker,
+            profile_extra,
+            config_extra,
+            http_query,
         )
         result = CliRunner().invoke(
             main,
@@ -131,13 +142,14 @@ def _write_setup(
     first_speaker: str,
     profile_extra: str,
     config_extra: str,
+    http_query: str = "",
 ) -> Path:
     providers = tmp / "providers"
     providers.mkdir()
     refs = {}
     for role, protocol in roles.items():
         name = f"{role.replace('_', '-')}-{protocol}"
-        profile = profile_toml(protocol, servers[protocol], models.get(role, ""), profile_extra)
+        profile = profile_toml(protocol, servers[protocol], models.get(role, ""), profile_extra, http_query)
         (providers / f"{name}.toml").write_text(profile)
         refs[role] = name
     config = tmp / "run.toml"

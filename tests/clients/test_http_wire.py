@@ -106,3 +106,64 @@ def test_export_and_viewer_show_what_the_chatbot_received(tmp_path: Path) -> Non
         assert body.call.model == name and f"{name}/{name}" not in html and name in html
     other = next(b for b in every if b.call.role == "judge")
     assert "wire-body" not in body_html(1, other, "judge")
+
+
+# A key the profile writes into the URL itself, shaped like no provider's key (so only
+# its parameter's name can tell it is one).
+LITERAL = "lit-0f3a9c2e7b"
+SIGNED = "ZmFrZS1zaWduYXR1cmU"
+
+
+def test_a_key_written_in_the_url_is_sent_as_written_and_kept_masked(tmp_path: Path) -> None:
+    roles = {"chatbot": "http", "user_agent": "openai", "judge": "openai"}
+    query = f"?api_key={LITERAL}&X-Amz-Signature={SIGNED}&v=2"
+    run = run_roles(tmp_path, roles, http_query=query)
+    assert run.exit_code == 0, run.output
+    received = run.servers["http"].received
+    assert len(received) >= 2
+    # The service gets the URL as the profile writes it.
+    assert {r.path_qs for r in received} == {f"/api/chat{query}"}
+
+    export_calls(run.out, tmp_path / "calls.jsonl")
+    rows = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    urls = {r["request"]["wire"]["url"] for r in rows if r["call"]["role"] == "chatbot"}
+    assert len(urls) == 1 and urls.pop().endswith("/api/chat?api_key=****&X-Amz-Signature=****&v=2")
+    with BodyReader(run.out) as reader:
+        bodies = [b for b in reader.all() if b.call.role == "chatbot"]
+    assert bodies and all(b.wire is not None and LITERAL not in b.wire.url for b in bodies)
+    assert not any(LITERAL in body_html(1, b, "chatbot") for b in bodies)
+    # Nowhere in the run directory, nor on the terminal.
+    for path in run.out.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert LITERAL.encode() not in data and SIGNED.encode() not in data, path
+    assert LITERAL not in run.output + run.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "masked"),
+    [
+        ("https://x.example/chat?api_key=abc&v=2", "https://x.example/chat?api_key=****&v=2"),
+        ("https://x.example/chat?v=2&KEY=abc#top", "https://x.example/chat?v=2&KEY=****#top"),
+        (
+            "https://f.azurewebsites.net/api/bot?code=abc&session=s1",
+            "https://f.azurewebsites.net/api/bot?code=****&session=s1",
+        ),
+        (
+            "https://x/a?access_token=t&client-secret=s&sig=g",
+            "https://x/a?access_token=****&client-secret=****&sig=****",
+        ),
+        (
+            "https://x/a?subscription-key=k&apiKey=k&Password=p",
+            "https://x/a?subscription-key=****&apiKey=****&Password=****",
+        ),
+        ("https://x/a?session=s1&model=m&token=", "https://x/a?session=s1&model=m&token="),
+        ("https://x/a/token/abc", "https://x/a/token/abc"),
+    ],
+)
+def test_credential_parameters_of_a_url_are_masked(url: str, masked: str) -> None:
+    from vera.inputs import mask_url, redact
+
+    assert mask_url(url) == masked
+    # In any text that is printed or recorded: an error line, a log event.
+    assert redact(f"cannot connect to {url}: refused") == f"cannot connect to {masked}: refused"

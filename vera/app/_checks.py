@@ -37,6 +37,7 @@ from vera.inputs import (
     check_templates,
     default_grouping,
     find_target,
+    literal_url_credentials,
     load_config,
     load_judge_prompts,
     load_profile,
@@ -223,7 +224,32 @@ def _profiles(
         else:
             origin[p.name] = path
             profiles[p.name] = p
+            findings += _literal_credentials(p, path)
     return profiles, broken, origin
+
+
+def _literal_credentials(profile: Profile, path: Path) -> list[Finding]:
+    """A key written into a profile's URL: sent as it must be, masked in every record,
+    but saved in a file that is shared and committed; a warning a line per field."""
+    found = []
+    urls = (("base_url", profile.base_url), ("http.url", profile.http.url if profile.http else ""))
+    for field, url in urls:
+        if names := literal_url_credentials(url):
+            params = ", ".join(repr(n) for n in names)
+            what = (
+                f"parameter {params} holds a literal credential"
+                if len(names) == 1
+                else (f"parameters {params} hold literal credentials")
+            )
+            found.append(
+                Finding(
+                    str(path),
+                    f"{field}: query {what}; write ${{VAR}} in {'its' if len(names) == 1 else 'their'} place "
+                    "and set VAR in the environment or .env (records show ****)",
+                    "warning",
+                )
+            )
+    return found
 
 
 def _models(

@@ -86,7 +86,9 @@ def program() -> str:
     """How to start this vera again from the current directory."""
     argv0 = sys.argv[0] if sys.argv else ""
     name = Path(argv0).name
-    if name == "__main__.py":  # python -m vera
+    # python -m vera: vera's own __main__.py (another program's, pytest's say, that
+    # imported vera is not how to start vera)
+    if name == "__main__.py" and Path(argv0).parent.name == "vera":
         return f"{shlex.quote(sys.executable)} -m vera"
     if name == "vera" and argv0 != "vera":
         found = shutil.which("vera")
@@ -297,6 +299,23 @@ def check_same_run(existing: RunManifest, planned: RunManifest, run_dir: Path) -
         diffs += _spec_differences(role, getattr(existing, key), getattr(planned, key))
     if diffs:
         raise UserError(f"cannot resume {run_dir}: " + "; ".join(diffs))
+
+
+def kept_identities(existing: RunManifest, planned: RunManifest) -> RunManifest:
+    """`planned` with every input of unchanged content named as the run recorded it.
+
+    A resume may read an input from a copy with the same content (`--personas FILE`, a
+    `--config` whose paths point elsewhere); the copy's own name and version (its file
+    name, "unversioned" without a sidecar) would otherwise replace the run's in the
+    manifest, so the card would name another persona set and `vera compare` would refuse
+    the run beside its uninterrupted twin. The path is where the input is now, so a
+    later `--resume` alone finds it."""
+    kept: dict[str, ArtifactVersion] = {}
+    for key, _ in INPUTS:
+        was, now = getattr(existing, key), getattr(planned, key)
+        if was.sha256 == now.sha256 and (was.name, was.version) != (now.name, now.version):
+            kept[key] = msgspec.structs.replace(now, name=was.name, version=was.version)
+    return msgspec.structs.replace(planned, **kept) if kept else planned
 
 
 def _version(v: ArtifactVersion) -> str:

@@ -36,6 +36,7 @@ from vera.app._resume import (
     check_profiles_present,
     check_same_run,
     existing_run,
+    kept_identities,
     program,
     resume_command,
     resume_config,
@@ -146,6 +147,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
             )
             if existing is not None:
                 check_same_run(existing, manifest, run_dir)
+                manifest = kept_identities(existing, manifest)
             if not same_manifest(existing, manifest):
                 session.store.write_manifest(manifest)
             events = session.open_events()

@@ -28,7 +28,7 @@ class StopSignal:
 
     def __init__(self, grace_s: float, resume: str) -> None:
         self.stop = Stop(grace_s=grace_s)
-        self.resume = resume
+        self.resume = resume  # the command to continue, for the session's own messages
         self.forced = False  # a second signal cancelled the work
         self._work: asyncio.Task[Any] | None = None
         # The run's locale pack's words (set with its progress line): the handler runs on
@@ -47,7 +47,9 @@ class StopSignal:
         if self.forced or self._work is None:
             return  # already cancelling, or closing: cleanup runs to its end
         self.forced = True
-        print("\n" + self.strings("cli.exiting", command=self.resume), file=sys.stderr, flush=True)
+        # Without the command to continue: the run's last line gives it once the work is
+        # cancelled and closed (it used to be said here and again there).
+        print("\n" + self.strings("cli.exiting"), file=sys.stderr, flush=True)
         self._work.cancel()
 
     @contextlib.contextmanager

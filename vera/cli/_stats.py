@@ -43,6 +43,7 @@ from vera.report import (
     percent_level,
     render,
     render_compare_html,
+    sequential_failed_note,
     sequential_note,
     text_tables,
     user_check_agreement,
@@ -144,6 +145,10 @@ def compare(
         # A sequential gate's run holds a random subset of its baseline's units: say so.
         if (note := sequential_note(run_dir)) is not None:
             click.echo(f"note: {note}", err=True)
+            # And the units it left out as failed, as the gate said it, in the run's words.
+            with use_strings(_runs_strings((run_dir,))):
+                if (failed := sequential_failed_note(run_dir)) is not None:
+                    click.echo(f"note: {run_dir}: {failed}", err=True)
     if gate:
         if confidence is not None:
             raise ConfigError("--confidence applies to a comparison; the gate's levels come from --alpha")

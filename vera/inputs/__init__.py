@@ -81,7 +81,15 @@ from vera.inputs._realism import (
 )
 from vera.inputs._refdir import reference_folder
 from vera.inputs._reference import reads_reference, reference_data, verify_pins
-from vera.inputs._secrets import api_key, expand_env, missing_key, redact, skip_reason
+from vera.inputs._secrets import (
+    api_key,
+    expand_env,
+    literal_url_credentials,
+    mask_url,
+    missing_key,
+    redact,
+    skip_reason,
+)
 from vera.inputs._targets import (
     Target,
     builtin_targets,
@@ -172,6 +180,7 @@ __all__ = [
     "label",
     "link_local_endpoint",
     "list_problems",
+    "literal_url_credentials",
     "load_config",
     "load_judge_prompts",
     "load_locale",
@@ -182,6 +191,7 @@ __all__ = [
     "load_target",
     "load_user_prompts",
     "locale_strings",
+    "mask_url",
     "missing_key",
     "parse_user_check",
     "persona_header",

@@ -19,6 +19,8 @@ from dotenv import dotenv_values
 from vera.errors import ConfigError
 from vera.inputs._profiles import Profile, strings_in
 
+MASK = "****"
+
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SECRETS: set[str] = set()
 _dotenv_cache: dict[tuple[str, float], dict[str, str]] = {}
@@ -115,8 +117,69 @@ _KEY_PATTERNS = re.compile(r"(?:sk-[A-Za-z0-9_\-*]{6,}|AIza[0-9A-Za-z_\-]{20,}|(
 
 
 def redact(text: str, extra: Iterable[str] = ()) -> str:
-    """`text` with every known secret (and anything shaped like an API key) as `****`."""
+    """`text` with every known secret (and anything shaped like an API key) as `****`,
+    and the value of every credential-named query parameter of a URL in it masked."""
     for secret in (*_SECRETS, *extra):
         if secret and secret in text:
-            text = text.replace(secret, "****")
-    return _KEY_PATTERNS.sub("****", text)
+            text = text.replace(secret, MASK)
+    if "://" in text:
+        text = _URL.sub(lambda m: mask_url(m.group(0)), text)
+    return _KEY_PATTERNS.sub(MASK, text)
+
+
+# A query parameter is taken for a credential by its name, lower-cased with `-`, `_` and
+# `.` left out: the names services use for a key or a signed request, matched whole
+# (`key`: Google's APIs; `code`: Azure Functions' function key; `sig`: Azure SAS; `auth`,
+# `pass`, `pwd`...), or a name ending in one of the words keys are called by (`api_key`,
+# `subscription-key`, `access_token`, `client_secret`, `X-Amz-Signature`,
+# `X-Amz-Credential`). A plain setting (`v`, `model`, `session`) never matches; a name
+# that merely ends like one (`monkey`) is masked too, which costs a value in a record,
+# never a key.
+CREDENTIAL_NAMES = frozenset(
+    {
+        *("key", "apikey", "token", "auth", "authorization", "sig", "signature", "secret"),
+        *("password", "passwd", "pass", "pwd", "code", "credential", "credentials"),
+    }
+)
+CREDENTIAL_SUFFIXES = ("key", "token", "secret", "signature", "password", "credential")
+
+# A URL inside a text: up to a space or quote, a sentence's last stop or colon not in it.
+_URL = re.compile(r"https?://[^\s\"'<>\\]*[^\s\"'<>\\.,;:)\]]", re.IGNORECASE)
+_PARAM = re.compile(r"(^|[?&;])([^=&;#]+)=([^&;#]*)")
+
+
+def is_credential_name(name: str) -> bool:
+    """Whether a query parameter so named holds a credential (see CREDENTIAL_NAMES)."""
+    plain = re.sub(r"[-_.]", "", name).lower()
+    return plain in CREDENTIAL_NAMES or plain.endswith(CREDENTIAL_SUFFIXES)
+
+
+def mask_url(url: str) -> str:
+    """`url` with the value of each credential-named query parameter as `****`; the rest
+    (the path, the other parameters, a fragment) as written. What is sent is never this:
+    only a copy to record or print."""
+    head, sep, rest = url.partition("?")
+    if not sep:
+        return url
+    query, hash_, fragment = rest.partition("#")
+
+    def mask(m: re.Match[str]) -> str:
+        lead, name, value = m.groups()
+        return f"{lead}{name}={MASK}" if value and is_credential_name(name) else m.group(0)
+
+    return f"{head}?{_PARAM.sub(mask, query)}{hash_}{fragment}"
+
+
+def literal_url_credentials(url: str) -> list[str]:
+    """The credential-named query parameters of a profile's URL whose value is written in
+    the file rather than taken from the environment (`${VAR}`) or filled by vera
+    (`{{session_id}}`)."""
+    _, sep, rest = url.partition("?")
+    if not sep:
+        return []
+    names = []
+    for _, name, value in _PARAM.findall(rest.partition("#")[0]):
+        literal = re.sub(r"\{\{[^}]*\}\}", "", _ENV_REF.sub("", value))
+        if literal and is_credential_name(name) and name not in names:
+            names.append(name)
+    return names

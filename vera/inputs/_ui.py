@@ -1288,7 +1288,8 @@ BASE: dict[str, str] = {
         "{signal}: no new work will start; letting calls in flight finish for up to {grace} s. "
         "Press Ctrl-C again to exit now."
     ),
-    "cli.exiting": "exiting now; resume with: {command}",
+    # No command here: the run's (or gate's) last line names it once, after the cleanup.
+    "cli.exiting": "exiting now: work in flight is cancelled, what finished is saved",
     "cli.continue": "to continue this run: {command}",
     "cli.continue_judging": "to continue judging: {command}",
     "cli.left_out": "left out: {n} conversation(s) whose simulated user was flagged",
@@ -1350,12 +1351,14 @@ BASE: dict[str, str] = {
         "the threshold ({threshold}) at {max} resamples, so the data cannot say the candidate is "
         "worse; not counted as worse."
     ),
+    # The verdict in vera gate's words (card.seq_worse, card.seq_not_worse), so the two
+    # gates name one outcome alike.
     "cli.fixed_gate_failed": (
-        "gate: FAILED (exit code {code}) — the candidate is worse than the baseline (paired interval "
+        "gate: {verdict} (exit code {code}) — the candidate is worse than the baseline (paired interval "
         "{below}) on {rows}."
     ),
     "cli.fixed_gate_not_worse": (
-        "gate: passed — {verdict}: every paired interval of candidate − baseline lies {above} (exit code 0)."
+        "gate: {verdict} (exit code 0) — every paired interval of candidate − baseline lies {above}."
     ),
     "cli.fixed_gate_undecided": (
         "gate: {verdict} (exit code {code}) — not enough evidence either way ({why}), and only "

@@ -142,6 +142,7 @@ class _IdStatus(msgspec.Struct):
 
     id: str
     status: str = "complete"
+    cost_usd: float = 0.0
 
 
 class JobIndex:
@@ -187,12 +188,16 @@ class JobIndex:
         return iter(self._packed)
 
     @classmethod
-    def scan(cls, path: Path) -> JobIndex:
-        """The index of a file, from one streaming pass."""
+    def scan(cls, path: Path, failed_cost: dict[str, float] | None = None) -> JobIndex:
+        """The index of a file, from one streaming pass. `failed_cost`, when given, gets
+        the cost each job's records that are not complete carry (see `RunStore._open`)."""
         index = cls()
         decoder = msgspec.json.Decoder(_IdStatus)
         for ref, head in decoded(path, decoder):  # a corrupt line is named (vera.files.watching)
-            index.add(head.id, ref, head.status == "complete")
+            complete = head.status == "complete"
+            index.add(head.id, ref, complete)
+            if failed_cost is not None and not complete and head.cost_usd:
+                failed_cost[head.id] = failed_cost.get(head.id, 0.0) + head.cost_usd
         return index
 
 
@@ -242,16 +247,29 @@ class RunStore:
         self.fsync_interval = fsync_interval
         repair_run(self.root)  # before appending: a crash may have torn a last line
         # What is done, by place: never the records themselves (see `JobIndex`).
-        self.conversations = JobIndex.scan(self.root / CONVERSATIONS)
-        self.judgements = JobIndex.scan(self.root / JUDGEMENTS)
-        # The call log is read whole only for the card; a corrupt line in it is found
-        # now, before a resumed run does any work it would then refuse to score.
-        for _ in decoded(self.root / CALLS, _CALL):
-            pass
+        recorded: dict[str, float] = {}  # what the records of unfinished jobs carry
+        self.conversations = JobIndex.scan(self.root / CONVERSATIONS, recorded)
+        self.judgements = JobIndex.scan(self.root / JUDGEMENTS, recorded)
         self._files: dict[str, IO[bytes]] = {}
         # The cost of the calls made for each job since its last record was written: a
         # record carries exactly its own calls' cost, so the records sum to calls.jsonl.
+        # Earlier sessions count too: the calls a job paid for before a kill, a Ctrl-C
+        # or a budget stop are replayed on this resume at no cost, and the job's record
+        # must still carry what they cost (as the uninterrupted run's record does).
         self._job_cost: dict[str, float] = {}
+        # The call log is read whole only for the card; a corrupt line in it is found
+        # now, before a resumed run does any work it would then refuse to score.
+        for _, call in decoded(self.root / CALLS, _CALL):
+            if call.cost_usd and not (
+                self.conversations.complete(call.job_id) or self.judgements.complete(call.job_id)
+            ):
+                self._job_cost[call.job_id] = self._job_cost.get(call.job_id, 0.0) + call.cost_usd
+        for job_id, cost in recorded.items():
+            left = self._job_cost.get(job_id, 0.0) - cost
+            if left > 1e-12:
+                self._job_cost[job_id] = left
+            else:
+                self._job_cost.pop(job_id, None)
         self._sizes: dict[str, int] = {}
         self._readers: dict[str, RecordReader] = {}
         self._encoder = msgspec.json.Encoder()

@@ -22,7 +22,7 @@ import msgspec
 
 from vera.errors import DataError
 from vera.files import RecordRef
-from vera.inputs import tr
+from vera.inputs import mask_url, tr
 from vera.records import CallBody, CallRecord
 from vera.report import exported_call
 from vera.store import Gap, conversation_calls_with_bodies, has_bodies
@@ -344,10 +344,11 @@ def body_html(n: int, body: CallBody, label: str) -> str:
         )
     if (w := body.wire) is not None:
         # What a team's own chatbot received (its template rendered): the body as sent,
-        # not reformatted, so it reads byte for byte as the service got it.
+        # not reformatted, so it reads byte for byte as the service got it; the URL's
+        # credential parameters masked again (a run recorded before they were).
         parts.append(
             f'<div class="msg wire"><div class="who">{_w("page.calls_wire")}</div>'
-            f'<pre class="wire-line">{escape(w.method)} {escape(w.url)}</pre>'
+            f'<pre class="wire-line">{escape(w.method)} {escape(mask_url(w.url))}</pre>'
             f'<pre class="wire-body">{escape(w.body)}</pre></div>'
         )
     parts.append('</div><div class="call-out">')

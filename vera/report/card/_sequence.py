@@ -244,6 +244,23 @@ def sequential_note_of(run_dir: str | Path, seq: SequentialCard) -> str:
     )
 
 
+def sequential_failed_note(run_dir: str | Path) -> str | None:
+    """For `vera compare`: the line the gate printed for the units it left out as failed
+    (how many of those drawn, why, within which --allow-failures), in the active pack's
+    words; None for an ordinary run or a gate none of whose units failed."""
+    seq = sequential_card(run_dir)
+    return None if seq is None else failed_note_of(seq)
+
+
+def failed_note_of(seq: SequentialCard) -> str | None:
+    """`sequential_failed_note` from what the card (or a comparison's run) holds."""
+    if not isinstance(seq.failed, int) or seq.failed <= 0:
+        return None
+    allowed = seq.allow_failures if isinstance(seq.allow_failures, float) else 0.0
+    # As the card counts them: the units judged and the ones that failed were all drawn.
+    return failed_words(seq.failed, seq.units + seq.failed, allowed).strip()
+
+
 def sequential_card(run_dir: str | Path) -> SequentialCard | None:
     """What the card says of a gate's run (None for any other run)."""
     record = read_gate(run_dir)

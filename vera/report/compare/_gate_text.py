@@ -17,12 +17,18 @@ from vera.stats import NOT_WORSE, WORSE
 
 
 def gate_verdict(result: GateVerdict) -> str:
-    """The last line: FAILED with the exit code and what is worse; passed when every row
-    is NOT WORSE; or UNDECIDED with its exit code, why (intervals that settle neither
+    """The last line, naming the verdict as `vera gate` does: WORSE with the exit code and
+    what is worse; NOT WORSE when every row is; or UNDECIDED with its exit code, why (intervals that settle neither
     way, rows not rated in the candidate) and what would settle it."""
     if result.verdict == WORSE:
         rows = _rows_by_bot(result, lambda r: r.worse)
-        return tr("cli.fixed_gate_failed", code=result.exit_code, below=_below(result.margin), rows=rows)
+        return tr(
+            "cli.fixed_gate_failed",
+            verdict=verdict_words(result.verdict),
+            code=result.exit_code,
+            below=_below(result.margin),
+            rows=rows,
+        )
     if result.verdict == NOT_WORSE:
         return tr(
             "cli.fixed_gate_not_worse", verdict=verdict_words(result.verdict), above=_above(result.margin)

@@ -16,7 +16,7 @@ from vera.report.card._html import (
 )
 from vera.report.card._plots import Plot
 from vera.report.card._schema import RunComparison
-from vera.report.card._sequence import sequential_note_of
+from vera.report.card._sequence import failed_note_of, sequential_note_of
 from vera.report.compare._tables import compare_tables
 from vera.report.shared._numbers import num, percent_level
 
@@ -48,6 +48,8 @@ def render_compare_html(
         # as `vera compare` does on the terminal.
         if run.sequential is not None:
             note = sequential_note_of(run.label, run.sequential)
+            if (failed := failed_note_of(run.sequential)) is not None:
+                note += f" {failed}"  # the units it left out as failed, as the gate said it
             body.append(f'<div class="warning">{escape(note)}</div>')
     body += [html_table(tables.runs), "</header>", "<main>"]
     guide = tr("card.compare_guide", confidence=percent_level(result.bootstrap.confidence))

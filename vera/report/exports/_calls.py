@@ -16,7 +16,8 @@ from typing import IO, Any, NamedTuple
 import msgspec
 
 from vera.errors import UserError
-from vera.records import CallBody, CallRecord, MergedShard
+from vera.inputs import mask_url
+from vera.records import CallBody, CallRecord, MergedShard, WireRequest
 from vera.store import atomic_file, check_output, has_bodies, placed_calls_with_bodies, read_manifest
 
 
@@ -33,10 +34,18 @@ def exported_call(body: CallBody) -> dict[str, Any]:
             "reask": body.reask,
             # What a team's own chatbot (protocol `http`) received: the body rendered
             # from its template, the method and the URL; null for the other protocols.
-            "wire": msgspec.to_builtins(body.wire) if body.wire is not None else None,
+            "wire": _wire(body.wire),
         },
         "response": msgspec.to_builtins(body.response) if body.response is not None else None,
     }
+
+
+def _wire(wire: WireRequest | None) -> dict[str, str] | None:
+    """The request as sent, its URL's credential parameters masked once more: a run
+    recorded by a vera before `mask_url` kept a key written in the profile's URL."""
+    if wire is None:
+        return None
+    return {"method": wire.method, "url": mask_url(wire.url), "body": wire.body}
 
 
 # Why a call of a run that keeps bodies has none, when the run does not say which shard
