@@ -181,7 +181,10 @@ def test_the_run_details_write_lists_and_colons_as_chinese_does(zh_run):
         assert sampling_text({}) == "未记录"
     # Without a pack, the English words as they were.
     assert sampling_text({}) == "not recorded"
-    params = {"chatbot": {"a/b": {}}, "judge": {"c/d": {"temperature": 0}}}
+    params: dict[str, dict[str, dict[str, Any]]] = {
+        "chatbot": {"a/b": {}},
+        "judge": {"c/d": {"temperature": 0}},
+    }
     assert sampling_text(params) == "chatbot a/b: the server's defaults; judge c/d: temperature 0"
 
 
