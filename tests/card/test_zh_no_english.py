@@ -918,7 +918,7 @@ def test_vera_ratings_plan_of_a_zh_cn_run_prints_in_the_pack_s_words(zh_run, wid
     result = CliRunner().invoke(main, ["ratings", "plan", str(zh_run), "--width", width, "--resamples", "50"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0] == f"要让校准后的总分区间宽约 {width} 分（95 %）：", lines
+    assert lines[0] == f"要让校准后的总分区间宽约 {width} 分（95% 置信区间）：", lines
     for line in lines:
         assert re.search(r"[\u4e00-\u9fff]", line), line
         left = leftovers(line.replace("--width", ""))  # the option to type, as it is spelled
