@@ -3,6 +3,7 @@ beside the judge-only ones, the number rated by humans and the confusion matrix.
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -69,6 +70,16 @@ def test_humans_who_agree_with_the_judge_leave_the_score_where_it_was(run):
     ) in md
     assert "compare their centres, not their widths" in " ".join(md.split())
     assert "Calibrated by human ratings" in (run / "card.html").read_text()
+    # Its rows in the rubric's order, as the chatbot's own table above it.
+    section = md[md.index("### Calibrated by human ratings") :]
+    bot_card = next(b for b in card.chatbots if b.chatbot == bot)
+    rubric_order = list(bot_card.dimensions or {})
+    assert sorted(rubric_order) != rubric_order  # (else the order would say nothing)
+    lines = section.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("| "))
+    table = list(itertools.takewhile(lambda line: line.startswith("|"), lines[first:]))
+    rows = [line.split("|")[1].strip() for line in table]
+    assert [r for r in rows if r in rubric_order] == rubric_order, rows
 
 
 def test_humans_who_see_harm_the_judge_missed_lower_the_calibrated_score(run):

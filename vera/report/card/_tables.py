@@ -492,7 +492,10 @@ def calibrated_table(bot: ChatbotCard, cal: Calibrated) -> Table:
     # A dimension no human rated (a ratings file that leaves it out) has no calibrated
     # number, and so neither has Overall, which pools them all: say which, not "undefined".
     unrated = [d for d, c in cal.dimensions.items() if c.n_labelled == 0]
-    for name in [*cal.dimensions, OVERALL]:
+    # In the rubric's order, as every other table of the card (the calibration keeps
+    # its dimensions in the order its frame grouped them).
+    order = [*(d for d in dims if d in cal.dimensions), *(d for d in cal.dimensions if d not in dims)]
+    for name in [*order, OVERALL]:
         c = cal.overall if name == OVERALL else cal.dimensions[name]
         judge = bot.overall if name == OVERALL else dims.get(name)
         calibrated, hph = with_ci(c, "score"), with_ci(c, "pct_hph")
