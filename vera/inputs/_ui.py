@@ -245,6 +245,10 @@ BASE: dict[str, str] = {
     ),
     "card.about_cost": "${cost} over {calls} model calls",
     "card.about_unused": ", {n} of them judge questions asked ahead and not needed",
+    "card.about_uncertain": (
+        "; a provider may bill up to ${usd} more, not in this cost, for calls whose cost is "
+        "unknown (sent, then timed out, cut off by a stop or answered without their usage)"
+    ),
     "card.about_grouping_risk": "by suicide risk level: {levels}",
     "card.risk_caption": "{caption} {level}",
     # card.html prose leftovers
@@ -515,6 +519,7 @@ BASE: dict[str, str] = {
     "col.fallbacks": "Fallbacks to standard",
     "col.replayed": "Replayed on resume (not calls)",
     "col.replayed_shared": "Replayed from the shared cache or on resume (not calls)",
+    "col.uncertain": "Unknown cost, at most (USD)",
     "col.conversation": "Conversation",
     "col.persona": "Persona",
     "col.risk": "Risk",
