@@ -26,9 +26,10 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-async def test_calls_of_unknown_cost_are_on_the_card_at_their_worst_case(tmp_path):
-    # Some attempts are sent and then time out: their cost is unknown, and with a budget
-    # vera charges each at its worst case (docs/running.md, "Settling"); a retry answers.
+async def run_with_unknown_costs(tmp_path: Path) -> Path:
+    """A scored loopback run some of whose calls have an unknown cost: attempts sent and
+    then timed out, which with a budget vera charges at their worst case (docs/running.md,
+    "Settling"); a retry answers each."""
     faults = Faults(rate_timeout=0.2, timeout_delay=1.0, seed=3)
     with SweepServer(faults=faults) as server:
         cfg = write_sweep_config(
@@ -40,9 +41,16 @@ async def test_calls_of_unknown_cost_are_on_the_card_at_their_worst_case(tmp_pat
         )
     scored(outcome)  # the card, as `vera run` writes it once the sweep is over
     assert outcome.exit_code == 0, outcome.status
+    assert sum(c["uncertain_usd"] for c in _lines(out / "calls.jsonl")) > 0, (
+        "no attempt timed out after it was sent: the test proves nothing"
+    )
+    return out
+
+
+async def test_calls_of_unknown_cost_are_on_the_card_at_their_worst_case(tmp_path):
+    out = await run_with_unknown_costs(tmp_path)
     calls = _lines(out / "calls.jsonl")
     unknown = sum(c["uncertain_usd"] for c in calls)
-    assert unknown > 0, "no attempt timed out after it was sent: the test proves nothing"
 
     acc = json.loads((out / "card.json").read_text())["accounting"]
     assert acc["total"]["uncertain_usd"] == pytest.approx(unknown, abs=1e-4)

@@ -1150,6 +1150,11 @@ BASE: dict[str, str] = {
     "page.calls_cached": "{n} cached",
     "page.calls_reasoning": "{n} reasoning",
     "page.calls_from_cache": "from the response cache",
+    "page.calls_uncertain": "cost unknown: up to {cost} if billed",
+    "page.calls_uncertain_total": (
+        " The cost leaves out calls whose cost is unknown (sent, then timed out or cut off by a stop): "
+        "a provider may bill up to {cost} more for them."
+    ),
     "page.calls_ahead": "asked ahead: question {question}, which the walk did not reach (paid for, answer not used)",
     "page.calls_attempts": "{n} attempts",
     "page.calls_rate_limited": "{n}× rate-limited",

@@ -193,6 +193,8 @@ def calls_html(
             notes.append(tr("page.calls_rate_limited", n=c.http_429))
         if c.status != "ok":
             notes.append(tr("page.calls_failed", error=c.error or tr("page.calls_no_reason")))
+        if c.uncertain_usd:  # sent, and perhaps billed: "$0" alone would say it was free
+            notes.append(tr("page.calls_uncertain", cost=_cost(c.uncertain_usd)))
         if (question := ahead.get((c.job_id, c.at))) is not None:
             notes.append(tr("page.calls_ahead", question=question))
         number = f'<a href="#call-{n}">{n}</a>' if (c.job_id, c.at) in linked else str(n)
@@ -217,6 +219,8 @@ def calls_html(
         cost=_cost(total_cost),
         latency=_latency(total_ms),
     )
+    if unknown := sum(c.uncertain_usd for c in calls):
+        summary += tr("page.calls_uncertain_total", cost=_cost(unknown))
     return (
         head + f"<p>{escape(summary, quote=False)}</p>"
         '<div class="scroll"><table class="ratings calls"><thead><tr>'
