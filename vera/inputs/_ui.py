@@ -1149,7 +1149,11 @@ BASE: dict[str, str] = {
     # viewer/review leftovers: the calls sections' notes, summaries and buttons.
     "page.calls_cached": "{n} cached",
     "page.calls_reasoning": "{n} reasoning",
-    "page.calls_from_cache": "from the response cache",
+    "page.calls_from_cache": "replayed: paid for before, no call made",
+    "page.calls_replayed_total": (
+        " {n} of the rows below are replies replayed (paid for before: by an earlier session of the "
+        "run, or in a shared response cache): no call was made, so they are not counted above, as on the card."
+    ),
     "page.calls_uncertain": "cost unknown: up to {cost} if billed",
     "page.calls_uncertain_total": (
         " The cost leaves out calls whose cost is unknown (sent, then timed out or cut off by a stop): "
@@ -1167,7 +1171,7 @@ BASE: dict[str, str] = {
     "page.calls_no_answer": "no answer ({why})",
     "page.calls_no_answer_none": "none",
     "page.calls_call": "Call {n} · {label} · {model} · {messages} message(s) in, {outcome}",
-    "page.calls_cache_note": " · from the response cache",
+    "page.calls_cache_note": " · replayed: paid for before, no call made",
     "page.calls_ahead_note": " · asked ahead: question {question}, not reached (paid for, answer not used)",
     "page.calls_copy_input": "Copy the input of call {n} as JSON",
     "page.calls_copy_reply": "Copy the reply of call {n}",

@@ -212,13 +212,18 @@ def calls_html(
     total_out = sum(c.usage.output_tokens for c in calls)
     total_cost = sum(c.cost_usd for c in calls)
     total_ms = sum(c.latency_ms for c in calls)
+    # A reply replayed on a resume (or from a shared cache) is a row, but no call: the
+    # card counts it apart, and so does the page, or its count and the card's disagree.
+    replayed = sum(c.cached for c in calls)
     summary = tr(
         "page.calls_summary",
-        n=len(calls),
+        n=len(calls) - replayed,
         tokens=_tokens(total_in + total_out),
         cost=_cost(total_cost),
         latency=_latency(total_ms),
     )
+    if replayed:
+        summary += tr("page.calls_replayed_total", n=replayed)
     if unknown := sum(c.uncertain_usd for c in calls):
         summary += tr("page.calls_uncertain_total", cost=_cost(unknown))
     return (
