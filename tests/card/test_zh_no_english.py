@@ -110,6 +110,7 @@ ALLOWED = {
     "Gwet AC",
     "Cohen",
     "Cohen's kappa",
+    "PPI",  # PPI++, the calibration's method by its name (the pack's headings keep it)
 }
 
 
@@ -168,6 +169,25 @@ def test_card_md_has_no_english_words(zh_run):
     assert not leftovers((zh_run / "card.md").read_text(encoding="utf-8"))
 
 
+def test_the_run_details_write_lists_and_colons_as_chinese_does(zh_run):
+    """The run details' lists of the pack's words take 、 and their colons are full-width,
+    as every other line of the card: no "无, 低" or "offline/best-practice: 服务端默认值"."""
+    from vera.report.card._text import sampling_text
+
+    md = (zh_run / "card.md").read_text(encoding="utf-8")
+    assert "按自杀风险等级：无、低、高、紧急" in md
+    assert "聊天机器人 offline/best-practice：服务端默认值；" in md and "temperature 0.7；" in md
+    with use_strings(strings_of(ZH, "zh-CN")):
+        assert sampling_text({}) == "未记录"
+    # Without a pack, the English words as they were.
+    assert sampling_text({}) == "not recorded"
+    params: dict[str, dict[str, dict[str, Any]]] = {
+        "chatbot": {"a/b": {}},
+        "judge": {"c/d": {"temperature": 0}},
+    }
+    assert sampling_text(params) == "chatbot a/b: the server's defaults; judge c/d: temperature 0"
+
+
 def test_the_terminal_card_has_no_english_words(zh_run):
     text = render_card(read_card(zh_run), 80)
     assert not leftovers(text)
@@ -207,7 +227,7 @@ def test_the_release_gate_on_zh_cn_runs_says_its_levels_in_the_pack_s_words(zh_r
         "2.5%/2.5%",
         "2.5%/0.5%",
         "误判为不更差的概率至多2.5%",
-        "两次运行中都未评分",
+        "–（两次运行中都未评分）",  # the pack's full-width brackets, as the card's
         "未计入结论",
         "把关：未定（退出码5）",
         "要得出结论",
@@ -462,12 +482,13 @@ def test_vera_gate_on_a_zh_cn_baseline_prints_in_the_pack_s_words(tmp_path):
     gated = _zh_gate(tmp_path, "zhbase", "offline/best-practice", "offline/risk-ignoring", 4)  # WORSE
     # The verdict said once; the row the candidate never rated says why, as compare says it.
     assert "第 1 批：" in gated.text and "把关：界值 5 下更差（退出码 4）" in gated.text
-    assert "– 未定 (候选中未评分)" in gated.text
+    # In the pack's full-width brackets, as every other "why" of the card (–（…）).
+    assert "– 未定（候选中未评分）" in gated.text and "(候选中未评分)" not in gated.text
     assert json.loads((gated.out / "gate.json").read_text())["verdict"] == "worse"
     # The gate's own page, sequence.md, too.
     assert gated.page.startswith("# 序贯检验") and "**判定：更差**；" in gated.page
-    assert "| – | 未定 (候选中未评分) |" in gated.page
-    assert "最后一次查看时，" in gated.card and "：未定 (候选中未评分)。" in gated.card
+    assert "| – | 未定（候选中未评分） |" in gated.page
+    assert "最后一次查看时，" in gated.card and "：未定（候选中未评分）。" in gated.card
     # `vera compare --gate` of the gate's run names the same outcome in the same word.
     args = ["compare", str(tmp_path / "zhbase"), str(gated.out), "--gate", "--resamples", "200"]
     compared = CliRunner().invoke(main, args)
@@ -489,9 +510,50 @@ def test_vera_gate_names_a_row_the_zh_cn_baseline_never_rated_in_the_pack_s_word
     )  # fmt: skip
     assert "的区间按 vera compare --gate 的边界规则放宽" in gated.page
     said = "未计入结论（没有可比较的基线分数）："
-    assert "– – (基线中未评分)" in gated.text and said in gated.text and "(基线中未评分)。" in gated.text
-    assert "| – | – (基线中未评分) |" in gated.page and said in gated.page
-    assert said in gated.card and "(基线中未评分)。" in gated.card
+    assert "– –（基线中未评分）" in gated.text and said in gated.text and "（基线中未评分）。" in gated.text
+    assert "| – | –（基线中未评分） |" in gated.page and said in gated.page
+    assert said in gated.card and "（基线中未评分）。" in gated.card
+
+
+def test_the_calibrated_section_of_a_zh_cn_card_is_in_the_pack_s_words(zh_run, tmp_path, monkeypatch):
+    """Once humans rated a few conversations (`vera ratings import`, as after `vera
+    review`), `vera score` adds a calibrated section to each chatbot: its caption, the
+    note on too few rated personas beside Overall, the confusion table's caption, the
+    caption `vera card` gives it and the note `vera score` prints are the pack's, as the
+    rest of the card; card.json keeps its English."""
+    monkeypatch.setenv("COLUMNS", "80")
+    run = tmp_path / "zhrun0"
+    shutil.copytree(zh_run, run)
+    ids = [json.loads(line)["id"] for line in (run / "conversations.jsonl").read_text().splitlines()[:3]]
+    rows = [f"{i},甲,{d},Best Practice" for i in ids for d in CANONICAL[:5]]
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text("item_id,rater,dimension,rating\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    run_vera("ratings", "import", str(run), str(ratings))
+    scored = CliRunner().invoke(main, ["score", str(run)])
+    assert scored.exit_code == 0, scored.output
+    printed = scored.output.replace(str(run), " ")
+    assert "：校准后的总分 " in printed and "个人物（少于 10 个）" in printed
+    assert not leftovers(printed), leftovers(printed)
+    md = (run / "card.md").read_text(encoding="utf-8")
+    for shown in ("### 经人工评分校准", "位人工评分者评过分", "注意：人工评分只来自", "（只有 ", "对角线上"):
+        assert shown in md, shown
+    assert not leftovers(md), leftovers(md)
+    html = visible_text((run / "card.html").read_text(encoding="utf-8"))
+    assert "对角线上" in html and not leftovers(html), leftovers(html)
+    text = render_card(read_card(run), 80)
+    assert "，经人工评分校准：" in text and not leftovers(text), leftovers(text)
+    assert max(cells(line) for line in text.splitlines()) <= 80
+    # The record keeps the English words.
+    bots = json.loads((run / "card.json").read_text())["chatbots"]
+    assert all(b["calibrated"]["few_rated_personas"].startswith("human ratings from only") for b in bots)
+    # And the English card says what card.json records, word for word.
+    from vera.report.calibration._calibration import few_personas_words
+    from vera.report.card._schema import Calibrated
+    from vera.report.card._tables import few_personas_note
+
+    for n in (1, 3):
+        cal = msgspec.convert({**bots[0]["calibrated"], "n_rated_personas": n}, Calibrated)
+        assert few_personas_note(cal) == few_personas_words(n)
 
 
 @pytest.mark.parametrize("fmt", ["md", "html"])
@@ -856,7 +918,7 @@ def test_vera_ratings_plan_of_a_zh_cn_run_prints_in_the_pack_s_words(zh_run, wid
     result = CliRunner().invoke(main, ["ratings", "plan", str(zh_run), "--width", width, "--resamples", "50"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0] == f"要让校准后的总分区间宽约 {width} 分（95 %）：", lines
+    assert lines[0] == f"要让校准后的总分区间宽约 {width} 分（95% 置信区间）：", lines
     for line in lines:
         assert re.search(r"[\u4e00-\u9fff]", line), line
         left = leftovers(line.replace("--width", ""))  # the option to type, as it is spelled

@@ -62,6 +62,7 @@ from vera.report import (
     Card,
     by_column_text,
     card_strings,
+    few_personas_note,
     fit,
     fixed,
     headline,
@@ -813,14 +814,16 @@ def score(
         if c.realism is not None and c.realism.excluded:
             click.echo(tr("cli.left_out", n=c.realism.n_excluded))
     click.echo(_run_status_line(c))
-    for bot in c.chatbots:
-        cal = bot.calibrated
-        if cal is not None and cal.few_rated_personas:
-            o = cal.overall
-            click.echo(
-                f"note: {bot.chatbot}: calibrated overall score {num(o.score)} "
-                f"[{num(o.score_ci.lo)}, {num(o.score_ci.hi)}]: {cal.few_rated_personas}"
-            )
+    with use_strings(card_strings(c)):
+        for bot in c.chatbots:
+            cal = bot.calibrated
+            if cal is not None and cal.few_rated_personas:
+                o = cal.overall
+                lo, hi = num(o.score_ci.lo), num(o.score_ci.hi)
+                why = few_personas_note(cal)
+                click.echo(
+                    tr("cli.calibrated_few", chatbot=bot.chatbot, score=num(o.score), lo=lo, hi=hi, why=why)
+                )
 
 
 @main.command()

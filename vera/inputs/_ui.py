@@ -88,6 +88,33 @@ BASE: dict[str, str] = {
     "card.no_complete_judgements": "no complete judgements",
     # A calibrated overall score that a dimension no human rated leaves undefined.
     "card.calibrated_unrated": "no human rating of {dimensions}",
+    # The calibrated section of a chatbot (card.md, card.html, `vera card`): its caption,
+    # the note when too few personas were rated (card.json keeps its English in
+    # few_rated_personas: vera.report.calibration._calibration.few_personas_words), the
+    # words beside Overall's calibrated score, and the confusion table's caption.
+    "card.calibrated_caption": (
+        "{rated} of {n} conversations rated by {raters} human rater(s). The calibrated score corrects the "
+        "judge by the human ratings (PPI++); its interval carries the judge's error as well as the "
+        "sampling of personas. The two intervals are computed differently (the judge-only one always "
+        "contains the score at the exact bounds of HPH %; the calibrated one only where a share is near "
+        "0 or 100 % or few personas were rated), so compare their centres, not their widths."
+    ),
+    # The calibrated table's caption in `vera card`, which names the chatbot first.
+    "card.calibrated_terminal": "{chatbot}, calibrated by human ratings: {caption}",
+    "card.calibrated_note": " Note: {why}.",
+    "card.calibrated_few_personas": (
+        "human ratings from only {n} personas (fewer than {min}): too few to say how far the judge is off, "
+        "so the calibrated interval is wide; rate conversations of more personas"
+    ),
+    "card.calibrated_few_personas_one": (
+        "human ratings from only {n} persona (fewer than {min}): too few to say how far the judge is off, "
+        "so the calibrated interval is wide; rate conversations of more personas"
+    ),
+    "card.calibrated_few_cell": " (only {n} rated persona(s): too few)",
+    "card.confusion_caption": (
+        "Judge rating (rows) against the human consensus rating (columns), over every human-rated "
+        "conversation, dimension and judgement; the diagonal is agreement."
+    ),
     "card.fix_first_guide": (
         "The rubric questions whose answer made a rating High Potential for Harm or Suboptimal, "
         "harm first, then by conversations: fix the first rows first. % of relevant: of the "
@@ -235,6 +262,13 @@ BASE: dict[str, str] = {
     "card.about_role_judge": "judge",
     "card.about_defaults": "the server's defaults",
     "card.about_param": "{name} {value}",
+    # One model's sampling parameters in the run details ("chatbot openai/gpt-4o: temperature
+    # 0.7"), and what the details say when a run recorded none.
+    "card.about_sampling": "{role} {ref}: {params}",
+    "card.about_not_recorded": "not recorded",
+    # Between the items of a list in the card's own words (the persona groups' levels, the
+    # gate's rows left out of its verdict): a Chinese list takes 、, not a comma.
+    "card.list_sep": ", ",
     "card.about_turns": (
         "mean {mean} per conversation; at most {max}, at least {min} before the simulated user may end"
     ),
@@ -1262,6 +1296,9 @@ BASE: dict[str, str] = {
         "    floor (the sampling of personas, which no number of ratings removes): {floor}"
     ),
     "cli.scored": "scored → {path}",
+    # After the status line of `vera score`: a chatbot's calibrated overall score resting on
+    # too few rated personas (card.calibrated_few_personas says why).
+    "cli.calibrated_few": "note: {chatbot}: calibrated overall score {score} [{lo}, {hi}]: {why}",
     "cli.html_card": "HTML card: {path}",
     "cli.stopping": (
         "{signal}: no new work will start; letting calls in flight finish for up to {grace} s. "

@@ -54,6 +54,7 @@ from vera.report.card._sequence import (
     verdict_words,
     why_stopped,
 )
+from vera.report.card._tables import few_personas_note
 from vera.report.card._terminal import by_column_text, headline, render_card
 from vera.report.card._text import card_strings, state_words, status_text
 from vera.report.compare._compare import compare_runs
@@ -160,6 +161,7 @@ __all__ = [
     "exported_call",
     "failed_units",
     "failed_words",
+    "few_personas_note",
     "fit",
     "fixed",
     "gate",

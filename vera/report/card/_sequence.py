@@ -322,12 +322,19 @@ def not_rated_words(reason: str) -> str:
     return tr(key) if key in BASE else reason
 
 
+def with_why(words: str, why: str) -> str:
+    """`words` with why after them in brackets, as the card's language writes brackets
+    (card.seq_why: "UNDECIDED (not rated in the candidate)", "未定（候选中未评分）"): a
+    Chinese line keeps its full-width brackets, as the pack's other texts do."""
+    return f"{words}{tr('card.seq_why', why=why)}"
+
+
 def row_verdict_words(status: str, reason: str | None) -> str:
     """A gate row's status in the card's language; a row without an interval says why
     ("UNDECIDED (not rated in the candidate)"), and a row left out of the verdict has
     none ("– (not rated in the baseline)"), in `vera compare --gate`'s words."""
     words = MISSING if reason in LEFT_OUT else verdict_words(status)
-    return f"{words} ({not_rated_words(reason)})" if reason else words
+    return with_why(words, not_rated_words(reason)) if reason else words
 
 
 def shown_rows(look: GateLook) -> list[SequenceRow]:
@@ -349,7 +356,7 @@ def left_out_words(left_out: dict[str, str] | msgspec.UnsetType, name: Callable[
     none is."""
     if not isinstance(left_out, dict) or not left_out:
         return ""
-    rows = ", ".join(f"{name(d)} ({not_rated_words(why)})" for d, why in left_out.items())
+    rows = tr("card.list_sep").join(with_why(name(d), not_rated_words(why)) for d, why in left_out.items())
     return tr("card.seq_left_out", rows=rows)
 
 

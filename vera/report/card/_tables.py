@@ -31,6 +31,7 @@ from vera.report.shared._numbers import MISSING, num, percent_level, why_missing
 from vera.report.shared._pages import conversation_href
 from vera.report.shared._realism import FlaggedConversation, Realism
 from vera.report.shared._table import Table, agreement_headers
+from vera.stats.bootstrap import MIN_RATED_PERSONAS
 
 DIMENSION_HEADERS = [
     "Dimension",
@@ -471,17 +472,14 @@ def failures_table(failures: Sequence[Failure]) -> Table:
 
 def calibrated_table(bot: ChatbotCard, cal: Calibrated) -> Table:
     """Judge-only and calibrated scores side by side, per dimension and overall."""
-    caption = (
-        f"{num(cal.n_rated_by_humans)} of {num(cal.n_conversations)} conversations rated by "
-        f"{num(cal.n_raters)} human rater(s). The calibrated score corrects the judge by the "
-        "human ratings (PPI++); its interval carries the judge's error as well as the "
-        "sampling of personas. The two intervals are computed differently (the judge-only "
-        "one always contains the score at the exact bounds of HPH %; the calibrated one only "
-        "where a share is near 0 or 100 % or few personas were rated), so compare their "
-        "centres, not their widths."
+    caption = tr(
+        "card.calibrated_caption",
+        rated=num(cal.n_rated_by_humans),
+        n=num(cal.n_conversations),
+        raters=num(cal.n_raters),
     )
     if cal.few_rated_personas:
-        caption += f" Note: {cal.few_rated_personas}."
+        caption += tr("card.calibrated_note", why=few_personas_note(cal))
     t = Table(
         [
             "Dimension",
@@ -511,10 +509,21 @@ def calibrated_table(bot: ChatbotCard, cal: Calibrated) -> Table:
                 hph = tr("card.missing_why", dash=MISSING, why=why)
         if name == OVERALL and cal.few_rated_personas:
             # Beside the score, in words: an interval from too few rated personas.
-            calibrated += f" (only {num(cal.n_rated_personas)} rated persona(s): too few)"
+            calibrated += tr("card.calibrated_few_cell", n=num(cal.n_rated_personas))
         t.rows.append([name, with_ci(judge, "score"), calibrated, hph, num(c.n_labelled)])
     t.emphasise.add(len(t.rows) - 1)
     return t
+
+
+def few_personas_note(cal: Calibrated) -> str:
+    """Why a calibrated score rests on too few rated personas, in the card's language;
+    card.json keeps it in English (few_rated_personas), which a card from before vera
+    recorded how many personas were rated shows as it is."""
+    n = cal.n_rated_personas
+    if n is None:
+        return cal.few_rated_personas or ""
+    key = "card.calibrated_few_personas_one" if n == 1 else "card.calibrated_few_personas"
+    return tr(key, n=num(n), min=num(MIN_RATED_PERSONAS))
 
 
 def confusion_table(cal: Calibrated) -> Table:
@@ -522,8 +531,7 @@ def confusion_table(cal: Calibrated) -> Table:
     cats = cal.confusion.categories
     t = Table(
         ["Judge rating", *cats, "Total"],
-        caption="Judge rating (rows) against the human consensus rating (columns), over every "
-        "human-rated conversation, dimension and judgement; the diagonal is agreement.",
+        caption=tr("card.confusion_caption"),
     )
     for cat, row in zip(cats, cal.confusion.overall, strict=True):
         t.rows.append([cat, *(num(v) for v in row), num(sum(row))])

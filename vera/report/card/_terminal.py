@@ -53,7 +53,9 @@ def _render_card(card: Card, width: int | None) -> str:
             if bot.calibrated is not None:
                 # The judge's error, when humans rated some conversations: beside, not instead.
                 calibrated = calibrated_table(bot, bot.calibrated)
-                calibrated.caption = f"{bot.chatbot}, calibrated by human ratings: {calibrated.caption}"
+                calibrated.caption = tr(
+                    "card.calibrated_terminal", chatbot=bot.chatbot, caption=calibrated.caption
+                )
                 parts.append(rich_table(calibrated))
     if card.failures:
         parts.append(rich_table(failures_table(card.failures)))

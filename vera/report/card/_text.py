@@ -248,8 +248,10 @@ def sampling_text(params: dict[str, dict[str, dict[str, Any]]]) -> str:
         for ref, values in by_ref.items():
             shown = ", ".join(tr("card.about_param", name=k, value=v) for k, v in sorted(values.items()))
             role_name = tr(f"card.about_role_{role}") if role in ROLE_NAMES else role
-            parts.append(f"{role_name} {ref}: {shown or tr('card.about_defaults')}")
-    return tr("card.summary_sep").join(parts) or "not recorded"
+            parts.append(
+                tr("card.about_sampling", role=role_name, ref=ref, params=shown or tr("card.about_defaults"))
+            )
+    return tr("card.summary_sep").join(parts) or tr("card.about_not_recorded")
 
 
 def limits_text(limits: Sequence[AccountLimit]) -> str:
@@ -349,7 +351,7 @@ def grouping_text(card: Card) -> str:
             "none: the target names no grouping column (set group_by in the run config to a persona column)"
         )
     if g.by == "risk":
-        text = tr("card.about_grouping_risk", levels=", ".join(ui_cell(x) for x in g.levels))
+        text = tr("card.about_grouping_risk", levels=tr("card.list_sep").join(ui_cell(x) for x in g.levels))
     else:
         text = f"by persona column {g.by!r}: {', '.join(g.levels)}"
     return text + (f"; {absent}" if absent else "")

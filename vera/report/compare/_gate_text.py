@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from vera.inputs import tr, ui_short
 from vera.records import OVERALL
-from vera.report.card._sequence import not_rated_words, verdict_words
+from vera.report.card._sequence import not_rated_words, verdict_words, with_why
 from vera.report.compare._gate import UNDECIDED_REASONS, GateRow, GateVerdict
 from vera.report.shared._numbers import MISSING, interval, num
 from vera.report.shared._table import Table
@@ -130,7 +130,7 @@ def gate_text(result: GateVerdict) -> str:
             if r.dimension == OVERALL:
                 t.emphasise.add(len(t.rows))
             undefined = tr("cli.fixed_gate_undefined", missing=MISSING)
-            not_rated = f"{MISSING} ({tr('card.not_rated')})"
+            not_rated = tr("card.missing_why", dash=MISSING, why=tr("card.not_rated"))
             diff = (
                 interval(r.diff, r.diff_ci[0], r.diff_ci[1])
                 if r.diff is not None
@@ -160,7 +160,7 @@ def _row_verdict(r: GateRow) -> str:
     if r.reason is None:
         return verdict_words(r.status) if r.checked_at[0] is not None else MISSING
     held = verdict_words(r.status) if r.reason in UNDECIDED_REASONS else MISSING
-    return f"{held} ({not_rated_words(r.reason)})"
+    return with_why(held, not_rated_words(r.reason))
 
 
 def _left_out(result: GateVerdict) -> list[str]:
