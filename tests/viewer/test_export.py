@@ -23,7 +23,6 @@ from vera.store._index import open_run
 from vera.store._writer import RunStore
 
 from ..run_config import write_run_config
-
 from .conftest import FAILED_ID, HPH, MARKUP_ID, MARKUP_PERSONA, run_vera
 
 KEY = ["conversation_id", "judge", "instance", "dimension", "rating", "question_id", "reasoning"]

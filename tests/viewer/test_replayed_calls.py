@@ -36,11 +36,16 @@ async def test_replayed_replies_are_counted_apart_from_calls_as_on_the_card(tmp_
     assert card["calls"] == 0 and card["replayed"] == len(calls)
 
     conversation = _jsonl(rerun / "conversations.jsonl")[0]["id"]
-    judgement = next(j["id"] for j in _jsonl(rerun / "judgements.jsonl") if j["conversation_id"] == conversation)
+    judgement = next(
+        j["id"] for j in _jsonl(rerun / "judgements.jsonl") if j["conversation_id"] == conversation
+    )
     mine = [c for c in calls if c["job_id"] in {conversation, judgement}]
-    async with serving(rerun) as base, aiohttp.ClientSession() as http:
-        async with http.get(f"{base}/runs/0/conversations/{conversation}.html") as r:
-            html = await r.text()
+    async with (
+        serving(rerun) as base,
+        aiohttp.ClientSession() as http,
+        http.get(f"{base}/runs/0/conversations/{conversation}.html") as r,
+    ):
+        html = await r.text()
     table = _text(html.split('id="calls"', 1)[1].split('id="call-bodies"', 1)[0])
     assert "0 call(s), 0 tokens, $0" in table
     assert f"{len(mine)} of the rows below are replies replayed (paid for before" in table

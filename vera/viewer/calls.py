@@ -429,9 +429,7 @@ def bodies_html(
     for body in bodies:
         c = body.call
         n = numbers.get((c.job_id, c.at), 0)
-        html = body_html(
-            n, body, label.get(c.job_id) or role_name(c.role), ahead=(c.job_id, c.at) in ahead
-        )
+        html = body_html(n, body, label.get(c.job_id) or role_name(c.role), ahead=(c.job_id, c.at) in ahead)
         if (c.job_id, body.question_id) in answered:
             by_question.setdefault((c.job_id, body.question_id), []).append(html)
         else:
