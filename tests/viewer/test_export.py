@@ -22,7 +22,8 @@ from vera.rubric._texts import question_texts
 from vera.store._index import open_run
 from vera.store._writer import RunStore
 
-from .conftest import FAILED_ID, HPH, MARKUP_ID, MARKUP_PERSONA
+from ..run_config import write_run_config
+from .conftest import FAILED_ID, HPH, MARKUP_ID, MARKUP_PERSONA, run_vera
 
 KEY = ["conversation_id", "judge", "instance", "dimension", "rating", "question_id", "reasoning"]
 
@@ -263,3 +264,46 @@ def test_wide_and_the_reference_layout_are_not_mixed(viewer_run, tmp_path):
     result = CliRunner().invoke(main, ["export", str(viewer_run), "--wide", "--format", "reference"])
     assert result.exit_code == 1
     assert "--wide and --format reference" in result.output
+
+
+def test_each_rating_joins_to_the_calls_behind_it_by_judgement_id(tmp_path):
+    # Two instances of one judge ask the same questions about the same conversation:
+    # conversation, judge, instance and question could not tell their calls apart in
+    # `vera export --calls` (whose judge calls carry the judgement's id as `job_id`).
+    providers = tmp_path / "providers"
+    providers.mkdir()
+    cfg = write_run_config(
+        tmp_path / "run.toml",
+        providers=providers,
+        runs_dir=tmp_path / "runs",
+        chatbots=["offline/risk-ignoring"],
+        persona_limit=12,  # the first personas disclose no risk: every rating Not Relevant
+        seeds=[1],
+        judge={"instances": 2},
+    )
+    run = tmp_path / "run"
+    run_vera("run", "--config", str(cfg), "--out", str(run), "--quiet")
+    run_vera("export", str(run), "--format", "parquet", "-o", str(tmp_path / "results.parquet"))
+    run_vera("export", "--calls", str(run), "-o", str(tmp_path / "calls.jsonl"))
+    rows = pl.read_parquet(tmp_path / "results.parquet").filter(pl.col("status") == "complete")
+    calls = [msgspec.json.decode(line) for line in (tmp_path / "calls.jsonl").read_bytes().splitlines()]
+    judge_calls = [c for c in calls if c["call"]["role"] == "judge"]
+
+    # The id is the judgement's own, as judgements.jsonl records it.
+    ids = {
+        (j["conversation_id"], j["judge"], j["instance"]): j["id"]
+        for j in map(msgspec.json.decode, (run / "judgements.jsonl").read_bytes().splitlines())
+    }
+    for r in rows.iter_rows(named=True):
+        assert r["judgement_id"] == ids[(r["conversation_id"], r["judge"], r["instance"])]
+    # Without it a rating's question matches the calls of both instances (the control).
+    by_question = Counter((c["conversation_id"], c["question_id"]) for c in judge_calls)
+    assert max(by_question.values()) >= 2
+    # With it, every rating decided by a question finds that question's call(s), of
+    # its own judgement only.
+    decided = rows.filter(pl.col("question_id") != "")
+    assert decided.height > 0
+    for r in decided.iter_rows(named=True):
+        mine = [c for c in judge_calls if c["call"]["job_id"] == r["judgement_id"]]
+        assert any(c["question_id"] == r["question_id"] for c in mine), r
+        assert {c["conversation_id"] for c in mine} == {r["conversation_id"]}

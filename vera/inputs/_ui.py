@@ -279,6 +279,10 @@ BASE: dict[str, str] = {
     ),
     "card.about_cost": "${cost} over {calls} model calls",
     "card.about_unused": ", {n} of them judge questions asked ahead and not needed",
+    "card.about_uncertain": (
+        "; a provider may bill up to ${usd} more, not in this cost, for calls whose cost is "
+        "unknown (sent, then timed out, cut off by a stop or answered without their usage)"
+    ),
     "card.about_grouping_risk": "by suicide risk level: {levels}",
     "card.risk_caption": "{caption} {level}",
     # card.html prose leftovers
@@ -549,6 +553,7 @@ BASE: dict[str, str] = {
     "col.fallbacks": "Fallbacks to standard",
     "col.replayed": "Replayed on resume (not calls)",
     "col.replayed_shared": "Replayed from the shared cache or on resume (not calls)",
+    "col.uncertain": "Unknown cost, at most (USD)",
     "col.conversation": "Conversation",
     "col.persona": "Persona",
     "col.risk": "Risk",
@@ -1178,7 +1183,17 @@ BASE: dict[str, str] = {
     # viewer/review leftovers: the calls sections' notes, summaries and buttons.
     "page.calls_cached": "{n} cached",
     "page.calls_reasoning": "{n} reasoning",
-    "page.calls_from_cache": "from the response cache",
+    "page.calls_from_cache": "replayed: paid for before, no call made",
+    "page.calls_replayed_total": (
+        " {n} of the rows below are replies replayed (paid for before: by an earlier session of the "
+        "run, or in a shared response cache): no call was made, so they are not counted above, as on the card."
+    ),
+    "page.calls_uncertain": "cost unknown: up to {cost} if billed",
+    "page.calls_uncertain_total": (
+        " The cost leaves out calls whose cost is unknown (sent, then timed out or cut off by a stop): "
+        "a provider may bill up to {cost} more for them."
+    ),
+    "page.calls_ahead": "asked ahead: question {question}, which the walk did not reach (paid for, answer not used)",
     "page.calls_attempts": "{n} attempts",
     "page.calls_rate_limited": "{n}× rate-limited",
     "page.calls_failed": "failed: {error}",
@@ -1190,7 +1205,8 @@ BASE: dict[str, str] = {
     "page.calls_no_answer": "no answer ({why})",
     "page.calls_no_answer_none": "none",
     "page.calls_call": "Call {n} · {label} · {model} · {messages} message(s) in, {outcome}",
-    "page.calls_cache_note": " · from the response cache",
+    "page.calls_cache_note": " · replayed: paid for before, no call made",
+    "page.calls_ahead_note": " · asked ahead: question {question}, not reached (paid for, answer not used)",
     "page.calls_copy_input": "Copy the input of call {n} as JSON",
     "page.calls_copy_reply": "Copy the reply of call {n}",
     "page.calls_parameters": "parameters",

@@ -77,6 +77,7 @@ from vera.viewer.calls import (
     BodyIndex,
     CallIndex,
     Job,
+    asked_ahead,
     bodies_html,
     call_numbers,
     calls_html,
@@ -393,10 +394,12 @@ def page_calls(
     if not calls:
         return warning + calls_html(jobs, calls), {}
     answered = {(j.id, a.question_id) for j in page.judgements for a in j.answers if not a.auto}
+    complete = {j.id for j in page.judgements if j.status == "complete"}
+    ahead = asked_ahead(kept, answered, complete)
     why = left_out or no_bodies_reason(index.path.parent) or ""
-    found = bodies_html(jobs, kept, call_numbers(calls), why, answered, lost)
+    found = bodies_html(jobs, kept, call_numbers(calls), why, answered, lost, ahead)
     linked = {(b.call.job_id, b.call.at) for b in kept} if kept is not None else ()
-    return warning + calls_html(jobs, calls, linked=linked) + found.appendix, found.by_question
+    return warning + calls_html(jobs, calls, linked=linked, ahead=ahead) + found.appendix, found.by_question
 
 
 async def _compare(request: web.Request) -> web.Response:

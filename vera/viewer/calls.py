@@ -160,11 +160,18 @@ def _cost(usd: float) -> str:
 
 
 def calls_html(
-    jobs: Sequence[Job], calls: Sequence[CallRecord], *, linked: Collection[tuple[str, float]] = ()
+    jobs: Sequence[Job],
+    calls: Sequence[CallRecord],
+    *,
+    linked: Collection[tuple[str, float]] = (),
+    ahead: Mapping[tuple[str, float], str] | None = None,
 ) -> str:
     """The page's "Model calls" section: one row per call, then the totals; a call in
     `linked` ((job id, time) of the calls whose body is on the page) links to its body,
-    the others (a merged shard that kept none) are plain numbers, not dead links."""
+    the others (a merged shard that kept none) are plain numbers, not dead links. A call
+    in `ahead` (→ its question) was a judge question asked ahead that the walk did not
+    reach: its row says so, else a reader counts more judge calls than questions."""
+    ahead = ahead or {}
     label = {j.id: j.label for j in jobs}
     head = f'<section id="calls" class="calls"><h2>{_w("page.calls")}</h2>'
     if not calls:
@@ -186,6 +193,10 @@ def calls_html(
             notes.append(tr("page.calls_rate_limited", n=c.http_429))
         if c.status != "ok":
             notes.append(tr("page.calls_failed", error=c.error or tr("page.calls_no_reason")))
+        if c.uncertain_usd:  # sent, and perhaps billed: "$0" alone would say it was free
+            notes.append(tr("page.calls_uncertain", cost=_cost(c.uncertain_usd)))
+        if (question := ahead.get((c.job_id, c.at))) is not None:
+            notes.append(tr("page.calls_ahead", question=question))
         number = f'<a href="#call-{n}">{n}</a>' if (c.job_id, c.at) in linked else str(n)
         rows.append(
             f'<tr class="{"failed" if c.status != "ok" else ""}"><td>{number}</td>'
@@ -201,13 +212,20 @@ def calls_html(
     total_out = sum(c.usage.output_tokens for c in calls)
     total_cost = sum(c.cost_usd for c in calls)
     total_ms = sum(c.latency_ms for c in calls)
+    # A reply replayed on a resume (or from a shared cache) is a row, but no call: the
+    # card counts it apart, and so does the page, or its count and the card's disagree.
+    replayed = sum(c.cached for c in calls)
     summary = tr(
         "page.calls_summary",
-        n=len(calls),
+        n=len(calls) - replayed,
         tokens=_tokens(total_in + total_out),
         cost=_cost(total_cost),
         latency=_latency(total_ms),
     )
+    if replayed:
+        summary += tr("page.calls_replayed_total", n=replayed)
+    if unknown := sum(c.uncertain_usd for c in calls):
+        summary += tr("page.calls_uncertain_total", cost=_cost(unknown))
     return (
         head + f"<p>{escape(summary, quote=False)}</p>"
         '<div class="scroll"><table class="ratings calls"><thead><tr>'
@@ -300,7 +318,7 @@ def _message_role(role: str) -> str:
     return tr(_MESSAGE_ROLES[role]) if role in _MESSAGE_ROLES else role
 
 
-def body_html(n: int, body: CallBody, label: str) -> str:
+def body_html(n: int, body: CallBody, label: str, *, ahead: bool = False) -> str:
     """One call's exact input and output, collapsed: the messages as sent (system
     first), the parameters and schema; the reply's text, structured answer, finish
     reason and usage. Each side has a copy button (the input as JSON, the reply's text)."""
@@ -322,6 +340,8 @@ def body_html(n: int, body: CallBody, label: str) -> str:
         messages=len(body.messages),
         outcome=outcome,
     ) + (tr("page.calls_cache_note") if c.cached else "")
+    if ahead:  # a judge question the walk did not reach: why it is not beside the walk
+        summary += tr("page.calls_ahead_note", question=body.question_id)
     request = exported_call(body)["request"]
     parts = [
         f'<details class="call-body" id="{anchor}"><summary>{escape(summary, quote=False)}</summary>',
@@ -394,6 +414,7 @@ def bodies_html(
     why_none: str,
     answered: set[tuple[str, str]],
     lost: Mapping[tuple[str, float], Gap] | None = None,
+    ahead: Mapping[tuple[str, float], str] | None = None,
 ) -> CallBodiesHtml:
     """The bodies of a page's calls, numbered as the calls table numbers them. A judge
     call goes beside its question when the walk shows that question (`answered`:
@@ -402,12 +423,13 @@ def bodies_html(
     if bodies is None:
         return CallBodiesHtml(head + f"<p>{escape(why_none)}.</p></section>", {})
     label = {j.id: j.label for j in jobs}
+    ahead = ahead or {}
     own: list[str] = []
     by_question: dict[tuple[str, str], list[str]] = {}
     for body in bodies:
         c = body.call
         n = numbers.get((c.job_id, c.at), 0)
-        html = body_html(n, body, label.get(c.job_id) or role_name(c.role))
+        html = body_html(n, body, label.get(c.job_id) or role_name(c.role), ahead=(c.job_id, c.at) in ahead)
         if (c.job_id, body.question_id) in answered:
             by_question.setdefault((c.job_id, body.question_id), []).append(html)
         else:
@@ -433,6 +455,27 @@ def bodies_html(
     if notes:
         text += f'<p class="muted" id="calls-no-body">{escape(" ".join(notes), quote=False)}</p>'
     return CallBodiesHtml(head + text + "".join(own) + "</section>", questions)
+
+
+def asked_ahead(
+    bodies: Sequence[CallBody] | None, answered: Collection[tuple[str, str]], complete: Collection[str]
+) -> dict[tuple[str, float], str]:
+    """The judge calls that asked a question ahead which the walk then did not reach, by
+    (job id, time) → question id: answered calls of a complete judgement (`complete`:
+    their ids) whose question is not among its walk's (`answered`: (judgement id,
+    question id)). Their cost is in the judgement's (`unused_questions` counts them);
+    only the bodies know which question a call asked, so a run without bodies names
+    none."""
+    if not bodies:
+        return {}
+    return {
+        (b.call.job_id, b.call.at): b.question_id
+        for b in bodies
+        if b.question_id
+        and b.call.job_id in complete
+        and b.call.status == "ok"
+        and (b.call.job_id, b.question_id) not in answered
+    }
 
 
 def call_numbers(calls: Sequence[CallRecord]) -> dict[tuple[str, float], int]:

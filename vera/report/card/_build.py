@@ -626,6 +626,8 @@ def _accounting(calls: Iterable[CallRecord], manifest: RunManifest, *, unused: i
             b.retries += max(0, c.attempts - 1)
             b.http_429 += c.http_429
             b.errors += c.status == "error"
+            if c.uncertain_usd:
+                b.uncertain_usd = (b.uncertain_usd or 0.0) + c.uncertain_usd
     for b in (*by_role.values(), *by_provider.values(), *by_role_tier.values(), total):
         b.cost_usd = round_number(b.cost_usd, 4) or 0.0
         # Once any call was discounted the card shows what live mode would have cost for
@@ -638,6 +640,9 @@ def _accounting(calls: Iterable[CallRecord], manifest: RunManifest, *, unused: i
             b.fallbacks = b.fallbacks or 0
         if total.replayed:
             b.replayed = b.replayed or 0
+        # What a provider may bill beyond cost_usd, in every bucket once the run has any.
+        if total.uncertain_usd:
+            b.uncertain_usd = round_number(b.uncertain_usd or 0.0, 4) or 0.0
         b.reasoning_cost_usd = round_number(b.reasoning_cost_usd, 4) or 0.0
     return Accounting(
         total=total,

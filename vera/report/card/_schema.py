@@ -50,7 +50,8 @@ from vera.report.shared._realism import Realism
 # 7 reads as before. 8 also added raters to Calibrated (how raters who disagree were
 # combined; null in older cards, which combined them as "majority" does), and
 # status.judged_sample (how many of the complete conversations `vera judge --sample`
-# judged; null in older cards).
+# judged; null in older cards), and uncertain_usd to every CallTotals (null where the
+# run had no call of unknown cost, and in older cards: `vera score` counts them).
 CARD_SCHEMA_VERSION = 8
 
 
@@ -433,6 +434,11 @@ class CallTotals(msgspec.Struct, gc=False):
     # paid for): no call was made, so they are not in `calls` (schema 6); null in a run
     # that replayed none.
     replayed: int | None = None
+    # The worst case of the calls whose cost is unknown (sent, then timed out, cut off by
+    # a stop, or answered with no usage): not in `cost_usd`, yet a provider may bill
+    # them, so an invoice can be up to this much above it (CallRecord.uncertain_usd,
+    # summed). Null in a run that had none, and in cards written before it was counted.
+    uncertain_usd: float | None = None
 
 
 class AccountLimit(msgspec.Struct, frozen=True, gc=False):

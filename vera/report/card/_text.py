@@ -226,7 +226,7 @@ def about_rows(card: Card) -> list[tuple[str, str]]:
             "Cost",
             tr("card.about_cost", cost=num(total.cost_usd), calls=num(total.calls))
             + f"{_reasoning_text(card)}"
-            f"{_unused_text(card)}{_fallback_text(card)}{live_cost_text(card)}",
+            f"{_unused_text(card)}{_fallback_text(card)}{live_cost_text(card)}{uncertain_text(card)}",
         ),
     ]
     if s.shard:
@@ -481,6 +481,16 @@ def _fallback_text(card: Card) -> str:
             f"; {num(total.replayed)} replies replayed {where} (paid for before: no call made, none counted)"
         )
     return text
+
+
+def uncertain_text(card: Card) -> str:
+    """What a provider may bill beyond the cost: the worst case of the calls whose cost is
+    unknown ("" when there were none, or the card predates the figure). An auditor
+    matching the card to an invoice needs the bound, not only the known part."""
+    usd = card.accounting.total.uncertain_usd
+    if not usd:
+        return ""
+    return tr("card.about_uncertain", usd=num(usd))
 
 
 def _unused_text(card: Card) -> str:

@@ -54,6 +54,10 @@ COLUMNS: dict[str, Any] = {
     "session_type": pl.Utf8,
     "judge": pl.Utf8,
     "instance": pl.Int64,
+    # The judgement's own id: the `job_id` of its calls in calls.jsonl and `vera export
+    # --calls`, so a rating joins to the calls behind it (with `question_id`) even when
+    # one judge has several instances, whose calls share conversation and question.
+    "judgement_id": pl.Utf8,
     "dimension": pl.Utf8,
     "rating": pl.Utf8,
     "question_id": pl.Utf8,
@@ -114,7 +118,7 @@ def export_rows(records: RunRecords, questions: QuestionTexts) -> Iterator[dict[
         if not judgements:
             yield base | {"status": NOT_JUDGED}
         for jh in judgements:
-            who = base | {"judge": jh.judge, "instance": jh.instance}
+            who = base | {"judge": jh.judge, "instance": jh.instance, "judgement_id": jh.id}
             if jh.status != "complete":
                 yield who | {"status": JUDGEMENT_FAILED, "error": jh.error}
                 continue

@@ -1,0 +1,46 @@
+"""A call whose cost is unknown (sent, then timed out or cut off by a stop) says so on
+its conversation's page, with what it may be billed: before, its row showed "$0" and
+the page's total left it out without a word, so the page read cheaper than an invoice
+can be."""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+
+import aiohttp
+import pytest
+
+from ..card.test_uncertain_cost import run_with_unknown_costs
+from ..fakes.sweep import KEY
+from .test_server import serving
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch):
+    monkeypatch.setenv("SWEEP_TEST_KEY", KEY)
+
+
+def _text(html: str) -> str:
+    spaced = re.sub(r"<t[dh][^>]*>", " ", html)
+    return " ".join(unescape(re.sub(r"<[^>]+>", "", spaced)).split())
+
+
+async def test_a_call_of_unknown_cost_says_what_it_may_be_billed(tmp_path):
+    run = await run_with_unknown_costs(tmp_path)
+    calls = [json.loads(line) for line in (run / "calls.jsonl").read_text().splitlines()]
+    unknown = [c for c in calls if c["uncertain_usd"]]
+    conversations = [json.loads(line) for line in (run / "conversations.jsonl").read_text().splitlines()]
+    judgements = [json.loads(line) for line in (run / "judgements.jsonl").read_text().splitlines()]
+    page_of = {c["id"]: c["id"] for c in conversations} | {j["id"]: j["conversation_id"] for j in judgements}
+    async with serving(run) as base, aiohttp.ClientSession() as http:
+        for cid in sorted({page_of[c["job_id"]] for c in unknown}):
+            async with http.get(f"{base}/runs/0/conversations/{cid}.html") as r:
+                html = await r.text()
+            table = _text(html.split('id="calls"', 1)[1].split('id="call-bodies"', 1)[0])
+            mine = [c for c in unknown if page_of[c["job_id"]] == cid]
+            for c in mine:
+                assert f"cost unknown: up to ${c['uncertain_usd']:,.4f} if billed" in table
+            total = sum(c["uncertain_usd"] for c in mine)
+            assert f"a provider may bill up to ${total:,.4f} more for them" in table
