@@ -207,3 +207,21 @@ async def test_a_call_cut_off_by_the_run_stopping_is_recorded_at_its_worst_case(
         ),
     ]
     assert budget.spent == pytest.approx(worst) and budget.reserved == 0
+
+
+async def test_without_a_budget_a_call_of_unknown_cost_is_still_recorded_at_its_worst_case():
+    """What a provider may bill for a call sent and never answered does not depend on
+    whether the run has a budget: calls.jsonl (and so the card) says it either way."""
+    async with FakeOpenAI(key=None) as server:
+        server.script(Fail(503), Slow(2.0))
+        profile = make_profile("oai", "openai", server.base_url, max_retries=0, timeout_s=0.2, **PRICED)
+        records: list[CallRecord] = []
+        async with open_pool(profile, records=records) as pool:
+            client = pool.client("oai")
+            request = ChatRequest(messages=HELLO, params={"max_tokens": 500})
+            worst = pool.limited("oai").worst_case(request)
+            with pytest.raises(ServerError):
+                await client.chat(request)  # refused: nothing to bill
+            with pytest.raises(CallTimeoutError):
+                await client.chat(request)  # sent, never answered
+    assert worst > 0 and [r.uncertain_usd for r in records] == [0, pytest.approx(worst)]

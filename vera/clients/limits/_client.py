@@ -116,6 +116,7 @@ class LimitedClient:
     __slots__ = (
         "_deadlines",
         "_output_estimate",
+        "_priced",
         "account",
         "budget",
         "inner",
@@ -161,6 +162,7 @@ class LimitedClient:
         self._output_estimate = output_estimate
         self.budget = budget
         self.output_cap = output_cap
+        self._priced = bool(self.prices.input_per_mtok or self.prices.output_per_mtok)
 
     def __repr__(self) -> str:
         return f"LimitedClient({self.inner!r}, account={self.account.label!r})"
@@ -262,6 +264,8 @@ class LimitedClient:
                             hold.settle(self.prices.cost(usage))
                         else:
                             uncertain += hold.unknown()  # a priced answer that says nothing of its usage
+                    elif not (usage.input_tokens or usage.output_tokens) and self._priced:
+                        uncertain += self._worst_or_nothing(request)  # the same, without a budget
                     if account.tokens is not None:  # (no coroutine per call without a token bucket)
                         await account.settle(reserved, usage.input_tokens + usage.output_tokens or reserved)
                     self._record(attempts, http_429, usage, None, uncertain)
@@ -272,6 +276,10 @@ class LimitedClient:
                         hold.release()
                     else:
                         uncertain += hold.unknown()
+                elif not _free(error):
+                    # Sent and unanswered (or answered unreadably): its cost is unknown, with
+                    # or without a budget; the card says what it may be billed.
+                    uncertain += self._worst_or_nothing(request)
                 if error.status is not None and account.tokens is not None:
                     await account.settle(reserved, 0)  # the server refused: nothing was generated
                 if isinstance(error, RateLimitError):
