@@ -7,7 +7,11 @@ persona and, where the runs share them, by seed."""
 from __future__ import annotations
 
 import json
+import os
+import pty
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +20,7 @@ from click.testing import CliRunner
 from vera.cli._main import main
 from vera.report.shared._outcome import Exit
 
+from ..conftest import ROOT
 from ..helpers import widest_line
 from .conftest import run_vera
 
@@ -334,14 +339,47 @@ def test_a_dimension_s_worse_end_comes_from_its_own_level() -> None:
     assert all(r["bootstrap_resamples"] == 8000 for r in rows.values() if r["dimension"] != "Overall")
 
 
+def _gate_process(runs, *, tty: bool) -> tuple[int, str]:
+    """`vera compare good bad --gate` as a CI step runs it (a subprocess, CI=true), its
+    standard output a pipe or, with `tty`, an 80-column terminal: the exit code and the
+    output."""
+    args = [sys.executable, "-m", "vera", "compare", str(runs["good"]), str(runs["bad"]), "--gate"]
+    env = {**os.environ, "CI": "true", "COLUMNS": "80", "NO_COLOR": "1"}
+    if not tty:
+        proc = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+        return proc.returncode, proc.stdout
+    main_fd, child_fd = pty.openpty()
+    with subprocess.Popen(args, stdout=child_fd, stderr=subprocess.DEVNULL, cwd=ROOT, env=env) as proc:
+        os.close(child_fd)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(main_fd, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        code = proc.wait(timeout=300)
+    os.close(main_fd)
+    return code, b"".join(chunks).decode().replace("\r\n", "\n")
+
+
 def test_the_gate_report_fits_an_80_column_terminal(runs):
-    result = CliRunner().invoke(
-        main,
-        ["compare", str(runs["good"]), str(runs["bad"]), "--gate", "--resamples", "100"],
-        env={"COLUMNS": "80"},
-    )
-    assert result.exit_code == 4
-    assert widest_line(result.output) <= 80
+    code, output = _gate_process(runs, tty=True)
+    assert code == 4
+    assert widest_line(output) <= 80
+    assert output.strip().splitlines()[-1].startswith("  ")  # the verdict wrapped, indented
+
+
+def test_in_a_pipe_the_verdict_is_the_whole_last_line(runs):
+    """A CI log is no terminal: the verdict stays one line, the last, so `tail -n 1` or
+    `grep '^gate:'` gives all of it (as `vera run`'s status line), whatever COLUMNS says."""
+    code, output = _gate_process(runs, tty=False)
+    assert code == 4
+    last = output.strip().splitlines()[-1]
+    assert last.startswith("gate: WORSE (exit code 4) — the candidate is worse than the baseline")
+    assert last.endswith("Overall.") and "\x1b" not in output and "\r" not in output
 
 
 def _one_look(lo: float, hi: float, units: int = 20):

@@ -37,11 +37,11 @@ from vera.report import (
     compare_tables,
     comparison_plots,
     confusion_csv_text,
+    fit,
     gate,
     gate_text,
     gate_verdict,
     percent_level,
-    render,
     render_compare_html,
     sequential_failed_note,
     sequential_note,
@@ -248,7 +248,11 @@ def _gate(
             if json_path:
                 _write_json(msgspec.to_builtins(result), json_path)
                 click.echo(f"JSON: {json_path}", err=True)
-        click.echo(render([gate_verdict(result)]), nl=False, err=json_path == "-")
+        # One whole line in a pipe or a CI log, as `vera run`'s status line: a build step
+        # greps the last line (`gate: ...`) for the verdict. Wrapped only on a terminal.
+        to_stderr = json_path == "-"
+        terminal = (sys.stderr if to_stderr else sys.stdout).isatty()
+        click.echo(fit(gate_verdict(result), terminal=terminal), err=to_stderr)
     if result.exit_code:
         sys.exit(result.exit_code)
 
