@@ -432,3 +432,40 @@ def test_a_baseline_that_rated_nothing_is_undecided_and_says_why(runs):
     code, data = gate_json(runs["good-none"], runs["good"])
     assert code == 5 and data["verdict"] == "undecided" and not data["passed"]
     assert {r["reason"] for r in data["pairs"][0]["rows"]} == {"not rated in the baseline"}
+
+
+def _cut_short(run: Path, to: Path) -> Path:
+    """A copy of `run` as a kill left it half-way: its last judgements never written
+    (records are appended as work finishes), and no card yet."""
+    shutil.copytree(run, to)
+    path = to / "judgements.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[: len(lines) // 2]))
+    for name in ("card.json", "card.md", "card.html"):
+        (to / name).unlink(missing_ok=True)
+    return to
+
+
+def test_an_unfinished_run_cannot_pass_the_gate_and_is_named(runs, tmp_path):
+    """A CI job whose candidate run was cut short (killed, interrupted, stopped on its
+    budget, failed work beyond --allow-failures) but whose gate step ran anyway: the gate
+    compares what the run finished, says so, and never passes it; the JSON names it."""
+    cut = _cut_short(runs["good-copy"], tmp_path / "cut")
+    # On the half it finished the same chatbot is within 60 points: before, it passed.
+    result = gate(runs["good"], cut, "--margin", "60")
+    assert result.exit_code == 5, result.output
+    text = " ".join(result.output.split())
+    assert f"warning: the candidate run {cut} is not finished (status: incomplete —" in text
+    assert "gate: UNDECIDED (exit code 5)" in text and f"the candidate {cut} is incomplete" in text
+    assert "vera run --resume RUN_DIR" in text
+    code, data = gate_json(runs["good"], cut, "--margin", "60")
+    assert code == 5 and not data["passed"] and data["unfinished"] == ["candidate"]
+    assert all(r["status"] == "not worse" for r in data["pairs"][0]["rows"] if r["diff"] is not None)
+    assert data["candidate"]["state"] == "incomplete" and data["baseline"]["state"] == "complete"
+    # An unfinished baseline holds the gate the same way.
+    code, data = gate_json(cut, runs["good"], "--margin", "60")
+    assert code == 5 and data["unfinished"] == ["baseline"]
+    # WORSE stands on the work finished: an unfinished worse candidate still fails.
+    bad_cut = _cut_short(runs["bad"], tmp_path / "bad-cut")
+    code, data = gate_json(runs["good"], bad_cut)
+    assert code == 4 and data["verdict"] == "worse" and data["unfinished"] == ["candidate"]

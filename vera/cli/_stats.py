@@ -45,6 +45,7 @@ from vera.report import (
     render_compare_html,
     sequential_failed_note,
     sequential_note,
+    state_label,
     text_tables,
     user_check_agreement,
     user_check_agreement_table,
@@ -239,6 +240,15 @@ def _gate(
     )
     for problem in result.forced_differences:
         click.echo(f"warning: {problem}", err=True)
+    # A run cut short is named before the numbers, whatever the verdict: in a CI log the
+    # reviewer sees that the gate stood on part of the work (and could not pass).
+    for side in result.unfinished:
+        run = result.baseline if side == "baseline" else result.candidate
+        click.echo(
+            f"warning: the {side} run {run.path} is not finished (status: {state_label(run.state)} — "
+            f"{run.summary}): the gate compares only its finished work and cannot pass",
+            err=True,
+        )
     # In the words of the runs' locale pack when they share one; the JSON keeps English values.
     with use_strings(_runs_strings(run_dirs)):
         if json_path == "-":
