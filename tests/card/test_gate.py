@@ -346,8 +346,8 @@ def _gate_process(runs, *, tty: bool) -> tuple[int, str]:
     args = [sys.executable, "-m", "vera", "compare", str(runs["good"]), str(runs["bad"]), "--gate"]
     env = {**os.environ, "CI": "true", "COLUMNS": "80", "NO_COLOR": "1"}
     if not tty:
-        proc = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
-        return proc.returncode, proc.stdout
+        done = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+        return done.returncode, done.stdout
     main_fd, child_fd = pty.openpty()
     with subprocess.Popen(args, stdout=child_fd, stderr=subprocess.DEVNULL, cwd=ROOT, env=env) as proc:
         os.close(child_fd)
