@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
+import subprocess
+import sys
 from typing import Literal
 
+import pytest
 from rich.console import Console
 
 from vera.app._progress import RunProgress
 from vera.records import Conversation, Judgement
+
+from .conftest import ROOT
 
 
 def conv(i: int, status: Literal["complete", "failed"] = "complete") -> Conversation:
@@ -75,3 +81,22 @@ def test_the_final_line_is_not_repeated_when_nothing_changed_since(capsys) -> No
     progress.stop()
     assert progress.redraws == 1
     assert capsys.readouterr().err.count("conversations 1/1") == 1
+
+
+@pytest.mark.slow
+def test_a_ci_log_gets_plain_progress_lines_even_with_force_color(tmp_path) -> None:
+    """A CI step (no TTY, CI=true, FORCE_COLOR=1 as many workflows set for coloured logs):
+    rich took the pipe for a terminal and drew its live table into the log, four frames a
+    second of cursor moves and carriage returns. The log gets plain progress lines."""
+    env = {**os.environ, "CI": "true", "FORCE_COLOR": "1"}
+    env.pop("NO_COLOR", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "vera", "run", "--providers", "offline/best-practice", "--out", str(tmp_path / "r")],
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stderr + proc.stdout and "\r" not in proc.stderr + proc.stdout
+    lines = proc.stderr.splitlines()
+    assert lines and all(line.startswith("conversations ") for line in lines), lines
+    assert lines[-1].startswith("conversations 100/100 (failed 0) · judgements 100/100 (failed 0)")
+    assert proc.stdout.splitlines()[-1].startswith("status: complete — ")

@@ -7,7 +7,11 @@ persona and, where the runs share them, by seed."""
 from __future__ import annotations
 
 import json
+import os
+import pty
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +20,7 @@ from click.testing import CliRunner
 from vera.cli._main import main
 from vera.report.shared._outcome import Exit
 
+from ..conftest import ROOT
 from ..helpers import widest_line
 from .conftest import run_vera
 
@@ -334,14 +339,47 @@ def test_a_dimension_s_worse_end_comes_from_its_own_level() -> None:
     assert all(r["bootstrap_resamples"] == 8000 for r in rows.values() if r["dimension"] != "Overall")
 
 
+def _gate_process(runs, *, tty: bool) -> tuple[int, str]:
+    """`vera compare good bad --gate` as a CI step runs it (a subprocess, CI=true), its
+    standard output a pipe or, with `tty`, an 80-column terminal: the exit code and the
+    output."""
+    args = [sys.executable, "-m", "vera", "compare", str(runs["good"]), str(runs["bad"]), "--gate"]
+    env = {**os.environ, "CI": "true", "COLUMNS": "80", "NO_COLOR": "1"}
+    if not tty:
+        done = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+        return done.returncode, done.stdout
+    main_fd, child_fd = pty.openpty()
+    with subprocess.Popen(args, stdout=child_fd, stderr=subprocess.DEVNULL, cwd=ROOT, env=env) as proc:
+        os.close(child_fd)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(main_fd, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        code = proc.wait(timeout=300)
+    os.close(main_fd)
+    return code, b"".join(chunks).decode().replace("\r\n", "\n")
+
+
 def test_the_gate_report_fits_an_80_column_terminal(runs):
-    result = CliRunner().invoke(
-        main,
-        ["compare", str(runs["good"]), str(runs["bad"]), "--gate", "--resamples", "100"],
-        env={"COLUMNS": "80"},
-    )
-    assert result.exit_code == 4
-    assert widest_line(result.output) <= 80
+    code, output = _gate_process(runs, tty=True)
+    assert code == 4
+    assert widest_line(output) <= 80
+    assert output.strip().splitlines()[-1].startswith("  ")  # the verdict wrapped, indented
+
+
+def test_in_a_pipe_the_verdict_is_the_whole_last_line(runs):
+    """A CI log is no terminal: the verdict stays one line, the last, so `tail -n 1` or
+    `grep '^gate:'` gives all of it (as `vera run`'s status line), whatever COLUMNS says."""
+    code, output = _gate_process(runs, tty=False)
+    assert code == 4
+    last = output.strip().splitlines()[-1]
+    assert last.startswith("gate: WORSE (exit code 4) — the candidate is worse than the baseline")
+    assert last.endswith("Overall.") and "\x1b" not in output and "\r" not in output
 
 
 def _one_look(lo: float, hi: float, units: int = 20):
@@ -394,3 +432,40 @@ def test_a_baseline_that_rated_nothing_is_undecided_and_says_why(runs):
     code, data = gate_json(runs["good-none"], runs["good"])
     assert code == 5 and data["verdict"] == "undecided" and not data["passed"]
     assert {r["reason"] for r in data["pairs"][0]["rows"]} == {"not rated in the baseline"}
+
+
+def _cut_short(run: Path, to: Path) -> Path:
+    """A copy of `run` as a kill left it half-way: its last judgements never written
+    (records are appended as work finishes), and no card yet."""
+    shutil.copytree(run, to)
+    path = to / "judgements.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[: len(lines) // 2]))
+    for name in ("card.json", "card.md", "card.html"):
+        (to / name).unlink(missing_ok=True)
+    return to
+
+
+def test_an_unfinished_run_cannot_pass_the_gate_and_is_named(runs, tmp_path):
+    """A CI job whose candidate run was cut short (killed, interrupted, stopped on its
+    budget, failed work beyond --allow-failures) but whose gate step ran anyway: the gate
+    compares what the run finished, says so, and never passes it; the JSON names it."""
+    cut = _cut_short(runs["good-copy"], tmp_path / "cut")
+    # On the half it finished the same chatbot is within 60 points: before, it passed.
+    result = gate(runs["good"], cut, "--margin", "60")
+    assert result.exit_code == 5, result.output
+    text = " ".join(result.output.split())
+    assert f"warning: the candidate run {cut} is not finished (status: incomplete —" in text
+    assert "gate: UNDECIDED (exit code 5)" in text and f"the candidate {cut} is incomplete" in text
+    assert "vera run --resume RUN_DIR" in text
+    code, data = gate_json(runs["good"], cut, "--margin", "60")
+    assert code == 5 and not data["passed"] and data["unfinished"] == ["candidate"]
+    assert all(r["status"] == "not worse" for r in data["pairs"][0]["rows"] if r["diff"] is not None)
+    assert data["candidate"]["state"] == "incomplete" and data["baseline"]["state"] == "complete"
+    # An unfinished baseline holds the gate the same way.
+    code, data = gate_json(cut, runs["good"], "--margin", "60")
+    assert code == 5 and data["unfinished"] == ["baseline"]
+    # WORSE stands on the work finished: an unfinished worse candidate still fails.
+    bad_cut = _cut_short(runs["bad"], tmp_path / "bad-cut")
+    code, data = gate_json(runs["good"], bad_cut)
+    assert code == 4 and data["verdict"] == "worse" and data["unfinished"] == ["candidate"]

@@ -71,7 +71,7 @@ def test_a_word_wider_than_the_terminal_stays_whole_on_a_line_of_its_own():
 
 
 # In a pipe these stay whole lines, for scripts (checked in terminal form below).
-STATUS_LINES = ("run status:", "HTML card:")
+STATUS_LINES = ("run status:", "HTML card:", "gate:")  # gate: vera compare --gate's verdict
 
 
 def cli_words(args: list[str], width: int) -> tuple[set[str], int]:

@@ -233,7 +233,8 @@ def test_the_release_gate_on_zh_cn_runs_says_its_levels_in_the_pack_s_words(zh_r
         "要得出结论",
     ):
         assert shown in flat, shown
-    assert max(cells(line) for line in text.splitlines()) <= 80
+    # All but the verdict, the last line: whole in a pipe (CliRunner's) for scripts to read.
+    assert max(cells(line) for line in text.splitlines()[:-1]) <= 80
     passed = run_vera(*args, "--margin", "30")
     # In vera gate's word for the outcome (把关：界值 30 下不更差).
     assert not leftovers(passed) and "把关：不更差（退出码0）" in "".join(passed.split())

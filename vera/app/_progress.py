@@ -37,6 +37,14 @@ from vera.store import ConversationHead, JudgementHead
 _ACCOUNT_KEYS = ("calls", "retries", "http_429", "input_tokens", "output_tokens", "cost_usd")
 
 
+def _isatty(stream: Any) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except ValueError:  # a closed stream
+        return False
+
+
 class RunProgress:
     """Implements the pipeline's Progress protocol."""
 
@@ -55,6 +63,16 @@ class RunProgress:
         # drawn on the event loop, outside any `use_strings` block, so it is held here.
         self.strings = strings
         self.console = console or Console(stderr=True)
+        # The live table only on a real terminal. FORCE_COLOR (which CI workflows set for
+        # coloured logs) makes rich take a pipe for a terminal, and the table redrawn four
+        # times a second then fills a CI log with cursor moves and carriage returns; a
+        # log gets a plain line every `every_s` instead. A console handed in (tests) is
+        # taken at its word.
+        self._draws_live = (
+            self.console.is_terminal
+            if console is not None
+            else self.console.is_interactive and _isatty(sys.stderr)
+        )
         self.accounts = accounts or (lambda: [])
         self.batches = batches or (lambda: "")
         # (account, its first failure to connect) of every account that has one.
@@ -86,7 +104,7 @@ class RunProgress:
     def start(self, total_conversations: int, total_judgements: int) -> None:
         self.total_conv, self.total_judge = total_conversations, total_judgements
         self.started = time.monotonic()
-        if self.console.is_terminal:
+        if self._draws_live:
             # Drawn only when refreshed (below), not by rich's own thread: the accounts
             # are read on the event loop that updates them.
             self._live = Live(self._table(), console=self.console, auto_refresh=False, transient=True)

@@ -37,14 +37,15 @@ from vera.report import (
     compare_tables,
     comparison_plots,
     confusion_csv_text,
+    fit,
     gate,
     gate_text,
     gate_verdict,
     percent_level,
-    render,
     render_compare_html,
     sequential_failed_note,
     sequential_note,
+    state_label,
     text_tables,
     user_check_agreement,
     user_check_agreement_table,
@@ -239,6 +240,15 @@ def _gate(
     )
     for problem in result.forced_differences:
         click.echo(f"warning: {problem}", err=True)
+    # A run cut short is named before the numbers, whatever the verdict: in a CI log the
+    # reviewer sees that the gate stood on part of the work (and could not pass).
+    for side in result.unfinished:
+        run = result.baseline if side == "baseline" else result.candidate
+        click.echo(
+            f"warning: the {side} run {run.path} is not finished (status: {state_label(run.state)} — "
+            f"{run.summary}): the gate compares only its finished work and cannot pass",
+            err=True,
+        )
     # In the words of the runs' locale pack when they share one; the JSON keeps English values.
     with use_strings(_runs_strings(run_dirs)):
         if json_path == "-":
@@ -248,7 +258,11 @@ def _gate(
             if json_path:
                 _write_json(msgspec.to_builtins(result), json_path)
                 click.echo(f"JSON: {json_path}", err=True)
-        click.echo(render([gate_verdict(result)]), nl=False, err=json_path == "-")
+        # One whole line in a pipe or a CI log, as `vera run`'s status line: a build step
+        # greps the last line (`gate: ...`) for the verdict. Wrapped only on a terminal.
+        to_stderr = json_path == "-"
+        terminal = (sys.stderr if to_stderr else sys.stdout).isatty()
+        click.echo(fit(gate_verdict(result), terminal=terminal), err=to_stderr)
     if result.exit_code:
         sys.exit(result.exit_code)
 

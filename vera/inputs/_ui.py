@@ -1387,6 +1387,9 @@ BASE: dict[str, str] = {
     ),
     "cli.fixed_gate_why_not_rated": "not rated in the candidate: {rows}",
     "cli.fixed_gate_why_nothing": "no row was rated in the baseline, so there is nothing to compare",
+    "cli.fixed_gate_why_unfinished": "a run is not finished: {runs}",
+    "cli.fixed_gate_unfinished_baseline": "the baseline {run} is {state}",
+    "cli.fixed_gate_unfinished_candidate": "the candidate {run} is {state}",
     "cli.fixed_gate_why_sep": "; ",
     "cli.fixed_gate_settle": (
         " To settle it: more personas or seeds (vera plan sizes a design), or a wider --margin if a "
@@ -1400,6 +1403,10 @@ BASE: dict[str, str] = {
     "cli.fixed_gate_settle_nothing": (
         " The gate decides only rows the baseline rated: check the baseline run (its card shows why "
         "none was rated) or compare against another."
+    ),
+    "cli.fixed_gate_settle_unfinished": (
+        " Only two finished runs can pass: continue the unfinished one with the command its last "
+        "line printed (vera run --resume RUN_DIR), then gate again."
     ),
     "cli.fixed_gate_left_out": (
         "Left out of the verdict, as vera gate leaves them out (no baseline score to compare with): {rows}."

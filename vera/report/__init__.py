@@ -87,7 +87,15 @@ from vera.report.improvements._row_summary import (
 )
 from vera.report.shared._chat_markdown import chatbot_markdown, with_markdown_css
 from vera.report.shared._numbers import fixed, num, percent_level
-from vera.report.shared._outcome import INTERRUPTED_PREFIX, Exit, RunStatus, run_status, summary_words, tally
+from vera.report.shared._outcome import (
+    INTERRUPTED_PREFIX,
+    Exit,
+    RunStatus,
+    run_status,
+    state_label,
+    summary_words,
+    tally,
+)
 from vera.report.shared._pages import (
     PAGE_CSP,
     SCRIPT_PAGE_CSP,
@@ -208,6 +216,7 @@ __all__ = [
     "shown_rows",
     "slug",
     "spreadsheet_safe",
+    "state_label",
     "state_words",
     "status_text",
     "stopped_words",

@@ -90,6 +90,11 @@ GATE_EXIT: dict[str, Exit] = {WORSE: Exit.WORSE, NOT_WORSE: Exit.OK, UNDECIDED: 
 class GateRun(msgspec.Struct, frozen=True, kw_only=True):
     run_id: str
     path: str
+    # The run's status from its records, as its card says it: "complete", or
+    # "interrupted", "stopped", "budget", "waited", "incomplete", "failed" (the verdict
+    # cannot be NOT WORSE then), with the summary of what it holds.
+    state: str = "complete"
+    summary: str = ""
 
 
 class GateRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -158,6 +163,9 @@ class GateVerdict(msgspec.Struct, frozen=True, kw_only=True):
     worse: list[str]  # "chatbot: dimension" for every row that is worse
     # "chatbot: dimension" for every row not rated in the candidate (undecided for that).
     not_rated: list[str]
+    # "baseline" and/or "candidate": a run not finished (its state is not complete), so
+    # the verdict is not NOT WORSE: what it left undone or failed is no evidence.
+    unfinished: list[str] = msgspec.field(default_factory=list)
     # "worse" (exit 4), "not worse" (every row compared is, and none is not rated in
     # the candidate: exit 0), else "undecided" (exit 5).
     verdict: Status
@@ -256,16 +264,23 @@ def gate(
     counted = [
         r for p in pairs for r in p.rows if r.checked_at[0] is not None or r.reason in UNDECIDED_REASONS
     ]
+    # A run cut short (interrupted, stopped, failed work beyond its --allow-failures) is
+    # compared on what it finished, but cannot pass: the work it left undone or failed
+    # (a persona whose conversations time out, say) is missing evidence, not evidence
+    # of NOT WORSE. WORSE stands: the finished work already shows it.
+    unfinished = [
+        side for side, run in ((BASELINE, base), (CANDIDATE, cand)) if run.status.state != "complete"
+    ]
     verdict: Status = (
         WORSE
         if worse
         else NOT_WORSE
-        if counted and all(r.status == NOT_WORSE for r in counted)
+        if counted and all(r.status == NOT_WORSE for r in counted) and not unfinished
         else UNDECIDED
     )
     return GateVerdict(
-        baseline=GateRun(run_id=base.manifest.run_id, path=str(base.path)),
-        candidate=GateRun(run_id=cand.manifest.run_id, path=str(cand.path)),
+        baseline=_gate_run(base),
+        candidate=_gate_run(cand),
         forced_differences=problems,
         margin=margin,
         alpha=alpha,
@@ -287,9 +302,19 @@ def gate(
         pairs=pairs,
         worse=worse,
         not_rated=not_rated,
+        unfinished=unfinished,
         verdict=verdict,
         passed=verdict == NOT_WORSE,
         exit_code=int(GATE_EXIT[verdict]),
+    )
+
+
+def _gate_run(run: Run) -> GateRun:
+    return GateRun(
+        run_id=run.manifest.run_id,
+        path=str(run.path),
+        state=run.status.state,
+        summary=run.status.summary,
     )
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from vera.inputs import tr, ui_short
 from vera.records import OVERALL
 from vera.report.card._sequence import not_rated_words, verdict_words, with_why
+from vera.report.card._text import state_words
 from vera.report.compare._gate import UNDECIDED_REASONS, GateRow, GateVerdict
 from vera.report.shared._numbers import MISSING, interval, num
 from vera.report.shared._table import Table
@@ -46,6 +47,22 @@ def gate_verdict(result: GateVerdict) -> str:
     if not_rated := _rows_by_bot(result, lambda r: r.reason in UNDECIDED_REASONS):
         why.append(tr("cli.fixed_gate_why_not_rated", rows=not_rated))
         settle.append(tr("cli.fixed_gate_settle_not_rated"))
+    if result.unfinished:
+        runs = {"baseline": result.baseline, "candidate": result.candidate}
+        why.append(
+            tr(
+                "cli.fixed_gate_why_unfinished",
+                runs=tr("cli.fixed_gate_why_sep").join(
+                    tr(
+                        f"cli.fixed_gate_unfinished_{side}",
+                        run=runs[side].path,
+                        state=state_words(runs[side].state),
+                    )
+                    for side in result.unfinished
+                ),
+            )
+        )
+        settle.append(tr("cli.fixed_gate_settle_unfinished"))
     if not why:  # every row left out: the baseline rated none of them
         why.append(tr("cli.fixed_gate_why_nothing"))
         settle.append(tr("cli.fixed_gate_settle_nothing"))

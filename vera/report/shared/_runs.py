@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from vera.records import RunManifest
+from vera.report.shared._outcome import RunStatus, run_status
 from vera.report.shared._scoring import ratings_frame
 from vera.store import ConversationHead, open_run
 
@@ -21,6 +22,9 @@ class Run:
     manifest: RunManifest
     conversations: dict[str, ConversationHead]
     ratings: pl.DataFrame
+    # What the run's records say of it, as its card would: complete, or why not (an
+    # interrupted or stopped run, failed work beyond the run's --allow-failures).
+    status: RunStatus
 
 
 def read_run(run_dir: str | Path) -> Run:
@@ -28,4 +32,12 @@ def read_run(run_dir: str | Path) -> Run:
     without repairing or locking anything, one judgement at a time."""
     records = open_run(run_dir)
     ratings = ratings_frame(records.complete_pairs())
-    return Run(records.root, records.manifest, records.conversation_heads(), ratings)
+    conversations = records.conversation_heads()
+    status = run_status(
+        records.manifest,
+        conversations,
+        records.judgement_heads(),
+        stopped=records.manifest.stopped,
+        allow_failures=records.manifest.config.allow_failures,
+    )
+    return Run(records.root, records.manifest, conversations, ratings, status)
