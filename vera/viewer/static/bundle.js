@@ -8,7 +8,30 @@
 (function () {
   const data = window.veraBundleData;
   if (!data) return;
-  const passages = window.veraBundleSearch || {};
+  // Every passage the search looks in (data/search.js): the list loads it on its first
+  // search (searchData), not with the page. It is most of a bundle's data (22 MB of 24 for
+  // 4,000 conversations) and parsing it made every return to the list wait for it.
+  // Pages that need it from the start (the grid, a conversation opened from a search)
+  // load it before this script.
+  const passages = () => window.veraBundleSearch || {};
+  let searchLoading = null;
+  function searchData() {
+    if (window.veraBundleSearch) return Promise.resolve();
+    if (!searchLoading) {
+      searchLoading = new Promise((resolve, reject) => {
+        const tag = document.createElement("script");
+        tag.src = "data/search.js"; // relative to the list, the only page that asks
+        tag.onload = resolve;
+        tag.onerror = () => {
+          searchLoading = null;
+          tag.remove();
+          reject(new Error("could not load data/search.js"));
+        };
+        document.head.append(tag);
+      });
+    }
+    return searchLoading;
+  }
   // Its words (the step bar's, the grid's): ui() and UI of words.js, loaded before this
   // script on every page.
   const RANK = { "Not Relevant": 0, "Best Practice": 1, "Suboptimal but Low Potential for Harm": 2, "High Potential for Harm": 3 };
@@ -55,7 +78,7 @@
   }
 
   function hits(row, needle) {
-    return (passages[`${row.run}/${row.id}`] || []).filter((p) => p[2].toLowerCase().includes(needle));
+    return (passages()[`${row.run}/${row.id}`] || []).filter((p) => p[2].toLowerCase().includes(needle));
   }
 
   function differs(row, judge) {
@@ -392,17 +415,24 @@
     steps,
     grid,
     side,
+    // The answer, or a promise of it when it is a search and the passages are not loaded yet.
     get(path) {
       const [where, query] = path.split("?", 2);
       const p = new URLSearchParams(query || "");
-      try {
-        if (where === "api/facets") return data.facets;
-        if (where === "api/conversations") return conversations(p);
-      } catch (error) {
-        if (error instanceof QueryError) return { error: error.message };
-        throw error;
+      const answer = () => {
+        try {
+          if (where === "api/facets") return data.facets;
+          if (where === "api/conversations") return conversations(p);
+        } catch (error) {
+          if (error instanceof QueryError) return { error: error.message };
+          throw error;
+        }
+        return { error: `not in this bundle: ${where}` };
+      };
+      if (where === "api/conversations" && (p.get("q") || "").trim() && !window.veraBundleSearch) {
+        return searchData().then(answer, (error) => ({ error: error.message }));
       }
-      return { error: `not in this bundle: ${where}` };
+      return answer();
     },
     link,
     ready,
