@@ -370,8 +370,26 @@
 
   // One persona's conversations side by side (vera.viewer.grid.side_by_side_html, the
   // page written with every one of them), narrowed as the server's page for the query
-  // `given`: the list's rule, ordered by chatbot, the first MAX_SIDE shown.
+  // `given`: the list's rule, ordered by chatbot then paired by seed, the first MAX_SIDE shown.
   const MAX_SIDE = data.side_max || 8;
+
+  // Taken in turn from each chatbot, each chatbot's by seed, as vera.viewer.grid.paired:
+  // a seed's conversations with every chatbot next to each other. Ties keep the list's order.
+  function paired(listed) {
+    const groups = new Map();
+    for (const row of listed) {
+      if (!groups.has(row.chatbot)) groups.set(row.chatbot, []);
+      groups.get(row.chatbot).push(row);
+    }
+    const seed = (a, b) => compare(BigInt(a.seed), BigInt(b.seed));
+    const columns = [...groups.values()].map((group) => group.map((row, i) => [row, i])
+      .sort((a, b) => seed(a[0], b[0]) || a[1] - b[1]).map(([row]) => row));
+    const out = [];
+    for (let k = 0; k < Math.max(0, ...columns.map((c) => c.length)); k++) {
+      for (const column of columns) if (k < column.length) out.push(column[k]);
+    }
+    return out;
+  }
 
   function side(given) {
     const box = document.getElementById("side-by-side");
@@ -386,7 +404,7 @@
       if (error instanceof QueryError) return error.message;
       throw error;
     }
-    const listed = sorted(data.rows.filter((r) => keep(r, q)), q);
+    const listed = paired(sorted(data.rows.filter((r) => keep(r, q)), q));
     const shown = listed.slice(0, MAX_SIDE);
     const columns = new Map();
     for (const column of box.querySelectorAll("section.side-column[data-conversation]")) {
