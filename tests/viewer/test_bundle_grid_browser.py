@@ -335,7 +335,11 @@ def test_a_bundled_side_by_side_pairs_seeds_across_chatbots_as_the_server_does(
     persona = catalogue.facets()["personas"][0]
     side = (tmp_path / "bundle" / "side-by-side-1.html").as_uri()
     page = page_of(1400, 900)
-    for params in ({"persona": persona}, {"persona": persona, "desc": "1"}, {"persona": persona, "seed": "2"}):
+    for params in (
+        {"persona": persona},
+        {"persona": persona, "desc": "1"},
+        {"persona": persona, "seed": "2"},
+    ):
         html = side_by_side_html(catalogue, params)
         assert html is not None
         want = re.findall(r'<section class="side-column" data-conversation="([^"]+)"', html)

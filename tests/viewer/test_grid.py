@@ -117,7 +117,8 @@ def side_columns(html: str) -> list[tuple[str, str]]:
     return [
         (unescape(chatbot), seed)
         for chatbot, seed in re.findall(
-            r'<section class="side-column" data-conversation="[^"]+"><h2>([^<]*)</h2>.*?· seed (\d+)</p>', html
+            r'<section class="side-column" data-conversation="[^"]+"><h2>([^<]*)</h2>.*?· seed (\d+)</p>',
+            html,
         )
     ]
 
