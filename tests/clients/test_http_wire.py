@@ -159,6 +159,8 @@ def test_a_key_written_in_the_url_is_sent_as_written_and_kept_masked(tmp_path: P
         ),
         ("https://x/a?session=s1&model=m&token=", "https://x/a?session=s1&model=m&token="),
         ("https://x/a/token/abc", "https://x/a/token/abc"),
+        ("https://bot:s3cr@t@x.example:8443/chat?v=2", "https://bot:****@x.example:8443/chat?v=2"),
+        ("https://bot@x.example/chat", "https://bot@x.example/chat"),  # a name, no password
     ],
 )
 def test_credential_parameters_of_a_url_are_masked(url: str, masked: str) -> None:

@@ -146,6 +146,9 @@ CREDENTIAL_SUFFIXES = ("key", "token", "secret", "signature", "password", "crede
 # A URL inside a text: up to a space or quote, a sentence's last stop or colon not in it.
 _URL = re.compile(r"https?://[^\s\"'<>\\]*[^\s\"'<>\\.,;:)\]]", re.IGNORECASE)
 _PARAM = re.compile(r"(^|[?&;])([^=&;#]+)=([^&;#]*)")
+# The password of a URL's user information: after the scheme, a name, a colon, up to
+# the last @ before the host (a password may hold an @; the host and path cannot).
+_USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://[^/?#@:]*:)[^/?#]*@")
 
 
 def is_credential_name(name: str) -> bool:
@@ -155,9 +158,11 @@ def is_credential_name(name: str) -> bool:
 
 
 def mask_url(url: str) -> str:
-    """`url` with the value of each credential-named query parameter as `****`; the rest
-    (the path, the other parameters, a fragment) as written. What is sent is never this:
+    """`url` with the password of its user information (`https://user:pw@host`) and the
+    value of each credential-named query parameter as `****`; the rest (the user name,
+    the path, the other parameters, a fragment) as written. What is sent is never this:
     only a copy to record or print."""
+    url = _USERINFO.sub(rf"\g<1>{MASK}@", url, count=1)
     head, sep, rest = url.partition("?")
     if not sep:
         return url
