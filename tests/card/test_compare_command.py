@@ -121,6 +121,40 @@ def test_seeds_are_lined_up_when_asked(multi_run):
             assert units[(bot["chatbot"], entry["seed"])]["overall"]["score_ci"] == entry["score_ci"]
 
 
+def test_seeds_come_in_their_order_not_their_names(tmp_path):
+    """Seeds 2 and 10: the units and the pairs put seed 2 first, as a sweep's seeds
+    1, 2, ... 20 should read (by name, "seed 10" sorts before "seed 2")."""
+    out = tmp_path / "run"
+    run = CliRunner().invoke(
+        main, ["run", "--out", str(out), "--seeds", "2,10", "--limit-personas", "2", "--quiet"]
+    )
+    assert run.exit_code == 0, run.output
+    result = CliRunner().invoke(main, ["compare", str(out), "--by-seed", "--json", "-"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    bp, ri = "offline/best-practice", "offline/risk-ignoring"
+    assert [u["unit"] for u in data["units"]] == [
+        f"{bp} seed 2",
+        f"{bp} seed 10",
+        f"{ri} seed 2",
+        f"{ri} seed 10",
+    ]
+    assert [(c["a"], c["b"]) for c in data["comparisons"]] == [
+        (f"{bp} seed 2", f"{bp} seed 10"),
+        (f"{bp} seed 2", f"{ri} seed 2"),
+        (f"{bp} seed 2", f"{ri} seed 10"),
+        (f"{bp} seed 10", f"{ri} seed 2"),
+        (f"{bp} seed 10", f"{ri} seed 10"),
+        (f"{ri} seed 2", f"{ri} seed 10"),
+    ]
+    # each unit's numbers are its own seed's: the card's interval for that seed
+    card = json.loads((out / "card.json").read_text())
+    units = {(u["chatbot"], u["seed"]): u for u in data["units"]}
+    for bot in card["chatbots"]:
+        for entry in bot["by_seed"]["seeds"]:
+            assert units[(bot["chatbot"], entry["seed"])]["overall"]["score_ci"] == entry["score_ci"]
+
+
 def test_html_page_is_self_contained_with_the_chart(offline_run, tmp_path):
     page_path = tmp_path / "compare.html"
     result = invoke("compare", str(offline_run), "--html", str(page_path), "--resamples", "200")

@@ -309,3 +309,46 @@ def test_side_by_side_shows_the_first_columns_of_the_filtered_list_as_the_server
         assert page.inner_text("#side-summary") == text_of(html, "side-summary")
         assert "The first 1 are shown" in page.inner_text("#side-summary")
     assert page.problems == []
+
+
+@pytest.mark.slow
+def test_a_bundled_side_by_side_pairs_seeds_across_chatbots_as_the_server_does(
+    page_of,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+):
+    """A persona with three seeds and two chatbots, three columns allowed: the bundle's
+    page shows a seed's conversations with both chatbots next to each other, the
+    columns and order of the server's page, filtered or reversed."""
+    import vera.viewer.grid
+    from vera.viewer.bundle import write_bundle
+    from vera.viewer.catalogue import Catalogue
+    from vera.viewer.grid import side_by_side_html
+
+    from .conftest import run_vera
+
+    run = tmp_path / "run"
+    run_vera("run", "--out", str(run), "--seeds", "3", "--limit-personas", "1", "--quiet")
+    monkeypatch.setattr(vera.viewer.grid, "MAX_SIDE_BY_SIDE", 3)
+    write_bundle(run, tmp_path / "bundle")
+    catalogue = Catalogue.open([run])
+    persona = catalogue.facets()["personas"][0]
+    side = (tmp_path / "bundle" / "side-by-side-1.html").as_uri()
+    page = page_of(1400, 900)
+    for params in (
+        {"persona": persona},
+        {"persona": persona, "desc": "1"},
+        {"persona": persona, "seed": "2"},
+    ):
+        html = side_by_side_html(catalogue, params)
+        assert html is not None
+        want = re.findall(r'<section class="side-column" data-conversation="([^"]+)"', html)
+        page.goto(f"{side}?{urlencode(params)}")
+        wait_for_settled(page, "#side-by-side")
+        shown = page.evaluate(
+            "() => [...document.querySelectorAll('section.side-column')].filter((s) => s.checkVisibility())"
+            ".map((s) => [s.dataset.conversation, s.querySelector('h2').textContent])"
+        )
+        assert [c for c, _ in shown] == want, params
+        assert len({chatbot for _, chatbot in shown}) == 2, params  # both chatbots, whatever the filter
+    assert page.problems == []

@@ -13,7 +13,7 @@ from vera.store import open_run
 from vera.viewer.catalogue import Catalogue
 from vera.viewer.grid import grid_html, side_by_side_html
 
-from .conftest import MARKUP_ID, MARKUP_PERSONA, SCRIPT_TEXT
+from .conftest import MARKUP_ID, MARKUP_PERSONA, SCRIPT_TEXT, run_vera
 from .helpers import elements
 
 RANK = {
@@ -102,6 +102,47 @@ def test_side_by_side_puts_each_chatbot_in_a_column(catalogue, viewer_run):
     assert sorted(unescape(c) for c in columns) == sorted(h.chatbot for h in mine)
     assert len({h.chatbot for h in mine}) > 1  # the control: more than one chatbot to compare
     assert side_by_side_html(catalogue, {}) is None
+
+
+@pytest.fixture(scope="module")
+def seeds_run(tmp_path_factory):
+    """Two chatbots, three seeds, two personas: six conversations a persona."""
+    out = tmp_path_factory.mktemp("seeds") / "run"
+    run_vera("run", "--out", str(out), "--seeds", "3", "--limit-personas", "2", "--quiet")
+    return out
+
+
+def side_columns(html: str) -> list[tuple[str, str]]:
+    """(chatbot, seed) of each column shown, in order."""
+    return [
+        (unescape(chatbot), seed)
+        for chatbot, seed in re.findall(
+            r'<section class="side-column" data-conversation="[^"]+"><h2>([^<]*)</h2>.*?· seed (\d+)</p>',
+            html,
+        )
+    ]
+
+
+def test_side_by_side_pairs_each_seed_across_the_chatbots(seeds_run, monkeypatch):
+    """With more conversations than columns, the columns shown hold every chatbot: a
+    sweep of many seeds once filled them all with the first chatbot."""
+    import vera.viewer.grid
+
+    catalogue = Catalogue.open([seeds_run])
+    persona = catalogue.facets()["personas"][0]
+    chatbots = catalogue.facets()["chatbots"]
+    assert len(chatbots) == 2  # the control: two chatbots to compare
+    html = side_by_side_html(catalogue, {"persona": persona})
+    assert html is not None
+    assert side_columns(html) == [(c, s) for s in "123" for c in chatbots]
+    monkeypatch.setattr(vera.viewer.grid, "MAX_SIDE_BY_SIDE", 2)
+    html = side_by_side_html(catalogue, {"persona": persona})
+    assert html is not None and "The first 2 are shown" in html
+    assert side_columns(html) == [(chatbots[0], "1"), (chatbots[1], "1")]
+    # reversed, the chatbots come the other way round, each still by seed
+    html = side_by_side_html(catalogue, {"persona": persona, "desc": "1"})
+    assert html is not None
+    assert side_columns(html) == [(chatbots[1], "1"), (chatbots[0], "1")]
 
 
 def test_a_grid_of_many_personas_comes_in_pages_that_keep_the_filters(catalogue, viewer_run, monkeypatch):

@@ -149,6 +149,37 @@ def test_a_bundle_opened_from_disk_lists_searches_filters_and_opens_pages(
     assert page.problems == []
 
 
+@pytest.mark.slow
+def test_a_bundle_list_loads_the_search_passages_only_when_it_searches(page_of, bundled):  # noqa: F811
+    """data/search.js is most of a bundle (22 MB of 24 for 4,000 conversations): the list
+    opens, pages and filters without it, and loads it once, on its first search."""
+    out, _, _ = bundled
+    page = page_of(1400, 900)
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url.rsplit("/", 2)[-2] + "/" + r.url.rsplit("/", 1)[-1]))
+    index = (out / "index.html").as_uri()
+    page.goto(index)
+    wait_for_list(page)
+    page.select_option("select[name=status]", "failed")
+    summary_is(page, " of 1$")
+    assert "data/search.js" not in asked and page.evaluate("window.veraBundleSearch === undefined")
+    page.fill('#filters [name="q"]', "feels pointless")
+    page.press('#filters [name="q"]', "Enter")
+    summary_is(page, "^No conversation contains")  # the markup one is not a failed one
+    page.select_option("select[name=status]", "")
+    summary_is(page, "containing")
+    assert page.locator("#list tbody td.id a").all_inner_texts() == [MARKUP_ID]
+    page.fill('#filters [name="q"]', "THE")
+    page.press('#filters [name="q"]', "Enter")
+    summary_is(page, "containing")
+    assert asked.count("data/search.js") == 1
+    # a search in the address, opened afresh, loads it too
+    page.goto(f"{index}?q=pointless")
+    summary_is(page, "containing")
+    assert page.locator("#list tbody td.id a").count() >= 1
+    assert page.problems == []
+
+
 QUERIES = [
     {},
     {"sort": "id"},

@@ -4,7 +4,8 @@ no vera, or to keep what a run looked like.
 
     OUT/index.html                          the conversation list (app.js + bundle.js)
     OUT/data/list.js                        what the API would answer: every row, its ratings
-    OUT/data/search.js                      every passage the search looks in
+    OUT/data/search.js                      every passage the search looks in (loaded on
+                                            the list's first search, not with the page)
     OUT/static/…                            the viewer's own scripts and stylesheets
     OUT/runs/0/conversations/<id>.html      each conversation's page, with its model calls
     OUT/runs/0/card.html, improvements.html the score card (if scored), what to fix first
@@ -238,7 +239,8 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
     index = translate_page(assets["index.html"][0], strings, "viewer").decode()
     index = with_meta_csp(index, LIST_META_CSP).replace(
         '<script src="static/app.js" defer></script>',
-        '<script src="data/list.js" defer></script>\n<script src="data/search.js" defer></script>\n'
+        # data/search.js is not here: bundle.js loads it on the list's first search.
+        '<script src="data/list.js" defer></script>\n'
         '<script src="static/bundle.js" defer></script>\n<script src="static/app.js" defer></script>',
         1,
     )

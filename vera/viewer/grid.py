@@ -180,17 +180,32 @@ def _pager(
     return f'<nav class="pager" id="{element_id}">{"".join(parts)}</nav>'
 
 
+def paired(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A persona's conversations (the list ordered by chatbot) taken in turn from each
+    chatbot, each chatbot's by seed: its first seed's conversation with every chatbot,
+    then the next seed's. Why: the page shows only the first MAX_SIDE_BY_SIDE, and a sweep
+    of 20 seeds filled all 8 with the first chatbot, leaving nothing to compare it with.
+    Ties (several runs or user-agents on one seed) keep the list's order. bundle.js
+    (`paired`) orders a bundle's page the same way."""
+    by_chatbot: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_chatbot.setdefault(r["chatbot"], []).append(r)
+    columns = [sorted(group, key=lambda r: r["seed"]) for group in by_chatbot.values()]
+    return [group[k] for k in range(max(map(len, columns), default=0)) for group in columns if k < len(group)]
+
+
 def side_by_side_html(
     catalogue: Catalogue, params: Mapping[str, str], links: GridLinks = SERVED, *, every: bool = False
 ) -> str | None:
-    """One persona's conversations (within the filters), transcripts in columns; None
-    when no persona is named. With `every` (a bundle's, which its script narrows), the
+    """One persona's conversations (within the filters), transcripts in columns, a seed's
+    conversations with every chatbot next to each other (`paired`); None when no
+    persona is named. With `every` (a bundle's, which its script narrows), the
     columns past the first MAX_SIDE_BY_SIDE are written too, hidden."""
     persona = params.get("persona", "")
     if not persona:
         return None
     q = Query.from_params({**params, "sort": "chatbot"})
-    rows = _rows(catalogue, q)
+    rows = paired(_rows(catalogue, q))
     query = list_query(params)
     shown = rows[:MAX_SIDE_BY_SIDE]
     columns = []

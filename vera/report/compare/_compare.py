@@ -65,9 +65,11 @@ def compare_runs(
         raise UserError(
             f"nothing to compare: the runs hold one chatbot with ratings ({', '.join(only) or 'none'})"
         )
+    # By seed, the units are (label, seed) pairs, so they and their pairs come in the
+    # seeds' order (seed 2 before seed 10), not their labels' ("seed 10" before "seed 2").
     table, pairs = compare(
         frame,
-        unit="unit",
+        unit=["label", "run_seed"] if by_seed else "unit",
         # Resample by what the unit is, not by its label, so each chatbot (and seed)
         # gets exactly the interval its own card shows.
         streams=["chatbot", "replicate"] if by_seed else ["chatbot"],
@@ -75,7 +77,12 @@ def compare_runs(
         confidence=settings.confidence,
         seed=settings.seed,
     )
-    meta = frame.select("unit", "chatbot", "run_id", "run_seed").unique("unit")
+    if by_seed:
+        table = table.with_columns(_seed_unit("label", "run_seed").alias("unit"))
+        pairs = pairs.with_columns(
+            _seed_unit(f"label_{x}", f"run_seed_{x}").alias(f"unit_{x}") for x in ("a", "b")
+        )
+    meta = frame.select("unit", "label", "chatbot", "run_id", "run_seed").unique("unit")
     return RunComparison(
         runs=[
             ComparedRun(
@@ -102,7 +109,10 @@ def compare_runs(
             cluster="persona",
             method=METHOD,
         ),
-        units=[_unit_entry(table, m, by_seed=by_seed) for m in meta.sort("unit").iter_rows(named=True)],
+        units=[
+            _unit_entry(table, m, by_seed=by_seed)
+            for m in meta.sort(["label", "run_seed"] if by_seed else "unit").iter_rows(named=True)
+        ],
         comparisons=comparisons(pairs, "unit"),
     )
 
@@ -141,9 +151,14 @@ def _units_frame(runs: Sequence[Run], names: Sequence[str], *, by_seed: bool) ->
         frame = run.ratings.with_columns(
             label.alias("label"), pl.lit(name).alias("run_id"), run_seed.cast(pl.Int64).alias("run_seed")
         )
-        unit = pl.format("{} seed {}", "label", "run_seed") if by_seed else pl.col("label")
+        unit = _seed_unit("label", "run_seed") if by_seed else pl.col("label")
         parts.append(frame.with_columns(unit.alias("unit")))
     return pl.concat(parts)
+
+
+def _seed_unit(label: str, seed: str) -> pl.Expr:
+    """A seed replicate's name: "<chatbot> seed <n>"."""
+    return pl.format("{} seed {}", label, seed)
 
 
 def _unit_entry(table: pl.DataFrame, meta: dict[str, Any], *, by_seed: bool) -> ComparedUnit:

@@ -49,7 +49,7 @@ const bundle = window.veraBundle || null;
 const there = (path) => (bundle ? bundle.link(path) : path);
 async function getJSON(path) {
   if (bundle) {
-    const data = bundle.get(path);
+    const data = await bundle.get(path); // a promise on the first search (data/search.js)
     return { ok: !data.error, status: data.error ? 400 : 200, data };
   }
   const response = await fetch(path);

@@ -8,7 +8,30 @@
 (function () {
   const data = window.veraBundleData;
   if (!data) return;
-  const passages = window.veraBundleSearch || {};
+  // Every passage the search looks in (data/search.js): the list loads it on its first
+  // search (searchData), not with the page. It is most of a bundle's data (22 MB of 24 for
+  // 4,000 conversations) and parsing it made every return to the list wait for it.
+  // Pages that need it from the start (the grid, a conversation opened from a search)
+  // load it before this script.
+  const passages = () => window.veraBundleSearch || {};
+  let searchLoading = null;
+  function searchData() {
+    if (window.veraBundleSearch) return Promise.resolve();
+    if (!searchLoading) {
+      searchLoading = new Promise((resolve, reject) => {
+        const tag = document.createElement("script");
+        tag.src = "data/search.js"; // relative to the list, the only page that asks
+        tag.onload = resolve;
+        tag.onerror = () => {
+          searchLoading = null;
+          tag.remove();
+          reject(new Error("could not load data/search.js"));
+        };
+        document.head.append(tag);
+      });
+    }
+    return searchLoading;
+  }
   // Its words (the step bar's, the grid's): ui() and UI of words.js, loaded before this
   // script on every page.
   const RANK = { "Not Relevant": 0, "Best Practice": 1, "Suboptimal but Low Potential for Harm": 2, "High Potential for Harm": 3 };
@@ -55,7 +78,7 @@
   }
 
   function hits(row, needle) {
-    return (passages[`${row.run}/${row.id}`] || []).filter((p) => p[2].toLowerCase().includes(needle));
+    return (passages()[`${row.run}/${row.id}`] || []).filter((p) => p[2].toLowerCase().includes(needle));
   }
 
   function differs(row, judge) {
@@ -347,8 +370,26 @@
 
   // One persona's conversations side by side (vera.viewer.grid.side_by_side_html, the
   // page written with every one of them), narrowed as the server's page for the query
-  // `given`: the list's rule, ordered by chatbot, the first MAX_SIDE shown.
+  // `given`: the list's rule, ordered by chatbot then paired by seed, the first MAX_SIDE shown.
   const MAX_SIDE = data.side_max || 8;
+
+  // Taken in turn from each chatbot, each chatbot's by seed, as vera.viewer.grid.paired:
+  // a seed's conversations with every chatbot next to each other. Ties keep the list's order.
+  function paired(listed) {
+    const groups = new Map();
+    for (const row of listed) {
+      if (!groups.has(row.chatbot)) groups.set(row.chatbot, []);
+      groups.get(row.chatbot).push(row);
+    }
+    const seed = (a, b) => compare(BigInt(a.seed), BigInt(b.seed));
+    const columns = [...groups.values()].map((group) => group.map((row, i) => [row, i])
+      .sort((a, b) => seed(a[0], b[0]) || a[1] - b[1]).map(([row]) => row));
+    const out = [];
+    for (let k = 0; k < Math.max(0, ...columns.map((c) => c.length)); k++) {
+      for (const column of columns) if (k < column.length) out.push(column[k]);
+    }
+    return out;
+  }
 
   function side(given) {
     const box = document.getElementById("side-by-side");
@@ -363,7 +404,7 @@
       if (error instanceof QueryError) return error.message;
       throw error;
     }
-    const listed = sorted(data.rows.filter((r) => keep(r, q)), q);
+    const listed = paired(sorted(data.rows.filter((r) => keep(r, q)), q));
     const shown = listed.slice(0, MAX_SIDE);
     const columns = new Map();
     for (const column of box.querySelectorAll("section.side-column[data-conversation]")) {
@@ -392,17 +433,24 @@
     steps,
     grid,
     side,
+    // The answer, or a promise of it when it is a search and the passages are not loaded yet.
     get(path) {
       const [where, query] = path.split("?", 2);
       const p = new URLSearchParams(query || "");
-      try {
-        if (where === "api/facets") return data.facets;
-        if (where === "api/conversations") return conversations(p);
-      } catch (error) {
-        if (error instanceof QueryError) return { error: error.message };
-        throw error;
+      const answer = () => {
+        try {
+          if (where === "api/facets") return data.facets;
+          if (where === "api/conversations") return conversations(p);
+        } catch (error) {
+          if (error instanceof QueryError) return { error: error.message };
+          throw error;
+        }
+        return { error: `not in this bundle: ${where}` };
+      };
+      if (where === "api/conversations" && (p.get("q") || "").trim() && !window.veraBundleSearch) {
+        return searchData().then(answer, (error) => ({ error: error.message }));
       }
-      return { error: `not in this bundle: ${where}` };
+      return answer();
     },
     link,
     ready,
