@@ -12,7 +12,7 @@ import time
 import aiohttp
 from aiohttp import web
 
-from vera.viewer.app import COMPARE_THREAD, build_app
+from vera.viewer.app import COMPARE_THREAD, COMPARISONS, build_app
 from vera.viewer.catalogue import Catalogue
 
 from .conftest import serving_app
@@ -76,3 +76,17 @@ async def test_the_frames_reload_is_held_until_the_comparison_is_there(viewer_ru
                     assert r.status == 200 and "seed" in await r.text()
         finally:
             gate.set()
+
+
+async def test_the_server_starts_the_comparison_ahead_but_not_the_one_by_seed(viewer_run):
+    """The comparison by seed pairs every (chatbot, seed) unit: a minute of a core for a
+    20-seed sweep, which a server must not spend at start for a page few open."""
+    made: list[web.Application] = []
+
+    def app_of(allowed: frozenset[str]) -> web.Application:
+        made.append(build_app(Catalogue.open([viewer_run]), allowed_hosts=allowed, warm=True))
+        return made[0]
+
+    async with serving_app(app_of):
+        started = made[0][COMPARISONS]
+        assert [by_seed for _, by_seed in started] == [False]
