@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,3 +68,18 @@ def no_wire_violations() -> Iterator[None]:
         pytest.fail(
             f"{len(broken)} request(s) broke the providers' documented rules:\n{listed}", pytrace=False
         )
+
+
+def interrupt_twice(proc: subprocess.Popen[str]) -> str:
+    """Ctrl-C, then Ctrl-C again once vera says it starts no new work: everything the
+    process said on stderr until it ended."""
+    assert proc.stderr is not None
+    proc.send_signal(signal.SIGINT)
+    said: list[str] = []
+    while not any("no new work will start" in line for line in said):
+        line = proc.stderr.readline()
+        assert line, "".join(said)
+        said.append(line)
+    proc.send_signal(signal.SIGINT)
+    _, rest = proc.communicate(timeout=120)
+    return "".join(said) + rest

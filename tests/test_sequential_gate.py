@@ -19,7 +19,7 @@ from vera.app import UNDECIDED_EXIT
 from vera.cli._main import main
 from vera.report import read_sequence, sequential_note
 
-from .conftest import OFFLINE_PILOT_PERSONAS, ROOT
+from .conftest import OFFLINE_PILOT_PERSONAS, ROOT, interrupt_twice
 
 PERSONAS = OFFLINE_PILOT_PERSONAS
 
@@ -931,7 +931,6 @@ def test_ctrl_c_twice_in_a_wave_names_the_gate_s_command_once(tmp_path) -> None:
     # with: ..." and then the gate's own "interrupted; to continue: ...": the same command
     # twice. It is said once, last.
     import os
-    import signal
     import subprocess
     import sys
 
@@ -949,15 +948,7 @@ def test_ctrl_c_twice_in_a_wave_names_the_gate_s_command_once(tmp_path) -> None:
         while bot.requests == 0:  # the wave has started calling the service
             assert proc.poll() is None, proc.communicate()
             os.sched_yield()
-        proc.send_signal(signal.SIGINT)
-        said: list[str] = []
-        while not any("no new work will start" in line for line in said):
-            line = proc.stderr.readline()
-            assert line, "".join(said)
-            said.append(line)
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=120)
-    stderr = "".join(said) + stderr
+        stderr = interrupt_twice(proc)
     assert proc.returncode == 130, stderr
     assert "exiting now" in stderr and "Traceback" not in stderr
     command = f"{sys.executable} -m vera gate "

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from vera.records import CallRecord, Completion
 from vera.store._events import EVENTS_FILE
 from vera.store._writer import CALLS
 
-from .conftest import ROOT
+from .conftest import ROOT, interrupt_twice
 from .fakes.sweep import KEY, Faults, SweepServer, write_sweep_config
 
 
@@ -158,15 +157,7 @@ def test_a_second_sigint_cancels_at_once_and_resume_finishes_the_run(tmp_path: P
         while not (out / "conversations.jsonl").exists() or not (out / "conversations.jsonl").read_text():
             assert proc.poll() is None, proc.communicate()
             os.sched_yield()
-        proc.send_signal(signal.SIGINT)
-        said: list[str] = []
-        while not any("no new work will start" in line for line in said):
-            line = proc.stderr.readline()
-            assert line, "".join(said)
-            said.append(line)
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=120)
-        stderr = "".join(said) + stderr
+        stderr = interrupt_twice(proc)
         assert proc.returncode == 130, stderr
         assert "exiting now: work in flight is cancelled, what finished is saved" in stderr
         # The command to continue is said once, as the last line: it used to be said when
