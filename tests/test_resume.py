@@ -150,14 +150,20 @@ def test_a_changed_input_file_is_named_with_old_and_new_version_and_hash(made):
     )
 
 
-@pytest.mark.slow
-def test_a_missing_input_file_is_named_and_a_copy_can_stand_in(made, tmp_path):
-    cfg, out = made
+def _personas_moved(cfg: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """The run's persona file moved elsewhere under another name: (where it was, the copy)."""
     tsv = cfg.parent / "vera-personas.tsv"
     copy = tmp_path / "elsewhere" / "people.tsv"
     copy.parent.mkdir()
     shutil.copy(tsv, copy)
     tsv.unlink()
+    return tsv, copy
+
+
+@pytest.mark.slow
+def test_a_missing_input_file_is_named_and_a_copy_can_stand_in(made, tmp_path):
+    cfg, out = made
+    tsv, copy = _personas_moved(cfg, tmp_path)
     assert_one_line_error(
         vera("run", "--resume", str(out)),
         f"the persona set this run used is gone: {tsv} (vera-personas",
@@ -173,11 +179,7 @@ def test_a_copy_standing_in_keeps_the_name_and_version_the_run_recorded(made, tm
     # card would name another persona set, and `vera compare` would refuse the run beside
     # a twin made from the original file although the content is the same.
     cfg, out = made
-    tsv = cfg.parent / "vera-personas.tsv"
-    copy = tmp_path / "elsewhere" / "people.tsv"
-    copy.parent.mkdir()
-    shutil.copy(tsv, copy)
-    tsv.unlink()
+    _, copy = _personas_moved(cfg, tmp_path)
     proc = vera("run", "--resume", str(out), "--personas", str(copy), "--quiet")
     assert proc.returncode == 0, proc.stderr
     personas = json.loads((out / "manifest.json").read_text())["personas"]
