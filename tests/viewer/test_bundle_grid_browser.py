@@ -80,8 +80,26 @@ SETTLED = """(selector) => document.readyState === "complete"
   && !document.querySelector("[aria-busy]")"""
 
 
+# What the page was doing, for a wait that timed out.
+STATE = """(selector) => ({
+  url: location.href, ready: document.readyState,
+  found: !!document.querySelector(selector),
+  shown: !!document.querySelector(selector)?.checkVisibility(),
+  busy: [...document.querySelectorAll("[aria-busy]")].map((e) => e.id || e.tagName),
+  refused: document.getElementById("grid-refused")?.textContent ?? null,
+  scripts: [...document.scripts].map((s) => s.src.split("/").slice(-2).join("/")),
+})"""
+
+
 def wait_for_settled(page, selector: str) -> None:
-    page.wait_for_function(SETTLED, arg=selector, timeout=30_000)
+    from playwright.sync_api import TimeoutError as Timeout
+
+    try:
+        page.wait_for_function(SETTLED, arg=selector, timeout=30_000)
+    except Timeout:
+        raise AssertionError(
+            f"{selector} not settled: {page.evaluate(STATE, selector)}; problems {getattr(page, 'problems', None)}"
+        ) from None
 
 
 def wait_for_grid(page) -> None:
