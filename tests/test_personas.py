@@ -116,7 +116,19 @@ def test_template_render_is_the_placeholder_substitution():
     from vera.inputs._prompts import _FIELD, Template
 
     rng = random.Random(7)
-    bits = ["{Name}", "{Age}", "{min_turns}", '{"answer": 1}', "{ spaced }", "{", "}", "\n", "text ", "é", "{A-b c}"]
+    bits = [
+        "{Name}",
+        "{Age}",
+        "{min_turns}",
+        '{"answer": 1}',
+        "{ spaced }",
+        "{",
+        "}",
+        "\n",
+        "text ",
+        "é",
+        "{A-b c}",
+    ]
     values = {"Name": "Ada", "Age": "", "min_turns": "4", " spaced ": "x\\1", "A-b c": "{Name}"}
     for _ in range(300):
         text = "".join(rng.choice(bits) for _ in range(rng.randint(0, 12)))
