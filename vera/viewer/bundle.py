@@ -8,6 +8,9 @@ no vera, or to keep what a run looked like.
                                             the list's first search, not with the page)
     OUT/static/…                            the viewer's own scripts and stylesheets
     OUT/runs/0/conversations/<id>.html      each conversation's page, with its model calls
+    OUT/runs/0/bodies/<id>.js               what its calls were sent and answered, each
+                                            body as copies of the ones before it and its
+                                            new text (vera.viewer.delta), read on opening one
     OUT/runs/0/card.html, improvements.html the score card (if scored), what to fix first
     OUT/runs/0/arcs/<arc>.html              each arc (multi-session runs)
     OUT/grid.html                           the chatbot × persona grid, every persona on it;
@@ -60,6 +63,7 @@ from vera.viewer.app import _ASSETS, PAGE_SCRIPTS, PAGE_SHEETS, load_assets, pag
 from vera.viewer.calls import BodyIndex, CallIndex
 from vera.viewer.catalogue import Catalogue
 from vera.viewer.compare import back_nav, compare_page
+from vera.viewer.delta import SharedText
 from vera.viewer.grid import GridLinks, grid_html, side_by_side_html
 from vera.viewer.runs import is_run_dir
 from vera.viewer.search import SearchIndex
@@ -99,7 +103,23 @@ STEPS_LOADER = """
     .catch(() => {});
 })();
 """
+# A conversation page's script that puts a call's body together when it is opened.
+BODIES_SCRIPT = "../../../static/bodies.js"
 _CSP_TAG = re.compile(r'<meta http-equiv="Content-Security-Policy"', re.IGNORECASE)
+
+
+class BodyFile:
+    """A conversation page's call bodies, kept out of the page (static/bodies.js reads them
+    back when one is opened): each a number on the page, its markup in the file of the
+    page's name under runs/<k>/bodies/, written as copies of the bodies before it
+    (vera.viewer.delta)."""
+
+    def __init__(self, page: str) -> None:
+        self.file = page.removesuffix(".html") + ".js"
+        self.texts = SharedText()
+
+    def later(self, markup: str) -> str:
+        return f'<div class="call-wait" data-body="{self.texts.add(markup)}"></div>'
 
 
 class BundleRefused(UserError):
@@ -258,8 +278,10 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
         page = catalogue.page(0, cid)
         if page is None:
             continue
+        name = page_file(cid)
+        shared = BodyFile(name)
         with use_strings(strings):
-            section, by_question = page_calls(calls, bodies, page, left_out=left_out)
+            section, by_question = page_calls(calls, bodies, page, left_out=left_out, later=shared.later)
             html = render_conversation_page(
                 page,
                 viewer=True,
@@ -267,10 +289,12 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
                 steps=steps_html(catalogue, {}, 0, cid),
                 appendix=section,
                 question_calls=by_question,
-                script=PAGE_SCRIPTS,
+                script=(*PAGE_SCRIPTS, BODIES_SCRIPT) if shared.texts.encoded else PAGE_SCRIPTS,
                 style=PAGE_SHEETS,
             )
-        _put(root, f"runs/0/conversations/{page_file(cid)}", with_words(html, strings, "viewer"))
+        _put(root, f"runs/0/conversations/{name}", with_words(html, strings, "viewer"))
+        if shared.texts.encoded:
+            _put(root, f"runs/0/bodies/{shared.file}", _script_data("veraCallBodies", shared.texts.encoded))
     arcs = {h.session.arc for h, _ in run.records.conversations.values() if h.session is not None}
     for arc in sorted(arcs):
         found = catalogue.arc(0, arc)
