@@ -48,8 +48,10 @@ def long_bundle(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def _bodies(run: Path) -> tuple[str, list, list]:
+    """The last conversation's id, its own calls' bodies and its judge's, in order: its
+    page's bodies copy from the first one's (runs/0/bodies.js)."""
     records = open_run(run)
-    cid = next(iter(records.conversations))
+    cid = list(records.conversations)[-1]
     with BodyReader(run) as reader:
         bodies = reader.conversation(cid)
     return cid, [b for b in bodies if b.call.role != "judge"], [b for b in bodies if b.call.role == "judge"]
@@ -79,7 +81,13 @@ def test_a_late_calls_body_in_a_long_conversation_is_the_one_the_run_kept(
     # The transcript shows without the bodies: their file is not loaded, nor their text in the page.
     assert page.locator("#transcript").count() == 1
     bodies_file = f"bodies/{name.removesuffix('.html')}.js"
-    assert bodies_file not in asked and page.evaluate("window.veraCallBodies === undefined")
+    kept = json.loads((out / "runs/0" / bodies_file).read_text().split(" = ", 1)[1].removesuffix(";\n"))
+    assert kept["shared"] and kept["texts"]  # the control: it copies from the shared page's too
+
+    def data() -> list[str]:
+        return [a for a in asked if a.startswith("bodies/") or a == "0/bodies.js"]
+
+    assert data() == [] and page.evaluate("window.veraCallBodies === undefined")
     assert page.locator(".call-io").count() == 0  # no call's input or output in the page yet
     shown = page.locator("#call-bodies > details.call-body")
     assert shown.count() == len(own)
@@ -104,7 +112,7 @@ def test_a_late_calls_body_in_a_long_conversation_is_the_one_the_run_kept(
     inside.locator("> summary").click()
     inside.locator(".call-in .msg pre").first.wait_for()
     assert inside.locator(".call-in .msg pre").first.text_content() == judge[0].messages[0].content
-    assert asked.count(bodies_file) == 1
+    assert data() == [bodies_file, "0/bodies.js"]  # each loaded once, the page's own first
     assert no_page_scroll(page) and page.problems == []
     last.locator("> summary").evaluate("summary => summary.scrollIntoView()")
     shot(page, tmp_path, f"bundle-late-call-{width}")
@@ -133,13 +141,20 @@ def test_the_pages_reader_puts_back_every_awkward_body(page_of, long_bundle):  #
 
 
 @pytest.mark.slow
-def test_a_page_whose_bodies_file_is_missing_says_which_when_a_body_is_opened(page_of, long_bundle, tmp_path):  # noqa: F811
+@pytest.mark.parametrize("gone", ["own", "shared"])
+def test_a_page_whose_bodies_file_is_missing_says_which_when_a_body_is_opened(
+    page_of,  # noqa: F811
+    long_bundle,
+    gone,
+    tmp_path,
+):
     run, out = long_bundle
     cid, _, _ = _bodies(run)
     copy = tmp_path / "bundle"
     shutil.copytree(out, copy)
     name = page_file(cid)
-    (copy / "runs/0/bodies" / f"{name.removesuffix('.html')}.js").unlink()
+    missing = f"../bodies/{name.removesuffix('.html')}.js" if gone == "own" else "../bodies.js"
+    (copy / "runs/0/conversations" / missing).resolve().unlink()
     page = page_of(1400, 900)
     page.goto((copy / "runs/0/conversations" / name).as_uri())
     page.wait_for_load_state()
@@ -148,8 +163,7 @@ def test_a_page_whose_bodies_file_is_missing_says_which_when_a_body_is_opened(pa
     said = first.locator(".call-wait.warning")
     said.wait_for()
     assert said.text_content() == (
-        f"This call's body is in ../bodies/{name.removesuffix('.html')}.js, which could not be read: "
-        "open the bundle whole, as written."
+        f"This call's body is in {missing}, which could not be read: open the bundle whole, as written."
     )
     # The browser's own console line for the missing file; no error of the page's script.
     assert page.problems == ["Failed to load resource: net::ERR_FILE_NOT_FOUND"]

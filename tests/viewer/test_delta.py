@@ -110,3 +110,22 @@ def test_no_op_splits_a_character_and_every_copy_is_in_range():
             assert isinstance(at, int) and isinstance(length, int)
             assert 0 <= op <= k and length > 0 and at >= 0 and at + length <= lengths[op]
             i += 3
+
+
+def test_a_pages_bodies_copy_from_a_base_pages_and_come_back_after_them():
+    """The bundle's runs/0/bodies.js: one page's texts, which every later page may copy
+    from, numbered before the page's own (its judge's prompt and questions are the same)."""
+    base = SharedText()
+    first = conversation(12, seed=1)
+    for text in first:
+        base.add(text)
+    page = SharedText(base)
+    texts = [t.replace("call", "appel") for t in first] + AWKWARD
+    for n, text in enumerate(texts):
+        assert page.add(text) == len(first) + n
+    assert page.first == len(first) and len(page.encoded) == len(texts)
+    encoded = msgspec.json.decode(msgspec.json.encode(base.encoded + page.encoded))
+    assert decoded(encoded)[len(first) :] == texts
+    # The base's texts are copied, not written again: the page's own are a few ops each.
+    written = sum(len(op) for ops in page.encoded for op in ops if isinstance(op, str))
+    assert written < sum(map(len, AWKWARD)) + 100 * len(first)

@@ -83,13 +83,16 @@ def _agree(a: str, i: int, b: str, j: int) -> int:
 class SharedText:
     """The texts of one page, each written as ops (see the module's docstring)."""
 
-    def __init__(self) -> None:
-        self._texts: list[str] = []  # in code units
-        self._index: dict[str, tuple[int, int]] = {}
+    def __init__(self, base: SharedText | None = None) -> None:
+        """`base`: texts (another page's) that these may copy from too, numbered before
+        them: text k is base's for k < `first`, else encoded[k - first]."""
+        self._texts: list[str] = list(base._texts) if base is not None else []  # in code units
+        self._index: dict[str, tuple[int, int]] = dict(base._index) if base is not None else {}
+        self.first = len(self._texts)
         self.encoded: list[list[Op]] = []
 
     def add(self, text: str) -> int:
-        """Write `text` as ops after the texts before it; its number."""
+        """Write `text` as ops after the texts before it (base's too); its number."""
         units = _units(text)
         ops = self._ops(units)
         number = len(self._texts)
