@@ -255,3 +255,28 @@ def test_a_key_written_in_a_profiles_url_is_a_warning_naming_file_and_field(tmp_
     # A key from the environment is what is asked for: only its unset variable is said.
     assert [w for w in warnings if "envbot" in w and "literal" in w] == []
     assert "lit-0f3a9c2e7b" not in proc.stdout + proc.stderr
+
+
+def test_a_password_written_in_a_profiles_url_is_a_warning_and_never_printed(tmp_path):
+    # `user:password@host` is a credential as much as `?api_key=`: sent as written, masked
+    # in records, and said once by validate; a password from the environment is not.
+    providers = tmp_path / "providers"
+    providers.mkdir()
+    (providers / "pwbot.toml").write_text(
+        HTTP_BOT.replace("{system}", "").replace("http://127.0.0.1", "http://team:pw-7c1e@127.0.0.1")
+    )
+    (providers / "envpw.toml").write_text(
+        HTTP_BOT.replace("{system}", "").replace("http://127.0.0.1", "http://team:${BOT_PW}@127.0.0.1")
+    )
+    (providers / "nopw.toml").write_text(
+        HTTP_BOT.replace("{system}", "").replace("http://127.0.0.1", "http://team@127.0.0.1")
+    )
+    proc = vera("validate", "config", str(config(tmp_path, providers, ["pwbot", "envpw", "nopw"])))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    literal = [line for line in proc.stdout.splitlines() if ": warning: " in line and "literal" in line]
+    assert literal == [
+        f"{providers / 'pwbot.toml'}: warning: http.url: the password in its user information "
+        "(user:password@) is written literally; write ${VAR} in its place and set VAR in the "
+        "environment or .env (records show ****)"
+    ]
+    assert "pw-7c1e" not in proc.stdout + proc.stderr

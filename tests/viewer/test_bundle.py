@@ -10,12 +10,17 @@ import os
 import re
 from html import escape, unescape
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from vera.viewer.app import page_calls
 from vera.viewer.bundle import MARKER, page_file
+from vera.viewer.calls import BodyIndex, CallIndex
+from vera.viewer.catalogue import Catalogue
 
 from .conftest import FAILED_ID, IMG_TEXT, MARKUP_ID, SCRIPT_TEXT, invoke_vera
+from .test_delta import decoded
 
 # Said by the conversation page's bodies section when a call's request is shown.
 BODY_HEADING = "What each call was sent and answered"
@@ -104,6 +109,46 @@ def test_without_call_bodies_the_pages_say_they_were_left_out(viewer_run, bundle
     assert 'class="call-body"' not in without
     assert "left out" in without and len(without) < len(with_bodies)
     assert json.loads((out / MARKER).read_text())["call_bodies"] is False
+
+
+def _script_data(path: Path, name: str) -> Any:
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith(f"window.{name} = ") and text.endswith(";\n"), path
+    return json.loads(text.removeprefix(f"window.{name} = ").removesuffix(";\n"))
+
+
+def test_each_pages_bodies_are_in_its_own_file_and_come_back_as_the_server_shows_them(bundled, viewer_run):
+    """A call's request holds the conversation so far: in the page, a conversation's bodies
+    grow with the square of its turns. The page holds each call's summary line; its file
+    (runs/0/bodies/<page>.js) each body as copies of the ones before it or of one page's
+    bodies (runs/0/bodies.js), which put back give the markup the server's page holds,
+    byte for byte."""
+    out, _, _ = bundled
+    shared = _script_data(out / "runs/0/bodies.js", "veraSharedBodies")
+    catalogue = Catalogue.open([viewer_run])
+    calls, bodies = CallIndex(viewer_run), BodyIndex(viewer_run)
+    checked, copying = 0, 0
+    for cid in catalogue.runs[0].records.conversations:
+        page = catalogue.page(0, cid)
+        assert page is not None
+        served, served_by_question = page_calls(calls, bodies, page)  # the server's page's
+        name = page_file(cid)
+        html = (out / "runs/0/conversations" / name).read_text()
+        data = out / "runs/0/bodies" / f"{name.removesuffix('.html')}.js"
+        if 'class="call-body"' not in served:
+            assert not data.exists() and "bodies.js" not in html
+            continue
+        assert '<div class="call-io">' not in html  # no body in the page itself
+        assert '<script src="../../../static/bodies.js" defer></script>' in html
+        own = _script_data(data, "veraCallBodies")
+        copying += bool(own["shared"] and own["texts"])
+        markup = decoded((shared if own["shared"] else []) + own["texts"])
+        parts = re.split(r'<div class="call-wait" data-body="(\d+)"></div>', html)
+        put_back = "".join(markup[int(p)] if n % 2 else p for n, p in enumerate(parts))
+        assert served in put_back
+        assert all(v in put_back for v in served_by_question.values())
+        checked += 1
+    assert checked >= 10 and copying >= checked - 1 and shared  # every page but the shared one's
 
 
 def test_a_previous_bundle_is_replaced_whole(viewer_run, tmp_path):

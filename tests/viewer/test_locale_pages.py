@@ -254,8 +254,12 @@ def test_the_viewer_s_copy_of_a_zh_run_serves_its_pages_in_chinese(zh_run, tmp_p
         assert '<html lang="zh-CN">' in html and "<h2>对话记录</h2>" in html and "← 全部对话" in html
         # The viewer's model-calls sections, too.
         assert "<h2>模型调用</h2>" in html and "<h2>每次调用发送与收到的内容</h2>" in html
-        assert "<th>角色</th>" in html and "<h4>输入 " in html
+        assert "<th>角色</th>" in html
         assert "Model calls" not in html and "What each call was sent" not in html
+        # Each call's body, in the page's own file of them or the one all pages share.
+        bodies = (p.parent.parent / "bodies" / f"{p.stem}.js").read_text(encoding="utf-8")
+        bodies += (p.parent.parent / "bodies.js").read_text(encoding="utf-8")
+        assert "<h4>输入 " in bodies and "<h4>Input " not in bodies
     # Its improvement report, as `vera report improvements` writes it for this run.
     report = (tmp_path / "bundle" / "runs" / "0" / "improvements.html").read_text(encoding="utf-8")
     assert '<html lang="zh-CN">' in report and "← 全部对话" in report and "评分卡" in report

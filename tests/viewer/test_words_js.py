@@ -46,7 +46,16 @@ def test_only_words_js_reads_the_words_block():
         assert reads == (script.name == "words.js"), script.name
         # One el() for every page: a copy elsewhere would drift from it (or shadow it).
         assert ("function el(" in text) == (script.name == "words.js"), script.name
-    assert _users() == {"app.js", "review.js", "runs.js", "keys.js", "calls.js", "bundle.js", "grid.js"}
+    assert _users() == {
+        "app.js",
+        "review.js",
+        "runs.js",
+        "keys.js",
+        "calls.js",
+        "bundle.js",
+        "grid.js",
+        "bodies.js",
+    }
 
 
 def test_every_page_loads_words_js_before_the_scripts_that_use_it():

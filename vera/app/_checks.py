@@ -38,6 +38,7 @@ from vera.inputs import (
     default_grouping,
     find_target,
     literal_url_credentials,
+    literal_url_password,
     load_config,
     load_judge_prompts,
     load_profile,
@@ -234,6 +235,16 @@ def _literal_credentials(profile: Profile, path: Path) -> list[Finding]:
     found = []
     urls = (("base_url", profile.base_url), ("http.url", profile.http.url if profile.http else ""))
     for field, url in urls:
+        if literal_url_password(url):
+            found.append(
+                Finding(
+                    str(path),
+                    f"{field}: the password in its user information (user:password@) is written "
+                    "literally; write ${VAR} in its place and set VAR in the environment or .env "
+                    "(records show ****)",
+                    "warning",
+                )
+            )
         if names := literal_url_credentials(url):
             params = ", ".join(repr(n) for n in names)
             what = (

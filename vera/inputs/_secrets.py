@@ -175,6 +175,16 @@ def mask_url(url: str) -> str:
     return f"{head}?{_PARAM.sub(mask, query)}{hash_}{fragment}"
 
 
+def literal_url_password(url: str) -> bool:
+    """Whether a profile's URL holds a password in its user information
+    (`https://user:pw@host`) written in the file rather than taken from the environment."""
+    m = _USERINFO.match(url)
+    if m is None:
+        return False
+    password = url[m.end(1) : m.end() - 1]
+    return bool(_ENV_REF.sub("", password))
+
+
 def literal_url_credentials(url: str) -> list[str]:
     """The credential-named query parameters of a profile's URL whose value is written in
     the file rather than taken from the environment (`${VAR}`) or filled by vera

@@ -77,6 +77,7 @@ from vera.viewer.calls import (
     BodyIndex,
     CallIndex,
     Job,
+    Later,
     asked_ahead,
     bodies_html,
     call_numbers,
@@ -129,6 +130,7 @@ _ASSETS = (
     "runs.js",
     "bundle.js",
     "grid.js",
+    "bodies.js",
 )
 # A conversation page's own scripts (words.js, the words they share, first) and the
 # stylesheets of what they add, relative to runs/<k>/conversations/: served, and in a bundle.
@@ -381,10 +383,16 @@ def _calls_section(
 
 
 def page_calls(
-    index: CallIndex, bodies: BodyIndex | None, page: ConversationPage, *, left_out: str = ""
+    index: CallIndex,
+    bodies: BodyIndex | None,
+    page: ConversationPage,
+    *,
+    left_out: str = "",
+    later: Later | None = None,
 ) -> tuple[str, dict[tuple[str, str], str]]:
     """A conversation's calls section and its judge calls by question; `bodies` None:
-    the bodies are left out, and the page says why (`left_out`)."""
+    the bodies are left out, and the page says why (`left_out`); `later`: where each
+    body goes instead of the page (the bundle's, vera.viewer.calls.body_html)."""
     jobs = [Job(page.conversation.id, "")]
     jobs += [Job(j.id, judge_label(j.judge, j.instance)) for j in page.judgements]
     lines, corrupt = index.lines_and_damage([j.id for j in jobs])
@@ -397,7 +405,7 @@ def page_calls(
     complete = {j.id for j in page.judgements if j.status == "complete"}
     ahead = asked_ahead(kept, answered, complete)
     why = left_out or no_bodies_reason(index.path.parent) or ""
-    found = bodies_html(jobs, kept, call_numbers(calls), why, answered, lost, ahead)
+    found = bodies_html(jobs, kept, call_numbers(calls), why, answered, lost, ahead, later)
     linked = {(b.call.job_id, b.call.at) for b in kept} if kept is not None else ()
     return warning + calls_html(jobs, calls, linked=linked, ahead=ahead) + found.appendix, found.by_question
 

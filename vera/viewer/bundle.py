@@ -8,6 +8,10 @@ no vera, or to keep what a run looked like.
                                             the list's first search, not with the page)
     OUT/static/…                            the viewer's own scripts and stylesheets
     OUT/runs/0/conversations/<id>.html      each conversation's page, with its model calls
+    OUT/runs/0/bodies/<id>.js               what its calls were sent and answered, each
+                                            body as copies of the ones before it and its
+                                            new text (vera.viewer.delta), read on opening one
+    OUT/runs/0/bodies.js                    one page's bodies, the others' to copy from
     OUT/runs/0/card.html, improvements.html the score card (if scored), what to fix first
     OUT/runs/0/arcs/<arc>.html              each arc (multi-session runs)
     OUT/grid.html                           the chatbot × persona grid, every persona on it;
@@ -60,6 +64,7 @@ from vera.viewer.app import _ASSETS, PAGE_SCRIPTS, PAGE_SHEETS, load_assets, pag
 from vera.viewer.calls import BodyIndex, CallIndex
 from vera.viewer.catalogue import Catalogue
 from vera.viewer.compare import back_nav, compare_page
+from vera.viewer.delta import SharedText
 from vera.viewer.grid import GridLinks, grid_html, side_by_side_html
 from vera.viewer.runs import is_run_dir
 from vera.viewer.search import SearchIndex
@@ -99,7 +104,33 @@ STEPS_LOADER = """
     .catch(() => {});
 })();
 """
+# A conversation page's script that puts a call's body together when it is opened.
+BODIES_SCRIPT = "../../../static/bodies.js"
 _CSP_TAG = re.compile(r'<meta http-equiv="Content-Security-Policy"', re.IGNORECASE)
+
+
+class BodyFile:
+    """A conversation page's call bodies, kept out of the page (static/bodies.js reads them
+    back when one is opened): each a number on the page, its markup in the file of the
+    page's name under runs/<k>/bodies/, written as copies of the bodies before it
+    (vera.viewer.delta) and of the run's base page's (`base`, in runs/<k>/bodies.js): the
+    judge's prompt and questions, a chatbot's system prompt, are the same on every page."""
+
+    def __init__(self, page: str, base: SharedText | None) -> None:
+        self.file = page.removesuffix(".html") + ".js"
+        self.texts = SharedText(base)
+
+    def later(self, markup: str) -> str:
+        return f'<div class="call-wait" data-body="{self.texts.add(markup)}"></div>'
+
+    @property
+    def written(self) -> bool:
+        """Whether the page has a body (a number in its place)."""
+        return bool(self.texts.encoded)
+
+    def data(self, *, shared: bool) -> str:
+        """The page's file: its texts, and whether their numbers follow the base's."""
+        return _script_data("veraCallBodies", {"shared": shared, "texts": self.texts.encoded})
 
 
 class BundleRefused(UserError):
@@ -254,12 +285,17 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
     bodies = BodyIndex(run.path) if call_bodies else None
     with use_strings(strings):
         left_out = "" if call_bodies else tr("viewer.bundle_no_bodies")
+    # The first complete, judged conversation's bodies are every later page's to copy
+    # from (BodyFile): the pages before it have none to.
+    base: SharedText | None = None
     for cid in run.records.conversations:
         page = catalogue.page(0, cid)
         if page is None:
             continue
+        name = page_file(cid)
+        own = BodyFile(name, base)
         with use_strings(strings):
-            section, by_question = page_calls(calls, bodies, page, left_out=left_out)
+            section, by_question = page_calls(calls, bodies, page, left_out=left_out, later=own.later)
             html = render_conversation_page(
                 page,
                 viewer=True,
@@ -267,10 +303,20 @@ def _write(catalogue: Catalogue, root: Path, *, call_bodies: bool) -> None:
                 steps=steps_html(catalogue, {}, 0, cid),
                 appendix=section,
                 question_calls=by_question,
-                script=PAGE_SCRIPTS,
+                script=(*PAGE_SCRIPTS, BODIES_SCRIPT) if own.written else PAGE_SCRIPTS,
                 style=PAGE_SHEETS,
             )
-        _put(root, f"runs/0/conversations/{page_file(cid)}", with_words(html, strings, "viewer"))
+        _put(root, f"runs/0/conversations/{name}", with_words(html, strings, "viewer"))
+        if base is None and own.written and page.conversation.status == "complete" and page.judgements:
+            base = own.texts  # its texts in bodies.js; the page's own file holds none
+            _put(root, "runs/0/bodies.js", _script_data("veraSharedBodies", base.encoded))
+            _put(
+                root,
+                f"runs/0/bodies/{own.file}",
+                _script_data("veraCallBodies", {"shared": True, "texts": []}),
+            )
+        elif own.written:
+            _put(root, f"runs/0/bodies/{own.file}", own.data(shared=base is not None))
     arcs = {h.session.arc for h, _ in run.records.conversations.values() if h.session is not None}
     for arc in sorted(arcs):
         found = catalogue.arc(0, arc)

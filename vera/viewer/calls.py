@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -318,10 +318,16 @@ def _message_role(role: str) -> str:
     return tr(_MESSAGE_ROLES[role]) if role in _MESSAGE_ROLES else role
 
 
-def body_html(n: int, body: CallBody, label: str, *, ahead: bool = False) -> str:
+# Given a call's body as HTML (all but its summary line), what stands in its place on the
+# page: the bundle's, which writes the body to a file of its own (vera.viewer.bundle).
+Later = Callable[[str], str]
+
+
+def body_html(n: int, body: CallBody, label: str, *, ahead: bool = False, later: Later | None = None) -> str:
     """One call's exact input and output, collapsed: the messages as sent (system
     first), the parameters and schema; the reply's text, structured answer, finish
-    reason and usage. Each side has a copy button (the input as JSON, the reply's text)."""
+    reason and usage. Each side has a copy button (the input as JSON, the reply's text).
+    With `later`, the summary line only, and what `later` puts in place of the rest."""
     c = body.call
     anchor = f"call-{n}"
     r = body.response
@@ -343,8 +349,8 @@ def body_html(n: int, body: CallBody, label: str, *, ahead: bool = False) -> str
     if ahead:  # a judge question the walk did not reach: why it is not beside the walk
         summary += tr("page.calls_ahead_note", question=body.question_id)
     request = exported_call(body)["request"]
+    head = f'<details class="call-body" id="{anchor}"><summary>{escape(summary, quote=False)}</summary>'
     parts = [
-        f'<details class="call-body" id="{anchor}"><summary>{escape(summary, quote=False)}</summary>',
         '<div class="call-io"><div class="call-in">',
         f"<h4>{_w('page.calls_input')} {_copy(anchor + '-in', tr('page.calls_copy_input', n=n))}</h4>",
         f'<template id="{anchor}-in">{escape(_pretty(request))}</template>',
@@ -394,8 +400,9 @@ def body_html(n: int, body: CallBody, label: str, *, ahead: bool = False) -> str
         if u.reasoning_tokens:
             usage += tr("page.calls_usage_reasoning", n=_tokens(u.reasoning_tokens))
         parts.append(f'<p class="muted">{escape(usage, quote=False)}</p>')
-    parts.append("</div></div></details>")
-    return "".join(parts)
+    parts.append("</div></div>")
+    inner = "".join(parts)
+    return head + (later(inner) if later is not None else inner) + "</details>"
 
 
 @dataclass(frozen=True)
@@ -415,10 +422,12 @@ def bodies_html(
     answered: set[tuple[str, str]],
     lost: Mapping[tuple[str, float], Gap] | None = None,
     ahead: Mapping[tuple[str, float], str] | None = None,
+    later: Later | None = None,
 ) -> CallBodiesHtml:
     """The bodies of a page's calls, numbered as the calls table numbers them. A judge
     call goes beside its question when the walk shows that question (`answered`:
-    (judgement id, question id)); the rest (asked ahead and not reached) stay here."""
+    (judgement id, question id)); the rest (asked ahead and not reached) stay here.
+    `later`: as body_html's."""
     head = f'<section id="call-bodies" class="calls"><h2>{_w("page.calls_bodies")}</h2>'
     if bodies is None:
         return CallBodiesHtml(head + f"<p>{escape(why_none)}.</p></section>", {})
@@ -429,7 +438,9 @@ def bodies_html(
     for body in bodies:
         c = body.call
         n = numbers.get((c.job_id, c.at), 0)
-        html = body_html(n, body, label.get(c.job_id) or role_name(c.role), ahead=(c.job_id, c.at) in ahead)
+        html = body_html(
+            n, body, label.get(c.job_id) or role_name(c.role), ahead=(c.job_id, c.at) in ahead, later=later
+        )
         if (c.job_id, body.question_id) in answered:
             by_question.setdefault((c.job_id, body.question_id), []).append(html)
         else:

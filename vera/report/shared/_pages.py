@@ -20,12 +20,17 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 from importlib import resources
 from pathlib import Path
+
+import markdown_it
+import msgspec
 
 from vera import __version__
 from vera.errors import storage_error
@@ -499,9 +504,16 @@ def write_card_pages(
     judgements: Iterable[Judgement],
 ) -> int:
     """Write the page of every conversation the card's harm lists link to (`linked`: their
-    ids), and remove
-    pages of conversations it no longer lists (after a rescore). Return how many pages
-    were written. Each page is written whole and fsync'd, like every file vera writes."""
+    ids), and remove pages of conversations it no longer lists (after a rescore). Return
+    how many pages were written. Each page is written whole and fsync'd, like every file
+    vera writes.
+
+    A page whose file would come out the same is not written again: a rescore of a big
+    run spent most of its time writing pages nothing had changed (the fsync of each;
+    drawing them is the smaller part). `PAGES_NOTE` keeps, per page, the digest of all
+    the page is drawn from (`_drawn_from`) and the file's size and time as written; a
+    page with the same digest whose file is as it was written is left alone, and any
+    other page is drawn, then written only when its bytes differ from the file's."""
     wanted = {cid for cid in linked if cid in conversations and page_name(cid)}
     folder = run_dir / PAGES_DIR
     if folder.is_dir():
@@ -518,18 +530,136 @@ def write_card_pages(
     questions = question_texts(manifest, run_dir)
     folder.mkdir(exist_ok=True)
     strings = page_strings(manifest)
+    common = _drawn_from(manifest, questions, strings)
+    before = _read_note(folder)
+    after: dict[str, _Drawn] = {}
+    written = 0
     for cid in sorted(wanted):
+        name = f"{cid}.html"
+        path = folder / name
+        judged = sorted(by_conversation.get(cid, []), key=lambda j: (j.judge, j.instance, j.id))
+        digest = hashlib.sha256(common + _ENCODER.encode([conversations[cid], judged])).hexdigest()
+        old = before.get(name)
+        if old is not None and old.digest == digest and old.file == _file_signature(path):
+            after[name] = old
+            continue
         page = ConversationPage(
             run_id=manifest.run_id,
             conversation=conversations[cid],
-            judgements=sorted(by_conversation.get(cid, []), key=lambda j: (j.judge, j.instance, j.id)),
+            judgements=judged,
             questions=questions,
             run_seeds=manifest.seeds,
         )
         with use_strings(strings):
-            html = render_conversation_page(page)
-        atomic_write(folder / f"{cid}.html", html.encode(), what="a conversation page")
-    return len(wanted)
+            html = render_conversation_page(page).encode()
+        if _content(path) != html:
+            atomic_write(path, html, what="a conversation page")
+            written += 1
+        signature = _file_signature(path)
+        if signature is not None:
+            after[name] = _Drawn(digest=digest, file=signature)
+    if after != before:
+        atomic_write(folder / _NOTE_NAME, _ENCODER.encode(_PagesNote(pages=after)), what=_NOTE_WHAT)
+    return written
+
+
+# What `write_card_pages` last wrote, and from what (see there). Not an .html file, so
+# neither the stale-page sweep nor a link ever takes it for a page.
+_NOTE_NAME = ".rendered.json"
+PAGES_NOTE = f"{PAGES_DIR}/{_NOTE_NAME}"
+_NOTE_WHAT = "the note of the conversation pages"
+_ENCODER = msgspec.json.Encoder()
+
+
+class _Drawn(msgspec.Struct, frozen=True):
+    """One page as `write_card_pages` left it: the digest of what it was drawn from,
+    and its file's [size, mtime_ns] (a file changed since, or gone, is drawn again)."""
+
+    digest: str
+    file: tuple[int, int]
+
+
+class _PagesNote(msgspec.Struct, frozen=True):
+    pages: dict[str, _Drawn]
+
+
+def _read_note(folder: Path) -> dict[str, _Drawn]:
+    """The pages the last `write_card_pages` left, by file name: none when the note is
+    missing, unreadable or of another shape (every page is then drawn and compared)."""
+    try:
+        return msgspec.json.decode((folder / _NOTE_NAME).read_bytes(), type=_PagesNote).pages
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return {}
+
+
+def _file_signature(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns)
+
+
+def _content(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _drawn_from(manifest: RunManifest, questions: QuestionTexts, strings: Strings) -> bytes:
+    """What every page of a run is drawn from besides its conversation and judgements:
+    the code that draws it (`_CODE`, and vera's version), the run's id and seeds, the question texts as
+    found now (the rubric file may have changed or gone since the run), and the words of
+    the run's locale pack as read now (a translation fixed since)."""
+    return _ENCODER.encode(
+        [
+            _CODE,
+            __version__,
+            PAGE_CSS,
+            manifest.run_id,
+            manifest.seeds,
+            questions,
+            [strings.lang, strings.own, strings.glosses, strings.values],
+        ]
+    )
+
+
+def sources_signature(folder: Path) -> bytes:
+    """A digest of every file below `folder` but compiled bytecode: its path, size and
+    modification time (a stat each, no reading: this runs whenever vera starts). A file
+    edited, added, removed or renamed changes it; so does a file only touched, which
+    costs a drawing of every page and writes none. A folder that cannot be read gives a
+    digest no other call gives: pages are then always drawn."""
+    h = hashlib.sha256()
+    try:
+        for base, dirs, files in os.walk(folder, onerror=_raise):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith((".pyc", ".pyo")):
+                    continue
+                path = Path(base) / name
+                st = path.stat()
+                h.update(f"{path.relative_to(folder).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    except OSError:
+        return os.urandom(32)
+    return h.digest()
+
+
+def _raise(exc: OSError) -> None:
+    raise exc
+
+
+# The code that draws a page: vera's sources (a page changed in a source tree is drawn
+# again without a version bump), markdown-it-py's version and Python's. Taken when this
+# module is loaded, so it is the code this process draws with: a source edited while a
+# run goes on is not vouched for by pages the run's old code draws. (A module loaded
+# after such an edit makes the note name older code than drew the page: the next score
+# draws it again, never the reverse.)
+_CODE = hashlib.sha256(
+    f"{markdown_it.__version__}\0{sys.version}\0".encode()
+    + sources_signature(Path(__file__).resolve().parents[2])
+).hexdigest()
 
 
 def write_missing_pages(records: RunRecords, linked: Iterable[str]) -> int:
