@@ -23,7 +23,7 @@ async def _sweep(run_dir, *, judge: bool) -> tuple[Counter[str], int, int]:
     started: Counter[str] = Counter()
     loop = asyncio.get_running_loop()
 
-    def factory(loop: asyncio.AbstractEventLoop, coro, **kw):  # type: ignore[no-untyped-def]
+    def factory(loop: asyncio.AbstractEventLoop, coro, **kw):
         started[getattr(coro, "__qualname__", type(coro).__name__)] += 1
         return asyncio.Task(coro, loop=loop, **kw)
 

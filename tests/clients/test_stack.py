@@ -164,7 +164,7 @@ async def test_the_call_record_holds_every_field_the_meter_says() -> None:
     cases = [{}, unusual, *({k: v} for k, v in unusual.items())]
     for fields in cases:
         records: list[CallRecord] = []
-        client = RecordingClient(_Settles(**fields), records.append, role="chatbot")  # type: ignore[arg-type]
+        client = RecordingClient(_Settles(**fields), records.append, role="chatbot")
         await client.chat(REQUEST)
         (got,) = records
         meter = CallMeter()
