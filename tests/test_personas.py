@@ -104,3 +104,39 @@ def test_reference_personas_load_and_the_malformed_row_is_a_warning():
     assert pset.distribution() == {"None": 10, "Low": 30, "High": 30, "Immediate": 30}
     assert [i.severity for i in issues] == ["warning"]
     assert "Skylar" in issues[0].message
+
+
+def test_template_render_is_the_placeholder_substitution():
+    """`Template.render` cuts a template at its placeholders once and joins the pieces
+    (vera.inputs._prompts._pieces): the same text as substituting each placeholder with a
+    regular expression, JSON braces and unknown-looking text left alone, and a missing
+    value named by the line of its first use."""
+    import random
+
+    from vera.inputs._prompts import _FIELD, Template
+
+    rng = random.Random(7)
+    bits = [
+        "{Name}",
+        "{Age}",
+        "{min_turns}",
+        '{"answer": 1}',
+        "{ spaced }",
+        "{",
+        "}",
+        "\n",
+        "text ",
+        "é",
+        "{A-b c}",
+    ]
+    values = {"Name": "Ada", "Age": "", "min_turns": "4", " spaced ": "x\\1", "A-b c": "{Name}"}
+    for _ in range(300):
+        text = "".join(rng.choice(bits) for _ in range(rng.randint(0, 12)))
+        t = Template(path="t.txt", text=text)
+        missing = [m for m in _FIELD.finditer(text) if m.group(1) not in values]
+        if missing:
+            line = text.count("\n", 0, missing[0].start()) + 1
+            with pytest.raises(DataError, match=rf"t\.txt:{line}: no value for placeholder"):
+                t.render(values)
+        else:
+            assert t.render(values) == _FIELD.sub(lambda m: values[m.group(1)], text)

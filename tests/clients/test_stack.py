@@ -10,11 +10,12 @@ import aiohttp
 from vera.clients.base import CallContext, ChatRequest
 from vera.clients.cache import CachedClient, ResponseCache
 from vera.clients.limits import Account, LimitedClient, RetryPolicy, TokenBucket
+from vera.clients.meter import METER, CallMeter
 from vera.clients.openai import OpenAIClient
 from vera.clients.stack import CachingClients, RecordingClient, stack
 from vera.errors import ServerError
 from vera.inputs._profiles import OFFLINE
-from vera.records import CallRecord, Message, ModelSpec
+from vera.records import CallRecord, Completion, Message, ModelSpec, Usage
 
 from ..fakes.protocols import Fail, FakeOpenAI, Reply
 from .conftest import make_profile, open_pool
@@ -118,3 +119,77 @@ async def test_a_failed_call_is_recorded_once_with_its_attempts(tmp_path: Path) 
     assert record.error is not None and "ServerError" in record.error
     assert len(cache) == 0  # a failure is never cached
     cache.close()
+
+
+class _Settles:
+    """The layer below a recorder, reduced to what it owes it: a meter filled in (as
+    the limits or the cache fill it) with the values given, and an answer."""
+
+    name = "fake"
+    model = "m"
+
+    def __init__(self, **fields: object) -> None:
+        self.fields = fields
+
+    async def chat(self, request: ChatRequest) -> Completion:
+        meter = METER.get()
+        assert meter is not None
+        meter.settled = True
+        for name, value in self.fields.items():
+            setattr(meter, name, value)
+        return Completion(text="ok")
+
+
+async def test_the_call_record_holds_every_field_the_meter_says() -> None:
+    """The recorder sets the fields most calls leave at their defaults only when they are
+    not (a faster constructor call): every meter field still reaches the record, and a
+    record at the defaults encodes to the same line as one given every field."""
+    import msgspec
+
+    unusual = {
+        "provider": "prov",
+        "account": "acct",
+        "attempts": 3,
+        "http_429": 2,
+        "usage": Usage(input_tokens=5, output_tokens=7),
+        "cost_usd": 0.25,
+        "standard_cost_usd": 0.5,
+        "reasoning_cost_usd": 0.125,
+        "uncertain_usd": 0.75,
+        "cached": True,
+        "error": "ServerError: boom",
+        "tier": "flex",
+        "fallback": "batch",
+    }
+    cases = [{}, unusual, *({k: v} for k, v in unusual.items())]
+    for fields in cases:
+        records: list[CallRecord] = []
+        client = RecordingClient(_Settles(**fields), records.append, role="chatbot")
+        await client.chat(REQUEST)
+        (got,) = records
+        meter = CallMeter()
+        for name, value in fields.items():
+            setattr(meter, name, value)
+        want = CallRecord(
+            job_id="job-1",
+            role="judge",
+            provider=meter.provider,
+            model=meter.model,
+            account=meter.account,
+            latency_ms=got.latency_ms,
+            status="ok" if meter.error is None else "error",
+            attempts=meter.attempts,
+            usage=meter.usage,
+            cost_usd=meter.cost_usd,
+            reasoning_cost_usd=meter.reasoning_cost_usd,
+            http_429=meter.http_429,
+            error=meter.error,
+            cached=meter.cached,
+            at=got.at,
+            uncertain_usd=meter.uncertain_usd,
+            tier=meter.tier,
+            standard_cost_usd=meter.standard_cost_usd,
+            fallback=meter.fallback,
+        )
+        assert got == want, fields
+        assert msgspec.json.encode(got) == msgspec.json.encode(want)

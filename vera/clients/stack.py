@@ -121,19 +121,31 @@ class RecordingClient:
             account=meter.account,
             latency_ms=0.0 if meter.cached else (time.perf_counter() - started) * 1000,
             status="ok" if meter.error is None else "error",
-            attempts=meter.attempts,
             usage=meter.usage,
             cost_usd=meter.cost_usd,
-            standard_cost_usd=meter.standard_cost_usd,
-            reasoning_cost_usd=meter.reasoning_cost_usd,
-            uncertain_usd=meter.uncertain_usd,
-            http_429=meter.http_429,
-            cached=meter.cached,
-            error=meter.error,
             at=time.time(),
-            tier=meter.tier,
-            fallback=meter.fallback,
+            standard_cost_usd=meter.standard_cost_usd,
         )
+        # The fields most calls leave at their defaults are set only when they are not:
+        # msgspec matches a constructor's keywords to the fields one by one, so each
+        # keyword costs more than the one before (19 of them ~1 µs, the 11 above ~0.2).
+        # The record is the same either way, and encodes to the same line.
+        if meter.attempts != 1:
+            record.attempts = meter.attempts
+        if meter.reasoning_cost_usd:
+            record.reasoning_cost_usd = meter.reasoning_cost_usd
+        if meter.http_429:
+            record.http_429 = meter.http_429
+        if meter.error is not None:
+            record.error = meter.error
+        if meter.cached:
+            record.cached = meter.cached
+        if meter.uncertain_usd:
+            record.uncertain_usd = meter.uncertain_usd
+        if meter.tier != "standard":
+            record.tier = meter.tier
+        if meter.fallback:
+            record.fallback = meter.fallback
         tally = TALLY.get()
         if tally is not None:
             if meter.cached:

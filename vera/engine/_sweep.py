@@ -290,6 +290,9 @@ async def run_sweep(
     progress = progress or NullProgress()
     result = result if result is not None else SweepResult()
     judging = Judging(sweep, store, clients, result, progress)
+    # Whether conversations are judged as they end (a sweep of `vera simulate` or `vera
+    # bench` has no judge): without, an ended conversation starts no judging task.
+    judges = bool(sweep.slots)
     # By role: one model may be both the chatbot and the user-agent, with each role's parameters.
     bots = {s.ref: s for s in sweep.chatbots}
     agents = {s.ref: s for s in sweep.user_agents}
@@ -373,7 +376,8 @@ async def run_sweep(
                         conv = await simulate(job, earlier)
                         if conv is None:
                             break
-                    judged.create_task(judging.conversation(conv))
+                    if judges:  # (a sweep without judges: no task that would judge nothing)
+                        judged.create_task(judging.conversation(conv))
                     if conv.status != "complete":
                         break
                     earlier.append(conv)

@@ -15,6 +15,7 @@ this project, and the other tool's words stay in the user's checkout.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import tomllib
@@ -52,14 +53,35 @@ class Template(msgspec.Struct, frozen=True):
                 raise DataError(f"{self.path}:{line}", f"unknown placeholder {{{m.group(1)}}}")
 
     def render(self, values: Mapping[str, str]) -> str:
-        def sub(m: re.Match[str]) -> str:
-            key = m.group(1)
+        # The text between the placeholders is found once per template (`_pieces`), not
+        # by a regular-expression pass over the whole text at each rendering: a persona
+        # prompt is rendered once per persona in a sweep, and the pass with its callback
+        # per placeholder cost ~16 µs for a 7 KB prompt.
+        literals, fields = _pieces(self.text)
+        out = [literals[0]]
+        for (key, start), literal in zip(fields, literals[1:], strict=True):
             if key not in values:
-                line = self.text.count("\n", 0, m.start()) + 1
+                line = self.text.count("\n", 0, start) + 1
                 raise DataError(f"{self.path}:{line}", f"no value for placeholder {{{key}}}")
-            return values[key]
+            out.append(values[key])
+            out.append(literal)
+        return "".join(out)
 
-        return _FIELD.sub(sub, self.text)
+
+@functools.lru_cache(maxsize=256)
+def _pieces(text: str) -> tuple[tuple[str, ...], tuple[tuple[str, int], ...]]:
+    """A template's text cut at its placeholders: the literal pieces (one more than the
+    placeholders) and each placeholder's name and offset, in order, as `_FIELD.sub` would
+    meet them."""
+    literals: list[str] = []
+    fields: list[tuple[str, int]] = []
+    pos = 0
+    for m in _FIELD.finditer(text):
+        literals.append(text[pos : m.start()])
+        fields.append((m.group(1), m.start()))
+        pos = m.end()
+    literals.append(text[pos:])
+    return tuple(literals), tuple(fields)
 
 
 def _read_template(folder: Path, name: str, manifest: Path, reference: ReferenceDir) -> Template:
