@@ -61,6 +61,6 @@ async def test_a_call_of_unknown_cost_with_no_bound_says_so(tmp_path):
                 html = await r.text()
             table = _text(html.split('id="calls"', 1)[1].split('id="call-bodies"', 1)[0])
             mine = [c for c in unbounded if page_of[c["job_id"]] == cid]
-            assert table.count("cost unknown, with no bound") == len(mine)
-            assert f"{len(mine)} call(s) of unknown cost have no bound at all" in table
+            assert table.count("an attempt of unknown cost, with no bound") == len(mine)
+            assert f"{len(mine)} call(s) had attempts of unknown cost with no bound at all" in table
             assert "if billed" not in table

@@ -284,8 +284,8 @@ BASE: dict[str, str] = {
         "unknown (sent, then timed out, cut off by a stop or answered without their usage)"
     ),
     "card.about_unbounded": (
-        "; the cost of {n} call(s) is unknown and has no bound: sent, then unanswered, on a priced "
-        "model whose output nothing caps (set max_tokens in the profile's [params] to bound it)"
+        "; {n} call(s) had attempts of unknown cost with no bound: sent, then unanswered, on a "
+        "priced model whose output nothing caps (set max_tokens in the profile's [params] to bound it)"
     ),
     "card.about_grouping_risk": "by suicide risk level: {levels}",
     "card.risk_caption": "{caption} {level}",
@@ -1195,9 +1195,11 @@ BASE: dict[str, str] = {
         "run, or in a shared response cache): no call was made, so they are not counted above, as on the card."
     ),
     "page.calls_uncertain": "cost unknown: up to {cost} if billed",
-    "page.calls_unbounded": "cost unknown, with no bound: nothing caps this model's output (no max_tokens)",
+    "page.calls_unbounded": (
+        "an attempt of unknown cost, with no bound: nothing caps this model's output (no max_tokens)"
+    ),
     "page.calls_unbounded_total": (
-        " {n} call(s) of unknown cost have no bound at all: nothing caps their model's output."
+        " {n} call(s) had attempts of unknown cost with no bound at all: nothing caps their model's output."
     ),
     "page.calls_uncertain_total": (
         " The cost leaves out calls whose cost is unknown (sent, then timed out or cut off by a stop): "
