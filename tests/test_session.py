@@ -183,6 +183,9 @@ def test_a_second_sigint_cancels_at_once_and_resume_finishes_the_run(tmp_path: P
         assert sent <= len(calls) <= sent + 2, (sent, len(calls))  # at most the 2 in flight unsent
         cut = [c for c in calls if "the run stopped while the call was in flight" in (c["error"] or "")]
         assert cut and all(c["status"] == "error" and c["cost_usd"] == 0 for c in cut)
+        # Priced, with no max_tokens: no worst case to give, so each is counted as a cost
+        # with no bound rather than as nothing.
+        assert all(c["uncertain_usd"] == 0 and c["unbounded_attempts"] == 1 for c in cut), cut
         assert _jsonl(out / EVENTS_FILE)[-1]["judgements"] == len(_jsonl(out / "judgements.jsonl"))
 
         done = subprocess.run(

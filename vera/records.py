@@ -375,6 +375,12 @@ class CallRecord(msgspec.Struct, gc=False, kw_only=True):
     # What attempts whose cost is unknown (a timeout after sending) may have cost, at
     # their worst case; a run's budget counts it as spent (vera.clients.budget).
     uncertain_usd: float = 0.0
+    # Attempts whose cost is unknown and has no worst case: sent, then unanswered (or
+    # answered without their usage), on a priced model whose output nothing caps (no
+    # max_tokens), so `uncertain_usd` cannot count them. An invoice may hold any amount
+    # for them, up to what the model itself may write. Absent (unset) when none, so a
+    # call log of bounded calls reads, and is written, as before.
+    unbounded_attempts: int | msgspec.UnsetType = msgspec.UNSET
     # The price tier the call was served at: "standard" (a live call), "batch" (a
     # provider's batch API, half price; vera.clients.batching) or "flex".
     tier: str = "standard"

@@ -74,11 +74,13 @@ def grid_state(page) -> dict:
 
 # Settled: the document loaded (grid.js is deferred: it runs after the page is parsed,
 # so the whole grid is on show for a moment before it hides and narrows it), `selector`
-# shown, and nothing still being narrowed.
-SETTLED = """(selector) => document.readyState === "complete"
+# shown, and nothing still being narrowed. With `url`, the page must also be that
+# address (as the browser writes it): a check made just after a navigation must not be
+# answered by the document it left, nor by another address than the one asked for.
+SETTLED = """([selector, url]) => (url === null || location.href === new URL(url).href)
+  && document.readyState === "complete"
   && document.querySelector(selector)?.checkVisibility()
   && !document.querySelector("[aria-busy]")"""
-
 
 # What the page was doing, for a wait that timed out.
 STATE = """(selector) => ({
@@ -91,20 +93,30 @@ STATE = """(selector) => ({
 })"""
 
 
-def wait_for_settled(page, selector: str) -> None:
+def wait_for_settled(page, selector: str, url: str | None = None) -> None:
     from playwright.sync_api import TimeoutError as Timeout
 
     try:
-        page.wait_for_function(SETTLED, arg=selector, timeout=30_000)
+        page.wait_for_function(SETTLED, arg=[selector, url], polling=100, timeout=30_000)
     except Timeout:
         raise AssertionError(
-            f"{selector} not settled: {page.evaluate(STATE, selector)}; problems {getattr(page, 'problems', None)}"
+            f"{selector} not settled at {url}: {page.evaluate(STATE, selector)}; "
+            f"problems {getattr(page, 'problems', None)}"
         ) from None
 
 
-def wait_for_grid(page) -> None:
+def follow(page, link: str, selector: str) -> None:
+    """Click the first visible `link` as a person does, then wait for the page it leads
+    to (its address as it was when clicked) to have settled with `selector` shown."""
+    target = page.locator(f"{link}:visible").first
+    href = target.evaluate("(a) => a.href")
+    target.click()
+    wait_for_settled(page, selector, href)
+
+
+def wait_for_grid(page, url: str | None = None) -> None:
     """The grid shown: at once when unfiltered, once narrowed (grid.js) when filtered."""
-    wait_for_settled(page, "#grid")
+    wait_for_settled(page, "#grid", url)
 
 
 def open_grid(page, address: str) -> None:
@@ -113,7 +125,7 @@ def open_grid(page, address: str) -> None:
     show until grid.js reloads the page, and would be read in place of the new one."""
     page.goto("about:blank")
     page.goto(address)
-    wait_for_grid(page)
+    wait_for_grid(page, address)
 
 
 def chips(state: dict) -> list[str]:
@@ -142,9 +154,7 @@ def filter_list(page, choices: dict[str, str]) -> None:
             "([name, value]) => new URLSearchParams(location.search).get(name) === value", arg=[name, value]
         )
         wait_for_list(page)
-    page.click("#grid-link")
-    page.wait_for_load_state()
-    wait_for_grid(page)
+    follow(page, "#grid-link", "#grid")
 
 
 # Chosen in the list's form: a risk level and a status (the run has no High), a judge
@@ -190,8 +200,7 @@ def test_the_bundle_grid_follows_the_list_s_filters_as_the_server_s_grid_does(
     shot(page, tmp_path, f"bundle-grid-{name}", full_page=True)
     # A persona's side by side, within the same filters.
     for p in (live, page):
-        p.locator("#grid a.side:visible").first.click()
-        wait_for_settled(p, "#side-by-side")
+        follow(p, "#grid a.side", "#side-by-side")
     assert page.evaluate(SIDE_STATE) == live.evaluate(SIDE_STATE)
     assert tree(page, "#side-by-side") == tree(live, "#side-by-side")
     shot(page, tmp_path, f"bundle-side-{name}")
@@ -317,8 +326,9 @@ def test_side_by_side_shows_the_first_columns_of_the_filtered_list_as_the_server
         html = side_by_side_html(catalogue, params)
         assert html is not None
         want = re.findall(r'<section class="side-column" data-conversation="([^"]+)"', html)
-        page.goto(f"{side}?{urlencode(params)}")
-        wait_for_settled(page, "#side-by-side")
+        address = f"{side}?{urlencode(params)}"
+        page.goto(address)
+        wait_for_settled(page, "#side-by-side", address)
         shown = page.evaluate(
             "() => [...document.querySelectorAll('section.side-column')]"
             ".filter((s) => s.checkVisibility()).map((s) => s.dataset.conversation)"
@@ -361,8 +371,9 @@ def test_a_bundled_side_by_side_pairs_seeds_across_chatbots_as_the_server_does(
         html = side_by_side_html(catalogue, params)
         assert html is not None
         want = re.findall(r'<section class="side-column" data-conversation="([^"]+)"', html)
-        page.goto(f"{side}?{urlencode(params)}")
-        wait_for_settled(page, "#side-by-side")
+        address = f"{side}?{urlencode(params)}"
+        page.goto(address)
+        wait_for_settled(page, "#side-by-side", address)
         shown = page.evaluate(
             "() => [...document.querySelectorAll('section.side-column')].filter((s) => s.checkVisibility())"
             ".map((s) => [s.dataset.conversation, s.querySelector('h2').textContent])"

@@ -12,7 +12,7 @@ from html import unescape
 import aiohttp
 import pytest
 
-from ..card.test_uncertain_cost import run_with_unknown_costs
+from ..card.test_uncertain_cost import run_with_unbounded_costs, run_with_unknown_costs
 from ..fakes.sweep import KEY
 from .test_server import serving
 
@@ -44,3 +44,23 @@ async def test_a_call_of_unknown_cost_says_what_it_may_be_billed(tmp_path):
                 assert f"cost unknown: up to ${c['uncertain_usd']:,.4f} if billed" in table
             total = sum(c["uncertain_usd"] for c in mine)
             assert f"a provider may bill up to ${total:,.4f} more for them" in table
+
+
+async def test_a_call_of_unknown_cost_with_no_bound_says_so(tmp_path):
+    # No output cap: no figure to give, and "$0" with nothing said would read as free.
+    run = await run_with_unbounded_costs(tmp_path)
+    calls = [json.loads(line) for line in (run / "calls.jsonl").read_text().splitlines()]
+    unbounded = [c for c in calls if c.get("unbounded_attempts")]
+    assert unbounded
+    conversations = [json.loads(line) for line in (run / "conversations.jsonl").read_text().splitlines()]
+    judgements = [json.loads(line) for line in (run / "judgements.jsonl").read_text().splitlines()]
+    page_of = {c["id"]: c["id"] for c in conversations} | {j["id"]: j["conversation_id"] for j in judgements}
+    async with serving(run) as base, aiohttp.ClientSession() as http:
+        for cid in sorted({page_of[c["job_id"]] for c in unbounded}):
+            async with http.get(f"{base}/runs/0/conversations/{cid}.html") as r:
+                html = await r.text()
+            table = _text(html.split('id="calls"', 1)[1].split('id="call-bodies"', 1)[0])
+            mine = [c for c in unbounded if page_of[c["job_id"]] == cid]
+            assert table.count("an attempt of unknown cost, with no bound") == len(mine)
+            assert f"{len(mine)} call(s) had attempts of unknown cost with no bound at all" in table
+            assert "if billed" not in table

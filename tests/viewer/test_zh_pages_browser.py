@@ -28,7 +28,7 @@ from ..conftest import ROOT
 from .conftest import run_vera, start_review, start_view, stop
 from .shots import shot
 from .test_browser import browser, no_page_scroll  # noqa: F401  (fixtures)
-from .test_bundle_grid_browser import SIDE_STATE, grid_state, wait_for_settled
+from .test_bundle_grid_browser import SIDE_STATE, follow, grid_state, open_grid
 
 ZH_PACK = ROOT / "locales" / "zh-CN"
 
@@ -345,8 +345,7 @@ def test_the_bundle_from_file(page, zh_run, view_url, words, tmp_path):
     query = urlencode({"judge": judge, "status": "complete", "sort": "id"})
     page.goto(f"{(tmp_path / 'bundle' / 'index.html').as_uri()}?{query}")
     page.wait_for_selector("#list tbody tr")
-    page.click("#grid-link")
-    wait_for_settled(page, "#grid")
+    follow(page, "#grid-link", "#grid")
     got = grid_state(page)
     titles = [c["title"] for r in got["rows"] for cell in r["cells"] for c in cell["chips"]]
     assert got["counts"].endswith("（已筛选）") and any("最差评分" in t for t in titles)
@@ -354,12 +353,10 @@ def test_the_bundle_from_file(page, zh_run, view_url, words, tmp_path):
     page.goto(f"{view_url}grid?{query}")
     assert grid_state(page) == got
     # A persona side by side from it, the same on both.
-    page.locator("#grid a.side:visible").first.click()
-    wait_for_settled(page, "#side-by-side")
+    follow(page, "#grid a.side", "#side-by-side")
     want = page.evaluate(SIDE_STATE)
-    page.goto(f"{(tmp_path / 'bundle' / 'grid.html').as_uri()}?{query}")
-    page.locator("#grid a.side:visible").first.click()
-    wait_for_settled(page, "#side-by-side")
+    open_grid(page, f"{(tmp_path / 'bundle' / 'grid.html').as_uri()}?{query}")
+    follow(page, "#grid a.side", "#side-by-side")
     assert page.evaluate(SIDE_STATE) == want and want["summary"].endswith("段对话。")
     _none(words.on(page))
     page.goto(f"{(tmp_path / 'bundle' / 'grid.html').as_uri()}#sort=nope")

@@ -33,6 +33,7 @@ class CallMeter:
         "settled",
         "standard_cost_usd",
         "tier",
+        "unbounded_attempts",
         "uncertain_usd",
         "usage",
         "wire",
@@ -56,6 +57,7 @@ class CallMeter:
         self.standard_cost_usd = 0.0  # what the call would have cost at the standard tier
         self.reasoning_cost_usd = 0.0
         self.uncertain_usd = 0.0  # worst cases charged for attempts whose cost is unknown
+        self.unbounded_attempts = 0  # attempts of unknown cost with no worst case (no output cap)
         self.cached = False
         self.error: str | None = None
         self.tier = "standard"

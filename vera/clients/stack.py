@@ -142,6 +142,8 @@ class RecordingClient:
             record.cached = meter.cached
         if meter.uncertain_usd:
             record.uncertain_usd = meter.uncertain_usd
+        if meter.unbounded_attempts:
+            record.unbounded_attempts = meter.unbounded_attempts
         if meter.tier != "standard":
             record.tier = meter.tier
         if meter.fallback:

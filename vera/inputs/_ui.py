@@ -283,6 +283,10 @@ BASE: dict[str, str] = {
         "; a provider may bill up to ${usd} more, not in this cost, for calls whose cost is "
         "unknown (sent, then timed out, cut off by a stop or answered without their usage)"
     ),
+    "card.about_unbounded": (
+        "; {n} call(s) had attempts of unknown cost with no bound: sent, then unanswered, on a "
+        "priced model whose output nothing caps (set max_tokens in the profile's [params] to bound it)"
+    ),
     "card.about_grouping_risk": "by suicide risk level: {levels}",
     "card.risk_caption": "{caption} {level}",
     # card.html prose leftovers
@@ -554,6 +558,7 @@ BASE: dict[str, str] = {
     "col.replayed": "Replayed on resume (not calls)",
     "col.replayed_shared": "Replayed from the shared cache or on resume (not calls)",
     "col.uncertain": "Unknown cost, at most (USD)",
+    "col.unbounded": "Unknown cost, no bound (calls)",
     "col.conversation": "Conversation",
     "col.persona": "Persona",
     "col.risk": "Risk",
@@ -1190,6 +1195,12 @@ BASE: dict[str, str] = {
         "run, or in a shared response cache): no call was made, so they are not counted above, as on the card."
     ),
     "page.calls_uncertain": "cost unknown: up to {cost} if billed",
+    "page.calls_unbounded": (
+        "an attempt of unknown cost, with no bound: nothing caps this model's output (no max_tokens)"
+    ),
+    "page.calls_unbounded_total": (
+        " {n} call(s) had attempts of unknown cost with no bound at all: nothing caps their model's output."
+    ),
     "page.calls_uncertain_total": (
         " The cost leaves out calls whose cost is unknown (sent, then timed out or cut off by a stop): "
         "a provider may bill up to {cost} more for them."

@@ -195,6 +195,8 @@ def calls_html(
             notes.append(tr("page.calls_failed", error=c.error or tr("page.calls_no_reason")))
         if c.uncertain_usd:  # sent, and perhaps billed: "$0" alone would say it was free
             notes.append(tr("page.calls_uncertain", cost=_cost(c.uncertain_usd)))
+        if c.unbounded_attempts:  # nor could a worst case be said
+            notes.append(tr("page.calls_unbounded"))
         if (question := ahead.get((c.job_id, c.at))) is not None:
             notes.append(tr("page.calls_ahead", question=question))
         number = f'<a href="#call-{n}">{n}</a>' if (c.job_id, c.at) in linked else str(n)
@@ -226,6 +228,8 @@ def calls_html(
         summary += tr("page.calls_replayed_total", n=replayed)
     if unknown := sum(c.uncertain_usd for c in calls):
         summary += tr("page.calls_uncertain_total", cost=_cost(unknown))
+    if unbounded := sum(1 for c in calls if c.unbounded_attempts):
+        summary += tr("page.calls_unbounded_total", n=unbounded)
     return (
         head + f"<p>{escape(summary, quote=False)}</p>"
         '<div class="scroll"><table class="ratings calls"><thead><tr>'

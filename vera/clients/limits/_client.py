@@ -202,6 +202,7 @@ class LimitedClient:
         attempts = 0
         http_429 = 0
         uncertain = 0.0  # the worst cases charged for attempts whose cost is unknown
+        unbounded = 0  # attempts of unknown cost with no worst case (nothing caps the output)
         # For a call the run cuts off (a second Ctrl-C, the grace period's end): whether
         # an attempt was sent, whether one was in flight, what the budget held for it,
         # and the usage of an answer that came as it was cut off.
@@ -265,10 +266,14 @@ class LimitedClient:
                         else:
                             uncertain += hold.unknown()  # a priced answer that says nothing of its usage
                     elif not (usage.input_tokens or usage.output_tokens) and self._priced:
-                        uncertain += self._worst_or_nothing(request)  # the same, without a budget
+                        # The same, without a budget.
+                        if (w := self._worst_or_none(request)) is None:
+                            unbounded += 1
+                        else:
+                            uncertain += w
                     if account.tokens is not None:  # (no coroutine per call without a token bucket)
                         await account.settle(reserved, usage.input_tokens + usage.output_tokens or reserved)
-                    self._record(attempts, http_429, usage, None, uncertain)
+                    self._record(attempts, http_429, usage, None, uncertain, unbounded)
                     return completion
 
                 if hold is not None:
@@ -278,8 +283,12 @@ class LimitedClient:
                         uncertain += hold.unknown()
                 elif not _free(error):
                     # Sent and unanswered (or answered unreadably): its cost is unknown, with
-                    # or without a budget; the card says what it may be billed.
-                    uncertain += self._worst_or_nothing(request)
+                    # or without a budget; the card says what it may be billed (or that
+                    # nothing bounds it).
+                    if (w := self._worst_or_none(request)) is None:
+                        unbounded += 1
+                    else:
+                        uncertain += w
                 if error.status is not None and account.tokens is not None:
                     await account.settle(reserved, 0)  # the server refused: nothing was generated
                 if isinstance(error, RateLimitError):
@@ -299,16 +308,16 @@ class LimitedClient:
                     await account.pause(error.retry_after)
                 wait = self.policy.wait(attempts, error)
                 if wait is None:
-                    self._record(attempts, http_429, Usage(), error, uncertain)
+                    self._record(attempts, http_429, Usage(), error, uncertain, unbounded)
                     raise error
                 account.retries += 1
                 await asyncio.sleep(wait)
         except asyncio.CancelledError:
             if sent:  # possibly billed: a call on record (see `_cut_off`)
                 if answered is not None:
-                    self._record(attempts, http_429, answered, None, uncertain)
+                    self._record(attempts, http_429, answered, None, uncertain, unbounded)
                 else:
-                    self._cut_off(request, attempts, http_429, uncertain, cut_in_flight, held)
+                    self._cut_off(request, attempts, http_429, uncertain, unbounded, cut_in_flight, held)
             raise
 
     def _cut_off(
@@ -317,30 +326,41 @@ class LimitedClient:
         attempts: int,
         http_429: int,
         uncertain: float,
+        unbounded: int,
         in_flight: bool,
         held: float | None,
     ) -> None:
         """Record a call the run stopped after it was sent: the provider may bill it all
         the same, so it is a call on record (the card counts the calls the provider saw)
         and what it may have cost counts against a resumed run's budget: the attempt in
-        flight at its worst case (what the budget held, or worked out here; unknown, and
-        none counted, when nothing caps its output), with what earlier attempts may have
+        flight at its worst case (what the budget held, or worked out here; counted as
+        unbounded when nothing caps its output), with what earlier attempts may have
         cost."""
-        worst = 0.0
         if in_flight:
-            worst = held if held is not None else self._worst_or_nothing(request)
+            worst = held if held is not None else self._worst_or_none(request)
+            if worst is None:
+                unbounded += 1
+            else:
+                uncertain += worst
         why = "while the call was in flight" if in_flight else "between its attempts"
         error = CallCancelledError(self.provider, f"the run stopped {why}; it may be billed")
-        self._record(attempts, http_429, Usage(), error, uncertain + worst)
+        self._record(attempts, http_429, Usage(), error, uncertain, unbounded)
 
-    def _worst_or_nothing(self, request: ChatRequest) -> float:
+    def _worst_or_none(self, request: ChatRequest) -> float | None:
+        """The most this request may cost, or None when a priced output has no cap."""
         try:
             return self.worst_case(request)
         except ConfigError:
-            return 0.0
+            return None
 
     def _record(
-        self, attempts: int, http_429: int, usage: Usage, error: ProviderError | None, uncertain: float
+        self,
+        attempts: int,
+        http_429: int,
+        usage: Usage,
+        error: ProviderError | None,
+        uncertain: float,
+        unbounded: int = 0,
     ) -> None:
         """Count the call on the account, and tell the recorder above (if any) what it
         cost: see vera.clients.stack."""
@@ -369,6 +389,7 @@ class LimitedClient:
         )
         meter.reasoning_cost_usd = self.prices.reasoning_cost(usage) if usage.reasoning_tokens else 0.0
         meter.uncertain_usd = uncertain
+        meter.unbounded_attempts = unbounded
         meter.error = None if error is None else redact(f"{type(error).__name__}: {error}")
         meter.tier = self.tier
 

@@ -628,6 +628,8 @@ def _accounting(calls: Iterable[CallRecord], manifest: RunManifest, *, unused: i
             b.errors += c.status == "error"
             if c.uncertain_usd:
                 b.uncertain_usd = (b.uncertain_usd or 0.0) + c.uncertain_usd
+            if c.unbounded_attempts:
+                b.unbounded_calls = (b.unbounded_calls or 0) + 1
     for b in (*by_role.values(), *by_provider.values(), *by_role_tier.values(), total):
         b.cost_usd = round_number(b.cost_usd, 4) or 0.0
         # Once any call was discounted the card shows what live mode would have cost for
@@ -643,6 +645,8 @@ def _accounting(calls: Iterable[CallRecord], manifest: RunManifest, *, unused: i
         # What a provider may bill beyond cost_usd, in every bucket once the run has any.
         if total.uncertain_usd:
             b.uncertain_usd = round_number(b.uncertain_usd or 0.0, 4) or 0.0
+        if total.unbounded_calls:
+            b.unbounded_calls = b.unbounded_calls or 0
         b.reasoning_cost_usd = round_number(b.reasoning_cost_usd, 4) or 0.0
     return Accounting(
         total=total,

@@ -51,7 +51,9 @@ from vera.report.shared._realism import Realism
 # combined; null in older cards, which combined them as "majority" does), and
 # status.judged_sample (how many of the complete conversations `vera judge --sample`
 # judged; null in older cards), and uncertain_usd to every CallTotals (null where the
-# run had no call of unknown cost, and in older cards: `vera score` counts them).
+# run had no call of unknown cost, and in older cards: `vera score` counts them), and
+# unbounded_calls to every CallTotals (calls of unknown cost with no worst case; null
+# where there were none, and in older cards).
 CARD_SCHEMA_VERSION = 8
 
 
@@ -439,6 +441,11 @@ class CallTotals(msgspec.Struct, gc=False):
     # them, so an invoice can be up to this much above it (CallRecord.uncertain_usd,
     # summed). Null in a run that had none, and in cards written before it was counted.
     uncertain_usd: float | None = None
+    # Calls of unknown cost that have no worst case, so `uncertain_usd` cannot hold them:
+    # a priced model with nothing capping its output (no max_tokens), sent and then not
+    # answered with its usage (CallRecord.unbounded_attempts). An invoice may hold any
+    # amount for them, up to what the model itself may write. Null in a run that had none.
+    unbounded_calls: int | None = None
 
 
 class AccountLimit(msgspec.Struct, frozen=True, gc=False):

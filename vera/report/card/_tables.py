@@ -358,6 +358,8 @@ REPLAYED_COLUMN = ("replayed", "Replayed on resume (not calls)")
 REPLAYED_SHARED_COLUMN = ("replayed", "Replayed from the shared cache or on resume (not calls)")
 # Beside the cost it is not part of, only in a run that had calls of unknown cost.
 UNCERTAIN_COLUMN = ("uncertain_usd", "Unknown cost, at most (USD)")
+# Beside it, only in a run that had calls of unknown cost that nothing bounds.
+UNBOUNDED_COLUMN = ("unbounded_calls", "Unknown cost, no bound (calls)")
 
 
 def _accounting_value(bucket: CallTotals, key: str) -> object:
@@ -371,6 +373,8 @@ def accounting_table(card: Card) -> Table:
     columns = list(ACCOUNTING_COLUMNS)
     if live_cost_text(card):  # only beside batch or flex calls: else it repeats the cost
         columns.insert(columns.index(("cost_usd", "Cost (USD)")) + 1, LIVE_COST_COLUMN)
+    if acc.total.unbounded_calls:
+        columns.insert(columns.index(("cost_usd", "Cost (USD)")) + 1, UNBOUNDED_COLUMN)
     if acc.total.uncertain_usd:
         columns.insert(columns.index(("cost_usd", "Cost (USD)")) + 1, UNCERTAIN_COLUMN)
     if acc.total.fallbacks:

@@ -487,10 +487,12 @@ def uncertain_text(card: Card) -> str:
     """What a provider may bill beyond the cost: the worst case of the calls whose cost is
     unknown ("" when there were none, or the card predates the figure). An auditor
     matching the card to an invoice needs the bound, not only the known part."""
-    usd = card.accounting.total.uncertain_usd
-    if not usd:
-        return ""
-    return tr("card.about_uncertain", usd=num(usd))
+    total = card.accounting.total
+    text = tr("card.about_uncertain", usd=num(total.uncertain_usd)) if total.uncertain_usd else ""
+    # A bound that leaves calls out is not a bound: say how many it cannot hold.
+    if total.unbounded_calls:
+        text += tr("card.about_unbounded", n=num(total.unbounded_calls))
+    return text
 
 
 def _unused_text(card: Card) -> str:
