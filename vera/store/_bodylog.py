@@ -366,6 +366,9 @@ class BodyLog:
         self.stepped_over: list[int] = []
         self._fd = -1
         self._wire_magic = False  # the file's magic is MAGIC_WIRE (rows may carry a wire)
+        # A row of the turn being gathered carries a wire (`add`): the magic must say so
+        # before the turn is written. A flag, not a look at every row at every commit.
+        self._wire_rows = False
         try:
             self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
             with open(path, "rb") as f:
@@ -514,6 +517,7 @@ class BodyLog:
             url = self._ids.get(w.url) or self._new(w.url)
             sent = self._ids.get(w.body) or self._new(w.body)
             row = (*row, (w.method, url, sent))
+            self._wire_rows = True
         self._calls.append(row)
 
     def commit(self) -> None:
@@ -525,7 +529,7 @@ class BodyLog:
         if self._fd < 0:
             raise StorageError(f"{self.path}: the call bodies are closed")
         texts, calls = self._texts, self._calls
-        if not self._wire_magic and any(len(row) > 10 for row in calls):
+        if self._wire_rows and not self._wire_magic:
             # Before the record: a vera that cannot read the row must refuse the file.
             try:
                 os.pwrite(self._fd, MAGIC_WIRE, 0)
@@ -533,7 +537,7 @@ class BodyLog:
                 self._broken = storage_error(self.path, "the call bodies", exc)
                 raise self._broken from None
             self._wire_magic = True
-        self._texts, self._calls = [], []
+        self._texts, self._calls, self._wire_rows = [], [], False
         first = self._next - len(texts)
         payload = _TURN_HEAD.pack(first, len(texts)) + self._compressor.compress(
             _msgpack.encode((texts, calls))
