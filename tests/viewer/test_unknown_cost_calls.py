@@ -27,40 +27,40 @@ def _text(html: str) -> str:
     return " ".join(unescape(re.sub(r"<[^>]+>", "", spaced)).split())
 
 
-async def test_a_call_of_unknown_cost_says_what_it_may_be_billed(tmp_path):
-    run = await run_with_unknown_costs(tmp_path)
-    calls = [json.loads(line) for line in (run / "calls.jsonl").read_text().splitlines()]
-    unknown = [c for c in calls if c["uncertain_usd"]]
-    conversations = [json.loads(line) for line in (run / "conversations.jsonl").read_text().splitlines()]
-    judgements = [json.loads(line) for line in (run / "judgements.jsonl").read_text().splitlines()]
-    page_of = {c["id"]: c["id"] for c in conversations} | {j["id"]: j["conversation_id"] for j in judgements}
+def _jsonl(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def calls_tables(run, kept) -> dict[str, tuple[str, list[dict]]]:
+    """For each conversation page holding a call `kept` keeps: the page's calls table as
+    text, served by `vera view`, and those calls of it."""
+    calls = [c for c in _jsonl(run / "calls.jsonl") if kept(c)]
+    assert calls, "no call of the kind asked for: the test proves nothing"
+    page_of = {c["id"]: c["id"] for c in _jsonl(run / "conversations.jsonl")}
+    page_of |= {j["id"]: j["conversation_id"] for j in _jsonl(run / "judgements.jsonl")}
+    tables = {}
     async with serving(run) as base, aiohttp.ClientSession() as http:
-        for cid in sorted({page_of[c["job_id"]] for c in unknown}):
+        for cid in sorted({page_of[c["job_id"]] for c in calls}):
             async with http.get(f"{base}/runs/0/conversations/{cid}.html") as r:
                 html = await r.text()
             table = _text(html.split('id="calls"', 1)[1].split('id="call-bodies"', 1)[0])
-            mine = [c for c in unknown if page_of[c["job_id"]] == cid]
-            for c in mine:
-                assert f"cost unknown: up to ${c['uncertain_usd']:,.4f} if billed" in table
-            total = sum(c["uncertain_usd"] for c in mine)
-            assert f"a provider may bill up to ${total:,.4f} more for them" in table
+            tables[cid] = (table, [c for c in calls if page_of[c["job_id"]] == cid])
+    return tables
+
+
+async def test_a_call_of_unknown_cost_says_what_it_may_be_billed(tmp_path):
+    run = await run_with_unknown_costs(tmp_path)
+    for table, mine in (await calls_tables(run, lambda c: c["uncertain_usd"])).values():
+        for c in mine:
+            assert f"cost unknown: up to ${c['uncertain_usd']:,.4f} if billed" in table
+        total = sum(c["uncertain_usd"] for c in mine)
+        assert f"a provider may bill up to ${total:,.4f} more for them" in table
 
 
 async def test_a_call_of_unknown_cost_with_no_bound_says_so(tmp_path):
     # No output cap: no figure to give, and "$0" with nothing said would read as free.
     run = await run_with_unbounded_costs(tmp_path)
-    calls = [json.loads(line) for line in (run / "calls.jsonl").read_text().splitlines()]
-    unbounded = [c for c in calls if c.get("unbounded_attempts")]
-    assert unbounded
-    conversations = [json.loads(line) for line in (run / "conversations.jsonl").read_text().splitlines()]
-    judgements = [json.loads(line) for line in (run / "judgements.jsonl").read_text().splitlines()]
-    page_of = {c["id"]: c["id"] for c in conversations} | {j["id"]: j["conversation_id"] for j in judgements}
-    async with serving(run) as base, aiohttp.ClientSession() as http:
-        for cid in sorted({page_of[c["job_id"]] for c in unbounded}):
-            async with http.get(f"{base}/runs/0/conversations/{cid}.html") as r:
-                html = await r.text()
-            table = _text(html.split('id="calls"', 1)[1].split('id="call-bodies"', 1)[0])
-            mine = [c for c in unbounded if page_of[c["job_id"]] == cid]
-            assert table.count("an attempt of unknown cost, with no bound") == len(mine)
-            assert f"{len(mine)} call(s) had attempts of unknown cost with no bound at all" in table
-            assert "if billed" not in table
+    for table, mine in (await calls_tables(run, lambda c: c.get("unbounded_attempts"))).values():
+        assert table.count("an attempt of unknown cost, with no bound") == len(mine)
+        assert f"{len(mine)} call(s) had attempts of unknown cost with no bound at all" in table
+        assert "if billed" not in table
