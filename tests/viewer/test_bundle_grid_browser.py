@@ -114,6 +114,28 @@ def follow(page, link: str, selector: str) -> None:
     wait_for_settled(page, selector, href)
 
 
+def side_columns(
+    page, side: str, catalogue, params: dict[str, str]
+) -> tuple[list[str], list[list[str]], str]:
+    """A persona's side by side, the server's and the bundle's for the same `params`:
+    the columns the server's page shows, those the bundle's page (`side`, opened from
+    disk with `params` in its query) shows as [conversation, chatbot], and the server's
+    page."""
+    from vera.viewer.grid import side_by_side_html
+
+    html = side_by_side_html(catalogue, params)
+    assert html is not None
+    want = re.findall(r'<section class="side-column" data-conversation="([^"]+)"', html)
+    address = f"{side}?{urlencode(params)}"
+    page.goto(address)
+    wait_for_settled(page, "#side-by-side", address)
+    shown = page.evaluate(
+        "() => [...document.querySelectorAll('section.side-column')].filter((s) => s.checkVisibility())"
+        ".map((s) => [s.dataset.conversation, s.querySelector('h2').textContent])"
+    )
+    return want, shown, html
+
+
 def wait_for_grid(page, url: str | None = None) -> None:
     """The grid shown: at once when unfiltered, once narrowed (grid.js) when filtered."""
     wait_for_settled(page, "#grid", url)
@@ -309,7 +331,6 @@ def test_side_by_side_shows_the_first_columns_of_the_filtered_list_as_the_server
     import vera.viewer.grid
     from vera.viewer.bundle import write_bundle
     from vera.viewer.catalogue import Catalogue
-    from vera.viewer.grid import side_by_side_html
 
     from .helpers import text_of
 
@@ -323,17 +344,8 @@ def test_side_by_side_shows_the_first_columns_of_the_filtered_list_as_the_server
     side = (tmp_path / "bundle" / f"side-by-side-{personas.index(persona) + 1}.html").as_uri()
     page = page_of(1400, 900)
     for params in ({"persona": persona}, {"persona": persona, "status": "complete", "desc": "1"}):
-        html = side_by_side_html(catalogue, params)
-        assert html is not None
-        want = re.findall(r'<section class="side-column" data-conversation="([^"]+)"', html)
-        address = f"{side}?{urlencode(params)}"
-        page.goto(address)
-        wait_for_settled(page, "#side-by-side", address)
-        shown = page.evaluate(
-            "() => [...document.querySelectorAll('section.side-column')]"
-            ".filter((s) => s.checkVisibility()).map((s) => s.dataset.conversation)"
-        )
-        assert shown == want and len(want) == 1
+        want, shown, html = side_columns(page, side, catalogue, params)
+        assert [c for c, _ in shown] == want and len(want) == 1
         assert page.inner_text("#side-summary") == text_of(html, "side-summary")
         assert "The first 1 are shown" in page.inner_text("#side-summary")
     assert page.problems == []
@@ -351,7 +363,6 @@ def test_a_bundled_side_by_side_pairs_seeds_across_chatbots_as_the_server_does(
     import vera.viewer.grid
     from vera.viewer.bundle import write_bundle
     from vera.viewer.catalogue import Catalogue
-    from vera.viewer.grid import side_by_side_html
 
     from .conftest import run_vera
 
@@ -368,16 +379,7 @@ def test_a_bundled_side_by_side_pairs_seeds_across_chatbots_as_the_server_does(
         {"persona": persona, "desc": "1"},
         {"persona": persona, "seed": "2"},
     ):
-        html = side_by_side_html(catalogue, params)
-        assert html is not None
-        want = re.findall(r'<section class="side-column" data-conversation="([^"]+)"', html)
-        address = f"{side}?{urlencode(params)}"
-        page.goto(address)
-        wait_for_settled(page, "#side-by-side", address)
-        shown = page.evaluate(
-            "() => [...document.querySelectorAll('section.side-column')].filter((s) => s.checkVisibility())"
-            ".map((s) => [s.dataset.conversation, s.querySelector('h2').textContent])"
-        )
+        want, shown, _ = side_columns(page, side, catalogue, params)
         assert [c for c, _ in shown] == want, params
         assert len({chatbot for _, chatbot in shown}) == 2, params  # both chatbots, whatever the filter
     assert page.problems == []
