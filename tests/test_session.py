@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from vera.app import RunSession
+from vera.app._killed import SESSION_FILE
 from vera.clients.cache import CACHE_FILE
 from vera.errors import StorageError, UserError
 from vera.inputs._config import RunConfig
@@ -187,6 +188,9 @@ def test_a_second_sigint_cancels_at_once_and_resume_finishes_the_run(tmp_path: P
         # with no bound rather than as nothing.
         assert all(c["uncertain_usd"] == 0 and c["unbounded_attempts"] == 1 for c in cut), cut
         assert _jsonl(out / EVENTS_FILE)[-1]["judgements"] == len(_jsonl(out / "judgements.jsonl"))
+        # Stopped by signals, not killed: the session's mark is gone, and its resume
+        # finds no killed session to bound (every call it sent is on record).
+        assert not (out / SESSION_FILE).exists()
 
         done = subprocess.run(
             [sys.executable, "-m", "vera", "run", "--resume", str(out), "--quiet"],
@@ -199,7 +203,9 @@ def test_a_second_sigint_cancels_at_once_and_resume_finishes_the_run(tmp_path: P
         assert done.returncode == 0, done.stderr
     final = [c for c in _jsonl(out / "conversations.jsonl") if c["status"] == "complete"]
     assert partial <= {c["id"] for c in final} and len({c["id"] for c in final}) == 8
-    assert json.loads((out / "card.json").read_text())["status"]["state"] == "complete"
+    card = json.loads((out / "card.json").read_text())
+    assert card["status"]["state"] == "complete"
+    assert "killed_sessions" not in card["accounting"] and "killed" not in done.stderr
 
 
 def test_a_stop_signal_speaks_the_run_s_pack_s_words(capsys):
