@@ -22,6 +22,8 @@ import pytest
 from vera.app._killed import SESSION_FILE, bound
 from vera.records import OpenSession
 
+from .card.conftest import run_vera
+from .card.test_zh_no_english import leftovers
 from .conftest import ROOT
 from .fakes.sweep import KEY, Faults, SweepServer, write_sweep_config
 
@@ -119,6 +121,53 @@ def test_a_killed_session_s_calls_in_flight_are_bounded_on_the_card(tmp_path: Pa
 
 
 @pytest.mark.slow
+def test_a_killed_vera_judge_is_bounded_by_its_judgements(tmp_path: Path) -> None:
+    with SweepServer(faults=SLOW) as server:
+        cfg = write_sweep_config(tmp_path, server.base_url, personas=4, max_tokens=300)
+        out = tmp_path / "run"
+        simulated = subprocess.run(
+            _vera("simulate", "--config", str(cfg), "--out", str(out), "--quiet"),
+            env=_env(),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert simulated.returncode == 0, simulated.stderr
+        server.faults = Faults(latency=0.05, hold_judge_after=2, hold_s=60)
+        before = sum(server.requests.values())
+        recorded_before = _calls(out)
+        proc = subprocess.Popen(
+            _vera("judge", str(out), "--quiet"),
+            env=_env(),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        end = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < end and server.by_role["judge"] < 6:
+            time.sleep(0.01)
+        assert proc.poll() is None, "the judging finished before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        unseen = (sum(server.requests.values()) - before) - (_calls(out) - recorded_before)
+        server.faults = SLOW
+        done = subprocess.run(
+            _vera("judge", str(out), "--quiet"),
+            env=_env(),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+    assert done.stderr.count("was killed (kill -9, out of memory, power lost)") == 1, done.stderr
+    [killed] = _card(out)["accounting"]["killed_sessions"]
+    assert killed["conversations"] == 0 and killed["judgements"] > 0
+    assert 0 < unseen <= killed["calls"] <= 64, (unseen, killed)
+
+
+@pytest.mark.slow
 def test_a_run_never_killed_says_nothing_of_it(tmp_path: Path) -> None:
     with SweepServer() as server:
         cfg = write_sweep_config(tmp_path, server.base_url, personas=2, seeds="[1]", max_tokens=300)
@@ -160,3 +209,34 @@ def test_the_bound_is_the_smaller_of_the_jobs_and_the_accounts_caps() -> None:
     assert held.judgements == 8 * 3 * 2
     # `vera judge` starts no conversation.
     assert bound(_mark(command="judge"), conversations_left=5, judgements_left=0).calls == 0
+
+
+@pytest.mark.parametrize("locale", ["en", "zh-CN"])
+def test_a_kill_with_no_bound_on_its_cost_says_so_in_the_run_s_words(tmp_path: Path, locale: str) -> None:
+    """A priced model whose output nothing caps gives the calls in flight no worst case:
+    the card says there is no bound, never $0 (in the pack's words on a zh-CN run)."""
+    out = tmp_path / "0"  # (the title names the run folder: no English word there)
+    pack = ["--locale", "zh-CN"] if locale == "zh-CN" else []
+    run_vera("run", *pack, "--out", str(out), "--seed", "1", "--limit-personas", "2", "--quiet")
+    manifest = json.loads((out / "manifest.json").read_text())
+    killed = {"started_at": "2026-12-07T10:00:00+00:00", "found_at": "2026-12-07T10:05:00+00:00", "calls": 3}
+    killed |= {
+        "conversations": 3,
+        "judgements": 0,
+        "per_judgement": 36,
+        "jobs_calls": 3,
+        "max_in_flight": None,
+    }
+    manifest["killed_sessions"] = [killed | {"worst_usd": None}]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    run_vera("score", str(out))
+    md = (out / "card.md").read_text(encoding="utf-8")
+    if locale == "zh-CN":
+        assert "被直接终止" in md and "其费用没有上限" in md
+        # Only the command and the setting a reader types stay as they are written.
+        assert set(leftovers(md)) <= {"kill", "max", "tokens", "params"}, leftovers(md)
+    else:
+        assert "with up to 3 call(s) in flight" in md and "their cost has no bound" in md
+    assert (
+        json.loads((out / "card.json").read_text())["accounting"]["killed_sessions"][0]["worst_usd"] is None
+    )

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -161,23 +161,39 @@ def open_session(
     )
 
 
+def left_in(
+    store: RunStore, sweep: Sweep, conversations: Iterable[str] | None = None, planned: int = 0
+) -> tuple[int, int]:
+    """What the run still lacks: (conversations of the plan not finished, judgements not
+    finished of finished conversations). `vera judge` gives the `conversations` it
+    judges and the run's `planned` conversations (a killed `vera run` it continues may
+    have had conversations under way); a run, its plan."""
+    if conversations is None:
+        ids = [j.id for j in sweep.jobs]
+        left = sum(1 for cid in ids if not store.conversation_done(cid))
+        conversations = (cid for cid in ids if store.conversation_done(cid))
+    else:
+        left = max(0, planned - sum(1 for cid in store.conversations if store.conversation_done(cid)))
+    judged = sum(
+        1
+        for cid in conversations
+        for slot in sweep.slots
+        if not store.done_judgement(sweep.judgement_id(cid, slot))
+    )
+    return left, judged
+
+
 def found_killed(
-    store: RunStore, existing: RunManifest, manifest: RunManifest, sweep: Sweep, run_dir: Path
+    existing: RunManifest, manifest: RunManifest, run_dir: Path, left: Callable[[], tuple[int, int]]
 ) -> RunManifest:
     """`manifest` (the resume's) with the sessions of the run killed before, and the one
-    this resume finds killed now, bounded (said once on the terminal)."""
+    this resume finds killed now, bounded by what the run still lacks (`left()`: see
+    `left_in`), and said once on the terminal."""
     killed = list(existing.killed_sessions or [])
     mark = left_open(run_dir)
     if mark is not None:
-        left = [j for j in sweep.jobs if not store.conversation_done(j.id)]
-        judged = sum(
-            1
-            for j in sweep.jobs
-            if store.conversation_done(j.id)
-            for slot in sweep.slots
-            if not store.done_judgement(sweep.judgement_id(j.id, slot))
-        )
-        found = bound(mark, conversations_left=len(left), judgements_left=judged)
+        conversations, judgements = left()
+        found = bound(mark, conversations_left=conversations, judgements_left=judgements)
         killed.append(found)
         print(f"warning: {run_dir}: {killed_line(found)}", file=sys.stderr, flush=True)
     if not killed:
@@ -216,4 +232,3 @@ def priced_kills(
             k = msgspec.structs.replace(k, worst_usd=worst_usd(k, pool, uses, largest))
         out.append(k)
     return out
-

@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 
 from vera.app._checks import preflight
-from vera.app._killed import found_killed, open_session, priced_kills
+from vera.app._killed import found_killed, left_in, open_session, priced_kills
 from vera.app._options import RunOptions, configure
 from vera.app._progress import run_strings
 from vera.app._result import RunOutcome
@@ -149,7 +149,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
             if existing is not None:
                 check_same_run(existing, manifest, run_dir)
                 manifest = kept_identities(existing, manifest)
-                manifest = found_killed(session.store, existing, manifest, sweep, run_dir)
+                manifest = found_killed(existing, manifest, run_dir, lambda: left_in(session.store, sweep))
             if not same_manifest(existing, manifest):
                 session.store.write_manifest(manifest)
             session.mark_open(open_session(opts.command, cfg, pool, sweep, judging=opts.judge))
