@@ -20,7 +20,7 @@ from vera.app._killed import SESSION_FILE
 from vera.clients.cache import CACHE_FILE
 from vera.errors import StorageError, UserError
 from vera.inputs._config import RunConfig
-from vera.records import CallRecord, Completion
+from vera.records import CallRecord, Completion, OpenSession
 from vera.store._events import EVENTS_FILE
 from vera.store._writer import CALLS
 
@@ -38,6 +38,9 @@ async def _open_everything(session: RunSession) -> None:
     """Open what a run opens, and use the store, event log and cache."""
     cfg = RunConfig(cache=True)
     pool = await session.open_pool({}, cfg)
+    # The session says it runs (vera.app._killed) until it closes, however it closes.
+    session.mark_open(OpenSession(started_at="t", command="run", max_concurrency=1, max_in_flight=None))
+    assert (session.run_dir / SESSION_FILE).is_file()
     session.open_events()
     cache = session.open_cache(cfg)
     progress = session.open_progress(True)
@@ -51,6 +54,7 @@ def _assert_closed_and_durable(run_dir: Path, session: RunSession, skip: int = 0
     # Opened store, pool, events, cache, progress: closed in the reverse order.
     assert session.closed[skip:] == ["progress", "cache", "events", "pool", "store"]
     assert session.pool is not None and session.pool._session is None  # its HTTP session is closed
+    assert not (run_dir / SESSION_FILE).exists()  # not killed: nothing for a resume to bound
     assert session.events is None
     assert [json.loads(line)["job_id"] for line in (run_dir / CALLS).read_text().splitlines()] == [
         "job0",

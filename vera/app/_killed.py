@@ -54,7 +54,7 @@ CALLS_FILE = "calls.jsonl"
 
 
 def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def accounts_in_flight(limits: Iterable[AccountLimits]) -> int | None:
@@ -191,7 +191,9 @@ def found_killed(
     `left_in`), and said once on the terminal."""
     killed = list(existing.killed_sessions or [])
     mark = left_open(run_dir)
-    if mark is not None:
+    # A resume killed after it recorded the kill and before its own mark replaced the
+    # killed session's finds that mark again: it is counted once.
+    if mark is not None and all(k.started_at != mark.started_at for k in killed):
         conversations, judgements = left()
         found = bound(mark, conversations_left=conversations, judgements_left=judgements)
         killed.append(found)
