@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from vera.app._killed import SESSION_FILE, bound
@@ -240,3 +241,22 @@ def test_a_kill_with_no_bound_on_its_cost_says_so_in_the_run_s_words(tmp_path: P
     assert (
         json.loads((out / "card.json").read_text())["accounting"]["killed_sessions"][0]["worst_usd"] is None
     )
+
+
+def test_a_killed_offline_run_has_nothing_to_bound(tmp_path: Path) -> None:
+    """Offline stand-ins send no request: a killed offline session bounds no call, and
+    neither the resume's terminal nor the card speaks of it."""
+    out = tmp_path / "0"
+    run_vera("run", "--out", str(out), "--seed", "1", "--limit-personas", "2", "--quiet")
+    mark = OpenSession(
+        started_at="2026-12-07T10:00:00.000+00:00", command="run", max_concurrency=8, max_in_flight=0
+    )
+    (out / SESSION_FILE).write_bytes(msgspec.json.encode(mark))
+    done = subprocess.run(
+        _vera("run", "--resume", str(out), "--quiet"), cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "killed" not in done.stderr and not (out / SESSION_FILE).exists()
+    [killed] = json.loads((out / "manifest.json").read_text())["killed_sessions"]
+    assert killed["calls"] == 0
+    assert "killed outright" not in (out / "card.md").read_text()

@@ -197,7 +197,8 @@ def found_killed(
         conversations, judgements = left()
         found = bound(mark, conversations_left=conversations, judgements_left=judgements)
         killed.append(found)
-        print(f"warning: {run_dir}: {killed_line(found)}", file=sys.stderr, flush=True)
+        if found.calls:  # (offline stand-ins send nothing: no call to speak of)
+            print(f"warning: {run_dir}: {killed_line(found)}", file=sys.stderr, flush=True)
     if not killed:
         return manifest
     return msgspec.structs.replace(manifest, killed_sessions=killed)
