@@ -1,8 +1,9 @@
-// vera view --bundle: each model call's body on a conversation page. A call's request
-// holds the whole conversation so far, so written out in full a conversation's bodies grow
-// with the square of its turns; the bundle keeps a page's bodies in a file of their own
-// (runs/<k>/bodies/<page>.js), each as copies of pieces of the bodies before it and its
-// own new text (vera/viewer/delta.py), or of one page's bodies that every page may copy
+// vera view and vera view --bundle: each model call's body on a conversation page. A
+// call's request holds the whole conversation so far, so written out in full a
+// conversation's bodies grow with the square of its turns; a page's bodies are in a file
+// of their own (runs/<k>/bodies/<page>.js: in the bundle, a file; on the server, built
+// when asked for), each as copies of pieces of the bodies before it and its own new text
+// (vera/viewer/delta.py), or, in the bundle, of one page's bodies that every page may copy
 // from (runs/<k>/bodies.js). The page holds each call's summary line and, in place of the
 // rest, <div class="call-wait" data-body="K">: the page's file (its own name, .js for
 // .html) is loaded when a body is first opened (by <script>, as a page opened from disk
@@ -46,6 +47,7 @@
   // "shared" (one page's bodies, which the others copy from: the judge's questions...).
   const FILE = `../bodies/${window.location.pathname.split("/").pop().replace(/\.html$/, "")}.js`;
   const SHARED = "../bodies.js";
+  const BUNDLED = window.location.protocol === "file:";
   const scripts = new Map(); // file -> a promise of its loading
   function script(src, name) {
     if (!scripts.has(src)) {
@@ -89,7 +91,12 @@
     }).catch((error) => {
       delete wait.dataset.asked;
       wait.className = "call-wait warning";
-      wait.textContent = ui("bodies_not_loaded", "This call's body is in {file}, which could not be read: open the bundle whole, as written.", { file: decodeURIComponent(error.file || FILE) });
+      const file = decodeURIComponent(error.file || FILE);
+      // A bundle is opened from disk: a file of it is missing. A page served by vera view
+      // asks the server, which may have been stopped (or restarted on other runs).
+      wait.textContent = BUNDLED
+        ? ui("bodies_not_loaded", "This call's body is in {file}, which could not be read: open the bundle whole, as written.", { file })
+        : ui("bodies_not_served", "This call's body could not be loaded from {file}: reload the page (vera view must be running).", { file });
     });
   }
 
