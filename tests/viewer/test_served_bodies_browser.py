@@ -113,6 +113,32 @@ def test_a_long_conversations_page_is_small_and_opens_a_late_calls_body(
 
 
 @pytest.mark.slow
+def test_an_address_naming_a_calls_reply_opens_its_body_there(page_of, long_run, long_url):  # noqa: F811
+    """Written into the page, a reply was an element the browser opened its body for
+    (#call-N-out); now it is put in when the body is loaded, and the script opens it."""
+    cid, own, _ = _bodies(long_run)
+    page = page_of(1400, 900)
+    address = f"{long_url}runs/0/conversations/{cid}.html"
+    page.goto(address)
+    last = page.locator("#call-bodies > details.call-body").last
+    number = last.get_attribute("id")
+    assert number is not None and number.startswith("call-")
+    page.goto("about:blank")
+    page.goto(f"{address}#{number}-out")
+    reply = page.locator(f"#{number}-out")
+    reply.wait_for()
+    assert own[-1].response is not None and reply.text_content() == own[-1].response.text
+    assert last.evaluate("d => d.open") and reply.evaluate(
+        "e => { const r = e.getBoundingClientRect(); return r.top >= 0 && r.top < innerHeight; }"
+    )
+    # Followed within the page too (a link, or the address edited).
+    page.evaluate("location.hash = '#call-1-out'")
+    page.locator("#call-1-out").wait_for()
+    assert page.locator("#call-1").evaluate("d => d.open")
+    assert page.problems == []
+
+
+@pytest.mark.slow
 def test_a_body_opened_after_the_server_stopped_says_so(page_of, long_run, tmp_path):  # noqa: F811
     cid, _, _ = _bodies(long_run)
     proc, url = start_view(str(long_run))

@@ -78,11 +78,13 @@
     return texts;
   }
 
+  // Body K put in place of its placeholder; a promise of its being there (or of the
+  // warning that it could not be), none when it is there already or on its way.
   function fill(details) {
     const wait = details.querySelector(":scope > .call-wait[data-body]");
-    if (!wait || wait.dataset.asked) return;
+    if (!wait || wait.dataset.asked) return null;
     wait.dataset.asked = "1";
-    load().then((text) => {
+    return load().then((text) => {
       // Our own markup, written (escaped) by the same code as the server's page; parsed
       // in a <template>, where nothing in it runs.
       const markup = document.createElement("template");
@@ -105,4 +107,29 @@
     const details = event.target;
     if (details instanceof HTMLDetailsElement && details.open && details.matches("details.call-body")) fill(details);
   }, true);
+
+  // An address naming a part of a body (#call-12-out, call 12's reply) opens that body
+  // and goes to the part once it is in, as the browser does for a part already in the
+  // page (when the whole body was written into it).
+  function follow() {
+    let id;
+    try {
+      id = decodeURIComponent(window.location.hash.slice(1));
+    } catch (e) {
+      return;
+    }
+    const call = /^(call-\d+)-/.exec(id);
+    if (!call || document.getElementById(id)) return;
+    const details = document.getElementById(call[1]);
+    if (!(details instanceof HTMLDetailsElement) || !details.matches("details.call-body")) return;
+    const there = fill(details); // before opening it: its toggle then finds it asked for
+    details.open = true;
+    if (!there) return;
+    there.then(() => {
+      const part = document.getElementById(id);
+      (part && part.tagName !== "TEMPLATE" ? part : details).scrollIntoView();
+    });
+  }
+  follow();
+  window.addEventListener("hashchange", follow);
 })();
