@@ -35,6 +35,7 @@ import io
 import signal
 import socket
 import sys
+import threading
 import time
 import webbrowser
 from collections import OrderedDict
@@ -107,10 +108,37 @@ REPORTS = web.AppKey("reports", dict)
 CALL_INDEXES = web.AppKey("call_indexes", dict)
 # Each run's call bodies (what each call was sent and answered), opened the same way.
 BODY_INDEXES = web.AppKey("body_indexes", dict)
-# The last few bodies' files served, by (run, conversation id): (what they were built
-# from, the file). Opening a body again after a reload costs no rebuild.
-BODY_FILES = web.AppKey("body_files", OrderedDict)
-BODY_FILES_KEPT = 16
+
+
+class BodyFiles:
+    """The last few bodies' files served, by (run, conversation id), each with what it was
+    built from: opening a body again after a reload costs no rebuild. Built on worker
+    threads (several pages at once), so read and kept under a lock."""
+
+    KEPT = 16
+
+    def __init__(self) -> None:
+        self._files: OrderedDict[tuple[int, str], tuple[object, bytes | None]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[int, str], built_from: object) -> tuple[bool, bytes | None]:
+        """(whether it is kept and still current, the file)."""
+        with self._lock:
+            found = self._files.get(key)
+            if found is None or found[0] != built_from:
+                return False, None
+            self._files.move_to_end(key)
+            return True, found[1]
+
+    def keep(self, key: tuple[int, str], built_from: object, body: bytes | None) -> None:
+        with self._lock:
+            self._files[key] = (built_from, body)
+            self._files.move_to_end(key)
+            while len(self._files) > self.KEPT:
+                self._files.popitem(last=False)
+
+
+BODY_FILES = web.AppKey("body_files", BodyFiles)
 # The comparison page per (records signature, by seed): a bootstrap is not redone per view,
 # and runs on its own thread, one at a time (it is CPU-bound: two at once would only
 # slow each other and the list).
@@ -190,7 +218,7 @@ def build_app(
     app[REPORTS] = {}
     app[CALL_INDEXES] = {}
     app[BODY_INDEXES] = {}
-    app[BODY_FILES] = OrderedDict()
+    app[BODY_FILES] = BodyFiles()
     app[COMPARISONS] = {}
     app[COMPARE_READS] = {}
     app[COMPARE_THREAD] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vera-compare")
@@ -435,12 +463,11 @@ def _bodies_data(app: web.Application, k: int, page: ConversationPage) -> bytes 
     when nothing they were built from has changed since."""
     run = app[CATALOGUE].runs[k]
     built_from = (app[CATALOGUE].version, _stat(run.path / CALLS_FILE), _stat(bodies_path(run.path)))
-    files: OrderedDict[tuple[int, str], tuple[object, bytes | None]] = app[BODY_FILES]
+    files = app[BODY_FILES]
     key = (k, page.conversation.id)
-    found = files.get(key)
-    if found is not None and found[0] == built_from:
-        files.move_to_end(key)
-        return found[1]
+    kept, body = files.get(key, built_from)
+    if kept:
+        return body
     texts = SharedText()
     _calls_section(app, k, page, lambda markup: wait_html(texts.add(markup)))
     body = (
@@ -448,10 +475,7 @@ def _bodies_data(app: web.Application, k: int, page: ConversationPage) -> bytes 
         if texts.encoded
         else None
     )
-    files[key] = (built_from, body)
-    files.move_to_end(key)
-    while len(files) > BODY_FILES_KEPT:
-        files.popitem(last=False)
+    files.keep(key, built_from, body)
     return body
 
 
