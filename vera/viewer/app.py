@@ -497,7 +497,8 @@ def page_calls(
 ) -> tuple[str, dict[tuple[str, str], str]]:
     """A conversation's calls section and its judge calls by question; `bodies` None:
     the bodies are left out, and the page says why (`left_out`); `later`: where each
-    body goes instead of the page (the bundle's, vera.viewer.calls.body_html)."""
+    body goes instead of the page (vera.viewer.calls.body_html: the server's and the
+    bundle's)."""
     jobs = [Job(page.conversation.id, "")]
     jobs += [Job(j.id, judge_label(j.judge, j.instance)) for j in page.judgements]
     lines, corrupt = index.lines_and_damage([j.id for j in jobs])
