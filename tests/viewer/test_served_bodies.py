@@ -9,6 +9,7 @@ test_served_bodies_browser."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -17,8 +18,11 @@ import stat
 from pathlib import Path
 
 import aiohttp
+import msgspec
 import pytest
 
+from vera.store import BodyReader
+from vera.store._writer import RunStore
 from vera.viewer.app import page_calls
 from vera.viewer.calls import BodyIndex, CallIndex
 from vera.viewer.catalogue import Catalogue
@@ -173,3 +177,34 @@ async def test_a_bodies_file_asked_again_is_the_same(offline_run, cid_of):
             await get(http, base, f"/runs/0/bodies/{other}.js")
         again = await get(http, base, f"/runs/0/bodies/{cid}.js")
         assert first[0] == again[0] == 200 and first[1] == again[1]
+
+
+def _add_a_call(run: Path, cid: str) -> None:
+    """One more call of the conversation, with its body, appended as a run going on would
+    (its last own call again, a while later)."""
+    with BodyReader(run) as reader:
+        last = [b for b in reader.conversation(cid) if b.call.role != "judge"][-1]
+    store = RunStore(run, call_bodies=True)
+    later = msgspec.structs.replace(last.call, at=last.call.at + 1000.0)
+    store.add_call(later, msgspec.structs.replace(last, call=later))
+    store.close()
+
+
+async def test_a_run_going_on_keeps_each_bodys_number_for_a_page_loaded_before(offline_run, tmp_path):
+    """A page loaded before the run made another call asks for its bodies after: the file,
+    built again from the grown run, holds each of the page's bodies at its number."""
+    run = tmp_path / "run"
+    shutil.copytree(offline_run, run)
+    cid = next(iter(Catalogue.open([run]).runs[0].records.conversations))
+    async with serving(run) as base, aiohttp.ClientSession() as http:
+        _, html, _ = await get(http, base, f"/runs/0/conversations/{cid}.html")
+        _, script, _ = await get(http, base, f"/runs/0/bodies/{cid}.js")
+        before = decoded(_script_data(script)["texts"])
+        assert len(_WAIT.findall(html)) == len(before) > 2  # the control
+        # On a thread of its own: the store flushes on the running loop when there is one.
+        await asyncio.to_thread(_add_a_call, run, cid)
+        _, script, _ = await get(http, base, f"/runs/0/bodies/{cid}.js")
+        after = decoded(_script_data(script)["texts"])
+        assert after[: len(before)] == before and len(after) == len(before) + 1
+        _, html, _ = await get(http, base, f"/runs/0/conversations/{cid}.html")
+        assert len(_WAIT.findall(html)) == len(after)  # the page shows the new call too
