@@ -43,6 +43,7 @@ _PER_SHARD = (
     "stopped",
     "limits",  # what a shard's accounts ran with (machines may use different keys)
     "merged_from",  # set only in a merged run
+    "killed_sessions",  # what a shard's killed sessions had in flight: kept, all of them
 )
 
 
