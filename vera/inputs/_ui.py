@@ -988,6 +988,10 @@ BASE: dict[str, str] = {
     "review.not_saved": "Not saved: {error}",
     "review.saved_changes": "Saved your changes: conversation {position} of {total} ({rated} rated).",
     "review.saved_one": "Saved: conversation {position} of {total} ({rated} rated).",
+    "review.rated_already": (
+        "Not saved: you have rated this conversation already, in another tab or window ({ratings}). "
+        "To keep that rating, go on with Next conversation; to replace it with this form's, press Save changes."
+    ),
     # viewer/review leftovers: the keyboard help and the no-script note.
     "review.key_save": "save (or save changes)",
     "review.key_next": "next conversation, once saved",

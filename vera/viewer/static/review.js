@@ -16,6 +16,11 @@ const SPEAKERS = { user: ui("user", "User"), chatbot: ui("chatbot", "Chatbot") }
 
 let current = null; // the conversation on screen
 let state = null; // the last answer of /api/next
+// Whether a save of the conversation on screen replaces a rating on file: true once this
+// page has saved it, or once the rater has been told it is rated already (another tab).
+// The server refuses a first save of a conversation rated already, so a rating made in
+// another tab is never replaced unseen.
+let replacing = false;
 
 function slug(text) {
   return text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
@@ -32,7 +37,11 @@ async function api(path, options = {}) {
   } catch (e) {
     body = { error: text.trim() || response.statusText };
   }
-  if (!response.ok) throw new Error(body && body.error ? body.error : `HTTP ${response.status}`);
+  if (!response.ok) {
+    const error = new Error(body && body.error ? body.error : `HTTP ${response.status}`);
+    error.body = body;
+    throw error;
+  }
   return body;
 }
 
@@ -169,6 +178,7 @@ function formatted(turn) {
 
 function showConversation(conversation, total) {
   current = conversation;
+  replacing = false;
   document.getElementById("conversation-title").textContent = ui(
     "position", "Conversation {position} of {total}", { position: conversation.position, total });
   const list = document.getElementById("turns");
@@ -258,24 +268,53 @@ async function save(event) {
       body: JSON.stringify({
         conversation_id: current.id,
         ratings,
+        replacing,
         realism: realismChosen(),
         note: document.getElementById("note").value,
       }),
     });
   } catch (e) {
+    if (e.body && e.body.rated_already) {
+      ratedAlready(e.body.yours);
+      return;
+    }
     setFormEnabled(!e.message.includes("are final"));
     say(ui("not_saved", "Not saved: {error}", { error: e.message }), true);
     return;
   }
+  replacing = true;
   showProgress(answer.rated, answer.total);
-  document.getElementById("after").hidden = false;
-  setFinal(false);
-  document.getElementById("save").textContent = ui("save_changes", "Save changes");
+  showSaved();
   const fields = { position: current.position, total: answer.total, rated: answer.rated };
   say(answer.changed
     ? ui("saved_changes", "Saved your changes: conversation {position} of {total} ({rated} rated).", fields)
     : ui("saved_one", "Saved: conversation {position} of {total} ({rated} rated).", fields));
   document.getElementById("next").focus();
+}
+
+// The form once the conversation has a rating on file: Next, the judge's ratings, and
+// "Save changes" to replace it while it is open to change.
+function showSaved() {
+  document.getElementById("after").hidden = false;
+  setFinal(false);
+  document.getElementById("save").textContent = ui("save_changes", "Save changes");
+}
+
+// The conversation was rated in another tab or window: nothing was saved. Say what is on
+// file; the rater keeps it (Next) or replaces it with this form's (Save changes).
+function ratedAlready(yours) {
+  replacing = true;
+  showSaved();
+  const given = state.dimensions
+    .filter((d) => yours && yours[d])
+    .map((d) => `${named(d)}: ${named(yours[d])}`)
+    .join(ui("list_sep", ", "));
+  say(ui(
+    "rated_already",
+    "Not saved: you have rated this conversation already, in another tab or window ({ratings}). " +
+      "To keep that rating, go on with Next conversation; to replace it with this form's, press Save changes.",
+    { ratings: given },
+  ), true);
 }
 
 async function reveal() {

@@ -1,0 +1,75 @@
+"""`vera review` in Chromium when something goes wrong, as it does for a rater: the same
+conversation open in two tabs, a tab closed with the form half filled, a save the disk
+refuses. In each the rater must see what happened, where they are looking, and no rating
+may change without their knowing. Skips without a browser unless
+VERA_BROWSER_TESTS=required (see test_browser.py)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from vera.records import BEST_PRACTICE as BP
+from vera.records import HIGH_POTENTIAL_FOR_HARM as HPH
+from vera.store import latest_human_ratings, read_human_ratings
+from vera.viewer.review import ReviewSession
+
+from .conftest import start_review, stop
+from .shots import shot
+from .test_browser import browser, no_page_scroll  # noqa: F401  (fixture)
+from .test_review_browser import wait_for_conversation
+
+SIZES = [(1400, 900), (390, 844)]
+
+
+def rate_all(page, dims: tuple[str, ...], rating: str) -> None:
+    for i, d in enumerate(dims):
+        page.get_by_role("group", name=f"{i + 1}. {d}").get_by_role("radio", name=rating).check()
+
+
+def status_says(page, start: str) -> None:
+    page.wait_for_function("s => document.querySelector('#status').textContent.startsWith(s)", arg=start)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("width", "height"), SIZES)
+def test_a_second_tab_does_not_replace_the_first_tabs_rating_unseen(
+    browser,  # noqa: F811
+    offline_run,
+    tmp_path,
+    width,
+    height,
+):
+    # Before: tab B's save replaced tab A's Best Practice with High Potential for Harm and
+    # said "Saved your changes"; the calibrated score moved with a rating nobody meant.
+    run = tmp_path / "run"
+    shutil.copytree(offline_run, run)
+    dims = ReviewSession.open(run, "Ada", size=4).dimensions
+    proc, url = start_review(str(run), "--rater", "Ada", "--size", "4")
+    context = browser.new_context(viewport={"width": width, "height": height})
+    try:
+        a, b = context.new_page(), context.new_page()
+        for page in (a, b):
+            page.goto(url)
+            wait_for_conversation(page, 1, 4)
+        rate_all(a, dims, BP)
+        a.get_by_role("button", name="Save ratings").click()
+        status_says(a, "Saved:")
+
+        rate_all(b, dims, HPH)
+        b.get_by_role("button", name="Save ratings").click()
+        status_says(b, "Not saved: you have rated this conversation already, in another tab or window")
+        assert f"{dims[0]}: {BP}" in b.inner_text("#status")
+        assert [r.ratings[dims[0]] for r in read_human_ratings(run)] == [BP]
+        # The rater chooses: Next keeps it, Save changes replaces it.
+        assert b.get_by_role("button", name="Next conversation").is_visible()
+        assert no_page_scroll(b)
+        shot(b, tmp_path, f"review-two-tabs-{width}")
+        b.get_by_role("button", name="Save changes").click()
+        status_says(b, "Saved your changes")
+        latest = latest_human_ratings(read_human_ratings(run))
+        assert len(latest) == 1 and latest[0].ratings[dims[0]] == HPH
+    finally:
+        context.close()
+        stop(proc)
