@@ -61,6 +61,7 @@ def test_a_second_tab_does_not_replace_the_first_tabs_rating_unseen(
         b.get_by_role("button", name="Save ratings").click()
         status_says(b, "Not saved: you have rated this conversation already, in another tab or window")
         assert f"{dims[0]}: {BP}" in b.inner_text("#status")
+        assert in_sight(b, "#form-status")
         assert [r.ratings[dims[0]] for r in read_human_ratings(run)] == [BP]
         # The rater chooses: Next keeps it, Save changes replaces it.
         assert b.get_by_role("button", name="Next conversation").is_visible()
@@ -70,6 +71,55 @@ def test_a_second_tab_does_not_replace_the_first_tabs_rating_unseen(
         status_says(b, "Saved your changes")
         latest = latest_human_ratings(read_human_ratings(run))
         assert len(latest) == 1 and latest[0].ratings[dims[0]] == HPH
+    finally:
+        context.close()
+        stop(proc)
+
+
+def in_sight(page, selector: str) -> bool:
+    """Whether the element is shown and inside the window, where the rater is looking (to
+    the pixel: scrolled to the window's edge it may end a fraction of one beyond it)."""
+    return page.evaluate(
+        """s => { const e = document.querySelector(s); if (!e || e.hidden) return false;
+                  const r = e.getBoundingClientRect();
+                  return r.height > 0 && r.top >= -1 && r.bottom <= window.innerHeight + 1; }""",
+        selector,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("width", "height"), SIZES)
+def test_a_save_the_disk_refuses_is_said_beside_the_save_button(
+    browser,  # noqa: F811
+    offline_run,
+    tmp_path,
+    width,
+    height,
+):
+    # Before: "Not saved: not saved: ...: Read-only file system" went to the status line
+    # at the top of the page, 320 px above the window on a desktop and 3,800 px on a
+    # phone; the rater, at the Save button, saw nothing happen.
+    run = tmp_path / "run"
+    shutil.copytree(offline_run, run)
+    dims = ReviewSession.open(run, "Ada", size=4).dimensions
+    proc, url = start_review(str(run), "--rater", "Ada", "--size", "4")
+    (run / "human_ratings.jsonl").mkdir()  # the append fails, as on a read-only or full disk
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    try:
+        page.goto(url)
+        wait_for_conversation(page, 1, 4)
+        rate_all(page, dims, BP)
+        page.get_by_role("button", name="Save ratings").click()
+        status_says(page, "Not saved: ")
+        said = page.inner_text("#form-status")
+        assert said == page.inner_text("#status") and "human_ratings.jsonl" in said
+        assert not said.lower().startswith("not saved: not saved"), said
+        assert in_sight(page, "#form-status")
+        assert page.get_by_role("button", name="Save ratings").is_enabled()  # try again
+        assert page.eval_on_selector_all("input[type=radio]:checked", "x => x.length") == len(dims)
+        assert no_page_scroll(page)
+        shot(page, tmp_path, f"review-not-saved-{width}")
     finally:
         context.close()
         stop(proc)

@@ -51,6 +51,17 @@ function say(text, isError = false) {
   status.classList.toggle("error", isError);
 }
 
+// A save's outcome, said at the top (the live region a screen reader announces) and under
+// the Save button, where the rater is looking: a rating not saved must never go unseen.
+function sayAtForm(text, isError = false) {
+  say(text, isError);
+  const here = document.getElementById("form-status");
+  here.textContent = text;
+  here.classList.toggle("error", isError);
+  here.hidden = !text;
+  if (text) here.scrollIntoView({ block: "nearest" });
+}
+
 function showProgress(rated, total) {
   document.getElementById("progress-text").textContent = ui(
     "progress",
@@ -193,6 +204,7 @@ function showConversation(conversation, total) {
   for (const input of document.querySelectorAll("#rating-form input")) input.checked = false;
   for (const f of document.querySelectorAll("fieldset.dimension")) f.classList.remove("missing");
   document.getElementById("note").value = "";
+  document.getElementById("form-status").hidden = true;
   setFormEnabled(true);
   document.getElementById("save").textContent = ui("save", "Save ratings");
   document.getElementById("after").hidden = true;
@@ -252,14 +264,14 @@ async function save(event) {
     f.classList.toggle("missing", missing.includes(i));
   }
   if (missing.length) {
-    say(ui("rate_first", "Rate every dimension first: {missing}.", {
+    sayAtForm(ui("rate_first", "Rate every dimension first: {missing}.", {
       missing: missing.map((i) => named(state.dimensions[i])).join(ui("list_sep", ", ")),
     }), true);
     document.querySelector(`input[name="dim-${missing[0]}"]`).focus();
     return;
   }
   setFormEnabled(false);
-  say(ui("saving", "Saving…"));
+  sayAtForm(ui("saving", "Saving…"));
   let answer;
   try {
     answer = await api("/api/ratings", {
@@ -279,14 +291,16 @@ async function save(event) {
       return;
     }
     setFormEnabled(!e.message.includes("are final"));
-    say(ui("not_saved", "Not saved: {error}", { error: e.message }), true);
+    // The server's own words may begin "not saved:" too; the page says it once.
+    const error = e.message.replace(/^not saved:\s*/i, "");
+    sayAtForm(ui("not_saved", "Not saved: {error}", { error }), true);
     return;
   }
   replacing = true;
   showProgress(answer.rated, answer.total);
   showSaved();
   const fields = { position: current.position, total: answer.total, rated: answer.rated };
-  say(answer.changed
+  sayAtForm(answer.changed
     ? ui("saved_changes", "Saved your changes: conversation {position} of {total} ({rated} rated).", fields)
     : ui("saved_one", "Saved: conversation {position} of {total} ({rated} rated).", fields));
   document.getElementById("next").focus();
@@ -309,7 +323,7 @@ function ratedAlready(yours) {
     .filter((d) => yours && yours[d])
     .map((d) => `${named(d)}: ${named(yours[d])}`)
     .join(ui("list_sep", ", "));
-  say(ui(
+  sayAtForm(ui(
     "rated_already",
     "Not saved: you have rated this conversation already, in another tab or window ({ratings}). " +
       "To keep that rating, go on with Next conversation; to replace it with this form's, press Save changes.",
@@ -330,7 +344,7 @@ async function reveal() {
   try {
     found = await api(`/api/judge/${encodeURIComponent(current.id)}`);
   } catch (e) {
-    say(ui("reveal_failed", "Could not show the judge's ratings: {error}", { error: e.message }), true);
+    sayAtForm(ui("reveal_failed", "Could not show the judge's ratings: {error}", { error: e.message }), true);
     return;
   }
   const table = document.getElementById("judge-table");
