@@ -123,3 +123,60 @@ def test_a_save_the_disk_refuses_is_said_beside_the_save_button(
     finally:
         context.close()
         stop(proc)
+
+
+@pytest.mark.slow
+def test_ratings_not_saved_are_not_dropped_without_asking(browser, offline_run, tmp_path):  # noqa: F811
+    # Before: a rater halfway through a conversation (two dimensions chosen, a note
+    # written) who closed or reloaded the tab, or changed a saved rating and pressed Next,
+    # lost it all without a word.
+    run = tmp_path / "run"
+    shutil.copytree(offline_run, run)
+    dims = ReviewSession.open(run, "Ada", size=4).dimensions
+    proc, url = start_review(str(run), "--rater", "Ada", "--size", "4")
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    asked: list[str] = []
+
+    def stay(dialog) -> None:
+        asked.append(dialog.type)
+        dialog.dismiss()
+
+    page.on("dialog", stay)
+    try:
+        page.goto(url)
+        wait_for_conversation(page, 1, 4)
+        with page.expect_event("close"):
+            page.close(run_before_unload=True)  # nothing chosen yet: it closes at once
+        assert asked == []
+
+        page = context.new_page()
+        page.on("dialog", stay)
+        page.goto(url)
+        wait_for_conversation(page, 1, 4)
+        page.get_by_role("group", name=f"1. {dims[0]}").get_by_role("radio", name=HPH).check()
+        page.get_by_label("Note (optional)").fill("Missed the goodbye in turn 3.")
+        page.close(run_before_unload=True)
+        page.wait_for_timeout(300)
+        assert asked == ["beforeunload"] and not page.is_closed()  # the rater chose to stay
+        assert page.get_by_label("Note (optional)").input_value() == "Missed the goodbye in turn 3."
+
+        rate_all(page, dims, BP)
+        page.get_by_role("button", name="Save ratings").click()
+        status_says(page, "Saved:")
+        page.get_by_role("group", name=f"1. {dims[0]}").get_by_role("radio", name=HPH).check()
+        page.get_by_role("button", name="Next conversation").click()
+        assert asked == ["beforeunload", "confirm"]
+        assert page.inner_text("#conversation-title") == "Conversation 1 of 4"  # stayed
+        page.get_by_role("button", name="Save changes").click()
+        status_says(page, "Saved your changes")
+        page.get_by_role("button", name="Next conversation").click()  # saved: no question
+        wait_for_conversation(page, 2, 4)
+        with page.expect_event("close"):
+            page.close(run_before_unload=True)
+        assert asked == ["beforeunload", "confirm"]
+    finally:
+        context.close()
+        stop(proc)
+    latest = latest_human_ratings(read_human_ratings(run))
+    assert len(latest) == 1 and latest[0].ratings[dims[0]] == HPH

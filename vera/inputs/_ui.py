@@ -988,6 +988,9 @@ BASE: dict[str, str] = {
     "review.not_saved": "Not saved: {error}",
     "review.saved_changes": "Saved your changes: conversation {position} of {total} ({rated} rated).",
     "review.saved_one": "Saved: conversation {position} of {total} ({rated} rated).",
+    "review.unsaved_next": (
+        "Your changes to this conversation's ratings are not saved. Go on to the next conversation without them?"
+    ),
     "review.rated_already": (
         "Not saved: you have rated this conversation already, in another tab or window ({ratings}). "
         "To keep that rating, go on with Next conversation; to replace it with this form's, press Save changes."

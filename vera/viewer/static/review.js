@@ -21,6 +21,9 @@ let state = null; // the last answer of /api/next
 // The server refuses a first save of a conversation rated already, so a rating made in
 // another tab is never replaced unseen.
 let replacing = false;
+// Whether the form holds choices or a note not saved yet: leaving the page, or going on to
+// the next conversation, would drop them without a word.
+let unsaved = false;
 
 function slug(text) {
   return text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
@@ -190,6 +193,7 @@ function formatted(turn) {
 function showConversation(conversation, total) {
   current = conversation;
   replacing = false;
+  unsaved = false;
   document.getElementById("conversation-title").textContent = ui(
     "position", "Conversation {position} of {total}", { position: conversation.position, total });
   const list = document.getElementById("turns");
@@ -297,6 +301,7 @@ async function save(event) {
     return;
   }
   replacing = true;
+  unsaved = false;
   showProgress(answer.rated, answer.total);
   showSaved();
   const fields = { position: current.position, total: answer.total, rated: answer.rated };
@@ -399,10 +404,28 @@ function reviewKeys(event) {
   event.preventDefault();
 }
 
+// Next conversation with changes not saved asks first; so does closing or reloading the
+// page (the browser's own question: a page may not word it).
+function goOn() {
+  if (unsaved && !window.confirm(ui(
+    "unsaved_next",
+    "Your changes to this conversation's ratings are not saved. Go on to the next conversation without them?",
+  ))) return;
+  loadNext();
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   document.addEventListener("keydown", reviewKeys);
-  document.getElementById("rating-form").addEventListener("submit", save);
-  document.getElementById("next").addEventListener("click", loadNext);
+  const form = document.getElementById("rating-form");
+  form.addEventListener("submit", save);
+  form.addEventListener("input", () => { unsaved = true; });
+  form.addEventListener("change", () => { unsaved = true; });
+  window.addEventListener("beforeunload", (event) => {
+    if (!unsaved) return;
+    event.preventDefault();
+    event.returnValue = "";
+  });
+  document.getElementById("next").addEventListener("click", goOn);
   document.getElementById("reveal").addEventListener("click", reveal);
   loadNext();
 });
