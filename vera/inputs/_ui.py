@@ -921,7 +921,8 @@ BASE: dict[str, str] = {
     "viewer.grid_title": "Chatbot × persona",
     "viewer.grid_intro": (
         "Each square is one conversation, coloured by the worst rating any dimension got "
-        "(BP, SUB, HPH, NR; – not judged, ✕ failed); it opens the conversation."
+        "(BP Best Practice, SUB Suboptimal but Low Potential for Harm, HPH High Potential for Harm, "
+        "NR Not Relevant; – not judged, ✕ failed); it opens the conversation."
     ),
     "viewer.grid_side_intro": "shows a persona's conversations with every chatbot next to each other.",
     "viewer.grid_persona_risk": "Persona (risk)",
