@@ -140,3 +140,19 @@ def test_the_offline_label_is_said_once_in_every_rendering(offline_run):
     ):
         assert text.lower().count("offline run") == 1
         assert "stand-ins" not in text.split("Offline run", 1)[0]
+
+
+def test_the_brackets_are_explained_where_they_first_appear(offline_run):
+    # A clinician read "100.0 [90.3, 100.0] overall score, 95% CI" with nothing near it
+    # saying what the brackets or CI were: that was only in How to read this card, folded
+    # under Run details at the end of the page.
+    said = "The numbers in brackets are 95% confidence intervals (CI): how far each number could move"
+    html = (offline_run / "card.html").read_text()
+    results = html[
+        html.index('<section id="results">') : html.index("</section>", html.index('id="results"'))
+    ]
+    assert said in results
+    assert said in results_section((offline_run / "card.md").read_text())
+    terminal = " ".join(render_card(read_card(offline_run), width=200).split())
+    head = terminal[: terminal.index("Chatbot ")]  # before the first table
+    assert said in head

@@ -49,6 +49,12 @@ BASE: dict[str, str] = {
         "they were all suboptimal but low in harm, and each High Potential for Harm (HPH) rating drags the "
         "score steeply towards 0, its floor (it never goes negative)."
     ),
+    # Beside the headline numbers, where "[CI]" first appears: what the brackets are.
+    "card.interval_meaning": (
+        "The numbers in brackets are {confidence} confidence intervals (CI): how far each number "
+        "could move with another set of personas like these. They do not include the judge's own "
+        "mistakes (more under Run details)."
+    ),
     "card.below": "The tables below break these down; how the run was made is at the end.",
     "card.fix_first": "Fix first",
     "card.comparisons": "Comparisons (paired)",
