@@ -984,6 +984,11 @@ BASE: dict[str, str] = {
         "You have rated all {total} conversations of your sample ({rated} saved). Thank you. "
         "You can close this page and stop the review with Ctrl-C."
     ),
+    "review.done_next": (
+        "Your ratings count once the run is scored again: vera score on the run's folder adds a "
+        "calibrated score, beside the judge's, to its card, and vera agreement with --against sets "
+        "the judge's ratings beside yours."
+    ),
     "review.loading_next": "Loading the next conversation…",
     "review.save_changes": "Save changes",
     "review.hide": "Hide the judge's ratings",
