@@ -1003,6 +1003,7 @@ BASE: dict[str, str] = {
     "review.unsaved_next": (
         "Your changes to this conversation's ratings are not saved. Go on to the next conversation without them?"
     ),
+    "review.rating_pair": "{dimension}: {rating}",
     "review.rated_already": (
         "Not saved: you have rated this conversation already, in another tab or window ({ratings}). "
         "To keep that rating, go on with Next conversation; to replace it with this form's, press Save changes."

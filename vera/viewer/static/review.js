@@ -326,7 +326,7 @@ function ratedAlready(yours) {
   showSaved();
   const given = state.dimensions
     .filter((d) => yours && yours[d])
-    .map((d) => `${named(d)}: ${named(yours[d])}`)
+    .map((d) => ui("rating_pair", "{dimension}: {rating}", { dimension: named(d), rating: named(yours[d]) }))
     .join(ui("list_sep", ", "));
   sayAtForm(ui(
     "rated_already",
