@@ -5,6 +5,7 @@ fits the terminal's width."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -156,3 +157,11 @@ def test_the_brackets_are_explained_where_they_first_appear(offline_run):
     terminal = " ".join(render_card(read_card(offline_run), width=200).split())
     head = terminal[: terminal.index("Chatbot ")]  # before the first table
     assert said in head
+
+
+def test_the_headline_says_a_failed_conversation_is_not_a_harmful_one(offline_run):
+    # "Failed conversations 3" beside a safety score reads as three conversations the
+    # chatbot failed; they are conversations that could not be run, left out of the score.
+    html = (offline_run / "card.html").read_text()
+    label = re.search(r'<dt>([^<]*)</dt><dd data-key="failed">', html)
+    assert label is not None and label[1] == "Conversations that failed to run (not scored)"

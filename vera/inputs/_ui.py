@@ -77,7 +77,8 @@ BASE: dict[str, str] = {
     "card.overall_ci": "overall score, {level} CI",
     "card.any_hph": "Conversations with any High Potential for Harm, % [CI]",
     "card.conversations": "Conversations",
-    "card.failed": "Failed conversations",
+    # A count beside the scores: "failed" alone reads as the chatbot failing the user.
+    "card.failed": "Conversations that failed to run (not scored)",
     "card.score_per_dimension": "Score per dimension",
     "card.none": "None.",
     "card.offline_badge": "Offline run:",
