@@ -27,6 +27,7 @@ from vera.viewer.bundle import write_bundle
 
 from ..conftest import ROOT
 from .conftest import run_vera, start_review, start_view, stop
+from .helpers import open_all
 from .shots import shot
 from .test_browser import browser, no_page_scroll  # noqa: F401  (fixtures)
 from .test_bundle_grid_browser import SIDE_STATE, follow, grid_state, open_grid
@@ -205,7 +206,7 @@ def test_the_way_back_from_the_card_and_the_comparison_in_both_languages():
 
 
 def _open_all(page) -> None:
-    page.evaluate("() => document.querySelectorAll('details').forEach((d) => { d.open = true; })")
+    open_all(page)
 
 
 def _none(found: Counter[str]) -> None:

@@ -856,6 +856,7 @@ BASE: dict[str, str] = {
     "viewer.bundle_no_csv": "a copy: no CSV download",
     "viewer.bundle_grid_refused": "This grid cannot take the list's filters: {error}",
     "viewer.bodies_not_loaded": "This call's body is in {file}, which could not be read: open the bundle whole, as written.",
+    "viewer.bodies_not_served": "This call's body could not be loaded from {file}: reload the page (vera view must be running).",
     "viewer.search_turn": "turn {n} · {who}",
     "viewer.search_question": "{judge} · question {question}",
     # Accessible names (aria-label) of the pages' regions.
