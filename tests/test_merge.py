@@ -336,3 +336,25 @@ def test_the_merged_run_holds_the_sum_of_its_shards_budgets(tmp_path):
         assert proc.returncode == 0, proc.stderr
         manifest = json.loads((out / "manifest.json").read_text())
         assert manifest["config"]["max_cost_usd"] == expected
+
+
+def test_the_merged_run_keeps_every_shard_s_killed_sessions(tmp_path):
+    # The merged manifest is the first shard's with fields combined: killed sessions
+    # were the first shard's alone, so the card lost the calls another shard's kill left
+    # unrecorded.
+    shards = run_shards(tmp_path, 2, (1, 2), personas=2)
+    for k, shard in enumerate(shards, 1):
+        path = Path(shard) / "manifest.json"
+        manifest = json.loads(path.read_text())
+        manifest["killed_sessions"] = [
+            {"started_at": f"2026-12-07T10:0{k}:00.000+00:00", "found_at": "2026-12-07T10:09:00.000+00:00"}
+            | {"calls": k, "conversations": k, "judgements": 0, "per_judgement": 36, "jobs_calls": k}
+            | {"max_in_flight": 64, "worst_usd": 0.01 * k}
+        ]
+        path.write_text(json.dumps(manifest))
+    out = tmp_path / "merged"
+    proc = vera("merge", str(out), *shards)
+    assert proc.returncode == 0, proc.stderr
+    killed = json.loads((out / "card.json").read_text())["accounting"]["killed_sessions"]
+    assert [k["calls"] for k in killed] == [1, 2]
+    assert "with up to 3 call(s) in flight" in (out / "card.md").read_text()

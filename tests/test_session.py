@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from vera.app import RunSession
+from vera.app._killed import SESSION_FILE
 from vera.clients.cache import CACHE_FILE
 from vera.errors import StorageError, UserError
 from vera.inputs._config import RunConfig
-from vera.records import CallRecord, Completion
+from vera.records import CallRecord, Completion, OpenSession
 from vera.store._events import EVENTS_FILE
 from vera.store._writer import CALLS
 
@@ -37,6 +38,9 @@ async def _open_everything(session: RunSession) -> None:
     """Open what a run opens, and use the store, event log and cache."""
     cfg = RunConfig(cache=True)
     pool = await session.open_pool({}, cfg)
+    # The session says it runs (vera.app._killed) until it closes, however it closes.
+    session.mark_open(OpenSession(started_at="t", command="run", max_concurrency=1, max_in_flight=None))
+    assert (session.run_dir / SESSION_FILE).is_file()
     session.open_events()
     cache = session.open_cache(cfg)
     progress = session.open_progress(True)
@@ -50,6 +54,7 @@ def _assert_closed_and_durable(run_dir: Path, session: RunSession, skip: int = 0
     # Opened store, pool, events, cache, progress: closed in the reverse order.
     assert session.closed[skip:] == ["progress", "cache", "events", "pool", "store"]
     assert session.pool is not None and session.pool._session is None  # its HTTP session is closed
+    assert not (run_dir / SESSION_FILE).exists()  # not killed: nothing for a resume to bound
     assert session.events is None
     assert [json.loads(line)["job_id"] for line in (run_dir / CALLS).read_text().splitlines()] == [
         "job0",
@@ -187,6 +192,9 @@ def test_a_second_sigint_cancels_at_once_and_resume_finishes_the_run(tmp_path: P
         # with no bound rather than as nothing.
         assert all(c["uncertain_usd"] == 0 and c["unbounded_attempts"] == 1 for c in cut), cut
         assert _jsonl(out / EVENTS_FILE)[-1]["judgements"] == len(_jsonl(out / "judgements.jsonl"))
+        # Stopped by signals, not killed: the session's mark is gone, and its resume
+        # finds no killed session to bound (every call it sent is on record).
+        assert not (out / SESSION_FILE).exists()
 
         done = subprocess.run(
             [sys.executable, "-m", "vera", "run", "--resume", str(out), "--quiet"],
@@ -199,7 +207,9 @@ def test_a_second_sigint_cancels_at_once_and_resume_finishes_the_run(tmp_path: P
         assert done.returncode == 0, done.stderr
     final = [c for c in _jsonl(out / "conversations.jsonl") if c["status"] == "complete"]
     assert partial <= {c["id"] for c in final} and len({c["id"] for c in final}) == 8
-    assert json.loads((out / "card.json").read_text())["status"]["state"] == "complete"
+    card = json.loads((out / "card.json").read_text())
+    assert card["status"]["state"] == "complete"
+    assert "killed_sessions" not in card["accounting"] and "killed" not in done.stderr
 
 
 def test_a_stop_signal_speaks_the_run_s_pack_s_words(capsys):

@@ -678,6 +678,43 @@ class JudgeSample(msgspec.Struct, kw_only=True):
     seed: int
 
 
+class OpenSession(msgspec.Struct, kw_only=True):
+    """What a session that writes a run and makes calls says of itself while it runs
+    (`session.json` in the run directory, removed when it ends, however it ends short of
+    being killed outright). A resume that finds one knows that session was killed
+    (`kill -9`, out of memory, power lost) and bounds the calls it cannot see from it."""
+
+    started_at: str
+    command: str  # "run", "simulate", "judge"
+    max_concurrency: int  # workers: each holds at most one conversation (or a judged one)
+    # The accounts' caps on calls in flight, summed; None when an account has none.
+    max_in_flight: int | None
+    arc_sessions: int = 1  # conversations of one arc whose judgements a worker may hold
+    judge_slots: int = 0  # (judge, instance) slots: judgements of each conversation
+    questions: int = 0  # the rubric's questions: the most one judgement has in flight
+
+
+class KilledSession(msgspec.Struct, kw_only=True):
+    """A session of the run that was killed outright, as the resume that found it
+    bounds it: the calls in flight at the kill were sent (and may be billed) but no
+    record holds them. `calls` is at most `jobs_calls` (what the jobs that may have been
+    running could have had in flight) and at most `max_in_flight` (the accounts' caps;
+    None: an account had none)."""
+
+    started_at: str  # when the killed session started
+    found_at: str  # when the resume that found it started
+    calls: int  # the bound: calls that may have been in flight at the kill
+    conversations: int  # conversations that may have been under way (one call each at a time)
+    judgements: int  # judgements that may have been under way
+    per_judgement: int  # the most calls one judgement may have in flight (parallel parts, asking ahead)
+    jobs_calls: int  # conversations + judgements × per_judgement
+    max_in_flight: int | None = None
+    # The most those calls may cost: each at the largest input a call of its role sent in
+    # this run plus its output cap, at the highest prices; None where a priced role's
+    # output has no cap (no bound), unset until the resume has made its calls.
+    worst_usd: float | msgspec.UnsetType | None = msgspec.UNSET
+
+
 class RunManifest(msgspec.Struct, kw_only=True):
     """Exactly what produced a run: versions and hashes of every input, models, seeds.
 
@@ -723,6 +760,9 @@ class RunManifest(msgspec.Struct, kw_only=True):
     # Set by `vera merge` (unset, and not written, in every other run): the shard runs
     # it combined, so a call without a body names the shard run that kept none.
     merged_from: list[MergedShard] | msgspec.UnsetType = msgspec.UNSET
+    # Sessions of the run killed outright, each with the bound of the calls it had in
+    # flight (unset, and not written, in a run never killed).
+    killed_sessions: list[KilledSession] | msgspec.UnsetType = msgspec.UNSET
 
 
 def encode_json(obj: Any) -> bytes:

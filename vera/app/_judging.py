@@ -12,6 +12,7 @@ from pathlib import Path
 import msgspec
 
 from vera.app._checks import preflight
+from vera.app._killed import found_killed, left_in, open_session, priced_kills
 from vera.app._options import JudgeOptions, configure
 from vera.app._progress import run_strings
 from vera.app._result import RunOutcome
@@ -200,8 +201,14 @@ async def judge(
         )
         planned = _manifest(sweep, run_dir, manifest, len(conversations), imported[2] if imported else None)
         planned = msgspec.structs.replace(planned, judge_sample=sample or msgspec.UNSET)
+        if manifest is not None:
+            ids = [c if isinstance(c, str) else c.id for c in conversations]
+            planned = found_killed(
+                manifest, planned, run_dir, lambda: left_in(session.store, sweep, ids, manifest.jobs_planned)
+            )
         if not same_manifest(manifest, planned):
             session.store.write_manifest(planned)
+        session.mark_open(open_session("judge", cfg, pool, sweep, judging=True))
         session.open_cache(cfg)
         swept = await session.work(
             judge_conversations(
@@ -218,7 +225,8 @@ async def judge(
         # A second signal cancelled the sweep: what it did before is still counted.
         result = swept or forced_result(counted, session.stop.reason)
         session.budget_stop(result)
-        planned = msgspec.structs.replace(planned, stopped=result.stopped)
+        kills = priced_kills(session.store, pool, planned, [(spec, "judge") for spec in judges])
+        planned = msgspec.structs.replace(planned, stopped=result.stopped, killed_sessions=kills)
         if did_work(result) or not same_manifest(manifest, planned):
             session.store.write_manifest(planned)
         elif manifest is not None:  # judged again with nothing left to do: left as it was

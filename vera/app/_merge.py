@@ -43,6 +43,7 @@ _PER_SHARD = (
     "stopped",
     "limits",  # what a shard's accounts ran with (machines may use different keys)
     "merged_from",  # set only in a merged run
+    "killed_sessions",  # what a shard's killed sessions had in flight: kept, all of them
 )
 
 
@@ -237,8 +238,11 @@ def _merge_into(
         limits: list[AccountLimits] = []
         for m in manifests:
             limits += [a for a in m.limits if a not in limits]
+        # Every shard's killed sessions: the calls each had in flight are the merged run's.
+        killed = [k for m in manifests for k in (m.killed_sessions or [])]
         merged = msgspec.structs.replace(
             manifests[0],
+            killed_sessions=killed or msgspec.UNSET,
             config=config,
             limits=limits,
             run_id=run_id,

@@ -28,6 +28,7 @@ from typing import Any
 import msgspec
 
 from vera.app._checks import preflight
+from vera.app._killed import found_killed, left_in, open_session, priced_kills
 from vera.app._options import RunOptions, configure
 from vera.app._progress import run_strings
 from vera.app._result import RunOutcome
@@ -148,8 +149,10 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
             if existing is not None:
                 check_same_run(existing, manifest, run_dir)
                 manifest = kept_identities(existing, manifest)
+                manifest = found_killed(existing, manifest, run_dir, lambda: left_in(session.store, sweep))
             if not same_manifest(existing, manifest):
                 session.store.write_manifest(manifest)
+            session.mark_open(open_session(opts.command, cfg, pool, sweep, judging=opts.judge))
             events = session.open_events()
             events.log.info(
                 "run_started",
@@ -180,7 +183,10 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
             result = swept or forced_result(counted, session.stop.reason)
             session.budget_stop(result)
             finished = msgspec.structs.replace(
-                manifest, updated_at=sweep.manifest(manifest.run_id).updated_at, stopped=result.stopped
+                manifest,
+                updated_at=sweep.manifest(manifest.run_id).updated_at,
+                stopped=result.stopped,
+                killed_sessions=priced_kills(session.store, pool, manifest, uses),
             )
             if did_work(result) or not same_manifest(existing, finished):
                 session.store.write_manifest(finished)

@@ -23,6 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
+from vera.app._killed import mark_closed, mark_open
 from vera.app._progress import RunProgress
 from vera.app._signals import StopSignal
 from vera.clients import JOURNAL_FILE, BatchJournal, BatchSettings
@@ -34,7 +35,7 @@ from vera.clients.stack import CachingClients
 from vera.engine import Shard, Stop, SweepResult
 from vera.errors import BudgetReached, ConfigError, UserError
 from vera.inputs import ENGLISH, RunConfig, Strings
-from vera.records import CallBody, CallRecord, ModelSpec, Role
+from vera.records import CallBody, CallRecord, ModelSpec, OpenSession, Role
 from vera.standins import StandInFacts, StandIns
 from vera.store import EventLog, RunStore, recorded_spend, replayable_bodies
 
@@ -68,6 +69,7 @@ class RunSession:
         self.replay: ReplayTable | None = None  # a resume's replies from its call bodies
         self.progress: RunProgress | None = None
         self.budget: Budget | None = None
+        self._marked = False  # this session said it runs (session.json): removed at its close
 
     @property
     def stop(self) -> Stop:
@@ -81,6 +83,8 @@ class RunSession:
                 # First in, last out: a signal during cleanup finds the handler, not
                 # Python's KeyboardInterrupt, and cleanup runs to its end.
                 self._stack.enter_context(self.signal.installed())
+            # Pushed before the store: the mark goes only once the store is durable.
+            self._stack.callback(self._unmark)
             self.store = RunStore(self.run_dir, call_bodies=self.call_bodies)
             self._stack.push_async_callback(self._closing, "store", self.store.aclose)
             self.store.start()
@@ -166,6 +170,19 @@ class RunSession:
         """Close something else the run opened (a function or a coroutine function)
         with the rest, in the same order and under the same shield."""
         self._stack.push_async_callback(self._closing, name, close)
+
+    def mark_open(self, mark: OpenSession) -> None:
+        """Say, before the first call, that this session runs (vera.app._killed): a
+        session that never removes it was killed outright, and the next one bounds
+        the calls it had in flight."""
+        mark_open(self.run_dir, mark)
+        self._marked = True
+
+    def _unmark(self) -> None:
+        if self._marked:
+            self._marked = False
+            with contextlib.suppress(OSError):  # a failing disk: the first error stands
+                mark_closed(self.run_dir)
 
     # -- what the work uses --------------------------------------------------------------
 

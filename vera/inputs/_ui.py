@@ -294,6 +294,17 @@ BASE: dict[str, str] = {
         "; {n} call(s) had attempts of unknown cost with no bound: sent, then unanswered, on a "
         "priced model whose output nothing caps (set max_tokens in the profile's [params] to bound it)"
     ),
+    # Calls in flight when a session was killed outright (vera.app._killed): in no record.
+    "card.about_killed": (
+        "; {sessions} session(s) of this run were killed outright (kill -9, out of memory, power lost) "
+        "with up to {n} call(s) in flight: sent and not recorded, not in these calls, and a provider "
+        "may bill up to ${usd} more for them"
+    ),
+    "card.about_killed_unbounded": (
+        "; {sessions} session(s) of this run were killed outright (kill -9, out of memory, power lost) "
+        "with up to {n} call(s) in flight: sent and not recorded, not in these calls, and their cost has "
+        "no bound (a priced model whose output nothing caps: set max_tokens in the profile's [params])"
+    ),
     "card.about_grouping_risk": "by suicide risk level: {levels}",
     "card.risk_caption": "{caption} {level}",
     # card.html prose leftovers

@@ -657,6 +657,7 @@ def _accounting(calls: Iterable[CallRecord], manifest: RunManifest, *, unused: i
         limits=[msgspec.convert(msgspec.to_builtins(a), AccountLimit) for a in manifest.limits],
         unused_judge_questions=unused,
         by_role_tier=dict(sorted(by_role_tier.items())),
+        killed_sessions=manifest.killed_sessions,
     )
 
 

@@ -22,7 +22,7 @@ from typing import Any, Literal
 import msgspec
 
 from vera.errors import UserError
-from vera.records import ArtifactVersion, Grouping, LocaleInfo, TargetInfo
+from vera.records import ArtifactVersion, Grouping, KilledSession, LocaleInfo, TargetInfo
 from vera.report.improvements._report import Improvements
 from vera.report.shared._diagnostics import Diagnostics, GroupScore
 from vera.report.shared._language import LanguageCheck
@@ -53,7 +53,8 @@ from vera.report.shared._realism import Realism
 # judged; null in older cards), and uncertain_usd to every CallTotals (null where the
 # run had no call of unknown cost, and in older cards: `vera score` counts them), and
 # unbounded_calls to every CallTotals (calls of unknown cost with no worst case; null
-# where there were none, and in older cards).
+# where there were none, and in older cards), and accounting.killed_sessions (sessions
+# killed outright, with the bound of the calls they had in flight; absent where none).
 CARD_SCHEMA_VERSION = 8
 
 
@@ -470,6 +471,11 @@ class Accounting(msgspec.Struct, frozen=True):
     # By "role/tier" (e.g. "judge/batch"): the spend of each role at each price tier
     # (vera.records.CallRecord.tier); empty in cards from before tiers.
     by_role_tier: dict[str, CallTotals] = {}
+    # Sessions of the run that were killed outright (kill -9, out of memory, power lost),
+    # each with the bound of the calls it had in flight: sent, perhaps billed, in no
+    # record (vera.app._killed; the manifest's `killed_sessions`). Left out of card.json
+    # in a run never killed.
+    killed_sessions: list[KilledSession] | msgspec.UnsetType = msgspec.UNSET
 
 
 class SequentialLookCard(msgspec.Struct, frozen=True, kw_only=True, gc=False):

@@ -492,7 +492,21 @@ def uncertain_text(card: Card) -> str:
     # A bound that leaves calls out is not a bound: say how many it cannot hold.
     if total.unbounded_calls:
         text += tr("card.about_unbounded", n=num(total.unbounded_calls))
-    return text
+    return text + killed_text(card)
+
+
+def killed_text(card: Card) -> str:
+    """The calls sessions killed outright had in flight: sent, perhaps billed, and in no
+    record, so beyond every count above ("" when no session was killed, or none could
+    have had a call in flight)."""
+    killed = card.accounting.killed_sessions
+    if not killed or not (calls := sum(k.calls for k in killed)):
+        return ""
+    worst = [k.worst_usd for k in killed if k.calls]
+    if any(w is None or w is msgspec.UNSET for w in worst):
+        return tr("card.about_killed_unbounded", n=num(calls), sessions=num(len(killed)))
+    usd = sum(w for w in worst if isinstance(w, float))
+    return tr("card.about_killed", n=num(calls), sessions=num(len(killed)), usd=num(round(usd, 4)))
 
 
 def _unused_text(card: Card) -> str:

@@ -1,0 +1,262 @@
+"""A session killed outright (SIGKILL) leaves the calls it had in flight sent, perhaps
+billed, and in no record. Its resume finds the session's mark (`session.json`), bounds
+those calls (vera.app._killed), says so once, and the card carries the bound with its
+worst case; a run never killed, or stopped by a signal, shows nothing of it.
+
+Every test runs a real `python -m vera run` against the loopback sweep server, which
+counts every request it RECEIVED."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from vera.app._killed import SESSION_FILE, bound
+from vera.records import OpenSession
+
+from .card.conftest import run_vera
+from .card.test_zh_no_english import leftovers
+from .conftest import ROOT
+from .fakes.sweep import KEY, Faults, SweepServer, write_sweep_config
+
+SLOW = Faults(latency=0.05)  # the kill lands mid-sweep, with calls in flight
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "SWEEP_TEST_KEY": KEY}
+
+
+def _vera(*args: str) -> list[str]:
+    return [sys.executable, "-m", "vera", *args]
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _card(run_dir: Path) -> dict:
+    return json.loads((run_dir / "card.json").read_text())
+
+
+def _kill_when(cfg: Path, out: Path, ready: Callable[[], bool]) -> None:
+    """A run SIGKILLed once `ready()` says so."""
+    proc = subprocess.Popen(
+        _vera("run", "--config", str(cfg), "--out", str(out), "--quiet"),
+        env=_env(),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    end = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < end and not ready():
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+
+
+def _calls(out: Path) -> int:
+    path = out / "calls.jsonl"
+    return len(path.read_bytes().splitlines()) if path.exists() else 0
+
+
+def _resume(out: Path) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        _vera("run", "--resume", str(out), "--quiet"),
+        env=_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("judging", [False, True], ids=["mid-conversations", "mid-judgements"])
+def test_a_killed_session_s_calls_in_flight_are_bounded_on_the_card(tmp_path: Path, judging: bool) -> None:
+    # Mid-judgements: the judge's answers after its second are held, so judgements are
+    # under way at the kill, each with its rubric's independent parts asked at once.
+    faults = Faults(latency=0.05, hold_judge_after=2, hold_s=60) if judging else SLOW
+    with SweepServer(faults=faults) as server:
+        cfg = write_sweep_config(tmp_path, server.base_url, personas=6, max_tokens=300)
+        out = tmp_path / "run"
+        if judging:
+            _kill_when(cfg, out, lambda: server.by_role["judge"] >= 10)
+        else:
+            _kill_when(cfg, out, lambda: _calls(out) >= 40)
+        assert (out / SESSION_FILE).is_file()  # the killed session's mark stays behind
+        sent = sum(server.requests.values())
+        recorded = _calls(out)
+        server.faults = SLOW  # the hold lifted: the resume's judge is answered
+        done = _resume(out)
+    unseen = sent - recorded  # requests the provider received that no record holds
+    assert unseen > 0, (sent, recorded)
+    # Said once on the terminal, when the resume finds the killed session.
+    assert done.stderr.count("was killed (kill -9, out of memory, power lost)") == 1, done.stderr
+    assert not (out / SESSION_FILE).exists()  # the resume ended: its own mark is gone
+    [killed] = _card(out)["accounting"]["killed_sessions"]
+    assert unseen <= killed["calls"] <= killed["max_in_flight"] == 64, (unseen, killed)
+    assert killed["calls"] == min(killed["jobs_calls"], 64)
+    assert killed["conversations"] <= 8  # max_concurrency: one conversation per worker
+    # Capped output: a worst case, at least what the unseen calls cost at their cheapest.
+    assert killed["worst_usd"] > 0
+    if judging:  # a judgement may have one call per question in flight: its parts at once
+        assert killed["judgements"] > 0 and killed["per_judgement"] > 1
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["killed_sessions"] == [killed]
+    md = (out / "card.md").read_text()
+    assert "were killed outright (kill -9, out of memory, power lost)" in md
+    assert f"with up to {killed['calls']} call(s) in flight" in md
+    assert "killed outright" in (out / "card.html").read_text()
+
+
+@pytest.mark.slow
+def test_a_killed_vera_judge_is_bounded_by_its_judgements(tmp_path: Path) -> None:
+    with SweepServer(faults=SLOW) as server:
+        cfg = write_sweep_config(tmp_path, server.base_url, personas=4, max_tokens=300)
+        out = tmp_path / "run"
+        simulated = subprocess.run(
+            _vera("simulate", "--config", str(cfg), "--out", str(out), "--quiet"),
+            env=_env(),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert simulated.returncode == 0, simulated.stderr
+        server.faults = Faults(latency=0.05, hold_judge_after=2, hold_s=60)
+        before = sum(server.requests.values())
+        recorded_before = _calls(out)
+        proc = subprocess.Popen(
+            _vera("judge", str(out), "--quiet"),
+            env=_env(),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        end = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < end and server.by_role["judge"] < 6:
+            time.sleep(0.01)
+        assert proc.poll() is None, "the judging finished before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        unseen = (sum(server.requests.values()) - before) - (_calls(out) - recorded_before)
+        server.faults = SLOW
+        done = subprocess.run(
+            _vera("judge", str(out), "--quiet"),
+            env=_env(),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+    assert done.stderr.count("was killed (kill -9, out of memory, power lost)") == 1, done.stderr
+    [killed] = _card(out)["accounting"]["killed_sessions"]
+    assert killed["conversations"] == 0 and killed["judgements"] > 0
+    assert 0 < unseen <= killed["calls"] <= 64, (unseen, killed)
+
+
+@pytest.mark.slow
+def test_a_run_never_killed_says_nothing_of_it(tmp_path: Path) -> None:
+    with SweepServer() as server:
+        cfg = write_sweep_config(tmp_path, server.base_url, personas=2, seeds="[1]", max_tokens=300)
+        out = tmp_path / "run"
+        done = subprocess.run(
+            _vera("run", "--config", str(cfg), "--out", str(out), "--quiet"),
+            env=_env(),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        card = (out / "card.json").read_bytes()
+        again = _resume(out)  # nothing left to do: nothing found killed
+    assert "killed" not in done.stderr + again.stderr
+    assert not (out / SESSION_FILE).exists()
+    assert "killed_sessions" not in json.loads(card)["accounting"]
+    assert "killed_sessions" not in json.loads((out / "manifest.json").read_text())
+    assert "killed outright" not in (out / "card.md").read_text()
+    assert (out / "card.json").read_bytes() == card
+
+
+def _mark(**kw: object) -> OpenSession:
+    fields: dict = {"started_at": "t", "command": "run", "max_concurrency": 8, "max_in_flight": 64}
+    return OpenSession(**(fields | kw))
+
+
+def test_the_bound_is_the_smaller_of_the_jobs_and_the_accounts_caps() -> None:
+    # Eight workers, each a conversation: 8 calls; judgements of finished conversations
+    # may have one call per rubric question each.
+    k = bound(_mark(judge_slots=2, questions=5), conversations_left=20, judgements_left=3)
+    assert (k.conversations, k.judgements, k.per_judgement, k.jobs_calls, k.calls) == (8, 3, 5, 23, 23)
+    assert bound(_mark(max_in_flight=5), conversations_left=20, judgements_left=0).calls == 5
+    # No cap on an account: the jobs alone bound it.
+    assert bound(_mark(max_in_flight=None), conversations_left=3, judgements_left=0).calls == 3
+    # A worker holds the judgements of its arc's conversations, no more.
+    held = bound(_mark(judge_slots=2, questions=1, arc_sessions=3), conversations_left=0, judgements_left=100)
+    assert held.judgements == 8 * 3 * 2
+    # `vera judge` starts no conversation.
+    assert bound(_mark(command="judge"), conversations_left=5, judgements_left=0).calls == 0
+
+
+@pytest.mark.parametrize("locale", ["en", "zh-CN"])
+def test_a_kill_with_no_bound_on_its_cost_says_so_in_the_run_s_words(tmp_path: Path, locale: str) -> None:
+    """A priced model whose output nothing caps gives the calls in flight no worst case:
+    the card says there is no bound, never $0 (in the pack's words on a zh-CN run)."""
+    out = tmp_path / "0"  # (the title names the run folder: no English word there)
+    pack = ["--locale", "zh-CN"] if locale == "zh-CN" else []
+    run_vera("run", *pack, "--out", str(out), "--seed", "1", "--limit-personas", "2", "--quiet")
+    manifest = json.loads((out / "manifest.json").read_text())
+    killed = {"started_at": "2026-12-07T10:00:00+00:00", "found_at": "2026-12-07T10:05:00+00:00", "calls": 3}
+    killed |= {
+        "conversations": 3,
+        "judgements": 0,
+        "per_judgement": 36,
+        "jobs_calls": 3,
+        "max_in_flight": None,
+    }
+    manifest["killed_sessions"] = [killed | {"worst_usd": None}]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    run_vera("score", str(out))
+    md = (out / "card.md").read_text(encoding="utf-8")
+    if locale == "zh-CN":
+        assert "被直接终止" in md and "其费用没有上限" in md
+        # Only the command and the setting a reader types stay as they are written.
+        assert set(leftovers(md)) <= {"kill", "max", "tokens", "params"}, leftovers(md)
+    else:
+        assert "with up to 3 call(s) in flight" in md and "their cost has no bound" in md
+    assert (
+        json.loads((out / "card.json").read_text())["accounting"]["killed_sessions"][0]["worst_usd"] is None
+    )
+
+
+def test_a_killed_offline_run_has_nothing_to_bound(tmp_path: Path) -> None:
+    """Offline stand-ins send no request: a killed offline session bounds no call, and
+    neither the resume's terminal nor the card speaks of it."""
+    out = tmp_path / "0"
+    run_vera("run", "--out", str(out), "--seed", "1", "--limit-personas", "2", "--quiet")
+    mark = OpenSession(
+        started_at="2026-12-07T10:00:00.000+00:00", command="run", max_concurrency=8, max_in_flight=0
+    )
+    (out / SESSION_FILE).write_bytes(msgspec.json.encode(mark))
+    done = subprocess.run(
+        _vera("run", "--resume", str(out), "--quiet"), cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "killed" not in done.stderr and not (out / SESSION_FILE).exists()
+    [killed] = json.loads((out / "manifest.json").read_text())["killed_sessions"]
+    assert killed["calls"] == 0
+    assert "killed outright" not in (out / "card.md").read_text()

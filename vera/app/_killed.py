@@ -1,0 +1,237 @@
+"""A session killed outright, and the calls it cannot account for.
+
+A session that is killed (`kill -9`, out of memory, power lost) leaves the calls it had in
+flight sent and perhaps billed, with no line in `calls.jsonl`: the resume asks them again
+and records only its own. Nothing the run writes says so, unless the session says it is
+running. So a session that makes calls writes `session.json` in the run directory before
+its first call (`OpenSession`: when it started and what bounds its calls in flight) and
+removes it when it closes, however it closes short of being killed: a finished run, a
+Ctrl-C or SIGTERM, a second signal, an error. The next session that writes the run holds
+the run's lock (one writer at a time), so a `session.json` it finds belongs to no live
+process: that session was killed.
+
+What it had in flight is bounded twice, and the smaller bound is recorded
+(`KilledSession`, in the manifest's `killed_sessions`):
+
+- by the jobs that may have been under way: each of the `max_concurrency` workers holds
+  one arc of conversations; a conversation has one call in flight at a time (the
+  simulated user and the chatbot take turns), and a judgement may have one per rubric
+  question (its independent parts are asked at once, and asking ahead asks a question
+  early; each question at most once). A conversation under way is one not finished; a
+  judgement under way is an unfinished one of a finished conversation (judging starts
+  once the conversation is recorded), at most the judgements of the conversations each
+  worker's arc holds;
+- by the accounts' `max_in_flight`, summed (none when an account has no cap; offline
+  stand-ins send nothing).
+
+Its cost is bounded where the output is capped, as a cut-off call's is
+(`uncertain_usd`): each call at the largest input a call of its role sent in the run (the
+resume asks the killed calls again, identically, so their input is among the run's) plus
+its output cap, at the highest prices. Where a priced role's output has no cap there is
+no bound, and the card says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+
+from vera.clients.budget import output_bound
+from vera.clients.pool import ClientPool
+from vera.engine import Sweep, arcs
+from vera.files import records
+from vera.inputs import RunConfig
+from vera.records import AccountLimits, CallRecord, KilledSession, ModelSpec, OpenSession, Role, RunManifest
+from vera.store import RunStore, atomic_write
+
+SESSION_FILE = "session.json"
+CALLS_FILE = "calls.jsonl"
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def accounts_in_flight(limits: Iterable[AccountLimits]) -> int | None:
+    """The most calls the accounts let be in flight at once: their caps summed; None when
+    an account has no cap. Offline stand-ins have no account here: they send nothing."""
+    total = 0
+    for account in limits:
+        if account.max_in_flight is None:
+            return None
+        total += account.max_in_flight
+    return total
+
+
+def mark_open(run_dir: Path, session: OpenSession) -> None:
+    """Say that a session is running (before its first call)."""
+    atomic_write(run_dir / SESSION_FILE, msgspec.json.encode(session) + b"\n", what="the open session's mark")
+
+
+def mark_closed(run_dir: Path) -> None:
+    """The session ended (not killed): nothing to bound."""
+    (run_dir / SESSION_FILE).unlink(missing_ok=True)
+
+
+def left_open(run_dir: Path) -> OpenSession | None:
+    """The mark of a session that never closed (read while holding the run's lock: no
+    live process owns it). A mark that does not read (torn by the kill itself, which
+    the atomic write makes unlikely) is none: there is nothing to bound it with."""
+    path = run_dir / SESSION_FILE
+    with contextlib.suppress(OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return msgspec.json.decode(path.read_bytes(), type=OpenSession)
+    return None
+
+
+def bound(mark: OpenSession, *, conversations_left: int, judgements_left: int) -> KilledSession:
+    """The calls `mark`'s session may have had in flight when it was killed, given what
+    the run still lacks: conversations not finished, and judgements not finished of
+    finished conversations."""
+    workers = max(1, mark.max_concurrency)
+    conversations = min(conversations_left, workers) if mark.command != "judge" else 0
+    judgements = 0
+    if mark.judge_slots:
+        held = workers * max(1, mark.arc_sessions) * mark.judge_slots
+        judgements = min(judgements_left, held)
+    per_judgement = max(1, mark.questions)
+    jobs_calls = conversations + judgements * per_judgement
+    calls = jobs_calls if mark.max_in_flight is None else min(jobs_calls, mark.max_in_flight)
+    return KilledSession(
+        started_at=mark.started_at,
+        found_at=now(),
+        calls=calls,
+        conversations=conversations,
+        judgements=judgements,
+        per_judgement=per_judgement,
+        jobs_calls=jobs_calls,
+        max_in_flight=mark.max_in_flight,
+    )
+
+
+def worst_usd(
+    killed: KilledSession,
+    pool: ClientPool,
+    uses: list[tuple[ModelSpec, Role]],
+    largest: dict[tuple[str, str, str], int],
+) -> float | None:
+    """The most `killed`'s calls in flight may cost, given the `largest` input tokens a
+    call of each (role, provider, model) sent; None when one of them may be of a priced
+    role whose output nothing caps (no bound)."""
+    by_kind: dict[str, float] = {"conversation": 0.0, "judgement": 0.0}
+    for spec, role in uses:
+        kind = "judgement" if role == "judge" else "conversation"
+        if (killed.judgements if kind == "judgement" else killed.conversations) == 0:
+            continue
+        client = pool.limited(spec.ref, role)
+        out = output_bound(spec.params, client.output_cap)
+        if out is None:
+            if client.prices.output_per_mtok > 0:
+                return None
+            out = 0
+        worst = client.prices.worst_cost(largest.get((role, spec.provider, spec.model), 0), out)
+        by_kind[kind] = max(by_kind[kind], worst)
+    # The dearest calls first, as many as each kind may have, up to the bound.
+    left, total = killed.calls, 0.0
+    counts = {"conversation": killed.conversations, "judgement": killed.judgements * killed.per_judgement}
+    for kind in sorted(by_kind, key=by_kind.__getitem__, reverse=True):
+        n = min(left, counts[kind])
+        total += n * by_kind[kind]
+        left -= n
+    return round(total, 6)
+
+
+def open_session(
+    command: str, cfg: RunConfig, pool: ClientPool, sweep: Sweep, *, judging: bool
+) -> OpenSession:
+    """What bounds the calls this session may have in flight, for its mark."""
+    slots = len(sweep.slots) if judging else 0
+    return OpenSession(
+        started_at=now(),
+        command=command,
+        max_concurrency=cfg.max_concurrency,
+        max_in_flight=accounts_in_flight(pool.limits()),
+        arc_sessions=max((len(a) for a in arcs(sweep.jobs)), default=1),
+        judge_slots=slots,
+        questions=len(sweep.inputs.rubric.questions) if slots else 0,
+    )
+
+
+def left_in(
+    store: RunStore, sweep: Sweep, conversations: Iterable[str] | None = None, planned: int = 0
+) -> tuple[int, int]:
+    """What the run still lacks: (conversations of the plan not finished, judgements not
+    finished of finished conversations). `vera judge` gives the `conversations` it
+    judges and the run's `planned` conversations (a killed `vera run` it continues may
+    have had conversations under way); a run, its plan."""
+    if conversations is None:
+        ids = [j.id for j in sweep.jobs]
+        left = sum(1 for cid in ids if not store.conversation_done(cid))
+        conversations = (cid for cid in ids if store.conversation_done(cid))
+    else:
+        left = max(0, planned - sum(1 for cid in store.conversations if store.conversation_done(cid)))
+    judged = sum(
+        1
+        for cid in conversations
+        for slot in sweep.slots
+        if not store.done_judgement(sweep.judgement_id(cid, slot))
+    )
+    return left, judged
+
+
+def found_killed(
+    existing: RunManifest, manifest: RunManifest, run_dir: Path, left: Callable[[], tuple[int, int]]
+) -> RunManifest:
+    """`manifest` (the resume's) with the sessions of the run killed before, and the one
+    this resume finds killed now, bounded by what the run still lacks (`left()`: see
+    `left_in`), and said once on the terminal."""
+    killed = list(existing.killed_sessions or [])
+    mark = left_open(run_dir)
+    # A resume killed after it recorded the kill and before its own mark replaced the
+    # killed session's finds that mark again: it is counted once.
+    if mark is not None and all(k.started_at != mark.started_at for k in killed):
+        conversations, judgements = left()
+        found = bound(mark, conversations_left=conversations, judgements_left=judgements)
+        killed.append(found)
+        if found.calls:  # (offline stand-ins send nothing: no call to speak of)
+            print(f"warning: {run_dir}: {killed_line(found)}", file=sys.stderr, flush=True)
+    if not killed:
+        return manifest
+    return msgspec.structs.replace(manifest, killed_sessions=killed)
+
+
+def killed_line(k: KilledSession) -> str:
+    """The terminal's words for a killed session, once, when the resume finds it."""
+    cap = "no cap" if k.max_in_flight is None else f"{k.max_in_flight}"
+    return (
+        f"the session started {k.started_at} was killed (kill -9, out of memory, power lost): up to "
+        f"{k.calls} call(s) it had in flight were sent, may be billed, and are recorded nowhere "
+        f"(jobs under way: {k.conversations} conversation(s), {k.judgements} judgement(s) of up to "
+        f"{k.per_judgement} call(s) each; the accounts' max_in_flight: {cap}); the card counts them apart"
+    )
+
+
+def priced_kills(
+    store: RunStore, pool: ClientPool, manifest: RunManifest, uses: list[tuple[ModelSpec, Role]]
+) -> list[KilledSession] | msgspec.UnsetType:
+    """The run's killed sessions, each with its worst case once this session has made its
+    calls (the killed calls asked again among them)."""
+    killed = manifest.killed_sessions
+    if not killed or all(k.worst_usd is not msgspec.UNSET for k in killed):
+        return killed
+    store.sync()  # the calls held back reach the file first
+    largest: dict[tuple[str, str, str], int] = {}
+    for c in records(store.root / CALLS_FILE, CallRecord):  # one at a time: a big run's calls are many
+        if not c.cached:
+            key = (c.role, c.provider, c.model)
+            largest[key] = max(largest.get(key, 0), c.usage.input_tokens)
+    out = []
+    for k in killed:
+        if k.worst_usd is msgspec.UNSET:
+            k = msgspec.structs.replace(k, worst_usd=worst_usd(k, pool, uses, largest))
+        out.append(k)
+    return out
