@@ -723,6 +723,12 @@ class RunManifest(msgspec.Struct, kw_only=True):
     # Set by `vera merge` (unset, and not written, in every other run): the shard runs
     # it combined, so a call without a body names the shard run that kept none.
     merged_from: list[MergedShard] | msgspec.UnsetType = msgspec.UNSET
+    # Set in a run with a custom `http` chatbot (unset, and not written, in every other
+    # run and in runs from before it): a random tag appended to the session and arc ids
+    # that chatbot is sent, so a product that keeps history by session id never sees an
+    # earlier run's conversation continued by this one; a resume keeps it, so the
+    # product's session goes on where it stopped (docs/protocols.md).
+    session_tag: str | msgspec.UnsetType = msgspec.UNSET
 
 
 def encode_json(obj: Any) -> bytes:

@@ -19,6 +19,7 @@ scored afterwards, outside the event loop (`vera.app._result.scored`).
 
 from __future__ import annotations
 
+import secrets
 import shlex
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -125,7 +126,8 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
             run_dir, resume=resume, grace_s=cfg.grace_s, call_bodies=cfg.call_bodies is not False
         ) as session:
             facts = RunFacts(inputs, session.store.read_conversation)
-            pool = await session.open_pool(profiles, cfg, shard, stand_ins=facts)
+            tag = session_tag(existing)
+            pool = await session.open_pool(profiles, cfg, shard, stand_ins=facts, session_tag=tag)
             sweep = plan_sweep(inputs, pool, shard=shard, judge=opts.judge, units=opts.units)
             facts.plan(sweep.jobs)
             notes += sweep.warnings
@@ -145,6 +147,8 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                 created_at=existing.created_at if existing is not None else None,
                 limits=pool.limits(),
             )
+            if tag and any(s.protocol == "http" for s in sweep.chatbots):
+                manifest = msgspec.structs.replace(manifest, session_tag=tag)
             if existing is not None:
                 check_same_run(existing, manifest, run_dir)
                 manifest = kept_identities(existing, manifest)
@@ -284,6 +288,15 @@ def _resumed_config(
 
 def _manifest_shard(manifest: RunManifest | None) -> Shard | None:
     return Shard.parse(manifest.shard) if manifest is not None and manifest.shard else None
+
+
+def session_tag(existing: RunManifest | None) -> str:
+    """The tag a custom http chatbot's session ids carry in this run: a new random one
+    for a new run, the run's own on a resume, none for a run made before the tag (its
+    sessions went out under the bare ids, and a resumed one must go on under them)."""
+    if existing is None:
+        return secrets.token_hex(4)
+    return existing.session_tag if isinstance(existing.session_tag, str) else ""
 
 
 def same_manifest(existing: RunManifest | None, planned: RunManifest) -> bool:
