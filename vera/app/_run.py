@@ -31,7 +31,7 @@ import msgspec
 from vera.app._checks import preflight
 from vera.app._options import RunOptions, configure
 from vera.app._progress import run_strings
-from vera.app._result import RunOutcome
+from vera.app._result import RunOutcome, failure_lines
 from vera.app._resume import (
     check_inputs_present,
     check_profiles_present,
@@ -212,8 +212,12 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
         allow_failures=cfg.allow_failures,
         judging=opts.judge,
     )
+    words = run_strings(finished)
+    notes += failure_lines(
+        records.conversation_heads().values(), records.judgement_heads().values() if opts.judge else (), words
+    )
     if status.exit_code and status.state != "budget":  # a budget stop names its own way on
-        notes.append(run_strings(finished)("cli.continue", command=resume))
+        notes.append(words("cli.continue", command=resume))
     # A second signal asked to exit at once: no card then.
     scores = opts.judge and not session.signal.forced
     return RunOutcome(

@@ -1319,6 +1319,11 @@ BASE: dict[str, str] = {
     # No command here: the run's (or gate's) last line names it once, after the cleanup.
     "cli.exiting": "exiting now: work in flight is cancelled, what finished is saved",
     "cli.continue": "to continue this run: {command}",
+    # The run's failed work by reason, on the terminal (vera.app._result.failure_lines).
+    "cli.failed_conversations": "failed: {n} conversation(s): {reason}",
+    "cli.failed_judgements": "failed: {n} judgement(s): {reason}",
+    "cli.failed_more": "failed: {n} other reason(s): see the card's failed work (card.md)",
+    "cli.failed_no_reason": "no reason recorded",
     "cli.continue_judging": "to continue judging: {command}",
     "cli.left_out": "left out: {n} conversation(s) whose simulated user was flagged",
     # card/terminal leftovers
