@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+from aiohttp import web
 from click.testing import CliRunner
 from pytest import MonkeyPatch
 
 from vera.cli._main import main
 
-from ..fakes.protocols import Fail, FakeChatbot, Received, Reply, serve_in_thread
+from ..fakes.protocols import Fail, FakeChatbot, FakeServer, Received, Reply, serve_in_thread
 from .runs import KEY, KEY_ENV, _write_setup, make_server, run_roles
 
 ROLES = {"chatbot": "http", "user_agent": "openai", "judge": "openai"}
@@ -45,6 +47,66 @@ def test_two_runs_of_one_config_never_share_a_session(tmp_path: Path) -> None:
     assert not set(a) & set(b)
     assert set(a) == {f"{i}-{_tag(first.out)}" for i in ids}
     assert set(b) == {f"{i}-{_tag(second.out)}" for i in ids}
+
+
+class StatefulChatbot(FakeChatbot):
+    """A product that keeps each session's history itself, keyed by the session id in the
+    URL, and stores a turn before it answers: its first answer to every turn is lost (a
+    504 from its gateway), so the retry is the same turn again. It recognises a turn it
+    has already stored by the `turn` field, and answers it from what it stored."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.history: dict[str, list[tuple[str, str]]] = {}
+        self.answered: dict[tuple[str, str], str] = {}
+
+    def routes(self, app: web.Application) -> None:
+        app.router.add_post("/api/sessions/{session}/reply", self.turn)
+
+    async def turn(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.received.append(Received("POST", request.path, {}, {}, body, 0.0, b"", request.path_qs))
+        session, turn = request.match_info["session"], body["turn"]
+        if (session, turn) in self.answered:  # a retry: the turn is stored already
+            return web.json_response({"reply": {"text": self.answered[(session, turn)]}})
+        history = self.history.setdefault(session, [])
+        reply = f"I hear you ({len(history) // 2 + 1} messages from you so far)."
+        history += [("user", body["message"]), ("assistant", reply)]
+        self.answered[(session, turn)] = reply
+        return web.json_response({"detail": "gateway timeout"}, status=504)
+
+
+def test_a_retried_turn_carries_the_same_turn_number_so_the_product_can_recognise_it(
+    tmp_path: Path,
+) -> None:
+    bot = StatefulChatbot(key=KEY)
+    servers: dict[str, FakeServer] = {"http": bot, "openai": make_server("openai")}
+    out = tmp_path / "run"
+    with MonkeyPatch.context() as env, serve_in_thread(*servers.values()):
+        env.setenv(KEY_ENV, KEY)
+        config = _write_setup(tmp_path, ROLES, servers, {}, 1, 8, "user", "", "")
+        profile = tmp_path / "providers" / "chatbot-http.toml"
+        profile.write_text(
+            profile.read_text()
+            .replace("max_retries = 0", "max_retries = 2")
+            .replace("/api/chat", "/api/sessions/{{session_id}}/reply")
+            .replace(
+                'body = { session = "{{session_id}}", history = "{{messages}}", ',
+                'body = { turn = "{{turn}}", ',
+            )
+        )
+        run = CliRunner().invoke(
+            main, ["run", "--config", str(config), "--out", str(out), "--limit-personas", "1", "--quiet"]
+        )
+    assert run.exit_code == 0, run.output
+    (conversation,) = [json.loads(line) for line in (out / "conversations.jsonl").read_text().splitlines()]
+    # Every turn was sent twice (the 504, then the retry), with the same number each time.
+    turns = [r.json["turn"] for r in bot.received]
+    assert turns == [str(n) for n in range(1, len(turns) // 2 + 1) for _ in (1, 2)] and len(turns) >= 4
+    # So the product's history is the conversation vera judges, each message once.
+    (history,) = bot.history.values()
+    said = [(t["speaker"].replace("chatbot", "assistant"), t["text"]) for t in conversation["turns"]]
+    assert history == said[: len(history)] and len(history) >= len(said) - 1
 
 
 def test_a_resume_goes_on_in_the_session_it_began(tmp_path: Path) -> None:

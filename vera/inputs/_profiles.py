@@ -365,7 +365,7 @@ def _check(p: Profile, given: set[str]) -> tuple[str, str] | None:
 # What vera fills in an `[http]` template (vera.clients.http): `{{messages}}` as a whole
 # string value of the body, the others inside any string of the URL or the body.
 _HISTORY = "{{messages}}"
-_TEXT_PLACEHOLDERS = ("last_message", "session_id", "conversation_id", "session", "session_index")
+_TEXT_PLACEHOLDERS = ("last_message", "session_id", "conversation_id", "session", "session_index", "turn")
 _ANY_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][\w-]*)\s*\}\}")
 
 
