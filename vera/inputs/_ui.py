@@ -1224,6 +1224,10 @@ BASE: dict[str, str] = {
     "page.calls_parameters": "parameters",
     # A team's own chatbot (protocol http): the request as its service received it.
     "page.calls_wire": "sent to the service",
+    "page.calls_wire_history": (
+        "The conversation so far, as vera holds it: the service was sent only the request above, "
+        "made from it by the profile's template."
+    ),
     "page.calls_structured": "structured answer",
     "page.calls_usage": "Finish reason: {reason} · {input} tokens in ({cached} cached), {output} out",
     "page.calls_usage_reasoning": " ({n} reasoning)",
