@@ -17,6 +17,8 @@ from click.testing import CliRunner
 from pytest import MonkeyPatch
 
 from vera.cli._main import main
+from vera.store import BodyReader
+from vera.viewer.calls import body_html
 
 from ..fakes.protocols import Fail, FakeChatbot, FakeServer, Received, Reply, serve_in_thread
 from .runs import KEY, KEY_ENV, _write_setup, make_server, run_roles
@@ -107,6 +109,14 @@ def test_a_retried_turn_carries_the_same_turn_number_so_the_product_can_recognis
     (history,) = bot.history.values()
     said = [(t["speaker"].replace("chatbot", "assistant"), t["text"]) for t in conversation["turns"]]
     assert history == said[: len(history)] and len(history) >= len(said) - 1
+    # The viewer says the product got each of those turns twice, not once.
+    with BodyReader(out) as reader:
+        bodies = [b for b in reader.all() if b.call.role == "chatbot"]
+    assert len(bodies) == len(turns) // 2 and {b.call.attempts for b in bodies} == {2}
+    for body in bodies:
+        assert "sent to the service 2 times (each retry sends the same request)" in body_html(
+            1, body, "chatbot"
+        )
 
 
 def test_a_resume_goes_on_in_the_session_it_began(tmp_path: Path) -> None:

@@ -365,8 +365,15 @@ def body_html(n: int, body: CallBody, label: str, *, ahead: bool = False, later:
         # credential parameters masked again (a run recorded before they were). First,
         # and the conversation below it said to be vera's: a product that keeps the
         # history itself is sent the newest message only, not the turns listed below.
+        # Each attempt sent the same request: a product that keeps the history by
+        # session id got this turn as many times (docs/protocols.md).
+        sent = (
+            _w("page.calls_wire")
+            if c.attempts < 2
+            else escape(tr("page.calls_wire_times", n=c.attempts), quote=False)
+        )
         parts.append(
-            f'<div class="msg wire"><div class="who">{_w("page.calls_wire")}</div>'
+            f'<div class="msg wire"><div class="who">{sent}</div>'
             f'<pre class="wire-line">{escape(w.method)} {escape(mask_url(w.url))}</pre>'
             f'<pre class="wire-body">{escape(w.body)}</pre></div>'
             f'<p class="wire-note">{_w("page.calls_wire_history")}</p>'
