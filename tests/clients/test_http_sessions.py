@@ -114,7 +114,7 @@ def test_a_retried_turn_carries_the_same_turn_number_so_the_product_can_recognis
         bodies = [b for b in reader.all() if b.call.role == "chatbot"]
     assert len(bodies) == len(turns) // 2 and {b.call.attempts for b in bodies} == {2}
     for body in bodies:
-        assert "sent to the service 2 times (each retry sends the same request)" in body_html(
+        assert "sent to the service (2 attempts: each retry sends the same request)" in body_html(
             1, body, "chatbot"
         )
 

@@ -1224,7 +1224,7 @@ BASE: dict[str, str] = {
     "page.calls_parameters": "parameters",
     # A team's own chatbot (protocol http): the request as its service received it.
     "page.calls_wire": "sent to the service",
-    "page.calls_wire_times": "sent to the service {n} times (each retry sends the same request)",
+    "page.calls_wire_times": "sent to the service ({n} attempts: each retry sends the same request)",
     "page.calls_wire_history": (
         "The conversation so far, as vera holds it: the service was sent only the request above, "
         "made from it by the profile's template."
