@@ -35,7 +35,8 @@ def _tag(run_dir: Path) -> str:
 
 
 def test_two_runs_of_one_config_never_share_a_session(tmp_path: Path) -> None:
-    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
     first = run_roles(tmp_path / "a", ROLES, personas=2)
     second = run_roles(tmp_path / "b", ROLES, personas=2)
     assert first.exit_code == 0 and second.exit_code == 0, first.output + second.output
