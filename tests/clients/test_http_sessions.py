@@ -133,6 +133,10 @@ def test_a_resume_goes_on_in_the_session_it_began(tmp_path: Path) -> None:
         failed = CliRunner().invoke(main, run)
         assert failed.exit_code == 2, failed.output
         before = len(bot.received)
+        # Judging the run in between (its complete conversations; here none) keeps the
+        # tag in the manifest it writes again.
+        judged = CliRunner().invoke(main, ["judge", str(out), "--quiet"])
+        assert judged.exit_code == 2, judged.output
         resumed = CliRunner().invoke(main, ["run", "--resume", str(out), "--quiet"])
         assert resumed.exit_code == 0, resumed.output
     sessions = _sessions(bot.received)

@@ -144,6 +144,8 @@ def _manifest(
         # A run from before base_dir was recorded keeps the sweep's.
         base_dir=existing.base_dir or None,
         imported=imported,
+        # A resume of the run's failed conversations goes on in their sessions.
+        session_tag=existing.session_tag,
     )
 
 

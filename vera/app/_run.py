@@ -146,9 +146,11 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                 existing.run_id if existing is not None else run_dir.name,
                 created_at=existing.created_at if existing is not None else None,
                 limits=pool.limits(),
+                # Only a run with a custom http chatbot has one: other manifests keep their bytes.
+                session_tag=tag
+                if tag and any(s.protocol == "http" for s in sweep.chatbots)
+                else msgspec.UNSET,
             )
-            if tag and any(s.protocol == "http" for s in sweep.chatbots):
-                manifest = msgspec.structs.replace(manifest, session_tag=tag)
             if existing is not None:
                 check_same_run(existing, manifest, run_dir)
                 manifest = kept_identities(existing, manifest)
