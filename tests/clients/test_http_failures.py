@@ -123,13 +123,12 @@ def test_a_service_down_at_the_start_fails_with_the_reason_and_a_resume_once_it_
     with socket.socket() as s:  # a free port, nothing listening on it yet
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    servers = {"http": FakeChatbot(key=KEY, port=port), "openai": make_server("openai")}
+    servers = {"http": _Later(key=KEY, port=port), "openai": make_server("openai")}
     out = tmp_path / "run"
     with MonkeyPatch.context() as env:
         env.setenv(KEY_ENV, KEY)
         with serve_in_thread(servers["openai"]):
-            root = f"http://127.0.0.1:{port}"
-            config = _write_setup(tmp_path, ROLES, {**servers, "http": _At(root)}, {}, 1, 6, "user", "", "")
+            config = _write_setup(tmp_path, ROLES, servers, {}, 1, 6, "user", "", "")
             run = ["run", "--config", str(config), "--out", str(out), "--limit-personas", "1", "--quiet"]
             down = CliRunner().invoke(main, run)
             with serve_in_thread(servers["http"]):  # the service is back
@@ -144,9 +143,10 @@ def test_a_service_down_at_the_start_fails_with_the_reason_and_a_resume_once_it_
     assert servers["http"].received  # the turns the first run could not send
 
 
-class _At:
-    """Where a server that is not running yet will listen, as the profile writer reads it."""
+class _Later(FakeChatbot):
+    """A chatbot whose address is known before it listens (its port is given), so a
+    profile can name it while it is down."""
 
-    def __init__(self, root: str) -> None:
-        self.root = root
-        self.base_url = root
+    @property
+    def root(self) -> str:
+        return f"http://127.0.0.1:{self._port}"
