@@ -145,3 +145,33 @@ def test_a_resume_goes_on_in_the_session_it_began(tmp_path: Path) -> None:
     conversation = json.loads(lines[-1])  # the resume's record of it
     assert conversation["status"] == "complete"
     assert set(sessions) == {f"{conversation['id']}-{_tag(out)}"}
+
+
+STATEFUL_BODY = 'body = { message = "{{last_message}}" }\n'
+
+
+def test_a_shared_cache_with_a_product_that_keeps_the_history_is_a_warning(tmp_path: Path) -> None:
+    # No contract: the product here takes the newest message alone.
+    servers: dict[str, FakeServer] = {"http": FakeChatbot(key=KEY), "openai": make_server("openai")}
+    out = tmp_path / "run"
+    with MonkeyPatch.context() as env, serve_in_thread(*servers.values()):
+        env.setenv(KEY_ENV, KEY)
+        config = _write_setup(tmp_path, ROLES, servers, {}, 1, 4, "user", "", "")
+        shared = f'cache_dir = "{tmp_path / "cache"}"\n'
+        config.write_text(shared + config.read_text().replace("cache = false\n", ""))
+        stateless = CliRunner().invoke(main, ["validate", "config", str(config)])
+        profile = tmp_path / "providers" / "chatbot-http.toml"
+        text = profile.read_text()
+        body = next(line for line in text.splitlines() if line.startswith("body = "))
+        profile.write_text(text.replace(body + "\n", STATEFUL_BODY))
+        validated = CliRunner().invoke(main, ["validate", "config", str(config)])
+        run = ["run", "--config", str(config), "--out", str(out), "--limit-personas", "1", "--quiet"]
+        ran = CliRunner().invoke(main, run)
+    warning = "chatbot 'chatbot-http' keeps the history itself (its http.body sends no {{messages}})"
+    # The control: a product sent the history is as well served by a shared cache.
+    assert stateless.exit_code == 0 and warning not in stateless.output, stateless.output
+    assert (
+        validated.exit_code == 0 and f"warning: cache_dir {tmp_path / 'cache'}: {warning}" in validated.output
+    )
+    assert ran.exit_code == 0, ran.output
+    assert any(line.startswith("warning: cache_dir ") and warning in line for line in ran.stderr.splitlines())

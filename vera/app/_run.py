@@ -28,7 +28,7 @@ from typing import Any
 
 import msgspec
 
-from vera.app._checks import preflight
+from vera.app._checks import preflight, shared_cache_warning
 from vera.app._options import RunOptions, configure
 from vera.app._progress import run_strings
 from vera.app._result import RunOutcome, failure_lines
@@ -97,6 +97,8 @@ def prepare_run(opts: RunOptions) -> Prepared:
     hint = f"; `vera validate config {opts.config_path}` lists them" if opts.config_path else ""
     chosen = bool(opts.judges) or existing is not None
     preflight(cfg, where, judging=opts.judge, chosen_judges=chosen, shard=shard).refuse(hint)
+    if warning := shared_cache_warning(cfg, profiles):
+        notes.append(f"warning: {warning}")
     inputs = Inputs.load(cfg)
     notes += inputs.warnings
     if existing is None and (note := fit_stand_in_judges(inputs, chosen=bool(opts.judges))):

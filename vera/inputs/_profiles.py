@@ -380,6 +380,12 @@ def strings_in(value: Any) -> list[str]:
     return []
 
 
+def keeps_history(profile: Profile) -> bool:
+    """A custom chatbot that is never sent the conversation (no `{{messages}}` in its
+    body): the product keeps the history itself, by the session id."""
+    return profile.http is not None and _HISTORY not in strings_in(profile.http.body)
+
+
 def _template_problem(http: HttpOptions) -> tuple[str, str] | None:
     """A placeholder vera would not fill, so the product would be sent it as written (a
     typo, `{{messages}}` inside a text, one in a header), or a body without what the
