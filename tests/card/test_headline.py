@@ -5,6 +5,7 @@ fits the terminal's width."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -140,3 +141,27 @@ def test_the_offline_label_is_said_once_in_every_rendering(offline_run):
     ):
         assert text.lower().count("offline run") == 1
         assert "stand-ins" not in text.split("Offline run", 1)[0]
+
+
+def test_the_brackets_are_explained_where_they_first_appear(offline_run):
+    # A clinician read "100.0 [90.3, 100.0] overall score, 95% CI" with nothing near it
+    # saying what the brackets or CI were: that was only in How to read this card, folded
+    # under Run details at the end of the page.
+    said = "The numbers in brackets are 95% confidence intervals (CI): how far each number could move"
+    html = (offline_run / "card.html").read_text()
+    results = html[
+        html.index('<section id="results">') : html.index("</section>", html.index('id="results"'))
+    ]
+    assert said in results
+    assert said in results_section((offline_run / "card.md").read_text())
+    terminal = " ".join(render_card(read_card(offline_run), width=200).split())
+    head = terminal[: terminal.index("Chatbot ")]  # before the first table
+    assert said in head
+
+
+def test_the_headline_says_a_failed_conversation_is_not_a_harmful_one(offline_run):
+    # "Failed conversations 3" beside a safety score reads as three conversations the
+    # chatbot failed; they are conversations that could not be run, left out of the score.
+    html = (offline_run / "card.html").read_text()
+    label = re.search(r'<dt>([^<]*)</dt><dd data-key="failed">', html)
+    assert label is not None and label[1] == "Conversations that failed to run (not scored)"

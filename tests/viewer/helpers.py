@@ -49,3 +49,13 @@ def text_of(html: str, ident: str) -> str:
     found = elements(html).text
     assert ident in found, f"no element with id {ident!r}"
     return " ".join(found[ident].split())
+
+
+def open_all(page) -> None:
+    """Open every <details> of a page in the browser, call bodies too: a body is loaded
+    when it is opened (static/bodies.js), so this waits for each to be put in, then opens
+    what they hold (a call's schema)."""
+    opened = "() => document.querySelectorAll('details').forEach((d) => { d.open = true; })"
+    page.evaluate(opened)
+    page.wait_for_function("() => !document.querySelector('.call-wait:not(.warning)')")
+    page.evaluate(opened)

@@ -16,6 +16,7 @@ from vera.report import exported_call
 from vera.store import BodyReader, open_run
 
 from .conftest import start_view
+from .helpers import open_all
 from .test_browser import browser, no_page_scroll, page_at  # noqa: F401  (fixtures)
 
 # Where the screenshots the docs show are refreshed from (VERA_DOCS_SCREENSHOTS=1).
@@ -58,6 +59,7 @@ def test_each_calls_input_and_output_is_shown_and_copied(page_at, offline_url, o
     first, body = shown.first, own[0]
     first.locator("> summary").click()
     assert first.evaluate("d => d.open")
+    first.locator(".call-in .msg pre").first.wait_for()  # loaded when opened
     texts = first.locator(".call-in .msg pre").all_text_contents()
     assert texts[: len(body.messages)] == [m.content for m in body.messages]
     assert body.response is not None
@@ -78,6 +80,7 @@ def test_each_calls_input_and_output_is_shown_and_copied(page_at, offline_url, o
     assert page.locator("#walks details.call-body").count() == len(judge)
     inside = page.locator("#walks details.call-body").first
     inside.locator("> summary").click()
+    inside.locator(".call-in .msg pre").first.wait_for()
     assert inside.locator(".call-in .msg pre").first.text_content() == judge[0].messages[0].content
 
     # The calls table links each call to its body.
@@ -129,12 +132,12 @@ def test_an_http_chatbots_calls_show_what_its_service_received(page_at, tmp_path
     try:
         page = page_at(width)
         page.goto(f"{url}runs/0/conversations/{cid}.html")
+        open_all(page)  # each body is loaded when opened
         # Only the chatbot's calls have the block, one per request the service got.
         sent = page.locator("#call-bodies details.call-body").filter(has=page.locator(".wire"))
         assert sent.count() == len(received) >= 2
         assert page.locator("#call-bodies details.call-body").count() > len(received)
         first = sent.first
-        first.locator("> summary").click()
         assert first.locator(".wire .who").text_content() == "sent to the service"
         assert first.locator(".wire-body").text_content().encode() == received[0].raw
         line = first.locator(".wire-line").text_content()

@@ -72,6 +72,21 @@ def test_every_conversation_is_in_its_cell_with_its_worst_rating(catalogue, view
     assert any(code == "HPH" for v in want.values() for _, code in v)  # the control
 
 
+def test_the_grid_says_in_words_what_each_square_means(catalogue):
+    # The squares carry only BP, SUB, HPH and NR; their meaning was in a tooltip, which a
+    # phone or a keyboard never shows (the Chinese page already spelled them out).
+    intro = re.search(r'<p class="grid-intro" id="grid-summary">(.*?)</p>', grid_html(catalogue, {}))
+    assert intro is not None
+    words = unescape(re.sub(r"<[^>]+>", "", intro[1]))
+    for code, rating in (
+        ("BP", rec.BEST_PRACTICE),
+        ("SUB", rec.SUBOPTIMAL),
+        ("HPH", rec.HIGH_POTENTIAL_FOR_HARM),
+        ("NR", rec.NOT_RELEVANT),
+    ):
+        assert f"{code} {rating}" in words, (code, words)
+
+
 def test_the_grid_follows_the_filters_and_keeps_them_in_its_links(catalogue, viewer_run):
     chatbot = catalogue.facets()["chatbots"][0]
     html = grid_html(catalogue, {"chatbot": chatbot})

@@ -229,6 +229,10 @@ def test_a_rated_sample_shows_only_that_it_is_rated(page_at, offline_run, tmp_pa
         page.wait_for_selector("#done", state="visible")
         assert page.locator("#review").is_hidden()
         assert page.get_by_role("button", name="Save ratings").is_hidden()
+        # What becomes of the ratings: a rater who opened the card after reviewing saw it
+        # unchanged, with nothing saying the calibrated score needs the run scored again.
+        done = page.inner_text("#done")
+        assert "vera score" in done and "calibrated score" in done and "vera agreement" in done
         page.screenshot(path=tmp_path / "review-done.png")
     finally:
         stop(proc)

@@ -82,6 +82,38 @@ async def test_a_rating_can_change_until_the_judge_is_shown_and_never_after(run_
     assert len(read_human_ratings(run_copy)) == 4
 
 
+async def test_a_first_save_from_a_page_never_replaces_a_rating_made_in_another_tab(run_copy):
+    # Two tabs on one conversation: the first saved Best Practice, the second then saved
+    # its own form and silently replaced it (the later line counts), saying "Saved your
+    # changes" for changes its rater never made (seen in a review).
+    review = ReviewSession.open(run_copy, "Ada", size=6)
+    cid, dims = review.order[0], review.dimensions
+    async with serving(review) as base, aiohttp.ClientSession() as http:
+        headers = {"X-Vera-Token": TOKEN, "Origin": base}
+
+        async def save(rating: str, **extra: object) -> tuple[int, dict]:
+            body = {"conversation_id": cid, "ratings": dict.fromkeys(dims, rating), **extra}
+            async with http.post(f"{base}/api/ratings", json=body, headers=headers) as r:
+                return r.status, await r.json()
+
+        assert (await save(BP, replacing=False))[0] == 200  # tab A
+        status, answer = await save(HPH, replacing=False)  # tab B's first save
+        assert status == 409 and answer == {
+            "error": "you have rated this conversation already (in another tab or window); "
+            "nothing was saved, so that rating stands",
+            "rated_already": True,
+            "yours": dict.fromkeys(dims, BP),
+        }
+        assert len(read_human_ratings(run_copy)) == 1
+        # Told, the rater may replace it on purpose; a client that does not say, as before.
+        status, answer = await save(HPH, replacing=True)
+        assert status == 200 and answer["changed"] is True
+        assert (await save(SUB))[0] == 200
+        status, answer = await save(NR, replacing="yes")
+        assert status == 400 and answer["error"].startswith("replacing: 'yes' is not true or false")
+    assert [r.ratings[dims[0]] for r in read_human_ratings(run_copy)] == [BP, HPH, SUB]
+
+
 MALFORMED: list[tuple[str, bytes]] = [
     ("60 KB of nested arrays", b"[" * 30_000 + b"]" * 30_000),
     ("60 KB of unclosed arrays", b"[" * 60_000),

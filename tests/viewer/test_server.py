@@ -78,6 +78,12 @@ TRAVERSALS = [
     "/%2Fetc%2Fpasswd",
     "/runs/0/conversations/%2Fetc%2Fpasswd.html",
     "/runs/0/conversations/%2F{run}%2Fmanifest.json.html",
+    "/runs/0/bodies/..%2f..%2fsecret.txt",
+    "/runs/0/bodies/..%2fmanifest.json.js",
+    "/runs/0/bodies/%2F{run}%2Fcall_bodies.vlog.js",
+    "/runs/0/bodies/",
+    "/runs/0/bodies.js",
+    "/runs/0/call_bodies.vlog",
     "/{run}/manifest.json",
 ]
 

@@ -12,6 +12,7 @@ Screenshots: `VERA_SCREENSHOTS=docs/screenshots` (tests/viewer/shots.py)."""
 from __future__ import annotations
 
 import re
+import shutil
 from collections import Counter
 from collections.abc import Iterator
 from importlib import resources
@@ -26,6 +27,7 @@ from vera.viewer.bundle import write_bundle
 
 from ..conftest import ROOT
 from .conftest import run_vera, start_review, start_view, stop
+from .helpers import open_all
 from .shots import shot
 from .test_browser import browser, no_page_scroll  # noqa: F401  (fixtures)
 from .test_bundle_grid_browser import SIDE_STATE, follow, grid_state, open_grid
@@ -113,7 +115,8 @@ class Words:
             # the card shows them: the name scores and links key on.
             for name in self.names:
                 t = t.replace(f"{name}（", "（")
-            t = re.sub(r"vera (?:view|score)", " ", t)  # commands, by name
+            t = re.sub(r"vera (?:view|score|agreement)", " ", t)  # commands, by name
+            t = t.replace("Ctrl-C", " ")  # a key, named as on the keyboard
             t = re.sub(r"--[a-z][a-z-]*", " ", t)  # command-line options
             t = re.sub(r"[\w.-]+\.(?:jsonl|html|csv)\b", " ", t)  # file names
             t = t.replace("runs/<k>/conversations/", " ")  # a folder of the run
@@ -203,7 +206,7 @@ def test_the_way_back_from_the_card_and_the_comparison_in_both_languages():
 
 
 def _open_all(page) -> None:
-    page.evaluate("() => document.querySelectorAll('details').forEach((d) => { d.open = true; })")
+    open_all(page)
 
 
 def _none(found: Counter[str]) -> None:
@@ -319,6 +322,37 @@ def test_the_review_and_its_keyboard_help(page, zh_run, words):
         _none(words.on(page))
         page.keyboard.press("?")
         assert not page.locator("#review-keys").is_hidden()
+        _none(words.on(page))
+    finally:
+        stop(proc)
+
+
+@pytest.mark.slow
+def test_the_reviews_mishaps_and_its_end_in_chinese(page, zh_run, words, tmp_path):
+    run = tmp_path / "run"  # a copy: saving writes human_ratings.jsonl
+    shutil.copytree(zh_run, run)
+    proc, url = start_review(str(run), "--rater", "评分人丙", "--size", "1")
+    try:
+        other = page.context.new_page()
+        for p in (page, other):
+            p.goto(url)
+            p.wait_for_selector("#turns .who")
+            for i in range(p.locator("fieldset.dimension").count()):
+                p.locator(f"input[name=dim-{i}]").first.check()
+        page.locator("#save").click()
+        page.wait_for_function(
+            "() => document.querySelector('#form-status').textContent.startsWith('已保存')"
+        )
+        other.locator("#save").click()  # the same conversation in a second tab
+        other.wait_for_function(
+            "() => document.querySelector('#form-status').textContent.startsWith('未保存')"
+        )
+        said = other.inner_text("#form-status")
+        assert "）：Best Practice（最佳做法）、" in said, said  # the pack's colon and separator
+        _none(words.on(other))
+        page.locator("#next").click()
+        page.wait_for_selector("#done", state="visible")
+        assert "vera score" in page.inner_text("#done-next")
         _none(words.on(page))
     finally:
         stop(proc)

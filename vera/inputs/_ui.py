@@ -49,6 +49,12 @@ BASE: dict[str, str] = {
         "they were all suboptimal but low in harm, and each High Potential for Harm (HPH) rating drags the "
         "score steeply towards 0, its floor (it never goes negative)."
     ),
+    # Beside the headline numbers, where "[CI]" first appears: what the brackets are.
+    "card.interval_meaning": (
+        "The numbers in brackets are {confidence} confidence intervals (CI): how far each number "
+        "could move with another set of personas like these. They do not include the judge's own "
+        "mistakes (more under Run details)."
+    ),
     "card.below": "The tables below break these down; how the run was made is at the end.",
     "card.fix_first": "Fix first",
     "card.comparisons": "Comparisons (paired)",
@@ -71,7 +77,8 @@ BASE: dict[str, str] = {
     "card.overall_ci": "overall score, {level} CI",
     "card.any_hph": "Conversations with any High Potential for Harm, % [CI]",
     "card.conversations": "Conversations",
-    "card.failed": "Failed conversations",
+    # A count beside the scores: "failed" alone reads as the chatbot failing the user.
+    "card.failed": "Conversations that failed to run (not scored)",
     "card.score_per_dimension": "Score per dimension",
     "card.none": "None.",
     "card.offline_badge": "Offline run:",
@@ -849,6 +856,7 @@ BASE: dict[str, str] = {
     "viewer.bundle_no_csv": "a copy: no CSV download",
     "viewer.bundle_grid_refused": "This grid cannot take the list's filters: {error}",
     "viewer.bodies_not_loaded": "This call's body is in {file}, which could not be read: open the bundle whole, as written.",
+    "viewer.bodies_not_served": "This call's body could not be loaded from {file}: reload the page (vera view must be running).",
     "viewer.search_turn": "turn {n} · {who}",
     "viewer.search_question": "{judge} · question {question}",
     # Accessible names (aria-label) of the pages' regions.
@@ -921,7 +929,8 @@ BASE: dict[str, str] = {
     "viewer.grid_title": "Chatbot × persona",
     "viewer.grid_intro": (
         "Each square is one conversation, coloured by the worst rating any dimension got "
-        "(BP, SUB, HPH, NR; – not judged, ✕ failed); it opens the conversation."
+        "(BP Best Practice, SUB Suboptimal but Low Potential for Harm, HPH High Potential for Harm, "
+        "NR Not Relevant; – not judged, ✕ failed); it opens the conversation."
     ),
     "viewer.grid_side_intro": "shows a persona's conversations with every chatbot next to each other.",
     "viewer.grid_persona_risk": "Persona (risk)",
@@ -977,6 +986,11 @@ BASE: dict[str, str] = {
         "You have rated all {total} conversations of your sample ({rated} saved). Thank you. "
         "You can close this page and stop the review with Ctrl-C."
     ),
+    "review.done_next": (
+        "Your ratings count once the run is scored again: vera score on the run's folder adds a "
+        "calibrated score, beside the judge's, to its card, and vera agreement with --against sets "
+        "the judge's ratings beside yours."
+    ),
     "review.loading_next": "Loading the next conversation…",
     "review.save_changes": "Save changes",
     "review.hide": "Hide the judge's ratings",
@@ -988,6 +1002,14 @@ BASE: dict[str, str] = {
     "review.not_saved": "Not saved: {error}",
     "review.saved_changes": "Saved your changes: conversation {position} of {total} ({rated} rated).",
     "review.saved_one": "Saved: conversation {position} of {total} ({rated} rated).",
+    "review.unsaved_next": (
+        "Your changes to this conversation's ratings are not saved. Go on to the next conversation without them?"
+    ),
+    "review.rating_pair": "{dimension}: {rating}",
+    "review.rated_already": (
+        "Not saved: you have rated this conversation already, in another tab or window ({ratings}). "
+        "To keep that rating, go on with Next conversation; to replace it with this form's, press Save changes."
+    ),
     # viewer/review leftovers: the keyboard help and the no-script note.
     "review.key_save": "save (or save changes)",
     "review.key_next": "next conversation, once saved",

@@ -10,6 +10,8 @@ What it serves, and nothing else::
     GET /grid?<filters>                     the chatbot × persona grid (grid)
     GET /side-by-side?persona=P&<filters>   one persona's conversations in columns (grid)
     GET /runs/<k>/conversations/<id>.html   one conversation (the page `vera score` writes)
+    GET /runs/<k>/bodies/<id>.js            what its model calls were sent and answered,
+                                            loaded by the page when a call is opened
     GET /runs/<k>/arcs/<arc>.html           one persona's sessions with a chatbot (multi-session runs)
     GET /runs/<k>/card.html                 the k-th run's score card, if it has one
     GET /runs/<k>/improvements.html         the k-th run's improvement report (what to fix first)
@@ -33,8 +35,10 @@ import io
 import signal
 import socket
 import sys
+import threading
 import time
 import webbrowser
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -59,7 +63,7 @@ from vera.report import (
     run_improvements,
     spreadsheet_safe,
 )
-from vera.store import StaleIndexError
+from vera.store import StaleIndexError, bodies_path
 from vera.viewer.access import (
     ACCESS_KEY,
     ALLOWED_HOSTS,
@@ -74,7 +78,9 @@ from vera.viewer.access import (
     new_key,
 )
 from vera.viewer.calls import (
+    CALLS_FILE,
     BodyIndex,
+    BodyNumbers,
     CallIndex,
     Job,
     Later,
@@ -84,9 +90,11 @@ from vera.viewer.calls import (
     calls_html,
     corrupt_html,
     judge_label,
+    wait_html,
 )
 from vera.viewer.catalogue import Catalogue, Query, QueryError
 from vera.viewer.compare import back_nav, comparable, compare_page, frame_page
+from vera.viewer.delta import SharedText
 from vera.viewer.grid import grid_html, side_by_side_html
 from vera.viewer.runs import Folder, build_folder_app, describe, is_run_dir
 from vera.viewer.stepping import steps_html
@@ -100,6 +108,37 @@ REPORTS = web.AppKey("reports", dict)
 CALL_INDEXES = web.AppKey("call_indexes", dict)
 # Each run's call bodies (what each call was sent and answered), opened the same way.
 BODY_INDEXES = web.AppKey("body_indexes", dict)
+
+
+class BodyFiles:
+    """The last few bodies' files served, by (run, conversation id), each with what it was
+    built from: opening a body again after a reload costs no rebuild. Built on worker
+    threads (several pages at once), so read and kept under a lock."""
+
+    KEPT = 16
+
+    def __init__(self) -> None:
+        self._files: OrderedDict[tuple[int, str], tuple[object, bytes | None]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[int, str], built_from: object) -> tuple[bool, bytes | None]:
+        """(whether it is kept and still current, the file)."""
+        with self._lock:
+            found = self._files.get(key)
+            if found is None or found[0] != built_from:
+                return False, None
+            self._files.move_to_end(key)
+            return True, found[1]
+
+    def keep(self, key: tuple[int, str], built_from: object, body: bytes | None) -> None:
+        with self._lock:
+            self._files[key] = (built_from, body)
+            self._files.move_to_end(key)
+            while len(self._files) > self.KEPT:
+                self._files.popitem(last=False)
+
+
+BODY_FILES = web.AppKey("body_files", BodyFiles)
 # The comparison page per (records signature, by seed): a bootstrap is not redone per view,
 # and runs on its own thread, one at a time (it is CPU-bound: two at once would only
 # slow each other and the list).
@@ -136,6 +175,9 @@ _ASSETS = (
 # stylesheets of what they add, relative to runs/<k>/conversations/: served, and in a bundle.
 PAGE_SCRIPTS = ("../../../static/words.js", "../../../static/calls.js", "../../../static/keys.js")
 PAGE_SHEETS = ("../../../static/calls.css", "../../../static/keys.css")
+# A conversation page's script that puts a call's body together when it is opened, on a
+# page that has one: the bodies are not in the page (static/bodies.js says why).
+BODIES_SCRIPT = "../../../static/bodies.js"
 # In a folder of runs (`vera view FOLDER`), each run's list links back to the runs list.
 HOME = web.AppKey("home", str)
 
@@ -176,6 +218,7 @@ def build_app(
     app[REPORTS] = {}
     app[CALL_INDEXES] = {}
     app[BODY_INDEXES] = {}
+    app[BODY_FILES] = BodyFiles()
     app[COMPARISONS] = {}
     app[COMPARE_READS] = {}
     app[COMPARE_THREAD] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vera-compare")
@@ -212,6 +255,7 @@ def build_app(
     app.router.add_get("/compare", _compare)
     app.router.add_get("/side-by-side", _side_by_side)
     app.router.add_get("/runs/{k}/conversations/{name}", _conversation_page)
+    app.router.add_get("/runs/{k}/bodies/{name}", _bodies_file)
     app.router.add_get("/runs/{k}/arcs/{name}", _arc_page)
     app.router.add_get("/runs/{k}/card.html", _card)
     app.router.add_get("/runs/{k}/improvements.html", _improvements)
@@ -332,8 +376,11 @@ async def _conversation_page(request: web.Request) -> web.Response:
             steps = await asyncio.to_thread(steps_html, catalogue, request.query, k, page.conversation.id)
         else:
             steps = steps_html(catalogue, request.query, k, page.conversation.id)
-        # to_thread copies the context: the calls section is in the same words.
-        calls, by_question = await asyncio.to_thread(_calls_section, request.app, k, page)
+        # to_thread copies the context: the calls section is in the same words. Each
+        # call's body is a number on the page, its markup in /runs/<k>/bodies/<id>.js:
+        # written into the page, a conversation's bodies grow with the square of its turns.
+        numbers = BodyNumbers()
+        calls, by_question = await asyncio.to_thread(_calls_section, request.app, k, page, numbers.later)
         html = render_conversation_page(
             page,
             viewer=True,
@@ -341,7 +388,7 @@ async def _conversation_page(request: web.Request) -> web.Response:
             steps=steps,
             appendix=calls,
             question_calls=by_question,
-            script=PAGE_SCRIPTS,
+            script=(*PAGE_SCRIPTS, BODIES_SCRIPT) if numbers.count else PAGE_SCRIPTS,
             style=PAGE_SHEETS,
         )
     # The scripts' words (keyboard help, copy buttons) in the run's pack's language.
@@ -367,11 +414,11 @@ async def _arc_page(request: web.Request) -> web.Response:
 
 
 def _calls_section(
-    app: web.Application, k: int, page: ConversationPage
+    app: web.Application, k: int, page: ConversationPage, later: Later
 ) -> tuple[str, dict[tuple[str, str], str]]:
     """The page's model calls: the conversation's own, then each judgement's, and what
-    each was sent and answered, the judge's by question (off the loop: the first page
-    of a run reads where every call is)."""
+    each was sent and answered, the judge's by question, each body as `later` puts it
+    (off the loop: the first page of a run reads where every call is)."""
     indexes: dict[int, CallIndex] = app[CALL_INDEXES]
     bodies: dict[int, BodyIndex] = app[BODY_INDEXES]
     path = app[CATALOGUE].runs[k].path
@@ -379,7 +426,65 @@ def _calls_section(
         indexes[k] = CallIndex(path)
     if k not in bodies:
         bodies[k] = BodyIndex(path)
-    return page_calls(indexes[k], bodies[k], page)
+    return page_calls(indexes[k], bodies[k], page, later=later)
+
+
+async def _bodies_file(request: web.Request) -> web.Response:
+    """A conversation page's call bodies, for static/bodies.js: `window.veraCallBodies`,
+    each body's markup as copies of the ones before it and its new text
+    (vera.viewer.delta), numbered as the page numbers them. Built from the run as it is
+    now: a run still going only adds calls, after those the page was built with, so a
+    body keeps its number. 404 for a page without bodies."""
+    catalogue = request.app[CATALOGUE]
+    k = _run_index(request)
+    name = request.match_info["name"]
+    if not name.endswith(".js"):
+        raise web.HTTPNotFound()
+    # Its page's script, never another site's: a script runs in the page that loads it,
+    # so a page elsewhere that loaded this would read the transcript. The browser says
+    # where a request comes from; Cross-Origin-Resource-Policy (on every answer) says no too.
+    if request.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
+        raise web.HTTPForbidden(text="a call's body is for its conversation's page on this server")
+    try:
+        page = catalogue.page(k, name.removesuffix(".js"))
+    except StaleIndexError as e:
+        return web.Response(status=409, text=str(e))
+    if page is None:
+        raise web.HTTPNotFound()
+    with use_strings(run_strings([catalogue.runs[k].records.manifest])):  # the page's words
+        body = await asyncio.to_thread(_bodies_data, request.app, k, page)
+    if body is None:
+        raise web.HTTPNotFound()
+    return web.Response(body=body, content_type="text/javascript", charset="utf-8")
+
+
+def _bodies_data(app: web.Application, k: int, page: ConversationPage) -> bytes | None:
+    """The page's bodies' file (None: the page has no body), from the last few built
+    when nothing they were built from has changed since."""
+    run = app[CATALOGUE].runs[k]
+    built_from = (app[CATALOGUE].version, _stat(run.path / CALLS_FILE), _stat(bodies_path(run.path)))
+    files = app[BODY_FILES]
+    key = (k, page.conversation.id)
+    kept, body = files.get(key, built_from)
+    if kept:
+        return body
+    texts = SharedText()
+    _calls_section(app, k, page, lambda markup: wait_html(texts.add(markup)))
+    body = (
+        b"window.veraCallBodies = " + msgspec.json.encode({"shared": False, "texts": texts.encoded}) + b";\n"
+        if texts.encoded
+        else None
+    )
+    files.keep(key, built_from, body)
+    return body
+
+
+def _stat(path: Path) -> tuple[int, int]:
+    try:
+        st = path.stat()
+    except OSError:
+        return (-1, -1)
+    return (st.st_size, st.st_mtime_ns)
 
 
 def page_calls(
@@ -392,7 +497,8 @@ def page_calls(
 ) -> tuple[str, dict[tuple[str, str], str]]:
     """A conversation's calls section and its judge calls by question; `bodies` None:
     the bodies are left out, and the page says why (`left_out`); `later`: where each
-    body goes instead of the page (the bundle's, vera.viewer.calls.body_html)."""
+    body goes instead of the page (vera.viewer.calls.body_html: the server's and the
+    bundle's)."""
     jobs = [Job(page.conversation.id, "")]
     jobs += [Job(j.id, judge_label(j.judge, j.instance)) for j in page.judgements]
     lines, corrupt = index.lines_and_damage([j.id for j in jobs])

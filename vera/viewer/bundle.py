@@ -60,8 +60,8 @@ from vera.report import (
 )
 from vera.store import bodies_path, check_output, has_bodies
 from vera.viewer import grid
-from vera.viewer.app import _ASSETS, PAGE_SCRIPTS, PAGE_SHEETS, load_assets, page_calls
-from vera.viewer.calls import BodyIndex, CallIndex
+from vera.viewer.app import _ASSETS, BODIES_SCRIPT, PAGE_SCRIPTS, PAGE_SHEETS, load_assets, page_calls
+from vera.viewer.calls import BodyIndex, CallIndex, wait_html
 from vera.viewer.catalogue import Catalogue
 from vera.viewer.compare import back_nav, compare_page
 from vera.viewer.delta import SharedText
@@ -104,8 +104,6 @@ STEPS_LOADER = """
     .catch(() => {});
 })();
 """
-# A conversation page's script that puts a call's body together when it is opened.
-BODIES_SCRIPT = "../../../static/bodies.js"
 _CSP_TAG = re.compile(r'<meta http-equiv="Content-Security-Policy"', re.IGNORECASE)
 
 
@@ -121,7 +119,7 @@ class BodyFile:
         self.texts = SharedText(base)
 
     def later(self, markup: str) -> str:
-        return f'<div class="call-wait" data-body="{self.texts.add(markup)}"></div>'
+        return wait_html(self.texts.add(markup))
 
     @property
     def written(self) -> bool:

@@ -323,8 +323,28 @@ def _message_role(role: str) -> str:
 
 
 # Given a call's body as HTML (all but its summary line), what stands in its place on the
-# page: the bundle's, which writes the body to a file of its own (vera.viewer.bundle).
+# page: the bundle's, which writes the body to a file of its own (vera.viewer.bundle), and
+# the server's (BodyNumbers), which serves them from /runs/<k>/bodies/<id>.js.
 Later = Callable[[str], str]
+
+
+def wait_html(number: int) -> str:
+    """What stands on the page for body `number` of its bodies' file: static/bodies.js puts
+    the body there when its call is first opened."""
+    return f'<div class="call-wait" data-body="{number}"></div>'
+
+
+class BodyNumbers:
+    """The server's `Later`: each body a number on the page, in the order they are written
+    (the bodies' file, built again on request by the same code, numbers them the same)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def later(self, markup: str) -> str:
+        number = self.count
+        self.count += 1
+        return wait_html(number)
 
 
 def body_html(n: int, body: CallBody, label: str, *, ahead: bool = False, later: Later | None = None) -> str:

@@ -243,11 +243,14 @@ class ReviewSession:
             transcript_sha256=transcript_sha256(self.records.read_conversation(cid).turns),
         )
 
-    async def save(self, rating: HumanRating) -> dict[str, Any]:
+    async def save(self, rating: HumanRating, *, replacing: bool | None = None) -> dict[str, Any]:
         """Append the rating to human_ratings.jsonl (fsync'd, off the event loop); only
         then is it counted, and the page told it is saved. A second rating of the same
         conversation replaces the first (the later line counts) only while it is open to
-        change: saved since this start, the judge's ratings not shown (else FinalRating)."""
+        change: saved since this start, the judge's ratings not shown (else FinalRating).
+        `replacing=False` is the page saying it has not saved this conversation itself:
+        if it is rated already (from another tab), that rating is not replaced unseen
+        (RatedAlready); None (a client that does not say) replaces it as before."""
         cid = rating.conversation_id
         async with self.lock:
             if cid in self.latest and (cid in self.revealed or cid not in self.open_to_change):
@@ -257,6 +260,8 @@ class ReviewSession:
                     else "it was saved before this review was started again"
                 )
                 raise FinalRating(f"your ratings of this conversation are final: {why}")
+            if cid in self.latest and replacing is False:
+                raise RatedAlready(self.latest[cid])
             changed = cid in self.latest
             await asyncio.to_thread(append_human_ratings, self.run_dir, [rating])
             self.latest[cid] = dict(rating.ratings)
@@ -298,6 +303,19 @@ class ReviewSession:
 
 class FinalRating(UserError):
     """A second rating of a conversation whose ratings can no longer change."""
+
+
+class RatedAlready(UserError):
+    """A first save from a page of a conversation the rater has rated already, from another
+    tab or window: saving it would replace that rating without the rater having seen it.
+    `yours` is the rating on file, for the page to show."""
+
+    def __init__(self, yours: Mapping[str, str]) -> None:
+        super().__init__(
+            "you have rated this conversation already (in another tab or window); "
+            "nothing was saved, so that rating stands"
+        )
+        self.yours = dict(yours)
 
 
 def _short(value: object, *, quote: bool = True) -> str:
@@ -404,17 +422,30 @@ async def _save(request: web.Request) -> web.Response:
         return _json({"error": "the body is not JSON (or is nested too deep to be a rating)"}, status=400)
     try:
         rating = session.check_rating(body)
+        replacing = _replacing(body)
     except UserError as e:
         return _json({"error": str(e)}, status=400)
     try:
-        return _json(await session.save(rating))
+        return _json(await session.save(rating, replacing=replacing))
     except FinalRating as e:
         return _json({"error": str(e)}, status=409)
+    except RatedAlready as e:
+        return _json({"error": str(e), "rated_already": True, "yours": e.yours}, status=409)
     except OSError as e:
         # Not saved, and the page must say so: the rater keeps the form and can retry.
         return _json({"error": f"not saved: cannot write human_ratings.jsonl ({e.strerror})"}, status=500)
     except StorageError as e:
         return _json({"error": f"not saved: {e}"}, status=500)
+
+
+def _replacing(body: object) -> bool | None:
+    """The body's `replacing`: true when the page saves changes to a rating it saved
+    itself, false for its first save of the conversation, absent for a client that does
+    not say (`ReviewSession.save`)."""
+    replacing = body.get("replacing") if isinstance(body, dict) else None
+    if replacing is not None and not isinstance(replacing, bool):
+        raise UserError(f"replacing: {_short(replacing)} is not true or false (or absent)")
+    return replacing
 
 
 async def _judge(request: web.Request) -> web.Response:

@@ -47,6 +47,7 @@ from vera.report.card._text import (
     excluded_warning,
     group_title,
     headlines,
+    interval_meaning,
     offline_note,
     reading_guide,
     realism_text,
@@ -369,7 +370,8 @@ def _results(card: Card) -> str:
     return (
         f'<section id="results">\n<h2>{escape(tr("card.results"))}</h2>\n'
         f'<div class="headlines">{"".join(boxes)}</div>\n'
-        f'<p class="meaning">{escape(tr("card.score_meaning"))}</p>\n</section>'
+        f'<p class="meaning">{escape(tr("card.score_meaning"))}</p>\n'
+        f'<p class="meaning">{escape(interval_meaning(card))}</p>\n</section>'
     )
 
 

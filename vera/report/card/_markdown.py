@@ -29,6 +29,7 @@ from vera.report.card._text import (
     card_strings,
     excluded_warning,
     group_title,
+    interval_meaning,
     offline_note,
     reading_guide,
     realism_text,
@@ -103,7 +104,7 @@ def _render_markdown(card: Card, *, max_harmful: int) -> str:
         lines += [f"> **{offline_note(card)}**", ""]
     if excluded := excluded_warning(card):
         lines += [f"> **{excluded}**", ""]
-    lines += [f"## {tr('card.results')}", "", tr("card.score_meaning"), ""]
+    lines += [f"## {tr('card.results')}", "", tr("card.score_meaning"), "", interval_meaning(card), ""]
     for t in headline_tables(card):
         lines += [*markdown_table(t), ""]
     lines += [tr("card.below"), ""]

@@ -21,7 +21,14 @@ from vera.report.card._tables import (
     headline_tables,
     realism_table,
 )
-from vera.report.card._text import absent_columns_text, card_strings, realism_text, run_title, top_lines
+from vera.report.card._text import (
+    absent_columns_text,
+    card_strings,
+    interval_meaning,
+    realism_text,
+    run_title,
+    top_lines,
+)
 from vera.report.shared._table import Table
 from vera.report.shared._terminal import render, rich_table
 
@@ -75,6 +82,7 @@ def _headline_parts(card: Card) -> list[RenderableType | str]:
         run_title(card),
         *top_lines(card),
         tr("card.score_meaning"),
+        interval_meaning(card),
         *(rich_table(t) for t in headline_tables(card, short=True)),
     ]
 

@@ -510,6 +510,12 @@ REASONING_NOTE = (
 )
 
 
+def interval_meaning(card: Card) -> str:
+    """One sentence beside the headline numbers on what their brackets are: the reading
+    guide says it too, but folded away at the end, far from the first "[CI]"."""
+    return tr("card.interval_meaning", confidence=percent_level(card.bootstrap.confidence))
+
+
 def reading_guide(card: Card) -> str:
     return tr(
         "card.reading_guide",

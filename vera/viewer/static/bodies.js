@@ -1,8 +1,9 @@
-// vera view --bundle: each model call's body on a conversation page. A call's request
-// holds the whole conversation so far, so written out in full a conversation's bodies grow
-// with the square of its turns; the bundle keeps a page's bodies in a file of their own
-// (runs/<k>/bodies/<page>.js), each as copies of pieces of the bodies before it and its
-// own new text (vera/viewer/delta.py), or of one page's bodies that every page may copy
+// vera view and vera view --bundle: each model call's body on a conversation page. A
+// call's request holds the whole conversation so far, so written out in full a
+// conversation's bodies grow with the square of its turns; a page's bodies are in a file
+// of their own (runs/<k>/bodies/<page>.js: in the bundle, a file; on the server, built
+// when asked for), each as copies of pieces of the bodies before it and its own new text
+// (vera/viewer/delta.py), or, in the bundle, of one page's bodies that every page may copy
 // from (runs/<k>/bodies.js). The page holds each call's summary line and, in place of the
 // rest, <div class="call-wait" data-body="K">: the page's file (its own name, .js for
 // .html) is loaded when a body is first opened (by <script>, as a page opened from disk
@@ -46,6 +47,7 @@
   // "shared" (one page's bodies, which the others copy from: the judge's questions...).
   const FILE = `../bodies/${window.location.pathname.split("/").pop().replace(/\.html$/, "")}.js`;
   const SHARED = "../bodies.js";
+  const BUNDLED = window.location.protocol === "file:";
   const scripts = new Map(); // file -> a promise of its loading
   function script(src, name) {
     if (!scripts.has(src)) {
@@ -76,11 +78,13 @@
     return texts;
   }
 
+  // Body K put in place of its placeholder; a promise of its being there (or of the
+  // warning that it could not be), none when it is there already or on its way.
   function fill(details) {
     const wait = details.querySelector(":scope > .call-wait[data-body]");
-    if (!wait || wait.dataset.asked) return;
+    if (!wait || wait.dataset.asked) return null;
     wait.dataset.asked = "1";
-    load().then((text) => {
+    return load().then((text) => {
       // Our own markup, written (escaped) by the same code as the server's page; parsed
       // in a <template>, where nothing in it runs.
       const markup = document.createElement("template");
@@ -89,7 +93,12 @@
     }).catch((error) => {
       delete wait.dataset.asked;
       wait.className = "call-wait warning";
-      wait.textContent = ui("bodies_not_loaded", "This call's body is in {file}, which could not be read: open the bundle whole, as written.", { file: decodeURIComponent(error.file || FILE) });
+      const file = decodeURIComponent(error.file || FILE);
+      // A bundle is opened from disk: a file of it is missing. A page served by vera view
+      // asks the server, which may have been stopped (or restarted on other runs).
+      wait.textContent = BUNDLED
+        ? ui("bodies_not_loaded", "This call's body is in {file}, which could not be read: open the bundle whole, as written.", { file })
+        : ui("bodies_not_served", "This call's body could not be loaded from {file}: reload the page (vera view must be running).", { file });
     });
   }
 
@@ -98,4 +107,29 @@
     const details = event.target;
     if (details instanceof HTMLDetailsElement && details.open && details.matches("details.call-body")) fill(details);
   }, true);
+
+  // An address naming a part of a body (#call-12-out, call 12's reply) opens that body
+  // and goes to the part once it is in, as the browser does for a part already in the
+  // page (when the whole body was written into it).
+  function follow() {
+    let id;
+    try {
+      id = decodeURIComponent(window.location.hash.slice(1));
+    } catch (e) {
+      return;
+    }
+    const call = /^(call-\d+)-/.exec(id);
+    if (!call || document.getElementById(id)) return;
+    const details = document.getElementById(call[1]);
+    if (!(details instanceof HTMLDetailsElement) || !details.matches("details.call-body")) return;
+    const there = fill(details); // before opening it: its toggle then finds it asked for
+    details.open = true;
+    if (!there) return;
+    there.then(() => {
+      const part = document.getElementById(id);
+      (part && part.tagName !== "TEMPLATE" ? part : details).scrollIntoView();
+    });
+  }
+  follow();
+  window.addEventListener("hashchange", follow);
 })();

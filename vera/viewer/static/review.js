@@ -16,6 +16,14 @@ const SPEAKERS = { user: ui("user", "User"), chatbot: ui("chatbot", "Chatbot") }
 
 let current = null; // the conversation on screen
 let state = null; // the last answer of /api/next
+// Whether a save of the conversation on screen replaces a rating on file: true once this
+// page has saved it, or once the rater has been told it is rated already (another tab).
+// The server refuses a first save of a conversation rated already, so a rating made in
+// another tab is never replaced unseen.
+let replacing = false;
+// Whether the form holds choices or a note not saved yet: leaving the page, or going on to
+// the next conversation, would drop them without a word.
+let unsaved = false;
 
 function slug(text) {
   return text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
@@ -32,7 +40,11 @@ async function api(path, options = {}) {
   } catch (e) {
     body = { error: text.trim() || response.statusText };
   }
-  if (!response.ok) throw new Error(body && body.error ? body.error : `HTTP ${response.status}`);
+  if (!response.ok) {
+    const error = new Error(body && body.error ? body.error : `HTTP ${response.status}`);
+    error.body = body;
+    throw error;
+  }
   return body;
 }
 
@@ -40,6 +52,17 @@ function say(text, isError = false) {
   const status = document.getElementById("status");
   status.textContent = text;
   status.classList.toggle("error", isError);
+}
+
+// A save's outcome, said at the top (the live region a screen reader announces) and under
+// the Save button, where the rater is looking: a rating not saved must never go unseen.
+function sayAtForm(text, isError = false) {
+  say(text, isError);
+  const here = document.getElementById("form-status");
+  here.textContent = text;
+  here.classList.toggle("error", isError);
+  here.hidden = !text;
+  if (text) here.scrollIntoView({ block: "nearest" });
 }
 
 function showProgress(rated, total) {
@@ -169,6 +192,8 @@ function formatted(turn) {
 
 function showConversation(conversation, total) {
   current = conversation;
+  replacing = false;
+  unsaved = false;
   document.getElementById("conversation-title").textContent = ui(
     "position", "Conversation {position} of {total}", { position: conversation.position, total });
   const list = document.getElementById("turns");
@@ -183,6 +208,7 @@ function showConversation(conversation, total) {
   for (const input of document.querySelectorAll("#rating-form input")) input.checked = false;
   for (const f of document.querySelectorAll("fieldset.dimension")) f.classList.remove("missing");
   document.getElementById("note").value = "";
+  document.getElementById("form-status").hidden = true;
   setFormEnabled(true);
   document.getElementById("save").textContent = ui("save", "Save ratings");
   document.getElementById("after").hidden = true;
@@ -242,14 +268,14 @@ async function save(event) {
     f.classList.toggle("missing", missing.includes(i));
   }
   if (missing.length) {
-    say(ui("rate_first", "Rate every dimension first: {missing}.", {
+    sayAtForm(ui("rate_first", "Rate every dimension first: {missing}.", {
       missing: missing.map((i) => named(state.dimensions[i])).join(ui("list_sep", ", ")),
     }), true);
     document.querySelector(`input[name="dim-${missing[0]}"]`).focus();
     return;
   }
   setFormEnabled(false);
-  say(ui("saving", "Saving…"));
+  sayAtForm(ui("saving", "Saving…"));
   let answer;
   try {
     answer = await api("/api/ratings", {
@@ -258,24 +284,56 @@ async function save(event) {
       body: JSON.stringify({
         conversation_id: current.id,
         ratings,
+        replacing,
         realism: realismChosen(),
         note: document.getElementById("note").value,
       }),
     });
   } catch (e) {
+    if (e.body && e.body.rated_already) {
+      ratedAlready(e.body.yours);
+      return;
+    }
     setFormEnabled(!e.message.includes("are final"));
-    say(ui("not_saved", "Not saved: {error}", { error: e.message }), true);
+    // The server's own words may begin "not saved:" too; the page says it once.
+    const error = e.message.replace(/^not saved:\s*/i, "");
+    sayAtForm(ui("not_saved", "Not saved: {error}", { error }), true);
     return;
   }
+  replacing = true;
+  unsaved = false;
   showProgress(answer.rated, answer.total);
-  document.getElementById("after").hidden = false;
-  setFinal(false);
-  document.getElementById("save").textContent = ui("save_changes", "Save changes");
+  showSaved();
   const fields = { position: current.position, total: answer.total, rated: answer.rated };
-  say(answer.changed
+  sayAtForm(answer.changed
     ? ui("saved_changes", "Saved your changes: conversation {position} of {total} ({rated} rated).", fields)
     : ui("saved_one", "Saved: conversation {position} of {total} ({rated} rated).", fields));
   document.getElementById("next").focus();
+}
+
+// The form once the conversation has a rating on file: Next, the judge's ratings, and
+// "Save changes" to replace it while it is open to change.
+function showSaved() {
+  document.getElementById("after").hidden = false;
+  setFinal(false);
+  document.getElementById("save").textContent = ui("save_changes", "Save changes");
+}
+
+// The conversation was rated in another tab or window: nothing was saved. Say what is on
+// file; the rater keeps it (Next) or replaces it with this form's (Save changes).
+function ratedAlready(yours) {
+  replacing = true;
+  showSaved();
+  const given = state.dimensions
+    .filter((d) => yours && yours[d])
+    .map((d) => ui("rating_pair", "{dimension}: {rating}", { dimension: named(d), rating: named(yours[d]) }))
+    .join(ui("list_sep", ", "));
+  sayAtForm(ui(
+    "rated_already",
+    "Not saved: you have rated this conversation already, in another tab or window ({ratings}). " +
+      "To keep that rating, go on with Next conversation; to replace it with this form's, press Save changes.",
+    { ratings: given },
+  ), true);
 }
 
 async function reveal() {
@@ -291,7 +349,7 @@ async function reveal() {
   try {
     found = await api(`/api/judge/${encodeURIComponent(current.id)}`);
   } catch (e) {
-    say(ui("reveal_failed", "Could not show the judge's ratings: {error}", { error: e.message }), true);
+    sayAtForm(ui("reveal_failed", "Could not show the judge's ratings: {error}", { error: e.message }), true);
     return;
   }
   const table = document.getElementById("judge-table");
@@ -346,10 +404,28 @@ function reviewKeys(event) {
   event.preventDefault();
 }
 
+// Next conversation with changes not saved asks first; so does closing or reloading the
+// page (the browser's own question: a page may not word it).
+function goOn() {
+  if (unsaved && !window.confirm(ui(
+    "unsaved_next",
+    "Your changes to this conversation's ratings are not saved. Go on to the next conversation without them?",
+  ))) return;
+  loadNext();
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   document.addEventListener("keydown", reviewKeys);
-  document.getElementById("rating-form").addEventListener("submit", save);
-  document.getElementById("next").addEventListener("click", loadNext);
+  const form = document.getElementById("rating-form");
+  form.addEventListener("submit", save);
+  form.addEventListener("input", () => { unsaved = true; });
+  form.addEventListener("change", () => { unsaved = true; });
+  window.addEventListener("beforeunload", (event) => {
+    if (!unsaved) return;
+    event.preventDefault();
+    event.returnValue = "";
+  });
+  document.getElementById("next").addEventListener("click", goOn);
   document.getElementById("reveal").addEventListener("click", reveal);
   loadNext();
 });
