@@ -299,13 +299,15 @@ def test_a_custom_chatbot_is_told_its_arc_and_session_and_sent_this_session_only
         (r.path, r.json["session"], r.json["kind"], r.json["place"], len(r.json["history"]))
         for r in bot.received
     ]
+    # Each id the product is sent carries the run's tag (no two runs share a session).
+    tag = json.loads((out / "manifest.json").read_text())["session_tag"]
     assert len(seen) == 4  # two chatbot turns in each of two sessions
-    assert {path for path, *_ in seen} == {f"/api/sessions/{arc}/reply"}
+    assert {path for path, *_ in seen} == {f"/api/sessions/{arc}-{tag}/reply"}
     assert [(s, k, p) for _, s, k, p, _ in seen] == [
-        (convs[0]["id"], "intake", "1"),
-        (convs[0]["id"], "intake", "1"),
-        (convs[1]["id"], "follow-up", "2"),
-        (convs[1]["id"], "follow-up", "2"),
+        (f"{convs[0]['id']}-{tag}", "intake", "1"),
+        (f"{convs[0]['id']}-{tag}", "intake", "1"),
+        (f"{convs[1]['id']}-{tag}", "follow-up", "2"),
+        (f"{convs[1]['id']}-{tag}", "follow-up", "2"),
     ]
     # The product keeps its own memory: the follow-up's history starts afresh.
     assert [n for *_, n in seen] == [1, 3, 1, 3]
@@ -334,8 +336,10 @@ def test_a_custom_chatbot_without_sessions_is_its_own_arc(tmp_path: Path) -> Non
     assert result.exit_code == 0, result.output
     (conv,) = jsonl(tmp_path / "o" / "conversations.jsonl")
     assert conv["session"] is None
+    tag = json.loads((tmp_path / "o" / "manifest.json").read_text())["session_tag"]
+    session = f"{conv['id']}-{tag}"
     assert {(r.path, r.json["session"], r.json["kind"], r.json["place"]) for r in bot.received} == {
-        (f"/api/sessions/{conv['id']}/reply", conv["id"], "default", "1")
+        (f"/api/sessions/{session}/reply", session, "default", "1")
     }
 
 

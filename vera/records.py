@@ -763,6 +763,12 @@ class RunManifest(msgspec.Struct, kw_only=True):
     # Sessions of the run killed outright, each with the bound of the calls it had in
     # flight (unset, and not written, in a run never killed).
     killed_sessions: list[KilledSession] | msgspec.UnsetType = msgspec.UNSET
+    # Set in a run with a custom `http` chatbot (unset, and not written, in every other
+    # run and in runs from before it): a random tag appended to the session and arc ids
+    # that chatbot is sent, so a product that keeps history by session id never sees an
+    # earlier run's conversation continued by this one; a resume keeps it, so the
+    # product's session goes on where it stopped (docs/protocols.md).
+    session_tag: str | msgspec.UnsetType = msgspec.UNSET
 
 
 def encode_json(obj: Any) -> bytes:

@@ -100,6 +100,10 @@ def test_export_and_viewer_show_what_the_chatbot_received(tmp_path: Path) -> Non
         assert _pre(html, "wire-body").encode() == got.raw
         assert _pre(html, "wire-line") == f"POST {root}{got.path_qs}"
         assert "sent to the service" in html
+        # What was sent comes first, and the turns after it are said to be vera's, not
+        # what the service received (one that keeps the history gets the newest only).
+        assert html.index("wire-body") < html.index('<div class="msg"><div class="who">user')
+        assert "the service was sent only the request above" in html
         # An http chatbot is named by its profile (its model is the profile's name): the
         # call's summary names it once, not "bot/bot".
         name = body.call.provider

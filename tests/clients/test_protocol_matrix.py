@@ -77,7 +77,9 @@ def test_http_chatbot_with_model_user_agent_and_judge(tmp_path: Path) -> None:
     assert_clean(run, roles)
     bodies = [r.json for r in run.servers["http"].received]
     conversation = run.jsonl("conversations.jsonl")[0]
-    assert {b["session"] for b in bodies} == {conversation["id"]}  # one session per conversation
+    tag = json.loads((run.out / "manifest.json").read_text())["session_tag"]
+    # One session per conversation: its id, with the run's tag (test_http_sessions.py).
+    assert {b["session"] for b in bodies} == {f"{conversation['id']}-{tag}"}
     assert bodies[-1]["history"][-1]["content"] == bodies[-1]["message"]
 
 

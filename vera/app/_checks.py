@@ -37,6 +37,7 @@ from vera.inputs import (
     check_templates,
     default_grouping,
     find_target,
+    keeps_history,
     literal_url_credentials,
     literal_url_password,
     load_config,
@@ -144,6 +145,8 @@ def preflight(
     profiles, broken, origin = _profiles(cfg, findings)
     roles = ("judges",) if judging_only else ("chatbots", "user_agents", "judges")
     specs = _models(cfg, where, profiles, broken, origin, findings, keys=keys, judging=judging, roles=roles)
+    if not judging_only and (warning := shared_cache_warning(cfg, profiles)):
+        findings.append(Finding(where, warning, "warning"))
     rubric_key = _rubric(cfg, findings)
     if judging_only:
         _judge_prompts(cfg, findings)
@@ -162,6 +165,26 @@ def preflight(
         f"{len(cfg.user_agents)} user-agent(s), {len(cfg.judges)} judge(s)"
     )
     return ConfigReport(findings, summary, reference, config=cfg.snapshot(), models=specs)
+
+
+def shared_cache_warning(cfg: RunConfig, profiles: dict[str, Profile]) -> str | None:
+    """A response cache shared between runs, with a chatbot that keeps the history by
+    session id: the cache answers the turns another run asked without reaching the
+    product, so a conversation that run left unfinished goes on, live, in this run's new
+    session, which lacks them (docs/protocols.md). A warning, not an error: a run
+    replayed whole from the cache is consistent."""
+    if not (cfg.cache and cfg.cache_dir):
+        return None
+    for ref in cfg.chatbots:
+        profile = profiles.get(ref.split("/", 1)[0])
+        if profile is not None and keeps_history(profile):
+            return (
+                f"cache_dir {cfg.cache_dir}: chatbot {ref!r} keeps the history itself (its http.body sends "
+                "no {{messages}}), so turns answered from the shared cache never reach it and a "
+                "conversation another run left unfinished goes on in a new session without them; "
+                "run it without --cache-dir"
+            )
+    return None
 
 
 def _finding(exc: UserError, where: str) -> Finding:

@@ -15,7 +15,7 @@ from vera.app._checks import preflight
 from vera.app._killed import found_killed, left_in, open_session, priced_kills
 from vera.app._options import JudgeOptions, configure
 from vera.app._progress import run_strings
-from vera.app._result import RunOutcome
+from vera.app._result import RunOutcome, failure_lines
 from vera.app._resume import check_inputs_present, restored_config, resume_command, run_to_resume
 from vera.app._run import counts, did_work, forced_result, same_manifest
 from vera.app._session import RunSession
@@ -145,6 +145,8 @@ def _manifest(
         # A run from before base_dir was recorded keeps the sweep's.
         base_dir=existing.base_dir or None,
         imported=imported,
+        # A resume of the run's failed conversations goes on in their sessions.
+        session_tag=existing.session_tag,
     )
 
 
@@ -260,7 +262,8 @@ def judged(done: Judged, run_dir: Path, resume: str, allow_failures: float) -> R
     _, judgements = tally(done.manifest, conversation_heads, judgement_heads)
     retryable = status.state != "failed" or judgements.failed > 0
     words = run_strings(done.manifest)
-    notes = (
+    notes = failure_lines(conversation_heads.values(), judgement_heads.values(), words)
+    notes += (
         [words("cli.continue_judging", command=resume)]
         if status.exit_code and retryable and status.state != "budget"  # it names its own way on
         else []

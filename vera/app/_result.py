@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from vera.engine import SweepResult
 from vera.errors import Interrupted, StorageError
@@ -29,6 +31,39 @@ class RunOutcome:
     @property
     def exit_code(self) -> int:
         return self.status.exit_code if self.status is not None else 0
+
+
+class _Failable(Protocol):
+    @property
+    def status(self) -> str: ...
+    @property
+    def error(self) -> str | None: ...
+
+
+# The reasons named on the terminal at most; the card's "Failed work" lists every one.
+FAILURE_REASONS = 3
+
+
+def failure_lines(
+    conversations: Iterable[_Failable], judgements: Iterable[_Failable], words: Strings
+) -> list[str]:
+    """The run's failed work by reason, most common first, one line each.
+
+    The status line only counts what failed; without the reason on the terminal a user
+    whose chatbot answered every turn with a 500 (or whose judge's key ran out) has to
+    open the card to learn why. Each reason is the error as recorded (already redacted)."""
+    reasons: Counter[tuple[str, str]] = Counter()
+    for kind, heads in (("conversation", conversations), ("judgement", judgements)):
+        for head in heads:
+            if head.status == "failed":
+                reasons[(kind, head.error or words("cli.failed_no_reason"))] += 1
+    lines = [
+        words(f"cli.failed_{kind}s", n=n, reason=reason)
+        for (kind, reason), n in reasons.most_common(FAILURE_REASONS)
+    ]
+    if len(reasons) > FAILURE_REASONS:
+        lines.append(words("cli.failed_more", n=len(reasons) - FAILURE_REASONS))
+    return lines
 
 
 def scored(outcome: RunOutcome) -> RunOutcome:

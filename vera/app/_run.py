@@ -19,6 +19,7 @@ scored afterwards, outside the event loop (`vera.app._result.scored`).
 
 from __future__ import annotations
 
+import secrets
 import shlex
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,11 +28,11 @@ from typing import Any
 
 import msgspec
 
-from vera.app._checks import preflight
+from vera.app._checks import preflight, shared_cache_warning
 from vera.app._killed import found_killed, left_in, open_session, priced_kills
 from vera.app._options import RunOptions, configure
 from vera.app._progress import run_strings
-from vera.app._result import RunOutcome
+from vera.app._result import RunOutcome, failure_lines
 from vera.app._resume import (
     check_inputs_present,
     check_profiles_present,
@@ -97,6 +98,8 @@ def prepare_run(opts: RunOptions) -> Prepared:
     hint = f"; `vera validate config {opts.config_path}` lists them" if opts.config_path else ""
     chosen = bool(opts.judges) or existing is not None
     preflight(cfg, where, judging=opts.judge, chosen_judges=chosen, shard=shard).refuse(hint)
+    if warning := shared_cache_warning(cfg, profiles):
+        notes.append(f"warning: {warning}")
     inputs = Inputs.load(cfg)
     notes += inputs.warnings
     if existing is None and (note := fit_stand_in_judges(inputs, chosen=bool(opts.judges))):
@@ -126,7 +129,8 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
             run_dir, resume=resume, grace_s=cfg.grace_s, call_bodies=cfg.call_bodies is not False
         ) as session:
             facts = RunFacts(inputs, session.store.read_conversation)
-            pool = await session.open_pool(profiles, cfg, shard, stand_ins=facts)
+            tag = session_tag(existing)
+            pool = await session.open_pool(profiles, cfg, shard, stand_ins=facts, session_tag=tag)
             sweep = plan_sweep(inputs, pool, shard=shard, judge=opts.judge, units=opts.units)
             facts.plan(sweep.jobs)
             notes += sweep.warnings
@@ -145,6 +149,10 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                 existing.run_id if existing is not None else run_dir.name,
                 created_at=existing.created_at if existing is not None else None,
                 limits=pool.limits(),
+                # Only a run with a custom http chatbot has one: other manifests keep their bytes.
+                session_tag=tag
+                if tag and any(s.protocol == "http" for s in sweep.chatbots)
+                else msgspec.UNSET,
             )
             if existing is not None:
                 check_same_run(existing, manifest, run_dir)
@@ -214,8 +222,12 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
         allow_failures=cfg.allow_failures,
         judging=opts.judge,
     )
+    words = run_strings(finished)
+    notes += failure_lines(
+        records.conversation_heads().values(), records.judgement_heads().values() if opts.judge else (), words
+    )
     if status.exit_code and status.state != "budget":  # a budget stop names its own way on
-        notes.append(run_strings(finished)("cli.continue", command=resume))
+        notes.append(words("cli.continue", command=resume))
     # A second signal asked to exit at once: no card then.
     scores = opts.judge and not session.signal.forced
     return RunOutcome(
@@ -290,6 +302,15 @@ def _resumed_config(
 
 def _manifest_shard(manifest: RunManifest | None) -> Shard | None:
     return Shard.parse(manifest.shard) if manifest is not None and manifest.shard else None
+
+
+def session_tag(existing: RunManifest | None) -> str:
+    """The tag a custom http chatbot's session ids carry in this run: a new random one
+    for a new run, the run's own on a resume, none for a run made before the tag (its
+    sessions went out under the bare ids, and a resumed one must go on under them)."""
+    if existing is None:
+        return secrets.token_hex(4)
+    return existing.session_tag if isinstance(existing.session_tag, str) else ""
 
 
 def same_manifest(existing: RunManifest | None, planned: RunManifest) -> bool:

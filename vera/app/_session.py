@@ -99,6 +99,7 @@ class RunSession:
         cfg: RunConfig,
         shard: Shard | None = None,
         stand_ins: StandInFacts | None = None,
+        session_tag: str = "",
     ) -> ClientPool:
         if cfg.max_cost_usd:
             # The budget is the run's: what its earlier sessions spent counts.
@@ -114,6 +115,7 @@ class RunSession:
             shard_limits=cfg.shard_limits,
             limits_url=cfg.limits_url,
             stand_ins=StandIns(stand_ins),
+            session_tag=session_tag,
         )
         self.pool = await self._stack.enter_async_context(pool)
         self._stack.callback(self.closed.append, "pool")  # runs just before the pool closes

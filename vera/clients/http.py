@@ -12,7 +12,9 @@ product's API expects and reads the reply text from where the product puts it.
 - `"{{messages}}"` (a whole string value) becomes the history: a list of
   `{role, content}` turns with the role names and keys of `[http.roles]`;
 - `{{last_message}}` and `{{session_id}}` are replaced inside any string (and the URL);
-  the session id is `CallContext.conversation_id`, one per simulated conversation;
+  the session id is `CallContext.conversation_id`, one per simulated conversation,
+  followed by the run's `session_tag` (`-1f2e3d4c`), so no two runs share a session;
+- `{{turn}}` likewise: the chatbot's turn in the session, from 1, the same on a retry;
 - `{{conversation_id}}`, `{{session}}` and `{{session_index}}` likewise: the id shared by
   every session of one persona's arc (the session id when the run has one session), the
   session type ("default" without sessions) and its 1-based place, so a product that
@@ -46,13 +48,14 @@ SESSION_ID = "{{session_id}}"
 CONVERSATION_ID = "{{conversation_id}}"
 SESSION = "{{session}}"
 SESSION_INDEX = "{{session_index}}"
-_PLACEHOLDER = re.compile(r"\{\{(?:last_message|session_id|conversation_id|session|session_index)\}\}")
+TURN = "{{turn}}"
+_PLACEHOLDER = re.compile(r"\{\{(?:last_message|session_id|conversation_id|session|session_index|turn)\}\}")
 
 
 class HttpChatbotClient(ProviderClient):
     """A `ChatClient` for a chatbot endpoint described by an `[http]` profile table."""
 
-    __slots__ = ("_body", "_options", "method")
+    __slots__ = ("_body", "_options", "method", "session_tag")
 
     keeps_wire = True  # the rendered body and URL are not vera's messages: kept as sent
 
@@ -71,6 +74,11 @@ class HttpChatbotClient(ProviderClient):
         self._options = options
         self.method = options.method
         self._body = body
+        # The run's tag (RunManifest.session_tag), appended to the session and arc ids:
+        # the conversation ids are the same in every run of one config and seed, and a
+        # product that keeps history by session id would otherwise go on with an earlier
+        # run's conversation. "" (a pool outside a run, a run from before the tag): bare.
+        self.session_tag = ""
 
     @classmethod
     def from_profile(
@@ -109,11 +117,25 @@ class HttpChatbotClient(ProviderClient):
                 f"profile {self.name!r}: protocol 'http' has no structured output; "
                 "use it as the chatbot under test, not as a judge or user-agent"
             )
-        return self.request_body(request.messages, _session_id(request), _place(request))
+        return self.request_body(request.messages, self._tagged(_session_id(request)), self._place(request))
 
     def url_for(self, request: ChatRequest) -> str:
-        values = {SESSION_ID: _session_id(request), **_place(request)}
+        values = {
+            SESSION_ID: self._tagged(_session_id(request)),
+            TURN: turn_of(request.messages),
+            **self._place(request),
+        }
         return _PLACEHOLDER.sub(lambda m: quote(values.get(m.group(0), m.group(0)), safe=""), self._url)
+
+    def _tagged(self, conversation_id: str) -> str:
+        if conversation_id and self.session_tag:
+            return f"{conversation_id}-{self.session_tag}"
+        return conversation_id
+
+    def _place(self, request: ChatRequest) -> dict[str, str]:
+        place = _place(request)
+        place[CONVERSATION_ID] = self._tagged(place[CONVERSATION_ID])
+        return place
 
     def decode_reply(self, raw: bytes, request: ChatRequest) -> Completion:
         return Completion(text=self.reply_text(raw), usage=Usage(), model=self.model)
@@ -127,7 +149,7 @@ class HttpChatbotClient(ProviderClient):
             {roles.role_key: names[m.role], roles.content_key: m.content} for m in messages if names[m.role]
         ]
         last = next((m.content for m in reversed(messages) if m.role == "user"), "")
-        values = {LAST_MESSAGE: last, SESSION_ID: session_id}
+        values = {LAST_MESSAGE: last, SESSION_ID: session_id, TURN: turn_of(messages)}
         values.update(place or _place_of(session_id, "", "", 0))
         return _render(self._body, history, values)
 
@@ -147,6 +169,15 @@ class HttpChatbotClient(ProviderClient):
         if not text:
             raise BadResponseError(self.name, "empty reply")
         return text
+
+
+def turn_of(messages: Sequence[Message]) -> str:
+    """`{{turn}}`: the chatbot's turn in this session, from 1 (its replies so far, plus
+    one). The same on every retry and every resume of that turn, so with the session id
+    it is the key a product that keeps the history itself can recognise a turn it has
+    already answered by: a retry after a 504 the product sent once it had stored the
+    turn would otherwise put the user's message into its history twice."""
+    return str(sum(1 for m in messages if m.role == "assistant") + 1)
 
 
 def lookup(data: Any, path: str) -> Any:

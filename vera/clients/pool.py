@@ -140,8 +140,11 @@ class ClientPool:
         limits_url: str = "",
         stand_ins: OfflineModels | None = None,
         budget: Budget | None = None,
+        session_tag: str = "",
     ) -> None:
         self.profiles = dict(profiles)
+        # Appended to the session ids a custom http chatbot is sent (RunManifest.session_tag).
+        self._session_tag = session_tag
         self.budget = budget
         self._stand_ins = stand_ins
         self._shards = shards
@@ -269,6 +272,8 @@ class ClientPool:
                 )
             key = api_key(profile)
             inner = PROTOCOLS[profile.protocol].from_profile(self._session, profile, model, key)
+            if isinstance(inner, HttpChatbotClient):
+                inner.session_tag = self._session_tag
             identity = _identity(profile, key)
             account = self._account(identity, _label(profile), self._sharing(identity), shared=True)
         client = LimitedClient(

@@ -325,6 +325,7 @@ class Sweep:
         base_dir: str | None = None,
         imported: ImportInfo | None = None,
         limits: list[AccountLimits] | None = None,
+        session_tag: str | msgspec.UnsetType = msgspec.UNSET,
     ) -> RunManifest:
         """The run's manifest, whole. The keyword arguments are the fields that come from
         elsewhere (the run being judged again, the accounts' limits, an import) and win
@@ -361,6 +362,7 @@ class Sweep:
             missing_shards=[] if missing_shards is None else missing_shards,
             limits=[] if limits is None else limits,
             terminal_semantics=i.config.judge.terminal_semantics,
+            session_tag=session_tag,
         )
 
 

@@ -365,7 +365,7 @@ def _check(p: Profile, given: set[str]) -> tuple[str, str] | None:
 # What vera fills in an `[http]` template (vera.clients.http): `{{messages}}` as a whole
 # string value of the body, the others inside any string of the URL or the body.
 _HISTORY = "{{messages}}"
-_TEXT_PLACEHOLDERS = ("last_message", "session_id", "conversation_id", "session", "session_index")
+_TEXT_PLACEHOLDERS = ("last_message", "session_id", "conversation_id", "session", "session_index", "turn")
 _ANY_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][\w-]*)\s*\}\}")
 
 
@@ -378,6 +378,12 @@ def strings_in(value: Any) -> list[str]:
     if isinstance(value, list):
         return [s for v in value for s in strings_in(v)]
     return []
+
+
+def keeps_history(profile: Profile) -> bool:
+    """A custom chatbot that is never sent the conversation (no `{{messages}}` in its
+    body): the product keeps the history itself, by the session id."""
+    return profile.http is not None and _HISTORY not in strings_in(profile.http.body)
 
 
 def _template_problem(http: HttpOptions) -> tuple[str, str] | None:

@@ -1257,6 +1257,11 @@ BASE: dict[str, str] = {
     "page.calls_parameters": "parameters",
     # A team's own chatbot (protocol http): the request as its service received it.
     "page.calls_wire": "sent to the service",
+    "page.calls_wire_times": "sent to the service ({n} attempts: each retry sends the same request)",
+    "page.calls_wire_history": (
+        "The conversation so far, as vera holds it: the service was sent only the request above, "
+        "made from it by the profile's template."
+    ),
     "page.calls_structured": "structured answer",
     "page.calls_usage": "Finish reason: {reason} · {input} tokens in ({cached} cached), {output} out",
     "page.calls_usage_reasoning": " ({n} reasoning)",
@@ -1352,6 +1357,11 @@ BASE: dict[str, str] = {
     # No command here: the run's (or gate's) last line names it once, after the cleanup.
     "cli.exiting": "exiting now: work in flight is cancelled, what finished is saved",
     "cli.continue": "to continue this run: {command}",
+    # The run's failed work by reason, on the terminal (vera.app._result.failure_lines).
+    "cli.failed_conversations": "failed: {n} conversation(s): {reason}",
+    "cli.failed_judgements": "failed: {n} judgement(s): {reason}",
+    "cli.failed_more": "failed: {n} other reason(s): see the card's failed work (card.md)",
+    "cli.failed_no_reason": "no reason recorded",
     "cli.continue_judging": "to continue judging: {command}",
     "cli.left_out": "left out: {n} conversation(s) whose simulated user was flagged",
     # card/terminal leftovers

@@ -379,6 +379,25 @@ def body_html(n: int, body: CallBody, label: str, *, ahead: bool = False, later:
         f"<h4>{_w('page.calls_input')} {_copy(anchor + '-in', tr('page.calls_copy_input', n=n))}</h4>",
         f'<template id="{anchor}-in">{escape(_pretty(request))}</template>',
     ]
+    if (w := body.wire) is not None:
+        # What a team's own chatbot received (its template rendered): the body as sent,
+        # not reformatted, so it reads byte for byte as the service got it; the URL's
+        # credential parameters masked again (a run recorded before they were). First,
+        # and the conversation below it said to be vera's: a product that keeps the
+        # history itself is sent the newest message only, not the turns listed below.
+        # Each attempt sent the same request: a product that keeps the history by
+        # session id got this turn as many times (docs/protocols.md).
+        sent = (
+            _w("page.calls_wire")
+            if c.attempts < 2
+            else escape(tr("page.calls_wire_times", n=c.attempts), quote=False)
+        )
+        parts.append(
+            f'<div class="msg wire"><div class="who">{sent}</div>'
+            f'<pre class="wire-line">{escape(w.method)} {escape(mask_url(w.url))}</pre>'
+            f'<pre class="wire-body">{escape(w.body)}</pre></div>'
+            f'<p class="wire-note">{_w("page.calls_wire_history")}</p>'
+        )
     for m in body.messages:
         parts.append(
             f'<div class="msg"><div class="who">{escape(_message_role(m.role))}</div><pre>{escape(m.content)}</pre></div>'
@@ -391,15 +410,6 @@ def body_html(n: int, body: CallBody, label: str, *, ahead: bool = False, later:
         parts.append(
             f'<details class="schema"><summary>{_w("page.calls_schema")}</summary>'
             f"<pre>{escape(_pretty(body.schema))}</pre></details>"
-        )
-    if (w := body.wire) is not None:
-        # What a team's own chatbot received (its template rendered): the body as sent,
-        # not reformatted, so it reads byte for byte as the service got it; the URL's
-        # credential parameters masked again (a run recorded before they were).
-        parts.append(
-            f'<div class="msg wire"><div class="who">{_w("page.calls_wire")}</div>'
-            f'<pre class="wire-line">{escape(w.method)} {escape(mask_url(w.url))}</pre>'
-            f'<pre class="wire-body">{escape(w.body)}</pre></div>'
         )
     parts.append('</div><div class="call-out">')
     if r is None:
