@@ -358,3 +358,18 @@ def test_the_merged_run_keeps_every_shard_s_killed_sessions(tmp_path):
     killed = json.loads((out / "card.json").read_text())["accounting"]["killed_sessions"]
     assert [k["calls"] for k in killed] == [1, 2]
     assert "with up to 3 call(s) in flight" in (out / "card.md").read_text()
+
+
+def test_a_merged_run_resumed_or_judged_again_keeps_its_shards(tmp_path):
+    """`merged_from` names the shard each call came from (a call without a body says which
+    shard kept none); a session on the merged run does not set it, and must not drop it.
+    With nothing left to do, the manifest is left byte for byte as it was."""
+    shards = run_shards(tmp_path, 2, (1, 2), personas=4)
+    out = tmp_path / "merged"
+    assert vera("merge", str(out), *shards).returncode == 0
+    before = (out / "manifest.json").read_bytes()
+    assert json.loads(before)["merged_from"]
+    for command in (("run", "--resume", str(out)), ("judge", str(out))):
+        proc = vera(*command, "--quiet")
+        assert proc.returncode == 0, proc.stderr
+        assert (out / "manifest.json").read_bytes() == before, command

@@ -147,6 +147,8 @@ def _manifest(
         imported=imported,
         # A resume of the run's failed conversations goes on in their sessions.
         session_tag=existing.session_tag,
+        # A merged run judged again still names the shards its calls came from.
+        merged_from=existing.merged_from,
     )
 
 

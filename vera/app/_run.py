@@ -153,6 +153,9 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                 session_tag=tag
                 if tag and any(s.protocol == "http" for s in sweep.chatbots)
                 else msgspec.UNSET,
+                # A merged run resumed still names the shards its calls came from (a
+                # call without a body says which shard kept none).
+                merged_from=existing.merged_from if existing is not None else msgspec.UNSET,
             )
             if existing is not None:
                 check_same_run(existing, manifest, run_dir)

@@ -42,6 +42,7 @@ from vera.inputs import (
 from vera.records import (
     AccountLimits,
     ImportInfo,
+    MergedShard,
     ModelSpec,
     Persona,
     Role,
@@ -326,6 +327,7 @@ class Sweep:
         imported: ImportInfo | None = None,
         limits: list[AccountLimits] | None = None,
         session_tag: str | msgspec.UnsetType = msgspec.UNSET,
+        merged_from: list[MergedShard] | msgspec.UnsetType = msgspec.UNSET,
     ) -> RunManifest:
         """The run's manifest, whole. The keyword arguments are the fields that come from
         elsewhere (the run being judged again, the accounts' limits, an import) and win
@@ -363,6 +365,7 @@ class Sweep:
             limits=[] if limits is None else limits,
             terminal_semantics=i.config.judge.terminal_semantics,
             session_tag=session_tag,
+            merged_from=merged_from,
         )
 
 
