@@ -20,8 +20,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from vera.app._killed import SESSION_FILE, bound
+from vera.app._killed import bound
 from vera.records import OpenSession
+from vera.store import SESSION_FILE
 
 from .card.conftest import run_vera
 from .card.test_zh_no_english import leftovers
@@ -260,3 +261,116 @@ def test_a_killed_offline_run_has_nothing_to_bound(tmp_path: Path) -> None:
     [killed] = json.loads((out / "manifest.json").read_text())["killed_sessions"]
     assert killed["calls"] == 0
     assert "killed outright" not in (out / "card.md").read_text()
+
+
+# -- a killed run read before it is resumed --------------------------------------------
+
+UNFINISHED = "this run's last session (vera run, started "
+KILLED_LINE = "did not end (it was killed: kill -9, out of memory, power lost)"
+CARD_KILLED = "did not end: it was killed (kill -9, out of memory, power lost)"
+
+
+def _read(*args: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(_vera(*args), env=_env(), cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.mark.slow
+def test_a_killed_run_read_before_its_resume_says_its_last_session_did_not_end(tmp_path: Path) -> None:
+    """`vera score`, `card`, `export` and `view` of a run killed outright, not yet
+    resumed, say in one line that calls it had in flight are in none of its records, and
+    the card says it at its top; once resumed, neither the commands nor the card do."""
+    with SweepServer(faults=SLOW) as server:
+        cfg = write_sweep_config(tmp_path, server.base_url, personas=4, max_tokens=300)
+        out = tmp_path / "run"
+        _kill_when(cfg, out, lambda: _calls(out) >= 30)
+        mark = json.loads((out / SESSION_FILE).read_text())
+        said = [
+            _read("score", str(out)),
+            _read("card", str(out)),
+            _read("export", str(out), "-o", str(tmp_path / "r.csv")),
+            _read("export", str(out), "--calls", "-o", str(tmp_path / "c.jsonl")),
+            _read("view", str(out), "--bundle", str(tmp_path / "bundle")),
+        ]
+        for done in said:
+            lines = [line for line in done.stderr.splitlines() if UNFINISHED in line]
+            assert len(lines) == 1, done.stderr
+            assert KILLED_LINE in lines[0] and f"run --resume {out}` finds them" in lines[0], lines[0]
+            assert mark["started_at"] in lines[0]
+        card = _card(out)
+        assert card["unfinished_session"] == {
+            "started_at": mark["started_at"],
+            "command": "run",
+            "state": "killed",
+        }
+        assert CARD_KILLED in (out / "card.md").read_text()
+        assert CARD_KILLED in (out / "card.html").read_text()
+        assert CARD_KILLED in " ".join(said[1].stdout.split())  # the card `vera card` prints (wrapped)
+        assert (out / SESSION_FILE).is_file()  # a reader leaves the mark for the resume
+        _resume(out)
+        after = [_read("card", str(out)), _read("export", str(out), "-o", str(tmp_path / "r2.csv"))]
+    assert all("did not end" not in done.stderr for done in after)
+    assert "unfinished_session" not in _card(out)
+    assert "did not end" not in (out / "card.md").read_text() + (out / "card.html").read_text()
+
+
+@pytest.mark.slow
+def test_a_run_still_running_is_read_as_running_and_not_disturbed(tmp_path: Path) -> None:
+    """A reader of a run another process still writes says the session has not ended
+    (it looks at the run's lock without taking it from the writer), and the run goes on
+    to its end untouched."""
+    with SweepServer(faults=Faults(latency=0.05, hold_judge_after=2, hold_s=60)) as server:
+        cfg = write_sweep_config(tmp_path, server.base_url, personas=2, seeds="[1]", max_tokens=300)
+        out = tmp_path / "run"
+        proc = subprocess.Popen(
+            _vera("run", "--config", str(cfg), "--out", str(out), "--quiet"),
+            env=_env(),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        end = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < end and server.by_role["judge"] < 3:
+            time.sleep(0.01)
+        assert proc.poll() is None, "the run finished before it could be read"
+        read = [
+            _read("export", str(out), "-o", str(tmp_path / "r.csv")),
+            _read("view", str(out), "--bundle", str(tmp_path / "bundle")),
+        ]
+        server.faults = SLOW  # the hold lifted: the run finishes
+        _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    for done in read:
+        assert "has not ended: another vera process is still writing the run" in done.stderr, done.stderr
+        assert "killed" not in done.stderr
+    assert "unfinished_session" not in _card(out)
+    assert not (out / SESSION_FILE).exists()
+
+
+@pytest.mark.parametrize("locale", ["en", "zh-CN"])
+def test_the_card_of_a_killed_run_not_yet_resumed_says_so_in_the_run_s_words(
+    tmp_path: Path, locale: str
+) -> None:
+    """The card `vera score` writes while a killed session's mark is in the run says so
+    at its top, in the pack's words; the run's own card, scored at its end, does not."""
+    out = tmp_path / "0"
+    pack = ["--locale", "zh-CN"] if locale == "zh-CN" else []
+    run_vera("run", *pack, "--out", str(out), "--seed", "1", "--limit-personas", "2", "--quiet")
+    md, html = (out / "card.md").read_bytes(), (out / "card.html").read_bytes()
+    run_vera("score", str(out))  # never killed: not a byte of the card changes
+    assert (out / "card.md").read_bytes() == md and (out / "card.html").read_bytes() == html
+    mark = OpenSession(
+        started_at="2026-12-07T10:00:00.000+00:00", command="run", max_concurrency=8, max_in_flight=64
+    )
+    (out / SESSION_FILE).write_bytes(msgspec.json.encode(mark))
+    run_vera("score", str(out))
+    text = (out / "card.md").read_text(encoding="utf-8")
+    if locale == "zh-CN":
+        assert "没有结束：它被直接终止" in text and "vera run --resume RUN_DIR" in text
+        # The command a reader types, and the T of the session's start (2026-12-07T10:00).
+        assert set(leftovers(text)) <= {"kill", "vera", "run", "resume", "RUN", "DIR", "T"}, leftovers(text)
+    else:
+        assert CARD_KILLED in text
+    assert "2026-12-07T10:00:00.000+00:00" in (out / "card.html").read_text(encoding="utf-8")

@@ -694,6 +694,19 @@ class OpenSession(msgspec.Struct, kw_only=True):
     questions: int = 0  # the rubric's questions: the most one judgement has in flight
 
 
+class UnfinishedSession(msgspec.Struct, frozen=True, kw_only=True):
+    """A run read while the `session.json` of a session that never ended is in it: the
+    calls that session had (or has) in flight are in none of the run's records. `state`:
+    "killed" (no process writes the run: the resume finds it and bounds those calls),
+    "running" (another process writes it now), "unknown" (a filesystem that cannot say
+    which). Said by the commands that read a run, and on the card (`vera score`, `vera
+    card`); never in a run whose sessions all ended."""
+
+    started_at: str  # when that session started
+    command: str  # "run", "simulate", "judge": what continues it
+    state: Literal["killed", "running", "unknown"]
+
+
 class KilledSession(msgspec.Struct, kw_only=True):
     """A session of the run that was killed outright, as the resume that found it
     bounds it: the calls in flight at the kill were sent (and may be billed) but no

@@ -33,7 +33,6 @@ no bound, and the card says so.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -41,15 +40,15 @@ from pathlib import Path
 
 import msgspec
 
+from vera.app._resume import resume_command
 from vera.clients.budget import output_bound
 from vera.clients.pool import ClientPool
 from vera.engine import Sweep, arcs
 from vera.files import records
 from vera.inputs import RunConfig
 from vera.records import AccountLimits, CallRecord, KilledSession, ModelSpec, OpenSession, Role, RunManifest
-from vera.store import RunStore, atomic_write
+from vera.store import RunStore, left_open, unfinished
 
-SESSION_FILE = "session.json"
 CALLS_FILE = "calls.jsonl"
 
 
@@ -66,26 +65,6 @@ def accounts_in_flight(limits: Iterable[AccountLimits]) -> int | None:
             return None
         total += account.max_in_flight
     return total
-
-
-def mark_open(run_dir: Path, session: OpenSession) -> None:
-    """Say that a session is running (before its first call)."""
-    atomic_write(run_dir / SESSION_FILE, msgspec.json.encode(session) + b"\n", what="the open session's mark")
-
-
-def mark_closed(run_dir: Path) -> None:
-    """The session ended (not killed): nothing to bound."""
-    (run_dir / SESSION_FILE).unlink(missing_ok=True)
-
-
-def left_open(run_dir: Path) -> OpenSession | None:
-    """The mark of a session that never closed (read while holding the run's lock: no
-    live process owns it). A mark that does not read (torn by the kill itself, which
-    the atomic write makes unlikely) is none: there is nothing to bound it with."""
-    path = run_dir / SESSION_FILE
-    with contextlib.suppress(OSError, msgspec.DecodeError, msgspec.ValidationError):
-        return msgspec.json.decode(path.read_bytes(), type=OpenSession)
-    return None
 
 
 def bound(mark: OpenSession, *, conversations_left: int, judgements_left: int) -> KilledSession:
@@ -235,3 +214,29 @@ def priced_kills(
             k = msgspec.structs.replace(k, worst_usd=worst_usd(k, pool, uses, largest))
         out.append(k)
     return out
+
+
+def unfinished_line(run_dir: str | Path) -> str | None:
+    """The one line a command that reads a run (`vera score`, `card`, `view`, `export`)
+    prints on stderr when a session of it did not end (vera.store._marks); None: every
+    session ended, and the run's records hold every call it made."""
+    found = unfinished(run_dir)
+    if found is None:
+        return None
+    what = f"vera {found.command}, started {found.started_at}"
+    if found.state == "running":
+        return (
+            f"note: {run_dir}: this run's last session ({what}) has not ended: another vera process "
+            "is still writing the run, and the calls it has in flight are not in these records yet; "
+            "read it again once it ends"
+        )
+    why = (
+        "it was killed: kill -9, out of memory, power lost"
+        if found.state == "killed"
+        else "killed, or still running"
+    )
+    return (
+        f"warning: {run_dir}: this run's last session ({what}) did not end ({why}): calls it had in "
+        f"flight were sent, may be billed, and are not in these records; "
+        f"`{resume_command(found.command, run_dir)}` finds them and bounds them on the card"
+    )

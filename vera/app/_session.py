@@ -23,7 +23,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from vera.app._killed import mark_closed, mark_open
 from vera.app._progress import RunProgress
 from vera.app._signals import StopSignal
 from vera.clients import JOURNAL_FILE, BatchJournal, BatchSettings
@@ -37,7 +36,7 @@ from vera.errors import BudgetReached, ConfigError, UserError
 from vera.inputs import ENGLISH, RunConfig, Strings
 from vera.records import CallBody, CallRecord, ModelSpec, OpenSession, Role
 from vera.standins import StandInFacts, StandIns
-from vera.store import EventLog, RunStore, recorded_spend, replayable_bodies
+from vera.store import EventLog, RunStore, mark_closed, mark_open, recorded_spend, replayable_bodies
 
 T = TypeVar("T")
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from vera.app import unfinished_line
 from vera.cli._door import seed_option, serve_options
 from vera.errors import ConfigError
 from vera.files import watching
@@ -56,6 +57,8 @@ def view(
         raise ConfigError("--no-call-bodies applies to --bundle")
     for note in (n for d in run_dirs for n in manifest_notes(d)):
         click.echo(note, err=True)
+    for line in filter(None, map(unfinished_line, run_dirs)):
+        click.echo(line, err=True)
     if bundle_out is not None:
         if len(run_dirs) != 1:
             raise ConfigError("--bundle writes one run: give one run directory")
@@ -197,6 +200,8 @@ def export(
     check_output(output, "-o", runs=[run_dir])
     if skip_corrupt and not calls:
         raise ConfigError("--skip-corrupt applies to --calls (a damaged call bodies file)")
+    if line := unfinished_line(run_dir):
+        click.echo(line, err=True)
 
     if calls:
         if wide or fmt != "csv" or chatbot:

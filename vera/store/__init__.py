@@ -37,6 +37,7 @@ from vera.store._index import (
     recorded_spend,
     replayable_bodies,
 )
+from vera.store._marks import SESSION_FILE, left_open, mark_closed, mark_open, unfinished
 from vera.store._writer import MANIFEST, RunStore, atomic_file, atomic_write
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "HUMAN_RATINGS",
     "MANIFEST",
     "OTHER_TRANSCRIPTS_OPTION",
+    "SESSION_FILE",
     "BodyReader",
     "ConversationHead",
     "EventLog",
@@ -67,7 +69,10 @@ __all__ = [
     "count_bodies",
     "has_bodies",
     "latest_human_ratings",
+    "left_open",
     "manifest_notes",
+    "mark_closed",
+    "mark_open",
     "open_run",
     "other_transcript_problem",
     "placed_calls_with_bodies",
@@ -81,4 +86,5 @@ __all__ = [
     "run_fingerprints",
     "transcript_mismatch",
     "unchecked_note",
+    "unfinished",
 ]
