@@ -22,6 +22,7 @@ import pytest
 
 from vera.app._killed import bound
 from vera.records import OpenSession
+from vera.rubric import Rubric, calls_at_once, load_rubric
 from vera.store import SESSION_FILE
 
 from .card.conftest import run_vera
@@ -112,8 +113,11 @@ def test_a_killed_session_s_calls_in_flight_are_bounded_on_the_card(tmp_path: Pa
     assert killed["conversations"] <= 8  # max_concurrency: one conversation per worker
     # Capped output: a worst case, at least what the unseen calls cost at their cheapest.
     assert killed["worst_usd"] > 0
-    if judging:  # a judgement may have one call per question in flight: its parts at once
-        assert killed["judgements"] > 0 and killed["per_judgement"] > 1
+    # A judgement's calls at once are its rubric's parts and asking ahead (on at the
+    # sweep's end): vera-si's 15, not its 36 questions.
+    assert killed["per_judgement"] == calls_at_once(_rubric(out), ask_ahead=True) == 15
+    if judging:
+        assert killed["judgements"] > 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["killed_sessions"] == [killed]
     md = (out / "card.md").read_text()
@@ -193,16 +197,62 @@ def test_a_run_never_killed_says_nothing_of_it(tmp_path: Path) -> None:
     assert (out / "card.json").read_bytes() == card
 
 
+def _rubric(out: Path) -> Rubric:
+    return load_rubric(json.loads((out / "manifest.json").read_text())["config"]["rubric"])
+
+
+def _most_at_once(calls: list[dict]) -> int:
+    """The most of `calls` under way at one moment, each from its start (its end, `at`,
+    less its latency, which counts any wait for the account's slot: never fewer than
+    were really in flight) to its end."""
+    edges = sorted(e for c in calls for e in ((c["at"] - c["latency_ms"] / 1000, 1), (c["at"], -1)))
+    most = now = 0
+    for _, step in edges:  # an end before a start at the same instant: (t, -1) < (t, 1)
+        now += step
+        most = max(most, now)
+    return most
+
+
+@pytest.mark.slow
+def test_a_judgement_s_calls_in_flight_stay_within_its_rubric_s_bound(tmp_path: Path) -> None:
+    """The bound a killed session's judgements get (vera.rubric.calls_at_once) holds
+    what a real run's judgements had in flight at once, measured from calls.jsonl's
+    start and end times, with asking ahead on; and it is far below the rubric's 36
+    questions that bounded it before."""
+    # Risk detected and confirmed: every walk goes on past the first questions' exits.
+    walks = {"D1": "Yes", "D2": "Yes", "G0": "Suicidal thoughts, not immediate risk"}
+    with SweepServer(faults=Faults(latency=0.05, judge_answers=walks)) as server:
+        cfg = write_sweep_config(
+            tmp_path, server.base_url, personas=6, max_tokens=300, extra='[judge]\nask_ahead = "tail"\n'
+        )
+        out = tmp_path / "run"
+        _read("run", "--config", str(cfg), "--out", str(out), "--quiet")
+    by_judgement: dict[str, list[dict]] = {}
+    for call in _lines(out / "calls.jsonl"):
+        if call["role"] == "judge":
+            by_judgement.setdefault(call["job_id"], []).append(call)
+    most = max(_most_at_once(calls) for calls in by_judgement.values())
+    asked_ahead = sum(j.get("unused_questions", 0) for j in _lines(out / "judgements.jsonl"))
+    rubric = _rubric(out)
+    bound = calls_at_once(rubric, ask_ahead=True)
+    assert asked_ahead > 0  # asking ahead was at work: unused questions were asked
+    assert 1 < most <= bound < len(rubric.questions), (most, bound)
+    assert calls_at_once(rubric, ask_ahead=False) == 5  # vera-si's parts at once
+
+
 def _mark(**kw: object) -> OpenSession:
     fields: dict = {"started_at": "t", "command": "run", "max_concurrency": 8, "max_in_flight": 64}
     return OpenSession(**(fields | kw))
 
 
 def test_the_bound_is_the_smaller_of_the_jobs_and_the_accounts_caps() -> None:
-    # Eight workers, each a conversation: 8 calls; judgements of finished conversations
-    # may have one call per rubric question each.
+    # Eight workers, each an arc of one conversation: 3 judgements under way (two slots
+    # each conversation) hold 2 workers, so 6 conversations are; each judgement may have
+    # the rubric's questions in flight (a mark from before `judgement_calls`).
     k = bound(_mark(judge_slots=2, questions=5), conversations_left=20, judgements_left=3)
-    assert (k.conversations, k.judgements, k.per_judgement, k.jobs_calls, k.calls) == (8, 3, 5, 23, 23)
+    assert (k.conversations, k.judgements, k.per_judgement, k.jobs_calls, k.calls) == (6, 3, 5, 21, 21)
+    # No judge (vera simulate): one conversation per worker.
+    assert bound(_mark(), conversations_left=20, judgements_left=0).conversations == 8
     assert bound(_mark(max_in_flight=5), conversations_left=20, judgements_left=0).calls == 5
     # No cap on an account: the jobs alone bound it.
     assert bound(_mark(max_in_flight=None), conversations_left=3, judgements_left=0).calls == 3
@@ -211,6 +261,12 @@ def test_the_bound_is_the_smaller_of_the_jobs_and_the_accounts_caps() -> None:
     assert held.judgements == 8 * 3 * 2
     # `vera judge` starts no conversation.
     assert bound(_mark(command="judge"), conversations_left=5, judgements_left=0).calls == 0
+    # A judgement's calls at once, from its rubric's flow; a mark from before it was
+    # recorded falls back on the rubric's questions.
+    walked = bound(
+        _mark(judge_slots=1, questions=36, judgement_calls=5), conversations_left=0, judgements_left=2
+    )
+    assert (walked.per_judgement, walked.calls) == (5, 10)
 
 
 @pytest.mark.parametrize("locale", ["en", "zh-CN"])

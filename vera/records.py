@@ -691,7 +691,11 @@ class OpenSession(msgspec.Struct, kw_only=True):
     max_in_flight: int | None
     arc_sessions: int = 1  # conversations of one arc whose judgements a worker may hold
     judge_slots: int = 0  # (judge, instance) slots: judgements of each conversation
-    questions: int = 0  # the rubric's questions: the most one judgement has in flight
+    questions: int = 0  # the rubric's questions: each asked at most once by a judgement
+    # The most calls one judgement can have in flight at once (the rubric's parts asked
+    # at once, and asking ahead: vera.rubric.calls_at_once); 0 in a mark written before
+    # it was, which is bounded by `questions`.
+    judgement_calls: int = 0
 
 
 class UnfinishedSession(msgspec.Struct, frozen=True, kw_only=True):
@@ -719,7 +723,10 @@ class KilledSession(msgspec.Struct, kw_only=True):
     calls: int  # the bound: calls that may have been in flight at the kill
     conversations: int  # conversations that may have been under way (one call each at a time)
     judgements: int  # judgements that may have been under way
-    per_judgement: int  # the most calls one judgement may have in flight (parallel parts, asking ahead)
+    # The most calls one judgement may have in flight (its rubric's parts asked at once,
+    # and asking ahead: vera.rubric.calls_at_once; the rubric's questions for a mark
+    # written before that was recorded).
+    per_judgement: int
     jobs_calls: int  # conversations + judgements × per_judgement
     max_in_flight: int | None = None
     # The most those calls may cost: each at the largest input a call of its role sent in

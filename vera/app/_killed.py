@@ -15,12 +15,14 @@ What it had in flight is bounded twice, and the smaller bound is recorded
 
 - by the jobs that may have been under way: each of the `max_concurrency` workers holds
   one arc of conversations; a conversation has one call in flight at a time (the
-  simulated user and the chatbot take turns), and a judgement may have one per rubric
-  question (its independent parts are asked at once, and asking ahead asks a question
-  early; each question at most once). A conversation under way is one not finished; a
-  judgement under way is an unfinished one of a finished conversation (judging starts
-  once the conversation is recorded), at most the judgements of the conversations each
-  worker's arc holds;
+  simulated user and the chatbot take turns), and a judgement may have several: its
+  rubric's independent parts are asked at once, and asking ahead asks a question early
+  (`vera.rubric.calls_at_once` bounds them from the rubric's flow, whatever the
+  answers and timing: 5 for vera-si, 15 asking ahead, of its 36 questions). A
+  conversation under way is one not finished; a judgement under way is an unfinished
+  one of a finished conversation (judging starts once the conversation is recorded),
+  at most the judgements of the conversations each worker's arc holds, and a worker
+  whose arc's judgements are all under way runs no conversation;
 - by the accounts' `max_in_flight`, summed (none when an account has no cap; offline
   stand-ins send nothing).
 
@@ -47,6 +49,7 @@ from vera.engine import Sweep, arcs
 from vera.files import records
 from vera.inputs import RunConfig
 from vera.records import AccountLimits, CallRecord, KilledSession, ModelSpec, OpenSession, Role, RunManifest
+from vera.rubric import calls_at_once
 from vera.store import RunStore, left_open, unfinished
 
 CALLS_FILE = "calls.jsonl"
@@ -72,12 +75,18 @@ def bound(mark: OpenSession, *, conversations_left: int, judgements_left: int) -
     the run still lacks: conversations not finished, and judgements not finished of
     finished conversations."""
     workers = max(1, mark.max_concurrency)
-    conversations = min(conversations_left, workers) if mark.command != "judge" else 0
-    judgements = 0
-    if mark.judge_slots:
-        held = workers * max(1, mark.arc_sessions) * mark.judge_slots
-        judgements = min(judgements_left, held)
-    per_judgement = max(1, mark.questions)
+    slots = mark.judge_slots
+    judgements = min(judgements_left, workers * max(1, mark.arc_sessions) * slots)
+    conversations = 0
+    if mark.command != "judge":
+        # A worker holds one arc: while one of its conversations runs, the judgements of
+        # the sessions before it (arc_sessions - 1, times the slots); after the last, the
+        # arc's judgements and no conversation. So judgements held leave fewer workers a
+        # conversation (a judgement may have more calls in flight than a conversation's
+        # one: the most calls is with the most judgements).
+        free = workers if not slots else (workers * max(1, mark.arc_sessions) * slots - judgements) // slots
+        conversations = min(conversations_left, workers, free)
+    per_judgement = mark.judgement_calls or max(1, mark.questions)
     jobs_calls = conversations + judgements * per_judgement
     calls = jobs_calls if mark.max_in_flight is None else min(jobs_calls, mark.max_in_flight)
     return KilledSession(
@@ -137,6 +146,7 @@ def open_session(
         arc_sessions=max((len(a) for a in arcs(sweep.jobs)), default=1),
         judge_slots=slots,
         questions=len(sweep.inputs.rubric.questions) if slots else 0,
+        judgement_calls=calls_at_once(sweep.inputs.rubric, ask_ahead=cfg.judge.asks_ahead()) if slots else 0,
     )
 
 
