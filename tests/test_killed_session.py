@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -430,3 +431,62 @@ def test_the_card_of_a_killed_run_not_yet_resumed_says_so_in_the_run_s_words(
     else:
         assert CARD_KILLED in text
     assert "2026-12-07T10:00:00.000+00:00" in (out / "card.html").read_text(encoding="utf-8")
+
+
+# -- the run's budget ---------------------------------------------------------------------
+
+_SPENT = re.compile(r"stopped: budget reached — \$([0-9.]+) of \$([0-9.]+) spent(?: \(\$([0-9.]+) of it)?")
+
+
+def _recorded_spend(out: Path) -> float:
+    return sum(c["cost_usd"] + c.get("uncertain_usd", 0.0) for c in _lines(out / "calls.jsonl"))
+
+
+def _resume_with_budget(out: Path, usd: float) -> tuple[float, float]:
+    """A resume under `--max-cost usd` that stops at once: (spent, of it uncertain)."""
+    done = subprocess.run(
+        _vera("run", "--resume", str(out), "--max-cost", f"{usd:.6f}", "--quiet"),
+        env=_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    found = _SPENT.search(done.stdout + done.stderr)
+    assert found is not None, done.stdout + done.stderr
+    return float(found[1]), float(found[3] or 0)
+
+
+@pytest.mark.slow
+def test_the_run_s_budget_counts_a_killed_session_s_calls_in_flight_at_their_worst_case(
+    tmp_path: Path,
+) -> None:
+    """`--max-cost` counts the calls a killed session had in flight (sent, perhaps
+    billed, in no record) at their worst case, as it counts a cut-off call's: from the
+    resume that finds the kill on, and in every session after it."""
+    with SweepServer(faults=SLOW) as server:
+        cfg = write_sweep_config(tmp_path, server.base_url, personas=6, max_tokens=300)
+        out = tmp_path / "run"
+        _kill_when(cfg, out, lambda: _calls(out) >= 40)
+        recorded = _recorded_spend(out)
+        # A budget a cent above what the records hold: the kill's worst case passes it.
+        spent, uncertain = _resume_with_budget(out, recorded + 0.0001)
+        [killed] = json.loads((out / "manifest.json").read_text())["killed_sessions"]
+        assert killed["calls"] > 0 and killed["worst_usd"] > 0.0001
+        assert spent == pytest.approx(recorded + killed["worst_usd"], abs=1e-4), (spent, recorded, killed)
+        assert uncertain == pytest.approx(killed["worst_usd"], abs=1e-4)
+        # The next session counts it too, at the worst case the resume priced.
+        again, _ = _resume_with_budget(out, recorded + killed["worst_usd"] + 0.0001)
+        assert again == pytest.approx(recorded + killed["worst_usd"], abs=1e-4)
+        # With room for it, the run finishes.
+        done = subprocess.run(
+            _vera("run", "--resume", str(out), "--max-cost", "10", "--quiet"),
+            env=_env(),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _card(out)["status"]["state"] == "complete"

@@ -212,12 +212,7 @@ def priced_kills(
     killed = manifest.killed_sessions
     if not killed or all(k.worst_usd is not msgspec.UNSET for k in killed):
         return killed
-    store.sync()  # the calls held back reach the file first
-    largest: dict[tuple[str, str, str], int] = {}
-    for c in records(store.root / CALLS_FILE, CallRecord):  # one at a time: a big run's calls are many
-        if not c.cached:
-            key = (c.role, c.provider, c.model)
-            largest[key] = max(largest.get(key, 0), c.usage.input_tokens)
+    largest = _largest_inputs(store)
     out = []
     for k in killed:
         if k.worst_usd is msgspec.UNSET:
@@ -250,3 +245,54 @@ def unfinished_line(run_dir: str | Path) -> str | None:
         f"flight were sent, may be billed, and are not in these records; "
         f"`{resume_command(found.command, run_dir)}` finds them and bounds them on the card"
     )
+
+
+def _largest_inputs(store: RunStore) -> dict[tuple[str, str, str], int]:
+    """The largest input tokens a call of each (role, provider, model) sent in the run
+    (replies answered from a cache sent nothing)."""
+    store.sync()  # the calls held back reach the file first
+    largest: dict[tuple[str, str, str], int] = {}
+    for c in records(store.root / CALLS_FILE, CallRecord):  # one at a time: a big run's calls are many
+        if not c.cached:
+            key = (c.role, c.provider, c.model)
+            largest[key] = max(largest.get(key, 0), c.usage.input_tokens)
+    return largest
+
+
+class KilledSpend:
+    """What the run's budget (`--max-cost`) counts for its killed sessions' calls in
+    flight: sent, perhaps billed, and in no record, so at their worst case, as the
+    budget counts a cut-off call's (vera.clients.budget). A session priced before
+    (`worst_usd`, by the resume that found it) counts at that; one found by this
+    session counts at `worst_usd` over the largest inputs seen so far, raised as this
+    session's calls show larger ones (its resume asks the killed calls again,
+    identically, so once it has, the count is the worst case the card gives). A kill
+    whose worst case has no bound (a priced role without an output cap) cannot run
+    under a budget: the budget refuses such a role before any call."""
+
+    def __init__(
+        self,
+        kills: list[KilledSession],
+        pool: ClientPool,
+        uses: list[tuple[ModelSpec, Role]],
+        store: RunStore,
+    ) -> None:
+        self.pool, self.uses = pool, uses
+        self.priced = sum(k.worst_usd for k in kills if isinstance(k.worst_usd, float))
+        self.unpriced = [k for k in kills if k.worst_usd is msgspec.UNSET]
+        self.largest = _largest_inputs(store) if self.unpriced else {}
+        self.counted = self.priced + self._worst()
+
+    def _worst(self) -> float:
+        return sum(worst_usd(k, self.pool, self.uses, self.largest) or 0.0 for k in self.unpriced)
+
+    def seen(self, call: CallRecord) -> float:
+        """What `call` adds to the count (a larger input than any before of its kind)."""
+        if not self.unpriced or call.cached:
+            return 0.0
+        key = (call.role, call.provider, call.model)
+        if call.usage.input_tokens <= self.largest.get(key, 0):
+            return 0.0
+        self.largest[key] = call.usage.input_tokens
+        before, self.counted = self.counted, self.priced + self._worst()
+        return max(0.0, self.counted - before)
