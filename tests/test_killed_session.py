@@ -490,3 +490,31 @@ def test_the_run_s_budget_counts_a_killed_session_s_calls_in_flight_at_their_wor
         )
     assert done.returncode == 0, done.stdout + done.stderr
     assert _card(out)["status"]["state"] == "complete"
+
+
+def test_vera_view_of_a_folder_names_each_run_under_it_that_did_not_end(tmp_path: Path) -> None:
+    """`vera view FOLDER` says it of every run under the folder whose session did not
+    end, once each, and of no other."""
+    for name in ("killed", "finished"):
+        run_vera("run", "--out", str(tmp_path / name), "--seed", "1", "--limit-personas", "2", "--quiet")
+    mark = OpenSession(
+        started_at="2026-12-07T10:00:00.000+00:00", command="run", max_concurrency=8, max_in_flight=64
+    )
+    (tmp_path / "killed" / SESSION_FILE).write_bytes(msgspec.json.encode(mark))
+    proc = subprocess.Popen(
+        _vera("view", str(tmp_path), "--port", "0"),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # serving: everything before it has been said
+            if "serving at" in line:
+                break
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    lines = [line for line in err.splitlines() if UNFINISHED in line]
+    assert len(lines) == 1 and f"{tmp_path / 'killed'}: " in lines[0] and KILLED_LINE in lines[0], err
