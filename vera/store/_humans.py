@@ -239,11 +239,13 @@ def read_human_ratings_file(
     brought from another machine to `vera ratings import`), read as a run's is: none when
     there is no file, a cut last line skipped with a warning, any other bad line a
     `DataError("file:line")`."""
-    torn = torn_tail(path, HumanRating)
-    torn_at = torn[0] if torn is not None and not torn[1] else None
     out: list[tuple[int, HumanRating]] = []
     number = 0
     try:
+        # Inside the try: a path that cannot be read (through a file, a folder of that
+        # name) fails here first, and was a traceback.
+        torn = torn_tail(path, HumanRating)
+        torn_at = torn[0] if torn is not None and not torn[1] else None
         for ref, line in _numbered(path):
             number, (place, text) = ref, line
             try:
