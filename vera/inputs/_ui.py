@@ -1001,7 +1001,6 @@ BASE: dict[str, str] = {
     "review.final": "Your ratings of this conversation are final: {why}.",
     "review.can_change": "You can still change your ratings and save again, until you show the judge's ratings.",
     "review.position": "Conversation {position} of {total}",
-    "review.position_turns": "Conversation {position} of {total}: {turns} turns.",
     "review.done_text": (
         "You have rated all {total} conversations of your sample ({rated} saved). Thank you. "
         "You can close this page and stop the review with Ctrl-C."
