@@ -78,8 +78,14 @@ def test_the_summary_comes_first_and_the_fold_opens_on_every_pair(
     assert overview.is_visible()
     shown = overview.locator("tbody th[scope=row]").all_inner_texts()
     assert shown == pairs
-    # and each pair's own table per dimension, one per pair
-    assert fold.locator("table").count() == 1 + len(pairs)
+    # and every pair per dimension, on one table (not a table per pair), Overall last
+    by_dimension = fold.locator("table").nth(1)
+    assert fold.locator("table").count() == 2
+    assert by_dimension.locator("tbody th[scope=row]").all_inner_texts() == pairs
+    overall = by_dimension.locator("tbody tr").first.locator("td").last.inner_text()
+    first = data["comparisons"][0]["overall"]
+    assert overall.startswith(f"{first['diff']:.1f} [")
+    assert overall.endswith(" *") == bool(first["excludes_zero"])
     assert no_page_scroll(page)
     fold.scroll_into_view_if_needed()
     shot(page, tmp_path, f"compare_by_seed_pairs_{width}")

@@ -535,6 +535,9 @@ BASE: dict[str, str] = {
     "card.compare_scores_fold": "Scores of each chatbot at each seed ({n} rows)",
     "card.compare_pairs_fold": "Every pair ({pairs}; {flagged} with an overall interval excluding 0)",
     "card.compare_against": "against",
+    "card.compare_pairs_by_dimension": (
+        "Difference a − b [CI] per dimension, paired over shared personas; * the interval excludes 0"
+    ),
     "card.compare_footer": (
         "Intervals: {method} over personas, {resamples} resamples, confidence {confidence}, seed {seed}."
     ),

@@ -19,7 +19,7 @@ from vera.report.card._html import (
 from vera.report.card._plots import Plot
 from vera.report.card._schema import RunComparison, SeedAgreement
 from vera.report.card._sequence import failed_note_of, sequential_note_of
-from vera.report.compare._tables import compare_tables
+from vera.report.compare._tables import compare_tables, pairs_by_dimension_table
 from vera.report.shared._numbers import num, percent_level
 from vera.report.shared._table import Table
 
@@ -59,13 +59,15 @@ def render_compare_html(
     how_to_read = html_section(
         "how-to-read", tr("card.compare_how_to_read"), f'<p class="guide">{escape(guide)}</p>'
     )
-    pairs = "".join(html_table(t) for t in tables.pairs)
     if tables.across is None:
+        pairs = "".join(html_table(t) for t in tables.pairs)
         body.append(how_to_read)
         body.append(html_section("scores", tr("card.compare_scores"), scores))
         body.append(html_section("charts", tr("card.compare_charts"), *(figure(p) for p in plots)))
         body.append(html_section("pairs", tr("card.compare_pairs"), pairs))
     else:
+        # By seed, every pair on two tables (overall, then per dimension), not one each.
+        pairs = html_table(tables.pairs[0]) + html_table(pairs_by_dimension_table(result.comparisons))
         body += _by_seed_sections(result, tables.across, tables.by_seed, plots, scores, pairs, how_to_read)
     body.append("</main>")
     b = result.bootstrap

@@ -9,7 +9,7 @@ import msgspec
 
 from vera.inputs import tr
 from vera.records import OVERALL
-from vera.report.card._schema import Comparison, RunComparison, SeedAgreement
+from vera.report.card._schema import Comparison, Difference, RunComparison, SeedAgreement
 from vera.report.card._tables import Reasons, comparison_table, flag
 from vera.report.shared._numbers import MISSING, num, percent_level, with_ci
 from vera.report.shared._table import Table
@@ -97,6 +97,23 @@ def compare_tables(result: RunComparison) -> CompareTables:
         tables.across = across_seeds_table(result.across_seeds, level)
         tables.by_seed = [seed_table(p, level) for p in result.across_seeds]
     return tables
+
+
+def pairs_by_dimension_table(entries: Sequence[Comparison]) -> Table:
+    """Every pair's difference per dimension on one table, a row per pair: the pages of
+    a comparison by seed show this instead of a table per pair (at 20 seeds, 780 tables
+    with their captions were 1.3 MB). Each unit's score per dimension is in the scores."""
+    dims = list(dict.fromkeys(d for e in entries for d in e.dimensions))
+    t = Table(["Pair (a − b)", *dims, OVERALL], caption=tr("card.compare_pairs_by_dimension"))
+
+    def cell(d: Difference | None) -> str:
+        if d is None or d.diff is None:
+            return MISSING
+        return with_ci(d, "diff") + (" *" if d.excludes_zero else "")
+
+    for e in entries:
+        t.rows.append([f"{e.a} − {e.b}", *(cell(e.dimensions.get(d)) for d in dims), cell(e.overall)])
+    return t
 
 
 def across_seeds_table(pairs: Sequence[SeedAgreement], level: str) -> Table:
