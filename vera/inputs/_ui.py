@@ -441,6 +441,14 @@ BASE: dict[str, str] = {
         "exclude zero."
     ),
     "card.plot_differences_axis": "Difference in overall score (points),\nwith paired confidence interval",
+    "card.plot_seed_differences": "Differences at each seed",
+    "card.plot_seed_differences_desc": (
+        "One panel per pair of chatbots, one row per seed: the difference in overall score a − b "
+        "at that seed with its paired interval; the dashed line is the median difference, filled "
+        "points mark intervals that exclude zero, and squares in the second colour mark seeds "
+        "where the difference has the other sign than the median."
+    ),
+    "card.plot_seed_axis": "Seed",
     # A wide table's scrolling box: its label for screen readers, and the hint a phone shows.
     "card.scroll_label": "{label} (scrolls sideways when wider than the screen)",
     "card.table": "Table",
@@ -518,6 +526,25 @@ BASE: dict[str, str] = {
     "card.compare_scores": "Scores",
     "card.compare_charts": "Charts",
     "card.compare_pairs": "Paired differences",
+    # `vera compare --by-seed`: each two chatbots seed by seed, before every pair.
+    "card.compare_across_seeds": "Across seeds",
+    "card.compare_across_seeds_guide": (
+        "Each two chatbots compared at each seed: a − b between their replicates made with the "
+        "same seed, on the personas both talked to. A difference with the same sign at every "
+        "seed does not hang on the simulated users' random choices; the seeds against the "
+        "median's sign, and the worst seed (the one least favourable to it), are where to look "
+        "first. Every pair, a chatbot's seeds against each other included, is in the last "
+        "section."
+    ),
+    "card.compare_seed_summary": "Overall difference a − b at each seed, summarised; {level} paired intervals",
+    "card.compare_seed_table": "{a} − {b} at each seed; {level} paired intervals",
+    "card.compare_seed_fold": "Seed by seed: {a} − {b}",
+    "card.compare_scores_fold": "Scores of each chatbot at each seed ({n} rows)",
+    "card.compare_pairs_fold": "Every pair ({pairs}; {flagged} with an overall interval excluding 0)",
+    "card.compare_against": "against",
+    "card.compare_pairs_by_dimension": (
+        "Difference a − b [CI] per dimension, paired over shared personas; * the interval excludes 0"
+    ),
     "card.compare_footer": (
         "Intervals: {method} over personas, {resamples} resamples, confidence {confidence}, seed {seed}."
     ),
@@ -691,6 +718,16 @@ BASE: dict[str, str] = {
     "col.score_per_dimension": "Score [CI] per dimension",
     "col.pairs_caption": "Overall score, paired over shared personas",
     "col.each_own": "Each on all of its own personas; {level} intervals",
+    # `vera compare --by-seed`'s summary across seeds.
+    "col.mean_difference": "Mean difference",
+    "col.median_difference": "Median difference",
+    "col.difference_range": "Lowest, highest",
+    "col.difference_sd": "SD",
+    "col.sign_counts": "a higher / b higher / equal",
+    "col.excluding_zero": "Interval excludes 0: a higher / b higher",
+    "col.seeds_against": "Seeds against the median",
+    "col.worst_seed": "Worst seed: difference [CI]",
+    "col.sign": "Sign",
     # A multi-session chatbot's arcs, and agreement between judges (or human raters).
     "col.sessions_per_arc": "Sessions per arc",
     "col.arcs": "Arcs",
