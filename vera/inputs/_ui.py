@@ -106,6 +106,13 @@ BASE: dict[str, str] = {
         "contains the score at the exact bounds of HPH %; the calibrated one only where a share is near "
         "0 or 100 % or few personas were rated), so compare their centres, not their widths."
     ),
+    # Under the calibrated table: how its two intervals were computed (the headers say
+    # only which score; card.json's `method` keeps the full name).
+    "card.calibrated_methods": (
+        "Intervals: the judge-only score's from a bootstrap over personas, with exact bounds for "
+        "HPH %; the calibrated score's from a PPI++ bootstrap over personas, exact where a share "
+        "is near 0 or 100 %."
+    ),
     # The calibrated table's caption in `vera card`, which names the chatbot first.
     "card.calibrated_terminal": "{chatbot}, calibrated by human ratings: {caption}",
     "card.calibrated_note": " Note: {why}.",
@@ -615,8 +622,10 @@ BASE: dict[str, str] = {
     "col.kind": "Kind",
     "col.bot_or_conversation": "Chatbot / conversation",
     "col.reason": "Reason",
-    "col.judge_only_score": "Judge-only score [CI: persona bootstrap + exact HPH bound]",
-    "col.calibrated_score": "Calibrated score [CI: PPI++ bootstrap, exact near 0/100 %]",
+    # Plain headers: how each interval was computed is the table's footnote
+    # (card.calibrated_methods), not jargon in the heading.
+    "col.judge_only_score": "Judge-only score [CI]",
+    "col.calibrated_score": "Calibrated score [CI]",
     "col.calibrated_hph": "Calibrated HPH % [CI]",
     "col.rated_by_humans": "Rated by humans",
     "col.judge_rating": "Judge rating",
@@ -1029,7 +1038,6 @@ BASE: dict[str, str] = {
     "review.final": "Your ratings of this conversation are final: {why}.",
     "review.can_change": "You can still change your ratings and save again, until you show the judge's ratings.",
     "review.position": "Conversation {position} of {total}",
-    "review.position_turns": "Conversation {position} of {total}: {turns} turns.",
     "review.done_text": (
         "You have rated all {total} conversations of your sample ({rated} saved). Thank you. "
         "You can close this page and stop the review with Ctrl-C."
