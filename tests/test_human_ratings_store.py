@@ -4,6 +4,7 @@ line skipped with a warning (and kept aside), any other bad line a file:line err
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -129,3 +130,18 @@ def test_two_raters_saving_at_once_lose_no_rating(tmp_path):
         (who, f"c{i}") for who in ("ana", "bo") for i in range(300)
     )
     assert not (tmp_path / (HUMAN_RATINGS + ".torn")).exists()
+
+
+@pytest.mark.parametrize("how", ["through-a-file", "a-folder"])
+def test_a_ratings_file_that_cannot_be_read_is_one_line(tmp_path, how):
+    """A human_ratings.jsonl that is a folder, or a link through a file, was a traceback
+    from the check for a torn last line, before the reader's own "cannot read"."""
+    run = tmp_path / "run"
+    run.mkdir()
+    if how == "a-folder":
+        (run / HUMAN_RATINGS).mkdir()
+    else:
+        (tmp_path / "a-file").write_text("")
+        (run / HUMAN_RATINGS).symlink_to(tmp_path / "a-file" / HUMAN_RATINGS)
+    with pytest.raises(DataError, match=rf"^{re.escape(str(run / HUMAN_RATINGS))}: cannot read: "):
+        read_human_ratings(run)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
+from html import escape as html_escape
 from pathlib import Path
 
 import polars as pl
@@ -15,6 +16,7 @@ from click.testing import CliRunner
 from vera.cli._main import main
 from vera.records import HIGH_POTENTIAL_FOR_HARM, HumanRating
 from vera.report import read_card
+from vera.report.card._terminal import render_card
 from vera.store import append_human_ratings, open_run
 
 from .conftest import all_rated, as_judged, conversation_ids, judged
@@ -64,12 +66,26 @@ def test_humans_who_agree_with_the_judge_leave_the_score_where_it_was(run):
     md = (run / "card.md").read_text()
     assert "### Calibrated by human ratings" in md
     assert f"{len(ids)} of {cal.n_conversations} conversations rated by 1 human rater(s)" in md
-    assert (
-        "Judge-only score [CI: persona bootstrap + exact HPH bound] | "
-        "Calibrated score [CI: PPI++ bootstrap, exact near 0/100 %]"
-    ) in md
+    # Plain headers (a clinician's trial found "[CI: PPI++ bootstrap, exact near 0/100 %]"
+    # jargon); the methods are named in a note under the table instead.
+    assert "| Dimension | Judge-only score [CI] | Calibrated score [CI] | Calibrated HPH % [CI] |" in md
+    assert "bootstrap" not in md[md.index("| Dimension | Judge-only") :].splitlines()[0]
+    methods = (
+        "Intervals: the judge-only score's from a bootstrap over personas, with exact bounds for HPH %; "
+        "the calibrated score's from a PPI++ bootstrap over personas, exact where a share is near 0 or 100 %."
+    )
+    calibrated_table = md[md.index("| Dimension | Judge-only") :].split("\n\n")
+    assert calibrated_table[1] == methods, calibrated_table[:2]  # right under the table
     assert "compare their centres, not their widths" in " ".join(md.split())
-    assert "Calibrated by human ratings" in (run / "card.html").read_text()
+    html = (run / "card.html").read_text()
+    assert "Calibrated by human ratings" in html
+    assert '<th scope="col">Judge-only score [CI]</th><th scope="col">Calibrated score [CI]</th>' in html
+    escaped = html_escape(methods)
+    assert f'</table></div>\n<p class="note">{escaped}</p>' in html
+    terminal = render_card(card, 100)
+    below = terminal[terminal.index("Rated by") :]
+    assert " ".join(below[below.index("Intervals:") :].split()).startswith(methods)
+    assert "bootstrap" not in terminal[: terminal.index("Intervals:")].split("Rated by")[-1]
     # Its rows in the rubric's order, as the chatbot's own table above it.
     section = md[md.index("### Calibrated by human ratings") :]
     bot_card = next(b for b in card.chatbots if b.chatbot == bot)

@@ -4,12 +4,14 @@ to its conversations as `vera agreement` matches them; bad input adds nothing.""
 from __future__ import annotations
 
 import csv
+import shlex
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from tests.diskfs import in_private_mounts, needs_mounts, read_only
 from vera.cli._main import main
 from vera.records import BEST_PRACTICE as BP
 from vera.records import HIGH_POTENTIAL_FOR_HARM as HPH
@@ -173,4 +175,26 @@ def test_a_bad_line_of_a_review_file_names_it_and_adds_nothing(tmp_path, run, li
     result = invoke("ratings", "import", str(run), str(file))
     assert result.exit_code == 1
     assert f"{file}{problem}" in result.output and "Traceback" not in result.output
+    assert not (run / HUMAN_RATINGS).exists()
+
+
+@pytest.mark.slow
+@needs_mounts
+def test_a_read_only_run_is_said_before_the_file_is_checked(tmp_path, run):
+    """An import into a read-only run said so only after every row had been read and
+    checked: a user who fixed a bad row learnt only then that nothing could be added.
+    The run is checked first (a real read-only mount, which stops root too)."""
+    (a,) = conversation_ids(run, 1)
+    file = tmp_path / "long.csv"
+    file.write_text(
+        f"item_id,rater,dimension,rating\n{a},ann,Confirms Risk,BP\nzzz999,ann,Confirms Risk,BP\n"
+    )
+    proc = in_private_mounts(
+        f"{read_only(run)} && $VERA ratings import {shlex.quote(str(run))} {shlex.quote(str(file))}"
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == (
+        f"error: {run / HUMAN_RATINGS}: cannot write the human ratings: Read-only file system; "
+        "nothing imported\n"
+    )
     assert not (run / HUMAN_RATINGS).exists()

@@ -539,10 +539,16 @@ def test_the_calibrated_section_of_a_zh_cn_card_is_in_the_pack_s_words(zh_run, t
     for shown in ("### 经人工评分校准", "位人工评分者评过分", "注意：人工评分只来自", "（只有 ", "对角线上"):
         assert shown in md, shown
     assert not leftovers(md), leftovers(md)
+    # Plain headers; how each interval was computed is the note under the table.
+    methods = "区间：仅评审模型的分数按人物自助抽样，HPH % 用精确界；校准后的分数按人物做 PPI++ 自助抽样"
+    assert "| 维度 | 仅评审模型的分数 [置信区间] | 校准后的分数 [置信区间] |" in md
+    assert md[md.index("| 维度 | 仅评审模型的分数") :].split("\n\n")[1].startswith(methods)
     html = visible_text((run / "card.html").read_text(encoding="utf-8"))
     assert "对角线上" in html and not leftovers(html), leftovers(html)
+    assert methods in html and "仅评审模型的分数 [置信区间]" in html
     text = render_card(read_card(run), 80)
     assert "，经人工评分校准：" in text and not leftovers(text), leftovers(text)
+    assert "".join(text.split()).count("".join(methods.split())) == 2  # under each chatbot's table
     assert max(cells(line) for line in text.splitlines()) <= 80
     # The record keeps the English words.
     bots = json.loads((run / "card.json").read_text())["chatbots"]

@@ -27,11 +27,9 @@ from .test_runs_bundle_browser import page_of  # noqa: F401 - fixture
 TURNS = 40  # messages, both speakers: each request holds up to 39 of them
 
 
-@pytest.fixture(scope="module")
-def long_bundle(tmp_path_factory) -> tuple[Path, Path]:
-    """A run of two 40-message conversations (one persona, both offline chatbots), and
-    its bundle."""
-    tmp = tmp_path_factory.mktemp("long")
+def long_run(tmp: Path) -> Path:
+    """A run of two TURNS-message conversations (one persona, both offline chatbots),
+    judged, in `tmp`/run: its call bodies grow with the square of the turns."""
     config = write_run_config(
         tmp / "run.toml",
         providers=ROOT / "providers",
@@ -41,6 +39,15 @@ def long_bundle(tmp_path_factory) -> tuple[Path, Path]:
     )
     run = tmp / "run"
     run_vera("run", "--config", str(config), "--out", str(run), "--limit-personas", "1", "--quiet")
+    return run
+
+
+@pytest.fixture(scope="module")
+def long_bundle(tmp_path_factory) -> tuple[Path, Path]:
+    """A run of two 40-message conversations (one persona, both offline chatbots), and
+    its bundle."""
+    tmp = tmp_path_factory.mktemp("long")
+    run = long_run(tmp)
     out = tmp / "bundle"
     result = invoke_vera("view", str(run), "--bundle", str(out))
     assert result.exit_code == 0, result.output

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from tests.diskfs import in_private_mounts, needs_mounts, read_only
 from vera.errors import UserError
 from vera.records import BEST_PRACTICE as BP
 from vera.records import RATINGS, HumanRating, Rating
@@ -281,6 +283,46 @@ def test_another_host_is_refused_without_allow_remote(run_copy):
 
 
 # -- the command -------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@needs_mounts
+@pytest.mark.parametrize("earlier", [False, True], ids=["no-ratings-yet", "ratings-file-there"])
+def test_a_read_only_run_is_refused_before_serving(run_copy, earlier):
+    """A clinician rated a read-only run for minutes before the first save said "Not
+    saved: Read-only file system". The folder is now checked as the save would write
+    it (a real read-only mount, which stops root too), before anything is served."""
+    ratings = run_copy / "human_ratings.jsonl"
+    if earlier:
+        review = ReviewSession.open(run_copy, "Ada", size=3)
+        rating = review.check_rating({"conversation_id": review.order[0], "ratings": all_ratings(review)})
+        append_human_ratings(run_copy, [rating])
+    before = snapshot(run_copy), ratings.read_bytes() if earlier else None
+    run = shlex.quote(str(run_copy))
+    # `timeout`: the old code served on and never exited.
+    proc = in_private_mounts(
+        f"{read_only(run_copy)} && timeout 30 $VERA review {run} --rater Ada --size 3 --port 0",
+        timeout=120,
+    )
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert proc.stderr == (
+        f"error: {ratings}: cannot write the human ratings: Read-only file system; nothing you rate "
+        "could be saved: review a copy of the run in a folder you can write, then add its "
+        "human_ratings.jsonl to this run with `vera ratings import`\n"
+    )
+    assert "serving at" not in proc.stdout
+    assert (snapshot(run_copy), ratings.read_bytes() if earlier else None) == before
+    assert ratings.exists() == earlier
+
+
+def test_a_writable_run_is_checked_without_a_trace(run_copy):
+    """The check before serving writes nothing: no ratings file where there was none
+    (`vera score` and the tests that no file appears rely on it), no file of its own."""
+    from vera.store import check_appendable
+
+    listing = sorted(p.name for p in run_copy.iterdir())
+    check_appendable(run_copy, "unused")
+    assert sorted(p.name for p in run_copy.iterdir()) == listing
 
 
 @pytest.mark.slow

@@ -63,6 +63,9 @@ def test_rate_three_stop_start_again_and_the_fourth_comes_next(page_at, offline_
     try:
         page.goto(url)
         wait_for_conversation(page, 1, 8)
+        # The heading says which conversation; the status line above it said the same
+        # again ("Conversation 1 of 8: 11 turns."), in bold. It is for outcomes only.
+        assert page.inner_text("#status") == ""
         assert page.inner_text("#progress-text").startswith(f"Rater {RATER} · 0 of 8 rated")
         # Blind: the transcript is there; the chatbot, persona and judge are not.
         first = records.read_conversation(order[0])
@@ -86,6 +89,8 @@ def test_rate_three_stop_start_again_and_the_fourth_comes_next(page_at, offline_
         notes = ["", "Missed the second hint <b>of</b> risk.", 'Harmful: "stay away from anyone"']
         for i in range(3):
             wait_for_conversation(page, i + 1, 8)
+            if i:  # (the first still shows the refusal above)
+                assert page.inner_text("#status") == ""  # "Saved: conversation …" is gone too
             conversation = records.read_conversation(order[i])
             assert turns_on_page(page) == [t.text for t in conversation.turns]
             rate(page, given[i], notes[i])

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.run_config import ROOT, write_run_config
 from vera.report import exported_call
 
-from .conftest import run_vera, start_view
+from .conftest import start_view
 from .shots import shot
 from .test_browser import browser, no_page_scroll  # noqa: F401 - fixtures
 from .test_bundle_bodies_browser import TURNS, _bodies
+from .test_bundle_bodies_browser import long_run as make_long_run
 from .test_runs_bundle_browser import page_of  # noqa: F401 - fixture
 
 # What a page may weigh: the transcript, the calls table and one summary line a call grow
@@ -32,17 +32,7 @@ BYTES_PER_MESSAGE = 1_500
 @pytest.fixture(scope="module")
 def long_run(tmp_path_factory) -> Path:
     """Two 40-message conversations (one persona, both offline chatbots), judged."""
-    tmp = tmp_path_factory.mktemp("served-long")
-    config = write_run_config(
-        tmp / "run.toml",
-        providers=ROOT / "providers",
-        runs_dir=tmp / "runs",
-        chatbots=["offline/best-practice", "offline/risk-ignoring"],
-        conversation={"max_turns": TURNS, "min_turns": TURNS},
-    )
-    run = tmp / "run"
-    run_vera("run", "--config", str(config), "--out", str(run), "--limit-personas", "1", "--quiet")
-    return run
+    return make_long_run(tmp_path_factory.mktemp("served-long"))
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,8 @@ from vera.store import (
 
 @click.group()
 def ratings() -> None:
-    """Human ratings of a run: they calibrate its scores (see docs/statistics.md)."""
+    """Human ratings of a run: they calibrate its scores (see docs/statistics.md).
+    `vera export RUN_DIR --humans` writes them as a table beside the judge's."""
 
 
 def _lines(lines: list[int]) -> str:

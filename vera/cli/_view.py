@@ -11,7 +11,7 @@ from vera.app import unfinished_line
 from vera.cli._door import seed_option, serve_options
 from vera.errors import ConfigError
 from vera.files import watching
-from vera.report import export_calls, export_reference, export_run, num
+from vera.report import export_calls, export_humans, export_reference, export_run, num
 from vera.store import CALLS_EXPORT, check_output, manifest_notes
 from vera.viewer.app import serve
 from vera.viewer.bundle import write_bundle
@@ -168,13 +168,21 @@ def review(
     "(messages, parameters, schema) and response (default file: calls_full.jsonl in RUN_DIR).",
 )
 @click.option(
+    "--humans",
+    is_flag=True,
+    help="Instead of the judge's ratings: the human ratings (vera review, vera ratings import), "
+    "one row per rater × conversation × dimension (each rater's latest), the judge's rating "
+    "beside each; csv or parquet (default file: human_ratings.csv or .parquet in RUN_DIR).",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Path(),
     help="File to write (default: results.csv or results.parquet in RUN_DIR; - = stdout for csv). "
     "With --format reference: a folder holding one <chatbot>/results.csv per chatbot (default "
     "RUN_DIR/reference), or with one chatbot a .csv file or -; with --calls: default "
-    "RUN_DIR/calls_full.jsonl, - = stdout.",
+    "RUN_DIR/calls_full.jsonl, - = stdout; with --humans: default RUN_DIR/human_ratings.csv "
+    "(or .parquet).",
 )
 @click.option(
     "--chatbot",
@@ -192,6 +200,7 @@ def export(
     fmt: str,
     wide: bool,
     calls: bool,
+    humans: bool,
     output: str | None,
     chatbot: str | None,
     skip_corrupt: bool,
@@ -202,13 +211,27 @@ def export(
     Failed conversations and judgements are rows too, with an empty rating and the
     error, so nothing is silently left out. With --format reference: one row per
     complete judgement in VERA-MH's results.csv layout, one file per chatbot as the
-    reference scores them (docs/targets.md)."""
+    reference scores them (docs/targets.md). With --humans: the human ratings of the
+    run instead, beside the judge's (docs/viewer.md)."""
     check_output(output, "-o", runs=[run_dir])
     if skip_corrupt and not calls:
         raise ConfigError("--skip-corrupt applies to --calls (a damaged call bodies file)")
     if line := unfinished_line(run_dir):
         click.echo(line, err=True)
 
+    if humans:
+        if calls or wide or fmt == "reference" or chatbot:
+            raise ConfigError(
+                "--humans writes a table of its own; give it without --calls, --wide, --chatbot "
+                "or --format reference"
+            )
+        target = output or str(Path(run_dir) / f"human_ratings.{fmt}")
+        if target != "-" and Path(target).is_dir():
+            raise ConfigError(f"{target}: is a directory; give a file")
+        done = export_humans(run_dir, fmt=fmt, output=target)
+        if target != "-":
+            click.echo(done.describe(target), err=True)
+        return
     if calls:
         if wide or fmt != "csv" or chatbot:
             raise ConfigError(

@@ -106,6 +106,13 @@ BASE: dict[str, str] = {
         "contains the score at the exact bounds of HPH %; the calibrated one only where a share is near "
         "0 or 100 % or few personas were rated), so compare their centres, not their widths."
     ),
+    # Under the calibrated table: how its two intervals were computed (the headers say
+    # only which score; card.json's `method` keeps the full name).
+    "card.calibrated_methods": (
+        "Intervals: the judge-only score's from a bootstrap over personas, with exact bounds for "
+        "HPH %; the calibrated score's from a PPI++ bootstrap over personas, exact where a share "
+        "is near 0 or 100 %."
+    ),
     # The calibrated table's caption in `vera card`, which names the chatbot first.
     "card.calibrated_terminal": "{chatbot}, calibrated by human ratings: {caption}",
     "card.calibrated_note": " Note: {why}.",
@@ -450,6 +457,14 @@ BASE: dict[str, str] = {
         "exclude zero."
     ),
     "card.plot_differences_axis": "Difference in overall score (points),\nwith paired confidence interval",
+    "card.plot_seed_differences": "Differences at each seed",
+    "card.plot_seed_differences_desc": (
+        "One panel per pair of chatbots, one row per seed: the difference in overall score a − b "
+        "at that seed with its paired interval; the dashed line is the median difference, filled "
+        "points mark intervals that exclude zero, and squares in the second colour mark seeds "
+        "where the difference has the other sign than the median."
+    ),
+    "card.plot_seed_axis": "Seed",
     # A wide table's scrolling box: its label for screen readers, and the hint a phone shows.
     "card.scroll_label": "{label} (scrolls sideways when wider than the screen)",
     "card.table": "Table",
@@ -527,6 +542,25 @@ BASE: dict[str, str] = {
     "card.compare_scores": "Scores",
     "card.compare_charts": "Charts",
     "card.compare_pairs": "Paired differences",
+    # `vera compare --by-seed`: each two chatbots seed by seed, before every pair.
+    "card.compare_across_seeds": "Across seeds",
+    "card.compare_across_seeds_guide": (
+        "Each two chatbots compared at each seed: a − b between their replicates made with the "
+        "same seed, on the personas both talked to. A difference with the same sign at every "
+        "seed does not hang on the simulated users' random choices; the seeds against the "
+        "median's sign, and the worst seed (the one least favourable to it), are where to look "
+        "first. Every pair, a chatbot's seeds against each other included, is in the last "
+        "section."
+    ),
+    "card.compare_seed_summary": "Overall difference a − b at each seed, summarised; {level} paired intervals",
+    "card.compare_seed_table": "{a} − {b} at each seed; {level} paired intervals",
+    "card.compare_seed_fold": "Seed by seed: {a} − {b}",
+    "card.compare_scores_fold": "Scores of each chatbot at each seed ({n} rows)",
+    "card.compare_pairs_fold": "Every pair ({pairs}; {flagged} with an overall interval excluding 0)",
+    "card.compare_against": "against",
+    "card.compare_pairs_by_dimension": (
+        "Difference a − b [CI] per dimension, paired over shared personas; * the interval excludes 0"
+    ),
     "card.compare_footer": (
         "Intervals: {method} over personas, {resamples} resamples, confidence {confidence}, seed {seed}."
     ),
@@ -604,8 +638,10 @@ BASE: dict[str, str] = {
     "col.kind": "Kind",
     "col.bot_or_conversation": "Chatbot / conversation",
     "col.reason": "Reason",
-    "col.judge_only_score": "Judge-only score [CI: persona bootstrap + exact HPH bound]",
-    "col.calibrated_score": "Calibrated score [CI: PPI++ bootstrap, exact near 0/100 %]",
+    # Plain headers: how each interval was computed is the table's footnote
+    # (card.calibrated_methods), not jargon in the heading.
+    "col.judge_only_score": "Judge-only score [CI]",
+    "col.calibrated_score": "Calibrated score [CI]",
     "col.calibrated_hph": "Calibrated HPH % [CI]",
     "col.rated_by_humans": "Rated by humans",
     "col.judge_rating": "Judge rating",
@@ -698,6 +734,16 @@ BASE: dict[str, str] = {
     "col.score_per_dimension": "Score [CI] per dimension",
     "col.pairs_caption": "Overall score, paired over shared personas",
     "col.each_own": "Each on all of its own personas; {level} intervals",
+    # `vera compare --by-seed`'s summary across seeds.
+    "col.mean_difference": "Mean difference",
+    "col.median_difference": "Median difference",
+    "col.difference_range": "Lowest, highest",
+    "col.difference_sd": "SD",
+    "col.sign_counts": "a higher / b higher / equal",
+    "col.excluding_zero": "Interval excludes 0: a higher / b higher",
+    "col.seeds_against": "Seeds against the median",
+    "col.worst_seed": "Worst seed: difference [CI]",
+    "col.sign": "Sign",
     # A multi-session chatbot's arcs, and agreement between judges (or human raters).
     "col.sessions_per_arc": "Sessions per arc",
     "col.arcs": "Arcs",
@@ -1008,7 +1054,6 @@ BASE: dict[str, str] = {
     "review.final": "Your ratings of this conversation are final: {why}.",
     "review.can_change": "You can still change your ratings and save again, until you show the judge's ratings.",
     "review.position": "Conversation {position} of {total}",
-    "review.position_turns": "Conversation {position} of {total}: {turns} turns.",
     "review.done_text": (
         "You have rated all {total} conversations of your sample ({rated} saved). Thank you. "
         "You can close this page and stop the review with Ctrl-C."

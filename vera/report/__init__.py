@@ -64,6 +64,7 @@ from vera.report.compare._html import render_compare_html
 from vera.report.compare._pool import Pooled, pool_scores, pooled_text, results_csv_ratings, run_ratings
 from vera.report.compare._tables import compare_tables
 from vera.report.exports._calls import export_calls, exported_call, no_bodies_reason
+from vera.report.exports._humans import export_humans
 from vera.report.exports._reference import export_reference
 from vera.report.exports._results import export_run, spreadsheet_safe
 from vera.report.improvements._report import (
@@ -164,6 +165,7 @@ __all__ = [
     "confusion_tables",
     "exemplar_conversations",
     "export_calls",
+    "export_humans",
     "export_reference",
     "export_run",
     "exported_call",

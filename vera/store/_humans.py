@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from codecs import BOM_UTF8
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -22,7 +23,7 @@ from typing import BinaryIO
 
 import msgspec
 
-from vera.errors import DataError, storage_error
+from vera.errors import DataError, StorageError, storage_error
 from vera.files import refuse_stray_bom, torn_tail
 from vera.inputs import run_strings, tr, use_strings
 from vera.records import HumanRating, transcript_sha256
@@ -56,6 +57,30 @@ def append_human_ratings(run_dir: Path, ratings: Sequence[HumanRating]) -> None:
             os.fsync(f.fileno())
     except OSError as exc:
         raise storage_error(path, "the human ratings", exc) from None
+
+
+def check_appendable(run_dir: Path, consequence: str) -> None:
+    """Raise a `StorageError` naming the run's human-ratings file, its reason and
+    `consequence` (what the user would lose), when ratings cannot be appended to it.
+
+    Checked before the work that ends in an append (a review's first save can come
+    minutes after the rater starts; an import reads and checks its whole file first),
+    with the mechanisms the append meets, so that root, for whom permission bits do not
+    count, is stopped by what would really stop the append (a read-only file system, a
+    path through a file) and by nothing else. An existing file is opened for appending,
+    as the append opens it, and closed unwritten. When there is none, a file of a name of
+    our own is created beside it and removed: creating the ratings file itself would
+    leave an empty one behind a review that saves nothing, or an import that fails."""
+    path = Path(run_dir) / HUMAN_RATINGS
+    try:
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
+        except FileNotFoundError:
+            fd, probe = tempfile.mkstemp(dir=run_dir, prefix=f".{HUMAN_RATINGS}.", suffix=".probe")
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as exc:
+        raise StorageError(f"{storage_error(path, 'the human ratings', exc)}; {consequence}") from None
 
 
 @contextmanager
@@ -214,11 +239,13 @@ def read_human_ratings_file(
     brought from another machine to `vera ratings import`), read as a run's is: none when
     there is no file, a cut last line skipped with a warning, any other bad line a
     `DataError("file:line")`."""
-    torn = torn_tail(path, HumanRating)
-    torn_at = torn[0] if torn is not None and not torn[1] else None
     out: list[tuple[int, HumanRating]] = []
     number = 0
     try:
+        # Inside the try: a path that cannot be read (through a file, a folder of that
+        # name) fails here first, and was a traceback.
+        torn = torn_tail(path, HumanRating)
+        torn_at = torn[0] if torn is not None and not torn[1] else None
         for ref, line in _numbered(path):
             number, (place, text) = ref, line
             try:

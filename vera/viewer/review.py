@@ -49,6 +49,7 @@ from vera.store import (
     HUMAN_RATINGS,
     RunRecords,
     append_human_ratings,
+    check_appendable,
     check_transcripts,
     open_run,
     read_human_ratings_numbered,
@@ -518,6 +519,13 @@ def serve_review(
     check_host(host, allow_remote=allow_remote, refusal=REVIEW_REMOTE_REFUSAL)
     names = check_names(host, allowed_hosts, allow_remote=allow_remote)
     session = ReviewSession.open(run_dir, rater, size=size, width=width, seed=seed)
+    # Before serving, not at the first save: a rater on a read-only copy of a run learnt
+    # it only when minutes of rating would not save.
+    check_appendable(
+        Path(run_dir),
+        "nothing you rate could be saved: review a copy of the run in a folder you can write, "
+        "then add its human_ratings.jsonl to this run with `vera ratings import`",
+    )
     sock = bind(host, port)
     url, allowed, key = remote_access(sock, host, names)
     url = with_key(url, key)

@@ -35,6 +35,7 @@ from vera.store import (
     HUMAN_RATINGS,
     OTHER_TRANSCRIPTS_OPTION,
     append_human_ratings,
+    check_appendable,
     open_run,
     other_transcript_problem,
     read_human_ratings_file,
@@ -81,6 +82,9 @@ def import_human_ratings(
     dimensions = run.ratings.get_column("dimension").unique(maintain_order=True).to_list()
     if not dimensions:
         raise UserError(f"{run_dir}: no complete judgements: there is nothing to rate beside")
+    # Before the file is read and checked: a bad row fixed would otherwise lead only to
+    # the news that nothing could have been added anyway.
+    check_appendable(Path(run_dir), "nothing imported")
     if is_jsonl(Path(ratings_file)):
         return _import_jsonl(
             Path(run_dir), Path(ratings_file), dimensions, skip_unmatched, allow_other_transcripts

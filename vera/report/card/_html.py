@@ -97,6 +97,7 @@ table { border-collapse: collapse; margin: .6rem 0 1.2rem; font-size: .86rem; }
 caption, p.caption { caption-side: top; text-align: left; font-style: italic; padding-bottom: .3rem; }
 p.caption { margin: .6rem 0 0; }
 p.caption + .scroll > table { margin-top: .2rem; }
+p.note { margin: -.9rem 0 1.2rem; font-size: .86rem; color: #333; }
 .scroll[role="region"]:focus-visible { outline: 2px solid #0072B2; }
 @media (max-width: 40rem) {
   .scroll[role="region"]::before { content: "{scroll_hint} \\2192";
@@ -345,6 +346,8 @@ def html_table(t: Table, *, wide_column: int | None = None, links: Sequence[str]
             cells.append(f"<td{cls}>{escape(ui_cell(cell))}</td>")
         out.append(f"<tr{attrs}>{''.join(cells)}</tr>")
     out.append("</tbody></table></div>")
+    if t.note:
+        out.append(f'<p class="note">{escape(t.note)}</p>')
     return "\n".join(out)
 
 

@@ -79,6 +79,9 @@ def markdown_table(t: Table) -> list[str]:
         if i in t.emphasise:
             cells[0] = f"**{cells[0]}**"
         lines.append("| " + " | ".join(cells) + " |")
+    if t.note:
+        # After a blank line: a line right under a table would be read as one of its rows.
+        lines += ["", cell(t.note)]
     return lines
 
 

@@ -48,6 +48,7 @@ from vera.report.card._schema import (
     DimensionScore,
     RunComparison,
     Section,
+    SeedAgreement,
     SequentialCard,
 )
 from vera.report.card._sequence import SEQUENCE_PLOT, GateLook, stopped_words
@@ -194,6 +195,10 @@ def comparison_plots(result: RunComparison) -> list[Plot]:
     token = _WITH_PNG.set(False)  # the page shows the SVG; no file is written
     try:
         with _fonts():  # in the active language's fonts (the runs' pack: CJK text drawn)
+            if not isinstance(result.across_seeds, msgspec.UnsetType):
+                # By seed, the differences that matter are each two chatbots' at the same
+                # seed; a chart of every pair (780 at 20 seeds) was 2 MB and unreadable.
+                return [chatbot_scores_plot(points), seed_differences_plot(result.across_seeds)]
             return [chatbot_scores_plot(points), differences_plot(result.comparisons)]
     finally:
         _WITH_PNG.reset(token)
@@ -423,6 +428,47 @@ def differences_plot(entries: Sequence[Comparison], title: str | None = None) ->
         tr("card.plot_differences_desc"),
         *_images(fig),
     )
+
+
+def seed_differences_plot(pairs: Sequence[SeedAgreement]) -> Plot:
+    """One panel per pair of chatbots: the overall difference a − b at each seed with its
+    paired interval, a dashed line at the median; filled markers where the interval
+    excludes 0, and the seeds against the median's sign in the second colour."""
+    title = tr("card.plot_seed_differences")
+    shown = [p for p in pairs if p.seeds]
+    heights = [0.9 + 0.24 * len(p.seeds) for p in shown]
+    fig = _figure(WIDTH, 0.5 + sum(heights))
+    axes = fig.subplots(len(shown), 1, squeeze=False, sharex=True, height_ratios=heights)[:, 0]
+    for ax, pair in zip(axes, shown, strict=True):
+        ax.axvline(0, color="black", linewidth=0.8)
+        if pair.median_diff is not None:
+            ax.axvline(pair.median_diff, color="#555555", linewidth=0.8, linestyle="--")
+        against = set(pair.against)
+        for i, d in enumerate(pair.seeds):
+            if d.diff is None:
+                continue
+            lo, hi = d.diff_ci.lo, d.diff_ci.hi
+            colour = SERIES_COLOURS[1] if d.seed in against else SERIES_COLOURS[0]
+            ax.errorbar(
+                d.diff,
+                i,
+                xerr=[[d.diff - lo], [hi - d.diff]] if lo is not None and hi is not None else None,
+                fmt="s" if d.seed in against else "o",
+                color=colour,
+                mfc=colour if d.excludes_zero else "white",
+                capsize=2,
+                markersize=4,
+                linewidth=0.9,
+            )
+        ax.set_yticks(range(len(pair.seeds)), [str(d.seed) for d in pair.seeds], fontsize=7)
+        ax.set_ylim(-0.7, len(pair.seeds) - 0.3)
+        ax.invert_yaxis()
+        ax.set_ylabel(tr("card.plot_seed_axis"), fontsize=8)
+        ax.set_title(f"{short_label(pair.a, 40)} − {short_label(pair.b, 40)}", fontsize=9)
+        ax.grid(axis="x", alpha=0.3)
+    axes[-1].set_xlabel(tr("card.plot_differences_axis"))
+    fig.suptitle(title, fontsize=12)
+    return Plot("seed_differences.png", title, tr("card.plot_seed_differences_desc"), *_images(fig))
 
 
 # ---------------------------------------------------------------------------------------

@@ -644,6 +644,48 @@ class ComparedUnit(msgspec.Struct, frozen=True, gc=False):
     dimensions: dict[str, DimensionScore]
 
 
+class SeedDifference(msgspec.Struct, frozen=True, gc=False):
+    """Two chatbots at one seed: the overall difference a − b of their replicates made
+    with that seed (the `comparisons` entry "<a> seed <n>" − "<b> seed <n>")."""
+
+    seed: int
+    score_a: float | None
+    score_b: float | None
+    diff: float | None
+    diff_ci: Interval
+    excludes_zero: bool | None
+    n_shared: int
+
+
+class SeedAgreement(msgspec.Struct, frozen=True, kw_only=True):
+    """Whether two chatbots differ the same way at every seed (`vera compare --by-seed`):
+    the spread of their per-seed overall differences a − b and how many agree in sign.
+    Statistics are over the seeds whose difference is defined, from the rounded
+    differences `seeds` holds."""
+
+    a: str  # the chatbots' labels, as the units name them without " seed <n>"
+    b: str
+    n_seeds: int  # seeds at which both were compared
+    n_defined: int  # of them, with a defined overall difference
+    mean_diff: float | None
+    median_diff: float | None
+    min_diff: float | None
+    max_diff: float | None
+    sd_diff: float | None  # sample SD (n − 1); null under two defined seeds
+    a_higher: int  # seeds with diff > 0
+    b_higher: int  # seeds with diff < 0
+    equal: int  # seeds with diff == 0
+    a_higher_excludes_zero: int  # of a_higher, those whose interval excludes 0
+    b_higher_excludes_zero: int
+    direction: Literal["a", "b", "none"]  # the median difference's sign
+    against: list[int]  # seeds whose difference has the other sign than the median's
+    # The seed least favourable to `direction` (the smallest difference when a is higher
+    # at the median, the largest when b is; the largest in size when neither); null when
+    # every defined difference is 0 or none is defined.
+    worst_seed: int | None
+    seeds: list[SeedDifference]
+
+
 class RunComparison(msgspec.Struct, frozen=True):
     runs: list[ComparedRun]
     forced_differences: list[str]  # version differences compared anyway (--force)
@@ -651,3 +693,6 @@ class RunComparison(msgspec.Struct, frozen=True):
     bootstrap: Bootstrap
     units: list[ComparedUnit]
     comparisons: list[Comparison]
+    # --by-seed only (absent otherwise, so a comparison by chatbot's JSON is as before):
+    # per pair of chatbots, their per-seed differences summarised.
+    across_seeds: list[SeedAgreement] | msgspec.UnsetType = msgspec.UNSET

@@ -487,14 +487,15 @@ def calibrated_table(bot: ChatbotCard, cal: Calibrated) -> Table:
     t = Table(
         [
             "Dimension",
-            # The two intervals come from different methods: the headers say which, so
-            # their widths are not read as comparable.
-            "Judge-only score [CI: persona bootstrap + exact HPH bound]",
-            "Calibrated score [CI: PPI++ bootstrap, exact near 0/100 %]",
+            # The two intervals come from different methods: the footnote says which, so
+            # their widths are not read as comparable (the headers stay plain words).
+            "Judge-only score [CI]",
+            "Calibrated score [CI]",
             "Calibrated HPH % [CI]",
             "Rated by humans",
         ],
         caption=caption,
+        note=tr("card.calibrated_methods"),
     )
     dims = bot.dimensions or {}
     # A dimension no human rated (a ratings file that leaves it out) has no calibrated

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import polars as pl
 
 from vera.errors import UserError
@@ -17,9 +18,11 @@ from vera.report.card._schema import (
     ComparedRun,
     ComparedUnit,
     RunComparison,
+    SeedAgreement,
 )
 from vera.report.card._score import stats_settings
 from vera.report.card._sequence import sequential_card
+from vera.report.compare._seeds import across_seeds
 from vera.report.shared._runs import Run, read_run
 from vera.stats import (
     METHOD,
@@ -83,6 +86,11 @@ def compare_runs(
             _seed_unit(f"label_{x}", f"run_seed_{x}").alias(f"unit_{x}") for x in ("a", "b")
         )
     meta = frame.select("unit", "label", "chatbot", "run_id", "run_seed").unique("unit")
+    entries = comparisons(pairs, "unit")
+    seeds: list[SeedAgreement] | msgspec.UnsetType = msgspec.UNSET
+    if by_seed:
+        named = {m["unit"]: (m["label"], m["run_seed"]) for m in meta.iter_rows(named=True)}
+        seeds = across_seeds(entries, named)
     return RunComparison(
         runs=[
             ComparedRun(
@@ -113,7 +121,8 @@ def compare_runs(
             _unit_entry(table, m, by_seed=by_seed)
             for m in meta.sort(["label", "run_seed"] if by_seed else "unit").iter_rows(named=True)
         ],
-        comparisons=comparisons(pairs, "unit"),
+        comparisons=entries,
+        across_seeds=seeds,
     )
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from html import escape
 
+import msgspec
+
 from vera.inputs import phrase, tr
 from vera.report.card._html import (
     figure,
@@ -15,10 +17,11 @@ from vera.report.card._html import (
     page,
 )
 from vera.report.card._plots import Plot
-from vera.report.card._schema import RunComparison
+from vera.report.card._schema import RunComparison, SeedAgreement
 from vera.report.card._sequence import failed_note_of, sequential_note_of
-from vera.report.compare._tables import compare_tables
+from vera.report.compare._tables import compare_tables, pairs_by_dimension_table
 from vera.report.shared._numbers import num, percent_level
+from vera.report.shared._table import Table
 
 
 def render_compare_html(
@@ -53,12 +56,19 @@ def render_compare_html(
             body.append(f'<div class="warning">{escape(note)}</div>')
     body += [html_table(tables.runs), "</header>", "<main>"]
     guide = tr("card.compare_guide", confidence=percent_level(result.bootstrap.confidence))
-    body.append(
-        html_section("how-to-read", tr("card.compare_how_to_read"), f'<p class="guide">{escape(guide)}</p>')
+    how_to_read = html_section(
+        "how-to-read", tr("card.compare_how_to_read"), f'<p class="guide">{escape(guide)}</p>'
     )
-    body.append(html_section("scores", tr("card.compare_scores"), scores))
-    body.append(html_section("charts", tr("card.compare_charts"), *(figure(p) for p in plots)))
-    body.append(html_section("pairs", tr("card.compare_pairs"), *(html_table(t) for t in tables.pairs)))
+    if tables.across is None:
+        pairs = "".join(html_table(t) for t in tables.pairs)
+        body.append(how_to_read)
+        body.append(html_section("scores", tr("card.compare_scores"), scores))
+        body.append(html_section("charts", tr("card.compare_charts"), *(figure(p) for p in plots)))
+        body.append(html_section("pairs", tr("card.compare_pairs"), pairs))
+    else:
+        # By seed, every pair on two tables (overall, then per dimension), not one each.
+        pairs = html_table(tables.pairs[0]) + html_table(pairs_by_dimension_table(result.comparisons))
+        body += _by_seed_sections(result, tables.across, tables.by_seed, plots, scores, pairs, how_to_read)
     body.append("</main>")
     b = result.bootstrap
     footer = tr(
@@ -70,3 +80,54 @@ def render_compare_html(
     )
     body.append(f"<footer>{escape(footer)}</footer>")
     return page(title, body)
+
+
+def _by_seed_sections(
+    result: RunComparison,
+    across: Table,
+    by_seed: Sequence[Table],
+    plots: Sequence[Plot],
+    scores: str,
+    pairs: str,
+    how_to_read: str,
+) -> list[str]:
+    """A comparison by seed reads summary first: each two chatbots across seeds (the
+    summary, the chart of their per-seed differences, each seed by seed in a fold), then
+    the scores of every replicate and every pair, folded. At 20 seeds the pairs are 780
+    tables: unfolded, they made the page's first view a wall of numbers."""
+    seed_charts = [p for p in plots if p.name == "seed_differences.png"]
+    score_charts = [p for p in plots if p.name != "seed_differences.png"]
+    folds = [
+        _fold(tr("card.compare_seed_fold", a=p.a, b=p.b), html_table(t))
+        for p, t in zip(_across(result), by_seed, strict=True)
+    ]
+    flagged = sum(1 for e in result.comparisons if e.overall.excludes_zero)
+    every = tr("card.compare_pairs_fold", pairs=num(len(result.comparisons)), flagged=num(flagged))
+    rows = tr("card.compare_scores_fold", n=num(len(result.units)))
+    return [
+        html_section(
+            "across-seeds",
+            tr("card.compare_across_seeds"),
+            f'<p class="guide">{escape(tr("card.compare_across_seeds_guide"))}</p>',
+            html_table(across),
+            *(figure(p) for p in seed_charts),
+            *folds,
+        ),
+        how_to_read,
+        html_section(
+            "scores",
+            tr("card.compare_scores"),
+            _fold(rows, scores + "".join(figure(p) for p in score_charts)),
+        ),
+        html_section("pairs", tr("card.compare_pairs"), _fold(every, pairs, anchor="every-pair")),
+    ]
+
+
+def _across(result: RunComparison) -> list[SeedAgreement]:
+    return [] if isinstance(result.across_seeds, msgspec.UnsetType) else result.across_seeds
+
+
+def _fold(summary: str, content: str, *, anchor: str = "") -> str:
+    """Content behind a closed fold (no script: the browser opens it)."""
+    ident = f' id="{escape(anchor)}"' if anchor else ""
+    return f"<details{ident}><summary>{escape(summary, quote=False)}</summary>{content}</details>"

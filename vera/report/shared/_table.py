@@ -19,6 +19,9 @@ class Table:
     rows: list[list[str]] = field(default_factory=list)
     caption: str | None = None
     emphasise: set[int] = field(default_factory=set)  # rows to show in bold (Overall)
+    # A footnote under the table: what its headers leave out to stay plain (how the
+    # intervals of a column were computed), in card.md, card.html and the terminal.
+    note: str | None = None
     # The language the terminal draws it in ("(continued)", headings it translates), when
     # not the one active where it is drawn: a table built in a run's pack's words and
     # printed by a command that sets none (`vera agreement --users`).

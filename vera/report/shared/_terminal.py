@@ -136,6 +136,7 @@ def rich_table(t: Table, width: int | None = None) -> RenderableType:
     if t.words is not None:
         with use_strings(t.words):
             return rich_table(replace(t, words=None), width)
+    note = t.note
     t = Table(
         [ui_short(h) for h in t.headers],
         # Every cell, as a value from the run's data (a risk level, a rating) may be one
@@ -147,7 +148,9 @@ def rich_table(t: Table, width: int | None = None) -> RenderableType:
     room = terminal_width(width)
     groups = column_groups(t, room)
     if len(groups) == 1:
-        return _draw(t, column_widths(t, room), room)
+        drawn = _draw(t, column_widths(t, room), room)
+        # The footnote under the table, as in card.md and card.html.
+        return Group(drawn, _paragraph(note, room)) if note else drawn
     parts: list[RenderableType] = []
     for k, cols in enumerate(groups):
         part = Table(
@@ -159,6 +162,8 @@ def rich_table(t: Table, width: int | None = None) -> RenderableType:
         if k:
             parts.append(Text(""))
         parts.append(_draw(part, column_widths(part, room), room))
+    if note:
+        parts.append(_paragraph(note, room))
     return Group(*parts)
 
 

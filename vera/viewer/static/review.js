@@ -256,9 +256,10 @@ async function loadNext() {
     return;
   }
   showConversation(state.conversation, state.total);
-  say(ui("position_turns", "Conversation {position} of {total}: {turns} turns.", {
-    position: state.conversation.position, total: state.total, turns: state.conversation.turns.length,
-  }));
+  // The status line is for outcomes (loading, saved, not saved): the heading, which has
+  // the focus and so is read out, says which conversation this is, and the numbered turns
+  // how long it is. Said here too, it read "Conversation 1 of 8" twice, one above the other.
+  say("");
 }
 
 async function save(event) {
@@ -385,7 +386,9 @@ async function reveal() {
 
 // Keyboard: Ctrl+Enter (or Cmd+Enter) saves, anywhere on the page, the note included;
 // outside a field, "n" goes to the next conversation once saved, "j" shows the judge's
-// ratings, "1"-"4" rate the focused dimension, "?" shows these.
+// ratings, "?" shows or hides these and Escape hides them. A rating is chosen with the
+// radio buttons' own keys (Tab to a dimension, the arrows, Space), as the help says:
+// there are no number keys.
 function reviewKeys(event) {
   if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
     const save = document.getElementById("save");
