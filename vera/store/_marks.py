@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 
@@ -69,5 +70,7 @@ def unfinished(run_dir: str | Path) -> UnfinishedSession | None:
     if mark is None or mark.max_in_flight == 0:
         return None
     elsewhere = held_elsewhere(root)
-    state = "unknown" if elsewhere is None else "running" if elsewhere else "killed"
+    state: Literal["killed", "running", "unknown"] = (
+        "unknown" if elsewhere is None else "running" if elsewhere else "killed"
+    )
     return UnfinishedSession(started_at=mark.started_at, command=mark.command, state=state)
