@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vera.rubric._concurrent import AskAhead, flow_of, walk_rubric_concurrent
+from vera.rubric._concurrent import AskAhead, calls_at_once, flow_of, walk_rubric_concurrent
 from vera.rubric._load import load_rubric
 from vera.rubric._model import Question, Rubric
 from vera.rubric._walk import Answer, walk_rubric
@@ -341,3 +341,24 @@ def msgspec_replace_goto(r: Rubric, q: Question, target: str) -> Rubric:
     options = (Option("Yes", Goto("end"), q.line), Option("No", Goto("question", target), q.line))
     questions = tuple(msgspec.structs.replace(x, options=options) if x.id == q.id else x for x in r.questions)
     return msgspec.structs.replace(r, questions=questions)
+
+
+@pytest.mark.parametrize("name", RUBRICS)
+async def test_a_walk_never_has_more_calls_in_flight_than_calls_at_once_says(name):
+    """The bound a killed session's judgements get (vera.app._killed) holds every walk:
+    every answer path, answers finishing in shuffled orders, with and without asking
+    ahead (from the first question on, always: the most it can ask)."""
+    r = rubric(name)
+    most = {False: 0, True: 0}
+    for n, given in enumerate(answer_paths(r)):
+        for seed in range(3):
+            for ask_ahead in (False, True):
+                judge = Judge(given, seed=n * 3 + seed)
+                ahead = AskAhead(always, after=1) if ask_ahead else None
+                await walk_rubric_concurrent(r, judge, ahead=ahead)
+                most[ask_ahead] = max(most[ask_ahead], judge.most_in_flight)
+    bounds = {a: calls_at_once(r, ask_ahead=a) for a in (False, True)}
+    assert most[False] <= bounds[False] and most[True] <= bounds[True], (most, bounds)
+    assert bounds[False] <= bounds[True] < len(r.questions)
+    if name == "vera-si":  # its five parts at once are reached; the bound is not loose by much
+        assert (most[False], bounds[False], bounds[True]) == (5, 5, 15)

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from vera.app import RunSession
-from vera.app._killed import SESSION_FILE
 from vera.clients.cache import CACHE_FILE
 from vera.errors import StorageError, UserError
 from vera.inputs._config import RunConfig
 from vera.records import CallRecord, Completion, OpenSession
+from vera.store import SESSION_FILE
 from vera.store._events import EVENTS_FILE
 from vera.store._writer import CALLS
 

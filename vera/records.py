@@ -691,7 +691,24 @@ class OpenSession(msgspec.Struct, kw_only=True):
     max_in_flight: int | None
     arc_sessions: int = 1  # conversations of one arc whose judgements a worker may hold
     judge_slots: int = 0  # (judge, instance) slots: judgements of each conversation
-    questions: int = 0  # the rubric's questions: the most one judgement has in flight
+    questions: int = 0  # the rubric's questions: each asked at most once by a judgement
+    # The most calls one judgement can have in flight at once (the rubric's parts asked
+    # at once, and asking ahead: vera.rubric.calls_at_once); 0 in a mark written before
+    # it was, which is bounded by `questions`.
+    judgement_calls: int = 0
+
+
+class UnfinishedSession(msgspec.Struct, frozen=True, kw_only=True):
+    """A run read while the `session.json` of a session that never ended is in it: the
+    calls that session had (or has) in flight are in none of the run's records. `state`:
+    "killed" (no process writes the run: the resume finds it and bounds those calls),
+    "running" (another process writes it now), "unknown" (a filesystem that cannot say
+    which). Said by the commands that read a run, and on the card (`vera score`, `vera
+    card`); never in a run whose sessions all ended."""
+
+    started_at: str  # when that session started
+    command: str  # "run", "simulate", "judge": what continues it
+    state: Literal["killed", "running", "unknown"]
 
 
 class KilledSession(msgspec.Struct, kw_only=True):
@@ -706,7 +723,10 @@ class KilledSession(msgspec.Struct, kw_only=True):
     calls: int  # the bound: calls that may have been in flight at the kill
     conversations: int  # conversations that may have been under way (one call each at a time)
     judgements: int  # judgements that may have been under way
-    per_judgement: int  # the most calls one judgement may have in flight (parallel parts, asking ahead)
+    # The most calls one judgement may have in flight (its rubric's parts asked at once,
+    # and asking ahead: vera.rubric.calls_at_once; the rubric's questions for a mark
+    # written before that was recorded).
+    per_judgement: int
     jobs_calls: int  # conversations + judgements × per_judgement
     max_in_flight: int | None = None
     # The most those calls may cost: each at the largest input a call of its role sent in

@@ -65,6 +65,10 @@ class Faults:
     # A model without a flex tier: every request with service_tier "flex" is refused with
     # 400 invalid_request_error naming the parameter, as OpenAI and Azure refuse it.
     flex_unsupported: bool = False
+    # The judge's answer to these rubric questions (by id, e.g. {"D1": "Yes"}), whatever
+    # the hash: a walk steered past the first questions' exits walks the whole rubric,
+    # its parts at once and (at the sweep's end) asking ahead.
+    judge_answers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -282,6 +286,9 @@ class SweepServer:
             h = int(key[:8], 16)
             # Mostly "No" (the common case for a decent chatbot), sometimes another option.
             choice = options[h % len(options)] if h % 5 == 0 else ("No" if "No" in options else options[0])
+            asked = re.match(r"Question (\S+) \(", prompt)
+            if asked is not None and asked[1] in self.faults.judge_answers:
+                choice = self.faults.judge_answers[asked[1]]
             return orjson.dumps({"reasoning": f"fake judgement {key[:6]}", "answer": choice}).decode()
         return "?"
 

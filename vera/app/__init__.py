@@ -11,6 +11,7 @@ from vera.app._checks import check_config
 from vera.app._gate import UNDECIDED_EXIT, GateOptions, GateOutcome, run_gate
 from vera.app._gc import sweep_collector
 from vera.app._judge_command import judge_run
+from vera.app._killed import unfinished_line
 from vera.app._merge import merge_runs, unfinished_shards
 from vera.app._options import JudgeOptions, RunOptions, configure
 from vera.app._plan import Cost, PlanOptions, PlanRecord
@@ -43,5 +44,6 @@ __all__ = [
     "run_gate",
     "scored",
     "sweep_collector",
+    "unfinished_line",
     "unfinished_shards",
 ]

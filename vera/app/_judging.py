@@ -212,6 +212,7 @@ async def judge(
             )
         if not same_manifest(manifest, planned):
             session.store.write_manifest(planned)
+        session.count_kills(planned, [(spec, "judge") for spec in judges])  # the budget counts them
         session.mark_open(open_session("judge", cfg, pool, sweep, judging=True))
         session.open_cache(cfg)
         swept = await session.work(

@@ -15,12 +15,14 @@ What it had in flight is bounded twice, and the smaller bound is recorded
 
 - by the jobs that may have been under way: each of the `max_concurrency` workers holds
   one arc of conversations; a conversation has one call in flight at a time (the
-  simulated user and the chatbot take turns), and a judgement may have one per rubric
-  question (its independent parts are asked at once, and asking ahead asks a question
-  early; each question at most once). A conversation under way is one not finished; a
-  judgement under way is an unfinished one of a finished conversation (judging starts
-  once the conversation is recorded), at most the judgements of the conversations each
-  worker's arc holds;
+  simulated user and the chatbot take turns), and a judgement may have several: its
+  rubric's independent parts are asked at once, and asking ahead asks a question early
+  (`vera.rubric.calls_at_once` bounds them from the rubric's flow, whatever the
+  answers and timing: 5 for vera-si, 15 asking ahead, of its 36 questions). A
+  conversation under way is one not finished; a judgement under way is an unfinished
+  one of a finished conversation (judging starts once the conversation is recorded),
+  at most the judgements of the conversations each worker's arc holds, and a worker
+  whose arc's judgements are all under way runs no conversation;
 - by the accounts' `max_in_flight`, summed (none when an account has no cap; offline
   stand-ins send nothing).
 
@@ -33,7 +35,6 @@ no bound, and the card says so.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -41,15 +42,16 @@ from pathlib import Path
 
 import msgspec
 
+from vera.app._resume import resume_command
 from vera.clients.budget import output_bound
 from vera.clients.pool import ClientPool
 from vera.engine import Sweep, arcs
 from vera.files import records
 from vera.inputs import RunConfig
 from vera.records import AccountLimits, CallRecord, KilledSession, ModelSpec, OpenSession, Role, RunManifest
-from vera.store import RunStore, atomic_write
+from vera.rubric import calls_at_once
+from vera.store import RunStore, left_open, unfinished
 
-SESSION_FILE = "session.json"
 CALLS_FILE = "calls.jsonl"
 
 
@@ -68,37 +70,23 @@ def accounts_in_flight(limits: Iterable[AccountLimits]) -> int | None:
     return total
 
 
-def mark_open(run_dir: Path, session: OpenSession) -> None:
-    """Say that a session is running (before its first call)."""
-    atomic_write(run_dir / SESSION_FILE, msgspec.json.encode(session) + b"\n", what="the open session's mark")
-
-
-def mark_closed(run_dir: Path) -> None:
-    """The session ended (not killed): nothing to bound."""
-    (run_dir / SESSION_FILE).unlink(missing_ok=True)
-
-
-def left_open(run_dir: Path) -> OpenSession | None:
-    """The mark of a session that never closed (read while holding the run's lock: no
-    live process owns it). A mark that does not read (torn by the kill itself, which
-    the atomic write makes unlikely) is none: there is nothing to bound it with."""
-    path = run_dir / SESSION_FILE
-    with contextlib.suppress(OSError, msgspec.DecodeError, msgspec.ValidationError):
-        return msgspec.json.decode(path.read_bytes(), type=OpenSession)
-    return None
-
-
 def bound(mark: OpenSession, *, conversations_left: int, judgements_left: int) -> KilledSession:
     """The calls `mark`'s session may have had in flight when it was killed, given what
     the run still lacks: conversations not finished, and judgements not finished of
     finished conversations."""
     workers = max(1, mark.max_concurrency)
-    conversations = min(conversations_left, workers) if mark.command != "judge" else 0
-    judgements = 0
-    if mark.judge_slots:
-        held = workers * max(1, mark.arc_sessions) * mark.judge_slots
-        judgements = min(judgements_left, held)
-    per_judgement = max(1, mark.questions)
+    slots = mark.judge_slots
+    judgements = min(judgements_left, workers * max(1, mark.arc_sessions) * slots)
+    conversations = 0
+    if mark.command != "judge":
+        # A worker holds one arc: while one of its conversations runs, the judgements of
+        # the sessions before it (arc_sessions - 1, times the slots); after the last, the
+        # arc's judgements and no conversation. So judgements held leave fewer workers a
+        # conversation (a judgement may have more calls in flight than a conversation's
+        # one: the most calls is with the most judgements).
+        free = workers if not slots else (workers * max(1, mark.arc_sessions) * slots - judgements) // slots
+        conversations = min(conversations_left, workers, free)
+    per_judgement = mark.judgement_calls or max(1, mark.questions)
     jobs_calls = conversations + judgements * per_judgement
     calls = jobs_calls if mark.max_in_flight is None else min(jobs_calls, mark.max_in_flight)
     return KilledSession(
@@ -158,6 +146,7 @@ def open_session(
         arc_sessions=max((len(a) for a in arcs(sweep.jobs)), default=1),
         judge_slots=slots,
         questions=len(sweep.inputs.rubric.questions) if slots else 0,
+        judgement_calls=calls_at_once(sweep.inputs.rubric, ask_ahead=cfg.judge.asks_ahead()) if slots else 0,
     )
 
 
@@ -223,15 +212,87 @@ def priced_kills(
     killed = manifest.killed_sessions
     if not killed or all(k.worst_usd is not msgspec.UNSET for k in killed):
         return killed
-    store.sync()  # the calls held back reach the file first
-    largest: dict[tuple[str, str, str], int] = {}
-    for c in records(store.root / CALLS_FILE, CallRecord):  # one at a time: a big run's calls are many
-        if not c.cached:
-            key = (c.role, c.provider, c.model)
-            largest[key] = max(largest.get(key, 0), c.usage.input_tokens)
+    largest = _largest_inputs(store)
     out = []
     for k in killed:
         if k.worst_usd is msgspec.UNSET:
             k = msgspec.structs.replace(k, worst_usd=worst_usd(k, pool, uses, largest))
         out.append(k)
     return out
+
+
+def unfinished_line(run_dir: str | Path) -> str | None:
+    """The one line a command that reads a run (`vera score`, `card`, `view`, `export`)
+    prints on stderr when a session of it did not end (vera.store._marks); None: every
+    session ended, and the run's records hold every call it made."""
+    found = unfinished(run_dir)
+    if found is None:
+        return None
+    what = f"vera {found.command}, started {found.started_at}"
+    if found.state == "running":
+        return (
+            f"note: {run_dir}: this run's last session ({what}) has not ended: another vera process "
+            "is still writing the run, and the calls it has in flight are not in these records yet; "
+            "read it again once it ends"
+        )
+    why = (
+        "it was killed: kill -9, out of memory, power lost"
+        if found.state == "killed"
+        else "killed, or still running"
+    )
+    return (
+        f"warning: {run_dir}: this run's last session ({what}) did not end ({why}): calls it had in "
+        f"flight were sent, may be billed, and are not in these records; "
+        f"`{resume_command(found.command, run_dir)}` finds them and bounds them on the card"
+    )
+
+
+def _largest_inputs(store: RunStore) -> dict[tuple[str, str, str], int]:
+    """The largest input tokens a call of each (role, provider, model) sent in the run
+    (replies answered from a cache sent nothing)."""
+    store.sync()  # the calls held back reach the file first
+    largest: dict[tuple[str, str, str], int] = {}
+    for c in records(store.root / CALLS_FILE, CallRecord):  # one at a time: a big run's calls are many
+        if not c.cached:
+            key = (c.role, c.provider, c.model)
+            largest[key] = max(largest.get(key, 0), c.usage.input_tokens)
+    return largest
+
+
+class KilledSpend:
+    """What the run's budget (`--max-cost`) counts for its killed sessions' calls in
+    flight: sent, perhaps billed, and in no record, so at their worst case, as the
+    budget counts a cut-off call's (vera.clients.budget). A session priced before
+    (`worst_usd`, by the resume that found it) counts at that; one found by this
+    session counts at `worst_usd` over the largest inputs seen so far, raised as this
+    session's calls show larger ones (its resume asks the killed calls again,
+    identically, so once it has, the count is the worst case the card gives). A kill
+    whose worst case has no bound (a priced role without an output cap) cannot run
+    under a budget: the budget refuses such a role before any call."""
+
+    def __init__(
+        self,
+        kills: list[KilledSession],
+        pool: ClientPool,
+        uses: list[tuple[ModelSpec, Role]],
+        store: RunStore,
+    ) -> None:
+        self.pool, self.uses = pool, uses
+        self.priced = sum(k.worst_usd for k in kills if isinstance(k.worst_usd, float))
+        self.unpriced = [k for k in kills if k.worst_usd is msgspec.UNSET]
+        self.largest = _largest_inputs(store) if self.unpriced else {}
+        self.counted = self.priced + self._worst()
+
+    def _worst(self) -> float:
+        return sum(worst_usd(k, self.pool, self.uses, self.largest) or 0.0 for k in self.unpriced)
+
+    def seen(self, call: CallRecord) -> float:
+        """What `call` adds to the count (a larger input than any before of its kind)."""
+        if not self.unpriced or call.cached:
+            return 0.0
+        key = (call.role, call.provider, call.model)
+        if call.usage.input_tokens <= self.largest.get(key, 0):
+            return 0.0
+        self.largest[key] = call.usage.input_tokens
+        before, self.counted = self.counted, self.priced + self._worst()
+        return max(0.0, self.counted - before)

@@ -163,6 +163,7 @@ async def execute_run(opts: RunOptions) -> RunOutcome:
                 manifest = found_killed(existing, manifest, run_dir, lambda: left_in(session.store, sweep))
             if not same_manifest(existing, manifest):
                 session.store.write_manifest(manifest)
+            session.count_kills(manifest, uses)  # the budget counts their calls in flight
             session.mark_open(open_session(opts.command, cfg, pool, sweep, judging=opts.judge))
             events = session.open_events()
             events.log.info(

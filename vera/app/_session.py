@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from vera.app._killed import mark_closed, mark_open
+from vera.app._killed import KilledSpend
 from vera.app._progress import RunProgress
 from vera.app._signals import StopSignal
 from vera.clients import JOURNAL_FILE, BatchJournal, BatchSettings
@@ -35,9 +35,9 @@ from vera.clients.stack import CachingClients
 from vera.engine import Shard, Stop, SweepResult
 from vera.errors import BudgetReached, ConfigError, UserError
 from vera.inputs import ENGLISH, RunConfig, Strings
-from vera.records import CallBody, CallRecord, ModelSpec, OpenSession, Role
+from vera.records import CallBody, CallRecord, ModelSpec, OpenSession, Role, RunManifest
 from vera.standins import StandInFacts, StandIns
-from vera.store import EventLog, RunStore, recorded_spend, replayable_bodies
+from vera.store import EventLog, RunStore, mark_closed, mark_open, recorded_spend, replayable_bodies
 
 T = TypeVar("T")
 
@@ -70,6 +70,7 @@ class RunSession:
         self.progress: RunProgress | None = None
         self.budget: Budget | None = None
         self._marked = False  # this session said it runs (session.json): removed at its close
+        self._kills: KilledSpend | None = None  # killed sessions' calls, as the budget counts them
 
     @property
     def stop(self) -> Stop:
@@ -191,14 +192,30 @@ class RunSession:
     def record_call(self, record: CallRecord) -> None:
         """Every call the pool makes: into the store, and into the event log once open."""
         self.store.add_call(record)
+        self._count_kills(record)
         if self.events is not None:
             self.events.call(record)
 
     def record_body(self, body: CallBody) -> None:
         """A call with its body (the run keeps them): the body is kept with the record."""
         self.store.add_call(body.call, body)
+        self._count_kills(body.call)
         if self.events is not None:
             self.events.call(body.call)
+
+    def count_kills(self, manifest: RunManifest, uses: list[tuple[ModelSpec, Role]]) -> None:
+        """Count the worst case of the calls the run's killed sessions had in flight
+        against the budget (vera.app._killed.KilledSpend), before this session's first
+        call; nothing without a budget or a killed session."""
+        kills = manifest.killed_sessions
+        if self.budget is None or not kills:
+            return
+        self._kills = KilledSpend(kills, self._need_pool(), uses, self.store)
+        self.budget.unknown(self._kills.counted)
+
+    def _count_kills(self, record: CallRecord) -> None:
+        if self._kills is not None and self.budget is not None and (more := self._kills.seen(record)):
+            self.budget.unknown(more)
 
     def clients(self, cfg: RunConfig | None = None, max_wait_s: float = 0.0) -> CachingClients:
         """The pool's clients for the work; with `[judge] mode = "batch"` in `cfg`, the

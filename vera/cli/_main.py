@@ -28,6 +28,7 @@ from vera.app import (
     merge_runs,
     scored,
     sweep_collector,
+    unfinished_line,
     unfinished_shards,
 )
 from vera.cli._door import RATERS_OPTION, Number, confidence_option, guard, locale_option, resamples_option
@@ -750,6 +751,13 @@ def pool(
         click.echo(pooled_text(pooled), nl=False)
 
 
+def _say_unfinished(run_dir: str) -> None:
+    """One line on stderr when a session of the run did not end (killed, or still running):
+    the calls it had in flight are in none of the records this command reads."""
+    if line := unfinished_line(run_dir):
+        click.echo(line, err=True)
+
+
 @main.command()
 @click.argument("run_dir", type=click.Path(exists=True))
 @resamples_option(default_from="the run's config")
@@ -798,6 +806,7 @@ def score(
         click.echo(pooled_text(pooled), nl=False)
         return
 
+    _say_unfinished(run_dir)
     with watching(refuse=not skip_corrupt):
         c = score_run(
             run_dir,
@@ -842,6 +851,7 @@ def card(run_dir: str, html_only: bool, by: str | None) -> None:
     left as it is."""
     for note in manifest_notes(run_dir):
         click.echo(note, err=True)
+    _say_unfinished(run_dir)
     c = read_card(run_dir)
     if by is not None:
         click.echo(by_column_text(c, by), nl=False)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from vera.app import unfinished_line
 from vera.cli._door import seed_option, serve_options
 from vera.errors import ConfigError
 from vera.files import watching
@@ -15,6 +16,7 @@ from vera.store import CALLS_EXPORT, check_output, manifest_notes
 from vera.viewer.app import serve
 from vera.viewer.bundle import write_bundle
 from vera.viewer.review import serve_review
+from vera.viewer.runs import find_runs, is_run_dir
 
 
 @click.command()
@@ -56,6 +58,13 @@ def view(
         raise ConfigError("--no-call-bodies applies to --bundle")
     for note in (n for d in run_dirs for n in manifest_notes(d)):
         click.echo(note, err=True)
+    # A folder of runs: each run under it that did not end says so, as a run given would.
+    if len(run_dirs) == 1 and not is_run_dir(Path(run_dirs[0])):
+        shown: list[str | Path] = list(find_runs(Path(run_dirs[0]))[0])
+    else:
+        shown = list(run_dirs)
+    for line in filter(None, map(unfinished_line, shown)):
+        click.echo(line, err=True)
     if bundle_out is not None:
         if len(run_dirs) != 1:
             raise ConfigError("--bundle writes one run: give one run directory")
@@ -207,6 +216,8 @@ def export(
     check_output(output, "-o", runs=[run_dir])
     if skip_corrupt and not calls:
         raise ConfigError("--skip-corrupt applies to --calls (a damaged call bodies file)")
+    if line := unfinished_line(run_dir):
+        click.echo(line, err=True)
 
     if humans:
         if calls or wide or fmt == "reference" or chatbot:

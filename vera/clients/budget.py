@@ -14,6 +14,10 @@ priced call is refused too, so the run stops at the budget instead of finishing 
 calls that still happen to fit. Unpriced calls (offline stand-ins, a free endpoint) are
 never held.
 
+A session killed outright leaves the calls it had in flight sent and in no record;
+their bound's worst case (vera.app._killed) counts as spent and uncertain too, from the
+resume that finds the kill on (`Budget.unknown`).
+
 So what the run spends never passes the limit, as long as the bounds hold:
 
 * input: a token covers at least one byte of text (byte-level BPE, SentencePiece with
@@ -163,6 +167,15 @@ class Budget:
         """Count `cost` as spent though no reservation held it: a batch answer the
         provider bills that no request took (vera.clients.batching)."""
         self._settled(0.0, cost)
+
+    def unknown(self, amount: float) -> None:
+        """Count `amount` as spent, at the worst case of calls whose cost is unknown that
+        no reservation held: the calls a session killed outright had in flight (sent,
+        perhaps billed, in no record; vera.app._killed), as a cut-off call's worst case
+        is counted (`Reservation.unknown`)."""
+        if amount > 0:
+            self.uncertain += amount
+            self._settled(0.0, amount)
 
     def _settled(self, amount: float, cost: float) -> None:
         self.reserved = max(0.0, self.reserved - amount)

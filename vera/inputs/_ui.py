@@ -218,6 +218,22 @@ BASE: dict[str, str] = {
         "{n} corrupt record line(s) skipped (--skip-corrupt): {shown}; the work they held is in no number below."
     ),
     "card.and_more": " and {n} more",
+    # A session of the run that had not ended when the card was made (vera.store._marks).
+    "card.unfinished_killed": (
+        "This run's last session ({command}, started {started}) did not end: it was killed (kill -9, "
+        "out of memory, power lost). The calls it had in flight were sent and may be billed, but are in "
+        "no record and no number below; `{resume}` finds them and bounds them on the card."
+    ),
+    "card.unfinished_running": (
+        "This run's last session ({command}, started {started}) had not ended when this card was made: "
+        "another vera process was still writing the run, and the calls it had in flight are in no number "
+        "below; score the run again once it ends."
+    ),
+    "card.unfinished_unknown": (
+        "This run's last session ({command}, started {started}) did not end (killed, or still running). "
+        "The calls it had in flight were sent and may be billed, but are in no record and no number "
+        "below; if it was killed, `{resume}` finds them and bounds them on the card."
+    ),
     "card.excluded": (
         "Scores exclude {n} conversation(s) whose simulated user was flagged "
         "(vera score --exclude-flagged); see {section}."

@@ -3,7 +3,7 @@ another, or the independent parts at once), rate each dimension, and render it a
 document. Pure: the walk takes an `answer(question)` coroutine.
 """
 
-from vera.rubric._concurrent import AskAhead, walk_rubric_concurrent
+from vera.rubric._concurrent import AskAhead, calls_at_once, walk_rubric_concurrent
 from vera.rubric._doc import render_rubric
 from vera.rubric._guide import GUIDE_WORDS, RatingMeaning, rating_guide
 from vera.rubric._load import load_rubric
@@ -23,6 +23,7 @@ __all__ = [
     "Rubric",
     "RubricMissing",
     "TerminalSemantics",
+    "calls_at_once",
     "load_rubric",
     "question_texts",
     "rating_guide",

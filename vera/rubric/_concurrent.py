@@ -163,6 +163,83 @@ def _post_dominators(succ: list[list[int | None]]) -> list[int | None] | None:
     return ipdom
 
 
+def calls_at_once(rubric: Rubric, *, ask_ahead: bool) -> int:
+    """The most calls one walk of `rubric` can have in flight at once, whatever the
+    answers and however long each call takes (a resume bounds a killed session's calls
+    in flight with it: vera.app._killed). Each question is asked at most once (a re-ask
+    of an invalid answer waits for the one before), so it is never more than the
+    questions asked, and far fewer:
+
+    - *parts*: a part has one call of its own in flight at a time, and the parts under
+      way at once are strung along one way through the flow, each one's question
+      reachable from the nearest post-dominator of the one before it (a part's stop
+      post-dominates where it is, and the next part starts there). So `L(q)` = 1 +
+      the most from anywhere reachable from q's post-dominator, and parts at once are
+      at most the largest `L` reachable from the first question;
+    - *asking ahead*: a part waiting for its question may have asked its onward one (at
+      most one per part at a time), and a question asked ahead that the walk then left
+      (its answer led elsewhere) stays in flight until it ends, unused. Such a question
+      is asked at a question where the walk *diverged* from the onward way, at most one
+      per question on the walk's way: at most the most divergences along one way.
+
+    With asking ahead, the bound is twice the parts plus the divergences (a measured
+    walk's calls in flight stay within it: tests/test_killed_session.py). A rubric
+    whose flow has a cycle is walked sequentially: one call at a time."""
+    asked = sum(1 for q in rubric.questions if not q.automatic)
+    flow = flow_of(rubric)
+    if flow is None or not rubric.questions:
+        return min(1, asked)
+    n = len(rubric.questions)
+    auto = [q.automatic for q in rubric.questions]
+    succ = [list(dict.fromkeys(flow.step[i].values())) for i in range(n)]
+
+    def asked_next(j: int | None) -> int | None:
+        """The question asked next from j on (automatic ones answer themselves)."""
+        while j is not None and auto[j]:
+            j = flow.step[j][rubric.questions[j].options[0].label]
+        return j
+
+    parts_from = [0] * n  # L: parts at once whose first own call is at i
+    reach = [0] * n  # R: the largest L of any question reachable from i, i included
+    diverge = [0] * n  # the most divergences on a way from i on
+    for i in _successors_first(succ):
+        after = flow.ipdom[i]
+        parts_from[i] = (not auto[i]) + (reach[after] if after is not None else 0)
+        reach[i] = max([parts_from[i], *(reach[j] for j in succ[i] if j is not None)])
+        if auto[i]:
+            diverge[i] = max((diverge[j] for j in succ[i] if j is not None), default=0)
+            continue
+        onward = asked_next(flow.onward[i])
+        ways = [asked_next(j) for j in succ[i]]
+        diverge[i] = max(
+            (int(onward is not None and j != onward) + (diverge[j] if j is not None else 0) for j in ways),
+            default=0,
+        )
+    parts = reach[0]
+    return min(asked, 2 * parts + diverge[0] if ask_ahead else parts)
+
+
+def _successors_first(succ: list[list[int | None]]) -> list[int]:
+    """Every node of an acyclic flow, each after all the nodes it leads to."""
+    order: list[int] = []
+    seen = [False] * len(succ)
+    for root in range(len(succ)):
+        if seen[root]:
+            continue
+        seen[root] = True
+        stack = [(root, iter(succ[root]))]
+        while stack:
+            node, edges = stack[-1]
+            nxt = next(edges, -1)
+            if nxt == -1:
+                order.append(node)
+                stack.pop()
+            elif nxt is not None and not seen[nxt]:
+                seen[nxt] = True
+                stack.append((nxt, iter(succ[nxt])))
+    return order
+
+
 class AskAhead:
     """Asking ahead for one walk (see the module docstring): a part that has asked
     `after` questions asks its onward question alongside each next one, while `when()`

@@ -38,6 +38,7 @@ from vera.store._index import (
     recorded_spend,
     replayable_bodies,
 )
+from vera.store._marks import SESSION_FILE, left_open, mark_closed, mark_open, unfinished
 from vera.store._writer import MANIFEST, RunStore, atomic_file, atomic_write
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "HUMAN_RATINGS",
     "MANIFEST",
     "OTHER_TRANSCRIPTS_OPTION",
+    "SESSION_FILE",
     "BodyReader",
     "ConversationHead",
     "EventLog",
@@ -69,7 +71,10 @@ __all__ = [
     "count_bodies",
     "has_bodies",
     "latest_human_ratings",
+    "left_open",
     "manifest_notes",
+    "mark_closed",
+    "mark_open",
     "open_run",
     "other_transcript_problem",
     "placed_calls_with_bodies",
@@ -83,4 +88,5 @@ __all__ = [
     "run_fingerprints",
     "transcript_mismatch",
     "unchecked_note",
+    "unfinished",
 ]

@@ -16,7 +16,10 @@ waiting: a second writer is refused in one line before it reads or writes anythi
   not refused by itself.
 - A filesystem without `flock` (some network mounts) is written as before, unlocked.
 - Readers (`vera view`, `export`, `compare`) take no lock: reading a live run is
-  supported.
+  supported. One that must tell a live writer from a killed one (a `session.json` left
+  in the run: vera.store._marks) asks `held_elsewhere`, which looks without waiting and
+  lets go at once; a writer starting in that instant waits the look out (`lock_run`
+  tries again for a moment before it refuses), so a reader never refuses a writer.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +40,10 @@ class RunInUse(UserError):
 
 # (device, inode) of a locked directory -> [its descriptor, how many holders here].
 _HELD: dict[tuple[int, int], list[int]] = {}
+
+# How long a writer tries again for a lock that is held: a reader's look
+# (`held_elsewhere`) holds it for microseconds; a writer holds it for its whole session.
+_CONTENDED_S = 0.25
 
 
 def lock_run(root: Path) -> tuple[int, int] | None:
@@ -54,7 +62,7 @@ def lock_run(root: Path) -> tuple[int, int] | None:
         held[1] += 1
         return key
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        _take(fd, fcntl.LOCK_EX)
     except BlockingIOError:
         os.close(fd)
         raise RunInUse(
@@ -66,6 +74,45 @@ def lock_run(root: Path) -> tuple[int, int] | None:
         return None  # no flock on this filesystem: written unlocked, as before
     _HELD[key] = [fd, 1]
     return key
+
+
+def _take(fd: int, kind: int) -> None:
+    """flock `fd` without waiting on a writer: tried again for `_CONTENDED_S`, as a
+    reader's look lets go at once; BlockingIOError when it is still held then."""
+    end = time.monotonic() + _CONTENDED_S
+    while True:
+        try:
+            fcntl.flock(fd, kind | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= end:
+                raise
+            time.sleep(0.01)
+
+
+def held_elsewhere(root: Path) -> bool | None:
+    """Whether another process writes the run directory `root` now (holds its lock);
+    None where that cannot be told (no such directory, a filesystem without `flock`).
+    The look takes a shared lock without waiting and lets it go at once: a live
+    writer's lock is never taken nor waited for."""
+    try:
+        fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) in _HELD:
+            return False  # this process writes it: no other can
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 def unlock_run(key: tuple[int, int] | None) -> None:

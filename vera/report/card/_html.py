@@ -55,6 +55,7 @@ from vera.report.card._text import (
     sample_text,
     status_text,
     status_warning,
+    unfinished_warning,
 )
 from vera.report.improvements._report import Improvements, chatbot_details_html, ranked
 from vera.report.shared._numbers import num, percent_level
@@ -151,6 +152,8 @@ def _render_html(card: Card, plots: Sequence[Plot]) -> str:
         )
     if warning := status_warning(card):
         body.append(f'<p class="warning" role="alert"><strong>{escape(warning)}</strong></p>')
+    if unfinished := unfinished_warning(card):
+        body.append(f'<p class="warning" role="alert"><strong>{escape(unfinished)}</strong></p>')
     if card.offline and card.note:
         body.append(offline_banner(offline_note(card), tr("card.offline_badge")))
     if excluded := excluded_warning(card):

@@ -37,6 +37,7 @@ from vera.report.card._text import (
     sample_text,
     status_text,
     status_warning,
+    unfinished_warning,
 )
 from vera.report.improvements._report import Improvements, ranked
 from vera.report.shared._realism import SHOWN_FLAGGED
@@ -103,6 +104,8 @@ def _render_markdown(card: Card, *, max_harmful: int) -> str:
         lines += [f"**{tr('card.judged')}{tr('card.colon')}** {judged}", ""]
     if warning := status_warning(card):
         lines += [f"> **{warning}**", ""]
+    if unfinished := unfinished_warning(card):
+        lines += [f"> **{unfinished}**", ""]
     if card.offline:
         lines += [f"> **{offline_note(card)}**", ""]
     if excluded := excluded_warning(card):

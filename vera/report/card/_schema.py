@@ -22,7 +22,7 @@ from typing import Any, Literal
 import msgspec
 
 from vera.errors import UserError
-from vera.records import ArtifactVersion, Grouping, KilledSession, LocaleInfo, TargetInfo
+from vera.records import ArtifactVersion, Grouping, KilledSession, LocaleInfo, TargetInfo, UnfinishedSession
 from vera.report.improvements._report import Improvements
 from vera.report.shared._diagnostics import Diagnostics, GroupScore
 from vera.report.shared._language import LanguageCheck
@@ -54,7 +54,9 @@ from vera.report.shared._realism import Realism
 # run had no call of unknown cost, and in older cards: `vera score` counts them), and
 # unbounded_calls to every CallTotals (calls of unknown cost with no worst case; null
 # where there were none, and in older cards), and accounting.killed_sessions (sessions
-# killed outright, with the bound of the calls they had in flight; absent where none).
+# killed outright, with the bound of the calls they had in flight; absent where none),
+# and unfinished_session (a session that had not ended when the card was made: absent
+# where every session ended).
 CARD_SCHEMA_VERSION = 8
 
 
@@ -537,6 +539,10 @@ class Card(msgspec.Struct, frozen=True, kw_only=True):
     schema_version: int
     run_id: str
     status: CardStatus | None = None
+    # A session of the run that did not end when the card was scored or rendered (killed
+    # outright, or still running: its `session.json`): the calls it had in flight are in
+    # none of the card's numbers. Absent from the card of a run whose sessions all ended.
+    unfinished_session: UnfinishedSession | msgspec.UnsetType = msgspec.UNSET
     vera_version: str
     offline: bool
     note: str | None

@@ -36,6 +36,7 @@ from vera.store import (
     open_run,
     read_human_ratings_numbered,
     read_manifest,
+    unfinished,
 )
 
 PLOTS_DIR = "plots"
@@ -152,6 +153,7 @@ def _score(
         card = msgspec.structs.replace(
             card, status=msgspec.structs.replace(card.status, skipped_lines=_skipped(damage, root))
         )
+    card = with_unfinished(card, root)
     atomic_write(root / "card.json", encode_card(card))
     render_card_files(card, root)
     # The card's harm list links each conversation to its page beside card.html: only
@@ -310,7 +312,17 @@ def read_card(run_dir: str | Path) -> Card:
             f"{p}: belongs to run {card.run_id!r}, but {Path(run_dir) / 'manifest.json'} is run "
             f"{manifest.run_id!r}; rebuild the card with `vera score {run_dir}`"
         )
-    return _left_out_unrecorded(card, Path(run_dir))
+    return with_unfinished(_left_out_unrecorded(card, Path(run_dir)), Path(run_dir))
+
+
+def with_unfinished(card: Card, run_dir: Path) -> Card:
+    """`card` saying what is true of the run's sessions now: one that did not end (killed,
+    or still running) is named at its top, and one that has ended since is not. The card
+    of a run whose sessions all ended is returned as it is, to the byte."""
+    found = unfinished(run_dir)
+    if found is None and card.unfinished_session is msgspec.UNSET:
+        return card
+    return msgspec.structs.replace(card, unfinished_session=found if found is not None else msgspec.UNSET)
 
 
 def _left_out_unrecorded(card: Card, run_dir: Path) -> Card:

@@ -95,6 +95,16 @@ def status_warning(card: Card) -> str | None:
     return f"{warning} {skipped}" if skipped else warning
 
 
+def unfinished_warning(card: Card) -> str | None:
+    """A warning for the top of the card when a session of the run had not ended when it
+    was made: the calls that session had in flight are in none of its numbers."""
+    u = card.unfinished_session
+    if u is msgspec.UNSET:
+        return None
+    resume = "vera judge RUN_DIR" if u.command == "judge" else f"vera {u.command} --resume RUN_DIR"
+    return tr(f"card.unfinished_{u.state}", started=u.started_at, command=f"vera {u.command}", resume=resume)
+
+
 def _skipped_text(lines: list[str]) -> str:
     """The record lines a card was scored without (`--skip-corrupt`), named."""
     if not lines:
@@ -552,6 +562,8 @@ def top_lines(card: Card) -> list[str]:
         lines.append(f"{tr('card.judged')}{_colon()}{judged}")
     if warning := status_warning(card):
         lines.append(warning)
+    if unfinished := unfinished_warning(card):
+        lines.append(unfinished)
     if card.offline and card.note:
         lines.append(offline_note(card))
     if excluded := excluded_warning(card):
