@@ -75,7 +75,9 @@ def test_card_of_a_read_only_run_is_printed_and_nothing_is_written(small_run):
     [
         ("score {run}", "ratings.parquet: cannot write the ratings frame"),
         ("card {run} --html", "card.html: cannot write the score card (HTML)"),
-        ("run --resume {run}", "events.jsonl: cannot write the event log"),  # the manifest is left alone
+        # The manifest is left alone; the session's mark (session.json, before any call)
+        # is the first file a resume writes.
+        ("run --resume {run}", "session.json: cannot write the open session's mark"),
         ("judge {run}", "events.jsonl: cannot write the event log"),
     ],
 )
