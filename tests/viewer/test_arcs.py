@@ -103,7 +103,9 @@ def test_from_a_session_to_its_arc_and_on_to_the_next_session(
     page.wait_for_load_state()
     assert page.url.endswith(f"/runs/0/conversations/{sessions[1]}.html")
     assert "2 of 3: follow-up" in page.inner_text(".facts")
-    # No script but the viewer's own (the call bodies' copy buttons, the keys).
-    own = "script" + "".join(f':not([src="../../../static/{s}.js"])' for s in ("words", "calls", "keys"))
+    # No script but the viewer's own (the call bodies' copy buttons and their loading, the keys).
+    own = "script" + "".join(
+        f':not([src="../../../static/{s}.js"])' for s in ("words", "calls", "keys", "bodies")
+    )
     assert page.evaluate(f"document.querySelectorAll('{own}').length") == 0
     assert page.dialogs == []
