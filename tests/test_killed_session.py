@@ -52,8 +52,13 @@ def _card(run_dir: Path) -> dict:
 
 def _kill_when(cfg: Path, out: Path, ready: Callable[[], bool]) -> None:
     """A run SIGKILLed once `ready()` says so."""
+    _kill_command(ready, "run", "--config", str(cfg), "--out", str(out), "--quiet")
+
+
+def _kill_command(ready: Callable[[], bool], *args: str) -> None:
+    """`vera ARGS` SIGKILLed once `ready()` says so."""
     proc = subprocess.Popen(
-        _vera("run", "--config", str(cfg), "--out", str(out), "--quiet"),
+        _vera(*args),
         env=_env(),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
@@ -62,7 +67,7 @@ def _kill_when(cfg: Path, out: Path, ready: Callable[[], bool]) -> None:
     end = time.monotonic() + 120
     while proc.poll() is None and time.monotonic() < end and not ready():
         time.sleep(0.01)
-    assert proc.poll() is None, "the run finished before it could be killed"
+    assert proc.poll() is None, f"vera {args[0]} finished before it could be killed"
     proc.send_signal(signal.SIGKILL)
     proc.wait(30)
 
@@ -72,17 +77,15 @@ def _calls(out: Path) -> int:
     return len(path.read_bytes().splitlines()) if path.exists() else 0
 
 
-def _resume(out: Path) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        _vera("run", "--resume", str(out), "--quiet"),
-        env=_env(),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
+def _done(*args: str, code: int = 0) -> subprocess.CompletedProcess[str]:
+    """`vera ARGS` run to its end, which must be exit `code`."""
+    done = subprocess.run(_vera(*args), env=_env(), cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == code, done.stdout + done.stderr
     return done
+
+
+def _resume(out: Path) -> subprocess.CompletedProcess[str]:
+    return _done("run", "--resume", str(out), "--quiet")
 
 
 @pytest.mark.slow
@@ -132,42 +135,14 @@ def test_a_killed_vera_judge_is_bounded_by_its_judgements(tmp_path: Path) -> Non
     with SweepServer(faults=SLOW) as server:
         cfg = write_sweep_config(tmp_path, server.base_url, personas=4, max_tokens=300)
         out = tmp_path / "run"
-        simulated = subprocess.run(
-            _vera("simulate", "--config", str(cfg), "--out", str(out), "--quiet"),
-            env=_env(),
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert simulated.returncode == 0, simulated.stderr
+        _done("simulate", "--config", str(cfg), "--out", str(out), "--quiet")
         server.faults = Faults(latency=0.05, hold_judge_after=2, hold_s=60)
         before = sum(server.requests.values())
         recorded_before = _calls(out)
-        proc = subprocess.Popen(
-            _vera("judge", str(out), "--quiet"),
-            env=_env(),
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        end = time.monotonic() + 120
-        while proc.poll() is None and time.monotonic() < end and server.by_role["judge"] < 6:
-            time.sleep(0.01)
-        assert proc.poll() is None, "the judging finished before it could be killed"
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
+        _kill_command(lambda: server.by_role["judge"] >= 6, "judge", str(out), "--quiet")
         unseen = (sum(server.requests.values()) - before) - (_calls(out) - recorded_before)
         server.faults = SLOW
-        done = subprocess.run(
-            _vera("judge", str(out), "--quiet"),
-            env=_env(),
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stderr
+        done = _done("judge", str(out), "--quiet")
     assert done.stderr.count("was killed (kill -9, out of memory, power lost)") == 1, done.stderr
     [killed] = _card(out)["accounting"]["killed_sessions"]
     assert killed["conversations"] == 0 and killed["judgements"] > 0
@@ -179,15 +154,7 @@ def test_a_run_never_killed_says_nothing_of_it(tmp_path: Path) -> None:
     with SweepServer() as server:
         cfg = write_sweep_config(tmp_path, server.base_url, personas=2, seeds="[1]", max_tokens=300)
         out = tmp_path / "run"
-        done = subprocess.run(
-            _vera("run", "--config", str(cfg), "--out", str(out), "--quiet"),
-            env=_env(),
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stderr
+        done = _done("run", "--config", str(cfg), "--out", str(out), "--quiet")
         card = (out / "card.json").read_bytes()
         again = _resume(out)  # nothing left to do: nothing found killed
     assert "killed" not in done.stderr + again.stderr
@@ -227,7 +194,7 @@ def test_a_judgement_s_calls_in_flight_stay_within_its_rubric_s_bound(tmp_path: 
             tmp_path, server.base_url, personas=6, max_tokens=300, extra='[judge]\nask_ahead = "tail"\n'
         )
         out = tmp_path / "run"
-        _read("run", "--config", str(cfg), "--out", str(out), "--quiet")
+        _done("run", "--config", str(cfg), "--out", str(out), "--quiet")
     by_judgement: dict[str, list[dict]] = {}
     for call in _lines(out / "calls.jsonl"):
         if call["role"] == "judge":
@@ -310,10 +277,7 @@ def test_a_killed_offline_run_has_nothing_to_bound(tmp_path: Path) -> None:
         started_at="2026-12-07T10:00:00.000+00:00", command="run", max_concurrency=8, max_in_flight=0
     )
     (out / SESSION_FILE).write_bytes(msgspec.json.encode(mark))
-    done = subprocess.run(
-        _vera("run", "--resume", str(out), "--quiet"), cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr
+    done = _resume(out)
     assert "killed" not in done.stderr and not (out / SESSION_FILE).exists()
     [killed] = json.loads((out / "manifest.json").read_text())["killed_sessions"]
     assert killed["calls"] == 0
@@ -327,12 +291,6 @@ KILLED_LINE = "did not end (it was killed: kill -9, out of memory, power lost)"
 CARD_KILLED = "did not end: it was killed (kill -9, out of memory, power lost)"
 
 
-def _read(*args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(_vera(*args), env=_env(), cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    return done
-
-
 @pytest.mark.slow
 def test_a_killed_run_read_before_its_resume_says_its_last_session_did_not_end(tmp_path: Path) -> None:
     """`vera score`, `card`, `export` and `view` of a run killed outright, not yet
@@ -344,11 +302,11 @@ def test_a_killed_run_read_before_its_resume_says_its_last_session_did_not_end(t
         _kill_when(cfg, out, lambda: _calls(out) >= 30)
         mark = json.loads((out / SESSION_FILE).read_text())
         said = [
-            _read("score", str(out)),
-            _read("card", str(out)),
-            _read("export", str(out), "-o", str(tmp_path / "r.csv")),
-            _read("export", str(out), "--calls", "-o", str(tmp_path / "c.jsonl")),
-            _read("view", str(out), "--bundle", str(tmp_path / "bundle")),
+            _done("score", str(out)),
+            _done("card", str(out)),
+            _done("export", str(out), "-o", str(tmp_path / "r.csv")),
+            _done("export", str(out), "--calls", "-o", str(tmp_path / "c.jsonl")),
+            _done("view", str(out), "--bundle", str(tmp_path / "bundle")),
         ]
         for done in said:
             lines = [line for line in done.stderr.splitlines() if UNFINISHED in line]
@@ -366,7 +324,7 @@ def test_a_killed_run_read_before_its_resume_says_its_last_session_did_not_end(t
         assert CARD_KILLED in " ".join(said[1].stdout.split())  # the card `vera card` prints (wrapped)
         assert (out / SESSION_FILE).is_file()  # a reader leaves the mark for the resume
         _resume(out)
-        after = [_read("card", str(out)), _read("export", str(out), "-o", str(tmp_path / "r2.csv"))]
+        after = [_done("card", str(out)), _done("export", str(out), "-o", str(tmp_path / "r2.csv"))]
     assert all("did not end" not in done.stderr for done in after)
     assert "unfinished_session" not in _card(out)
     assert "did not end" not in (out / "card.md").read_text() + (out / "card.html").read_text()
@@ -393,8 +351,8 @@ def test_a_run_still_running_is_read_as_running_and_not_disturbed(tmp_path: Path
             time.sleep(0.01)
         assert proc.poll() is None, "the run finished before it could be read"
         read = [
-            _read("export", str(out), "-o", str(tmp_path / "r.csv")),
-            _read("view", str(out), "--bundle", str(tmp_path / "bundle")),
+            _done("export", str(out), "-o", str(tmp_path / "r.csv")),
+            _done("view", str(out), "--bundle", str(tmp_path / "bundle")),
         ]
         server.faults = SLOW  # the hold lifted: the run finishes
         _, err = proc.communicate(timeout=300)
@@ -444,15 +402,7 @@ def _recorded_spend(out: Path) -> float:
 
 def _resume_with_budget(out: Path, usd: float) -> tuple[float, float]:
     """A resume under `--max-cost usd` that stops at once: (spent, of it uncertain)."""
-    done = subprocess.run(
-        _vera("run", "--resume", str(out), "--max-cost", f"{usd:.6f}", "--quiet"),
-        env=_env(),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 3, done.stdout + done.stderr
+    done = _done("run", "--resume", str(out), "--max-cost", f"{usd:.6f}", "--quiet", code=3)
     found = _SPENT.search(done.stdout + done.stderr)
     assert found is not None, done.stdout + done.stderr
     return float(found[1]), float(found[3] or 0)
@@ -480,15 +430,7 @@ def test_the_run_s_budget_counts_a_killed_session_s_calls_in_flight_at_their_wor
         again, _ = _resume_with_budget(out, recorded + killed["worst_usd"] + 0.0001)
         assert again == pytest.approx(recorded + killed["worst_usd"], abs=1e-4)
         # With room for it, the run finishes.
-        done = subprocess.run(
-            _vera("run", "--resume", str(out), "--max-cost", "10", "--quiet"),
-            env=_env(),
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    assert done.returncode == 0, done.stdout + done.stderr
+        _done("run", "--resume", str(out), "--max-cost", "10", "--quiet")
     assert _card(out)["status"]["state"] == "complete"
 
 
