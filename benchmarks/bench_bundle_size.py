@@ -49,6 +49,14 @@ def _vera(*args: str) -> float:
     return time.perf_counter() - started
 
 
+def make_run(base: Path, turns: int, personas: int) -> Path:
+    """An offline run of `personas` conversations of `turns` messages each, in `base`/run."""
+    run = base / "run"
+    config = _config(base / "run.toml", turns)
+    _vera("run", "--config", str(config), "--limit-personas", str(personas), "--out", str(run), "--quiet")
+    return run
+
+
 def _size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
@@ -96,18 +104,7 @@ def main() -> None:
         for turns in (int(t) for t in args.turns.split(",")):
             base = Path(tmp) / str(turns)
             base.mkdir()
-            run = base / "run"
-            config = _config(base / "run.toml", turns)
-            _vera(
-                "run",
-                "--config",
-                str(config),
-                "--limit-personas",
-                str(args.personas),
-                "--out",
-                str(run),
-                "--quiet",
-            )
+            run = make_run(base, turns, args.personas)
             t_with = _vera("view", str(run), "--bundle", str(base / "with"))
             t_without = _vera("view", str(run), "--bundle", str(base / "without"), "--no-call-bodies")
             pages = _size(base / "with" / "runs" / "0" / "conversations")

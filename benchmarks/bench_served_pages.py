@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_bundle_size import _config, _decoded, _vera
+from bench_bundle_size import _decoded, make_run
 
 _WAIT = re.compile(r'<div class="call-wait" data-body="(\d+)"></div>')
 _TAG = '<script src="../../../static/bodies.js" defer></script>\n'
@@ -118,19 +118,7 @@ def main() -> None:
             for turns in (int(t) for t in args.turns.split(",")):
                 base = Path(tmp) / str(turns)
                 base.mkdir()
-                run = base / "run"
-                config = _config(base / "run.toml", turns)
-                _vera(
-                    "run",
-                    "--config",
-                    str(config),
-                    "--limit-personas",
-                    str(args.personas),
-                    "--out",
-                    str(run),
-                    "--quiet",
-                )
-                targets.append((str(turns), run))
+                targets.append((str(turns), make_run(base, turns, args.personas)))
         for label, run in targets:
             rows.append((label, measure(run)))
     kb = 1e3
